@@ -1,0 +1,10 @@
+//! Numeric core: the sample trait, math policies, the FP-mode guard and the
+//! locked random streams.
+
+pub mod fpmode;
+pub mod math;
+pub mod rng;
+pub mod sample;
+
+pub use math::{FastMath, Math, MathKind, StdMath, StrictMath};
+pub use sample::{Precision, Sample};

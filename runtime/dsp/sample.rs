@@ -1,0 +1,235 @@
+//! The one bound for sample genericity: [`Sample`], implemented for `f32` and `f64`.
+
+use std::fmt::Debug;
+use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
+
+/// The numeric precision a node runs at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Precision {
+    F32,
+    F64,
+}
+
+impl Precision {
+    /// The name used in scenes and reports (`"f32"`, `"f64"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        }
+    }
+
+    /// Parses `"f32"` / `"f64"`.
+    pub fn parse(s: &str) -> Option<Precision> {
+        match s {
+            "f32" => Some(Precision::F32),
+            "f64" => Some(Precision::F64),
+            _ => None,
+        }
+    }
+}
+
+/// A sample type. Only `+ − × ÷ sqrt` are exposed as arithmetic here: anything
+/// transcendental goes through a math policy (`dsp::math`), so that strict
+/// paths cannot reach a `std` transcendental by accident.
+pub trait Sample:
+    Copy
+    + Default
+    + Debug
+    + PartialOrd
+    + Send
+    + Sync
+    + 'static
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + SubAssign
+    + MulAssign
+{
+    const PRECISION: Precision;
+    const ZERO: Self;
+    const ONE: Self;
+
+    /// Rounds to nearest (f64 → f32) or is exact (f64 → f64).
+    fn from_f64(v: f64) -> Self;
+    /// Exact.
+    fn to_f64(self) -> f64;
+    /// Exact.
+    fn from_f32(v: f32) -> Self;
+    /// Rounds to nearest (f64) or is exact (f32).
+    fn to_f32(self) -> f32;
+    fn is_finite(self) -> bool;
+    fn abs(self) -> Self;
+    /// IEEE-754 correctly rounded square root (allowed on strict paths).
+    fn sqrt(self) -> Self;
+    fn floor(self) -> Self;
+    /// The locked Philox word → sample mapping of DESIGN §4 (exact):
+    /// f64 `u * 2^-31 - 1`, f32 `(u >> 8) * 2^-23 - 1`.
+    fn from_noise_word(u: u32) -> Self;
+    /// A u64 fixed-point phase (fraction of a cycle) as a value in [0, 1),
+    /// truncated to the precision's mantissa (exact).
+    fn from_phase(phase: u64) -> Self;
+    /// Raw bits for hashing and goldens, little-endian.
+    fn write_le(self, out: &mut Vec<u8>);
+    /// Bit pattern as u64 (f32 bits zero-extended).
+    fn to_bits_u64(self) -> u64;
+
+    #[inline]
+    fn from_usize(v: usize) -> Self {
+        Self::from_f64(v as f64)
+    }
+    #[inline]
+    fn max(self, other: Self) -> Self {
+        if self > other {
+            self
+        } else {
+            other
+        }
+    }
+    #[inline]
+    fn min(self, other: Self) -> Self {
+        if self < other {
+            self
+        } else {
+            other
+        }
+    }
+    #[inline]
+    fn clamp(self, lo: Self, hi: Self) -> Self {
+        self.max(lo).min(hi)
+    }
+}
+
+impl Sample for f64 {
+    const PRECISION: Precision = Precision::F64;
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+
+    #[inline]
+    fn from_f64(v: f64) -> f64 {
+        v
+    }
+    #[inline]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline]
+    fn from_f32(v: f32) -> f64 {
+        v as f64
+    }
+    #[inline]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+    #[inline]
+    fn is_finite(self) -> bool {
+        f64::is_finite(self)
+    }
+    #[inline]
+    fn abs(self) -> f64 {
+        f64::abs(self)
+    }
+    #[inline]
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    #[inline]
+    fn floor(self) -> f64 {
+        f64::floor(self)
+    }
+    #[inline]
+    fn from_noise_word(u: u32) -> f64 {
+        u as f64 * (1.0 / 2147483648.0) - 1.0
+    }
+    #[inline]
+    fn from_phase(phase: u64) -> f64 {
+        (phase >> 11) as f64 * (1.0 / 9007199254740992.0)
+    }
+    fn write_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    #[inline]
+    fn to_bits_u64(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+impl Sample for f32 {
+    const PRECISION: Precision = Precision::F32;
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+
+    #[inline]
+    fn from_f64(v: f64) -> f32 {
+        v as f32
+    }
+    #[inline]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline]
+    fn from_f32(v: f32) -> f32 {
+        v
+    }
+    #[inline]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[inline]
+    fn is_finite(self) -> bool {
+        f32::is_finite(self)
+    }
+    #[inline]
+    fn abs(self) -> f32 {
+        f32::abs(self)
+    }
+    #[inline]
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    #[inline]
+    fn floor(self) -> f32 {
+        f32::floor(self)
+    }
+    #[inline]
+    fn from_noise_word(u: u32) -> f32 {
+        (u >> 8) as f32 * (1.0 / 8388608.0) - 1.0
+    }
+    #[inline]
+    fn from_phase(phase: u64) -> f32 {
+        (phase >> 40) as f32 * (1.0 / 16777216.0)
+    }
+    fn write_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    #[inline]
+    fn to_bits_u64(self) -> u64 {
+        self.to_bits() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn noise_mapping_is_in_range_and_exact() {
+        assert_eq!(f64::from_noise_word(0), -1.0);
+        assert_eq!(f64::from_noise_word(u32::MAX), 1.0 - 1.0 / 2147483648.0);
+        assert_eq!(f32::from_noise_word(0), -1.0);
+        assert_eq!(f32::from_noise_word(u32::MAX), 1.0 - 1.0 / 8388608.0);
+        assert_eq!(f64::from_noise_word(1 << 31), 0.0);
+    }
+
+    #[test]
+    fn phase_is_a_fraction_of_a_cycle() {
+        assert_eq!(f64::from_phase(0), 0.0);
+        assert_eq!(f64::from_phase(1 << 63), 0.5);
+        assert_eq!(f32::from_phase(1 << 62), 0.25);
+        assert!(f64::from_phase(u64::MAX) < 1.0);
+        assert!(f32::from_phase(u64::MAX) < 1.0);
+    }
+}

@@ -1,0 +1,341 @@
+//! The conformance suite every operator passes (STYLE.md): bit-identical
+//! output at every block size, identical output after `reset`, no leak from
+//! dirty output buffers, and `restore(snapshot())` continuing bit-exactly —
+//! at f64 under strict and f32 under repro.
+
+use super::harness::{conformance_block_sizes, first_difference, values_with, NodeRunner};
+use super::{registry, AudioData, Value};
+use crate::dsp::Precision;
+use crate::profile::Profile;
+use std::sync::Arc;
+
+const SR: f64 = 48000.0;
+const FRAMES: usize = 5000;
+
+/// A deterministic, broadband test input in [-1, 1].
+pub(crate) fn test_signal(seed: u64, frames: usize) -> Vec<f64> {
+    let mut x = seed;
+    (0..frames)
+        .map(|i| {
+            x = crate::dsp::rng::mix64(x.wrapping_add(0x9e3779b97f4a7c15));
+            let noise = (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+            let t = i as f64 / SR;
+            0.4 * libm::sin(2.0 * core::f64::consts::PI * 220.0 * t) + 0.3 * noise
+        })
+        .collect()
+}
+
+/// A slow control signal (for modulation ports), `depth` around 0.
+fn control_signal(frames: usize, depth: f64) -> Vec<f64> {
+    (0..frames)
+        .map(|i| depth * libm::sin(2.0 * core::f64::consts::PI * 3.0 * i as f64 / SR))
+        .collect()
+}
+
+/// A gate: 1 for the first 40% of every 1200 frames, else 0.
+fn gate_signal(frames: usize) -> Vec<f64> {
+    (0..frames)
+        .map(|i| if i % 1200 < 480 { 1.0 } else { 0.0 })
+        .collect()
+}
+
+pub(crate) struct Case {
+    pub op: &'static str,
+    pub params: Vec<(&'static str, Value)>,
+    pub n_inputs: usize,
+    pub mods: Vec<(&'static str, Vec<f64>)>,
+}
+
+fn case(op: &'static str, params: Vec<(&'static str, Value)>) -> Case {
+    Case {
+        op,
+        params,
+        n_inputs: 0,
+        mods: Vec::new(),
+    }
+}
+
+fn num(v: f64) -> Value {
+    Value::Number(v)
+}
+
+pub(crate) fn test_audio() -> Arc<AudioData> {
+    Arc::new(AudioData {
+        path: "test.wav".into(),
+        sample_rate: 48000,
+        channels: vec![test_signal(11, 3000), test_signal(12, 3000)],
+    })
+}
+
+/// Every operator with params that exercise its paths, including modulation.
+pub(crate) fn cases() -> Vec<Case> {
+    let enum_ix = |op: &str, param: &str, choice: &str| -> Value {
+        let spec = super::lookup(op).unwrap();
+        let p = &spec.params[spec.param_index(param).unwrap()];
+        match p.kind {
+            super::ParamKind::Enum { choices, .. } => {
+                Value::Enum(choices.iter().position(|c| *c == choice).unwrap())
+            }
+            _ => panic!("{op}.{param} is not an enum"),
+        }
+    };
+    let mut v = vec![
+        case("sine", vec![("freq", num(440.0)), ("amp", num(0.8))]),
+        Case {
+            mods: vec![
+                ("freq", control_signal(FRAMES, 200.0)),
+                ("phase", control_signal(FRAMES, 1.0)),
+            ],
+            ..case("sine", vec![("freq", num(440.0))])
+        },
+        case("saw", vec![("freq", num(1000.0))]),
+        Case {
+            mods: vec![("freq", control_signal(FRAMES, 500.0))],
+            ..case("saw", vec![("freq", num(700.0))])
+        },
+        case("square", vec![("freq", num(1000.0)), ("duty", num(0.3))]),
+        Case {
+            mods: vec![("duty", control_signal(FRAMES, 0.2))],
+            ..case("square", vec![("freq", num(300.0))])
+        },
+        case("triangle", vec![("freq", num(1234.5))]),
+        case("impulse", vec![("freq", num(1000.0))]),
+        case("impulse", vec![("freq", num(0.0))]),
+        case("noise", vec![("amp", num(0.5))]),
+        case("dc", vec![("value", num(0.25))]),
+        case(
+            "sampler",
+            vec![
+                ("file", Value::Resource(test_audio())),
+                ("rate", num(0.75)),
+                ("loop", Value::Bool(true)),
+            ],
+        ),
+        case(
+            "sampler",
+            vec![("file", Value::Resource(test_audio())), ("rate", num(1.0))],
+        ),
+        Case {
+            mods: vec![("pos", control_signal(FRAMES, 0.9))],
+            n_inputs: 1,
+            ..case("pan", vec![])
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![("gain", control_signal(FRAMES, 0.5))],
+            ..case("gain", vec![("gain", num(0.5))])
+        },
+        Case {
+            n_inputs: 3,
+            ..case("mix", vec![("gains", Value::Gains(vec![1.0, 0.5, 0.25]))])
+        },
+        Case {
+            n_inputs: 2,
+            ..case("multiply", vec![])
+        },
+        Case {
+            n_inputs: 1,
+            ..case("cast", vec![])
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![("time", control_signal(FRAMES, 0.002))],
+            ..case(
+                "delay",
+                vec![
+                    ("time", num(0.01)),
+                    ("feedback", num(0.6)),
+                    ("mix", num(0.5)),
+                    ("max_time", num(0.1)),
+                ],
+            )
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![("cutoff", control_signal(FRAMES, 300.0))],
+            ..case("onepole", vec![("cutoff", num(800.0))])
+        },
+        Case {
+            n_inputs: 1,
+            ..case(
+                "onepole",
+                vec![
+                    ("mode", enum_ix("onepole", "mode", "highpass")),
+                    ("cutoff", num(300.0)),
+                ],
+            )
+        },
+        Case {
+            mods: vec![("gate", gate_signal(FRAMES))],
+            ..case(
+                "adsr",
+                vec![
+                    ("attack", num(0.002)),
+                    ("decay", num(0.005)),
+                    ("sustain", num(0.5)),
+                    ("release", num(0.004)),
+                ],
+            )
+        },
+    ];
+    for mode in [
+        "lowpass", "highpass", "bandpass", "notch", "peak", "allpass",
+    ] {
+        v.push(Case {
+            n_inputs: 1,
+            mods: vec![("cutoff", control_signal(FRAMES, 400.0))],
+            ..case(
+                "biquad",
+                vec![
+                    ("mode", enum_ix("biquad", "mode", mode)),
+                    ("cutoff", num(1200.0)),
+                    ("q", num(2.0)),
+                    ("gain", num(2.0)),
+                ],
+            )
+        });
+    }
+    for mode in ["lowpass", "highpass", "bandpass", "notch"] {
+        v.push(Case {
+            n_inputs: 1,
+            mods: vec![("cutoff", control_signal(FRAMES, 400.0))],
+            ..case(
+                "svf",
+                vec![
+                    ("mode", enum_ix("svf", "mode", mode)),
+                    ("cutoff", num(1500.0)),
+                    ("q", num(1.5)),
+                ],
+            )
+        });
+    }
+    v
+}
+
+fn runner(c: &Case, profile: Profile, precision: Precision) -> NodeRunner {
+    let spec = super::lookup(c.op).unwrap();
+    NodeRunner::new(
+        spec,
+        values_with(spec, &c.params),
+        profile,
+        Some(precision),
+        SR,
+        4096,
+        c.n_inputs,
+    )
+    .unwrap_or_else(|e| panic!("{}: build failed: {e}", c.op))
+}
+
+fn inputs(c: &Case) -> Vec<Vec<f64>> {
+    (0..c.n_inputs)
+        .map(|k| test_signal(100 + k as u64, FRAMES))
+        .collect()
+}
+
+fn mods(c: &Case) -> Vec<(usize, Vec<f64>)> {
+    let spec = super::lookup(c.op).unwrap();
+    c.mods
+        .iter()
+        .map(|(name, sig)| (spec.param_index(name).unwrap(), sig.clone()))
+        .collect()
+}
+
+fn check_case(c: &Case, profile: Profile, precision: Precision) {
+    let label = format!(
+        "{} {:?} {:?}",
+        c.op,
+        c.params.iter().map(|p| p.0).collect::<Vec<_>>(),
+        precision
+    );
+    let ins = inputs(c);
+    let ms = mods(c);
+    let mut reference_runner = runner(c, profile, precision);
+    let reference = reference_runner.run(&ins, &ms, FRAMES, &[1]);
+    assert!(
+        reference.iter().flatten().any(|x| *x != 0.0),
+        "{label}: output is all zeros"
+    );
+    assert!(
+        reference.iter().flatten().all(|x| x.is_finite()),
+        "{label}: non-finite output"
+    );
+    // Block-size invariance.
+    for blocks in conformance_block_sizes() {
+        let mut r = runner(c, profile, precision);
+        let out = r.run(&ins, &ms, FRAMES, &blocks);
+        if let Some(d) = first_difference(&reference, &out) {
+            panic!(
+                "{label}: block sizes {:?}…: {d}",
+                &blocks[..blocks.len().min(4)]
+            );
+        }
+    }
+    // Reset reproduces.
+    reference_runner.reset();
+    let again = reference_runner.run(&ins, &ms, FRAMES, &[64]);
+    if let Some(d) = first_difference(&reference, &again) {
+        panic!("{label}: after reset: {d}");
+    }
+    // Dirty output buffers do not leak.
+    let mut dirty = runner(c, profile, precision);
+    dirty.dirty_fill = f64::NAN;
+    let out = dirty.run(&ins, &ms, FRAMES, &[37]);
+    if let Some(d) = first_difference(&reference, &out) {
+        panic!("{label}: dirty output buffers: {d}");
+    }
+    // restore(snapshot()) continues bit-exactly in a fresh node.
+    let split = 2000;
+    let head_in: Vec<Vec<f64>> = ins.iter().map(|v| v[..split].to_vec()).collect();
+    let tail_in: Vec<Vec<f64>> = ins.iter().map(|v| v[split..].to_vec()).collect();
+    let head_mods: Vec<(usize, Vec<f64>)> =
+        ms.iter().map(|(p, v)| (*p, v[..split].to_vec())).collect();
+    let tail_mods: Vec<(usize, Vec<f64>)> =
+        ms.iter().map(|(p, v)| (*p, v[split..].to_vec())).collect();
+    let mut first = runner(c, profile, precision);
+    first.run(&head_in, &head_mods, split, &[100]);
+    let st = first.snapshot();
+    let mut second = runner(c, profile, precision);
+    second
+        .node()
+        .restore(&st)
+        .unwrap_or_else(|e| panic!("{label}: restore: {e}"));
+    second.set_clock(split as u64);
+    let tail = second.run(&tail_in, &tail_mods, FRAMES - split, &[100]);
+    let want: Vec<Vec<f64>> = reference.iter().map(|v| v[split..].to_vec()).collect();
+    if let Some(d) = first_difference(&want, &tail) {
+        panic!("{label}: after restore(snapshot()): {d}");
+    }
+}
+
+#[test]
+fn every_operator_has_a_conformance_case() {
+    let cs = cases();
+    for spec in registry() {
+        assert!(
+            cs.iter().any(|c| c.op == spec.name),
+            "no conformance case for `{}`",
+            spec.name
+        );
+    }
+}
+
+#[test]
+fn conformance_strict_f64() {
+    for c in cases() {
+        check_case(&c, Profile::Strict, Precision::F64);
+    }
+}
+
+#[test]
+fn conformance_repro_f32() {
+    for c in cases() {
+        check_case(&c, Profile::Repro, Precision::F32);
+    }
+}
+
+#[test]
+fn conformance_live_f32() {
+    for c in cases() {
+        check_case(&c, Profile::Live, Precision::F32);
+    }
+}

@@ -1,0 +1,253 @@
+//! Drives one node outside a graph: for operator tests, conformance checks
+//! and golden vectors. Inputs and outputs are exchanged as f64 (exact for
+//! both precisions on the way out; rounded to the node's precision on the
+//! way in).
+
+use super::{
+    default_value, AnyNode, BuildCtx, Io, NodeState, OpSpec, ParamState, Params, Processor, Value,
+};
+use crate::dsp::{fpmode::FpGuard, Sample};
+use crate::profile::{NodeProfile, Overrides, Profile};
+
+/// A node plus the buffers and param states the engine would give it.
+pub struct NodeRunner {
+    pub spec: &'static OpSpec,
+    node: AnyNode,
+    params: Vec<ParamState>,
+    n_inputs: usize,
+    max_block: usize,
+    clock: u64,
+    flush: bool,
+    /// Fill value for output buffers before each block (tests of dirty buffers).
+    pub dirty_fill: f64,
+}
+
+/// Param values for `spec`: defaults, replaced by `set` (name, value) pairs.
+pub fn values_with(spec: &OpSpec, set: &[(&str, Value)]) -> Vec<Value> {
+    spec.params
+        .iter()
+        .map(|p| {
+            set.iter()
+                .find(|(n, _)| *n == p.name)
+                .map(|(_, v)| v.clone())
+                .or_else(|| default_value(p))
+                .unwrap_or(Value::Number(0.0))
+        })
+        .collect()
+}
+
+impl NodeRunner {
+    /// Builds `spec` under `profile` (default precision and math of that
+    /// profile unless `precision` overrides it).
+    pub fn new(
+        spec: &'static OpSpec,
+        values: Vec<Value>,
+        profile: Profile,
+        precision: Option<crate::dsp::Precision>,
+        sample_rate: f64,
+        max_block: usize,
+        n_inputs: usize,
+    ) -> Result<NodeRunner, String> {
+        let np = NodeProfile::resolve(
+            profile,
+            &Overrides {
+                precision,
+                ..Overrides::default()
+            },
+            None,
+        );
+        let cx = BuildCtx {
+            node_id: "node",
+            sample_rate,
+            max_block,
+            values: &values,
+            n_inputs,
+            noise_hash: crate::dsp::rng::hash64(1, "node", 0),
+            profile: &np,
+        };
+        let node = (spec.build)(&cx, np.precision, np.math)?;
+        let params = values
+            .iter()
+            .map(|v| match v {
+                Value::Number(x) => ParamState::constant(*x),
+                _ => ParamState::constant(0.0),
+            })
+            .collect();
+        let n_inputs = if spec.variadic_inputs {
+            n_inputs
+        } else {
+            spec.inputs.len()
+        };
+        Ok(NodeRunner {
+            spec,
+            node,
+            params,
+            n_inputs,
+            max_block,
+            clock: 0,
+            flush: np.flush_to_zero,
+            dirty_fill: 0.0,
+        })
+    }
+
+    pub fn node(&mut self) -> &mut AnyNode {
+        &mut self.node
+    }
+
+    pub fn param_state(&mut self, i: usize) -> &mut ParamState {
+        &mut self.params[i]
+    }
+
+    pub fn reset(&mut self) {
+        self.node.reset();
+        self.clock = 0;
+    }
+
+    pub fn snapshot(&self) -> NodeState {
+        let mut st = NodeState::default();
+        self.node.snapshot(&mut st);
+        st
+    }
+
+    pub fn clock(&self) -> u64 {
+        self.clock
+    }
+
+    pub fn set_clock(&mut self, clock: u64) {
+        self.clock = clock;
+    }
+
+    /// Renders `inputs[0].len()` frames (or `frames` when there are no inputs)
+    /// in blocks whose sizes cycle through `blocks`. `mods` are modulation
+    /// signals by param index. Returns one f64 vector per output.
+    pub fn run(
+        &mut self,
+        inputs: &[Vec<f64>],
+        mods: &[(usize, Vec<f64>)],
+        frames: usize,
+        blocks: &[usize],
+    ) -> Vec<Vec<f64>> {
+        match &mut self.node {
+            AnyNode::F32(n) => run_typed::<f32>(
+                n.as_mut(),
+                &self.params,
+                self.n_inputs,
+                self.spec.outputs.len(),
+                self.max_block,
+                &mut self.clock,
+                self.flush,
+                self.dirty_fill,
+                inputs,
+                mods,
+                frames,
+                blocks,
+            ),
+            AnyNode::F64(n) => run_typed::<f64>(
+                n.as_mut(),
+                &self.params,
+                self.n_inputs,
+                self.spec.outputs.len(),
+                self.max_block,
+                &mut self.clock,
+                self.flush,
+                self.dirty_fill,
+                inputs,
+                mods,
+                frames,
+                blocks,
+            ),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_typed<S: Sample>(
+    node: &mut dyn Processor<S>,
+    params: &[ParamState],
+    n_inputs: usize,
+    n_outputs: usize,
+    max_block: usize,
+    clock: &mut u64,
+    flush: bool,
+    dirty: f64,
+    inputs: &[Vec<f64>],
+    mods: &[(usize, Vec<f64>)],
+    frames: usize,
+    blocks: &[usize],
+) -> Vec<Vec<f64>> {
+    let mut in_bufs: Vec<Vec<S>> = vec![vec![S::ZERO; max_block]; n_inputs];
+    let mut out_bufs: Vec<Vec<S>> = vec![vec![S::ZERO; max_block]; n_outputs];
+    let mut sig_bufs: Vec<Vec<S>> = vec![Vec::new(); params.len()];
+    for (p, _) in mods {
+        sig_bufs[*p] = vec![S::ZERO; max_block];
+    }
+    let mut result = vec![Vec::with_capacity(frames); n_outputs];
+    let mut pos = 0;
+    let mut bi = 0;
+    while pos < frames {
+        let n = blocks[bi % blocks.len()]
+            .clamp(1, max_block)
+            .min(frames - pos);
+        bi += 1;
+        for (k, buf) in in_bufs.iter_mut().enumerate() {
+            for (i, b) in buf[..n].iter_mut().enumerate() {
+                *b = S::from_f64(inputs.get(k).map_or(0.0, |v| v[pos + i]));
+            }
+        }
+        for (p, sig) in mods {
+            for (i, b) in sig_bufs[*p][..n].iter_mut().enumerate() {
+                *b = S::from_f64(sig[pos + i]);
+            }
+        }
+        for o in out_bufs.iter_mut() {
+            o.iter_mut().for_each(|x| *x = S::from_f64(dirty));
+        }
+        {
+            let _fp = FpGuard::new(flush);
+            let mut io = Io {
+                frames: n,
+                start: *clock,
+                inputs: &in_bufs,
+                outputs: &mut out_bufs,
+                params: Params::new(params, &sig_bufs, *clock),
+            };
+            node.process(&mut io);
+        }
+        for (r, o) in result.iter_mut().zip(&out_bufs) {
+            r.extend(o[..n].iter().map(|x| x.to_f64()));
+        }
+        *clock += n as u64;
+        pos += n;
+    }
+    result
+}
+
+/// Block sizes of the conformance suite: 1, 7, 64, 128, 4096 and a
+/// deterministic pseudo-random mix.
+pub fn conformance_block_sizes() -> Vec<Vec<usize>> {
+    let mut random = Vec::new();
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    for _ in 0..64 {
+        x = crate::dsp::rng::mix64(x);
+        random.push(1 + (x % 300) as usize);
+    }
+    vec![vec![1], vec![7], vec![64], vec![128], vec![4096], random]
+}
+
+/// Bitwise equality of two renders, with the first difference on failure.
+pub fn first_difference(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<String> {
+    for (c, (x, y)) in a.iter().zip(b).enumerate() {
+        if x.len() != y.len() {
+            return Some(format!("output {c}: length {} vs {}", x.len(), y.len()));
+        }
+        for (i, (p, q)) in x.iter().zip(y).enumerate() {
+            if p.to_bits() != q.to_bits() {
+                return Some(format!("output {c} frame {i}: {p:e} vs {q:e}"));
+            }
+        }
+    }
+    if a.len() != b.len() {
+        return Some(format!("{} outputs vs {}", a.len(), b.len()));
+    }
+    None
+}

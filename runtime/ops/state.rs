@@ -1,0 +1,219 @@
+//! Explicit node state: named arrays and scalars, precision-tagged, so that a
+//! snapshot taken at one precision restores at another (f64 → f32 rounds,
+//! f32 → f64 is exact).
+
+use crate::dsp::{Precision, Sample};
+
+/// One named piece of state.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StateValue {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    U64(u64),
+    I64(i64),
+    Bool(bool),
+}
+
+/// A node's state: an ordered list of named values. Names are static, so
+/// re-snapshotting into an existing `NodeState` of the same shape does not
+/// allocate.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeState {
+    pub entries: Vec<(&'static str, StateValue)>,
+}
+
+/// Why a restore failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StateError {
+    Missing(&'static str),
+    Shape {
+        name: &'static str,
+        expected: usize,
+        found: usize,
+    },
+    Kind(&'static str),
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::Missing(n) => write!(f, "state `{n}` is missing"),
+            StateError::Shape {
+                name,
+                expected,
+                found,
+            } => write!(f, "state `{name}` has {found} values, expected {expected}"),
+            StateError::Kind(n) => write!(f, "state `{n}` has the wrong kind"),
+        }
+    }
+}
+
+impl NodeState {
+    fn slot(&mut self, name: &'static str) -> &mut StateValue {
+        // Reuse the entry of that name when present (no allocation on a
+        // snapshot of the same shape).
+        match self.entries.iter().position(|(n, _)| *n == name) {
+            Some(i) => &mut self.entries[i].1,
+            None => {
+                self.entries.push((name, StateValue::Bool(false)));
+                &mut self.entries.last_mut().expect("just pushed").1
+            }
+        }
+    }
+
+    fn get(&self, name: &'static str) -> Result<&StateValue, StateError> {
+        self.entries
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+            .ok_or(StateError::Missing(name))
+    }
+
+    /// Writes an array of samples at the sample type's precision.
+    pub fn put_samples<S: Sample>(&mut self, name: &'static str, data: &[S]) {
+        let slot = self.slot(name);
+        match S::PRECISION {
+            Precision::F64 => {
+                if !matches!(slot, StateValue::F64(_)) {
+                    *slot = StateValue::F64(Vec::with_capacity(data.len()));
+                }
+                if let StateValue::F64(v) = slot {
+                    v.clear();
+                    v.extend(data.iter().map(|s| s.to_f64()));
+                }
+            }
+            Precision::F32 => {
+                if !matches!(slot, StateValue::F32(_)) {
+                    *slot = StateValue::F32(Vec::with_capacity(data.len()));
+                }
+                if let StateValue::F32(v) = slot {
+                    v.clear();
+                    v.extend(data.iter().map(|s| s.to_f32()));
+                }
+            }
+        }
+    }
+
+    /// Writes one sample-precision scalar (an array of length 1).
+    pub fn put_sample<S: Sample>(&mut self, name: &'static str, v: S) {
+        self.put_samples(name, &[v]);
+    }
+
+    pub fn put_u64(&mut self, name: &'static str, v: u64) {
+        *self.slot(name) = StateValue::U64(v);
+    }
+
+    pub fn put_i64(&mut self, name: &'static str, v: i64) {
+        *self.slot(name) = StateValue::I64(v);
+    }
+
+    pub fn put_bool(&mut self, name: &'static str, v: bool) {
+        *self.slot(name) = StateValue::Bool(v);
+    }
+
+    /// Reads an array into `out`, converting precision; the lengths must match.
+    pub fn get_samples<S: Sample>(
+        &self,
+        name: &'static str,
+        out: &mut [S],
+    ) -> Result<(), StateError> {
+        let shape = |found| StateError::Shape {
+            name,
+            expected: out.len(),
+            found,
+        };
+        match self.get(name)? {
+            StateValue::F64(v) => {
+                if v.len() != out.len() {
+                    return Err(shape(v.len()));
+                }
+                for (o, x) in out.iter_mut().zip(v) {
+                    *o = S::from_f64(*x);
+                }
+            }
+            StateValue::F32(v) => {
+                if v.len() != out.len() {
+                    return Err(shape(v.len()));
+                }
+                for (o, x) in out.iter_mut().zip(v) {
+                    *o = S::from_f32(*x);
+                }
+            }
+            _ => return Err(StateError::Kind(name)),
+        }
+        Ok(())
+    }
+
+    pub fn get_sample<S: Sample>(&self, name: &'static str) -> Result<S, StateError> {
+        let mut v = [S::ZERO];
+        self.get_samples(name, &mut v)?;
+        Ok(v[0])
+    }
+
+    pub fn get_u64(&self, name: &'static str) -> Result<u64, StateError> {
+        match self.get(name)? {
+            StateValue::U64(v) => Ok(*v),
+            _ => Err(StateError::Kind(name)),
+        }
+    }
+
+    pub fn get_i64(&self, name: &'static str) -> Result<i64, StateError> {
+        match self.get(name)? {
+            StateValue::I64(v) => Ok(*v),
+            _ => Err(StateError::Kind(name)),
+        }
+    }
+
+    pub fn get_bool(&self, name: &'static str) -> Result<bool, StateError> {
+        match self.get(name)? {
+            StateValue::Bool(v) => Ok(*v),
+            _ => Err(StateError::Kind(name)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precision_migrates_on_restore() {
+        let mut st = NodeState::default();
+        st.put_samples::<f64>("z", &[0.1, -0.25]);
+        st.put_u64("phase", 42);
+        let mut out32 = [0f32; 2];
+        st.get_samples("z", &mut out32).unwrap();
+        assert_eq!(out32, [0.1f32, -0.25]);
+        let mut st32 = NodeState::default();
+        st32.put_samples::<f32>("z", &out32);
+        let mut out64 = [0f64; 2];
+        st32.get_samples("z", &mut out64).unwrap();
+        assert_eq!(out64, [0.1f32 as f64, -0.25]);
+        assert_eq!(st.get_u64("phase").unwrap(), 42);
+        assert_eq!(st.get_u64("nope"), Err(StateError::Missing("nope")));
+        let mut wrong = [0f64; 3];
+        assert!(matches!(
+            st.get_samples("z", &mut wrong),
+            Err(StateError::Shape { .. })
+        ));
+    }
+
+    #[test]
+    fn resnapshot_reuses_entries() {
+        let mut st = NodeState::default();
+        st.put_samples::<f64>("z", &[1.0, 2.0]);
+        let ptr = match &st.entries[0].1 {
+            StateValue::F64(v) => v.as_ptr(),
+            _ => unreachable!(),
+        };
+        st.put_samples::<f64>("z", &[3.0, 4.0]);
+        match &st.entries[0].1 {
+            StateValue::F64(v) => {
+                assert_eq!(v.as_ptr(), ptr);
+                assert_eq!(v, &[3.0, 4.0]);
+            }
+            _ => unreachable!(),
+        }
+        assert_eq!(st.entries.len(), 1);
+    }
+}

@@ -1,0 +1,272 @@
+//! Execution profiles and what each one means (DESIGN §4).
+
+use crate::dsp::{MathKind, Precision};
+
+/// An execution profile. Ordered by strength: `Live < Repro < Strict`, so the
+/// weakest of several profiles is their `min`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Profile {
+    Live,
+    Repro,
+    Strict,
+}
+
+/// How an event's time maps onto the sample clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventTiming {
+    /// The param changes at exactly the event's sample.
+    SampleAccurate,
+    /// The change takes effect at the start of the block holding the event.
+    BlockAccurate,
+}
+
+/// What happens to an event time that is not a whole number of samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffGrid {
+    Error,
+    SnapNearest,
+    AtBlock,
+}
+
+/// Which precision changes may happen without an explicit `cast` node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CastRule {
+    /// None: every precision change needs a `cast` node.
+    ExplicitOnly,
+    /// f32 → f64 is implicit (exact); f64 → f32 needs a `cast` node.
+    WidenOnly,
+    /// All implicit; narrowing ones are warned.
+    All,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 3] = [Profile::Strict, Profile::Repro, Profile::Live];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Strict => "strict",
+            Profile::Repro => "repro",
+            Profile::Live => "live",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Profile> {
+        match s {
+            "strict" => Some(Profile::Strict),
+            "repro" => Some(Profile::Repro),
+            "live" => Some(Profile::Live),
+            _ => None,
+        }
+    }
+
+    pub fn default_precision(self) -> Precision {
+        match self {
+            Profile::Strict => Precision::F64,
+            Profile::Repro | Profile::Live => Precision::F32,
+        }
+    }
+
+    pub fn math(self) -> MathKind {
+        match self {
+            Profile::Strict => MathKind::Strict,
+            Profile::Repro => MathKind::Std,
+            Profile::Live => MathKind::Fast,
+        }
+    }
+
+    /// Flush-to-zero / denormals-are-zero.
+    pub fn flush_to_zero(self) -> bool {
+        !matches!(self, Profile::Strict)
+    }
+
+    pub fn default_block_size(self) -> usize {
+        match self {
+            Profile::Strict | Profile::Live => 64,
+            Profile::Repro => 128,
+        }
+    }
+
+    pub fn event_timing(self) -> EventTiming {
+        match self {
+            Profile::Strict | Profile::Repro => EventTiming::SampleAccurate,
+            Profile::Live => EventTiming::BlockAccurate,
+        }
+    }
+
+    pub fn off_grid(self) -> OffGrid {
+        match self {
+            Profile::Strict => OffGrid::Error,
+            Profile::Repro => OffGrid::SnapNearest,
+            Profile::Live => OffGrid::AtBlock,
+        }
+    }
+
+    pub fn cast_rule(self) -> CastRule {
+        match self {
+            Profile::Strict => CastRule::ExplicitOnly,
+            Profile::Repro => CastRule::WidenOnly,
+            Profile::Live => CastRule::All,
+        }
+    }
+
+    /// Whether a param unit of the wrong dimension is an error (else a warning).
+    pub fn unit_errors(self) -> bool {
+        !matches!(self, Profile::Live)
+    }
+
+    /// Whether randomness needs an explicit seed (live auto-seeds).
+    pub fn requires_seed(self) -> bool {
+        !matches!(self, Profile::Live)
+    }
+
+    /// The default relative-RMS parity bound against strict.
+    pub fn default_parity_bound(self) -> f64 {
+        match self {
+            Profile::Strict => 0.0,
+            Profile::Repro => 1e-3,
+            Profile::Live => 3e-2,
+        }
+    }
+
+    /// Iterative solvers: default max iterations and tolerance (strict runs
+    /// every iteration; tolerance `None` means no early exit).
+    pub fn solver_tolerance(self) -> Option<f64> {
+        match self {
+            Profile::Strict => None,
+            Profile::Repro => Some(1e-6),
+            Profile::Live => Some(1e-4),
+        }
+    }
+
+    /// What the profile guarantees, in one line (for `check`).
+    pub fn guarantee_text(self) -> &'static str {
+        match self {
+            Profile::Strict => "bit-exact across runs, builds, opt levels, block sizes",
+            Profile::Repro => "deterministic on the same build and CPU feature level",
+            Profile::Live => "replayable from inputs, seed and edit journal",
+        }
+    }
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Keys a scene's `profile_config` or a node's/module's `profile_overrides`
+/// may set. All optional; `None` inherits.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Overrides {
+    pub profile: Option<Profile>,
+    pub precision: Option<Precision>,
+    pub fft_provider: Option<String>,
+    pub fft_norm: Option<String>,
+    pub oversampling: Option<u32>,
+    pub solver_tolerance: Option<f64>,
+    pub max_iterations: Option<u32>,
+}
+
+impl Overrides {
+    /// Keys allowed at every level.
+    pub const KEYS: [&'static str; 7] = [
+        "profile",
+        "precision",
+        "fft_provider",
+        "fft_norm",
+        "oversampling",
+        "solver_tolerance",
+        "max_iterations",
+    ];
+    /// Keys allowed only in the scene's top-level `profile_config`.
+    pub const SCENE_ONLY_KEYS: [&'static str; 3] = ["block_size", "flush_to_zero", "rng_seed"];
+
+    /// `self` where set, else `base`.
+    pub fn over(&self, base: &Overrides) -> Overrides {
+        Overrides {
+            profile: self.profile.or(base.profile),
+            precision: self.precision.or(base.precision),
+            fft_provider: self
+                .fft_provider
+                .clone()
+                .or_else(|| base.fft_provider.clone()),
+            fft_norm: self.fft_norm.clone().or_else(|| base.fft_norm.clone()),
+            oversampling: self.oversampling.or(base.oversampling),
+            solver_tolerance: self.solver_tolerance.or(base.solver_tolerance),
+            max_iterations: self.max_iterations.or(base.max_iterations),
+        }
+    }
+}
+
+/// A node's fully resolved execution settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeProfile {
+    pub profile: Profile,
+    pub precision: Precision,
+    pub math: MathKind,
+    pub flush_to_zero: bool,
+    pub oversampling: Option<u32>,
+    pub solver_tolerance: Option<f64>,
+    pub max_iterations: u32,
+    pub fft_provider: Option<String>,
+    pub fft_norm: Option<String>,
+}
+
+impl NodeProfile {
+    /// Resolves a profile plus overrides. `flush_to_zero` is the scene-level
+    /// setting, applied to non-strict nodes only (strict keeps IEEE denormals).
+    pub fn resolve(profile: Profile, o: &Overrides, scene_ftz: Option<bool>) -> NodeProfile {
+        NodeProfile {
+            profile,
+            precision: o.precision.unwrap_or(profile.default_precision()),
+            math: profile.math(),
+            flush_to_zero: match profile {
+                Profile::Strict => false,
+                _ => scene_ftz.unwrap_or(true),
+            },
+            oversampling: o.oversampling,
+            solver_tolerance: o.solver_tolerance.or(profile.solver_tolerance()),
+            max_iterations: o.max_iterations.unwrap_or(32),
+            fft_provider: o.fft_provider.clone(),
+            fft_norm: o.fft_norm.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weakest_is_min() {
+        assert_eq!(Profile::Strict.min(Profile::Live), Profile::Live);
+        assert_eq!(Profile::Repro.min(Profile::Strict), Profile::Repro);
+    }
+
+    #[test]
+    fn table_matches_design() {
+        assert_eq!(Profile::Strict.default_precision(), Precision::F64);
+        assert_eq!(Profile::Repro.default_block_size(), 128);
+        assert!(!Profile::Strict.flush_to_zero());
+        assert!(Profile::Live.flush_to_zero());
+        assert_eq!(Profile::Live.event_timing(), EventTiming::BlockAccurate);
+        assert_eq!(Profile::Repro.off_grid(), OffGrid::SnapNearest);
+        assert_eq!(Profile::Strict.cast_rule(), CastRule::ExplicitOnly);
+    }
+
+    #[test]
+    fn overrides_layer() {
+        let node = Overrides {
+            precision: Some(Precision::F64),
+            ..Default::default()
+        };
+        let module = Overrides {
+            profile: Some(Profile::Strict),
+            precision: Some(Precision::F32),
+            ..Default::default()
+        };
+        let r = node.over(&module);
+        assert_eq!(r.profile, Some(Profile::Strict));
+        assert_eq!(r.precision, Some(Precision::F64));
+    }
+}

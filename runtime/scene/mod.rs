@@ -1,0 +1,146 @@
+//! Scene format v1 (DESIGN §3): the serde-free typed model of a scene file,
+//! its loader, unit parsing, resource resolution and located diagnostics.
+//!
+//! The loader keeps every value's JSON path and line:column, so that later
+//! layers (graph compile) can point at the exact place a problem comes from.
+
+mod diag;
+mod load;
+mod pos;
+pub mod resource;
+pub mod suggest;
+pub mod units;
+
+pub use diag::{Diagnostic, Loc, Severity};
+pub use load::{load_file, load_str};
+pub use units::{Dimension, Quantity, Rational, TimeSpec, Unit};
+
+use crate::profile::{Overrides, Profile};
+use std::path::PathBuf;
+
+/// A raw param or event value as written in the scene. Units are interpreted
+/// by the graph compiler, which knows each param's dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RawValue {
+    /// A JSON number, with its literal text (times are exact decimals).
+    Number {
+        value: f64,
+        literal: String,
+    },
+    /// A JSON string: a quantity with a unit, an enum value, a resource.
+    Text(String),
+    Bool(bool),
+    Array(Vec<RawValue>),
+    /// JSON null or an object: never valid for a param; kept for the error.
+    Other(&'static str),
+}
+
+/// `"node"` or `"node:port"`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub node: String,
+    pub port: Option<String>,
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.port {
+            Some(p) => write!(f, "{}:{}", self.node, p),
+            None => f.write_str(&self.node),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: String,
+    pub value: RawValue,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeDecl {
+    pub id: String,
+    pub op: String,
+    pub params: Vec<Param>,
+    /// Index into `Scene::modules`, if the node is declared inside one.
+    pub module: Option<usize>,
+    pub overrides: Overrides,
+    /// Location of the node object; `op_loc` of its `op` value.
+    pub loc: Loc,
+    pub op_loc: Loc,
+    pub overrides_loc: Option<Loc>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ModuleDecl {
+    pub id: String,
+    /// The module's `profile` merged with its `profile_overrides`, if any.
+    pub overrides: Overrides,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug)]
+pub struct EdgeDecl {
+    pub from: Endpoint,
+    pub to: Endpoint,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug)]
+pub struct OutputBus {
+    pub name: String,
+    pub channels: Vec<(Endpoint, Loc)>,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug)]
+pub struct EventDecl {
+    pub time: TimeSpec,
+    pub node: String,
+    pub param: String,
+    pub value: RawValue,
+    pub ramp: Option<TimeSpec>,
+    /// Position in the file's `events` array (ties keep file order).
+    pub index: usize,
+    pub loc: Loc,
+}
+
+/// Scene-level `profile_config`.
+#[derive(Clone, Debug, Default)]
+pub struct SceneConfig {
+    pub overrides: Overrides,
+    pub block_size: Option<usize>,
+    pub flush_to_zero: Option<bool>,
+}
+
+/// A parsed scene. Nothing here is validated against the operator registry
+/// yet: that is the graph compiler's work.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    /// The file the scene came from (or a label such as `<string>`).
+    pub file: String,
+    /// Directory holding the scene file, for `@resource:` resolution.
+    pub dir: Option<PathBuf>,
+    pub version: String,
+    pub profile: Option<Profile>,
+    pub seed: Option<u64>,
+    pub seed_loc: Option<Loc>,
+    pub sample_rate: u32,
+    pub duration: Option<TimeSpec>,
+    pub config: SceneConfig,
+    pub modules: Vec<ModuleDecl>,
+    pub nodes: Vec<NodeDecl>,
+    pub edges: Vec<EdgeDecl>,
+    pub outputs: Vec<OutputBus>,
+    pub outputs_loc: Option<Loc>,
+    pub events: Vec<EventDecl>,
+    /// Warnings found while loading (unknown fields, …).
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Scene {
+    pub fn node(&self, id: &str) -> Option<&NodeDecl> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+}

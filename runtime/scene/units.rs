@@ -1,0 +1,528 @@
+//! Units and exact times (DESIGN §3).
+//!
+//! A param value is a bare number in the param's canonical unit, or a string
+//! `<decimal><unit>`. Canonical units: Hz, s, linear amplitude, rad. Times are
+//! exact decimals converted to samples with rational arithmetic: `"1.1s"` at
+//! 48 kHz is sample 52800 exactly.
+
+/// An exact rational number, always reduced, denominator > 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rational {
+    pub num: i128,
+    pub den: i128,
+}
+
+/// A param's physical dimension, which decides the units it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dimension {
+    /// Hz (canonical), kHz, midi.
+    Frequency,
+    /// s (canonical), ms, us, samples.
+    Time,
+    /// Linear amplitude (canonical), dB.
+    Amplitude,
+    /// rad (canonical), deg.
+    Angle,
+    /// A plain number: no unit accepted.
+    Scalar,
+}
+
+/// A unit suffix, case-sensitive as written in scenes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Unit {
+    Hz,
+    KHz,
+    S,
+    Ms,
+    Us,
+    Samples,
+    DB,
+    Rad,
+    Deg,
+    Midi,
+}
+
+/// A time: seconds or samples, exact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeSpec {
+    Seconds(Rational),
+    Samples(Rational),
+}
+
+/// A parsed `<decimal><unit>` string (or bare number).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quantity {
+    /// The decimal text as written (`"-12"`, `"1.5"`, `"-inf"`).
+    pub number: String,
+    pub unit: Option<Unit>,
+}
+
+impl Rational {
+    pub const ZERO: Rational = Rational { num: 0, den: 1 };
+
+    /// `num/den` reduced. Returns `None` for a zero denominator.
+    pub fn new(num: i128, den: i128) -> Option<Rational> {
+        if den == 0 {
+            return None;
+        }
+        let g = gcd(num.unsigned_abs(), den.unsigned_abs()).max(1) as i128;
+        let s = if den < 0 { -1 } else { 1 };
+        Some(Rational {
+            num: s * num / g,
+            den: s * den / g,
+        })
+    }
+
+    pub fn from_int(v: i128) -> Rational {
+        Rational { num: v, den: 1 }
+    }
+
+    /// Parses an exact decimal: `-?digits[.digits][(e|E)[+-]digits]`.
+    /// Returns `None` for anything else or for magnitudes that do not fit.
+    pub fn parse_decimal(s: &str) -> Option<Rational> {
+        let (mant, exp) = match s.find(['e', 'E']) {
+            Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+            None => (s, 0),
+        };
+        let (neg, mant) = match mant.strip_prefix('-') {
+            Some(m) => (true, m),
+            None => (false, mant.strip_prefix('+').unwrap_or(mant)),
+        };
+        let (int, frac) = match mant.split_once('.') {
+            Some((i, f)) => (i, f),
+            None => (mant, ""),
+        };
+        if int.is_empty() && frac.is_empty() {
+            return None;
+        }
+        if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let digits = format!("{int}{frac}");
+        let digits = digits.trim_start_matches('0');
+        if digits.len() > 30 {
+            return None;
+        }
+        let mut num: i128 = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().ok()?
+        };
+        let mut scale = exp - frac.len() as i32;
+        if num == 0 {
+            scale = 0;
+        }
+        if !(-30..=30).contains(&scale) {
+            return None;
+        }
+        let mut den: i128 = 1;
+        if scale >= 0 {
+            num = num.checked_mul(10i128.checked_pow(scale as u32)?)?;
+        } else {
+            den = 10i128.pow((-scale) as u32);
+        }
+        if neg {
+            num = -num;
+        }
+        Rational::new(num, den)
+    }
+
+    pub fn checked_mul_int(self, k: i128) -> Option<Rational> {
+        Rational::new(self.num.checked_mul(k)?, self.den)
+    }
+
+    pub fn checked_div_int(self, k: i128) -> Option<Rational> {
+        Rational::new(self.num, self.den.checked_mul(k)?)
+    }
+
+    pub fn is_integer(self) -> bool {
+        self.den == 1
+    }
+
+    pub fn floor(self) -> i128 {
+        self.num.div_euclid(self.den)
+    }
+
+    /// Nearest integer, ties away from zero... no: ties to even, so that a
+    /// snap is symmetric and deterministic.
+    pub fn round_half_even(self) -> i128 {
+        let f = self.floor();
+        let rem2 = 2 * (self.num - f * self.den); // 2·frac·den
+        match rem2.cmp(&self.den) {
+            std::cmp::Ordering::Less => f,
+            std::cmp::Ordering::Greater => f + 1,
+            std::cmp::Ordering::Equal => {
+                if f % 2 == 0 {
+                    f
+                } else {
+                    f + 1
+                }
+            }
+        }
+    }
+
+    pub fn is_negative(self) -> bool {
+        self.num < 0
+    }
+
+    /// The nearest f64 (exact for the values scenes use; correctly rounded
+    /// through the decimal text otherwise).
+    pub fn to_f64(self) -> f64 {
+        self.num as f64 / self.den as f64
+    }
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        let t = a % b;
+        a = b;
+        b = t;
+    }
+    a
+}
+
+impl Unit {
+    pub const ALL: [Unit; 10] = [
+        Unit::Hz,
+        Unit::KHz,
+        Unit::S,
+        Unit::Ms,
+        Unit::Us,
+        Unit::Samples,
+        Unit::DB,
+        Unit::Rad,
+        Unit::Deg,
+        Unit::Midi,
+    ];
+
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Unit::Hz => "Hz",
+            Unit::KHz => "kHz",
+            Unit::S => "s",
+            Unit::Ms => "ms",
+            Unit::Us => "us",
+            Unit::Samples => "samples",
+            Unit::DB => "dB",
+            Unit::Rad => "rad",
+            Unit::Deg => "deg",
+            Unit::Midi => "midi",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Unit> {
+        Unit::ALL.into_iter().find(|u| u.suffix() == s)
+    }
+
+    pub fn dimension(self) -> Dimension {
+        match self {
+            Unit::Hz | Unit::KHz | Unit::Midi => Dimension::Frequency,
+            Unit::S | Unit::Ms | Unit::Us | Unit::Samples => Dimension::Time,
+            Unit::DB => Dimension::Amplitude,
+            Unit::Rad | Unit::Deg => Dimension::Angle,
+        }
+    }
+}
+
+impl Dimension {
+    /// Units this dimension accepts, for "what would be valid" messages.
+    pub fn units(self) -> &'static [&'static str] {
+        match self {
+            Dimension::Frequency => &["Hz", "kHz", "midi"],
+            Dimension::Time => &["s", "ms", "us", "samples"],
+            Dimension::Amplitude => &["dB", "(linear number)"],
+            Dimension::Angle => &["rad", "deg"],
+            Dimension::Scalar => &[],
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dimension::Frequency => "frequency",
+            Dimension::Time => "time",
+            Dimension::Amplitude => "amplitude",
+            Dimension::Angle => "angle",
+            Dimension::Scalar => "plain number",
+        }
+    }
+
+    /// The canonical unit's name (for `ops`).
+    pub fn canonical(self) -> &'static str {
+        match self {
+            Dimension::Frequency => "Hz",
+            Dimension::Time => "s",
+            Dimension::Amplitude => "linear",
+            Dimension::Angle => "rad",
+            Dimension::Scalar => "",
+        }
+    }
+}
+
+/// Why a quantity could not be converted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UnitError {
+    /// Not `<decimal><unit>` at all.
+    Syntax(String),
+    /// A known unit of another dimension (`"3ms"` for a frequency).
+    WrongDimension { unit: Unit, expected: Dimension },
+}
+
+impl std::fmt::Display for UnitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnitError::Syntax(s) => f.write_str(s),
+            UnitError::WrongDimension { unit, expected } => {
+                write!(
+                    f,
+                    "unit `{}` is a {}, but this param is a {}",
+                    unit.suffix(),
+                    unit.dimension().name(),
+                    expected.name()
+                )?;
+                if !expected.units().is_empty() {
+                    write!(f, " (valid units: {})", expected.units().join(", "))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Quantity {
+    /// Parses `<decimal><unit>` (an optional space before the unit), e.g.
+    /// `"110Hz"`, `"-12dB"`, `"-inf dB"`, `"1.5kHz"`, `"250ms"`, `"0.5"`.
+    pub fn parse(text: &str) -> Result<Quantity, UnitError> {
+        let t = text.trim();
+        let split = t
+            .char_indices()
+            .find(|&(i, c)| {
+                !(c.is_ascii_digit()
+                    || c == '.'
+                    || ((c == '-' || c == '+') && (i == 0 || t[..i].ends_with(['e', 'E'])))
+                    || ((c == 'e' || c == 'E')
+                        && i > 0
+                        && t[i + 1..]
+                            .starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+')))
+            })
+            .map(|(i, _)| i)
+            .unwrap_or(t.len());
+        let (mut number, rest) = t.split_at(split);
+        let mut rest = rest;
+        // "-inf dB" / "inf"
+        if number.is_empty() || number == "-" || number == "+" {
+            if let Some(r) = rest.strip_prefix("inf") {
+                number = if t.starts_with('-') { "-inf" } else { "inf" };
+                rest = r;
+            }
+        }
+        let unit_text = rest.trim_start();
+        let bad = || {
+            UnitError::Syntax(format!(
+                "`{text}` is not a number with a unit (expected e.g. `440Hz`, `-12dB`, `250ms`; units: {})",
+                Unit::ALL.map(|u| u.suffix()).join(", ")
+            ))
+        };
+        if number.is_empty() {
+            return Err(bad());
+        }
+        if number != "-inf"
+            && number != "inf"
+            && Rational::parse_decimal(number).is_none()
+            && number.parse::<f64>().is_err()
+        {
+            return Err(bad());
+        }
+        let unit = if unit_text.is_empty() {
+            None
+        } else {
+            Some(Unit::parse(unit_text).ok_or_else(bad)?)
+        };
+        Ok(Quantity {
+            number: number.to_string(),
+            unit,
+        })
+    }
+
+    /// The value in the canonical unit of `dim`. `sample_rate` converts
+    /// `samples` to seconds. Conversions use the pinned libm, so every profile
+    /// sees the same static values.
+    pub fn to_canonical(&self, dim: Dimension, sample_rate: u32) -> Result<f64, UnitError> {
+        let unit = match self.unit {
+            None => return parse_f64(&self.number, 0),
+            Some(u) => u,
+        };
+        if unit.dimension() != dim {
+            return Err(UnitError::WrongDimension {
+                unit,
+                expected: dim,
+            });
+        }
+        let v = match unit {
+            Unit::Hz | Unit::S | Unit::Rad => parse_f64(&self.number, 0)?,
+            Unit::KHz => parse_f64(&self.number, 3)?,
+            Unit::Ms => parse_f64(&self.number, -3)?,
+            Unit::Us => parse_f64(&self.number, -6)?,
+            Unit::Samples => parse_f64(&self.number, 0)? / sample_rate as f64,
+            Unit::DB => {
+                let db = parse_f64(&self.number, 0)?;
+                if db == f64::NEG_INFINITY {
+                    0.0
+                } else {
+                    libm::pow(10.0, db / 20.0)
+                }
+            }
+            Unit::Deg => parse_f64(&self.number, 0)? * (core::f64::consts::PI / 180.0),
+            Unit::Midi => {
+                let n = parse_f64(&self.number, 0)?;
+                440.0 * libm::pow(2.0, (n - 69.0) / 12.0)
+            }
+        };
+        Ok(v)
+    }
+}
+
+/// Parses a decimal scaled by 10^shift, correctly rounded (the shift is
+/// applied to the text, not by a float multiply).
+fn parse_f64(number: &str, shift: i32) -> Result<f64, UnitError> {
+    match number {
+        "-inf" => return Ok(f64::NEG_INFINITY),
+        "inf" => return Ok(f64::INFINITY),
+        _ => {}
+    }
+    let text = if shift == 0 {
+        number.to_string()
+    } else {
+        match number.find(['e', 'E']) {
+            Some(i) => {
+                let e: i32 = number[i + 1..]
+                    .parse()
+                    .map_err(|_| UnitError::Syntax(format!("bad exponent in `{number}`")))?;
+                format!("{}e{}", &number[..i], e + shift)
+            }
+            None => format!("{number}e{shift}"),
+        }
+    };
+    text.parse::<f64>()
+        .map_err(|_| UnitError::Syntax(format!("`{number}` is not a number")))
+}
+
+impl TimeSpec {
+    /// Parses a time string: `"1.5s"`, `"250ms"`, `"20us"`, `"4800samples"`.
+    pub fn parse(text: &str) -> Result<TimeSpec, UnitError> {
+        let q = Quantity::parse(text)?;
+        let r = Rational::parse_decimal(&q.number)
+            .ok_or_else(|| UnitError::Syntax(format!("`{text}` is not an exact decimal time")))?;
+        let unit = q.unit.ok_or_else(|| {
+            UnitError::Syntax(format!(
+                "`{text}` needs a time unit (s, ms, us, samples), or write it as a JSON number of seconds"
+            ))
+        })?;
+        let scaled = |k: i128| {
+            r.checked_div_int(k)
+                .ok_or_else(|| UnitError::Syntax(format!("`{text}` is out of range")))
+        };
+        match unit {
+            Unit::S => Ok(TimeSpec::Seconds(r)),
+            Unit::Ms => Ok(TimeSpec::Seconds(scaled(1000)?)),
+            Unit::Us => Ok(TimeSpec::Seconds(scaled(1_000_000)?)),
+            Unit::Samples => Ok(TimeSpec::Samples(r)),
+            other => Err(UnitError::WrongDimension {
+                unit: other,
+                expected: Dimension::Time,
+            }),
+        }
+    }
+
+    /// A JSON number's literal text, in seconds.
+    pub fn from_seconds_literal(literal: &str) -> Result<TimeSpec, UnitError> {
+        Rational::parse_decimal(literal)
+            .map(TimeSpec::Seconds)
+            .ok_or_else(|| UnitError::Syntax(format!("`{literal}` is not an exact decimal time")))
+    }
+
+    /// The exact position on the sample clock (may be fractional).
+    pub fn to_samples(self, sample_rate: u32) -> Option<Rational> {
+        match self {
+            TimeSpec::Seconds(r) => r.checked_mul_int(sample_rate as i128),
+            TimeSpec::Samples(r) => Some(r),
+        }
+    }
+
+    pub fn is_negative(self) -> bool {
+        match self {
+            TimeSpec::Seconds(r) | TimeSpec::Samples(r) => r.is_negative(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_decimal_times() {
+        let t = TimeSpec::parse("1.1s").unwrap();
+        assert_eq!(t.to_samples(48000).unwrap(), Rational::from_int(52800));
+        let t = TimeSpec::parse("250ms").unwrap();
+        assert_eq!(
+            t.to_samples(44100).unwrap(),
+            Rational::new(11025, 1).unwrap()
+        );
+        let t = TimeSpec::parse("4800samples").unwrap();
+        assert_eq!(t.to_samples(48000).unwrap(), Rational::from_int(4800));
+        let t = TimeSpec::parse("10us").unwrap();
+        assert_eq!(t.to_samples(48000).unwrap(), Rational::new(12, 25).unwrap());
+        assert!(!t.to_samples(48000).unwrap().is_integer());
+        let t = TimeSpec::from_seconds_literal("0.1").unwrap();
+        assert_eq!(t.to_samples(48000).unwrap(), Rational::from_int(4800));
+    }
+
+    #[test]
+    fn rounding() {
+        assert_eq!(Rational::new(5, 2).unwrap().round_half_even(), 2);
+        assert_eq!(Rational::new(7, 2).unwrap().round_half_even(), 4);
+        assert_eq!(Rational::new(-5, 2).unwrap().round_half_even(), -2);
+        assert_eq!(Rational::new(12, 25).unwrap().round_half_even(), 0);
+        assert_eq!(Rational::new(13, 25).unwrap().round_half_even(), 1);
+        assert_eq!(Rational::new(-1, 3).unwrap().floor(), -1);
+    }
+
+    #[test]
+    fn quantities_convert_to_canonical_units() {
+        let c = |s: &str, d| Quantity::parse(s).unwrap().to_canonical(d, 48000);
+        assert_eq!(c("110Hz", Dimension::Frequency).unwrap(), 110.0);
+        assert_eq!(c("1.5kHz", Dimension::Frequency).unwrap(), 1500.0);
+        assert_eq!(c("69midi", Dimension::Frequency).unwrap(), 440.0);
+        assert_eq!(c("250ms", Dimension::Time).unwrap(), 0.25);
+        assert_eq!(c("4800samples", Dimension::Time).unwrap(), 0.1);
+        assert_eq!(c("-inf dB", Dimension::Amplitude).unwrap(), 0.0);
+        assert_eq!(c("0dB", Dimension::Amplitude).unwrap(), 1.0);
+        assert!((c("-6dB", Dimension::Amplitude).unwrap() - 0.501187).abs() < 1e-6);
+        assert_eq!(
+            c("180deg", Dimension::Angle).unwrap(),
+            core::f64::consts::PI
+        );
+        assert_eq!(c("0.707", Dimension::Scalar).unwrap(), 0.707);
+        assert_eq!(c("1e3Hz", Dimension::Frequency).unwrap(), 1000.0);
+        // 0.1 ms is correctly rounded, not 0.1 * 1e-3 in floating point.
+        assert_eq!(c("0.1ms", Dimension::Time).unwrap(), 1e-4);
+    }
+
+    #[test]
+    fn wrong_dimension_and_syntax_errors() {
+        let e = Quantity::parse("3ms")
+            .unwrap()
+            .to_canonical(Dimension::Frequency, 48000)
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            UnitError::WrongDimension { unit: Unit::Ms, .. }
+        ));
+        assert!(e.to_string().contains("Hz"));
+        assert!(Quantity::parse("440hz").is_err());
+        assert!(Quantity::parse("fast").is_err());
+        assert!(Quantity::parse("").is_err());
+        assert!(TimeSpec::parse("3Hz").is_err());
+        assert!(TimeSpec::parse("3").is_err());
+    }
+}
