@@ -6,6 +6,9 @@
 //! [`scene`] → [`ops`] → [`graph`] → [`engine`] → [`host`].
 
 pub mod dsp;
+pub mod engine;
+pub mod graph;
+pub mod host;
 pub mod ops;
 pub mod profile;
 pub mod scene;

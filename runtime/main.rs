@@ -1,1 +1,227 @@
-fn main() {}
+//! The `morphrt` command line: parses arguments, calls the library, maps
+//! errors to exit codes (0 success, 2 bad input, 1 runtime failure).
+
+use clap::{Parser, Subcommand};
+use morphrt::graph::{check_json, check_table, CompileOptions};
+use morphrt::host::render::{render_to_wav, WavFormat};
+use morphrt::host::{load_plan, HostError};
+use morphrt::profile::Profile;
+use morphrt::scene::TimeSpec;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "morphrt",
+    version,
+    about = "A scene-graph audio runtime with strict, repro and live profiles"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Render a scene offline to a WAV file (strict renders are bit-exact).
+    Render {
+        /// The scene file (JSON).
+        scene: PathBuf,
+        /// Output WAV file.
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        /// Session profile: strict, repro or live (default: the scene's, else repro).
+        #[arg(long, value_parser = parse_profile)]
+        profile: Option<Profile>,
+        /// Length, e.g. 10s, 250ms, 4800samples (default: the scene's duration, else 10s).
+        #[arg(short = 'd', long = "duration")]
+        duration: Option<String>,
+        /// Sample format of the WAV file.
+        #[arg(long, default_value = "f32", value_parser = ["f32", "i24", "i16"])]
+        format: String,
+        /// Replace the scene's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Block size in frames (default: the scene's, else the profile's).
+        #[arg(long = "block-size")]
+        block_size: Option<usize>,
+        /// Print the SHA-256 of the main-bus samples at engine precision.
+        #[arg(long)]
+        hash: bool,
+        /// Extra directories to look up "@resource:NAME" in (repeatable).
+        #[arg(long = "resources")]
+        resources: Vec<PathBuf>,
+    },
+    /// Validate a scene and print every node's resolved profile, precision,
+    /// math policy, providers and guarantee.
+    Check {
+        scene: PathBuf,
+        #[arg(long, value_parser = parse_profile)]
+        profile: Option<Profile>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+        #[arg(long = "resources")]
+        resources: Vec<PathBuf>,
+    },
+    /// List operators: ports, params (unit, default, range) and tier.
+    Ops {
+        /// Show one operator in detail.
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_profile(s: &str) -> Result<Profile, String> {
+    Profile::parse(s).ok_or_else(|| format!("`{s}` is not a profile (valid: strict, repro, live)"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+fn print_warnings(ws: &[morphrt::scene::Diagnostic]) {
+    for w in ws {
+        eprintln!("{w}");
+    }
+}
+
+fn run(cli: Cli) -> Result<(), HostError> {
+    match cli.command {
+        Command::Render {
+            scene,
+            output,
+            profile,
+            duration,
+            format,
+            seed,
+            block_size,
+            hash,
+            resources,
+        } => {
+            let opts = CompileOptions {
+                profile,
+                block_size,
+                seed,
+                resource_dirs: resources,
+                skip_build: false,
+            };
+            let mut plan = load_plan(&scene, &opts)?;
+            let frames = match &duration {
+                Some(d) => parse_duration(d, plan.sample_rate)?,
+                None => plan.duration.unwrap_or(10 * plan.sample_rate as u64),
+            };
+            print_warnings(&std::mem::take(&mut plan.warnings));
+            let mut engine = morphrt::engine::Engine::new(plan);
+            let format = WavFormat::parse(&format).expect("clap checked the format");
+            let report = render_to_wav(&mut engine, &output, frames, format, true)
+                .map_err(HostError::Runtime)?;
+            if let Some((node, sample)) = engine.stats().first_nan {
+                eprintln!(
+                    "warning: node `{}` produced NaN/Inf (first at sample {sample}); replaced with silence ({} blocks affected)",
+                    engine.node_id(node),
+                    engine.stats().nan_events
+                );
+            }
+            if hash {
+                println!("{}", report.hash);
+            }
+            eprintln!(
+                "rendered {} frames ({:.3}s, {} ch, {} profile, block {}) to {} in {:.2}s ({:.1}x real time)",
+                report.frames,
+                report.frames as f64 / engine.sample_rate() as f64,
+                report.channels,
+                engine.profile(),
+                engine.block_size(),
+                output.display(),
+                report.elapsed.as_secs_f64(),
+                report.speed(engine.sample_rate())
+            );
+            Ok(())
+        }
+        Command::Check {
+            scene,
+            profile,
+            json,
+            resources,
+        } => {
+            let opts = CompileOptions {
+                profile,
+                resource_dirs: resources,
+                ..CompileOptions::default()
+            };
+            let plan = load_plan(&scene, &opts)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&check_json(&plan)).expect("json")
+                );
+            } else {
+                print_warnings(&plan.warnings);
+                print!("{}", check_table(&plan));
+            }
+            Ok(())
+        }
+        Command::Ops { name, json } => {
+            let all = morphrt::ops::registry();
+            let chosen: Vec<&morphrt::ops::OpSpec> = match &name {
+                Some(n) => match morphrt::ops::lookup(n) {
+                    Some(s) => vec![s],
+                    None => {
+                        let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+                        let hint = morphrt::scene::suggest::closest(n, names.iter().copied())
+                            .map(|s| format!("did you mean `{s}`? "))
+                            .unwrap_or_default();
+                        return Err(HostError::Usage(format!(
+                            "no operator `{n}`; {hint}(operators: {})",
+                            names.join(", ")
+                        )));
+                    }
+                },
+                None => all.to_vec(),
+            };
+            if json {
+                let v: Vec<serde_json::Value> = chosen
+                    .iter()
+                    .map(|s| morphrt::ops::describe::json(s))
+                    .collect();
+                let out = if name.is_some() {
+                    v[0].clone()
+                } else {
+                    serde_json::Value::Array(v)
+                };
+                println!("{}", serde_json::to_string_pretty(&out).expect("json"));
+            } else if name.is_some() {
+                print!("{}", morphrt::ops::describe::detail(chosen[0]));
+            } else {
+                print!("{}", morphrt::ops::describe::summary(&chosen));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `10s`, `250ms`, `4800samples`, or a bare number of seconds.
+fn parse_duration(text: &str, sample_rate: u32) -> Result<u64, HostError> {
+    let spec = TimeSpec::parse(text)
+        .or_else(|_| TimeSpec::from_seconds_literal(text))
+        .map_err(|e| HostError::Usage(format!("bad duration `{text}`: {e}")))?;
+    let samples = spec
+        .to_samples(sample_rate)
+        .map(|r| r.round_half_even())
+        .filter(|s| *s > 0 && *s <= u32::MAX as i128 * 64)
+        .ok_or_else(|| {
+            HostError::Usage(format!(
+                "duration `{text}` is out of range (it must be positive)"
+            ))
+        })?;
+    Ok(samples as u64)
+}

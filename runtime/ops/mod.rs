@@ -12,6 +12,7 @@
 
 #[cfg(test)]
 pub(crate) mod conformance;
+pub mod describe;
 pub mod harness;
 mod state;
 mod value;

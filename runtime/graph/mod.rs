@@ -1,0 +1,111 @@
+//! Graph compile: a parsed [`Scene`] becomes a [`Plan`] — every node's
+//! profile resolved, params converted and checked, edges validated against
+//! the operator registry, cast rules applied, cycles rejected, a
+//! deterministic topological schedule, events placed on the sample clock,
+//! and every node built (prepared) at its precision and math policy.
+//!
+//! All problems are collected, each located in the scene file; a plan is
+//! returned only when there is none (never a partial scene).
+
+mod compile;
+mod report;
+
+pub use compile::{compile, CompileOptions};
+pub use report::{check_json, check_table};
+
+use crate::ops::{AnyNode, OpSpec, Value};
+use crate::profile::{NodeProfile, Profile};
+use crate::scene::Diagnostic;
+
+/// Where a signal comes from: a node (schedule index) and one of its outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SourceRef {
+    pub node: usize,
+    pub port: usize,
+}
+
+/// A compiled node, in schedule order.
+pub struct PlanNode {
+    pub id: String,
+    pub op: &'static OpSpec,
+    pub module: Option<String>,
+    pub profile: NodeProfile,
+    /// The weakest profile among this node and everything upstream of it.
+    pub guarantee: Profile,
+    /// Static param values, in `op.params` order.
+    pub values: Vec<Value>,
+    /// Sources of each audio input, in summing order.
+    pub inputs: Vec<Vec<SourceRef>>,
+    /// Modulation sources of each param (empty when unconnected).
+    pub param_inputs: Vec<Vec<SourceRef>>,
+    /// The built node; taken by the engine.
+    pub node: Option<AnyNode>,
+    pub latency: usize,
+}
+
+/// What an event does to its param.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventAction {
+    /// A number param moves to `value`, linearly over `ramp` samples (0 = a step).
+    Set { value: f64, ramp: u64 },
+    /// An enum, integer or boolean param changes.
+    Discrete(Value),
+}
+
+/// An event placed on the absolute sample clock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanEvent {
+    pub sample: u64,
+    pub node: usize,
+    pub param: usize,
+    pub action: EventAction,
+}
+
+/// The seed the session runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeedSource {
+    /// No node uses randomness and no seed was given.
+    None,
+    /// From the scene or `--seed`.
+    Given(u64),
+    /// Chosen from the clock (live only); printed so it can be replayed.
+    Auto(u64),
+}
+
+impl SeedSource {
+    pub fn value(self) -> u64 {
+        match self {
+            SeedSource::None => 0,
+            SeedSource::Given(s) | SeedSource::Auto(s) => s,
+        }
+    }
+}
+
+/// A compiled scene, ready for the engine.
+pub struct Plan {
+    pub file: String,
+    pub session_profile: Profile,
+    pub sample_rate: u32,
+    pub block_size: usize,
+    pub seed: SeedSource,
+    /// The scene's `duration`, in samples.
+    pub duration: Option<u64>,
+    /// Nodes in schedule order.
+    pub nodes: Vec<PlanNode>,
+    /// The main bus: one source per channel.
+    pub main: Vec<SourceRef>,
+    /// Sorted by sample; ties keep file order.
+    pub events: Vec<PlanEvent>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Plan {
+    /// The weakest guarantee of anything feeding the main bus.
+    pub fn guarantee(&self) -> Profile {
+        self.main
+            .iter()
+            .map(|s| self.nodes[s.node].guarantee)
+            .min()
+            .unwrap_or(self.session_profile)
+    }
+}

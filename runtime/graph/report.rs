@@ -1,0 +1,147 @@
+//! What `morphrt check` prints: every node's resolved profile, precision,
+//! math policy, providers, guarantee and latency.
+
+use super::Plan;
+use crate::ops::Value;
+use serde_json::json;
+
+fn providers(plan: &Plan, i: usize) -> String {
+    let n = &plan.nodes[i];
+    let mut v = vec![format!("math={}", n.profile.math.name())];
+    if let Some(p) = &n.profile.fft_provider {
+        v.push(format!("fft={p}"));
+    }
+    if let Some(o) = n.profile.oversampling {
+        v.push(format!("os={o}x"));
+    }
+    v.join(" ")
+}
+
+/// A human-readable table.
+pub fn check_table(plan: &Plan) -> String {
+    let mut rows = vec![[
+        "node".to_string(),
+        "op".to_string(),
+        "module".to_string(),
+        "profile".to_string(),
+        "precision".to_string(),
+        "ftz".to_string(),
+        "providers".to_string(),
+        "guarantee".to_string(),
+        "latency".to_string(),
+    ]];
+    for (i, n) in plan.nodes.iter().enumerate() {
+        rows.push([
+            n.id.clone(),
+            n.op.name.to_string(),
+            n.module.clone().unwrap_or_else(|| "-".to_string()),
+            n.profile.profile.name().to_string(),
+            n.profile.precision.name().to_string(),
+            if n.profile.flush_to_zero { "on" } else { "off" }.to_string(),
+            providers(plan, i),
+            n.guarantee.name().to_string(),
+            n.latency.to_string(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..9)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{}: session profile {}, {} Hz, block size {}, seed {}\n",
+        plan.file,
+        plan.session_profile,
+        plan.sample_rate,
+        plan.block_size,
+        match plan.seed {
+            super::SeedSource::None => "none".to_string(),
+            super::SeedSource::Given(s) => s.to_string(),
+            super::SeedSource::Auto(s) => format!("{s} (auto)"),
+        }
+    ));
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    let main: Vec<String> = plan
+        .main
+        .iter()
+        .map(|s| {
+            format!(
+                "{}:{}",
+                plan.nodes[s.node].id, plan.nodes[s.node].op.outputs[s.port]
+            )
+        })
+        .collect();
+    out.push_str(&format!(
+        "main: {} ({} channel{}), guarantee {}: {}\n",
+        main.join(", "),
+        main.len(),
+        if main.len() == 1 { "" } else { "s" },
+        plan.guarantee(),
+        plan.guarantee().guarantee_text()
+    ));
+    out.push_str(&format!("events: {}\n", plan.events.len()));
+    out
+}
+
+/// The same as JSON (stable field names, for scripts).
+pub fn check_json(plan: &Plan) -> serde_json::Value {
+    let nodes: Vec<serde_json::Value> = plan
+        .nodes
+        .iter()
+        .map(|n| {
+            let params: serde_json::Map<String, serde_json::Value> =
+                n.op.params
+                    .iter()
+                    .zip(&n.values)
+                    .map(|(s, v)| {
+                        let jv = match v {
+                            Value::Number(x) => json!(x),
+                            Value::Integer(x) => json!(x),
+                            Value::Enum(i) => match s.kind {
+                                crate::ops::ParamKind::Enum { choices, .. } => json!(choices[*i]),
+                                _ => json!(i),
+                            },
+                            Value::Bool(b) => json!(b),
+                            Value::Resource(a) => json!(a.path.display().to_string()),
+                            Value::Gains(g) => json!(g),
+                        };
+                        (s.name.to_string(), jv)
+                    })
+                    .collect();
+            json!({
+                "id": n.id,
+                "op": n.op.name,
+                "module": n.module,
+                "profile": n.profile.profile.name(),
+                "precision": n.profile.precision.name(),
+                "math": n.profile.math.name(),
+                "flush_to_zero": n.profile.flush_to_zero,
+                "fft_provider": n.profile.fft_provider,
+                "oversampling": n.profile.oversampling,
+                "guarantee": n.guarantee.name(),
+                "latency": n.latency,
+                "params": params,
+            })
+        })
+        .collect();
+    json!({
+        "file": plan.file,
+        "session_profile": plan.session_profile.name(),
+        "sample_rate": plan.sample_rate,
+        "block_size": plan.block_size,
+        "seed": match plan.seed { super::SeedSource::None => serde_json::Value::Null, s => json!(s.value()) },
+        "seed_auto": matches!(plan.seed, super::SeedSource::Auto(_)),
+        "guarantee": plan.guarantee().name(),
+        "nodes": nodes,
+        "main": plan.main.iter().map(|s| format!("{}:{}", plan.nodes[s.node].id, plan.nodes[s.node].op.outputs[s.port])).collect::<Vec<_>>(),
+        "events": plan.events.len(),
+        "warnings": plan.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,75 @@
+//! The outside world: loading a scene from disk and compiling it, offline
+//! WAV rendering (and, later, real-time output, hot reload and journals).
+
+pub mod render;
+
+use crate::engine::Engine;
+use crate::graph::{compile, CompileOptions, Plan};
+use crate::scene::{self, Diagnostic};
+use std::path::Path;
+
+/// A failure a command can report, with the exit code it maps to.
+#[derive(Debug)]
+pub enum HostError {
+    /// Bad input: the scene or the arguments (exit code 2).
+    Input(Vec<Diagnostic>),
+    /// Bad command-line usage that is not a scene problem (exit code 2).
+    Usage(String),
+    /// The machine let us down: I/O, devices (exit code 1).
+    Runtime(String),
+}
+
+impl HostError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            HostError::Input(_) | HostError::Usage(_) => 2,
+            HostError::Runtime(_) => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostError::Input(ds) => {
+                let errors: Vec<String> = ds
+                    .iter()
+                    .filter(|d| d.is_error())
+                    .map(|d| d.to_string())
+                    .collect();
+                let warnings: Vec<String> = ds
+                    .iter()
+                    .filter(|d| !d.is_error())
+                    .map(|d| d.to_string())
+                    .collect();
+                let mut all = errors.clone();
+                all.extend(warnings);
+                write!(f, "{}", all.join("\n\n"))?;
+                if errors.len() > 1 {
+                    write!(f, "\n\n{} errors", errors.len())?;
+                }
+                Ok(())
+            }
+            HostError::Usage(s) => write!(f, "error: {s}"),
+            HostError::Runtime(s) => write!(f, "error: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+/// Reads, parses and compiles a scene file.
+pub fn load_plan(path: &Path, opts: &CompileOptions) -> Result<Plan, HostError> {
+    let scene = scene::load_file(path).map_err(HostError::Input)?;
+    compile(&scene, opts).map_err(HostError::Input)
+}
+
+/// Reads, parses and compiles a scene file into a ready engine.
+pub fn load_engine(
+    path: &Path,
+    opts: &CompileOptions,
+) -> Result<(Engine, Vec<Diagnostic>), HostError> {
+    let mut plan = load_plan(path, opts)?;
+    let warnings = std::mem::take(&mut plan.warnings);
+    Ok((Engine::new(plan), warnings))
+}

@@ -1,0 +1,173 @@
+//! The registry as `morphrt ops` shows it: text and JSON.
+
+use super::{OpSpec, ParamKind};
+use serde_json::json;
+
+fn kind_text(k: &ParamKind) -> (String, String, String, String) {
+    // (type, unit, default, range)
+    match *k {
+        ParamKind::Number {
+            dim,
+            default,
+            min,
+            max,
+            modulatable,
+        } => (
+            if modulatable {
+                "number (port)"
+            } else {
+                "number"
+            }
+            .to_string(),
+            dim.canonical().to_string(),
+            format!("{default}"),
+            format!("{} … {}", fmt(min), fmt(max)),
+        ),
+        ParamKind::Integer { default, min, max } => (
+            "integer".into(),
+            String::new(),
+            default.to_string(),
+            format!("{min} … {max}"),
+        ),
+        ParamKind::Enum { choices, default } => (
+            "enum".into(),
+            String::new(),
+            default.to_string(),
+            choices.join(" | "),
+        ),
+        ParamKind::Bool { default } => (
+            "bool".into(),
+            String::new(),
+            default.to_string(),
+            "true | false".into(),
+        ),
+        ParamKind::Resource => (
+            "resource".into(),
+            String::new(),
+            "(required)".into(),
+            "@resource:NAME".into(),
+        ),
+        ParamKind::Gains => (
+            "gains".into(),
+            "linear".into(),
+            "all 1.0".into(),
+            "array".into(),
+        ),
+    }
+}
+
+fn fmt(v: f64) -> String {
+    if v.abs() >= 1e6 {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn inputs(spec: &OpSpec) -> String {
+    if spec.variadic_inputs {
+        "in0 … inN".to_string()
+    } else if spec.inputs.is_empty() {
+        "-".to_string()
+    } else {
+        spec.inputs.join(", ")
+    }
+}
+
+/// One line per operator.
+pub fn summary(specs: &[&OpSpec]) -> String {
+    let w = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for s in specs {
+        out.push_str(&format!(
+            "{:<w$}  tier {:<6}  in: {:<10} out: {:<12} {}\n",
+            s.name,
+            s.tier.name(),
+            inputs(s),
+            s.outputs.join(", "),
+            s.doc
+        ));
+    }
+    out
+}
+
+/// Everything about one operator.
+pub fn detail(spec: &OpSpec) -> String {
+    let mut out = format!("{} — {}\n", spec.name, spec.doc);
+    out.push_str(&format!(
+        "  tier:    {} (the strongest profile it honours)\n",
+        spec.tier
+    ));
+    out.push_str(&format!("  inputs:  {}\n", inputs(spec)));
+    out.push_str(&format!("  outputs: {}\n", spec.outputs.join(", ")));
+    if spec.uses_rng {
+        out.push_str("  randomness: seeded Philox streams (needs a seed under strict and repro)\n");
+    }
+    out.push_str("  params:\n");
+    let rows: Vec<(String, String, String, String, String, String)> = spec
+        .params
+        .iter()
+        .map(|p| {
+            let (t, u, d, r) = kind_text(&p.kind);
+            (p.name.to_string(), t, u, d, r, p.doc.to_string())
+        })
+        .collect();
+    let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+    let w2 = rows.iter().map(|r| r.2.len()).max().unwrap_or(0);
+    let w3 = rows.iter().map(|r| r.3.chars().count()).max().unwrap_or(0);
+    let w4 = rows.iter().map(|r| r.4.chars().count()).max().unwrap_or(0);
+    for (n, t, u, d, r, doc) in rows {
+        out.push_str(&format!(
+            "    {n:<w0$}  {t:<w1$}  {u:<w2$}  default {d:<w3$}  range {r:<w4$}  {doc}\n"
+        ));
+    }
+    out
+}
+
+/// Machine-readable description.
+pub fn json(spec: &OpSpec) -> serde_json::Value {
+    let params: Vec<serde_json::Value> = spec
+        .params
+        .iter()
+        .map(|p| match p.kind {
+            ParamKind::Number { dim, default, min, max, modulatable } => json!({
+                "name": p.name, "type": "number", "unit": dim.canonical(), "dimension": dim.name(),
+                "accepts_units": dim.units().iter().filter(|u| !u.starts_with('(')).collect::<Vec<_>>(),
+                "default": default, "min": finite(min), "max": finite(max), "port": modulatable, "doc": p.doc
+            }),
+            ParamKind::Integer { default, min, max } => json!({
+                "name": p.name, "type": "integer", "default": default, "min": min, "max": max, "port": false, "doc": p.doc
+            }),
+            ParamKind::Enum { choices, default } => json!({
+                "name": p.name, "type": "enum", "choices": choices, "default": default, "port": false, "doc": p.doc
+            }),
+            ParamKind::Bool { default } => json!({
+                "name": p.name, "type": "bool", "default": default, "port": false, "doc": p.doc
+            }),
+            ParamKind::Resource => json!({
+                "name": p.name, "type": "resource", "required": true, "port": false, "doc": p.doc
+            }),
+            ParamKind::Gains => json!({
+                "name": p.name, "type": "gains", "unit": "linear", "default": "all 1.0", "port": false, "doc": p.doc
+            }),
+        })
+        .collect();
+    json!({
+        "name": spec.name,
+        "doc": spec.doc,
+        "tier": spec.tier.name(),
+        "inputs": if spec.variadic_inputs { json!("variadic: in0 … inN") } else { json!(spec.inputs) },
+        "outputs": spec.outputs,
+        "params": params,
+        "uses_rng": spec.uses_rng,
+    })
+}
+
+fn finite(v: f64) -> serde_json::Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        serde_json::Value::Null
+    }
+}
