@@ -12,6 +12,8 @@
 
 #[cfg(test)]
 pub(crate) mod conformance;
+#[cfg(test)]
+mod golden;
 pub mod describe;
 pub mod harness;
 mod state;
