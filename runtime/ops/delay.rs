@@ -1,18 +1,355 @@
-//! Placeholder: being implemented.
-use super::{AnyNode, BuildCtx, OpSpec};
-use crate::dsp::{MathKind, Precision};
+//! `delay`: a fractional feedback delay line with linear interpolation.
+//!
+//! Per sample, with `x` the input and every param read at that sample:
+//!
+//! ```text
+//! d   = clamp(time·sr, 1, max_delay)          (samples, f64)
+//! wet = x[n−⌊d⌋] + f·(x'[n−⌊d⌋−1] − x'[n−⌊d⌋])  f = d − ⌊d⌋; x' = what was written
+//! write  x + feedback·wet
+//! out = (1 − mix)·x + mix·wet
+//! ```
+//!
+//! where `max_delay = max(⌈max_time·sr⌉, 1)`; the ring holds `max_delay + 2`
+//! samples, allocated at build. The line is read before it is written, so the
+//! shortest delay is one sample. `feedback` is clamped to ±0.999 and `mix` to
+//! 0…1 per sample (modulation cannot make the loop unstable). The state is
+//! the ring and its write index; `reset` zeroes the ring in place.
+
+use super::{
+    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
+    StateError,
+};
+use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
-fn todo_build(_: &BuildCtx<'_>, _: Precision, _: MathKind) -> Result<AnyNode, String> {
-    Err("not implemented yet".into())
+use crate::scene::Dimension;
+
+const TIME: usize = 0;
+const FEEDBACK: usize = 1;
+const MIX: usize = 2;
+const MAX_TIME: usize = 3;
+
+/// The largest |feedback|.
+const MAX_FEEDBACK: f64 = 0.999;
+
+/// `delay` at one precision.
+struct Delay<S> {
+    buf: Vec<S>,
+    /// The slot the current input is written to.
+    write: usize,
+    /// The longest delay in samples (`buf.len() − 2`).
+    max_delay: f64,
+    sample_rate: f64,
 }
+
+impl<S: Sample> Delay<S> {
+    /// One sample; `time` in seconds, the other params as given.
+    #[inline]
+    fn tick(&mut self, x: S, time: f64, feedback: f64, mix: f64) -> S {
+        let len = self.buf.len();
+        let mut d = time * self.sample_rate;
+        // NaN (from modulation) reads the shortest delay.
+        if d.is_nan() || d < 1.0 {
+            d = 1.0;
+        }
+        if d > self.max_delay {
+            d = self.max_delay;
+        }
+        let whole = d.floor();
+        let frac = S::from_f64(d - whole);
+        let k = whole as usize; // 1 ≤ k ≤ len − 2
+        let a = self.buf[(self.write + len - k) % len];
+        let b = self.buf[(self.write + len - k - 1) % len];
+        let wet = a + frac * (b - a);
+        let fb = S::from_f64(if feedback.is_nan() {
+            0.0
+        } else {
+            feedback.clamp(-MAX_FEEDBACK, MAX_FEEDBACK)
+        });
+        let mix = if mix.is_nan() {
+            0.0
+        } else {
+            mix.clamp(0.0, 1.0)
+        };
+        self.buf[self.write] = x + fb * wet;
+        self.write += 1;
+        if self.write == len {
+            self.write = 0;
+        }
+        S::from_f64(1.0 - mix) * x + S::from_f64(mix) * wet
+    }
+}
+
+impl<S: Sample> Processor<S> for Delay<S> {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        let n = io.frames;
+        let (time, feedback, mix) = (
+            io.params.get(TIME),
+            io.params.get(FEEDBACK),
+            io.params.get(MIX),
+        );
+        let x = &io.inputs[0][..n];
+        let out = &mut io.outputs[0][..n];
+        if time.is_const() && feedback.is_const() && mix.is_const() {
+            let (t, f, m) = (time.value(), feedback.value(), mix.value());
+            for (o, x) in out.iter_mut().zip(x) {
+                *o = self.tick(*x, t, f, m);
+            }
+        } else {
+            for (i, (o, x)) in out.iter_mut().zip(x).enumerate() {
+                *o = self.tick(*x, time.at(i), feedback.at(i), mix.at(i));
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.buf.fill(S::ZERO);
+        self.write = 0;
+    }
+
+    fn snapshot(&self, st: &mut NodeState) {
+        st.put_samples("buffer", &self.buf);
+        st.put_u64("write", self.write as u64);
+    }
+
+    fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        let write = st.get_u64("write")?;
+        if write >= self.buf.len() as u64 {
+            return Err(StateError::Shape {
+                name: "write",
+                expected: self.buf.len(),
+                found: write as usize,
+            });
+        }
+        st.get_samples("buffer", &mut self.buf)?;
+        self.write = write as usize;
+        Ok(())
+    }
+}
+
+struct DelayOp;
+impl Operator for DelayOp {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+        let max_time = cx.number(MAX_TIME);
+        let samples = (max_time * cx.sample_rate).ceil();
+        if !(samples.is_finite() && samples >= 0.0 && samples < (1u64 << 32) as f64) {
+            return Err(format!(
+                "`max_time` = {max_time} s is too long at {} Hz",
+                cx.sample_rate
+            ));
+        }
+        let max_delay = (samples as usize).max(1);
+        Ok(Box::new(Delay::<S> {
+            buf: vec![S::ZERO; max_delay + 2],
+            write: 0,
+            max_delay: max_delay as f64,
+            sample_rate: cx.sample_rate,
+        }))
+    }
+}
+
+/// `delay`: fractional feedback delay; see the module docs for the rules.
 pub static DELAY: OpSpec = OpSpec {
     name: "delay",
-    doc: "",
+    doc: "Fractional delay line with linear interpolation and feedback: \
+          out = (1−mix)·in + mix·wet, the line is fed in + feedback·wet. \
+          `time` is clamped to 1 sample … max_time.",
     inputs: &["in"],
     outputs: &["out"],
-    params: &[],
+    params: &[
+        number(
+            "time",
+            Dimension::Time,
+            0.25,
+            0.0,
+            3600.0,
+            "delay time (clamped to 1 sample … max_time)",
+        ),
+        number(
+            "feedback",
+            Dimension::Scalar,
+            0.0,
+            -MAX_FEEDBACK,
+            MAX_FEEDBACK,
+            "fraction of the delayed signal fed back into the line",
+        ),
+        number(
+            "mix",
+            Dimension::Scalar,
+            0.5,
+            0.0,
+            1.0,
+            "wet fraction of the output (0 dry, 1 wet only)",
+        ),
+        ParamSpec {
+            name: "max_time",
+            kind: ParamKind::Number {
+                dim: Dimension::Time,
+                default: 2.0,
+                min: 0.0,
+                max: 60.0,
+                modulatable: false,
+            },
+            doc: "longest delay; sets the buffer size at build",
+        },
+    ],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
-    build: todo_build,
+    build: build_any::<DelayOp>,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsp::Precision;
+    use crate::ops::conformance::test_signal;
+    use crate::ops::harness::{values_with, NodeRunner};
+    use crate::ops::Value;
+
+    /// 2^15 Hz: times that are binary fractions give exact sample counts.
+    const SR: f64 = 32768.0;
+
+    fn runner(params: &[(&str, f64)], precision: Precision) -> NodeRunner {
+        let set: Vec<(&str, Value)> = params
+            .iter()
+            .map(|(n, v)| (*n, Value::Number(*v)))
+            .collect();
+        let profile = match precision {
+            Precision::F64 => Profile::Strict,
+            Precision::F32 => Profile::Repro,
+        };
+        NodeRunner::new(
+            &DELAY,
+            values_with(&DELAY, &set),
+            profile,
+            Some(precision),
+            SR,
+            512,
+            1,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn integer_delay_shifts_exactly() {
+        let frames = 3000;
+        let x = test_signal(1, frames);
+        for (time, d) in [
+            (128.0 / SR, 128usize),
+            (1.0 / SR, 1),
+            (0.0, 1),
+            (1000.0 / SR, 1000),
+        ] {
+            for precision in [Precision::F64, Precision::F32] {
+                let mut r = runner(
+                    &[
+                        ("time", time),
+                        ("feedback", 0.0),
+                        ("mix", 1.0),
+                        ("max_time", 0.05),
+                    ],
+                    precision,
+                );
+                let out = r.run(std::slice::from_ref(&x), &[], frames, &[100, 7]);
+                for n in 0..frames {
+                    let want = if n >= d { x[n - d] } else { 0.0 };
+                    let want = match precision {
+                        Precision::F64 => want,
+                        Precision::F32 => want as f32 as f64,
+                    };
+                    assert_eq!(out[0][n], want, "d {d} frame {n} {precision:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn delay_at_max_time() {
+        // max_time of exactly 64 samples: a 100-sample request is clamped to 64.
+        let x = test_signal(2, 400);
+        let mut r = runner(
+            &[("time", 100.0 / SR), ("mix", 1.0), ("max_time", 64.0 / SR)],
+            Precision::F64,
+        );
+        let out = r.run(std::slice::from_ref(&x), &[], 400, &[64]);
+        for n in 64..400 {
+            assert_eq!(out[0][n], x[n - 64]);
+        }
+    }
+
+    #[test]
+    fn fractional_delay_interpolates_linearly() {
+        let frames = 1000;
+        let x = test_signal(3, frames);
+        // 128.25 samples exactly.
+        let mut r = runner(&[("time", 128.25 / SR), ("mix", 1.0)], Precision::F64);
+        let out = r.run(std::slice::from_ref(&x), &[], frames, &[64]);
+        let at = |k: isize| if k >= 0 { x[k as usize] } else { 0.0 };
+        for n in 0..frames as isize {
+            let want = 0.75 * at(n - 128) + 0.25 * at(n - 129);
+            assert!((out[0][n as usize] - want).abs() <= 1e-15, "frame {n}");
+        }
+    }
+
+    #[test]
+    fn echoes_decay_by_the_feedback_factor() {
+        let frames = 2000;
+        let mut x = vec![0.0; frames];
+        x[0] = 1.0;
+        for fb in [0.5, -0.6, 0.9] {
+            let mut r = runner(
+                &[("time", 125.0 / SR), ("feedback", fb), ("mix", 1.0)],
+                Precision::F64,
+            );
+            let out = r.run(std::slice::from_ref(&x), &[], frames, &[77]);
+            let mut expect = 1.0;
+            for (n, y) in out[0].iter().enumerate() {
+                if n > 0 && n % 125 == 0 {
+                    assert!(
+                        (y - expect).abs() <= 1e-12 * expect.abs().max(1e-300),
+                        "fb {fb} n {n}"
+                    );
+                    expect *= fb;
+                } else {
+                    assert_eq!(*y, 0.0, "fb {fb} n {n}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mix_blends_dry_and_wet() {
+        let frames = 500;
+        let x = test_signal(4, frames);
+        let mut r = runner(&[("time", 10.0 / SR), ("mix", 0.25)], Precision::F64);
+        let out = r.run(std::slice::from_ref(&x), &[], frames, &[64]);
+        for n in 0..frames {
+            let wet = if n >= 10 { x[n - 10] } else { 0.0 };
+            assert!((out[0][n] - (0.75 * x[n] + 0.25 * wet)).abs() <= 1e-15);
+        }
+    }
+
+    #[test]
+    fn reset_zeroes_the_line() {
+        let x = test_signal(5, 300);
+        let mut r = runner(&[("time", 50.0 / SR), ("feedback", 0.5)], Precision::F64);
+        let first = r.run(std::slice::from_ref(&x), &[], 300, &[64]);
+        r.reset();
+        let second = r.run(std::slice::from_ref(&x), &[], 300, &[64]);
+        assert_eq!(first, second);
+    }
+
+    #[test]
+    fn rejects_a_huge_max_time_at_a_huge_rate() {
+        let r = NodeRunner::new(
+            &DELAY,
+            values_with(&DELAY, &[("max_time", Value::Number(60.0))]),
+            Profile::Strict,
+            None,
+            1e9,
+            64,
+            1,
+        );
+        assert!(r.is_err());
+    }
+}

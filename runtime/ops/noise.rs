@@ -1,18 +1,199 @@
-//! Placeholder: being implemented.
-use super::{AnyNode, BuildCtx, OpSpec};
-use crate::dsp::{MathKind, Precision};
+//! `noise`: white noise, uniform in [-1, 1), from the locked Philox streams
+//! of DESIGN §4.
+//!
+//! Sample `n` (absolute sample index) is `amp · map(word n of stream 0)`,
+//! where the stream is keyed by `hash64(global seed, node id, local seed)`
+//! (computed by the graph compiler, [`BuildCtx::noise_hash`]). Noise is a
+//! pure function of the sample index: it carries no state, is block-size
+//! invariant and seekable, and `reset` changes nothing because the engine's
+//! clock, not the node, decides which samples come next. `seed` is part of
+//! the hash the compiler computes, so a new seed takes effect when the node
+//! is rebuilt (a scene edit), not through `set_discrete`.
+
+use super::{
+    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
+    StateError,
+};
+use crate::dsp::rng::NoiseStream;
+use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
-fn todo_build(_: &BuildCtx<'_>, _: Precision, _: MathKind) -> Result<AnyNode, String> {
-    Err("not implemented yet".into())
+use crate::scene::Dimension;
+use std::marker::PhantomData;
+
+const AMP: usize = 0;
+
+/// The stream index noise draws from (the only one `noise` uses).
+const STREAM: u32 = 0;
+
+/// White noise at one precision.
+struct Noise<S> {
+    stream: NoiseStream,
+    _p: PhantomData<fn() -> S>,
 }
+
+impl<S: Sample> Processor<S> for Noise<S> {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        let amp = io.params.get(AMP);
+        let start = io.start;
+        let out = &mut io.outputs[0][..io.frames];
+        if amp.is_const() {
+            let a = S::from_f64(amp.value());
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = a * self.stream.sample::<S>(start + i as u64);
+            }
+        } else {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = S::from_f64(amp.at(i)) * self.stream.sample::<S>(start + i as u64);
+            }
+        }
+    }
+
+    /// Nothing to do: the output depends only on the absolute sample index.
+    fn reset(&mut self) {}
+
+    /// Noise has no state (its position is the engine's sample clock).
+    fn snapshot(&self, _st: &mut NodeState) {}
+
+    fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
+        Ok(())
+    }
+}
+
+struct NoiseOp;
+impl Operator for NoiseOp {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+        Ok(Box::new(Noise::<S> {
+            stream: NoiseStream::new(cx.noise_hash, STREAM),
+            _p: PhantomData,
+        }))
+    }
+}
+
+/// `noise`: white noise, uniform in [-1, 1) before `amp`; see the module docs.
 pub static NOISE: OpSpec = OpSpec {
     name: "noise",
-    doc: "",
-    inputs: &["in"],
+    doc: "White noise, uniform in [-amp, amp): Philox 4x32-10 keyed by (global seed, node id, seed), \
+          a pure function of the sample index (DESIGN §4).",
+    inputs: &[],
     outputs: &["out"],
-    params: &[],
+    params: &[
+        number(
+            "amp",
+            Dimension::Amplitude,
+            1.0,
+            -1e6,
+            1e6,
+            "peak amplitude",
+        ),
+        ParamSpec {
+            name: "seed",
+            kind: ParamKind::Integer {
+                default: 0,
+                min: 0,
+                max: i64::MAX,
+            },
+            doc: "local seed, mixed with the global seed and the node id",
+        },
+    ],
     tier: Profile::Strict,
     variadic_inputs: false,
-    uses_rng: false,
-    build: todo_build,
+    uses_rng: true,
+    build: build_any::<NoiseOp>,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsp::Precision;
+    use crate::ops::harness::{first_difference, values_with, NodeRunner};
+    use crate::ops::Value;
+
+    /// The hash the harness builds nodes with.
+    fn harness_hash() -> u64 {
+        crate::dsp::rng::hash64(1, "node", 0)
+    }
+
+    /// DESIGN §4 written out directly against rand_philox.
+    fn oracle_word(hash: u64, n: u64) -> u32 {
+        let key = [hash as u32, (hash >> 32) as u32];
+        let b = n / 4;
+        let ctr = [b as u32, (b >> 32) as u32, 0, 0];
+        rand_philox::philox4x32_10(ctr, key)[(n % 4) as usize]
+    }
+
+    fn oracle_f64(hash: u64, n: u64) -> f64 {
+        oracle_word(hash, n) as f64 * (1.0 / 2147483648.0) - 1.0
+    }
+
+    fn oracle_f32(hash: u64, n: u64) -> f32 {
+        (oracle_word(hash, n) >> 8) as f32 * (1.0 / 8388608.0) - 1.0
+    }
+
+    fn runner(amp: f64, profile: Profile, precision: Precision) -> NodeRunner {
+        NodeRunner::new(
+            &NOISE,
+            values_with(&NOISE, &[("amp", Value::Number(amp))]),
+            profile,
+            Some(precision),
+            48000.0,
+            4096,
+            0,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn matches_the_design_mapping_at_f64() {
+        let h = harness_hash();
+        for start in [0u64, 1, 5, 1000, (1u64 << 34) + 3] {
+            let mut r = runner(1.0, Profile::Strict, Precision::F64);
+            r.set_clock(start);
+            let out = r.run(&[], &[], 9, &[4]);
+            for (i, y) in out[0].iter().enumerate() {
+                let n = start + i as u64;
+                assert_eq!(y.to_bits(), oracle_f64(h, n).to_bits(), "sample {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn matches_the_design_mapping_at_f32() {
+        let h = harness_hash();
+        let mut r = runner(1.0, Profile::Repro, Precision::F32);
+        r.set_clock(77);
+        let out = r.run(&[], &[], 50, &[3]);
+        for (i, y) in out[0].iter().enumerate() {
+            let n = 77 + i as u64;
+            assert_eq!(*y, oracle_f32(h, n) as f64, "sample {n}");
+        }
+    }
+
+    #[test]
+    fn amp_scales_and_range_is_half_open() {
+        let h = harness_hash();
+        let mut r = runner(0.5, Profile::Strict, Precision::F64);
+        let out = r.run(&[], &[], 4000, &[64]);
+        for (n, y) in out[0].iter().enumerate() {
+            assert_eq!(*y, 0.5 * oracle_f64(h, n as u64));
+            assert!((-0.5..0.5).contains(y));
+        }
+    }
+
+    #[test]
+    fn pure_function_of_sample_index() {
+        let mut whole = runner(1.0, Profile::Strict, Precision::F64);
+        let all = whole.run(&[], &[], 3000, &[1]);
+        for (offset, blocks) in [(0usize, vec![7, 1, 300]), (123, vec![64]), (2999, vec![5])] {
+            let mut r = runner(1.0, Profile::Strict, Precision::F64);
+            r.set_clock(offset as u64);
+            let part = r.run(&[], &[], 3000 - offset, &blocks);
+            let want = vec![all[0][offset..].to_vec()];
+            assert_eq!(first_difference(&want, &part), None, "offset {offset}");
+        }
+        // A reset node restarts at whatever clock the engine gives it.
+        whole.reset();
+        whole.set_clock(1000);
+        let again = whole.run(&[], &[], 10, &[10]);
+        assert_eq!(again[0], all[0][1000..1010]);
+    }
+}
