@@ -146,10 +146,13 @@ impl Shape for TriangleShape {
     }
 }
 
+/// Ties a processor to its sample type, math policy and shape without storing them.
+type Marker<S, M, W> = PhantomData<fn() -> (S, M, W)>;
+
 struct Osc<S, M, W> {
     phasor: Phasor,
     sample_rate: f64,
-    _p: PhantomData<fn() -> (S, M, W)>,
+    _p: Marker<S, M, W>,
 }
 
 impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
