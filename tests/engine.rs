@@ -1,0 +1,210 @@
+//! Engine behaviour through the library API: event timing per profile,
+//! ramps, modulation, summing order, FP-mode runs, NaN handling, live's
+//! limiter, and whole-engine snapshot/restore.
+
+use morphrt::engine::Engine;
+use morphrt::graph::{compile, CompileOptions};
+use morphrt::host::render::render_to_vec;
+use morphrt::profile::Profile;
+use morphrt::scene::load_str;
+
+fn engine(text: &str, profile: Option<Profile>, block: usize) -> Engine {
+    let scene = load_str(text, "test.json", None).unwrap_or_else(|e| panic!("{}", e[0]));
+    let plan = compile(
+        &scene,
+        &CompileOptions {
+            profile,
+            block_size: Some(block),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}", e[0]));
+    Engine::new(plan)
+}
+
+fn dc_with_event(event: &str) -> String {
+    format!(
+        r#"{{ "version": "1.0", "nodes": [ {{ "id": "v", "op": "dc", "params": {{ "value": 0 }} }} ],
+             "outputs": {{ "main": ["v"] }}, "events": [ {event} ] }}"#
+    )
+}
+
+/// The first frame at which channel 0 is non-zero.
+fn onset(out: &[Vec<f64>]) -> usize {
+    out[0].iter().position(|x| *x != 0.0).expect("something happens")
+}
+
+#[test]
+fn events_are_sample_accurate_under_strict_and_repro_and_block_accurate_under_live() {
+    let text = dc_with_event(r#"{ "time": "1000samples", "node": "v", "param": "value", "value": 1 }"#);
+    for p in [Profile::Strict, Profile::Repro] {
+        for block in [64, 100, 1] {
+            let out = render_to_vec(&mut engine(&text, Some(p), block), 2000);
+            assert_eq!(onset(&out), 1000, "{p} block {block}");
+            assert_eq!(out[0][1000], 1.0);
+        }
+    }
+    let out = render_to_vec(&mut engine(&text, Some(Profile::Live), 64), 2000);
+    assert_eq!(onset(&out), 960, "live: floor(1000/64)*64");
+}
+
+#[test]
+fn off_grid_event_times_snap_under_repro_and_take_their_block_under_live() {
+    // 30 us at 48 kHz is sample 1.44.
+    let text = dc_with_event(r#"{ "time": "30us", "node": "v", "param": "value", "value": 1 }"#);
+    let out = render_to_vec(&mut engine(&text, Some(Profile::Repro), 64), 100);
+    assert_eq!(onset(&out), 1);
+    // 1.01 ms = sample 48.48: snaps to 48 under repro, block start 0 under live (block 64).
+    let text = dc_with_event(r#"{ "time": "1.01ms", "node": "v", "param": "value", "value": 1 }"#);
+    let out = render_to_vec(&mut engine(&text, Some(Profile::Repro), 64), 100);
+    assert_eq!(onset(&out), 48);
+    let out = render_to_vec(&mut engine(&text, Some(Profile::Live), 16), 100);
+    assert_eq!(onset(&out), 48, "live: block containing sample 48.48 with block 16 starts at 48");
+    let out = render_to_vec(&mut engine(&text, Some(Profile::Live), 64), 100);
+    assert_eq!(onset(&out), 0);
+}
+
+#[test]
+fn ramps_are_linear_from_the_current_value_at_any_block_size() {
+    let text = dc_with_event(r#"{ "time": "100samples", "node": "v", "param": "value", "value": 1, "ramp": "100samples" }"#);
+    let reference = render_to_vec(&mut engine(&text, Some(Profile::Strict), 1), 300);
+    assert_eq!(reference[0][99], 0.0);
+    assert_eq!(reference[0][100], 0.0);
+    assert_eq!(reference[0][150], 0.5);
+    assert_eq!(reference[0][175], 0.75);
+    assert_eq!(reference[0][200], 1.0);
+    assert_eq!(reference[0][299], 1.0);
+    for block in [7, 64, 128, 4096] {
+        let out = render_to_vec(&mut engine(&text, Some(Profile::Strict), block), 300);
+        assert_eq!(out, reference, "block {block}");
+    }
+}
+
+#[test]
+fn modulation_adds_the_signal_to_the_static_value() {
+    let text = r#"{ "version": "1.0", "nodes": [
+        { "id": "src", "op": "dc", "params": { "value": 0.5 } },
+        { "id": "mod", "op": "dc", "params": { "value": 0.25 } },
+        { "id": "amp", "op": "gain", "params": { "gain": 0.5 } } ],
+      "edges": [ { "from": "src", "to": "amp" }, { "from": "mod", "to": "amp:gain" } ],
+      "outputs": { "main": ["amp"] } }"#;
+    let out = render_to_vec(&mut engine(text, Some(Profile::Strict), 64), 10);
+    assert!(out[0].iter().all(|x| *x == 0.5 * 0.75), "{:?}", &out[0][..3]);
+}
+
+#[test]
+fn several_edges_into_one_input_sum_in_source_id_order() {
+    // (a + b) + c = 1, whereas file order c, b, a would give (1 + -1e16) + 1e16 = 0.
+    let text = r#"{ "version": "1.0", "nodes": [
+        { "id": "c", "op": "dc", "params": { "value": 1 } },
+        { "id": "b", "op": "dc", "params": { "value": -1e16 } },
+        { "id": "a", "op": "dc", "params": { "value": 1e16 } },
+        { "id": "sum", "op": "gain" } ],
+      "edges": [ { "from": "c", "to": "sum" }, { "from": "b", "to": "sum" }, { "from": "a", "to": "sum" } ],
+      "outputs": { "main": ["sum"] } }"#;
+    let out = render_to_vec(&mut engine(text, Some(Profile::Strict), 64), 4);
+    assert_eq!(out[0], vec![1.0; 4]);
+}
+
+#[test]
+fn pinned_strict_nodes_keep_denormals_while_repro_nodes_flush_them() {
+    // One impulse through a fast-decaying one-pole: its tail passes through
+    // the subnormal range around sample ~1100.
+    let text = r#"{ "version": "1.0", "profile": "repro", "nodes": [
+        { "id": "imp", "op": "impulse", "params": { "freq": 0 }, "profile_overrides": { "precision": "f64" } },
+        { "id": "ftz", "op": "onepole", "params": { "cutoff": "5kHz" }, "profile_overrides": { "precision": "f64" } } ],
+      "modules": [ { "id": "m", "profile": "strict", "nodes": [
+        { "id": "ieee", "op": "onepole", "params": { "cutoff": "5kHz" } } ] } ],
+      "edges": [ { "from": "imp", "to": "ftz" }, { "from": "imp", "to": "ieee" } ],
+      "outputs": { "main": ["ftz", "ieee"] } }"#;
+    let out = render_to_vec(&mut engine(text, None, 64), 2000);
+    let subnormal = |v: &[f64]| v.iter().filter(|x| **x != 0.0 && x.abs() < f64::MIN_POSITIVE).count();
+    assert_eq!(subnormal(&out[0]), 0, "repro (FTZ/DAZ) node produced subnormals");
+    assert!(subnormal(&out[1]) > 0, "strict node lost its subnormals");
+    // And the caller's FP mode is restored after each block.
+    assert!(!morphrt::dsp::fpmode::flush_is_on());
+}
+
+#[test]
+fn non_finite_output_is_replaced_by_silence_and_reported() {
+    // f32 overflows to inf after a few gains.
+    let mut nodes = vec![r#"{ "id": "src", "op": "dc", "params": { "value": 1000000 } }"#.to_string()];
+    let mut edges = Vec::new();
+    let mut prev = "src".to_string();
+    for k in 0..8 {
+        nodes.push(format!(r#"{{ "id": "g{k}", "op": "gain", "params": {{ "gain": 1000000 }} }}"#));
+        edges.push(format!(r#"{{ "from": "{prev}", "to": "g{k}" }}"#));
+        prev = format!("g{k}");
+    }
+    let text = format!(
+        r#"{{ "version": "1.0", "nodes": [{}], "edges": [{}], "outputs": {{ "main": ["{prev}"] }} }}"#,
+        nodes.join(","),
+        edges.join(",")
+    );
+    let mut e = engine(&text, Some(Profile::Repro), 64);
+    let out = render_to_vec(&mut e, 128);
+    assert!(out[0].iter().all(|x| *x == 0.0));
+    let (node, sample) = e.stats().first_nan.expect("reported");
+    assert_eq!(e.node_id(node), "g5", "1e6^7 = 1e42 overflows f32 at the sixth gain");
+    assert_eq!(sample, 0);
+    assert_eq!(e.stats().nan_events, 2);
+}
+
+#[test]
+fn live_hard_limits_the_main_bus() {
+    let text = r#"{ "version": "1.0", "nodes": [ { "id": "hot", "op": "dc", "params": { "value": 2.5 } } ],
+      "outputs": { "main": ["hot"] } }"#;
+    let out = render_to_vec(&mut engine(text, Some(Profile::Live), 64), 8);
+    assert_eq!(out[0], vec![1.0; 8]);
+    let out = render_to_vec(&mut engine(text, Some(Profile::Strict), 64), 8);
+    assert_eq!(out[0], vec![2.5; 8]);
+}
+
+#[test]
+fn engine_snapshot_restore_continues_bit_exactly_through_ramps_and_events() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/pluck-delay.json")).unwrap();
+    for p in Profile::ALL {
+        let mut a = engine(&text, Some(p), 64);
+        // Stop mid-ramp (the cutoff ramp runs from 3 s to 5 s).
+        let head = 4 * 48000 + 17;
+        render_to_vec(&mut a, head);
+        let st = a.snapshot();
+        let want = render_to_vec(&mut a, 30000);
+        let mut b = engine(&text, Some(p), 64);
+        b.restore(&st).unwrap();
+        assert_eq!(b.clock(), head);
+        let got = render_to_vec(&mut b, 30000);
+        assert_eq!(got, want, "{p}");
+    }
+}
+
+#[test]
+fn a_seeded_noise_scene_is_a_pure_function_of_seed_and_id() {
+    let text = |seed: u64, id: &str| {
+        format!(
+            r#"{{ "version": "1.0", "seed": {seed}, "nodes": [ {{ "id": "{id}", "op": "noise", "params": {{ "seed": 3 }} }} ],
+                 "outputs": {{ "main": ["{id}"] }} }}"#
+        )
+    };
+    let a = render_to_vec(&mut engine(&text(7, "hiss"), Some(Profile::Strict), 64), 4);
+    // DESIGN §4's vector: global seed 7, node `hiss`, local seed 3.
+    assert_eq!(a[0], vec![0.657067559659481, -0.5799555270932615, 0.013275653589516878, 0.6406910694204271]);
+    let b = render_to_vec(&mut engine(&text(7, "hush"), Some(Profile::Strict), 64), 4);
+    assert_ne!(a, b);
+    let c = render_to_vec(&mut engine(&text(8, "hiss"), Some(Profile::Strict), 64), 4);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn live_auto_seeds_and_reports_it() {
+    let text = r#"{ "version": "1.0", "nodes": [ { "id": "n", "op": "noise" } ], "outputs": { "main": ["n"] } }"#;
+    let scene = load_str(text, "t.json", None).unwrap();
+    let err = compile(&scene, &CompileOptions { profile: Some(Profile::Repro), ..Default::default() }).err().unwrap();
+    assert!(err[0].to_string().contains("seed"));
+    let plan = compile(&scene, &CompileOptions { profile: Some(Profile::Live), ..Default::default() }).unwrap();
+    let seed = match plan.seed {
+        morphrt::graph::SeedSource::Auto(s) => s,
+        other => panic!("{other:?}"),
+    };
+    assert!(plan.warnings.iter().any(|w| w.message.contains(&format!("--seed {seed}"))));
+}

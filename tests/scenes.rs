@@ -1,0 +1,125 @@
+//! Every shipped scene: its strict render matches `golden/scenes/` at block
+//! sizes 64 and 4096, and its repro and live renders are within the scene's
+//! parity bound of strict (latency-aligned relative RMS, excluding one block
+//! plus any ramp around each event).
+//!
+//! Regenerate (deliberately, saying why in the commit):
+//! `MORPHRT_BLESS=1 cargo test --release --test scenes`
+
+mod common;
+
+use morphrt::graph::{compile, CompileOptions, Plan};
+use morphrt::host::render::{render_hash, render_to_vec};
+use morphrt::profile::Profile;
+use morphrt::{engine::Engine, scene};
+use serde_json::json;
+use std::path::Path;
+
+/// Goldens cover the first 2 s (DESIGN §7).
+const GOLDEN_SECONDS: u64 = 2;
+
+fn plan(path: &Path, profile: Profile, block: Option<usize>) -> Plan {
+    let s = scene::load_file(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e[0]));
+    compile(
+        &s,
+        &CompileOptions {
+            profile: Some(profile),
+            block_size: block,
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}: {}", path.display(), e[0]))
+}
+
+fn frames(p: &Plan) -> u64 {
+    GOLDEN_SECONDS * p.sample_rate as u64
+}
+
+/// Samples excluded from parity: one block plus any ramp around each event.
+fn excluded(p: &Plan, block: u64) -> Vec<(u64, u64)> {
+    p.events
+        .iter()
+        .map(|e| {
+            let ramp = match e.action {
+                morphrt::graph::EventAction::Set { ramp, .. } => ramp,
+                _ => 0,
+            };
+            (e.sample.saturating_sub(block), e.sample + block + ramp)
+        })
+        .collect()
+}
+
+fn rel_rms(reference: &[Vec<f64>], x: &[Vec<f64>], skip: &[(u64, u64)]) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for (r, y) in reference.iter().zip(x) {
+        for (i, (a, b)) in r.iter().zip(y).enumerate() {
+            let i = i as u64;
+            if skip.iter().any(|(s, e)| i >= *s && i < *e) {
+                continue;
+            }
+            num += (a - b) * (a - b);
+            den += a * a;
+        }
+    }
+    (num / den.max(1e-300)).sqrt()
+}
+
+#[test]
+fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
+    let bless = std::env::var_os("MORPHRT_BLESS").is_some();
+    let scenes = common::shipped_scenes();
+    assert!(scenes.len() >= 6, "at least six shipped scenes");
+    for path in &scenes {
+        let name = common::stem(path);
+        let gpath = common::root().join(format!("golden/scenes/{name}.json"));
+        let p64 = plan(path, Profile::Strict, Some(64));
+        let n = frames(&p64);
+        let skip = excluded(&p64, 256);
+        let strict = render_to_vec(&mut Engine::new(plan(path, Profile::Strict, Some(64))), n);
+        let peak = strict.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
+        assert!(peak > 0.01 && peak <= 1.0, "{name}: strict peak {peak} should be audible and within ±1");
+        let h64 = render_hash(&mut Engine::new(p64), n);
+        let h4096 = render_hash(&mut Engine::new(plan(path, Profile::Strict, Some(4096))), n);
+        assert_eq!(h64, h4096, "{name}: strict hash differs between block sizes 64 and 4096");
+        let repro = render_to_vec(&mut Engine::new(plan(path, Profile::Repro, None)), n);
+        let live = render_to_vec(&mut Engine::new(plan(path, Profile::Live, None)), n);
+        let e_repro = rel_rms(&strict, &repro, &skip);
+        let e_live = rel_rms(&strict, &live, &skip);
+        if bless {
+            assert!(!cfg!(debug_assertions), "generate goldens in a release build");
+            let doc = json!({
+                "scene": format!("scenes/{name}.json"),
+                "description": "SHA-256 of the strict render (interleaved little-endian main-bus samples at engine precision), block size 64; parity bounds are relative RMS against strict.",
+                "profile": "strict",
+                "frames": n,
+                "sample_rate": p64_rate(path),
+                "sha256": h64,
+                "parity": { "repro": Profile::Repro.default_parity_bound(), "live": Profile::Live.default_parity_bound() },
+                "measured_parity": { "repro": e_repro, "live": e_live },
+            });
+            std::fs::create_dir_all(gpath.parent().unwrap()).unwrap();
+            std::fs::write(&gpath, serde_json::to_string_pretty(&doc).unwrap() + "\n").unwrap();
+            continue;
+        }
+        let golden: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(&gpath).unwrap_or_else(|e| panic!("{}: {e}; generate with MORPHRT_BLESS=1 cargo test --release --test scenes", gpath.display())),
+        )
+        .unwrap();
+        assert_eq!(golden["frames"].as_u64(), Some(n), "{name}: golden length");
+        assert_eq!(golden["sha256"].as_str(), Some(h64.as_str()), "{name}: strict render differs from its golden");
+        let bound_repro = golden["parity"]["repro"].as_f64().unwrap();
+        let bound_live = golden["parity"]["live"].as_f64().unwrap();
+        assert!(e_repro <= bound_repro, "{name}: repro parity {e_repro:e} > {bound_repro:e}");
+        assert!(e_live <= bound_live, "{name}: live parity {e_live:e} > {bound_live:e}");
+        // Different algorithms/precisions really ran: not identical to strict.
+        assert!(e_repro > 0.0, "{name}: repro is bit-identical to strict; is it running at f32?");
+    }
+    if !bless {
+        let goldens = std::fs::read_dir(common::root().join("golden/scenes")).unwrap().count();
+        assert_eq!(goldens, scenes.len(), "a golden without a scene, or a scene without a golden");
+    }
+}
+
+fn p64_rate(path: &Path) -> u32 {
+    scene::load_file(path).unwrap().sample_rate
+}
