@@ -185,7 +185,12 @@ mod tests {
     fn missing_resource_lists_every_path_tried() {
         let scene = TempDir::new();
         let extra = TempDir::new();
-        let e = resolve("@resource:none.wav", Some(&scene.0), &[extra.0.clone()]).unwrap_err();
+        let e = resolve(
+            "@resource:none.wav",
+            Some(&scene.0),
+            std::slice::from_ref(&extra.0),
+        )
+        .unwrap_err();
         assert!(e.contains("not found"), "{e}");
         let first = scene.0.join("resources").join("none.wav");
         let second = extra.0.join("none.wav");
