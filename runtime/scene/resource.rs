@@ -1,12 +1,241 @@
-//! `@resource:NAME` resolution.
-use std::path::{Path, PathBuf};
+//! `@resource:NAME` resolution (DESIGN §3).
+//!
+//! NAME is looked up in `resources/` next to the scene file, then in each
+//! directory given with `--resources`, in order; the first existing file wins.
+//! NAME must stay inside those directories: absolute paths and `..`
+//! components are errors.
+
+use std::path::{Component, Path, PathBuf};
+
+/// The prefix that marks a string param as a resource reference.
+pub const PREFIX: &str = "@resource:";
+
+/// Whether a string value is a resource reference.
 pub fn is_resource(s: &str) -> bool {
-    s.starts_with("@resource:")
+    s.starts_with(PREFIX)
 }
+
+/// The directories searched, in order.
+fn search_dirs(scene_dir: Option<&Path>, extra_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    scene_dir
+        .map(|d| d.join("resources"))
+        .into_iter()
+        .chain(extra_dirs.iter().cloned())
+        .collect()
+}
+
+fn list(dirs: &[PathBuf]) -> String {
+    if dirs.is_empty() {
+        "no directories to search (the scene has no directory and no --resources was given)"
+            .to_string()
+    } else {
+        let names: Vec<String> = dirs.iter().map(|d| format!("`{}`", d.display())).collect();
+        format!("searched directories: {}", names.join(", "))
+    }
+}
+
+/// Resolves `reference` (the full `@resource:NAME` string) to an existing file.
+/// The error says why the name is invalid or lists every path tried.
 pub fn resolve(
-    _reference: &str,
-    _scene_dir: Option<&Path>,
-    _extra_dirs: &[PathBuf],
+    reference: &str,
+    scene_dir: Option<&Path>,
+    extra_dirs: &[PathBuf],
 ) -> Result<PathBuf, String> {
-    Err("unimplemented".into())
+    let dirs = search_dirs(scene_dir, extra_dirs);
+    let Some(name) = reference.strip_prefix(PREFIX) else {
+        return Err(format!(
+            "`{reference}` is not a resource reference (expected `{PREFIX}NAME`)"
+        ));
+    };
+    if name.is_empty() {
+        return Err(format!(
+            "`{reference}` names no file (expected `{PREFIX}NAME`, NAME relative to a resource directory; {})",
+            list(&dirs)
+        ));
+    }
+    let path = Path::new(name);
+    // `/x`, `C:\x`, `\x`: anything rooted, on any platform.
+    let rooted = path.is_absolute()
+        || path.has_root()
+        || name.starts_with(['/', '\\'])
+        || path
+            .components()
+            .any(|c| matches!(c, Component::Prefix(_) | Component::RootDir))
+        || (name.len() >= 2
+            && name.as_bytes()[1] == b':'
+            && name.as_bytes()[0].is_ascii_alphabetic());
+    if rooted {
+        return Err(format!(
+            "resource `{name}` is an absolute path; resource names are relative to a resource directory ({})",
+            list(&dirs)
+        ));
+    }
+    // Check `..` on both separators, so a scene means the same on every OS.
+    if name.split(['/', '\\']).any(|part| part == "..")
+        || path.components().any(|c| c == Component::ParentDir)
+    {
+        return Err(format!(
+            "resource `{name}` contains `..`; resources may not escape their directory ({})",
+            list(&dirs)
+        ));
+    }
+    if dirs.is_empty() {
+        return Err(format!("resource `{name}` not found: {}", list(&dirs)));
+    }
+    let tried: Vec<PathBuf> = dirs.iter().map(|d| d.join(path)).collect();
+    if let Some(found) = tried.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    let names: Vec<String> = tried.iter().map(|p| format!("`{}`", p.display())).collect();
+    Err(format!(
+        "resource `{name}` not found; tried {}",
+        names.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new() -> TempDir {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "morphrt-resource-test-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).unwrap();
+            TempDir(p)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn touch(p: &Path) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"x").unwrap();
+    }
+
+    #[test]
+    fn is_resource_checks_the_prefix() {
+        assert!(is_resource("@resource:hall.wav"));
+        assert!(is_resource("@resource:"));
+        assert!(!is_resource("hall.wav"));
+        assert!(!is_resource("@Resource:hall.wav"));
+    }
+
+    #[test]
+    fn scene_resources_dir_wins_over_extra_dirs() {
+        let scene = TempDir::new();
+        let extra = TempDir::new();
+        touch(&scene.0.join("resources/hall.wav"));
+        touch(&extra.0.join("hall.wav"));
+        touch(&extra.0.join("irs/room.wav"));
+        let extras = [extra.0.clone()];
+        assert_eq!(
+            resolve("@resource:hall.wav", Some(&scene.0), &extras).unwrap(),
+            scene.0.join("resources/hall.wav")
+        );
+        assert_eq!(
+            resolve("@resource:irs/room.wav", Some(&scene.0), &extras).unwrap(),
+            extra.0.join("irs/room.wav")
+        );
+        assert_eq!(
+            resolve("@resource:hall.wav", None, &extras).unwrap(),
+            extra.0.join("hall.wav")
+        );
+    }
+
+    #[test]
+    fn extra_dirs_are_searched_in_order() {
+        let a = TempDir::new();
+        let b = TempDir::new();
+        touch(&a.0.join("x.wav"));
+        touch(&b.0.join("x.wav"));
+        touch(&b.0.join("y.wav"));
+        let extras = [a.0.clone(), b.0.clone()];
+        assert_eq!(
+            resolve("@resource:x.wav", None, &extras).unwrap(),
+            a.0.join("x.wav")
+        );
+        assert_eq!(
+            resolve("@resource:y.wav", None, &extras).unwrap(),
+            b.0.join("y.wav")
+        );
+    }
+
+    #[test]
+    fn a_directory_is_not_a_resource() {
+        let scene = TempDir::new();
+        std::fs::create_dir_all(scene.0.join("resources/sub")).unwrap();
+        assert!(resolve("@resource:sub", Some(&scene.0), &[]).is_err());
+    }
+
+    #[test]
+    fn missing_resource_lists_every_path_tried() {
+        let scene = TempDir::new();
+        let extra = TempDir::new();
+        let e = resolve(
+            "@resource:none.wav",
+            Some(&scene.0),
+            std::slice::from_ref(&extra.0),
+        )
+        .unwrap_err();
+        assert!(e.contains("not found"), "{e}");
+        let first = scene.0.join("resources").join("none.wav");
+        let second = extra.0.join("none.wav");
+        assert!(e.contains(&first.display().to_string()), "{e}");
+        assert!(e.contains(&second.display().to_string()), "{e}");
+        let e = resolve("@resource:none.wav", None, &[]).unwrap_err();
+        assert!(e.contains("no directories"), "{e}");
+    }
+
+    #[test]
+    fn escaping_names_are_rejected() {
+        let scene = TempDir::new();
+        touch(&scene.0.join("secret.wav"));
+        let dir = Some(scene.0.as_path());
+        for bad in [
+            "@resource:../secret.wav",
+            "@resource:a/../../secret.wav",
+            "@resource:..",
+            "@resource:a\\..\\b.wav",
+        ] {
+            let e = resolve(bad, dir, &[]).unwrap_err();
+            assert!(e.contains("`..`"), "{bad}: {e}");
+            assert!(e.contains("searched directories"), "{bad}: {e}");
+        }
+        for bad in [
+            "@resource:/etc/passwd",
+            "@resource:\\x.wav",
+            "@resource:C:\\x.wav",
+        ] {
+            let e = resolve(bad, dir, &[]).unwrap_err();
+            assert!(e.contains("absolute"), "{bad}: {e}");
+        }
+        let e = resolve("@resource:", dir, &[]).unwrap_err();
+        assert!(e.contains("names no file"), "{e}");
+        let e = resolve("hall.wav", dir, &[]).unwrap_err();
+        assert!(e.contains("not a resource reference"), "{e}");
+    }
+
+    #[test]
+    fn dotted_names_that_do_not_escape_are_fine() {
+        let scene = TempDir::new();
+        touch(&scene.0.join("resources/a..b.wav"));
+        touch(&scene.0.join("resources/sub/c.wav"));
+        let dir = Some(scene.0.as_path());
+        assert!(resolve("@resource:a..b.wav", dir, &[]).is_ok());
+        assert!(resolve("@resource:./sub/c.wav", dir, &[]).is_ok());
+    }
 }
