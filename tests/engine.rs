@@ -31,12 +31,16 @@ fn dc_with_event(event: &str) -> String {
 
 /// The first frame at which channel 0 is non-zero.
 fn onset(out: &[Vec<f64>]) -> usize {
-    out[0].iter().position(|x| *x != 0.0).expect("something happens")
+    out[0]
+        .iter()
+        .position(|x| *x != 0.0)
+        .expect("something happens")
 }
 
 #[test]
 fn events_are_sample_accurate_under_strict_and_repro_and_block_accurate_under_live() {
-    let text = dc_with_event(r#"{ "time": "1000samples", "node": "v", "param": "value", "value": 1 }"#);
+    let text =
+        dc_with_event(r#"{ "time": "1000samples", "node": "v", "param": "value", "value": 1 }"#);
     for p in [Profile::Strict, Profile::Repro] {
         for block in [64, 100, 1] {
             let out = render_to_vec(&mut engine(&text, Some(p), block), 2000);
@@ -59,14 +63,20 @@ fn off_grid_event_times_snap_under_repro_and_take_their_block_under_live() {
     let out = render_to_vec(&mut engine(&text, Some(Profile::Repro), 64), 100);
     assert_eq!(onset(&out), 48);
     let out = render_to_vec(&mut engine(&text, Some(Profile::Live), 16), 100);
-    assert_eq!(onset(&out), 48, "live: block containing sample 48.48 with block 16 starts at 48");
+    assert_eq!(
+        onset(&out),
+        48,
+        "live: block containing sample 48.48 with block 16 starts at 48"
+    );
     let out = render_to_vec(&mut engine(&text, Some(Profile::Live), 64), 100);
     assert_eq!(onset(&out), 0);
 }
 
 #[test]
 fn ramps_are_linear_from_the_current_value_at_any_block_size() {
-    let text = dc_with_event(r#"{ "time": "100samples", "node": "v", "param": "value", "value": 1, "ramp": "100samples" }"#);
+    let text = dc_with_event(
+        r#"{ "time": "100samples", "node": "v", "param": "value", "value": 1, "ramp": "100samples" }"#,
+    );
     let reference = render_to_vec(&mut engine(&text, Some(Profile::Strict), 1), 300);
     assert_eq!(reference[0][99], 0.0);
     assert_eq!(reference[0][100], 0.0);
@@ -89,21 +99,26 @@ fn modulation_adds_the_signal_to_the_static_value() {
       "edges": [ { "from": "src", "to": "amp" }, { "from": "mod", "to": "amp:gain" } ],
       "outputs": { "main": ["amp"] } }"#;
     let out = render_to_vec(&mut engine(text, Some(Profile::Strict), 64), 10);
-    assert!(out[0].iter().all(|x| *x == 0.5 * 0.75), "{:?}", &out[0][..3]);
+    assert!(
+        out[0].iter().all(|x| *x == 0.5 * 0.75),
+        "{:?}",
+        &out[0][..3]
+    );
 }
 
 #[test]
 fn several_edges_into_one_input_sum_in_source_id_order() {
-    // (a + b) + c = 1, whereas file order c, b, a would give (1 + -1e16) + 1e16 = 0.
+    // In f32, (a + b) + c = 0.01, whereas file order c, b, a would give
+    // (0.01 + -1e6) + 1e6 = 0 (0.01 is below half an f32 ulp of 1e6).
     let text = r#"{ "version": "1.0", "nodes": [
-        { "id": "c", "op": "dc", "params": { "value": 1 } },
-        { "id": "b", "op": "dc", "params": { "value": -1e16 } },
-        { "id": "a", "op": "dc", "params": { "value": 1e16 } },
+        { "id": "c", "op": "dc", "params": { "value": 0.01 } },
+        { "id": "b", "op": "dc", "params": { "value": -1000000 } },
+        { "id": "a", "op": "dc", "params": { "value": 1000000 } },
         { "id": "sum", "op": "gain" } ],
       "edges": [ { "from": "c", "to": "sum" }, { "from": "b", "to": "sum" }, { "from": "a", "to": "sum" } ],
       "outputs": { "main": ["sum"] } }"#;
-    let out = render_to_vec(&mut engine(text, Some(Profile::Strict), 64), 4);
-    assert_eq!(out[0], vec![1.0; 4]);
+    let out = render_to_vec(&mut engine(text, Some(Profile::Repro), 64), 4);
+    assert_eq!(out[0], vec![0.01f32 as f64; 4]);
 }
 
 #[test]
@@ -118,8 +133,16 @@ fn pinned_strict_nodes_keep_denormals_while_repro_nodes_flush_them() {
       "edges": [ { "from": "imp", "to": "ftz" }, { "from": "imp", "to": "ieee" } ],
       "outputs": { "main": ["ftz", "ieee"] } }"#;
     let out = render_to_vec(&mut engine(text, None, 64), 2000);
-    let subnormal = |v: &[f64]| v.iter().filter(|x| **x != 0.0 && x.abs() < f64::MIN_POSITIVE).count();
-    assert_eq!(subnormal(&out[0]), 0, "repro (FTZ/DAZ) node produced subnormals");
+    let subnormal = |v: &[f64]| {
+        v.iter()
+            .filter(|x| **x != 0.0 && x.abs() < f64::MIN_POSITIVE)
+            .count()
+    };
+    assert_eq!(
+        subnormal(&out[0]),
+        0,
+        "repro (FTZ/DAZ) node produced subnormals"
+    );
     assert!(subnormal(&out[1]) > 0, "strict node lost its subnormals");
     // And the caller's FP mode is restored after each block.
     assert!(!morphrt::dsp::fpmode::flush_is_on());
@@ -128,11 +151,14 @@ fn pinned_strict_nodes_keep_denormals_while_repro_nodes_flush_them() {
 #[test]
 fn non_finite_output_is_replaced_by_silence_and_reported() {
     // f32 overflows to inf after a few gains.
-    let mut nodes = vec![r#"{ "id": "src", "op": "dc", "params": { "value": 1000000 } }"#.to_string()];
+    let mut nodes =
+        vec![r#"{ "id": "src", "op": "dc", "params": { "value": 1000000 } }"#.to_string()];
     let mut edges = Vec::new();
     let mut prev = "src".to_string();
     for k in 0..8 {
-        nodes.push(format!(r#"{{ "id": "g{k}", "op": "gain", "params": {{ "gain": 1000000 }} }}"#));
+        nodes.push(format!(
+            r#"{{ "id": "g{k}", "op": "gain", "params": {{ "gain": 1000000 }} }}"#
+        ));
         edges.push(format!(r#"{{ "from": "{prev}", "to": "g{k}" }}"#));
         prev = format!("g{k}");
     }
@@ -145,7 +171,11 @@ fn non_finite_output_is_replaced_by_silence_and_reported() {
     let out = render_to_vec(&mut e, 128);
     assert!(out[0].iter().all(|x| *x == 0.0));
     let (node, sample) = e.stats().first_nan.expect("reported");
-    assert_eq!(e.node_id(node), "g5", "1e6^7 = 1e42 overflows f32 at the sixth gain");
+    assert_eq!(
+        e.node_id(node),
+        "g5",
+        "1e6^7 = 1e42 overflows f32 at the sixth gain"
+    );
     assert_eq!(sample, 0);
     assert_eq!(e.stats().nan_events, 2);
 }
@@ -162,7 +192,11 @@ fn live_hard_limits_the_main_bus() {
 
 #[test]
 fn engine_snapshot_restore_continues_bit_exactly_through_ramps_and_events() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/pluck-delay.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenes/pluck-delay.json"
+    ))
+    .unwrap();
     for p in Profile::ALL {
         let mut a = engine(&text, Some(p), 64);
         // Stop mid-ramp (the cutoff ramp runs from 3 s to 5 s).
@@ -188,7 +222,15 @@ fn a_seeded_noise_scene_is_a_pure_function_of_seed_and_id() {
     };
     let a = render_to_vec(&mut engine(&text(7, "hiss"), Some(Profile::Strict), 64), 4);
     // DESIGN §4's vector: global seed 7, node `hiss`, local seed 3.
-    assert_eq!(a[0], vec![0.657067559659481, -0.5799555270932615, 0.013275653589516878, 0.6406910694204271]);
+    assert_eq!(
+        a[0],
+        vec![
+            0.657067559659481,
+            -0.5799555270932615,
+            0.013275653589516878,
+            0.6406910694204271
+        ]
+    );
     let b = render_to_vec(&mut engine(&text(7, "hush"), Some(Profile::Strict), 64), 4);
     assert_ne!(a, b);
     let c = render_to_vec(&mut engine(&text(8, "hiss"), Some(Profile::Strict), 64), 4);
@@ -199,12 +241,30 @@ fn a_seeded_noise_scene_is_a_pure_function_of_seed_and_id() {
 fn live_auto_seeds_and_reports_it() {
     let text = r#"{ "version": "1.0", "nodes": [ { "id": "n", "op": "noise" } ], "outputs": { "main": ["n"] } }"#;
     let scene = load_str(text, "t.json", None).unwrap();
-    let err = compile(&scene, &CompileOptions { profile: Some(Profile::Repro), ..Default::default() }).err().unwrap();
+    let err = compile(
+        &scene,
+        &CompileOptions {
+            profile: Some(Profile::Repro),
+            ..Default::default()
+        },
+    )
+    .err()
+    .unwrap();
     assert!(err[0].to_string().contains("seed"));
-    let plan = compile(&scene, &CompileOptions { profile: Some(Profile::Live), ..Default::default() }).unwrap();
+    let plan = compile(
+        &scene,
+        &CompileOptions {
+            profile: Some(Profile::Live),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let seed = match plan.seed {
         morphrt::graph::SeedSource::Auto(s) => s,
         other => panic!("{other:?}"),
     };
-    assert!(plan.warnings.iter().any(|w| w.message.contains(&format!("--seed {seed}"))));
+    assert!(plan
+        .warnings
+        .iter()
+        .any(|w| w.message.contains(&format!("--seed {seed}"))));
 }

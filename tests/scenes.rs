@@ -77,16 +77,24 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
         let skip = excluded(&p64, 256);
         let strict = render_to_vec(&mut Engine::new(plan(path, Profile::Strict, Some(64))), n);
         let peak = strict.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
-        assert!(peak > 0.01 && peak <= 1.0, "{name}: strict peak {peak} should be audible and within ±1");
+        assert!(
+            peak > 0.01 && peak <= 1.0,
+            "{name}: strict peak {peak} should be audible and within ±1"
+        );
         let h64 = render_hash(&mut Engine::new(p64), n);
         let h4096 = render_hash(&mut Engine::new(plan(path, Profile::Strict, Some(4096))), n);
-        assert_eq!(h64, h4096, "{name}: strict hash differs between block sizes 64 and 4096");
+        assert_eq!(
+            h64, h4096,
+            "{name}: strict hash differs between block sizes 64 and 4096"
+        );
         let repro = render_to_vec(&mut Engine::new(plan(path, Profile::Repro, None)), n);
         let live = render_to_vec(&mut Engine::new(plan(path, Profile::Live, None)), n);
         let e_repro = rel_rms(&strict, &repro, &skip);
         let e_live = rel_rms(&strict, &live, &skip);
         if bless {
-            assert!(!cfg!(debug_assertions), "generate goldens in a release build");
+            if cfg!(debug_assertions) {
+                panic!("generate goldens in a release build");
+            }
             let doc = json!({
                 "scene": format!("scenes/{name}.json"),
                 "description": "SHA-256 of the strict render (interleaved little-endian main-bus samples at engine precision), block size 64; parity bounds are relative RMS against strict.",
@@ -101,22 +109,45 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
             std::fs::write(&gpath, serde_json::to_string_pretty(&doc).unwrap() + "\n").unwrap();
             continue;
         }
-        let golden: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(&gpath).unwrap_or_else(|e| panic!("{}: {e}; generate with MORPHRT_BLESS=1 cargo test --release --test scenes", gpath.display())),
-        )
-        .unwrap();
+        let golden: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&gpath).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}; generate with MORPHRT_BLESS=1 cargo test --release --test scenes",
+                    gpath.display()
+                )
+            }))
+            .unwrap();
         assert_eq!(golden["frames"].as_u64(), Some(n), "{name}: golden length");
-        assert_eq!(golden["sha256"].as_str(), Some(h64.as_str()), "{name}: strict render differs from its golden");
+        assert_eq!(
+            golden["sha256"].as_str(),
+            Some(h64.as_str()),
+            "{name}: strict render differs from its golden"
+        );
         let bound_repro = golden["parity"]["repro"].as_f64().unwrap();
         let bound_live = golden["parity"]["live"].as_f64().unwrap();
-        assert!(e_repro <= bound_repro, "{name}: repro parity {e_repro:e} > {bound_repro:e}");
-        assert!(e_live <= bound_live, "{name}: live parity {e_live:e} > {bound_live:e}");
+        assert!(
+            e_repro <= bound_repro,
+            "{name}: repro parity {e_repro:e} > {bound_repro:e}"
+        );
+        assert!(
+            e_live <= bound_live,
+            "{name}: live parity {e_live:e} > {bound_live:e}"
+        );
         // Different algorithms/precisions really ran: not identical to strict.
-        assert!(e_repro > 0.0, "{name}: repro is bit-identical to strict; is it running at f32?");
+        assert!(
+            e_repro > 0.0,
+            "{name}: repro is bit-identical to strict; is it running at f32?"
+        );
     }
     if !bless {
-        let goldens = std::fs::read_dir(common::root().join("golden/scenes")).unwrap().count();
-        assert_eq!(goldens, scenes.len(), "a golden without a scene, or a scene without a golden");
+        let goldens = std::fs::read_dir(common::root().join("golden/scenes"))
+            .unwrap()
+            .count();
+        assert_eq!(
+            goldens,
+            scenes.len(),
+            "a golden without a scene, or a scene without a golden"
+        );
     }
 }
 

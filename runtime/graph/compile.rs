@@ -412,6 +412,19 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         }
     }
 
+    // A cast node's `to` sets its precision.
+    for d in decls.iter_mut().flatten() {
+        if d.op.name == "cast" {
+            if let Some(Value::Enum(i)) = d.values.first() {
+                d.profile.precision = if *i == 0 {
+                    Precision::F32
+                } else {
+                    Precision::F64
+                };
+            }
+        }
+    }
+
     // --- cast rules (judged by the consuming node's profile) -----------------
     for (ei, src, _, _) in &resolved_edges {
         let dst = *resolve_dst(scene, &index, *ei);
@@ -459,18 +472,6 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
                 None,
             ),
             _ => {}
-        }
-    }
-    // A cast node's `to` sets its precision.
-    for d in decls.iter_mut().flatten() {
-        if d.op.name == "cast" {
-            if let Some(Value::Enum(i)) = d.values.first() {
-                d.profile.precision = if *i == 0 {
-                    Precision::F32
-                } else {
-                    Precision::F64
-                };
-            }
         }
     }
 

@@ -30,7 +30,9 @@ fn unbits(v: &Json) -> Vec<f64> {
     v.as_array()
         .expect("array of hex strings")
         .iter()
-        .map(|s| f64::from_bits(u64::from_str_radix(s.as_str().expect("hex string"), 16).expect("hex")))
+        .map(|s| {
+            f64::from_bits(u64::from_str_radix(s.as_str().expect("hex string"), 16).expect("hex"))
+        })
         .collect()
 }
 
@@ -45,7 +47,9 @@ fn param_json(op: &str, params: &[(&'static str, Value)]) -> Json {
             (Value::Bool(b), _) => json!(b),
             (Value::Integer(i), _) => json!(i),
             (Value::Gains(g), _) => json!(bits(g)),
-            (Value::Resource(_), _) => json!("built-in test audio: test_signal(11) and test_signal(12), 3000 frames"),
+            (Value::Resource(_), _) => {
+                json!("built-in test audio: test_signal(11) and test_signal(12), 3000 frames")
+            }
             _ => json!(null),
         };
         m.insert(name.to_string(), j);
@@ -55,13 +59,27 @@ fn param_json(op: &str, params: &[(&'static str, Value)]) -> Json {
 
 fn render(c: &Case, ins: &[Vec<f64>], mods: &[(usize, Vec<f64>)]) -> Vec<Vec<f64>> {
     let spec = lookup(c.op).unwrap();
-    let mut r = NodeRunner::new(spec, values_with(spec, &c.params), Profile::Strict, Some(Precision::F64), SR, 64, c.n_inputs).unwrap();
+    let mut r = NodeRunner::new(
+        spec,
+        values_with(spec, &c.params),
+        Profile::Strict,
+        Some(Precision::F64),
+        SR,
+        64,
+        c.n_inputs,
+    )
+    .unwrap();
     r.run(ins, mods, FRAMES, &[64])
 }
 
-fn case_io(c: &Case) -> (Vec<Vec<f64>>, Vec<(usize, Vec<f64>)>) {
+/// Audio inputs, and modulation signals by param index.
+type CaseIo = (Vec<Vec<f64>>, Vec<(usize, Vec<f64>)>);
+
+fn case_io(c: &Case) -> CaseIo {
     let spec = lookup(c.op).unwrap();
-    let ins: Vec<Vec<f64>> = (0..c.n_inputs).map(|k| test_signal(100 + k as u64, FRAMES)).collect();
+    let ins: Vec<Vec<f64>> = (0..c.n_inputs)
+        .map(|k| test_signal(100 + k as u64, FRAMES))
+        .collect();
     let mods = c
         .mods
         .iter()
@@ -79,7 +97,9 @@ fn golden_vectors_match() {
         let path = golden_dir().join(format!("{}.json", spec.name));
         let mine: Vec<&Case> = all.iter().filter(|c| c.op == spec.name).collect();
         if bless {
-            assert!(!cfg!(debug_assertions), "generate goldens in a release build: MORPHRT_BLESS=1 cargo test --release --lib golden");
+            if cfg!(debug_assertions) {
+                panic!("generate goldens in a release build: MORPHRT_BLESS=1 cargo test --release --lib golden");
+            }
             let cases_json: Vec<Json> = mine
                 .iter()
                 .map(|c| {
@@ -110,21 +130,43 @@ fn golden_vectors_match() {
             .unwrap_or_else(|e| panic!("missing golden {} ({e}); generate with MORPHRT_BLESS=1 cargo test --release --lib golden", path.display()));
         let doc: Json = serde_json::from_str(&text).unwrap();
         let gcases = doc["cases"].as_array().unwrap();
-        assert_eq!(gcases.len(), mine.len(), "{}: golden has {} cases, suite has {}", spec.name, gcases.len(), mine.len());
+        assert_eq!(
+            gcases.len(),
+            mine.len(),
+            "{}: golden has {} cases, suite has {}",
+            spec.name,
+            gcases.len(),
+            mine.len()
+        );
         for (k, (c, g)) in mine.iter().zip(gcases).enumerate() {
-            assert_eq!(g["params"], param_json(c.op, &c.params), "{} case {k}: params differ from the golden", spec.name);
+            assert_eq!(
+                g["params"],
+                param_json(c.op, &c.params),
+                "{} case {k}: params differ from the golden",
+                spec.name
+            );
             let ins: Vec<Vec<f64>> = g["inputs"].as_array().unwrap().iter().map(unbits).collect();
             let mods: Vec<(usize, Vec<f64>)> = g["modulation"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|m| (spec.param_index(m["param"].as_str().unwrap()).unwrap(), unbits(&m["signal"])))
+                .map(|m| {
+                    (
+                        spec.param_index(m["param"].as_str().unwrap()).unwrap(),
+                        unbits(&m["signal"]),
+                    )
+                })
                 .collect();
             let out = render(c, &ins, &mods);
             for (name, got) in spec.outputs.iter().zip(&out) {
                 let want = unbits(&g["outputs"][*name]);
                 for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-                    assert_eq!(a.to_bits(), b.to_bits(), "{} case {k} output {name} frame {i}: {a:e} vs golden {b:e}", spec.name);
+                    assert_eq!(
+                        a.to_bits(),
+                        b.to_bits(),
+                        "{} case {k} output {name} frame {i}: {a:e} vs golden {b:e}",
+                        spec.name
+                    );
                 }
                 assert_eq!(got.len(), want.len());
             }

@@ -12,9 +12,9 @@
 
 #[cfg(test)]
 pub(crate) mod conformance;
+pub mod describe;
 #[cfg(test)]
 mod golden;
-pub mod describe;
 pub mod harness;
 mod state;
 mod value;

@@ -8,13 +8,25 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     let a: Vec<char> = name.chars().collect();
     let limit = (a.len() / 3).max(2);
     let mut best: Option<(usize, &'a str)> = None;
+    let mut seen = Vec::new();
     for c in candidates {
+        seen.push(c);
         let d = distance(&a, &c.chars().collect::<Vec<_>>());
         if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));
         }
     }
-    best.map(|(_, c)| c)
+    best.map(|(_, c)| c).or_else(|| prefix_match(name, &seen))
+}
+
+/// A candidate that the name starts with, or that starts with the name
+/// (`frequency` → `freq`), when edit distance finds nothing close.
+fn prefix_match<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .copied()
+        .filter(|c| c.chars().count() >= 3 && name.chars().count() >= 3)
+        .find(|c| name.starts_with(c) || c.starts_with(name))
 }
 
 /// Optimal-string-alignment distance between two character sequences.
