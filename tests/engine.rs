@@ -268,3 +268,20 @@ fn live_auto_seeds_and_reports_it() {
         .iter()
         .any(|w| w.message.contains(&format!("--seed {seed}"))));
 }
+
+#[test]
+fn restore_carries_enum_changes_made_by_events() {
+    let text = r#"{ "version": "1.0", "nodes": [
+        { "id": "osc", "op": "saw", "params": { "freq": "220Hz" } },
+        { "id": "f", "op": "biquad", "params": { "mode": "lowpass", "cutoff": "500Hz" } } ],
+      "edges": [ { "from": "osc", "to": "f" } ],
+      "outputs": { "main": ["f"] },
+      "events": [ { "time": "1000samples", "node": "f", "param": "mode", "value": "highpass" } ] }"#;
+    let mut a = engine(text, Some(Profile::Strict), 64);
+    render_to_vec(&mut a, 2000);
+    let st = a.snapshot();
+    let want = render_to_vec(&mut a, 2000);
+    let mut b = engine(text, Some(Profile::Strict), 64);
+    b.restore(&st).unwrap();
+    assert_eq!(render_to_vec(&mut b, 2000), want);
+}

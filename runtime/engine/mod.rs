@@ -34,6 +34,9 @@ struct Slot {
     op: &'static str,
     core: Core,
     params: Vec<ParamState>,
+    /// Current values of discrete params (enum, integer, bool), changed by
+    /// events; other entries keep their static value and are unused.
+    values: Vec<Value>,
     inputs: Vec<Vec<SourceRef>>,
     param_inputs: Vec<Vec<SourceRef>>,
     /// Muted after producing NaN/Inf under live.
@@ -64,7 +67,19 @@ pub struct EngineStats {
 pub struct EngineState {
     pub clock: u64,
     pub next_event: usize,
-    pub nodes: Vec<(String, &'static str, NodeState, Vec<ParamState>)>,
+    pub nodes: Vec<NodeSnapshot>,
+}
+
+/// One node's part of an [`EngineState`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSnapshot {
+    pub id: String,
+    pub op: &'static str,
+    pub state: NodeState,
+    /// Number params: current value and any ramp in progress.
+    pub params: Vec<ParamState>,
+    /// Discrete params as changed by events.
+    pub discrete: Vec<(usize, Value)>,
 }
 
 /// Runs a compiled plan.
@@ -131,6 +146,7 @@ impl Engine {
                 op: pn.op.name,
                 core,
                 params,
+                values: pn.values.clone(),
                 inputs: pn.inputs.clone(),
                 param_inputs: pn.param_inputs.clone(),
                 muted: false,
@@ -271,10 +287,14 @@ impl Engine {
                         },
                     };
                 }
-                EventAction::Discrete(v) => match &mut slot.core {
-                    Core::F32(t) => t.node.set_discrete(e.param, v),
-                    Core::F64(t) => t.node.set_discrete(e.param, v),
-                },
+                EventAction::Discrete(v) => {
+                    match &mut slot.core {
+                        Core::F32(t) => t.node.set_discrete(e.param, v),
+                        Core::F64(t) => t.node.set_discrete(e.param, v),
+                    }
+                    // Enum, integer and bool values: no allocation, no free.
+                    slot.values[e.param] = v.clone();
+                }
             }
             self.next_event += 1;
         }
@@ -371,7 +391,20 @@ impl Engine {
                 Core::F32(t) => t.node.snapshot(&mut ns),
                 Core::F64(t) => t.node.snapshot(&mut ns),
             }
-            st.nodes.push((s.id.clone(), s.op, ns, s.params.clone()));
+            let discrete = s
+                .values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| matches!(v, Value::Enum(_) | Value::Integer(_) | Value::Bool(_)))
+                .map(|(i, v)| (i, v.clone()))
+                .collect();
+            st.nodes.push(NodeSnapshot {
+                id: s.id.clone(),
+                op: s.op,
+                state: ns,
+                params: s.params.clone(),
+                discrete,
+            });
         }
         st
     }
@@ -382,20 +415,25 @@ impl Engine {
         self.clock = st.clock;
         self.next_event = st.next_event.min(self.events.len());
         for s in &mut self.slots {
-            let Some((_, _, ns, params)) = st
-                .nodes
-                .iter()
-                .find(|(id, op, _, _)| *id == s.id && *op == s.op)
-            else {
+            let Some(snap) = st.nodes.iter().find(|n| n.id == s.id && n.op == s.op) else {
                 continue;
             };
+            for (i, v) in &snap.discrete {
+                if s.values.get(*i).is_some_and(|cur| cur != v) {
+                    match &mut s.core {
+                        Core::F32(t) => t.node.set_discrete(*i, v),
+                        Core::F64(t) => t.node.set_discrete(*i, v),
+                    }
+                    s.values[*i] = v.clone();
+                }
+            }
             let r = match &mut s.core {
-                Core::F32(t) => t.node.restore(ns),
-                Core::F64(t) => t.node.restore(ns),
+                Core::F32(t) => t.node.restore(&snap.state),
+                Core::F64(t) => t.node.restore(&snap.state),
             };
             r.map_err(|e| (s.id.clone(), e))?;
-            if params.len() == s.params.len() {
-                s.params.copy_from_slice(params);
+            if snap.params.len() == s.params.len() {
+                s.params.copy_from_slice(&snap.params);
             }
         }
         Ok(())

@@ -1,7 +1,9 @@
 //! `@resource:NAME` resolution (DESIGN §3).
 //!
-//! NAME is looked up in `resources/` next to the scene file, then in each
-//! directory given with `--resources`, in order; the first existing file wins.
+//! NAME is looked up in `resources/` next to the scene file, then in
+//! `resources/` next to the scene's folder (so `scenes/x.json` finds the
+//! project's top-level `resources/`), then in each directory given with
+//! `--resources`, in order; the first existing file wins.
 //! NAME must stay inside those directories: absolute paths and `..`
 //! components are errors.
 
@@ -17,11 +19,18 @@ pub fn is_resource(s: &str) -> bool {
 
 /// The directories searched, in order.
 fn search_dirs(scene_dir: Option<&Path>, extra_dirs: &[PathBuf]) -> Vec<PathBuf> {
-    scene_dir
-        .map(|d| d.join("resources"))
-        .into_iter()
-        .chain(extra_dirs.iter().cloned())
-        .collect()
+    let mut dirs = Vec::new();
+    if let Some(d) = scene_dir {
+        dirs.push(d.join("resources"));
+        let parent = if d.as_os_str().is_empty() || d == Path::new(".") {
+            PathBuf::from("..")
+        } else {
+            d.join("..")
+        };
+        dirs.push(parent.join("resources"));
+    }
+    dirs.extend(extra_dirs.iter().cloned());
+    dirs
 }
 
 fn list(dirs: &[PathBuf]) -> String {
