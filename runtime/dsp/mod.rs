@@ -1,6 +1,7 @@
 //! Numeric core: the sample trait, math policies, the FP-mode guard and the
 //! locked random streams.
 
+pub mod fft;
 pub mod fpmode;
 pub mod math;
 pub mod rng;

@@ -1,5 +1,6 @@
 //! The one bound for sample genericity: [`Sample`], implemented for `f32` and `f64`.
 
+use super::fft::{FftNorm, RealFft, RustRealFft};
 use std::fmt::Debug;
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 
@@ -76,6 +77,8 @@ pub trait Sample:
     fn write_le(self, out: &mut Vec<u8>);
     /// Bit pattern as u64 (f32 bits zero-extended).
     fn to_bits_u64(self) -> u64;
+    /// Plans a rustfft/realfft transform at this precision.
+    fn plan_rustfft(n: usize, norm: FftNorm) -> Box<dyn RealFft<Self>>;
 
     #[inline]
     fn from_usize(v: usize) -> Self {
@@ -155,6 +158,9 @@ impl Sample for f64 {
     fn to_bits_u64(self) -> u64 {
         self.to_bits()
     }
+    fn plan_rustfft(n: usize, norm: FftNorm) -> Box<dyn RealFft<f64>> {
+        Box::new(RustRealFft::<f64>::new(n, norm))
+    }
 }
 
 impl Sample for f32 {
@@ -208,6 +214,9 @@ impl Sample for f32 {
     #[inline]
     fn to_bits_u64(self) -> u64 {
         self.to_bits() as u64
+    }
+    fn plan_rustfft(n: usize, norm: FftNorm) -> Box<dyn RealFft<f32>> {
+        Box::new(RustRealFft::<f32>::new(n, norm))
     }
 }
 

@@ -160,21 +160,20 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             );
         }
         if let Some(p) = &np.fft_provider {
-            let ok = match profile {
-                Profile::Strict => p == "reference",
-                _ => p == "reference" || p == "rustfft",
-            };
-            if !ok {
-                cx.error(
+            match crate::dsp::fft::FftProvider::parse(p) {
+                None => cx.error(
                     &oloc,
                     Some(&node.id),
-                    format!("fft_provider `{p}` is not allowed under {profile}"),
-                    Some(if profile == Profile::Strict {
-                        "strict needs the bit-exact `reference` FFT".to_string()
-                    } else {
-                        "valid: reference, rustfft".to_string()
-                    }),
-                );
+                    format!("unknown fft_provider `{p}`"),
+                    Some("valid: reference, rustfft".to_string()),
+                ),
+                Some(crate::dsp::fft::FftProvider::RustFft) if profile == Profile::Strict => cx.error(
+                    &oloc,
+                    Some(&node.id),
+                    format!("fft_provider `{p}` cannot be bit-exact, so it is not allowed under strict"),
+                    Some("strict uses the bit-exact `reference` FFT; pin this node to repro or live to use rustfft".to_string()),
+                ),
+                Some(_) => {}
             }
         }
         let mut values: Vec<Option<Value>> = op.params.iter().map(default_value).collect();

@@ -1,5 +1,6 @@
 //! Execution profiles and what each one means (DESIGN §4).
 
+use crate::dsp::fft::{FftNorm, FftProvider};
 use crate::dsp::{MathKind, Precision};
 
 /// An execution profile. Ordered by strength: `Live < Repro < Strict`, so the
@@ -230,6 +231,50 @@ impl NodeProfile {
             fft_provider: o.fft_provider.clone(),
             fft_norm: o.fft_norm.clone(),
         }
+    }
+}
+
+impl NodeProfile {
+    /// The FFT implementation: the override, else strict → reference,
+    /// repro/live → rustfft.
+    pub fn fft_provider(&self) -> FftProvider {
+        self.fft_provider
+            .as_deref()
+            .and_then(FftProvider::parse)
+            .unwrap_or(match self.profile {
+                Profile::Strict => FftProvider::Reference,
+                _ => FftProvider::RustFft,
+            })
+    }
+
+    /// FFT normalisation: the override, else strict/repro → ortho, live → backward.
+    pub fn fft_norm(&self) -> FftNorm {
+        self.fft_norm
+            .as_deref()
+            .and_then(FftNorm::parse)
+            .unwrap_or(match self.profile {
+                Profile::Live => FftNorm::Backward,
+                _ => FftNorm::Ortho,
+            })
+    }
+
+    /// Oversampling factor for a nonlinear node: the node's own param, else
+    /// the override, else the profile's rule (strict 1×, repro 2×, live 1×
+    /// unless the node is marked `critical`, then 2×).
+    pub fn oversampling_factor(&self, node_param: Option<u32>, critical: bool) -> u32 {
+        node_param
+            .or(self.oversampling)
+            .unwrap_or(match self.profile {
+                Profile::Strict => 1,
+                Profile::Repro => 2,
+                Profile::Live => {
+                    if critical {
+                        2
+                    } else {
+                        1
+                    }
+                }
+            })
     }
 }
 
