@@ -1,11 +1,19 @@
-//! The main output bus, at the highest precision among its channels.
+//! The main output bus, at the highest precision among its channels, with
+//! per-channel alignment delays (latency compensation between channels).
 
+use super::Ring;
 use crate::dsp::{Precision, Sample};
+
+/// One precision's bus buffers.
+pub struct BusT<S> {
+    ch: Vec<Vec<S>>,
+    rings: Vec<Option<Ring<S>>>,
+}
 
 /// Owned bus buffers, one per channel.
 pub enum Bus {
-    F32(Vec<Vec<f32>>),
-    F64(Vec<Vec<f64>>),
+    F32(BusT<f32>),
+    F64(BusT<f64>),
 }
 
 /// A view of the bus after a block.
@@ -15,11 +23,35 @@ pub enum BusRef<'a> {
     F64(&'a [Vec<f64>], usize),
 }
 
+fn new_t<S: Sample>(delays: &[usize], block: usize) -> BusT<S> {
+    BusT {
+        ch: vec![vec![S::ZERO; block]; delays.len()],
+        rings: delays
+            .iter()
+            .map(|&d| (d > 0).then(|| Ring::new(d)))
+            .collect(),
+    }
+}
+
+impl<S: Sample> BusT<S> {
+    #[inline]
+    fn write<T: Sample>(&mut self, c: usize, offset: usize, src: &[T]) {
+        let dst = &mut self.ch[c][offset..offset + src.len()];
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = super::convert(*s);
+        }
+        if let Some(r) = &mut self.rings[c] {
+            r.process(dst);
+        }
+    }
+}
+
 impl Bus {
-    pub fn new(p: Precision, channels: usize, block: usize) -> Bus {
+    /// One channel per entry of `delays` (each channel's alignment delay).
+    pub fn new(p: Precision, delays: &[usize], block: usize) -> Bus {
         match p {
-            Precision::F32 => Bus::F32(vec![vec![0.0; block]; channels]),
-            Precision::F64 => Bus::F64(vec![vec![0.0; block]; channels]),
+            Precision::F32 => Bus::F32(new_t(delays, block)),
+            Precision::F64 => Bus::F64(new_t(delays, block)),
         }
     }
 
@@ -33,20 +65,20 @@ impl Bus {
     #[inline]
     pub fn write<T: Sample>(&mut self, ch: usize, offset: usize, src: &[T]) {
         match self {
-            Bus::F32(b) => copy(&mut b[ch][offset..offset + src.len()], src),
-            Bus::F64(b) => copy(&mut b[ch][offset..offset + src.len()], src),
+            Bus::F32(b) => b.write(ch, offset, src),
+            Bus::F64(b) => b.write(ch, offset, src),
         }
     }
 
     /// Hard limit to ±`limit` (live's main-bus stage).
     pub fn clamp(&mut self, frames: usize, limit: f64) {
         match self {
-            Bus::F32(b) => b.iter_mut().for_each(|c| {
+            Bus::F32(b) => b.ch.iter_mut().for_each(|c| {
                 c[..frames]
                     .iter_mut()
                     .for_each(|x| *x = x.clamp(-limit as f32, limit as f32))
             }),
-            Bus::F64(b) => b.iter_mut().for_each(|c| {
+            Bus::F64(b) => b.ch.iter_mut().for_each(|c| {
                 c[..frames]
                     .iter_mut()
                     .for_each(|x| *x = x.clamp(-limit, limit))
@@ -56,19 +88,42 @@ impl Bus {
 
     pub fn as_ref(&self, frames: usize) -> BusRef<'_> {
         match self {
-            Bus::F32(b) => BusRef::F32(b, frames),
-            Bus::F64(b) => BusRef::F64(b, frames),
+            Bus::F32(b) => BusRef::F32(&b.ch, frames),
+            Bus::F64(b) => BusRef::F64(&b.ch, frames),
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        match self {
+            Bus::F32(b) => b.rings.iter_mut().flatten().for_each(Ring::reset),
+            Bus::F64(b) => b.rings.iter_mut().flatten().for_each(Ring::reset),
+        }
+    }
+
+    pub(crate) fn save(&self) -> Vec<(Vec<f64>, usize)> {
+        match self {
+            Bus::F32(b) => b.rings.iter().flatten().map(Ring::save).collect(),
+            Bus::F64(b) => b.rings.iter().flatten().map(Ring::save).collect(),
+        }
+    }
+
+    pub(crate) fn load(&mut self, st: &[(Vec<f64>, usize)]) {
+        match self {
+            Bus::F32(b) => b
+                .rings
+                .iter_mut()
+                .flatten()
+                .zip(st)
+                .for_each(|(r, e)| r.load(e)),
+            Bus::F64(b) => b
+                .rings
+                .iter_mut()
+                .flatten()
+                .zip(st)
+                .for_each(|(r, e)| r.load(e)),
         }
     }
 }
-
-#[inline]
-fn copy<S: Sample, T: Sample>(dst: &mut [S], src: &[T]) {
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = super::convert(*s);
-    }
-}
-
 impl BusRef<'_> {
     pub fn frames(&self) -> usize {
         match self {

@@ -22,7 +22,68 @@ struct Typed<S> {
     outs: Vec<Vec<S>>,
     /// Modulation signals by param index (empty when unconnected).
     sigs: Vec<Vec<S>>,
+    /// Latency-compensation delay lines of incoming edges.
+    rings: Vec<Ring<S>>,
+    /// Scratch for a delayed edge's block.
+    tmp: Vec<S>,
 }
+
+/// A fixed delay line of `buf.len()` samples.
+pub(crate) struct Ring<S> {
+    buf: Vec<S>,
+    pos: usize,
+}
+
+impl<S: Sample> Ring<S> {
+    pub(crate) fn new(len: usize) -> Ring<S> {
+        Ring {
+            buf: vec![S::ZERO; len.max(1)],
+            pos: 0,
+        }
+    }
+
+    /// Delays `x` in place.
+    #[inline]
+    pub(crate) fn process(&mut self, x: &mut [S]) {
+        for v in x {
+            let y = self.buf[self.pos];
+            self.buf[self.pos] = *v;
+            *v = y;
+            self.pos += 1;
+            if self.pos == self.buf.len() {
+                self.pos = 0;
+            }
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.buf.iter_mut().for_each(|x| *x = S::ZERO);
+        self.pos = 0;
+    }
+
+    pub(crate) fn save(&self) -> (Vec<f64>, usize) {
+        (self.buf.iter().map(|x| x.to_f64()).collect(), self.pos)
+    }
+
+    pub(crate) fn load(&mut self, (data, pos): &(Vec<f64>, usize)) {
+        if data.len() == self.buf.len() && *pos < self.buf.len() {
+            for (b, x) in self.buf.iter_mut().zip(data) {
+                *b = S::from_f64(*x);
+            }
+            self.pos = *pos;
+        }
+    }
+}
+
+/// An incoming edge as the engine runs it.
+#[derive(Clone, Copy, Debug)]
+struct EdgeIn {
+    src: SourceRef,
+    /// Index into the destination's `rings`, or `NO_RING`.
+    ring: usize,
+}
+
+const NO_RING: usize = usize::MAX;
 
 enum Core {
     F32(Typed<f32>),
@@ -37,8 +98,8 @@ struct Slot {
     /// Current values of discrete params (enum, integer, bool), changed by
     /// events; other entries keep their static value and are unused.
     values: Vec<Value>,
-    inputs: Vec<Vec<SourceRef>>,
-    param_inputs: Vec<Vec<SourceRef>>,
+    inputs: Vec<Vec<EdgeIn>>,
+    param_inputs: Vec<Vec<EdgeIn>>,
     /// Muted after producing NaN/Inf under live.
     muted: bool,
     flush: bool,
@@ -68,6 +129,8 @@ pub struct EngineState {
     pub clock: u64,
     pub next_event: usize,
     pub nodes: Vec<NodeSnapshot>,
+    /// Main-bus alignment delay lines.
+    pub main: Vec<(Vec<f64>, usize)>,
 }
 
 /// One node's part of an [`EngineState`].
@@ -80,6 +143,8 @@ pub struct NodeSnapshot {
     pub params: Vec<ParamState>,
     /// Discrete params as changed by events.
     pub discrete: Vec<(usize, Value)>,
+    /// Latency-compensation delay lines of incoming edges (contents, position).
+    pub edges: Vec<(Vec<f64>, usize)>,
 }
 
 /// Runs a compiled plan.
@@ -107,8 +172,15 @@ fn new_typed<S: Sample>(
     n_out: usize,
     sig_ports: &[bool],
     block: usize,
+    delays: &[usize],
 ) -> Typed<S> {
     Typed {
+        rings: delays.iter().map(|d| Ring::new(*d)).collect(),
+        tmp: if delays.is_empty() {
+            Vec::new()
+        } else {
+            vec![S::ZERO; block]
+        },
         node,
         ins: vec![vec![S::ZERO; block]; n_in],
         outs: vec![vec![S::ZERO; block]; n_out],
@@ -129,9 +201,29 @@ impl Engine {
             let sig_ports: Vec<bool> = pn.param_inputs.iter().map(|l| !l.is_empty()).collect();
             let n_in = pn.inputs.len();
             let n_out = pn.op.outputs.len();
+            let mut delays = Vec::new();
+            let mut wire = |list: &Vec<Vec<SourceRef>>| -> Vec<Vec<EdgeIn>> {
+                list.iter()
+                    .map(|l| {
+                        l.iter()
+                            .map(|src| EdgeIn {
+                                src: *src,
+                                ring: if src.delay > 0 {
+                                    delays.push(src.delay);
+                                    delays.len() - 1
+                                } else {
+                                    NO_RING
+                                },
+                            })
+                            .collect()
+                    })
+                    .collect()
+            };
+            let inputs = wire(&pn.inputs);
+            let param_inputs = wire(&pn.param_inputs);
             let core = match node {
-                AnyNode::F32(n) => Core::F32(new_typed(n, n_in, n_out, &sig_ports, block)),
-                AnyNode::F64(n) => Core::F64(new_typed(n, n_in, n_out, &sig_ports, block)),
+                AnyNode::F32(n) => Core::F32(new_typed(n, n_in, n_out, &sig_ports, block, &delays)),
+                AnyNode::F64(n) => Core::F64(new_typed(n, n_in, n_out, &sig_ports, block, &delays)),
             };
             let params = pn
                 .values
@@ -147,8 +239,8 @@ impl Engine {
                 core,
                 params,
                 values: pn.values.clone(),
-                inputs: pn.inputs.clone(),
-                param_inputs: pn.param_inputs.clone(),
+                inputs,
+                param_inputs,
                 muted: false,
                 flush: pn.profile.flush_to_zero,
             });
@@ -180,7 +272,11 @@ impl Engine {
             session_flush: session.flush_to_zero(),
             events: std::mem::take(&mut plan.events),
             next_event: 0,
-            bus: Bus::new(bus_precision, plan.main.len(), block),
+            bus: Bus::new(
+                bus_precision,
+                &plan.main.iter().map(|s| s.delay).collect::<Vec<_>>(),
+                block,
+            ),
             main: std::mem::take(&mut plan.main),
             frames: 0,
             limit_main: session == Profile::Live,
@@ -369,11 +465,18 @@ impl Engine {
     pub fn reset(&mut self) {
         for s in &mut self.slots {
             match &mut s.core {
-                Core::F32(t) => t.node.reset(),
-                Core::F64(t) => t.node.reset(),
+                Core::F32(t) => {
+                    t.node.reset();
+                    t.rings.iter_mut().for_each(Ring::reset);
+                }
+                Core::F64(t) => {
+                    t.node.reset();
+                    t.rings.iter_mut().for_each(Ring::reset);
+                }
             }
             s.muted = false;
         }
+        self.bus.reset();
         self.clock = 0;
         self.next_event = 0;
     }
@@ -384,6 +487,7 @@ impl Engine {
             clock: self.clock,
             next_event: self.next_event,
             nodes: Vec::with_capacity(self.slots.len()),
+            main: self.bus.save(),
         };
         for s in &self.slots {
             let mut ns = NodeState::default();
@@ -404,6 +508,10 @@ impl Engine {
                 state: ns,
                 params: s.params.clone(),
                 discrete,
+                edges: match &s.core {
+                    Core::F32(t) => t.rings.iter().map(Ring::save).collect(),
+                    Core::F64(t) => t.rings.iter().map(Ring::save).collect(),
+                },
             });
         }
         st
@@ -414,6 +522,7 @@ impl Engine {
     pub fn restore(&mut self, st: &EngineState) -> Result<(), (String, StateError)> {
         self.clock = st.clock;
         self.next_event = st.next_event.min(self.events.len());
+        self.bus.load(&st.main);
         for s in &mut self.slots {
             let Some(snap) = st.nodes.iter().find(|n| n.id == s.id && n.op == s.op) else {
                 continue;
@@ -435,6 +544,18 @@ impl Engine {
             if snap.params.len() == s.params.len() {
                 s.params.copy_from_slice(&snap.params);
             }
+            match &mut s.core {
+                Core::F32(t) => t
+                    .rings
+                    .iter_mut()
+                    .zip(&snap.edges)
+                    .for_each(|(r, e)| r.load(e)),
+                Core::F64(t) => t
+                    .rings
+                    .iter_mut()
+                    .zip(&snap.edges)
+                    .for_each(|(r, e)| r.load(e)),
+            }
         }
         Ok(())
     }
@@ -450,13 +571,32 @@ impl Slot {
 }
 
 /// Copies (first source) or adds (the rest) each source into `dst`,
-/// converting precision. The order is the plan's fixed summing order.
+/// converting precision and applying alignment delays. The order is the
+/// plan's fixed summing order.
 #[inline]
-fn gather<S: Sample>(dst: &mut [S], sources: &[SourceRef], before: &[Slot]) {
-    for (k, src) in sources.iter().enumerate() {
-        match &before[src.node].core {
-            Core::F32(t) => add_into(dst, &t.outs[src.port][..dst.len()], k == 0),
-            Core::F64(t) => add_into(dst, &t.outs[src.port][..dst.len()], k == 0),
+fn gather<S: Sample>(
+    dst: &mut [S],
+    edges: &[EdgeIn],
+    before: &[Slot],
+    rings: &mut [Ring<S>],
+    tmp: &mut [S],
+) {
+    let n = dst.len();
+    for (k, e) in edges.iter().enumerate() {
+        let src = e.src;
+        if e.ring == NO_RING {
+            match &before[src.node].core {
+                Core::F32(t) => add_into(dst, &t.outs[src.port][..n], k == 0),
+                Core::F64(t) => add_into(dst, &t.outs[src.port][..n], k == 0),
+            }
+        } else {
+            let tmp = &mut tmp[..n];
+            match &before[src.node].core {
+                Core::F32(t) => add_into(tmp, &t.outs[src.port][..n], true),
+                Core::F64(t) => add_into(tmp, &t.outs[src.port][..n], true),
+            }
+            rings[e.ring].process(tmp);
+            add_into(dst, tmp, k == 0);
         }
     }
 }
@@ -488,8 +628,8 @@ pub(crate) fn convert<S: Sample, T: Sample>(x: T) -> S {
 fn run_typed<S: Sample>(
     t: &mut Typed<S>,
     before: &[Slot],
-    inputs: &[Vec<SourceRef>],
-    param_inputs: &[Vec<SourceRef>],
+    inputs: &[Vec<EdgeIn>],
+    param_inputs: &[Vec<EdgeIn>],
     params: &[ParamState],
     start: u64,
     n: usize,
@@ -497,12 +637,12 @@ fn run_typed<S: Sample>(
 ) -> bool {
     for (buf, srcs) in t.ins.iter_mut().zip(inputs) {
         if !srcs.is_empty() {
-            gather(&mut buf[..n], srcs, before);
+            gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
         }
     }
     for (buf, srcs) in t.sigs.iter_mut().zip(param_inputs) {
         if !srcs.is_empty() {
-            gather(&mut buf[..n], srcs, before);
+            gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
         }
     }
     let mut io = Io {

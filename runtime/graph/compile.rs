@@ -509,7 +509,11 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
                 let Some(d) = decls[i].as_ref() else { continue };
                 let port = ep.port.as_deref().unwrap_or("out");
                 match d.op.outputs.iter().position(|p| *p == port) {
-                    Some(p) => main.push(SourceRef { node: i, port: p }),
+                    Some(p) => main.push(SourceRef {
+                        node: i,
+                        port: p,
+                        delay: 0,
+                    }),
                     None => {
                         let help = did_you_mean(port, d.op.outputs.iter().copied());
                         cx.error(
@@ -736,6 +740,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
     let seed_value = seed.value();
     let mut nodes = Vec::with_capacity(n);
     let mut guarantees = vec![Profile::Strict; n];
+    let mut out_latency = vec![0usize; n];
     for &i in &order {
         let d = decls[i].take().expect("no errors, so every node resolved");
         let decl = &scene.nodes[i];
@@ -779,11 +784,22 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             }
         };
         let latency = node.as_ref().map_or(0, |n| n.latency());
+        // Latency compensation: every input arrives as late as the latest one.
+        let arrival = d
+            .audio_in
+            .iter()
+            .chain(&d.param_in)
+            .flatten()
+            .map(|(s, _)| out_latency[*s])
+            .max()
+            .unwrap_or(0);
+        out_latency[i] = arrival + latency;
         let remap = |list: &Vec<(usize, usize)>| -> Vec<SourceRef> {
             list.iter()
                 .map(|(s, p)| SourceRef {
                     node: position[*s],
                     port: *p,
+                    delay: arrival - out_latency[*s],
                 })
                 .collect()
         };
@@ -798,16 +814,19 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             param_inputs: d.param_in.iter().map(remap).collect(),
             node,
             latency,
+            output_latency: out_latency[i],
         });
     }
     if !cx.errors.is_empty() {
         return Err(cx.errors);
     }
+    let latency = main.iter().map(|s| out_latency[s.node]).max().unwrap_or(0);
     let main = main
         .into_iter()
         .map(|s| SourceRef {
             node: position[s.node],
             port: s.port,
+            delay: latency - out_latency[s.node],
         })
         .collect();
     let events = events
@@ -833,6 +852,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         duration,
         nodes,
         main,
+        latency,
         events,
         warnings: cx.warnings,
     })

@@ -17,11 +17,14 @@ use crate::ops::{AnyNode, OpSpec, Value};
 use crate::profile::{NodeProfile, Profile};
 use crate::scene::Diagnostic;
 
-/// Where a signal comes from: a node (schedule index) and one of its outputs.
+/// Where a signal comes from: a node (schedule index) and one of its
+/// outputs, plus the delay that aligns it with the other inputs of its
+/// destination (latency compensation; 0 almost always).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SourceRef {
     pub node: usize,
     pub port: usize,
+    pub delay: usize,
 }
 
 /// A compiled node, in schedule order.
@@ -40,7 +43,11 @@ pub struct PlanNode {
     pub param_inputs: Vec<Vec<SourceRef>>,
     /// The built node; taken by the engine.
     pub node: Option<AnyNode>,
+    /// Samples of delay the node itself adds.
     pub latency: usize,
+    /// Samples from the scene's sources to this node's output, after
+    /// compensation (the latest of its inputs plus its own latency).
+    pub output_latency: usize,
 }
 
 /// What an event does to its param.
@@ -92,8 +99,10 @@ pub struct Plan {
     pub duration: Option<u64>,
     /// Nodes in schedule order.
     pub nodes: Vec<PlanNode>,
-    /// The main bus: one source per channel.
+    /// The main bus: one source per channel (delays align the channels).
     pub main: Vec<SourceRef>,
+    /// Latency of the main bus relative to the sources, in samples.
+    pub latency: usize,
     /// Sorted by sample; ties keep file order.
     pub events: Vec<PlanEvent>,
     pub warnings: Vec<Diagnostic>,
