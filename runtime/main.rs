@@ -214,8 +214,14 @@ fn parse_duration(text: &str, sample_rate: u32) -> Result<u64, HostError> {
     let spec = TimeSpec::parse(text)
         .or_else(|_| TimeSpec::from_seconds_literal(text))
         .map_err(|e| HostError::Usage(format!("bad duration `{text}`: {e}")))?;
-    let samples = spec
-        .to_samples(sample_rate)
+    let exact = spec.to_samples(sample_rate);
+    if let Some(r) = exact.filter(|r| !r.is_integer()) {
+        eprintln!(
+            "warning: duration `{text}` is not a whole number of samples at {sample_rate} Hz; rendering {} samples",
+            r.round_half_even()
+        );
+    }
+    let samples = exact
         .map(|r| r.round_half_even())
         .filter(|s| *s > 0 && *s <= u32::MAX as i128 * 64)
         .ok_or_else(|| {

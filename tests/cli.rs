@@ -295,6 +295,15 @@ const BAD: &[(&str, u32, &str)] = &[
     ("duplicate_id", 5, "osc"),
     ("bad_enum", 5, "did you mean `lowpass`"),
     ("deep_nesting", 1, "recursion"),
+    (
+        "rate_mismatch",
+        4,
+        "44100 Hz but the scene runs at 48000 Hz",
+    ),
+    ("bad_version", 2, "unsupported scene format version"),
+    ("bad_id", 4, "not a valid node id"),
+    ("scene_key_in_node", 5, "scene-level setting"),
+    ("fft_provider_strict", 5, "not allowed under strict"),
 ];
 
 #[test]

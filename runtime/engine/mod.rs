@@ -46,9 +46,7 @@ impl<S: Sample> Ring<S> {
     #[inline]
     pub(crate) fn process(&mut self, x: &mut [S]) {
         for v in x {
-            let y = self.buf[self.pos];
-            self.buf[self.pos] = *v;
-            *v = y;
+            std::mem::swap(&mut self.buf[self.pos], v);
             self.pos += 1;
             if self.pos == self.buf.len() {
                 self.pos = 0;
@@ -98,6 +96,9 @@ struct Slot {
     /// Current values of discrete params (enum, integer, bool), changed by
     /// events; other entries keep their static value and are unused.
     values: Vec<Value>,
+    /// The scene's values, restored by `reset`.
+    initial_params: Vec<ParamState>,
+    initial_values: Vec<Value>,
     inputs: Vec<Vec<EdgeIn>>,
     param_inputs: Vec<Vec<EdgeIn>>,
     /// Muted after producing NaN/Inf under live.
@@ -225,7 +226,7 @@ impl Engine {
                 AnyNode::F32(n) => Core::F32(new_typed(n, n_in, n_out, &sig_ports, block, &delays)),
                 AnyNode::F64(n) => Core::F64(new_typed(n, n_in, n_out, &sig_ports, block, &delays)),
             };
-            let params = pn
+            let params_init: Vec<ParamState> = pn
                 .values
                 .iter()
                 .map(|v| match v {
@@ -237,8 +238,10 @@ impl Engine {
                 id: pn.id.clone(),
                 op: pn.op.name,
                 core,
-                params,
+                params: params_init.clone(),
                 values: pn.values.clone(),
+                initial_params: params_init.clone(),
+                initial_values: pn.values.clone(),
                 inputs,
                 param_inputs,
                 muted: false,
@@ -475,6 +478,16 @@ impl Engine {
                 }
             }
             s.muted = false;
+            s.params.copy_from_slice(&s.initial_params);
+            for (i, v) in s.initial_values.iter().enumerate() {
+                if s.values[i] != *v {
+                    match &mut s.core {
+                        Core::F32(t) => t.node.set_discrete(i, v),
+                        Core::F64(t) => t.node.set_discrete(i, v),
+                    }
+                    s.values[i] = v.clone();
+                }
+            }
         }
         self.bus.reset();
         self.clock = 0;

@@ -107,11 +107,17 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         .or(scene.config.block_size)
         .unwrap_or(session.default_block_size());
     if block_size == 0 || block_size > MAX_BLOCK_SIZE {
-        cx.error(
-            &Loc::path("profile_config.block_size"),
-            None,
-            format!("block size {block_size} is out of range"),
-            Some(format!("valid: 1 … {MAX_BLOCK_SIZE}")),
+        let (loc, what) = match opts.block_size {
+            Some(_) => (None, "--block-size"),
+            None => (Some(Loc::path("profile_config.block_size")), "block_size"),
+        };
+        cx.errors.push(
+            Diagnostic::error(
+                &scene.file,
+                loc,
+                format!("{what} {block_size} is out of range"),
+            )
+            .with_help(format!("valid: 1 … {MAX_BLOCK_SIZE}")),
         );
     }
     let seed_given = opts.seed.or(scene.seed);
@@ -582,6 +588,15 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             continue;
         };
         let spec = &d.op.params[pi];
+        if !ops::event_settable(d.op, pi) {
+            cx.error(
+                &ev.loc,
+                Some(&ev.node),
+                format!("param `{}` of `{}` is fixed when the node is built, so an event cannot change it", spec.name, d.op.name),
+                Some("set it in the node's params".to_string()),
+            );
+            continue;
+        }
         let action = match spec.kind {
             ParamKind::Resource | ParamKind::Gains => {
                 cx.error(

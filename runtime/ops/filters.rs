@@ -274,8 +274,16 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
                 *o = Self::tick(&self.coefs, &mut z1, &mut z2, x);
             }
         }
-        self.z1 = z1;
-        self.z2 = z2;
+        // A direct-form filter driven unstable by extreme modulation would
+        // keep its non-finite state forever; start again from silence (the
+        // engine has already replaced the bad output and reported the node).
+        if z1.is_finite() && z2.is_finite() {
+            self.z1 = z1;
+            self.z2 = z2;
+        } else {
+            self.z1 = S::ZERO;
+            self.z2 = S::ZERO;
+        }
     }
 
     fn reset(&mut self) {

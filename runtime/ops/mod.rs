@@ -367,6 +367,26 @@ pub fn registry() -> &'static [&'static OpSpec] {
     &ALL
 }
 
+/// Discrete params (enum, integer, bool) that an event may change while the
+/// node runs; every other discrete param is fixed when the node is built.
+const EVENT_SETTABLE: &[(&str, &str)] = &[
+    ("biquad", "mode"),
+    ("onepole", "mode"),
+    ("svf", "mode"),
+    ("sampler", "loop"),
+];
+
+/// Whether an event may change param `i` of `spec`: modulatable numbers
+/// and the discrete params a node applies live.
+pub fn event_settable(spec: &OpSpec, i: usize) -> bool {
+    let p = &spec.params[i];
+    match p.kind {
+        ParamKind::Number { modulatable, .. } => modulatable,
+        ParamKind::Resource | ParamKind::Gains => false,
+        _ => EVENT_SETTABLE.contains(&(spec.name, p.name)),
+    }
+}
+
 /// Looks an operator up by name.
 pub fn lookup(name: &str) -> Option<&'static OpSpec> {
     registry().iter().copied().find(|s| s.name == name)

@@ -81,10 +81,18 @@ impl Phasor {
         }
     }
 
-    /// The increment as a fraction of a cycle per sample, in (−0.5, 0.5].
+    /// The magnitude of the increment as a fraction of a cycle per sample,
+    /// in [0, 0.5]: a negative frequency (or one above Nyquist, which folds)
+    /// traverses the waveform backwards, and PolyBLEP's residual is the same
+    /// for either direction given |dt|.
     #[inline]
     pub fn dt<S: Sample>(&self) -> S {
-        S::from_phase(self.inc)
+        let inc = if self.inc > 1 << 63 {
+            self.inc.wrapping_neg()
+        } else {
+            self.inc
+        };
+        S::from_phase(inc)
     }
 
     #[inline]

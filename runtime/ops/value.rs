@@ -52,6 +52,14 @@ impl AudioData {
                     .map_err(|e| format!("cannot decode `{}`: {e}", path.display()))?
             }
         };
+        if let Some(k) = interleaved.iter().position(|x| !x.is_finite()) {
+            return Err(format!(
+                "`{}` holds a non-finite sample (NaN or infinity) at frame {}, channel {}",
+                path.display(),
+                k / nch,
+                k % nch
+            ));
+        }
         let frames = interleaved.len() / nch;
         let channels = (0..nch)
             .map(|c| (0..frames).map(|f| interleaved[f * nch + c]).collect())

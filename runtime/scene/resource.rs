@@ -92,7 +92,22 @@ pub fn resolve(
         return Err(format!("resource `{name}` not found: {}", list(&dirs)));
     }
     let tried: Vec<PathBuf> = dirs.iter().map(|d| d.join(path)).collect();
-    if let Some(found) = tried.iter().find(|p| p.is_file()) {
+    for (dir, found) in dirs.iter().zip(&tried) {
+        if !found.is_file() {
+            continue;
+        }
+        // A link inside a resource directory must not lead out of it.
+        let inside = match (dir.canonicalize(), found.canonicalize()) {
+            (Ok(d), Ok(f)) => f.starts_with(d),
+            _ => false,
+        };
+        if !inside {
+            return Err(format!(
+                "resource `{name}` resolves to `{}`, outside `{}` (through a link); resources may not escape their directory",
+                found.canonicalize().unwrap_or_else(|_| found.clone()).display(),
+                dir.display()
+            ));
+        }
         return Ok(found.clone());
     }
     let names: Vec<String> = tried.iter().map(|p| format!("`{}`", p.display())).collect();

@@ -1,0 +1,173 @@
+//! Regression tests for issue 2: each once demonstrated a defect against DESIGN.
+
+use morphrt::engine::Engine;
+use morphrt::graph::{compile, CompileOptions};
+use morphrt::host::render::render_to_vec;
+use morphrt::profile::Profile;
+use morphrt::scene::load_str;
+
+fn engine(text: &str, profile: Option<Profile>, block: usize) -> Engine {
+    let scene = load_str(text, "test.json", None).unwrap_or_else(|e| panic!("{}", e[0]));
+    let plan = compile(
+        &scene,
+        &CompileOptions {
+            profile,
+            block_size: Some(block),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}", e[0]));
+    Engine::new(plan)
+}
+
+/// Engine::reset must return to the post-build state: params changed by
+/// events (numeric and discrete) must go back to their scene values.
+#[test]
+fn issue2_reset_restores_params_changed_by_events() {
+    let text = r#"{ "version": "1.0",
+      "nodes": [ { "id": "v", "op": "dc", "params": { "value": 0.25 } } ],
+      "outputs": { "main": ["v"] },
+      "events": [ { "time": "100samples", "node": "v", "param": "value", "value": 0.75 } ] }"#;
+    let mut e = engine(text, Some(Profile::Strict), 64);
+    let first = render_to_vec(&mut e, 200);
+    e.reset();
+    let again = render_to_vec(&mut e, 200);
+    assert_eq!(first[0][0], 0.25);
+    assert_eq!(
+        again[0][0], first[0][0],
+        "after reset the first frames must use the scene's value again"
+    );
+}
+
+/// Discrete params (enum `mode`) changed by an event must survive
+/// snapshot → restore into a freshly built engine.
+#[test]
+fn issue2_snapshot_restore_keeps_an_event_changed_filter_mode() {
+    let text = r#"{ "version": "1.0",
+      "nodes": [ { "id": "src", "op": "saw", "params": { "freq": "220Hz" } },
+                 { "id": "f", "op": "biquad", "params": { "mode": "lowpass", "cutoff": "500Hz" } } ],
+      "edges": [ { "from": "src", "to": "f" } ],
+      "outputs": { "main": ["f"] },
+      "events": [ { "time": "64samples", "node": "f", "param": "mode", "value": "highpass" } ] }"#;
+    let mut a = engine(text, Some(Profile::Strict), 64);
+    render_to_vec(&mut a, 1000);
+    let st = a.snapshot();
+    let want = render_to_vec(&mut a, 1000);
+    let mut b = engine(text, Some(Profile::Strict), 64);
+    b.restore(&st).unwrap();
+    let got = render_to_vec(&mut b, 1000);
+    let diff = got[0].iter().zip(&want[0]).position(|(a, b)| a != b);
+    assert_eq!(
+        diff, None,
+        "restored engine must still run the highpass chosen by the event (first difference at frame {diff:?})"
+    );
+}
+
+/// An event on a param the node only reads at build (noise `seed`, delay
+/// `max_time`, cast `to`) used to be accepted and silently ignored; it is
+/// now a located error.
+#[test]
+fn issue2_events_on_build_time_params_are_not_silently_ignored() {
+    let base = |events: &str| {
+        format!(
+            r#"{{ "version": "1.0", "seed": 1,
+          "nodes": [ {{ "id": "n", "op": "noise", "params": {{ "seed": 1 }} }} ],
+          "outputs": {{ "main": ["n"] }}, "events": [ {events} ] }}"#
+        )
+    };
+    let with = base(r#"{ "time": "0s", "node": "n", "param": "seed", "value": 99 }"#);
+    let scene = load_str(&with, "test.json", None).unwrap();
+    let opts = CompileOptions {
+        profile: Some(Profile::Strict),
+        block_size: Some(64),
+        ..CompileOptions::default()
+    };
+    let err = compile(&scene, &opts)
+        .err()
+        .expect("an event on a build-time param is rejected");
+    let msg = err[0].to_string();
+    assert!(
+        msg.contains("fixed when the node is built") && msg.contains("test.json:3:"),
+        "{msg}"
+    );
+    // The same scene without the event still compiles.
+    engine(&base(""), Some(Profile::Strict), 64);
+}
+
+/// `freq` accepts −1e6…1e6 Hz, but a negative frequency wraps the u64
+/// increment so PolyBLEP sees dt ≈ 0.98: the saw comes out as 0…0.96 with a
+/// large DC offset instead of a falling ±1 ramp.
+#[test]
+fn issue2_saw_at_negative_frequency_is_a_falling_saw_without_dc() {
+    let text = r#"{ "version": "1.0",
+      "nodes": [ { "id": "o", "op": "saw", "params": { "freq": -1000 } } ],
+      "outputs": { "main": ["o"] } }"#;
+    let out = render_to_vec(&mut engine(text, Some(Profile::Strict), 64), 48000);
+    let mean = out[0].iter().sum::<f64>() / out[0].len() as f64;
+    let min = out[0].iter().cloned().fold(f64::INFINITY, f64::min);
+    assert!(mean.abs() < 0.01 && min < -0.9, "mean {mean}, min {min}");
+}
+
+/// A direct-form biquad driven unstable by wild cutoff modulation used to
+/// keep NaN state forever; it must recover once the modulation calms down.
+#[test]
+fn issue2_biquad_recovers_after_instability() {
+    // A ±100 kHz square modulates the cutoff for the first 2000 samples only.
+    let text = r#"{ "version": "1.0",
+      "nodes": [ { "id": "src", "op": "saw", "params": { "freq": "220Hz" } },
+                 { "id": "wild", "op": "square", "params": { "freq": "3kHz", "amp": 100000 } },
+                 { "id": "f", "op": "biquad", "params": { "cutoff": "1kHz", "q": 20 } } ],
+      "edges": [ { "from": "src", "to": "f" }, { "from": "wild", "to": "f:cutoff" } ],
+      "outputs": { "main": ["f"] },
+      "events": [ { "time": "2000samples", "node": "wild", "param": "amp", "value": 0 } ] }"#;
+    let out = render_to_vec(&mut engine(text, Some(Profile::Repro), 64), 20000);
+    let tail = &out[0][10000..];
+    assert!(
+        tail.iter().any(|x| x.abs() > 0.01),
+        "the filter never recovered"
+    );
+    assert!(tail.iter().all(|x| x.is_finite()));
+}
+
+/// A float WAV holding NaN is rejected at compile, naming the file and node.
+#[test]
+fn issue2_resource_with_non_finite_samples_is_rejected() {
+    let dir = std::env::temp_dir().join(format!("morphrt-nan-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 48000,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut w = hound::WavWriter::create(dir.join("resources/bad.wav"), spec).unwrap();
+    for x in [0.0f32, 0.5, f32::NAN, 0.1] {
+        w.write_sample(x).unwrap();
+    }
+    w.finalize().unwrap();
+    let text = r#"{ "version": "1.0", "nodes": [ { "id": "p", "op": "sampler", "params": { "file": "@resource:bad.wav" } } ],
+      "outputs": { "main": ["p"] } }"#;
+    let scene = load_str(text, "t.json", Some(dir.clone())).unwrap();
+    let err = compile(&scene, &CompileOptions::default())
+        .err()
+        .expect("rejected");
+    let msg = err[0].to_string();
+    assert!(
+        msg.contains("bad.wav") && msg.contains("non-finite") && msg.contains("node `p`"),
+        "{msg}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A link inside resources/ must not lead outside it.
+#[cfg(unix)]
+#[test]
+fn issue2_resource_links_cannot_escape() {
+    let dir = std::env::temp_dir().join(format!("morphrt-link-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    std::fs::write(dir.join("secret.wav"), b"RIFF").unwrap();
+    let _ = std::os::unix::fs::symlink(dir.join("secret.wav"), dir.join("resources/link.wav"));
+    let err = morphrt::scene::resource::resolve("@resource:link.wav", Some(&dir), &[]).unwrap_err();
+    assert!(err.contains("outside"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
