@@ -25,6 +25,7 @@ mod filters;
 mod noise;
 mod oscillators;
 mod sampler;
+mod spectral;
 mod utility;
 
 pub use state::{NodeState, StateError, StateValue};
@@ -344,7 +345,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 18] = [
+    static ALL: [&OpSpec; 19] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -363,6 +364,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::PAN,
         &utility::CAST,
         &delay::DELAY,
+        &spectral::SPECTRAL_GATE,
     ];
     &ALL
 }
