@@ -13,6 +13,8 @@
 
 mod reference;
 mod rust;
+#[cfg(test)]
+mod tests;
 
 pub use reference::{ReferenceFft, MAX_SIZE as REFERENCE_MAX_SIZE};
 pub use rust::RustRealFft;
