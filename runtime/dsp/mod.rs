@@ -1,11 +1,12 @@
-//! Numeric core: the sample trait, math policies, the FP-mode guard and the
-//! locked random streams.
+//! Numeric core: the sample trait, math policies, the FP-mode guard, FFT
+//! providers, analysis windows and the locked random streams.
 
 pub mod fft;
 pub mod fpmode;
 pub mod math;
 pub mod rng;
 pub mod sample;
+pub mod window;
 
 pub use math::{FastMath, Math, MathKind, StdMath, StrictMath};
 pub use sample::{Precision, Sample};

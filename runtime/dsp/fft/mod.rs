@@ -13,8 +13,10 @@
 
 mod reference;
 mod rust;
+#[cfg(test)]
+mod tests;
 
-pub use reference::ReferenceFft;
+pub use reference::{ReferenceFft, MAX_SIZE as REFERENCE_MAX_SIZE};
 pub use rust::RustRealFft;
 pub use rustfft::num_complex::Complex;
 
@@ -83,7 +85,8 @@ impl FftNorm {
 }
 
 /// A planned real-input FFT of one power-of-two size at precision `S`.
-#[allow(clippy::len_without_is_empty)] // a transform is never empty
+// A transform is never empty (N ≥ 2), so there is no `is_empty`.
+#[allow(clippy::len_without_is_empty)]
 pub trait RealFft<S: Sample>: Send {
     /// The transform size N (real samples).
     fn len(&self) -> usize;
