@@ -197,7 +197,11 @@ pub(crate) fn direct<S: Sample>(h: &[S], x: &[S], base: usize, out: &mut [S]) {
 
 /// The partition layout of an engine for an IR of `len` taps:
 /// (direct head length, [(b, off, count, spread)]).
-fn layout(engine: Engine, len: usize, max_block: usize) -> (usize, Vec<(usize, usize, usize, bool)>) {
+fn layout(
+    engine: Engine,
+    len: usize,
+    max_block: usize,
+) -> (usize, Vec<(usize, usize, usize, bool)>) {
     match engine {
         Engine::Direct => (len, Vec::new()),
         Engine::Uniform => {
@@ -241,7 +245,9 @@ impl<S: Sample> Conv<S> {
             return Err("the impulse response has no frames".into());
         }
         if len > MAX_IR {
-            return Err(format!("the impulse response has {len} frames; at most {MAX_IR}"));
+            return Err(format!(
+                "the impulse response has {len} frames; at most {MAX_IR}"
+            ));
         }
         let chans: Vec<&Vec<f64>> = ir.iter().take(2).collect();
         let (head, lay) = layout(engine, len, max_block);
@@ -260,24 +266,24 @@ impl<S: Sample> Conv<S> {
             let c = 1.0 / (n as f64 * a * a * bi);
             let mut tb = vec![0.0f64; n];
             let mut sp = vec![Complex::new(0.0f64, 0.0); b + 1];
-            let h = chans
-                .iter()
-                .map(|ch| {
-                    let mut out = Vec::with_capacity(count * (b + 1));
-                    for j in 0..count {
-                        tb.fill(0.0);
-                        let lo = off + j * b;
-                        let hi = (lo + b).min(len);
-                        tb[..hi - lo].copy_from_slice(&ch[lo..hi]);
-                        f64fft.forward(&mut tb, &mut sp);
-                        out.extend(
-                            sp.iter()
-                                .map(|z| Complex::new(S::from_f64(z.re * c), S::from_f64(z.im * c))),
-                        );
-                    }
-                    out
-                })
-                .collect();
+            let h =
+                chans
+                    .iter()
+                    .map(|ch| {
+                        let mut out = Vec::with_capacity(count * (b + 1));
+                        for j in 0..count {
+                            tb.fill(0.0);
+                            let lo = off + j * b;
+                            let hi = (lo + b).min(len);
+                            tb[..hi - lo].copy_from_slice(&ch[lo..hi]);
+                            f64fft.forward(&mut tb, &mut sp);
+                            out.extend(sp.iter().map(|z| {
+                                Complex::new(S::from_f64(z.re * c), S::from_f64(z.im * c))
+                            }));
+                        }
+                        out
+                    })
+                    .collect();
             let ring = off / b + 1;
             let zero = Complex::new(S::ZERO, S::ZERO);
             segs.push(Segment {
@@ -491,7 +497,7 @@ impl<S: Sample> Conv<S> {
                 z.fill(S::ZERO);
             }
             let nb = self.pos as i64 / b; // blocks whose input is complete
-            // First z block a future output reads.
+                                          // First z block a future output reads.
             let m0 = (self.pos as i64 - off).div_euclid(b).max(0);
             for blk in (m0 - count).max(0)..nb {
                 let s = &mut self.segs[si];
@@ -681,7 +687,11 @@ pub fn synth_ir(
             }
             for r in 0..8u64 {
                 let u = er.word(2 * r) as f64 / 4294967296.0;
-                let sign = if er.word(2 * r + 1) & 1 == 0 { 1.0 } else { -1.0 };
+                let sign = if er.word(2 * r + 1) & 1 == 0 {
+                    1.0
+                } else {
+                    -1.0
+                };
                 let at = pre + libm::round(u * 0.056 * sample_rate) as usize;
                 if at < n {
                     raw[at] += sign * libm::exp(-k * (at - pre) as f64) * (1.0 - 0.08 * r as f64);
@@ -702,7 +712,6 @@ pub fn synth_ir(
     }
     out
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -827,7 +836,10 @@ mod tests {
                     let out = r.run(&[x.clone()], &[], x.len(), &blocks);
                     for (c, w) in want.iter().enumerate() {
                         let e = rel_l2(w, &out[c]);
-                        println!("{p:?} taps {} blocks {blocks:?} ch {c}: rel L2 {e:.3e}", ir[0].len());
+                        println!(
+                            "{p:?} taps {} blocks {blocks:?} ch {c}: rel L2 {e:.3e}",
+                            ir[0].len()
+                        );
                         assert!(e <= tolerance(p), "{p:?}: rel L2 {e:e}");
                     }
                     if ir.len() == 1 {
@@ -889,7 +901,11 @@ mod tests {
             let out = r.run(&[x.clone()], &[], x.len(), &[256]);
             for (a, b) in x.iter().zip(&out[0]) {
                 // Dry only is the input exactly (at the node's precision).
-                let want = if p == Profile::Strict { *a } else { *a as f32 as f64 };
+                let want = if p == Profile::Strict {
+                    *a
+                } else {
+                    *a as f32 as f64
+                };
                 assert_eq!(*b, want);
             }
             let g = 0.5;
@@ -926,7 +942,10 @@ mod tests {
     #[test]
     fn live_spreads_the_tail_work() {
         let ir = ir_f32(2.0, 1.8, HALL_SEED, 2);
-        let x: Vec<f32> = test_signal(3, 4 * 48000).iter().map(|v| *v as f32).collect();
+        let x: Vec<f32> = test_signal(3, 4 * 48000)
+            .iter()
+            .map(|v| *v as f32)
+            .collect();
         let mut ratios = Vec::new();
         for engine in [Engine::NonUniform, Engine::Uniform] {
             let mut c =
@@ -949,7 +968,11 @@ mod tests {
             );
             ratios.push(max / mean);
         }
-        assert!(ratios[0] <= 8.0, "live max/mean work per block {}", ratios[0]);
+        assert!(
+            ratios[0] <= 8.0,
+            "live max/mean work per block {}",
+            ratios[0]
+        );
     }
 
     /// The shipped impulse responses are `synth_ir` output, bit for bit.
@@ -985,7 +1008,11 @@ mod tests {
             for (c, (got, want)) in file.channels.iter().zip(&ir).enumerate() {
                 assert_eq!(got.len(), want.len(), "{name}");
                 for (i, (g, w)) in got.iter().zip(want).enumerate() {
-                    assert_eq!(g.to_bits(), (*w as f32 as f64).to_bits(), "{name} ch {c} frame {i}");
+                    assert_eq!(
+                        g.to_bits(),
+                        (*w as f32 as f64).to_bits(),
+                        "{name} ch {c} frame {i}"
+                    );
                 }
             }
         }
