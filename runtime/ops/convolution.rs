@@ -152,7 +152,7 @@ fn direct_w<S: Sample, const W: usize>(h: &[S], x: &[S], base: usize, out: &mut 
         let s = base - k;
         let xs: &[S; W] = x[s..s + W].try_into().unwrap();
         for j in 0..W {
-            acc[j] = acc[j] + *hk * xs[j];
+            acc[j] += *hk * xs[j];
         }
     }
     out[..W].copy_from_slice(&acc);
@@ -833,7 +833,7 @@ mod tests {
                 let mut first: Option<Vec<Vec<f64>>> = None;
                 for blocks in [vec![64], vec![1000], vec![128, 3, 77, 4096]] {
                     let mut r = runner(ir.clone(), &[], p, 4096);
-                    let out = r.run(&[x.clone()], &[], x.len(), &blocks);
+                    let out = r.run(std::slice::from_ref(&x), &[], x.len(), &blocks);
                     for (c, w) in want.iter().enumerate() {
                         let e = rel_l2(w, &out[c]);
                         println!(
@@ -898,7 +898,7 @@ mod tests {
         for p in Profile::ALL {
             let tol = if p == Profile::Strict { 1e-15 } else { 1e-5 };
             let mut r = runner(ir.clone(), &[("mix", 0.0)], p, 256);
-            let out = r.run(&[x.clone()], &[], x.len(), &[256]);
+            let out = r.run(std::slice::from_ref(&x), &[], x.len(), &[256]);
             for (a, b) in x.iter().zip(&out[0]) {
                 // Dry only is the input exactly (at the node's precision).
                 let want = if p == Profile::Strict {
@@ -910,7 +910,7 @@ mod tests {
             }
             let g = 0.5;
             let mut r = runner(ir.clone(), &[("mix", 0.25), ("gain", g)], p, 256);
-            let out = r.run(&[x.clone()], &[], x.len(), &[256]);
+            let out = r.run(std::slice::from_ref(&x), &[], x.len(), &[256]);
             for n in 0..x.len() {
                 let want = 0.75 * x[n] + 0.25 * g * wet[n];
                 assert!((out[0][n] - want).abs() <= tol, "{p:?} n {n}");
@@ -987,7 +987,9 @@ mod tests {
             let ir = synth_ir(secs, rt60, seed, 2, SR);
             let path = root.join(name);
             if std::env::var_os("MORPHRT_BLESS").is_some() {
-                assert!(!cfg!(debug_assertions), "bless in a release build");
+                if cfg!(debug_assertions) {
+                    panic!("bless in a release build");
+                }
                 let spec = hound::WavSpec {
                     channels: 2,
                     sample_rate: 48000,

@@ -83,6 +83,7 @@ impl FftNorm {
 }
 
 /// A planned real-input FFT of one power-of-two size at precision `S`.
+#[allow(clippy::len_without_is_empty)]
 pub trait RealFft<S: Sample>: Send {
     /// The transform size N (real samples).
     fn len(&self) -> usize;
