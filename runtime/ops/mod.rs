@@ -19,6 +19,7 @@ pub mod harness;
 mod state;
 mod value;
 
+pub mod convolution;
 mod delay;
 mod dynamics;
 mod filters;
@@ -345,7 +346,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 19] = [
+    static ALL: [&OpSpec; 20] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -364,6 +365,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::PAN,
         &utility::CAST,
         &delay::DELAY,
+        &convolution::CONVOLUTION,
         &spectral::SPECTRAL_GATE,
     ];
     &ALL
