@@ -23,6 +23,7 @@ mod delay;
 mod dynamics;
 mod filters;
 mod noise;
+mod nonlinear;
 mod oscillators;
 mod sampler;
 mod utility;
@@ -274,6 +275,11 @@ pub trait Processor<S: Sample>: Send {
     fn latency(&self) -> usize {
         0
     }
+    /// Iterative-solver steps taken since build or `reset` (0 for nodes
+    /// without a solver); read by the engine's statistics.
+    fn iterations(&self) -> u64 {
+        0
+    }
 }
 
 /// A built node at its precision.
@@ -319,6 +325,12 @@ impl AnyNode {
             AnyNode::F64(n) => n.latency(),
         }
     }
+    pub fn iterations(&self) -> u64 {
+        match self {
+            AnyNode::F32(n) => n.iterations(),
+            AnyNode::F64(n) => n.iterations(),
+        }
+    }
 }
 
 /// An operator generic over sample type and math policy.
@@ -344,7 +356,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 18] = [
+    static ALL: [&OpSpec; 20] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -363,6 +375,8 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::PAN,
         &utility::CAST,
         &delay::DELAY,
+        &nonlinear::SATURATOR,
+        &nonlinear::DIODE_CLIPPER,
     ];
     &ALL
 }
