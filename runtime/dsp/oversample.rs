@@ -121,7 +121,7 @@ pub const fn latency_samples(factor: u32) -> usize {
         1 => 0,
         2 => c1,
         // c2 is odd: one extra sample at 2·fs makes the total whole.
-        _ => c1 + (c2 + 1) / 2,
+        _ => c1 + c2.div_ceil(2),
     }
 }
 
@@ -175,7 +175,7 @@ fn symmetric_dot<S: Sample>(c: &[S], w: &[S]) -> S {
     let p = w.len();
     let mut acc = S::ZERO;
     for (j, cj) in c.iter().enumerate() {
-        acc = acc + *cj * (w[j] + w[p - 1 - j]);
+        acc += *cj * (w[j] + w[p - 1 - j]);
     }
     acc
 }

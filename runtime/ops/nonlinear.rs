@@ -327,7 +327,7 @@ impl<S: Sample, M: Math> DiodeSolver<S, M> {
             let g = c.k1 * v + c.kb * sh - k0;
             let gp = c.k1 + c.kc * ch;
             let dv = (S::ZERO - g / gp).clamp(S::ZERO - step_limit, step_limit);
-            v = v + dv;
+            v += dv;
             if let Some(tol) = self.tolerance {
                 if dv.abs() < tol {
                     break;
