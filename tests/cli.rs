@@ -239,8 +239,26 @@ fn ops_lists_every_operator() {
     assert!(o.status.success());
     let s = stdout(&o);
     for name in [
-        "sine", "saw", "square", "triangle", "noise", "impulse", "dc", "sampler", "biquad",
-        "onepole", "svf", "adsr", "gain", "mix", "multiply", "pan", "cast", "delay",
+        "sine",
+        "saw",
+        "square",
+        "triangle",
+        "noise",
+        "impulse",
+        "dc",
+        "sampler",
+        "biquad",
+        "onepole",
+        "svf",
+        "adsr",
+        "gain",
+        "mix",
+        "multiply",
+        "pan",
+        "cast",
+        "delay",
+        "saturator",
+        "diode_clipper",
     ] {
         assert!(
             s.lines().any(|l| l.starts_with(name)),
@@ -250,7 +268,7 @@ fn ops_lists_every_operator() {
     let o = morphrt(&["ops", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let ops = v.as_array().unwrap();
-    assert_eq!(ops.len(), 18);
+    assert_eq!(ops.len(), 20);
     let biquad = ops.iter().find(|o| o["name"] == "biquad").unwrap();
     assert_eq!(biquad["tier"], "strict");
     assert_eq!(biquad["inputs"], serde_json::json!(["in"]));
