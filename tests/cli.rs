@@ -259,6 +259,8 @@ fn ops_lists_every_operator() {
         "delay",
         "convolution",
         "spectral_gate",
+        "saturator",
+        "diode_clipper",
     ] {
         assert!(
             s.lines().any(|l| l.starts_with(name)),
@@ -268,7 +270,7 @@ fn ops_lists_every_operator() {
     let o = morphrt(&["ops", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let ops = v.as_array().unwrap();
-    assert_eq!(ops.len(), 20);
+    assert_eq!(ops.len(), 22);
     let biquad = ops.iter().find(|o| o["name"] == "biquad").unwrap();
     assert_eq!(biquad["tier"], "strict");
     assert_eq!(biquad["inputs"], serde_json::json!(["in"]));

@@ -285,3 +285,51 @@ fn restore_carries_enum_changes_made_by_events() {
     b.restore(&st).unwrap();
     assert_eq!(render_to_vec(&mut b, 2000), want);
 }
+
+fn diode_scene(overrides: &str) -> String {
+    format!(
+        r#"{{ "version": "1.0", "nodes": [
+             {{ "id": "osc", "op": "sine", "params": {{ "freq": "220Hz" }} }},
+             {{ "id": "clip", "op": "diode_clipper", "params": {{ "drive": "12dB" }}{overrides} }} ],
+             "edges": [ {{ "from": "osc", "to": "clip" }} ],
+             "outputs": {{ "main": ["clip"] }} }}"#
+    )
+}
+
+#[test]
+fn solver_iterations_reach_the_engine_statistics() {
+    let frames = 1000;
+    let mut e = engine(&diode_scene(""), Some(Profile::Strict), 64);
+    render_to_vec(&mut e, frames);
+    // Strict: 1×, every one of the 32 iterations on every sample.
+    assert_eq!(e.solver_iterations(), frames * 32);
+    let mut e = engine(
+        &diode_scene(r#", "profile_overrides": { "max_iterations": 8 }"#),
+        Some(Profile::Strict),
+        64,
+    );
+    render_to_vec(&mut e, frames);
+    assert_eq!(e.solver_iterations(), frames * 8);
+    // Repro: 2×, stops at its tolerance.
+    let mut e = engine(&diode_scene(""), Some(Profile::Repro), 64);
+    render_to_vec(&mut e, frames);
+    let n = e.solver_iterations();
+    assert!(n > 0 && n < frames * 2 * 32 / 4, "{n}");
+    e.reset();
+    assert_eq!(e.solver_iterations(), 0);
+}
+
+#[test]
+fn a_nonlinear_node_migrates_between_profiles_of_different_factors() {
+    // Strict runs the clipper at 1×, repro at 2×: the state has one shape
+    // and the latency is the same, so restore succeeds and time stays put.
+    let text = diode_scene("");
+    let mut strict = engine(&text, Some(Profile::Strict), 64);
+    render_to_vec(&mut strict, 640);
+    let st = strict.snapshot();
+    let mut repro = engine(&text, Some(Profile::Repro), 64);
+    repro.restore(&st).unwrap();
+    assert_eq!(repro.clock(), 640);
+    let out = render_to_vec(&mut repro, 640);
+    assert!(out[0].iter().all(|x| x.is_finite()));
+}

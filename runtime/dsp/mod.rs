@@ -4,6 +4,7 @@
 pub mod fft;
 pub mod fpmode;
 pub mod math;
+pub mod oversample;
 pub mod rng;
 pub mod sample;
 pub mod window;

@@ -315,6 +315,18 @@ impl Engine {
     pub fn node_id(&self, i: usize) -> &str {
         &self.slots[i].id
     }
+    /// Iterative-solver steps (e.g. `diode_clipper`'s Newton iterations) a
+    /// node by schedule index has taken since the engine was built or reset.
+    pub fn node_iterations(&self, i: usize) -> u64 {
+        match &self.slots[i].core {
+            Core::F32(t) => t.node.iterations(),
+            Core::F64(t) => t.node.iterations(),
+        }
+    }
+    /// Iterative-solver steps of every node, summed in schedule order.
+    pub fn solver_iterations(&self) -> u64 {
+        (0..self.slots.len()).map(|i| self.node_iterations(i)).sum()
+    }
     pub fn bus_precision(&self) -> Precision {
         self.bus.precision()
     }

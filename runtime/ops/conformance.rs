@@ -227,6 +227,60 @@ pub(crate) fn cases() -> Vec<Case> {
             )
         });
     }
+    for (op, factor) in [
+        ("saturator", "default"),
+        ("saturator", "2"),
+        ("saturator", "4"),
+    ] {
+        v.push(Case {
+            n_inputs: 1,
+            mods: vec![("drive", control_signal(FRAMES, 2.0))],
+            ..case(
+                op,
+                vec![
+                    ("drive", num(4.0)),
+                    ("oversampling", enum_ix(op, "oversampling", factor)),
+                ],
+            )
+        });
+    }
+    v.push(Case {
+        n_inputs: 1,
+        ..case("diode_clipper", vec![("drive", num(8.0))])
+    });
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![
+            ("cutoff", control_signal(FRAMES, 800.0)),
+            ("drive", control_signal(FRAMES, 3.0)),
+        ],
+        ..case(
+            "diode_clipper",
+            vec![
+                ("drive", num(6.0)),
+                (
+                    "oversampling",
+                    enum_ix("diode_clipper", "oversampling", "2"),
+                ),
+            ],
+        )
+    });
+    v.push(Case {
+        n_inputs: 1,
+        ..case(
+            "diode_clipper",
+            vec![
+                ("drive", num(10.0)),
+                ("cutoff", num(5000.0)),
+                (
+                    "oversampling",
+                    enum_ix("diode_clipper", "oversampling", "4"),
+                ),
+                ("critical", Value::Bool(true)),
+                ("max_iterations", Value::Integer(12)),
+            ],
+        )
+    });
     for mode in ["lowpass", "highpass", "bandpass", "notch"] {
         v.push(Case {
             n_inputs: 1,

@@ -24,6 +24,7 @@ mod delay;
 mod dynamics;
 mod filters;
 mod noise;
+mod nonlinear;
 mod oscillators;
 mod sampler;
 mod spectral;
@@ -276,6 +277,11 @@ pub trait Processor<S: Sample>: Send {
     fn latency(&self) -> usize {
         0
     }
+    /// Iterative-solver steps taken since build or `reset` (0 for nodes
+    /// without a solver); read by the engine's statistics.
+    fn iterations(&self) -> u64 {
+        0
+    }
 }
 
 /// A built node at its precision.
@@ -321,6 +327,12 @@ impl AnyNode {
             AnyNode::F64(n) => n.latency(),
         }
     }
+    pub fn iterations(&self) -> u64 {
+        match self {
+            AnyNode::F32(n) => n.iterations(),
+            AnyNode::F64(n) => n.iterations(),
+        }
+    }
 }
 
 /// An operator generic over sample type and math policy.
@@ -346,7 +358,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 20] = [
+    static ALL: [&OpSpec; 22] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -367,6 +379,8 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &delay::DELAY,
         &convolution::CONVOLUTION,
         &spectral::SPECTRAL_GATE,
+        &nonlinear::SATURATOR,
+        &nonlinear::DIODE_CLIPPER,
     ];
     &ALL
 }

@@ -9,7 +9,10 @@
 //! `threshold`, else toward 0, smoothed per frame with time constant
 //! `smoothing`. The FFT provider and norm come from the node's profile.
 
-use super::{build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor, StateError, Value};
+use super::{
+    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
+    StateError, Value,
+};
 use crate::dsp::fft::{plan_real, Complex, RealFft};
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -147,7 +150,10 @@ impl Operator for SpectralGateOp {
             return Err(format!("fft_size {n} must be a power of two ≥ 16"));
         }
         if hop == 0 || n % hop != 0 || hop > n / 2 {
-            return Err(format!("hop {hop} must divide fft_size {n} and be at most {}", n / 2));
+            return Err(format!(
+                "hop {hop} must divide fft_size {n} and be at most {}",
+                n / 2
+            ));
         }
         let profile = cx.profile;
         let norm = profile.fft_norm();
@@ -200,8 +206,22 @@ pub static SPECTRAL_GATE: OpSpec = OpSpec {
     inputs: &["in"],
     outputs: &["out"],
     params: &[
-        number("threshold", Dimension::Amplitude, 0.01, 0.0, 1e6, "bin level that opens the gate (-40 dB)"),
-        number("smoothing", Dimension::Time, 0.02, 0.0, 10.0, "gain smoothing time constant"),
+        number(
+            "threshold",
+            Dimension::Amplitude,
+            0.01,
+            0.0,
+            1e6,
+            "bin level that opens the gate (-40 dB)",
+        ),
+        number(
+            "smoothing",
+            Dimension::Time,
+            0.02,
+            0.0,
+            10.0,
+            "gain smoothing time constant",
+        ),
         ParamSpec {
             name: "fft_size",
             kind: ParamKind::Integer {
@@ -234,7 +254,16 @@ mod tests {
     use crate::ops::harness::{values_with, NodeRunner};
 
     fn runner(profile: Profile, params: &[(&str, Value)]) -> NodeRunner {
-        NodeRunner::new(&SPECTRAL_GATE, values_with(&SPECTRAL_GATE, params), profile, None, 48000.0, 512, 1).unwrap()
+        NodeRunner::new(
+            &SPECTRAL_GATE,
+            values_with(&SPECTRAL_GATE, params),
+            profile,
+            None,
+            48000.0,
+            512,
+            1,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -244,16 +273,28 @@ mod tests {
             for (n, hop) in [(1024, 256), (512, 256), (256, 32)] {
                 let mut r = runner(
                     profile,
-                    &[("threshold", Value::Number(0.0)), ("fft_size", Value::Integer(n)), ("hop", Value::Integer(hop))],
+                    &[
+                        ("threshold", Value::Number(0.0)),
+                        ("fft_size", Value::Integer(n)),
+                        ("hop", Value::Integer(hop)),
+                    ],
                 );
                 assert_eq!(r.node().latency(), n as usize);
                 let y = &r.run(std::slice::from_ref(&x), &[], x.len(), &[100])[0];
                 let n = n as usize;
                 let tol = 1e-5;
                 for i in 0..x.len() - n {
-                    assert!((y[i + n] - x[i]).abs() < tol, "{profile} n={n} hop={hop} sample {i}: {} vs {}", y[i + n], x[i]);
+                    assert!(
+                        (y[i + n] - x[i]).abs() < tol,
+                        "{profile} n={n} hop={hop} sample {i}: {} vs {}",
+                        y[i + n],
+                        x[i]
+                    );
                 }
-                assert!(y[..n].iter().all(|v| v.abs() < tol), "nothing before the latency");
+                assert!(
+                    y[..n].iter().all(|v| v.abs() < tol),
+                    "nothing before the latency"
+                );
             }
         }
     }
@@ -261,9 +302,19 @@ mod tests {
     #[test]
     fn gate_removes_a_quiet_tone_and_keeps_a_loud_one() {
         let sr = 48000.0;
-        let tone = |f: f64, a: f64, i: usize| a * libm::sin(2.0 * core::f64::consts::PI * f * i as f64 / sr);
-        let x: Vec<f64> = (0..24000).map(|i| tone(1500.0, 0.5, i) + tone(6000.0, 0.001, i)).collect();
-        let mut r = runner(Profile::Repro, &[("threshold", Value::Number(0.01)), ("smoothing", Value::Number(0.0))]);
+        let tone = |f: f64, a: f64, i: usize| {
+            a * libm::sin(2.0 * core::f64::consts::PI * f * i as f64 / sr)
+        };
+        let x: Vec<f64> = (0..24000)
+            .map(|i| tone(1500.0, 0.5, i) + tone(6000.0, 0.001, i))
+            .collect();
+        let mut r = runner(
+            Profile::Repro,
+            &[
+                ("threshold", Value::Number(0.01)),
+                ("smoothing", Value::Number(0.0)),
+            ],
+        );
         let y = &r.run(std::slice::from_ref(&x), &[], x.len(), &[64])[0];
         // Amplitude of each tone in the steady-state output, by correlation
         // over a whole number of cycles of both (12000 samples = 0.25 s).
@@ -279,6 +330,9 @@ mod tests {
         let loud = amp(1500.0);
         let quiet = amp(6000.0);
         assert!((loud - 0.5).abs() < 0.005, "loud tone amplitude {loud}");
-        assert!(quiet < 0.001 * 0.01, "quiet tone still at {quiet} (input 0.001)");
+        assert!(
+            quiet < 0.001 * 0.01,
+            "quiet tone still at {quiet} (input 0.001)"
+        );
     }
 }

@@ -85,11 +85,13 @@ impl FftNorm {
 }
 
 /// A planned real-input FFT of one power-of-two size at precision `S`.
-// A transform is never empty (N ≥ 2), so there is no `is_empty`.
-#[allow(clippy::len_without_is_empty)]
 pub trait RealFft<S: Sample>: Send {
     /// The transform size N (real samples).
     fn len(&self) -> usize;
+    /// Never true for a planned transform (N ≥ 2).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// N real samples → N/2+1 bins. `input` may be used as scratch.
     fn forward(&mut self, input: &mut [S], output: &mut [Complex<S>]);
     /// N/2+1 bins → N real samples. `input` may be used as scratch; the

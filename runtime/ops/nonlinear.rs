@@ -1,0 +1,536 @@
+//! Nonlinear operators: `saturator` (tanh) and `diode_clipper` (an RC
+//! low-pass into an antiparallel diode pair), both oversampled.
+//!
+//! **Oversampling.** The `oversampling` param is an enum: `"default"` (the
+//! profile decides: strict 1×, repro 2×, live 1× unless `critical`, then
+//! 2×; a `profile_overrides.oversampling` wins over the profile's rule), or
+//! `"1"`, `"2"`, `"4"` to pin the factor in every profile. The factor is
+//! `NodeProfile::oversampling_factor(param, critical)`. Filters are the
+//! half-band polyphase stages of [`crate::dsp::oversample`].
+//!
+//! **Latency.** Every node reports [`crate::dsp::oversample::MAX_LATENCY`] (the 4× path's latency,
+//! 45 samples at any rate) whatever its factor: the 1× and 2× paths go
+//! through a plain integer delay line to match, so switching profile or
+//! factor never shifts time.
+//!
+//! **Saturator.** `y = tanh(drive·x)` with `M::tanh` at the oversampled rate
+//! (`drive` is applied at the base rate, before the upsampler).
+//!
+//! **Diode clipper.** With `u = drive·x` the input voltage (upsampled),
+//! `a = 1/(RC) = 2π·cutoff` (C = 10 nF, so R = 1/(2π·cutoff·C)), and the
+//! diode pair `Is = 2.52 nA`, `n = 1.752`, `Vt = 25.85 mV`:
+//!
+//! ```text
+//! dv/dt = f(v, u) = a·(u − v) − (2·Is/C)·sinh(v/(n·Vt))
+//! ```
+//!
+//! discretized with the trapezoidal rule at the internal rate (step T) in
+//! its companion form: with `s = v[n−1] + (T/2)·f(v[n−1], u[n−1])`, solve
+//! `g(v) = v − (T/2)·f(v, u[n]) − s = 0`, then `s ← 2·v − s`. Newton–Raphson
+//! per sample from the previous `v`, each step clamped to `|Δv| ≤ 2·n·Vt`;
+//! sinh and cosh come from one `M::exp` (argument clamped to ±80, far beyond
+//! any reachable voltage, so f32 never overflows). Under strict the solver
+//! always runs exactly `max_iterations` steps (no early exit); under repro
+//! and live it stops once `|Δv| <` the profile's `solver_tolerance` (1e-6 /
+//! 1e-4) or at `max_iterations`. The output is `v` in volts.
+//!
+//! `max_iterations`: the node's param when it differs from its default (32),
+//! else the profile's `max_iterations` (default 32). Newton steps taken are
+//! counted and exposed through [`Processor::iterations`].
+
+use super::{
+    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
+    StateError, Value,
+};
+use crate::dsp::oversample::Oversampler;
+use crate::dsp::{Math, Sample};
+use crate::profile::{NodeProfile, Profile};
+use crate::scene::Dimension;
+use std::marker::PhantomData;
+
+/// Choices of the `oversampling` param.
+const OVERSAMPLING_CHOICES: &[&str] = &["default", "1", "2", "4"];
+
+/// The factor an `oversampling` choice pins (None: the profile decides).
+fn pinned_factor(choice: usize) -> Option<u32> {
+    match choice {
+        1 => Some(1),
+        2 => Some(2),
+        3 => Some(4),
+        _ => None,
+    }
+}
+
+/// How a node picks its oversampling factor.
+#[derive(Clone, Debug)]
+struct FactorRule {
+    profile: NodeProfile,
+    choice: usize,
+    critical: bool,
+}
+
+impl FactorRule {
+    fn from_build(cx: &BuildCtx<'_>, os_param: usize, critical_param: usize) -> FactorRule {
+        let choice = match cx.values.get(os_param) {
+            Some(Value::Enum(i)) if *i < OVERSAMPLING_CHOICES.len() => *i,
+            _ => 0,
+        };
+        let critical = matches!(cx.values.get(critical_param), Some(Value::Bool(true)));
+        FactorRule {
+            profile: cx.profile.clone(),
+            choice,
+            critical,
+        }
+    }
+
+    fn factor(&self) -> u32 {
+        self.profile
+            .oversampling_factor(pinned_factor(self.choice), self.critical)
+    }
+
+    /// Applies a discrete param event; true when it was one of ours.
+    fn set(&mut self, param: usize, value: &Value, os_param: usize, critical_param: usize) -> bool {
+        match value {
+            Value::Enum(i) if param == os_param && *i < OVERSAMPLING_CHOICES.len() => {
+                self.choice = *i;
+                true
+            }
+            Value::Bool(b) if param == critical_param => {
+                self.critical = *b;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+const OVERSAMPLING_PARAM: ParamSpec = ParamSpec {
+    name: "oversampling",
+    kind: ParamKind::Enum {
+        choices: OVERSAMPLING_CHOICES,
+        default: "default",
+    },
+    doc: "oversampling factor: \"default\" (strict 1×, repro 2×, live 1× unless critical) or \"1\", \"2\", \"4\" in every profile",
+};
+
+const CRITICAL_PARAM: ParamSpec = ParamSpec {
+    name: "critical",
+    kind: ParamKind::Bool { default: false },
+    doc: "under live, oversample 2× by default like repro",
+};
+
+/// Largest linear drive.
+const MAX_DRIVE: f64 = 1e4;
+
+/// `drive` clamped to `[0, MAX_DRIVE]`, NaN → 0.
+#[inline]
+fn limit_drive(d: f64) -> f64 {
+    if d > MAX_DRIVE {
+        MAX_DRIVE
+    } else if d >= 0.0 {
+        d
+    } else {
+        0.0
+    }
+}
+
+// ---------------------------------------------------------------------------
+// saturator
+
+const SAT_DRIVE: usize = 0;
+const SAT_OVERSAMPLING: usize = 1;
+const SAT_CRITICAL: usize = 2;
+
+struct Saturator<S, M> {
+    os: Oversampler<S>,
+    rule: FactorRule,
+    _m: PhantomData<fn() -> M>,
+}
+
+impl<S: Sample, M: Math> Processor<S> for Saturator<S, M> {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        let n = io.frames;
+        let drive = io.params.get(SAT_DRIVE);
+        let x = &io.inputs[0][..n];
+        let out = &mut io.outputs[0][..n];
+        if drive.is_const() {
+            let d = S::from_f64(limit_drive(drive.value()));
+            for (o, x) in out.iter_mut().zip(x) {
+                *o = self.os.process(*x * d, M::tanh);
+            }
+        } else {
+            for (i, (o, x)) in out.iter_mut().zip(x).enumerate() {
+                let d = S::from_f64(limit_drive(drive.at(i)));
+                *o = self.os.process(*x * d, M::tanh);
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.os.reset();
+    }
+
+    fn snapshot(&self, st: &mut NodeState) {
+        self.os.snapshot(st);
+    }
+
+    fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        self.os.restore(st)
+    }
+
+    fn set_discrete(&mut self, param: usize, value: &Value) {
+        if self.rule.set(param, value, SAT_OVERSAMPLING, SAT_CRITICAL) {
+            self.os.set_factor(self.rule.factor());
+        }
+    }
+
+    fn latency(&self) -> usize {
+        self.os.latency()
+    }
+}
+
+struct SaturatorOp;
+impl Operator for SaturatorOp {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+        let rule = FactorRule::from_build(cx, SAT_OVERSAMPLING, SAT_CRITICAL);
+        Ok(Box::new(Saturator::<S, M> {
+            os: Oversampler::new(rule.factor()),
+            rule,
+            _m: PhantomData,
+        }))
+    }
+}
+
+/// `saturator`: oversampled tanh.
+pub static SATURATOR: OpSpec = OpSpec {
+    name: "saturator",
+    doc: "tanh(drive·in), oversampled with linear-phase half-band filters; \
+          latency is the 4× path's in every profile.",
+    inputs: &["in"],
+    outputs: &["out"],
+    params: &[
+        number(
+            "drive",
+            Dimension::Amplitude,
+            1.0,
+            0.0,
+            MAX_DRIVE,
+            "input gain before the tanh (linear amplitude or dB)",
+        ),
+        OVERSAMPLING_PARAM,
+        CRITICAL_PARAM,
+    ],
+    tier: Profile::Strict,
+    variadic_inputs: false,
+    uses_rng: false,
+    build: build_any::<SaturatorOp>,
+};
+
+// ---------------------------------------------------------------------------
+// diode_clipper
+
+const DC_CUTOFF: usize = 0;
+const DC_DRIVE: usize = 1;
+const DC_OVERSAMPLING: usize = 2;
+const DC_CRITICAL: usize = 3;
+const DC_MAX_ITERATIONS: usize = 4;
+
+/// Diode saturation current (A).
+pub(crate) const DIODE_IS: f64 = 2.52e-9;
+/// Diode ideality factor.
+pub(crate) const DIODE_N: f64 = 1.752;
+/// Thermal voltage (V).
+pub(crate) const DIODE_VT: f64 = 25.85e-3;
+/// Capacitance (F).
+pub(crate) const CAPACITANCE: f64 = 10e-9;
+/// Largest |v/(n·Vt)| passed to exp.
+const MAX_EXP_ARG: f64 = 80.0;
+/// Default of the `max_iterations` param.
+const DEFAULT_MAX_ITERATIONS: i64 = 32;
+/// Lowest cutoff (Hz).
+const MIN_CUTOFF_HZ: f64 = 1.0;
+/// Highest cutoff as a fraction of the base sample rate.
+const MAX_CUTOFF_RATIO: f64 = 0.45;
+
+/// Per-sample solver constants at precision `S` for one cutoff and rate.
+#[derive(Clone, Copy, Debug)]
+struct DiodeCoefs<S> {
+    /// `a·T/2`.
+    at2: S,
+    /// `1 + a·T/2`.
+    k1: S,
+    /// `(T/2)·(2·Is/C)`.
+    kb: S,
+    /// `kb / (n·Vt)`.
+    kc: S,
+}
+
+impl<S: Sample> DiodeCoefs<S> {
+    /// `cutoff_hz` (clamped), at the internal rate `rate` (Hz), designed in f64.
+    fn new(cutoff_hz: f64, base_rate: f64, rate: f64) -> DiodeCoefs<S> {
+        let hi = MAX_CUTOFF_RATIO * base_rate;
+        let fc = if cutoff_hz > hi {
+            hi
+        } else if cutoff_hz >= MIN_CUTOFF_HZ {
+            cutoff_hz
+        } else {
+            MIN_CUTOFF_HZ
+        };
+        let half_t = 0.5 / rate;
+        let a = 2.0 * core::f64::consts::PI * fc;
+        let at2 = a * half_t;
+        let kb = half_t * (2.0 * DIODE_IS / CAPACITANCE);
+        DiodeCoefs {
+            at2: S::from_f64(at2),
+            k1: S::from_f64(1.0 + at2),
+            kb: S::from_f64(kb),
+            kc: S::from_f64(kb / (DIODE_N * DIODE_VT)),
+        }
+    }
+}
+
+/// The trapezoidal-rule state and the Newton solver.
+#[derive(Clone, Debug)]
+struct DiodeSolver<S, M> {
+    /// The last solution.
+    v: S,
+    /// `v[n−1] + (T/2)·f(v[n−1], u[n−1])`.
+    s: S,
+    /// Iterations per solve (the cap).
+    max_iterations: u32,
+    /// Stop once |Δv| is below this; `None`: always `max_iterations`.
+    tolerance: Option<S>,
+    /// Newton steps taken since build or reset.
+    iterations: u64,
+    _m: PhantomData<fn() -> M>,
+}
+
+impl<S: Sample, M: Math> DiodeSolver<S, M> {
+    /// One internal-rate sample with input voltage `u`.
+    #[inline]
+    fn step(&mut self, u: S, c: &DiodeCoefs<S>) -> S {
+        let inv_nvt = S::from_f64(1.0 / (DIODE_N * DIODE_VT));
+        let step_limit = S::from_f64(2.0 * DIODE_N * DIODE_VT);
+        let arg_limit = S::from_f64(MAX_EXP_ARG);
+        let half = S::from_f64(0.5);
+        let u = if u.is_finite() { u } else { S::ZERO };
+        // g(v) = k1·v + kb·sinh(v/nVt) − (a·T/2·u + s)
+        let k0 = c.at2 * u + self.s;
+        let mut v = self.v;
+        let mut taken = 0u32;
+        while taken < self.max_iterations {
+            taken += 1;
+            let e = M::exp((v * inv_nvt).clamp(-arg_limit, arg_limit));
+            let ei = S::ONE / e;
+            let sh = half * (e - ei);
+            let ch = half * (e + ei);
+            let g = c.k1 * v + c.kb * sh - k0;
+            let gp = c.k1 + c.kc * ch;
+            let dv = (S::ZERO - g / gp).clamp(S::ZERO - step_limit, step_limit);
+            v += dv;
+            if let Some(tol) = self.tolerance {
+                if dv.abs() < tol {
+                    break;
+                }
+            }
+        }
+        self.iterations += taken as u64;
+        if !v.is_finite() {
+            v = S::ZERO;
+        }
+        self.s = v + v - self.s;
+        if !self.s.is_finite() {
+            self.s = S::ZERO;
+        }
+        self.v = v;
+        v
+    }
+
+    fn reset(&mut self) {
+        self.v = S::ZERO;
+        self.s = S::ZERO;
+        self.iterations = 0;
+    }
+}
+
+struct DiodeClipper<S, M> {
+    os: Oversampler<S>,
+    rule: FactorRule,
+    solver: DiodeSolver<S, M>,
+    base_rate: f64,
+    /// Coefficients for `key` (cutoff, factor).
+    coefs: DiodeCoefs<S>,
+    key: (u64, u32),
+}
+
+impl<S: Sample, M: Math> DiodeClipper<S, M> {
+    #[inline]
+    fn update(&mut self, cutoff_hz: f64) {
+        let key = (cutoff_hz.to_bits(), self.os.factor());
+        if key != self.key {
+            self.key = key;
+            let rate = self.base_rate * self.os.factor() as f64;
+            self.coefs = DiodeCoefs::new(cutoff_hz, self.base_rate, rate);
+        }
+    }
+}
+
+impl<S: Sample, M: Math> Processor<S> for DiodeClipper<S, M> {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        let n = io.frames;
+        let cutoff = io.params.get(DC_CUTOFF);
+        let drive = io.params.get(DC_DRIVE);
+        let x = &io.inputs[0][..n];
+        let out = &mut io.outputs[0][..n];
+        if cutoff.is_const() && drive.is_const() {
+            self.update(cutoff.value());
+            let d = S::from_f64(limit_drive(drive.value()));
+            let c = self.coefs;
+            let solver = &mut self.solver;
+            for (o, x) in out.iter_mut().zip(x) {
+                *o = self.os.process(*x * d, |u| solver.step(u, &c));
+            }
+        } else {
+            for (i, (o, x)) in out.iter_mut().zip(x).enumerate() {
+                self.update(cutoff.at(i));
+                let d = S::from_f64(limit_drive(drive.at(i)));
+                let c = self.coefs;
+                let solver = &mut self.solver;
+                *o = self.os.process(*x * d, |u| solver.step(u, &c));
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.os.reset();
+        self.solver.reset();
+    }
+
+    fn snapshot(&self, st: &mut NodeState) {
+        self.os.snapshot(st);
+        st.put_sample("v", self.solver.v);
+        st.put_sample("s", self.solver.s);
+    }
+
+    fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        let v = st.get_sample("v")?;
+        let s = st.get_sample("s")?;
+        self.os.restore(st)?;
+        self.solver.v = v;
+        self.solver.s = s;
+        Ok(())
+    }
+
+    fn set_discrete(&mut self, param: usize, value: &Value) {
+        if self.rule.set(param, value, DC_OVERSAMPLING, DC_CRITICAL) {
+            self.os.set_factor(self.rule.factor());
+        } else if param == DC_MAX_ITERATIONS {
+            if let Value::Integer(i) = value {
+                self.solver.max_iterations = max_iterations(*i, self.rule.profile.max_iterations);
+            }
+        }
+    }
+
+    fn latency(&self) -> usize {
+        self.os.latency()
+    }
+
+    fn iterations(&self) -> u64 {
+        self.solver.iterations
+    }
+}
+
+/// The effective iteration cap: the param unless it is the default, else
+/// the profile's `max_iterations`.
+fn max_iterations(param: i64, profile: u32) -> u32 {
+    let n = if param == DEFAULT_MAX_ITERATIONS {
+        profile as i64
+    } else {
+        param
+    };
+    n.clamp(1, 10_000) as u32
+}
+
+struct DiodeClipperOp;
+impl Operator for DiodeClipperOp {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+        let rule = FactorRule::from_build(cx, DC_OVERSAMPLING, DC_CRITICAL);
+        let param = match cx.values.get(DC_MAX_ITERATIONS) {
+            Some(Value::Integer(i)) => *i,
+            _ => DEFAULT_MAX_ITERATIONS,
+        };
+        let tolerance = match cx.profile.profile {
+            // Strict: always every iteration, whatever the overrides say.
+            Profile::Strict => None,
+            _ => cx.profile.solver_tolerance.map(S::from_f64),
+        };
+        let solver = DiodeSolver::<S, M> {
+            v: S::ZERO,
+            s: S::ZERO,
+            max_iterations: max_iterations(param, cx.profile.max_iterations),
+            tolerance,
+            iterations: 0,
+            _m: PhantomData,
+        };
+        let os = Oversampler::new(rule.factor());
+        let factor = os.factor();
+        let cutoff = cx.number(DC_CUTOFF);
+        Ok(Box::new(DiodeClipper::<S, M> {
+            coefs: DiodeCoefs::new(cutoff, cx.sample_rate, cx.sample_rate * factor as f64),
+            key: (cutoff.to_bits(), factor),
+            os,
+            rule,
+            solver,
+            base_rate: cx.sample_rate,
+        }))
+    }
+}
+
+/// `diode_clipper`: RC low-pass into an antiparallel diode pair.
+pub static DIODE_CLIPPER: OpSpec = OpSpec {
+    name: "diode_clipper",
+    doc: "RC low-pass (C = 10 nF, R from `cutoff`) into an antiparallel diode pair; \
+          trapezoidal rule, damped Newton–Raphson per sample; input voltage = drive·in, \
+          output = capacitor voltage; oversampled like `saturator`.",
+    inputs: &["in"],
+    outputs: &["out"],
+    params: &[
+        number(
+            "cutoff",
+            Dimension::Frequency,
+            2000.0,
+            MIN_CUTOFF_HZ,
+            1e5,
+            "RC corner frequency 1/(2πRC); designed within 1 Hz … 0.45·sample rate",
+        ),
+        number(
+            "drive",
+            Dimension::Amplitude,
+            1.0,
+            0.0,
+            MAX_DRIVE,
+            "input volts per unit of signal (linear amplitude or dB)",
+        ),
+        OVERSAMPLING_PARAM,
+        CRITICAL_PARAM,
+        ParamSpec {
+            name: "max_iterations",
+            kind: ParamKind::Integer {
+                default: DEFAULT_MAX_ITERATIONS,
+                min: 1,
+                max: 1000,
+            },
+            doc:
+                "Newton iterations per sample: all of them under strict, the cap under repro/live \
+                  (left at the default, the profile's max_iterations applies)",
+        },
+    ],
+    tier: Profile::Strict,
+    variadic_inputs: false,
+    uses_rng: false,
+    build: build_any::<DiodeClipperOp>,
+};
+
+#[cfg(test)]
+#[path = "nonlinear_tests.rs"]
+mod tests;
