@@ -147,7 +147,7 @@ fn check_prints_the_resolved_table() {
     let o = morphrt(&["check", "scenes/strict-module.json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
-    // Columns: node op module profile precision ftz providers guarantee latency.
+    // Columns: node op module profile precision ftz providers guarantee latency align.
     let row = |id: &str| -> Vec<String> {
         s.lines()
             .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
@@ -157,7 +157,7 @@ fn check_prints_the_resolved_table() {
     // osc runs at the session profile (repro, f32, std math, FTZ on).
     assert_eq!(
         row("osc")[1..],
-        ["saw", "-", "repro", "f32", "on", "math=std", "repro", "0"]
+        ["saw", "-", "repro", "f32", "on", "math=std", "repro", "0", "-"]
     );
     // The archive module is pinned strict: f64, libm, IEEE denormals.
     assert_eq!(
@@ -170,7 +170,8 @@ fn check_prints_the_resolved_table() {
             "off",
             "math=libm",
             "strict",
-            "0"
+            "0",
+            "-"
         ]
     );
     // echo is strict itself but fed by repro nodes, so its guarantee is repro.
@@ -184,7 +185,8 @@ fn check_prints_the_resolved_table() {
             "off",
             "math=libm",
             "repro",
-            "0"
+            "0",
+            "-"
         ]
     );
     // The explicit cast runs at its target precision.

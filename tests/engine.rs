@@ -333,3 +333,40 @@ fn a_nonlinear_node_migrates_between_profiles_of_different_factors() {
     let out = render_to_vec(&mut repro, 640);
     assert!(out[0].iter().all(|x| x.is_finite()));
 }
+
+#[test]
+fn paths_of_different_latency_are_aligned_where_they_meet() {
+    // An impulse reaches `sum` directly and through an open spectral gate
+    // (latency 256): the direct path is delayed to match, so both copies
+    // land on the same sample. The main bus aligns its channels the same way.
+    let text = r#"{ "version": "1.0", "seed": 1, "nodes": [
+        { "id": "imp", "op": "impulse", "params": { "freq": 0, "amp": 0.4 } },
+        { "id": "gate", "op": "spectral_gate", "params": { "threshold": 0, "fft_size": 256, "hop": 64 } },
+        { "id": "sum", "op": "mix" } ],
+      "edges": [ { "from": "imp", "to": "gate" }, { "from": "gate", "to": "sum:in0" }, { "from": "imp", "to": "sum:in1" } ],
+      "outputs": { "main": ["sum", "imp"] } }"#;
+    for p in Profile::ALL {
+        for block in [1, 64, 100] {
+            let out = render_to_vec(&mut engine(text, Some(p), block), 1024);
+            let peak = |v: &[f64]| {
+                v.iter().enumerate().fold(
+                    (0, 0.0),
+                    |m, (i, x)| if x.abs() > m.1 { (i, x.abs()) } else { m },
+                )
+            };
+            let (at, height) = peak(&out[0]);
+            assert_eq!(at, 256, "{p} block {block}");
+            assert!(
+                (height - 0.8).abs() < 1e-4,
+                "{p}: both paths sum at one sample: {height}"
+            );
+            assert_eq!(
+                out[0].iter().filter(|x| x.abs() > 1e-4).count(),
+                1,
+                "{p}: a single aligned impulse"
+            );
+            // Channel 1 (the raw impulse) is delayed to the bus latency too.
+            assert_eq!(peak(&out[1]).0, 256, "{p}");
+        }
+    }
+}

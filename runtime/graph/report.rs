@@ -3,18 +3,80 @@
 
 use super::Plan;
 use crate::ops::Value;
+use crate::profile::Profile;
 use serde_json::json;
 
+/// The implementations a node runs with: math policy, and for the operators
+/// whose algorithm depends on the profile, which one.
 fn providers(plan: &Plan, i: usize) -> String {
     let n = &plan.nodes[i];
-    let mut v = vec![format!("math={}", n.profile.math.name())];
-    if let Some(p) = &n.profile.fft_provider {
-        v.push(format!("fft={p}"));
-    }
-    if let Some(o) = n.profile.oversampling {
-        v.push(format!("os={o}x"));
+    let p = &n.profile;
+    let mut v = vec![format!("math={}", p.math.name())];
+    let value = |name: &str| {
+        n.op.param_index(name)
+            .map(|k| (&n.op.params[k], &n.values[k]))
+    };
+    let fft = format!("fft={}/{}", p.fft_provider().name(), p.fft_norm().name());
+    match n.op.name {
+        "convolution" => v.push(match p.profile {
+            Profile::Strict => "conv=direct".to_string(),
+            Profile::Repro => format!("conv=uniform {fft}"),
+            Profile::Live => format!("conv=non-uniform {fft}"),
+        }),
+        "spectral_gate" => v.push(fft),
+        "saturator" | "diode_clipper" => {
+            let pinned = match value("oversampling") {
+                Some((spec, Value::Enum(k))) => match spec.kind {
+                    crate::ops::ParamKind::Enum { choices, .. } => choices[*k].parse::<u32>().ok(),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let critical = matches!(value("critical"), Some((_, Value::Bool(true))));
+            v.push(format!("os={}x", p.oversampling_factor(pinned, critical)));
+            if n.op.name == "diode_clipper" {
+                v.push(match p.solver_tolerance {
+                    Some(t) if p.profile != Profile::Strict => format!("newton tol={t:e}"),
+                    _ => "newton fixed-iter".to_string(),
+                });
+            }
+        }
+        _ => {
+            if let Some(f) = &p.fft_provider {
+                v.push(format!("fft={f}"));
+            }
+        }
     }
     v.join(" ")
+}
+
+/// The alignment delays on a node's inputs, e.g. `in1<-noisy+1024`, or `-`.
+fn alignment(plan: &Plan, i: usize) -> String {
+    let n = &plan.nodes[i];
+    let mut parts = Vec::new();
+    let audio = n.inputs.iter().enumerate().map(|(k, l)| {
+        let name = if n.op.variadic_inputs {
+            format!("in{k}")
+        } else {
+            n.op.inputs[k].to_string()
+        };
+        (name, l)
+    });
+    let params = n
+        .param_inputs
+        .iter()
+        .enumerate()
+        .map(|(k, l)| (n.op.params[k].name.to_string(), l));
+    for (port, list) in audio.chain(params) {
+        for s in list.iter().filter(|s| s.delay > 0) {
+            parts.push(format!("{port}<-{}+{}", plan.nodes[s.node].id, s.delay));
+        }
+    }
+    if parts.is_empty() {
+        "-".to_string()
+    } else {
+        parts.join(",")
+    }
 }
 
 /// A human-readable table.
@@ -29,6 +91,7 @@ pub fn check_table(plan: &Plan) -> String {
         "providers".to_string(),
         "guarantee".to_string(),
         "latency".to_string(),
+        "align".to_string(),
     ]];
     for (i, n) in plan.nodes.iter().enumerate() {
         rows.push([
@@ -41,9 +104,10 @@ pub fn check_table(plan: &Plan) -> String {
             providers(plan, i),
             n.guarantee.name().to_string(),
             n.latency.to_string(),
+            alignment(plan, i),
         ]);
     }
-    let widths: Vec<usize> = (0..9)
+    let widths: Vec<usize> = (0..10)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -86,6 +150,20 @@ pub fn check_table(plan: &Plan) -> String {
         plan.guarantee(),
         plan.guarantee().guarantee_text()
     ));
+    out.push_str(&format!(
+        "latency: {} samples on the main bus\n",
+        plan.latency
+    ));
+    let delayed: Vec<String> = plan
+        .main
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.delay > 0)
+        .map(|(c, s)| format!("channel {c} +{}", s.delay))
+        .collect();
+    if !delayed.is_empty() {
+        out.push_str(&format!("main alignment: {}\n", delayed.join(", ")));
+    }
     out.push_str(&format!("events: {}\n", plan.events.len()));
     out
 }
@@ -127,6 +205,8 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
                 "oversampling": n.profile.oversampling,
                 "guarantee": n.guarantee.name(),
                 "latency": n.latency,
+                "output_latency": n.output_latency,
+                "align": alignment(plan, plan.nodes.iter().position(|m| std::ptr::eq(m, n)).expect("node of this plan")),
                 "params": params,
             })
         })
@@ -141,6 +221,7 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
         "guarantee": plan.guarantee().name(),
         "nodes": nodes,
         "main": plan.main.iter().map(|s| format!("{}:{}", plan.nodes[s.node].id, plan.nodes[s.node].op.outputs[s.port])).collect::<Vec<_>>(),
+        "latency": plan.latency,
         "events": plan.events.len(),
         "warnings": plan.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
     })

@@ -74,6 +74,33 @@ fn inputs(spec: &OpSpec) -> String {
     }
 }
 
+/// What an operator runs under each profile, where that differs by more
+/// than precision and math policy: (strict, repro, live).
+pub fn algorithms(name: &str) -> Option<[&'static str; 3]> {
+    Some(match name {
+        "convolution" => [
+            "direct time-domain, summed in tap order",
+            "uniformly partitioned FFT (rustfft, ortho), direct head",
+            "non-uniformly partitioned FFT (rustfft, backward), direct head, tail work spread over blocks",
+        ],
+        "spectral_gate" => ["reference radix-2 FFT, ortho", "rustfft, ortho", "rustfft, backward"],
+        "saturator" => ["1x unless set", "2x oversampled", "1x unless critical (then 2x)"],
+        "diode_clipper" => [
+            "1x unless set; Newton always max_iterations",
+            "2x oversampled; Newton to |dv| < 1e-6",
+            "1x unless critical; Newton to |dv| < 1e-4",
+        ],
+        _ => return None,
+    })
+}
+
+/// The default description for every operator: profile math policies.
+const MATH: [&str; 3] = [
+    "f64, libm",
+    "f32, std math",
+    "f32, fast approximations (signal path)",
+];
+
 /// One line per operator.
 pub fn summary(specs: &[&OpSpec]) -> String {
     let w = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
@@ -100,6 +127,11 @@ pub fn detail(spec: &OpSpec) -> String {
     ));
     out.push_str(&format!("  inputs:  {}\n", inputs(spec)));
     out.push_str(&format!("  outputs: {}\n", spec.outputs.join(", ")));
+    let algo = algorithms(spec.name).unwrap_or(MATH);
+    out.push_str(&format!(
+        "  strict:  {}\n  repro:   {}\n  live:    {}\n",
+        algo[0], algo[1], algo[2]
+    ));
     if spec.uses_rng {
         out.push_str("  randomness: seeded Philox streams (needs a seed under strict and repro)\n");
     }
@@ -161,6 +193,11 @@ pub fn json(spec: &OpSpec) -> serde_json::Value {
         "outputs": spec.outputs,
         "params": params,
         "uses_rng": spec.uses_rng,
+        "algorithms": {
+            "strict": algorithms(spec.name).unwrap_or(MATH)[0],
+            "repro": algorithms(spec.name).unwrap_or(MATH)[1],
+            "live": algorithms(spec.name).unwrap_or(MATH)[2],
+        },
     })
 }
 
