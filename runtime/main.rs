@@ -52,6 +52,30 @@ enum Command {
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
     },
+    /// Play a scene on an audio device in real time (q or Ctrl-C stops).
+    Run {
+        scene: PathBuf,
+        #[arg(long, value_parser = parse_profile)]
+        profile: Option<Profile>,
+        /// Output device id (see `morphrt devices`); default: the default output.
+        #[arg(long)]
+        device: Option<String>,
+        /// Block size in frames, or `auto` (the profile's default).
+        #[arg(long = "block-size")]
+        block_size: Option<String>,
+        /// Stop after this much audio (e.g. 2s), without a fade.
+        #[arg(long)]
+        duration: Option<String>,
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long = "resources")]
+        resources: Vec<PathBuf>,
+        /// Device period in frames, when it should differ from the block size.
+        #[arg(long, hide = true)]
+        period: Option<usize>,
+    },
+    /// List audio output devices and their configurations.
+    Devices,
     /// Validate a scene and print every node's resolved profile, precision,
     /// math policy, providers and guarantee.
     Check {
@@ -112,7 +136,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 block_size,
                 seed,
                 resource_dirs: resources,
-                skip_build: false,
+                ..CompileOptions::default()
             };
             let mut plan = load_plan(&scene, &opts)?;
             let frames = match &duration {
@@ -145,6 +169,39 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 report.elapsed.as_secs_f64(),
                 report.speed(engine.sample_rate())
             );
+            Ok(())
+        }
+        Command::Run {
+            scene,
+            profile,
+            device,
+            block_size,
+            duration,
+            seed,
+            resources,
+            period,
+        } => run_realtime(
+            scene, profile, device, block_size, duration, seed, resources, period,
+        ),
+        Command::Devices => {
+            let list = morphrt::host::device::list().map_err(HostError::Runtime)?;
+            if list.is_empty() {
+                println!("no audio output devices");
+            }
+            for d in list {
+                println!(
+                    "{}{}  ({})",
+                    d.id,
+                    if d.is_default { "  [default]" } else { "" },
+                    d.name
+                );
+                if let Some(c) = d.default_config {
+                    println!("    default: {c}");
+                }
+                for c in d.configs {
+                    println!("    supports: {c}");
+                }
+            }
             Ok(())
         }
         Command::Check {
@@ -206,6 +263,120 @@ fn run(cli: Cli) -> Result<(), HostError> {
             }
             Ok(())
         }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_realtime(
+    scene_path: PathBuf,
+    profile: Option<Profile>,
+    device: Option<String>,
+    block_size: Option<String>,
+    duration: Option<String>,
+    seed: Option<u64>,
+    resources: Vec<PathBuf>,
+    period: Option<usize>,
+) -> Result<(), HostError> {
+    use morphrt::host::{device as dev, keys, player, realtime};
+    use std::io::IsTerminal;
+    use std::sync::Arc;
+    let block_size = match block_size.as_deref() {
+        None | Some("auto") => None,
+        Some(b) => Some(b.parse::<usize>().map_err(|_| {
+            HostError::Usage(format!("--block-size takes a number or `auto`, not `{b}`"))
+        })?),
+    };
+    let mut opts = CompileOptions {
+        profile,
+        block_size,
+        seed,
+        resource_dirs: resources,
+        ..CompileOptions::default()
+    };
+    let scene = morphrt::scene::load_file(&scene_path).map_err(HostError::Input)?;
+    let mut plan = morphrt::graph::compile(&scene, &opts).map_err(HostError::Input)?;
+    let opened = dev::open(&dev::Request {
+        device: device.as_deref(),
+        sample_rate: plan.sample_rate,
+        bus_channels: plan.main.len(),
+        period: period.unwrap_or(plan.block_size),
+    })
+    .map_err(HostError::Runtime)?;
+    for w in &opened.warnings {
+        eprintln!("warning: {w}");
+    }
+    if opened.sample_rate != plan.sample_rate {
+        opts.sample_rate = Some(opened.sample_rate);
+        plan = morphrt::graph::compile(&scene, &opts).map_err(HostError::Input)?;
+    }
+    print_warnings(&std::mem::take(&mut plan.warnings));
+    let frames = match &duration {
+        Some(d) => Some(parse_duration(d, plan.sample_rate)?),
+        None => None,
+    };
+    let label = format!(
+        "{} @ {} Hz, block {}, {}{}",
+        plan.session_profile,
+        plan.sample_rate,
+        plan.block_size,
+        opened.device_id,
+        match plan.seed {
+            morphrt::graph::SeedSource::Auto(s) => format!(", seed {s} (auto)"),
+            _ => String::new(),
+        }
+    );
+    let block = plan.block_size;
+    let sr = plan.sample_rate;
+    let engine = morphrt::engine::Engine::new(plan);
+    let meters = Arc::new(player::Meters::default());
+    let controls = Arc::new(player::Controls::default());
+    let origin = std::time::Instant::now();
+    let fade = (sr as u64 * 5 / 1000).max(1);
+    let p = player::Player::new(
+        engine,
+        opened.channels,
+        frames,
+        fade,
+        meters.clone(),
+        controls.clone(),
+        origin,
+    );
+    let _keys = keys::KeyListener::start(controls);
+    let tty = std::io::stderr().is_terminal();
+    let cfg = realtime::LoopConfig {
+        status: if tty {
+            realtime::StatusMode::Live
+        } else {
+            realtime::StatusMode::Log {
+                every: std::time::Duration::from_secs(5),
+            }
+        },
+        stall_periods: 4,
+        stall_min: std::time::Duration::from_millis(200),
+        max_rebuilds: 3,
+        label,
+        fifo_latency: block,
+    };
+    if tty {
+        eprintln!("playing {} — press q to stop", scene_path.display());
+    }
+    let mut output = opened.output;
+    let mut err = std::io::stderr();
+    match realtime::run_loop(&mut output, p, meters, origin, &cfg, &mut err) {
+        Ok(r) => {
+            eprintln!(
+                "played {} frames ({:.2}s); xruns {}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}",
+                r.frames,
+                r.frames as f64 / sr as f64,
+                r.xruns,
+                r.load_mean * 100.0,
+                r.load_p99 * 100.0,
+                r.load_max * 100.0,
+                if r.rebuilds > 0 { format!("; stream rebuilt {} time(s)", r.rebuilds) } else { String::new() }
+            );
+            Ok(())
+        }
+        Err((e, _)) => Err(HostError::Runtime(e)),
     }
 }
 

@@ -25,6 +25,9 @@ pub struct CompileOptions {
     pub resource_dirs: Vec<PathBuf>,
     /// Build the nodes (false for `check`, which only validates and reports).
     pub skip_build: bool,
+    /// Run at this sample rate instead of the scene's (a device that cannot
+    /// play the scene's rate). Operators are rate-parametric.
+    pub sample_rate: Option<u32>,
 }
 
 /// Upper bound for `--block-size` / `block_size`.
@@ -101,7 +104,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         .or(scene.profile)
         .or(scene.config.overrides.profile)
         .unwrap_or(Profile::Repro);
-    let sr = scene.sample_rate;
+    let sr = opts.sample_rate.unwrap_or(scene.sample_rate);
     let block_size = opts
         .block_size
         .or(scene.config.block_size)
@@ -946,7 +949,8 @@ fn load_resource(
             }
         },
     };
-    if data.sample_rate != cx.scene.sample_rate {
+    let rate = opts.sample_rate.unwrap_or(cx.scene.sample_rate);
+    if data.sample_rate != rate {
         cx.error(
             loc,
             Some(node),
@@ -954,7 +958,7 @@ fn load_resource(
                 "`{}` is at {} Hz but the scene runs at {} Hz",
                 path.display(),
                 data.sample_rate,
-                cx.scene.sample_rate
+                rate
             ),
             Some("resample the file, or set the scene's sample_rate to match".to_string()),
         );

@@ -73,3 +73,7 @@ pub fn load_engine(
     let warnings = std::mem::take(&mut plan.warnings);
     Ok((Engine::new(plan), warnings))
 }
+pub mod device;
+pub mod keys;
+pub mod player;
+pub mod realtime;

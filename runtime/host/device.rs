@@ -1,0 +1,284 @@
+//! cpal: listing output devices, choosing a stream configuration, and the
+//! [`Output`] that plays through a device.
+
+use super::player::PlayerCell;
+use super::realtime::{Output, OutputStream, StreamEvents, StreamFault};
+use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+use std::sync::Arc;
+
+/// One output device as `morphrt devices` shows it.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub id: String,
+    pub name: String,
+    pub default_config: Option<String>,
+    /// "channels, rate range, format, buffer range" per supported range.
+    pub configs: Vec<String>,
+    pub is_default: bool,
+}
+
+/// Every output device of the default host.
+pub fn list() -> Result<Vec<DeviceInfo>, String> {
+    let host = cpal::default_host();
+    let default_id = host
+        .default_output_device()
+        .and_then(|d| d.id().ok())
+        .map(|i| i.to_string());
+    let devices = host
+        .output_devices()
+        .map_err(|e| format!("cannot list audio devices: {e}"))?;
+    let mut out = Vec::new();
+    for d in devices {
+        let id = d
+            .id()
+            .map(|i| i.to_string())
+            .unwrap_or_else(|_| "?".to_string());
+        let default_config = d.default_output_config().ok().map(|c| {
+            format!(
+                "{} ch, {} Hz, {}",
+                c.channels(),
+                c.sample_rate(),
+                c.sample_format()
+            )
+        });
+        let configs = d
+            .supported_output_configs()
+            .map(|it| summarize(it.collect()))
+            .unwrap_or_default();
+        out.push(DeviceInfo {
+            is_default: default_id.as_deref() == Some(id.as_str()),
+            name: d.to_string(),
+            id,
+            default_config,
+            configs,
+        });
+    }
+    Ok(out)
+}
+
+/// One line for all supported ranges: channel range, rate range, formats,
+/// period range.
+fn summarize(ranges: Vec<cpal::SupportedStreamConfigRange>) -> Vec<String> {
+    if ranges.is_empty() {
+        return Vec::new();
+    }
+    let ch_min = ranges.iter().map(|r| r.channels()).min().unwrap_or(0);
+    let ch_max = ranges.iter().map(|r| r.channels()).max().unwrap_or(0);
+    let sr_min = ranges
+        .iter()
+        .map(|r| r.min_sample_rate())
+        .min()
+        .unwrap_or(0);
+    let sr_max = ranges
+        .iter()
+        .map(|r| r.max_sample_rate())
+        .max()
+        .unwrap_or(0);
+    let mut formats: Vec<String> = Vec::new();
+    for r in &ranges {
+        let f = r.sample_format().to_string();
+        if !formats.contains(&f) {
+            formats.push(f);
+        }
+    }
+    let buf = ranges
+        .iter()
+        .filter_map(|r| match r.buffer_size() {
+            cpal::SupportedBufferSize::Range { min, max } => Some((*min, *max)),
+            cpal::SupportedBufferSize::Unknown => None,
+        })
+        .fold(None, |acc: Option<(u32, u32)>, (a, b)| {
+            Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b))))
+        });
+    vec![format!(
+        "{ch_min}…{ch_max} channels, {sr_min}…{sr_max} Hz, formats {}, period {}",
+        formats.join(" "),
+        buf.map_or("unknown".to_string(), |(a, b)| format!("{a}…{b} frames"))
+    )]
+}
+
+/// A compact listing for messages ("available: alsa:null, …").
+pub fn names() -> String {
+    match list() {
+        Ok(v) if !v.is_empty() => v
+            .iter()
+            .map(|d| d.id.clone())
+            .collect::<Vec<_>>()
+            .join(", "),
+        Ok(_) => "none".to_string(),
+        Err(e) => e,
+    }
+}
+
+/// The chosen device and how to drive it.
+pub struct CpalOutput {
+    device: cpal::Device,
+    config: cpal::StreamConfig,
+    fixed: Option<usize>,
+}
+
+/// What the caller asked for.
+pub struct Request<'a> {
+    pub device: Option<&'a str>,
+    pub sample_rate: u32,
+    pub bus_channels: usize,
+    /// The device period to ask for (the engine block size unless overridden).
+    pub period: usize,
+}
+
+/// The outcome of opening: the output plus facts for the status line.
+pub struct Opened {
+    pub output: CpalOutput,
+    pub sample_rate: u32,
+    pub channels: usize,
+    pub device_id: String,
+    pub warnings: Vec<String>,
+}
+
+/// Finds the device and a configuration: f32 samples, the scene's rate if
+/// the device has it (else its default rate, with a warning), two channels
+/// for a mono bus, and a fixed period when the device allows one.
+pub fn open(req: &Request<'_>) -> Result<Opened, String> {
+    let host = cpal::default_host();
+    let device = match req.device {
+        Some(id) => {
+            let parsed: cpal::DeviceId = id
+                .parse()
+                .map_err(|e| format!("`{id}` is not a device id ({e}); available: {}", names()))?;
+            host.device_by_id(&parsed)
+                .ok_or_else(|| format!("no output device `{id}`; available: {}", names()))?
+        }
+        None => host.default_output_device().ok_or_else(|| {
+            format!(
+                "no default audio output device is available on this machine (available: {}).\n  help: pick one with --device ID (see `morphrt devices`), or render to a file with `morphrt render SCENE -o out.wav`",
+                names()
+            )
+        })?,
+    };
+    let device_id = device
+        .id()
+        .map(|i| i.to_string())
+        .unwrap_or_else(|_| "?".to_string());
+    let ranges: Vec<cpal::SupportedStreamConfigRange> = device
+        .supported_output_configs()
+        .map_err(|e| {
+            format!(
+                "the audio device `{device_id}` cannot play ({e}).\n  available devices: {}\n  help: pick one with --device ID (see `morphrt devices`), or render to a file with `morphrt render SCENE -o out.wav`",
+                names()
+            )
+        })?
+        .filter(|r| r.sample_format() == cpal::SampleFormat::F32)
+        .collect();
+    if ranges.is_empty() {
+        return Err(format!(
+            "device `{device_id}` does not accept f32 samples; available: {}",
+            names()
+        ));
+    }
+    let want_ch = if req.bus_channels == 1 {
+        2
+    } else {
+        req.bus_channels
+    } as u16;
+    let mut warnings = Vec::new();
+    let has_rate = |r: &cpal::SupportedStreamConfigRange| {
+        r.min_sample_rate() <= req.sample_rate && req.sample_rate <= r.max_sample_rate()
+    };
+    let range = ranges
+        .iter()
+        .find(|r| r.channels() == want_ch && has_rate(r))
+        .or_else(|| {
+            ranges
+                .iter()
+                .find(|r| r.channels() >= want_ch && has_rate(r))
+        })
+        .or_else(|| ranges.iter().find(|r| has_rate(r)))
+        .or_else(|| ranges.first())
+        .expect("non-empty");
+    let sample_rate = if has_rate(range) {
+        req.sample_rate
+    } else {
+        let fallback = device
+            .default_output_config()
+            .map(|c| c.sample_rate())
+            .unwrap_or(range.max_sample_rate())
+            .clamp(range.min_sample_rate(), range.max_sample_rate());
+        warnings.push(format!(
+            "device `{device_id}` cannot play {} Hz; running the scene at {fallback} Hz",
+            req.sample_rate
+        ));
+        fallback
+    };
+    let fixed = match range.buffer_size() {
+        cpal::SupportedBufferSize::Range { min, max }
+            if (*min as usize) <= req.period && req.period <= *max as usize =>
+        {
+            Some(req.period)
+        }
+        _ => None,
+    };
+    let config = cpal::StreamConfig {
+        channels: range.channels(),
+        sample_rate,
+        buffer_size: match fixed {
+            Some(n) => cpal::BufferSize::Fixed(n as u32),
+            None => cpal::BufferSize::Default,
+        },
+    };
+    Ok(Opened {
+        channels: range.channels() as usize,
+        sample_rate,
+        device_id,
+        warnings,
+        output: CpalOutput {
+            device,
+            config,
+            fixed,
+        },
+    })
+}
+
+struct CpalStream(#[allow(dead_code)] cpal::Stream);
+impl OutputStream for CpalStream {}
+
+impl Output for CpalOutput {
+    fn open(
+        &mut self,
+        cell: Arc<PlayerCell>,
+        events: Arc<StreamEvents>,
+    ) -> Result<Box<dyn OutputStream>, String> {
+        let err_events = events.clone();
+        let stream = self
+            .device
+            .build_output_stream::<f32, _, _>(
+                self.config,
+                move |data: &mut [f32], _: &cpal::OutputCallbackInfo| cell.fill(data),
+                move |e: cpal::Error| {
+                    let f = match e.kind() {
+                        cpal::ErrorKind::DeviceNotAvailable => {
+                            Some(StreamFault::DeviceNotAvailable)
+                        }
+                        cpal::ErrorKind::StreamInvalidated => Some(StreamFault::StreamInvalidated),
+                        // Xruns are counted by the player itself; a route change needs nothing.
+                        cpal::ErrorKind::Xrun
+                        | cpal::ErrorKind::DeviceChanged
+                        | cpal::ErrorKind::RealtimeDenied => None,
+                        _ => Some(StreamFault::Other),
+                    };
+                    if let Some(f) = f {
+                        err_events.report(f);
+                    }
+                },
+                None,
+            )
+            .map_err(|e| format!("cannot open an output stream: {e}"))?;
+        stream
+            .play()
+            .map_err(|e| format!("cannot start the output stream: {e}"))?;
+        Ok(Box::new(CpalStream(stream)))
+    }
+
+    fn period_frames(&self) -> Option<usize> {
+        self.fixed
+    }
+}

@@ -1,0 +1,321 @@
+//! Real-time playback: the control side of `morphrt run`.
+//!
+//! The engine runs only inside the device callback ([`PlayerCell::fill`]).
+//! This thread watches the callback through atomics: it prints the status
+//! line, detects a stalled device or a stream error, rebuilds the stream
+//! with the same engine (state and sample clock continue), and stops
+//! cleanly on request.
+
+use super::player::{Meters, Player, PlayerCell};
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Why a stream reported trouble (set from the stream's error callback).
+#[derive(Default)]
+pub struct StreamEvents {
+    /// 0: none; see [`StreamFault`].
+    fault: AtomicU32,
+}
+
+/// A stream failure the control thread must handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamFault {
+    DeviceNotAvailable,
+    StreamInvalidated,
+    Other,
+}
+
+impl StreamEvents {
+    pub fn report(&self, f: StreamFault) {
+        let code = match f {
+            StreamFault::DeviceNotAvailable => 1,
+            StreamFault::StreamInvalidated => 2,
+            StreamFault::Other => 3,
+        };
+        self.fault.store(code, Ordering::Release);
+    }
+
+    fn take(&self) -> Option<StreamFault> {
+        match self.fault.swap(0, Ordering::AcqRel) {
+            1 => Some(StreamFault::DeviceNotAvailable),
+            2 => Some(StreamFault::StreamInvalidated),
+            3 => Some(StreamFault::Other),
+            _ => None,
+        }
+    }
+}
+
+/// A running stream; dropping it stops the callbacks (and waits for any in
+/// flight to return).
+pub trait OutputStream {}
+
+/// Something that can play: a cpal device, or a test double.
+pub trait Output {
+    /// Starts calling `cell.fill` with device buffers; reports failures to `events`.
+    fn open(
+        &mut self,
+        cell: Arc<PlayerCell>,
+        events: Arc<StreamEvents>,
+    ) -> Result<Box<dyn OutputStream>, String>;
+    /// Frames per callback when fixed, for the status line and the watchdog.
+    fn period_frames(&self) -> Option<usize>;
+}
+
+/// How the control loop reports.
+#[derive(Clone, Copy, Debug)]
+pub enum StatusMode {
+    /// Refresh one line ~10×/s (stderr is a terminal).
+    Live,
+    /// A plain log line every `every`.
+    Log {
+        every: Duration,
+    },
+    Quiet,
+}
+
+/// Settings of the control loop.
+pub struct LoopConfig {
+    pub status: StatusMode,
+    /// The watchdog fires after this many periods without a callback …
+    pub stall_periods: u32,
+    /// … and never sooner than this.
+    pub stall_min: Duration,
+    /// Attempts to rebuild a failed stream before giving up.
+    pub max_rebuilds: u32,
+    /// Text for the status line: profile, block size, rate, seed…
+    pub label: String,
+    /// Frames of latency the FIFO adds (reported).
+    pub fifo_latency: usize,
+}
+
+/// What happened during a run.
+#[derive(Debug, Default, Clone)]
+pub struct RunReport {
+    pub frames: u64,
+    pub xruns: u64,
+    pub stalls: u32,
+    pub faults: u32,
+    pub rebuilds: u32,
+    pub nan_events: u64,
+    /// Mean and worst DSP load (callback time / real-time budget) per second.
+    pub load_mean: f64,
+    pub load_p99: f64,
+    pub load_max: f64,
+    /// The engine clock at the end (continues across rebuilds).
+    pub clock: u64,
+}
+
+/// Runs `player` on `output` until it finishes (duration or stop) or the
+/// device fails beyond recovery.
+pub fn run_loop(
+    output: &mut dyn Output,
+    player: Player,
+    meters: Arc<Meters>,
+    origin: Instant,
+    cfg: &LoopConfig,
+    log: &mut dyn Write,
+) -> Result<RunReport, (String, RunReport)> {
+    let sample_rate = player.engine().sample_rate() as f64;
+    let block = player.engine().block_size();
+    let mut report = RunReport::default();
+    let events = Arc::new(StreamEvents::default());
+    let mut cell = PlayerCell::new(player);
+    let mut stream = Some(
+        output
+            .open(cell.clone(), events.clone())
+            .map_err(|e| (e, report.clone()))?,
+    );
+    let started = Instant::now();
+    let mut last_status = Instant::now();
+    let mut window_start = Instant::now();
+    let mut window_busy = meters.busy_ns.load(Ordering::Relaxed);
+    let mut window_frames = 0u64;
+    let mut loads: Vec<f64> = Vec::new();
+    let mut load_now = (0.0, 0.0);
+    loop {
+        std::thread::sleep(Duration::from_millis(10));
+        let now_ns = origin.elapsed().as_nanos() as u64;
+        let last = meters.last_callback_ns.load(Ordering::Acquire);
+        let period = output.period_frames().unwrap_or(block) as f64 / sample_rate;
+        let stall_after =
+            Duration::from_secs_f64(period * cfg.stall_periods as f64).max(cfg.stall_min);
+        let since = if last == 0 {
+            started.elapsed()
+        } else {
+            Duration::from_nanos(now_ns.saturating_sub(last))
+        };
+        let fault = events.take();
+        let stalled = since > stall_after;
+        if meters.finished.load(Ordering::Acquire) {
+            break;
+        }
+        if fault.is_some() || stalled {
+            if stalled {
+                report.stalls += 1;
+                let _ = writeln!(
+                    log,
+                    "\nwarning: no audio callback for {} ms; rebuilding the stream",
+                    since.as_millis()
+                );
+            } else {
+                report.faults += 1;
+                let _ = writeln!(
+                    log,
+                    "\nwarning: audio stream error ({:?}); rebuilding the stream",
+                    fault.expect("checked")
+                );
+            }
+            drop(stream.take());
+            let Some(p) = take_player(&cell) else {
+                return Err((
+                    "the audio callback did not return; cannot recover".to_string(),
+                    report,
+                ));
+            };
+            let mut reopened = None;
+            let mut player = Some(p);
+            for attempt in 0..cfg.max_rebuilds {
+                let c = PlayerCell::new(player.take().expect("player present"));
+                match output.open(c.clone(), events.clone()) {
+                    Ok(s) => {
+                        cell = c;
+                        reopened = Some(s);
+                        break;
+                    }
+                    Err(e) => {
+                        let _ = writeln!(
+                            log,
+                            "warning: reopening the device failed (attempt {}): {e}",
+                            attempt + 1
+                        );
+                        player = take_player(&c);
+                        std::thread::sleep(Duration::from_millis(100 * (attempt as u64 + 1)));
+                    }
+                }
+            }
+            match reopened {
+                Some(s) => {
+                    report.rebuilds += 1;
+                    stream = Some(s);
+                    meters
+                        .last_callback_ns
+                        .store(origin.elapsed().as_nanos() as u64, Ordering::Release);
+                }
+                None => {
+                    report.frames = meters.frames.load(Ordering::Relaxed);
+                    report.clock = meters.clock.load(Ordering::Relaxed);
+                    return Err((
+                        format!(
+                            "the audio device failed and could not be reopened after {} attempts",
+                            cfg.max_rebuilds
+                        ),
+                        report,
+                    ));
+                }
+            }
+        }
+        // One-second load windows.
+        if window_start.elapsed() >= Duration::from_secs(1) {
+            let busy = meters.busy_ns.load(Ordering::Relaxed);
+            let frames = meters.frames.load(Ordering::Relaxed);
+            let wall = window_start.elapsed().as_secs_f64();
+            let audio = (frames - window_frames) as f64 / sample_rate;
+            if audio > 0.0 {
+                let load = (busy - window_busy) as f64 / 1e9 / audio;
+                let max = meters.take_busy_max_ns() as f64 / 1e9 / period.max(1e-9);
+                loads.push(load);
+                load_now = (load, max);
+                let _ = wall;
+            }
+            window_start = Instant::now();
+            window_busy = busy;
+            window_frames = frames;
+        }
+        let due = match cfg.status {
+            StatusMode::Live => last_status.elapsed() >= Duration::from_millis(100),
+            StatusMode::Log { every } => last_status.elapsed() >= every,
+            StatusMode::Quiet => false,
+        };
+        if due {
+            last_status = Instant::now();
+            let line = status_line(&meters, cfg, sample_rate, load_now, output.period_frames());
+            let _ = match cfg.status {
+                StatusMode::Live => write!(log, "\r{line}\x1b[K"),
+                _ => writeln!(log, "{line}"),
+            };
+            let _ = log.flush();
+        }
+    }
+    drop(stream.take());
+    let _ = take_player(&cell);
+    report.frames = meters.frames.load(Ordering::Relaxed);
+    report.xruns = meters.xruns.load(Ordering::Relaxed);
+    report.nan_events = meters.nan_events.load(Ordering::Relaxed);
+    report.clock = meters.clock.load(Ordering::Relaxed);
+    if loads.is_empty() && report.frames > 0 {
+        // Shorter than one window: the whole run is the only sample.
+        let load = meters.busy_ns.load(Ordering::Relaxed) as f64
+            / 1e9
+            / (report.frames as f64 / sample_rate);
+        loads.push(load);
+    }
+    if !loads.is_empty() {
+        report.load_mean = loads.iter().sum::<f64>() / loads.len() as f64;
+        let mut sorted = loads.clone();
+        sorted.sort_by(f64::total_cmp);
+        report.load_p99 =
+            sorted[((sorted.len() as f64 * 0.99).ceil() as usize).clamp(1, sorted.len()) - 1];
+        report.load_max = *sorted.last().expect("non-empty");
+    }
+    if matches!(cfg.status, StatusMode::Live) {
+        let _ = writeln!(log);
+    }
+    let line = status_line(&meters, cfg, sample_rate, load_now, output.period_frames());
+    if !matches!(cfg.status, StatusMode::Quiet) {
+        let _ = writeln!(log, "{line}");
+    }
+    Ok(report)
+}
+
+/// The player back from a cell whose stream has been dropped.
+fn take_player(cell: &Arc<PlayerCell>) -> Option<Player> {
+    for _ in 0..200 {
+        if let Some(p) = cell.take() {
+            return Some(p);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None
+}
+
+fn status_line(
+    m: &Meters,
+    cfg: &LoopConfig,
+    sr: f64,
+    load: (f64, f64),
+    period: Option<usize>,
+) -> String {
+    let frames = m.frames.load(Ordering::Relaxed);
+    let t = frames as f64 / sr;
+    let peak = m.take_peak();
+    let peak_db = if peak > 0.0 {
+        format!("{:6.1} dBFS", 20.0 * libm::log10(peak as f64))
+    } else {
+        "  -inf dBFS".to_string()
+    };
+    let latency = cfg.fifo_latency + period.unwrap_or(0);
+    format!(
+        "{:>4}:{:05.2}  {}  latency {:.1} ms  load {:4.1}% (max {:4.1}%)  xruns {}  peak {}  nan {}",
+        (t / 60.0) as u64,
+        t % 60.0,
+        cfg.label,
+        latency as f64 / sr * 1e3,
+        load.0 * 100.0,
+        load.1 * 100.0,
+        m.xruns.load(Ordering::Relaxed),
+        peak_db,
+        m.nan_events.load(Ordering::Relaxed),
+    )
+}
