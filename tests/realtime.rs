@@ -116,3 +116,67 @@ fn process_block_never_allocates_or_frees() {
         }
     }
 }
+
+/// The real callback path (`PlayerCell::fill`, as cpal calls it) for at
+/// least 10,000 engine blocks of every shipped scene under live, with a
+/// device period that differs from the block size so the FIFO splits blocks.
+#[test]
+fn the_callback_never_allocates_over_10000_blocks_of_every_scene() {
+    use morphrt::host::player::{Controls, Meters, Player, PlayerCell};
+    use std::sync::Arc;
+    for path in common::shipped_scenes() {
+        let scene = morphrt::scene::load_file(&path).unwrap();
+        let plan = compile(
+            &scene,
+            &CompileOptions {
+                profile: Some(Profile::Live),
+                seed: Some(1),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+        let block = plan.block_size;
+        let engine = Engine::new(plan);
+        let meters = Arc::new(Meters::default());
+        let controls = Arc::new(Controls::default());
+        let player = Player::new(
+            engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            controls.clone(),
+            std::time::Instant::now(),
+        );
+        let cell = PlayerCell::new(player);
+        let period = 48; // frames per callback, not the block size
+        let mut buf = vec![0.0f32; period * 2];
+        // Enough callbacks for 10,000 whole blocks before the stop near the end.
+        let callbacks = 10_000 * block / period + 200;
+        let before = counts();
+        realtime(|| {
+            for k in 0..callbacks {
+                if k == callbacks - 100 {
+                    // Stop near the end: the fade runs inside the callback too.
+                    controls
+                        .stop
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                cell.fill(&mut buf);
+            }
+        });
+        let after = counts();
+        assert_eq!(
+            (after.0 - before.0, after.1 - before.1),
+            (0, 0),
+            "{}: the callback allocated or freed",
+            path.display()
+        );
+        let blocks = meters.clock.load(std::sync::atomic::Ordering::Relaxed) / block as u64;
+        assert!(blocks >= 10_000, "{}: only {blocks} blocks", path.display());
+        assert!(
+            meters.finished.load(std::sync::atomic::Ordering::Relaxed),
+            "the stop fade completed"
+        );
+    }
+}
