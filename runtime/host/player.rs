@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Counters the callback writes and the control thread reads.
-#[derive(Default)]
 pub struct Meters {
     /// Device frames written.
     pub frames: AtomicU64,
@@ -31,6 +30,51 @@ pub struct Meters {
     pub clock: AtomicU64,
     /// Set once the requested duration (or the fade after a stop) is done.
     pub finished: AtomicBool,
+    /// Callbacks by DSP load (time / budget) in 1 % steps; the last bucket
+    /// holds every callback at or over 100 %.
+    pub load_hist: [AtomicU32; 101],
+}
+
+impl Default for Meters {
+    fn default() -> Meters {
+        Meters {
+            frames: AtomicU64::new(0),
+            callbacks: AtomicU64::new(0),
+            busy_ns: AtomicU64::new(0),
+            busy_max_ns: AtomicU64::new(0),
+            xruns: AtomicU64::new(0),
+            peak_bits: AtomicU32::new(0),
+            nan_events: AtomicU64::new(0),
+            last_callback_ns: AtomicU64::new(0),
+            clock: AtomicU64::new(0),
+            finished: AtomicBool::new(false),
+            load_hist: std::array::from_fn(|_| AtomicU32::new(0)),
+        }
+    }
+}
+
+impl Meters {
+    /// The load that `q` of the callbacks stayed at or under (0…1), from the histogram.
+    pub fn load_quantile(&self, q: f64) -> f64 {
+        let counts: Vec<u64> = self
+            .load_hist
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed) as u64)
+            .collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return 0.0;
+        }
+        let want = (total as f64 * q).ceil() as u64;
+        let mut seen = 0;
+        for (i, c) in counts.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return (i + 1) as f64 / 100.0;
+            }
+        }
+        1.0
+    }
 }
 
 impl Meters {
@@ -204,13 +248,17 @@ impl Player {
         let busy = end - start;
         let budget = (frames as f64 / self.sample_rate * 1e9) as u64;
         let m = &self.meters;
-        if self.last_start_ns > 0
+        // Our own xrun accounting: a late callback (a gap of more than 1.5
+        // periods since the previous one) or one that overran its budget.
+        let late = self.last_start_ns > 0
             && self.period_ns > 0
-            && start - self.last_start_ns > self.period_ns * 3 / 2
-        {
+            && start - self.last_start_ns > self.period_ns * 3 / 2;
+        let overran = frames > 0 && busy > budget;
+        if late || overran {
             m.xruns.fetch_add(1, Ordering::Relaxed);
-        } else if frames > 0 && busy > budget {
-            m.xruns.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(pct) = busy.saturating_mul(100).checked_div(budget) {
+            m.load_hist[pct.min(100) as usize].fetch_add(1, Ordering::Relaxed);
         }
         self.period_ns = budget;
         self.last_start_ns = start;
