@@ -67,11 +67,13 @@ fn main() {
     let mut log = std::io::stderr();
     let r = run_loop(&mut out, player, meters, origin, &cfg, &mut log).expect("plays");
     println!(
-        "{name}, live, block 64, paced 64-frame callbacks, {seconds} s: DSP load mean {:.2}%, p99 {:.0}% (per callback, 1% steps), max {:.1}%; xruns {} ({:.2}/min)",
+        "{name}, live, block 64, paced 64-frame callbacks, {seconds} s: DSP load mean {:.2}%, p99 {:.0}% (per callback, 1% steps), max {:.1}%; xruns {} ({:.2}/min: {} late starts, {} budget overruns)",
         r.load_mean * 100.0,
         r.load_p99 * 100.0,
         r.load_max * 100.0,
         r.xruns,
-        r.xruns as f64 / seconds * 60.0
+        r.xruns as f64 / seconds * 60.0,
+        r.late,
+        r.overruns
     );
 }

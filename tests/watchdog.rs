@@ -240,3 +240,42 @@ fn a_device_that_cannot_come_back_ends_with_a_clear_error() {
     assert!(e.contains("could not be reopened after 3 attempts"), "{e}");
     assert_eq!(out.opens, 4);
 }
+
+#[test]
+fn a_stop_request_fades_out_without_a_click_and_ends_the_run() {
+    let e = engine();
+    let rate = e.sample_rate() as f64;
+    let meters = Arc::new(Meters::default());
+    let controls = Arc::new(Controls::default());
+    let player = Player::new(
+        e,
+        2,
+        None,
+        240,
+        meters.clone(),
+        controls.clone(),
+        Instant::now(),
+    );
+    let cell = PlayerCell::new(player);
+    let mut buf = vec![0.0f32; 64 * 2];
+    let mut played = Vec::new();
+    for k in 0..300 {
+        if k == 200 {
+            controls.stop.store(true, Ordering::Relaxed);
+        }
+        cell.fill(&mut buf);
+        played.extend(buf.chunks_exact(2).map(|f| f[0]));
+    }
+    assert!(meters.finished.load(Ordering::Relaxed));
+    let want = rendered(played.len());
+    let start = 200 * 64;
+    // Before the stop: untouched. During the 240-frame fade: a linear ramp
+    // to zero (5 ms at 48 kHz). After: silence.
+    assert_eq!(&played[..start], &want[..start]);
+    for i in 0..240 {
+        let gain = (239 - i) as f32 / 240.0;
+        assert_eq!(played[start + i], want[start + i] * gain, "fade frame {i}");
+    }
+    assert!(played[start + 240..].iter().all(|x| *x == 0.0));
+    let _ = rate;
+}

@@ -20,6 +20,9 @@ pub struct Meters {
     /// Callbacks that took longer than their real-time budget, or started
     /// more than 1.5 periods after the previous one.
     pub xruns: AtomicU64,
+    /// Of those: callbacks that started late, and callbacks that overran.
+    pub late: AtomicU64,
+    pub overruns: AtomicU64,
     /// Peak |sample| since the last read, as f32 bits.
     pub peak_bits: AtomicU32,
     /// Blocks in which a node produced NaN/Inf.
@@ -43,6 +46,8 @@ impl Default for Meters {
             busy_ns: AtomicU64::new(0),
             busy_max_ns: AtomicU64::new(0),
             xruns: AtomicU64::new(0),
+            late: AtomicU64::new(0),
+            overruns: AtomicU64::new(0),
             peak_bits: AtomicU32::new(0),
             nan_events: AtomicU64::new(0),
             last_callback_ns: AtomicU64::new(0),
@@ -256,6 +261,12 @@ impl Player {
         let overran = frames > 0 && busy > budget;
         if late || overran {
             m.xruns.fetch_add(1, Ordering::Relaxed);
+        }
+        if late {
+            m.late.fetch_add(1, Ordering::Relaxed);
+        }
+        if overran {
+            m.overruns.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(pct) = busy.saturating_mul(100).checked_div(budget) {
             m.load_hist[pct.min(100) as usize].fetch_add(1, Ordering::Relaxed);

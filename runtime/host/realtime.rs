@@ -95,6 +95,9 @@ pub struct LoopConfig {
 pub struct RunReport {
     pub frames: u64,
     pub xruns: u64,
+    /// Of `xruns`: late starts (gap > 1.5 periods) and budget overruns.
+    pub late: u64,
+    pub overruns: u64,
     pub stalls: u32,
     pub faults: u32,
     pub rebuilds: u32,
@@ -253,6 +256,8 @@ pub fn run_loop(
     let _ = take_player(&cell);
     report.frames = meters.frames.load(Ordering::Relaxed);
     report.xruns = meters.xruns.load(Ordering::Relaxed);
+    report.late = meters.late.load(Ordering::Relaxed);
+    report.overruns = meters.overruns.load(Ordering::Relaxed);
     report.nan_events = meters.nan_events.load(Ordering::Relaxed);
     report.clock = meters.clock.load(Ordering::Relaxed);
     if report.frames > 0 {
