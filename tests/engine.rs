@@ -2,25 +2,13 @@
 //! ramps, modulation, summing order, FP-mode runs, NaN handling, live's
 //! limiter, and whole-engine snapshot/restore.
 
-use morphrt::engine::Engine;
+mod common;
+
+use common::engine;
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::host::render::render_to_vec;
 use morphrt::profile::Profile;
 use morphrt::scene::load_str;
-
-fn engine(text: &str, profile: Option<Profile>, block: usize) -> Engine {
-    let scene = load_str(text, "test.json", None).unwrap_or_else(|e| panic!("{}", e[0]));
-    let plan = compile(
-        &scene,
-        &CompileOptions {
-            profile,
-            block_size: Some(block),
-            ..CompileOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{}", e[0]));
-    Engine::new(plan)
-}
 
 fn dc_with_event(event: &str) -> String {
     format!(

@@ -1,24 +1,12 @@
 //! Regression tests for issue 2: each once demonstrated a defect against DESIGN.
 
-use morphrt::engine::Engine;
+mod common;
+
+use common::engine;
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::host::render::render_to_vec;
 use morphrt::profile::Profile;
 use morphrt::scene::load_str;
-
-fn engine(text: &str, profile: Option<Profile>, block: usize) -> Engine {
-    let scene = load_str(text, "test.json", None).unwrap_or_else(|e| panic!("{}", e[0]));
-    let plan = compile(
-        &scene,
-        &CompileOptions {
-            profile,
-            block_size: Some(block),
-            ..CompileOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{}", e[0]));
-    Engine::new(plan)
-}
 
 /// Engine::reset must return to the post-build state: params changed by
 /// events (numeric and discrete) must go back to their scene values.

@@ -53,6 +53,16 @@ impl Ctx<'_> {
         self.errors.push(d);
     }
 
+    /// A unit of the wrong dimension: an error under strict and repro, a
+    /// warning under live (DESIGN §3), with what happens instead.
+    fn wrong_unit(&mut self, profile: Profile, loc: &Loc, node: &str, msg: String, instead: &str) {
+        if profile.unit_errors() {
+            self.error(loc, Some(node), msg, None);
+        } else {
+            self.warn(loc, Some(node), format!("{msg}; {instead}"), None);
+        }
+    }
+
     fn warn(&mut self, loc: &Loc, node: Option<&str>, msg: String, help: Option<String>) {
         let mut d = Diagnostic::warning(&self.scene.file, Some(loc.clone()), msg);
         if let Some(n) = node {
@@ -206,23 +216,13 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             }
             match resolve_param(spec, &p.value, sr) {
                 Ok(v) => values[pi] = Some(v),
-                Err(ParamError::WrongUnit(e)) => {
-                    if np.profile.unit_errors() {
-                        cx.error(
-                            &p.loc,
-                            Some(&node.id),
-                            format!("param `{}`: {e}", p.name),
-                            None,
-                        );
-                    } else {
-                        cx.warn(
-                            &p.loc,
-                            Some(&node.id),
-                            format!("param `{}`: {e}; keeping its default", p.name),
-                            None,
-                        );
-                    }
-                }
+                Err(ParamError::WrongUnit(e)) => cx.wrong_unit(
+                    np.profile,
+                    &p.loc,
+                    &node.id,
+                    format!("param `{}`: {e}", p.name),
+                    "keeping its default",
+                ),
                 Err(ParamError::Invalid { message, help }) => {
                     cx.error(&p.loc, Some(&node.id), message, help)
                 }
@@ -631,21 +631,13 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
                 }
                 Ok(_) => unreachable!("numbers resolve to numbers"),
                 Err(ParamError::WrongUnit(e)) => {
-                    if d.profile.profile.unit_errors() {
-                        cx.error(
-                            &ev.loc,
-                            Some(&ev.node),
-                            format!("event value for `{}`: {e}", ev.param),
-                            None,
-                        );
-                    } else {
-                        cx.warn(
-                            &ev.loc,
-                            Some(&ev.node),
-                            format!("event value for `{}`: {e}; event ignored", ev.param),
-                            None,
-                        );
-                    }
+                    cx.wrong_unit(
+                        d.profile.profile,
+                        &ev.loc,
+                        &ev.node,
+                        format!("event value for `{}`: {e}", ev.param),
+                        "event ignored",
+                    );
                     continue;
                 }
                 Err(ParamError::Invalid { message, help }) => {

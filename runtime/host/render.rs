@@ -85,6 +85,13 @@ pub fn render_to_vec(engine: &mut Engine, frames: u64) -> Vec<Vec<f64>> {
     out
 }
 
+/// Adds one block of the bus to the hash (interleaved LE bytes at bus precision).
+fn hash_block(hasher: &mut Sha256, bytes: &mut Vec<u8>, bus: BusRef<'_>) {
+    bytes.clear();
+    bus.write_le_interleaved(bytes);
+    hasher.update(&bytes[..]);
+}
+
 /// Renders and hashes without writing a file.
 pub fn render_hash(engine: &mut Engine, frames: u64) -> String {
     let mut hasher = Sha256::new();
@@ -92,11 +99,7 @@ pub fn render_hash(engine: &mut Engine, frames: u64) -> String {
     run_blocks(
         engine,
         frames,
-        |bus| {
-            bytes.clear();
-            bus.write_le_interleaved(&mut bytes);
-            hasher.update(&bytes);
-        },
+        |bus| hash_block(&mut hasher, &mut bytes, bus),
         |_| {},
     );
     hex(&hasher.finalize())
@@ -143,9 +146,7 @@ pub fn render_to_wav(
         engine,
         frames,
         |bus| {
-            bytes.clear();
-            bus.write_le_interleaved(&mut bytes);
-            hasher.update(&bytes);
+            hash_block(&mut hasher, &mut bytes, bus);
             if err.is_some() {
                 return;
             }

@@ -47,3 +47,24 @@ pub fn shipped_scenes() -> Vec<PathBuf> {
 pub fn stem(p: &Path) -> String {
     p.file_stem().unwrap().to_string_lossy().into_owned()
 }
+
+/// Compiles scene text into an engine (panics with the first diagnostic).
+pub fn engine(
+    text: &str,
+    profile: Option<morphrt::profile::Profile>,
+    block: usize,
+) -> morphrt::engine::Engine {
+    use morphrt::graph::{compile, CompileOptions};
+    let scene =
+        morphrt::scene::load_str(text, "test.json", None).unwrap_or_else(|e| panic!("{}", e[0]));
+    let plan = compile(
+        &scene,
+        &CompileOptions {
+            profile,
+            block_size: Some(block),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}", e[0]));
+    morphrt::engine::Engine::new(plan)
+}
