@@ -306,8 +306,17 @@ fn run_realtime(
         eprintln!("warning: {w}");
     }
     if opened.sample_rate != plan.sample_rate {
+        let scene_rate = plan.sample_rate;
         opts.sample_rate = Some(opened.sample_rate);
-        plan = morphrt::graph::compile(&scene, &opts).map_err(HostError::Input)?;
+        plan = morphrt::graph::compile(&scene, &opts).map_err(|e| {
+            // The scene itself is fine; the device's rate is the problem
+            // (resources are not resampled).
+            let first = e.iter().find(|d| d.is_error()).map(|d| d.message.clone()).unwrap_or_default();
+            HostError::Runtime(format!(
+                "the device plays {} Hz, not the scene's {scene_rate} Hz, and the scene cannot run at {} Hz: {first}\n  help: choose a device that supports {scene_rate} Hz (see `morphrt devices`), or render to a file",
+                opened.sample_rate, opened.sample_rate
+            ))
+        })?;
     }
     print_warnings(&std::mem::take(&mut plan.warnings));
     let frames = match &duration {

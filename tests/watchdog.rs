@@ -279,3 +279,45 @@ fn a_stop_request_fades_out_without_a_click_and_ends_the_run() {
     assert!(played[start + 240..].iter().all(|x| *x == 0.0));
     let _ = rate;
 }
+
+#[test]
+fn a_one_channel_device_gets_the_mean_of_a_stereo_bus() {
+    let text = r#"{ "version": "1.0", "nodes": [
+        { "id": "l", "op": "dc", "params": { "value": 0.5 } },
+        { "id": "r", "op": "dc", "params": { "value": -0.25 } } ],
+      "outputs": { "main": ["l", "r"] } }"#;
+    let scene = morphrt::scene::load_str(text, "t.json", None).unwrap();
+    let e = Engine::new(compile(&scene, &CompileOptions::default()).unwrap());
+    let player = Player::new(
+        e,
+        1,
+        None,
+        240,
+        Arc::new(Meters::default()),
+        Arc::new(Controls::default()),
+        Instant::now(),
+    );
+    let cell = PlayerCell::new(player);
+    let mut buf = vec![0.0f32; 50];
+    cell.fill(&mut buf);
+    assert!(buf.iter().all(|x| *x == 0.125), "{:?}", &buf[..3]);
+    // And a stereo device gets both channels, a third channel stays silent.
+    let e = Engine::new(compile(&scene, &CompileOptions::default()).unwrap());
+    let player = Player::new(
+        e,
+        3,
+        None,
+        240,
+        Arc::new(Meters::default()),
+        Arc::new(Controls::default()),
+        Instant::now(),
+    );
+    let cell = PlayerCell::new(player);
+    let mut buf = vec![1.0f32; 30];
+    cell.fill(&mut buf);
+    assert!(
+        buf.chunks_exact(3).all(|f| f == [0.5, -0.25, 0.0]),
+        "{:?}",
+        &buf[..6]
+    );
+}

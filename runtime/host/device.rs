@@ -192,7 +192,12 @@ pub fn open(req: &Request<'_>) -> Result<Opened, String> {
                 .iter()
                 .find(|r| r.channels() >= want_ch && has_rate(r))
         })
-        .or_else(|| ranges.iter().find(|r| has_rate(r)))
+        .or_else(|| {
+            ranges
+                .iter()
+                .filter(|r| has_rate(r))
+                .max_by_key(|r| r.channels())
+        })
         .or_else(|| ranges.first())
         .expect("non-empty");
     let sample_rate = if has_rate(range) {

@@ -11,8 +11,10 @@ use std::time::Instant;
 
 /// Counters the callback writes and the control thread reads.
 pub struct Meters {
-    /// Device frames written.
+    /// Device frames of the performance (excluding the silence after the end).
     pub frames: AtomicU64,
+    /// Every frame the device asked for, silence included (the load denominator).
+    pub device_frames: AtomicU64,
     pub callbacks: AtomicU64,
     /// Nanoseconds spent in the callback (sum, and max since the last read).
     pub busy_ns: AtomicU64,
@@ -42,6 +44,7 @@ impl Default for Meters {
     fn default() -> Meters {
         Meters {
             frames: AtomicU64::new(0),
+            device_frames: AtomicU64::new(0),
             callbacks: AtomicU64::new(0),
             busy_ns: AtomicU64::new(0),
             busy_max_ns: AtomicU64::new(0),
@@ -109,6 +112,8 @@ pub struct Player {
     device_channels: usize,
     /// For each device channel, the main-bus channel that feeds it (or none).
     map: Vec<Option<usize>>,
+    /// A one-channel device gets the mean of all bus channels.
+    downmix: bool,
     /// Stop after this many frames (`--duration`), without a fade.
     limit: Option<u64>,
     written: u64,
@@ -137,6 +142,7 @@ impl Player {
         origin: Instant,
     ) -> Player {
         let bus = engine.channels();
+        let downmix = device_channels == 1 && bus > 1;
         let map = (0..device_channels)
             .map(|d| {
                 if d < bus {
@@ -156,6 +162,7 @@ impl Player {
             fifo_len: 0,
             device_channels,
             map,
+            downmix,
             limit,
             written: 0,
             fade_len: fade_frames.max(1),
@@ -175,6 +182,18 @@ impl Player {
         &self.engine
     }
 
+    /// Whether a stop (fade out) was requested.
+    pub fn stop_requested(&self) -> bool {
+        self.controls.stop.load(Ordering::Relaxed)
+    }
+
+    /// Forgets callback timing, so that the first callback of a rebuilt
+    /// stream is not counted as late.
+    pub fn reset_timing(&mut self) {
+        self.last_start_ns = 0;
+        self.period_ns = 0;
+    }
+
     /// Frames written to the device so far.
     pub fn written(&self) -> u64 {
         self.written
@@ -189,11 +208,20 @@ impl Player {
         let n = bus.frames();
         let dc = self.device_channels;
         let mut peak = 0.0f32;
+        let bus_ch = bus.channels();
         for i in 0..n {
             for (d, m) in self.map.iter().enumerate() {
-                let v = match m {
-                    Some(c) => (bus.get(*c, i) as f32).clamp(-1.0, 1.0),
-                    None => 0.0,
+                let v = if self.downmix {
+                    let mut sum = 0.0;
+                    for c in 0..bus_ch {
+                        sum += bus.get(c, i);
+                    }
+                    ((sum / bus_ch as f64) as f32).clamp(-1.0, 1.0)
+                } else {
+                    match m {
+                        Some(c) => (bus.get(*c, i) as f32).clamp(-1.0, 1.0),
+                        None => 0.0,
+                    }
                 };
                 peak = peak.max(v.abs());
                 self.fifo[i * dc + d] = v;
@@ -274,6 +302,7 @@ impl Player {
         self.period_ns = budget;
         self.last_start_ns = start;
         m.frames.store(self.written, Ordering::Relaxed);
+        m.device_frames.fetch_add(frames as u64, Ordering::Relaxed);
         m.callbacks.fetch_add(1, Ordering::Relaxed);
         m.busy_ns.fetch_add(busy, Ordering::Relaxed);
         m.busy_max_ns.fetch_max(busy, Ordering::Relaxed);
@@ -287,6 +316,7 @@ impl Player {
 pub struct PlayerCell {
     player: UnsafeCell<Option<Player>>,
     busy: AtomicBool,
+    controls: Arc<Controls>,
 }
 
 // SAFETY: access to `player` is serialised by `busy` (callback) and by the
@@ -295,10 +325,17 @@ unsafe impl Sync for PlayerCell {}
 
 impl PlayerCell {
     pub fn new(p: Player) -> Arc<PlayerCell> {
+        let controls = p.controls.clone();
         Arc::new(PlayerCell {
             player: UnsafeCell::new(Some(p)),
             busy: AtomicBool::new(false),
+            controls,
         })
+    }
+
+    /// Whether a stop was requested (Ctrl-C, `q`).
+    pub fn stop_requested(&self) -> bool {
+        self.controls.stop.load(Ordering::Relaxed)
     }
 
     /// Runs `f` on the player unless another call holds it (then writes

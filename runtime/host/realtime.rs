@@ -157,6 +157,10 @@ pub fn run_loop(
             break;
         }
         if fault.is_some() || stalled {
+            if stopping(&cell) {
+                // The user asked to stop; a failing device only ends it sooner.
+                break;
+            }
             if stalled {
                 report.stalls += 1;
                 let _ = writeln!(
@@ -180,6 +184,8 @@ pub fn run_loop(
                 ));
             };
             let mut reopened = None;
+            let mut p = p;
+            p.reset_timing();
             let mut player = Some(p);
             for attempt in 0..cfg.max_rebuilds {
                 let c = PlayerCell::new(player.take().expect("player present"));
@@ -262,17 +268,16 @@ pub fn run_loop(
     report.overruns = meters.overruns.load(Ordering::Relaxed);
     report.nan_events = meters.nan_events.load(Ordering::Relaxed);
     report.clock = meters.clock.load(Ordering::Relaxed);
-    if report.frames > 0 {
+    let device_frames = meters.device_frames.load(Ordering::Relaxed);
+    if device_frames > 0 {
         report.load_mean = meters.busy_ns.load(Ordering::Relaxed) as f64
             / 1e9
-            / (report.frames as f64 / sample_rate);
+            / (device_frames as f64 / sample_rate);
     }
-    // Per callback, from the histogram (1 % resolution).
+    // Per callback, from the histogram (1 % resolution, upper bucket edge).
     report.load_p99 = meters.load_quantile(0.99);
-    report.load_max = loads.iter().copied().fold(
-        meters.take_busy_max_ns() as f64 / 1e9 / (block as f64 / sample_rate),
-        f64::max,
-    );
+    let period_s = output.period_frames().unwrap_or(block) as f64 / sample_rate;
+    report.load_max = worst_callback.max(meters.take_busy_max_ns() as f64 / 1e9 / period_s);
     if matches!(cfg.status, StatusMode::Live) {
         let _ = writeln!(log);
     }
@@ -341,6 +346,12 @@ impl Output for PacedOutput {
     fn period_frames(&self) -> Option<usize> {
         Some(self.period)
     }
+}
+
+/// Whether the player was asked to stop (read through the cell without
+/// taking it: the flag is an atomic shared with the control side).
+fn stopping(cell: &Arc<PlayerCell>) -> bool {
+    cell.stop_requested()
 }
 
 /// The player back from a cell whose stream has been dropped.
