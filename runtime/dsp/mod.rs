@@ -1,6 +1,7 @@
 //! Numeric core: the sample trait, math policies, the FP-mode guard, FFT
 //! providers, analysis windows and the locked random streams.
 
+pub mod bits;
 pub mod fft;
 pub mod fpmode;
 pub mod math;

@@ -22,17 +22,13 @@ fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/ops")
 }
 
-fn bits(v: &[f64]) -> Vec<String> {
-    v.iter().map(|x| format!("{:016x}", x.to_bits())).collect()
-}
+use crate::dsp::bits::{from_hex, to_hex as bits};
 
 fn unbits(v: &Json) -> Vec<f64> {
     v.as_array()
         .expect("array of hex strings")
         .iter()
-        .map(|s| {
-            f64::from_bits(u64::from_str_radix(s.as_str().expect("hex string"), 16).expect("hex"))
-        })
+        .map(|s| from_hex(s.as_str().expect("hex string")).expect("hex"))
         .collect()
 }
 

@@ -408,19 +408,14 @@ fn golden_dir() -> PathBuf {
 }
 
 fn hex(v: &[f64]) -> Json {
-    json!(v
-        .iter()
-        .map(|x| format!("{:016x}", x.to_bits()))
-        .collect::<Vec<_>>())
+    json!(crate::dsp::bits::to_hex(v))
 }
 
 fn unhex(v: &Json) -> Vec<f64> {
     v.as_array()
         .expect("array of hex strings")
         .iter()
-        .map(|s| {
-            f64::from_bits(u64::from_str_radix(s.as_str().expect("hex string"), 16).expect("hex"))
-        })
+        .map(|s| crate::dsp::bits::from_hex(s.as_str().expect("hex string")).expect("hex"))
         .collect()
 }
 
