@@ -30,6 +30,20 @@
 //! `latency_samples(4)` whatever its factor (the shorter paths go through a
 //! plain integer delay line), so changing the factor never shifts time.
 //!
+//! **Changing factor across a restore.** [`Oversampler::snapshot`] records
+//! the factor (`os_factor`) and a base-rate history of the last
+//! [`INPUT_HISTORY`] inputs (`os_in`). Restoring a state taken at another
+//! factor does not load that path's filter histories into this one: it keeps
+//! the old path's already-computed outputs that are still waiting in its
+//! latency ring, and marks the path for priming. The next
+//! [`process`](Oversampler::process) (the first moment the nonlinearity is
+//! at hand) runs this factor's up → f → down path over the input history,
+//! which leaves its filter histories exactly as an uninterrupted run at this
+//! factor would have them (for a memoryless `f`), then puts the carried old
+//! outputs back into the latency ring at the taps where they come due. The
+//! output therefore continues the old path sample for sample and then joins
+//! the new path with no shift in time. Same-factor restores are bit-exact.
+//!
 //! **Arithmetic.** Every sum has one fixed order (symmetric tap pairs in
 //! ascending order, then the centre term); only `+ − ×`. `process` never
 //! allocates.
@@ -127,6 +141,11 @@ pub const fn latency_samples(factor: u32) -> usize {
 
 /// The latency every [`Oversampler`] reports, whatever its factor.
 pub const MAX_LATENCY: usize = latency_samples(4);
+
+/// Base-rate inputs kept for re-priming another factor's path after a
+/// restore: longer than every filter history plus the latency ring, with
+/// room for a stateful nonlinearity to settle.
+pub const INPUT_HISTORY: usize = 256;
 
 /// A history of the last `P` samples, newest first, as a contiguous slice
 /// (a doubled ring: each sample is written twice).
@@ -258,6 +277,14 @@ pub struct Oversampler<S> {
     z2: S,
     /// Latency compensation at the base rate: `MAX_LATENCY − latency(factor)`.
     comp: History<S>,
+    /// The last [`INPUT_HISTORY`] base-rate inputs.
+    input: History<S>,
+    /// Old-path outputs carried over a restore from another factor: `carry[j]`
+    /// is due at output `j + 1` after the restore, for `j < carry_len`.
+    carry: Vec<S>,
+    carry_len: usize,
+    /// Set by a restore from another factor: prime before the next sample.
+    prime_pending: bool,
 }
 
 impl<S: Sample> Oversampler<S> {
@@ -287,6 +314,10 @@ impl<S: Sample> Oversampler<S> {
             s2,
             z2: S::ZERO,
             comp: History::new(MAX_LATENCY + 1),
+            input: History::new(INPUT_HISTORY),
+            carry: vec![S::ZERO; MAX_LATENCY + 1],
+            carry_len: 0,
+            prime_pending: false,
         }
     }
 
@@ -326,14 +357,64 @@ impl<S: Sample> Oversampler<S> {
         self.down2.odd.clear();
         self.z2 = S::ZERO;
         self.comp.clear();
+        self.input.clear();
+        self.carry_len = 0;
+        self.prime_pending = false;
     }
 
-    /// One base-rate sample: upsample `x`, apply `f` to each of the
-    /// `factor` samples in time order, decimate, and delay the result to
-    /// [`MAX_LATENCY`].
+    /// Clears the filter histories of the up → down path (not the input
+    /// history or the latency ring).
+    fn clear_path(&mut self) {
+        self.up1.hist.clear();
+        self.down1.even.clear();
+        self.down1.odd.clear();
+        self.up2.hist.clear();
+        self.down2.even.clear();
+        self.down2.odd.clear();
+        self.z2 = S::ZERO;
+    }
+
+    /// True after a restore from another factor until the next
+    /// [`process`](Self::process) or [`prime`](Self::prime).
+    pub fn needs_prime(&self) -> bool {
+        self.prime_pending
+    }
+
+    /// Runs this factor's path over the input history with `f` so its
+    /// filter histories and latency ring hold what an uninterrupted run would,
+    /// then writes the carried outputs of the old path into the latency ring
+    /// where they come due. Does nothing unless [`needs_prime`](Self::needs_prime).
+    /// A caller whose `f` has state it must not advance (a solver) passes a
+    /// copy of it here before calling `process`. Allocation-free.
+    pub fn prime<F: FnMut(S) -> S>(&mut self, mut f: F) {
+        if !self.prime_pending {
+            return;
+        }
+        self.prime_pending = false;
+        self.clear_path();
+        self.comp.clear();
+        let n = self.input.len();
+        for i in (0..n).rev() {
+            let x = self.input.window()[i];
+            let y = self.path(x, &mut f);
+            self.comp.push(y);
+        }
+        // Output k ≥ 1 after now reads comp tap `d − k` of the current ring.
+        let d = MAX_LATENCY - latency_samples(self.factor);
+        let p = self.comp.len();
+        for j in 0..self.carry_len.min(d) {
+            let tap = d - 1 - j;
+            let pos = (self.comp.pos + tap) % p;
+            self.comp.buf[pos] = self.carry[j];
+            self.comp.buf[pos + p] = self.carry[j];
+        }
+        self.carry_len = 0;
+    }
+
+    /// The up → f → down path at the current factor, undelayed.
     #[inline]
-    pub fn process<F: FnMut(S) -> S>(&mut self, x: S, mut f: F) -> S {
-        let y = match self.factor {
+    fn path<F: FnMut(S) -> S>(&mut self, x: S, f: &mut F) -> S {
+        match self.factor {
             1 => f(x),
             2 => {
                 let (a, b) = self.up1.tick(&self.s1, x);
@@ -351,14 +432,30 @@ impl<S: Sample> Oversampler<S> {
                 self.z2 = d1;
                 self.down1.tick(&self.s1, prev, d0)
             }
-        };
+        }
+    }
+
+    /// One base-rate sample: upsample `x`, apply `f` to each of the
+    /// `factor` samples in time order, decimate, and delay the result to
+    /// [`MAX_LATENCY`].
+    #[inline]
+    pub fn process<F: FnMut(S) -> S>(&mut self, x: S, mut f: F) -> S {
+        if self.prime_pending {
+            self.prime(&mut f);
+        }
+        self.input.push(x);
+        let y = self.path(x, &mut f);
         self.comp.push(y);
         self.comp.window()[MAX_LATENCY - latency_samples(self.factor)]
     }
 
     /// Writes the filter histories (every stage, whatever the factor, so the
-    /// state has one shape) under `os_*` names.
+    /// state has one shape) under `os_*` names, with the factor (`os_factor`)
+    /// and the base-rate input history (`os_in`, position `os_in_pos`).
     pub fn snapshot(&self, st: &mut NodeState) {
+        st.put_u64("os_factor", self.factor as u64);
+        st.put_samples("os_in", &self.input.buf);
+        st.put_u64("os_in_pos", self.input.pos as u64);
         st.put_samples("os_up1", &self.up1.hist.buf);
         st.put_samples("os_down1_even", &self.down1.even.buf);
         st.put_samples("os_down1_odd", &self.down1.odd.buf);
@@ -383,7 +480,82 @@ impl<S: Sample> Oversampler<S> {
     }
 
     /// Reads what [`snapshot`](Self::snapshot) wrote. Allocation-free.
+    ///
+    /// A state from the same factor (or one without `os_factor`) is loaded
+    /// as it is. A state from another factor keeps time: see the module
+    /// documentation.
     pub fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        let old = match st.get_u64("os_factor") {
+            Ok(f) if f <= 4 && FACTORS.contains(&(f as u32)) => f as u32,
+            Ok(f) => {
+                return Err(StateError::Shape {
+                    name: "os_factor",
+                    expected: 4,
+                    found: f as usize,
+                })
+            }
+            Err(StateError::Missing(_)) => self.factor,
+            Err(e) => return Err(e),
+        };
+        if old == self.factor {
+            self.restore_same(st)?;
+            self.carry_len = 0;
+            self.prime_pending = false;
+            return Ok(());
+        }
+        // Another factor: take the inputs and the old path's pending outputs.
+        self.restore_input(st)?;
+        let packed = st.get_u64("os_pos")?;
+        let comp_pos = ((packed >> 48) & 0xfff) as usize;
+        let p = self.comp.len();
+        if comp_pos >= p {
+            return Err(StateError::Shape {
+                name: "os_pos",
+                expected: p,
+                found: comp_pos,
+            });
+        }
+        st.get_samples("os_comp", &mut self.comp.buf)?;
+        self.comp.pos = comp_pos;
+        // The old path's output k ≥ 1 after the snapshot was its tap `d − k`.
+        let d_old = MAX_LATENCY - latency_samples(old);
+        for j in 0..d_old {
+            self.carry[j] = self.comp.window()[d_old - 1 - j];
+        }
+        self.carry_len = d_old;
+        self.clear_path();
+        self.comp.clear();
+        self.prime_pending = true;
+        Ok(())
+    }
+
+    /// Loads `os_in` / `os_in_pos`, or clears the input history when the
+    /// state has none.
+    fn restore_input(&mut self, st: &NodeState) -> Result<(), StateError> {
+        match st.get_u64("os_in_pos") {
+            Ok(pos) => {
+                let l = self.input.len();
+                if pos as usize >= l {
+                    return Err(StateError::Shape {
+                        name: "os_in_pos",
+                        expected: l,
+                        found: pos as usize,
+                    });
+                }
+                st.get_samples("os_in", &mut self.input.buf)?;
+                self.input.pos = pos as usize;
+                Ok(())
+            }
+            Err(StateError::Missing(_)) => {
+                self.input.clear();
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Loads every history as it is (a state from this same factor).
+    fn restore_same(&mut self, st: &NodeState) -> Result<(), StateError> {
         let packed = st.get_u64("os_pos")?;
         let pos: [usize; 5] = core::array::from_fn(|i| ((packed >> (12 * i)) & 0xfff) as usize);
         let lens = [
@@ -417,7 +589,7 @@ impl<S: Sample> Oversampler<S> {
         self.down2.even.pos = pos[3];
         self.down2.odd.pos = pos[3];
         self.comp.pos = pos[4];
-        Ok(())
+        self.restore_input(st)
     }
 }
 
@@ -580,6 +752,42 @@ mod tests {
                 worst = worst.max((ya - yb).abs());
             }
             assert!(worst < 1e-5, "{factor}×: f32 vs f64 {worst}");
+        }
+    }
+
+    #[test]
+    fn restore_from_another_factor_keeps_time() {
+        let x = tones(2000);
+        let f = |u: f64| 0.5 * u - 0.1 * u * u * u;
+        for from in FACTORS {
+            for to in FACTORS {
+                let mut a = Oversampler::<f64>::new(from);
+                for v in &x[..1300] {
+                    a.process(*v, f);
+                }
+                let pending: Vec<f64> = {
+                    let mut c = a.clone();
+                    x[1300..].iter().map(|v| c.process(*v, f)).collect()
+                };
+                let mut st = NodeState::default();
+                a.snapshot(&mut st);
+                let mut b = Oversampler::<f64>::new(to);
+                b.restore(&st).unwrap();
+                let mut want = Oversampler::<f64>::new(to);
+                let want: Vec<f64> = x.iter().map(|v| want.process(*v, f)).collect();
+                let got: Vec<f64> = x[1300..].iter().map(|v| b.process(*v, f)).collect();
+                let d_old = MAX_LATENCY - latency_samples(from);
+                let d_new = MAX_LATENCY - latency_samples(to);
+                for (k, g) in got.iter().enumerate() {
+                    if k < d_old.min(d_new) {
+                        // The old path's already-computed outputs.
+                        assert_eq!(*g, pending[k], "{from}→{to} at {k}");
+                    } else {
+                        // Then exactly the new path.
+                        assert_eq!(*g, want[1300 + k], "{from}→{to} at {k}");
+                    }
+                }
+            }
         }
     }
 

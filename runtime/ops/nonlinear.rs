@@ -13,6 +13,14 @@
 //! through a plain integer delay line to match, so switching profile or
 //! factor never shifts time.
 //!
+//! **State.** A snapshot records the oversampling factor; restoring it into a
+//! node running another factor keeps time and continues the old path's
+//! pending outputs, then re-primes this factor's filters from the recorded
+//! base-rate input history (see [`crate::dsp::oversample`]). The diode
+//! clipper's capacitor state carries over: the priming run starts from it
+//! (its companion term rescaled to the new step), and the solver continues
+//! from where the priming ends, aligned with the new path's delay.
+//!
 //! **Saturator.** `y = tanh(drive·x)` with `M::tanh` at the oversampled rate
 //! (`drive` is applied at the base rate, before the upsampler).
 //!
@@ -380,6 +388,32 @@ impl<S: Sample, M: Math> Processor<S> for DiodeClipper<S, M> {
         let n = io.frames;
         let cutoff = io.params.get(DC_CUTOFF);
         let drive = io.params.get(DC_DRIVE);
+        if self.os.needs_prime() {
+            // After a restore from another factor: run the restored solver
+            // state through the new path's priming. The other path fed its
+            // solver with the input delayed by another upsampler latency, so
+            // the capacitor state is carried into the priming (which starts
+            // from it) and the solver takes the state the priming ends in,
+            // time-aligned with this path.
+            self.update(if cutoff.is_const() {
+                cutoff.value()
+            } else {
+                cutoff.at(0)
+            });
+            let c = self.coefs;
+            let mut tmp = DiodeSolver::<S, M> {
+                v: self.solver.v,
+                s: self.solver.s,
+                max_iterations: self.solver.max_iterations,
+                tolerance: self.solver.tolerance,
+                iterations: 0,
+                _m: PhantomData,
+            };
+            self.os.prime(|u| tmp.step(u, &c));
+            self.solver.v = tmp.v;
+            self.solver.s = tmp.s;
+            self.solver.iterations += tmp.iterations;
+        }
         let x = &io.inputs[0][..n];
         let out = &mut io.outputs[0][..n];
         if cutoff.is_const() && drive.is_const() {
@@ -413,9 +447,17 @@ impl<S: Sample, M: Math> Processor<S> for DiodeClipper<S, M> {
     }
 
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
-        let v = st.get_sample("v")?;
-        let s = st.get_sample("s")?;
+        let v: S = st.get_sample("v")?;
+        let mut s: S = st.get_sample("s")?;
         self.os.restore(st)?;
+        // `s − v = (T/2)·f(v, u)`: from another factor, rescale it to this
+        // factor's step so the capacitor state carries over.
+        if let Ok(old) = st.get_u64("os_factor") {
+            let new = self.os.factor() as u64;
+            if old != new && old > 0 {
+                s = v + (s - v) * S::from_f64(old as f64 / new as f64);
+            }
+        }
         self.solver.v = v;
         self.solver.s = s;
         Ok(())
