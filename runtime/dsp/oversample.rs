@@ -349,13 +349,7 @@ impl<S: Sample> Oversampler<S> {
     }
 
     pub fn reset(&mut self) {
-        self.up1.hist.clear();
-        self.down1.even.clear();
-        self.down1.odd.clear();
-        self.up2.hist.clear();
-        self.down2.even.clear();
-        self.down2.odd.clear();
-        self.z2 = S::ZERO;
+        self.clear_path();
         self.comp.clear();
         self.input.clear();
         self.carry_len = 0;

@@ -63,6 +63,10 @@ impl Ctx<'_> {
         }
     }
 
+    fn bad_event_value(&mut self, loc: &Loc, node: &str, message: String, help: Option<String>) {
+        self.error(loc, Some(node), format!("event value: {message}"), help);
+    }
+
     fn warn(&mut self, loc: &Loc, node: Option<&str>, msg: String, help: Option<String>) {
         let mut d = Diagnostic::warning(&self.scene.file, Some(loc.clone()), msg);
         if let Some(n) = node {
@@ -641,12 +645,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
                     continue;
                 }
                 Err(ParamError::Invalid { message, help }) => {
-                    cx.error(
-                        &ev.loc,
-                        Some(&ev.node),
-                        format!("event value: {message}"),
-                        help,
-                    );
+                    cx.bad_event_value(&ev.loc, &ev.node, message, help);
                     continue;
                 }
             },
@@ -670,12 +669,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
                         continue;
                     }
                     Err(ParamError::Invalid { message, help }) => {
-                        cx.error(
-                            &ev.loc,
-                            Some(&ev.node),
-                            format!("event value: {message}"),
-                            help,
-                        );
+                        cx.bad_event_value(&ev.loc, &ev.node, message, help);
                         continue;
                     }
                 }
