@@ -107,6 +107,26 @@ impl Bus {
         }
     }
 
+    /// Whether `st` has this bus's delay-line shapes.
+    pub(crate) fn rings_fit(&self, st: &[(Vec<f64>, usize)]) -> bool {
+        fn fit<S: Sample>(b: &BusT<S>, st: &[(Vec<f64>, usize)]) -> bool {
+            b.rings.iter().flatten().count() == st.len()
+                && b.rings.iter().flatten().zip(st).all(|(r, e)| r.fits(e))
+        }
+        match self {
+            Bus::F32(b) => fit(b, st),
+            Bus::F64(b) => fit(b, st),
+        }
+    }
+
+    /// Copies the delay lines into a buffer shaped by [`save`](Self::save).
+    pub(crate) fn save_into(&self, st: &mut [(Vec<f64>, usize)]) {
+        match self {
+            Bus::F32(b) => b.rings.iter().flatten().zip(st).for_each(|(r, e)| r.save_into(e)),
+            Bus::F64(b) => b.rings.iter().flatten().zip(st).for_each(|(r, e)| r.save_into(e)),
+        }
+    }
+
     pub(crate) fn load(&mut self, st: &[(Vec<f64>, usize)]) {
         match self {
             Bus::F32(b) => b

@@ -5,8 +5,12 @@
 //! [`Engine::new`]; the block loop only copies, converts and calls the nodes.
 
 mod bus;
+mod deck;
+mod handover;
 
 pub use bus::{Bus, BusRef};
+pub use deck::Deck;
+pub use handover::{Migration, Notice};
 
 use crate::dsp::fpmode::FpGuard;
 use crate::dsp::{Precision, Sample};
@@ -63,6 +67,18 @@ impl<S: Sample> Ring<S> {
         (self.buf.iter().map(|x| x.to_f64()).collect(), self.pos)
     }
 
+    /// Copies into a buffer shaped by [`save`](Self::save); no allocation.
+    pub(crate) fn save_into(&self, (data, pos): &mut (Vec<f64>, usize)) {
+        for (d, x) in data.iter_mut().zip(&self.buf) {
+            *d = x.to_f64();
+        }
+        *pos = self.pos;
+    }
+
+    pub(crate) fn fits(&self, (data, pos): &(Vec<f64>, usize)) -> bool {
+        data.len() == self.buf.len() && *pos < self.buf.len()
+    }
+
     pub(crate) fn load(&mut self, (data, pos): &(Vec<f64>, usize)) {
         if data.len() == self.buf.len() && *pos < self.buf.len() {
             for (b, x) in self.buf.iter_mut().zip(data) {
@@ -103,7 +119,14 @@ struct Slot {
     param_inputs: Vec<Vec<EdgeIn>>,
     /// Muted after producing NaN/Inf under live.
     muted: bool,
+    /// Panicked while processing: never called again, outputs silent.
+    dead: bool,
     flush: bool,
+    /// What must match for state to carry as-is across a handover: op,
+    /// resolved profile, precision and incoming wiring (see `handover`).
+    sig: u64,
+    /// Samples over which a live edit of this node's params glides.
+    edit_ramp: u64,
 }
 
 /// A contiguous run of scheduled nodes sharing one FP mode.
@@ -121,17 +144,26 @@ pub struct EngineStats {
     pub nan_events: u64,
     /// The first node that produced NaN/Inf, and the sample where it did.
     pub first_nan: Option<(usize, u64)>,
+    /// Nodes that panicked (each is muted from then on).
+    pub panics: u64,
+    /// The first node that panicked, and the sample where it did.
+    pub first_panic: Option<(usize, u64)>,
 }
 
 /// A snapshot of the whole engine: the sample clock, every node's state and
 /// every param's current value (with any ramp in progress).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EngineState {
     pub clock: u64,
     pub next_event: usize,
     pub nodes: Vec<NodeSnapshot>,
     /// Main-bus alignment delay lines.
     pub main: Vec<(Vec<f64>, usize)>,
+    /// The session profile the state was taken under.
+    pub profile: Profile,
+    /// The main bus's sources and alignment (its delay lines carry only
+    /// when this matches).
+    pub main_sig: u64,
 }
 
 /// One node's part of an [`EngineState`].
@@ -146,6 +178,22 @@ pub struct NodeSnapshot {
     pub discrete: Vec<(usize, Value)>,
     /// Latency-compensation delay lines of incoming edges (contents, position).
     pub edges: Vec<(Vec<f64>, usize)>,
+    /// The scene's own values of the node's params (what the file said, not
+    /// what events made of them): a handover tells an edit from an event's
+    /// change by comparing these with the new scene's.
+    pub scene_values: Vec<Value>,
+    /// Op, resolved profile, precision and incoming wiring.
+    pub sig: u64,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("profile", &self.session)
+            .field("clock", &self.clock)
+            .field("nodes", &self.slots.len())
+            .finish()
+    }
 }
 
 /// Runs a compiled plan.
@@ -165,6 +213,10 @@ pub struct Engine {
     limit_main: bool,
     seed: SeedSource,
     stats: EngineStats,
+    main_sig: u64,
+    crossfade: u64,
+    /// Param changes of a live edit, applied at the swap sample.
+    pending: handover::Pending,
 }
 
 fn new_typed<S: Sample>(
@@ -196,8 +248,12 @@ impl Engine {
     /// Takes the built nodes out of `plan` and allocates every buffer.
     pub fn new(mut plan: Plan) -> Engine {
         let block = plan.block_size;
+        let sigs: Vec<u64> = (0..plan.nodes.len())
+            .map(|i| handover::node_sig(&plan, i))
+            .collect();
+        let main_sig = handover::main_sig(&plan);
         let mut slots = Vec::with_capacity(plan.nodes.len());
-        for pn in plan.nodes.iter_mut() {
+        for (pn, sig) in plan.nodes.iter_mut().zip(sigs) {
             let node = pn.node.take().expect("plan was built with nodes");
             let sig_ports: Vec<bool> = pn.param_inputs.iter().map(|l| !l.is_empty()).collect();
             let n_in = pn.inputs.len();
@@ -245,7 +301,10 @@ impl Engine {
                 inputs,
                 param_inputs,
                 muted: false,
+                dead: false,
                 flush: pn.profile.flush_to_zero,
+                sig,
+                edit_ramp: pn.edit_ramp,
             });
         }
         let mut runs: Vec<Run> = Vec::new();
@@ -285,6 +344,9 @@ impl Engine {
             limit_main: session == Profile::Live,
             seed: plan.seed,
             stats: EngineStats::default(),
+            main_sig,
+            crossfade: plan.crossfade,
+            pending: handover::Pending::default(),
             slots,
         }
     }
@@ -340,6 +402,9 @@ impl Engine {
             return;
         }
         let guard = FpGuard::new(self.session_flush);
+        if self.pending.due(self.clock) {
+            self.apply_pending();
+        }
         let end = self.clock + frames as u64;
         let mut pos = self.clock;
         let mut offset = 0;
@@ -427,7 +492,7 @@ impl Engine {
     fn process_slot(&mut self, i: usize, start: u64, n: usize) {
         let (before, rest) = self.slots.split_at_mut(i);
         let slot = &mut rest[0];
-        let bad = match &mut slot.core {
+        let outcome = match &mut slot.core {
             Core::F32(t) => run_typed(
                 t,
                 before,
@@ -437,6 +502,7 @@ impl Engine {
                 start,
                 n,
                 slot.muted,
+                slot.dead,
             ),
             Core::F64(t) => run_typed(
                 t,
@@ -447,11 +513,26 @@ impl Engine {
                 start,
                 n,
                 slot.muted,
+                slot.dead,
             ),
         };
-        if bad {
-            self.report_nan(i, start);
+        match outcome {
+            Outcome::Ok => {}
+            Outcome::NonFinite => self.report_nan(i, start),
+            Outcome::Panicked => self.report_panic(i, start),
         }
+    }
+
+    /// A node panicked: its outputs were silenced; it is never called again
+    /// (its state may be broken) until the next edit builds a new engine.
+    #[cold]
+    #[inline(never)]
+    fn report_panic(&mut self, i: usize, sample: u64) {
+        self.stats.panics += 1;
+        if self.stats.first_panic.is_none() {
+            self.stats.first_panic = Some((i, sample));
+        }
+        self.slots[i].dead = true;
     }
 
     #[cold]
@@ -490,6 +571,7 @@ impl Engine {
                 }
             }
             s.muted = false;
+            s.dead = false;
             s.params.copy_from_slice(&s.initial_params);
             for (i, v) in s.initial_values.iter().enumerate() {
                 if s.values[i] != *v {
@@ -504,85 +586,87 @@ impl Engine {
         self.bus.reset();
         self.clock = 0;
         self.next_event = 0;
+        self.pending.clear();
     }
 
-    /// Captures the clock, node states and param states.
+    /// Captures the clock, node states and param states. Allocates: on the
+    /// audio thread use [`capture_into`](Self::capture_into) with a buffer
+    /// from this method instead.
     pub fn snapshot(&self) -> EngineState {
         let mut st = EngineState {
-            clock: self.clock,
-            next_event: self.next_event,
+            clock: 0,
+            next_event: 0,
             nodes: Vec::with_capacity(self.slots.len()),
             main: self.bus.save(),
+            profile: self.session,
+            main_sig: self.main_sig,
         };
         for s in &self.slots {
-            let mut ns = NodeState::default();
-            match &s.core {
-                Core::F32(t) => t.node.snapshot(&mut ns),
-                Core::F64(t) => t.node.snapshot(&mut ns),
-            }
-            let discrete = s
-                .values
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| matches!(v, Value::Enum(_) | Value::Integer(_) | Value::Bool(_)))
-                .map(|(i, v)| (i, v.clone()))
-                .collect();
             st.nodes.push(NodeSnapshot {
                 id: s.id.clone(),
                 op: s.op,
-                state: ns,
+                state: NodeState::default(),
                 params: s.params.clone(),
-                discrete,
+                discrete: s
+                    .values
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| matches!(v, Value::Enum(_) | Value::Integer(_) | Value::Bool(_)))
+                    .map(|(i, v)| (i, v.clone()))
+                    .collect(),
                 edges: match &s.core {
                     Core::F32(t) => t.rings.iter().map(Ring::save).collect(),
                     Core::F64(t) => t.rings.iter().map(Ring::save).collect(),
                 },
+                scene_values: s.initial_values.clone(),
+                sig: s.sig,
             });
         }
+        self.capture_into(&mut st);
         st
     }
 
-    /// Restores state into nodes whose id and operator match; others keep
-    /// their state. The precision of each array is converted as needed.
-    pub fn restore(&mut self, st: &EngineState) -> Result<(), (String, StateError)> {
-        self.clock = st.clock;
-        self.next_event = st.next_event.min(self.events.len());
-        self.bus.load(&st.main);
-        for s in &mut self.slots {
-            let Some(snap) = st.nodes.iter().find(|n| n.id == s.id && n.op == s.op) else {
-                continue;
-            };
-            for (i, v) in &snap.discrete {
-                if s.values.get(*i).is_some_and(|cur| cur != v) {
-                    match &mut s.core {
-                        Core::F32(t) => t.node.set_discrete(*i, v),
-                        Core::F64(t) => t.node.set_discrete(*i, v),
-                    }
-                    s.values[*i] = v.clone();
-                }
+    /// Copies the running state into `st`, a buffer that
+    /// [`snapshot`](Self::snapshot) of this same engine shaped: copies only,
+    /// no allocation or free, so the audio thread can do it at a block
+    /// boundary. The scene values and signatures in `st` never change while
+    /// an engine runs and are left as they are.
+    pub fn capture_into(&self, st: &mut EngineState) {
+        debug_assert_eq!(st.nodes.len(), self.slots.len());
+        st.clock = self.clock;
+        st.next_event = self.next_event;
+        self.bus.save_into(&mut st.main);
+        for (s, snap) in self.slots.iter().zip(st.nodes.iter_mut()) {
+            match &s.core {
+                Core::F32(t) => t.node.snapshot(&mut snap.state),
+                Core::F64(t) => t.node.snapshot(&mut snap.state),
             }
-            let r = match &mut s.core {
-                Core::F32(t) => t.node.restore(&snap.state),
-                Core::F64(t) => t.node.restore(&snap.state),
-            };
-            r.map_err(|e| (s.id.clone(), e))?;
-            if snap.params.len() == s.params.len() {
-                s.params.copy_from_slice(&snap.params);
+            snap.params.copy_from_slice(&s.params);
+            for (i, v) in snap.discrete.iter_mut() {
+                // Enum, integer and bool values: no allocation, no free.
+                v.clone_from(&s.values[*i]);
             }
-            match &mut s.core {
-                Core::F32(t) => t
-                    .rings
-                    .iter_mut()
-                    .zip(&snap.edges)
-                    .for_each(|(r, e)| r.load(e)),
-                Core::F64(t) => t
-                    .rings
-                    .iter_mut()
-                    .zip(&snap.edges)
-                    .for_each(|(r, e)| r.load(e)),
+            match &s.core {
+                Core::F32(t) => t.rings.iter().zip(snap.edges.iter_mut()).for_each(|(r, e)| r.save_into(e)),
+                Core::F64(t) => t.rings.iter().zip(snap.edges.iter_mut()).for_each(|(r, e)| r.save_into(e)),
             }
         }
-        Ok(())
+    }
+
+    /// Continues from `st` (taken from an engine of the same scene, at any
+    /// profile): every node whose id and operator match takes its state,
+    /// converting precision. Fails, naming the node, if a matching node's
+    /// state does not fit; that node is then left fresh.
+    pub fn restore(&mut self, st: &EngineState) -> Result<(), (String, StateError)> {
+        let clock = st.clock;
+        let m = self.migrate(st, clock);
+        match m.notices.into_iter().find_map(|n| match n {
+            Notice::StateNotCarried { id, error } => Some((id, error)),
+            _ => None,
+        }) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -648,7 +732,16 @@ pub(crate) fn convert<S: Sample, T: Sample>(x: T) -> S {
     }
 }
 
-/// Runs one node; returns true if it produced NaN/Inf (then replaced by silence).
+/// What happened when a node ran.
+enum Outcome {
+    Ok,
+    /// It produced NaN/Inf (replaced by silence).
+    NonFinite,
+    /// It panicked (its outputs are silence).
+    Panicked,
+}
+
+/// Runs one node.
 #[allow(clippy::too_many_arguments)]
 fn run_typed<S: Sample>(
     t: &mut Typed<S>,
@@ -659,7 +752,14 @@ fn run_typed<S: Sample>(
     start: u64,
     n: usize,
     muted: bool,
-) -> bool {
+    dead: bool,
+) -> Outcome {
+    if dead {
+        for out in t.outs.iter_mut() {
+            out[..n].iter_mut().for_each(|x| *x = S::ZERO);
+        }
+        return Outcome::Ok;
+    }
     for (buf, srcs) in t.ins.iter_mut().zip(inputs) {
         if !srcs.is_empty() {
             gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
@@ -677,7 +777,20 @@ fn run_typed<S: Sample>(
         outputs: &mut t.outs,
         params: Params::new(params, &t.sigs, start),
     };
-    t.node.process(&mut io);
+    // A panic in one node must not take the audio thread (and the session)
+    // with it. Unwinding itself is cheap when nothing panics.
+    let node = &mut t.node;
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        node.process(&mut io);
+    })) {
+        // Freeing the payload would be a free on the audio thread; a node
+        // panics at most once per engine, so leaking it is bounded.
+        std::mem::forget(payload);
+        for out in t.outs.iter_mut() {
+            out[..n].iter_mut().for_each(|x| *x = S::ZERO);
+        }
+        return Outcome::Panicked;
+    }
     let mut bad = false;
     for out in t.outs.iter_mut() {
         for x in out[..n].iter_mut() {
@@ -690,5 +803,9 @@ fn run_typed<S: Sample>(
             out[..n].iter_mut().for_each(|x| *x = S::ZERO);
         }
     }
-    bad
+    if bad {
+        Outcome::NonFinite
+    } else {
+        Outcome::Ok
+    }
 }

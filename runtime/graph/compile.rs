@@ -30,6 +30,11 @@ pub struct CompileOptions {
     pub sample_rate: Option<u32>,
 }
 
+/// A live edit of a param glides over this long unless the scene says otherwise.
+pub const DEFAULT_EDIT_RAMP_MS: u64 = 10;
+/// Structural edits and profile switches crossfade over this long by default.
+pub const DEFAULT_CROSSFADE_MS: u64 = 20;
+
 /// Upper bound for `--block-size` / `block_size`.
 pub const MAX_BLOCK_SIZE: usize = 8192;
 /// Upper bound for variadic inputs (`mix`).
@@ -733,6 +738,16 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
     events.sort_by_key(|(s, i, _)| (*s, *i));
 
     let duration = scene.duration.and_then(|t| time_to_samples(t, sr));
+    let edit_ramp = scene
+        .edit
+        .ramp
+        .and_then(|t| time_to_samples(t, sr))
+        .unwrap_or(sr as u64 * DEFAULT_EDIT_RAMP_MS / 1000);
+    let crossfade = scene
+        .edit
+        .crossfade
+        .and_then(|t| time_to_samples(t, sr))
+        .unwrap_or(sr as u64 * DEFAULT_CROSSFADE_MS / 1000);
 
     if !cx.errors.is_empty() {
         let mut all = cx.errors;
@@ -819,6 +834,10 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             node,
             latency,
             output_latency: out_latency[i],
+            edit_ramp: decl
+                .ramp
+                .and_then(|t| time_to_samples(t, sr))
+                .unwrap_or(edit_ramp),
         });
     }
     if !cx.errors.is_empty() {
@@ -858,6 +877,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         main,
         latency,
         events,
+        crossfade,
         warnings: cx.warnings,
     })
 }

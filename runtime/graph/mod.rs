@@ -48,6 +48,8 @@ pub struct PlanNode {
     /// Samples from the scene's sources to this node's output, after
     /// compensation (the latest of its inputs plus its own latency).
     pub output_latency: usize,
+    /// Samples over which a live edit of this node's params glides.
+    pub edit_ramp: u64,
 }
 
 /// What an event does to its param.
@@ -105,6 +107,8 @@ pub struct Plan {
     pub latency: usize,
     /// Sorted by sample; ties keep file order.
     pub events: Vec<PlanEvent>,
+    /// Samples over which a structural edit or profile switch crossfades.
+    pub crossfade: u64,
     pub warnings: Vec<Diagnostic>,
 }
 

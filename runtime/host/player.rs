@@ -3,8 +3,9 @@
 //! stages, and reports through atomics. Nothing here allocates, frees,
 //! locks, blocks or does I/O.
 
-use crate::engine::Engine;
-use std::cell::UnsafeCell;
+use crate::engine::{Deck, Engine, EngineState};
+use crossbeam_queue::ArrayQueue;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,6 +39,12 @@ pub struct Meters {
     /// Callbacks by DSP load (time / budget) in 1 % steps; the last bucket
     /// holds every callback at or over 100 %.
     pub load_hist: [AtomicU32; 101],
+    /// Nodes that panicked (each muted), and callbacks that panicked
+    /// outside any node (the callback wrote silence).
+    pub node_panics: AtomicU64,
+    pub callback_panics: AtomicU64,
+    /// Swaps performed (handovers that reached the audio thread).
+    pub swaps: AtomicU64,
 }
 
 impl Default for Meters {
@@ -57,6 +64,9 @@ impl Default for Meters {
             clock: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             load_hist: std::array::from_fn(|_| AtomicU32::new(0)),
+            node_panics: AtomicU64::new(0),
+            callback_panics: AtomicU64::new(0),
+            swaps: AtomicU64::new(0),
         }
     }
 }
@@ -95,6 +105,54 @@ impl Meters {
     }
 }
 
+/// A request from the control thread to the audio thread (DESIGN §6 handover).
+pub enum ToAudio {
+    /// At the next block boundary, copy the playing engine's state into
+    /// this buffer (shaped for that engine) and send it back.
+    Capture(Box<EngineState>),
+    /// Play `engine` from sample `at` (a block boundary), crossfading over
+    /// `fade` frames (0: a cut). Refused if the clock has passed `at`.
+    Offer {
+        engine: Box<Engine>,
+        at: u64,
+        fade: u64,
+    },
+}
+
+/// A reply from the audio thread.
+pub enum FromAudio {
+    /// The state at block boundary `at` (N).
+    Captured { state: Box<EngineState>, at: u64 },
+    /// The offered engine plays from `at` (S).
+    Swapped { at: u64 },
+    /// The offer came too late: the clock was already at `clock`.
+    Refused { engine: Box<Engine>, clock: u64 },
+    /// An engine that stopped playing (after its fade), to be dropped here.
+    Retired(Box<Engine>),
+}
+
+/// The two wait-free queues between the control thread and the callback.
+/// Nothing that goes through them is allocated or freed on the audio side:
+/// boxes only move.
+pub struct Link {
+    pub to_audio: ArrayQueue<ToAudio>,
+    pub from_audio: ArrayQueue<FromAudio>,
+}
+
+impl Default for Link {
+    fn default() -> Link {
+        Link {
+            to_audio: ArrayQueue::new(LINK_CAPACITY),
+            from_audio: ArrayQueue::new(LINK_CAPACITY),
+        }
+    }
+}
+
+/// Messages in flight each way; a handover has at most three.
+const LINK_CAPACITY: usize = 16;
+/// Replies the callback holds when the control thread is slow to drain.
+const OUTBOX: usize = 8;
+
 /// What the control thread asks of the callback.
 #[derive(Default)]
 pub struct Controls {
@@ -104,16 +162,19 @@ pub struct Controls {
 
 /// Everything the callback owns.
 pub struct Player {
-    engine: Engine,
+    /// The playing engine (and one fading out during a swap), mapped onto
+    /// the device's channels.
+    deck: Deck,
+    link: Arc<Link>,
+    /// An offer waiting for its swap sample.
+    held: Option<(Box<Engine>, u64, u64)>,
+    /// Replies the full queue did not take yet (capacity reserved up front).
+    outbox: Vec<FromAudio>,
     /// Interleaved device frames rendered ahead: `block × device channels`.
     fifo: Vec<f32>,
     fifo_pos: usize,
     fifo_len: usize,
     device_channels: usize,
-    /// For each device channel, the main-bus channel that feeds it (or none).
-    map: Vec<Option<usize>>,
-    /// A one-channel device gets the mean of all bus channels.
-    downmix: bool,
     /// Stop after this many frames (`--duration`), without a fade.
     limit: Option<u64>,
     written: u64,
@@ -127,6 +188,7 @@ pub struct Player {
     last_start_ns: u64,
     sample_rate: f64,
     last_nan_events: u64,
+    last_panics: u64,
 }
 
 impl Player {
@@ -141,28 +203,17 @@ impl Player {
         controls: Arc<Controls>,
         origin: Instant,
     ) -> Player {
-        let bus = engine.channels();
-        let downmix = device_channels == 1 && bus > 1;
-        let map = (0..device_channels)
-            .map(|d| {
-                if d < bus {
-                    Some(d)
-                } else if bus == 1 && d == 1 {
-                    Some(0)
-                } else {
-                    None
-                }
-            })
-            .collect();
         let block = engine.block_size();
         let sample_rate = engine.sample_rate() as f64;
         Player {
+            deck: Deck::new(Box::new(engine), device_channels),
+            link: Arc::new(Link::default()),
+            held: None,
+            outbox: Vec::with_capacity(OUTBOX),
             fifo: vec![0.0; block * device_channels],
             fifo_pos: 0,
             fifo_len: 0,
             device_channels,
-            map,
-            downmix,
             limit,
             written: 0,
             fade_len: fade_frames.max(1),
@@ -174,12 +225,79 @@ impl Player {
             last_start_ns: 0,
             sample_rate,
             last_nan_events: 0,
-            engine,
+            last_panics: 0,
         }
     }
 
+    /// The engine playing now.
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        self.deck.engine()
+    }
+
+    /// The queues through which the control thread hands engines over.
+    pub fn link(&self) -> Arc<Link> {
+        self.link.clone()
+    }
+
+    /// Sends a reply, or keeps it for the next block if the queue is full.
+    fn send(&mut self, msg: FromAudio) {
+        if let Err(msg) = self.link.from_audio.push(msg) {
+            // Within the reserved capacity: no allocation.
+            self.outbox.push(msg);
+        }
+    }
+
+    /// Serves the control thread at a block boundary: state captures,
+    /// offers (swap exactly at their sample, refuse late ones), and engines
+    /// to send back.
+    fn serve(&mut self) {
+        while let Some(msg) = self.outbox.pop() {
+            if let Err(msg) = self.link.from_audio.push(msg) {
+                self.outbox.push(msg);
+                return;
+            }
+        }
+        let clock = self.deck.clock();
+        if let Some((engine, at, fade)) = self.held.take() {
+            self.offer(engine, at, fade, clock);
+        }
+        while self.held.is_none() && self.outbox.len() + 2 < OUTBOX {
+            let Some(req) = self.link.to_audio.pop() else {
+                break;
+            };
+            match req {
+                ToAudio::Capture(mut state) => {
+                    self.deck.engine().capture_into(&mut state);
+                    self.send(FromAudio::Captured { state, at: clock });
+                }
+                ToAudio::Offer { engine, at, fade } => self.offer(engine, at, fade, clock),
+            }
+        }
+    }
+
+    fn offer(&mut self, engine: Box<Engine>, at: u64, fade: u64, clock: u64) {
+        if at > clock {
+            self.held = Some((engine, at, fade));
+            return;
+        }
+        let refused = if at == clock {
+            match self.deck.swap(engine, fade) {
+                Ok(()) => {
+                    let stats = self.deck.engine().stats();
+                    self.last_nan_events = stats.nan_events;
+                    self.last_panics = stats.panics;
+                    self.meters.swaps.fetch_add(1, Ordering::Relaxed);
+                    self.send(FromAudio::Swapped { at });
+                    None
+                }
+                Err(r) => Some(r.into_engine()),
+            }
+        } else {
+            Some(engine)
+        };
+        if let Some(engine) = refused {
+            self.send(FromAudio::Refused { engine, clock });
+        }
     }
 
     /// Whether a stop (fade out) was requested.
@@ -202,30 +320,20 @@ impl Player {
     /// Renders the next engine block into the FIFO (device layout, clipped
     /// to ±1 for hearing safety).
     fn refill(&mut self) {
-        let block = self.engine.block_size();
-        self.engine.process_block(block);
-        let bus = self.engine.bus();
-        let n = bus.frames();
+        self.serve();
+        let block = self.deck.block_size();
+        self.deck.process(block);
+        if let Some(old) = self.deck.take_retired() {
+            self.send(FromAudio::Retired(old));
+        }
+        let out = self.deck.output();
+        let n = self.deck.frames();
         let dc = self.device_channels;
         let mut peak = 0.0f32;
-        let bus_ch = bus.channels();
-        for i in 0..n {
-            for (d, m) in self.map.iter().enumerate() {
-                let v = if self.downmix {
-                    let mut sum = 0.0;
-                    for c in 0..bus_ch {
-                        sum += bus.get(c, i);
-                    }
-                    ((sum / bus_ch as f64) as f32).clamp(-1.0, 1.0)
-                } else {
-                    match m {
-                        Some(c) => (bus.get(*c, i) as f32).clamp(-1.0, 1.0),
-                        None => 0.0,
-                    }
-                };
-                peak = peak.max(v.abs());
-                self.fifo[i * dc + d] = v;
-            }
+        for (f, x) in self.fifo[..n * dc].iter_mut().zip(out) {
+            let v = (*x as f32).clamp(-1.0, 1.0);
+            peak = peak.max(v.abs());
+            *f = v;
         }
         self.fifo_pos = 0;
         self.fifo_len = n * dc;
@@ -235,14 +343,22 @@ impl Player {
                 .peak_bits
                 .store(peak.to_bits(), Ordering::Relaxed);
         }
-        let nans = self.engine.stats().nan_events;
+        let stats = self.deck.engine().stats();
+        let nans = stats.nan_events;
         if nans != self.last_nan_events {
-            self.meters.nan_events.store(nans, Ordering::Relaxed);
+            self.meters.nan_events.fetch_add(nans.wrapping_sub(self.last_nan_events), Ordering::Relaxed);
             self.last_nan_events = nans;
+        }
+        let panics = stats.panics;
+        if panics != self.last_panics {
+            self.meters
+                .node_panics
+                .fetch_add(panics.wrapping_sub(self.last_panics), Ordering::Relaxed);
+            self.last_panics = panics;
         }
         self.meters
             .clock
-            .store(self.engine.clock(), Ordering::Relaxed);
+            .store(self.deck.clock(), Ordering::Relaxed);
     }
 
     /// The callback: fills `out` (interleaved, `device_channels` wide).
@@ -317,6 +433,25 @@ pub struct PlayerCell {
     player: UnsafeCell<Option<Player>>,
     busy: AtomicBool,
     controls: Arc<Controls>,
+    meters: Arc<Meters>,
+}
+
+thread_local! {
+    /// Set while this thread runs the audio callback: the panic hook then
+    /// stays silent (no printing, no I/O on the audio thread).
+    static IN_AUDIO: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Installs a panic hook that keeps the audio thread quiet: a panic there
+/// is counted in the meters and reported by the control thread, never
+/// printed from the callback. Panics elsewhere print as usual.
+pub fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !IN_AUDIO.with(Cell::get) {
+            default(info);
+        }
+    }));
 }
 
 // SAFETY: access to `player` is serialised by `busy` (callback) and by the
@@ -326,10 +461,12 @@ unsafe impl Sync for PlayerCell {}
 impl PlayerCell {
     pub fn new(p: Player) -> Arc<PlayerCell> {
         let controls = p.controls.clone();
+        let meters = p.meters.clone();
         Arc::new(PlayerCell {
             player: UnsafeCell::new(Some(p)),
             busy: AtomicBool::new(false),
             controls,
+            meters,
         })
     }
 
@@ -338,18 +475,29 @@ impl PlayerCell {
         self.controls.stop.load(Ordering::Relaxed)
     }
 
-    /// Runs `f` on the player unless another call holds it (then writes
-    /// silence). Wait-free.
+    /// Runs the player's callback unless another call holds it (then writes
+    /// silence). Wait-free. A panic inside is contained: the buffer is
+    /// silence, the callback is counted in the meters, and the next call
+    /// runs normally (a node that panics is muted by the engine).
     pub fn fill(&self, out: &mut [f32]) {
         if self.busy.swap(true, Ordering::Acquire) {
             out.iter_mut().for_each(|x| *x = 0.0);
             return;
         }
+        IN_AUDIO.with(|f| f.set(true));
         // SAFETY: `busy` was false, so no one else is inside.
-        match unsafe { &mut *self.player.get() } {
+        let player = unsafe { &mut *self.player.get() };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match player {
             Some(p) => p.fill(out),
             None => out.iter_mut().for_each(|x| *x = 0.0),
+        }));
+        if let Err(payload) = r {
+            // Freeing the payload here would free on the audio thread.
+            std::mem::forget(payload);
+            out.iter_mut().for_each(|x| *x = 0.0);
+            self.meters.callback_panics.fetch_add(1, Ordering::Relaxed);
         }
+        IN_AUDIO.with(|f| f.set(false));
         self.busy.store(false, Ordering::Release);
     }
 

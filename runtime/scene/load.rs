@@ -11,7 +11,7 @@ use super::suggest;
 use super::units::TimeSpec;
 use super::{
     Diagnostic, EdgeDecl, Endpoint, EventDecl, Loc, ModuleDecl, NodeDecl, OutputBus, Param,
-    RawValue, Scene, SceneConfig,
+    EditConfig, RawValue, Scene, SceneConfig,
 };
 use crate::dsp::Precision;
 use crate::profile::{Overrides, Profile};
@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Fields of the scene object.
-const TOP_KEYS: [&str; 11] = [
+const TOP_KEYS: [&str; 12] = [
     "version",
     "profile",
     "seed",
@@ -32,8 +32,11 @@ const TOP_KEYS: [&str; 11] = [
     "edges",
     "outputs",
     "events",
+    "edit",
 ];
-const NODE_KEYS: [&str; 4] = ["id", "op", "params", "profile_overrides"];
+const NODE_KEYS: [&str; 5] = ["id", "op", "params", "profile_overrides", "ramp"];
+/// Fields of the top-level `edit` object (how live edits are applied).
+const EDIT_KEYS: [&str; 2] = ["ramp", "crossfade"];
 const MODULE_KEYS: [&str; 4] = ["id", "profile", "profile_overrides", "nodes"];
 const EDGE_KEYS: [&str; 2] = ["from", "to"];
 const EVENT_KEYS: [&str; 5] = ["time", "node", "param", "value", "ramp"];
@@ -566,6 +569,7 @@ impl Loader<'_> {
             outputs: Vec::new(),
             outputs_loc: None,
             events: Vec::new(),
+            edit: EditConfig::default(),
             warnings: Vec::new(),
         };
         let mut rng_seed = None;
@@ -667,6 +671,23 @@ impl Loader<'_> {
                     scene.outputs_loc = Some(self.pos.loc(p));
                     if let Some(obj) = self.object(v, p, "outputs", None) {
                         scene.outputs = self.outputs(obj, p);
+                    }
+                }
+                "edit" => {
+                    if let Some(obj) = self.object(v, p, "edit", None) {
+                        self.unknown_fields(obj, p, &EDIT_KEYS, "`edit`", None);
+                        for (k, val) in obj {
+                            let kp = child_key(p, k);
+                            let t = match k.as_str() {
+                                "ramp" | "crossfade" => self.time(val, &kp, k, None),
+                                _ => None,
+                            };
+                            match k.as_str() {
+                                "ramp" => scene.edit.ramp = t,
+                                "crossfade" => scene.edit.crossfade = t,
+                                _ => {}
+                            }
+                        }
                     }
                 }
                 "events" => {
@@ -1043,9 +1064,14 @@ impl Loader<'_> {
             }
         }
 
+        let ramp = obj
+            .get("ramp")
+            .and_then(|v| self.time(v, &child_key(path, "ramp"), "ramp", name));
+
         Some(NodeDecl {
             id: id?,
             op: op?,
+            ramp,
             params,
             module,
             overrides,

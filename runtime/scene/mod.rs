@@ -63,6 +63,9 @@ pub struct NodeDecl {
     pub id: String,
     pub op: String,
     pub params: Vec<Param>,
+    /// How long a live edit of this node's params glides (`"ramp"`);
+    /// overrides the scene's `edit.ramp`.
+    pub ramp: Option<TimeSpec>,
     /// Index into `Scene::modules`, if the node is declared inside one.
     pub module: Option<usize>,
     pub overrides: Overrides,
@@ -114,6 +117,17 @@ pub struct SceneConfig {
     pub flush_to_zero: Option<bool>,
 }
 
+/// Top-level `edit`: how a live edit of the file is applied while playing.
+#[derive(Clone, Debug, Default)]
+pub struct EditConfig {
+    /// A changed param glides from its running value to the new one over
+    /// this long (default 10 ms).
+    pub ramp: Option<TimeSpec>,
+    /// Structural edits and profile switches crossfade old → new over this
+    /// long (default 20 ms).
+    pub crossfade: Option<TimeSpec>,
+}
+
 /// A parsed scene. Nothing here is validated against the operator registry
 /// yet: that is the graph compiler's work.
 #[derive(Clone, Debug)]
@@ -135,6 +149,7 @@ pub struct Scene {
     pub outputs: Vec<OutputBus>,
     pub outputs_loc: Option<Loc>,
     pub events: Vec<EventDecl>,
+    pub edit: EditConfig,
     /// Warnings found while loading (unknown fields, …).
     pub warnings: Vec<Diagnostic>,
 }

@@ -1,0 +1,201 @@
+//! The deck: one sample clock, one engine playing, and during a swap the
+//! previous one fading out under it.
+//!
+//! Everything that turns engines into output frames lives here — the swap
+//! at a block boundary, the equal-gain (linear) crossfade, the mapping of
+//! each engine's main bus onto a fixed set of output channels — so that
+//! `run`, offline renders with scripted handovers and `replay` produce the
+//! same samples. Real-time safe after construction: swapping only moves
+//! boxes; a retired engine waits in the deck until the caller takes it and
+//! sends it off the audio thread to be dropped.
+
+use super::{BusRef, Engine};
+
+/// An engine fading out after a swap.
+struct Fade {
+    engine: Box<Engine>,
+    /// The swap sample (the fade's first frame).
+    start: u64,
+    /// Frames of the fade.
+    len_frames: u64,
+}
+
+/// Plays engines one after another on one sample clock.
+pub struct Deck {
+    current: Box<Engine>,
+    fading: Option<Fade>,
+    /// An engine whose fade is over (or that was cut), for the caller to take.
+    retired: Option<Box<Engine>>,
+    channels: usize,
+    block: usize,
+    /// Interleaved output of the last block: `frames × channels`.
+    out: Vec<f64>,
+    /// The incoming engine's frames during a fade.
+    scratch: Vec<f64>,
+    frames: usize,
+}
+
+/// Why a swap was refused (the offered engine comes back).
+pub enum SwapRefused {
+    /// The engine's clock is not the deck's.
+    WrongClock(Box<Engine>),
+    /// A fade is still running, or a retired engine has not been taken.
+    Busy(Box<Engine>),
+}
+
+impl SwapRefused {
+    pub fn into_engine(self) -> Box<Engine> {
+        match self {
+            SwapRefused::WrongClock(e) | SwapRefused::Busy(e) => e,
+        }
+    }
+}
+
+impl Deck {
+    /// A deck of `channels` output channels (≥ 1) playing `engine`.
+    pub fn new(engine: Box<Engine>, channels: usize) -> Deck {
+        let block = engine.block_size();
+        let channels = channels.max(1);
+        Deck {
+            current: engine,
+            fading: None,
+            retired: None,
+            channels,
+            block,
+            out: vec![0.0; block * channels],
+            scratch: vec![0.0; block * channels],
+            frames: 0,
+        }
+    }
+
+    /// The absolute sample of the next block's first frame.
+    pub fn clock(&self) -> u64 {
+        self.current.clock()
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.current
+    }
+
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    pub fn block_size(&self) -> usize {
+        self.block
+    }
+
+    /// Whether a crossfade is in progress.
+    pub fn is_fading(&self) -> bool {
+        self.fading.is_some()
+    }
+
+    /// Makes `next` the playing engine from now (a block boundary). With
+    /// `fade_frames` > 0 the current engine keeps running under it and fades
+    /// out linearly while `next` fades in; with 0 it is cut and retired at
+    /// once. `next` must stand at the deck's clock.
+    pub fn swap(&mut self, next: Box<Engine>, fade_frames: u64) -> Result<(), SwapRefused> {
+        if next.clock() != self.clock() {
+            return Err(SwapRefused::WrongClock(next));
+        }
+        if self.fading.is_some() || self.retired.is_some() {
+            return Err(SwapRefused::Busy(next));
+        }
+        let old = std::mem::replace(&mut self.current, next);
+        if fade_frames == 0 {
+            self.retired = Some(old);
+        } else {
+            self.fading = Some(Fade {
+                start: old.clock(),
+                engine: old,
+                len_frames: fade_frames,
+            });
+        }
+        Ok(())
+    }
+
+    /// Takes the engine that stopped playing, to be dropped off the audio thread.
+    pub fn take_retired(&mut self) -> Option<Box<Engine>> {
+        self.retired.take()
+    }
+
+    /// Renders `frames` (≤ the block size) into [`output`](Self::output).
+    pub fn process(&mut self, frames: usize) {
+        let frames = frames.min(self.block);
+        let ch = self.channels;
+        let start = self.current.clock();
+        self.current.process_block(frames);
+        self.frames = self.current.bus().frames();
+        match &mut self.fading {
+            None => map_bus(self.current.bus(), ch, &mut self.out),
+            Some(f) => {
+                f.engine.process_block(frames);
+                map_bus(f.engine.bus(), ch, &mut self.out);
+                map_bus(self.current.bus(), ch, &mut self.scratch);
+                let len = f.len_frames as f64;
+                for i in 0..self.frames {
+                    let k = (start + i as u64 - f.start) as f64;
+                    let g = if k >= len { 1.0 } else { k / len };
+                    for c in 0..ch {
+                        let j = i * ch + c;
+                        self.out[j] = self.out[j] * (1.0 - g) + self.scratch[j] * g;
+                    }
+                }
+                if start + frames as u64 >= f.start + f.len_frames {
+                    self.retired = self.fading.take().map(|f| f.engine);
+                }
+            }
+        }
+    }
+
+    /// The last block, interleaved: `frames() × channels()` samples.
+    pub fn output(&self) -> &[f64] {
+        &self.out[..self.frames * self.channels]
+    }
+
+    /// Frames of the last block.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// Renders `frames` frames in blocks and returns them interleaved (for
+    /// offline use; allocates).
+    pub fn render(&mut self, frames: u64) -> Vec<f64> {
+        let mut v = Vec::with_capacity(frames as usize * self.channels);
+        let mut done = 0;
+        while done < frames {
+            let n = (frames - done).min(self.block as u64) as usize;
+            self.process(n);
+            v.extend_from_slice(self.output());
+            done += n as u64;
+            // Nothing on this path is real-time; drop what finished.
+            drop(self.take_retired());
+        }
+        v
+    }
+}
+
+/// Maps a main bus onto `ch` output channels, interleaved: bus channel d
+/// feeds output d; a mono bus also feeds output 1; a one-channel output
+/// gets the mean of all bus channels; other outputs are silent.
+fn map_bus(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
+    let n = bus.frames();
+    let bc = bus.channels();
+    for i in 0..n {
+        for d in 0..ch {
+            out[i * ch + d] = if ch == 1 && bc > 1 {
+                let mut sum = 0.0;
+                for c in 0..bc {
+                    sum += bus.get(c, i);
+                }
+                sum / bc as f64
+            } else if d < bc {
+                bus.get(d, i)
+            } else if bc == 1 && d == 1 {
+                bus.get(0, i)
+            } else {
+                0.0
+            };
+        }
+    }
+}

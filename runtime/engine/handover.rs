@@ -1,0 +1,385 @@
+//! Migration: the engine half of the handover (DESIGN §6).
+//!
+//! The control thread builds a new engine for an edited scene or another
+//! profile, the audio thread copies the running engine's state into a
+//! buffer at block boundary N ([`Engine::capture_into`]), and
+//! [`Engine::migrate`] carries that state into the new engine off the audio
+//! thread: nodes match by (id, op), precision converts (f64 → f32 rounds,
+//! f32 → f64 is exact), derived state (FFT partitions, oversampler history)
+//! is rebuilt under each node's FP mode. Until the swap sample S the new
+//! engine keeps the captured param values, so fast-forwarding it from N to
+//! S computes what the old one computes; at S each param the edit changed
+//! ramps from its running value to the new one.
+
+use super::{Core, Engine, EngineState, Ring, Slot};
+use crate::dsp::fpmode::FpGuard;
+use crate::graph::Plan;
+use crate::ops::{ParamState, Ramp, StateError, Value};
+
+/// One thing a migration wants the user to know.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Notice {
+    /// The node is new in this scene: it starts fresh.
+    Added { id: String },
+    /// The node is gone from the scene.
+    Removed { id: String },
+    /// Same id, another operator: the node starts fresh.
+    OpChanged {
+        id: String,
+        from: &'static str,
+        to: &'static str,
+    },
+    /// The node's state did not fit (e.g. another delay size or impulse
+    /// response): it starts fresh.
+    StateNotCarried { id: String, error: StateError },
+    /// A param the edit changed glides to its new value from the swap sample.
+    Ramped {
+        id: String,
+        param: &'static str,
+        from: f64,
+        to: f64,
+    },
+    /// A discrete param (mode, loop, …) the edit changed switches at the swap sample.
+    Switched { id: String, param: &'static str },
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notice::Added { id } => write!(f, "node `{id}` added"),
+            Notice::Removed { id } => write!(f, "node `{id}` removed"),
+            Notice::OpChanged { id, from, to } => {
+                write!(f, "node `{id}` changed from `{from}` to `{to}`: it starts fresh")
+            }
+            Notice::StateNotCarried { id, error } => {
+                write!(f, "node `{id}` starts fresh: its state cannot carry over ({error})")
+            }
+            Notice::Ramped { id, param, from, to } => {
+                write!(f, "`{id}.{param}` glides {from} → {to}")
+            }
+            Notice::Switched { id, param } => write!(f, "`{id}.{param}` switches"),
+        }
+    }
+}
+
+/// What [`Engine::migrate`] did.
+#[derive(Clone, Debug, Default)]
+pub struct Migration {
+    /// Nodes whose state carried over.
+    pub carried: usize,
+    pub notices: Vec<Notice>,
+    /// True when the new engine does not compute what the old one would
+    /// (nodes added, removed, retyped or fresh, other wiring, outputs or
+    /// profile): the swap must crossfade. False for a param-only edit,
+    /// which swaps without one.
+    pub structural: bool,
+}
+
+/// A param change waiting for the swap sample.
+#[derive(Clone, Debug)]
+enum Change {
+    Ramp { to: f64, len: u64 },
+    Discrete(Value),
+}
+
+/// Param changes of an edit, applied when the clock reaches `at`.
+#[derive(Debug, Default)]
+pub(super) struct Pending {
+    at: u64,
+    changes: Vec<(usize, usize, Change)>,
+    done: bool,
+}
+
+impl Pending {
+    #[inline]
+    pub(super) fn due(&self, clock: u64) -> bool {
+        !self.done && !self.changes.is_empty() && clock >= self.at
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.changes.clear();
+        self.done = false;
+    }
+}
+
+/// FNV-1a 64 over text: a stable fingerprint for structure comparisons.
+fn fingerprint(text: &str) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// A node's structure: what must be equal for an engine built from another
+/// scene to compute what this node computes, given the same state and
+/// params. Sources are named by id, so reordering the schedule does not
+/// change it.
+pub(super) fn node_sig(plan: &Plan, i: usize) -> u64 {
+    let n = &plan.nodes[i];
+    let name = |list: &Vec<Vec<crate::graph::SourceRef>>| -> Vec<Vec<(String, usize, usize)>> {
+        list.iter()
+            .map(|l| {
+                l.iter()
+                    .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay))
+                    .collect()
+            })
+            .collect()
+    };
+    fingerprint(&format!(
+        "{}|{:?}|{}|{:?}|{:?}",
+        n.op.name,
+        n.profile,
+        n.inputs.len(),
+        name(&n.inputs),
+        name(&n.param_inputs)
+    ))
+}
+
+/// The main bus's structure: its sources (by id) and alignment.
+pub(super) fn main_sig(plan: &Plan) -> u64 {
+    let srcs: Vec<(String, usize, usize)> = plan
+        .main
+        .iter()
+        .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay))
+        .collect();
+    fingerprint(&format!("{:?}|{:?}", plan.session_profile, srcs))
+}
+
+impl Engine {
+    /// Carries `st` (captured from the running engine at its clock N) into
+    /// this freshly built engine, which then stands at N. Runs on the
+    /// control thread; may allocate.
+    ///
+    /// Per node, matched by id and operator: the state is restored under
+    /// the node's FP mode, or, if it does not fit, the node is reset and
+    /// named in a notice (never half-restored). Params the scene file did
+    /// not change keep their running values (including an event's change
+    /// and a ramp in progress); params it changed keep the running value
+    /// until `swap_at` and then glide to the new value over the node's edit
+    /// ramp. Discrete params the file changed switch at `swap_at`. Event
+    /// cursors are recomputed from the clock.
+    pub fn migrate(&mut self, st: &EngineState, swap_at: u64) -> Migration {
+        let mut m = Migration {
+            structural: st.profile != self.session
+                || st.main_sig != self.main_sig
+                || st.nodes.len() != self.slots.len(),
+            ..Migration::default()
+        };
+        self.clock = st.clock;
+        self.next_event = self.events.partition_point(|e| e.sample < st.clock);
+        self.pending.clear();
+        self.pending.at = swap_at.max(st.clock);
+        if st.main_sig == self.main_sig
+            && self
+                .bus
+                .rings_fit(&st.main)
+        {
+            self.bus.load(&st.main);
+        } else {
+            self.bus.reset();
+        }
+        let guard = FpGuard::new(self.session_flush);
+        for (si, s) in self.slots.iter_mut().enumerate() {
+            let Some(snap) = st.nodes.iter().find(|n| n.id == s.id) else {
+                m.structural = true;
+                m.notices.push(Notice::Added { id: s.id.clone() });
+                continue;
+            };
+            if snap.op != s.op {
+                m.structural = true;
+                m.notices.push(Notice::OpChanged {
+                    id: s.id.clone(),
+                    from: snap.op,
+                    to: s.op,
+                });
+                continue;
+            }
+            if snap.sig != s.sig {
+                m.structural = true;
+            }
+            guard.set_flush(s.flush);
+            if let Err(error) = restore_slot(s, snap) {
+                m.structural = true;
+                m.notices.push(Notice::StateNotCarried {
+                    id: s.id.clone(),
+                    error,
+                });
+                continue;
+            }
+            m.carried += 1;
+            // Discrete params: the running value unless the file changed it.
+            for (i, v) in &snap.discrete {
+                let edited = snap.scene_values.get(*i) != s.initial_values.get(*i);
+                if edited {
+                    let param = op_param_name(s.op, *i);
+                    m.notices.push(Notice::Switched {
+                        id: s.id.clone(),
+                        param,
+                    });
+                    self.pending
+                        .changes
+                        .push((si, *i, Change::Discrete(s.initial_values[*i].clone())));
+                }
+                if s.values.get(*i).is_some_and(|cur| cur != v) {
+                    set_discrete(s, *i, v);
+                }
+            }
+            // Number params: the running value (with any ramp in progress);
+            // an edited one glides to the file's new value from `swap_at`.
+            if snap.params.len() == s.params.len() {
+                for (i, p) in snap.params.iter().enumerate() {
+                    let new = s.initial_params[i].value;
+                    let edited = match (snap.scene_values.get(i), s.initial_values.get(i)) {
+                        (Some(Value::Number(a)), Some(Value::Number(b))) => a != b,
+                        _ => false,
+                    };
+                    s.params[i] = *p;
+                    if edited {
+                        m.notices.push(Notice::Ramped {
+                            id: s.id.clone(),
+                            param: op_param_name(s.op, i),
+                            from: p.at(self.pending.at),
+                            to: new,
+                        });
+                        self.pending.changes.push((
+                            si,
+                            i,
+                            Change::Ramp {
+                                to: new,
+                                len: s.edit_ramp,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+        drop(guard);
+        for snap in &st.nodes {
+            if !self.slots.iter().any(|s| s.id == snap.id) {
+                m.structural = true;
+                m.notices.push(Notice::Removed {
+                    id: snap.id.clone(),
+                });
+            }
+        }
+        m
+    }
+
+    /// Moves the swap sample later (the audio thread had passed the offered
+    /// one); call after fast-forwarding to `at`.
+    pub fn set_swap_sample(&mut self, at: u64) {
+        self.pending.at = at;
+    }
+
+    /// Runs the engine from its clock to `to` (a later block boundary),
+    /// discarding the output: after a migration, this brings the new engine
+    /// to the swap sample.
+    pub fn fast_forward(&mut self, to: u64) {
+        while self.clock < to {
+            let n = ((to - self.clock) as usize).min(self.block_size);
+            self.process_block(n);
+        }
+    }
+
+    /// The crossfade length for a structural swap into this engine, in samples.
+    pub fn crossfade_len(&self) -> u64 {
+        self.crossfade
+    }
+
+    /// Applies the edit's param changes at the swap sample. Real-time safe:
+    /// the list was built off the audio thread and is only read here.
+    pub(super) fn apply_pending(&mut self) {
+        let at = self.clock;
+        for (si, pi, change) in &self.pending.changes {
+            let s = &mut self.slots[*si];
+            match change {
+                Change::Ramp { to, len } => {
+                    let p = &mut s.params[*pi];
+                    let from = p.at(at);
+                    *p = ParamState {
+                        value: *to,
+                        ramp: (*len > 0).then_some(Ramp {
+                            from,
+                            start: at,
+                            len: *len,
+                        }),
+                    };
+                }
+                Change::Discrete(v) => set_discrete(s, *pi, v),
+            }
+        }
+        self.pending.done = true;
+    }
+}
+
+fn op_param_name(op: &str, i: usize) -> &'static str {
+    crate::ops::lookup(op)
+        .and_then(|spec| spec.params.get(i))
+        .map_or("?", |p| p.name)
+}
+
+fn set_discrete(s: &mut Slot, i: usize, v: &Value) {
+    match &mut s.core {
+        Core::F32(t) => t.node.set_discrete(i, v),
+        Core::F64(t) => t.node.set_discrete(i, v),
+    }
+    s.values[i].clone_from(v);
+}
+
+/// Restores one node completely or not at all: on failure the node and its
+/// edge delay lines are reset.
+fn restore_slot(s: &mut Slot, snap: &super::NodeSnapshot) -> Result<(), StateError> {
+    // Discrete values first: a node's state layout may depend on them.
+    for (i, v) in &snap.discrete {
+        if s.values.get(*i).is_some_and(|cur| cur != v) {
+            set_discrete(s, *i, v);
+        }
+    }
+    let r = match &mut s.core {
+        Core::F32(t) => t.node.restore(&snap.state),
+        Core::F64(t) => t.node.restore(&snap.state),
+    };
+    if let Err(e) = r {
+        reset_slot(s);
+        return Err(e);
+    }
+    let same_wiring = snap.sig == s.sig;
+    match &mut s.core {
+        Core::F32(t) => load_rings(&mut t.rings, &snap.edges, same_wiring),
+        Core::F64(t) => load_rings(&mut t.rings, &snap.edges, same_wiring),
+    }
+    Ok(())
+}
+
+fn load_rings<S: crate::dsp::Sample>(
+    rings: &mut [Ring<S>],
+    saved: &[(Vec<f64>, usize)],
+    same_wiring: bool,
+) {
+    if same_wiring && rings.len() == saved.len() && rings.iter().zip(saved).all(|(r, e)| r.fits(e)) {
+        rings.iter_mut().zip(saved).for_each(|(r, e)| r.load(e));
+    } else {
+        rings.iter_mut().for_each(Ring::reset);
+    }
+}
+
+fn reset_slot(s: &mut Slot) {
+    match &mut s.core {
+        Core::F32(t) => {
+            t.node.reset();
+            t.rings.iter_mut().for_each(Ring::reset);
+        }
+        Core::F64(t) => {
+            t.node.reset();
+            t.rings.iter_mut().for_each(Ring::reset);
+        }
+    }
+    for (i, v) in s.initial_values.clone().iter().enumerate() {
+        if s.values[i] != *v {
+            set_discrete(s, i, v);
+        }
+    }
+    s.params.copy_from_slice(&s.initial_params);
+}
