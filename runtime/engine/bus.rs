@@ -122,8 +122,18 @@ impl Bus {
     /// Copies the delay lines into a buffer shaped by [`save`](Self::save).
     pub(crate) fn save_into(&self, st: &mut [(Vec<f64>, usize)]) {
         match self {
-            Bus::F32(b) => b.rings.iter().flatten().zip(st).for_each(|(r, e)| r.save_into(e)),
-            Bus::F64(b) => b.rings.iter().flatten().zip(st).for_each(|(r, e)| r.save_into(e)),
+            Bus::F32(b) => b
+                .rings
+                .iter()
+                .flatten()
+                .zip(st)
+                .for_each(|(r, e)| r.save_into(e)),
+            Bus::F64(b) => b
+                .rings
+                .iter()
+                .flatten()
+                .zip(st)
+                .for_each(|(r, e)| r.save_into(e)),
         }
     }
 

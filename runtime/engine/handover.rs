@@ -49,12 +49,23 @@ impl std::fmt::Display for Notice {
             Notice::Added { id } => write!(f, "node `{id}` added"),
             Notice::Removed { id } => write!(f, "node `{id}` removed"),
             Notice::OpChanged { id, from, to } => {
-                write!(f, "node `{id}` changed from `{from}` to `{to}`: it starts fresh")
+                write!(
+                    f,
+                    "node `{id}` changed from `{from}` to `{to}`: it starts fresh"
+                )
             }
             Notice::StateNotCarried { id, error } => {
-                write!(f, "node `{id}` starts fresh: its state cannot carry over ({error})")
+                write!(
+                    f,
+                    "node `{id}` starts fresh: its state cannot carry over ({error})"
+                )
             }
-            Notice::Ramped { id, param, from, to } => {
+            Notice::Ramped {
+                id,
+                param,
+                from,
+                to,
+            } => {
                 write!(f, "`{id}.{param}` glides {from} → {to}")
             }
             Notice::Switched { id, param } => write!(f, "`{id}.{param}` switches"),
@@ -171,11 +182,7 @@ impl Engine {
         self.next_event = self.events.partition_point(|e| e.sample < st.clock);
         self.pending.clear();
         self.pending.at = swap_at.max(st.clock);
-        if st.main_sig == self.main_sig
-            && self
-                .bus
-                .rings_fit(&st.main)
-        {
+        if st.main_sig == self.main_sig && self.bus.rings_fit(&st.main) {
             self.bus.load(&st.main);
         } else {
             self.bus.reset();
@@ -218,9 +225,11 @@ impl Engine {
                         id: s.id.clone(),
                         param,
                     });
-                    self.pending
-                        .changes
-                        .push((si, *i, Change::Discrete(s.initial_values[*i].clone())));
+                    self.pending.changes.push((
+                        si,
+                        *i,
+                        Change::Discrete(s.initial_values[*i].clone()),
+                    ));
                 }
                 if s.values.get(*i).is_some_and(|cur| cur != v) {
                     set_discrete(s, *i, v);
@@ -358,7 +367,8 @@ fn load_rings<S: crate::dsp::Sample>(
     saved: &[(Vec<f64>, usize)],
     same_wiring: bool,
 ) {
-    if same_wiring && rings.len() == saved.len() && rings.iter().zip(saved).all(|(r, e)| r.fits(e)) {
+    if same_wiring && rings.len() == saved.len() && rings.iter().zip(saved).all(|(r, e)| r.fits(e))
+    {
         rings.iter_mut().zip(saved).for_each(|(r, e)| r.load(e));
     } else {
         rings.iter_mut().for_each(Ring::reset);

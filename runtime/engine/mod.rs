@@ -611,7 +611,9 @@ impl Engine {
                     .values
                     .iter()
                     .enumerate()
-                    .filter(|(_, v)| matches!(v, Value::Enum(_) | Value::Integer(_) | Value::Bool(_)))
+                    .filter(|(_, v)| {
+                        matches!(v, Value::Enum(_) | Value::Integer(_) | Value::Bool(_))
+                    })
                     .map(|(i, v)| (i, v.clone()))
                     .collect(),
                 edges: match &s.core {
@@ -647,8 +649,16 @@ impl Engine {
                 v.clone_from(&s.values[*i]);
             }
             match &s.core {
-                Core::F32(t) => t.rings.iter().zip(snap.edges.iter_mut()).for_each(|(r, e)| r.save_into(e)),
-                Core::F64(t) => t.rings.iter().zip(snap.edges.iter_mut()).for_each(|(r, e)| r.save_into(e)),
+                Core::F32(t) => t
+                    .rings
+                    .iter()
+                    .zip(snap.edges.iter_mut())
+                    .for_each(|(r, e)| r.save_into(e)),
+                Core::F64(t) => t
+                    .rings
+                    .iter()
+                    .zip(snap.edges.iter_mut())
+                    .for_each(|(r, e)| r.save_into(e)),
             }
         }
     }

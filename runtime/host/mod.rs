@@ -74,6 +74,8 @@ pub fn load_engine(
     Ok((Engine::new(plan), warnings))
 }
 pub mod device;
+pub mod handover;
 pub mod keys;
+pub mod live;
 pub mod player;
 pub mod realtime;

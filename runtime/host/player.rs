@@ -346,7 +346,9 @@ impl Player {
         let stats = self.deck.engine().stats();
         let nans = stats.nan_events;
         if nans != self.last_nan_events {
-            self.meters.nan_events.fetch_add(nans.wrapping_sub(self.last_nan_events), Ordering::Relaxed);
+            self.meters
+                .nan_events
+                .fetch_add(nans.wrapping_sub(self.last_nan_events), Ordering::Relaxed);
             self.last_nan_events = nans;
         }
         let panics = stats.panics;

@@ -10,8 +10,8 @@ use super::pos::{child_index, child_key, Positions};
 use super::suggest;
 use super::units::TimeSpec;
 use super::{
-    Diagnostic, EdgeDecl, Endpoint, EventDecl, Loc, ModuleDecl, NodeDecl, OutputBus, Param,
-    EditConfig, RawValue, Scene, SceneConfig,
+    Diagnostic, EdgeDecl, EditConfig, Endpoint, EventDecl, Loc, ModuleDecl, NodeDecl, OutputBus,
+    Param, RawValue, Scene, SceneConfig,
 };
 use crate::dsp::Precision;
 use crate::profile::{Overrides, Profile};

@@ -1,0 +1,246 @@
+//! The handover of DESIGN §6 as the control side runs it, shared by `run`
+//! (against the audio thread) and by offline renders with scripted edits
+//! and profile switches (against a [`Deck`] driven in place):
+//!
+//! 1. compile the new scene at the session's block size, rate and seed and
+//!    build its engine ([`Incoming::compile`]);
+//! 2. capture the playing engine's state at block boundary N (copies only);
+//! 3. migrate it into the new engine ([`Engine::migrate`]);
+//! 4. fast-forward the new engine from N to the swap sample S, discarding
+//!    its output;
+//! 5. swap at exactly S, with a crossfade unless the edit only changed params.
+
+use crate::engine::{Deck, Engine, EngineState, Migration};
+use crate::graph::{compile, CompileOptions, Plan, SeedSource};
+use crate::ops::Value;
+use crate::profile::Profile;
+use crate::scene::{self, Diagnostic};
+use std::path::{Path, PathBuf};
+
+/// What stays fixed for a whole session, whatever the edits and switches.
+#[derive(Clone, Debug)]
+pub struct SessionFixed {
+    pub block_size: usize,
+    pub sample_rate: u32,
+    /// The session seed (a live auto-seed becomes it), if any.
+    pub seed: Option<u64>,
+    pub resource_dirs: Vec<PathBuf>,
+}
+
+impl SessionFixed {
+    /// Takes the session's constants from its first plan.
+    pub fn from_plan(plan: &Plan, resource_dirs: Vec<PathBuf>) -> SessionFixed {
+        SessionFixed {
+            block_size: plan.block_size,
+            sample_rate: plan.sample_rate,
+            seed: match plan.seed {
+                SeedSource::None => None,
+                SeedSource::Given(s) | SeedSource::Auto(s) => Some(s),
+            },
+            resource_dirs,
+        }
+    }
+
+    /// Compile options for a new engine of this session under `profile`.
+    pub fn options(&self, profile: Profile) -> CompileOptions {
+        CompileOptions {
+            profile: Some(profile),
+            block_size: Some(self.block_size),
+            seed: self.seed,
+            resource_dirs: self.resource_dirs.clone(),
+            sample_rate: Some(self.sample_rate),
+            ..CompileOptions::default()
+        }
+    }
+}
+
+/// A built engine waiting to be handed over, with the capture buffer shaped
+/// for it (used when the engine after it takes over).
+pub struct Incoming {
+    pub engine: Box<Engine>,
+    pub capture: Box<EngineState>,
+    pub profile: Profile,
+    /// The scene's top-level `profile`, if it names one.
+    pub file_profile: Option<Profile>,
+    /// Resource files the scene reads.
+    pub resources: Vec<PathBuf>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Incoming {
+    /// Parses, validates, compiles and builds scene text (read from `path`)
+    /// under `profile`: every stage off the audio thread; nothing is
+    /// returned unless every stage succeeds.
+    pub fn compile(
+        text: &str,
+        path: &Path,
+        fixed: &SessionFixed,
+        profile: Profile,
+    ) -> Result<Incoming, Vec<Diagnostic>> {
+        let dir = path.parent().map(|d| {
+            if d.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                d.to_path_buf()
+            }
+        });
+        let scene = scene::load_str(text, &path.display().to_string(), dir)?;
+        let file_profile = scene.profile;
+        let mut plan = compile(&scene, &fixed.options(profile))?;
+        let warnings = std::mem::take(&mut plan.warnings);
+        Ok(Incoming::from_plan(plan, file_profile, warnings))
+    }
+
+    /// Builds the engine of a compiled plan.
+    pub fn from_plan(
+        plan: Plan,
+        file_profile: Option<Profile>,
+        warnings: Vec<Diagnostic>,
+    ) -> Incoming {
+        let resources = resources_of(&plan);
+        let profile = plan.session_profile;
+        let engine = Box::new(Engine::new(plan));
+        let capture = Box::new(engine.snapshot());
+        Incoming {
+            engine,
+            capture,
+            profile,
+            file_profile,
+            resources,
+            warnings,
+        }
+    }
+}
+
+/// Resource files a plan's nodes read, deduplicated.
+pub fn resources_of(plan: &Plan) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = Vec::new();
+    for n in &plan.nodes {
+        for val in &n.values {
+            if let Value::Resource(a) = val {
+                if !v.contains(&a.path) {
+                    v.push(a.path.clone());
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The crossfade a migration needs: none for a param-only edit.
+pub fn fade_for(m: &Migration, engine: &Engine) -> u64 {
+    if m.structural {
+        engine.crossfade_len()
+    } else {
+        0
+    }
+}
+
+/// Brings a migrated engine to the swap sample `at`: marks `at` as the
+/// sample where the edit's param changes start, then runs up to it.
+pub fn advance_to(engine: &mut Engine, at: u64) {
+    engine.set_swap_sample(at);
+    engine.fast_forward(at);
+}
+
+/// The warning a profile switch prints, if any (DESIGN §6).
+pub fn switch_warning(from: Profile, to: Profile) -> Option<String> {
+    match (from, to) {
+        (Profile::Strict, Profile::Live) => Some(
+            "switching strict → live is lossy: f64 state is rounded to f32 and live's approximations take over"
+                .to_string(),
+        ),
+        (Profile::Live, Profile::Strict) => Some(
+            "switching live → strict: the output is not bit-exact from this point (it continues from live's state)"
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
+/// A handover as it happened: the capture sample N, the swap sample S, the
+/// crossfade, and what migrated.
+#[derive(Clone, Debug)]
+pub struct Applied {
+    pub captured_at: u64,
+    pub swap_at: u64,
+    pub fade: u64,
+    pub migration: Migration,
+}
+
+/// Plays engines offline through the same handover steps as `run`: for
+/// renders with scripted edits and profile switches, and for replaying
+/// them.
+pub struct Scripted {
+    deck: Deck,
+    capture: Box<EngineState>,
+    out: Vec<f64>,
+}
+
+impl Scripted {
+    /// Starts with `first` on a deck of `channels` outputs.
+    pub fn new(first: Incoming, channels: usize) -> Scripted {
+        Scripted {
+            deck: Deck::new(first.engine, channels),
+            capture: first.capture,
+            out: Vec::new(),
+        }
+    }
+
+    pub fn clock(&self) -> u64 {
+        self.deck.clock()
+    }
+
+    pub fn engine(&self) -> &Engine {
+        self.deck.engine()
+    }
+
+    /// Plays up to absolute sample `to`.
+    pub fn play_to(&mut self, to: u64) {
+        if to > self.deck.clock() {
+            let v = self.deck.render(to - self.deck.clock());
+            self.out.extend_from_slice(&v);
+        }
+    }
+
+    /// Hands over to `next`: captures now (N, a block boundary), migrates,
+    /// keeps playing the old engine while the new one fast-forwards to
+    /// S = N + `lead` (rounded up to a block), and swaps there.
+    pub fn handover(&mut self, mut next: Incoming, lead: u64) -> Applied {
+        // Finish a fade in progress first: edits queue behind it.
+        while self.deck.is_fading() {
+            let b = self.deck.block_size() as u64;
+            self.play_to(self.deck.clock() + b);
+        }
+        let n = self.deck.clock();
+        self.deck.engine().capture_into(&mut self.capture);
+        let migration = next.engine.migrate(&self.capture, n);
+        let b = self.deck.block_size() as u64;
+        let s = (n + lead).div_ceil(b) * b;
+        self.play_to(s);
+        advance_to(&mut next.engine, s);
+        let fade = fade_for(&migration, &next.engine);
+        if let Err(r) = self.deck.swap(next.engine, fade) {
+            // The clocks agree by construction and no fade is running.
+            drop(r.into_engine());
+            unreachable!("offline swap refused");
+        }
+        drop(self.deck.take_retired());
+        self.capture = next.capture;
+        Applied {
+            captured_at: n,
+            swap_at: s,
+            fade,
+            migration,
+        }
+    }
+
+    /// Everything played so far, interleaved.
+    pub fn output(&self) -> &[f64] {
+        &self.out
+    }
+
+    pub fn into_output(self) -> Vec<f64> {
+        self.out
+    }
+}

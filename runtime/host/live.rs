@@ -1,0 +1,534 @@
+//! The control side of a live session: hot edits of the scene file and
+//! profile switches while `run` plays.
+//!
+//! Runs on the control thread, one [`LiveSession::tick`] every few
+//! milliseconds. A change (a save, a key) is read, parsed, validated,
+//! compiled and built here; only a complete engine is ever offered. The
+//! handover then follows DESIGN §6 against the audio thread through the
+//! player's [`Link`]: capture at N, migrate, fast-forward to S, offer, and
+//! the old engine comes back on the return queue to be dropped here. One
+//! handover at a time: changes that arrive meanwhile coalesce into the
+//! latest, which starts once the running one (and its fade) is over.
+
+use super::handover::{advance_to, fade_for, switch_warning, Incoming, SessionFixed};
+use super::player::{FromAudio, Link, Meters, ToAudio};
+use crate::engine::{EngineState, Migration, Notice};
+use crate::profile::Profile;
+use crate::scene::Diagnostic;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Why a handover was started.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reason {
+    /// The scene file (or a resource) changed.
+    Edit,
+    /// A profile switch, by key or by the file's `profile`.
+    Switch { from: Profile, to: Profile },
+}
+
+/// A handover the session completed, for reports and the journal.
+#[derive(Clone, Debug)]
+pub struct HandoverRecord {
+    pub reason: Reason,
+    /// The scene text the new engine was built from.
+    pub text: Arc<String>,
+    pub profile: Profile,
+    pub captured_at: u64,
+    pub swap_at: u64,
+    pub fade: u64,
+    pub migration: Migration,
+    /// From the change (file modification time, or the key) to the moment
+    /// the audio thread reached the swap sample.
+    pub latency: Option<Duration>,
+    /// Control-thread time spent migrating and fast-forwarding.
+    pub migrate_time: Duration,
+    pub fast_forward_time: Duration,
+    /// Offers the audio thread refused (it had passed S already).
+    pub refusals: u32,
+}
+
+/// A change that failed to compile (the running graph kept playing).
+#[derive(Clone, Debug)]
+pub struct Rejected {
+    pub text: Arc<String>,
+    pub error: String,
+    /// The audio clock when it was rejected.
+    pub at: u64,
+}
+
+struct Job {
+    incoming: Incoming,
+    reason: Reason,
+    text: Arc<String>,
+    /// When the change was made (file mtime or key press).
+    since: SystemTime,
+}
+
+enum Phase {
+    Idle,
+    /// Waiting for the audio thread's capture.
+    Capturing(Job),
+    /// Offered at `at`; waiting for the swap (or a refusal).
+    Offered {
+        job_reason: Reason,
+        text: Arc<String>,
+        profile: Profile,
+        file_profile: Option<Profile>,
+        capture: Box<EngineState>,
+        captured_at: u64,
+        at: u64,
+        fade: u64,
+        migration: Migration,
+        since: SystemTime,
+        migrate_time: Duration,
+        ff_time: Duration,
+        refusals: u32,
+    },
+    /// Swapped; waiting for the old engine to come back (after its fade).
+    Retiring,
+}
+
+/// The live session's control state.
+pub struct LiveSession {
+    path: PathBuf,
+    fixed: SessionFixed,
+    /// The session profile: the engine playing (or being handed over to).
+    profile: Profile,
+    /// The file's top-level `profile` at the last good load: a change of it
+    /// in the file is a profile switch.
+    file_profile: Option<Profile>,
+    /// The last text read, good or bad: an unchanged file is not reloaded
+    /// and a bad one is reported once.
+    last_text: Option<Arc<String>>,
+    /// The last text that compiled (a key switch recompiles it).
+    good_text: Arc<String>,
+    resources: Vec<PathBuf>,
+    link: Arc<Link>,
+    meters: Arc<Meters>,
+    /// Shaped for the engine playing now; out while a capture is in flight.
+    capture: Option<Box<EngineState>>,
+    phase: Phase,
+    queued: Option<Job>,
+    /// Samples of headroom between the audio clock and an offered S.
+    lead: u64,
+    /// What happened, in order.
+    pub applied: Vec<HandoverRecord>,
+    pub rejected: Vec<Rejected>,
+    /// One line for the status display: the last edit's result.
+    pub last_result: String,
+}
+
+impl LiveSession {
+    /// A session playing `first` (already handed to the player whose link
+    /// and meters are given), built from `text` read from `path`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        path: &Path,
+        text: String,
+        fixed: SessionFixed,
+        profile: Profile,
+        file_profile: Option<Profile>,
+        capture: Box<EngineState>,
+        resources: Vec<PathBuf>,
+        link: Arc<Link>,
+        meters: Arc<Meters>,
+    ) -> LiveSession {
+        let text = Arc::new(text);
+        let block = fixed.block_size as u64;
+        // Headroom for the offer to reach the audio thread before S: at
+        // least 10 ms and 4 blocks.
+        let lead = (fixed.sample_rate as u64 / 100)
+            .max(4 * block)
+            .div_ceil(block)
+            * block;
+        LiveSession {
+            path: path.to_path_buf(),
+            fixed,
+            profile,
+            file_profile,
+            last_text: Some(text.clone()),
+            good_text: text,
+            resources,
+            link,
+            meters,
+            capture: Some(capture),
+            phase: Phase::Idle,
+            queued: None,
+            lead,
+            applied: Vec::new(),
+            rejected: Vec::new(),
+            last_result: String::new(),
+        }
+    }
+
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The scene file and the resources it reads: what to watch.
+    pub fn watched_files(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.path.clone()];
+        v.extend(self.resources.iter().cloned());
+        v
+    }
+
+    /// Whether nothing is in flight or queued.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.phase, Phase::Idle) && self.queued.is_none()
+    }
+
+    /// The scene file or a resource changed: re-read and, if it compiles,
+    /// queue the handover. `force` reloads even if the text is unchanged
+    /// (a resource changed).
+    pub fn file_changed(&mut self, force: bool, log: &mut dyn Write) {
+        let since = std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|_| SystemTime::now());
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(t) => t,
+            Err(e) => {
+                // Deleted before being recreated, or unreadable: the next
+                // save will tell.
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    let _ = writeln!(log, "\nwarning: cannot read {}: {e}", self.path.display());
+                }
+                return;
+            }
+        };
+        if !force && self.last_text.as_deref().is_some_and(|t| *t == text) {
+            return;
+        }
+        let text = Arc::new(text);
+        self.last_text = Some(text.clone());
+        // A change of the file's `profile` switches the session to it.
+        let (profile, switched) = match peek_profile(&text) {
+            Some(p) if Some(p) != self.file_profile && p != self.profile => (p, true),
+            _ => (self.profile, false),
+        };
+        match Incoming::compile(&text, &self.path, &self.fixed, profile) {
+            Ok(inc) => {
+                for w in &inc.warnings {
+                    let _ = writeln!(log, "\n{w}");
+                }
+                let reason = if switched {
+                    Reason::Switch {
+                        from: self.queued_profile(),
+                        to: profile,
+                    }
+                } else {
+                    Reason::Edit
+                };
+                self.good_text = text.clone();
+                self.queue(Job {
+                    incoming: inc,
+                    reason,
+                    text,
+                    since,
+                });
+            }
+            Err(diags) => {
+                let error = format_diagnostics(&diags);
+                let _ = writeln!(
+                    log,
+                    "\nedit rejected; the running graph keeps playing:\n{error}"
+                );
+                self.last_result = "last edit rejected (see above)".to_string();
+                self.rejected.push(Rejected {
+                    text,
+                    error,
+                    at: self.meters.clock.load(Ordering::Relaxed),
+                });
+            }
+        }
+    }
+
+    /// Switches the session to `to` (a key): the last good scene text is
+    /// rebuilt under the other profile.
+    pub fn switch_profile(&mut self, to: Profile, log: &mut dyn Write) {
+        let from = self.queued_profile();
+        if from == to {
+            let _ = writeln!(log, "\nalready {to}");
+            return;
+        }
+        let text = self.good_text.clone();
+        match Incoming::compile(&text, &self.path, &self.fixed, to) {
+            Ok(inc) => self.queue(Job {
+                incoming: inc,
+                reason: Reason::Switch { from, to },
+                text,
+                since: SystemTime::now(),
+            }),
+            Err(diags) => {
+                let error = format_diagnostics(&diags);
+                let _ = writeln!(
+                    log,
+                    "\ncannot switch to {to}; {from} keeps playing:\n{error}"
+                );
+                self.last_result = format!("switch to {to} refused (see above)");
+            }
+        }
+    }
+
+    /// The profile the session will have once what is queued has run.
+    fn queued_profile(&self) -> Profile {
+        if let Some(j) = &self.queued {
+            return j.incoming.profile;
+        }
+        match &self.phase {
+            Phase::Capturing(j) => j.incoming.profile,
+            Phase::Offered { profile, .. } => *profile,
+            _ => self.profile,
+        }
+    }
+
+    fn queue(&mut self, job: Job) {
+        // Rapid changes coalesce: only the latest waits. A switch that the
+        // replaced job carried is still a switch.
+        let job = match (self.queued.take(), job) {
+            (Some(old), mut new) => {
+                if let (Reason::Switch { from, .. }, Reason::Edit) = (&old.reason, &new.reason) {
+                    if *from != new.incoming.profile {
+                        new.reason = Reason::Switch {
+                            from: *from,
+                            to: new.incoming.profile,
+                        };
+                    }
+                }
+                new
+            }
+            (None, new) => new,
+        };
+        self.queued = Some(job);
+    }
+
+    /// Drives the handover: serves the audio thread's replies, starts the
+    /// next queued change when idle. Call every few milliseconds.
+    pub fn tick(&mut self, log: &mut dyn Write) {
+        while let Some(msg) = self.link.from_audio.pop() {
+            match msg {
+                FromAudio::Captured { state, at } => self.captured(state, at, log),
+                FromAudio::Swapped { at } => self.swapped(at, log),
+                FromAudio::Refused { engine, clock } => self.refused(engine, clock, log),
+                FromAudio::Retired(old) => {
+                    // Dropped here, on the control thread.
+                    drop(old);
+                    if matches!(self.phase, Phase::Retiring) {
+                        self.phase = Phase::Idle;
+                    }
+                }
+            }
+        }
+        if matches!(self.phase, Phase::Idle) {
+            if let Some(job) = self.queued.take() {
+                match self.capture.take() {
+                    Some(buf) => match self.link.to_audio.push(ToAudio::Capture(buf)) {
+                        Ok(()) => self.phase = Phase::Capturing(job),
+                        Err(ToAudio::Capture(buf)) => {
+                            self.capture = Some(buf);
+                            self.queued = Some(job);
+                        }
+                        Err(_) => unreachable!("pushed a capture"),
+                    },
+                    None => self.queued = Some(job),
+                }
+            }
+        }
+    }
+
+    fn captured(&mut self, state: Box<EngineState>, at: u64, log: &mut dyn Write) {
+        let Phase::Capturing(job) = std::mem::replace(&mut self.phase, Phase::Idle) else {
+            self.capture = Some(state);
+            return;
+        };
+        let Job {
+            mut incoming,
+            reason,
+            text,
+            since,
+        } = job;
+        let t0 = Instant::now();
+        let migration = incoming.engine.migrate(&state, at);
+        let migrate_time = t0.elapsed();
+        // The buffer shaped for the playing engine stays ours until the
+        // swap happens.
+        let t1 = Instant::now();
+        let s = self.place(&mut incoming.engine, at);
+        let ff_time = t1.elapsed();
+        let fade = fade_for(&migration, &incoming.engine);
+        let profile = incoming.profile;
+        let file_profile = incoming.file_profile;
+        let resources = std::mem::take(&mut incoming.resources);
+        self.resources = resources;
+        if let Err(e) = self.link.to_audio.push(ToAudio::Offer {
+            engine: incoming.engine,
+            at: s,
+            fade,
+        }) {
+            // The queue holds 16 and a handover uses 2: cannot happen; keep
+            // the session consistent anyway.
+            drop(e);
+            self.capture = Some(state);
+            let _ = writeln!(
+                log,
+                "\nwarning: the audio thread is not taking requests; edit dropped"
+            );
+            return;
+        }
+        self.capture = Some(state);
+        self.phase = Phase::Offered {
+            job_reason: reason,
+            text,
+            profile,
+            file_profile,
+            capture: incoming.capture,
+            captured_at: at,
+            at: s,
+            fade,
+            migration,
+            since,
+            migrate_time,
+            ff_time,
+            refusals: 0,
+        };
+    }
+
+    /// Picks the swap sample S ahead of the audio clock and fast-forwards
+    /// the engine to it. Returns S.
+    fn place(&mut self, engine: &mut crate::engine::Engine, from: u64) -> u64 {
+        let block = self.fixed.block_size as u64;
+        let mut lead = self.lead;
+        loop {
+            let audio = self.meters.clock.load(Ordering::Relaxed).max(from);
+            let s = (audio + lead).div_ceil(block) * block;
+            let s = s.max(engine.clock());
+            advance_to(engine, s);
+            // Still ahead of the audio thread by a block: offer it.
+            if self.meters.clock.load(Ordering::Relaxed) + block <= s {
+                return s;
+            }
+            lead *= 2;
+        }
+    }
+
+    fn refused(&mut self, mut engine: Box<crate::engine::Engine>, clock: u64, log: &mut dyn Write) {
+        let Phase::Offered { fade, .. } = &self.phase else {
+            drop(engine);
+            return;
+        };
+        let fade = *fade;
+        // The audio thread was faster than expected: keep more headroom
+        // from now on (at most half a second).
+        let block = self.fixed.block_size as u64;
+        self.lead = (self.lead * 2)
+            .min(self.fixed.sample_rate as u64 / 2)
+            .div_ceil(block)
+            * block;
+        let t = Instant::now();
+        let s = self.place(&mut engine, clock);
+        if let Phase::Offered {
+            at,
+            refusals,
+            ff_time,
+            ..
+        } = &mut self.phase
+        {
+            *at = s;
+            *refusals += 1;
+            *ff_time += t.elapsed();
+        }
+        if self
+            .link
+            .to_audio
+            .push(ToAudio::Offer {
+                engine,
+                at: s,
+                fade,
+            })
+            .is_err()
+        {
+            let _ = writeln!(
+                log,
+                "\nwarning: the audio thread is not taking requests; edit dropped"
+            );
+            self.phase = Phase::Idle;
+        }
+    }
+
+    fn swapped(&mut self, at: u64, log: &mut dyn Write) {
+        let Phase::Offered {
+            job_reason,
+            text,
+            profile,
+            file_profile,
+            capture,
+            captured_at,
+            at: offered,
+            fade,
+            migration,
+            since,
+            migrate_time,
+            ff_time,
+            refusals,
+        } = std::mem::replace(&mut self.phase, Phase::Retiring)
+        else {
+            return;
+        };
+        debug_assert_eq!(at, offered);
+        let latency = SystemTime::now().duration_since(since).ok();
+        let sr = self.fixed.sample_rate as f64;
+        let mut line = match &job_reason {
+            Reason::Edit => format!("edit applied at {:.3} s", at as f64 / sr),
+            Reason::Switch { from, to } => {
+                if let Some(w) = switch_warning(*from, *to) {
+                    let _ = writeln!(log, "\nwarning: {w}");
+                }
+                format!("switched {from} → {to} at {:.3} s", at as f64 / sr)
+            }
+        };
+        if fade > 0 {
+            line += &format!(", crossfade {:.0} ms", fade as f64 / sr * 1e3);
+        }
+        if let Some(l) = latency {
+            line += &format!(", {:.0} ms after the change", l.as_secs_f64() * 1e3);
+        }
+        let _ = writeln!(log, "\n{line}");
+        for n in &migration.notices {
+            if !matches!(n, Notice::Ramped { .. } | Notice::Switched { .. })
+                || migration.notices.len() <= 8
+            {
+                let _ = writeln!(log, "  {n}");
+            }
+        }
+        self.last_result = line;
+        self.profile = profile;
+        self.file_profile = file_profile;
+        self.capture = Some(capture);
+        self.applied.push(HandoverRecord {
+            reason: job_reason,
+            text,
+            profile,
+            captured_at,
+            swap_at: at,
+            fade,
+            migration,
+            latency,
+            migrate_time,
+            fast_forward_time: ff_time,
+            refusals,
+        });
+    }
+}
+
+/// The top-level `"profile"` of scene text, if it parses and names one.
+fn peek_profile(text: &str) -> Option<Profile> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    Profile::parse(v.get("profile")?.as_str()?)
+}
+
+fn format_diagnostics(diags: &[Diagnostic]) -> String {
+    super::HostError::Input(diags.to_vec()).to_string()
+}

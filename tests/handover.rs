@@ -1,0 +1,327 @@
+//! Hot edits and profile switches through the handover that `run` uses
+//! (capture at N → migrate → fast-forward → swap at S), driven offline so
+//! the results are exact and repeatable.
+
+mod common;
+
+use morphrt::graph::{compile, CompileOptions, EventAction, Plan};
+use morphrt::host::handover::{Incoming, Scripted, SessionFixed};
+use morphrt::profile::Profile;
+use morphrt::scene;
+use std::path::{Path, PathBuf};
+
+const BLOCK: usize = 64;
+
+fn plan_of(text: &str, path: &Path, profile: Profile) -> Plan {
+    let dir = path.parent().map(Path::to_path_buf);
+    let s = scene::load_str(text, &path.display().to_string(), dir)
+        .unwrap_or_else(|e| panic!("{}", e[0]));
+    compile(
+        &s,
+        &CompileOptions {
+            profile: Some(profile),
+            block_size: Some(BLOCK),
+            seed: Some(1),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}", e[0]))
+}
+
+fn fixed_for(text: &str, path: &Path) -> SessionFixed {
+    SessionFixed::from_plan(&plan_of(text, path, Profile::Strict), Vec::new())
+}
+
+fn incoming(text: &str, path: &Path, fixed: &SessionFixed, p: Profile) -> Incoming {
+    Incoming::compile(text, path, fixed, p).unwrap_or_else(|e| panic!("{}", e[0]))
+}
+
+/// Channel-major copy of interleaved frames.
+fn deinterleave(x: &[f64], ch: usize) -> Vec<Vec<f64>> {
+    (0..ch)
+        .map(|c| x.iter().skip(c).step_by(ch).copied().collect())
+        .collect()
+}
+
+/// Relative RMS of `x` against `reference` over `[from, to)`, skipping `skip`.
+fn rel_rms(reference: &[Vec<f64>], x: &[Vec<f64>], from: u64, to: u64, skip: &[(u64, u64)]) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for (r, y) in reference.iter().zip(x) {
+        for i in from..to.min(r.len() as u64) {
+            if skip.iter().any(|(s, e)| i >= *s && i < *e) {
+                continue;
+            }
+            let (a, b) = (r[i as usize], y[i as usize]);
+            num += (a - b) * (a - b);
+            den += a * a;
+        }
+    }
+    (num / den.max(1e-300)).sqrt()
+}
+
+/// Largest |x[i] − x[i−1]| over `[from, to)` on any channel, skipping `skip`.
+fn max_step(x: &[Vec<f64>], from: u64, to: u64, skip: &[(u64, u64)]) -> f64 {
+    let mut m: f64 = 0.0;
+    for ch in x {
+        for i in from.max(1)..to.min(ch.len() as u64) {
+            if skip.iter().any(|(s, e)| i >= *s && i < *e) {
+                continue;
+            }
+            m = m.max((ch[i as usize] - ch[i as usize - 1]).abs());
+        }
+    }
+    m
+}
+
+fn golden_bound(name: &str, p: Profile) -> f64 {
+    let g: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(common::root().join(format!("golden/scenes/{name}.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    match p {
+        Profile::Strict => 0.0,
+        Profile::Repro => g["parity"]["repro"].as_f64().unwrap(),
+        Profile::Live => g["parity"]["live"].as_f64().unwrap(),
+    }
+}
+
+/// Test 1 (continuity): every shipped scene, switched strict → repro →
+/// live → strict while it plays, stays within each profile's parity bound
+/// of an uninterrupted strict render, and no switch clicks: the largest
+/// sample-to-sample step within 5 ms of a switch is no larger than the
+/// largest step elsewhere.
+#[test]
+fn issue7_switching_profiles_while_playing_is_continuous_and_within_parity() {
+    for path in common::shipped_scenes() {
+        let name = common::stem(&path);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let conv = text.contains("\"op\": \"convolution\"");
+        let sr = 48_000u64;
+        let total = if conv { sr } else { 2 * sr };
+        let reference_plan = plan_of(&text, &path, Profile::Strict);
+        let events: Vec<u64> = reference_plan.events.iter().map(|e| e.sample).collect();
+        let event_skip: Vec<(u64, u64)> = reference_plan
+            .events
+            .iter()
+            .map(|e| {
+                let ramp = match e.action {
+                    EventAction::Set { ramp, .. } => ramp,
+                    _ => 0,
+                };
+                (e.sample.saturating_sub(256), e.sample + 256 + ramp)
+            })
+            .collect();
+        let ch = reference_plan.main.len();
+        let reference = {
+            let mut s = Scripted::new(Incoming::from_plan(reference_plan, None, Vec::new()), ch);
+            s.play_to(total);
+            deinterleave(s.output(), ch)
+        };
+
+        let fixed = fixed_for(&text, &path);
+        let mut s = Scripted::new(incoming(&text, &path, &fixed, Profile::Strict), ch);
+        let b = BLOCK as u64;
+        let lead = 4 * b;
+        let order = [Profile::Repro, Profile::Live, Profile::Strict];
+        let mut swaps = Vec::new();
+        for (k, p) in order.iter().enumerate() {
+            // Off the shipped scenes' event grid (0.3, 0.55, 0.8 of the render).
+            let at = (total * (6 + 5 * k as u64) / 20) / b * b;
+            s.play_to(at - lead);
+            let applied = s.handover(incoming(&text, &path, &fixed, *p), lead);
+            assert_eq!(applied.swap_at, at, "{name}: swap sample");
+            assert!(applied.migration.structural, "{name}: a switch crossfades");
+            assert!(
+                applied
+                    .migration
+                    .notices
+                    .iter()
+                    .all(|n| !matches!(n, morphrt::engine::Notice::StateNotCarried { .. })),
+                "{name}: every node carries its state: {:?}",
+                applied.migration.notices
+            );
+            swaps.push((applied.swap_at, applied.fade, *p));
+        }
+        s.play_to(total);
+        let got = deinterleave(s.output(), ch);
+
+        // Strict until the first switch: bit-identical.
+        let first = swaps[0].0;
+        for c in 0..ch {
+            assert!(
+                got[c][..first as usize] == reference[c][..first as usize],
+                "{name}: strict before the first switch differs from the uninterrupted render"
+            );
+        }
+        // Each later segment, after the fade, within the weakest bound so far.
+        let mut weakest = Profile::Strict;
+        for (k, (at, fade, p)) in swaps.iter().enumerate() {
+            weakest = weakest.min(*p);
+            let end = swaps.get(k + 1).map_or(total, |s| s.0);
+            let from = at + fade + b;
+            let e = rel_rms(&reference, &got, from, end, &event_skip);
+            let bound = golden_bound(&name, weakest);
+            eprintln!("{name}: {p} segment from {from} parity {e:.3e} (bound {bound:e})");
+            assert!(
+                e <= bound.max(1e-12),
+                "{name}: after switching to {p} at {at}, parity {e:e} exceeds {bound:e}"
+            );
+        }
+        // No click: steps near each switch are no larger than elsewhere.
+        let five_ms = sr / 200;
+        let near: Vec<(u64, u64)> = swaps
+            .iter()
+            .map(|(at, fade, _)| (at.saturating_sub(five_ms), at + fade + five_ms))
+            .collect();
+        let elsewhere = max_step(&got, 0, total, &near);
+        for (i, (from, to)) in near.iter().enumerate() {
+            // An event's own transient is the scene, not the switch.
+            let step = max_step(&got, *from, *to, &event_skip);
+            assert!(
+                step <= elsewhere,
+                "{name}: a step of {step:e} around switch {i} (elsewhere at most {elsewhere:e}); events at {events:?}"
+            );
+        }
+    }
+}
+
+fn state_scene(unrelated_amp: f64) -> String {
+    format!(
+        r#"{{ "version": "1.0", "sample_rate": 48000, "seed": 1,
+  "nodes": [
+    {{ "id": "osc", "op": "sine", "params": {{ "freq": "331Hz", "amp": 0.4 }} }},
+    {{ "id": "hit", "op": "impulse", "params": {{ "amp": 0.9 }} }},
+    {{ "id": "echo", "op": "delay", "params": {{ "time": "150ms", "feedback": 0.6, "mix": 1.0, "max_time": "1s" }} }},
+    {{ "id": "room", "op": "convolution", "params": {{ "ir": "@resource:room.wav", "mix": 1.0 }} }},
+    {{ "id": "other", "op": "sine", "params": {{ "freq": "90Hz", "amp": {unrelated_amp} }} }}
+  ],
+  "edges": [ {{ "from": "hit", "to": "echo" }}, {{ "from": "hit", "to": "room" }} ],
+  "outputs": {{ "main": ["osc", "echo", "room", "other"] }} }}"#
+    )
+}
+
+fn scene_path() -> PathBuf {
+    common::root().join("scenes/state.json")
+}
+
+/// Test 2 (state carried): an oscillator's phase, a delay line's contents
+/// and a convolution tail continue through an edit of an unrelated param
+/// (bit for bit, under each profile) and through a profile switch (within
+/// the parity bound; without the carried state the echo and the tail would
+/// be missing after the switch and the sine would restart at phase 0).
+#[test]
+fn issue7_state_carries_through_an_edit_and_a_profile_switch() {
+    let path = scene_path();
+    let base = state_scene(0.2);
+    let edited = state_scene(0.3);
+    let fixed = fixed_for(&base, &path);
+    let total = 24_000u64;
+    let at = 4_800u64; // 100 ms: the first echo (150 ms) is still in the line
+    let lead = 4 * BLOCK as u64;
+    for p in Profile::ALL {
+        let mut plain = Scripted::new(incoming(&base, &path, &fixed, p), 4);
+        plain.play_to(total);
+        let want = deinterleave(plain.output(), 4);
+
+        let mut s = Scripted::new(incoming(&base, &path, &fixed, p), 4);
+        s.play_to(at - lead);
+        let a = s.handover(incoming(&edited, &path, &fixed, p), lead);
+        assert!(
+            !a.migration.structural,
+            "{p}: a param edit is not structural"
+        );
+        assert_eq!(a.fade, 0);
+        s.play_to(total);
+        let got = deinterleave(s.output(), 4);
+        for c in 0..3 {
+            assert!(
+                got[c] == want[c],
+                "{p}: channel {c} changed by an unrelated edit"
+            );
+        }
+        assert_ne!(got[3], want[3], "{p}: the edited node changed");
+    }
+    // Through a profile switch strict → repro → live → strict.
+    let mut plain = Scripted::new(incoming(&base, &path, &fixed, Profile::Strict), 4);
+    plain.play_to(total);
+    let want = deinterleave(plain.output(), 4);
+    let mut s = Scripted::new(incoming(&base, &path, &fixed, Profile::Strict), 4);
+    let mut t = at;
+    let mut weakest = Profile::Strict;
+    for p in [Profile::Repro, Profile::Live, Profile::Strict] {
+        s.play_to(t - lead);
+        let a = s.handover(incoming(&base, &path, &fixed, p), lead);
+        assert!(a.migration.structural);
+        weakest = weakest.min(p);
+        t += 2_400;
+    }
+    s.play_to(total);
+    let got = deinterleave(s.output(), 4);
+    let bound = Profile::Live.default_parity_bound();
+    for (c, what) in [
+        (0, "sine phase"),
+        (1, "delay line"),
+        (2, "convolution tail"),
+    ] {
+        let e = rel_rms(&want[c..c + 1], &got[c..c + 1], at, total, &[]);
+        eprintln!("{what}: parity {e:.3e} through strict → repro → live → strict");
+        assert!(
+            e <= bound,
+            "{what} did not carry through the switches: {e:e}"
+        );
+    }
+    // The echo at 150 ms and 300 ms is there (it was in the line at 100 ms).
+    let echo = &got[1];
+    for k in [7_200usize, 14_400] {
+        assert!(
+            echo[k].abs() > 0.1,
+            "echo missing at sample {k}: {}",
+            echo[k]
+        );
+    }
+    let _ = weakest;
+}
+
+/// Test 3: a param-only edit under one profile is bit-identical to the same
+/// change made by a scene event at the swap sample S.
+#[test]
+fn issue7_a_param_edit_equals_the_same_change_made_by_an_event() {
+    let path = common::root().join("scenes/pluck-delay.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let s_at = 38_400u64; // 0.8 s, a block boundary at 64
+                          // The event version: the same file with one more event at S.
+    let with_event = text.replace(
+        r#""events": ["#,
+        r#""events": [
+    { "time": "38400samples", "node": "tone_lp", "param": "cutoff", "value": "1500Hz", "ramp": "10ms" },"#,
+    );
+    let edited = text.replace(r#""cutoff": "2.4kHz""#, r#""cutoff": "1500Hz""#);
+    assert_ne!(edited, text);
+    let fixed = fixed_for(&text, &path);
+    let total = 72_000u64;
+    for p in Profile::ALL {
+        let mut ev = Scripted::new(incoming(&with_event, &path, &fixed, p), 1);
+        ev.play_to(total);
+
+        for lead in [0u64, 4 * BLOCK as u64, 37 * BLOCK as u64] {
+            let mut s = Scripted::new(incoming(&text, &path, &fixed, p), 1);
+            s.play_to(s_at - lead);
+            let a = s.handover(incoming(&edited, &path, &fixed, p), lead);
+            assert_eq!(a.swap_at, s_at);
+            assert!(!a.migration.structural, "{p}");
+            assert!(a.migration.notices.iter().any(|n| matches!(
+                n,
+                morphrt::engine::Notice::Ramped {
+                    param: "cutoff",
+                    ..
+                }
+            )));
+            s.play_to(total);
+            assert!(
+                s.output() == ev.output(),
+                "{p}, lead {lead}: the edit differs from the event"
+            );
+        }
+    }
+}
