@@ -6,7 +6,6 @@ use morphrt::graph::{check_json, check_table, CompileOptions};
 use morphrt::host::render::{render_to_wav, WavFormat};
 use morphrt::host::{load_plan, HostError};
 use morphrt::profile::Profile;
-use morphrt::scene::TimeSpec;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -52,12 +51,14 @@ enum Command {
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
     },
-    /// Play a scene on an audio device in real time (q or Ctrl-C stops).
+    /// Play a scene in real time, applying edits of the file as it plays
+    /// (keys s/r/l switch profile; q or Ctrl-C stops).
     Run {
         scene: PathBuf,
         #[arg(long, value_parser = parse_profile)]
         profile: Option<Profile>,
-        /// Output device id (see `morphrt devices`); default: the default output.
+        /// Output device id (see `morphrt devices`), or `clock` for no device,
+        /// paced in real time; default: the default output.
         #[arg(long)]
         device: Option<String>,
         /// Block size in frames, or `auto` (the profile's default).
@@ -73,6 +74,15 @@ enum Command {
         /// Device period in frames, when it should differ from the block size.
         #[arg(long, hide = true)]
         period: Option<usize>,
+        /// Do not watch the scene file for edits.
+        #[arg(long = "no-watch")]
+        no_watch: bool,
+        /// Also write exactly what went to the device into this WAV file.
+        #[arg(long)]
+        capture: Option<PathBuf>,
+        /// Quiet time after a file change before it is read, in milliseconds.
+        #[arg(long, default_value_t = 30, hide = true)]
+        debounce_ms: u64,
     },
     /// List audio output devices and their configurations.
     Devices,
@@ -140,7 +150,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             };
             let mut plan = load_plan(&scene, &opts)?;
             let frames = match &duration {
-                Some(d) => parse_duration(d, plan.sample_rate)?,
+                Some(d) => morphrt::host::run::parse_duration(d, plan.sample_rate, &mut std::io::stderr())?,
                 None => plan.duration.unwrap_or(10 * plan.sample_rate as u64),
             };
             print_warnings(&std::mem::take(&mut plan.warnings));
@@ -180,8 +190,24 @@ fn run(cli: Cli) -> Result<(), HostError> {
             seed,
             resources,
             period,
-        } => run_realtime(
-            scene, profile, device, block_size, duration, seed, resources, period,
+            no_watch,
+            capture,
+            debounce_ms,
+        } => morphrt::host::run::run(
+            &morphrt::host::run::RunOptions {
+                scene,
+                profile,
+                device,
+                block_size,
+                duration,
+                seed,
+                resources,
+                period,
+                watch: !no_watch,
+                capture,
+                debounce: std::time::Duration::from_millis(debounce_ms),
+            },
+            &mut std::io::stderr(),
         ),
         Command::Devices => {
             let list = morphrt::host::device::list().map_err(HostError::Runtime)?;
@@ -264,150 +290,4 @@ fn run(cli: Cli) -> Result<(), HostError> {
             Ok(())
         }
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_realtime(
-    scene_path: PathBuf,
-    profile: Option<Profile>,
-    device: Option<String>,
-    block_size: Option<String>,
-    duration: Option<String>,
-    seed: Option<u64>,
-    resources: Vec<PathBuf>,
-    period: Option<usize>,
-) -> Result<(), HostError> {
-    use morphrt::host::{device as dev, keys, player, realtime};
-    use std::io::IsTerminal;
-    use std::sync::Arc;
-    let block_size = match block_size.as_deref() {
-        None | Some("auto") => None,
-        Some(b) => Some(b.parse::<usize>().map_err(|_| {
-            HostError::Usage(format!("--block-size takes a number or `auto`, not `{b}`"))
-        })?),
-    };
-    let mut opts = CompileOptions {
-        profile,
-        block_size,
-        seed,
-        resource_dirs: resources,
-        ..CompileOptions::default()
-    };
-    let scene = morphrt::scene::load_file(&scene_path).map_err(HostError::Input)?;
-    let mut plan = morphrt::graph::compile(&scene, &opts).map_err(HostError::Input)?;
-    let opened = dev::open(&dev::Request {
-        device: device.as_deref(),
-        sample_rate: plan.sample_rate,
-        bus_channels: plan.main.len(),
-        period: period.unwrap_or(plan.block_size),
-    })
-    .map_err(HostError::Runtime)?;
-    for w in &opened.warnings {
-        eprintln!("warning: {w}");
-    }
-    if opened.sample_rate != plan.sample_rate {
-        let scene_rate = plan.sample_rate;
-        opts.sample_rate = Some(opened.sample_rate);
-        plan = morphrt::graph::compile(&scene, &opts).map_err(|e| {
-            // The scene itself is fine; the device's rate is the problem
-            // (resources are not resampled).
-            let first = e.iter().find(|d| d.is_error()).map(|d| d.message.clone()).unwrap_or_default();
-            HostError::Runtime(format!(
-                "the device plays {} Hz, not the scene's {scene_rate} Hz, and the scene cannot run at {} Hz: {first}\n  help: choose a device that supports {scene_rate} Hz (see `morphrt devices`), or render to a file",
-                opened.sample_rate, opened.sample_rate
-            ))
-        })?;
-    }
-    print_warnings(&std::mem::take(&mut plan.warnings));
-    let frames = match &duration {
-        Some(d) => Some(parse_duration(d, plan.sample_rate)?),
-        None => None,
-    };
-    let label = format!(
-        "{} @ {} Hz, block {}, {}{}",
-        plan.session_profile,
-        plan.sample_rate,
-        plan.block_size,
-        opened.device_id,
-        match plan.seed {
-            morphrt::graph::SeedSource::Auto(s) => format!(", seed {s} (auto)"),
-            _ => String::new(),
-        }
-    );
-    let block = plan.block_size;
-    let sr = plan.sample_rate;
-    let engine = morphrt::engine::Engine::new(plan);
-    let meters = Arc::new(player::Meters::default());
-    let controls = Arc::new(player::Controls::default());
-    let origin = std::time::Instant::now();
-    let fade = (sr as u64 * 5 / 1000).max(1);
-    let p = player::Player::new(
-        engine,
-        opened.channels,
-        frames,
-        fade,
-        meters.clone(),
-        controls.clone(),
-        origin,
-    );
-    let _keys = keys::KeyListener::start(controls);
-    let tty = std::io::stderr().is_terminal();
-    let cfg = realtime::LoopConfig {
-        status: if tty {
-            realtime::StatusMode::Live
-        } else {
-            realtime::StatusMode::Log {
-                every: std::time::Duration::from_secs(5),
-            }
-        },
-        stall_periods: 4,
-        stall_min: std::time::Duration::from_millis(200),
-        max_rebuilds: 3,
-        label,
-        fifo_latency: block,
-    };
-    if tty {
-        eprintln!("playing {} — press q to stop", scene_path.display());
-    }
-    let mut output = opened.output;
-    let mut err = std::io::stderr();
-    match realtime::run_loop(&mut output, p, meters, origin, &cfg, &mut err) {
-        Ok(r) => {
-            eprintln!(
-                "played {} frames ({:.2}s); xruns {}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}",
-                r.frames,
-                r.frames as f64 / sr as f64,
-                r.xruns,
-                r.load_mean * 100.0,
-                r.load_p99 * 100.0,
-                r.load_max * 100.0,
-                if r.rebuilds > 0 { format!("; stream rebuilt {} time(s)", r.rebuilds) } else { String::new() }
-            );
-            Ok(())
-        }
-        Err((e, _)) => Err(HostError::Runtime(e)),
-    }
-}
-
-/// `10s`, `250ms`, `4800samples`, or a bare number of seconds.
-fn parse_duration(text: &str, sample_rate: u32) -> Result<u64, HostError> {
-    let spec = TimeSpec::parse(text)
-        .or_else(|_| TimeSpec::from_seconds_literal(text))
-        .map_err(|e| HostError::Usage(format!("bad duration `{text}`: {e}")))?;
-    let exact = spec.to_samples(sample_rate);
-    if let Some(r) = exact.filter(|r| !r.is_integer()) {
-        eprintln!(
-            "warning: duration `{text}` is not a whole number of samples at {sample_rate} Hz; rendering {} samples",
-            r.round_half_even()
-        );
-    }
-    let samples = exact
-        .map(|r| r.round_half_even())
-        .filter(|s| *s > 0 && *s <= u32::MAX as i128 * 64)
-        .ok_or_else(|| {
-            HostError::Usage(format!(
-                "duration `{text}` is out of range (it must be positive)"
-            ))
-        })?;
-    Ok(samples as u64)
 }

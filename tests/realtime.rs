@@ -101,18 +101,20 @@ fn process_block_never_allocates_or_frees() {
                 "{} under {p}: allocations/frees inside process_block",
                 path.display()
             );
-            // Snapshot and restore are off the audio thread, but restore into
-            // an existing engine must not allocate either (profile switches).
-            let st = e.snapshot();
+            // A handover captures state on the audio thread: copies into a
+            // buffer shaped beforehand, no allocation.
+            let mut st = e.snapshot();
+            e.process_block(bs);
             let (a0, f0) = counts();
-            realtime(|| e.restore(&st).unwrap());
+            realtime(|| e.capture_into(&mut st));
             let (a1, f1) = counts();
             assert_eq!(
                 (a1 - a0, f1 - f0),
                 (0, 0),
-                "{} under {p}: restore allocated",
+                "{} under {p}: capture allocated",
                 path.display()
             );
+            assert_eq!(st, e.snapshot(), "{}: capture_into equals a snapshot", path.display());
         }
     }
 }
@@ -177,6 +179,150 @@ fn the_callback_never_allocates_over_10000_blocks_of_every_scene() {
         assert!(
             meters.finished.load(std::sync::atomic::Ordering::Relaxed),
             "the stop fade completed"
+        );
+    }
+}
+
+/// Scene text with one more node (a `dc` of `value`), or the text itself.
+fn with_extra(text: &str, value: Option<f64>) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    if let Some(x) = value {
+        v["nodes"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({ "id": "extra_dc", "op": "dc", "params": { "value": x } }));
+    }
+    serde_json::to_string_pretty(&v).unwrap()
+}
+
+/// Plays `blocks` engine blocks of a scene through the real callback with a
+/// handover every 100 blocks — a structural edit (a node added), a
+/// param-only edit, a profile switch, a structural edit (the node removed),
+/// in turn — and counts allocations and frees inside the callback. The
+/// control side (compile, migrate, fast-forward, dropping old engines) runs
+/// between callbacks on the same thread, outside the counted section.
+fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, usize, usize) {
+    use morphrt::host::handover::{Incoming, SessionFixed};
+    use morphrt::host::live::LiveSession;
+    use morphrt::host::player::{Controls, Meters, Player, PlayerCell};
+    use std::sync::Arc;
+    let text = std::fs::read_to_string(scene).unwrap();
+    let dir = common::temp_dir(&format!("rt-{}", common::stem(scene)));
+    let path = dir.join("scene.json");
+    let variants = [
+        with_extra(&text, Some(0.0)),
+        with_extra(&text, Some(0.25)),
+        String::new(), // a profile switch
+        with_extra(&text, None),
+    ];
+    std::fs::write(&path, &variants[3]).unwrap();
+    let resources = vec![common::root().join("resources")];
+    let first_plan = {
+        let sc = morphrt::scene::load_str(&variants[3], "scene.json", Some(dir.clone())).unwrap();
+        compile(
+            &sc,
+            &CompileOptions {
+                profile: Some(Profile::Strict),
+                block_size: Some(64),
+                seed: Some(1),
+                resource_dirs: resources.clone(),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let fixed = SessionFixed::from_plan(&first_plan, resources);
+    let first = Incoming::from_plan(first_plan, None, Vec::new());
+    let meters = Arc::new(Meters::default());
+    let controls = Arc::new(Controls::default());
+    let player = Player::new(
+        *first.engine,
+        2,
+        None,
+        240,
+        meters.clone(),
+        controls,
+        std::time::Instant::now(),
+    );
+    let mut session = LiveSession::new(
+        &path,
+        variants[3].clone(),
+        fixed,
+        Profile::Strict,
+        None,
+        first.capture,
+        first.resources,
+        player.link(),
+        meters.clone(),
+    );
+    let cell = PlayerCell::new(player);
+    let period = 48;
+    let mut buf = vec![0.0f32; period * 2];
+    let mut sink = Vec::new();
+    let profiles = [Profile::Repro, Profile::Live, Profile::Strict];
+    let (mut changes, mut next_change) = (0usize, 100u64);
+    let (a0, f0) = counts();
+    while meters.clock.load(std::sync::atomic::Ordering::Relaxed) < blocks * 64 {
+        let block = meters.clock.load(std::sync::atomic::Ordering::Relaxed) / 64;
+        if block >= next_change && session.is_idle() {
+            match changes % 4 {
+                2 => session.switch_profile(profiles[(changes / 4) % 3], &mut sink),
+                k => {
+                    std::fs::write(&path, &variants[k]).unwrap();
+                    session.file_changed(false, &mut sink);
+                }
+            }
+            changes += 1;
+            next_change = block + 100;
+        }
+        session.tick(&mut sink);
+        realtime(|| cell.fill(&mut buf));
+    }
+    // Let the last handover finish.
+    for _ in 0..2000 {
+        session.tick(&mut sink);
+        realtime(|| cell.fill(&mut buf));
+        if session.is_idle() {
+            break;
+        }
+    }
+    let (a1, f1) = counts();
+    let log = String::from_utf8_lossy(&sink).into_owned();
+    assert!(session.rejected.is_empty(), "{log}");
+    assert_eq!(
+        session.applied.len(),
+        changes,
+        "every change was applied: {log}"
+    );
+    assert_eq!(
+        meters.swaps.load(std::sync::atomic::Ordering::Relaxed) as usize,
+        changes
+    );
+    (a1 - a0, f1 - f0, changes)
+}
+
+/// Issue 7, test 5: the zero-allocation callback test with a handover
+/// every 100 blocks (param edits, structural edits, profile switches) over
+/// 10,000 blocks.
+#[test]
+fn issue7_handovers_never_allocate_in_the_callback_over_10000_blocks() {
+    let scene = common::root().join("scenes/pluck-delay.json");
+    let (allocs, frees, changes) = handovers_in_the_callback(&scene, 10_000);
+    assert!(changes >= 99, "{changes} handovers");
+    assert_eq!((allocs, frees), (0, 0), "the callback allocated or freed");
+}
+
+/// The same with every shipped scene, over 1,200 blocks (12 handovers each).
+#[test]
+fn issue7_handovers_never_allocate_in_the_callback_for_any_scene() {
+    for path in common::shipped_scenes() {
+        let (allocs, frees, changes) = handovers_in_the_callback(&path, 1_200);
+        assert!(changes >= 11, "{}: {changes} handovers", path.display());
+        assert_eq!(
+            (allocs, frees),
+            (0, 0),
+            "{}: the callback allocated or freed",
+            path.display()
         );
     }
 }

@@ -79,3 +79,4 @@ pub mod keys;
 pub mod live;
 pub mod player;
 pub mod realtime;
+pub mod run;

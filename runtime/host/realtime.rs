@@ -111,6 +111,23 @@ pub struct RunReport {
     pub clock: u64,
 }
 
+/// What the control loop drives besides the device: hot reload, keys,
+/// profile switches. Called from the control thread, never the callback.
+pub trait Control {
+    /// Called every loop iteration (about every 10 ms).
+    fn tick(&mut self, log: &mut dyn Write);
+    /// Text for the status line (the active profile, the last edit's result).
+    fn status(&self) -> String {
+        String::new()
+    }
+}
+
+/// No control: the scene plays as loaded.
+struct NoControl;
+impl Control for NoControl {
+    fn tick(&mut self, _log: &mut dyn Write) {}
+}
+
 /// Runs `player` on `output` until it finishes (duration or stop) or the
 /// device fails beyond recovery.
 pub fn run_loop(
@@ -120,6 +137,19 @@ pub fn run_loop(
     origin: Instant,
     cfg: &LoopConfig,
     log: &mut dyn Write,
+) -> Result<RunReport, (String, RunReport)> {
+    run_loop_with(output, player, meters, origin, cfg, log, &mut NoControl)
+}
+
+/// [`run_loop`] with a [`Control`] ticked on every iteration.
+pub fn run_loop_with(
+    output: &mut dyn Output,
+    player: Player,
+    meters: Arc<Meters>,
+    origin: Instant,
+    cfg: &LoopConfig,
+    log: &mut dyn Write,
+    control: &mut dyn Control,
 ) -> Result<RunReport, (String, RunReport)> {
     let sample_rate = player.engine().sample_rate() as f64;
     let block = player.engine().block_size();
@@ -140,7 +170,8 @@ pub fn run_loop(
     let mut load_now = (0.0, 0.0);
     let mut worst_callback: f64 = 0.0;
     loop {
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(5));
+        control.tick(log);
         let now_ns = origin.elapsed().as_nanos() as u64;
         let last = meters.last_callback_ns.load(Ordering::Acquire);
         let period = output.period_frames().unwrap_or(block) as f64 / sample_rate;
@@ -253,6 +284,7 @@ pub fn run_loop(
         if due {
             last_status = Instant::now();
             let line = status_line(&meters, cfg, sample_rate, load_now, output.period_frames());
+            let line = format!("{line}{}", control.status());
             let _ = match cfg.status {
                 StatusMode::Live => write!(log, "\r{line}\x1b[K"),
                 _ => writeln!(log, "{line}"),

@@ -1,0 +1,385 @@
+//! `morphrt run`: real-time playback with hot reload, profile switches by
+//! key or by the file, and an optional capture of what the device played.
+
+use super::capture::CaptureWriter;
+use super::handover::{Incoming, SessionFixed};
+use super::keys::{Command, KeyListener};
+use super::live::LiveSession;
+use super::player::{self, Controls, Meters, Player};
+use super::realtime::{self, Control, LoopConfig, Output, PacedOutput, StatusMode};
+use super::watch::FileWatcher;
+use super::{device, HostError};
+use crate::graph::{compile, CompileOptions, SeedSource};
+use crate::profile::Profile;
+use crate::scene::TimeSpec;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The device id of the headless output paced by a clock.
+pub const CLOCK_DEVICE: &str = "clock";
+
+/// What `morphrt run` was asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub scene: PathBuf,
+    pub profile: Option<Profile>,
+    /// A device id, `clock`, or the default output.
+    pub device: Option<String>,
+    /// Frames, or `auto` / none for the profile's default.
+    pub block_size: Option<String>,
+    pub duration: Option<String>,
+    pub seed: Option<u64>,
+    pub resources: Vec<PathBuf>,
+    /// Device period in frames, when it should differ from the block size.
+    pub period: Option<usize>,
+    /// Watch the scene and its resources and apply edits (default on).
+    pub watch: bool,
+    /// Write what went to the device into this WAV file.
+    pub capture: Option<PathBuf>,
+    /// Quiet time after a file event before the file is read.
+    pub debounce: Duration,
+}
+
+/// The control side of a `run`: the live session plus the watcher and keys.
+struct LiveControl {
+    session: LiveSession,
+    watcher: Option<FileWatcher>,
+    commands: Option<Receiver<Command>>,
+    controls: Arc<Controls>,
+    scene: PathBuf,
+    watched: Vec<PathBuf>,
+}
+
+impl Control for LiveControl {
+    fn tick(&mut self, log: &mut dyn Write) {
+        if let Some(rx) = &self.commands {
+            while let Ok(c) = rx.try_recv() {
+                match c {
+                    Command::Strict => self.session.switch_profile(Profile::Strict, log),
+                    Command::Repro => self.session.switch_profile(Profile::Repro, log),
+                    Command::Live => self.session.switch_profile(Profile::Live, log),
+                    Command::Quit => self.controls.stop.store(true, Ordering::Relaxed),
+                    Command::Snapshot | Command::Timing => {
+                        let _ = writeln!(log, "\n`{c:?}` is not available yet");
+                    }
+                }
+            }
+        }
+        if let Some(w) = &mut self.watcher {
+            let changes = w.take_changes();
+            if !changes.is_empty() {
+                let resource = changes.iter().any(|p| !same_file(p, &self.scene));
+                self.session.file_changed(resource, log);
+            }
+            for e in w.take_errors() {
+                let _ = writeln!(log, "\nwarning: file watcher: {e}");
+            }
+        }
+        self.session.tick(log);
+        // A scene edit may have added or removed resources.
+        let files = self.session.watched_files();
+        if files != self.watched {
+            if let Some(w) = &mut self.watcher {
+                if let Err(e) = w.set_files(&files) {
+                    let _ = writeln!(log, "\nwarning: cannot watch {e}");
+                }
+            }
+            self.watched = files;
+        }
+    }
+
+    fn status(&self) -> String {
+        let mut s = format!("  [{}]", self.session.profile());
+        if !self.session.last_result.is_empty() {
+            s += "  ";
+            s += &self.session.last_result;
+        }
+        s
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a.file_name() == b.file_name(),
+    }
+}
+
+/// Plays a scene until `q`, Ctrl-C or the duration ends.
+pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
+    let block_size = match opts.block_size.as_deref() {
+        None | Some("auto") => None,
+        Some(b) => Some(b.parse::<usize>().map_err(|_| {
+            HostError::Usage(format!("--block-size takes a number or `auto`, not `{b}`"))
+        })?),
+    };
+    let mut copts = CompileOptions {
+        profile: opts.profile,
+        block_size,
+        seed: opts.seed,
+        resource_dirs: opts.resources.clone(),
+        ..CompileOptions::default()
+    };
+    let text = std::fs::read_to_string(&opts.scene).map_err(|e| {
+        HostError::Input(vec![crate::scene::Diagnostic::error(
+            &opts.scene.display().to_string(),
+            None,
+            format!("cannot read scene file `{}`: {e}", opts.scene.display()),
+        )])
+    })?;
+    let scene = crate::scene::load_str(
+        &text,
+        &opts.scene.display().to_string(),
+        Some(parent_dir(&opts.scene)),
+    )
+    .map_err(HostError::Input)?;
+    let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
+    let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);
+    let bus = plan.main.len();
+    let device_channels_wanted = if bus == 1 { 2 } else { bus };
+    let period = opts.period.unwrap_or(plan.block_size);
+    let (mut output, channels, device_id): (Box<dyn Output>, usize, String) = if clock_device {
+        (
+            Box::new(PacedOutput {
+                period,
+                sample_rate: plan.sample_rate as f64,
+                channels: device_channels_wanted,
+            }),
+            device_channels_wanted,
+            CLOCK_DEVICE.to_string(),
+        )
+    } else {
+        let opened = device::open(&device::Request {
+            device: opts.device.as_deref(),
+            sample_rate: plan.sample_rate,
+            bus_channels: bus,
+            period,
+        })
+        .map_err(HostError::Runtime)?;
+        for w in &opened.warnings {
+            let _ = writeln!(log, "warning: {w}");
+        }
+        if opened.sample_rate != plan.sample_rate {
+            let scene_rate = plan.sample_rate;
+            copts.sample_rate = Some(opened.sample_rate);
+            plan = compile(&scene, &copts).map_err(|e| {
+                // The scene itself is fine; the device's rate is the problem
+                // (resources are not resampled).
+                let first = e
+                    .iter()
+                    .find(|d| d.is_error())
+                    .map(|d| d.message.clone())
+                    .unwrap_or_default();
+                HostError::Runtime(format!(
+                    "the device plays {} Hz, not the scene's {scene_rate} Hz, and the scene cannot run at {} Hz: {first}\n  help: choose a device that supports {scene_rate} Hz (see `morphrt devices`), or render to a file",
+                    opened.sample_rate, opened.sample_rate
+                ))
+            })?;
+        }
+        (
+            Box::new(opened.output),
+            opened.channels,
+            opened.device_id,
+        )
+    };
+    for w in std::mem::take(&mut plan.warnings) {
+        let _ = writeln!(log, "{w}");
+    }
+    let frames = match &opts.duration {
+        Some(d) => Some(parse_duration(d, plan.sample_rate, log)?),
+        None => None,
+    };
+    let sr = plan.sample_rate;
+    let block = plan.block_size;
+    let label = format!(
+        "{} Hz, block {}, {}{}",
+        sr,
+        block,
+        device_id,
+        match plan.seed {
+            SeedSource::Auto(s) => format!(", seed {s} (auto)"),
+            _ => String::new(),
+        }
+    );
+    let fixed = SessionFixed::from_plan(&plan, opts.resources.clone());
+    let incoming = Incoming::from_plan(plan, scene.profile, Vec::new());
+    let profile = incoming.profile;
+    let meters = Arc::new(Meters::default());
+    let controls = Arc::new(Controls::default());
+    let origin = Instant::now();
+    let fade = (sr as u64 * 5 / 1000).max(1);
+    let capture = match &opts.capture {
+        Some(path) => Some(
+            CaptureWriter::start(path, channels as u16, sr, 4.0).map_err(HostError::Runtime)?,
+        ),
+        None => None,
+    };
+    let mut p = Player::new(
+        *incoming.engine,
+        channels,
+        frames,
+        fade,
+        meters.clone(),
+        controls.clone(),
+        origin,
+    );
+    let capture_writer = match capture {
+        Some((writer, tap)) => {
+            p.set_capture(tap);
+            Some(writer)
+        }
+        None => None,
+    };
+    player::install_panic_hook();
+    let session = LiveSession::new(
+        &opts.scene,
+        text,
+        fixed,
+        profile,
+        scene.profile,
+        incoming.capture,
+        incoming.resources,
+        p.link(),
+        meters.clone(),
+    );
+    let watched = session.watched_files();
+    let watcher = if opts.watch {
+        match FileWatcher::start(&watched, opts.debounce) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                let _ = writeln!(log, "warning: cannot watch the scene ({e}); edits will not be applied");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let (_keys, commands) = KeyListener::start(controls.clone());
+    let mut control = LiveControl {
+        session,
+        watcher,
+        commands: Some(commands),
+        controls,
+        scene: opts.scene.clone(),
+        watched,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let cfg = LoopConfig {
+        status: if tty {
+            StatusMode::Live
+        } else {
+            StatusMode::Log {
+                every: Duration::from_secs(5),
+            }
+        },
+        stall_periods: 4,
+        stall_min: Duration::from_millis(200),
+        max_rebuilds: 3,
+        label,
+        fifo_latency: block,
+    };
+    let _ = writeln!(
+        log,
+        "playing {} ({profile}){} — {}",
+        opts.scene.display(),
+        if opts.watch { ", watching for edits" } else { "" },
+        if tty {
+            "keys: s/r/l switch profile, q quits"
+        } else {
+            "commands on stdin, one per line: s, r, l, q"
+        }
+    );
+    let result = realtime::run_loop_with(
+        output.as_mut(),
+        p,
+        meters.clone(),
+        origin,
+        &cfg,
+        log,
+        &mut control,
+    );
+    // Drain what the audio thread sent back (engines are dropped here).
+    control.session.tick(log);
+    let capture_report = match capture_writer {
+        Some(w) => Some(w.finish().map_err(HostError::Runtime)?),
+        None => None,
+    };
+    match result {
+        Ok(r) => {
+            let panics = meters.node_panics.load(Ordering::Relaxed)
+                + meters.callback_panics.load(Ordering::Relaxed);
+            let _ = writeln!(
+                log,
+                "played {} frames ({:.2}s); edits applied {}, rejected {}; xruns {}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}{}",
+                r.frames,
+                r.frames as f64 / sr as f64,
+                control.session.applied.len(),
+                control.session.rejected.len(),
+                r.xruns,
+                r.load_mean * 100.0,
+                r.load_p99 * 100.0,
+                r.load_max * 100.0,
+                if r.rebuilds > 0 {
+                    format!("; stream rebuilt {} time(s)", r.rebuilds)
+                } else {
+                    String::new()
+                },
+                if panics > 0 {
+                    format!("; {panics} panic(s) contained")
+                } else {
+                    String::new()
+                }
+            );
+            if let (Some(rep), Some(path)) = (capture_report, &opts.capture) {
+                let _ = writeln!(
+                    log,
+                    "captured {} frames to {}{}",
+                    rep.frames,
+                    path.display(),
+                    if rep.dropped > 0 {
+                        format!(" ({} samples lost: the disk could not keep up)", rep.dropped)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            Ok(())
+        }
+        Err((e, _)) => Err(HostError::Runtime(e)),
+    }
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `10s`, `250ms`, `4800samples`, or a bare number of seconds.
+pub fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Result<u64, HostError> {
+    let spec = TimeSpec::parse(text)
+        .or_else(|_| TimeSpec::from_seconds_literal(text))
+        .map_err(|e| HostError::Usage(format!("bad duration `{text}`: {e}")))?;
+    let exact = spec.to_samples(sample_rate);
+    if let Some(r) = exact.filter(|r| !r.is_integer()) {
+        let _ = writeln!(
+            log,
+            "warning: duration `{text}` is not a whole number of samples at {sample_rate} Hz; using {} samples",
+            r.round_half_even()
+        );
+    }
+    let samples = exact
+        .map(|r| r.round_half_even())
+        .filter(|s| *s > 0 && *s <= u32::MAX as i128 * 64)
+        .ok_or_else(|| {
+            HostError::Usage(format!(
+                "duration `{text}` is out of range (it must be positive)"
+            ))
+        })?;
+    Ok(samples as u64)
+}

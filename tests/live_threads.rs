@@ -1,0 +1,185 @@
+//! Threads of a live session: the audio callback running on its own
+//! thread, the control side on another. Old engines are dropped on the
+//! control thread, and a panicking node neither kills playback nor wedges
+//! the player.
+
+mod common;
+
+use morphrt::dsp::Sample;
+use morphrt::engine::Engine;
+use morphrt::graph::{compile, CompileOptions, Plan};
+use morphrt::host::handover::{Incoming, SessionFixed};
+use morphrt::host::live::LiveSession;
+use morphrt::host::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
+use morphrt::profile::Profile;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+const SCENE: &str = r#"{ "version": "1.0", "sample_rate": 48000, "seed": 1,
+  "nodes": [ { "id": "osc", "op": "sine", "params": { "freq": "220Hz", "amp": 0.5 } },
+             { "id": "probe", "op": "gain" } ],
+  "edges": [ { "from": "osc", "to": "probe" } ],
+  "outputs": { "main": ["probe", "osc"] } }"#;
+
+fn plan(text: &str) -> Plan {
+    let s = morphrt::scene::load_str(text, "t.json", None).unwrap();
+    compile(
+        &s,
+        &CompileOptions {
+            profile: Some(Profile::Repro),
+            block_size: Some(64),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Passes its input through; records the thread that drops it and, when
+/// asked, panics inside `process`.
+struct Probe {
+    dropped_on: Arc<Mutex<Option<ThreadId>>>,
+    panic_at: Option<u64>,
+}
+
+impl<S: Sample> Processor<S> for Probe {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        if self.panic_at.is_some_and(|n| io.start + io.frames as u64 > n) {
+            panic!("probe: a bug inside a node");
+        }
+        let n = io.frames;
+        let (i, o) = (&io.inputs[0][..n], &mut io.outputs[0][..n]);
+        o.copy_from_slice(i);
+    }
+    fn reset(&mut self) {}
+    fn snapshot(&self, _st: &mut NodeState) {}
+    fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
+        Ok(())
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        *self.dropped_on.lock().unwrap() = Some(std::thread::current().id());
+    }
+}
+
+fn with_probe(mut p: Plan, probe: Probe) -> Plan {
+    let i = p.nodes.iter().position(|n| n.id == "probe").unwrap();
+    p.nodes[i].node = Some(AnyNode::F32(Box::new(probe)));
+    p
+}
+
+/// Runs the callback on its own thread, paced loosely (a block per ms),
+/// until `stop` is set.
+fn audio_thread(cell: Arc<PlayerCell>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = vec![0.0f32; 64 * 2];
+        while !stop.load(Ordering::Relaxed) {
+            cell.fill(&mut buf);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    })
+}
+
+#[test]
+fn issue7_old_engines_are_dropped_on_the_control_thread() {
+    let dropped_on = Arc::new(Mutex::new(None));
+    let first = with_probe(
+        plan(SCENE),
+        Probe {
+            dropped_on: dropped_on.clone(),
+            panic_at: None,
+        },
+    );
+    let fixed = SessionFixed::from_plan(&first, Vec::new());
+    let first = Incoming::from_plan(first, None, Vec::new());
+    let meters = Arc::new(Meters::default());
+    let player = Player::new(
+        *first.engine,
+        2,
+        None,
+        240,
+        meters.clone(),
+        Arc::new(Controls::default()),
+        std::time::Instant::now(),
+    );
+    let dir = common::temp_dir("drop-thread");
+    let path = dir.join("scene.json");
+    std::fs::write(&path, SCENE).unwrap();
+    let mut session = LiveSession::new(
+        &path,
+        SCENE.to_string(),
+        fixed,
+        Profile::Repro,
+        None,
+        first.capture,
+        first.resources,
+        player.link(),
+        meters.clone(),
+    );
+    let cell = PlayerCell::new(player);
+    let stop = Arc::new(AtomicBool::new(false));
+    let audio = audio_thread(cell.clone(), stop.clone());
+    let mut log = Vec::new();
+    session.switch_profile(Profile::Live, &mut log);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !(session.is_idle() && session.applied.len() == 1) {
+        assert!(std::time::Instant::now() < deadline, "the switch never completed");
+        session.tick(&mut log);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    stop.store(true, Ordering::Relaxed);
+    audio.join().unwrap();
+    let control_id = std::thread::current().id();
+    assert_eq!(
+        *dropped_on.lock().unwrap(),
+        Some(control_id),
+        "the old engine was dropped on the control thread (this one), not the audio thread"
+    );
+    assert_eq!(session.profile(), Profile::Live);
+}
+
+#[test]
+fn issue7_a_panicking_node_is_muted_and_playback_goes_on() {
+    morphrt::host::player::install_panic_hook();
+    let dropped_on = Arc::new(Mutex::new(None));
+    let p = with_probe(
+        plan(SCENE),
+        Probe {
+            dropped_on,
+            panic_at: Some(6_400),
+        },
+    );
+    let engine = Engine::new(p);
+    let meters = Arc::new(Meters::default());
+    let player = Player::new(
+        engine,
+        2,
+        None,
+        240,
+        meters.clone(),
+        Arc::new(Controls::default()),
+        std::time::Instant::now(),
+    );
+    let cell = PlayerCell::new(player);
+    let mut buf = vec![0.0f32; 64 * 2];
+    let mut left_after = 0.0f32;
+    let mut right_after = 0.0f32;
+    for k in 0..400 {
+        cell.fill(&mut buf);
+        if k >= 101 {
+            for f in buf.chunks(2) {
+                left_after = left_after.max(f[0].abs());
+                right_after = right_after.max(f[1].abs());
+            }
+        }
+    }
+    assert_eq!(meters.node_panics.load(Ordering::Relaxed), 1, "one node panicked, once");
+    assert_eq!(meters.callback_panics.load(Ordering::Relaxed), 0);
+    assert_eq!(left_after, 0.0, "the panicked node is muted");
+    assert!(right_after > 0.4, "the rest of the graph keeps playing");
+    // The cell is not wedged: the player can be taken back.
+    assert!(cell.take().is_some_and(|p| p.engine().stats().first_panic.map(|(i, _)| p.engine().node_id(i).to_string()) == Some("probe".to_string())));
+}
