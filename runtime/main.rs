@@ -350,7 +350,7 @@ fn run_realtime(
         controls.clone(),
         origin,
     );
-    let _keys = keys::KeyListener::start(controls);
+    let (_keys, _commands) = keys::KeyListener::start(controls);
     let tty = std::io::stderr().is_terminal();
     let cfg = realtime::LoopConfig {
         status: if tty {
