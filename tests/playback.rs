@@ -170,3 +170,71 @@ fn unknown_device_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("alsa:null"), "lists what exists: {err}");
 }
+
+/// Runs `morphrt run` on the null device with `input` piped to its stdin,
+/// which is then closed.
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run morphrt");
+    let mut stdin = child.stdin.take().unwrap();
+    // A run that already ended has closed its end; that is its own failure below.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+/// The frame count from the closing "played N frames" line.
+fn played_frames(err: &str) -> u64 {
+    let rest = err
+        .split("played ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no `played` line: {err}"));
+    rest.split(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn piped_commands_and_the_end_of_stdin_do_not_stop_playback() {
+    let o = run_with_stdin(
+        &[
+            "run",
+            "scenes/drone.json",
+            "--device",
+            "alsa:null",
+            "--duration",
+            "20s",
+        ],
+        b"s\nbogus\n\nt\n",
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    // No fade cut it short: exactly the requested duration was played.
+    assert_eq!(played_frames(&err), 20 * 48_000, "{err}");
+}
+
+#[test]
+fn q_on_piped_stdin_stops_playback() {
+    let o = run_with_stdin(
+        &[
+            "run",
+            "scenes/drone.json",
+            "--device",
+            "alsa:null",
+            "--duration",
+            "3600s",
+        ],
+        b"q\n",
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    // Without the stop this plays the whole hour (the null device is not
+    // paced, so that would take seconds, not an hour).
+    assert!(played_frames(&err) < 3600 * 48_000, "{err}");
+}

@@ -1,0 +1,314 @@
+//! `--capture`: what the tap is given ends up in the WAV file bit for bit,
+//! the file appears under its name only when finished, an unfinished
+//! capture leaves nothing behind, and `push` is real-time safe (a counting
+//! global allocator, as in tests/realtime.rs, sees no allocation or free).
+
+mod common;
+
+use common::temp_dir;
+use morphrt::host::capture::CaptureWriter;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+
+struct Counting;
+
+thread_local! {
+    static IN_RT: Cell<bool> = const { Cell::new(false) };
+    // Per thread: the writer thread's own allocations are not the tap's.
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+    static FREES: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count(c: &'static std::thread::LocalKey<Cell<usize>>) {
+    c.with(|c| c.set(c.get() + 1));
+}
+
+fn counts() -> (usize, usize) {
+    (ALLOCS.with(Cell::get), FREES.with(Cell::get))
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if IN_RT.with(|f| f.get()) {
+            count(&ALLOCS);
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if IN_RT.with(|f| f.get()) {
+            count(&FREES);
+        }
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if IN_RT.with(|f| f.get()) {
+            count(&ALLOCS);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f` as real-time code: any allocation or free inside is counted.
+fn realtime<R>(f: impl FnOnce() -> R) -> R {
+    IN_RT.with(|c| c.set(true));
+    let r = f();
+    IN_RT.with(|c| c.set(false));
+    r
+}
+
+/// Distinct finite samples covering signs, zero, negative zero and
+/// subnormals, so a conversion anywhere would change some bits.
+fn samples(n: usize) -> Vec<f32> {
+    let special = [0.0, -0.0, f32::MIN_POSITIVE / 8.0, -1.0, 1.0, 1e-30];
+    (0..n)
+        .map(|i| match i % 97 {
+            k if k < special.len() => special[k],
+            _ => ((i as f32) * 0.618_034).fract() * 2.0 - 1.0,
+        })
+        .collect()
+}
+
+fn bits(x: &[f32]) -> Vec<u32> {
+    x.iter().map(|s| s.to_bits()).collect()
+}
+
+fn read_back(path: &Path) -> (hound::WavSpec, Vec<u32>) {
+    let mut r = hound::WavReader::open(path).unwrap();
+    let b = r.samples::<f32>().map(|s| s.unwrap().to_bits()).collect();
+    (r.spec(), b)
+}
+
+/// The names in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Pushes `x` in chunks of 37, 64 and 1000 frames in turn.
+fn push_odd_chunks(tap: &mut morphrt::host::capture::CaptureTap, x: &[f32], channels: usize) {
+    let mut at = 0;
+    for frames in [37, 64, 1000].into_iter().cycle() {
+        if at == x.len() {
+            break;
+        }
+        let end = (at + frames * channels).min(x.len());
+        tap.push(&x[at..end]);
+        at = end;
+    }
+}
+
+#[test]
+fn the_counter_catches_an_allocation() {
+    let before = counts();
+    realtime(|| drop(std::hint::black_box(vec![1u8; 16])));
+    let after = counts();
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 1));
+}
+
+#[test]
+fn three_seconds_of_stereo_round_trip_bit_exact() {
+    let dir = temp_dir("capture-roundtrip");
+    let path = dir.join("out.wav");
+    let frames = 3 * 48_000;
+    let x = samples(frames * 2);
+    // The ring holds more than everything pushed, so nothing can drop
+    // however the writer thread is scheduled.
+    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 3.5).unwrap();
+    push_odd_chunks(&mut tap, &x, 2);
+    let report = writer.finish().unwrap();
+    assert_eq!(report.path, path);
+    assert_eq!(report.frames, frames as u64);
+    assert_eq!((report.dropped_samples, report.overflow_samples), (0, 0));
+    assert!(report.is_complete());
+    assert_eq!(report.duration_s(), 3.0);
+    let (spec, got) = read_back(&path);
+    assert_eq!(
+        spec,
+        hound::WavSpec {
+            channels: 2,
+            sample_rate: 48_000,
+            bits_per_sample: 32,
+            sample_format: hound::SampleFormat::Float,
+        }
+    );
+    assert_eq!(got.len(), x.len());
+    assert!(got == bits(&x), "the samples read back differ");
+    // Only the finished file is left in the directory.
+    assert_eq!(listing(&dir), ["out.wav"]);
+}
+
+#[test]
+fn mono_and_six_channels_round_trip_too() {
+    let dir = temp_dir("capture-channels");
+    for (channels, rate) in [(1u16, 44_100u32), (6, 96_000)] {
+        let path = dir.join(format!("c{channels}.wav"));
+        let x = samples(5000 * channels as usize);
+        let (writer, mut tap) = CaptureWriter::start(&path, channels, rate, 1.0).unwrap();
+        push_odd_chunks(&mut tap, &x, channels as usize);
+        let report = writer.finish().unwrap();
+        assert_eq!((report.frames, report.dropped_samples), (5000, 0));
+        let (spec, got) = read_back(&path);
+        assert_eq!((spec.channels, spec.sample_rate), (channels, rate));
+        assert!(got == bits(&x), "{channels} channels differ");
+    }
+}
+
+#[test]
+fn the_file_has_no_final_name_before_finish() {
+    let dir = temp_dir("capture-temp");
+    let path = dir.join("take.wav");
+    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    tap.push(&samples(2 * 480));
+    assert!(!path.exists());
+    // The recording so far is in one hidden temporary file beside it.
+    let names = listing(&dir);
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(
+        names[0].starts_with(".take.wav.") && names[0].ends_with(".partial"),
+        "{names:?}"
+    );
+    let report = writer.finish().unwrap();
+    assert_eq!(report.frames, 480);
+    assert_eq!(listing(&dir), ["take.wav"]);
+}
+
+#[test]
+fn finish_replaces_an_existing_file_only_with_the_complete_recording() {
+    let dir = temp_dir("capture-replace");
+    let path = dir.join("take.wav");
+    std::fs::write(&path, b"an older take").unwrap();
+    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    let x = samples(2 * 1000);
+    tap.push(&x);
+    assert_eq!(std::fs::read(&path).unwrap(), b"an older take");
+    writer.finish().unwrap();
+    assert!(read_back(&path).1 == bits(&x));
+    assert_eq!(listing(&dir), ["take.wav"]);
+}
+
+#[test]
+fn dropping_without_finish_leaves_no_file_and_keeps_an_existing_one() {
+    let dir = temp_dir("capture-drop");
+    // Nothing there before: nothing there after, neither temporary nor final.
+    let path = dir.join("new.wav");
+    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    tap.push(&samples(2 * 4800));
+    drop(writer);
+    // The tap outlives the writer (a player torn down later): pushing is harmless.
+    tap.push(&samples(2 * 4800));
+    drop(tap);
+    assert_eq!(listing(&dir), Vec::<String>::new());
+
+    // An existing file under the name is left exactly as it was.
+    let path = dir.join("old.wav");
+    std::fs::write(&path, b"an older take").unwrap();
+    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    tap.push(&samples(2 * 4800));
+    drop(tap);
+    drop(writer);
+    assert_eq!(listing(&dir), ["old.wav"]);
+    assert_eq!(std::fs::read(&path).unwrap(), b"an older take");
+}
+
+#[test]
+fn the_writer_finishes_cleanly_when_the_tap_is_dropped_first() {
+    let dir = temp_dir("capture-tap-gone");
+    let path = dir.join("c.wav");
+    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    let x = samples(2 * 12_345);
+    push_odd_chunks(&mut tap, &x, 2);
+    drop(tap);
+    let report = writer.finish().unwrap();
+    assert_eq!((report.frames, report.dropped_samples), (12_345, 0));
+    assert!(read_back(&path).1 == bits(&x));
+}
+
+#[test]
+fn pushing_after_finish_is_harmless() {
+    let dir = temp_dir("capture-late-push");
+    let path = dir.join("c.wav");
+    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 0.01).unwrap();
+    tap.push(&samples(2 * 100));
+    let report = writer.finish().unwrap();
+    assert_eq!(report.frames, 100);
+    // The writer is gone; the ring fills and the tap counts, never blocks.
+    for _ in 0..100 {
+        tap.push(&samples(2 * 100));
+    }
+    assert_eq!(read_back(&path).1.len(), 200);
+}
+
+#[test]
+fn a_directory_or_a_missing_directory_is_refused_by_name() {
+    let dir = temp_dir("capture-refuse");
+    let e = CaptureWriter::start(&dir, 2, 48_000, 1.0).err().unwrap();
+    assert!(e.contains("is a directory"), "{e}");
+    assert!(e.contains(&dir.display().to_string()), "{e}");
+
+    let with_slash = PathBuf::from(format!("{}/sub/", dir.display()));
+    let e = CaptureWriter::start(&with_slash, 2, 48_000, 1.0)
+        .err()
+        .unwrap();
+    assert!(e.contains("is a directory"), "{e}");
+
+    let missing = dir.join("no-such-dir");
+    let e = CaptureWriter::start(&missing.join("c.wav"), 2, 48_000, 1.0)
+        .err()
+        .unwrap();
+    assert!(
+        e.contains(&format!(
+            "the directory `{}` does not exist",
+            missing.display()
+        )),
+        "{e}"
+    );
+    assert_eq!(listing(&dir), Vec::<String>::new());
+}
+
+/// sysfs refuses new files even to root, where a read-only test directory
+/// would not.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_directory_is_refused_by_name() {
+    let e = CaptureWriter::start(Path::new("/sys/morphrt-capture.wav"), 2, 48_000, 1.0)
+        .err()
+        .unwrap();
+    assert!(e.contains("cannot write in the directory `/sys`"), "{e}");
+}
+
+#[test]
+fn push_never_allocates_or_frees_even_when_the_ring_is_full() {
+    let dir = temp_dir("capture-alloc");
+    let path = dir.join("c.wav");
+    // 480 frames of ring against 10,000 pushes of 64 frames: the tap both
+    // copies and drops, whatever the writer thread does meanwhile.
+    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 0.01).unwrap();
+    let x = samples(2 * 64);
+    let torn = samples(2 * 64 + 1);
+    let before = counts();
+    realtime(|| {
+        for k in 0..10_000 {
+            if k % 100 == 99 {
+                tap.push(&torn);
+            } else {
+                tap.push(&x);
+            }
+        }
+    });
+    let after = counts();
+    assert_eq!((after.0 - before.0, after.1 - before.1), (0, 0));
+    let pushed = 9_900 * 128 + 100 * 129;
+    let report = writer.finish().unwrap();
+    // Every sample either reached the file or was counted as dropped
+    // (each torn push loses at least its last sample).
+    assert!(report.dropped_samples >= 100);
+    assert_eq!(report.frames * 2 + report.dropped_samples, pushed);
+}
