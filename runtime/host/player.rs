@@ -189,6 +189,8 @@ pub struct Player {
     sample_rate: f64,
     last_nan_events: u64,
     last_panics: u64,
+    /// Where what went to the device is recorded (`run --capture`).
+    capture: Option<super::capture::CaptureTap>,
 }
 
 impl Player {
@@ -226,7 +228,14 @@ impl Player {
             sample_rate,
             last_nan_events: 0,
             last_panics: 0,
+            capture: None,
         }
+    }
+
+    /// Records every performance frame the device gets (after the output
+    /// stage: clip, stop fade) into `tap`.
+    pub fn set_capture(&mut self, tap: super::capture::CaptureTap) {
+        self.capture = Some(tap);
     }
 
     /// The engine playing now.
@@ -371,6 +380,7 @@ impl Player {
         if self.controls.stop.load(Ordering::Relaxed) && self.fade_left.is_none() {
             self.fade_left = Some(self.fade_len);
         }
+        let written_before = self.written;
         for f in 0..frames {
             let done = self.limit.is_some_and(|l| self.written >= l) || self.fade_left == Some(0);
             if done {
@@ -394,6 +404,11 @@ impl Player {
             }
             self.fifo_pos += dc;
             self.written += 1;
+        }
+        if let Some(tap) = &mut self.capture {
+            // The performance frames lead the buffer; silence after the end is not captured.
+            let played = (self.written - written_before) as usize;
+            tap.push(&out[..played * dc]);
         }
         let end = self.origin.elapsed().as_nanos() as u64;
         let busy = end - start;

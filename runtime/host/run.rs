@@ -3,7 +3,7 @@
 
 use super::capture::CaptureWriter;
 use super::handover::{Incoming, SessionFixed};
-use super::keys::{Command, KeyListener};
+use super::keys::{Command, Input, KeyListener};
 use super::live::LiveSession;
 use super::player::{self, Controls, Meters, Player};
 use super::realtime::{self, Control, LoopConfig, Output, PacedOutput, StatusMode};
@@ -48,7 +48,7 @@ pub struct RunOptions {
 struct LiveControl {
     session: LiveSession,
     watcher: Option<FileWatcher>,
-    commands: Option<Receiver<Command>>,
+    commands: Option<Receiver<Input>>,
     controls: Arc<Controls>,
     scene: PathBuf,
     watched: Vec<PathBuf>,
@@ -57,7 +57,14 @@ struct LiveControl {
 impl Control for LiveControl {
     fn tick(&mut self, log: &mut dyn Write) {
         if let Some(rx) = &self.commands {
-            while let Ok(c) = rx.try_recv() {
+            while let Ok(input) = rx.try_recv() {
+                let c = match input {
+                    Ok(c) => c,
+                    Err(unknown) => {
+                        let _ = writeln!(log, "\n{unknown}");
+                        continue;
+                    }
+                };
                 match c {
                     Command::Strict => self.session.switch_profile(Profile::Strict, log),
                     Command::Repro => self.session.switch_profile(Profile::Repro, log),
@@ -340,8 +347,11 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                     "captured {} frames to {}{}",
                     rep.frames,
                     path.display(),
-                    if rep.dropped > 0 {
-                        format!(" ({} samples lost: the disk could not keep up)", rep.dropped)
+                    if rep.dropped_samples > 0 {
+                        format!(
+                            " ({} samples lost: the disk could not keep up)",
+                            rep.dropped_samples
+                        )
                     } else {
                         String::new()
                     }
