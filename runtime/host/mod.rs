@@ -77,3 +77,4 @@ pub mod device;
 pub mod keys;
 pub mod player;
 pub mod realtime;
+pub mod watch;
