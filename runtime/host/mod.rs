@@ -81,3 +81,4 @@ pub mod live;
 pub mod player;
 pub mod realtime;
 pub mod run;
+pub mod watch;
