@@ -150,7 +150,9 @@ fn run(cli: Cli) -> Result<(), HostError> {
             };
             let mut plan = load_plan(&scene, &opts)?;
             let frames = match &duration {
-                Some(d) => morphrt::host::run::parse_duration(d, plan.sample_rate, &mut std::io::stderr())?,
+                Some(d) => {
+                    morphrt::host::run::parse_duration(d, plan.sample_rate, &mut std::io::stderr())?
+                }
                 None => plan.duration.unwrap_or(10 * plan.sample_rate as u64),
             };
             print_warnings(&std::mem::take(&mut plan.warnings));

@@ -45,7 +45,10 @@ struct Probe {
 
 impl<S: Sample> Processor<S> for Probe {
     fn process(&mut self, io: &mut Io<'_, S>) {
-        if self.panic_at.is_some_and(|n| io.start + io.frames as u64 > n) {
+        if self
+            .panic_at
+            .is_some_and(|n| io.start + io.frames as u64 > n)
+        {
             panic!("probe: a bug inside a node");
         }
         let n = io.frames;
@@ -126,7 +129,10 @@ fn issue7_old_engines_are_dropped_on_the_control_thread() {
     session.switch_profile(Profile::Live, &mut log);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !(session.is_idle() && session.applied.len() == 1) {
-        assert!(std::time::Instant::now() < deadline, "the switch never completed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the switch never completed"
+        );
         session.tick(&mut log);
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
@@ -176,10 +182,19 @@ fn issue7_a_panicking_node_is_muted_and_playback_goes_on() {
             }
         }
     }
-    assert_eq!(meters.node_panics.load(Ordering::Relaxed), 1, "one node panicked, once");
+    assert_eq!(
+        meters.node_panics.load(Ordering::Relaxed),
+        1,
+        "one node panicked, once"
+    );
     assert_eq!(meters.callback_panics.load(Ordering::Relaxed), 0);
     assert_eq!(left_after, 0.0, "the panicked node is muted");
     assert!(right_after > 0.4, "the rest of the graph keeps playing");
     // The cell is not wedged: the player can be taken back.
-    assert!(cell.take().is_some_and(|p| p.engine().stats().first_panic.map(|(i, _)| p.engine().node_id(i).to_string()) == Some("probe".to_string())));
+    assert!(cell.take().is_some_and(|p| p
+        .engine()
+        .stats()
+        .first_panic
+        .map(|(i, _)| p.engine().node_id(i).to_string())
+        == Some("probe".to_string())));
 }

@@ -114,7 +114,12 @@ fn process_block_never_allocates_or_frees() {
                 "{} under {p}: capture allocated",
                 path.display()
             );
-            assert_eq!(st, e.snapshot(), "{}: capture_into equals a snapshot", path.display());
+            assert_eq!(
+                st,
+                e.snapshot(),
+                "{}: capture_into equals a snapshot",
+                path.display()
+            );
         }
     }
 }
@@ -232,7 +237,10 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
         .unwrap()
     };
     let fixed = SessionFixed::from_plan(&first_plan, resources);
-    let first = Incoming::from_plan(first_plan, None, Vec::new());
+    let file_profile = morphrt::scene::load_str(&text, "scene.json", None)
+        .unwrap()
+        .profile;
+    let first = Incoming::from_plan(first_plan, file_profile, Vec::new());
     let meters = Arc::new(Meters::default());
     let controls = Arc::new(Controls::default());
     let player = Player::new(
@@ -249,7 +257,7 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
         variants[3].clone(),
         fixed,
         Profile::Strict,
-        None,
+        file_profile,
         first.capture,
         first.resources,
         player.link(),
@@ -259,14 +267,20 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
     let period = 48;
     let mut buf = vec![0.0f32; period * 2];
     let mut sink = Vec::new();
-    let profiles = [Profile::Repro, Profile::Live, Profile::Strict];
     let (mut changes, mut next_change) = (0usize, 100u64);
     let (a0, f0) = counts();
     while meters.clock.load(std::sync::atomic::Ordering::Relaxed) < blocks * 64 {
         let block = meters.clock.load(std::sync::atomic::Ordering::Relaxed) / 64;
         if block >= next_change && session.is_idle() {
             match changes % 4 {
-                2 => session.switch_profile(profiles[(changes / 4) % 3], &mut sink),
+                2 => {
+                    let to = match session.profile() {
+                        Profile::Strict => Profile::Repro,
+                        Profile::Repro => Profile::Live,
+                        Profile::Live => Profile::Strict,
+                    };
+                    session.switch_profile(to, &mut sink)
+                }
                 k => {
                     std::fs::write(&path, &variants[k]).unwrap();
                     session.file_changed(false, &mut sink);

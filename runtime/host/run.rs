@@ -187,11 +187,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                 ))
             })?;
         }
-        (
-            Box::new(opened.output),
-            opened.channels,
-            opened.device_id,
-        )
+        (Box::new(opened.output), opened.channels, opened.device_id)
     };
     for w in std::mem::take(&mut plan.warnings) {
         let _ = writeln!(log, "{w}");
@@ -220,9 +216,9 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let origin = Instant::now();
     let fade = (sr as u64 * 5 / 1000).max(1);
     let capture = match &opts.capture {
-        Some(path) => Some(
-            CaptureWriter::start(path, channels as u16, sr, 4.0).map_err(HostError::Runtime)?,
-        ),
+        Some(path) => {
+            Some(CaptureWriter::start(path, channels as u16, sr, 4.0).map_err(HostError::Runtime)?)
+        }
         None => None,
     };
     let mut p = Player::new(
@@ -258,7 +254,10 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         match FileWatcher::start(&watched, opts.debounce) {
             Ok(w) => Some(w),
             Err(e) => {
-                let _ = writeln!(log, "warning: cannot watch the scene ({e}); edits will not be applied");
+                let _ = writeln!(
+                    log,
+                    "warning: cannot watch the scene ({e}); edits will not be applied"
+                );
                 None
             }
         }
@@ -293,7 +292,11 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         log,
         "playing {} ({profile}){} — {}",
         opts.scene.display(),
-        if opts.watch { ", watching for edits" } else { "" },
+        if opts.watch {
+            ", watching for edits"
+        } else {
+            ""
+        },
         if tty {
             "keys: s/r/l switch profile, q quits"
         } else {
