@@ -204,6 +204,14 @@ impl LiveSession {
         }
         let text = Arc::new(text);
         self.last_text = Some(text.clone());
+        if !force && text == self.good_text {
+            // Back to what is playing (or queued), e.g. after a bad save.
+            let _ = writeln!(
+                log,
+                "\nthe file matches the running scene again; nothing to apply"
+            );
+            return;
+        }
         // A change of the file's `profile` switches the session to it.
         let (profile, switched) = match peek_profile(&text) {
             Some(p) if Some(p) != self.file_profile && p != self.profile => (p, true),

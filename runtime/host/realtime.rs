@@ -314,6 +314,7 @@ pub fn run_loop_with(
         let _ = writeln!(log);
     }
     let line = status_line(&meters, cfg, sample_rate, load_now, output.period_frames());
+    let line = format!("{line}{}", control.status());
     if !matches!(cfg.status, StatusMode::Quiet) {
         let _ = writeln!(log, "{line}");
     }
