@@ -216,6 +216,18 @@ impl Engine {
                 continue;
             }
             m.carried += 1;
+            // Arrays and resources are built into the node: a change of one
+            // means the new engine does not compute what the old one did.
+            let built_in_changed = snap
+                .scene_values
+                .iter()
+                .zip(&s.initial_values)
+                .any(|(a, b)| {
+                    matches!(a, Value::Gains(_) | Value::Resource(_)) && a != b
+                });
+            if built_in_changed {
+                m.structural = true;
+            }
             // Discrete params: the running value unless the file changed it.
             for (i, v) in &snap.discrete {
                 let edited = snap.scene_values.get(*i) != s.initial_values.get(*i);
