@@ -545,21 +545,27 @@ mod tests {
         expect_change(&w, &scene, "scene write after dropping the sample");
     }
 
-    /// Other spellings of the same file match the events' canonical paths,
-    /// reports use the caller's spelling, and a file missing at the start is
-    /// reported when it appears.
+    /// Two files of one directory given under different spellings (as a
+    /// scene path and a resource path resolved from it can be) are both
+    /// reported, each under the caller's spelling: the kernel has one watch
+    /// per directory and names its events by one path only. A file missing
+    /// at the start is reported when it appears.
     #[test]
     fn spellings_and_missing_files() {
         let dir = TempDir::new("spellings");
         fs::create_dir(dir.0.join("sub")).unwrap();
-        dir.file("x.json");
-        let spelt = dir.0.join("sub").join("..").join(".").join("x.json");
+        let plain = dir.file("x.json");
+        dir.file("y.json");
+        let spelt = dir.0.join("sub").join("..").join(".").join("y.json");
         let missing = dir.0.join("sub").join("later.json");
-        let w = FileWatcher::start(&[spelt.clone(), missing.clone()], DEBOUNCE).unwrap();
+        let files = [plain.clone(), spelt.clone(), missing.clone()];
+        let w = FileWatcher::start(&files, DEBOUNCE).unwrap();
 
-        fs::write(dir.0.join("x.json"), content(1)).unwrap();
-        expect_change(&w, &spelt, "write to a file watched under another spelling");
-        fs::write(&missing, content(2)).unwrap();
+        fs::write(&plain, content(1)).unwrap();
+        expect_change(&w, &plain, "write to the plainly spelt file");
+        fs::write(dir.0.join("y.json"), content(2)).unwrap();
+        expect_change(&w, &spelt, "write to the file spelt through sub/..");
+        fs::write(&missing, content(3)).unwrap();
         expect_change(&w, &missing, "creation of a file missing at the start");
     }
 
