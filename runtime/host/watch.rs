@@ -16,10 +16,12 @@
 //! keeps the running graph when that fails, and tries again on the next
 //! report. Everything here runs on a control thread, never the audio thread.
 //!
-//! Known limit: if a watched directory itself is deleted or renamed, its
-//! watch ends with it; changes there are seen again after [`FileWatcher::set_files`]
-//! is called with files in a directory that exists.
+//! A watched directory that is deleted or renamed takes its watch with it.
+//! Its files are reported as changed (the consumer's reload then fails or
+//! finds them recreated), an error says so, and the next
+//! [`FileWatcher::set_files`] watches the directory again if it exists.
 
+use notify::event::ModifyKind;
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -94,6 +96,8 @@ impl FileWatcher {
     }
 
     /// Replaces the watched set, since a scene edit may add or remove resources.
+    /// Meant to be called after every reload, because it also renews the
+    /// watch of a directory that was deleted and recreated.
     ///
     /// Directories still needed stay watched throughout, so a change to a
     /// file in both sets is neither lost nor dropped from the pending
@@ -111,15 +115,19 @@ impl FileWatcher {
             .filter_map(|f: &PathBuf| f.parent().map(Path::to_path_buf))
             .collect();
 
+        // Watching a directory again is harmless (the kernel keeps one watch
+        // per directory) and restores a watch that ended with a deletion.
         let mut added = Vec::new();
-        for dir in dirs.difference(&self.dirs) {
+        for dir in &dirs {
             if let Err(e) = self.debouncer.watch(dir, RecursiveMode::NonRecursive) {
                 for dir in &added {
                     let _ = self.debouncer.unwatch(dir);
                 }
                 return Err(format!("cannot watch {}: {e}", dir.display()));
             }
-            added.push(dir);
+            if !self.dirs.contains(dir) {
+                added.push(dir);
+            }
         }
 
         {
@@ -155,10 +163,10 @@ impl FileWatcher {
         state.take()
     }
 
-    /// Errors notify reported since the last call (the newest 64 at most).
-    /// They are kept rather than raised because the watcher keeps running
-    /// after most of them; a `Rescan` has already been turned into a change
-    /// of every watched file.
+    /// Problems since the last call (the newest 64 at most): notify's errors,
+    /// and watched directories that went away. They are kept rather than
+    /// raised because the watcher keeps running after them; the caller
+    /// decides whether to show them.
     pub fn take_errors(&self) -> Vec<String> {
         self.shared.lock().errors.drain(..).collect()
     }
@@ -186,10 +194,7 @@ impl Shared {
             }
             Err(errors) => {
                 for e in errors {
-                    if state.errors.len() == MAX_ERRORS {
-                        state.errors.pop_front();
-                    }
-                    state.errors.push_back(e.to_string());
+                    state.push_error(e.to_string());
                 }
             }
         }
@@ -207,13 +212,32 @@ impl State {
         if !is_change(&event.kind) {
             return;
         }
+        // Only the directory itself, going away, is named by such an event.
+        let gone = matches!(
+            event.kind,
+            EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+        );
         // Every path counts: a rename event names both the old and the new
         // name, and either may be the watched file.
         for path in &event.paths {
             if self.files.contains_key(path) {
                 self.pending.insert(path.clone());
+            } else if gone && self.files.keys().any(|f| f.parent() == Some(path)) {
+                let orphans = self.files.keys().filter(|f| f.parent() == Some(path));
+                self.pending.extend(orphans.cloned());
+                self.push_error(format!(
+                    "{} was removed or renamed; files in it are watched again after the next reload",
+                    path.display()
+                ));
             }
         }
+    }
+
+    fn push_error(&mut self, error: String) {
+        if self.errors.len() == MAX_ERRORS {
+            self.errors.pop_front();
+        }
+        self.errors.push_back(error);
     }
 
     fn take(&mut self) -> Vec<PathBuf> {
@@ -545,22 +569,53 @@ mod tests {
         expect_change(&w, &scene, "scene write after dropping the sample");
     }
 
-    /// Other spellings of the same file match the events' canonical paths,
-    /// reports use the caller's spelling, and a file missing at the start is
-    /// reported when it appears.
+    /// Two files of one directory given under different spellings (as a
+    /// scene path and a resource path resolved from it can be) are both
+    /// reported, each under the caller's spelling: the kernel has one watch
+    /// per directory and names its events by one path only. A file missing
+    /// at the start is reported when it appears.
     #[test]
     fn spellings_and_missing_files() {
         let dir = TempDir::new("spellings");
         fs::create_dir(dir.0.join("sub")).unwrap();
-        dir.file("x.json");
-        let spelt = dir.0.join("sub").join("..").join(".").join("x.json");
+        let plain = dir.file("x.json");
+        dir.file("y.json");
+        let spelt = dir.0.join("sub").join("..").join(".").join("y.json");
         let missing = dir.0.join("sub").join("later.json");
-        let w = FileWatcher::start(&[spelt.clone(), missing.clone()], DEBOUNCE).unwrap();
+        let files = [plain.clone(), spelt.clone(), missing.clone()];
+        let w = FileWatcher::start(&files, DEBOUNCE).unwrap();
 
-        fs::write(dir.0.join("x.json"), content(1)).unwrap();
-        expect_change(&w, &spelt, "write to a file watched under another spelling");
-        fs::write(&missing, content(2)).unwrap();
+        fs::write(&plain, content(1)).unwrap();
+        expect_change(&w, &plain, "write to the plainly spelt file");
+        fs::write(dir.0.join("y.json"), content(2)).unwrap();
+        expect_change(&w, &spelt, "write to the file spelt through sub/..");
+        fs::write(&missing, content(3)).unwrap();
         expect_change(&w, &missing, "creation of a file missing at the start");
+    }
+
+    /// Deleting a watched directory reports its files and ends its watch;
+    /// the next set_files watches the recreated directory again.
+    #[test]
+    fn deleted_directory_is_reported_and_watched_again() {
+        let dir = TempDir::new("deleted-dir");
+        let sub = dir.0.join("sub");
+        fs::create_dir(&sub).unwrap();
+        let file = sub.join("x.json");
+        fs::write(&file, content(0)).unwrap();
+        let mut w = FileWatcher::start(std::slice::from_ref(&file), DEBOUNCE).unwrap();
+
+        fs::remove_dir_all(&sub).unwrap();
+        expect_change(&w, &file, "deletion of the directory");
+        let errors = w.take_errors();
+        assert!(
+            errors.len() == 1 && errors[0].contains("removed or renamed"),
+            "{errors:?}"
+        );
+        fs::create_dir(&sub).unwrap();
+        fs::write(&file, content(1)).unwrap();
+        w.set_files(std::slice::from_ref(&file)).unwrap();
+        fs::write(&file, content(2)).unwrap();
+        expect_change(&w, &file, "write after the directory was recreated");
     }
 
     #[test]
