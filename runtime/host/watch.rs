@@ -112,7 +112,7 @@ impl FileWatcher {
         }
         let dirs: BTreeSet<PathBuf> = wanted
             .keys()
-            .filter_map(|f: &PathBuf| f.parent().map(Path::to_path_buf))
+            .filter_map(|f| f.parent().map(Path::to_path_buf))
             .collect();
 
         // Watching a directory again is harmless (the kernel keeps one watch
@@ -212,7 +212,8 @@ impl State {
         if !is_change(&event.kind) {
             return;
         }
-        // Only the directory itself, going away, is named by such an event.
+        // A watched directory that is removed or renamed names itself in
+        // such an event, and its files go with it.
         let gone = matches!(
             event.kind,
             EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
@@ -226,7 +227,7 @@ impl State {
                 let orphans = self.files.keys().filter(|f| f.parent() == Some(path));
                 self.pending.extend(orphans.cloned());
                 self.push_error(format!(
-                    "{} was removed or renamed; files in it are watched again after the next reload",
+                    "{} was removed or renamed; changes in it are not seen until it is watched again",
                     path.display()
                 ));
             }
