@@ -82,8 +82,16 @@ impl Control for LiveControl {
                 let resource = changes.iter().any(|p| !same_file(p, &self.scene));
                 self.session.file_changed(resource, log);
             }
-            for e in w.take_errors() {
+            let errors = w.take_errors();
+            for e in &errors {
                 let _ = writeln!(log, "\nwarning: file watcher: {e}");
+            }
+            if !errors.is_empty() {
+                // A watched directory may have been deleted and recreated:
+                // watching the set again picks it up.
+                if let Err(e) = w.set_files(&self.watched) {
+                    let _ = writeln!(log, "\nwarning: {e}");
+                }
             }
         }
         self.session.tick(log);
@@ -92,7 +100,7 @@ impl Control for LiveControl {
         if files != self.watched {
             if let Some(w) = &mut self.watcher {
                 if let Err(e) = w.set_files(&files) {
-                    let _ = writeln!(log, "\nwarning: cannot watch {e}");
+                    let _ = writeln!(log, "\nwarning: {e}");
                 }
             }
             self.watched = files;
