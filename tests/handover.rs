@@ -325,3 +325,106 @@ fn issue7_a_param_edit_equals_the_same_change_made_by_an_event() {
         }
     }
 }
+
+/// A changed op under the same id and a state that no longer fits (a new
+/// delay size) start fresh and are named; the rest carries.
+#[test]
+fn issue7_nodes_that_cannot_carry_start_fresh_and_are_named() {
+    use morphrt::engine::Notice;
+    let path = scene_path();
+    let base = state_scene(0.2);
+    let fixed = fixed_for(&base, &path);
+    let retyped = base.replace(
+        r#""id": "other", "op": "sine""#,
+        r#""id": "other", "op": "triangle""#,
+    );
+    let resized = base.replace(r#""max_time": "1s""#, r#""max_time": "2s""#);
+    for (text, want) in [(retyped, "other"), (resized, "echo")] {
+        let mut s = Scripted::new(incoming(&base, &path, &fixed, Profile::Repro), 4);
+        s.play_to(4_800);
+        let a = s.handover(incoming(&text, &path, &fixed, Profile::Repro), 0);
+        assert!(a.migration.structural);
+        let named: Vec<&Notice> = a
+            .migration
+            .notices
+            .iter()
+            .filter(|n| {
+                matches!(n, Notice::OpChanged { id, .. } | Notice::StateNotCarried { id, .. } if id == want)
+            })
+            .collect();
+        assert_eq!(named.len(), 1, "{want}: {:?}", a.migration.notices);
+        assert!(named[0].to_string().contains(want));
+        assert_eq!(a.migration.carried, 4, "the four other nodes carry");
+    }
+}
+
+/// The scene's `edit.ramp` and a node's own `ramp` set how long an edited
+/// param glides.
+#[test]
+fn issue7_the_edit_ramp_is_configurable() {
+    let path = scene_path();
+    let with = |extra: &str, node_ramp: &str, amp: f64| {
+        state_scene(amp)
+            .replace(r#""seed": 1,"#, &format!(r#""seed": 1, {extra}"#))
+            .replace(
+                r#""id": "other", "op": "sine","#,
+                &format!(r#""id": "other", "op": "sine", {node_ramp}"#),
+            )
+    };
+    // The glide of `other.amp` 0.2 → 0.3 ends after exactly the ramp.
+    for (extra, node_ramp, ramp) in [
+        ("", "", 480u64),
+        (r#""edit": { "ramp": "50ms" },"#, "", 2_400),
+        (r#""edit": { "ramp": "50ms" },"#, r#""ramp": "1ms","#, 48),
+    ] {
+        let base = with(extra, node_ramp, 0.2);
+        let fixed = fixed_for(&base, &path);
+        let mut s = Scripted::new(incoming(&base, &path, &fixed, Profile::Strict), 4);
+        s.play_to(4_800);
+        s.handover(
+            incoming(&with(extra, node_ramp, 0.3), &path, &fixed, Profile::Strict),
+            0,
+        );
+        s.play_to(4_800 + 4_000);
+        let got = deinterleave(s.output(), 4);
+        let mut plain = Scripted::new(
+            incoming(&with(extra, node_ramp, 0.3), &path, &fixed, Profile::Strict),
+            4,
+        );
+        plain.play_to(4_800 + 4_000);
+        let want = deinterleave(plain.output(), 4);
+        let first_equal = (4_800..8_800)
+            .find(|&i| (i..8_800).all(|j| got[3][j] == want[3][j]))
+            .unwrap() as u64;
+        assert!(
+            first_equal <= 4_800 + ramp && first_equal + 2 >= 4_800 + ramp - 1,
+            "ramp {ramp}: the glide ended at {}",
+            first_equal - 4_800
+        );
+    }
+}
+
+/// A live session's auto-seed becomes the session seed: switching a noise
+/// scene without a seed from live to strict (which needs one) works.
+#[test]
+fn issue7_a_live_auto_seed_carries_to_strict() {
+    let path = scene_path();
+    let text = r#"{ "version": "1.0", "nodes": [ { "id": "hiss", "op": "noise", "params": { "amp": 0.1 } } ],
+                    "outputs": { "main": ["hiss"] } }"#;
+    let s = scene::load_str(text, "t.json", None).unwrap();
+    let live = compile(
+        &s,
+        &CompileOptions {
+            profile: Some(Profile::Live),
+            block_size: Some(BLOCK),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(matches!(live.seed, morphrt::graph::SeedSource::Auto(_)));
+    let fixed = SessionFixed::from_plan(&live, Vec::new());
+    assert!(fixed.seed.is_some());
+    let strict = Incoming::compile(text, &path, &fixed, Profile::Strict)
+        .unwrap_or_else(|e| panic!("strict with the session seed: {}", e[0]));
+    assert_eq!(strict.profile, Profile::Strict);
+}
