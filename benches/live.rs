@@ -116,7 +116,7 @@ fn main() {
         })
     };
 
-    let mut watcher = FileWatcher::start(&session.watched_files(), Duration::from_millis(30))
+    let watcher = FileWatcher::start(&session.watched_files(), Duration::from_millis(30))
         .expect("watch the scene");
     let mut log: Vec<u8> = Vec::new();
     let cutoffs = ["2.5kHz", "3kHz", "3.5kHz", "2kHz"];

@@ -28,6 +28,9 @@ pub struct CompileOptions {
     /// Run at this sample rate instead of the scene's (a device that cannot
     /// play the scene's rate). Operators are rate-parametric.
     pub sample_rate: Option<u32>,
+    /// Resource references (`@resource:NAME`) bound to exact files, before
+    /// any lookup: a replay reads the copies its journal kept.
+    pub pinned_resources: Vec<(String, PathBuf)>,
 }
 
 /// A live edit of a param glides over this long unless the scene says otherwise.
@@ -44,6 +47,8 @@ struct Ctx<'a> {
     scene: &'a Scene,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
+    /// Every resource reference and the file it resolved to.
+    resources: Vec<(String, PathBuf)>,
 }
 
 impl Ctx<'_> {
@@ -116,6 +121,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         scene,
         errors: Vec::new(),
         warnings: scene.warnings.clone(),
+        resources: Vec::new(),
     };
     let top = Loc::path("");
     let session = opts
@@ -878,6 +884,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         latency,
         events,
         crossfade,
+        resources: cx.resources,
         warnings: cx.warnings,
     })
 }
@@ -934,13 +941,24 @@ fn load_resource(
         );
         return None;
     }
-    let path = match resource::resolve(reference, cx.scene.dir.as_deref(), &opts.resource_dirs) {
+    let pinned = opts
+        .pinned_resources
+        .iter()
+        .find(|(r, _)| r == reference)
+        .map(|(_, p)| p.clone());
+    let path = match pinned.map_or_else(
+        || resource::resolve(reference, cx.scene.dir.as_deref(), &opts.resource_dirs),
+        Ok,
+    ) {
         Ok(p) => p,
         Err(e) => {
             cx.error(loc, Some(node), e, None);
             return None;
         }
     };
+    if !cx.resources.iter().any(|(r, _)| r == reference) {
+        cx.resources.push((reference.clone(), path.clone()));
+    }
     let data = match cache.get(&path) {
         Some(a) => a.clone(),
         None => match AudioData::load(&path) {

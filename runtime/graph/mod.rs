@@ -109,6 +109,8 @@ pub struct Plan {
     pub events: Vec<PlanEvent>,
     /// Samples over which a structural edit or profile switch crossfades.
     pub crossfade: u64,
+    /// Every resource reference (`@resource:NAME`) and the file it read.
+    pub resources: Vec<(String, std::path::PathBuf)>,
     pub warnings: Vec<Diagnostic>,
 }
 
