@@ -83,6 +83,27 @@ enum Command {
         /// Quiet time after a file change before it is read, in milliseconds.
         #[arg(long, default_value_t = 30, hide = true)]
         debounce_ms: u64,
+        /// Journal the session to this file (default: a new file in the
+        /// platform's data directory, printed at the end).
+        #[arg(long)]
+        journal: Option<PathBuf>,
+        /// Do not journal the session.
+        #[arg(long = "no-journal", conflicts_with = "journal")]
+        no_journal: bool,
+    },
+    /// Re-render a journaled `run` session offline, bit for bit.
+    Replay {
+        /// The journal (`.jsonl`) that `run` wrote.
+        journal: PathBuf,
+        /// Output WAV file.
+        #[arg(short = 'o', long = "output", required_unless_present = "info")]
+        output: Option<PathBuf>,
+        /// Stop at this time of the session (e.g. 30s, 1440000samples).
+        #[arg(long)]
+        until: Option<String>,
+        /// Print the session's timeline (edits, switches, rejected edits) instead.
+        #[arg(long)]
+        info: bool,
     },
     /// List audio output devices and their configurations.
     Devices,
@@ -195,6 +216,8 @@ fn run(cli: Cli) -> Result<(), HostError> {
             no_watch,
             capture,
             debounce_ms,
+            journal,
+            no_journal,
         } => morphrt::host::run::run(
             &morphrt::host::run::RunOptions {
                 scene,
@@ -208,7 +231,21 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 watch: !no_watch,
                 capture,
                 debounce: std::time::Duration::from_millis(debounce_ms),
+                journal,
+                no_journal,
             },
+            &mut std::io::stderr(),
+        ),
+        Command::Replay {
+            journal,
+            output,
+            until,
+            info,
+        } => morphrt::host::journal::cli(
+            &journal,
+            output.as_deref(),
+            until.as_deref(),
+            info,
             &mut std::io::stderr(),
         ),
         Command::Devices => {

@@ -12,7 +12,6 @@
 
 use crate::engine::{Deck, Engine, EngineState, Migration};
 use crate::graph::{compile, CompileOptions, Plan, SeedSource};
-use crate::ops::Value;
 use crate::profile::Profile;
 use crate::scene::{self, Diagnostic};
 use std::path::{Path, PathBuf};
@@ -25,6 +24,8 @@ pub struct SessionFixed {
     /// The session seed (a live auto-seed becomes it), if any.
     pub seed: Option<u64>,
     pub resource_dirs: Vec<PathBuf>,
+    /// Resource references bound to exact files (a replay's copies).
+    pub pinned: Vec<(String, PathBuf)>,
 }
 
 impl SessionFixed {
@@ -38,6 +39,7 @@ impl SessionFixed {
                 SeedSource::Given(s) | SeedSource::Auto(s) => Some(s),
             },
             resource_dirs,
+            pinned: Vec::new(),
         }
     }
 
@@ -49,6 +51,7 @@ impl SessionFixed {
             seed: self.seed,
             resource_dirs: self.resource_dirs.clone(),
             sample_rate: Some(self.sample_rate),
+            pinned_resources: self.pinned.clone(),
             ..CompileOptions::default()
         }
     }
@@ -62,8 +65,8 @@ pub struct Incoming {
     pub profile: Profile,
     /// The scene's top-level `profile`, if it names one.
     pub file_profile: Option<Profile>,
-    /// Resource files the scene reads.
-    pub resources: Vec<PathBuf>,
+    /// Resource references the scene uses and the files they read.
+    pub resources: Vec<(String, PathBuf)>,
     pub warnings: Vec<Diagnostic>,
 }
 
@@ -97,7 +100,7 @@ impl Incoming {
         file_profile: Option<Profile>,
         warnings: Vec<Diagnostic>,
     ) -> Incoming {
-        let resources = resources_of(&plan);
+        let resources = plan.resources.clone();
         let profile = plan.session_profile;
         let engine = Box::new(Engine::new(plan));
         let capture = Box::new(engine.snapshot());
@@ -110,21 +113,6 @@ impl Incoming {
             warnings,
         }
     }
-}
-
-/// Resource files a plan's nodes read, deduplicated.
-pub fn resources_of(plan: &Plan) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = Vec::new();
-    for n in &plan.nodes {
-        for val in &n.values {
-            if let Value::Resource(a) = val {
-                if !v.contains(&a.path) {
-                    v.push(a.path.clone());
-                }
-            }
-        }
-    }
-    v
 }
 
 /// The crossfade a migration needs: none for a param-only edit.
@@ -233,6 +221,46 @@ impl Scripted {
             fade,
             migration,
         }
+    }
+
+    /// Redoes a recorded handover exactly: captures at `n`, migrates, plays
+    /// the old engine to `s` while the new one fast-forwards there, and swaps
+    /// with `fade` (a journal's N, S and fade).
+    pub fn handover_at(
+        &mut self,
+        mut next: Incoming,
+        n: u64,
+        s: u64,
+        fade: u64,
+    ) -> Result<Applied, String> {
+        let b = self.deck.block_size() as u64;
+        if n < self.deck.clock() || s < n || n % b != 0 || s % b != 0 {
+            return Err(format!(
+                "a handover captured at {n} and swapped at {s} does not fit the session (clock {}, block {b})",
+                self.deck.clock()
+            ));
+        }
+        self.play_to(n);
+        self.deck.engine().capture_into(&mut self.capture);
+        let migration = next.engine.migrate(&self.capture, n);
+        self.play_to(s);
+        if self.deck.is_fading() {
+            return Err(format!(
+                "the handover at {s} starts before the previous crossfade ended"
+            ));
+        }
+        drop(self.deck.take_retired());
+        advance_to(&mut next.engine, s);
+        self.deck
+            .swap(next.engine, fade)
+            .map_err(|_| format!("the swap at {s} was refused"))?;
+        self.capture = next.capture;
+        Ok(Applied {
+            captured_at: n,
+            swap_at: s,
+            fade,
+            migration,
+        })
     }
 
     /// Everything played so far, interleaved.

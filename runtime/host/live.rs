@@ -49,6 +49,8 @@ pub struct HandoverRecord {
     pub fast_forward_time: Duration,
     /// Offers the audio thread refused (it had passed S already).
     pub refusals: u32,
+    /// Resource references the new scene used and the files they read.
+    pub resources: Vec<(String, PathBuf)>,
 }
 
 /// A change that failed to compile (the running graph kept playing).
@@ -87,6 +89,7 @@ enum Phase {
         migrate_time: Duration,
         ff_time: Duration,
         refusals: u32,
+        resources: Vec<(String, PathBuf)>,
     },
     /// Swapped; waiting for the old engine to come back (after its fade).
     Retiring,
@@ -106,7 +109,7 @@ pub struct LiveSession {
     last_text: Option<Arc<String>>,
     /// The last text that compiled (a key switch recompiles it).
     good_text: Arc<String>,
-    resources: Vec<PathBuf>,
+    resources: Vec<(String, PathBuf)>,
     link: Arc<Link>,
     meters: Arc<Meters>,
     /// Shaped for the engine playing now; out while a capture is in flight.
@@ -133,7 +136,7 @@ impl LiveSession {
         profile: Profile,
         file_profile: Option<Profile>,
         capture: Box<EngineState>,
-        resources: Vec<PathBuf>,
+        resources: Vec<(String, PathBuf)>,
         link: Arc<Link>,
         meters: Arc<Meters>,
     ) -> LiveSession {
@@ -169,10 +172,29 @@ impl LiveSession {
         self.profile
     }
 
+    /// The session's constants.
+    pub fn fixed(&self) -> &SessionFixed {
+        &self.fixed
+    }
+
+    /// The scene text playing (or queued to play).
+    pub fn text(&self) -> &str {
+        &self.good_text
+    }
+
+    /// The resources the playing scene reads (reference, file).
+    pub fn resources(&self) -> &[(String, PathBuf)] {
+        &self.resources
+    }
+
     /// The scene file and the resources it reads: what to watch.
     pub fn watched_files(&self) -> Vec<PathBuf> {
         let mut v = vec![self.path.clone()];
-        v.extend(self.resources.iter().cloned());
+        for (_, p) in &self.resources {
+            if !v.contains(p) {
+                v.push(p.clone());
+            }
+        }
         v
     }
 
@@ -370,7 +392,6 @@ impl LiveSession {
         let profile = incoming.profile;
         let file_profile = incoming.file_profile;
         let resources = std::mem::take(&mut incoming.resources);
-        self.resources = resources;
         if let Err(e) = self.link.to_audio.push(ToAudio::Offer {
             engine: incoming.engine,
             at: s,
@@ -401,6 +422,7 @@ impl LiveSession {
             migrate_time,
             ff_time,
             refusals: 0,
+            resources,
         };
     }
 
@@ -481,6 +503,7 @@ impl LiveSession {
             migrate_time,
             ff_time,
             refusals,
+            resources,
         } = std::mem::replace(&mut self.phase, Phase::Retiring)
         else {
             return;
@@ -527,7 +550,9 @@ impl LiveSession {
             migrate_time,
             fast_forward_time: ff_time,
             refusals,
+            resources: resources.clone(),
         });
+        self.resources = resources;
     }
 }
 

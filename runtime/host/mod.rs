@@ -76,6 +76,7 @@ pub fn load_engine(
 pub mod capture;
 pub mod device;
 pub mod handover;
+pub mod journal;
 pub mod keys;
 pub mod live;
 pub mod player;

@@ -45,6 +45,8 @@ pub struct Meters {
     pub callback_panics: AtomicU64,
     /// Swaps performed (handovers that reached the audio thread).
     pub swaps: AtomicU64,
+    /// The frame where a stop fade began (`u64::MAX`: none).
+    pub stop_at: AtomicU64,
 }
 
 impl Default for Meters {
@@ -67,6 +69,7 @@ impl Default for Meters {
             node_panics: AtomicU64::new(0),
             callback_panics: AtomicU64::new(0),
             swaps: AtomicU64::new(0),
+            stop_at: AtomicU64::new(u64::MAX),
         }
     }
 }
@@ -102,6 +105,30 @@ impl Meters {
     }
     pub fn take_busy_max_ns(&self) -> u64 {
         self.busy_max_ns.swap(0, Ordering::Relaxed)
+    }
+}
+
+/// The device output stage, one definition for `run` and `replay`: an
+/// engine sample as the device gets it (f32, clipped to ±1 for hearing safety).
+#[inline]
+pub fn device_sample(x: f64) -> f32 {
+    (x as f32).clamp(-1.0, 1.0)
+}
+
+/// The gain of frame `k` (0-based) of a stop fade of `len` frames: linear
+/// to silence, reaching 0 on the fade's last frame.
+#[inline]
+pub fn stop_fade_gain(k: u64, len: u64) -> f32 {
+    (len - 1 - k.min(len - 1)) as f32 / len as f32
+}
+
+/// A device sample under the stop fade's `gain` (exact when the gain is 1).
+#[inline]
+pub fn faded(v: f32, gain: f32) -> f32 {
+    if gain == 1.0 {
+        v
+    } else {
+        v * gain
     }
 }
 
@@ -326,6 +353,11 @@ impl Player {
         self.written
     }
 
+    /// Frames of the stop fade.
+    pub fn stop_fade_len(&self) -> u64 {
+        self.fade_len
+    }
+
     /// Renders the next engine block into the FIFO (device layout, clipped
     /// to ±1 for hearing safety).
     fn refill(&mut self) {
@@ -340,7 +372,7 @@ impl Player {
         let dc = self.device_channels;
         let mut peak = 0.0f32;
         for (f, x) in self.fifo[..n * dc].iter_mut().zip(out) {
-            let v = (*x as f32).clamp(-1.0, 1.0);
+            let v = device_sample(*x);
             peak = peak.max(v.abs());
             *f = v;
         }
@@ -393,14 +425,16 @@ impl Player {
             }
             let gain = match self.fade_left {
                 Some(left) => {
+                    if left == self.fade_len {
+                        self.meters.stop_at.store(self.written, Ordering::Relaxed);
+                    }
                     self.fade_left = Some(left - 1);
-                    (left - 1) as f32 / self.fade_len as f32
+                    stop_fade_gain(self.fade_len - left, self.fade_len)
                 }
                 None => 1.0,
             };
             for d in 0..dc {
-                let v = self.fifo[self.fifo_pos + d];
-                out[f * dc + d] = if gain == 1.0 { v } else { v * gain };
+                out[f * dc + d] = faded(self.fifo[self.fifo_pos + d], gain);
             }
             self.fifo_pos += dc;
             self.written += 1;

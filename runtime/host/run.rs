@@ -3,8 +3,9 @@
 
 use super::capture::CaptureWriter;
 use super::handover::{Incoming, SessionFixed};
+use super::journal::{self, Journal, Record};
 use super::keys::{Command, Input, KeyListener};
-use super::live::LiveSession;
+use super::live::{LiveSession, Reason};
 use super::player::{self, Controls, Meters, Player};
 use super::realtime::{self, Control, LoopConfig, Output, PacedOutput, StatusMode};
 use super::watch::FileWatcher;
@@ -42,11 +43,18 @@ pub struct RunOptions {
     pub capture: Option<PathBuf>,
     /// Quiet time after a file event before the file is read.
     pub debounce: Duration,
+    /// Journal to this file instead of the data directory's default.
+    pub journal: Option<PathBuf>,
+    /// Do not journal.
+    pub no_journal: bool,
 }
 
 /// The control side of a `run`: the live session plus the watcher and keys.
 struct LiveControl {
     session: LiveSession,
+    journal: Option<Journal>,
+    /// Handovers and rejections already journaled.
+    journaled: (usize, usize),
     watcher: Option<FileWatcher>,
     commands: Option<Receiver<Input>>,
     controls: Arc<Controls>,
@@ -95,6 +103,7 @@ impl Control for LiveControl {
             }
         }
         self.session.tick(log);
+        self.journal_news(log);
         // A scene edit may have added or removed resources.
         let files = self.session.watched_files();
         if files != self.watched {
@@ -114,6 +123,60 @@ impl Control for LiveControl {
             s += &self.session.last_result;
         }
         s
+    }
+}
+
+impl LiveControl {
+    /// Appends what happened since the last call to the journal. A journal
+    /// that cannot be written is reported once and closed; playback goes on.
+    fn journal_news(&mut self, log: &mut dyn Write) {
+        let Some(j) = &mut self.journal else {
+            return;
+        };
+        let mut records = Vec::new();
+        let mut failed = None;
+        for h in &self.session.applied[self.journaled.0..] {
+            let resources = match j.resources(&h.resources) {
+                Ok(r) => r,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            let (reason, from, to) = match h.reason {
+                Reason::Edit => ("edit", None, None),
+                Reason::Switch { from, to } => ("switch", Some(from), Some(to)),
+            };
+            records.push(Record::Handover {
+                reason: reason.to_string(),
+                from,
+                to,
+                profile: h.profile,
+                captured_at: h.captured_at,
+                swap_at: h.swap_at,
+                fade: h.fade,
+                text: h.text.to_string(),
+                resources,
+            });
+        }
+        for r in &self.session.rejected[self.journaled.1..] {
+            records.push(Record::Rejected {
+                at: r.at,
+                error: r.error.clone(),
+                text: r.text.to_string(),
+            });
+        }
+        self.journaled = (self.session.applied.len(), self.session.rejected.len());
+        for r in &records {
+            if let Err(e) = j.write(r) {
+                failed = Some(e);
+                break;
+            }
+        }
+        if let Some(e) = failed {
+            let _ = writeln!(log, "\nwarning: {e}; the journal stops here");
+            self.journal = None;
+        }
     }
 }
 
@@ -272,9 +335,36 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     } else {
         None
     };
+    let journal = if opts.no_journal {
+        None
+    } else {
+        let path = opts
+            .journal
+            .clone()
+            .or_else(|| journal::default_path(&opts.scene));
+        match path.map(|p| start_journal(&p, &opts, &session, channels)) {
+            Some(Ok(j)) => Some(j),
+            Some(Err(e)) => {
+                if opts.journal.is_some() {
+                    return Err(HostError::Runtime(e));
+                }
+                let _ = writeln!(log, "warning: {e}; this session is not journaled");
+                None
+            }
+            None => {
+                let _ = writeln!(
+                    log,
+                    "warning: no data directory for journals on this system; use --journal FILE"
+                );
+                None
+            }
+        }
+    };
     let (_keys, commands) = KeyListener::start(controls.clone());
     let mut control = LiveControl {
         session,
+        journal,
+        journaled: (0, 0),
         watcher,
         commands: Some(commands),
         controls,
@@ -322,6 +412,26 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     );
     // Drain what the audio thread sent back (engines are dropped here).
     control.session.tick(log);
+    control.journal_news(log);
+    if let Some(j) = &mut control.journal {
+        let stop = meters.stop_at.load(Ordering::Relaxed);
+        let mut end = vec![Record::End {
+            frames: meters.frames.load(Ordering::Relaxed),
+        }];
+        if stop != u64::MAX {
+            end.insert(0, Record::Stop { at: stop, fade });
+        }
+        for r in &end {
+            if let Err(e) = j.write(r) {
+                let _ = writeln!(log, "warning: {e}");
+            }
+        }
+        let _ = writeln!(
+            log,
+            "journal: {} (replay it with `morphrt replay`)",
+            j.path().display()
+        );
+    }
     let capture_report = match capture_writer {
         Some(w) => Some(w.finish().map_err(HostError::Runtime)?),
         None => None,
@@ -372,6 +482,44 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
         Err((e, _)) => Err(HostError::Runtime(e)),
     }
+}
+
+/// Opens the journal and writes the session's header and first scene.
+fn start_journal(
+    path: &Path,
+    opts: &RunOptions,
+    session: &LiveSession,
+    channels: usize,
+) -> Result<Journal, String> {
+    let mut j = Journal::create(path)?;
+    let (cpu, cpu_level) = journal::cpu_info();
+    let fixed = session.fixed();
+    j.write(&Record::Header {
+        format: journal::FORMAT.to_string(),
+        version: journal::VERSION,
+        morphrt: env!("CARGO_PKG_VERSION").to_string(),
+        build: journal::build_id(),
+        cpu,
+        cpu_level,
+        scene: opts.scene.display().to_string(),
+        block_size: fixed.block_size,
+        sample_rate: fixed.sample_rate,
+        seed: fixed.seed,
+        profile: session.profile(),
+        channels,
+        period: opts.period,
+        resource_dirs: fixed
+            .resource_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect(),
+    })?;
+    let resources = j.resources(session.resources())?;
+    j.write(&Record::Scene {
+        text: session.text().to_string(),
+        resources,
+    })?;
+    Ok(j)
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

@@ -5,7 +5,10 @@ use crate::dsp::{MathKind, Precision};
 
 /// An execution profile. Ordered by strength: `Live < Repro < Strict`, so the
 /// weakest of several profiles is their `min`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Profile {
     Live,
     Repro,

@@ -1,0 +1,658 @@
+//! The journal of a live session, and its replay.
+//!
+//! `run` appends one JSON object per line (JSON Lines), flushed per record,
+//! so a killed session still replays up to its last complete record. The
+//! journal holds what the handover did (DESIGN §6: the capture sample N,
+//! the swap sample S and the fade of every edit and profile switch, with
+//! the full scene text), every rejected edit, the stop fade and the end
+//! sample, and a copy of every resource beside it, stored by SHA-256 so
+//! that many sessions on one impulse response keep it once. `replay`
+//! renders it offline through the same handover code ([`Scripted`]) and the
+//! same device output stage, and reproduces the device output bit for bit
+//! on the same build and CPU feature level.
+
+use super::handover::{Incoming, Scripted, SessionFixed};
+use super::player::{device_sample, faded, stop_fade_gain};
+use super::HostError;
+use crate::profile::Profile;
+use crate::scene::Diagnostic;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+/// The journal format this build writes and reads.
+pub const FORMAT: &str = "morphrt-journal";
+pub const VERSION: u32 = 1;
+
+/// A resource a scene read: its reference, the file, its SHA-256 and the
+/// copy kept beside the journal (relative to the journal's directory).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceRecord {
+    pub reference: String,
+    pub path: String,
+    pub sha256: String,
+    pub copy: String,
+}
+
+/// One line of a journal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// The session's constants; the first line.
+    Header {
+        format: String,
+        version: u32,
+        morphrt: String,
+        /// SHA-256 of the executable that ran the session.
+        build: String,
+        cpu: String,
+        /// The CPU feature level (x86-64-v2/v3/v4, or the architecture).
+        cpu_level: String,
+        scene: String,
+        block_size: usize,
+        sample_rate: u32,
+        seed: Option<u64>,
+        profile: Profile,
+        channels: usize,
+        period: Option<usize>,
+        resource_dirs: Vec<String>,
+    },
+    /// The scene the session started with.
+    Scene {
+        text: String,
+        resources: Vec<ResourceRecord>,
+    },
+    /// An applied edit or profile switch: captured at N, swapped at S.
+    Handover {
+        reason: String,
+        from: Option<Profile>,
+        to: Option<Profile>,
+        profile: Profile,
+        captured_at: u64,
+        swap_at: u64,
+        fade: u64,
+        text: String,
+        resources: Vec<ResourceRecord>,
+    },
+    /// An edit that did not compile (the running graph kept playing).
+    Rejected {
+        at: u64,
+        error: String,
+        text: String,
+    },
+    /// A snapshot written while playing.
+    Snapshot { at: u64, file: String },
+    /// The stop fade began at frame `at` and lasted `fade` frames.
+    Stop { at: u64, fade: u64 },
+    /// The session ended after `frames` device frames.
+    End { frames: u64 },
+}
+
+impl Record {
+    /// The sample the record happened at, for timelines.
+    pub fn at(&self) -> Option<u64> {
+        match self {
+            Record::Handover { swap_at, .. } => Some(*swap_at),
+            Record::Rejected { at, .. } | Record::Snapshot { at, .. } | Record::Stop { at, .. } => {
+                Some(*at)
+            }
+            Record::End { frames } => Some(*frames),
+            _ => None,
+        }
+    }
+}
+
+/// The CPU model and feature level, as journals and benchmarks record them.
+pub fn cpu_info() -> (String, String) {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    (model, cpu_level())
+}
+
+#[cfg(target_arch = "x86_64")]
+fn cpu_level() -> String {
+    let v2 = is_x86_feature_detected!("sse4.2") && is_x86_feature_detected!("popcnt");
+    let v3 = v2
+        && is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("bmi2");
+    let v4 = v3 && is_x86_feature_detected!("avx512f");
+    match (v2, v3, v4) {
+        (_, _, true) => "x86-64-v4",
+        (_, true, _) => "x86-64-v3",
+        (true, _, _) => "x86-64-v2",
+        _ => "x86-64",
+    }
+    .to_string()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_level() -> String {
+    std::env::consts::ARCH.to_string()
+}
+
+/// SHA-256 of the running executable: two sessions with the same build id
+/// ran the same code.
+pub fn build_id() -> String {
+    std::env::current_exe()
+        .and_then(std::fs::read)
+        .map(|b| hex(&Sha256::digest(&b)))
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Where `run` journals by default: the platform's data directory.
+pub fn default_path(scene: &Path) -> Option<PathBuf> {
+    let stem = scene
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "scene".to_string());
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    dirs::data_dir().map(|d| {
+        d.join("morphrt")
+            .join("journals")
+            .join(format!("{secs}-{}-{stem}.jsonl", std::process::id()))
+    })
+}
+
+/// An open journal, appended to as the session goes.
+pub struct Journal {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+    /// Where resource copies go: `resources/` beside the journal.
+    store: PathBuf,
+}
+
+impl Journal {
+    /// Creates the journal (and its directory).
+    pub fn create(path: &Path) -> Result<Journal, String> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create `{}` for the journal: {e}", dir.display()))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("cannot write the journal `{}`: {e}", path.display()))?;
+        let store = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .join("resources");
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file: std::io::BufWriter::new(file),
+            store,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record and flushes it to the operating system.
+    pub fn write(&mut self, r: &Record) -> Result<(), String> {
+        let line = serde_json::to_string(r).map_err(|e| e.to_string())?;
+        writeln!(self.file, "{line}")
+            .and_then(|_| self.file.flush())
+            .map_err(|e| format!("cannot write the journal `{}`: {e}", self.path.display()))
+    }
+
+    /// Keeps a copy of each resource beside the journal (once per content).
+    pub fn resources(&mut self, list: &[(String, PathBuf)]) -> Result<Vec<ResourceRecord>, String> {
+        let mut out = Vec::with_capacity(list.len());
+        for (reference, path) in list {
+            let bytes = std::fs::read(path)
+                .map_err(|e| format!("cannot read `{}` to journal it: {e}", path.display()))?;
+            let sha = hex(&Sha256::digest(&bytes));
+            let ext = path
+                .extension()
+                .map(|e| format!(".{}", e.to_string_lossy()))
+                .unwrap_or_default();
+            let name = format!("{sha}{ext}");
+            let dest = self.store.join(&name);
+            if !dest.is_file() {
+                std::fs::create_dir_all(&self.store)
+                    .map_err(|e| format!("cannot create `{}`: {e}", self.store.display()))?;
+                let tmp = self
+                    .store
+                    .join(format!(".{name}.{}.partial", std::process::id()));
+                std::fs::write(&tmp, &bytes)
+                    .and_then(|_| std::fs::rename(&tmp, &dest))
+                    .map_err(|e| {
+                        let _ = std::fs::remove_file(&tmp);
+                        format!("cannot copy `{}` beside the journal: {e}", path.display())
+                    })?;
+            }
+            out.push(ResourceRecord {
+                reference: reference.clone(),
+                path: path.display().to_string(),
+                sha256: sha,
+                copy: format!("resources/{name}"),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// A journal read back.
+#[derive(Debug)]
+pub struct Session {
+    pub records: Vec<Record>,
+    /// Problems that do not stop a replay (a truncated last line, another build).
+    pub warnings: Vec<String>,
+    pub dir: PathBuf,
+}
+
+fn bad(path: &Path, line: Option<usize>, msg: impl std::fmt::Display) -> HostError {
+    let at = match line {
+        Some(l) => format!("{}:{l}", path.display()),
+        None => path.display().to_string(),
+    };
+    HostError::Input(vec![Diagnostic::error(&at, None, msg.to_string())])
+}
+
+/// Reads a journal. A last line cut short (a killed session) is dropped
+/// with a warning; anything else that does not parse is an error naming
+/// the line.
+pub fn read(path: &Path) -> Result<Session, HostError> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| bad(path, None, format!("cannot read the journal: {e}")))?;
+    let lines: Vec<String> = std::io::BufReader::new(file)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad(path, None, format!("cannot read the journal: {e}")))?;
+    let mut records = Vec::new();
+    let mut warnings = Vec::new();
+    let n = lines.len();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
+            Ok(r) => records.push(r),
+            Err(e) if i + 1 == n && e.is_eof() => {
+                warnings.push(format!(
+                    "{}:{}: the journal ends in the middle of a record (the session was cut off); replaying up to the record before it",
+                    path.display(),
+                    i + 1
+                ));
+            }
+            Err(e) => {
+                return Err(bad(path, Some(i + 1), format!("not a journal record: {e}")));
+            }
+        }
+    }
+    match records.first() {
+        Some(Record::Header {
+            format,
+            version,
+            morphrt,
+            build,
+            cpu_level,
+            ..
+        }) => {
+            if format != FORMAT || *version != VERSION {
+                return Err(bad(
+                    path,
+                    Some(1),
+                    format!("`{format}` version {version} is not a journal this build reads ({FORMAT} version {VERSION})"),
+                ));
+            }
+            if morphrt != env!("CARGO_PKG_VERSION") {
+                warnings.push(format!(
+                    "the session ran on morphrt {morphrt}, this is {}: repro and live stretches may differ in their last bits; strict stays exact",
+                    env!("CARGO_PKG_VERSION")
+                ));
+            } else if *build != build_id() || *cpu_level != cpu_info().1 {
+                warnings.push(
+                    "the session ran on another build or CPU feature level: repro and live stretches may differ in their last bits; strict stays exact"
+                        .to_string(),
+                );
+            }
+        }
+        _ => {
+            return Err(bad(
+                path,
+                Some(1),
+                "the journal does not start with a header record",
+            ))
+        }
+    }
+    if !records.iter().any(|r| matches!(r, Record::Scene { .. })) {
+        return Err(bad(path, None, "the journal has no scene record"));
+    }
+    Ok(Session {
+        records,
+        warnings,
+        dir: path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    })
+}
+
+/// Binds each resource reference to the journal's copy, checking its SHA-256.
+fn pin(
+    dir: &Path,
+    list: &[ResourceRecord],
+    journal: &Path,
+) -> Result<Vec<(String, PathBuf)>, HostError> {
+    let mut out = Vec::new();
+    for r in list {
+        let copy = dir.join(&r.copy);
+        let bytes = std::fs::read(&copy).map_err(|e| {
+            bad(
+                journal,
+                None,
+                format!(
+                    "resource `{}` ({}): its copy `{}` cannot be read: {e}",
+                    r.reference,
+                    r.path,
+                    copy.display()
+                ),
+            )
+        })?;
+        let sha = hex(&Sha256::digest(&bytes));
+        if sha != r.sha256 {
+            return Err(bad(
+                journal,
+                None,
+                format!(
+                    "resource `{}`: its copy `{}` has changed (SHA-256 {sha}, the journal says {})",
+                    r.reference,
+                    copy.display(),
+                    r.sha256
+                ),
+            ));
+        }
+        out.push((r.reference.clone(), copy));
+    }
+    Ok(out)
+}
+
+/// What a replay produced.
+pub struct Replay {
+    /// Interleaved device samples, exactly as the device got them.
+    pub samples: Vec<f32>,
+    pub channels: usize,
+    pub sample_rate: u32,
+    pub frames: u64,
+    pub warnings: Vec<String>,
+}
+
+/// Renders a journal offline: the same handovers at the same N and S with
+/// the same fades, the same device output stage and stop fade.
+pub fn replay(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
+    let session = read(path)?;
+    let mut warnings = session.warnings.clone();
+    let Some(Record::Header {
+        scene,
+        block_size,
+        sample_rate,
+        seed,
+        profile,
+        channels,
+        resource_dirs,
+        ..
+    }) = session.records.first().cloned()
+    else {
+        unreachable!("read checked the header");
+    };
+    let scene_path = PathBuf::from(&scene);
+    let mut fixed = SessionFixed {
+        block_size,
+        sample_rate,
+        seed,
+        resource_dirs: resource_dirs.iter().map(PathBuf::from).collect(),
+        pinned: Vec::new(),
+    };
+    let compile = |text: &str, fixed: &SessionFixed, p: Profile| -> Result<Incoming, HostError> {
+        Incoming::compile(text, &scene_path, fixed, p).map_err(|mut d| {
+            d.insert(
+                0,
+                Diagnostic::error(
+                    &path.display().to_string(),
+                    None,
+                    "a scene in the journal no longer compiles with this build".to_string(),
+                ),
+            );
+            HostError::Input(d)
+        })
+    };
+    let mut deck: Option<Scripted> = None;
+    let mut end: Option<u64> = None;
+    let mut stop: Option<(u64, u64)> = None;
+    let mut last_sample = 0u64;
+    for r in &session.records {
+        match r {
+            Record::Scene { text, resources } => {
+                fixed.pinned = pin(&session.dir, resources, path)?;
+                deck = Some(Scripted::new(compile(text, &fixed, profile)?, channels));
+            }
+            Record::Handover {
+                profile,
+                captured_at,
+                swap_at,
+                fade,
+                text,
+                resources,
+                ..
+            } => {
+                let Some(d) = deck.as_mut() else {
+                    return Err(bad(path, None, "a handover before the scene record"));
+                };
+                if until.is_some_and(|u| *captured_at >= u) {
+                    break;
+                }
+                fixed.pinned = pin(&session.dir, resources, path)?;
+                let inc = compile(text, &fixed, *profile)?;
+                if let Err(e) = d.handover_at(inc, *captured_at, *swap_at, *fade) {
+                    return Err(bad(path, None, e));
+                }
+                last_sample = last_sample.max(swap_at + fade);
+            }
+            Record::Stop { at, fade } => stop = Some((*at, *fade)),
+            Record::End { frames } => end = Some(*frames),
+            _ => {
+                if let Some(a) = r.at() {
+                    last_sample = last_sample.max(a);
+                }
+            }
+        }
+    }
+    let Some(mut deck) = deck else {
+        return Err(bad(path, None, "the journal has no scene record"));
+    };
+    let frames = match (end, until) {
+        (_, Some(u)) => u.min(end.unwrap_or(u)),
+        (Some(e), None) => e,
+        (None, None) => {
+            warnings.push(format!(
+                "the journal has no end record (the session was cut off); replaying to sample {last_sample}, its last record"
+            ));
+            last_sample
+        }
+    };
+    deck.play_to(frames);
+    let out = deck.into_output();
+    let mut samples = Vec::with_capacity(frames as usize * channels);
+    for (f, frame) in out.chunks(channels).take(frames as usize).enumerate() {
+        let f = f as u64;
+        let gain = match stop {
+            Some((at, len)) if f >= at => stop_fade_gain(f - at, len),
+            _ => 1.0,
+        };
+        for x in frame {
+            samples.push(faded(device_sample(*x), gain));
+        }
+    }
+    Ok(Replay {
+        samples,
+        channels,
+        sample_rate,
+        frames,
+        warnings,
+    })
+}
+
+/// Writes a replay as a 32-bit float WAV (temp file, then rename).
+pub fn write_wav(r: &Replay, out: &Path) -> Result<(), HostError> {
+    let spec = hound::WavSpec {
+        channels: r.channels as u16,
+        sample_rate: r.sample_rate,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let dir = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out.wav".to_string());
+    let tmp = dir.join(format!(".{name}.{}.partial", std::process::id()));
+    let result = (|| -> Result<(), String> {
+        let mut w = hound::WavWriter::create(&tmp, spec).map_err(|e| e.to_string())?;
+        for s in &r.samples {
+            w.write_sample(*s).map_err(|e| e.to_string())?;
+        }
+        w.finalize().map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, out).map_err(|e| e.to_string())
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        HostError::Runtime(format!("cannot write `{}`: {e}", out.display()))
+    })
+}
+
+/// The session's timeline, one line per event, for `replay --info`.
+pub fn timeline(path: &Path) -> Result<String, HostError> {
+    let s = read(path)?;
+    let mut out = String::new();
+    let mut rate = 48_000.0;
+    for w in &s.warnings {
+        out += &format!("warning: {w}\n");
+    }
+    for r in &s.records {
+        let t = |n: u64, rate: f64| format!("{:>9.3} s", n as f64 / rate);
+        let line = match r {
+            Record::Header {
+                morphrt,
+                cpu,
+                cpu_level,
+                scene,
+                block_size,
+                sample_rate,
+                seed,
+                profile,
+                channels,
+                ..
+            } => {
+                rate = *sample_rate as f64;
+                format!(
+                    "session of {scene}: morphrt {morphrt}, {profile}, {sample_rate} Hz, block {block_size}, {channels} ch, seed {}, on {cpu} ({cpu_level})",
+                    seed.map_or("none".to_string(), |s| s.to_string())
+                )
+            }
+            Record::Scene { resources, .. } => format!(
+                "{}  start ({} resource{})",
+                t(0, rate),
+                resources.len(),
+                if resources.len() == 1 { "" } else { "s" }
+            ),
+            Record::Handover {
+                reason,
+                from,
+                to,
+                captured_at,
+                swap_at,
+                fade,
+                ..
+            } => {
+                let what = match (reason.as_str(), from, to) {
+                    ("switch", Some(f), Some(t)) => format!("switch {f} → {t}"),
+                    _ => "edit".to_string(),
+                };
+                format!(
+                    "{}  {what} (captured at {captured_at}, swapped at {swap_at}, fade {fade})",
+                    t(*swap_at, rate)
+                )
+            }
+            Record::Rejected { at, error, .. } => format!(
+                "{}  rejected edit: {}",
+                t(*at, rate),
+                error.lines().next().unwrap_or("")
+            ),
+            Record::Snapshot { at, file } => format!("{}  snapshot {file}", t(*at, rate)),
+            Record::Stop { at, fade } => format!("{}  stop (fade {fade} frames)", t(*at, rate)),
+            Record::End { frames } => format!("{}  end ({frames} frames)", t(*frames, rate)),
+        };
+        out += &line;
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// `morphrt replay`: the timeline (`--info`) or the re-rendered session.
+pub fn cli(
+    journal: &Path,
+    output: Option<&Path>,
+    until: Option<&str>,
+    info: bool,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    if info {
+        print!("{}", timeline(journal)?);
+        return Ok(());
+    }
+    let Some(out) = output else {
+        return Err(HostError::Usage(
+            "replay needs -o OUT.wav (or --info)".to_string(),
+        ));
+    };
+    let until = match until {
+        Some(t) => {
+            let rate = match read(journal)?.records.first() {
+                Some(Record::Header { sample_rate, .. }) => *sample_rate,
+                _ => 48_000,
+            };
+            Some(super::run::parse_duration(t, rate, log)?)
+        }
+        None => None,
+    };
+    let t0 = std::time::Instant::now();
+    let r = replay(journal, until)?;
+    for w in &r.warnings {
+        let _ = writeln!(log, "warning: {w}");
+    }
+    write_wav(&r, out)?;
+    let secs = r.frames as f64 / r.sample_rate as f64;
+    let _ = writeln!(
+        log,
+        "replayed {} frames ({secs:.2}s, {} ch) to {} in {:.2}s ({:.1}x real time)",
+        r.frames,
+        r.channels,
+        out.display(),
+        t0.elapsed().as_secs_f64(),
+        secs / t0.elapsed().as_secs_f64().max(1e-9)
+    );
+    Ok(())
+}
