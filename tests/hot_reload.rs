@@ -102,6 +102,7 @@ fn issue7_every_save_style_is_applied_and_nothing_partial_is_committed() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
         .args([
             "run",
+            "--no-journal",
             path.to_str().unwrap(),
             "--device",
             "clock",

@@ -57,6 +57,7 @@ fn check_parity(scene: &str, profile: &str, block: usize, period: Option<usize>)
     let cap = dir.join("played.raw");
     let mut args = vec![
         "run",
+        "--no-journal",
         scene,
         "--device",
         "alsa:capture",
@@ -115,7 +116,13 @@ fn parity_holds_when_the_device_period_differs_from_the_block_size() {
 #[test]
 fn without_a_sound_card_run_explains_and_exits_1() {
     let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args(["run", "scenes/drone.json", "--duration", "1s"])
+        .args([
+            "run",
+            "--no-journal",
+            "scenes/drone.json",
+            "--duration",
+            "1s",
+        ])
         .current_dir(root())
         .env_remove("ALSA_CONFIG_PATH")
         .output()
@@ -137,6 +144,7 @@ fn without_a_sound_card_run_explains_and_exits_1() {
 fn run_on_the_null_device_plays_shows_status_and_exits_0() {
     let o = common::morphrt(&[
         "run",
+        "--no-journal",
         "scenes/drone.json",
         "--device",
         "alsa:null",
@@ -160,6 +168,7 @@ fn run_on_the_null_device_plays_shows_status_and_exits_0() {
 fn unknown_device_is_a_clear_error() {
     let o = common::morphrt(&[
         "run",
+        "--no-journal",
         "scenes/drone.json",
         "--device",
         "alsa:nope",
@@ -205,6 +214,7 @@ fn piped_commands_and_the_end_of_stdin_do_not_stop_playback() {
     let o = run_with_stdin(
         &[
             "run",
+            "--no-journal",
             "scenes/drone.json",
             "--device",
             "alsa:null",
@@ -224,6 +234,7 @@ fn q_on_piped_stdin_stops_playback() {
     let o = run_with_stdin(
         &[
             "run",
+            "--no-journal",
             "scenes/drone.json",
             "--device",
             "alsa:null",

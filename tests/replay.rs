@@ -1,0 +1,274 @@
+//! Journals and replay: a live session with every kind of edit, recorded by
+//! `morphrt run --device clock --capture`, replays bit for bit; bad
+//! journals get clear errors.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+fn write_ir(path: &Path, seed: u32) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 48_000,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut w = hound::WavWriter::create(path, spec).unwrap();
+    let mut x = seed;
+    for i in 0..2_000 {
+        x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let noise = (x >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
+        w.write_sample(noise * (-(i as f32) / 400.0).exp()).unwrap();
+    }
+    w.finalize().unwrap();
+}
+
+fn scene(profile: &str, gain: f64, extra: bool, bad: bool) -> String {
+    format!(
+        r#"{{
+  "version": "1.0",
+  "profile": "{profile}",
+  "sample_rate": 48000,
+  "seed": 5,
+  "profile_config": {{ "block_size": 64 }},
+  "nodes": [
+    {{ "id": "osc", "op": "saw", "params": {{ "freq": "110Hz", "amp": 0.3 }} }},
+    {{ "id": "hiss", "op": "noise", "params": {{ "amp": 0.05 }} }},
+    {{ "id": "room", "op": "convolution", "params": {{ "ir": "@resource:ir.wav", "mix": 0.5 }} }},
+    {{ "id": "out", "op": "{}", "params": {{ "gain": {gain} }} }}{}
+  ],
+  "edges": [ {{ "from": "osc", "to": "room" }}, {{ "from": "hiss", "to": "room" }},
+             {{ "from": "room", "to": "out" }} ],
+  "outputs": {{ "main": ["out"] }}
+}}
+"#,
+        if bad { "gian" } else { "gain" },
+        if extra {
+            r#",
+    { "id": "extra", "op": "sine", "params": { "freq": "3Hz" } }"#
+        } else {
+            ""
+        }
+    )
+}
+
+fn lines_of(child: &mut std::process::Child) -> Receiver<String> {
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits for a line starting with `prefix`.
+fn wait(lines: &Receiver<String>, prefix: &str, log: &mut Vec<String>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let l = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no `{prefix}` line; log:\n{}", log.join("\n")));
+        let hit = l.starts_with(prefix);
+        log.push(l);
+        if hit {
+            return;
+        }
+    }
+}
+
+fn wav(path: &Path) -> Vec<f32> {
+    hound::WavReader::open(path)
+        .unwrap()
+        .samples::<f32>()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn morphrt(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A recorded session: every kind of edit, then `q`.
+fn record(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let res = dir.join("resources");
+    std::fs::create_dir_all(&res).unwrap();
+    write_ir(&res.join("ir.wav"), 1);
+    let path = dir.join("scene.json");
+    let journal = dir.join("journal").join("session.jsonl");
+    let capture = dir.join("cap.wav");
+    std::fs::write(&path, scene("repro", 0.5, false, false)).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(["run", path.to_str().unwrap(), "--device", "clock"])
+        .arg("--capture")
+        .arg(&capture)
+        .arg("--journal")
+        .arg(&journal)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut child);
+    let mut log = Vec::new();
+    wait(&lines, "playing ", &mut log);
+    let save = |text: String| {
+        std::thread::sleep(Duration::from_millis(150));
+        let tmp = dir.join("scene.json.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    };
+    save(scene("repro", 0.4, false, false)); // a param change
+    wait(&lines, "edit applied", &mut log);
+    save(scene("repro", 0.4, true, false)); // an added node
+    wait(&lines, "edit applied", &mut log);
+    save(scene("repro", 0.4, false, false)); // a removed node
+    wait(&lines, "edit applied", &mut log);
+    save(scene("repro", 0.4, false, true)); // a bad edit
+    wait(&lines, "edit rejected", &mut log);
+    save(scene("live", 0.4, false, false)); // a profile switch by the file
+    wait(&lines, "switched repro → live", &mut log);
+    std::thread::sleep(Duration::from_millis(150));
+    writeln!(child.stdin.as_mut().unwrap(), "s").unwrap(); // … and by command
+    wait(&lines, "switched live → strict", &mut log);
+    std::thread::sleep(Duration::from_millis(150));
+    let tmp = res.join("ir.wav.tmp");
+    write_ir(&tmp, 2); // a resource replaced
+    std::fs::rename(&tmp, res.join("ir.wav")).unwrap();
+    wait(&lines, "edit applied", &mut log);
+    std::thread::sleep(Duration::from_millis(200));
+    writeln!(child.stdin.as_mut().unwrap(), "q").unwrap();
+    let status = child.wait().unwrap();
+    log.extend(lines.iter());
+    assert!(status.success(), "{}", log.join("\n"));
+    (journal, capture)
+}
+
+#[test]
+fn issue8_a_recorded_session_replays_bit_for_bit() {
+    let dir = common::temp_dir("replay");
+    let (journal, capture) = record(&dir);
+    let cap = wav(&capture);
+    let out = dir.join("replayed.wav");
+    let o = morphrt(&[
+        "replay",
+        journal.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rep = wav(&out);
+    assert_eq!(rep.len(), cap.len(), "replayed length");
+    assert!(rep == cap, "the replay differs from what the device played");
+
+    // The timeline names every edit, switch and rejection.
+    let o = morphrt(&["replay", "--info", journal.to_str().unwrap()]);
+    let info = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(info.matches("  edit (").count(), 4, "{info}");
+    assert!(
+        info.contains("switch repro → live") && info.contains("switch live → strict"),
+        "{info}"
+    );
+    assert!(info.contains("rejected edit"), "{info}");
+    assert!(
+        info.contains("stop (fade") && info.contains("end ("),
+        "{info}"
+    );
+
+    // Cut after the third edit: replays up to that point, bit for bit.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut kept = Vec::new();
+    let mut handovers = 0;
+    for l in text.lines() {
+        kept.push(l);
+        if l.contains(r#""type":"handover""#) {
+            handovers += 1;
+            if handovers == 3 {
+                break;
+            }
+        }
+    }
+    let cut = journal.with_file_name("cut.jsonl");
+    std::fs::write(&cut, kept.join("\n") + "\n").unwrap();
+    let out = dir.join("cut.wav");
+    let o = morphrt(&["replay", cut.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("no end record"), "says it was cut off: {err}");
+    let part = wav(&out);
+    assert!(
+        part.len() > 48_000 && part.len() < cap.len(),
+        "{}",
+        part.len()
+    );
+    assert!(
+        part[..] == cap[..part.len()],
+        "the cut replay differs from the capture"
+    );
+}
+
+#[test]
+fn issue8_bad_journals_get_clear_errors() {
+    let dir = common::temp_dir("bad-journals");
+    let (journal, _) = record(&dir);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let out = dir.join("x.wav");
+    let replay = |name: &str, content: &str| {
+        let p = journal.with_file_name(name);
+        std::fs::write(&p, content).unwrap();
+        let o = morphrt(&["replay", p.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // Cut mid-record (a killed session): a warning, and it still replays.
+    let (code, err) = replay("cut.jsonl", &text[..text.len() - 40]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("ends in the middle of a record"), "{err}");
+    // Corrupted in the middle: an error naming the line.
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{ this is not json";
+    let (code, err) = replay("corrupt.jsonl", &lines.join("\n"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("corrupt.jsonl:3"), "{err}");
+    // Another format version.
+    let (code, err) = replay(
+        "version.jsonl",
+        &text.replacen(r#""version":1"#, r#""version":99"#, 1),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("version 99"), "{err}");
+    // Not a journal at all.
+    let (code, err) = replay("empty.jsonl", "");
+    assert_eq!(code, Some(2), "{err}");
+    // A missing or changed resource copy.
+    let store = journal.parent().unwrap().join("resources");
+    let copies: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(copies.len(), 2, "two versions of the impulse response kept");
+    let victim = &copies[0];
+    let saved = std::fs::read(victim).unwrap();
+    std::fs::write(victim, b"RIFF").unwrap();
+    let (code, err) = replay("changed.jsonl", &text);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("has changed"), "{err}");
+    std::fs::remove_file(victim).unwrap();
+    let (code, err) = replay("missing.jsonl", &text);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot be read"), "{err}");
+    std::fs::write(victim, saved).unwrap();
+}
