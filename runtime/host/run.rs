@@ -342,7 +342,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             .journal
             .clone()
             .or_else(|| journal::default_path(&opts.scene));
-        match path.map(|p| start_journal(&p, &opts, &session, channels)) {
+        match path.map(|p| start_journal(&p, opts, &session, channels)) {
             Some(Ok(j)) => Some(j),
             Some(Err(e)) => {
                 if opts.journal.is_some() {
