@@ -19,10 +19,12 @@ fn write_ir(path: &Path, seed: u32) {
     };
     let mut w = hound::WavWriter::create(path, spec).unwrap();
     let mut x = seed;
-    for i in 0..2_000 {
+    let mut env = 1.0f32;
+    for _ in 0..2_000 {
         x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         let noise = (x >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
-        w.write_sample(noise * (-(i as f32) / 400.0).exp()).unwrap();
+        w.write_sample(noise * env).unwrap();
+        env *= 0.9975;
     }
     w.finalize().unwrap();
 }
