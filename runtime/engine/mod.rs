@@ -117,8 +117,11 @@ struct Slot {
     initial_values: Vec<Value>,
     inputs: Vec<Vec<EdgeIn>>,
     param_inputs: Vec<Vec<EdgeIn>>,
-    /// Muted after producing NaN/Inf under live.
+    /// Muted after producing NaN/Inf twice within a second (until the next
+    /// edit builds a new engine).
     muted: bool,
+    /// The sample where the node last produced NaN/Inf.
+    last_failure: Option<u64>,
     /// Panicked while processing: never called again, outputs silent.
     dead: bool,
     flush: bool,
@@ -301,6 +304,7 @@ impl Engine {
                 inputs,
                 param_inputs,
                 muted: false,
+                last_failure: None,
                 dead: false,
                 flush: pn.profile.flush_to_zero,
                 sig,
@@ -535,6 +539,11 @@ impl Engine {
         self.slots[i].dead = true;
     }
 
+    /// A node produced NaN/Inf (already replaced by silence): its state is
+    /// reset so it runs again from the next block — a transient overflow
+    /// must not silence a voice for the rest of a performance — unless it
+    /// failed within the last second too; then it is muted until the next
+    /// edit. The same under every profile, so run, render and replay agree.
     #[cold]
     #[inline(never)]
     fn report_nan(&mut self, i: usize, sample: u64) {
@@ -542,9 +551,25 @@ impl Engine {
         if self.stats.first_nan.is_none() {
             self.stats.first_nan = Some((i, sample));
         }
-        if self.session == Profile::Live {
-            self.slots[i].muted = true;
+        let rate = self.sample_rate as u64;
+        let s = &mut self.slots[i];
+        if s.last_failure
+            .is_some_and(|t| sample.saturating_sub(t) < rate)
+        {
+            s.muted = true;
+        } else {
+            match &mut s.core {
+                Core::F32(t) => {
+                    t.node.reset();
+                    t.rings.iter_mut().for_each(Ring::reset);
+                }
+                Core::F64(t) => {
+                    t.node.reset();
+                    t.rings.iter_mut().for_each(Ring::reset);
+                }
+            }
         }
+        s.last_failure = Some(sample);
     }
 
     fn gather_main(&mut self, offset: usize, n: usize) {
@@ -571,6 +596,7 @@ impl Engine {
                 }
             }
             s.muted = false;
+            s.last_failure = None;
             s.dead = false;
             s.params.copy_from_slice(&s.initial_params);
             for (i, v) in s.initial_values.iter().enumerate() {
@@ -733,12 +759,18 @@ fn add_into<S: Sample, T: Sample>(dst: &mut [S], src: &[T], first: bool) {
     }
 }
 
-/// Precision conversion: exact widening, round-to-nearest narrowing.
+/// Precision conversion: exact widening, round-to-nearest narrowing that
+/// saturates at ±f32::MAX (a finite f64 beyond f32's range must not become
+/// an infinity inside the next node's state).
 #[inline(always)]
 pub(crate) fn convert<S: Sample, T: Sample>(x: T) -> S {
-    match T::PRECISION {
-        Precision::F32 => S::from_f32(x.to_f32()),
-        Precision::F64 => S::from_f64(x.to_f64()),
+    match (T::PRECISION, S::PRECISION) {
+        (Precision::F32, _) => S::from_f32(x.to_f32()),
+        (Precision::F64, Precision::F64) => S::from_f64(x.to_f64()),
+        (Precision::F64, Precision::F32) => {
+            let max = f32::MAX as f64;
+            S::from_f64(x.to_f64().clamp(-max, max))
+        }
     }
 }
 
@@ -764,7 +796,7 @@ fn run_typed<S: Sample>(
     muted: bool,
     dead: bool,
 ) -> Outcome {
-    if dead {
+    if dead || muted {
         for out in t.outs.iter_mut() {
             out[..n].iter_mut().for_each(|x| *x = S::ZERO);
         }
@@ -808,9 +840,6 @@ fn run_typed<S: Sample>(
                 *x = S::ZERO;
                 bad = true;
             }
-        }
-        if muted {
-            out[..n].iter_mut().for_each(|x| *x = S::ZERO);
         }
     }
     if bad {
