@@ -117,9 +117,9 @@ struct Slot {
     initial_values: Vec<Value>,
     inputs: Vec<Vec<EdgeIn>>,
     param_inputs: Vec<Vec<EdgeIn>>,
-    /// Muted after producing NaN/Inf twice within a second (until the next
-    /// edit builds a new engine).
-    muted: bool,
+    /// Muted until this sample after producing NaN/Inf twice within a
+    /// second (0: not muted).
+    muted_until: u64,
     /// The sample where the node last produced NaN/Inf.
     last_failure: Option<u64>,
     /// Panicked while processing: never called again, outputs silent.
@@ -303,7 +303,7 @@ impl Engine {
                 initial_values: pn.values.clone(),
                 inputs,
                 param_inputs,
-                muted: false,
+                muted_until: 0,
                 last_failure: None,
                 dead: false,
                 flush: pn.profile.flush_to_zero,
@@ -496,6 +496,12 @@ impl Engine {
     fn process_slot(&mut self, i: usize, start: u64, n: usize) {
         let (before, rest) = self.slots.split_at_mut(i);
         let slot = &mut rest[0];
+        if slot.muted_until != 0 && start >= slot.muted_until {
+            // The mute is over: try again from a clean state.
+            slot.muted_until = 0;
+            slot.reset_state();
+        }
+        let muted = slot.muted_until != 0;
         let outcome = match &mut slot.core {
             Core::F32(t) => run_typed(
                 t,
@@ -505,7 +511,7 @@ impl Engine {
                 &slot.params,
                 start,
                 n,
-                slot.muted,
+                muted,
                 slot.dead,
             ),
             Core::F64(t) => run_typed(
@@ -516,7 +522,7 @@ impl Engine {
                 &slot.params,
                 start,
                 n,
-                slot.muted,
+                muted,
                 slot.dead,
             ),
         };
@@ -541,9 +547,11 @@ impl Engine {
 
     /// A node produced NaN/Inf (already replaced by silence): its state is
     /// reset so it runs again from the next block — a transient overflow
-    /// must not silence a voice for the rest of a performance — unless it
-    /// failed within the last second too; then it is muted until the next
-    /// edit. The same under every profile, so run, render and replay agree.
+    /// must not silence a voice for the rest of a performance. If it failed
+    /// within the last second too, it is muted for a second (and then tried
+    /// again from a clean state), so a node that keeps failing costs
+    /// nothing and reports once a second. The same under every profile, so
+    /// run, render and replay agree.
     #[cold]
     #[inline(never)]
     fn report_nan(&mut self, i: usize, sample: u64) {
@@ -556,18 +564,9 @@ impl Engine {
         if s.last_failure
             .is_some_and(|t| sample.saturating_sub(t) < rate)
         {
-            s.muted = true;
+            s.muted_until = sample + rate;
         } else {
-            match &mut s.core {
-                Core::F32(t) => {
-                    t.node.reset();
-                    t.rings.iter_mut().for_each(Ring::reset);
-                }
-                Core::F64(t) => {
-                    t.node.reset();
-                    t.rings.iter_mut().for_each(Ring::reset);
-                }
-            }
+            s.reset_state();
         }
         s.last_failure = Some(sample);
     }
@@ -595,7 +594,7 @@ impl Engine {
                     t.rings.iter_mut().for_each(Ring::reset);
                 }
             }
-            s.muted = false;
+            s.muted_until = 0;
             s.last_failure = None;
             s.dead = false;
             s.params.copy_from_slice(&s.initial_params);
@@ -707,6 +706,21 @@ impl Engine {
 }
 
 impl Slot {
+    /// Returns the node and its edge delay lines to their post-build state
+    /// (params and clock untouched). Real-time safe.
+    fn reset_state(&mut self) {
+        match &mut self.core {
+            Core::F32(t) => {
+                t.node.reset();
+                t.rings.iter_mut().for_each(Ring::reset);
+            }
+            Core::F64(t) => {
+                t.node.reset();
+                t.rings.iter_mut().for_each(Ring::reset);
+            }
+        }
+    }
+
     fn precision(&self) -> Precision {
         match self.core {
             Core::F32(_) => Precision::F32,
