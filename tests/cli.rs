@@ -326,6 +326,8 @@ const BAD: &[(&str, u32, &str)] = &[
     ("bad_id", 4, "not a valid node id"),
     ("scene_key_in_node", 5, "scene-level setting"),
     ("fft_provider_strict", 5, "not allowed under strict"),
+    // Issue 10: a duplicate edge used to be merged silently.
+    ("duplicate_edge", 5, "written twice"),
 ];
 
 #[test]

@@ -110,6 +110,7 @@ struct Decl {
 }
 
 /// A resolved edge destination.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum DestPort {
     Audio(usize),
     Param(usize),
@@ -365,6 +366,23 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         }) else {
             continue;
         };
+        // The same edge twice would double the signal: almost surely a
+        // slip, and silently merging it would hide one.
+        if let Some((first, ..)) = resolved_edges.iter().find(|(e, s, p, d)| {
+            *s == src && *p == src_port && *d == dest && resolve_dst(scene, &index, *e) == &dst
+        }) {
+            let edge = &scene.edges[ei];
+            cx.error(
+                &edge.loc,
+                Some(&edge.to.node),
+                format!(
+                    "edge `{} → {}` is written twice (edges[{first}] and edges[{ei}])",
+                    edge.from, edge.to
+                ),
+                Some("remove one; to make the signal louder, use a `gain` node".to_string()),
+            );
+            continue;
+        }
         graph.add_edge(gnodes[src], gnodes[dst], ei);
         resolved_edges.push((ei, src, src_port, dest));
     }
@@ -431,7 +449,6 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             list.sort_by(|a, b| {
                 (scene.nodes[a.0].id.as_str(), a.1).cmp(&(scene.nodes[b.0].id.as_str(), b.1))
             });
-            list.dedup();
         }
     }
 
