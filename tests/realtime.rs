@@ -82,9 +82,9 @@ fn process_block_never_allocates_or_frees() {
                 },
             )
             .unwrap();
+            let events: Vec<u64> = plan.events.iter().map(|ev| ev.sample).collect();
             let mut e = Engine::new(plan);
             let bs = e.block_size();
-            // Jump close to the scene's events so ramps and splits run too.
             let (a0, f0) = counts();
             realtime(|| {
                 for k in 0..blocks {
@@ -94,6 +94,30 @@ fn process_block_never_allocates_or_frees() {
                     std::hint::black_box(e.bus().get(0, 0));
                 }
             });
+            // Jump close to each of the scene's events (a restored state
+            // with its clock moved; event cursors follow the clock) so every
+            // event, its ramp and the block split it causes run in the
+            // checked section too.
+            let mut st = e.snapshot();
+            let mut reached = 0;
+            for &ev in &events {
+                st.clock = ev.saturating_sub(3 * bs as u64);
+                e.restore(&st).unwrap();
+                realtime(|| {
+                    for k in 0..8 {
+                        let n = if k % 3 == 1 { 1 + (k * 37) % bs } else { bs };
+                        e.process_block(n);
+                        std::hint::black_box(e.bus().get(0, 0));
+                    }
+                });
+                reached += usize::from(e.clock() > ev);
+            }
+            assert_eq!(
+                reached,
+                events.len(),
+                "{} under {p}: every event reached",
+                path.display()
+            );
             let (a1, f1) = counts();
             assert_eq!(
                 (a1 - a0, f1 - f0),
