@@ -222,9 +222,7 @@ impl Engine {
                 .scene_values
                 .iter()
                 .zip(&s.initial_values)
-                .any(|(a, b)| {
-                    matches!(a, Value::Gains(_) | Value::Resource(_)) && a != b
-                });
+                .any(|(a, b)| matches!(a, Value::Gains(_) | Value::Resource(_)) && a != b);
             if built_in_changed {
                 m.structural = true;
             }
