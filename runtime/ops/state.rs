@@ -220,4 +220,32 @@ mod tests {
         }
         assert_eq!(st.entries.len(), 1);
     }
+
+    #[test]
+    fn owned_names_from_a_file_are_found_not_duplicated() {
+        let mut st = NodeState {
+            entries: vec![(Cow::Owned("z".to_string()), StateValue::F64(vec![0.0; 2]))],
+        };
+        let ptr = match &st.entries[0].1 {
+            StateValue::F64(v) => v.as_ptr(),
+            _ => unreachable!(),
+        };
+        st.put_samples::<f64>("z", &[3.0, 4.0]);
+        assert_eq!(st.entries.len(), 1);
+        match &st.entries[0].1 {
+            StateValue::F64(v) => {
+                assert_eq!(v.as_ptr(), ptr, "the buffer is reused");
+                assert_eq!(v, &[3.0, 4.0]);
+            }
+            _ => unreachable!(),
+        }
+        assert_eq!(
+            st.get_sample::<f64>("z"),
+            Err(StateError::Shape {
+                name: "z",
+                expected: 1,
+                found: 2
+            })
+        );
+    }
 }
