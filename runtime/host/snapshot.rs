@@ -212,8 +212,11 @@ pub struct ResourceRecord {
 /// The main bus's alignment delay lines.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BusRecord {
-    /// The bus's structure fingerprint: its delay lines carry only when it matches.
+    /// Fingerprint of the bus's sources and alignment under the session profile.
     pub sig: u64,
+    /// Fingerprint of its sources and alignment alone: its delay lines carry
+    /// when it matches.
+    pub wiring: u64,
     pub delays: Vec<DelayRecord>,
 }
 
@@ -237,9 +240,11 @@ pub struct NodeRecord {
     pub profile: Profile,
     #[serde(with = "precision_name")]
     pub precision: Precision,
-    /// Structure fingerprint (op, profile, precision, wiring): edge delay
-    /// lines carry only when it matches.
+    /// Structure fingerprint (op, profile, precision, wiring).
     pub sig: u64,
+    /// Fingerprint of the incoming wiring: edge delay lines carry when it
+    /// matches.
+    pub wiring: u64,
     pub state: Vec<StateEntry>,
     /// Every param of the operator, in its declared order.
     pub params: Vec<ParamRecord>,
@@ -666,6 +671,7 @@ impl SnapshotContext {
             resources: self.resources.clone(),
             main: BusRecord {
                 sig: st.main_sig,
+                wiring: st.main_wiring,
                 delays: st.main.iter().map(delay_record).collect(),
             },
             nodes,
@@ -846,6 +852,7 @@ fn node_record(s: &NodeSnapshot, n: &NodeInfo) -> Result<NodeRecord, SnapshotErr
         profile: n.profile,
         precision: n.precision,
         sig: s.sig,
+        wiring: s.wiring,
         state: s
             .state
             .entries
@@ -1073,6 +1080,7 @@ impl SnapshotFile {
                 .collect(),
             profile: self.session_profile,
             main_sig: self.main.sig,
+            main_wiring: self.main.wiring,
         })
     }
 
@@ -1156,6 +1164,7 @@ impl SnapshotFile {
                 .collect(),
             scene_values,
             sig: r.sig,
+            wiring: r.wiring,
         })
     }
 
