@@ -75,13 +75,13 @@ fn save(path: &Path, text: &str, style: Style) {
 
 /// Waits for the line announcing that `gain` glides to `to`.
 fn wait_applied(lines: &Receiver<String>, to: f64, log: &mut Vec<String>) -> bool {
-    let want = format!("`out.gain` glides ");
+    let want = "`out.gain` glides ";
     let value = format!("→ {to}");
     let deadline = Instant::now() + Duration::from_secs(10);
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match lines.recv_timeout(left) {
             Ok(l) => {
-                let hit = l.contains(&want) && l.trim_end().ends_with(&value);
+                let hit = l.contains(want) && l.trim_end().ends_with(&value);
                 log.push(l);
                 if hit {
                     return true;
