@@ -439,10 +439,41 @@ fn render_snapshot_at_and_resume_on_the_command_line() {
             s(&early),
             "-d",
             "1.5s",
+            "--snapshot-at",
+            "1s",
+            "--snapshot-out",
+            s(&dir.join("again.json")),
         ]);
         assert!(
             wav_samples(&tail) == w[24000..],
             "{profile}: resumed from 0.5 s"
+        );
+        // Snapshot times are on the scene's timeline, also when resuming:
+        // the state at 1 s is the one the uninterrupted render wrote.
+        assert!(
+            std::fs::read(dir.join("again.json")).unwrap()
+                == std::fs::read(dir.join(format!("s-{profile}.48000.json"))).unwrap(),
+            "{profile}: the snapshot at 1 s of a resumed render differs"
+        );
+        let o = morphrt(&[
+            "render",
+            scene,
+            "-o",
+            s(&tail),
+            "--resume",
+            s(&early),
+            "-d",
+            "0.1s",
+            "--snapshot-at",
+            "0.25s",
+            "--snapshot-out",
+            s(&dir.join("never.json")),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("outside the render (samples 24000 … 28800)"),
+            "{}",
+            stderr(&o)
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
