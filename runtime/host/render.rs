@@ -275,17 +275,24 @@ pub fn render_to_wav_with_stops(
 /// What `morphrt render` was asked to do.
 #[derive(Clone, Debug)]
 pub struct RenderOptions {
+    /// The scene file.
     pub scene: PathBuf,
+    /// The WAV file to write (it appears only when the render completes).
     pub output: PathBuf,
+    /// `--profile` (default: the snapshot's when resuming, else the scene's).
     pub profile: Option<Profile>,
     /// `-d`: the length to write (default: the scene's duration, else 10 s;
     /// when resuming, what remains of it after the snapshot).
     pub duration: Option<String>,
+    /// The WAV sample format.
     pub format: WavFormat,
+    /// `--seed`; when resuming it must agree with the snapshot's.
     pub seed: Option<u64>,
+    /// `--block-size`; when resuming it must agree with the snapshot's.
     pub block_size: Option<usize>,
     /// Print the SHA-256 of the main-bus samples.
     pub hash: bool,
+    /// `--resources` directories.
     pub resources: Vec<PathBuf>,
     /// Times on the scene's timeline (absolute, also when resuming) at which
     /// to write a snapshot.

@@ -172,18 +172,27 @@ pub struct SnapshotFile {
     /// The morphrt that wrote the file (repro and live state continues bit
     /// for bit only on the same build).
     pub morphrt_version: String,
+    /// The scene the state belongs to; another one resumes by the carry rules.
     pub scene: SceneRecord,
+    /// The profile every unpinned node ran under; a resume keeps it unless
+    /// asked for another.
     #[serde(with = "profile_name")]
     pub session_profile: Profile,
+    /// State does not carry across rates: a resume at another is refused.
     pub sample_rate: u32,
+    /// A resume keeps it, so repro and live take the same blocks as the
+    /// uninterrupted run.
     pub block_size: usize,
     /// The session seed; `null` when no node draws noise and none was given.
     pub seed: Option<u64>,
     /// The sample the state was taken at: the first sample a resumed engine
     /// renders.
     pub clock: u64,
+    /// Every resource file the scene read, so a resume can tell a changed one.
     pub resources: Vec<ResourceRecord>,
+    /// The main bus's alignment delay lines.
     pub main: BusRecord,
+    /// Every node, in schedule order.
     pub nodes: Vec<NodeRecord>,
     /// Where the file was read from, for messages.
     #[serde(skip)]
@@ -205,7 +214,9 @@ pub struct SceneRecord {
 /// A resource file the scene read, by the path it resolved to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResourceRecord {
+    /// The path the scene's `@resource:` resolved to when the snapshot was taken.
     pub path: String,
+    /// SHA-256 of the file's bytes then.
     pub sha256: String,
 }
 
@@ -224,7 +235,9 @@ pub struct BusRecord {
 /// write position.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DelayRecord {
+    /// The next write position.
     pub pos: usize,
+    /// The contents, in buffer order.
     #[serde(rename = "f64")]
     pub samples: HexF64,
 }
@@ -232,6 +245,7 @@ pub struct DelayRecord {
 /// One node.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeRecord {
+    /// Nodes match by id and operator when a snapshot resumes.
     pub id: String,
     pub op: String,
     /// The node's resolved profile and precision when the state was taken
@@ -245,6 +259,7 @@ pub struct NodeRecord {
     /// Fingerprint of the incoming wiring: edge delay lines carry when it
     /// matches.
     pub wiring: u64,
+    /// The operator's named state, in the order it writes it.
     pub state: Vec<StateEntry>,
     /// Every param of the operator, in its declared order.
     pub params: Vec<ParamRecord>,
@@ -255,6 +270,7 @@ pub struct NodeRecord {
 /// A named piece of node state, e.g. `{"name": "z1", "f64": "3fe0…"}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StateEntry {
+    /// The operator's name for the entry (state is restored by name).
     pub name: String,
     #[serde(flatten)]
     pub value: StateRecord,
@@ -293,7 +309,9 @@ pub struct ParamRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RampRecord {
     pub from: Num,
+    /// Absolute sample where the ramp began.
     pub start: u64,
+    /// Its length in samples.
     pub len: u64,
 }
 
@@ -532,6 +550,7 @@ pub struct SnapshotContext {
 /// A snapshot written to disk.
 #[derive(Clone, Debug)]
 pub struct Written {
+    /// Where the snapshot now is.
     pub path: PathBuf,
     /// The file's size.
     pub bytes: u64,
