@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use morphrt::graph::{check_json, check_table, CompileOptions};
-use morphrt::host::render::{render_to_wav, WavFormat};
+use morphrt::host::render::{RenderOptions, WavFormat};
 use morphrt::host::{load_plan, HostError};
 use morphrt::profile::Profile;
 use std::path::PathBuf;
@@ -50,6 +50,18 @@ enum Command {
         /// Extra directories to look up "@resource:NAME" in (repeatable).
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
+        /// Write the engine state at this time on the scene's timeline
+        /// (repeatable), e.g. 5s or 240000samples.
+        #[arg(long = "snapshot-at", requires = "snapshot_out")]
+        snapshot_at: Vec<String>,
+        /// The snapshot file; with several times, the sample index goes
+        /// before the extension (snap.240000.json).
+        #[arg(long = "snapshot-out", requires = "snapshot_at")]
+        snapshot_out: Option<PathBuf>,
+        /// Continue from a snapshot: the WAV holds only the continuation,
+        /// -d long (default: the rest of the scene's duration).
+        #[arg(long)]
+        resume: Option<PathBuf>,
     },
     /// Play a scene in real time, applying edits of the file as it plays
     /// (keys s/r/l switch profile; q or Ctrl-C stops).
@@ -161,49 +173,27 @@ fn run(cli: Cli) -> Result<(), HostError> {
             block_size,
             hash,
             resources,
-        } => {
-            let opts = CompileOptions {
+            snapshot_at,
+            snapshot_out,
+            resume,
+        } => morphrt::host::render::render(
+            &RenderOptions {
+                scene,
+                output,
                 profile,
-                block_size,
+                duration,
+                format: WavFormat::parse(&format).expect("clap checked the format"),
                 seed,
-                resource_dirs: resources,
-                ..CompileOptions::default()
-            };
-            let mut plan = load_plan(&scene, &opts)?;
-            let frames = match &duration {
-                Some(d) => {
-                    morphrt::host::run::parse_duration(d, plan.sample_rate, &mut std::io::stderr())?
-                }
-                None => plan.duration.unwrap_or(10 * plan.sample_rate as u64),
-            };
-            print_warnings(&std::mem::take(&mut plan.warnings));
-            let mut engine = morphrt::engine::Engine::new(plan);
-            let format = WavFormat::parse(&format).expect("clap checked the format");
-            let report = render_to_wav(&mut engine, &output, frames, format, true)
-                .map_err(HostError::Runtime)?;
-            if let Some((node, sample)) = engine.stats().first_nan {
-                eprintln!(
-                    "warning: node `{}` produced NaN/Inf (first at sample {sample}); replaced with silence ({} blocks affected)",
-                    engine.node_id(node),
-                    engine.stats().nan_events
-                );
-            }
-            if hash {
-                println!("{}", report.hash);
-            }
-            eprintln!(
-                "rendered {} frames ({:.3}s, {} ch, {} profile, block {}) to {} in {:.2}s ({:.1}x real time)",
-                report.frames,
-                report.frames as f64 / engine.sample_rate() as f64,
-                report.channels,
-                engine.profile(),
-                engine.block_size(),
-                output.display(),
-                report.elapsed.as_secs_f64(),
-                report.speed(engine.sample_rate())
-            );
-            Ok(())
-        }
+                block_size,
+                hash,
+                resources,
+                snapshot_at,
+                snapshot_out,
+                resume,
+            },
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ),
         Command::Run {
             scene,
             profile,

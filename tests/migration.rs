@@ -105,3 +105,57 @@ fn issue3_a_profile_switch_keeps_a_saturator_continuous() {
 fn issue3_a_profile_switch_keeps_a_diode_clipper_continuous() {
     check(&scene("diode_clipper", r#"{"drive":"0dB"}"#));
 }
+
+/// Renders every channel up to sample `to`.
+fn run_all(e: &mut Engine, to: u64) -> Vec<Vec<f64>> {
+    let mut out = vec![Vec::new(); e.channels()];
+    while e.clock() < to {
+        let n = ((to - e.clock()) as usize).min(e.block_size());
+        e.process_block(n);
+        let b = e.bus();
+        for (c, o) in out.iter_mut().enumerate() {
+            o.extend((0..b.frames()).map(|i| b.get(c, i)));
+        }
+    }
+    out
+}
+
+/// The delay lines that align a dry path with a latent one (an edge's, and
+/// the main bus's) hold the same signal under every profile, so a profile
+/// switch carries them. They used to carry only when the node's profile was
+/// unchanged: after a switch the dry path went silent for the latency — as
+/// a strict snapshot resumed under repro showed (no crossfade hides it).
+#[test]
+fn a_profile_switch_carries_latency_compensation_delay_lines() {
+    // `m` hears the gate muted and the dry sine through its edge's delay
+    // line; main's second channel is the sine through the bus's delay line.
+    let src = r#"{ "version": "1.0", "seed": 1, "sample_rate": 48000,
+      "nodes": [ {"id":"s","op":"sine","params":{"freq":"1kHz","amp":0.5}},
+                 {"id":"g","op":"spectral_gate","params":{"threshold":"-120dB"}},
+                 {"id":"m","op":"mix","params":{"gains":[0.0, 1.0]}} ],
+      "edges": [ {"from":"s","to":"g"}, {"from":"g","to":"m:in0"}, {"from":"s","to":"m:in1"} ],
+      "outputs": {"main":["m", "s"]} }"#;
+    let at = 12_000;
+    for (from, to) in [
+        (Profile::Strict, Profile::Repro),
+        (Profile::Repro, Profile::Strict),
+    ] {
+        let mut a = engine(src, from);
+        run_all(&mut a, at);
+        let mut b = engine(src, to);
+        b.restore(&a.snapshot()).unwrap();
+        let got = run_all(&mut b, at + 400);
+        let want = run_all(&mut engine(src, to), at + 400);
+        for c in 0..2 {
+            let worst = got[c]
+                .iter()
+                .zip(&want[c][at as usize..])
+                .map(|(g, w)| (g - w).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                worst < BOUND,
+                "{from} -> {to}, channel {c}: |diff| {worst:.3e} after the switch: the dry path's delay line was dropped"
+            );
+        }
+    }
+}

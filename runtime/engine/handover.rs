@@ -13,7 +13,7 @@
 
 use super::{Core, Engine, EngineState, Ring, Slot};
 use crate::dsp::fpmode::FpGuard;
-use crate::graph::Plan;
+use crate::graph::{Plan, SourceRef};
 use crate::ops::{ParamState, Ramp, StateError, Value};
 
 /// One thing a migration wants the user to know.
@@ -123,39 +123,59 @@ fn fingerprint(text: &str) -> u64 {
     h
 }
 
-/// A node's structure: what must be equal for an engine built from another
-/// scene to compute what this node computes, given the same state and
-/// params. Sources are named by id, so reordering the schedule does not
-/// change it.
-pub(super) fn node_sig(plan: &Plan, i: usize) -> u64 {
+/// Sources by id, port and alignment delay, so reordering the schedule
+/// does not change them.
+fn named_sources(plan: &Plan, list: &[Vec<SourceRef>]) -> Vec<Vec<(String, usize, usize)>> {
+    list.iter()
+        .map(|l| {
+            l.iter()
+                .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay))
+                .collect()
+        })
+        .collect()
+}
+
+/// A node's incoming wiring: its sources (by id) and their alignment
+/// delays. Equal wiring means the edge delay lines hold the same signals
+/// at the same delays, whatever profile or precision the nodes run at, so
+/// their contents carry across a profile switch.
+pub(super) fn node_wiring(plan: &Plan, i: usize) -> u64 {
     let n = &plan.nodes[i];
-    let name = |list: &Vec<Vec<crate::graph::SourceRef>>| -> Vec<Vec<(String, usize, usize)>> {
-        list.iter()
-            .map(|l| {
-                l.iter()
-                    .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay))
-                    .collect()
-            })
-            .collect()
-    };
     fingerprint(&format!(
-        "{}|{:?}|{}|{:?}|{:?}",
-        n.op.name,
-        n.profile,
+        "{}|{:?}|{:?}",
         n.inputs.len(),
-        name(&n.inputs),
-        name(&n.param_inputs)
+        named_sources(plan, &n.inputs),
+        named_sources(plan, &n.param_inputs)
     ))
 }
 
-/// The main bus's structure: its sources (by id) and alignment.
-pub(super) fn main_sig(plan: &Plan) -> u64 {
+/// A node's structure: what must be equal for an engine built from another
+/// scene to compute what this node computes, given the same state and
+/// params: its operator, resolved profile and wiring.
+pub(super) fn node_sig(plan: &Plan, i: usize) -> u64 {
+    let n = &plan.nodes[i];
+    fingerprint(&format!(
+        "{}|{:?}|{}",
+        n.op.name,
+        n.profile,
+        node_wiring(plan, i)
+    ))
+}
+
+/// The main bus's sources (by id) and alignment: its delay lines carry
+/// when this matches.
+pub(super) fn main_wiring(plan: &Plan) -> u64 {
     let srcs: Vec<(String, usize, usize)> = plan
         .main
         .iter()
         .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay))
         .collect();
-    fingerprint(&format!("{:?}|{:?}", plan.session_profile, srcs))
+    fingerprint(&format!("{srcs:?}"))
+}
+
+/// The main bus's structure: its wiring under the session profile.
+pub(super) fn main_sig(plan: &Plan) -> u64 {
+    fingerprint(&format!("{:?}|{}", plan.session_profile, main_wiring(plan)))
 }
 
 impl Engine {
@@ -182,7 +202,9 @@ impl Engine {
         self.next_event = self.events.partition_point(|e| e.sample < st.clock);
         self.pending.clear();
         self.pending.at = swap_at.max(st.clock);
-        if st.main_sig == self.main_sig && self.bus.rings_fit(&st.main) {
+        // The delay lines hold the same signals whatever the profile: they
+        // carry when the wiring matches, also across a profile switch.
+        if st.main_wiring == self.main_wiring && self.bus.rings_fit(&st.main) {
             self.bus.load(&st.main);
         } else {
             self.bus.reset();
@@ -364,7 +386,7 @@ fn restore_slot(s: &mut Slot, snap: &super::NodeSnapshot) -> Result<(), StateErr
         reset_slot(s);
         return Err(e);
     }
-    let same_wiring = snap.sig == s.sig;
+    let same_wiring = snap.wiring == s.wiring;
     match &mut s.core {
         Core::F32(t) => load_rings(&mut t.rings, &snap.edges, same_wiring),
         Core::F64(t) => load_rings(&mut t.rings, &snap.edges, same_wiring),

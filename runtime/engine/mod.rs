@@ -128,6 +128,8 @@ struct Slot {
     /// What must match for state to carry as-is across a handover: op,
     /// resolved profile, precision and incoming wiring (see `handover`).
     sig: u64,
+    /// Incoming wiring alone: the edge delay lines carry when it matches.
+    wiring: u64,
     /// Samples over which a live edit of this node's params glides.
     edit_ramp: u64,
 }
@@ -164,9 +166,12 @@ pub struct EngineState {
     pub main: Vec<(Vec<f64>, usize)>,
     /// The session profile the state was taken under.
     pub profile: Profile,
-    /// The main bus's sources and alignment (its delay lines carry only
-    /// when this matches).
+    /// The main bus's sources and alignment under the session profile: a
+    /// handover that changes it crossfades.
     pub main_sig: u64,
+    /// The main bus's sources and alignment alone: its delay lines carry
+    /// when this matches, whatever the profile.
+    pub main_wiring: u64,
 }
 
 /// One node's part of an [`EngineState`].
@@ -187,6 +192,8 @@ pub struct NodeSnapshot {
     pub scene_values: Vec<Value>,
     /// Op, resolved profile, precision and incoming wiring.
     pub sig: u64,
+    /// Incoming wiring alone: the edge delay lines carry when it matches.
+    pub wiring: u64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -217,6 +224,7 @@ pub struct Engine {
     seed: SeedSource,
     stats: EngineStats,
     main_sig: u64,
+    main_wiring: u64,
     crossfade: u64,
     /// Param changes of a live edit, applied at the swap sample.
     pending: handover::Pending,
@@ -254,9 +262,13 @@ impl Engine {
         let sigs: Vec<u64> = (0..plan.nodes.len())
             .map(|i| handover::node_sig(&plan, i))
             .collect();
+        let wirings: Vec<u64> = (0..plan.nodes.len())
+            .map(|i| handover::node_wiring(&plan, i))
+            .collect();
         let main_sig = handover::main_sig(&plan);
+        let main_wiring = handover::main_wiring(&plan);
         let mut slots = Vec::with_capacity(plan.nodes.len());
-        for (pn, sig) in plan.nodes.iter_mut().zip(sigs) {
+        for ((pn, sig), wiring) in plan.nodes.iter_mut().zip(sigs).zip(wirings) {
             let node = pn.node.take().expect("plan was built with nodes");
             let sig_ports: Vec<bool> = pn.param_inputs.iter().map(|l| !l.is_empty()).collect();
             let n_in = pn.inputs.len();
@@ -308,6 +320,7 @@ impl Engine {
                 dead: false,
                 flush: pn.profile.flush_to_zero,
                 sig,
+                wiring,
                 edit_ramp: pn.edit_ramp,
             });
         }
@@ -349,6 +362,7 @@ impl Engine {
             seed: plan.seed,
             stats: EngineStats::default(),
             main_sig,
+            main_wiring,
             crossfade: plan.crossfade,
             pending: handover::Pending::default(),
             slots,
@@ -625,6 +639,7 @@ impl Engine {
             main: self.bus.save(),
             profile: self.session,
             main_sig: self.main_sig,
+            main_wiring: self.main_wiring,
         };
         for s in &self.slots {
             st.nodes.push(NodeSnapshot {
@@ -647,6 +662,7 @@ impl Engine {
                 },
                 scene_values: s.initial_values.clone(),
                 sig: s.sig,
+                wiring: s.wiring,
             });
         }
         self.capture_into(&mut st);

@@ -58,6 +58,28 @@ impl std::fmt::Display for HostError {
 
 impl std::error::Error for HostError {}
 
+/// Reads and parses a scene file, keeping its text (a snapshot records the
+/// text's SHA-256).
+pub fn read_scene(path: &Path) -> Result<(String, scene::Scene), HostError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        HostError::Input(vec![Diagnostic::error(
+            &file,
+            None,
+            format!("cannot read scene file `{file}`: {e}"),
+        )])
+    })?;
+    let dir = path.parent().map(|d| {
+        if d.as_os_str().is_empty() {
+            std::path::PathBuf::from(".")
+        } else {
+            d.to_path_buf()
+        }
+    });
+    let scene = scene::load_str(&text, &file, dir).map_err(HostError::Input)?;
+    Ok((text, scene))
+}
+
 /// Reads, parses and compiles a scene file.
 pub fn load_plan(path: &Path, opts: &CompileOptions) -> Result<Plan, HostError> {
     let scene = scene::load_file(path).map_err(HostError::Input)?;
@@ -82,4 +104,5 @@ pub mod live;
 pub mod player;
 pub mod realtime;
 pub mod run;
+pub mod snapshot;
 pub mod watch;

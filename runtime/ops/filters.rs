@@ -1257,7 +1257,7 @@ mod tests {
             let mut r64 = runner(spec, &params, Profile::Strict, Precision::F64);
             r64.run(std::slice::from_ref(&x), &[], x.len(), &[64]);
             let st = r64.snapshot();
-            let got: Vec<&str> = st.entries.iter().map(|(n, _)| *n).collect();
+            let got: Vec<&str> = st.entries.iter().map(|(n, _)| n.as_ref()).collect();
             assert_eq!(got, names, "{}", spec.name);
             // f64 → f32 → f64 keeps the f32-rounded state.
             let mut r32 = runner(spec, &params, Profile::Repro, Precision::F32);

@@ -3,6 +3,7 @@
 //! f32 → f64 is exact).
 
 use crate::dsp::{Precision, Sample};
+use std::borrow::Cow;
 
 /// One named piece of state.
 #[derive(Clone, Debug, PartialEq)]
@@ -14,12 +15,14 @@ pub enum StateValue {
     Bool(bool),
 }
 
-/// A node's state: an ordered list of named values. Names are static, so
-/// re-snapshotting into an existing `NodeState` of the same shape does not
-/// allocate.
+/// A node's state: an ordered list of named values. Operators name entries
+/// with static strings (borrowed, so re-snapshotting into an existing
+/// `NodeState` of the same shape does not allocate); a state read back from
+/// a snapshot file owns its names, and capturing into it finds each entry
+/// by name without allocating either.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeState {
-    pub entries: Vec<(&'static str, StateValue)>,
+    pub entries: Vec<(Cow<'static, str>, StateValue)>,
 }
 
 /// Why a restore failed.
@@ -52,10 +55,11 @@ impl NodeState {
     fn slot(&mut self, name: &'static str) -> &mut StateValue {
         // Reuse the entry of that name when present (no allocation on a
         // snapshot of the same shape).
-        match self.entries.iter().position(|(n, _)| *n == name) {
+        match self.entries.iter().position(|(n, _)| n == name) {
             Some(i) => &mut self.entries[i].1,
             None => {
-                self.entries.push((name, StateValue::Bool(false)));
+                self.entries
+                    .push((Cow::Borrowed(name), StateValue::Bool(false)));
                 &mut self.entries.last_mut().expect("just pushed").1
             }
         }
@@ -64,7 +68,7 @@ impl NodeState {
     fn get(&self, name: &'static str) -> Result<&StateValue, StateError> {
         self.entries
             .iter()
-            .find(|(n, _)| *n == name)
+            .find(|(n, _)| n == name)
             .map(|(_, v)| v)
             .ok_or(StateError::Missing(name))
     }
@@ -215,5 +219,33 @@ mod tests {
             _ => unreachable!(),
         }
         assert_eq!(st.entries.len(), 1);
+    }
+
+    #[test]
+    fn owned_names_from_a_file_are_found_not_duplicated() {
+        let mut st = NodeState {
+            entries: vec![(Cow::Owned("z".to_string()), StateValue::F64(vec![0.0; 2]))],
+        };
+        let ptr = match &st.entries[0].1 {
+            StateValue::F64(v) => v.as_ptr(),
+            _ => unreachable!(),
+        };
+        st.put_samples::<f64>("z", &[3.0, 4.0]);
+        assert_eq!(st.entries.len(), 1);
+        match &st.entries[0].1 {
+            StateValue::F64(v) => {
+                assert_eq!(v.as_ptr(), ptr, "the buffer is reused");
+                assert_eq!(v, &[3.0, 4.0]);
+            }
+            _ => unreachable!(),
+        }
+        assert_eq!(
+            st.get_sample::<f64>("z"),
+            Err(StateError::Shape {
+                name: "z",
+                expected: 1,
+                found: 2
+            })
+        );
     }
 }
