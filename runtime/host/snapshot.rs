@@ -19,7 +19,7 @@
 //! Files are written atomically ([`write_atomic`]): a crash or a full disk
 //! never leaves a partial snapshot under the final name.
 
-use super::handover::{resources_of, switch_warning, SessionFixed};
+use super::handover::{switch_warning, SessionFixed};
 use super::HostError;
 use crate::dsp::Precision;
 use crate::engine::{Engine, EngineState, Migration, NodeSnapshot, Notice};
@@ -617,7 +617,7 @@ impl SnapshotContext {
     /// of the scene file it was compiled from; hashes the resource files.
     pub fn new(plan: &Plan, scene_text: &str) -> Result<SnapshotContext, SnapshotError> {
         let mut resources = Vec::new();
-        for path in resources_of(plan) {
+        for (_, path) in &plan.resources {
             let bytes = std::fs::read(&path).map_err(|error| SnapshotError::Resource {
                 file: display(&path),
                 error,
@@ -1048,6 +1048,7 @@ impl SnapshotFile {
             sample_rate: self.sample_rate,
             seed: self.seed,
             resource_dirs,
+            pinned: Vec::new(),
         }
     }
 
