@@ -618,12 +618,12 @@ impl SnapshotContext {
     pub fn new(plan: &Plan, scene_text: &str) -> Result<SnapshotContext, SnapshotError> {
         let mut resources = Vec::new();
         for (_, path) in &plan.resources {
-            let bytes = std::fs::read(&path).map_err(|error| SnapshotError::Resource {
-                file: display(&path),
+            let bytes = std::fs::read(path).map_err(|error| SnapshotError::Resource {
+                file: display(path),
                 error,
             })?;
             resources.push(ResourceRecord {
-                path: display(&path),
+                path: display(path),
                 sha256: sha256_hex(&bytes),
             });
         }
