@@ -102,6 +102,9 @@ enum Command {
         /// Do not journal the session.
         #[arg(long = "no-journal", conflicts_with = "journal")]
         no_journal: bool,
+        /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
+        #[arg(long)]
+        resume: Option<PathBuf>,
     },
     /// Re-render a journaled `run` session offline, bit for bit.
     Replay {
@@ -208,6 +211,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             debounce_ms,
             journal,
             no_journal,
+            resume,
         } => morphrt::host::run::run(
             &morphrt::host::run::RunOptions {
                 scene,
@@ -223,6 +227,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 debounce: std::time::Duration::from_millis(debounce_ms),
                 journal,
                 no_journal,
+                resume,
             },
             &mut std::io::stderr(),
         ),

@@ -274,3 +274,100 @@ fn issue8_bad_journals_get_clear_errors() {
     assert!(err.contains("cannot be read"), "{err}");
     std::fs::write(victim, saved).unwrap();
 }
+
+/// `w` while playing writes a snapshot beside the journal; `run --resume`
+/// starts from it, plays exactly what `render --resume` renders, and its
+/// journal replays bit for bit.
+#[test]
+fn issue8_w_writes_a_snapshot_and_run_resumes_from_it() {
+    let dir = common::temp_dir("w-resume");
+    let path = dir.join("scene.json");
+    std::fs::copy(common::root().join("scenes/pluck-delay.json"), &path).unwrap();
+    let journal = dir.join("j").join("first.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--device",
+            "clock",
+            "--journal",
+        ])
+        .arg(&journal)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut child);
+    let mut log = Vec::new();
+    wait(&lines, "playing ", &mut log);
+    std::thread::sleep(Duration::from_millis(300));
+    writeln!(child.stdin.as_mut().unwrap(), "w").unwrap();
+    wait(&lines, "snapshot at", &mut log);
+    writeln!(child.stdin.as_mut().unwrap(), "q").unwrap();
+    assert!(child.wait().unwrap().success());
+    let snap = std::fs::read_dir(journal.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".snapshot.json"))
+        .unwrap_or_else(|| panic!("no snapshot file; log:\n{}", log.join("\n")));
+    let info = morphrt(&["replay", "--info", journal.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&info.stdout).contains("snapshot "));
+
+    // The same second from the snapshot: offline, and played.
+    let rendered = dir.join("rendered.wav");
+    let o = morphrt(&[
+        "render",
+        path.to_str().unwrap(),
+        "--resume",
+        snap.to_str().unwrap(),
+        "-d",
+        "1s",
+        "-o",
+        rendered.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cap = dir.join("cap.wav");
+    let second = dir.join("j").join("second.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--device",
+            "clock",
+            "--duration",
+            "1s",
+        ])
+        .arg("--resume")
+        .arg(&snap)
+        .arg("--capture")
+        .arg(&cap)
+        .arg("--journal")
+        .arg(&second)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("resuming"), "{err}");
+    let played = wav(&cap);
+    let offline = wav(&rendered);
+    assert_eq!(played.len(), 2 * offline.len(), "stereo device, mono scene");
+    let left: Vec<f32> = played.iter().step_by(2).copied().collect();
+    assert!(
+        left == offline,
+        "run --resume played what render --resume renders"
+    );
+    let out = dir.join("replayed.wav");
+    let o = morphrt(&[
+        "replay",
+        second.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        wav(&out) == played,
+        "the resumed session replays bit for bit"
+    );
+}

@@ -80,14 +80,7 @@ impl Incoming {
         fixed: &SessionFixed,
         profile: Profile,
     ) -> Result<Incoming, Vec<Diagnostic>> {
-        let dir = path.parent().map(|d| {
-            if d.as_os_str().is_empty() {
-                PathBuf::from(".")
-            } else {
-                d.to_path_buf()
-            }
-        });
-        let scene = scene::load_str(text, &path.display().to_string(), dir)?;
+        let scene = scene::load_str(text, &path.display().to_string(), Some(parent_dir(path)))?;
         let file_profile = scene.profile;
         let mut plan = compile(&scene, &fixed.options(profile))?;
         let warnings = std::mem::take(&mut plan.warnings);
@@ -112,6 +105,14 @@ impl Incoming {
             resources,
             warnings,
         }
+    }
+}
+
+/// The directory a scene's `resources/` lookup starts from.
+pub fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
     }
 }
 
@@ -163,12 +164,15 @@ pub struct Scripted {
     deck: Deck,
     capture: Box<EngineState>,
     out: Vec<f64>,
+    /// The clock of the first engine (0 unless it resumed from a snapshot).
+    start: u64,
 }
 
 impl Scripted {
     /// Starts with `first` on a deck of `channels` outputs.
     pub fn new(first: Incoming, channels: usize) -> Scripted {
         Scripted {
+            start: first.engine.clock(),
             deck: Deck::new(first.engine, channels),
             capture: first.capture,
             out: Vec::new(),
@@ -177,6 +181,11 @@ impl Scripted {
 
     pub fn clock(&self) -> u64 {
         self.deck.clock()
+    }
+
+    /// The sample the output starts at (the first engine's clock).
+    pub fn start(&self) -> u64 {
+        self.start
     }
 
     pub fn engine(&self) -> &Engine {

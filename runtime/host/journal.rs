@@ -63,6 +63,12 @@ pub enum Record {
         text: String,
         resources: Vec<ResourceRecord>,
     },
+    /// The session resumed from a snapshot (kept beside the journal) before
+    /// it started playing.
+    Resume {
+        snapshot: ResourceRecord,
+        clock: u64,
+    },
     /// An applied edit or profile switch: captured at N, swapped at S.
     Handover {
         reason: String,
@@ -440,11 +446,29 @@ pub fn replay(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     let mut end: Option<u64> = None;
     let mut stop: Option<(u64, u64)> = None;
     let mut last_sample = 0u64;
+    let mut scene_inc: Option<Incoming> = None;
     for r in &session.records {
+        if !matches!(
+            r,
+            Record::Scene { .. } | Record::Resume { .. } | Record::Header { .. }
+        ) {
+            if let Some(inc) = scene_inc.take() {
+                deck = Some(Scripted::new(inc, channels));
+            }
+        }
         match r {
             Record::Scene { text, resources } => {
                 fixed.pinned = pin(&session.dir, resources, path)?;
-                deck = Some(Scripted::new(compile(text, &fixed, profile)?, channels));
+                scene_inc = Some(compile(text, &fixed, profile)?);
+            }
+            Record::Resume { snapshot, .. } => {
+                let Some(inc) = scene_inc.as_mut() else {
+                    return Err(bad(path, None, "a resume record before the scene record"));
+                };
+                let copy = pin(&session.dir, std::slice::from_ref(snapshot), path)?;
+                let snap = super::snapshot::SnapshotFile::read(&copy[0].1)?;
+                let state = snap.state()?;
+                inc.engine.migrate(&state, state.clock);
             }
             Record::Handover {
                 profile,
@@ -477,9 +501,14 @@ pub fn replay(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
             }
         }
     }
+    if let Some(inc) = scene_inc.take() {
+        deck = Some(Scripted::new(inc, channels));
+    }
     let Some(mut deck) = deck else {
         return Err(bad(path, None, "the journal has no scene record"));
     };
+    // A resumed session's device frame 0 is the snapshot's sample.
+    let start = deck.start();
     let frames = match (end, until) {
         (_, Some(u)) => u.min(end.unwrap_or(u)),
         (Some(e), None) => e,
@@ -487,10 +516,10 @@ pub fn replay(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
             warnings.push(format!(
                 "the journal has no end record (the session was cut off); replaying to sample {last_sample}, its last record"
             ));
-            last_sample
+            last_sample.saturating_sub(start)
         }
     };
-    deck.play_to(frames);
+    deck.play_to(start + frames);
     let out = deck.into_output();
     let mut samples = Vec::with_capacity(frames as usize * channels);
     for (f, frame) in out.chunks(channels).take(frames as usize).enumerate() {
@@ -572,6 +601,11 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
                     seed.map_or("none".to_string(), |s| s.to_string())
                 )
             }
+            Record::Resume { snapshot, clock } => format!(
+                "{}  resumed from snapshot {} (sample {clock})",
+                t(*clock, rate),
+                snapshot.path
+            ),
             Record::Scene { resources, .. } => format!(
                 "{}  start ({} resource{})",
                 t(0, rate),

@@ -93,6 +93,9 @@ enum Phase {
     },
     /// Swapped; waiting for the old engine to come back (after its fade).
     Retiring,
+    /// Waiting for the audio thread's capture, to write a snapshot file
+    /// (`w`) whose name starts with this stem.
+    Snapshotting(PathBuf),
 }
 
 /// The live session's control state.
@@ -123,6 +126,10 @@ pub struct LiveSession {
     pub rejected: Vec<Rejected>,
     /// One line for the status display: the last edit's result.
     pub last_result: String,
+    /// A snapshot asked for (`w`), with the stem of its file name.
+    snapshot_wanted: Option<PathBuf>,
+    /// Snapshots written: the sample they hold and the file.
+    pub snapshots: Vec<(u64, PathBuf)>,
 }
 
 impl LiveSession {
@@ -165,7 +172,15 @@ impl LiveSession {
             applied: Vec::new(),
             rejected: Vec::new(),
             last_result: String::new(),
+            snapshot_wanted: None,
+            snapshots: Vec::new(),
         }
+    }
+
+    /// Asks for a snapshot file of the playing engine at the next block
+    /// boundary (between handovers): `STEM.<sample>.snapshot.json`.
+    pub fn request_snapshot(&mut self, stem: PathBuf) {
+        self.snapshot_wanted = Some(stem);
     }
 
     pub fn profile(&self) -> Profile {
@@ -352,6 +367,22 @@ impl LiveSession {
                 }
             }
         }
+        if matches!(self.phase, Phase::Idle)
+            && self.queued.is_none()
+            && self.snapshot_wanted.is_some()
+            && self.capture.is_some()
+        {
+            let stem = self.snapshot_wanted.take().expect("checked");
+            let buf = self.capture.take().expect("checked");
+            match self.link.to_audio.push(ToAudio::Capture(buf)) {
+                Ok(()) => self.phase = Phase::Snapshotting(stem),
+                Err(ToAudio::Capture(buf)) => {
+                    self.capture = Some(buf);
+                    self.snapshot_wanted = Some(stem);
+                }
+                Err(_) => unreachable!("pushed a capture"),
+            }
+        }
         if matches!(self.phase, Phase::Idle) {
             if let Some(job) = self.queued.take() {
                 match self.capture.take() {
@@ -370,9 +401,18 @@ impl LiveSession {
     }
 
     fn captured(&mut self, state: Box<EngineState>, at: u64, log: &mut dyn Write) {
-        let Phase::Capturing(job) = std::mem::replace(&mut self.phase, Phase::Idle) else {
-            self.capture = Some(state);
-            return;
+        let job = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Capturing(job) => job,
+            Phase::Snapshotting(stem) => {
+                self.write_snapshot(&state, at, &stem, log);
+                self.capture = Some(state);
+                return;
+            }
+            other => {
+                self.phase = other;
+                self.capture = Some(state);
+                return;
+            }
         };
         let Job {
             mut incoming,
@@ -553,6 +593,44 @@ impl LiveSession {
             resources: resources.clone(),
         });
         self.resources = resources;
+    }
+}
+
+impl LiveSession {
+    /// Writes the captured state as a snapshot file (off the audio thread).
+    fn write_snapshot(&mut self, state: &EngineState, at: u64, stem: &Path, log: &mut dyn Write) {
+        let path = PathBuf::from(format!("{}.{at}.snapshot.json", stem.display()));
+        let result = (|| -> Result<u64, String> {
+            let scene = crate::scene::load_str(
+                &self.good_text,
+                &self.path.display().to_string(),
+                Some(super::handover::parent_dir(&self.path)),
+            )
+            .map_err(|d| format_diagnostics(&d))?;
+            let mut opts = self.fixed.options(self.profile);
+            opts.skip_build = true;
+            let plan = crate::graph::compile(&scene, &opts).map_err(|d| format_diagnostics(&d))?;
+            let cx = super::snapshot::SnapshotContext::new(&plan, &self.good_text)
+                .map_err(|e| e.to_string())?;
+            cx.write(state, &path)
+                .map(|w| w.bytes)
+                .map_err(|e| e.to_string())
+        })();
+        match result {
+            Ok(bytes) => {
+                let _ = writeln!(
+                    log,
+                    "\nsnapshot at {:.3} s written to {} ({bytes} bytes)",
+                    at as f64 / self.fixed.sample_rate as f64,
+                    path.display()
+                );
+                self.last_result = format!("snapshot {}", path.display());
+                self.snapshots.push((at, path));
+            }
+            Err(e) => {
+                let _ = writeln!(log, "\nwarning: cannot write the snapshot: {e}");
+            }
+        }
     }
 }
 

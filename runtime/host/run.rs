@@ -8,6 +8,7 @@ use super::keys::{Command, Input, KeyListener};
 use super::live::{LiveSession, Reason};
 use super::player::{self, Controls, Meters, Player};
 use super::realtime::{self, Control, LoopConfig, Output, PacedOutput, StatusMode};
+use super::snapshot::{SnapshotContext, SnapshotFile};
 use super::watch::FileWatcher;
 use super::{device, HostError};
 use crate::graph::{compile, CompileOptions, SeedSource};
@@ -47,14 +48,18 @@ pub struct RunOptions {
     pub journal: Option<PathBuf>,
     /// Do not journal.
     pub no_journal: bool,
+    /// Start playing from this snapshot file.
+    pub resume: Option<PathBuf>,
 }
 
 /// The control side of a `run`: the live session plus the watcher and keys.
 struct LiveControl {
     session: LiveSession,
     journal: Option<Journal>,
-    /// Handovers and rejections already journaled.
-    journaled: (usize, usize),
+    /// Handovers, rejections and snapshots already journaled.
+    journaled: (usize, usize, usize),
+    /// Snapshot files (`w`) are named after this stem.
+    snapshot_stem: PathBuf,
     watcher: Option<FileWatcher>,
     commands: Option<Receiver<Input>>,
     controls: Arc<Controls>,
@@ -78,7 +83,8 @@ impl Control for LiveControl {
                     Command::Repro => self.session.switch_profile(Profile::Repro, log),
                     Command::Live => self.session.switch_profile(Profile::Live, log),
                     Command::Quit => self.controls.stop.store(true, Ordering::Relaxed),
-                    Command::Snapshot | Command::Timing => {
+                    Command::Snapshot => self.session.request_snapshot(self.snapshot_stem.clone()),
+                    Command::Timing => {
                         let _ = writeln!(log, "\n`{c:?}` is not available yet");
                     }
                 }
@@ -166,7 +172,17 @@ impl LiveControl {
                 text: r.text.to_string(),
             });
         }
-        self.journaled = (self.session.applied.len(), self.session.rejected.len());
+        for (at, file) in &self.session.snapshots[self.journaled.2..] {
+            records.push(Record::Snapshot {
+                at: *at,
+                file: file.display().to_string(),
+            });
+        }
+        self.journaled = (
+            self.session.applied.len(),
+            self.session.rejected.len(),
+            self.session.snapshots.len(),
+        );
         for r in &records {
             if let Err(e) = j.write(r) {
                 failed = Some(e);
@@ -215,6 +231,23 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         Some(parent_dir(&opts.scene)),
     )
     .map_err(HostError::Input)?;
+    let snap = match &opts.resume {
+        Some(p) => {
+            let s = SnapshotFile::read(p)?;
+            if let Some(b) = block_size.filter(|b| *b != s.block_size) {
+                return Err(HostError::Usage(format!(
+                    "--block-size {b} conflicts with snapshot `{}`, taken at block size {}",
+                    s.origin(),
+                    s.block_size
+                )));
+            }
+            copts.block_size = Some(s.block_size);
+            copts.seed = s.seed.or(opts.seed);
+            copts.profile = opts.profile.or(Some(s.profile()));
+            Some(s)
+        }
+        None => None,
+    };
     let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
     let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);
     let bus = plan.main.len();
@@ -280,7 +313,25 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
     );
     let fixed = SessionFixed::from_plan(&plan, opts.resources.clone());
-    let incoming = Incoming::from_plan(plan, scene.profile, Vec::new());
+    let context = match &snap {
+        Some(_) => Some(SnapshotContext::new(&plan, &text)?),
+        None => None,
+    };
+    let mut incoming = Incoming::from_plan(plan, scene.profile, Vec::new());
+    if let (Some(s), Some(cx)) = (&snap, &context) {
+        let resumed = cx.resume(s, &mut incoming.engine)?;
+        for m in &resumed.messages {
+            let _ = writeln!(log, "{m}");
+        }
+        let _ = writeln!(
+            log,
+            "resuming `{}` at {:.3}s: {} of {} nodes carried",
+            s.origin(),
+            resumed.clock as f64 / sr as f64,
+            resumed.migration.carried,
+            s.nodes.len()
+        );
+    }
     let profile = incoming.profile;
     let meters = Arc::new(Meters::default());
     let controls = Arc::new(Controls::default());
@@ -335,6 +386,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     } else {
         None
     };
+    let snap_clock = snap.as_ref().map(|s| s.clock);
     let journal = if opts.no_journal {
         None
     } else {
@@ -342,7 +394,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             .journal
             .clone()
             .or_else(|| journal::default_path(&opts.scene));
-        match path.map(|p| start_journal(&p, opts, &session, channels)) {
+        match path.map(|p| start_journal(&p, opts, &session, channels, snap_clock)) {
             Some(Ok(j)) => Some(j),
             Some(Err(e)) => {
                 if opts.journal.is_some() {
@@ -360,11 +412,21 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             }
         }
     };
+    let snapshot_stem = match &journal {
+        Some(j) => j.path().with_extension(""),
+        None => PathBuf::from(
+            opts.scene
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "scene".to_string()),
+        ),
+    };
     let (_keys, commands) = KeyListener::start(controls.clone());
     let mut control = LiveControl {
         session,
         journal,
-        journaled: (0, 0),
+        journaled: (0, 0, 0),
+        snapshot_stem,
         watcher,
         commands: Some(commands),
         controls,
@@ -490,6 +552,7 @@ fn start_journal(
     opts: &RunOptions,
     session: &LiveSession,
     channels: usize,
+    resumed_at: Option<u64>,
 ) -> Result<Journal, String> {
     let mut j = Journal::create(path)?;
     let (cpu, cpu_level) = journal::cpu_info();
@@ -519,6 +582,13 @@ fn start_journal(
         text: session.text().to_string(),
         resources,
     })?;
+    if let (Some(clock), Some(file)) = (resumed_at, &opts.resume) {
+        let kept = j.resources(&[("snapshot".to_string(), file.clone())])?;
+        j.write(&Record::Resume {
+            snapshot: kept.into_iter().next().expect("one record per file"),
+            clock,
+        })?;
+    }
     Ok(j)
 }
 
