@@ -358,3 +358,61 @@ fn paths_of_different_latency_are_aligned_where_they_meet() {
         }
     }
 }
+
+/// Issue 10: state rebuilt on restore (FFT partitions, oversampler history)
+/// is computed under the node's own FP mode, whatever the caller's: a node's
+/// `restore` sees flush-to-zero exactly when its profile has it.
+#[test]
+fn issue10_restore_runs_under_each_nodes_fp_mode() {
+    use morphrt::dsp::fpmode::{flush_is_on, FpGuard};
+    use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
+    use std::sync::atomic::{AtomicU8, Ordering};
+    use std::sync::Arc;
+    struct Spy(Arc<AtomicU8>);
+    impl<S: morphrt::dsp::Sample> Processor<S> for Spy {
+        fn process(&mut self, io: &mut Io<'_, S>) {
+            for o in io.outputs[0][..io.frames].iter_mut() {
+                *o = S::ZERO;
+            }
+        }
+        fn reset(&mut self) {}
+        fn snapshot(&self, _st: &mut NodeState) {}
+        fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
+            self.0.store(1 + u8::from(flush_is_on()), Ordering::Relaxed);
+            Ok(())
+        }
+    }
+    let text = r#"{ "version": "1.0", "nodes": [ { "id": "x", "op": "dc" } ], "outputs": { "main": ["x"] } }"#;
+    for (p, want_flush) in [
+        (Profile::Strict, false),
+        (Profile::Repro, true),
+        (Profile::Live, true),
+    ] {
+        for caller_flush in [false, true] {
+            let seen = Arc::new(AtomicU8::new(0));
+            let scene = load_str(text, "t.json", None).unwrap();
+            let mut plan = compile(
+                &scene,
+                &CompileOptions {
+                    profile: Some(p),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            plan.nodes[0].node = Some(match plan.nodes[0].profile.precision {
+                morphrt::dsp::Precision::F32 => AnyNode::F32(Box::new(Spy(seen.clone()))),
+                morphrt::dsp::Precision::F64 => AnyNode::F64(Box::new(Spy(seen.clone()))),
+            });
+            let mut e = morphrt::engine::Engine::new(plan);
+            let st = e.snapshot();
+            let guard = FpGuard::new(caller_flush);
+            e.restore(&st).unwrap();
+            drop(guard);
+            assert_eq!(
+                seen.load(Ordering::Relaxed),
+                1 + u8::from(want_flush),
+                "{p} node restored with the caller's FTZ {caller_flush}"
+            );
+        }
+    }
+}

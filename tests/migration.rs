@@ -79,17 +79,15 @@ fn switch(src: &str, at: u64, len: u64) -> Vec<(Profile, Profile, f64, usize, f6
     res
 }
 
-/// The bound on the switch transient (worst |diff| vs an uninterrupted run
-/// at the new factor, 0.5-amplitude 1 kHz sine). Measured: saturator
-/// ≈ 7.5e-7, diode clipper ≈ 2.7e-4 (the old path's last outputs against
-/// the new path's); the code without the fix gives ≈ 0.54 (saturator)
-/// and ≈ 0.47 (diode clipper).
-const BOUND: f64 = 1e-3;
-
-fn check(src: &str) {
+/// The bounds on the switch transient (worst |diff| vs an uninterrupted run
+/// at the new factor, 0.5-amplitude 1 kHz sine) sit about 2× over what is
+/// measured: saturator ≈ 7.5e-7, diode clipper ≈ 2.7e-4 (the old path's last
+/// outputs against the new path's); the code without the fix gives ≈ 0.54
+/// (saturator) and ≈ 0.47 (diode clipper).
+fn check(src: &str, bound: f64) {
     for (from, to, worst, i, got, want) in switch(src, 12_000, 400) {
         assert!(
-            worst < BOUND,
+            worst < bound,
             "{from} -> {to}: output {got:+.4} vs {want:+.4} at switch+{i} (|diff| {worst:.3e}): \
              the switch dropped or shifted audio",
         );
@@ -98,12 +96,12 @@ fn check(src: &str) {
 
 #[test]
 fn issue3_a_profile_switch_keeps_a_saturator_continuous() {
-    check(&scene("saturator", r#"{"drive":"0dB"}"#));
+    check(&scene("saturator", r#"{"drive":"0dB"}"#), 1.5e-6);
 }
 
 #[test]
 fn issue3_a_profile_switch_keeps_a_diode_clipper_continuous() {
-    check(&scene("diode_clipper", r#"{"drive":"0dB"}"#));
+    check(&scene("diode_clipper", r#"{"drive":"0dB"}"#), 5e-4);
 }
 
 /// Renders every channel up to sample `to`.
@@ -153,7 +151,7 @@ fn a_profile_switch_carries_latency_compensation_delay_lines() {
                 .map(|(g, w)| (g - w).abs())
                 .fold(0.0, f64::max);
             assert!(
-                worst < BOUND,
+                worst < 1e-3,
                 "{from} -> {to}, channel {c}: |diff| {worst:.3e} after the switch: the dry path's delay line was dropped"
             );
         }

@@ -247,7 +247,9 @@ mod tests {
             let xf = x as f32;
             worst = worst.max((FastMath::sin(xf) as f64 - libm::sin(xf as f64)).abs());
         }
-        assert!(worst <= 1e-4, "worst error {worst}");
+        // Measured 3.6e-6 (the polynomial's own error); the profile allows
+        // 1e-4. Asserted with a 40 % margin so a worse polynomial fails.
+        assert!(worst <= 5e-6, "worst error {worst}");
     }
 
     #[test]
@@ -259,7 +261,8 @@ mod tests {
             let rel = (FastMath::exp(x) - libm::exp(x)).abs() / libm::exp(x);
             worst = worst.max(rel);
         }
-        assert!(worst <= 1e-4, "worst error {worst}");
+        // Measured 8.3e-6; the profile allows 1e-4.
+        assert!(worst <= 1.2e-5, "worst error {worst}");
     }
 
     #[test]

@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn open_gate_reconstructs_the_input_delayed_by_fft_size() {
         let x = test_signal(5, 6000);
-        for profile in [Profile::Repro, Profile::Live] {
+        for profile in [Profile::Strict, Profile::Repro, Profile::Live] {
             for (n, hop) in [(1024, 256), (512, 256), (256, 32)] {
                 let mut r = runner(
                     profile,
@@ -282,7 +282,12 @@ mod tests {
                 assert_eq!(r.node().latency(), n as usize);
                 let y = &r.run(std::slice::from_ref(&x), &[], x.len(), &[100])[0];
                 let n = n as usize;
-                let tol = 1e-5;
+                // f64 reference FFT under strict; f32 otherwise.
+                let tol = if profile == Profile::Strict {
+                    1e-12
+                } else {
+                    1e-5
+                };
                 for i in 0..x.len() - n {
                     assert!(
                         (y[i + n] - x[i]).abs() < tol,
