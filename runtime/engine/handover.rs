@@ -408,16 +408,7 @@ fn load_rings<S: crate::dsp::Sample>(
 }
 
 fn reset_slot(s: &mut Slot) {
-    match &mut s.core {
-        Core::F32(t) => {
-            t.node.reset();
-            t.rings.iter_mut().for_each(Ring::reset);
-        }
-        Core::F64(t) => {
-            t.node.reset();
-            t.rings.iter_mut().for_each(Ring::reset);
-        }
-    }
+    s.reset_state();
     for (i, v) in s.initial_values.clone().iter().enumerate() {
         if s.values[i] != *v {
             set_discrete(s, i, v);

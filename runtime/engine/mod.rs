@@ -598,16 +598,7 @@ impl Engine {
     /// Returns every node to its post-build state and the clock to 0.
     pub fn reset(&mut self) {
         for s in &mut self.slots {
-            match &mut s.core {
-                Core::F32(t) => {
-                    t.node.reset();
-                    t.rings.iter_mut().for_each(Ring::reset);
-                }
-                Core::F64(t) => {
-                    t.node.reset();
-                    t.rings.iter_mut().for_each(Ring::reset);
-                }
-            }
+            s.reset_state();
             s.muted_until = 0;
             s.last_failure = None;
             s.dead = false;

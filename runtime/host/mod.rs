@@ -69,14 +69,8 @@ pub fn read_scene(path: &Path) -> Result<(String, scene::Scene), HostError> {
             format!("cannot read scene file `{file}`: {e}"),
         )])
     })?;
-    let dir = path.parent().map(|d| {
-        if d.as_os_str().is_empty() {
-            std::path::PathBuf::from(".")
-        } else {
-            d.to_path_buf()
-        }
-    });
-    let scene = scene::load_str(&text, &file, dir).map_err(HostError::Input)?;
+    let scene = scene::load_str(&text, &file, Some(handover::parent_dir(path)))
+        .map_err(HostError::Input)?;
     Ok((text, scene))
 }
 

@@ -218,19 +218,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         resource_dirs: opts.resources.clone(),
         ..CompileOptions::default()
     };
-    let text = std::fs::read_to_string(&opts.scene).map_err(|e| {
-        HostError::Input(vec![crate::scene::Diagnostic::error(
-            &opts.scene.display().to_string(),
-            None,
-            format!("cannot read scene file `{}`: {e}", opts.scene.display()),
-        )])
-    })?;
-    let scene = crate::scene::load_str(
-        &text,
-        &opts.scene.display().to_string(),
-        Some(parent_dir(&opts.scene)),
-    )
-    .map_err(HostError::Input)?;
+    let (text, scene) = super::read_scene(&opts.scene)?;
     let snap = match &opts.resume {
         Some(p) => {
             let s = SnapshotFile::read(p)?;
@@ -590,13 +578,6 @@ fn start_journal(
         })?;
     }
     Ok(j)
-}
-
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
 }
 
 /// `10s`, `250ms`, `4800samples`, or a bare number of seconds.
