@@ -60,6 +60,8 @@ struct LiveControl {
     controls: Arc<Controls>,
     scene: PathBuf,
     watched: Vec<PathBuf>,
+    /// The playing engine's nodes by time, read when playback ended.
+    node_times: Vec<crate::engine::NodeTime>,
 }
 
 impl Control for LiveControl {
@@ -114,6 +116,10 @@ impl Control for LiveControl {
             }
             self.watched = files;
         }
+    }
+
+    fn finished(&mut self, player: &Player) {
+        self.node_times = player.engine().node_time_table();
     }
 
     fn status(&self) -> String {
@@ -292,8 +298,12 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
         None => None,
     };
+    let mut engine = incoming.engine;
+    // Per-node times for the final summary; the deck carries timing over to
+    // every engine an edit or profile switch swaps in.
+    engine.set_node_timing(true);
     let mut p = Player::new(
-        *incoming.engine,
+        *engine,
         channels,
         frames,
         fade,
@@ -370,6 +380,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         controls,
         scene: opts.scene.clone(),
         watched,
+        node_times: Vec::new(),
     };
     let tty = std::io::stderr().is_terminal();
     let cfg = LoopConfig {
@@ -462,6 +473,18 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                     String::new()
                 }
             );
+            if let Some(line) = top_nodes_line(&control.node_times, 3) {
+                let swapped = meters.swaps.load(Ordering::Relaxed) > 0;
+                let _ = writeln!(
+                    log,
+                    "{line}{}",
+                    if swapped {
+                        " (since the last swap)"
+                    } else {
+                        ""
+                    }
+                );
+            }
             if let (Some(rep), Some(path)) = (capture_report, &opts.capture) {
                 let _ = writeln!(
                     log,
@@ -482,6 +505,29 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
         Err((e, _)) => Err(HostError::Runtime(e)),
     }
+}
+
+/// `nodes by time: lp (biquad) 61.2 % (12.0 ns/sample), …`: the `k`
+/// most expensive nodes of the engine that played last; `None` when nothing
+/// was timed.
+pub fn top_nodes_line(table: &[crate::engine::NodeTime], k: usize) -> Option<String> {
+    if table.iter().all(|t| t.ns == 0) {
+        return None;
+    }
+    let parts: Vec<String> = table
+        .iter()
+        .take(k)
+        .map(|t| {
+            format!(
+                "{} ({}) {:.1} % ({:.1} ns/sample)",
+                t.id,
+                t.op,
+                t.share * 100.0,
+                t.ns_per_sample
+            )
+        })
+        .collect();
+    Some(format!("nodes by time: {}", parts.join(", ")))
 }
 
 /// Opens the journal and writes the session's header and first scene.
