@@ -1,0 +1,3 @@
+//! Measuring: parity checks (and, to come, timing and calibration).
+
+pub mod parity;
