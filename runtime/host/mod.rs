@@ -79,6 +79,7 @@ pub mod handover;
 pub mod journal;
 pub mod keys;
 pub mod live;
+pub mod machine;
 pub mod player;
 pub mod realtime;
 pub mod run;
