@@ -61,7 +61,8 @@ enum Command {
         /// paced in real time; default: the default output.
         #[arg(long)]
         device: Option<String>,
-        /// Block size in frames, or `auto` (the profile's default).
+        /// Block size in frames, or `auto`: the size `morphrt calibrate`
+        /// stored for this scene on this machine (else the default).
         #[arg(long = "block-size")]
         block_size: Option<String>,
         /// Stop after this much audio (e.g. 2s), without a fade.
@@ -157,6 +158,28 @@ enum Command {
         /// With --ci: the 99th-percentile block time must be at most Y µs.
         #[arg(long = "assert-p99-us", requires = "ci", value_name = "Y")]
         assert_p99_us: Option<f64>,
+    },
+    /// Time the scene under live at block sizes 32, 64, 128 and 256 and
+    /// store the smallest whose p99 block time stays under half its
+    /// deadline, for `run --block-size auto`.
+    Calibrate {
+        scene: PathBuf,
+        /// Audio per run and block size, e.g. 5s.
+        #[arg(short = 'd', long = "duration")]
+        duration: Option<String>,
+        /// Runs per block size.
+        #[arg(long, default_value_t = morphrt::bench::calibrate::DEFAULT_RUNS)]
+        runs: usize,
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long = "resources")]
+        resources: Vec<PathBuf>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+        /// Measure and report without storing the result.
+        #[arg(long = "no-store")]
+        no_store: bool,
     },
     /// List operators: ports, params (unit, default, range) and tier.
     Ops {
@@ -358,6 +381,27 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 ci,
                 assert_rtf,
                 assert_p99_us,
+            },
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ),
+        Command::Calibrate {
+            scene,
+            duration,
+            runs,
+            seed,
+            resources,
+            json,
+            no_store,
+        } => morphrt::bench::calibrate::cli(
+            &morphrt::bench::calibrate::CalibrateOptions {
+                scene,
+                duration,
+                runs,
+                seed,
+                resources,
+                json,
+                store: !no_store,
             },
             &mut std::io::stdout(),
             &mut std::io::stderr(),

@@ -1,14 +1,26 @@
-//! `morphrt bench` through the real binary: parity gates timing (a wrong
-//! golden or a too-tight bound times nothing and exits 1), the `--json`
-//! shape, `--ci` exit codes, and `run`'s per-node summary. Short
-//! durations; no test asserts a wall-clock time (the `--ci` bounds are
-//! impossible or trivial on purpose).
+//! `morphrt bench` and `morphrt calibrate` through the real binary: parity
+//! gates timing (a wrong golden or a too-tight bound times nothing and
+//! exits 1), the `--json` shape, `--ci` exit codes, `run`'s per-node
+//! summary, and the calibration that `run --block-size auto` picks up.
+//! Short durations; no test asserts a wall-clock time (the `--ci` bounds
+//! are impossible or trivial on purpose).
 
 mod common;
 
 use common::{root, stderr, stdout, temp_dir};
 use serde_json::Value;
-use std::process::Output;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs `morphrt` with a private cache directory (calibrations).
+fn morphrt_with_cache(args: &[&str], cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(args)
+        .current_dir(root())
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .expect("run morphrt")
+}
 
 fn bench(args: &[&str]) -> Output {
     let mut all = vec!["bench"];
@@ -346,6 +358,118 @@ fn bad_bench_input_exits_2() {
     assert!(stderr(&o).contains("cannot read golden"), "{}", stderr(&o));
     let o = bench(&["scenes/drone.json", "--runs", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
+    let cache = temp_dir("calibrate-cache");
+    let run_auto = || {
+        morphrt_with_cache(
+            &[
+                "run",
+                "scenes/drone.json",
+                "--device",
+                "clock",
+                "--duration",
+                "0.2s",
+                "--block-size",
+                "auto",
+                "--no-watch",
+                "--no-journal",
+            ],
+            &cache,
+        )
+    };
+    // Before any calibration: a hint and the default block size.
+    let o = run_auto();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no calibration for this scene on this machine; `morphrt calibrate"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("block 128"), "{}", stderr(&o));
+
+    let o = morphrt_with_cache(
+        &[
+            "calibrate",
+            "scenes/drone.json",
+            "-d",
+            "0.1s",
+            "--runs",
+            "1",
+            "--json",
+        ],
+        &cache,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = json(&o);
+    let c = &r["calibration"];
+    let blocks: Vec<u64> = c["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["block_size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(blocks, [32, 64, 128, 256]);
+    let chosen = c["block_size"].as_u64().unwrap();
+    assert!(blocks.contains(&chosen));
+    // The choice follows the rule from the numbers it reports.
+    let first_ok = c["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["p99_us"].as_f64().unwrap() < 0.5 * b["deadline_us"].as_f64().unwrap());
+    match first_ok {
+        Some(b) => {
+            assert_eq!(b["block_size"].as_u64(), Some(chosen));
+            assert_eq!(c["meets_target"], true);
+        }
+        None => assert_eq!((chosen, &c["meets_target"]), (256, &Value::Bool(false))),
+    }
+    assert_eq!(c["scene_sha256"].as_str().unwrap().len(), 64);
+    let stored = r["stored"].as_str().unwrap();
+    assert!(Path::new(stored).starts_with(&cache), "{stored}");
+    assert!(Path::new(stored).is_file());
+
+    let o = run_auto();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "block size {chosen} (auto: calibrated for this scene and machine"
+        )),
+        "{err}"
+    );
+    assert!(err.contains(&format!("block {chosen}")), "{err}");
+
+    // An edited scene is another scene: its calibration does not apply.
+    let dir = temp_dir("calibrate-edited");
+    std::fs::create_dir_all(dir.join("scenes")).unwrap();
+    let edited = dir.join("scenes/drone.json");
+    let text = std::fs::read_to_string(root().join("scenes/drone.json")).unwrap();
+    std::fs::write(
+        &edited,
+        text.replacen("\"version\"", "\"duration\": \"3s\", \"version\"", 1),
+    )
+    .unwrap();
+    let o = morphrt_with_cache(
+        &[
+            "run",
+            edited.to_str().unwrap(),
+            "--device",
+            "clock",
+            "--duration",
+            "0.1s",
+            "--block-size",
+            "auto",
+            "--no-watch",
+            "--no-journal",
+        ],
+        &cache,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no calibration"), "{}", stderr(&o));
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! `bench` checks [`parity`] before it times anything and refuses to time
 //! a scene that fails it.
 
+pub mod calibrate;
 pub mod parity;
 pub mod timing;
 

@@ -73,6 +73,7 @@ pub fn load_engine(
     let warnings = std::mem::take(&mut plan.warnings);
     Ok((Engine::new(plan), warnings))
 }
+pub mod calibration;
 pub mod capture;
 pub mod device;
 pub mod handover;
