@@ -153,6 +153,15 @@ fn strict_bench_checks_the_golden_then_reports_every_field_as_json() {
         assert!(n["ns_per_sample"].as_f64().unwrap() >= 0.0);
         assert_eq!(n["iterations"], 0, "drone has no iterative solver");
     }
+    let ops = t["ops"].as_array().unwrap();
+    let counted: u64 = ops.iter().map(|o| o["nodes"].as_u64().unwrap()).sum();
+    assert_eq!(
+        counted as usize,
+        nodes.len(),
+        "every node in one operator row"
+    );
+    let op_shares: f64 = ops.iter().map(|o| o["share"].as_f64().unwrap()).sum();
+    assert!((op_shares - 1.0).abs() < 1e-9);
     let outside = t["outside_nodes_share"].as_f64().unwrap();
     assert!((0.0..1.0).contains(&outside));
     assert_eq!(t["nan_events"], 0);

@@ -330,6 +330,19 @@ impl BenchReport {
                 rest.iter().map(|n| n.ns_per_sample).sum::<f64>()
             );
         }
+        if t.ops.len() < t.nodes.len() {
+            s += "  by operator:\n";
+            for o in &t.ops {
+                s += &format!(
+                    "  {:<w$}  {:<14} {:>6.1}%  {:>10.2}  {:>10}\n",
+                    format!("{}×", o.nodes),
+                    o.op,
+                    o.share * 100.0,
+                    o.ns_per_sample,
+                    o.iterations
+                );
+            }
+        }
         s += &format!(
             "  outside the nodes (events, ramps, main bus): {:.1}% of block time\n",
             t.outside_nodes_share * 100.0

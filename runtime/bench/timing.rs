@@ -116,6 +116,43 @@ pub struct NodeRow {
     pub iterations: u64,
 }
 
+/// The nodes of one operator together: where a scene with many small
+/// nodes spends its time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpRow {
+    pub op: String,
+    /// How many nodes run this operator.
+    pub nodes: usize,
+    /// Sums over those nodes.
+    pub share: f64,
+    pub ns_per_sample: f64,
+    pub iterations: u64,
+}
+
+/// Sums `nodes` by operator, most expensive first (ties by name).
+pub fn by_op(nodes: &[NodeRow]) -> Vec<OpRow> {
+    let mut ops: Vec<OpRow> = Vec::new();
+    for n in nodes {
+        match ops.iter_mut().find(|o| o.op == n.op) {
+            Some(o) => {
+                o.nodes += 1;
+                o.share += n.share;
+                o.ns_per_sample += n.ns_per_sample;
+                o.iterations += n.iterations;
+            }
+            None => ops.push(OpRow {
+                op: n.op.clone(),
+                nodes: 1,
+                share: n.share,
+                ns_per_sample: n.ns_per_sample,
+                iterations: n.iterations,
+            }),
+        }
+    }
+    ops.sort_by(|a, b| b.share.total_cmp(&a.share).then_with(|| a.op.cmp(&b.op)));
+    ops
+}
+
 /// A complete timing.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Timing {
@@ -126,6 +163,8 @@ pub struct Timing {
     pub block: BlockStats,
     /// Every node, most expensive first (from the profiling run).
     pub nodes: Vec<NodeRow>,
+    /// The same, summed by operator.
+    pub ops: Vec<OpRow>,
     /// Of the profiling run's block time, the part outside every node:
     /// events, ramps, FP-mode switches, the main bus.
     pub outside_nodes_share: f64,
@@ -167,6 +206,16 @@ pub fn time_engine(
     let in_blocks: u64 = profile_times.iter().sum();
     let table = engine.node_time_table();
     let in_nodes: u64 = table.iter().map(|t| t.ns).sum();
+    let nodes: Vec<NodeRow> = table
+        .into_iter()
+        .map(|t| NodeRow {
+            id: t.id,
+            op: t.op.to_string(),
+            share: t.share,
+            ns_per_sample: t.ns_per_sample,
+            iterations: t.iterations,
+        })
+        .collect();
     Timing {
         runs,
         frames_per_run: frames,
@@ -177,16 +226,8 @@ pub fn time_engine(
             runs: rtf,
         },
         block: stats,
-        nodes: table
-            .into_iter()
-            .map(|t| NodeRow {
-                id: t.id,
-                op: t.op.to_string(),
-                share: t.share,
-                ns_per_sample: t.ns_per_sample,
-                iterations: t.iterations,
-            })
-            .collect(),
+        ops: by_op(&nodes),
+        nodes,
         outside_nodes_share: if in_blocks == 0 {
             0.0
         } else {
@@ -216,6 +257,36 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn nodes_sum_by_operator() {
+        let row = |id: &str, op: &str, share: f64| NodeRow {
+            id: id.to_string(),
+            op: op.to_string(),
+            share,
+            ns_per_sample: share * 10.0,
+            iterations: 1,
+        };
+        let ops = by_op(&[
+            row("a", "sine", 0.25),
+            row("lp", "biquad", 0.375),
+            row("b", "sine", 0.25),
+            row("g", "gain", 0.125),
+        ]);
+        let got: Vec<(&str, usize, f64, u64)> = ops
+            .iter()
+            .map(|o| (o.op.as_str(), o.nodes, o.share, o.iterations))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("sine", 2, 0.5, 2),
+                ("biquad", 1, 0.375, 1),
+                ("gain", 1, 0.125, 1)
+            ]
+        );
+        assert_eq!(ops[0].ns_per_sample, 5.0);
     }
 
     #[test]
