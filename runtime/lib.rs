@@ -3,8 +3,9 @@
 //! latency).
 //!
 //! Layers, each using only those before it: [`dsp`] → [`profile`] →
-//! [`scene`] → [`ops`] → [`graph`] → [`engine`] → [`host`].
+//! [`scene`] → [`ops`] → [`graph`] → [`engine`] → [`host`] → [`bench`].
 
+pub mod bench;
 pub mod dsp;
 pub mod engine;
 pub mod graph;

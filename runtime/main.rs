@@ -73,7 +73,8 @@ enum Command {
         /// paced in real time; default: the default output.
         #[arg(long)]
         device: Option<String>,
-        /// Block size in frames, or `auto` (the profile's default).
+        /// Block size in frames, or `auto`: the size `morphrt calibrate`
+        /// stored for this scene on this machine (else the default).
         #[arg(long = "block-size")]
         block_size: Option<String>,
         /// Stop after this much audio (e.g. 2s), without a fade.
@@ -133,6 +134,67 @@ enum Command {
         json: bool,
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
+    },
+    /// Check parity (strict: the golden's hash; repro/live: within the bound
+    /// of a strict render), then time: real-time factor, per-block times
+    /// against the deadline, per-node shares. A failed parity check times
+    /// nothing and exits 1.
+    Bench {
+        scene: PathBuf,
+        #[arg(long, value_parser = parse_profile)]
+        profile: Option<Profile>,
+        /// Audio per timed run, e.g. 5s, 500ms.
+        #[arg(short = 'd', long = "duration")]
+        duration: Option<String>,
+        /// Block size in frames (default: the scene's, else the profile's).
+        #[arg(long = "block-size")]
+        block_size: Option<usize>,
+        /// Timed runs.
+        #[arg(long, default_value_t = morphrt::bench::DEFAULT_RUNS)]
+        runs: usize,
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long = "resources")]
+        resources: Vec<PathBuf>,
+        /// The golden to check strict against (default:
+        /// golden/scenes/<stem>.json beside the scene's folder; without
+        /// one, strict is checked across block sizes instead).
+        #[arg(long)]
+        golden: Option<PathBuf>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+        /// Exit 1 when an --assert-* bound is missed, saying by how much.
+        #[arg(long)]
+        ci: bool,
+        /// With --ci: the median real-time factor must be at least X.
+        #[arg(long = "assert-rtf", requires = "ci", value_name = "X")]
+        assert_rtf: Option<f64>,
+        /// With --ci: the 99th-percentile block time must be at most Y µs.
+        #[arg(long = "assert-p99-us", requires = "ci", value_name = "Y")]
+        assert_p99_us: Option<f64>,
+    },
+    /// Time the scene under live at block sizes 32, 64, 128 and 256 and
+    /// store the smallest whose p99 block time stays under half its
+    /// deadline, for `run --block-size auto`.
+    Calibrate {
+        scene: PathBuf,
+        /// Audio per run and block size, e.g. 5s.
+        #[arg(short = 'd', long = "duration")]
+        duration: Option<String>,
+        /// Runs per block size.
+        #[arg(long, default_value_t = morphrt::bench::calibrate::DEFAULT_RUNS)]
+        runs: usize,
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long = "resources")]
+        resources: Vec<PathBuf>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+        /// Measure and report without storing the result.
+        #[arg(long = "no-store")]
+        no_store: bool,
     },
     /// List operators: ports, params (unit, default, range) and tier.
     Ops {
@@ -287,6 +349,58 @@ fn run(cli: Cli) -> Result<(), HostError> {
             }
             Ok(())
         }
+        Command::Bench {
+            scene,
+            profile,
+            duration,
+            block_size,
+            runs,
+            seed,
+            resources,
+            golden,
+            json,
+            ci,
+            assert_rtf,
+            assert_p99_us,
+        } => morphrt::bench::cli(
+            &morphrt::bench::BenchOptions {
+                scene,
+                profile,
+                duration,
+                block_size,
+                runs,
+                seed,
+                resources,
+                golden,
+                json,
+                ci,
+                assert_rtf,
+                assert_p99_us,
+            },
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ),
+        Command::Calibrate {
+            scene,
+            duration,
+            runs,
+            seed,
+            resources,
+            json,
+            no_store,
+        } => morphrt::bench::calibrate::cli(
+            &morphrt::bench::calibrate::CalibrateOptions {
+                scene,
+                duration,
+                runs,
+                seed,
+                resources,
+                json,
+                store: !no_store,
+            },
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ),
         Command::Ops { name, json } => {
             let all = morphrt::ops::registry();
             let chosen: Vec<&morphrt::ops::OpSpec> = match &name {

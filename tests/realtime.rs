@@ -148,6 +148,53 @@ fn process_block_never_allocates_or_frees() {
     }
 }
 
+/// Per-node timing (on in `run`, and in bench's profiling run) adds clock
+/// reads to the block loop and nothing else: switching it on or off and
+/// timed blocks never allocate, and the audio is the same bits.
+#[test]
+fn node_timing_never_allocates_and_changes_no_sample() {
+    let scene = morphrt::scene::load_file(&common::root().join("scenes/pluck-delay.json")).unwrap();
+    let build = || {
+        Engine::new(
+            compile(
+                &scene,
+                &CompileOptions {
+                    profile: Some(Profile::Live),
+                    seed: Some(1),
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap(),
+        )
+    };
+    let (mut plain, mut timed) = (build(), build());
+    let (a0, f0) = counts();
+    let mut same = true;
+    realtime(|| {
+        timed.set_node_timing(true);
+        for k in 0..500 {
+            if k == 250 {
+                timed.set_node_timing(false);
+                timed.clear_node_times();
+                timed.set_node_timing(true);
+            }
+            plain.process_block(64);
+            timed.process_block(64);
+            same &=
+                (0..64).all(|i| plain.bus().get(0, i).to_bits() == timed.bus().get(0, i).to_bits());
+        }
+    });
+    let (a1, f1) = counts();
+    assert_eq!((a1 - a0, f1 - f0), (0, 0), "timing allocated or freed");
+    assert!(same, "timing changed the output");
+    assert_eq!(timed.timed_frames(), 250 * 64);
+    assert!(timed.node_times_ns().iter().sum::<u64>() > 0);
+    assert!(plain.node_times_ns().iter().all(|t| *t == 0));
+    let table = timed.node_time_table();
+    assert_eq!(table.len(), timed.node_count());
+    assert!(table.windows(2).all(|w| w[0].ns >= w[1].ns));
+}
+
 /// The real callback path (`PlayerCell::fill`, as cpal calls it) for at
 /// least 10,000 engine blocks of every shipped scene under live, with a
 /// device period that differs from the block size so the FIFO splits blocks.

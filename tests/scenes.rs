@@ -8,17 +8,13 @@
 
 mod common;
 
+use morphrt::bench::parity::{self, excluded, golden_frames, rel_rms};
 use morphrt::graph::{compile, CompileOptions, Plan};
 use morphrt::host::render::{render_hash, render_to_vec};
 use morphrt::profile::Profile;
 use morphrt::{engine::Engine, scene};
 use serde_json::json;
 use std::path::Path;
-
-/// Goldens cover the first 2 s, or 1 s where a strict direct convolution
-/// runs (DESIGN §7).
-const GOLDEN_SECONDS: u64 = 2;
-const GOLDEN_SECONDS_CONVOLUTION: u64 = 1;
 
 fn plan(path: &Path, profile: Profile, block: Option<usize>) -> Plan {
     let s = scene::load_file(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e[0]));
@@ -33,45 +29,6 @@ fn plan(path: &Path, profile: Profile, block: Option<usize>) -> Plan {
     .unwrap_or_else(|e| panic!("{}: {}", path.display(), e[0]))
 }
 
-fn frames(p: &Plan, path: &Path) -> u64 {
-    let text = std::fs::read_to_string(path).unwrap();
-    let seconds = if text.contains("\"op\": \"convolution\"") {
-        GOLDEN_SECONDS_CONVOLUTION
-    } else {
-        GOLDEN_SECONDS
-    };
-    seconds * p.sample_rate as u64
-}
-
-/// Samples excluded from parity: one block plus any ramp around each event.
-fn excluded(p: &Plan, block: u64) -> Vec<(u64, u64)> {
-    p.events
-        .iter()
-        .map(|e| {
-            let ramp = match e.action {
-                morphrt::graph::EventAction::Set { ramp, .. } => ramp,
-                _ => 0,
-            };
-            (e.sample.saturating_sub(block), e.sample + block + ramp)
-        })
-        .collect()
-}
-
-fn rel_rms(reference: &[Vec<f64>], x: &[Vec<f64>], skip: &[(u64, u64)]) -> f64 {
-    let (mut num, mut den) = (0.0, 0.0);
-    for (r, y) in reference.iter().zip(x) {
-        for (i, (a, b)) in r.iter().zip(y).enumerate() {
-            let i = i as u64;
-            if skip.iter().any(|(s, e)| i >= *s && i < *e) {
-                continue;
-            }
-            num += (a - b) * (a - b);
-            den += a * a;
-        }
-    }
-    (num / den.max(1e-300)).sqrt()
-}
-
 #[test]
 fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
     let bless = std::env::var_os("MORPHRT_BLESS").is_some();
@@ -81,8 +38,9 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
         let name = common::stem(path);
         let gpath = common::root().join(format!("golden/scenes/{name}.json"));
         let p64 = plan(path, Profile::Strict, Some(64));
-        let n = frames(&p64, path);
-        let skip = excluded(&p64, 256);
+        let n = golden_frames(&p64);
+        let skip = excluded(&p64, parity::guard(p64.block_size));
+        let strict_latency = p64.latency as i64;
         let strict = render_to_vec(&mut Engine::new(plan(path, Profile::Strict, Some(64))), n);
         let peak = strict.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
         assert!(
@@ -95,10 +53,16 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
             h64, h4096,
             "{name}: strict hash differs between block sizes 64 and 4096"
         );
-        let repro = render_to_vec(&mut Engine::new(plan(path, Profile::Repro, None)), n);
-        let live = render_to_vec(&mut Engine::new(plan(path, Profile::Live, None)), n);
-        let e_repro = rel_rms(&strict, &repro, &skip);
-        let e_live = rel_rms(&strict, &live, &skip);
+        let (p_repro, p_live) = (
+            plan(path, Profile::Repro, None),
+            plan(path, Profile::Live, None),
+        );
+        let lag = |p: &Plan| p.latency as i64 - strict_latency;
+        let (lag_repro, lag_live) = (lag(&p_repro), lag(&p_live));
+        let repro = render_to_vec(&mut Engine::new(p_repro), n);
+        let live = render_to_vec(&mut Engine::new(p_live), n);
+        let e_repro = rel_rms(&strict, &repro, lag_repro, &skip);
+        let e_live = rel_rms(&strict, &live, lag_live, &skip);
         if bless {
             if cfg!(debug_assertions) {
                 panic!("generate goldens in a release build");
@@ -117,22 +81,16 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
             std::fs::write(&gpath, serde_json::to_string_pretty(&doc).unwrap() + "\n").unwrap();
             continue;
         }
-        let golden: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&gpath).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e}; generate with MORPHRT_BLESS=1 cargo test --release --test scenes",
-                    gpath.display()
-                )
-            }))
-            .unwrap();
-        assert_eq!(golden["frames"].as_u64(), Some(n), "{name}: golden length");
+        let golden = parity::Golden::load(&gpath).unwrap_or_else(|e| {
+            panic!("{e}; generate with MORPHRT_BLESS=1 cargo test --release --test scenes")
+        });
+        assert_eq!(golden.frames, n, "{name}: golden length");
         assert_eq!(
-            golden["sha256"].as_str(),
-            Some(h64.as_str()),
+            golden.sha256, h64,
             "{name}: strict render differs from its golden"
         );
-        let bound_repro = golden["parity"]["repro"].as_f64().unwrap();
-        let bound_live = golden["parity"]["live"].as_f64().unwrap();
+        let bound_repro = golden.parity.repro;
+        let bound_live = golden.parity.live;
         assert!(
             e_repro <= bound_repro,
             "{name}: repro parity {e_repro:e} > {bound_repro:e}"

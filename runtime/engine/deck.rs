@@ -93,14 +93,16 @@ impl Deck {
     /// Makes `next` the playing engine from now (a block boundary). With
     /// `fade_frames` > 0 the current engine keeps running under it and fades
     /// out linearly while `next` fades in; with 0 it is cut and retired at
-    /// once. `next` must stand at the deck's clock.
-    pub fn swap(&mut self, next: Box<Engine>, fade_frames: u64) -> Result<(), SwapRefused> {
+    /// once. `next` must stand at the deck's clock. Per-node timing carries
+    /// over: `next` times its nodes when the current engine does.
+    pub fn swap(&mut self, mut next: Box<Engine>, fade_frames: u64) -> Result<(), SwapRefused> {
         if next.clock() != self.clock() {
             return Err(SwapRefused::WrongClock(next));
         }
         if self.fading.is_some() || self.retired.is_some() {
             return Err(SwapRefused::Busy(next));
         }
+        next.set_node_timing(self.current.node_timing());
         let old = std::mem::replace(&mut self.current, next);
         if fade_frames == 0 {
             self.retired = Some(old);

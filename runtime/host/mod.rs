@@ -89,12 +89,14 @@ pub fn load_engine(
     let warnings = std::mem::take(&mut plan.warnings);
     Ok((Engine::new(plan), warnings))
 }
+pub mod calibration;
 pub mod capture;
 pub mod device;
 pub mod handover;
 pub mod journal;
 pub mod keys;
 pub mod live;
+pub mod machine;
 pub mod player;
 pub mod realtime;
 pub mod run;

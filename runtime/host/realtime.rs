@@ -120,6 +120,10 @@ pub trait Control {
     fn status(&self) -> String {
         String::new()
     }
+    /// Called once at the end with the player back from the audio side
+    /// (no stream runs any more), before it is dropped: a last look at the
+    /// engine that played, e.g. its per-node times.
+    fn finished(&mut self, _player: &Player) {}
 }
 
 /// No control: the scene plays as loaded.
@@ -293,7 +297,9 @@ pub fn run_loop_with(
         }
     }
     drop(stream.take());
-    let _ = take_player(&cell);
+    if let Some(p) = take_player(&cell) {
+        control.finished(&p);
+    }
     report.frames = meters.frames.load(Ordering::Relaxed);
     report.xruns = meters.xruns.load(Ordering::Relaxed);
     report.late = meters.late.load(Ordering::Relaxed);

@@ -1,11 +1,13 @@
 //! `morphrt run`: real-time playback with hot reload, profile switches by
 //! key or by the file, and an optional capture of what the device played.
 
+use super::calibration;
 use super::capture::CaptureWriter;
 use super::handover::{Incoming, SessionFixed};
 use super::journal::{self, Journal, Record};
 use super::keys::{Command, Input, KeyListener};
 use super::live::{LiveSession, Reason};
+use super::machine::{self, MachineKey};
 use super::player::{self, Controls, Meters, Player};
 use super::realtime::{self, Control, LoopConfig, Output, PacedOutput, StatusMode};
 use super::snapshot::{SnapshotContext, SnapshotFile};
@@ -31,7 +33,9 @@ pub struct RunOptions {
     pub profile: Option<Profile>,
     /// A device id, `clock`, or the default output.
     pub device: Option<String>,
-    /// Frames, or `auto` / none for the profile's default.
+    /// Frames; `auto` for the block size `morphrt calibrate` stored for
+    /// this scene and machine (else the default); none for the scene's or
+    /// the profile's default.
     pub block_size: Option<String>,
     pub duration: Option<String>,
     pub seed: Option<u64>,
@@ -65,6 +69,8 @@ struct LiveControl {
     controls: Arc<Controls>,
     scene: PathBuf,
     watched: Vec<PathBuf>,
+    /// The playing engine's nodes by time, read when playback ended.
+    node_times: Vec<crate::engine::NodeTime>,
 }
 
 impl Control for LiveControl {
@@ -120,6 +126,10 @@ impl Control for LiveControl {
             }
             self.watched = files;
         }
+    }
+
+    fn finished(&mut self, player: &Player) {
+        self.node_times = player.engine().node_time_table();
     }
 
     fn status(&self) -> String {
@@ -205,6 +215,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// Plays a scene until `q`, Ctrl-C or the duration ends.
 pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
+    let auto = opts.block_size.as_deref() == Some("auto");
     let block_size = match opts.block_size.as_deref() {
         None | Some("auto") => None,
         Some(b) => Some(b.parse::<usize>().map_err(|_| {
@@ -237,6 +248,14 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         None => None,
     };
     let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
+    if auto {
+        if let Some(b) = calibrated_block_size(&text, &plan, log) {
+            if b != plan.block_size {
+                copts.block_size = Some(b);
+                plan = compile(&scene, &copts).map_err(HostError::Input)?;
+            }
+        }
+    }
     let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);
     let bus = plan.main.len();
     let device_channels_wanted = if bus == 1 { 2 } else { bus };
@@ -331,8 +350,12 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
         None => None,
     };
+    let mut engine = incoming.engine;
+    // Per-node times for the final summary; the deck carries timing over to
+    // every engine an edit or profile switch swaps in.
+    engine.set_node_timing(true);
     let mut p = Player::new(
-        *incoming.engine,
+        *engine,
         channels,
         frames,
         fade,
@@ -420,6 +443,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         controls,
         scene: opts.scene.clone(),
         watched,
+        node_times: Vec::new(),
     };
     let tty = std::io::stderr().is_terminal();
     let cfg = LoopConfig {
@@ -512,6 +536,18 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                     String::new()
                 }
             );
+            if let Some(line) = top_nodes_line(&control.node_times, 3) {
+                let swapped = meters.swaps.load(Ordering::Relaxed) > 0;
+                let _ = writeln!(
+                    log,
+                    "{line}{}",
+                    if swapped {
+                        " (since the last swap)"
+                    } else {
+                        ""
+                    }
+                );
+            }
             if let (Some(rep), Some(path)) = (capture_report, &opts.capture) {
                 let _ = writeln!(
                     log,
@@ -532,6 +568,75 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
         Err((e, _)) => Err(HostError::Runtime(e)),
     }
+}
+
+/// The block size stored by `morphrt calibrate` for this scene (text and
+/// resources), sample rate and machine, saying where it came from; `None`
+/// (with a hint) when there is none. Never measures: calibrating takes
+/// seconds the user did not ask for.
+fn calibrated_block_size(
+    text: &str,
+    plan: &crate::graph::Plan,
+    log: &mut dyn Write,
+) -> Option<usize> {
+    let found = (|| {
+        let path = calibration::store_path()
+            .ok_or_else(|| "no cache directory on this system".to_string())?;
+        let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)?;
+        calibration::lookup(&path, &MachineKey::current(), &sha, plan.sample_rate)
+            .map(|c| c.map(|c| (c, path)))
+    })();
+    match found {
+        Ok(Some((c, path))) => {
+            let _ = writeln!(
+                log,
+                "block size {} (auto: calibrated for this scene and machine, {})",
+                c.block_size,
+                path.display()
+            );
+            Some(c.block_size)
+        }
+        Ok(None) => {
+            let _ = writeln!(
+                log,
+                "block size {} (auto: no calibration for this scene on this machine; `morphrt calibrate {}` measures one)",
+                plan.block_size,
+                plan.file
+            );
+            None
+        }
+        Err(e) => {
+            let _ = writeln!(
+                log,
+                "warning: block size {} (auto: cannot read calibrations: {e})",
+                plan.block_size
+            );
+            None
+        }
+    }
+}
+
+/// `nodes by time: lp (biquad) 61.2 % (12.0 ns/sample), …`: the `k`
+/// most expensive nodes of the engine that played last; `None` when nothing
+/// was timed.
+pub fn top_nodes_line(table: &[crate::engine::NodeTime], k: usize) -> Option<String> {
+    if table.iter().all(|t| t.ns == 0) {
+        return None;
+    }
+    let parts: Vec<String> = table
+        .iter()
+        .take(k)
+        .map(|t| {
+            format!(
+                "{} ({}) {:.1} % ({:.1} ns/sample)",
+                t.id,
+                t.op,
+                t.share * 100.0,
+                t.ns_per_sample
+            )
+        })
+        .collect();
+    Some(format!("nodes by time: {}", parts.join(", ")))
 }
 
 /// Opens the journal and writes the session's header and first scene.

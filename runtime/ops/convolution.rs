@@ -651,6 +651,9 @@ pub static CONVOLUTION: OpSpec = OpSpec {
 /// Seeds of the shipped IRs (`resources/hall.wav`, `resources/room.wav`).
 pub const HALL_SEED: u64 = 2024;
 pub const ROOM_SEED: u64 = 7;
+/// Seed of `resources/bench-ir.wav`, the mono 2 s (96,000-tap) IR of the
+/// convolution benchmark scene (`scenes/bench/w2.json`).
+pub const BENCH_IR_SEED: u64 = 96000;
 
 /// A synthetic reverb impulse response, reproducible bit for bit: per
 /// channel, seeded Philox noise (stream = channel) under an exponential decay
@@ -980,18 +983,19 @@ mod tests {
     #[test]
     fn shipped_impulse_responses_are_reproducible() {
         let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources");
-        for (name, secs, rt60, seed) in [
-            ("hall.wav", 2.0, 1.8, HALL_SEED),
-            ("room.wav", 0.3, 0.25, ROOM_SEED),
+        for (name, secs, rt60, seed, channels) in [
+            ("hall.wav", 2.0, 1.8, HALL_SEED, 2),
+            ("room.wav", 0.3, 0.25, ROOM_SEED, 2),
+            ("bench-ir.wav", 2.0, 1.8, BENCH_IR_SEED, 1),
         ] {
-            let ir = synth_ir(secs, rt60, seed, 2, SR);
+            let ir = synth_ir(secs, rt60, seed, channels, SR);
             let path = root.join(name);
             if std::env::var_os("MORPHRT_BLESS").is_some() {
                 if cfg!(debug_assertions) {
                     panic!("bless in a release build");
                 }
                 let spec = hound::WavSpec {
-                    channels: 2,
+                    channels: channels as u16,
                     sample_rate: 48000,
                     bits_per_sample: 32,
                     sample_format: hound::SampleFormat::Float,
@@ -1006,7 +1010,7 @@ mod tests {
             }
             let file = AudioData::load(&path).unwrap();
             assert_eq!(file.sample_rate, 48000);
-            assert_eq!(file.channels.len(), 2, "{name}");
+            assert_eq!(file.channels.len(), channels, "{name}");
             for (c, (got, want)) in file.channels.iter().zip(&ir).enumerate() {
                 assert_eq!(got.len(), want.len(), "{name}");
                 for (i, (g, w)) in got.iter().zip(want).enumerate() {

@@ -1,0 +1,283 @@
+//! `morphrt calibrate`: the smallest live block size this machine can run a
+//! scene at with room to spare, stored for `run --block-size auto`.
+//!
+//! Smaller blocks mean less latency but more per-block overhead and less
+//! slack for a slow block. A block size is good enough when the 99th
+//! percentile of its block times stays under [`TARGET_LOAD`] of its
+//! deadline: the other half is left for the device, the OS and whatever
+//! else the machine does.
+
+use super::timing::{time_blocks, BlockStats};
+use crate::graph::{compile, CompileOptions};
+use crate::host::calibration::{self, BlockP99, Calibration};
+use crate::host::machine::{self, MachineKey};
+use crate::host::HostError;
+use crate::profile::Profile;
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The live block sizes tried, smallest first (DESIGN §4: live 32…256).
+pub const CANDIDATES: [usize; 4] = [32, 64, 128, 256];
+/// The largest p99 block time, as a fraction of the deadline, that counts
+/// as safe.
+pub const TARGET_LOAD: f64 = 0.5;
+/// Seconds of audio per run unless `-d` says otherwise.
+pub const DEFAULT_SECONDS: u64 = 5;
+/// Runs per block size unless `--runs` says otherwise.
+pub const DEFAULT_RUNS: usize = 2;
+
+/// What `morphrt calibrate` was asked to do.
+#[derive(Clone, Debug)]
+pub struct CalibrateOptions {
+    pub scene: PathBuf,
+    pub duration: Option<String>,
+    /// Runs per block size (≥ 1).
+    pub runs: usize,
+    pub seed: Option<u64>,
+    pub resources: Vec<PathBuf>,
+    /// Print JSON on stdout instead of the table.
+    pub json: bool,
+    /// Store the result for `run --block-size auto` (default on).
+    pub store: bool,
+}
+
+impl Default for CalibrateOptions {
+    fn default() -> CalibrateOptions {
+        CalibrateOptions {
+            scene: PathBuf::new(),
+            duration: None,
+            runs: DEFAULT_RUNS,
+            seed: None,
+            resources: Vec::new(),
+            json: false,
+            store: true,
+        }
+    }
+}
+
+/// What calibrate measured and chose.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CalibrateReport {
+    /// The stored entry (measurements, choice, machine key, scene hash).
+    pub calibration: Calibration,
+    /// Where it was stored; `None` with `--no-store` or without a cache directory.
+    pub stored: Option<String>,
+    pub target_load: f64,
+}
+
+/// The recommended block: the smallest candidate whose p99 stays under
+/// [`TARGET_LOAD`] of its deadline, else the largest. Returns it and
+/// whether it met the target.
+pub fn recommend(blocks: &[BlockP99]) -> Option<(usize, bool)> {
+    blocks
+        .iter()
+        .find(|b| b.p99_us < TARGET_LOAD * b.deadline_us)
+        .map(|b| (b.block_size, true))
+        .or_else(|| blocks.last().map(|b| (b.block_size, false)))
+}
+
+/// Measures every candidate block size under live and stores the choice.
+pub fn calibrate(
+    opts: &CalibrateOptions,
+    log: &mut dyn Write,
+) -> Result<CalibrateReport, HostError> {
+    if opts.runs == 0 {
+        return Err(HostError::Usage("--runs must be at least 1".to_string()));
+    }
+    let text = std::fs::read(&opts.scene).map_err(|e| {
+        HostError::Input(vec![crate::scene::Diagnostic::error(
+            &opts.scene.display().to_string(),
+            None,
+            format!("cannot read scene file `{}`: {e}", opts.scene.display()),
+        )])
+    })?;
+    let scene = crate::scene::load_file(&opts.scene).map_err(HostError::Input)?;
+    let mut blocks = Vec::new();
+    let mut first = None;
+    for (i, &block) in CANDIDATES.iter().enumerate() {
+        let mut plan = compile(
+            &scene,
+            &CompileOptions {
+                profile: Some(Profile::Live),
+                block_size: Some(block),
+                seed: opts.seed,
+                resource_dirs: opts.resources.clone(),
+                ..CompileOptions::default()
+            },
+        )
+        .map_err(HostError::Input)?;
+        let warnings = std::mem::take(&mut plan.warnings);
+        if i == 0 {
+            for w in warnings {
+                let _ = writeln!(log, "{w}");
+            }
+            let frames = match &opts.duration {
+                Some(d) => crate::host::run::parse_duration(d, plan.sample_rate, log)?,
+                None => DEFAULT_SECONDS * plan.sample_rate as u64,
+            };
+            let sha = machine::scene_sha256(&text, &plan.resources).map_err(HostError::Runtime)?;
+            first = Some((frames, plan.sample_rate, sha));
+        }
+        let (frames, sample_rate, _) = first.as_ref().expect("set by the first candidate");
+        let mut engine = crate::engine::Engine::new(plan);
+        let mut times = Vec::new();
+        for _ in 0..opts.runs {
+            engine.reset();
+            time_blocks(&mut engine, *frames, &mut times);
+        }
+        let stats = BlockStats::from_times(&mut times, block, *sample_rate);
+        let _ = writeln!(
+            log,
+            "calibrate: block {block:>3}: p99 {:.1} µs of {:.1} µs ({:.1} %)",
+            stats.p99_us,
+            stats.deadline_us,
+            stats.p99_load() * 100.0
+        );
+        blocks.push(BlockP99 {
+            block_size: block,
+            p99_us: stats.p99_us,
+            deadline_us: stats.deadline_us,
+        });
+    }
+    let (_, sample_rate, scene_sha256) = first.expect("there are candidates");
+    let (block_size, meets_target) = recommend(&blocks).expect("there are candidates");
+    let calibration = Calibration {
+        machine: MachineKey::current(),
+        scene: opts.scene.display().to_string(),
+        scene_sha256,
+        sample_rate,
+        block_size,
+        meets_target,
+        blocks,
+        measured_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    };
+    let stored = if opts.store {
+        match calibration::store_path() {
+            Some(path) => {
+                calibration::save(&path, &calibration).map_err(HostError::Runtime)?;
+                Some(path.display().to_string())
+            }
+            None => {
+                let _ = writeln!(
+                    log,
+                    "warning: no cache directory on this system; the calibration is not stored"
+                );
+                None
+            }
+        }
+    } else {
+        None
+    };
+    Ok(CalibrateReport {
+        calibration,
+        stored,
+        target_load: TARGET_LOAD,
+    })
+}
+
+impl CalibrateReport {
+    /// The report for people.
+    pub fn text(&self) -> String {
+        let c = &self.calibration;
+        let m = &c.machine;
+        let mut s = format!(
+            "calibrate {} (live, {} Hz); scene sha256 {}; {} build, morphrt {}; {} ({}), {} cores\n",
+            c.scene,
+            c.sample_rate,
+            &c.scene_sha256[..16.min(c.scene_sha256.len())],
+            m.build,
+            m.version,
+            m.cpu,
+            m.cpu_level,
+            m.cores
+        );
+        s += "  block  p99 (µs)  deadline (µs)  p99/deadline\n";
+        for b in &c.blocks {
+            s += &format!(
+                "  {:>5}  {:>8.1}  {:>13.1}  {:>11.1}%{}\n",
+                b.block_size,
+                b.p99_us,
+                b.deadline_us,
+                b.p99_us / b.deadline_us * 100.0,
+                if b.block_size == c.block_size {
+                    "  ←"
+                } else {
+                    ""
+                }
+            );
+        }
+        s += &if c.meets_target {
+            format!(
+                "recommended block size: {} (the smallest whose p99 stays under {:.0} % of its deadline)\n",
+                c.block_size,
+                self.target_load * 100.0
+            )
+        } else {
+            format!(
+                "recommended block size: {} — but no block size kept its p99 under {:.0} % of its deadline; expect dropouts\n",
+                c.block_size,
+                self.target_load * 100.0
+            )
+        };
+        match &self.stored {
+            Some(p) => s += &format!("stored in {p}; `morphrt run --block-size auto` uses it\n"),
+            None => s += "not stored\n",
+        }
+        s
+    }
+}
+
+/// `morphrt calibrate`: the table (or JSON) on `out`, progress on `log`.
+pub fn cli(
+    opts: &CalibrateOptions,
+    out: &mut dyn Write,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    let report = calibrate(opts, log)?;
+    let written = if opts.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&report).expect("reports serialise")
+        )
+    } else {
+        write!(out, "{}", report.text())
+    };
+    written.map_err(|e| HostError::Runtime(format!("cannot write the report: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(block_size: usize, p99_us: f64) -> BlockP99 {
+        BlockP99 {
+            block_size,
+            p99_us,
+            deadline_us: block_size as f64 / 48.0 * 1000.0,
+        }
+    }
+
+    #[test]
+    fn the_smallest_block_under_half_its_deadline_wins() {
+        // Deadlines: 32 → 666.7 µs, 64 → 1333.3 µs, 128 → 2666.7 µs.
+        assert_eq!(
+            recommend(&[b(32, 400.0), b(64, 600.0), b(128, 700.0)]),
+            Some((64, true))
+        );
+        assert_eq!(recommend(&[b(32, 10.0), b(64, 20.0)]), Some((32, true)));
+        // Exactly half is not under half.
+        let half = BlockP99 {
+            block_size: 48,
+            p99_us: 500.0,
+            deadline_us: 1000.0,
+        };
+        assert_eq!(recommend(&[half, b(64, 1.0)]), Some((64, true)));
+        assert_eq!(recommend(&[b(32, 900.0), b(64, 1500.0)]), Some((64, false)));
+        assert_eq!(recommend(&[]), None);
+    }
+}

@@ -1,0 +1,173 @@
+//! Stored calibrations: the live block size `morphrt calibrate` chose for a
+//! scene on this machine, which `run --block-size auto` plays with.
+//!
+//! One small JSON file in the platform's cache directory
+//! (`$XDG_CACHE_HOME/morphrt/calibration.json` on Linux) holds one entry per
+//! (machine key, scene hash, sample rate). A calibration measured on
+//! another machine, another build or an edited scene does not match, so
+//! `run` asks for a new one instead of trusting stale numbers.
+
+use super::machine::MachineKey;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Identifies the file format.
+pub const FORMAT: &str = "morphrt-calibration";
+/// The format version this build reads and writes.
+pub const VERSION: u32 = 1;
+
+/// One block size's measurement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlockP99 {
+    pub block_size: usize,
+    /// 99th percentile of the time to process one block, in microseconds.
+    pub p99_us: f64,
+    /// The block's real-time deadline (`block_size / sample_rate`).
+    pub deadline_us: f64,
+}
+
+/// A stored calibration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Where and with what it was measured.
+    pub machine: MachineKey,
+    /// The scene file as given on the command line (for people reading the file).
+    pub scene: String,
+    /// [`super::machine::scene_sha256`] of the scene and its resources.
+    pub scene_sha256: String,
+    pub sample_rate: u32,
+    /// The recommended block size.
+    pub block_size: usize,
+    /// Whether `block_size` met the target (p99 under half its deadline);
+    /// when no candidate did, the largest is recommended anyway.
+    pub meets_target: bool,
+    /// Every candidate's measurement, smallest block first.
+    pub blocks: Vec<BlockP99>,
+    /// Seconds since the Unix epoch.
+    pub measured_at: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoreFile {
+    format: String,
+    version: u32,
+    entries: Vec<Calibration>,
+}
+
+/// The store's default location; `None` on a system without a cache directory.
+pub fn store_path() -> Option<PathBuf> {
+    dirs::cache_dir().map(|d| d.join("morphrt").join("calibration.json"))
+}
+
+/// Every entry of the store at `path`; none when the file does not exist.
+pub fn load(path: &Path) -> Result<Vec<Calibration>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
+    };
+    let file: StoreFile = serde_json::from_str(&text)
+        .map_err(|e| format!("`{}` is not a calibration store: {e}", path.display()))?;
+    if file.format != FORMAT || file.version != VERSION {
+        return Err(format!(
+            "`{}` is a `{}` v{} file; this build reads `{FORMAT}` v{VERSION}",
+            path.display(),
+            file.format,
+            file.version
+        ));
+    }
+    Ok(file.entries)
+}
+
+/// The stored calibration for this machine, scene and rate, if any.
+pub fn lookup(
+    path: &Path,
+    machine: &MachineKey,
+    scene_sha256: &str,
+    sample_rate: u32,
+) -> Result<Option<Calibration>, String> {
+    Ok(load(path)?.into_iter().find(|c| {
+        c.machine == *machine && c.scene_sha256 == scene_sha256 && c.sample_rate == sample_rate
+    }))
+}
+
+/// Adds `cal` to the store, replacing an entry with the same key. The file
+/// is written under a temporary name and renamed into place, so a failed
+/// write never loses the other entries. An unreadable store is replaced.
+pub fn save(path: &Path, cal: &Calibration) -> Result<(), String> {
+    let mut entries = load(path).unwrap_or_default();
+    entries.retain(|c| {
+        !(c.machine == cal.machine
+            && c.scene_sha256 == cal.scene_sha256
+            && c.sample_rate == cal.sample_rate)
+    });
+    entries.push(cal.clone());
+    let file = StoreFile {
+        format: FORMAT.to_string(),
+        version: VERSION,
+        entries,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    }
+    let tmp = path.with_extension(format!("json.{}.partial", std::process::id()));
+    let text = serde_json::to_string_pretty(&file).expect("calibrations serialise") + "\n";
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write `{}`: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write `{}`: {e}", path.display())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cal(scene_sha256: &str, block_size: usize) -> Calibration {
+        Calibration {
+            machine: MachineKey::current(),
+            scene: "a.json".to_string(),
+            scene_sha256: scene_sha256.to_string(),
+            sample_rate: 48000,
+            block_size,
+            meets_target: true,
+            blocks: vec![BlockP99 {
+                block_size,
+                p99_us: 10.0,
+                deadline_us: 1000.0,
+            }],
+            measured_at: 0,
+        }
+    }
+
+    #[test]
+    fn entries_are_found_by_their_whole_key_and_replaced_in_place() {
+        let dir = std::env::temp_dir().join(format!("morphrt-calib-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("sub").join("calibration.json");
+        let me = MachineKey::current();
+        assert_eq!(lookup(&path, &me, "aa", 48000).unwrap(), None);
+        save(&path, &cal("aa", 64)).unwrap();
+        save(&path, &cal("bb", 128)).unwrap();
+        save(&path, &cal("aa", 32)).unwrap();
+        assert_eq!(load(&path).unwrap().len(), 2);
+        assert_eq!(
+            lookup(&path, &me, "aa", 48000)
+                .unwrap()
+                .map(|c| c.block_size),
+            Some(32)
+        );
+        assert_eq!(lookup(&path, &me, "aa", 44100).unwrap(), None);
+        let other = MachineKey {
+            cores: me.cores + 1,
+            ..me.clone()
+        };
+        assert_eq!(lookup(&path, &other, "aa", 48000).unwrap(), None);
+        std::fs::write(&path, "{ not json").unwrap();
+        assert!(lookup(&path, &me, "aa", 48000).is_err());
+        save(&path, &cal("aa", 64)).unwrap();
+        assert_eq!(load(&path).unwrap().len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,93 @@
+//! What a measurement depends on besides the scene: the machine and the
+//! build. Two timings compare only when these agree, so every bench report
+//! and every stored calibration carries them.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+/// The machine and build a timing was taken on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineKey {
+    /// `release` or `debug` (whether debug assertions are compiled in):
+    /// the two differ in speed by an order of magnitude.
+    pub build: String,
+    /// The morphrt version.
+    pub version: String,
+    /// CPU model name.
+    pub cpu: String,
+    /// x86-64 micro-architecture level (v2/v3/v4), which selects rustfft's
+    /// SIMD code, or the architecture elsewhere.
+    pub cpu_level: String,
+    /// Logical cores available to this process.
+    pub cores: usize,
+}
+
+impl MachineKey {
+    /// The key of the running process on this machine.
+    pub fn current() -> MachineKey {
+        let (cpu, cpu_level) = super::journal::cpu_info();
+        MachineKey {
+            build: build_profile().to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            cpu,
+            cpu_level,
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        }
+    }
+}
+
+/// `release` or `debug`, from `cfg!(debug_assertions)`.
+pub fn build_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
+/// SHA-256 (lower-case hex) of the scene file's bytes followed by the
+/// SHA-256 of each resource it reads, in the plan's order: a changed
+/// impulse response changes the work as much as a changed scene does.
+pub fn scene_sha256(scene_text: &[u8], resources: &[(String, PathBuf)]) -> Result<String, String> {
+    let mut h = Sha256::new();
+    h.update(scene_text);
+    for (name, path) in resources {
+        let bytes = std::fs::read(path)
+            .map_err(|e| format!("cannot read resource `{name}` ({}): {e}", path.display()))?;
+        h.update(Sha256::digest(&bytes));
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scene_hash_covers_the_text_and_each_resource() {
+        let dir = std::env::temp_dir().join(format!("morphrt-machine-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ir = dir.join("ir.wav");
+        std::fs::write(&ir, b"one").unwrap();
+        let res = vec![("@resource:ir.wav".to_string(), ir.clone())];
+        let a = scene_sha256(b"{}", &res).unwrap();
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, scene_sha256(b"{ }", &res).unwrap());
+        assert_ne!(a, scene_sha256(b"{}", &[]).unwrap());
+        std::fs::write(&ir, b"two").unwrap();
+        assert_ne!(a, scene_sha256(b"{}", &res).unwrap());
+        std::fs::remove_file(&ir).unwrap();
+        assert!(scene_sha256(b"{}", &res).is_err());
+    }
+
+    #[test]
+    fn the_key_names_this_build() {
+        let k = MachineKey::current();
+        assert_eq!(k.build, build_profile());
+        assert!(k.cores >= 1);
+        assert!(!k.cpu.is_empty() && !k.cpu_level.is_empty());
+    }
+}
