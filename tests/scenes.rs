@@ -99,6 +99,18 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
             e_live <= bound_live,
             "{name}: live parity {e_live:e} > {bound_live:e}"
         );
+        // A regression guard tighter than the bound: each golden records the
+        // parity measured when it was made; growing more than 10× over it
+        // means something changed, even while still inside the bound.
+        let measured: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&gpath).unwrap()).unwrap();
+        for (profile, e) in [("repro", e_repro), ("live", e_live)] {
+            let was = measured["measured_parity"][profile].as_f64().unwrap_or(0.0);
+            assert!(
+                e <= 10.0 * was.max(1e-9),
+                "{name}: {profile} parity {e:e} is over 10× the {was:e} recorded in its golden"
+            );
+        }
         // Different algorithms/precisions really ran: not identical to strict.
         assert!(
             e_repro > 0.0,
