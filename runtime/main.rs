@@ -306,7 +306,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             &mut std::io::stderr(),
         ),
         Command::Devices => {
-            let list = morphrt::host::device::list().map_err(HostError::Runtime)?;
+            let list = morphrt::host::device::list()?;
             if list.is_empty() {
                 println!("no audio output devices");
             }

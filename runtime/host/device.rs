@@ -6,6 +6,64 @@ use super::realtime::{Output, OutputStream, StreamEvents, StreamFault};
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use std::sync::Arc;
 
+/// What can go wrong with an audio device; each says what the user can do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceError {
+    /// The device list itself could not be read.
+    List(String),
+    /// `--device` is not a device id.
+    BadId {
+        id: String,
+        why: String,
+        available: String,
+    },
+    /// No device has that id.
+    NotFound { id: String, available: String },
+    /// The machine has no default output.
+    NoDefault { available: String },
+    /// The device exists but cannot play.
+    CannotPlay {
+        id: String,
+        why: String,
+        available: String,
+    },
+    /// The device takes no f32 samples.
+    NoF32 { id: String, available: String },
+    /// Opening or starting the stream failed.
+    Stream(String),
+}
+
+const DEVICE_HELP: &str = "help: pick one with --device ID (see `morphrt devices`), play without a device with --device clock, or render to a file with `morphrt render SCENE -o out.wav`";
+
+impl std::fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceError::List(e) => write!(f, "cannot list audio devices: {e}"),
+            DeviceError::BadId { id, why, available } => {
+                write!(f, "`{id}` is not a device id ({why}); available: {available}")
+            }
+            DeviceError::NotFound { id, available } => {
+                write!(f, "no output device `{id}`; available: {available}")
+            }
+            DeviceError::NoDefault { available } => write!(
+                f,
+                "no default audio output device is available on this machine (available: {available}).\n  {DEVICE_HELP}"
+            ),
+            DeviceError::CannotPlay { id, why, available } => write!(
+                f,
+                "the audio device `{id}` cannot play ({why}).\n  available devices: {available}\n  {DEVICE_HELP}"
+            ),
+            DeviceError::NoF32 { id, available } => write!(
+                f,
+                "device `{id}` does not accept f32 samples; available: {available}"
+            ),
+            DeviceError::Stream(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
 /// One output device as `morphrt devices` shows it.
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {
@@ -18,7 +76,7 @@ pub struct DeviceInfo {
 }
 
 /// Every output device of the default host.
-pub fn list() -> Result<Vec<DeviceInfo>, String> {
+pub fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
     let host = cpal::default_host();
     let default_id = host
         .default_output_device()
@@ -26,7 +84,7 @@ pub fn list() -> Result<Vec<DeviceInfo>, String> {
         .map(|i| i.to_string());
     let devices = host
         .output_devices()
-        .map_err(|e| format!("cannot list audio devices: {e}"))?;
+        .map_err(|e| DeviceError::List(e.to_string()))?;
     let mut out = Vec::new();
     for d in devices {
         let id = d
@@ -106,7 +164,7 @@ pub fn names() -> String {
             .collect::<Vec<_>>()
             .join(", "),
         Ok(_) => "none".to_string(),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 
@@ -138,22 +196,24 @@ pub struct Opened {
 /// Finds the device and a configuration: f32 samples, the scene's rate if
 /// the device has it (else its default rate, with a warning), two channels
 /// for a mono bus, and a fixed period when the device allows one.
-pub fn open(req: &Request<'_>) -> Result<Opened, String> {
+pub fn open(req: &Request<'_>) -> Result<Opened, DeviceError> {
     let host = cpal::default_host();
     let device = match req.device {
         Some(id) => {
-            let parsed: cpal::DeviceId = id
-                .parse()
-                .map_err(|e| format!("`{id}` is not a device id ({e}); available: {}", names()))?;
+            let parsed: cpal::DeviceId = id.parse().map_err(|e| DeviceError::BadId {
+                id: id.to_string(),
+                why: format!("{e}"),
+                available: names(),
+            })?;
             host.device_by_id(&parsed)
-                .ok_or_else(|| format!("no output device `{id}`; available: {}", names()))?
+                .ok_or_else(|| DeviceError::NotFound {
+                    id: id.to_string(),
+                    available: names(),
+                })?
         }
-        None => host.default_output_device().ok_or_else(|| {
-            format!(
-                "no default audio output device is available on this machine (available: {}).\n  help: pick one with --device ID (see `morphrt devices`), or render to a file with `morphrt render SCENE -o out.wav`",
-                names()
-            )
-        })?,
+        None => host
+            .default_output_device()
+            .ok_or_else(|| DeviceError::NoDefault { available: names() })?,
     };
     let device_id = device
         .id()
@@ -161,19 +221,18 @@ pub fn open(req: &Request<'_>) -> Result<Opened, String> {
         .unwrap_or_else(|_| "?".to_string());
     let ranges: Vec<cpal::SupportedStreamConfigRange> = device
         .supported_output_configs()
-        .map_err(|e| {
-            format!(
-                "the audio device `{device_id}` cannot play ({e}).\n  available devices: {}\n  help: pick one with --device ID (see `morphrt devices`), or render to a file with `morphrt render SCENE -o out.wav`",
-                names()
-            )
+        .map_err(|e| DeviceError::CannotPlay {
+            id: device_id.clone(),
+            why: e.to_string(),
+            available: names(),
         })?
         .filter(|r| r.sample_format() == cpal::SampleFormat::F32)
         .collect();
     if ranges.is_empty() {
-        return Err(format!(
-            "device `{device_id}` does not accept f32 samples; available: {}",
-            names()
-        ));
+        return Err(DeviceError::NoF32 {
+            id: device_id,
+            available: names(),
+        });
     }
     let want_ch = if req.bus_channels == 1 {
         2

@@ -58,6 +58,13 @@ impl std::fmt::Display for HostError {
 
 impl std::error::Error for HostError {}
 
+/// A device that cannot play is the machine's failure, not the input's.
+impl From<device::DeviceError> for HostError {
+    fn from(e: device::DeviceError) -> HostError {
+        HostError::Runtime(e.to_string())
+    }
+}
+
 /// Reads and parses a scene file, keeping its text (a snapshot records the
 /// text's SHA-256).
 pub fn read_scene(path: &Path) -> Result<(String, scene::Scene), HostError> {

@@ -276,8 +276,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             sample_rate: plan.sample_rate,
             bus_channels: bus,
             period,
-        })
-        .map_err(HostError::Runtime)?;
+        })?;
         for w in &opened.warnings {
             let _ = writeln!(log, "warning: {w}");
         }
