@@ -156,7 +156,7 @@ fn play(
         fifo_latency: 64,
     };
     let mut log = Vec::new();
-    let r = run_loop(&mut out, player, meters, origin, &cfg, &mut log).map_err(|(e, _)| e);
+    let r = run_loop(&mut out, player, meters, origin, &cfg, &mut log).map_err(|e| e.message);
     (r, out)
 }
 

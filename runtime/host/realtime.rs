@@ -111,6 +111,27 @@ pub struct RunReport {
     pub clock: u64,
 }
 
+/// Playback that failed beyond recovery, with what had happened until then.
+#[derive(Debug, Clone)]
+pub struct RunFailure {
+    pub message: String,
+    pub report: RunReport,
+}
+
+impl RunFailure {
+    fn new(message: String, report: RunReport) -> RunFailure {
+        RunFailure { message, report }
+    }
+}
+
+impl std::fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RunFailure {}
+
 /// What the control loop drives besides the device: hot reload, keys,
 /// profile switches. Called from the control thread, never the callback.
 pub trait Control {
@@ -141,7 +162,7 @@ pub fn run_loop(
     origin: Instant,
     cfg: &LoopConfig,
     log: &mut dyn Write,
-) -> Result<RunReport, (String, RunReport)> {
+) -> Result<RunReport, RunFailure> {
     run_loop_with(output, player, meters, origin, cfg, log, &mut NoControl)
 }
 
@@ -154,7 +175,7 @@ pub fn run_loop_with(
     cfg: &LoopConfig,
     log: &mut dyn Write,
     control: &mut dyn Control,
-) -> Result<RunReport, (String, RunReport)> {
+) -> Result<RunReport, RunFailure> {
     let sample_rate = player.engine().sample_rate() as f64;
     let block = player.engine().block_size();
     let mut report = RunReport::default();
@@ -163,7 +184,7 @@ pub fn run_loop_with(
     let mut stream = Some(
         output
             .open(cell.clone(), events.clone())
-            .map_err(|e| (e, report.clone()))?,
+            .map_err(|e| RunFailure::new(e, report.clone()))?,
     );
     let started = Instant::now();
     let mut last_status = Instant::now();
@@ -213,7 +234,7 @@ pub fn run_loop_with(
             }
             drop(stream.take());
             let Some(p) = take_player(&cell) else {
-                return Err((
+                return Err(RunFailure::new(
                     "the audio callback did not return; cannot recover".to_string(),
                     report,
                 ));
@@ -252,7 +273,7 @@ pub fn run_loop_with(
                 None => {
                     report.frames = meters.frames.load(Ordering::Relaxed);
                     report.clock = meters.clock.load(Ordering::Relaxed);
-                    return Err((
+                    return Err(RunFailure::new(
                         format!(
                             "the audio device failed and could not be reopened after {} attempts",
                             cfg.max_rebuilds

@@ -565,7 +565,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             }
             Ok(())
         }
-        Err((e, _)) => Err(HostError::Runtime(e)),
+        Err(e) => Err(HostError::Runtime(e.message)),
     }
 }
 
