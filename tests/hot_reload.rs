@@ -113,6 +113,7 @@ fn issue7_every_save_style_is_applied_and_nothing_partial_is_committed() {
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
+        .map(common::KillOnDrop)
         .expect("run morphrt");
     let stderr = child.stderr.take().unwrap();
     let (tx, lines) = channel();

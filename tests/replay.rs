@@ -121,6 +121,7 @@ fn record(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
+        .map(common::KillOnDrop)
         .unwrap();
     let lines = lines_of(&mut child);
     let mut log = Vec::new();
@@ -297,6 +298,7 @@ fn issue8_w_writes_a_snapshot_and_run_resumes_from_it() {
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
+        .map(common::KillOnDrop)
         .unwrap();
     let lines = lines_of(&mut child);
     let mut log = Vec::new();

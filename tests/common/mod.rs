@@ -68,3 +68,29 @@ pub fn engine(
     .unwrap_or_else(|e| panic!("{}", e[0]));
     morphrt::engine::Engine::new(plan)
 }
+
+/// A child process that is killed if the test ends (or fails) first, so a
+/// failed test never leaves a `morphrt run` playing forever.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
