@@ -376,7 +376,6 @@ fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
         morphrt_with_cache(
             &[
                 "run",
-                "--no-journal",
                 "scenes/drone.json",
                 "--device",
                 "clock",
@@ -466,7 +465,6 @@ fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
     let o = morphrt_with_cache(
         &[
             "run",
-            "--no-journal",
             edited.to_str().unwrap(),
             "--device",
             "clock",
@@ -487,7 +485,6 @@ fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
 fn run_ends_with_the_three_most_expensive_nodes() {
     let o = common::morphrt(&[
         "run",
-        "--no-journal",
         "scenes/drone.json",
         "--device",
         "clock",
