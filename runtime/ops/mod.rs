@@ -16,7 +16,6 @@ pub mod describe;
 #[cfg(test)]
 mod golden;
 pub mod harness;
-mod state;
 mod value;
 
 pub mod convolution;
@@ -30,7 +29,7 @@ mod sampler;
 mod spectral;
 mod utility;
 
-pub use state::{NodeState, StateError, StateValue};
+pub use crate::dsp::state::{NodeState, StateError, StateValue};
 pub use value::{default_value, number_value, resolve_param, AudioData, ParamError, Value};
 
 use crate::dsp::{FastMath, Math, MathKind, Precision, Sample, StdMath, StrictMath};
