@@ -5,7 +5,7 @@ use crate::dsp::Precision;
 use crate::ops::{
     self, default_value, resolve_param, AudioData, BuildCtx, OpSpec, ParamError, ParamKind, Value,
 };
-use crate::profile::{CastRule, EventTiming, NodeProfile, OffGrid, Profile};
+use crate::profile::{CastRule, EventTiming, NodeProfile, OffGrid, Profile, MAX_BLOCK_SIZE};
 use crate::scene::{resource, suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeSet, HashMap};
@@ -38,8 +38,6 @@ pub const DEFAULT_EDIT_RAMP_MS: u64 = 10;
 /// Structural edits and profile switches crossfade over this long by default.
 pub const DEFAULT_CROSSFADE_MS: u64 = 20;
 
-/// Upper bound for `--block-size` / `block_size`.
-pub const MAX_BLOCK_SIZE: usize = 8192;
 /// Upper bound for variadic inputs (`mix`).
 const MAX_VARIADIC: usize = 256;
 

@@ -10,7 +10,7 @@
 mod compile;
 mod report;
 
-pub use compile::{compile, CompileOptions, MAX_BLOCK_SIZE};
+pub use compile::{compile, CompileOptions};
 pub use report::{check_json, check_table};
 
 use crate::ops::{AnyNode, OpSpec, Value};

@@ -14,6 +14,7 @@ use super::{
     StateError, Value,
 };
 use crate::dsp::fft::{plan_real, Complex, RealFft};
+use crate::dsp::window::{self, Window};
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -159,9 +160,7 @@ impl Operator for SpectralGateOp {
         let norm = profile.fft_norm();
         let fft = plan_real::<S>(profile.fft_provider(), n, norm);
         // Periodic Hann, then its square root: only cos (libm) and sqrt.
-        let hann: Vec<f64> = (0..n)
-            .map(|i| 0.5 - 0.5 * libm::cos(2.0 * core::f64::consts::PI * i as f64 / n as f64))
-            .collect();
+        let hann = window::periodic(Window::Hann, n);
         let window: Vec<S> = hann.iter().map(|h| S::from_f64(h.sqrt())).collect();
         let inv_norm = (0..hop)
             .map(|q| {
