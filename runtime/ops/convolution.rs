@@ -72,11 +72,15 @@ const LIVE_MAX_PART: usize = 4096;
 /// The longest IR accepted (frames).
 const MAX_IR: usize = 1 << 24;
 
-/// Which engine a node runs.
+/// Which convolution algorithm a node runs (not to be confused with
+/// `engine::Engine`, the block processor that runs a whole plan).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Engine {
+pub(crate) enum ConvEngine {
+    /// Time-domain, summed in tap order (strict).
     Direct,
+    /// Direct head plus equal FFT partitions (repro).
     Uniform,
+    /// Direct head plus growing FFT partitions, work spread over blocks (live).
     NonUniform,
 }
 
@@ -198,20 +202,20 @@ pub(crate) fn direct<S: Sample>(h: &[S], x: &[S], base: usize, out: &mut [S]) {
 /// The partition layout of an engine for an IR of `len` taps:
 /// (direct head length, [(b, off, count, spread)]).
 fn layout(
-    engine: Engine,
+    engine: ConvEngine,
     len: usize,
     max_block: usize,
 ) -> (usize, Vec<(usize, usize, usize, bool)>) {
     match engine {
-        Engine::Direct => (len, Vec::new()),
-        Engine::Uniform => {
+        ConvEngine::Direct => (len, Vec::new()),
+        ConvEngine::Uniform => {
             let p = max_block.max(1).next_power_of_two().clamp(64, 512);
             if len <= p {
                 return (len, Vec::new());
             }
             (p, vec![(p, p, (len - p).div_ceil(p), false)])
         }
-        Engine::NonUniform => {
+        ConvEngine::NonUniform => {
             if len <= LIVE_HEAD {
                 return (len, Vec::new());
             }
@@ -235,7 +239,7 @@ fn layout(
 impl<S: Sample> Conv<S> {
     pub(crate) fn new(
         ir: &[Vec<f64>],
-        engine: Engine,
+        engine: ConvEngine,
         max_block: usize,
         provider: FftProvider,
         norm: FftNorm,
@@ -594,9 +598,9 @@ impl Operator for ConvolutionOp {
             return Err("`ir` must be an audio resource (\"@resource:NAME\")".to_string());
         };
         let engine = match cx.profile.profile {
-            Profile::Strict => Engine::Direct,
-            Profile::Repro => Engine::Uniform,
-            Profile::Live => Engine::NonUniform,
+            Profile::Strict => ConvEngine::Direct,
+            Profile::Repro => ConvEngine::Uniform,
+            Profile::Live => ConvEngine::NonUniform,
         };
         let conv = Conv::<S>::new(
             &ir.channels,
@@ -803,14 +807,14 @@ mod tests {
 
     #[test]
     fn engines_follow_the_profile() {
-        assert_eq!(layout(Engine::Direct, 96000, 64), (96000, vec![]));
+        assert_eq!(layout(ConvEngine::Direct, 96000, 64), (96000, vec![]));
         assert_eq!(
-            layout(Engine::Uniform, 96000, 128),
+            layout(ConvEngine::Uniform, 96000, 128),
             (128, vec![(128, 128, 749, false)])
         );
         // The live layout: a 128-tap head, pairs of growing partitions, 4096 at the end,
         // every segment starting at ≥ 2 partitions so its work can be spread.
-        let (head, segs) = layout(Engine::NonUniform, 96000, 64);
+        let (head, segs) = layout(ConvEngine::NonUniform, 96000, 64);
         assert_eq!(head, 128);
         let mut next = head;
         for (b, off, count, spread) in &segs {
@@ -947,7 +951,7 @@ mod tests {
             .map(|v| *v as f32)
             .collect();
         let mut ratios = Vec::new();
-        for engine in [Engine::NonUniform, Engine::Uniform] {
+        for engine in [ConvEngine::NonUniform, ConvEngine::Uniform] {
             let mut c =
                 Conv::<f32>::new(&ir, engine, 64, FftProvider::RustFft, FftNorm::Backward).unwrap();
             let mut per_block = Vec::new();
