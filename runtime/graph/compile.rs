@@ -450,16 +450,10 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         }
     }
 
-    // A cast node's `to` sets its precision.
+    // A node whose params set its precision (a cast's `to`).
     for d in decls.iter_mut().flatten() {
-        if d.op.name == "cast" {
-            if let Some(Value::Enum(i)) = d.values.first() {
-                d.profile.precision = if *i == 0 {
-                    Precision::F32
-                } else {
-                    Precision::F64
-                };
-            }
+        if let Some(p) = d.op.own_precision(&d.values) {
+            d.profile.precision = p;
         }
     }
 
@@ -470,7 +464,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             continue;
         };
         let (sp, dp) = (s.profile.precision, d.profile.precision);
-        if sp == dp || d.op.name == "cast" {
+        if sp == dp || d.op.precision_param.is_some() {
             continue;
         }
         let edge = &scene.edges[*ei];
@@ -621,7 +615,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             continue;
         };
         let spec = &d.op.params[pi];
-        if !ops::event_settable(d.op, pi) {
+        if !spec.settable_by_events {
             cx.error(
                 &ev.loc,
                 Some(&ev.node),

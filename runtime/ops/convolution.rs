@@ -46,17 +46,17 @@
 //! profile (same array shape) migrates the reverb tail.
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
-    StateError, Value,
+    build_any, fft_choice, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
+    Processor, StateError, Value,
 };
 use crate::dsp::fft::{plan_real, Complex, FftNorm, FftProvider, RealFft};
 use crate::dsp::{Math, Sample};
-use crate::profile::Profile;
+use crate::profile::{NodeProfile, Profile};
 use crate::scene::Dimension;
 
-const IR: usize = 0;
-const MIX: usize = 1;
-const GAIN: usize = 2;
+const IR: usize = CONVOLUTION.index_of("ir");
+const MIX: usize = CONVOLUTION.index_of("mix");
+const GAIN: usize = CONVOLUTION.index_of("gain");
 
 /// Most frames computed at once (the wet scratch size).
 const CHUNK: usize = 1024;
@@ -82,6 +82,36 @@ pub(crate) enum ConvEngine {
     Uniform,
     /// Direct head plus growing FFT partitions, work spread over blocks (live).
     NonUniform,
+}
+
+impl ConvEngine {
+    /// The profile decides; nothing else does.
+    fn for_profile(profile: Profile) -> ConvEngine {
+        match profile {
+            Profile::Strict => ConvEngine::Direct,
+            Profile::Repro => ConvEngine::Uniform,
+            Profile::Live => ConvEngine::NonUniform,
+        }
+    }
+
+    /// The name `check` shows.
+    fn name(self) -> &'static str {
+        match self {
+            ConvEngine::Direct => "direct",
+            ConvEngine::Uniform => "uniform",
+            ConvEngine::NonUniform => "non-uniform",
+        }
+    }
+}
+
+/// `check`'s view of a node: its engine, and the FFT its tail runs with.
+fn conv_choices(profile: &NodeProfile, _: &[Value]) -> Vec<(&'static str, String)> {
+    let engine = ConvEngine::for_profile(profile.profile);
+    let mut v = vec![("conv", engine.name().to_string())];
+    if engine != ConvEngine::Direct {
+        v.push(("fft", fft_choice(profile)));
+    }
+    v
 }
 
 /// One uniformly partitioned overlap-save segment: taps
@@ -597,11 +627,7 @@ impl Operator for ConvolutionOp {
         let Some(Value::Resource(ir)) = cx.values.get(IR) else {
             return Err("`ir` must be an audio resource (\"@resource:NAME\")".to_string());
         };
-        let engine = match cx.profile.profile {
-            Profile::Strict => ConvEngine::Direct,
-            Profile::Repro => ConvEngine::Uniform,
-            Profile::Live => ConvEngine::NonUniform,
-        };
+        let engine = ConvEngine::for_profile(cx.profile.profile);
         let conv = Conv::<S>::new(
             &ir.channels,
             engine,
@@ -628,6 +654,7 @@ pub static CONVOLUTION: OpSpec = OpSpec {
             name: "ir",
             kind: ParamKind::Resource,
             doc: "the impulse response (\"@resource:NAME\"), at the scene's sample rate",
+            settable_by_events: false,
         },
         number(
             "mix",
@@ -649,6 +676,13 @@ pub static CONVOLUTION: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: conv_choices,
+    algorithms: Some([
+        "direct time-domain, summed in tap order",
+        "uniformly partitioned FFT (rustfft, ortho), direct head",
+        "non-uniformly partitioned FFT (rustfft, backward), direct head, tail work spread over blocks",
+    ]),
     build: build_any::<ConvolutionOp>,
 };
 
