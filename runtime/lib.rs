@@ -1,9 +1,56 @@
-//! morphrt: a scene-graph audio runtime with three execution profiles —
-//! `strict` (bit-exact f64), `repro` (deterministic f32) and `live` (lowest
-//! latency).
+//! morphrt: a scene-graph audio runtime. A JSON scene wires operators into
+//! a graph; it is compiled into a plan and run in fixed blocks, in real time
+//! (cpal) or offline (WAV), under one of three profiles: `strict` (bit-exact
+//! f64), `repro` (deterministic f32) or `live` (lowest latency), switchable
+//! while it plays. DESIGN.md is the contract; this is the map.
 //!
-//! Layers, each using only those before it: [`dsp`] → [`profile`] →
-//! [`scene`] → [`ops`] → [`graph`] → [`engine`] → [`host`].
+//! # Layers
+//!
+//! One folder of `runtime/` per layer. Each may use only the layers above it
+//! in this table (DESIGN §2); a test in this file fails on any `crate::`
+//! path that breaks the rule.
+//!
+//! | layer | may also use | owns |
+//! |---|---|---|
+//! | [`dsp`] | — | sample trait, math policies, FP-mode guard, FFTs, Philox streams, windows, oversampling filters, node state |
+//! | [`profile`] | dsp | the three profiles, what each means, per-node settings |
+//! | [`scene`] | dsp, profile | the scene format, units, resources, located errors |
+//! | [`ops`] | dsp … scene | the operator registry, one file per family |
+//! | [`graph`] | dsp … ops | compile: scene → plan, and `check`'s report |
+//! | [`engine`] | dsp … graph | the block processor, migration, the deck |
+//! | [`host`] | dsp … engine | files, devices, threads, journals |
+//! | `bench` | dsp … host | timing, parity, calibration |
+//!
+//! `main.rs` is the binary: it parses arguments and calls the library.
+//!
+//! # Where each concept lives
+//!
+//! - **Scene format** (§3): types in [`scene`]; loading, validation and
+//!   unknown-field warnings in `scene/load.rs` ([`scene::load_str`]); units
+//!   and exact times `scene/units.rs`; `@resource:` `scene/resource.rs`;
+//!   line:column diagnostics `scene/diag.rs`.
+//! - **Profiles** (§4): the semantics table [`profile::Profile`]; a node's
+//!   resolved settings [`profile::NodeProfile`]; precedence node > module >
+//!   scene > session in `graph/compile.rs`.
+//! - **Operators** (§5): [`ops::registry`]; each [`ops::OpSpec`] declares
+//!   ports, params, tier and the choices it makes per profile; state travels
+//!   as [`dsp::state::NodeState`]; goldens `ops/golden.rs`, conformance
+//!   suite `ops/conformance.rs`.
+//! - **Compile**: [`graph::compile`], one function per pass in
+//!   `graph/compile.rs`; what `check` prints, `graph/report.rs`.
+//! - **Engine** (§6): [`engine::Engine`] (blocks, events, ramps, NaN recovery,
+//!   live limiter, FP-mode runs) in `engine/mod.rs`; the main bus
+//!   `engine/bus.rs`; deck and crossfade [`engine::Deck`] in `engine/deck.rs`.
+//! - **Handover** (§6): capture and migration `engine/handover.rs`; the
+//!   control side's steps, shared by `run` and offline scripts,
+//!   `host/handover.rs`; hot edits and profile switches against the audio
+//!   thread `host/live.rs`; file watching `host/watch.rs`.
+//! - **Real time**: the callback and the device output stage (clip, stop
+//!   fade) `host/player.rs`; its control loop `host/realtime.rs`; cpal
+//!   `host/device.rs`; `morphrt run` `host/run.rs`, keys `host/keys.rs`,
+//!   capture `host/capture.rs`.
+//! - **Offline**: `host/render.rs`; journal and replay `host/journal.rs`;
+//!   snapshots and resume `host/snapshot.rs`.
 
 pub mod dsp;
 pub mod engine;

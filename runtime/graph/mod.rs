@@ -1,4 +1,4 @@
-//! Graph compile: a parsed [`Scene`] becomes a [`Plan`] — every node's
+//! Graph compile: a parsed [`Scene`](crate::scene::Scene) becomes a [`Plan`] — every node's
 //! profile resolved, params converted and checked, edges validated against
 //! the operator registry, cast rules applied, cycles rejected, a
 //! deterministic topological schedule, events placed on the sample clock,
