@@ -1,5 +1,6 @@
 //! Numeric core: the sample trait, math policies, the FP-mode guard, FFT
-//! providers, analysis windows and the locked random streams.
+//! providers, analysis windows, oversampling filters, the locked random
+//! streams, and the named-array form in which any of them snapshots state.
 
 pub mod bits;
 pub mod fft;
@@ -8,6 +9,7 @@ pub mod math;
 pub mod oversample;
 pub mod rng;
 pub mod sample;
+pub mod state;
 pub mod window;
 
 pub use math::{FastMath, Math, MathKind, StdMath, StrictMath};

@@ -49,7 +49,7 @@
 //! allocates.
 
 use super::sample::Sample;
-use crate::ops::{NodeState, StateError};
+use super::state::{NodeState, StateError};
 
 /// Length of the first (2·fs) half-band stage.
 pub const STAGE1_LEN: usize = 79;

@@ -27,7 +27,8 @@ pub struct Deck {
     /// An engine whose fade is over (or that was cut), for the caller to take.
     retired: Option<Box<Engine>>,
     channels: usize,
-    block: usize,
+    /// The engines' block size: the most frames one `process` renders.
+    block_frames: usize,
     /// Interleaved output of the last block: `frames × channels`.
     out: Vec<f64>,
     /// The incoming engine's frames during a fade.
@@ -61,7 +62,7 @@ impl Deck {
             fading: None,
             retired: None,
             channels,
-            block,
+            block_frames: block,
             out: vec![0.0; block * channels],
             scratch: vec![0.0; block * channels],
             frames: 0,
@@ -82,7 +83,7 @@ impl Deck {
     }
 
     pub fn block_size(&self) -> usize {
-        self.block
+        self.block_frames
     }
 
     /// Whether a crossfade is in progress.
@@ -123,7 +124,7 @@ impl Deck {
 
     /// Renders `frames` (≤ the block size) into [`output`](Self::output).
     pub fn process(&mut self, frames: usize) {
-        let frames = frames.min(self.block);
+        let frames = frames.min(self.block_frames);
         let ch = self.channels;
         let start = self.current.clock();
         self.current.process_block(frames);
@@ -166,7 +167,7 @@ impl Deck {
         let mut v = Vec::with_capacity(frames as usize * self.channels);
         let mut done = 0;
         while done < frames {
-            let n = (frames - done).min(self.block as u64) as usize;
+            let n = (frames - done).min(self.block_frames as u64) as usize;
             self.process(n);
             v.extend_from_slice(self.output());
             done += n as u64;

@@ -89,7 +89,7 @@ pub struct Migration {
 /// A param change waiting for the swap sample.
 #[derive(Clone, Debug)]
 enum Change {
-    Ramp { to: f64, len: u64 },
+    Ramp { to: f64, len_samples: u64 },
     Discrete(Value),
 }
 
@@ -289,7 +289,7 @@ impl Engine {
                             i,
                             Change::Ramp {
                                 to: new,
-                                len: s.edit_ramp,
+                                len_samples: s.edit_ramp,
                             },
                         ));
                     }
@@ -336,15 +336,15 @@ impl Engine {
         for (si, pi, change) in &self.pending.changes {
             let s = &mut self.slots[*si];
             match change {
-                Change::Ramp { to, len } => {
+                Change::Ramp { to, len_samples } => {
                     let p = &mut s.params[*pi];
                     let from = p.at(at);
                     *p = ParamState {
                         value: *to,
-                        ramp: (*len > 0).then_some(Ramp {
+                        ramp: (*len_samples > 0).then_some(Ramp {
                             from,
                             start: at,
-                            len: *len,
+                            len: *len_samples,
                         }),
                     };
                 }

@@ -1,12 +1,34 @@
-//! Scene → Plan.
+//! Scene → Plan, in passes, each a function below with its own contract.
+//! [`compile`] runs them in this order:
+//!
+//! 1. `session_settings`: session profile, sample rate, block size, seed.
+//! 2. `resolve_profile` and 3. `resolve_params`, node by node.
+//! 4. `resolve_edges`: endpoints, ports, duplicate edges.
+//! 5. `reject_cycles`.
+//! 6. `schedule`: topological, ties by declaration order.
+//! 7. `wire_inputs`: sources per input, in summing order.
+//! 8. `resolve_casts`: precision set by params, implicit-cast rules.
+//! 9. `resolve_outputs`: the `main` bus.
+//! 10. `choose_seed`.
+//! 11. `place_events`: events on the sample clock.
+//! 12. `edit_timing`: duration, edit ramp, crossfade in samples.
+//! 13. `propagate_guarantees`.
+//! 14. `build_nodes`.
+//! 15. `compensate_latency`: after the build, which reports each latency.
+//! 16. `assemble`: the plan in schedule order.
+//!
+//! Passes 1–12 only report problems and go on, so one run names them all;
+//! nothing is built unless they found none.
 
 use super::{EventAction, Plan, PlanEvent, PlanNode, SeedSource, SourceRef};
+use crate::dsp::fft::FftProvider;
 use crate::dsp::Precision;
 use crate::ops::{
-    self, default_value, resolve_param, AudioData, BuildCtx, OpSpec, ParamError, ParamKind, Value,
+    self, default_value, resolve_param, AnyNode, AudioData, BuildCtx, OpSpec, ParamError,
+    ParamKind, Value,
 };
-use crate::profile::{CastRule, EventTiming, NodeProfile, OffGrid, Profile};
-use crate::scene::{resource, suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
+use crate::profile::{CastRule, EventTiming, NodeProfile, OffGrid, Profile, MAX_BLOCK_SIZE};
+use crate::scene::{resource, suggest, Diagnostic, Endpoint, Loc, NodeDecl, Scene, TimeSpec};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -38,8 +60,6 @@ pub const DEFAULT_EDIT_RAMP_MS: u64 = 10;
 /// Structural edits and profile switches crossfade over this long by default.
 pub const DEFAULT_CROSSFADE_MS: u64 = 20;
 
-/// Upper bound for `--block-size` / `block_size`.
-pub const MAX_BLOCK_SIZE: usize = 8192;
 /// Upper bound for variadic inputs (`mix`).
 const MAX_VARIADIC: usize = 256;
 
@@ -104,19 +124,63 @@ struct Decl {
     profile: NodeProfile,
     values: Vec<Value>,
     n_inputs: usize,
-    /// (dest port kind, source decl index, source port, edge index)
+    /// Per audio input, its sources as (source decl index, source port).
     audio_in: Vec<Vec<(usize, usize)>>,
+    /// Per param, its modulation sources, likewise.
     param_in: Vec<Vec<(usize, usize)>>,
 }
 
+impl Decl {
+    /// Every node feeding this one, audio and modulation alike.
+    fn upstream(&self) -> Vec<usize> {
+        self.audio_in
+            .iter()
+            .chain(&self.param_in)
+            .flatten()
+            .map(|(s, _)| *s)
+            .collect()
+    }
+}
+
 /// A resolved edge destination.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum DestPort {
     Audio(usize),
     Param(usize),
 }
 
+/// An edge whose endpoints and ports exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Edge {
+    /// Index in the scene's `edges`.
+    index: usize,
+    src: usize,
+    src_port: usize,
+    dst: usize,
+    dest: DestPort,
+}
+
+/// What the whole session runs with (DESIGN §4, resolution).
+struct Session {
+    profile: Profile,
+    sample_rate: u32,
+    block_size: usize,
+    seed_given: Option<u64>,
+}
+
+/// The scene's lengths in samples: its default render length, and how long
+/// live edits glide and crossfade.
+struct EditTiming {
+    duration: Option<u64>,
+    edit_ramp: u64,
+    crossfade: u64,
+}
+
 /// Compiles a scene. On failure, every error found (and the warnings).
+///
+/// The passes run in the order below, each a function of its own. Every
+/// problem up to the events is collected before anything is built, so one
+/// run reports them all; nodes are built only for a valid graph.
 pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnostic>> {
     let mut cx = Ctx {
         scene,
@@ -124,17 +188,82 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         warnings: scene.warnings.clone(),
         resources: Vec::new(),
     };
-    let top = Loc::path("");
-    let session = opts
+    let session = session_settings(&mut cx, opts);
+    let index: HashMap<&str, usize> = scene
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    let mut decls = declare_nodes(&mut cx, opts, &session);
+    let (graph, edges) = resolve_edges(&mut cx, &index, &mut decls);
+    reject_cycles(&mut cx, &graph);
+    let order = schedule(&graph);
+    wire_inputs(scene, &mut decls, &edges);
+    resolve_casts(&mut cx, &mut decls, &edges);
+    let main = resolve_outputs(&mut cx, &index, &decls);
+    let seed = choose_seed(&mut cx, &decls, session.seed_given);
+    let events = place_events(&mut cx, &index, &decls, &session);
+    let timing = edit_timing(scene, session.sample_rate);
+    if !cx.errors.is_empty() {
+        let mut all = cx.errors;
+        all.extend(cx.warnings);
+        return Err(all);
+    }
+
+    let decls: Vec<Decl> = decls
+        .into_iter()
+        .map(|d| d.expect("no errors, so every node resolved"))
+        .collect();
+    let upstream: Vec<Vec<usize>> = decls.iter().map(Decl::upstream).collect();
+    let own: Vec<Profile> = decls.iter().map(|d| d.profile.profile).collect();
+    let guarantees = propagate_guarantees(&order, &upstream, &own);
+    let built = build_nodes(&mut cx, opts, &session, seed, &order, &decls);
+    if !cx.errors.is_empty() {
+        return Err(cx.errors);
+    }
+    let latency: Vec<usize> = built
+        .iter()
+        .map(|n| n.as_ref().map_or(0, |n| n.latency()))
+        .collect();
+    let align = compensate_latency(&order, &upstream, &latency);
+    if let SeedSource::Auto(s) = seed {
+        cx.warnings.push(Diagnostic::warning(
+            &scene.file,
+            None,
+            format!("no seed given; live chose seed {s} (pass --seed {s} to hear this again)"),
+        ));
+    }
+    let parts = Parts {
+        decls,
+        built,
+        latency,
+        guarantees,
+        align,
+        order,
+        main,
+        events,
+    };
+    Ok(assemble(cx, &session, seed, &timing, parts))
+}
+
+/// Pass 1, the session (DESIGN §4): the profile is `--profile`, else the
+/// scene's, else repro; the sample rate is the scene's unless the device
+/// forces another; the block size is `--block-size`, else the scene's
+/// `profile_config.block_size`, else the profile's default, and must lie in
+/// 1 … [`MAX_BLOCK_SIZE`]. `--seed` replaces the scene's seed.
+fn session_settings(cx: &mut Ctx<'_>, opts: &CompileOptions) -> Session {
+    let scene = cx.scene;
+    let profile = opts
         .profile
         .or(scene.profile)
         .or(scene.config.overrides.profile)
         .unwrap_or(Profile::Repro);
-    let sr = opts.sample_rate.unwrap_or(scene.sample_rate);
+    let sample_rate = opts.sample_rate.unwrap_or(scene.sample_rate);
     let block_size = opts
         .block_size
         .or(scene.config.block_size)
-        .unwrap_or(session.default_block_size());
+        .unwrap_or(profile.default_block_size());
     if block_size == 0 || block_size > MAX_BLOCK_SIZE {
         let (loc, what) = match opts.block_size {
             Some(_) => (None, "--block-size"),
@@ -149,15 +278,20 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             .with_help(format!("valid: 1 … {MAX_BLOCK_SIZE}")),
         );
     }
-    let seed_given = opts.seed.or(scene.seed);
+    Session {
+        profile,
+        sample_rate,
+        block_size,
+        seed_given: opts.seed.or(scene.seed),
+    }
+}
 
-    // --- nodes: op, profile, params -------------------------------------
-    let index: HashMap<&str, usize> = scene
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.id.as_str(), i))
-        .collect();
+/// Passes 2 and 3, node by node in declaration order (so each node's
+/// problems are reported together): its operator, its profile, its params.
+/// `None` for a node that cannot take part (unknown operator, a missing
+/// resource); its errors are already recorded.
+fn declare_nodes(cx: &mut Ctx<'_>, opts: &CompileOptions, session: &Session) -> Vec<Option<Decl>> {
+    let scene = cx.scene;
     let mut decls: Vec<Option<Decl>> = Vec::with_capacity(scene.nodes.len());
     let mut audio_cache: HashMap<PathBuf, Arc<AudioData>> = HashMap::new();
     for node in &scene.nodes {
@@ -172,132 +306,183 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             decls.push(None);
             continue;
         };
-        let module = node.module.map(|m| &scene.modules[m].overrides);
-        let mut o = node.overrides.clone();
-        if let Some(m) = module {
-            o = o.over(m);
-        }
-        let mut scene_level = scene.config.overrides.clone();
-        scene_level.profile = None;
-        o = o.over(&scene_level);
-        let profile = o.profile.unwrap_or(session);
-        let np = NodeProfile::resolve(profile, &o, scene.config.flush_to_zero);
-        let oloc = node
-            .overrides_loc
-            .clone()
-            .unwrap_or_else(|| node.loc.clone());
-        if profile == Profile::Strict && op.tier < Profile::Strict {
-            cx.error(
-                &oloc,
-                Some(&node.id),
-                format!("operator `{}` cannot be bit-exact, so it cannot run under strict (its tier is {})", op.name, op.tier),
-                Some("pin this node or its module to `repro` or `live`".to_string()),
-            );
-        }
-        if let Some(p) = &np.fft_provider {
-            match crate::dsp::fft::FftProvider::parse(p) {
-                None => cx.error(
-                    &oloc,
-                    Some(&node.id),
-                    format!("unknown fft_provider `{p}`"),
-                    Some("valid: reference, rustfft".to_string()),
-                ),
-                Some(crate::dsp::fft::FftProvider::RustFft) if profile == Profile::Strict => cx.error(
-                    &oloc,
-                    Some(&node.id),
-                    format!("fft_provider `{p}` cannot be bit-exact, so it is not allowed under strict"),
-                    Some("strict uses the bit-exact `reference` FFT; pin this node to repro or live to use rustfft".to_string()),
-                ),
-                Some(_) => {}
-            }
-        }
-        let mut values: Vec<Option<Value>> = op.params.iter().map(default_value).collect();
-        for p in &node.params {
-            let Some(pi) = op.param_index(&p.name) else {
-                cx.error(
-                    &p.loc,
-                    Some(&node.id),
-                    format!("operator `{}` has no param `{}`", op.name, p.name),
-                    Some(did_you_mean(&p.name, op.params.iter().map(|s| s.name))),
-                );
-                continue;
+        let np = resolve_profile(cx, node, op, session.profile);
+        let values = resolve_params(cx, node, op, &np, opts, session, &mut audio_cache);
+        decls.push(values.map(|values| {
+            let n_inputs = if op.variadic_inputs {
+                op.params
+                    .iter()
+                    .zip(&values)
+                    .find_map(|(s, v)| match (s.kind, v) {
+                        (ParamKind::Gains, Value::Gains(g)) => Some(g.len()),
+                        _ => None,
+                    })
+                    .unwrap_or(0)
+            } else {
+                op.inputs.len()
             };
-            let spec = &op.params[pi];
-            if matches!(spec.kind, ParamKind::Resource) {
-                match load_resource(&mut cx, &p.value, &p.loc, &node.id, opts, &mut audio_cache) {
-                    Some(a) => values[pi] = Some(Value::Resource(a)),
-                    None => values[pi] = None,
-                }
-                continue;
+            Decl {
+                op,
+                profile: np,
+                values,
+                n_inputs,
+                audio_in: Vec::new(),
+                param_in: vec![Vec::new(); op.params.len()],
             }
-            match resolve_param(spec, &p.value, sr) {
-                Ok(v) => values[pi] = Some(v),
-                Err(ParamError::WrongUnit(e)) => cx.wrong_unit(
-                    np.profile,
-                    &p.loc,
-                    &node.id,
-                    format!("param `{}`: {e}", p.name),
-                    "keeping its default",
-                ),
-                Err(ParamError::Invalid { message, help }) => {
-                    cx.error(&p.loc, Some(&node.id), message, help)
-                }
-            }
-        }
-        let mut missing = false;
-        for (i, spec) in op.params.iter().enumerate() {
-            if values[i].is_none() && matches!(spec.kind, ParamKind::Resource) {
-                if !node.params.iter().any(|p| p.name == spec.name) {
-                    cx.error(
-                        &node.loc,
-                        Some(&node.id),
-                        format!(
-                            "operator `{}` needs param `{}` (an \"@resource:NAME\" audio file)",
-                            op.name, spec.name
-                        ),
-                        None,
-                    );
-                }
-                missing = true;
-            }
-        }
-        if missing {
-            decls.push(None);
-            continue;
-        }
-        let values: Vec<Value> = values
-            .into_iter()
-            .map(|v| v.expect("checked above"))
-            .collect();
-        let n_inputs = if op.variadic_inputs {
-            op.params
-                .iter()
-                .zip(&values)
-                .find_map(|(s, v)| match (s.kind, v) {
-                    (ParamKind::Gains, Value::Gains(g)) => Some(g.len()),
-                    _ => None,
-                })
-                .unwrap_or(0)
-        } else {
-            op.inputs.len()
-        };
-        decls.push(Some(Decl {
-            op,
-            profile: np,
-            values,
-            n_inputs,
-            audio_in: Vec::new(),
-            param_in: vec![Vec::new(); op.params.len()],
         }));
     }
+    decls
+}
 
-    // --- edges --------------------------------------------------------------
+/// Pass 2, a node's profile (DESIGN §4): its own `profile_overrides` over
+/// its module's over the scene's `profile_config` (whose `profile` is the
+/// session's, already applied); the profile is the pinned one or the
+/// session's. An operator below strict's tier, or an FFT provider that is
+/// unknown or not bit-exact, cannot run under strict.
+fn resolve_profile(
+    cx: &mut Ctx<'_>,
+    node: &NodeDecl,
+    op: &OpSpec,
+    session: Profile,
+) -> NodeProfile {
+    let scene = cx.scene;
+    let module = node.module.map(|m| &scene.modules[m].overrides);
+    let mut o = node.overrides.clone();
+    if let Some(m) = module {
+        o = o.over(m);
+    }
+    let mut scene_level = scene.config.overrides.clone();
+    scene_level.profile = None;
+    o = o.over(&scene_level);
+    let profile = o.profile.unwrap_or(session);
+    let np = NodeProfile::resolve(profile, &o, scene.config.flush_to_zero);
+    let oloc = node
+        .overrides_loc
+        .clone()
+        .unwrap_or_else(|| node.loc.clone());
+    if profile == Profile::Strict && op.tier < Profile::Strict {
+        cx.error(
+            &oloc,
+            Some(&node.id),
+            format!(
+                "operator `{}` cannot be bit-exact, so it cannot run under strict (its tier is {})",
+                op.name, op.tier
+            ),
+            Some("pin this node or its module to `repro` or `live`".to_string()),
+        );
+    }
+    if let Some(p) = &np.fft_provider {
+        match FftProvider::parse(p) {
+            None => cx.error(
+                &oloc,
+                Some(&node.id),
+                format!("unknown fft_provider `{p}`"),
+                Some("valid: reference, rustfft".to_string()),
+            ),
+            Some(FftProvider::RustFft) if profile == Profile::Strict => cx.error(
+                &oloc,
+                Some(&node.id),
+                format!("fft_provider `{p}` cannot be bit-exact, so it is not allowed under strict"),
+                Some("strict uses the bit-exact `reference` FFT; pin this node to repro or live to use rustfft".to_string()),
+            ),
+            Some(_) => {}
+        }
+    }
+    np
+}
+
+/// Pass 3, a node's params (DESIGN §3): each known, in its unit and range
+/// (a wrong unit is an error under strict and repro, a warning under live
+/// that keeps the default), resources resolved and loaded once per file.
+/// Unset params take their defaults; `None` when a resource is missing.
+fn resolve_params(
+    cx: &mut Ctx<'_>,
+    node: &NodeDecl,
+    op: &OpSpec,
+    np: &NodeProfile,
+    opts: &CompileOptions,
+    session: &Session,
+    audio_cache: &mut HashMap<PathBuf, Arc<AudioData>>,
+) -> Option<Vec<Value>> {
+    let mut values: Vec<Option<Value>> = op.params.iter().map(default_value).collect();
+    for p in &node.params {
+        let Some(pi) = op.param_index(&p.name) else {
+            cx.error(
+                &p.loc,
+                Some(&node.id),
+                format!("operator `{}` has no param `{}`", op.name, p.name),
+                Some(did_you_mean(&p.name, op.params.iter().map(|s| s.name))),
+            );
+            continue;
+        };
+        let spec = &op.params[pi];
+        if matches!(spec.kind, ParamKind::Resource) {
+            match load_resource(cx, &p.value, &p.loc, &node.id, opts, audio_cache) {
+                Some(a) => values[pi] = Some(Value::Resource(a)),
+                None => values[pi] = None,
+            }
+            continue;
+        }
+        match resolve_param(spec, &p.value, session.sample_rate) {
+            Ok(v) => values[pi] = Some(v),
+            Err(ParamError::WrongUnit(e)) => cx.wrong_unit(
+                np.profile,
+                &p.loc,
+                &node.id,
+                format!("param `{}`: {e}", p.name),
+                "keeping its default",
+            ),
+            Err(ParamError::Invalid { message, help }) => {
+                cx.error(&p.loc, Some(&node.id), message, help)
+            }
+        }
+    }
+    let mut missing = false;
+    for (i, spec) in op.params.iter().enumerate() {
+        if values[i].is_none() && matches!(spec.kind, ParamKind::Resource) {
+            if !node.params.iter().any(|p| p.name == spec.name) {
+                cx.error(
+                    &node.loc,
+                    Some(&node.id),
+                    format!(
+                        "operator `{}` needs param `{}` (an \"@resource:NAME\" audio file)",
+                        op.name, spec.name
+                    ),
+                    None,
+                );
+            }
+            missing = true;
+        }
+    }
+    if missing {
+        return None;
+    }
+    Some(
+        values
+            .into_iter()
+            .map(|v| v.expect("checked above"))
+            .collect(),
+    )
+}
+
+/// Pass 4, edges and ports (DESIGN §3): both endpoints name nodes; a bare
+/// source is `out`, a bare destination `in`; a destination may also be a
+/// modulatable param, or `inK` of a variadic node (which grows its input
+/// count); the same edge twice is an error. Returns the graph (node weights
+/// are declaration indices, edge weights scene edge indices) and the edges
+/// that resolved.
+fn resolve_edges(
+    cx: &mut Ctx<'_>,
+    index: &HashMap<&str, usize>,
+    decls: &mut [Option<Decl>],
+) -> (DiGraph<usize, usize>, Vec<Edge>) {
+    let scene = cx.scene;
     let mut graph: DiGraph<usize, usize> = DiGraph::new();
     let gnodes: Vec<NodeIndex> = (0..scene.nodes.len()).map(|i| graph.add_node(i)).collect();
-    let mut resolved_edges: Vec<(usize, usize, usize, DestPort)> = Vec::new(); // (edge, src, src port, dest)
+    let mut resolved: Vec<Edge> = Vec::new();
     for (ei, edge) in scene.edges.iter().enumerate() {
-        let src = resolve_node(&mut cx, &index, &edge.from, &edge.loc, "from");
-        let dst = resolve_node(&mut cx, &index, &edge.to, &edge.loc, "to");
+        let src = resolve_node(cx, index, &edge.from, &edge.loc, "from");
+        let dst = resolve_node(cx, index, &edge.to, &edge.loc, "to");
         let (Some(src), Some(dst)) = (src, dst) else {
             continue;
         };
@@ -368,30 +553,41 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         };
         // The same edge twice would double the signal: almost surely a
         // slip, and silently merging it would hide one.
-        if let Some((first, ..)) = resolved_edges.iter().find(|(e, s, p, d)| {
-            *s == src && *p == src_port && *d == dest && resolve_dst(scene, &index, *e) == &dst
-        }) {
-            let edge = &scene.edges[ei];
+        if let Some(first) = resolved
+            .iter()
+            .find(|e| e.src == src && e.src_port == src_port && e.dest == dest && e.dst == dst)
+        {
             cx.error(
                 &edge.loc,
                 Some(&edge.to.node),
                 format!(
-                    "edge `{} → {}` is written twice (edges[{first}] and edges[{ei}])",
-                    edge.from, edge.to
+                    "edge `{} → {}` is written twice (edges[{}] and edges[{ei}])",
+                    edge.from, edge.to, first.index
                 ),
                 Some("remove one; to make the signal louder, use a `gain` node".to_string()),
             );
             continue;
         }
         graph.add_edge(gnodes[src], gnodes[dst], ei);
-        resolved_edges.push((ei, src, src_port, dest));
+        resolved.push(Edge {
+            index: ei,
+            src,
+            src_port,
+            dst,
+            dest,
+        });
     }
+    (graph, resolved)
+}
 
-    // --- cycles ---------------------------------------------------------------
-    for scc in petgraph::algo::tarjan_scc(&graph) {
+/// Pass 5, cycles (DESIGN §3): the graph must be acyclic (feedback lives
+/// inside operators); each cycle is an error naming its nodes in order.
+fn reject_cycles(cx: &mut Ctx<'_>, graph: &DiGraph<usize, usize>) {
+    let scene = cx.scene;
+    for scc in petgraph::algo::tarjan_scc(graph) {
         let self_loop = scc.len() == 1 && graph.contains_edge(scc[0], scc[0]);
         if scc.len() > 1 || self_loop {
-            let cycle = cycle_path(&graph, &scc);
+            let cycle = cycle_path(graph, &scc);
             let names: Vec<&str> = cycle
                 .iter()
                 .map(|&i| scene.nodes[graph[i]].id.as_str())
@@ -405,9 +601,13 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             );
         }
     }
+}
 
-    // --- schedule (Kahn, ties by declaration order) --------------------------
-    let n = scene.nodes.len();
+/// Pass 6, the schedule: a topological order by Kahn's algorithm, ties
+/// broken by declaration order, so the same scene always runs in the same
+/// order. Nodes on a cycle are left out (the cycle is already an error).
+fn schedule(graph: &DiGraph<usize, usize>) -> Vec<usize> {
+    let n = graph.node_count();
     let mut indeg = vec![0usize; n];
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
     for e in graph.edge_indices() {
@@ -426,24 +626,25 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             }
         }
     }
-    let mut position = vec![usize::MAX; n];
-    for (k, &i) in order.iter().enumerate() {
-        position[i] = k;
-    }
+    order
+}
 
-    // Wire inputs now that every variadic node knows its input count.
+/// Pass 7, wiring: every input (and modulated param) gets its sources, now
+/// that each variadic node knows its input count, summed in a fixed order
+/// (DESIGN §3): sorted by (source id, source port), whatever the file's
+/// edge order.
+fn wire_inputs(scene: &Scene, decls: &mut [Option<Decl>], edges: &[Edge]) {
     for d in decls.iter_mut().flatten() {
         d.audio_in = vec![Vec::new(); d.n_inputs];
     }
-    for (ei, src, src_port, dest) in &resolved_edges {
-        if let Some(d) = decls[*resolve_dst(scene, &index, *ei)].as_mut() {
-            match dest {
-                DestPort::Audio(i) => d.audio_in[*i].push((*src, *src_port)),
-                DestPort::Param(p) => d.param_in[*p].push((*src, *src_port)),
+    for e in edges {
+        if let Some(d) = decls[e.dst].as_mut() {
+            match e.dest {
+                DestPort::Audio(i) => d.audio_in[i].push((e.src, e.src_port)),
+                DestPort::Param(p) => d.param_in[p].push((e.src, e.src_port)),
             }
         }
     }
-    // Summing order: sorted by (source id, source port).
     for d in decls.iter_mut().flatten() {
         for list in d.audio_in.iter_mut().chain(d.param_in.iter_mut()) {
             list.sort_by(|a, b| {
@@ -451,31 +652,29 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             });
         }
     }
+}
 
-    // A cast node's `to` sets its precision.
+/// Pass 8, casts (DESIGN §4): a node whose params set its precision (a
+/// `cast`'s `to`, see `OpSpec::precision_param`) runs at it; then every
+/// edge between precisions is judged by the consuming node's profile:
+/// strict allows none implicitly, repro only widening, live all (narrowing
+/// warned). Edges into a precision-setting node are explicit casts.
+fn resolve_casts(cx: &mut Ctx<'_>, decls: &mut [Option<Decl>], edges: &[Edge]) {
     for d in decls.iter_mut().flatten() {
-        if d.op.name == "cast" {
-            if let Some(Value::Enum(i)) = d.values.first() {
-                d.profile.precision = if *i == 0 {
-                    Precision::F32
-                } else {
-                    Precision::F64
-                };
-            }
+        if let Some(p) = d.op.own_precision(&d.values) {
+            d.profile.precision = p;
         }
     }
-
-    // --- cast rules (judged by the consuming node's profile) -----------------
-    for (ei, src, _, _) in &resolved_edges {
-        let dst = *resolve_dst(scene, &index, *ei);
-        let (Some(s), Some(d)) = (decls[*src].as_ref(), decls[dst].as_ref()) else {
+    let scene = cx.scene;
+    for e in edges {
+        let (Some(s), Some(d)) = (decls[e.src].as_ref(), decls[e.dst].as_ref()) else {
             continue;
         };
         let (sp, dp) = (s.profile.precision, d.profile.precision);
-        if sp == dp || d.op.name == "cast" {
+        if sp == dp || d.op.precision_param.is_some() {
             continue;
         }
-        let edge = &scene.edges[*ei];
+        let edge = &scene.edges[e.index];
         let narrowing = sp == Precision::F64 && dp == Precision::F32;
         let msg = format!(
             "edge {} → {} changes precision {} → {} implicitly",
@@ -514,8 +713,18 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             _ => {}
         }
     }
+}
 
-    // --- outputs ---------------------------------------------------------------
+/// Pass 9, outputs (DESIGN §3): the `main` bus must exist and have
+/// channels, each an existing output port. Sources are declaration indices
+/// with no delay yet.
+fn resolve_outputs(
+    cx: &mut Ctx<'_>,
+    index: &HashMap<&str, usize>,
+    decls: &[Option<Decl>],
+) -> Vec<SourceRef> {
+    let scene = cx.scene;
+    let top = Loc::path("");
     let mut main = Vec::new();
     match scene.outputs.iter().find(|b| b.name == "main") {
         None => {
@@ -544,7 +753,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         }
         Some(bus) => {
             for (ep, loc) in &bus.channels {
-                let Some(i) = resolve_node(&mut cx, &index, ep, loc, "output") else {
+                let Some(i) = resolve_node(cx, index, ep, loc, "output") else {
                     continue;
                 };
                 let Some(d) = decls[i].as_ref() else { continue };
@@ -568,8 +777,14 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             }
         }
     }
+    main
+}
 
-    // --- seed -------------------------------------------------------------------
+/// Pass 10, the seed (DESIGN §4, RNG): the given one; else, when a node
+/// draws noise, strict and repro require one and live picks one from the
+/// clock (reported so the session can be heard again).
+fn choose_seed(cx: &mut Ctx<'_>, decls: &[Option<Decl>], seed_given: Option<u64>) -> SeedSource {
+    let scene = cx.scene;
     let mut seed = match seed_given {
         Some(s) => SeedSource::Given(s),
         None => SeedSource::None,
@@ -593,8 +808,25 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             seed = SeedSource::Auto(auto_seed());
         }
     }
+    seed
+}
 
-    // --- events -----------------------------------------------------------------
+/// Pass 11, events (DESIGN §4, events): each targets a node and a param an
+/// event may set (`ParamSpec::settable_by_events`), with a value in the
+/// param's unit and a ramp only on numbers; its exact time lands on the
+/// sample clock by the node's profile (off the grid: an error, snapped to
+/// the nearest sample, or taken at its block), then block-accurate
+/// profiles move it to its block's start. Sorted by sample; ties keep file
+/// order. Nodes are declaration indices.
+fn place_events(
+    cx: &mut Ctx<'_>,
+    index: &HashMap<&str, usize>,
+    decls: &[Option<Decl>],
+    session: &Session,
+) -> Vec<PlanEvent> {
+    let scene = cx.scene;
+    let sr = session.sample_rate;
+    let block_size = session.block_size;
     let mut events: Vec<(u64, usize, PlanEvent)> = Vec::new();
     for ev in &scene.events {
         let Some(&ni) = index.get(ev.node.as_str()) else {
@@ -623,7 +855,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
             continue;
         };
         let spec = &d.op.params[pi];
-        if !ops::event_settable(d.op, pi) {
+        if !spec.settable_by_events {
             cx.error(
                 &ev.loc,
                 Some(&ev.node),
@@ -759,40 +991,62 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         ));
     }
     events.sort_by_key(|(s, i, _)| (*s, *i));
+    events.into_iter().map(|(_, _, e)| e).collect()
+}
 
-    let duration = scene.duration.and_then(|t| time_to_samples(t, sr));
-    let edit_ramp = scene
-        .edit
-        .ramp
-        .and_then(|t| time_to_samples(t, sr))
-        .unwrap_or(sr as u64 * DEFAULT_EDIT_RAMP_MS / 1000);
-    let crossfade = scene
-        .edit
-        .crossfade
-        .and_then(|t| time_to_samples(t, sr))
-        .unwrap_or(sr as u64 * DEFAULT_CROSSFADE_MS / 1000);
-
-    if !cx.errors.is_empty() {
-        let mut all = cx.errors;
-        all.extend(cx.warnings);
-        return Err(all);
+/// Pass 12, the scene's lengths in samples (exact decimals, rounded half to
+/// even): its `duration`, and how long live edits glide (a node's own
+/// `ramp` wins, see `build_nodes`) and crossfade.
+fn edit_timing(scene: &Scene, sr: u32) -> EditTiming {
+    EditTiming {
+        duration: scene.duration.and_then(|t| time_to_samples(t, sr)),
+        edit_ramp: scene
+            .edit
+            .ramp
+            .and_then(|t| time_to_samples(t, sr))
+            .unwrap_or(sr as u64 * DEFAULT_EDIT_RAMP_MS / 1000),
+        crossfade: scene
+            .edit
+            .crossfade
+            .and_then(|t| time_to_samples(t, sr))
+            .unwrap_or(sr as u64 * DEFAULT_CROSSFADE_MS / 1000),
     }
+}
 
-    // --- build, in schedule order -----------------------------------------------
-    let seed_value = seed.value();
-    let mut nodes = Vec::with_capacity(n);
-    let mut guarantees = vec![Profile::Strict; n];
-    let mut out_latency = vec![0usize; n];
-    for &i in &order {
-        let d = decls[i].take().expect("no errors, so every node resolved");
-        let decl = &scene.nodes[i];
-        let mut g = d.profile.profile;
-        for list in d.audio_in.iter().chain(&d.param_in) {
-            for (s, _) in list {
-                g = g.min(guarantees[*s]);
-            }
+/// Pass 13, guarantees (DESIGN §4): a node's guarantee is the weakest
+/// profile among itself and everything upstream of it. `upstream[i]` lists
+/// the nodes feeding node `i`; `order` is the schedule, so every source is
+/// settled before the nodes it feeds. Indexed like `own`.
+fn propagate_guarantees(order: &[usize], upstream: &[Vec<usize>], own: &[Profile]) -> Vec<Profile> {
+    let mut guarantees = own.to_vec();
+    for &i in order {
+        for &s in &upstream[i] {
+            guarantees[i] = guarantees[i].min(guarantees[s]);
         }
-        guarantees[i] = g;
+    }
+    guarantees
+}
+
+/// Pass 14, build (DESIGN §6): every node prepared at its precision and
+/// math policy, in schedule order, with its noise hash from the session
+/// seed, its id and its local `seed` param. Skipped for `check` (nothing is
+/// built, latencies read 0). Indexed by declaration.
+fn build_nodes(
+    cx: &mut Ctx<'_>,
+    opts: &CompileOptions,
+    session: &Session,
+    seed: SeedSource,
+    order: &[usize],
+    decls: &[Decl],
+) -> Vec<Option<AnyNode>> {
+    let mut built: Vec<Option<AnyNode>> = (0..decls.len()).map(|_| None).collect();
+    if opts.skip_build {
+        return built;
+    }
+    let scene = cx.scene;
+    for &i in order {
+        let d = &decls[i];
+        let decl = &scene.nodes[i];
         let local_seed =
             d.op.param_index("seed")
                 .and_then(|k| match d.values[k] {
@@ -800,114 +1054,163 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
                     _ => None,
                 })
                 .unwrap_or(0);
-        let node = if opts.skip_build {
-            None
-        } else {
-            let bcx = BuildCtx {
-                node_id: &decl.id,
-                sample_rate: sr as f64,
-                max_block: block_size,
-                values: &d.values,
-                n_inputs: d.n_inputs,
-                noise_hash: crate::dsp::rng::hash64(seed_value, &decl.id, local_seed),
-                profile: &d.profile,
+        let bcx = BuildCtx {
+            node_id: &decl.id,
+            sample_rate: session.sample_rate as f64,
+            max_block: session.block_size,
+            values: &d.values,
+            n_inputs: d.n_inputs,
+            noise_hash: crate::dsp::rng::hash64(seed.value(), &decl.id, local_seed),
+            profile: &d.profile,
+        };
+        match (d.op.build)(&bcx, d.profile.precision, d.profile.math) {
+            Ok(node) => built[i] = Some(node),
+            Err(e) => cx.error(
+                &decl.loc,
+                Some(&decl.id),
+                format!("cannot build `{}`: {e}", d.op.name),
+                None,
+            ),
+        }
+    }
+    built
+}
+
+/// Where each node's inputs meet, after latency compensation.
+struct Alignment {
+    /// Per node, when its inputs arrive: the latest of its sources.
+    arrival: Vec<usize>,
+    /// Per node, samples from the scene's sources to its output: its
+    /// arrival plus its own latency.
+    output: Vec<usize>,
+}
+
+impl Alignment {
+    /// The delay that makes a source `s` of node `i` arrive with the others.
+    fn delay(&self, i: usize, s: usize) -> usize {
+        self.arrival[i] - self.output[s]
+    }
+}
+
+/// Pass 15, latency compensation (DESIGN §5): where paths of different
+/// latency meet, the shorter ones are delayed so every input of a node
+/// arrives as late as its latest. Follows the build, because a node's
+/// latency is what the built node reports (an oversampler's filters, an
+/// STFT's frame). Indexed like `latency`.
+fn compensate_latency(order: &[usize], upstream: &[Vec<usize>], latency: &[usize]) -> Alignment {
+    let mut arrival = vec![0usize; latency.len()];
+    let mut output = vec![0usize; latency.len()];
+    for &i in order {
+        arrival[i] = upstream[i].iter().map(|&s| output[s]).max().unwrap_or(0);
+        output[i] = arrival[i] + latency[i];
+    }
+    Alignment { arrival, output }
+}
+
+/// What the last pass puts together, indexed by declaration.
+struct Parts {
+    decls: Vec<Decl>,
+    built: Vec<Option<AnyNode>>,
+    latency: Vec<usize>,
+    guarantees: Vec<Profile>,
+    align: Alignment,
+    order: Vec<usize>,
+    /// Main-bus sources, by declaration.
+    main: Vec<SourceRef>,
+    /// Events, by declaration.
+    events: Vec<PlanEvent>,
+}
+
+/// Pass 16, the plan: nodes in schedule order, every source renumbered to
+/// its schedule position and given its alignment delay, the main bus
+/// aligned to its latest channel.
+fn assemble(
+    cx: Ctx<'_>,
+    session: &Session,
+    seed: SeedSource,
+    timing: &EditTiming,
+    parts: Parts,
+) -> Plan {
+    let scene = cx.scene;
+    let sr = session.sample_rate;
+    let Parts {
+        decls,
+        mut built,
+        latency,
+        guarantees,
+        align,
+        order,
+        main,
+        events,
+    } = parts;
+    let mut position = vec![usize::MAX; decls.len()];
+    for (k, &i) in order.iter().enumerate() {
+        position[i] = k;
+    }
+    let nodes = order
+        .iter()
+        .map(|&i| {
+            let d = &decls[i];
+            let decl = &scene.nodes[i];
+            let remap = |list: &Vec<(usize, usize)>| -> Vec<SourceRef> {
+                list.iter()
+                    .map(|&(s, p)| SourceRef {
+                        node: position[s],
+                        port: p,
+                        delay: align.delay(i, s),
+                    })
+                    .collect()
             };
-            match (d.op.build)(&bcx, d.profile.precision, d.profile.math) {
-                Ok(node) => Some(node),
-                Err(e) => {
-                    cx.error(
-                        &decl.loc,
-                        Some(&decl.id),
-                        format!("cannot build `{}`: {e}", d.op.name),
-                        None,
-                    );
-                    None
-                }
+            PlanNode {
+                id: decl.id.clone(),
+                op: d.op,
+                module: decl.module.map(|m| scene.modules[m].id.clone()),
+                profile: d.profile.clone(),
+                guarantee: guarantees[i],
+                values: d.values.clone(),
+                inputs: d.audio_in.iter().map(remap).collect(),
+                param_inputs: d.param_in.iter().map(remap).collect(),
+                node: built[i].take(),
+                latency: latency[i],
+                output_latency: align.output[i],
+                edit_ramp: decl
+                    .ramp
+                    .and_then(|t| time_to_samples(t, sr))
+                    .unwrap_or(timing.edit_ramp),
             }
-        };
-        let latency = node.as_ref().map_or(0, |n| n.latency());
-        // Latency compensation: every input arrives as late as the latest one.
-        let arrival = d
-            .audio_in
-            .iter()
-            .chain(&d.param_in)
-            .flatten()
-            .map(|(s, _)| out_latency[*s])
-            .max()
-            .unwrap_or(0);
-        out_latency[i] = arrival + latency;
-        let remap = |list: &Vec<(usize, usize)>| -> Vec<SourceRef> {
-            list.iter()
-                .map(|(s, p)| SourceRef {
-                    node: position[*s],
-                    port: *p,
-                    delay: arrival - out_latency[*s],
-                })
-                .collect()
-        };
-        nodes.push(PlanNode {
-            id: decl.id.clone(),
-            op: d.op,
-            module: decl.module.map(|m| scene.modules[m].id.clone()),
-            profile: d.profile.clone(),
-            guarantee: g,
-            values: d.values.clone(),
-            inputs: d.audio_in.iter().map(remap).collect(),
-            param_inputs: d.param_in.iter().map(remap).collect(),
-            node,
-            latency,
-            output_latency: out_latency[i],
-            edit_ramp: decl
-                .ramp
-                .and_then(|t| time_to_samples(t, sr))
-                .unwrap_or(edit_ramp),
-        });
-    }
-    if !cx.errors.is_empty() {
-        return Err(cx.errors);
-    }
-    let latency = main.iter().map(|s| out_latency[s.node]).max().unwrap_or(0);
+        })
+        .collect();
+    let bus_latency = main.iter().map(|s| align.output[s.node]).max().unwrap_or(0);
     let main = main
         .into_iter()
         .map(|s| SourceRef {
             node: position[s.node],
             port: s.port,
-            delay: latency - out_latency[s.node],
+            delay: bus_latency - align.output[s.node],
         })
         .collect();
     let events = events
         .into_iter()
-        .map(|(_, _, mut e)| {
+        .map(|mut e| {
             e.node = position[e.node];
             e
         })
         .collect();
-    if let SeedSource::Auto(s) = seed {
-        cx.warnings.push(Diagnostic::warning(
-            &scene.file,
-            None,
-            format!("no seed given; live chose seed {s} (pass --seed {s} to hear this again)"),
-        ));
-    }
-    Ok(Plan {
+    Plan {
         file: scene.file.clone(),
-        session_profile: session,
+        session_profile: session.profile,
         sample_rate: sr,
-        block_size,
+        block_size: session.block_size,
         seed,
-        duration,
+        duration: timing.duration,
         nodes,
         main,
-        latency,
+        latency: bus_latency,
         events,
-        crossfade,
+        crossfade: timing.crossfade,
         resources: cx.resources,
         warnings: cx.warnings,
-    })
-}
-
-fn resolve_dst<'a>(scene: &Scene, index: &'a HashMap<&str, usize>, edge: usize) -> &'a usize {
-    &index[scene.edges[edge].to.node.as_str()]
+    }
 }
 
 fn resolve_node(
@@ -1046,4 +1349,447 @@ fn auto_seed() -> u64 {
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     crate::dsp::rng::mix64(nanos) >> 16
+}
+
+/// One test per pass, each driving the passes before it on a small scene.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::load_str;
+
+    fn scene(text: &str) -> Scene {
+        load_str(text, "t.json", None).expect("the scene loads")
+    }
+
+    fn ctx(scene: &Scene) -> Ctx<'_> {
+        Ctx {
+            scene,
+            errors: Vec::new(),
+            warnings: scene.warnings.clone(),
+            resources: Vec::new(),
+        }
+    }
+
+    fn with_profile(p: Profile) -> CompileOptions {
+        CompileOptions {
+            profile: Some(p),
+            ..CompileOptions::default()
+        }
+    }
+
+    fn errors(cx: &Ctx<'_>) -> Vec<String> {
+        cx.errors.iter().map(|d| d.message.clone()).collect()
+    }
+
+    /// A scene of `nodes` and `edges` (JSON array bodies) playing `main`.
+    fn graph_scene(nodes: &str, edges: &str, main: &str) -> Scene {
+        scene(&format!(
+            r#"{{ "version": "1.0", "seed": 1, "nodes": [ {nodes} ], "edges": [ {edges} ],
+                 "outputs": {{ "main": [{main}] }} }}"#
+        ))
+    }
+
+    /// Passes 1–7 on `scene`, as `compile` runs them.
+    fn declared<'a>(
+        scene: &'a Scene,
+        opts: &CompileOptions,
+    ) -> (Ctx<'a>, Session, Vec<Option<Decl>>, Vec<Edge>, Vec<usize>) {
+        let mut cx = ctx(scene);
+        let session = session_settings(&mut cx, opts);
+        let index: HashMap<&str, usize> = scene
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.as_str(), i))
+            .collect();
+        let mut decls = declare_nodes(&mut cx, opts, &session);
+        let (graph, edges) = resolve_edges(&mut cx, &index, &mut decls);
+        reject_cycles(&mut cx, &graph);
+        let order = schedule(&graph);
+        wire_inputs(scene, &mut decls, &edges);
+        (cx, session, decls, edges, order)
+    }
+
+    #[test]
+    fn session_block_size_comes_from_the_flag_then_the_scene_then_the_profile() {
+        let s = scene(
+            r#"{ "version": "1.0", "profile": "live", "profile_config": { "block_size": 256 },
+                 "nodes": [ { "id": "o", "op": "sine" } ], "outputs": { "main": ["o"] } }"#,
+        );
+        let mut cx = ctx(&s);
+        let got = session_settings(&mut cx, &CompileOptions::default());
+        assert_eq!((got.profile, got.block_size), (Profile::Live, 256));
+        let opts = CompileOptions {
+            block_size: Some(32),
+            profile: Some(Profile::Strict),
+            ..CompileOptions::default()
+        };
+        let got = session_settings(&mut cx, &opts);
+        assert_eq!((got.profile, got.block_size), (Profile::Strict, 32));
+        let bare = graph_scene(r#"{ "id": "o", "op": "sine" }"#, "", r#""o""#);
+        let mut cx = ctx(&bare);
+        let got = session_settings(&mut cx, &CompileOptions::default());
+        assert_eq!((got.profile, got.block_size), (Profile::Repro, 128));
+        assert!(cx.errors.is_empty());
+        let opts = CompileOptions {
+            block_size: Some(MAX_BLOCK_SIZE + 1),
+            ..CompileOptions::default()
+        };
+        session_settings(&mut cx, &opts);
+        assert_eq!(errors(&cx), ["--block-size 8193 is out of range"]);
+    }
+
+    #[test]
+    fn a_node_pin_wins_over_its_module_which_wins_over_the_session() {
+        let s = scene(
+            r#"{ "version": "1.0", "profile": "live",
+                 "nodes": [ { "id": "free", "op": "sine" },
+                            { "id": "wide", "op": "sine", "profile_overrides": { "precision": "f64" } } ],
+                 "modules": [ { "id": "m", "profile": "strict", "nodes": [
+                     { "id": "pinned", "op": "sine" },
+                     { "id": "back", "op": "sine", "profile_overrides": { "profile": "repro" } } ] } ],
+                 "outputs": { "main": ["free"] } }"#,
+        );
+        let (cx, _, decls, _, _) = declared(&s, &CompileOptions::default());
+        assert!(cx.errors.is_empty(), "{:?}", errors(&cx));
+        let get = |id: &str| {
+            let i = s.nodes.iter().position(|n| n.id == id).unwrap();
+            let p = &decls[i].as_ref().unwrap().profile;
+            (p.profile, p.precision)
+        };
+        assert_eq!(get("free"), (Profile::Live, Precision::F32));
+        assert_eq!(get("wide"), (Profile::Live, Precision::F64));
+        assert_eq!(get("pinned"), (Profile::Strict, Precision::F64));
+        assert_eq!(get("back"), (Profile::Repro, Precision::F32));
+    }
+
+    #[test]
+    fn strict_rejects_a_provider_that_is_not_bit_exact() {
+        let s = graph_scene(
+            r#"{ "id": "g", "op": "spectral_gate", "profile_overrides": { "fft_provider": "rustfft" } }"#,
+            "",
+            r#""g""#,
+        );
+        let (cx, ..) = declared(&s, &with_profile(Profile::Strict));
+        assert_eq!(
+            errors(&cx),
+            ["fft_provider `rustfft` cannot be bit-exact, so it is not allowed under strict"]
+        );
+        let (cx, ..) = declared(&s, &with_profile(Profile::Repro));
+        assert!(cx.errors.is_empty());
+    }
+
+    #[test]
+    fn a_wrong_unit_is_an_error_except_under_live_where_the_default_stays() {
+        let s = graph_scene(
+            r#"{ "id": "o", "op": "sine", "params": { "freq": "3s" } }"#,
+            "",
+            r#""o""#,
+        );
+        let (cx, _, decls, ..) = declared(&s, &with_profile(Profile::Repro));
+        assert_eq!(cx.errors.len(), 1, "{:?}", errors(&cx));
+        let (cx, _, decls_live, ..) = declared(&s, &with_profile(Profile::Live));
+        assert!(cx.errors.is_empty());
+        assert_eq!(cx.warnings.len(), 1);
+        assert!(cx.warnings[0].message.ends_with("keeping its default"));
+        assert_eq!(
+            decls_live[0].as_ref().unwrap().values[0],
+            Value::Number(440.0)
+        );
+        assert!(decls[0].is_some(), "a wrong unit still declares the node");
+    }
+
+    #[test]
+    fn edges_resolve_bare_endpoints_params_and_variadic_inputs() {
+        let s = graph_scene(
+            r#"{ "id": "a", "op": "saw" }, { "id": "l", "op": "sine" },
+               { "id": "f", "op": "biquad" }, { "id": "m", "op": "mix" }"#,
+            r#"{ "from": "a", "to": "f" }, { "from": "l", "to": "f:cutoff" },
+               { "from": "f", "to": "m:in3" }"#,
+            r#""m""#,
+        );
+        let (cx, _, decls, edges, _) = declared(&s, &CompileOptions::default());
+        assert!(cx.errors.is_empty(), "{:?}", errors(&cx));
+        let dests: Vec<(usize, usize, usize, DestPort)> = edges
+            .iter()
+            .map(|e| (e.src, e.src_port, e.dst, e.dest))
+            .collect();
+        let cutoff = ops::lookup("biquad").unwrap().index_of("cutoff");
+        assert_eq!(
+            dests,
+            [
+                (0, 0, 2, DestPort::Audio(0)),
+                (1, 0, 2, DestPort::Param(cutoff)),
+                (2, 0, 3, DestPort::Audio(3))
+            ]
+        );
+        assert_eq!(
+            decls[3].as_ref().unwrap().n_inputs,
+            4,
+            "in3 makes four inputs"
+        );
+
+        let twice = graph_scene(
+            r#"{ "id": "a", "op": "saw" }, { "id": "g", "op": "gain" }"#,
+            r#"{ "from": "a", "to": "g" }, { "from": "a:out", "to": "g:in" }"#,
+            r#""g""#,
+        );
+        let (cx, ..) = declared(&twice, &CompileOptions::default());
+        assert_eq!(
+            errors(&cx),
+            ["edge `a:out → g:in` is written twice (edges[0] and edges[1])"]
+        );
+    }
+
+    #[test]
+    fn a_cycle_is_an_error_naming_its_nodes_in_order() {
+        let s = graph_scene(
+            r#"{ "id": "src", "op": "saw" }, { "id": "x", "op": "gain" }, { "id": "y", "op": "gain" }"#,
+            r#"{ "from": "src", "to": "x" }, { "from": "x", "to": "y" }, { "from": "y", "to": "x:gain" }"#,
+            r#""y""#,
+        );
+        let (cx, ..) = declared(&s, &CompileOptions::default());
+        assert_eq!(errors(&cx), ["the graph has a cycle: x → y → x"]);
+    }
+
+    #[test]
+    fn the_schedule_is_topological_with_ties_in_declaration_order() {
+        // 0 ← 2, 0 ← 1, 3 free: 1 and 2 and 3 are ready at once.
+        let mut g: DiGraph<usize, usize> = DiGraph::new();
+        let n: Vec<NodeIndex> = (0..4).map(|i| g.add_node(i)).collect();
+        g.add_edge(n[2], n[0], 0);
+        g.add_edge(n[1], n[0], 1);
+        assert_eq!(schedule(&g), [1, 2, 0, 3]);
+        g.add_edge(n[3], n[1], 2);
+        assert_eq!(schedule(&g), [2, 3, 1, 0]);
+    }
+
+    #[test]
+    fn inputs_sum_in_source_id_order_whatever_the_file_order() {
+        let s = graph_scene(
+            r#"{ "id": "z", "op": "saw" }, { "id": "a", "op": "sine" }, { "id": "g", "op": "gain" }"#,
+            r#"{ "from": "z", "to": "g" }, { "from": "a", "to": "g" }"#,
+            r#""g""#,
+        );
+        let (cx, _, decls, ..) = declared(&s, &CompileOptions::default());
+        assert!(cx.errors.is_empty());
+        // Declaration indices: z = 0, a = 1; a sorts first.
+        assert_eq!(decls[2].as_ref().unwrap().audio_in, [vec![(1, 0), (0, 0)]]);
+    }
+
+    #[test]
+    fn casts_are_explicit_under_strict_and_a_cast_node_sets_its_precision() {
+        let implicit = graph_scene(
+            r#"{ "id": "o", "op": "sine" },
+               { "id": "g", "op": "gain", "profile_overrides": { "precision": "f32" } }"#,
+            r#"{ "from": "o", "to": "g" }"#,
+            r#""g""#,
+        );
+        let (mut cx, _, mut decls, edges, _) = declared(&implicit, &with_profile(Profile::Strict));
+        resolve_casts(&mut cx, &mut decls, &edges);
+        assert_eq!(
+            errors(&cx),
+            ["edge o → g changes precision f64 → f32 implicitly, which strict does not allow"]
+        );
+        let explicit = graph_scene(
+            r#"{ "id": "o", "op": "sine" }, { "id": "c", "op": "cast", "params": { "to": "f32" } },
+               { "id": "g", "op": "gain", "profile_overrides": { "precision": "f32" } }"#,
+            r#"{ "from": "o", "to": "c" }, { "from": "c", "to": "g" }"#,
+            r#""g""#,
+        );
+        let (mut cx, _, mut decls, edges, _) = declared(&explicit, &with_profile(Profile::Strict));
+        resolve_casts(&mut cx, &mut decls, &edges);
+        assert!(cx.errors.is_empty(), "{:?}", errors(&cx));
+        assert_eq!(decls[1].as_ref().unwrap().profile.precision, Precision::F32);
+        // Live allows the narrowing, with a warning.
+        let (mut cx, _, mut decls, edges, _) = declared(&implicit, &with_profile(Profile::Live));
+        decls[0].as_mut().unwrap().profile.precision = Precision::F64;
+        resolve_casts(&mut cx, &mut decls, &edges);
+        assert!(cx.errors.is_empty());
+        assert!(cx.warnings.iter().any(|w| w.message.ends_with("(lossy)")));
+    }
+
+    #[test]
+    fn the_main_bus_must_exist() {
+        // The loader already insists on `main`; compile does not rely on it.
+        let mut s = graph_scene(r#"{ "id": "o", "op": "sine" }"#, "", r#""o""#);
+        s.outputs[0].name = "aux".to_string();
+        let (mut cx, _, decls, ..) = declared(&s, &CompileOptions::default());
+        let index = HashMap::from([("o", 0)]);
+        assert!(resolve_outputs(&mut cx, &index, &decls).is_empty());
+        assert_eq!(errors(&cx), ["the scene has no `main` output bus"]);
+        let s = graph_scene(r#"{ "id": "p", "op": "pan" }"#, "", r#""p:right", "p""#);
+        let (mut cx, _, decls, ..) = declared(&s, &CompileOptions::default());
+        let index = HashMap::from([("p", 0)]);
+        let main = resolve_outputs(&mut cx, &index, &decls);
+        assert_eq!(main.iter().map(|s| s.port).collect::<Vec<_>>(), [1]);
+        assert_eq!(errors(&cx), ["`p`: operator `pan` has no output `out`"]);
+    }
+
+    #[test]
+    fn noise_needs_a_seed_except_under_live_which_picks_one() {
+        let s = scene(
+            r#"{ "version": "1.0", "nodes": [ { "id": "n", "op": "noise" } ],
+                 "outputs": { "main": ["n"] } }"#,
+        );
+        let (mut cx, _, decls, ..) = declared(&s, &with_profile(Profile::Repro));
+        assert_eq!(choose_seed(&mut cx, &decls, None), SeedSource::None);
+        assert_eq!(cx.errors.len(), 1);
+        assert_eq!(choose_seed(&mut cx, &decls, Some(7)), SeedSource::Given(7));
+        let (mut cx, _, decls, ..) = declared(&s, &with_profile(Profile::Live));
+        assert!(matches!(
+            choose_seed(&mut cx, &decls, None),
+            SeedSource::Auto(_)
+        ));
+        assert!(cx.errors.is_empty());
+    }
+
+    #[test]
+    fn events_land_on_the_clock_by_profile_and_keep_file_order_on_ties() {
+        let s = scene(
+            r#"{ "version": "1.0", "nodes": [ { "id": "v", "op": "dc" } ], "outputs": { "main": ["v"] },
+                 "events": [ { "time": "1.01ms", "node": "v", "param": "value", "value": 2 },
+                             { "time": "48samples", "node": "v", "param": "value", "value": 1 },
+                             { "time": "10samples", "node": "v", "param": "value", "value": 3, "ramp": "1ms" } ] }"#,
+        );
+        let index = HashMap::from([("v", 0)]);
+        let place = |p: Profile, block: usize| {
+            let opts = CompileOptions {
+                profile: Some(p),
+                block_size: Some(block),
+                ..CompileOptions::default()
+            };
+            let (mut cx, session, decls, ..) = declared(&s, &opts);
+            let events = place_events(&mut cx, &index, &decls, &session);
+            (errors(&cx), events)
+        };
+        let sample_and_value = |events: &[PlanEvent]| -> Vec<(u64, f64)> {
+            events
+                .iter()
+                .map(|e| match e.action {
+                    EventAction::Set { value, .. } => (e.sample, value),
+                    EventAction::Discrete(_) => unreachable!(),
+                })
+                .collect()
+        };
+        // 1.01 ms is sample 48.48: off the grid.
+        let (errs, events) = place(Profile::Strict, 64);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("between samples 48 and 49"));
+        assert_eq!(sample_and_value(&events), [(10, 3.0), (48, 1.0)]);
+        assert_eq!(
+            events[0].action,
+            EventAction::Set {
+                value: 3.0,
+                ramp: 48
+            }
+        );
+        // Repro snaps it to 48, before the event written after it.
+        let (errs, events) = place(Profile::Repro, 64);
+        assert!(errs.is_empty());
+        assert_eq!(sample_and_value(&events), [(10, 3.0), (48, 2.0), (48, 1.0)]);
+        // Live takes each at the start of its block.
+        let (_, events) = place(Profile::Live, 32);
+        assert_eq!(sample_and_value(&events), [(0, 3.0), (32, 2.0), (32, 1.0)]);
+    }
+
+    #[test]
+    fn edit_timing_defaults_to_10ms_ramps_and_20ms_crossfades() {
+        let s = scene(
+            r#"{ "version": "1.0", "duration": "1.1s", "nodes": [ { "id": "o", "op": "sine" } ],
+                 "outputs": { "main": ["o"] } }"#,
+        );
+        let t = edit_timing(&s, 48_000);
+        assert_eq!(
+            (t.duration, t.edit_ramp, t.crossfade),
+            (Some(52_800), 480, 960)
+        );
+    }
+
+    #[test]
+    fn a_guarantee_is_the_weakest_profile_upstream() {
+        // 0 (live) → 2 (strict) ← 1 (strict); 2 → 3 (strict).
+        let upstream = vec![vec![], vec![], vec![0, 1], vec![2]];
+        let own = [
+            Profile::Live,
+            Profile::Strict,
+            Profile::Strict,
+            Profile::Strict,
+        ];
+        let got = propagate_guarantees(&[0, 1, 2, 3], &upstream, &own);
+        assert_eq!(
+            got,
+            [Profile::Live, Profile::Strict, Profile::Live, Profile::Live]
+        );
+    }
+
+    #[test]
+    fn build_is_skipped_for_check_and_reports_each_failure() {
+        let s = graph_scene(
+            r#"{ "id": "g", "op": "spectral_gate", "params": { "fft_size": 256, "hop": 96 } }"#,
+            "",
+            r#""g""#,
+        );
+        let opts = CompileOptions::default();
+        let (mut cx, session, decls, _, order) = declared(&s, &opts);
+        let decls: Vec<Decl> = decls.into_iter().map(Option::unwrap).collect();
+        let built = build_nodes(&mut cx, &opts, &session, SeedSource::None, &order, &decls);
+        assert!(built[0].is_none());
+        assert_eq!(
+            errors(&cx),
+            ["cannot build `spectral_gate`: hop 96 must divide fft_size 256 and be at most 128"]
+        );
+        let skip = CompileOptions {
+            skip_build: true,
+            ..CompileOptions::default()
+        };
+        let mut cx = ctx(&s);
+        assert!(
+            build_nodes(&mut cx, &skip, &session, SeedSource::None, &order, &decls)[0].is_none()
+        );
+        assert!(cx.errors.is_empty());
+    }
+
+    #[test]
+    fn shorter_paths_are_delayed_to_meet_the_latest() {
+        // 0 → 1 (latency 45) → 3; 0 → 2 (latency 0) → 3; 3 adds 256.
+        let upstream = vec![vec![], vec![0], vec![0], vec![1, 2]];
+        let a = compensate_latency(&[0, 1, 2, 3], &upstream, &[0, 45, 0, 256]);
+        assert_eq!(a.output, [0, 45, 0, 301]);
+        assert_eq!((a.delay(3, 1), a.delay(3, 2)), (0, 45));
+    }
+
+    #[test]
+    fn the_plan_is_in_schedule_order_with_aligned_sources() {
+        // The dry path meets the saturator's 45 samples at `m`.
+        let s = graph_scene(
+            r#"{ "id": "m", "op": "mix" }, { "id": "o", "op": "sine" }, { "id": "sat", "op": "saturator" }"#,
+            r#"{ "from": "o", "to": "sat" }, { "from": "sat", "to": "m:in0" }, { "from": "o", "to": "m:in1" },
+               { "from": "o", "to": "m:in2" }"#,
+            r#""m", "o""#,
+        );
+        let plan = compile(&s, &with_profile(Profile::Strict)).expect("compiles");
+        let ids: Vec<&str> = plan.nodes.iter().map(|n| n.id.as_str()).collect();
+        assert_eq!(ids, ["o", "sat", "m"]);
+        let m = &plan.nodes[2];
+        let delays: Vec<(usize, usize)> =
+            m.inputs.iter().map(|l| (l[0].node, l[0].delay)).collect();
+        assert_eq!(delays, [(1, 0), (0, 45), (0, 45)]);
+        assert_eq!(plan.latency, 45);
+        assert_eq!(
+            plan.main,
+            [
+                SourceRef {
+                    node: 2,
+                    port: 0,
+                    delay: 0
+                },
+                SourceRef {
+                    node: 0,
+                    port: 0,
+                    delay: 45
+                }
+            ]
+        );
+    }
 }

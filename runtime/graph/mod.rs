@@ -1,4 +1,4 @@
-//! Graph compile: a parsed [`Scene`] becomes a [`Plan`] — every node's
+//! Graph compile: a parsed [`Scene`](crate::scene::Scene) becomes a [`Plan`] — every node's
 //! profile resolved, params converted and checked, edges validated against
 //! the operator registry, cast rules applied, cycles rejected, a
 //! deterministic topological schedule, events placed on the sample clock,
@@ -10,7 +10,7 @@
 mod compile;
 mod report;
 
-pub use compile::{compile, CompileOptions, MAX_BLOCK_SIZE};
+pub use compile::{compile, CompileOptions};
 pub use report::{check_json, check_table};
 
 use crate::ops::{AnyNode, OpSpec, Value};

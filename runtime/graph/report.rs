@@ -1,53 +1,25 @@
 //! What `morphrt check` prints: every node's resolved profile, precision,
 //! math policy, providers, guarantee and latency.
 
-use super::Plan;
+use super::{Plan, PlanNode};
 use crate::ops::Value;
-use crate::profile::Profile;
 use serde_json::json;
 
-/// The implementations a node runs with: math policy, and for the operators
-/// whose algorithm depends on the profile, which one.
-fn providers(plan: &Plan, i: usize) -> String {
-    let n = &plan.nodes[i];
-    let p = &n.profile;
-    let mut v = vec![format!("math={}", p.math.name())];
-    let value = |name: &str| {
-        n.op.param_index(name)
-            .map(|k| (&n.op.params[k], &n.values[k]))
-    };
-    let fft = format!("fft={}/{}", p.fft_provider().name(), p.fft_norm().name());
-    match n.op.name {
-        "convolution" => v.push(match p.profile {
-            Profile::Strict => "conv=direct".to_string(),
-            Profile::Repro => format!("conv=uniform {fft}"),
-            Profile::Live => format!("conv=non-uniform {fft}"),
-        }),
-        "spectral_gate" => v.push(fft),
-        "saturator" | "diode_clipper" => {
-            let pinned = match value("oversampling") {
-                Some((spec, Value::Enum(k))) => match spec.kind {
-                    crate::ops::ParamKind::Enum { choices, .. } => choices[*k].parse::<u32>().ok(),
-                    _ => None,
-                },
-                _ => None,
-            };
-            let critical = matches!(value("critical"), Some((_, Value::Bool(true))));
-            v.push(format!("os={}x", p.oversampling_factor(pinned, critical)));
-            if n.op.name == "diode_clipper" {
-                v.push(match p.solver_tolerance {
-                    Some(t) if p.profile != Profile::Strict => format!("newton tol={t:e}"),
-                    _ => "newton fixed-iter".to_string(),
-                });
-            }
-        }
-        _ => {
-            if let Some(f) = &p.fft_provider {
-                v.push(format!("fft={f}"));
-            }
-        }
-    }
-    v.join(" ")
+/// What a node runs with: its math policy, then the choices its operator
+/// reports for its profile and params (the rule its build follows).
+fn choices(n: &PlanNode) -> Vec<(&'static str, String)> {
+    let mut v = vec![("math", n.profile.math.name().to_string())];
+    v.extend((n.op.choices)(&n.profile, &n.values));
+    v
+}
+
+/// [`choices`] as the table shows them: `math=libm conv=direct`.
+fn providers(n: &PlanNode) -> String {
+    choices(n)
+        .iter()
+        .map(|(what, choice)| format!("{what}={choice}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The alignment delays on a node's inputs, e.g. `in1<-noisy+1024`, or `-`.
@@ -101,7 +73,7 @@ pub fn check_table(plan: &Plan) -> String {
             n.profile.profile.name().to_string(),
             n.profile.precision.name().to_string(),
             if n.profile.flush_to_zero { "on" } else { "off" }.to_string(),
-            providers(plan, i),
+            providers(n),
             n.guarantee.name().to_string(),
             n.latency.to_string(),
             alignment(plan, i),
@@ -203,6 +175,10 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
                 "flush_to_zero": n.profile.flush_to_zero,
                 "fft_provider": n.profile.fft_provider,
                 "oversampling": n.profile.oversampling,
+                "choices": choices(n)
+                    .into_iter()
+                    .map(|(what, choice)| (what.to_string(), json!(choice)))
+                    .collect::<serde_json::Map<_, _>>(),
                 "guarantee": n.guarantee.name(),
                 "latency": n.latency,
                 "output_latency": n.output_latency,

@@ -180,7 +180,8 @@ pub struct Request<'a> {
     pub device: Option<&'a str>,
     pub sample_rate: u32,
     pub bus_channels: usize,
-    /// The device period to ask for (the engine block size unless overridden).
+    /// The device period to ask for, in frames (the engine block size
+    /// unless overridden).
     pub period: usize,
 }
 

@@ -1,5 +1,5 @@
 //! The outside world: loading a scene from disk and compiling it, offline
-//! WAV rendering (and, later, real-time output, hot reload and journals).
+//! WAV rendering, real-time output, hot reload, journals and snapshots.
 
 pub mod render;
 

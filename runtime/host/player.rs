@@ -187,6 +187,15 @@ pub struct Controls {
     pub stop: AtomicBool,
 }
 
+/// An offer that came early, kept until the clock reaches its swap sample.
+struct HeldOffer {
+    engine: Box<Engine>,
+    /// The swap sample (S).
+    at: u64,
+    /// Length of the crossfade (0: a cut).
+    fade_frames: u64,
+}
+
 /// Everything the callback owns.
 pub struct Player {
     /// The playing engine (and one fading out during a swap), mapped onto
@@ -194,7 +203,7 @@ pub struct Player {
     deck: Deck,
     link: Arc<Link>,
     /// An offer waiting for its swap sample.
-    held: Option<(Box<Engine>, u64, u64)>,
+    held: Option<HeldOffer>,
     /// Replies the full queue did not take yet (capacity reserved up front).
     outbox: Vec<FromAudio>,
     /// Interleaved device frames rendered ahead: `block × device channels`.
@@ -203,11 +212,13 @@ pub struct Player {
     fifo_len: usize,
     device_channels: usize,
     /// Stop after this many frames (`--duration`), without a fade.
-    limit: Option<u64>,
-    written: u64,
-    fade_len: u64,
+    limit_frames: Option<u64>,
+    /// Frames written to the device so far.
+    written_frames: u64,
+    /// Length of the stop fade.
+    fade_frames: u64,
     /// Frames left in a stop fade; `None` when not fading.
-    fade_left: Option<u64>,
+    fade_left_frames: Option<u64>,
     meters: Arc<Meters>,
     controls: Arc<Controls>,
     origin: Instant,
@@ -243,10 +254,10 @@ impl Player {
             fifo_pos: 0,
             fifo_len: 0,
             device_channels,
-            limit,
-            written: 0,
-            fade_len: fade_frames.max(1),
-            fade_left: None,
+            limit_frames: limit,
+            written_frames: 0,
+            fade_frames: fade_frames.max(1),
+            fade_left_frames: None,
             meters,
             controls,
             origin,
@@ -294,8 +305,8 @@ impl Player {
             }
         }
         let clock = self.deck.clock();
-        if let Some((engine, at, fade)) = self.held.take() {
-            self.offer(engine, at, fade, clock);
+        if let Some(held) = self.held.take() {
+            self.offer(held.engine, held.at, held.fade_frames, clock);
         }
         while self.held.is_none() && self.outbox.len() + 2 < OUTBOX {
             let Some(req) = self.link.to_audio.pop() else {
@@ -311,13 +322,17 @@ impl Player {
         }
     }
 
-    fn offer(&mut self, engine: Box<Engine>, at: u64, fade: u64, clock: u64) {
+    fn offer(&mut self, engine: Box<Engine>, at: u64, fade_frames: u64, clock: u64) {
         if at > clock {
-            self.held = Some((engine, at, fade));
+            self.held = Some(HeldOffer {
+                engine,
+                at,
+                fade_frames,
+            });
             return;
         }
         let refused = if at == clock {
-            match self.deck.swap(engine, fade) {
+            match self.deck.swap(engine, fade_frames) {
                 Ok(()) => {
                     let stats = self.deck.engine().stats();
                     self.last_nan_events = stats.nan_events;
@@ -350,12 +365,12 @@ impl Player {
 
     /// Frames written to the device so far.
     pub fn written(&self) -> u64 {
-        self.written
+        self.written_frames
     }
 
     /// Frames of the stop fade.
     pub fn stop_fade_len(&self) -> u64 {
-        self.fade_len
+        self.fade_frames
     }
 
     /// Renders the next engine block into the FIFO (device layout, clipped
@@ -409,12 +424,13 @@ impl Player {
         let start = self.origin.elapsed().as_nanos() as u64;
         let dc = self.device_channels;
         let frames = out.len() / dc;
-        if self.controls.stop.load(Ordering::Relaxed) && self.fade_left.is_none() {
-            self.fade_left = Some(self.fade_len);
+        if self.controls.stop.load(Ordering::Relaxed) && self.fade_left_frames.is_none() {
+            self.fade_left_frames = Some(self.fade_frames);
         }
-        let written_before = self.written;
+        let written_before = self.written_frames;
         for f in 0..frames {
-            let done = self.limit.is_some_and(|l| self.written >= l) || self.fade_left == Some(0);
+            let done = self.limit_frames.is_some_and(|l| self.written_frames >= l)
+                || self.fade_left_frames == Some(0);
             if done {
                 out[f * dc..(f + 1) * dc].iter_mut().for_each(|x| *x = 0.0);
                 self.meters.finished.store(true, Ordering::Release);
@@ -423,13 +439,15 @@ impl Player {
             if self.fifo_pos >= self.fifo_len {
                 self.refill();
             }
-            let gain = match self.fade_left {
+            let gain = match self.fade_left_frames {
                 Some(left) => {
-                    if left == self.fade_len {
-                        self.meters.stop_at.store(self.written, Ordering::Relaxed);
+                    if left == self.fade_frames {
+                        self.meters
+                            .stop_at
+                            .store(self.written_frames, Ordering::Relaxed);
                     }
-                    self.fade_left = Some(left - 1);
-                    stop_fade_gain(self.fade_len - left, self.fade_len)
+                    self.fade_left_frames = Some(left - 1);
+                    stop_fade_gain(self.fade_frames - left, self.fade_frames)
                 }
                 None => 1.0,
             };
@@ -437,11 +455,11 @@ impl Player {
                 out[f * dc + d] = faded(self.fifo[self.fifo_pos + d], gain);
             }
             self.fifo_pos += dc;
-            self.written += 1;
+            self.written_frames += 1;
         }
         if let Some(tap) = &mut self.capture {
             // The performance frames lead the buffer; silence after the end is not captured.
-            let played = (self.written - written_before) as usize;
+            let played = (self.written_frames - written_before) as usize;
             tap.push(&out[..played * dc]);
         }
         let end = self.origin.elapsed().as_nanos() as u64;
@@ -468,7 +486,7 @@ impl Player {
         }
         self.period_ns = budget;
         self.last_start_ns = start;
-        m.frames.store(self.written, Ordering::Relaxed);
+        m.frames.store(self.written_frames, Ordering::Relaxed);
         m.device_frames.fetch_add(frames as u64, Ordering::Relaxed);
         m.callbacks.fetch_add(1, Ordering::Relaxed);
         m.busy_ns.fetch_add(busy, Ordering::Relaxed);

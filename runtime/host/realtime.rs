@@ -351,8 +351,11 @@ pub fn run_loop_with(
 /// A device that discards what it plays but calls back at real-time pace
 /// (for measuring load and xruns on machines without a sound card).
 pub struct PacedOutput {
+    /// Frames per callback.
     pub period: usize,
+    /// The pace: `period` frames every `period / sample_rate` seconds.
     pub sample_rate: f64,
+    /// Interleaved channels per frame.
     pub channels: usize,
 }
 

@@ -1064,11 +1064,11 @@ impl SnapshotFile {
         if self.sample_rate == 0 {
             return Err(self.invalid("`sample_rate` is 0".to_string()));
         }
-        if self.block_size == 0 || self.block_size > crate::graph::MAX_BLOCK_SIZE {
+        if self.block_size == 0 || self.block_size > crate::profile::MAX_BLOCK_SIZE {
             return Err(self.invalid(format!(
                 "`block_size` {} is out of range (1 … {})",
                 self.block_size,
-                crate::graph::MAX_BLOCK_SIZE
+                crate::profile::MAX_BLOCK_SIZE
             )));
         }
         for (k, n) in self.nodes.iter().enumerate() {

@@ -46,17 +46,17 @@
 //! profile (same array shape) migrates the reverb tail.
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
-    StateError, Value,
+    build_any, fft_choice, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
+    Processor, StateError, Value,
 };
 use crate::dsp::fft::{plan_real, Complex, FftNorm, FftProvider, RealFft};
 use crate::dsp::{Math, Sample};
-use crate::profile::Profile;
+use crate::profile::{NodeProfile, Profile};
 use crate::scene::Dimension;
 
-const IR: usize = 0;
-const MIX: usize = 1;
-const GAIN: usize = 2;
+const IR: usize = CONVOLUTION.index_of("ir");
+const MIX: usize = CONVOLUTION.index_of("mix");
+const GAIN: usize = CONVOLUTION.index_of("gain");
 
 /// Most frames computed at once (the wet scratch size).
 const CHUNK: usize = 1024;
@@ -72,12 +72,46 @@ const LIVE_MAX_PART: usize = 4096;
 /// The longest IR accepted (frames).
 const MAX_IR: usize = 1 << 24;
 
-/// Which engine a node runs.
+/// Which convolution algorithm a node runs (not to be confused with
+/// `engine::Engine`, the block processor that runs a whole plan).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Engine {
+pub(crate) enum ConvEngine {
+    /// Time-domain, summed in tap order (strict).
     Direct,
+    /// Direct head plus equal FFT partitions (repro).
     Uniform,
+    /// Direct head plus growing FFT partitions, work spread over blocks (live).
     NonUniform,
+}
+
+impl ConvEngine {
+    /// The profile decides; nothing else does.
+    fn for_profile(profile: Profile) -> ConvEngine {
+        match profile {
+            Profile::Strict => ConvEngine::Direct,
+            Profile::Repro => ConvEngine::Uniform,
+            Profile::Live => ConvEngine::NonUniform,
+        }
+    }
+
+    /// The name `check` shows.
+    fn name(self) -> &'static str {
+        match self {
+            ConvEngine::Direct => "direct",
+            ConvEngine::Uniform => "uniform",
+            ConvEngine::NonUniform => "non-uniform",
+        }
+    }
+}
+
+/// `check`'s view of a node: its engine, and the FFT its tail runs with.
+fn conv_choices(profile: &NodeProfile, _: &[Value]) -> Vec<(&'static str, String)> {
+    let engine = ConvEngine::for_profile(profile.profile);
+    let mut v = vec![("conv", engine.name().to_string())];
+    if engine != ConvEngine::Direct {
+        v.push(("fft", fft_choice(profile)));
+    }
+    v
 }
 
 /// One uniformly partitioned overlap-save segment: taps
@@ -198,20 +232,20 @@ pub(crate) fn direct<S: Sample>(h: &[S], x: &[S], base: usize, out: &mut [S]) {
 /// The partition layout of an engine for an IR of `len` taps:
 /// (direct head length, [(b, off, count, spread)]).
 fn layout(
-    engine: Engine,
+    engine: ConvEngine,
     len: usize,
     max_block: usize,
 ) -> (usize, Vec<(usize, usize, usize, bool)>) {
     match engine {
-        Engine::Direct => (len, Vec::new()),
-        Engine::Uniform => {
+        ConvEngine::Direct => (len, Vec::new()),
+        ConvEngine::Uniform => {
             let p = max_block.max(1).next_power_of_two().clamp(64, 512);
             if len <= p {
                 return (len, Vec::new());
             }
             (p, vec![(p, p, (len - p).div_ceil(p), false)])
         }
-        Engine::NonUniform => {
+        ConvEngine::NonUniform => {
             if len <= LIVE_HEAD {
                 return (len, Vec::new());
             }
@@ -235,7 +269,7 @@ fn layout(
 impl<S: Sample> Conv<S> {
     pub(crate) fn new(
         ir: &[Vec<f64>],
-        engine: Engine,
+        engine: ConvEngine,
         max_block: usize,
         provider: FftProvider,
         norm: FftNorm,
@@ -593,11 +627,7 @@ impl Operator for ConvolutionOp {
         let Some(Value::Resource(ir)) = cx.values.get(IR) else {
             return Err("`ir` must be an audio resource (\"@resource:NAME\")".to_string());
         };
-        let engine = match cx.profile.profile {
-            Profile::Strict => Engine::Direct,
-            Profile::Repro => Engine::Uniform,
-            Profile::Live => Engine::NonUniform,
-        };
+        let engine = ConvEngine::for_profile(cx.profile.profile);
         let conv = Conv::<S>::new(
             &ir.channels,
             engine,
@@ -624,6 +654,7 @@ pub static CONVOLUTION: OpSpec = OpSpec {
             name: "ir",
             kind: ParamKind::Resource,
             doc: "the impulse response (\"@resource:NAME\"), at the scene's sample rate",
+            settable_by_events: false,
         },
         number(
             "mix",
@@ -645,6 +676,13 @@ pub static CONVOLUTION: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: conv_choices,
+    algorithms: Some([
+        "direct time-domain, summed in tap order",
+        "uniformly partitioned FFT (rustfft, ortho), direct head",
+        "non-uniformly partitioned FFT (rustfft, backward), direct head, tail work spread over blocks",
+    ]),
     build: build_any::<ConvolutionOp>,
 };
 
@@ -806,14 +844,14 @@ mod tests {
 
     #[test]
     fn engines_follow_the_profile() {
-        assert_eq!(layout(Engine::Direct, 96000, 64), (96000, vec![]));
+        assert_eq!(layout(ConvEngine::Direct, 96000, 64), (96000, vec![]));
         assert_eq!(
-            layout(Engine::Uniform, 96000, 128),
+            layout(ConvEngine::Uniform, 96000, 128),
             (128, vec![(128, 128, 749, false)])
         );
         // The live layout: a 128-tap head, pairs of growing partitions, 4096 at the end,
         // every segment starting at ≥ 2 partitions so its work can be spread.
-        let (head, segs) = layout(Engine::NonUniform, 96000, 64);
+        let (head, segs) = layout(ConvEngine::NonUniform, 96000, 64);
         assert_eq!(head, 128);
         let mut next = head;
         for (b, off, count, spread) in &segs {
@@ -950,7 +988,7 @@ mod tests {
             .map(|v| *v as f32)
             .collect();
         let mut ratios = Vec::new();
-        for engine in [Engine::NonUniform, Engine::Uniform] {
+        for engine in [ConvEngine::NonUniform, ConvEngine::Uniform] {
             let mut c =
                 Conv::<f32>::new(&ir, engine, 64, FftProvider::RustFft, FftNorm::Backward).unwrap();
             let mut per_block = Vec::new();

@@ -16,17 +16,17 @@
 //! the ring and its write index; `reset` zeroes the ring in place.
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
-    StateError,
+    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
+    Processor, StateError,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 
-const TIME: usize = 0;
-const FEEDBACK: usize = 1;
-const MIX: usize = 2;
-const MAX_TIME: usize = 3;
+const TIME: usize = DELAY.index_of("time");
+const FEEDBACK: usize = DELAY.index_of("feedback");
+const MIX: usize = DELAY.index_of("mix");
+const MAX_TIME: usize = DELAY.index_of("max_time");
 
 /// The largest |feedback|.
 const MAX_FEEDBACK: f64 = 0.999;
@@ -190,11 +190,15 @@ pub static DELAY: OpSpec = OpSpec {
                 modulatable: false,
             },
             doc: "longest delay; sets the buffer size at build",
+            settable_by_events: false,
         },
     ],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<DelayOp>,
 };
 

@@ -74,26 +74,6 @@ fn inputs(spec: &OpSpec) -> String {
     }
 }
 
-/// What an operator runs under each profile, where that differs by more
-/// than precision and math policy: (strict, repro, live).
-pub fn algorithms(name: &str) -> Option<[&'static str; 3]> {
-    Some(match name {
-        "convolution" => [
-            "direct time-domain, summed in tap order",
-            "uniformly partitioned FFT (rustfft, ortho), direct head",
-            "non-uniformly partitioned FFT (rustfft, backward), direct head, tail work spread over blocks",
-        ],
-        "spectral_gate" => ["reference radix-2 FFT, ortho", "rustfft, ortho", "rustfft, backward"],
-        "saturator" => ["1x unless set", "2x oversampled", "1x unless critical (then 2x)"],
-        "diode_clipper" => [
-            "1x unless set; Newton always max_iterations",
-            "2x oversampled; Newton to |dv| < 1e-6",
-            "1x unless critical; Newton to |dv| < 1e-4",
-        ],
-        _ => return None,
-    })
-}
-
 /// The default description for every operator: profile math policies.
 const MATH: [&str; 3] = [
     "f64, libm",
@@ -127,7 +107,7 @@ pub fn detail(spec: &OpSpec) -> String {
     ));
     out.push_str(&format!("  inputs:  {}\n", inputs(spec)));
     out.push_str(&format!("  outputs: {}\n", spec.outputs.join(", ")));
-    let algo = algorithms(spec.name).unwrap_or(MATH);
+    let algo = spec.algorithms.unwrap_or(MATH);
     out.push_str(&format!(
         "  strict:  {}\n  repro:   {}\n  live:    {}\n",
         algo[0], algo[1], algo[2]
@@ -162,7 +142,7 @@ pub fn json(spec: &OpSpec) -> serde_json::Value {
     let params: Vec<serde_json::Value> = spec
         .params
         .iter()
-        .map(|p| match p.kind {
+        .map(|p| (p, match p.kind {
             ParamKind::Number { dim, default, min, max, modulatable } => json!({
                 "name": p.name, "type": "number", "unit": dim.canonical(), "dimension": dim.name(),
                 "accepts_units": dim.units().iter().filter(|u| !u.starts_with('(')).collect::<Vec<_>>(),
@@ -183,6 +163,10 @@ pub fn json(spec: &OpSpec) -> serde_json::Value {
             ParamKind::Gains => json!({
                 "name": p.name, "type": "gains", "unit": "linear", "default": "all 1.0", "port": false, "doc": p.doc
             }),
+        }))
+        .map(|(p, mut v)| {
+            v["settable_by_events"] = json!(p.settable_by_events);
+            v
         })
         .collect();
     json!({
@@ -194,9 +178,9 @@ pub fn json(spec: &OpSpec) -> serde_json::Value {
         "params": params,
         "uses_rng": spec.uses_rng,
         "algorithms": {
-            "strict": algorithms(spec.name).unwrap_or(MATH)[0],
-            "repro": algorithms(spec.name).unwrap_or(MATH)[1],
-            "live": algorithms(spec.name).unwrap_or(MATH)[2],
+            "strict": spec.algorithms.unwrap_or(MATH)[0],
+            "repro": spec.algorithms.unwrap_or(MATH)[1],
+            "live": spec.algorithms.unwrap_or(MATH)[2],
         },
     })
 }

@@ -32,18 +32,19 @@
 //! the level, the stage and the release step.
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamSpec, Processor, StateError,
+    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamSpec, Processor,
+    StateError,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
 
-const ATTACK: usize = 0;
-const DECAY: usize = 1;
-const SUSTAIN: usize = 2;
-const RELEASE: usize = 3;
-const GATE: usize = 4;
+const ATTACK: usize = ADSR.index_of("attack");
+const DECAY: usize = ADSR.index_of("decay");
+const SUSTAIN: usize = ADSR.index_of("sustain");
+const RELEASE: usize = ADSR.index_of("release");
+const GATE: usize = ADSR.index_of("gate");
 
 /// The gate is on above this value.
 const GATE_THRESHOLD: f64 = 0.5;
@@ -256,6 +257,9 @@ pub static ADSR: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<AdsrOp>,
 };
 

@@ -13,8 +13,8 @@
 //! Every per-sample sum is written out in one fixed order (no FMA).
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
-    StateError, Value,
+    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
+    Processor, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -138,10 +138,10 @@ impl BiquadMode {
     }
 }
 
-const BQ_MODE: usize = 0;
-const BQ_CUTOFF: usize = 1;
-const BQ_Q: usize = 2;
-const BQ_GAIN: usize = 3;
+const BQ_MODE: usize = BIQUAD.index_of("mode");
+const BQ_CUTOFF: usize = BIQUAD.index_of("cutoff");
+const BQ_Q: usize = BIQUAD.index_of("q");
+const BQ_GAIN: usize = BIQUAD.index_of("gain");
 
 /// Normalised biquad coefficients `[b0, b1, b2, a1, a2]` (a0 = 1).
 type BiquadCoefs = [f64; 5];
@@ -361,6 +361,7 @@ pub static BIQUAD: OpSpec = OpSpec {
                 default: "lowpass",
             },
             doc: "filter response",
+            settable_by_events: true,
         },
         CUTOFF_PARAM,
         Q_PARAM,
@@ -376,6 +377,9 @@ pub static BIQUAD: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<BiquadOp>,
 };
 
@@ -383,8 +387,8 @@ pub static BIQUAD: OpSpec = OpSpec {
 // onepole
 
 const ONEPOLE_MODES: &[&str] = &["lowpass", "highpass"];
-const OP_MODE: usize = 0;
-const OP_CUTOFF: usize = 1;
+const OP_MODE: usize = ONEPOLE.index_of("mode");
+const OP_CUTOFF: usize = ONEPOLE.index_of("cutoff");
 
 /// The one-pole smoothing coefficient `a = 1 − exp(−2π·fc/sr)`, with the
 /// cutoff limited to `[0, sr/2]` (0 Hz holds the output).
@@ -496,6 +500,7 @@ pub static ONEPOLE: OpSpec = OpSpec {
                 default: "lowpass",
             },
             doc: "filter response",
+            settable_by_events: true,
         },
         number(
             "cutoff",
@@ -509,6 +514,9 @@ pub static ONEPOLE: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<OnePoleOp>,
 };
 
@@ -516,9 +524,9 @@ pub static ONEPOLE: OpSpec = OpSpec {
 // svf
 
 const SVF_MODES: &[&str] = &["lowpass", "highpass", "bandpass", "notch"];
-const SVF_MODE: usize = 0;
-const SVF_CUTOFF: usize = 1;
-const SVF_Q: usize = 2;
+const SVF_MODE: usize = SVF.index_of("mode");
+const SVF_CUTOFF: usize = SVF.index_of("cutoff");
+const SVF_Q: usize = SVF.index_of("q");
 
 /// The output an [`Svf`] taps, in the order of [`SVF_MODES`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -673,6 +681,7 @@ pub static SVF: OpSpec = OpSpec {
                 default: "lowpass",
             },
             doc: "filter response",
+            settable_by_events: true,
         },
         CUTOFF_PARAM,
         Q_PARAM,
@@ -680,6 +689,9 @@ pub static SVF: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<SvfOp>,
 };
 

@@ -1,10 +1,12 @@
 //! The operator registry and the processor contract.
 //!
 //! Each operator family lives in its own file and declares, in one
-//! [`OpSpec`], its ports, params (unit, range, default), determinism tier
-//! and how to build it at a given precision and math policy. Nodes are
-//! generic over the sample type and the math policy, chosen once when the
-//! graph is compiled.
+//! [`OpSpec`], its ports, params (unit, range, default, whether events may
+//! set them), determinism tier, the implementation choices it makes per
+//! profile, and how to build it at a given precision and math policy. The
+//! compiler, `check`, `ops` and the engine read those decisions there, never
+//! from a table of operator names kept elsewhere. Nodes are generic over the
+//! sample type and the math policy, chosen once when the graph is compiled.
 //!
 //! Port numbering seen by a processor: audio inputs `0..inputs.len()` in
 //! [`Io::inputs`]; outputs in [`Io::outputs`]; every param by its index in
@@ -16,7 +18,6 @@ pub mod describe;
 #[cfg(test)]
 mod golden;
 pub mod harness;
-mod state;
 mod value;
 
 pub mod convolution;
@@ -30,7 +31,7 @@ mod sampler;
 mod spectral;
 mod utility;
 
-pub use state::{NodeState, StateError, StateValue};
+pub use crate::dsp::state::{NodeState, StateError, StateValue};
 pub use value::{default_value, number_value, resolve_param, AudioData, ParamError, Value};
 
 use crate::dsp::{FastMath, Math, MathKind, Precision, Sample, StdMath, StrictMath};
@@ -67,11 +68,21 @@ pub enum ParamKind {
     Gains,
 }
 
+/// One param as an operator declares it.
 #[derive(Clone, Copy, Debug)]
 pub struct ParamSpec {
+    /// The name scenes, events and ports use.
     pub name: &'static str,
     pub kind: ParamKind,
+    /// One line for `morphrt ops`.
     pub doc: &'static str,
+    /// Whether an event may change the param while the node runs. A number
+    /// is settable exactly when it is modulatable (an event ramps the same
+    /// per-sample value modulation adds to; a size such as `max_time` is read
+    /// once at build). A discrete param is settable when the node applies it
+    /// live in [`Processor::set_discrete`]. A resource or a gains array never
+    /// is. The compiler rejects events on every other param.
+    pub settable_by_events: bool,
 }
 
 impl ParamSpec {
@@ -90,13 +101,34 @@ impl ParamSpec {
 /// Builds a node at a precision and math policy.
 pub type BuildFn = fn(&BuildCtx<'_>, Precision, MathKind) -> Result<AnyNode, String>;
 
+/// The implementation choices a node makes from its resolved profile and
+/// static param values, beyond precision and math policy, as (what, choice)
+/// pairs such as `("conv", "uniform")`. An operator's build reaches the same
+/// choices through the same functions, so what `check` reports is what runs.
+pub type ChoicesFn = fn(&NodeProfile, &[Value]) -> Vec<(&'static str, String)>;
+
+/// [`ChoicesFn`] of the operators whose only choices are precision and math.
+pub fn no_choices(_: &NodeProfile, _: &[Value]) -> Vec<(&'static str, String)> {
+    Vec::new()
+}
+
+/// The FFT a node runs with, as `provider/norm` (e.g. `rustfft/ortho`): the
+/// same [`NodeProfile`] methods an FFT-using operator builds its plan from.
+pub fn fft_choice(p: &NodeProfile) -> String {
+    format!("{}/{}", p.fft_provider().name(), p.fft_norm().name())
+}
+
 /// An operator's declaration: the one place its interface is written down.
 pub struct OpSpec {
+    /// The name scenes use in `"op"`.
     pub name: &'static str,
+    /// One paragraph for `morphrt ops`.
     pub doc: &'static str,
     /// Audio input ports (params that are ports are not listed here).
     pub inputs: &'static [&'static str],
+    /// Output ports; a bare source endpoint means the first, `out`.
     pub outputs: &'static [&'static str],
+    /// Params in the order processors index them.
     pub params: &'static [ParamSpec],
     /// The strongest profile the operator can honour.
     pub tier: Profile,
@@ -104,13 +136,67 @@ pub struct OpSpec {
     pub variadic_inputs: bool,
     /// Whether the node draws from the seeded noise streams.
     pub uses_rng: bool,
+    /// The param (an enum of precision names) that sets the node's
+    /// precision whatever its profile says: `cast`'s `to`. Such a node is
+    /// an explicit precision change, so the implicit-cast rules do not apply
+    /// to the edges into it.
+    pub precision_param: Option<&'static str>,
+    /// What this node runs with under its profile and params (see
+    /// [`ChoicesFn`]); `check` prints it.
+    pub choices: ChoicesFn,
+    /// What the operator runs under strict, repro and live, in words, for
+    /// `morphrt ops`; `None` when only precision and math policy differ.
+    pub algorithms: Option<[&'static str; 3]>,
+    /// Builds a node (may allocate).
     pub build: BuildFn,
 }
 
 impl OpSpec {
+    /// The index of a param by name, for scene params and event targets.
     pub fn param_index(&self, name: &str) -> Option<usize> {
         self.params.iter().position(|p| p.name == name)
     }
+
+    /// The index of param `name`, for the constants a processor reads its
+    /// params by (`const CUTOFF: usize = BIQUAD.index_of("cutoff")`).
+    /// Evaluated at compile time, so a name the spec does not declare fails
+    /// the build, and an index cannot drift from the declaration.
+    pub const fn index_of(&self, name: &str) -> usize {
+        let mut i = 0;
+        while i < self.params.len() {
+            if const_str_eq(self.params[i].name, name) {
+                return i;
+            }
+            i += 1;
+        }
+        panic!("the operator declares no param of that name");
+    }
+
+    /// The precision a node of this operator runs at when its own params
+    /// decide it ([`precision_param`](Self::precision_param)).
+    pub fn own_precision(&self, values: &[Value]) -> Option<Precision> {
+        let i = self.param_index(self.precision_param?)?;
+        match (self.params[i].kind, values.get(i)?) {
+            (ParamKind::Enum { choices, .. }, Value::Enum(k)) => Precision::parse(choices.get(*k)?),
+            _ => None,
+        }
+    }
+}
+
+/// `a == b` for strings, usable in `const` evaluation.
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Everything a node may look at while it is built (may allocate).
@@ -385,26 +471,6 @@ pub fn registry() -> &'static [&'static OpSpec] {
     &ALL
 }
 
-/// Discrete params (enum, integer, bool) that an event may change while the
-/// node runs; every other discrete param is fixed when the node is built.
-const EVENT_SETTABLE: &[(&str, &str)] = &[
-    ("biquad", "mode"),
-    ("onepole", "mode"),
-    ("svf", "mode"),
-    ("sampler", "loop"),
-];
-
-/// Whether an event may change param `i` of `spec`: modulatable numbers
-/// and the discrete params a node applies live.
-pub fn event_settable(spec: &OpSpec, i: usize) -> bool {
-    let p = &spec.params[i];
-    match p.kind {
-        ParamKind::Number { modulatable, .. } => modulatable,
-        ParamKind::Resource | ParamKind::Gains => false,
-        _ => EVENT_SETTABLE.contains(&(spec.name, p.name)),
-    }
-}
-
 /// Looks an operator up by name.
 pub fn lookup(name: &str) -> Option<&'static OpSpec> {
     registry().iter().copied().find(|s| s.name == name)
@@ -429,5 +495,176 @@ pub const fn number(
             modulatable: true,
         },
         doc,
+        settable_by_events: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Overrides;
+
+    fn profile(p: Profile) -> NodeProfile {
+        NodeProfile::resolve(p, &Overrides::default(), None)
+    }
+
+    /// Static values for a spec's defaults; a resource (which no choice
+    /// depends on) is stood in for by a flag.
+    fn defaults(spec: &OpSpec) -> Vec<Value> {
+        spec.params
+            .iter()
+            .map(|p| default_value(p).unwrap_or(Value::Bool(false)))
+            .collect()
+    }
+
+    fn choices(name: &str, p: Profile, values: Option<Vec<Value>>) -> Vec<(&'static str, String)> {
+        let spec = lookup(name).expect("registered");
+        (spec.choices)(&profile(p), &values.unwrap_or_else(|| defaults(spec)))
+    }
+
+    #[test]
+    fn whether_events_may_set_a_param_follows_its_kind() {
+        for spec in registry() {
+            for p in spec.params {
+                let why = format!("{}.{}", spec.name, p.name);
+                match p.kind {
+                    ParamKind::Number { modulatable, .. } => {
+                        assert_eq!(p.settable_by_events, modulatable, "{why}")
+                    }
+                    ParamKind::Resource | ParamKind::Gains => {
+                        assert!(!p.settable_by_events, "{why}")
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // The discrete params the nodes apply live (the table these flags
+        // replaced): a filter's mode and a sampler's loop.
+        let discrete: Vec<String> = registry()
+            .iter()
+            .flat_map(|s| {
+                s.params
+                    .iter()
+                    .filter(|p| p.settable_by_events && !matches!(p.kind, ParamKind::Number { .. }))
+                    .map(|p| format!("{}.{}", s.name, p.name))
+            })
+            .collect();
+        assert_eq!(
+            discrete,
+            ["sampler.loop", "biquad.mode", "onepole.mode", "svf.mode"]
+        );
+    }
+
+    #[test]
+    fn index_of_is_the_declared_position() {
+        for spec in registry() {
+            for (i, p) in spec.params.iter().enumerate() {
+                assert_eq!(spec.index_of(p.name), i, "{}.{}", spec.name, p.name);
+                assert_eq!(spec.param_index(p.name), Some(i));
+            }
+        }
+    }
+
+    #[test]
+    fn only_cast_sets_its_own_precision_and_every_choice_is_a_precision() {
+        let setters: Vec<&str> = registry()
+            .iter()
+            .filter(|s| s.precision_param.is_some())
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(setters, ["cast"]);
+        for spec in registry() {
+            let Some(name) = spec.precision_param else {
+                assert_eq!(spec.own_precision(&defaults(spec)), None);
+                continue;
+            };
+            let i = spec.param_index(name).expect("a declared param");
+            let ParamKind::Enum { choices, .. } = spec.params[i].kind else {
+                panic!("{}.{name} is not an enum", spec.name);
+            };
+            for (k, c) in choices.iter().enumerate() {
+                let mut values = defaults(spec);
+                values[i] = Value::Enum(k);
+                let want = Precision::parse(c).expect("a precision name");
+                assert_eq!(spec.own_precision(&values), Some(want));
+            }
+        }
+    }
+
+    #[test]
+    fn choices_follow_the_profile_as_the_builds_do() {
+        let fft = |p| fft_choice(&profile(p));
+        assert_eq!(
+            choices("convolution", Profile::Strict, None),
+            [("conv", "direct".to_string())]
+        );
+        assert_eq!(
+            choices("convolution", Profile::Repro, None),
+            [
+                ("conv", "uniform".to_string()),
+                ("fft", fft(Profile::Repro))
+            ]
+        );
+        assert_eq!(fft(Profile::Repro), "rustfft/ortho");
+        assert_eq!(
+            choices("convolution", Profile::Live, None),
+            [
+                ("conv", "non-uniform".to_string()),
+                ("fft", "rustfft/backward".to_string())
+            ]
+        );
+        assert_eq!(
+            choices("spectral_gate", Profile::Strict, None),
+            [("fft", "reference/ortho".to_string())]
+        );
+        assert_eq!(
+            choices("saturator", Profile::Repro, None),
+            [("os", "2x".to_string())]
+        );
+        assert_eq!(
+            choices("diode_clipper", Profile::Strict, None),
+            [
+                ("os", "1x".to_string()),
+                ("newton_iterations", "32".to_string())
+            ]
+        );
+        assert_eq!(
+            choices("diode_clipper", Profile::Live, None),
+            [("os", "1x".to_string()), ("newton_tol", "1e-4".to_string())]
+        );
+        // A pinned factor and `critical` are the node's params, read by the
+        // same rule the node builds with.
+        let spec = lookup("saturator").unwrap();
+        let mut v = defaults(spec);
+        v[spec.index_of("critical")] = Value::Bool(true);
+        assert_eq!(
+            choices("saturator", Profile::Live, Some(v.clone())),
+            [("os", "2x".to_string())]
+        );
+        v[spec.index_of("oversampling")] = Value::Enum(3);
+        assert_eq!(
+            choices("saturator", Profile::Strict, Some(v)),
+            [("os", "4x".to_string())]
+        );
+        assert!(choices("sine", Profile::Live, None).is_empty());
+    }
+
+    #[test]
+    fn choices_are_single_words_for_the_table() {
+        for spec in registry() {
+            for p in Profile::ALL {
+                for (what, choice) in (spec.choices)(&profile(p), &defaults(spec)) {
+                    for word in [what, choice.as_str()] {
+                        assert!(
+                            !word.is_empty()
+                                && !word.contains(char::is_whitespace)
+                                && !word.contains('='),
+                            "{} under {p}: `{what}={choice}`",
+                            spec.name
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -11,8 +11,8 @@
 //! is rebuilt (a scene edit), not through `set_discrete`.
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
-    StateError,
+    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
+    Processor, StateError,
 };
 use crate::dsp::rng::NoiseStream;
 use crate::dsp::{Math, Sample};
@@ -20,7 +20,7 @@ use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
 
-const AMP: usize = 0;
+const AMP: usize = NOISE.index_of("amp");
 
 /// The stream index noise draws from (the only one `noise` uses).
 const STREAM: u32 = 0;
@@ -93,11 +93,15 @@ pub static NOISE: OpSpec = OpSpec {
                 max: i64::MAX,
             },
             doc: "local seed, mixed with the global seed and the node id",
+            settable_by_events: false,
         },
     ],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: true,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<NoiseOp>,
 };
 

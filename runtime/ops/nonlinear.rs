@@ -78,17 +78,28 @@ struct FactorRule {
 }
 
 impl FactorRule {
-    fn from_build(cx: &BuildCtx<'_>, os_param: usize, critical_param: usize) -> FactorRule {
-        let choice = match cx.values.get(os_param) {
+    /// The rule a node builds with; `check` asks the same rule.
+    fn new(
+        profile: &NodeProfile,
+        values: &[Value],
+        os_param: usize,
+        critical_param: usize,
+    ) -> FactorRule {
+        let choice = match values.get(os_param) {
             Some(Value::Enum(i)) if *i < OVERSAMPLING_CHOICES.len() => *i,
             _ => 0,
         };
-        let critical = matches!(cx.values.get(critical_param), Some(Value::Bool(true)));
+        let critical = matches!(values.get(critical_param), Some(Value::Bool(true)));
         FactorRule {
-            profile: cx.profile.clone(),
+            profile: profile.clone(),
             choice,
             critical,
         }
+    }
+
+    /// `check`'s `os=…` entry.
+    fn choice(&self) -> (&'static str, String) {
+        ("os", format!("{}x", self.factor()))
     }
 
     fn factor(&self) -> u32 {
@@ -119,12 +130,14 @@ const OVERSAMPLING_PARAM: ParamSpec = ParamSpec {
         default: "default",
     },
     doc: "oversampling factor: \"default\" (strict 1×, repro 2×, live 1× unless critical) or \"1\", \"2\", \"4\" in every profile",
+    settable_by_events: false,
 };
 
 const CRITICAL_PARAM: ParamSpec = ParamSpec {
     name: "critical",
     kind: ParamKind::Bool { default: false },
     doc: "under live, oversample 2× by default like repro",
+    settable_by_events: false,
 };
 
 /// Largest linear drive.
@@ -145,9 +158,9 @@ fn limit_drive(d: f64) -> f64 {
 // ---------------------------------------------------------------------------
 // saturator
 
-const SAT_DRIVE: usize = 0;
-const SAT_OVERSAMPLING: usize = 1;
-const SAT_CRITICAL: usize = 2;
+const SAT_DRIVE: usize = SATURATOR.index_of("drive");
+const SAT_OVERSAMPLING: usize = SATURATOR.index_of("oversampling");
+const SAT_CRITICAL: usize = SATURATOR.index_of("critical");
 
 struct Saturator<S, M> {
     os: Oversampler<S>,
@@ -198,9 +211,14 @@ impl<S: Sample, M: Math> Processor<S> for Saturator<S, M> {
 }
 
 struct SaturatorOp;
+
+/// `check`'s view of a node: its oversampling factor.
+fn saturator_choices(profile: &NodeProfile, values: &[Value]) -> Vec<(&'static str, String)> {
+    vec![FactorRule::new(profile, values, SAT_OVERSAMPLING, SAT_CRITICAL).choice()]
+}
 impl Operator for SaturatorOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
-        let rule = FactorRule::from_build(cx, SAT_OVERSAMPLING, SAT_CRITICAL);
+        let rule = FactorRule::new(cx.profile, cx.values, SAT_OVERSAMPLING, SAT_CRITICAL);
         Ok(Box::new(Saturator::<S, M> {
             os: Oversampler::new(rule.factor()),
             rule,
@@ -231,17 +249,24 @@ pub static SATURATOR: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: saturator_choices,
+    algorithms: Some([
+        "1x unless set",
+        "2x oversampled",
+        "1x unless critical (then 2x)",
+    ]),
     build: build_any::<SaturatorOp>,
 };
 
 // ---------------------------------------------------------------------------
 // diode_clipper
 
-const DC_CUTOFF: usize = 0;
-const DC_DRIVE: usize = 1;
-const DC_OVERSAMPLING: usize = 2;
-const DC_CRITICAL: usize = 3;
-const DC_MAX_ITERATIONS: usize = 4;
+const DC_CUTOFF: usize = DIODE_CLIPPER.index_of("cutoff");
+const DC_DRIVE: usize = DIODE_CLIPPER.index_of("drive");
+const DC_OVERSAMPLING: usize = DIODE_CLIPPER.index_of("oversampling");
+const DC_CRITICAL: usize = DIODE_CLIPPER.index_of("critical");
+const DC_MAX_ITERATIONS: usize = DIODE_CLIPPER.index_of("max_iterations");
 
 /// Diode saturation current (A).
 pub(crate) const DIODE_IS: f64 = 2.52e-9;
@@ -493,24 +518,41 @@ fn max_iterations(param: i64, profile: u32) -> u32 {
     n.clamp(1, 10_000) as u32
 }
 
+/// The solver's iteration cap and early-exit tolerance for a node (`None`:
+/// always the cap). Strict never exits early, whatever the overrides say.
+fn solver_rule(profile: &NodeProfile, values: &[Value]) -> (u32, Option<f64>) {
+    let param = match values.get(DC_MAX_ITERATIONS) {
+        Some(Value::Integer(i)) => *i,
+        _ => DEFAULT_MAX_ITERATIONS,
+    };
+    let tolerance = match profile.profile {
+        Profile::Strict => None,
+        _ => profile.solver_tolerance,
+    };
+    (max_iterations(param, profile.max_iterations), tolerance)
+}
+
+/// `check`'s view of a node: its oversampling factor and how its Newton
+/// solver stops (after a fixed count, or at a tolerance).
+fn diode_choices(profile: &NodeProfile, values: &[Value]) -> Vec<(&'static str, String)> {
+    let os = FactorRule::new(profile, values, DC_OVERSAMPLING, DC_CRITICAL).choice();
+    let solver = match solver_rule(profile, values) {
+        (n, None) => ("newton_iterations", n.to_string()),
+        (_, Some(t)) => ("newton_tol", format!("{t:e}")),
+    };
+    vec![os, solver]
+}
+
 struct DiodeClipperOp;
 impl Operator for DiodeClipperOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
-        let rule = FactorRule::from_build(cx, DC_OVERSAMPLING, DC_CRITICAL);
-        let param = match cx.values.get(DC_MAX_ITERATIONS) {
-            Some(Value::Integer(i)) => *i,
-            _ => DEFAULT_MAX_ITERATIONS,
-        };
-        let tolerance = match cx.profile.profile {
-            // Strict: always every iteration, whatever the overrides say.
-            Profile::Strict => None,
-            _ => cx.profile.solver_tolerance.map(S::from_f64),
-        };
+        let rule = FactorRule::new(cx.profile, cx.values, DC_OVERSAMPLING, DC_CRITICAL);
+        let (max_iterations, tolerance) = solver_rule(cx.profile, cx.values);
         let solver = DiodeSolver::<S, M> {
             v: S::ZERO,
             s: S::ZERO,
-            max_iterations: max_iterations(param, cx.profile.max_iterations),
-            tolerance,
+            max_iterations,
+            tolerance: tolerance.map(S::from_f64),
             iterations: 0,
             _m: PhantomData,
         };
@@ -565,11 +607,19 @@ pub static DIODE_CLIPPER: OpSpec = OpSpec {
             doc:
                 "Newton iterations per sample: all of them under strict, the cap under repro/live \
                   (left at the default, the profile's max_iterations applies)",
+            settable_by_events: false,
         },
     ],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: diode_choices,
+    algorithms: Some([
+        "1x unless set; Newton always max_iterations",
+        "2x oversampled; Newton to |dv| < 1e-6",
+        "1x unless critical; Newton to |dv| < 1e-4",
+    ]),
     build: build_any::<DiodeClipperOp>,
 };
 

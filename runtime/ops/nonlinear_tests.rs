@@ -168,16 +168,7 @@ fn factor_follows_the_profile_rule() {
                 ("critical", Value::Bool(critical)),
             ],
         );
-        let cx = BuildCtx {
-            node_id: "n",
-            sample_rate: SR,
-            max_block: 64,
-            values: &values,
-            n_inputs: 1,
-            noise_hash: 0,
-            profile: &np,
-        };
-        let rule = FactorRule::from_build(&cx, SAT_OVERSAMPLING, SAT_CRITICAL);
+        let rule = FactorRule::new(&np, &values, SAT_OVERSAMPLING, SAT_CRITICAL);
         assert_eq!(rule.factor(), want, "{profile} {factor:?} {critical}");
     }
 }

@@ -6,7 +6,8 @@
 //! exactly between precisions.
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamSpec, Processor, StateError,
+    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamSpec, Processor,
+    StateError,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -116,8 +117,19 @@ fn two_prod(a: f64, b: f64) -> (f64, f64) {
     (p, e)
 }
 
-const FREQ: usize = 0;
-const AMP: usize = 1;
+// Every oscillator declares `freq` then `amp` (the shared params below), so
+// one pair of indices serves all five; sine's `phase` and square's `duty`
+// follow them as the shape's extra param.
+const FREQ: usize = SINE.index_of("freq");
+const AMP: usize = SINE.index_of("amp");
+const EXTRA: usize = SINE.index_of("phase");
+const _: () = {
+    assert!(SAW.index_of("freq") == FREQ && SAW.index_of("amp") == AMP);
+    assert!(SQUARE.index_of("freq") == FREQ && SQUARE.index_of("amp") == AMP);
+    assert!(SQUARE.index_of("duty") == EXTRA);
+    assert!(TRIANGLE.index_of("freq") == FREQ && TRIANGLE.index_of("amp") == AMP);
+    assert!(IMPULSE.index_of("freq") == FREQ && IMPULSE.index_of("amp") == AMP);
+};
 
 const FREQ_PARAM: ParamSpec = number("freq", Dimension::Frequency, 440.0, -1e6, 1e6, "frequency");
 const AMP_PARAM: ParamSpec = number(
@@ -218,7 +230,7 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
         let freq = io.params.get(FREQ);
         let amp = io.params.get(AMP);
         let extra = if W::HAS_EXTRA {
-            Some(io.params.get(2))
+            Some(io.params.get(EXTRA))
         } else {
             None
         };
@@ -283,6 +295,9 @@ pub static SINE: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<OscOp<SineShape>>,
 };
 
@@ -295,6 +310,9 @@ pub static SAW: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<OscOp<SawShape>>,
 };
 
@@ -318,6 +336,9 @@ pub static SQUARE: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<OscOp<SquareShape>>,
 };
 
@@ -330,6 +351,9 @@ pub static TRIANGLE: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<OscOp<TriangleShape>>,
 };
 
@@ -409,6 +433,9 @@ pub static IMPULSE: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<ImpulseOp>,
 };
 

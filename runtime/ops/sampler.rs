@@ -12,17 +12,17 @@
 //! (channel 0 again for a mono file).
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
-    StateError, Value,
+    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
+    Processor, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 
-const FILE: usize = 0;
-const RATE: usize = 1;
-const LOOP: usize = 2;
-const AMP: usize = 3;
+const FILE: usize = SAMPLER.index_of("file");
+const RATE: usize = SAMPLER.index_of("rate");
+const LOOP: usize = SAMPLER.index_of("loop");
+const AMP: usize = SAMPLER.index_of("amp");
 
 /// One frame in 32.32 fixed point.
 const ONE_FRAME: i64 = 1 << 32;
@@ -202,6 +202,7 @@ pub static SAMPLER: OpSpec = OpSpec {
             name: "file",
             kind: ParamKind::Resource,
             doc: "the audio file (\"@resource:NAME\"), at the scene's sample rate",
+            settable_by_events: false,
         },
         number(
             "rate",
@@ -215,12 +216,16 @@ pub static SAMPLER: OpSpec = OpSpec {
             name: "loop",
             kind: ParamKind::Bool { default: false },
             doc: "wrap around at the ends instead of stopping",
+            settable_by_events: true,
         },
         number("amp", Dimension::Amplitude, 1.0, -1e6, 1e6, "output gain"),
     ],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<SamplerOp>,
 };
 

@@ -10,19 +10,20 @@
 //! `smoothing`. The FFT provider and norm come from the node's profile.
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
-    StateError, Value,
+    build_any, fft_choice, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
+    Processor, StateError, Value,
 };
 use crate::dsp::fft::{plan_real, Complex, RealFft};
+use crate::dsp::window::{self, Window};
 use crate::dsp::{Math, Sample};
-use crate::profile::Profile;
+use crate::profile::{NodeProfile, Profile};
 use crate::scene::Dimension;
 use std::marker::PhantomData;
 
-const THRESHOLD: usize = 0;
-const SMOOTHING: usize = 1;
-const FFT_SIZE: usize = 2;
-const HOP: usize = 3;
+const THRESHOLD: usize = SPECTRAL_GATE.index_of("threshold");
+const SMOOTHING: usize = SPECTRAL_GATE.index_of("smoothing");
+const FFT_SIZE: usize = SPECTRAL_GATE.index_of("fft_size");
+const HOP: usize = SPECTRAL_GATE.index_of("hop");
 
 struct SpectralGate<S: Sample, M> {
     n: usize,
@@ -138,6 +139,11 @@ impl<S: Sample, M: Math> Processor<S> for SpectralGate<S, M> {
 
 struct SpectralGateOp;
 
+/// `check`'s view of a node: the FFT it builds its plan with.
+fn spectral_choices(profile: &NodeProfile, _: &[Value]) -> Vec<(&'static str, String)> {
+    vec![("fft", fft_choice(profile))]
+}
+
 impl Operator for SpectralGateOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
         let int = |i: usize| match cx.values[i] {
@@ -159,9 +165,7 @@ impl Operator for SpectralGateOp {
         let norm = profile.fft_norm();
         let fft = plan_real::<S>(profile.fft_provider(), n, norm);
         // Periodic Hann, then its square root: only cos (libm) and sqrt.
-        let hann: Vec<f64> = (0..n)
-            .map(|i| 0.5 - 0.5 * libm::cos(2.0 * core::f64::consts::PI * i as f64 / n as f64))
-            .collect();
+        let hann = window::periodic(Window::Hann, n);
         let window: Vec<S> = hann.iter().map(|h| S::from_f64(h.sqrt())).collect();
         let inv_norm = (0..hop)
             .map(|q| {
@@ -230,6 +234,7 @@ pub static SPECTRAL_GATE: OpSpec = OpSpec {
                 max: 65536,
             },
             doc: "frame length (a power of two)",
+            settable_by_events: false,
         },
         ParamSpec {
             name: "hop",
@@ -239,11 +244,19 @@ pub static SPECTRAL_GATE: OpSpec = OpSpec {
                 max: 32768,
             },
             doc: "frame step (divides fft_size, at most half of it)",
+            settable_by_events: false,
         },
     ],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: spectral_choices,
+    algorithms: Some([
+        "reference radix-2 FFT, ortho",
+        "rustfft, ortho",
+        "rustfft, backward",
+    ]),
     build: build_any::<SpectralGateOp>,
 };
 

@@ -5,8 +5,8 @@
 //! frame from that frame's inputs and param values only.
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
-    StateError, Value,
+    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
+    Processor, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -36,7 +36,7 @@ struct Dc<S>(PhantomData<fn() -> S>);
 
 impl<S: Sample> Processor<S> for Dc<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
-        let value = io.params.get(0);
+        let value = io.params.get(DC_VALUE);
         let out = &mut io.outputs[0][..io.frames];
         if value.is_const() {
             out.fill(S::from_f64(value.value()));
@@ -57,6 +57,8 @@ impl Operator for DcOp {
     }
 }
 
+const DC_VALUE: usize = DC.index_of("value");
+
 /// `dc`: a constant signal; modulating `value` adds to it.
 pub static DC: OpSpec = OpSpec {
     name: "dc",
@@ -74,6 +76,9 @@ pub static DC: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<DcOp>,
 };
 
@@ -85,7 +90,7 @@ struct Gain<S>(PhantomData<fn() -> S>);
 impl<S: Sample> Processor<S> for Gain<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
-        let gain = io.params.get(0);
+        let gain = io.params.get(GAIN_GAIN);
         let x = &io.inputs[0][..n];
         let out = &mut io.outputs[0][..n];
         if gain.is_const() {
@@ -110,6 +115,8 @@ impl Operator for GainOp {
     }
 }
 
+const GAIN_GAIN: usize = GAIN.index_of("gain");
+
 /// `gain`: multiplies its input by a linear gain (given linear or in dB).
 pub static GAIN: OpSpec = OpSpec {
     name: "gain",
@@ -127,6 +134,9 @@ pub static GAIN: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<GainOp>,
 };
 
@@ -173,7 +183,7 @@ impl<S: Sample> Processor<S> for Mix<S> {
 struct MixOp;
 impl Operator for MixOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
-        let given: &[f64] = match cx.values.first() {
+        let given: &[f64] = match cx.values.get(MIX_GAINS) {
             Some(Value::Gains(g)) => g,
             _ => &[],
         };
@@ -183,6 +193,8 @@ impl Operator for MixOp {
         Ok(Box::new(Mix::<S> { gains }))
     }
 }
+
+const MIX_GAINS: usize = MIX.index_of("gains");
 
 /// `mix`: sums `in0 … inN`, each scaled by its entry of `gains`.
 pub static MIX: OpSpec = OpSpec {
@@ -195,10 +207,14 @@ pub static MIX: OpSpec = OpSpec {
         name: "gains",
         kind: ParamKind::Gains,
         doc: "per-input linear gains (or dB strings), in input order; default all 1.0",
+        settable_by_events: false,
     }],
     tier: Profile::Strict,
     variadic_inputs: true,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<MixOp>,
 };
 
@@ -237,6 +253,9 @@ pub static MULTIPLY: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<MultiplyOp>,
 };
 
@@ -270,7 +289,7 @@ struct Pan<S, M>(PhantomData<fn() -> (S, M)>);
 impl<S: Sample, M: Math> Processor<S> for Pan<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
-        let pos = io.params.get(0);
+        let pos = io.params.get(PAN_POS);
         let x = &io.inputs[0][..n];
         let (left, right) = io.outputs.split_at_mut(1);
         let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
@@ -299,6 +318,8 @@ impl Operator for PanOp {
     }
 }
 
+const PAN_POS: usize = PAN.index_of("pos");
+
 /// `pan`: equal-power panning of a mono input to `left`/`right`.
 pub static PAN: OpSpec = OpSpec {
     name: "pan",
@@ -317,6 +338,9 @@ pub static PAN: OpSpec = OpSpec {
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: None,
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<PanOp>,
 };
 
@@ -357,10 +381,14 @@ pub static CAST: OpSpec = OpSpec {
             default: "f64",
         },
         doc: "the precision of the output",
+        settable_by_events: false,
     }],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
+    precision_param: Some("to"),
+    choices: no_choices,
+    algorithms: None,
     build: build_any::<CastOp>,
 };
 

@@ -3,6 +3,12 @@
 use crate::dsp::fft::{FftNorm, FftProvider};
 use crate::dsp::{MathKind, Precision};
 
+/// The largest block size a session may run at, wherever the size comes
+/// from (`--block-size`, `profile_config.block_size`, a snapshot file): every
+/// buffer of a plan is allocated at the block size, so this bounds memory.
+/// The scene loader and the compiler both check against this one value.
+pub const MAX_BLOCK_SIZE: usize = 8192;
+
 /// An execution profile. Ordered by strength: `Live < Repro < Strict`, so the
 /// weakest of several profiles is their `min`.
 #[derive(

@@ -14,7 +14,7 @@ use super::{
     Param, RawValue, Scene, SceneConfig,
 };
 use crate::dsp::Precision;
-use crate::profile::{Overrides, Profile};
+use crate::profile::{Overrides, Profile, MAX_BLOCK_SIZE};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -48,7 +48,6 @@ const PRECISIONS: [&str; 2] = ["f32", "f64"];
 
 pub const DEFAULT_SAMPLE_RATE: u32 = 48_000;
 const MAX_SAMPLE_RATE: u64 = 768_000;
-const MAX_BLOCK_SIZE: u64 = 8192;
 const MAX_ITERATIONS: u64 = 10_000;
 const DEFAULT_VERSION: &str = "1.0";
 
@@ -836,7 +835,7 @@ impl Loader<'_> {
                 "block_size" | "flush_to_zero" | "rng_seed" if scope == Scope::Scene => match k {
                     "block_size" => {
                         only.block_size = self
-                            .int(v, p, "block_size", 1, MAX_BLOCK_SIZE, node)
+                            .int(v, p, "block_size", 1, MAX_BLOCK_SIZE as u64, node)
                             .map(|n| n as usize)
                     }
                     "flush_to_zero" => {

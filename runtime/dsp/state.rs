@@ -1,17 +1,26 @@
 //! Explicit node state: named arrays and scalars, precision-tagged, so that a
 //! snapshot taken at one precision restores at another (f64 → f32 rounds,
 //! f32 → f64 is exact).
+//!
+//! It lives in the numeric core, not with the operators, because numeric
+//! building blocks (the oversampler's filter histories) carry state of their
+//! own; `ops` re-exports these types for the operators.
 
-use crate::dsp::{Precision, Sample};
+use super::{Precision, Sample};
 use std::borrow::Cow;
 
 /// One named piece of state.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateValue {
+    /// Samples of an f32 node: restored into f64 exactly.
     F32(Vec<f32>),
+    /// Samples of an f64 node: restored into f32 rounded to nearest.
     F64(Vec<f64>),
+    /// Counters and fixed-point phases: never converted, so they migrate exactly.
     U64(u64),
+    /// Signed counters, likewise exact.
     I64(i64),
+    /// Flags (a gate, a pending prime).
     Bool(bool),
 }
 
@@ -22,18 +31,23 @@ pub enum StateValue {
 /// by name without allocating either.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeState {
+    /// In the order the operator first wrote them (snapshot files keep it).
     pub entries: Vec<(Cow<'static, str>, StateValue)>,
 }
 
 /// Why a restore failed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateError {
+    /// No entry of that name: the state came from another operator or an
+    /// older layout.
     Missing(&'static str),
+    /// An array of another length (a node built with other sizes).
     Shape {
         name: &'static str,
         expected: usize,
         found: usize,
     },
+    /// An entry of another kind (a number where samples were expected).
     Kind(&'static str),
 }
 
@@ -103,14 +117,17 @@ impl NodeState {
         self.put_samples(name, &[v]);
     }
 
+    /// Writes a counter or fixed-point value, kept exact across precisions.
     pub fn put_u64(&mut self, name: &'static str, v: u64) {
         *self.slot(name) = StateValue::U64(v);
     }
 
+    /// Writes a signed counter, kept exact across precisions.
     pub fn put_i64(&mut self, name: &'static str, v: i64) {
         *self.slot(name) = StateValue::I64(v);
     }
 
+    /// Writes a flag.
     pub fn put_bool(&mut self, name: &'static str, v: bool) {
         *self.slot(name) = StateValue::Bool(v);
     }
@@ -148,12 +165,14 @@ impl NodeState {
         Ok(())
     }
 
+    /// Reads a scalar written by [`put_sample`](Self::put_sample), converting precision.
     pub fn get_sample<S: Sample>(&self, name: &'static str) -> Result<S, StateError> {
         let mut v = [S::ZERO];
         self.get_samples(name, &mut v)?;
         Ok(v[0])
     }
 
+    /// Reads a value written by [`put_u64`](Self::put_u64).
     pub fn get_u64(&self, name: &'static str) -> Result<u64, StateError> {
         match self.get(name)? {
             StateValue::U64(v) => Ok(*v),
@@ -161,6 +180,7 @@ impl NodeState {
         }
     }
 
+    /// Reads a value written by [`put_i64`](Self::put_i64).
     pub fn get_i64(&self, name: &'static str) -> Result<i64, StateError> {
         match self.get(name)? {
             StateValue::I64(v) => Ok(*v),
@@ -168,6 +188,7 @@ impl NodeState {
         }
     }
 
+    /// Reads a flag written by [`put_bool`](Self::put_bool).
     pub fn get_bool(&self, name: &'static str) -> Result<bool, StateError> {
         match self.get(name)? {
             StateValue::Bool(v) => Ok(*v),
