@@ -106,6 +106,9 @@ enum Command {
         /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
         #[arg(long)]
         resume: Option<PathBuf>,
+        /// Play under live even when a node's worst case cannot meet the block deadline.
+        #[arg(long)]
+        force: bool,
     },
     /// Re-render a journaled `run` session offline, bit for bit.
     Replay {
@@ -274,6 +277,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             journal,
             no_journal,
             resume,
+            force,
         } => morphrt::host::run::run(
             &morphrt::host::run::RunOptions {
                 scene,
@@ -290,6 +294,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 journal,
                 no_journal,
                 resume,
+                force,
             },
             &mut std::io::stderr(),
         ),
@@ -338,13 +343,16 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 ..CompileOptions::default()
             };
             let plan = load_plan(&scene, &opts)?;
+            let risks = morphrt::graph::deadline_risks(&plan);
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&check_json(&plan)).expect("json")
-                );
+                let mut v = check_json(&plan);
+                v["deadline_warnings"] = risks.iter().map(|r| r.to_string()).collect();
+                println!("{}", serde_json::to_string_pretty(&v).expect("json"));
             } else {
                 print_warnings(&plan.warnings);
+                for r in &risks {
+                    eprintln!("warning: {r}");
+                }
                 print!("{}", check_table(&plan));
             }
             Ok(())

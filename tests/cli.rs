@@ -394,3 +394,55 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no-such-scene.json"), "{}", stderr(&o));
 }
+
+/// Issue 10: a solver that cannot meet a real-time deadline at its worst
+/// (1,000 Newton iterations at 4× oversampling) is a warning in `check`
+/// and a refusal in `run` under live unless `--force`; the default settings
+/// are neither.
+#[test]
+fn issue10_a_node_too_slow_for_the_deadline_is_warned_and_refused_under_live() {
+    let dir = temp_dir("deadline");
+    let scene = |iters: u32, os: &str| {
+        format!(
+            r#"{{ "version": "1.0", "nodes": [
+  {{ "id": "osc", "op": "sine", "params": {{ "freq": "220Hz" }} }},
+  {{ "id": "clip", "op": "diode_clipper", "params": {{ "max_iterations": {iters}, "oversampling": "{os}" }} }} ],
+  "edges": [ {{ "from": "osc", "to": "clip" }} ], "outputs": {{ "main": ["clip"] }} }}"#
+        )
+    };
+    let heavy = dir.join("heavy.json");
+    std::fs::write(&heavy, scene(1_000, "4")).unwrap();
+    let light = dir.join("light.json");
+    std::fs::write(&light, scene(32, "default")).unwrap();
+    let heavy = heavy.to_str().unwrap();
+    let o = morphrt(&["check", heavy, "--profile", "live"]);
+    assert!(o.status.success());
+    assert!(
+        stderr(&o).contains("node `clip` may take up to"),
+        "{}",
+        stderr(&o)
+    );
+    let o = morphrt(&["check", light.to_str().unwrap(), "--profile", "live"]);
+    assert!(!stderr(&o).contains("may take up to"), "{}", stderr(&o));
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            heavy,
+            "--profile",
+            "live",
+            "--device",
+            "clock",
+            "--duration",
+            "0.05s",
+            "--no-journal",
+            "--no-watch",
+        ];
+        args.extend_from_slice(extra);
+        morphrt(&args)
+    };
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    let o = run(&["--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -11,7 +11,7 @@ mod compile;
 mod report;
 
 pub use compile::{compile, CompileOptions};
-pub use report::{check_json, check_table};
+pub use report::{check_json, check_table, deadline_risks, DeadlineRisk};
 
 use crate::ops::{AnyNode, OpSpec, Value};
 use crate::profile::{NodeProfile, Profile};

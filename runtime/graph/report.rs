@@ -52,6 +52,51 @@ fn alignment(plan: &Plan, i: usize) -> String {
 }
 
 /// A human-readable table.
+/// What one iterative-solver step costs on a nominal machine (a Newton step
+/// with one `exp`, about 40 cycles at 2 GHz). Only for the worst-case
+/// estimate below; real costs are what `morphrt bench` measures.
+pub const NOMINAL_NS_PER_SOLVER_STEP: f64 = 20.0;
+
+/// A node whose worst case per block exceeds the block's deadline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeadlineRisk {
+    pub node: String,
+    /// Worst-case solver steps per sample (iterations × oversampling).
+    pub steps_per_sample: u64,
+    pub worst_us: f64,
+    pub deadline_us: f64,
+}
+
+impl std::fmt::Display for DeadlineRisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "node `{}` may take up to {:.0} µs per block against a {:.0} µs deadline ({} solver steps per sample at worst, about {NOMINAL_NS_PER_SOLVER_STEP} ns each on a nominal machine); lower its `max_iterations` or `oversampling`",
+            self.node, self.worst_us, self.deadline_us, self.steps_per_sample
+        )
+    }
+}
+
+/// Nodes whose worst-case cost per block (every solver iteration taken at
+/// every oversampled sample) exceeds the block's real-time deadline on a
+/// nominal machine.
+pub fn deadline_risks(plan: &Plan) -> Vec<DeadlineRisk> {
+    let deadline_us = plan.block_size as f64 / plan.sample_rate as f64 * 1e6;
+    plan.nodes
+        .iter()
+        .filter_map(|n| {
+            let steps = (n.op.solver_steps?)(&n.profile, &n.values);
+            let worst_us = steps as f64 * plan.block_size as f64 * NOMINAL_NS_PER_SOLVER_STEP / 1e3;
+            (worst_us > deadline_us).then(|| DeadlineRisk {
+                node: n.id.clone(),
+                steps_per_sample: steps,
+                worst_us,
+                deadline_us,
+            })
+        })
+        .collect()
+}
+
 pub fn check_table(plan: &Plan) -> String {
     let mut rows = vec![[
         "node".to_string(),

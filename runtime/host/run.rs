@@ -54,6 +54,8 @@ pub struct RunOptions {
     pub no_journal: bool,
     /// Start playing from this snapshot file.
     pub resume: Option<PathBuf>,
+    /// Play under live even when a node's worst case cannot meet the deadline.
+    pub force: bool,
 }
 
 /// The control side of a `run`: the live session plus the watcher and keys.
@@ -254,6 +256,19 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                 copts.block_size = Some(b);
                 plan = compile(&scene, &copts).map_err(HostError::Input)?;
             }
+        }
+    }
+    let risks = crate::graph::deadline_risks(&plan);
+    if !risks.is_empty() {
+        let lines: Vec<String> = risks.iter().map(|r| r.to_string()).collect();
+        if plan.session_profile == crate::profile::Profile::Live && !opts.force {
+            return Err(HostError::Usage(format!(
+                "live cannot meet its block deadline with this scene:\n  {}\n  help: lower those settings, use a larger --block-size, or pass --force to play anyway",
+                lines.join("\n  ")
+            )));
+        }
+        for l in &lines {
+            let _ = writeln!(log, "warning: {l}");
         }
     }
     let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);

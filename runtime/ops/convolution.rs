@@ -677,6 +677,7 @@ pub static CONVOLUTION: OpSpec = OpSpec {
     variadic_inputs: false,
     uses_rng: false,
     precision_param: None,
+    solver_steps: None,
     choices: conv_choices,
     algorithms: Some([
         "direct time-domain, summed in tap order",

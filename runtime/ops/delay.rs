@@ -197,6 +197,7 @@ pub static DELAY: OpSpec = OpSpec {
     variadic_inputs: false,
     uses_rng: false,
     precision_param: None,
+    solver_steps: None,
     choices: no_choices,
     algorithms: None,
     build: build_any::<DelayOp>,

@@ -258,6 +258,7 @@ pub static ADSR: OpSpec = OpSpec {
     variadic_inputs: false,
     uses_rng: false,
     precision_param: None,
+    solver_steps: None,
     choices: no_choices,
     algorithms: None,
     build: build_any::<AdsrOp>,

@@ -98,6 +98,9 @@ impl ParamSpec {
     }
 }
 
+/// Worst-case solver steps per sample of a node with these settings.
+pub type SolverStepsFn = fn(&NodeProfile, &[Value]) -> u64;
+
 /// Builds a node at a precision and math policy.
 pub type BuildFn = fn(&BuildCtx<'_>, Precision, MathKind) -> Result<AnyNode, String>;
 
@@ -141,6 +144,10 @@ pub struct OpSpec {
     /// an explicit precision change, so the implicit-cast rules do not apply
     /// to the edges into it.
     pub precision_param: Option<&'static str>,
+    /// Worst-case iterative-solver steps per base-rate sample (iterations ×
+    /// oversampling), for operators with a solver: `check` and `run` compare
+    /// it with the block's deadline.
+    pub solver_steps: Option<SolverStepsFn>,
     /// What this node runs with under its profile and params (see
     /// [`ChoicesFn`]); `check` prints it.
     pub choices: ChoicesFn,

@@ -100,6 +100,7 @@ pub static NOISE: OpSpec = OpSpec {
     variadic_inputs: false,
     uses_rng: true,
     precision_param: None,
+    solver_steps: None,
     choices: no_choices,
     algorithms: None,
     build: build_any::<NoiseOp>,

@@ -250,6 +250,7 @@ pub static SATURATOR: OpSpec = OpSpec {
     variadic_inputs: false,
     uses_rng: false,
     precision_param: None,
+    solver_steps: None,
     choices: saturator_choices,
     algorithms: Some([
         "1x unless set",
@@ -543,6 +544,13 @@ fn diode_choices(profile: &NodeProfile, values: &[Value]) -> Vec<(&'static str, 
     vec![os, solver]
 }
 
+/// Every Newton iteration the solver may take, at every oversampled sample.
+fn diode_worst_steps(profile: &NodeProfile, values: &[Value]) -> u64 {
+    let factor = FactorRule::new(profile, values, DC_OVERSAMPLING, DC_CRITICAL).factor();
+    let (max_iterations, _) = solver_rule(profile, values);
+    max_iterations as u64 * factor as u64
+}
+
 struct DiodeClipperOp;
 impl Operator for DiodeClipperOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
@@ -614,6 +622,7 @@ pub static DIODE_CLIPPER: OpSpec = OpSpec {
     variadic_inputs: false,
     uses_rng: false,
     precision_param: None,
+    solver_steps: Some(diode_worst_steps),
     choices: diode_choices,
     algorithms: Some([
         "1x unless set; Newton always max_iterations",

@@ -224,6 +224,7 @@ pub static SAMPLER: OpSpec = OpSpec {
     variadic_inputs: false,
     uses_rng: false,
     precision_param: None,
+    solver_steps: None,
     choices: no_choices,
     algorithms: None,
     build: build_any::<SamplerOp>,

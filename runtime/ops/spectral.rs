@@ -251,6 +251,7 @@ pub static SPECTRAL_GATE: OpSpec = OpSpec {
     variadic_inputs: false,
     uses_rng: false,
     precision_param: None,
+    solver_steps: None,
     choices: spectral_choices,
     algorithms: Some([
         "reference radix-2 FFT, ortho",
