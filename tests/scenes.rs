@@ -59,8 +59,33 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
         );
         let lag = |p: &Plan| p.latency as i64 - strict_latency;
         let (lag_repro, lag_live) = (lag(&p_repro), lag(&p_live));
+        // Where `check` reports another algorithm under live (convolution
+        // engine, oversampling, solver stop rule), live must really run it.
+        let algorithms = |p: &Plan| -> Vec<serde_json::Value> {
+            morphrt::graph::check_json(p)["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| {
+                    let mut c = n["choices"].clone();
+                    if let Some(o) = c.as_object_mut() {
+                        // Math policies always differ; FFT norms can be exact twins.
+                        o.remove("math");
+                        o.remove("fft");
+                    }
+                    c
+                })
+                .collect()
+        };
+        let live_differs = algorithms(&p_repro) != algorithms(&p_live);
         let repro = render_to_vec(&mut Engine::new(p_repro), n);
         let live = render_to_vec(&mut Engine::new(p_live), n);
+        if live_differs {
+            assert!(
+                repro != live,
+                "{name}: check reports other algorithms under live, but live renders repro's bits"
+            );
+        }
         let e_repro = rel_rms(&strict, &repro, lag_repro, &skip);
         let e_live = rel_rms(&strict, &live, lag_live, &skip);
         if bless {
