@@ -36,14 +36,15 @@ impl<S: Sample> Processor<S> for Noise<S> {
         let amp = io.params.get(AMP);
         let start = io.start;
         let out = &mut io.outputs[0][..io.frames];
+        self.stream.fill(start, out);
         if amp.is_const() {
             let a = S::from_f64(amp.value());
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = a * self.stream.sample::<S>(start + i as u64);
+            for o in out.iter_mut() {
+                *o = a * *o;
             }
         } else {
             for (i, o) in out.iter_mut().enumerate() {
-                *o = S::from_f64(amp.at(i)) * self.stream.sample::<S>(start + i as u64);
+                *o = S::from_f64(amp.at(i)) * *o;
             }
         }
     }
