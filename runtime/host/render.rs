@@ -3,6 +3,8 @@
 //! snapshots written at chosen samples, and renders that resume from a
 //! snapshot.
 
+pub mod wav;
+
 use super::snapshot::{numbered_path, SnapshotContext, SnapshotFile};
 use super::HostError;
 use crate::engine::{BusRef, Engine};
