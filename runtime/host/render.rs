@@ -3,6 +3,7 @@
 //! snapshots written at chosen samples, and renders that resume from a
 //! snapshot.
 
+pub mod interrupt;
 pub mod wav;
 
 use super::snapshot::{numbered_path, SnapshotContext, SnapshotFile};
