@@ -4,6 +4,7 @@
 //! snapshot.
 
 pub mod interrupt;
+pub mod output;
 pub mod wav;
 
 use super::snapshot::{numbered_path, SnapshotContext, SnapshotFile};
