@@ -24,15 +24,18 @@ struct Cli {
 enum Command {
     /// Render a scene offline to a WAV file (strict renders are bit-exact).
     Render {
-        /// The scene file (JSON).
+        /// The scene file (JSON); `-` reads it from standard input.
         scene: PathBuf,
-        /// Output WAV file.
+        /// Output WAV file (replaced only when the render completes), a FIFO
+        /// or device (streamed), or `-` for standard output. Never a file
+        /// the render reads.
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
         /// Session profile: strict, repro or live (default: the scene's, else repro).
         #[arg(long, value_parser = parse_profile)]
         profile: Option<Profile>,
-        /// Length, e.g. 10s, 250ms, 4800samples (default: the scene's duration, else 10s).
+        /// Length, e.g. 10s, 250ms, 4800samples; at most 24 hours (default: the
+        /// scene's duration, else 10s).
         #[arg(short = 'd', long = "duration")]
         duration: Option<String>,
         /// Sample format of the WAV file.
