@@ -50,6 +50,10 @@ enum Command {
         /// Print the SHA-256 of the main-bus samples at engine precision.
         #[arg(long)]
         hash: bool,
+        /// Print a JSON summary: frames, duration, hash, peak, clipped
+        /// samples, per-channel levels, time and real-time factor.
+        #[arg(long)]
+        json: bool,
         /// Extra directories to look up "@resource:NAME" in (repeatable).
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
@@ -178,6 +182,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             seed,
             block_size,
             hash,
+            json,
             resources,
             snapshot_at,
             snapshot_out,
@@ -192,6 +197,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 seed,
                 block_size,
                 hash,
+                json,
                 resources,
                 snapshot_at,
                 snapshot_out,

@@ -1,6 +1,6 @@
-//! `render` never loses a user's data: one test per line of the issue
-//! section "Never lose a user's data" (each of which once happened with
-//! exit 0).
+//! `render` never loses a user's data, and says what it made: one test per
+//! line of the issue section "Never lose a user's data" (each of which once
+//! happened with exit 0), and the levels report of "Show what was made".
 //! Every test runs the real binary; they hold as root (CI) and as a normal
 //! user.
 
@@ -585,4 +585,52 @@ fn an_unusable_output_path_fails_before_rendering_and_is_named() {
         );
     }
     assert!(partials(&dir).is_empty() && partials(&dir.join("adir")).is_empty());
+}
+
+// "Show what was made": peak, clipped samples, DC offset, a warning when
+// anything clips, and `--json`.
+#[test]
+fn render_reports_levels_and_clipping() {
+    let dir = temp_dir("safety-levels");
+    std::fs::write(
+        dir.join("dc.json"),
+        r#"{ "version": "1.0", "sample_rate": 48000,
+  "nodes": [ { "id": "a", "op": "dc", "params": { "value": 0.25 } },
+             { "id": "b", "op": "dc", "params": { "value": -1.5 } } ],
+  "outputs": { "main": ["a", "b"] } }"#,
+    )
+    .unwrap();
+    let args = |format: &'static str| {
+        [
+            "render", "dc.json", "-o", "out.wav", "-d", "0.1s", "--format", format, "--json",
+        ]
+    };
+    let o = run(morphrt_in(&dir).args(args("i16")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("warning: 4800 samples clipped"), "{err}");
+    assert!(err.contains("ch2: 4800"), "{err}");
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["frames"], 4800);
+    assert_eq!(j["duration_s"], 0.1);
+    assert_eq!(j["clipped"], 4800);
+    assert_eq!(j["peak"], 1.5);
+    let peak_db = j["peak_dbfs"].as_f64().unwrap();
+    assert!((peak_db - 3.5218).abs() < 1e-3, "{peak_db}");
+    assert_eq!(j["per_channel"][0]["dc_offset"], 0.25);
+    assert_eq!(j["per_channel"][0]["clipped"], 0);
+    assert_eq!(j["per_channel"][1]["clipped"], 4800);
+    assert_eq!(j["hash"].as_str().unwrap().len(), 64);
+    assert!(j["time_s"].as_f64().is_some() && j["rtf"].as_f64().is_some());
+
+    // f32 keeps values over 0 dBFS, but they are flagged.
+    let o = run(morphrt_in(&dir).args(args("f32")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("4800 samples over 0 dBFS"),
+        "{}",
+        stderr(&o)
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["clipped"], 4800);
 }

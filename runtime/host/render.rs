@@ -1,7 +1,7 @@
 //! Offline rendering: exactly N frames of the main bus into a WAV file,
-//! with an optional SHA-256 of the samples at engine precision,
-//! snapshots written at chosen samples, and renders that resume from a
-//! snapshot.
+//! with an optional SHA-256 of the samples at engine precision, levels
+//! (peak, clipping, DC offset), snapshots written at chosen samples, and
+//! renders that resume from a snapshot.
 //!
 //! A render never costs the user data: its output is checked before the
 //! first block ([`output`]), written under a temporary name or streamed,
@@ -9,6 +9,7 @@
 //! its header is RF64 when the file passes 4 GiB ([`wav`]).
 
 pub mod interrupt;
+pub mod levels;
 pub mod output;
 pub mod wav;
 
@@ -19,6 +20,7 @@ use crate::graph::{compile, CompileOptions};
 use crate::profile::Profile;
 use crate::scene::{self, Diagnostic, TimeSpec};
 use interrupt::{signal_name, InterruptGuard};
+use levels::Levels;
 use output::{Inputs, Output, Sink};
 use sha2::{Digest, Sha256};
 use std::io::{BufWriter, IsTerminal, Read, Write};
@@ -50,14 +52,30 @@ impl WavFormat {
             _ => None,
         }
     }
+
+    /// The `--format` value, for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            WavFormat::F32 => "f32",
+            WavFormat::I24 => "i24",
+            WavFormat::I16 => "i16",
+        }
+    }
 }
 
 /// Integer PCM: scale by 2^(bits−1)−1, round half to even, clamp; no dither.
 #[inline]
 pub fn to_int(x: f64, bits: u32) -> i32 {
+    to_int_clipped(x, bits).0
+}
+
+/// [`to_int`], and whether the clamp changed the value (the sample clipped).
+#[inline]
+pub fn to_int_clipped(x: f64, bits: u32) -> (i32, bool) {
     let full = ((1i64 << (bits - 1)) - 1) as f64;
     let v = (x * full).round_ties_even();
-    v.clamp(-full - 1.0, full) as i32
+    let c = v.clamp(-full - 1.0, full);
+    (c as i32, c != v)
 }
 
 /// What a render did.
@@ -68,6 +86,8 @@ pub struct RenderReport {
     /// Lower-case hex SHA-256 of the interleaved LE main-bus samples.
     pub hash: String,
     pub elapsed: Duration,
+    /// Peak, clipping and DC offset of what was written.
+    pub levels: Levels,
 }
 
 impl RenderReport {
@@ -295,6 +315,7 @@ fn write_wav(
     let mut hasher = Sha256::new();
     let mut hash_bytes = Vec::new();
     let mut bytes = Vec::new();
+    let mut levels = Levels::new(engine.channels(), format);
     let progress = opts.progress && std::io::stderr().is_terminal();
     let mut last_print = Instant::now();
     let sr = engine.sample_rate() as f64;
@@ -320,13 +341,18 @@ fn write_wav(
                         let x = bus.get(c, i);
                         match format {
                             WavFormat::F32 => {
+                                levels.add(c, x, x.abs() > 1.0);
                                 bytes.extend_from_slice(&(x as f32).to_le_bytes());
                             }
                             WavFormat::I24 => {
-                                bytes.extend_from_slice(&to_int(x, 24).to_le_bytes()[..3]);
+                                let (v, clipped) = to_int_clipped(x, 24);
+                                levels.add(c, x, clipped);
+                                bytes.extend_from_slice(&v.to_le_bytes()[..3]);
                             }
                             WavFormat::I16 => {
-                                bytes.extend_from_slice(&(to_int(x, 16) as i16).to_le_bytes());
+                                let (v, clipped) = to_int_clipped(x, 16);
+                                levels.add(c, x, clipped);
+                                bytes.extend_from_slice(&(v as i16).to_le_bytes());
                             }
                         }
                     }
@@ -394,6 +420,7 @@ fn write_wav(
         channels: engine.channels(),
         hash: hex(&hasher.finalize()),
         elapsed,
+        levels,
     })
 }
 
@@ -418,6 +445,8 @@ pub struct RenderOptions {
     pub block_size: Option<usize>,
     /// Print the SHA-256 of the main-bus samples.
     pub hash: bool,
+    /// Print a JSON summary (frames, duration, hash, levels, time, RTF).
+    pub json: bool,
     /// `--resources` directories.
     pub resources: Vec<PathBuf>,
     /// Times on the scene's timeline (absolute, also when resuming) at which
@@ -682,10 +711,42 @@ pub fn render(
         report.elapsed.as_secs_f64(),
         report.speed(sr)
     );
-    // Standard output carries the WAV with `-o -`: the hash goes to the
-    // log then.
-    if opts.hash {
-        let text_out: &mut dyn Write = if to_stdout { log } else { out };
+    let _ = writeln!(log, "{}", report.levels.summary());
+    if let Some(w) = report.levels.clip_warning() {
+        let _ = writeln!(log, "{w}");
+    }
+    // Standard output carries the WAV with `-o -`: the hash and the summary
+    // go to the log then.
+    let text_out: &mut dyn Write = if to_stdout { log } else { out };
+    if opts.json {
+        let duration_s = report.frames as f64 / sr as f64;
+        let mut summary = serde_json::json!({
+            "output": opts.output.display().to_string(),
+            "format": opts.format.name(),
+            "rf64": layout.is_rf64(),
+            "bytes": needed,
+            "sample_rate": sr,
+            "channels": report.channels,
+            "start_frame": start,
+            "frames": report.frames,
+            "duration_s": duration_s,
+            "profile": engine.profile().to_string(),
+            "block_size": engine.block_size(),
+            "hash": report.hash,
+            "time_s": report.elapsed.as_secs_f64(),
+            "rtf": report.elapsed.as_secs_f64() / duration_s,
+        });
+        if let (Some(m), serde_json::Value::Object(levels)) =
+            (summary.as_object_mut(), report.levels.json())
+        {
+            m.extend(levels);
+        }
+        let _ = writeln!(
+            text_out,
+            "{}",
+            serde_json::to_string_pretty(&summary).expect("json")
+        );
+    } else if opts.hash {
         let _ = writeln!(text_out, "{}", report.hash);
     }
     Ok(())
@@ -705,5 +766,18 @@ mod tests {
         assert_eq!(to_int(0.5 / 32767.0, 16), 0);
         assert_eq!(to_int(1.5 / 32767.0, 16), 2);
         assert_eq!(to_int(1.0, 24), 8388607);
+    }
+
+    #[test]
+    fn clipping_is_exactly_what_the_clamp_changed() {
+        // ±1.0 is full scale, not clipped; -32768 is reached only by clamping.
+        assert_eq!(to_int_clipped(1.0, 16), (32767, false));
+        assert_eq!(to_int_clipped(-1.0, 16), (-32767, false));
+        assert_eq!(to_int_clipped(-32768.0 / 32767.0, 16), (-32768, false));
+        assert_eq!(to_int_clipped(-32768.6 / 32767.0, 16), (-32768, true));
+        // Rounds to full scale first: not clipped.
+        assert_eq!(to_int_clipped(32767.4 / 32767.0, 16), (32767, false));
+        assert_eq!(to_int_clipped(32767.6 / 32767.0, 16), (32767, true));
+        assert_eq!(to_int_clipped(1.5, 24), (8388607, true));
     }
 }
