@@ -24,15 +24,18 @@ struct Cli {
 enum Command {
     /// Render a scene offline to a WAV file (strict renders are bit-exact).
     Render {
-        /// The scene file (JSON).
+        /// The scene file (JSON); `-` reads it from standard input.
         scene: PathBuf,
-        /// Output WAV file.
+        /// Output WAV file (replaced only when the render completes), a FIFO
+        /// or device (streamed), or `-` for standard output. Never a file
+        /// the render reads.
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
         /// Session profile: strict, repro or live (default: the scene's, else repro).
         #[arg(long, value_parser = parse_profile)]
         profile: Option<Profile>,
-        /// Length, e.g. 10s, 250ms, 4800samples (default: the scene's duration, else 10s).
+        /// Length, e.g. 10s, 250ms, 4800samples; at most 24 hours (default: the
+        /// scene's duration, else 10s).
         #[arg(short = 'd', long = "duration")]
         duration: Option<String>,
         /// Sample format of the WAV file.
@@ -47,6 +50,10 @@ enum Command {
         /// Print the SHA-256 of the main-bus samples at engine precision.
         #[arg(long)]
         hash: bool,
+        /// Print a JSON summary: frames, duration, hash, peak, clipped
+        /// samples, per-channel levels, time and real-time factor.
+        #[arg(long)]
+        json: bool,
         /// Extra directories to look up "@resource:NAME" in (repeatable).
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
@@ -240,6 +247,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             seed,
             block_size,
             hash,
+            json,
             resources,
             snapshot_at,
             snapshot_out,
@@ -254,6 +262,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 seed,
                 block_size,
                 hash,
+                json,
                 resources,
                 snapshot_at,
                 snapshot_out,

@@ -17,13 +17,19 @@ pub enum HostError {
     Usage(String),
     /// The machine let us down: I/O, devices (exit code 1).
     Runtime(String),
+    /// A signal stopped the command after it cleaned up; the exit code is
+    /// 128 + the signal's number, as a shell reports a process the signal
+    /// killed (130 for SIGINT, 143 for SIGTERM).
+    Interrupted { signal: i32, message: String },
 }
 
 impl HostError {
+    /// The process exit code for this failure.
     pub fn exit_code(&self) -> i32 {
         match self {
             HostError::Input(_) | HostError::Usage(_) => 2,
             HostError::Runtime(_) => 1,
+            HostError::Interrupted { signal, .. } => 128 + signal,
         }
     }
 }
@@ -52,6 +58,7 @@ impl std::fmt::Display for HostError {
             }
             HostError::Usage(s) => write!(f, "error: {s}"),
             HostError::Runtime(s) => write!(f, "error: {s}"),
+            HostError::Interrupted { message, .. } => write!(f, "{message}"),
         }
     }
 }

@@ -1,17 +1,38 @@
-//! Offline rendering: exactly N frames of the main bus into a WAV file
-//! (hound), with an optional SHA-256 of the samples at engine precision,
-//! snapshots written at chosen samples, and renders that resume from a
-//! snapshot.
+//! Offline rendering: exactly N frames of the main bus into a WAV file,
+//! with an optional SHA-256 of the samples at engine precision, levels
+//! (peak, clipping, DC offset), snapshots written at chosen samples, and
+//! renders that resume from a snapshot.
+//!
+//! A render never costs the user data: its output is checked before the
+//! first block ([`output`]), written under a temporary name or streamed,
+//! cleaned up on every failure and on SIGINT/SIGTERM ([`interrupt`]), and
+//! its header is RF64 when the file passes 4 GiB ([`wav`]).
+
+pub mod interrupt;
+pub mod levels;
+pub mod output;
+pub mod wav;
 
 use super::snapshot::{numbered_path, SnapshotContext, SnapshotFile};
 use super::HostError;
 use crate::engine::{BusRef, Engine};
 use crate::graph::{compile, CompileOptions};
 use crate::profile::Profile;
+use crate::scene::{self, Diagnostic, TimeSpec};
+use interrupt::{signal_name, InterruptGuard};
+use levels::Levels;
+use output::{Inputs, Output, Sink};
 use sha2::{Digest, Sha256};
-use std::io::{IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use wav::WavLayout;
+
+/// The longest render, in seconds of audio: 24 hours. One limit for `-d`,
+/// the scene's `duration` and a resumed render, so a typo in either cannot
+/// start a render that fills the disk (24 h of 8-channel f32 at 48 kHz is
+/// 133 GB), and the error says what the limit is.
+pub const MAX_RENDER_S: u64 = 24 * 60 * 60;
 
 /// The WAV sample format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +43,7 @@ pub enum WavFormat {
 }
 
 impl WavFormat {
+    /// Parses the `--format` value.
     pub fn parse(s: &str) -> Option<WavFormat> {
         match s {
             "f32" => Some(WavFormat::F32),
@@ -30,14 +52,30 @@ impl WavFormat {
             _ => None,
         }
     }
+
+    /// The `--format` value, for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            WavFormat::F32 => "f32",
+            WavFormat::I24 => "i24",
+            WavFormat::I16 => "i16",
+        }
+    }
 }
 
 /// Integer PCM: scale by 2^(bits−1)−1, round half to even, clamp; no dither.
 #[inline]
 pub fn to_int(x: f64, bits: u32) -> i32 {
+    to_int_clipped(x, bits).0
+}
+
+/// [`to_int`], and whether the clamp changed the value (the sample clipped).
+#[inline]
+pub fn to_int_clipped(x: f64, bits: u32) -> (i32, bool) {
     let full = ((1i64 << (bits - 1)) - 1) as f64;
     let v = (x * full).round_ties_even();
-    v.clamp(-full - 1.0, full) as i32
+    let c = v.clamp(-full - 1.0, full);
+    (c as i32, c != v)
 }
 
 /// What a render did.
@@ -48,6 +86,8 @@ pub struct RenderReport {
     /// Lower-case hex SHA-256 of the interleaved LE main-bus samples.
     pub hash: String,
     pub elapsed: Duration,
+    /// Peak, clipping and DC offset of what was written.
+    pub levels: Levels,
 }
 
 impl RenderReport {
@@ -87,8 +127,31 @@ pub fn run_blocks_with_stops<E>(
     engine: &mut Engine,
     frames: u64,
     stops: &[u64],
-    mut at_stop: impl FnMut(&Engine) -> Result<(), E>,
+    at_stop: impl FnMut(&Engine) -> Result<(), E>,
     mut sink: impl FnMut(BusRef<'_>),
+    progress: impl FnMut(u64),
+) -> Result<(), E> {
+    try_run_blocks_with_stops(
+        engine,
+        frames,
+        stops,
+        at_stop,
+        |bus| {
+            sink(bus);
+            Ok(())
+        },
+        progress,
+    )
+}
+
+/// [`run_blocks_with_stops`] with a sink that can fail: its error (a full
+/// disk, a signal) ends the render at once instead of after the last block.
+pub fn try_run_blocks_with_stops<E>(
+    engine: &mut Engine,
+    frames: u64,
+    stops: &[u64],
+    mut at_stop: impl FnMut(&Engine) -> Result<(), E>,
+    mut sink: impl FnMut(BusRef<'_>) -> Result<(), E>,
     mut progress: impl FnMut(u64),
 ) -> Result<(), E> {
     let block = engine.block_size() as u64;
@@ -113,7 +176,7 @@ pub fn run_blocks_with_stops<E>(
             to = to.min(*s);
         }
         engine.process_block((to - clock) as usize);
-        sink(engine.bus());
+        sink(engine.bus())?;
         progress(to - start);
     }
 }
@@ -158,9 +221,11 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Renders `frames` into a WAV file at `path`. The file is written under a
-/// temporary name and renamed into place only when complete, so a failed
-/// render never leaves a truncated file or destroys an existing one.
+/// Renders `frames` into a WAV file at `path` under the rules of
+/// [`output`] (no inputs to protect): written under a temporary name and
+/// renamed into place when complete, streamed to a FIFO or device, so a
+/// failed render never leaves a truncated file or destroys an existing one.
+/// Installs no signal handlers; [`render`] does.
 pub fn render_to_wav(
     engine: &mut Engine,
     path: &Path,
@@ -168,116 +233,204 @@ pub fn render_to_wav(
     format: WavFormat,
     show_progress: bool,
 ) -> Result<RenderReport, String> {
-    render_to_wav_with_stops(engine, path, frames, format, show_progress, &[], |_| Ok(()))
+    let layout = wav_layout(engine.channels(), engine.sample_rate(), format, frames)
+        .map_err(|e| e.to_string())?;
+    let needed = layout.file_len().unwrap_or(u64::MAX);
+    let output = Output::prepare(path, &Inputs::default(), needed).map_err(|e| e.to_string())?;
+    let what = output.describe();
+    let mut stdout = std::io::stdout();
+    let sink = output.start(&mut stdout).map_err(|e| e.to_string())?;
+    write_wav(
+        engine,
+        sink,
+        &what,
+        &layout,
+        &WriteOptions {
+            progress: show_progress,
+            stops: &[],
+            interrupt: None,
+        },
+        |_| Ok(()),
+    )
+    .map_err(|e| e.to_string())
 }
 
-/// [`render_to_wav`] from the engine's clock, calling `at_stop` exactly at
-/// each sample of `stops` (see [`run_blocks_with_stops`]); an error there
-/// abandons the render (no WAV file is left).
-pub fn render_to_wav_with_stops(
-    engine: &mut Engine,
-    path: &Path,
-    frames: u64,
+/// The WAV's shape, refused when it cannot be written at all.
+fn wav_layout(
+    channels: usize,
+    sample_rate: u32,
     format: WavFormat,
-    show_progress: bool,
-    stops: &[u64],
-    at_stop: impl FnMut(&Engine) -> Result<(), String>,
-) -> Result<RenderReport, String> {
-    let spec = hound::WavSpec {
-        channels: engine.channels() as u16,
-        sample_rate: engine.sample_rate(),
-        bits_per_sample: match format {
-            WavFormat::F32 => 32,
-            WavFormat::I24 => 24,
-            WavFormat::I16 => 16,
-        },
-        sample_format: match format {
-            WavFormat::F32 => hound::SampleFormat::Float,
-            _ => hound::SampleFormat::Int,
-        },
+    frames: u64,
+) -> Result<WavLayout, HostError> {
+    let layout = WavLayout {
+        channels: u16::try_from(channels)
+            .map_err(|_| HostError::Usage(format!("{channels} channels do not fit a WAV file")))?,
+        sample_rate,
+        format,
+        frames,
     };
-    let tmp = temp_path(path);
-    let mut writer = hound::WavWriter::create(&tmp, spec)
-        .map_err(|e| format!("cannot create `{}`: {e}", tmp.display()))?;
+    if layout.file_len().is_none() {
+        return Err(HostError::Usage(format!(
+            "{frames} frames of {channels} channels do not fit any WAV file"
+        )));
+    }
+    Ok(layout)
+}
+
+/// How [`write_wav`] runs.
+struct WriteOptions<'a> {
+    /// Show progress on stderr when it is a terminal.
+    progress: bool,
+    /// Samples at which to call `at_stop`.
+    stops: &'a [u64],
+    /// Stop (and clean up) when this caught a signal.
+    interrupt: Option<&'a InterruptGuard>,
+}
+
+/// Why a render stopped early.
+enum Abort {
+    /// The output failed.
+    Write(std::io::Error),
+    /// Writing a snapshot failed.
+    Snapshot(String),
+    /// SIGINT, SIGTERM or SIGHUP.
+    Signal(i32),
+}
+
+/// Writes the header and `layout.frames` frames from the engine to `sink`,
+/// finishing it (rename into place, flush) only when all went well;
+/// otherwise the sink is dropped, which removes a temporary file.
+fn write_wav(
+    engine: &mut Engine,
+    sink: Sink<'_>,
+    what: &str,
+    layout: &WavLayout,
+    opts: &WriteOptions<'_>,
+    mut at_stop: impl FnMut(&Engine) -> Result<(), String>,
+) -> Result<RenderReport, HostError> {
+    let aftermath = sink.aftermath();
+    let frames = layout.frames;
+    let format = layout.format;
+    let mut w = BufWriter::with_capacity(1 << 20, sink);
     let mut hasher = Sha256::new();
+    let mut hash_bytes = Vec::new();
     let mut bytes = Vec::new();
-    let mut err: Option<String> = None;
-    let start = Instant::now();
-    let progress = show_progress && std::io::stderr().is_terminal();
+    let mut levels = Levels::new(engine.channels(), format);
+    let progress = opts.progress && std::io::stderr().is_terminal();
     let mut last_print = Instant::now();
     let sr = engine.sample_rate() as f64;
-    let stopped = run_blocks_with_stops(
-        engine,
-        frames,
-        stops,
-        at_stop,
-        |bus| {
-            hash_block(&mut hasher, &mut bytes, bus);
-            if err.is_some() {
-                return;
-            }
-            for i in 0..bus.frames() {
-                for c in 0..bus.channels() {
-                    let x = bus.get(c, i);
-                    let r = match format {
-                        WavFormat::F32 => writer.write_sample(x as f32),
-                        WavFormat::I24 => writer.write_sample(to_int(x, 24)),
-                        WavFormat::I16 => writer.write_sample(to_int(x, 16) as i16),
-                    };
-                    if let Err(e) = r {
-                        err = Some(format!("cannot write `{}`: {e}", tmp.display()));
-                        return;
+    let first = engine.clock();
+    let start = Instant::now();
+    let caught = || opts.interrupt.and_then(InterruptGuard::caught);
+    let header = layout.header().expect("wav_layout() checked the size");
+    let mut result = w.write_all(&header).map_err(Abort::Write);
+    if result.is_ok() {
+        result = try_run_blocks_with_stops(
+            engine,
+            frames,
+            opts.stops,
+            |e| at_stop(e).map_err(Abort::Snapshot),
+            |bus| {
+                if let Some(signal) = caught() {
+                    return Err(Abort::Signal(signal));
+                }
+                hash_block(&mut hasher, &mut hash_bytes, bus);
+                bytes.clear();
+                for i in 0..bus.frames() {
+                    for c in 0..bus.channels() {
+                        let x = bus.get(c, i);
+                        match format {
+                            WavFormat::F32 => {
+                                levels.add(c, x, x.abs() > 1.0);
+                                bytes.extend_from_slice(&(x as f32).to_le_bytes());
+                            }
+                            WavFormat::I24 => {
+                                let (v, clipped) = to_int_clipped(x, 24);
+                                levels.add(c, x, clipped);
+                                bytes.extend_from_slice(&v.to_le_bytes()[..3]);
+                            }
+                            WavFormat::I16 => {
+                                let (v, clipped) = to_int_clipped(x, 16);
+                                levels.add(c, x, clipped);
+                                bytes.extend_from_slice(&(v as i16).to_le_bytes());
+                            }
+                        }
                     }
                 }
-            }
-        },
-        |done| {
-            if progress && (last_print.elapsed() > Duration::from_millis(100) || done == frames) {
-                last_print = Instant::now();
-                let pct = done as f64 * 100.0 / frames.max(1) as f64;
-                let mut e = std::io::stderr();
-                let _ = write!(
-                    e,
-                    "\rrendering {pct:5.1}%  {:.2}s / {:.2}s",
-                    done as f64 / sr,
-                    frames as f64 / sr
-                );
-                if done == frames {
-                    let _ = writeln!(e);
+                w.write_all(&bytes).map_err(Abort::Write)
+            },
+            |done| {
+                if progress && (last_print.elapsed() > Duration::from_millis(100) || done == frames)
+                {
+                    last_print = Instant::now();
+                    let pct = done as f64 * 100.0 / frames.max(1) as f64;
+                    let mut e = std::io::stderr();
+                    let _ = write!(
+                        e,
+                        "\rrendering {pct:5.1}%  {:.2}s / {:.2}s",
+                        done as f64 / sr,
+                        frames as f64 / sr
+                    );
+                    if done == frames {
+                        let _ = writeln!(e);
+                    }
                 }
-            }
-        },
-    );
+            },
+        );
+    }
+    if result.is_ok() && layout.pad_len() > 0 {
+        result = w.write_all(&[0]).map_err(Abort::Write);
+    }
+    if result.is_ok() {
+        // A signal during the last block still stops the render: the user
+        // asked for no file.
+        if let Some(signal) = caught() {
+            result = Err(Abort::Signal(signal));
+        }
+    }
     let elapsed = start.elapsed();
-    if let Err(e) = stopped {
-        err = err.or(Some(e));
+    if let Err(stop) = result {
+        // Dropping the sink removes a temporary file; the buffered tail is
+        // not written anywhere.
+        drop(w.into_parts().0);
+        if progress {
+            eprintln!();
+        }
+        return Err(match stop {
+            Abort::Write(e) => HostError::Runtime(format!("cannot write {what}: {e}{aftermath}")),
+            Abort::Snapshot(e) => HostError::Runtime(format!("{e}{aftermath}")),
+            Abort::Signal(signal) => HostError::Interrupted {
+                signal,
+                message: format!(
+                    "interrupted by {} at {:.2}s of {:.2}s; stopped writing {what}{aftermath}",
+                    signal_name(signal),
+                    (engine.clock() - first) as f64 / sr,
+                    frames as f64 / sr
+                ),
+            },
+        });
     }
-    if let Some(e) = err {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    writer.finalize().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot finish `{}`: {e}", tmp.display())
+    let sink = w.into_inner().map_err(|e| {
+        HostError::Runtime(format!("cannot write {what}: {}{aftermath}", e.error()))
     })?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot move the render into `{}`: {e}", path.display())
-    })?;
+    sink.finish()
+        .map_err(|e| HostError::Runtime(format!("cannot finish {what}: {e}{aftermath}")))?;
     Ok(RenderReport {
         frames,
         channels: engine.channels(),
         hash: hex(&hasher.finalize()),
         elapsed,
+        levels,
     })
 }
 
 /// What `morphrt render` was asked to do.
 #[derive(Clone, Debug)]
 pub struct RenderOptions {
-    /// The scene file.
+    /// The scene file; `-` reads the scene from standard input.
     pub scene: PathBuf,
-    /// The WAV file to write (it appears only when the render completes).
+    /// Where the WAV goes: a file (it appears only when the render
+    /// completes), a FIFO or device (streamed), or `-` for standard output.
     pub output: PathBuf,
     /// `--profile` (default: the snapshot's when resuming, else the scene's).
     pub profile: Option<Profile>,
@@ -292,6 +445,8 @@ pub struct RenderOptions {
     pub block_size: Option<usize>,
     /// Print the SHA-256 of the main-bus samples.
     pub hash: bool,
+    /// Print a JSON summary (frames, duration, hash, levels, time, RTF).
+    pub json: bool,
     /// `--resources` directories.
     pub resources: Vec<PathBuf>,
     /// Times on the scene's timeline (absolute, also when resuming) at which
@@ -304,16 +459,66 @@ pub struct RenderOptions {
     pub resume: Option<PathBuf>,
 }
 
+/// The render limit in samples at `sr`.
+fn max_frames(sr: u32) -> u64 {
+    MAX_RENDER_S * sr as u64
+}
+
+/// The error for a length over [`MAX_RENDER_S`]; `what` says whose.
+fn over_limit(what: String, sr: u32) -> HostError {
+    HostError::Usage(format!(
+        "{what} is longer than the render limit of 24 h ({MAX_RENDER_S} s, {} samples at {sr} Hz); render it in parts (--snapshot-at, --resume)",
+        max_frames(sr)
+    ))
+}
+
+/// `-d`, in samples, within [`MAX_RENDER_S`]. The limit is checked on the
+/// exact value before the general parser, whose own bound is far wider.
+fn parse_length(text: &str, sr: u32, log: &mut dyn Write) -> Result<u64, HostError> {
+    let spec = TimeSpec::parse(text).or_else(|_| TimeSpec::from_seconds_literal(text));
+    if let Some(spec) = spec.ok().filter(|s| !s.is_negative()) {
+        let over = spec
+            .to_samples(sr)
+            .is_none_or(|r| r.round_half_even() > max_frames(sr) as i128);
+        if over {
+            return Err(over_limit(format!("-d {text}"), sr));
+        }
+    }
+    super::run::parse_duration(text, sr, log)
+}
+
+/// The scene from standard input (`render -`): resources resolve from the
+/// current directory.
+fn read_stdin_scene() -> Result<(String, scene::Scene), HostError> {
+    const FILE: &str = "<stdin>";
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text).map_err(|e| {
+        HostError::Input(vec![Diagnostic::error(
+            FILE,
+            None,
+            format!("cannot read the scene from standard input: {e}"),
+        )])
+    })?;
+    let scene = scene::load_str(&text, FILE, Some(PathBuf::from("."))).map_err(HostError::Input)?;
+    Ok((text, scene))
+}
+
 /// `morphrt render`: compiles the scene (at the snapshot's block size and
-/// seed when resuming), carries the snapshot's state into the engine,
-/// renders to the WAV file, writing snapshots on the way, and reports on
-/// `log` (the hash goes to `out`).
+/// seed when resuming), checks the output before anything renders,
+/// carries the snapshot's state into the engine, renders to the WAV,
+/// writing snapshots on the way, and reports on `log` (the hash and the
+/// JSON summary go to `out`, or to `log` when `out` carries the WAV).
 pub fn render(
     opts: &RenderOptions,
     out: &mut dyn Write,
     log: &mut dyn Write,
 ) -> Result<(), HostError> {
-    let (text, scene) = super::read_scene(&opts.scene)?;
+    let from_stdin = opts.scene.as_os_str() == "-";
+    let (text, scene) = if from_stdin {
+        read_stdin_scene()?
+    } else {
+        super::read_scene(&opts.scene)?
+    };
     let snap = opts.resume.as_deref().map(SnapshotFile::read).transpose()?;
     let copts = match &snap {
         Some(s) => {
@@ -350,9 +555,19 @@ pub fn render(
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
     let frames = match &opts.duration {
-        Some(d) => super::run::parse_duration(d, sr, log)?,
+        Some(d) => parse_length(d, sr, log)?,
         None => {
             let total = plan.duration.unwrap_or(10 * sr as u64);
+            if total > max_frames(sr) {
+                return Err(over_limit(
+                    format!(
+                        "the duration of scene `{}` ({} s)",
+                        plan.file,
+                        total as f64 / sr as f64
+                    ),
+                    sr,
+                ));
+            }
             if total <= start {
                 return Err(HostError::Usage(format!(
                     "snapshot `{}` is at {:.3}s, at or past the scene's end ({:.3}s): give -d to render on",
@@ -377,12 +592,40 @@ pub fn render(
     }
     stops.sort_unstable();
     stops.dedup();
+    let several = stops.len() > 1;
+
+    // Everything read, and where everything goes, is known: check the
+    // output now, before any block renders.
+    let mut inputs = Inputs::default();
+    if from_stdin {
+        inputs.add_stdin("the scene (read from standard input)");
+    } else {
+        inputs.add("the scene", &opts.scene);
+    }
+    for (reference, path) in &plan.resources {
+        inputs.add(&format!("resource `{reference}`, read from"), path);
+    }
+    if let Some(p) = &opts.resume {
+        inputs.add("the snapshot resumed from", p);
+    }
+    let channels = plan.main.len();
+    let layout = wav_layout(channels, sr, opts.format, frames)?;
+    let needed = layout.file_len().unwrap_or(u64::MAX);
+    let output = Output::prepare(&opts.output, &inputs, needed)?;
+    if let Some(base) = &opts.snapshot_out {
+        for at in &stops {
+            let path = numbered_path(base, *at, several);
+            output::check_side_output(&path, "snapshot", &inputs, &output)?;
+        }
+    }
+
     let context = if stops.is_empty() && snap.is_none() {
         None
     } else {
         Some(SnapshotContext::new(&plan, &text)?)
     };
     let mut engine = Engine::new(plan);
+    debug_assert_eq!(engine.channels(), channels);
     if let (Some(s), Some(cx)) = (&snap, &context) {
         let resumed = cx.resume(s, &mut engine)?;
         for m in &resumed.messages {
@@ -399,15 +642,25 @@ pub fn render(
             s.nodes.len()
         );
     }
-    let several = stops.len() > 1;
     let mut written = Vec::new();
-    let report = render_to_wav_with_stops(
+    let to_stdout = output.is_stdout();
+    let what = output.describe();
+    // Installed after a FIFO was opened (that open may wait for a reader,
+    // and Ctrl-C there should simply end the process) and before the
+    // temporary file exists.
+    let guard = InterruptGuard::install();
+    let mut no_stdout = std::io::sink();
+    let sink = output.start(if to_stdout { &mut *out } else { &mut no_stdout })?;
+    let report = write_wav(
         &mut engine,
-        &opts.output,
-        frames,
-        opts.format,
-        true,
-        &stops,
+        sink,
+        &what,
+        &layout,
+        &WriteOptions {
+            progress: true,
+            stops: &stops,
+            interrupt: Some(&guard),
+        },
         |e| {
             let (Some(cx), Some(base)) = (&context, &opts.snapshot_out) else {
                 return Ok(());
@@ -420,8 +673,8 @@ pub fn render(
             written.push((e.clock(), w, capture));
             Ok(())
         },
-    )
-    .map_err(HostError::Runtime)?;
+    )?;
+    drop(guard);
     for (at, w, capture) in &written {
         let _ = writeln!(
             log,
@@ -441,35 +694,62 @@ pub fn render(
             engine.stats().nan_events
         );
     }
-    if opts.hash {
-        let _ = writeln!(out, "{}", report.hash);
-    }
     let from = if start > 0 {
         format!(" from sample {start}")
     } else {
         String::new()
     };
+    let rf64 = if layout.is_rf64() { " as RF64" } else { "" };
     let _ = writeln!(
         log,
-        "rendered {} frames{from} ({:.3}s, {} ch, {} profile, block {}) to {} in {:.2}s ({:.1}x real time)",
+        "rendered {} frames{from} ({:.3}s, {} ch, {} profile, block {}) to {what}{rf64} in {:.2}s ({:.1}x real time)",
         report.frames,
         report.frames as f64 / sr as f64,
         report.channels,
         engine.profile(),
         engine.block_size(),
-        opts.output.display(),
         report.elapsed.as_secs_f64(),
         report.speed(sr)
     );
+    let _ = writeln!(log, "{}", report.levels.summary());
+    if let Some(w) = report.levels.clip_warning() {
+        let _ = writeln!(log, "{w}");
+    }
+    // Standard output carries the WAV with `-o -`: the hash and the summary
+    // go to the log then.
+    let text_out: &mut dyn Write = if to_stdout { log } else { out };
+    if opts.json {
+        let duration_s = report.frames as f64 / sr as f64;
+        let mut summary = serde_json::json!({
+            "output": opts.output.display().to_string(),
+            "format": opts.format.name(),
+            "rf64": layout.is_rf64(),
+            "bytes": needed,
+            "sample_rate": sr,
+            "channels": report.channels,
+            "start_frame": start,
+            "frames": report.frames,
+            "duration_s": duration_s,
+            "profile": engine.profile().to_string(),
+            "block_size": engine.block_size(),
+            "hash": report.hash,
+            "time_s": report.elapsed.as_secs_f64(),
+            "rtf": report.elapsed.as_secs_f64() / duration_s,
+        });
+        if let (Some(m), serde_json::Value::Object(levels)) =
+            (summary.as_object_mut(), report.levels.json())
+        {
+            m.extend(levels);
+        }
+        let _ = writeln!(
+            text_out,
+            "{}",
+            serde_json::to_string_pretty(&summary).expect("json")
+        );
+    } else if opts.hash {
+        let _ = writeln!(text_out, "{}", report.hash);
+    }
     Ok(())
-}
-
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "render.wav".into());
-    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
 }
 
 #[cfg(test)]
@@ -486,5 +766,18 @@ mod tests {
         assert_eq!(to_int(0.5 / 32767.0, 16), 0);
         assert_eq!(to_int(1.5 / 32767.0, 16), 2);
         assert_eq!(to_int(1.0, 24), 8388607);
+    }
+
+    #[test]
+    fn clipping_is_exactly_what_the_clamp_changed() {
+        // ±1.0 is full scale, not clipped; -32768 is reached only by clamping.
+        assert_eq!(to_int_clipped(1.0, 16), (32767, false));
+        assert_eq!(to_int_clipped(-1.0, 16), (-32767, false));
+        assert_eq!(to_int_clipped(-32768.0 / 32767.0, 16), (-32768, false));
+        assert_eq!(to_int_clipped(-32768.6 / 32767.0, 16), (-32768, true));
+        // Rounds to full scale first: not clipped.
+        assert_eq!(to_int_clipped(32767.4 / 32767.0, 16), (32767, false));
+        assert_eq!(to_int_clipped(32767.6 / 32767.0, 16), (32767, true));
+        assert_eq!(to_int_clipped(1.5, 24), (8388607, true));
     }
 }

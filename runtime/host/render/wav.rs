@@ -1,0 +1,320 @@
+//! WAV headers written once, up front, from the render's known length.
+//!
+//! A render knows its frame count before the first sample, so the header
+//! can carry the final sizes from the start: no seek back at the end, which
+//! is what lets the same writer stream to a pipe, a FIFO or a device. Past
+//! the 4 GiB that a RIFF size field can hold, the header is RF64 (EBU Tech
+//! 3306): the 32-bit sizes are `0xFFFFFFFF` and a `ds64` chunk holds the
+//! 64-bit ones. Below that, the bytes are exactly what hound writes, so
+//! files stay readable by every WAV reader and identical to earlier renders.
+
+use super::WavFormat;
+
+/// `KSDATAFORMAT_SUBTYPE_PCM`, the extensible format's integer sub-format.
+const SUBTYPE_PCM: [u8; 16] = [
+    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71,
+];
+/// `KSDATAFORMAT_SUBTYPE_IEEE_FLOAT`.
+const SUBTYPE_FLOAT: [u8; 16] = [
+    0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71,
+];
+
+/// The shape of one WAV file: enough to write its header and to know its
+/// size before rendering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WavLayout {
+    pub channels: u16,
+    pub sample_rate: u32,
+    pub format: WavFormat,
+    pub frames: u64,
+}
+
+impl WavLayout {
+    /// Bytes per sample of one channel.
+    pub fn bytes_per_sample(&self) -> u64 {
+        match self.format {
+            WavFormat::F32 => 4,
+            WavFormat::I24 => 3,
+            WavFormat::I16 => 2,
+        }
+    }
+
+    fn bits(&self) -> u16 {
+        self.bytes_per_sample() as u16 * 8
+    }
+
+    /// Bytes of sample data (the `data` chunk's size), or `None` past u64.
+    pub fn data_len(&self) -> Option<u64> {
+        self.frames
+            .checked_mul(self.channels as u64)?
+            .checked_mul(self.bytes_per_sample())
+    }
+
+    /// WAVE_FORMAT_EXTENSIBLE above 2 channels or 16 bits, as Microsoft
+    /// asks (and hound does); the plain 16-byte `fmt ` otherwise.
+    fn extensible(&self) -> bool {
+        self.channels > 2 || self.bits() > 16
+    }
+
+    fn fmt_len(&self) -> u64 {
+        if self.extensible() {
+            40
+        } else {
+            16
+        }
+    }
+
+    /// RIFF wants chunks of even length: an odd `data` chunk (24-bit mono,
+    /// odd frame count) is followed by one zero byte.
+    pub fn pad_len(&self) -> u64 {
+        self.data_len().map_or(0, |d| d & 1)
+    }
+
+    /// The RIFF size of the classic layout: everything after the first 8 bytes.
+    fn riff_len_classic(&self) -> Option<u64> {
+        (4 + 8 + self.fmt_len() + 8 + self.pad_len()).checked_add(self.data_len()?)
+    }
+
+    /// Whether the file needs RF64: its RIFF size does not fit in 32 bits
+    /// (`0xFFFFFFFF` itself is RF64's "see ds64" marker, so it counts).
+    pub fn is_rf64(&self) -> bool {
+        self.riff_len_classic().is_none_or(|r| r >= u32::MAX as u64)
+    }
+
+    /// Bytes of header before the first sample.
+    pub fn header_len(&self) -> u64 {
+        let ds64 = if self.is_rf64() { 8 + 28 } else { 0 };
+        12 + ds64 + 8 + self.fmt_len() + 8
+    }
+
+    /// The whole file's size in bytes, or `None` past u64.
+    pub fn file_len(&self) -> Option<u64> {
+        self.header_len()
+            .checked_add(self.data_len()?)?
+            .checked_add(self.pad_len())
+    }
+
+    /// The header: RIFF (or RF64 with its `ds64`), `fmt `, and the `data`
+    /// chunk's header, with the final sizes. Write `data_len()` bytes of
+    /// samples and `pad_len()` zero bytes after it. `None` when the size
+    /// does not fit in 64 bits (no render comes near that).
+    pub fn header(&self) -> Option<Vec<u8>> {
+        let data_len = self.data_len()?;
+        let file_len = self.file_len()?;
+        let mut h = Vec::with_capacity(self.header_len() as usize);
+        let rf64 = self.is_rf64();
+        h.extend_from_slice(if rf64 { b"RF64" } else { b"RIFF" });
+        push_u32(
+            &mut h,
+            if rf64 {
+                u32::MAX
+            } else {
+                (file_len - 8) as u32
+            },
+        );
+        h.extend_from_slice(b"WAVE");
+        if rf64 {
+            h.extend_from_slice(b"ds64");
+            push_u32(&mut h, 28);
+            h.extend_from_slice(&(file_len - 8).to_le_bytes());
+            h.extend_from_slice(&data_len.to_le_bytes());
+            // The fact chunk's sample count, in frames; no table entries.
+            h.extend_from_slice(&self.frames.to_le_bytes());
+            push_u32(&mut h, 0);
+        }
+        h.extend_from_slice(b"fmt ");
+        push_u32(&mut h, self.fmt_len() as u32);
+        let bytes = self.bytes_per_sample() as u32;
+        let block_align = bytes * self.channels as u32;
+        let tag: u16 = match (self.extensible(), self.format) {
+            (true, _) => 0xfffe,
+            (false, WavFormat::F32) => 3,
+            (false, _) => 1,
+        };
+        push_u16(&mut h, tag);
+        push_u16(&mut h, self.channels);
+        push_u32(&mut h, self.sample_rate);
+        push_u32(&mut h, self.sample_rate.wrapping_mul(block_align));
+        push_u16(&mut h, block_align as u16);
+        push_u16(&mut h, self.bits());
+        if self.extensible() {
+            push_u16(&mut h, 22);
+            push_u16(&mut h, self.bits());
+            push_u32(&mut h, channel_mask(self.channels));
+            h.extend_from_slice(match self.format {
+                WavFormat::F32 => &SUBTYPE_FLOAT,
+                _ => &SUBTYPE_PCM,
+            });
+        }
+        h.extend_from_slice(b"data");
+        push_u32(&mut h, if rf64 { u32::MAX } else { data_len as u32 });
+        debug_assert_eq!(h.len() as u64, self.header_len());
+        Some(h)
+    }
+}
+
+/// The default speaker assignment: the first `channels` positions (at most
+/// the 18 defined ones), as hound writes it.
+fn channel_mask(channels: u16) -> u32 {
+    let n = channels.min(18) as u32;
+    if n == 0 {
+        0
+    } else {
+        u32::MAX >> (32 - n)
+    }
+}
+
+fn push_u16(h: &mut Vec<u8>, v: u16) {
+    h.extend_from_slice(&v.to_le_bytes());
+}
+
+fn push_u32(h: &mut Vec<u8>, v: u32) {
+    h.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Human-readable bytes for messages (decimal units, like `df -H`).
+pub fn format_bytes(n: u64) -> String {
+    const UNITS: [(&str, f64); 4] = [("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)];
+    for (unit, size) in UNITS {
+        if n as f64 >= size {
+            return format!("{:.1} {unit}", n as f64 / size);
+        }
+    }
+    format!("{n} bytes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(channels: u16, format: WavFormat, frames: u64) -> WavLayout {
+        WavLayout {
+            channels,
+            sample_rate: 48000,
+            format,
+            frames,
+        }
+    }
+
+    fn u32_at(h: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(h[at..at + 4].try_into().unwrap())
+    }
+
+    fn u64_at(h: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(h[at..at + 8].try_into().unwrap())
+    }
+
+    /// Oracle: below 4 GiB the header is byte for byte what hound writes
+    /// (hound seeks back to fill in the sizes; ours knows them up front).
+    #[test]
+    fn small_headers_match_hound() {
+        for channels in [1u16, 2, 3, 8] {
+            for format in [WavFormat::F32, WavFormat::I24, WavFormat::I16] {
+                let l = layout(channels, format, 1001);
+                let spec = hound::WavSpec {
+                    channels,
+                    sample_rate: 48000,
+                    bits_per_sample: l.bits(),
+                    sample_format: match format {
+                        WavFormat::F32 => hound::SampleFormat::Float,
+                        _ => hound::SampleFormat::Int,
+                    },
+                };
+                let mut cursor = std::io::Cursor::new(Vec::new());
+                let mut w = hound::WavWriter::new(&mut cursor, spec).unwrap();
+                for _ in 0..1001 * channels as usize {
+                    match format {
+                        WavFormat::F32 => w.write_sample(0.0f32).unwrap(),
+                        WavFormat::I24 => w.write_sample(0i32).unwrap(),
+                        WavFormat::I16 => w.write_sample(0i16).unwrap(),
+                    }
+                }
+                w.finalize().unwrap();
+                let theirs = cursor.into_inner();
+                let ours = l.header().unwrap();
+                assert!(!l.is_rf64());
+                let data = l.data_len().unwrap() as usize;
+                if data % 2 == 1 {
+                    // hound leaves out the pad byte and does not count it.
+                    assert_eq!(ours[..4], theirs[..4]);
+                    assert_eq!(u32_at(&ours, 4), u32_at(&theirs, 4) + 1);
+                    assert_eq!(ours[8..], theirs[8..ours.len()], "{channels} ch {format:?}");
+                } else {
+                    assert_eq!(ours[..], theirs[..ours.len()], "{channels} ch {format:?}");
+                }
+                assert_eq!(theirs.len(), ours.len() + data);
+                assert_eq!(l.file_len().unwrap(), (theirs.len() as u64 + l.pad_len()));
+            }
+        }
+    }
+
+    // #render-safety: `-d 22400s` (4.3 GB, f32 mono) wrote a header saying 30.38 s.
+    #[test]
+    fn past_4_gib_the_header_is_rf64_with_exact_64_bit_sizes() {
+        let frames = 22400 * 48000;
+        let l = layout(1, WavFormat::F32, frames);
+        let data = 4_300_800_000u64;
+        assert_eq!(l.data_len(), Some(data));
+        assert!(l.is_rf64(), "{data} bytes do not fit a RIFF size");
+        let h = l.header().unwrap();
+        assert_eq!(&h[0..4], b"RF64");
+        assert_eq!(u32_at(&h, 4), u32::MAX);
+        assert_eq!(&h[8..16], b"WAVEds64");
+        assert_eq!(u32_at(&h, 16), 28);
+        assert_eq!(u64_at(&h, 20), l.file_len().unwrap() - 8);
+        assert_eq!(u64_at(&h, 28), data);
+        assert_eq!(u64_at(&h, 36), frames);
+        assert_eq!(u32_at(&h, 44), 0);
+        assert_eq!(&h[48..52], b"fmt ");
+        let data_at = h.len() - 8;
+        assert_eq!(&h[data_at..data_at + 4], b"data");
+        assert_eq!(u32_at(&h, data_at + 4), u32::MAX);
+        assert_eq!(l.file_len(), Some(h.len() as u64 + data));
+
+        // 5 GiB of stereo i24 (whole frames): the arithmetic, never the bytes.
+        let five_gib = 5u64 << 30;
+        let l = layout(2, WavFormat::I24, five_gib / 6);
+        assert_eq!(l.data_len(), Some(five_gib / 6 * 6));
+        assert!(l.is_rf64());
+        let h = l.header().unwrap();
+        assert_eq!(u64_at(&h, 28), five_gib / 6 * 6);
+        assert_eq!(u64_at(&h, 20), h.len() as u64 + five_gib / 6 * 6 - 8);
+    }
+
+    #[test]
+    fn rf64_starts_exactly_where_the_riff_size_overflows() {
+        // f32 mono has the 40-byte extensible fmt: RIFF size = data + 60.
+        let last_classic = (u32::MAX as u64 - 1 - 60) / 4;
+        let l = layout(1, WavFormat::F32, last_classic);
+        assert!(!l.is_rf64());
+        assert_eq!(
+            u32_at(&l.header().unwrap(), 4) as u64,
+            last_classic * 4 + 60
+        );
+        assert!(layout(1, WavFormat::F32, last_classic + 1).is_rf64());
+    }
+
+    #[test]
+    fn odd_data_is_padded_and_counted() {
+        let l = layout(1, WavFormat::I24, 3);
+        assert_eq!(l.data_len(), Some(9));
+        assert_eq!(l.pad_len(), 1);
+        let h = l.header().unwrap();
+        assert_eq!(u32_at(&h, 4) as u64, l.file_len().unwrap() - 8);
+        assert_eq!(l.file_len(), Some(h.len() as u64 + 10));
+    }
+
+    #[test]
+    fn sizes_past_u64_have_no_header() {
+        let l = layout(8, WavFormat::F32, u64::MAX / 4);
+        assert_eq!(l.data_len(), None);
+        assert!(l.header().is_none());
+    }
+
+    #[test]
+    fn bytes_read_in_decimal_units() {
+        assert_eq!(format_bytes(999), "999 bytes");
+        assert_eq!(format_bytes(4_300_800_000), "4.3 GB");
+        assert_eq!(format_bytes(9_300_000_000_000), "9.3 TB");
+    }
+}
