@@ -73,7 +73,9 @@ enum Command {
     /// Play a scene in real time, applying edits of the file as it plays
     /// (keys s/r/l switch profile; q or Ctrl-C stops).
     Run {
+        /// The scene file (JSON).
         scene: PathBuf,
+        /// Session profile: strict, repro or live (default: the scene's, else repro).
         #[arg(long, value_parser = parse_profile)]
         profile: Option<Profile>,
         /// Output device id (see `morphrt devices`), or `clock` for no device,
@@ -87,8 +89,10 @@ enum Command {
         /// Stop after this much audio (e.g. 2s), without a fade.
         #[arg(long)]
         duration: Option<String>,
+        /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
         #[arg(long)]
         seed: Option<u64>,
+        /// Extra directories to look up "@resource:NAME" in (repeatable).
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
         /// Device period in frames, when it should differ from the block size.
@@ -136,12 +140,15 @@ enum Command {
     /// Validate a scene and print every node's resolved profile, precision,
     /// math policy, providers and guarantee.
     Check {
+        /// The scene file (JSON).
         scene: PathBuf,
+        /// Session profile: strict, repro or live (default: the scene's, else repro).
         #[arg(long, value_parser = parse_profile)]
         profile: Option<Profile>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
+        /// Extra directories to look up "@resource:NAME" in (repeatable).
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
     },
@@ -150,7 +157,9 @@ enum Command {
     /// against the deadline, per-node shares. A failed parity check times
     /// nothing and exits 1.
     Bench {
+        /// The scene file (JSON).
         scene: PathBuf,
+        /// Session profile: strict, repro or live (default: the scene's, else repro).
         #[arg(long, value_parser = parse_profile)]
         profile: Option<Profile>,
         /// Audio per timed run, e.g. 5s, 500ms.
@@ -162,8 +171,10 @@ enum Command {
         /// Timed runs.
         #[arg(long, default_value_t = morphrt::bench::DEFAULT_RUNS)]
         runs: usize,
+        /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
         #[arg(long)]
         seed: Option<u64>,
+        /// Extra directories to look up "@resource:NAME" in (repeatable).
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
         /// The golden to check strict against (default:
@@ -188,6 +199,7 @@ enum Command {
     /// store the smallest whose p99 block time stays under half its
     /// deadline, for `run --block-size auto`.
     Calibrate {
+        /// The scene file (JSON).
         scene: PathBuf,
         /// Audio per run and block size, e.g. 5s.
         #[arg(short = 'd', long = "duration")]
@@ -195,8 +207,10 @@ enum Command {
         /// Runs per block size.
         #[arg(long, default_value_t = morphrt::bench::calibrate::DEFAULT_RUNS)]
         runs: usize,
+        /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
         #[arg(long)]
         seed: Option<u64>,
+        /// Extra directories to look up "@resource:NAME" in (repeatable).
         #[arg(long = "resources")]
         resources: Vec<PathBuf>,
         /// Machine-readable output.
@@ -210,6 +224,7 @@ enum Command {
     Ops {
         /// Show one operator in detail.
         name: Option<String>,
+        /// Machine-readable output (JSON).
         #[arg(long)]
         json: bool,
     },

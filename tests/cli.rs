@@ -446,3 +446,36 @@ fn issue10_a_node_too_slow_for_the_deadline_is_warned_and_refused_under_live() {
     let o = run(&["--force"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Issue 11: every argument of every subcommand has help text.
+#[test]
+fn every_argument_has_help_text() {
+    for cmd in [
+        "run",
+        "render",
+        "check",
+        "ops",
+        "devices",
+        "replay",
+        "bench",
+        "calibrate",
+    ] {
+        let o = morphrt(&[cmd, "--help"]);
+        assert!(o.status.success(), "{cmd} --help");
+        let text = stdout(&o);
+        let bare: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Arguments:") && !l.starts_with("Options:"))
+            .filter(|l| l.starts_with("  ") && !l.starts_with("          "))
+            .filter(|l| {
+                // `  --flag <VALUE>` with nothing after it.
+                let t = l.trim();
+                t.split("  ").filter(|s| !s.trim().is_empty()).count() < 2 && !t.starts_with('[')
+            })
+            .collect();
+        assert!(
+            bare.is_empty(),
+            "`{cmd} --help` leaves these blank: {bare:?}"
+        );
+    }
+}
