@@ -36,7 +36,7 @@ enum Command {
         profile: Option<Profile>,
         /// Length, e.g. 10s, 250ms, 4800samples; at most 24 hours (default: the
         /// scene's duration, else 10s).
-        #[arg(short = 'd', long = "duration")]
+        #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
         duration: Option<String>,
         /// Sample format of the WAV file.
         #[arg(long, default_value = "f32", value_parser = ["f32", "i24", "i16"])]
@@ -59,7 +59,11 @@ enum Command {
         resources: Vec<PathBuf>,
         /// Write the engine state at this time on the scene's timeline
         /// (repeatable), e.g. 5s or 240000samples.
-        #[arg(long = "snapshot-at", requires = "snapshot_out")]
+        #[arg(
+            allow_hyphen_values = true,
+            long = "snapshot-at",
+            requires = "snapshot_out"
+        )]
         snapshot_at: Vec<String>,
         /// The snapshot file; with several times, the sample index goes
         /// before the extension (snap.240000.json).
@@ -87,7 +91,7 @@ enum Command {
         #[arg(long = "block-size")]
         block_size: Option<String>,
         /// Stop after this much audio (e.g. 2s), without a fade.
-        #[arg(long)]
+        #[arg(allow_hyphen_values = true, long)]
         duration: Option<String>,
         /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
         #[arg(long)]
@@ -129,7 +133,7 @@ enum Command {
         #[arg(short = 'o', long = "output", required_unless_present = "info")]
         output: Option<PathBuf>,
         /// Stop at this time of the session (e.g. 30s, 1440000samples).
-        #[arg(long)]
+        #[arg(allow_hyphen_values = true, long)]
         until: Option<String>,
         /// Print the session's timeline (edits, switches, rejected edits) instead.
         #[arg(long)]
@@ -163,7 +167,7 @@ enum Command {
         #[arg(long, value_parser = parse_profile)]
         profile: Option<Profile>,
         /// Audio per timed run, e.g. 5s, 500ms.
-        #[arg(short = 'd', long = "duration")]
+        #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
         duration: Option<String>,
         /// Block size in frames (default: the scene's, else the profile's).
         #[arg(long = "block-size")]
@@ -202,7 +206,7 @@ enum Command {
         /// The scene file (JSON).
         scene: PathBuf,
         /// Audio per run and block size, e.g. 5s.
-        #[arg(short = 'd', long = "duration")]
+        #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
         duration: Option<String>,
         /// Runs per block size.
         #[arg(long, default_value_t = morphrt::bench::calibrate::DEFAULT_RUNS)]

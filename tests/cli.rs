@@ -479,3 +479,22 @@ fn every_argument_has_help_text() {
         );
     }
 }
+
+/// Issue 11: durations take minutes and hours, and a negative one is a
+/// clear error (clap used to call `-5s` an unexpected argument).
+#[test]
+fn durations_take_minutes_and_hours_and_refuse_negatives() {
+    let dir = temp_dir("durations");
+    let out = dir.join("d.wav");
+    let out = out.to_str().unwrap();
+    let o = morphrt(&["render", "scenes/drone.json", "-o", out, "-d", "0m1.5s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rendered 72000 frames"),
+        "{}",
+        stderr(&o)
+    );
+    let o = morphrt(&["render", "scenes/drone.json", "-o", out, "-d", "-5s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("negative"), "{}", stderr(&o));
+}

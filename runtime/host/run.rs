@@ -701,9 +701,21 @@ fn start_journal(
 
 /// `10s`, `250ms`, `4800samples`, or a bare number of seconds.
 pub fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Result<u64, HostError> {
-    let spec = TimeSpec::parse(text)
-        .or_else(|_| TimeSpec::from_seconds_literal(text))
-        .map_err(|e| HostError::Usage(format!("bad duration `{text}`: {e}")))?;
+    if text.trim_start().starts_with('-') {
+        return Err(HostError::Usage(format!(
+            "duration `{text}` is negative; give a length such as 10s, 1m30s, 2h or 4800samples"
+        )));
+    }
+    let clock = clock_time_seconds(text);
+    let spec = match &clock {
+        Some(seconds) => TimeSpec::from_seconds_literal(seconds),
+        None => TimeSpec::parse(text).or_else(|_| TimeSpec::from_seconds_literal(text)),
+    }
+    .map_err(|e| {
+        HostError::Usage(format!(
+            "bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples)"
+        ))
+    })?;
     let exact = spec.to_samples(sample_rate);
     if let Some(r) = exact.filter(|r| !r.is_integer()) {
         let _ = writeln!(
@@ -721,4 +733,72 @@ pub fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Resu
             ))
         })?;
     Ok(samples as u64)
+}
+
+/// `2h`, `1m30s`, `1h2m3.5s`: hours and minutes (integers) with optional
+/// seconds, as an exact decimal number of seconds; `None` for anything else
+/// (plain `10s`, `250ms` and `4800samples` go through the scene's units).
+fn clock_time_seconds(text: &str) -> Option<String> {
+    let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
+    let t = text.trim();
+    let (h, rest) = match t.split_once('h') {
+        Some((h, r)) if digits(h) => (Some(h), r),
+        _ => (None, t),
+    };
+    let (m, rest) = match rest.split_once('m') {
+        // `250ms` is milliseconds, not minutes.
+        Some((m, r)) if digits(m) && !r.starts_with('s') => (Some(m), r),
+        _ => (None, rest),
+    };
+    if h.is_none() && m.is_none() {
+        return None;
+    }
+    let secs = match rest {
+        "" => "0",
+        r => {
+            let n = r.strip_suffix('s')?;
+            let (int, frac) = n.split_once('.').unwrap_or((n, ""));
+            if !digits(int) || !(frac.is_empty() || digits(frac)) {
+                return None;
+            }
+            n
+        }
+    };
+    let whole = h
+        .unwrap_or("0")
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(3600)?
+        .checked_add(m.unwrap_or("0").parse::<u64>().ok()?.checked_mul(60)?)?;
+    let (int, frac) = secs.split_once('.').unwrap_or((secs, ""));
+    let total = whole.checked_add(int.parse().ok()?)?;
+    Some(if frac.is_empty() {
+        total.to_string()
+    } else {
+        format!("{total}.{frac}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hours_and_minutes_are_exact_seconds() {
+        assert_eq!(clock_time_seconds("2h").as_deref(), Some("7200"));
+        assert_eq!(clock_time_seconds("1m30s").as_deref(), Some("90"));
+        assert_eq!(clock_time_seconds("1h2m3.5s").as_deref(), Some("3723.5"));
+        assert_eq!(clock_time_seconds("5m").as_deref(), Some("300"));
+        for plain in ["10s", "250ms", "4800samples", "1.5", "xm", "1h2x"] {
+            assert_eq!(clock_time_seconds(plain), None, "{plain}");
+        }
+        let mut log = Vec::new();
+        assert_eq!(
+            parse_duration("1m30s", 48_000, &mut log).unwrap(),
+            90 * 48_000
+        );
+        assert_eq!(parse_duration("250ms", 48_000, &mut log).unwrap(), 12_000);
+        let e = parse_duration("-5s", 48_000, &mut log).unwrap_err();
+        assert!(e.to_string().contains("negative"), "{e}");
+    }
 }
