@@ -9,10 +9,19 @@ use morphrt::profile::Profile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `--version`: the release, the commit and the build's settings (repro and
+/// live bits depend on the build and the CPU feature level).
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("MORPHRT_BUILD_DETAIL"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "morphrt",
-    version,
+    version = LONG_VERSION,
     about = "A scene-graph audio runtime with strict, repro and live profiles"
 )]
 struct Cli {

@@ -498,3 +498,16 @@ fn durations_take_minutes_and_hours_and_refuse_negatives() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("negative"), "{}", stderr(&o));
 }
+
+/// Issue 11: `--version` names the commit and the build's settings.
+#[test]
+fn version_names_the_commit_and_build() {
+    let o = morphrt(&["--version"]);
+    assert!(o.status.success());
+    let v = stdout(&o);
+    assert!(v.starts_with("morphrt 0."), "{v}");
+    assert!(
+        v.contains("(git ") && v.contains(" build, target features: "),
+        "{v}"
+    );
+}
