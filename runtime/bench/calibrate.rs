@@ -85,14 +85,7 @@ pub fn calibrate(
     if opts.runs == 0 {
         return Err(HostError::Usage("--runs must be at least 1".to_string()));
     }
-    let text = std::fs::read(&opts.scene).map_err(|e| {
-        HostError::Input(vec![crate::scene::Diagnostic::error(
-            &opts.scene.display().to_string(),
-            None,
-            format!("cannot read scene file `{}`: {e}", opts.scene.display()),
-        )])
-    })?;
-    let scene = crate::scene::load_file(&opts.scene).map_err(HostError::Input)?;
+    let (text, scene) = crate::host::read_scene(&opts.scene)?;
     let mut blocks = Vec::new();
     let mut first = None;
     for (i, &block) in CANDIDATES.iter().enumerate() {
@@ -116,7 +109,8 @@ pub fn calibrate(
                 Some(d) => crate::host::run::parse_duration(d, plan.sample_rate, log)?,
                 None => DEFAULT_SECONDS * plan.sample_rate as u64,
             };
-            let sha = machine::scene_sha256(&text, &plan.resources).map_err(HostError::Runtime)?;
+            let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)
+                .map_err(HostError::Runtime)?;
             first = Some((frames, plan.sample_rate, sha));
         }
         let (frames, sample_rate, _) = first.as_ref().expect("set by the first candidate");

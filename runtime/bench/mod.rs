@@ -156,14 +156,7 @@ pub fn bench(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, Ho
     if opts.runs == 0 {
         return Err(HostError::Usage("--runs must be at least 1".to_string()));
     }
-    let text = std::fs::read(&opts.scene).map_err(|e| {
-        HostError::Input(vec![crate::scene::Diagnostic::error(
-            &opts.scene.display().to_string(),
-            None,
-            format!("cannot read scene file `{}`: {e}", opts.scene.display()),
-        )])
-    })?;
-    let scene = crate::scene::load_file(&opts.scene).map_err(HostError::Input)?;
+    let (text, scene) = crate::host::read_scene(&opts.scene)?;
     let base = CompileOptions {
         seed: opts.seed,
         resource_dirs: opts.resources.clone(),
@@ -185,7 +178,7 @@ pub fn bench(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, Ho
         Some(d) => crate::host::run::parse_duration(d, plan.sample_rate, log)?,
         None => DEFAULT_SECONDS * plan.sample_rate as u64,
     };
-    let key = ComparisonKey::of(&opts.scene.display().to_string(), &text, &plan)?;
+    let key = ComparisonKey::of(&opts.scene.display().to_string(), text.as_bytes(), &plan)?;
     let golden = match &opts.golden {
         Some(g) => GoldenSource::File(g.clone()),
         None => GoldenSource::Default(parity::default_golden_path(&opts.scene)),
