@@ -53,6 +53,8 @@ pub trait Sample:
     const PRECISION: Precision;
     const ZERO: Self;
     const ONE: Self;
+    /// The smallest positive normal number; below it lie the subnormals.
+    const MIN_POSITIVE: Self;
 
     /// Rounds to nearest (f64 → f32) or is exact (f64 → f64).
     fn from_f64(v: f64) -> Self;
@@ -77,6 +79,24 @@ pub trait Sample:
     fn write_le(self, out: &mut Vec<u8>);
     /// Bit pattern as u64 (f32 bits zero-extended).
     fn to_bits_u64(self) -> u64;
+    /// The inverse of [`Sample::to_bits_u64`] (f32 takes the low 32 bits).
+    fn from_bits_u64(bits: u64) -> Self;
+    /// A bound `t ≥ 0` such that `self + p` is `self`, bit for bit, under
+    /// round-to-nearest for every `p` with `|p| < t`: adding such a `p` is
+    /// provably absorbed by the rounding and may be skipped. `t` is
+    ///
+    /// - `2^(E−M−2)` for a normal `self` with `2^E ≤ |self| < 2^(E+1)` and
+    ///   `M` mantissa bits, when that is a normal number: the representable
+    ///   neighbours of `self` are at least `2^(E−M−1)` away (the smaller gap
+    ///   is the one below a power of two), so `|p| < 2^(E−M−2)` leaves
+    ///   `self + p` strictly nearer to `self` than to either neighbour — no
+    ///   tie can arise;
+    /// - the smallest subnormal for `+0` and for small or subnormal `self`:
+    ///   `|p| <` it means `p = ±0`, and `self + (±0) = self` for nonzero
+    ///   `self`, `+0 + (±0) = +0`;
+    /// - `0` (nothing may be skipped) for `−0` (`−0 + (+0)` is `+0`), and
+    ///   for an infinite or NaN `self`.
+    fn absorb_bound(self) -> Self;
     /// Plans a rustfft/realfft transform at this precision.
     fn plan_rustfft(n: usize, norm: FftNorm) -> Box<dyn RealFft<Self>>;
 
@@ -110,6 +130,7 @@ impl Sample for f64 {
     const PRECISION: Precision = Precision::F64;
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
+    const MIN_POSITIVE: f64 = f64::MIN_POSITIVE;
 
     #[inline]
     fn from_f64(v: f64) -> f64 {
@@ -158,6 +179,14 @@ impl Sample for f64 {
     fn to_bits_u64(self) -> u64 {
         self.to_bits()
     }
+    #[inline]
+    fn from_bits_u64(bits: u64) -> f64 {
+        f64::from_bits(bits)
+    }
+    #[inline]
+    fn absorb_bound(self) -> f64 {
+        f64::from_bits(absorb_bound_bits(self.to_bits(), 52, 11))
+    }
     fn plan_rustfft(n: usize, norm: FftNorm) -> Box<dyn RealFft<f64>> {
         Box::new(RustRealFft::<f64>::new(n, norm))
     }
@@ -167,6 +196,7 @@ impl Sample for f32 {
     const PRECISION: Precision = Precision::F32;
     const ZERO: f32 = 0.0;
     const ONE: f32 = 1.0;
+    const MIN_POSITIVE: f32 = f32::MIN_POSITIVE;
 
     #[inline]
     fn from_f64(v: f64) -> f32 {
@@ -215,8 +245,40 @@ impl Sample for f32 {
     fn to_bits_u64(self) -> u64 {
         self.to_bits() as u64
     }
+    #[inline]
+    fn from_bits_u64(bits: u64) -> f32 {
+        f32::from_bits(bits as u32)
+    }
+    #[inline]
+    fn absorb_bound(self) -> f32 {
+        f32::from_bits(absorb_bound_bits(self.to_bits() as u64, 23, 8) as u32)
+    }
     fn plan_rustfft(n: usize, norm: FftNorm) -> Box<dyn RealFft<f32>> {
         Box::new(RustRealFft::<f32>::new(n, norm))
+    }
+}
+
+/// [`Sample::absorb_bound`] on the bits of an IEEE binary format with
+/// `mant` mantissa bits and `exp` exponent bits.
+#[inline]
+fn absorb_bound_bits(bits: u64, mant: u32, exp: u32) -> u64 {
+    let sign = 1u64 << (mant + exp);
+    let emax = (1u64 << exp) - 1;
+    let smallest_subnormal = 1u64;
+    if bits & !sign == 0 {
+        // +0 absorbs exact zeros only; −0 absorbs nothing.
+        return if bits == 0 { smallest_subnormal } else { 0 };
+    }
+    let e = (bits >> mant) & emax;
+    if e == emax {
+        return 0;
+    }
+    // 2^(E−M−2) with the biased exponent e − (M + 2), while it is ≥ 1 (normal).
+    let shift = u64::from(mant) + 2;
+    if e > shift {
+        (e - shift) << mant
+    } else {
+        smallest_subnormal
     }
 }
 
@@ -240,5 +302,95 @@ mod tests {
         assert_eq!(f32::from_phase(1 << 62), 0.25);
         assert!(f64::from_phase(u64::MAX) < 1.0);
         assert!(f32::from_phase(u64::MAX) < 1.0);
+    }
+
+    /// `absorb_bound` is safe (every smaller addend leaves the value's bits
+    /// unchanged) and tight to a factor of two (an addend of twice the bound
+    /// changes an odd-mantissa value, and a power of two from below).
+    #[test]
+    fn absorb_bound_is_exact_and_tight() {
+        fn check<S: Sample>(a: S, label: &str) {
+            let t = a.absorb_bound();
+            let tb = t.to_bits_u64();
+            if tb == 0 {
+                return;
+            }
+            // The largest addends below the bound, both signs, and a few smaller.
+            let below = S::from_bits_u64(tb - 1);
+            for p in [
+                below,
+                below * S::from_f64(0.5),
+                S::from_bits_u64(1),
+                S::ZERO,
+            ] {
+                let below_bound = p < t;
+                if !below_bound {
+                    continue;
+                }
+                for p in [p, -p] {
+                    assert_eq!(
+                        (a + p).to_bits_u64(),
+                        a.to_bits_u64(),
+                        "{label}: {a:?} + {p:?} (bound {t:?})"
+                    );
+                }
+            }
+            let two = t + t;
+            let m = a.to_bits_u64();
+            let normal_enough = tb > 1;
+            if normal_enough && m & 1 == 1 {
+                assert_ne!((a + two).to_bits_u64(), m, "{label}: {a:?} + 2·bound");
+            }
+        }
+        let mut z = 12345u64;
+        let mut next = || {
+            z = crate::dsp::rng::mix64(z);
+            z
+        };
+        let specials64 = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.75,
+            f64::MIN_POSITIVE,
+            f64::MIN_POSITIVE * 2.0,
+            f64::MIN_POSITIVE * 18014398509481984.0,
+            f64::from_bits(1),
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for a in specials64 {
+            check(a, "f64 special");
+        }
+        for a in [
+            0.0f32,
+            -0.0,
+            1.0,
+            f32::MIN_POSITIVE * 1073741824.0,
+            f32::MAX,
+        ] {
+            check(a, "f32 special");
+        }
+        for _ in 0..20000 {
+            let b = next();
+            check(f64::from_bits(b), "f64");
+            check(f32::from_bits(b as u32), "f32");
+            // Powers of two: the gap below is half the gap above.
+            let p2 = f64::from_bits(b & 0xfff0_0000_0000_0000);
+            check(p2, "f64 power of two");
+            let t = p2.absorb_bound();
+            if p2.is_finite() && t.to_bits() > 1 {
+                assert_ne!((p2.abs() - (t + t)).to_bits(), p2.abs().to_bits());
+            }
+        }
+        // Zeros: +0 absorbs only exact zeros, −0 nothing, infinities and NaN nothing.
+        assert_eq!(0.0f64.absorb_bound().to_bits(), 1);
+        assert_eq!((-0.0f64).absorb_bound(), 0.0);
+        assert_eq!(f64::INFINITY.absorb_bound(), 0.0);
+        assert_eq!(f64::NAN.absorb_bound(), 0.0);
+        assert_eq!(1.0f64.absorb_bound(), 1.0 / 18014398509481984.0);
+        assert_eq!(1.0f32.absorb_bound(), 1.0 / 33554432.0);
     }
 }
