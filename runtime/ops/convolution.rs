@@ -19,7 +19,11 @@
 //!   computing W neighbouring outputs at once, each with its own accumulator
 //!   still in tap order, so the result is the same for any W, any block size,
 //!   any vector width (the kernel dispatches to AVX2 when the CPU has it; AVX
-//!   and SSE give identical IEEE results for `×` and `+`).
+//!   and SSE give identical IEEE results for `×` and `+`). Spans of taps
+//!   whose products are exact zeros, or provably absorbed by the rounding of
+//!   every accumulator, are skipped without changing a bit ([`skippable`]):
+//!   real signals ring down into subnormals and zeros between notes, which
+//!   strict keeps and some CPUs compute slowly.
 //! - **repro — uniformly partitioned.** A direct head of the first P taps
 //!   (P = the block size rounded up to a power of two, 64…512) plus an
 //!   overlap-save FFT tail of partitions of P taps (FFT size 2P) with a
