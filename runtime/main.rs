@@ -1,7 +1,7 @@
 //! The `morphrt` command line: parses arguments, calls the library, maps
 //! errors to exit codes (0 success, 2 bad input, 1 runtime failure).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use morphrt::graph::{check_json, check_table, CompileOptions};
 use morphrt::host::render::{RenderOptions, WavFormat};
 use morphrt::host::{load_plan, HostError};
@@ -233,6 +233,24 @@ enum Command {
         #[arg(long = "no-store")]
         no_store: bool,
     },
+    /// Print a JSON Schema (draft 2020-12) of the scene format, generated
+    /// from the operator registry, for editors to validate and complete
+    /// scenes (a scene's "$schema" key or VS Code's json.schemas setting).
+    /// It allows unknown fields, which morphrt only warns about, but not
+    /// unknown params, which are errors.
+    Schema {
+        /// Write it to this file instead of standard output.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Print a shell completion script, e.g.
+    /// `morphrt completions bash > ~/.local/share/bash-completion/completions/morphrt`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `morphrt man | man -l -`.
+    Man,
     /// List operators: ports, params (unit, default, range) and tier.
     Ops {
         /// Show one operator in detail.
@@ -446,6 +464,21 @@ fn run(cli: Cli) -> Result<(), HostError> {
             &mut std::io::stdout(),
             &mut std::io::stderr(),
         ),
+        Command::Schema { output } => {
+            morphrt::host::write_schema(output.as_deref(), &mut std::io::stdout())
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "morphrt",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout())
+            .map_err(|e| HostError::Runtime(format!("cannot print the manual: {e}"))),
         Command::Ops { name, json } => {
             let all = morphrt::ops::registry();
             let chosen: Vec<&morphrt::ops::OpSpec> = match &name {
