@@ -1,5 +1,6 @@
-//! The user tools around scenes: `schema` (a JSON Schema of the scene
-//! format), `completions` and `man` (issue 11).
+//! The user tools around scenes: `plot` (a PNG of a scene's main bus or of
+//! a WAV file), `schema` (a JSON Schema of the scene format), `completions`
+//! and `man` (issue 11).
 
 mod common;
 
@@ -265,7 +266,7 @@ fn issue11_completions_name_the_subcommands_and_their_options() {
     for shell in ["zsh", "fish", "elvish", "powershell"] {
         let o = morphrt(&["completions", shell]);
         assert!(o.status.success(), "{shell}: {}", stderr(&o));
-        assert!(stdout(&o).contains("schema"), "{shell}");
+        assert!(stdout(&o).contains("plot"), "{shell}");
     }
     let o = morphrt(&["completions", "tcsh"]);
     assert_eq!(o.status.code(), Some(2));
@@ -277,8 +278,243 @@ fn issue11_man_prints_a_roff_page() {
     assert!(o.status.success(), "{}", stderr(&o));
     let page = stdout(&o);
     assert!(page.contains(".TH morphrt"), "{page}");
-    assert!(
-        page.contains("schema") && page.contains("completions"),
-        "{page}"
+    assert!(page.contains("plot") && page.contains("schema"), "{page}");
+}
+
+// ---- plot ---------------------------------------------------------------------
+
+struct Png {
+    width: u32,
+    height: u32,
+    rgb: Vec<u8>,
+}
+
+impl Png {
+    fn read(path: &Path) -> Png {
+        let decoder = png::Decoder::new(std::fs::File::open(path).expect("the PNG exists"));
+        let mut reader = decoder.read_info().expect("a PNG");
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).expect("a frame");
+        assert_eq!(info.color_type, png::ColorType::Rgb);
+        assert_eq!(info.bit_depth, png::BitDepth::Eight);
+        buf.truncate(info.buffer_size());
+        Png {
+            width: info.width,
+            height: info.height,
+            rgb: buf,
+        }
+    }
+
+    fn pixel(&self, x: u32, y: u32) -> [u8; 3] {
+        let i = (y * self.width + x) as usize * 3;
+        [self.rgb[i], self.rgb[i + 1], self.rgb[i + 2]]
+    }
+
+    fn brightness(&self, x: u32, y: u32) -> u32 {
+        self.pixel(x, y).iter().map(|c| *c as u32).sum()
+    }
+}
+
+fn plot(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["plot"];
+    all.extend_from_slice(args);
+    morphrt(&all)
+}
+
+#[test]
+fn issue11_plot_of_a_scene_has_the_requested_size_per_channel() {
+    let dir = temp_dir("plot-size");
+    let out = dir.join("pan.png");
+    let o = plot(&[
+        "scenes/pan-sweep.json",
+        "-o",
+        out.to_str().unwrap(),
+        "-d",
+        "0.5s",
+        "--width",
+        "300",
+        "--height",
+        "120",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The oracle for the channel count is the scene's main bus.
+    let scene: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("scenes/pan-sweep.json")).unwrap(),
+    )
+    .unwrap();
+    let channels = scene["outputs"]["main"].as_array().unwrap().len() as u32;
+    let png = Png::read(&out);
+    assert_eq!((png.width, png.height), (300, 120 * channels));
+    assert!(stderr(&o).contains("time ticks every"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "no temporary file left"
     );
+}
+
+/// A mono scene that clicks once a second, at 0 s, 1 s, 2 s (full scale).
+const CLICKS: &str = r#"{
+  "version": "1.0",
+  "profile": "strict",
+  "duration": "2s",
+  "nodes": [ { "id": "click", "op": "impulse", "params": { "freq": "1Hz", "amp": 1.0 } } ],
+  "outputs": { "main": ["click"] }
+}"#;
+
+/// Waveform rows of a 100-pixel-high channel: the top 40 (2/5).
+const WAVE_ROWS: u32 = 40;
+
+/// Columns whose waveform reaches the top rows (a stroke up to +1).
+fn columns_reaching_the_top(png: &Png) -> Vec<u32> {
+    (0..png.width)
+        .filter(|x| (0..3).any(|y| png.brightness(*x, y) > 300))
+        .collect()
+}
+
+#[test]
+fn issue11_plot_range_shows_a_click_where_it_is() {
+    let dir = temp_dir("plot-click");
+    let scene = dir.join("clicks.json");
+    std::fs::write(&scene, CLICKS).unwrap();
+    let with = dir.join("with.png");
+    let without = dir.join("without.png");
+    for (out, from, to) in [(&with, "0.9s", "1.1s"), (&without, "0.2s", "0.4s")] {
+        let o = plot(&[
+            scene.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--from",
+            from,
+            "--to",
+            to,
+            "--width",
+            "200",
+            "--height",
+            "100",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let a = Png::read(&with);
+    let b = Png::read(&without);
+    assert_eq!((a.width, a.height), (200, 100));
+    // 1.0 s is the middle of 0.9 … 1.1 s: column 100 of 200.
+    assert_eq!(columns_reaching_the_top(&a), [100]);
+    assert!(columns_reaching_the_top(&b).is_empty());
+    // A click is broadband: the spectrogram is brighter in its column
+    // than away from it, at every height (above the tick marks, which are
+    // the bottom 6 rows of each panel).
+    for y in (WAVE_ROWS + 2..94).step_by(7) {
+        assert!(
+            a.brightness(100, y) > a.brightness(20, y) + 60,
+            "row {y}: {:?} vs {:?}",
+            a.pixel(100, y),
+            a.pixel(20, y)
+        );
+    }
+}
+
+/// A mono WAV of `frames` silent samples at 48 kHz with a full-scale click
+/// at `click`.
+fn click_wav(path: &Path, frames: u32, click: u32) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 48000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(path, spec).unwrap();
+    for i in 0..frames {
+        w.write_sample(if i == click { i16::MAX } else { 0 })
+            .unwrap();
+    }
+    w.finalize().unwrap();
+}
+
+#[test]
+fn issue11_plot_reads_a_wav_file() {
+    let dir = temp_dir("plot-wav");
+    let wav = dir.join("in.wav");
+    click_wav(&wav, 4800, 1200);
+    let out = dir.join("in.png");
+    let o = plot(&[
+        wav.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--width",
+        "400",
+        "--height",
+        "100",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let png = Png::read(&out);
+    assert_eq!((png.width, png.height), (400, 100));
+    // Sample 1200 of 4800 is a quarter of the way: column 100.
+    assert_eq!(columns_reaching_the_top(&png), [100]);
+}
+
+#[test]
+fn issue11_plot_refuses_a_bad_range_with_exit_2() {
+    let dir = temp_dir("plot-range");
+    let wav = dir.join("in.wav");
+    click_wav(&wav, 4800, 1200); // 0.1 s
+    let scene = dir.join("clicks.json");
+    std::fs::write(&scene, CLICKS).unwrap();
+    let out = dir.join("x.png");
+    let cases: &[(&Path, &[&str], &str)] = &[
+        (&wav, &["--from", "50ms", "--to", "20ms"], "is not before"),
+        (&wav, &["--from", "50ms", "--to", "50ms"], "is not before"),
+        (&wav, &["--to", "1s"], "beyond the end"),
+        (&wav, &["--from", "0.2s"], "is not before"),
+        (&wav, &["--from", "-1s"], "negative"),
+        (&wav, &["--from", "soon"], "--from soon"),
+        (&scene, &["--to", "3s"], "beyond the end"),
+        (&scene, &["-d", "1s", "--from", "1.5s"], "is not before"),
+        (&wav, &["--profile", "strict"], "applies to a scene"),
+    ];
+    for (input, args, needle) in cases {
+        let mut all = vec![input.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let o = plot(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    assert!(!out.exists());
+}
+
+#[test]
+fn issue11_plot_output_follows_the_render_output_rules() {
+    let dir = temp_dir("plot-out");
+    let wav = dir.join("in.wav");
+    click_wav(&wav, 4800, 1200);
+    let before = std::fs::read(&wav).unwrap();
+    // Not a PNG name.
+    let o = plot(&[
+        wav.to_str().unwrap(),
+        "-o",
+        dir.join("x.jpg").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(".png"), "{}", stderr(&o));
+    // The input under another name (a hard link) is never written over.
+    let link = dir.join("same.png");
+    std::fs::hard_link(&wav, &link).unwrap();
+    let o = plot(&[wav.to_str().unwrap(), "-o", link.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the WAV file"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&wav).unwrap(), before);
+    // A missing directory is refused up front.
+    let o = plot(&[
+        wav.to_str().unwrap(),
+        "-o",
+        dir.join("nope/x.png").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["in.wav", "same.png"]);
 }

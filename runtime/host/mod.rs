@@ -134,6 +134,7 @@ pub mod keys;
 pub mod live;
 pub mod machine;
 pub mod player;
+pub mod plot;
 pub mod realtime;
 pub mod run;
 pub mod snapshot;
