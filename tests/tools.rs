@@ -471,6 +471,7 @@ fn issue11_plot_refuses_a_bad_range_with_exit_2() {
         (&scene, &["--to", "3s"], "beyond the end"),
         (&scene, &["-d", "1s", "--from", "1.5s"], "is not before"),
         (&wav, &["--profile", "strict"], "applies to a scene"),
+        (&scene, &["-d", "700s"], "more than one picture shows"),
     ];
     for (input, args, needle) in cases {
         let mut all = vec![input.to_str().unwrap(), "-o", out.to_str().unwrap()];

@@ -9,7 +9,9 @@
 //! a number out of range), resource names that escape their directory, and
 //! scene-level settings in `profile_overrides`. What needs the whole graph
 //! or the files (dangling edges, cycles, duplicate ids, casts, resources,
-//! seeds under strict) stays with `morphrt check`.
+//! seeds under strict) stays with `morphrt check`. A number written with a
+//! unit (`"-5Hz"`) is checked for its unit but not its range: a pattern
+//! cannot compare values, and converting `midi` or `dB` is not regex work.
 //!
 //! Unknown fields of the scene, a node, a module, an edge or an event are
 //! allowed: the runtime only warns about them (forward compatibility: a

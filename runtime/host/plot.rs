@@ -37,8 +37,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The longest stretch one picture shows, in seconds: the window is held
-/// in memory (a render may run much longer to reach it).
-pub const MAX_WINDOW_S: u64 = 60 * 60;
+/// in memory as f64 (10 minutes of stereo at 48 kHz is 460 MB), while a
+/// render may run much longer to reach it.
+pub const MAX_WINDOW_S: u64 = 10 * 60;
 /// Picture width limits, in pixels.
 pub const WIDTH_RANGE: (u32, u32) = (64, 16384);
 /// Limits of the height of one channel's pair of panels, in pixels.
