@@ -51,6 +51,8 @@
 //!   capture `host/capture.rs`.
 //! - **Offline**: `host/render.rs`; journal and replay `host/journal.rs`;
 //!   snapshots and resume `host/snapshot.rs`.
+//! - **Tools**: `plot` `host/plot.rs`; the scene format's JSON Schema
+//!   `graph/schema.rs` (it reads both the scene loader and the registry).
 
 pub mod bench;
 pub mod dsp;

@@ -1,7 +1,7 @@
 //! The `morphrt` command line: parses arguments, calls the library, maps
 //! errors to exit codes (0 success, 2 bad input, 1 runtime failure).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use morphrt::graph::{check_json, check_table, CompileOptions};
 use morphrt::host::render::{RenderOptions, WavFormat};
 use morphrt::host::{load_plan, HostError};
@@ -233,6 +233,69 @@ enum Command {
         #[arg(long = "no-store")]
         no_store: bool,
     },
+    /// Draw a scene's main bus (rendered offline into memory) or a WAV file
+    /// as a PNG: per channel, a waveform (the min and max sample of each
+    /// pixel column, so a one-sample click shows; −1 … +1, red where it
+    /// passes full scale) above a spectrogram (Hann STFT, −120 … 0 dB of a
+    /// full-scale sine through the viridis colours, low frequencies at the
+    /// bottom). The picture has no text: tick marks along each panel's
+    /// bottom mark time at the step the command prints.
+    Plot {
+        /// A scene (JSON) or a .wav file.
+        input: PathBuf,
+        /// The PNG file (must end in .png; never a file the plot reads), or
+        /// `-` for standard output.
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        /// Start of the plotted range, e.g. 1.5s, 250ms, 4800samples (default 0).
+        #[arg(allow_hyphen_values = true, long)]
+        from: Option<String>,
+        /// End of the plotted range (default: the end).
+        #[arg(allow_hyphen_values = true, long)]
+        to: Option<String>,
+        /// Session profile of a scene: strict, repro or live (default: the scene's, else repro).
+        #[arg(long, value_parser = parse_profile)]
+        profile: Option<Profile>,
+        /// How long a scene runs (default: its duration, else 10s).
+        #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
+        duration: Option<String>,
+        /// Replace a scene's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Block size of a scene's render (default: the scene's, else the profile's).
+        #[arg(long = "block-size")]
+        block_size: Option<usize>,
+        /// Extra directories to look up "@resource:NAME" in (repeatable).
+        #[arg(long = "resources")]
+        resources: Vec<PathBuf>,
+        /// Picture width in pixels (one column per width-th of the range).
+        #[arg(long, default_value_t = 1200)]
+        width: u32,
+        /// Height of each channel's waveform and spectrogram, in pixels.
+        #[arg(long, default_value_t = 400)]
+        height: u32,
+        /// The spectrogram's frequency axis: log (20 Hz … Nyquist) or linear (0 … Nyquist).
+        #[arg(long = "freq-scale", default_value = "log", value_parser = ["log", "linear"])]
+        freq_scale: String,
+    },
+    /// Print a JSON Schema (draft 2020-12) of the scene format, generated
+    /// from the operator registry, for editors to validate and complete
+    /// scenes (a scene's "$schema" key or VS Code's json.schemas setting).
+    /// It allows unknown fields, which morphrt only warns about, but not
+    /// unknown params, which are errors.
+    Schema {
+        /// Write it to this file instead of standard output.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Print a shell completion script, e.g.
+    /// `morphrt completions bash > ~/.local/share/bash-completion/completions/morphrt`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `morphrt man | man -l -`.
+    Man,
     /// List operators: ports, params (unit, default, range) and tier.
     Ops {
         /// Show one operator in detail.
@@ -446,6 +509,53 @@ fn run(cli: Cli) -> Result<(), HostError> {
             &mut std::io::stdout(),
             &mut std::io::stderr(),
         ),
+        Command::Plot {
+            input,
+            output,
+            from,
+            to,
+            profile,
+            duration,
+            seed,
+            block_size,
+            resources,
+            width,
+            height,
+            freq_scale,
+        } => morphrt::host::plot::plot(
+            &morphrt::host::plot::PlotOptions {
+                input,
+                output,
+                from,
+                to,
+                profile,
+                seed,
+                block_size,
+                resources,
+                duration,
+                width,
+                height,
+                freq_scale: morphrt::host::plot::FreqScale::parse(&freq_scale)
+                    .expect("clap checked the scale"),
+            },
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ),
+        Command::Schema { output } => {
+            morphrt::host::write_schema(output.as_deref(), &mut std::io::stdout())
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "morphrt",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout())
+            .map_err(|e| HostError::Runtime(format!("cannot print the manual: {e}"))),
         Command::Ops { name, json } => {
             let all = morphrt::ops::registry();
             let chosen: Vec<&morphrt::ops::OpSpec> = match &name {

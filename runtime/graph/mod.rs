@@ -9,6 +9,7 @@
 
 mod compile;
 mod report;
+pub mod schema;
 
 pub use compile::{compile, CompileOptions};
 pub use report::{check_json, check_table, deadline_risks, DeadlineRisk};

@@ -94,6 +94,28 @@ pub fn load_plan(path: &Path, opts: &CompileOptions) -> Result<Plan, HostError> 
     compile(&scene, opts).map_err(HostError::Input)
 }
 
+/// `morphrt schema`: the scene format's JSON Schema, pretty-printed, to
+/// `out` or to `output` under the rules of `render`'s output (written
+/// whole under a temporary name and renamed into place).
+pub fn write_schema(output: Option<&Path>, out: &mut dyn std::io::Write) -> Result<(), HostError> {
+    let text = serde_json::to_string_pretty(&crate::graph::schema::scene_schema())
+        .map_err(|e| HostError::Runtime(format!("cannot print the schema: {e}")))?
+        + "\n";
+    match output {
+        None => out
+            .write_all(text.as_bytes())
+            .map_err(|e| HostError::Runtime(format!("cannot write the schema: {e}"))),
+        Some(path) => {
+            let o = render::output::Output::prepare(
+                path,
+                &render::output::Inputs::default(),
+                text.len() as u64,
+            )?;
+            o.write_all(text.as_bytes(), out)
+        }
+    }
+}
+
 /// Reads, parses and compiles a scene file into a ready engine.
 pub fn load_engine(
     path: &Path,
@@ -112,6 +134,7 @@ pub mod keys;
 pub mod live;
 pub mod machine;
 pub mod player;
+pub mod plot;
 pub mod realtime;
 pub mod run;
 pub mod snapshot;

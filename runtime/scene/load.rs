@@ -19,8 +19,10 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// Fields of the scene object.
-const TOP_KEYS: [&str; 12] = [
+/// Fields of the scene object. `$schema` names the JSON Schema an editor
+/// validates the file with (`morphrt schema`); the runtime ignores its value.
+pub const TOP_KEYS: [&str; 13] = [
+    "$schema",
     "version",
     "profile",
     "seed",
@@ -34,21 +36,21 @@ const TOP_KEYS: [&str; 12] = [
     "events",
     "edit",
 ];
-const NODE_KEYS: [&str; 5] = ["id", "op", "params", "profile_overrides", "ramp"];
+pub const NODE_KEYS: [&str; 5] = ["id", "op", "params", "profile_overrides", "ramp"];
 /// Fields of the top-level `edit` object (how live edits are applied).
-const EDIT_KEYS: [&str; 2] = ["ramp", "crossfade"];
-const MODULE_KEYS: [&str; 4] = ["id", "profile", "profile_overrides", "nodes"];
-const EDGE_KEYS: [&str; 2] = ["from", "to"];
-const EVENT_KEYS: [&str; 5] = ["time", "node", "param", "value", "ramp"];
+pub const EDIT_KEYS: [&str; 2] = ["ramp", "crossfade"];
+pub const MODULE_KEYS: [&str; 4] = ["id", "profile", "profile_overrides", "nodes"];
+pub const EDGE_KEYS: [&str; 2] = ["from", "to"];
+pub const EVENT_KEYS: [&str; 5] = ["time", "node", "param", "value", "ramp"];
 /// Top-level scene fields that people may try to set per node or module.
-const TOP_LEVEL_SETTINGS: [&str; 3] = ["sample_rate", "seed", "duration"];
-const FFT_NORMS: [&str; 3] = ["backward", "ortho", "forward"];
-const PROFILES: [&str; 3] = ["strict", "repro", "live"];
-const PRECISIONS: [&str; 2] = ["f32", "f64"];
+pub const TOP_LEVEL_SETTINGS: [&str; 3] = ["sample_rate", "seed", "duration"];
+pub const FFT_NORMS: [&str; 3] = ["backward", "ortho", "forward"];
+pub const PROFILES: [&str; 3] = ["strict", "repro", "live"];
+pub const PRECISIONS: [&str; 2] = ["f32", "f64"];
 
 pub const DEFAULT_SAMPLE_RATE: u32 = 48_000;
-const MAX_SAMPLE_RATE: u64 = 768_000;
-const MAX_ITERATIONS: u64 = 10_000;
+pub const MAX_SAMPLE_RATE: u64 = 768_000;
+pub const MAX_ITERATIONS: u64 = 10_000;
 const DEFAULT_VERSION: &str = "1.0";
 
 const ID_HELP: &str = "ids use only letters, digits, `_`, `.` and `-`";
@@ -698,7 +700,8 @@ impl Loader<'_> {
                         }
                     }
                 }
-                _ => {} // warned above
+                "$schema" => {} // for editors: which JSON Schema validates the file
+                _ => {}         // warned above
             }
         }
 
@@ -2110,5 +2113,17 @@ mod tests {
         }
         // The mutations should not all be rejected outright.
         assert!(ok > 10, "only {ok} mutated scenes loaded");
+    }
+
+    #[test]
+    fn issue11_a_schema_key_is_known() {
+        // `"$schema"` (for editors) was an unknown field with a warning.
+        let s = load(&scene_with(",\n\"$schema\": \"schema/scene.schema.json\"")).unwrap();
+        assert!(s.warnings.is_empty(), "{:#?}", s.warnings);
+        let s = load(&scene_with(",\n\"$schemas\": \"x\"")).unwrap();
+        assert_eq!(s.warnings.len(), 1, "{:#?}", s.warnings);
+        assert!(s.warnings[0]
+            .to_string()
+            .contains("did you mean `$schema`?"));
     }
 }

@@ -13,6 +13,11 @@ pub mod units;
 
 pub use diag::{Diagnostic, Loc, Severity};
 pub use load::{load_file, load_str};
+/// The loader's field lists and limits, which `morphrt schema` describes.
+pub use load::{
+    DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
+    MAX_SAMPLE_RATE, MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TOP_KEYS, TOP_LEVEL_SETTINGS,
+};
 pub use units::{Dimension, Quantity, Rational, TimeSpec, Unit};
 
 use crate::profile::{Overrides, Profile};

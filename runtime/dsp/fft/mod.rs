@@ -30,6 +30,9 @@ pub enum FftProvider {
 }
 
 impl FftProvider {
+    /// Every provider, for the names a scene may give.
+    pub const ALL: [FftProvider; 2] = [FftProvider::Reference, FftProvider::RustFft];
+
     pub fn name(self) -> &'static str {
         match self {
             FftProvider::Reference => "reference",

@@ -128,13 +128,13 @@ impl Output {
         if path.as_os_str() == "-" {
             if io::stdout().is_terminal() {
                 return Err(HostError::Usage(
-                    "`-o -` writes the WAV to standard output, which is a terminal; redirect it (`> out.wav`, `| program`) or give -o FILE".into(),
+                    "`-o -` writes to standard output, which is a terminal; redirect it (`> out.wav`, `| program`) or give -o FILE".into(),
                 ));
             }
             if let Some(i) = fd_id(libc::STDOUT_FILENO).and_then(|(d, n, _)| inputs.find_id((d, n)))
             {
                 return Err(HostError::Usage(format!(
-                    "standard output is {}; render never writes over what it reads",
+                    "standard output is {}; morphrt never writes over what it reads",
                     i.what
                 )));
             }
@@ -162,7 +162,7 @@ impl Output {
             .map_err(|e| runtime(format!("cannot create `{name}`{via}: {e}")))?;
         if let Some(i) = inputs.find(Some(&target), meta.as_ref()) {
             return Err(HostError::Usage(format!(
-                "`{name}`{via} is {}; render never writes over what it reads: choose another output file",
+                "`{name}`{via} is {}; morphrt never writes over what it reads: choose another output file",
                 i.what
             )));
         }
@@ -198,7 +198,7 @@ impl Output {
                         "not a regular file"
                     };
                     return Err(runtime(format!(
-                        "refusing to write `{name}`{via}: it is {kind}; render writes regular files, FIFOs, character devices and standard output (-o -)"
+                        "refusing to write `{name}`{via}: it is {kind}; morphrt writes regular files, FIFOs, character devices and standard output (-o -)"
                     )));
                 }
             }
@@ -249,6 +249,19 @@ impl Output {
             }
         }
     }
+
+    /// Writes `bytes` whole and completes the output (a regular file
+    /// appears only now, renamed into place); on failure nothing partial is
+    /// left and a replaced file is unchanged.
+    pub fn write_all(self, bytes: &[u8], stdout: &mut dyn Write) -> Result<(), HostError> {
+        let what = self.describe();
+        let mut sink = self.start(stdout)?;
+        let aftermath = sink.aftermath();
+        sink.write_all(bytes)
+            .map_err(|e| runtime(format!("cannot write {what}: {e}{aftermath}")))?;
+        sink.finish()
+            .map_err(|e| runtime(format!("cannot finish {what}: {e}{aftermath}")))
+    }
 }
 
 /// Checks another file the render writes (a snapshot): it must not be an
@@ -266,7 +279,7 @@ pub fn check_side_output(
     let canonical = canonical_target(&target).ok();
     let clash = |name: String| {
         HostError::Usage(format!(
-            "{what} `{}` is {name}; render never writes over what it reads or writes twice: choose another file",
+            "{what} `{}` is {name}; morphrt never writes over what it reads or writes twice: choose another file",
             path.display()
         ))
     };
@@ -337,13 +350,13 @@ fn check_replaceable(target: &Path, m: &Metadata) -> Result<(), String> {
     let mode = m.mode() & 0o7777;
     if !writable {
         return Err(format!(
-            "is not writable by you (mode {mode:04o}, owner uid {}); render does not replace a file you could not write: choose another output or change its permissions",
+            "is not writable by you (mode {mode:04o}, owner uid {}); morphrt does not replace a file you could not write: choose another output or change its permissions",
             m.uid()
         ));
     }
     if mode & 0o222 == 0 {
         return Err(format!(
-            "is read-only (mode {mode:04o}, owner uid {}); render does not replace a file without write permission, even as root: choose another output or make it writable",
+            "is read-only (mode {mode:04o}, owner uid {}); morphrt does not replace a file without write permission, even as root: choose another output or make it writable",
             m.uid()
         ));
     }
