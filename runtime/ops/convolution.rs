@@ -46,8 +46,8 @@
 //! profile (same array shape) migrates the reverb tail.
 
 use super::{
-    build_any, fft_choice, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
-    Processor, StateError, Value,
+    build_any, fft_choice, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind,
+    ParamSpec, Processor, StateError, Value,
 };
 use crate::dsp::fft::{plan_real, Complex, FftNorm, FftProvider, RealFft};
 use crate::dsp::{Math, Sample};
@@ -641,6 +641,24 @@ impl Operator for ConvolutionOp {
 }
 
 /// `convolution`: zero-latency convolution reverb; see the module docs.
+/// Nanoseconds per sample: strict's direct convolution is one multiply-add
+/// per tap and output channel (≈ 0.45 ns each in `benches/costs.md`, so a
+/// 2 s stereo IR at 48 kHz costs ≈ 86 µs per sample, 4× slower than real
+/// time); the partitioned FFTs of repro and live cost ≈ 0.03 ns per tap and
+/// channel.
+fn convolution_cost(p: &NodeProfile, values: &[Value]) -> f64 {
+    let taps = match values.get(IR) {
+        Some(Value::Resource(a)) => {
+            a.channels.first().map_or(0, Vec::len) * a.channels.len().clamp(1, 2)
+        }
+        _ => 0,
+    } as f64;
+    match p.profile {
+        Profile::Strict => 10.0 + 0.45 * taps,
+        Profile::Repro | Profile::Live => 10.0 + 0.03 * taps,
+    }
+}
+
 pub static CONVOLUTION: OpSpec = OpSpec {
     name: "convolution",
     doc: "Convolves the input with an impulse response (a WAV resource) with no added latency: \
@@ -679,6 +697,8 @@ pub static CONVOLUTION: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: conv_choices,
+    lints: no_lints,
+    cost: convolution_cost,
     algorithms: Some([
         "direct time-domain, summed in tap order",
         "uniformly partitioned FFT (rustfft, ortho), direct head",

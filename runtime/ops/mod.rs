@@ -110,6 +110,68 @@ pub type BuildFn = fn(&BuildCtx<'_>, Precision, MathKind) -> Result<AnyNode, Str
 /// choices through the same functions, so what `check` reports is what runs.
 pub type ChoicesFn = fn(&NodeProfile, &[Value]) -> Vec<(&'static str, String)>;
 
+/// A setting that will not do what it says, found by an operator's
+/// [`LintFn`]: the param it is about, what happens instead, and what to do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lint {
+    pub param: &'static str,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+/// The [`Lint`]s of a node with these static param values at this sample rate.
+pub type LintFn = fn(&[Value], f64) -> Vec<Lint>;
+
+/// [`LintFn`] of the operators that accept every in-range setting as written.
+pub fn no_lints(_: &[Value], _: f64) -> Vec<Lint> {
+    Vec::new()
+}
+
+/// A frequency param above what the operator designs with: `values[index]`
+/// against `ratio · sample_rate` (Nyquist is `0.5 · sample_rate`); `instead`
+/// says what the operator does with it.
+pub fn frequency_lint(
+    values: &[Value],
+    index: usize,
+    name: &'static str,
+    sample_rate: f64,
+    ratio: f64,
+    instead: &str,
+) -> Option<Lint> {
+    let hz = values.get(index)?.as_number()?;
+    let limit = ratio * sample_rate;
+    let nyquist = 0.5 * sample_rate;
+    let above = if hz > nyquist {
+        format!("above Nyquist ({nyquist} Hz at {sample_rate} Hz)")
+    } else {
+        format!("above this operator's design limit of {ratio} × the sample rate ({limit} Hz; Nyquist is {nyquist} Hz)")
+    };
+    (hz > limit).then(|| Lint {
+        param: name,
+        message: format!("`{name}` {hz} Hz is {above}: {instead} {limit} Hz"),
+        help: Some(format!(
+            "write a {name} of at most {limit} Hz, or raise the scene's sample_rate"
+        )),
+    })
+}
+
+/// Nominal cost per base-rate sample, in nanoseconds, of a node under its
+/// profile and params. The figures come from `morphrt bench` of a release
+/// build (per-node ns/sample) on the machine named in
+/// `benches/costs.md`; they are for the warning that a render will be slower
+/// than real time, not a measurement.
+pub type CostFn = fn(&NodeProfile, &[Value]) -> f64;
+
+/// A cost that depends only on the profile: `ns` is (strict, repro, live),
+/// nanoseconds per sample as `morphrt bench` measured them (`benches/costs.md`).
+pub fn by_profile(p: &NodeProfile, ns: [f64; 3]) -> f64 {
+    match p.profile {
+        Profile::Strict => ns[0],
+        Profile::Repro => ns[1],
+        Profile::Live => ns[2],
+    }
+}
+
 /// [`ChoicesFn`] of the operators whose only choices are precision and math.
 pub fn no_choices(_: &NodeProfile, _: &[Value]) -> Vec<(&'static str, String)> {
     Vec::new()
@@ -151,6 +213,13 @@ pub struct OpSpec {
     /// What this node runs with under its profile and params (see
     /// [`ChoicesFn`]); `check` prints it.
     pub choices: ChoicesFn,
+    /// Settings the operator accepts but that will not do what they say
+    /// (a cutoff above Nyquist, a delay longer than its buffer): the
+    /// compiler turns each into a located warning.
+    pub lints: LintFn,
+    /// Estimated cost per base-rate sample, in nanoseconds, under the
+    /// node's profile and params (see [`CostFn`]); `check` prints it.
+    pub cost: CostFn,
     /// What the operator runs under strict, repro and live, in words, for
     /// `morphrt ops`; `None` when only precision and math policy differ.
     pub algorithms: Option<[&'static str; 3]>,

@@ -19,6 +19,16 @@ pub enum Value {
     Gains(Vec<f64>),
 }
 
+impl Value {
+    /// The number, if this is a number param's value.
+    pub fn as_number(&self) -> Option<f64> {
+        match self {
+            Value::Number(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+
 /// A decoded audio file (a resource), channels as exact f64 samples.
 #[derive(Debug, PartialEq)]
 pub struct AudioData {
