@@ -732,6 +732,9 @@ pub fn render(
             "hash": report.hash,
             "time_s": report.elapsed.as_secs_f64(),
             "rtf": report.elapsed.as_secs_f64() / duration_s,
+            // The warnings printed before the render, as `check --json` gives them.
+            "diagnostics": scene::Shown::new(&warnings).json(),
+            "truncated": scene::Shown::new(&warnings).truncated(),
         });
         if let (Some(m), serde_json::Value::Object(levels)) =
             (summary.as_object_mut(), report.levels.json())

@@ -267,8 +267,8 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                 lines.join("\n  ")
             )));
         }
-        for l in &lines {
-            let _ = writeln!(log, "warning: {l}");
+        for r in &risks {
+            let _ = writeln!(log, "{}", r.diagnostic(&plan.file));
         }
     }
     let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);
