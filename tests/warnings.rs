@@ -330,6 +330,33 @@ fn issue11_events_after_the_end_are_warned() {
     );
 }
 
+// issue 11: `run --duration` shorter than the scene's events dropped them silently.
+#[test]
+fn issue11_run_warns_about_events_it_will_not_reach() {
+    let dir = temp_dir("w-run");
+    let scene = event_scene(&dir);
+    let o = morphrt(&[
+        "run",
+        &scene,
+        "--device",
+        "clock",
+        "--no-journal",
+        "--no-watch",
+        "--duration",
+        "0.1s",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("(0.1s, 4800 samples, --duration 0.1s)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("at events[0]") && err.contains("at events[1]"),
+        "{err}"
+    );
+}
+
 /// The warnings `check` prints for one node in a scene at 48 kHz.
 fn check_one(dir: &Path, node: &str) -> String {
     let scene = write(
