@@ -1081,7 +1081,7 @@ fn place_events(
 /// even): its `duration`, and how long live edits glide (a node's own
 /// `ramp` wins, see `build_nodes`) and crossfade.
 /// A `duration` that does not fit in the sample clock, or is longer than
-/// [`MAX_DURATION_S`], is an error stating the limit.
+/// [`crate::scene::MAX_DURATION_S`], is an error stating the limit.
 fn edit_timing(cx: &mut Ctx<'_>, sr: u32) -> EditTiming {
     let scene = cx.scene;
     let duration = scene.duration.and_then(|t| {
