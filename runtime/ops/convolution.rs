@@ -641,11 +641,11 @@ impl Operator for ConvolutionOp {
 }
 
 /// `convolution`: zero-latency convolution reverb; see the module docs.
-/// Nanoseconds per sample: strict's direct convolution is one multiply-add
-/// per tap and output channel (≈ 0.45 ns each in `benches/costs.md`, so a
-/// 2 s stereo IR at 48 kHz costs ≈ 86 µs per sample, 4× slower than real
-/// time); the partitioned FFTs of repro and live cost ≈ 0.03 ns per tap and
-/// channel.
+/// Nanoseconds per sample (`benches/costs.md`): strict's direct
+/// convolution is one multiply and add per tap and output channel, ≈ 0.065
+/// ns each (a 2 s stereo IR at 48 kHz: ≈ 12.5 µs per sample, 1.7× real
+/// time); repro's uniformly partitioned FFT ≈ 0.0045 ns per tap and
+/// channel; live's non-uniform partitions grow slower than the IR.
 fn convolution_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     let taps = match values.get(IR) {
         Some(Value::Resource(a)) => {
@@ -654,8 +654,9 @@ fn convolution_cost(p: &NodeProfile, values: &[Value]) -> f64 {
         _ => 0,
     } as f64;
     match p.profile {
-        Profile::Strict => 10.0 + 0.45 * taps,
-        Profile::Repro | Profile::Live => 10.0 + 0.03 * taps,
+        Profile::Strict => 10.0 + 0.065 * taps,
+        Profile::Repro => 10.0 + 0.0045 * taps,
+        Profile::Live => 80.0 + 0.0002 * taps,
     }
 }
 

@@ -228,12 +228,12 @@ impl Operator for SaturatorOp {
 }
 
 /// `saturator`: oversampled tanh.
-/// Nanoseconds per sample: ≈ 14 at 1×; oversampled, the half-band filters
-/// dominate, ≈ 30 per oversampled sample (`benches/costs.md`).
+/// Nanoseconds per sample (`benches/costs.md`): ≈ 14 at 1×; oversampled,
+/// the half-band filters dominate, ≈ 26 per oversampled sample.
 fn saturator_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     match FactorRule::new(p, values, SAT_OVERSAMPLING, SAT_CRITICAL).factor() {
         1 => 14.0,
-        f => 30.0 * f as f64,
+        f => 26.0 * f as f64,
     }
 }
 
@@ -605,16 +605,16 @@ fn diode_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-/// Nanoseconds per sample: each Newton step costs ≈ 380 ns under strict
-/// (libm `exp`, every one of `max_iterations` taken) and ≈ 200 ns under
-/// repro and live, which stop at their tolerance after ≈ 2.5 steps per
-/// oversampled sample on a typical signal (`benches/costs.md`).
+/// Nanoseconds per sample (`benches/costs.md`): each Newton step costs
+/// ≈ 44 ns under strict (libm `exp`, every one of `max_iterations` taken)
+/// and ≈ 30 ns under repro and live, which stop at their tolerance after
+/// ≈ 2.5 steps per oversampled sample on a typical signal.
 fn diode_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     let factor = FactorRule::new(p, values, DC_OVERSAMPLING, DC_CRITICAL).factor() as f64;
     let (max_iterations, _) = solver_rule(p, values);
     match p.profile {
-        Profile::Strict => 380.0 * max_iterations as f64 * factor,
-        Profile::Repro | Profile::Live => 200.0 * (max_iterations as f64).min(2.5) * factor,
+        Profile::Strict => 44.0 * max_iterations as f64 * factor,
+        Profile::Repro | Profile::Live => 30.0 * (max_iterations as f64).min(2.5) * factor,
     }
 }
 

@@ -254,7 +254,7 @@ pub static SPECTRAL_GATE: OpSpec = OpSpec {
     solver_steps: None,
     choices: spectral_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [43.0, 12.0, 12.0]),
+    cost: |p, _| by_profile(p, [47.0, 11.0, 11.0]),
     algorithms: Some([
         "reference radix-2 FFT, ortho",
         "rustfft, ortho",
