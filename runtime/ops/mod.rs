@@ -593,6 +593,73 @@ mod tests {
             .collect()
     }
 
+    #[test]
+    fn every_operator_declares_a_positive_finite_cost_under_every_profile() {
+        for spec in registry() {
+            for p in [Profile::Strict, Profile::Repro, Profile::Live] {
+                let ns = (spec.cost)(&profile(p), &defaults(spec));
+                assert!(ns.is_finite() && ns > 0.0, "{} under {p}: {ns}", spec.name);
+            }
+        }
+    }
+
+    #[test]
+    fn convolution_cost_grows_with_the_taps_and_strict_costs_most() {
+        let spec = lookup("convolution").expect("registered");
+        let with_ir = |frames: usize, channels: usize| {
+            let ir = Value::Resource(std::sync::Arc::new(AudioData {
+                path: "ir.wav".into(),
+                sample_rate: 48_000,
+                channels: vec![vec![0.0; frames]; channels],
+            }));
+            let mut v = defaults(spec);
+            v[spec.param_index("ir").expect("ir")] = ir;
+            v
+        };
+        let cost = |p: Profile, v: &[Value]| (spec.cost)(&profile(p), v);
+        for p in [Profile::Strict, Profile::Repro, Profile::Live] {
+            let short = cost(p, &with_ir(1000, 1));
+            let long = cost(p, &with_ir(96_000, 2));
+            assert!(long > short, "{p}");
+            // A third channel is not rendered (`out` and `out_r` only).
+            assert_eq!(cost(p, &with_ir(96_000, 3)), long, "{p}");
+        }
+        let long = with_ir(96_000, 2);
+        assert!(cost(Profile::Strict, &long) > 10.0 * cost(Profile::Repro, &long));
+        // Direct convolution: the taps times one figure, plus a constant.
+        let (a, b) = (
+            cost(Profile::Strict, &with_ir(1000, 1)),
+            cost(Profile::Strict, &with_ir(3000, 1)),
+        );
+        let c = cost(Profile::Strict, &with_ir(5000, 1));
+        assert!(((c - b) - (b - a)).abs() < 1e-9, "{a} {b} {c}");
+    }
+
+    #[test]
+    fn a_frequency_lint_fires_only_above_the_limit_and_names_nyquist() {
+        let v = [Value::Number(30_000.0)];
+        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.5, "designed at").expect("above");
+        assert_eq!(l.param, "cutoff");
+        assert!(
+            l.message.contains("above Nyquist (24000 Hz at 48000 Hz)"),
+            "{}",
+            l.message
+        );
+        assert!(l.message.ends_with("designed at 24000 Hz"), "{}", l.message);
+        let v = [Value::Number(23_600.0)];
+        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.49, "designed at").expect("above 0.49");
+        assert!(
+            l.message
+                .contains("design limit of 0.49 × the sample rate (23520 Hz; Nyquist is 24000 Hz)"),
+            "{}",
+            l.message
+        );
+        assert!(
+            frequency_lint(&[Value::Number(23_520.0)], 0, "cutoff", 48_000.0, 0.49, "x").is_none()
+        );
+        assert!(frequency_lint(&[Value::Enum(0)], 0, "cutoff", 48_000.0, 0.49, "x").is_none());
+    }
+
     fn choices(name: &str, p: Profile, values: Option<Vec<Value>>) -> Vec<(&'static str, String)> {
         let spec = lookup(name).expect("registered");
         (spec.choices)(&profile(p), &values.unwrap_or_else(|| defaults(spec)))
