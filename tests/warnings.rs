@@ -572,6 +572,44 @@ fn issue11_scene_numbers_may_be_written_as_strings() {
     assert_eq!(v["sample_rate"], 44100);
     assert_eq!(v["block_size"], 256);
     assert_eq!(v["seed"], 3);
+
+    // Node params follow the same rule both ways: an integer param takes
+    // "512", and an enum whose choices are numbers takes 4.
+    let params = |fft_size: &str, oversampling: &str| {
+        let scene = write(
+            &dir,
+            "p.json",
+            &format!(
+                r#"{{ "version": "1.0", "nodes": [ {{ "id": "a", "op": "sine" }},
+  {{ "id": "g", "op": "spectral_gate", "params": {{ "fft_size": {fft_size}, "hop": 128 }} }},
+  {{ "id": "s", "op": "saturator", "params": {{ "oversampling": {oversampling} }} }} ],
+  "edges": [ {{ "from": "a", "to": "g" }}, {{ "from": "g", "to": "s" }} ], "outputs": {{ "main": ["s"] }} }}"#
+            ),
+        );
+        let o = morphrt(&["check", &scene, "--json"]);
+        assert!(
+            o.status.success(),
+            "{fft_size} {oversampling}: {}",
+            stderr(&o)
+        );
+        let v = json(&o);
+        let node = |id: &str| {
+            v["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| n["id"] == id)
+                .unwrap()["params"]
+                .clone()
+        };
+        (
+            node("g")["fft_size"].clone(),
+            node("s")["oversampling"].clone(),
+        )
+    };
+    let quoted = params("\"512\"", "\"4\"");
+    assert_eq!(quoted, params("512", "4"));
+    assert_eq!(quoted, (serde_json::json!(512), serde_json::json!("4")));
 }
 
 /// A strict scene of four convolutions with the 2 s stereo hall IR in
