@@ -2,9 +2,8 @@
 //! errors to exit codes (0 success, 2 bad input, 1 runtime failure).
 
 use clap::{CommandFactory, Parser, Subcommand};
-use morphrt::graph::{check_json, check_table, CompileOptions};
 use morphrt::host::render::{RenderOptions, WavFormat};
-use morphrt::host::{load_plan, HostError};
+use morphrt::host::HostError;
 use morphrt::profile::Profile;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -315,15 +314,12 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{e}");
+            let message = e.to_string();
+            if !message.is_empty() {
+                eprintln!("{message}");
+            }
             ExitCode::from(e.exit_code() as u8)
         }
-    }
-}
-
-fn print_warnings(ws: &[morphrt::scene::Diagnostic]) {
-    for w in ws {
-        eprintln!("{w}");
     }
 }
 
@@ -436,27 +432,16 @@ fn run(cli: Cli) -> Result<(), HostError> {
             profile,
             json,
             resources,
-        } => {
-            let opts = CompileOptions {
+        } => morphrt::host::check::cli(
+            &morphrt::host::check::CheckOptions {
+                scene,
                 profile,
-                resource_dirs: resources,
-                ..CompileOptions::default()
-            };
-            let plan = load_plan(&scene, &opts)?;
-            let risks = morphrt::graph::deadline_risks(&plan);
-            if json {
-                let mut v = check_json(&plan);
-                v["deadline_warnings"] = risks.iter().map(|r| r.to_string()).collect();
-                println!("{}", serde_json::to_string_pretty(&v).expect("json"));
-            } else {
-                print_warnings(&plan.warnings);
-                for r in &risks {
-                    eprintln!("warning: {r}");
-                }
-                print!("{}", check_table(&plan));
-            }
-            Ok(())
-        }
+                json,
+                resources,
+            },
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ),
         Command::Bench {
             scene,
             profile,

@@ -147,7 +147,7 @@ fn check_prints_the_resolved_table() {
     let o = morphrt(&["check", "scenes/strict-module.json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
-    // Columns: node op module profile precision ftz providers guarantee latency align.
+    // Columns: node op module profile precision ftz providers guarantee latency align ns/sample.
     let row = |id: &str| -> Vec<String> {
         s.lines()
             .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
@@ -156,12 +156,12 @@ fn check_prints_the_resolved_table() {
     };
     // osc runs at the session profile (repro, f32, std math, FTZ on).
     assert_eq!(
-        row("osc")[1..],
+        row("osc")[1..10],
         ["saw", "-", "repro", "f32", "on", "math=std", "repro", "0", "-"]
     );
     // The archive module is pinned strict: f64, libm, IEEE denormals.
     assert_eq!(
-        row("bell")[1..],
+        row("bell")[1..10],
         [
             "sine",
             "archive",
@@ -176,7 +176,7 @@ fn check_prints_the_resolved_table() {
     );
     // echo is strict itself but fed by repro nodes, so its guarantee is repro.
     assert_eq!(
-        row("echo")[1..],
+        row("echo")[1..10],
         [
             "delay",
             "archive",
@@ -213,6 +213,25 @@ fn check_prints_the_resolved_table() {
     assert_eq!(get("master")["profile"], "strict");
     assert_eq!(get("master")["guarantee"], "live");
     assert_eq!(get("up")["precision"], "f64");
+
+    // The cost column is the per-node estimate the JSON reports, and the
+    // total is their sum.
+    let v: serde_json::Value = serde_json::from_str(&stdout(&morphrt(&[
+        "check",
+        "scenes/strict-module.json",
+        "--json",
+    ])))
+    .unwrap();
+    let mut sum = 0.0;
+    for n in v["nodes"].as_array().unwrap() {
+        let ns = n["cost_ns_per_sample"].as_f64().unwrap();
+        assert!(ns > 0.0, "{n}");
+        assert_eq!(row(n["id"].as_str().unwrap())[10], format!("{ns:.1}"));
+        sum += ns;
+    }
+    assert!((v["cost_ns_per_sample"].as_f64().unwrap() - sum).abs() < 1e-9);
+    let rtf = v["estimated_rtf"].as_f64().unwrap();
+    assert!((rtf - 1e9 / (sum * 48000.0)).abs() < 1e-6 * rtf, "{rtf}");
 }
 
 #[test]

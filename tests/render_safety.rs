@@ -470,13 +470,13 @@ fn one_duration_limit_for_the_scene_and_the_command_line() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("`long.json`") && err.contains("render limit of 24 h (86400 s"),
+        err.contains("long.json:") && err.contains("duration limit of 24 h (86400 s"),
         "{err}"
     );
     let o = run(morphrt_in(&dir).args(["render", "short.json", "-o", "out.wav", "-d", "86401s"]));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("render limit of 24 h (86400 s"),
+        stderr(&o).contains("duration limit of 24 h (86400 s"),
         "{}",
         stderr(&o)
     );

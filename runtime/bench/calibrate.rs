@@ -102,8 +102,8 @@ pub fn calibrate(
         .map_err(HostError::Input)?;
         let warnings = std::mem::take(&mut plan.warnings);
         if i == 0 {
-            for w in warnings {
-                let _ = writeln!(log, "{w}");
+            if !warnings.is_empty() {
+                let _ = writeln!(log, "{}", crate::scene::Shown::new(&warnings));
             }
             let frames = match &opts.duration {
                 Some(d) => crate::host::run::parse_duration(d, plan.sample_rate, log)?,

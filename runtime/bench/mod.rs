@@ -171,8 +171,9 @@ pub fn bench(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, Ho
         },
     )
     .map_err(HostError::Input)?;
-    for w in std::mem::take(&mut plan.warnings) {
-        let _ = writeln!(log, "{w}");
+    if !plan.warnings.is_empty() {
+        let _ = writeln!(log, "{}", crate::scene::Shown::new(&plan.warnings));
+        plan.warnings.clear();
     }
     let frames = match &opts.duration {
         Some(d) => crate::host::run::parse_duration(d, plan.sample_rate, log)?,

@@ -28,7 +28,10 @@ use crate::ops::{
     ParamKind, Value,
 };
 use crate::profile::{CastRule, EventTiming, NodeProfile, OffGrid, Profile, MAX_BLOCK_SIZE};
-use crate::scene::{resource, suggest, Diagnostic, Endpoint, Loc, NodeDecl, Scene, TimeSpec};
+use crate::scene::{
+    duration_limit_text, max_duration_samples, resource, suggest, Diagnostic, Endpoint, Loc,
+    NodeDecl, Scene, TimeSpec,
+};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -200,11 +203,12 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
     reject_cycles(&mut cx, &graph);
     let order = schedule(&graph);
     wire_inputs(scene, &mut decls, &edges);
+    unused_gains(&mut cx, &decls);
     resolve_casts(&mut cx, &mut decls, &edges);
     let main = resolve_outputs(&mut cx, &index, &decls);
     let seed = choose_seed(&mut cx, &decls, session.seed_given);
     let events = place_events(&mut cx, &index, &decls, &session);
-    let timing = edit_timing(scene, session.sample_rate);
+    let timing = edit_timing(&mut cx, session.sample_rate);
     if !cx.errors.is_empty() {
         let mut all = cx.errors;
         all.extend(cx.warnings);
@@ -278,6 +282,25 @@ fn session_settings(cx: &mut Ctx<'_>, opts: &CompileOptions) -> Session {
             .with_help(format!("valid: 1 … {MAX_BLOCK_SIZE}")),
         );
     }
+    for dir in &opts.resource_dirs {
+        let problem = match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) => "is a file, not a directory".to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
+            Err(e) => format!("cannot be read: {e}"),
+        };
+        cx.errors.push(
+            Diagnostic::error(
+                &scene.file,
+                None,
+                format!("--resources `{}` {problem}", dir.display()),
+            )
+            .with_help(
+                "--resources takes a directory of files that scenes name as \"@resource:NAME\""
+                    .to_string(),
+            ),
+        );
+    }
     Session {
         profile,
         sample_rate,
@@ -308,6 +331,9 @@ fn declare_nodes(cx: &mut Ctx<'_>, opts: &CompileOptions, session: &Session) -> 
         };
         let np = resolve_profile(cx, node, op, session.profile);
         let values = resolve_params(cx, node, op, &np, opts, session, &mut audio_cache);
+        if let Some(v) = &values {
+            lint_params(cx, node, op, v, session.sample_rate);
+        }
         decls.push(values.map(|values| {
             let n_inputs = if op.variadic_inputs {
                 op.params
@@ -332,6 +358,62 @@ fn declare_nodes(cx: &mut Ctx<'_>, opts: &CompileOptions, session: &Session) -> 
         }));
     }
     decls
+}
+
+/// After pass 3: settings the operator accepts but that will not do what
+/// they say (its [`OpSpec::lints`]) become warnings at the param.
+fn lint_params(cx: &mut Ctx<'_>, node: &NodeDecl, op: &OpSpec, values: &[Value], sr: u32) {
+    for lint in (op.lints)(values, sr as f64) {
+        let loc = node
+            .params
+            .iter()
+            .find(|p| p.name == lint.param)
+            .map_or_else(|| node.loc.clone(), |p| p.loc.clone());
+        cx.warn(&loc, Some(&node.id), lint.message, lint.help);
+    }
+}
+
+/// After pass 7: `gains` entries of a variadic node (`mix`) with no edge
+/// into their input are warned, naming the indices.
+fn unused_gains(cx: &mut Ctx<'_>, decls: &[Option<Decl>]) {
+    let scene = cx.scene;
+    for (node, d) in scene.nodes.iter().zip(decls) {
+        let Some(d) = d.as_ref().filter(|d| d.op.variadic_inputs) else {
+            continue;
+        };
+        let Some((spec, Value::Gains(gains))) =
+            d.op.params
+                .iter()
+                .zip(&d.values)
+                .find(|(s, _)| matches!(s.kind, ParamKind::Gains))
+        else {
+            continue;
+        };
+        let unused: Vec<usize> = (0..gains.len())
+            .filter(|&k| d.audio_in.get(k).is_none_or(|l| l.is_empty()))
+            .collect();
+        if unused.is_empty() {
+            continue;
+        }
+        let Some(param) = node.params.iter().find(|p| p.name == spec.name) else {
+            continue;
+        };
+        let list: Vec<String> = unused.iter().map(|k| format!("{k}")).collect();
+        let connected = gains.len() - unused.len();
+        cx.warn(
+            &param.loc,
+            Some(&node.id),
+            format!(
+                "`{}` has {} entries but {connected} of them have an input: entr{} {} (for {}) scale nothing",
+                spec.name,
+                gains.len(),
+                if unused.len() == 1 { "y" } else { "ies" },
+                list.join(", "),
+                unused.iter().map(|k| format!("in{k}")).collect::<Vec<_>>().join(", ")
+            ),
+            Some("connect an edge to each input a gain is meant for, or remove the extra gains".to_string()),
+        );
+    }
 }
 
 /// Pass 2, a node's profile (DESIGN §4): its own `profile_overrides` over
@@ -987,6 +1069,7 @@ fn place_events(
                 node: ni,
                 param: pi,
                 action,
+                loc: ev.loc.clone(),
             },
         ));
     }
@@ -997,9 +1080,32 @@ fn place_events(
 /// Pass 12, the scene's lengths in samples (exact decimals, rounded half to
 /// even): its `duration`, and how long live edits glide (a node's own
 /// `ramp` wins, see `build_nodes`) and crossfade.
-fn edit_timing(scene: &Scene, sr: u32) -> EditTiming {
+/// A `duration` that does not fit in the sample clock, or is longer than
+/// [`crate::scene::MAX_DURATION_S`], is an error stating the limit.
+fn edit_timing(cx: &mut Ctx<'_>, sr: u32) -> EditTiming {
+    let scene = cx.scene;
+    let duration = scene.duration.and_then(|t| {
+        let samples = t.to_samples(sr).map(|r| r.round_half_even());
+        match samples {
+            Some(n) if n <= max_duration_samples(sr) as i128 => u64::try_from(n).ok(),
+            _ => {
+                let loc = Loc::path("duration");
+                let loc = scene
+                    .duration_loc
+                    .clone()
+                    .unwrap_or(loc);
+                cx.error(
+                    &loc,
+                    None,
+                    format!("`duration` is longer than {}", duration_limit_text(sr)),
+                    Some("give a shorter duration; render longer pieces in parts (render --snapshot-at, --resume)".to_string()),
+                );
+                None
+            }
+        }
+    });
     EditTiming {
-        duration: scene.duration.and_then(|t| time_to_samples(t, sr)),
+        duration,
         edit_ramp: scene
             .edit
             .ramp
@@ -1407,6 +1513,7 @@ mod tests {
         reject_cycles(&mut cx, &graph);
         let order = schedule(&graph);
         wire_inputs(scene, &mut decls, &edges);
+        unused_gains(&mut cx, &decls);
         (cx, session, decls, edges, order)
     }
 
@@ -1699,11 +1806,49 @@ mod tests {
             r#"{ "version": "1.0", "duration": "1.1s", "nodes": [ { "id": "o", "op": "sine" } ],
                  "outputs": { "main": ["o"] } }"#,
         );
-        let t = edit_timing(&s, 48_000);
+        let t = edit_timing(&mut ctx(&s), 48_000);
         assert_eq!(
             (t.duration, t.edit_ramp, t.crossfade),
             (Some(52_800), 480, 960)
         );
+    }
+
+    // issue 11: a duration past the sample clock fell back to 10 s silently.
+    #[test]
+    fn issue11_a_duration_over_24_hours_is_a_located_error() {
+        for (text, ok) in [
+            ("\"24h\"", false),
+            ("86400", true),
+            ("86400.5", false),
+            ("\"1e30s\"", false),
+        ] {
+            let text = text.replace("24h", "86400.001s");
+            let s = scene(&format!(
+                r#"{{ "version": "1.0", "duration": {text}, "nodes": [ {{ "id": "o", "op": "sine" }} ],
+                 "outputs": {{ "main": ["o"] }} }}"#
+            ));
+            let mut cx = ctx(&s);
+            let t = edit_timing(&mut cx, 48_000);
+            if ok {
+                assert_eq!(t.duration, Some(86_400 * 48_000), "{text}");
+                assert!(cx.errors.is_empty(), "{text}");
+            } else {
+                assert_eq!(t.duration, None, "{text}");
+                assert_eq!(cx.errors.len(), 1, "{text}");
+                let e = &cx.errors[0];
+                assert_eq!(
+                    e.loc.as_ref().map(|l| (l.path.as_str(), l.line)),
+                    Some(("duration", 1))
+                );
+                assert!(
+                    e.message.contains(
+                        "duration limit of 24 h (86400 s, 4147200000 samples at 48000 Hz)"
+                    ),
+                    "{}",
+                    e.message
+                );
+            }
+        }
     }
 
     #[test]

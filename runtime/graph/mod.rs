@@ -12,7 +12,10 @@ mod report;
 pub mod schema;
 
 pub use compile::{compile, CompileOptions};
-pub use report::{check_json, check_table, deadline_risks, DeadlineRisk};
+pub use report::{
+    check_json, check_table, check_warnings, deadline_risks, estimated_rtf, events_after_end,
+    node_cost_ns, plan_cost_ns, slow_render_warning, DeadlineRisk,
+};
 
 use crate::ops::{AnyNode, OpSpec, Value};
 use crate::profile::{NodeProfile, Profile};
@@ -69,6 +72,8 @@ pub struct PlanEvent {
     pub node: usize,
     pub param: usize,
     pub action: EventAction,
+    /// Where the event is written (`events[3]`), for diagnostics.
+    pub loc: crate::scene::Loc,
 }
 
 /// The seed the session runs with.

@@ -3,6 +3,8 @@
 
 use super::{Plan, PlanNode};
 use crate::ops::Value;
+use crate::profile::Profile;
+use crate::scene::Diagnostic;
 use serde_json::json;
 
 /// What a node runs with: its math policy, then the choices its operator
@@ -97,6 +99,148 @@ pub fn deadline_risks(plan: &Plan) -> Vec<DeadlineRisk> {
         .collect()
 }
 
+impl DeadlineRisk {
+    /// The risk as a warning about its node.
+    pub fn diagnostic(&self, file: &str) -> Diagnostic {
+        Diagnostic::warning(file, None, self.to_string()).with_node(self.node.clone())
+    }
+}
+
+/// A node's estimated cost per sample, in nanoseconds ([`crate::ops::CostFn`]).
+pub fn node_cost_ns(n: &PlanNode) -> f64 {
+    (n.op.cost)(&n.profile, &n.values)
+}
+
+/// The estimated cost of the whole plan per sample, in nanoseconds.
+pub fn plan_cost_ns(plan: &Plan) -> f64 {
+    plan.nodes.iter().map(node_cost_ns).sum()
+}
+
+/// The estimated real-time factor (seconds of audio per second of work)
+/// from the nominal per-node costs; infinite for a plan that costs nothing.
+pub fn estimated_rtf(plan: &Plan) -> f64 {
+    let ns_per_second = plan_cost_ns(plan) * plan.sample_rate as f64;
+    if ns_per_second > 0.0 {
+        1e9 / ns_per_second
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// `3.2 s`, `17 min`, `2.5 h`: a span of wall-clock time, roughly.
+fn rough_time(seconds: f64) -> String {
+    if seconds < 10.0 {
+        format!("{seconds:.2} s")
+    } else if seconds < 90.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 90.0 * 60.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
+}
+
+/// A warning when the estimate says rendering `frames` samples will take
+/// longer than real time: how long it may take, and the costliest node.
+pub fn slow_render_warning(plan: &Plan, frames: u64) -> Option<Diagnostic> {
+    let rtf = estimated_rtf(plan);
+    if rtf >= 1.0 {
+        return None;
+    }
+    let audio_s = frames as f64 / plan.sample_rate as f64;
+    let (top, top_ns) = plan
+        .nodes
+        .iter()
+        .map(|n| (n, node_cost_ns(n)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let share = top_ns / plan_cost_ns(plan) * 100.0;
+    let strict = plan
+        .nodes
+        .iter()
+        .any(|n| n.profile.profile == Profile::Strict);
+    let mut help = format!(
+        "node `{}` ({}) is {share:.0}% of the estimate; a lighter profile for it (repro, live), or a shorter input, renders faster",
+        top.id, top.op.name
+    );
+    if strict {
+        help.push_str("; strict keeps IEEE denormals, so a render full of subnormal numbers can take 10–100× longer still");
+    }
+    Some(
+        Diagnostic::warning(
+            &plan.file,
+            None,
+            format!(
+                "estimated {} real time: a {} render may take ~{} (nominal costs per node, see `check`; `morphrt bench` measures this machine)",
+                rtf_text(rtf),
+                rough_time(audio_s),
+                rough_time(audio_s / rtf)
+            ),
+        )
+        .with_node(top.id.clone())
+        .with_help(help),
+    )
+}
+
+/// `0.03×`, `1.5×`, `120×`.
+fn rtf_text(rtf: f64) -> String {
+    if rtf.is_infinite() {
+        "∞×".to_string()
+    } else if rtf < 0.1 {
+        format!("{rtf:.3}×")
+    } else if rtf < 10.0 {
+        format!("{rtf:.2}×")
+    } else {
+        format!("{rtf:.0}×")
+    }
+}
+
+/// Events at or after `end` (a sample on the scene's timeline) never take
+/// effect: one warning each, naming the event, its time and the length.
+/// `length` says whose length `end` is (`-d 2s`, `the scene's duration`).
+pub fn events_after_end(plan: &Plan, end: u64, length: &str) -> Vec<Diagnostic> {
+    let sr = plan.sample_rate as f64;
+    plan.events
+        .iter()
+        .filter(|e| e.sample >= end)
+        .map(|e| {
+            let node = plan.nodes.get(e.node).map(|n| n.id.clone());
+            let mut d = Diagnostic::warning(
+                &plan.file,
+                Some(e.loc.clone()),
+                format!(
+                    "event at {}s (sample {}) is after the end of the render ({}s, {end} samples, {length}): it never takes effect",
+                    e.sample as f64 / sr,
+                    e.sample,
+                    end as f64 / sr
+                ),
+            )
+            .with_help("move the event earlier, or render longer".to_string());
+            if let Some(n) = node {
+                d = d.with_node(n);
+            }
+            d
+        })
+        .collect()
+}
+
+/// Everything `check` warns about: the compiler's warnings, nodes that may
+/// miss the block deadline, events after the scene's `duration`, and a
+/// render of the scene's length (else 10 s) slower than real time.
+pub fn check_warnings(plan: &Plan) -> Vec<Diagnostic> {
+    let mut all = plan.warnings.clone();
+    all.extend(
+        deadline_risks(plan)
+            .iter()
+            .map(|r| r.diagnostic(&plan.file)),
+    );
+    if let Some(d) = plan.duration {
+        all.extend(events_after_end(plan, d, "the scene's duration"));
+    }
+    let frames = plan.duration.unwrap_or(10 * plan.sample_rate as u64);
+    all.extend(slow_render_warning(plan, frames));
+    all
+}
+
 pub fn check_table(plan: &Plan) -> String {
     let mut rows = vec![[
         "node".to_string(),
@@ -109,6 +253,7 @@ pub fn check_table(plan: &Plan) -> String {
         "guarantee".to_string(),
         "latency".to_string(),
         "align".to_string(),
+        "ns/sample".to_string(),
     ]];
     for (i, n) in plan.nodes.iter().enumerate() {
         rows.push([
@@ -122,9 +267,10 @@ pub fn check_table(plan: &Plan) -> String {
             n.guarantee.name().to_string(),
             n.latency.to_string(),
             alignment(plan, i),
+            format!("{:.1}", node_cost_ns(n)),
         ]);
     }
-    let widths: Vec<usize> = (0..10)
+    let widths: Vec<usize> = (0..11)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -182,6 +328,11 @@ pub fn check_table(plan: &Plan) -> String {
         out.push_str(&format!("main alignment: {}\n", delayed.join(", ")));
     }
     out.push_str(&format!("events: {}\n", plan.events.len()));
+    out.push_str(&format!(
+        "estimated cost: {:.1} ns per sample, {} real time (nominal per-node figures; `morphrt bench` measures this machine)\n",
+        plan_cost_ns(plan),
+        rtf_text(estimated_rtf(plan))
+    ));
     out
 }
 
@@ -227,6 +378,7 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
                 "guarantee": n.guarantee.name(),
                 "latency": n.latency,
                 "output_latency": n.output_latency,
+                "cost_ns_per_sample": node_cost_ns(n),
                 "align": alignment(plan, plan.nodes.iter().position(|m| std::ptr::eq(m, n)).expect("node of this plan")),
                 "params": params,
             })
@@ -244,6 +396,8 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
         "main": plan.main.iter().map(|s| format!("{}:{}", plan.nodes[s.node].id, plan.nodes[s.node].op.outputs[s.port])).collect::<Vec<_>>(),
         "latency": plan.latency,
         "events": plan.events.len(),
+        "cost_ns_per_sample": plan_cost_ns(plan),
+        "estimated_rtf": Some(estimated_rtf(plan)).filter(|r| r.is_finite()),
         "warnings": plan.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
     })
 }

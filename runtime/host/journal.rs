@@ -426,7 +426,14 @@ pub fn replay(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
         block_size,
         sample_rate,
         seed,
-        resource_dirs: resource_dirs.iter().map(PathBuf::from).collect(),
+        // The journal keeps a copy of every resource it read, so a recorded
+        // `--resources` directory that is gone (another machine) is skipped
+        // rather than refused as it would be on the command line.
+        resource_dirs: resource_dirs
+            .iter()
+            .map(PathBuf::from)
+            .filter(|d| d.is_dir())
+            .collect(),
         pinned: Vec::new(),
     };
     let compile = |text: &str, fixed: &SessionFixed, p: Profile| -> Result<Incoming, HostError> {

@@ -256,8 +256,8 @@ impl LiveSession {
         };
         match Incoming::compile(&text, &self.path, &self.fixed, profile) {
             Ok(inc) => {
-                for w in &inc.warnings {
-                    let _ = writeln!(log, "\n{w}");
+                if !inc.warnings.is_empty() {
+                    let _ = writeln!(log, "\n{}", crate::scene::Shown::new(&inc.warnings));
                 }
                 let reason = if switched {
                     Reason::Switch {

@@ -21,6 +21,9 @@ pub enum HostError {
     /// 128 + the signal's number, as a shell reports a process the signal
     /// killed (130 for SIGINT, 143 for SIGTERM).
     Interrupted { signal: i32, message: String },
+    /// Already reported on the command's output (`check --json` prints
+    /// its errors as JSON); nothing more to print, exit with this code.
+    Reported(i32),
 }
 
 impl HostError {
@@ -30,6 +33,22 @@ impl HostError {
             HostError::Input(_) | HostError::Usage(_) => 2,
             HostError::Runtime(_) => 1,
             HostError::Interrupted { signal, .. } => 128 + signal,
+            HostError::Reported(code) => *code,
+        }
+    }
+
+    /// The failure in words, without the `error:` prefix (for a one-line
+    /// diagnostic); diagnostics of bad input are joined.
+    pub fn message(&self) -> String {
+        match self {
+            HostError::Input(ds) => ds
+                .iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+            HostError::Usage(s) | HostError::Runtime(s) => s.clone(),
+            HostError::Interrupted { message, .. } => message.clone(),
+            HostError::Reported(_) => String::new(),
         }
     }
 }
@@ -37,28 +56,11 @@ impl HostError {
 impl std::fmt::Display for HostError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HostError::Input(ds) => {
-                let errors: Vec<String> = ds
-                    .iter()
-                    .filter(|d| d.is_error())
-                    .map(|d| d.to_string())
-                    .collect();
-                let warnings: Vec<String> = ds
-                    .iter()
-                    .filter(|d| !d.is_error())
-                    .map(|d| d.to_string())
-                    .collect();
-                let mut all = errors.clone();
-                all.extend(warnings);
-                write!(f, "{}", all.join("\n\n"))?;
-                if errors.len() > 1 {
-                    write!(f, "\n\n{} errors", errors.len())?;
-                }
-                Ok(())
-            }
+            HostError::Input(ds) => write!(f, "{}", scene::Shown::new(ds)),
             HostError::Usage(s) => write!(f, "error: {s}"),
             HostError::Runtime(s) => write!(f, "error: {s}"),
             HostError::Interrupted { message, .. } => write!(f, "{message}"),
+            HostError::Reported(_) => Ok(()),
         }
     }
 }
@@ -127,6 +129,7 @@ pub fn load_engine(
 }
 pub mod calibration;
 pub mod capture;
+pub mod check;
 pub mod device;
 pub mod handover;
 pub mod journal;

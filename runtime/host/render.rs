@@ -18,7 +18,7 @@ use super::HostError;
 use crate::engine::{BusRef, Engine};
 use crate::graph::{compile, CompileOptions};
 use crate::profile::Profile;
-use crate::scene::{self, Diagnostic, TimeSpec};
+use crate::scene::{self, Diagnostic};
 use interrupt::{signal_name, InterruptGuard};
 use levels::Levels;
 use output::{Inputs, Output, Sink};
@@ -28,11 +28,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wav::WavLayout;
 
-/// The longest render, in seconds of audio: 24 hours. One limit for `-d`,
-/// the scene's `duration` and a resumed render, so a typo in either cannot
-/// start a render that fills the disk (24 h of 8-channel f32 at 48 kHz is
-/// 133 GB), and the error says what the limit is.
-pub const MAX_RENDER_S: u64 = 24 * 60 * 60;
+/// The longest render, in seconds of audio: the one duration limit
+/// ([`scene::MAX_DURATION_S`]) for `-d`, the scene's `duration`, `run
+/// --duration` and a resumed render.
+pub const MAX_RENDER_S: u64 = scene::MAX_DURATION_S;
 
 /// The WAV sample format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -461,30 +460,15 @@ pub struct RenderOptions {
 
 /// The render limit in samples at `sr`.
 fn max_frames(sr: u32) -> u64 {
-    MAX_RENDER_S * sr as u64
+    scene::max_duration_samples(sr)
 }
 
 /// The error for a length over [`MAX_RENDER_S`]; `what` says whose.
 fn over_limit(what: String, sr: u32) -> HostError {
     HostError::Usage(format!(
-        "{what} is longer than the render limit of 24 h ({MAX_RENDER_S} s, {} samples at {sr} Hz); render it in parts (--snapshot-at, --resume)",
-        max_frames(sr)
+        "{what} is longer than {}; render it in parts (--snapshot-at, --resume)",
+        scene::duration_limit_text(sr)
     ))
-}
-
-/// `-d`, in samples, within [`MAX_RENDER_S`]. The limit is checked on the
-/// exact value before the general parser, whose own bound is far wider.
-fn parse_length(text: &str, sr: u32, log: &mut dyn Write) -> Result<u64, HostError> {
-    let spec = TimeSpec::parse(text).or_else(|_| TimeSpec::from_seconds_literal(text));
-    if let Some(spec) = spec.ok().filter(|s| !s.is_negative()) {
-        let over = spec
-            .to_samples(sr)
-            .is_none_or(|r| r.round_half_even() > max_frames(sr) as i128);
-        if over {
-            return Err(over_limit(format!("-d {text}"), sr));
-        }
-    }
-    super::run::parse_duration(text, sr, log)
 }
 
 /// The scene from standard input (`render -`): resources resolve from the
@@ -549,13 +533,11 @@ pub fn render(
         },
     };
     let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
-    for w in std::mem::take(&mut plan.warnings) {
-        let _ = writeln!(log, "{w}");
-    }
+    let mut warnings = std::mem::take(&mut plan.warnings);
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
     let frames = match &opts.duration {
-        Some(d) => parse_length(d, sr, log)?,
+        Some(d) => super::run::parse_duration(d, sr, log)?,
         None => {
             let total = plan.duration.unwrap_or(10 * sr as u64);
             if total > max_frames(sr) {
@@ -579,6 +561,20 @@ pub fn render(
             total - start
         }
     };
+    let length = match &opts.duration {
+        Some(d) => format!("-d {d}"),
+        None if plan.duration.is_some() => "the scene's duration".to_string(),
+        None => "the default length of 10 s".to_string(),
+    };
+    warnings.extend(crate::graph::events_after_end(
+        &plan,
+        start + frames,
+        &length,
+    ));
+    warnings.extend(crate::graph::slow_render_warning(&plan, frames));
+    if !warnings.is_empty() {
+        let _ = writeln!(log, "{}", scene::Shown::new(&warnings));
+    }
     let mut stops: Vec<u64> = Vec::new();
     for t in &opts.snapshot_at {
         let at = super::run::parse_duration(t, sr, log)?;
@@ -612,6 +608,7 @@ pub fn render(
     let layout = wav_layout(channels, sr, opts.format, frames)?;
     let needed = layout.file_len().unwrap_or(u64::MAX);
     let output = Output::prepare(&opts.output, &inputs, needed)?;
+    output::check_extension(&opts.output)?;
     if let Some(base) = &opts.snapshot_out {
         for at in &stops {
             let path = numbered_path(base, *at, several);
@@ -735,6 +732,9 @@ pub fn render(
             "hash": report.hash,
             "time_s": report.elapsed.as_secs_f64(),
             "rtf": report.elapsed.as_secs_f64() / duration_s,
+            // The warnings printed before the render, as `check --json` gives them.
+            "diagnostics": scene::Shown::new(&warnings).json(),
+            "truncated": scene::Shown::new(&warnings).truncated(),
         });
         if let (Some(m), serde_json::Value::Object(levels)) =
             (summary.as_object_mut(), report.levels.json())

@@ -267,8 +267,8 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                 lines.join("\n  ")
             )));
         }
-        for l in &lines {
-            let _ = writeln!(log, "warning: {l}");
+        for r in &risks {
+            let _ = writeln!(log, "{}", r.diagnostic(&plan.file));
         }
     }
     let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);
@@ -314,13 +314,21 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
         (Box::new(opened.output), opened.channels, opened.device_id)
     };
-    for w in std::mem::take(&mut plan.warnings) {
-        let _ = writeln!(log, "{w}");
-    }
     let frames = match &opts.duration {
         Some(d) => Some(parse_duration(d, plan.sample_rate, log)?),
         None => None,
     };
+    let mut warnings = std::mem::take(&mut plan.warnings);
+    if let (Some(f), None) = (frames, &opts.resume) {
+        let length = format!(
+            "--duration {}",
+            opts.duration.as_deref().unwrap_or_default()
+        );
+        warnings.extend(crate::graph::events_after_end(&plan, f, &length));
+    }
+    if !warnings.is_empty() {
+        let _ = writeln!(log, "{}", crate::scene::Shown::new(&warnings));
+    }
     let sr = plan.sample_rate;
     let block = plan.block_size;
     let label = format!(
@@ -699,7 +707,10 @@ fn start_journal(
     Ok(j)
 }
 
-/// `10s`, `250ms`, `4800samples`, or a bare number of seconds.
+/// `10s`, `250ms`, `4800samples`, or a bare number of seconds, in samples:
+/// positive and at most the one duration limit ([`crate::scene::MAX_DURATION_S`],
+/// 24 h) that `render -d`, a scene's `duration`, `run --duration` and a
+/// resumed render share.
 pub fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Result<u64, HostError> {
     if text.trim_start().starts_with('-') {
         return Err(HostError::Usage(format!(
@@ -717,6 +728,15 @@ pub fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Resu
         ))
     })?;
     let exact = spec.to_samples(sample_rate);
+    let limit = crate::scene::max_duration_samples(sample_rate) as i128;
+    if spec.is_negative() {
+        // `-0.5` without a sign at the front: the range error below.
+    } else if exact.is_none_or(|r| r.round_half_even() > limit) {
+        return Err(HostError::Usage(format!(
+            "duration `{text}` is longer than {}",
+            crate::scene::duration_limit_text(sample_rate)
+        )));
+    }
     if let Some(r) = exact.filter(|r| !r.is_integer()) {
         let _ = writeln!(
             log,
@@ -726,7 +746,7 @@ pub fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Resu
     }
     let samples = exact
         .map(|r| r.round_half_even())
-        .filter(|s| *s > 0 && *s <= u32::MAX as i128 * 64)
+        .filter(|s| *s > 0)
         .ok_or_else(|| {
             HostError::Usage(format!(
                 "duration `{text}` is out of range (it must be positive)"
@@ -800,5 +820,25 @@ mod tests {
         assert_eq!(parse_duration("250ms", 48_000, &mut log).unwrap(), 12_000);
         let e = parse_duration("-5s", 48_000, &mut log).unwrap_err();
         assert!(e.to_string().contains("negative"), "{e}");
+    }
+
+    // issue 11: `run --duration` allowed ~3 days at 48 kHz while render stopped at 24 h.
+    #[test]
+    fn issue11_run_duration_has_the_render_limit() {
+        let mut log = Vec::new();
+        let limit = crate::scene::max_duration_samples(48_000);
+        assert_eq!(parse_duration("24h", 48_000, &mut log).unwrap(), limit);
+        assert_eq!(parse_duration("86400s", 48_000, &mut log).unwrap(), limit);
+        for over in [
+            "86400.001s",
+            "24h1s",
+            "1e30s",
+            "100000000000000000000samples",
+        ] {
+            let e = parse_duration(over, 48_000, &mut log)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("duration limit of 24 h (86400 s"), "{over}: {e}");
+        }
     }
 }

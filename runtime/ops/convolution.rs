@@ -50,8 +50,8 @@
 //! profile (same array shape) migrates the reverb tail.
 
 use super::{
-    build_any, fft_choice, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
-    Processor, StateError, Value,
+    build_any, fft_choice, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind,
+    ParamSpec, Processor, StateError, Value,
 };
 use crate::dsp::fft::{plan_real, Complex, FftNorm, FftProvider, RealFft};
 use crate::dsp::{Math, Sample};
@@ -808,6 +808,25 @@ impl Operator for ConvolutionOp {
 }
 
 /// `convolution`: zero-latency convolution reverb; see the module docs.
+/// Nanoseconds per sample (`benches/costs.md`): strict's direct
+/// convolution is one multiply and add per tap and output channel, ≈ 0.065
+/// ns each (a 2 s stereo IR at 48 kHz: ≈ 12.5 µs per sample, 1.7× real
+/// time); repro's uniformly partitioned FFT ≈ 0.0045 ns per tap and
+/// channel; live's non-uniform partitions grow slower than the IR.
+fn convolution_cost(p: &NodeProfile, values: &[Value]) -> f64 {
+    let taps = match values.get(IR) {
+        Some(Value::Resource(a)) => {
+            a.channels.first().map_or(0, Vec::len) * a.channels.len().clamp(1, 2)
+        }
+        _ => 0,
+    } as f64;
+    match p.profile {
+        Profile::Strict => 10.0 + 0.065 * taps,
+        Profile::Repro => 10.0 + 0.0045 * taps,
+        Profile::Live => 80.0 + 0.0002 * taps,
+    }
+}
+
 pub static CONVOLUTION: OpSpec = OpSpec {
     name: "convolution",
     doc: "Convolves the input with an impulse response (a WAV resource) with no added latency: \
@@ -846,6 +865,8 @@ pub static CONVOLUTION: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: conv_choices,
+    lints: no_lints,
+    cost: convolution_cost,
     algorithms: Some([
         "direct time-domain, summed in tap order",
         "uniformly partitioned FFT (rustfft, ortho), direct head",

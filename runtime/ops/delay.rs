@@ -16,8 +16,8 @@
 //! the ring and its write index; `reset` zeroes the ring in place.
 
 use super::{
-    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
-    Processor, StateError,
+    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
+    ParamKind, ParamSpec, Processor, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -148,6 +148,24 @@ impl Operator for DelayOp {
 }
 
 /// `delay`: fractional feedback delay; see the module docs for the rules.
+/// A `time` longer than `max_time` (the buffer's length): the delay is
+/// clamped to `max_time`.
+fn delay_lints(values: &[Value], _sample_rate: f64) -> Vec<Lint> {
+    let (Some(time), Some(max)) = (values[TIME].as_number(), values[MAX_TIME].as_number()) else {
+        return Vec::new();
+    };
+    if time <= max {
+        return Vec::new();
+    }
+    vec![Lint {
+        param: "time",
+        message: format!(
+            "`time` {time} s is longer than `max_time` {max} s: the delay is clamped to max_time ({max} s)"
+        ),
+        help: Some(format!("raise `max_time` to at least {time} s (it sizes the buffer), or shorten `time`")),
+    }]
+}
+
 pub static DELAY: OpSpec = OpSpec {
     name: "delay",
     doc: "Fractional delay line with linear interpolation and feedback: \
@@ -199,6 +217,8 @@ pub static DELAY: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: delay_lints,
+    cost: |p, _| by_profile(p, [6.4, 4.4, 4.4]),
     algorithms: None,
     build: build_any::<DelayOp>,
 };

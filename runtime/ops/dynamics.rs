@@ -32,8 +32,8 @@
 //! the level, the stage and the release step.
 
 use super::{
-    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamSpec, Processor,
-    StateError,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
+    ParamSpec, Processor, StateError,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -260,6 +260,8 @@ pub static ADSR: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [4.0, 3.3, 3.3]),
     algorithms: None,
     build: build_any::<AdsrOp>,
 };

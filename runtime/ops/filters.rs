@@ -13,8 +13,8 @@
 //! Every per-sample sum is written out in one fixed order (no FMA).
 
 use super::{
-    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
-    Processor, StateError, Value,
+    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, Processor, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -348,6 +348,20 @@ const Q_PARAM: ParamSpec = number(
 );
 
 /// `biquad`: the RBJ Audio-EQ-Cookbook filters in transposed direct form II.
+/// A cutoff the biquad cannot design: above `0.49·sr` it designs at that.
+fn biquad_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
+    frequency_lint(
+        values,
+        BQ_CUTOFF,
+        "cutoff",
+        sample_rate,
+        MAX_CUTOFF_RATIO,
+        "the filter is designed at",
+    )
+    .into_iter()
+    .collect()
+}
+
 pub static BIQUAD: OpSpec = OpSpec {
     name: "biquad",
     doc: "RBJ cookbook biquad (lowpass, highpass, bandpass with 0 dB peak, notch, peak, allpass) in transposed direct form II.",
@@ -380,6 +394,8 @@ pub static BIQUAD: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: biquad_lints,
+    cost: |p, _| by_profile(p, [5.6, 4.2, 4.2]),
     algorithms: None,
     build: build_any::<BiquadOp>,
 };
@@ -488,6 +504,20 @@ impl Operator for OnePoleOp {
 
 /// `onepole`: a 6 dB/octave lowpass (`y += a·(x − y)`, `a = 1 − e^(−2π·fc/sr)`)
 /// or its complementary highpass (`x − lowpass`).
+/// A cutoff above Nyquist: the one-pole designs at Nyquist instead.
+fn onepole_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
+    frequency_lint(
+        values,
+        OP_CUTOFF,
+        "cutoff",
+        sample_rate,
+        0.5,
+        "the filter is designed at",
+    )
+    .into_iter()
+    .collect()
+}
+
 pub static ONEPOLE: OpSpec = OpSpec {
     name: "onepole",
     doc: "One-pole lowpass y += a·(x − y) with a = 1 − exp(−2π·cutoff/sr); highpass = input − lowpass.",
@@ -518,6 +548,8 @@ pub static ONEPOLE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: onepole_lints,
+    cost: |p, _| by_profile(p, [3.5, 3.2, 3.2]),
     algorithms: None,
     build: build_any::<OnePoleOp>,
 };
@@ -670,6 +702,20 @@ impl Operator for SvfOp {
 /// `svf`: Simper's trapezoidal state-variable filter; its responses are the
 /// bilinear transforms (prewarped at the cutoff) of the analog 2nd-order
 /// lowpass, highpass, bandpass (peak gain `q`) and notch.
+/// A cutoff the svf cannot design: above `0.49·sr` it designs at that.
+fn svf_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
+    frequency_lint(
+        values,
+        SVF_CUTOFF,
+        "cutoff",
+        sample_rate,
+        MAX_CUTOFF_RATIO,
+        "the filter is designed at",
+    )
+    .into_iter()
+    .collect()
+}
+
 pub static SVF: OpSpec = OpSpec {
     name: "svf",
     doc: "Topology-preserving state-variable filter (Simper/Cytomic): lowpass, highpass, bandpass (peak gain q), notch.",
@@ -694,6 +740,8 @@ pub static SVF: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: svf_lints,
+    cost: |p, _| by_profile(p, [6.5, 5.8, 5.8]),
     algorithms: None,
     build: build_any::<SvfOp>,
 };

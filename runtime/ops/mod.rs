@@ -110,6 +110,68 @@ pub type BuildFn = fn(&BuildCtx<'_>, Precision, MathKind) -> Result<AnyNode, Str
 /// choices through the same functions, so what `check` reports is what runs.
 pub type ChoicesFn = fn(&NodeProfile, &[Value]) -> Vec<(&'static str, String)>;
 
+/// A setting that will not do what it says, found by an operator's
+/// [`LintFn`]: the param it is about, what happens instead, and what to do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lint {
+    pub param: &'static str,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+/// The [`Lint`]s of a node with these static param values at this sample rate.
+pub type LintFn = fn(&[Value], f64) -> Vec<Lint>;
+
+/// [`LintFn`] of the operators that accept every in-range setting as written.
+pub fn no_lints(_: &[Value], _: f64) -> Vec<Lint> {
+    Vec::new()
+}
+
+/// A frequency param above what the operator designs with: `values[index]`
+/// against `ratio · sample_rate` (Nyquist is `0.5 · sample_rate`); `instead`
+/// says what the operator does with it.
+pub fn frequency_lint(
+    values: &[Value],
+    index: usize,
+    name: &'static str,
+    sample_rate: f64,
+    ratio: f64,
+    instead: &str,
+) -> Option<Lint> {
+    let hz = values.get(index)?.as_number()?;
+    let limit = ratio * sample_rate;
+    let nyquist = 0.5 * sample_rate;
+    let above = if hz > nyquist {
+        format!("above Nyquist ({nyquist} Hz at {sample_rate} Hz)")
+    } else {
+        format!("above this operator's design limit of {ratio} × the sample rate ({limit} Hz; Nyquist is {nyquist} Hz)")
+    };
+    (hz > limit).then(|| Lint {
+        param: name,
+        message: format!("`{name}` {hz} Hz is {above}: {instead} {limit} Hz"),
+        help: Some(format!(
+            "write a {name} of at most {limit} Hz, or raise the scene's sample_rate"
+        )),
+    })
+}
+
+/// Nominal cost per base-rate sample, in nanoseconds, of a node under its
+/// profile and params. The figures come from `morphrt bench` of a release
+/// build (per-node ns/sample) on the machine named in
+/// `benches/costs.md`; they are for the warning that a render will be slower
+/// than real time, not a measurement.
+pub type CostFn = fn(&NodeProfile, &[Value]) -> f64;
+
+/// A cost that depends only on the profile: `ns` is (strict, repro, live),
+/// nanoseconds per sample as `morphrt bench` measured them (`benches/costs.md`).
+pub fn by_profile(p: &NodeProfile, ns: [f64; 3]) -> f64 {
+    match p.profile {
+        Profile::Strict => ns[0],
+        Profile::Repro => ns[1],
+        Profile::Live => ns[2],
+    }
+}
+
 /// [`ChoicesFn`] of the operators whose only choices are precision and math.
 pub fn no_choices(_: &NodeProfile, _: &[Value]) -> Vec<(&'static str, String)> {
     Vec::new()
@@ -151,6 +213,13 @@ pub struct OpSpec {
     /// What this node runs with under its profile and params (see
     /// [`ChoicesFn`]); `check` prints it.
     pub choices: ChoicesFn,
+    /// Settings the operator accepts but that will not do what they say
+    /// (a cutoff above Nyquist, a delay longer than its buffer): the
+    /// compiler turns each into a located warning.
+    pub lints: LintFn,
+    /// Estimated cost per base-rate sample, in nanoseconds, under the
+    /// node's profile and params (see [`CostFn`]); `check` prints it.
+    pub cost: CostFn,
     /// What the operator runs under strict, repro and live, in words, for
     /// `morphrt ops`; `None` when only precision and math policy differ.
     pub algorithms: Option<[&'static str; 3]>,
@@ -522,6 +591,73 @@ mod tests {
             .iter()
             .map(|p| default_value(p).unwrap_or(Value::Bool(false)))
             .collect()
+    }
+
+    #[test]
+    fn every_operator_declares_a_positive_finite_cost_under_every_profile() {
+        for spec in registry() {
+            for p in [Profile::Strict, Profile::Repro, Profile::Live] {
+                let ns = (spec.cost)(&profile(p), &defaults(spec));
+                assert!(ns.is_finite() && ns > 0.0, "{} under {p}: {ns}", spec.name);
+            }
+        }
+    }
+
+    #[test]
+    fn convolution_cost_grows_with_the_taps_and_strict_costs_most() {
+        let spec = lookup("convolution").expect("registered");
+        let with_ir = |frames: usize, channels: usize| {
+            let ir = Value::Resource(std::sync::Arc::new(AudioData {
+                path: "ir.wav".into(),
+                sample_rate: 48_000,
+                channels: vec![vec![0.0; frames]; channels],
+            }));
+            let mut v = defaults(spec);
+            v[spec.param_index("ir").expect("ir")] = ir;
+            v
+        };
+        let cost = |p: Profile, v: &[Value]| (spec.cost)(&profile(p), v);
+        for p in [Profile::Strict, Profile::Repro, Profile::Live] {
+            let short = cost(p, &with_ir(1000, 1));
+            let long = cost(p, &with_ir(96_000, 2));
+            assert!(long > short, "{p}");
+            // A third channel is not rendered (`out` and `out_r` only).
+            assert_eq!(cost(p, &with_ir(96_000, 3)), long, "{p}");
+        }
+        let long = with_ir(96_000, 2);
+        assert!(cost(Profile::Strict, &long) > 10.0 * cost(Profile::Repro, &long));
+        // Direct convolution: the taps times one figure, plus a constant.
+        let (a, b) = (
+            cost(Profile::Strict, &with_ir(1000, 1)),
+            cost(Profile::Strict, &with_ir(3000, 1)),
+        );
+        let c = cost(Profile::Strict, &with_ir(5000, 1));
+        assert!(((c - b) - (b - a)).abs() < 1e-9, "{a} {b} {c}");
+    }
+
+    #[test]
+    fn a_frequency_lint_fires_only_above_the_limit_and_names_nyquist() {
+        let v = [Value::Number(30_000.0)];
+        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.5, "designed at").expect("above");
+        assert_eq!(l.param, "cutoff");
+        assert!(
+            l.message.contains("above Nyquist (24000 Hz at 48000 Hz)"),
+            "{}",
+            l.message
+        );
+        assert!(l.message.ends_with("designed at 24000 Hz"), "{}", l.message);
+        let v = [Value::Number(23_600.0)];
+        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.49, "designed at").expect("above 0.49");
+        assert!(
+            l.message
+                .contains("design limit of 0.49 × the sample rate (23520 Hz; Nyquist is 24000 Hz)"),
+            "{}",
+            l.message
+        );
+        assert!(
+            frequency_lint(&[Value::Number(23_520.0)], 0, "cutoff", 48_000.0, 0.49, "x").is_none()
+        );
+        assert!(frequency_lint(&[Value::Enum(0)], 0, "cutoff", 48_000.0, 0.49, "x").is_none());
     }
 
     fn choices(name: &str, p: Profile, values: Option<Vec<Value>>) -> Vec<(&'static str, String)> {

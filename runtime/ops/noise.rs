@@ -11,8 +11,8 @@
 //! is rebuilt (a scene edit), not through `set_discrete`.
 
 use super::{
-    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
-    Processor, StateError,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
+    ParamKind, ParamSpec, Processor, StateError,
 };
 use crate::dsp::rng::NoiseStream;
 use crate::dsp::{Math, Sample};
@@ -103,6 +103,8 @@ pub static NOISE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [6.3, 5.6, 5.6]),
     algorithms: None,
     build: build_any::<NoiseOp>,
 };

@@ -47,8 +47,8 @@
 //! counted and exposed through [`Processor::iterations`].
 
 use super::{
-    build_any, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
-    StateError, Value,
+    build_any, frequency_lint, no_lints, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
+    ParamKind, ParamSpec, Processor, StateError, Value,
 };
 use crate::dsp::oversample::Oversampler;
 use crate::dsp::{Math, Sample};
@@ -228,6 +228,15 @@ impl Operator for SaturatorOp {
 }
 
 /// `saturator`: oversampled tanh.
+/// Nanoseconds per sample (`benches/costs.md`): ≈ 14 at 1×; oversampled,
+/// the half-band filters dominate, ≈ 26 per oversampled sample.
+fn saturator_cost(p: &NodeProfile, values: &[Value]) -> f64 {
+    match FactorRule::new(p, values, SAT_OVERSAMPLING, SAT_CRITICAL).factor() {
+        1 => 14.0,
+        f => 26.0 * f as f64,
+    }
+}
+
 pub static SATURATOR: OpSpec = OpSpec {
     name: "saturator",
     doc: "tanh(drive·in), oversampled with linear-phase half-band filters; \
@@ -252,6 +261,8 @@ pub static SATURATOR: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: saturator_choices,
+    lints: no_lints,
+    cost: saturator_cost,
     algorithms: Some([
         "1x unless set",
         "2x oversampled",
@@ -579,6 +590,34 @@ impl Operator for DiodeClipperOp {
 }
 
 /// `diode_clipper`: RC low-pass into an antiparallel diode pair.
+/// An RC corner the clipper cannot design: above `0.45·sr` (the base rate,
+/// whatever the oversampling) it designs at that.
+fn diode_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
+    frequency_lint(
+        values,
+        DC_CUTOFF,
+        "cutoff",
+        sample_rate,
+        MAX_CUTOFF_RATIO,
+        "the RC corner is designed at",
+    )
+    .into_iter()
+    .collect()
+}
+
+/// Nanoseconds per sample (`benches/costs.md`): each Newton step costs
+/// ≈ 44 ns under strict (libm `exp`, every one of `max_iterations` taken)
+/// and ≈ 30 ns under repro and live, which stop at their tolerance after
+/// ≈ 2.5 steps per oversampled sample on a typical signal.
+fn diode_cost(p: &NodeProfile, values: &[Value]) -> f64 {
+    let factor = FactorRule::new(p, values, DC_OVERSAMPLING, DC_CRITICAL).factor() as f64;
+    let (max_iterations, _) = solver_rule(p, values);
+    match p.profile {
+        Profile::Strict => 44.0 * max_iterations as f64 * factor,
+        Profile::Repro | Profile::Live => 30.0 * (max_iterations as f64).min(2.5) * factor,
+    }
+}
+
 pub static DIODE_CLIPPER: OpSpec = OpSpec {
     name: "diode_clipper",
     doc: "RC low-pass (C = 10 nF, R from `cutoff`) into an antiparallel diode pair; \
@@ -624,6 +663,8 @@ pub static DIODE_CLIPPER: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: Some(diode_worst_steps),
     choices: diode_choices,
+    lints: diode_lints,
+    cost: diode_cost,
     algorithms: Some([
         "1x unless set; Newton always max_iterations",
         "2x oversampled; Newton to |dv| < 1e-6",

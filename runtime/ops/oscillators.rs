@@ -6,8 +6,8 @@
 //! exactly between precisions.
 
 use super::{
-    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamSpec, Processor,
-    StateError,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
+    ParamSpec, Processor, StateError,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -298,6 +298,8 @@ pub static SINE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [9.7, 4.7, 4.7]),
     algorithms: None,
     build: build_any::<OscOp<SineShape>>,
 };
@@ -314,6 +316,8 @@ pub static SAW: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
     algorithms: None,
     build: build_any::<OscOp<SawShape>>,
 };
@@ -341,6 +345,8 @@ pub static SQUARE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [4.2, 3.0, 3.0]),
     algorithms: None,
     build: build_any::<OscOp<SquareShape>>,
 };
@@ -357,6 +363,8 @@ pub static TRIANGLE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
     algorithms: None,
     build: build_any::<OscOp<TriangleShape>>,
 };
@@ -440,6 +448,8 @@ pub static IMPULSE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [2.0, 1.5, 1.5]),
     algorithms: None,
     build: build_any::<ImpulseOp>,
 };

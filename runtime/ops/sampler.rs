@@ -12,8 +12,8 @@
 //! (channel 0 again for a mono file).
 
 use super::{
-    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
-    Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
+    ParamKind, ParamSpec, Processor, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -226,6 +226,8 @@ pub static SAMPLER: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [6.8, 5.5, 5.5]),
     algorithms: None,
     build: build_any::<SamplerOp>,
 };

@@ -10,8 +10,8 @@
 //! `smoothing`. The FFT provider and norm come from the node's profile.
 
 use super::{
-    build_any, fft_choice, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
-    Processor, StateError, Value,
+    build_any, by_profile, fft_choice, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
+    ParamKind, ParamSpec, Processor, StateError, Value,
 };
 use crate::dsp::fft::{plan_real, Complex, RealFft};
 use crate::dsp::window::{self, Window};
@@ -253,6 +253,8 @@ pub static SPECTRAL_GATE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: spectral_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [47.0, 11.0, 11.0]),
     algorithms: Some([
         "reference radix-2 FFT, ortho",
         "rustfft, ortho",

@@ -5,8 +5,8 @@
 //! frame from that frame's inputs and param values only.
 
 use super::{
-    build_any, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
-    Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
+    ParamKind, ParamSpec, Processor, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -79,6 +79,8 @@ pub static DC: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [1.0, 1.0, 1.0]),
     algorithms: None,
     build: build_any::<DcOp>,
 };
@@ -138,6 +140,8 @@ pub static GAIN: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [1.5, 1.2, 1.2]),
     algorithms: None,
     build: build_any::<GainOp>,
 };
@@ -217,6 +221,8 @@ pub static MIX: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [4.0, 3.5, 3.5]),
     algorithms: None,
     build: build_any::<MixOp>,
 };
@@ -259,6 +265,8 @@ pub static MULTIPLY: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [1.5, 1.2, 1.2]),
     algorithms: None,
     build: build_any::<MultiplyOp>,
 };
@@ -345,6 +353,8 @@ pub static PAN: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [2.5, 2.0, 2.0]),
     algorithms: None,
     build: build_any::<PanOp>,
 };
@@ -394,6 +404,8 @@ pub static CAST: OpSpec = OpSpec {
     precision_param: Some("to"),
     solver_steps: None,
     choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [1.0, 1.0, 1.0]),
     algorithms: None,
     build: build_any::<CastOp>,
 };

@@ -19,6 +19,16 @@ pub enum Value {
     Gains(Vec<f64>),
 }
 
+impl Value {
+    /// The number, if this is a number param's value.
+    pub fn as_number(&self) -> Option<f64> {
+        match self {
+            Value::Number(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+
 /// A decoded audio file (a resource), channels as exact f64 samples.
 #[derive(Debug, PartialEq)]
 pub struct AudioData {
@@ -161,7 +171,11 @@ pub fn resolve_param(
             Ok(Value::Number(v))
         }
         ParamKind::Integer { min, max, .. } => match raw {
-            RawValue::Number { literal, .. } => {
+            // A number in a string is that number (scenes/README.md).
+            RawValue::Number { literal, .. } | RawValue::Text(literal)
+                if matches!(raw, RawValue::Number { .. })
+                    || serde_json::from_str::<serde_json::Number>(literal).is_ok() =>
+            {
                 let v: i64 = literal.parse().map_err(|_| {
                     ParamError::invalid(
                         format!("`{}` takes an integer, found {literal}", spec.name),
@@ -186,6 +200,16 @@ pub fn resolve_param(
             )),
         },
         ParamKind::Enum { choices, .. } => match raw {
+            // Choices that are numbers (`oversampling`: "1", "2", "4") may be
+            // written as JSON numbers, as numbers may be written as strings.
+            RawValue::Number { literal, .. } if choices.contains(&literal.as_str()) => {
+                Ok(Value::Enum(
+                    choices
+                        .iter()
+                        .position(|c| c == literal)
+                        .expect("contained"),
+                ))
+            }
             RawValue::Text(t) => match choices.iter().position(|c| c == t) {
                 Some(i) => Ok(Value::Enum(i)),
                 None => {

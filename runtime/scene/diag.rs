@@ -83,10 +83,7 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
+        let kind = self.severity.name();
         write!(f, "{kind}: {}", self.file)?;
         if let Some(loc) = &self.loc {
             if loc.line > 0 {
@@ -115,9 +112,168 @@ impl fmt::Display for Diagnostic {
 
 impl std::error::Error for Diagnostic {}
 
+impl Severity {
+    /// `"error"` or `"warning"`, as printed and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// At most this many errors, and this many warnings, are shown; the rest are
+/// counted (a 100,000-input `mix` would otherwise print 100,000 errors).
+pub const MAX_SHOWN: usize = 20;
+
+impl Diagnostic {
+    /// The diagnostic as one JSON object, with the fields the human form
+    /// shows: `severity`, `file`, `line` and `column` (null when only the
+    /// path is known), `path`, `node`, `message`, `help`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let (path, line, col) = match &self.loc {
+            Some(l) => (
+                (!l.path.is_empty()).then(|| l.path.clone()),
+                (l.line > 0).then_some(l.line),
+                (l.line > 0).then_some(l.col),
+            ),
+            None => (None, None, None),
+        };
+        serde_json::json!({
+            "severity": self.severity.name(),
+            "file": self.file,
+            "line": line,
+            "column": col,
+            "path": path,
+            "node": self.node,
+            "message": self.message,
+            "help": self.help,
+        })
+    }
+}
+
+/// What is shown of a list of diagnostics: errors first, then warnings, at
+/// most [`MAX_SHOWN`] of each, and how many of each were left out. The human
+/// printer and the JSON report both read it, so they show the same ones.
+#[derive(Clone, Debug)]
+pub struct Shown<'a> {
+    pub errors: Vec<&'a Diagnostic>,
+    pub warnings: Vec<&'a Diagnostic>,
+    pub more_errors: usize,
+    pub more_warnings: usize,
+}
+
+impl<'a> Shown<'a> {
+    pub fn new(diags: &'a [Diagnostic]) -> Shown<'a> {
+        let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
+        let warnings: Vec<&Diagnostic> = diags.iter().filter(|d| !d.is_error()).collect();
+        let more_errors = errors.len().saturating_sub(MAX_SHOWN);
+        let more_warnings = warnings.len().saturating_sub(MAX_SHOWN);
+        Shown {
+            errors: errors.into_iter().take(MAX_SHOWN).collect(),
+            warnings: warnings.into_iter().take(MAX_SHOWN).collect(),
+            more_errors,
+            more_warnings,
+        }
+    }
+
+    /// How many diagnostics were left out.
+    pub fn truncated(&self) -> usize {
+        self.more_errors + self.more_warnings
+    }
+
+    /// The shown diagnostics as JSON objects, errors first.
+    pub fn json(&self) -> Vec<serde_json::Value> {
+        self.errors
+            .iter()
+            .chain(&self.warnings)
+            .map(|d| d.to_json())
+            .collect()
+    }
+
+    /// `{"ok": …, "diagnostics": […], "truncated": N}`: what `check --json`
+    /// prints for a scene that does not compile.
+    pub fn json_report(&self) -> serde_json::Value {
+        serde_json::json!({
+            "ok": self.errors.is_empty(),
+            "diagnostics": self.json(),
+            "truncated": self.truncated(),
+        })
+    }
+}
+
+impl fmt::Display for Shown<'_> {
+    /// Errors, then warnings, separated by blank lines, each list ending
+    /// with `… and N more errors` when it was cut, and a count of the errors
+    /// when there are several.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let more = |n: usize, what: &str| {
+            format!("… and {n} more {what}{}", if n == 1 { "" } else { "s" })
+        };
+        let mut parts: Vec<String> = self.errors.iter().map(|d| d.to_string()).collect();
+        if self.more_errors > 0 {
+            parts.push(more(self.more_errors, "error"));
+        }
+        parts.extend(self.warnings.iter().map(|d| d.to_string()));
+        if self.more_warnings > 0 {
+            parts.push(more(self.more_warnings, "warning"));
+        }
+        write!(f, "{}", parts.join("\n\n"))?;
+        let errors = self.errors.len() + self.more_errors;
+        if errors > 1 {
+            write!(f, "\n\n{errors} errors")?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_has_every_field_and_nulls_for_what_is_unknown() {
+        let d = Diagnostic::warning("a.json", Some(Loc::new("nodes[1].op", 4, 12)), "m")
+            .with_node("osc")
+            .with_help("h");
+        assert_eq!(
+            d.to_json(),
+            serde_json::json!({"severity": "warning", "file": "a.json", "line": 4, "column": 12,
+                "path": "nodes[1].op", "node": "osc", "message": "m", "help": "h"})
+        );
+        let d = Diagnostic::error("a.json", Some(Loc::path("duration")), "m");
+        let j = d.to_json();
+        assert_eq!(j["line"], serde_json::Value::Null);
+        assert_eq!(j["path"], "duration");
+        assert_eq!(j["node"], serde_json::Value::Null);
+        assert_eq!(
+            Diagnostic::error("a.json", None, "m").to_json()["path"],
+            serde_json::Value::Null
+        );
+    }
+
+    #[test]
+    fn shown_caps_errors_and_warnings_and_counts_the_rest() {
+        let mut ds: Vec<Diagnostic> = (0..25)
+            .map(|i| Diagnostic::error("a.json", None, format!("e{i}")))
+            .collect();
+        ds.push(Diagnostic::warning("a.json", None, "w"));
+        let s = Shown::new(&ds);
+        assert_eq!(s.errors.len(), MAX_SHOWN);
+        assert_eq!(s.more_errors, 5);
+        assert_eq!(s.truncated(), 5);
+        let text = s.to_string();
+        assert!(
+            text.contains("error: a.json: e19\n\n… and 5 more errors\n\nwarning: a.json: w"),
+            "{text}"
+        );
+        assert!(!text.contains("e20"));
+        assert!(text.ends_with("25 errors"));
+        let j = s.json_report();
+        assert_eq!(j["ok"], false);
+        assert_eq!(j["truncated"], 5);
+        assert_eq!(j["diagnostics"].as_array().unwrap().len(), MAX_SHOWN + 1);
+    }
 
     #[test]
     fn display_names_file_position_path_node_and_help() {

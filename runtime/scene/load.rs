@@ -149,6 +149,21 @@ fn char_column(text: &str, line: usize, byte_col: usize) -> u32 {
 }
 
 /// Node ids (and ports) match `[A-Za-z0-9_.-]+`.
+/// The one rule for numbers in strings: wherever the scene expects a number,
+/// a string holding exactly a JSON number (`"48000"`, `"1e-6"`) means that
+/// number, as it does for params (`"440"`). Anything else is returned as is
+/// (and then reported as the wrong type, or a time without a unit, …).
+fn numeric(v: &Value) -> std::borrow::Cow<'_, Value> {
+    if let Value::String(s) = v {
+        if s.trim() == s {
+            if let Ok(n) = serde_json::from_str::<serde_json::Number>(s) {
+                return std::borrow::Cow::Owned(Value::Number(n));
+            }
+        }
+    }
+    std::borrow::Cow::Borrowed(v)
+}
+
 fn valid_id(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
@@ -365,6 +380,7 @@ impl Loader<'_> {
         node: Option<&str>,
     ) -> Option<u64> {
         let help = format!("valid: an integer from {lo} to {hi}");
+        let v = &*numeric(v);
         match v.as_u64() {
             Some(n) if (lo..=hi).contains(&n) => Some(n),
             Some(_) => {
@@ -402,7 +418,7 @@ impl Loader<'_> {
 
     /// A seed: any integer that fits in a u64.
     fn seed(&mut self, v: &Value, path: &str, name: &str) -> Option<u64> {
-        let n = v.as_u64();
+        let n = numeric(v).as_u64();
         if n.is_none() {
             let found = self.found(v, path);
             self.error(
@@ -445,6 +461,10 @@ impl Loader<'_> {
     /// A time: a string with a unit, or a JSON number of seconds; not negative.
     fn time(&mut self, v: &Value, path: &str, name: &str, node: Option<&str>) -> Option<TimeSpec> {
         let parsed = match v {
+            // A number in a string is that number of seconds (see `numeric`).
+            Value::String(s) if matches!(*numeric(v), Value::Number(_)) => {
+                TimeSpec::from_seconds_literal(s)
+            }
             Value::String(s) => TimeSpec::parse(s),
             Value::Number(n) => {
                 let lit = self
@@ -561,6 +581,7 @@ impl Loader<'_> {
             profile: None,
             seed: None,
             seed_loc: None,
+            duration_loc: None,
             sample_rate: DEFAULT_SAMPLE_RATE,
             duration: None,
             config: SceneConfig::default(),
@@ -618,6 +639,7 @@ impl Loader<'_> {
                     }
                 }
                 "duration" => {
+                    scene.duration_loc = Some(self.pos.loc(p));
                     if let Some(t) = self.time(v, p, "duration", None) {
                         let (TimeSpec::Seconds(r) | TimeSpec::Samples(r)) = t;
                         if r.num > 0 {
@@ -801,7 +823,7 @@ impl Loader<'_> {
                         .map(str::to_string)
                 }
                 "oversampling" => {
-                    let n = match v.as_u64() {
+                    let n = match numeric(v).as_u64() {
                         Some(n @ (1 | 2 | 4)) => Some(n as u32),
                         _ => {
                             let found = self.found(v, p);
@@ -816,10 +838,8 @@ impl Loader<'_> {
                     };
                     o.oversampling = n;
                 }
-                "solver_tolerance" => match v.as_f64() {
-                    Some(t) if v.is_number() && t.is_finite() && t > 0.0 => {
-                        o.solver_tolerance = Some(t)
-                    }
+                "solver_tolerance" => match numeric(v).as_f64() {
+                    Some(t) if t.is_finite() && t > 0.0 => o.solver_tolerance = Some(t),
                     _ => {
                         let found = self.found(v, p);
                         self.error(
@@ -1561,8 +1581,8 @@ mod tests {
     #[test]
     fn wrong_types_name_expected_and_found() {
         let e = one_error(
-            &scene_with(",\n\"seed\": \"42\""),
-            "`seed` must be a non-negative integer, found the string \"42\"",
+            &scene_with(",\n\"seed\": \"4 2\""),
+            "`seed` must be a non-negative integer, found the string \"4 2\"",
         );
         assert_eq!(at(&e), (3, 9));
         let e = one_error(&scene_with(",\n\"seed\": -1"), "found the number `-1`");
@@ -1615,6 +1635,62 @@ mod tests {
         assert_eq!(path(&e), "profile_config.flush_to_zero");
     }
 
+    // issue 11: `"sample_rate": "48000"` was an error while a param took `"440"`.
+    #[test]
+    fn issue11_numbers_in_strings_mean_the_same_number_everywhere() {
+        let fields = |quoted: bool| {
+            let q = |x: &str| {
+                if quoted {
+                    format!("\"{x}\"")
+                } else {
+                    x.to_string()
+                }
+            };
+            format!(
+                ", \"sample_rate\": {}, \"seed\": {}, \"duration\": {}, \"profile_config\": {{\"block_size\": {}, \"oversampling\": {}, \"max_iterations\": {}, \"solver_tolerance\": {}, \"rng_seed\": {}}}",
+                q("44100"), q("7"), q("2.5"), q("256"), q("4"), q("64"), q("1e-6"), q("7")
+            )
+        };
+        let plain = load(&scene_with(&fields(false))).unwrap();
+        let quoted = load(&scene_with(&fields(true))).unwrap();
+        assert_eq!(quoted.sample_rate, 44100);
+        assert_eq!(
+            (
+                quoted.sample_rate,
+                quoted.seed,
+                quoted.duration,
+                quoted.config.block_size
+            ),
+            (
+                plain.sample_rate,
+                plain.seed,
+                plain.duration,
+                plain.config.block_size
+            )
+        );
+        let (a, b) = (&quoted.config.overrides, &plain.config.overrides);
+        assert_eq!(a.oversampling, Some(4));
+        assert_eq!(
+            (a.oversampling, a.max_iterations, a.solver_tolerance),
+            (b.oversampling, b.max_iterations, b.solver_tolerance)
+        );
+        // The same range checks apply to the quoted form.
+        one_error(
+            &scene_with(", \"sample_rate\": \"0\""),
+            "`sample_rate` is out of range",
+        );
+        one_error(
+            &scene_with(", \"profile_config\": {\"oversampling\": \"3\"}"),
+            "`oversampling` must be 1, 2 or 4",
+        );
+        // Only exactly a number: units, spaces and words stay errors.
+        one_error(
+            &scene_with(", \"sample_rate\": \" 48000\""),
+            "must be an integer",
+        );
+        one_error(&scene_with(", \"seed\": \"seven\""), "non-negative integer");
+    }
+
     #[test]
     fn values_out_of_range() {
         let e = one_error(
@@ -1649,7 +1725,7 @@ mod tests {
         );
         one_error(&scene_with(", \"duration\": \"0s\""), "greater than zero");
         one_error(&scene_with(", \"duration\": -1"), "must not be negative");
-        one_error(&scene_with(", \"duration\": \"20\""), "needs a time unit");
+        one_error(&scene_with(", \"duration\": \"20x\""), "not a valid time");
         one_error(&scene_with(", \"duration\": \"20Hz\""), "not a valid time");
         let bad_config = [
             ("\"block_size\": 0", "`block_size` is out of range"),
@@ -1662,7 +1738,8 @@ mod tests {
             ),
             ("\"solver_tolerance\": 0", "positive number"),
             ("\"solver_tolerance\": -1e-6", "positive number"),
-            ("\"solver_tolerance\": \"1e-6\"", "positive number"),
+            ("\"solver_tolerance\": \"1e-6x\"", "positive number"),
+            ("\"solver_tolerance\": \"-1e-6\"", "positive number"),
             ("\"max_iterations\": 0", "1 to 10000"),
             ("\"max_iterations\": 10001", "1 to 10000"),
             ("\"fft_norm\": \"orth\"", "did you mean `ortho`?"),
@@ -1823,10 +1900,16 @@ mod tests {
             "must not be negative",
         );
         one_error(&ev("{\"time\": 1, \"node\": \"a\", \"param\": \"freq\", \"value\": 1, \"ramp\": \"-2ms\"}"), "`ramp` must not be negative");
-        one_error(
-            &ev("{\"time\": \"1.5\", \"node\": \"a\", \"param\": \"freq\", \"value\": 1}"),
-            "needs a time unit",
-        );
+        // A number in a string is that number of seconds, as a bare number is.
+        let quoted = load(&ev(
+            "{\"time\": \"1.5\", \"node\": \"a\", \"param\": \"freq\", \"value\": 1}",
+        ))
+        .unwrap();
+        let bare = load(&ev(
+            "{\"time\": 1.5, \"node\": \"a\", \"param\": \"freq\", \"value\": 1}",
+        ))
+        .unwrap();
+        assert_eq!(quoted.events[0].time, bare.events[0].time);
         one_error(
             &ev("{\"time\": true, \"node\": \"a\", \"param\": \"freq\", \"value\": 1}"),
             "`time` must be a time, found the boolean `true`",

@@ -11,7 +11,7 @@ pub mod resource;
 pub mod suggest;
 pub mod units;
 
-pub use diag::{Diagnostic, Loc, Severity};
+pub use diag::{Diagnostic, Loc, Severity, Shown, MAX_SHOWN};
 pub use load::{load_file, load_str};
 /// The loader's field lists and limits, which `morphrt schema` describes.
 pub use load::{
@@ -147,6 +147,8 @@ pub struct Scene {
     pub seed_loc: Option<Loc>,
     pub sample_rate: u32,
     pub duration: Option<TimeSpec>,
+    /// Where `duration` is written.
+    pub duration_loc: Option<Loc>,
     pub config: SceneConfig,
     pub modules: Vec<ModuleDecl>,
     pub nodes: Vec<NodeDecl>,
@@ -157,6 +159,26 @@ pub struct Scene {
     pub edit: EditConfig,
     /// Warnings found while loading (unknown fields, …).
     pub warnings: Vec<Diagnostic>,
+}
+
+/// The longest length of audio any command renders or plays: 24 hours.
+/// One limit for `render -d`, a scene's `duration`, `run --duration` and a
+/// resumed render, so a typo cannot start a render that fills the disk
+/// (24 h of 8-channel f32 at 48 kHz is 133 GB).
+pub const MAX_DURATION_S: u64 = 24 * 60 * 60;
+
+/// [`MAX_DURATION_S`] in samples at `sample_rate`.
+pub fn max_duration_samples(sample_rate: u32) -> u64 {
+    MAX_DURATION_S * sample_rate as u64
+}
+
+/// The limit in words, for errors: `the duration limit of 24 h (86400 s,
+/// 4147200000 samples at 48000 Hz)`.
+pub fn duration_limit_text(sample_rate: u32) -> String {
+    format!(
+        "the duration limit of 24 h ({MAX_DURATION_S} s, {} samples at {sample_rate} Hz)",
+        max_duration_samples(sample_rate)
+    )
 }
 
 impl Scene {

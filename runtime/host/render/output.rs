@@ -114,6 +114,37 @@ fn runtime(msg: String) -> HostError {
     HostError::Runtime(msg)
 }
 
+/// The output must be named as what render writes: a `.wav` (or `.wave`,
+/// any case) file, `-` (standard output), or an existing FIFO or device,
+/// which take the stream whatever their name. Anything else — `x.mp3`,
+/// `out` — is refused before anything renders, rather than writing a WAV
+/// under a name that says otherwise. Called after [`Output::prepare`], so
+/// an output that is an input or a directory gets that, sharper, error.
+pub fn check_extension(path: &Path) -> Result<(), HostError> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Ok(());
+    }
+    let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase());
+    if matches!(ext.as_deref(), Some("wav" | "wave")) {
+        return Ok(());
+    }
+    let name = path.display();
+    let wav = path.with_extension("wav");
+    Err(HostError::Usage(match ext {
+        Some(e) => format!(
+            "render writes WAV files only, and `{name}` names a `.{e}` file; use a .wav or .wave name (e.g. -o {}), or -o - to pipe the WAV to a converter",
+            wav.display()
+        ),
+        None => format!(
+            "`{name}` has no extension; render writes WAV files: use a .wav or .wave name (e.g. -o {})",
+            wav.display()
+        ),
+    }))
+}
+
 impl Output {
     /// Resolves `path` (`-` is standard output), checks it against the
     /// rules above and, for a regular file, that `needed` bytes fit on its
