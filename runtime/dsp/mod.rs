@@ -10,6 +10,7 @@ pub mod oversample;
 pub mod rng;
 pub mod sample;
 pub mod state;
+pub mod vector;
 pub mod window;
 
 pub use math::{FastMath, Math, MathKind, StdMath, StrictMath};

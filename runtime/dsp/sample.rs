@@ -166,7 +166,9 @@ impl Sample for f64 {
     }
     #[inline]
     fn from_noise_word(u: u32) -> f64 {
-        u as f64 * (1.0 / 2147483648.0) - 1.0
+        // u·2^-31 − 1 = (u − 2^31)·2^-31, both exact: the same f64, through
+        // the signed 32-bit conversion the vector units have.
+        ((u ^ 0x8000_0000) as i32) as f64 * (1.0 / 2147483648.0)
     }
     #[inline]
     fn from_phase(phase: u64) -> f64 {
@@ -232,7 +234,9 @@ impl Sample for f32 {
     }
     #[inline]
     fn from_noise_word(u: u32) -> f32 {
-        (u >> 8) as f32 * (1.0 / 8388608.0) - 1.0
+        // u >> 8 < 2^24 converts exactly either way; the signed conversion
+        // is the one the vector units have.
+        ((u >> 8) as i32) as f32 * (1.0 / 8388608.0) - 1.0
     }
     #[inline]
     fn from_phase(phase: u64) -> f32 {
@@ -293,6 +297,42 @@ mod tests {
         assert_eq!(f32::from_noise_word(0), -1.0);
         assert_eq!(f32::from_noise_word(u32::MAX), 1.0 - 1.0 / 8388608.0);
         assert_eq!(f64::from_noise_word(1 << 31), 0.0);
+    }
+
+    /// The mapping as DESIGN §4 writes it, word for word over a spread of
+    /// words and the edges.
+    #[test]
+    fn noise_mapping_is_the_design_formula() {
+        let check = |u: u32| {
+            let f64_design = u as f64 * (1.0 / 2147483648.0) - 1.0;
+            let f32_design = (u >> 8) as f32 * (1.0 / 8388608.0) - 1.0;
+            assert_eq!(
+                f64::from_noise_word(u).to_bits(),
+                f64_design.to_bits(),
+                "{u:#x}"
+            );
+            assert_eq!(
+                f32::from_noise_word(u).to_bits(),
+                f32_design.to_bits(),
+                "{u:#x}"
+            );
+        };
+        for u in (0..=u32::MAX).step_by(65521) {
+            check(u);
+        }
+        for u in [
+            0,
+            1,
+            255,
+            256,
+            0x7fff_ffff,
+            0x8000_0000,
+            0x8000_0001,
+            u32::MAX - 1,
+            u32::MAX,
+        ] {
+            check(u);
+        }
     }
 
     #[test]

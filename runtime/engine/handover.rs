@@ -199,6 +199,8 @@ impl Engine {
             ..Migration::default()
         };
         self.clock = st.clock;
+        // The captured params may carry ramps in progress.
+        self.ramps_live = true;
         self.next_event = self.events.partition_point(|e| e.sample < st.clock);
         self.pending.clear();
         self.pending.at = swap_at.max(st.clock);
@@ -333,6 +335,7 @@ impl Engine {
     /// the list was built off the audio thread and is only read here.
     pub(super) fn apply_pending(&mut self) {
         let at = self.clock;
+        self.ramps_live = true;
         for (si, pi, change) in &self.pending.changes {
             let s = &mut self.slots[*si];
             match change {

@@ -16,7 +16,7 @@ use super::{
     build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeState,
     OpSpec, Operator, ParamKind, ParamSpec, Processor, StateError, Value,
 };
-use crate::dsp::{Math, Sample};
+use crate::dsp::{Math, MathKind, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
@@ -251,6 +251,28 @@ impl<S: Sample, M: Math> Biquad<S, M> {
         *z2 = c[2] * x - c[4] * y;
         y
     }
+
+    /// [`tick`](Self::tick) with `z1`'s sum reassociated as
+    /// `(b1·x + z2) − a1·y`: the part that does not wait for `y` is computed
+    /// off the recursion, which then carries one add, one multiply and one
+    /// subtract per sample instead of one more add. Rounds differently from
+    /// `tick`, so only the live profile (fast math) runs it.
+    #[inline]
+    fn tick_short(c: &[S; 5], z1: &mut S, z2: &mut S, x: S) -> S {
+        let y = c[0] * x + *z1;
+        *z1 = (c[1] * x + *z2) - c[3] * y;
+        *z2 = c[2] * x - c[4] * y;
+        y
+    }
+
+    #[inline]
+    fn step(c: &[S; 5], z1: &mut S, z2: &mut S, x: S) -> S {
+        if M::KIND == MathKind::Fast {
+            Self::tick_short(c, z1, z2, x)
+        } else {
+            Self::tick(c, z1, z2, x)
+        }
+    }
 }
 
 impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
@@ -266,12 +288,12 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
             self.update(cutoff.value(), q.value(), gain.value());
             let c = self.coefs;
             for (o, &x) in out.iter_mut().zip(input) {
-                *o = Self::tick(&c, &mut z1, &mut z2, x);
+                *o = Self::step(&c, &mut z1, &mut z2, x);
             }
         } else {
             for (i, (o, &x)) in out.iter_mut().zip(input).enumerate() {
                 self.update(cutoff.at(i), q.at(i), gain.at(i));
-                *o = Self::tick(&self.coefs, &mut z1, &mut z2, x);
+                *o = Self::step(&self.coefs, &mut z1, &mut z2, x);
             }
         }
         // A direct-form filter driven unstable by extreme modulation would
@@ -936,6 +958,13 @@ mod tests {
                 assert!(
                     e <= f32_bound,
                     "{name} {fc} Hz q {q}: repro f32 rel. RMS {e:e}"
+                );
+                // Live runs the reassociated recursion (`tick_short`).
+                let live = render_at(&BIQUAD, &params, Profile::Live, Precision::F32, &x);
+                let e = rel_rms(&live, &want);
+                assert!(
+                    e <= f32_bound,
+                    "{name} {fc} Hz q {q}: live f32 rel. RMS {e:e}"
                 );
             }
         }

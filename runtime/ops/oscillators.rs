@@ -9,7 +9,8 @@ use super::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
     ParamSpec, Processor, StateError,
 };
-use crate::dsp::{Math, Sample};
+use crate::dsp::vector::{phase_turns, sin_turns, sine_block, turns_to_phase, SimdLevel};
+use crate::dsp::{Math, MathKind, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
@@ -141,12 +142,22 @@ const AMP_PARAM: ParamSpec = number(
     "peak amplitude",
 );
 
+/// `phase` advanced by a phase offset in radians (the fast sine's way of
+/// adding sine's `phase` param: in the u64 phase, not per sample in floats).
+#[inline]
+fn offset_phase(phase: u64, offset_rad: f64) -> u64 {
+    phase.wrapping_add(turns_to_phase(offset_rad * (1.0 / TWO_PI)))
+}
+
 /// The waveform a [`Osc`] renders.
 trait Shape: Send + 'static {
     /// One sample at phase `t` ∈ [0,1) with per-sample increment `dt` ∈ [0,1),
     /// `extra` the shape's third param (sine phase offset in rad, square duty).
     fn value<S: Sample, M: Math>(t: S, dt: S, extra: f64) -> S;
     const HAS_EXTRA: bool;
+    /// Under fast math with constant params, the block is rendered by the
+    /// vector sine kernel straight from the u64 phase (`dsp::vector`).
+    const FAST_SINE: bool = false;
 }
 
 /// PolyBLEP residual for a discontinuity of height 2 at t = 0.
@@ -169,6 +180,7 @@ fn poly_blep<S: Sample>(t: S, dt: S) -> S {
 struct SineShape;
 impl Shape for SineShape {
     const HAS_EXTRA: bool = true;
+    const FAST_SINE: bool = true;
     #[inline]
     fn value<S: Sample, M: Math>(t: S, _dt: S, phase: f64) -> S {
         M::sin(S::from_f64(TWO_PI) * t + S::from_f64(phase))
@@ -221,6 +233,8 @@ type Marker<S, M, W> = PhantomData<fn() -> (S, M, W)>;
 struct Osc<S, M, W> {
     phasor: Phasor,
     sample_rate: f64,
+    /// The instruction set of the fast sine kernel (chosen at build).
+    simd: SimdLevel,
     _p: Marker<S, M, W>,
 }
 
@@ -236,7 +250,16 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
         };
         let out = &mut io.outputs[0][..n];
         let all_const = freq.is_const() && amp.is_const() && extra.is_none_or(|e| e.is_const());
-        if all_const {
+        if all_const && W::FAST_SINE && M::KIND == MathKind::Fast {
+            self.phasor.set_freq(freq.value(), self.sample_rate);
+            let a = S::from_f64(amp.value());
+            // The phase offset (rad) as a fraction of a cycle added to the
+            // phase: sin(2π·phase + offset) without a per-sample call.
+            let e = extra.map_or(0.0, |e| e.value());
+            let (phase, inc) = (self.phasor.phase, self.phasor.inc);
+            sine_block(self.simd, offset_phase(phase, e), inc, a, out);
+            self.phasor.phase = phase.wrapping_add(inc.wrapping_mul(n as u64));
+        } else if all_const {
             self.phasor.set_freq(freq.value(), self.sample_rate);
             let a = S::from_f64(amp.value());
             let e = extra.map_or(0.0, |e| e.value());
@@ -250,8 +273,14 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
                 self.phasor.set_freq(freq.at(i), self.sample_rate);
                 let a = S::from_f64(amp.at(i));
                 let e = extra.map_or(0.0, |e| e.at(i));
-                let dt = self.phasor.dt::<S>();
-                *o = a * W::value::<S, M>(S::from_phase(self.phasor.phase), dt, e);
+                *o = if W::FAST_SINE && M::KIND == MathKind::Fast {
+                    // The kernel's formula, sample by sample.
+                    let t = phase_turns(offset_phase(self.phasor.phase, e));
+                    a * S::from_f32(sin_turns(t))
+                } else {
+                    let dt = self.phasor.dt::<S>();
+                    a * W::value::<S, M>(S::from_phase(self.phasor.phase), dt, e)
+                };
                 self.phasor.advance();
             }
         }
@@ -277,6 +306,7 @@ impl<W: Shape> Operator for OscOp<W> {
         Ok(Box::new(Osc::<S, M, W> {
             phasor: Phasor::default(),
             sample_rate: cx.sample_rate,
+            simd: SimdLevel::detect(),
             _p: PhantomData,
         }))
     }

@@ -52,8 +52,10 @@ struct SpectralGate<S: Sample, M> {
 impl<S: Sample, M: Math> SpectralGate<S, M> {
     fn run_frame(&mut self, threshold: f64, smoothing: f64) {
         let n = self.n;
-        for i in 0..n {
-            self.frame[i] = self.in_fifo[i] * self.window[i];
+        // Element-wise loops over zipped slices (no index checks: they
+        // vectorise); the same products and sums as indexing would give.
+        for ((f, x), w) in self.frame.iter_mut().zip(&self.in_fifo).zip(&self.window) {
+            *f = *x * *w;
         }
         self.fft.forward(&mut self.frame, &mut self.spectrum);
         let a = if smoothing > 0.0 {
@@ -72,12 +74,16 @@ impl<S: Sample, M: Math> SpectralGate<S, M> {
             *c = Complex::new(c.re * *g, c.im * *g);
         }
         self.fft.inverse(&mut self.spectrum, &mut self.frame);
-        for i in 0..n {
-            self.ola[i] += self.frame[i] * self.window[i];
+        for ((o, f), w) in self.ola.iter_mut().zip(&self.frame).zip(&self.window) {
+            *o += *f * *w;
         }
         let hop = self.hop;
-        for q in 0..hop {
-            self.out_fifo[q] = self.ola[q] * self.inv_norm[q];
+        for ((y, o), g) in self.out_fifo[..hop]
+            .iter_mut()
+            .zip(&self.ola)
+            .zip(&self.inv_norm)
+        {
+            *y = *o * *g;
         }
         self.ola.copy_within(hop.., 0);
         self.ola[n - hop..].iter_mut().for_each(|x| *x = S::ZERO);
@@ -91,14 +97,20 @@ impl<S: Sample, M: Math> Processor<S> for SpectralGate<S, M> {
         let smoothing = io.params.get(SMOOTHING);
         let frames = io.frames;
         let base = self.n - self.hop;
-        for i in 0..frames {
-            let x = io.inputs[0][i];
-            self.in_fifo[base + self.k] = x;
-            io.outputs[0][i] = self.out_fifo[self.k];
-            self.k += 1;
+        // Runs of samples up to the next frame: copies, then the frame.
+        let mut i = 0;
+        while i < frames {
+            let len = (self.hop - self.k).min(frames - i);
+            let k = self.k;
+            self.in_fifo[base + k..base + k + len].copy_from_slice(&io.inputs[0][i..i + len]);
+            io.outputs[0][i..i + len].copy_from_slice(&self.out_fifo[k..k + len]);
+            self.k += len;
+            i += len;
             if self.k == self.hop {
                 self.k = 0;
-                self.run_frame(threshold.at(i).max(0.0), smoothing.at(i).max(0.0));
+                // The params as of the frame's last sample, as before.
+                let last = i - 1;
+                self.run_frame(threshold.at(last).max(0.0), smoothing.at(last).max(0.0));
             }
         }
     }
