@@ -78,19 +78,19 @@ fn top_field(key: &str) -> Option<Value> {
             "enum": PROFILES,
             "description": "The session profile unless --profile overrides it (default repro)."
         }),
-        "seed" => json!({
-            "type": "integer",
-            "minimum": 0,
-            "maximum": u64::MAX,
-            "description": "Global noise seed (--seed replaces it); required under strict and repro when a node uses noise."
-        }),
-        "sample_rate" => json!({
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_SAMPLE_RATE,
-            "default": crate::scene::DEFAULT_SAMPLE_RATE,
-            "description": "Sample rate in Hz."
-        }),
+        "seed" => with(
+            integer_schema(0, u64::MAX),
+            json!({
+                "description": "Global noise seed (--seed replaces it); required under strict and repro when a node uses noise."
+            }),
+        ),
+        "sample_rate" => with(
+            integer_schema(1, MAX_SAMPLE_RATE),
+            json!({
+                "default": crate::scene::DEFAULT_SAMPLE_RATE,
+                "description": "Sample rate in Hz."
+            }),
+        ),
         "duration" => json!({
             "$ref": "#/$defs/time",
             "not": { "const": 0 },
@@ -254,20 +254,19 @@ fn overrides(scene: bool) -> Value {
             "precision" => json!({ "enum": PRECISIONS }),
             "fft_provider" => json!({ "enum": FftProvider::ALL.map(FftProvider::name) }),
             "fft_norm" => json!({ "enum": FFT_NORMS }),
-            "oversampling" => json!({ "enum": [1, 2, 4] }),
-            "solver_tolerance" => json!({ "type": "number", "exclusiveMinimum": 0 }),
-            "max_iterations" => {
-                json!({ "type": "integer", "minimum": 1, "maximum": MAX_ITERATIONS })
-            }
+            "oversampling" => enum_schema(&["1", "2", "4"]),
+            "solver_tolerance" => positive_number_schema(),
+            "max_iterations" => integer_schema(1, MAX_ITERATIONS),
             _ if !scene => json!({
                 "not": {},
                 "description": "A scene-level setting: set it in the scene's `profile_config`."
             }),
-            "block_size" => json!({ "type": "integer", "minimum": 1, "maximum": MAX_BLOCK_SIZE }),
+            "block_size" => integer_schema(1, MAX_BLOCK_SIZE),
             "flush_to_zero" => json!({ "type": "boolean" }),
-            "rng_seed" => {
-                json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX, "description": "Alias of the top-level `seed`." })
-            }
+            "rng_seed" => with(
+                integer_schema(0, u64::MAX),
+                json!({ "description": "Alias of the top-level `seed`." }),
+            ),
             _ => return None,
         })
     });
@@ -323,6 +322,47 @@ fn units(dim: Dimension) -> String {
 
 /// A number in `dim`: a JSON number in the canonical unit (within the
 /// range), or a string with one of the dimension's units (or none).
+/// A JSON number written as a string: the loader reads `"48000"` as
+/// `48000` wherever a number is expected (the range is checked by `check`,
+/// not by the schema, as for unit strings).
+const JSON_NUMBER: &str = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$";
+
+/// An integer in `[min, max]`, or a JSON number written as a string.
+fn integer_schema(min: impl Into<Value>, max: impl Into<Value>) -> Value {
+    json!({ "anyOf": [
+        { "type": "integer", "minimum": min.into(), "maximum": max.into() },
+        { "type": "string", "pattern": JSON_NUMBER }
+    ] })
+}
+
+/// A positive number, or a JSON number written as a string.
+fn positive_number_schema() -> Value {
+    json!({ "anyOf": [
+        { "type": "number", "exclusiveMinimum": 0 },
+        { "type": "string", "pattern": JSON_NUMBER }
+    ] })
+}
+
+/// An enum's choices; a choice that is a number may also be written as
+/// the JSON number (`oversampling`: `"4"` or `4`).
+fn enum_schema(choices: &[&str]) -> Value {
+    let mut all: Vec<Value> = choices.iter().map(|c| json!(c)).collect();
+    for c in choices {
+        if let Ok(n) = c.parse::<u64>() {
+            all.push(json!(n));
+        }
+    }
+    json!({ "enum": all })
+}
+
+/// `base` with the keys of `extra` added.
+fn with(mut base: Value, extra: Value) -> Value {
+    if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+        b.extend(e);
+    }
+    base
+}
+
 fn number_schema(dim: Dimension, min: f64, max: f64) -> Value {
     let mut number = json!({ "type": "number" });
     if min.is_finite() {
@@ -363,13 +403,14 @@ fn param_schema(p: &ParamSpec) -> Value {
             v["description"] = json!(format!("{} — {accepts}", p.doc));
             v
         }
-        ParamKind::Integer { default, min, max } => json!({
-            "type": "integer", "minimum": min, "maximum": max, "default": default,
-            "description": p.doc
-        }),
-        ParamKind::Enum { choices, default } => json!({
-            "enum": choices, "default": default, "description": p.doc
-        }),
+        ParamKind::Integer { default, min, max } => with(
+            integer_schema(min, max),
+            json!({ "default": default, "description": p.doc }),
+        ),
+        ParamKind::Enum { choices, default } => with(
+            enum_schema(choices),
+            json!({ "default": default, "description": p.doc }),
+        ),
         ParamKind::Bool { default } => json!({
             "type": "boolean", "default": default, "description": p.doc
         }),
