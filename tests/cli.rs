@@ -307,6 +307,12 @@ const BAD: &[(&str, u32, &str)] = &[
     ("dangling_edge", 7, "filter"),
     ("bad_port", 8, "did you mean `lp:cutoff`"),
     ("cycle", 4, "a → b → c → a"),
+    // Issue 11: a cycle says how to make it a loop.
+    (
+        "cycle",
+        4,
+        "add \"delay\" (at least 1 sample) to one edge of the loop",
+    ),
     ("cast_not_allowed", 9, "cast"),
     ("no_main", 4, "main"),
     ("missing_seed", 5, "seed"),
@@ -328,6 +334,13 @@ const BAD: &[(&str, u32, &str)] = &[
     ("fft_provider_strict", 5, "not allowed under strict"),
     // Issue 10: a duplicate edge used to be merged silently.
     ("duplicate_edge", 5, "written twice"),
+    // Issue 11: a feedback edge's delay is at least one whole sample.
+    ("feedback_delay_zero", 9, "`delay` is 0 samples"),
+    (
+        "feedback_delay_fraction",
+        11,
+        "`delay` is 44.1 samples at 44100 Hz, not a whole number",
+    ),
 ];
 
 #[test]
@@ -366,7 +379,8 @@ fn every_bad_fixture_exits_2_with_a_located_message() {
     let n = std::fs::read_dir(root().join("tests/fixtures/bad"))
         .unwrap()
         .count();
-    assert_eq!(n, BAD.len());
+    let names: std::collections::BTreeSet<&str> = BAD.iter().map(|(n, ..)| *n).collect();
+    assert_eq!(n, names.len());
 }
 
 #[test]
@@ -510,4 +524,27 @@ fn version_names_the_commit_and_build() {
         v.contains("(git ") && v.contains(" build, target features: "),
         "{v}"
     );
+}
+
+#[test]
+fn issue11_check_shows_feedback_edges_and_their_delay() {
+    // Feedback edges did not exist before issue 11; check must show each one.
+    let o = morphrt(&["check", "scenes/ping-pong.json", "--profile", "strict"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    for line in [
+        "feedback: vca:out → left:in0 delayed 12000 samples (250 ms)",
+        "feedback: fb_r:out → left:in1 delayed 12000 samples (250 ms)",
+        "feedback: fb_l:out → right:in0 delayed 12000 samples (250 ms)",
+    ] {
+        assert!(s.lines().any(|l| l == line), "no `{line}` in:\n{s}");
+    }
+    let o = morphrt(&["check", "scenes/ping-pong.json", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let fb = v["feedback"].as_array().unwrap();
+    assert_eq!(fb.len(), 3);
+    assert_eq!(fb[0]["from"], "vca:out");
+    assert_eq!(fb[0]["to"], "left:in0");
+    assert_eq!(fb[0]["delay_samples"], 12000);
 }

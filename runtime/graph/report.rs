@@ -1,7 +1,7 @@
 //! What `morphrt check` prints: every node's resolved profile, precision,
 //! math policy, providers, guarantee and latency.
 
-use super::{Plan, PlanNode};
+use super::{Plan, PlanNode, SourceRef};
 use crate::ops::Value;
 use serde_json::json;
 
@@ -22,10 +22,8 @@ fn providers(n: &PlanNode) -> String {
         .join(" ")
 }
 
-/// The alignment delays on a node's inputs, e.g. `in1<-noisy+1024`, or `-`.
-fn alignment(plan: &Plan, i: usize) -> String {
-    let n = &plan.nodes[i];
-    let mut parts = Vec::new();
+/// A node's inputs by port name (`in`, `in3`, `cutoff`) with their sources.
+fn named_inputs(n: &PlanNode) -> impl Iterator<Item = (String, &Vec<SourceRef>)> {
     let audio = n.inputs.iter().enumerate().map(|(k, l)| {
         let name = if n.op.variadic_inputs {
             format!("in{k}")
@@ -39,7 +37,14 @@ fn alignment(plan: &Plan, i: usize) -> String {
         .iter()
         .enumerate()
         .map(|(k, l)| (n.op.params[k].name.to_string(), l));
-    for (port, list) in audio.chain(params) {
+    audio.chain(params)
+}
+
+/// The alignment delays on a node's inputs, e.g. `in1<-noisy+1024`, or `-`.
+fn alignment(plan: &Plan, i: usize) -> String {
+    let n = &plan.nodes[i];
+    let mut parts = Vec::new();
+    for (port, list) in named_inputs(n) {
         for s in list.iter().filter(|s| s.delay > 0) {
             parts.push(format!("{port}<-{}+{}", plan.nodes[s.node].id, s.delay));
         }
@@ -49,6 +54,31 @@ fn alignment(plan: &Plan, i: usize) -> String {
     } else {
         parts.join(",")
     }
+}
+
+/// One feedback edge as `check` reports it.
+struct FeedbackEdge {
+    from: String,
+    to: String,
+    delay_samples: usize,
+}
+
+/// Every feedback edge, in schedule order of its destination.
+fn feedback_edges(plan: &Plan) -> Vec<FeedbackEdge> {
+    let mut v = Vec::new();
+    for n in &plan.nodes {
+        for (port, list) in named_inputs(n) {
+            for s in list.iter().filter(|s| s.is_feedback()) {
+                let src = &plan.nodes[s.node];
+                v.push(FeedbackEdge {
+                    from: format!("{}:{}", src.id, src.op.outputs[s.port]),
+                    to: format!("{}:{port}", n.id),
+                    delay_samples: s.feedback,
+                });
+            }
+        }
+    }
+    v
 }
 
 /// A human-readable table.
@@ -181,6 +211,15 @@ pub fn check_table(plan: &Plan) -> String {
     if !delayed.is_empty() {
         out.push_str(&format!("main alignment: {}\n", delayed.join(", ")));
     }
+    for f in feedback_edges(plan) {
+        out.push_str(&format!(
+            "feedback: {} → {} delayed {} samples ({} ms)\n",
+            f.from,
+            f.to,
+            f.delay_samples,
+            f.delay_samples as f64 * 1000.0 / plan.sample_rate as f64
+        ));
+    }
     out.push_str(&format!("events: {}\n", plan.events.len()));
     out
 }
@@ -190,7 +229,8 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
     let nodes: Vec<serde_json::Value> = plan
         .nodes
         .iter()
-        .map(|n| {
+        .enumerate()
+        .map(|(i, n)| {
             let params: serde_json::Map<String, serde_json::Value> =
                 n.op.params
                     .iter()
@@ -227,7 +267,7 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
                 "guarantee": n.guarantee.name(),
                 "latency": n.latency,
                 "output_latency": n.output_latency,
-                "align": alignment(plan, plan.nodes.iter().position(|m| std::ptr::eq(m, n)).expect("node of this plan")),
+                "align": alignment(plan, i),
                 "params": params,
             })
         })
@@ -243,6 +283,10 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
         "nodes": nodes,
         "main": plan.main.iter().map(|s| format!("{}:{}", plan.nodes[s.node].id, plan.nodes[s.node].op.outputs[s.port])).collect::<Vec<_>>(),
         "latency": plan.latency,
+        "feedback": feedback_edges(plan)
+            .into_iter()
+            .map(|f| json!({ "from": f.from, "to": f.to, "delay_samples": f.delay_samples }))
+            .collect::<Vec<_>>(),
         "events": plan.events.len(),
         "warnings": plan.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
     })
