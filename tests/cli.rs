@@ -548,3 +548,61 @@ fn issue11_check_shows_feedback_edges_and_their_delay() {
     assert_eq!(fb[0]["to"], "left:in0");
     assert_eq!(fb[0]["delay_samples"], 12000);
 }
+
+/// A scene of a sine through `gains` gain nodes in a chain, as one line per node.
+fn chain_scene(gains: usize) -> String {
+    let mut s = String::with_capacity(gains * 96);
+    s.push_str("{ \"version\": \"1.0\", \"nodes\": [\n{ \"id\": \"n0\", \"op\": \"sine\" }");
+    for i in 1..=gains {
+        s.push_str(&format!(",\n{{ \"id\": \"n{i}\", \"op\": \"gain\" }}"));
+    }
+    s.push_str("\n], \"edges\": [\n");
+    for i in 1..=gains {
+        if i > 1 {
+            s.push_str(",\n");
+        }
+        s.push_str(&format!("{{ \"from\": \"n{}\", \"to\": \"n{i}\" }}", i - 1));
+    }
+    s.push_str(&format!(
+        "\n], \"outputs\": {{ \"main\": [\"n{gains}\"] }} }}\n"
+    ));
+    s
+}
+
+#[test]
+fn issue11_a_million_node_chain_checks_and_a_100k_chain_renders() {
+    // A 100,000-node chain overflowed the stack (exit 134) in graph compile.
+    let dir = temp_dir("deep-chain");
+    let big = dir.join("chain-1m.json");
+    std::fs::write(&big, chain_scene(1_000_000)).unwrap();
+    let o = morphrt(&["check", big.to_str().unwrap(), "--profile", "strict"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("main: n1000000:out (1 channel), guarantee strict"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(&big).unwrap();
+    let chain = dir.join("chain-100k.json");
+    std::fs::write(&chain, chain_scene(100_000)).unwrap();
+    let wav = dir.join("chain.wav");
+    let o = morphrt(&[
+        "render",
+        chain.to_str().unwrap(),
+        "-o",
+        wav.to_str().unwrap(),
+        "-d",
+        "64samples",
+        "--profile",
+        "strict",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = hound::WavReader::open(&wav).unwrap();
+    assert_eq!(r.duration(), 64);
+    // The sine survives 100,000 unity gains unchanged: sample k is sin(2π·440·k/48000).
+    let samples: Vec<f32> = r.into_samples::<f32>().map(Result::unwrap).collect();
+    for (k, x) in samples.iter().enumerate() {
+        let want = libm::sin(2.0 * std::f64::consts::PI * 440.0 * k as f64 / 48_000.0);
+        assert!((*x as f64 - want).abs() < 1e-6, "sample {k}: {x} vs {want}");
+    }
+}
