@@ -721,7 +721,7 @@ fn reject_cycles(cx: &mut Ctx<'_>, graph: &DiGraph<usize, usize>, edges: &[Edge]
         cx.error(
             &scene.nodes[first].loc,
             Some(&scene.nodes[first].id),
-            format!("the graph has a cycle: {} → {}", names.join(" → "), names[0]),
+            format!("the graph has a cycle: {} → {}", cycle_text(&names), names[0]),
             Some(format!(
                 "a loop needs a feedback edge: add \"delay\" (at least 1 sample) to one edge of the loop, {example}; or remove one of these edges"
             )),
@@ -1465,6 +1465,21 @@ pub(crate) fn time_to_samples(t: TimeSpec, sr: u32) -> Option<u64> {
     u64::try_from(t.to_samples(sr)?.round_half_even()).ok()
 }
 
+/// A cycle's nodes joined by arrows; a long one keeps its first and last
+/// few, saying how many it leaves out.
+fn cycle_text(names: &[&str]) -> String {
+    const ENDS: usize = 8;
+    if names.len() <= 3 * ENDS {
+        return names.join(" → ");
+    }
+    format!(
+        "{} → … {} more … → {}",
+        names[..ENDS].join(" → "),
+        names.len() - 2 * ENDS,
+        names[names.len() - ENDS..].join(" → ")
+    )
+}
+
 /// Walks one cycle inside a strongly connected component: from its
 /// first-declared node, always to the first-declared successor inside the
 /// component (back to the start as soon as it can), until a node repeats;
@@ -1833,6 +1848,20 @@ mod tests {
             decls[1].as_ref().unwrap().audio_in[0],
             [(0, 0, 0), (0, 0, 3)]
         );
+    }
+
+    #[test]
+    fn issue11_a_long_cycle_is_named_by_its_ends() {
+        // A 100,000-node loop would otherwise name every id in one message.
+        let names: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let text = cycle_text(&refs);
+        assert!(
+            text.starts_with("n0 → n1 → n2 → n3 → n4 → n5 → n6 → n7 → … 84 more … → n92 → "),
+            "{text}"
+        );
+        assert!(text.ends_with("→ n99"), "{text}");
+        assert_eq!(cycle_text(&refs[..3]), "n0 → n1 → n2");
     }
 
     #[test]
