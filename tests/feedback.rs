@@ -249,3 +249,50 @@ fn issue11_nan_inside_a_loop_is_silenced_reported_and_the_loop_recovers() {
         assert_eq!(out[0][24_000], 1.0, "block {block}");
     }
 }
+
+#[test]
+fn issue11_latency_compensation_still_aligns_inputs_inside_a_loop() {
+    // A loop node meeting a 45-sample saturator path and a dry path: the dry
+    // one is delayed to match, the feedback edge only by its own delay.
+    let text = r#"{ "version": "1.0",
+         "nodes": [ { "id": "hit", "op": "impulse", "params": { "freq": "7Hz" } },
+                    { "id": "sat", "op": "saturator" }, { "id": "m", "op": "mix" },
+                    { "id": "g", "op": "gain", "params": { "gain": 0.5 } } ],
+         "edges": [ { "from": "hit", "to": "sat" }, { "from": "sat", "to": "m:in0" },
+                    { "from": "hit", "to": "m:in1" }, { "from": "m", "to": "g" },
+                    { "from": "g", "to": "m:in2", "delay": "100samples" } ],
+         "outputs": { "main": ["m"] } }"#;
+    let scene = morphrt::scene::load_str(text, "t.json", None).unwrap();
+    let plan = morphrt::graph::compile(
+        &scene,
+        &morphrt::graph::CompileOptions {
+            profile: Some(Profile::Strict),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let m = plan.nodes.iter().find(|n| n.id == "m").unwrap();
+    let sat = plan.nodes.iter().find(|n| n.id == "sat").unwrap();
+    assert_eq!(sat.latency, 45);
+    let shape: Vec<(usize, usize)> = m
+        .inputs
+        .iter()
+        .map(|l| (l[0].delay, l[0].feedback))
+        .collect();
+    assert_eq!(shape, [(0, 0), (45, 0), (0, 100)]);
+    same_bits_at_every_block_size("latency in a loop", text, 20_000);
+    // Under strict the saturator runs 1×, a pure 45-sample delay of its
+    // curve: the dry impulse arrives with it at 45, nothing before, and the
+    // loop brings the sum round 100 samples later at half level.
+    let y = render_to_vec(&mut engine(text, Some(Profile::Strict), 64), 400).remove(0);
+    assert_eq!(
+        y[..45].iter().filter(|v| **v != 0.0).count(),
+        0,
+        "nothing before the aligned arrival"
+    );
+    assert_eq!(
+        y[145],
+        0.5 * y[45],
+        "the loop returns the output 100 samples on, halved"
+    );
+}
