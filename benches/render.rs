@@ -17,7 +17,13 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(20);
     let root = env!("CARGO_MANIFEST_DIR");
-    let scenes = ["drone", "pluck-delay", "noise-wash", "chord-pad"];
+    let scenes = [
+        "drone",
+        "pluck-delay",
+        "noise-wash",
+        "chord-pad",
+        "ping-pong",
+    ];
     let rounds = 5;
     println!("{seconds} s of audio per render, best of {rounds} interleaved rounds");
     println!(

@@ -326,6 +326,12 @@ const BAD: &[(&str, u32, &str)] = &[
     ("dangling_edge", 7, "filter"),
     ("bad_port", 8, "did you mean `lp:cutoff`"),
     ("cycle", 4, "a → b → c → a"),
+    // Issue 11: a cycle says how to make it a loop.
+    (
+        "cycle",
+        4,
+        "add \"delay\" (at least 1 sample) to one edge of the loop",
+    ),
     ("cast_not_allowed", 9, "cast"),
     ("no_main", 4, "main"),
     ("missing_seed", 5, "seed"),
@@ -347,6 +353,13 @@ const BAD: &[(&str, u32, &str)] = &[
     ("fft_provider_strict", 5, "not allowed under strict"),
     // Issue 10: a duplicate edge used to be merged silently.
     ("duplicate_edge", 5, "written twice"),
+    // Issue 11: a feedback edge's delay is at least one whole sample.
+    ("feedback_delay_zero", 9, "`delay` is 0 samples"),
+    (
+        "feedback_delay_fraction",
+        11,
+        "`delay` is 44.1 samples at 44100 Hz, not a whole number",
+    ),
 ];
 
 #[test]
@@ -385,7 +398,8 @@ fn every_bad_fixture_exits_2_with_a_located_message() {
     let n = std::fs::read_dir(root().join("tests/fixtures/bad"))
         .unwrap()
         .count();
-    assert_eq!(n, BAD.len());
+    let names: std::collections::BTreeSet<&str> = BAD.iter().map(|(n, ..)| *n).collect();
+    assert_eq!(n, names.len());
 }
 
 #[test]
@@ -529,4 +543,85 @@ fn version_names_the_commit_and_build() {
         v.contains("(git ") && v.contains(" build, target features: "),
         "{v}"
     );
+}
+
+#[test]
+fn issue11_check_shows_feedback_edges_and_their_delay() {
+    // Feedback edges did not exist before issue 11; check must show each one.
+    let o = morphrt(&["check", "scenes/ping-pong.json", "--profile", "strict"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    for line in [
+        "feedback: vca:out → left:in0 delayed 12000 samples (250 ms)",
+        "feedback: fb_r:out → left:in1 delayed 12000 samples (250 ms)",
+        "feedback: fb_l:out → right:in0 delayed 12000 samples (250 ms)",
+    ] {
+        assert!(s.lines().any(|l| l == line), "no `{line}` in:\n{s}");
+    }
+    let o = morphrt(&["check", "scenes/ping-pong.json", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let fb = v["feedback"].as_array().unwrap();
+    assert_eq!(fb.len(), 3);
+    assert_eq!(fb[0]["from"], "vca:out");
+    assert_eq!(fb[0]["to"], "left:in0");
+    assert_eq!(fb[0]["delay_samples"], 12000);
+}
+
+/// A scene of a sine through `gains` gain nodes in a chain, as one line per node.
+fn chain_scene(gains: usize) -> String {
+    let mut s = String::with_capacity(gains * 96);
+    s.push_str("{ \"version\": \"1.0\", \"nodes\": [\n{ \"id\": \"n0\", \"op\": \"sine\" }");
+    for i in 1..=gains {
+        s.push_str(&format!(",\n{{ \"id\": \"n{i}\", \"op\": \"gain\" }}"));
+    }
+    s.push_str("\n], \"edges\": [\n");
+    for i in 1..=gains {
+        if i > 1 {
+            s.push_str(",\n");
+        }
+        s.push_str(&format!("{{ \"from\": \"n{}\", \"to\": \"n{i}\" }}", i - 1));
+    }
+    s.push_str(&format!(
+        "\n], \"outputs\": {{ \"main\": [\"n{gains}\"] }} }}\n"
+    ));
+    s
+}
+
+#[test]
+fn issue11_a_million_node_chain_checks_and_a_100k_chain_renders() {
+    // A 100,000-node chain overflowed the stack (exit 134) in graph compile.
+    let dir = temp_dir("deep-chain");
+    let big = dir.join("chain-1m.json");
+    std::fs::write(&big, chain_scene(1_000_000)).unwrap();
+    let o = morphrt(&["check", big.to_str().unwrap(), "--profile", "strict"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("main: n1000000:out (1 channel), guarantee strict"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(&big).unwrap();
+    let chain = dir.join("chain-100k.json");
+    std::fs::write(&chain, chain_scene(100_000)).unwrap();
+    let wav = dir.join("chain.wav");
+    let o = morphrt(&[
+        "render",
+        chain.to_str().unwrap(),
+        "-o",
+        wav.to_str().unwrap(),
+        "-d",
+        "64samples",
+        "--profile",
+        "strict",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = hound::WavReader::open(&wav).unwrap();
+    assert_eq!(r.duration(), 64);
+    // The sine survives 100,000 unity gains unchanged: sample k is sin(2π·440·k/48000).
+    let samples: Vec<f32> = r.into_samples::<f32>().map(Result::unwrap).collect();
+    for (k, x) in samples.iter().enumerate() {
+        let want = libm::sin(2.0 * std::f64::consts::PI * 440.0 * k as f64 / 48_000.0);
+        assert!((*x as f64 - want).abs() < 1e-6, "sample {k}: {x} vs {want}");
+    }
 }

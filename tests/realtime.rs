@@ -101,6 +101,36 @@ fn process_block_never_allocates_or_frees() {
     }
 }
 
+/// A loop whose feedback edge is one sample long runs sample by sample,
+/// with a precision change on the edge and an event ramping a param inside
+/// the loop: still no allocation or free in `process_block`.
+#[test]
+fn issue11_a_one_sample_loop_never_allocates_or_frees() {
+    // Feedback edges (issue 11) add a write pass and chunking to the block loop.
+    let text = r#"{ "version": "1.0",
+         "nodes": [ { "id": "hit", "op": "impulse", "params": { "freq": "50Hz" } }, { "id": "sum", "op": "mix" },
+                    { "id": "damp", "op": "onepole", "params": { "cutoff": "2kHz" } },
+                    { "id": "g", "op": "gain", "params": { "gain": 0.9 }, "profile_overrides": { "precision": "f64" } } ],
+         "edges": [ { "from": "hit", "to": "sum:in0" }, { "from": "sum", "to": "damp" }, { "from": "damp", "to": "g" },
+                    { "from": "g", "to": "sum:in1", "delay": "1samples" } ],
+         "outputs": { "main": ["sum"] },
+         "events": [ { "time": "100samples", "node": "g", "param": "gain", "value": 0.5, "ramp": "300samples" } ] }"#;
+    // Live converts f64 → f32 on the feedback edge; strict runs it all at f64.
+    for p in [Profile::Strict, Profile::Live] {
+        let mut e = common::engine(text, Some(p), 64);
+        let (a0, f0) = counts();
+        realtime(|| {
+            for k in 0..300 {
+                e.process_block(if k % 5 == 2 { 1 + k % 63 } else { 64 });
+                std::hint::black_box(e.bus().get(0, 0));
+            }
+        });
+        let (a1, f1) = counts();
+        assert_eq!((a1 - a0, f1 - f0), (0, 0), "under {p}");
+        assert!(e.clock() > 400, "the event and its ramp ran");
+    }
+}
+
 /// Per-node timing (on in `run`, and in bench's profiling run) adds clock
 /// reads to the block loop and nothing else: switching it on or off and
 /// timed blocks never allocate, and the audio is the same bits.

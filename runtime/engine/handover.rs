@@ -123,22 +123,23 @@ fn fingerprint(text: &str) -> u64 {
     h
 }
 
-/// Sources by id, port and alignment delay, so reordering the schedule
-/// does not change them.
-fn named_sources(plan: &Plan, list: &[Vec<SourceRef>]) -> Vec<Vec<(String, usize, usize)>> {
+/// Sources by id, port, alignment delay and feedback delay, so reordering
+/// the schedule does not change them.
+fn named_sources(plan: &Plan, list: &[Vec<SourceRef>]) -> Vec<Vec<(String, usize, usize, usize)>> {
     list.iter()
         .map(|l| {
             l.iter()
-                .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay))
+                .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay, s.feedback))
                 .collect()
         })
         .collect()
 }
 
-/// A node's incoming wiring: its sources (by id) and their alignment
-/// delays. Equal wiring means the edge delay lines hold the same signals
-/// at the same delays, whatever profile or precision the nodes run at, so
-/// their contents carry across a profile switch.
+/// A node's incoming wiring: its sources (by id) and their alignment and
+/// feedback delays. Equal wiring means the edge delay lines hold the same
+/// signals at the same delays, whatever profile or precision the nodes run
+/// at, so their contents carry across a profile switch (a feedback edge's
+/// line like a `delay` node's buffer).
 pub(super) fn node_wiring(plan: &Plan, i: usize) -> u64 {
     let n = &plan.nodes[i];
     fingerprint(&format!(
@@ -212,8 +213,11 @@ impl Engine {
             self.bus.reset();
         }
         let guard = FpGuard::new(self.session_flush);
+        // By id: a lookup per node, not a scan (scenes may hold many nodes).
+        let by_id: std::collections::HashMap<&str, &super::NodeSnapshot> =
+            st.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
         for (si, s) in self.slots.iter_mut().enumerate() {
-            let Some(snap) = st.nodes.iter().find(|n| n.id == s.id) else {
+            let Some(&snap) = by_id.get(s.id.as_str()) else {
                 m.structural = true;
                 m.notices.push(Notice::Added { id: s.id.clone() });
                 continue;
@@ -299,8 +303,10 @@ impl Engine {
             }
         }
         drop(guard);
+        let ids: std::collections::HashSet<&str> =
+            self.slots.iter().map(|s| s.id.as_str()).collect();
         for snap in &st.nodes {
-            if !self.slots.iter().any(|s| s.id == snap.id) {
+            if !ids.contains(snap.id.as_str()) {
                 m.structural = true;
                 m.notices.push(Notice::Removed {
                     id: snap.id.clone(),

@@ -27,7 +27,8 @@ struct Typed<S> {
     outs: Vec<Vec<S>>,
     /// Modulation signals by param index (empty when unconnected).
     sigs: Vec<Vec<S>>,
-    /// Latency-compensation delay lines of incoming edges.
+    /// Delay lines of incoming edges: latency compensation, and the lines
+    /// of feedback edges (written by [`Engine::feed_back`]).
     rings: Vec<Ring<S>>,
     /// Scratch for a delayed edge's block.
     tmp: Vec<S>,
@@ -54,6 +55,35 @@ impl<S: Sample> Ring<S> {
             std::mem::swap(&mut self.buf[self.pos], v);
             self.pos += 1;
             if self.pos == self.buf.len() {
+                self.pos = 0;
+            }
+        }
+    }
+
+    /// The next `out.len()` (at most the line's length) delayed samples,
+    /// without moving on: a feedback edge's destination reads them before
+    /// its source has run, and [`write`](Self::write) then replaces them.
+    #[inline]
+    pub(crate) fn read(&self, out: &mut [S]) {
+        let len = self.buf.len();
+        debug_assert!(out.len() <= len);
+        let first = (len - self.pos).min(out.len());
+        out[..first].copy_from_slice(&self.buf[self.pos..self.pos + first]);
+        let rest = out.len() - first;
+        out[first..].copy_from_slice(&self.buf[..rest]);
+    }
+
+    /// Stores `x` (at most the line's length) where [`read`](Self::read)
+    /// just read and moves on; `read` then `write` is
+    /// [`process`](Self::process) split in two.
+    #[inline]
+    pub(crate) fn write<T: Sample>(&mut self, x: &[T]) {
+        let len = self.buf.len();
+        debug_assert!(x.len() <= len);
+        for v in x {
+            self.buf[self.pos] = convert(*v);
+            self.pos += 1;
+            if self.pos == len {
                 self.pos = 0;
             }
         }
@@ -96,6 +126,15 @@ struct EdgeIn {
     src: SourceRef,
     /// Index into the destination's `rings`, or `NO_RING`.
     ring: usize,
+}
+
+/// A feedback edge's write side: after every chunk, its source's output
+/// goes into the delay line `ring` of slot `dst`.
+#[derive(Clone, Copy, Debug)]
+struct Feed {
+    dst: usize,
+    ring: usize,
+    src: SourceRef,
 }
 
 const NO_RING: usize = usize::MAX;
@@ -203,7 +242,8 @@ pub struct NodeSnapshot {
     pub params: Vec<ParamState>,
     /// Discrete params as changed by events.
     pub discrete: Vec<(usize, Value)>,
-    /// Latency-compensation delay lines of incoming edges (contents, position).
+    /// Delay lines of incoming edges (contents, position): latency
+    /// compensation and feedback edges, in the order of the node's inputs.
     pub edges: Vec<(Vec<f64>, usize)>,
     /// The scene's own values of the node's params (what the file said, not
     /// what events made of them): a handover tells an edit from an event's
@@ -260,6 +300,12 @@ pub struct Engine {
     /// by `collapse_ramps` once none is left, so a block without ramps does
     /// not visit every param of every node.
     ramps_live: bool,
+    /// Feedback edges, written after each chunk in plan order.
+    feeds: Vec<Feed>,
+    /// The longest chunk the block loop may run: the shortest feedback
+    /// delay (u64::MAX without feedback), so that everything a feedback
+    /// edge reads within a chunk was written before it.
+    max_chunk: u64,
 }
 
 fn new_typed<S: Sample>(
@@ -300,7 +346,8 @@ impl Engine {
         let main_sig = handover::main_sig(&plan);
         let main_wiring = handover::main_wiring(&plan);
         let mut slots = Vec::with_capacity(plan.nodes.len());
-        for ((pn, sig), wiring) in plan.nodes.iter_mut().zip(sigs).zip(wirings) {
+        let mut feeds = Vec::new();
+        for (dst, ((pn, sig), wiring)) in plan.nodes.iter_mut().zip(sigs).zip(wirings).enumerate() {
             let node = pn.node.take().expect("plan was built with nodes");
             let sig_ports: Vec<bool> = pn.param_inputs.iter().map(|l| !l.is_empty()).collect();
             let n_in = pn.inputs.len();
@@ -312,7 +359,15 @@ impl Engine {
                         l.iter()
                             .map(|src| EdgeIn {
                                 src: *src,
-                                ring: if src.delay > 0 {
+                                ring: if src.is_feedback() {
+                                    delays.push(src.feedback);
+                                    feeds.push(Feed {
+                                        dst,
+                                        ring: delays.len() - 1,
+                                        src: *src,
+                                    });
+                                    delays.len() - 1
+                                } else if src.delay > 0 {
                                     delays.push(src.delay);
                                     delays.len() - 1
                                 } else {
@@ -401,6 +456,12 @@ impl Engine {
             node_ns: vec![0; slots.len()],
             timed_frames: 0,
             ramps_live: false,
+            max_chunk: feeds
+                .iter()
+                .map(|f| f.src.feedback as u64)
+                .min()
+                .unwrap_or(u64::MAX),
+            feeds,
             slots,
         }
     }
@@ -530,10 +591,13 @@ impl Engine {
         let mut offset = 0;
         while pos < end {
             self.apply_events(pos);
+            // Chunks end at events (sample-accurate) and are never longer
+            // than the shortest feedback delay.
             let next = self
                 .events
                 .get(self.next_event)
-                .map_or(end, |e| e.sample.clamp(pos + 1, end));
+                .map_or(end, |e| e.sample.clamp(pos + 1, end))
+                .min(pos.saturating_add(self.max_chunk));
             let n = (next - pos) as usize;
             for r in 0..self.runs.len() {
                 let run = self.runs[r];
@@ -545,6 +609,9 @@ impl Engine {
                         self.process_slot(i, pos, n);
                     }
                 }
+            }
+            if !self.feeds.is_empty() {
+                self.feed_back(&guard, n);
             }
             guard.set_flush(self.session_flush);
             self.gather_main(offset, n);
@@ -715,6 +782,41 @@ impl Engine {
             s.reset_state();
         }
         s.last_failure = Some(sample);
+    }
+
+    /// Writes each feedback edge's source output of the chunk just run
+    /// into its delay line, for the chunks `delay` samples on. A change of
+    /// precision converts under the destination's FP mode, as any edge
+    /// into it does. Real-time safe: copies only.
+    fn feed_back(&mut self, guard: &FpGuard, n: usize) {
+        for f in 0..self.feeds.len() {
+            let Feed { dst, ring, src } = self.feeds[f];
+            if src.node == dst {
+                // A node feeding itself: disjoint fields of one node.
+                match &mut self.slots[dst].core {
+                    Core::F32(t) => t.rings[ring].write(&t.outs[src.port][..n]),
+                    Core::F64(t) => t.rings[ring].write(&t.outs[src.port][..n]),
+                }
+                continue;
+            }
+            let (from, to) = if src.node < dst {
+                let (lo, hi) = self.slots.split_at_mut(dst);
+                (&lo[src.node], &mut hi[0])
+            } else {
+                let (lo, hi) = self.slots.split_at_mut(src.node);
+                (&hi[0], &mut lo[dst])
+            };
+            let converts = from.precision() != to.precision();
+            if converts {
+                guard.set_flush(to.flush);
+            }
+            match (&from.core, &mut to.core) {
+                (Core::F32(a), Core::F32(b)) => b.rings[ring].write(&a.outs[src.port][..n]),
+                (Core::F32(a), Core::F64(b)) => b.rings[ring].write(&a.outs[src.port][..n]),
+                (Core::F64(a), Core::F32(b)) => b.rings[ring].write(&a.outs[src.port][..n]),
+                (Core::F64(a), Core::F64(b)) => b.rings[ring].write(&a.outs[src.port][..n]),
+            }
+        }
     }
 
     fn gather_main(&mut self, offset: usize, n: usize) {
@@ -901,7 +1003,12 @@ fn gather<S: Sample>(
         }
         let e = edges[k];
         let src = e.src;
-        if e.ring == NO_RING {
+        if src.is_feedback() {
+            // The source may run later: read its past from the line.
+            let tmp = &mut tmp[..n];
+            rings[e.ring].read(tmp);
+            add_into(dst, tmp, k == 0);
+        } else if e.ring == NO_RING {
             match &before[src.node].core {
                 Core::F32(t) => add_into(dst, &t.outs[src.port][..n], k == 0),
                 Core::F64(t) => add_into(dst, &t.outs[src.port][..n], k == 0),
@@ -929,7 +1036,7 @@ fn same_precision_source<'a, S: Sample>(
     before: &'a [Slot],
     n: usize,
 ) -> Option<&'a [S]> {
-    if e.ring != NO_RING {
+    if e.ring != NO_RING || e.src.is_feedback() {
         return None;
     }
     let out: &dyn std::any::Any = match &before[e.src.node].core {

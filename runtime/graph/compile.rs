@@ -3,9 +3,9 @@
 //!
 //! 1. `session_settings`: session profile, sample rate, block size, seed.
 //! 2. `resolve_profile` and 3. `resolve_params`, node by node.
-//! 4. `resolve_edges`: endpoints, ports, duplicate edges.
-//! 5. `reject_cycles`.
-//! 6. `schedule`: topological, ties by declaration order.
+//! 4. `resolve_edges`: endpoints, ports, duplicate edges, feedback delays.
+//! 5. `reject_cycles`: every loop needs a feedback edge.
+//! 6. `schedule`: topological over ordinary edges, ties by declaration order.
 //! 7. `wire_inputs`: sources per input, in summing order.
 //! 8. `resolve_casts`: precision set by params, implicit-cast rules.
 //! 9. `resolve_outputs`: the `main` bus.
@@ -18,7 +18,9 @@
 //! 16. `assemble`: the plan in schedule order.
 //!
 //! Passes 1–12 only report problems and go on, so one run names them all;
-//! nothing is built unless they found none.
+//! nothing is built unless they found none. Every pass is a loop or a
+//! worklist, never a recursion along the graph: a chain of a million nodes
+//! compiles on the main thread's stack.
 
 use super::{EventAction, Plan, PlanEvent, PlanNode, SeedSource, SourceRef};
 use crate::dsp::fft::FftProvider;
@@ -29,8 +31,8 @@ use crate::ops::{
 };
 use crate::profile::{CastRule, EventTiming, NodeProfile, OffGrid, Profile, MAX_BLOCK_SIZE};
 use crate::scene::{
-    duration_limit_text, max_duration_samples, resource, suggest, Diagnostic, Endpoint, Loc,
-    NodeDecl, Scene, TimeSpec,
+    duration_limit_text, max_duration_samples, resource, suggest, Diagnostic, EdgeDecl, Endpoint,
+    Loc, NodeDecl, Scene, TimeSpec,
 };
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeSet, HashMap};
@@ -127,26 +129,40 @@ struct Decl {
     profile: NodeProfile,
     values: Vec<Value>,
     n_inputs: usize,
-    /// Per audio input, its sources as (source decl index, source port).
-    audio_in: Vec<Vec<(usize, usize)>>,
+    /// Per audio input, its sources as (source decl index, source port,
+    /// feedback delay in samples; 0 for an ordinary edge).
+    audio_in: Vec<Vec<(usize, usize, usize)>>,
     /// Per param, its modulation sources, likewise.
-    param_in: Vec<Vec<(usize, usize)>>,
+    param_in: Vec<Vec<(usize, usize, usize)>>,
 }
 
 impl Decl {
-    /// Every node feeding this one, audio and modulation alike.
+    /// Every node feeding this one, audio and modulation alike, feedback
+    /// edges included.
     fn upstream(&self) -> Vec<usize> {
         self.audio_in
             .iter()
             .chain(&self.param_in)
             .flatten()
-            .map(|(s, _)| *s)
+            .map(|(s, _, _)| *s)
+            .collect()
+    }
+
+    /// The nodes feeding this one through ordinary edges: those that run
+    /// before it in the same block.
+    fn forward_upstream(&self) -> Vec<usize> {
+        self.audio_in
+            .iter()
+            .chain(&self.param_in)
+            .flatten()
+            .filter(|(_, _, fb)| *fb == 0)
+            .map(|(s, _, _)| *s)
             .collect()
     }
 }
 
 /// A resolved edge destination.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum DestPort {
     Audio(usize),
     Param(usize),
@@ -161,6 +177,8 @@ struct Edge {
     src_port: usize,
     dst: usize,
     dest: DestPort,
+    /// A feedback edge's delay in samples (≥ 1); 0 for an ordinary edge.
+    delay: usize,
 }
 
 /// What the whole session runs with (DESIGN §4, resolution).
@@ -199,8 +217,8 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         .map(|(i, n)| (n.id.as_str(), i))
         .collect();
     let mut decls = declare_nodes(&mut cx, opts, &session);
-    let (graph, edges) = resolve_edges(&mut cx, &index, &mut decls);
-    reject_cycles(&mut cx, &graph);
+    let (graph, edges) = resolve_edges(&mut cx, &index, &mut decls, session.sample_rate);
+    reject_cycles(&mut cx, &graph, &edges);
     let order = schedule(&graph);
     wire_inputs(scene, &mut decls, &edges);
     unused_gains(&mut cx, &decls);
@@ -220,8 +238,10 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         .map(|d| d.expect("no errors, so every node resolved"))
         .collect();
     let upstream: Vec<Vec<usize>> = decls.iter().map(Decl::upstream).collect();
+    let forward: Vec<Vec<usize>> = decls.iter().map(Decl::forward_upstream).collect();
     let own: Vec<Profile> = decls.iter().map(|d| d.profile.profile).collect();
-    let guarantees = propagate_guarantees(&order, &upstream, &own);
+    let guarantees = propagate_guarantees(&upstream, &own);
+    drop(upstream);
     let built = build_nodes(&mut cx, opts, &session, seed, &order, &decls);
     if !cx.errors.is_empty() {
         return Err(cx.errors);
@@ -230,7 +250,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         .iter()
         .map(|n| n.as_ref().map_or(0, |n| n.latency()))
         .collect();
-    let align = compensate_latency(&order, &upstream, &latency);
+    let align = compensate_latency(&order, &forward, &latency);
     if let SeedSource::Auto(s) = seed {
         cx.warnings.push(Diagnostic::warning(
             &scene.file,
@@ -550,22 +570,32 @@ fn resolve_params(
 /// Pass 4, edges and ports (DESIGN §3): both endpoints name nodes; a bare
 /// source is `out`, a bare destination `in`; a destination may also be a
 /// modulatable param, or `inK` of a variadic node (which grows its input
-/// count); the same edge twice is an error. Returns the graph (node weights
-/// are declaration indices, edge weights scene edge indices) and the edges
-/// that resolved.
+/// count); the same edge twice is an error. A feedback edge's `delay` is a
+/// whole number of samples, at least 1 (see [`feedback_delay`]). Returns
+/// the graph of ordinary edges (node weights are declaration indices, edge
+/// weights scene edge indices; feedback edges are left out, as they do not
+/// order the schedule) and every edge that resolved.
 fn resolve_edges(
     cx: &mut Ctx<'_>,
     index: &HashMap<&str, usize>,
     decls: &mut [Option<Decl>],
+    sample_rate: u32,
 ) -> (DiGraph<usize, usize>, Vec<Edge>) {
     let scene = cx.scene;
     let mut graph: DiGraph<usize, usize> = DiGraph::new();
     let gnodes: Vec<NodeIndex> = (0..scene.nodes.len()).map(|i| graph.add_node(i)).collect();
     let mut resolved: Vec<Edge> = Vec::new();
+    // (src, port, dst, dest, delay) → position in `resolved`: a hash, so a
+    // scene of a million edges is not checked pair by pair.
+    let mut seen: HashMap<(usize, usize, usize, DestPort, usize), usize> = HashMap::new();
     for (ei, edge) in scene.edges.iter().enumerate() {
         let src = resolve_node(cx, index, &edge.from, &edge.loc, "from");
         let dst = resolve_node(cx, index, &edge.to, &edge.loc, "to");
-        let (Some(src), Some(dst)) = (src, dst) else {
+        let delay = match edge.delay {
+            None => Some(0),
+            Some(t) => feedback_delay(cx, edge, t, sample_rate),
+        };
+        let (Some(src), Some(dst), Some(delay)) = (src, dst, delay) else {
             continue;
         };
         let loc = edge.loc.clone();
@@ -634,54 +664,148 @@ fn resolve_edges(
             continue;
         };
         // The same edge twice would double the signal: almost surely a
-        // slip, and silently merging it would hide one.
-        if let Some(first) = resolved
-            .iter()
-            .find(|e| e.src == src && e.src_port == src_port && e.dest == dest && e.dst == dst)
-        {
+        // slip, and silently merging it would hide one. (The same wire at
+        // two delays is two taps, as in a comb filter: allowed.)
+        if let Some(&first) = seen.get(&(src, src_port, dst, dest, delay)) {
             cx.error(
                 &edge.loc,
                 Some(&edge.to.node),
                 format!(
                     "edge `{} → {}` is written twice (edges[{}] and edges[{ei}])",
-                    edge.from, edge.to, first.index
+                    edge.from, edge.to, resolved[first].index
                 ),
                 Some("remove one; to make the signal louder, use a `gain` node".to_string()),
             );
             continue;
         }
-        graph.add_edge(gnodes[src], gnodes[dst], ei);
+        seen.insert((src, src_port, dst, dest, delay), resolved.len());
+        if delay == 0 {
+            graph.add_edge(gnodes[src], gnodes[dst], ei);
+        }
         resolved.push(Edge {
             index: ei,
             src,
             src_port,
             dst,
             dest,
+            delay,
         });
     }
     (graph, resolved)
 }
 
-/// Pass 5, cycles (DESIGN §3): the graph must be acyclic (feedback lives
-/// inside operators); each cycle is an error naming its nodes in order.
-fn reject_cycles(cx: &mut Ctx<'_>, graph: &DiGraph<usize, usize>) {
-    let scene = cx.scene;
-    for scc in petgraph::algo::tarjan_scc(graph) {
-        let self_loop = scc.len() == 1 && graph.contains_edge(scc[0], scc[0]);
-        if scc.len() > 1 || self_loop {
-            let cycle = cycle_path(graph, &scc);
-            let names: Vec<&str> = cycle
-                .iter()
-                .map(|&i| scene.nodes[graph[i]].id.as_str())
-                .collect();
-            let first = graph[cycle[0]];
+/// The longest feedback delay, in seconds of audio: a bound on what one
+/// edge's delay line may allocate.
+pub const MAX_FEEDBACK_DELAY_S: u64 = 60;
+
+/// A feedback edge's `delay` in samples at the session's rate: exact, a
+/// whole number, at least 1 (a loop needs one sample to be computable) and
+/// at most [`MAX_FEEDBACK_DELAY_S`]. `None` after reporting why not.
+fn feedback_delay(cx: &mut Ctx<'_>, edge: &EdgeDecl, t: TimeSpec, sr: u32) -> Option<usize> {
+    let loc = edge.delay_loc.as_ref().unwrap_or(&edge.loc);
+    let max = MAX_FEEDBACK_DELAY_S * sr as u64;
+    let what = format!("feedback edge `{} → {}`", edge.from, edge.to);
+    let Some(exact) = t.to_samples(sr) else {
+        cx.error(
+            loc,
+            Some(&edge.to.node),
+            format!("{what}: `delay` is out of range"),
+            Some(format!(
+                "valid: 1 … {max} samples ({MAX_FEEDBACK_DELAY_S} s at {sr} Hz)"
+            )),
+        );
+        return None;
+    };
+    if !exact.is_integer() {
+        let f = exact.floor();
+        cx.error(
+            loc,
+            Some(&edge.to.node),
+            format!(
+                "{what}: `delay` is {} samples at {sr} Hz, not a whole number of samples",
+                exact.num as f64 / exact.den as f64
+            ),
+            Some(if f < 1 {
+                "a feedback delay is whole samples; use \"1samples\"".to_string()
+            } else {
+                format!(
+                    "a feedback delay is whole samples; use \"{f}samples\" or \"{}samples\"",
+                    f + 1
+                )
+            }),
+        );
+        return None;
+    }
+    if exact.num < 1 {
+        cx.error(
+            loc,
+            Some(&edge.to.node),
+            format!("{what}: `delay` is 0 samples; a feedback edge delays by at least 1 sample"),
+            Some(
+                "use \"1samples\" or more; an edge without `delay` is not delayed at all"
+                    .to_string(),
+            ),
+        );
+        return None;
+    }
+    match u64::try_from(exact.num) {
+        Ok(n) if n <= max => Some(n as usize),
+        _ => {
             cx.error(
-                &scene.nodes[first].loc,
-                Some(&scene.nodes[first].id),
-                format!("the graph has a cycle: {} → {}", names.join(" → "), names[0]),
-                Some("feedback lives inside operators (e.g. `delay` has a `feedback` param); remove one of these edges".to_string()),
+                loc,
+                Some(&edge.to.node),
+                format!("{what}: `delay` of {} samples is too long", exact.num),
+                Some(format!(
+                    "valid: 1 … {max} samples ({MAX_FEEDBACK_DELAY_S} s at {sr} Hz)"
+                )),
             );
+            None
         }
+    }
+}
+
+/// Pass 5, cycles (DESIGN §3): every loop must pass through a feedback
+/// edge (one with a `delay`), which `graph` leaves out; so each cycle left
+/// in `graph` is an error naming its nodes in order, and saying which edge
+/// could take the delay. Kosaraju's algorithm, because petgraph's runs on
+/// an explicit stack (its Tarjan recurses once per node on a path, which a
+/// long chain turns into a stack overflow).
+fn reject_cycles(cx: &mut Ctx<'_>, graph: &DiGraph<usize, usize>, edges: &[Edge]) {
+    let scene = cx.scene;
+    let mut cycles: Vec<Vec<NodeIndex>> = petgraph::algo::kosaraju_scc(graph)
+        .into_iter()
+        .filter(|scc| scc.len() > 1 || graph.contains_edge(scc[0], scc[0]))
+        .map(|scc| cycle_path(graph, &scc))
+        .collect();
+    // One report per loop, in the order of their first-declared nodes.
+    cycles.sort_by_key(|c| graph[c[0]]);
+    for cycle in cycles {
+        let names: Vec<&str> = cycle
+            .iter()
+            .map(|&i| scene.nodes[graph[i]].id.as_str())
+            .collect();
+        let first = graph[cycle[0]];
+        // The edge that closes the loop, back into its first node.
+        let last = graph[*cycle.last().expect("a cycle has a node")];
+        let closing = edges
+            .iter()
+            .find(|e| e.src == last && e.dst == first && e.delay == 0)
+            .map(|e| &scene.edges[e.index]);
+        let example = match closing {
+            Some(e) => format!(
+                "e.g. {{ \"from\": \"{}\", \"to\": \"{}\", \"delay\": \"1samples\" }}",
+                e.from, e.to
+            ),
+            None => "e.g. \"delay\": \"1samples\"".to_string(),
+        };
+        cx.error(
+            &scene.nodes[first].loc,
+            Some(&scene.nodes[first].id),
+            format!("the graph has a cycle: {} → {}", cycle_text(&names), names[0]),
+            Some(format!(
+                "a loop needs a feedback edge: add \"delay\" (at least 1 sample) to one edge of the loop, {example}; or remove one of these edges"
+            )),
+        );
     }
 }
 
@@ -722,15 +846,19 @@ fn wire_inputs(scene: &Scene, decls: &mut [Option<Decl>], edges: &[Edge]) {
     for e in edges {
         if let Some(d) = decls[e.dst].as_mut() {
             match e.dest {
-                DestPort::Audio(i) => d.audio_in[i].push((e.src, e.src_port)),
-                DestPort::Param(p) => d.param_in[p].push((e.src, e.src_port)),
+                DestPort::Audio(i) => d.audio_in[i].push((e.src, e.src_port, e.delay)),
+                DestPort::Param(p) => d.param_in[p].push((e.src, e.src_port, e.delay)),
             }
         }
     }
     for d in decls.iter_mut().flatten() {
         for list in d.audio_in.iter_mut().chain(d.param_in.iter_mut()) {
             list.sort_by(|a, b| {
-                (scene.nodes[a.0].id.as_str(), a.1).cmp(&(scene.nodes[b.0].id.as_str(), b.1))
+                (scene.nodes[a.0].id.as_str(), a.1, a.2).cmp(&(
+                    scene.nodes[b.0].id.as_str(),
+                    b.1,
+                    b.2,
+                ))
             });
         }
     }
@@ -845,6 +973,7 @@ fn resolve_outputs(
                         node: i,
                         port: p,
                         delay: 0,
+                        feedback: 0,
                     }),
                     None => {
                         let help = did_you_mean(port, d.op.outputs.iter().copied());
@@ -1120,14 +1249,27 @@ fn edit_timing(cx: &mut Ctx<'_>, sr: u32) -> EditTiming {
 }
 
 /// Pass 13, guarantees (DESIGN §4): a node's guarantee is the weakest
-/// profile among itself and everything upstream of it. `upstream[i]` lists
-/// the nodes feeding node `i`; `order` is the schedule, so every source is
-/// settled before the nodes it feeds. Indexed like `own`.
-fn propagate_guarantees(order: &[usize], upstream: &[Vec<usize>], own: &[Profile]) -> Vec<Profile> {
+/// profile among itself and everything upstream of it, feedback edges
+/// included (so every node of a loop ends with the loop's weakest).
+/// `upstream[i]` lists the nodes feeding node `i`. A worklist: a node whose
+/// guarantee weakens passes it on to the nodes it feeds; a guarantee can
+/// only weaken twice, so the work is linear in the edges. Indexed like
+/// `own`.
+fn propagate_guarantees(upstream: &[Vec<usize>], own: &[Profile]) -> Vec<Profile> {
+    let mut downstream: Vec<Vec<usize>> = vec![Vec::new(); own.len()];
+    for (i, list) in upstream.iter().enumerate() {
+        for &s in list {
+            downstream[s].push(i);
+        }
+    }
     let mut guarantees = own.to_vec();
-    for &i in order {
-        for &s in &upstream[i] {
-            guarantees[i] = guarantees[i].min(guarantees[s]);
+    let mut work: Vec<usize> = (0..own.len()).collect();
+    while let Some(s) = work.pop() {
+        for &d in &downstream[s] {
+            if guarantees[s] < guarantees[d] {
+                guarantees[d] = guarantees[s];
+                work.push(d);
+            }
         }
     }
     guarantees
@@ -1202,7 +1344,10 @@ impl Alignment {
 /// latency meet, the shorter ones are delayed so every input of a node
 /// arrives as late as its latest. Follows the build, because a node's
 /// latency is what the built node reports (an oversampler's filters, an
-/// STFT's frame). Indexed like `latency`.
+/// STFT's frame). `upstream` holds ordinary edges only: a feedback edge
+/// delays by exactly what the scene says, so a loop's length is its
+/// feedback delay plus the latencies of the nodes on it. Indexed like
+/// `latency`.
 fn compensate_latency(order: &[usize], upstream: &[Vec<usize>], latency: &[usize]) -> Alignment {
     let mut arrival = vec![0usize; latency.len()];
     let mut output = vec![0usize; latency.len()];
@@ -1258,12 +1403,13 @@ fn assemble(
         .map(|&i| {
             let d = &decls[i];
             let decl = &scene.nodes[i];
-            let remap = |list: &Vec<(usize, usize)>| -> Vec<SourceRef> {
+            let remap = |list: &Vec<(usize, usize, usize)>| -> Vec<SourceRef> {
                 list.iter()
-                    .map(|&(s, p)| SourceRef {
+                    .map(|&(s, p, feedback)| SourceRef {
                         node: position[s],
                         port: p,
-                        delay: align.delay(i, s),
+                        delay: if feedback > 0 { 0 } else { align.delay(i, s) },
+                        feedback,
                     })
                     .collect()
             };
@@ -1293,6 +1439,7 @@ fn assemble(
             node: position[s.node],
             port: s.port,
             delay: bus_latency - align.output[s.node],
+            feedback: 0,
         })
         .collect();
     let events = events
@@ -1422,12 +1569,30 @@ pub(crate) fn time_to_samples(t: TimeSpec, sr: u32) -> Option<u64> {
     u64::try_from(t.to_samples(sr)?.round_half_even()).ok()
 }
 
-/// Walks one cycle inside a strongly connected component.
+/// A cycle's nodes joined by arrows; a long one keeps its first and last
+/// few, saying how many it leaves out.
+fn cycle_text(names: &[&str]) -> String {
+    const ENDS: usize = 8;
+    if names.len() <= 3 * ENDS {
+        return names.join(" → ");
+    }
+    format!(
+        "{} → … {} more … → {}",
+        names[..ENDS].join(" → "),
+        names.len() - 2 * ENDS,
+        names[names.len() - ENDS..].join(" → ")
+    )
+}
+
+/// Walks one cycle inside a strongly connected component: from its
+/// first-declared node, always to the first-declared successor inside the
+/// component (back to the start as soon as it can), until a node repeats;
+/// the walk from that node on is the cycle. Iterative, linear in the walk.
 fn cycle_path(graph: &DiGraph<usize, usize>, scc: &[NodeIndex]) -> Vec<NodeIndex> {
     let members: BTreeSet<NodeIndex> = scc.iter().copied().collect();
     let start = *scc.iter().min_by_key(|i| graph[**i]).expect("non-empty");
     let mut path = vec![start];
-    let mut seen = BTreeSet::from([start]);
+    let mut at: HashMap<NodeIndex, usize> = HashMap::from([(start, 0)]);
     let mut cur = start;
     loop {
         let mut nexts: Vec<NodeIndex> = graph
@@ -1438,13 +1603,17 @@ fn cycle_path(graph: &DiGraph<usize, usize>, scc: &[NodeIndex]) -> Vec<NodeIndex
         if nexts.contains(&start) {
             return path;
         }
-        match nexts.into_iter().find(|n| !seen.contains(n)) {
-            Some(nx) => {
+        match nexts.iter().find(|n| !at.contains_key(n)) {
+            Some(&nx) => {
+                at.insert(nx, path.len());
                 path.push(nx);
-                seen.insert(nx);
                 cur = nx;
             }
-            None => return path,
+            // Every successor is on the walk already: the cycle closes there.
+            None => match nexts.first() {
+                Some(n) => return path.split_off(at[n]),
+                None => return path,
+            },
         }
     }
 }
@@ -1509,8 +1678,8 @@ mod tests {
             .map(|(i, n)| (n.id.as_str(), i))
             .collect();
         let mut decls = declare_nodes(&mut cx, opts, &session);
-        let (graph, edges) = resolve_edges(&mut cx, &index, &mut decls);
-        reject_cycles(&mut cx, &graph);
+        let (graph, edges) = resolve_edges(&mut cx, &index, &mut decls, session.sample_rate);
+        reject_cycles(&mut cx, &graph, &edges);
         let order = schedule(&graph);
         wire_inputs(scene, &mut decls, &edges);
         unused_gains(&mut cx, &decls);
@@ -1660,6 +1829,162 @@ mod tests {
     }
 
     #[test]
+    fn issue11_a_cycle_without_a_feedback_edge_says_how_to_fix_it() {
+        // Before issue 11 the help said feedback could only live inside operators.
+        let s = graph_scene(
+            r#"{ "id": "src", "op": "saw" }, { "id": "x", "op": "gain" }, { "id": "y", "op": "gain" }"#,
+            r#"{ "from": "src", "to": "x" }, { "from": "x", "to": "y" }, { "from": "y", "to": "x:gain" }"#,
+            r#""y""#,
+        );
+        let (cx, ..) = declared(&s, &CompileOptions::default());
+        let help = cx.errors[0].help.as_deref().unwrap_or("");
+        assert!(
+            help.contains(r#"{ "from": "y", "to": "x:gain", "delay": "1samples" }"#),
+            "{help}"
+        );
+        assert_eq!(cx.errors[0].node.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn issue11_a_loop_through_a_feedback_edge_compiles_and_schedules_without_it() {
+        // Every cycle was an error before issue 11, even one through a delayed edge.
+        let s = graph_scene(
+            r#"{ "id": "m", "op": "mix" }, { "id": "d", "op": "gain" }, { "id": "src", "op": "impulse" }"#,
+            r#"{ "from": "src", "to": "m:in0" }, { "from": "m", "to": "d" },
+               { "from": "d", "to": "m:in1", "delay": "2ms" }"#,
+            r#""m""#,
+        );
+        let (cx, _, decls, edges, order) = declared(&s, &CompileOptions::default());
+        assert!(cx.errors.is_empty(), "{:?}", errors(&cx));
+        assert_eq!(
+            order,
+            [2, 0, 1],
+            "src, then m, then d: the loop's delayed edge does not order"
+        );
+        assert_eq!(
+            edges.iter().map(|e| e.delay).collect::<Vec<_>>(),
+            [0, 0, 96]
+        );
+        assert_eq!(decls[0].as_ref().unwrap().audio_in[1], [(1, 0, 96)]);
+        let plan = compile(&s, &with_profile(Profile::Strict)).expect("compiles");
+        let m = &plan.nodes[1];
+        assert_eq!(m.id, "m");
+        assert_eq!(
+            m.inputs[1],
+            [SourceRef {
+                node: 2,
+                port: 0,
+                delay: 0,
+                feedback: 96
+            }]
+        );
+    }
+
+    #[test]
+    fn issue11_feedback_delays_are_whole_samples_at_least_one() {
+        // A delay must land on the sample grid and be at least 1 sample (issue 11).
+        let with_delay = |delay: &str| {
+            graph_scene(
+                r#"{ "id": "a", "op": "gain" }, { "id": "b", "op": "gain" }"#,
+                &format!(
+                    r#"{{ "from": "a", "to": "b" }}, {{ "from": "b", "to": "a", "delay": {delay} }}"#
+                ),
+                r#""b""#,
+            )
+        };
+        for (delay, want, help) in [
+            (r#""0samples""#, "`delay` is 0 samples", r#""1samples""#),
+            (r#""0ms""#, "`delay` is 0 samples", r#""1samples""#),
+            (
+                r#""1.01ms""#,
+                "`delay` is 48.48 samples at 48000 Hz, not a whole number",
+                r#""48samples" or "49samples""#,
+            ),
+            (
+                r#""2.5samples""#,
+                "`delay` is 2.5 samples",
+                r#""2samples" or "3samples""#,
+            ),
+            (
+                r#""61s""#,
+                "`delay` of 2928000 samples is too long",
+                "2880000",
+            ),
+        ] {
+            let s = with_delay(delay);
+            let (cx, ..) = declared(&s, &CompileOptions::default());
+            assert_eq!(cx.errors.len(), 1, "{delay}: {:?}", errors(&cx));
+            let e = &cx.errors[0];
+            assert!(e.message.contains(want), "{delay}: {}", e.message);
+            assert!(
+                e.message.starts_with("feedback edge `b → a`"),
+                "{}",
+                e.message
+            );
+            assert!(e.help.as_deref().unwrap_or("").contains(help), "{e:?}");
+            let loc = e.loc.as_ref().expect("located");
+            assert_eq!(loc.path, "edges[1].delay");
+            assert!(loc.line > 0);
+        }
+        // Whole samples in any unit are fine: 1 ms at 48 kHz, a number of seconds.
+        for delay in [r#""1ms""#, "0.001", r#""48samples""#, r#""1000us""#] {
+            let s = with_delay(delay);
+            let (cx, _, _, edges, _) = declared(&s, &CompileOptions::default());
+            assert!(cx.errors.is_empty(), "{delay}: {:?}", errors(&cx));
+            assert_eq!(edges[1].delay, 48, "{delay}");
+        }
+    }
+
+    #[test]
+    fn issue11_the_same_wire_at_two_delays_is_two_taps() {
+        // Only an identical edge (same delay too) is a duplicate.
+        let s = graph_scene(
+            r#"{ "id": "a", "op": "saw" }, { "id": "m", "op": "mix" }"#,
+            r#"{ "from": "a", "to": "m:in0" }, { "from": "a", "to": "m:in0", "delay": "3samples" },
+               { "from": "a", "to": "m:in0", "delay": "3samples" }"#,
+            r#""m""#,
+        );
+        let (cx, _, decls, ..) = declared(&s, &CompileOptions::default());
+        assert_eq!(
+            errors(&cx),
+            ["edge `a → m:in0` is written twice (edges[1] and edges[2])"]
+        );
+        assert_eq!(
+            decls[1].as_ref().unwrap().audio_in[0],
+            [(0, 0, 0), (0, 0, 3)]
+        );
+    }
+
+    #[test]
+    fn issue11_a_long_cycle_is_named_by_its_ends() {
+        // A 100,000-node loop would otherwise name every id in one message.
+        let names: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let text = cycle_text(&refs);
+        assert!(
+            text.starts_with("n0 → n1 → n2 → n3 → n4 → n5 → n6 → n7 → … 84 more … → n92 → "),
+            "{text}"
+        );
+        assert!(text.ends_with("→ n99"), "{text}");
+        assert_eq!(cycle_text(&refs[..3]), "n0 → n1 → n2");
+    }
+
+    #[test]
+    fn issue11_a_cycle_report_names_a_real_cycle_even_past_a_dead_end() {
+        // a → b → c → b and c → a: the walk a → b → c may not close at `a` first.
+        let mut g: DiGraph<usize, usize> = DiGraph::new();
+        let n: Vec<NodeIndex> = (0..3).map(|i| g.add_node(i)).collect();
+        g.add_edge(n[0], n[1], 0);
+        g.add_edge(n[1], n[2], 1);
+        g.add_edge(n[2], n[1], 2);
+        let scc = [n[0], n[1], n[2]];
+        // Not strongly connected through `a`: the walk ends in the b–c loop.
+        assert_eq!(cycle_path(&g, &scc), [n[1], n[2]]);
+        g.add_edge(n[2], n[0], 3);
+        assert_eq!(cycle_path(&g, &scc), [n[0], n[1], n[2]]);
+    }
+
+    #[test]
     fn the_schedule_is_topological_with_ties_in_declaration_order() {
         // 0 ← 2, 0 ← 1, 3 free: 1 and 2 and 3 are ready at once.
         let mut g: DiGraph<usize, usize> = DiGraph::new();
@@ -1681,7 +2006,10 @@ mod tests {
         let (cx, _, decls, ..) = declared(&s, &CompileOptions::default());
         assert!(cx.errors.is_empty());
         // Declaration indices: z = 0, a = 1; a sorts first.
-        assert_eq!(decls[2].as_ref().unwrap().audio_in, [vec![(1, 0), (0, 0)]]);
+        assert_eq!(
+            decls[2].as_ref().unwrap().audio_in,
+            [vec![(1, 0, 0), (0, 0, 0)]]
+        );
     }
 
     #[test]
@@ -1852,6 +2180,15 @@ mod tests {
     }
 
     #[test]
+    fn issue11_a_guarantee_goes_around_a_loop() {
+        // 0 → 1 → 2 → (feedback) 1, with 2 live: 1 and 2 end live, 0 stays strict.
+        let upstream = vec![vec![], vec![0, 2], vec![1]];
+        let own = [Profile::Strict, Profile::Strict, Profile::Live];
+        let got = propagate_guarantees(&upstream, &own);
+        assert_eq!(got, [Profile::Strict, Profile::Live, Profile::Live]);
+    }
+
+    #[test]
     fn a_guarantee_is_the_weakest_profile_upstream() {
         // 0 (live) → 2 (strict) ← 1 (strict); 2 → 3 (strict).
         let upstream = vec![vec![], vec![], vec![0, 1], vec![2]];
@@ -1861,7 +2198,7 @@ mod tests {
             Profile::Strict,
             Profile::Strict,
         ];
-        let got = propagate_guarantees(&[0, 1, 2, 3], &upstream, &own);
+        let got = propagate_guarantees(&upstream, &own);
         assert_eq!(
             got,
             [Profile::Live, Profile::Strict, Profile::Live, Profile::Live]
@@ -1927,12 +2264,14 @@ mod tests {
                 SourceRef {
                     node: 2,
                     port: 0,
-                    delay: 0
+                    delay: 0,
+                    feedback: 0
                 },
                 SourceRef {
                     node: 0,
                     port: 0,
-                    delay: 45
+                    delay: 45,
+                    feedback: 0
                 }
             ]
         );

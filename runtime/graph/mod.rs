@@ -1,8 +1,11 @@
 //! Graph compile: a parsed [`Scene`](crate::scene::Scene) becomes a [`Plan`] — every node's
 //! profile resolved, params converted and checked, edges validated against
-//! the operator registry, cast rules applied, cycles rejected, a
-//! deterministic topological schedule, events placed on the sample clock,
-//! and every node built (prepared) at its precision and math policy.
+//! the operator registry, cast rules applied, feedback edges (`"delay"`)
+//! resolved to whole samples and every cycle that does not pass through one
+//! rejected, a deterministic topological schedule of the ordinary edges,
+//! events placed on the sample clock, and every node built (prepared) at its
+//! precision and math policy. No pass recurses along the graph, so the
+//! depth of a scene's chains never bounds what compiles.
 //!
 //! All problems are collected, each located in the scene file; a plan is
 //! returned only when there is none (never a partial scene).
@@ -29,6 +32,17 @@ pub struct SourceRef {
     pub node: usize,
     pub port: usize,
     pub delay: usize,
+    /// A feedback edge (the scene's `"delay"`): the source's output from
+    /// this many samples ago (≥ 1). The source may run later in the
+    /// schedule; `delay` is then 0. 0 for an ordinary edge.
+    pub feedback: usize,
+}
+
+impl SourceRef {
+    /// Whether this is a feedback edge.
+    pub fn is_feedback(&self) -> bool {
+        self.feedback > 0
+    }
 }
 
 /// A compiled node, in schedule order.

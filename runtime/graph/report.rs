@@ -1,7 +1,7 @@
 //! What `morphrt check` prints: every node's resolved profile, precision,
 //! math policy, providers, guarantee and latency.
 
-use super::{Plan, PlanNode};
+use super::{Plan, PlanNode, SourceRef};
 use crate::ops::Value;
 use crate::profile::Profile;
 use crate::scene::Diagnostic;
@@ -24,10 +24,8 @@ fn providers(n: &PlanNode) -> String {
         .join(" ")
 }
 
-/// The alignment delays on a node's inputs, e.g. `in1<-noisy+1024`, or `-`.
-fn alignment(plan: &Plan, i: usize) -> String {
-    let n = &plan.nodes[i];
-    let mut parts = Vec::new();
+/// A node's inputs by port name (`in`, `in3`, `cutoff`) with their sources.
+fn named_inputs(n: &PlanNode) -> impl Iterator<Item = (String, &Vec<SourceRef>)> {
     let audio = n.inputs.iter().enumerate().map(|(k, l)| {
         let name = if n.op.variadic_inputs {
             format!("in{k}")
@@ -41,7 +39,14 @@ fn alignment(plan: &Plan, i: usize) -> String {
         .iter()
         .enumerate()
         .map(|(k, l)| (n.op.params[k].name.to_string(), l));
-    for (port, list) in audio.chain(params) {
+    audio.chain(params)
+}
+
+/// The alignment delays on a node's inputs, e.g. `in1<-noisy+1024`, or `-`.
+fn alignment(plan: &Plan, i: usize) -> String {
+    let n = &plan.nodes[i];
+    let mut parts = Vec::new();
+    for (port, list) in named_inputs(n) {
         for s in list.iter().filter(|s| s.delay > 0) {
             parts.push(format!("{port}<-{}+{}", plan.nodes[s.node].id, s.delay));
         }
@@ -51,6 +56,31 @@ fn alignment(plan: &Plan, i: usize) -> String {
     } else {
         parts.join(",")
     }
+}
+
+/// One feedback edge as `check` reports it.
+struct FeedbackEdge {
+    from: String,
+    to: String,
+    delay_samples: usize,
+}
+
+/// Every feedback edge, in schedule order of its destination.
+fn feedback_edges(plan: &Plan) -> Vec<FeedbackEdge> {
+    let mut v = Vec::new();
+    for n in &plan.nodes {
+        for (port, list) in named_inputs(n) {
+            for s in list.iter().filter(|s| s.is_feedback()) {
+                let src = &plan.nodes[s.node];
+                v.push(FeedbackEdge {
+                    from: format!("{}:{}", src.id, src.op.outputs[s.port]),
+                    to: format!("{}:{port}", n.id),
+                    delay_samples: s.feedback,
+                });
+            }
+        }
+    }
+    v
 }
 
 /// A human-readable table.
@@ -327,6 +357,15 @@ pub fn check_table(plan: &Plan) -> String {
     if !delayed.is_empty() {
         out.push_str(&format!("main alignment: {}\n", delayed.join(", ")));
     }
+    for f in feedback_edges(plan) {
+        out.push_str(&format!(
+            "feedback: {} → {} delayed {} samples ({} ms)\n",
+            f.from,
+            f.to,
+            f.delay_samples,
+            f.delay_samples as f64 * 1000.0 / plan.sample_rate as f64
+        ));
+    }
     out.push_str(&format!("events: {}\n", plan.events.len()));
     out.push_str(&format!(
         "estimated cost: {:.1} ns per sample, {} real time (nominal per-node figures; `morphrt bench` measures this machine)\n",
@@ -341,7 +380,8 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
     let nodes: Vec<serde_json::Value> = plan
         .nodes
         .iter()
-        .map(|n| {
+        .enumerate()
+        .map(|(i, n)| {
             let params: serde_json::Map<String, serde_json::Value> =
                 n.op.params
                     .iter()
@@ -379,7 +419,7 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
                 "latency": n.latency,
                 "output_latency": n.output_latency,
                 "cost_ns_per_sample": node_cost_ns(n),
-                "align": alignment(plan, plan.nodes.iter().position(|m| std::ptr::eq(m, n)).expect("node of this plan")),
+                "align": alignment(plan, i),
                 "params": params,
             })
         })
@@ -395,6 +435,10 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
         "nodes": nodes,
         "main": plan.main.iter().map(|s| format!("{}:{}", plan.nodes[s.node].id, plan.nodes[s.node].op.outputs[s.port])).collect::<Vec<_>>(),
         "latency": plan.latency,
+        "feedback": feedback_edges(plan)
+            .into_iter()
+            .map(|f| json!({ "from": f.from, "to": f.to, "delay_samples": f.delay_samples }))
+            .collect::<Vec<_>>(),
         "events": plan.events.len(),
         "cost_ns_per_sample": plan_cost_ns(plan),
         "estimated_rtf": Some(estimated_rtf(plan)).filter(|r| r.is_finite()),

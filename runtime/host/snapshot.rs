@@ -583,6 +583,15 @@ fn topology_sha256(plan: &Plan) -> String {
             n.op.outputs.get(s.port).copied().unwrap_or("?")
         )
     };
+    // An ordinary edge's line is as it always was, so snapshots written
+    // before feedback edges existed still match their scenes.
+    let feedback = |s: &crate::graph::SourceRef| {
+        if s.is_feedback() {
+            format!(" delay {}", s.feedback)
+        } else {
+            String::new()
+        }
+    };
     for n in &plan.nodes {
         lines.push(format!("node {} {}", n.id, n.op.name));
         for (k, srcs) in n.inputs.iter().enumerate() {
@@ -591,13 +600,13 @@ fn topology_sha256(plan: &Plan) -> String {
                 _ => format!("in{k}"),
             };
             for s in srcs {
-                lines.push(format!("edge {} -> {}:{port}", src(s), n.id));
+                lines.push(format!("edge {} -> {}:{port}{}", src(s), n.id, feedback(s)));
             }
         }
         for (k, srcs) in n.param_inputs.iter().enumerate() {
             let port = n.op.params.get(k).map_or("?", |p| p.name);
             for s in srcs {
-                lines.push(format!("edge {} -> {}:{port}", src(s), n.id));
+                lines.push(format!("edge {} -> {}:{port}{}", src(s), n.id, feedback(s)));
             }
         }
     }

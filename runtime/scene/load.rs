@@ -40,7 +40,7 @@ pub const NODE_KEYS: [&str; 5] = ["id", "op", "params", "profile_overrides", "ra
 /// Fields of the top-level `edit` object (how live edits are applied).
 pub const EDIT_KEYS: [&str; 2] = ["ramp", "crossfade"];
 pub const MODULE_KEYS: [&str; 4] = ["id", "profile", "profile_overrides", "nodes"];
-pub const EDGE_KEYS: [&str; 2] = ["from", "to"];
+pub const EDGE_KEYS: [&str; 3] = ["from", "to", "delay"];
 pub const EVENT_KEYS: [&str; 5] = ["time", "node", "param", "value", "ramp"];
 /// Top-level scene fields that people may try to set per node or module.
 pub const TOP_LEVEL_SETTINGS: [&str; 3] = ["sample_rate", "seed", "duration"];
@@ -1131,15 +1131,21 @@ impl Loader<'_> {
                     path,
                     None,
                     format!("edge has no `{key}`"),
-                    "an edge is `{ \"from\": \"node[:port]\", \"to\": \"node[:port]\" }`"
+                    "an edge is `{ \"from\": \"node[:port]\", \"to\": \"node[:port]\" }`, with an optional `\"delay\": \"64samples\"` for feedback"
                         .to_string(),
                 );
             }
         }
         let [from, to] = ends;
+        let delay_path = child_key(path, "delay");
+        let delay = obj
+            .get("delay")
+            .and_then(|v| self.time(v, &delay_path, "delay", None));
         Some(EdgeDecl {
             from: from?,
             to: to?,
+            delay_loc: delay.map(|_| self.pos.loc(&delay_path)),
+            delay,
             loc: self.pos.loc(path),
         })
     }

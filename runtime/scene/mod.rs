@@ -92,7 +92,13 @@ pub struct ModuleDecl {
 pub struct EdgeDecl {
     pub from: Endpoint,
     pub to: Endpoint,
+    /// `"delay"`: a feedback edge, which reads its source's output from this
+    /// long ago (a whole number of samples, checked by the graph compiler
+    /// at the session's sample rate). Only such edges may close a loop.
+    pub delay: Option<TimeSpec>,
     pub loc: Loc,
+    /// Location of the `delay` value, when there is one.
+    pub delay_loc: Option<Loc>,
 }
 
 #[derive(Clone, Debug)]

@@ -10,6 +10,7 @@
 //! overflow the call stack; on malformed input it stops early, never panics.
 
 use super::Loc;
+use foldhash::fast::RandomState;
 use std::collections::HashMap;
 
 /// Where one value (or key) starts, and the byte range of its text.
@@ -25,8 +26,8 @@ pub(crate) struct Span {
 /// Positions of every value and key in one JSON text.
 #[derive(Debug, Default)]
 pub(crate) struct Positions {
-    values: HashMap<String, Span>,
-    keys: HashMap<String, Span>,
+    values: HashMap<String, Span, RandomState>,
+    keys: HashMap<String, Span, RandomState>,
     /// Paths of object members written more than once (each repeat).
     duplicates: Vec<String>,
 }
@@ -202,8 +203,12 @@ impl Scanner<'_> {
         }
         span.end = self.i;
         let raw = self.text.get(span.start..span.end)?;
-        let key: String =
-            serde_json::from_str(raw).unwrap_or_else(|_| raw.trim_matches('"').to_string());
+        // Most keys have no escapes: take them as written (a scene of a
+        // million nodes has millions of keys); decode the others.
+        let key: String = match raw.get(1..raw.len().saturating_sub(1)) {
+            Some(inner) if raw.len() >= 2 && !inner.contains('\\') => inner.to_string(),
+            _ => serde_json::from_str(raw).unwrap_or_else(|_| raw.trim_matches('"').to_string()),
+        };
         let path = child_key(parent, &key);
         if p.keys.insert(path.clone(), span).is_some() {
             p.duplicates.push(path.clone());
