@@ -264,3 +264,41 @@ fn issue11_unknown_event_param_lists_only_settable_params() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// resources/kick.wav started at 0.204 (every loop wrap clicked) and held
+/// +1.7e-3 DC; it must start and end at zero with no DC, and be exactly
+/// what its generator (resources/make/kick.json) renders.
+#[test]
+fn issue11_kick_resource_loops_cleanly_and_matches_its_generator() {
+    let path = common::root().join("resources/kick.wav");
+    let kick: Vec<f64> = hound::WavReader::open(&path)
+        .unwrap()
+        .samples::<i16>()
+        .map(|x| x.unwrap() as f64 / 32767.0)
+        .collect();
+    assert!(kick.len() > 1000);
+    assert_eq!(kick[0], 0.0, "first sample");
+    assert_eq!(*kick.last().unwrap(), 0.0, "last sample");
+    let peak = kick.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    assert!(peak > 0.5, "still a kick: peak {peak}");
+    let dc = kick.iter().sum::<f64>() / kick.len() as f64;
+    assert!(dc.abs() < 1e-5, "DC offset {dc}");
+    let dir = common::temp_dir("kick");
+    let fresh = dir.join("kick.wav");
+    let o = common::morphrt(&[
+        "render",
+        "resources/make/kick.json",
+        "-o",
+        fresh.to_str().unwrap(),
+        "--profile",
+        "strict",
+        "--format",
+        "i16",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        std::fs::read(&fresh).unwrap() == std::fs::read(&path).unwrap(),
+        "resources/kick.wav differs from a fresh render of resources/make/kick.json"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
