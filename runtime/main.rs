@@ -4,8 +4,10 @@
 use clap::{Parser, Subcommand};
 use morphrt::graph::{check_json, check_table, CompileOptions};
 use morphrt::host::render::{RenderOptions, WavFormat};
+use morphrt::host::term::{self, ColorWhen, Verbosity};
 use morphrt::host::{load_plan, HostError};
 use morphrt::profile::Profile;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -25,6 +27,15 @@ const LONG_VERSION: &str = concat!(
     about = "A scene-graph audio runtime with strict, repro and live profiles"
 )]
 struct Cli {
+    /// Print only errors (and what was asked for on stdout: --hash, --json, tables).
+    #[arg(short = 'q', long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Say more: resolved profiles, resource paths, timings.
+    #[arg(short = 'v', long, global = true)]
+    verbose: bool,
+    /// Colour messages: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
+    color: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -249,18 +260,29 @@ fn parse_profile(s: &str) -> Result<Profile, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    term::init(
+        if cli.quiet {
+            Verbosity::Quiet
+        } else if cli.verbose {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        },
+        ColorWhen::parse(&cli.color).expect("clap checked --color"),
+    );
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{e}");
+            let _ = writeln!(term::errors(), "{e}");
             ExitCode::from(e.exit_code() as u8)
         }
     }
 }
 
 fn print_warnings(ws: &[morphrt::scene::Diagnostic]) {
+    let mut m = term::messages();
     for w in ws {
-        eprintln!("{w}");
+        let _ = writeln!(m, "{w}");
     }
 }
 
@@ -297,7 +319,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 resume,
             },
             &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Run {
             scene,
@@ -333,7 +355,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 resume,
                 force,
             },
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Replay {
             journal,
@@ -345,7 +367,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             output.as_deref(),
             until.as_deref(),
             info,
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Devices => {
             let list = morphrt::host::device::list()?;
@@ -387,9 +409,14 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 println!("{}", serde_json::to_string_pretty(&v).expect("json"));
             } else {
                 print_warnings(&plan.warnings);
+                let mut m = term::messages();
                 for r in &risks {
-                    eprintln!("warning: {r}");
+                    let _ = writeln!(m, "warning: {r}");
                 }
+                if term::verbose() {
+                    let _ = writeln!(m, "{}", morphrt::host::verbose_plan(&plan));
+                }
+                drop(m);
                 print!("{}", check_table(&plan));
             }
             Ok(())
@@ -423,7 +450,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 assert_p99_us,
             },
             &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Calibrate {
             scene,
@@ -444,7 +471,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 store: !no_store,
             },
             &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Ops { name, json } => {
             let all = morphrt::ops::registry();

@@ -23,7 +23,7 @@ use interrupt::{signal_name, InterruptGuard};
 use levels::Levels;
 use output::{Inputs, Output, Sink};
 use sha2::{Digest, Sha256};
-use std::io::{BufWriter, IsTerminal, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wav::WavLayout;
@@ -316,8 +316,7 @@ fn write_wav(
     let mut hash_bytes = Vec::new();
     let mut bytes = Vec::new();
     let mut levels = Levels::new(engine.channels(), format);
-    let progress = opts.progress && std::io::stderr().is_terminal();
-    let mut last_print = Instant::now();
+    let mut progress = super::term::Progress::new(frames, opts.progress);
     let sr = engine.sample_rate() as f64;
     let first = engine.clock();
     let start = Instant::now();
@@ -359,23 +358,7 @@ fn write_wav(
                 }
                 w.write_all(&bytes).map_err(Abort::Write)
             },
-            |done| {
-                if progress && (last_print.elapsed() > Duration::from_millis(100) || done == frames)
-                {
-                    last_print = Instant::now();
-                    let pct = done as f64 * 100.0 / frames.max(1) as f64;
-                    let mut e = std::io::stderr();
-                    let _ = write!(
-                        e,
-                        "\rrendering {pct:5.1}%  {:.2}s / {:.2}s",
-                        done as f64 / sr,
-                        frames as f64 / sr
-                    );
-                    if done == frames {
-                        let _ = writeln!(e);
-                    }
-                }
-            },
+            |done| progress.update(done),
         );
     }
     if result.is_ok() && layout.pad_len() > 0 {
@@ -389,13 +372,12 @@ fn write_wav(
         }
     }
     let elapsed = start.elapsed();
+    progress.finish();
     if let Err(stop) = result {
         // Dropping the sink removes a temporary file; the buffered tail is
         // not written anywhere.
         drop(w.into_parts().0);
-        if progress {
-            eprintln!();
-        }
+        progress.finish();
         return Err(match stop {
             Abort::Write(e) => HostError::Runtime(format!("cannot write {what}: {e}{aftermath}")),
             Abort::Snapshot(e) => HostError::Runtime(format!("{e}{aftermath}")),
@@ -551,6 +533,9 @@ pub fn render(
     let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
     for w in std::mem::take(&mut plan.warnings) {
         let _ = writeln!(log, "{w}");
+    }
+    if super::term::verbose() {
+        let _ = writeln!(log, "{}", super::verbose_plan(&plan));
     }
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
