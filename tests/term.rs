@@ -156,6 +156,35 @@ fn issue11_verbose_shows_resolved_profiles_and_resource_paths() {
     );
 }
 
+/// `-v render` adds the same detail, and how long the compile took.
+#[test]
+fn issue11_verbose_render_adds_settings_and_timing() {
+    let dir = temp_dir("verbose");
+    let out = dir.join("a.wav");
+    let args = [
+        "render",
+        "scenes/drone.json",
+        "-o",
+        out.to_str().unwrap(),
+        "-d",
+        "0.1s",
+    ];
+    let plain = stderr(&morphrt(&args));
+    assert!(!plain.contains("note:"), "{plain}");
+    let mut v = vec!["--verbose"];
+    v.extend(args);
+    let o = morphrt(&v);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("note: `scenes/drone.json`: session profile"),
+        "{e}"
+    );
+    assert!(e.contains("note: compiled in ") && e.contains(" ms"), "{e}");
+    assert!(e.contains("rendered 4800 frames"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// With stderr a pipe, render prints no progress line (only the summary).
 #[test]
 fn issue11_no_progress_line_into_a_pipe() {
@@ -199,4 +228,43 @@ fn issue11_run_prints_no_alsa_lib_lines() {
     if !o.status.success() {
         assert!(e.contains("error:"), "{e}");
     }
+}
+
+/// On a terminal, a long render shows a progress line with percentage,
+/// elapsed time and ETA, erases it before the summary, and writes the same
+/// bits as without it.
+#[test]
+fn issue11_progress_line_on_a_terminal() {
+    let args = "render scenes/drone.json -o /dev/null -d 600s --hash";
+    let Some(tty) = in_pty(args, &[]) else {
+        eprintln!("`script` is not installed: the terminal case is not run");
+        return;
+    };
+    let piped = morphrt(&[
+        "render",
+        "scenes/drone.json",
+        "-o",
+        "/dev/null",
+        "-d",
+        "600s",
+        "--hash",
+    ]);
+    let hash = stdout(&piped).trim().to_string();
+    assert_eq!(hash.len(), 64);
+    assert!(tty.contains(&hash), "the same hash on a terminal: {tty:?}");
+    assert!(!stderr(&piped).contains("rendering ["));
+    // A render this long takes well over the first redraw interval.
+    assert!(tty.contains("\rrendering ["), "{tty:?}");
+    assert!(
+        tty.contains("%  elapsed ") && tty.contains("  ETA "),
+        "{tty:?}"
+    );
+    let erased = tty.rfind("\r\x1b[K").expect("the line is erased");
+    let summary = tty.find("rendered 28800000 frames").expect("summary");
+    assert!(erased < summary && tty.rfind("\rrendering [").unwrap() < erased);
+    let quiet = in_pty(&format!("-q {args}"), &[]).unwrap();
+    assert!(
+        !quiet.contains("rendering [") && quiet.contains(&hash),
+        "{quiet:?}"
+    );
 }

@@ -530,12 +530,19 @@ pub fn render(
             ..CompileOptions::default()
         },
     };
+    let compiling = Instant::now();
     let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
+    let compiled = compiling.elapsed();
     for w in std::mem::take(&mut plan.warnings) {
         let _ = writeln!(log, "{w}");
     }
     if super::term::verbose() {
         let _ = writeln!(log, "{}", super::verbose_plan(&plan));
+        let _ = writeln!(
+            log,
+            "note: compiled in {:.1} ms",
+            compiled.as_secs_f64() * 1e3
+        );
     }
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);

@@ -241,7 +241,7 @@ pub fn progress_text(done: u64, total: u64, elapsed: Duration) -> String {
         "?".to_string()
     } else {
         let left = elapsed.as_secs_f64() * (1.0 - fraction) / fraction;
-        clock(Duration::from_secs_f64(left.max(0.0)))
+        clock(Duration::from_secs_f64(left.max(0.0)), true)
     };
     const WIDTH: usize = 24;
     let filled = ((fraction * WIDTH as f64) as usize).min(WIDTH);
@@ -250,13 +250,14 @@ pub fn progress_text(done: u64, total: u64, elapsed: Duration) -> String {
         "#".repeat(filled),
         "-".repeat(WIDTH - filled),
         fraction * 100.0,
-        clock(elapsed)
+        clock(elapsed, false)
     )
 }
 
-/// `m:ss` (or `h:mm:ss`), rounded up to whole seconds.
-fn clock(d: Duration) -> String {
-    let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+/// `m:ss` (or `h:mm:ss`): whole seconds, rounded up when `up` (a time
+/// left is never shown as less than it is).
+fn clock(d: Duration, up: bool) -> String {
+    let s = d.as_secs() + u64::from(up && d.subsec_nanos() > 0);
     if s >= 3600 {
         format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
     } else {
@@ -408,8 +409,11 @@ mod tests {
         // A quarter took 10 s: three quarters more take 30 s.
         assert!(t.contains("ETA 0:30"), "{t}");
         assert!(t.contains("[######------------------]"), "{t}");
-        let t = progress_text(0, 1000, Duration::from_millis(300));
+        let t = progress_text(0, 1000, Duration::from_millis(1300));
         assert!(t.contains("ETA ?") && t.contains("elapsed 0:01"), "{t}");
+        // 0.4 s left shows as a second, not as nothing.
+        let t = progress_text(800, 1000, Duration::from_millis(1600));
+        assert!(t.contains("ETA 0:01") && t.contains("elapsed 0:01"), "{t}");
         let t = progress_text(1000, 1000, Duration::from_secs(3725));
         assert!(t.contains("100.0%") && t.contains("elapsed 1:02:05") && t.contains("ETA 0:00"));
     }
