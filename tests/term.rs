@@ -110,6 +110,14 @@ fn issue11_quiet_keeps_errors_and_asked_for_output_only() {
     assert_eq!(stderr(&quiet), "", "nothing but errors under -q");
     assert_eq!(stdout(&quiet), stdout(&loud), "the hash still prints");
     assert_eq!(stdout(&quiet).trim().len(), 64);
+    // With the WAV on stdout (`-o -`) the hash goes to stderr, even under -q.
+    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(["-q", "render", &scene, "-o", "-", "-d", "0.1s", "--hash"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(stderr(&o), stdout(&loud), "only the hash, on stderr");
     let bad = morphrt(&[
         "render",
         "-q",

@@ -708,8 +708,14 @@ pub fn render(
         let _ = writeln!(log, "{w}");
     }
     // Standard output carries the WAV with `-o -`: the hash and the summary
-    // go to the log then.
-    let text_out: &mut dyn Write = if to_stdout { log } else { out };
+    // go to the log then, or straight to stderr under `-q`, where the log
+    // keeps only errors but what was asked for still prints.
+    let mut raw_stderr = std::io::stderr();
+    let text_out: &mut dyn Write = match (to_stdout, super::term::quiet()) {
+        (false, _) => out,
+        (true, false) => log,
+        (true, true) => &mut raw_stderr,
+    };
     if opts.json {
         let duration_s = report.frames as f64 / sr as f64;
         let mut summary = serde_json::json!({
