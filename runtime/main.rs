@@ -3,8 +3,10 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use morphrt::host::render::{RenderOptions, WavFormat};
+use morphrt::host::term::{self, ColorWhen, Verbosity};
 use morphrt::host::HostError;
 use morphrt::profile::Profile;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,6 +26,15 @@ const LONG_VERSION: &str = concat!(
     about = "A scene-graph audio runtime with strict, repro and live profiles"
 )]
 struct Cli {
+    /// Print only errors (and what was asked for on stdout: --hash, --json, tables).
+    #[arg(short = 'q', long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Say more: resolved profiles, resource paths, timings.
+    #[arg(short = 'v', long, global = true)]
+    verbose: bool,
+    /// Colour messages: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
+    color: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -311,12 +322,22 @@ fn parse_profile(s: &str) -> Result<Profile, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    term::init(
+        if cli.quiet {
+            Verbosity::Quiet
+        } else if cli.verbose {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        },
+        ColorWhen::parse(&cli.color).expect("clap checked --color"),
+    );
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let message = e.to_string();
             if !message.is_empty() {
-                eprintln!("{message}");
+                let _ = writeln!(term::errors(), "{message}");
             }
             ExitCode::from(e.exit_code() as u8)
         }
@@ -356,7 +377,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 resume,
             },
             &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Run {
             scene,
@@ -392,7 +413,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 resume,
                 force,
             },
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Replay {
             journal,
@@ -404,7 +425,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             output.as_deref(),
             until.as_deref(),
             info,
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Devices => {
             let list = morphrt::host::device::list()?;
@@ -440,7 +461,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 resources,
             },
             &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Bench {
             scene,
@@ -471,7 +492,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 assert_p99_us,
             },
             &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Calibrate {
             scene,
@@ -492,7 +513,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 store: !no_store,
             },
             &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Plot {
             input,
@@ -524,7 +545,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
                     .expect("clap checked the scale"),
             },
             &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            &mut term::messages(),
         ),
         Command::Schema { output } => {
             morphrt::host::write_schema(output.as_deref(), &mut std::io::stdout())

@@ -1,4 +1,4 @@
-//! Regression tests for issue 2: each once demonstrated a defect against DESIGN.
+//! Regression tests for issues 2 and 11: each once demonstrated a defect.
 
 mod common;
 
@@ -165,5 +165,140 @@ fn issue2_resource_links_cannot_escape() {
     let _ = std::os::unix::fs::symlink(dir.join("secret.wav"), dir.join("resources/link.wav"));
     let err = morphrt::scene::resource::resolve("@resource:link.wav", Some(&dir), &[]).unwrap_err();
     assert!(err.contains("outside"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes a mono f32 WAV of `n` distinct samples into `dir/resources/NAME`
+/// and returns the samples as hound reads them back (the oracle).
+fn write_test_wav(dir: &std::path::Path, name: &str, n: usize) -> Vec<f64> {
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 48000,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let path = dir.join("resources").join(name);
+    let mut w = hound::WavWriter::create(&path, spec).unwrap();
+    for i in 0..n {
+        // Distinct, non-zero values, so a wrong start frame cannot match.
+        w.write_sample(0.001 * (i as f32 + 1.0) * if i % 2 == 0 { 1.0 } else { -1.0 })
+            .unwrap();
+    }
+    w.finalize().unwrap();
+    hound::WavReader::open(&path)
+        .unwrap()
+        .samples::<f32>()
+        .map(|x| x.unwrap() as f64)
+        .collect()
+}
+
+/// The sampler could not be retriggered: an event raising `trigger` now
+/// restarts the file at exactly the event's sample, under strict and repro,
+/// at any block size.
+#[test]
+fn issue11_sampler_retriggers_at_the_event_sample() {
+    let dir = std::env::temp_dir().join(format!("morphrt-retrig-{}", std::process::id()));
+    let wav = write_test_wav(&dir, "t.wav", 700);
+    let text = r#"{ "version": "1.0",
+      "nodes": [ { "id": "p", "op": "sampler", "params": { "file": "@resource:t.wav" } } ],
+      "outputs": { "main": ["p"] },
+      "events": [ { "time": "1000samples", "node": "p", "param": "trigger", "value": 1 },
+                  { "time": "1300samples", "node": "p", "param": "trigger", "value": 0 },
+                  { "time": "1501samples", "node": "p", "param": "trigger", "value": 1 } ] }"#;
+    let scene = load_str(text, "t.json", Some(dir.clone())).unwrap();
+    let frames: usize = 2500;
+    let want = |n: usize| -> f64 {
+        let start = [1501, 1000, 0].into_iter().find(|s| n >= *s).unwrap();
+        wav.get(n - start).copied().unwrap_or(0.0)
+    };
+    for profile in [Profile::Strict, Profile::Repro] {
+        for block in [1, 64, 100, 4096] {
+            let plan = compile(
+                &scene,
+                &CompileOptions {
+                    profile: Some(profile),
+                    block_size: Some(block),
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{}", e[0]));
+            let out = render_to_vec(&mut morphrt::engine::Engine::new(plan), frames as u64);
+            assert_eq!(out[0].len(), frames);
+            for (n, y) in out[0].iter().enumerate() {
+                assert_eq!(*y, want(n), "{profile:?}, block {block}: frame {n}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The unknown-param error of an event offered `file`, which an event may
+/// not set; the list now holds only params events can change.
+#[test]
+fn issue11_unknown_event_param_lists_only_settable_params() {
+    let dir = std::env::temp_dir().join(format!("morphrt-evlist-{}", std::process::id()));
+    write_test_wav(&dir, "t.wav", 10);
+    let text = r#"{ "version": "1.0",
+      "nodes": [ { "id": "p", "op": "sampler", "params": { "file": "@resource:t.wav" } } ],
+      "outputs": { "main": ["p"] },
+      "events": [ { "time": "0s", "node": "p", "param": "speed", "value": 1 } ] }"#;
+    let scene = load_str(text, "t.json", Some(dir.clone())).unwrap();
+    let err = compile(&scene, &CompileOptions::default())
+        .err()
+        .expect("unknown param is rejected");
+    let msg = err[0].to_string();
+    let valid = msg
+        .split("valid: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no list of valid params: {msg}"));
+    let spec = morphrt::ops::lookup("sampler").unwrap();
+    for p in spec.params {
+        assert_eq!(
+            valid.contains(&format!("`{}`", p.name))
+                || valid.split([',', ' ', ')']).any(|w| w == p.name),
+            p.settable_by_events,
+            "`{}` listed iff settable by events: {msg}",
+            p.name
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// resources/kick.wav started at 0.204 (every loop wrap clicked) and held
+/// +1.7e-3 DC; it must start and end at zero with no DC, and be exactly
+/// what its generator (resources/make/kick.json) renders.
+#[test]
+fn issue11_kick_resource_loops_cleanly_and_matches_its_generator() {
+    let path = common::root().join("resources/kick.wav");
+    let kick: Vec<f64> = hound::WavReader::open(&path)
+        .unwrap()
+        .samples::<i16>()
+        .map(|x| x.unwrap() as f64 / 32767.0)
+        .collect();
+    assert!(kick.len() > 1000);
+    assert_eq!(kick[0], 0.0, "first sample");
+    assert_eq!(*kick.last().unwrap(), 0.0, "last sample");
+    let peak = kick.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    assert!(peak > 0.5, "still a kick: peak {peak}");
+    let dc = kick.iter().sum::<f64>() / kick.len() as f64;
+    assert!(dc.abs() < 1e-5, "DC offset {dc}");
+    let dir = common::temp_dir("kick");
+    let fresh = dir.join("kick.wav");
+    let o = common::morphrt(&[
+        "render",
+        "resources/make/kick.json",
+        "-o",
+        fresh.to_str().unwrap(),
+        "--profile",
+        "strict",
+        "--format",
+        "i16",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        std::fs::read(&fresh).unwrap() == std::fs::read(&path).unwrap(),
+        "resources/kick.wav differs from a fresh render of resources/make/kick.json"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

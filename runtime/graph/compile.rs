@@ -1061,7 +1061,14 @@ fn place_events(
                     "event targets unknown param `{}` of `{}`",
                     ev.param, d.op.name
                 ),
-                Some(did_you_mean(&ev.param, d.op.params.iter().map(|p| p.name))),
+                // Only what an event could set: the spec's own flag decides.
+                Some(did_you_mean(
+                    &ev.param,
+                    d.op.params
+                        .iter()
+                        .filter(|p| p.settable_by_events)
+                        .map(|p| p.name),
+                )),
             );
             continue;
         };

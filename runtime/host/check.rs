@@ -64,6 +64,9 @@ pub fn cli(opts: &CheckOptions, out: &mut dyn Write, log: &mut dyn Write) -> Res
         if !warnings.is_empty() {
             let _ = writeln!(log, "{shown}");
         }
+        if super::term::verbose() {
+            let _ = writeln!(log, "{}", super::verbose_plan(&plan));
+        }
         write!(out, "{}", check_table(&plan)).map_err(io_error)?;
     }
     Ok(())

@@ -75,8 +75,48 @@ pub struct DeviceInfo {
     pub is_default: bool,
 }
 
+/// alsa-lib prints its own errors to stderr while cpal probes devices
+/// ("ALSA lib confmisc.c:855:(parse_card) cannot find card '0'"); morphrt
+/// reports what matters itself, so alsa-lib's lines are dropped, except
+/// under `-v`, where its default handler stays and prints them.
+#[cfg(target_os = "linux")]
+fn quiet_alsa() {
+    use std::ffi::{c_char, c_int};
+    /// The handler type is C-variadic (`const char *fmt, ...`); a handler
+    /// that never reads the variable arguments can be a fixed-signature
+    /// function, which stable Rust can define.
+    type Handler = unsafe extern "C" fn(*const c_char, c_int, *const c_char, c_int, *const c_char);
+    #[link(name = "asound")]
+    extern "C" {
+        fn snd_lib_error_set_handler(handler: Option<Handler>) -> c_int;
+    }
+    unsafe extern "C" fn ignore(
+        _file: *const c_char,
+        _line: c_int,
+        _function: *const c_char,
+        _err: c_int,
+        _fmt: *const c_char,
+    ) {
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    if super::term::verbose() {
+        return;
+    }
+    ONCE.call_once(|| {
+        // SAFETY: sets a process-wide pointer in alsa-lib to a function that
+        // lives for the whole program and touches none of its arguments.
+        unsafe {
+            snd_lib_error_set_handler(Some(ignore));
+        }
+    });
+}
+
+#[cfg(not(target_os = "linux"))]
+fn quiet_alsa() {}
+
 /// Every output device of the default host.
 pub fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
+    quiet_alsa();
     let host = cpal::default_host();
     let default_id = host
         .default_output_device()
@@ -198,6 +238,7 @@ pub struct Opened {
 /// the device has it (else its default rate, with a warning), two channels
 /// for a mono bus, and a fixed period when the device allows one.
 pub fn open(req: &Request<'_>) -> Result<Opened, DeviceError> {
+    quiet_alsa();
     let host = cpal::default_host();
     let device = match req.device {
         Some(id) => {

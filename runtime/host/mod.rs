@@ -90,6 +90,37 @@ pub fn read_scene(path: &Path) -> Result<(String, scene::Scene), HostError> {
     Ok((text, scene))
 }
 
+/// What `-v` adds about a compiled scene: the session's settings, each
+/// node's resolved profile and precision, and where every resource was read.
+pub fn verbose_plan(plan: &Plan) -> String {
+    let seed = match plan.seed {
+        crate::graph::SeedSource::None => "none".to_string(),
+        crate::graph::SeedSource::Given(s) => s.to_string(),
+        crate::graph::SeedSource::Auto(s) => format!("{s} (from the clock)"),
+    };
+    let mut out = format!(
+        "note: `{}`: session profile {}, block size {}, {} Hz, seed {seed}, latency {} samples",
+        plan.file, plan.session_profile, plan.block_size, plan.sample_rate, plan.latency
+    );
+    for n in &plan.nodes {
+        out.push_str(&format!(
+            "\nnote: node `{}` ({}): profile {}, {}, guarantee {}",
+            n.id,
+            n.op.name,
+            n.profile.profile,
+            n.profile.precision.name(),
+            n.guarantee
+        ));
+    }
+    for (reference, path) in &plan.resources {
+        out.push_str(&format!(
+            "\nnote: resource `{reference}` read from {}",
+            path.display()
+        ));
+    }
+    out
+}
+
 /// Reads, parses and compiles a scene file.
 pub fn load_plan(path: &Path, opts: &CompileOptions) -> Result<Plan, HostError> {
     let scene = scene::load_file(path).map_err(HostError::Input)?;
@@ -141,4 +172,5 @@ pub mod plot;
 pub mod realtime;
 pub mod run;
 pub mod snapshot;
+pub mod term;
 pub mod watch;

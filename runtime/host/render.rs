@@ -23,7 +23,7 @@ use interrupt::{signal_name, InterruptGuard};
 use levels::Levels;
 use output::{Inputs, Output, Sink};
 use sha2::{Digest, Sha256};
-use std::io::{BufWriter, IsTerminal, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wav::WavLayout;
@@ -315,8 +315,7 @@ fn write_wav(
     let mut hash_bytes = Vec::new();
     let mut bytes = Vec::new();
     let mut levels = Levels::new(engine.channels(), format);
-    let progress = opts.progress && std::io::stderr().is_terminal();
-    let mut last_print = Instant::now();
+    let mut progress = super::term::Progress::new(frames, opts.progress);
     let sr = engine.sample_rate() as f64;
     let first = engine.clock();
     let start = Instant::now();
@@ -358,23 +357,7 @@ fn write_wav(
                 }
                 w.write_all(&bytes).map_err(Abort::Write)
             },
-            |done| {
-                if progress && (last_print.elapsed() > Duration::from_millis(100) || done == frames)
-                {
-                    last_print = Instant::now();
-                    let pct = done as f64 * 100.0 / frames.max(1) as f64;
-                    let mut e = std::io::stderr();
-                    let _ = write!(
-                        e,
-                        "\rrendering {pct:5.1}%  {:.2}s / {:.2}s",
-                        done as f64 / sr,
-                        frames as f64 / sr
-                    );
-                    if done == frames {
-                        let _ = writeln!(e);
-                    }
-                }
-            },
+            |done| progress.update(done),
         );
     }
     if result.is_ok() && layout.pad_len() > 0 {
@@ -388,13 +371,12 @@ fn write_wav(
         }
     }
     let elapsed = start.elapsed();
+    progress.finish();
     if let Err(stop) = result {
         // Dropping the sink removes a temporary file; the buffered tail is
         // not written anywhere.
         drop(w.into_parts().0);
-        if progress {
-            eprintln!();
-        }
+        progress.finish();
         return Err(match stop {
             Abort::Write(e) => HostError::Runtime(format!("cannot write {what}: {e}{aftermath}")),
             Abort::Snapshot(e) => HostError::Runtime(format!("{e}{aftermath}")),
@@ -532,8 +514,18 @@ pub fn render(
             ..CompileOptions::default()
         },
     };
+    let compiling = Instant::now();
     let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
     let mut warnings = std::mem::take(&mut plan.warnings);
+    let compiled = compiling.elapsed();
+    if super::term::verbose() {
+        let _ = writeln!(log, "{}", super::verbose_plan(&plan));
+        let _ = writeln!(
+            log,
+            "note: compiled in {:.1} ms",
+            compiled.as_secs_f64() * 1e3
+        );
+    }
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
     let frames = match &opts.duration {
@@ -713,8 +705,14 @@ pub fn render(
         let _ = writeln!(log, "{w}");
     }
     // Standard output carries the WAV with `-o -`: the hash and the summary
-    // go to the log then.
-    let text_out: &mut dyn Write = if to_stdout { log } else { out };
+    // go to the log then, or straight to stderr under `-q`, where the log
+    // keeps only errors but what was asked for still prints.
+    let mut raw_stderr = std::io::stderr();
+    let text_out: &mut dyn Write = match (to_stdout, super::term::quiet()) {
+        (false, _) => out,
+        (true, false) => log,
+        (true, true) => &mut raw_stderr,
+    };
     if opts.json {
         let duration_s = report.frames as f64 / sr as f64;
         let mut summary = serde_json::json!({

@@ -19,7 +19,7 @@ fn kind_text(k: &ParamKind) -> (String, String, String, String) {
                 "number"
             }
             .to_string(),
-            dim.canonical().to_string(),
+            units_text(dim),
             format!("{default}"),
             format!("{} … {}", fmt(min), fmt(max)),
         ),
@@ -56,6 +56,29 @@ fn kind_text(k: &ParamKind) -> (String, String, String, String) {
     }
 }
 
+/// The canonical unit and every unit the param accepts, e.g.
+/// `Hz (Hz, kHz, midi)`; a plain number has neither.
+fn units_text(dim: crate::scene::Dimension) -> String {
+    let mut accepted: Vec<&str> = dim
+        .units()
+        .iter()
+        .copied()
+        .filter(|u| !u.starts_with('('))
+        .collect();
+    if accepted.is_empty() {
+        return dim.canonical().to_string();
+    }
+    if !accepted.contains(&dim.canonical()) {
+        accepted.insert(0, dim.canonical());
+    }
+    format!("{} ({})", dim.canonical(), accepted.join(", "))
+}
+
+/// What "tier" means, for the listing.
+pub const TIER_NOTE: &str = "tier: the strongest profile an operator can honour \
+     (strict = bit-exact, repro = deterministic on one build, live = replayable); \
+     under strict, a node whose operator's tier is weaker is an error";
+
 fn fmt(v: f64) -> String {
     if v.abs() >= 1e6 {
         format!("{v:e}")
@@ -84,7 +107,7 @@ const MATH: [&str; 3] = [
 /// One line per operator.
 pub fn summary(specs: &[&OpSpec]) -> String {
     let w = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
-    let mut out = String::new();
+    let mut out = format!("{TIER_NOTE}\n\n");
     for s in specs {
         out.push_str(&format!(
             "{:<w$}  tier {:<6}  in: {:<10} out: {:<12} {}\n",
@@ -102,7 +125,8 @@ pub fn summary(specs: &[&OpSpec]) -> String {
 pub fn detail(spec: &OpSpec) -> String {
     let mut out = format!("{} — {}\n", spec.name, spec.doc);
     out.push_str(&format!(
-        "  tier:    {} (the strongest profile it honours)\n",
+        "  tier:    {} (the strongest profile it honours: bit-exact under strict, \
+         deterministic under repro, replayable under live)\n",
         spec.tier
     ));
     out.push_str(&format!("  inputs:  {}\n", inputs(spec)));
@@ -190,5 +214,54 @@ fn finite(v: f64) -> serde_json::Value {
         json!(v)
     } else {
         serde_json::Value::Null
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The noise op's description cited "DESIGN §4", a document outside the
+    /// repository; no operator text may cite DESIGN.
+    #[test]
+    fn issue11_no_operator_text_cites_design() {
+        let all: Vec<&OpSpec> = crate::ops::registry().to_vec();
+        let mut texts = vec![summary(&all)];
+        for s in &all {
+            texts.push(detail(s));
+            texts.push(json(s).to_string());
+        }
+        for t in texts {
+            assert!(!t.contains("DESIGN"), "{t}");
+        }
+        assert!(
+            detail(crate::ops::lookup("noise").unwrap()).contains("scenes/README.md"),
+            "noise cites the in-repository formula"
+        );
+    }
+
+    /// `ops` showed only the canonical unit; it now lists what a param
+    /// accepts, and says what a tier is.
+    #[test]
+    fn issue11_ops_text_shows_accepted_units_and_explains_tier() {
+        let sine = detail(crate::ops::lookup("sine").unwrap());
+        let freq = sine
+            .lines()
+            .find(|l| l.trim_start().starts_with("freq"))
+            .unwrap();
+        assert!(freq.contains("Hz (Hz, kHz, midi)"), "{freq}");
+        let amp = sine
+            .lines()
+            .find(|l| l.trim_start().starts_with("amp"))
+            .unwrap();
+        assert!(amp.contains("linear (linear, dB)"), "{amp}");
+        let delay = detail(crate::ops::lookup("delay").unwrap());
+        let time = delay
+            .lines()
+            .find(|l| l.trim_start().starts_with("time"))
+            .unwrap();
+        assert!(time.contains("s (s, ms, us, samples)"), "{time}");
+        let all: Vec<&OpSpec> = crate::ops::registry().to_vec();
+        assert!(summary(&all).starts_with("tier: the strongest profile"));
     }
 }

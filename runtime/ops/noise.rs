@@ -1,5 +1,5 @@
 //! `noise`: white noise, uniform in [-1, 1), from the locked Philox streams
-//! of DESIGN §4.
+//! written out in scenes/README.md, "Randomness".
 //!
 //! Sample `n` (absolute sample index) is `amp · map(word n of stream 0)`,
 //! where the stream is keyed by `hash64(global seed, node id, local seed)`
@@ -74,7 +74,8 @@ impl Operator for NoiseOp {
 pub static NOISE: OpSpec = OpSpec {
     name: "noise",
     doc: "White noise, uniform in [-amp, amp): Philox 4x32-10 keyed by (global seed, node id, seed), \
-          a pure function of the sample index (DESIGN §4).",
+          a pure function of the sample index (the locked formula: scenes/README.md, \
+          \"Randomness\").",
     inputs: &[],
     outputs: &["out"],
     params: &[
@@ -121,7 +122,8 @@ mod tests {
         crate::dsp::rng::hash64(1, "node", 0)
     }
 
-    /// DESIGN §4 written out directly against rand_philox.
+    /// The locked formula (scenes/README.md, "Randomness") written out
+    /// directly against rand_philox.
     fn oracle_word(hash: u64, n: u64) -> u32 {
         let key = [hash as u32, (hash >> 32) as u32];
         let b = n / 4;

@@ -10,6 +10,13 @@
 //! (so a negative rate later plays back from the end); looping, it wraps
 //! modulo the file length. `out` plays channel 0 and `out_r` channel 1
 //! (channel 0 again for a mono file).
+//!
+//! `trigger` restarts playback: at a sample where it rises from ≤ 0 to > 0
+//! (static value plus its port, so an event or a signal edge alike) the
+//! position returns to frame 0 before that sample is read, so the sample
+//! plays from its first frame exactly there. Whether the trigger was high
+//! at the last sample is state (snapshotted), so an edge across a block
+//! boundary, a handover or a resume is seen once.
 
 use super::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
@@ -23,6 +30,7 @@ const FILE: usize = SAMPLER.index_of("file");
 const RATE: usize = SAMPLER.index_of("rate");
 const LOOP: usize = SAMPLER.index_of("loop");
 const AMP: usize = SAMPLER.index_of("amp");
+const TRIGGER: usize = SAMPLER.index_of("trigger");
 
 /// One frame in 32.32 fixed point.
 const ONE_FRAME: i64 = 1 << 32;
@@ -44,6 +52,8 @@ struct Sampler<S> {
     /// Increment per sample for `rate`, recomputed when the rate changes.
     inc: i64,
     rate: f64,
+    /// Whether `trigger` was > 0 at the previous sample.
+    trigger_high: bool,
 }
 
 impl<S: Sample> Sampler<S> {
@@ -98,6 +108,17 @@ impl<S: Sample> Sampler<S> {
         };
     }
 
+    /// Restarts from frame 0 on a rising edge of `trigger` (≤ 0 to > 0; NaN
+    /// counts as low).
+    #[inline]
+    fn trigger(&mut self, trigger: f64) {
+        let high = trigger > 0.0;
+        if high && !self.trigger_high {
+            self.pos = 0;
+        }
+        self.trigger_high = high;
+    }
+
     /// One frame of both outputs.
     #[inline]
     fn tick(&mut self, rate: f64, amp: S) -> (S, S) {
@@ -117,15 +138,19 @@ impl<S: Sample> Processor<S> for Sampler<S> {
         let n = io.frames;
         let rate = io.params.get(RATE);
         let amp = io.params.get(AMP);
+        let trigger = io.params.get(TRIGGER);
         let (left, right) = io.outputs.split_at_mut(1);
         let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
-        if rate.is_const() && amp.is_const() {
+        if rate.is_const() && amp.is_const() && trigger.is_const() {
+            // A constant trigger can only rise at the block's first frame.
+            self.trigger(trigger.value());
             let (r, a) = (rate.value(), S::from_f64(amp.value()));
             for i in 0..n {
                 (left[i], right[i]) = self.tick(r, a);
             }
         } else {
             for i in 0..n {
+                self.trigger(trigger.at(i));
                 (left[i], right[i]) = self.tick(rate.at(i), S::from_f64(amp.at(i)));
             }
         }
@@ -133,14 +158,21 @@ impl<S: Sample> Processor<S> for Sampler<S> {
 
     fn reset(&mut self) {
         self.pos = 0;
+        self.trigger_high = false;
     }
 
     fn snapshot(&self, st: &mut NodeState) {
         st.put_i64("position", self.pos);
+        st.put_bool("trigger_high", self.trigger_high);
     }
 
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
         let pos = st.get_i64("position")?;
+        // A snapshot from before `trigger` existed has no edge state: low.
+        self.trigger_high = match st.get_bool("trigger_high") {
+            Err(StateError::Missing(_)) => false,
+            other => other?,
+        };
         self.pos = if self.looping && self.end > 0 {
             pos.rem_euclid(self.end)
         } else {
@@ -185,6 +217,7 @@ impl Operator for SamplerOp {
             end: (frames as i64) << 32,
             inc: Sampler::<S>::increment(rate),
             rate,
+            trigger_high: false,
         }))
     }
 }
@@ -194,7 +227,10 @@ pub static SAMPLER: OpSpec = OpSpec {
     name: "sampler",
     doc: "Plays a WAV resource from its first frame at `rate` (1 = original speed, negative = \
           backwards), linearly interpolated, times `amp`; silence after the end unless `loop`. \
-          `out` is channel 0, `out_r` channel 1 (channel 0 for mono files).",
+          A rising edge of `trigger` (from ≤ 0 to > 0, by an event or a signal) restarts it from \
+          the first frame at exactly that sample. `out` is channel 0, `out_r` channel 1 \
+          (channel 0 for mono files). To loop without clicks, use a sample that starts and ends \
+          at zero (cut at zero crossings, or with short fades in and out).",
     inputs: &[],
     outputs: &["out", "out_r"],
     params: &[
@@ -219,6 +255,14 @@ pub static SAMPLER: OpSpec = OpSpec {
             settable_by_events: true,
         },
         number("amp", Dimension::Amplitude, 1.0, -1e6, 1e6, "output gain"),
+        number(
+            "trigger",
+            Dimension::Scalar,
+            0.0,
+            -1e6,
+            1e6,
+            "restarts from the first frame where it rises from ≤ 0 to > 0",
+        ),
     ],
     tier: Profile::Strict,
     variadic_inputs: false,
@@ -370,6 +414,63 @@ mod tests {
         node.node().set_discrete(LOOP, &Value::Bool(true));
         let out = node.run(&[], &[], 5, &[5]);
         assert_eq!(out[0], l[..5]);
+    }
+
+    /// The sampler had no way to restart: a rising `trigger` edge in its
+    /// signal now restarts the file at exactly that sample.
+    #[test]
+    fn issue11_trigger_signal_edge_restarts_at_that_sample() {
+        let l = file_data(500, 7);
+        // Low, high 150..200, low, high again from 320 (rises at 150 and 320).
+        let trig: Vec<f64> = (0..800)
+            .map(|n| {
+                if (150..200).contains(&n) || n >= 320 {
+                    1.0
+                } else {
+                    -0.5
+                }
+            })
+            .collect();
+        let want = |n: usize| {
+            let start = if n >= 320 {
+                320
+            } else if n >= 150 {
+                150
+            } else {
+                0
+            };
+            l.get(n - start).copied().unwrap_or(0.0)
+        };
+        for blocks in [vec![1], vec![7], vec![64], vec![256], vec![3, 150, 17]] {
+            let mut node = runner(audio(vec![l.clone()]), &[], Precision::F64);
+            let out = node.run(&[], &[(TRIGGER, trig.clone())], 800, &blocks);
+            assert_eq!(out[0].len(), 800);
+            for (n, y) in out[0].iter().enumerate() {
+                assert_eq!(*y, want(n), "frame {n}, blocks {blocks:?}");
+            }
+        }
+    }
+
+    /// A static trigger that goes high between blocks (as an event sets
+    /// it) restarts at the next block's first frame; staying high does not
+    /// restart again, and the edge state survives snapshot → restore.
+    #[test]
+    fn issue11_trigger_param_edge_and_snapshot() {
+        let l = file_data(300, 8);
+        let mut node = runner(audio(vec![l.clone()]), &[], Precision::F64);
+        node.run(&[], &[], 100, &[100]);
+        node.param_state(TRIGGER).value = 1.0;
+        let out = node.run(&[], &[], 50, &[50]);
+        assert_eq!(out[0], l[..50], "restarted at the edge");
+        let st = node.snapshot();
+        assert!(st.get_bool("trigger_high").unwrap());
+        // A fresh node restored from the snapshot, trigger still high: no
+        // second restart, playback continues from frame 50.
+        let mut other = runner(audio(vec![l.clone()]), &[], Precision::F64);
+        other.node().restore(&st).unwrap();
+        other.param_state(TRIGGER).value = 1.0;
+        let out = other.run(&[], &[], 50, &[50]);
+        assert_eq!(out[0], l[50..100]);
     }
 
     #[test]
