@@ -72,13 +72,15 @@ const SCHEMA_LEVEL: [&str; 11] = [
 ];
 /// Bad fixtures whose problem needs the whole graph, the files or the
 /// profile: the schema accepts them and `check` reports them.
-const NOT_SCHEMA_LEVEL: [&str; 12] = [
+const NOT_SCHEMA_LEVEL: [&str; 14] = [
     "bad_port",
     "cast_not_allowed",
     "cycle",
     "dangling_edge",
     "duplicate_edge",
     "duplicate_id",
+    "feedback_delay_fraction", // a whole number of samples depends on the rate
+    "feedback_delay_zero",     // time strings are not range-checked
     "fft_provider_strict",
     "missing_resource",
     "missing_seed",

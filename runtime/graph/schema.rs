@@ -157,7 +157,16 @@ fn defs() -> Value {
     node["allOf"] = Value::Array(registry().iter().map(|s| op_params(s)).collect());
     let mut module = object_of(&MODULE_KEYS, module_field);
     module["required"] = json!(["id", "nodes"]);
-    let mut edge = object_of(&EDGE_KEYS, |_| Some(json!({ "$ref": "#/$defs/endpoint" })));
+    let mut edge = object_of(&EDGE_KEYS, |k| {
+        Some(match k {
+            "from" | "to" => json!({ "$ref": "#/$defs/endpoint" }),
+            "delay" => json!({
+                "$ref": "#/$defs/time",
+                "description": "A feedback edge: reads `from` this long ago, a whole number of samples (at least 1, at most 60 s); only such edges may close a loop."
+            }),
+            _ => return None,
+        })
+    });
     edge["required"] = json!(["from", "to"]);
     let mut event = object_of(&EVENT_KEYS, event_field);
     event["required"] = json!(["time", "node", "param", "value"]);
