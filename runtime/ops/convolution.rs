@@ -25,11 +25,15 @@
 //!   real signals ring down into subnormals and zeros between notes, which
 //!   strict keeps and some CPUs compute slowly.
 //! - **repro — uniformly partitioned.** A direct head of the first P taps
-//!   (P = the block size rounded up to a power of two, 64…512) plus an
-//!   overlap-save FFT tail of partitions of P taps (FFT size 2P) with a
-//!   frequency-domain delay line, accumulated per partition in ascending
-//!   order. The tail of output block m only needs input up to block m−1, so
-//!   it is computed when that block completes: zero latency.
+//!   plus an overlap-save FFT tail of partitions of P taps (FFT size 2P)
+//!   with a frequency-domain delay line: each partition's spectrum is
+//!   multiplied into one accumulator, in ascending order, then one inverse
+//!   FFT per P samples. P is the power of two in 64…4096 that minimises the
+//!   estimated work per sample for the IR's length ([`uniform_partition`]:
+//!   512 for a 2 s IR at 48 kHz), never the block size, so small blocks do
+//!   not multiply the partitions (at 64-sample blocks a 2 s IR would need
+//!   1500 of them). The tail of P output samples only needs the input up to
+//!   their start, so it is computed when that input completes: zero latency.
 //! - **live — non-uniformly partitioned.** A direct head of 128 taps, then
 //!   segments of two partitions each of 64, 128, 256, … taps, ending with
 //!   uniform partitions of 4096 taps. A segment of partition size B starts at
@@ -355,17 +359,43 @@ fn span_max_bits<S: Sample>(v: &[S]) -> impl Iterator<Item = u64> + '_ {
         .map(|c| c.iter().map(|s| s.abs().to_bits_u64()).max().unwrap_or(0))
 }
 
+/// The repro engine's partition size for an IR of `len` taps: the power of
+/// two in 64…4096 that minimises the estimated work per output sample of a
+/// direct head of P taps (one multiply-add per tap) plus a tail of
+/// ⌈(len − P)/P⌉ partitions (per sample about one complex multiply-add,
+/// four times a real one, per partition, and two FFTs of 2P per P samples).
+/// It depends on the IR length only, so the output is the same at every
+/// block size setting; the tail of each P samples is computed when their
+/// input completes, whatever the block size.
+fn uniform_partition(len: usize) -> usize {
+    let cost = |p: usize| {
+        let parts = len.saturating_sub(p).div_ceil(p) as f64;
+        let pf = p as f64;
+        let fft = if parts > 0.0 {
+            4.0 * f64::from((2 * p).trailing_zeros())
+        } else {
+            0.0
+        };
+        pf + 4.0 * parts * (pf + 1.0) / pf + fft
+    };
+    let mut best = 64;
+    let mut p = 128;
+    while p <= MAX_PART {
+        if cost(p) < cost(best) {
+            best = p;
+        }
+        p *= 2;
+    }
+    best
+}
+
 /// The partition layout of an engine for an IR of `len` taps:
 /// (direct head length, [(b, off, count, spread)]).
-fn layout(
-    engine: ConvEngine,
-    len: usize,
-    max_block: usize,
-) -> (usize, Vec<(usize, usize, usize, bool)>) {
+fn layout(engine: ConvEngine, len: usize) -> (usize, Vec<(usize, usize, usize, bool)>) {
     match engine {
         ConvEngine::Direct => (len, Vec::new()),
         ConvEngine::Uniform => {
-            let p = max_block.max(1).next_power_of_two().clamp(64, 512);
+            let p = uniform_partition(len);
             if len <= p {
                 return (len, Vec::new());
             }
@@ -396,7 +426,6 @@ impl<S: Sample> Conv<S> {
     pub(crate) fn new(
         ir: &[Vec<f64>],
         engine: ConvEngine,
-        max_block: usize,
         provider: FftProvider,
         norm: FftNorm,
     ) -> Result<Conv<S>, String> {
@@ -410,7 +439,7 @@ impl<S: Sample> Conv<S> {
             ));
         }
         let chans: Vec<&Vec<f64>> = ir.iter().take(2).collect();
-        let (head, lay) = layout(engine, len, max_block);
+        let (head, lay) = layout(engine, len);
         let heads: Vec<Vec<S>> = chans
             .iter()
             .map(|c| c[..head].iter().map(|v| S::from_f64(*v)).collect())
@@ -798,7 +827,6 @@ impl Operator for ConvolutionOp {
         let conv = Conv::<S>::new(
             &ir.channels,
             engine,
-            cx.max_block,
             cx.profile.fft_provider(),
             cx.profile.fft_norm(),
         )
@@ -1012,14 +1040,17 @@ mod tests {
 
     #[test]
     fn engines_follow_the_profile() {
-        assert_eq!(layout(ConvEngine::Direct, 96000, 64), (96000, vec![]));
+        assert_eq!(layout(ConvEngine::Direct, 96000), (96000, vec![]));
+        // issue9: repro used partitions of the block size (1500 of them for a
+        // 2 s IR at block 64); the partition now follows the IR length.
         assert_eq!(
-            layout(ConvEngine::Uniform, 96000, 128),
-            (128, vec![(128, 128, 749, false)])
+            layout(ConvEngine::Uniform, 96000),
+            (512, vec![(512, 512, 187, false)])
         );
+        assert_eq!(layout(ConvEngine::Uniform, 40), (40, vec![]));
         // The live layout: a 128-tap head, pairs of growing partitions, 4096 at the end,
         // every segment starting at ≥ 2 partitions so its work can be spread.
-        let (head, segs) = layout(ConvEngine::NonUniform, 96000, 64);
+        let (head, segs) = layout(ConvEngine::NonUniform, 96000);
         assert_eq!(head, 128);
         let mut next = head;
         for (b, off, count, spread) in &segs {
@@ -1062,6 +1093,47 @@ mod tests {
                             "{p:?}: block size changed the output"
                         ),
                     }
+                }
+            }
+        }
+    }
+
+    /// A decaying mono IR of `len` taps.
+    fn decaying_ir(len: usize, seed: u64) -> Vec<Vec<f64>> {
+        let a = test_signal(seed, len);
+        let tau = len as f64 / 4.0;
+        vec![a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v * libm::exp(-(i as f64) / tau))
+            .collect()]
+    }
+
+    // issue9: repro's partitions were the block size; each partition size the
+    // IR length now selects must still match the direct oracle at blocks 1,
+    // 7, 64, 128, 4096, bit-identically across them.
+    #[test]
+    fn issue9_repro_partition_sizes_match_direct_convolution() {
+        let x = test_signal(41, 20000);
+        for (len, p) in [(1500, 64), (5000, 128), (20000, 256), (40000, 512)] {
+            assert_eq!(uniform_partition(len), p, "{len} taps");
+            let ir = decaying_ir(len, len as u64);
+            let want = oracle(&x, &ir[0]);
+            let mut first: Option<Vec<Vec<f64>>> = None;
+            for block in [1usize, 7, 64, 128, 4096] {
+                let mut r = runner(ir.clone(), &[], Profile::Repro, block);
+                let out = r.run(std::slice::from_ref(&x), &[], x.len(), &[block]);
+                let e = rel_l2(&want, &out[0]);
+                assert!(
+                    e <= tolerance(Profile::Repro),
+                    "{len} taps block {block}: {e:e}"
+                );
+                match &first {
+                    None => first = Some(out),
+                    Some(f) => assert!(
+                        crate::ops::harness::first_difference(f, &out).is_none(),
+                        "{len} taps: block {block} changed the output"
+                    ),
                 }
             }
         }
@@ -1158,7 +1230,7 @@ mod tests {
         let mut ratios = Vec::new();
         for engine in [ConvEngine::NonUniform, ConvEngine::Uniform] {
             let mut c =
-                Conv::<f32>::new(&ir, engine, 64, FftProvider::RustFft, FftNorm::Backward).unwrap();
+                Conv::<f32>::new(&ir, engine, FftProvider::RustFft, FftNorm::Backward).unwrap();
             let mut per_block = Vec::new();
             let mut ffts = Vec::new();
             for blk in x.chunks(64) {
@@ -1278,7 +1350,6 @@ mod tests {
             let mut c = Conv::<S>::new(
                 &[ir.to_vec()],
                 ConvEngine::Direct,
-                4096,
                 FftProvider::Reference,
                 FftNorm::Ortho,
             )
