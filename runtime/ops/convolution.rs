@@ -142,7 +142,6 @@ struct Segment<S: Sample> {
     /// Per-channel tail output ring, `ring × b`.
     z: Vec<Vec<S>>,
     tbuf: Vec<S>,
-    cbuf: Vec<Complex<S>>,
     obuf: Vec<S>,
     /// The block in flight (its input is `[(blk−1)b, (blk+1)b)`), its start
     /// time `(blk+1)·b` and the steps done.
@@ -500,7 +499,6 @@ impl<S: Sample> Conv<S> {
                 acc: vec![vec![zero; b + 1]; chans.len()],
                 z: vec![vec![S::ZERO; ring * b]; chans.len()],
                 tbuf: vec![S::ZERO; n],
-                cbuf: vec![zero; b + 1],
                 obuf: vec![S::ZERO; n],
                 blk: 0,
                 start: 0,
@@ -564,9 +562,10 @@ impl<S: Sample> Conv<S> {
             self.work += 4 * (nb * seg.acc.len()) as u64;
         } else {
             let slot = (blk % seg.ring as u64) as usize;
-            for (acc, z) in seg.acc.iter().zip(seg.z.iter_mut()) {
-                seg.cbuf.copy_from_slice(acc);
-                seg.fft.inverse(&mut seg.cbuf, &mut seg.obuf);
+            // The accumulator is the inverse's scratch: step 0 of the next
+            // block clears it before any use.
+            for (acc, z) in seg.acc.iter_mut().zip(seg.z.iter_mut()) {
+                seg.fft.inverse(acc, &mut seg.obuf);
                 z[slot * b..(slot + 1) * b].copy_from_slice(&seg.obuf[b..]);
                 self.ffts += 1;
                 self.work += fft_cost(2 * b);
@@ -1227,6 +1226,33 @@ mod tests {
             for n in 0..x.len() {
                 let want = 0.75 * x[n] + 0.25 * g * wet[n];
                 assert!((out[0][n] - want).abs() <= tol, "{p:?} n {n}");
+            }
+        }
+    }
+
+    // issue9: the FFT engines' accumulators now double as inverse-FFT scratch
+    // and repro's partitions grew; a restore mid-partition must still rebuild
+    // the delay lines and tail so the output continues bit for bit.
+    #[test]
+    fn issue9_fft_engines_resume_bit_exactly_from_a_snapshot() {
+        let ir = decaying_ir(40000, 3);
+        let x = test_signal(12, 30000);
+        for p in [Profile::Repro, Profile::Live] {
+            let mut whole = runner(ir.clone(), &[], p, 64);
+            let want = whole.run(std::slice::from_ref(&x), &[], x.len(), &[64]);
+            for split in [1000usize, 17001] {
+                let mut a = runner(ir.clone(), &[], p, 64);
+                a.run(&[x[..split].to_vec()], &[], split, &[64]);
+                let st = a.snapshot();
+                let mut b = runner(ir.clone(), &[], p, 64);
+                b.node().restore(&st).unwrap();
+                b.set_clock(split as u64);
+                let out = b.run(&[x[split..].to_vec()], &[], x.len() - split, &[64, 7]);
+                let tail: Vec<Vec<f64>> = want.iter().map(|c| c[split..].to_vec()).collect();
+                assert!(
+                    crate::ops::harness::first_difference(&tail, &out).is_none(),
+                    "{p:?}: resumed at {split} differs"
+                );
             }
         }
     }
