@@ -10,6 +10,7 @@ pub mod oversample;
 pub mod rng;
 pub mod sample;
 pub mod state;
+pub mod strict_sin;
 pub mod vector;
 pub mod window;
 

@@ -9,6 +9,7 @@ use super::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
     ParamSpec, Processor, StateError,
 };
+use crate::dsp::strict_sin;
 use crate::dsp::vector::{phase_turns, sin_turns, sine_block, turns_to_phase, SimdLevel};
 use crate::dsp::{Math, MathKind, Sample};
 use crate::profile::Profile;
@@ -177,6 +178,12 @@ fn poly_blep<S: Sample>(t: S, dt: S) -> S {
     }
 }
 
+/// The sine's argument 2π·phase + offset (rad), as [`SineShape`] computes it.
+#[inline(always)]
+fn sine_arg<S: Sample>(phase: u64, offset: S) -> S {
+    S::from_f64(TWO_PI) * S::from_phase(phase) + offset
+}
+
 struct SineShape;
 impl Shape for SineShape {
     const HAS_EXTRA: bool = true;
@@ -259,6 +266,25 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
             let (phase, inc) = (self.phasor.phase, self.phasor.inc);
             sine_block(self.simd, offset_phase(phase, e), inc, a, out);
             self.phasor.phase = phase.wrapping_add(inc.wrapping_mul(n as u64));
+        } else if all_const
+            && W::FAST_SINE
+            && M::KIND == MathKind::Strict
+            && core::mem::size_of::<S>() == 8
+        {
+            // Strict f64 sine: the arguments of the whole block first, then
+            // `libm::sin` of all of them in lanes (the same bits as the
+            // per-sample call below), then the amplitude.
+            self.phasor.set_freq(freq.value(), self.sample_rate);
+            let a = S::from_f64(amp.value());
+            let e = S::from_f64(extra.map_or(0.0, |e| e.value()));
+            for o in out.iter_mut() {
+                *o = sine_arg(self.phasor.phase, e);
+                self.phasor.advance();
+            }
+            strict_sin::sin_block(self.simd, out);
+            for o in out.iter_mut() {
+                *o = a * *o;
+            }
         } else if all_const {
             self.phasor.set_freq(freq.value(), self.sample_rate);
             let a = S::from_f64(amp.value());
@@ -487,6 +513,104 @@ pub static IMPULSE: OpSpec = OpSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // issue 9: strict W1 was bound by one `libm::sin` call per sample; the
+    // block kernel that replaced it must give `libm::sin`'s bits on every
+    // argument the oscillator can produce.
+    #[test]
+    fn issue9_strict_sine_kernel_equals_libm_sin_bit_for_bit() {
+        use crate::dsp::rng::mix64;
+        use crate::dsp::strict_sin::sin_block;
+        use crate::dsp::vector::SimdLevel;
+
+        let levels = [SimdLevel::Base, SimdLevel::detect()];
+        let mut buf: Vec<f64> = Vec::with_capacity(4096);
+        let mut got = vec![0.0f64; 4096];
+        let mut checked = 0usize;
+        let mut check = |buf: &mut Vec<f64>, checked: &mut usize| {
+            for level in levels {
+                got[..buf.len()].copy_from_slice(buf);
+                sin_block(level, &mut got[..buf.len()]);
+                for (x, y) in buf.iter().zip(&got) {
+                    assert_eq!(
+                        y.to_bits(),
+                        libm::sin(*x).to_bits(),
+                        "{level:?}: sin({x:e}) (bits {:#018x})",
+                        x.to_bits()
+                    );
+                }
+            }
+            *checked += buf.len();
+            buf.clear();
+        };
+        let mut push = |x: f64, buf: &mut Vec<f64>, checked: &mut usize| {
+            buf.push(x);
+            if buf.len() == buf.capacity() {
+                check(buf, checked);
+            }
+        };
+
+        // Phases whose arguments straddle each branch of libm's sin and
+        // rem_pio2: both ends of every high word the code tests, the
+        // multiples of π/4 (quadrant edges), 0 and the largest phase.
+        const TOP: i64 = (1 << 53) - 1; // from_phase keeps the top 53 bits
+        let words: [u64; 10] = [
+            0x3e50_0000, // |x| < 2^-26
+            0x3fe9_21fb, // |x| ~≤ π/4
+            0x4002_d97c, // ~3π/4
+            0x400f_6a7a, // ~5π/4
+            0x4015_fdbc, // ~7π/4
+            0x401c_463b, // ~9π/4
+            0x3ff9_21fb, // ~π/2 (medium)
+            0x4009_21fb, // ~π (medium)
+            0x4012_d97c, // ~3π/2 (medium)
+            0x4019_21fb, // ~2π (medium)
+        ];
+        let mut centres: Vec<f64> = Vec::new();
+        for w in words {
+            centres.push(f64::from_bits(w << 32));
+            centres.push(f64::from_bits(w << 32 | 0xffff_ffff));
+        }
+        centres.extend((0..=8).map(|k| k as f64 * core::f64::consts::FRAC_PI_4));
+        const R: i64 = 50_000;
+        for c in centres {
+            let m0 = (c / TWO_PI * 9007199254740992.0) as i64;
+            for m in (m0 - R).max(0)..=(m0 + R).min(TOP) {
+                push(sine_arg((m as u64) << 11, 0.0), &mut buf, &mut checked);
+            }
+        }
+        for m in TOP - 2 * R..=TOP {
+            push(sine_arg((m as u64) << 11, 0.0), &mut buf, &mut checked);
+        }
+        // Random phases through the oscillator's phase → argument function.
+        for i in 0..7_000_000u64 {
+            push(sine_arg(mix64(i), 0.0), &mut buf, &mut checked);
+        }
+        // Phase offsets (the `phase` param, ±1e6 rad): arguments of either
+        // sign and beyond 9π/4, where the kernel falls back to libm.
+        for i in 0..500_000u64 {
+            let u = mix64(i ^ 0x5eed);
+            let offset = (u >> 11) as f64 / 9007199254740992.0 * 2.0 - 1.0;
+            let scale = [1.0, 4.0, 8.0, 1e6][(u & 3) as usize];
+            push(sine_arg(mix64(!i), offset * scale), &mut buf, &mut checked);
+        }
+        // Values no phase produces but the kernel must still get right.
+        for x in [
+            0.0,
+            -0.0,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE / 4.0,
+            1e-300,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ] {
+            push(x, &mut buf, &mut checked);
+        }
+        check(&mut buf, &mut checked);
+        assert!(checked >= 10_000_000, "only {checked} arguments");
+    }
 
     #[test]
     fn increment_is_exact_for_binary_fractions() {
