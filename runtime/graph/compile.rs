@@ -209,19 +209,13 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         warnings: scene.warnings.clone(),
         resources: Vec::new(),
     };
-    let session = session_settings(&mut cx, opts);
-    let index: HashMap<&str, usize> = scene
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.id.as_str(), i))
-        .collect();
-    let mut decls = declare_nodes(&mut cx, opts, &session);
-    let (graph, edges) = resolve_edges(&mut cx, &index, &mut decls, session.sample_rate);
-    reject_cycles(&mut cx, &graph, &edges);
-    let order = schedule(&graph);
-    wire_inputs(scene, &mut decls, &edges);
-    unused_gains(&mut cx, &decls);
+    let Declared {
+        session,
+        index,
+        mut decls,
+        edges,
+        order,
+    } = declare(&mut cx, opts);
     resolve_casts(&mut cx, &mut decls, &edges);
     let main = resolve_outputs(&mut cx, &index, &decls);
     let seed = choose_seed(&mut cx, &decls, session.seed_given);
@@ -269,6 +263,41 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         events,
     };
     Ok(assemble(cx, &session, seed, &timing, parts))
+}
+
+/// What passes 1–7 leave for the rest of `compile`.
+struct Declared<'a> {
+    session: Session,
+    index: HashMap<&'a str, usize>,
+    decls: Vec<Option<Decl>>,
+    edges: Vec<Edge>,
+    order: Vec<usize>,
+}
+
+/// Passes 1–7: the session, the nodes, the edges (cycles rejected unless
+/// they pass through a feedback edge), the schedule and the wired inputs.
+fn declare<'a>(cx: &mut Ctx<'a>, opts: &CompileOptions) -> Declared<'a> {
+    let scene = cx.scene;
+    let session = session_settings(cx, opts);
+    let index: HashMap<&str, usize> = scene
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    let mut decls = declare_nodes(cx, opts, &session);
+    let (graph, edges) = resolve_edges(cx, &index, &mut decls, session.sample_rate);
+    reject_cycles(cx, &graph, &edges);
+    let order = schedule(&graph);
+    wire_inputs(scene, &mut decls, &edges);
+    unused_gains(cx, &decls);
+    Declared {
+        session,
+        index,
+        decls,
+        edges,
+        order,
+    }
 }
 
 /// Pass 1, the session (DESIGN §4): the profile is `--profile`, else the
@@ -1677,20 +1706,8 @@ mod tests {
         opts: &CompileOptions,
     ) -> (Ctx<'a>, Session, Vec<Option<Decl>>, Vec<Edge>, Vec<usize>) {
         let mut cx = ctx(scene);
-        let session = session_settings(&mut cx, opts);
-        let index: HashMap<&str, usize> = scene
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.id.as_str(), i))
-            .collect();
-        let mut decls = declare_nodes(&mut cx, opts, &session);
-        let (graph, edges) = resolve_edges(&mut cx, &index, &mut decls, session.sample_rate);
-        reject_cycles(&mut cx, &graph, &edges);
-        let order = schedule(&graph);
-        wire_inputs(scene, &mut decls, &edges);
-        unused_gains(&mut cx, &decls);
-        (cx, session, decls, edges, order)
+        let d = declare(&mut cx, opts);
+        (cx, d.session, d.decls, d.edges, d.order)
     }
 
     #[test]
