@@ -26,9 +26,10 @@
 //!
 //! `cargo bench --bench convolution [-- STRICT_SECONDS [STEADY_FROM STEADY_SECONDS]]`
 
+use morphrt::engine::run_blocks;
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::render::{render_hash, run_blocks};
+use morphrt::host::offline::render_hash;
 use morphrt::profile::Profile;
 use std::time::Instant;
 

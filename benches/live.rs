@@ -14,10 +14,10 @@
 //!
 //! `cargo bench --bench live [-- EDITS [live|repro]]`
 
-use morphrt::host::handover::{Incoming, SessionFixed};
-use morphrt::host::live::{LiveSession, Reason};
-use morphrt::host::player::{Controls, Meters, Player, PlayerCell};
-use morphrt::host::watch::FileWatcher;
+use morphrt::engine::incoming::{Incoming, SessionFixed};
+use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::session::{LiveSession, Reason};
+use morphrt::host::live::watch::FileWatcher;
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -7,8 +7,8 @@
 
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::player::{Controls, Meters, Player};
-use morphrt::host::realtime::{run_loop, LoopConfig, PacedOutput, StatusMode};
+use morphrt::host::live::control::{run_loop, LoopConfig, PacedOutput, StatusMode};
+use morphrt::host::live::player::{Controls, Meters, Player};
 use morphrt::profile::Profile;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,9 +5,9 @@
 //!
 //! `cargo bench --bench render [-- SECONDS]`
 
+use morphrt::engine::run_blocks;
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::render::run_blocks;
 use morphrt::profile::Profile;
 use std::time::Instant;
 

@@ -12,8 +12,8 @@
 //! `cargo bench --bench workloads [-- SECONDS [ROUNDS]]`
 
 use morphrt::engine::Engine;
+use morphrt::engine::{render_to_vec, run_blocks};
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::render::{render_to_vec, run_blocks};
 use morphrt::profile::Profile;
 use std::time::Instant;
 

@@ -2,7 +2,7 @@
 //! errors to exit codes (0 success, 2 bad input, 1 runtime failure).
 
 use clap::{CommandFactory, Parser, Subcommand};
-use morphrt::host::render::{RenderOptions, WavFormat};
+use morphrt::host::offline::{RenderOptions, WavFormat};
 use morphrt::host::term::{self, ColorWhen, Verbosity};
 use morphrt::host::HostError;
 use morphrt::profile::Profile;
@@ -360,7 +360,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             snapshot_at,
             snapshot_out,
             resume,
-        } => morphrt::host::render::render(
+        } => morphrt::host::offline::render::render(
             &RenderOptions {
                 scene,
                 output,
@@ -395,8 +395,8 @@ fn run(cli: Cli) -> Result<(), HostError> {
             no_journal,
             resume,
             force,
-        } => morphrt::host::run::run(
-            &morphrt::host::run::RunOptions {
+        } => morphrt::host::live::run::run(
+            &morphrt::host::live::run::RunOptions {
                 scene,
                 profile,
                 device,
@@ -420,7 +420,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             output,
             until,
             info,
-        } => morphrt::host::journal::cli(
+        } => morphrt::host::record::journal::cli(
             &journal,
             output.as_deref(),
             until.as_deref(),
@@ -428,7 +428,7 @@ fn run(cli: Cli) -> Result<(), HostError> {
             &mut term::messages(),
         ),
         Command::Devices => {
-            let list = morphrt::host::device::list()?;
+            let list = morphrt::host::live::device::list()?;
             if list.is_empty() {
                 println!("no audio output devices");
             }
@@ -528,8 +528,8 @@ fn run(cli: Cli) -> Result<(), HostError> {
             width,
             height,
             freq_scale,
-        } => morphrt::host::plot::plot(
-            &morphrt::host::plot::PlotOptions {
+        } => morphrt::host::offline::plot::plot(
+            &morphrt::host::offline::plot::PlotOptions {
                 input,
                 output,
                 from,
@@ -541,14 +541,14 @@ fn run(cli: Cli) -> Result<(), HostError> {
                 duration,
                 width,
                 height,
-                freq_scale: morphrt::host::plot::FreqScale::parse(&freq_scale)
+                freq_scale: morphrt::host::offline::plot::FreqScale::parse(&freq_scale)
                     .expect("clap checked the scale"),
             },
             &mut std::io::stdout(),
             &mut term::messages(),
         ),
         Command::Schema { output } => {
-            morphrt::host::write_schema(output.as_deref(), &mut std::io::stdout())
+            morphrt::host::files::scene::write_schema(output.as_deref(), &mut std::io::stdout())
         }
         Command::Completions { shell } => {
             clap_complete::generate(

@@ -6,7 +6,7 @@
 mod common;
 
 use common::temp_dir;
-use morphrt::host::capture::CaptureWriter;
+use morphrt::host::live::tap::CaptureWriter;
 use std::path::{Path, PathBuf};
 
 #[path = "common/counting.rs"]
@@ -46,7 +46,7 @@ fn listing(dir: &Path) -> Vec<String> {
 }
 
 /// Pushes `x` in chunks of 37, 64 and 1000 frames in turn.
-fn push_odd_chunks(tap: &mut morphrt::host::capture::CaptureTap, x: &[f32], channels: usize) {
+fn push_odd_chunks(tap: &mut morphrt::host::live::tap::CaptureTap, x: &[f32], channels: usize) {
     let mut at = 0;
     for frames in [37, 64, 1000].into_iter().cycle() {
         if at == x.len() {

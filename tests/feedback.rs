@@ -7,7 +7,8 @@
 mod common;
 
 use common::engine;
-use morphrt::host::render::{render_hash, render_to_vec};
+use morphrt::engine::render_to_vec;
+use morphrt::host::offline::render_hash;
 use morphrt::profile::Profile;
 
 /// A Karplus–Strong string: a noise burst (the first `period` samples)

@@ -4,9 +4,9 @@
 
 mod common;
 
+use morphrt::engine::render_to_vec;
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::render::render_to_vec;
 use morphrt::profile::Profile;
 use morphrt::scene::load_str;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -4,8 +4,8 @@
 
 mod common;
 
+use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
 use morphrt::graph::{compile, CompileOptions, EventAction, Plan};
-use morphrt::host::handover::{Incoming, Scripted, SessionFixed};
 use morphrt::profile::Profile;
 use morphrt::scene;
 use std::path::{Path, PathBuf};

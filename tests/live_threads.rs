@@ -6,11 +6,11 @@
 mod common;
 
 use morphrt::dsp::Sample;
+use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions, Plan};
-use morphrt::host::handover::{Incoming, SessionFixed};
-use morphrt::host::live::LiveSession;
-use morphrt::host::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::session::LiveSession;
 use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -149,7 +149,7 @@ fn issue7_old_engines_are_dropped_on_the_control_thread() {
 
 #[test]
 fn issue7_a_panicking_node_is_muted_and_playback_goes_on() {
-    morphrt::host::player::install_panic_hook();
+    morphrt::host::live::player::install_panic_hook();
     let dropped_on = Arc::new(Mutex::new(None));
     let p = with_probe(
         plan(SCENE),

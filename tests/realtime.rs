@@ -183,7 +183,7 @@ fn node_timing_never_allocates_and_changes_no_sample() {
 /// device period that differs from the block size so the FIFO splits blocks.
 #[test]
 fn the_callback_never_allocates_over_10000_blocks_of_every_scene() {
-    use morphrt::host::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
     use std::sync::Arc;
     for path in common::shipped_scenes() {
         let scene = morphrt::scene::load_file(&path).unwrap();
@@ -261,9 +261,9 @@ fn with_extra(text: &str, value: Option<f64>) -> String {
 /// control side (compile, migrate, fast-forward, dropping old engines) runs
 /// between callbacks on the same thread, outside the counted section.
 fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, usize, usize) {
-    use morphrt::host::handover::{Incoming, SessionFixed};
-    use morphrt::host::live::LiveSession;
-    use morphrt::host::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::engine::incoming::{Incoming, SessionFixed};
+    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::session::LiveSession;
     use std::sync::Arc;
     let text = std::fs::read_to_string(scene).unwrap();
     let dir = common::temp_dir(&format!("rt-{}", common::stem(scene)));

@@ -9,9 +9,9 @@
 mod common;
 
 use morphrt::dsp::Sample;
+use morphrt::engine::render_to_vec;
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::render::render_to_vec;
 use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
 use morphrt::profile::Profile;
 use std::path::Path;

@@ -3,8 +3,8 @@
 mod common;
 
 use common::engine;
+use morphrt::engine::render_to_vec;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::render::render_to_vec;
 use morphrt::profile::Profile;
 use morphrt::scene::load_str;
 

@@ -9,8 +9,9 @@
 mod common;
 
 use morphrt::bench::parity::{self, excluded, golden_frames, rel_rms};
+use morphrt::engine::render_to_vec;
 use morphrt::graph::{compile, CompileOptions, Plan};
-use morphrt::host::render::{render_hash, render_to_vec};
+use morphrt::host::offline::render_hash;
 use morphrt::profile::Profile;
 use morphrt::{engine::Engine, scene};
 use serde_json::json;

@@ -11,10 +11,11 @@
 mod common;
 
 use common::{morphrt, root, stderr, temp_dir};
+use morphrt::engine::{render_to_vec, run_blocks_with_stops};
 use morphrt::engine::{BusRef, Engine};
 use morphrt::graph::{compile, CompileOptions, EventAction, Plan};
-use morphrt::host::render::{render_to_vec, run_blocks_with_stops};
-use morphrt::host::snapshot::{sha256_hex, SnapshotContext, SnapshotFile};
+use morphrt::host::files::digest::sha256_hex;
+use morphrt::host::record::snapshot::{SnapshotContext, SnapshotFile};
 use morphrt::profile::Profile;
 use std::path::{Path, PathBuf};
 

@@ -4,13 +4,13 @@
 //! engine, and the sample clock continues, so what was played equals the
 //! offline render. A device that cannot be reopened ends cleanly with an error.
 
+use morphrt::engine::render_to_vec;
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::player::{Controls, Meters, Player, PlayerCell};
-use morphrt::host::realtime::{
+use morphrt::host::live::control::{
     run_loop, LoopConfig, Output, OutputStream, StatusMode, StreamEvents, StreamFault,
 };
-use morphrt::host::render::render_to_vec;
+use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -130,7 +130,10 @@ fn engine() -> Engine {
 fn play(
     script: Vec<Script>,
     seconds: f64,
-) -> (Result<morphrt::host::realtime::RunReport, String>, Scripted) {
+) -> (
+    Result<morphrt::host::live::control::RunReport, String>,
+    Scripted,
+) {
     let e = engine();
     let rate = e.sample_rate() as f64;
     let frames = (seconds * rate) as u64;

@@ -9,7 +9,7 @@
 
 use super::timing::{time_blocks, BlockStats};
 use crate::graph::{compile, CompileOptions};
-use crate::host::calibration::{self, BlockP99, Calibration};
+use crate::host::machine::calibration::{self, BlockP99, Calibration};
 use crate::host::machine::{self, MachineKey};
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -106,7 +106,8 @@ pub fn calibrate(
                 let _ = writeln!(log, "{}", crate::scene::Shown::new(&warnings));
             }
             let frames = match &opts.duration {
-                Some(d) => crate::host::run::parse_duration(d, plan.sample_rate, log)?,
+                Some(d) => crate::scene::parse_duration(d, plan.sample_rate, log)
+                    .map_err(HostError::Usage)?,
                 None => DEFAULT_SECONDS * plan.sample_rate as u64,
             };
             let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)

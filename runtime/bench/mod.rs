@@ -176,7 +176,9 @@ pub fn bench(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, Ho
         plan.warnings.clear();
     }
     let frames = match &opts.duration {
-        Some(d) => crate::host::run::parse_duration(d, plan.sample_rate, log)?,
+        Some(d) => {
+            crate::scene::parse_duration(d, plan.sample_rate, log).map_err(HostError::Usage)?
+        }
         None => DEFAULT_SECONDS * plan.sample_rate as u64,
     };
     let key = ComparisonKey::of(&opts.scene.display().to_string(), text.as_bytes(), &plan)?;

@@ -13,9 +13,9 @@
 //! use these functions, so the numbers in the goldens' `measured_parity`
 //! are the numbers `bench` prints.
 
+use crate::engine::run_blocks;
 use crate::engine::{BusRef, Engine};
 use crate::graph::{compile, CompileOptions, EventAction, Plan};
-use crate::host::render::run_blocks;
 use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::Scene;
@@ -231,11 +231,7 @@ fn render(plan: Plan, frames: u64, keep: bool) -> Rendered {
     );
     Rendered {
         channels,
-        sha256: hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
+        sha256: crate::host::files::digest::hex(&hasher.finalize()),
         latency,
     }
 }

@@ -202,3 +202,27 @@ fn map_bus(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
         }
     }
 }
+
+/// The device output stage, one definition for `run` and `replay`: an
+/// engine sample as the device gets it (f32, clipped to ±1 for hearing safety).
+#[inline]
+pub fn device_sample(x: f64) -> f32 {
+    (x as f32).clamp(-1.0, 1.0)
+}
+
+/// The gain of frame `k` (0-based) of a stop fade of `len` frames: linear
+/// to silence, reaching 0 on the fade's last frame.
+#[inline]
+pub fn stop_fade_gain(k: u64, len: u64) -> f32 {
+    (len - 1 - k.min(len - 1)) as f32 / len as f32
+}
+
+/// A device sample under the stop fade's `gain` (exact when the gain is 1).
+#[inline]
+pub fn faded(v: f32, gain: f32) -> f32 {
+    if gain == 1.0 {
+        v
+    } else {
+        v * gain
+    }
+}

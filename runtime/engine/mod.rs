@@ -4,12 +4,15 @@
 //! `process_block` is real-time safe: every buffer is allocated in
 //! [`Engine::new`]; the block loop only copies, converts and calls the nodes.
 
+mod blocks;
 mod bus;
 mod deck;
 mod handover;
+pub mod incoming;
 
+pub use blocks::{render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_with_stops};
 pub use bus::{Bus, BusRef};
-pub use deck::Deck;
+pub use deck::{device_sample, faded, stop_fade_gain, Deck};
 pub use handover::{Migration, Notice};
 
 use crate::dsp::fpmode::FpGuard;

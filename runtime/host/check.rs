@@ -2,8 +2,8 @@
 //! profile, providers, guarantee, latency and estimated cost, with the
 //! warnings; `--json` prints the same, or the errors, as one JSON object.
 
-use super::{load_plan, HostError};
 use crate::graph::{check_json, check_table, check_warnings, deadline_risks, CompileOptions};
+use crate::host::{load_plan, HostError};
 use crate::profile::Profile;
 use crate::scene::{Diagnostic, Shown};
 use std::io::Write;
@@ -64,8 +64,8 @@ pub fn cli(opts: &CheckOptions, out: &mut dyn Write, log: &mut dyn Write) -> Res
         if !warnings.is_empty() {
             let _ = writeln!(log, "{shown}");
         }
-        if super::term::verbose() {
-            let _ = writeln!(log, "{}", super::verbose_plan(&plan));
+        if crate::host::term::verbose() {
+            let _ = writeln!(log, "{}", crate::host::verbose_plan(&plan));
         }
         write!(out, "{}", check_table(&plan)).map_err(io_error)?;
     }

@@ -5,6 +5,8 @@
 //! exact decimals converted to samples with rational arithmetic: `"1.1s"` at
 //! 48 kHz is sample 52800 exactly.
 
+use std::io::Write;
+
 /// An exact rational number, always reduced, denominator > 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rational {
@@ -455,6 +457,90 @@ impl TimeSpec {
     }
 }
 
+/// `10s`, `250ms`, `4800samples`, or a bare number of seconds, in samples:
+/// positive and at most the one duration limit ([`super::MAX_DURATION_S`],
+/// 24 h) that `render -d`, a scene's `duration`, `run --duration` and a
+/// resumed render share.
+pub fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Result<u64, String> {
+    if text.trim_start().starts_with('-') {
+        return Err(format!(
+            "duration `{text}` is negative; give a length such as 10s, 1m30s, 2h or 4800samples"
+        ));
+    }
+    let clock = clock_time_seconds(text);
+    let spec = match &clock {
+        Some(seconds) => TimeSpec::from_seconds_literal(seconds),
+        None => TimeSpec::parse(text).or_else(|_| TimeSpec::from_seconds_literal(text)),
+    }
+    .map_err(|e| format!("bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples)"))?;
+    let exact = spec.to_samples(sample_rate);
+    let limit = crate::scene::max_duration_samples(sample_rate) as i128;
+    if spec.is_negative() {
+        // `-0.5` without a sign at the front: the range error below.
+    } else if exact.is_none_or(|r| r.round_half_even() > limit) {
+        return Err(format!(
+            "duration `{text}` is longer than {}",
+            crate::scene::duration_limit_text(sample_rate)
+        ));
+    }
+    if let Some(r) = exact.filter(|r| !r.is_integer()) {
+        let _ = writeln!(
+            log,
+            "warning: duration `{text}` is not a whole number of samples at {sample_rate} Hz; using {} samples",
+            r.round_half_even()
+        );
+    }
+    let samples = exact
+        .map(|r| r.round_half_even())
+        .filter(|s| *s > 0)
+        .ok_or_else(|| format!("duration `{text}` is out of range (it must be positive)"))?;
+    Ok(samples as u64)
+}
+
+/// `2h`, `1m30s`, `1h2m3.5s`: hours and minutes (integers) with optional
+/// seconds, as an exact decimal number of seconds; `None` for anything else
+/// (plain `10s`, `250ms` and `4800samples` go through the scene's units).
+fn clock_time_seconds(text: &str) -> Option<String> {
+    let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
+    let t = text.trim();
+    let (h, rest) = match t.split_once('h') {
+        Some((h, r)) if digits(h) => (Some(h), r),
+        _ => (None, t),
+    };
+    let (m, rest) = match rest.split_once('m') {
+        // `250ms` is milliseconds, not minutes.
+        Some((m, r)) if digits(m) && !r.starts_with('s') => (Some(m), r),
+        _ => (None, rest),
+    };
+    if h.is_none() && m.is_none() {
+        return None;
+    }
+    let secs = match rest {
+        "" => "0",
+        r => {
+            let n = r.strip_suffix('s')?;
+            let (int, frac) = n.split_once('.').unwrap_or((n, ""));
+            if !digits(int) || !(frac.is_empty() || digits(frac)) {
+                return None;
+            }
+            n
+        }
+    };
+    let whole = h
+        .unwrap_or("0")
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(3600)?
+        .checked_add(m.unwrap_or("0").parse::<u64>().ok()?.checked_mul(60)?)?;
+    let (int, frac) = secs.split_once('.').unwrap_or((secs, ""));
+    let total = whole.checked_add(int.parse().ok()?)?;
+    Some(if frac.is_empty() {
+        total.to_string()
+    } else {
+        format!("{total}.{frac}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,5 +610,44 @@ mod tests {
         assert!(Quantity::parse("").is_err());
         assert!(TimeSpec::parse("3Hz").is_err());
         assert!(TimeSpec::parse("3").is_err());
+    }
+
+    #[test]
+    fn hours_and_minutes_are_exact_seconds() {
+        assert_eq!(clock_time_seconds("2h").as_deref(), Some("7200"));
+        assert_eq!(clock_time_seconds("1m30s").as_deref(), Some("90"));
+        assert_eq!(clock_time_seconds("1h2m3.5s").as_deref(), Some("3723.5"));
+        assert_eq!(clock_time_seconds("5m").as_deref(), Some("300"));
+        for plain in ["10s", "250ms", "4800samples", "1.5", "xm", "1h2x"] {
+            assert_eq!(clock_time_seconds(plain), None, "{plain}");
+        }
+        let mut log = Vec::new();
+        assert_eq!(
+            parse_duration("1m30s", 48_000, &mut log).unwrap(),
+            90 * 48_000
+        );
+        assert_eq!(parse_duration("250ms", 48_000, &mut log).unwrap(), 12_000);
+        let e = parse_duration("-5s", 48_000, &mut log).unwrap_err();
+        assert!(e.to_string().contains("negative"), "{e}");
+    }
+
+    // issue 11: `run --duration` allowed ~3 days at 48 kHz while render stopped at 24 h.
+    #[test]
+    fn issue11_run_duration_has_the_render_limit() {
+        let mut log = Vec::new();
+        let limit = crate::scene::max_duration_samples(48_000);
+        assert_eq!(parse_duration("24h", 48_000, &mut log).unwrap(), limit);
+        assert_eq!(parse_duration("86400s", 48_000, &mut log).unwrap(), limit);
+        for over in [
+            "86400.001s",
+            "24h1s",
+            "1e30s",
+            "100000000000000000000samples",
+        ] {
+            let e = parse_duration(over, 48_000, &mut log)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("duration limit of 24 h (86400 s"), "{over}: {e}");
+        }
     }
 }

@@ -8,74 +8,27 @@
 //! cleaned up on every failure and on SIGINT/SIGTERM ([`interrupt`]), and
 //! its header is RF64 when the file passes 4 GiB ([`wav`]).
 
-pub mod interrupt;
-pub mod levels;
-pub mod output;
-pub mod wav;
-
-use super::snapshot::{numbered_path, SnapshotContext, SnapshotFile};
-use super::HostError;
+use super::levels::Levels;
+use super::wav::{to_int_clipped, WavFormat, WavLayout};
+use crate::engine::{run_blocks, try_run_blocks_with_stops};
 use crate::engine::{BusRef, Engine};
 use crate::graph::{compile, CompileOptions};
+use crate::host::files::digest::hex;
+use crate::host::files::rules::{Inputs, Output, Sink};
+use crate::host::files::signals::{signal_name, InterruptGuard};
+use crate::host::record::snapshot::{numbered_path, SnapshotContext, SnapshotFile};
+use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::{self, Diagnostic};
-use interrupt::{signal_name, InterruptGuard};
-use levels::Levels;
-use output::{Inputs, Output, Sink};
 use sha2::{Digest, Sha256};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use wav::WavLayout;
 
 /// The longest render, in seconds of audio: the one duration limit
 /// ([`scene::MAX_DURATION_S`]) for `-d`, the scene's `duration`, `run
 /// --duration` and a resumed render.
 pub const MAX_RENDER_S: u64 = scene::MAX_DURATION_S;
-
-/// The WAV sample format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WavFormat {
-    F32,
-    I24,
-    I16,
-}
-
-impl WavFormat {
-    /// Parses the `--format` value.
-    pub fn parse(s: &str) -> Option<WavFormat> {
-        match s {
-            "f32" => Some(WavFormat::F32),
-            "i24" => Some(WavFormat::I24),
-            "i16" => Some(WavFormat::I16),
-            _ => None,
-        }
-    }
-
-    /// The `--format` value, for reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            WavFormat::F32 => "f32",
-            WavFormat::I24 => "i24",
-            WavFormat::I16 => "i16",
-        }
-    }
-}
-
-/// Integer PCM: scale by 2^(bits−1)−1, round half to even, clamp; no dither.
-#[inline]
-pub fn to_int(x: f64, bits: u32) -> i32 {
-    to_int_clipped(x, bits).0
-}
-
-/// [`to_int`], and whether the clamp changed the value (the sample clipped).
-#[inline]
-pub fn to_int_clipped(x: f64, bits: u32) -> (i32, bool) {
-    let full = ((1i64 << (bits - 1)) - 1) as f64;
-    let v = (x * full).round_ties_even();
-    let c = v.clamp(-full - 1.0, full);
-    (c as i32, c != v)
-}
 
 /// What a render did.
 #[derive(Clone, Debug)]
@@ -96,106 +49,6 @@ impl RenderReport {
     }
 }
 
-/// Runs the engine for exactly `frames` frames, calling `sink` with each block.
-pub fn run_blocks(
-    engine: &mut Engine,
-    frames: u64,
-    mut sink: impl FnMut(BusRef<'_>),
-    mut progress: impl FnMut(u64),
-) {
-    let block = engine.block_size() as u64;
-    let mut done = 0;
-    while done < frames {
-        let n = block.min(frames - done) as usize;
-        engine.process_block(n);
-        sink(engine.bus());
-        done += n as u64;
-        progress(done);
-    }
-}
-
-/// Runs the engine for exactly `frames` frames from its clock, stopping at
-/// each sample of `stops` (absolute, ascending; those outside the render are
-/// ignored) to call `at_stop` there, between blocks.
-///
-/// Blocks end on the absolute grid (multiples of the block size) and at the
-/// stops: a render that starts at a snapshot's sample takes exactly the
-/// steps the render that wrote the snapshot took after it, and from a
-/// fresh engine without stops the steps are those of [`run_blocks`].
-pub fn run_blocks_with_stops<E>(
-    engine: &mut Engine,
-    frames: u64,
-    stops: &[u64],
-    at_stop: impl FnMut(&Engine) -> Result<(), E>,
-    mut sink: impl FnMut(BusRef<'_>),
-    progress: impl FnMut(u64),
-) -> Result<(), E> {
-    try_run_blocks_with_stops(
-        engine,
-        frames,
-        stops,
-        at_stop,
-        |bus| {
-            sink(bus);
-            Ok(())
-        },
-        progress,
-    )
-}
-
-/// [`run_blocks_with_stops`] with a sink that can fail: its error (a full
-/// disk, a signal) ends the render at once instead of after the last block.
-pub fn try_run_blocks_with_stops<E>(
-    engine: &mut Engine,
-    frames: u64,
-    stops: &[u64],
-    mut at_stop: impl FnMut(&Engine) -> Result<(), E>,
-    mut sink: impl FnMut(BusRef<'_>) -> Result<(), E>,
-    mut progress: impl FnMut(u64),
-) -> Result<(), E> {
-    let block = engine.block_size() as u64;
-    let start = engine.clock();
-    let end = start + frames;
-    let mut stops = stops
-        .iter()
-        .copied()
-        .filter(|s| (start..=end).contains(s))
-        .peekable();
-    loop {
-        let clock = engine.clock();
-        while stops.next_if(|s| *s <= clock).is_some() {
-            at_stop(engine)?;
-        }
-        if clock >= end {
-            return Ok(());
-        }
-        let mut to = (clock / block + 1) * block;
-        to = to.min(end);
-        if let Some(s) = stops.peek() {
-            to = to.min(*s);
-        }
-        engine.process_block((to - clock) as usize);
-        sink(engine.bus())?;
-        progress(to - start);
-    }
-}
-
-/// Renders into memory: one f64 vector per channel (exact for both precisions).
-pub fn render_to_vec(engine: &mut Engine, frames: u64) -> Vec<Vec<f64>> {
-    let mut out = vec![Vec::with_capacity(frames as usize); engine.channels()];
-    run_blocks(
-        engine,
-        frames,
-        |bus| {
-            for (c, o) in out.iter_mut().enumerate() {
-                o.extend((0..bus.frames()).map(|i| bus.get(c, i)));
-            }
-        },
-        |_| {},
-    );
-    out
-}
-
 /// Adds one block of the bus to the hash (interleaved LE bytes at bus precision).
 fn hash_block(hasher: &mut Sha256, bytes: &mut Vec<u8>, bus: BusRef<'_>) {
     bytes.clear();
@@ -214,10 +67,6 @@ pub fn render_hash(engine: &mut Engine, frames: u64) -> String {
         |_| {},
     );
     hex(&hasher.finalize())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Renders `frames` into a WAV file at `path` under the rules of
@@ -315,7 +164,7 @@ fn write_wav(
     let mut hash_bytes = Vec::new();
     let mut bytes = Vec::new();
     let mut levels = Levels::new(engine.channels(), format);
-    let mut progress = super::term::Progress::new(frames, opts.progress);
+    let mut progress = crate::host::term::Progress::new(frames, opts.progress);
     let sr = engine.sample_rate() as f64;
     let first = engine.clock();
     let start = Instant::now();
@@ -483,7 +332,7 @@ pub fn render(
     let (text, scene) = if from_stdin {
         read_stdin_scene()?
     } else {
-        super::read_scene(&opts.scene)?
+        crate::host::read_scene(&opts.scene)?
     };
     let snap = opts.resume.as_deref().map(SnapshotFile::read).transpose()?;
     let copts = match &snap {
@@ -518,8 +367,8 @@ pub fn render(
     let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
     let mut warnings = std::mem::take(&mut plan.warnings);
     let compiled = compiling.elapsed();
-    if super::term::verbose() {
-        let _ = writeln!(log, "{}", super::verbose_plan(&plan));
+    if crate::host::term::verbose() {
+        let _ = writeln!(log, "{}", crate::host::verbose_plan(&plan));
         let _ = writeln!(
             log,
             "note: compiled in {:.1} ms",
@@ -529,7 +378,7 @@ pub fn render(
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
     let frames = match &opts.duration {
-        Some(d) => super::run::parse_duration(d, sr, log)?,
+        Some(d) => crate::scene::parse_duration(d, sr, log).map_err(HostError::Usage)?,
         None => {
             let total = plan.duration.unwrap_or(10 * sr as u64);
             if total > max_frames(sr) {
@@ -569,7 +418,7 @@ pub fn render(
     }
     let mut stops: Vec<u64> = Vec::new();
     for t in &opts.snapshot_at {
-        let at = super::run::parse_duration(t, sr, log)?;
+        let at = crate::scene::parse_duration(t, sr, log).map_err(HostError::Usage)?;
         if at < start || at > start + frames {
             return Err(HostError::Usage(format!(
                 "--snapshot-at {t} (sample {at}) is outside the render (samples {start} … {})",
@@ -600,11 +449,11 @@ pub fn render(
     let layout = wav_layout(channels, sr, opts.format, frames)?;
     let needed = layout.file_len().unwrap_or(u64::MAX);
     let output = Output::prepare(&opts.output, &inputs, needed)?;
-    output::check_extension(&opts.output)?;
+    crate::host::files::rules::check_extension(&opts.output)?;
     if let Some(base) = &opts.snapshot_out {
         for at in &stops {
             let path = numbered_path(base, *at, several);
-            output::check_side_output(&path, "snapshot", &inputs, &output)?;
+            crate::host::files::rules::check_side_output(&path, "snapshot", &inputs, &output)?;
         }
     }
 
@@ -708,7 +557,7 @@ pub fn render(
     // go to the log then, or straight to stderr under `-q`, where the log
     // keeps only errors but what was asked for still prints.
     let mut raw_stderr = std::io::stderr();
-    let text_out: &mut dyn Write = match (to_stdout, super::term::quiet()) {
+    let text_out: &mut dyn Write = match (to_stdout, crate::host::term::quiet()) {
         (false, _) => out,
         (true, false) => log,
         (true, true) => &mut raw_stderr,
@@ -748,34 +597,4 @@ pub fn render(
         let _ = writeln!(text_out, "{}", report.hash);
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integer_conversion_rounds_half_even_and_clamps() {
-        assert_eq!(to_int(1.0, 16), 32767);
-        assert_eq!(to_int(-1.0, 16), -32767);
-        assert_eq!(to_int(2.0, 16), 32767);
-        assert_eq!(to_int(-2.0, 16), -32768);
-        // 0.5/32767 scales to exactly 0.5 → rounds to 0 (even); 1.5 → 2.
-        assert_eq!(to_int(0.5 / 32767.0, 16), 0);
-        assert_eq!(to_int(1.5 / 32767.0, 16), 2);
-        assert_eq!(to_int(1.0, 24), 8388607);
-    }
-
-    #[test]
-    fn clipping_is_exactly_what_the_clamp_changed() {
-        // ±1.0 is full scale, not clipped; -32768 is reached only by clamping.
-        assert_eq!(to_int_clipped(1.0, 16), (32767, false));
-        assert_eq!(to_int_clipped(-1.0, 16), (-32767, false));
-        assert_eq!(to_int_clipped(-32768.0 / 32767.0, 16), (-32768, false));
-        assert_eq!(to_int_clipped(-32768.6 / 32767.0, 16), (-32768, true));
-        // Rounds to full scale first: not clipped.
-        assert_eq!(to_int_clipped(32767.4 / 32767.0, 16), (32767, false));
-        assert_eq!(to_int_clipped(32767.6 / 32767.0, 16), (32767, true));
-        assert_eq!(to_int_clipped(1.5, 24), (8388607, true));
-    }
 }

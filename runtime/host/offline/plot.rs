@@ -17,16 +17,17 @@
 //! along the bottom of each panel mark time at a round step (1, 2 or 5 ×
 //! 10ⁿ seconds) that the command prints, with the plotted range.
 //!
-//! The PNG is written under the rules of `render` ([`super::render::output`]):
+//! The PNG is written under the rules of `render` ([`crate::host::files::rules`]):
 //! never over the scene or a resource it reads, a missing directory refused
 //! before anything renders, a regular file written under a temporary name
 //! and renamed into place.
 
-use super::render::output::{Inputs, Output};
-use super::render::{try_run_blocks_with_stops, MAX_RENDER_S};
-use super::HostError;
+use crate::engine::try_run_blocks_with_stops;
 use crate::engine::Engine;
 use crate::graph::{compile, CompileOptions};
+use crate::host::files::rules::{Inputs, Output};
+use crate::host::offline::render::MAX_RENDER_S;
+use crate::host::HostError;
 use crate::ops::AudioData;
 use crate::profile::Profile;
 use crate::scene::{Diagnostic, TimeSpec};
@@ -298,7 +299,7 @@ fn render_scene(
     inputs: &mut Inputs,
     log: &mut dyn Write,
 ) -> Result<(Output, Audio), HostError> {
-    let (_, scene) = super::read_scene(&opts.input)?;
+    let (_, scene) = crate::host::read_scene(&opts.input)?;
     let copts = CompileOptions {
         profile: opts.profile,
         block_size: opts.block_size,
@@ -312,7 +313,7 @@ fn render_scene(
     }
     let sr = plan.sample_rate;
     let total = match &opts.duration {
-        Some(d) => super::run::parse_duration(d, sr, log)?,
+        Some(d) => crate::scene::parse_duration(d, sr, log).map_err(HostError::Usage)?,
         None => plan.duration.unwrap_or(10 * sr as u64),
     };
     if total > MAX_RENDER_S * sr as u64 {

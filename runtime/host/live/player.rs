@@ -3,7 +3,7 @@
 //! stages, and reports through atomics. Nothing here allocates, frees,
 //! locks, blocks or does I/O.
 
-use crate::engine::{Deck, Engine, EngineState};
+use crate::engine::{device_sample, faded, stop_fade_gain, Deck, Engine, EngineState};
 use crossbeam_queue::ArrayQueue;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -108,30 +108,6 @@ impl Meters {
     }
 }
 
-/// The device output stage, one definition for `run` and `replay`: an
-/// engine sample as the device gets it (f32, clipped to ±1 for hearing safety).
-#[inline]
-pub fn device_sample(x: f64) -> f32 {
-    (x as f32).clamp(-1.0, 1.0)
-}
-
-/// The gain of frame `k` (0-based) of a stop fade of `len` frames: linear
-/// to silence, reaching 0 on the fade's last frame.
-#[inline]
-pub fn stop_fade_gain(k: u64, len: u64) -> f32 {
-    (len - 1 - k.min(len - 1)) as f32 / len as f32
-}
-
-/// A device sample under the stop fade's `gain` (exact when the gain is 1).
-#[inline]
-pub fn faded(v: f32, gain: f32) -> f32 {
-    if gain == 1.0 {
-        v
-    } else {
-        v * gain
-    }
-}
-
 /// A request from the control thread to the audio thread (DESIGN §6 handover).
 pub enum ToAudio {
     /// At the next block boundary, copy the playing engine's state into
@@ -228,7 +204,7 @@ pub struct Player {
     last_nan_events: u64,
     last_panics: u64,
     /// Where what went to the device is recorded (`run --capture`).
-    capture: Option<super::capture::CaptureTap>,
+    capture: Option<crate::host::live::tap::CaptureTap>,
 }
 
 impl Player {
@@ -272,7 +248,7 @@ impl Player {
 
     /// Records every performance frame the device gets (after the output
     /// stage: clip, stop fade) into `tap`.
-    pub fn set_capture(&mut self, tap: super::capture::CaptureTap) {
+    pub fn set_capture(&mut self, tap: crate::host::live::tap::CaptureTap) {
         self.capture = Some(tap);
     }
 

@@ -13,9 +13,8 @@
 //!   waits for its reader); `-` is standard output. No temporary file.
 //! - A block device, a socket or a directory is refused.
 //! - The temporary file is removed on every failure: an error, a panic, or
-//!   (with [`super::interrupt::InterruptGuard`]) SIGINT, SIGTERM or SIGHUP.
+//!   (with [`crate::host::files::signals::InterruptGuard`]) SIGINT, SIGTERM or SIGHUP.
 
-use super::wav::format_bytes;
 use crate::host::HostError;
 use std::ffi::CString;
 use std::fs::{File, Metadata, OpenOptions};
@@ -551,6 +550,17 @@ impl Write for Sink<'_> {
     }
 }
 
+/// Human-readable bytes for messages (decimal units, like `df -H`).
+pub fn format_bytes(n: u64) -> String {
+    const UNITS: [(&str, f64); 4] = [("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)];
+    for (unit, size) in UNITS {
+        if n as f64 >= size {
+            return format!("{:.1} {unit}", n as f64 / size);
+        }
+    }
+    format!("{n} bytes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -602,5 +612,12 @@ mod tests {
         let d = dir("missing");
         let e = canonical_target(&d.join("nope").join("x.wav")).unwrap_err();
         assert!(e.contains("does not exist") && e.contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn bytes_read_in_decimal_units() {
+        assert_eq!(format_bytes(999), "999 bytes");
+        assert_eq!(format_bytes(4_300_800_000), "4.3 GB");
+        assert_eq!(format_bytes(9_300_000_000_000), "9.3 TB");
     }
 }

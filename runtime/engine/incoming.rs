@@ -10,7 +10,7 @@
 //!    its output;
 //! 5. swap at exactly S, with a crossfade unless the edit only changed params.
 
-use crate::engine::{Deck, Engine, EngineState, Migration};
+use super::{Deck, Engine, EngineState, Migration};
 use crate::graph::{compile, CompileOptions, Plan, SeedSource};
 use crate::profile::Profile;
 use crate::scene::{self, Diagnostic};

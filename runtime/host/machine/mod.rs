@@ -2,6 +2,9 @@
 //! build. Two timings compare only when these agree, so every bench report
 //! and every stored calibration carries them.
 
+pub mod calibration;
+
+use crate::host::files::digest::{hex, sha256_hex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -26,7 +29,7 @@ pub struct MachineKey {
 impl MachineKey {
     /// The key of the running process on this machine.
     pub fn current() -> MachineKey {
-        let (cpu, cpu_level) = super::journal::cpu_info();
+        let (cpu, cpu_level) = cpu_info();
         MachineKey {
             build: build_profile().to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
@@ -59,7 +62,52 @@ pub fn scene_sha256(scene_text: &[u8], resources: &[(String, PathBuf)]) -> Resul
             .map_err(|e| format!("cannot read resource `{name}` ({}): {e}", path.display()))?;
         h.update(Sha256::digest(&bytes));
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&h.finalize()))
+}
+
+/// The CPU model and feature level, as journals and benchmarks record them.
+pub fn cpu_info() -> (String, String) {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    (model, cpu_level())
+}
+
+#[cfg(target_arch = "x86_64")]
+fn cpu_level() -> String {
+    let v2 = is_x86_feature_detected!("sse4.2") && is_x86_feature_detected!("popcnt");
+    let v3 = v2
+        && is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("bmi2");
+    let v4 = v3 && is_x86_feature_detected!("avx512f");
+    match (v2, v3, v4) {
+        (_, _, true) => "x86-64-v4",
+        (_, true, _) => "x86-64-v3",
+        (true, _, _) => "x86-64-v2",
+        _ => "x86-64",
+    }
+    .to_string()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_level() -> String {
+    std::env::consts::ARCH.to_string()
+}
+
+/// SHA-256 of the running executable: two sessions with the same build id
+/// ran the same code.
+pub fn build_id() -> String {
+    std::env::current_exe()
+        .and_then(std::fs::read)
+        .map(|b| sha256_hex(&b))
+        .unwrap_or_else(|_| "unknown".to_string())
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! with the same engine (state and sample clock continue), and stops
 //! cleanly on request.
 
-use super::player::{Meters, Player, PlayerCell};
+use crate::host::live::player::{Meters, Player, PlayerCell};
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

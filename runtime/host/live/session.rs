@@ -10,9 +10,9 @@
 //! handover at a time: changes that arrive meanwhile coalesce into the
 //! latest, which starts once the running one (and its fade) is over.
 
-use super::handover::{advance_to, fade_for, switch_warning, Incoming, SessionFixed};
-use super::player::{FromAudio, Link, Meters, ToAudio};
+use crate::engine::incoming::{advance_to, fade_for, switch_warning, Incoming, SessionFixed};
 use crate::engine::{EngineState, Migration, Notice};
+use crate::host::live::player::{FromAudio, Link, Meters, ToAudio};
 use crate::profile::Profile;
 use crate::scene::Diagnostic;
 use std::io::Write;
@@ -604,13 +604,13 @@ impl LiveSession {
             let scene = crate::scene::load_str(
                 &self.good_text,
                 &self.path.display().to_string(),
-                Some(super::handover::parent_dir(&self.path)),
+                Some(crate::engine::incoming::parent_dir(&self.path)),
             )
             .map_err(|d| format_diagnostics(&d))?;
             let mut opts = self.fixed.options(self.profile);
             opts.skip_build = true;
             let plan = crate::graph::compile(&scene, &opts).map_err(|d| format_diagnostics(&d))?;
-            let cx = super::snapshot::SnapshotContext::new(&plan, &self.good_text)
+            let cx = crate::host::record::snapshot::SnapshotContext::new(&plan, &self.good_text)
                 .map_err(|e| e.to_string())?;
             cx.write(state, &path)
                 .map(|w| w.bytes)
@@ -641,5 +641,5 @@ fn peek_profile(text: &str) -> Option<Profile> {
 }
 
 fn format_diagnostics(diags: &[Diagnostic]) -> String {
-    super::HostError::Input(diags.to_vec()).to_string()
+    crate::host::HostError::Input(diags.to_vec()).to_string()
 }

@@ -7,7 +7,7 @@
 //! another machine, another build or an edited scene does not match, so
 //! `run` asks for a new one instead of trusting stale numbers.
 
-use super::machine::MachineKey;
+use crate::host::machine::MachineKey;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -33,7 +33,7 @@ pub struct Calibration {
     pub machine: MachineKey,
     /// The scene file as given on the command line (for people reading the file).
     pub scene: String,
-    /// [`super::machine::scene_sha256`] of the scene and its resources.
+    /// [`crate::host::machine::scene_sha256`] of the scene and its resources.
     pub scene_sha256: String,
     pub sample_rate: u32,
     /// The recommended block size.

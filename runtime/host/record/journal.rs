@@ -11,13 +11,14 @@
 //! same device output stage, and reproduces the device output bit for bit
 //! on the same build and CPU feature level.
 
-use super::handover::{Incoming, Scripted, SessionFixed};
-use super::player::{device_sample, faded, stop_fade_gain};
-use super::HostError;
+use crate::engine::incoming::{Incoming, Scripted, SessionFixed};
+use crate::engine::{device_sample, faded, stop_fade_gain};
+use crate::host::files::digest::sha256_hex;
+use crate::host::machine::{build_id, cpu_info};
+use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::Diagnostic;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
@@ -109,55 +110,6 @@ impl Record {
     }
 }
 
-/// The CPU model and feature level, as journals and benchmarks record them.
-pub fn cpu_info() -> (String, String) {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-    (model, cpu_level())
-}
-
-#[cfg(target_arch = "x86_64")]
-fn cpu_level() -> String {
-    let v2 = is_x86_feature_detected!("sse4.2") && is_x86_feature_detected!("popcnt");
-    let v3 = v2
-        && is_x86_feature_detected!("avx2")
-        && is_x86_feature_detected!("fma")
-        && is_x86_feature_detected!("bmi2");
-    let v4 = v3 && is_x86_feature_detected!("avx512f");
-    match (v2, v3, v4) {
-        (_, _, true) => "x86-64-v4",
-        (_, true, _) => "x86-64-v3",
-        (true, _, _) => "x86-64-v2",
-        _ => "x86-64",
-    }
-    .to_string()
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn cpu_level() -> String {
-    std::env::consts::ARCH.to_string()
-}
-
-/// SHA-256 of the running executable: two sessions with the same build id
-/// ran the same code.
-pub fn build_id() -> String {
-    std::env::current_exe()
-        .and_then(std::fs::read)
-        .map(|b| hex(&Sha256::digest(&b)))
-        .unwrap_or_else(|_| "unknown".to_string())
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 /// Where `run` journals by default: the platform's data directory.
 pub fn default_path(scene: &Path) -> Option<PathBuf> {
     let stem = scene
@@ -226,7 +178,7 @@ impl Journal {
         for (reference, path) in list {
             let bytes = std::fs::read(path)
                 .map_err(|e| format!("cannot read `{}` to journal it: {e}", path.display()))?;
-            let sha = hex(&Sha256::digest(&bytes));
+            let sha = sha256_hex(&bytes);
             let ext = path
                 .extension()
                 .map(|e| format!(".{}", e.to_string_lossy()))
@@ -375,7 +327,7 @@ fn pin(
                 ),
             )
         })?;
-        let sha = hex(&Sha256::digest(&bytes));
+        let sha = sha256_hex(&bytes);
         if sha != r.sha256 {
             return Err(bad(
                 journal,
@@ -473,7 +425,7 @@ pub fn replay(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
                     return Err(bad(path, None, "a resume record before the scene record"));
                 };
                 let copy = pin(&session.dir, std::slice::from_ref(snapshot), path)?;
-                let snap = super::snapshot::SnapshotFile::read(&copy[0].1)?;
+                let snap = crate::host::record::snapshot::SnapshotFile::read(&copy[0].1)?;
                 let state = snap.state()?;
                 inc.engine.migrate(&state, state.clock);
             }
@@ -675,7 +627,7 @@ pub fn cli(
                 Some(Record::Header { sample_rate, .. }) => *sample_rate,
                 _ => 48_000,
             };
-            Some(super::run::parse_duration(t, rate, log)?)
+            Some(crate::scene::parse_duration(t, rate, log).map_err(HostError::Usage)?)
         }
         None => None,
     };

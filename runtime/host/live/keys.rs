@@ -4,7 +4,7 @@
 //! Ctrl-C and `q` set the stop flag that the callback reads; every command
 //! also reaches the control thread through a channel, never the audio thread.
 
-use super::player::Controls;
+use crate::host::live::player::Controls;
 use std::io::{BufRead, IsTerminal, Read};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};

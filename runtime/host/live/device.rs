@@ -1,8 +1,8 @@
 //! cpal: listing output devices, choosing a stream configuration, and the
 //! [`Output`] that plays through a device.
 
-use super::player::PlayerCell;
-use super::realtime::{Output, OutputStream, StreamEvents, StreamFault};
+use crate::host::live::control::{Output, OutputStream, StreamEvents, StreamFault};
+use crate::host::live::player::PlayerCell;
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use std::sync::Arc;
 
@@ -99,7 +99,7 @@ fn quiet_alsa() {
     ) {
     }
     static ONCE: std::sync::Once = std::sync::Once::new();
-    if super::term::verbose() {
+    if crate::host::term::verbose() {
         return;
     }
     ONCE.call_once(|| {

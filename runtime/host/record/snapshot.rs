@@ -19,17 +19,17 @@
 //! Files are written atomically ([`write_atomic`]): a crash or a full disk
 //! never leaves a partial snapshot under the final name.
 
-use super::handover::{switch_warning, SessionFixed};
-use super::HostError;
 use crate::dsp::Precision;
+use crate::engine::incoming::{switch_warning, SessionFixed};
 use crate::engine::{Engine, EngineState, Migration, NodeSnapshot, Notice};
 use crate::graph::{CompileOptions, Plan, SeedSource};
+use crate::host::files::digest::sha256_hex;
+use crate::host::HostError;
 use crate::ops::{
     self, AudioData, NodeState, OpSpec, ParamKind, ParamState, Ramp, StateValue, Value,
 };
 use crate::profile::Profile;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -512,14 +512,6 @@ mod precision_name {
         Precision::parse(&s)
             .ok_or_else(|| D::Error::custom(format!("`{s}` is not a precision (valid: f32, f64)")))
     }
-}
-
-/// Lower-case hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// What a node looked like when its plan was compiled.
@@ -1387,7 +1379,7 @@ mod tests {
         let (plan, text) = build(Profile::Repro);
         let cx = SnapshotContext::new(&plan, &text).unwrap();
         let mut e = Engine::new(plan);
-        crate::host::render::render_to_vec(&mut e, 1500);
+        crate::engine::render_to_vec(&mut e, 1500);
         let st = e.snapshot();
         // What the scene exercises is really in the state.
         let osc = &st.nodes.iter().find(|n| n.id == "osc").unwrap().params[0];
@@ -1423,7 +1415,7 @@ mod tests {
             let (plan, text) = build(profile);
             let cx = SnapshotContext::new(&plan, &text).unwrap();
             let mut a = Engine::new(plan);
-            crate::host::render::render_to_vec(&mut a, 1500);
+            crate::engine::render_to_vec(&mut a, 1500);
             let bytes = cx.file(&a.snapshot()).unwrap().to_bytes();
             let snap = SnapshotFile::from_bytes(&bytes, "t.snap").unwrap();
             let (plan, _) = build(profile);
@@ -1436,8 +1428,8 @@ mod tests {
                 bytes,
                 "{profile}: restored then snapshotted again"
             );
-            let want = crate::host::render::render_to_vec(&mut a, 3000);
-            let got = crate::host::render::render_to_vec(&mut b, 3000);
+            let want = crate::engine::render_to_vec(&mut a, 3000);
+            let got = crate::engine::render_to_vec(&mut b, 3000);
             assert!(want[0].iter().any(|x| *x != 0.0));
             assert!(
                 want.iter()

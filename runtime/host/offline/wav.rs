@@ -8,8 +8,6 @@
 //! 64-bit ones. Below that, the bytes are exactly what hound writes, so
 //! files stay readable by every WAV reader and identical to earlier renders.
 
-use super::WavFormat;
-
 /// `KSDATAFORMAT_SUBTYPE_PCM`, the extensible format's integer sub-format.
 const SUBTYPE_PCM: [u8; 16] = [
     0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71,
@@ -172,15 +170,48 @@ fn push_u32(h: &mut Vec<u8>, v: u32) {
     h.extend_from_slice(&v.to_le_bytes());
 }
 
-/// Human-readable bytes for messages (decimal units, like `df -H`).
-pub fn format_bytes(n: u64) -> String {
-    const UNITS: [(&str, f64); 4] = [("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)];
-    for (unit, size) in UNITS {
-        if n as f64 >= size {
-            return format!("{:.1} {unit}", n as f64 / size);
+/// The WAV sample format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WavFormat {
+    F32,
+    I24,
+    I16,
+}
+
+impl WavFormat {
+    /// Parses the `--format` value.
+    pub fn parse(s: &str) -> Option<WavFormat> {
+        match s {
+            "f32" => Some(WavFormat::F32),
+            "i24" => Some(WavFormat::I24),
+            "i16" => Some(WavFormat::I16),
+            _ => None,
         }
     }
-    format!("{n} bytes")
+
+    /// The `--format` value, for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            WavFormat::F32 => "f32",
+            WavFormat::I24 => "i24",
+            WavFormat::I16 => "i16",
+        }
+    }
+}
+
+/// Integer PCM: scale by 2^(bits−1)−1, round half to even, clamp; no dither.
+#[inline]
+pub fn to_int(x: f64, bits: u32) -> i32 {
+    to_int_clipped(x, bits).0
+}
+
+/// [`to_int`], and whether the clamp changed the value (the sample clipped).
+#[inline]
+pub fn to_int_clipped(x: f64, bits: u32) -> (i32, bool) {
+    let full = ((1i64 << (bits - 1)) - 1) as f64;
+    let v = (x * full).round_ties_even();
+    let c = v.clamp(-full - 1.0, full);
+    (c as i32, c != v)
 }
 
 #[cfg(test)]
@@ -312,9 +343,27 @@ mod tests {
     }
 
     #[test]
-    fn bytes_read_in_decimal_units() {
-        assert_eq!(format_bytes(999), "999 bytes");
-        assert_eq!(format_bytes(4_300_800_000), "4.3 GB");
-        assert_eq!(format_bytes(9_300_000_000_000), "9.3 TB");
+    fn integer_conversion_rounds_half_even_and_clamps() {
+        assert_eq!(to_int(1.0, 16), 32767);
+        assert_eq!(to_int(-1.0, 16), -32767);
+        assert_eq!(to_int(2.0, 16), 32767);
+        assert_eq!(to_int(-2.0, 16), -32768);
+        // 0.5/32767 scales to exactly 0.5 → rounds to 0 (even); 1.5 → 2.
+        assert_eq!(to_int(0.5 / 32767.0, 16), 0);
+        assert_eq!(to_int(1.5 / 32767.0, 16), 2);
+        assert_eq!(to_int(1.0, 24), 8388607);
+    }
+
+    #[test]
+    fn clipping_is_exactly_what_the_clamp_changed() {
+        // ±1.0 is full scale, not clipped; -32768 is reached only by clamping.
+        assert_eq!(to_int_clipped(1.0, 16), (32767, false));
+        assert_eq!(to_int_clipped(-1.0, 16), (-32767, false));
+        assert_eq!(to_int_clipped(-32768.0 / 32767.0, 16), (-32768, false));
+        assert_eq!(to_int_clipped(-32768.6 / 32767.0, 16), (-32768, true));
+        // Rounds to full scale first: not clipped.
+        assert_eq!(to_int_clipped(32767.4 / 32767.0, 16), (32767, false));
+        assert_eq!(to_int_clipped(32767.6 / 32767.0, 16), (32767, true));
+        assert_eq!(to_int_clipped(1.5, 24), (8388607, true));
     }
 }

@@ -1,0 +1,11 @@
+//! Offline: `render` (exactly N frames of the main bus into a WAV file,
+//! with levels, a hash, snapshots and resumes), the WAV writer it streams
+//! through, and `plot`, which draws a render or a WAV file.
+
+pub mod levels;
+pub mod plot;
+pub mod render;
+pub mod wav;
+
+pub use render::{render, render_hash, RenderOptions, RenderReport};
+pub use wav::WavFormat;
