@@ -55,6 +55,7 @@
 //!   `graph/schema.rs` (it reads both the scene loader and the registry).
 
 pub mod bench;
+pub mod cli;
 pub mod dsp;
 pub mod engine;
 pub mod graph;
@@ -73,8 +74,8 @@ mod layering {
 
     /// The layer folders under `runtime/`, in order: each may use only
     /// those before it.
-    const LAYERS: [&str; 8] = [
-        "dsp", "profile", "scene", "ops", "graph", "engine", "host", "bench",
+    const LAYERS: [&str; 9] = [
+        "dsp", "profile", "scene", "ops", "graph", "engine", "host", "bench", "cli",
     ];
 
     /// Removes comments (line, nested block) and the contents of string and

@@ -13,6 +13,7 @@ use crate::host::machine::calibration::{self, BlockP99, Calibration};
 use crate::host::machine::{self, MachineKey};
 use crate::host::HostError;
 use crate::profile::Profile;
+use crate::scene::TimeArg;
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -27,33 +28,29 @@ pub const DEFAULT_SECONDS: u64 = 5;
 /// Runs per block size unless `--runs` says otherwise.
 pub const DEFAULT_RUNS: usize = 2;
 
-/// What `morphrt calibrate` was asked to do.
-#[derive(Clone, Debug)]
+/// What `morphrt calibrate` was asked to do: the command's arguments.
+#[derive(Clone, Debug, clap::Args)]
 pub struct CalibrateOptions {
+    /// The scene file (JSON).
     pub scene: PathBuf,
-    pub duration: Option<String>,
-    /// Runs per block size (≥ 1).
+    /// Audio per run and block size, e.g. 5s.
+    #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
+    pub duration: Option<TimeArg>,
+    /// Runs per block size.
+    #[arg(long, default_value_t = DEFAULT_RUNS)]
     pub runs: usize,
+    /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Extra directories to look up "@resource:NAME" in (repeatable).
+    #[arg(long = "resources")]
     pub resources: Vec<PathBuf>,
-    /// Print JSON on stdout instead of the table.
+    /// Machine-readable output.
+    #[arg(long)]
     pub json: bool,
-    /// Store the result for `run --block-size auto` (default on).
-    pub store: bool,
-}
-
-impl Default for CalibrateOptions {
-    fn default() -> CalibrateOptions {
-        CalibrateOptions {
-            scene: PathBuf::new(),
-            duration: None,
-            runs: DEFAULT_RUNS,
-            seed: None,
-            resources: Vec::new(),
-            json: false,
-            store: true,
-        }
-    }
+    /// Measure and report without storing the result.
+    #[arg(long = "no-store")]
+    pub no_store: bool,
 }
 
 /// What calibrate measured and chose.
@@ -78,10 +75,7 @@ pub fn recommend(blocks: &[BlockP99]) -> Option<(usize, bool)> {
 }
 
 /// Measures every candidate block size under live and stores the choice.
-pub fn calibrate(
-    opts: &CalibrateOptions,
-    log: &mut dyn Write,
-) -> Result<CalibrateReport, HostError> {
+pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<CalibrateReport, HostError> {
     if opts.runs == 0 {
         return Err(HostError::Usage("--runs must be at least 1".to_string()));
     }
@@ -106,8 +100,7 @@ pub fn calibrate(
                 let _ = writeln!(log, "{}", crate::scene::Shown::new(&warnings));
             }
             let frames = match &opts.duration {
-                Some(d) => crate::scene::parse_duration(d, plan.sample_rate, log)
-                    .map_err(HostError::Usage)?,
+                Some(d) => d.length(plan.sample_rate, log).map_err(HostError::Usage)?,
                 None => DEFAULT_SECONDS * plan.sample_rate as u64,
             };
             let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)
@@ -150,7 +143,7 @@ pub fn calibrate(
             .map(|d| d.as_secs())
             .unwrap_or(0),
     };
-    let stored = if opts.store {
+    let stored = if !opts.no_store {
         match calibration::store_path() {
             Some(path) => {
                 calibration::save(&path, &calibration).map_err(HostError::Runtime)?;
@@ -227,12 +220,12 @@ impl CalibrateReport {
 }
 
 /// `morphrt calibrate`: the table (or JSON) on `out`, progress on `log`.
-pub fn cli(
+pub fn calibrate(
     opts: &CalibrateOptions,
     out: &mut dyn Write,
     log: &mut dyn Write,
 ) -> Result<(), HostError> {
-    let report = calibrate(opts, log)?;
+    let report = measure(opts, log)?;
     let written = if opts.json {
         writeln!(
             out,

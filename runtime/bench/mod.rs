@@ -16,6 +16,7 @@ use crate::graph::{compile, CompileOptions, Plan};
 use crate::host::machine::{self, MachineKey};
 use crate::host::HostError;
 use crate::profile::Profile;
+use crate::scene::TimeArg;
 use parity::{GoldenSource, ParityReport};
 use serde::Serialize;
 use std::io::Write;
@@ -73,49 +74,46 @@ impl ComparisonKey {
     }
 }
 
-/// What `morphrt bench` was asked to do.
-#[derive(Clone, Debug)]
+/// What `morphrt bench` was asked to do: the command's arguments.
+#[derive(Clone, Debug, clap::Args)]
 pub struct BenchOptions {
+    /// The scene file (JSON).
     pub scene: PathBuf,
-    /// The session profile (default: the scene's, else repro).
+    /// Session profile: strict, repro or live (default: the scene's, else repro).
+    #[arg(long, value_parser = Profile::parse_arg)]
     pub profile: Option<Profile>,
-    /// Audio per timed run (default [`DEFAULT_SECONDS`]).
-    pub duration: Option<String>,
-    /// Default: the scene's, else the profile's.
+    /// Audio per timed run, e.g. 5s, 500ms (default [`DEFAULT_SECONDS`] s).
+    #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
+    pub duration: Option<TimeArg>,
+    /// Block size in frames (default: the scene's, else the profile's).
+    #[arg(long = "block-size")]
     pub block_size: Option<usize>,
-    /// Timed runs (≥ 1).
+    /// Timed runs.
+    #[arg(long, default_value_t = DEFAULT_RUNS)]
     pub runs: usize,
+    /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Extra directories to look up "@resource:NAME" in (repeatable).
+    #[arg(long = "resources")]
     pub resources: Vec<PathBuf>,
-    /// The golden to check against (default: [`parity::default_golden_path`]).
+    /// The golden to check strict against (default:
+    /// golden/scenes/<stem>.json beside the scene's folder; without
+    /// one, strict is checked across block sizes instead).
+    #[arg(long)]
     pub golden: Option<PathBuf>,
-    /// Print JSON on stdout instead of the table.
+    /// Machine-readable output.
+    #[arg(long)]
     pub json: bool,
-    /// Check the assertions and fail (exit 1) when one misses.
+    /// Exit 1 when an --assert-* bound is missed, saying by how much.
+    #[arg(long)]
     pub ci: bool,
-    /// `--assert-rtf X`: the median real-time factor must be at least X.
+    /// With --ci: the median real-time factor must be at least X.
+    #[arg(long = "assert-rtf", requires = "ci", value_name = "X")]
     pub assert_rtf: Option<f64>,
-    /// `--assert-p99-us Y`: the 99th-percentile block time must be at most Y µs.
+    /// With --ci: the 99th-percentile block time must be at most Y µs.
+    #[arg(long = "assert-p99-us", requires = "ci", value_name = "Y")]
     pub assert_p99_us: Option<f64>,
-}
-
-impl Default for BenchOptions {
-    fn default() -> BenchOptions {
-        BenchOptions {
-            scene: PathBuf::new(),
-            profile: None,
-            duration: None,
-            block_size: None,
-            runs: DEFAULT_RUNS,
-            seed: None,
-            resources: Vec::new(),
-            golden: None,
-            json: false,
-            ci: false,
-            assert_rtf: None,
-            assert_p99_us: None,
-        }
-    }
 }
 
 /// One `--ci` assertion and how it went.
@@ -152,7 +150,7 @@ pub struct BenchReport {
 
 /// Checks parity and, when it holds, times the scene. Parity failing is
 /// not an `Err`: the report says so and has no timing.
-pub fn bench(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, HostError> {
+pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, HostError> {
     if opts.runs == 0 {
         return Err(HostError::Usage("--runs must be at least 1".to_string()));
     }
@@ -176,9 +174,7 @@ pub fn bench(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, Ho
         plan.warnings.clear();
     }
     let frames = match &opts.duration {
-        Some(d) => {
-            crate::scene::parse_duration(d, plan.sample_rate, log).map_err(HostError::Usage)?
-        }
+        Some(d) => d.length(plan.sample_rate, log).map_err(HostError::Usage)?,
         None => DEFAULT_SECONDS * plan.sample_rate as u64,
     };
     let key = ComparisonKey::of(&opts.scene.display().to_string(), text.as_bytes(), &plan)?;
@@ -360,8 +356,12 @@ impl BenchReport {
 /// `morphrt bench`: the report on `out` (JSON with `--json`), progress on
 /// `log`. A failed parity check, or with `--ci` a missed assertion, is a
 /// runtime failure (exit 1) that says what missed and by how much.
-pub fn cli(opts: &BenchOptions, out: &mut dyn Write, log: &mut dyn Write) -> Result<(), HostError> {
-    let report = bench(opts, log)?;
+pub fn bench(
+    opts: &BenchOptions,
+    out: &mut dyn Write,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    let report = measure(opts, log)?;
     let written = if opts.json {
         writeln!(
             out,

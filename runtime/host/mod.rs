@@ -13,7 +13,6 @@
 //! (`live` may use `record`, `offline` and `files`; `files` uses none),
 //! checked by a test in `runtime/lib.rs`.
 
-pub mod check;
 mod error;
 pub mod files;
 pub mod live;

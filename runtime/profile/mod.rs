@@ -69,6 +69,12 @@ impl Profile {
         }
     }
 
+    /// [`Profile::parse`] with the error a command line shows (`--profile`).
+    pub fn parse_arg(s: &str) -> Result<Profile, String> {
+        Profile::parse(s)
+            .ok_or_else(|| format!("`{s}` is not a profile (valid: strict, repro, live)"))
+    }
+
     pub fn default_precision(self) -> Precision {
         match self {
             Profile::Strict => Precision::F64,

@@ -457,44 +457,97 @@ impl TimeSpec {
     }
 }
 
-/// `10s`, `250ms`, `4800samples`, or a bare number of seconds, in samples:
-/// positive and at most the one duration limit ([`super::MAX_DURATION_S`],
-/// 24 h) that `render -d`, a scene's `duration`, `run --duration` and a
-/// resumed render share.
-pub fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Result<u64, String> {
-    if text.trim_start().starts_with('-') {
-        return Err(format!(
-            "duration `{text}` is negative; give a length such as 10s, 1m30s, 2h or 4800samples"
-        ));
+/// A time given on the command line (`-d`, `--duration`, `--until`,
+/// `--snapshot-at`, `--from`, `--to`): `10s`, `250ms`, `4800samples`,
+/// `1m30s`, `2h`, or a bare number of seconds. Parsed once, when the
+/// arguments are ([`TimeArg::parse`] is the clap value parser); converted
+/// to samples once the sample rate is known, within the one duration limit
+/// ([`super::MAX_DURATION_S`], 24 h) that `render -d`, a scene's
+/// `duration`, `run --duration` and a resumed render share.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeArg {
+    text: String,
+    spec: TimeSpec,
+}
+
+impl TimeArg {
+    /// Parses a time; refuses a negative one and anything that is not a time.
+    pub fn parse(text: &str) -> Result<TimeArg, String> {
+        if text.trim_start().starts_with('-') {
+            return Err(format!(
+                "`{text}` is negative; give a time such as 10s, 1m30s, 2h or 4800samples"
+            ));
+        }
+        let clock = clock_time_seconds(text);
+        let spec = match &clock {
+            Some(seconds) => TimeSpec::from_seconds_literal(seconds),
+            None => TimeSpec::parse(text).or_else(|_| TimeSpec::from_seconds_literal(text.trim())),
+        }
+        .map_err(|e| {
+            format!("bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples)")
+        })?;
+        if spec.is_negative() {
+            return Err(format!(
+                "`{text}` is negative; give a time such as 10s, 1m30s, 2h or 4800samples"
+            ));
+        }
+        Ok(TimeArg {
+            text: text.to_string(),
+            spec,
+        })
     }
-    let clock = clock_time_seconds(text);
-    let spec = match &clock {
-        Some(seconds) => TimeSpec::from_seconds_literal(seconds),
-        None => TimeSpec::parse(text).or_else(|_| TimeSpec::from_seconds_literal(text)),
+
+    /// The text as given, for messages.
+    pub fn text(&self) -> &str {
+        &self.text
     }
-    .map_err(|e| format!("bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples)"))?;
-    let exact = spec.to_samples(sample_rate);
-    let limit = crate::scene::max_duration_samples(sample_rate) as i128;
-    if spec.is_negative() {
-        // `-0.5` without a sign at the front: the range error below.
-    } else if exact.is_none_or(|r| r.round_half_even() > limit) {
-        return Err(format!(
-            "duration `{text}` is longer than {}",
-            crate::scene::duration_limit_text(sample_rate)
-        ));
+
+    /// The time in samples at `sample_rate`, rounded half to even (with a
+    /// warning on `log` when it is not a whole number of samples); at most
+    /// the duration limit. Zero is allowed: a position on the timeline.
+    pub fn position(&self, sample_rate: u32, log: &mut dyn Write) -> Result<u64, String> {
+        let text = &self.text;
+        let exact = self.spec.to_samples(sample_rate);
+        let limit = crate::scene::max_duration_samples(sample_rate) as i128;
+        let Some(r) = exact.filter(|r| r.round_half_even() <= limit) else {
+            return Err(format!(
+                "duration `{text}` is longer than {}",
+                crate::scene::duration_limit_text(sample_rate)
+            ));
+        };
+        if !r.is_integer() {
+            let _ = writeln!(
+                log,
+                "warning: duration `{text}` is not a whole number of samples at {sample_rate} Hz; using {} samples",
+                r.round_half_even()
+            );
+        }
+        Ok(r.round_half_even() as u64)
     }
-    if let Some(r) = exact.filter(|r| !r.is_integer()) {
-        let _ = writeln!(
-            log,
-            "warning: duration `{text}` is not a whole number of samples at {sample_rate} Hz; using {} samples",
-            r.round_half_even()
-        );
+
+    /// [`TimeArg::position`] of a length, which must be at least one sample.
+    pub fn length(&self, sample_rate: u32, log: &mut dyn Write) -> Result<u64, String> {
+        match self.position(sample_rate, log)? {
+            0 => Err(format!(
+                "duration `{}` is out of range (it must be positive)",
+                self.text
+            )),
+            n => Ok(n),
+        }
     }
-    let samples = exact
-        .map(|r| r.round_half_even())
-        .filter(|s| *s > 0)
-        .ok_or_else(|| format!("duration `{text}` is out of range (it must be positive)"))?;
-    Ok(samples as u64)
+}
+
+impl std::fmt::Display for TimeArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::str::FromStr for TimeArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<TimeArg, String> {
+        TimeArg::parse(s)
+    }
 }
 
 /// `2h`, `1m30s`, `1h2m3.5s`: hours and minutes (integers) with optional
@@ -544,6 +597,11 @@ fn clock_time_seconds(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`TimeArg::length`] of `text`, as the command line converts `-d`.
+    fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Result<u64, String> {
+        TimeArg::parse(text)?.length(sample_rate, log)
+    }
 
     #[test]
     fn exact_decimal_times() {

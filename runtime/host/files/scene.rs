@@ -73,25 +73,3 @@ pub fn load_engine(
     let warnings = std::mem::take(&mut plan.warnings);
     Ok((Engine::new(plan), warnings))
 }
-
-/// `morphrt schema`: the scene format's JSON Schema, pretty-printed, to
-/// `out` or to `output` under the output rules (written whole under a
-/// temporary name and renamed into place).
-pub fn write_schema(output: Option<&Path>, out: &mut dyn std::io::Write) -> Result<(), HostError> {
-    let text = serde_json::to_string_pretty(&crate::graph::schema::scene_schema())
-        .map_err(|e| HostError::Runtime(format!("cannot print the schema: {e}")))?
-        + "\n";
-    match output {
-        None => out
-            .write_all(text.as_bytes())
-            .map_err(|e| HostError::Runtime(format!("cannot write the schema: {e}"))),
-        Some(path) => {
-            let o = crate::host::files::rules::Output::prepare(
-                path,
-                &crate::host::files::rules::Inputs::default(),
-                text.len() as u64,
-            )?;
-            o.write_all(text.as_bytes(), out)
-        }
-    }
-}

@@ -16,6 +16,7 @@ use crate::host::record::journal::{self, Journal, Record};
 use crate::host::record::snapshot::{SnapshotContext, SnapshotFile};
 use crate::host::HostError;
 use crate::profile::Profile;
+use crate::scene::TimeArg;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -26,35 +27,55 @@ use std::time::{Duration, Instant};
 /// The device id of the headless output paced by a clock.
 pub const CLOCK_DEVICE: &str = "clock";
 
-/// What `morphrt run` was asked to do.
-#[derive(Clone, Debug, Default)]
+/// What `morphrt run` was asked to do: the command's arguments.
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct RunOptions {
+    /// The scene file (JSON).
     pub scene: PathBuf,
+    /// Session profile: strict, repro or live (default: the scene's, else repro).
+    #[arg(long, value_parser = Profile::parse_arg)]
     pub profile: Option<Profile>,
-    /// A device id, `clock`, or the default output.
+    /// Output device id (see `morphrt devices`), or `clock` for no device,
+    /// paced in real time; default: the default output.
+    #[arg(long)]
     pub device: Option<String>,
-    /// Frames; `auto` for the block size `morphrt calibrate` stored for
-    /// this scene and machine (else the default); none for the scene's or
-    /// the profile's default.
+    /// Block size in frames, or `auto`: the size `morphrt calibrate`
+    /// stored for this scene on this machine (else the default).
+    #[arg(long = "block-size")]
     pub block_size: Option<String>,
-    pub duration: Option<String>,
+    /// Stop after this much audio (e.g. 2s), without a fade.
+    #[arg(allow_hyphen_values = true, long)]
+    pub duration: Option<TimeArg>,
+    /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Extra directories to look up "@resource:NAME" in (repeatable).
+    #[arg(long = "resources")]
     pub resources: Vec<PathBuf>,
     /// Device period in frames, when it should differ from the block size.
+    #[arg(long, hide = true)]
     pub period: Option<usize>,
-    /// Watch the scene and its resources and apply edits (default on).
-    pub watch: bool,
-    /// Write what went to the device into this WAV file.
+    /// Do not watch the scene file for edits.
+    #[arg(long = "no-watch")]
+    pub no_watch: bool,
+    /// Also write exactly what went to the device into this WAV file.
+    #[arg(long)]
     pub capture: Option<PathBuf>,
-    /// Quiet time after a file event before the file is read.
-    pub debounce: Duration,
-    /// Journal to this file instead of the data directory's default.
+    /// Quiet time after a file change before it is read, in milliseconds.
+    #[arg(long = "debounce-ms", default_value_t = 30, hide = true)]
+    pub debounce_ms: u64,
+    /// Journal the session to this file (default: a new file in the
+    /// platform's data directory, printed at the end).
+    #[arg(long)]
     pub journal: Option<PathBuf>,
-    /// Do not journal.
+    /// Do not journal the session.
+    #[arg(long = "no-journal", conflicts_with = "journal")]
     pub no_journal: bool,
-    /// Start playing from this snapshot file.
+    /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
+    #[arg(long)]
     pub resume: Option<PathBuf>,
-    /// Play under live even when a node's worst case cannot meet the deadline.
+    /// Play under live even when a node's worst case cannot meet the block deadline.
+    #[arg(long)]
     pub force: bool,
 }
 
@@ -315,16 +336,17 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         (Box::new(opened.output), opened.channels, opened.device_id)
     };
     let frames = match &opts.duration {
-        Some(d) => {
-            Some(crate::scene::parse_duration(d, plan.sample_rate, log).map_err(HostError::Usage)?)
-        }
+        Some(d) => Some(d.length(plan.sample_rate, log).map_err(HostError::Usage)?),
         None => None,
     };
     let mut warnings = std::mem::take(&mut plan.warnings);
     if let (Some(f), None) = (frames, &opts.resume) {
         let length = format!(
             "--duration {}",
-            opts.duration.as_deref().unwrap_or_default()
+            opts.duration
+                .as_ref()
+                .map(TimeArg::text)
+                .unwrap_or_default()
         );
         warnings.extend(crate::graph::events_after_end(&plan, f, &length));
     }
@@ -407,8 +429,8 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         meters.clone(),
     );
     let watched = session.watched_files();
-    let watcher = if opts.watch {
-        match FileWatcher::start(&watched, opts.debounce) {
+    let watcher = if !opts.no_watch {
+        match FileWatcher::start(&watched, Duration::from_millis(opts.debounce_ms)) {
             Ok(w) => Some(w),
             Err(e) => {
                 let _ = writeln!(
@@ -488,7 +510,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         log,
         "playing {} ({profile}){} — {}",
         opts.scene.display(),
-        if opts.watch {
+        if !opts.no_watch {
             ", watching for edits"
         } else {
             ""

@@ -30,7 +30,8 @@ use crate::host::offline::render::MAX_RENDER_S;
 use crate::host::HostError;
 use crate::ops::AudioData;
 use crate::profile::Profile;
-use crate::scene::{Diagnostic, TimeSpec};
+use crate::scene::Diagnostic;
+use crate::scene::TimeArg;
 use plotters::prelude::*;
 use plotters::style::colors::colormaps::ViridisRGB;
 use realfft::RealFftPlanner;
@@ -49,7 +50,7 @@ pub const HEIGHT_RANGE: (u32, u32) = (64, 4096);
 pub const DB_RANGE: (f64, f64) = (-120.0, 0.0);
 
 /// The spectrogram's frequency axis.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum FreqScale {
     /// 20 Hz (or one bin) … Nyquist, logarithmic.
     Log,
@@ -58,14 +59,6 @@ pub enum FreqScale {
 }
 
 impl FreqScale {
-    pub fn parse(s: &str) -> Option<FreqScale> {
-        match s {
-            "log" => Some(FreqScale::Log),
-            "linear" => Some(FreqScale::Linear),
-            _ => None,
-        }
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             FreqScale::Log => "log",
@@ -74,28 +67,44 @@ impl FreqScale {
     }
 }
 
-/// What `morphrt plot` was asked to do.
-#[derive(Clone, Debug)]
+/// What `morphrt plot` was asked to do: the command's arguments.
+#[derive(Clone, Debug, clap::Args)]
 pub struct PlotOptions {
-    /// A scene (JSON) or a `.wav` file.
+    /// A scene (JSON) or a .wav file.
     pub input: PathBuf,
-    /// The PNG file (`.png`), or `-` for standard output.
+    /// The PNG file (must end in .png; never a file the plot reads), or
+    /// `-` for standard output.
+    #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
-    /// Start of the plotted range (default 0).
-    pub from: Option<String>,
+    /// Start of the plotted range, e.g. 1.5s, 250ms, 4800samples (default 0).
+    #[arg(allow_hyphen_values = true, long)]
+    pub from: Option<TimeArg>,
     /// End of the plotted range (default: the end).
-    pub to: Option<String>,
-    /// Scene options (an error with a WAV file).
+    #[arg(allow_hyphen_values = true, long)]
+    pub to: Option<TimeArg>,
+    /// Session profile of a scene: strict, repro or live (default: the scene's, else repro).
+    #[arg(long, value_parser = Profile::parse_arg)]
     pub profile: Option<Profile>,
+    /// How long a scene runs (default: its duration, else 10s).
+    #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
+    pub duration: Option<TimeArg>,
+    /// Replace a scene's seed.
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Block size of a scene's render (default: the scene's, else the profile's).
+    #[arg(long = "block-size")]
     pub block_size: Option<usize>,
+    /// Extra directories to look up "@resource:NAME" in (repeatable).
+    #[arg(long = "resources")]
     pub resources: Vec<PathBuf>,
-    /// How long the scene runs (default: its duration, else 10 s).
-    pub duration: Option<String>,
-    /// Picture width in pixels.
+    /// Picture width in pixels (one column per width-th of the range).
+    #[arg(long, default_value_t = 1200)]
     pub width: u32,
     /// Height of each channel's waveform and spectrogram, in pixels.
+    #[arg(long, default_value_t = 400)]
     pub height: u32,
+    /// The spectrogram's frequency axis: log (20 Hz … Nyquist) or linear (0 … Nyquist).
+    #[arg(long = "freq-scale", value_enum, default_value = "log")]
     pub freq_scale: FreqScale,
 }
 
@@ -145,7 +154,7 @@ pub fn plot(opts: &PlotOptions, out: &mut dyn Write, log: &mut dyn Write) -> Res
     }
     let mut inputs = Inputs::default();
     let (output, audio) = if has_extension(&opts.input, "wav") {
-        read_wav(opts, &mut inputs)?
+        read_wav(opts, &mut inputs, log)?
     } else {
         render_scene(opts, &mut inputs, log)?
     };
@@ -181,37 +190,24 @@ fn png_bound(opts: &PlotOptions, channels: u64) -> u64 {
     raw + raw / 100 + 4096
 }
 
-/// A time on the command line: `1.5s`, `250ms`, `4800samples` or seconds;
-/// not negative.
-fn parse_time(flag: &str, text: &str, sr: u32) -> Result<u64, HostError> {
-    let bad = |why: String| {
-        HostError::Usage(format!(
-            "{flag} {text}: {why} (e.g. 1.5s, 250ms, 4800samples, or a number of seconds)"
-        ))
-    };
-    let spec = TimeSpec::parse(text)
-        .or_else(|_| TimeSpec::from_seconds_literal(text.trim()))
-        .map_err(|e| bad(e.to_string()))?;
-    if spec.is_negative() {
-        return Err(bad("a time may not be negative".into()));
-    }
-    let samples = spec
-        .to_samples(sr)
-        .map(|r| r.round_half_even())
-        .filter(|s| *s <= (MAX_RENDER_S * sr as u64) as i128)
-        .ok_or_else(|| bad(format!("past the limit of {MAX_RENDER_S} s")))?;
-    Ok(samples as u64)
-}
-
 /// The plotted window `[from, to)` within `total` samples, refused when it
 /// is empty, reversed or past the end.
-fn window(opts: &PlotOptions, sr: u32, total: u64) -> Result<(u64, u64), HostError> {
+fn window(
+    opts: &PlotOptions,
+    sr: u32,
+    total: u64,
+    log: &mut dyn Write,
+) -> Result<(u64, u64), HostError> {
     let from = match &opts.from {
-        Some(t) => parse_time("--from", t, sr)?,
+        Some(t) => t
+            .position(sr, log)
+            .map_err(|e| HostError::Usage(format!("--from {t}: {e}")))?,
         None => 0,
     };
     let to = match &opts.to {
-        Some(t) => parse_time("--to", t, sr)?,
+        Some(t) => t
+            .position(sr, log)
+            .map_err(|e| HostError::Usage(format!("--to {t}: {e}")))?,
         None => total,
     };
     let secs = |n: u64| n as f64 / sr as f64;
@@ -222,16 +218,16 @@ fn window(opts: &PlotOptions, sr: u32, total: u64) -> Result<(u64, u64), HostErr
     if to > total {
         return Err(HostError::Usage(format!(
             "--to {} is beyond the end of `{}`: {end}",
-            opts.to.as_deref().unwrap_or_default(),
+            opts.to.as_ref().map(TimeArg::text).unwrap_or_default(),
             opts.input.display()
         )));
     }
     if from >= to {
         return Err(HostError::Usage(format!(
             "--from {} ({:.3}s) is not before --to {} ({:.3}s): nothing to plot",
-            opts.from.as_deref().unwrap_or("0"),
+            opts.from.as_ref().map_or("0", TimeArg::text),
             secs(from),
-            opts.to.as_deref().unwrap_or("(the end)"),
+            opts.to.as_ref().map_or("(the end)", TimeArg::text),
             secs(to)
         )));
     }
@@ -251,7 +247,11 @@ fn fft_size(sr: u32) -> usize {
 
 /// Reads the WAV file after checking the output (and that no scene option
 /// was given).
-fn read_wav(opts: &PlotOptions, inputs: &mut Inputs) -> Result<(Output, Audio), HostError> {
+fn read_wav(
+    opts: &PlotOptions,
+    inputs: &mut Inputs,
+    log: &mut dyn Write,
+) -> Result<(Output, Audio), HostError> {
     let scene_only = [
         ("--profile", opts.profile.is_some()),
         ("--seed", opts.seed.is_some()),
@@ -277,7 +277,7 @@ fn read_wav(opts: &PlotOptions, inputs: &mut Inputs) -> Result<(Output, Audio), 
             format!("`{file}` holds no samples; there is nothing to plot"),
         )]));
     }
-    let (from, to) = window(opts, data.sample_rate, total)?;
+    let (from, to) = window(opts, data.sample_rate, total, log)?;
     let bound = png_bound(opts, data.channels.len() as u64);
     let output = Output::prepare(&opts.output, inputs, bound)?;
     Ok((
@@ -313,7 +313,7 @@ fn render_scene(
     }
     let sr = plan.sample_rate;
     let total = match &opts.duration {
-        Some(d) => crate::scene::parse_duration(d, sr, log).map_err(HostError::Usage)?,
+        Some(d) => d.length(sr, log).map_err(HostError::Usage)?,
         None => plan.duration.unwrap_or(10 * sr as u64),
     };
     if total > MAX_RENDER_S * sr as u64 {
@@ -322,7 +322,7 @@ fn render_scene(
             total as f64 / sr as f64
         )));
     }
-    let (from, to) = window(opts, sr, total)?;
+    let (from, to) = window(opts, sr, total, log)?;
     inputs.add("the scene", &opts.input);
     for (reference, path) in &plan.resources {
         inputs.add(&format!("resource `{reference}`, read from"), path);

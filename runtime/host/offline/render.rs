@@ -19,6 +19,7 @@ use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::record::snapshot::{numbered_path, SnapshotContext, SnapshotFile};
 use crate::host::HostError;
 use crate::profile::Profile;
+use crate::scene::TimeArg;
 use crate::scene::{self, Diagnostic};
 use sha2::{Digest, Sha256};
 use std::io::{BufWriter, Read, Write};
@@ -254,38 +255,59 @@ fn write_wav(
     })
 }
 
-/// What `morphrt render` was asked to do.
-#[derive(Clone, Debug)]
+/// What `morphrt render` was asked to do: the command's arguments.
+#[derive(Clone, Debug, clap::Args)]
 pub struct RenderOptions {
-    /// The scene file; `-` reads the scene from standard input.
+    /// The scene file (JSON); `-` reads it from standard input.
     pub scene: PathBuf,
-    /// Where the WAV goes: a file (it appears only when the render
-    /// completes), a FIFO or device (streamed), or `-` for standard output.
+    /// Output WAV file (replaced only when the render completes), a FIFO
+    /// or device (streamed), or `-` for standard output. Never a file
+    /// the render reads.
+    #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
-    /// `--profile` (default: the snapshot's when resuming, else the scene's).
+    /// Session profile: strict, repro or live (default: the snapshot's when
+    /// resuming, else the scene's, else repro).
+    #[arg(long, value_parser = Profile::parse_arg)]
     pub profile: Option<Profile>,
-    /// `-d`: the length to write (default: the scene's duration, else 10 s;
-    /// when resuming, what remains of it after the snapshot).
-    pub duration: Option<String>,
-    /// The WAV sample format.
+    /// Length, e.g. 10s, 250ms, 4800samples; at most 24 hours (default: the
+    /// scene's duration, else 10s; when resuming, what remains of it).
+    #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
+    pub duration: Option<TimeArg>,
+    /// Sample format of the WAV file.
+    #[arg(long, value_enum, default_value = "f32")]
     pub format: WavFormat,
-    /// `--seed`; when resuming it must agree with the snapshot's.
+    /// Replace the scene's seed (when resuming it must agree with the snapshot's).
+    #[arg(long)]
     pub seed: Option<u64>,
-    /// `--block-size`; when resuming it must agree with the snapshot's.
+    /// Block size in frames (default: the scene's, else the profile's; when
+    /// resuming it must agree with the snapshot's).
+    #[arg(long = "block-size")]
     pub block_size: Option<usize>,
-    /// Print the SHA-256 of the main-bus samples.
+    /// Print the SHA-256 of the main-bus samples at engine precision.
+    #[arg(long)]
     pub hash: bool,
-    /// Print a JSON summary (frames, duration, hash, levels, time, RTF).
+    /// Print a JSON summary: frames, duration, hash, peak, clipped
+    /// samples, per-channel levels, time and real-time factor.
+    #[arg(long)]
     pub json: bool,
-    /// `--resources` directories.
+    /// Extra directories to look up "@resource:NAME" in (repeatable).
+    #[arg(long = "resources")]
     pub resources: Vec<PathBuf>,
-    /// Times on the scene's timeline (absolute, also when resuming) at which
-    /// to write a snapshot.
-    pub snapshot_at: Vec<String>,
-    /// Where: the file itself for one time, else numbered by sample
-    /// ([`numbered_path`]).
+    /// Write the engine state at this time on the scene's timeline
+    /// (repeatable; absolute, also when resuming), e.g. 5s or 240000samples.
+    #[arg(
+        allow_hyphen_values = true,
+        long = "snapshot-at",
+        requires = "snapshot_out"
+    )]
+    pub snapshot_at: Vec<TimeArg>,
+    /// The snapshot file; with several times, the sample index goes
+    /// before the extension (snap.240000.json, [`numbered_path`]).
+    #[arg(long = "snapshot-out", requires = "snapshot_at")]
     pub snapshot_out: Option<PathBuf>,
-    /// Continue from this snapshot: the WAV holds only the continuation.
+    /// Continue from a snapshot: the WAV holds only the continuation,
+    /// -d long (default: the rest of the scene's duration).
+    #[arg(long)]
     pub resume: Option<PathBuf>,
 }
 
@@ -378,7 +400,7 @@ pub fn render(
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
     let frames = match &opts.duration {
-        Some(d) => crate::scene::parse_duration(d, sr, log).map_err(HostError::Usage)?,
+        Some(d) => d.length(sr, log).map_err(HostError::Usage)?,
         None => {
             let total = plan.duration.unwrap_or(10 * sr as u64);
             if total > max_frames(sr) {
@@ -403,7 +425,7 @@ pub fn render(
         }
     };
     let length = match &opts.duration {
-        Some(d) => format!("-d {d}"),
+        Some(d) => format!("-d {}", d.text()),
         None if plan.duration.is_some() => "the scene's duration".to_string(),
         None => "the default length of 10 s".to_string(),
     };
@@ -418,7 +440,7 @@ pub fn render(
     }
     let mut stops: Vec<u64> = Vec::new();
     for t in &opts.snapshot_at {
-        let at = crate::scene::parse_duration(t, sr, log).map_err(HostError::Usage)?;
+        let at = t.length(sr, log).map_err(HostError::Usage)?;
         if at < start || at > start + frames {
             return Err(HostError::Usage(format!(
                 "--snapshot-at {t} (sample {at}) is outside the render (samples {start} … {})",

@@ -171,7 +171,7 @@ fn push_u32(h: &mut Vec<u8>, v: u32) {
 }
 
 /// The WAV sample format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum WavFormat {
     F32,
     I24,
@@ -179,16 +179,6 @@ pub enum WavFormat {
 }
 
 impl WavFormat {
-    /// Parses the `--format` value.
-    pub fn parse(s: &str) -> Option<WavFormat> {
-        match s {
-            "f32" => Some(WavFormat::F32),
-            "i24" => Some(WavFormat::I24),
-            "i16" => Some(WavFormat::I16),
-            _ => None,
-        }
-    }
-
     /// The `--format` value, for reports.
     pub fn name(self) -> &'static str {
         match self {

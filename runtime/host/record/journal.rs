@@ -357,7 +357,7 @@ pub struct Replay {
 
 /// Renders a journal offline: the same handovers at the same N and S with
 /// the same fades, the same device output stage and stop fade.
-pub fn replay(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
+pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     let session = read(path)?;
     let mut warnings = session.warnings.clone();
     let Some(Record::Header {
@@ -604,35 +604,46 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
     Ok(out)
 }
 
+/// What `morphrt replay` was asked to do: the command's arguments.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ReplayOptions {
+    /// The journal (`.jsonl`) that `run` wrote.
+    pub journal: PathBuf,
+    /// Output WAV file.
+    #[arg(short = 'o', long = "output", required_unless_present = "info")]
+    pub output: Option<PathBuf>,
+    /// Stop at this time of the session (e.g. 30s, 1440000samples).
+    #[arg(allow_hyphen_values = true, long)]
+    pub until: Option<crate::scene::TimeArg>,
+    /// Print the session's timeline (edits, switches, rejected edits) instead.
+    #[arg(long)]
+    pub info: bool,
+}
+
 /// `morphrt replay`: the timeline (`--info`) or the re-rendered session.
-pub fn cli(
-    journal: &Path,
-    output: Option<&Path>,
-    until: Option<&str>,
-    info: bool,
-    log: &mut dyn Write,
-) -> Result<(), HostError> {
-    if info {
+pub fn replay(opts: &ReplayOptions, log: &mut dyn Write) -> Result<(), HostError> {
+    let journal = opts.journal.as_path();
+    if opts.info {
         print!("{}", timeline(journal)?);
         return Ok(());
     }
-    let Some(out) = output else {
+    let Some(out) = opts.output.as_deref() else {
         return Err(HostError::Usage(
             "replay needs -o OUT.wav (or --info)".to_string(),
         ));
     };
-    let until = match until {
+    let until = match &opts.until {
         Some(t) => {
             let rate = match read(journal)?.records.first() {
                 Some(Record::Header { sample_rate, .. }) => *sample_rate,
                 _ => 48_000,
             };
-            Some(crate::scene::parse_duration(t, rate, log).map_err(HostError::Usage)?)
+            Some(t.length(rate, log).map_err(HostError::Usage)?)
         }
         None => None,
     };
     let t0 = std::time::Instant::now();
-    let r = replay(journal, until)?;
+    let r = rerender(journal, until)?;
     for w in &r.warnings {
         let _ = writeln!(log, "warning: {w}");
     }

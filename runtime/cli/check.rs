@@ -9,13 +9,19 @@ use crate::scene::{Diagnostic, Shown};
 use std::io::Write;
 use std::path::PathBuf;
 
-/// What `morphrt check` was asked to do.
-#[derive(Clone, Debug, Default)]
+/// What `morphrt check` was asked to do: the command's arguments.
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct CheckOptions {
+    /// The scene file (JSON).
     pub scene: PathBuf,
+    /// Session profile: strict, repro or live (default: the scene's, else repro).
+    #[arg(long, value_parser = Profile::parse_arg)]
     pub profile: Option<Profile>,
-    /// One JSON object on `out` instead of the table and messages.
+    /// Machine-readable output: one JSON object (the report, or the errors).
+    #[arg(long)]
     pub json: bool,
+    /// Extra directories to look up "@resource:NAME" in (repeatable).
+    #[arg(long = "resources")]
     pub resources: Vec<PathBuf>,
 }
 
@@ -23,7 +29,11 @@ pub struct CheckOptions {
 /// `json`, a scene that does not compile prints `{"ok": false,
 /// "diagnostics": […], "truncated": N}` on `out` and returns
 /// [`HostError::Reported`] with the exit code (2 for bad input).
-pub fn cli(opts: &CheckOptions, out: &mut dyn Write, log: &mut dyn Write) -> Result<(), HostError> {
+pub fn check(
+    opts: &CheckOptions,
+    out: &mut dyn Write,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
     let copts = CompileOptions {
         profile: opts.profile,
         resource_dirs: opts.resources.clone(),

@@ -1,0 +1,47 @@
+//! What the command line prints about itself and the scene format: the
+//! JSON Schema (`morphrt schema`), shell completions and the manual page.
+
+use crate::host::files::rules::{Inputs, Output};
+use crate::host::HostError;
+use clap::CommandFactory;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// What `morphrt schema` was asked to do: the command's arguments.
+#[derive(Clone, Debug, clap::Args)]
+pub struct SchemaOptions {
+    /// Write it to this file instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+}
+
+/// `morphrt schema`: the scene format's JSON Schema, pretty-printed, to
+/// `out` or to `-o` under the output rules (written whole under a
+/// temporary name and renamed into place).
+pub fn schema(opts: &SchemaOptions, out: &mut dyn Write) -> Result<(), HostError> {
+    let text = serde_json::to_string_pretty(&crate::graph::schema::scene_schema())
+        .map_err(|e| HostError::Runtime(format!("cannot print the schema: {e}")))?
+        + "\n";
+    match &opts.output {
+        None => out
+            .write_all(text.as_bytes())
+            .map_err(|e| HostError::Runtime(format!("cannot write the schema: {e}"))),
+        Some(path) => {
+            let o = Output::prepare(path, &Inputs::default(), text.len() as u64)?;
+            o.write_all(text.as_bytes(), out)
+        }
+    }
+}
+
+/// `morphrt completions SHELL`: the shell's completion script.
+pub fn completions(shell: clap_complete::Shell, out: &mut dyn Write) -> Result<(), HostError> {
+    clap_complete::generate(shell, &mut super::Cli::command(), "morphrt", out);
+    Ok(())
+}
+
+/// `morphrt man`: the manual page (roff).
+pub fn man(out: &mut dyn Write) -> Result<(), HostError> {
+    clap_mangen::Man::new(super::Cli::command())
+        .render(out)
+        .map_err(|e| HostError::Runtime(format!("cannot print the manual: {e}")))
+}
