@@ -27,12 +27,12 @@ use crate::dsp::fft::FftProvider;
 use crate::dsp::Precision;
 use crate::ops::{
     self, default_value, resolve_param, AnyNode, AudioData, BuildCtx, OpSpec, ParamError,
-    ParamKind, Value,
+    ParamKind, ParamSpec, Value,
 };
 use crate::profile::{CastRule, EventTiming, NodeProfile, OffGrid, Profile, MAX_BLOCK_SIZE};
 use crate::scene::{
     duration_limit_text, max_duration_samples, resource, suggest, Diagnostic, EdgeDecl, Endpoint,
-    Loc, NodeDecl, Scene, TimeSpec,
+    EventDecl, Loc, NodeDecl, Scene, TimeSpec,
 };
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeSet, HashMap};
@@ -1065,167 +1065,18 @@ fn place_events(
     session: &Session,
 ) -> Vec<PlanEvent> {
     let scene = cx.scene;
-    let sr = session.sample_rate;
-    let block_size = session.block_size;
     let mut events: Vec<(u64, usize, PlanEvent)> = Vec::new();
     for ev in &scene.events {
-        let Some(&ni) = index.get(ev.node.as_str()) else {
-            let help = did_you_mean(&ev.node, scene.nodes.iter().map(|n| n.id.as_str()));
-            cx.error(
-                &ev.loc,
-                None,
-                format!("event targets unknown node `{}`", ev.node),
-                Some(help),
-            );
+        let Some((ni, d, pi)) = event_target(cx, index, decls, ev) else {
             continue;
         };
-        let Some(d) = decls[ni].as_ref() else {
+        let Some(action) = event_action(cx, ev, &d.op.params[pi], d.profile.profile, session)
+        else {
             continue;
         };
-        let Some(pi) = d.op.param_index(&ev.param) else {
-            cx.error(
-                &ev.loc,
-                Some(&ev.node),
-                format!(
-                    "event targets unknown param `{}` of `{}`",
-                    ev.param, d.op.name
-                ),
-                // Only what an event could set: the spec's own flag decides.
-                Some(did_you_mean(
-                    &ev.param,
-                    d.op.params
-                        .iter()
-                        .filter(|p| p.settable_by_events)
-                        .map(|p| p.name),
-                )),
-            );
+        let Some(sample) = event_sample(cx, ev, d.profile.profile, session) else {
             continue;
         };
-        let spec = &d.op.params[pi];
-        if !spec.settable_by_events {
-            cx.error(
-                &ev.loc,
-                Some(&ev.node),
-                format!("param `{}` of `{}` is fixed when the node is built, so an event cannot change it", spec.name, d.op.name),
-                Some("set it in the node's params".to_string()),
-            );
-            continue;
-        }
-        let action = match spec.kind {
-            ParamKind::Resource | ParamKind::Gains => {
-                cx.error(
-                    &ev.loc,
-                    Some(&ev.node),
-                    format!("param `{}` cannot be changed by an event", spec.name),
-                    None,
-                );
-                continue;
-            }
-            ParamKind::Number { .. } => match resolve_param(spec, &ev.value, sr) {
-                Ok(Value::Number(v)) => {
-                    let ramp = match ev.ramp {
-                        None => 0,
-                        Some(r) => match time_to_samples(r, sr) {
-                            Some(s) => s,
-                            None => {
-                                cx.error(
-                                    &ev.loc,
-                                    Some(&ev.node),
-                                    "event ramp is out of range".to_string(),
-                                    None,
-                                );
-                                continue;
-                            }
-                        },
-                    };
-                    EventAction::Set { value: v, ramp }
-                }
-                Ok(_) => unreachable!("numbers resolve to numbers"),
-                Err(ParamError::WrongUnit(e)) => {
-                    cx.wrong_unit(
-                        d.profile.profile,
-                        &ev.loc,
-                        &ev.node,
-                        format!("event value for `{}`: {e}", ev.param),
-                        "event ignored",
-                    );
-                    continue;
-                }
-                Err(ParamError::Invalid { message, help }) => {
-                    cx.bad_event_value(&ev.loc, &ev.node, message, help);
-                    continue;
-                }
-            },
-            _ => {
-                if ev.ramp.is_some() {
-                    cx.error(
-                        &ev.loc,
-                        Some(&ev.node),
-                        format!(
-                            "param `{}` is not a continuous number, so it cannot ramp",
-                            spec.name
-                        ),
-                        Some("remove `ramp`".to_string()),
-                    );
-                    continue;
-                }
-                match resolve_param(spec, &ev.value, sr) {
-                    Ok(v) => EventAction::Discrete(v),
-                    Err(ParamError::WrongUnit(e)) => {
-                        cx.error(&ev.loc, Some(&ev.node), e.to_string(), None);
-                        continue;
-                    }
-                    Err(ParamError::Invalid { message, help }) => {
-                        cx.bad_event_value(&ev.loc, &ev.node, message, help);
-                        continue;
-                    }
-                }
-            }
-        };
-        let Some(exact) = ev.time.to_samples(sr) else {
-            cx.error(
-                &ev.loc,
-                Some(&ev.node),
-                "event time is out of range".to_string(),
-                None,
-            );
-            continue;
-        };
-        let np = &d.profile;
-        let sample = if exact.is_integer() {
-            exact.num
-        } else {
-            match np.profile.off_grid() {
-                OffGrid::Error => {
-                    let f = exact.floor();
-                    cx.error(
-                        &ev.loc,
-                        Some(&ev.node),
-                        format!(
-                            "event time is between samples {f} and {} at {sr} Hz, which {} does not allow",
-                            f + 1,
-                            np.profile
-                        ),
-                        Some(format!("use a time on the sample grid, e.g. \"{f}samples\"")),
-                    );
-                    continue;
-                }
-                OffGrid::SnapNearest => exact.round_half_even(),
-                OffGrid::AtBlock => exact.floor(),
-            }
-        };
-        let Ok(mut sample) = u64::try_from(sample) else {
-            cx.error(
-                &ev.loc,
-                Some(&ev.node),
-                "event time is out of range".to_string(),
-                None,
-            );
-            continue;
-        };
-        if np.profile.event_timing() == EventTiming::BlockAccurate && block_size > 0 {
-            sample = sample / block_size as u64 * block_size as u64;
-        }
         events.push((
             sample,
             ev.index,
@@ -1240,6 +1091,205 @@ fn place_events(
     }
     events.sort_by_key(|(s, i, _)| (*s, *i));
     events.into_iter().map(|(_, _, e)| e).collect()
+}
+
+/// An event's node (declaration index, and its declaration) and param
+/// (index in its operator's params), which an event must be able to set.
+/// `None` after reporting why not, or for a node that did not declare.
+fn event_target<'d>(
+    cx: &mut Ctx<'_>,
+    index: &HashMap<&str, usize>,
+    decls: &'d [Option<Decl>],
+    ev: &EventDecl,
+) -> Option<(usize, &'d Decl, usize)> {
+    let scene = cx.scene;
+    let Some(&ni) = index.get(ev.node.as_str()) else {
+        let help = did_you_mean(&ev.node, scene.nodes.iter().map(|n| n.id.as_str()));
+        cx.error(
+            &ev.loc,
+            None,
+            format!("event targets unknown node `{}`", ev.node),
+            Some(help),
+        );
+        return None;
+    };
+    let d = decls[ni].as_ref()?;
+    let Some(pi) = d.op.param_index(&ev.param) else {
+        cx.error(
+            &ev.loc,
+            Some(&ev.node),
+            format!(
+                "event targets unknown param `{}` of `{}`",
+                ev.param, d.op.name
+            ),
+            // Only what an event could set: the spec's own flag decides.
+            Some(did_you_mean(
+                &ev.param,
+                d.op.params
+                    .iter()
+                    .filter(|p| p.settable_by_events)
+                    .map(|p| p.name),
+            )),
+        );
+        return None;
+    };
+    let spec = &d.op.params[pi];
+    if !spec.settable_by_events {
+        cx.error(
+            &ev.loc,
+            Some(&ev.node),
+            format!(
+                "param `{}` of `{}` is fixed when the node is built, so an event cannot change it",
+                spec.name, d.op.name
+            ),
+            Some("set it in the node's params".to_string()),
+        );
+        return None;
+    }
+    Some((ni, d, pi))
+}
+
+/// What an event does to its param `spec`: a number is set (with its ramp
+/// in samples), anything else but a resource or gains changes discretely
+/// and cannot ramp. A wrong unit is judged by the node's `profile`. `None`
+/// after reporting why not.
+fn event_action(
+    cx: &mut Ctx<'_>,
+    ev: &EventDecl,
+    spec: &ParamSpec,
+    profile: Profile,
+    session: &Session,
+) -> Option<EventAction> {
+    let sr = session.sample_rate;
+    match spec.kind {
+        ParamKind::Resource | ParamKind::Gains => {
+            cx.error(
+                &ev.loc,
+                Some(&ev.node),
+                format!("param `{}` cannot be changed by an event", spec.name),
+                None,
+            );
+            None
+        }
+        ParamKind::Number { .. } => match resolve_param(spec, &ev.value, sr) {
+            Ok(Value::Number(v)) => {
+                let ramp = match ev.ramp {
+                    None => 0,
+                    Some(r) => match time_to_samples(r, sr) {
+                        Some(s) => s,
+                        None => {
+                            cx.error(
+                                &ev.loc,
+                                Some(&ev.node),
+                                "event ramp is out of range".to_string(),
+                                None,
+                            );
+                            return None;
+                        }
+                    },
+                };
+                Some(EventAction::Set { value: v, ramp })
+            }
+            Ok(_) => unreachable!("numbers resolve to numbers"),
+            Err(ParamError::WrongUnit(e)) => {
+                cx.wrong_unit(
+                    profile,
+                    &ev.loc,
+                    &ev.node,
+                    format!("event value for `{}`: {e}", ev.param),
+                    "event ignored",
+                );
+                None
+            }
+            Err(ParamError::Invalid { message, help }) => {
+                cx.bad_event_value(&ev.loc, &ev.node, message, help);
+                None
+            }
+        },
+        _ => {
+            if ev.ramp.is_some() {
+                cx.error(
+                    &ev.loc,
+                    Some(&ev.node),
+                    format!(
+                        "param `{}` is not a continuous number, so it cannot ramp",
+                        spec.name
+                    ),
+                    Some("remove `ramp`".to_string()),
+                );
+                return None;
+            }
+            match resolve_param(spec, &ev.value, sr) {
+                Ok(v) => Some(EventAction::Discrete(v)),
+                Err(ParamError::WrongUnit(e)) => {
+                    cx.error(&ev.loc, Some(&ev.node), e.to_string(), None);
+                    None
+                }
+                Err(ParamError::Invalid { message, help }) => {
+                    cx.bad_event_value(&ev.loc, &ev.node, message, help);
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// The sample an event lands on: its exact time on the sample clock, off
+/// the grid as the node's `profile` says (an error, snapped to the nearest
+/// sample, or taken at its block), then moved to its block's start under
+/// a block-accurate profile. `None` after reporting why not.
+fn event_sample(
+    cx: &mut Ctx<'_>,
+    ev: &EventDecl,
+    profile: Profile,
+    session: &Session,
+) -> Option<u64> {
+    let sr = session.sample_rate;
+    let block_size = session.block_size;
+    let Some(exact) = ev.time.to_samples(sr) else {
+        cx.error(
+            &ev.loc,
+            Some(&ev.node),
+            "event time is out of range".to_string(),
+            None,
+        );
+        return None;
+    };
+    let sample = if exact.is_integer() {
+        exact.num
+    } else {
+        match profile.off_grid() {
+            OffGrid::Error => {
+                let f = exact.floor();
+                cx.error(
+                    &ev.loc,
+                    Some(&ev.node),
+                    format!(
+                        "event time is between samples {f} and {} at {sr} Hz, which {} does not allow",
+                        f + 1,
+                        profile
+                    ),
+                    Some(format!("use a time on the sample grid, e.g. \"{f}samples\"")),
+                );
+                return None;
+            }
+            OffGrid::SnapNearest => exact.round_half_even(),
+            OffGrid::AtBlock => exact.floor(),
+        }
+    };
+    let Ok(mut sample) = u64::try_from(sample) else {
+        cx.error(
+            &ev.loc,
+            Some(&ev.node),
+            "event time is out of range".to_string(),
+            None,
+        );
+        return None;
+    };
+    if profile.event_timing() == EventTiming::BlockAccurate && block_size > 0 {
+        sample = sample / block_size as u64 * block_size as u64;
+    }
+    Some(sample)
 }
 
 /// Pass 12, the scene's lengths in samples (exact decimals, rounded half to
