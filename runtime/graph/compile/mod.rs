@@ -1,0 +1,349 @@
+//! Scene → Plan, in passes, each a function with its own contract.
+//! [`compile`] runs them in this order:
+//!
+//! 1. `session_settings`: session profile, sample rate, block size, seed.
+//! 2. `resolve_profile` and 3. `resolve_params`, node by node.
+//! 4. `resolve_edges`: endpoints, ports, duplicate edges, feedback delays.
+//! 5. `reject_cycles`: every loop needs a feedback edge.
+//! 6. `schedule`: topological over ordinary edges, ties by declaration order.
+//! 7. `wire_inputs`: sources per input, in summing order.
+//! 8. `resolve_casts`: precision set by params, implicit-cast rules.
+//! 9. `resolve_outputs`: the `main` bus.
+//! 10. `choose_seed`.
+//! 11. `place_events`: events on the sample clock.
+//! 12. `edit_timing`: duration, edit ramp, crossfade in samples.
+//! 13. `propagate_guarantees`.
+//! 14. `build_nodes`.
+//! 15. `compensate_latency`: after the build, which reports each latency.
+//! 16. `assemble`: the plan in schedule order.
+//!
+//! Passes 1–12 only report problems and go on, so one run names them all;
+//! nothing is built unless they found none. Every pass is a loop or a
+//! worklist, never a recursion along the graph: a chain of a million nodes
+//! compiles on the main thread's stack.
+//!
+//! This file holds [`compile`] and the driver of passes 1–7 it shares with
+//! the tests, and what every pass uses: the options, the diagnostics
+//! context, the per-node declarations. The passes live in `nodes` (1–3 and
+//! the param lints), `edges` (4–8), `outputs` (9 and 10), `events` (11 and
+//! 12) and `build` (13–16).
+
+mod build;
+mod edges;
+mod events;
+mod nodes;
+mod outputs;
+
+use super::{Plan, SeedSource};
+use crate::ops::{OpSpec, Value};
+use crate::profile::{NodeProfile, Profile};
+use crate::scene::{suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
+use build::{assemble, build_nodes, compensate_latency, propagate_guarantees, Parts};
+use edges::{reject_cycles, resolve_casts, resolve_edges, schedule, wire_inputs, Edge};
+use events::{edit_timing, place_events};
+use nodes::{declare_nodes, session_settings, unused_gains};
+use outputs::{choose_seed, resolve_outputs};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Settings from the command line that override the scene.
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    /// `--profile`: the session profile.
+    pub profile: Option<Profile>,
+    /// `--block-size`.
+    pub block_size: Option<usize>,
+    /// `--seed`: replaces the scene's seed.
+    pub seed: Option<u64>,
+    /// `--resources` directories, searched after the scene's `resources/`.
+    pub resource_dirs: Vec<PathBuf>,
+    /// Build the nodes (false for `check`, which only validates and reports).
+    pub skip_build: bool,
+    /// Run at this sample rate instead of the scene's (a device that cannot
+    /// play the scene's rate). Operators are rate-parametric.
+    pub sample_rate: Option<u32>,
+    /// Resource references (`@resource:NAME`) bound to exact files, before
+    /// any lookup: a replay reads the copies its journal kept.
+    pub pinned_resources: Vec<(String, PathBuf)>,
+}
+
+struct Ctx<'a> {
+    scene: &'a Scene,
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+    /// Every resource reference and the file it resolved to.
+    resources: Vec<(String, PathBuf)>,
+}
+
+impl Ctx<'_> {
+    fn error(&mut self, loc: &Loc, node: Option<&str>, msg: String, help: Option<String>) {
+        let mut d = Diagnostic::error(&self.scene.file, Some(loc.clone()), msg);
+        if let Some(n) = node {
+            d = d.with_node(n);
+        }
+        if let Some(h) = help {
+            d = d.with_help(h);
+        }
+        self.errors.push(d);
+    }
+
+    /// A unit of the wrong dimension: an error under strict and repro, a
+    /// warning under live (DESIGN §3), with what happens instead.
+    fn wrong_unit(&mut self, profile: Profile, loc: &Loc, node: &str, msg: String, instead: &str) {
+        if profile.unit_errors() {
+            self.error(loc, Some(node), msg, None);
+        } else {
+            self.warn(loc, Some(node), format!("{msg}; {instead}"), None);
+        }
+    }
+
+    fn bad_event_value(&mut self, loc: &Loc, node: &str, message: String, help: Option<String>) {
+        self.error(loc, Some(node), format!("event value: {message}"), help);
+    }
+
+    fn warn(&mut self, loc: &Loc, node: Option<&str>, msg: String, help: Option<String>) {
+        let mut d = Diagnostic::warning(&self.scene.file, Some(loc.clone()), msg);
+        if let Some(n) = node {
+            d = d.with_node(n);
+        }
+        if let Some(h) = help {
+            d = d.with_help(h);
+        }
+        self.warnings.push(d);
+    }
+}
+
+fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
+    let list: Vec<&str> = candidates.clone().into_iter().collect();
+    match suggest::closest(name, candidates) {
+        Some(s) => format!("did you mean `{s}`? (valid: {})", list.join(", ")),
+        None if list.is_empty() => "this node has none".to_string(),
+        None => format!("valid: {}", list.join(", ")),
+    }
+}
+
+/// Per-node facts gathered before the schedule exists (declaration order).
+struct Decl {
+    op: &'static OpSpec,
+    profile: NodeProfile,
+    values: Vec<Value>,
+    n_inputs: usize,
+    /// Per audio input, its sources as (source decl index, source port,
+    /// feedback delay in samples; 0 for an ordinary edge).
+    audio_in: Vec<Vec<(usize, usize, usize)>>,
+    /// Per param, its modulation sources, likewise.
+    param_in: Vec<Vec<(usize, usize, usize)>>,
+}
+
+impl Decl {
+    /// Every node feeding this one, audio and modulation alike, feedback
+    /// edges included.
+    fn upstream(&self) -> Vec<usize> {
+        self.audio_in
+            .iter()
+            .chain(&self.param_in)
+            .flatten()
+            .map(|(s, _, _)| *s)
+            .collect()
+    }
+
+    /// The nodes feeding this one through ordinary edges: those that run
+    /// before it in the same block.
+    fn forward_upstream(&self) -> Vec<usize> {
+        self.audio_in
+            .iter()
+            .chain(&self.param_in)
+            .flatten()
+            .filter(|(_, _, fb)| *fb == 0)
+            .map(|(s, _, _)| *s)
+            .collect()
+    }
+}
+
+/// What the whole session runs with (DESIGN §4, resolution).
+struct Session {
+    profile: Profile,
+    sample_rate: u32,
+    block_size: usize,
+    seed_given: Option<u64>,
+}
+
+/// Compiles a scene. On failure, every error found (and the warnings).
+///
+/// The passes run in the order below, each a function of its own. Every
+/// problem up to the events is collected before anything is built, so one
+/// run reports them all; nodes are built only for a valid graph.
+pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnostic>> {
+    let mut cx = Ctx {
+        scene,
+        errors: Vec::new(),
+        warnings: scene.warnings.clone(),
+        resources: Vec::new(),
+    };
+    let Declared {
+        session,
+        index,
+        mut decls,
+        edges,
+        order,
+    } = declare(&mut cx, opts);
+    resolve_casts(&mut cx, &mut decls, &edges);
+    let main = resolve_outputs(&mut cx, &index, &decls);
+    let seed = choose_seed(&mut cx, &decls, session.seed_given);
+    let events = place_events(&mut cx, &index, &decls, &session);
+    let timing = edit_timing(&mut cx, session.sample_rate);
+    if !cx.errors.is_empty() {
+        let mut all = cx.errors;
+        all.extend(cx.warnings);
+        return Err(all);
+    }
+
+    let decls: Vec<Decl> = decls
+        .into_iter()
+        .map(|d| d.expect("no errors, so every node resolved"))
+        .collect();
+    let upstream: Vec<Vec<usize>> = decls.iter().map(Decl::upstream).collect();
+    let forward: Vec<Vec<usize>> = decls.iter().map(Decl::forward_upstream).collect();
+    let own: Vec<Profile> = decls.iter().map(|d| d.profile.profile).collect();
+    let guarantees = propagate_guarantees(&upstream, &own);
+    drop(upstream);
+    let built = build_nodes(&mut cx, opts, &session, seed, &order, &decls);
+    if !cx.errors.is_empty() {
+        return Err(cx.errors);
+    }
+    let latency: Vec<usize> = built
+        .iter()
+        .map(|n| n.as_ref().map_or(0, |n| n.latency()))
+        .collect();
+    let align = compensate_latency(&order, &forward, &latency);
+    if let SeedSource::Auto(s) = seed {
+        cx.warnings.push(Diagnostic::warning(
+            &scene.file,
+            None,
+            format!("no seed given; live chose seed {s} (pass --seed {s} to hear this again)"),
+        ));
+    }
+    let parts = Parts {
+        decls,
+        built,
+        latency,
+        guarantees,
+        align,
+        order,
+        main,
+        events,
+    };
+    Ok(assemble(cx, &session, seed, &timing, parts))
+}
+
+/// What passes 1–7 leave for the rest of `compile`.
+struct Declared<'a> {
+    session: Session,
+    index: HashMap<&'a str, usize>,
+    decls: Vec<Option<Decl>>,
+    edges: Vec<Edge>,
+    order: Vec<usize>,
+}
+
+/// Passes 1–7: the session, the nodes, the edges (cycles rejected unless
+/// they pass through a feedback edge), the schedule and the wired inputs.
+fn declare<'a>(cx: &mut Ctx<'a>, opts: &CompileOptions) -> Declared<'a> {
+    let scene = cx.scene;
+    let session = session_settings(cx, opts);
+    let index: HashMap<&str, usize> = scene
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    let mut decls = declare_nodes(cx, opts, &session);
+    let (graph, edges) = resolve_edges(cx, &index, &mut decls, session.sample_rate);
+    reject_cycles(cx, &graph, &edges);
+    let order = schedule(&graph);
+    wire_inputs(scene, &mut decls, &edges);
+    unused_gains(cx, &decls);
+    Declared {
+        session,
+        index,
+        decls,
+        edges,
+        order,
+    }
+}
+
+fn resolve_node(
+    cx: &mut Ctx<'_>,
+    index: &HashMap<&str, usize>,
+    ep: &Endpoint,
+    loc: &Loc,
+    role: &str,
+) -> Option<usize> {
+    match index.get(ep.node.as_str()) {
+        Some(&i) => Some(i),
+        None => {
+            let help = did_you_mean(&ep.node, cx.scene.nodes.iter().map(|n| n.id.as_str()));
+            cx.error(
+                loc,
+                None,
+                format!("{role} endpoint `{ep}` names no node `{}`", ep.node),
+                Some(help),
+            );
+            None
+        }
+    }
+}
+
+/// A time in whole samples (rounded half to even).
+pub(crate) fn time_to_samples(t: TimeSpec, sr: u32) -> Option<u64> {
+    u64::try_from(t.to_samples(sr)?.round_half_even()).ok()
+}
+
+/// What the passes' tests share: small scenes, a fresh context, and passes
+/// 1–7 run as `compile` runs them. Each pass's tests sit beside it.
+#[cfg(test)]
+mod testing {
+    use super::*;
+    use crate::scene::load_str;
+
+    pub(super) fn scene(text: &str) -> Scene {
+        load_str(text, "t.json", None).expect("the scene loads")
+    }
+
+    pub(super) fn ctx(scene: &Scene) -> Ctx<'_> {
+        Ctx {
+            scene,
+            errors: Vec::new(),
+            warnings: scene.warnings.clone(),
+            resources: Vec::new(),
+        }
+    }
+
+    pub(super) fn with_profile(p: Profile) -> CompileOptions {
+        CompileOptions {
+            profile: Some(p),
+            ..CompileOptions::default()
+        }
+    }
+
+    pub(super) fn errors(cx: &Ctx<'_>) -> Vec<String> {
+        cx.errors.iter().map(|d| d.message.clone()).collect()
+    }
+
+    /// A scene of `nodes` and `edges` (JSON array bodies) playing `main`.
+    pub(super) fn graph_scene(nodes: &str, edges: &str, main: &str) -> Scene {
+        scene(&format!(
+            r#"{{ "version": "1.0", "seed": 1, "nodes": [ {nodes} ], "edges": [ {edges} ],
+                 "outputs": {{ "main": [{main}] }} }}"#
+        ))
+    }
+
+    /// Passes 1–7 on `scene`, as `compile` runs them.
+    pub(super) fn declared<'a>(
+        scene: &'a Scene,
+        opts: &CompileOptions,
+    ) -> (Ctx<'a>, Session, Vec<Option<Decl>>, Vec<Edge>, Vec<usize>) {
+        let mut cx = ctx(scene);
+        let d = declare(&mut cx, opts);
+        (cx, d.session, d.decls, d.edges, d.order)
+    }
+}

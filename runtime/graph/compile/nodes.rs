@@ -1,0 +1,488 @@
+//! Passes 1–3, the session and the nodes: the session's profile, rate,
+//! block size and seed; each node's operator, profile and params
+//! (resources loaded once per file); and the lints on the params a node
+//! accepts but that will not do what they say.
+
+use super::{did_you_mean, CompileOptions, Ctx, Decl, Session};
+use crate::dsp::fft::FftProvider;
+use crate::ops::{
+    self, default_value, resolve_param, AudioData, OpSpec, ParamError, ParamKind, Value,
+};
+use crate::profile::{NodeProfile, Profile, MAX_BLOCK_SIZE};
+use crate::scene::{resource, Diagnostic, Loc, NodeDecl};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Pass 1, the session (DESIGN §4): the profile is `--profile`, else the
+/// scene's, else repro; the sample rate is the scene's unless the device
+/// forces another; the block size is `--block-size`, else the scene's
+/// `profile_config.block_size`, else the profile's default, and must lie in
+/// 1 … [`MAX_BLOCK_SIZE`]. `--seed` replaces the scene's seed.
+pub(super) fn session_settings(cx: &mut Ctx<'_>, opts: &CompileOptions) -> Session {
+    let scene = cx.scene;
+    let profile = opts
+        .profile
+        .or(scene.profile)
+        .or(scene.config.overrides.profile)
+        .unwrap_or(Profile::Repro);
+    let sample_rate = opts.sample_rate.unwrap_or(scene.sample_rate);
+    let block_size = opts
+        .block_size
+        .or(scene.config.block_size)
+        .unwrap_or(profile.default_block_size());
+    if block_size == 0 || block_size > MAX_BLOCK_SIZE {
+        let (loc, what) = match opts.block_size {
+            Some(_) => (None, "--block-size"),
+            None => (Some(Loc::path("profile_config.block_size")), "block_size"),
+        };
+        cx.errors.push(
+            Diagnostic::error(
+                &scene.file,
+                loc,
+                format!("{what} {block_size} is out of range"),
+            )
+            .with_help(format!("valid: 1 … {MAX_BLOCK_SIZE}")),
+        );
+    }
+    for dir in &opts.resource_dirs {
+        let problem = match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) => "is a file, not a directory".to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
+            Err(e) => format!("cannot be read: {e}"),
+        };
+        cx.errors.push(
+            Diagnostic::error(
+                &scene.file,
+                None,
+                format!("--resources `{}` {problem}", dir.display()),
+            )
+            .with_help(
+                "--resources takes a directory of files that scenes name as \"@resource:NAME\""
+                    .to_string(),
+            ),
+        );
+    }
+    Session {
+        profile,
+        sample_rate,
+        block_size,
+        seed_given: opts.seed.or(scene.seed),
+    }
+}
+
+/// Passes 2 and 3, node by node in declaration order (so each node's
+/// problems are reported together): its operator, its profile, its params.
+/// `None` for a node that cannot take part (unknown operator, a missing
+/// resource); its errors are already recorded.
+pub(super) fn declare_nodes(
+    cx: &mut Ctx<'_>,
+    opts: &CompileOptions,
+    session: &Session,
+) -> Vec<Option<Decl>> {
+    let scene = cx.scene;
+    let mut decls: Vec<Option<Decl>> = Vec::with_capacity(scene.nodes.len());
+    let mut audio_cache: HashMap<PathBuf, Arc<AudioData>> = HashMap::new();
+    for node in &scene.nodes {
+        let Some(op) = ops::lookup(&node.op) else {
+            let names: Vec<&str> = ops::registry().iter().map(|s| s.name).collect();
+            cx.error(
+                &node.op_loc,
+                Some(&node.id),
+                format!("unknown operator `{}`", node.op),
+                Some(did_you_mean(&node.op, names.iter().copied())),
+            );
+            decls.push(None);
+            continue;
+        };
+        let np = resolve_profile(cx, node, op, session.profile);
+        let values = resolve_params(cx, node, op, &np, opts, session, &mut audio_cache);
+        if let Some(v) = &values {
+            lint_params(cx, node, op, v, session.sample_rate);
+        }
+        decls.push(values.map(|values| {
+            let n_inputs = if op.variadic_inputs {
+                op.params
+                    .iter()
+                    .zip(&values)
+                    .find_map(|(s, v)| match (s.kind, v) {
+                        (ParamKind::Gains, Value::Gains(g)) => Some(g.len()),
+                        _ => None,
+                    })
+                    .unwrap_or(0)
+            } else {
+                op.inputs.len()
+            };
+            Decl {
+                op,
+                profile: np,
+                values,
+                n_inputs,
+                audio_in: Vec::new(),
+                param_in: vec![Vec::new(); op.params.len()],
+            }
+        }));
+    }
+    decls
+}
+
+/// After pass 3: settings the operator accepts but that will not do what
+/// they say (its [`OpSpec::lints`]) become warnings at the param.
+fn lint_params(cx: &mut Ctx<'_>, node: &NodeDecl, op: &OpSpec, values: &[Value], sr: u32) {
+    for lint in (op.lints)(values, sr as f64) {
+        let loc = node
+            .params
+            .iter()
+            .find(|p| p.name == lint.param)
+            .map_or_else(|| node.loc.clone(), |p| p.loc.clone());
+        cx.warn(&loc, Some(&node.id), lint.message, lint.help);
+    }
+}
+
+/// After pass 7: `gains` entries of a variadic node (`mix`) with no edge
+/// into their input are warned, naming the indices.
+pub(super) fn unused_gains(cx: &mut Ctx<'_>, decls: &[Option<Decl>]) {
+    let scene = cx.scene;
+    for (node, d) in scene.nodes.iter().zip(decls) {
+        let Some(d) = d.as_ref().filter(|d| d.op.variadic_inputs) else {
+            continue;
+        };
+        let Some((spec, Value::Gains(gains))) =
+            d.op.params
+                .iter()
+                .zip(&d.values)
+                .find(|(s, _)| matches!(s.kind, ParamKind::Gains))
+        else {
+            continue;
+        };
+        let unused: Vec<usize> = (0..gains.len())
+            .filter(|&k| d.audio_in.get(k).is_none_or(|l| l.is_empty()))
+            .collect();
+        if unused.is_empty() {
+            continue;
+        }
+        let Some(param) = node.params.iter().find(|p| p.name == spec.name) else {
+            continue;
+        };
+        let list: Vec<String> = unused.iter().map(|k| format!("{k}")).collect();
+        let connected = gains.len() - unused.len();
+        cx.warn(
+            &param.loc,
+            Some(&node.id),
+            format!(
+                "`{}` has {} entries but {connected} of them have an input: entr{} {} (for {}) scale nothing",
+                spec.name,
+                gains.len(),
+                if unused.len() == 1 { "y" } else { "ies" },
+                list.join(", "),
+                unused.iter().map(|k| format!("in{k}")).collect::<Vec<_>>().join(", ")
+            ),
+            Some("connect an edge to each input a gain is meant for, or remove the extra gains".to_string()),
+        );
+    }
+}
+
+/// Pass 2, a node's profile (DESIGN §4): its own `profile_overrides` over
+/// its module's over the scene's `profile_config` (whose `profile` is the
+/// session's, already applied); the profile is the pinned one or the
+/// session's. An operator below strict's tier, or an FFT provider that is
+/// unknown or not bit-exact, cannot run under strict.
+fn resolve_profile(
+    cx: &mut Ctx<'_>,
+    node: &NodeDecl,
+    op: &OpSpec,
+    session: Profile,
+) -> NodeProfile {
+    let scene = cx.scene;
+    let module = node.module.map(|m| &scene.modules[m].overrides);
+    let mut o = node.overrides.clone();
+    if let Some(m) = module {
+        o = o.over(m);
+    }
+    let mut scene_level = scene.config.overrides.clone();
+    scene_level.profile = None;
+    o = o.over(&scene_level);
+    let profile = o.profile.unwrap_or(session);
+    let np = NodeProfile::resolve(profile, &o, scene.config.flush_to_zero);
+    let oloc = node
+        .overrides_loc
+        .clone()
+        .unwrap_or_else(|| node.loc.clone());
+    if profile == Profile::Strict && op.tier < Profile::Strict {
+        cx.error(
+            &oloc,
+            Some(&node.id),
+            format!(
+                "operator `{}` cannot be bit-exact, so it cannot run under strict (its tier is {})",
+                op.name, op.tier
+            ),
+            Some("pin this node or its module to `repro` or `live`".to_string()),
+        );
+    }
+    if let Some(p) = &np.fft_provider {
+        match FftProvider::parse(p) {
+            None => cx.error(
+                &oloc,
+                Some(&node.id),
+                format!("unknown fft_provider `{p}`"),
+                Some("valid: reference, rustfft".to_string()),
+            ),
+            Some(FftProvider::RustFft) if profile == Profile::Strict => cx.error(
+                &oloc,
+                Some(&node.id),
+                format!("fft_provider `{p}` cannot be bit-exact, so it is not allowed under strict"),
+                Some("strict uses the bit-exact `reference` FFT; pin this node to repro or live to use rustfft".to_string()),
+            ),
+            Some(_) => {}
+        }
+    }
+    np
+}
+
+/// Pass 3, a node's params (DESIGN §3): each known, in its unit and range
+/// (a wrong unit is an error under strict and repro, a warning under live
+/// that keeps the default), resources resolved and loaded once per file.
+/// Unset params take their defaults; `None` when a resource is missing.
+fn resolve_params(
+    cx: &mut Ctx<'_>,
+    node: &NodeDecl,
+    op: &OpSpec,
+    np: &NodeProfile,
+    opts: &CompileOptions,
+    session: &Session,
+    audio_cache: &mut HashMap<PathBuf, Arc<AudioData>>,
+) -> Option<Vec<Value>> {
+    let mut values: Vec<Option<Value>> = op.params.iter().map(default_value).collect();
+    for p in &node.params {
+        let Some(pi) = op.param_index(&p.name) else {
+            cx.error(
+                &p.loc,
+                Some(&node.id),
+                format!("operator `{}` has no param `{}`", op.name, p.name),
+                Some(did_you_mean(&p.name, op.params.iter().map(|s| s.name))),
+            );
+            continue;
+        };
+        let spec = &op.params[pi];
+        if matches!(spec.kind, ParamKind::Resource) {
+            match load_resource(cx, &p.value, &p.loc, &node.id, opts, audio_cache) {
+                Some(a) => values[pi] = Some(Value::Resource(a)),
+                None => values[pi] = None,
+            }
+            continue;
+        }
+        match resolve_param(spec, &p.value, session.sample_rate) {
+            Ok(v) => values[pi] = Some(v),
+            Err(ParamError::WrongUnit(e)) => cx.wrong_unit(
+                np.profile,
+                &p.loc,
+                &node.id,
+                format!("param `{}`: {e}", p.name),
+                "keeping its default",
+            ),
+            Err(ParamError::Invalid { message, help }) => {
+                cx.error(&p.loc, Some(&node.id), message, help)
+            }
+        }
+    }
+    let mut missing = false;
+    for (i, spec) in op.params.iter().enumerate() {
+        if values[i].is_none() && matches!(spec.kind, ParamKind::Resource) {
+            if !node.params.iter().any(|p| p.name == spec.name) {
+                cx.error(
+                    &node.loc,
+                    Some(&node.id),
+                    format!(
+                        "operator `{}` needs param `{}` (an \"@resource:NAME\" audio file)",
+                        op.name, spec.name
+                    ),
+                    None,
+                );
+            }
+            missing = true;
+        }
+    }
+    if missing {
+        return None;
+    }
+    Some(
+        values
+            .into_iter()
+            .map(|v| v.expect("checked above"))
+            .collect(),
+    )
+}
+
+fn load_resource(
+    cx: &mut Ctx<'_>,
+    raw: &crate::scene::RawValue,
+    loc: &Loc,
+    node: &str,
+    opts: &CompileOptions,
+    cache: &mut HashMap<PathBuf, Arc<AudioData>>,
+) -> Option<Arc<AudioData>> {
+    let crate::scene::RawValue::Text(reference) = raw else {
+        cx.error(
+            loc,
+            Some(node),
+            "expected a resource reference".to_string(),
+            Some("write \"@resource:NAME.wav\"".to_string()),
+        );
+        return None;
+    };
+    if !resource::is_resource(reference) {
+        cx.error(
+            loc,
+            Some(node),
+            format!("`{reference}` is not a resource reference"),
+            Some("write \"@resource:NAME.wav\"; files are looked up in resources/ next to the scene and in --resources directories".to_string()),
+        );
+        return None;
+    }
+    let pinned = opts
+        .pinned_resources
+        .iter()
+        .find(|(r, _)| r == reference)
+        .map(|(_, p)| p.clone());
+    let path = match pinned.map_or_else(
+        || resource::resolve(reference, cx.scene.dir.as_deref(), &opts.resource_dirs),
+        Ok,
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            cx.error(loc, Some(node), e, None);
+            return None;
+        }
+    };
+    if !cx.resources.iter().any(|(r, _)| r == reference) {
+        cx.resources.push((reference.clone(), path.clone()));
+    }
+    let data = match cache.get(&path) {
+        Some(a) => a.clone(),
+        None => match AudioData::load(&path) {
+            Ok(a) => {
+                let a = Arc::new(a);
+                cache.insert(path.clone(), a.clone());
+                a
+            }
+            Err(e) => {
+                cx.error(loc, Some(node), e, None);
+                return None;
+            }
+        },
+    };
+    let rate = opts.sample_rate.unwrap_or(cx.scene.sample_rate);
+    if data.sample_rate != rate {
+        cx.error(
+            loc,
+            Some(node),
+            format!(
+                "`{}` is at {} Hz but the scene runs at {} Hz",
+                path.display(),
+                data.sample_rate,
+                rate
+            ),
+            Some("resample the file, or set the scene's sample_rate to match".to_string()),
+        );
+        return None;
+    }
+    Some(data)
+}
+
+/// One test per pass, each driving the passes before it on a small scene.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsp::Precision;
+    use crate::graph::compile::testing::{ctx, declared, errors, graph_scene, scene, with_profile};
+
+    #[test]
+    fn session_block_size_comes_from_the_flag_then_the_scene_then_the_profile() {
+        let s = scene(
+            r#"{ "version": "1.0", "profile": "live", "profile_config": { "block_size": 256 },
+                 "nodes": [ { "id": "o", "op": "sine" } ], "outputs": { "main": ["o"] } }"#,
+        );
+        let mut cx = ctx(&s);
+        let got = session_settings(&mut cx, &CompileOptions::default());
+        assert_eq!((got.profile, got.block_size), (Profile::Live, 256));
+        let opts = CompileOptions {
+            block_size: Some(32),
+            profile: Some(Profile::Strict),
+            ..CompileOptions::default()
+        };
+        let got = session_settings(&mut cx, &opts);
+        assert_eq!((got.profile, got.block_size), (Profile::Strict, 32));
+        let bare = graph_scene(r#"{ "id": "o", "op": "sine" }"#, "", r#""o""#);
+        let mut cx = ctx(&bare);
+        let got = session_settings(&mut cx, &CompileOptions::default());
+        assert_eq!((got.profile, got.block_size), (Profile::Repro, 128));
+        assert!(cx.errors.is_empty());
+        let opts = CompileOptions {
+            block_size: Some(MAX_BLOCK_SIZE + 1),
+            ..CompileOptions::default()
+        };
+        session_settings(&mut cx, &opts);
+        assert_eq!(errors(&cx), ["--block-size 8193 is out of range"]);
+    }
+
+    #[test]
+    fn a_node_pin_wins_over_its_module_which_wins_over_the_session() {
+        let s = scene(
+            r#"{ "version": "1.0", "profile": "live",
+                 "nodes": [ { "id": "free", "op": "sine" },
+                            { "id": "wide", "op": "sine", "profile_overrides": { "precision": "f64" } } ],
+                 "modules": [ { "id": "m", "profile": "strict", "nodes": [
+                     { "id": "pinned", "op": "sine" },
+                     { "id": "back", "op": "sine", "profile_overrides": { "profile": "repro" } } ] } ],
+                 "outputs": { "main": ["free"] } }"#,
+        );
+        let (cx, _, decls, _, _) = declared(&s, &CompileOptions::default());
+        assert!(cx.errors.is_empty(), "{:?}", errors(&cx));
+        let get = |id: &str| {
+            let i = s.nodes.iter().position(|n| n.id == id).unwrap();
+            let p = &decls[i].as_ref().unwrap().profile;
+            (p.profile, p.precision)
+        };
+        assert_eq!(get("free"), (Profile::Live, Precision::F32));
+        assert_eq!(get("wide"), (Profile::Live, Precision::F64));
+        assert_eq!(get("pinned"), (Profile::Strict, Precision::F64));
+        assert_eq!(get("back"), (Profile::Repro, Precision::F32));
+    }
+
+    #[test]
+    fn strict_rejects_a_provider_that_is_not_bit_exact() {
+        let s = graph_scene(
+            r#"{ "id": "g", "op": "spectral_gate", "profile_overrides": { "fft_provider": "rustfft" } }"#,
+            "",
+            r#""g""#,
+        );
+        let (cx, ..) = declared(&s, &with_profile(Profile::Strict));
+        assert_eq!(
+            errors(&cx),
+            ["fft_provider `rustfft` cannot be bit-exact, so it is not allowed under strict"]
+        );
+        let (cx, ..) = declared(&s, &with_profile(Profile::Repro));
+        assert!(cx.errors.is_empty());
+    }
+
+    #[test]
+    fn a_wrong_unit_is_an_error_except_under_live_where_the_default_stays() {
+        let s = graph_scene(
+            r#"{ "id": "o", "op": "sine", "params": { "freq": "3s" } }"#,
+            "",
+            r#""o""#,
+        );
+        let (cx, _, decls, ..) = declared(&s, &with_profile(Profile::Repro));
+        assert_eq!(cx.errors.len(), 1, "{:?}", errors(&cx));
+        let (cx, _, decls_live, ..) = declared(&s, &with_profile(Profile::Live));
+        assert!(cx.errors.is_empty());
+        assert_eq!(cx.warnings.len(), 1);
+        assert!(cx.warnings[0].message.ends_with("keeping its default"));
+        assert_eq!(
+            decls_live[0].as_ref().unwrap().values[0],
+            Value::Number(440.0)
+        );
+        assert!(decls[0].is_some(), "a wrong unit still declares the node");
+    }
+}
