@@ -1,0 +1,445 @@
+//! Oscillators: `sine`, `saw`, `square`, `triangle`, `impulse`.
+//!
+//! Phase is a u64 fixed-point fraction of a cycle in every profile; the
+//! increment is computed in f64 once per frequency change (per sample only
+//! while `freq` is modulated or ramping), so phase never drifts and migrates
+//! exactly between precisions.
+
+mod impulse;
+mod saw_square_triangle;
+mod sine;
+
+pub use impulse::IMPULSE;
+pub use saw_square_triangle::{SAW, SQUARE, TRIANGLE};
+pub use sine::SINE;
+
+use super::{number, BuildCtx, Io, NodeState, Operator, ParamSpec, Processor, StateError};
+use crate::dsp::strict_sin;
+use crate::dsp::vector::{phase_turns, sin_turns, sine_block, SimdLevel};
+use crate::dsp::{Math, MathKind, Sample};
+use crate::scene::Dimension;
+use sine::{offset_phase, sine_arg};
+use std::marker::PhantomData;
+
+const TWO_PI: f64 = 2.0 * core::f64::consts::PI;
+/// 2^64 as f64 (exact).
+const TWO_POW_64: f64 = 18446744073709551616.0;
+
+/// A fixed-point phase accumulator.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Phasor {
+    pub phase: u64,
+    pub inc: u64,
+    freq: f64,
+}
+
+impl Phasor {
+    /// The per-sample increment for `freq` Hz at `sample_rate`, wrapping
+    /// negative frequencies. Only `÷`, `floor` and an exact power-of-two
+    /// scale: identical in every profile.
+    #[inline]
+    pub fn increment(freq: f64, sample_rate: f64) -> u64 {
+        let cycles = freq / sample_rate;
+        if !cycles.is_finite() {
+            return 0;
+        }
+        let frac = cycles - cycles.floor();
+        (frac * TWO_POW_64) as u64
+    }
+
+    /// The exact rate `freq / sample_rate` rounded up to a whole 2^-64
+    /// cycle. [`increment`](Self::increment) truncates the f64 quotient,
+    /// which is itself off by up to half an ulp, so its phase can lag: a
+    /// period of a whole number of samples (1 kHz at 48 kHz) then wraps one
+    /// sample late. Here the quotient is corrected with the division's exact
+    /// remainder. Only `+ − × ÷`, `trunc`, `floor`, `ceil` and exact
+    /// power-of-two scales: identical in every profile.
+    pub fn increment_exact(freq: f64, sample_rate: f64) -> u64 {
+        let cycles = freq / sample_rate;
+        if !cycles.is_finite() {
+            return 0;
+        }
+        // freq = cycles·sample_rate + rem exactly (the remainder of a
+        // correctly rounded division is representable).
+        let (p, e) = two_prod(cycles, sample_rate);
+        let rem = (freq - p) - e;
+        // Drop whole cycles (exact, unlike `1 + cycles` for negative ones),
+        // then scale to a signed count of 2^-64 cycles and reduce mod 2^64.
+        let scaled = (cycles - cycles.trunc()) * TWO_POW_64;
+        let whole = scaled.floor();
+        let below = (scaled - whole) + rem / sample_rate * TWO_POW_64;
+        let up = if below.is_finite() { below.ceil() } else { 0.0 };
+        (whole as i128 + up as i128) as u64
+    }
+
+    #[inline]
+    pub fn set_freq(&mut self, freq: f64, sample_rate: f64) {
+        if freq != self.freq || self.inc == 0 && freq != 0.0 {
+            self.freq = freq;
+            self.inc = Phasor::increment(freq, sample_rate);
+        }
+    }
+
+    /// [`set_freq`](Self::set_freq) with [`increment_exact`](Self::increment_exact).
+    #[inline]
+    pub fn set_freq_exact(&mut self, freq: f64, sample_rate: f64) {
+        if freq != self.freq || self.inc == 0 && freq != 0.0 {
+            self.freq = freq;
+            self.inc = Phasor::increment_exact(freq, sample_rate);
+        }
+    }
+
+    /// The magnitude of the increment as a fraction of a cycle per sample,
+    /// in [0, 0.5]: a negative frequency (or one above Nyquist, which folds)
+    /// traverses the waveform backwards, and PolyBLEP's residual is the same
+    /// for either direction given |dt|.
+    #[inline]
+    pub fn dt<S: Sample>(&self) -> S {
+        let inc = if self.inc > 1 << 63 {
+            self.inc.wrapping_neg()
+        } else {
+            self.inc
+        };
+        S::from_phase(inc)
+    }
+
+    #[inline]
+    pub fn advance(&mut self) {
+        self.phase = self.phase.wrapping_add(self.inc);
+    }
+}
+
+/// Dekker's error-free product: `a·b = p + e` exactly (no FMA).
+#[inline]
+fn two_prod(a: f64, b: f64) -> (f64, f64) {
+    fn split(x: f64) -> (f64, f64) {
+        let c = 134217729.0 * x; // 2^27 + 1
+        let hi = c - (c - x);
+        (hi, x - hi)
+    }
+    let p = a * b;
+    let (ah, al) = split(a);
+    let (bh, bl) = split(b);
+    let e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    (p, e)
+}
+
+// Every oscillator declares `freq` then `amp` (the shared params below), so
+// one pair of indices serves all five; sine's `phase` and square's `duty`
+// follow them as the shape's extra param.
+const FREQ: usize = SINE.index_of("freq");
+const AMP: usize = SINE.index_of("amp");
+const EXTRA: usize = SINE.index_of("phase");
+const _: () = {
+    assert!(SAW.index_of("freq") == FREQ && SAW.index_of("amp") == AMP);
+    assert!(SQUARE.index_of("freq") == FREQ && SQUARE.index_of("amp") == AMP);
+    assert!(SQUARE.index_of("duty") == EXTRA);
+    assert!(TRIANGLE.index_of("freq") == FREQ && TRIANGLE.index_of("amp") == AMP);
+    assert!(IMPULSE.index_of("freq") == FREQ && IMPULSE.index_of("amp") == AMP);
+};
+
+const FREQ_PARAM: ParamSpec = number("freq", Dimension::Frequency, 440.0, -1e6, 1e6, "frequency");
+const AMP_PARAM: ParamSpec = number(
+    "amp",
+    Dimension::Amplitude,
+    1.0,
+    -1e6,
+    1e6,
+    "peak amplitude",
+);
+
+/// The waveform a [`Osc`] renders.
+trait Shape: Send + 'static {
+    /// One sample at phase `t` ∈ [0,1) with per-sample increment `dt` ∈ [0,1),
+    /// `extra` the shape's third param (sine phase offset in rad, square duty).
+    fn value<S: Sample, M: Math>(t: S, dt: S, extra: f64) -> S;
+    const HAS_EXTRA: bool;
+    /// Under fast math with constant params, the block is rendered by the
+    /// vector sine kernel straight from the u64 phase (`dsp::vector`).
+    const FAST_SINE: bool = false;
+}
+
+/// Ties a processor to its sample type, math policy and shape without storing them.
+type Marker<S, M, W> = PhantomData<fn() -> (S, M, W)>;
+
+struct Osc<S, M, W> {
+    phasor: Phasor,
+    sample_rate: f64,
+    /// The instruction set of the fast sine kernel (chosen at build).
+    simd: SimdLevel,
+    _p: Marker<S, M, W>,
+}
+
+impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        let n = io.frames;
+        let freq = io.params.get(FREQ);
+        let amp = io.params.get(AMP);
+        let extra = if W::HAS_EXTRA {
+            Some(io.params.get(EXTRA))
+        } else {
+            None
+        };
+        let out = &mut io.outputs[0][..n];
+        let all_const = freq.is_const() && amp.is_const() && extra.is_none_or(|e| e.is_const());
+        if all_const && W::FAST_SINE && M::KIND == MathKind::Fast {
+            self.phasor.set_freq(freq.value(), self.sample_rate);
+            let a = S::from_f64(amp.value());
+            // The phase offset (rad) as a fraction of a cycle added to the
+            // phase: sin(2π·phase + offset) without a per-sample call.
+            let e = extra.map_or(0.0, |e| e.value());
+            let (phase, inc) = (self.phasor.phase, self.phasor.inc);
+            sine_block(self.simd, offset_phase(phase, e), inc, a, out);
+            self.phasor.phase = phase.wrapping_add(inc.wrapping_mul(n as u64));
+        } else if all_const
+            && W::FAST_SINE
+            && M::KIND == MathKind::Strict
+            && core::mem::size_of::<S>() == 8
+        {
+            // Strict f64 sine: the arguments of the whole block first, then
+            // `libm::sin` of all of them in lanes (the same bits as the
+            // per-sample call below), then the amplitude.
+            self.phasor.set_freq(freq.value(), self.sample_rate);
+            let a = S::from_f64(amp.value());
+            let e = S::from_f64(extra.map_or(0.0, |e| e.value()));
+            for o in out.iter_mut() {
+                *o = sine_arg(self.phasor.phase, e);
+                self.phasor.advance();
+            }
+            strict_sin::sin_block(self.simd, out);
+            for o in out.iter_mut() {
+                *o = a * *o;
+            }
+        } else if all_const {
+            self.phasor.set_freq(freq.value(), self.sample_rate);
+            let a = S::from_f64(amp.value());
+            let e = extra.map_or(0.0, |e| e.value());
+            let dt = self.phasor.dt::<S>();
+            for o in out.iter_mut() {
+                *o = a * W::value::<S, M>(S::from_phase(self.phasor.phase), dt, e);
+                self.phasor.advance();
+            }
+        } else {
+            for (i, o) in out.iter_mut().enumerate() {
+                self.phasor.set_freq(freq.at(i), self.sample_rate);
+                let a = S::from_f64(amp.at(i));
+                let e = extra.map_or(0.0, |e| e.at(i));
+                *o = if W::FAST_SINE && M::KIND == MathKind::Fast {
+                    // The kernel's formula, sample by sample.
+                    let t = phase_turns(offset_phase(self.phasor.phase, e));
+                    a * S::from_f32(sin_turns(t))
+                } else {
+                    let dt = self.phasor.dt::<S>();
+                    a * W::value::<S, M>(S::from_phase(self.phasor.phase), dt, e)
+                };
+                self.phasor.advance();
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.phasor.phase = 0;
+    }
+
+    fn snapshot(&self, st: &mut NodeState) {
+        st.put_u64("phase", self.phasor.phase);
+    }
+
+    fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        self.phasor.phase = st.get_u64("phase")?;
+        Ok(())
+    }
+}
+
+struct OscOp<W>(PhantomData<W>);
+impl<W: Shape> Operator for OscOp<W> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+        Ok(Box::new(Osc::<S, M, W> {
+            phasor: Phasor::default(),
+            sample_rate: cx.sample_rate,
+            simd: SimdLevel::detect(),
+            _p: PhantomData,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsp::Precision;
+    use crate::ops::harness::{first_difference, values_with, NodeRunner};
+    use crate::ops::{OpSpec, Value};
+    use crate::profile::Profile;
+
+    #[test]
+    fn increment_is_exact_for_binary_fractions() {
+        assert_eq!(Phasor::increment(12000.0, 48000.0), 1 << 62);
+        assert_eq!(Phasor::increment(-12000.0, 48000.0), 3 << 62);
+        assert_eq!(Phasor::increment(0.0, 48000.0), 0);
+        assert_eq!(Phasor::increment(f64::NAN, 48000.0), 0);
+    }
+
+    // Independent oracles. Phases are reduced exactly in integer arithmetic
+    // (frac(k·f/sr) for a rational f), never through the node's u64 phasor.
+
+    pub(super) const SR: f64 = 48000.0;
+    pub(super) const SR_INT: u64 = 48000;
+    /// Block sizes cycled through by the renders below.
+    pub(super) const BLOCKS: &[usize] = &[64, 7, 300, 1, 128];
+
+    pub(super) fn runner(
+        spec: &'static OpSpec,
+        params: &[(&str, f64)],
+        profile: Profile,
+        precision: Precision,
+    ) -> NodeRunner {
+        let set: Vec<(&str, Value)> = params
+            .iter()
+            .map(|(n, v)| (*n, Value::Number(*v)))
+            .collect();
+        NodeRunner::new(
+            spec,
+            values_with(spec, &set),
+            profile,
+            Some(precision),
+            SR,
+            512,
+            0,
+        )
+        .unwrap()
+    }
+
+    pub(super) fn render(
+        spec: &'static OpSpec,
+        params: &[(&str, f64)],
+        profile: Profile,
+        precision: Precision,
+        frames: usize,
+    ) -> Vec<f64> {
+        runner(spec, params, profile, precision)
+            .run(&[], &[], frames, BLOCKS)
+            .remove(0)
+    }
+
+    pub(super) const PROFILES: [(Profile, Precision); 3] = [
+        (Profile::Strict, Precision::F64),
+        (Profile::Repro, Precision::F32),
+        (Profile::Live, Precision::F32),
+    ];
+
+    /// A frequency of `num / den` Hz, exact in f64 (`den` a small power of two).
+    #[derive(Clone, Copy, Debug)]
+    pub(super) struct Hz {
+        num: i64,
+        den: u64,
+    }
+
+    pub(super) const fn hz(num: i64, den: u64) -> Hz {
+        Hz { num, den }
+    }
+
+    impl Hz {
+        pub(super) fn f64(self) -> f64 {
+            self.num as f64 / self.den as f64
+        }
+
+        /// Phase of sample `k` in cycles, frac(k·f/sr), reduced exactly.
+        pub(super) fn phase(self, k: u64) -> f64 {
+            let d = (self.den * SR_INT) as i128;
+            let r = (k as i128 * self.num as i128).rem_euclid(d);
+            r as f64 / d as f64
+        }
+
+        /// Cycles per sample, in [0, 1).
+        pub(super) fn dt(self) -> f64 {
+            self.phase(1)
+        }
+
+        /// The exact rate in units of 2^-64 cycle per sample, rounded up.
+        pub(super) fn increment_ceil(self) -> u64 {
+            let d = (self.den * SR_INT) as u128;
+            let r = (self.num as i128).rem_euclid(d as i128) as u128;
+            (r << 64).div_ceil(d) as u64
+        }
+    }
+
+    #[test]
+    fn increments_against_the_exact_rate() {
+        for f in [
+            hz(440, 1),
+            hz(1000, 1),
+            hz(441, 1),
+            hz(12000, 1),
+            hz(34001, 2),
+            hz(-6001, 2),
+            hz(1, 16),
+            hz(96001, 1),
+            hz(-48000, 1),
+        ] {
+            let exact = f.increment_ceil();
+            assert_eq!(Phasor::increment_exact(f.f64(), SR), exact, "{f:?}");
+            // `increment` rounds twice (the quotient, then `cycles − floor`
+            // for negative rates), each by at most half an ulp, then
+            // truncates: within that of the exact rate either way.
+            let lag = exact.wrapping_sub(Phasor::increment(f.f64(), SR)) as i64;
+            let (q, frac) = ((f.f64() / SR).abs(), exact as f64 / TWO_POW_64);
+            let bound = (q + frac) * TWO_POW_64 * f64::EPSILON / 2.0 + 1.0;
+            assert!((lag.abs() as f64) <= bound, "{f:?}: lag {lag} > {bound}");
+        }
+    }
+
+    #[test]
+    fn phase_after_n_samples_is_n_increments() {
+        let blocks = crate::ops::harness::conformance_block_sizes();
+        for freq in [440.0, 1000.0, 17000.5, 12345.678, -3000.5, 0.1, 0.0] {
+            for spec in [&SINE, &SAW, &SQUARE, &TRIANGLE, &IMPULSE] {
+                let inc = if core::ptr::eq(spec, &IMPULSE) {
+                    Phasor::increment_exact(freq, SR)
+                } else {
+                    Phasor::increment(freq, SR)
+                };
+                for (profile, precision) in PROFILES {
+                    let frames = if core::ptr::eq(spec, &SINE) {
+                        480_011
+                    } else {
+                        20_011
+                    };
+                    let mut r = runner(spec, &[("freq", freq)], profile, precision);
+                    r.run(&[], &[], frames, &blocks[5]);
+                    let phase = r.snapshot().get_u64("phase").unwrap();
+                    assert_eq!(
+                        phase,
+                        (frames as u64).wrapping_mul(inc),
+                        "{} {freq} Hz {profile:?}",
+                        spec.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn modulated_freq_adds_to_the_static_value_bit_for_bit() {
+        let frames = 5000;
+        for spec in [&SINE, &SAW, &SQUARE, &TRIANGLE, &IMPULSE] {
+            for (profile, precision) in PROFILES {
+                let want = runner(spec, &[("freq", 1000.0)], profile, precision).run(
+                    &[],
+                    &[],
+                    frames,
+                    BLOCKS,
+                );
+                for (base, modulation) in [(0.0, 1000.0), (400.0, 600.0), (1441.0, -441.0)] {
+                    let mut r = runner(spec, &[("freq", base)], profile, precision);
+                    let got = r.run(&[], &[(FREQ, vec![modulation; frames])], frames, BLOCKS);
+                    assert_eq!(
+                        first_difference(&want, &got),
+                        None,
+                        "{} {profile:?}: {base} Hz + {modulation} Hz",
+                        spec.name
+                    );
+                }
+            }
+        }
+    }
+}
