@@ -208,30 +208,19 @@ impl Engine {
             slot.muted_until = 0;
             slot.reset_state();
         }
-        let muted = slot.muted_until != 0;
+        let call = Call {
+            before,
+            inputs: &slot.inputs,
+            param_inputs: &slot.param_inputs,
+            params: &slot.params,
+            start,
+            n,
+            muted: slot.muted_until != 0,
+            dead: slot.dead,
+        };
         let outcome = match &mut slot.core {
-            Core::F32(t) => run_typed(
-                t,
-                before,
-                &slot.inputs,
-                &slot.param_inputs,
-                &slot.params,
-                start,
-                n,
-                muted,
-                slot.dead,
-            ),
-            Core::F64(t) => run_typed(
-                t,
-                before,
-                &slot.inputs,
-                &slot.param_inputs,
-                &slot.params,
-                start,
-                n,
-                muted,
-                slot.dead,
-            ),
+            Core::F32(t) => run_typed(t, &call),
+            Core::F64(t) => run_typed(t, &call),
         };
         match outcome {
             Outcome::Ok => {}
@@ -288,19 +277,31 @@ enum Outcome {
     Panicked,
 }
 
-/// Runs one node.
-#[allow(clippy::too_many_arguments)]
-fn run_typed<S: Sample>(
-    t: &mut Typed<S>,
-    before: &[Slot],
-    inputs: &[Vec<EdgeIn>],
-    param_inputs: &[Vec<EdgeIn>],
-    params: &[ParamState],
+/// What one call of a node reads besides its own buffers.
+struct Call<'a> {
+    /// The nodes scheduled before it: its (non-feedback) sources.
+    before: &'a [Slot],
+    inputs: &'a [Vec<EdgeIn>],
+    param_inputs: &'a [Vec<EdgeIn>],
+    params: &'a [ParamState],
     start: u64,
     n: usize,
     muted: bool,
     dead: bool,
-) -> Outcome {
+}
+
+/// Runs one node.
+fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
+    let &Call {
+        before,
+        inputs,
+        param_inputs,
+        params,
+        start,
+        n,
+        muted,
+        dead,
+    } = call;
     if dead || muted {
         for out in t.outs.iter_mut() {
             out[..n].iter_mut().for_each(|x| *x = S::ZERO);
