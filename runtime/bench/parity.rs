@@ -261,25 +261,122 @@ pub fn check(
     golden: &GoldenSource,
     log: &mut dyn Write,
 ) -> Result<ParityReport, HostError> {
-    let (golden, golden_path, missing) = match golden {
-        GoldenSource::File(p) => (
-            Some(Golden::load(p).map_err(HostError::Usage)?),
-            Some(p.clone()),
-            None,
-        ),
-        GoldenSource::Default(p) if p.exists() => (
-            Some(Golden::load(p).map_err(HostError::Runtime)?),
-            Some(p.clone()),
-            None,
-        ),
-        GoldenSource::Default(p) => (None, None, Some(p.clone())),
-    };
+    let found = find_golden(golden)?;
     let strict_block = if profile == Profile::Strict {
         block_size
     } else {
         GOLDEN_BLOCK
     };
-    let strict_plan = compile_as(scene, base, Profile::Strict, strict_block).map_err(|e| {
+    let strict_plan = compile_reference(scene, base, profile, strict_block)?;
+    let frames = found
+        .golden
+        .as_ref()
+        .map_or_else(|| golden_frames(&strict_plan), |g| g.frames);
+    let sample_rate = strict_plan.sample_rate;
+    let skip = excluded(&strict_plan, guard(block_size));
+    let mut report = ParityReport {
+        passed: false,
+        profile,
+        method: String::new(),
+        frames,
+        golden: found.name.clone(),
+        strict_sha256: String::new(),
+        expected_sha256: found.golden.as_ref().map(|g| g.sha256.clone()),
+        relative_rms: None,
+        bound: None,
+        summary: String::new(),
+    };
+    let seconds = frames as f64 / sample_rate as f64;
+    if let Some(g) = &found.golden {
+        if g.sample_rate != sample_rate {
+            report.method = "golden-sha256".to_string();
+            report.summary = format!(
+                "golden `{}` is for {} Hz, the scene runs at {sample_rate} Hz",
+                found.name(),
+                g.sample_rate
+            );
+            return Ok(report);
+        }
+    }
+    let cmp = Comparison {
+        scene,
+        base,
+        profile,
+        block_size,
+        frames,
+        seconds,
+        found,
+    };
+    let _ = writeln!(
+        log,
+        "parity: rendering {seconds:.2} s under strict (block {strict_block})"
+    );
+    let strict = render(strict_plan, frames, profile != Profile::Strict);
+    report.strict_sha256 = strict.sha256.clone();
+    if profile == Profile::Strict {
+        match &cmp.found.golden {
+            Some(g) => strict_against_golden(&cmp, g, &strict, &mut report),
+            None => strict_across_block_sizes(&cmp, &strict, &mut report, log)?,
+        }
+    } else {
+        against_strict(&cmp, &strict, &skip, &mut report, log)?;
+    }
+    Ok(report)
+}
+
+/// The golden a check compares with, if there is one.
+struct FoundGolden {
+    golden: Option<Golden>,
+    /// Where it was read from, as the report names it.
+    name: Option<String>,
+    /// The default path where none was found.
+    missing: Option<PathBuf>,
+}
+
+impl FoundGolden {
+    /// The golden's name, or "" without one.
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or_default()
+    }
+
+    /// Where a golden was looked for in vain, for messages.
+    fn missing(&self) -> std::path::Display<'_> {
+        self.missing.as_deref().unwrap_or(Path::new("?")).display()
+    }
+}
+
+/// Reads the golden `source` names: `--golden FILE` must be readable (a
+/// usage error), a default path is used only if it exists.
+fn find_golden(source: &GoldenSource) -> Result<FoundGolden, HostError> {
+    let (golden, path, missing) = match source {
+        GoldenSource::File(p) => (
+            Some(Golden::load(p).map_err(HostError::Usage)?),
+            Some(p),
+            None,
+        ),
+        GoldenSource::Default(p) if p.exists() => (
+            Some(Golden::load(p).map_err(HostError::Runtime)?),
+            Some(p),
+            None,
+        ),
+        GoldenSource::Default(p) => (None, None, Some(p.clone())),
+    };
+    Ok(FoundGolden {
+        golden,
+        name: path.map(|p| p.display().to_string()),
+        missing,
+    })
+}
+
+/// Compiles the strict reference. When `profile` is not strict, each error
+/// adds why the scene must also compile under strict.
+fn compile_reference(
+    scene: &Scene,
+    base: &CompileOptions,
+    profile: Profile,
+    block_size: usize,
+) -> Result<Plan, HostError> {
+    compile_as(scene, base, Profile::Strict, block_size).map_err(|e| {
         let HostError::Input(mut ds) = e else {
             return e;
         };
@@ -294,137 +391,146 @@ pub fn check(
             }
         }
         HostError::Input(ds)
-    })?;
-    let frames = golden
-        .as_ref()
-        .map_or_else(|| golden_frames(&strict_plan), |g| g.frames);
-    let sample_rate = strict_plan.sample_rate;
-    let skip = excluded(&strict_plan, guard(block_size));
-    let golden_name = golden_path.as_ref().map(|p| p.display().to_string());
-    let mut report = ParityReport {
-        passed: false,
-        profile,
-        method: String::new(),
-        frames,
-        golden: golden_name.clone(),
-        strict_sha256: String::new(),
-        expected_sha256: golden.as_ref().map(|g| g.sha256.clone()),
-        relative_rms: None,
-        bound: None,
-        summary: String::new(),
+    })
+}
+
+/// What one check compares, once the strict reference is compiled.
+struct Comparison<'a> {
+    scene: &'a Scene,
+    base: &'a CompileOptions,
+    profile: Profile,
+    block_size: usize,
+    frames: u64,
+    /// `frames` in seconds, for messages.
+    seconds: f64,
+    found: FoundGolden,
+}
+
+/// Strict with a golden: the render's hash must be the golden's.
+fn strict_against_golden(
+    cmp: &Comparison<'_>,
+    g: &Golden,
+    strict: &Rendered,
+    report: &mut ParityReport,
+) {
+    let seconds = cmp.seconds;
+    let golden_ok = g.sha256 == strict.sha256;
+    report.method = "golden-sha256".to_string();
+    report.passed = golden_ok;
+    report.summary = if golden_ok {
+        format!(
+            "strict render equals its golden ({seconds:.2} s, {})",
+            cmp.found.name()
+        )
+    } else {
+        format!(
+            "strict render differs from its golden `{}` ({seconds:.2} s): sha256 {} instead of {}",
+            cmp.found.name(),
+            strict.sha256,
+            g.sha256
+        )
     };
-    let seconds = frames as f64 / sample_rate as f64;
-    if let Some(g) = &golden {
-        if g.sample_rate != sample_rate {
-            report.method = "golden-sha256".to_string();
-            report.summary = format!(
-                "golden `{}` is for {} Hz, the scene runs at {sample_rate} Hz",
-                golden_name.as_deref().unwrap_or_default(),
-                g.sample_rate
-            );
-            return Ok(report);
-        }
-    }
+}
+
+/// Strict without a golden: it must at least be the same at another block
+/// size.
+fn strict_across_block_sizes(
+    cmp: &Comparison<'_>,
+    strict: &Rendered,
+    report: &mut ParityReport,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    let (block_size, seconds) = (cmp.block_size, cmp.seconds);
+    let other = if block_size == 4096 {
+        GOLDEN_BLOCK
+    } else {
+        4096
+    };
     let _ = writeln!(
         log,
-        "parity: rendering {seconds:.2} s under strict (block {strict_block})"
+        "parity: no golden at {}; rendering strict again at block {other}",
+        cmp.found.missing()
     );
-    let strict = render(strict_plan, frames, profile != Profile::Strict);
-    report.strict_sha256 = strict.sha256.clone();
-    let golden_ok = golden.as_ref().is_none_or(|g| g.sha256 == strict.sha256);
-    if profile == Profile::Strict {
-        if let Some(g) = &golden {
-            report.method = "golden-sha256".to_string();
-            report.passed = golden_ok;
-            report.summary = if golden_ok {
-                format!(
-                    "strict render equals its golden ({seconds:.2} s, {})",
-                    golden_name.as_deref().unwrap_or_default()
-                )
-            } else {
-                format!(
-                    "strict render differs from its golden `{}` ({seconds:.2} s): sha256 {} instead of {}",
-                    golden_name.as_deref().unwrap_or_default(),
-                    strict.sha256,
-                    g.sha256
-                )
-            };
-            return Ok(report);
-        }
-        // No golden: strict must at least be the same at another block size.
-        let other = if block_size == 4096 {
-            GOLDEN_BLOCK
-        } else {
-            4096
-        };
-        let _ = writeln!(
-            log,
-            "parity: no golden at {}; rendering strict again at block {other}",
-            missing.as_deref().unwrap_or(Path::new("?")).display()
-        );
-        let again = render(
-            compile_as(scene, base, Profile::Strict, other)?,
-            frames,
-            false,
-        );
-        report.method = "block-size".to_string();
-        report.expected_sha256 = Some(again.sha256.clone());
-        report.passed = again.sha256 == strict.sha256;
-        report.summary = if report.passed {
-            format!(
-                "no golden (looked for {}); strict is the same at blocks {block_size} and {other} ({seconds:.2} s)",
-                missing.as_deref().unwrap_or(Path::new("?")).display()
-            )
-        } else {
-            format!(
-                "strict differs between blocks {block_size} and {other} ({seconds:.2} s): sha256 {} and {}",
-                strict.sha256, again.sha256
-            )
-        };
-        return Ok(report);
-    }
+    let again = render(
+        compile_as(cmp.scene, cmp.base, Profile::Strict, other)?,
+        cmp.frames,
+        false,
+    );
+    report.method = "block-size".to_string();
+    report.expected_sha256 = Some(again.sha256.clone());
+    report.passed = again.sha256 == strict.sha256;
+    report.summary = if report.passed {
+        format!(
+            "no golden (looked for {}); strict is the same at blocks {block_size} and {other} ({seconds:.2} s)",
+            cmp.found.missing()
+        )
+    } else {
+        format!(
+            "strict differs between blocks {block_size} and {other} ({seconds:.2} s): sha256 {} and {}",
+            strict.sha256, again.sha256
+        )
+    };
+    Ok(())
+}
+
+/// Repro or live: the relative RMS error against the strict render (which
+/// must equal its golden, if there is one) within the golden's bound.
+fn against_strict(
+    cmp: &Comparison<'_>,
+    strict: &Rendered,
+    skip: &[(u64, u64)],
+    report: &mut ParityReport,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    let (profile, block_size, seconds) = (cmp.profile, cmp.block_size, cmp.seconds);
+    let golden = cmp.found.golden.as_ref();
+    let golden_ok = golden.is_none_or(|g| g.sha256 == strict.sha256);
     let bound = golden
-        .as_ref()
         .map_or_else(Bounds::defaults, |g| g.parity)
         .get(profile);
     let _ = writeln!(
         log,
         "parity: rendering {seconds:.2} s under {profile} (block {block_size})"
     );
-    let candidate = render(compile_as(scene, base, profile, block_size)?, frames, true);
+    let candidate = render(
+        compile_as(cmp.scene, cmp.base, profile, block_size)?,
+        cmp.frames,
+        true,
+    );
     let lag = candidate.latency as i64 - strict.latency as i64;
-    let err = rel_rms(&strict.channels, &candidate.channels, lag, &skip);
+    let err = rel_rms(&strict.channels, &candidate.channels, lag, skip);
     report.method = "relative-rms".to_string();
     report.relative_rms = Some(err);
     report.bound = Some(bound);
     let within = err <= bound;
     report.passed = golden_ok && within;
-    let against = match &golden_name {
+    let against = match &cmp.found.name {
         Some(g) => format!("strict (which equals its golden {g})"),
         None => format!(
             "strict (no golden at {}: default bound)",
-            missing.as_deref().unwrap_or(Path::new("?")).display()
+            cmp.found.missing()
         ),
     };
     report.summary = if !golden_ok {
         format!(
             "the strict reference differs from its golden `{}` ({seconds:.2} s): sha256 {} instead of {}",
-            golden_name.as_deref().unwrap_or_default(),
+            cmp.found.name(),
             strict.sha256,
-            golden.as_ref().map(|g| g.sha256.as_str()).unwrap_or_default()
+            golden.map(|g| g.sha256.as_str()).unwrap_or_default()
         )
     } else if within {
         format!("{profile} vs {against}: relative RMS {err:.3e} ≤ {bound:.1e} over {seconds:.2} s")
     } else {
         format!(
             "{profile} is {err:.3e} relative RMS from strict over {seconds:.2} s, above its bound {bound:.1e}{}",
-            golden_name
+            cmp.found
+                .name
                 .as_ref()
                 .map(|g| format!(" (from {g})"))
                 .unwrap_or_default()
         )
     };
-    Ok(report)
+    Ok(())
 }
 
 #[cfg(test)]
