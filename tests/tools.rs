@@ -469,7 +469,11 @@ fn issue11_plot_refuses_a_bad_range_with_exit_2() {
         (&wav, &["--to", "1s"], "beyond the end"),
         (&wav, &["--from", "0.2s"], "is not before"),
         (&wav, &["--from", "-1s"], "negative"),
-        (&wav, &["--from", "soon"], "invalid value 'soon' for '--from"),
+        (
+            &wav,
+            &["--from", "soon"],
+            "invalid value 'soon' for '--from",
+        ),
         (&scene, &["--to", "3s"], "beyond the end"),
         (&scene, &["-d", "1s", "--from", "1.5s"], "is not before"),
         (&wav, &["--profile", "strict"], "applies to a scene"),

@@ -384,7 +384,7 @@ mod tests {
         }
         let mut z = 12345u64;
         let mut next = || {
-            z = crate::dsp::rng::mix64(z);
+            z = rand_philox::splitmix64(z);
             z
         };
         let specials64 = [

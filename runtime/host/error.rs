@@ -60,10 +60,3 @@ impl std::fmt::Display for HostError {
 }
 
 impl std::error::Error for HostError {}
-
-/// A device that cannot play is the machine's failure, not the input's.
-impl From<crate::host::live::device::DeviceError> for HostError {
-    fn from(e: crate::host::live::device::DeviceError) -> HostError {
-        HostError::Runtime(e.to_string())
-    }
-}

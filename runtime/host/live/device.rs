@@ -64,6 +64,13 @@ impl std::fmt::Display for DeviceError {
 
 impl std::error::Error for DeviceError {}
 
+/// A device that cannot play is the machine's failure, not the input's.
+impl From<DeviceError> for crate::host::HostError {
+    fn from(e: DeviceError) -> crate::host::HostError {
+        crate::host::HostError::Runtime(e.to_string())
+    }
+}
+
 /// One output device as `morphrt devices` shows it.
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {
