@@ -67,3 +67,14 @@ impl From<crate::host::live::device::DeviceError> for HostError {
         HostError::Runtime(e.to_string())
     }
 }
+
+/// A refused output is bad usage (exit 2); a failed write is the
+/// machine's failure (exit 1).
+impl From<crate::host::files::error::FileError> for HostError {
+    fn from(e: crate::host::files::error::FileError) -> HostError {
+        match e.exit_code() {
+            2 => HostError::Usage(e.to_string()),
+            _ => HostError::Runtime(e.to_string()),
+        }
+    }
+}

@@ -78,6 +78,7 @@ pub fn load_engine(
 /// `out` or to `output` under the output rules (written whole under a
 /// temporary name and renamed into place).
 pub fn write_schema(output: Option<&Path>, out: &mut dyn std::io::Write) -> Result<(), HostError> {
+    use crate::host::files::rules::{Inputs, Kind, Output};
     let text = serde_json::to_string_pretty(&crate::graph::schema::scene_schema())
         .map_err(|e| HostError::Runtime(format!("cannot print the schema: {e}")))?
         + "\n";
@@ -86,12 +87,8 @@ pub fn write_schema(output: Option<&Path>, out: &mut dyn std::io::Write) -> Resu
             .write_all(text.as_bytes())
             .map_err(|e| HostError::Runtime(format!("cannot write the schema: {e}"))),
         Some(path) => {
-            let o = crate::host::files::rules::Output::prepare(
-                path,
-                &crate::host::files::rules::Inputs::default(),
-                text.len() as u64,
-            )?;
-            o.write_all(text.as_bytes(), out)
+            let o = Output::prepare(path, &Inputs::default(), text.len() as u64, &Kind::SCHEMA)?;
+            Ok(o.write_all(text.as_bytes(), out)?)
         }
     }
 }
