@@ -523,7 +523,7 @@ pub fn render(
             let captured = Instant::now();
             let st = e.snapshot();
             let capture = captured.elapsed();
-            let w = cx.write(&st, &path)?;
+            let w = cx.write(&st, &path, &inputs)?;
             written.push((e.clock(), w, capture));
             Ok(())
         },
