@@ -153,7 +153,7 @@ pub fn calibrate(
     let stored = if opts.store {
         match calibration::store_path() {
             Some(path) => {
-                calibration::save(&path, &calibration).map_err(HostError::Runtime)?;
+                calibration::save(&path, &calibration)?;
                 Some(path.display().to_string())
             }
             None => {
