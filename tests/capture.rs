@@ -374,3 +374,41 @@ fn the_capture_and_the_journal_never_replace_an_input() {
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(read_back(&dir.join("take.wav")).1.len(), 2 * 4800);
 }
+
+// SIGTERM while `run --capture` played killed it with the recording's
+// temporary file left behind. It still ends the session as it did, but
+// first removes the temporary file (and the final name was never written).
+#[test]
+fn a_stop_signal_leaves_no_partial_capture() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let dir = temp_dir("capture-signal");
+    std::fs::copy(common::root().join("scenes/drone.json"), dir.join("s.json")).unwrap();
+    let mut child = common::KillOnDrop(
+        std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+            .args(["run", "s.json", "--device", "clock", "--no-watch"])
+            .args(["--no-journal", "--capture", "take.wav"])
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.stderr.take().unwrap();
+    let playing = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.starts_with("playing "));
+    assert!(playing, "the session did not start");
+    let under_way = common::partials(&dir);
+    assert_eq!(
+        under_way.len(),
+        1,
+        "the recording is under way: {under_way:?}"
+    );
+    // SAFETY: kill() with our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    assert_eq!(listing(&dir), ["s.json"]);
+}
