@@ -87,14 +87,19 @@
 //!   `morphrt run` `host/live/run.rs`, keys `host/live/keys.rs`, the tap that
 //!   records what the device played `host/live/tap.rs`.
 //! - **Files** (`host/files/`): the output rules every written file obeys
-//!   `host/files/rules.rs`; signals `host/files/signals.rs`; SHA-256
-//!   `host/files/digest.rs`; reading a scene from disk
+//!   `host/files/rules.rs`, carried out by the one atomic, fsynced writer
+//!   `host/files/write.rs`, with its errors `host/files/error.rs`; signals
+//!   `host/files/signals.rs`; SHA-256 `host/files/digest.rs`; WAV headers
+//!   and sample formats `host/files/wav.rs`; reading a scene from disk
 //!   `host/files/scene.rs`.
-//! - **Offline** (`host/offline/`): `render` `host/offline/render.rs`; WAV
-//!   headers `host/offline/wav.rs`; levels `host/offline/levels.rs`; `plot`
-//!   `host/offline/plot.rs`.
+//! - **Offline** (`host/offline/`): `render` `host/offline/render.rs`;
+//!   levels `host/offline/levels.rs`; `plot` `host/offline/plot.rs`.
 //! - **Records** (`host/record/`): journal and replay
-//!   `host/record/journal.rs`; snapshots and resume `host/record/snapshot.rs`.
+//!   `host/record/journal.rs`; snapshots and resume `host/record/snapshot/`
+//!   (the versioned format `host/record/snapshot/format.rs`, exact numbers
+//!   `host/record/snapshot/numbers.rs`, state ↔ records
+//!   `host/record/snapshot/codec.rs`, matching a plan and resuming
+//!   `host/record/snapshot/context.rs`).
 //! - **Measuring**: the machine and build a timing belongs to, and stored
 //!   calibrations, `host/machine/`; `bench` and `calibrate` in [`bench`].
 //! - **Command line**: [`cli::Command`] in `cli/mod.rs`; `check`

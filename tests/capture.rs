@@ -202,20 +202,25 @@ fn pushing_after_finish_is_harmless() {
 #[test]
 fn a_directory_or_a_missing_directory_is_refused_by_name() {
     let dir = temp_dir("capture-refuse");
-    let e = CaptureWriter::start(&dir, 2, 48_000, 1.0).err().unwrap();
+    let e = CaptureWriter::start(&dir, 2, 48_000, 1.0)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("is a directory"), "{e}");
     assert!(e.contains(&dir.display().to_string()), "{e}");
 
     let with_slash = PathBuf::from(format!("{}/sub/", dir.display()));
     let e = CaptureWriter::start(&with_slash, 2, 48_000, 1.0)
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(e.contains("is a directory"), "{e}");
 
     let missing = dir.join("no-such-dir");
     let e = CaptureWriter::start(&missing.join("c.wav"), 2, 48_000, 1.0)
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
         e.contains(&format!(
             "the directory `{}` does not exist",
@@ -233,7 +238,8 @@ fn a_directory_or_a_missing_directory_is_refused_by_name() {
 fn an_unwritable_directory_is_refused_by_name() {
     let e = CaptureWriter::start(Path::new("/sys/morphrt-capture.wav"), 2, 48_000, 1.0)
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(e.contains("cannot write in the directory `/sys`"), "{e}");
 }
 
@@ -264,4 +270,145 @@ fn push_never_allocates_or_frees_even_when_the_ring_is_full() {
     // (each torn push loses at least its last sample).
     assert!(report.dropped_samples >= 100);
     assert_eq!(report.frames * 2 + report.dropped_samples, pushed);
+}
+
+/// `morphrt run SCENE --device clock --duration 0.1s` with more arguments, in `dir`.
+fn run_in(dir: &Path, scene: &str, more: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args([
+            "run",
+            scene,
+            "--device",
+            "clock",
+            "--duration",
+            "0.1s",
+            "--no-watch",
+        ])
+        .args(more)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn err(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+// `run s.json --device clock --capture s.json` replaced the scene with the
+// recording. The capture and the journal follow the output rules: never an
+// input, nor each other, never in place of a FIFO, and a WAV has a WAV name.
+#[test]
+fn the_capture_and_the_journal_never_replace_an_input() {
+    let dir = temp_dir("capture-rules");
+    let scene = dir.join("s.json");
+    std::fs::copy(common::root().join("scenes/drone.json"), &scene).unwrap();
+    let before = std::fs::read(&scene).unwrap();
+    std::fs::hard_link(&scene, dir.join("same.wav")).unwrap();
+    for capture in ["s.json", "same.wav"] {
+        let o = run_in(&dir, "s.json", &["--no-journal", "--capture", capture]);
+        assert_eq!(o.status.code(), Some(2), "--capture {capture}: {}", err(&o));
+        assert!(err(&o).contains("is the scene"), "{}", err(&o));
+        assert!(
+            !err(&o).contains("playing"),
+            "refused before playing: {}",
+            err(&o)
+        );
+    }
+    let o = run_in(&dir, "s.json", &["--journal", "s.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("the journal `s.json` is the scene"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(
+        std::fs::read(&scene).unwrap(),
+        before,
+        "the scene is untouched"
+    );
+
+    // The capture and the journal in one file.
+    let o = run_in(
+        &dir,
+        "s.json",
+        &["--capture", "both.wav", "--journal", "both.wav"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("the capture `both.wav`"), "{}", err(&o));
+    // A name that is not a WAV's.
+    let o = run_in(&dir, "s.json", &["--no-journal", "--capture", "take.mp3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("run --capture writes WAV files"),
+        "{}",
+        err(&o)
+    );
+
+    // A FIFO is neither replaced nor opened (nothing would read it).
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path in the test's own directory.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for args in [
+        &["--no-journal", "--capture", "fifo"][..],
+        &["--capture", "ok.wav", "--journal", "fifo"],
+    ] {
+        let o = run_in(&dir, "s.json", args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", err(&o));
+        assert!(err(&o).contains("it is a FIFO"), "{}", err(&o));
+    }
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert_eq!(
+        listing(&dir),
+        ["fifo", "s.json", "same.wav"],
+        "nothing written, nothing left behind"
+    );
+
+    // And a capture that is allowed is made.
+    let o = run_in(&dir, "s.json", &["--no-journal", "--capture", "take.wav"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(read_back(&dir.join("take.wav")).1.len(), 2 * 4800);
+}
+
+// SIGTERM while `run --capture` played killed it with the recording's
+// temporary file left behind. It still ends the session as it did, but
+// first removes the temporary file (and the final name was never written).
+#[test]
+fn a_stop_signal_leaves_no_partial_capture() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let dir = temp_dir("capture-signal");
+    std::fs::copy(common::root().join("scenes/drone.json"), dir.join("s.json")).unwrap();
+    let mut child = common::KillOnDrop(
+        std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+            .args(["run", "s.json", "--device", "clock", "--no-watch"])
+            .args(["--no-journal", "--capture", "take.wav"])
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.stderr.take().unwrap();
+    let playing = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.starts_with("playing "));
+    assert!(playing, "the session did not start");
+    let under_way = common::partials(&dir);
+    assert_eq!(
+        under_way.len(),
+        1,
+        "the recording is under way: {under_way:?}"
+    );
+    // SAFETY: kill() with our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    assert_eq!(listing(&dir), ["s.json"]);
 }

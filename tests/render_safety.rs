@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{root, stderr, stdout, temp_dir};
+use common::{
+    assert_still_devices, is_root, memory_devices, partials, root, stderr, stdout, temp_dir,
+};
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -14,11 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 const NOBODY: u32 = 65534;
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// The binary, run in `dir`, unable to write a file over 64 MiB or to run
 /// for more than 2 CPU minutes: a render that breaks these rules (say, one
@@ -80,15 +77,6 @@ fn scene(dir: &Path, name: &str, duration: &str) -> PathBuf {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// Names in `dir` that look like a render's temporary file.
-fn partials(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".partial"))
-        .collect()
 }
 
 fn wav_frames(bytes: &[u8]) -> u32 {
@@ -347,13 +335,7 @@ fn devices_are_written_in_place() {
     assert!(partials(Path::new("/dev")).is_empty());
 
     if is_root() {
-        for (name, minor) in [("null", 3), ("full", 7)] {
-            let c = std::ffi::CString::new(s(&dir.join(name))).unwrap();
-            // SAFETY: mknod on a NUL-terminated path: the memory devices' numbers.
-            let made =
-                unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, minor)) };
-            assert_eq!(made, 0, "mknod {name}");
-        }
+        memory_devices(&dir);
         let o = run(morphrt_in(&dir).args([
             "render",
             "scene.json",
@@ -367,13 +349,7 @@ fn devices_are_written_in_place() {
         assert_eq!(stdout(&o), hash);
         let o = run(morphrt_in(&dir).args(["render", "scene.json", "-o", "full", "-d", "0.1s"]));
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-        for name in ["null", "full"] {
-            let t = std::fs::symlink_metadata(dir.join(name))
-                .unwrap()
-                .file_type();
-            assert!(t.is_char_device(), "{name} is still a device");
-        }
-        assert!(partials(&dir).is_empty());
+        assert_still_devices(&dir);
     }
 }
 

@@ -373,3 +373,137 @@ fn issue8_w_writes_a_snapshot_and_run_resumes_from_it() {
         "the resumed session replays bit for bit"
     );
 }
+
+/// A short session of `sampler-groove` (it reads `resources/kick.wav`),
+/// journaled to `dir/j/session.jsonl`.
+fn short_session(dir: &Path) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    std::fs::copy(
+        common::root().join("resources/kick.wav"),
+        dir.join("resources/kick.wav"),
+    )
+    .unwrap();
+    let scene = dir.join("groove.json");
+    std::fs::copy(common::root().join("scenes/sampler-groove.json"), &scene).unwrap();
+    let journal = dir.join("j").join("session.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(["run", scene.to_str().unwrap(), "--device", "clock"])
+        .args(["--duration", "0.1s", "--no-watch", "--journal"])
+        .arg(&journal)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    journal
+}
+
+/// `morphrt replay JOURNAL -o OUT` in `dir`, as `uid` when given.
+fn replay_to(dir: &Path, journal: &Path, out: &Path, uid: Option<u32>) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    c.arg("replay")
+        .arg(journal)
+        .arg("-o")
+        .arg(out)
+        .current_dir(dir);
+    if let Some(uid) = uid {
+        use std::os::unix::process::CommandExt;
+        c.uid(uid).gid(uid);
+    }
+    c.output().unwrap()
+}
+
+// `replay j.jsonl -o j.jsonl` replaced the journal with a WAV and exited 0;
+// so would a copy in its resource store have been replaced.
+#[test]
+fn replay_never_writes_over_its_journal_or_its_copies() {
+    let dir = common::temp_dir("replay-inputs");
+    let journal = short_session(&dir);
+    let before = std::fs::read(&journal).unwrap();
+    std::os::unix::fs::symlink("session.jsonl", journal.with_file_name("link.wav")).unwrap();
+    let store = journal.with_file_name("resources");
+    let copy = std::fs::read_dir(&store).unwrap().next().unwrap().unwrap();
+    let copy = copy.path();
+    let kept = std::fs::read(&copy).unwrap();
+    for (out, needle) in [
+        (journal.clone(), "is the journal"),
+        (journal.with_file_name("link.wav"), "is the journal"),
+        (copy.clone(), "is the journal's copy"),
+    ] {
+        let o = replay_to(&dir, &journal, &out, None);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "-o {}: {err}", out.display());
+        assert!(err.contains(needle), "-o {}: {err}", out.display());
+    }
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        before,
+        "the journal changed"
+    );
+    assert_eq!(std::fs::read(&copy).unwrap(), kept, "the copy changed");
+    assert!(common::partials(journal.parent().unwrap()).is_empty());
+    assert!(common::partials(&store).is_empty());
+}
+
+// `replay -o x.mp3` and `-o out` wrote a WAV under a name that says
+// otherwise; only `render` refused them.
+#[test]
+fn replay_writes_wav_names_only() {
+    let dir = common::temp_dir("replay-names");
+    let journal = short_session(&dir);
+    for (out, needle) in [
+        ("x.mp3", "names a `.mp3` file"),
+        ("out", "has no extension"),
+    ] {
+        let o = replay_to(&dir, &journal, Path::new(out), None);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "-o {out}: {err}");
+        assert!(err.contains(needle), "{err}");
+        assert!(err.contains("replay writes WAV files"), "{err}");
+        assert!(!dir.join(out).exists(), "-o {out} was written");
+    }
+    let o = replay_to(&dir, &journal, Path::new("ok.WAV"), None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!wav(&dir.join("ok.WAV")).is_empty());
+}
+
+// `replay -o /dev/full` exited 0: write errors were ignored (and as root
+// the device was replaced by a regular file). Devices are streamed to in
+// place, and a write error is exit 1 naming the path. The system's devices
+// are written only as a normal user; as root, the test makes its own.
+#[test]
+fn replay_streams_to_devices_and_reports_write_errors() {
+    let dir = common::temp_dir("replay-devices");
+    let journal = short_session(&dir);
+    let o = replay_to(&dir, &journal, Path::new("ref.wav"), None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let user = common::is_root().then_some(65534);
+    let o = replay_to(&dir, &journal, Path::new("/dev/null"), user);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = replay_to(&dir, &journal, Path::new("/dev/full"), user);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot write `/dev/full`"), "{err}");
+    assert!(common::partials(Path::new("/dev")).is_empty());
+
+    // Standard output takes the same bytes as the file.
+    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(["replay", journal.to_str().unwrap(), "-o", "-"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let file = std::fs::read(dir.join("ref.wav")).unwrap();
+    assert!(o.stdout == file, "-o - differs from the file");
+
+    if common::is_root() {
+        common::memory_devices(&dir);
+        assert!(replay_to(&dir, &journal, Path::new("null"), None)
+            .status
+            .success());
+        let o = replay_to(&dir, &journal, Path::new("full"), None);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot write `full`"), "{err}");
+        common::assert_still_devices(&dir);
+    }
+}

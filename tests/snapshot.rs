@@ -15,6 +15,7 @@ use morphrt::engine::{render_to_vec, run_blocks_with_stops};
 use morphrt::engine::{BusRef, Engine};
 use morphrt::graph::{compile, CompileOptions, EventAction, Plan};
 use morphrt::host::files::digest::sha256_hex;
+use morphrt::host::files::rules::Inputs;
 use morphrt::host::record::snapshot::{SnapshotContext, SnapshotFile};
 use morphrt::profile::Profile;
 use std::path::{Path, PathBuf};
@@ -57,7 +58,7 @@ fn render_writing_snapshot(
         e,
         frames,
         &[at],
-        |e| cx.write(&e.snapshot(), file).map(drop),
+        |e| cx.write(&e.snapshot(), file, &Inputs::default()).map(drop),
         |bus| collect(&mut out, bus),
         |_| {},
     )
@@ -298,7 +299,7 @@ fn a_snapshot_round_trips_byte_for_byte_and_restores_the_same_next_second() {
 
         let snap = SnapshotFile::read(&first).unwrap();
         let again = dir.join(format!("{scene_name}-{profile}.again.json"));
-        snap.write_file(&again).unwrap();
+        snap.write_file(&again, &Inputs::default()).unwrap();
         let bytes = std::fs::read(&first).unwrap();
         assert!(
             std::fs::read(&again).unwrap() == bytes,
@@ -714,5 +715,52 @@ fn a_changed_resource_is_a_warning_and_a_missing_one_an_error() {
 
     std::fs::remove_file(&kick).unwrap();
     refused(&resume(&dir, s(&scene), &snap), &["kick.wav"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A damaged snapshot given to `render --resume` or `run --resume` was
+/// reported as a usage error; it is bad input, located in the file: its
+/// path and the line and column where it stops making sense, as scene
+/// errors are (and `check --json` would give them).
+#[test]
+fn a_bad_snapshot_is_bad_input_located_in_the_file() {
+    let dir = temp_dir("bad-snapshot-located");
+    let snap = drone_snapshot(&dir);
+    let text = std::fs::read_to_string(&snap).unwrap();
+    let cut = dir.join("cut.json");
+    std::fs::write(&cut, &text[..text.len() / 2]).unwrap();
+    let lines = text[..text.len() / 2].matches('\n').count() + 1;
+    let corrupt = dir.join("corrupt.json");
+    std::fs::write(&corrupt, text.replacen("\"clock\":", "\"clock\";", 1)).unwrap();
+    let clock_line = text.lines().position(|l| l.contains("\"clock\"")).unwrap() + 1;
+    let located = |o: &std::process::Output, file: &Path, line: usize, what: &str| {
+        let err = stderr(o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        let at = format!("error: {}:{line}:", file.display());
+        assert!(err.contains(&at), "expected `{at}` in:\n{err}");
+        assert!(err.contains(what), "expected `{what}` in:\n{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    };
+    let o = resume(&dir, "scenes/drone.json", &cut);
+    located(&o, &cut, lines, "the snapshot is truncated");
+    let o = resume(&dir, "scenes/drone.json", &corrupt);
+    located(&o, &corrupt, clock_line, "not valid JSON");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args([
+            "run",
+            "scenes/drone.json",
+            "--device",
+            "clock",
+            "--no-journal",
+        ])
+        .args(["--duration", "0.1s"])
+        .arg("--resume")
+        .arg(&corrupt)
+        .current_dir(root())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    located(&o, &corrupt, clock_line, "not valid JSON");
+    assert!(!stderr(&o).contains("playing"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }

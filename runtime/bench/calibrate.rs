@@ -146,7 +146,7 @@ pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<Calibrate
     let stored = if !opts.no_store {
         match calibration::store_path() {
             Some(path) => {
-                calibration::save(&path, &calibration).map_err(HostError::Runtime)?;
+                calibration::save(&path, &calibration)?;
                 Some(path.display().to_string())
             }
             None => {

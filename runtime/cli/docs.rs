@@ -1,7 +1,7 @@
 //! What the command line prints about itself and the scene format: the
 //! JSON Schema (`morphrt schema`), shell completions and the manual page.
 
-use crate::host::files::rules::{Inputs, Output};
+use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::HostError;
 use clap::CommandFactory;
 use std::io::Write;
@@ -27,8 +27,8 @@ pub fn schema(opts: &SchemaOptions, out: &mut dyn Write) -> Result<(), HostError
             .write_all(text.as_bytes())
             .map_err(|e| HostError::Runtime(format!("cannot write the schema: {e}"))),
         Some(path) => {
-            let o = Output::prepare(path, &Inputs::default(), text.len() as u64)?;
-            o.write_all(text.as_bytes(), out)
+            let o = Output::prepare(path, &Inputs::default(), text.len() as u64, &Kind::SCHEMA)?;
+            Ok(o.write_all(text.as_bytes(), out)?)
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! | wing | what lives there |
 //! |---|---|
-//! | [`files`] | reading a scene from disk; the output rules every written file obeys; signals |
+//! | [`files`] | reading a scene from disk; the output rules every written file obeys, and the one writer that carries them out; signals |
 //! | [`offline`] | `render` into a WAV file, its levels, and `plot` |
 //! | [`record`] | the journal of a live session and its replay; snapshot files |
 //! | [`live`] | what `run` plays: the control side, the audio callback, devices, the file watcher, keys, the tap |

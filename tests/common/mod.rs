@@ -25,6 +25,48 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Whether the tests run as root (as in CI), where the system's devices are
+/// never written: a test makes its own ([`memory_devices`]).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Names in `dir` that look like a writer's temporary file.
+pub fn partials(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect()
+}
+
+/// Makes `dir/null` and `dir/full`, character devices with the numbers of
+/// the system's memory devices (needs root), for tests that write to a
+/// device without touching /dev.
+pub fn memory_devices(dir: &Path) {
+    for (name, minor) in [("null", 3), ("full", 7)] {
+        let c = std::ffi::CString::new(dir.join(name).to_str().unwrap()).unwrap();
+        // SAFETY: mknod on a NUL-terminated path: the memory devices' numbers.
+        let made =
+            unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, minor)) };
+        assert_eq!(made, 0, "mknod {name}");
+    }
+}
+
+/// Asserts that `dir/null` and `dir/full` are still devices, and that no
+/// temporary file was left beside them.
+pub fn assert_still_devices(dir: &Path) {
+    use std::os::unix::fs::FileTypeExt;
+    for name in ["null", "full"] {
+        let t = std::fs::symlink_metadata(dir.join(name))
+            .unwrap()
+            .file_type();
+        assert!(t.is_char_device(), "{name} is still a device");
+    }
+    assert!(partials(dir).is_empty());
+}
+
 /// A fresh, empty directory for one test's files.
 pub fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("morphrt-test-{}-{name}", std::process::id()));

@@ -1,8 +1,13 @@
 //! Files: reading a scene from disk, the output rules every file the
-//! program writes obeys (never over an input, never a partial file), and
-//! the signals that must not leave one behind.
+//! program writes obeys (never over an input, never a partial file), the
+//! one writer that carries them out, and the signals that must not leave a
+//! partial file behind; WAV headers and sample formats, which render,
+//! replay and the tap write.
 
 pub mod digest;
+pub mod error;
 pub mod rules;
 pub mod scene;
 pub mod signals;
+pub mod wav;
+pub mod write;

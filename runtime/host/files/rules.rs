@@ -1,50 +1,69 @@
-//! Where a render's WAV goes, decided and checked before the first block,
-//! so that no mistake in `-o` costs the user a file or a long render.
+//! The output rules: where a file the program writes goes, decided and
+//! checked before anything is written, so that no mistake in `-o` costs the
+//! user a file or a long render. `render -o` obeys them, and so does every
+//! other file the program writes ([`Kind`] lists them); [`super::write`] is
+//! the one writer that carries them out.
 //!
 //! The rules (Unix):
 //! - Never write over an input: the scene, a resource the plan read, the
-//!   snapshot resumed from (same path after resolving links, or same inode).
-//! - A regular file is written under a hidden temporary name beside it and
-//!   renamed over it only when complete, with the replaced file's
-//!   permissions (and, as root, its owner). A file the user could not write
-//!   is not replaced, nor, even by root, a file with no write permission.
+//!   snapshot resumed from, the journal replayed and its copies (same path
+//!   after resolving links, or same inode).
+//! - A regular file is written under a hidden temporary name beside it,
+//!   flushed to disk and renamed over it only when complete, with the
+//!   replaced file's permissions (and, as root, its owner). A file the user
+//!   could not write is not replaced, nor, even by root, a file with no
+//!   write permission.
 //! - A symbolic link is written through: its target is replaced, the link stays.
 //! - A FIFO or a character device is written in place, streaming (a FIFO
-//!   waits for its reader); `-` is standard output. No temporary file.
+//!   waits for its reader); `-` is standard output. No temporary file. Only
+//!   what is written in one pass streams ([`Kind::stream`]); for the rest a
+//!   FIFO, a device or `-` is refused, never replaced by a regular file.
 //! - A block device, a socket or a directory is refused.
+//! - The name has the extension of what is written (`.wav` for a WAV).
 //! - The temporary file is removed on every failure: an error, a panic, or
-//!   (with [`crate::host::files::signals::InterruptGuard`]) SIGINT, SIGTERM or SIGHUP.
+//!   a signal ([`crate::host::files::signals`]).
 
-use crate::host::HostError;
+use super::error::FileError;
 use std::ffi::CString;
 use std::fs::{File, Metadata, OpenOptions};
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-/// A file the render reads, which its output must not replace.
+/// A file the command reads, which its outputs must not replace.
 #[derive(Clone, Debug)]
 pub struct Input {
-    /// What it is to the render, for messages: "the scene `a.json`".
+    /// What it is to the command, for messages: "the scene `a.json`".
     pub what: String,
     canonical: Option<PathBuf>,
     id: Option<(u64, u64)>,
 }
 
-/// Every file a render reads.
+/// Every file a command reads.
 #[derive(Clone, Debug, Default)]
 pub struct Inputs(Vec<Input>);
 
 impl Inputs {
     /// Adds a file, identified by its canonical path and its inode (a hard
     /// link to it is the same file under another name); `what` says what it
-    /// is to the render ("the scene"), for messages.
+    /// is to the command ("the scene"), for messages.
     pub fn add(&mut self, what: &str, path: &Path) {
+        let canonical = std::fs::canonicalize(path).ok();
+        let id = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+        if id.is_some()
+            && self
+                .0
+                .iter()
+                .any(|i| i.id == id && i.canonical == canonical)
+        {
+            // Already there (a resource every edit reads again).
+            return;
+        }
         self.0.push(Input {
             what: format!("{what} `{}`", path.display()),
-            canonical: std::fs::canonicalize(path).ok(),
-            id: std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
+            canonical,
+            id,
         });
     }
 
@@ -84,7 +103,130 @@ fn fd_id(fd: libc::c_int) -> Option<(u64, u64, u32)> {
     }
 }
 
-/// Where the samples go.
+/// What a command writes, which decides what may take it: the name it
+/// must have, whether it may stream, and how messages call it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kind {
+    /// Who writes, for messages: `render`, `run --capture`.
+    pub writer: &'static str,
+    /// What, for messages: `WAV files`.
+    pub what: &'static str,
+    /// What one such file is called before its name in messages ("the
+    /// journal" `j.jsonl`); empty for the main output of a command.
+    pub noun: &'static str,
+    /// The option that names it, for suggestions: `-o`.
+    pub flag: &'static str,
+    /// The extensions (any case) its name must have; empty: any name.
+    pub extensions: &'static [&'static str],
+    /// Written in one pass, without seeking back: may go to standard
+    /// output (`-`), a FIFO or a character device.
+    pub stream: bool,
+    /// Said after the suggested name, when streaming helps: ", or -o - …".
+    pub pipe_hint: &'static str,
+}
+
+const WAV: &[&str] = &["wav", "wave"];
+
+impl Kind {
+    /// `render -o`: the WAV, streamed where it can be.
+    pub const RENDER: Kind = Kind {
+        writer: "render",
+        what: "WAV files",
+        noun: "",
+        flag: "-o",
+        extensions: WAV,
+        stream: true,
+        pipe_hint: ", or -o - to pipe the WAV to a converter",
+    };
+    /// `replay -o`: the replayed device output, a WAV like render's.
+    pub const REPLAY: Kind = Kind {
+        writer: "replay",
+        ..Kind::RENDER
+    };
+    /// `run --capture`: a WAV whose length is known only at the end, so
+    /// its header is written last (a regular file only).
+    pub const CAPTURE: Kind = Kind {
+        writer: "run --capture",
+        what: "WAV files",
+        noun: "the capture",
+        flag: "--capture",
+        extensions: WAV,
+        stream: false,
+        pipe_hint: "",
+    };
+    /// `plot -o`: a PNG picture.
+    pub const PLOT: Kind = Kind {
+        writer: "plot",
+        what: "PNG pictures",
+        noun: "",
+        flag: "-o",
+        extensions: &["png"],
+        stream: true,
+        pipe_hint: ", or -o - for standard output",
+    };
+    /// `schema -o`: the scene format's JSON Schema.
+    pub const SCHEMA: Kind = Kind {
+        writer: "schema",
+        what: "the JSON Schema",
+        noun: "",
+        flag: "-o",
+        extensions: &[],
+        stream: true,
+        pipe_hint: "",
+    };
+    /// A snapshot file (`render --snapshot-out`, `w` while playing).
+    pub const SNAPSHOT: Kind = Kind {
+        writer: "a snapshot",
+        what: "snapshot files",
+        noun: "snapshot",
+        flag: "--snapshot-out",
+        extensions: &[],
+        stream: false,
+        pipe_hint: "",
+    };
+    /// The journal of `run`, appended to as the session goes (opened in
+    /// place, see [`Output::open_in_place`]).
+    pub const JOURNAL: Kind = Kind {
+        writer: "run --journal",
+        what: "journals",
+        noun: "the journal",
+        flag: "--journal",
+        extensions: &[],
+        stream: false,
+        pipe_hint: "",
+    };
+    /// A resource kept beside a journal.
+    pub const JOURNAL_COPY: Kind = Kind {
+        writer: "the journal",
+        what: "resource copies",
+        noun: "the journal's copy",
+        flag: "--journal",
+        extensions: &[],
+        stream: false,
+        pipe_hint: "",
+    };
+    /// The store of `calibrate`'s measurements.
+    pub const CALIBRATION: Kind = Kind {
+        writer: "calibrate",
+        what: "calibrations",
+        noun: "the calibration store",
+        flag: "",
+        extensions: &[],
+        stream: false,
+        pipe_hint: "",
+    };
+
+    /// `noun ` before a name, or nothing.
+    fn prefix(&self) -> String {
+        if self.noun.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", self.noun)
+        }
+    }
+}
+
+/// Where the bytes go.
 #[derive(Debug)]
 pub enum Destination {
     /// Standard output (`-o -`): the caller's writer.
@@ -98,7 +240,8 @@ pub enum Destination {
     },
 }
 
-/// A checked output: what the user named and where it really goes.
+/// A checked output: what the user named, where it really goes, and what
+/// is written there.
 #[derive(Debug)]
 pub struct Output {
     /// The path as given, which every message names.
@@ -107,94 +250,136 @@ pub struct Output {
     pub dest: Destination,
     /// The target when `shown` is a symbolic link.
     pub link_target: Option<PathBuf>,
+    /// What is written.
+    pub kind: Kind,
 }
 
-fn runtime(msg: String) -> HostError {
-    HostError::Runtime(msg)
-}
-
-/// The output must be named as what render writes: a `.wav` (or `.wave`,
-/// any case) file, `-` (standard output), or an existing FIFO or device,
-/// which take the stream whatever their name. Anything else — `x.mp3`,
-/// `out` — is refused before anything renders, rather than writing a WAV
-/// under a name that says otherwise. Called after [`Output::prepare`], so
-/// an output that is an input or a directory gets that, sharper, error.
-pub fn check_extension(path: &Path) -> Result<(), HostError> {
-    if path.as_os_str() == "-" {
+/// The output must be named as what `kind` writes (for a WAV a `.wav` or
+/// `.wave` file, any case), or be `-` (standard output) or an existing FIFO
+/// or device, which take the stream whatever their name, when the kind
+/// streams. Anything else — `x.mp3`, `out` — is refused before anything
+/// is written, rather than writing a WAV under a name that says otherwise.
+/// [`Output::prepare`] checks it last, so an output that is an input or a
+/// directory gets that, sharper, error.
+pub fn check_extension(path: &Path, kind: &Kind) -> Result<(), FileError> {
+    if kind.extensions.is_empty() || (kind.stream && path.as_os_str() == "-") {
         return Ok(());
     }
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+    if kind.stream && std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         return Ok(());
     }
     let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase());
-    if matches!(ext.as_deref(), Some("wav" | "wave")) {
+    if ext.as_deref().is_some_and(|e| kind.extensions.contains(&e)) {
         return Ok(());
     }
     let name = path.display();
-    let wav = path.with_extension("wav");
-    Err(HostError::Usage(match ext {
-        Some(e) => format!(
-            "render writes WAV files only, and `{name}` names a `.{e}` file; use a .wav or .wave name (e.g. -o {}), or -o - to pipe the WAV to a converter",
-            wav.display()
-        ),
-        None => format!(
-            "`{name}` has no extension; render writes WAV files: use a .wav or .wave name (e.g. -o {})",
-            wav.display()
-        ),
-    }))
+    let good = path.with_extension(kind.extensions[0]);
+    let names = kind
+        .extensions
+        .iter()
+        .map(|e| format!(".{e}"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let (writer, what, flag) = (kind.writer, kind.what, kind.flag);
+    Err(FileError::Extension {
+        path: path.to_path_buf(),
+        message: match ext {
+            Some(e) => format!(
+                "{writer} writes {what} only, and `{name}` names a `.{e}` file; use a {names} name (e.g. {flag} {}){}",
+                good.display(),
+                kind.pipe_hint
+            ),
+            None => format!(
+                "`{name}` has no extension; {writer} writes {what}: use a {names} name (e.g. {flag} {})",
+                good.display()
+            ),
+        },
+    })
 }
 
 impl Output {
     /// Resolves `path` (`-` is standard output), checks it against the
-    /// rules above and, for a regular file, that `needed` bytes fit on its
-    /// file system. Opens a FIFO or device here (a FIFO blocks until it has
-    /// a reader), so every problem with the output shows before rendering.
+    /// rules above for what `kind` writes and, for a regular file, that
+    /// `needed` bytes fit on its file system. Opens a FIFO or device here
+    /// (a FIFO blocks until it has a reader), so every problem with the
+    /// output shows before anything is computed. For a kind that does not
+    /// stream, nothing is opened: checking is free of side effects.
     ///
     /// Errors: exit 2 when the command line contradicts itself (the output
-    /// is an input, `-` is a terminal); exit 1 when the file system says no
-    /// (missing directory, a directory, read-only, no room, a block device).
-    pub fn prepare(path: &Path, inputs: &Inputs, needed: u64) -> Result<Output, HostError> {
+    /// is an input, `-` is a terminal, the wrong extension); exit 1 when the
+    /// file system says no (missing directory, a directory, read-only, no
+    /// room, a block device).
+    pub fn prepare(
+        path: &Path,
+        inputs: &Inputs,
+        needed: u64,
+        kind: &Kind,
+    ) -> Result<Output, FileError> {
         let shown = path.to_path_buf();
+        let kind = *kind;
         if path.as_os_str() == "-" {
+            if !kind.stream {
+                return Err(FileError::StdoutNotAllowed {
+                    writer: kind.writer,
+                    what: kind.what,
+                });
+            }
             if io::stdout().is_terminal() {
-                return Err(HostError::Usage(
-                    "`-o -` writes to standard output, which is a terminal; redirect it (`> out.wav`, `| program`) or give -o FILE".into(),
-                ));
+                return Err(FileError::StdoutIsTerminal);
             }
             if let Some(i) = fd_id(libc::STDOUT_FILENO).and_then(|(d, n, _)| inputs.find_id((d, n)))
             {
-                return Err(HostError::Usage(format!(
-                    "standard output is {}; morphrt never writes over what it reads",
-                    i.what
-                )));
+                return Err(FileError::StdoutIsInput {
+                    input: i.what.clone(),
+                });
             }
             return Ok(Output {
                 shown,
                 dest: Destination::Stdout,
                 link_target: None,
+                kind,
             });
         }
-        let name = shown.display();
-        let (target, meta) =
-            resolve_links(path).map_err(|e| runtime(format!("cannot write `{name}`: {e}")))?;
+        let name = format!("{}`{}`", kind.prefix(), shown.display());
+        let unsuitable = |message: String| FileError::Unsuitable {
+            path: path.to_path_buf(),
+            message,
+        };
+        let (target, meta) = resolve_links(path)
+            .map_err(|e| FileError::io(path, format!("cannot write {name}"), e))?;
         let link_target = (target != path).then(|| target.clone());
         let via = link_target
             .as_ref()
             .map(|t| format!(" (a link to `{}`)", t.display()))
             .unwrap_or_default();
-        if meta.as_ref().is_some_and(|m| m.is_dir()) {
-            return Err(runtime(format!(
-                "cannot write `{name}`{via}: it is a directory; give a file name, e.g. -o {}",
-                target.join("out.wav").display()
+        let names_a_directory = path
+            .as_os_str()
+            .as_bytes()
+            .last()
+            .is_some_and(|b| *b == b'/');
+        if meta.as_ref().is_some_and(|m| m.is_dir()) || names_a_directory {
+            let what = if names_a_directory && meta.is_none() {
+                "it is a directory name (it ends in `/`)"
+            } else {
+                "it is a directory"
+            };
+            let example = match kind.extensions.first() {
+                Some(e) => format!("out.{e}"),
+                None => "out".to_string(),
+            };
+            return Err(unsuitable(format!(
+                "cannot write {name}{via}: {what}; give a file name, e.g. {} {}",
+                kind.flag,
+                target.join(example).display()
             )));
         }
-        let target = canonical_target(&target)
-            .map_err(|e| runtime(format!("cannot create `{name}`{via}: {e}")))?;
+        let target = canonical_target(&target, &format!("{name}{via}"))?;
         if let Some(i) = inputs.find(Some(&target), meta.as_ref()) {
-            return Err(HostError::Usage(format!(
-                "`{name}`{via} is {}; morphrt never writes over what it reads: choose another output file",
-                i.what
-            )));
+            return Err(FileError::IsInput {
+                path: path.to_path_buf(),
+                shown: format!("{name}{via}"),
+                input: i.what.clone(),
+            });
         }
         let dest = match meta {
             None => Destination::File {
@@ -204,31 +389,39 @@ impl Output {
             Some(m) => {
                 let t = m.file_type();
                 if t.is_file() {
-                    check_replaceable(&target, &m)
-                        .map_err(|e| runtime(format!("`{name}`{via} {e}")))?;
+                    check_replaceable(&target, &m, &format!("{name}{via}"))?;
                     Destination::File {
                         target,
                         replaces: Some(m),
                     }
-                } else if t.is_fifo() || t.is_char_device() {
+                } else if kind.stream && (t.is_fifo() || t.is_char_device()) {
                     let f = OpenOptions::new()
                         .write(true)
                         .custom_flags(libc::O_NOCTTY)
                         .open(&target)
                         .map_err(|e| {
-                            runtime(format!("cannot open `{name}`{via} for writing: {e}"))
+                            FileError::io(path, format!("cannot open {name}{via} for writing"), e)
                         })?;
                     Destination::Stream(f)
                 } else {
-                    let kind = if t.is_block_device() {
+                    let it = if t.is_block_device() {
                         "a block device (a disk)"
                     } else if t.is_socket() {
                         "a socket"
+                    } else if t.is_fifo() {
+                        "a FIFO"
+                    } else if t.is_char_device() {
+                        "a character device"
                     } else {
                         "not a regular file"
                     };
-                    return Err(runtime(format!(
-                        "refusing to write `{name}`{via}: it is {kind}; morphrt writes regular files, FIFOs, character devices and standard output (-o -)"
+                    let takes = if kind.stream {
+                        "morphrt writes regular files, FIFOs, character devices and standard output (-o -)".to_string()
+                    } else {
+                        format!("{} writes {} to regular files only, never in place of a device or a FIFO", kind.writer, kind.what)
+                    };
+                    return Err(unsuitable(format!(
+                        "refusing to write {name}{via}: it is {it}; {takes}"
                     )));
                 }
             }
@@ -236,22 +429,24 @@ impl Output {
         if let Destination::File { target, .. } = &dest {
             let dir = target.parent().unwrap_or(Path::new("/"));
             if let Some(free) = free_bytes(dir).filter(|free| needed > *free) {
-                return Err(runtime(format!(
-                    "`{name}`{via} needs {} ({needed} bytes); `{}` has {} free",
+                return Err(unsuitable(format!(
+                    "{name}{via} needs {} ({needed} bytes); `{}` has {} free",
                     format_bytes(needed),
                     dir.display(),
                     format_bytes(free)
                 )));
             }
         }
+        check_extension(path, &kind)?;
         Ok(Output {
             shown,
             dest,
             link_target,
+            kind,
         })
     }
 
-    /// Whether the samples go to standard output.
+    /// Whether the bytes go to standard output.
     pub fn is_stdout(&self) -> bool {
         matches!(self.dest, Destination::Stdout)
     }
@@ -265,69 +460,57 @@ impl Output {
         }
     }
 
-    /// Opens the writer: the caller's `stdout`, the stream, or a new
-    /// temporary file beside the target (with the replaced file's mode).
-    pub fn start<'a>(self, stdout: &'a mut dyn Write) -> Result<Sink<'a>, HostError> {
-        let what = self.describe();
-        match self.dest {
-            Destination::Stdout => Ok(Sink::Stdout(stdout)),
-            Destination::Stream(f) => Ok(Sink::Stream(f)),
-            Destination::File { target, replaces } => {
-                let temp = TempFile::create(&target, replaces.as_ref())
-                    .map_err(|e| runtime(format!("cannot write {what}: {e}")))?;
-                Ok(Sink::Temp(temp))
-            }
-        }
+    /// The output for messages with what it is: "the journal `j.jsonl`".
+    pub fn named(&self) -> String {
+        format!("{}{}", self.kind.prefix(), self.describe())
     }
 
-    /// Writes `bytes` whole and completes the output (a regular file
-    /// appears only now, renamed into place); on failure nothing partial is
-    /// left and a replaced file is unchanged.
-    pub fn write_all(self, bytes: &[u8], stdout: &mut dyn Write) -> Result<(), HostError> {
-        let what = self.describe();
-        let mut sink = self.start(stdout)?;
-        let aftermath = sink.aftermath();
-        sink.write_all(bytes)
-            .map_err(|e| runtime(format!("cannot write {what}: {e}{aftermath}")))?;
-        sink.finish()
-            .map_err(|e| runtime(format!("cannot finish {what}: {e}{aftermath}")))
+    /// Whether `path` (as it is on disk now) is where this output goes.
+    fn is(&self, canonical: Option<&Path>, meta: Option<&Metadata>) -> bool {
+        match &self.dest {
+            Destination::File { target, .. } => canonical == Some(target.as_path()),
+            Destination::Stream(f) => match (f.metadata(), meta) {
+                (Ok(a), Some(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+                _ => false,
+            },
+            Destination::Stdout => false,
+        }
     }
 }
 
-/// Checks another file the render writes (a snapshot): it must not be an
-/// input nor the WAV itself (exit 2: the command line contradicts itself).
+/// Checks another file a command writes beside its main output (a
+/// snapshot of a render, the journal of a session): it must pass the
+/// rules for `kind` and be neither an input nor the `main` output, named
+/// `main_what` in the message (exit 2: the command line contradicts
+/// itself). Nothing is written or opened.
 pub fn check_side_output(
     path: &Path,
-    what: &str,
+    kind: &Kind,
     inputs: &Inputs,
-    wav: &Output,
-) -> Result<(), HostError> {
-    let Ok((target, meta)) = resolve_links(path) else {
-        // Unreadable paths fail when the file is written, with its own error.
-        return Ok(());
+    main: &Output,
+    main_what: &str,
+) -> Result<(), FileError> {
+    let what = if kind.noun.is_empty() {
+        kind.writer
+    } else {
+        kind.noun
     };
-    let canonical = canonical_target(&target).ok();
-    let clash = |name: String| {
-        HostError::Usage(format!(
-            "{what} `{}` is {name}; morphrt never writes over what it reads or writes twice: choose another file",
-            path.display()
-        ))
+    let clash = |other: String| FileError::Clash {
+        path: path.to_path_buf(),
+        what: what.to_string(),
+        other,
     };
-    if let Some(i) = inputs.find(canonical.as_deref(), meta.as_ref()) {
-        return Err(clash(i.what.clone()));
+    if let Ok((target, meta)) = resolve_links(path) {
+        let canonical = canonical_target(&target, "").ok();
+        if let Some(i) = inputs.find(canonical.as_deref(), meta.as_ref()) {
+            return Err(clash(i.what.clone()));
+        }
+        if main.is(canonical.as_deref(), meta.as_ref()) {
+            return Err(clash(format!("{main_what} {}", main.describe())));
+        }
     }
-    let same_as_wav = match &wav.dest {
-        Destination::File { target, .. } => canonical.as_deref() == Some(target.as_path()),
-        Destination::Stream(f) => match (f.metadata(), &meta) {
-            (Ok(a), Some(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-            _ => false,
-        },
-        Destination::Stdout => false,
-    };
-    if same_as_wav {
-        return Err(clash(format!("the WAV output {}", wav.describe())));
-    }
-    Ok(())
+    debug_assert!(!kind.stream, "preparing a streamed output would open it");
+    Output::prepare(path, inputs, 0, kind).map(drop)
 }
 
 /// Follows symbolic links from `path` to what they finally name (which may
@@ -351,21 +534,32 @@ fn resolve_links(path: &Path) -> io::Result<(PathBuf, Option<Metadata>)> {
     Err(io::Error::other("too many levels of symbolic links"))
 }
 
-/// The absolute path of `target`, whose directory must exist.
-fn canonical_target(target: &Path) -> Result<PathBuf, String> {
+/// The absolute path of `target`, whose directory must exist; `named` is
+/// the output as the messages name it.
+fn canonical_target(target: &Path, named: &str) -> Result<PathBuf, FileError> {
+    let refused = |why: String| FileError::Unsuitable {
+        path: target.to_path_buf(),
+        message: format!("cannot create {named}: {why}"),
+    };
     let file = target
         .file_name()
-        .ok_or_else(|| "it names a directory; give a file name".to_string())?;
+        .ok_or_else(|| refused("it names a directory; give a file name".to_string()))?;
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let canonical = std::fs::canonicalize(dir).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => format!("directory `{}` does not exist", dir.display()),
-        _ => format!("`{}`: {e}", dir.display()),
+        io::ErrorKind::NotFound => {
+            refused(format!("the directory `{}` does not exist", dir.display()))
+        }
+        _ => FileError::io(
+            target,
+            format!("cannot create {named}: `{}`", dir.display()),
+            e,
+        ),
     })?;
     if !canonical.is_dir() {
-        return Err(format!("`{}` is not a directory", dir.display()));
+        return Err(refused(format!("`{}` is not a directory", dir.display())));
     }
     Ok(canonical.join(file))
 }
@@ -373,22 +567,27 @@ fn canonical_target(target: &Path) -> Result<PathBuf, String> {
 /// A file is replaced only if the user could write it (`access(W_OK)`) and
 /// it has some write permission: root passes `access` for any file, but a
 /// file nobody may write was made read-only on purpose.
-fn check_replaceable(target: &Path, m: &Metadata) -> Result<(), String> {
-    let c = CString::new(target.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+fn check_replaceable(target: &Path, m: &Metadata, named: &str) -> Result<(), FileError> {
+    let refused = |why: String| FileError::Unsuitable {
+        path: target.to_path_buf(),
+        message: format!("{named} {why}"),
+    };
+    let c = CString::new(target.as_os_str().as_bytes())
+        .map_err(|_| refused("has a NUL byte in its name".to_string()))?;
     // SAFETY: access() reads a NUL-terminated path.
     let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
     let mode = m.mode() & 0o7777;
     if !writable {
-        return Err(format!(
+        return Err(refused(format!(
             "is not writable by you (mode {mode:04o}, owner uid {}); morphrt does not replace a file you could not write: choose another output or change its permissions",
             m.uid()
-        ));
+        )));
     }
     if mode & 0o222 == 0 {
-        return Err(format!(
+        return Err(refused(format!(
             "is read-only (mode {mode:04o}, owner uid {}); morphrt does not replace a file without write permission, even as root: choose another output or make it writable",
             m.uid()
-        ));
+        )));
     }
     Ok(())
 }
@@ -404,149 +603,6 @@ fn free_bytes(dir: &Path) -> Option<u64> {
             return None;
         }
         Some((s.f_bavail as u64).saturating_mul(s.f_frsize as u64))
-    }
-}
-
-/// A hidden file beside the target, removed when dropped unless it was
-/// renamed over the target by [`TempFile::commit`].
-#[derive(Debug)]
-pub struct TempFile {
-    file: File,
-    path: PathBuf,
-    target: PathBuf,
-    replaces: bool,
-    committed: bool,
-}
-
-impl TempFile {
-    /// Creates `.NAME.PID.partial` beside `target` (never over anything),
-    /// with the permissions, and as root the owner, of the file it replaces.
-    pub fn create(target: &Path, replaces: Option<&Metadata>) -> Result<TempFile, String> {
-        let dir = target.parent().unwrap_or(Path::new("/"));
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let pid = std::process::id();
-        let mut n = 0;
-        let (file, path) = loop {
-            let path = dir.join(match n {
-                0 => format!(".{name}.{pid}.partial"),
-                _ => format!(".{name}.{pid}-{n}.partial"),
-            });
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(f) => break (f, path),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 100 => n += 1,
-                Err(e) => {
-                    return Err(format!(
-                        "cannot create a temporary file in `{}`: {e}",
-                        dir.display()
-                    ))
-                }
-            }
-        };
-        let temp = TempFile {
-            file,
-            path,
-            target: target.to_path_buf(),
-            replaces: replaces.is_some(),
-            committed: false,
-        };
-        if let Some(m) = replaces {
-            // Giving a file away needs root; elsewhere this keeps what it can
-            // (the group, when the user is in it) and the render goes on.
-            let _ = std::os::unix::fs::fchown(&temp.file, Some(m.uid()), Some(m.gid()));
-            let _ = std::os::unix::fs::fchown(&temp.file, None, Some(m.gid()));
-            // Set-id and sticky bits have no meaning on a WAV file.
-            let perms = std::fs::Permissions::from_mode(m.mode() & 0o777);
-            temp.file
-                .set_permissions(perms)
-                .map_err(|e| format!("cannot set the permissions of the new file: {e}"))?;
-        }
-        Ok(temp)
-    }
-
-    /// The temporary file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Whether a file at the target is being replaced.
-    pub fn replaces(&self) -> bool {
-        self.replaces
-    }
-
-    /// Flushes the file to disk and renames it over the target.
-    pub fn commit(mut self) -> io::Result<()> {
-        self.file.sync_all()?;
-        std::fs::rename(&self.path, &self.target)?;
-        self.committed = true;
-        Ok(())
-    }
-}
-
-impl Write for TempFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// The open output.
-pub enum Sink<'a> {
-    /// The caller's standard output.
-    Stdout(&'a mut dyn Write),
-    /// A FIFO or character device.
-    Stream(File),
-    /// A temporary file, renamed into place by [`Sink::finish`].
-    Temp(TempFile),
-}
-
-impl Sink<'_> {
-    /// Makes the output complete: flushes a stream, renames a temporary
-    /// file into place.
-    pub fn finish(self) -> io::Result<()> {
-        match self {
-            Sink::Stdout(w) => w.flush(),
-            Sink::Stream(mut f) => f.flush(),
-            Sink::Temp(t) => t.commit(),
-        }
-    }
-
-    /// What became of the output when the render failed, for the message.
-    pub fn aftermath(&self) -> &'static str {
-        match self {
-            Sink::Temp(t) if t.replaces() => "; the file is unchanged",
-            Sink::Temp(_) => "; nothing was written",
-            _ => "",
-        }
-    }
-}
-
-impl Write for Sink<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Sink::Stdout(w) => w.write(buf),
-            Sink::Stream(f) => f.write(buf),
-            Sink::Temp(t) => t.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Sink::Stdout(w) => w.flush(),
-            Sink::Stream(f) => f.flush(),
-            Sink::Temp(t) => t.flush(),
-        }
     }
 }
 
@@ -573,29 +629,6 @@ mod tests {
     }
 
     #[test]
-    fn a_dropped_temp_file_is_removed_and_a_committed_one_replaces_the_target() {
-        let d = dir("temp");
-        let target = d.join("out.wav");
-        std::fs::write(&target, b"old").unwrap();
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
-        let meta = std::fs::metadata(&target).unwrap();
-        let mut t = TempFile::create(&target, Some(&meta)).unwrap();
-        let partial = t.path().to_path_buf();
-        t.write_all(b"new").unwrap();
-        drop(t);
-        assert!(!partial.exists());
-        assert_eq!(std::fs::read(&target).unwrap(), b"old");
-
-        let mut t = TempFile::create(&target, Some(&meta)).unwrap();
-        t.write_all(b"new").unwrap();
-        t.commit().unwrap();
-        assert_eq!(std::fs::read(&target).unwrap(), b"new");
-        let mode = std::fs::metadata(&target).unwrap().mode() & 0o777;
-        assert_eq!(mode, 0o640, "the replaced file's mode is kept");
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
-    }
-
-    #[test]
     fn links_resolve_to_their_final_target_even_when_it_does_not_exist() {
         let d = dir("links");
         std::os::unix::fs::symlink("b", d.join("a")).unwrap();
@@ -610,7 +643,9 @@ mod tests {
     #[test]
     fn a_missing_directory_is_named() {
         let d = dir("missing");
-        let e = canonical_target(&d.join("nope").join("x.wav")).unwrap_err();
+        let e = canonical_target(&d.join("nope").join("x.wav"), "`x.wav`")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("does not exist") && e.contains("nope"), "{e}");
     }
 

@@ -3,7 +3,9 @@
 
 use crate::engine::incoming::{Incoming, SessionFixed};
 use crate::graph::{compile, CompileOptions, SeedSource};
-use crate::host::live::control::{self, Control, LoopConfig, Output, PacedOutput, StatusMode};
+use crate::host::files::error::FileError;
+use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
+use crate::host::live::control::{self, Control, LoopConfig, PacedOutput, StatusMode};
 use crate::host::live::device;
 use crate::host::live::keys::{Command, Input, KeyListener};
 use crate::host::live::player::{self, Controls, Meters, Player};
@@ -292,34 +294,41 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             let _ = writeln!(log, "{}", r.diagnostic(&plan.file));
         }
     }
+    // Where the session writes is checked before the device opens.
+    let SessionFiles {
+        inputs,
+        capture: capture_output,
+        journal: journal_output,
+    } = session_files(opts, &plan, log)?;
     let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);
     let bus = plan.main.len();
     let device_channels_wanted = if bus == 1 { 2 } else { bus };
     let period = opts.period.unwrap_or(plan.block_size);
-    let (mut output, channels, device_id): (Box<dyn Output>, usize, String) = if clock_device {
-        (
-            Box::new(PacedOutput {
+    let (mut output, channels, device_id): (Box<dyn control::Output>, usize, String) =
+        if clock_device {
+            (
+                Box::new(PacedOutput {
+                    period,
+                    sample_rate: plan.sample_rate as f64,
+                    channels: device_channels_wanted,
+                }),
+                device_channels_wanted,
+                CLOCK_DEVICE.to_string(),
+            )
+        } else {
+            let opened = device::open(&device::Request {
+                device: opts.device.as_deref(),
+                sample_rate: plan.sample_rate,
+                bus_channels: bus,
                 period,
-                sample_rate: plan.sample_rate as f64,
-                channels: device_channels_wanted,
-            }),
-            device_channels_wanted,
-            CLOCK_DEVICE.to_string(),
-        )
-    } else {
-        let opened = device::open(&device::Request {
-            device: opts.device.as_deref(),
-            sample_rate: plan.sample_rate,
-            bus_channels: bus,
-            period,
-        })?;
-        for w in &opened.warnings {
-            let _ = writeln!(log, "warning: {w}");
-        }
-        if opened.sample_rate != plan.sample_rate {
-            let scene_rate = plan.sample_rate;
-            copts.sample_rate = Some(opened.sample_rate);
-            plan = compile(&scene, &copts).map_err(|e| {
+            })?;
+            for w in &opened.warnings {
+                let _ = writeln!(log, "warning: {w}");
+            }
+            if opened.sample_rate != plan.sample_rate {
+                let scene_rate = plan.sample_rate;
+                copts.sample_rate = Some(opened.sample_rate);
+                plan = compile(&scene, &copts).map_err(|e| {
                 // The scene itself is fine; the device's rate is the problem
                 // (resources are not resampled).
                 let first = e
@@ -332,9 +341,9 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                     opened.sample_rate, opened.sample_rate
                 ))
             })?;
-        }
-        (Box::new(opened.output), opened.channels, opened.device_id)
-    };
+            }
+            (Box::new(opened.output), opened.channels, opened.device_id)
+        };
     let frames = match &opts.duration {
         Some(d) => Some(d.length(plan.sample_rate, log).map_err(HostError::Usage)?),
         None => None,
@@ -390,10 +399,8 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let controls = Arc::new(Controls::default());
     let origin = Instant::now();
     let fade = (sr as u64 * 5 / 1000).max(1);
-    let capture = match &opts.capture {
-        Some(path) => {
-            Some(CaptureWriter::start(path, channels as u16, sr, 4.0).map_err(HostError::Runtime)?)
-        }
+    let capture = match capture_output {
+        Some(output) => Some(CaptureWriter::start_at(output, channels as u16, sr, 4.0)?),
         None => None,
     };
     let mut engine = incoming.engine;
@@ -417,7 +424,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         None => None,
     };
     player::install_panic_hook();
-    let session = LiveSession::new(
+    let mut session = LiveSession::new(
         &opts.scene,
         text,
         fixed,
@@ -428,6 +435,11 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         p.link(),
         meters.clone(),
     );
+    let mut protected = Inputs::default();
+    if let Some(p) = &opts.resume {
+        protected.add("the snapshot resumed from", p);
+    }
+    session.protect(protected);
     let watched = session.watched_files();
     let watcher = if !opts.no_watch {
         match FileWatcher::start(&watched, Duration::from_millis(opts.debounce_ms)) {
@@ -444,30 +456,18 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         None
     };
     let snap_clock = snap.as_ref().map(|s| s.clock);
-    let journal = if opts.no_journal {
-        None
-    } else {
-        let path = opts
-            .journal
-            .clone()
-            .or_else(|| journal::default_path(&opts.scene));
-        match path.map(|p| start_journal(&p, opts, &session, channels, snap_clock)) {
-            Some(Ok(j)) => Some(j),
-            Some(Err(e)) => {
-                if opts.journal.is_some() {
-                    return Err(HostError::Runtime(e));
+    let journal = match journal_output {
+        Some(output) => {
+            match start_journal(output, &inputs, opts, &session, channels, snap_clock) {
+                Ok(j) => Some(j),
+                Err(e) if opts.journal.is_some() => return Err(e.into()),
+                Err(e) => {
+                    let _ = writeln!(log, "warning: {e}; this session is not journaled");
+                    None
                 }
-                let _ = writeln!(log, "warning: {e}; this session is not journaled");
-                None
-            }
-            None => {
-                let _ = writeln!(
-                    log,
-                    "warning: no data directory for journals on this system; use --journal FILE"
-                );
-                None
             }
         }
+        None => None,
     };
     let snapshot_stem = match &journal {
         Some(j) => j.path().with_extension(""),
@@ -553,7 +553,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         );
     }
     let capture_report = match capture_writer {
-        Some(w) => Some(w.finish().map_err(HostError::Runtime)?),
+        Some(w) => Some(w.finish()?),
         None => None,
     };
     match result {
@@ -631,6 +631,7 @@ fn calibrated_block_size(
         let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)?;
         calibration::lookup(&path, &MachineKey::current(), &sha, plan.sample_rate)
             .map(|c| c.map(|c| (c, path)))
+            .map_err(|e| e.to_string())
     })();
     match found {
         Ok(Some((c, path))) => {
@@ -685,15 +686,86 @@ pub fn top_nodes_line(table: &[crate::engine::NodeTime], k: usize) -> Option<Str
     Some(format!("nodes by time: {}", parts.join(", ")))
 }
 
-/// Opens the journal and writes the session's header and first scene.
+/// What a session reads, and its capture and journal, checked against it
+/// and against each other.
+struct SessionFiles {
+    inputs: Inputs,
+    capture: Option<Output>,
+    journal: Option<Output>,
+}
+
+/// Checks the capture and the journal of `run` under the output rules: no
+/// capture or journal over an input, nor over each other. A journal given
+/// with `--journal` that cannot be written is an error; the default one is
+/// a warning, and the session goes unjournaled.
+fn session_files(
+    opts: &RunOptions,
+    plan: &crate::graph::Plan,
+    log: &mut dyn Write,
+) -> Result<SessionFiles, HostError> {
+    let mut inputs = Inputs::default();
+    inputs.add("the scene", &opts.scene);
+    for (reference, path) in &plan.resources {
+        inputs.add(&format!("resource `{reference}`, read from"), path);
+    }
+    if let Some(p) = &opts.resume {
+        inputs.add("the snapshot resumed from", p);
+    }
+    let capture = match &opts.capture {
+        Some(path) => Some(Output::prepare(path, &inputs, 0, &Kind::CAPTURE)?),
+        None => None,
+    };
+    if opts.no_journal {
+        return Ok(SessionFiles {
+            inputs,
+            capture,
+            journal: None,
+        });
+    }
+    let path = opts
+        .journal
+        .clone()
+        .or_else(|| journal::default_path(&opts.scene));
+    let checked = path.map(|p| {
+        let o = journal::prepare(&p, &inputs)?;
+        if let Some(c) = &capture {
+            check_side_output(&p, &Kind::JOURNAL, &inputs, c, "the capture")?;
+        }
+        Ok::<_, FileError>(o)
+    });
+    let journal = match checked {
+        Some(Ok(o)) => Some(o),
+        Some(Err(e)) if opts.journal.is_some() => return Err(e.into()),
+        Some(Err(e)) => {
+            let _ = writeln!(log, "warning: {e}; this session is not journaled");
+            None
+        }
+        None => {
+            let _ = writeln!(
+                log,
+                "warning: no data directory for journals on this system; use --journal FILE"
+            );
+            None
+        }
+    };
+    Ok(SessionFiles {
+        inputs,
+        capture,
+        journal,
+    })
+}
+
+/// Opens the journal at its checked output and writes the session's
+/// header and first scene.
 fn start_journal(
-    path: &Path,
+    output: Output,
+    inputs: &Inputs,
     opts: &RunOptions,
     session: &LiveSession,
     channels: usize,
     resumed_at: Option<u64>,
-) -> Result<Journal, String> {
-    let mut j = Journal::create(path)?;
+) -> Result<Journal, FileError> {
+    let mut j = Journal::create(output, inputs)?;
     let (cpu, cpu_level) = machine::cpu_info();
     let fixed = session.fixed();
     j.write(&Record::Header {

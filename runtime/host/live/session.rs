@@ -12,6 +12,7 @@
 
 use crate::engine::incoming::{advance_to, fade_for, switch_warning, Incoming, SessionFixed};
 use crate::engine::{EngineState, Migration, Notice};
+use crate::host::files::rules::Inputs;
 use crate::host::live::player::{FromAudio, Link, Meters, ToAudio};
 use crate::profile::Profile;
 use crate::scene::Diagnostic;
@@ -130,6 +131,9 @@ pub struct LiveSession {
     snapshot_wanted: Option<PathBuf>,
     /// Snapshots written: the sample they hold and the file.
     pub snapshots: Vec<(u64, PathBuf)>,
+    /// Files the session reads besides the scene and its resources (the
+    /// snapshot it resumed from), which a snapshot file must not replace.
+    protected: Inputs,
 }
 
 impl LiveSession {
@@ -174,7 +178,14 @@ impl LiveSession {
             last_result: String::new(),
             snapshot_wanted: None,
             snapshots: Vec::new(),
+            protected: Inputs::default(),
         }
+    }
+
+    /// Files besides the scene and its resources that no snapshot file may
+    /// replace (the snapshot the session resumed from).
+    pub fn protect(&mut self, inputs: Inputs) {
+        self.protected = inputs;
     }
 
     /// Asks for a snapshot file of the playing engine at the next block
@@ -612,7 +623,12 @@ impl LiveSession {
             let plan = crate::graph::compile(&scene, &opts).map_err(|d| format_diagnostics(&d))?;
             let cx = crate::host::record::snapshot::SnapshotContext::new(&plan, &self.good_text)
                 .map_err(|e| e.to_string())?;
-            cx.write(state, &path)
+            let mut inputs = self.protected.clone();
+            inputs.add("the scene", &self.path);
+            for (reference, file) in &self.resources {
+                inputs.add(&format!("resource `{reference}`, read from"), file);
+            }
+            cx.write(state, &path, &inputs)
                 .map(|w| w.bytes)
                 .map_err(|e| e.to_string())
         })();

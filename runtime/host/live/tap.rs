@@ -8,13 +8,20 @@
 //! does I/O for the capture: when the writer falls behind, the samples that
 //! do not fit are counted, not waited for.
 //!
-//! The file is written under a temporary name in the destination directory
-//! and renamed into place only by [`CaptureWriter::finish`], so a crash or an
-//! error never leaves a truncated file under the requested name, nor
-//! replaces an existing file with one.
+//! The file goes through the one writer ([`crate::host::files::write`]),
+//! under the output rules ([`Kind::CAPTURE`]): it is written under a
+//! temporary name in the destination directory and renamed into place only
+//! by [`CaptureWriter::finish`], so a crash, an error or a stop signal never
+//! leaves a truncated file under the requested name, nor replaces an
+//! existing file with one; and it is never one of the session's inputs, a
+//! device or a FIFO (the header is written last, so it cannot stream).
 
+use crate::host::files::error::FileError;
+use crate::host::files::rules::{Inputs, Kind, Output};
+use crate::host::files::write::TempFile;
+use crate::host::HostError;
 use rtrb::{Consumer, Producer, RingBuffer};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -40,12 +47,54 @@ const RUN: u8 = 0;
 const PAUSE: u8 = 1;
 /// Drain what is in the ring, finalise the file and stop.
 const FINISH: u8 = 2;
-/// Stop without finishing; the owner removes the temporary file.
+/// Stop without finishing; the writer thread drops (so removes) the temporary file.
 const DISCARD: u8 = 3;
 
-/// Numbers each temporary file, so that two captures to the same path in
-/// one process never share one.
-static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
+/// Why a capture could not start or finish.
+#[derive(Debug)]
+pub enum CaptureError {
+    /// The file: refused by the output rules, or an I/O failure on it.
+    File(FileError),
+    /// Not a recording that can be made (a ring length, a format); the
+    /// message names the file.
+    Setup(String),
+    /// The writer thread could not start.
+    Thread(std::io::Error),
+    /// The writer thread panicked (its temporary file is gone with it).
+    Panicked,
+    /// `finish` after the writer had stopped.
+    Stopped,
+}
+
+impl std::fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaptureError::File(e) => write!(f, "{e}"),
+            CaptureError::Setup(m) => f.write_str(m),
+            CaptureError::Thread(e) => write!(f, "cannot start the capture writer: {e}"),
+            CaptureError::Panicked => f.write_str("the capture writer thread panicked"),
+            CaptureError::Stopped => f.write_str("the capture writer has already stopped"),
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+impl From<FileError> for CaptureError {
+    fn from(e: FileError) -> CaptureError {
+        CaptureError::File(e)
+    }
+}
+
+/// A refused path keeps its exit code; the rest is the machine's failure.
+impl From<CaptureError> for HostError {
+    fn from(e: CaptureError) -> HostError {
+        match e {
+            CaptureError::File(f) => f.into(),
+            other => HostError::Runtime(other.to_string()),
+        }
+    }
+}
 
 /// The audio thread's end of a capture: moved into the player, fed once per
 /// callback with exactly what was written to the device.
@@ -124,17 +173,18 @@ impl CaptureReport {
 /// recording; dropping it without `finish` discards the recording and
 /// removes the temporary file.
 pub struct CaptureWriter {
-    thread: Option<JoinHandle<Result<Written, String>>>,
+    thread: Option<JoinHandle<Result<Written, FileError>>>,
     state: Arc<AtomicU8>,
     dropped: Arc<AtomicU64>,
     path: PathBuf,
-    temp: PathBuf,
     channels: u16,
     sample_rate: u32,
 }
 
-/// What the writer thread hands back when it stops.
+/// What the writer thread hands back when it stops: the complete
+/// temporary file (when it finished rather than discarded) and its counts.
 struct Written {
+    temp: Option<TempFile>,
     frames: u64,
     overflow_samples: u64,
 }
@@ -150,49 +200,40 @@ struct Setup {
 }
 
 impl CaptureWriter {
-    /// Creates the writer: the file is written under a temporary name in the
-    /// same directory and renamed to `path` only by `finish`, so a crash or
-    /// error never leaves a partial file and never overwrites an existing
-    /// file with a truncated one. `ring_seconds` sizes the ring: how long
-    /// the writer may stall before samples are dropped (half a second or more
-    /// is comfortable).
-    ///
-    /// Fails early, naming the path, when `path` is a directory, when its
-    /// directory is missing or not writable, or when the format is
-    /// impossible (zero channels or rate).
+    /// Creates the writer for `path`, which protects no input (a session
+    /// checks its capture against its inputs with [`Kind::CAPTURE`] and
+    /// [`start_at`](Self::start_at)).
     pub fn start(
         path: &Path,
         channels: u16,
         sample_rate: u32,
         ring_seconds: f64,
-    ) -> Result<(CaptureWriter, CaptureTap), String> {
-        if !(ring_seconds.is_finite() && ring_seconds > 0.0) {
-            return Err(format!(
-                "cannot capture into `{}`: the ring length must be a positive number of seconds, not {ring_seconds}",
-                path.display()
-            ));
-        }
-        let ring_frames = (ring_seconds * sample_rate as f64).ceil().max(1.0);
-        if ring_frames * channels.max(1) as f64 > MAX_RING_SAMPLES as f64 {
-            return Err(format!(
-                "cannot capture into `{}`: a ring of {ring_seconds} s at {sample_rate} Hz × {channels} channels is too large",
-                path.display()
-            ));
-        }
-        let max_frames = MAX_DATA_BYTES / (4 * channels.max(1) as u64);
-        CaptureWriter::spawn(
-            path,
-            Setup {
-                channels,
-                sample_rate,
-                ring_frames: ring_frames as usize,
-                max_frames,
-                paused: false,
-            },
-        )
+    ) -> Result<(CaptureWriter, CaptureTap), CaptureError> {
+        let ring = ring_frames(path, channels, sample_rate, ring_seconds)?;
+        let output = Output::prepare(path, &Inputs::default(), 0, &Kind::CAPTURE)?;
+        CaptureWriter::spawn(output, setup(channels, sample_rate, ring))
     }
 
-    fn spawn(path: &Path, setup: Setup) -> Result<(CaptureWriter, CaptureTap), String> {
+    /// Creates the writer at a checked output: the file is written under a
+    /// temporary name in the same directory and renamed into place only by
+    /// `finish`, so a crash or error never leaves a partial file and never
+    /// overwrites an existing file with a truncated one. `ring_seconds`
+    /// sizes the ring: how long the writer may stall before samples are
+    /// dropped (half a second or more is comfortable).
+    ///
+    /// Fails early, naming the path, when its directory is not writable or
+    /// when the format is impossible (zero channels or rate).
+    pub fn start_at(
+        output: Output,
+        channels: u16,
+        sample_rate: u32,
+        ring_seconds: f64,
+    ) -> Result<(CaptureWriter, CaptureTap), CaptureError> {
+        let ring = ring_frames(&output.shown, channels, sample_rate, ring_seconds)?;
+        CaptureWriter::spawn(output, setup(channels, sample_rate, ring))
+    }
+
+    fn spawn(output: Output, setup: Setup) -> Result<(CaptureWriter, CaptureTap), CaptureError> {
         let Setup {
             channels,
             sample_rate,
@@ -200,37 +241,33 @@ impl CaptureWriter {
             max_frames,
             paused,
         } = setup;
+        let path = output.shown.clone();
         if channels == 0 || sample_rate == 0 {
-            return Err(format!(
+            return Err(CaptureError::Setup(format!(
                 "cannot capture into `{}`: {channels} channels at {sample_rate} Hz is not a sound format",
                 path.display()
-            ));
+            )));
         }
-        let (temp, file) = create_temp(path)?;
-        let remove_temp = |e: String| {
-            let _ = std::fs::remove_file(&temp);
-            e
-        };
+        let temp = output.create_temp()?;
         let spec = hound::WavSpec {
             channels,
             sample_rate,
             bits_per_sample: 32,
             sample_format: hound::SampleFormat::Float,
         };
-        // A second handle on the same file, to sync it before the rename.
-        let sync_handle = file
-            .try_clone()
-            .map_err(|e| remove_temp(format!("cannot write `{}`: {e}", temp.display())))?;
+        // hound owns a second handle on the same file; the temporary file
+        // itself syncs, renames or removes it.
+        let file = temp.try_clone_file()?;
         let wav = hound::WavWriter::new(BufWriter::new(file), spec)
-            .map_err(|e| remove_temp(format!("cannot write `{}`: {e}", temp.display())))?;
+            .map_err(|e| temp_error(&temp, &path, "cannot write", e))?;
         let (producer, consumer) = RingBuffer::new(ring_frames * channels as usize);
         let state = Arc::new(AtomicU8::new(if paused { PAUSE } else { RUN }));
         let dropped = Arc::new(AtomicU64::new(0));
         let drain = Drain {
             consumer,
             wav,
-            file: sync_handle,
-            temp: temp.clone(),
+            temp,
+            path: path.clone(),
             channels: channels as u64,
             max_samples: max_frames.saturating_mul(channels as u64),
             samples: 0,
@@ -240,14 +277,13 @@ impl CaptureWriter {
         let thread = std::thread::Builder::new()
             .name("morphrt-capture".into())
             .spawn(move || drain.run(&st))
-            .map_err(|e| remove_temp(format!("cannot start the capture writer: {e}")))?;
+            .map_err(CaptureError::Thread)?;
         Ok((
             CaptureWriter {
                 thread: Some(thread),
                 state,
                 dropped: dropped.clone(),
-                path: path.to_path_buf(),
-                temp,
+                path,
                 channels,
                 sample_rate,
             },
@@ -273,22 +309,12 @@ impl CaptureWriter {
     /// On a write error the temporary file is removed. If only the final
     /// rename fails, the complete recording is kept under its temporary name
     /// and the error says where.
-    pub fn finish(mut self) -> Result<CaptureReport, String> {
+    pub fn finish(mut self) -> Result<CaptureReport, CaptureError> {
         self.state.store(FINISH, Ordering::Release);
-        let written = match self.join() {
-            Ok(w) => w,
-            Err(e) => {
-                let _ = std::fs::remove_file(&self.temp);
-                return Err(e);
-            }
-        };
-        std::fs::rename(&self.temp, &self.path).map_err(|e| {
-            format!(
-                "cannot move the capture into `{}`: {e}; the complete recording is in `{}`",
-                self.path.display(),
-                self.temp.display()
-            )
-        })?;
+        let written = self.join()?;
+        if let Some(temp) = written.temp {
+            temp.commit_or_keep()?;
+        }
         Ok(CaptureReport {
             path: self.path.clone(),
             frames: written.frames,
@@ -300,12 +326,13 @@ impl CaptureWriter {
     }
 
     /// Waits for the writer thread (taken, so `Drop` does nothing more).
-    fn join(&mut self) -> Result<Written, String> {
+    fn join(&mut self) -> Result<Written, CaptureError> {
         match self.thread.take() {
-            Some(t) => t
-                .join()
-                .unwrap_or_else(|_| Err("the capture writer thread panicked".into())),
-            None => Err("the capture writer has already stopped".into()),
+            Some(t) => match t.join() {
+                Ok(w) => Ok(w?),
+                Err(_) => Err(CaptureError::Panicked),
+            },
+            None => Err(CaptureError::Stopped),
         }
     }
 }
@@ -313,65 +340,69 @@ impl CaptureWriter {
 impl Drop for CaptureWriter {
     fn drop(&mut self) {
         if self.thread.is_some() {
+            // The thread drops its temporary file, which removes it.
             self.state.store(DISCARD, Ordering::Release);
             let _ = self.join();
-            let _ = std::fs::remove_file(&self.temp);
         }
     }
 }
 
-/// Checks the destination and creates the temporary file next to it (which
-/// is also the writability check: it names the directory when it fails).
-fn create_temp(path: &Path) -> Result<(PathBuf, File), String> {
-    let shown = path.display();
-    let ends_with_separator = path
-        .as_os_str()
-        .to_string_lossy()
-        .ends_with(std::path::is_separator);
-    if path.is_dir() || ends_with_separator {
-        return Err(format!(
-            "cannot capture into `{shown}`: it is a directory; give a file name such as `{}`",
-            path.join("capture.wav").display()
-        ));
+/// The ring's length in frames for `ring_seconds`, refused when it is not a
+/// positive number of seconds or would be too large.
+fn ring_frames(
+    path: &Path,
+    channels: u16,
+    sample_rate: u32,
+    ring_seconds: f64,
+) -> Result<usize, CaptureError> {
+    if !(ring_seconds.is_finite() && ring_seconds > 0.0) {
+        return Err(CaptureError::Setup(format!(
+            "cannot capture into `{}`: the ring length must be a positive number of seconds, not {ring_seconds}",
+            path.display()
+        )));
     }
-    let name = path
-        .file_name()
-        .ok_or_else(|| format!("cannot capture into `{shown}`: it names no file"))?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
+    let ring_frames = (ring_seconds * sample_rate as f64).ceil().max(1.0);
+    if ring_frames * channels.max(1) as f64 > MAX_RING_SAMPLES as f64 {
+        return Err(CaptureError::Setup(format!(
+            "cannot capture into `{}`: a ring of {ring_seconds} s at {sample_rate} Hz × {channels} channels is too large",
+            path.display()
+        )));
+    }
+    Ok(ring_frames as usize)
+}
+
+/// The setup `start` uses: a running writer, the WAV size limit.
+fn setup(channels: u16, sample_rate: u32, ring_frames: usize) -> Setup {
+    Setup {
+        channels,
+        sample_rate,
+        ring_frames,
+        max_frames: MAX_DATA_BYTES / (4 * channels.max(1) as u64),
+        paused: false,
+    }
+}
+
+/// A hound error while writing the capture's temporary file, naming the
+/// capture (the user's path), with its I/O error when it is one.
+fn temp_error(temp: &TempFile, path: &Path, doing: &str, e: hound::Error) -> FileError {
+    let source = match e {
+        hound::Error::IoError(e) => e,
+        other => std::io::Error::other(other.to_string()),
     };
-    if !dir.is_dir() {
-        return Err(format!(
-            "cannot capture into `{shown}`: the directory `{}` does not exist",
-            dir.display()
-        ));
+    FileError::Io {
+        path: path.to_path_buf(),
+        context: format!("{doing} the capture `{}`", path.display()),
+        source,
+        after: temp.aftermath().to_string(),
     }
-    let temp = dir.join(format!(
-        ".{}.{}-{}.partial",
-        name.to_string_lossy(),
-        std::process::id(),
-        TEMP_SERIAL.fetch_add(1, Ordering::Relaxed)
-    ));
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temp)
-        .map_err(|e| {
-            format!(
-                "cannot capture into `{shown}`: cannot write in the directory `{}`: {e}",
-                dir.display()
-            )
-        })?;
-    Ok((temp, file))
 }
 
 /// The writer thread's state: the ring's consumer and the open file.
 struct Drain {
     consumer: Consumer<f32>,
     wav: hound::WavWriter<BufWriter<File>>,
-    file: File,
-    temp: PathBuf,
+    temp: TempFile,
+    path: PathBuf,
     channels: u64,
     max_samples: u64,
     samples: u64,
@@ -379,11 +410,14 @@ struct Drain {
 }
 
 impl Drain {
-    fn run(mut self, state: &AtomicU8) -> Result<Written, String> {
+    /// Drains until told to finish (or the tap is gone); hands back the
+    /// finalised temporary file. Discarding, or failing, drops it (which
+    /// removes it).
+    fn run(mut self, state: &AtomicU8) -> Result<Written, FileError> {
         loop {
             let s = state.load(Ordering::Acquire);
             if s == DISCARD {
-                return Ok(self.written());
+                return Ok(self.written(None));
             }
             if s == PAUSE {
                 std::thread::sleep(DRAIN_INTERVAL);
@@ -398,16 +432,20 @@ impl Drain {
             }
             std::thread::sleep(DRAIN_INTERVAL);
         }
-        let written = self.written();
-        let err =
-            |e: &dyn std::fmt::Display| format!("cannot finish `{}`: {e}", self.temp.display());
-        self.wav.finalize().map_err(|e| err(&e))?;
-        self.file.sync_all().map_err(|e| err(&e))?;
-        Ok(written)
+        let written = self.written(None);
+        let Drain {
+            wav, temp, path, ..
+        } = self;
+        wav.finalize()
+            .map_err(|e| temp_error(&temp, &path, "cannot finish", e))?;
+        Ok(Written {
+            temp: Some(temp),
+            ..written
+        })
     }
 
     /// Writes everything in the ring, in the ring's own (at most two) slices.
-    fn drain(&mut self) -> Result<(), String> {
+    fn drain(&mut self) -> Result<(), FileError> {
         let n = self.consumer.slots();
         if n == 0 {
             return Ok(());
@@ -422,17 +460,18 @@ impl Drain {
                 self.overflow += 1;
                 continue;
             }
-            self.wav
-                .write_sample(*x)
-                .map_err(|e| format!("cannot write `{}`: {e}", self.temp.display()))?;
+            if let Err(e) = self.wav.write_sample(*x) {
+                return Err(temp_error(&self.temp, &self.path, "cannot write", e));
+            }
             self.samples += 1;
         }
         chunk.commit_all();
         Ok(())
     }
 
-    fn written(&self) -> Written {
+    fn written(&self, temp: Option<TempFile>) -> Written {
         Written {
+            temp,
             frames: self.samples / self.channels,
             overflow_samples: self.overflow,
         }
@@ -468,6 +507,10 @@ mod tests {
         x.iter().map(|s| s.to_bits()).collect()
     }
 
+    fn output(path: &Path) -> Output {
+        Output::prepare(path, &Inputs::default(), 0, &Kind::CAPTURE).unwrap()
+    }
+
     fn setup(ring_frames: usize, max_frames: u64, paused: bool) -> Setup {
         Setup {
             channels: 2,
@@ -483,7 +526,8 @@ mod tests {
         let dir = fresh_dir("full");
         let path = dir.join("c.wav");
         // The writer does not drain until `finish`, so the ring fills for sure.
-        let (writer, mut tap) = CaptureWriter::spawn(&path, setup(100, u64::MAX, true)).unwrap();
+        let (writer, mut tap) =
+            CaptureWriter::spawn(output(&path), setup(100, u64::MAX, true)).unwrap();
         let x = samples(1000 * 2);
         for chunk in x.chunks(37 * 2) {
             tap.push(chunk);
@@ -503,7 +547,8 @@ mod tests {
     fn a_torn_frame_is_counted_and_never_written() {
         let dir = fresh_dir("torn");
         let path = dir.join("c.wav");
-        let (writer, mut tap) = CaptureWriter::spawn(&path, setup(10, u64::MAX, true)).unwrap();
+        let (writer, mut tap) =
+            CaptureWriter::spawn(output(&path), setup(10, u64::MAX, true)).unwrap();
         let x = samples(5);
         tap.push(&x);
         let report = writer.finish().unwrap();
@@ -515,7 +560,8 @@ mod tests {
     fn the_file_stops_at_the_size_limit_and_counts_the_rest() {
         let dir = fresh_dir("limit");
         let path = dir.join("c.wav");
-        let (writer, mut tap) = CaptureWriter::spawn(&path, setup(1000, 50, false)).unwrap();
+        let (writer, mut tap) =
+            CaptureWriter::spawn(output(&path), setup(1000, 50, false)).unwrap();
         let x = samples(80 * 2);
         tap.push(&x);
         let report = writer.finish().unwrap();
@@ -538,11 +584,17 @@ mod tests {
         assert_eq!(tap.channels(), 3);
         drop(writer);
         for secs in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e9] {
-            let e = CaptureWriter::start(&path, 2, 48_000, secs).err().unwrap();
+            let e = CaptureWriter::start(&path, 2, 48_000, secs)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(e.contains("c.wav"), "{e}");
         }
         for (ch, rate) in [(0, 48_000), (2, 0)] {
-            let e = CaptureWriter::start(&path, ch, rate, 1.0).err().unwrap();
+            let e = CaptureWriter::start(&path, ch, rate, 1.0)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(e.contains("not a sound format"), "{e}");
         }
         // None of the refusals left a file behind.

@@ -7,8 +7,12 @@
 //! another machine, another build or an edited scene does not match, so
 //! `run` asks for a new one instead of trusting stale numbers.
 
+use crate::host::files::error::FileError;
+use crate::host::files::rules::{Inputs, Kind};
+use crate::host::files::write::write_file;
 use crate::host::machine::MachineKey;
 use serde::{Deserialize, Serialize};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Identifies the file format.
@@ -59,22 +63,69 @@ pub fn store_path() -> Option<PathBuf> {
     dirs::cache_dir().map(|d| d.join("morphrt").join("calibration.json"))
 }
 
+/// Why the store could not be read or written.
+#[derive(Debug)]
+pub enum StoreError {
+    /// The file exists but could not be read.
+    Read { path: PathBuf, source: io::Error },
+    /// The file is not a store this build reads: `message` says how.
+    Format { path: PathBuf, message: String },
+    /// The store could not be written.
+    Write(FileError),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Read { path, source } => {
+                write!(f, "cannot read `{}`: {source}", path.display())
+            }
+            StoreError::Format { message, .. } => f.write_str(message),
+            StoreError::Write(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<StoreError> for crate::host::HostError {
+    fn from(e: StoreError) -> crate::host::HostError {
+        match e {
+            StoreError::Write(f) => f.into(),
+            other => crate::host::HostError::Runtime(other.to_string()),
+        }
+    }
+}
+
 /// Every entry of the store at `path`; none when the file does not exist.
-pub fn load(path: &Path) -> Result<Vec<Calibration>, String> {
+pub fn load(path: &Path) -> Result<Vec<Calibration>, StoreError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(StoreError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
-    let file: StoreFile = serde_json::from_str(&text)
-        .map_err(|e| format!("`{}` is not a calibration store: {e}", path.display()))?;
+    let format = |message: String| StoreError::Format {
+        path: path.to_path_buf(),
+        message,
+    };
+    let file: StoreFile = serde_json::from_str(&text).map_err(|e| {
+        format(format!(
+            "`{}` is not a calibration store: {e}",
+            path.display()
+        ))
+    })?;
     if file.format != FORMAT || file.version != VERSION {
-        return Err(format!(
+        return Err(format(format!(
             "`{}` is a `{}` v{} file; this build reads `{FORMAT}` v{VERSION}",
             path.display(),
             file.format,
             file.version
-        ));
+        )));
     }
     Ok(file.entries)
 }
@@ -85,16 +136,17 @@ pub fn lookup(
     machine: &MachineKey,
     scene_sha256: &str,
     sample_rate: u32,
-) -> Result<Option<Calibration>, String> {
+) -> Result<Option<Calibration>, StoreError> {
     Ok(load(path)?.into_iter().find(|c| {
         c.machine == *machine && c.scene_sha256 == scene_sha256 && c.sample_rate == sample_rate
     }))
 }
 
 /// Adds `cal` to the store, replacing an entry with the same key. The file
-/// is written under a temporary name and renamed into place, so a failed
-/// write never loses the other entries. An unreadable store is replaced.
-pub fn save(path: &Path, cal: &Calibration) -> Result<(), String> {
+/// goes through the one writer (a temporary name, synced and renamed into
+/// place), so a failed write never loses the other entries. An unreadable
+/// store is replaced.
+pub fn save(path: &Path, cal: &Calibration) -> Result<(), StoreError> {
     let mut entries = load(path).unwrap_or_default();
     entries.retain(|c| {
         !(c.machine == cal.machine
@@ -107,17 +159,21 @@ pub fn save(path: &Path, cal: &Calibration) -> Result<(), String> {
         version: VERSION,
         entries,
     };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StoreError::Write(FileError::io(
+                dir,
+                format!("cannot create `{}`", dir.display()),
+                e,
+            ))
+        })?;
     }
-    let tmp = path.with_extension(format!("json.{}.partial", std::process::id()));
     let text = serde_json::to_string_pretty(&file).expect("calibrations serialise") + "\n";
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write `{}`: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write `{}`: {e}", path.display())
+    write_file(path, &Inputs::default(), &Kind::CALIBRATION, |w| {
+        w.write_all(text.as_bytes())
     })
+    .map(drop)
+    .map_err(StoreError::Write)
 }
 
 #[cfg(test)]
@@ -168,6 +224,11 @@ mod tests {
         assert!(lookup(&path, &me, "aa", 48000).is_err());
         save(&path, &cal("aa", 64)).unwrap();
         assert_eq!(load(&path).unwrap().len(), 1);
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["calibration.json"], "no temporary file is left");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

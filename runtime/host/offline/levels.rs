@@ -2,7 +2,7 @@
 //! samples and DC offset per channel, so a clipped or offset render is
 //! noticed when it is written, not when someone listens to it.
 
-use crate::host::offline::wav::WavFormat;
+use crate::host::files::wav::WavFormat;
 
 /// One channel's measurements.
 #[derive(Clone, Debug, Default, PartialEq)]

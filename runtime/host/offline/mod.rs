@@ -5,7 +5,6 @@
 pub mod levels;
 pub mod plot;
 pub mod render;
-pub mod wav;
 
+pub use crate::host::files::wav::WavFormat;
 pub use render::{render, render_hash, RenderOptions, RenderReport};
-pub use wav::WavFormat;

@@ -17,15 +17,16 @@
 //! along the bottom of each panel mark time at a round step (1, 2 or 5 ×
 //! 10ⁿ seconds) that the command prints, with the plotted range.
 //!
-//! The PNG is written under the rules of `render` ([`crate::host::files::rules`]):
-//! never over the scene or a resource it reads, a missing directory refused
-//! before anything renders, a regular file written under a temporary name
-//! and renamed into place.
+//! The PNG is written under the output rules ([`crate::host::files::rules`])
+//! by the one writer ([`crate::host::files::write`]): never over the scene
+//! or a resource it reads, a missing directory refused before anything
+//! renders, a regular file written under a temporary name and renamed into
+//! place.
 
 use crate::engine::try_run_blocks_with_stops;
 use crate::engine::Engine;
 use crate::graph::{compile, CompileOptions};
-use crate::host::files::rules::{Inputs, Output};
+use crate::host::files::rules::{check_extension, Inputs, Kind, Output};
 use crate::host::offline::render::MAX_RENDER_S;
 use crate::host::HostError;
 use crate::ops::AudioData;
@@ -135,13 +136,7 @@ impl Audio {
 /// `morphrt plot`: checks the output, renders or reads the audio, draws it
 /// and writes the PNG; a summary goes to `log`.
 pub fn plot(opts: &PlotOptions, out: &mut dyn Write, log: &mut dyn Write) -> Result<(), HostError> {
-    let is_stdout = opts.output.as_os_str() == "-";
-    if !is_stdout && !has_extension(&opts.output, "png") {
-        return Err(HostError::Usage(format!(
-            "`{}` does not end in `.png`; plot writes a PNG picture: give -o NAME.png (or -o - for standard output)",
-            opts.output.display()
-        )));
-    }
+    check_extension(&opts.output, &Kind::PLOT)?;
     for (what, v, (lo, hi)) in [
         ("--width", opts.width, WIDTH_RANGE),
         ("--height", opts.height, HEIGHT_RANGE),
@@ -279,7 +274,7 @@ fn read_wav(
     }
     let (from, to) = window(opts, data.sample_rate, total, log)?;
     let bound = png_bound(opts, data.channels.len() as u64);
-    let output = Output::prepare(&opts.output, inputs, bound)?;
+    let output = Output::prepare(&opts.output, inputs, bound, &Kind::PLOT)?;
     Ok((
         output,
         Audio {
@@ -331,6 +326,7 @@ fn render_scene(
         &opts.output,
         inputs,
         png_bound(opts, plan.main.len() as u64),
+        &Kind::PLOT,
     )?;
 
     let half = fft_size(sr) as u64 / 2;

@@ -4,18 +4,20 @@
 //! renders that resume from a snapshot.
 //!
 //! A render never costs the user data: its output is checked before the
-//! first block ([`output`]), written under a temporary name or streamed,
-//! cleaned up on every failure and on SIGINT/SIGTERM ([`interrupt`]), and
-//! its header is RF64 when the file passes 4 GiB ([`wav`]).
+//! first block ([`crate::host::files::rules`]), written under a temporary
+//! name or streamed ([`crate::host::files::write`]), cleaned up on every
+//! failure and on SIGINT/SIGTERM ([`crate::host::files::signals`]), and
+//! its header is RF64 when the file passes 4 GiB ([`crate::host::files::wav`]).
 
 use super::levels::Levels;
-use super::wav::{to_int_clipped, WavFormat, WavLayout};
 use crate::engine::{run_blocks, try_run_blocks_with_stops};
 use crate::engine::{BusRef, Engine};
 use crate::graph::{compile, CompileOptions};
 use crate::host::files::digest::hex;
-use crate::host::files::rules::{Inputs, Output, Sink};
+use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
+use crate::host::files::wav::{to_int_clipped, WavFormat, WavLayout};
+use crate::host::files::write::Sink;
 use crate::host::record::snapshot::{numbered_path, SnapshotContext, SnapshotFile};
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -70,8 +72,8 @@ pub fn render_hash(engine: &mut Engine, frames: u64) -> String {
     hex(&hasher.finalize())
 }
 
-/// Renders `frames` into a WAV file at `path` under the rules of
-/// [`output`] (no inputs to protect): written under a temporary name and
+/// Renders `frames` into a WAV file at `path` under the output rules
+/// ([`crate::host::files::rules`], no inputs to protect): written under a temporary name and
 /// renamed into place when complete, streamed to a FIFO or device, so a
 /// failed render never leaves a truncated file or destroys an existing one.
 /// Installs no signal handlers; [`render`] does.
@@ -81,14 +83,13 @@ pub fn render_to_wav(
     frames: u64,
     format: WavFormat,
     show_progress: bool,
-) -> Result<RenderReport, String> {
-    let layout = wav_layout(engine.channels(), engine.sample_rate(), format, frames)
-        .map_err(|e| e.to_string())?;
+) -> Result<RenderReport, HostError> {
+    let layout = wav_layout(engine.channels(), engine.sample_rate(), format, frames)?;
     let needed = layout.file_len().unwrap_or(u64::MAX);
-    let output = Output::prepare(path, &Inputs::default(), needed).map_err(|e| e.to_string())?;
+    let output = Output::prepare(path, &Inputs::default(), needed, &Kind::RENDER)?;
     let what = output.describe();
     let mut stdout = std::io::stdout();
-    let sink = output.start(&mut stdout).map_err(|e| e.to_string())?;
+    let sink = output.start(&mut stdout)?;
     write_wav(
         engine,
         sink,
@@ -101,7 +102,6 @@ pub fn render_to_wav(
         },
         |_| Ok(()),
     )
-    .map_err(|e| e.to_string())
 }
 
 /// The WAV's shape, refused when it cannot be written at all.
@@ -141,7 +141,7 @@ enum Abort {
     /// The output failed.
     Write(std::io::Error),
     /// Writing a snapshot failed.
-    Snapshot(String),
+    Snapshot(HostError),
     /// SIGINT, SIGTERM or SIGHUP.
     Signal(i32),
 }
@@ -155,7 +155,7 @@ fn write_wav(
     what: &str,
     layout: &WavLayout,
     opts: &WriteOptions<'_>,
-    mut at_stop: impl FnMut(&Engine) -> Result<(), String>,
+    mut at_stop: impl FnMut(&Engine) -> Result<(), HostError>,
 ) -> Result<RenderReport, HostError> {
     let aftermath = sink.aftermath();
     let frames = layout.frames;
@@ -177,7 +177,13 @@ fn write_wav(
             engine,
             frames,
             opts.stops,
-            |e| at_stop(e).map_err(Abort::Snapshot),
+            |e| {
+                at_stop(e).map_err(|e| match e {
+                    // A signal while the snapshot was written stops the render as one between blocks.
+                    HostError::Interrupted { signal, .. } => Abort::Signal(signal),
+                    e => Abort::Snapshot(e),
+                })
+            },
             |bus| {
                 if let Some(signal) = caught() {
                     return Err(Abort::Signal(signal));
@@ -225,11 +231,19 @@ fn write_wav(
     if let Err(stop) = result {
         // Dropping the sink removes a temporary file; the buffered tail is
         // not written anywhere.
-        drop(w.into_parts().0);
+        let sink = w.into_parts().0;
         progress.finish();
         return Err(match stop {
-            Abort::Write(e) => HostError::Runtime(format!("cannot write {what}: {e}{aftermath}")),
-            Abort::Snapshot(e) => HostError::Runtime(format!("{e}{aftermath}")),
+            Abort::Write(e) => sink.write_error(e).into(),
+            Abort::Snapshot(e) => {
+                let code = e.exit_code();
+                let message = format!("{}{aftermath}", e.message());
+                if code == 2 {
+                    HostError::Usage(message)
+                } else {
+                    HostError::Runtime(message)
+                }
+            }
             Abort::Signal(signal) => HostError::Interrupted {
                 signal,
                 message: format!(
@@ -241,11 +255,14 @@ fn write_wav(
             },
         });
     }
-    let sink = w.into_inner().map_err(|e| {
-        HostError::Runtime(format!("cannot write {what}: {}{aftermath}", e.error()))
-    })?;
-    sink.finish()
-        .map_err(|e| HostError::Runtime(format!("cannot finish {what}: {e}{aftermath}")))?;
+    let sink = match w.into_inner() {
+        Ok(sink) => sink,
+        Err(e) => {
+            let (error, w) = e.into_parts();
+            return Err(w.into_parts().0.write_error(error).into());
+        }
+    };
+    sink.finish()?;
     Ok(RenderReport {
         frames,
         channels: engine.channels(),
@@ -470,12 +487,11 @@ pub fn render(
     let channels = plan.main.len();
     let layout = wav_layout(channels, sr, opts.format, frames)?;
     let needed = layout.file_len().unwrap_or(u64::MAX);
-    let output = Output::prepare(&opts.output, &inputs, needed)?;
-    crate::host::files::rules::check_extension(&opts.output)?;
+    let output = Output::prepare(&opts.output, &inputs, needed, &Kind::RENDER)?;
     if let Some(base) = &opts.snapshot_out {
         for at in &stops {
             let path = numbered_path(base, *at, several);
-            crate::host::files::rules::check_side_output(&path, "snapshot", &inputs, &output)?;
+            check_side_output(&path, &Kind::SNAPSHOT, &inputs, &output, "the WAV output")?;
         }
     }
 
@@ -529,7 +545,7 @@ pub fn render(
             let captured = Instant::now();
             let st = e.snapshot();
             let capture = captured.elapsed();
-            let w = cx.write(&st, &path).map_err(|err| err.to_string())?;
+            let w = cx.write(&st, &path, &inputs)?;
             written.push((e.clock(), w, capture));
             Ok(())
         },

@@ -14,6 +14,10 @@
 use crate::engine::incoming::{Incoming, Scripted, SessionFixed};
 use crate::engine::{device_sample, faded, stop_fade_gain};
 use crate::host::files::digest::sha256_hex;
+use crate::host::files::error::FileError;
+use crate::host::files::rules::{Inputs, Kind, Output};
+use crate::host::files::wav::{WavFormat, WavLayout};
+use crate::host::files::write::write_file;
 use crate::host::machine::{build_id, cpu_info};
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -130,33 +134,53 @@ pub fn default_path(scene: &Path) -> Option<PathBuf> {
 /// An open journal, appended to as the session goes.
 pub struct Journal {
     path: PathBuf,
+    /// The journal for messages: "the journal `j.jsonl`".
+    named: String,
     file: std::io::BufWriter<std::fs::File>,
     /// Where resource copies go: `resources/` beside the journal.
     store: PathBuf,
+    /// What the session reads, which no copy may replace; grows with the
+    /// resources edits add.
+    inputs: Inputs,
+}
+
+/// Checks where a journal goes, under the output rules: never one of
+/// `inputs` (the scene, its resources, the snapshot resumed from), never a
+/// device, a FIFO or a directory. Creates its directory, which the data
+/// directory's default may not have yet.
+pub fn prepare(path: &Path, inputs: &Inputs) -> Result<Output, FileError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            FileError::io(
+                dir,
+                format!("cannot create `{}` for the journal", dir.display()),
+                e,
+            )
+        })?;
+    }
+    Output::prepare(path, inputs, 0, &Kind::JOURNAL)
 }
 
 impl Journal {
-    /// Creates the journal (and its directory).
-    pub fn create(path: &Path) -> Result<Journal, String> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create `{}` for the journal: {e}", dir.display()))?;
-        }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| format!("cannot write the journal `{}`: {e}", path.display()))?;
+    /// Creates the journal at a checked output (see [`prepare`]), which it
+    /// appends to in place: a killed session leaves every record written
+    /// before it. `inputs` are the session's, which resource copies must
+    /// not replace either.
+    pub fn create(output: Output, inputs: &Inputs) -> Result<Journal, FileError> {
+        let path = output.shown.clone();
+        let named = output.named();
+        let file = output.open_in_place()?;
         let store = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .join("resources");
         Ok(Journal {
-            path: path.to_path_buf(),
+            path,
+            named,
             file: std::io::BufWriter::new(file),
             store,
+            inputs: inputs.clone(),
         })
     }
 
@@ -165,19 +189,30 @@ impl Journal {
     }
 
     /// Appends one record and flushes it to the operating system.
-    pub fn write(&mut self, r: &Record) -> Result<(), String> {
-        let line = serde_json::to_string(r).map_err(|e| e.to_string())?;
+    pub fn write(&mut self, r: &Record) -> Result<(), FileError> {
+        let line = serde_json::to_string(r).expect("journal records serialise");
         writeln!(self.file, "{line}")
             .and_then(|_| self.file.flush())
-            .map_err(|e| format!("cannot write the journal `{}`: {e}", self.path.display()))
+            .map_err(|e| FileError::io(&self.path, format!("cannot write {}", self.named), e))
     }
 
-    /// Keeps a copy of each resource beside the journal (once per content).
-    pub fn resources(&mut self, list: &[(String, PathBuf)]) -> Result<Vec<ResourceRecord>, String> {
+    /// Keeps a copy of each resource beside the journal (once per content),
+    /// each written whole through the one writer.
+    pub fn resources(
+        &mut self,
+        list: &[(String, PathBuf)],
+    ) -> Result<Vec<ResourceRecord>, FileError> {
         let mut out = Vec::with_capacity(list.len());
         for (reference, path) in list {
-            let bytes = std::fs::read(path)
-                .map_err(|e| format!("cannot read `{}` to journal it: {e}", path.display()))?;
+            let bytes = std::fs::read(path).map_err(|e| {
+                FileError::io(
+                    path,
+                    format!("cannot read `{}` to journal it", path.display()),
+                    e,
+                )
+            })?;
+            self.inputs
+                .add(&format!("resource `{reference}`, read from"), path);
             let sha = sha256_hex(&bytes);
             let ext = path
                 .extension()
@@ -186,17 +221,16 @@ impl Journal {
             let name = format!("{sha}{ext}");
             let dest = self.store.join(&name);
             if !dest.is_file() {
-                std::fs::create_dir_all(&self.store)
-                    .map_err(|e| format!("cannot create `{}`: {e}", self.store.display()))?;
-                let tmp = self
-                    .store
-                    .join(format!(".{name}.{}.partial", std::process::id()));
-                std::fs::write(&tmp, &bytes)
-                    .and_then(|_| std::fs::rename(&tmp, &dest))
-                    .map_err(|e| {
-                        let _ = std::fs::remove_file(&tmp);
-                        format!("cannot copy `{}` beside the journal: {e}", path.display())
-                    })?;
+                std::fs::create_dir_all(&self.store).map_err(|e| {
+                    FileError::io(
+                        &self.store,
+                        format!("cannot create `{}`", self.store.display()),
+                        e,
+                    )
+                })?;
+                write_file(&dest, &self.inputs, &Kind::JOURNAL_COPY, |w| {
+                    w.write_all(&bytes)
+                })?;
             }
             out.push(ResourceRecord {
                 reference: reference.clone(),
@@ -500,35 +534,53 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     })
 }
 
-/// Writes a replay as a 32-bit float WAV (temp file, then rename).
-pub fn write_wav(r: &Replay, out: &Path) -> Result<(), HostError> {
-    let spec = hound::WavSpec {
-        channels: r.channels as u16,
+/// Writes a replay as a 32-bit float WAV to a checked output: a regular
+/// file under a temporary name, renamed into place when complete, or
+/// streamed to a FIFO, a device or standard output (the header carries the
+/// final sizes up front, RF64 past 4 GiB; below that the bytes are what
+/// hound writes).
+pub fn write_wav(r: &Replay, output: Output, stdout: &mut dyn Write) -> Result<(), HostError> {
+    let layout = WavLayout {
+        channels: u16::try_from(r.channels).map_err(|_| {
+            HostError::Runtime(format!("{} channels do not fit a WAV file", r.channels))
+        })?,
         sample_rate: r.sample_rate,
-        bits_per_sample: 32,
-        sample_format: hound::SampleFormat::Float,
+        format: WavFormat::F32,
+        frames: r.samples.len() as u64 / r.channels.max(1) as u64,
     };
-    let dir = out
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out.wav".to_string());
-    let tmp = dir.join(format!(".{name}.{}.partial", std::process::id()));
-    let result = (|| -> Result<(), String> {
-        let mut w = hound::WavWriter::create(&tmp, spec).map_err(|e| e.to_string())?;
-        for s in &r.samples {
-            w.write_sample(*s).map_err(|e| e.to_string())?;
+    let header = layout.header().ok_or_else(|| {
+        HostError::Runtime(format!("{} frames do not fit any WAV file", layout.frames))
+    })?;
+    output.write_with(stdout, |w| {
+        w.write_all(&header)?;
+        for chunk in r.samples.chunks(1 << 14) {
+            let bytes: Vec<u8> = chunk.iter().flat_map(|s| s.to_le_bytes()).collect();
+            w.write_all(&bytes)?;
         }
-        w.finalize().map_err(|e| e.to_string())?;
-        std::fs::rename(&tmp, out).map_err(|e| e.to_string())
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        HostError::Runtime(format!("cannot write `{}`: {e}", out.display()))
-    })
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// Every file a replay reads: the journal, and the copies of resources and
+/// snapshots it keeps beside it, none of which its output may replace.
+pub fn inputs(journal: &Path, session: &Session) -> Inputs {
+    let mut inputs = Inputs::default();
+    inputs.add("the journal", journal);
+    for r in &session.records {
+        let kept: &[ResourceRecord] = match r {
+            Record::Scene { resources, .. } | Record::Handover { resources, .. } => resources,
+            Record::Resume { snapshot, .. } => std::slice::from_ref(snapshot),
+            _ => &[],
+        };
+        for k in kept {
+            inputs.add(
+                &format!("the journal's copy of `{}`", k.reference),
+                &session.dir.join(&k.copy),
+            );
+        }
+    }
+    inputs
 }
 
 /// The session's timeline, one line per event, for `replay --info`.
@@ -632,9 +684,10 @@ pub fn replay(opts: &ReplayOptions, log: &mut dyn Write) -> Result<(), HostError
             "replay needs -o OUT.wav (or --info)".to_string(),
         ));
     };
+    let session = read(journal)?;
     let until = match &opts.until {
         Some(t) => {
-            let rate = match read(journal)?.records.first() {
+            let rate = match session.records.first() {
                 Some(Record::Header { sample_rate, .. }) => *sample_rate,
                 _ => 48_000,
             };
@@ -642,19 +695,21 @@ pub fn replay(opts: &ReplayOptions, log: &mut dyn Write) -> Result<(), HostError
         }
         None => None,
     };
+    // Where the WAV goes is checked before the replay renders.
+    let output = Output::prepare(out, &inputs(journal, &session), 0, &Kind::REPLAY)?;
+    let what = output.describe();
     let t0 = std::time::Instant::now();
     let r = rerender(journal, until)?;
     for w in &r.warnings {
         let _ = writeln!(log, "warning: {w}");
     }
-    write_wav(&r, out)?;
+    write_wav(&r, output, &mut std::io::stdout())?;
     let secs = r.frames as f64 / r.sample_rate as f64;
     let _ = writeln!(
         log,
-        "replayed {} frames ({secs:.2}s, {} ch) to {} in {:.2}s ({:.1}x real time)",
+        "replayed {} frames ({secs:.2}s, {} ch) to {what} in {:.2}s ({:.1}x real time)",
         r.frames,
         r.channels,
-        out.display(),
         t0.elapsed().as_secs_f64(),
         secs / t0.elapsed().as_secs_f64().max(1e-9)
     );

@@ -1,0 +1,171 @@
+//! What goes wrong with a file the program writes: the refusals of the
+//! output rules ([`super::rules`]) and the I/O failures of the writer
+//! ([`super::write`]), each naming the path (and keeping the `io::Error`),
+//! with the exit code it maps to.
+
+use std::io;
+use std::path::PathBuf;
+
+/// A file that could not be written, or that the rules refuse to write.
+#[derive(Debug)]
+pub enum FileError {
+    /// The output is a file the command reads (exit 2). `shown` is the
+    /// output as named (with a link's target), `input` what it is to the
+    /// command ("the scene `a.json`").
+    IsInput {
+        path: PathBuf,
+        shown: String,
+        input: String,
+    },
+    /// `-` names standard output, which is a terminal (exit 2).
+    StdoutIsTerminal,
+    /// Standard output is a file the command reads (exit 2).
+    StdoutIsInput { input: String },
+    /// `-` (standard output) for a file that must be a regular file (exit 2).
+    StdoutNotAllowed {
+        writer: &'static str,
+        what: &'static str,
+    },
+    /// The name says another format than the command writes (exit 2).
+    Extension { path: PathBuf, message: String },
+    /// A second output of the command is one of its inputs or its first
+    /// output (exit 2): `what` it is, `other` what it would overwrite.
+    Clash {
+        path: PathBuf,
+        what: String,
+        other: String,
+    },
+    /// The path cannot take the file (exit 1): a directory, a missing
+    /// directory, a block device, a socket, a file the user may not
+    /// replace, no room on its file system.
+    Unsuitable { path: PathBuf, message: String },
+    /// An I/O call on `path` failed (exit 1): `context` says what was being
+    /// done and names the file, `after` what became of it ("; the file is
+    /// unchanged").
+    Io {
+        path: PathBuf,
+        context: String,
+        source: io::Error,
+        after: String,
+    },
+}
+
+impl FileError {
+    /// An I/O failure with nothing to add after the error.
+    pub fn io(
+        path: impl Into<PathBuf>,
+        context: impl Into<String>,
+        source: io::Error,
+    ) -> FileError {
+        FileError::Io {
+            path: path.into(),
+            context: context.into(),
+            source,
+            after: String::new(),
+        }
+    }
+
+    /// 2 when the command line contradicts itself (the user's argument is
+    /// refused), 1 when the file system says no.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            FileError::IsInput { .. }
+            | FileError::StdoutIsTerminal
+            | FileError::StdoutIsInput { .. }
+            | FileError::StdoutNotAllowed { .. }
+            | FileError::Extension { .. }
+            | FileError::Clash { .. } => 2,
+            FileError::Unsuitable { .. } | FileError::Io { .. } => 1,
+        }
+    }
+
+    /// The I/O error underneath, if this is an I/O failure.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            FileError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileError::IsInput { shown, input, .. } => write!(
+                f,
+                "{shown} is {input}; morphrt never writes over what it reads: choose another output file"
+            ),
+            FileError::StdoutIsTerminal => f.write_str(
+                "`-o -` writes to standard output, which is a terminal; redirect it (`> out.wav`, `| program`) or give -o FILE",
+            ),
+            FileError::StdoutIsInput { input } => write!(
+                f,
+                "standard output is {input}; morphrt never writes over what it reads"
+            ),
+            FileError::StdoutNotAllowed { writer, what } => write!(
+                f,
+                "`-` would be standard output; {writer} writes {what} to regular files only: give a file name"
+            ),
+            FileError::Extension { message, .. } | FileError::Unsuitable { message, .. } => {
+                f.write_str(message)
+            }
+            FileError::Clash { path, what, other } => write!(
+                f,
+                "{what} `{}` is {other}; morphrt never writes over what it reads or writes twice: choose another file",
+                path.display()
+            ),
+            FileError::Io {
+                context,
+                source,
+                after,
+                ..
+            } => write!(f, "{context}: {source}{after}"),
+        }
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.io_error().map(|e| e as _)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::HostError;
+
+    #[test]
+    fn refusals_are_usage_and_failures_are_runtime() {
+        let refused = FileError::Clash {
+            path: "s.json".into(),
+            what: "the journal".into(),
+            other: "the scene `s.json`".into(),
+        };
+        assert_eq!(refused.exit_code(), 2);
+        assert!(matches!(HostError::from(refused), HostError::Usage(_)));
+        let failed = FileError::io(
+            "/dev/full",
+            "cannot write `/dev/full`",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert_eq!(
+            failed.io_error().and_then(io::Error::raw_os_error),
+            Some(libc::ENOSPC)
+        );
+        let e = HostError::from(failed);
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.message().starts_with("cannot write `/dev/full`: "), "{e}");
+    }
+}
+
+/// A refused output is bad usage (exit 2); a failed write is the
+/// machine's failure (exit 1).
+impl From<FileError> for crate::host::HostError {
+    fn from(e: FileError) -> crate::host::HostError {
+        match e.exit_code() {
+            2 => crate::host::HostError::Usage(e.to_string()),
+            _ => crate::host::HostError::Runtime(e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! The one file writer: every file the program writes goes through here,
+//! after [`super::rules`] checked where it goes.
+//!
+//! A regular file is written under a hidden temporary name beside its
+//! target ([`TempFile`]), flushed to disk (fsync), renamed over the target
+//! and the directory synced, so the target holds either its old content or
+//! the whole new one, even after a crash. The temporary file is removed on
+//! every failure: an error, a panic (it is removed when dropped) or a stop
+//! signal ([`TempRegistration`]). A FIFO, a character device or standard
+//! output, where the rules let the kind stream, is written in place. The one
+//! file that is appended to as it goes, the journal, is opened in place
+//! ([`Output::open_in_place`]) after the same checks.
+
+use super::error::FileError;
+use super::rules::{Destination, Inputs, Kind, Output};
+use super::signals::TempRegistration;
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{self, Seek, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// A hidden file beside the target, removed when dropped unless it was
+/// renamed over the target by [`TempFile::commit`].
+#[derive(Debug)]
+pub struct TempFile {
+    file: File,
+    path: PathBuf,
+    target: PathBuf,
+    /// The output for messages: "the capture `take.wav`".
+    named: String,
+    replaces: bool,
+    committed: bool,
+    /// Removes the file when a stop signal ends the process.
+    _signal: Option<TempRegistration>,
+}
+
+impl TempFile {
+    /// Creates `.NAME.PID.partial` beside `target` (never over anything),
+    /// with the permissions, and as root the owner, of the file it replaces;
+    /// `named` names the output in errors.
+    pub fn create(
+        target: &Path,
+        replaces: Option<&Metadata>,
+        named: &str,
+    ) -> Result<TempFile, FileError> {
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let pid = std::process::id();
+        let mut n = 0;
+        let (file, path) = loop {
+            let path = dir.join(match n {
+                0 => format!(".{name}.{pid}.partial"),
+                _ => format!(".{name}.{pid}-{n}.partial"),
+            });
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(f) => break (f, path),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+                Err(e) => {
+                    return Err(FileError::io(
+                        target,
+                        format!(
+                            "cannot write {named}: cannot write in the directory `{}`",
+                            dir.display()
+                        ),
+                        e,
+                    ))
+                }
+            }
+        };
+        let temp = TempFile {
+            _signal: TempRegistration::new(&path),
+            file,
+            path,
+            target: target.to_path_buf(),
+            named: named.to_string(),
+            replaces: replaces.is_some(),
+            committed: false,
+        };
+        if let Some(m) = replaces {
+            // Giving a file away needs root; elsewhere this keeps what it can
+            // (the group, when the user is in it) and the write goes on.
+            let _ = std::os::unix::fs::fchown(&temp.file, Some(m.uid()), Some(m.gid()));
+            let _ = std::os::unix::fs::fchown(&temp.file, None, Some(m.gid()));
+            // Set-id and sticky bits have no meaning on a data file.
+            let perms = std::fs::Permissions::from_mode(m.mode() & 0o777);
+            temp.file.set_permissions(perms).map_err(|e| {
+                FileError::io(
+                    target,
+                    format!("cannot write {named}: cannot set the permissions of the new file"),
+                    e,
+                )
+            })?;
+        }
+        Ok(temp)
+    }
+
+    /// The temporary file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether a file at the target is being replaced.
+    pub fn replaces(&self) -> bool {
+        self.replaces
+    }
+
+    /// What a failure left at the target, for messages.
+    pub fn aftermath(&self) -> &'static str {
+        if self.replaces {
+            "; the file is unchanged"
+        } else {
+            "; nothing was written"
+        }
+    }
+
+    /// A second handle on the file, for a writer that must own one (it is
+    /// still removed, synced and renamed through this one).
+    pub fn try_clone_file(&self) -> Result<File, FileError> {
+        self.file
+            .try_clone()
+            .map_err(|e| self.failed("cannot write", e))
+    }
+
+    fn failed(&self, doing: &str, source: io::Error) -> FileError {
+        FileError::Io {
+            path: self.target.clone(),
+            context: format!("{doing} {}", self.named),
+            source,
+            after: self.aftermath().to_string(),
+        }
+    }
+
+    /// Flushes the file to disk, renames it over the target and syncs the
+    /// directory, so the rename survives a crash. On failure the temporary
+    /// file is removed and the target is as it was.
+    pub fn commit(self) -> Result<(), FileError> {
+        self.commit_or(false)
+    }
+
+    /// As [`commit`](Self::commit), but when only the rename fails the
+    /// complete file is kept under its temporary name, which the error
+    /// gives: for what cannot be made again (a recording).
+    pub fn commit_or_keep(self) -> Result<(), FileError> {
+        self.commit_or(true)
+    }
+
+    fn commit_or(mut self, keep: bool) -> Result<(), FileError> {
+        self.file
+            .sync_all()
+            .map_err(|e| self.failed("cannot finish", e))?;
+        if let Err(e) = std::fs::rename(&self.path, &self.target) {
+            if !keep {
+                return Err(self.failed("cannot finish", e));
+            }
+            self.committed = true;
+            return Err(FileError::Io {
+                path: self.target.clone(),
+                context: format!("cannot move the file into {}", self.named),
+                source: e,
+                after: format!("; the complete file is in `{}`", self.path.display()),
+            });
+        }
+        self.committed = true;
+        if let Some(dir) = self.target.parent() {
+            if let Ok(d) = File::open(dir) {
+                // Not every file system can sync a directory; the file
+                // itself is durable.
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Write for TempFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Seek for TempFile {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.file.seek(pos)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Where an open output's bytes go.
+enum To<'a> {
+    /// The caller's standard output.
+    Stdout(&'a mut dyn Write),
+    /// A FIFO or character device.
+    Stream(File),
+    /// A temporary file, renamed into place by [`Sink::finish`].
+    Temp(TempFile),
+}
+
+/// An open output: write to it, then [`finish`](Sink::finish) it; dropped
+/// unfinished, it leaves nothing (a temporary file is removed).
+pub struct Sink<'a> {
+    to: To<'a>,
+    path: PathBuf,
+    /// The output for messages.
+    named: String,
+}
+
+impl Sink<'_> {
+    /// Makes the output complete: flushes a stream, syncs and renames a
+    /// temporary file into place.
+    pub fn finish(self) -> Result<(), FileError> {
+        let aftermath = self.aftermath();
+        let failed = |source| FileError::Io {
+            path: self.path.clone(),
+            context: format!("cannot finish {}", self.named),
+            source,
+            after: aftermath.to_string(),
+        };
+        match self.to {
+            To::Stdout(w) => w.flush().map_err(failed),
+            To::Stream(mut f) => f.flush().map_err(failed),
+            To::Temp(t) => t.commit(),
+        }
+    }
+
+    /// What became of the output when writing failed, for the message.
+    pub fn aftermath(&self) -> &'static str {
+        match &self.to {
+            To::Temp(t) => t.aftermath(),
+            _ => "",
+        }
+    }
+
+    /// The error for a failed write to this output, naming it.
+    pub fn write_error(&self, source: io::Error) -> FileError {
+        FileError::Io {
+            path: self.path.clone(),
+            context: format!("cannot write {}", self.named),
+            source,
+            after: self.aftermath().to_string(),
+        }
+    }
+}
+
+impl Write for Sink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.to {
+            To::Stdout(w) => w.write(buf),
+            To::Stream(f) => f.write(buf),
+            To::Temp(t) => t.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.to {
+            To::Stdout(w) => w.flush(),
+            To::Stream(f) => f.flush(),
+            To::Temp(t) => t.flush(),
+        }
+    }
+}
+
+/// Counts what goes through, for the size of what was written.
+struct Counting<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl Output {
+    /// Opens the writer: the caller's `stdout`, the stream, or a new
+    /// temporary file beside the target (with the replaced file's mode).
+    pub fn start<'a>(self, stdout: &'a mut dyn Write) -> Result<Sink<'a>, FileError> {
+        let named = self.named();
+        let path = self.shown.clone();
+        let to = match self.dest {
+            Destination::Stdout => To::Stdout(stdout),
+            Destination::Stream(f) => To::Stream(f),
+            Destination::File { target, replaces } => {
+                To::Temp(TempFile::create(&target, replaces.as_ref(), &named)?)
+            }
+        };
+        Ok(Sink { to, path, named })
+    }
+
+    /// The temporary file for a regular file's output, for a writer that
+    /// seeks (a WAV whose header is written last). A kind that does not
+    /// stream has nothing else: the rules refused the rest.
+    pub fn create_temp(self) -> Result<TempFile, FileError> {
+        let named = self.named();
+        match self.dest {
+            Destination::File { target, replaces } => {
+                TempFile::create(&target, replaces.as_ref(), &named)
+            }
+            _ => Err(regular_only(self.shown, &named, &self.kind)),
+        }
+    }
+
+    /// Writes what `write` writes (through a buffer) and completes the
+    /// output; returns the size written. A regular file appears only now,
+    /// renamed into place; on failure nothing partial is left and a
+    /// replaced file is unchanged.
+    pub fn write_with(
+        self,
+        stdout: &mut dyn Write,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<u64, FileError> {
+        let sink = self.start(stdout)?;
+        let mut w = io::BufWriter::with_capacity(
+            1 << 16,
+            Counting {
+                inner: sink,
+                bytes: 0,
+            },
+        );
+        if let Err(e) = write(&mut w).and_then(|_| w.flush()) {
+            let (counting, _) = w.into_parts();
+            return Err(counting.inner.write_error(e));
+        }
+        let counting = match w.into_inner() {
+            Ok(c) => c,
+            Err(e) => {
+                let (error, w) = e.into_parts();
+                return Err(w.into_parts().0.inner.write_error(error));
+            }
+        };
+        let bytes = counting.bytes;
+        counting.inner.finish()?;
+        Ok(bytes)
+    }
+
+    /// Writes `bytes` whole and completes the output (see [`write_with`](Self::write_with)).
+    pub fn write_all(self, bytes: &[u8], stdout: &mut dyn Write) -> Result<(), FileError> {
+        self.write_with(stdout, |w| w.write_all(bytes)).map(drop)
+    }
+
+    /// Opens a regular file in place, created or emptied, for a file that
+    /// grows as it goes and is read up to its last complete record (the
+    /// journal). The rules were checked by [`Output::prepare`]: never an
+    /// input, never a device, a FIFO or a directory.
+    pub fn open_in_place(self) -> Result<File, FileError> {
+        let named = self.named();
+        match self.dest {
+            Destination::File { target, .. } => OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(&target)
+                .map_err(|e| FileError::io(self.shown, format!("cannot write {named}"), e)),
+            _ => Err(regular_only(self.shown, &named, &self.kind)),
+        }
+    }
+}
+
+/// What a kind that writes regular files only says of any other output
+/// (the rules refuse them first; this is the writer's own guard).
+fn regular_only(path: PathBuf, named: &str, kind: &Kind) -> FileError {
+    FileError::Unsuitable {
+        path,
+        message: format!(
+            "cannot write {named}: {} writes {} to regular files only",
+            kind.writer, kind.what
+        ),
+    }
+}
+
+/// Writes a regular file at `path` under the rules for `kind`, never over
+/// one of `inputs`: checks, then [`Output::write_with`]. Returns the size
+/// written. For kinds that do not stream (a snapshot, a calibration).
+pub fn write_file(
+    path: &Path,
+    inputs: &Inputs,
+    kind: &Kind,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<u64, FileError> {
+    Output::prepare(path, inputs, 0, kind)?.write_with(&mut io::sink(), write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("morphrt-write-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn names(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_dropped_temp_file_is_removed_and_a_committed_one_replaces_the_target() {
+        let d = dir("temp");
+        let target = d.join("out.wav");
+        std::fs::write(&target, b"old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let meta = std::fs::metadata(&target).unwrap();
+        let mut t = TempFile::create(&target, Some(&meta), "`out.wav`").unwrap();
+        let partial = t.path().to_path_buf();
+        t.write_all(b"new").unwrap();
+        drop(t);
+        assert!(!partial.exists());
+        assert_eq!(std::fs::read(&target).unwrap(), b"old");
+
+        let mut t = TempFile::create(&target, Some(&meta), "`out.wav`").unwrap();
+        t.write_all(b"new").unwrap();
+        t.commit().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        let mode = std::fs::metadata(&target).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o640, "the replaced file's mode is kept");
+        assert_eq!(names(&d), ["out.wav"]);
+    }
+
+    #[test]
+    fn a_failed_write_never_leaves_a_partial_file() {
+        let d = dir("atomic");
+        let path = d.join("s.json");
+        let write = |f: &dyn Fn(&mut dyn Write) -> io::Result<()>| {
+            write_file(&path, &Inputs::default(), &Kind::SNAPSHOT, f)
+        };
+        assert_eq!(write(&|w| w.write_all(b"old")).unwrap(), 3);
+        let e = write(&|w| {
+            w.write_all(b"new and half")?;
+            Err(io::Error::other("disk full"))
+        })
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().contains("disk full"), "{e}");
+        assert!(e.to_string().contains("s.json"), "{e}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"old",
+            "the old file stays whole"
+        );
+        assert_eq!(names(&d), ["s.json"], "no temporary file is left");
+        let missing = d.join("missing/s.json");
+        let e = write_file(&missing, &Inputs::default(), &Kind::SNAPSHOT, |w| {
+            w.write_all(b"x")
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn a_panic_while_writing_leaves_nothing() {
+        let d = dir("panic");
+        let path = d.join("s.json");
+        let r = std::panic::catch_unwind(|| {
+            write_file(&path, &Inputs::default(), &Kind::SNAPSHOT, |w| {
+                w.write_all(&[b'x'; 100_000])?;
+                panic!("in the middle");
+            })
+        });
+        assert!(r.is_err());
+        assert!(names(&d).is_empty());
+    }
+
+    #[test]
+    fn an_input_is_never_written_nor_is_a_fifo_replaced() {
+        let d = dir("rules");
+        let scene = d.join("s.json");
+        std::fs::write(&scene, b"{}").unwrap();
+        let mut inputs = Inputs::default();
+        inputs.add("the scene", &scene);
+        let e = write_file(&scene, &inputs, &Kind::SNAPSHOT, |w| w.write_all(b"x")).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("is the scene"), "{e}");
+        assert_eq!(std::fs::read(&scene).unwrap(), b"{}");
+
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path in our own directory.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let o = Output::prepare(&fifo, &Inputs::default(), 0, &Kind::JOURNAL);
+        let e = o.unwrap_err();
+        assert!(e.to_string().contains("it is a FIFO"), "{e}");
+        let e = Output::prepare(Path::new("-"), &Inputs::default(), 0, &Kind::JOURNAL).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let kept = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(kept.is_fifo());
+    }
+
+    #[test]
+    fn a_file_opened_in_place_is_emptied_and_grows() {
+        let d = dir("in-place");
+        let path = d.join("j.jsonl");
+        std::fs::write(&path, b"an older journal").unwrap();
+        let o = Output::prepare(&path, &Inputs::default(), 0, &Kind::JOURNAL).unwrap();
+        let mut f = o.open_in_place().unwrap();
+        f.write_all(b"{}\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
+        assert_eq!(names(&d), ["j.jsonl"]);
+    }
+
+    #[test]
+    fn a_rename_that_fails_can_keep_the_complete_file() {
+        let d = dir("keep");
+        let target = d.join("take.wav");
+        let mut t = TempFile::create(&target, None, "the capture `take.wav`").unwrap();
+        t.write_all(b"RIFF").unwrap();
+        let partial = t.path().to_path_buf();
+        // The target became a non-empty directory: the rename cannot replace it.
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("x"), b"").unwrap();
+        let e = t.commit_or_keep().unwrap_err();
+        assert!(
+            e.to_string().contains(&partial.display().to_string()),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&partial).unwrap(), b"RIFF");
+    }
+}

@@ -1,0 +1,304 @@
+//! Engine state ↔ the snapshot's records: the conversions between
+//! [`EngineState`] and the file's records, both ways, in the exact number
+//! encodings of `numbers.rs`.
+
+use super::format::{
+    DelayRecord, NodeRecord, ParamRecord, RampRecord, SnapshotFile, StateEntry, StateRecord,
+    ValueRecord,
+};
+use super::numbers::{HexF32, HexF64, Num};
+use super::{display, SnapshotError};
+use crate::dsp::Precision;
+use crate::engine::{EngineState, NodeSnapshot};
+use crate::ops::{
+    self, AudioData, NodeState, OpSpec, ParamKind, ParamState, Ramp, StateValue, Value,
+};
+use crate::profile::Profile;
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub(super) fn delay_record((data, pos): &(Vec<f64>, usize)) -> DelayRecord {
+    DelayRecord {
+        pos: *pos,
+        samples: HexF64(data.clone()),
+    }
+}
+
+/// The record of node state `s`, which ran under `profile` at `precision`.
+pub(super) fn node_record(
+    s: &NodeSnapshot,
+    profile: Profile,
+    precision: Precision,
+) -> Result<NodeRecord, SnapshotError> {
+    let spec = ops::lookup(s.op)
+        .ok_or_else(|| SnapshotError::Mismatch(format!("no operator `{}`", s.op)))?;
+    let k = spec.params.len();
+    if s.params.len() != k || s.scene_values.len() != k {
+        return Err(SnapshotError::Mismatch(format!(
+            "node `{}` has {} param states and {} scene values for {k} params of `{}`",
+            s.id,
+            s.params.len(),
+            s.scene_values.len(),
+            spec.name
+        )));
+    }
+    let mut params = Vec::with_capacity(k);
+    for (i, p) in spec.params.iter().enumerate() {
+        let current = match s.discrete.iter().find(|(j, _)| *j == i) {
+            Some((_, v)) => Some(value_record(spec, i, v, &s.id)?),
+            None => None,
+        };
+        params.push(ParamRecord {
+            name: p.name.to_string(),
+            scene: value_record(spec, i, &s.scene_values[i], &s.id)?,
+            value: Num(s.params[i].value),
+            ramp: s.params[i].ramp.map(|r| RampRecord {
+                from: Num(r.from),
+                start: r.start,
+                len: r.len,
+            }),
+            current,
+        });
+    }
+    Ok(NodeRecord {
+        id: s.id.clone(),
+        op: s.op.to_string(),
+        profile,
+        precision,
+        sig: s.sig,
+        wiring: s.wiring,
+        state: s
+            .state
+            .entries
+            .iter()
+            .map(|(name, v)| StateEntry {
+                name: name.to_string(),
+                value: match v {
+                    StateValue::F32(x) => StateRecord::F32(HexF32(x.clone())),
+                    StateValue::F64(x) => StateRecord::F64(HexF64(x.clone())),
+                    StateValue::U64(x) => StateRecord::U64(*x),
+                    StateValue::I64(x) => StateRecord::I64(*x),
+                    StateValue::Bool(x) => StateRecord::Bool(*x),
+                },
+            })
+            .collect(),
+        params,
+        edges: s.edges.iter().map(delay_record).collect(),
+    })
+}
+
+fn value_record(
+    spec: &OpSpec,
+    i: usize,
+    v: &Value,
+    id: &str,
+) -> Result<ValueRecord, SnapshotError> {
+    Ok(match v {
+        Value::Number(x) => ValueRecord::Number(Num(*x)),
+        Value::Integer(x) => ValueRecord::Integer(*x),
+        Value::Enum(k) => match spec.params[i].kind {
+            ParamKind::Enum { choices, .. } if *k < choices.len() => {
+                ValueRecord::Enum(choices[*k].to_string())
+            }
+            _ => {
+                return Err(SnapshotError::Mismatch(format!(
+                    "node `{id}`: choice {k} of `{}` does not exist",
+                    spec.params[i].name
+                )))
+            }
+        },
+        Value::Bool(b) => ValueRecord::Bool(*b),
+        Value::Resource(a) => ValueRecord::Resource(display(&a.path)),
+        Value::Gains(g) => ValueRecord::Gains(g.iter().map(|x| Num(*x)).collect()),
+    })
+}
+
+impl SnapshotFile {
+    /// The engine state the file holds, ready for [`Engine::migrate`].
+    /// Resources are placeholders carrying only their path: a resume keeps
+    /// the engine's own, and the file's SHA-256 tells whether they changed.
+    pub fn state(&self) -> Result<EngineState, SnapshotError> {
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        for r in &self.nodes {
+            nodes.push(self.node_snapshot(r)?);
+        }
+        Ok(EngineState {
+            clock: self.clock,
+            // Event cursors are recomputed from the clock by `migrate`.
+            next_event: 0,
+            nodes,
+            main: self
+                .main
+                .delays
+                .iter()
+                .map(|d| (d.samples.0.clone(), d.pos))
+                .collect(),
+            profile: self.session_profile,
+            main_sig: self.main.sig,
+            main_wiring: self.main.wiring,
+        })
+    }
+
+    fn node_snapshot(&self, r: &NodeRecord) -> Result<NodeSnapshot, SnapshotError> {
+        let bad = |m: String| self.invalid(format!("node `{}` (`{}`): {m}", r.id, r.op));
+        let spec = ops::lookup(&r.op).ok_or_else(|| {
+            bad(format!(
+                "this morphrt has no operator `{}` (operators: {})",
+                r.op,
+                ops::registry()
+                    .iter()
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let names: Vec<&str> = r.params.iter().map(|p| p.name.as_str()).collect();
+        let want: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
+        if names != want {
+            return Err(bad(format!(
+                "params [{}] do not match this build's `{}` params [{}]",
+                names.join(", "),
+                spec.name,
+                want.join(", ")
+            )));
+        }
+        for (k, e) in r.state.iter().enumerate() {
+            if r.state[..k].iter().any(|f| f.name == e.name) {
+                return Err(bad(format!("state `{}` appears twice", e.name)));
+            }
+        }
+        let mut params = Vec::with_capacity(r.params.len());
+        let mut discrete = Vec::new();
+        let mut scene_values = Vec::with_capacity(r.params.len());
+        for (i, p) in r.params.iter().enumerate() {
+            params.push(ParamState {
+                value: p.value.0,
+                ramp: p.ramp.as_ref().map(|m| Ramp {
+                    from: m.from.0,
+                    start: m.start,
+                    len: m.len,
+                }),
+            });
+            scene_values.push(self.value(spec, i, &p.scene).map_err(&bad)?);
+            if let Some(c) = &p.current {
+                let v = self.value(spec, i, c).map_err(&bad)?;
+                if !matches!(v, Value::Enum(_) | Value::Integer(_) | Value::Bool(_)) {
+                    return Err(bad(format!(
+                        "`{}`: only enum, integer and bool params have a `current` value",
+                        p.name
+                    )));
+                }
+                discrete.push((i, v));
+            }
+        }
+        Ok(NodeSnapshot {
+            id: r.id.clone(),
+            op: spec.name,
+            state: NodeState {
+                entries: r
+                    .state
+                    .iter()
+                    .map(|e| {
+                        let v = match &e.value {
+                            StateRecord::F32(x) => StateValue::F32(x.0.clone()),
+                            StateRecord::F64(x) => StateValue::F64(x.0.clone()),
+                            StateRecord::U64(x) => StateValue::U64(*x),
+                            StateRecord::I64(x) => StateValue::I64(*x),
+                            StateRecord::Bool(x) => StateValue::Bool(*x),
+                        };
+                        (Cow::Owned(e.name.clone()), v)
+                    })
+                    .collect(),
+            },
+            params,
+            discrete,
+            edges: r
+                .edges
+                .iter()
+                .map(|d| (d.samples.0.clone(), d.pos))
+                .collect(),
+            scene_values,
+            sig: r.sig,
+            wiring: r.wiring,
+        })
+    }
+
+    fn value(&self, spec: &OpSpec, i: usize, v: &ValueRecord) -> Result<Value, String> {
+        let p = &spec.params[i];
+        Ok(match v {
+            ValueRecord::Number(x) => Value::Number(x.0),
+            ValueRecord::Integer(x) => Value::Integer(*x),
+            ValueRecord::Bool(b) => Value::Bool(*b),
+            ValueRecord::Gains(g) => Value::Gains(g.iter().map(|x| x.0).collect()),
+            ValueRecord::Enum(name) => match p.kind {
+                ParamKind::Enum { choices, .. } => {
+                    Value::Enum(choices.iter().position(|c| c == name).ok_or_else(|| {
+                        format!(
+                            "`{name}` is not a `{}` (valid: {})",
+                            p.name,
+                            choices.join(", ")
+                        )
+                    })?)
+                }
+                _ => return Err(format!("`{}` is not an enum param", p.name)),
+            },
+            ValueRecord::Resource(path) => {
+                if !self.resources.iter().any(|r| r.path == *path) {
+                    return Err(format!(
+                        "`{}` reads resource `{path}`, which the file's `resources` does not list",
+                        p.name
+                    ));
+                }
+                Value::Resource(Arc::new(AudioData {
+                    path: PathBuf::from(path),
+                    sample_rate: 0,
+                    channels: Vec::new(),
+                }))
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::build;
+    use super::super::SnapshotContext;
+    use super::*;
+    use crate::engine::Engine;
+
+    #[test]
+    fn state_round_trips_through_the_file_exactly() {
+        let (plan, text) = build(Profile::Repro);
+        let cx = SnapshotContext::new(&plan, &text).unwrap();
+        let mut e = Engine::new(plan);
+        crate::engine::render_to_vec(&mut e, 1500);
+        let st = e.snapshot();
+        // What the scene exercises is really in the state.
+        let osc = &st.nodes.iter().find(|n| n.id == "osc").unwrap().params[0];
+        assert!(osc.ramp.is_some(), "the freq ramp is in progress");
+        let lp = st.nodes.iter().find(|n| n.id == "lp").unwrap();
+        assert_eq!(
+            lp.discrete[0],
+            (0, Value::Enum(1)),
+            "the event set highpass"
+        );
+        let file = cx.file(&st).unwrap();
+        assert_eq!(file.resources.len(), 1);
+        let bytes = file.to_bytes();
+        let back = SnapshotFile::from_bytes(&bytes, "t.snap").unwrap();
+        assert_eq!(back.to_bytes(), bytes, "read and written again: same bytes");
+        let mut got = back.state().unwrap();
+        // Cursors are recomputed on restore; resources come back as placeholders.
+        got.next_event = st.next_event;
+        for (g, s) in got.nodes.iter_mut().zip(&st.nodes) {
+            for (gv, sv) in g.scene_values.iter_mut().zip(&s.scene_values) {
+                if let (Value::Resource(a), Value::Resource(b)) = (&*gv, sv) {
+                    assert_eq!(a.path, b.path);
+                    *gv = sv.clone();
+                }
+            }
+        }
+        assert_eq!(got, st);
+    }
+}

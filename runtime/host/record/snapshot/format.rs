@@ -1,0 +1,374 @@
+//! The snapshot file's versioned JSON types: the layout of a
+//! `morphrt-snapshot` version-1 file, field by field in the order it is
+//! written, and reading one back, its format and version checked first.
+
+use super::numbers::{precision_name, profile_name, HexF32, HexF64, Num};
+use super::{display, SnapshotError};
+use crate::dsp::Precision;
+use crate::host::files::rules::{Inputs, Kind};
+use crate::host::files::write::write_file;
+use crate::profile::Profile;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// The `format` field every snapshot file starts with.
+pub const FORMAT: &str = "morphrt-snapshot";
+/// The format version this build writes and reads; bumped on any change a
+/// version-1 reader would misread.
+pub const VERSION: u32 = 1;
+
+/// A snapshot file as it is stored (see the module docs for the layout).
+/// Field order is the file's key order, so writing one is deterministic.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SnapshotFile {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// The format version, [`VERSION`].
+    pub version: u32,
+    /// The morphrt that wrote the file (repro and live state continues bit
+    /// for bit only on the same build).
+    pub morphrt_version: String,
+    /// The scene the state belongs to; another one resumes by the carry rules.
+    pub scene: SceneRecord,
+    /// The profile every unpinned node ran under; a resume keeps it unless
+    /// asked for another.
+    #[serde(with = "profile_name")]
+    pub session_profile: Profile,
+    /// State does not carry across rates: a resume at another is refused.
+    pub sample_rate: u32,
+    /// A resume keeps it, so repro and live take the same blocks as the
+    /// uninterrupted run.
+    pub block_size: usize,
+    /// The session seed; `null` when no node draws noise and none was given.
+    pub seed: Option<u64>,
+    /// The sample the state was taken at: the first sample a resumed engine
+    /// renders.
+    pub clock: u64,
+    /// Every resource file the scene read, so a resume can tell a changed one.
+    pub resources: Vec<ResourceRecord>,
+    /// The main bus's alignment delay lines.
+    pub main: BusRecord,
+    /// Every node, in schedule order.
+    pub nodes: Vec<NodeRecord>,
+    /// Where the file was read from, for messages.
+    #[serde(skip)]
+    pub(super) origin: Option<String>,
+}
+
+/// Which scene a snapshot was taken from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SceneRecord {
+    /// The scene file as the writer named it (informational).
+    pub file: String,
+    /// SHA-256 of the scene file's bytes.
+    pub sha256: String,
+    /// SHA-256 of the node ids, operators and edges: equal when an edit
+    /// only changed param values.
+    pub topology_sha256: String,
+}
+
+/// A resource file the scene read, by the path it resolved to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceRecord {
+    /// The path the scene's `@resource:` resolved to when the snapshot was taken.
+    pub path: String,
+    /// SHA-256 of the file's bytes then.
+    pub sha256: String,
+}
+
+/// The main bus's alignment delay lines.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BusRecord {
+    /// Fingerprint of the bus's sources and alignment under the session profile.
+    pub sig: u64,
+    /// Fingerprint of its sources and alignment alone: its delay lines carry
+    /// when it matches.
+    pub wiring: u64,
+    pub delays: Vec<DelayRecord>,
+}
+
+/// A delay line: its contents (always stored at f64, exact for f32) and
+/// write position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DelayRecord {
+    /// The next write position.
+    pub pos: usize,
+    /// The contents, in buffer order.
+    #[serde(rename = "f64")]
+    pub samples: HexF64,
+}
+
+/// One node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    /// Nodes match by id and operator when a snapshot resumes.
+    pub id: String,
+    pub op: String,
+    /// The node's resolved profile and precision when the state was taken
+    /// (state converts when it is restored at another).
+    #[serde(with = "profile_name")]
+    pub profile: Profile,
+    #[serde(with = "precision_name")]
+    pub precision: Precision,
+    /// Structure fingerprint (op, profile, precision, wiring).
+    pub sig: u64,
+    /// Fingerprint of the incoming wiring: edge delay lines carry when it
+    /// matches.
+    pub wiring: u64,
+    /// The operator's named state, in the order it writes it.
+    pub state: Vec<StateEntry>,
+    /// Every param of the operator, in its declared order.
+    pub params: Vec<ParamRecord>,
+    /// Latency-compensation delay lines of incoming edges.
+    pub edges: Vec<DelayRecord>,
+}
+
+/// A named piece of node state, e.g. `{"name": "z1", "f64": "3fe0…"}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StateEntry {
+    /// The operator's name for the entry (state is restored by name).
+    pub name: String,
+    #[serde(flatten)]
+    pub value: StateRecord,
+}
+
+/// A state value: sample arrays as hex bit patterns, integers and flags as JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StateRecord {
+    F32(HexF32),
+    F64(HexF64),
+    U64(u64),
+    I64(i64),
+    Bool(bool),
+}
+
+/// One param of a node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamRecord {
+    /// The operator's name for it (checked on load).
+    pub name: String,
+    /// What the scene file said (a handover compares it with the new scene's
+    /// to tell an edit from an event's change).
+    pub scene: ValueRecord,
+    /// The running value of a number param (0 for other kinds).
+    pub value: Num,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<RampRecord>,
+    /// The running value of a discrete param (enum, integer, bool), which
+    /// an event may have changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<ValueRecord>,
+}
+
+/// A ramp in progress: `from` at `start` to the param's value at `start + len`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RampRecord {
+    pub from: Num,
+    /// Absolute sample where the ramp began.
+    pub start: u64,
+    /// Its length in samples.
+    pub len: u64,
+}
+
+/// A param value; enums by choice name, resources by path (their SHA-256
+/// is in the file's `resources`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueRecord {
+    Number(Num),
+    Integer(i64),
+    Enum(String),
+    Bool(bool),
+    Resource(String),
+    Gains(Vec<Num>),
+}
+
+impl SnapshotFile {
+    /// Reads and checks a snapshot file: its format and version first (so
+    /// a newer file is named as such, not as malformed), then every field,
+    /// every operator and param against this build's registry.
+    pub fn read(path: &Path) -> Result<SnapshotFile, SnapshotError> {
+        let file = display(path);
+        let bytes = std::fs::read(path).map_err(|error| SnapshotError::Read {
+            file: file.clone(),
+            error,
+        })?;
+        SnapshotFile::from_bytes(&bytes, &file)
+    }
+
+    /// Parses and checks snapshot bytes; `file` names them in errors.
+    pub fn from_bytes(bytes: &[u8], file: &str) -> Result<SnapshotFile, SnapshotError> {
+        #[derive(Deserialize)]
+        struct Header {
+            format: Option<serde_json::Value>,
+            version: Option<serde_json::Value>,
+        }
+        let json_error = |e: serde_json::Error| match e.classify() {
+            serde_json::error::Category::Eof => SnapshotError::Truncated {
+                file: file.to_string(),
+                line: e.line(),
+                column: e.column(),
+            },
+            serde_json::error::Category::Syntax | serde_json::error::Category::Io => {
+                SnapshotError::Syntax {
+                    file: file.to_string(),
+                    line: e.line(),
+                    column: e.column(),
+                    message: strip_position(&e.to_string()),
+                }
+            }
+            serde_json::error::Category::Data => SnapshotError::Invalid {
+                file: file.to_string(),
+                message: strip_position(&e.to_string()),
+                at: (e.line() > 0).then(|| (e.line(), e.column())),
+            },
+        };
+        let header: Header = serde_json::from_slice(bytes).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => SnapshotError::NotASnapshot {
+                file: file.to_string(),
+            },
+            _ => json_error(e),
+        })?;
+        if header.format.as_ref().and_then(|f| f.as_str()) != Some(FORMAT) {
+            return Err(SnapshotError::NotASnapshot {
+                file: file.to_string(),
+            });
+        }
+        match &header.version {
+            Some(v) if v.as_u64() == Some(VERSION as u64) => {}
+            Some(v) => {
+                return Err(SnapshotError::Version {
+                    file: file.to_string(),
+                    found: v.to_string(),
+                })
+            }
+            None => {
+                return Err(SnapshotError::Version {
+                    file: file.to_string(),
+                    found: "(none)".to_string(),
+                })
+            }
+        }
+        let mut snap: SnapshotFile = serde_json::from_slice(bytes).map_err(json_error)?;
+        snap.origin = Some(file.to_string());
+        snap.check()?;
+        Ok(snap)
+    }
+
+    /// The serialized file: pretty-printed JSON and a final newline. The
+    /// same value always gives the same bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_json(&mut out).expect("writing to memory");
+        out
+    }
+
+    fn write_json(&self, w: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *w, self)?;
+        w.write_all(b"\n")
+    }
+
+    /// Writes the file to `path` through the one writer, never over one
+    /// of `inputs` (a regular file, renamed into place when complete and
+    /// synced); returns its size in bytes.
+    pub fn write_file(&self, path: &Path, inputs: &Inputs) -> Result<u64, SnapshotError> {
+        write_file(path, inputs, &Kind::SNAPSHOT, |w| self.write_json(w))
+            .map_err(SnapshotError::File)
+    }
+
+    /// The session profile the snapshot was taken under.
+    pub fn profile(&self) -> Profile {
+        self.session_profile
+    }
+
+    /// The file the snapshot was read from, or a label when it was built in memory.
+    pub fn origin(&self) -> String {
+        self.origin
+            .clone()
+            .unwrap_or_else(|| "<snapshot>".to_string())
+    }
+
+    pub(super) fn invalid(&self, message: String) -> SnapshotError {
+        SnapshotError::Invalid {
+            file: self.origin(),
+            message,
+            at: None,
+        }
+    }
+
+    /// Everything [`state`](Self::state) relies on, checked once on read.
+    fn check(&self) -> Result<(), SnapshotError> {
+        if self.sample_rate == 0 {
+            return Err(self.invalid("`sample_rate` is 0".to_string()));
+        }
+        if self.block_size == 0 || self.block_size > crate::profile::MAX_BLOCK_SIZE {
+            return Err(self.invalid(format!(
+                "`block_size` {} is out of range (1 … {})",
+                self.block_size,
+                crate::profile::MAX_BLOCK_SIZE
+            )));
+        }
+        for (k, n) in self.nodes.iter().enumerate() {
+            if self.nodes[..k].iter().any(|m| m.id == n.id) {
+                return Err(self.invalid(format!("node `{}` appears twice", n.id)));
+            }
+        }
+        self.state().map(drop)
+    }
+}
+
+/// Drops serde_json's " at line L column C" suffix (the error says it already).
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{build, SCENE};
+    use super::super::SnapshotContext;
+    use super::*;
+    use crate::engine::Engine;
+
+    #[test]
+    fn bad_files_are_named_for_what_is_wrong() {
+        let (plan, text) = build(Profile::Live);
+        let cx = SnapshotContext::new(&plan, &text).unwrap();
+        let good =
+            String::from_utf8(cx.file(&Engine::new(plan).snapshot()).unwrap().to_bytes()).unwrap();
+        let err = |s: &str| SnapshotFile::from_bytes(s.as_bytes(), "x.snap").unwrap_err();
+        let e = err(&good[..good.len() / 2]);
+        assert!(matches!(e, SnapshotError::Truncated { .. }), "{e}");
+        assert!(e.to_string().contains("`x.snap` is truncated"), "{e}");
+        let e = err(&good.replacen("\"clock\":", "\"clock\";", 1));
+        assert!(matches!(e, SnapshotError::Syntax { .. }), "{e}");
+        let e = err(&good.replacen("\"version\": 1,", "\"version\": 2,", 1));
+        assert!(e.to_string().contains("format version 2"), "{e}");
+        assert!(matches!(err(SCENE), SnapshotError::NotASnapshot { .. }));
+        assert!(matches!(err("[1, 2]"), SnapshotError::NotASnapshot { .. }));
+        let e = err(&good.replacen("\"op\": \"biquad\"", "\"op\": \"biquadd\"", 1));
+        assert!(e.to_string().contains("no operator `biquadd`"), "{e}");
+        let e = err(&good.replacen("\"name\": \"cutoff\"", "\"name\": \"cut\"", 1));
+        assert!(e.to_string().contains("node `lp`"), "{e}");
+        let e = err(&good.replacen("\"enum\": \"lowpass\"", "\"enum\": \"lowpas\"", 1));
+        assert!(e.to_string().contains("`lowpas` is not a `mode`"), "{e}");
+        let e = err(&good.replacen("\"f32\": \"", "\"f32\": \"z", 1));
+        assert!(e.to_string().contains("not a whole number"), "{e}");
+        let e = err(&good.replacen(
+            "\"session_profile\": \"live\"",
+            "\"session_profile\": \"fast\"",
+            1,
+        ));
+        assert!(e.to_string().contains("`fast` is not a profile"), "{e}");
+        for e in [
+            err(&good[..10]),
+            err(&good.replacen("\"version\": 1,", "\"version\": 2,", 1)),
+        ] {
+            assert_eq!(e.exit_code(), 2);
+        }
+    }
+}
