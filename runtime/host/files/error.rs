@@ -130,6 +130,17 @@ impl std::error::Error for FileError {
     }
 }
 
+/// A refused output is bad usage (exit 2); a failed write is the
+/// machine's failure (exit 1).
+impl From<FileError> for crate::host::HostError {
+    fn from(e: FileError) -> crate::host::HostError {
+        match e.exit_code() {
+            2 => crate::host::HostError::Usage(e.to_string()),
+            _ => crate::host::HostError::Runtime(e.to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,16 +167,5 @@ mod tests {
         let e = HostError::from(failed);
         assert_eq!(e.exit_code(), 1);
         assert!(e.message().starts_with("cannot write `/dev/full`: "), "{e}");
-    }
-}
-
-/// A refused output is bad usage (exit 2); a failed write is the
-/// machine's failure (exit 1).
-impl From<FileError> for crate::host::HostError {
-    fn from(e: FileError) -> crate::host::HostError {
-        match e.exit_code() {
-            2 => crate::host::HostError::Usage(e.to_string()),
-            _ => crate::host::HostError::Runtime(e.to_string()),
-        }
     }
 }
