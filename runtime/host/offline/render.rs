@@ -12,13 +12,13 @@
 use super::levels::Levels;
 use crate::engine::{run_blocks, try_run_blocks_with_stops};
 use crate::engine::{BusRef, Engine};
-use crate::graph::{compile, CompileOptions};
+use crate::graph::{compile, CompileOptions, Plan};
 use crate::host::files::digest::hex;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::files::wav::{to_int_clipped, WavFormat, WavLayout};
 use crate::host::files::write::Sink;
-use crate::host::record::snapshot::{numbered_path, SnapshotContext, SnapshotFile};
+use crate::host::record::snapshot::{numbered_path, SnapshotContext, SnapshotFile, Written};
 use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::TimeArg;
@@ -374,120 +374,25 @@ pub fn render(
         crate::host::read_scene(&opts.scene)?
     };
     let snap = opts.resume.as_deref().map(SnapshotFile::read).transpose()?;
-    let copts = match &snap {
-        Some(s) => {
-            if let Some(b) = opts.block_size.filter(|b| *b != s.block_size) {
-                return Err(HostError::Usage(format!(
-                    "--block-size {b} conflicts with snapshot `{}`, taken at block size {}; a resumed render keeps the snapshot's",
-                    s.origin(),
-                    s.block_size
-                )));
-            }
-            if let Some(seed) = opts.seed.filter(|x| s.seed.is_some_and(|y| y != *x)) {
-                return Err(HostError::Usage(format!(
-                    "--seed {seed} conflicts with snapshot `{}`, taken with seed {}; a resumed render keeps the snapshot's",
-                    s.origin(),
-                    s.seed.unwrap_or_default()
-                )));
-            }
-            let mut c = s.compile_options(opts.profile, opts.resources.clone());
-            c.seed = c.seed.or(opts.seed);
-            c
-        }
-        None => CompileOptions {
-            profile: opts.profile,
-            block_size: opts.block_size,
-            seed: opts.seed,
-            resource_dirs: opts.resources.clone(),
-            ..CompileOptions::default()
-        },
-    };
-    let compiling = Instant::now();
-    let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
-    let mut warnings = std::mem::take(&mut plan.warnings);
-    let compiled = compiling.elapsed();
-    if crate::host::term::verbose() {
-        let _ = writeln!(log, "{}", crate::host::verbose_plan(&plan));
-        let _ = writeln!(
-            log,
-            "note: compiled in {:.1} ms",
-            compiled.as_secs_f64() * 1e3
-        );
-    }
+    let mut plan = compile_for_render(opts, &scene, snap.as_ref(), log)?;
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
-    let frames = match &opts.duration {
-        Some(d) => d.length(sr, log).map_err(HostError::Usage)?,
-        None => {
-            let total = plan.duration.unwrap_or(10 * sr as u64);
-            if total > max_frames(sr) {
-                return Err(over_limit(
-                    format!(
-                        "the duration of scene `{}` ({} s)",
-                        plan.file,
-                        total as f64 / sr as f64
-                    ),
-                    sr,
-                ));
-            }
-            if total <= start {
-                return Err(HostError::Usage(format!(
-                    "snapshot `{}` is at {:.3}s, at or past the scene's end ({:.3}s): give -d to render on",
-                    snap.as_ref().map(|s| s.origin()).unwrap_or_default(),
-                    start as f64 / sr as f64,
-                    total as f64 / sr as f64
-                )));
-            }
-            total - start
-        }
-    };
-    let length = match &opts.duration {
-        Some(d) => format!("-d {}", d.text()),
-        None if plan.duration.is_some() => "the scene's duration".to_string(),
-        None => "the default length of 10 s".to_string(),
-    };
-    warnings.extend(crate::graph::events_after_end(
-        &plan,
-        start + frames,
-        &length,
-    ));
-    warnings.extend(crate::graph::slow_render_warning(&plan, frames));
-    if !warnings.is_empty() {
-        let _ = writeln!(log, "{}", scene::Shown::new(&warnings));
-    }
-    let mut stops: Vec<u64> = Vec::new();
-    for t in &opts.snapshot_at {
-        let at = t.length(sr, log).map_err(HostError::Usage)?;
-        if at < start || at > start + frames {
-            return Err(HostError::Usage(format!(
-                "--snapshot-at {t} (sample {at}) is outside the render (samples {start} … {})",
-                start + frames
-            )));
-        }
-        stops.push(at);
-    }
-    stops.sort_unstable();
-    stops.dedup();
+    let frames = render_length(opts, &plan, snap.as_ref(), log)?;
+    let warnings = warn_before_render(opts, &mut plan, start, frames, log);
+    let stops = snapshot_stops(opts, sr, start, frames, log)?;
     let several = stops.len() > 1;
 
     // Everything read, and where everything goes, is known: check the
     // output now, before any block renders.
-    let mut inputs = Inputs::default();
-    if from_stdin {
-        inputs.add_stdin("the scene (read from standard input)");
-    } else {
-        inputs.add("the scene", &opts.scene);
-    }
-    for (reference, path) in &plan.resources {
-        inputs.add(&format!("resource `{reference}`, read from"), path);
-    }
-    if let Some(p) = &opts.resume {
-        inputs.add("the snapshot resumed from", p);
-    }
+    let inputs = render_inputs(opts, &plan, from_stdin);
     let channels = plan.main.len();
     let layout = wav_layout(channels, sr, opts.format, frames)?;
-    let needed = layout.file_len().unwrap_or(u64::MAX);
-    let output = Output::prepare(&opts.output, &inputs, needed, &Kind::RENDER)?;
+    let output = Output::prepare(
+        &opts.output,
+        &inputs,
+        layout.file_len().unwrap_or(u64::MAX),
+        &Kind::RENDER,
+    )?;
     if let Some(base) = &opts.snapshot_out {
         for at in &stops {
             let path = numbered_path(base, *at, several);
@@ -503,20 +408,7 @@ pub fn render(
     let mut engine = Engine::new(plan);
     debug_assert_eq!(engine.channels(), channels);
     if let (Some(s), Some(cx)) = (&snap, &context) {
-        let resumed = cx.resume(s, &mut engine)?;
-        for m in &resumed.messages {
-            let _ = writeln!(log, "{m}");
-        }
-        let _ = writeln!(
-            log,
-            "resuming `{}` at sample {} ({:.3}s) under {}: {} of {} nodes carried",
-            s.origin(),
-            resumed.clock,
-            resumed.clock as f64 / sr as f64,
-            engine.profile(),
-            resumed.migration.carried,
-            s.nodes.len()
-        );
+        resume_from(s, cx, &mut engine, log)?;
     }
     let mut written = Vec::new();
     let to_stdout = output.is_stdout();
@@ -551,7 +443,208 @@ pub fn render(
         },
     )?;
     drop(guard);
-    for (at, w, capture) in &written {
+    report_snapshots(&written, sr, log);
+    report_render(&engine, &report, &layout, start, &what, log);
+    // Standard output carries the WAV with `-o -`: the hash and the summary
+    // go to the log then, or straight to stderr under `-q`, where the log
+    // keeps only errors but what was asked for still prints.
+    let mut raw_stderr = std::io::stderr();
+    let text_out: &mut dyn Write = match (to_stdout, crate::host::term::quiet()) {
+        (false, _) => out,
+        (true, false) => log,
+        (true, true) => &mut raw_stderr,
+    };
+    if opts.json {
+        let summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
+        let _ = writeln!(text_out, "{summary}");
+    } else if opts.hash {
+        let _ = writeln!(text_out, "{}", report.hash);
+    }
+    Ok(())
+}
+
+/// The plan a render runs: compiled under the arguments, or under the
+/// snapshot's settings when resuming (a `--block-size` or `--seed` that
+/// disagrees with the snapshot's is refused). `-v` says what it resolved.
+fn compile_for_render(
+    opts: &RenderOptions,
+    scene: &scene::Scene,
+    snap: Option<&SnapshotFile>,
+    log: &mut dyn Write,
+) -> Result<Plan, HostError> {
+    let copts = match snap {
+        Some(s) => {
+            if let Some(b) = opts.block_size.filter(|b| *b != s.block_size) {
+                return Err(HostError::Usage(format!(
+                    "--block-size {b} conflicts with snapshot `{}`, taken at block size {}; a resumed render keeps the snapshot's",
+                    s.origin(),
+                    s.block_size
+                )));
+            }
+            if let Some(seed) = opts.seed.filter(|x| s.seed.is_some_and(|y| y != *x)) {
+                return Err(HostError::Usage(format!(
+                    "--seed {seed} conflicts with snapshot `{}`, taken with seed {}; a resumed render keeps the snapshot's",
+                    s.origin(),
+                    s.seed.unwrap_or_default()
+                )));
+            }
+            let mut c = s.compile_options(opts.profile, opts.resources.clone());
+            c.seed = c.seed.or(opts.seed);
+            c
+        }
+        None => CompileOptions {
+            profile: opts.profile,
+            block_size: opts.block_size,
+            seed: opts.seed,
+            resource_dirs: opts.resources.clone(),
+            ..CompileOptions::default()
+        },
+    };
+    let compiling = Instant::now();
+    let plan = compile(scene, &copts).map_err(HostError::Input)?;
+    let compiled = compiling.elapsed();
+    if crate::host::term::verbose() {
+        let _ = writeln!(log, "{}", crate::host::verbose_plan(&plan));
+        let _ = writeln!(
+            log,
+            "note: compiled in {:.1} ms",
+            compiled.as_secs_f64() * 1e3
+        );
+    }
+    Ok(plan)
+}
+
+/// How many frames to render: `-d`, else the scene's duration (else 10 s),
+/// less what a resumed snapshot already rendered; within the render limit.
+fn render_length(
+    opts: &RenderOptions,
+    plan: &Plan,
+    snap: Option<&SnapshotFile>,
+    log: &mut dyn Write,
+) -> Result<u64, HostError> {
+    let sr = plan.sample_rate;
+    if let Some(d) = &opts.duration {
+        return d.length(sr, log).map_err(HostError::Usage);
+    }
+    let start = snap.map_or(0, |s| s.clock);
+    let total = plan.duration.unwrap_or(10 * sr as u64);
+    if total > max_frames(sr) {
+        return Err(over_limit(
+            format!(
+                "the duration of scene `{}` ({} s)",
+                plan.file,
+                total as f64 / sr as f64
+            ),
+            sr,
+        ));
+    }
+    if total <= start {
+        return Err(HostError::Usage(format!(
+            "snapshot `{}` is at {:.3}s, at or past the scene's end ({:.3}s): give -d to render on",
+            snap.map(|s| s.origin()).unwrap_or_default(),
+            start as f64 / sr as f64,
+            total as f64 / sr as f64
+        )));
+    }
+    Ok(total - start)
+}
+
+/// The compile's warnings, plus events past the end and a render slower
+/// than real time, printed before the first block; returned for `--json`.
+fn warn_before_render(
+    opts: &RenderOptions,
+    plan: &mut Plan,
+    start: u64,
+    frames: u64,
+    log: &mut dyn Write,
+) -> Vec<Diagnostic> {
+    let mut warnings = std::mem::take(&mut plan.warnings);
+    let length = match &opts.duration {
+        Some(d) => format!("-d {}", d.text()),
+        None if plan.duration.is_some() => "the scene's duration".to_string(),
+        None => "the default length of 10 s".to_string(),
+    };
+    warnings.extend(crate::graph::events_after_end(
+        plan,
+        start + frames,
+        &length,
+    ));
+    warnings.extend(crate::graph::slow_render_warning(plan, frames));
+    if !warnings.is_empty() {
+        let _ = writeln!(log, "{}", scene::Shown::new(&warnings));
+    }
+    warnings
+}
+
+/// The samples `--snapshot-at` names, sorted, each inside the render.
+fn snapshot_stops(
+    opts: &RenderOptions,
+    sr: u32,
+    start: u64,
+    frames: u64,
+    log: &mut dyn Write,
+) -> Result<Vec<u64>, HostError> {
+    let mut stops: Vec<u64> = Vec::new();
+    for t in &opts.snapshot_at {
+        let at = t.length(sr, log).map_err(HostError::Usage)?;
+        if at < start || at > start + frames {
+            return Err(HostError::Usage(format!(
+                "--snapshot-at {t} (sample {at}) is outside the render (samples {start} … {})",
+                start + frames
+            )));
+        }
+        stops.push(at);
+    }
+    stops.sort_unstable();
+    stops.dedup();
+    Ok(stops)
+}
+
+/// Every file the render reads, which no output may replace: the scene,
+/// its resources, the snapshot resumed from.
+fn render_inputs(opts: &RenderOptions, plan: &Plan, from_stdin: bool) -> Inputs {
+    let mut inputs = Inputs::default();
+    if from_stdin {
+        inputs.add_stdin("the scene (read from standard input)");
+    } else {
+        inputs.add("the scene", &opts.scene);
+    }
+    for (reference, path) in &plan.resources {
+        inputs.add(&format!("resource `{reference}`, read from"), path);
+    }
+    if let Some(p) = &opts.resume {
+        inputs.add("the snapshot resumed from", p);
+    }
+    inputs
+}
+
+/// Carries a snapshot's state into the fresh engine and says what carried.
+fn resume_from(
+    s: &SnapshotFile,
+    cx: &SnapshotContext,
+    engine: &mut Engine,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    let resumed = cx.resume(s, engine)?;
+    for m in &resumed.messages {
+        let _ = writeln!(log, "{m}");
+    }
+    let _ = writeln!(
+        log,
+        "resuming `{}` at sample {} ({:.3}s) under {}: {} of {} nodes carried",
+        s.origin(),
+        resumed.clock,
+        resumed.clock as f64 / engine.sample_rate() as f64,
+        engine.profile(),
+        resumed.migration.carried,
+        s.nodes.len()
+    );
+    Ok(())
+}
+
+/// One line per snapshot written during the render.
+fn report_snapshots(written: &[(u64, Written, Duration)], sr: u32, log: &mut dyn Write) {
+    for (at, w, capture) in written {
         let _ = writeln!(
             log,
             "snapshot at sample {at} ({:.3}s) written to {}: {} bytes, captured in {:.2} ms, written in {:.2} ms",
@@ -562,6 +655,18 @@ pub fn render(
             w.elapsed.as_secs_f64() * 1e3
         );
     }
+}
+
+/// What the render did: NaN/Inf replaced, frames, profile, speed, levels.
+fn report_render(
+    engine: &Engine,
+    report: &RenderReport,
+    layout: &WavLayout,
+    start: u64,
+    what: &str,
+    log: &mut dyn Write,
+) {
+    let sr = engine.sample_rate();
     if let Some((node, sample)) = engine.stats().first_nan {
         let _ = writeln!(
             log,
@@ -591,48 +696,42 @@ pub fn render(
     if let Some(w) = report.levels.clip_warning() {
         let _ = writeln!(log, "{w}");
     }
-    // Standard output carries the WAV with `-o -`: the hash and the summary
-    // go to the log then, or straight to stderr under `-q`, where the log
-    // keeps only errors but what was asked for still prints.
-    let mut raw_stderr = std::io::stderr();
-    let text_out: &mut dyn Write = match (to_stdout, crate::host::term::quiet()) {
-        (false, _) => out,
-        (true, false) => log,
-        (true, true) => &mut raw_stderr,
-    };
-    if opts.json {
-        let duration_s = report.frames as f64 / sr as f64;
-        let mut summary = serde_json::json!({
-            "output": opts.output.display().to_string(),
-            "format": opts.format.name(),
-            "rf64": layout.is_rf64(),
-            "bytes": needed,
-            "sample_rate": sr,
-            "channels": report.channels,
-            "start_frame": start,
-            "frames": report.frames,
-            "duration_s": duration_s,
-            "profile": engine.profile().to_string(),
-            "block_size": engine.block_size(),
-            "hash": report.hash,
-            "time_s": report.elapsed.as_secs_f64(),
-            "rtf": report.elapsed.as_secs_f64() / duration_s,
-            // The warnings printed before the render, as `check --json` gives them.
-            "diagnostics": scene::Shown::new(&warnings).json(),
-            "truncated": scene::Shown::new(&warnings).truncated(),
-        });
-        if let (Some(m), serde_json::Value::Object(levels)) =
-            (summary.as_object_mut(), report.levels.json())
-        {
-            m.extend(levels);
-        }
-        let _ = writeln!(
-            text_out,
-            "{}",
-            serde_json::to_string_pretty(&summary).expect("json")
-        );
-    } else if opts.hash {
-        let _ = writeln!(text_out, "{}", report.hash);
+}
+
+/// `--json`: the render's summary, levels and the warnings printed before it.
+fn json_summary(
+    opts: &RenderOptions,
+    engine: &Engine,
+    report: &RenderReport,
+    layout: &WavLayout,
+    start: u64,
+    warnings: &[Diagnostic],
+) -> String {
+    let sr = engine.sample_rate();
+    let duration_s = report.frames as f64 / sr as f64;
+    let mut summary = serde_json::json!({
+        "output": opts.output.display().to_string(),
+        "format": opts.format.name(),
+        "rf64": layout.is_rf64(),
+        "bytes": layout.file_len().unwrap_or(u64::MAX),
+        "sample_rate": sr,
+        "channels": report.channels,
+        "start_frame": start,
+        "frames": report.frames,
+        "duration_s": duration_s,
+        "profile": engine.profile().to_string(),
+        "block_size": engine.block_size(),
+        "hash": report.hash,
+        "time_s": report.elapsed.as_secs_f64(),
+        "rtf": report.elapsed.as_secs_f64() / duration_s,
+        // The warnings printed before the render, as `check --json` gives them.
+        "diagnostics": scene::Shown::new(warnings).json(),
+        "truncated": scene::Shown::new(warnings).truncated(),
+    });
+    if let (Some(m), serde_json::Value::Object(levels)) =
+        (summary.as_object_mut(), report.levels.json())
+    {
+        m.extend(levels);
     }
-    Ok(())
+    serde_json::to_string_pretty(&summary).expect("json")
 }
