@@ -7,7 +7,8 @@
 
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::live::control::{run_loop, LoopConfig, PacedOutput, StatusMode};
+use morphrt::host::live::control::{run_loop, LoopConfig, StatusMode};
+use morphrt::host::live::device::clock::PacedOutput;
 use morphrt::host::live::player::{Controls, Meters, Player};
 use morphrt::profile::Profile;
 use std::sync::Arc;

@@ -7,9 +7,8 @@
 use morphrt::engine::render_to_vec;
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::live::control::{
-    run_loop, LoopConfig, Output, OutputStream, StatusMode, StreamEvents, StreamFault,
-};
+use morphrt::host::live::control::{run_loop, LoopConfig, StatusMode};
+use morphrt::host::live::device::{Output, OutputStream, StreamEvents, StreamFault};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};

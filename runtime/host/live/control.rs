@@ -6,62 +6,12 @@
 //! with the same engine (state and sample clock continue), and stops
 //! cleanly on request.
 
+use crate::host::live::device::{Output, StreamEvents};
 use crate::host::live::player::{Meters, Player, PlayerCell};
 use std::io::Write;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Why a stream reported trouble (set from the stream's error callback).
-#[derive(Default)]
-pub struct StreamEvents {
-    /// 0: none; see [`StreamFault`].
-    fault: AtomicU32,
-}
-
-/// A stream failure the control thread must handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamFault {
-    DeviceNotAvailable,
-    StreamInvalidated,
-    Other,
-}
-
-impl StreamEvents {
-    pub fn report(&self, f: StreamFault) {
-        let code = match f {
-            StreamFault::DeviceNotAvailable => 1,
-            StreamFault::StreamInvalidated => 2,
-            StreamFault::Other => 3,
-        };
-        self.fault.store(code, Ordering::Release);
-    }
-
-    fn take(&self) -> Option<StreamFault> {
-        match self.fault.swap(0, Ordering::AcqRel) {
-            1 => Some(StreamFault::DeviceNotAvailable),
-            2 => Some(StreamFault::StreamInvalidated),
-            3 => Some(StreamFault::Other),
-            _ => None,
-        }
-    }
-}
-
-/// A running stream; dropping it stops the callbacks (and waits for any in
-/// flight to return).
-pub trait OutputStream {}
-
-/// Something that can play: a cpal device, or a test double.
-pub trait Output {
-    /// Starts calling `cell.fill` with device buffers; reports failures to `events`.
-    fn open(
-        &mut self,
-        cell: Arc<PlayerCell>,
-        events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn OutputStream>, String>;
-    /// Frames per callback when fixed, for the status line and the watchdog.
-    fn period_frames(&self) -> Option<usize>;
-}
 
 /// How the control loop reports.
 #[derive(Clone, Copy, Debug)]
@@ -346,69 +296,6 @@ pub fn run_loop_with(
         let _ = writeln!(log, "{line}");
     }
     Ok(report)
-}
-
-/// A device that discards what it plays but calls back at real-time pace
-/// (for measuring load and xruns on machines without a sound card).
-pub struct PacedOutput {
-    /// Frames per callback.
-    pub period: usize,
-    /// The pace: `period` frames every `period / sample_rate` seconds.
-    pub sample_rate: f64,
-    /// Interleaved channels per frame.
-    pub channels: usize,
-}
-
-struct PacedStream {
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl OutputStream for PacedStream {}
-
-impl Drop for PacedStream {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Output for PacedOutput {
-    fn open(
-        &mut self,
-        cell: Arc<PlayerCell>,
-        _events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn OutputStream>, String> {
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let (period, rate, ch) = (self.period, self.sample_rate, self.channels);
-        let thread = std::thread::Builder::new()
-            .name("paced-output".to_string())
-            .spawn(move || {
-                let mut buf = vec![0.0f32; period * ch];
-                let t0 = Instant::now();
-                let mut frames = 0u64;
-                while !stop2.load(Ordering::Relaxed) {
-                    cell.fill(&mut buf);
-                    frames += period as u64;
-                    let due = t0 + Duration::from_secs_f64(frames as f64 / rate);
-                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                        std::thread::sleep(wait);
-                    }
-                }
-            })
-            .map_err(|e| format!("cannot start the paced output thread: {e}"))?;
-        Ok(Box::new(PacedStream {
-            stop,
-            thread: Some(thread),
-        }))
-    }
-
-    fn period_frames(&self) -> Option<usize> {
-        Some(self.period)
-    }
 }
 
 /// Whether the player was asked to stop (read through the cell without

@@ -3,8 +3,9 @@
 
 use crate::engine::incoming::{Incoming, SessionFixed};
 use crate::graph::{compile, CompileOptions, SeedSource};
-use crate::host::live::control::{self, Control, LoopConfig, Output, PacedOutput, StatusMode};
-use crate::host::live::device;
+use crate::host::live::control::{self, Control, LoopConfig, StatusMode};
+use crate::host::live::device::clock::{PacedOutput, CLOCK_DEVICE};
+use crate::host::live::device::{self, Output};
 use crate::host::live::keys::{Command, Input, KeyListener};
 use crate::host::live::player::{self, Controls, Meters, Player};
 use crate::host::live::session::{LiveSession, Reason};
@@ -23,9 +24,6 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The device id of the headless output paced by a clock.
-pub const CLOCK_DEVICE: &str = "clock";
 
 /// What `morphrt run` was asked to do: the command's arguments.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -307,7 +305,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             CLOCK_DEVICE.to_string(),
         )
     } else {
-        let opened = device::open(&device::Request {
+        let opened = device::cpal::open(&device::cpal::Request {
             device: opts.device.as_deref(),
             sample_rate: plan.sample_rate,
             bus_channels: bus,

@@ -1,7 +1,7 @@
 //! cpal: listing output devices, choosing a stream configuration, and the
 //! [`Output`] that plays through a device.
 
-use crate::host::live::control::{Output, OutputStream, StreamEvents, StreamFault};
+use crate::host::live::device::{Output, OutputStream, StreamEvents, StreamFault};
 use crate::host::live::player::PlayerCell;
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use std::sync::Arc;
