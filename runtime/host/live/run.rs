@@ -9,7 +9,7 @@ use crate::host::live::device::{self, Output};
 use crate::host::live::keys::{Command, Input, KeyListener};
 use crate::host::live::player::{self, Controls, Meters, Player};
 use crate::host::live::session::{LiveSession, Reason};
-use crate::host::live::tap::CaptureWriter;
+use crate::host::live::tap::TapWriter;
 use crate::host::live::watch::FileWatcher;
 use crate::host::machine::calibration;
 use crate::host::machine::{self, MachineKey};
@@ -390,7 +390,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let fade = (sr as u64 * 5 / 1000).max(1);
     let capture = match &opts.capture {
         Some(path) => {
-            Some(CaptureWriter::start(path, channels as u16, sr, 4.0).map_err(HostError::Runtime)?)
+            Some(TapWriter::start(path, channels as u16, sr, 4.0).map_err(HostError::Runtime)?)
         }
         None => None,
     };
@@ -409,7 +409,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     );
     let capture_writer = match capture {
         Some((writer, tap)) => {
-            p.set_capture(tap);
+            p.set_tap(tap);
             Some(writer)
         }
         None => None,

@@ -2,14 +2,14 @@
 //! FILE.wav`).
 //!
 //! The callback copies its interleaved output into a wait-free
-//! single-producer single-consumer ring ([`CaptureTap::push`]); a writer
+//! single-producer single-consumer ring ([`Tap::push`]); a writer
 //! thread drains the ring every few milliseconds into a 32-bit float WAV
 //! file. The callback therefore never allocates, frees, locks, blocks or
-//! does I/O for the capture: when the writer falls behind, the samples that
+//! does I/O for the recording: when the writer falls behind, the samples that
 //! do not fit are counted, not waited for.
 //!
 //! The file is written under a temporary name in the destination directory
-//! and renamed into place only by [`CaptureWriter::finish`], so a crash or an
+//! and renamed into place only by [`TapWriter::finish`], so a crash or an
 //! error never leaves a truncated file under the requested name, nor
 //! replaces an existing file with one.
 
@@ -47,18 +47,18 @@ const DISCARD: u8 = 3;
 /// one process never share one.
 static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
 
-/// The audio thread's end of a capture: moved into the player, fed once per
+/// The audio thread's end of a tap: moved into the player, fed once per
 /// callback with exactly what was written to the device.
 ///
 /// Drop it off the audio thread (as the player is): if the writer has
 /// already stopped, dropping the tap frees the ring.
-pub struct CaptureTap {
+pub struct Tap {
     producer: Producer<f32>,
     channels: usize,
     dropped: Arc<AtomicU64>,
 }
 
-impl CaptureTap {
+impl Tap {
     /// Real-time safe: copies interleaved samples into the ring without
     /// allocating, locking or blocking. If the ring is full, it copies the
     /// whole frames that fit and counts the samples it could not push (the
@@ -87,9 +87,9 @@ impl CaptureTap {
     }
 }
 
-/// What a finished capture wrote.
+/// What a finished tap wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CaptureReport {
+pub struct TapReport {
     /// Where the recording now is (the `path` given to `start`).
     pub path: PathBuf,
     /// Frames in the file.
@@ -106,7 +106,7 @@ pub struct CaptureReport {
     pub sample_rate: u32,
 }
 
-impl CaptureReport {
+impl TapReport {
     /// Whether the file holds every sample pushed to the tap, so the caller
     /// can decide whether a recording with gaps is an error.
     pub fn is_complete(&self) -> bool {
@@ -119,11 +119,11 @@ impl CaptureReport {
     }
 }
 
-/// The control thread's end of a capture: owns the writer thread and the
-/// temporary file. Call [`finish`](CaptureWriter::finish) to keep the
+/// The control thread's end of a tap: owns the writer thread and the
+/// temporary file. Call [`finish`](TapWriter::finish) to keep the
 /// recording; dropping it without `finish` discards the recording and
 /// removes the temporary file.
-pub struct CaptureWriter {
+pub struct TapWriter {
     thread: Option<JoinHandle<Result<Written, String>>>,
     state: Arc<AtomicU8>,
     dropped: Arc<AtomicU64>,
@@ -149,7 +149,7 @@ struct Setup {
     paused: bool,
 }
 
-impl CaptureWriter {
+impl TapWriter {
     /// Creates the writer: the file is written under a temporary name in the
     /// same directory and renamed to `path` only by `finish`, so a crash or
     /// error never leaves a partial file and never overwrites an existing
@@ -165,7 +165,7 @@ impl CaptureWriter {
         channels: u16,
         sample_rate: u32,
         ring_seconds: f64,
-    ) -> Result<(CaptureWriter, CaptureTap), String> {
+    ) -> Result<(TapWriter, Tap), String> {
         if !(ring_seconds.is_finite() && ring_seconds > 0.0) {
             return Err(format!(
                 "cannot capture into `{}`: the ring length must be a positive number of seconds, not {ring_seconds}",
@@ -180,7 +180,7 @@ impl CaptureWriter {
             ));
         }
         let max_frames = MAX_DATA_BYTES / (4 * channels.max(1) as u64);
-        CaptureWriter::spawn(
+        TapWriter::spawn(
             path,
             Setup {
                 channels,
@@ -192,7 +192,7 @@ impl CaptureWriter {
         )
     }
 
-    fn spawn(path: &Path, setup: Setup) -> Result<(CaptureWriter, CaptureTap), String> {
+    fn spawn(path: &Path, setup: Setup) -> Result<(TapWriter, Tap), String> {
         let Setup {
             channels,
             sample_rate,
@@ -242,7 +242,7 @@ impl CaptureWriter {
             .spawn(move || drain.run(&st))
             .map_err(|e| remove_temp(format!("cannot start the capture writer: {e}")))?;
         Ok((
-            CaptureWriter {
+            TapWriter {
                 thread: Some(thread),
                 state,
                 dropped: dropped.clone(),
@@ -251,7 +251,7 @@ impl CaptureWriter {
                 channels,
                 sample_rate,
             },
-            CaptureTap {
+            Tap {
                 producer,
                 channels: channels as usize,
                 dropped,
@@ -273,7 +273,7 @@ impl CaptureWriter {
     /// On a write error the temporary file is removed. If only the final
     /// rename fails, the complete recording is kept under its temporary name
     /// and the error says where.
-    pub fn finish(mut self) -> Result<CaptureReport, String> {
+    pub fn finish(mut self) -> Result<TapReport, String> {
         self.state.store(FINISH, Ordering::Release);
         let written = match self.join() {
             Ok(w) => w,
@@ -289,7 +289,7 @@ impl CaptureWriter {
                 self.temp.display()
             )
         })?;
-        Ok(CaptureReport {
+        Ok(TapReport {
             path: self.path.clone(),
             frames: written.frames,
             dropped_samples: self.dropped.load(Ordering::Relaxed),
@@ -310,7 +310,7 @@ impl CaptureWriter {
     }
 }
 
-impl Drop for CaptureWriter {
+impl Drop for TapWriter {
     fn drop(&mut self) {
         if self.thread.is_some() {
             self.state.store(DISCARD, Ordering::Release);
@@ -483,7 +483,7 @@ mod tests {
         let dir = fresh_dir("full");
         let path = dir.join("c.wav");
         // The writer does not drain until `finish`, so the ring fills for sure.
-        let (writer, mut tap) = CaptureWriter::spawn(&path, setup(100, u64::MAX, true)).unwrap();
+        let (writer, mut tap) = TapWriter::spawn(&path, setup(100, u64::MAX, true)).unwrap();
         let x = samples(1000 * 2);
         for chunk in x.chunks(37 * 2) {
             tap.push(chunk);
@@ -503,7 +503,7 @@ mod tests {
     fn a_torn_frame_is_counted_and_never_written() {
         let dir = fresh_dir("torn");
         let path = dir.join("c.wav");
-        let (writer, mut tap) = CaptureWriter::spawn(&path, setup(10, u64::MAX, true)).unwrap();
+        let (writer, mut tap) = TapWriter::spawn(&path, setup(10, u64::MAX, true)).unwrap();
         let x = samples(5);
         tap.push(&x);
         let report = writer.finish().unwrap();
@@ -515,7 +515,7 @@ mod tests {
     fn the_file_stops_at_the_size_limit_and_counts_the_rest() {
         let dir = fresh_dir("limit");
         let path = dir.join("c.wav");
-        let (writer, mut tap) = CaptureWriter::spawn(&path, setup(1000, 50, false)).unwrap();
+        let (writer, mut tap) = TapWriter::spawn(&path, setup(1000, 50, false)).unwrap();
         let x = samples(80 * 2);
         tap.push(&x);
         let report = writer.finish().unwrap();
@@ -532,17 +532,17 @@ mod tests {
     fn start_sizes_the_ring_from_seconds_and_refuses_nonsense() {
         let dir = fresh_dir("sizes");
         let path = dir.join("c.wav");
-        let (writer, tap) = CaptureWriter::start(&path, 3, 1000, 0.0105).unwrap();
+        let (writer, tap) = TapWriter::start(&path, 3, 1000, 0.0105).unwrap();
         // ceil(10.5 frames) = 11 frames of 3 channels.
         assert_eq!(tap.producer.buffer().capacity(), 33);
         assert_eq!(tap.channels(), 3);
         drop(writer);
         for secs in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e9] {
-            let e = CaptureWriter::start(&path, 2, 48_000, secs).err().unwrap();
+            let e = TapWriter::start(&path, 2, 48_000, secs).err().unwrap();
             assert!(e.contains("c.wav"), "{e}");
         }
         for (ch, rate) in [(0, 48_000), (2, 0)] {
-            let e = CaptureWriter::start(&path, ch, rate, 1.0).err().unwrap();
+            let e = TapWriter::start(&path, ch, rate, 1.0).err().unwrap();
             assert!(e.contains("not a sound format"), "{e}");
         }
         // None of the refusals left a file behind.
