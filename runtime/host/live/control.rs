@@ -6,7 +6,7 @@
 //! with the same engine (state and sample clock continue), and stops
 //! cleanly on request.
 
-use crate::host::live::device::{Output, StreamEvents};
+use crate::host::live::device::{Device, StreamEvents};
 use crate::host::live::player::{Meters, Player, PlayerCell};
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -103,22 +103,22 @@ impl Control for NoControl {
     fn tick(&mut self, _log: &mut dyn Write) {}
 }
 
-/// Runs `player` on `output` until it finishes (duration or stop) or the
+/// Runs `player` on `device` until it finishes (duration or stop) or the
 /// device fails beyond recovery.
 pub fn run_loop(
-    output: &mut dyn Output,
+    device: &mut dyn Device,
     player: Player,
     meters: Arc<Meters>,
     origin: Instant,
     cfg: &LoopConfig,
     log: &mut dyn Write,
 ) -> Result<RunReport, RunFailure> {
-    run_loop_with(output, player, meters, origin, cfg, log, &mut NoControl)
+    run_loop_with(device, player, meters, origin, cfg, log, &mut NoControl)
 }
 
 /// [`run_loop`] with a [`Control`] ticked on every iteration.
 pub fn run_loop_with(
-    output: &mut dyn Output,
+    device: &mut dyn Device,
     player: Player,
     meters: Arc<Meters>,
     origin: Instant,
@@ -132,7 +132,7 @@ pub fn run_loop_with(
     let events = Arc::new(StreamEvents::default());
     let mut cell = PlayerCell::new(player);
     let mut stream = Some(
-        output
+        device
             .open(cell.clone(), events.clone())
             .map_err(|e| RunFailure::new(e, report.clone()))?,
     );
@@ -149,7 +149,7 @@ pub fn run_loop_with(
         control.tick(log);
         let now_ns = origin.elapsed().as_nanos() as u64;
         let last = meters.last_callback_ns.load(Ordering::Acquire);
-        let period = output.period_frames().unwrap_or(block) as f64 / sample_rate;
+        let period = device.period_frames().unwrap_or(block) as f64 / sample_rate;
         let stall_after =
             Duration::from_secs_f64(period * cfg.stall_periods as f64).max(cfg.stall_min);
         let since = if last == 0 {
@@ -195,7 +195,7 @@ pub fn run_loop_with(
             let mut player = Some(p);
             for attempt in 0..cfg.max_rebuilds {
                 let c = PlayerCell::new(player.take().expect("player present"));
-                match output.open(c.clone(), events.clone()) {
+                match device.open(c.clone(), events.clone()) {
                     Ok(s) => {
                         cell = c;
                         reopened = Some(s);
@@ -258,7 +258,7 @@ pub fn run_loop_with(
         };
         if due {
             last_status = Instant::now();
-            let line = status_line(&meters, cfg, sample_rate, load_now, output.period_frames());
+            let line = status_line(&meters, cfg, sample_rate, load_now, device.period_frames());
             let line = format!("{line}{}", control.status());
             let _ = match cfg.status {
                 StatusMode::Live => write!(log, "\r{line}\x1b[K"),
@@ -285,12 +285,12 @@ pub fn run_loop_with(
     }
     // Per callback, from the histogram (1 % resolution, upper bucket edge).
     report.load_p99 = meters.load_quantile(0.99);
-    let period_s = output.period_frames().unwrap_or(block) as f64 / sample_rate;
+    let period_s = device.period_frames().unwrap_or(block) as f64 / sample_rate;
     report.load_max = worst_callback.max(meters.take_busy_max_ns() as f64 / 1e9 / period_s);
     if matches!(cfg.status, StatusMode::Live) {
         let _ = writeln!(log);
     }
-    let line = status_line(&meters, cfg, sample_rate, load_now, output.period_frames());
+    let line = status_line(&meters, cfg, sample_rate, load_now, device.period_frames());
     let line = format!("{line}{}", control.status());
     if !matches!(cfg.status, StatusMode::Quiet) {
         let _ = writeln!(log, "{line}");

@@ -4,8 +4,8 @@
 use crate::engine::incoming::{Incoming, SessionFixed};
 use crate::graph::{compile, CompileOptions, SeedSource};
 use crate::host::live::control::{self, Control, LoopConfig, StatusMode};
-use crate::host::live::device::clock::{PacedOutput, CLOCK_DEVICE};
-use crate::host::live::device::{self, Output};
+use crate::host::live::device::clock::{ClockDevice, CLOCK_DEVICE};
+use crate::host::live::device::{self, Device};
 use crate::host::live::keys::{Command, Input, KeyListener};
 use crate::host::live::player::{self, Controls, Meters, Player};
 use crate::host::live::session::{LiveSession, Reason};
@@ -294,9 +294,9 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let bus = plan.main.len();
     let device_channels_wanted = if bus == 1 { 2 } else { bus };
     let period = opts.period.unwrap_or(plan.block_size);
-    let (mut output, channels, device_id): (Box<dyn Output>, usize, String) = if clock_device {
+    let (mut output, channels, device_id): (Box<dyn Device>, usize, String) = if clock_device {
         (
-            Box::new(PacedOutput {
+            Box::new(ClockDevice {
                 period,
                 sample_rate: plan.sample_rate as f64,
                 channels: device_channels_wanted,
@@ -331,7 +331,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                 ))
             })?;
         }
-        (Box::new(opened.output), opened.channels, opened.device_id)
+        (Box::new(opened.device), opened.channels, opened.device_id)
     };
     let frames = match &opts.duration {
         Some(d) => Some(d.length(plan.sample_rate, log).map_err(HostError::Usage)?),

@@ -1,18 +1,18 @@
 //! The clock device (`--device clock`): plays nowhere, but calls back at
 //! real-time pace, so a scene can play on a machine without a sound card.
 
-use crate::host::live::device::{Output, OutputStream, StreamEvents};
+use crate::host::live::device::{Device, Stream, StreamEvents};
 use crate::host::live::player::PlayerCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The device id of the headless output paced by a clock.
+/// The device id of the headless device paced by a clock.
 pub const CLOCK_DEVICE: &str = "clock";
 
 /// A device that discards what it plays but calls back at real-time pace
 /// (for measuring load and xruns on machines without a sound card).
-pub struct PacedOutput {
+pub struct ClockDevice {
     /// Frames per callback.
     pub period: usize,
     /// The pace: `period` frames every `period / sample_rate` seconds.
@@ -21,14 +21,14 @@ pub struct PacedOutput {
     pub channels: usize,
 }
 
-struct PacedStream {
+struct ClockStream {
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl OutputStream for PacedStream {}
+impl Stream for ClockStream {}
 
-impl Drop for PacedStream {
+impl Drop for ClockStream {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
@@ -37,12 +37,12 @@ impl Drop for PacedStream {
     }
 }
 
-impl Output for PacedOutput {
+impl Device for ClockDevice {
     fn open(
         &mut self,
         cell: Arc<PlayerCell>,
         _events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn OutputStream>, String> {
+    ) -> Result<Box<dyn Stream>, String> {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop2 = stop.clone();
         let (period, rate, ch) = (self.period, self.sample_rate, self.channels);
@@ -62,7 +62,7 @@ impl Output for PacedOutput {
                 }
             })
             .map_err(|e| format!("cannot start the paced output thread: {e}"))?;
-        Ok(Box::new(PacedStream {
+        Ok(Box::new(ClockStream {
             stop,
             thread: Some(thread),
         }))

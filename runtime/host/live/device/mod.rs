@@ -1,4 +1,4 @@
-//! What `morphrt run` plays through: the [`Output`] trait every device
+//! What `morphrt run` plays through: the [`Device`] trait every device
 //! implements, the stream it opens and how a stream reports trouble, and
 //! the devices themselves — cpal's ([`cpal`]: listing, choosing a
 //! configuration, playing) and the headless clock device ([`clock`]).
@@ -49,16 +49,16 @@ impl StreamEvents {
 
 /// A running stream; dropping it stops the callbacks (and waits for any in
 /// flight to return).
-pub trait OutputStream {}
+pub trait Stream {}
 
 /// Something that can play: a cpal device, or a test double.
-pub trait Output {
+pub trait Device {
     /// Starts calling `cell.fill` with device buffers; reports failures to `events`.
     fn open(
         &mut self,
         cell: Arc<PlayerCell>,
         events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn OutputStream>, String>;
+    ) -> Result<Box<dyn Stream>, String>;
     /// Frames per callback when fixed, for the status line and the watchdog.
     fn period_frames(&self) -> Option<usize>;
 }
