@@ -1,5 +1,5 @@
 //! Real-time behaviour with a paced callback (no sound card needed): plays
-//! a scene for N seconds through `PacedOutput` (real-time pace, 64-frame
+//! a scene for N seconds through `ClockDevice` (real-time pace, 64-frame
 //! periods) and reports DSP load (mean, per-callback p99, worst) and xruns.
 //! Measures only; asserts nothing.
 //!
@@ -7,7 +7,8 @@
 
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::live::control::{run_loop, LoopConfig, PacedOutput, StatusMode};
+use morphrt::host::live::control::{run_loop, LoopConfig, StatusMode};
+use morphrt::host::live::device::clock::ClockDevice;
 use morphrt::host::live::player::{Controls, Meters, Player};
 use morphrt::profile::Profile;
 use std::sync::Arc;
@@ -49,7 +50,7 @@ fn main() {
         Arc::new(Controls::default()),
         origin,
     );
-    let mut out = PacedOutput {
+    let mut out = ClockDevice {
         period: 64,
         sample_rate: rate,
         channels: 2,

@@ -83,7 +83,9 @@
 //!   profile switches against the audio thread `host/live/session.rs`;
 //!   file watching `host/live/watch.rs`.
 //! - **Real time** (`host/live/`): the callback `host/live/player.rs`; its
-//!   control loop `host/live/control.rs`; devices `host/live/device.rs`;
+//!   control loop `host/live/control.rs`; devices behind one trait
+//!   `host/live/device/` (cpal `host/live/device/cpal.rs`, the clock device
+//!   `host/live/device/clock.rs`);
 //!   `morphrt run` `host/live/run.rs`, keys `host/live/keys.rs`, the tap that
 //!   records what the device played `host/live/tap.rs`.
 //! - **Files** (`host/files/`): the output rules every written file obeys

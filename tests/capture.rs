@@ -6,7 +6,7 @@
 mod common;
 
 use common::temp_dir;
-use morphrt::host::live::tap::CaptureWriter;
+use morphrt::host::live::tap::TapWriter;
 use std::path::{Path, PathBuf};
 
 #[path = "common/counting.rs"]
@@ -46,7 +46,7 @@ fn listing(dir: &Path) -> Vec<String> {
 }
 
 /// Pushes `x` in chunks of 37, 64 and 1000 frames in turn.
-fn push_odd_chunks(tap: &mut morphrt::host::live::tap::CaptureTap, x: &[f32], channels: usize) {
+fn push_odd_chunks(tap: &mut morphrt::host::live::tap::Tap, x: &[f32], channels: usize) {
     let mut at = 0;
     for frames in [37, 64, 1000].into_iter().cycle() {
         if at == x.len() {
@@ -74,7 +74,7 @@ fn three_seconds_of_stereo_round_trip_bit_exact() {
     let x = samples(frames * 2);
     // The ring holds more than everything pushed, so nothing can drop
     // however the writer thread is scheduled.
-    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 3.5).unwrap();
+    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 3.5).unwrap();
     push_odd_chunks(&mut tap, &x, 2);
     let report = writer.finish().unwrap();
     assert_eq!(report.path, path);
@@ -104,7 +104,7 @@ fn mono_and_six_channels_round_trip_too() {
     for (channels, rate) in [(1u16, 44_100u32), (6, 96_000)] {
         let path = dir.join(format!("c{channels}.wav"));
         let x = samples(5000 * channels as usize);
-        let (writer, mut tap) = CaptureWriter::start(&path, channels, rate, 1.0).unwrap();
+        let (writer, mut tap) = TapWriter::start(&path, channels, rate, 1.0).unwrap();
         push_odd_chunks(&mut tap, &x, channels as usize);
         let report = writer.finish().unwrap();
         assert_eq!((report.frames, report.dropped_samples), (5000, 0));
@@ -118,7 +118,7 @@ fn mono_and_six_channels_round_trip_too() {
 fn the_file_has_no_final_name_before_finish() {
     let dir = temp_dir("capture-temp");
     let path = dir.join("take.wav");
-    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 1.0).unwrap();
     tap.push(&samples(2 * 480));
     assert!(!path.exists());
     // The recording so far is in one hidden temporary file beside it.
@@ -138,7 +138,7 @@ fn finish_replaces_an_existing_file_only_with_the_complete_recording() {
     let dir = temp_dir("capture-replace");
     let path = dir.join("take.wav");
     std::fs::write(&path, b"an older take").unwrap();
-    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 1.0).unwrap();
     let x = samples(2 * 1000);
     tap.push(&x);
     assert_eq!(std::fs::read(&path).unwrap(), b"an older take");
@@ -152,7 +152,7 @@ fn dropping_without_finish_leaves_no_file_and_keeps_an_existing_one() {
     let dir = temp_dir("capture-drop");
     // Nothing there before: nothing there after, neither temporary nor final.
     let path = dir.join("new.wav");
-    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 1.0).unwrap();
     tap.push(&samples(2 * 4800));
     drop(writer);
     // The tap outlives the writer (a player torn down later): pushing is harmless.
@@ -163,7 +163,7 @@ fn dropping_without_finish_leaves_no_file_and_keeps_an_existing_one() {
     // An existing file under the name is left exactly as it was.
     let path = dir.join("old.wav");
     std::fs::write(&path, b"an older take").unwrap();
-    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 1.0).unwrap();
     tap.push(&samples(2 * 4800));
     drop(tap);
     drop(writer);
@@ -175,7 +175,7 @@ fn dropping_without_finish_leaves_no_file_and_keeps_an_existing_one() {
 fn the_writer_finishes_cleanly_when_the_tap_is_dropped_first() {
     let dir = temp_dir("capture-tap-gone");
     let path = dir.join("c.wav");
-    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 1.0).unwrap();
     let x = samples(2 * 12_345);
     push_odd_chunks(&mut tap, &x, 2);
     drop(tap);
@@ -188,7 +188,7 @@ fn the_writer_finishes_cleanly_when_the_tap_is_dropped_first() {
 fn pushing_after_finish_is_harmless() {
     let dir = temp_dir("capture-late-push");
     let path = dir.join("c.wav");
-    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 0.01).unwrap();
+    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 0.01).unwrap();
     tap.push(&samples(2 * 100));
     let report = writer.finish().unwrap();
     assert_eq!(report.frames, 100);
@@ -202,7 +202,7 @@ fn pushing_after_finish_is_harmless() {
 #[test]
 fn a_directory_or_a_missing_directory_is_refused_by_name() {
     let dir = temp_dir("capture-refuse");
-    let e = CaptureWriter::start(&dir, 2, 48_000, 1.0)
+    let e = TapWriter::start(&dir, 2, 48_000, 1.0)
         .err()
         .unwrap()
         .to_string();
@@ -210,14 +210,14 @@ fn a_directory_or_a_missing_directory_is_refused_by_name() {
     assert!(e.contains(&dir.display().to_string()), "{e}");
 
     let with_slash = PathBuf::from(format!("{}/sub/", dir.display()));
-    let e = CaptureWriter::start(&with_slash, 2, 48_000, 1.0)
+    let e = TapWriter::start(&with_slash, 2, 48_000, 1.0)
         .err()
         .unwrap()
         .to_string();
     assert!(e.contains("is a directory"), "{e}");
 
     let missing = dir.join("no-such-dir");
-    let e = CaptureWriter::start(&missing.join("c.wav"), 2, 48_000, 1.0)
+    let e = TapWriter::start(&missing.join("c.wav"), 2, 48_000, 1.0)
         .err()
         .unwrap()
         .to_string();
@@ -236,7 +236,7 @@ fn a_directory_or_a_missing_directory_is_refused_by_name() {
 #[cfg(target_os = "linux")]
 #[test]
 fn an_unwritable_directory_is_refused_by_name() {
-    let e = CaptureWriter::start(Path::new("/sys/morphrt-capture.wav"), 2, 48_000, 1.0)
+    let e = TapWriter::start(Path::new("/sys/morphrt-capture.wav"), 2, 48_000, 1.0)
         .err()
         .unwrap()
         .to_string();
@@ -249,7 +249,7 @@ fn push_never_allocates_or_frees_even_when_the_ring_is_full() {
     let path = dir.join("c.wav");
     // 480 frames of ring against 10,000 pushes of 64 frames: the tap both
     // copies and drops, whatever the writer thread does meanwhile.
-    let (writer, mut tap) = CaptureWriter::start(&path, 2, 48_000, 0.01).unwrap();
+    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 0.01).unwrap();
     let x = samples(2 * 64);
     let torn = samples(2 * 64 + 1);
     let before = counts();

@@ -7,9 +7,8 @@
 use morphrt::engine::render_to_vec;
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::live::control::{
-    run_loop, LoopConfig, Output, OutputStream, StatusMode, StreamEvents, StreamFault,
-};
+use morphrt::host::live::control::{run_loop, LoopConfig, StatusMode};
+use morphrt::host::live::device::{Device, Stream, StreamEvents, StreamFault};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +45,7 @@ struct ScriptedStream {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl OutputStream for ScriptedStream {}
+impl Stream for ScriptedStream {}
 
 impl Drop for ScriptedStream {
     fn drop(&mut self) {
@@ -57,12 +56,12 @@ impl Drop for ScriptedStream {
     }
 }
 
-impl Output for Scripted {
+impl Device for Scripted {
     fn open(
         &mut self,
         cell: Arc<PlayerCell>,
         events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn OutputStream>, String> {
+    ) -> Result<Box<dyn Stream>, String> {
         let script = self.script.get(self.opens).copied().unwrap_or(Script::Play);
         self.opens += 1;
         self.opened_at.push(Instant::now());

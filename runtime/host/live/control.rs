@@ -6,62 +6,12 @@
 //! with the same engine (state and sample clock continue), and stops
 //! cleanly on request.
 
+use crate::host::live::device::{Device, Stream, StreamEvents, StreamFault};
 use crate::host::live::player::{Meters, Player, PlayerCell};
 use std::io::Write;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Why a stream reported trouble (set from the stream's error callback).
-#[derive(Default)]
-pub struct StreamEvents {
-    /// 0: none; see [`StreamFault`].
-    fault: AtomicU32,
-}
-
-/// A stream failure the control thread must handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamFault {
-    DeviceNotAvailable,
-    StreamInvalidated,
-    Other,
-}
-
-impl StreamEvents {
-    pub fn report(&self, f: StreamFault) {
-        let code = match f {
-            StreamFault::DeviceNotAvailable => 1,
-            StreamFault::StreamInvalidated => 2,
-            StreamFault::Other => 3,
-        };
-        self.fault.store(code, Ordering::Release);
-    }
-
-    fn take(&self) -> Option<StreamFault> {
-        match self.fault.swap(0, Ordering::AcqRel) {
-            1 => Some(StreamFault::DeviceNotAvailable),
-            2 => Some(StreamFault::StreamInvalidated),
-            3 => Some(StreamFault::Other),
-            _ => None,
-        }
-    }
-}
-
-/// A running stream; dropping it stops the callbacks (and waits for any in
-/// flight to return).
-pub trait OutputStream {}
-
-/// Something that can play: a cpal device, or a test double.
-pub trait Output {
-    /// Starts calling `cell.fill` with device buffers; reports failures to `events`.
-    fn open(
-        &mut self,
-        cell: Arc<PlayerCell>,
-        events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn OutputStream>, String>;
-    /// Frames per callback when fixed, for the status line and the watchdog.
-    fn period_frames(&self) -> Option<usize>;
-}
 
 /// How the control loop reports.
 #[derive(Clone, Copy, Debug)]
@@ -153,22 +103,22 @@ impl Control for NoControl {
     fn tick(&mut self, _log: &mut dyn Write) {}
 }
 
-/// Runs `player` on `output` until it finishes (duration or stop) or the
+/// Runs `player` on `device` until it finishes (duration or stop) or the
 /// device fails beyond recovery.
 pub fn run_loop(
-    output: &mut dyn Output,
+    device: &mut dyn Device,
     player: Player,
     meters: Arc<Meters>,
     origin: Instant,
     cfg: &LoopConfig,
     log: &mut dyn Write,
 ) -> Result<RunReport, RunFailure> {
-    run_loop_with(output, player, meters, origin, cfg, log, &mut NoControl)
+    run_loop_with(device, player, meters, origin, cfg, log, &mut NoControl)
 }
 
 /// [`run_loop`] with a [`Control`] ticked on every iteration.
 pub fn run_loop_with(
-    output: &mut dyn Output,
+    device: &mut dyn Device,
     player: Player,
     meters: Arc<Meters>,
     origin: Instant,
@@ -176,238 +126,317 @@ pub fn run_loop_with(
     log: &mut dyn Write,
     control: &mut dyn Control,
 ) -> Result<RunReport, RunFailure> {
-    let sample_rate = player.engine().sample_rate() as f64;
-    let block = player.engine().block_size();
-    let mut report = RunReport::default();
-    let events = Arc::new(StreamEvents::default());
-    let mut cell = PlayerCell::new(player);
-    let mut stream = Some(
-        output
-            .open(cell.clone(), events.clone())
-            .map_err(|e| RunFailure::new(e, report.clone()))?,
-    );
-    let started = Instant::now();
-    let mut last_status = Instant::now();
-    let mut window_start = Instant::now();
-    let mut window_busy = meters.busy_ns.load(Ordering::Relaxed);
-    let mut window_frames = 0u64;
-    let mut loads: Vec<f64> = Vec::new();
-    let mut load_now = (0.0, 0.0);
-    let mut worst_callback: f64 = 0.0;
+    let mut playing = Playing::open(device, player, meters, origin, cfg)?;
     loop {
         std::thread::sleep(Duration::from_millis(5));
         control.tick(log);
-        let now_ns = origin.elapsed().as_nanos() as u64;
-        let last = meters.last_callback_ns.load(Ordering::Acquire);
-        let period = output.period_frames().unwrap_or(block) as f64 / sample_rate;
-        let stall_after =
-            Duration::from_secs_f64(period * cfg.stall_periods as f64).max(cfg.stall_min);
-        let since = if last == 0 {
-            started.elapsed()
-        } else {
-            Duration::from_nanos(now_ns.saturating_sub(last))
-        };
-        let fault = events.take();
-        let stalled = since > stall_after;
-        if meters.finished.load(Ordering::Acquire) {
+        let period = playing.period_s();
+        let health = playing.health(period);
+        if playing.meters.finished.load(Ordering::Acquire) {
             break;
         }
-        if fault.is_some() || stalled {
-            if stopping(&cell) {
+        if !matches!(health, Health::Playing) {
+            if stopping(&playing.cell) {
                 // The user asked to stop; a failing device only ends it sooner.
                 break;
             }
-            if stalled {
-                report.stalls += 1;
+            playing.rebuild(health, log)?;
+        }
+        playing
+            .windows
+            .update(&playing.meters, playing.sample_rate, period);
+        playing.status_if_due(control, log);
+    }
+    Ok(playing.finish(control, log))
+}
+
+/// What one look at the callback found.
+enum Health {
+    Playing,
+    /// No callback for this long (past the watchdog's bound).
+    Stalled(Duration),
+    /// The stream reported an error.
+    Fault(StreamFault),
+}
+
+/// One-second windows of DSP load, measured between the control loop's
+/// iterations.
+struct LoadWindows {
+    start: Instant,
+    busy: u64,
+    frames: u64,
+    loads: Vec<f64>,
+    /// The last window's (mean load, worst callback), for the status line.
+    now: (f64, f64),
+    worst_callback: f64,
+}
+
+impl LoadWindows {
+    fn new(meters: &Meters) -> LoadWindows {
+        LoadWindows {
+            start: Instant::now(),
+            busy: meters.busy_ns.load(Ordering::Relaxed),
+            frames: 0,
+            loads: Vec::new(),
+            now: (0.0, 0.0),
+            worst_callback: 0.0,
+        }
+    }
+
+    /// Closes the window once a second has passed; `period` is the
+    /// device period in seconds.
+    fn update(&mut self, meters: &Meters, sample_rate: f64, period: f64) {
+        if self.start.elapsed() >= Duration::from_secs(1) {
+            let busy = meters.busy_ns.load(Ordering::Relaxed);
+            let frames = meters.frames.load(Ordering::Relaxed);
+            let wall = self.start.elapsed().as_secs_f64();
+            let audio = (frames - self.frames) as f64 / sample_rate;
+            if audio > 0.0 {
+                let load = (busy - self.busy) as f64 / 1e9 / audio;
+                let max = meters.take_busy_max_ns() as f64 / 1e9 / period.max(1e-9);
+                self.loads.push(load);
+                self.worst_callback = self.worst_callback.max(max);
+                self.now = (load, max);
+                let _ = wall;
+            }
+            self.start = Instant::now();
+            self.busy = busy;
+            self.frames = frames;
+        }
+    }
+}
+
+/// The control loop's side of a playing stream: the device, the cell the
+/// player is in, and what has been measured so far.
+struct Playing<'a> {
+    device: &'a mut dyn Device,
+    meters: Arc<Meters>,
+    origin: Instant,
+    cfg: &'a LoopConfig,
+    sample_rate: f64,
+    block: usize,
+    report: RunReport,
+    events: Arc<StreamEvents>,
+    cell: Arc<PlayerCell>,
+    stream: Option<Box<dyn Stream>>,
+    started: Instant,
+    last_status: Instant,
+    windows: LoadWindows,
+}
+
+impl<'a> Playing<'a> {
+    /// Opens the first stream.
+    fn open(
+        device: &'a mut dyn Device,
+        player: Player,
+        meters: Arc<Meters>,
+        origin: Instant,
+        cfg: &'a LoopConfig,
+    ) -> Result<Playing<'a>, RunFailure> {
+        let sample_rate = player.engine().sample_rate() as f64;
+        let block = player.engine().block_size();
+        let report = RunReport::default();
+        let events = Arc::new(StreamEvents::default());
+        let cell = PlayerCell::new(player);
+        let stream = Some(
+            device
+                .open(cell.clone(), events.clone())
+                .map_err(|e| RunFailure::new(e, report.clone()))?,
+        );
+        let started = Instant::now();
+        let last_status = Instant::now();
+        let windows = LoadWindows::new(&meters);
+        Ok(Playing {
+            device,
+            meters,
+            origin,
+            cfg,
+            sample_rate,
+            block,
+            report,
+            events,
+            cell,
+            stream,
+            started,
+            last_status,
+            windows,
+        })
+    }
+
+    /// The device period in seconds (the block when the device has no
+    /// fixed period).
+    fn period_s(&self) -> f64 {
+        self.device.period_frames().unwrap_or(self.block) as f64 / self.sample_rate
+    }
+
+    /// Whether the callback is late beyond the watchdog's bound or the
+    /// stream reported an error (taking the report).
+    fn health(&self, period: f64) -> Health {
+        let cfg = self.cfg;
+        let now_ns = self.origin.elapsed().as_nanos() as u64;
+        let last = self.meters.last_callback_ns.load(Ordering::Acquire);
+        let stall_after =
+            Duration::from_secs_f64(period * cfg.stall_periods as f64).max(cfg.stall_min);
+        let since = if last == 0 {
+            self.started.elapsed()
+        } else {
+            Duration::from_nanos(now_ns.saturating_sub(last))
+        };
+        let fault = self.events.take();
+        let stalled = since > stall_after;
+        match fault {
+            _ if stalled => Health::Stalled(since),
+            Some(f) => Health::Fault(f),
+            None => Health::Playing,
+        }
+    }
+
+    /// Drops the failed stream and opens a new one with the same player
+    /// (its engine, state and clock continue).
+    fn rebuild(&mut self, health: Health, log: &mut dyn Write) -> Result<(), RunFailure> {
+        match health {
+            Health::Stalled(since) => {
+                self.report.stalls += 1;
                 let _ = writeln!(
                     log,
                     "\nwarning: no audio callback for {} ms; rebuilding the stream",
                     since.as_millis()
                 );
-            } else {
-                report.faults += 1;
+            }
+            Health::Fault(fault) => {
+                self.report.faults += 1;
                 let _ = writeln!(
                     log,
-                    "\nwarning: audio stream error ({:?}); rebuilding the stream",
-                    fault.expect("checked")
+                    "\nwarning: audio stream error ({fault:?}); rebuilding the stream"
                 );
             }
-            drop(stream.take());
-            let Some(p) = take_player(&cell) else {
-                return Err(RunFailure::new(
-                    "the audio callback did not return; cannot recover".to_string(),
-                    report,
-                ));
-            };
-            let mut reopened = None;
-            let mut p = p;
-            p.reset_timing();
-            let mut player = Some(p);
-            for attempt in 0..cfg.max_rebuilds {
-                let c = PlayerCell::new(player.take().expect("player present"));
-                match output.open(c.clone(), events.clone()) {
-                    Ok(s) => {
-                        cell = c;
-                        reopened = Some(s);
-                        break;
-                    }
-                    Err(e) => {
-                        let _ = writeln!(
-                            log,
-                            "warning: reopening the device failed (attempt {}): {e}",
-                            attempt + 1
-                        );
-                        player = take_player(&c);
-                        std::thread::sleep(Duration::from_millis(100 * (attempt as u64 + 1)));
-                    }
-                }
+            Health::Playing => return Ok(()),
+        }
+        drop(self.stream.take());
+        let Some(p) = take_player(&self.cell) else {
+            return Err(RunFailure::new(
+                "the audio callback did not return; cannot recover".to_string(),
+                std::mem::take(&mut self.report),
+            ));
+        };
+        let mut p = p;
+        p.reset_timing();
+        match self.reopen(p, log) {
+            Some(s) => {
+                self.report.rebuilds += 1;
+                self.stream = Some(s);
+                self.meters
+                    .last_callback_ns
+                    .store(self.origin.elapsed().as_nanos() as u64, Ordering::Release);
+                Ok(())
             }
-            match reopened {
-                Some(s) => {
-                    report.rebuilds += 1;
-                    stream = Some(s);
-                    meters
-                        .last_callback_ns
-                        .store(origin.elapsed().as_nanos() as u64, Ordering::Release);
+            None => {
+                self.report.frames = self.meters.frames.load(Ordering::Relaxed);
+                self.report.clock = self.meters.clock.load(Ordering::Relaxed);
+                Err(RunFailure::new(
+                    format!(
+                        "the audio device failed and could not be reopened after {} attempts",
+                        self.cfg.max_rebuilds
+                    ),
+                    std::mem::take(&mut self.report),
+                ))
+            }
+        }
+    }
+
+    /// Up to `max_rebuilds` attempts to open a stream for `player`, waiting
+    /// longer after each failure; on success the new cell is the one
+    /// playing.
+    fn reopen(&mut self, player: Player, log: &mut dyn Write) -> Option<Box<dyn Stream>> {
+        let mut player = Some(player);
+        for attempt in 0..self.cfg.max_rebuilds {
+            let c = PlayerCell::new(player.take().expect("player present"));
+            match self.device.open(c.clone(), self.events.clone()) {
+                Ok(s) => {
+                    self.cell = c;
+                    return Some(s);
                 }
-                None => {
-                    report.frames = meters.frames.load(Ordering::Relaxed);
-                    report.clock = meters.clock.load(Ordering::Relaxed);
-                    return Err(RunFailure::new(
-                        format!(
-                            "the audio device failed and could not be reopened after {} attempts",
-                            cfg.max_rebuilds
-                        ),
-                        report,
-                    ));
+                Err(e) => {
+                    let _ = writeln!(
+                        log,
+                        "warning: reopening the device failed (attempt {}): {e}",
+                        attempt + 1
+                    );
+                    player = take_player(&c);
+                    std::thread::sleep(Duration::from_millis(100 * (attempt as u64 + 1)));
                 }
             }
         }
-        // One-second load windows.
-        if window_start.elapsed() >= Duration::from_secs(1) {
-            let busy = meters.busy_ns.load(Ordering::Relaxed);
-            let frames = meters.frames.load(Ordering::Relaxed);
-            let wall = window_start.elapsed().as_secs_f64();
-            let audio = (frames - window_frames) as f64 / sample_rate;
-            if audio > 0.0 {
-                let load = (busy - window_busy) as f64 / 1e9 / audio;
-                let max = meters.take_busy_max_ns() as f64 / 1e9 / period.max(1e-9);
-                loads.push(load);
-                worst_callback = worst_callback.max(max);
-                load_now = (load, max);
-                let _ = wall;
-            }
-            window_start = Instant::now();
-            window_busy = busy;
-            window_frames = frames;
-        }
-        let due = match cfg.status {
-            StatusMode::Live => last_status.elapsed() >= Duration::from_millis(100),
-            StatusMode::Log { every } => last_status.elapsed() >= every,
+        None
+    }
+
+    /// The status line, when the mode says one is due.
+    fn status_if_due(&mut self, control: &dyn Control, log: &mut dyn Write) {
+        let due = match self.cfg.status {
+            StatusMode::Live => self.last_status.elapsed() >= Duration::from_millis(100),
+            StatusMode::Log { every } => self.last_status.elapsed() >= every,
             StatusMode::Quiet => false,
         };
         if due {
-            last_status = Instant::now();
-            let line = status_line(&meters, cfg, sample_rate, load_now, output.period_frames());
-            let line = format!("{line}{}", control.status());
-            let _ = match cfg.status {
+            self.last_status = Instant::now();
+            let line = self.status(control);
+            let _ = match self.cfg.status {
                 StatusMode::Live => write!(log, "\r{line}\x1b[K"),
                 _ => writeln!(log, "{line}"),
             };
             let _ = log.flush();
         }
     }
-    drop(stream.take());
-    if let Some(p) = take_player(&cell) {
-        control.finished(&p);
-    }
-    report.frames = meters.frames.load(Ordering::Relaxed);
-    report.xruns = meters.xruns.load(Ordering::Relaxed);
-    report.late = meters.late.load(Ordering::Relaxed);
-    report.overruns = meters.overruns.load(Ordering::Relaxed);
-    report.nan_events = meters.nan_events.load(Ordering::Relaxed);
-    report.clock = meters.clock.load(Ordering::Relaxed);
-    let device_frames = meters.device_frames.load(Ordering::Relaxed);
-    if device_frames > 0 {
-        report.load_mean = meters.busy_ns.load(Ordering::Relaxed) as f64
-            / 1e9
-            / (device_frames as f64 / sample_rate);
-    }
-    // Per callback, from the histogram (1 % resolution, upper bucket edge).
-    report.load_p99 = meters.load_quantile(0.99);
-    let period_s = output.period_frames().unwrap_or(block) as f64 / sample_rate;
-    report.load_max = worst_callback.max(meters.take_busy_max_ns() as f64 / 1e9 / period_s);
-    if matches!(cfg.status, StatusMode::Live) {
-        let _ = writeln!(log);
-    }
-    let line = status_line(&meters, cfg, sample_rate, load_now, output.period_frames());
-    let line = format!("{line}{}", control.status());
-    if !matches!(cfg.status, StatusMode::Quiet) {
-        let _ = writeln!(log, "{line}");
-    }
-    Ok(report)
-}
 
-/// A device that discards what it plays but calls back at real-time pace
-/// (for measuring load and xruns on machines without a sound card).
-pub struct PacedOutput {
-    /// Frames per callback.
-    pub period: usize,
-    /// The pace: `period` frames every `period / sample_rate` seconds.
-    pub sample_rate: f64,
-    /// Interleaved channels per frame.
-    pub channels: usize,
-}
+    /// The status line followed by the control's text.
+    fn status(&self, control: &dyn Control) -> String {
+        let period = self.device.period_frames();
+        let line = status_line(
+            &self.meters,
+            self.cfg,
+            self.sample_rate,
+            self.windows.now,
+            period,
+        );
+        format!("{line}{}", control.status())
+    }
 
-struct PacedStream {
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl OutputStream for PacedStream {}
-
-impl Drop for PacedStream {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+    /// Stops the stream, hands the player to `control`, and reports the run
+    /// (with a last status line).
+    fn finish(mut self, control: &mut dyn Control, log: &mut dyn Write) -> RunReport {
+        drop(self.stream.take());
+        if let Some(p) = take_player(&self.cell) {
+            control.finished(&p);
         }
-    }
-}
-
-impl Output for PacedOutput {
-    fn open(
-        &mut self,
-        cell: Arc<PlayerCell>,
-        _events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn OutputStream>, String> {
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let (period, rate, ch) = (self.period, self.sample_rate, self.channels);
-        let thread = std::thread::Builder::new()
-            .name("paced-output".to_string())
-            .spawn(move || {
-                let mut buf = vec![0.0f32; period * ch];
-                let t0 = Instant::now();
-                let mut frames = 0u64;
-                while !stop2.load(Ordering::Relaxed) {
-                    cell.fill(&mut buf);
-                    frames += period as u64;
-                    let due = t0 + Duration::from_secs_f64(frames as f64 / rate);
-                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                        std::thread::sleep(wait);
-                    }
-                }
-            })
-            .map_err(|e| format!("cannot start the paced output thread: {e}"))?;
-        Ok(Box::new(PacedStream {
-            stop,
-            thread: Some(thread),
-        }))
-    }
-
-    fn period_frames(&self) -> Option<usize> {
-        Some(self.period)
+        let meters = &self.meters;
+        let mut report = std::mem::take(&mut self.report);
+        report.frames = meters.frames.load(Ordering::Relaxed);
+        report.xruns = meters.xruns.load(Ordering::Relaxed);
+        report.late = meters.late.load(Ordering::Relaxed);
+        report.overruns = meters.overruns.load(Ordering::Relaxed);
+        report.nan_events = meters.nan_events.load(Ordering::Relaxed);
+        report.clock = meters.clock.load(Ordering::Relaxed);
+        let device_frames = meters.device_frames.load(Ordering::Relaxed);
+        if device_frames > 0 {
+            report.load_mean = meters.busy_ns.load(Ordering::Relaxed) as f64
+                / 1e9
+                / (device_frames as f64 / self.sample_rate);
+        }
+        // Per callback, from the histogram (1 % resolution, upper bucket edge).
+        report.load_p99 = meters.load_quantile(0.99);
+        let period_s = self.period_s();
+        report.load_max = self
+            .windows
+            .worst_callback
+            .max(meters.take_busy_max_ns() as f64 / 1e9 / period_s);
+        if matches!(self.cfg.status, StatusMode::Live) {
+            let _ = writeln!(log);
+        }
+        let line = self.status(control);
+        if !matches!(self.cfg.status, StatusMode::Quiet) {
+            let _ = writeln!(log, "{line}");
+        }
+        report
     }
 }
 

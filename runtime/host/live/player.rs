@@ -204,7 +204,7 @@ pub struct Player {
     last_nan_events: u64,
     last_panics: u64,
     /// Where what went to the device is recorded (`run --capture`).
-    capture: Option<crate::host::live::tap::CaptureTap>,
+    tap: Option<crate::host::live::tap::Tap>,
 }
 
 impl Player {
@@ -242,14 +242,14 @@ impl Player {
             sample_rate,
             last_nan_events: 0,
             last_panics: 0,
-            capture: None,
+            tap: None,
         }
     }
 
     /// Records every performance frame the device gets (after the output
     /// stage: clip, stop fade) into `tap`.
-    pub fn set_capture(&mut self, tap: crate::host::live::tap::CaptureTap) {
-        self.capture = Some(tap);
+    pub fn set_tap(&mut self, tap: crate::host::live::tap::Tap) {
+        self.tap = Some(tap);
     }
 
     /// The engine playing now.
@@ -433,8 +433,8 @@ impl Player {
             self.fifo_pos += dc;
             self.written_frames += 1;
         }
-        if let Some(tap) = &mut self.capture {
-            // The performance frames lead the buffer; silence after the end is not captured.
+        if let Some(tap) = &mut self.tap {
+            // The performance frames lead the buffer; silence after the end is not recorded.
             let played = (self.written_frames - written_before) as usize;
             tap.push(&out[..played * dc]);
         }

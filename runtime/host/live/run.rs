@@ -5,12 +5,13 @@ use crate::engine::incoming::{Incoming, SessionFixed};
 use crate::graph::{compile, CompileOptions, SeedSource};
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
-use crate::host::live::control::{self, Control, LoopConfig, PacedOutput, StatusMode};
-use crate::host::live::device;
+use crate::host::live::control::{self, Control, LoopConfig, RunReport, StatusMode};
+use crate::host::live::device::clock::{ClockDevice, CLOCK_DEVICE};
+use crate::host::live::device::{self, Device};
 use crate::host::live::keys::{Command, Input, KeyListener};
 use crate::host::live::player::{self, Controls, Meters, Player};
 use crate::host::live::session::{LiveSession, Reason};
-use crate::host::live::tap::CaptureWriter;
+use crate::host::live::tap::{Tap, TapReport, TapWriter};
 use crate::host::live::watch::FileWatcher;
 use crate::host::machine::calibration;
 use crate::host::machine::{self, MachineKey};
@@ -25,9 +26,6 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The device id of the headless output paced by a clock.
-pub const CLOCK_DEVICE: &str = "clock";
 
 /// What `morphrt run` was asked to do: the command's arguments.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -96,6 +94,8 @@ struct LiveControl {
     watched: Vec<PathBuf>,
     /// The playing engine's nodes by time, read when playback ended.
     node_times: Vec<crate::engine::NodeTime>,
+    /// Reads the keys until dropped (after everything above).
+    _keys: KeyListener,
 }
 
 impl Control for LiveControl {
@@ -240,21 +240,159 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// Plays a scene until `q`, Ctrl-C or the duration ends.
 pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
-    let auto = opts.block_size.as_deref() == Some("auto");
-    let block_size = match opts.block_size.as_deref() {
-        None | Some("auto") => None,
-        Some(b) => Some(b.parse::<usize>().map_err(|_| {
-            HostError::Usage(format!("--block-size takes a number or `auto`, not `{b}`"))
-        })?),
+    let mut compiled = Compiled::new(opts, log)?;
+    // Where the session writes is checked before the device opens.
+    let files = session_files(opts, &compiled.plan, log)?;
+    let mut out = open_device(opts, &mut compiled, log)?;
+    let frames = duration_frames(opts, &compiled.plan, log)?;
+    show_warnings(opts, &mut compiled.plan, frames, log);
+    let sr = compiled.plan.sample_rate;
+    let block = compiled.plan.block_size;
+    let label = status_label(&compiled.plan, &out.id);
+    let FirstEngine {
+        text,
+        file_profile,
+        fixed,
+        incoming,
+        snap_clock,
+    } = FirstEngine::new(opts, compiled, log)?;
+    let profile = incoming.profile;
+    let meters = Arc::new(Meters::default());
+    let controls = Arc::new(Controls::default());
+    let origin = Instant::now();
+    let fade = (sr as u64 * 5 / 1000).max(1);
+    let tap = start_tap(files.capture, out.channels, sr)?;
+    let mut engine = incoming.engine;
+    // Per-node times for the final summary; the deck carries timing over to
+    // every engine an edit or profile switch swaps in.
+    engine.set_node_timing(true);
+    let mut p = Player::new(
+        *engine,
+        out.channels,
+        frames,
+        fade,
+        meters.clone(),
+        controls.clone(),
+        origin,
+    );
+    let tap_writer = match tap {
+        Some((writer, tap)) => {
+            p.set_tap(tap);
+            Some(writer)
+        }
+        None => None,
     };
-    let mut copts = CompileOptions {
-        profile: opts.profile,
-        block_size,
-        seed: opts.seed,
-        resource_dirs: opts.resources.clone(),
-        ..CompileOptions::default()
+    player::install_panic_hook();
+    let mut session = LiveSession::new(
+        &opts.scene,
+        text,
+        fixed,
+        profile,
+        file_profile,
+        incoming.capture,
+        incoming.resources,
+        p.link(),
+        meters.clone(),
+    );
+    let mut protected = Inputs::default();
+    if let Some(p) = &opts.resume {
+        protected.add("the snapshot resumed from", p);
+    }
+    session.protect(protected);
+    let mut control = LiveControl::start(
+        opts,
+        session,
+        controls,
+        (files.journal, &files.inputs),
+        out.channels,
+        snap_clock,
+        log,
+    )?;
+    let tty = std::io::stderr().is_terminal();
+    let cfg = loop_config(tty, label, block);
+    say_playing(opts, profile, tty, log);
+    let result = control::run_loop_with(
+        out.device.as_mut(),
+        p,
+        meters.clone(),
+        origin,
+        &cfg,
+        log,
+        &mut control,
+    );
+    control.end(&meters, fade, log);
+    let tap_report = match tap_writer {
+        Some(w) => Some(w.finish()?),
+        None => None,
     };
-    let (text, scene) = crate::host::read_scene(&opts.scene)?;
+    match result {
+        Ok(r) => {
+            summary(opts, &r, sr, &control, &meters, tap_report, log);
+            Ok(())
+        }
+        Err(e) => Err(HostError::Runtime(e.message)),
+    }
+}
+
+/// The scene `run` plays, compiled for the session: its text, how it was
+/// compiled (kept to compile again at the device's rate) and the snapshot
+/// it resumes from.
+struct Compiled {
+    text: String,
+    scene: crate::scene::Scene,
+    copts: CompileOptions,
+    plan: crate::graph::Plan,
+    snap: Option<SnapshotFile>,
+}
+
+impl Compiled {
+    /// Reads and compiles the scene: the block size given, the snapshot's,
+    /// or (`auto`) the calibrated one; refuses a live session that cannot
+    /// meet its deadline unless forced.
+    fn new(opts: &RunOptions, log: &mut dyn Write) -> Result<Compiled, HostError> {
+        let auto = opts.block_size.as_deref() == Some("auto");
+        let block_size = match opts.block_size.as_deref() {
+            None | Some("auto") => None,
+            Some(b) => Some(b.parse::<usize>().map_err(|_| {
+                HostError::Usage(format!("--block-size takes a number or `auto`, not `{b}`"))
+            })?),
+        };
+        let mut copts = CompileOptions {
+            profile: opts.profile,
+            block_size,
+            seed: opts.seed,
+            resource_dirs: opts.resources.clone(),
+            ..CompileOptions::default()
+        };
+        let (text, scene) = crate::host::read_scene(&opts.scene)?;
+        let snap = resume_snapshot(opts, block_size, &mut copts)?;
+        let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
+        if auto {
+            if let Some(b) = calibrated_block_size(&text, &plan, log) {
+                if b != plan.block_size {
+                    copts.block_size = Some(b);
+                    plan = compile(&scene, &copts).map_err(HostError::Input)?;
+                }
+            }
+        }
+        check_deadlines(&plan, opts, log)?;
+        Ok(Compiled {
+            text,
+            scene,
+            copts,
+            plan,
+            snap,
+        })
+    }
+}
+
+/// The snapshot of `--resume`, read; it fixes the block size and gives the
+/// seed and profile unless the command line does.
+fn resume_snapshot(
+    opts: &RunOptions,
+    block_size: Option<usize>,
+    copts: &mut CompileOptions,
+) -> Result<Option<SnapshotFile>, HostError> {
     let snap = match &opts.resume {
         Some(p) => {
             let s = SnapshotFile::read(p)?;
@@ -272,16 +410,17 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
         None => None,
     };
-    let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
-    if auto {
-        if let Some(b) = calibrated_block_size(&text, &plan, log) {
-            if b != plan.block_size {
-                copts.block_size = Some(b);
-                plan = compile(&scene, &copts).map_err(HostError::Input)?;
-            }
-        }
-    }
-    let risks = crate::graph::deadline_risks(&plan);
+    Ok(snap)
+}
+
+/// Nodes whose worst case may miss the block deadline: an error under live
+/// (unless `--force`), else a diagnostic each.
+fn check_deadlines(
+    plan: &crate::graph::Plan,
+    opts: &RunOptions,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    let risks = crate::graph::deadline_risks(plan);
     if !risks.is_empty() {
         let lines: Vec<String> = risks.iter().map(|r| r.to_string()).collect();
         if plan.session_profile == crate::profile::Profile::Live && !opts.force {
@@ -294,60 +433,111 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             let _ = writeln!(log, "{}", r.diagnostic(&plan.file));
         }
     }
-    // Where the session writes is checked before the device opens.
-    let SessionFiles {
-        inputs,
-        capture: capture_output,
-        journal: journal_output,
-    } = session_files(opts, &plan, log)?;
+    Ok(())
+}
+
+/// The device `run` plays through, with its channel count and its id for
+/// the status line.
+struct ChosenDevice {
+    device: Box<dyn Device>,
+    channels: usize,
+    id: String,
+}
+
+/// Opens `--device`: the clock device, or a cpal device (the scene is
+/// compiled again when the device plays another rate).
+fn open_device(
+    opts: &RunOptions,
+    compiled: &mut Compiled,
+    log: &mut dyn Write,
+) -> Result<ChosenDevice, HostError> {
+    let plan = &compiled.plan;
     let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);
     let bus = plan.main.len();
     let device_channels_wanted = if bus == 1 { 2 } else { bus };
     let period = opts.period.unwrap_or(plan.block_size);
-    let (mut output, channels, device_id): (Box<dyn control::Output>, usize, String) =
-        if clock_device {
-            (
-                Box::new(PacedOutput {
-                    period,
-                    sample_rate: plan.sample_rate as f64,
-                    channels: device_channels_wanted,
-                }),
-                device_channels_wanted,
-                CLOCK_DEVICE.to_string(),
-            )
-        } else {
-            let opened = device::open(&device::Request {
-                device: opts.device.as_deref(),
-                sample_rate: plan.sample_rate,
-                bus_channels: bus,
+    if clock_device {
+        Ok(ChosenDevice {
+            device: Box::new(ClockDevice {
                 period,
-            })?;
-            for w in &opened.warnings {
-                let _ = writeln!(log, "warning: {w}");
-            }
-            if opened.sample_rate != plan.sample_rate {
-                let scene_rate = plan.sample_rate;
-                copts.sample_rate = Some(opened.sample_rate);
-                plan = compile(&scene, &copts).map_err(|e| {
-                // The scene itself is fine; the device's rate is the problem
-                // (resources are not resampled).
-                let first = e
-                    .iter()
-                    .find(|d| d.is_error())
-                    .map(|d| d.message.clone())
-                    .unwrap_or_default();
-                HostError::Runtime(format!(
-                    "the device plays {} Hz, not the scene's {scene_rate} Hz, and the scene cannot run at {} Hz: {first}\n  help: choose a device that supports {scene_rate} Hz (see `morphrt devices`), or render to a file",
-                    opened.sample_rate, opened.sample_rate
-                ))
-            })?;
-            }
-            (Box::new(opened.output), opened.channels, opened.device_id)
-        };
-    let frames = match &opts.duration {
-        Some(d) => Some(d.length(plan.sample_rate, log).map_err(HostError::Usage)?),
-        None => None,
-    };
+                sample_rate: plan.sample_rate as f64,
+                channels: device_channels_wanted,
+            }),
+            channels: device_channels_wanted,
+            id: CLOCK_DEVICE.to_string(),
+        })
+    } else {
+        open_cpal(opts, compiled, bus, period, log)
+    }
+}
+
+/// Opens a cpal device for the scene's rate and `bus` channels; when the
+/// device plays another rate, the scene is compiled again at that rate.
+fn open_cpal(
+    opts: &RunOptions,
+    compiled: &mut Compiled,
+    bus: usize,
+    period: usize,
+    log: &mut dyn Write,
+) -> Result<ChosenDevice, HostError> {
+    let Compiled {
+        scene, copts, plan, ..
+    } = compiled;
+    let opened = device::cpal::open(&device::cpal::Request {
+        device: opts.device.as_deref(),
+        sample_rate: plan.sample_rate,
+        bus_channels: bus,
+        period,
+    })?;
+    for w in &opened.warnings {
+        let _ = writeln!(log, "warning: {w}");
+    }
+    if opened.sample_rate != plan.sample_rate {
+        let scene_rate = plan.sample_rate;
+        copts.sample_rate = Some(opened.sample_rate);
+        *plan = compile(scene, copts).map_err(|e| {
+            // The scene itself is fine; the device's rate is the problem
+            // (resources are not resampled).
+            let first = e
+                .iter()
+                .find(|d| d.is_error())
+                .map(|d| d.message.clone())
+                .unwrap_or_default();
+            HostError::Runtime(format!(
+                "the device plays {} Hz, not the scene's {scene_rate} Hz, and the scene cannot run at {} Hz: {first}\n  help: choose a device that supports {scene_rate} Hz (see `morphrt devices`), or render to a file",
+                opened.sample_rate, opened.sample_rate
+            ))
+        })?;
+    }
+    Ok(ChosenDevice {
+        device: Box::new(opened.device),
+        channels: opened.channels,
+        id: opened.device_id,
+    })
+}
+
+/// `--duration` in frames at the scene's rate.
+fn duration_frames(
+    opts: &RunOptions,
+    plan: &crate::graph::Plan,
+    log: &mut dyn Write,
+) -> Result<Option<u64>, HostError> {
+    match &opts.duration {
+        Some(d) => Ok(Some(
+            d.length(plan.sample_rate, log).map_err(HostError::Usage)?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// Prints the plan's warnings (taken from it), and those about events the
+/// duration cuts off.
+fn show_warnings(
+    opts: &RunOptions,
+    plan: &mut crate::graph::Plan,
+    frames: Option<u64>,
+    log: &mut dyn Write,
+) {
     let mut warnings = std::mem::take(&mut plan.warnings);
     if let (Some(f), None) = (frames, &opts.resume) {
         let length = format!(
@@ -357,92 +547,177 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                 .map(TimeArg::text)
                 .unwrap_or_default()
         );
-        warnings.extend(crate::graph::events_after_end(&plan, f, &length));
+        warnings.extend(crate::graph::events_after_end(plan, f, &length));
     }
     if !warnings.is_empty() {
         let _ = writeln!(log, "{}", crate::scene::Shown::new(&warnings));
     }
-    let sr = plan.sample_rate;
-    let block = plan.block_size;
-    let label = format!(
+}
+
+/// `48000 Hz, block 64, alsa:default, seed 7 (auto)`: the status line's label.
+fn status_label(plan: &crate::graph::Plan, device_id: &str) -> String {
+    format!(
         "{} Hz, block {}, {}{}",
-        sr,
-        block,
+        plan.sample_rate,
+        plan.block_size,
         device_id,
         match plan.seed {
             SeedSource::Auto(s) => format!(", seed {s} (auto)"),
             _ => String::new(),
         }
-    );
-    let fixed = SessionFixed::from_plan(&plan, opts.resources.clone());
-    let context = match &snap {
-        Some(_) => Some(SnapshotContext::new(&plan, &text)?),
-        None => None,
-    };
-    let mut incoming = Incoming::from_plan(plan, scene.profile, Vec::new());
-    if let (Some(s), Some(cx)) = (&snap, &context) {
-        let resumed = cx.resume(s, &mut incoming.engine)?;
-        for m in &resumed.messages {
-            let _ = writeln!(log, "{m}");
+    )
+}
+
+/// The first engine, built from the plan (and resumed from the snapshot),
+/// with what the live session keeps of the scene.
+struct FirstEngine {
+    text: String,
+    /// The scene's own `profile`.
+    file_profile: Option<Profile>,
+    fixed: SessionFixed,
+    incoming: Incoming,
+    /// The snapshot's clock, when resuming.
+    snap_clock: Option<u64>,
+}
+
+impl FirstEngine {
+    fn new(
+        opts: &RunOptions,
+        compiled: Compiled,
+        log: &mut dyn Write,
+    ) -> Result<FirstEngine, HostError> {
+        let Compiled {
+            text,
+            scene,
+            plan,
+            snap,
+            ..
+        } = compiled;
+        let sr = plan.sample_rate;
+        let fixed = SessionFixed::from_plan(&plan, opts.resources.clone());
+        let context = match &snap {
+            Some(_) => Some(SnapshotContext::new(&plan, &text)?),
+            None => None,
+        };
+        let mut incoming = Incoming::from_plan(plan, scene.profile, Vec::new());
+        if let (Some(s), Some(cx)) = (&snap, &context) {
+            let resumed = cx.resume(s, &mut incoming.engine)?;
+            for m in &resumed.messages {
+                let _ = writeln!(log, "{m}");
+            }
+            let _ = writeln!(
+                log,
+                "resuming `{}` at {:.3}s: {} of {} nodes carried",
+                s.origin(),
+                resumed.clock as f64 / sr as f64,
+                resumed.migration.carried,
+                s.nodes.len()
+            );
         }
-        let _ = writeln!(
-            log,
-            "resuming `{}` at {:.3}s: {} of {} nodes carried",
-            s.origin(),
-            resumed.clock as f64 / sr as f64,
-            resumed.migration.carried,
-            s.nodes.len()
-        );
+        Ok(FirstEngine {
+            text,
+            file_profile: scene.profile,
+            fixed,
+            incoming,
+            snap_clock: snap.as_ref().map(|s| s.clock),
+        })
     }
-    let profile = incoming.profile;
-    let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
-    let origin = Instant::now();
-    let fade = (sr as u64 * 5 / 1000).max(1);
-    let capture = match capture_output {
-        Some(output) => Some(CaptureWriter::start_at(output, channels as u16, sr, 4.0)?),
+}
+
+/// Starts the tap of `--capture`: the writer, and the tap for the player.
+fn start_tap(
+    output: Option<Output>,
+    channels: usize,
+    sr: u32,
+) -> Result<Option<(TapWriter, Tap)>, HostError> {
+    let tap = match output {
+        Some(output) => Some(TapWriter::start_at(output, channels as u16, sr, 4.0)?),
         None => None,
     };
-    let mut engine = incoming.engine;
-    // Per-node times for the final summary; the deck carries timing over to
-    // every engine an edit or profile switch swaps in.
-    engine.set_node_timing(true);
-    let mut p = Player::new(
-        *engine,
-        channels,
-        frames,
-        fade,
-        meters.clone(),
-        controls.clone(),
-        origin,
-    );
-    let capture_writer = match capture {
-        Some((writer, tap)) => {
-            p.set_capture(tap);
-            Some(writer)
+    Ok(tap)
+}
+
+impl LiveControl {
+    /// Starts what drives `session` from the control thread: the file
+    /// watcher, the journal (`snap_clock`: where a resumed session
+    /// started) and the keys.
+    fn start(
+        opts: &RunOptions,
+        session: LiveSession,
+        controls: Arc<Controls>,
+        (journal_output, inputs): (Option<Output>, &Inputs),
+        channels: usize,
+        snap_clock: Option<u64>,
+        log: &mut dyn Write,
+    ) -> Result<LiveControl, HostError> {
+        let watched = session.watched_files();
+        let watcher = start_watcher(opts, &watched, log);
+        let journal = match journal_output {
+            Some(output) => {
+                match start_journal(output, inputs, opts, &session, channels, snap_clock) {
+                    Ok(j) => Some(j),
+                    Err(e) if opts.journal.is_some() => return Err(e.into()),
+                    Err(e) => {
+                        let _ = writeln!(log, "warning: {e}; this session is not journaled");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        let snapshot_stem = snapshot_stem(opts, journal.as_ref());
+        let (keys, commands) = KeyListener::start(controls.clone());
+        Ok(LiveControl {
+            session,
+            journal,
+            journaled: (0, 0, 0),
+            snapshot_stem,
+            watcher,
+            commands: Some(commands),
+            controls,
+            scene: opts.scene.clone(),
+            watched,
+            node_times: Vec::new(),
+            _keys: keys,
+        })
+    }
+
+    /// After playback: journals what the audio thread sent back (engines are
+    /// dropped here), then the stop and the end.
+    fn end(&mut self, meters: &Meters, fade: u64, log: &mut dyn Write) {
+        self.session.tick(log);
+        self.journal_news(log);
+        if let Some(j) = &mut self.journal {
+            let stop = meters.stop_at.load(Ordering::Relaxed);
+            let mut end = vec![Record::End {
+                frames: meters.frames.load(Ordering::Relaxed),
+            }];
+            if stop != u64::MAX {
+                end.insert(0, Record::Stop { at: stop, fade });
+            }
+            for r in &end {
+                if let Err(e) = j.write(r) {
+                    let _ = writeln!(log, "warning: {e}");
+                }
+            }
+            let _ = writeln!(
+                log,
+                "journal: {} (replay it with `morphrt replay`)",
+                j.path().display()
+            );
         }
-        None => None,
-    };
-    player::install_panic_hook();
-    let mut session = LiveSession::new(
-        &opts.scene,
-        text,
-        fixed,
-        profile,
-        scene.profile,
-        incoming.capture,
-        incoming.resources,
-        p.link(),
-        meters.clone(),
-    );
-    let mut protected = Inputs::default();
-    if let Some(p) = &opts.resume {
-        protected.add("the snapshot resumed from", p);
     }
-    session.protect(protected);
-    let watched = session.watched_files();
-    let watcher = if !opts.no_watch {
-        match FileWatcher::start(&watched, Duration::from_millis(opts.debounce_ms)) {
+}
+
+/// Watches the scene and its resources, unless `--no-watch`; a watcher that
+/// cannot start is a warning.
+fn start_watcher(
+    opts: &RunOptions,
+    watched: &[PathBuf],
+    log: &mut dyn Write,
+) -> Option<FileWatcher> {
+    if !opts.no_watch {
+        match FileWatcher::start(watched, Duration::from_millis(opts.debounce_ms)) {
             Ok(w) => Some(w),
             Err(e) => {
                 let _ = writeln!(
@@ -454,22 +729,13 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
     } else {
         None
-    };
-    let snap_clock = snap.as_ref().map(|s| s.clock);
-    let journal = match journal_output {
-        Some(output) => {
-            match start_journal(output, &inputs, opts, &session, channels, snap_clock) {
-                Ok(j) => Some(j),
-                Err(e) if opts.journal.is_some() => return Err(e.into()),
-                Err(e) => {
-                    let _ = writeln!(log, "warning: {e}; this session is not journaled");
-                    None
-                }
-            }
-        }
-        None => None,
-    };
-    let snapshot_stem = match &journal {
+    }
+}
+
+/// What snapshot files (`w`) are named after: the journal's name, else the
+/// scene's.
+fn snapshot_stem(opts: &RunOptions, journal: Option<&Journal>) -> PathBuf {
+    match journal {
         Some(j) => j.path().with_extension(""),
         None => PathBuf::from(
             opts.scene
@@ -477,22 +743,13 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "scene".to_string()),
         ),
-    };
-    let (_keys, commands) = KeyListener::start(controls.clone());
-    let mut control = LiveControl {
-        session,
-        journal,
-        journaled: (0, 0, 0),
-        snapshot_stem,
-        watcher,
-        commands: Some(commands),
-        controls,
-        scene: opts.scene.clone(),
-        watched,
-        node_times: Vec::new(),
-    };
-    let tty = std::io::stderr().is_terminal();
-    let cfg = LoopConfig {
+    }
+}
+
+/// The control loop's settings: a live status line on a terminal, else a
+/// log line every 5 s.
+fn loop_config(tty: bool, label: String, block: usize) -> LoopConfig {
+    LoopConfig {
         status: if tty {
             StatusMode::Live
         } else {
@@ -505,7 +762,11 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         max_rebuilds: 3,
         label,
         fifo_latency: block,
-    };
+    }
+}
+
+/// `playing scene.json (repro), watching for edits — keys: …`
+fn say_playing(opts: &RunOptions, profile: Profile, tty: bool, log: &mut dyn Write) {
     let _ = writeln!(
         log,
         "playing {} ({profile}){} — {}",
@@ -521,98 +782,70 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             "commands on stdin, one per line: s, r, l, q"
         }
     );
-    let result = control::run_loop_with(
-        output.as_mut(),
-        p,
-        meters.clone(),
-        origin,
-        &cfg,
+}
+
+/// The lines after a run that played to its end: what played, the most
+/// expensive nodes, and what the tap recorded.
+fn summary(
+    opts: &RunOptions,
+    r: &RunReport,
+    sr: u32,
+    control: &LiveControl,
+    meters: &Meters,
+    tap_report: Option<TapReport>,
+    log: &mut dyn Write,
+) {
+    let panics =
+        meters.node_panics.load(Ordering::Relaxed) + meters.callback_panics.load(Ordering::Relaxed);
+    let _ = writeln!(
         log,
-        &mut control,
+        "played {} frames ({:.2}s); edits applied {}, rejected {}; xruns {}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}{}",
+        r.frames,
+        r.frames as f64 / sr as f64,
+        control.session.applied.len(),
+        control.session.rejected.len(),
+        r.xruns,
+        r.load_mean * 100.0,
+        r.load_p99 * 100.0,
+        r.load_max * 100.0,
+        if r.rebuilds > 0 {
+            format!("; stream rebuilt {} time(s)", r.rebuilds)
+        } else {
+            String::new()
+        },
+        if panics > 0 {
+            format!("; {panics} panic(s) contained")
+        } else {
+            String::new()
+        }
     );
-    // Drain what the audio thread sent back (engines are dropped here).
-    control.session.tick(log);
-    control.journal_news(log);
-    if let Some(j) = &mut control.journal {
-        let stop = meters.stop_at.load(Ordering::Relaxed);
-        let mut end = vec![Record::End {
-            frames: meters.frames.load(Ordering::Relaxed),
-        }];
-        if stop != u64::MAX {
-            end.insert(0, Record::Stop { at: stop, fade });
-        }
-        for r in &end {
-            if let Err(e) = j.write(r) {
-                let _ = writeln!(log, "warning: {e}");
-            }
-        }
+    if let Some(line) = top_nodes_line(&control.node_times, 3) {
+        let swapped = meters.swaps.load(Ordering::Relaxed) > 0;
         let _ = writeln!(
             log,
-            "journal: {} (replay it with `morphrt replay`)",
-            j.path().display()
+            "{line}{}",
+            if swapped {
+                " (since the last swap)"
+            } else {
+                ""
+            }
         );
     }
-    let capture_report = match capture_writer {
-        Some(w) => Some(w.finish()?),
-        None => None,
-    };
-    match result {
-        Ok(r) => {
-            let panics = meters.node_panics.load(Ordering::Relaxed)
-                + meters.callback_panics.load(Ordering::Relaxed);
-            let _ = writeln!(
-                log,
-                "played {} frames ({:.2}s); edits applied {}, rejected {}; xruns {}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}{}",
-                r.frames,
-                r.frames as f64 / sr as f64,
-                control.session.applied.len(),
-                control.session.rejected.len(),
-                r.xruns,
-                r.load_mean * 100.0,
-                r.load_p99 * 100.0,
-                r.load_max * 100.0,
-                if r.rebuilds > 0 {
-                    format!("; stream rebuilt {} time(s)", r.rebuilds)
-                } else {
-                    String::new()
-                },
-                if panics > 0 {
-                    format!("; {panics} panic(s) contained")
-                } else {
-                    String::new()
-                }
-            );
-            if let Some(line) = top_nodes_line(&control.node_times, 3) {
-                let swapped = meters.swaps.load(Ordering::Relaxed) > 0;
-                let _ = writeln!(
-                    log,
-                    "{line}{}",
-                    if swapped {
-                        " (since the last swap)"
-                    } else {
-                        ""
-                    }
-                );
+    if let (Some(rep), Some(path)) = (tap_report, &opts.capture) {
+        let _ = writeln!(
+            log,
+            "captured {} frames to {}{}",
+            rep.frames,
+            path.display(),
+            if rep.dropped_samples > 0 {
+                format!(
+                    " ({} samples lost: the disk could not keep up)",
+                    rep.dropped_samples
+                )
+            } else {
+                String::new()
             }
-            if let (Some(rep), Some(path)) = (capture_report, &opts.capture) {
-                let _ = writeln!(
-                    log,
-                    "captured {} frames to {}{}",
-                    rep.frames,
-                    path.display(),
-                    if rep.dropped_samples > 0 {
-                        format!(
-                            " ({} samples lost: the disk could not keep up)",
-                            rep.dropped_samples
-                        )
-                    } else {
-                        String::new()
-                    }
-                );
-            }
-            Ok(())
-        }
-        Err(e) => Err(HostError::Runtime(e.message)),
+        );
     }
 }
 

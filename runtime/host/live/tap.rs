@@ -2,7 +2,7 @@
 //! FILE.wav`).
 //!
 //! The callback copies its interleaved output into a wait-free
-//! single-producer single-consumer ring ([`CaptureTap::push`]); a writer
+//! single-producer single-consumer ring ([`Tap::push`]); a writer
 //! thread drains the ring every few milliseconds into a 32-bit float WAV
 //! file. The callback therefore never allocates, frees, locks, blocks or
 //! does I/O for the capture: when the writer falls behind, the samples that
@@ -11,7 +11,7 @@
 //! The file goes through the one writer ([`crate::host::files::write`]),
 //! under the output rules ([`Kind::CAPTURE`]): it is written under a
 //! temporary name in the destination directory and renamed into place only
-//! by [`CaptureWriter::finish`], so a crash, an error or a stop signal never
+//! by [`TapWriter::finish`], so a crash, an error or a stop signal never
 //! leaves a truncated file under the requested name, nor replaces an
 //! existing file with one; and it is never one of the session's inputs, a
 //! device or a FIFO (the header is written last, so it cannot stream).
@@ -52,7 +52,7 @@ const DISCARD: u8 = 3;
 
 /// Why a capture could not start or finish.
 #[derive(Debug)]
-pub enum CaptureError {
+pub enum TapError {
     /// The file: refused by the output rules, or an I/O failure on it.
     File(FileError),
     /// Not a recording that can be made (a ring length, a format); the
@@ -66,31 +66,31 @@ pub enum CaptureError {
     Stopped,
 }
 
-impl std::fmt::Display for CaptureError {
+impl std::fmt::Display for TapError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CaptureError::File(e) => write!(f, "{e}"),
-            CaptureError::Setup(m) => f.write_str(m),
-            CaptureError::Thread(e) => write!(f, "cannot start the capture writer: {e}"),
-            CaptureError::Panicked => f.write_str("the capture writer thread panicked"),
-            CaptureError::Stopped => f.write_str("the capture writer has already stopped"),
+            TapError::File(e) => write!(f, "{e}"),
+            TapError::Setup(m) => f.write_str(m),
+            TapError::Thread(e) => write!(f, "cannot start the capture writer: {e}"),
+            TapError::Panicked => f.write_str("the capture writer thread panicked"),
+            TapError::Stopped => f.write_str("the capture writer has already stopped"),
         }
     }
 }
 
-impl std::error::Error for CaptureError {}
+impl std::error::Error for TapError {}
 
-impl From<FileError> for CaptureError {
-    fn from(e: FileError) -> CaptureError {
-        CaptureError::File(e)
+impl From<FileError> for TapError {
+    fn from(e: FileError) -> TapError {
+        TapError::File(e)
     }
 }
 
 /// A refused path keeps its exit code; the rest is the machine's failure.
-impl From<CaptureError> for HostError {
-    fn from(e: CaptureError) -> HostError {
+impl From<TapError> for HostError {
+    fn from(e: TapError) -> HostError {
         match e {
-            CaptureError::File(f) => f.into(),
+            TapError::File(f) => f.into(),
             other => HostError::Runtime(other.to_string()),
         }
     }
@@ -101,13 +101,13 @@ impl From<CaptureError> for HostError {
 ///
 /// Drop it off the audio thread (as the player is): if the writer has
 /// already stopped, dropping the tap frees the ring.
-pub struct CaptureTap {
+pub struct Tap {
     producer: Producer<f32>,
     channels: usize,
     dropped: Arc<AtomicU64>,
 }
 
-impl CaptureTap {
+impl Tap {
     /// Real-time safe: copies interleaved samples into the ring without
     /// allocating, locking or blocking. If the ring is full, it copies the
     /// whole frames that fit and counts the samples it could not push (the
@@ -138,7 +138,7 @@ impl CaptureTap {
 
 /// What a finished capture wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CaptureReport {
+pub struct TapReport {
     /// Where the recording now is (the `path` given to `start`).
     pub path: PathBuf,
     /// Frames in the file.
@@ -155,7 +155,7 @@ pub struct CaptureReport {
     pub sample_rate: u32,
 }
 
-impl CaptureReport {
+impl TapReport {
     /// Whether the file holds every sample pushed to the tap, so the caller
     /// can decide whether a recording with gaps is an error.
     pub fn is_complete(&self) -> bool {
@@ -169,10 +169,10 @@ impl CaptureReport {
 }
 
 /// The control thread's end of a capture: owns the writer thread and the
-/// temporary file. Call [`finish`](CaptureWriter::finish) to keep the
+/// temporary file. Call [`finish`](TapWriter::finish) to keep the
 /// recording; dropping it without `finish` discards the recording and
 /// removes the temporary file.
-pub struct CaptureWriter {
+pub struct TapWriter {
     thread: Option<JoinHandle<Result<Written, FileError>>>,
     state: Arc<AtomicU8>,
     dropped: Arc<AtomicU64>,
@@ -199,7 +199,7 @@ struct Setup {
     paused: bool,
 }
 
-impl CaptureWriter {
+impl TapWriter {
     /// Creates the writer for `path`, which protects no input (a session
     /// checks its capture against its inputs with [`Kind::CAPTURE`] and
     /// [`start_at`](Self::start_at)).
@@ -208,10 +208,10 @@ impl CaptureWriter {
         channels: u16,
         sample_rate: u32,
         ring_seconds: f64,
-    ) -> Result<(CaptureWriter, CaptureTap), CaptureError> {
+    ) -> Result<(TapWriter, Tap), TapError> {
         let ring = ring_frames(path, channels, sample_rate, ring_seconds)?;
         let output = Output::prepare(path, &Inputs::default(), 0, &Kind::CAPTURE)?;
-        CaptureWriter::spawn(output, setup(channels, sample_rate, ring))
+        TapWriter::spawn(output, setup(channels, sample_rate, ring))
     }
 
     /// Creates the writer at a checked output: the file is written under a
@@ -228,12 +228,12 @@ impl CaptureWriter {
         channels: u16,
         sample_rate: u32,
         ring_seconds: f64,
-    ) -> Result<(CaptureWriter, CaptureTap), CaptureError> {
+    ) -> Result<(TapWriter, Tap), TapError> {
         let ring = ring_frames(&output.shown, channels, sample_rate, ring_seconds)?;
-        CaptureWriter::spawn(output, setup(channels, sample_rate, ring))
+        TapWriter::spawn(output, setup(channels, sample_rate, ring))
     }
 
-    fn spawn(output: Output, setup: Setup) -> Result<(CaptureWriter, CaptureTap), CaptureError> {
+    fn spawn(output: Output, setup: Setup) -> Result<(TapWriter, Tap), TapError> {
         let Setup {
             channels,
             sample_rate,
@@ -243,7 +243,7 @@ impl CaptureWriter {
         } = setup;
         let path = output.shown.clone();
         if channels == 0 || sample_rate == 0 {
-            return Err(CaptureError::Setup(format!(
+            return Err(TapError::Setup(format!(
                 "cannot capture into `{}`: {channels} channels at {sample_rate} Hz is not a sound format",
                 path.display()
             )));
@@ -277,9 +277,9 @@ impl CaptureWriter {
         let thread = std::thread::Builder::new()
             .name("morphrt-capture".into())
             .spawn(move || drain.run(&st))
-            .map_err(CaptureError::Thread)?;
+            .map_err(TapError::Thread)?;
         Ok((
-            CaptureWriter {
+            TapWriter {
                 thread: Some(thread),
                 state,
                 dropped: dropped.clone(),
@@ -287,7 +287,7 @@ impl CaptureWriter {
                 channels,
                 sample_rate,
             },
-            CaptureTap {
+            Tap {
                 producer,
                 channels: channels as usize,
                 dropped,
@@ -309,13 +309,13 @@ impl CaptureWriter {
     /// On a write error the temporary file is removed. If only the final
     /// rename fails, the complete recording is kept under its temporary name
     /// and the error says where.
-    pub fn finish(mut self) -> Result<CaptureReport, CaptureError> {
+    pub fn finish(mut self) -> Result<TapReport, TapError> {
         self.state.store(FINISH, Ordering::Release);
         let written = self.join()?;
         if let Some(temp) = written.temp {
             temp.commit_or_keep()?;
         }
-        Ok(CaptureReport {
+        Ok(TapReport {
             path: self.path.clone(),
             frames: written.frames,
             dropped_samples: self.dropped.load(Ordering::Relaxed),
@@ -326,18 +326,18 @@ impl CaptureWriter {
     }
 
     /// Waits for the writer thread (taken, so `Drop` does nothing more).
-    fn join(&mut self) -> Result<Written, CaptureError> {
+    fn join(&mut self) -> Result<Written, TapError> {
         match self.thread.take() {
             Some(t) => match t.join() {
                 Ok(w) => Ok(w?),
-                Err(_) => Err(CaptureError::Panicked),
+                Err(_) => Err(TapError::Panicked),
             },
-            None => Err(CaptureError::Stopped),
+            None => Err(TapError::Stopped),
         }
     }
 }
 
-impl Drop for CaptureWriter {
+impl Drop for TapWriter {
     fn drop(&mut self) {
         if self.thread.is_some() {
             // The thread drops its temporary file, which removes it.
@@ -354,16 +354,16 @@ fn ring_frames(
     channels: u16,
     sample_rate: u32,
     ring_seconds: f64,
-) -> Result<usize, CaptureError> {
+) -> Result<usize, TapError> {
     if !(ring_seconds.is_finite() && ring_seconds > 0.0) {
-        return Err(CaptureError::Setup(format!(
+        return Err(TapError::Setup(format!(
             "cannot capture into `{}`: the ring length must be a positive number of seconds, not {ring_seconds}",
             path.display()
         )));
     }
     let ring_frames = (ring_seconds * sample_rate as f64).ceil().max(1.0);
     if ring_frames * channels.max(1) as f64 > MAX_RING_SAMPLES as f64 {
-        return Err(CaptureError::Setup(format!(
+        return Err(TapError::Setup(format!(
             "cannot capture into `{}`: a ring of {ring_seconds} s at {sample_rate} Hz × {channels} channels is too large",
             path.display()
         )));
@@ -527,7 +527,7 @@ mod tests {
         let path = dir.join("c.wav");
         // The writer does not drain until `finish`, so the ring fills for sure.
         let (writer, mut tap) =
-            CaptureWriter::spawn(output(&path), setup(100, u64::MAX, true)).unwrap();
+            TapWriter::spawn(output(&path), setup(100, u64::MAX, true)).unwrap();
         let x = samples(1000 * 2);
         for chunk in x.chunks(37 * 2) {
             tap.push(chunk);
@@ -547,8 +547,7 @@ mod tests {
     fn a_torn_frame_is_counted_and_never_written() {
         let dir = fresh_dir("torn");
         let path = dir.join("c.wav");
-        let (writer, mut tap) =
-            CaptureWriter::spawn(output(&path), setup(10, u64::MAX, true)).unwrap();
+        let (writer, mut tap) = TapWriter::spawn(output(&path), setup(10, u64::MAX, true)).unwrap();
         let x = samples(5);
         tap.push(&x);
         let report = writer.finish().unwrap();
@@ -560,8 +559,7 @@ mod tests {
     fn the_file_stops_at_the_size_limit_and_counts_the_rest() {
         let dir = fresh_dir("limit");
         let path = dir.join("c.wav");
-        let (writer, mut tap) =
-            CaptureWriter::spawn(output(&path), setup(1000, 50, false)).unwrap();
+        let (writer, mut tap) = TapWriter::spawn(output(&path), setup(1000, 50, false)).unwrap();
         let x = samples(80 * 2);
         tap.push(&x);
         let report = writer.finish().unwrap();
@@ -578,20 +576,20 @@ mod tests {
     fn start_sizes_the_ring_from_seconds_and_refuses_nonsense() {
         let dir = fresh_dir("sizes");
         let path = dir.join("c.wav");
-        let (writer, tap) = CaptureWriter::start(&path, 3, 1000, 0.0105).unwrap();
+        let (writer, tap) = TapWriter::start(&path, 3, 1000, 0.0105).unwrap();
         // ceil(10.5 frames) = 11 frames of 3 channels.
         assert_eq!(tap.producer.buffer().capacity(), 33);
         assert_eq!(tap.channels(), 3);
         drop(writer);
         for secs in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e9] {
-            let e = CaptureWriter::start(&path, 2, 48_000, secs)
+            let e = TapWriter::start(&path, 2, 48_000, secs)
                 .err()
                 .unwrap()
                 .to_string();
             assert!(e.contains("c.wav"), "{e}");
         }
         for (ch, rate) in [(0, 48_000), (2, 0)] {
-            let e = CaptureWriter::start(&path, ch, rate, 1.0)
+            let e = TapWriter::start(&path, ch, rate, 1.0)
                 .err()
                 .unwrap()
                 .to_string();

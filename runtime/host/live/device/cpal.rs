@@ -1,7 +1,7 @@
-//! cpal: listing output devices, choosing a stream configuration, and the
-//! [`Output`] that plays through a device.
+//! cpal: listing output devices, choosing a stream configuration, and
+//! [`CpalDevice`], the [`Device`] that plays through one.
 
-use crate::host::live::control::{Output, OutputStream, StreamEvents, StreamFault};
+use crate::host::live::device::{Device, Stream, StreamEvents, StreamFault};
 use crate::host::live::player::PlayerCell;
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use std::sync::Arc;
@@ -216,7 +216,7 @@ pub fn names() -> String {
 }
 
 /// The chosen device and how to drive it.
-pub struct CpalOutput {
+pub struct CpalDevice {
     device: cpal::Device,
     config: cpal::StreamConfig,
     fixed: Option<usize>,
@@ -232,9 +232,9 @@ pub struct Request<'a> {
     pub period: usize,
 }
 
-/// The outcome of opening: the output plus facts for the status line.
+/// The outcome of opening: the device plus facts for the status line.
 pub struct Opened {
-    pub output: CpalOutput,
+    pub device: CpalDevice,
     pub sample_rate: u32,
     pub channels: usize,
     pub device_id: String,
@@ -343,7 +343,7 @@ pub fn open(req: &Request<'_>) -> Result<Opened, DeviceError> {
         sample_rate,
         device_id,
         warnings,
-        output: CpalOutput {
+        device: CpalDevice {
             device,
             config,
             fixed,
@@ -352,14 +352,14 @@ pub fn open(req: &Request<'_>) -> Result<Opened, DeviceError> {
 }
 
 struct CpalStream(#[allow(dead_code)] cpal::Stream);
-impl OutputStream for CpalStream {}
+impl Stream for CpalStream {}
 
-impl Output for CpalOutput {
+impl Device for CpalDevice {
     fn open(
         &mut self,
         cell: Arc<PlayerCell>,
         events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn OutputStream>, String> {
+    ) -> Result<Box<dyn Stream>, String> {
         let err_events = events.clone();
         let stream = self
             .device
