@@ -77,7 +77,7 @@ impl FileWatcher {
     /// events of one save, or a quick burst of saves, come out as one change;
     /// a file written continuously is reported once the writing pauses for
     /// that long. 30–50 ms suits editors; values under 4 ms are raised to 4 ms.
-    pub fn start(files: &[PathBuf], debounce: Duration) -> Result<FileWatcher, String> {
+    pub fn start(files: &[PathBuf], debounce: Duration) -> Result<FileWatcher, WatchError> {
         let shared = Arc::new(Shared::default());
         let sink = Arc::clone(&shared);
         let debouncer = new_debouncer(
@@ -85,7 +85,7 @@ impl FileWatcher {
             None,
             move |result: DebounceEventResult| sink.deliver(result),
         )
-        .map_err(|e| format!("cannot start watching files: {e}"))?;
+        .map_err(WatchError::Start)?;
         let mut watcher = FileWatcher {
             debouncer,
             shared,
@@ -103,7 +103,7 @@ impl FileWatcher {
     /// file in both sets is neither lost nor dropped from the pending
     /// changes; pending changes of files no longer watched are forgotten.
     /// On error the previous set stays in force.
-    pub fn set_files(&mut self, files: &[PathBuf]) -> Result<(), String> {
+    pub fn set_files(&mut self, files: &[PathBuf]) -> Result<(), WatchError> {
         let mut wanted = BTreeMap::new();
         for file in files {
             wanted
@@ -123,7 +123,10 @@ impl FileWatcher {
                 for dir in &added {
                     let _ = self.debouncer.unwatch(dir);
                 }
-                return Err(format!("cannot watch {}: {e}", dir.display()));
+                return Err(WatchError::Directory {
+                    dir: dir.clone(),
+                    source: e,
+                });
             }
             if !self.dirs.contains(dir) {
                 added.push(dir);
@@ -258,26 +261,61 @@ fn is_change(kind: &EventKind) -> bool {
     !matches!(kind, EventKind::Access(_) | EventKind::Other)
 }
 
+/// Why files cannot be watched; each keeps the error it came from.
+#[derive(Debug)]
+pub enum WatchError {
+    /// The watcher itself could not start.
+    Start(notify::Error),
+    /// A directory of a watched file could not be watched.
+    Directory { dir: PathBuf, source: notify::Error },
+    /// A path with no file name (`/`, `..`).
+    NotAFile(PathBuf),
+    /// The directory a missing file would appear in cannot be resolved.
+    Parent {
+        file: PathBuf,
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for WatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WatchError::Start(e) => write!(f, "cannot start watching files: {e}"),
+            WatchError::Directory { dir, source } => {
+                write!(f, "cannot watch {}: {source}", dir.display())
+            }
+            WatchError::NotAFile(p) => write!(f, "cannot watch {}: not a file name", p.display()),
+            WatchError::Parent { file, dir, source } => write!(
+                f,
+                "cannot watch {}: its directory {}: {source}",
+                file.display(),
+                dir.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for WatchError {}
+
 /// The path events will carry for `file`, so that `scenes/x.json` and an
 /// absolute spelling of it match. A missing file is placed in its
 /// canonical directory, where it will appear when it is created.
-fn canonical(file: &Path) -> Result<PathBuf, String> {
+fn canonical(file: &Path) -> Result<PathBuf, WatchError> {
     if let Ok(path) = file.canonicalize() {
         return Ok(path);
     }
     let name = file
         .file_name()
-        .ok_or_else(|| format!("cannot watch {}: not a file name", file.display()))?;
+        .ok_or_else(|| WatchError::NotAFile(file.to_path_buf()))?;
     let dir = match file.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let dir = dir.canonicalize().map_err(|e| {
-        format!(
-            "cannot watch {}: its directory {}: {e}",
-            file.display(),
-            dir.display()
-        )
+    let dir = dir.canonicalize().map_err(|e| WatchError::Parent {
+        file: file.to_path_buf(),
+        dir: dir.to_path_buf(),
+        source: e,
     })?;
     Ok(dir.join(name))
 }
@@ -625,7 +663,8 @@ mod tests {
         let err = FileWatcher::start(&[dir.0.join("gone").join("x.json")], DEBOUNCE)
             .err()
             .expect("a file in a missing directory cannot be watched");
-        assert!(err.contains("gone"), "{err}");
+        assert!(matches!(err, WatchError::Parent { .. }), "{err}");
+        assert!(err.to_string().contains("gone"), "{err}");
     }
 
     /// An overflowed kernel queue loses events, so every watched file must
