@@ -209,7 +209,8 @@ fn a_seeded_noise_scene_is_a_pure_function_of_seed_and_id() {
         )
     };
     let a = render_to_vec(&mut engine(&text(7, "hiss"), Some(Profile::Strict), 64), 4);
-    // DESIGN §4's vector: global seed 7, node `hiss`, local seed 3.
+    // The whole-mapping vector of scenes/README.md (Randomness): global
+    // seed 7, node `hiss`, local seed 3.
     assert_eq!(
         a[0],
         vec![

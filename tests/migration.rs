@@ -1,6 +1,8 @@
 //! Profile switches through nonlinear nodes whose oversampling factor
-//! differs between the two profiles (DESIGN §4 "switching profile never
-//! shifts time", §6 "state keeps flowing").
+//! differs between the two profiles: a nonlinear node's latency is the
+//! same at every factor, so a profile switch never shifts time, and its
+//! state keeps flowing (`scenes/README.md`, Profiles and Editing while it
+//! plays).
 //!
 //! With the default `oversampling`, `saturator` and `diode_clipper` run 1×
 //! under strict and 2× under repro. A snapshot taken under one profile and

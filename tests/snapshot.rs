@@ -4,9 +4,9 @@
 //! byte, and bad snapshots are refused (exit 2) or warned about by name.
 //!
 //! The resume test renders each scene's golden length (2 s; 1 s where a
-//! strict direct convolution runs, DESIGN §7) split in the middle, not
-//! 0–10 s split at 5 s: the property is the same at every split point and
-//! the shorter render keeps a debug-build CI run short.
+//! strict direct convolution runs; see README.md, Goldens) split in the
+//! middle, not 0–10 s split at 5 s: the property is the same at every split
+//! point and the shorter render keeps a debug-build CI run short.
 
 mod common;
 
@@ -233,7 +233,8 @@ fn resume_continues_every_scene_bit_for_bit(profile: Profile) {
                 r.messages
             );
             let repro = render_on(&mut c, frames - half);
-            // One block plus any ramp around the switch and each event (DESIGN §4 parity).
+            // One block plus any ramp around the switch and each event (the
+            // parity rule in `morphrt::profile`).
             let guard = 256.max(block);
             let mut skip = vec![(0, guard)];
             for (at, ramp) in &events {

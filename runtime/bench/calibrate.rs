@@ -18,7 +18,8 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// The live block sizes tried, smallest first (DESIGN §4: live 32…256).
+/// The live block sizes tried, smallest first (live's range, 32 … 256, in
+/// the profile table of [`crate::profile`]).
 pub const CANDIDATES: [usize; 4] = [32, 64, 128, 256];
 /// The largest p99 block time, as a fraction of the deadline, that counts
 /// as safe.

@@ -1,5 +1,6 @@
 //! The FP-mode guard: sets flush-to-zero / denormals-are-zero for the duration
-//! of an engine block and restores the caller's mode afterwards (DESIGN §4).
+//! of an engine block and restores the caller's mode afterwards (each
+//! profile's mode: [`crate::profile`]).
 //!
 //! x86-64: MXCSR bits FTZ (15) and DAZ (6). aarch64: FPCR bit FZ (24), which
 //! flushes both inputs and outputs. Other targets: a no-op; repro/live output

@@ -1,5 +1,6 @@
 //! Math policies: which implementation of each transcendental function a node
-//! uses, chosen once when the node is built (DESIGN §4).
+//! uses, chosen once when the node is built (by its profile: see
+//! [`crate::profile`]).
 //!
 //! - [`StrictMath`]: the pinned `libm` crate for everything. Bit-exact across
 //!   runs, builds, opt levels and targets.

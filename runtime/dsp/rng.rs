@@ -1,5 +1,20 @@
-//! Randomness, locked by DESIGN §4: a node's noise is a pure function of
-//! (global seed, node id, local seed, stream, sample index).
+//! Randomness: a node's noise is a pure function of (global seed, node id,
+//! local seed, stream, sample index). The formula is locked (changing it
+//! changes every golden); `scenes/README.md` (*Randomness*) states it with
+//! its known answers:
+//!
+//! - the node's key is [low 32 bits, high 32 bits] of
+//!   [`hash64`]`(global_seed, node_id, local_seed)` =
+//!   `mix64(mix64(mix64(global_seed) ^ fnv1a64(node_id)) ^ local_seed)`,
+//!   with [`fnv1a64`] FNV-1a 64 over the UTF-8 bytes and [`mix64`] the
+//!   SplitMix64 finalizer; `local_seed` is the node's `seed` param;
+//! - sample `n` of stream `s` is word `n % 4` of Philox 4×32-10 at counter
+//!   [(n/4) low 32, (n/4) high 32, s, 0] ([`NoiseStream`]), so noise is
+//!   block-size invariant and seekable, and its state is one integer;
+//! - word `u` → sample: f64 `u as f64 * 2^-31 - 1.0`, f32
+//!   `(u >> 8) as f32 * 2^-23 - 1.0`, both exact
+//!   ([`Sample::from_noise_word`]); not rand_philox's `u32_to_unit_*`
+//!   helpers, which map differently.
 
 use super::sample::Sample;
 
@@ -160,7 +175,8 @@ mod tests {
 
     #[test]
     fn mix64_is_the_splitmix_finalizer() {
-        // Written out from DESIGN §4 independently of rand_philox.
+        // Written out from the formula in `scenes/README.md`, independently
+        // of rand_philox.
         fn reference(mut z: u64) -> u64 {
             z ^= z >> 30;
             z = z.wrapping_mul(0xbf58476d1ce4e5b9);
@@ -179,7 +195,7 @@ mod tests {
         assert_eq!(fnv1a64("a"), 0xaf63dc4c8601ec8c);
     }
 
-    /// The whole-mapping vector of DESIGN §4.
+    /// The whole-mapping vector of `scenes/README.md` (*Randomness*).
     #[test]
     fn design_vector_hiss() {
         let h = hash64(7, "hiss", 3);

@@ -69,7 +69,7 @@ pub trait Sample:
     /// IEEE-754 correctly rounded square root (allowed on strict paths).
     fn sqrt(self) -> Self;
     fn floor(self) -> Self;
-    /// The locked Philox word → sample mapping of DESIGN §4 (exact):
+    /// The locked Philox word → sample mapping of [`crate::dsp::rng`] (exact):
     /// f64 `u * 2^-31 - 1`, f32 `(u >> 8) * 2^-23 - 1`.
     fn from_noise_word(u: u32) -> Self;
     /// A u64 fixed-point phase (fraction of a cycle) as a value in [0, 1),
@@ -299,8 +299,8 @@ mod tests {
         assert_eq!(f64::from_noise_word(1 << 31), 0.0);
     }
 
-    /// The mapping as DESIGN §4 writes it, word for word over a spread of
-    /// words and the edges.
+    /// The mapping as `scenes/README.md` (*Randomness*) writes it, word for
+    /// word over a spread of words and the edges.
     #[test]
     fn noise_mapping_is_the_design_formula() {
         let check = |u: u32| {

@@ -46,7 +46,8 @@ const K9: f32 = (TAU * TAU * TAU * TAU * TAU * TAU * TAU * TAU * TAU / 362880.0)
 
 /// sin(2π·t) for t in [0, 1), without a call or a branch: reflect t to
 /// v ∈ [-¼, ¼] (exactly: t has at most 24 significant bits), then an odd
-/// polynomial to v⁹ (absolute error ≤ 4e-6, DESIGN §4 allows 1e-4).
+/// polynomial to v⁹ (absolute error ≤ 4e-6; live's fast math, see
+/// [`crate::dsp::math`], allows 1e-4).
 #[inline(always)]
 pub fn sin_turns(t: f32) -> f32 {
     // sin(2πt) = sin(π − 2πt) = sin(2πw), w ∈ (−½, ½].
@@ -133,8 +134,8 @@ mod tests {
     use super::*;
 
     /// The fast sine against libm's sin over 2^20 phases spread over the
-    /// cycle, including the fold points: within the 1e-4 DESIGN §4 allows,
-    /// and within the polynomial's own 4e-6.
+    /// cycle, including the fold points: within the 1e-4 live's fast math
+    /// allows, and within the polynomial's own 4e-6.
     #[test]
     fn sin_turns_within_documented_error_of_libm() {
         let mut worst = 0.0f64;

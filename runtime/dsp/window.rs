@@ -1,5 +1,5 @@
-//! Analysis windows (DESIGN §4: periodic unless stated), computed in f64 with
-//! the pinned `libm::cos` only, so they are bit-exact everywhere.
+//! Analysis windows (periodic unless stated), computed in f64 with the
+//! pinned `libm::cos` only, so they are bit-exact everywhere.
 //!
 //! For a window of length N and denominator D (N when periodic, the
 //! "DFT-even" form used for STFT; N − 1 when symmetric), sample k uses

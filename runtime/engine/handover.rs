@@ -1,4 +1,5 @@
-//! Migration: the engine half of the handover (DESIGN §6).
+//! Migration: the engine half of the handover (the steps are listed in
+//! [`crate::engine::incoming`]).
 //!
 //! The control thread builds a new engine for an edited scene or another
 //! profile, the audio thread copies the running engine's state into a

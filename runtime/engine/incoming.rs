@@ -1,14 +1,32 @@
-//! The handover of DESIGN §6 as the control side runs it, shared by `run`
-//! (against the audio thread) and by offline renders with scripted edits
-//! and profile switches (against a [`Deck`] driven in place):
+//! The handover: one mechanism for live edits, profile switches and
+//! resumes, as the control side runs it. `run` runs it against the audio
+//! thread (`host::live::session`); offline renders with scripted edits and
+//! profile switches, and `replay`, run it against a [`Deck`] driven in place
+//! ([`Scripted`]). Each handover is fixed by its capture sample N, its swap
+//! sample S and its crossfade, which the journal records, so a replay redoes
+//! it exactly ([`Scripted::handover_at`]).
 //!
-//! 1. compile the new scene at the session's block size, rate and seed and
-//!    build its engine ([`Incoming::compile`]);
-//! 2. capture the playing engine's state at block boundary N (copies only);
-//! 3. migrate it into the new engine ([`Engine::migrate`]);
-//! 4. fast-forward the new engine from N to the swap sample S, discarding
-//!    its output;
-//! 5. swap at exactly S, with a crossfade unless the edit only changed params.
+//! 1. Compile the new scene and build its engine, every stage off the audio
+//!    thread ([`Incoming::compile`]). Block size, sample rate and seed are
+//!    the session's ([`SessionFixed`]) and never change.
+//! 2. Capture: at the next block boundary N the playing engine copies every
+//!    node's state into a buffer shaped for it in advance (copies only).
+//! 3. Migrate, off the audio thread ([`Engine::migrate`]): nodes match by
+//!    (id, op), precision converts (f64 → f32 rounds, f32 → f64 is exact),
+//!    state-derived data is rebuilt. The new scene's param values win;
+//!    event cursors are recomputed from the clock, never copied.
+//! 4. Fast-forward the new engine from N to S, a block boundary far enough
+//!    ahead of the audio clock, discarding its output ([`advance_to`]).
+//! 5. Offer (engine, S); the swap happens at exactly S. An offer that
+//!    arrives when the audio clock has already passed S is refused and comes
+//!    back; the control side fast-forwards it further and offers a later S.
+//!    No wall-clock value ever changes the audio: only N, S and the fade do.
+//!
+//! A param-only edit under the same profile swaps without a crossfade: until
+//! S the new engine computes exactly what the old one would, then each
+//! changed param ramps from its captured value ([`fade_for`]). Structural
+//! edits and profile switches crossfade old → new from S. One handover runs
+//! at a time; edits that arrive during a fade wait for it to end.
 
 use super::{Deck, Engine, EngineState, Migration};
 use crate::graph::{compile, CompileOptions, Plan, SeedSource};
@@ -132,7 +150,8 @@ pub fn advance_to(engine: &mut Engine, at: u64) {
     engine.fast_forward(at);
 }
 
-/// The warning a profile switch prints, if any (DESIGN §6).
+/// The warning a profile switch prints, if any: strict → live is lossy,
+/// and live → strict is not bit-exact from the switch on.
 pub fn switch_warning(from: Profile, to: Profile) -> Option<String> {
     match (from, to) {
         (Profile::Strict, Profile::Live) => Some(

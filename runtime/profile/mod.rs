@@ -1,4 +1,55 @@
-//! Execution profiles and what each one means (DESIGN §4).
+//! Execution profiles and what each one means.
+//!
+//! **Resolution.** The session profile is `--profile`, else the scene's
+//! top-level `profile`, else repro (in `run` the keys s/r/l change it while
+//! playing). A module's `profile` and a node's `profile_overrides` pin
+//! nodes and win over it: node > module > scene > the profile's defaults
+//! ([`Overrides::over`]). The block size is `--block-size`, else the
+//! scene's `profile_config.block_size`, else the session profile's default,
+//! fixed for the session; `--seed` replaces the scene's `seed`. A node's
+//! *guarantee* is the weakest profile among itself and everything upstream
+//! of it.
+//!
+//! | setting | strict | repro | live |
+//! |---|---|---|---|
+//! | guarantee | bit-exact across runs, builds, opt levels, block sizes | same build and CPU feature level → same bits | same inputs, seed and edit journal → same bits on the same build and CPU level |
+//! | default precision | f64 | f32 | f32 |
+//! | flush-to-zero / DAZ | off (IEEE denormals) | on | on |
+//! | FMA | never | allowed | allowed |
+//! | math ([`MathKind`]) | the pinned `libm`; `+ − × ÷ sqrt` | `std` | fast approximations (error ≤ 1e-4) on the signal path, never on coefficients |
+//! | FFT provider, norm ([`FftProvider`], [`FftNorm`]) | the reference FFT, `ortho` | rustfft, `ortho` | rustfft, `backward` |
+//! | FFT accuracy (rel. L2 vs an f64 naive DFT) | reproducible bit for bit; ≤ 1e-12 | ≤ 1e-6 (f32), 1e-12 (f64) | ≤ 1e-4 |
+//! | noise seed (when a node draws noise) | required | required | taken from the clock if none, printed and journaled |
+//! | default block size | 64 | 128 | 64 (`calibrate` chooses among 32 … 256) |
+//! | oversampling (nonlinear ops) | 1× unless the node sets it | 2× | 1× unless the node is `critical` (then 2×) |
+//! | iterative solvers | always `max_iterations` (default 32) | stop at 1e-6 | stop at 1e-4 |
+//! | implicit precision casts ([`CastRule`]) | none: a `cast` node is required | f32 → f64 only | all; narrowing ones warned |
+//! | a unit of the wrong dimension | error | error | warning |
+//! | events ([`EventTiming`]) | sample-accurate | sample-accurate | block-accurate |
+//! | an event between samples ([`OffGrid`]) | error | snapped to the nearest sample | applied at its block |
+//! | parity bound vs strict (relative RMS) | — (the golden's hash) | 1e-3 | 3e-2 |
+//!
+//! **Events.** Sample-accurate: the param changes at exactly sample n.
+//! Block-accurate: at floor(n/B)·B on the absolute sample clock.
+//!
+//! **Strict arithmetic.** Only `+ − × ÷ sqrt` and the pinned `libm`: no
+//! `std` transcendentals, `powi` or `mul_add` (clippy's
+//! `disallowed_methods` in `clippy.toml` bans them outside `dsp::math`).
+//! Every sum has a fixed order that does not depend on the block size. An
+//! operator declares its tier, the strongest profile it can honour; under
+//! strict a node whose operator (or FFT provider) cannot be bit-exact is an
+//! error.
+//!
+//! **FP mode** (flush-to-zero / DAZ) is per thread: one guard around every
+//! engine block sets the session's mode and restores the caller's
+//! ([`crate::dsp::fpmode`]); nodes pinned to another mode run in groups of
+//! equal mode, switched between.
+//!
+//! **Parity.** repro and live are compared with strict as relative RMS
+//! error, latency-aligned, excluding one block plus any ramp around each
+//! event or switch (`bench/parity.rs` measures it), within the bound the
+//! scene's golden records ([`Profile::default_parity_bound`] unless the
+//! scene tightens or loosens it).
 
 use crate::dsp::fft::{FftNorm, FftProvider};
 use crate::dsp::{MathKind, Precision};

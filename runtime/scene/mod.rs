@@ -1,5 +1,6 @@
-//! Scene format v1 (DESIGN §3): the serde-free typed model of a scene file,
-//! its loader, unit parsing, resource resolution and located diagnostics.
+//! Scene format v1 (described field by field in `scenes/README.md`): the
+//! serde-free typed model of a scene file, its loader, unit parsing,
+//! resource resolution and located diagnostics.
 //!
 //! The loader keeps every value's JSON path and line:column, so that later
 //! layers (graph compile) can point at the exact place a problem comes from.

@@ -1,4 +1,4 @@
-//! `@resource:NAME` resolution (DESIGN §3).
+//! `@resource:NAME` resolution (`scenes/README.md`, *Resources*).
 //!
 //! NAME is looked up in `resources/` next to the scene file, then in
 //! `resources/` next to the scene's folder (so `scenes/x.json` finds the

@@ -1,4 +1,4 @@
-//! Units and exact times (DESIGN §3).
+//! Units and exact times (`scenes/README.md`, *Values and units*).
 //!
 //! A param value is a bare number in the param's canonical unit, or a string
 //! `<decimal><unit>`. Canonical units: Hz, s, linear amplitude, rad. Times are

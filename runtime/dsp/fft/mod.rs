@@ -1,4 +1,5 @@
-//! FFT providers, chosen when a node is built (DESIGN §4):
+//! FFT providers, chosen when a node is built (by its profile: see
+//! [`crate::profile`]):
 //!
 //! - [`FftProvider::Reference`]: ours — radix-2, twiddles from the pinned
 //!   libm, a fixed operation order. Bit-exact across runs, builds, opt levels

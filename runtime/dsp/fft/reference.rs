@@ -1,5 +1,5 @@
 //! The reference FFT: ours, bit-exact across runs, builds, opt levels and
-//! targets (DESIGN §4, strict profile).
+//! targets (the strict profile's FFT, see [`crate::profile`]).
 //!
 //! A real transform of size N (a power of two, 2 ≤ N ≤ 65536) is computed
 //! through one complex transform of size M = N/2:

@@ -157,7 +157,7 @@ fn errors<S: Sample>(
 
 // ---------------------------------------------------------------- accuracy
 
-/// Bounds (DESIGN §4, "FFT accuracy vs an f64 naive DFT"):
+/// Bounds (the FFT accuracy row of the profile table in [`crate::profile`]):
 /// strict (reference, f64) 1e-12; repro 1e-6 (f32) and 1e-12 (f64); live
 /// 1e-4. The reference provider at f32 is held to 1e-5.
 ///

@@ -8,9 +8,9 @@ use crate::graph::{Plan, PlanEvent, PlanNode, SeedSource, SourceRef};
 use crate::ops::{AnyNode, BuildCtx, Value};
 use crate::profile::Profile;
 
-/// Pass 13, guarantees (DESIGN §4): a node's guarantee is the weakest
-/// profile among itself and everything upstream of it, feedback edges
-/// included (so every node of a loop ends with the loop's weakest).
+/// Pass 13, guarantees (see [`crate::profile`]): a node's guarantee is the
+/// weakest profile among itself and everything upstream of it, feedback
+/// edges included (so every node of a loop ends with the loop's weakest).
 /// `upstream[i]` lists the nodes feeding node `i`. A worklist: a node whose
 /// guarantee weakens passes it on to the nodes it feeds; a guarantee can
 /// only weaken twice, so the work is linear in the edges. Indexed like
@@ -35,10 +35,11 @@ pub(super) fn propagate_guarantees(upstream: &[Vec<usize>], own: &[Profile]) -> 
     guarantees
 }
 
-/// Pass 14, build (DESIGN §6): every node prepared at its precision and
-/// math policy, in schedule order, with its noise hash from the session
-/// seed, its id and its local `seed` param. Skipped for `check` (nothing is
-/// built, latencies read 0). Indexed by declaration.
+/// Pass 14, build (the node lifecycle of [`crate::ops::Processor`]): every
+/// node prepared at its precision and math policy, in schedule order, with
+/// its noise hash from the session seed, its id and its local `seed` param.
+/// Skipped for `check` (nothing is built, latencies read 0). Indexed by
+/// declaration.
 pub(super) fn build_nodes(
     cx: &mut Ctx<'_>,
     opts: &CompileOptions,
@@ -100,14 +101,14 @@ impl Alignment {
     }
 }
 
-/// Pass 15, latency compensation (DESIGN §5): where paths of different
-/// latency meet, the shorter ones are delayed so every input of a node
-/// arrives as late as its latest. Follows the build, because a node's
-/// latency is what the built node reports (an oversampler's filters, an
-/// STFT's frame). `upstream` holds ordinary edges only: a feedback edge
-/// delays by exactly what the scene says, so a loop's length is its
-/// feedback delay plus the latencies of the nodes on it. Indexed like
-/// `latency`.
+/// Pass 15, latency compensation (`scenes/README.md`, *Latency*): where
+/// paths of different latency meet, the shorter ones are delayed so every
+/// input of a node arrives as late as its latest. Follows the build,
+/// because a node's latency is what the built node reports (an
+/// oversampler's filters, an STFT's frame). `upstream` holds ordinary edges
+/// only: a feedback edge delays by exactly what the scene says, so a loop's
+/// length is its feedback delay plus the latencies of the nodes on it.
+/// Indexed like `latency`.
 pub(super) fn compensate_latency(
     order: &[usize],
     upstream: &[Vec<usize>],

@@ -33,14 +33,15 @@ pub(super) struct Edge {
     delay: usize,
 }
 
-/// Pass 4, edges and ports (DESIGN §3): both endpoints name nodes; a bare
-/// source is `out`, a bare destination `in`; a destination may also be a
-/// modulatable param, or `inK` of a variadic node (which grows its input
-/// count); the same edge twice is an error. A feedback edge's `delay` is a
-/// whole number of samples, at least 1 (see [`feedback_delay`]). Returns
-/// the graph of ordinary edges (node weights are declaration indices, edge
-/// weights scene edge indices; feedback edges are left out, as they do not
-/// order the schedule) and every edge that resolved.
+/// Pass 4, edges and ports (`scenes/README.md`, *Wiring*): both endpoints
+/// name nodes; a bare source is `out`, a bare destination `in`; a
+/// destination may also be a modulatable param, or `inK` of a variadic node
+/// (which grows its input count); the same edge twice is an error. A
+/// feedback edge's `delay` is a whole number of samples, at least 1 (see
+/// [`feedback_delay`]). Returns the graph of ordinary edges (node weights
+/// are declaration indices, edge weights scene edge indices; feedback edges
+/// are left out, as they do not order the schedule) and every edge that
+/// resolved.
 pub(super) fn resolve_edges(
     cx: &mut Ctx<'_>,
     index: &HashMap<&str, usize>,
@@ -230,12 +231,12 @@ fn feedback_delay(cx: &mut Ctx<'_>, edge: &EdgeDecl, t: TimeSpec, sr: u32) -> Op
     }
 }
 
-/// Pass 5, cycles (DESIGN §3): every loop must pass through a feedback
-/// edge (one with a `delay`), which `graph` leaves out; so each cycle left
-/// in `graph` is an error naming its nodes in order, and saying which edge
-/// could take the delay. Kosaraju's algorithm, because petgraph's runs on
-/// an explicit stack (its Tarjan recurses once per node on a path, which a
-/// long chain turns into a stack overflow).
+/// Pass 5, cycles (`scenes/README.md`, *Feedback edges*): every loop must
+/// pass through a feedback edge (one with a `delay`), which `graph` leaves
+/// out; so each cycle left in `graph` is an error naming its nodes in
+/// order, and saying which edge could take the delay. Kosaraju's algorithm,
+/// because petgraph's runs on an explicit stack (its Tarjan recurses once
+/// per node on a path, which a long chain turns into a stack overflow).
 pub(super) fn reject_cycles(cx: &mut Ctx<'_>, graph: &DiGraph<usize, usize>, edges: &[Edge]) {
     let scene = cx.scene;
     let mut cycles: Vec<Vec<NodeIndex>> = petgraph::algo::kosaraju_scc(graph)
@@ -352,8 +353,8 @@ pub(super) fn schedule(graph: &DiGraph<usize, usize>) -> Vec<usize> {
 
 /// Pass 7, wiring: every input (and modulated param) gets its sources, now
 /// that each variadic node knows its input count, summed in a fixed order
-/// (DESIGN §3): sorted by (source id, source port), whatever the file's
-/// edge order.
+/// (`scenes/README.md`, *Wiring*): sorted by (source id, source port),
+/// whatever the file's edge order.
 pub(super) fn wire_inputs(scene: &Scene, decls: &mut [Option<Decl>], edges: &[Edge]) {
     for d in decls.iter_mut().flatten() {
         d.audio_in = vec![Vec::new(); d.n_inputs];
@@ -379,11 +380,12 @@ pub(super) fn wire_inputs(scene: &Scene, decls: &mut [Option<Decl>], edges: &[Ed
     }
 }
 
-/// Pass 8, casts (DESIGN §4): a node whose params set its precision (a
-/// `cast`'s `to`, see `OpSpec::precision_param`) runs at it; then every
-/// edge between precisions is judged by the consuming node's profile:
-/// strict allows none implicitly, repro only widening, live all (narrowing
-/// warned). Edges into a precision-setting node are explicit casts.
+/// Pass 8, casts (the cast rules of [`crate::profile`]): a node whose
+/// params set its precision (a `cast`'s `to`, see
+/// `OpSpec::precision_param`) runs at it; then every edge between
+/// precisions is judged by the consuming node's profile: strict allows none
+/// implicitly, repro only widening, live all (narrowing warned). Edges into
+/// a precision-setting node are explicit casts.
 pub(super) fn resolve_casts(cx: &mut Ctx<'_>, decls: &mut [Option<Decl>], edges: &[Edge]) {
     for d in decls.iter_mut().flatten() {
         if let Some(p) = d.op.own_precision(&d.values) {

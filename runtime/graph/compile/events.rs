@@ -23,13 +23,14 @@ pub(super) struct EditTiming {
     pub(super) crossfade: u64,
 }
 
-/// Pass 11, events (DESIGN §4, events): each targets a node and a param an
-/// event may set (`ParamSpec::settable_by_events`), with a value in the
-/// param's unit and a ramp only on numbers; its exact time lands on the
-/// sample clock by the node's profile (off the grid: an error, snapped to
-/// the nearest sample, or taken at its block), then block-accurate
-/// profiles move it to its block's start. Sorted by sample; ties keep file
-/// order. Nodes are declaration indices.
+/// Pass 11, events (`scenes/README.md`, *Events*, and the event rows of
+/// [`crate::profile`]): each targets a node and a param an event may set
+/// (`ParamSpec::settable_by_events`), with a value in the param's unit and
+/// a ramp only on numbers; its exact time lands on the sample clock by the
+/// node's profile (off the grid: an error, snapped to the nearest sample,
+/// or taken at its block), then block-accurate profiles move it to its
+/// block's start. Sorted by sample; ties keep file order. Nodes are
+/// declaration indices.
 pub(super) fn place_events(
     cx: &mut Ctx<'_>,
     index: &HashMap<&str, usize>,

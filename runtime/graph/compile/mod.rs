@@ -88,7 +88,8 @@ impl Ctx<'_> {
     }
 
     /// A unit of the wrong dimension: an error under strict and repro, a
-    /// warning under live (DESIGN §3), with what happens instead.
+    /// warning under live (`scenes/README.md`, *Values and units*), with
+    /// what happens instead.
     fn wrong_unit(&mut self, profile: Profile, loc: &Loc, node: &str, msg: String, instead: &str) {
         if profile.unit_errors() {
             self.error(loc, Some(node), msg, None);
@@ -160,7 +161,8 @@ impl Decl {
     }
 }
 
-/// What the whole session runs with (DESIGN §4, resolution).
+/// What the whole session runs with (the resolution rules of
+/// [`crate::profile`]).
 struct Session {
     profile: Profile,
     sample_rate: u32,

@@ -14,11 +14,12 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Pass 1, the session (DESIGN §4): the profile is `--profile`, else the
-/// scene's, else repro; the sample rate is the scene's unless the device
-/// forces another; the block size is `--block-size`, else the scene's
-/// `profile_config.block_size`, else the profile's default, and must lie in
-/// 1 … [`MAX_BLOCK_SIZE`]. `--seed` replaces the scene's seed.
+/// Pass 1, the session (the resolution rules of [`crate::profile`]): the
+/// profile is `--profile`, else the scene's, else repro; the sample rate is
+/// the scene's unless the device forces another; the block size is
+/// `--block-size`, else the scene's `profile_config.block_size`, else the
+/// profile's default, and must lie in 1 … [`MAX_BLOCK_SIZE`]. `--seed`
+/// replaces the scene's seed.
 pub(super) fn session_settings(cx: &mut Ctx<'_>, opts: &CompileOptions) -> Session {
     let scene = cx.scene;
     let profile = opts
@@ -183,11 +184,11 @@ pub(super) fn unused_gains(cx: &mut Ctx<'_>, decls: &[Option<Decl>]) {
     }
 }
 
-/// Pass 2, a node's profile (DESIGN §4): its own `profile_overrides` over
-/// its module's over the scene's `profile_config` (whose `profile` is the
-/// session's, already applied); the profile is the pinned one or the
-/// session's. An operator below strict's tier, or an FFT provider that is
-/// unknown or not bit-exact, cannot run under strict.
+/// Pass 2, a node's profile (see [`crate::profile`]): its own
+/// `profile_overrides` over its module's over the scene's `profile_config`
+/// (whose `profile` is the session's, already applied); the profile is the
+/// pinned one or the session's. An operator below strict's tier, or an FFT
+/// provider that is unknown or not bit-exact, cannot run under strict.
 fn resolve_profile(
     cx: &mut Ctx<'_>,
     node: &NodeDecl,
@@ -240,10 +241,11 @@ fn resolve_profile(
     np
 }
 
-/// Pass 3, a node's params (DESIGN §3): each known, in its unit and range
-/// (a wrong unit is an error under strict and repro, a warning under live
-/// that keeps the default), resources resolved and loaded once per file.
-/// Unset params take their defaults; `None` when a resource is missing.
+/// Pass 3, a node's params (`scenes/README.md`, *Values and units*): each
+/// known, in its unit and range (a wrong unit is an error under strict and
+/// repro, a warning under live that keeps the default), resources resolved
+/// and loaded once per file. Unset params take their defaults; `None` when
+/// a resource is missing.
 fn resolve_params(
     cx: &mut Ctx<'_>,
     node: &NodeDecl,

@@ -6,9 +6,9 @@ use crate::graph::{SeedSource, SourceRef};
 use crate::scene::Loc;
 use std::collections::HashMap;
 
-/// Pass 9, outputs (DESIGN §3): the `main` bus must exist and have
-/// channels, each an existing output port. Sources are declaration indices
-/// with no delay yet.
+/// Pass 9, outputs (`scenes/README.md`, *Reference: every field*): the
+/// `main` bus must exist and have channels, each an existing output port.
+/// Sources are declaration indices with no delay yet.
 pub(super) fn resolve_outputs(
     cx: &mut Ctx<'_>,
     index: &HashMap<&str, usize>,
@@ -72,9 +72,9 @@ pub(super) fn resolve_outputs(
     main
 }
 
-/// Pass 10, the seed (DESIGN §4, RNG): the given one; else, when a node
-/// draws noise, strict and repro require one and live picks one from the
-/// clock (reported so the session can be heard again).
+/// Pass 10, the seed (`scenes/README.md`, *Randomness*): the given one;
+/// else, when a node draws noise, strict and repro require one and live
+/// picks one from the clock (reported so the session can be heard again).
 pub(super) fn choose_seed(
     cx: &mut Ctx<'_>,
     decls: &[Option<Decl>],

@@ -108,7 +108,8 @@ impl Meters {
     }
 }
 
-/// A request from the control thread to the audio thread (DESIGN §6 handover).
+/// A request from the control thread to the audio thread (the handover of
+/// [`crate::engine::incoming`]).
 pub enum ToAudio {
     /// At the next block boundary, copy the playing engine's state into
     /// this buffer (shaped for that engine) and send it back.

@@ -4,11 +4,12 @@
 //! Runs on the control thread, one [`LiveSession::tick`] every few
 //! milliseconds. A change (a save, a key) is read, parsed, validated,
 //! compiled and built here; only a complete engine is ever offered. The
-//! handover then follows DESIGN §6 against the audio thread through the
-//! player's [`Link`]: capture at N, migrate, fast-forward to S, offer, and
-//! the old engine comes back on the return queue to be dropped here. One
-//! handover at a time: changes that arrive meanwhile coalesce into the
-//! latest, which starts once the running one (and its fade) is over.
+//! handover then runs the steps of [`crate::engine::incoming`] against the
+//! audio thread through the player's [`Link`]: capture at N, migrate,
+//! fast-forward to S, offer, and the old engine comes back on the return
+//! queue to be dropped here. One handover at a time: changes that arrive
+//! meanwhile coalesce into the latest, which starts once the running one
+//! (and its fade) is over.
 
 use crate::engine::incoming::{advance_to, fade_for, switch_warning, Incoming, SessionFixed};
 use crate::engine::{EngineState, Migration, Notice};

@@ -2,14 +2,14 @@
 //!
 //! `run` appends one JSON object per line (JSON Lines), flushed per record,
 //! so a killed session still replays up to its last complete record. The
-//! journal holds what the handover did (DESIGN §6: the capture sample N,
-//! the swap sample S and the fade of every edit and profile switch, with
-//! the full scene text), every rejected edit, the stop fade and the end
-//! sample, and a copy of every resource beside it, stored by SHA-256 so
-//! that many sessions on one impulse response keep it once. `replay`
-//! renders it offline through the same handover code ([`Scripted`]) and the
-//! same device output stage, and reproduces the device output bit for bit
-//! on the same build and CPU feature level.
+//! journal holds what the handover did (see [`crate::engine::incoming`]:
+//! the capture sample N, the swap sample S and the fade of every edit and
+//! profile switch, with the full scene text), every rejected edit, the
+//! stop fade and the end sample, and a copy of every resource beside it,
+//! stored by SHA-256 so that many sessions on one impulse response keep it
+//! once. `replay` renders it offline through the same handover code
+//! ([`Scripted`]) and the same device output stage, and reproduces the
+//! device output bit for bit on the same build and CPU feature level.
 
 use crate::engine::incoming::{Incoming, Scripted, SessionFixed};
 use crate::engine::{device_sample, faded, stop_fade_gain};

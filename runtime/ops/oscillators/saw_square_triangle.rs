@@ -348,7 +348,7 @@ mod tests {
         let naive: Vec<f64> = (0..frames as u64).map(|k| 2.0 * f.phase(k) - 1.0).collect();
         let dft = Dft::new(frames);
         // Alias power in 20 Hz–20 kHz outside the harmonic bins, relative to
-        // the fundamental (DESIGN §5), in dB.
+        // the fundamental, in dB.
         let alias_db = |x: &[f64], name: &str| {
             let power: Vec<f64> = (0..=24)
                 .map(|j| {

@@ -1,5 +1,6 @@
-//! The scene loader: JSON text → [`Scene`], with every problem reported as a
-//! located [`Diagnostic`] (DESIGN §3, §4).
+//! The scene loader: JSON text → [`Scene`] (the format of
+//! `scenes/README.md`), with every problem reported as a located
+//! [`Diagnostic`].
 //!
 //! serde_json parses the text into a `Value` (syntax errors and the nesting
 //! limit are reported with its line:column); [`Positions`] then locates every
@@ -145,7 +146,9 @@ mod tests {
     use crate::profile::{Overrides, Profile};
     use crate::scene::{Endpoint, Rational, RawValue, TimeSpec};
 
-    /// The DESIGN §3 example.
+    /// A scene touching most of the format: a pinned module, a node
+    /// override, a resource, modulation, a cast, a stereo `main` and a
+    /// ramped event.
     const EXAMPLE: &str = r#"{
   "version": "1.0",
   "profile": "repro",

@@ -1,8 +1,8 @@
 //! Snapshot files: an engine's whole state at one sample, as versioned JSON,
 //! so that a render or a session can stop and continue later — bit for bit
 //! on the same build, or carried into an edited scene or another profile by
-//! the handover's carry rules (DESIGN §6: nodes match by id and operator,
-//! the rest start fresh, each named).
+//! the handover's carry rules ([`crate::engine::incoming`]: nodes match by
+//! id and operator, the rest start fresh, each named).
 //!
 //! A file (format `morphrt-snapshot`, version 1) holds the morphrt version
 //! that wrote it, the scene's SHA-256 and topology hash, the session
