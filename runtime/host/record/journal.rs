@@ -30,10 +30,11 @@ use std::path::{Path, PathBuf};
 pub const FORMAT: &str = "morphrt-journal";
 pub const VERSION: u32 = 1;
 
-/// A resource a scene read: its reference, the file, its SHA-256 and the
-/// copy kept beside the journal (relative to the journal's directory).
+/// A resource a scene read, kept with the journal: its reference, the file,
+/// its SHA-256 and the copy kept beside the journal (relative to the
+/// journal's directory).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ResourceRecord {
+pub struct KeptResource {
     pub reference: String,
     pub path: String,
     pub sha256: String,
@@ -66,12 +67,12 @@ pub enum Record {
     /// The scene the session started with.
     Scene {
         text: String,
-        resources: Vec<ResourceRecord>,
+        resources: Vec<KeptResource>,
     },
     /// The session resumed from a snapshot (kept beside the journal) before
     /// it started playing.
     Resume {
-        snapshot: ResourceRecord,
+        snapshot: KeptResource,
         clock: u64,
     },
     /// An applied edit or profile switch: captured at N, swapped at S.
@@ -84,7 +85,7 @@ pub enum Record {
         swap_at: u64,
         fade: u64,
         text: String,
-        resources: Vec<ResourceRecord>,
+        resources: Vec<KeptResource>,
     },
     /// An edit that did not compile (the running graph kept playing).
     Rejected {
@@ -201,7 +202,7 @@ impl Journal {
     pub fn resources(
         &mut self,
         list: &[(String, PathBuf)],
-    ) -> Result<Vec<ResourceRecord>, FileError> {
+    ) -> Result<Vec<KeptResource>, FileError> {
         let mut out = Vec::with_capacity(list.len());
         for (reference, path) in list {
             let bytes = std::fs::read(path).map_err(|e| {
@@ -232,7 +233,7 @@ impl Journal {
                     w.write_all(&bytes)
                 })?;
             }
-            out.push(ResourceRecord {
+            out.push(KeptResource {
                 reference: reference.clone(),
                 path: path.display().to_string(),
                 sha256: sha,
@@ -343,7 +344,7 @@ pub fn read(path: &Path) -> Result<Session, HostError> {
 /// Binds each resource reference to the journal's copy, checking its SHA-256.
 fn pin(
     dir: &Path,
-    list: &[ResourceRecord],
+    list: &[KeptResource],
     journal: &Path,
 ) -> Result<Vec<(String, PathBuf)>, HostError> {
     let mut out = Vec::new();
@@ -568,7 +569,7 @@ pub fn inputs(journal: &Path, session: &Session) -> Inputs {
     let mut inputs = Inputs::default();
     inputs.add("the journal", journal);
     for r in &session.records {
-        let kept: &[ResourceRecord] = match r {
+        let kept: &[KeptResource] = match r {
             Record::Scene { resources, .. } | Record::Handover { resources, .. } => resources,
             Record::Resume { snapshot, .. } => std::slice::from_ref(snapshot),
             _ => &[],
