@@ -71,10 +71,7 @@ pub enum Record {
     },
     /// The session resumed from a snapshot (kept beside the journal) before
     /// it started playing.
-    Resume {
-        snapshot: KeptResource,
-        clock: u64,
-    },
+    Resume { snapshot: KeptResource, clock: u64 },
     /// An applied edit or profile switch: captured at N, swapped at S.
     Handover {
         reason: String,
