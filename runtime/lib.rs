@@ -86,7 +86,8 @@
 //!   control loop `host/live/control.rs`; devices behind one trait
 //!   `host/live/device/` (cpal `host/live/device/cpal.rs`, the clock device
 //!   `host/live/device/clock.rs`);
-//!   `morphrt run` `host/live/run.rs`, keys `host/live/keys.rs`, the tap that
+//!   `morphrt run` `host/live/run/` (its setup `host/live/run/setup.rs`, what
+//!   drives it `host/live/run/driving.rs`), keys `host/live/keys.rs`, the tap that
 //!   records what the device played `host/live/tap.rs`.
 //! - **Files** (`host/files/`): the output rules every written file obeys
 //!   `host/files/rules.rs`, carried out by the one atomic, fsynced writer

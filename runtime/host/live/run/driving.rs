@@ -1,0 +1,288 @@
+//! What drives a playing session from the control thread: the file
+//! watcher, the journal, the keys and `w` snapshots, as the control loop's
+//! [`Control`].
+
+use super::*;
+use crate::host::files::rules::{Inputs, Output};
+use crate::host::live::control::Control;
+use crate::host::live::keys::{Command, Input, KeyListener};
+use crate::host::live::player::{Controls, Meters, Player};
+use crate::host::live::session::{LiveSession, Reason};
+use crate::host::live::watch::FileWatcher;
+use crate::host::record::journal::{Journal, Record};
+use crate::host::HostError;
+use crate::profile::Profile;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The control side of a `run`: the live session plus the watcher and keys.
+pub(super) struct LiveControl {
+    pub(super) session: LiveSession,
+    pub(super) journal: Option<Journal>,
+    /// Handovers, rejections and snapshots already journaled.
+    pub(super) journaled: (usize, usize, usize),
+    /// Snapshot files (`w`) are named after this stem.
+    pub(super) snapshot_stem: PathBuf,
+    pub(super) watcher: Option<FileWatcher>,
+    pub(super) commands: Option<Receiver<Input>>,
+    pub(super) controls: Arc<Controls>,
+    pub(super) scene: PathBuf,
+    pub(super) watched: Vec<PathBuf>,
+    /// The playing engine's nodes by time, read when playback ended.
+    pub(super) node_times: Vec<crate::engine::NodeTime>,
+    /// Reads the keys until dropped (after everything above).
+    pub(super) _keys: KeyListener,
+}
+
+impl Control for LiveControl {
+    fn tick(&mut self, log: &mut dyn Write) {
+        if let Some(rx) = &self.commands {
+            while let Ok(input) = rx.try_recv() {
+                let c = match input {
+                    Ok(c) => c,
+                    Err(unknown) => {
+                        let _ = writeln!(log, "\n{unknown}");
+                        continue;
+                    }
+                };
+                match c {
+                    Command::Strict => self.session.switch_profile(Profile::Strict, log),
+                    Command::Repro => self.session.switch_profile(Profile::Repro, log),
+                    Command::Live => self.session.switch_profile(Profile::Live, log),
+                    Command::Quit => self.controls.stop.store(true, Ordering::Relaxed),
+                    Command::Snapshot => self.session.request_snapshot(self.snapshot_stem.clone()),
+                    Command::Timing => {
+                        let _ = writeln!(log, "\n`{c:?}` is not available yet");
+                    }
+                }
+            }
+        }
+        if let Some(w) = &mut self.watcher {
+            let changes = w.take_changes();
+            if !changes.is_empty() {
+                let resource = changes.iter().any(|p| !same_file(p, &self.scene));
+                self.session.file_changed(resource, log);
+            }
+            let errors = w.take_errors();
+            for e in &errors {
+                let _ = writeln!(log, "\nwarning: file watcher: {e}");
+            }
+            if !errors.is_empty() {
+                // A watched directory may have been deleted and recreated:
+                // watching the set again picks it up.
+                if let Err(e) = w.set_files(&self.watched) {
+                    let _ = writeln!(log, "\nwarning: {e}");
+                }
+            }
+        }
+        self.session.tick(log);
+        self.journal_news(log);
+        // A scene edit may have added or removed resources.
+        let files = self.session.watched_files();
+        if files != self.watched {
+            if let Some(w) = &mut self.watcher {
+                if let Err(e) = w.set_files(&files) {
+                    let _ = writeln!(log, "\nwarning: {e}");
+                }
+            }
+            self.watched = files;
+        }
+    }
+
+    fn finished(&mut self, player: &Player) {
+        self.node_times = player.engine().node_time_table();
+    }
+
+    fn status(&self) -> String {
+        let mut s = format!("  [{}]", self.session.profile());
+        if !self.session.last_result.is_empty() {
+            s += "  ";
+            s += &self.session.last_result;
+        }
+        s
+    }
+}
+
+impl LiveControl {
+    /// Appends what happened since the last call to the journal. A journal
+    /// that cannot be written is reported once and closed; playback goes on.
+    pub(super) fn journal_news(&mut self, log: &mut dyn Write) {
+        let Some(j) = &mut self.journal else {
+            return;
+        };
+        let mut records = Vec::new();
+        let mut failed = None;
+        for h in &self.session.applied[self.journaled.0..] {
+            let resources = match j.resources(&h.resources) {
+                Ok(r) => r,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            let (reason, from, to) = match h.reason {
+                Reason::Edit => ("edit", None, None),
+                Reason::Switch { from, to } => ("switch", Some(from), Some(to)),
+            };
+            records.push(Record::Handover {
+                reason: reason.to_string(),
+                from,
+                to,
+                profile: h.profile,
+                captured_at: h.captured_at,
+                swap_at: h.swap_at,
+                fade: h.fade,
+                text: h.text.to_string(),
+                resources,
+            });
+        }
+        for r in &self.session.rejected[self.journaled.1..] {
+            records.push(Record::Rejected {
+                at: r.at,
+                error: r.error.clone(),
+                text: r.text.to_string(),
+            });
+        }
+        for (at, file) in &self.session.snapshots[self.journaled.2..] {
+            records.push(Record::Snapshot {
+                at: *at,
+                file: file.display().to_string(),
+            });
+        }
+        self.journaled = (
+            self.session.applied.len(),
+            self.session.rejected.len(),
+            self.session.snapshots.len(),
+        );
+        for r in &records {
+            if let Err(e) = j.write(r) {
+                failed = Some(e);
+                break;
+            }
+        }
+        if let Some(e) = failed {
+            let _ = writeln!(log, "\nwarning: {e}; the journal stops here");
+            self.journal = None;
+        }
+    }
+}
+
+pub(super) fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a.file_name() == b.file_name(),
+    }
+}
+
+impl LiveControl {
+    /// Starts what drives `session` from the control thread: the file
+    /// watcher, the journal (`snap_clock`: where a resumed session
+    /// started) and the keys.
+    pub(super) fn start(
+        opts: &RunOptions,
+        session: LiveSession,
+        controls: Arc<Controls>,
+        (journal_output, inputs): (Option<Output>, &Inputs),
+        channels: usize,
+        snap_clock: Option<u64>,
+        log: &mut dyn Write,
+    ) -> Result<LiveControl, HostError> {
+        let watched = session.watched_files();
+        let watcher = start_watcher(opts, &watched, log);
+        let journal = match journal_output {
+            Some(output) => {
+                match start_journal(output, inputs, opts, &session, channels, snap_clock) {
+                    Ok(j) => Some(j),
+                    Err(e) if opts.journal.is_some() => return Err(e.into()),
+                    Err(e) => {
+                        let _ = writeln!(log, "warning: {e}; this session is not journaled");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        let snapshot_stem = snapshot_stem(opts, journal.as_ref());
+        let (keys, commands) = KeyListener::start(controls.clone());
+        Ok(LiveControl {
+            session,
+            journal,
+            journaled: (0, 0, 0),
+            snapshot_stem,
+            watcher,
+            commands: Some(commands),
+            controls,
+            scene: opts.scene.clone(),
+            watched,
+            node_times: Vec::new(),
+            _keys: keys,
+        })
+    }
+
+    /// After playback: journals what the audio thread sent back (engines are
+    /// dropped here), then the stop and the end.
+    pub(super) fn end(&mut self, meters: &Meters, fade: u64, log: &mut dyn Write) {
+        self.session.tick(log);
+        self.journal_news(log);
+        if let Some(j) = &mut self.journal {
+            let stop = meters.stop_at.load(Ordering::Relaxed);
+            let mut end = vec![Record::End {
+                frames: meters.frames.load(Ordering::Relaxed),
+            }];
+            if stop != u64::MAX {
+                end.insert(0, Record::Stop { at: stop, fade });
+            }
+            for r in &end {
+                if let Err(e) = j.write(r) {
+                    let _ = writeln!(log, "warning: {e}");
+                }
+            }
+            let _ = writeln!(
+                log,
+                "journal: {} (replay it with `morphrt replay`)",
+                j.path().display()
+            );
+        }
+    }
+}
+
+/// Watches the scene and its resources, unless `--no-watch`; a watcher that
+/// cannot start is a warning.
+pub(super) fn start_watcher(
+    opts: &RunOptions,
+    watched: &[PathBuf],
+    log: &mut dyn Write,
+) -> Option<FileWatcher> {
+    if !opts.no_watch {
+        match FileWatcher::start(watched, Duration::from_millis(opts.debounce_ms)) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                let _ = writeln!(
+                    log,
+                    "warning: cannot watch the scene ({e}); edits will not be applied"
+                );
+                None
+            }
+        }
+    } else {
+        None
+    }
+}
+
+/// What snapshot files (`w`) are named after: the journal's name, else the
+/// scene's.
+pub(super) fn snapshot_stem(opts: &RunOptions, journal: Option<&Journal>) -> PathBuf {
+    match journal {
+        Some(j) => j.path().with_extension(""),
+        None => PathBuf::from(
+            opts.scene
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "scene".to_string()),
+        ),
+    }
+}

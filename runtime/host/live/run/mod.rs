@@ -1,0 +1,310 @@
+//! `morphrt run`: real-time playback with hot reload, profile switches by
+//! key or by the file, and an optional capture of what the device played.
+
+mod driving;
+mod setup;
+
+use crate::graph::SeedSource;
+use crate::host::files::rules::Inputs;
+use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
+use crate::host::live::player::{self, Controls, Meters, Player};
+use crate::host::live::session::LiveSession;
+use crate::host::live::tap::TapReport;
+use crate::host::HostError;
+use crate::profile::Profile;
+use crate::scene::TimeArg;
+use driving::LiveControl;
+use setup::*;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What `morphrt run` was asked to do: the command's arguments.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct RunOptions {
+    /// The scene file (JSON).
+    pub scene: PathBuf,
+    /// Session profile: strict, repro or live (default: the scene's, else repro).
+    #[arg(long, value_parser = Profile::parse_arg)]
+    pub profile: Option<Profile>,
+    /// Output device id (see `morphrt devices`), or `clock` for no device,
+    /// paced in real time; default: the default output.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Block size in frames, or `auto`: the size `morphrt calibrate`
+    /// stored for this scene on this machine (else the default).
+    #[arg(long = "block-size")]
+    pub block_size: Option<String>,
+    /// Stop after this much audio (e.g. 2s), without a fade.
+    #[arg(allow_hyphen_values = true, long)]
+    pub duration: Option<TimeArg>,
+    /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Extra directories to look up "@resource:NAME" in (repeatable).
+    #[arg(long = "resources")]
+    pub resources: Vec<PathBuf>,
+    /// Device period in frames, when it should differ from the block size.
+    #[arg(long, hide = true)]
+    pub period: Option<usize>,
+    /// Do not watch the scene file for edits.
+    #[arg(long = "no-watch")]
+    pub no_watch: bool,
+    /// Also write exactly what went to the device into this WAV file.
+    #[arg(long)]
+    pub capture: Option<PathBuf>,
+    /// Quiet time after a file change before it is read, in milliseconds.
+    #[arg(long = "debounce-ms", default_value_t = 30, hide = true)]
+    pub debounce_ms: u64,
+    /// Journal the session to this file (default: a new file in the
+    /// platform's data directory, printed at the end).
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+    /// Do not journal the session.
+    #[arg(long = "no-journal", conflicts_with = "journal")]
+    pub no_journal: bool,
+    /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
+    /// Play under live even when a node's worst case cannot meet the block deadline.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Plays a scene until `q`, Ctrl-C or the duration ends.
+pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
+    let mut compiled = Compiled::new(opts, log)?;
+    // Where the session writes is checked before the device opens.
+    let files = session_files(opts, &compiled.plan, log)?;
+    let mut out = open_device(opts, &mut compiled, log)?;
+    let frames = duration_frames(opts, &compiled.plan, log)?;
+    show_warnings(opts, &mut compiled.plan, frames, log);
+    let sr = compiled.plan.sample_rate;
+    let block = compiled.plan.block_size;
+    let label = status_label(&compiled.plan, &out.id);
+    let FirstEngine {
+        text,
+        file_profile,
+        fixed,
+        incoming,
+        snap_clock,
+    } = FirstEngine::new(opts, compiled, log)?;
+    let profile = incoming.profile;
+    let meters = Arc::new(Meters::default());
+    let controls = Arc::new(Controls::default());
+    let origin = Instant::now();
+    let fade = (sr as u64 * 5 / 1000).max(1);
+    let tap = start_tap(files.capture, out.channels, sr)?;
+    let mut engine = incoming.engine;
+    // Per-node times for the final summary; the deck carries timing over to
+    // every engine an edit or profile switch swaps in.
+    engine.set_node_timing(true);
+    let mut p = Player::new(
+        *engine,
+        out.channels,
+        frames,
+        fade,
+        meters.clone(),
+        controls.clone(),
+        origin,
+    );
+    let tap_writer = match tap {
+        Some((writer, tap)) => {
+            p.set_tap(tap);
+            Some(writer)
+        }
+        None => None,
+    };
+    player::install_panic_hook();
+    let mut session = LiveSession::new(
+        &opts.scene,
+        text,
+        fixed,
+        profile,
+        file_profile,
+        incoming.capture,
+        incoming.resources,
+        p.link(),
+        meters.clone(),
+    );
+    let mut protected = Inputs::default();
+    if let Some(p) = &opts.resume {
+        protected.add("the snapshot resumed from", p);
+    }
+    session.protect(protected);
+    let mut control = LiveControl::start(
+        opts,
+        session,
+        controls,
+        (files.journal, &files.inputs),
+        out.channels,
+        snap_clock,
+        log,
+    )?;
+    let tty = std::io::stderr().is_terminal();
+    let cfg = loop_config(tty, label, block);
+    say_playing(opts, profile, tty, log);
+    let result = control::run_loop_with(
+        out.device.as_mut(),
+        p,
+        meters.clone(),
+        origin,
+        &cfg,
+        log,
+        &mut control,
+    );
+    control.end(&meters, fade, log);
+    let tap_report = match tap_writer {
+        Some(w) => Some(w.finish()?),
+        None => None,
+    };
+    match result {
+        Ok(r) => {
+            summary(opts, &r, sr, &control, &meters, tap_report, log);
+            Ok(())
+        }
+        Err(e) => Err(HostError::Runtime(e.message)),
+    }
+}
+
+/// `48000 Hz, block 64, alsa:default, seed 7 (auto)`: the status line's label.
+fn status_label(plan: &crate::graph::Plan, device_id: &str) -> String {
+    format!(
+        "{} Hz, block {}, {}{}",
+        plan.sample_rate,
+        plan.block_size,
+        device_id,
+        match plan.seed {
+            SeedSource::Auto(s) => format!(", seed {s} (auto)"),
+            _ => String::new(),
+        }
+    )
+}
+
+/// The control loop's settings: a live status line on a terminal, else a
+/// log line every 5 s.
+fn loop_config(tty: bool, label: String, block: usize) -> LoopConfig {
+    LoopConfig {
+        status: if tty {
+            StatusMode::Live
+        } else {
+            StatusMode::Log {
+                every: Duration::from_secs(5),
+            }
+        },
+        stall_periods: 4,
+        stall_min: Duration::from_millis(200),
+        max_rebuilds: 3,
+        label,
+        fifo_latency: block,
+    }
+}
+
+/// `playing scene.json (repro), watching for edits — keys: …`
+fn say_playing(opts: &RunOptions, profile: Profile, tty: bool, log: &mut dyn Write) {
+    let _ = writeln!(
+        log,
+        "playing {} ({profile}){} — {}",
+        opts.scene.display(),
+        if !opts.no_watch {
+            ", watching for edits"
+        } else {
+            ""
+        },
+        if tty {
+            "keys: s/r/l switch profile, q quits"
+        } else {
+            "commands on stdin, one per line: s, r, l, q"
+        }
+    );
+}
+
+/// The lines after a run that played to its end: what played, the most
+/// expensive nodes, and what the tap recorded.
+fn summary(
+    opts: &RunOptions,
+    r: &RunReport,
+    sr: u32,
+    control: &LiveControl,
+    meters: &Meters,
+    tap_report: Option<TapReport>,
+    log: &mut dyn Write,
+) {
+    let panics =
+        meters.node_panics.load(Ordering::Relaxed) + meters.callback_panics.load(Ordering::Relaxed);
+    let _ = writeln!(
+        log,
+        "played {} frames ({:.2}s); edits applied {}, rejected {}; xruns {}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}{}",
+        r.frames,
+        r.frames as f64 / sr as f64,
+        control.session.applied.len(),
+        control.session.rejected.len(),
+        r.xruns,
+        r.load_mean * 100.0,
+        r.load_p99 * 100.0,
+        r.load_max * 100.0,
+        if r.rebuilds > 0 {
+            format!("; stream rebuilt {} time(s)", r.rebuilds)
+        } else {
+            String::new()
+        },
+        if panics > 0 {
+            format!("; {panics} panic(s) contained")
+        } else {
+            String::new()
+        }
+    );
+    if let Some(line) = top_nodes_line(&control.node_times, 3) {
+        let swapped = meters.swaps.load(Ordering::Relaxed) > 0;
+        let _ = writeln!(
+            log,
+            "{line}{}",
+            if swapped {
+                " (since the last swap)"
+            } else {
+                ""
+            }
+        );
+    }
+    if let (Some(rep), Some(path)) = (tap_report, &opts.capture) {
+        let _ = writeln!(
+            log,
+            "captured {} frames to {}{}",
+            rep.frames,
+            path.display(),
+            if rep.dropped_samples > 0 {
+                format!(
+                    " ({} samples lost: the disk could not keep up)",
+                    rep.dropped_samples
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+/// `nodes by time: lp (biquad) 61.2 % (12.0 ns/sample), …`: the `k`
+/// most expensive nodes of the engine that played last; `None` when nothing
+/// was timed.
+pub fn top_nodes_line(table: &[crate::engine::NodeTime], k: usize) -> Option<String> {
+    if table.iter().all(|t| t.ns == 0) {
+        return None;
+    }
+    let parts: Vec<String> = table
+        .iter()
+        .take(k)
+        .map(|t| {
+            format!(
+                "{} ({}) {:.1} % ({:.1} ns/sample)",
+                t.id,
+                t.op,
+                t.share * 100.0,
+                t.ns_per_sample
+            )
+        })
+        .collect();
+    Some(format!("nodes by time: {}", parts.join(", ")))
+}

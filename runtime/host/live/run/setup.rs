@@ -1,0 +1,475 @@
+//! `run`'s setup, step by step: compiling the scene for the session (block
+//! size, resume, deadlines), opening the device or the clock, the first
+//! engine, the tap, and the files the session writes (capture, journal),
+//! checked before the device opens.
+
+use super::*;
+use crate::engine::incoming::{Incoming, SessionFixed};
+use crate::graph::{compile, CompileOptions};
+use crate::host::files::error::FileError;
+use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
+use crate::host::live::device::clock::{ClockDevice, CLOCK_DEVICE};
+use crate::host::live::device::{self, Device};
+use crate::host::live::session::LiveSession;
+use crate::host::live::tap::{Tap, TapWriter};
+use crate::host::machine::calibration;
+use crate::host::machine::{self, MachineKey};
+use crate::host::record::journal::{self, Journal, Record};
+use crate::host::record::snapshot::{SnapshotContext, SnapshotFile};
+use crate::host::HostError;
+use crate::profile::Profile;
+use crate::scene::TimeArg;
+use std::io::Write;
+
+/// The scene `run` plays, compiled for the session: its text, how it was
+/// compiled (kept to compile again at the device's rate) and the snapshot
+/// it resumes from.
+pub(super) struct Compiled {
+    pub(super) text: String,
+    pub(super) scene: crate::scene::Scene,
+    pub(super) copts: CompileOptions,
+    pub(super) plan: crate::graph::Plan,
+    pub(super) snap: Option<SnapshotFile>,
+}
+
+impl Compiled {
+    /// Reads and compiles the scene: the block size given, the snapshot's,
+    /// or (`auto`) the calibrated one; refuses a live session that cannot
+    /// meet its deadline unless forced.
+    pub(super) fn new(opts: &RunOptions, log: &mut dyn Write) -> Result<Compiled, HostError> {
+        let auto = opts.block_size.as_deref() == Some("auto");
+        let block_size = match opts.block_size.as_deref() {
+            None | Some("auto") => None,
+            Some(b) => Some(b.parse::<usize>().map_err(|_| {
+                HostError::Usage(format!("--block-size takes a number or `auto`, not `{b}`"))
+            })?),
+        };
+        let mut copts = CompileOptions {
+            profile: opts.profile,
+            block_size,
+            seed: opts.seed,
+            resource_dirs: opts.resources.clone(),
+            ..CompileOptions::default()
+        };
+        let (text, scene) = crate::host::read_scene(&opts.scene)?;
+        let snap = resume_snapshot(opts, block_size, &mut copts)?;
+        let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
+        if auto {
+            if let Some(b) = calibrated_block_size(&text, &plan, log) {
+                if b != plan.block_size {
+                    copts.block_size = Some(b);
+                    plan = compile(&scene, &copts).map_err(HostError::Input)?;
+                }
+            }
+        }
+        check_deadlines(&plan, opts, log)?;
+        Ok(Compiled {
+            text,
+            scene,
+            copts,
+            plan,
+            snap,
+        })
+    }
+}
+
+/// The snapshot of `--resume`, read; it fixes the block size and gives the
+/// seed and profile unless the command line does.
+pub(super) fn resume_snapshot(
+    opts: &RunOptions,
+    block_size: Option<usize>,
+    copts: &mut CompileOptions,
+) -> Result<Option<SnapshotFile>, HostError> {
+    let snap = match &opts.resume {
+        Some(p) => {
+            let s = SnapshotFile::read(p)?;
+            if let Some(b) = block_size.filter(|b| *b != s.block_size) {
+                return Err(HostError::Usage(format!(
+                    "--block-size {b} conflicts with snapshot `{}`, taken at block size {}",
+                    s.origin(),
+                    s.block_size
+                )));
+            }
+            copts.block_size = Some(s.block_size);
+            copts.seed = s.seed.or(opts.seed);
+            copts.profile = opts.profile.or(Some(s.profile()));
+            Some(s)
+        }
+        None => None,
+    };
+    Ok(snap)
+}
+
+/// Nodes whose worst case may miss the block deadline: an error under live
+/// (unless `--force`), else a diagnostic each.
+pub(super) fn check_deadlines(
+    plan: &crate::graph::Plan,
+    opts: &RunOptions,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    let risks = crate::graph::deadline_risks(plan);
+    if !risks.is_empty() {
+        let lines: Vec<String> = risks.iter().map(|r| r.to_string()).collect();
+        if plan.session_profile == crate::profile::Profile::Live && !opts.force {
+            return Err(HostError::Usage(format!(
+                "live cannot meet its block deadline with this scene:\n  {}\n  help: lower those settings, use a larger --block-size, or pass --force to play anyway",
+                lines.join("\n  ")
+            )));
+        }
+        for r in &risks {
+            let _ = writeln!(log, "{}", r.diagnostic(&plan.file));
+        }
+    }
+    Ok(())
+}
+
+/// The device `run` plays through, with its channel count and its id for
+/// the status line.
+pub(super) struct ChosenDevice {
+    pub(super) device: Box<dyn Device>,
+    pub(super) channels: usize,
+    pub(super) id: String,
+}
+
+/// Opens `--device`: the clock device, or a cpal device (the scene is
+/// compiled again when the device plays another rate).
+pub(super) fn open_device(
+    opts: &RunOptions,
+    compiled: &mut Compiled,
+    log: &mut dyn Write,
+) -> Result<ChosenDevice, HostError> {
+    let plan = &compiled.plan;
+    let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);
+    let bus = plan.main.len();
+    let device_channels_wanted = if bus == 1 { 2 } else { bus };
+    let period = opts.period.unwrap_or(plan.block_size);
+    if clock_device {
+        Ok(ChosenDevice {
+            device: Box::new(ClockDevice {
+                period,
+                sample_rate: plan.sample_rate as f64,
+                channels: device_channels_wanted,
+            }),
+            channels: device_channels_wanted,
+            id: CLOCK_DEVICE.to_string(),
+        })
+    } else {
+        open_cpal(opts, compiled, bus, period, log)
+    }
+}
+
+/// Opens a cpal device for the scene's rate and `bus` channels; when the
+/// device plays another rate, the scene is compiled again at that rate.
+pub(super) fn open_cpal(
+    opts: &RunOptions,
+    compiled: &mut Compiled,
+    bus: usize,
+    period: usize,
+    log: &mut dyn Write,
+) -> Result<ChosenDevice, HostError> {
+    let Compiled {
+        scene, copts, plan, ..
+    } = compiled;
+    let opened = device::cpal::open(&device::cpal::Request {
+        device: opts.device.as_deref(),
+        sample_rate: plan.sample_rate,
+        bus_channels: bus,
+        period,
+    })?;
+    for w in &opened.warnings {
+        let _ = writeln!(log, "warning: {w}");
+    }
+    if opened.sample_rate != plan.sample_rate {
+        let scene_rate = plan.sample_rate;
+        copts.sample_rate = Some(opened.sample_rate);
+        *plan = compile(scene, copts).map_err(|e| {
+            // The scene itself is fine; the device's rate is the problem
+            // (resources are not resampled).
+            let first = e
+                .iter()
+                .find(|d| d.is_error())
+                .map(|d| d.message.clone())
+                .unwrap_or_default();
+            HostError::Runtime(format!(
+                "the device plays {} Hz, not the scene's {scene_rate} Hz, and the scene cannot run at {} Hz: {first}\n  help: choose a device that supports {scene_rate} Hz (see `morphrt devices`), or render to a file",
+                opened.sample_rate, opened.sample_rate
+            ))
+        })?;
+    }
+    Ok(ChosenDevice {
+        device: Box::new(opened.device),
+        channels: opened.channels,
+        id: opened.device_id,
+    })
+}
+
+/// `--duration` in frames at the scene's rate.
+pub(super) fn duration_frames(
+    opts: &RunOptions,
+    plan: &crate::graph::Plan,
+    log: &mut dyn Write,
+) -> Result<Option<u64>, HostError> {
+    match &opts.duration {
+        Some(d) => Ok(Some(
+            d.length(plan.sample_rate, log).map_err(HostError::Usage)?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// Prints the plan's warnings (taken from it), and those about events the
+/// duration cuts off.
+pub(super) fn show_warnings(
+    opts: &RunOptions,
+    plan: &mut crate::graph::Plan,
+    frames: Option<u64>,
+    log: &mut dyn Write,
+) {
+    let mut warnings = std::mem::take(&mut plan.warnings);
+    if let (Some(f), None) = (frames, &opts.resume) {
+        let length = format!(
+            "--duration {}",
+            opts.duration
+                .as_ref()
+                .map(TimeArg::text)
+                .unwrap_or_default()
+        );
+        warnings.extend(crate::graph::events_after_end(plan, f, &length));
+    }
+    if !warnings.is_empty() {
+        let _ = writeln!(log, "{}", crate::scene::Shown::new(&warnings));
+    }
+}
+
+/// The first engine, built from the plan (and resumed from the snapshot),
+/// with what the live session keeps of the scene.
+pub(super) struct FirstEngine {
+    pub(super) text: String,
+    /// The scene's own `profile`.
+    pub(super) file_profile: Option<Profile>,
+    pub(super) fixed: SessionFixed,
+    pub(super) incoming: Incoming,
+    /// The snapshot's clock, when resuming.
+    pub(super) snap_clock: Option<u64>,
+}
+
+impl FirstEngine {
+    pub(super) fn new(
+        opts: &RunOptions,
+        compiled: Compiled,
+        log: &mut dyn Write,
+    ) -> Result<FirstEngine, HostError> {
+        let Compiled {
+            text,
+            scene,
+            plan,
+            snap,
+            ..
+        } = compiled;
+        let sr = plan.sample_rate;
+        let fixed = SessionFixed::from_plan(&plan, opts.resources.clone());
+        let context = match &snap {
+            Some(_) => Some(SnapshotContext::new(&plan, &text)?),
+            None => None,
+        };
+        let mut incoming = Incoming::from_plan(plan, scene.profile, Vec::new());
+        if let (Some(s), Some(cx)) = (&snap, &context) {
+            let resumed = cx.resume(s, &mut incoming.engine)?;
+            for m in &resumed.messages {
+                let _ = writeln!(log, "{m}");
+            }
+            let _ = writeln!(
+                log,
+                "resuming `{}` at {:.3}s: {} of {} nodes carried",
+                s.origin(),
+                resumed.clock as f64 / sr as f64,
+                resumed.migration.carried,
+                s.nodes.len()
+            );
+        }
+        Ok(FirstEngine {
+            text,
+            file_profile: scene.profile,
+            fixed,
+            incoming,
+            snap_clock: snap.as_ref().map(|s| s.clock),
+        })
+    }
+}
+
+/// Starts the tap of `--capture`: the writer, and the tap for the player.
+pub(super) fn start_tap(
+    output: Option<Output>,
+    channels: usize,
+    sr: u32,
+) -> Result<Option<(TapWriter, Tap)>, HostError> {
+    let tap = match output {
+        Some(output) => Some(TapWriter::start_at(output, channels as u16, sr, 4.0)?),
+        None => None,
+    };
+    Ok(tap)
+}
+
+/// The block size stored by `morphrt calibrate` for this scene (text and
+/// resources), sample rate and machine, saying where it came from; `None`
+/// (with a hint) when there is none. Never measures: calibrating takes
+/// seconds the user did not ask for.
+pub(super) fn calibrated_block_size(
+    text: &str,
+    plan: &crate::graph::Plan,
+    log: &mut dyn Write,
+) -> Option<usize> {
+    let found = (|| {
+        let path = calibration::store_path()
+            .ok_or_else(|| "no cache directory on this system".to_string())?;
+        let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)?;
+        calibration::lookup(&path, &MachineKey::current(), &sha, plan.sample_rate)
+            .map(|c| c.map(|c| (c, path)))
+            .map_err(|e| e.to_string())
+    })();
+    match found {
+        Ok(Some((c, path))) => {
+            let _ = writeln!(
+                log,
+                "block size {} (auto: calibrated for this scene and machine, {})",
+                c.block_size,
+                path.display()
+            );
+            Some(c.block_size)
+        }
+        Ok(None) => {
+            let _ = writeln!(
+                log,
+                "block size {} (auto: no calibration for this scene on this machine; `morphrt calibrate {}` measures one)",
+                plan.block_size,
+                plan.file
+            );
+            None
+        }
+        Err(e) => {
+            let _ = writeln!(
+                log,
+                "warning: block size {} (auto: cannot read calibrations: {e})",
+                plan.block_size
+            );
+            None
+        }
+    }
+}
+
+/// What a session reads, and its capture and journal, checked against it
+/// and against each other.
+pub(super) struct SessionFiles {
+    pub(super) inputs: Inputs,
+    pub(super) capture: Option<Output>,
+    pub(super) journal: Option<Output>,
+}
+
+/// Checks the capture and the journal of `run` under the output rules: no
+/// capture or journal over an input, nor over each other. A journal given
+/// with `--journal` that cannot be written is an error; the default one is
+/// a warning, and the session goes unjournaled.
+pub(super) fn session_files(
+    opts: &RunOptions,
+    plan: &crate::graph::Plan,
+    log: &mut dyn Write,
+) -> Result<SessionFiles, HostError> {
+    let mut inputs = Inputs::default();
+    inputs.add("the scene", &opts.scene);
+    for (reference, path) in &plan.resources {
+        inputs.add(&format!("resource `{reference}`, read from"), path);
+    }
+    if let Some(p) = &opts.resume {
+        inputs.add("the snapshot resumed from", p);
+    }
+    let capture = match &opts.capture {
+        Some(path) => Some(Output::prepare(path, &inputs, 0, &Kind::CAPTURE)?),
+        None => None,
+    };
+    if opts.no_journal {
+        return Ok(SessionFiles {
+            inputs,
+            capture,
+            journal: None,
+        });
+    }
+    let path = opts
+        .journal
+        .clone()
+        .or_else(|| journal::default_path(&opts.scene));
+    let checked = path.map(|p| {
+        let o = journal::prepare(&p, &inputs)?;
+        if let Some(c) = &capture {
+            check_side_output(&p, &Kind::JOURNAL, &inputs, c, "the capture")?;
+        }
+        Ok::<_, FileError>(o)
+    });
+    let journal = match checked {
+        Some(Ok(o)) => Some(o),
+        Some(Err(e)) if opts.journal.is_some() => return Err(e.into()),
+        Some(Err(e)) => {
+            let _ = writeln!(log, "warning: {e}; this session is not journaled");
+            None
+        }
+        None => {
+            let _ = writeln!(
+                log,
+                "warning: no data directory for journals on this system; use --journal FILE"
+            );
+            None
+        }
+    };
+    Ok(SessionFiles {
+        inputs,
+        capture,
+        journal,
+    })
+}
+
+/// Opens the journal at its checked output and writes the session's
+/// header and first scene.
+pub(super) fn start_journal(
+    output: Output,
+    inputs: &Inputs,
+    opts: &RunOptions,
+    session: &LiveSession,
+    channels: usize,
+    resumed_at: Option<u64>,
+) -> Result<Journal, FileError> {
+    let mut j = Journal::create(output, inputs)?;
+    let (cpu, cpu_level) = machine::cpu_info();
+    let fixed = session.fixed();
+    j.write(&Record::Header {
+        format: journal::FORMAT.to_string(),
+        version: journal::VERSION,
+        morphrt: env!("CARGO_PKG_VERSION").to_string(),
+        build: machine::build_id(),
+        cpu,
+        cpu_level,
+        scene: opts.scene.display().to_string(),
+        block_size: fixed.block_size,
+        sample_rate: fixed.sample_rate,
+        seed: fixed.seed,
+        profile: session.profile(),
+        channels,
+        period: opts.period,
+        resource_dirs: fixed
+            .resource_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect(),
+    })?;
+    let resources = j.resources(session.resources())?;
+    j.write(&Record::Scene {
+        text: session.text().to_string(),
+        resources,
+    })?;
+    if let (Some(clock), Some(file)) = (resumed_at, &opts.resume) {
+        let kept = j.resources(&[("snapshot".to_string(), file.clone())])?;
+        j.write(&Record::Resume {
+            snapshot: kept.into_iter().next().expect("one record per file"),
+            clock,
+        })?;
+    }
+    Ok(j)
+}
