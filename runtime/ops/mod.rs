@@ -128,8 +128,9 @@ pub fn no_lints(_: &[Value], _: f64) -> Vec<Lint> {
 }
 
 /// A frequency param above what the operator designs with: `values[index]`
-/// against `ratio · sample_rate` (Nyquist is `0.5 · sample_rate`); `instead`
-/// says what the operator does with it.
+/// (its magnitude: an oscillator's may be negative) against
+/// `ratio · sample_rate` (Nyquist is `0.5 · sample_rate`); `instead` says
+/// what the operator does with it.
 pub fn frequency_lint(
     values: &[Value],
     index: usize,
@@ -141,12 +142,12 @@ pub fn frequency_lint(
     let hz = values.get(index)?.as_number()?;
     let limit = ratio * sample_rate;
     let nyquist = 0.5 * sample_rate;
-    let above = if hz > nyquist {
+    let above = if hz.abs() > nyquist {
         format!("above Nyquist ({nyquist} Hz at {sample_rate} Hz)")
     } else {
         format!("above this operator's design limit of {ratio} × the sample rate ({limit} Hz; Nyquist is {nyquist} Hz)")
     };
-    (hz > limit).then(|| Lint {
+    (hz.abs() > limit).then(|| Lint {
         param: name,
         message: format!("`{name}` {hz} Hz is {above}: {instead} {limit} Hz"),
         help: Some(format!(

@@ -13,7 +13,10 @@ pub use impulse::IMPULSE;
 pub use saw_square_triangle::{SAW, SQUARE, TRIANGLE};
 pub use sine::SINE;
 
-use super::{number, BuildCtx, Io, NodeState, Operator, ParamSpec, Processor, StateError};
+use super::{
+    frequency_lint, number, BuildCtx, Io, Lint, NodeState, Operator, ParamSpec, Processor,
+    StateError, Value,
+};
 use crate::dsp::strict_sin;
 use crate::dsp::vector::{phase_turns, sin_turns, sine_block, SimdLevel};
 use crate::dsp::{Math, MathKind, Sample};
@@ -147,6 +150,20 @@ const AMP_PARAM: ParamSpec = number(
     1e6,
     "peak amplitude",
 );
+
+/// Every oscillator's lints: a static `freq` above Nyquist (in magnitude)
+/// folds back below it, so the node plays that alias instead (at a sample
+/// rate that divides the frequency, 0 Hz: silence for a sine).
+fn freq_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
+    let Some(hz) = values.get(FREQ).and_then(Value::as_number) else {
+        return Vec::new();
+    };
+    let alias = (hz - sample_rate * (hz / sample_rate).round()).abs();
+    let instead = format!("the oscillator plays its alias, {alias} Hz, since nothing renders above");
+    frequency_lint(values, FREQ, "freq", sample_rate, 0.5, &instead)
+        .into_iter()
+        .collect()
+}
 
 /// The waveform a [`Osc`] renders.
 trait Shape: Send + 'static {

@@ -1,9 +1,9 @@
 //! `saw` and `square` (band-limited by PolyBLEP) and `triangle` (naive):
 //! the piecewise-linear shapes of the shape oscillator.
 
-use super::{OscOp, Shape, AMP_PARAM, FREQ_PARAM};
+use super::{freq_lints, OscOp, Shape, AMP_PARAM, FREQ_PARAM};
 use crate::dsp::{Math, Sample};
-use crate::ops::{build_any, by_profile, no_choices, no_lints, number, OpSpec};
+use crate::ops::{build_any, by_profile, no_choices, number, OpSpec};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 
@@ -76,7 +76,7 @@ pub static SAW: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
-    lints: no_lints,
+    lints: freq_lints,
     cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
     algorithms: None,
     build: build_any::<OscOp<SawShape>>,
@@ -105,7 +105,7 @@ pub static SQUARE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
-    lints: no_lints,
+    lints: freq_lints,
     cost: |p, _| by_profile(p, [4.2, 3.0, 3.0]),
     algorithms: None,
     build: build_any::<OscOp<SquareShape>>,
@@ -123,7 +123,7 @@ pub static TRIANGLE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
-    lints: no_lints,
+    lints: freq_lints,
     cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
     algorithms: None,
     build: build_any::<OscOp<TriangleShape>>,
