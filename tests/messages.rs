@@ -65,3 +65,58 @@ fn oscillators_above_nyquist_are_warned() {
     }
 }
 
+// An `adsr` gated by a signal that never rises above 0.5 never fired, silently.
+#[test]
+fn a_gate_driven_below_its_threshold_is_warned() {
+    let dir = temp_dir("m-gate");
+    let env = r#"{"id": "env", "op": "adsr"}"#;
+    let sq = |amp: &str| format!(r#"{{"id": "sq", "op": "square", "params": {{"freq": "2Hz", "amp": {amp}}}}}"#);
+    let gate = r#"{"from": "sq", "to": "env:gate"}"#;
+    let (code, err) = check(&dir, &scene("", &[&sq("0.5"), env], &[gate], r#""env""#));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("`gate` is on only above the threshold 0.5, but what drives it peaks at 0.5: `sq` (square of amp 0.5)"),
+        "{err}"
+    );
+    assert!(err.contains("node `env`"), "{err}");
+    // A sine of amp 0.5 under strict math, and two sources below it together.
+    let sine = r#"{"id": "sq", "op": "sine", "params": {"freq": "2Hz", "amp": 0.5}}"#;
+    let strict = r#", "profile": "strict""#;
+    let (_, err) = check(&dir, &scene(strict, &[sine, env], &[gate], r#""env""#));
+    assert!(err.contains("peaks at 0.5: `sq` (sine of amp 0.5)"), "{err}");
+    let quiet = r#"{"id": "sq2", "op": "triangle", "params": {"amp": 0.2}}"#;
+    let gate2 = r#"{"from": "sq2", "to": "env:gate"}"#;
+    let (_, err) = check(&dir, &scene("", &[&sq("0.2"), quiet, env], &[gate, gate2], r#""env""#));
+    assert!(err.contains("peaks at 0.4: `sq` (square of amp 0.2), `sq2` (triangle of amp 0.2)"), "{err}");
+    // Two sources that together exceed it, a louder one, one whose amp is
+    // modulated or set by an event, an unbounded source, a square off duty
+    // 0.5, the live sine (whose approximation peaks past 1), a gate set by
+    // an event: no warning.
+    let sq2 = r#"{"id": "sq2", "op": "sine", "params": {"amp": 0.25}}"#;
+    let gate2 = r#"{"from": "sq2", "to": "env:gate"}"#;
+    let lfo = r#"{"id": "lfo", "op": "sine", "params": {"freq": "1Hz", "amp": 0.5}}"#;
+    let noise = r#"{"id": "sq", "op": "noise", "params": {"amp": 0.1}}"#;
+    let modulated = r#"{"from": "lfo", "to": "sq:amp"}"#;
+    let cases = [
+        (scene("", &[&sq("0.3"), sq2, env], &[gate, gate2], r#""env""#), "two sources"),
+        (scene("", &[&sq("0.51"), env], &[gate], r#""env""#), "louder"),
+        (scene("", &[&sq("0.5"), lfo, env], &[gate, modulated], r#""env""#), "modulated amp"),
+        (scene("", &[noise, env], &[gate], r#""env""#), "noise"),
+        (scene("", &[&sq("0.5").replace("}}", r#", "duty": 0.3}}"#), env], &[gate], r#""env""#), "duty"),
+        (scene(r#", "profile": "live""#, &[sine, env], &[gate], r#""env""#), "live sine"),
+    ];
+    for (text, what) in &cases {
+        let (code, err) = check(&dir, text);
+        assert_eq!(code, Some(0), "{what}: {err}");
+        assert!(!err.contains("threshold"), "{what}: {err}");
+    }
+    for event in [
+        r#"{"time": "0.5s", "node": "sq", "param": "amp", "value": 1}"#,
+        r#"{"time": "0.5s", "node": "env", "param": "gate", "value": 1}"#,
+    ] {
+        let events = format!(r#", "events": [{event}]"#);
+        let (code, err) = check(&dir, &scene(&events, &[&sq("0.5"), env], &[gate], r#""env""#));
+        assert_eq!(code, Some(0), "{event}: {err}");
+        assert!(!err.contains("threshold"), "{event}: {err}");
+    }
+}

@@ -156,6 +156,31 @@ pub fn frequency_lint(
     })
 }
 
+/// A static bound on a node's output under its profile: the output's
+/// magnitude never exceeds `peak` while each of `params` keeps its static
+/// value (no edge into it, no event on it). Only the oscillators declare
+/// one (`|amp|`, see `oscillators::output_bound`); `None` for the rest.
+pub fn output_bound(op: &OpSpec, profile: &NodeProfile, values: &[Value]) -> Option<OutputBound> {
+    oscillators::output_bound(op, profile, values)
+}
+
+/// What [`output_bound`] finds: the peak, whether it is exact (the output
+/// rounded to the node's precision never passes it: `false` when it
+/// allows for rounding or an approximation), and the params it rests on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OutputBound {
+    pub peak: f64,
+    pub exact: bool,
+    pub params: &'static [&'static str],
+}
+
+/// A param that switches the node on only above a threshold (`adsr`'s
+/// `gate`, on while `> 0.5`): the param and the threshold; `None` for
+/// operators with no such param.
+pub fn gate_threshold(op: &OpSpec) -> Option<(&'static str, f64)> {
+    dynamics::gate_threshold(op)
+}
+
 /// Nominal cost per base-rate sample, in nanoseconds, of a node under its
 /// profile and params. The figures come from `morphrt bench` of a release
 /// build (per-node ns/sample) on the machine named in

@@ -25,12 +25,13 @@
 //! This file holds [`compile`] and the driver of passes 1–7 it shares with
 //! the tests, and what every pass uses: the options, the diagnostics
 //! context, the per-node declarations. The passes live in `nodes` (1–3 and
-//! the param lints), `edges` (4–8), `outputs` (9 and 10), `events` (11 and
-//! 12) and `build` (13–16).
+//! the param lints), `edges` (4–8), `gates` (a lint after 7), `outputs`
+//! (9 and 10), `events` (11 and 12) and `build` (13–16).
 
 mod build;
 mod edges;
 mod events;
+mod gates;
 mod nodes;
 mod outputs;
 
@@ -41,6 +42,7 @@ use crate::scene::{suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
 use build::{assemble, build_nodes, compensate_latency, propagate_guarantees, Parts};
 use edges::{reject_cycles, resolve_casts, resolve_edges, schedule, wire_inputs, Edge};
 use events::{edit_timing, place_events};
+use gates::dead_gates;
 use nodes::{declare_nodes, session_settings, unused_gains};
 use outputs::{choose_seed, resolve_outputs};
 use std::collections::HashMap;
@@ -262,6 +264,7 @@ fn declare<'a>(cx: &mut Ctx<'a>, opts: &CompileOptions) -> Declared<'a> {
     let order = schedule(&graph);
     wire_inputs(scene, &mut decls, &edges);
     unused_gains(cx, &decls);
+    dead_gates(cx, &decls);
     Declared {
         session,
         index,
