@@ -120,3 +120,81 @@ fn a_gate_driven_below_its_threshold_is_warned() {
         assert!(!err.contains("threshold"), "{event}: {err}");
     }
 }
+
+/// A scene whose `main` bus plays `a` on `channels` channels.
+fn wide_main(channels: usize) -> String {
+    let main = vec![r#""a""#; channels].join(",");
+    scene("", &[r#"{"id": "a", "op": "sine", "params": {"amp": 0.1}}"#], &[], &main)
+}
+
+// One unused-gain warning for a million-entry `gains` was 17.8 MB.
+#[test]
+fn a_million_unused_gains_make_one_short_warning() {
+    let dir = temp_dir("m-gains");
+    let gains = vec!["1"; 1_000_000].join(",");
+    let mix = format!(r#"{{"id": "m", "op": "mix", "params": {{"gains": [{gains}]}}}}"#);
+    let a = r#"{"id": "a", "op": "sine"}"#;
+    let (code, err) = check(&dir, &scene("", &[a, &mix], &[r#"{"from": "a", "to": "m:in0"}"#], r#""m""#));
+    assert_eq!(code, Some(0), "{}", &err[..err.len().min(2000)]);
+    assert!(err.len() < 2000, "{} bytes: {}", err.len(), &err[..2000]);
+    assert!(
+        err.contains("entries 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, … and 999989 more (for in1, in2,"),
+        "{err}"
+    );
+}
+
+// A 10,000-channel `main` was listed whole by `check`, and 70,000 channels
+// passed `check` but not `render`.
+#[test]
+fn the_main_bus_is_listed_capped_and_limited_alike_everywhere() {
+    let dir = temp_dir("m-main");
+    let (code, out) = {
+        let path = write(&dir, "wide.json", &wide_main(10_000));
+        let o = morphrt(&["check", &path]);
+        (o.status.code(), common::stdout(&o))
+    };
+    assert_eq!(code, Some(0));
+    let line = out.lines().find(|l| l.starts_with("main: ")).expect("a main line");
+    assert!(
+        line.starts_with("main: a:out, a:out, a:out, a:out, a:out, a:out, a:out, a:out, a:out, a:out, … and 9990 more (10000 channels)"),
+        "{line}"
+    );
+    let path = write(&dir, "wider.json", &wide_main(70_000));
+    let says = "the `main` bus has 70000 channels, more than the 65535 a session can play or render";
+    let o = morphrt(&["check", &path]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    let wav = dir.join("x.wav");
+    let o = morphrt(&["render", &path, "-o", wav.to_str().unwrap(), "-d", "10samples"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    assert!(!wav.exists());
+    let path = write(&dir, "widest.json", &wide_main(65_535));
+    assert_eq!(morphrt(&["check", &path]).status.code(), Some(0));
+}
+
+// A 20,000-node chain slower than real time was advised to lighten a node
+// that is 0 % of the estimate.
+#[test]
+fn a_slow_scene_of_many_equal_nodes_is_advised_by_operator() {
+    let dir = temp_dir("m-chain");
+    let mut nodes = vec![r#"{"id": "src", "op": "sine"}"#.to_string()];
+    let mut edges = vec![r#"{"from": "src", "to": "f0"}"#.to_string()];
+    for i in 0..20_000 {
+        nodes.push(format!(r#"{{"id": "f{i}", "op": "biquad"}}"#));
+        if i > 0 {
+            edges.push(format!(r#"{{"from": "f{}", "to": "f{i}"}}"#, i - 1));
+        }
+    }
+    let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
+    let edges: Vec<&str> = edges.iter().map(String::as_str).collect();
+    let (code, err) = check(&dir, &scene("", &nodes, &edges, r#""f19999""#));
+    assert_eq!(code, Some(0), "{err}");
+    let help = err
+        .lines()
+        .find(|l| l.contains("no node stands out"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(help.contains("is under 1% of the estimate"), "{help}");
+    assert!(help.contains("the 20000 `biquad` nodes are 100% of it together"), "{help}");
+    assert!(!help.contains(" 0%"), "{help}");
+}

@@ -126,6 +126,29 @@ impl Severity {
 /// counted (a 100,000-input `mix` would otherwise print 100,000 errors).
 pub const MAX_SHOWN: usize = 20;
 
+/// At most this many entries of a list are shown in one message; the rest
+/// are counted (`… and N more`).
+pub const LIST_SHOWN: usize = 10;
+
+/// `items` joined by `sep`: the first [`LIST_SHOWN`], then `… and N more`
+/// when there were more. Every list a message prints goes through this, so
+/// a million-entry list makes one short line. Only the shown entries are
+/// formatted.
+pub fn capped_list<T: fmt::Display>(items: impl IntoIterator<Item = T>, sep: &str) -> String {
+    let mut items = items.into_iter();
+    let shown: Vec<String> = items
+        .by_ref()
+        .take(LIST_SHOWN)
+        .map(|x| x.to_string())
+        .collect();
+    let more = items.count();
+    let mut s = shown.join(sep);
+    if more > 0 {
+        s.push_str(&format!("{sep}… and {more} more"));
+    }
+    s
+}
+
 impl Diagnostic {
     /// The diagnostic as one JSON object, with the fields the human form
     /// shows: `severity`, `file`, `line` and `column` (null when only the
@@ -273,6 +296,17 @@ mod tests {
         assert_eq!(j["ok"], false);
         assert_eq!(j["truncated"], 5);
         assert_eq!(j["diagnostics"].as_array().unwrap().len(), MAX_SHOWN + 1);
+    }
+
+    #[test]
+    fn a_capped_list_shows_ten_and_counts_the_rest() {
+        assert_eq!(capped_list(0..3, ", "), "0, 1, 2");
+        assert_eq!(capped_list(0..10, ", "), "0, 1, 2, 3, 4, 5, 6, 7, 8, 9");
+        assert_eq!(
+            capped_list(0..1_000_000, ", "),
+            "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … and 999990 more"
+        );
+        assert_eq!(capped_list(Vec::<u8>::new(), ", "), "");
     }
 
     #[test]

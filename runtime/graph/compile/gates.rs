@@ -4,7 +4,7 @@
 
 use super::{Ctx, Decl};
 use crate::ops::{gate_threshold, output_bound};
-use crate::scene::Scene;
+use crate::scene::{capped_list, Scene};
 
 /// Warns a gate whose static value plus the peaks of every source driving
 /// it stays at or below its threshold. Only where that is certain: each
@@ -73,7 +73,7 @@ pub(super) fn dead_gates(cx: &mut Ctx<'_>, decls: &[Option<Decl>]) {
             Some(&node.id),
             format!(
                 "`{gate}` is on only above the threshold {threshold}, but what drives it peaks at {peak}{base_text}: {}; the node never switches on",
-                named.join(", ")
+                capped_list(&named, ", ")
             ),
             Some(format!(
                 "raise the amplitude of what drives `{gate}` so it exceeds {threshold}, or offset it with the node's own `{gate}` value"

@@ -38,12 +38,13 @@ mod outputs;
 use super::{Plan, SeedSource};
 use crate::ops::{OpSpec, Value};
 use crate::profile::{NodeProfile, Profile};
-use crate::scene::{suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
+use crate::scene::{capped_list, suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
 use build::{assemble, build_nodes, compensate_latency, propagate_guarantees, Parts};
 use edges::{reject_cycles, resolve_casts, resolve_edges, schedule, wire_inputs, Edge};
 use events::{edit_timing, place_events};
 use gates::dead_gates;
 use nodes::{declare_nodes, session_settings, unused_gains};
+pub use outputs::MAX_MAIN_CHANNELS;
 use outputs::{choose_seed, resolve_outputs};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -118,9 +119,9 @@ impl Ctx<'_> {
 fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
     let list: Vec<&str> = candidates.clone().into_iter().collect();
     match suggest::closest(name, candidates) {
-        Some(s) => format!("did you mean `{s}`? (valid: {})", list.join(", ")),
+        Some(s) => format!("did you mean `{s}`? (valid: {})", capped_list(&list, ", ")),
         None if list.is_empty() => "this node has none".to_string(),
-        None => format!("valid: {}", list.join(", ")),
+        None => format!("valid: {}", capped_list(&list, ", ")),
     }
 }
 
