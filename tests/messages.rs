@@ -198,3 +198,83 @@ fn a_slow_scene_of_many_equal_nodes_is_advised_by_operator() {
     assert!(help.contains("the 20000 `biquad` nodes are 100% of it together"), "{help}");
     assert!(!help.contains(" 0%"), "{help}");
 }
+
+// `--seed -1` suggested `-- -1`; a seed over the maximum did not name it.
+#[test]
+fn a_bad_seed_gives_the_seed_range() {
+    let dir = temp_dir("m-seed");
+    let out = dir.join("x.wav");
+    let out = out.to_str().unwrap();
+    let range = "the seed is an unsigned integer 0 … 18446744073709551615";
+    for (seed, says) in [
+        ("-1", "`-1` is negative"),
+        ("18446744073709551616", "`18446744073709551616` is above the maximum 18446744073709551615"),
+        ("seven", "`seven` is not an integer"),
+    ] {
+        for args in [
+            vec!["render", "scenes/drone.json", "-o", out, "-d", "0.01s", "--seed", seed],
+            vec!["plot", "scenes/drone.json", "-o", out, "--seed", seed],
+            vec!["bench", "scenes/drone.json", "--seed", seed],
+            vec!["calibrate", "scenes/drone.json", "--seed", seed],
+        ] {
+            let o = morphrt(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}");
+            let err = stderr(&o);
+            assert!(err.contains(says) && err.contains(range), "{args:?}: {err}");
+            assert!(!err.contains("-- -1"), "{args:?}: {err}");
+        }
+    }
+    let o = morphrt(&["render", "scenes/drone.json", "-o", out, "-d", "0.01s", "--seed", "18446744073709551615"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+// `-d 0.00001s` said "must be positive" after a warning that it used 0 samples.
+#[test]
+fn a_length_under_one_sample_says_so() {
+    let dir = temp_dir("m-short");
+    let out = dir.join("x.wav");
+    let o = morphrt(&["render", "scenes/drone.json", "-o", out.to_str().unwrap(), "-d", "0.00001s"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("duration `0.00001s` is shorter than one sample at 48000 Hz (it is 0.48 samples; one sample is 1/48000 s)"),
+        "{err}"
+    );
+    assert!(!err.contains("using 0 samples"), "{err}");
+    let o = morphrt(&["render", "scenes/drone.json", "-o", out.to_str().unwrap(), "-d", "0s"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("duration `0s` is zero"), "{}", stderr(&o));
+}
+
+// `-d 1m30s` worked but a scene's `"duration": "1m30s"` was refused.
+#[test]
+fn a_scene_takes_hours_and_minutes_as_the_command_line_does() {
+    let dir = temp_dir("m-clock");
+    let a = r#"{"id": "a", "op": "sine", "params": {"amp": 0.1}}"#;
+    let text = scene(r#", "events": [{"time": "1m", "node": "a", "param": "freq", "value": 220}]"#, &[a], &[], r#""a""#)
+        .replace(r#""duration": "1s""#, r#""duration": "1m30s""#);
+    let path = write(&dir, "clock.json", &text);
+    let o = morphrt(&["check", &path, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    assert_eq!(v["events"], 1);
+    assert!(v["diagnostics"].as_array().unwrap().is_empty(), "{v}");
+    let out = dir.join("x.wav");
+    let o = morphrt(&["render", &path, "-o", out.to_str().unwrap(), "--profile", "live"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(hound::WavReader::open(&out).unwrap().duration(), 90 * 48_000);
+    for t in ["2h", "1h2m3.5s"] {
+        let text = scene("", &[a], &[], r#""a""#).replace(r#""duration": "1s""#, &format!(r#""duration": "{t}""#));
+        let (code, err) = check(&dir, &text);
+        assert_eq!(code, Some(0), "{t}: {err}");
+    }
+    // The schema takes them too.
+    let schema = morphrt::graph::schema::scene_schema();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    assert!(v.is_valid(&serde_json::from_str(&text).unwrap()));
+    for bad in ["1m30", "1.5h", "1h30ms"] {
+        let text = scene("", &[a], &[], r#""a""#).replace(r#""duration": "1s""#, &format!(r#""duration": "{bad}""#));
+        assert!(!v.is_valid(&serde_json::from_str(&text).unwrap()), "{bad}");
+        assert_eq!(check(&dir, &text).0, Some(2), "{bad}");
+    }
+}

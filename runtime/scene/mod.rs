@@ -18,7 +18,7 @@ pub use load::{
     DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
     MAX_SAMPLE_RATE, MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
-pub use units::{Dimension, Quantity, Rational, TimeArg, TimeSpec, Unit};
+pub use units::{seed_arg, Dimension, Quantity, Rational, TimeArg, TimeSpec, Unit};
 
 use crate::profile::{Overrides, Profile};
 use std::path::PathBuf;
