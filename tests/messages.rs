@@ -278,3 +278,46 @@ fn a_scene_takes_hours_and_minutes_as_the_command_line_does() {
         assert_eq!(check(&dir, &text).0, Some(2), "{bad}");
     }
 }
+
+// A scene saved with a UTF-8 byte order mark was "expected value at 1:1".
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let dir = temp_dir("m-bom");
+    let a = r#"{"id": "a", "op": "sine", "params": {"amp": 0.1}}"#;
+    let text = scene("", &[a], &[], r#""a""#);
+    let (code, err) = check(&dir, &format!("\u{feff}{text}"));
+    assert_eq!(code, Some(0), "{err}");
+    // Positions count from after it: the same as without one.
+    let bad = text.replace(r#""amp": 0.1"#, r#""amp": "loud""#);
+    let (_, plain) = check(&dir, &bad);
+    let (code, err) = check(&dir, &format!("\u{feff}{bad}"));
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().next(), plain.lines().next(), "{err}");
+}
+
+// A zero-width space (or a control character) in a node id printed as
+// nothing: the error said `osc` is not a valid id.
+#[test]
+fn invisible_characters_in_ids_are_escaped() {
+    let dir = temp_dir("m-invisible");
+    for (raw, shown) in [("o\u{200b}sc", r"o\u{200b}sc"), ("o\u{7}sc", r"o\u{7}sc")] {
+        let a = format!("{{\"id\": \"{}\", \"op\": \"sine\"}}", raw.replace('\u{7}', "\\u0007"));
+        let (code, err) = check(&dir, &scene("", &[&a], &[], r#""osc""#));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(&format!("`{shown}` is not a valid node id")), "{err}");
+        assert!(err.contains(&format!("node `{shown}`")), "{err}");
+        assert!(!err.contains(raw), "{err}");
+    }
+}
+
+// `"440hz"` got no did-you-mean.
+#[test]
+fn a_unit_in_the_wrong_case_gets_the_right_one() {
+    let dir = temp_dir("m-case");
+    for (written, meant) in [("440hz", "440Hz"), ("1.5KHZ", "1.5kHz"), ("-6 db", "-6 dB")] {
+        let a = format!(r#"{{"id": "a", "op": "sine", "params": {{"freq": "{written}"}}}}"#);
+        let (code, err) = check(&dir, &scene("", &[&a], &[], r#""a""#));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(&format!("did you mean `{meant}`? (units are case-sensitive")), "{err}");
+    }
+}

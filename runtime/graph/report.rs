@@ -4,7 +4,7 @@
 use super::{Plan, PlanNode, SourceRef};
 use crate::ops::Value;
 use crate::profile::Profile;
-use crate::scene::{capped_list, Diagnostic};
+use crate::scene::{capped_list, escape_invisible, Diagnostic};
 use serde_json::json;
 
 /// What a node runs with: its math policy, then the choices its operator
@@ -326,7 +326,7 @@ pub fn check_table(plan: &Plan) -> String {
     ]];
     for (i, n) in plan.nodes.iter().enumerate() {
         rows.push([
-            n.id.clone(),
+            escape_invisible(&n.id, false).into_owned(),
             n.op.name.to_string(),
             n.module.clone().unwrap_or_else(|| "-".to_string()),
             n.profile.profile.name().to_string(),
@@ -367,7 +367,8 @@ pub fn check_table(plan: &Plan) -> String {
     let main = plan.main.iter().map(|s| {
         format!(
             "{}:{}",
-            plan.nodes[s.node].id, plan.nodes[s.node].op.outputs[s.port]
+            escape_invisible(&plan.nodes[s.node].id, false),
+            plan.nodes[s.node].op.outputs[s.port]
         )
     });
     let channels = plan.main.len();

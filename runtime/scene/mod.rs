@@ -11,7 +11,9 @@ pub mod resource;
 pub mod suggest;
 pub mod units;
 
-pub use diag::{capped_list, Diagnostic, Loc, Severity, Shown, LIST_SHOWN, MAX_SHOWN};
+pub use diag::{
+    capped_list, escape_invisible, Diagnostic, Loc, Severity, Shown, LIST_SHOWN, MAX_SHOWN,
+};
 pub use load::{load_file, load_str};
 /// The loader's field lists and limits, which `morphrt schema` describes.
 pub use load::{

@@ -319,10 +319,19 @@ impl Quantity {
         }
         let unit_text = rest.trim_start();
         let bad = || {
-            UnitError::Syntax(format!(
-                "`{text}` is not a number with a unit (expected e.g. `440Hz`, `-12dB`, `250ms`; units: {})",
-                Unit::ALL.map(|u| u.suffix()).join(", ")
-            ))
+            // A unit in the wrong case (`440hz`) gets the right one.
+            let suffixes = Unit::ALL.map(|u| u.suffix());
+            let fix = suffixes
+                .into_iter()
+                .find(|u| u.eq_ignore_ascii_case(unit_text));
+            let units = suffixes.join(", ");
+            UnitError::Syntax(match fix {
+                Some(u) if !number.is_empty() => {
+                    let space = &rest[..rest.len() - unit_text.len()];
+                    format!("`{text}` is not a number with a unit: did you mean `{number}{space}{u}`? (units are case-sensitive: {units})")
+                }
+                _ => format!("`{text}` is not a number with a unit (expected e.g. `440Hz`, `-12dB`, `250ms`; units: {units})"),
+            })
         };
         if number.is_empty() {
             return Err(bad());
