@@ -4,7 +4,7 @@
 use super::{Plan, PlanNode, SourceRef};
 use crate::ops::Value;
 use crate::profile::Profile;
-use crate::scene::Diagnostic;
+use crate::scene::{capped_list, escape_invisible, Diagnostic};
 use serde_json::json;
 
 /// What a node runs with: its math policy, then the choices its operator
@@ -54,7 +54,7 @@ fn alignment(plan: &Plan, i: usize) -> String {
     if parts.is_empty() {
         "-".to_string()
     } else {
-        parts.join(",")
+        capped_list(&parts, ",")
     }
 }
 
@@ -183,32 +183,71 @@ pub fn slow_render_warning(plan: &Plan, frames: u64) -> Option<Diagnostic> {
         .iter()
         .map(|n| (n, node_cost_ns(n)))
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let share = top_ns / plan_cost_ns(plan) * 100.0;
+    let total = plan_cost_ns(plan);
+    let share = top_ns / total * 100.0;
     let strict = plan
         .nodes
         .iter()
         .any(|n| n.profile.profile == Profile::Strict);
-    let mut help = format!(
-        "node `{}` ({}) is {share:.0}% of the estimate; a lighter profile for it (repro, live), or a shorter input, renders faster",
-        top.id, top.op.name
-    );
+    let stands_out = share >= STANDS_OUT_PERCENT;
+    let mut help = if stands_out {
+        format!(
+            "node `{}` ({}) is {share:.0}% of the estimate; a lighter profile for it (repro, live), or a shorter input, renders faster",
+            top.id, top.op.name
+        )
+    } else {
+        let (op, count, op_ns) = costliest_operator(plan);
+        format!(
+            "no node stands out (the costliest, `{}`, is {}% of the estimate); the {count} `{op}` node{} are {:.0}% of it together: a lighter profile for them (repro, live), or fewer nodes, renders faster",
+            top.id,
+            if share < 1.0 { "under 1".to_string() } else { format!("{share:.0}") },
+            if count == 1 { "" } else { "s" },
+            op_ns / total * 100.0
+        )
+    };
     if strict {
         help.push_str("; strict keeps IEEE denormals, so a render full of subnormal numbers can take 10–100× longer still");
     }
-    Some(
-        Diagnostic::warning(
-            &plan.file,
-            None,
-            format!(
-                "estimated {} real time: a {} render may take ~{} (nominal costs per node, see `check`; `morphrt bench` measures this machine)",
-                rtf_text(rtf),
-                rough_time(audio_s),
-                rough_time(audio_s / rtf)
-            ),
-        )
-        .with_node(top.id.clone())
-        .with_help(help),
+    let d = Diagnostic::warning(
+        &plan.file,
+        None,
+        format!(
+            "estimated {} real time: a {} render may take ~{} (nominal costs per node, see `check`; `morphrt bench` measures this machine)",
+            rtf_text(rtf),
+            rough_time(audio_s),
+            rough_time(audio_s / rtf)
+        ),
     )
+    .with_help(help);
+    Some(if stands_out {
+        d.with_node(top.id.clone())
+    } else {
+        d
+    })
+}
+
+/// A node at least this share of the estimate (in percent) is named as the
+/// cost to cut; below it the advice is about the costliest operator.
+const STANDS_OUT_PERCENT: f64 = 10.0;
+
+/// The operator whose nodes together cost the most: its name, how many
+/// nodes, and their cost per sample in nanoseconds.
+fn costliest_operator(plan: &Plan) -> (&'static str, usize, f64) {
+    let mut by_op: Vec<(&'static str, usize, f64)> = Vec::new();
+    for n in &plan.nodes {
+        let ns = node_cost_ns(n);
+        match by_op.iter_mut().find(|(op, _, _)| *op == n.op.name) {
+            Some(e) => {
+                e.1 += 1;
+                e.2 += ns;
+            }
+            None => by_op.push((n.op.name, 1, ns)),
+        }
+    }
+    by_op
+        .into_iter()
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .unwrap_or(("", 0, 0.0))
 }
 
 /// `0.03×`, `1.5×`, `120×`.
@@ -287,7 +326,7 @@ pub fn check_table(plan: &Plan) -> String {
     ]];
     for (i, n) in plan.nodes.iter().enumerate() {
         rows.push([
-            n.id.clone(),
+            escape_invisible(&n.id, false).into_owned(),
             n.op.name.to_string(),
             n.module.clone().unwrap_or_else(|| "-".to_string()),
             n.profile.profile.name().to_string(),
@@ -325,21 +364,18 @@ pub fn check_table(plan: &Plan) -> String {
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
     }
-    let main: Vec<String> = plan
-        .main
-        .iter()
-        .map(|s| {
-            format!(
-                "{}:{}",
-                plan.nodes[s.node].id, plan.nodes[s.node].op.outputs[s.port]
-            )
-        })
-        .collect();
+    let main = plan.main.iter().map(|s| {
+        format!(
+            "{}:{}",
+            escape_invisible(&plan.nodes[s.node].id, false),
+            plan.nodes[s.node].op.outputs[s.port]
+        )
+    });
+    let channels = plan.main.len();
     out.push_str(&format!(
-        "main: {} ({} channel{}), guarantee {}: {}\n",
-        main.join(", "),
-        main.len(),
-        if main.len() == 1 { "" } else { "s" },
+        "main: {} ({channels} channel{}), guarantee {}: {}\n",
+        capped_list(main, ", "),
+        if channels == 1 { "" } else { "s" },
         plan.guarantee(),
         plan.guarantee().guarantee_text()
     ));
@@ -347,15 +383,15 @@ pub fn check_table(plan: &Plan) -> String {
         "latency: {} samples on the main bus\n",
         plan.latency
     ));
-    let delayed: Vec<String> = plan
+    let delayed = plan
         .main
         .iter()
         .enumerate()
         .filter(|(_, s)| s.delay > 0)
-        .map(|(c, s)| format!("channel {c} +{}", s.delay))
-        .collect();
+        .map(|(c, s)| format!("channel {c} +{}", s.delay));
+    let delayed = capped_list(delayed, ", ");
     if !delayed.is_empty() {
-        out.push_str(&format!("main alignment: {}\n", delayed.join(", ")));
+        out.push_str(&format!("main alignment: {delayed}\n"));
     }
     for f in feedback_edges(plan) {
         out.push_str(&format!(

@@ -39,6 +39,9 @@ pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 const DECIMAL: &str = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?";
 /// A decimal that is not negative (times).
 const UNSIGNED: &str = r"\+?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?";
+/// Hours and minutes with optional seconds, as `TimeSpec::parse` reads
+/// them: `2h`, `1m30s`, `1h2m3.5s`.
+const CLOCK: &str = r"^\s*(?:[0-9]+h(?:[0-9]+m(?!s))?|[0-9]+m(?!s))(?:[0-9]+(?:\.[0-9]*)?s)?\s*$";
 /// Node and module ids, and port names.
 const ID: &str = "[A-Za-z0-9_.-]+";
 
@@ -184,9 +187,10 @@ fn defs() -> Value {
         "time": {
             "anyOf": [
                 { "type": "number", "minimum": 0 },
-                { "type": "string", "pattern": format!(r"^\s*{UNSIGNED}\s*(?:{})\s*$", units(Dimension::Time)) }
+                { "type": "string", "pattern": format!(r"^\s*{UNSIGNED}\s*(?:{})\s*$", units(Dimension::Time)) },
+                { "type": "string", "pattern": CLOCK }
             ],
-            "description": "A time: a string with a unit (1.5s, 250ms, 20us, 4800samples) or a number of seconds."
+            "description": "A time: a string with a unit (1.5s, 250ms, 20us, 4800samples), hours and minutes (2h, 1m30s), or a number of seconds."
         },
         "resource": {
             "type": "string",

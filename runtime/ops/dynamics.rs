@@ -49,6 +49,11 @@ const GATE: usize = ADSR.index_of("gate");
 /// The gate is on above this value.
 const GATE_THRESHOLD: f64 = 0.5;
 
+/// `adsr`'s gate and its threshold, for [`super::gate_threshold`].
+pub(super) fn gate_threshold(op: &OpSpec) -> Option<(&'static str, f64)> {
+    core::ptr::eq(op, &ADSR).then_some((ADSR.params[GATE].name, GATE_THRESHOLD))
+}
+
 /// Envelope stages, stored as i64 in snapshots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {

@@ -128,8 +128,9 @@ pub fn no_lints(_: &[Value], _: f64) -> Vec<Lint> {
 }
 
 /// A frequency param above what the operator designs with: `values[index]`
-/// against `ratio · sample_rate` (Nyquist is `0.5 · sample_rate`); `instead`
-/// says what the operator does with it.
+/// (its magnitude: an oscillator's may be negative) against
+/// `ratio · sample_rate` (Nyquist is `0.5 · sample_rate`); `instead` says
+/// what the operator does with it.
 pub fn frequency_lint(
     values: &[Value],
     index: usize,
@@ -141,18 +142,43 @@ pub fn frequency_lint(
     let hz = values.get(index)?.as_number()?;
     let limit = ratio * sample_rate;
     let nyquist = 0.5 * sample_rate;
-    let above = if hz > nyquist {
+    let above = if hz.abs() > nyquist {
         format!("above Nyquist ({nyquist} Hz at {sample_rate} Hz)")
     } else {
         format!("above this operator's design limit of {ratio} × the sample rate ({limit} Hz; Nyquist is {nyquist} Hz)")
     };
-    (hz > limit).then(|| Lint {
+    (hz.abs() > limit).then(|| Lint {
         param: name,
         message: format!("`{name}` {hz} Hz is {above}: {instead} {limit} Hz"),
         help: Some(format!(
             "write a {name} of at most {limit} Hz, or raise the scene's sample_rate"
         )),
     })
+}
+
+/// A static bound on a node's output under its profile: the output's
+/// magnitude never exceeds `peak` while each of `params` keeps its static
+/// value (no edge into it, no event on it). Only the oscillators declare
+/// one (`|amp|`, see `oscillators::output_bound`); `None` for the rest.
+pub fn output_bound(op: &OpSpec, profile: &NodeProfile, values: &[Value]) -> Option<OutputBound> {
+    oscillators::output_bound(op, profile, values)
+}
+
+/// What [`output_bound`] finds: the peak, whether it is exact (the output
+/// rounded to the node's precision never passes it: `false` when it
+/// allows for rounding or an approximation), and the params it rests on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OutputBound {
+    pub peak: f64,
+    pub exact: bool,
+    pub params: &'static [&'static str],
+}
+
+/// A param that switches the node on only above a threshold (`adsr`'s
+/// `gate`, on while `> 0.5`): the param and the threshold; `None` for
+/// operators with no such param.
+pub fn gate_threshold(op: &OpSpec) -> Option<(&'static str, f64)> {
+    dynamics::gate_threshold(op)
 }
 
 /// Nominal cost per base-rate sample, in nanoseconds, of a node under its

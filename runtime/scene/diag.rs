@@ -1,6 +1,7 @@
 //! Located diagnostics: every error and warning names the file, line:column
 //! (or the JSON path), the node, and what would be valid.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Where in the scene file something is: its JSON path (`nodes[2].params.cutoff`)
@@ -90,7 +91,7 @@ impl fmt::Display for Diagnostic {
                 write!(f, ":{}:{}", loc.line, loc.col)?;
             }
         }
-        write!(f, ": {}", self.message)?;
+        write!(f, ": {}", escape_invisible(&self.message, true))?;
         let mut ctx = Vec::new();
         if let Some(loc) = &self.loc {
             if !loc.path.is_empty() {
@@ -98,13 +99,13 @@ impl fmt::Display for Diagnostic {
             }
         }
         if let Some(node) = &self.node {
-            ctx.push(format!("node `{node}`"));
+            ctx.push(format!("node `{}`", escape_invisible(node, false)));
         }
         if !ctx.is_empty() {
             write!(f, "\n  --> {}", ctx.join(", "))?;
         }
         if let Some(help) = &self.help {
-            write!(f, "\n  help: {help}")?;
+            write!(f, "\n  help: {}", escape_invisible(help, true))?;
         }
         Ok(())
     }
@@ -125,6 +126,62 @@ impl Severity {
 /// At most this many errors, and this many warnings, are shown; the rest are
 /// counted (a 100,000-input `mix` would otherwise print 100,000 errors).
 pub const MAX_SHOWN: usize = 20;
+
+/// `text` with every control or invisible character written as `\u{…}`
+/// (`\u{200b}` for a zero-width space), so a node id holding one does not
+/// print as if it were another; line breaks are kept when `keep_newlines`.
+pub fn escape_invisible(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let escaped = |c: char| is_invisible(c) && !(keep_newlines && c == '\n');
+    if !text.chars().any(escaped) {
+        return Cow::Borrowed(text);
+    }
+    let mut s = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if escaped(c) {
+            s.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            s.push(c);
+        }
+    }
+    Cow::Owned(s)
+}
+
+/// Control characters, whitespace other than the space, and the format
+/// characters and fillers that render as nothing (zero-width spaces and
+/// joiners, direction marks and overrides, the byte order mark, variation
+/// selectors, tags).
+fn is_invisible(c: char) -> bool {
+    c.is_control()
+        || (c.is_whitespace() && c != ' ')
+        || matches!(c,
+            '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+            | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
+            | '\u{ffa0}' | '\u{fff0}'..='\u{fffb}' | '\u{e0000}'..='\u{e0fff}')
+}
+
+/// At most this many entries of a list are shown in one message; the rest
+/// are counted (`… and N more`).
+pub const LIST_SHOWN: usize = 10;
+
+/// `items` joined by `sep`: the first [`LIST_SHOWN`], then `… and N more`
+/// when there were more. Every list a message prints goes through this, so
+/// a million-entry list makes one short line. Only the shown entries are
+/// formatted.
+pub fn capped_list<T: fmt::Display>(items: impl IntoIterator<Item = T>, sep: &str) -> String {
+    let mut items = items.into_iter();
+    let shown: Vec<String> = items
+        .by_ref()
+        .take(LIST_SHOWN)
+        .map(|x| x.to_string())
+        .collect();
+    let more = items.count();
+    let mut s = shown.join(sep);
+    if more > 0 {
+        s.push_str(&format!("{sep}… and {more} more"));
+    }
+    s
+}
 
 impl Diagnostic {
     /// The diagnostic as one JSON object, with the fields the human form
@@ -273,6 +330,40 @@ mod tests {
         assert_eq!(j["ok"], false);
         assert_eq!(j["truncated"], 5);
         assert_eq!(j["diagnostics"].as_array().unwrap().len(), MAX_SHOWN + 1);
+    }
+
+    #[test]
+    fn invisible_characters_are_escaped_in_the_human_form() {
+        assert_eq!(escape_invisible("osc", false), "osc");
+        assert_eq!(escape_invisible("o\u{200b}sc", false), "o\\u{200b}sc");
+        assert_eq!(
+            escape_invisible("a\tb\u{7}\u{feff}", false),
+            "a\\u{9}b\\u{7}\\u{feff}"
+        );
+        assert_eq!(escape_invisible("a\nb", true), "a\nb");
+        assert_eq!(escape_invisible("a\nb", false), "a\\u{a}b");
+        assert_eq!(escape_invisible("café ü 音", false), "café ü 音");
+        let d = Diagnostic::error("a.json", None, "no node `o\u{200b}sc`").with_node("o\u{200b}sc");
+        assert_eq!(
+            d.to_string(),
+            "error: a.json: no node `o\\u{200b}sc`\n  --> node `o\\u{200b}sc`"
+        );
+        assert_eq!(
+            d.to_json()["node"],
+            "o\u{200b}sc",
+            "JSON keeps the id as it is"
+        );
+    }
+
+    #[test]
+    fn a_capped_list_shows_ten_and_counts_the_rest() {
+        assert_eq!(capped_list(0..3, ", "), "0, 1, 2");
+        assert_eq!(capped_list(0..10, ", "), "0, 1, 2, 3, 4, 5, 6, 7, 8, 9");
+        assert_eq!(
+            capped_list(0..1_000_000, ", "),
+            "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … and 999990 more"
+        );
+        assert_eq!(capped_list(Vec::<u8>::new(), ", "), "");
     }
 
     #[test]

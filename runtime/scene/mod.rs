@@ -12,14 +12,16 @@ pub mod resource;
 pub mod suggest;
 pub mod units;
 
-pub use diag::{Diagnostic, Loc, Severity, Shown, MAX_SHOWN};
+pub use diag::{
+    capped_list, escape_invisible, Diagnostic, Loc, Severity, Shown, LIST_SHOWN, MAX_SHOWN,
+};
 pub use load::{load_file, load_str};
 /// The loader's field lists and limits, which `morphrt schema` describes.
 pub use load::{
     DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
     MAX_SAMPLE_RATE, MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
-pub use units::{Dimension, Quantity, Rational, TimeArg, TimeSpec, Unit};
+pub use units::{seed_arg, Dimension, Quantity, Rational, TimeArg, TimeSpec, Unit};
 
 use crate::profile::{Overrides, Profile};
 use std::path::PathBuf;

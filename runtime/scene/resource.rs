@@ -7,6 +7,7 @@
 //! NAME must stay inside those directories: absolute paths and `..`
 //! components are errors.
 
+use crate::scene::capped_list;
 use std::path::{Component, Path, PathBuf};
 
 /// The prefix that marks a string param as a resource reference.
@@ -38,8 +39,8 @@ fn list(dirs: &[PathBuf]) -> String {
         "no directories to search (the scene has no directory and no --resources was given)"
             .to_string()
     } else {
-        let names: Vec<String> = dirs.iter().map(|d| format!("`{}`", d.display())).collect();
-        format!("searched directories: {}", names.join(", "))
+        let names = capped_list(dirs.iter().map(|d| format!("`{}`", d.display())), ", ");
+        format!("searched directories: {names}")
     }
 }
 
@@ -110,11 +111,8 @@ pub fn resolve(
         }
         return Ok(found.clone());
     }
-    let names: Vec<String> = tried.iter().map(|p| format!("`{}`", p.display())).collect();
-    Err(format!(
-        "resource `{name}` not found; tried {}",
-        names.join(", ")
-    ))
+    let names = capped_list(tried.iter().map(|p| format!("`{}`", p.display())), ", ");
+    Err(format!("resource `{name}` not found; tried {names}"))
 }
 
 #[cfg(test)]

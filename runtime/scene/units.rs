@@ -319,10 +319,19 @@ impl Quantity {
         }
         let unit_text = rest.trim_start();
         let bad = || {
-            UnitError::Syntax(format!(
-                "`{text}` is not a number with a unit (expected e.g. `440Hz`, `-12dB`, `250ms`; units: {})",
-                Unit::ALL.map(|u| u.suffix()).join(", ")
-            ))
+            // A unit in the wrong case (`440hz`) gets the right one.
+            let suffixes = Unit::ALL.map(|u| u.suffix());
+            let fix = suffixes
+                .into_iter()
+                .find(|u| u.eq_ignore_ascii_case(unit_text));
+            let units = suffixes.join(", ");
+            UnitError::Syntax(match fix {
+                Some(u) if !number.is_empty() => {
+                    let space = &rest[..rest.len() - unit_text.len()];
+                    format!("`{text}` is not a number with a unit: did you mean `{number}{space}{u}`? (units are case-sensitive: {units})")
+                }
+                _ => format!("`{text}` is not a number with a unit (expected e.g. `440Hz`, `-12dB`, `250ms`; units: {units})"),
+            })
         };
         if number.is_empty() {
             return Err(bad());
@@ -411,6 +420,9 @@ fn parse_f64(number: &str, shift: i32) -> Result<f64, UnitError> {
 impl TimeSpec {
     /// Parses a time string: `"1.5s"`, `"250ms"`, `"20us"`, `"4800samples"`.
     pub fn parse(text: &str) -> Result<TimeSpec, UnitError> {
+        if let Some(seconds) = clock_time_seconds(text) {
+            return TimeSpec::from_seconds_literal(&seconds);
+        }
         let q = Quantity::parse(text)?;
         let r = Rational::parse_decimal(&q.number)
             .ok_or_else(|| UnitError::Syntax(format!("`{text}` is not an exact decimal time")))?;
@@ -478,14 +490,11 @@ impl TimeArg {
                 "`{text}` is negative; give a time such as 10s, 1m30s, 2h or 4800samples"
             ));
         }
-        let clock = clock_time_seconds(text);
-        let spec = match &clock {
-            Some(seconds) => TimeSpec::from_seconds_literal(seconds),
-            None => TimeSpec::parse(text).or_else(|_| TimeSpec::from_seconds_literal(text.trim())),
-        }
-        .map_err(|e| {
-            format!("bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples)")
-        })?;
+        let spec = TimeSpec::parse(text)
+            .or_else(|_| TimeSpec::from_seconds_literal(text.trim()))
+            .map_err(|e| {
+                format!("bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples)")
+            })?;
         if spec.is_negative() {
             return Err(format!(
                 "`{text}` is negative; give a time such as 10s, 1m30s, 2h or 4800samples"
@@ -525,14 +534,19 @@ impl TimeArg {
         Ok(r.round_half_even() as u64)
     }
 
-    /// [`TimeArg::position`] of a length, which must be at least one sample.
+    /// [`TimeArg::position`] of a length, which must be at least one sample:
+    /// zero, or a time that rounds to no sample, is refused saying so.
     pub fn length(&self, sample_rate: u32, log: &mut dyn Write) -> Result<u64, String> {
-        match self.position(sample_rate, log)? {
-            0 => Err(format!(
-                "duration `{}` is out of range (it must be positive)",
-                self.text
+        let text = &self.text;
+        match self.spec.to_samples(sample_rate) {
+            Some(r) if r.round_half_even() == 0 && r.is_integer() => {
+                Err(format!("duration `{text}` is zero; give a length of at least one sample"))
+            }
+            Some(r) if r.round_half_even() == 0 => Err(format!(
+                "duration `{text}` is shorter than one sample at {sample_rate} Hz (it is {} samples; one sample is 1/{sample_rate} s); give at least `1samples`",
+                r.to_f64()
             )),
-            n => Ok(n),
+            _ => self.position(sample_rate, log),
         }
     }
 }
@@ -550,9 +564,30 @@ impl std::str::FromStr for TimeArg {
     }
 }
 
+/// The value parser of every `--seed`: an unsigned 64-bit integer, with an
+/// error that gives the range (a negative seed is not mistaken for an
+/// option; one too large names the maximum).
+pub fn seed_arg(text: &str) -> Result<u64, String> {
+    let range = format!("the seed is an unsigned integer 0 … {}", u64::MAX);
+    let t = text.trim();
+    let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
+    if let Ok(seed) = t.parse::<u64>() {
+        return Ok(seed);
+    }
+    Err(if t.strip_prefix('-').is_some_and(digits) {
+        format!("`{text}` is negative: {range}")
+    } else if digits(t.strip_prefix('+').unwrap_or(t)) {
+        format!("`{text}` is above the maximum {}: {range}", u64::MAX)
+    } else {
+        format!("`{text}` is not an integer: {range}")
+    })
+}
+
 /// `2h`, `1m30s`, `1h2m3.5s`: hours and minutes (integers) with optional
 /// seconds, as an exact decimal number of seconds; `None` for anything else
-/// (plain `10s`, `250ms` and `4800samples` go through the scene's units).
+/// (plain `10s`, `250ms` and `4800samples` are units). [`TimeSpec::parse`]
+/// reads these first, so the scene and the command line take the same
+/// times.
 fn clock_time_seconds(text: &str) -> Option<String> {
     let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
     let t = text.trim();
@@ -685,6 +720,16 @@ mod tests {
             90 * 48_000
         );
         assert_eq!(parse_duration("250ms", 48_000, &mut log).unwrap(), 12_000);
+        // The scene's times read the same clock forms.
+        assert_eq!(
+            TimeSpec::parse("1m30s").unwrap(),
+            TimeSpec::from_seconds_literal("90").unwrap()
+        );
+        assert_eq!(
+            TimeSpec::parse("2h").unwrap(),
+            TimeSpec::from_seconds_literal("7200").unwrap()
+        );
+        assert!(TimeSpec::parse("1m30").is_err());
         let e = parse_duration("-5s", 48_000, &mut log).unwrap_err();
         assert!(e.to_string().contains("negative"), "{e}");
     }

@@ -6,7 +6,7 @@
 use super::{did_you_mean, resolve_node, Ctx, Decl};
 use crate::dsp::Precision;
 use crate::profile::CastRule;
-use crate::scene::{suggest, EdgeDecl, Scene, TimeSpec};
+use crate::scene::{capped_list, suggest, EdgeDecl, Scene, TimeSpec};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeSet, HashMap};
 
@@ -121,9 +121,9 @@ pub(super) fn resolve_edges(
                 format!("operator `{}` has no input `{port}`", d.op.name)
             };
             let help = match suggest::closest(port, valid.iter().map(|s| s.as_str())) {
-                Some(s) => format!("did you mean `{}:{s}`? (inputs: {})", edge.to.node, valid.join(", ")),
+                Some(s) => format!("did you mean `{}:{s}`? (inputs: {})", edge.to.node, capped_list(&valid, ", ")),
                 None if valid.is_empty() => "it has no inputs".to_string(),
-                None => format!("inputs: {}", valid.join(", ")),
+                None => format!("inputs: {}", capped_list(&valid, ", ")),
             };
             cx.error(&loc, Some(&edge.to.node), format!("edge destination `{}`: {what}", edge.to), Some(help));
             None

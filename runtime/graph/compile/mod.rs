@@ -25,23 +25,26 @@
 //! This file holds [`compile`] and the driver of passes 1–7 it shares with
 //! the tests, and what every pass uses: the options, the diagnostics
 //! context, the per-node declarations. The passes live in `nodes` (1–3 and
-//! the param lints), `edges` (4–8), `outputs` (9 and 10), `events` (11 and
-//! 12) and `build` (13–16).
+//! the param lints), `edges` (4–8), `gates` (a lint after 7), `outputs`
+//! (9 and 10), `events` (11 and 12) and `build` (13–16).
 
 mod build;
 mod edges;
 mod events;
+mod gates;
 mod nodes;
 mod outputs;
 
 use super::{Plan, SeedSource};
 use crate::ops::{OpSpec, Value};
 use crate::profile::{NodeProfile, Profile};
-use crate::scene::{suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
+use crate::scene::{capped_list, suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
 use build::{assemble, build_nodes, compensate_latency, propagate_guarantees, Parts};
 use edges::{reject_cycles, resolve_casts, resolve_edges, schedule, wire_inputs, Edge};
 use events::{edit_timing, place_events};
+use gates::dead_gates;
 use nodes::{declare_nodes, session_settings, unused_gains};
+pub use outputs::MAX_MAIN_CHANNELS;
 use outputs::{choose_seed, resolve_outputs};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -117,9 +120,9 @@ impl Ctx<'_> {
 fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
     let list: Vec<&str> = candidates.clone().into_iter().collect();
     match suggest::closest(name, candidates) {
-        Some(s) => format!("did you mean `{s}`? (valid: {})", list.join(", ")),
+        Some(s) => format!("did you mean `{s}`? (valid: {})", capped_list(&list, ", ")),
         None if list.is_empty() => "this node has none".to_string(),
-        None => format!("valid: {}", list.join(", ")),
+        None => format!("valid: {}", capped_list(&list, ", ")),
     }
 }
 
@@ -264,6 +267,7 @@ fn declare<'a>(cx: &mut Ctx<'a>, opts: &CompileOptions) -> Declared<'a> {
     let order = schedule(&graph);
     wire_inputs(scene, &mut decls, &edges);
     unused_gains(cx, &decls);
+    dead_gates(cx, &decls);
     Declared {
         session,
         index,

@@ -9,7 +9,7 @@ use crate::ops::{
     self, default_value, resolve_param, AudioData, OpSpec, ParamError, ParamKind, Value,
 };
 use crate::profile::{NodeProfile, Profile, MAX_BLOCK_SIZE};
-use crate::scene::{resource, Diagnostic, Loc, NodeDecl};
+use crate::scene::{capped_list, resource, Diagnostic, Loc, NodeDecl};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -92,7 +92,10 @@ pub(super) fn declare_nodes(
                 &node.op_loc,
                 Some(&node.id),
                 format!("unknown operator `{}`", node.op),
-                Some(did_you_mean(&node.op, names.iter().copied())),
+                Some(format!(
+                    "{}; `morphrt ops` lists every operator",
+                    did_you_mean(&node.op, names.iter().copied())
+                )),
             );
             decls.push(None);
             continue;
@@ -166,7 +169,6 @@ pub(super) fn unused_gains(cx: &mut Ctx<'_>, decls: &[Option<Decl>]) {
         let Some(param) = node.params.iter().find(|p| p.name == spec.name) else {
             continue;
         };
-        let list: Vec<String> = unused.iter().map(|k| format!("{k}")).collect();
         let connected = gains.len() - unused.len();
         cx.warn(
             &param.loc,
@@ -176,8 +178,8 @@ pub(super) fn unused_gains(cx: &mut Ctx<'_>, decls: &[Option<Decl>]) {
                 spec.name,
                 gains.len(),
                 if unused.len() == 1 { "y" } else { "ies" },
-                list.join(", "),
-                unused.iter().map(|k| format!("in{k}")).collect::<Vec<_>>().join(", ")
+                capped_list(&unused, ", "),
+                capped_list(unused.iter().map(|k| format!("in{k}")), ", ")
             ),
             Some("connect an edge to each input a gain is meant for, or remove the extra gains".to_string()),
         );

@@ -3,11 +3,16 @@
 
 use super::{did_you_mean, resolve_node, Ctx, Decl};
 use crate::graph::{SeedSource, SourceRef};
-use crate::scene::Loc;
+use crate::scene::{capped_list, Loc};
 use std::collections::HashMap;
 
+/// The most channels the `main` bus may have: what a WAV file (a render, a
+/// capture) can hold. `check`, `render` and `run` all refuse more here.
+pub const MAX_MAIN_CHANNELS: usize = u16::MAX as usize;
+
 /// Pass 9, outputs (`scenes/README.md`, *Reference: every field*): the
-/// `main` bus must exist and have channels, each an existing output port.
+/// `main` bus must exist and have channels (at most [`MAX_MAIN_CHANNELS`]),
+/// each an existing output port.
 /// Sources are declaration indices with no delay yet.
 pub(super) fn resolve_outputs(
     cx: &mut Ctx<'_>,
@@ -29,7 +34,7 @@ pub(super) fn resolve_outputs(
                 } else {
                     format!(
                         "buses present: {}; `main` is what is played and rendered",
-                        names.join(", ")
+                        capped_list(&names, ", ")
                     )
                 }),
             );
@@ -40,6 +45,17 @@ pub(super) fn resolve_outputs(
                 None,
                 "the `main` bus has no channels".to_string(),
                 None,
+            );
+        }
+        Some(bus) if bus.channels.len() > MAX_MAIN_CHANNELS => {
+            cx.error(
+                &bus.loc,
+                None,
+                format!(
+                    "the `main` bus has {} channels, more than the {MAX_MAIN_CHANNELS} a session can play or render (the most a WAV file holds)",
+                    bus.channels.len()
+                ),
+                Some("mix some channels together before `main`".to_string()),
             );
         }
         Some(bus) => {

@@ -3,6 +3,7 @@
 //! noticed when it is written, not when someone listens to it.
 
 use crate::host::files::wav::WavFormat;
+use crate::scene::capped_list;
 
 /// One channel's measurements.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -84,20 +85,18 @@ impl Levels {
         let db = |x: Option<f64>| x.map_or("-inf".to_string(), |d| format!("{d:.2}"));
         let mut s = format!("peak {} dBFS", db(dbfs(self.peak())));
         if self.channels.len() > 1 {
-            let per: Vec<String> = self
+            let per = self
                 .channels
                 .iter()
                 .enumerate()
-                .map(|(i, c)| format!("ch{} {}", i + 1, db(c.peak_dbfs())))
-                .collect();
-            s += &format!(" ({})", per.join(", "));
+                .map(|(i, c)| format!("ch{} {}", i + 1, db(c.peak_dbfs())));
+            s += &format!(" ({})", capped_list(per, ", "));
         }
-        let dc: Vec<String> = self
+        let dc = self
             .channels
             .iter()
-            .map(|c| format!("{:+.6}", c.dc_offset()))
-            .collect();
-        s += &format!(", DC offset {}", dc.join(" / "));
+            .map(|c| format!("{:+.6}", c.dc_offset()));
+        s += &format!(", DC offset {}", capped_list(dc, " / "));
         match self.clipped() {
             0 => s += ", no clipped samples",
             n => s += &format!(", {n} clipped samples"),
@@ -111,23 +110,24 @@ impl Levels {
         if n == 0 {
             return None;
         }
-        let per: Vec<String> = self
-            .channels
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.clipped > 0)
-            .map(|(i, c)| format!("ch{}: {}", i + 1, c.clipped))
-            .collect();
+        let per = capped_list(
+            self.channels
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.clipped > 0)
+                .map(|(i, c)| format!("ch{}: {}", i + 1, c.clipped)),
+            ", ",
+        );
         let peak = dbfs(self.peak()).unwrap_or(0.0);
         Some(match self.format {
             WavFormat::F32 => format!(
                 "warning: {n} samples over 0 dBFS ({}; peak {peak:+.2} dBFS): f32 keeps them, but they clip when played or converted to an integer format; lower the output gain by at least {:.2} dB",
-                per.join(", "),
+                per,
                 peak
             ),
             _ => format!(
                 "warning: {n} samples clipped to full scale ({}; peak {peak:+.2} dBFS); lower the output gain by at least {:.2} dB, or render --format f32",
-                per.join(", "),
+                per,
                 peak
             ),
         })

@@ -90,7 +90,7 @@ pub struct PlotOptions {
     #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
     pub duration: Option<TimeArg>,
     /// Replace a scene's seed.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::scene::seed_arg)]
     pub seed: Option<u64>,
     /// Block size of a scene's render (default: the scene's, else the profile's).
     #[arg(long = "block-size")]

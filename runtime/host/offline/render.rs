@@ -294,7 +294,7 @@ pub struct RenderOptions {
     #[arg(long, value_enum, default_value = "f32")]
     pub format: WavFormat,
     /// Replace the scene's seed (when resuming it must agree with the snapshot's).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::scene::seed_arg)]
     pub seed: Option<u64>,
     /// Block size in frames (default: the scene's, else the profile's; when
     /// resuming it must agree with the snapshot's).

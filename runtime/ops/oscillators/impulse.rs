@@ -1,10 +1,10 @@
 //! `impulse`: an impulse train on the first sample of every cycle, its
 //! phase advanced by the exact rate rounded up; at 0 Hz one impulse.
 
-use super::{Phasor, AMP, AMP_PARAM, FREQ};
+use super::{freq_lints, Phasor, AMP, AMP_PARAM, FREQ};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
+    build_any, by_profile, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator,
     Processor, StateError,
 };
 use crate::profile::Profile;
@@ -90,7 +90,7 @@ pub static IMPULSE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
-    lints: no_lints,
+    lints: freq_lints,
     cost: |p, _| by_profile(p, [2.0, 1.5, 1.5]),
     algorithms: None,
     build: build_any::<ImpulseOp>,

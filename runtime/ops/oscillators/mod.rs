@@ -13,10 +13,14 @@ pub use impulse::IMPULSE;
 pub use saw_square_triangle::{SAW, SQUARE, TRIANGLE};
 pub use sine::SINE;
 
-use super::{number, BuildCtx, Io, NodeState, Operator, ParamSpec, Processor, StateError};
+use super::{
+    frequency_lint, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator, OutputBound,
+    ParamSpec, Processor, StateError, Value,
+};
 use crate::dsp::strict_sin;
 use crate::dsp::vector::{phase_turns, sin_turns, sine_block, SimdLevel};
 use crate::dsp::{Math, MathKind, Sample};
+use crate::profile::NodeProfile;
 use crate::scene::Dimension;
 use sine::{offset_phase, sine_arg};
 use std::marker::PhantomData;
@@ -148,6 +152,67 @@ const AMP_PARAM: ParamSpec = number(
     "peak amplitude",
 );
 
+/// Every oscillator's lints: a static `freq` above Nyquist (in magnitude)
+/// folds back below it, so the node plays that alias instead (at a sample
+/// rate that divides the frequency, 0 Hz: silence for a sine).
+fn freq_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
+    let Some(hz) = values.get(FREQ).and_then(Value::as_number) else {
+        return Vec::new();
+    };
+    let alias = (hz - sample_rate * (hz / sample_rate).round()).abs();
+    let instead =
+        format!("the oscillator plays its alias, {alias} Hz, since nothing renders above");
+    frequency_lint(values, FREQ, "freq", sample_rate, 0.5, &instead)
+        .into_iter()
+        .collect()
+}
+
+/// How far past ±1 the fast sine kernel (`dsp::vector::sin_turns`) can go:
+/// it peaks at 1 + 3.6e-6; a test checks every phase it can be given.
+const FAST_SINE_PEAK: f64 = 1.0 + 1.0 / 131072.0;
+
+/// An oscillator's output bound, for [`super::output_bound`]: `|amp|`
+/// times the waveform's peak. Every waveform stays within ±1 exactly (a
+/// test checks them on a grid of phases and increments, in f32 and f64):
+/// the triangle and the saw by construction, PolyBLEP's residual only
+/// smoothing the saw's step between its levels; the square too at duty
+/// 0.5 (both steps' residuals then pull toward 0), but not near duty 0 or
+/// 1, where the f32 phase of the second step rounds, so it has a bound
+/// only at a static duty of 0.5; an impulse is `amp` or 0; the sine under
+/// strict and std math is `sin`, under fast math up to
+/// [`FAST_SINE_PEAK`].
+pub(super) fn output_bound(
+    op: &OpSpec,
+    profile: &NodeProfile,
+    values: &[Value],
+) -> Option<OutputBound> {
+    let amp = values.get(AMP)?.as_number()?.abs();
+    if core::ptr::eq(op, &SINE) && profile.math == MathKind::Fast {
+        Some(OutputBound {
+            peak: amp * FAST_SINE_PEAK,
+            exact: false,
+            params: &["amp"],
+        })
+    } else if core::ptr::eq(op, &SQUARE) {
+        (values.get(EXTRA)?.as_number()? == 0.5).then_some(OutputBound {
+            peak: amp,
+            exact: true,
+            params: &["amp", "duty"],
+        })
+    } else if [&SINE, &SAW, &TRIANGLE, &IMPULSE]
+        .iter()
+        .any(|o| core::ptr::eq(op, *o))
+    {
+        Some(OutputBound {
+            peak: amp,
+            exact: true,
+            params: &["amp"],
+        })
+    } else {
+        None
+    }
+}
+
 /// The waveform a [`Osc`] renders.
 trait Shape: Send + 'static {
     /// One sample at phase `t` ∈ [0,1) with per-sample increment `dt` ∈ [0,1),
@@ -270,6 +335,53 @@ mod tests {
     use crate::ops::harness::{first_difference, values_with, NodeRunner};
     use crate::ops::{OpSpec, Value};
     use crate::profile::Profile;
+
+    /// The fast sine at every phase the kernels can give it (each multiple
+    /// of 2^-24 of a cycle) stays within [`FAST_SINE_PEAK`].
+    #[test]
+    fn the_fast_sine_peaks_within_its_bound() {
+        let peak = (0..1u32 << 24)
+            .map(|k| sin_turns(k as f32 * (1.0 / 16777216.0)).abs())
+            .fold(0.0f32, f32::max);
+        assert!(peak as f64 <= FAST_SINE_PEAK, "peak {peak}");
+    }
+
+    /// Rendered, every bounded oscillator stays within its bound under every
+    /// profile, up to Nyquist; a square off duty 0.5 and other operators
+    /// declare none.
+    #[test]
+    fn rendered_oscillators_stay_within_their_output_bound() {
+        for spec in [&SINE, &SAW, &SQUARE, &TRIANGLE, &IMPULSE] {
+            for (profile, precision) in PROFILES {
+                let np = NodeProfile::resolve(profile, &Default::default(), None);
+                for freq in [1.0, 440.0, 3001.5, 11_999.0, 17_000.25, 23_999.0, 24_000.0] {
+                    let values = values_with(
+                        spec,
+                        &[("freq", Value::Number(freq)), ("amp", Value::Number(0.5))],
+                    );
+                    let bound = output_bound(spec, &np, &values).expect("a bound");
+                    let out = render(
+                        spec,
+                        &[("freq", freq), ("amp", 0.5)],
+                        profile,
+                        precision,
+                        4000,
+                    );
+                    let peak = out.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+                    assert!(
+                        peak <= bound.peak,
+                        "{} {profile:?} {freq} Hz: {peak}",
+                        spec.name
+                    );
+                }
+            }
+        }
+        let np = NodeProfile::resolve(Profile::Strict, &Default::default(), None);
+        let duty = values_with(&SQUARE, &[("duty", Value::Number(0.9))]);
+        assert_eq!(output_bound(&SQUARE, &np, &duty), None);
+        let noise = crate::ops::lookup("noise").unwrap();
+        assert_eq!(output_bound(noise, &np, &values_with(noise, &[])), None);
+    }
 
     #[test]
     fn increment_is_exact_for_binary_fractions() {

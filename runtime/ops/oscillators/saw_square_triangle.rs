@@ -1,9 +1,9 @@
 //! `saw` and `square` (band-limited by PolyBLEP) and `triangle` (naive):
 //! the piecewise-linear shapes of the shape oscillator.
 
-use super::{OscOp, Shape, AMP_PARAM, FREQ_PARAM};
+use super::{freq_lints, OscOp, Shape, AMP_PARAM, FREQ_PARAM};
 use crate::dsp::{Math, Sample};
-use crate::ops::{build_any, by_profile, no_choices, no_lints, number, OpSpec};
+use crate::ops::{build_any, by_profile, no_choices, number, OpSpec};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 
@@ -76,7 +76,7 @@ pub static SAW: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
-    lints: no_lints,
+    lints: freq_lints,
     cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
     algorithms: None,
     build: build_any::<OscOp<SawShape>>,
@@ -105,7 +105,7 @@ pub static SQUARE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
-    lints: no_lints,
+    lints: freq_lints,
     cost: |p, _| by_profile(p, [4.2, 3.0, 3.0]),
     algorithms: None,
     build: build_any::<OscOp<SquareShape>>,
@@ -123,7 +123,7 @@ pub static TRIANGLE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
-    lints: no_lints,
+    lints: freq_lints,
     cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
     algorithms: None,
     build: build_any::<OscOp<TriangleShape>>,
@@ -135,6 +135,7 @@ mod tests {
     use super::super::TWO_PI;
     use super::*;
     use crate::dsp::Precision;
+    use crate::dsp::StrictMath;
 
     #[test]
     fn polyblep_is_continuous_at_the_edges() {
@@ -142,6 +143,37 @@ mod tests {
         assert!((poly_blep(0.0, dt) + 1.0).abs() < 1e-12);
         assert!((poly_blep(1.0 - 1e-12, dt) - 1.0).abs() < 1e-6);
         assert_eq!(poly_blep(0.5, dt), 0.0);
+    }
+
+    /// The saw and the triangle stay within ±1 at every increment, the
+    /// square at duty 0.5 (what `output_bound` rests on): phases on a grid
+    /// and beside each edge, in f32 and f64.
+    #[test]
+    fn the_bounded_shapes_stay_within_one() {
+        fn peak<S: Sample>(dt: f64, t: f64) -> f64 {
+            let (t, dt) = (S::from_f64(t), S::from_f64(dt));
+            let v = [
+                SawShape::value::<S, StrictMath>(t, dt, 0.0),
+                SquareShape::value::<S, StrictMath>(t, dt, 0.5),
+                TriangleShape::value::<S, StrictMath>(t, dt, 0.0),
+            ];
+            v.iter().map(|x| x.to_f64().abs()).fold(0.0, f64::max)
+        }
+        let mut dts = vec![0.0, 1e-7, 1e-3, 0.01, 0.1, 0.25, 0.3, 0.4, 0.49, 0.5];
+        dts.extend((1..=64).map(|k| k as f64 / 128.0 + 1.0 / 3.0 * 1e-3));
+        for &dt in &dts {
+            let mut ts: Vec<f64> = (0..4096).map(|k| k as f64 / 4096.0).collect();
+            for edge in [0.0, 0.5, 1.0] {
+                for k in -256..=256 {
+                    ts.push(edge + dt * k as f64 / 256.0);
+                    ts.push(edge + k as f64 * 1e-9);
+                }
+            }
+            for t in ts.into_iter().filter(|t| (0.0..1.0).contains(t)) {
+                let (a, b) = (peak::<f32>(dt, t), peak::<f64>(dt, t));
+                assert!(a <= 1.0 && b <= 1.0, "dt {dt} t {t}: {a} {b}");
+            }
+        }
     }
 
     /// Naive DFT in f64 over `n` samples, with twiddle angles reduced exactly

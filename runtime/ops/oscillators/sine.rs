@@ -1,10 +1,10 @@
 //! `sine`: amp · sin(2π·phase + offset), the phase offset added to the u64
 //! phase under fast math (the vector kernel) and to the argument otherwise.
 
-use super::{OscOp, Shape, AMP_PARAM, FREQ_PARAM, TWO_PI};
+use super::{freq_lints, OscOp, Shape, AMP_PARAM, FREQ_PARAM, TWO_PI};
 use crate::dsp::vector::turns_to_phase;
 use crate::dsp::{Math, Sample};
-use crate::ops::{build_any, by_profile, no_choices, no_lints, number, OpSpec};
+use crate::ops::{build_any, by_profile, no_choices, number, OpSpec};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 
@@ -47,7 +47,7 @@ pub static SINE: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
-    lints: no_lints,
+    lints: freq_lints,
     cost: |p, _| by_profile(p, [9.7, 4.7, 4.7]),
     algorithms: None,
     build: build_any::<OscOp<SineShape>>,

@@ -65,6 +65,9 @@ pub fn load_file(path: &Path) -> Result<Scene, Vec<Diagnostic>> {
 /// `@resource:` names resolve against. On success the scene carries the
 /// warnings; on failure every error is returned (warnings included).
 pub fn load_str(text: &str, file: &str, dir: Option<PathBuf>) -> Result<Scene, Vec<Diagnostic>> {
+    // A UTF-8 byte order mark (some editors write one) is not part of the
+    // JSON; positions count from after it, as editors show them.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => return Err(vec![syntax_error(text, file, &e)]),

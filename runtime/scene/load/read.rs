@@ -17,7 +17,7 @@ pub(super) const ID_HELP: &str = "ids use only letters, digits, `_`, `.` and `-`
 const ENDPOINT_HELP: &str =
     "an endpoint is `node` or `node:port`; ids and ports use only letters, digits, `_`, `.` and `-`";
 pub(super) const TIME_HELP: &str =
-    "a time is a string with a unit (`1.5s`, `250ms`, `20us`, `4800samples`) or a JSON number of seconds";
+    "a time is a string with a unit (`1.5s`, `250ms`, `20us`, `4800samples`), hours and minutes (`2h`, `1m30s`), or a JSON number of seconds";
 
 /// The one rule for numbers in strings: wherever the scene expects a number,
 /// a string holding exactly a JSON number (`"48000"`, `"1e-6"`) means that

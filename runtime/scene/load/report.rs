@@ -4,12 +4,11 @@
 
 use super::Loader;
 use crate::scene::pos::child_key;
-use crate::scene::{suggest, Diagnostic, Loc};
+use crate::scene::{capped_list, suggest, Diagnostic, Loc};
 use serde_json::{Map, Value};
 
 pub(super) fn valid_list(choices: &[&str]) -> String {
-    let quoted: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
-    quoted.join(", ")
+    capped_list(choices.iter().map(|c| format!("`{c}`")), ", ")
 }
 
 impl Loader<'_> {
