@@ -50,7 +50,10 @@ fn oscillators_above_nyquist_are_warned() {
     assert!(err.contains("node `m`"), "{err}");
     // 440 Hz at 1 Hz: a whole number of cycles per sample, silence.
     let node = r#"{"id": "slow", "op": "sine", "params": {"freq": "440Hz"}}"#;
-    let (_, err) = check(&dir, &scene(r#", "sample_rate": 1"#, &[node], &[], r#""slow""#));
+    let (_, err) = check(
+        &dir,
+        &scene(r#", "sample_rate": 1"#, &[node], &[], r#""slow""#),
+    );
     assert!(
         err.contains("`freq` 440 Hz is above Nyquist (0.5 Hz at 1 Hz)"),
         "{err}"
@@ -70,7 +73,9 @@ fn oscillators_above_nyquist_are_warned() {
 fn a_gate_driven_below_its_threshold_is_warned() {
     let dir = temp_dir("m-gate");
     let env = r#"{"id": "env", "op": "adsr"}"#;
-    let sq = |amp: &str| format!(r#"{{"id": "sq", "op": "square", "params": {{"freq": "2Hz", "amp": {amp}}}}}"#);
+    let sq = |amp: &str| {
+        format!(r#"{{"id": "sq", "op": "square", "params": {{"freq": "2Hz", "amp": {amp}}}}}"#)
+    };
     let gate = r#"{"from": "sq", "to": "env:gate"}"#;
     let (code, err) = check(&dir, &scene("", &[&sq("0.5"), env], &[gate], r#""env""#));
     assert_eq!(code, Some(0), "{err}");
@@ -83,11 +88,20 @@ fn a_gate_driven_below_its_threshold_is_warned() {
     let sine = r#"{"id": "sq", "op": "sine", "params": {"freq": "2Hz", "amp": 0.5}}"#;
     let strict = r#", "profile": "strict""#;
     let (_, err) = check(&dir, &scene(strict, &[sine, env], &[gate], r#""env""#));
-    assert!(err.contains("peaks at 0.5: `sq` (sine of amp 0.5)"), "{err}");
+    assert!(
+        err.contains("peaks at 0.5: `sq` (sine of amp 0.5)"),
+        "{err}"
+    );
     let quiet = r#"{"id": "sq2", "op": "triangle", "params": {"amp": 0.2}}"#;
     let gate2 = r#"{"from": "sq2", "to": "env:gate"}"#;
-    let (_, err) = check(&dir, &scene("", &[&sq("0.2"), quiet, env], &[gate, gate2], r#""env""#));
-    assert!(err.contains("peaks at 0.4: `sq` (square of amp 0.2), `sq2` (triangle of amp 0.2)"), "{err}");
+    let (_, err) = check(
+        &dir,
+        &scene("", &[&sq("0.2"), quiet, env], &[gate, gate2], r#""env""#),
+    );
+    assert!(
+        err.contains("peaks at 0.4: `sq` (square of amp 0.2), `sq2` (triangle of amp 0.2)"),
+        "{err}"
+    );
     // Two sources that together exceed it, a louder one, one whose amp is
     // modulated or set by an event, an unbounded source, a square off duty
     // 0.5, the live sine (whose approximation peaks past 1), a gate set by
@@ -98,12 +112,32 @@ fn a_gate_driven_below_its_threshold_is_warned() {
     let noise = r#"{"id": "sq", "op": "noise", "params": {"amp": 0.1}}"#;
     let modulated = r#"{"from": "lfo", "to": "sq:amp"}"#;
     let cases = [
-        (scene("", &[&sq("0.3"), sq2, env], &[gate, gate2], r#""env""#), "two sources"),
-        (scene("", &[&sq("0.51"), env], &[gate], r#""env""#), "louder"),
-        (scene("", &[&sq("0.5"), lfo, env], &[gate, modulated], r#""env""#), "modulated amp"),
+        (
+            scene("", &[&sq("0.3"), sq2, env], &[gate, gate2], r#""env""#),
+            "two sources",
+        ),
+        (
+            scene("", &[&sq("0.51"), env], &[gate], r#""env""#),
+            "louder",
+        ),
+        (
+            scene("", &[&sq("0.5"), lfo, env], &[gate, modulated], r#""env""#),
+            "modulated amp",
+        ),
         (scene("", &[noise, env], &[gate], r#""env""#), "noise"),
-        (scene("", &[&sq("0.5").replace("}}", r#", "duty": 0.3}}"#), env], &[gate], r#""env""#), "duty"),
-        (scene(r#", "profile": "live""#, &[sine, env], &[gate], r#""env""#), "live sine"),
+        (
+            scene(
+                "",
+                &[&sq("0.5").replace("}}", r#", "duty": 0.3}}"#), env],
+                &[gate],
+                r#""env""#,
+            ),
+            "duty",
+        ),
+        (
+            scene(r#", "profile": "live""#, &[sine, env], &[gate], r#""env""#),
+            "live sine",
+        ),
     ];
     for (text, what) in &cases {
         let (code, err) = check(&dir, text);
@@ -115,7 +149,10 @@ fn a_gate_driven_below_its_threshold_is_warned() {
         r#"{"time": "0.5s", "node": "env", "param": "gate", "value": 1}"#,
     ] {
         let events = format!(r#", "events": [{event}]"#);
-        let (code, err) = check(&dir, &scene(&events, &[&sq("0.5"), env], &[gate], r#""env""#));
+        let (code, err) = check(
+            &dir,
+            &scene(&events, &[&sq("0.5"), env], &[gate], r#""env""#),
+        );
         assert_eq!(code, Some(0), "{event}: {err}");
         assert!(!err.contains("threshold"), "{event}: {err}");
     }
@@ -124,7 +161,12 @@ fn a_gate_driven_below_its_threshold_is_warned() {
 /// A scene whose `main` bus plays `a` on `channels` channels.
 fn wide_main(channels: usize) -> String {
     let main = vec![r#""a""#; channels].join(",");
-    scene("", &[r#"{"id": "a", "op": "sine", "params": {"amp": 0.1}}"#], &[], &main)
+    scene(
+        "",
+        &[r#"{"id": "a", "op": "sine", "params": {"amp": 0.1}}"#],
+        &[],
+        &main,
+    )
 }
 
 // One unused-gain warning for a million-entry `gains` was 17.8 MB.
@@ -134,7 +176,15 @@ fn a_million_unused_gains_make_one_short_warning() {
     let gains = vec!["1"; 1_000_000].join(",");
     let mix = format!(r#"{{"id": "m", "op": "mix", "params": {{"gains": [{gains}]}}}}"#);
     let a = r#"{"id": "a", "op": "sine"}"#;
-    let (code, err) = check(&dir, &scene("", &[a, &mix], &[r#"{"from": "a", "to": "m:in0"}"#], r#""m""#));
+    let (code, err) = check(
+        &dir,
+        &scene(
+            "",
+            &[a, &mix],
+            &[r#"{"from": "a", "to": "m:in0"}"#],
+            r#""m""#,
+        ),
+    );
     assert_eq!(code, Some(0), "{}", &err[..err.len().min(2000)]);
     assert!(err.len() < 2000, "{} bytes: {}", err.len(), &err[..2000]);
     assert!(
@@ -154,18 +204,29 @@ fn the_main_bus_is_listed_capped_and_limited_alike_everywhere() {
         (o.status.code(), common::stdout(&o))
     };
     assert_eq!(code, Some(0));
-    let line = out.lines().find(|l| l.starts_with("main: ")).expect("a main line");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("main: "))
+        .expect("a main line");
     assert!(
         line.starts_with("main: a:out, a:out, a:out, a:out, a:out, a:out, a:out, a:out, a:out, a:out, … and 9990 more (10000 channels)"),
         "{line}"
     );
     let path = write(&dir, "wider.json", &wide_main(70_000));
-    let says = "the `main` bus has 70000 channels, more than the 65535 a session can play or render";
+    let says =
+        "the `main` bus has 70000 channels, more than the 65535 a session can play or render";
     let o = morphrt(&["check", &path]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains(says), "{}", stderr(&o));
     let wav = dir.join("x.wav");
-    let o = morphrt(&["render", &path, "-o", wav.to_str().unwrap(), "-d", "10samples"]);
+    let o = morphrt(&[
+        "render",
+        &path,
+        "-o",
+        wav.to_str().unwrap(),
+        "-d",
+        "10samples",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains(says), "{}", stderr(&o));
     assert!(!wav.exists());
@@ -195,7 +256,10 @@ fn a_slow_scene_of_many_equal_nodes_is_advised_by_operator() {
         .find(|l| l.contains("no node stands out"))
         .unwrap_or_else(|| panic!("{err}"));
     assert!(help.contains("is under 1% of the estimate"), "{help}");
-    assert!(help.contains("the 20000 `biquad` nodes are 100% of it together"), "{help}");
+    assert!(
+        help.contains("the 20000 `biquad` nodes are 100% of it together"),
+        "{help}"
+    );
     assert!(!help.contains(" 0%"), "{help}");
 }
 
@@ -208,11 +272,23 @@ fn a_bad_seed_gives_the_seed_range() {
     let range = "the seed is an unsigned integer 0 … 18446744073709551615";
     for (seed, says) in [
         ("-1", "`-1` is negative"),
-        ("18446744073709551616", "`18446744073709551616` is above the maximum 18446744073709551615"),
+        (
+            "18446744073709551616",
+            "`18446744073709551616` is above the maximum 18446744073709551615",
+        ),
         ("seven", "`seven` is not an integer"),
     ] {
         for args in [
-            vec!["render", "scenes/drone.json", "-o", out, "-d", "0.01s", "--seed", seed],
+            vec![
+                "render",
+                "scenes/drone.json",
+                "-o",
+                out,
+                "-d",
+                "0.01s",
+                "--seed",
+                seed,
+            ],
             vec!["plot", "scenes/drone.json", "-o", out, "--seed", seed],
             vec!["bench", "scenes/drone.json", "--seed", seed],
             vec!["calibrate", "scenes/drone.json", "--seed", seed],
@@ -224,7 +300,16 @@ fn a_bad_seed_gives_the_seed_range() {
             assert!(!err.contains("-- -1"), "{args:?}: {err}");
         }
     }
-    let o = morphrt(&["render", "scenes/drone.json", "-o", out, "-d", "0.01s", "--seed", "18446744073709551615"]);
+    let o = morphrt(&[
+        "render",
+        "scenes/drone.json",
+        "-o",
+        out,
+        "-d",
+        "0.01s",
+        "--seed",
+        "18446744073709551615",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -233,7 +318,14 @@ fn a_bad_seed_gives_the_seed_range() {
 fn a_length_under_one_sample_says_so() {
     let dir = temp_dir("m-short");
     let out = dir.join("x.wav");
-    let o = morphrt(&["render", "scenes/drone.json", "-o", out.to_str().unwrap(), "-d", "0.00001s"]);
+    let o = morphrt(&[
+        "render",
+        "scenes/drone.json",
+        "-o",
+        out.to_str().unwrap(),
+        "-d",
+        "0.00001s",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
@@ -241,9 +333,20 @@ fn a_length_under_one_sample_says_so() {
         "{err}"
     );
     assert!(!err.contains("using 0 samples"), "{err}");
-    let o = morphrt(&["render", "scenes/drone.json", "-o", out.to_str().unwrap(), "-d", "0s"]);
+    let o = morphrt(&[
+        "render",
+        "scenes/drone.json",
+        "-o",
+        out.to_str().unwrap(),
+        "-d",
+        "0s",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("duration `0s` is zero"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("duration `0s` is zero"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 // `-d 1m30s` worked but a scene's `"duration": "1m30s"` was refused.
@@ -251,8 +354,13 @@ fn a_length_under_one_sample_says_so() {
 fn a_scene_takes_hours_and_minutes_as_the_command_line_does() {
     let dir = temp_dir("m-clock");
     let a = r#"{"id": "a", "op": "sine", "params": {"amp": 0.1}}"#;
-    let text = scene(r#", "events": [{"time": "1m", "node": "a", "param": "freq", "value": 220}]"#, &[a], &[], r#""a""#)
-        .replace(r#""duration": "1s""#, r#""duration": "1m30s""#);
+    let text = scene(
+        r#", "events": [{"time": "1m", "node": "a", "param": "freq", "value": 220}]"#,
+        &[a],
+        &[],
+        r#""a""#,
+    )
+    .replace(r#""duration": "1s""#, r#""duration": "1m30s""#);
     let path = write(&dir, "clock.json", &text);
     let o = morphrt(&["check", &path, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -260,11 +368,22 @@ fn a_scene_takes_hours_and_minutes_as_the_command_line_does() {
     assert_eq!(v["events"], 1);
     assert!(v["diagnostics"].as_array().unwrap().is_empty(), "{v}");
     let out = dir.join("x.wav");
-    let o = morphrt(&["render", &path, "-o", out.to_str().unwrap(), "--profile", "live"]);
+    let o = morphrt(&[
+        "render",
+        &path,
+        "-o",
+        out.to_str().unwrap(),
+        "--profile",
+        "live",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(hound::WavReader::open(&out).unwrap().duration(), 90 * 48_000);
+    assert_eq!(
+        hound::WavReader::open(&out).unwrap().duration(),
+        90 * 48_000
+    );
     for t in ["2h", "1h2m3.5s"] {
-        let text = scene("", &[a], &[], r#""a""#).replace(r#""duration": "1s""#, &format!(r#""duration": "{t}""#));
+        let text = scene("", &[a], &[], r#""a""#)
+            .replace(r#""duration": "1s""#, &format!(r#""duration": "{t}""#));
         let (code, err) = check(&dir, &text);
         assert_eq!(code, Some(0), "{t}: {err}");
     }
@@ -273,7 +392,8 @@ fn a_scene_takes_hours_and_minutes_as_the_command_line_does() {
     let v = jsonschema::validator_for(&schema).unwrap();
     assert!(v.is_valid(&serde_json::from_str(&text).unwrap()));
     for bad in ["1m30", "1.5h", "1h30ms"] {
-        let text = scene("", &[a], &[], r#""a""#).replace(r#""duration": "1s""#, &format!(r#""duration": "{bad}""#));
+        let text = scene("", &[a], &[], r#""a""#)
+            .replace(r#""duration": "1s""#, &format!(r#""duration": "{bad}""#));
         assert!(!v.is_valid(&serde_json::from_str(&text).unwrap()), "{bad}");
         assert_eq!(check(&dir, &text).0, Some(2), "{bad}");
     }
@@ -301,10 +421,16 @@ fn a_byte_order_mark_is_skipped() {
 fn invisible_characters_in_ids_are_escaped() {
     let dir = temp_dir("m-invisible");
     for (raw, shown) in [("o\u{200b}sc", r"o\u{200b}sc"), ("o\u{7}sc", r"o\u{7}sc")] {
-        let a = format!("{{\"id\": \"{}\", \"op\": \"sine\"}}", raw.replace('\u{7}', "\\u0007"));
+        let a = format!(
+            "{{\"id\": \"{}\", \"op\": \"sine\"}}",
+            raw.replace('\u{7}', "\\u0007")
+        );
         let (code, err) = check(&dir, &scene("", &[&a], &[], r#""osc""#));
         assert_eq!(code, Some(2), "{err}");
-        assert!(err.contains(&format!("`{shown}` is not a valid node id")), "{err}");
+        assert!(
+            err.contains(&format!("`{shown}` is not a valid node id")),
+            "{err}"
+        );
         assert!(err.contains(&format!("node `{shown}`")), "{err}");
         assert!(!err.contains(raw), "{err}");
     }
@@ -318,7 +444,12 @@ fn a_unit_in_the_wrong_case_gets_the_right_one() {
         let a = format!(r#"{{"id": "a", "op": "sine", "params": {{"freq": "{written}"}}}}"#);
         let (code, err) = check(&dir, &scene("", &[&a], &[], r#""a""#));
         assert_eq!(code, Some(2), "{err}");
-        assert!(err.contains(&format!("did you mean `{meant}`? (units are case-sensitive")), "{err}");
+        assert!(
+            err.contains(&format!(
+                "did you mean `{meant}`? (units are case-sensitive"
+            )),
+            "{err}"
+        );
     }
 }
 
@@ -370,7 +501,8 @@ fn wav_bytes(tag: u16, bits: u16, data: &[u8]) -> Vec<u8> {
 // a WAV of no frames played silence without a word.
 #[test]
 fn resource_files_are_described_by_what_they_are() {
-    let reads = "morphrt reads WAV files of 8-, 16-, 24- or 32-bit integer PCM or 32-bit float samples";
+    let reads =
+        "morphrt reads WAV files of 8-, 16-, 24- or 32-bit integer PCM or 32-bit float samples";
     let case = |name: &str, make: &dyn Fn(&Path)| {
         let dir = temp_dir(&format!("m-res-{name}"));
         std::fs::create_dir_all(dir.join("resources")).unwrap();
@@ -379,27 +511,55 @@ fn resource_files_are_described_by_what_they_are() {
     };
     let (code, err) = case("dir", &|p| std::fs::create_dir(p).unwrap());
     assert_eq!(code, Some(2));
-    assert!(err.contains("resource `x.wav` is not a file: `") && err.contains("x.wav` is a directory"), "{err}");
+    assert!(
+        err.contains("resource `x.wav` is not a file: `") && err.contains("x.wav` is a directory"),
+        "{err}"
+    );
     let (code, err) = case("fifo", &|p| {
-        assert!(std::process::Command::new("mkfifo").arg(p).status().unwrap().success());
+        assert!(std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap()
+            .success());
     });
     assert_eq!(code, Some(2));
     assert!(err.contains("x.wav` is a FIFO (named pipe)"), "{err}");
     let (code, err) = case("empty", &|p| std::fs::write(p, b"").unwrap());
     assert_eq!(code, Some(2));
-    assert!(err.contains("x.wav` is empty (0 bytes), not a WAV file; ") && err.contains(reads), "{err}");
+    assert!(
+        err.contains("x.wav` is empty (0 bytes), not a WAV file; ") && err.contains(reads),
+        "{err}"
+    );
     let (code, err) = case("text", &|p| std::fs::write(p, b"not audio at all").unwrap());
     assert_eq!(code, Some(2));
-    assert!(err.contains("x.wav` is not a WAV file (it does not start with a RIFF WAVE header; 16 bytes)"), "{err}");
-    let (code, err) = case("f64", &|p| std::fs::write(p, wav_bytes(3, 64, &[0; 64])).unwrap());
+    assert!(
+        err.contains(
+            "x.wav` is not a WAV file (it does not start with a RIFF WAVE header; 16 bytes)"
+        ),
+        "{err}"
+    );
+    let (code, err) = case("f64", &|p| {
+        std::fs::write(p, wav_bytes(3, 64, &[0; 64])).unwrap()
+    });
     assert_eq!(code, Some(2));
-    assert!(err.contains("x.wav` holds 64-bit float samples, which is not read; ") && err.contains(reads), "{err}");
-    let (code, err) = case("none", &|p| std::fs::write(p, wav_bytes(3, 32, &[])).unwrap());
+    assert!(
+        err.contains("x.wav` holds 64-bit float samples, which is not read; ")
+            && err.contains(reads),
+        "{err}"
+    );
+    let (code, err) = case("none", &|p| {
+        std::fs::write(p, wav_bytes(3, 32, &[])).unwrap()
+    });
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("x.wav` is a WAV file with no audio (0 frames): the node plays silence"), "{err}");
+    assert!(
+        err.contains("x.wav` is a WAV file with no audio (0 frames): the node plays silence"),
+        "{err}"
+    );
     assert!(err.contains("node `p`"), "{err}");
     // A readable one is still read.
-    let (code, err) = case("ok", &|p| std::fs::write(p, wav_bytes(3, 32, &[0; 64])).unwrap());
+    let (code, err) = case("ok", &|p| {
+        std::fs::write(p, wav_bytes(3, 32, &[0; 64])).unwrap()
+    });
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("x.wav"), "{err}");
 }

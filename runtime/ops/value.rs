@@ -48,8 +48,7 @@ impl AudioData {
     /// wait for a writer), an empty file, another file, another WAV format.
     pub fn load(path: &Path) -> Result<AudioData, String> {
         let shown = path.display();
-        let meta =
-            std::fs::metadata(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        let meta = std::fs::metadata(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
         if !meta.is_file() {
             return Err(format!(
                 "`{shown}` is {}, not a WAV file",
@@ -156,7 +155,10 @@ fn wav_format(head: &[u8]) -> Option<String> {
                 (t, _) => Some(format!("audio in format 0x{t:04x}")),
             };
         }
-        at = at.saturating_add(8).saturating_add(len).saturating_add(len & 1);
+        at = at
+            .saturating_add(8)
+            .saturating_add(len)
+            .saturating_add(len & 1);
     }
     None
 }

@@ -336,7 +336,10 @@ mod tests {
     fn invisible_characters_are_escaped_in_the_human_form() {
         assert_eq!(escape_invisible("osc", false), "osc");
         assert_eq!(escape_invisible("o\u{200b}sc", false), "o\\u{200b}sc");
-        assert_eq!(escape_invisible("a\tb\u{7}\u{feff}", false), "a\\u{9}b\\u{7}\\u{feff}");
+        assert_eq!(
+            escape_invisible("a\tb\u{7}\u{feff}", false),
+            "a\\u{9}b\\u{7}\\u{feff}"
+        );
         assert_eq!(escape_invisible("a\nb", true), "a\nb");
         assert_eq!(escape_invisible("a\nb", false), "a\\u{a}b");
         assert_eq!(escape_invisible("café ü 音", false), "café ü 音");
@@ -345,7 +348,11 @@ mod tests {
             d.to_string(),
             "error: a.json: no node `o\\u{200b}sc`\n  --> node `o\\u{200b}sc`"
         );
-        assert_eq!(d.to_json()["node"], "o\u{200b}sc", "JSON keeps the id as it is");
+        assert_eq!(
+            d.to_json()["node"],
+            "o\u{200b}sc",
+            "JSON keeps the id as it is"
+        );
     }
 
     #[test]

@@ -242,11 +242,18 @@ mod tests {
         let scene = TempDir::new();
         std::fs::create_dir_all(scene.0.join("resources/sub")).unwrap();
         let e = resolve("@resource:sub", Some(&scene.0), &[]).unwrap_err();
-        assert!(e.contains("is not a file:") && e.contains("` is a directory"), "{e}");
+        assert!(
+            e.contains("is not a file:") && e.contains("` is a directory"),
+            "{e}"
+        );
         // A file of that name in a later directory still wins.
         let extra = TempDir::new();
         touch(&extra.0.join("sub"));
-        let found = resolve("@resource:sub", Some(&scene.0), std::slice::from_ref(&extra.0));
+        let found = resolve(
+            "@resource:sub",
+            Some(&scene.0),
+            std::slice::from_ref(&extra.0),
+        );
         assert_eq!(found.unwrap(), extra.0.join("sub"));
     }
 

@@ -493,8 +493,8 @@ impl TimeArg {
         let spec = TimeSpec::parse(text)
             .or_else(|_| TimeSpec::from_seconds_literal(text.trim()))
             .map_err(|e| {
-            format!("bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples)")
-        })?;
+                format!("bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples)")
+            })?;
         if spec.is_negative() {
             return Err(format!(
                 "`{text}` is negative; give a time such as 10s, 1m30s, 2h or 4800samples"
@@ -721,8 +721,14 @@ mod tests {
         );
         assert_eq!(parse_duration("250ms", 48_000, &mut log).unwrap(), 12_000);
         // The scene's times read the same clock forms.
-        assert_eq!(TimeSpec::parse("1m30s").unwrap(), TimeSpec::from_seconds_literal("90").unwrap());
-        assert_eq!(TimeSpec::parse("2h").unwrap(), TimeSpec::from_seconds_literal("7200").unwrap());
+        assert_eq!(
+            TimeSpec::parse("1m30s").unwrap(),
+            TimeSpec::from_seconds_literal("90").unwrap()
+        );
+        assert_eq!(
+            TimeSpec::parse("2h").unwrap(),
+            TimeSpec::from_seconds_literal("7200").unwrap()
+        );
         assert!(TimeSpec::parse("1m30").is_err());
         let e = parse_duration("-5s", 48_000, &mut log).unwrap_err();
         assert!(e.to_string().contains("negative"), "{e}");

@@ -42,8 +42,7 @@ pub(super) fn dead_gates(cx: &mut Ctx<'_>, decls: &[Option<Decl>]) {
             };
             let id = &scene.nodes[src].id;
             let changed = bound.params.iter().any(|&param| {
-                s.op
-                    .param_index(param)
+                s.op.param_index(param)
                     .is_none_or(|p| !s.param_in[p].is_empty())
                     || has_event(scene, id, param)
             });
@@ -84,5 +83,8 @@ pub(super) fn dead_gates(cx: &mut Ctx<'_>, decls: &[Option<Decl>]) {
 
 /// Whether an event sets `param` of node `id`.
 fn has_event(scene: &Scene, id: &str, param: &str) -> bool {
-    scene.events.iter().any(|e| e.node == id && e.param == param)
+    scene
+        .events
+        .iter()
+        .any(|e| e.node == id && e.param == param)
 }

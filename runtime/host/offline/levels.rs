@@ -2,8 +2,8 @@
 //! samples and DC offset per channel, so a clipped or offset render is
 //! noticed when it is written, not when someone listens to it.
 
-use crate::scene::capped_list;
 use crate::host::offline::wav::WavFormat;
+use crate::scene::capped_list;
 
 /// One channel's measurements.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -160,7 +160,8 @@ fn freq_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
         return Vec::new();
     };
     let alias = (hz - sample_rate * (hz / sample_rate).round()).abs();
-    let instead = format!("the oscillator plays its alias, {alias} Hz, since nothing renders above");
+    let instead =
+        format!("the oscillator plays its alias, {alias} Hz, since nothing renders above");
     frequency_lint(values, FREQ, "freq", sample_rate, 0.5, &instead)
         .into_iter()
         .collect()
@@ -359,9 +360,19 @@ mod tests {
                         &[("freq", Value::Number(freq)), ("amp", Value::Number(0.5))],
                     );
                     let bound = output_bound(spec, &np, &values).expect("a bound");
-                    let out = render(spec, &[("freq", freq), ("amp", 0.5)], profile, precision, 4000);
+                    let out = render(
+                        spec,
+                        &[("freq", freq), ("amp", 0.5)],
+                        profile,
+                        precision,
+                        4000,
+                    );
                     let peak = out.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-                    assert!(peak <= bound.peak, "{} {profile:?} {freq} Hz: {peak}", spec.name);
+                    assert!(
+                        peak <= bound.peak,
+                        "{} {profile:?} {freq} Hz: {peak}",
+                        spec.name
+                    );
                 }
             }
         }

@@ -133,9 +133,9 @@ pub static TRIANGLE: OpSpec = OpSpec {
 mod tests {
     use super::super::tests::*;
     use super::super::TWO_PI;
-    use crate::dsp::StrictMath;
     use super::*;
     use crate::dsp::Precision;
+    use crate::dsp::StrictMath;
 
     #[test]
     fn polyblep_is_continuous_at_the_edges() {
