@@ -70,7 +70,8 @@
 //!   `graph/compile/` (the driver in `graph/compile/mod.rs`; passes by group
 //!   in `graph/compile/nodes.rs`, `graph/compile/edges.rs`,
 //!   `graph/compile/outputs.rs`, `graph/compile/events.rs`,
-//!   `graph/compile/build.rs`); what `check` prints, `graph/report.rs`.
+//!   `graph/compile/build.rs`, gates that never open `graph/compile/gates.rs`);
+//!   what `check` prints, `graph/report.rs`.
 //! - **Engine**: [`engine::Engine`] (blocks, events, ramps, FP-mode runs)
 //!   in `engine/mod.rs`; nodes and their NaN/panic recovery
 //!   `engine/node.rs`; mixing `engine/mix.rs`; per-node timing

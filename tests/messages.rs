@@ -29,6 +29,13 @@ fn check(dir: &Path, text: &str) -> (Option<i32>, String) {
     (o.status.code(), stderr(&o))
 }
 
+/// `render SCENE -o OUT` with `extra` arguments.
+fn render(scene: &str, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["render", scene, "-o", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    morphrt(&args)
+}
+
 // An oscillator above Nyquist folded to an alias (or to silence) without a word.
 #[test]
 fn oscillators_above_nyquist_are_warned() {
@@ -219,14 +226,7 @@ fn the_main_bus_is_listed_capped_and_limited_alike_everywhere() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains(says), "{}", stderr(&o));
     let wav = dir.join("x.wav");
-    let o = morphrt(&[
-        "render",
-        &path,
-        "-o",
-        wav.to_str().unwrap(),
-        "-d",
-        "10samples",
-    ]);
+    let o = render(&path, &wav, &["-d", "10samples"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains(says), "{}", stderr(&o));
     assert!(!wav.exists());
@@ -300,16 +300,8 @@ fn a_bad_seed_gives_the_seed_range() {
             assert!(!err.contains("-- -1"), "{args:?}: {err}");
         }
     }
-    let o = morphrt(&[
-        "render",
-        "scenes/drone.json",
-        "-o",
-        out,
-        "-d",
-        "0.01s",
-        "--seed",
-        "18446744073709551615",
-    ]);
+    let max = ["-d", "0.01s", "--seed", "18446744073709551615"];
+    let o = render("scenes/drone.json", Path::new(out), &max);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -318,35 +310,20 @@ fn a_bad_seed_gives_the_seed_range() {
 fn a_length_under_one_sample_says_so() {
     let dir = temp_dir("m-short");
     let out = dir.join("x.wav");
-    let o = morphrt(&[
-        "render",
-        "scenes/drone.json",
-        "-o",
-        out.to_str().unwrap(),
-        "-d",
-        "0.00001s",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = stderr(&o);
+    let with_length = |d: &str| {
+        let o = render("scenes/drone.json", &out, &["-d", d]);
+        (o.status.code(), stderr(&o))
+    };
+    let (code, err) = with_length("0.00001s");
+    assert_eq!(code, Some(2));
     assert!(
         err.contains("duration `0.00001s` is shorter than one sample at 48000 Hz (it is 0.48 samples; one sample is 1/48000 s)"),
         "{err}"
     );
     assert!(!err.contains("using 0 samples"), "{err}");
-    let o = morphrt(&[
-        "render",
-        "scenes/drone.json",
-        "-o",
-        out.to_str().unwrap(),
-        "-d",
-        "0s",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("duration `0s` is zero"),
-        "{}",
-        stderr(&o)
-    );
+    let (code, err) = with_length("0s");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("duration `0s` is zero"), "{err}");
 }
 
 // `-d 1m30s` worked but a scene's `"duration": "1m30s"` was refused.
@@ -368,14 +345,7 @@ fn a_scene_takes_hours_and_minutes_as_the_command_line_does() {
     assert_eq!(v["events"], 1);
     assert!(v["diagnostics"].as_array().unwrap().is_empty(), "{v}");
     let out = dir.join("x.wav");
-    let o = morphrt(&[
-        "render",
-        &path,
-        "-o",
-        out.to_str().unwrap(),
-        "--profile",
-        "live",
-    ]);
+    let o = render(&path, &out, &["--profile", "live"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         hound::WavReader::open(&out).unwrap().duration(),
@@ -451,4 +421,115 @@ fn a_unit_in_the_wrong_case_gets_the_right_one() {
             "{err}"
         );
     }
+}
+
+/// `check` of a sampler playing `resources/x.wav` next to the scene in
+/// `dir`, whatever that is; (exit code, stderr). Fails the test instead of
+/// waiting if `check` does not finish (a FIFO opened for reading would
+/// wait for a writer forever).
+fn check_sampler(dir: &Path) -> (Option<i32>, String) {
+    let node = r#"{"id": "p", "op": "sampler", "params": {"file": "@resource:x.wav"}}"#;
+    let path = write(dir, "s.json", &scene("", &[node], &[], r#""p""#));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(["check", &path])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("check did not finish");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    (o.status.code(), stderr(&o))
+}
+
+/// A WAV header and `data` bytes: format `tag`, `bits` per sample, mono 48 kHz.
+fn wav_bytes(tag: u16, bits: u16, data: &[u8]) -> Vec<u8> {
+    let mut v = b"RIFF".to_vec();
+    v.extend((36 + data.len() as u32).to_le_bytes());
+    v.extend(b"WAVEfmt ");
+    v.extend(16u32.to_le_bytes());
+    v.extend(tag.to_le_bytes());
+    v.extend(1u16.to_le_bytes());
+    v.extend(48_000u32.to_le_bytes());
+    v.extend((48_000 * bits as u32 / 8).to_le_bytes());
+    v.extend((bits / 8).to_le_bytes());
+    v.extend(bits.to_le_bytes());
+    v.extend(b"data");
+    v.extend((data.len() as u32).to_le_bytes());
+    v.extend(data);
+    v
+}
+
+// A directory or FIFO named x.wav was "not found", a 0-byte WAV "Failed to
+// read enough bytes.", a 64-bit float WAV "bits per sample is not 32", and
+// a WAV of no frames played silence without a word.
+#[test]
+fn resource_files_are_described_by_what_they_are() {
+    let reads =
+        "morphrt reads WAV files of 8-, 16-, 24- or 32-bit integer PCM or 32-bit float samples";
+    let case = |name: &str, make: &dyn Fn(&Path)| {
+        let dir = temp_dir(&format!("m-res-{name}"));
+        std::fs::create_dir_all(dir.join("resources")).unwrap();
+        make(&dir.join("resources/x.wav"));
+        check_sampler(&dir)
+    };
+    let (code, err) = case("dir", &|p| std::fs::create_dir(p).unwrap());
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("resource `x.wav` is not a file: `") && err.contains("x.wav` is a directory"),
+        "{err}"
+    );
+    let (code, err) = case("fifo", &|p| {
+        assert!(std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap()
+            .success());
+    });
+    assert_eq!(code, Some(2));
+    assert!(err.contains("x.wav` is a FIFO (named pipe)"), "{err}");
+    let (code, err) = case("empty", &|p| std::fs::write(p, b"").unwrap());
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("x.wav` is empty (0 bytes), not a WAV file; ") && err.contains(reads),
+        "{err}"
+    );
+    let (code, err) = case("text", &|p| std::fs::write(p, b"not audio at all").unwrap());
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(
+            "x.wav` is not a WAV file (it does not start with a RIFF WAVE header; 16 bytes)"
+        ),
+        "{err}"
+    );
+    let (code, err) = case("f64", &|p| {
+        std::fs::write(p, wav_bytes(3, 64, &[0; 64])).unwrap()
+    });
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("x.wav` holds 64-bit float samples, which is not read; ")
+            && err.contains(reads),
+        "{err}"
+    );
+    let (code, err) = case("none", &|p| {
+        std::fs::write(p, wav_bytes(3, 32, &[])).unwrap()
+    });
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("x.wav` is a WAV file with no audio (0 frames): the node plays silence"),
+        "{err}"
+    );
+    assert!(err.contains("node `p`"), "{err}");
+    // A readable one is still read.
+    let (code, err) = case("ok", &|p| {
+        std::fs::write(p, wav_bytes(3, 32, &[0; 64])).unwrap()
+    });
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("x.wav"), "{err}");
 }

@@ -37,11 +37,30 @@ pub struct AudioData {
     pub channels: Vec<Vec<f64>>,
 }
 
+/// The WAV files [`AudioData::load`] reads, for its messages.
+const WAV_FORMATS_READ: &str =
+    "morphrt reads WAV files of 8-, 16-, 24- or 32-bit integer PCM or 32-bit float samples";
+
 impl AudioData {
     /// Decodes a WAV file (integer PCM scaled by 2^-(bits-1), or 32-bit float).
+    /// What is not one is refused saying what it is: a directory or FIFO
+    /// (known from its metadata; a FIFO is never opened, as reading it would
+    /// wait for a writer), an empty file, another file, another WAV format.
     pub fn load(path: &Path) -> Result<AudioData, String> {
-        let reader = hound::WavReader::open(path)
-            .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let shown = path.display();
+        let meta = std::fs::metadata(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!(
+                "`{shown}` is {}, not a WAV file",
+                crate::scene::resource::file_kind(&meta)
+            ));
+        }
+        if meta.len() == 0 {
+            return Err(format!(
+                "`{shown}` is empty (0 bytes), not a WAV file; {WAV_FORMATS_READ}"
+            ));
+        }
+        let reader = hound::WavReader::open(path).map_err(|e| unreadable_wav(path, &e))?;
         let spec = reader.spec();
         let nch = spec.channels as usize;
         if nch == 0 {
@@ -84,6 +103,64 @@ impl AudioData {
     pub fn frames(&self) -> usize {
         self.channels.first().map_or(0, |c| c.len())
     }
+}
+
+/// Why `path` could not be opened as a WAV file, from its first bytes: not
+/// a RIFF WAVE file at all, a WAV of a format it does not read (named), or
+/// what the decoder said.
+fn unreadable_wav(path: &Path, e: &hound::Error) -> String {
+    let shown = path.display();
+    let mut head = Vec::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        use std::io::Read;
+        let _ = f.take(4096).read_to_end(&mut head);
+    }
+    if head.len() < 12 || &head[0..4] != b"RIFF" || &head[8..12] != b"WAVE" {
+        return format!(
+            "`{shown}` is not a WAV file (it does not start with a RIFF WAVE header; {} bytes); {WAV_FORMATS_READ}",
+            std::fs::metadata(path).map_or(0, |m| m.len())
+        );
+    }
+    match wav_format(&head) {
+        Some(what) => format!("`{shown}` holds {what}, which is not read; {WAV_FORMATS_READ}"),
+        None => format!("cannot read `{shown}` as a WAV file: {e}; {WAV_FORMATS_READ}"),
+    }
+}
+
+/// The sample format a RIFF WAVE header declares, in words (`64-bit float
+/// samples`, `ADPCM-compressed audio`), when its `fmt ` chunk is among the
+/// first bytes and is not one [`AudioData::load`] reads.
+fn wav_format(head: &[u8]) -> Option<String> {
+    let u16_at = |i: usize| Some(u16::from_le_bytes(head.get(i..i + 2)?.try_into().ok()?));
+    let u32_at = |i: usize| Some(u32::from_le_bytes(head.get(i..i + 4)?.try_into().ok()?));
+    let mut at = 12;
+    while at + 8 <= head.len() {
+        let len = u32_at(at + 4)? as usize;
+        if &head[at..at + 4] == b"fmt " {
+            let body = at + 8;
+            let mut tag = u16_at(body)?;
+            let bits = u16_at(body + 14)?;
+            if tag == 0xFFFE {
+                // WAVE_FORMAT_EXTENSIBLE: the format is the sub-format GUID's first two bytes.
+                tag = u16_at(body + 24)?;
+            }
+            return match (tag, bits) {
+                (1, 8 | 16 | 24 | 32) | (3, 32) => None,
+                (1, b) => Some(format!("{b}-bit integer samples")),
+                (3, b) => Some(format!("{b}-bit float samples")),
+                (2 | 0x11, _) => Some("ADPCM-compressed audio".to_string()),
+                (6, _) => Some("A-law audio".to_string()),
+                (7, _) => Some("μ-law audio".to_string()),
+                (0x55, _) => Some("MP3 audio".to_string()),
+                (t, _) => Some(format!("audio in format 0x{t:04x}")),
+            };
+        }
+        at = at
+            .saturating_add(8)
+            .saturating_add(len)
+            .saturating_add(len & 1);
+    }
+    None
 }
 
 /// Why a raw value does not fit a param.

@@ -93,9 +93,17 @@ pub fn resolve(
         return Err(format!("resource `{name}` not found: {}", list(&dirs)));
     }
     let tried: Vec<PathBuf> = dirs.iter().map(|d| d.join(path)).collect();
+    // Something there that is not a file (a directory, a FIFO), found by
+    // its metadata alone: a FIFO is never opened, as reading it would wait.
+    let mut not_a_file: Option<(&PathBuf, &'static str)> = None;
     for (dir, found) in dirs.iter().zip(&tried) {
-        if !found.is_file() {
-            continue;
+        match std::fs::metadata(found) {
+            Ok(m) if m.is_file() => {}
+            Ok(m) => {
+                not_a_file = not_a_file.or(Some((found, file_kind(&m))));
+                continue;
+            }
+            Err(_) => continue,
         }
         // A link inside a resource directory must not lead out of it.
         let inside = match (dir.canonicalize(), found.canonicalize()) {
@@ -112,7 +120,40 @@ pub fn resolve(
         return Ok(found.clone());
     }
     let names = capped_list(tried.iter().map(|p| format!("`{}`", p.display())), ", ");
-    Err(format!("resource `{name}` not found; tried {names}"))
+    Err(match not_a_file {
+        Some((p, kind)) => format!(
+            "resource `{name}` is not a file: `{}` is {kind}; tried {names}",
+            p.display()
+        ),
+        None => format!("resource `{name}` not found; tried {names}"),
+    })
+}
+
+/// What a path that is not a regular file is, from its metadata (which
+/// `std::fs::metadata` reads without opening it): `a directory`, `a FIFO
+/// (named pipe)`, …
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_file() {
+        return "a file";
+    }
+    if t.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    "not a regular file"
 }
 
 #[cfg(test)]
@@ -200,7 +241,20 @@ mod tests {
     fn a_directory_is_not_a_resource() {
         let scene = TempDir::new();
         std::fs::create_dir_all(scene.0.join("resources/sub")).unwrap();
-        assert!(resolve("@resource:sub", Some(&scene.0), &[]).is_err());
+        let e = resolve("@resource:sub", Some(&scene.0), &[]).unwrap_err();
+        assert!(
+            e.contains("is not a file:") && e.contains("` is a directory"),
+            "{e}"
+        );
+        // A file of that name in a later directory still wins.
+        let extra = TempDir::new();
+        touch(&extra.0.join("sub"));
+        let found = resolve(
+            "@resource:sub",
+            Some(&scene.0),
+            std::slice::from_ref(&extra.0),
+        );
+        assert_eq!(found.unwrap(), extra.0.join("sub"));
     }
 
     #[test]

@@ -391,6 +391,17 @@ fn load_resource(
         );
         return None;
     }
+    if data.frames() == 0 {
+        cx.warn(
+            loc,
+            Some(node),
+            format!(
+                "`{}` is a WAV file with no audio (0 frames): the node plays silence",
+                path.display()
+            ),
+            Some("check that the file was written completely".to_string()),
+        );
+    }
     Some(data)
 }
 

@@ -41,7 +41,7 @@ pub struct RunOptions {
     #[arg(allow_hyphen_values = true, long)]
     pub duration: Option<TimeArg>,
     /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::scene::seed_arg)]
     pub seed: Option<u64>,
     /// Extra directories to look up "@resource:NAME" in (repeatable).
     #[arg(long = "resources")]
