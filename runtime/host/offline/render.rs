@@ -319,7 +319,7 @@ pub struct RenderOptions {
     )]
     pub snapshot_at: Vec<TimeArg>,
     /// The snapshot file; with several times, the sample index goes
-    /// before the extension (snap.240000.json, [`numbered_path`]).
+    /// before the extension (snap.240000.json).
     #[arg(long = "snapshot-out", requires = "snapshot_at")]
     pub snapshot_out: Option<PathBuf>,
     /// Continue from a snapshot: the WAV holds only the continuation,
