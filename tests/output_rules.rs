@@ -500,3 +500,68 @@ fn a_symlink_is_written_through() {
     }
     assert!(partials(&dir).is_empty());
 }
+
+// The calibration store is written like every other file: never into a
+// FIFO, a directory or a read-only file in its place, and a write error
+// names it.
+#[test]
+fn the_calibration_store_obeys_the_rules_too() {
+    let dir = fixture("calibration");
+    let store_dir = dir.join("cache/morphrt");
+    std::fs::create_dir_all(&store_dir).unwrap();
+    let store = store_dir.join("calibration.json");
+    let calibrate = |fsize| {
+        let args = strings(&["calibrate", "s.json", "-d", "0.05s", "--runs", "1"]);
+        let mut c = Command::new(env!("CARGO_BIN_EXE_morphrt"));
+        c.current_dir(&dir)
+            .args(&args)
+            .env("XDG_CACHE_HOME", dir.join("cache"));
+        if let Some(bytes) = fsize {
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                c.pre_exec(move || {
+                    let l = libc::rlimit {
+                        rlim_cur: bytes,
+                        rlim_max: libc::RLIM_INFINITY,
+                    };
+                    libc::setrlimit(libc::RLIMIT_FSIZE, &l);
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    Ok(())
+                });
+            }
+        }
+        c.output().unwrap()
+    };
+    let o = calibrate(Some(10));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("calibration.json"), "{}", stderr(&o));
+    assert!(!store.exists());
+
+    std::fs::create_dir(&store).unwrap();
+    let o = calibrate(None);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("calibration.json"), "{}", stderr(&o));
+    std::fs::remove_dir(&store).unwrap();
+
+    mkfifo(&store);
+    let keep = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&store)
+        .unwrap();
+    let o = calibrate(None);
+    drop(keep);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let t = std::fs::symlink_metadata(&store).unwrap().file_type();
+    assert!(t.is_fifo(), "the FIFO is still a FIFO");
+    std::fs::remove_file(&store).unwrap();
+
+    let o = calibrate(None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stored = std::fs::read(&store).unwrap();
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let o = calibrate(None);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&store).unwrap(), stored);
+    assert!(partials(&store_dir).is_empty());
+}

@@ -99,6 +99,19 @@ impl From<StoreError> for crate::host::HostError {
 
 /// Every entry of the store at `path`; none when the file does not exist.
 pub fn load(path: &Path) -> Result<Vec<Calibration>, StoreError> {
+    // Read only a regular file: a FIFO in its place would block forever.
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.is_file() {
+            return Err(StoreError::Format {
+                path: path.to_path_buf(),
+                message: format!(
+                    "`{}` is {}, not a calibration store; remove it (morphrt keeps its calibrations in a regular file there)",
+                    path.display(),
+                    crate::scene::resource::file_kind(&m)
+                ),
+            });
+        }
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
