@@ -439,9 +439,9 @@ fn plot(args: &[&str]) -> std::process::Output {
     morphrt(&all)
 }
 
-#[test]
-fn issue11_plot_of_a_scene_has_the_requested_size_per_channel() {
-    let dir = temp_dir("plot-size");
+/// Half a second of scenes/pan-sweep.json (stereo) plotted at 300 × 120
+/// panel pixels a channel into `dir`: the PNG and what the command printed.
+fn plot_pan_sweep(dir: &Path) -> (PathBuf, std::process::Output) {
     let out = dir.join("pan.png");
     let o = plot(&[
         "scenes/pan-sweep.json",
@@ -455,6 +455,13 @@ fn issue11_plot_of_a_scene_has_the_requested_size_per_channel() {
         "120",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    (out, o)
+}
+
+#[test]
+fn issue11_plot_of_a_scene_has_the_requested_size_per_channel() {
+    let dir = temp_dir("plot-size");
+    let (out, o) = plot_pan_sweep(&dir);
     // The oracle for the channel count is the scene's main bus.
     let scene: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("scenes/pan-sweep.json")).unwrap(),
@@ -613,19 +620,7 @@ fn at_row(found: &[(u32, u32)], y: u32) -> Option<(u32, u32)> {
 #[test]
 fn plot_labels_stand_in_the_margins_and_never_over_the_panels() {
     let dir = temp_dir("plot-labels");
-    let out = dir.join("pan.png");
-    let o = plot(&[
-        "scenes/pan-sweep.json",
-        "-o",
-        out.to_str().unwrap(),
-        "-d",
-        "0.5s",
-        "--width",
-        "300",
-        "--height",
-        "120",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (out, _) = plot_pan_sweep(&dir);
     let png = Png::read(&out);
     let p = Panels::find(&png);
     assert_eq!(p.rows.len(), 4, "{:?}", p.rows);

@@ -570,7 +570,7 @@ impl Layout {
         let (gap, channel_gap) = (tick + 2 * scale, tick + 2 * pad);
         let top = pad + cell + pad;
         let bottom = tick + pad + cell + pad;
-        let height = top + nch * (opts.height + gap) + (nch - 1) * channel_gap + bottom;
+        let height = top + nch * (opts.height + gap) + nch.saturating_sub(1) * channel_gap + bottom;
         Layout {
             scale,
             left,
@@ -816,7 +816,8 @@ fn draw_labels(canvas: &mut Canvas, layout: &Layout, labels: &Labels, nch: usize
             }
         }
     }
-    let y = layout.spec_y(nch - 1) as i64 + layout.spec_h as i64 + (tick as i64) + pad;
+    let y =
+        layout.spec_y(nch.saturating_sub(1)) as i64 + layout.spec_h as i64 + (tick as i64) + pad;
     let items: Vec<(i64, u32)> = labels
         .time
         .iter()
