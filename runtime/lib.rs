@@ -97,7 +97,9 @@
 //!   and sample formats `host/files/wav.rs`; reading a scene from disk
 //!   `host/files/scene.rs`.
 //! - **Offline** (`host/offline/`): `render` `host/offline/render.rs`;
-//!   levels `host/offline/levels.rs`; `plot` `host/offline/plot.rs`.
+//!   levels `host/offline/levels.rs`; `plot` `host/offline/plot.rs`, its
+//!   ticks and labels `host/offline/axes.rs` and the picture with its
+//!   bitmap font `host/offline/canvas.rs`.
 //! - **Records** (`host/record/`): journal and replay
 //!   `host/record/journal.rs`; snapshots and resume `host/record/snapshot/`
 //!   (the versioned format `host/record/snapshot/format.rs`, exact numbers

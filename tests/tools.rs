@@ -315,6 +315,122 @@ impl Png {
     fn brightness(&self, x: u32, y: u32) -> u32 {
         self.pixel(x, y).iter().map(|c| *c as u32).sum()
     }
+
+    /// Text or a tick mark: grey and bright (no colour of the panels'
+    /// data, the waveform's or viridis', is grey).
+    fn is_ink(&self, x: u32, y: u32) -> bool {
+        let [r, g, b] = self.pixel(x, y);
+        r == g && g == b && r > 100
+    }
+
+    /// The margins: their background (the top-left corner's colour) or ink.
+    fn is_margin(&self, x: u32, y: u32) -> bool {
+        self.pixel(x, y) == self.pixel(0, 0) || self.is_ink(x, y)
+    }
+
+    /// Whether the rectangle `xs` × `ys` holds any ink.
+    fn has_ink(&self, xs: std::ops::Range<u32>, ys: std::ops::Range<u32>) -> bool {
+        ys.clone().any(|y| xs.clone().any(|x| self.is_ink(x, y)))
+    }
+}
+
+/// The panels, found from the picture alone: the leftmost run of columns
+/// that hold anything but margin, and within those columns the runs of
+/// rows that do (per channel a waveform, then a spectrogram).
+struct Panels {
+    x: u32,
+    width: u32,
+    /// (top, height) of each panel, top to bottom.
+    rows: Vec<(u32, u32)>,
+}
+
+impl Panels {
+    fn find(png: &Png) -> Panels {
+        let column = |x: u32| (0..png.height).any(|y| !png.is_margin(x, y));
+        let x = (0..png.width).find(|x| column(*x)).expect("a panel");
+        let end = (x..png.width).find(|x| !column(*x)).unwrap_or(png.width);
+        let row = |y: u32| (x..end).any(|x| !png.is_margin(x, y));
+        let mut rows = Vec::new();
+        let mut y = 0;
+        while y < png.height {
+            let top = y;
+            while y < png.height && row(y) {
+                y += 1;
+            }
+            if y > top {
+                rows.push((top, y - top));
+            }
+            y += 1;
+        }
+        Panels {
+            x,
+            width: end - x,
+            rows,
+        }
+    }
+
+    fn columns(&self) -> std::ops::Range<u32> {
+        self.x..self.x + self.width
+    }
+
+    fn wave(&self, c: usize) -> (u32, u32) {
+        self.rows[2 * c]
+    }
+
+    fn spec(&self, c: usize) -> (u32, u32) {
+        self.rows[2 * c + 1]
+    }
+}
+
+/// Where `text`, drawn with the font8x8 crate's glyphs at `scale` in one
+/// colour on the margins' background, stands in the rectangle `xs` × `ys`
+/// of the picture: the top-left corners of every exact match.
+fn find_text(
+    png: &Png,
+    text: &str,
+    scale: u32,
+    xs: std::ops::Range<u32>,
+    ys: std::ops::Range<u32>,
+) -> Vec<(u32, u32)> {
+    use font8x8::UnicodeFonts;
+    let glyphs: Vec<[u8; 8]> = text
+        .chars()
+        .map(|c| {
+            font8x8::BASIC_FONTS
+                .get(c)
+                .expect("a basic Latin character")
+        })
+        .collect();
+    let (w, h) = (8 * scale * glyphs.len() as u32, 8 * scale);
+    let lit = |dx: u32, dy: u32| {
+        let g = glyphs[(dx / (8 * scale)) as usize];
+        g[(dy / scale) as usize] >> (dx / scale % 8) & 1 == 1
+    };
+    let background = png.pixel(0, 0);
+    let first_lit = (0..h * w)
+        .map(|i| (i % w, i / w))
+        .find(|&(dx, dy)| lit(dx, dy))
+        .expect("text with ink");
+    let mut found = Vec::new();
+    for y in ys.start..ys.end.min(png.height).saturating_sub(h - 1) {
+        for x in xs.start..xs.end.min(png.width).saturating_sub(w - 1) {
+            let ink = png.pixel(x + first_lit.0, y + first_lit.1);
+            let matches = (0..h).all(|dy| {
+                (0..w).all(|dx| {
+                    let p = png.pixel(x + dx, y + dy);
+                    if lit(dx, dy) {
+                        p == ink && png.is_ink(x + dx, y + dy)
+                    } else {
+                        p == background
+                    }
+                })
+            });
+            if matches {
+                found.push((x, y));
+            }
+        }
+    }
+    found
 }
 
 fn plot(args: &[&str]) -> std::process::Output {
@@ -323,9 +439,9 @@ fn plot(args: &[&str]) -> std::process::Output {
     morphrt(&all)
 }
 
-#[test]
-fn issue11_plot_of_a_scene_has_the_requested_size_per_channel() {
-    let dir = temp_dir("plot-size");
+/// Half a second of scenes/pan-sweep.json (stereo) plotted at 300 × 120
+/// panel pixels a channel into `dir`: the PNG and what the command printed.
+fn plot_pan_sweep(dir: &Path) -> (PathBuf, std::process::Output) {
     let out = dir.join("pan.png");
     let o = plot(&[
         "scenes/pan-sweep.json",
@@ -339,6 +455,13 @@ fn issue11_plot_of_a_scene_has_the_requested_size_per_channel() {
         "120",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    (out, o)
+}
+
+#[test]
+fn issue11_plot_of_a_scene_has_the_requested_size_per_channel() {
+    let dir = temp_dir("plot-size");
+    let (out, o) = plot_pan_sweep(&dir);
     // The oracle for the channel count is the scene's main bus.
     let scene: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("scenes/pan-sweep.json")).unwrap(),
@@ -346,7 +469,26 @@ fn issue11_plot_of_a_scene_has_the_requested_size_per_channel() {
     .unwrap();
     let channels = scene["outputs"]["main"].as_array().unwrap().len() as u32;
     let png = Png::read(&out);
-    assert_eq!((png.width, png.height), (300, 120 * channels));
+    let panels = Panels::find(&png);
+    assert_eq!(panels.width, 300);
+    assert_eq!(
+        panels.rows.len(),
+        2 * channels as usize,
+        "{:?}",
+        panels.rows
+    );
+    for c in 0..channels as usize {
+        assert_eq!(
+            panels.wave(c).1 + panels.spec(c).1,
+            120,
+            "{:?}",
+            panels.rows
+        );
+    }
+    assert!(
+        png.width > 300 && png.height > 120 * channels,
+        "margins hold the labels"
+    );
     assert!(stderr(&o).contains("time ticks every"), "{}", stderr(&o));
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
@@ -367,10 +509,15 @@ const CLICKS: &str = r#"{
 /// Waveform rows of a 100-pixel-high channel: the top 40 (2/5).
 const WAVE_ROWS: u32 = 40;
 
-/// Columns whose waveform reaches the top rows (a stroke up to +1).
+/// Columns of the first waveform, counted from its left edge, that reach
+/// its top rows (a stroke up to +1).
 fn columns_reaching_the_top(png: &Png) -> Vec<u32> {
-    (0..png.width)
-        .filter(|x| (0..3).any(|y| png.brightness(*x, y) > 300))
+    let panels = Panels::find(png);
+    let top = panels.wave(0).0;
+    panels
+        .columns()
+        .filter(|x| (top..top + 3).any(|y| png.brightness(*x, y) > 300))
+        .map(|x| x - panels.x)
         .collect()
 }
 
@@ -399,19 +546,22 @@ fn issue11_plot_range_shows_a_click_where_it_is() {
     }
     let a = Png::read(&with);
     let b = Png::read(&without);
-    assert_eq!((a.width, a.height), (200, 100));
+    let panels = Panels::find(&a);
+    assert_eq!(panels.width, 200);
+    assert_eq!(panels.wave(0).1, WAVE_ROWS);
     // 1.0 s is the middle of 0.9 … 1.1 s: column 100 of 200.
     assert_eq!(columns_reaching_the_top(&a), [100]);
     assert!(columns_reaching_the_top(&b).is_empty());
     // A click is broadband: the spectrogram is brighter in its column
-    // than away from it, at every height (above the tick marks, which are
-    // the bottom 6 rows of each panel).
-    for y in (WAVE_ROWS + 2..94).step_by(7) {
+    // than away from it, at every height.
+    let (top, rows) = panels.spec(0);
+    let (click, away) = (panels.x + 100, panels.x + 20);
+    for y in (top..top + rows).step_by(7) {
         assert!(
-            a.brightness(100, y) > a.brightness(20, y) + 60,
+            a.brightness(click, y) > a.brightness(away, y) + 60,
             "row {y}: {:?} vs {:?}",
-            a.pixel(100, y),
-            a.pixel(20, y)
+            a.pixel(click, y),
+            a.pixel(away, y)
         );
     }
 }
@@ -450,9 +600,119 @@ fn issue11_plot_reads_a_wav_file() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let png = Png::read(&out);
-    assert_eq!((png.width, png.height), (400, 100));
+    let panels = Panels::find(&png);
+    assert_eq!(panels.width, 400);
+    let title = "in.wav: WAV file, 48000 Hz, 1 ch, 0.000 - 0.100 s";
+    let above = 0..panels.wave(0).0;
+    assert_eq!(
+        find_text(&png, title, 1, 0..png.width, above),
+        [(panels.x, 4)]
+    );
     // Sample 1200 of 4800 is a quarter of the way: column 100.
     assert_eq!(columns_reaching_the_top(&png), [100]);
+}
+
+/// The first of `found` whose top is `y`.
+fn at_row(found: &[(u32, u32)], y: u32) -> Option<(u32, u32)> {
+    found.iter().copied().find(|p| p.1 == y)
+}
+
+#[test]
+fn plot_labels_stand_in_the_margins_and_never_over_the_panels() {
+    let dir = temp_dir("plot-labels");
+    let (out, _) = plot_pan_sweep(&dir);
+    let png = Png::read(&out);
+    let p = Panels::find(&png);
+    assert_eq!(p.rows.len(), 4, "{:?}", p.rows);
+    let right = p.x + p.width..png.width;
+    for &(top, h) in &p.rows {
+        assert!(
+            !png.has_ink(p.columns(), top..top + h),
+            "ink over rows {top}.."
+        );
+        assert!(
+            png.has_ink(0..p.x, top..top + h),
+            "labels left of rows {top}.."
+        );
+        assert!(
+            png.has_ink(right.clone(), top..top + h),
+            "labels right of rows {top}.."
+        );
+    }
+    assert!(png.has_ink(0..png.width, 0..p.rows[0].0), "a title");
+    let (last, h) = p.rows[3];
+    assert!(
+        png.has_ink(0..png.width, last + h..png.height),
+        "time labels"
+    );
+    // The text is the font's glyphs, where each label belongs.
+    let left = 0..p.x;
+    for (c, name) in ["L", "R"].into_iter().enumerate() {
+        let (top, h) = p.wave(c);
+        let found = find_text(&png, name, 1, right.clone(), top..top + h);
+        assert_eq!(
+            found.iter().map(|f| f.1).collect::<Vec<_>>(),
+            [top],
+            "{name}"
+        );
+        // Full scale at the top and bottom of the waveform, right-aligned
+        // close to its left edge.
+        let plus = at_row(&find_text(&png, "+1", 1, left.clone(), top..top + h), top);
+        let minus = at_row(
+            &find_text(&png, "-1", 1, left.clone(), top..top + h),
+            top + h - 8,
+        );
+        for (label, found) in [("+1", plus), ("-1", minus)] {
+            let (x, _) = found.unwrap_or_else(|| panic!("{label} beside waveform {c}"));
+            assert!(
+                (p.x - 16..p.x).contains(&(x + 16)),
+                "{label} ends at {}",
+                x + 16
+            );
+        }
+        // The colour bar's scale: 0 dB at its top, -120 dB at its bottom.
+        let (top, h) = p.spec(c);
+        let zero = find_text(&png, "0 dB", 1, right.clone(), top..top + h);
+        assert!(at_row(&zero, top).is_some(), "0 dB at row {top}: {zero:?}");
+        let floor = find_text(&png, "-120 dB", 1, right.clone(), top..top + h);
+        assert!(at_row(&floor, top + h - 8).is_some(), "-120 dB: {floor:?}");
+    }
+    // The first time label, "0.0 s", centred under the panels' left edge.
+    let found = find_text(&png, "0.0 s", 1, 0..png.width, last + h..png.height);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0 + 20, p.x);
+    let title = find_text(&png, "pan-sweep.json: ", 1, 0..png.width, 0..p.rows[0].0);
+    assert_eq!(title, [(p.x, 4)]);
+}
+
+#[test]
+fn plot_draws_the_same_bytes_every_time_with_text_doubled_at_its_default_size() {
+    let dir = temp_dir("plot-same");
+    let outs = [dir.join("a.png"), dir.join("b.png")];
+    for out in &outs {
+        let o = plot(&[
+            "scenes/ping-pong.json",
+            "-o",
+            out.to_str().unwrap(),
+            "-d",
+            "1s",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let a = std::fs::read(&outs[0]).unwrap();
+    assert_eq!(a, std::fs::read(&outs[1]).unwrap(), "the same PNG bytes");
+    let png = Png::read(&outs[0]);
+    let p = Panels::find(&png);
+    assert_eq!((p.width, p.rows.len()), (1200, 4));
+    let title = "ping-pong.json: repro profile, 48000 Hz, 2 ch, 0.000 - 1.000 s";
+    let found = find_text(&png, title, 2, 0..png.width, 0..p.rows[0].0);
+    assert_eq!(found, [(p.x, 8)]);
+    let (last, h) = p.rows[3];
+    let found = find_text(&png, "0.0 s", 2, 0..png.width, last + h..png.height);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0 + 40, p.x);
+    let found = find_text(&png, "1.0 s", 2, 0..png.width, last + h..png.height);
+    assert_eq!(found.len(), 1, "the last tick is labelled too: {found:?}");
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! Offline: `render` (exactly N frames of the main bus into a WAV file,
 //! with levels, a hash, snapshots and resumes), the WAV writer it streams
-//! through, and `plot`, which draws a render or a WAV file.
+//! through, and `plot`, which draws a render or a WAV file (with `axes`,
+//! its ticks and labels, and `canvas`, the picture and its font).
 
+pub mod axes;
+pub mod canvas;
 pub mod levels;
 pub mod plot;
 pub mod render;
