@@ -272,7 +272,7 @@ impl FirstEngine {
             Some(_) => Some(SnapshotContext::new(&plan, &text)?),
             None => None,
         };
-        let mut incoming = Incoming::from_plan(plan, scene.profile, Vec::new());
+        let mut incoming = Incoming::from_plan(plan, &scene, Vec::new());
         if let (Some(s), Some(cx)) = (&snap, &context) {
             let resumed = cx.resume(s, &mut incoming.engine)?;
             for m in &resumed.messages {
