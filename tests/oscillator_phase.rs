@@ -24,8 +24,7 @@ fn osc(op: &str, extra: &str) -> String {
 }
 
 fn play(text: &str, profile: Profile) -> Vec<f64> {
-    render_to_vec(&mut engine(text, Some(profile), 64), FRAMES as u64)
-        .swap_remove(0)
+    render_to_vec(&mut engine(text, Some(profile), 64), FRAMES as u64).swap_remove(0)
 }
 
 /// `shifted[k]` against `plain[k + lead]`, bit for bit.
@@ -45,14 +44,16 @@ fn assert_leads(shifted: &[f64], plain: &[f64], lead: usize, what: &str) {
 fn a_quarter_cycle_of_phase_is_the_wave_a_quarter_period_on_in_every_profile() {
     let quarter = core::f64::consts::FRAC_PI_2;
     for profile in [Profile::Strict, Profile::Repro, Profile::Live] {
-        for (op, extra) in [
-            ("saw", ""),
-            ("square", ""),
-            ("square", r#", "duty": 0.3"#),
-        ] {
+        for (op, extra) in [("saw", ""), ("square", ""), ("square", r#", "duty": 0.3"#)] {
             let plain = play(&osc(op, extra), profile);
-            let ahead = play(&osc(op, &format!(r#"{extra}, "phase": {quarter}"#)), profile);
-            let behind = play(&osc(op, &format!(r#"{extra}, "phase": -{quarter}"#)), profile);
+            let ahead = play(
+                &osc(op, &format!(r#"{extra}, "phase": {quarter}"#)),
+                profile,
+            );
+            let behind = play(
+                &osc(op, &format!(r#"{extra}, "phase": -{quarter}"#)),
+                profile,
+            );
             let what = format!("{op}{extra} under {profile}");
             assert_leads(&ahead, &plain, PERIOD / 4, &what);
             // −π/2: the plain wave is the shifted one a quarter period on.
@@ -63,17 +64,12 @@ fn a_quarter_cycle_of_phase_is_the_wave_a_quarter_period_on_in_every_profile() {
 }
 
 #[test]
-fn phase_in_degrees_matches_within_rounding_of_the_conversion() {
-    // 90deg is 90·(π/180) rad, which need not round to π/2 exactly: the
-    // offset may then be off by a few 2^-64 cycles, far below one step of
-    // the waveform (f64 keeps 53 bits of the phase).
+fn phase_in_degrees_is_the_same_offset() {
+    // 90deg converts to 90·(π/180) rad, which rounds to π/2 exactly.
     for op in ["saw", "square"] {
         let plain = play(&osc(op, ""), Profile::Strict);
         let deg = play(&osc(op, r#", "phase": "90deg""#), Profile::Strict);
-        for k in 0..FRAMES - PERIOD / 4 {
-            let (a, b) = (deg[k], plain[k + PERIOD / 4]);
-            assert!((a - b).abs() <= 1e-12, "{op} sample {k}: {a} vs {b}");
-        }
+        assert_leads(&deg, &plain, PERIOD / 4, &format!("{op} at 90deg"));
     }
 }
 
@@ -96,7 +92,10 @@ fn phase_is_documented_and_kept_in_snapshots() {
         let o = common::morphrt(&["ops", op]);
         let out = common::stdout(&o);
         assert!(o.status.success(), "{}", common::stderr(&o));
-        assert!(out.contains("phase"), "`morphrt ops {op}` lists phase:\n{out}");
+        assert!(
+            out.contains("phase"),
+            "`morphrt ops {op}` lists phase:\n{out}"
+        );
         assert!(out.contains("rad"), "in radians:\n{out}");
     }
     let dir = common::temp_dir("osc-phase");
@@ -117,7 +116,10 @@ fn phase_is_documented_and_kept_in_snapshots() {
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let text = std::fs::read_to_string(&snap).unwrap();
-    assert!(text.contains(r#""phase""#), "the snapshot keeps the param:\n{text}");
+    assert!(
+        text.contains(r#""phase""#),
+        "the snapshot keeps the param:\n{text}"
+    );
     // Resuming continues exactly where the whole render went.
     let o = common::morphrt(&[
         "render",
@@ -139,4 +141,29 @@ fn phase_is_documented_and_kept_in_snapshots() {
     };
     let (whole, rest) = (read("a.wav"), read("b.wav"));
     assert!(whole[whole.len() - rest.len()..] == rest[..]);
+}
+
+#[test]
+fn a_modulated_phase_is_added_sample_by_sample() {
+    // A dc source of π/2 into `phase` plays what a static π/2 plays.
+    let quarter = core::f64::consts::FRAC_PI_2;
+    for op in ["saw", "square"] {
+        let modulated = format!(
+            r#"{{ "version": "1.0", "nodes": [
+                  {{ "id": "o", "op": "{op}", "params": {{ "freq": "375Hz", "amp": 0.8 }} }},
+                  {{ "id": "p", "op": "dc", "params": {{ "value": {quarter} }} }} ],
+                 "edges": [ {{ "from": "p", "to": "o:phase" }} ],
+                 "outputs": {{ "main": ["o"] }} }}"#
+        );
+        for profile in [Profile::Strict, Profile::Repro] {
+            let plain = play(&osc(op, ""), profile);
+            let m = play(&modulated, profile);
+            assert_leads(
+                &m,
+                &plain,
+                PERIOD / 4,
+                &format!("{op} modulated under {profile}"),
+            );
+        }
+    }
 }

@@ -78,9 +78,10 @@ impl Session {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let l = self.lines.recv_timeout(left).unwrap_or_else(|_| {
-                panic!("no line with `{what}`; log:\n{}", self.log.join("\n"))
-            });
+            let l = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no line with `{what}`; log:\n{}", self.log.join("\n")));
             self.log.push(l.clone());
             if l.contains(what) {
                 return l;

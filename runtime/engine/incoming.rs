@@ -55,10 +55,7 @@ impl SessionFixed {
         SessionFixed {
             block_size: plan.block_size,
             sample_rate: plan.sample_rate,
-            seed: match plan.seed {
-                SeedSource::None => None,
-                SeedSource::Given(s) | SeedSource::Auto(s) => Some(s),
-            },
+            seed: plan_seed(plan),
             resource_dirs,
             pinned: Vec::new(),
         }
@@ -116,6 +113,14 @@ impl SessionFixed {
     }
 }
 
+/// The seed a plan runs with, if any (a live auto-seed too).
+fn plan_seed(plan: &Plan) -> Option<u64> {
+    match plan.seed {
+        SeedSource::None => None,
+        SeedSource::Given(s) | SeedSource::Auto(s) => Some(s),
+    }
+}
+
 /// What a scene file asks of the settings a session fixes ([`SessionFixed`]):
 /// its `sample_rate`, `profile_config.block_size` and `seed`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -146,7 +151,10 @@ pub fn only_fixed_differ(a: &str, b: &str) -> bool {
         let top = v.as_object_mut()?;
         top.remove("sample_rate");
         top.remove("seed");
-        if let Some(config) = top.get_mut("profile_config").and_then(|c| c.as_object_mut()) {
+        if let Some(config) = top
+            .get_mut("profile_config")
+            .and_then(|c| c.as_object_mut())
+        {
             config.remove("block_size");
             config.remove("rng_seed");
             if config.is_empty() {
@@ -224,26 +232,43 @@ impl Incoming {
         let scene = scene::load_str(text, &path.display().to_string(), Some(parent_dir(path)))?;
         let mut plan = compile(&scene, &fixed.options(profile))?;
         let warnings = std::mem::take(&mut plan.warnings);
-        Ok(Incoming::from_plan(plan, &scene, warnings))
+        Ok(Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene)))
     }
 
-    /// Builds the engine of a plan compiled from `scene`.
-    pub fn from_plan(plan: Plan, scene: &scene::Scene, warnings: Vec<Diagnostic>) -> Incoming {
+    /// Builds the engine of a compiled plan. It asks of the fixed settings
+    /// what the plan plays with, unless [`asking`](Self::asking) says what
+    /// its scene asks.
+    pub fn from_plan(
+        plan: Plan,
+        file_profile: Option<Profile>,
+        warnings: Vec<Diagnostic>,
+    ) -> Incoming {
         let resources = plan.resources.clone();
         let profile = plan.session_profile;
         let events = event_keys(&plan);
+        let asked = Asked {
+            sample_rate: plan.sample_rate,
+            block_size: Some(plan.block_size),
+            seed: plan_seed(&plan),
+        };
         let engine = Box::new(Engine::new(plan));
         let capture = Box::new(engine.snapshot());
         Incoming {
             engine,
             capture,
             profile,
-            file_profile: scene.profile,
+            file_profile,
             resources,
             warnings,
-            asked: Asked::of(scene),
+            asked,
             events,
         }
+    }
+
+    /// The same, asking `asked` of the fixed settings (its scene's).
+    pub fn asking(mut self, asked: Asked) -> Incoming {
+        self.asked = asked;
+        self
     }
 }
 

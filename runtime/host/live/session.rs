@@ -358,8 +358,9 @@ impl LiveSession {
         if unapplied.is_empty() {
             return true;
         }
+        let _ = writeln!(log);
         for w in &unapplied {
-            let _ = writeln!(log, "\nwarning: {w}");
+            let _ = writeln!(log, "warning: {w}");
         }
         if !force && only_fixed_differ(&self.good_text, text) {
             let _ = writeln!(log, "nothing else in the edit changed; nothing applied");
