@@ -132,14 +132,10 @@ fn phase_is_documented_and_kept_in_snapshots() {
         dir.join("b.wav").to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
-    let read = |p: &str| -> Vec<f32> {
-        hound::WavReader::open(dir.join(p))
-            .unwrap()
-            .samples::<f32>()
-            .map(Result::unwrap)
-            .collect()
-    };
-    let (whole, rest) = (read("a.wav"), read("b.wav"));
+    let (whole, rest) = (
+        common::read_f32(&dir.join("a.wav")),
+        common::read_f32(&dir.join("b.wav")),
+    );
     assert!(whole[whole.len() - rest.len()..] == rest[..]);
 }
 

@@ -110,21 +110,6 @@ fn save(path: &Path, text: &str) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-fn wav(path: &Path) -> Vec<f32> {
-    hound::WavReader::open(path)
-        .unwrap()
-        .samples::<f32>()
-        .map(Result::unwrap)
-        .collect()
-}
-
-fn morphrt(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn an_edit_of_the_sample_rate_or_block_size_says_it_is_not_applied() {
     let dir = common::temp_dir("fixed-settings");
@@ -160,14 +145,17 @@ fn an_edit_of_the_sample_rate_or_block_size_says_it_is_not_applied() {
     let text = std::fs::read_to_string(&journal).unwrap();
     assert_eq!(text.matches(r#""type":"handover""#).count(), 1, "{text}");
     let out = dir.join("replayed.wav");
-    let o = morphrt(&[
+    let o = common::morphrt(&[
         "replay",
         journal.to_str().unwrap(),
         "-o",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(wav(&out) == wav(&capture), "the replay is what was played");
+    assert!(
+        common::read_f32(&out) == common::read_f32(&capture),
+        "the replay is what was played"
+    );
 }
 
 #[test]
@@ -192,27 +180,12 @@ fn an_event_added_in_the_past_says_it_will_not_fire() {
     assert!(!all.contains("`osc.amp` is in the past"), "{all}");
 }
 
-/// A one-channel WAV resource of `n` samples of value `v`.
-fn write_wav(path: &Path, n: usize, v: f32) {
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: 48_000,
-        bits_per_sample: 32,
-        sample_format: hound::SampleFormat::Float,
-    };
-    let mut w = hound::WavWriter::create(path, spec).unwrap();
-    for _ in 0..n {
-        w.write_sample(v).unwrap();
-    }
-    w.finalize().unwrap();
-}
-
 #[test]
 fn a_resource_edit_reports_its_latency_from_the_edit() {
     let dir = common::temp_dir("resource-latency");
     let res = dir.join("resources");
     std::fs::create_dir_all(&res).unwrap();
-    write_wav(&res.join("ir.wav"), 32, 0.1);
+    common::write_mono_f32(&res.join("ir.wav"), &[0.1; 32]);
     let path = dir.join("scene.json");
     std::fs::write(
         &path,
@@ -234,7 +207,7 @@ fn a_resource_edit_reports_its_latency_from_the_edit() {
     let mut s = Session::start(&path, &["--no-journal"]);
     std::thread::sleep(Duration::from_millis(300));
     let tmp = res.join("ir.wav.tmp");
-    write_wav(&tmp, 32, 0.2);
+    common::write_mono_f32(&tmp, &[0.2; 32]);
     std::fs::rename(&tmp, res.join("ir.wav")).unwrap();
     let line = s.wait("edit applied");
     let ms: u64 = line
@@ -260,7 +233,7 @@ fn a_resumed_session_s_timeline_is_in_session_time() {
     let path = dir.join("scene.json");
     std::fs::write(&path, scene(48000, 64, 0.5, "")).unwrap();
     let snap = dir.join("snap.json");
-    let o = morphrt(&[
+    let o = common::morphrt(&[
         "render",
         path.to_str().unwrap(),
         "-d",
@@ -286,7 +259,7 @@ fn a_resumed_session_s_timeline_is_in_session_time() {
     save(&path, &scene(48000, 64, 0.3, ""));
     s.wait("edit applied");
     s.quit();
-    let o = morphrt(&["replay", "--info", journal.to_str().unwrap()]);
+    let o = common::morphrt(&["replay", "--info", journal.to_str().unwrap()]);
     let info = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{info}");
     let find = |what: &str| -> &str {
