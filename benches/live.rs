@@ -83,6 +83,7 @@ fn main() {
         scene.profile,
         first.capture,
         first.resources,
+        (first.asked, first.events),
         player.link(),
         meters.clone(),
     );

@@ -119,6 +119,7 @@ fn issue7_old_engines_are_dropped_on_the_control_thread() {
         None,
         first.capture,
         first.resources,
+        (first.asked, first.events),
         player.link(),
         meters.clone(),
     );

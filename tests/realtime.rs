@@ -314,6 +314,7 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
         file_profile,
         first.capture,
         first.resources,
+        (first.asked, first.events),
         player.link(),
         meters.clone(),
     );

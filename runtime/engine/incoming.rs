@@ -8,13 +8,16 @@
 //!
 //! 1. Compile the new scene and build its engine, every stage off the audio
 //!    thread ([`Incoming::compile`]). Block size, sample rate and seed are
-//!    the session's ([`SessionFixed`]) and never change.
+//!    the session's ([`SessionFixed`]) and never change: an edit of them is
+//!    said to be not applied ([`SessionFixed::unapplied`]), and an edit that
+//!    changes nothing else has nothing to hand over ([`only_fixed_differ`]).
 //! 2. Capture: at the next block boundary N the playing engine copies every
 //!    node's state into a buffer shaped for it in advance (copies only).
 //! 3. Migrate, off the audio thread ([`Engine::migrate`]): nodes match by
 //!    (id, op), precision converts (f64 → f32 rounds, f32 → f64 is exact),
 //!    state-derived data is rebuilt. The new scene's param values win;
-//!    event cursors are recomputed from the clock, never copied.
+//!    event cursors are recomputed from the clock, never copied, so an
+//!    event the edit adds before N never fires ([`past_events`]).
 //! 4. Fast-forward the new engine from N to S, a block boundary far enough
 //!    ahead of the audio clock, discarding its output ([`advance_to`]).
 //! 5. Offer (engine, S); the swap happens at exactly S. An offer that
@@ -52,13 +55,48 @@ impl SessionFixed {
         SessionFixed {
             block_size: plan.block_size,
             sample_rate: plan.sample_rate,
-            seed: match plan.seed {
-                SeedSource::None => None,
-                SeedSource::Given(s) | SeedSource::Auto(s) => Some(s),
-            },
+            seed: plan_seed(plan),
             resource_dirs,
             pinned: Vec::new(),
         }
+    }
+
+    /// What an edit asks of the settings fixed for the session that is not
+    /// applied: one warning each for the `sample_rate`, `block_size` and
+    /// `seed` that the edit (`old` → `new`, both as the scene file asks)
+    /// changes to something other than what the session plays with.
+    pub fn unapplied(&self, old: &Asked, new: &Asked) -> Vec<String> {
+        let fixed = |what: String, plays: String| {
+            format!("{what} is not applied while playing: it is fixed for the session ({plays}); restart to change it")
+        };
+        let mut out = Vec::new();
+        if new.sample_rate != old.sample_rate && new.sample_rate != self.sample_rate {
+            out.push(fixed(
+                format!("sample_rate {} → {}", old.sample_rate, new.sample_rate),
+                format!("it plays at {} Hz", self.sample_rate),
+            ));
+        }
+        let shown = |v: Option<u64>| v.map_or("(not set)".to_string(), |v| v.to_string());
+        if let Some(b) = new.block_size.filter(|b| *b != self.block_size) {
+            if new.block_size != old.block_size {
+                out.push(fixed(
+                    format!(
+                        "block_size {} → {b}",
+                        shown(old.block_size.map(|b| b as u64))
+                    ),
+                    format!("it plays blocks of {}", self.block_size),
+                ));
+            }
+        }
+        if let (Some(s), Some(playing)) = (new.seed, self.seed) {
+            if s != playing && new.seed != old.seed {
+                out.push(fixed(
+                    format!("seed {} → {s}", shown(old.seed)),
+                    format!("it plays with seed {playing}"),
+                ));
+            }
+        }
+        out
     }
 
     /// Compile options for a new engine of this session under `profile`.
@@ -75,6 +113,95 @@ impl SessionFixed {
     }
 }
 
+/// The seed a plan runs with, if any (a live auto-seed too).
+fn plan_seed(plan: &Plan) -> Option<u64> {
+    match plan.seed {
+        SeedSource::None => None,
+        SeedSource::Given(s) | SeedSource::Auto(s) => Some(s),
+    }
+}
+
+/// What a scene file asks of the settings a session fixes ([`SessionFixed`]):
+/// its `sample_rate`, `profile_config.block_size` and `seed`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Asked {
+    pub sample_rate: u32,
+    pub block_size: Option<usize>,
+    pub seed: Option<u64>,
+}
+
+impl Asked {
+    /// What `scene` asks for.
+    pub fn of(scene: &scene::Scene) -> Asked {
+        Asked {
+            sample_rate: scene.sample_rate,
+            block_size: scene.config.block_size,
+            seed: scene.seed,
+        }
+    }
+}
+
+/// Whether two scene texts are the same JSON once the settings a session
+/// fixes are set aside (`sample_rate`, `seed`, `profile_config`'s
+/// `block_size` and `rng_seed`): an edit of only those has nothing to hand
+/// over. Text that does not parse as JSON counts as different.
+pub fn only_fixed_differ(a: &str, b: &str) -> bool {
+    fn rest(text: &str) -> Option<serde_json::Value> {
+        let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+        let top = v.as_object_mut()?;
+        top.remove("sample_rate");
+        top.remove("seed");
+        if let Some(config) = top
+            .get_mut("profile_config")
+            .and_then(|c| c.as_object_mut())
+        {
+            config.remove("block_size");
+            config.remove("rng_seed");
+            if config.is_empty() {
+                top.remove("profile_config");
+            }
+        }
+        Some(v)
+    }
+    matches!((rest(a), rest(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// A scheduled event as an edit can be compared by: its node's id, its
+/// param, its sample and what it does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventKey {
+    pub node: String,
+    pub param: &'static str,
+    pub sample: u64,
+    /// The action, spelt out (`Set { value: 0.5, ramp: 0 }`).
+    pub action: String,
+}
+
+/// The events of a plan, by [`EventKey`].
+fn event_keys(plan: &Plan) -> Vec<EventKey> {
+    plan.events
+        .iter()
+        .map(|e| {
+            let node = &plan.nodes[e.node];
+            EventKey {
+                node: node.id.clone(),
+                param: node.op.params[e.param].name,
+                sample: e.sample,
+                action: format!("{:?}", e.action),
+            }
+        })
+        .collect()
+}
+
+/// The events of `new` that `old` did not have (an edit added or moved
+/// them) placed before `clock`, where a handover captured at `clock`
+/// starts the new engine's events: they never fire.
+pub fn past_events<'a>(new: &'a [EventKey], old: &[EventKey], clock: u64) -> Vec<&'a EventKey> {
+    new.iter()
+        .filter(|e| e.sample < clock && !old.contains(e))
+        .collect()
+}
+
 /// A built engine waiting to be handed over, with the capture buffer shaped
 /// for it (used when the engine after it takes over).
 pub struct Incoming {
@@ -86,6 +213,10 @@ pub struct Incoming {
     /// Resource references the scene uses and the files they read.
     pub resources: Vec<(String, PathBuf)>,
     pub warnings: Vec<Diagnostic>,
+    /// What the scene asks of the session's fixed settings.
+    pub asked: Asked,
+    /// Its events, to tell those an edit adds in the past.
+    pub events: Vec<EventKey>,
 }
 
 impl Incoming {
@@ -99,13 +230,14 @@ impl Incoming {
         profile: Profile,
     ) -> Result<Incoming, Vec<Diagnostic>> {
         let scene = scene::load_str(text, &path.display().to_string(), Some(parent_dir(path)))?;
-        let file_profile = scene.profile;
         let mut plan = compile(&scene, &fixed.options(profile))?;
         let warnings = std::mem::take(&mut plan.warnings);
-        Ok(Incoming::from_plan(plan, file_profile, warnings))
+        Ok(Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene)))
     }
 
-    /// Builds the engine of a compiled plan.
+    /// Builds the engine of a compiled plan. It asks of the fixed settings
+    /// what the plan plays with, unless [`asking`](Self::asking) says what
+    /// its scene asks.
     pub fn from_plan(
         plan: Plan,
         file_profile: Option<Profile>,
@@ -113,6 +245,12 @@ impl Incoming {
     ) -> Incoming {
         let resources = plan.resources.clone();
         let profile = plan.session_profile;
+        let events = event_keys(&plan);
+        let asked = Asked {
+            sample_rate: plan.sample_rate,
+            block_size: Some(plan.block_size),
+            seed: plan_seed(&plan),
+        };
         let engine = Box::new(Engine::new(plan));
         let capture = Box::new(engine.snapshot());
         Incoming {
@@ -122,7 +260,15 @@ impl Incoming {
             file_profile,
             resources,
             warnings,
+            asked,
+            events,
         }
+    }
+
+    /// The same, asking `asked` of the fixed settings (its scene's).
+    pub fn asking(mut self, asked: Asked) -> Incoming {
+        self.asked = asked;
+        self
     }
 }
 

@@ -136,3 +136,27 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+/// Writes `samples` as a mono 32-bit float WAV at 48 kHz.
+pub fn write_mono_f32(path: &Path, samples: &[f32]) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 48_000,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut w = hound::WavWriter::create(path, spec).unwrap();
+    for s in samples {
+        w.write_sample(*s).unwrap();
+    }
+    w.finalize().unwrap();
+}
+
+/// The samples of a 32-bit float WAV, interleaved.
+pub fn read_f32(path: &Path) -> Vec<f32> {
+    hound::WavReader::open(path)
+        .unwrap()
+        .samples::<f32>()
+        .map(Result::unwrap)
+        .collect()
+}

@@ -145,6 +145,7 @@ pub fn run_loop_with(
         playing
             .windows
             .update(&playing.meters, playing.sample_rate, period);
+        playing.note_first_xrun(log);
         playing.status_if_due(control, log);
     }
     Ok(playing.finish(control, log))
@@ -222,6 +223,8 @@ struct Playing<'a> {
     started: Instant,
     last_status: Instant,
     windows: LoadWindows,
+    /// Whether the device's meaning of an xrun has been said.
+    xrun_noted: bool,
 }
 
 impl<'a> Playing<'a> {
@@ -260,6 +263,7 @@ impl<'a> Playing<'a> {
             started,
             last_status,
             windows,
+            xrun_noted: false,
         })
     }
 
@@ -368,6 +372,19 @@ impl<'a> Playing<'a> {
             }
         }
         None
+    }
+
+    /// At the first xrun, what an xrun means on this device, if it says.
+    fn note_first_xrun(&mut self, log: &mut dyn Write) {
+        if self.xrun_noted || self.meters.xruns.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        self.xrun_noted = true;
+        if let Some(meaning) = self.device.xrun_meaning() {
+            if !matches!(self.cfg.status, StatusMode::Quiet) {
+                let _ = writeln!(log, "\nnote: {meaning}");
+            }
+        }
     }
 
     /// The status line, when the mode says one is due.

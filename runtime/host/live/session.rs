@@ -10,8 +10,17 @@
 //! queue to be dropped here. One handover at a time: changes that arrive
 //! meanwhile coalesce into the latest, which starts once the running one
 //! (and its fade) is over.
+//!
+//! What an edit cannot do is said, not swallowed: a `sample_rate`,
+//! `block_size` or `seed` the session fixes is not applied (and an edit of
+//! only those hands nothing over), and an event the edit adds at a time
+//! already played never fires. The latency of an edit runs from the newest
+//! modification of the scene or a resource it reads, which is the edit.
 
-use crate::engine::incoming::{advance_to, fade_for, switch_warning, Incoming, SessionFixed};
+use crate::engine::incoming::{
+    advance_to, fade_for, only_fixed_differ, past_events, switch_warning, Asked, EventKey,
+    Incoming, SessionFixed,
+};
 use crate::engine::{EngineState, Migration, Notice};
 use crate::host::files::rules::Inputs;
 use crate::host::live::player::{FromAudio, Link, Meters, ToAudio};
@@ -72,6 +81,14 @@ struct Job {
     since: SystemTime,
 }
 
+/// How the events of an offered engine compare with the playing one's.
+struct Events {
+    /// The offered engine's events, which the session keeps once it swaps.
+    keys: Vec<EventKey>,
+    /// Warnings about events it added before the capture (they never fire).
+    past: Vec<String>,
+}
+
 enum Phase {
     Idle,
     /// Waiting for the audio thread's capture.
@@ -92,6 +109,7 @@ enum Phase {
         ff_time: Duration,
         refusals: u32,
         resources: Vec<(String, PathBuf)>,
+        events: Events,
     },
     /// Swapped; waiting for the old engine to come back (after its fade).
     Retiring,
@@ -114,6 +132,10 @@ pub struct LiveSession {
     last_text: Option<Arc<String>>,
     /// The last text that compiled (a key switch recompiles it).
     good_text: Arc<String>,
+    /// What `good_text` asks of the session's fixed settings.
+    good_asked: Asked,
+    /// The events of the engine playing now.
+    events: Vec<EventKey>,
     resources: Vec<(String, PathBuf)>,
     link: Arc<Link>,
     meters: Arc<Meters>,
@@ -139,7 +161,8 @@ pub struct LiveSession {
 
 impl LiveSession {
     /// A session playing `first` (already handed to the player whose link
-    /// and meters are given), built from `text` read from `path`.
+    /// and meters are given), built from `text` read from `path`, which asks
+    /// `asked` of the fixed settings and schedules `events`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         path: &Path,
@@ -149,6 +172,7 @@ impl LiveSession {
         file_profile: Option<Profile>,
         capture: Box<EngineState>,
         resources: Vec<(String, PathBuf)>,
+        (asked, events): (Asked, Vec<EventKey>),
         link: Arc<Link>,
         meters: Arc<Meters>,
     ) -> LiveSession {
@@ -167,6 +191,8 @@ impl LiveSession {
             file_profile,
             last_text: Some(text.clone()),
             good_text: text,
+            good_asked: asked,
+            events,
             resources,
             link,
             meters,
@@ -234,9 +260,7 @@ impl LiveSession {
     /// queue the handover. `force` reloads even if the text is unchanged
     /// (a resource changed).
     pub fn file_changed(&mut self, force: bool, log: &mut dyn Write) {
-        let since = std::fs::metadata(&self.path)
-            .and_then(|m| m.modified())
-            .unwrap_or_else(|_| SystemTime::now());
+        let since = self.changed_at();
         let text = match std::fs::read_to_string(&self.path) {
             Ok(t) => t,
             Err(e) => {
@@ -271,6 +295,9 @@ impl LiveSession {
                 if !inc.warnings.is_empty() {
                     let _ = writeln!(log, "\n{}", crate::scene::Shown::new(&inc.warnings));
                 }
+                if !self.report_unapplied(&inc.asked, &text, force, log) {
+                    return;
+                }
                 let reason = if switched {
                     Reason::Switch {
                         from: self.queued_profile(),
@@ -280,6 +307,7 @@ impl LiveSession {
                     Reason::Edit
                 };
                 self.good_text = text.clone();
+                self.good_asked = inc.asked.clone();
                 self.queue(Job {
                     incoming: inc,
                     reason,
@@ -301,6 +329,46 @@ impl LiveSession {
                 });
             }
         }
+    }
+
+    /// When the change happened: the newest modification time of the scene
+    /// and the resources it reads (the file just saved), never later than
+    /// now.
+    fn changed_at(&self) -> SystemTime {
+        let now = SystemTime::now();
+        self.watched_files()
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
+            .max()
+            .map_or(now, |t| t.min(now))
+    }
+
+    /// Warns about the fixed settings an edit to `text` (asking `asked`)
+    /// changes, saying whether the rest of it applies. Returns whether
+    /// there is anything to hand over: not when only fixed settings
+    /// changed (and no resource, `force`).
+    fn report_unapplied(
+        &mut self,
+        asked: &Asked,
+        text: &str,
+        force: bool,
+        log: &mut dyn Write,
+    ) -> bool {
+        let unapplied = self.fixed.unapplied(&self.good_asked, asked);
+        if unapplied.is_empty() {
+            return true;
+        }
+        let _ = writeln!(log);
+        for w in &unapplied {
+            let _ = writeln!(log, "warning: {w}");
+        }
+        if !force && only_fixed_differ(&self.good_text, text) {
+            let _ = writeln!(log, "nothing else in the edit changed; nothing applied");
+            self.last_result = "edit not applied: the session's settings are fixed".to_string();
+            return false;
+        }
+        let _ = writeln!(log, "the rest of the edit is applied");
+        true
     }
 
     /// Switches the session to `to` (a key): the last good scene text is
@@ -444,6 +512,7 @@ impl LiveSession {
         let profile = incoming.profile;
         let file_profile = incoming.file_profile;
         let resources = std::mem::take(&mut incoming.resources);
+        let events = self.compare_events(std::mem::take(&mut incoming.events), at);
         if let Err(e) = self.link.to_audio.push(ToAudio::Offer {
             engine: incoming.engine,
             at: s,
@@ -475,7 +544,27 @@ impl LiveSession {
             ff_time,
             refusals: 0,
             resources,
+            events,
         };
+    }
+
+    /// The offered engine's events against the playing one's, for a
+    /// handover captured at `at`: those the edit added before it never fire.
+    fn compare_events(&self, keys: Vec<EventKey>, at: u64) -> Events {
+        let sr = self.fixed.sample_rate as f64;
+        let past = past_events(&keys, &self.events, at)
+            .into_iter()
+            .map(|e| {
+                format!(
+                    "event at {} on `{}.{}` is in the past (now {}) and will not fire",
+                    seconds(e.sample, sr),
+                    e.node,
+                    e.param,
+                    seconds(at, sr)
+                )
+            })
+            .collect();
+        Events { keys, past }
     }
 
     /// Picks the swap sample S ahead of the audio clock and fast-forwards
@@ -556,6 +645,7 @@ impl LiveSession {
             ff_time,
             refusals,
             resources,
+            events,
         } = std::mem::replace(&mut self.phase, Phase::Retiring)
         else {
             return;
@@ -579,6 +669,10 @@ impl LiveSession {
             line += &format!(", {:.0} ms after the change", l.as_secs_f64() * 1e3);
         }
         let _ = writeln!(log, "\n{line}");
+        for w in &events.past {
+            let _ = writeln!(log, "warning: {w}");
+        }
+        self.events = events.keys;
         for n in &migration.notices {
             if !matches!(n, Notice::Ramped { .. } | Notice::Switched { .. })
                 || migration.notices.len() <= 8
@@ -649,6 +743,12 @@ impl LiveSession {
             }
         }
     }
+}
+
+/// A sample as seconds for messages: `1 s`, `3.25 s` (to the millisecond).
+fn seconds(sample: u64, sample_rate: f64) -> String {
+    let ms = (sample as f64 / sample_rate * 1e3).round() / 1e3;
+    format!("{ms} s")
 }
 
 /// The top-level `"profile"` of scene text, if it parses and names one.

@@ -581,11 +581,26 @@ pub fn inputs(journal: &Path, session: &Session) -> Inputs {
     inputs
 }
 
-/// The session's timeline, one line per event, for `replay --info`.
+/// The session's timeline, one line per event, for `replay --info`. Every
+/// time and sample is the session's: from 0 when it started playing. The
+/// journal records edits, rejections and snapshots on the engine's clock,
+/// which a session resumed from a snapshot starts at the snapshot's
+/// sample: those are shifted back by it, and the resume line says where on
+/// the scene's timeline the session started.
 pub fn timeline(path: &Path) -> Result<String, HostError> {
     let s = read(path)?;
     let mut out = String::new();
     let mut rate = 48_000.0;
+    // The engine clock at the session's first frame.
+    let origin = s
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Resume { clock, .. } => Some(*clock),
+            _ => None,
+        })
+        .unwrap_or(0);
+    let session = |n: u64| n.saturating_sub(origin);
     for w in &s.warnings {
         out += &format!("warning: {w}\n");
     }
@@ -611,9 +626,10 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
                 )
             }
             Record::Resume { snapshot, clock } => format!(
-                "{}  resumed from snapshot {} (sample {clock})",
-                t(*clock, rate),
-                snapshot.path
+                "{}  resumed from snapshot {} at sample {clock} ({:.3} s) of the scene's timeline; times and samples here are the session's, from 0 when it started playing",
+                t(0, rate),
+                snapshot.path,
+                *clock as f64 / rate
             ),
             Record::Scene { resources, .. } => format!(
                 "{}  start ({} resource{})",
@@ -634,17 +650,20 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
                     ("switch", Some(f), Some(t)) => format!("switch {f} → {t}"),
                     _ => "edit".to_string(),
                 };
+                let (n, s) = (session(*captured_at), session(*swap_at));
                 format!(
-                    "{}  {what} (captured at {captured_at}, swapped at {swap_at}, fade {fade})",
-                    t(*swap_at, rate)
+                    "{}  {what} (captured at {n}, swapped at {s}, fade {fade})",
+                    t(s, rate)
                 )
             }
             Record::Rejected { at, error, .. } => format!(
                 "{}  rejected edit: {}",
-                t(*at, rate),
+                t(session(*at), rate),
                 error.lines().next().unwrap_or("")
             ),
-            Record::Snapshot { at, file } => format!("{}  snapshot {file}", t(*at, rate)),
+            Record::Snapshot { at, file } => {
+                format!("{}  snapshot {file}", t(session(*at), rate))
+            }
             Record::Stop { at, fade } => format!("{}  stop (fade {fade} frames)", t(*at, rate)),
             Record::End { frames } => format!("{}  end ({frames} frames)", t(*frames, rate)),
         };

@@ -130,10 +130,13 @@ fn two_prod(a: f64, b: f64) -> (f64, f64) {
 
 // Every oscillator declares `freq` then `amp` (the shared params below), so
 // one pair of indices serves all five; sine's `phase` and square's `duty`
-// follow them as the shape's extra param.
+// follow them as the shape's extra param. Saw's and square's `phase` (the
+// same param as sine's, [`PHASE_PARAM`]) offsets the u64 phase instead.
 const FREQ: usize = SINE.index_of("freq");
 const AMP: usize = SINE.index_of("amp");
 const EXTRA: usize = SINE.index_of("phase");
+const SAW_PHASE: usize = SAW.index_of("phase");
+const SQUARE_PHASE: usize = SQUARE.index_of("phase");
 const _: () = {
     assert!(SAW.index_of("freq") == FREQ && SAW.index_of("amp") == AMP);
     assert!(SQUARE.index_of("freq") == FREQ && SQUARE.index_of("amp") == AMP);
@@ -151,6 +154,20 @@ const AMP_PARAM: ParamSpec = number(
     1e6,
     "peak amplitude",
 );
+/// A phase offset in radians (2π is one cycle): `sine`'s, `saw`'s and
+/// `square`'s.
+const PHASE_PARAM: ParamSpec = number("phase", Dimension::Angle, 0.0, -1e6, 1e6, "phase offset");
+
+/// A phase offset in radians as a u64 fraction of a cycle, added to the
+/// phase before a shape reads it (saw, square). Like
+/// [`Phasor::increment`], only `÷`, `floor` and an exact power-of-two
+/// scale: identical in every profile; 0 (the default) adds nothing, so the
+/// output is the same bits as without the param, and a quarter cycle
+/// (π/2) is exactly 2^62.
+#[inline]
+fn phase_offset(rad: f64) -> u64 {
+    Phasor::increment(rad, TWO_PI)
+}
 
 /// Every oscillator's lints: a static `freq` above Nyquist (in magnitude)
 /// folds back below it, so the node plays that alias instead (at a sample
@@ -219,6 +236,10 @@ trait Shape: Send + 'static {
     /// `extra` the shape's third param (sine phase offset in rad, square duty).
     fn value<S: Sample, M: Math>(t: S, dt: S, extra: f64) -> S;
     const HAS_EXTRA: bool;
+    /// The index of a `phase` param (rad) added to the u64 phase before
+    /// [`value`](Self::value) reads it (saw, square; sine adds its own
+    /// `phase` in the argument, as `extra`).
+    const PHASE: Option<usize> = None;
     /// Under fast math with constant params, the block is rendered by the
     /// vector sine kernel straight from the u64 phase (`dsp::vector`).
     const FAST_SINE: bool = false;
@@ -245,8 +266,12 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
         } else {
             None
         };
+        let offset = W::PHASE.map(|i| io.params.get(i));
         let out = &mut io.outputs[0][..n];
-        let all_const = freq.is_const() && amp.is_const() && extra.is_none_or(|e| e.is_const());
+        let all_const = freq.is_const()
+            && amp.is_const()
+            && extra.is_none_or(|e| e.is_const())
+            && offset.is_none_or(|o| o.is_const());
         if all_const && W::FAST_SINE && M::KIND == MathKind::Fast {
             self.phasor.set_freq(freq.value(), self.sample_rate);
             let a = S::from_f64(amp.value());
@@ -279,9 +304,11 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
             self.phasor.set_freq(freq.value(), self.sample_rate);
             let a = S::from_f64(amp.value());
             let e = extra.map_or(0.0, |e| e.value());
+            let off = offset.map_or(0, |o| phase_offset(o.value()));
             let dt = self.phasor.dt::<S>();
             for o in out.iter_mut() {
-                *o = a * W::value::<S, M>(S::from_phase(self.phasor.phase), dt, e);
+                let t = S::from_phase(self.phasor.phase.wrapping_add(off));
+                *o = a * W::value::<S, M>(t, dt, e);
                 self.phasor.advance();
             }
         } else {
@@ -294,8 +321,10 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
                     let t = phase_turns(offset_phase(self.phasor.phase, e));
                     a * S::from_f32(sin_turns(t))
                 } else {
+                    let off = offset.map_or(0, |o| phase_offset(o.at(i)));
+                    let t = S::from_phase(self.phasor.phase.wrapping_add(off));
                     let dt = self.phasor.dt::<S>();
-                    a * W::value::<S, M>(S::from_phase(self.phasor.phase), dt, e)
+                    a * W::value::<S, M>(t, dt, e)
                 };
                 self.phasor.advance();
             }

@@ -1,7 +1,9 @@
 //! `saw` and `square` (band-limited by PolyBLEP) and `triangle` (naive):
 //! the piecewise-linear shapes of the shape oscillator.
 
-use super::{freq_lints, OscOp, Shape, AMP_PARAM, FREQ_PARAM};
+use super::{
+    freq_lints, OscOp, Shape, AMP_PARAM, FREQ_PARAM, PHASE_PARAM, SAW_PHASE, SQUARE_PHASE,
+};
 use crate::dsp::{Math, Sample};
 use crate::ops::{build_any, by_profile, no_choices, number, OpSpec};
 use crate::profile::Profile;
@@ -27,6 +29,7 @@ fn poly_blep<S: Sample>(t: S, dt: S) -> S {
 struct SawShape;
 impl Shape for SawShape {
     const HAS_EXTRA: bool = false;
+    const PHASE: Option<usize> = Some(SAW_PHASE);
     #[inline]
     fn value<S: Sample, M: Math>(t: S, dt: S, _: f64) -> S {
         t + t - S::ONE - poly_blep(t, dt)
@@ -36,6 +39,7 @@ impl Shape for SawShape {
 struct SquareShape;
 impl Shape for SquareShape {
     const HAS_EXTRA: bool = true;
+    const PHASE: Option<usize> = Some(SQUARE_PHASE);
     #[inline]
     fn value<S: Sample, M: Math>(t: S, dt: S, duty: f64) -> S {
         let d = S::from_f64(duty.clamp(0.0, 1.0));
@@ -66,10 +70,10 @@ impl Shape for TriangleShape {
 
 pub static SAW: OpSpec = OpSpec {
     name: "saw",
-    doc: "Band-limited (PolyBLEP) sawtooth, rising from -amp to amp.",
+    doc: "Band-limited (PolyBLEP) sawtooth, rising from -amp to amp; `phase` (rad, like sine's) starts it that far into its cycle.",
     inputs: &[],
     outputs: &["out"],
-    params: &[FREQ_PARAM, AMP_PARAM],
+    params: &[FREQ_PARAM, AMP_PARAM, PHASE_PARAM],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
@@ -84,7 +88,7 @@ pub static SAW: OpSpec = OpSpec {
 
 pub static SQUARE: OpSpec = OpSpec {
     name: "square",
-    doc: "Band-limited (PolyBLEP) square/pulse wave; `duty` is the high fraction of a cycle.",
+    doc: "Band-limited (PolyBLEP) square/pulse wave; `duty` is the high fraction of a cycle; `phase` (rad, like sine's) starts it that far into its cycle.",
     inputs: &[],
     outputs: &["out"],
     params: &[
@@ -98,6 +102,7 @@ pub static SQUARE: OpSpec = OpSpec {
             1.0,
             "high fraction of the cycle",
         ),
+        PHASE_PARAM,
     ],
     tier: Profile::Strict,
     variadic_inputs: false,

@@ -1,12 +1,11 @@
 //! `sine`: amp · sin(2π·phase + offset), the phase offset added to the u64
 //! phase under fast math (the vector kernel) and to the argument otherwise.
 
-use super::{freq_lints, OscOp, Shape, AMP_PARAM, FREQ_PARAM, TWO_PI};
+use super::{freq_lints, OscOp, Shape, AMP_PARAM, FREQ_PARAM, PHASE_PARAM, TWO_PI};
 use crate::dsp::vector::turns_to_phase;
 use crate::dsp::{Math, Sample};
-use crate::ops::{build_any, by_profile, no_choices, number, OpSpec};
+use crate::ops::{build_any, by_profile, no_choices, OpSpec};
 use crate::profile::Profile;
-use crate::scene::Dimension;
 
 /// `phase` advanced by a phase offset in radians (the fast sine's way of
 /// adding sine's `phase` param: in the u64 phase, not per sample in floats).
@@ -36,11 +35,7 @@ pub static SINE: OpSpec = OpSpec {
     doc: "Sine oscillator: amp · sin(2π·phase + phase offset).",
     inputs: &[],
     outputs: &["out"],
-    params: &[
-        FREQ_PARAM,
-        AMP_PARAM,
-        number("phase", Dimension::Angle, 0.0, -1e6, 1e6, "phase offset"),
-    ],
+    params: &[FREQ_PARAM, AMP_PARAM, PHASE_PARAM],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,

@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 /// The device id of the headless device paced by a clock.
 pub const CLOCK_DEVICE: &str = "clock";
 
+/// What an xrun is on the clock device, for the first one and the summary.
+pub const XRUN_MEANING: &str =
+    "on the clock device an xrun is a callback that missed its real-time deadline on this machine (there is no sound card to underrun): the engine was late, or the machine was busy";
+
 /// A device that discards what it plays but calls back at real-time pace
 /// (for measuring load and xruns on machines without a sound card).
 pub struct ClockDevice {
@@ -70,5 +74,9 @@ impl Device for ClockDevice {
 
     fn period_frames(&self) -> Option<usize> {
         Some(self.period)
+    }
+
+    fn xrun_meaning(&self) -> Option<&'static str> {
+        Some(XRUN_MEANING)
     }
 }

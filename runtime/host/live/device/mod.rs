@@ -61,4 +61,9 @@ pub trait Device {
     ) -> Result<Box<dyn Stream>, String>;
     /// Frames per callback when fixed, for the status line and the watchdog.
     fn period_frames(&self) -> Option<usize>;
+    /// What an xrun means on this device, when it is not a sound card's
+    /// underrun: said once, at the first one.
+    fn xrun_meaning(&self) -> Option<&'static str> {
+        None
+    }
 }

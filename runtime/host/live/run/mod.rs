@@ -7,6 +7,7 @@ mod setup;
 use crate::graph::SeedSource;
 use crate::host::files::rules::Inputs;
 use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
+use crate::host::live::device::clock::CLOCK_DEVICE;
 use crate::host::live::player::{self, Controls, Meters, Player};
 use crate::host::live::session::LiveSession;
 use crate::host::live::tap::TapReport;
@@ -126,6 +127,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         file_profile,
         incoming.capture,
         incoming.resources,
+        (incoming.asked, incoming.events),
         p.link(),
         meters.clone(),
     );
@@ -236,12 +238,12 @@ fn summary(
         meters.node_panics.load(Ordering::Relaxed) + meters.callback_panics.load(Ordering::Relaxed);
     let _ = writeln!(
         log,
-        "played {} frames ({:.2}s); edits applied {}, rejected {}; xruns {}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}{}",
+        "played {} frames ({:.2}s); edits applied {}, rejected {}; {}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}{}",
         r.frames,
         r.frames as f64 / sr as f64,
         control.session.applied.len(),
         control.session.rejected.len(),
-        r.xruns,
+        xruns_text(r, opts.device.as_deref() == Some(CLOCK_DEVICE)),
         r.load_mean * 100.0,
         r.load_p99 * 100.0,
         r.load_max * 100.0,
@@ -284,6 +286,27 @@ fn summary(
             }
         );
     }
+}
+
+/// `xruns 2`, and on the clock device what they were there: `xruns 2
+/// (missed real-time deadlines on this machine, …: 1 started late, 1
+/// overran its budget)`.
+fn xruns_text(r: &RunReport, clock: bool) -> String {
+    if !clock {
+        return format!("xruns {}", r.xruns);
+    }
+    let kinds = if r.xruns > 0 {
+        format!(
+            ": {} started late, {} overran their budget",
+            r.late, r.overruns
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "xruns {} (the clock device has no sound card: an xrun is a callback that missed its real-time deadline on this machine{kinds})",
+        r.xruns
+    )
 }
 
 /// `nodes by time: lp (biquad) 61.2 % (12.0 ns/sample), …`: the `k`

@@ -4,7 +4,7 @@
 //! checked before the device opens.
 
 use super::*;
-use crate::engine::incoming::{Incoming, SessionFixed};
+use crate::engine::incoming::{Asked, Incoming, SessionFixed};
 use crate::graph::{compile, CompileOptions};
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
@@ -272,7 +272,8 @@ impl FirstEngine {
             Some(_) => Some(SnapshotContext::new(&plan, &text)?),
             None => None,
         };
-        let mut incoming = Incoming::from_plan(plan, scene.profile, Vec::new());
+        let mut incoming =
+            Incoming::from_plan(plan, scene.profile, Vec::new()).asking(Asked::of(&scene));
         if let (Some(s), Some(cx)) = (&snap, &context) {
             let resumed = cx.resume(s, &mut incoming.engine)?;
             for m in &resumed.messages {

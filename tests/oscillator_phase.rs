@@ -1,0 +1,165 @@
+//! `saw` and `square` take `phase`, a phase offset in radians like
+//! `sine`'s: the wave starts that far into its cycle. A quarter cycle is
+//! exact in the u64 phase, so the shifted wave is the plain one a quarter
+//! period later, bit for bit in every profile; the default (0) plays what
+//! the operators played before the param existed (the goldens in `golden/`
+//! check that).
+
+mod common;
+
+use common::engine;
+use morphrt::engine::render_to_vec;
+use morphrt::profile::Profile;
+
+/// 375 Hz at 48 kHz: 128 samples a period, so a quarter is 32 samples.
+const PERIOD: usize = 128;
+const FRAMES: usize = 4 * 48 * PERIOD;
+
+fn osc(op: &str, extra: &str) -> String {
+    format!(
+        r#"{{ "version": "1.0", "nodes": [ {{ "id": "o", "op": "{op}",
+              "params": {{ "freq": "375Hz", "amp": 0.8{extra} }} }} ],
+             "outputs": {{ "main": ["o"] }} }}"#
+    )
+}
+
+fn play(text: &str, profile: Profile) -> Vec<f64> {
+    render_to_vec(&mut engine(text, Some(profile), 64), FRAMES as u64).swap_remove(0)
+}
+
+/// `shifted[k]` against `plain[k + lead]`, bit for bit.
+fn assert_leads(shifted: &[f64], plain: &[f64], lead: usize, what: &str) {
+    for k in 0..FRAMES - lead {
+        assert_eq!(
+            shifted[k].to_bits(),
+            plain[k + lead].to_bits(),
+            "{what}: sample {k}: {} vs {} a quarter period on",
+            shifted[k],
+            plain[k + lead]
+        );
+    }
+}
+
+#[test]
+fn a_quarter_cycle_of_phase_is_the_wave_a_quarter_period_on_in_every_profile() {
+    let quarter = core::f64::consts::FRAC_PI_2;
+    for profile in [Profile::Strict, Profile::Repro, Profile::Live] {
+        for (op, extra) in [("saw", ""), ("square", ""), ("square", r#", "duty": 0.3"#)] {
+            let plain = play(&osc(op, extra), profile);
+            let ahead = play(
+                &osc(op, &format!(r#"{extra}, "phase": {quarter}"#)),
+                profile,
+            );
+            let behind = play(
+                &osc(op, &format!(r#"{extra}, "phase": -{quarter}"#)),
+                profile,
+            );
+            let what = format!("{op}{extra} under {profile}");
+            assert_leads(&ahead, &plain, PERIOD / 4, &what);
+            // −π/2: the plain wave is the shifted one a quarter period on.
+            assert_leads(&plain, &behind, PERIOD / 4, &what);
+            assert!(ahead != plain, "{what}: the phase changes the output");
+        }
+    }
+}
+
+#[test]
+fn phase_in_degrees_is_the_same_offset() {
+    // 90deg converts to 90·(π/180) rad, which rounds to π/2 exactly.
+    for op in ["saw", "square"] {
+        let plain = play(&osc(op, ""), Profile::Strict);
+        let deg = play(&osc(op, r#", "phase": "90deg""#), Profile::Strict);
+        assert_leads(&deg, &plain, PERIOD / 4, &format!("{op} at 90deg"));
+    }
+}
+
+#[test]
+fn phase_zero_plays_what_no_phase_plays() {
+    for profile in [Profile::Strict, Profile::Repro, Profile::Live] {
+        for op in ["saw", "square"] {
+            let plain = play(&osc(op, ""), profile);
+            for zero in ["0", "-0.0", r#""0deg""#] {
+                let z = play(&osc(op, &format!(r#", "phase": {zero}"#)), profile);
+                assert!(z == plain, "{op} phase {zero} under {profile}");
+            }
+        }
+    }
+}
+
+#[test]
+fn phase_is_documented_and_kept_in_snapshots() {
+    for op in ["saw", "square"] {
+        let o = common::morphrt(&["ops", op]);
+        let out = common::stdout(&o);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        assert!(
+            out.contains("phase"),
+            "`morphrt ops {op}` lists phase:\n{out}"
+        );
+        assert!(out.contains("rad"), "in radians:\n{out}");
+    }
+    let dir = common::temp_dir("osc-phase");
+    let scene = dir.join("saw.json");
+    std::fs::write(&scene, osc("saw", r#", "phase": "90deg""#)).unwrap();
+    let snap = dir.join("snap.json");
+    let o = common::morphrt(&[
+        "render",
+        scene.to_str().unwrap(),
+        "-d",
+        "0.5s",
+        "-o",
+        dir.join("a.wav").to_str().unwrap(),
+        "--snapshot-at",
+        "0.25s",
+        "--snapshot-out",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = std::fs::read_to_string(&snap).unwrap();
+    assert!(
+        text.contains(r#""phase""#),
+        "the snapshot keeps the param:\n{text}"
+    );
+    // Resuming continues exactly where the whole render went.
+    let o = common::morphrt(&[
+        "render",
+        scene.to_str().unwrap(),
+        "--resume",
+        snap.to_str().unwrap(),
+        "-d",
+        "0.25s",
+        "-o",
+        dir.join("b.wav").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let (whole, rest) = (
+        common::read_f32(&dir.join("a.wav")),
+        common::read_f32(&dir.join("b.wav")),
+    );
+    assert!(whole[whole.len() - rest.len()..] == rest[..]);
+}
+
+#[test]
+fn a_modulated_phase_is_added_sample_by_sample() {
+    // A dc source of π/2 into `phase` plays what a static π/2 plays.
+    let quarter = core::f64::consts::FRAC_PI_2;
+    for op in ["saw", "square"] {
+        let modulated = format!(
+            r#"{{ "version": "1.0", "nodes": [
+                  {{ "id": "o", "op": "{op}", "params": {{ "freq": "375Hz", "amp": 0.8 }} }},
+                  {{ "id": "p", "op": "dc", "params": {{ "value": {quarter} }} }} ],
+                 "edges": [ {{ "from": "p", "to": "o:phase" }} ],
+                 "outputs": {{ "main": ["o"] }} }}"#
+        );
+        for profile in [Profile::Strict, Profile::Repro] {
+            let plain = play(&osc(op, ""), profile);
+            let m = play(&modulated, profile);
+            assert_leads(
+                &m,
+                &plain,
+                PERIOD / 4,
+                &format!("{op} modulated under {profile}"),
+            );
+        }
+    }
+}
