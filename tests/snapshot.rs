@@ -765,3 +765,38 @@ fn a_bad_snapshot_is_bad_input_located_in_the_file() {
     assert!(!stderr(&o).contains("playing"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// `saw` and `square` gained a `phase` param; a snapshot written before
+// (tests/fixtures/snapshots/saw-square-before-phase.json, by the build
+// before it, of tests/fixtures/snapshots/saw.json at 0.5 s) was refused
+// because its params no longer matched. It resumes with `phase` at its
+// default, and the continuation is the full render's second half, bit for
+// bit.
+#[test]
+fn a_snapshot_from_before_a_param_was_added_resumes_with_its_default() {
+    let dir = temp_dir("snapshot-older-params");
+    let fixtures = root().join("tests/fixtures/snapshots");
+    std::fs::copy(fixtures.join("saw.json"), dir.join("saw.json")).unwrap();
+    let snap = fixtures.join("saw-square-before-phase.json");
+    let render = |extra: &[&str], out: &str| {
+        let scene = dir.join("saw.json");
+        let out = dir.join(out);
+        let mut args = vec![
+            "render",
+            scene.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = morphrt(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut r = hound::WavReader::open(&out).unwrap();
+        r.samples::<f32>()
+            .map(|x| x.unwrap().to_bits())
+            .collect::<Vec<u32>>()
+    };
+    let full = render(&[], "full.wav");
+    let rest = render(&["--resume", snap.to_str().unwrap()], "rest.wav");
+    assert_eq!(rest.len(), full.len() / 2);
+    assert!(rest == full[full.len() / 2..], "the continuation differs");
+}

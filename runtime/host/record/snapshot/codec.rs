@@ -155,7 +155,10 @@ impl SnapshotFile {
         })?;
         let names: Vec<&str> = r.params.iter().map(|p| p.name.as_str()).collect();
         let want: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
-        if names != want {
+        // A snapshot written before an operator gained a param resumes with
+        // that param at its default, as the scene without it would play.
+        let newer = &spec.params[names.len().min(spec.params.len())..];
+        if !want.starts_with(&names) || newer.iter().any(|p| default_value(p).is_none()) {
             return Err(bad(format!(
                 "params [{}] do not match this build's `{}` params [{}]",
                 names.join(", "),
@@ -191,6 +194,13 @@ impl SnapshotFile {
                 }
                 discrete.push((i, v));
             }
+        }
+        for p in newer {
+            let Some(value) = default_value(p) else {
+                continue;
+            };
+            params.push(ParamState { value, ramp: None });
+            scene_values.push(Value::Number(value));
         }
         Ok(NodeSnapshot {
             id: r.id.clone(),
@@ -257,6 +267,15 @@ impl SnapshotFile {
                 }))
             }
         })
+    }
+}
+
+/// The value a param a snapshot predates resumes with: its default, for a
+/// number param (the kind operators gain, such as an oscillator's `phase`).
+fn default_value(p: &crate::ops::ParamSpec) -> Option<f64> {
+    match p.kind {
+        ParamKind::Number { default, .. } => Some(default),
+        _ => None,
     }
 }
 
