@@ -7,9 +7,12 @@
 //! the whole new one, even after a crash. The temporary file is removed on
 //! every failure: an error, a panic (it is removed when dropped) or a stop
 //! signal ([`TempRegistration`]). A FIFO, a character device or standard
-//! output, where the rules let the kind stream, is written in place. The one
-//! file that is appended to as it goes, the journal, is opened in place
-//! ([`Output::open_in_place`]) after the same checks.
+//! output, where the rules let the kind stream, is written in place. The
+//! files that grow as they go and must be readable under their own name at
+//! every moment are opened in place after the same checks: the journal,
+//! appended to ([`Output::open_in_place`]), and the capture, created new
+//! unless the caller asks to replace an existing file
+//! ([`Output::create_in_place`], [`Existing`]).
 
 use super::error::FileError;
 use super::rules::{Destination, Inputs, Kind, Output};
@@ -373,6 +376,102 @@ impl Output {
                 .map_err(|e| FileError::io(self.shown, format!("cannot write {named}"), e)),
             _ => Err(regular_only(self.shown, &named, &self.kind)),
         }
+    }
+
+    /// Refuses, before anything is written, an output whose name an existing
+    /// file has when `existing` says not to replace it (see
+    /// [`create_in_place`](Self::create_in_place), which checks again as it
+    /// creates the file).
+    pub fn check_existing(&self, existing: Existing) -> Result<(), FileError> {
+        match (&self.dest, existing) {
+            (
+                Destination::File {
+                    replaces: Some(_), ..
+                },
+                Existing::Refuse,
+            ) => Err(already_exists(self.shown.clone(), &self.named())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Creates a regular file in place, under its final name, for a file
+    /// that is kept readable as it grows (the capture): created new
+    /// (`O_EXCL`, and the directory synced so the name survives a crash),
+    /// or, with [`Existing::Replace`], an existing file emptied (keeping its
+    /// permissions and owner). With [`Existing::Refuse`] a file that has the
+    /// name is never touched. The rules were checked by [`Output::prepare`].
+    pub fn create_in_place(self, existing: Existing) -> Result<InPlace, FileError> {
+        let named = self.named();
+        let Destination::File { target, .. } = self.dest else {
+            return Err(regular_only(self.shown, &named, &self.kind));
+        };
+        let mut open = OpenOptions::new();
+        open.write(true);
+        match existing {
+            Existing::Refuse => open.create_new(true),
+            Existing::Replace => open.create(true).truncate(true),
+        };
+        let existed = existing == Existing::Replace && target.exists();
+        let file = open.open(&target).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                return already_exists(self.shown.clone(), &named);
+            }
+            let dir = match target.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            FileError::io(
+                &self.shown,
+                format!(
+                    "cannot write {named}: cannot write in the directory `{}`",
+                    dir.display()
+                ),
+                e,
+            )
+        })?;
+        if !existed {
+            if let Some(dir) = target.parent().and_then(|d| File::open(d).ok()) {
+                // As in `TempFile::commit`: not every file system syncs a directory.
+                let _ = dir.sync_all();
+            }
+        }
+        Ok(InPlace {
+            file,
+            path: target,
+            created: !existed,
+        })
+    }
+}
+
+/// What writing a file in place does when a file already has its name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Existing {
+    /// Leave it alone and refuse: the new file is created new or not at
+    /// all, so an earlier take is never lost.
+    #[default]
+    Refuse,
+    /// Empty it and write over it.
+    Replace,
+}
+
+/// A regular file opened in place by [`Output::create_in_place`].
+#[derive(Debug)]
+pub struct InPlace {
+    /// The open file, positioned at its start.
+    pub file: File,
+    /// Where it is (links resolved).
+    pub path: PathBuf,
+    /// Whether it was created (rather than an existing file emptied).
+    pub created: bool,
+}
+
+/// The refusal of an output whose name an existing file has.
+fn already_exists(path: PathBuf, named: &str) -> FileError {
+    FileError::Unsuitable {
+        message: format!(
+            "{named} already exists; it is not replaced (an earlier take is never lost): choose another name, or move it away first",
+        ),
+        path,
     }
 }
 
