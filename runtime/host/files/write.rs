@@ -122,14 +122,6 @@ impl TempFile {
         }
     }
 
-    /// A second handle on the file, for a writer that must own one (it is
-    /// still removed, synced and renamed through this one).
-    pub fn try_clone_file(&self) -> Result<File, FileError> {
-        self.file
-            .try_clone()
-            .map_err(|e| self.failed("cannot write", e))
-    }
-
     fn failed(&self, doing: &str, source: io::Error) -> FileError {
         FileError::Io {
             path: self.target.clone(),
@@ -142,33 +134,11 @@ impl TempFile {
     /// Flushes the file to disk, renames it over the target and syncs the
     /// directory, so the rename survives a crash. On failure the temporary
     /// file is removed and the target is as it was.
-    pub fn commit(self) -> Result<(), FileError> {
-        self.commit_or(false)
-    }
-
-    /// As [`commit`](Self::commit), but when only the rename fails the
-    /// complete file is kept under its temporary name, which the error
-    /// gives: for what cannot be made again (a recording).
-    pub fn commit_or_keep(self) -> Result<(), FileError> {
-        self.commit_or(true)
-    }
-
-    fn commit_or(mut self, keep: bool) -> Result<(), FileError> {
+    pub fn commit(mut self) -> Result<(), FileError> {
         self.file
             .sync_all()
             .map_err(|e| self.failed("cannot finish", e))?;
-        if let Err(e) = std::fs::rename(&self.path, &self.target) {
-            if !keep {
-                return Err(self.failed("cannot finish", e));
-            }
-            self.committed = true;
-            return Err(FileError::Io {
-                path: self.target.clone(),
-                context: format!("cannot move the file into {}", self.named),
-                source: e,
-                after: format!("; the complete file is in `{}`", self.path.display()),
-            });
-        }
+        std::fs::rename(&self.path, &self.target).map_err(|e| self.failed("cannot finish", e))?;
         self.committed = true;
         if let Some(dir) = self.target.parent() {
             if let Ok(d) = File::open(dir) {
@@ -308,19 +278,6 @@ impl Output {
             }
         };
         Ok(Sink { to, path, named })
-    }
-
-    /// The temporary file for a regular file's output, for a writer that
-    /// seeks (a WAV whose header is written last). A kind that does not
-    /// stream has nothing else: the rules refused the rest.
-    pub fn create_temp(self) -> Result<TempFile, FileError> {
-        let named = self.named();
-        match self.dest {
-            Destination::File { target, replaces } => {
-                TempFile::create(&target, replaces.as_ref(), &named)
-            }
-            _ => Err(regular_only(self.shown, &named, &self.kind)),
-        }
     }
 
     /// Writes what `write` writes (through a buffer) and completes the
@@ -622,23 +579,5 @@ mod tests {
         f.write_all(b"{}\n").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
         assert_eq!(names(&d), ["j.jsonl"]);
-    }
-
-    #[test]
-    fn a_rename_that_fails_can_keep_the_complete_file() {
-        let d = dir("keep");
-        let target = d.join("take.wav");
-        let mut t = TempFile::create(&target, None, "the capture `take.wav`").unwrap();
-        t.write_all(b"RIFF").unwrap();
-        let partial = t.path().to_path_buf();
-        // The target became a non-empty directory: the rename cannot replace it.
-        std::fs::create_dir(&target).unwrap();
-        std::fs::write(target.join("x"), b"").unwrap();
-        let e = t.commit_or_keep().unwrap_err();
-        assert!(
-            e.to_string().contains(&partial.display().to_string()),
-            "{e}"
-        );
-        assert_eq!(std::fs::read(&partial).unwrap(), b"RIFF");
     }
 }
