@@ -444,7 +444,6 @@ fn run_never_replaces_an_earlier_take() {
 // what was kept (exit 1).
 #[test]
 fn a_write_error_keeps_what_was_written_with_correct_sizes() {
-    use std::os::unix::process::CommandExt;
     let dir = temp_dir("capture-write-error");
     std::fs::copy(common::root().join("scenes/drone.json"), dir.join("s.json")).unwrap();
     let limit: u64 = 200_000;
@@ -459,18 +458,7 @@ fn a_write_error_keeps_what_was_written_with_correct_sizes() {
         ])
         .current_dir(&dir)
         .stdin(std::process::Stdio::null());
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(move || {
-            let mut l: libc::rlimit = std::mem::zeroed();
-            libc::getrlimit(libc::RLIMIT_FSIZE, &mut l);
-            l.rlim_cur = (limit as libc::rlim_t).min(l.rlim_max);
-            libc::setrlimit(libc::RLIMIT_FSIZE, &l);
-            // A write past the limit fails with EFBIG instead of killing.
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            Ok(())
-        });
-    }
+    common::file_size_limit(&mut c, limit);
     let o = c.output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
     assert!(

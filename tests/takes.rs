@@ -7,11 +7,10 @@
 mod common;
 
 use common::KillOnDrop;
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 /// A second of audio at the scene's rate.
@@ -43,32 +42,8 @@ fn start(dir: &Path, ignore: Option<libc::c_int>) -> (KillOnDrop, Receiver<Strin
         });
     }
     let mut child = KillOnDrop(c.spawn().unwrap());
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines() {
-            let Ok(l) = l else { break };
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    (child, rx)
-}
-
-/// Waits for a line starting with `prefix`, keeping every line in `log`.
-fn wait_line(lines: &Receiver<String>, prefix: &str, log: &mut Vec<String>) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let l = lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no `{prefix}` line; log:\n{}", log.join("\n")));
-        let hit = l.starts_with(prefix);
-        log.push(l);
-        if hit {
-            return;
-        }
-    }
+    let lines = common::stderr_lines(&mut child);
+    (child, lines)
 }
 
 /// The samples of the journal's progress records so far.
@@ -147,7 +122,7 @@ fn a_stop_signal_finishes_the_take_and_exits_128_plus_its_number() {
         let dir = common::temp_dir(&format!("takes-{name}"));
         let (mut child, lines) = start(&dir, None);
         let mut log = Vec::new();
-        wait_line(&lines, "playing ", &mut log);
+        common::wait_line(&lines, "playing ", &mut log);
         wait_progress(&dir.join("j/take.jsonl"), 1);
         kill(&child, signal);
         let status = child.wait().unwrap();
@@ -182,7 +157,7 @@ fn an_ignored_signal_stays_ignored() {
     let dir = common::temp_dir("takes-ignored");
     let (mut child, lines) = start(&dir, Some(libc::SIGHUP));
     let mut log = Vec::new();
-    wait_line(&lines, "playing ", &mut log);
+    common::wait_line(&lines, "playing ", &mut log);
     kill(&child, libc::SIGHUP);
     wait_progress(&dir.join("j/take.jsonl"), 1);
     use std::io::Write;
@@ -211,10 +186,10 @@ fn a_killed_session_leaves_a_readable_capture_and_a_replayable_journal() {
     let journal = dir.join("j/take.jsonl");
     let (mut child, lines) = start(&dir, None);
     let mut log = Vec::new();
-    wait_line(&lines, "playing ", &mut log);
+    common::wait_line(&lines, "playing ", &mut log);
     std::thread::sleep(Duration::from_millis(300));
     edit_gain(&dir);
-    wait_line(&lines, "edit applied", &mut log);
+    common::wait_line(&lines, "edit applied", &mut log);
     wait_progress(&journal, 3);
     kill(&child, libc::SIGKILL);
     child.wait().unwrap();
