@@ -179,7 +179,19 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let capture_error = tap_report.as_ref().and_then(|t| t.error.clone());
     let r = result.map_err(|e| HostError::Runtime(e.message))?;
     summary(opts, &r, sr, &control, &meters, tap_report, log);
-    match (control.stop_signal(), capture_error) {
+    outcome(control.stop_signal(), capture_error, r.frames, sr, log)
+}
+
+/// How a session that played to its end exits: 128 + the stop signal that
+/// ended it, else 1 when the capture hit a write error, else 0.
+fn outcome(
+    signal: Option<i32>,
+    capture_error: Option<String>,
+    frames: u64,
+    sr: u32,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    match (signal, capture_error) {
         (Some(signal), error) => {
             if let Some(e) = error {
                 let _ = writeln!(log, "warning: {e}");
@@ -189,7 +201,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
                 message: format!(
                     "stopped by {} at {:.2}s, as `q` stops",
                     signal_name(signal),
-                    r.frames as f64 / sr as f64
+                    frames as f64 / sr as f64
                 ),
             })
         }
