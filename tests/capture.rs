@@ -1,13 +1,17 @@
 //! `--capture`: what the tap is given ends up in the WAV file bit for bit,
-//! the file appears under its name only when finished, an unfinished
-//! capture leaves nothing behind, and `push` is real-time safe (a counting
-//! global allocator, as in tests/realtime.rs, sees no allocation or free).
+//! the file is a valid WAV under its own name while it records (its sizes
+//! kept current), an existing file is never replaced unless the caller
+//! asks, a write error keeps what came before it, and `push` is real-time
+//! safe (a counting global allocator, as in tests/realtime.rs, sees no
+//! allocation or free).
 
 mod common;
 
 use common::temp_dir;
-use morphrt::host::live::tap::TapWriter;
+use morphrt::host::files::rules::{Inputs, Kind, Output};
+use morphrt::host::live::tap::{Existing, TapWriter};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 #[path = "common/counting.rs"]
 mod counting;
@@ -114,61 +118,94 @@ fn mono_and_six_channels_round_trip_too() {
     }
 }
 
+// The capture was written under a hidden temporary name and renamed only
+// when finished, so a killed session left no take at all. The file is now
+// the take from the start, and its header counts what was written without
+// waiting for `finish`.
 #[test]
-fn the_file_has_no_final_name_before_finish() {
-    let dir = temp_dir("capture-temp");
+fn the_file_is_a_valid_wav_under_its_name_while_it_records() {
+    let dir = temp_dir("capture-growing");
     let path = dir.join("take.wav");
-    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 1.0).unwrap();
-    tap.push(&samples(2 * 480));
-    assert!(!path.exists());
-    // The recording so far is in one hidden temporary file beside it.
-    let names = listing(&dir);
-    assert_eq!(names.len(), 1, "{names:?}");
-    assert!(
-        names[0].starts_with(".take.wav.") && names[0].ends_with(".partial"),
-        "{names:?}"
-    );
+    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 3.0).unwrap();
+    assert_eq!(listing(&dir), ["take.wav"], "under its name from the start");
+    assert_eq!(read_back(&path).1.len(), 0, "an empty WAV before any audio");
+    let x = samples(2 * 2 * 48_000);
+    push_odd_chunks(&mut tap, &x, 2);
+    // Every look at the file finds a valid WAV holding a prefix of what was
+    // pushed; soon (the sizes are updated twice a second) all of it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, got) = read_back(&path);
+        assert!(
+            got[..] == bits(&x[..got.len()]),
+            "a prefix of what was pushed"
+        );
+        if got.len() == x.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the header never counted it all");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let more = samples(2 * 100);
+    tap.push(&more);
     let report = writer.finish().unwrap();
-    assert_eq!(report.frames, 480);
+    assert_eq!(report.frames, 2 * 48_000 + 100);
+    let got = read_back(&path).1;
+    assert!(got[x.len()..] == bits(&more)[..], "finish wrote the rest");
     assert_eq!(listing(&dir), ["take.wav"]);
 }
 
+// `finish` renamed its temporary file over any file with the capture's
+// name, an earlier take included. The file is created new, and an existing
+// one is replaced only when the caller asks.
 #[test]
-fn finish_replaces_an_existing_file_only_with_the_complete_recording() {
+fn an_existing_file_is_never_replaced_unless_asked() {
     let dir = temp_dir("capture-replace");
     let path = dir.join("take.wav");
     std::fs::write(&path, b"an older take").unwrap();
-    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 1.0).unwrap();
+    let e = TapWriter::start(&path, 2, 48_000, 1.0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("already exists"), "{e}");
+    assert!(e.contains(&path.display().to_string()), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"an older take");
+
+    let output = Output::prepare(&path, &Inputs::default(), 0, &Kind::CAPTURE).unwrap();
+    let e = TapWriter::start_at(output, Existing::Refuse, 2, 48_000, 1.0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("already exists"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"an older take");
+
+    let output = Output::prepare(&path, &Inputs::default(), 0, &Kind::CAPTURE).unwrap();
+    let (writer, mut tap) = TapWriter::start_at(output, Existing::Replace, 2, 48_000, 1.0).unwrap();
     let x = samples(2 * 1000);
     tap.push(&x);
-    assert_eq!(std::fs::read(&path).unwrap(), b"an older take");
     writer.finish().unwrap();
     assert!(read_back(&path).1 == bits(&x));
     assert_eq!(listing(&dir), ["take.wav"]);
 }
 
 #[test]
-fn dropping_without_finish_leaves_no_file_and_keeps_an_existing_one() {
+fn dropping_without_finish_keeps_the_take_and_removes_an_empty_file() {
     let dir = temp_dir("capture-drop");
-    // Nothing there before: nothing there after, neither temporary nor final.
-    let path = dir.join("new.wav");
+    let path = dir.join("take.wav");
     let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 1.0).unwrap();
-    tap.push(&samples(2 * 4800));
+    let x = samples(2 * 4800);
+    tap.push(&x);
     drop(writer);
     // The tap outlives the writer (a player torn down later): pushing is harmless.
     tap.push(&samples(2 * 4800));
     drop(tap);
-    assert_eq!(listing(&dir), Vec::<String>::new());
+    assert!(read_back(&path).1 == bits(&x), "what was pushed is kept");
 
-    // An existing file under the name is left exactly as it was.
-    let path = dir.join("old.wav");
-    std::fs::write(&path, b"an older take").unwrap();
-    let (writer, mut tap) = TapWriter::start(&path, 2, 48_000, 1.0).unwrap();
-    tap.push(&samples(2 * 4800));
+    // A writer that got no audio (a session that failed to start) leaves nothing.
+    let (writer, tap) = TapWriter::start(&dir.join("empty.wav"), 2, 48_000, 1.0).unwrap();
     drop(tap);
     drop(writer);
-    assert_eq!(listing(&dir), ["old.wav"]);
-    assert_eq!(std::fs::read(&path).unwrap(), b"an older take");
+    assert_eq!(listing(&dir), ["take.wav"]);
 }
 
 #[test]
@@ -375,40 +412,83 @@ fn the_capture_and_the_journal_never_replace_an_input() {
     assert_eq!(read_back(&dir.join("take.wav")).1.len(), 2 * 4800);
 }
 
-// SIGTERM while `run --capture` played killed it with the recording's
-// temporary file left behind. It still ends the session as it did, but
-// first removes the temporary file (and the final name was never written).
+// `run --capture take.wav` replaced an earlier take.wav when it finished.
+// It is refused before anything plays, and the file is left as it was.
 #[test]
-fn a_stop_signal_leaves_no_partial_capture() {
-    use std::io::{BufRead, BufReader};
-    use std::os::unix::process::ExitStatusExt;
-    let dir = temp_dir("capture-signal");
+fn run_never_replaces_an_earlier_take() {
+    let dir = temp_dir("capture-earlier");
     std::fs::copy(common::root().join("scenes/drone.json"), dir.join("s.json")).unwrap();
-    let mut child = common::KillOnDrop(
-        std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
-            .args(["run", "s.json", "--device", "clock", "--no-watch"])
-            .args(["--no-journal", "--capture", "take.wav"])
-            .current_dir(&dir)
-            .stdin(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
+    std::fs::write(dir.join("take.wav"), b"an older take").unwrap();
+    let o = run_in(&dir, "s.json", &["--no-journal", "--capture", "take.wav"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("the capture `take.wav` already exists"),
+        "{}",
+        err(&o)
     );
-    let stderr = child.stderr.take().unwrap();
-    let playing = BufReader::new(stderr)
-        .lines()
-        .map_while(Result::ok)
-        .any(|l| l.starts_with("playing "));
-    assert!(playing, "the session did not start");
-    let under_way = common::partials(&dir);
+    assert!(
+        !err(&o).contains("playing"),
+        "refused before playing: {}",
+        err(&o)
+    );
     assert_eq!(
-        under_way.len(),
-        1,
-        "the recording is under way: {under_way:?}"
+        std::fs::read(dir.join("take.wav")).unwrap(),
+        b"an older take"
     );
-    // SAFETY: kill() with our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
-    assert_eq!(listing(&dir), ["s.json"]);
+    assert_eq!(listing(&dir), ["s.json", "take.wav"]);
+}
+
+// A write error on the capture (a full disk; here the file size limit)
+// removed the whole recording. The file keeps every whole frame before the
+// error, with sizes that say so, the session plays on, and the error says
+// what was kept (exit 1).
+#[test]
+fn a_write_error_keeps_what_was_written_with_correct_sizes() {
+    let dir = temp_dir("capture-write-error");
+    std::fs::copy(common::root().join("scenes/drone.json"), dir.join("s.json")).unwrap();
+    let limit: u64 = 200_000;
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    c.args(["run", "s.json", "--device", "clock", "--duration", "1s"])
+        .args([
+            "--no-watch",
+            "--journal",
+            "j.jsonl",
+            "--capture",
+            "take.wav",
+        ])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null());
+    common::file_size_limit(&mut c, limit);
+    let o = c.output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("cannot write the capture `take.wav`"),
+        "{}",
+        err(&o)
+    );
+    assert!(err(&o).contains("the file keeps the first"), "{}", err(&o));
+    // 68 bytes of header, then whole stereo f32 frames up to the limit.
+    let frames = (limit - 68) / 8;
+    assert!(
+        err(&o).contains(&format!("captured {frames} frames")),
+        "{}",
+        err(&o)
+    );
+    let file = std::fs::read(dir.join("take.wav")).unwrap();
+    assert_eq!(file.len() as u64, 68 + frames * 8);
+    let (_, got) = read_back(&dir.join("take.wav"));
+    assert_eq!(got.len() as u64, 2 * frames);
+    // What it kept is what played: the journal replays it.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(["replay", "j.jsonl", "-o", "r.wav"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let (_, replayed) = read_back(&dir.join("r.wav"));
+    assert_eq!(replayed.len(), 2 * 48_000, "the whole second played");
+    assert!(
+        got[..] == replayed[..got.len()],
+        "the capture is what played"
+    );
 }

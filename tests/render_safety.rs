@@ -7,7 +7,8 @@
 mod common;
 
 use common::{
-    assert_still_devices, is_root, memory_devices, partials, root, stderr, stdout, temp_dir,
+    assert_still_devices, file_size_limit, is_root, memory_devices, partials, root, stderr, stdout,
+    temp_dir,
 };
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -41,21 +42,6 @@ fn morphrt_in(dir: &Path) -> Command {
 
 /// Caps the size of any file the command writes (`RLIMIT_FSIZE`, soft
 /// limit only, so a later call can raise it); past it a write fails.
-fn file_size_limit(c: &mut Command, bytes: u64) {
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(move || {
-            let mut l: libc::rlimit = std::mem::zeroed();
-            libc::getrlimit(libc::RLIMIT_FSIZE, &mut l);
-            l.rlim_cur = (bytes as libc::rlim_t).min(l.rlim_max);
-            libc::setrlimit(libc::RLIMIT_FSIZE, &l);
-            // A write past the limit fails with EFBIG instead of killing.
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            Ok(())
-        });
-    }
-}
-
 fn run(c: &mut Command) -> Output {
     c.output().expect("run morphrt")
 }

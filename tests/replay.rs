@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn write_ir(path: &Path, seed: u32) {
     let spec = hound::WavSpec {
@@ -58,35 +57,6 @@ fn scene(profile: &str, gain: f64, extra: bool, bad: bool) -> String {
     )
 }
 
-fn lines_of(child: &mut std::process::Child) -> Receiver<String> {
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines() {
-            let Ok(l) = l else { break };
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// Waits for a line starting with `prefix`.
-fn wait(lines: &Receiver<String>, prefix: &str, log: &mut Vec<String>) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let l = lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no `{prefix}` line; log:\n{}", log.join("\n")));
-        let hit = l.starts_with(prefix);
-        log.push(l);
-        if hit {
-            return;
-        }
-    }
-}
-
 fn wav(path: &Path) -> Vec<f32> {
     hound::WavReader::open(path)
         .unwrap()
@@ -123,9 +93,9 @@ fn record(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
         .spawn()
         .map(common::KillOnDrop)
         .unwrap();
-    let lines = lines_of(&mut child);
+    let lines = common::stderr_lines(&mut child);
     let mut log = Vec::new();
-    wait(&lines, "playing ", &mut log);
+    common::wait_line(&lines, "playing ", &mut log);
     let save = |text: String| {
         std::thread::sleep(Duration::from_millis(150));
         let tmp = dir.join("scene.json.tmp");
@@ -133,23 +103,23 @@ fn record(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
         std::fs::rename(&tmp, &path).unwrap();
     };
     save(scene("repro", 0.4, false, false)); // a param change
-    wait(&lines, "edit applied", &mut log);
+    common::wait_line(&lines, "edit applied", &mut log);
     save(scene("repro", 0.4, true, false)); // an added node
-    wait(&lines, "edit applied", &mut log);
+    common::wait_line(&lines, "edit applied", &mut log);
     save(scene("repro", 0.4, false, false)); // a removed node
-    wait(&lines, "edit applied", &mut log);
+    common::wait_line(&lines, "edit applied", &mut log);
     save(scene("repro", 0.4, false, true)); // a bad edit
-    wait(&lines, "edit rejected", &mut log);
+    common::wait_line(&lines, "edit rejected", &mut log);
     save(scene("live", 0.4, false, false)); // a profile switch by the file
-    wait(&lines, "switched repro → live", &mut log);
+    common::wait_line(&lines, "switched repro → live", &mut log);
     std::thread::sleep(Duration::from_millis(150));
     writeln!(child.stdin.as_mut().unwrap(), "s").unwrap(); // … and by command
-    wait(&lines, "switched live → strict", &mut log);
+    common::wait_line(&lines, "switched live → strict", &mut log);
     std::thread::sleep(Duration::from_millis(150));
     let tmp = res.join("ir.wav.tmp");
     write_ir(&tmp, 2); // a resource replaced
     std::fs::rename(&tmp, res.join("ir.wav")).unwrap();
-    wait(&lines, "edit applied", &mut log);
+    common::wait_line(&lines, "edit applied", &mut log);
     std::thread::sleep(Duration::from_millis(200));
     writeln!(child.stdin.as_mut().unwrap(), "q").unwrap();
     let status = child.wait().unwrap();
@@ -300,12 +270,12 @@ fn issue8_w_writes_a_snapshot_and_run_resumes_from_it() {
         .spawn()
         .map(common::KillOnDrop)
         .unwrap();
-    let lines = lines_of(&mut child);
+    let lines = common::stderr_lines(&mut child);
     let mut log = Vec::new();
-    wait(&lines, "playing ", &mut log);
+    common::wait_line(&lines, "playing ", &mut log);
     std::thread::sleep(Duration::from_millis(300));
     writeln!(child.stdin.as_mut().unwrap(), "w").unwrap();
-    wait(&lines, "snapshot at", &mut log);
+    common::wait_line(&lines, "snapshot at", &mut log);
     writeln!(child.stdin.as_mut().unwrap(), "q").unwrap();
     assert!(child.wait().unwrap().success());
     let snap = std::fs::read_dir(journal.parent().unwrap())

@@ -1,8 +1,11 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -159,4 +162,54 @@ pub fn read_f32(path: &Path) -> Vec<f32> {
         .samples::<f32>()
         .map(Result::unwrap)
         .collect()
+}
+
+/// The child's stderr, line by line, read on a thread (so a full pipe
+/// never stalls the child).
+pub fn stderr_lines(child: &mut std::process::Child) -> Receiver<String> {
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits (20 s at most) for a line starting with `prefix`, keeping every
+/// line read in `log`.
+pub fn wait_line(lines: &Receiver<String>, prefix: &str, log: &mut Vec<String>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let l = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no `{prefix}` line; log:\n{}", log.join("\n")));
+        let hit = l.starts_with(prefix);
+        log.push(l);
+        if hit {
+            return;
+        }
+    }
+}
+
+/// Limits the size of the files the command's process may write to
+/// `bytes`; a write past it fails with EFBIG (SIGXFSZ is ignored).
+pub fn file_size_limit(c: &mut Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            let mut l: libc::rlimit = std::mem::zeroed();
+            libc::getrlimit(libc::RLIMIT_FSIZE, &mut l);
+            l.rlim_cur = (bytes as libc::rlim_t).min(l.rlim_max);
+            libc::setrlimit(libc::RLIMIT_FSIZE, &l);
+            // A write past the limit fails with EFBIG instead of killing.
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
 }

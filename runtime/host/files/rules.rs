@@ -12,7 +12,9 @@
 //!   flushed to disk and renamed over it only when complete, with the
 //!   replaced file's permissions (and, as root, its owner). A file the user
 //!   could not write is not replaced, nor, even by root, a file with no
-//!   write permission.
+//!   write permission. The two files of a live session that must survive
+//!   a crash, the journal and the capture, are written in place instead
+//!   (the capture never over an existing file unless asked).
 //! - A symbolic link is written through: its target is replaced, the link stays.
 //! - A FIFO or a character device is written in place, streaming (a FIFO
 //!   waits for its reader); `-` is standard output. No temporary file. Only
@@ -143,8 +145,8 @@ impl Kind {
         writer: "replay",
         ..Kind::RENDER
     };
-    /// `run --capture`: a WAV whose length is known only at the end, so
-    /// its header is written last (a regular file only).
+    /// `run --capture`: a WAV whose header is rewritten as it grows, in
+    /// place under its name (a regular file only).
     pub const CAPTURE: Kind = Kind {
         writer: "run --capture",
         what: "WAV files",

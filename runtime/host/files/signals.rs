@@ -2,7 +2,9 @@
 //!
 //! During a render ([`InterruptGuard`]) the render notices the signal
 //! between blocks, removes what it wrote and exits 128 + the signal's
-//! number, as a shell expects. Everywhere else, a signal that would end the
+//! number, as a shell expects; during `run` the control loop notices it and
+//! stops the session as `q` does, keeping the take, then exits the same
+//! way. Everywhere else, a signal that would end the
 //! process still ends it, but first removes every temporary file the
 //! writer has open ([`TempRegistration`]), with no other work than
 //! `unlink`, which is all a handler may safely do.
@@ -65,16 +67,24 @@ impl InterruptGuard {
             s => Some(s),
         }
     }
-}
 
-impl Drop for InterruptGuard {
-    fn drop(&mut self) {
+    /// Puts the previous handlers back now, keeping what was caught: after
+    /// the first signal, a second one does what it would have done without
+    /// the guard (ends the process), for a user whose clean stop takes too
+    /// long.
+    pub fn release(&mut self) {
         for (signal, old) in self.saved.drain(..).rev() {
             // SAFETY: restores the action saved by `install`.
             unsafe {
                 libc::sigaction(signal, &old, std::ptr::null_mut());
             }
         }
+    }
+}
+
+impl Drop for InterruptGuard {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

@@ -7,9 +7,12 @@
 //! the whole new one, even after a crash. The temporary file is removed on
 //! every failure: an error, a panic (it is removed when dropped) or a stop
 //! signal ([`TempRegistration`]). A FIFO, a character device or standard
-//! output, where the rules let the kind stream, is written in place. The one
-//! file that is appended to as it goes, the journal, is opened in place
-//! ([`Output::open_in_place`]) after the same checks.
+//! output, where the rules let the kind stream, is written in place. The
+//! files that grow as they go and must be readable under their own name at
+//! every moment are opened in place after the same checks: the journal,
+//! appended to ([`Output::open_in_place`]), and the capture, created new
+//! unless the caller asks to replace an existing file
+//! ([`Output::create_in_place`], [`Existing`]).
 
 use super::error::FileError;
 use super::rules::{Destination, Inputs, Kind, Output};
@@ -119,14 +122,6 @@ impl TempFile {
         }
     }
 
-    /// A second handle on the file, for a writer that must own one (it is
-    /// still removed, synced and renamed through this one).
-    pub fn try_clone_file(&self) -> Result<File, FileError> {
-        self.file
-            .try_clone()
-            .map_err(|e| self.failed("cannot write", e))
-    }
-
     fn failed(&self, doing: &str, source: io::Error) -> FileError {
         FileError::Io {
             path: self.target.clone(),
@@ -139,33 +134,11 @@ impl TempFile {
     /// Flushes the file to disk, renames it over the target and syncs the
     /// directory, so the rename survives a crash. On failure the temporary
     /// file is removed and the target is as it was.
-    pub fn commit(self) -> Result<(), FileError> {
-        self.commit_or(false)
-    }
-
-    /// As [`commit`](Self::commit), but when only the rename fails the
-    /// complete file is kept under its temporary name, which the error
-    /// gives: for what cannot be made again (a recording).
-    pub fn commit_or_keep(self) -> Result<(), FileError> {
-        self.commit_or(true)
-    }
-
-    fn commit_or(mut self, keep: bool) -> Result<(), FileError> {
+    pub fn commit(mut self) -> Result<(), FileError> {
         self.file
             .sync_all()
             .map_err(|e| self.failed("cannot finish", e))?;
-        if let Err(e) = std::fs::rename(&self.path, &self.target) {
-            if !keep {
-                return Err(self.failed("cannot finish", e));
-            }
-            self.committed = true;
-            return Err(FileError::Io {
-                path: self.target.clone(),
-                context: format!("cannot move the file into {}", self.named),
-                source: e,
-                after: format!("; the complete file is in `{}`", self.path.display()),
-            });
-        }
+        std::fs::rename(&self.path, &self.target).map_err(|e| self.failed("cannot finish", e))?;
         self.committed = true;
         if let Some(dir) = self.target.parent() {
             if let Ok(d) = File::open(dir) {
@@ -307,19 +280,6 @@ impl Output {
         Ok(Sink { to, path, named })
     }
 
-    /// The temporary file for a regular file's output, for a writer that
-    /// seeks (a WAV whose header is written last). A kind that does not
-    /// stream has nothing else: the rules refused the rest.
-    pub fn create_temp(self) -> Result<TempFile, FileError> {
-        let named = self.named();
-        match self.dest {
-            Destination::File { target, replaces } => {
-                TempFile::create(&target, replaces.as_ref(), &named)
-            }
-            _ => Err(regular_only(self.shown, &named, &self.kind)),
-        }
-    }
-
     /// Writes what `write` writes (through a buffer) and completes the
     /// output; returns the size written. A regular file appears only now,
     /// renamed into place; on failure nothing partial is left and a
@@ -373,6 +333,102 @@ impl Output {
                 .map_err(|e| FileError::io(self.shown, format!("cannot write {named}"), e)),
             _ => Err(regular_only(self.shown, &named, &self.kind)),
         }
+    }
+
+    /// Refuses, before anything is written, an output whose name an existing
+    /// file has when `existing` says not to replace it (see
+    /// [`create_in_place`](Self::create_in_place), which checks again as it
+    /// creates the file).
+    pub fn check_existing(&self, existing: Existing) -> Result<(), FileError> {
+        match (&self.dest, existing) {
+            (
+                Destination::File {
+                    replaces: Some(_), ..
+                },
+                Existing::Refuse,
+            ) => Err(already_exists(self.shown.clone(), &self.named())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Creates a regular file in place, under its final name, for a file
+    /// that is kept readable as it grows (the capture): created new
+    /// (`O_EXCL`, and the directory synced so the name survives a crash),
+    /// or, with [`Existing::Replace`], an existing file emptied (keeping its
+    /// permissions and owner). With [`Existing::Refuse`] a file that has the
+    /// name is never touched. The rules were checked by [`Output::prepare`].
+    pub fn create_in_place(self, existing: Existing) -> Result<InPlace, FileError> {
+        let named = self.named();
+        let Destination::File { target, .. } = self.dest else {
+            return Err(regular_only(self.shown, &named, &self.kind));
+        };
+        let mut open = OpenOptions::new();
+        open.write(true);
+        match existing {
+            Existing::Refuse => open.create_new(true),
+            Existing::Replace => open.create(true).truncate(true),
+        };
+        let existed = existing == Existing::Replace && target.exists();
+        let file = open.open(&target).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                return already_exists(self.shown.clone(), &named);
+            }
+            let dir = match target.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            FileError::io(
+                &self.shown,
+                format!(
+                    "cannot write {named}: cannot write in the directory `{}`",
+                    dir.display()
+                ),
+                e,
+            )
+        })?;
+        if !existed {
+            if let Some(dir) = target.parent().and_then(|d| File::open(d).ok()) {
+                // As in `TempFile::commit`: not every file system syncs a directory.
+                let _ = dir.sync_all();
+            }
+        }
+        Ok(InPlace {
+            file,
+            path: target,
+            created: !existed,
+        })
+    }
+}
+
+/// What writing a file in place does when a file already has its name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Existing {
+    /// Leave it alone and refuse: the new file is created new or not at
+    /// all, so an earlier take is never lost.
+    #[default]
+    Refuse,
+    /// Empty it and write over it.
+    Replace,
+}
+
+/// A regular file opened in place by [`Output::create_in_place`].
+#[derive(Debug)]
+pub struct InPlace {
+    /// The open file, positioned at its start.
+    pub file: File,
+    /// Where it is (links resolved).
+    pub path: PathBuf,
+    /// Whether it was created (rather than an existing file emptied).
+    pub created: bool,
+}
+
+/// The refusal of an output whose name an existing file has.
+fn already_exists(path: PathBuf, named: &str) -> FileError {
+    FileError::Unsuitable {
+        message: format!(
+            "{named} already exists; it is not replaced (an earlier take is never lost): choose another name, or move it away first",
+        ),
+        path,
     }
 }
 
@@ -523,23 +579,5 @@ mod tests {
         f.write_all(b"{}\n").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
         assert_eq!(names(&d), ["j.jsonl"]);
-    }
-
-    #[test]
-    fn a_rename_that_fails_can_keep_the_complete_file() {
-        let d = dir("keep");
-        let target = d.join("take.wav");
-        let mut t = TempFile::create(&target, None, "the capture `take.wav`").unwrap();
-        t.write_all(b"RIFF").unwrap();
-        let partial = t.path().to_path_buf();
-        // The target became a non-empty directory: the rename cannot replace it.
-        std::fs::create_dir(&target).unwrap();
-        std::fs::write(target.join("x"), b"").unwrap();
-        let e = t.commit_or_keep().unwrap_err();
-        assert!(
-            e.to_string().contains(&partial.display().to_string()),
-            "{e}"
-        );
-        assert_eq!(std::fs::read(&partial).unwrap(), b"RIFF");
     }
 }

@@ -1,8 +1,10 @@
 //! Commands while playing. When stdin is a terminal, single keys act without
 //! Enter (raw-ish mode via termios, restored on drop); otherwise stdin is
 //! read one command per line, so a script can drive playback through a pipe.
-//! Ctrl-C and `q` set the stop flag that the callback reads; every command
-//! also reaches the control thread through a channel, never the audio thread.
+//! `q` sets the stop flag that the callback reads (Ctrl-C and the other stop
+//! signals are caught by `run`, whose control loop sets the same flag); every
+//! command also reaches the control thread through a channel, never the
+//! audio thread.
 
 use crate::host::live::player::Controls;
 use std::io::{BufRead, IsTerminal, Read};
@@ -107,12 +109,9 @@ pub struct KeyListener {
 
 impl KeyListener {
     /// Starts reading commands from stdin (keys on a terminal, lines
-    /// otherwise) and makes Ctrl-C, from anywhere, request a stop. Commands
-    /// arrive on the returned receiver, for the control thread to poll.
+    /// otherwise). Commands arrive on the returned receiver, for the control
+    /// thread to poll.
     pub fn start(controls: Arc<Controls>) -> (KeyListener, Receiver<Input>) {
-        let c = controls.clone();
-        // A second Ctrl-C while fading is ignored; the fade is a few ms.
-        let _ = ctrlc::set_handler(move || c.stop.store(true, Ordering::Relaxed));
         let (tx, rx) = std::sync::mpsc::channel();
         let stdin = std::io::stdin();
         if !stdin.is_terminal() {

@@ -1,5 +1,5 @@
 //! Recording exactly what went to the audio device (`morphrt run --capture
-//! FILE.wav`).
+//! FILE.wav`), readable under its own name at every moment.
 //!
 //! The callback copies its interleaved output into a wait-free
 //! single-producer single-consumer ring ([`Tap::push`]); a writer
@@ -8,31 +8,46 @@
 //! does I/O for the capture: when the writer falls behind, the samples that
 //! do not fit are counted, not waited for.
 //!
+//! The file is the take from its first byte. It is created under its final
+//! name — new, never over an existing file unless the caller asks
+//! ([`Existing`]) — with the header `replay` writes, and the writer thread
+//! keeps the header's RIFF and data sizes current: twice a second, while
+//! samples come, it rewrites the two sizes in place (without seeking) and
+//! syncs the file. A crash or a `SIGKILL` therefore leaves a valid WAV
+//! holding everything up to its last update, less than a second before the
+//! end, and so does a power cut once that update is synced;
+//! [`TapWriter::finish`] writes the final sizes. At the WAV size limit (4 GiB) or a write error the file stops
+//! growing and keeps every whole frame written before, with correct sizes;
+//! the report says so ([`TapReport::error`], [`TapReport::overflow_samples`]).
+//!
 //! The file goes through the one writer ([`crate::host::files::write`]),
-//! under the output rules ([`Kind::CAPTURE`]): it is written under a
-//! temporary name in the destination directory and renamed into place only
-//! by [`TapWriter::finish`], so a crash, an error or a stop signal never
-//! leaves a truncated file under the requested name, nor replaces an
-//! existing file with one; and it is never one of the session's inputs, a
-//! device or a FIFO (the header is written last, so it cannot stream).
+//! under the output rules ([`Kind::CAPTURE`]): it is never one of the
+//! session's inputs, a device or a FIFO (its header is rewritten as it goes,
+//! so it cannot stream).
 
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
-use crate::host::files::write::TempFile;
+use crate::host::files::wav::{WavFormat, WavLayout};
+pub use crate::host::files::write::Existing;
 use crate::host::HostError;
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long the writer thread sleeps between drains. A ring of a second or
 /// more absorbs hundreds of these, and longer stalls of the writer (a slow
 /// disk) are what the ring is sized for.
 const DRAIN_INTERVAL: Duration = Duration::from_millis(5);
+
+/// How often the header's sizes are brought up to date while recording:
+/// what a crash can cost, at most, plus the ring's lag.
+const HEADER_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The largest ring `start` agrees to allocate, in samples (1 GiB of f32).
 const MAX_RING_SAMPLES: usize = 1 << 28;
@@ -45,10 +60,11 @@ const MAX_DATA_BYTES: u64 = u32::MAX as u64 - 1024;
 const RUN: u8 = 0;
 /// Not draining yet: lets tests fill the ring deterministically.
 const PAUSE: u8 = 1;
-/// Drain what is in the ring, finalise the file and stop.
+/// Drain what is in the ring, write the final sizes and stop.
 const FINISH: u8 = 2;
-/// Stop without finishing; the writer thread drops (so removes) the temporary file.
-const DISCARD: u8 = 3;
+/// As `FINISH`, for a writer dropped without `finish`: a file that got no
+/// audio is removed (a session that failed to start leaves nothing).
+const ABANDON: u8 = 3;
 
 /// Why a capture could not start or finish.
 #[derive(Debug)]
@@ -60,12 +76,11 @@ pub enum TapError {
     Setup(String),
     /// The writer thread could not start.
     Thread(std::io::Error),
-    /// The writer thread panicked (its temporary file is gone with it).
+    /// The writer thread panicked (the file keeps its last sizes).
     Panicked,
     /// `finish` after the writer had stopped.
     Stopped,
 }
-
 impl std::fmt::Display for TapError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -139,16 +154,20 @@ impl Tap {
 /// What a finished capture wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TapReport {
-    /// Where the recording now is (the `path` given to `start`).
+    /// Where the recording is (the `path` given to `start`).
     pub path: PathBuf,
     /// Frames in the file.
     pub frames: u64,
     /// Interleaved samples the tap could not push because the ring was full
     /// (the writer fell behind): the file has a gap wherever this happened.
     pub dropped_samples: u64,
-    /// Samples that arrived after the file reached the WAV size limit
-    /// (4 GiB) and were not written: the file ends early.
+    /// Samples that arrived after the file stopped growing — at the WAV
+    /// size limit (4 GiB), or at [`error`](Self::error) — and were not
+    /// written: the file ends early.
     pub overflow_samples: u64,
+    /// The write error that stopped the file early, if one did; the file
+    /// keeps every whole frame before it, with correct sizes.
+    pub error: Option<String>,
     /// Channels in the file, for the caller's message.
     pub channels: u16,
     /// Sample rate of the file, for the caller's message and `duration_s`.
@@ -159,7 +178,7 @@ impl TapReport {
     /// Whether the file holds every sample pushed to the tap, so the caller
     /// can decide whether a recording with gaps is an error.
     pub fn is_complete(&self) -> bool {
-        self.dropped_samples == 0 && self.overflow_samples == 0
+        self.dropped_samples == 0 && self.overflow_samples == 0 && self.error.is_none()
     }
 
     /// The recording's length in seconds.
@@ -168,12 +187,12 @@ impl TapReport {
     }
 }
 
-/// The control thread's end of a capture: owns the writer thread and the
-/// temporary file. Call [`finish`](TapWriter::finish) to keep the
-/// recording; dropping it without `finish` discards the recording and
-/// removes the temporary file.
+/// The control thread's end of a capture: owns the writer thread. Call
+/// [`finish`](TapWriter::finish) for the final sizes and the report;
+/// dropped without `finish`, it finishes the file all the same (the take is
+/// kept) but removes a file that got no audio.
 pub struct TapWriter {
-    thread: Option<JoinHandle<Result<Written, FileError>>>,
+    thread: Option<JoinHandle<Written>>,
     state: Arc<AtomicU8>,
     dropped: Arc<AtomicU64>,
     path: PathBuf,
@@ -181,12 +200,11 @@ pub struct TapWriter {
     sample_rate: u32,
 }
 
-/// What the writer thread hands back when it stops: the complete
-/// temporary file (when it finished rather than discarded) and its counts.
+/// What the writer thread hands back when it stops.
 struct Written {
-    temp: Option<TempFile>,
     frames: u64,
     overflow_samples: u64,
+    error: Option<FileError>,
 }
 
 /// How a capture is set up; `start` fills it from its arguments, tests
@@ -202,7 +220,7 @@ struct Setup {
 impl TapWriter {
     /// Creates the writer for `path`, which protects no input (a session
     /// checks its capture against its inputs with [`Kind::CAPTURE`] and
-    /// [`start_at`](Self::start_at)).
+    /// [`start_at`](Self::start_at)) and must not exist yet.
     pub fn start(
         path: &Path,
         channels: u16,
@@ -211,68 +229,47 @@ impl TapWriter {
     ) -> Result<(TapWriter, Tap), TapError> {
         let ring = ring_frames(path, channels, sample_rate, ring_seconds)?;
         let output = Output::prepare(path, &Inputs::default(), 0, &Kind::CAPTURE)?;
-        TapWriter::spawn(output, setup(channels, sample_rate, ring))
+        TapWriter::spawn(output, Existing::Refuse, setup(channels, sample_rate, ring))
     }
 
-    /// Creates the writer at a checked output: the file is written under a
-    /// temporary name in the same directory and renamed into place only by
-    /// `finish`, so a crash or error never leaves a partial file and never
-    /// overwrites an existing file with a truncated one. `ring_seconds`
-    /// sizes the ring: how long the writer may stall before samples are
-    /// dropped (half a second or more is comfortable).
+    /// Creates the writer at a checked output: the file is created under
+    /// its final name with the header of an empty WAV, new — or, only with
+    /// [`Existing::Replace`], over an existing file. `ring_seconds` sizes
+    /// the ring: how long the writer may stall before samples are dropped
+    /// (half a second or more is comfortable).
     ///
-    /// Fails early, naming the path, when its directory is not writable or
-    /// when the format is impossible (zero channels or rate).
+    /// Fails early, naming the path, when the file exists (and may not be
+    /// replaced), its directory is not writable, or the format is
+    /// impossible (zero channels or rate).
     pub fn start_at(
         output: Output,
+        existing: Existing,
         channels: u16,
         sample_rate: u32,
         ring_seconds: f64,
     ) -> Result<(TapWriter, Tap), TapError> {
         let ring = ring_frames(&output.shown, channels, sample_rate, ring_seconds)?;
-        TapWriter::spawn(output, setup(channels, sample_rate, ring))
+        TapWriter::spawn(output, existing, setup(channels, sample_rate, ring))
     }
 
-    fn spawn(output: Output, setup: Setup) -> Result<(TapWriter, Tap), TapError> {
-        let Setup {
-            channels,
-            sample_rate,
-            ring_frames,
-            max_frames,
-            paused,
-        } = setup;
+    fn spawn(
+        output: Output,
+        existing: Existing,
+        setup: Setup,
+    ) -> Result<(TapWriter, Tap), TapError> {
         let path = output.shown.clone();
-        if channels == 0 || sample_rate == 0 {
+        if setup.channels == 0 || setup.sample_rate == 0 {
             return Err(TapError::Setup(format!(
-                "cannot capture into `{}`: {channels} channels at {sample_rate} Hz is not a sound format",
-                path.display()
+                "cannot capture into `{}`: {} channels at {} Hz is not a sound format",
+                path.display(),
+                setup.channels,
+                setup.sample_rate
             )));
         }
-        let temp = output.create_temp()?;
-        let spec = hound::WavSpec {
-            channels,
-            sample_rate,
-            bits_per_sample: 32,
-            sample_format: hound::SampleFormat::Float,
-        };
-        // hound owns a second handle on the same file; the temporary file
-        // itself syncs, renames or removes it.
-        let file = temp.try_clone_file()?;
-        let wav = hound::WavWriter::new(BufWriter::new(file), spec)
-            .map_err(|e| temp_error(&temp, &path, "cannot write", e))?;
-        let (producer, consumer) = RingBuffer::new(ring_frames * channels as usize);
-        let state = Arc::new(AtomicU8::new(if paused { PAUSE } else { RUN }));
+        let (producer, consumer) = RingBuffer::new(setup.ring_frames * setup.channels as usize);
+        let drain = Drain::create(output, existing, &setup, consumer)?;
+        let state = Arc::new(AtomicU8::new(if setup.paused { PAUSE } else { RUN }));
         let dropped = Arc::new(AtomicU64::new(0));
-        let drain = Drain {
-            consumer,
-            wav,
-            temp,
-            path: path.clone(),
-            channels: channels as u64,
-            max_samples: max_frames.saturating_mul(channels as u64),
-            samples: 0,
-            overflow: 0,
-        };
         let st = state.clone();
         let thread = std::thread::Builder::new()
             .name("morphrt-capture".into())
@@ -284,12 +281,12 @@ impl TapWriter {
                 state,
                 dropped: dropped.clone(),
                 path,
-                channels,
-                sample_rate,
+                channels: setup.channels,
+                sample_rate: setup.sample_rate,
             },
             Tap {
                 producer,
-                channels: channels as usize,
+                channels: setup.channels as usize,
                 dropped,
             },
         ))
@@ -301,25 +298,20 @@ impl TapWriter {
         self.dropped.load(Ordering::Relaxed)
     }
 
-    /// Drains what the tap has pushed so far, finalises the WAV header,
-    /// syncs the file and renames it to `path`. Samples the tap pushes after
-    /// this call are discarded. The report says what was written and what was
-    /// lost; whether a recording with gaps is an error is the caller's call.
-    ///
-    /// On a write error the temporary file is removed. If only the final
-    /// rename fails, the complete recording is kept under its temporary name
-    /// and the error says where.
+    /// Drains what the tap has pushed so far, writes the final sizes and
+    /// syncs the file. Samples the tap pushes after this call are
+    /// discarded. The report says what was written and what was lost (a
+    /// write error included: the file keeps what came before it); whether
+    /// a recording with gaps is an error is the caller's call.
     pub fn finish(mut self) -> Result<TapReport, TapError> {
         self.state.store(FINISH, Ordering::Release);
         let written = self.join()?;
-        if let Some(temp) = written.temp {
-            temp.commit_or_keep()?;
-        }
         Ok(TapReport {
             path: self.path.clone(),
             frames: written.frames,
             dropped_samples: self.dropped.load(Ordering::Relaxed),
             overflow_samples: written.overflow_samples,
+            error: written.error.map(|e| e.to_string()),
             channels: self.channels,
             sample_rate: self.sample_rate,
         })
@@ -328,10 +320,7 @@ impl TapWriter {
     /// Waits for the writer thread (taken, so `Drop` does nothing more).
     fn join(&mut self) -> Result<Written, TapError> {
         match self.thread.take() {
-            Some(t) => match t.join() {
-                Ok(w) => Ok(w?),
-                Err(_) => Err(TapError::Panicked),
-            },
+            Some(t) => t.join().map_err(|_| TapError::Panicked),
             None => Err(TapError::Stopped),
         }
     }
@@ -340,8 +329,7 @@ impl TapWriter {
 impl Drop for TapWriter {
     fn drop(&mut self) {
         if self.thread.is_some() {
-            // The thread drops its temporary file, which removes it.
-            self.state.store(DISCARD, Ordering::Release);
+            self.state.store(ABANDON, Ordering::Release);
             let _ = self.join();
         }
     }
@@ -382,98 +370,250 @@ fn setup(channels: u16, sample_rate: u32, ring_frames: usize) -> Setup {
     }
 }
 
-/// A hound error while writing the capture's temporary file, naming the
-/// capture (the user's path), with its I/O error when it is one.
-fn temp_error(temp: &TempFile, path: &Path, doing: &str, e: hound::Error) -> FileError {
-    let source = match e {
-        hound::Error::IoError(e) => e,
-        other => std::io::Error::other(other.to_string()),
-    };
-    FileError::Io {
-        path: path.to_path_buf(),
-        context: format!("{doing} the capture `{}`", path.display()),
-        source,
-        after: temp.aftermath().to_string(),
-    }
-}
-
-/// The writer thread's state: the ring's consumer and the open file.
+/// The writer thread's state: the ring's consumer and the take.
 struct Drain {
     consumer: Consumer<f32>,
-    wav: hound::WavWriter<BufWriter<File>>,
-    temp: TempFile,
-    path: PathBuf,
-    channels: u64,
-    max_samples: u64,
-    samples: u64,
-    overflow: u64,
+    take: Take,
+}
+
+/// The open capture file and what its header says.
+struct Take {
+    file: File,
+    /// The file's shape; `frames` is what its data holds, in whole frames.
+    layout: WavLayout,
+    /// Where the file is (links resolved), to remove an empty one.
+    target: PathBuf,
+    /// Whether this capture created the file (rather than replaced one).
+    created: bool,
+    /// The capture for messages: "the capture `take.wav`", and its path as given.
+    named: String,
+    shown: PathBuf,
+    max_frames: u64,
+    /// Bytes of samples written so far (whole frames unless a write failed).
+    data_bytes: u64,
+    /// Samples taken from the ring, written or not.
+    received: u64,
+    /// Frames the header says, and when it last said so.
+    in_header: u64,
+    updated: Instant,
+    /// Why the file stopped growing before the end, if it did.
+    error: Option<FileError>,
+    /// The samples' bytes on their way to the file (reused).
+    bytes: Vec<u8>,
 }
 
 impl Drain {
-    /// Drains until told to finish (or the tap is gone); hands back the
-    /// finalised temporary file. Discarding, or failing, drops it (which
-    /// removes it).
-    fn run(mut self, state: &AtomicU8) -> Result<Written, FileError> {
-        loop {
+    /// Creates the file (see [`Take::create`]) for `consumer`'s samples.
+    fn create(
+        output: Output,
+        existing: Existing,
+        setup: &Setup,
+        consumer: Consumer<f32>,
+    ) -> Result<Drain, FileError> {
+        let take = Take::create(output, existing, setup)?;
+        Ok(Drain { consumer, take })
+    }
+
+    /// Drains until told to finish (or the tap is gone), keeping the
+    /// header current; then writes the final sizes.
+    fn run(mut self, state: &AtomicU8) -> Written {
+        let abandoned = loop {
             let s = state.load(Ordering::Acquire);
-            if s == DISCARD {
-                return Ok(self.written(None));
-            }
             if s == PAUSE {
                 std::thread::sleep(DRAIN_INTERVAL);
                 continue;
             }
             // Read before draining: once the tap is gone, one more drain
             // empties the ring for good.
-            let abandoned = self.consumer.is_abandoned();
-            self.drain()?;
-            if s == FINISH || abandoned {
-                break;
+            let tap_gone = self.consumer.is_abandoned();
+            self.drain();
+            if s == FINISH || s == ABANDON || tap_gone {
+                break s == ABANDON;
+            }
+            if self.take.is_stale() && self.take.updated.elapsed() >= HEADER_INTERVAL {
+                self.take.update_header();
             }
             std::thread::sleep(DRAIN_INTERVAL);
-        }
-        let written = self.written(None);
-        let Drain {
-            wav, temp, path, ..
-        } = self;
-        wav.finalize()
-            .map_err(|e| temp_error(&temp, &path, "cannot finish", e))?;
-        Ok(Written {
-            temp: Some(temp),
-            ..written
-        })
+        };
+        self.take.close(abandoned)
     }
 
     /// Writes everything in the ring, in the ring's own (at most two) slices.
-    fn drain(&mut self) -> Result<(), FileError> {
+    fn drain(&mut self) {
         let n = self.consumer.slots();
         if n == 0 {
-            return Ok(());
+            return;
         }
         // Cannot fail: only this side empties the ring, and `n` slots were full.
         let Ok(chunk) = self.consumer.read_chunk(n) else {
-            return Ok(());
+            return;
         };
         let (a, b) = chunk.as_slices();
-        for x in a.iter().chain(b) {
-            if self.samples == self.max_samples {
-                self.overflow += 1;
-                continue;
-            }
-            if let Err(e) = self.wav.write_sample(*x) {
-                return Err(temp_error(&self.temp, &self.path, "cannot write", e));
-            }
-            self.samples += 1;
-        }
+        self.take.write(a);
+        self.take.write(b);
         chunk.commit_all();
-        Ok(())
+    }
+}
+
+impl Take {
+    /// Creates the file under its final name and writes the header of an
+    /// empty WAV, synced, so even a capture cut at once is a valid file.
+    fn create(output: Output, existing: Existing, setup: &Setup) -> Result<Take, FileError> {
+        let named = output.named();
+        let shown = output.shown.clone();
+        let placed = output.create_in_place(existing)?;
+        let mut take = Take {
+            file: placed.file,
+            layout: WavLayout {
+                channels: setup.channels,
+                sample_rate: setup.sample_rate,
+                format: WavFormat::F32,
+                frames: 0,
+            },
+            target: placed.path,
+            created: placed.created,
+            named,
+            shown,
+            max_frames: setup.max_frames,
+            data_bytes: 0,
+            received: 0,
+            in_header: 0,
+            updated: Instant::now(),
+            error: None,
+            bytes: Vec::new(),
+        };
+        let header = take.header();
+        let started = take
+            .file
+            .write_all(&header)
+            .and_then(|_| take.file.sync_data());
+        if let Err(e) = started {
+            if take.created {
+                let _ = std::fs::remove_file(&take.target);
+            }
+            return Err(take.failure(e, "; nothing was recorded"));
+        }
+        Ok(take)
     }
 
-    fn written(&self, temp: Option<TempFile>) -> Written {
+    /// Whether frames were written since the header last counted them.
+    fn is_stale(&self) -> bool {
+        self.layout.frames != self.in_header
+    }
+
+    /// Appends whole frames of `samples`, up to the size limit; after the
+    /// limit or a write error they are only counted.
+    fn write(&mut self, samples: &[f32]) {
+        self.received += samples.len() as u64;
+        let ch = self.layout.channels as u64;
+        if self.error.is_some() || samples.is_empty() {
+            return;
+        }
+        let room = (self.max_frames - self.layout.frames).saturating_mul(ch);
+        let take = samples
+            .len()
+            .min(usize::try_from(room).unwrap_or(usize::MAX));
+        self.bytes.clear();
+        self.bytes
+            .extend(samples[..take].iter().flat_map(|x| x.to_le_bytes()));
+        let mut at = 0;
+        while at < self.bytes.len() {
+            match self.file.write(&self.bytes[at..]) {
+                Ok(0) => {
+                    let e = std::io::Error::from(std::io::ErrorKind::WriteZero);
+                    return self.stop_at_error(e);
+                }
+                Ok(k) => {
+                    self.data_bytes += k as u64;
+                    at += k;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return self.stop_at_error(e),
+            }
+        }
+        self.layout.frames = self.data_bytes / (4 * ch);
+    }
+
+    /// The header for the frames written so far.
+    fn header(&self) -> Vec<u8> {
+        // Under the size limit the header is the classic one, always.
+        self.layout
+            .header()
+            .expect("a capture's sizes fit a WAV header")
+    }
+
+    /// Rewrites the header's RIFF and data sizes in place for the frames
+    /// written so far, then syncs the file: from the rewrite on, a killed
+    /// process leaves a WAV of those frames; from the sync on, so does a
+    /// power cut (one during the sync can leave sizes that count samples
+    /// the disk did not get: a reader sees the data end early).
+    fn update_header(&mut self) {
+        self.updated = Instant::now();
+        let done = self.write_sizes().and_then(|_| self.file.sync_data());
+        match done {
+            Ok(()) => self.in_header = self.layout.frames,
+            Err(e) => self.stop_at_error(e),
+        }
+    }
+
+    /// Writes the two sizes of the header for `layout.frames`, where they
+    /// are (the rest of the header never changes), without moving the
+    /// file's position.
+    fn write_sizes(&self) -> std::io::Result<()> {
+        let header = self.header();
+        let data_size = header.len() - 4;
+        self.file.write_all_at(&header[4..8], 4)?;
+        self.file
+            .write_all_at(&header[data_size..], data_size as u64)
+    }
+
+    /// A write failed: the file keeps the whole frames before it, with
+    /// sizes that say so (as far as the disk still takes them).
+    fn stop_at_error(&mut self, e: std::io::Error) {
+        if self.error.is_some() {
+            return;
+        }
+        let frame = 4 * self.layout.channels as u64;
+        self.layout.frames = self.data_bytes / frame;
+        self.data_bytes = self.layout.frames * frame;
+        let header_len = self.header().len() as u64;
+        let _ = self.file.set_len(header_len + self.data_bytes);
+        let rewritten = self.write_sizes().and_then(|_| self.file.sync_data());
+        if rewritten.is_ok() {
+            self.in_header = self.layout.frames;
+        }
+        let kept = format!(
+            "; the file keeps the first {:.2}s ({} frames) and records no more",
+            self.layout.frames as f64 / self.layout.sample_rate as f64,
+            self.layout.frames
+        );
+        self.error = Some(self.failure(e, &kept));
+    }
+
+    /// Writes the final sizes; a writer dropped without `finish` (`abandoned`)
+    /// removes a file it created that got no audio.
+    fn close(mut self, abandoned: bool) -> Written {
+        if self.is_stale() {
+            self.update_header();
+        }
+        if abandoned && self.created && self.layout.frames == 0 {
+            let _ = std::fs::remove_file(&self.target);
+        }
+        let samples = self.layout.frames * self.layout.channels as u64;
         Written {
-            temp,
-            frames: self.samples / self.channels,
-            overflow_samples: self.overflow,
+            frames: self.layout.frames,
+            overflow_samples: self.received - samples,
+            error: self.error,
+        }
+    }
+
+    /// An I/O error on the capture, naming it (the user's path).
+    fn failure(&self, source: std::io::Error, after: &str) -> FileError {
+        FileError::Io {
+            path: self.shown.clone(),
+            context: format!("cannot write {}", self.named),
+            source,
+            after: after.to_string(),
         }
     }
 }
@@ -527,7 +667,7 @@ mod tests {
         let path = dir.join("c.wav");
         // The writer does not drain until `finish`, so the ring fills for sure.
         let (writer, mut tap) =
-            TapWriter::spawn(output(&path), setup(100, u64::MAX, true)).unwrap();
+            TapWriter::spawn(output(&path), Existing::Refuse, setup(100, u64::MAX, true)).unwrap();
         let x = samples(1000 * 2);
         for chunk in x.chunks(37 * 2) {
             tap.push(chunk);
@@ -547,7 +687,8 @@ mod tests {
     fn a_torn_frame_is_counted_and_never_written() {
         let dir = fresh_dir("torn");
         let path = dir.join("c.wav");
-        let (writer, mut tap) = TapWriter::spawn(output(&path), setup(10, u64::MAX, true)).unwrap();
+        let (writer, mut tap) =
+            TapWriter::spawn(output(&path), Existing::Refuse, setup(10, u64::MAX, true)).unwrap();
         let x = samples(5);
         tap.push(&x);
         let report = writer.finish().unwrap();
@@ -559,7 +700,8 @@ mod tests {
     fn the_file_stops_at_the_size_limit_and_counts_the_rest() {
         let dir = fresh_dir("limit");
         let path = dir.join("c.wav");
-        let (writer, mut tap) = TapWriter::spawn(output(&path), setup(1000, 50, false)).unwrap();
+        let (writer, mut tap) =
+            TapWriter::spawn(output(&path), Existing::Refuse, setup(1000, 50, false)).unwrap();
         let x = samples(80 * 2);
         tap.push(&x);
         let report = writer.finish().unwrap();

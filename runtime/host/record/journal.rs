@@ -1,8 +1,11 @@
 //! The journal of a live session, and its replay.
 //!
 //! `run` appends one JSON object per line (JSON Lines), flushed per record,
-//! so a killed session still replays up to its last complete record. The
-//! journal holds what the handover did (see [`crate::engine::incoming`]:
+//! with a progress record (the sample clock) every second of audio, synced
+//! to disk, so a session cut off by a crash still replays up to its last
+//! complete record: [`read`] drops a last line cut short with a warning
+//! naming it, and [`rerender`] plays a journal without an end record up to
+//! its last record's sample, saying so. The journal holds what the handover did (see [`crate::engine::incoming`]:
 //! the capture sample N, the swap sample S and the fade of every edit and
 //! profile switch, with the full scene text), every rejected edit, the
 //! stop fade and the end sample, and a copy of every resource beside it,
@@ -23,7 +26,7 @@ use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::Diagnostic;
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The journal format this build writes and reads.
@@ -92,6 +95,9 @@ pub enum Record {
     },
     /// A snapshot written while playing.
     Snapshot { at: u64, file: String },
+    /// The session had played up to sample `at` (written every second of
+    /// audio, so a session cut off by a crash replays up to there).
+    Progress { at: u64 },
     /// The stop fade began at frame `at` and lasted `fade` frames.
     Stop { at: u64, fade: u64 },
     /// The session ended after `frames` device frames.
@@ -103,9 +109,10 @@ impl Record {
     pub fn at(&self) -> Option<u64> {
         match self {
             Record::Handover { swap_at, .. } => Some(*swap_at),
-            Record::Rejected { at, .. } | Record::Snapshot { at, .. } | Record::Stop { at, .. } => {
-                Some(*at)
-            }
+            Record::Rejected { at, .. }
+            | Record::Snapshot { at, .. }
+            | Record::Progress { at }
+            | Record::Stop { at, .. } => Some(*at),
             Record::End { frames } => Some(*frames),
             _ => None,
         }
@@ -194,6 +201,17 @@ impl Journal {
             .map_err(|e| FileError::io(&self.path, format!("cannot write {}", self.named), e))
     }
 
+    /// Appends a progress record (the session has played up to sample
+    /// `at`) and syncs the journal to disk, so that what it says survives
+    /// a power cut as well as a killed process.
+    pub fn progress(&mut self, at: u64) -> Result<(), FileError> {
+        self.write(&Record::Progress { at })?;
+        self.file
+            .get_ref()
+            .sync_data()
+            .map_err(|e| FileError::io(&self.path, format!("cannot sync {}", self.named), e))
+    }
+
     /// Keeps a copy of each resource beside the journal (once per content),
     /// each written whole through the one writer.
     pub fn resources(
@@ -258,37 +276,13 @@ fn bad(path: &Path, line: Option<usize>, msg: impl std::fmt::Display) -> HostErr
     HostError::Input(vec![Diagnostic::error(&at, None, msg.to_string())])
 }
 
-/// Reads a journal. A last line cut short (a killed session) is dropped
-/// with a warning; anything else that does not parse is an error naming
-/// the line.
+/// Reads a journal. A last line cut short (a session killed while writing
+/// it: no newline at its end) is dropped with a warning naming it;
+/// anything else that does not parse is an error naming the line.
 pub fn read(path: &Path) -> Result<Session, HostError> {
-    let file = std::fs::File::open(path)
+    let bytes = std::fs::read(path)
         .map_err(|e| bad(path, None, format!("cannot read the journal: {e}")))?;
-    let lines: Vec<String> = std::io::BufReader::new(file)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|e| bad(path, None, format!("cannot read the journal: {e}")))?;
-    let mut records = Vec::new();
-    let mut warnings = Vec::new();
-    let n = lines.len();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Record>(line) {
-            Ok(r) => records.push(r),
-            Err(e) if i + 1 == n && e.is_eof() => {
-                warnings.push(format!(
-                    "{}:{}: the journal ends in the middle of a record (the session was cut off); replaying up to the record before it",
-                    path.display(),
-                    i + 1
-                ));
-            }
-            Err(e) => {
-                return Err(bad(path, Some(i + 1), format!("not a journal record: {e}")));
-            }
-        }
-    }
+    let (records, mut warnings) = parse_lines(path, &bytes)?;
     match records.first() {
         Some(Record::Header {
             format,
@@ -336,6 +330,50 @@ pub fn read(path: &Path) -> Result<Session, HostError> {
             .filter(|d| !d.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     })
+}
+
+/// The records of a journal's text, one per line. The last line, when it
+/// has no newline (every record is written with one) or stops in the
+/// middle of a value, is a record cut short: a warning, not an error.
+fn parse_lines(path: &Path, bytes: &[u8]) -> Result<(Vec<Record>, Vec<String>), HostError> {
+    let terminated = bytes.ends_with(b"\n");
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let lines: Vec<&[u8]> = body.split(|b| *b == b'\n').collect();
+    let n = lines.len();
+    let mut records = Vec::new();
+    let mut warnings = Vec::new();
+    for (i, line) in lines.into_iter().enumerate() {
+        let last = i + 1 == n;
+        match parse_line(line) {
+            Ok(Some(r)) => records.push(r),
+            Ok(None) => {}
+            Err((eof, _)) if last && (eof || !terminated) => {
+                warnings.push(cut_short(path, i + 1));
+            }
+            Err((_, message)) => return Err(bad(path, Some(i + 1), message)),
+        }
+    }
+    Ok((records, warnings))
+}
+
+/// One line of a journal: a record, nothing (a blank line), or why not,
+/// with whether it stops in the middle of a value.
+fn parse_line(line: &[u8]) -> Result<Option<Record>, (bool, String)> {
+    let text = std::str::from_utf8(line).map_err(|e| (false, format!("not UTF-8 text: {e}")))?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| (e.is_eof(), format!("not a journal record: {e}")))
+}
+
+/// The warning for a last line cut short.
+fn cut_short(path: &Path, line: usize) -> String {
+    format!(
+        "{}:{line}: the journal ends in the middle of a record (the session was cut off); replaying up to the record before it",
+        path.display()
+    )
 }
 
 /// Binds each resource reference to the journal's copy, checking its SHA-256.
@@ -436,7 +474,6 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     let mut deck: Option<Scripted> = None;
     let mut end: Option<u64> = None;
     let mut stop: Option<(u64, u64)> = None;
-    let mut last_sample = 0u64;
     let mut scene_inc: Option<Incoming> = None;
     for r in &session.records {
         if !matches!(
@@ -481,15 +518,10 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
                 if let Err(e) = d.handover_at(inc, *captured_at, *swap_at, *fade) {
                     return Err(bad(path, None, e));
                 }
-                last_sample = last_sample.max(swap_at + fade);
             }
             Record::Stop { at, fade } => stop = Some((*at, *fade)),
             Record::End { frames } => end = Some(*frames),
-            _ => {
-                if let Some(a) = r.at() {
-                    last_sample = last_sample.max(a);
-                }
-            }
+            _ => {}
         }
     }
     if let Some(inc) = scene_inc.take() {
@@ -504,10 +536,12 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
         (_, Some(u)) => u.min(end.unwrap_or(u)),
         (Some(e), None) => e,
         (None, None) => {
+            let last = last_sample(&session.records);
             warnings.push(format!(
-                "the journal has no end record (the session was cut off); replaying to sample {last_sample}, its last record"
+                "{}; replaying up to there",
+                no_end(last, sample_rate)
             ));
-            last_sample.saturating_sub(start)
+            last.saturating_sub(start)
         }
     };
     deck.play_to(start + frames);
@@ -530,6 +564,28 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
         frames,
         warnings,
     })
+}
+
+/// The last sample a journal's records reach (a handover with its fade):
+/// where the replay of a journal without an end record stops.
+fn last_sample(records: &[Record]) -> u64 {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Handover { swap_at, fade, .. } => Some(swap_at + fade),
+            Record::End { .. } => None,
+            r => r.at(),
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// What a journal without an end record says of itself.
+fn no_end(last: u64, sample_rate: u32) -> String {
+    format!(
+        "the journal has no end record (the session was cut off): its last record is at {:.3}s (sample {last})",
+        last as f64 / sample_rate.max(1) as f64
+    )
 }
 
 /// Writes a replay as a 32-bit float WAV to a checked output: a regular
@@ -604,6 +660,14 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
     for w in &s.warnings {
         out += &format!("warning: {w}\n");
     }
+    if !s.records.iter().any(|r| matches!(r, Record::End { .. })) {
+        let sample_rate = match s.records.first() {
+            Some(Record::Header { sample_rate, .. }) => *sample_rate,
+            _ => 48_000,
+        };
+        let last = no_end(last_sample(&s.records), sample_rate);
+        out += &format!("warning: {last}; `replay` plays it up to there\n");
+    }
     for r in &s.records {
         let t = |n: u64, rate: f64| format!("{:>9.3} s", n as f64 / rate);
         let line = match r {
@@ -664,6 +728,8 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
             Record::Snapshot { at, file } => {
                 format!("{}  snapshot {file}", t(session(*at), rate))
             }
+            // One a second: the timeline is the events between them.
+            Record::Progress { .. } => continue,
             Record::Stop { at, fade } => format!("{}  stop (fade {fade} frames)", t(*at, rate)),
             Record::End { frames } => format!("{}  end ({frames} frames)", t(*frames, rate)),
         };

@@ -1,9 +1,12 @@
 //! What drives a playing session from the control thread: the file
-//! watcher, the journal, the keys and `w` snapshots, as the control loop's
-//! [`Control`].
+//! watcher, the journal (with a progress record every second of audio, so
+//! a session cut off by a crash replays up to its last second), the keys,
+//! `w` snapshots and the stop signals (SIGINT, SIGTERM, SIGHUP stop the
+//! session as `q` does), as the control loop's [`Control`].
 
 use super::*;
 use crate::host::files::rules::{Inputs, Output};
+use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::Control;
 use crate::host::live::keys::{Command, Input, KeyListener};
 use crate::host::live::player::{Controls, Meters, Player};
@@ -34,12 +37,23 @@ pub(super) struct LiveControl {
     pub(super) watched: Vec<PathBuf>,
     /// The playing engine's nodes by time, read when playback ended.
     pub(super) node_times: Vec<crate::engine::NodeTime>,
+    pub(super) meters: Arc<Meters>,
+    /// Catches the stop signals until the first one arrives.
+    pub(super) signals: InterruptGuard,
+    /// The stop signal that ended the session, once the loop saw it.
+    pub(super) signal: Option<i32>,
+    /// The session's clock at device frame 0 (a resumed session's snapshot).
+    pub(super) clock_start: u64,
+    /// The sample of the last progress record, and the gap between two.
+    pub(super) progressed: u64,
+    pub(super) progress_every: u64,
     /// Reads the keys until dropped (after everything above).
     pub(super) _keys: KeyListener,
 }
 
 impl Control for LiveControl {
     fn tick(&mut self, log: &mut dyn Write) {
+        self.poll_signals(log);
         if let Some(rx) = &self.commands {
             while let Ok(input) = rx.try_recv() {
                 let c = match input {
@@ -81,6 +95,7 @@ impl Control for LiveControl {
         }
         self.session.tick(log);
         self.journal_news(log);
+        self.journal_progress(log);
         // A scene edit may have added or removed resources.
         let files = self.session.watched_files();
         if files != self.watched {
@@ -108,6 +123,47 @@ impl Control for LiveControl {
 }
 
 impl LiveControl {
+    /// The first stop signal stops the session as `q` does (a fade, then
+    /// the capture and the journal are finished); a second one ends the
+    /// process at once.
+    fn poll_signals(&mut self, log: &mut dyn Write) {
+        if self.signal.is_some() {
+            return;
+        }
+        if let Some(s) = self.signals.caught() {
+            self.signal = Some(s);
+            self.signals.release();
+            self.controls.stop.store(true, Ordering::Relaxed);
+            let _ = writeln!(log, "\n{}: stopping", signal_name(s));
+        }
+    }
+
+    /// The stop signal that ended the session, if one did (also one that
+    /// arrived after playback ended, before the files were finished).
+    pub(super) fn stop_signal(&self) -> Option<i32> {
+        self.signal.or_else(|| self.signals.caught())
+    }
+
+    /// Journals the sample clock once a second of audio has played since
+    /// the last progress record, synced to disk: what a replay of a session
+    /// cut off by a crash plays up to.
+    fn journal_progress(&mut self, log: &mut dyn Write) {
+        let Some(j) = &mut self.journal else {
+            return;
+        };
+        let at = self.clock_start + self.meters.frames.load(Ordering::Relaxed);
+        if at < self.progressed + self.progress_every {
+            return;
+        }
+        match j.progress(at) {
+            Ok(()) => self.progressed = at,
+            Err(e) => {
+                let _ = writeln!(log, "\nwarning: {e}; the journal stops here");
+                self.journal = None;
+            }
+        }
+    }
+
     /// Appends what happened since the last call to the journal. A journal
     /// that cannot be written is reported once and closed; playback goes on.
     pub(super) fn journal_news(&mut self, log: &mut dyn Write) {
@@ -181,11 +237,11 @@ pub(super) fn same_file(a: &Path, b: &Path) -> bool {
 impl LiveControl {
     /// Starts what drives `session` from the control thread: the file
     /// watcher, the journal (`snap_clock`: where a resumed session
-    /// started) and the keys.
+    /// started), the keys, and the stop signals `shared` catches.
     pub(super) fn start(
         opts: &RunOptions,
         session: LiveSession,
-        controls: Arc<Controls>,
+        shared: Shared,
         (journal_output, inputs): (Option<Output>, &Inputs),
         channels: usize,
         snap_clock: Option<u64>,
@@ -207,7 +263,14 @@ impl LiveControl {
             None => None,
         };
         let snapshot_stem = snapshot_stem(opts, journal.as_ref());
+        let Shared {
+            controls,
+            meters,
+            signals,
+        } = shared;
         let (keys, commands) = KeyListener::start(controls.clone());
+        let clock_start = snap_clock.unwrap_or(0);
+        let progress_every = session.fixed().sample_rate as u64;
         Ok(LiveControl {
             session,
             journal,
@@ -219,6 +282,12 @@ impl LiveControl {
             scene: opts.scene.clone(),
             watched,
             node_times: Vec::new(),
+            meters,
+            signals,
+            signal: None,
+            clock_start,
+            progressed: clock_start,
+            progress_every,
             _keys: keys,
         })
     }
@@ -248,6 +317,15 @@ impl LiveControl {
             );
         }
     }
+}
+
+/// What the control side shares with the player and the process: the stop
+/// flag, the meters, and the handlers that catch the stop signals
+/// (installed before the capture's file is created).
+pub(super) struct Shared {
+    pub(super) controls: Arc<Controls>,
+    pub(super) meters: Arc<Meters>,
+    pub(super) signals: InterruptGuard,
 }
 
 /// Watches the scene and its resources, unless `--no-watch`; a watcher that

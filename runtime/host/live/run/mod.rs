@@ -1,11 +1,19 @@
 //! `morphrt run`: real-time playback with hot reload, profile switches by
 //! key or by the file, and an optional capture of what the device played.
+//!
+//! A take survives its end, however it comes: `q`, `--duration` and the
+//! stop signals (SIGINT, SIGTERM, SIGHUP: a fade, the capture and the
+//! journal finished, then exit 128 + the signal's number) finish both files;
+//! after a crash the capture is a valid WAV up to its last second
+//! ([`crate::host::live::tap`]) and the journal replays up to its last
+//! progress record ([`crate::host::record::journal`]).
 
 mod driving;
 mod setup;
 
 use crate::graph::SeedSource;
 use crate::host::files::rules::Inputs;
+use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
 use crate::host::live::device::clock::CLOCK_DEVICE;
 use crate::host::live::player::{self, Controls, Meters, Player};
@@ -97,7 +105,10 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let controls = Arc::new(Controls::default());
     let origin = Instant::now();
     let fade = (sr as u64 * 5 / 1000).max(1);
-    let tap = start_tap(files.capture, out.channels, sr)?;
+    // Caught from before the capture's file exists: from here on a stop
+    // signal stops the session as `q` does.
+    let signals = InterruptGuard::install();
+    let tap = start_tap(files.capture, CAPTURE_EXISTING, out.channels, sr)?;
     let mut engine = incoming.engine;
     // Per-node times for the final summary; the deck carries timing over to
     // every engine an edit or profile switch swaps in.
@@ -136,10 +147,15 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         protected.add("the snapshot resumed from", p);
     }
     session.protect(protected);
+    let shared = driving::Shared {
+        controls,
+        meters: meters.clone(),
+        signals,
+    };
     let mut control = LiveControl::start(
         opts,
         session,
-        controls,
+        shared,
         (files.journal, &files.inputs),
         out.channels,
         snap_clock,
@@ -162,12 +178,37 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         Some(w) => Some(w.finish()?),
         None => None,
     };
-    match result {
-        Ok(r) => {
-            summary(opts, &r, sr, &control, &meters, tap_report, log);
-            Ok(())
+    let capture_error = tap_report.as_ref().and_then(|t| t.error.clone());
+    let r = result.map_err(|e| HostError::Runtime(e.message))?;
+    summary(opts, &r, sr, &control, &meters, tap_report, log);
+    outcome(control.stop_signal(), capture_error, r.frames, sr, log)
+}
+
+/// How a session that played to its end exits: 128 + the stop signal that
+/// ended it, else 1 when the capture hit a write error, else 0.
+fn outcome(
+    signal: Option<i32>,
+    capture_error: Option<String>,
+    frames: u64,
+    sr: u32,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    match (signal, capture_error) {
+        (Some(signal), error) => {
+            if let Some(e) = error {
+                let _ = writeln!(log, "warning: {e}");
+            }
+            Err(HostError::Interrupted {
+                signal,
+                message: format!(
+                    "stopped by {} at {:.2}s, as `q` stops",
+                    signal_name(signal),
+                    frames as f64 / sr as f64
+                ),
+            })
         }
-        Err(e) => Err(HostError::Runtime(e.message)),
+        (None, Some(e)) => Err(HostError::Runtime(e)),
+        (None, None) => Ok(()),
     }
 }
 
@@ -271,19 +312,33 @@ fn summary(
         );
     }
     if let (Some(rep), Some(path)) = (tap_report, &opts.capture) {
+        captured(&rep, path, log);
+    }
+}
+
+/// `captured 96000 frames (2.00s) to take.wav`, with what the file lacks.
+fn captured(rep: &TapReport, path: &std::path::Path, log: &mut dyn Write) {
+    let _ = writeln!(
+        log,
+        "captured {} frames ({:.2}s) to {}{}",
+        rep.frames,
+        rep.duration_s(),
+        path.display(),
+        if rep.dropped_samples > 0 {
+            format!(
+                " ({} samples lost: the disk could not keep up)",
+                rep.dropped_samples
+            )
+        } else {
+            String::new()
+        }
+    );
+    if rep.overflow_samples > 0 && rep.error.is_none() {
         let _ = writeln!(
             log,
-            "captured {} frames to {}{}",
-            rep.frames,
-            path.display(),
-            if rep.dropped_samples > 0 {
-                format!(
-                    " ({} samples lost: the disk could not keep up)",
-                    rep.dropped_samples
-                )
-            } else {
-                String::new()
-            }
+            "warning: the capture reached the WAV size limit (4 GiB) at {:.2}s; the {} samples after it were not recorded",
+            rep.duration_s(),
+            rep.overflow_samples
         );
     }
 }

@@ -11,7 +11,7 @@ use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::live::device::clock::{ClockDevice, CLOCK_DEVICE};
 use crate::host::live::device::{self, Device};
 use crate::host::live::session::LiveSession;
-use crate::host::live::tap::{Tap, TapWriter};
+use crate::host::live::tap::{Existing, Tap, TapWriter};
 use crate::host::machine::calibration;
 use crate::host::machine::{self, MachineKey};
 use crate::host::record::journal::{self, Journal, Record};
@@ -298,14 +298,23 @@ impl FirstEngine {
     }
 }
 
-/// Starts the tap of `--capture`: the writer, and the tap for the player.
+/// Starts the tap of `--capture`: the writer, which creates the file under
+/// its name (over an existing one only as `existing` says), and the tap for
+/// the player.
 pub(super) fn start_tap(
     output: Option<Output>,
+    existing: Existing,
     channels: usize,
     sr: u32,
 ) -> Result<Option<(TapWriter, Tap)>, HostError> {
     let tap = match output {
-        Some(output) => Some(TapWriter::start_at(output, channels as u16, sr, 4.0)?),
+        Some(output) => Some(TapWriter::start_at(
+            output,
+            existing,
+            channels as u16,
+            sr,
+            4.0,
+        )?),
         None => None,
     };
     Ok(tap)
@@ -358,6 +367,10 @@ pub(super) fn calibrated_block_size(
     }
 }
 
+/// What `run` does with a file that already has the capture's name: it
+/// never replaces a take.
+pub(super) const CAPTURE_EXISTING: Existing = Existing::Refuse;
+
 /// What a session reads, and its capture and journal, checked against it
 /// and against each other.
 pub(super) struct SessionFiles {
@@ -384,7 +397,13 @@ pub(super) fn session_files(
         inputs.add("the snapshot resumed from", p);
     }
     let capture = match &opts.capture {
-        Some(path) => Some(Output::prepare(path, &inputs, 0, &Kind::CAPTURE)?),
+        Some(path) => {
+            let output = Output::prepare(path, &inputs, 0, &Kind::CAPTURE)?;
+            // Said before the device opens; the tap refuses it again as it
+            // creates the file.
+            output.check_existing(CAPTURE_EXISTING)?;
+            Some(output)
+        }
         None => None,
     };
     if opts.no_journal {
