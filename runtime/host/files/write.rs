@@ -6,12 +6,17 @@
 //! and the directory synced, so the target holds either its old content or
 //! the whole new one, even after a crash. The temporary file is removed on
 //! every failure: an error, a panic (it is removed when dropped) or a stop
-//! signal ([`TempRegistration`]). A FIFO, a character device or standard
-//! output, where the rules let the kind stream, is written in place. The one
-//! file that is appended to as it goes, the journal, is opened in place
-//! ([`Output::open_in_place`]) after the same checks.
+//! signal ([`TempRegistration`]); one that a killed process (SIGKILL, a
+//! crash) could not remove is removed by the next write to the same target,
+//! once its process is gone. An output that must not replace anything is
+//! moved into place only if its name is still free. A FIFO, a character
+//! device or standard output, where the rules let the kind stream, is
+//! written in place. The one file that is appended to as it goes, the
+//! journal, is opened in place ([`Output::open_in_place`]) after the same
+//! checks, and locked against a second writer.
 
 use super::error::FileError;
+use super::lock;
 use super::rules::{Destination, Inputs, Kind, Output};
 use super::signals::TempRegistration;
 use std::fs::{File, Metadata, OpenOptions};
@@ -29,6 +34,9 @@ pub struct TempFile {
     /// The output for messages: "the capture `take.wav`".
     named: String,
     replaces: bool,
+    /// Never put over a file that appeared at the target since the check
+    /// (an output from [`Output::prepare_new`]).
+    exclusive: bool,
     committed: bool,
     /// Removes the file when a stop signal ends the process.
     _signal: Option<TempRegistration>,
@@ -37,7 +45,9 @@ pub struct TempFile {
 impl TempFile {
     /// Creates `.NAME.PID.partial` beside `target` (never over anything),
     /// with the permissions, and as root the owner, of the file it replaces;
-    /// `named` names the output in errors.
+    /// `named` names the output in errors. Partial files of `target` that a
+    /// process which is no longer running left behind (killed before it
+    /// could remove them) are removed first, each with a note.
     pub fn create(
         target: &Path,
         replaces: Option<&Metadata>,
@@ -52,6 +62,7 @@ impl TempFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let pid = std::process::id();
+        remove_stale_partials(dir, &name);
         let mut n = 0;
         let (file, path) = loop {
             let path = dir.join(match n {
@@ -80,6 +91,7 @@ impl TempFile {
             target: target.to_path_buf(),
             named: named.to_string(),
             replaces: replaces.is_some(),
+            exclusive: false,
             committed: false,
         };
         if let Some(m) = replaces {
@@ -154,7 +166,12 @@ impl TempFile {
         self.file
             .sync_all()
             .map_err(|e| self.failed("cannot finish", e))?;
-        if let Err(e) = std::fs::rename(&self.path, &self.target) {
+        let moved = if self.exclusive {
+            move_new(&self.path, &self.target)
+        } else {
+            std::fs::rename(&self.path, &self.target)
+        };
+        if let Err(e) = moved {
             if !keep {
                 return Err(self.failed("cannot finish", e));
             }
@@ -176,6 +193,86 @@ impl TempFile {
         }
         Ok(())
     }
+}
+
+/// Moves `from` to `to` only if nothing is at `to`: a hard link (which
+/// fails if `to` exists) and the removal of `from`. Where the file system
+/// has no hard links, a rename after checking that `to` is still free.
+fn move_new(from: &Path, to: &Path) -> io::Result<()> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => std::fs::remove_file(from),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) => match std::fs::symlink_metadata(to) {
+            Ok(_) => Err(io::Error::from(io::ErrorKind::AlreadyExists)),
+            Err(_) => std::fs::rename(from, to),
+        },
+    }
+}
+
+/// The partial files of a target named `name` in `dir` that processes no
+/// longer running left behind (`.NAME.PID.partial`, `.NAME.PID-N.partial`)
+/// are removed, each with a note naming the file and the PID. A partial
+/// file of a running process (or of this one) is left alone, and so is
+/// anything that is not a regular file.
+fn remove_stale_partials(dir: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    let own = std::process::id();
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|f| f.strip_suffix(".partial"))
+            .and_then(partial_pid)
+        else {
+            continue;
+        };
+        if pid == own || process_is_running(pid) || !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        let mut log = crate::host::term::messages();
+        let _ = match std::fs::remove_file(&path) {
+            Ok(()) => writeln!(
+                log,
+                "note: removed `{}`, a partial file left by morphrt (PID {pid}), which is no longer running",
+                path.display()
+            ),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => writeln!(
+                log,
+                "warning: cannot remove `{}`, a partial file left by morphrt (PID {pid}), which is no longer running: {e}",
+                path.display()
+            ),
+        };
+    }
+}
+
+/// The PID in the middle of a partial file's name: `1234` or `1234-2`.
+fn partial_pid(middle: &str) -> Option<u32> {
+    let (pid, n) = middle.split_once('-').unwrap_or((middle, "0"));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || !digits(n) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether a process `pid` exists (`kill(pid, 0)`: only "no such process"
+/// says it does not; one of another user exists too).
+fn process_is_running(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 sends nothing; it only checks that `pid` exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    alive || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 impl Write for TempFile {
@@ -314,7 +411,9 @@ impl Output {
         let named = self.named();
         match self.dest {
             Destination::File { target, replaces } => {
-                TempFile::create(&target, replaces.as_ref(), &named)
+                let mut temp = TempFile::create(&target, replaces.as_ref(), &named)?;
+                temp.exclusive = !self.replace;
+                Ok(temp)
             }
             _ => Err(regular_only(self.shown, &named, &self.kind)),
         }
@@ -361,18 +460,40 @@ impl Output {
     /// Opens a regular file in place, created or emptied, for a file that
     /// grows as it goes and is read up to its last complete record (the
     /// journal). The rules were checked by [`Output::prepare`]: never an
-    /// input, never a device, a FIFO or a directory.
+    /// input, never a device, a FIFO or a directory. The file is locked
+    /// for this process ([`super::lock`]) before it is emptied, so a file
+    /// another process is writing is refused, naming it, and left as it
+    /// is. An output that may not replace ([`Output::prepare_new`]) is
+    /// created exclusively.
     pub fn open_in_place(self) -> Result<File, FileError> {
         let named = self.named();
-        match self.dest {
-            Destination::File { target, .. } => OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .write(true)
-                .open(&target)
-                .map_err(|e| FileError::io(self.shown, format!("cannot write {named}"), e)),
-            _ => Err(regular_only(self.shown, &named, &self.kind)),
+        let Destination::File { target, .. } = self.dest else {
+            return Err(regular_only(self.shown, &named, &self.kind));
+        };
+        let failed = |e| FileError::io(&self.shown, format!("cannot write {named}"), e);
+        let mut options = OpenOptions::new();
+        options.write(true);
+        if self.replace {
+            options.create(true);
+        } else {
+            options.create_new(true);
         }
+        let file = options.open(&target).map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => FileError::Exists {
+                path: self.shown.clone(),
+                shown: named.clone(),
+            },
+            _ => failed(e),
+        })?;
+        if let Some(holder) = lock::lock_for_writing(&file).map_err(failed)? {
+            return Err(FileError::InUse {
+                path: self.shown.clone(),
+                shown: named.clone(),
+                holder,
+            });
+        }
+        file.set_len(0).map_err(failed)?;
+        Ok(file)
     }
 }
 
@@ -523,6 +644,37 @@ mod tests {
         f.write_all(b"{}\n").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
         assert_eq!(names(&d), ["j.jsonl"]);
+    }
+
+    #[test]
+    fn a_new_output_never_replaces_a_file_that_appeared_after_the_check() {
+        let d = dir("new");
+        let path = d.join("j.jsonl");
+        let o = Output::prepare_new(&path, &Inputs::default(), &Kind::JOURNAL).unwrap();
+        std::fs::write(&path, b"someone else's").unwrap();
+        let e = o.open_in_place().unwrap_err();
+        assert!(matches!(e, FileError::Exists { .. }), "{e}");
+        let e = Output::prepare_new(&path, &Inputs::default(), &Kind::JOURNAL).unwrap_err();
+        assert!(matches!(e, FileError::Exists { .. }), "{e}");
+
+        let take = d.join("take.wav");
+        let o = Output::prepare_new(&take, &Inputs::default(), &Kind::CAPTURE).unwrap();
+        let mut t = o.create_temp().unwrap();
+        t.write_all(b"RIFF").unwrap();
+        std::fs::write(&take, b"someone else's").unwrap();
+        assert!(t.commit_or_keep().is_err());
+        assert_eq!(std::fs::read(&take).unwrap(), b"someone else's");
+        assert_eq!(std::fs::read(&path).unwrap(), b"someone else's");
+    }
+
+    #[test]
+    fn a_partial_files_name_gives_its_pid() {
+        assert_eq!(partial_pid("1234"), Some(1234));
+        assert_eq!(partial_pid("1234-2"), Some(1234));
+        for not in ["", "12a", "1234-", "-2", "1-2-3", "99999999999"] {
+            assert_eq!(partial_pid(not), None, "{not}");
+        }
+        assert!(process_is_running(std::process::id()));
     }
 
     #[test]

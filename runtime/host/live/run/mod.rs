@@ -65,6 +65,10 @@ pub struct RunOptions {
     /// Do not journal the session.
     #[arg(long = "no-journal", conflicts_with = "journal")]
     pub no_journal: bool,
+    /// Replace an existing --capture or --journal file instead of taking
+    /// the next free numbered name (take-2.wav, take-3.wav, …).
+    #[arg(long)]
+    pub overwrite: bool,
     /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
     #[arg(long)]
     pub resume: Option<PathBuf>,
@@ -162,7 +166,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     };
     match result {
         Ok(r) => {
-            summary(opts, &r, sr, &control, &meters, tap_report, log);
+            summary(&r, sr, &control, &meters, tap_report, log);
             Ok(())
         }
         Err(e) => Err(HostError::Runtime(e.message)),
@@ -224,7 +228,6 @@ fn say_playing(opts: &RunOptions, profile: Profile, tty: bool, log: &mut dyn Wri
 /// The lines after a run that played to its end: what played, the most
 /// expensive nodes, and what the tap recorded.
 fn summary(
-    opts: &RunOptions,
     r: &RunReport,
     sr: u32,
     control: &LiveControl,
@@ -268,12 +271,12 @@ fn summary(
             }
         );
     }
-    if let (Some(rep), Some(path)) = (tap_report, &opts.capture) {
+    if let Some(rep) = tap_report {
         let _ = writeln!(
             log,
             "captured {} frames to {}{}",
             rep.frames,
-            path.display(),
+            rep.path.display(),
             if rep.dropped_samples > 0 {
                 format!(
                     " ({} samples lost: the disk could not keep up)",
