@@ -92,7 +92,8 @@
 //!   records what the device played `host/live/tap.rs`.
 //! - **Files** (`host/files/`): the output rules every written file obeys
 //!   `host/files/rules.rs`, carried out by the one atomic, fsynced writer
-//!   `host/files/write.rs`, with its errors `host/files/error.rs`; signals
+//!   `host/files/write.rs`, with its errors `host/files/error.rs`; the lock
+//!   that keeps a journal to one writer `host/files/lock.rs`; signals
 //!   `host/files/signals.rs`; SHA-256 `host/files/digest.rs`; WAV headers
 //!   and sample formats `host/files/wav.rs`; reading a scene from disk
 //!   `host/files/scene.rs`.

@@ -360,6 +360,9 @@ const BAD: &[(&str, u32, &str)] = &[
         11,
         "`delay` is 44.1 samples at 44100 Hz, not a whole number",
     ),
+    // A module inside a module was dropped with an unknown-field warning,
+    // and its nodes with it.
+    ("nested_modules", 5, "modules do not nest"),
 ];
 
 #[test]

@@ -57,11 +57,12 @@ fn issue11_every_shipped_scene_validates_against_the_schema() {
 }
 
 /// Bad fixtures the schema rejects on the text alone.
-const SCHEMA_LEVEL: [&str; 11] = [
+const SCHEMA_LEVEL: [&str; 12] = [
     "bad_enum",          // enum value not allowed (`lowpas`)
     "bad_id",            // node id with a space
     "bad_type",          // sample_rate is a string
     "bad_version",       // version 2.0
+    "nested_modules",    // a module's own `modules`
     "no_main",           // outputs without `main`
     "out_of_range",      // q = -1
     "resource_escape",   // @resource:../secret.wav

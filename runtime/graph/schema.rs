@@ -16,7 +16,8 @@
 //! Unknown fields of the scene, a node, a module, an edge or an event are
 //! allowed: the runtime only warns about them (forward compatibility: a
 //! newer scene still loads), so the schema must not reject what the runtime
-//! accepts. An unknown *param* is an error in the runtime, and in the schema.
+//! accepts. An unknown *param* is an error in the runtime, and in the schema,
+//! and so is a module's own `modules` (modules do not nest).
 //!
 //! The schema is built from [`crate::scene::TOP_KEYS`] and the other field
 //! lists, [`crate::ops::registry`] and the profile tables: adding a field or
@@ -160,6 +161,11 @@ fn defs() -> Value {
     node["allOf"] = Value::Array(registry().iter().map(|s| op_params(s)).collect());
     let mut module = object_of(&MODULE_KEYS, module_field);
     module["required"] = json!(["id", "nodes"]);
+    // The loader refuses a module's own `modules` (its nodes would be lost).
+    module["properties"]["modules"] = json!({
+        "not": {},
+        "description": "Modules do not nest: give each inner module its own entry in the top-level `modules`."
+    });
     let mut edge = object_of(&EDGE_KEYS, |k| {
         Some(match k {
             "from" | "to" => json!({ "$ref": "#/$defs/endpoint" }),

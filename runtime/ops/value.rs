@@ -43,24 +43,28 @@ const WAV_FORMATS_READ: &str =
 
 impl AudioData {
     /// Decodes a WAV file (integer PCM scaled by 2^-(bits-1), or 32-bit float).
-    /// What is not one is refused saying what it is: a directory or FIFO
-    /// (known from its metadata; a FIFO is never opened, as reading it would
-    /// wait for a writer), an empty file, another file, another WAV format.
+    /// What is not one is refused saying what it is: a directory, a FIFO or
+    /// a device (known from its metadata before it is opened, and checked
+    /// again on the open file: reading a FIFO would wait for a writer), an
+    /// empty file, another file, another WAV format.
     pub fn load(path: &Path) -> Result<AudioData, String> {
+        use crate::scene::resource::{open_regular, NotRegular};
         let shown = path.display();
-        let meta = std::fs::metadata(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-        if !meta.is_file() {
-            return Err(format!(
-                "`{shown}` is {}, not a WAV file",
-                crate::scene::resource::file_kind(&meta)
-            ));
-        }
-        if meta.len() == 0 {
+        let file = open_regular(path).map_err(|e| match e {
+            NotRegular::Kind(k) => format!("`{shown}` is {k}, not a WAV file"),
+            NotRegular::Io(e) => format!("cannot read `{shown}`: {e}"),
+        })?;
+        let len = file
+            .metadata()
+            .map_err(|e| format!("cannot read `{shown}`: {e}"))?
+            .len();
+        if len == 0 {
             return Err(format!(
                 "`{shown}` is empty (0 bytes), not a WAV file; {WAV_FORMATS_READ}"
             ));
         }
-        let reader = hound::WavReader::open(path).map_err(|e| unreadable_wav(path, &e))?;
+        let reader = hound::WavReader::new(std::io::BufReader::new(file))
+            .map_err(|e| unreadable_wav(path, &e))?;
         let spec = reader.spec();
         let nch = spec.channels as usize;
         if nch == 0 {
@@ -111,7 +115,7 @@ impl AudioData {
 fn unreadable_wav(path: &Path, e: &hound::Error) -> String {
     let shown = path.display();
     let mut head = Vec::new();
-    if let Ok(f) = std::fs::File::open(path) {
+    if let Ok(f) = crate::scene::resource::open_regular(path) {
         use std::io::Read;
         let _ = f.take(4096).read_to_end(&mut head);
     }

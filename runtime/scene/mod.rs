@@ -15,7 +15,7 @@ pub mod units;
 pub use diag::{
     capped_list, escape_invisible, Diagnostic, Loc, Severity, Shown, LIST_SHOWN, MAX_SHOWN,
 };
-pub use load::{load_file, load_str};
+pub use load::{load_file, load_str, read_scene_text};
 /// The loader's field lists and limits, which `morphrt schema` describes.
 pub use load::{
     DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,

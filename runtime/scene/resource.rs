@@ -149,11 +149,67 @@ pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
         if t.is_socket() {
             return "a socket";
         }
-        if t.is_block_device() || t.is_char_device() {
-            return "a device";
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
         }
     }
     "not a regular file"
+}
+
+/// Opens a file the program reads whole (a scene, a resource, a WAV to
+/// plot) only if it is a regular file; anything else is refused, saying
+/// what it is (`a FIFO (named pipe)`, `a character device`, …), as reading
+/// a FIFO or a device would wait forever or never end. The type is checked
+/// on the path first (links followed), then again on the opened file, which
+/// is opened non-blocking so that a FIFO swapped in between cannot hang
+/// the open.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, NotRegular> {
+    let meta = std::fs::metadata(path).map_err(NotRegular::Io)?;
+    if !meta.is_file() {
+        return Err(NotRegular::Kind(file_kind(&meta)));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = options.open(path).map_err(NotRegular::Io)?;
+    let meta = file.metadata().map_err(NotRegular::Io)?;
+    if !meta.is_file() {
+        return Err(NotRegular::Kind(file_kind(&meta)));
+    }
+    Ok(file)
+}
+
+/// The whole text of a regular file, opened by [`open_regular`].
+pub fn read_regular_text(path: &Path) -> Result<String, NotRegular> {
+    let mut f = open_regular(path)?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut f, &mut text).map_err(NotRegular::Io)?;
+    Ok(text)
+}
+
+/// Why [`open_regular`] refused a path.
+#[derive(Debug)]
+pub enum NotRegular {
+    /// It is something other than a regular file: what, in words.
+    Kind(&'static str),
+    /// It could not be opened or inspected.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRegular::Kind(k) => write!(f, "it is {k}, not a regular file"),
+            NotRegular::Io(e) => write!(f, "{e}"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -39,6 +39,16 @@ pub enum FileError {
     /// directory, a block device, a socket, a file the user may not
     /// replace, no room on its file system.
     Unsuitable { path: PathBuf, message: String },
+    /// A file that must be new is there (exit 1): `shown` is the output
+    /// as named. The takes of `run` move on to the next numbered name.
+    Exists { path: PathBuf, shown: String },
+    /// Another process is writing the file (exit 1): it holds its lock
+    /// ([`super::lock`]).
+    InUse {
+        path: PathBuf,
+        shown: String,
+        holder: super::lock::Holder,
+    },
     /// An I/O call on `path` failed (exit 1): `context` says what was being
     /// done and names the file, `after` what became of it ("; the file is
     /// unchanged").
@@ -75,7 +85,10 @@ impl FileError {
             | FileError::StdoutNotAllowed { .. }
             | FileError::Extension { .. }
             | FileError::Clash { .. } => 2,
-            FileError::Unsuitable { .. } | FileError::Io { .. } => 1,
+            FileError::Unsuitable { .. }
+            | FileError::Exists { .. }
+            | FileError::InUse { .. }
+            | FileError::Io { .. } => 1,
         }
     }
 
@@ -113,6 +126,14 @@ impl std::fmt::Display for FileError {
                 f,
                 "{what} `{}` is {other}; morphrt never writes over what it reads or writes twice: choose another file",
                 path.display()
+            ),
+            FileError::Exists { shown, .. } => write!(
+                f,
+                "{shown} already exists (it appeared after it was checked); nothing was replaced: run again, or choose another file"
+            ),
+            FileError::InUse { shown, holder, .. } => write!(
+                f,
+                "{shown} is being written by {holder}; one session writes a file at a time: wait for it to end, or choose another file"
             ),
             FileError::Io {
                 context,

@@ -1,11 +1,13 @@
 //! Files: reading a scene from disk, the output rules every file the
 //! program writes obeys (never over an input, never a partial file), the
 //! one writer that carries them out, and the signals that must not leave a
-//! partial file behind; WAV headers and sample formats, which render,
-//! replay and the tap write.
+//! partial file behind; the lock that keeps a file written in place to one
+//! writer; WAV headers and sample formats, which render, replay and the tap
+//! write.
 
 pub mod digest;
 pub mod error;
+pub mod lock;
 pub mod rules;
 pub mod scene;
 pub mod signals;

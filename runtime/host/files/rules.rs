@@ -254,6 +254,10 @@ pub struct Output {
     pub link_target: Option<PathBuf>,
     /// What is written.
     pub kind: Kind,
+    /// Whether a file at the target may be replaced. When not
+    /// ([`Output::prepare_new`]), the file is created exclusively, and one
+    /// that appeared after the check is an error, never replaced.
+    pub replace: bool,
 }
 
 /// The output must be named as what `kind` writes (for a WAV a `.wav` or
@@ -317,6 +321,27 @@ impl Output {
         needed: u64,
         kind: &Kind,
     ) -> Result<Output, FileError> {
+        Output::prepare_with(path, inputs, needed, kind, true)
+    }
+
+    /// As [`prepare`](Self::prepare), for a file that must not replace
+    /// anything (a take of `run` without `--overwrite`): an existing
+    /// regular file is [`FileError::Exists`] (after every other check of
+    /// the name, so an input is still refused as one), and the file will be
+    /// created exclusively.
+    pub fn prepare_new(path: &Path, inputs: &Inputs, kind: &Kind) -> Result<Output, FileError> {
+        Output::prepare_with(path, inputs, 0, kind, false)
+    }
+
+    /// [`prepare`](Self::prepare) when `replace`, else
+    /// [`prepare_new`](Self::prepare_new).
+    pub fn prepare_with(
+        path: &Path,
+        inputs: &Inputs,
+        needed: u64,
+        kind: &Kind,
+        replace: bool,
+    ) -> Result<Output, FileError> {
         let shown = path.to_path_buf();
         let kind = *kind;
         if path.as_os_str() == "-" {
@@ -340,6 +365,7 @@ impl Output {
                 dest: Destination::Stdout,
                 link_target: None,
                 kind,
+                replace,
             });
         }
         let name = format!("{}`{}`", kind.prefix(), shown.display());
@@ -383,50 +409,13 @@ impl Output {
                 input: i.what.clone(),
             });
         }
+        let named = format!("{name}{via}");
         let dest = match meta {
             None => Destination::File {
                 target,
                 replaces: None,
             },
-            Some(m) => {
-                let t = m.file_type();
-                if t.is_file() {
-                    check_replaceable(&target, &m, &format!("{name}{via}"))?;
-                    Destination::File {
-                        target,
-                        replaces: Some(m),
-                    }
-                } else if kind.stream && (t.is_fifo() || t.is_char_device()) {
-                    let f = OpenOptions::new()
-                        .write(true)
-                        .custom_flags(libc::O_NOCTTY)
-                        .open(&target)
-                        .map_err(|e| {
-                            FileError::io(path, format!("cannot open {name}{via} for writing"), e)
-                        })?;
-                    Destination::Stream(f)
-                } else {
-                    let it = if t.is_block_device() {
-                        "a block device (a disk)"
-                    } else if t.is_socket() {
-                        "a socket"
-                    } else if t.is_fifo() {
-                        "a FIFO"
-                    } else if t.is_char_device() {
-                        "a character device"
-                    } else {
-                        "not a regular file"
-                    };
-                    let takes = if kind.stream {
-                        "morphrt writes regular files, FIFOs, character devices and standard output (-o -)".to_string()
-                    } else {
-                        format!("{} writes {} to regular files only, never in place of a device or a FIFO", kind.writer, kind.what)
-                    };
-                    return Err(unsuitable(format!(
-                        "refusing to write {name}{via}: it is {it}; {takes}"
-                    )));
-                }
-            }
+            Some(m) => existing(path, target, m, &named, &kind, replace)?,
         };
         if let Destination::File { target, .. } = &dest {
             let dir = target.parent().unwrap_or(Path::new("/"));
@@ -445,6 +434,7 @@ impl Output {
             dest,
             link_target,
             kind,
+            replace,
         })
     }
 
@@ -478,6 +468,67 @@ impl Output {
             Destination::Stdout => false,
         }
     }
+}
+
+/// Where an output that exists at `target` (links resolved; `m` its
+/// metadata) goes: a regular file is replaced (when `replace`, and when the
+/// user may), a FIFO or character device takes a stream (opened here, when
+/// `kind` streams); anything else is refused, saying what it is. `named`
+/// is the output as messages name it.
+fn existing(
+    path: &Path,
+    target: PathBuf,
+    m: Metadata,
+    named: &str,
+    kind: &Kind,
+    replace: bool,
+) -> Result<Destination, FileError> {
+    let t = m.file_type();
+    if t.is_file() {
+        if !replace {
+            return Err(FileError::Exists {
+                path: path.to_path_buf(),
+                shown: named.to_string(),
+            });
+        }
+        check_replaceable(&target, &m, named)?;
+        return Ok(Destination::File {
+            target,
+            replaces: Some(m),
+        });
+    }
+    if kind.stream && (t.is_fifo() || t.is_char_device()) {
+        let f = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOCTTY)
+            .open(&target)
+            .map_err(|e| FileError::io(path, format!("cannot open {named} for writing"), e))?;
+        return Ok(Destination::Stream(f));
+    }
+    let it = if t.is_block_device() {
+        "a block device (a disk)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "not a regular file"
+    };
+    let takes = if kind.stream {
+        "morphrt writes regular files, FIFOs, character devices and standard output (-o -)"
+            .to_string()
+    } else {
+        format!(
+            "{} writes {} to regular files only, never in place of a device or a FIFO",
+            kind.writer, kind.what
+        )
+    };
+    Err(FileError::Unsuitable {
+        path: path.to_path_buf(),
+        message: format!("refusing to write {named}: it is {it}; {takes}"),
+    })
 }
 
 /// Checks another file a command writes beside its main output (a

@@ -11,13 +11,7 @@ use std::path::Path;
 /// text's SHA-256).
 pub fn read_scene(path: &Path) -> Result<(String, scene::Scene), HostError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        HostError::Input(vec![Diagnostic::error(
-            &file,
-            None,
-            format!("cannot read scene file `{file}`: {e}"),
-        )])
-    })?;
+    let text = scene::read_scene_text(path).map_err(HostError::Input)?;
     let scene = scene::load_str(
         &text,
         &file,

@@ -6,15 +6,18 @@
 //! and the directory synced, so the target holds either its old content or
 //! the whole new one, even after a crash. The temporary file is removed on
 //! every failure: an error, a panic (it is removed when dropped) or a stop
-//! signal ([`TempRegistration`]). A FIFO, a character device or standard
-//! output, where the rules let the kind stream, is written in place. The
-//! files that grow as they go and must be readable under their own name at
-//! every moment are opened in place after the same checks: the journal,
-//! appended to ([`Output::open_in_place`]), and the capture, created new
-//! unless the caller asks to replace an existing file
-//! ([`Output::create_in_place`], [`Existing`]).
+//! signal ([`TempRegistration`]); one that a killed process (SIGKILL, a
+//! crash) could not remove is removed by the next write to the same target,
+//! once its process is gone. A FIFO, a character device or standard output,
+//! where the rules let the kind stream, is written in place. The files that
+//! grow as they go and must be readable under their own name at every
+//! moment are opened in place after the same checks: the journal, appended
+//! to and locked against a second writer ([`Output::open_in_place`]), and
+//! the capture, created new unless the caller asks to replace an existing
+//! file ([`Output::create_in_place`], [`Existing`]).
 
 use super::error::FileError;
+use super::lock;
 use super::rules::{Destination, Inputs, Kind, Output};
 use super::signals::TempRegistration;
 use std::fs::{File, Metadata, OpenOptions};
@@ -40,7 +43,9 @@ pub struct TempFile {
 impl TempFile {
     /// Creates `.NAME.PID.partial` beside `target` (never over anything),
     /// with the permissions, and as root the owner, of the file it replaces;
-    /// `named` names the output in errors.
+    /// `named` names the output in errors. Partial files of `target` that a
+    /// process which is no longer running left behind (killed before it
+    /// could remove them) are removed first, each with a note.
     pub fn create(
         target: &Path,
         replaces: Option<&Metadata>,
@@ -55,6 +60,7 @@ impl TempFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let pid = std::process::id();
+        remove_stale_partials(dir, &name);
         let mut n = 0;
         let (file, path) = loop {
             let path = dir.join(match n {
@@ -149,6 +155,72 @@ impl TempFile {
         }
         Ok(())
     }
+}
+
+/// The partial files of a target named `name` in `dir` that processes no
+/// longer running left behind (`.NAME.PID.partial`, `.NAME.PID-N.partial`)
+/// are removed, each with a note naming the file and the PID. A partial
+/// file of a running process (or of this one) is left alone, and so is
+/// anything that is not a regular file.
+fn remove_stale_partials(dir: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    let own = std::process::id();
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|f| f.strip_suffix(".partial"))
+            .and_then(partial_pid)
+        else {
+            continue;
+        };
+        if pid == own || process_is_running(pid) || !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        let mut log = crate::host::term::messages();
+        let _ = match std::fs::remove_file(&path) {
+            Ok(()) => writeln!(
+                log,
+                "note: removed `{}`, a partial file left by morphrt (PID {pid}), which is no longer running",
+                path.display()
+            ),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => writeln!(
+                log,
+                "warning: cannot remove `{}`, a partial file left by morphrt (PID {pid}), which is no longer running: {e}",
+                path.display()
+            ),
+        };
+    }
+}
+
+/// The PID in the middle of a partial file's name: `1234` or `1234-2`.
+fn partial_pid(middle: &str) -> Option<u32> {
+    let (pid, n) = middle.split_once('-').unwrap_or((middle, "0"));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || !digits(n) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether a process `pid` exists (`kill(pid, 0)`: only "no such process"
+/// says it does not; one of another user exists too).
+fn process_is_running(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 sends nothing; it only checks that `pid` exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    alive || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 impl Write for TempFile {
@@ -321,34 +393,40 @@ impl Output {
     /// Opens a regular file in place, created or emptied, for a file that
     /// grows as it goes and is read up to its last complete record (the
     /// journal). The rules were checked by [`Output::prepare`]: never an
-    /// input, never a device, a FIFO or a directory.
+    /// input, never a device, a FIFO or a directory. The file is locked
+    /// for this process ([`super::lock`]) before it is emptied, so a file
+    /// another process is writing is refused, naming it, and left as it
+    /// is. An output that may not replace ([`Output::prepare_new`]) is
+    /// created exclusively.
     pub fn open_in_place(self) -> Result<File, FileError> {
         let named = self.named();
-        match self.dest {
-            Destination::File { target, .. } => OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .write(true)
-                .open(&target)
-                .map_err(|e| FileError::io(self.shown, format!("cannot write {named}"), e)),
-            _ => Err(regular_only(self.shown, &named, &self.kind)),
+        let Destination::File { target, .. } = self.dest else {
+            return Err(regular_only(self.shown, &named, &self.kind));
+        };
+        let failed = |e| FileError::io(&self.shown, format!("cannot write {named}"), e);
+        let mut options = OpenOptions::new();
+        options.write(true);
+        if self.replace {
+            options.create(true);
+        } else {
+            options.create_new(true);
         }
-    }
-
-    /// Refuses, before anything is written, an output whose name an existing
-    /// file has when `existing` says not to replace it (see
-    /// [`create_in_place`](Self::create_in_place), which checks again as it
-    /// creates the file).
-    pub fn check_existing(&self, existing: Existing) -> Result<(), FileError> {
-        match (&self.dest, existing) {
-            (
-                Destination::File {
-                    replaces: Some(_), ..
-                },
-                Existing::Refuse,
-            ) => Err(already_exists(self.shown.clone(), &self.named())),
-            _ => Ok(()),
+        let file = options.open(&target).map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => FileError::Exists {
+                path: self.shown.clone(),
+                shown: named.clone(),
+            },
+            _ => failed(e),
+        })?;
+        if let Some(holder) = lock::lock_for_writing(&file).map_err(failed)? {
+            return Err(FileError::InUse {
+                path: self.shown.clone(),
+                shown: named.clone(),
+                holder,
+            });
         }
+        file.set_len(0).map_err(failed)?;
+        Ok(file)
     }
 
     /// Creates a regular file in place, under its final name, for a file
@@ -579,5 +657,15 @@ mod tests {
         f.write_all(b"{}\n").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
         assert_eq!(names(&d), ["j.jsonl"]);
+    }
+
+    #[test]
+    fn a_partial_files_name_gives_its_pid() {
+        assert_eq!(partial_pid("1234"), Some(1234));
+        assert_eq!(partial_pid("1234-2"), Some(1234));
+        for not in ["", "12a", "1234-", "-2", "1-2-3", "99999999999"] {
+            assert_eq!(partial_pid(not), None, "{not}");
+        }
+        assert!(process_is_running(std::process::id()));
     }
 }

@@ -261,14 +261,18 @@ impl LiveSession {
     /// (a resource changed).
     pub fn file_changed(&mut self, force: bool, log: &mut dyn Write) {
         let since = self.changed_at();
-        let text = match std::fs::read_to_string(&self.path) {
+        // Never a FIFO or a device put in the scene's place: reading it
+        // would stall the control loop.
+        let text = match crate::scene::resource::read_regular_text(&self.path) {
             Ok(t) => t,
+            // Deleted before being recreated: the next save will tell.
+            Err(crate::scene::resource::NotRegular::Io(e))
+                if e.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return
+            }
             Err(e) => {
-                // Deleted before being recreated, or unreadable: the next
-                // save will tell.
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    let _ = writeln!(log, "\nwarning: cannot read {}: {e}", self.path.display());
-                }
+                let _ = writeln!(log, "\nwarning: cannot read {}: {e}", self.path.display());
                 return;
             }
         };

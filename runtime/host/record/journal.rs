@@ -152,8 +152,10 @@ pub struct Journal {
 /// Checks where a journal goes, under the output rules: never one of
 /// `inputs` (the scene, its resources, the snapshot resumed from), never a
 /// device, a FIFO or a directory. Creates its directory, which the data
-/// directory's default may not have yet.
-pub fn prepare(path: &Path, inputs: &Inputs) -> Result<Output, FileError> {
+/// directory's default may not have yet. Unless `replace`, an existing
+/// file is [`FileError::Exists`] and the journal will be created
+/// exclusively ([`Output::prepare_new`]).
+pub fn prepare(path: &Path, inputs: &Inputs, replace: bool) -> Result<Output, FileError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| {
             FileError::io(
@@ -163,7 +165,7 @@ pub fn prepare(path: &Path, inputs: &Inputs) -> Result<Output, FileError> {
             )
         })?;
     }
-    Output::prepare(path, inputs, 0, &Kind::JOURNAL)
+    Output::prepare_with(path, inputs, 0, &Kind::JOURNAL, replace)
 }
 
 impl Journal {
@@ -755,9 +757,44 @@ pub struct ReplayOptions {
     pub info: bool,
 }
 
+/// The size of the WAV a replay writes, when the journal says how long the
+/// session was (its end record, or `--until`), so that the output's free
+/// space is checked up front, as `render` checks it; else 0 (not checked).
+fn replay_len(session: &Session, until: Option<u64>) -> u64 {
+    let Some(Record::Header {
+        channels,
+        sample_rate,
+        ..
+    }) = session.records.first()
+    else {
+        return 0;
+    };
+    let end = session.records.iter().rev().find_map(|r| match r {
+        Record::End { frames } => Some(*frames),
+        _ => None,
+    });
+    let Some(frames) = until.map_or(end, |u| Some(end.map_or(u, |e| e.min(u)))) else {
+        return 0;
+    };
+    let layout = WavLayout {
+        channels: u16::try_from(*channels).unwrap_or(u16::MAX),
+        sample_rate: *sample_rate,
+        format: WavFormat::F32,
+        frames,
+    };
+    layout.file_len().unwrap_or(0)
+}
+
 /// `morphrt replay`: the timeline (`--info`) or the re-rendered session.
 pub fn replay(opts: &ReplayOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let journal = opts.journal.as_path();
+    if let Some(holder) = crate::host::files::lock::writer_of(journal) {
+        let _ = writeln!(
+            log,
+            "note: `{}` is still being written by {holder} (the session is playing): this is the session up to its last record so far",
+            journal.display()
+        );
+    }
     if opts.info {
         print!("{}", timeline(journal)?);
         return Ok(());
@@ -779,7 +816,8 @@ pub fn replay(opts: &ReplayOptions, log: &mut dyn Write) -> Result<(), HostError
         None => None,
     };
     // Where the WAV goes is checked before the replay renders.
-    let output = Output::prepare(out, &inputs(journal, &session), 0, &Kind::REPLAY)?;
+    let needed = replay_len(&session, until);
+    let output = Output::prepare(out, &inputs(journal, &session), needed, &Kind::REPLAY)?;
     let what = output.describe();
     let t0 = std::time::Instant::now();
     let r = rerender(journal, until)?;

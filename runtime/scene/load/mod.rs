@@ -7,7 +7,8 @@
 //! value, and a walk over the `Value` builds the typed scene while collecting
 //! all errors and warnings rather than stopping at the first.
 //!
-//! This file holds the entry points ([`load_str`], [`load_file`]), JSON
+//! This file holds the entry points ([`load_str`], [`load_file`],
+//! [`read_scene_text`]), JSON
 //! syntax errors and the `Loader` that walks the value. The walk's parts:
 //! `report.rs` says what is wrong (located errors and warnings, unknown
 //! fields with a did-you-mean); `read.rs` reads one value as what the scene
@@ -44,13 +45,7 @@ use std::path::{Path, PathBuf};
 /// Loads a scene file. A file that cannot be read gives one diagnostic naming it.
 pub fn load_file(path: &Path) -> Result<Scene, Vec<Diagnostic>> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        vec![Diagnostic::error(
-            &file,
-            None,
-            format!("cannot read scene file `{file}`: {e}"),
-        )]
-    })?;
+    let text = read_scene_text(path)?;
     let dir = path.parent().map(|d| {
         if d.as_os_str().is_empty() {
             PathBuf::from(".")
@@ -59,6 +54,22 @@ pub fn load_file(path: &Path) -> Result<Scene, Vec<Diagnostic>> {
         }
     });
     load_str(&text, &file, dir)
+}
+
+/// Reads a scene file's text. Only a regular file is read: a FIFO, a
+/// device, a directory or a socket is refused up front, saying what it is
+/// (reading a FIFO would wait for a writer, a device might never end).
+pub fn read_scene_text(path: &Path) -> Result<String, Vec<Diagnostic>> {
+    let file = path.display().to_string();
+    let refused = |why: String| vec![Diagnostic::error(&file, None, why)];
+    super::resource::read_regular_text(path).map_err(|e| match e {
+        super::resource::NotRegular::Kind(k) => refused(format!(
+            "cannot read scene file `{file}`: it is {k}, not a regular file; a scene is a JSON file"
+        )),
+        super::resource::NotRegular::Io(e) => {
+            refused(format!("cannot read scene file `{file}`: {e}"))
+        }
+    })
 }
 
 /// Loads a scene from text. `file` labels diagnostics; `dir` is the directory

@@ -14,6 +14,11 @@ use std::collections::HashMap;
 pub const NODE_KEYS: [&str; 5] = ["id", "op", "params", "profile_overrides", "ramp"];
 pub const MODULE_KEYS: [&str; 4] = ["id", "profile", "profile_overrides", "nodes"];
 
+/// A module's keys, and `modules`, which is refused with its own error
+/// rather than warned about as unknown.
+const MODULE_KEYS_AND_NESTED: [&str; 5] =
+    ["id", "profile", "profile_overrides", "nodes", "modules"];
+
 impl Loader<'_> {
     /// The top-level `nodes` (outside any module).
     pub(super) fn nodes(&mut self, v: &Value, p: &str, nodes: &mut Vec<NodeDecl>) {
@@ -71,7 +76,10 @@ impl Loader<'_> {
             } else {
                 format!("module `{}`", module.id)
             };
-            self.unknown_fields(obj, &mp, &MODULE_KEYS, &context, None);
+            self.unknown_fields(obj, &mp, &MODULE_KEYS_AND_NESTED, &context, None);
+            if obj.contains_key("modules") {
+                self.nested_modules(&child_key(&mp, "modules"), &context);
+            }
             let profile = obj
                 .get("profile")
                 .and_then(|v| self.profile(v, &child_key(&mp, "profile"), None));
@@ -111,6 +119,17 @@ impl Loader<'_> {
                 }
             }
         }
+    }
+
+    /// A module's own `modules` (at `path`): an error, as modules do not
+    /// nest. Ignoring it, as an unknown field, would drop its nodes.
+    fn nested_modules(&mut self, path: &str, context: &str) {
+        self.error(
+            path,
+            None,
+            format!("{context} has its own `modules`; modules do not nest, and the nodes inside would be lost"),
+            "flatten them: give each inner module its own entry in the top-level `modules` array (node ids stay unique across the scene; see scenes/README.md, *A module*)".to_string(),
+        );
     }
 
     fn node(&mut self, v: &Value, path: &str, module: Option<usize>) -> Option<NodeDecl> {
@@ -288,6 +307,24 @@ mod tests {
         one_error(
             &scene_with(", \"modules\": [{\"nodes\": []}]"),
             "module has no `id`",
+        );
+    }
+
+    #[test]
+    fn a_module_inside_a_module_is_an_error_not_a_warning() {
+        let text = "{\"version\": \"1.0\", \"modules\": [{\"id\": \"outer\", \"nodes\": [],\n  \"modules\": [{\"id\": \"inner\", \"nodes\": [{\"id\": \"a\", \"op\": \"sine\"}]}]}],\n\"outputs\": {\"main\": \"a\"}}";
+        let e = one_error(
+            text,
+            "module `outer` has its own `modules`; modules do not nest",
+        );
+        assert_eq!(path(&e), "modules[0].modules");
+        assert_eq!(at(&e).0, 2);
+        assert!(e.help.as_ref().unwrap().contains("flatten"), "{e}");
+        let all = load(text).unwrap_err();
+        assert!(
+            !all.iter()
+                .any(|d| d.message.contains("unknown field `modules`")),
+            "{all:#?}"
         );
     }
 }

@@ -74,6 +74,10 @@ pub struct RunOptions {
     /// Do not journal the session.
     #[arg(long = "no-journal", conflicts_with = "journal")]
     pub no_journal: bool,
+    /// Replace an existing --capture or --journal file instead of taking
+    /// the next free numbered name (take-2.wav, take-3.wav, …).
+    #[arg(long)]
+    pub overwrite: bool,
     /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
     #[arg(long)]
     pub resume: Option<PathBuf>,
@@ -108,7 +112,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     // Caught from before the capture's file exists: from here on a stop
     // signal stops the session as `q` does.
     let signals = InterruptGuard::install();
-    let tap = start_tap(files.capture, CAPTURE_EXISTING, out.channels, sr)?;
+    let tap = start_tap(files.capture, out.channels, sr)?;
     let mut engine = incoming.engine;
     // Per-node times for the final summary; the deck carries timing over to
     // every engine an edit or profile switch swaps in.
@@ -311,19 +315,19 @@ fn summary(
             }
         );
     }
-    if let (Some(rep), Some(path)) = (tap_report, &opts.capture) {
-        captured(&rep, path, log);
+    if let Some(rep) = tap_report {
+        captured(&rep, log);
     }
 }
 
 /// `captured 96000 frames (2.00s) to take.wav`, with what the file lacks.
-fn captured(rep: &TapReport, path: &std::path::Path, log: &mut dyn Write) {
+fn captured(rep: &TapReport, log: &mut dyn Write) {
     let _ = writeln!(
         log,
         "captured {} frames ({:.2}s) to {}{}",
         rep.frames,
         rep.duration_s(),
-        path.display(),
+        rep.path.display(),
         if rep.dropped_samples > 0 {
             format!(
                 " ({} samples lost: the disk could not keep up)",

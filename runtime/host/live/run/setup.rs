@@ -20,6 +20,7 @@ use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::TimeArg;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// The scene `run` plays, compiled for the session: its text, how it was
 /// compiled (kept to compile again at the device's rate) and the snapshot
@@ -299,22 +300,28 @@ impl FirstEngine {
 }
 
 /// Starts the tap of `--capture`: the writer, which creates the file under
-/// its name (over an existing one only as `existing` says), and the tap for
-/// the player.
+/// its name (over an existing one only when the output was prepared to
+/// replace it: `--overwrite`), and the tap for the player.
 pub(super) fn start_tap(
     output: Option<Output>,
-    existing: Existing,
     channels: usize,
     sr: u32,
 ) -> Result<Option<(TapWriter, Tap)>, HostError> {
     let tap = match output {
-        Some(output) => Some(TapWriter::start_at(
-            output,
-            existing,
-            channels as u16,
-            sr,
-            4.0,
-        )?),
+        Some(output) => {
+            let existing = if output.replace {
+                Existing::Replace
+            } else {
+                Existing::Refuse
+            };
+            Some(TapWriter::start_at(
+                output,
+                existing,
+                channels as u16,
+                sr,
+                4.0,
+            )?)
+        }
         None => None,
     };
     Ok(tap)
@@ -367,10 +374,6 @@ pub(super) fn calibrated_block_size(
     }
 }
 
-/// What `run` does with a file that already has the capture's name: it
-/// never replaces a take.
-pub(super) const CAPTURE_EXISTING: Existing = Existing::Refuse;
-
 /// What a session reads, and its capture and journal, checked against it
 /// and against each other.
 pub(super) struct SessionFiles {
@@ -380,9 +383,11 @@ pub(super) struct SessionFiles {
 }
 
 /// Checks the capture and the journal of `run` under the output rules: no
-/// capture or journal over an input, nor over each other. A journal given
-/// with `--journal` that cannot be written is an error; the default one is
-/// a warning, and the session goes unjournaled.
+/// capture or journal over an input, nor over each other. A name that is
+/// taken moves on to the next free numbered one ([`take_output`]) unless
+/// `--overwrite`; a journal another session is writing is refused. A
+/// journal given with `--journal` that cannot be written is an error; the
+/// default one is a warning, and the session goes unjournaled.
 pub(super) fn session_files(
     opts: &RunOptions,
     plan: &crate::graph::Plan,
@@ -397,13 +402,13 @@ pub(super) fn session_files(
         inputs.add("the snapshot resumed from", p);
     }
     let capture = match &opts.capture {
-        Some(path) => {
-            let output = Output::prepare(path, &inputs, 0, &Kind::CAPTURE)?;
-            // Said before the device opens; the tap refuses it again as it
-            // creates the file.
-            output.check_existing(CAPTURE_EXISTING)?;
-            Some(output)
-        }
+        Some(path) => Some(take_output(
+            path,
+            opts.overwrite,
+            None,
+            log,
+            |p, replace| Output::prepare_with(p, &inputs, 0, &Kind::CAPTURE, replace),
+        )?),
         None => None,
     };
     if opts.no_journal {
@@ -417,13 +422,7 @@ pub(super) fn session_files(
         .journal
         .clone()
         .or_else(|| journal::default_path(&opts.scene));
-    let checked = path.map(|p| {
-        let o = journal::prepare(&p, &inputs)?;
-        if let Some(c) = &capture {
-            check_side_output(&p, &Kind::JOURNAL, &inputs, c, "the capture")?;
-        }
-        Ok::<_, FileError>(o)
-    });
+    let checked = path.map(|p| journal_output(&p, opts, &inputs, capture.as_ref(), log));
     let journal = match checked {
         Some(Ok(o)) => Some(o),
         Some(Err(e)) if opts.journal.is_some() => return Err(e.into()),
@@ -444,6 +443,124 @@ pub(super) fn session_files(
         capture,
         journal,
     })
+}
+
+/// Where the journal `path` goes: never the capture's file (the name given
+/// or the one taken), a numbered name when `path` is taken, and never a
+/// journal another session is writing (it holds the journal's lock; the
+/// final open checks again).
+fn journal_output(
+    path: &Path,
+    opts: &RunOptions,
+    inputs: &Inputs,
+    capture: Option<&Output>,
+    log: &mut dyn Write,
+) -> Result<Output, FileError> {
+    let clash = |with: &Path| FileError::Clash {
+        path: path.to_path_buf(),
+        what: Kind::JOURNAL.noun.to_string(),
+        other: format!("the capture `{}`", with.display()),
+    };
+    if let Some(given) = opts.capture.as_deref().filter(|c| same_place(c, path)) {
+        return Err(clash(given));
+    }
+    let taken = capture.map(|c| c.shown.as_path());
+    let output = take_output(path, opts.overwrite, taken, log, |p, replace| {
+        journal::prepare(p, inputs, replace)
+    })?;
+    if let Some(c) = capture {
+        check_side_output(&output.shown, &Kind::JOURNAL, inputs, c, "the capture")?;
+    }
+    if let Some(holder) = crate::host::files::lock::writer_of(&output.shown) {
+        return Err(FileError::InUse {
+            path: output.shown.clone(),
+            shown: output.named(),
+            holder,
+        });
+    }
+    Ok(output)
+}
+
+/// The highest number a take's name is given before `run` gives up.
+const MAX_TAKE: u32 = 9999;
+
+/// The output a take (the capture, the journal) goes to: `path` itself
+/// when nothing is there, or with `--overwrite` (`overwrite`) even when a
+/// file is; else the first free of `NAME-2.EXT`, `NAME-3.EXT`, … beside
+/// it (never `avoid`, the other take's name), said on `log` before
+/// anything plays. `prepare` checks a name under the output rules, with
+/// whether it may replace a file; a name that is refused for another
+/// reason than being taken (an input, a FIFO) is an error, as it is
+/// without numbering. The name taken is created exclusively later, so a
+/// file that appears there meanwhile is never replaced.
+pub(super) fn take_output(
+    path: &Path,
+    overwrite: bool,
+    avoid: Option<&Path>,
+    log: &mut dyn Write,
+    prepare: impl Fn(&Path, bool) -> Result<Output, FileError>,
+) -> Result<Output, FileError> {
+    if overwrite {
+        return prepare(path, true);
+    }
+    let taken_as = match prepare(path, false) {
+        Err(FileError::Exists { shown, .. }) => shown,
+        other => return other,
+    };
+    for n in 2..=MAX_TAKE {
+        let candidate = numbered(path, n);
+        if avoid == Some(candidate.as_path()) || std::fs::symlink_metadata(&candidate).is_ok() {
+            continue;
+        }
+        match prepare(&candidate, false) {
+            Err(FileError::Exists { .. }) => continue,
+            Err(e) => return Err(e),
+            Ok(o) => {
+                let _ = writeln!(
+                    log,
+                    "{}: {} ({} exists; --overwrite replaces it)",
+                    o.kind.noun.trim_start_matches("the "),
+                    candidate.display(),
+                    path.display()
+                );
+                return Ok(o);
+            }
+        }
+    }
+    Err(FileError::Unsuitable {
+        path: path.to_path_buf(),
+        message: format!(
+            "{taken_as} exists, and so does every numbered name up to `{}`; give --overwrite to replace it, or another name",
+            numbered(path, MAX_TAKE).display()
+        ),
+    })
+}
+
+/// `take.wav` → `take-N.wav` (`journal` → `journal-N`), in the same directory.
+pub(super) fn numbered(path: &Path, n: u32) -> PathBuf {
+    let mut name = path.file_stem().unwrap_or_default().to_os_string();
+    name.push(format!("-{n}"));
+    if let Some(ext) = path.extension() {
+        name.push(".");
+        name.push(ext);
+    }
+    path.with_file_name(name)
+}
+
+/// Whether two names given on the command line are the same place: the
+/// same file name in the same directory (links to directories resolved).
+fn same_place(a: &Path, b: &Path) -> bool {
+    let place = |p: &Path| {
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        (
+            std::fs::canonicalize(dir).ok(),
+            p.file_name().map(|n| n.to_os_string()),
+        )
+    };
+    a == b || place(a) == place(b)
 }
 
 /// Opens the journal at its checked output and writes the session's
