@@ -765,3 +765,45 @@ fn a_bad_snapshot_is_bad_input_located_in_the_file() {
     assert!(!stderr(&o).contains("playing"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A ramp in progress whose end would lie past the last sample there is (a
+/// damaged `start` or `len`) is refused naming the node and the param,
+/// rather than overflowing when the resumed engine reaches it.
+#[test]
+fn a_ramp_that_ends_past_the_last_sample_is_refused() {
+    let dir = temp_dir("ramp-past-the-end");
+    let scene = dir.join("glide.json");
+    std::fs::write(
+        &scene,
+        r#"{ "version": "1.0", "sample_rate": 48000, "duration": "6000samples",
+  "nodes": [ { "id": "osc", "op": "sine", "params": { "freq": "220Hz" } } ],
+  "outputs": { "main": ["osc"] },
+  "events": [ { "time": "500samples", "node": "osc", "param": "freq", "value": "330Hz", "ramp": "4000samples" } ] }"#,
+    )
+    .unwrap();
+    let snap = dir.join("glide.snap.json");
+    let o = morphrt(&[
+        "render",
+        s(&scene),
+        "-o",
+        s(&dir.join("a.wav")),
+        "--snapshot-at",
+        "1000samples",
+        "--snapshot-out",
+        s(&snap),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&snap).unwrap();
+    for (from, to) in [
+        ("\"len\": 4000", "\"len\": 18446744073709551615"),
+        ("\"start\": 500", "\"start\": 18446744073709551615"),
+    ] {
+        assert!(text.contains(from), "{text}");
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, text.replacen(from, to, 1)).unwrap();
+        let o = resume(&dir, s(&scene), &bad);
+        refused(&o, &["bad.json", "node `osc`", "`freq`", "ends past the last sample"]);
+        assert!(!dir.join("out.wav").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
