@@ -766,12 +766,9 @@ fn a_bad_snapshot_is_bad_input_located_in_the_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A ramp in progress whose end would lie past the last sample there is (a
-/// damaged `start` or `len`) is refused naming the node and the param,
-/// rather than overflowing when the resumed engine reaches it.
-#[test]
-fn a_ramp_that_ends_past_the_last_sample_is_refused() {
-    let dir = temp_dir("ramp-past-the-end");
+/// A scene with a frequency ramp in progress at sample 1000, its snapshot
+/// there, and the snapshot's text.
+fn glide_snapshot(dir: &Path) -> (PathBuf, PathBuf, String) {
     let scene = dir.join("glide.json");
     std::fs::write(
         &scene,
@@ -794,6 +791,16 @@ fn a_ramp_that_ends_past_the_last_sample_is_refused() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&snap).unwrap();
+    (scene, snap, text)
+}
+
+/// A ramp in progress whose end would lie past the last sample there is (a
+/// damaged `start` or `len`) is refused naming the node and the param,
+/// rather than overflowing when the resumed engine reaches it.
+#[test]
+fn a_ramp_that_ends_past_the_last_sample_is_refused() {
+    let dir = temp_dir("ramp-past-the-end");
+    let (scene, _, text) = glide_snapshot(&dir);
     for (from, to) in [
         ("\"len\": 4000", "\"len\": 18446744073709551615"),
         ("\"start\": 500", "\"start\": 18446744073709551615"),
@@ -805,5 +812,27 @@ fn a_ramp_that_ends_past_the_last_sample_is_refused() {
         refused(&o, &["bad.json", "node `osc`", "`freq`", "ends past the last sample"]);
         assert!(!dir.join("out.wav").exists());
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A clock past any session (here the largest u64) is refused with the
+/// limit, rather than overflowing where the render's end is computed.
+#[test]
+fn a_clock_past_any_session_is_refused() {
+    let dir = temp_dir("clock-past-any-session");
+    let (scene, _, text) = glide_snapshot(&dir);
+    let bad = dir.join("bad.json");
+    for clock in ["18446744073709551615", "9007199254740993"] {
+        let t = text.replacen("\"clock\": 1000", &format!("\"clock\": {clock}"), 1);
+        assert_ne!(t, text);
+        std::fs::write(&bad, t).unwrap();
+        let o = resume(&dir, s(&scene), &bad);
+        refused(&o, &["bad.json", &format!("`clock` {clock}"), "at most 2^53"]);
+        assert!(!dir.join("out.wav").exists());
+    }
+    let t = text.replacen("\"clock\": 1000", "\"clock\": 9007199254740992", 1);
+    std::fs::write(&bad, t).unwrap();
+    let o = resume(&dir, s(&scene), &bad);
+    assert!(o.status.success(), "the limit itself resumes: {}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
