@@ -507,3 +507,33 @@ fn replay_streams_to_devices_and_reports_write_errors() {
         common::assert_still_devices(&dir);
     }
 }
+
+/// `replay` and `replay --info` of `journal`: exit code and stderr.
+fn replay_damaged(journal: &Path) -> Vec<(Option<i32>, String)> {
+    let out = journal.with_file_name("out.wav");
+    let info = morphrt(&["replay", "--info", journal.to_str().unwrap()]);
+    let o = morphrt(&["replay", journal.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(!out.exists(), "a refused replay writes nothing");
+    [info, o]
+        .iter()
+        .map(|o| (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned()))
+        .collect()
+}
+
+/// A byte that is not UTF-8 text is refused naming its line and where in
+/// the line it is, not as a stream that "did not contain valid UTF-8".
+#[test]
+fn a_journal_line_that_is_not_utf8_is_named() {
+    let dir = common::temp_dir("journal-not-utf8");
+    let journal = short_session(&dir);
+    let mut bytes = std::fs::read(&journal).unwrap();
+    let second = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
+    bytes[second + 3] = 0xff;
+    let bad = journal.with_file_name("bad.jsonl");
+    std::fs::write(&bad, bytes).unwrap();
+    for (code, err) in replay_damaged(&bad) {
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("bad.jsonl:2:"), "{err}");
+        assert!(err.contains("byte 4 of the line is not UTF-8"), "{err}");
+    }
+}

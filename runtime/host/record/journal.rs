@@ -265,9 +265,21 @@ pub fn read(path: &Path) -> Result<Session, HostError> {
     let file = std::fs::File::open(path)
         .map_err(|e| bad(path, None, format!("cannot read the journal: {e}")))?;
     let lines: Vec<String> = std::io::BufReader::new(file)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|e| bad(path, None, format!("cannot read the journal: {e}")))?;
+        .split(b'\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let line =
+                line.map_err(|e| bad(path, None, format!("cannot read the journal: {e}")))?;
+            String::from_utf8(line).map_err(|e| {
+                let at = e.utf8_error().valid_up_to() + 1;
+                bad(
+                    path,
+                    Some(i + 1),
+                    format!("not a journal record: byte {at} of the line is not UTF-8 text"),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
     let mut records = Vec::new();
     let mut warnings = Vec::new();
     let n = lines.len();
