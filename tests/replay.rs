@@ -537,3 +537,23 @@ fn a_journal_line_that_is_not_utf8_is_named() {
         assert!(err.contains("byte 4 of the line is not UTF-8"), "{err}");
     }
 }
+
+/// A header whose device had no channels, or more than any device has, is
+/// refused naming the line, rather than panicking (0) or replaying into
+/// gigabytes of silence.
+#[test]
+fn a_journal_header_with_impossible_channels_is_refused() {
+    let dir = common::temp_dir("journal-channels");
+    let journal = short_session(&dir);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    for channels in ["0", "65536", "18446744073709551615"] {
+        let t = text.replacen("\"channels\":2", &format!("\"channels\":{channels}"), 1);
+        assert_ne!(t, text);
+        let bad = journal.with_file_name("bad.jsonl");
+        std::fs::write(&bad, t).unwrap();
+        let (code, err) = replay_damaged(&bad).pop().unwrap();
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("bad.jsonl:1:"), "{err}");
+        assert!(err.contains(&format!("`channels` is {channels}")), "{err}");
+    }
+}

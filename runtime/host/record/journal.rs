@@ -308,6 +308,7 @@ pub fn read(path: &Path) -> Result<Session, HostError> {
             morphrt,
             build,
             cpu_level,
+            channels,
             ..
         }) => {
             if format != FORMAT || *version != VERSION {
@@ -315,6 +316,13 @@ pub fn read(path: &Path) -> Result<Session, HostError> {
                     path,
                     Some(1),
                     format!("`{format}` version {version} is not a journal this build reads ({FORMAT} version {VERSION})"),
+                ));
+            }
+            if !(1..=u16::MAX as usize).contains(channels) {
+                return Err(bad(
+                    path,
+                    Some(1),
+                    format!("the header's `channels` is {channels}; a device has 1 … {} channels", u16::MAX),
                 ));
             }
             if morphrt != env!("CARGO_PKG_VERSION") {
