@@ -501,7 +501,7 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
                 if let Err(e) = d.handover_at(inc, *captured_at, *swap_at, *fade) {
                     return Err(bad(path, None, e));
                 }
-                last_sample = last_sample.max(swap_at + fade);
+                last_sample = last_sample.max(swap_at.saturating_add(*fade));
             }
             Record::Stop { at, fade } => stop = Some((*at, *fade)),
             Record::End { frames } => end = Some(*frames),
@@ -530,7 +530,18 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
             last_sample.saturating_sub(start)
         }
     };
-    deck.play_to(start + frames);
+    let limit = crate::scene::max_duration_samples(sample_rate);
+    if frames > limit {
+        return Err(bad(
+            path,
+            None,
+            format!(
+                "the session is {frames} frames long, more than a replay renders ({}); replay a part of it with --until",
+                crate::scene::duration_limit_text(sample_rate)
+            ),
+        ));
+    }
+    deck.play_to(start.saturating_add(frames));
     let out = deck.into_output();
     let mut samples = Vec::with_capacity(frames as usize * channels);
     for (f, frame) in out.chunks(channels).take(frames as usize).enumerate() {
