@@ -511,3 +511,18 @@ fn run_ends_with_the_three_most_expensive_nodes() {
     assert!(shares.windows(2).all(|w| w[0] >= w[1]), "{line}");
     assert!(shares.iter().all(|s| *s > 0.0), "{line}");
 }
+
+/// A golden that covers no frames or more than a render may be (a damaged
+/// `frames`) is refused with the range, rather than rendering for ever.
+#[test]
+fn a_golden_of_impossible_length_is_refused() {
+    for frames in [0u64, u64::MAX] {
+        let scene = doctored("golden-length", |g| g["frames"] = Value::from(frames));
+        let golden = scene.parent().unwrap().join("../golden/scenes/drone.json");
+        let g = golden.to_str().unwrap();
+        let o = bench(&[scene.to_str().unwrap(), "--golden", g, "--profile", "strict"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("covers {frames} frames; a golden covers 1 … ")), "{}", stderr(&o));
+        assert!(stderr(&o).contains("drone.json"), "{}", stderr(&o));
+    }
+}
