@@ -526,3 +526,35 @@ fn a_golden_of_impossible_length_is_refused() {
         assert!(stderr(&o).contains("drone.json"), "{}", stderr(&o));
     }
 }
+
+/// A stored calibration whose block size was damaged is not played (it
+/// was refused as if `--block-size 0` had been typed): `run --block-size
+/// auto` warns naming the store and plays the default.
+#[test]
+fn a_damaged_calibration_is_warned_about_and_not_played() {
+    let cache = temp_dir("calibrate-damaged");
+    let o = morphrt_with_cache(
+        &["calibrate", "scenes/drone.json", "-d", "0.1s", "--runs", "1"],
+        &cache,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let store = cache.join("morphrt/calibration.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    for block in [0u64, 100_000] {
+        v["entries"][0]["block_size"] = Value::from(block);
+        std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let o = morphrt_with_cache(
+            &[
+                "run", "scenes/drone.json", "--device", "clock", "--duration", "0.1s",
+                "--block-size", "auto", "--no-watch", "--no-journal",
+            ],
+            &cache,
+        );
+        let err = stderr(&o);
+        assert!(o.status.success(), "{err}");
+        assert!(err.contains("cannot read calibrations"), "{err}");
+        assert!(err.contains(&format!("recommends block size {block}; a block size is 1 … 8192")), "{err}");
+        assert!(err.contains("calibration.json"), "{err}");
+        assert!(err.contains("block 128"), "{err}");
+    }
+}

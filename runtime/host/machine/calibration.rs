@@ -127,6 +127,20 @@ pub fn load(path: &Path) -> Result<Vec<Calibration>, StoreError> {
             file.version
         )));
     }
+    let max = crate::profile::MAX_BLOCK_SIZE;
+    if let Some((k, c)) = file
+        .entries
+        .iter()
+        .enumerate()
+        .find(|(_, c)| !(1..=max).contains(&c.block_size))
+    {
+        return Err(format(format!(
+            "`{}`: entry {k} (`{}`) recommends block size {}; a block size is 1 … {max}",
+            path.display(),
+            c.scene,
+            c.block_size
+        )));
+    }
     Ok(file.entries)
 }
 
