@@ -558,3 +558,19 @@ fn a_damaged_calibration_is_warned_about_and_not_played() {
         assert!(err.contains("block 128"), "{err}");
     }
 }
+
+/// A golden with a byte that is not UTF-8 is located like any other JSON
+/// error, not refused as a "stream" without a line.
+#[test]
+fn a_golden_byte_that_is_not_utf8_is_located() {
+    let scene = doctored("golden-not-utf8", |_| {});
+    let golden = scene.parent().unwrap().join("../golden/scenes/drone.json");
+    let mut bytes = std::fs::read(&golden).unwrap();
+    let at = bytes.iter().position(|b| *b == b'\n').unwrap() + 4;
+    bytes[at] = 0xff;
+    std::fs::write(&golden, bytes).unwrap();
+    let o = bench(&[scene.to_str().unwrap(), "--golden", golden.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not a scene golden"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("at line 2 column"), "{}", stderr(&o));
+}

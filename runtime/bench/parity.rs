@@ -138,9 +138,11 @@ impl Bounds {
 impl Golden {
     /// Reads a golden file.
     pub fn load(path: &Path) -> Result<Golden, String> {
-        let text = std::fs::read_to_string(path)
+        // Bytes, not a string: a byte that is not UTF-8 is then located by
+        // the JSON reader like any other error.
+        let bytes = std::fs::read(path)
             .map_err(|e| format!("cannot read golden `{}`: {e}", path.display()))?;
-        let g: Golden = serde_json::from_str(&text)
+        let g: Golden = serde_json::from_slice(&bytes)
             .map_err(|e| format!("`{}` is not a scene golden: {e}", path.display()))?;
         let limit = crate::scene::max_duration_samples(g.sample_rate);
         if g.frames == 0 || g.frames > limit {
