@@ -574,3 +574,24 @@ fn a_golden_byte_that_is_not_utf8_is_located() {
     assert!(stderr(&o).contains("is not a scene golden"), "{}", stderr(&o));
     assert!(stderr(&o).contains("at line 2 column"), "{}", stderr(&o));
 }
+
+/// A calibration store with a byte that is not UTF-8 is located like any
+/// other JSON error in run's warning, not called a "stream" without a line.
+#[test]
+fn a_calibration_store_byte_that_is_not_utf8_is_located() {
+    let cache = temp_dir("calibrate-not-utf8");
+    let store = cache.join("morphrt/calibration.json");
+    std::fs::create_dir_all(store.parent().unwrap()).unwrap();
+    std::fs::write(&store, b"{\n  \"format\": \"morphrt-calibration\xff\"\n}\n").unwrap();
+    let o = morphrt_with_cache(
+        &[
+            "run", "scenes/drone.json", "--device", "clock", "--duration", "0.1s",
+            "--block-size", "auto", "--no-watch", "--no-journal",
+        ],
+        &cache,
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("is not a calibration store"), "{err}");
+    assert!(err.contains("at line 2 column"), "{err}");
+}

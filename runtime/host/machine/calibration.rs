@@ -99,7 +99,9 @@ impl From<StoreError> for crate::host::HostError {
 
 /// Every entry of the store at `path`; none when the file does not exist.
 pub fn load(path: &Path) -> Result<Vec<Calibration>, StoreError> {
-    let text = match std::fs::read_to_string(path) {
+    // Bytes, not a string: a byte that is not UTF-8 is then located by the
+    // JSON reader like any other error.
+    let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(source) => {
@@ -113,7 +115,7 @@ pub fn load(path: &Path) -> Result<Vec<Calibration>, StoreError> {
         path: path.to_path_buf(),
         message,
     };
-    let file: StoreFile = serde_json::from_str(&text).map_err(|e| {
+    let file: StoreFile = serde_json::from_slice(&text).map_err(|e| {
         format(format!(
             "`{}` is not a calibration store: {e}",
             path.display()
