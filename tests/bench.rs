@@ -520,9 +520,19 @@ fn a_golden_of_impossible_length_is_refused() {
         let scene = doctored("golden-length", |g| g["frames"] = Value::from(frames));
         let golden = scene.parent().unwrap().join("../golden/scenes/drone.json");
         let g = golden.to_str().unwrap();
-        let o = bench(&[scene.to_str().unwrap(), "--golden", g, "--profile", "strict"]);
+        let o = bench(&[
+            scene.to_str().unwrap(),
+            "--golden",
+            g,
+            "--profile",
+            "strict",
+        ]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(stderr(&o).contains(&format!("covers {frames} frames; a golden covers 1 … ")), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("covers {frames} frames; a golden covers 1 … ")),
+            "{}",
+            stderr(&o)
+        );
         assert!(stderr(&o).contains("drone.json"), "{}", stderr(&o));
     }
 }
@@ -534,7 +544,14 @@ fn a_golden_of_impossible_length_is_refused() {
 fn a_damaged_calibration_is_warned_about_and_not_played() {
     let cache = temp_dir("calibrate-damaged");
     let o = morphrt_with_cache(
-        &["calibrate", "scenes/drone.json", "-d", "0.1s", "--runs", "1"],
+        &[
+            "calibrate",
+            "scenes/drone.json",
+            "-d",
+            "0.1s",
+            "--runs",
+            "1",
+        ],
         &cache,
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -545,15 +562,28 @@ fn a_damaged_calibration_is_warned_about_and_not_played() {
         std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();
         let o = morphrt_with_cache(
             &[
-                "run", "scenes/drone.json", "--device", "clock", "--duration", "0.1s",
-                "--block-size", "auto", "--no-watch", "--no-journal",
+                "run",
+                "scenes/drone.json",
+                "--device",
+                "clock",
+                "--duration",
+                "0.1s",
+                "--block-size",
+                "auto",
+                "--no-watch",
+                "--no-journal",
             ],
             &cache,
         );
         let err = stderr(&o);
         assert!(o.status.success(), "{err}");
         assert!(err.contains("cannot read calibrations"), "{err}");
-        assert!(err.contains(&format!("recommends block size {block}; a block size is 1 … 8192")), "{err}");
+        assert!(
+            err.contains(&format!(
+                "recommends block size {block}; a block size is 1 … 8192"
+            )),
+            "{err}"
+        );
         assert!(err.contains("calibration.json"), "{err}");
         assert!(err.contains("block 128"), "{err}");
     }
@@ -569,9 +599,17 @@ fn a_golden_byte_that_is_not_utf8_is_located() {
     let at = bytes.iter().position(|b| *b == b'\n').unwrap() + 4;
     bytes[at] = 0xff;
     std::fs::write(&golden, bytes).unwrap();
-    let o = bench(&[scene.to_str().unwrap(), "--golden", golden.to_str().unwrap()]);
+    let o = bench(&[
+        scene.to_str().unwrap(),
+        "--golden",
+        golden.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("is not a scene golden"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a scene golden"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("at line 2 column"), "{}", stderr(&o));
 }
 
@@ -585,8 +623,16 @@ fn a_calibration_store_byte_that_is_not_utf8_is_located() {
     std::fs::write(&store, b"{\n  \"format\": \"morphrt-calibration\xff\"\n}\n").unwrap();
     let o = morphrt_with_cache(
         &[
-            "run", "scenes/drone.json", "--device", "clock", "--duration", "0.1s",
-            "--block-size", "auto", "--no-watch", "--no-journal",
+            "run",
+            "scenes/drone.json",
+            "--device",
+            "clock",
+            "--duration",
+            "0.1s",
+            "--block-size",
+            "auto",
+            "--no-watch",
+            "--no-journal",
         ],
         &cache,
     );

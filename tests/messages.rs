@@ -552,5 +552,8 @@ fn a_wav_file_cut_short_says_so() {
     std::fs::write(dir.join("resources/x.wav"), &full[..30]).unwrap();
     let (code, err) = check_sampler(&dir);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("x.wav` is cut short: it ends inside its header, after 30 bytes"), "{err}");
+    assert!(
+        err.contains("x.wav` is cut short: it ends inside its header, after 30 bytes"),
+        "{err}"
+    );
 }

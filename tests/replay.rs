@@ -512,14 +512,24 @@ fn replay_streams_to_devices_and_reports_write_errors() {
 fn replay_damaged(journal: &Path) -> Vec<(Option<i32>, String)> {
     let out = journal.with_file_name("out.wav");
     let info = morphrt(&["replay", "--info", journal.to_str().unwrap()]);
-    let o = morphrt(&["replay", journal.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let o = morphrt(&[
+        "replay",
+        journal.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     if o.status.success() {
         std::fs::remove_file(&out).unwrap();
     }
     assert!(!out.exists(), "a refused replay writes nothing");
     [info, o]
         .iter()
-        .map(|o| (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned()))
+        .map(|o| {
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        })
         .collect()
 }
 
@@ -572,8 +582,11 @@ fn a_journal_longer_than_the_render_limit_is_refused() {
     assert!(text.contains("\"frames\":4800"), "{text}");
     let bad = journal.with_file_name("bad.jsonl");
     for frames in ["18446744073709551615", "4294967296000"] {
-        std::fs::write(&bad, text.replacen("\"frames\":4800", &format!("\"frames\":{frames}"), 1))
-            .unwrap();
+        std::fs::write(
+            &bad,
+            text.replacen("\"frames\":4800", &format!("\"frames\":{frames}"), 1),
+        )
+        .unwrap();
         let (code, err) = replay_damaged(&bad).pop().unwrap();
         assert_eq!(code, Some(2), "{err}");
         assert!(err.contains("bad.jsonl"), "{err}");
@@ -581,7 +594,10 @@ fn a_journal_longer_than_the_render_limit_is_refused() {
         assert!(err.contains("--until"), "{err}");
     }
     let end = text.rfind("{\"type\":\"end\"").unwrap();
-    let stop = format!("{}{{\"type\":\"stop\",\"at\":100,\"fade\":18446744073709551615}}\n", &text[..end]);
+    let stop = format!(
+        "{}{{\"type\":\"stop\",\"at\":100,\"fade\":18446744073709551615}}\n",
+        &text[..end]
+    );
     std::fs::write(&bad, stop).unwrap();
     for (code, err) in replay_damaged(&bad) {
         assert!(matches!(code, Some(0 | 2)), "{err}");

@@ -809,7 +809,15 @@ fn a_ramp_that_ends_past_the_last_sample_is_refused() {
         let bad = dir.join("bad.json");
         std::fs::write(&bad, text.replacen(from, to, 1)).unwrap();
         let o = resume(&dir, s(&scene), &bad);
-        refused(&o, &["bad.json", "node `osc`", "`freq`", "ends past the last sample"]);
+        refused(
+            &o,
+            &[
+                "bad.json",
+                "node `osc`",
+                "`freq`",
+                "ends past the last sample",
+            ],
+        );
         assert!(!dir.join("out.wav").exists());
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -827,12 +835,19 @@ fn a_clock_past_any_session_is_refused() {
         assert_ne!(t, text);
         std::fs::write(&bad, t).unwrap();
         let o = resume(&dir, s(&scene), &bad);
-        refused(&o, &["bad.json", &format!("`clock` {clock}"), "at most 2^53"]);
+        refused(
+            &o,
+            &["bad.json", &format!("`clock` {clock}"), "at most 2^53"],
+        );
         assert!(!dir.join("out.wav").exists());
     }
     let t = text.replacen("\"clock\": 1000", "\"clock\": 9007199254740992", 1);
     std::fs::write(&bad, t).unwrap();
     let o = resume(&dir, s(&scene), &bad);
-    assert!(o.status.success(), "the limit itself resumes: {}", stderr(&o));
+    assert!(
+        o.status.success(),
+        "the limit itself resumes: {}",
+        stderr(&o)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -68,9 +68,13 @@ impl AudioData {
         }
         let declared = reader.len() as usize;
         let interleaved: Vec<f64> = match spec.sample_format {
-            hound::SampleFormat::Float => {
-                decode(reader.into_samples::<f32>(), |v| v as f64, path, declared, nch)?
-            }
+            hound::SampleFormat::Float => decode(
+                reader.into_samples::<f32>(),
+                |v| v as f64,
+                path,
+                declared,
+                nch,
+            )?,
             hound::SampleFormat::Int => {
                 let scale = 1.0 / (1u64 << (spec.bits_per_sample.clamp(1, 32) - 1)) as f64;
                 let samples = reader.into_samples::<i32>();

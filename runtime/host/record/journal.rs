@@ -322,7 +322,10 @@ pub fn read(path: &Path) -> Result<Session, HostError> {
                 return Err(bad(
                     path,
                     Some(1),
-                    format!("the header's `channels` is {channels}; a device has 1 … {} channels", u16::MAX),
+                    format!(
+                        "the header's `channels` is {channels}; a device has 1 … {} channels",
+                        u16::MAX
+                    ),
                 ));
             }
             if morphrt != env!("CARGO_PKG_VERSION") {

@@ -172,7 +172,11 @@ impl SnapshotFile {
         let mut discrete = Vec::new();
         let mut scene_values = Vec::with_capacity(r.params.len());
         for (i, p) in r.params.iter().enumerate() {
-            if let Some(m) = p.ramp.as_ref().filter(|m| m.start.checked_add(m.len).is_none()) {
+            if let Some(m) = p
+                .ramp
+                .as_ref()
+                .filter(|m| m.start.checked_add(m.len).is_none())
+            {
                 return Err(bad(format!(
                     "`{}`: a ramp from sample {} lasting {} samples ends past the last sample there is ({})",
                     p.name,
