@@ -462,21 +462,7 @@ fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
         text.replacen("\"version\"", "\"duration\": \"3s\", \"version\"", 1),
     )
     .unwrap();
-    let o = morphrt_with_cache(
-        &[
-            "run",
-            edited.to_str().unwrap(),
-            "--device",
-            "clock",
-            "--duration",
-            "0.1s",
-            "--block-size",
-            "auto",
-            "--no-watch",
-            "--no-journal",
-        ],
-        &cache,
-    );
+    let o = run_auto_briefly(edited.to_str().unwrap(), &cache);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("no calibration"), "{}", stderr(&o));
 }
@@ -537,6 +523,25 @@ fn a_golden_of_impossible_length_is_refused() {
     }
 }
 
+/// `run SCENE --block-size auto` for 0.1 s with `cache`.
+fn run_auto_briefly(scene: &str, cache: &Path) -> Output {
+    morphrt_with_cache(
+        &[
+            "run",
+            scene,
+            "--device",
+            "clock",
+            "--duration",
+            "0.1s",
+            "--block-size",
+            "auto",
+            "--no-watch",
+            "--no-journal",
+        ],
+        cache,
+    )
+}
+
 /// A stored calibration whose block size was damaged is not played (it
 /// was refused as if `--block-size 0` had been typed): `run --block-size
 /// auto` warns naming the store and plays the default.
@@ -560,21 +565,7 @@ fn a_damaged_calibration_is_warned_about_and_not_played() {
     for block in [0u64, 100_000] {
         v["entries"][0]["block_size"] = Value::from(block);
         std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-        let o = morphrt_with_cache(
-            &[
-                "run",
-                "scenes/drone.json",
-                "--device",
-                "clock",
-                "--duration",
-                "0.1s",
-                "--block-size",
-                "auto",
-                "--no-watch",
-                "--no-journal",
-            ],
-            &cache,
-        );
+        let o = run_auto_briefly("scenes/drone.json", &cache);
         let err = stderr(&o);
         assert!(o.status.success(), "{err}");
         assert!(err.contains("cannot read calibrations"), "{err}");
@@ -621,21 +612,7 @@ fn a_calibration_store_byte_that_is_not_utf8_is_located() {
     let store = cache.join("morphrt/calibration.json");
     std::fs::create_dir_all(store.parent().unwrap()).unwrap();
     std::fs::write(&store, b"{\n  \"format\": \"morphrt-calibration\xff\"\n}\n").unwrap();
-    let o = morphrt_with_cache(
-        &[
-            "run",
-            "scenes/drone.json",
-            "--device",
-            "clock",
-            "--duration",
-            "0.1s",
-            "--block-size",
-            "auto",
-            "--no-watch",
-            "--no-journal",
-        ],
-        &cache,
-    );
+    let o = run_auto_briefly("scenes/drone.json", &cache);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("is not a calibration store"), "{err}");
