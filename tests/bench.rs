@@ -462,21 +462,7 @@ fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
         text.replacen("\"version\"", "\"duration\": \"3s\", \"version\"", 1),
     )
     .unwrap();
-    let o = morphrt_with_cache(
-        &[
-            "run",
-            edited.to_str().unwrap(),
-            "--device",
-            "clock",
-            "--duration",
-            "0.1s",
-            "--block-size",
-            "auto",
-            "--no-watch",
-            "--no-journal",
-        ],
-        &cache,
-    );
+    let o = run_auto_briefly(edited.to_str().unwrap(), &cache);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("no calibration"), "{}", stderr(&o));
 }
@@ -510,4 +496,125 @@ fn run_ends_with_the_three_most_expensive_nodes() {
         .collect();
     assert!(shares.windows(2).all(|w| w[0] >= w[1]), "{line}");
     assert!(shares.iter().all(|s| *s > 0.0), "{line}");
+}
+
+/// A golden that covers no frames or more than a render may be (a damaged
+/// `frames`) is refused with the range, rather than rendering for ever.
+#[test]
+fn a_golden_of_impossible_length_is_refused() {
+    for frames in [0u64, u64::MAX] {
+        let scene = doctored("golden-length", |g| g["frames"] = Value::from(frames));
+        let golden = scene.parent().unwrap().join("../golden/scenes/drone.json");
+        let g = golden.to_str().unwrap();
+        let o = bench(&[
+            scene.to_str().unwrap(),
+            "--golden",
+            g,
+            "--profile",
+            "strict",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("covers {frames} frames; a golden covers 1 … ")),
+            "{}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains("drone.json"), "{}", stderr(&o));
+    }
+}
+
+/// `run SCENE --block-size auto` for 0.1 s with `cache`.
+fn run_auto_briefly(scene: &str, cache: &Path) -> Output {
+    morphrt_with_cache(
+        &[
+            "run",
+            scene,
+            "--device",
+            "clock",
+            "--duration",
+            "0.1s",
+            "--block-size",
+            "auto",
+            "--no-watch",
+            "--no-journal",
+        ],
+        cache,
+    )
+}
+
+/// A stored calibration whose block size was damaged is not played (it
+/// was refused as if `--block-size 0` had been typed): `run --block-size
+/// auto` warns naming the store and plays the default.
+#[test]
+fn a_damaged_calibration_is_warned_about_and_not_played() {
+    let cache = temp_dir("calibrate-damaged");
+    let o = morphrt_with_cache(
+        &[
+            "calibrate",
+            "scenes/drone.json",
+            "-d",
+            "0.1s",
+            "--runs",
+            "1",
+        ],
+        &cache,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let store = cache.join("morphrt/calibration.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    for block in [0u64, 100_000] {
+        v["entries"][0]["block_size"] = Value::from(block);
+        std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let o = run_auto_briefly("scenes/drone.json", &cache);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{err}");
+        assert!(err.contains("cannot read calibrations"), "{err}");
+        assert!(
+            err.contains(&format!(
+                "recommends block size {block}; a block size is 1 … 8192"
+            )),
+            "{err}"
+        );
+        assert!(err.contains("calibration.json"), "{err}");
+        assert!(err.contains("block 128"), "{err}");
+    }
+}
+
+/// A golden with a byte that is not UTF-8 is located like any other JSON
+/// error, not refused as a "stream" without a line.
+#[test]
+fn a_golden_byte_that_is_not_utf8_is_located() {
+    let scene = doctored("golden-not-utf8", |_| {});
+    let golden = scene.parent().unwrap().join("../golden/scenes/drone.json");
+    let mut bytes = std::fs::read(&golden).unwrap();
+    let at = bytes.iter().position(|b| *b == b'\n').unwrap() + 4;
+    bytes[at] = 0xff;
+    std::fs::write(&golden, bytes).unwrap();
+    let o = bench(&[
+        scene.to_str().unwrap(),
+        "--golden",
+        golden.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a scene golden"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("at line 2 column"), "{}", stderr(&o));
+}
+
+/// A calibration store with a byte that is not UTF-8 is located like any
+/// other JSON error in run's warning, not called a "stream" without a line.
+#[test]
+fn a_calibration_store_byte_that_is_not_utf8_is_located() {
+    let cache = temp_dir("calibrate-not-utf8");
+    let store = cache.join("morphrt/calibration.json");
+    std::fs::create_dir_all(store.parent().unwrap()).unwrap();
+    std::fs::write(&store, b"{\n  \"format\": \"morphrt-calibration\xff\"\n}\n").unwrap();
+    let o = run_auto_briefly("scenes/drone.json", &cache);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("is not a calibration store"), "{err}");
+    assert!(err.contains("at line 2 column"), "{err}");
 }

@@ -533,3 +533,27 @@ fn resource_files_are_described_by_what_they_are() {
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("x.wav"), "{err}");
 }
+
+// A WAV whose data chunk declares more samples than the file holds (a copy
+// or a download cut short) was refused as "Failed to read enough bytes.",
+// and one cut inside its header the same way.
+#[test]
+fn a_wav_file_cut_short_says_so() {
+    let dir = temp_dir("m-res-cut");
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    let full = wav_bytes(1, 16, &[0; 200]);
+    std::fs::write(dir.join("resources/x.wav"), &full[..full.len() - 51]).unwrap();
+    let (code, err) = check_sampler(&dir);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("x.wav` is cut short: its header declares 100 samples (100 frames of 1 channels), but the file ends after 74"),
+        "{err}"
+    );
+    std::fs::write(dir.join("resources/x.wav"), &full[..30]).unwrap();
+    let (code, err) = check_sampler(&dir);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("x.wav` is cut short: it ends inside its header, after 30 bytes"),
+        "{err}"
+    );
+}

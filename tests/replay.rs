@@ -477,3 +477,100 @@ fn replay_streams_to_devices_and_reports_write_errors() {
         common::assert_still_devices(&dir);
     }
 }
+
+/// `replay` and `replay --info` of `journal`: exit code and stderr.
+fn replay_damaged(journal: &Path) -> Vec<(Option<i32>, String)> {
+    let out = journal.with_file_name("out.wav");
+    let info = morphrt(&["replay", "--info", journal.to_str().unwrap()]);
+    let o = morphrt(&[
+        "replay",
+        journal.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    if o.status.success() {
+        std::fs::remove_file(&out).unwrap();
+    }
+    assert!(!out.exists(), "a refused replay writes nothing");
+    [info, o]
+        .iter()
+        .map(|o| {
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A byte that is not UTF-8 text is refused naming its line and where in
+/// the line it is, not as a stream that "did not contain valid UTF-8".
+#[test]
+fn a_journal_line_that_is_not_utf8_is_named() {
+    let dir = common::temp_dir("journal-not-utf8");
+    let journal = short_session(&dir);
+    let mut bytes = std::fs::read(&journal).unwrap();
+    let second = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
+    bytes[second + 3] = 0xff;
+    let bad = journal.with_file_name("bad.jsonl");
+    std::fs::write(&bad, bytes).unwrap();
+    for (code, err) in replay_damaged(&bad) {
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("bad.jsonl:2:"), "{err}");
+        assert!(err.contains("byte 4 of the line is not UTF-8"), "{err}");
+    }
+}
+
+/// A header whose device had no channels, or more than any device has, is
+/// refused naming the line, rather than panicking (0) or replaying into
+/// gigabytes of silence.
+#[test]
+fn a_journal_header_with_impossible_channels_is_refused() {
+    let dir = common::temp_dir("journal-channels");
+    let journal = short_session(&dir);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    for channels in ["0", "65536", "18446744073709551615"] {
+        let t = text.replacen("\"channels\":2", &format!("\"channels\":{channels}"), 1);
+        assert_ne!(t, text);
+        let bad = journal.with_file_name("bad.jsonl");
+        std::fs::write(&bad, t).unwrap();
+        let (code, err) = replay_damaged(&bad).pop().unwrap();
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("bad.jsonl:1:"), "{err}");
+        assert!(err.contains(&format!("`channels` is {channels}")), "{err}");
+    }
+}
+
+/// A session longer than a render may be (a damaged end record) is refused
+/// with the limit and what to do, rather than overflowing or allocating
+/// terabytes; a damaged fade does not overflow either.
+#[test]
+fn a_journal_longer_than_the_render_limit_is_refused() {
+    let dir = common::temp_dir("journal-too-long");
+    let journal = short_session(&dir);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(text.contains("\"frames\":4800"), "{text}");
+    let bad = journal.with_file_name("bad.jsonl");
+    for frames in ["18446744073709551615", "4294967296000"] {
+        std::fs::write(
+            &bad,
+            text.replacen("\"frames\":4800", &format!("\"frames\":{frames}"), 1),
+        )
+        .unwrap();
+        let (code, err) = replay_damaged(&bad).pop().unwrap();
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("bad.jsonl"), "{err}");
+        assert!(err.contains(&format!("{frames} frames long")), "{err}");
+        assert!(err.contains("--until"), "{err}");
+    }
+    let end = text.rfind("{\"type\":\"end\"").unwrap();
+    let stop = format!(
+        "{}{{\"type\":\"stop\",\"at\":100,\"fade\":18446744073709551615}}\n",
+        &text[..end]
+    );
+    std::fs::write(&bad, stop).unwrap();
+    for (code, err) in replay_damaged(&bad) {
+        assert!(matches!(code, Some(0 | 2)), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

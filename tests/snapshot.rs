@@ -800,3 +800,112 @@ fn a_snapshot_from_before_a_param_was_added_resumes_with_its_default() {
     assert_eq!(rest.len(), full.len() / 2);
     assert!(rest == full[full.len() / 2..], "the continuation differs");
 }
+
+/// A scene with a frequency ramp in progress at sample 1000, its snapshot
+/// there, and the snapshot's text.
+fn glide_snapshot(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let scene = dir.join("glide.json");
+    std::fs::write(
+        &scene,
+        r#"{ "version": "1.0", "sample_rate": 48000, "duration": "6000samples",
+  "nodes": [ { "id": "osc", "op": "sine", "params": { "freq": "220Hz" } } ],
+  "outputs": { "main": ["osc"] },
+  "events": [ { "time": "500samples", "node": "osc", "param": "freq", "value": "330Hz", "ramp": "4000samples" } ] }"#,
+    )
+    .unwrap();
+    let snap = dir.join("glide.snap.json");
+    let o = morphrt(&[
+        "render",
+        s(&scene),
+        "-o",
+        s(&dir.join("a.wav")),
+        "--snapshot-at",
+        "1000samples",
+        "--snapshot-out",
+        s(&snap),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&snap).unwrap();
+    (scene, snap, text)
+}
+
+/// A ramp in progress whose end would lie past the last sample there is (a
+/// damaged `start` or `len`) is refused naming the node and the param,
+/// rather than overflowing when the resumed engine reaches it.
+#[test]
+fn a_ramp_that_ends_past_the_last_sample_is_refused() {
+    let dir = temp_dir("ramp-past-the-end");
+    let (scene, _, text) = glide_snapshot(&dir);
+    for (from, to) in [
+        ("\"len\": 4000", "\"len\": 18446744073709551615"),
+        ("\"start\": 500", "\"start\": 18446744073709551615"),
+    ] {
+        assert!(text.contains(from), "{text}");
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, text.replacen(from, to, 1)).unwrap();
+        let o = resume(&dir, s(&scene), &bad);
+        refused(
+            &o,
+            &[
+                "bad.json",
+                "node `osc`",
+                "`freq`",
+                "ends past the last sample",
+            ],
+        );
+        assert!(!dir.join("out.wav").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A clock past any session (here the largest u64) is refused with the
+/// limit, rather than overflowing where the render's end is computed.
+#[test]
+fn a_clock_past_any_session_is_refused() {
+    let dir = temp_dir("clock-past-any-session");
+    let (scene, _, text) = glide_snapshot(&dir);
+    let bad = dir.join("bad.json");
+    for clock in ["18446744073709551615", "9007199254740993"] {
+        let t = text.replacen("\"clock\": 1000", &format!("\"clock\": {clock}"), 1);
+        assert_ne!(t, text);
+        std::fs::write(&bad, t).unwrap();
+        let o = resume(&dir, s(&scene), &bad);
+        refused(
+            &o,
+            &["bad.json", &format!("`clock` {clock}"), "at most 2^53"],
+        );
+        assert!(!dir.join("out.wav").exists());
+    }
+    let t = text.replacen("\"clock\": 1000", "\"clock\": 9007199254740992", 1);
+    std::fs::write(&bad, t).unwrap();
+    let o = resume(&dir, s(&scene), &bad);
+    assert!(
+        o.status.success(),
+        "the limit itself resumes: {}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A param value outside its range (a damaged `value`, here the frequency
+/// of a sine at -1e308) is refused naming the node, the param and the
+/// range, rather than resumed into infinite samples.
+#[test]
+fn a_param_value_outside_its_range_is_refused() {
+    let dir = temp_dir("param-out-of-range");
+    let (scene, _, text) = glide_snapshot(&dir);
+    for value in ["-1e308", "1e400"] {
+        let t = text.replacen("\"value\": 330.0", &format!("\"value\": {value}"), 1);
+        assert_ne!(t, text, "{text}");
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, t).unwrap();
+        let o = resume(&dir, s(&scene), &bad);
+        assert_eq!(o.status.code(), Some(2), "{value}: {}", stderr(&o));
+        assert!(!dir.join("out.wav").exists());
+    }
+    let t = text.replacen("\"value\": 330.0", "\"value\": -1e308", 1);
+    std::fs::write(dir.join("bad.json"), t).unwrap();
+    let o = resume(&dir, s(&scene), &dir.join("bad.json"));
+    refused(&o, &["bad.json", "node `osc`", "`freq`", "outside its range"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -138,10 +138,22 @@ impl Bounds {
 impl Golden {
     /// Reads a golden file.
     pub fn load(path: &Path) -> Result<Golden, String> {
-        let text = std::fs::read_to_string(path)
+        // Bytes, not a string: a byte that is not UTF-8 is then located by
+        // the JSON reader like any other error.
+        let bytes = std::fs::read(path)
             .map_err(|e| format!("cannot read golden `{}`: {e}", path.display()))?;
-        serde_json::from_str(&text)
-            .map_err(|e| format!("`{}` is not a scene golden: {e}", path.display()))
+        let g: Golden = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("`{}` is not a scene golden: {e}", path.display()))?;
+        let limit = crate::scene::max_duration_samples(g.sample_rate);
+        if g.frames == 0 || g.frames > limit {
+            return Err(format!(
+                "golden `{}` covers {} frames; a golden covers 1 … {limit} ({})",
+                path.display(),
+                g.frames,
+                crate::scene::duration_limit_text(g.sample_rate)
+            ));
+        }
+        Ok(g)
     }
 }
 

@@ -70,19 +70,19 @@ impl AudioData {
         if nch == 0 {
             return Err(format!("`{}` has no channels", path.display()));
         }
+        let declared = reader.len() as usize;
         let interleaved: Vec<f64> = match spec.sample_format {
-            hound::SampleFormat::Float => reader
-                .into_samples::<f32>()
-                .map(|s| s.map(|v| v as f64))
-                .collect::<Result<_, _>>()
-                .map_err(|e| format!("cannot decode `{}`: {e}", path.display()))?,
+            hound::SampleFormat::Float => decode(
+                reader.into_samples::<f32>(),
+                |v| v as f64,
+                path,
+                declared,
+                nch,
+            )?,
             hound::SampleFormat::Int => {
                 let scale = 1.0 / (1u64 << (spec.bits_per_sample.clamp(1, 32) - 1)) as f64;
-                reader
-                    .into_samples::<i32>()
-                    .map(|s| s.map(|v| v as f64 * scale))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| format!("cannot decode `{}`: {e}", path.display()))?
+                let samples = reader.into_samples::<i32>();
+                decode(samples, |v| v as f64 * scale, path, declared, nch)?
             }
         };
         if let Some(k) = interleaved.iter().position(|x| !x.is_finite()) {
@@ -109,6 +109,48 @@ impl AudioData {
     }
 }
 
+/// Every sample of a WAV file's data chunk, converted by `f`; a file that
+/// ends before the `declared` samples of its header is named as cut short,
+/// with how far its samples go.
+fn decode<T>(
+    samples: impl Iterator<Item = hound::Result<T>>,
+    f: impl Fn(T) -> f64,
+    path: &Path,
+    declared: usize,
+    nch: usize,
+) -> Result<Vec<f64>, String> {
+    let mut out = Vec::new();
+    for s in samples {
+        match s {
+            Ok(v) => out.push(f(v)),
+            Err(e) if is_short_read(&e) => {
+                return Err(format!(
+                    "`{}` is cut short: its header declares {declared} samples ({} frames of {nch} channels), but the file ends after {} (was it not completely written?)",
+                    path.display(),
+                    declared / nch,
+                    out.len()
+                ));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot decode `{}` at sample {}: {e}",
+                    path.display(),
+                    out.len()
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether hound stopped because the file ended (it says so in an
+/// `ErrorKind::Other` error of its own).
+fn is_short_read(e: &hound::Error) -> bool {
+    matches!(e, hound::Error::IoError(io)
+        if io.kind() == std::io::ErrorKind::UnexpectedEof
+            || io.to_string() == "Failed to read enough bytes.")
+}
+
 /// Why `path` could not be opened as a WAV file, from its first bytes: not
 /// a RIFF WAVE file at all, a WAV of a format it does not read (named), or
 /// what the decoder said.
@@ -125,8 +167,13 @@ fn unreadable_wav(path: &Path, e: &hound::Error) -> String {
             std::fs::metadata(path).map_or(0, |m| m.len())
         );
     }
+    let cut = is_short_read(e);
     match wav_format(&head) {
         Some(what) => format!("`{shown}` holds {what}, which is not read; {WAV_FORMATS_READ}"),
+        None if cut => format!(
+            "`{shown}` is cut short: it ends inside its header, after {} bytes (was it not completely written?)",
+            std::fs::metadata(path).map_or(0, |m| m.len())
+        ),
         None => format!("cannot read `{shown}` as a WAV file: {e}; {WAV_FORMATS_READ}"),
     }
 }

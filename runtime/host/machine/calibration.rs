@@ -112,7 +112,9 @@ pub fn load(path: &Path) -> Result<Vec<Calibration>, StoreError> {
             });
         }
     }
-    let text = match std::fs::read_to_string(path) {
+    // Bytes, not a string: a byte that is not UTF-8 is then located by the
+    // JSON reader like any other error.
+    let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(source) => {
@@ -126,7 +128,7 @@ pub fn load(path: &Path) -> Result<Vec<Calibration>, StoreError> {
         path: path.to_path_buf(),
         message,
     };
-    let file: StoreFile = serde_json::from_str(&text).map_err(|e| {
+    let file: StoreFile = serde_json::from_slice(&text).map_err(|e| {
         format(format!(
             "`{}` is not a calibration store: {e}",
             path.display()
@@ -138,6 +140,20 @@ pub fn load(path: &Path) -> Result<Vec<Calibration>, StoreError> {
             path.display(),
             file.format,
             file.version
+        )));
+    }
+    let max = crate::profile::MAX_BLOCK_SIZE;
+    if let Some((k, c)) = file
+        .entries
+        .iter()
+        .enumerate()
+        .find(|(_, c)| !(1..=max).contains(&c.block_size))
+    {
+        return Err(format(format!(
+            "`{}`: entry {k} (`{}`) recommends block size {}; a block size is 1 … {max}",
+            path.display(),
+            c.scene,
+            c.block_size
         )));
     }
     Ok(file.entries)

@@ -102,12 +102,17 @@ fn cpu_level() -> String {
 }
 
 /// SHA-256 of the running executable: two sessions with the same build id
-/// ran the same code.
+/// ran the same code. Hashed once per process (a debug build is over
+/// 100 MB, and a replay asks more than once).
 pub fn build_id() -> String {
-    std::env::current_exe()
-        .and_then(std::fs::read)
-        .map(|b| sha256_hex(&b))
-        .unwrap_or_else(|_| "unknown".to_string())
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        std::env::current_exe()
+            .and_then(std::fs::read)
+            .map(|b| sha256_hex(&b))
+            .unwrap_or_else(|_| "unknown".to_string())
+    })
+    .clone()
 }
 
 #[cfg(test)]

@@ -292,6 +292,7 @@ pub fn read(path: &Path) -> Result<Session, HostError> {
             morphrt,
             build,
             cpu_level,
+            channels,
             ..
         }) => {
             if format != FORMAT || *version != VERSION {
@@ -299,6 +300,16 @@ pub fn read(path: &Path) -> Result<Session, HostError> {
                     path,
                     Some(1),
                     format!("`{format}` version {version} is not a journal this build reads ({FORMAT} version {VERSION})"),
+                ));
+            }
+            if !(1..=u16::MAX as usize).contains(channels) {
+                return Err(bad(
+                    path,
+                    Some(1),
+                    format!(
+                        "the header's `channels` is {channels}; a device has 1 … {} channels",
+                        u16::MAX
+                    ),
                 ));
             }
             if morphrt != env!("CARGO_PKG_VERSION") {
@@ -361,7 +372,13 @@ fn parse_lines(path: &Path, bytes: &[u8]) -> Result<(Vec<Record>, Vec<String>), 
 /// One line of a journal: a record, nothing (a blank line), or why not,
 /// with whether it stops in the middle of a value.
 fn parse_line(line: &[u8]) -> Result<Option<Record>, (bool, String)> {
-    let text = std::str::from_utf8(line).map_err(|e| (false, format!("not UTF-8 text: {e}")))?;
+    let text = std::str::from_utf8(line).map_err(|e| {
+        let at = e.valid_up_to() + 1;
+        (
+            false,
+            format!("not a journal record: byte {at} of the line is not UTF-8 text"),
+        )
+    })?;
     if text.trim().is_empty() {
         return Ok(None);
     }
@@ -546,7 +563,8 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
             last.saturating_sub(start)
         }
     };
-    deck.play_to(start + frames);
+    check_length(path, frames, sample_rate)?;
+    deck.play_to(start.saturating_add(frames));
     let out = deck.into_output();
     let mut samples = Vec::with_capacity(frames as usize * channels);
     for (f, frame) in out.chunks(channels).take(frames as usize).enumerate() {
@@ -574,7 +592,7 @@ fn last_sample(records: &[Record]) -> u64 {
     records
         .iter()
         .filter_map(|r| match r {
-            Record::Handover { swap_at, fade, .. } => Some(swap_at + fade),
+            Record::Handover { swap_at, fade, .. } => Some(swap_at.saturating_add(*fade)),
             Record::End { .. } => None,
             r => r.at(),
         })
@@ -760,29 +778,47 @@ pub struct ReplayOptions {
 /// The size of the WAV a replay writes, when the journal says how long the
 /// session was (its end record, or `--until`), so that the output's free
 /// space is checked up front, as `render` checks it; else 0 (not checked).
-fn replay_len(session: &Session, until: Option<u64>) -> u64 {
+/// A session longer than a replay renders is refused here, before that.
+fn replay_len(path: &Path, session: &Session, until: Option<u64>) -> Result<u64, HostError> {
     let Some(Record::Header {
         channels,
         sample_rate,
         ..
     }) = session.records.first()
     else {
-        return 0;
+        return Ok(0);
     };
     let end = session.records.iter().rev().find_map(|r| match r {
         Record::End { frames } => Some(*frames),
         _ => None,
     });
     let Some(frames) = until.map_or(end, |u| Some(end.map_or(u, |e| e.min(u)))) else {
-        return 0;
+        return Ok(0);
     };
+    check_length(path, frames, *sample_rate)?;
     let layout = WavLayout {
         channels: u16::try_from(*channels).unwrap_or(u16::MAX),
         sample_rate: *sample_rate,
         format: WavFormat::F32,
         frames,
     };
-    layout.file_len().unwrap_or(0)
+    Ok(layout.file_len().unwrap_or(0))
+}
+
+/// A replay is at most as long as a render may be.
+fn check_length(path: &Path, frames: u64, sample_rate: u32) -> Result<(), HostError> {
+    let limit = crate::scene::max_duration_samples(sample_rate);
+    if frames > limit {
+        return Err(bad(
+            path,
+            None,
+            format!(
+                "the session is {frames} frames long, more than a replay renders ({}); replay a part of it with --until",
+                crate::scene::duration_limit_text(sample_rate)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `morphrt replay`: the timeline (`--info`) or the re-rendered session.
@@ -816,7 +852,7 @@ pub fn replay(opts: &ReplayOptions, log: &mut dyn Write) -> Result<(), HostError
         None => None,
     };
     // Where the WAV goes is checked before the replay renders.
-    let needed = replay_len(&session, until);
+    let needed = replay_len(journal, &session, until)?;
     let output = Output::prepare(out, &inputs(journal, &session), needed, &Kind::REPLAY)?;
     let what = output.describe();
     let t0 = std::time::Instant::now();

@@ -175,6 +175,23 @@ impl SnapshotFile {
         let mut discrete = Vec::new();
         let mut scene_values = Vec::with_capacity(r.params.len());
         for (i, p) in r.params.iter().enumerate() {
+            in_range(&spec.params[i], p.value.0).map_err(&bad)?;
+            if let Some(m) = &p.ramp {
+                in_range(&spec.params[i], m.from.0).map_err(&bad)?;
+            }
+            if let Some(m) = p
+                .ramp
+                .as_ref()
+                .filter(|m| m.start.checked_add(m.len).is_none())
+            {
+                return Err(bad(format!(
+                    "`{}`: a ramp from sample {} lasting {} samples ends past the last sample there is ({})",
+                    p.name,
+                    m.start,
+                    m.len,
+                    u64::MAX
+                )));
+            }
             params.push(ParamState {
                 value: p.value.0,
                 ramp: p.ramp.as_ref().map(|m| Ramp {
@@ -267,6 +284,18 @@ impl SnapshotFile {
                 }))
             }
         })
+    }
+}
+
+/// A number param's value (or a ramp's start) as a snapshot holds it:
+/// finite and within the param's range, as every value the engine sets is.
+fn in_range(p: &crate::ops::ParamSpec, v: f64) -> Result<(), String> {
+    match p.kind {
+        ParamKind::Number { min, max, .. } if !(v >= min && v <= max) => Err(format!(
+            "`{}` is {v}, outside its range {min} … {max}",
+            p.name
+        )),
+        _ => Ok(()),
     }
 }
 

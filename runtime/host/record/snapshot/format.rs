@@ -18,6 +18,11 @@ pub const FORMAT: &str = "morphrt-snapshot";
 /// version-1 reader would misread.
 pub const VERSION: u32 = 1;
 
+/// The latest sample a snapshot may be taken at: 2^53, exact as an f64 and
+/// thousands of years at any rate, so that the clock plus any render after
+/// it stays far from overflowing.
+pub const MAX_CLOCK: u64 = 1 << 53;
+
 /// A snapshot file as it is stored (see the module docs for the layout).
 /// Field order is the file's key order, so writing one is deterministic.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -308,6 +313,14 @@ impl SnapshotFile {
                 "`block_size` {} is out of range (1 … {})",
                 self.block_size,
                 crate::profile::MAX_BLOCK_SIZE
+            )));
+        }
+        if self.clock > MAX_CLOCK {
+            return Err(self.invalid(format!(
+                "`clock` {} is past any session (at most 2^53 = {MAX_CLOCK} samples, {:.0} years at {} Hz)",
+                self.clock,
+                MAX_CLOCK as f64 / self.sample_rate as f64 / (365.25 * 86_400.0),
+                self.sample_rate
             )));
         }
         for (k, n) in self.nodes.iter().enumerate() {

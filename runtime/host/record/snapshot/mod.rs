@@ -34,7 +34,7 @@ mod numbers;
 pub use context::{Resumed, SnapshotContext, Written};
 pub use format::{
     BusRecord, DelayRecord, NodeRecord, ParamRecord, RampRecord, ResourceRecord, SceneRecord,
-    SnapshotFile, StateEntry, StateRecord, ValueRecord, FORMAT, VERSION,
+    SnapshotFile, StateEntry, StateRecord, ValueRecord, FORMAT, MAX_CLOCK, VERSION,
 };
 pub use numbers::{HexF32, HexF64, Num};
 
