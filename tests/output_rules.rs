@@ -8,10 +8,9 @@
 
 mod common;
 
-use common::{is_root, memory_devices, partials, root, stderr, temp_dir};
+use common::{file_size_limit, is_root, memory_devices, partials, root, stderr, temp_dir};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -188,17 +187,7 @@ fn morphrt_in(dir: &Path, args: &[String], fsize: Option<u64>) -> Output {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if let Some(bytes) = fsize {
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            c.pre_exec(move || {
-                let mut l: libc::rlimit = std::mem::zeroed();
-                libc::getrlimit(libc::RLIMIT_FSIZE, &mut l);
-                l.rlim_cur = (bytes as libc::rlim_t).min(l.rlim_max);
-                libc::setrlimit(libc::RLIMIT_FSIZE, &l);
-                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                Ok(())
-            });
-        }
+        file_size_limit(&mut c, bytes);
     }
     let mut child = c.spawn().expect("start morphrt");
     let mut err = child.stderr.take().unwrap();
@@ -517,18 +506,7 @@ fn the_calibration_store_obeys_the_rules_too() {
             .args(&args)
             .env("XDG_CACHE_HOME", dir.join("cache"));
         if let Some(bytes) = fsize {
-            // SAFETY: only async-signal-safe calls between fork and exec.
-            unsafe {
-                c.pre_exec(move || {
-                    let l = libc::rlimit {
-                        rlim_cur: bytes,
-                        rlim_max: libc::RLIM_INFINITY,
-                    };
-                    libc::setrlimit(libc::RLIMIT_FSIZE, &l);
-                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                    Ok(())
-                });
-            }
+            file_size_limit(&mut c, bytes);
         }
         c.output().unwrap()
     };
