@@ -24,7 +24,8 @@ use std::path::PathBuf;
 use timing::Timing;
 
 /// Seconds of audio per timed run unless `-d` says otherwise: long enough
-/// for thousands of blocks, short enough to repeat.
+/// for thousands of blocks, short enough to repeat (`--duration`'s help
+/// text says 5 s).
 pub const DEFAULT_SECONDS: u64 = 5;
 /// Timed runs unless `--runs` says otherwise.
 pub const DEFAULT_RUNS: usize = 5;
@@ -82,7 +83,7 @@ pub struct BenchOptions {
     /// Session profile: strict, repro or live (default: the scene's, else repro).
     #[arg(long, value_parser = Profile::parse_arg)]
     pub profile: Option<Profile>,
-    /// Audio per timed run, e.g. 5s, 500ms (default [`DEFAULT_SECONDS`] s).
+    /// Audio per timed run, e.g. 5s, 500ms (default 5 s).
     #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
     pub duration: Option<TimeArg>,
     /// Block size in frames (default: the scene's, else the profile's).

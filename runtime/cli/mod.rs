@@ -92,8 +92,10 @@ pub enum Command {
     /// pixel column, so a one-sample click shows; −1 … +1, red where it
     /// passes full scale) above a spectrogram (Hann STFT, −120 … 0 dB of a
     /// full-scale sine through the viridis colours, low frequencies at the
-    /// bottom). The picture has no text: tick marks along each panel's
-    /// bottom mark time at the step the command prints.
+    /// bottom). Labelled in an embedded bitmap font: a title line (file,
+    /// profile, rate, channels, range), the time in seconds below, the
+    /// waveform scale and the frequencies left, the channel and a dB colour
+    /// bar right.
     Plot(PlotOptions),
     /// Print a JSON Schema (draft 2020-12) of the scene format, generated
     /// from the operator registry, for editors to validate and complete
