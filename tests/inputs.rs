@@ -141,3 +141,38 @@ fn a_resource_that_is_a_device_is_refused_as_one() {
         "{err}"
     );
 }
+
+// `run --resume fifo.json`, `render --resume fifo.json` and `replay
+// fifo.jsonl` waited for ever for a writer: a snapshot and a journal are
+// read only from regular files too.
+#[test]
+fn a_snapshot_or_a_journal_that_is_not_a_regular_file_is_refused() {
+    let dir = temp_dir("inputs-snapshot-journal");
+    std::fs::copy(root().join("scenes/drone.json"), dir.join("s.json")).unwrap();
+    mkfifo(&dir.join("snap.json"));
+    mkfifo(&dir.join("j.jsonl"));
+    let resume = ["--resume", "snap.json"];
+    for args in [
+        [
+            &["render", "s.json", "-o", "out.wav", "-d", "0.1s"][..],
+            &resume,
+        ]
+        .concat(),
+        [
+            &["run", "s.json", "--device", "clock", "--duration", "0.1s"][..],
+            &["--no-journal", "--no-watch"],
+            &resume,
+        ]
+        .concat(),
+        vec!["replay", "j.jsonl", "-o", "out.wav"],
+        vec!["replay", "--info", "j.jsonl"],
+    ] {
+        let (code, err) = morphrt_in(&dir, &args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("it is a FIFO (named pipe), not a regular file"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!dir.join("out.wav").exists());
+}

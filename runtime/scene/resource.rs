@@ -194,6 +194,19 @@ pub fn read_regular_text(path: &Path) -> Result<String, NotRegular> {
     Ok(text)
 }
 
+/// The whole content of a regular file, opened by [`open_regular`]; what
+/// else the path is (a FIFO, which would block the read forever, a
+/// device, a directory) is an error of kind `InvalidInput` saying so.
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut f = open_regular(path).map_err(|e| match e {
+        NotRegular::Io(e) => e,
+        kind => std::io::Error::new(std::io::ErrorKind::InvalidInput, kind.to_string()),
+    })?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut f, &mut bytes)?;
+    Ok(bytes)
+}
+
 /// Why [`open_regular`] refused a path.
 #[derive(Debug)]
 pub enum NotRegular {

@@ -282,7 +282,7 @@ fn bad(path: &Path, line: Option<usize>, msg: impl std::fmt::Display) -> HostErr
 /// it: no newline at its end) is dropped with a warning naming it;
 /// anything else that does not parse is an error naming the line.
 pub fn read(path: &Path) -> Result<Session, HostError> {
-    let bytes = std::fs::read(path)
+    let bytes = crate::scene::resource::read_regular(path)
         .map_err(|e| bad(path, None, format!("cannot read the journal: {e}")))?;
     let (records, mut warnings) = parse_lines(path, &bytes)?;
     match records.first() {
@@ -404,7 +404,7 @@ fn pin(
     let mut out = Vec::new();
     for r in list {
         let copy = dir.join(&r.copy);
-        let bytes = std::fs::read(&copy).map_err(|e| {
+        let bytes = crate::scene::resource::read_regular(&copy).map_err(|e| {
             bad(
                 journal,
                 None,

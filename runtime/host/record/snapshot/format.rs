@@ -196,10 +196,11 @@ impl SnapshotFile {
     /// every operator and param against this build's registry.
     pub fn read(path: &Path) -> Result<SnapshotFile, SnapshotError> {
         let file = display(path);
-        let bytes = std::fs::read(path).map_err(|error| SnapshotError::Read {
-            file: file.clone(),
-            error,
-        })?;
+        let bytes =
+            crate::scene::resource::read_regular(path).map_err(|error| SnapshotError::Read {
+                file: file.clone(),
+                error,
+            })?;
         SnapshotFile::from_bytes(&bytes, &file)
     }
 
