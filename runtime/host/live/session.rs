@@ -18,8 +18,8 @@
 //! modification of the scene or a resource it reads, which is the edit.
 
 use crate::engine::incoming::{
-    advance_to, fade_for, on_grid, only_fixed_differ, past_events, switch_warning, Asked,
-    EventKey, Incoming, SessionFixed,
+    advance_to, fade_for, on_grid, only_fixed_differ, past_events, switch_warning, Asked, EventKey,
+    Incoming, SessionFixed,
 };
 use crate::engine::{EngineState, Migration, Notice};
 use crate::host::files::rules::Inputs;
