@@ -906,6 +906,9 @@ fn a_param_value_outside_its_range_is_refused() {
     let t = text.replacen("\"value\": 330.0", "\"value\": -1e308", 1);
     std::fs::write(dir.join("bad.json"), t).unwrap();
     let o = resume(&dir, s(&scene), &dir.join("bad.json"));
-    refused(&o, &["bad.json", "node `osc`", "`freq`", "outside its range"]);
+    refused(
+        &o,
+        &["bad.json", "node `osc`", "`freq`", "outside its range"],
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
