@@ -378,8 +378,8 @@ impl Scripted {
 
     /// Hands over to `next`: captures now (N, a block boundary), migrates,
     /// keeps playing the old engine while the new one fast-forwards to
-    /// S = N + `lead` (rounded up to the block grid N is on), and swaps
-    /// there.
+    /// S = N + `lead` (rounded up to the block grid from the first
+    /// engine's clock, as the audio thread's), and swaps there.
     pub fn handover(&mut self, mut next: Incoming, lead: u64) -> Applied {
         // Finish a fade in progress first: edits queue behind it.
         while self.deck.is_fading() {
@@ -390,7 +390,7 @@ impl Scripted {
         self.deck.engine().capture_into(&mut self.capture);
         let migration = next.engine.migrate(&self.capture, n);
         let b = self.deck.block_size() as u64;
-        let s = on_grid(n.saturating_add(lead), n, b);
+        let s = on_grid(n.saturating_add(lead), self.start, b);
         self.play_to(s);
         advance_to(&mut next.engine, s);
         let fade = fade_for(&migration, &next.engine);
