@@ -289,6 +289,17 @@ pub fn fade_for(m: &Migration, engine: &Engine) -> u64 {
     }
 }
 
+/// The first sample at or after `at` on the block grid through `origin`
+/// (a sample the playing engine reached at a block boundary). Engines play
+/// whole blocks from their first clock, so a session resumed from a
+/// snapshot at any sample has its boundaries at `origin` + k·`block`, not
+/// at multiples of `block`: a swap sample must be one of them.
+pub fn on_grid(at: u64, origin: u64, block: u64) -> u64 {
+    let block = block.max(1);
+    let ahead = at.saturating_sub(origin);
+    origin.saturating_add(ahead.div_ceil(block).saturating_mul(block))
+}
+
 /// Brings a migrated engine to the swap sample `at`: marks `at` as the
 /// sample where the edit's param changes start, then runs up to it.
 pub fn advance_to(engine: &mut Engine, at: u64) {
@@ -367,7 +378,8 @@ impl Scripted {
 
     /// Hands over to `next`: captures now (N, a block boundary), migrates,
     /// keeps playing the old engine while the new one fast-forwards to
-    /// S = N + `lead` (rounded up to a block), and swaps there.
+    /// S = N + `lead` (rounded up to the block grid from the first
+    /// engine's clock, as the audio thread's), and swaps there.
     pub fn handover(&mut self, mut next: Incoming, lead: u64) -> Applied {
         // Finish a fade in progress first: edits queue behind it.
         while self.deck.is_fading() {
@@ -378,7 +390,7 @@ impl Scripted {
         self.deck.engine().capture_into(&mut self.capture);
         let migration = next.engine.migrate(&self.capture, n);
         let b = self.deck.block_size() as u64;
-        let s = (n + lead).div_ceil(b) * b;
+        let s = on_grid(n.saturating_add(lead), self.start, b);
         self.play_to(s);
         advance_to(&mut next.engine, s);
         let fade = fade_for(&migration, &next.engine);
@@ -408,10 +420,13 @@ impl Scripted {
         fade: u64,
     ) -> Result<Applied, String> {
         let b = self.deck.block_size() as u64;
-        if n < self.deck.clock() || s < n || n % b != 0 || s % b != 0 {
+        // Both on the block grid the session started on (its first clock).
+        let off_grid = |x: u64| (x - self.start) % b != 0;
+        if n < self.deck.clock() || s < n || off_grid(n) || off_grid(s) {
             return Err(format!(
-                "a handover captured at {n} and swapped at {s} does not fit the session (clock {}, block {b})",
-                self.deck.clock()
+                "a handover captured at {n} and swapped at {s} does not fit the session (clock {}, block {b} from {})",
+                self.deck.clock(),
+                self.start
             ));
         }
         self.play_to(n);

@@ -18,7 +18,7 @@
 //! modification of the scene or a resource it reads, which is the edit.
 
 use crate::engine::incoming::{
-    advance_to, fade_for, only_fixed_differ, past_events, switch_warning, Asked, EventKey,
+    advance_to, fade_for, on_grid, only_fixed_differ, past_events, switch_warning, Asked, EventKey,
     Incoming, SessionFixed,
 };
 use crate::engine::{EngineState, Migration, Notice};
@@ -572,20 +572,24 @@ impl LiveSession {
     }
 
     /// Picks the swap sample S ahead of the audio clock and fast-forwards
-    /// the engine to it. Returns S.
+    /// the engine to it. Returns S. `from` is a clock the audio thread
+    /// reported at a block boundary (a capture, a refusal): S is on its
+    /// block grid, which a resumed session does not start at a multiple of
+    /// the block. The lead doubles while the audio thread keeps up, so the
+    /// loop ends once fast-forwarding outruns it.
     fn place(&mut self, engine: &mut crate::engine::Engine, from: u64) -> u64 {
         let block = self.fixed.block_size as u64;
         let mut lead = self.lead;
         loop {
             let audio = self.meters.clock.load(Ordering::Relaxed).max(from);
-            let s = (audio + lead).div_ceil(block) * block;
+            let s = on_grid(audio.saturating_add(lead), from, block);
             let s = s.max(engine.clock());
             advance_to(engine, s);
             // Still ahead of the audio thread by a block: offer it.
             if self.meters.clock.load(Ordering::Relaxed) + block <= s {
                 return s;
             }
-            lead *= 2;
+            lead = lead.saturating_mul(2);
         }
     }
 

@@ -1,0 +1,126 @@
+//! A session resumed from a snapshot taken between block boundaries
+//! (`run --resume` of a `render --snapshot-at 1001ms`, 48 kHz, blocks of
+//! 64: sample 48048) still hands over: an edit saved to the file, a profile
+//! switch (`l`) and a snapshot (`w`) all complete, the summary counts them,
+//! and the journal replays bit for bit what the device got.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// A saw into a gain, blocks of 64 at 48 kHz.
+fn scene(gain: f64) -> String {
+    format!(
+        r#"{{
+  "version": "1.0",
+  "profile": "repro",
+  "sample_rate": 48000,
+  "profile_config": {{ "block_size": 64 }},
+  "nodes": [
+    {{ "id": "osc", "op": "saw", "params": {{ "freq": "220Hz", "amp": 0.5 }} }},
+    {{ "id": "out", "op": "gain", "params": {{ "gain": {gain} }} }}
+  ],
+  "edges": [ {{ "from": "osc", "to": "out" }} ],
+  "outputs": {{ "main": ["out"] }}
+}}
+"#
+    )
+}
+
+/// Saves `text` as editors do: a new file renamed over the scene.
+fn save(path: &Path, text: &str) {
+    // Past the watcher's debounce of the previous change.
+    std::thread::sleep(Duration::from_millis(150));
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// The number after `edits applied` in the run's summary line.
+fn edits_applied(log: &[String]) -> Option<usize> {
+    log.iter().find_map(|l| {
+        l.split("edits applied ")
+            .nth(1)?
+            .split(',')
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+#[test]
+fn a_session_resumed_off_the_block_grid_applies_edits_switches_and_snapshots() {
+    let dir = common::temp_dir("resume-live");
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene(0.5)).unwrap();
+    let snap = dir.join("snap.json");
+    let o = common::morphrt(&[
+        "render",
+        path.to_str().unwrap(),
+        "-o",
+        dir.join("first.wav").to_str().unwrap(),
+        "-d",
+        "1001ms",
+        "--snapshot-at",
+        "1001ms",
+        "--snapshot-out",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let journal = dir.join("j").join("resumed.jsonl");
+    let capture = dir.join("cap.wav");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(["run", path.to_str().unwrap(), "--device", "clock"])
+        .arg("--resume")
+        .arg(&snap)
+        .arg("--capture")
+        .arg(&capture)
+        .arg("--journal")
+        .arg(&journal)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .map(common::KillOnDrop)
+        .expect("run morphrt");
+    let lines = common::stderr_lines(&mut child);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    save(&path, &scene(0.25));
+    common::wait_line(&lines, "edit applied", &mut log);
+    let stdin = child.stdin.as_mut().unwrap();
+    writeln!(stdin, "l").unwrap();
+    common::wait_line(&lines, "switched repro → live", &mut log);
+    writeln!(stdin, "w").unwrap();
+    common::wait_line(&lines, "snapshot at", &mut log);
+    writeln!(stdin, "q").unwrap();
+    let status = child.wait().unwrap();
+    log.extend(lines.iter());
+    let all = log.join("\n");
+    assert!(status.success(), "{all}");
+    assert_eq!(edits_applied(&log), Some(2), "{all}");
+    let written = std::fs::read_dir(journal.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".snapshot.json"))
+        .count();
+    assert_eq!(written, 1, "the snapshot `w` asked for; log:\n{all}");
+
+    let replayed = dir.join("replayed.wav");
+    let o = common::morphrt(&[
+        "replay",
+        journal.to_str().unwrap(),
+        "-o",
+        replayed.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let played = common::read_f32(&capture);
+    assert!(!played.is_empty());
+    assert!(
+        common::read_f32(&replayed) == played,
+        "the resumed session replays bit for bit"
+    );
+}
