@@ -199,3 +199,60 @@ fn issue7_a_panicking_node_is_muted_and_playback_goes_on() {
         .map(|(i, _)| p.engine().node_id(i).to_string())
         == Some("probe".to_string())));
 }
+
+// The callback's outbox, which holds replies while the control thread has
+// not drained a full queue, gave them back newest first (`Vec::pop`): a
+// `Retired` could reach the control thread before the `Swapped` of the
+// same handover. Replies now arrive in the order they were made.
+#[test]
+fn replies_held_in_the_outbox_arrive_in_order() {
+    use morphrt::host::live::player::{Controls, FromAudio, Meters, Player, ToAudio};
+    use std::sync::Arc;
+    let scene = r#"{ "version": "1.0", "sample_rate": 48000,
+  "nodes": [ { "id": "o", "op": "sine", "params": { "freq": "440Hz" } } ],
+  "outputs": { "main": ["o"] } }"#;
+    let mut player = Player::new(
+        common::engine(scene, None, 64),
+        2,
+        None,
+        64,
+        Arc::new(Meters::default()),
+        Arc::new(Controls::default()),
+        std::time::Instant::now(),
+    );
+    let link = player.link();
+    let mut fillers = 0;
+    while link
+        .from_audio
+        .push(FromAudio::Swapped { at: u64::MAX })
+        .is_ok()
+    {
+        fillers += 1;
+    }
+    // A cut at sample 0: swapped, and the old engine retired, in one block,
+    // both into the outbox.
+    let offer = ToAudio::Offer {
+        engine: Box::new(common::engine(scene, None, 64)),
+        at: 0,
+        fade: 0,
+    };
+    assert!(link.to_audio.push(offer).is_ok());
+    let mut out = vec![0.0f32; 64 * 2];
+    player.fill(&mut out);
+    for _ in 0..fillers {
+        assert!(matches!(
+            link.from_audio.pop(),
+            Some(FromAudio::Swapped { at: u64::MAX })
+        ));
+    }
+    player.fill(&mut out);
+    let order: Vec<&str> = std::iter::from_fn(|| link.from_audio.pop())
+        .map(|m| match m {
+            FromAudio::Swapped { .. } => "swapped",
+            FromAudio::Retired(_) => "retired",
+            FromAudio::Captured { .. } => "captured",
+            FromAudio::Refused { .. } => "refused",
+        })
+        .collect();
+    assert_eq!(order, ["swapped", "retired"]);
+}

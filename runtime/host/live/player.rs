@@ -6,6 +6,7 @@
 use crate::engine::{device_sample, faded, stop_fade_gain, Deck, Engine, EngineState};
 use crossbeam_queue::ArrayQueue;
 use std::cell::{Cell, UnsafeCell};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -181,8 +182,9 @@ pub struct Player {
     link: Arc<Link>,
     /// An offer waiting for its swap sample.
     held: Option<HeldOffer>,
-    /// Replies the full queue did not take yet (capacity reserved up front).
-    outbox: Vec<FromAudio>,
+    /// Replies the full queue did not take yet, oldest first (capacity
+    /// reserved up front).
+    outbox: VecDeque<FromAudio>,
     /// Interleaved device frames rendered ahead: `block × device channels`.
     fifo: Vec<f32>,
     fifo_pos: usize,
@@ -226,7 +228,7 @@ impl Player {
             deck: Deck::new(Box::new(engine), device_channels),
             link: Arc::new(Link::default()),
             held: None,
-            outbox: Vec::with_capacity(OUTBOX),
+            outbox: VecDeque::with_capacity(OUTBOX),
             fifo: vec![0.0; block * device_channels],
             fifo_pos: 0,
             fifo_len: 0,
@@ -263,11 +265,15 @@ impl Player {
         self.link.clone()
     }
 
-    /// Sends a reply, or keeps it for the next block if the queue is full.
+    /// Sends a reply, or keeps it for the next block if the queue is full
+    /// or older replies are still waiting (replies keep their order: a
+    /// `Retired` never overtakes its `Swapped`).
     fn send(&mut self, msg: FromAudio) {
-        if let Err(msg) = self.link.from_audio.push(msg) {
+        if !self.outbox.is_empty() {
             // Within the reserved capacity: no allocation.
-            self.outbox.push(msg);
+            self.outbox.push_back(msg);
+        } else if let Err(msg) = self.link.from_audio.push(msg) {
+            self.outbox.push_back(msg);
         }
     }
 
@@ -275,9 +281,9 @@ impl Player {
     /// offers (swap exactly at their sample, refuse late ones), and engines
     /// to send back.
     fn serve(&mut self) {
-        while let Some(msg) = self.outbox.pop() {
+        while let Some(msg) = self.outbox.pop_front() {
             if let Err(msg) = self.link.from_audio.push(msg) {
-                self.outbox.push(msg);
+                self.outbox.push_front(msg);
                 return;
             }
         }
