@@ -42,6 +42,9 @@ pub enum Notice {
     },
     /// A discrete param (mode, loop, …) the edit changed switches at the swap sample.
     Switched { id: String, param: &'static str },
+    /// The node had panicked (and was silent): it starts fresh, as its
+    /// state may be broken.
+    Revived { id: String },
 }
 
 impl std::fmt::Display for Notice {
@@ -70,6 +73,12 @@ impl std::fmt::Display for Notice {
                 write!(f, "`{id}.{param}` glides {from} → {to}")
             }
             Notice::Switched { id, param } => write!(f, "`{id}.{param}` switches"),
+            Notice::Revived { id } => {
+                write!(
+                    f,
+                    "node `{id}` had panicked and was silent: it starts fresh"
+                )
+            }
         }
     }
 }
@@ -187,7 +196,9 @@ impl Engine {
     ///
     /// Per node, matched by id and operator: the state is restored under
     /// the node's FP mode, or, if it does not fit, the node is reset and
-    /// named in a notice (never half-restored). Params the scene file did
+    /// named in a notice (never half-restored). Its failure state carries
+    /// with it (a muted node stays muted until its retry), except that a
+    /// node that had panicked starts fresh, with a crossfade. Params the scene file did
     /// not change keep their running values (including an event's change
     /// and a ramp in progress); params it changed keep the running value
     /// until `swap_at` and then glide to the new value over the node's edit
@@ -232,6 +243,11 @@ impl Engine {
                 });
                 continue;
             }
+            if snap.recovery.dead {
+                m.structural = true;
+                m.notices.push(Notice::Revived { id: s.id.clone() });
+                continue;
+            }
             if snap.sig != s.sig {
                 m.structural = true;
             }
@@ -244,6 +260,9 @@ impl Engine {
                 });
                 continue;
             }
+            // Muted or backing off, it stays so: the cut changes nothing
+            // about when it is retried.
+            s.recovery = snap.recovery;
             m.carried += 1;
             // Arrays and resources are built into the node: a change of one
             // means the new engine does not compute what the old one did.

@@ -29,7 +29,7 @@ pub use blocks::{render_to_vec, run_blocks, run_blocks_with_stops, try_run_block
 pub use bus::{Bus, BusRef};
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
 pub use handover::{Migration, Notice};
-pub use node::EngineStats;
+pub use node::{EngineStats, Recovery};
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
 

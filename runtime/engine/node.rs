@@ -1,8 +1,10 @@
 //! A node as the engine holds and runs it: its processor and buffers at its
 //! precision ([`Slot`]), built from the plan; the call that gathers its
 //! inputs and runs it; and recovery when it misbehaves — NaN/Inf is
-//! silenced and the node reset, or muted for a second when it keeps
-//! failing; a panic silences it for good — counted in [`EngineStats`].
+//! silenced and the node reset; one that keeps failing is muted and retried
+//! on a backoff (10 ms, doubling up to 1 s) until its input lets it run
+//! clean ([`Recovery`]); a panic silences it for good — counted in
+//! [`EngineStats`].
 
 use super::feedback::Feed;
 use super::mix::{gather, EdgeIn, NO_RING};
@@ -45,13 +47,8 @@ pub(super) struct Slot {
     pub(super) initial_values: Vec<Value>,
     pub(super) inputs: Vec<Vec<EdgeIn>>,
     pub(super) param_inputs: Vec<Vec<EdgeIn>>,
-    /// Muted until this sample after producing NaN/Inf twice within a
-    /// second (0: not muted).
-    pub(super) muted_until: u64,
-    /// The sample where the node last produced NaN/Inf.
-    pub(super) last_failure: Option<u64>,
-    /// Panicked while processing: never called again, outputs silent.
-    pub(super) dead: bool,
+    /// Its failures and the backoff of its retries.
+    pub(super) recovery: Recovery,
     pub(super) flush: bool,
     /// What must match for state to carry as-is across a handover: op,
     /// resolved profile, precision and incoming wiring (see `handover`).
@@ -166,9 +163,7 @@ impl Slot {
             initial_values: pn.values.clone(),
             inputs,
             param_inputs,
-            muted_until: 0,
-            last_failure: None,
-            dead: false,
+            recovery: Recovery::default(),
             flush: pn.profile.flush_to_zero,
             sig,
             wiring,
@@ -203,9 +198,7 @@ impl Engine {
     pub(super) fn process_slot(&mut self, i: usize, start: u64, n: usize) {
         let (before, rest) = self.slots.split_at_mut(i);
         let slot = &mut rest[0];
-        if slot.muted_until != 0 && start >= slot.muted_until {
-            // The mute is over: try again from a clean state.
-            slot.muted_until = 0;
+        if slot.recovery.retry_due(start) {
             slot.reset_state();
         }
         let call = Call {
@@ -215,16 +208,17 @@ impl Engine {
             params: &slot.params,
             start,
             n,
-            muted: slot.muted_until != 0,
-            dead: slot.dead,
+            muted: slot.recovery.muted_until != 0,
+            dead: slot.recovery.dead,
         };
         let outcome = match &mut slot.core {
             Core::F32(t) => run_typed(t, &call),
             Core::F64(t) => run_typed(t, &call),
         };
+        let end = start + n as u64;
         match outcome {
-            Outcome::Ok => {}
-            Outcome::NonFinite => self.report_nan(i, start),
+            Outcome::Ok => slot.recovery.ran_clean(end),
+            Outcome::NonFinite => self.report_nan(i, start, end),
             Outcome::Panicked => self.report_panic(i, start),
         }
     }
@@ -238,33 +232,113 @@ impl Engine {
         if self.stats.first_panic.is_none() {
             self.stats.first_panic = Some((i, sample));
         }
-        self.slots[i].dead = true;
+        self.slots[i].recovery.dead = true;
     }
 
-    /// A node produced NaN/Inf (already replaced by silence): its state is
-    /// reset so it runs again from the next block — a transient overflow
-    /// must not silence a voice for the rest of a performance. If it failed
-    /// within the last second too, it is muted for a second (and then tried
-    /// again from a clean state), so a node that keeps failing costs
-    /// nothing and reports once a second. The same under every profile, so
-    /// run, render and replay agree.
+    /// A node produced NaN/Inf in the block `start..end` (already replaced
+    /// by silence): counted, and reset or muted by the [`Recovery`] rule.
     #[cold]
     #[inline(never)]
-    fn report_nan(&mut self, i: usize, sample: u64) {
+    fn report_nan(&mut self, i: usize, start: u64, end: u64) {
         self.stats.nan_events += 1;
         if self.stats.first_nan.is_none() {
-            self.stats.first_nan = Some((i, sample));
+            self.stats.first_nan = Some((i, start));
         }
         let rate = self.sample_rate as u64;
         let s = &mut self.slots[i];
-        if s.last_failure
-            .is_some_and(|t| sample.saturating_sub(t) < rate)
-        {
-            s.muted_until = sample + rate;
-        } else {
+        if s.recovery.fail(end, rate) {
             s.reset_state();
         }
-        s.last_failure = Some(sample);
+    }
+}
+
+/// A node's failure state: whether it is muted and until when, how long its
+/// next mute lasts, and whether it panicked. A handover that matches the
+/// node carries it (a param-only cut changes nothing about it); a node that
+/// panicked starts fresh in the new engine instead.
+///
+/// **The rule.** A healthy node that produces NaN/Inf is reset and runs
+/// again from the next block: a transient overflow must not silence a voice
+/// for the rest of a performance, and costs one block. If it fails again
+/// before it has recovered, it is muted for 10 ms and then retried from a
+/// clean state; each failure that follows doubles the wait, up to one
+/// second, so a node whose input stays broken costs nothing and reports
+/// ever more rarely. Once the cause has gone the node sounds again at its
+/// next retry, which comes at most about as long after the cause ended as
+/// the cause lasted (the waits double, so the last one is about the time
+/// spent failing so far): a 0.1 s overflow is back by about 0.15 s.
+///
+/// **Recovered.** The backoff starts over (the next failure only resets
+/// again) once the node has run clean for as long as its last wait since it
+/// restarted (10 ms after a plain reset). Not at its first clean block: a
+/// node whose input breaks only now and then (a resonance that blows up
+/// every few blocks) would then be reset every few blocks for good, each
+/// time costing a reset and a NaN event, where this rule keeps lengthening
+/// its mutes. The node plays throughout that time: waiting to call it
+/// recovered costs no sound.
+///
+/// Counted in samples alone, never wall-clock time, and the same under every
+/// profile, so `render` twice, and `run` and its `replay`, agree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Muted until this sample (0: not muted): the first block at or after
+    /// it runs the node again from a clean state.
+    pub muted_until: u64,
+    /// The mute the next failure brings, in samples (0: healthy, the next
+    /// failure only resets the node).
+    pub wait: u64,
+    /// While `wait` is set: recovered once a clean block ends at or after
+    /// this sample.
+    pub clear_at: u64,
+    /// Panicked: never called again in this engine, outputs silent.
+    pub dead: bool,
+}
+
+impl Recovery {
+    /// The node's first mute: 10 ms at `rate` (at least a sample).
+    fn first_wait(rate: u64) -> u64 {
+        (rate / 100).max(1)
+    }
+
+    /// The longest mute: a second at `rate`.
+    fn longest_wait(rate: u64) -> u64 {
+        rate.max(Self::first_wait(rate))
+    }
+
+    /// True (and the mute is over) when the block at `start` ends a mute:
+    /// the node is then to be reset and run.
+    #[inline]
+    fn retry_due(&mut self, start: u64) -> bool {
+        if self.muted_until != 0 && start >= self.muted_until {
+            self.muted_until = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The node ran clean up to `end` (or was muted or dead, and so silent).
+    #[inline]
+    fn ran_clean(&mut self, end: u64) {
+        if self.wait != 0 && self.muted_until == 0 && end >= self.clear_at {
+            self.wait = 0;
+        }
+    }
+
+    /// The node produced NaN/Inf in a block ending at `end`, at `rate`:
+    /// returns true when it is to be reset now (it was healthy), false when
+    /// it is muted instead (and reset when it is retried).
+    fn fail(&mut self, end: u64, rate: u64) -> bool {
+        if self.wait == 0 {
+            self.wait = Self::first_wait(rate);
+            self.clear_at = end + self.wait;
+            return true;
+        }
+        let wait = self.wait;
+        self.muted_until = end + wait;
+        self.clear_at = self.muted_until + wait;
+        self.wait = (wait * 2).min(Self::longest_wait(rate));
+        false
     }
 }
 

@@ -3,7 +3,7 @@
 //! them ([`Engine::restore`], by way of migration) and going back to the
 //! post-build state ([`Engine::reset`]).
 
-use super::{Core, Engine, Notice, Ring};
+use super::{Core, Engine, Notice, Recovery, Ring};
 use crate::ops::{NodeState, ParamState, StateError, Value};
 use crate::profile::Profile;
 
@@ -47,6 +47,8 @@ pub struct NodeSnapshot {
     pub sig: u64,
     /// Incoming wiring alone: the edge delay lines carry when it matches.
     pub wiring: u64,
+    /// Whether the node is muted or dead after failing, and its backoff.
+    pub recovery: Recovery,
 }
 
 impl Engine {
@@ -54,9 +56,7 @@ impl Engine {
     pub fn reset(&mut self) {
         for s in &mut self.slots {
             s.reset_state();
-            s.muted_until = 0;
-            s.last_failure = None;
-            s.dead = false;
+            s.recovery = Recovery::default();
             s.params.copy_from_slice(&s.initial_params);
             for (i, v) in s.initial_values.iter().enumerate() {
                 if s.values[i] != *v {
@@ -109,6 +109,7 @@ impl Engine {
                 scene_values: s.initial_values.clone(),
                 sig: s.sig,
                 wiring: s.wiring,
+                recovery: s.recovery,
             });
         }
         self.capture_into(&mut st);
@@ -131,6 +132,7 @@ impl Engine {
                 Core::F64(t) => t.node.snapshot(&mut snap.state),
             }
             snap.params.copy_from_slice(&s.params);
+            snap.recovery = s.recovery;
             for (i, v) in snap.discrete.iter_mut() {
                 // Enum, integer and bool values: no allocation, no free.
                 v.clone_from(&s.values[*i]);

@@ -3,13 +3,13 @@
 //! encodings of `numbers.rs`.
 
 use super::format::{
-    DelayRecord, NodeRecord, ParamRecord, RampRecord, SnapshotFile, StateEntry, StateRecord,
-    ValueRecord,
+    DelayRecord, NodeRecord, ParamRecord, RampRecord, RecoveryRecord, SnapshotFile, StateEntry,
+    StateRecord, ValueRecord,
 };
 use super::numbers::{HexF32, HexF64, Num};
 use super::{display, SnapshotError};
 use crate::dsp::Precision;
-use crate::engine::{EngineState, NodeSnapshot};
+use crate::engine::{EngineState, NodeSnapshot, Recovery};
 use crate::ops::{
     self, AudioData, NodeState, OpSpec, ParamKind, ParamState, Ramp, StateValue, Value,
 };
@@ -85,6 +85,12 @@ pub(super) fn node_record(
             .collect(),
         params,
         edges: s.edges.iter().map(delay_record).collect(),
+        recovery: (s.recovery != Recovery::default()).then_some(RecoveryRecord {
+            muted_until: s.recovery.muted_until,
+            wait: s.recovery.wait,
+            clear_at: s.recovery.clear_at,
+            dead: s.recovery.dead,
+        }),
     })
 }
 
@@ -248,6 +254,15 @@ impl SnapshotFile {
             scene_values,
             sig: r.sig,
             wiring: r.wiring,
+            recovery: r
+                .recovery
+                .as_ref()
+                .map_or_else(Recovery::default, |v| Recovery {
+                    muted_until: v.muted_until,
+                    wait: v.wait,
+                    clear_at: v.clear_at,
+                    dead: v.dead,
+                }),
         })
     }
 

@@ -127,6 +127,23 @@ pub struct NodeRecord {
     pub params: Vec<ParamRecord>,
     /// Latency-compensation delay lines of incoming edges.
     pub edges: Vec<DelayRecord>,
+    /// The node's failure state, when it has one (absent for a healthy node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<RecoveryRecord>,
+}
+
+/// A node that failed: muted, backing off before it counts as recovered, or
+/// dead after a panic (the fields of [`crate::engine::Recovery`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryRecord {
+    /// Muted until this absolute sample (0: not muted).
+    pub muted_until: u64,
+    /// The mute the next failure brings, in samples (0: none pending).
+    pub wait: u64,
+    /// Recovered once a clean block ends at or after this absolute sample.
+    pub clear_at: u64,
+    /// The node had panicked.
+    pub dead: bool,
 }
 
 /// A named piece of node state, e.g. `{"name": "z1", "f64": "3fe0…"}`.
