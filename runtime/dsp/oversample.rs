@@ -30,7 +30,7 @@
 //! `latency_samples(4)` whatever its factor (the shorter paths go through a
 //! plain integer delay line), so changing the factor never shifts time.
 //!
-//! **Changing factor across a restore.** [`Oversampler::snapshot`] records
+//! **Changing factor across a restore or in place.** [`Oversampler::snapshot`] records
 //! the factor (`os_factor`) and a base-rate history of the last
 //! [`INPUT_HISTORY`] inputs (`os_in`). Restoring a state taken at another
 //! factor does not load that path's filter histories into this one: it keeps
@@ -43,6 +43,8 @@
 //! outputs back into the latency ring at the taps where they come due. The
 //! output therefore continues the old path sample for sample and then joins
 //! the new path with no shift in time. Same-factor restores are bit-exact.
+//! [`Oversampler::set_factor`] (an edit or event of a node's `oversampling`
+//! or `critical`) does the same in place, from the running path.
 //!
 //! **Arithmetic.** Every sum has one fixed order (symmetric tap pairs in
 //! ascending order, then the centre term); only `+ − ×`. `process` never
@@ -334,12 +336,21 @@ impl<S: Sample> Oversampler<S> {
     }
 
     /// Selects another factor (1, 2 or 4; others round down to one of them)
-    /// and clears the filter state. Allocation-free.
+    /// without a gap: like a restore from another factor, the old path's
+    /// pending outputs carry and this factor's path is primed from the
+    /// input history at the next [`process`](Self::process) (see the module
+    /// documentation), so the output continues instead of going silent for
+    /// the latency. Allocation-free.
     pub fn set_factor(&mut self, factor: u32) {
         let f = Self::valid(factor);
-        if f != self.factor {
-            self.factor = f;
-            self.reset();
+        if f == self.factor {
+            return;
+        }
+        let old = self.factor;
+        self.factor = f;
+        // Not primed since the last change: its carried outputs still wait.
+        if !self.prime_pending {
+            self.carry_from(old);
         }
     }
 
@@ -511,7 +522,15 @@ impl<S: Sample> Oversampler<S> {
         }
         st.get_samples("os_comp", &mut self.comp.buf)?;
         self.comp.pos = comp_pos;
-        // The old path's output k ≥ 1 after the snapshot was its tap `d − k`.
+        self.carry_from(old);
+        Ok(())
+    }
+
+    /// Keeps the outputs the `old` factor's path has computed but not yet
+    /// output (its latency ring's pending taps), clears the path and marks
+    /// it for priming at the current factor.
+    fn carry_from(&mut self, old: u32) {
+        // The old path's output k ≥ 1 from now is its tap `d − k`.
         let d_old = MAX_LATENCY - latency_samples(old);
         for j in 0..d_old {
             self.carry[j] = self.comp.window()[d_old - 1 - j];
@@ -520,7 +539,6 @@ impl<S: Sample> Oversampler<S> {
         self.clear_path();
         self.comp.clear();
         self.prime_pending = true;
-        Ok(())
     }
 
     /// Loads `os_in` / `os_in_pos`, or clears the input history when the

@@ -19,7 +19,9 @@
 //! base-rate input history (see [`crate::dsp::oversample`]). The diode
 //! clipper's capacitor state carries over: the priming run starts from it
 //! (its companion term rescaled to the new step), and the solver continues
-//! from where the priming ends, aligned with the new path's delay.
+//! from where the priming ends, aligned with the new path's delay. An edit
+//! (or event) of `oversampling` or `critical` switches the factor the same
+//! way in place, so the output continues through it.
 //!
 //! **Saturator.** `y = tanh(drive·x)` with `M::tanh` at the oversampled rate
 //! (`drive` is applied at the base rate, before the upsampler).
@@ -502,7 +504,15 @@ impl<S: Sample, M: Math> Processor<S> for DiodeClipper<S, M> {
 
     fn set_discrete(&mut self, param: usize, value: &Value) {
         if self.rule.set(param, value, DC_OVERSAMPLING, DC_CRITICAL) {
+            let old = self.os.factor();
             self.os.set_factor(self.rule.factor());
+            let new = self.os.factor();
+            // As across a restore: the capacitor state carries, its
+            // companion term rescaled to the new step.
+            if old != new {
+                let (v, s) = (self.solver.v, self.solver.s);
+                self.solver.s = v + (s - v) * S::from_f64(old as f64 / new as f64);
+            }
         } else if param == DC_MAX_ITERATIONS {
             if let Value::Integer(i) = value {
                 self.solver.max_iterations = max_iterations(*i, self.rule.profile.max_iterations);
