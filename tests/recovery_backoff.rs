@@ -219,7 +219,8 @@ fn a_param_only_cut_keeps_a_muted_node_muted_until_its_retry() {
     // 10 ms after the cause ended: the svf is muted (its last retry, during
     // the overflow, failed) and waits for its next one.
     let at = FAULT_END + 480;
-    let to = at + 9_600;
+    // Long enough for a mute of a second to end too.
+    let to = at + 2 * RATE;
     for p in Profile::ALL {
         let base = scene_file("backoff-cut-a", &scene(p, true, "1kHz"));
         let edited = scene_file("backoff-cut-b", &scene(p, true, "1.2kHz"));
@@ -249,7 +250,8 @@ fn a_param_only_cut_keeps_a_muted_node_muted_until_its_retry() {
     }
 }
 
-/// A processor that panics from sample `at` on (and outputs a constant).
+/// A processor that outputs a constant and panics from sample `at` on;
+/// its (empty) state carries across a handover.
 struct PanicsAt {
     at: u64,
 }
@@ -272,12 +274,19 @@ fn a_node_that_panicked_starts_fresh_after_a_handover_with_a_crossfade() {
     for p in Profile::ALL {
         let base = scene_file("backoff-dead-a", &scene(p, false, "1kHz"));
         let edited = scene_file("backoff-dead-b", &scene(p, false, "1.2kHz"));
-        let mut pl = plan(&base, p);
-        let i = pl.nodes.iter().position(|n| n.id == "sv").unwrap();
-        pl.nodes[i].node = Some(match pl.nodes[i].profile.precision {
-            morphrt::dsp::Precision::F32 => AnyNode::F32(Box::new(PanicsAt { at: 960 })),
-            morphrt::dsp::Precision::F64 => AnyNode::F64(Box::new(PanicsAt { at: 960 })),
-        });
+        // The svf is replaced by one that panics at 960 and, in the edited
+        // scene, by one that never does: only the panic can make the state
+        // not carry.
+        let with = |path: &Path, at: u64| {
+            let mut pl = plan(path, p);
+            let i = pl.nodes.iter().position(|n| n.id == "sv").unwrap();
+            pl.nodes[i].node = Some(match pl.nodes[i].profile.precision {
+                morphrt::dsp::Precision::F32 => AnyNode::F32(Box::new(PanicsAt { at })),
+                morphrt::dsp::Precision::F64 => AnyNode::F64(Box::new(PanicsAt { at })),
+            });
+            pl
+        };
+        let pl = with(&base, 960);
         let mut old = Engine::new(pl);
         // The panic message goes to stderr; the engine carries on.
         let before = play(&mut old, at);
@@ -287,9 +296,13 @@ fn a_node_that_panicked_starts_fresh_after_a_handover_with_a_crossfade() {
             "{p}: dead is silent"
         );
         let st = old.snapshot();
-        let mut new = Engine::new(plan(&edited, p));
+        let mut new = Engine::new(with(&edited, u64::MAX));
         let m = new.migrate(&st, at);
-        assert!(m.structural, "{p}: a dead node's revival crossfades");
+        assert!(
+            m.structural,
+            "{p}: a dead node's revival crossfades: {:?}",
+            m.notices
+        );
         assert!(
             m.notices
                 .iter()
