@@ -43,14 +43,7 @@ fn engine(src: &str, p: Profile) -> Engine {
 }
 
 fn run(e: &mut Engine, to: u64) -> Vec<f64> {
-    let mut out = Vec::new();
-    while e.clock() < to {
-        let n = ((to - e.clock()) as usize).min(e.block_size());
-        e.process_block(n);
-        let b = e.bus();
-        out.extend((0..b.frames()).map(|i| b.get(0, i)));
-    }
-    out
+    common::play(e, to, 0)
 }
 
 /// Switches strict ↔ repro at sample `at` and returns, per direction, the

@@ -9,7 +9,6 @@
 mod common;
 
 use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
-use morphrt::graph::{compile, CompileOptions};
 use morphrt::profile::Profile;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,18 +32,8 @@ fn incoming(text: &str, path: &Path, fixed: &SessionFixed, p: Profile) -> Incomi
     Incoming::compile(text, path, fixed, p).unwrap_or_else(|e| panic!("{}", e[0]))
 }
 
-fn fixed_for(text: &str, path: &Path) -> SessionFixed {
-    let s = morphrt::scene::load_str(text, &path.display().to_string(), None)
-        .unwrap_or_else(|e| panic!("{}", e[0]));
-    let plan = compile(
-        &s,
-        &CompileOptions {
-            block_size: Some(BLOCK),
-            ..CompileOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{}", e[0]));
-    SessionFixed::from_plan(&plan, Vec::new())
+fn fixed_for(text: &str) -> SessionFixed {
+    SessionFixed::from_plan(&common::plan(text, None, BLOCK), Vec::new())
 }
 
 fn rms(x: &[f64]) -> f64 {
@@ -71,7 +60,7 @@ fn edit(from: &str, to: &str, p: Profile) {
     let path = dir.join("nl.json");
     let (a, b) = (scene(from), scene(to));
     std::fs::write(&path, &a).unwrap();
-    let fixed = fixed_for(&a, &path);
+    let fixed = fixed_for(&a);
     let total = 9_600u64;
     let lead = 4 * BLOCK as u64;
     let mut s = Scripted::new(incoming(&a, &path, &fixed, p), 2);

@@ -14,7 +14,7 @@ mod common;
 
 use morphrt::engine::render_to_vec;
 use morphrt::engine::{Engine, Notice};
-use morphrt::graph::{compile, CompileOptions, Plan};
+use morphrt::graph::Plan;
 use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
 use morphrt::profile::Profile;
 use std::path::{Path, PathBuf};
@@ -112,19 +112,11 @@ fn scene_file(name: &str, text: &str) -> PathBuf {
 }
 
 fn plan(path: &Path, profile: Profile) -> Plan {
-    let text = std::fs::read_to_string(path).unwrap();
-    let dir = path.parent().map(Path::to_path_buf);
-    let s = morphrt::scene::load_str(&text, &path.display().to_string(), dir)
-        .unwrap_or_else(|e| panic!("{}", e[0]));
-    compile(
-        &s,
-        &CompileOptions {
-            profile: Some(profile),
-            block_size: Some(BLOCK),
-            ..CompileOptions::default()
-        },
+    common::plan(
+        &std::fs::read_to_string(path).unwrap(),
+        Some(profile),
+        BLOCK,
     )
-    .unwrap_or_else(|e| panic!("{profile}: {}", e[0]))
 }
 
 /// Renders `frames` of the scene at `path`: both channels, and the NaN
@@ -204,14 +196,7 @@ fn a_filter_sounds_again_soon_after_an_overflow_at_its_input_ends() {
 
 /// Plays `e` to `to` and returns its svf channel from its clock on.
 fn play(e: &mut Engine, to: u64) -> Vec<f64> {
-    let mut out = Vec::new();
-    while e.clock() < to {
-        let n = ((to - e.clock()) as usize).min(e.block_size());
-        e.process_block(n);
-        let b = e.bus();
-        out.extend((0..b.frames()).map(|i| b.get(0, i)));
-    }
-    out
+    common::play(e, to, 0)
 }
 
 #[test]

@@ -93,16 +93,16 @@ pub fn stem(p: &Path) -> String {
     p.file_stem().unwrap().to_string_lossy().into_owned()
 }
 
-/// Compiles scene text into an engine (panics with the first diagnostic).
-pub fn engine(
+/// Compiles scene text into a plan (panics with the first diagnostic).
+pub fn plan(
     text: &str,
     profile: Option<morphrt::profile::Profile>,
     block: usize,
-) -> morphrt::engine::Engine {
+) -> morphrt::graph::Plan {
     use morphrt::graph::{compile, CompileOptions};
     let scene =
         morphrt::scene::load_str(text, "test.json", None).unwrap_or_else(|e| panic!("{}", e[0]));
-    let plan = compile(
+    compile(
         &scene,
         &CompileOptions {
             profile,
@@ -110,8 +110,29 @@ pub fn engine(
             ..CompileOptions::default()
         },
     )
-    .unwrap_or_else(|e| panic!("{}", e[0]));
-    morphrt::engine::Engine::new(plan)
+    .unwrap_or_else(|e| panic!("{}", e[0]))
+}
+
+/// Compiles scene text into an engine (panics with the first diagnostic).
+pub fn engine(
+    text: &str,
+    profile: Option<morphrt::profile::Profile>,
+    block: usize,
+) -> morphrt::engine::Engine {
+    morphrt::engine::Engine::new(plan(text, profile, block))
+}
+
+/// Plays `e` block by block up to sample `to` and returns its main-bus
+/// channel `ch` from its clock on.
+pub fn play(e: &mut morphrt::engine::Engine, to: u64, ch: usize) -> Vec<f64> {
+    let mut out = Vec::new();
+    while e.clock() < to {
+        let n = ((to - e.clock()) as usize).min(e.block_size());
+        e.process_block(n);
+        let b = e.bus();
+        out.extend((0..b.frames()).map(|i| b.get(ch, i)));
+    }
+    out
 }
 
 /// A child process that is killed if the test ends (or fails) first, so a
