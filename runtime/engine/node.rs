@@ -207,6 +207,7 @@ impl Engine {
             // The mute is over: try again from a clean state.
             slot.muted_until = 0;
             slot.reset_state();
+            self.capture.spoil();
         }
         let call = Call {
             before,
@@ -263,6 +264,7 @@ impl Engine {
             s.muted_until = sample + rate;
         } else {
             s.reset_state();
+            self.capture.spoil();
         }
         s.last_failure = Some(sample);
     }
