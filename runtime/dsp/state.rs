@@ -68,6 +68,46 @@ pub fn ring_part(
     ([a..a + first, 0..n - first], end)
 }
 
+/// Zeroes a node's buffers a part at a time, for a reset spread over
+/// blocks (see `Processor::reset_part` in `ops`): the buffers, visited in
+/// the same order on every call, are one long sequence, and a call zeroes
+/// its `[done, done + budget)`.
+pub struct PartClear {
+    from: usize,
+    to: usize,
+    /// Where the next buffer starts in the sequence.
+    base: usize,
+}
+
+impl PartClear {
+    /// The part `[done, done + budget)` of the sequence.
+    pub fn new(done: usize, budget: usize) -> PartClear {
+        PartClear {
+            from: done,
+            to: done.saturating_add(budget),
+            base: 0,
+        }
+    }
+
+    /// Zeroes this buffer's share of the part; call for every buffer, in
+    /// the same order each time.
+    pub fn zero<T: Copy>(&mut self, buf: &mut [T], zero: T) {
+        let lo = self.from.clamp(self.base, self.base + buf.len()) - self.base;
+        let hi = self.to.clamp(self.base, self.base + buf.len()) - self.base;
+        buf[lo..hi].fill(zero);
+        self.base += buf.len();
+    }
+
+    /// After every buffer: complete, or where the next part starts.
+    pub fn progress(&self) -> Progress {
+        if self.to >= self.base {
+            Progress::Done
+        } else {
+            Progress::Copied(self.to)
+        }
+    }
+}
+
 /// Why a restore failed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateError {

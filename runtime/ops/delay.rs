@@ -17,7 +17,7 @@
 
 use super::{
     build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, Progress, StateError, Value,
+    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -109,6 +109,16 @@ impl<S: Sample> Processor<S> for Delay<S> {
     fn snapshot(&self, st: &mut NodeState) {
         st.put_samples("buffer", &self.buf);
         st.put_u64("write", self.write as u64);
+    }
+
+    fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        let mut part = PartClear::new(done, budget);
+        part.zero(&mut self.buf, S::ZERO);
+        let p = part.progress();
+        if p == Progress::Done {
+            self.write = 0;
+        }
+        p
     }
 
     /// The ring, oldest sample first from the write index at N (the next

@@ -58,7 +58,7 @@ mod partitioned;
 
 use super::{
     build_any, fft_choice, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind,
-    ParamSpec, Processor, Progress, StateError, Value,
+    ParamSpec, PartClear, Processor, Progress, StateError, Value,
 };
 use crate::dsp::fft::{FftNorm, FftProvider};
 use crate::dsp::{Math, Sample};
@@ -282,13 +282,28 @@ impl<S: Sample> Conv<S> {
     }
 
     fn clear(&mut self) {
-        self.hist.fill(S::ZERO);
-        self.xmax.fill(0);
-        self.fill = self.keep;
-        self.pos = 0;
+        while self.clear_part(0, usize::MAX) != Progress::Done {}
+    }
+
+    /// Zeroes part `[done, done + budget)` of the history and the segments'
+    /// buffers; once complete, rewinds the counters: the node is then as
+    /// built.
+    fn clear_part(&mut self, done: usize, budget: usize) -> Progress {
+        let mut part = PartClear::new(done, budget);
+        part.zero(&mut self.hist, S::ZERO);
+        part.zero(&mut self.xmax, 0);
         for s in self.segs.iter_mut() {
-            s.clear();
+            s.clear_part(&mut part);
         }
+        let p = part.progress();
+        if p == Progress::Done {
+            self.fill = self.keep;
+            self.pos = 0;
+            for s in self.segs.iter_mut() {
+                s.rewind();
+            }
+        }
+        p
     }
 }
 
@@ -335,6 +350,10 @@ impl<S: Sample> Processor<S> for Conv<S> {
     fn snapshot(&self, st: &mut NodeState) {
         st.put_samples("history", &self.hist[self.fill - self.keep..self.fill]);
         st.put_u64("position", self.pos);
+    }
+
+    fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        self.clear_part(done, budget)
     }
 
     /// The history oldest first, then the sample counter. Sample `j` of
