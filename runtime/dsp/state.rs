@@ -35,6 +35,79 @@ pub struct NodeState {
     pub entries: Vec<(Cow<'static, str>, StateValue)>,
 }
 
+/// How far a state copy spread over several calls has come (see
+/// `Processor::capture_part` in `ops`): a capture at block boundary N must
+/// not copy a 30 s delay line in one audio callback, so long histories are
+/// copied in parts over the next blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The whole state is written.
+    Done,
+    /// This many samples of each long history are written; call again
+    /// with it before the node runs again.
+    Copied(usize),
+}
+
+/// The part `[done, done + budget)` of a circular buffer of `len` samples
+/// read oldest first from index `start` (where the next frame writes), as
+/// at most two contiguous index ranges, and where the copy stands after it
+/// (≥ `len`: complete).
+pub fn ring_part(
+    len: usize,
+    start: usize,
+    done: usize,
+    budget: usize,
+) -> ([std::ops::Range<usize>; 2], usize) {
+    let end = done.saturating_add(budget).min(len);
+    if len == 0 || done >= end {
+        return ([0..0, 0..0], end.max(done));
+    }
+    let a = (start % len + done) % len;
+    let n = end - done;
+    let first = n.min(len - a);
+    ([a..a + first, 0..n - first], end)
+}
+
+/// Zeroes a node's buffers a part at a time, for a reset spread over
+/// blocks (see `Processor::reset_part` in `ops`): the buffers, visited in
+/// the same order on every call, are one long sequence, and a call zeroes
+/// its `[done, done + budget)`.
+pub struct PartClear {
+    from: usize,
+    to: usize,
+    /// Where the next buffer starts in the sequence.
+    base: usize,
+}
+
+impl PartClear {
+    /// The part `[done, done + budget)` of the sequence.
+    pub fn new(done: usize, budget: usize) -> PartClear {
+        PartClear {
+            from: done,
+            to: done.saturating_add(budget),
+            base: 0,
+        }
+    }
+
+    /// Zeroes this buffer's share of the part; call for every buffer, in
+    /// the same order each time.
+    pub fn zero<T: Copy>(&mut self, buf: &mut [T], zero: T) {
+        let lo = self.from.clamp(self.base, self.base + buf.len()) - self.base;
+        let hi = self.to.clamp(self.base, self.base + buf.len()) - self.base;
+        buf[lo..hi].fill(zero);
+        self.base += buf.len();
+    }
+
+    /// After every buffer: complete, or where the next part starts.
+    pub fn progress(&self) -> Progress {
+        if self.to >= self.base {
+            Progress::Done
+        } else {
+            Progress::Copied(self.to)
+        }
+    }
+}
+
 /// Why a restore failed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateError {
@@ -110,6 +183,72 @@ impl NodeState {
                 }
             }
         }
+    }
+
+    /// Writes `data` into the array `name`, `total` samples long, from
+    /// index `offset` on: one part of an array copied over several calls
+    /// (see [`Progress`]). An entry that is missing, of another kind or of
+    /// another length is first made `total` samples of silence at the
+    /// sample type's precision, which allocates: the audio thread only ever
+    /// writes parts into a state an earlier full write shaped. A part that
+    /// would run past `total` is cut there.
+    pub fn put_samples_part<S: Sample>(
+        &mut self,
+        name: &'static str,
+        total: usize,
+        offset: usize,
+        data: &[S],
+    ) {
+        let slot = self.slot(name);
+        let end = offset.saturating_add(data.len()).min(total);
+        let data = &data[..end.saturating_sub(offset)];
+        match S::PRECISION {
+            Precision::F64 => {
+                if !matches!(slot, StateValue::F64(v) if v.len() == total) {
+                    *slot = StateValue::F64(vec![0.0; total]);
+                }
+                if let StateValue::F64(v) = slot {
+                    for (d, x) in v[offset.min(total)..end].iter_mut().zip(data) {
+                        *d = x.to_f64();
+                    }
+                }
+            }
+            Precision::F32 => {
+                if !matches!(slot, StateValue::F32(v) if v.len() == total) {
+                    *slot = StateValue::F32(vec![0.0; total]);
+                }
+                if let StateValue::F32(v) = slot {
+                    for (d, x) in v[offset.min(total)..end].iter_mut().zip(data) {
+                        *d = x.to_f32();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes the part `[done, done + budget)` of circular buffer `buf`,
+    /// read oldest first from `start`, into the array `name` at the same
+    /// indices (see [`put_samples_part`](Self::put_samples_part) and
+    /// [`ring_part`]). Returns where the copy stands (≥ `buf.len()`:
+    /// complete).
+    pub fn put_ring_part<S: Sample>(
+        &mut self,
+        name: &'static str,
+        buf: &[S],
+        start: usize,
+        done: usize,
+        budget: usize,
+    ) -> usize {
+        let (ranges, next) = ring_part(buf.len(), start, done, budget);
+        if done == 0 && ranges.iter().all(|r| r.is_empty()) {
+            self.put_samples_part::<S>(name, buf.len(), 0, &[]);
+        }
+        for r in ranges {
+            if !r.is_empty() {
+                self.put_samples_part(name, buf.len(), r.start, &buf[r]);
+            }
+        }
+        next
     }
 
     /// Writes one sample-precision scalar (an array of length 1).

@@ -137,6 +137,36 @@ impl Bus {
         }
     }
 
+    /// Copies part `[done, done + budget)` of every delay line into a
+    /// buffer shaped by [`save`](Self::save) (see [`Ring::save_part`]);
+    /// returns where the copy stands, complete once past the longest line.
+    pub(crate) fn save_part(
+        &self,
+        st: &mut [(Vec<f64>, usize)],
+        done: usize,
+        budget: usize,
+    ) -> (usize, bool) {
+        fn part<S: Sample>(
+            b: &BusT<S>,
+            st: &mut [(Vec<f64>, usize)],
+            done: usize,
+            budget: usize,
+        ) -> (usize, bool) {
+            let mut complete = true;
+            let mut next = done;
+            for (r, e) in b.rings.iter().flatten().zip(st) {
+                let n = r.save_part(e, done, budget);
+                complete &= n >= e.0.len();
+                next = next.max(n);
+            }
+            (next, complete)
+        }
+        match self {
+            Bus::F32(b) => part(b, st, done, budget),
+            Bus::F64(b) => part(b, st, done, budget),
+        }
+    }
+
     pub(crate) fn load(&mut self, st: &[(Vec<f64>, usize)]) {
         match self {
             Bus::F32(b) => b

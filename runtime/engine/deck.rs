@@ -117,6 +117,18 @@ impl Deck {
         Ok(())
     }
 
+    /// Starts a capture of the playing engine spread over blocks (see
+    /// [`Engine::begin_capture`]); true if it is already complete.
+    pub fn begin_capture(&mut self, st: &mut super::EngineState) -> bool {
+        self.current.begin_capture(st)
+    }
+
+    /// Copies the capture's next part (see [`Engine::continue_capture`]);
+    /// true once complete.
+    pub fn continue_capture(&mut self, st: &mut super::EngineState) -> bool {
+        self.current.continue_capture(st)
+    }
+
     /// Takes the engine that stopped playing, to be dropped off the audio thread.
     pub fn take_retired(&mut self) -> Option<Box<Engine>> {
         self.retired.take()

@@ -15,6 +15,7 @@
 
 mod blocks;
 mod bus;
+mod capture;
 mod deck;
 mod feedback;
 mod handover;
@@ -27,6 +28,7 @@ mod timing;
 
 pub use blocks::{render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_with_stops};
 pub use bus::{Bus, BusRef};
+pub use capture::PART_SAMPLES;
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
 pub use handover::{Migration, Notice};
 pub use node::{EngineStats, Recovery};
@@ -85,6 +87,8 @@ pub struct Engine {
     /// delay (u64::MAX without feedback), so that everything a feedback
     /// edge reads within a chunk was written before it.
     max_chunk: u64,
+    /// A capture spread over blocks, in progress or not.
+    capture: capture::Cursor,
 }
 
 impl std::fmt::Debug for Engine {
@@ -173,6 +177,7 @@ impl Engine {
                 .min()
                 .unwrap_or(u64::MAX),
             feeds,
+            capture: capture::Cursor::new(slots.len()),
             slots,
         }
     }
@@ -312,6 +317,7 @@ impl Engine {
                     };
                 }
                 EventAction::Discrete(v) => {
+                    self.capture.spoil();
                     match &mut slot.core {
                         Core::F32(t) => t.node.set_discrete(e.param, v),
                         Core::F64(t) => t.node.set_discrete(e.param, v),

@@ -200,6 +200,7 @@ impl Engine {
         let slot = &mut rest[0];
         if slot.recovery.retry_due(start) {
             slot.reset_state();
+            self.capture.spoil();
         }
         let call = Call {
             before,
@@ -248,6 +249,7 @@ impl Engine {
         let s = &mut self.slots[i];
         if s.recovery.fail(end, rate) {
             s.reset_state();
+            self.capture.spoil();
         }
     }
 }

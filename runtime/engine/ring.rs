@@ -77,6 +77,35 @@ impl<S: Sample> Ring<S> {
         *pos = self.pos;
     }
 
+    /// Copies the part `[done, done + budget)` of the line, oldest sample
+    /// first, into a buffer shaped by [`save`](Self::save), at the same
+    /// indices; the first part (`done` = 0) also records the position.
+    /// Returns where the copy stands (≥ the line's length: complete). The
+    /// line moves one sample per frame from that position, so copying at
+    /// least as many samples per part as frames run between parts gives
+    /// the line as it was at the first part (see `Engine::begin_capture`).
+    pub(crate) fn save_part(
+        &self,
+        (data, pos): &mut (Vec<f64>, usize),
+        done: usize,
+        budget: usize,
+    ) -> usize {
+        let len = self.buf.len();
+        if data.len() != len {
+            return len;
+        }
+        if done == 0 {
+            *pos = self.pos;
+        }
+        let (ranges, next) = crate::dsp::state::ring_part(len, *pos, done, budget);
+        for r in ranges {
+            for (d, x) in data[r.clone()].iter_mut().zip(&self.buf[r]) {
+                *d = x.to_f64();
+            }
+        }
+        next
+    }
+
     pub(crate) fn fits(&self, (data, pos): &(Vec<f64>, usize)) -> bool {
         data.len() == self.buf.len() && *pos < self.buf.len()
     }

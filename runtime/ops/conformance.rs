@@ -384,6 +384,19 @@ fn check_case(c: &Case, profile: Profile, precision: Precision) {
     if let Some(d) = first_difference(&reference, &again) {
         panic!("{label}: after reset: {d}");
     }
+    // A reset in parts (as the engine spreads one over blocks) reproduces.
+    let mut parted = runner(c, profile, precision);
+    parted.run(&ins, &ms, FRAMES, &[64]);
+    let mut done = 0;
+    while let super::Progress::Copied(n) = parted.node().reset_part(done, 1000) {
+        assert!(n > done, "{label}: a reset part made no progress");
+        done = n;
+    }
+    parted.set_clock(0);
+    let again = parted.run(&ins, &ms, FRAMES, &[64]);
+    if let Some(d) = first_difference(&reference, &again) {
+        panic!("{label}: after a reset in parts: {d}");
+    }
     // Dirty output buffers do not leak.
     let mut dirty = runner(c, profile, precision);
     dirty.dirty_fill = f64::NAN;
@@ -412,6 +425,29 @@ fn check_case(c: &Case, profile: Profile, precision: Precision) {
     let want: Vec<Vec<f64>> = reference.iter().map(|v| v[split..].to_vec()).collect();
     if let Some(d) = first_difference(&want, &tail) {
         panic!("{label}: after restore(snapshot()): {d}");
+    }
+    // A capture in parts while the node keeps running (as the audio
+    // thread spreads one over blocks) is the state at its first part:
+    // parts of 2000 samples, 100 frames run between them (the input wraps
+    // around if the state is long).
+    let mut running = runner(c, profile, precision);
+    running.run(&head_in, &head_mods, split, &[100]);
+    let mut parts = st.clone();
+    let mut p = running.node().capture_part(&mut parts, 0, 2000);
+    let mut at = split;
+    while let super::Progress::Copied(done) = p {
+        let at_k = at % (FRAMES - 100);
+        let ins_k: Vec<Vec<f64>> = ins.iter().map(|v| v[at_k..at_k + 100].to_vec()).collect();
+        let ms_k: Vec<(usize, Vec<f64>)> = ms
+            .iter()
+            .map(|(i, v)| (*i, v[at_k..at_k + 100].to_vec()))
+            .collect();
+        running.run(&ins_k, &ms_k, 100, &[100]);
+        at += 100;
+        p = running.node().capture_part(&mut parts, done, 2000);
+    }
+    if parts != st {
+        panic!("{label}: a capture in parts differs from the snapshot at its start");
     }
 }
 

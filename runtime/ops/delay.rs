@@ -17,7 +17,7 @@
 
 use super::{
     build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -109,6 +109,35 @@ impl<S: Sample> Processor<S> for Delay<S> {
     fn snapshot(&self, st: &mut NodeState) {
         st.put_samples("buffer", &self.buf);
         st.put_u64("write", self.write as u64);
+    }
+
+    fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        let mut part = PartClear::new(done, budget);
+        part.zero(&mut self.buf, S::ZERO);
+        let p = part.progress();
+        if p == Progress::Done {
+            self.write = 0;
+        }
+        p
+    }
+
+    /// The ring, oldest sample first from the write index at N (the next
+    /// frame overwrites it), then the write index.
+    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        let start = if done == 0 {
+            self.write
+        } else {
+            st.get_u64("write").map_or(self.write, |w| w as usize)
+        };
+        let next = st.put_ring_part("buffer", &self.buf, start, done, budget);
+        if done == 0 {
+            st.put_u64("write", self.write as u64);
+        }
+        if next >= self.buf.len() {
+            Progress::Done
+        } else {
+            Progress::Copied(next)
+        }
     }
 
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {

@@ -31,7 +31,7 @@ mod sampler;
 mod spectral;
 mod utility;
 
-pub use crate::dsp::state::{NodeState, StateError, StateValue};
+pub use crate::dsp::state::{NodeState, PartClear, Progress, StateError, StateValue};
 pub use value::{default_value, number_value, resolve_param, AudioData, ParamError, Value};
 
 use crate::dsp::{FastMath, Math, MathKind, Precision, Sample, StdMath, StrictMath};
@@ -457,6 +457,32 @@ pub trait Processor<S: Sample>: Send {
     fn reset(&mut self);
     /// Writes every piece of state that `process` carries between calls.
     fn snapshot(&self, st: &mut NodeState);
+    /// Does what [`reset`](Self::reset) does, in parts, for a reset spread
+    /// over blocks: `done` is what the previous call returned (0 first);
+    /// each call zeroes about `budget` samples of state ([`PartClear`]).
+    /// The engine keeps the node silent and does not run it until a call
+    /// returns [`Progress::Done`]; the node is then exactly as after
+    /// `reset`. Real-time safe. The default resets at once, for nodes with
+    /// short state.
+    fn reset_part(&mut self, _done: usize, _budget: usize) -> Progress {
+        self.reset();
+        Progress::Done
+    }
+    /// Writes the same state as [`snapshot`](Self::snapshot), in parts,
+    /// for a capture spread over blocks: the first call (`done` = 0) is at
+    /// the capture sample N; each later call passes what the previous one
+    /// returned and comes before the node runs again. Each call copies
+    /// at least `budget` more samples of every long history (or the rest of
+    /// it), and the node runs at most `budget` frames between two calls;
+    /// so a history written one sample per frame at a moving position and
+    /// copied oldest first, from where the next frame writes, is never read
+    /// after a frame overwrote it: the result is the state at N exactly.
+    /// Real-time safe on a state shaped by an earlier `snapshot`. The
+    /// default writes everything at once, for nodes with short state.
+    fn capture_part(&self, st: &mut NodeState, _done: usize, _budget: usize) -> Progress {
+        self.snapshot(st);
+        Progress::Done
+    }
     /// Reads state written by `snapshot` (at either precision). Allocation-free.
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError>;
     /// A discrete param (enum, integer, bool) changed by an event.
@@ -495,6 +521,18 @@ impl AnyNode {
         match self {
             AnyNode::F32(n) => n.snapshot(st),
             AnyNode::F64(n) => n.snapshot(st),
+        }
+    }
+    pub fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        match self {
+            AnyNode::F32(n) => n.capture_part(st, done, budget),
+            AnyNode::F64(n) => n.capture_part(st, done, budget),
+        }
+    }
+    pub fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        match self {
+            AnyNode::F32(n) => n.reset_part(done, budget),
+            AnyNode::F64(n) => n.reset_part(done, budget),
         }
     }
     pub fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {

@@ -112,8 +112,10 @@ impl Meters {
 /// A request from the control thread to the audio thread (the handover of
 /// [`crate::engine::incoming`]).
 pub enum ToAudio {
-    /// At the next block boundary, copy the playing engine's state into
-    /// this buffer (shaped for that engine) and send it back.
+    /// From the next block boundary N, copy the playing engine's state into
+    /// this buffer (shaped for that engine) and send it back: long
+    /// histories are copied in parts over the following blocks, so the
+    /// reply may come a few blocks after N, holding the state at N.
     Capture(Box<EngineState>),
     /// Play `engine` from sample `at` (a block boundary), crossfading over
     /// `fade` frames (0: a cut). Refused if the clock has passed `at`.
@@ -126,7 +128,7 @@ pub enum ToAudio {
 
 /// A reply from the audio thread.
 pub enum FromAudio {
-    /// The state at block boundary `at` (N).
+    /// The state at block boundary `at` (N; the buffer's clock).
     Captured { state: Box<EngineState>, at: u64 },
     /// The offered engine plays from `at` (S).
     Swapped { at: u64 },
@@ -182,6 +184,8 @@ pub struct Player {
     link: Arc<Link>,
     /// An offer waiting for its swap sample.
     held: Option<HeldOffer>,
+    /// A capture being copied in parts, one before each block.
+    capturing: Option<Box<EngineState>>,
     /// Replies the full queue did not take yet, oldest first (capacity
     /// reserved up front).
     outbox: VecDeque<FromAudio>,
@@ -228,6 +232,7 @@ impl Player {
             deck: Deck::new(Box::new(engine), device_channels),
             link: Arc::new(Link::default()),
             held: None,
+            capturing: None,
             outbox: VecDeque::with_capacity(OUTBOX),
             fifo: vec![0.0; block * device_channels],
             fifo_pos: 0,
@@ -288,17 +293,29 @@ impl Player {
             }
         }
         let clock = self.deck.clock();
+        if let Some(mut state) = self.capturing.take() {
+            if !self.deck.continue_capture(&mut state) {
+                // Requests wait behind the capture.
+                self.capturing = Some(state);
+                return;
+            }
+            let at = state.clock;
+            self.send(FromAudio::Captured { state, at });
+        }
         if let Some(held) = self.held.take() {
             self.offer(held.engine, held.at, held.fade_frames, clock);
         }
-        while self.held.is_none() && self.outbox.len() + 2 < OUTBOX {
+        while self.held.is_none() && self.capturing.is_none() && self.outbox.len() + 2 < OUTBOX {
             let Some(req) = self.link.to_audio.pop() else {
                 break;
             };
             match req {
                 ToAudio::Capture(mut state) => {
-                    self.deck.engine().capture_into(&mut state);
-                    self.send(FromAudio::Captured { state, at: clock });
+                    if self.deck.begin_capture(&mut state) {
+                        self.send(FromAudio::Captured { state, at: clock });
+                    } else {
+                        self.capturing = Some(state);
+                    }
                 }
                 ToAudio::Offer { engine, at, fade } => self.offer(engine, at, fade, clock),
             }

@@ -58,7 +58,7 @@ mod partitioned;
 
 use super::{
     build_any, fft_choice, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind,
-    ParamSpec, Processor, StateError, Value,
+    ParamSpec, PartClear, Processor, Progress, StateError, Value,
 };
 use crate::dsp::fft::{FftNorm, FftProvider};
 use crate::dsp::{Math, Sample};
@@ -282,13 +282,28 @@ impl<S: Sample> Conv<S> {
     }
 
     fn clear(&mut self) {
-        self.hist.fill(S::ZERO);
-        self.xmax.fill(0);
-        self.fill = self.keep;
-        self.pos = 0;
+        while self.clear_part(0, usize::MAX) != Progress::Done {}
+    }
+
+    /// Zeroes part `[done, done + budget)` of the history and the segments'
+    /// buffers; once complete, rewinds the counters: the node is then as
+    /// built.
+    fn clear_part(&mut self, done: usize, budget: usize) -> Progress {
+        let mut part = PartClear::new(done, budget);
+        part.zero(&mut self.hist, S::ZERO);
+        part.zero(&mut self.xmax, 0);
         for s in self.segs.iter_mut() {
-            s.clear();
+            s.clear_part(&mut part);
         }
+        let p = part.progress();
+        if p == Progress::Done {
+            self.fill = self.keep;
+            self.pos = 0;
+            for s in self.segs.iter_mut() {
+                s.rewind();
+            }
+        }
+        p
     }
 }
 
@@ -335,6 +350,45 @@ impl<S: Sample> Processor<S> for Conv<S> {
     fn snapshot(&self, st: &mut NodeState) {
         st.put_samples("history", &self.hist[self.fill - self.keep..self.fill]);
         st.put_u64("position", self.pos);
+    }
+
+    fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        self.clear_part(done, budget)
+    }
+
+    /// The history oldest first, then the sample counter. Sample `j` of
+    /// the history at N is the input at `pos(N) − keep + j`; it stays in
+    /// `hist` (moved to the front by `room`, never lost) until `j + 1` more
+    /// frames have arrived, so copying oldest first at least as fast as
+    /// frames arrive reads it before it goes.
+    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        let keep = self.keep;
+        let at_n = if done == 0 {
+            self.pos
+        } else {
+            st.get_u64("position").map_or(self.pos, |p| p.min(self.pos))
+        };
+        // Frames that arrived since N: history samples before this are gone
+        // (never, when the caller keeps its side of the contract).
+        let aged = ((self.pos - at_n) as usize).min(keep);
+        let end = done.saturating_add(budget).min(keep);
+        let from = done.max(aged);
+        // History sample j at N sits at `fill − keep + j − aged` now.
+        let base = self.fill - keep;
+        let part = if from < end {
+            &self.hist[base + from - aged..base + end - aged]
+        } else {
+            &self.hist[..0]
+        };
+        st.put_samples_part("history", keep, from.min(keep), part);
+        if done == 0 {
+            st.put_u64("position", self.pos);
+        }
+        if end >= keep {
+            Progress::Done
+        } else {
+            Progress::Copied(end)
+        }
     }
 
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {

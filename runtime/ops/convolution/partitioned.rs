@@ -123,15 +123,22 @@ impl<S: Sample> Segment<S> {
     }
 
     /// Back to silence before sample 0: no input seen, no block in flight.
-    pub(super) fn clear(&mut self) {
+    /// Zeroes this segment's share of a reset spread over blocks (its
+    /// delay line, accumulators and tail ring); [`rewind`](Self::rewind)
+    /// completes it.
+    pub(super) fn clear_part(&mut self, part: &mut crate::dsp::state::PartClear) {
         let zero = Complex::new(S::ZERO, S::ZERO);
-        self.fdl.fill(zero);
+        part.zero(&mut self.fdl, zero);
         for a in self.acc.iter_mut() {
-            a.fill(zero);
+            part.zero(a, zero);
         }
         for z in self.z.iter_mut() {
-            z.fill(S::ZERO);
+            part.zero(z, S::ZERO);
         }
+    }
+
+    /// Back to the first block, after every buffer was zeroed.
+    pub(super) fn rewind(&mut self) {
         self.blk = 0;
         self.start = 0;
         self.done = self.steps();

@@ -1,0 +1,267 @@
+//! The audio thread's callbacks while the control side hands over, against
+//! the block budget: each scene plays in real time on a paced callback of
+//! 64 frames (no sound card needed) until its long state is full, then
+//! takes a param edit (a cut), a structural edit (a crossfade) and a
+//! profile switch there and back, one after another. Reports, per scene
+//! and profile, the longest callback during the handovers (from each
+//! capture to the end of its crossfade) and outside them, against the
+//! budget of one 64-frame period.
+//!
+//! Scenes: `scenes/hall-reverb.json` (a 2 s stereo convolution),
+//! `scenes/bench/long-delays.json` (three delays of 30 s: 4.3 million
+//! samples of state), and a 10 s stereo impulse response (made here with
+//! `synth_ir`). Measures only; asserts nothing.
+//!
+//! `cargo bench --bench handover [-- SCENE-FILTER]`
+
+use morphrt::engine::incoming::{Incoming, SessionFixed};
+use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::session::LiveSession;
+use morphrt::profile::Profile;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const BLOCK: usize = 64;
+const RATE: f64 = 48_000.0;
+
+fn percentile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
+/// A scene to hand over: its file, the text of a param edit and of a
+/// structural edit, and how long to play before the first handover.
+struct Case {
+    name: &'static str,
+    path: PathBuf,
+    edit: String,
+    structural: String,
+    warm: Duration,
+}
+
+fn cases(root: &Path, dir: &Path) -> Vec<Case> {
+    let add_node = |t: &str| {
+        t.replacen(
+            "\"nodes\": [",
+            "\"nodes\": [\n    { \"id\": \"extra\", \"op\": \"dc\", \"params\": { \"value\": 0.0 } },",
+            1,
+        )
+    };
+    let mut v = Vec::new();
+    let hall = std::fs::read_to_string(root.join("scenes/hall-reverb.json")).unwrap();
+    let p = dir.join("hall-reverb.json");
+    std::fs::write(&p, &hall).unwrap();
+    v.push(Case {
+        name: "hall-reverb",
+        edit: hall.replace("\"mix\": 0.35", "\"mix\": 0.3"),
+        structural: add_node(&hall),
+        path: p,
+        warm: Duration::from_secs(3),
+    });
+    let delays = std::fs::read_to_string(root.join("scenes/bench/long-delays.json")).unwrap();
+    let p = dir.join("long-delays.json");
+    std::fs::write(&p, &delays).unwrap();
+    v.push(Case {
+        name: "long-delays",
+        edit: delays.replace("\"feedback\": 0.6", "\"feedback\": 0.55"),
+        structural: add_node(&delays),
+        path: p,
+        warm: Duration::from_secs(8),
+    });
+    // A 10 s stereo impulse response.
+    let res = dir.join("resources");
+    std::fs::create_dir_all(&res).unwrap();
+    let ir = morphrt::ops::convolution::synth_ir(10.0, 8.0, 11, 2, RATE);
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: RATE as u32,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut w = hound::WavWriter::create(res.join("ir10.wav"), spec).unwrap();
+    for i in 0..ir[0].len() {
+        w.write_sample(ir[0][i] as f32).unwrap();
+        w.write_sample(ir[1][i] as f32).unwrap();
+    }
+    w.finalize().unwrap();
+    let long_ir = hall
+        .replace("@resource:hall.wav", "@resource:ir10.wav")
+        .replace("\"duration\": \"30s\"", "\"duration\": \"60s\"");
+    let p = dir.join("long-ir.json");
+    std::fs::write(&p, &long_ir).unwrap();
+    v.push(Case {
+        name: "10 s stereo IR",
+        edit: long_ir.replace("\"mix\": 0.35", "\"mix\": 0.3"),
+        structural: add_node(&long_ir),
+        path: p,
+        warm: Duration::from_secs(11),
+    });
+    v
+}
+
+/// Plays `case` under `profile` and prints its line.
+fn run(case: &Case, profile: Profile) {
+    let text = std::fs::read_to_string(&case.path).unwrap();
+    let dir = case.path.parent().unwrap().to_path_buf();
+    let resources = vec![
+        dir.join("resources"),
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/resources")),
+    ];
+    let scene =
+        morphrt::scene::load_str(&text, &case.path.display().to_string(), Some(dir)).unwrap();
+    let plan = morphrt::graph::compile(
+        &scene,
+        &morphrt::graph::CompileOptions {
+            profile: Some(profile),
+            block_size: Some(BLOCK),
+            seed: Some(1),
+            resource_dirs: resources.clone(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let fixed = SessionFixed::from_plan(&plan, resources);
+    let first = Incoming::from_plan(plan, scene.profile, Vec::new());
+    let meters = Arc::new(Meters::default());
+    let player = Player::new(
+        *first.engine,
+        2,
+        None,
+        240,
+        meters.clone(),
+        Arc::new(Controls::default()),
+        Instant::now(),
+    );
+    let mut session = LiveSession::new(
+        &case.path,
+        text.clone(),
+        fixed,
+        profile,
+        scene.profile,
+        first.capture,
+        first.resources,
+        (first.asked, first.events),
+        player.link(),
+        meters.clone(),
+    );
+    let cell = PlayerCell::new(player);
+    let stop = Arc::new(AtomicBool::new(false));
+    let audio = {
+        let (cell, stop, meters) = (cell.clone(), stop.clone(), meters.clone());
+        std::thread::spawn(move || {
+            let mut buf = vec![0.0f32; BLOCK * 2];
+            let mut times: Vec<(u64, u32)> = Vec::with_capacity(2_000_000);
+            let t0 = Instant::now();
+            let mut frames = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let clock = meters.clock.load(Ordering::Relaxed);
+                let s = Instant::now();
+                cell.fill(&mut buf);
+                let ns = s.elapsed().as_nanos() as u32;
+                if times.len() < times.capacity() {
+                    times.push((clock, ns));
+                }
+                frames += BLOCK as u64;
+                let due = t0 + Duration::from_secs_f64(frames as f64 / RATE);
+                if let Some(w) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(w);
+                }
+            }
+            times
+        })
+    };
+    let mut log: Vec<u8> = Vec::new();
+    let other = if profile == Profile::Live {
+        Profile::Repro
+    } else {
+        Profile::Live
+    };
+    let started = Instant::now();
+    while started.elapsed() < case.warm {
+        std::thread::sleep(Duration::from_millis(5));
+        session.tick(&mut log);
+    }
+    let mut step = 0;
+    let steps = 4;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while step < steps || !session.is_idle() {
+        std::thread::sleep(Duration::from_millis(5));
+        session.tick(&mut log);
+        if Instant::now() > deadline {
+            eprintln!("{}: handovers did not complete", case.name);
+            break;
+        }
+        if step >= steps || !session.is_idle() || session.applied.len() < step {
+            continue;
+        }
+        match step {
+            0 => std::fs::write(&case.path, &case.edit).unwrap(),
+            1 => std::fs::write(&case.path, &case.structural).unwrap(),
+            _ => {}
+        }
+        match step {
+            0 | 1 => session.file_changed(false, &mut log),
+            2 => session.switch_profile(other, &mut log),
+            _ => session.switch_profile(profile, &mut log),
+        }
+        step += 1;
+    }
+    // A little steady state after the last fade.
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let times = audio.join().unwrap();
+    std::fs::write(&case.path, &text).unwrap();
+
+    let windows: Vec<(u64, u64)> = session
+        .applied
+        .iter()
+        .map(|r| (r.captured_at, r.swap_at + r.fade + BLOCK as u64))
+        .collect();
+    let warm_frames = (case.warm.as_secs_f64() * RATE) as u64 / 2;
+    let (mut during, mut outside): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    for (c, ns) in times.iter().filter(|(c, _)| *c >= warm_frames) {
+        let us = *ns as f64 / 1e3;
+        if windows.iter().any(|(a, b)| c >= a && c < b) {
+            during.push(us);
+        } else {
+            outside.push(us);
+        }
+    }
+    let budget = BLOCK as f64 / RATE * 1e6;
+    let over = during.iter().filter(|t| **t > budget).count();
+    println!(
+        "{:>15} {profile:>5} block {BLOCK}: {} handovers; during them {} callbacks, median {:.1} µs, longest {:.1} µs = {:.0} % of the {budget:.0} µs budget, {over} over it; outside: median {:.1} µs, longest {:.1} µs",
+        case.name,
+        session.applied.len(),
+        during.len(),
+        percentile(&mut during.clone(), 0.5),
+        percentile(&mut during.clone(), 1.0),
+        percentile(&mut during, 1.0) / budget * 100.0,
+        percentile(&mut outside.clone(), 0.5),
+        percentile(&mut outside, 1.0),
+    );
+    if !session.rejected.is_empty() {
+        println!("  rejected edits: {}", session.rejected.len());
+    }
+}
+
+fn main() {
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("morphrt-bench-handover-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for case in cases(root, &dir) {
+        if filter.as_deref().is_some_and(|f| !case.name.contains(f)) {
+            continue;
+        }
+        for profile in [Profile::Live, Profile::Repro] {
+            run(&case, profile);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

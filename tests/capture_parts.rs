@@ -1,0 +1,344 @@
+//! A handover's capture spread over blocks: the audio thread copies long
+//! state (delay lines, convolution histories, edge and main-bus lines) in
+//! parts before each block after N, and ends up with exactly the state at
+//! N, as a capture of everything at once would have; a node reset while it
+//! runs starts it again; the callback never allocates while it runs.
+
+mod common;
+
+use morphrt::engine::{Engine, EngineState, PART_SAMPLES};
+use morphrt::graph::{compile, CompileOptions};
+use morphrt::profile::Profile;
+use std::path::{Path, PathBuf};
+
+#[path = "common/counting.rs"]
+mod counting;
+use counting::{counts, realtime};
+
+fn engine_of(path: &Path, text: &str, profile: Profile, block: usize) -> Engine {
+    let scene = morphrt::scene::load_str(
+        text,
+        &path.display().to_string(),
+        path.parent().map(Path::to_path_buf),
+    )
+    .unwrap_or_else(|e| panic!("{}", e[0]));
+    let plan = compile(
+        &scene,
+        &CompileOptions {
+            profile: Some(profile),
+            block_size: Some(block),
+            seed: Some(7),
+            resource_dirs: vec![common::root().join("resources")],
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}", e[0]));
+    Engine::new(plan)
+}
+
+/// Two engines of one scene, both run to `n` (a block boundary): one
+/// captures everything at once, the other in parts while it keeps playing.
+/// Returns both states and the blocks the parts took.
+fn both_ways(
+    path: &Path,
+    text: &str,
+    profile: Profile,
+    block: usize,
+    n: u64,
+) -> (EngineState, EngineState, u64) {
+    let mut whole = engine_of(path, text, profile, block);
+    let mut parts = engine_of(path, text, profile, block);
+    let mut at_once = whole.snapshot();
+    // Shaped before anything ran: whatever it holds at the end was copied.
+    let mut in_parts = parts.snapshot();
+    whole.fast_forward(n);
+    parts.fast_forward(n);
+    whole.capture_into(&mut at_once);
+    let mut blocks = 0;
+    let mut done = parts.begin_capture(&mut in_parts);
+    while !done {
+        parts.process_block(block);
+        blocks += 1;
+        done = parts.continue_capture(&mut in_parts);
+        assert!(blocks < 1_000_000, "the capture never completes");
+    }
+    (at_once, in_parts, blocks)
+}
+
+/// A saw into three delays of `max` each, in series, with an edge delay
+/// line and a main bus whose channels differ in latency (a spectral gate
+/// on one), so every kind of long history is in it.
+fn long_scene(max: &str) -> String {
+    format!(
+        r#"{{
+  "version": "1.0",
+  "sample_rate": 48000,
+  "nodes": [
+    {{ "id": "tone", "op": "saw", "params": {{ "freq": "110Hz", "amp": 0.3 }} }},
+    {{ "id": "d1", "op": "delay", "params": {{ "time": "250ms", "feedback": 0.6, "mix": 0.5, "max_time": "{max}" }} }},
+    {{ "id": "d2", "op": "delay", "params": {{ "time": "700ms", "feedback": 0.5, "mix": 0.4, "max_time": "{max}" }} }},
+    {{ "id": "d3", "op": "delay", "params": {{ "time": "1.3s", "feedback": 0.4, "mix": 0.4, "max_time": "{max}" }} }},
+    {{ "id": "gate", "op": "spectral_gate", "params": {{ "threshold": "-60dB", "fft_size": 1024, "hop": 256 }} }},
+    {{ "id": "sum", "op": "mix" }}
+  ],
+  "edges": [
+    {{ "from": "tone", "to": "d1" }},
+    {{ "from": "d1", "to": "d2" }},
+    {{ "from": "d2", "to": "d3" }},
+    {{ "from": "d3", "to": "sum:in0" }},
+    {{ "from": "tone", "to": "sum:in1", "delay": "400ms" }},
+    {{ "from": "d2", "to": "gate" }}
+  ],
+  "outputs": {{ "main": ["sum", "gate"] }}
+}}"#
+    )
+}
+
+#[test]
+fn long_delay_lines_are_captured_in_parts_exactly_as_at_n() {
+    let dir = common::temp_dir("capture-parts");
+    // Lines of 2 s have wrapped by 3 s (every slot holds signal, the
+    // oldest where the next frame writes); lines of 30 s have not.
+    for (max, lines) in [("2s", 2 * 48_000 + 2), ("30s", 30 * 48_000 + 2)] {
+        let path = dir.join(format!("long-{max}.json"));
+        let text = long_scene(max);
+        std::fs::write(&path, &text).unwrap();
+        for profile in Profile::ALL {
+            for block in [64, 1000] {
+                let n = 3 * 48_000 + 7 * block as u64;
+                let (at_once, in_parts, blocks) = both_ways(&path, &text, profile, block, n);
+                assert!(
+                    at_once == in_parts,
+                    "{max} lines, {profile} at block {block}: the parts differ from the state at N"
+                );
+                assert_eq!(in_parts.clock, n);
+                // Three lines in parts of about PART_SAMPLES per block (or
+                // two blocks per line, if more).
+                let total: usize = 3 * lines;
+                let per_block = PART_SAMPLES.max(3 * 2 * block);
+                let expected = total.div_ceil(per_block) as u64;
+                assert!(
+                    blocks >= expected / 2 && blocks <= 2 * expected + 2,
+                    "{max} lines, {profile} at block {block}: {blocks} blocks, expected about {expected}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn shipped_scenes_are_captured_in_parts_exactly_as_at_n() {
+    let mut scenes: Vec<PathBuf> = common::shipped_scenes();
+    scenes.push(common::root().join("scenes/bench/long-delays.json"));
+    for path in scenes {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for profile in Profile::ALL {
+            // Strict's direct convolution of a 2 s IR is slow unoptimised:
+            // a shorter run into it.
+            let n = if profile == Profile::Strict {
+                6400
+            } else {
+                64_000
+            };
+            let (at_once, in_parts, _) = both_ways(&path, &text, profile, 64, n);
+            assert!(
+                at_once == in_parts,
+                "{} under {profile}: the parts differ from the state at N",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_convolution_history_is_captured_in_parts_exactly_as_at_n() {
+    let dir = common::temp_dir("capture-parts-conv");
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    // A 3 s mono IR: a decaying sequence, enough to span many parts.
+    let ir: Vec<f32> = (0..144_000)
+        .map(|i| ((i * 7919 % 1000) as f32 / 1000.0 - 0.5) * (-(i as f32) / 30_000.0).exp())
+        .collect();
+    common::write_mono_f32(&dir.join("resources").join("ir.wav"), &ir);
+    let text = r#"{
+  "version": "1.0",
+  "sample_rate": 48000,
+  "nodes": [
+    { "id": "tone", "op": "saw", "params": { "freq": "220Hz", "amp": 0.3 } },
+    { "id": "verb", "op": "convolution", "params": { "ir": "@resource:ir.wav", "mix": 0.5 } }
+  ],
+  "edges": [ { "from": "tone", "to": "verb" } ],
+  "outputs": { "main": ["verb:out", "verb:out_r"] }
+}"#;
+    let path = dir.join("conv.json");
+    std::fs::write(&path, text).unwrap();
+    for profile in [Profile::Repro, Profile::Live, Profile::Strict] {
+        let n = if profile == Profile::Strict {
+            4_032
+        } else {
+            4 * 48_000 + 64 * 5
+        };
+        let (at_once, in_parts, blocks) = both_ways(&path, text, profile, 64, n);
+        assert!(
+            at_once == in_parts,
+            "{profile}: the parts differ from the state at N"
+        );
+        assert!(
+            blocks > 2,
+            "{profile}: a 3 s history should take several parts, took {blocks}"
+        );
+    }
+}
+
+/// Infinity at one sample (`at`), silence elsewhere: the engine resets the
+/// node that made it.
+struct Spike {
+    at: u64,
+}
+
+impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Spike {
+    fn process(&mut self, io: &mut morphrt::ops::Io<'_, S>) {
+        for i in 0..io.frames {
+            let v = if io.start + i as u64 == self.at {
+                f64::INFINITY
+            } else {
+                0.0
+            };
+            io.outputs[0][i] = S::from_f64(v);
+        }
+    }
+    fn reset(&mut self) {}
+    fn snapshot(&self, _st: &mut morphrt::ops::NodeState) {}
+    fn restore(&mut self, _st: &morphrt::ops::NodeState) -> Result<(), morphrt::ops::StateError> {
+        Ok(())
+    }
+}
+
+/// The scene's engine with node `spike` replaced by a [`Spike`] at `at`.
+fn spiking(path: &Path, text: &str, profile: Profile, at: u64) -> Engine {
+    use morphrt::ops::AnyNode;
+    let scene = morphrt::scene::load_str(text, &path.display().to_string(), None).unwrap();
+    let mut plan = compile(
+        &scene,
+        &CompileOptions {
+            profile: Some(profile),
+            block_size: Some(64),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap();
+    let i = plan.nodes.iter().position(|n| n.id == "spike").unwrap();
+    plan.nodes[i].node = Some(match plan.nodes[i].profile.precision {
+        morphrt::dsp::Precision::F32 => AnyNode::F32(Box::new(Spike { at })),
+        morphrt::dsp::Precision::F64 => AnyNode::F64(Box::new(Spike { at })),
+    });
+    Engine::new(plan)
+}
+
+#[test]
+fn a_reset_during_the_capture_starts_it_again_at_a_later_boundary() {
+    // A node overflows at 3.01 s, while the capture begun at 3 s is still
+    // copying the 30 s line: the engine resets it, and the capture starts
+    // again from the next boundary.
+    let text = r#"{
+  "version": "1.0",
+  "sample_rate": 48000,
+  "nodes": [
+    { "id": "tone", "op": "saw", "params": { "freq": "110Hz", "amp": 0.3 } },
+    { "id": "d1", "op": "delay", "params": { "time": "250ms", "feedback": 0.6, "mix": 0.5, "max_time": "30s" } },
+    { "id": "spike", "op": "dc", "params": { "value": 0.0 } },
+    { "id": "sum", "op": "mix" }
+  ],
+  "edges": [
+    { "from": "tone", "to": "d1" },
+    { "from": "d1", "to": "sum:in0" },
+    { "from": "spike", "to": "sum:in1" }
+  ],
+  "outputs": { "main": ["sum"] }
+}"#;
+    let path = common::temp_dir("capture-parts-reset").join("reset.json");
+    let at = 3 * 48_000 + 480;
+    for profile in Profile::ALL {
+        let mut e = spiking(&path, text, profile, at);
+        let mut st = e.snapshot();
+        e.fast_forward(3 * 48_000);
+        let mut done = e.begin_capture(&mut st);
+        while !done {
+            e.process_block(64);
+            done = e.continue_capture(&mut st);
+        }
+        assert_eq!(
+            e.stats().nan_events,
+            1,
+            "{profile}: the node never overflowed"
+        );
+        let restarted_at = st.clock;
+        assert!(
+            restarted_at > at,
+            "{profile}: the capture did not start again ({restarted_at})"
+        );
+        let mut whole = spiking(&path, text, profile, at);
+        let mut at_once = whole.snapshot();
+        whole.fast_forward(restarted_at);
+        whole.capture_into(&mut at_once);
+        assert!(
+            at_once == st,
+            "{profile}: the restarted capture differs from the state at {restarted_at}"
+        );
+    }
+}
+
+#[test]
+fn the_callback_never_allocates_while_a_capture_runs_in_parts() {
+    use morphrt::host::live::player::{Controls, FromAudio, Meters, Player, ToAudio};
+    use std::sync::Arc;
+    let path = common::root().join("scenes/bench/long-delays.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    for profile in Profile::ALL {
+        let engine = engine_of(&path, &text, profile, 64);
+        let shaped = Box::new(engine.snapshot());
+        let meters = Arc::new(Meters::default());
+        let mut player = Player::new(
+            engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            Arc::new(Controls::default()),
+            std::time::Instant::now(),
+        );
+        let link = player.link();
+        let mut buf = vec![0.0f32; 2 * 64];
+        for _ in 0..200 {
+            player.fill(&mut buf);
+        }
+        let n = meters.clock.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(link.to_audio.push(ToAudio::Capture(shaped)).is_ok());
+        let before = counts();
+        let mut callbacks = 0;
+        let reply = loop {
+            realtime(|| player.fill(&mut buf));
+            callbacks += 1;
+            if let Some(r) = link.from_audio.pop() {
+                break r;
+            }
+            assert!(callbacks < 100_000, "{profile}: no reply");
+        };
+        let after = counts();
+        assert_eq!(
+            (after.0 - before.0, after.1 - before.1),
+            (0, 0),
+            "{profile}: the callback allocated or freed"
+        );
+        match reply {
+            FromAudio::Captured { at, state } => {
+                assert_eq!(at, n, "{profile}: the state is not the one at N");
+                assert_eq!(state.clock, n);
+            }
+            _ => panic!("{profile}: expected the captured state"),
+        }
+        assert!(
+            callbacks > 10,
+            "{profile}: 4.3 million samples in {callbacks} callbacks"
+        );
+    }
+}
