@@ -18,9 +18,10 @@
 //!
 //! The copy per block is bounded: about [`PART_SAMPLES`] samples shared by
 //! the histories still open, and never less than two blocks each. A node
-//! reset while the copy runs (NaN recovery) or a discrete param changed by
-//! an event would break that reasoning: the capture then starts again from
-//! the current boundary, which becomes N.
+//! reset while the copy runs (NaN recovery, itself spread over blocks the
+//! same way) or a discrete param changed by an event would break that
+//! reasoning: the capture then starts again from the current boundary,
+//! which becomes N.
 
 use super::{Core, Engine, EngineState};
 use crate::ops::Progress;
@@ -76,6 +77,7 @@ impl Engine {
         st.next_event = self.next_event;
         for (s, snap) in self.slots.iter().zip(st.nodes.iter_mut()) {
             snap.params.copy_from_slice(&s.params);
+            snap.recovery = s.recovery;
             for (i, v) in snap.discrete.iter_mut() {
                 // Enum, integer and bool values: no allocation, no free.
                 v.clone_from(&s.values[*i]);

@@ -31,7 +31,7 @@ pub use bus::{Bus, BusRef};
 pub use capture::PART_SAMPLES;
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
 pub use handover::{Migration, Notice};
-pub use node::{EngineStats, Recovery};
+pub use node::{EngineStats, Recovery, ResetPart};
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
 

@@ -12,7 +12,7 @@ use super::{Engine, Ring};
 use crate::dsp::vector::all_finite;
 use crate::dsp::{Precision, Sample};
 use crate::graph::{PlanNode, SourceRef};
-use crate::ops::{AnyNode, Io, ParamState, Params, Processor, Value};
+use crate::ops::{AnyNode, Io, ParamState, Params, PartClear, Processor, Progress, Value};
 
 /// A node's processor and buffers at its precision.
 pub(super) struct Typed<S> {
@@ -186,6 +186,30 @@ impl Slot {
         }
     }
 
+    /// Starts returning the node and its edge delay lines to their
+    /// post-build state on the audio thread, a part per call of
+    /// [`reset_step`](Self::reset_step): a 30 s delay line or a long
+    /// convolution history is not zeroed in one callback.
+    pub(super) fn begin_reset(&mut self) {
+        self.recovery.resetting = Some(ResetPart::Node(0));
+    }
+
+    /// The next part, about `budget` samples, of a reset begun with
+    /// [`begin_reset`](Self::begin_reset); true once none is in progress
+    /// (the node is then as [`reset_state`](Self::reset_state) leaves it).
+    /// Short state completes in the first part.
+    pub(super) fn reset_step(&mut self, budget: usize) -> bool {
+        let Some(part) = self.recovery.resetting else {
+            return true;
+        };
+        let next = match &mut self.core {
+            Core::F32(t) => reset_part(t, part, budget),
+            Core::F64(t) => reset_part(t, part, budget),
+        };
+        self.recovery.resetting = next;
+        next.is_none()
+    }
+
     pub(super) fn precision(&self) -> Precision {
         match self.core {
             Core::F32(_) => Precision::F32,
@@ -199,7 +223,13 @@ impl Engine {
         let (before, rest) = self.slots.split_at_mut(i);
         let slot = &mut rest[0];
         if slot.recovery.retry_due(start) {
-            slot.reset_state();
+            slot.begin_reset();
+        }
+        let resetting = slot.recovery.resetting.is_some();
+        if resetting {
+            // About PART_SAMPLES per block, whatever the chunks.
+            let budget = (2 * n).max(super::PART_SAMPLES * n / self.block_size.max(1));
+            slot.reset_step(budget);
             self.capture.spoil();
         }
         let call = Call {
@@ -209,7 +239,7 @@ impl Engine {
             params: &slot.params,
             start,
             n,
-            muted: slot.recovery.muted_until != 0,
+            muted: slot.recovery.muted_until != 0 || slot.recovery.resetting.is_some(),
             dead: slot.recovery.dead,
         };
         let outcome = match &mut slot.core {
@@ -218,6 +248,8 @@ impl Engine {
         };
         let end = start + n as u64;
         match outcome {
+            // A node silent while its reset completes has not run clean.
+            Outcome::Ok if slot.recovery.resetting.is_some() => {}
             Outcome::Ok => slot.recovery.ran_clean(end),
             Outcome::NonFinite => self.report_nan(i, start, end),
             Outcome::Panicked => self.report_panic(i, start),
@@ -248,7 +280,11 @@ impl Engine {
         let rate = self.sample_rate as u64;
         let s = &mut self.slots[i];
         if s.recovery.fail(end, rate) {
-            s.reset_state();
+            // Short state is clean at once, as before the next block; long
+            // state goes on in parts, the node silent meanwhile.
+            s.begin_reset();
+            let budget = (2 * self.block_size).max(super::PART_SAMPLES);
+            s.reset_step(budget);
             self.capture.spoil();
         }
     }
@@ -294,6 +330,18 @@ pub struct Recovery {
     pub clear_at: u64,
     /// Panicked: never called again in this engine, outputs silent.
     pub dead: bool,
+    /// A reset spread over blocks in progress (the node is silent until it
+    /// completes), and how far it got.
+    pub resetting: Option<ResetPart>,
+}
+
+/// How far a reset spread over blocks got: the node's own state (its
+/// [`Processor::reset_part`](crate::ops::Processor::reset_part) progress),
+/// then its incoming edges' delay lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResetPart {
+    Node(u64),
+    Lines(u64),
 }
 
 impl Recovery {
@@ -341,6 +389,32 @@ impl Recovery {
         self.clear_at = self.muted_until + wait;
         self.wait = (wait * 2).min(Self::longest_wait(rate));
         false
+    }
+}
+
+/// One part of a reset: the node's state, then its edge lines; `None`
+/// once complete.
+fn reset_part<S: Sample>(t: &mut Typed<S>, part: ResetPart, budget: usize) -> Option<ResetPart> {
+    let mut part = part;
+    if let ResetPart::Node(done) = part {
+        match t.node.reset_part(done as usize, budget) {
+            Progress::Done => part = ResetPart::Lines(0),
+            Progress::Copied(n) => return Some(ResetPart::Node(n as u64)),
+        }
+    }
+    let ResetPart::Lines(done) = part else {
+        return Some(part);
+    };
+    let mut clear = PartClear::new(done as usize, budget);
+    for r in t.rings.iter_mut() {
+        r.clear_part(&mut clear);
+    }
+    match clear.progress() {
+        Progress::Done => {
+            t.rings.iter_mut().for_each(Ring::rewind);
+            None
+        }
+        Progress::Copied(n) => Some(ResetPart::Lines(n as u64)),
     }
 }
 

@@ -65,6 +65,17 @@ impl<S: Sample> Ring<S> {
         self.pos = 0;
     }
 
+    /// Zeroes this line's share of a reset spread over blocks;
+    /// [`rewind`](Self::rewind) completes it.
+    pub(crate) fn clear_part(&mut self, part: &mut crate::dsp::state::PartClear) {
+        part.zero(&mut self.buf, S::ZERO);
+    }
+
+    /// Back to the start, after the line was zeroed.
+    pub(crate) fn rewind(&mut self) {
+        self.pos = 0;
+    }
+
     pub(crate) fn save(&self) -> (Vec<f64>, usize) {
         (self.buf.iter().map(|x| x.to_f64()).collect(), self.pos)
     }

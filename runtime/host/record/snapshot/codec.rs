@@ -9,7 +9,7 @@ use super::format::{
 use super::numbers::{HexF32, HexF64, Num};
 use super::{display, SnapshotError};
 use crate::dsp::Precision;
-use crate::engine::{EngineState, NodeSnapshot, Recovery};
+use crate::engine::{EngineState, NodeSnapshot, Recovery, ResetPart};
 use crate::ops::{
     self, AudioData, NodeState, OpSpec, ParamKind, ParamState, Ramp, StateValue, Value,
 };
@@ -90,6 +90,14 @@ pub(super) fn node_record(
             wait: s.recovery.wait,
             clear_at: s.recovery.clear_at,
             dead: s.recovery.dead,
+            reset_node: match s.recovery.resetting {
+                Some(ResetPart::Node(n)) => Some(n),
+                _ => None,
+            },
+            reset_lines: match s.recovery.resetting {
+                Some(ResetPart::Lines(n)) => Some(n),
+                _ => None,
+            },
         }),
     })
 }
@@ -262,6 +270,11 @@ impl SnapshotFile {
                     wait: v.wait,
                     clear_at: v.clear_at,
                     dead: v.dead,
+                    resetting: match (v.reset_node, v.reset_lines) {
+                        (Some(n), _) => Some(ResetPart::Node(n)),
+                        (None, Some(n)) => Some(ResetPart::Lines(n)),
+                        (None, None) => None,
+                    },
                 }),
         })
     }

@@ -144,6 +144,12 @@ pub struct RecoveryRecord {
     pub clear_at: u64,
     /// The node had panicked.
     pub dead: bool,
+    /// A reset spread over blocks in progress: the parts of the node's own
+    /// state done so far, or (once that is complete) of its edge delay lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_node: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_lines: Option<u64>,
 }
 
 /// A named piece of node state, e.g. `{"name": "z1", "f64": "3fe0…"}`.

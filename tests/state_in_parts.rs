@@ -1,8 +1,14 @@
-//! A handover's capture spread over blocks: the audio thread copies long
-//! state (delay lines, convolution histories, edge and main-bus lines) in
-//! parts before each block after N, and ends up with exactly the state at
-//! N, as a capture of everything at once would have; a node reset while it
-//! runs starts it again; the callback never allocates while it runs.
+//! Long state handled in parts over blocks, never all in one callback.
+//!
+//! A handover's capture: the audio thread copies long state (delay lines,
+//! convolution histories, edge and main-bus lines) in parts before each
+//! block after N, and ends up with exactly the state at N, as a capture of
+//! everything at once would have; a node reset while it runs starts it
+//! again; the callback never allocates while it runs.
+//!
+//! A node's reset after NaN/Inf: a 30 s line is zeroed in parts while the
+//! node is silent, the same in every run, and a snapshot taken half way
+//! resumes exactly.
 
 mod common;
 
@@ -340,5 +346,154 @@ fn the_callback_never_allocates_while_a_capture_runs_in_parts() {
             callbacks > 10,
             "{profile}: 4.3 million samples in {callbacks} callbacks"
         );
+    }
+}
+
+/// Values near the precision's largest over samples `from..from + 64`,
+/// silence elsewhere: two of them summed overflow whatever they feed.
+struct Burst {
+    from: u64,
+}
+
+impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Burst {
+    fn process(&mut self, io: &mut morphrt::ops::Io<'_, S>) {
+        let big = match S::PRECISION {
+            morphrt::dsp::Precision::F32 => 3.0e38,
+            morphrt::dsp::Precision::F64 => 1.0e308,
+        };
+        for i in 0..io.frames {
+            let t = io.start + i as u64;
+            let v = if (self.from..self.from + 64).contains(&t) {
+                big
+            } else {
+                0.0
+            };
+            io.outputs[0][i] = S::from_f64(v);
+        }
+    }
+    fn reset(&mut self) {}
+    fn snapshot(&self, _st: &mut morphrt::ops::NodeState) {}
+    fn restore(&mut self, _st: &morphrt::ops::NodeState) -> Result<(), morphrt::ops::StateError> {
+        Ok(())
+    }
+}
+
+/// A saw and two bursts at 1 s into a delay of `max_time` 30 s: the delay
+/// overflows and is reset.
+fn overflowing_delay(profile: Profile) -> Engine {
+    use morphrt::ops::AnyNode;
+    let text = r#"{
+  "version": "1.0",
+  "sample_rate": 48000,
+  "nodes": [
+    { "id": "tone", "op": "saw", "params": { "freq": "110Hz", "amp": 0.3 } },
+    { "id": "a", "op": "dc" },
+    { "id": "b", "op": "dc" },
+    { "id": "d", "op": "delay", "params": { "time": "10ms", "feedback": 0.5, "mix": 0.5, "max_time": "30s" } }
+  ],
+  "edges": [
+    { "from": "tone", "to": "d" },
+    { "from": "a", "to": "d" },
+    { "from": "b", "to": "d" }
+  ],
+  "outputs": { "main": ["d"] }
+}"#;
+    let scene = morphrt::scene::load_str(text, "overflow.json", None).unwrap();
+    let mut plan = compile(
+        &scene,
+        &CompileOptions {
+            profile: Some(profile),
+            block_size: Some(64),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap();
+    for id in ["a", "b"] {
+        let i = plan.nodes.iter().position(|n| n.id == id).unwrap();
+        plan.nodes[i].node = Some(match plan.nodes[i].profile.precision {
+            morphrt::dsp::Precision::F32 => AnyNode::F32(Box::new(Burst { from: 48_000 })),
+            morphrt::dsp::Precision::F64 => AnyNode::F64(Box::new(Burst { from: 48_000 })),
+        });
+    }
+    Engine::new(plan)
+}
+
+fn delay_resetting(e: &Engine) -> bool {
+    let st = e.snapshot();
+    st.nodes
+        .iter()
+        .find(|n| n.id == "d")
+        .unwrap()
+        .recovery
+        .resetting
+        .is_some()
+}
+
+#[test]
+fn a_long_delay_line_is_reset_in_parts_while_silent_and_a_snapshot_half_way_resumes_exactly() {
+    for profile in Profile::ALL {
+        let mut e = overflowing_delay(profile);
+        e.fast_forward(48_000);
+        // The bursts, the overflow, and the reset in parts: no allocation.
+        let mut resetting_blocks = 0;
+        let mut half_way = None;
+        let before = counts();
+        for _ in 0..200 {
+            realtime(|| e.process_block(64));
+            if delay_resetting(&e) {
+                resetting_blocks += 1;
+                if resetting_blocks == 10 {
+                    half_way = Some(e.snapshot());
+                }
+            }
+        }
+        let after = counts();
+        assert_eq!(
+            (after.0 - before.0, after.1 - before.1),
+            (0, 0),
+            "{profile}: a block allocated or freed"
+        );
+        assert!(
+            e.stats().nan_events >= 1,
+            "{profile}: the delay never overflowed"
+        );
+        // 1.44 million samples at about PART_SAMPLES per block.
+        let expected = (30 * 48_000 + 2usize).div_ceil(PART_SAMPLES);
+        assert!(
+            resetting_blocks >= expected / 2 && resetting_blocks <= 2 * expected + 2,
+            "{profile}: the reset took {resetting_blocks} blocks, expected about {expected}"
+        );
+        // Silent while resetting, sounding again after.
+        let tail: Vec<f64> = (0..100)
+            .flat_map(|_| {
+                e.process_block(64);
+                (0..64).map(|i| e.bus().get(0, i)).collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(
+            tail.iter().any(|x| *x != 0.0),
+            "{profile}: the delay never sounded again"
+        );
+
+        // The same run again, and one resumed from the snapshot half way:
+        // identical from there on.
+        let st = half_way.expect("a snapshot half way through the reset");
+        let mut straight = overflowing_delay(profile);
+        straight.fast_forward(st.clock);
+        let mut resumed = overflowing_delay(profile);
+        resumed.restore(&st).unwrap();
+        assert_eq!(resumed.clock(), st.clock);
+        for _ in 0..300 {
+            straight.process_block(64);
+            resumed.process_block(64);
+            for i in 0..64 {
+                assert_eq!(
+                    straight.bus().get(0, i).to_bits(),
+                    resumed.bus().get(0, i).to_bits(),
+                    "{profile}: the resumed reset differs at {}",
+                    straight.clock()
+                );
+            }
+        }
     }
 }
