@@ -99,7 +99,7 @@ fn issue7_old_engines_are_dropped_on_the_control_thread() {
     let fixed = SessionFixed::from_plan(&first, Vec::new());
     let first = Incoming::from_plan(first, None, Vec::new());
     let meters = Arc::new(Meters::default());
-    let player = Player::new(
+    let mut player = Player::new(
         *first.engine,
         2,
         None,
@@ -220,33 +220,37 @@ fn replies_held_in_the_outbox_arrive_in_order() {
         Arc::new(Controls::default()),
         std::time::Instant::now(),
     );
-    let link = player.link();
+    let mut link = player.link();
+    // Captures fill the reply ring while the control side does not drain it.
+    let engine = common::engine(scene, None, 64);
     let mut fillers = 0;
     while link
-        .from_audio
-        .push(FromAudio::Swapped { at: u64::MAX })
+        .send(ToAudio::Capture(Box::new(engine.snapshot())))
         .is_ok()
     {
         fillers += 1;
     }
-    // A cut at sample 0: swapped, and the old engine retired, in one block,
-    // both into the outbox.
+    let mut out = vec![0.0f32; 64 * 2];
+    player.fill(&mut out);
+    // A cut at sample 64: swapped, and the old engine retired, in one block,
+    // both into the outbox behind the full ring.
+    let mut next = common::engine(scene, None, 64);
+    morphrt::engine::incoming::advance_to(&mut next, 64);
     let offer = ToAudio::Offer {
-        engine: Box::new(common::engine(scene, None, 64)),
-        at: 0,
+        engine: Box::new(next),
+        at: 64,
         fade: 0,
     };
-    assert!(link.to_audio.push(offer).is_ok());
-    let mut out = vec![0.0f32; 64 * 2];
+    assert!(link.send(offer).is_ok());
     player.fill(&mut out);
     for _ in 0..fillers {
         assert!(matches!(
-            link.from_audio.pop(),
-            Some(FromAudio::Swapped { at: u64::MAX })
+            link.receive(),
+            Some(FromAudio::Captured { at: 0, .. })
         ));
     }
     player.fill(&mut out);
-    let order: Vec<&str> = std::iter::from_fn(|| link.from_audio.pop())
+    let order: Vec<&str> = std::iter::from_fn(|| link.receive())
         .map(|m| match m {
             FromAudio::Swapped { .. } => "swapped",
             FromAudio::Retired(_) => "retired",

@@ -297,7 +297,7 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
     let first = Incoming::from_plan(first_plan, file_profile, Vec::new());
     let meters = Arc::new(Meters::default());
     let controls = Arc::new(Controls::default());
-    let player = Player::new(
+    let mut player = Player::new(
         *first.engine,
         2,
         None,
