@@ -165,7 +165,9 @@ pub struct Link {
 impl Link {
     /// Sends a request to the callback; gives it back if the ring is full.
     pub fn send(&mut self, msg: ToAudio) -> Result<(), ToAudio> {
-        self.to_audio.push(msg).map_err(|rtrb::PushError::Full(m)| m)
+        self.to_audio
+            .push(msg)
+            .map_err(|rtrb::PushError::Full(m)| m)
     }
 
     /// The callback's next reply, if one is waiting.
@@ -261,7 +263,9 @@ impl NodeTimes {
         self.rows.clear();
         self.names.clear();
         self.frames = engine.timed_frames();
-        let ids: usize = (0..engine.node_count()).map(|i| engine.node_id(i).len()).sum();
+        let ids: usize = (0..engine.node_count())
+            .map(|i| engine.node_id(i).len())
+            .sum();
         self.needed = (engine.node_count(), ids);
         if self.rows.capacity() < self.needed.0 || self.names.capacity() < ids {
             return;
@@ -285,9 +289,11 @@ impl NodeTimes {
     /// The table, most expensive first (allocates: off the audio thread).
     pub fn table(&self) -> Vec<NodeTime> {
         let starts = std::iter::once(0).chain(self.rows.iter().map(|r| r.name_end));
-        let nodes = self.rows.iter().zip(starts).map(|(r, start)| {
-            (&self.names[start..r.name_end], r.op, r.ns, r.iterations)
-        });
+        let nodes = self
+            .rows
+            .iter()
+            .zip(starts)
+            .map(|(r, start)| (&self.names[start..r.name_end], r.op, r.ns, r.iterations));
         NodeTime::table(nodes, self.frames)
     }
 }
@@ -303,7 +309,9 @@ impl TimingLink {
     /// Asks for the per-node times at the next block; gives the buffer back
     /// if a request is still in flight.
     pub fn request(&mut self, buf: Box<NodeTimes>) -> Result<(), Box<NodeTimes>> {
-        self.requests.push(buf).map_err(|rtrb::PushError::Full(b)| b)
+        self.requests
+            .push(buf)
+            .map_err(|rtrb::PushError::Full(b)| b)
     }
 
     /// The callback's answer, once it came.

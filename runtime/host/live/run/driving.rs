@@ -4,12 +4,12 @@
 //! `w` snapshots, `t` per-node timing ([`super::timing`]) and the stop signals (SIGINT, SIGTERM, SIGHUP stop the
 //! session as `q` does), as the control loop's [`Control`].
 
+use super::timing::NodeTiming;
 use super::*;
 use crate::host::files::rules::{Inputs, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::Control;
 use crate::host::live::keys::{Command, Input, KeyListener};
-use super::timing::NodeTiming;
 use crate::host::live::player::{Controls, Meters, Player, TimingLink};
 use crate::host::live::session::{LiveSession, Reason};
 use crate::host::live::watch::FileWatcher;

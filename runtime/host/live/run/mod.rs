@@ -24,13 +24,13 @@ use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::TimeArg;
 use driving::LiveControl;
-pub use timing::top_nodes_line;
 use setup::*;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub use timing::top_nodes_line;
 
 /// What `morphrt run` was asked to do: the command's arguments.
 #[derive(Clone, Debug, Default, clap::Args)]

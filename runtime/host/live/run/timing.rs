@@ -103,7 +103,11 @@ impl NodeTiming {
             log,
             "\nper-node timing off after {:.2} s of audio{}",
             times.frames() as f64 / self.sample_rate as f64,
-            if swapped { " (since the last swap)" } else { "" }
+            if swapped {
+                " (since the last swap)"
+            } else {
+                ""
+            }
         );
         let table = times.table();
         let line = top_nodes_line(&table, TABLE_NODES)
