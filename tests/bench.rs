@@ -469,10 +469,9 @@ fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
 
 #[test]
 fn run_with_timing_on_ends_with_the_three_most_expensive_nodes() {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args([
+    // `t` turns per-node timing on (it is off by default).
+    let o = common::run_with_stdin(
+        &[
             "run",
             "scenes/drone.json",
             "--device",
@@ -481,18 +480,9 @@ fn run_with_timing_on_ends_with_the_three_most_expensive_nodes() {
             "0.3s",
             "--no-watch",
             "--no-journal",
-        ])
-        .current_dir(common::root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run morphrt");
-    // `t` turns per-node timing on (it is off by default).
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "t").unwrap();
-    let o = child.wait_with_output().unwrap();
-    drop(stdin);
+        ],
+        b"t\n",
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     let line = err

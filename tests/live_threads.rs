@@ -74,6 +74,50 @@ fn with_probe(mut p: Plan, probe: Probe) -> Plan {
     p
 }
 
+/// A live session of SCENE (saved in a fresh directory) whose first engine
+/// is built from `first`, and the cell of its player. `session_meters`:
+/// the meters the session reads the audio clock from (the player's, or
+/// stale ones). Returns the player's meters and the scene's path too.
+fn session_on(
+    first: Plan,
+    name: &str,
+    session_meters: Option<Arc<Meters>>,
+) -> (
+    LiveSession,
+    Arc<PlayerCell>,
+    Arc<Meters>,
+    std::path::PathBuf,
+) {
+    let dir = common::temp_dir(name);
+    let path = dir.join("scene.json");
+    std::fs::write(&path, SCENE).unwrap();
+    let fixed = SessionFixed::from_plan(&first, Vec::new());
+    let first = Incoming::from_plan(first, None, Vec::new());
+    let meters = Arc::new(Meters::default());
+    let mut player = Player::new(
+        *first.engine,
+        2,
+        None,
+        240,
+        meters.clone(),
+        Arc::new(Controls::default()),
+        std::time::Instant::now(),
+    );
+    let session = LiveSession::new(
+        &path,
+        SCENE.to_string(),
+        fixed,
+        Profile::Repro,
+        None,
+        first.capture,
+        first.resources,
+        (first.asked, first.events),
+        player.link(),
+        session_meters.unwrap_or_else(|| meters.clone()),
+    );
+    (session, PlayerCell::new(player), meters, path)
+}
+
 /// Runs the callback on its own thread, paced loosely (a block per ms),
 /// until `stop` is set.
 fn audio_thread(cell: Arc<PlayerCell>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
@@ -96,34 +140,7 @@ fn issue7_old_engines_are_dropped_on_the_control_thread() {
             panic_at: None,
         },
     );
-    let fixed = SessionFixed::from_plan(&first, Vec::new());
-    let first = Incoming::from_plan(first, None, Vec::new());
-    let meters = Arc::new(Meters::default());
-    let mut player = Player::new(
-        *first.engine,
-        2,
-        None,
-        240,
-        meters.clone(),
-        Arc::new(Controls::default()),
-        std::time::Instant::now(),
-    );
-    let dir = common::temp_dir("drop-thread");
-    let path = dir.join("scene.json");
-    std::fs::write(&path, SCENE).unwrap();
-    let mut session = LiveSession::new(
-        &path,
-        SCENE.to_string(),
-        fixed,
-        Profile::Repro,
-        None,
-        first.capture,
-        first.resources,
-        (first.asked, first.events),
-        player.link(),
-        meters.clone(),
-    );
-    let cell = PlayerCell::new(player);
+    let (mut session, cell, _, _) = session_on(first, "drop-thread", None);
     let stop = Arc::new(AtomicBool::new(false));
     let audio = audio_thread(cell.clone(), stop.clone());
     let mut log = Vec::new();
@@ -206,20 +223,11 @@ fn issue7_a_panicking_node_is_muted_and_playback_goes_on() {
 // same handover. Replies now arrive in the order they were made.
 #[test]
 fn replies_held_in_the_outbox_arrive_in_order() {
-    use morphrt::host::live::player::{Controls, FromAudio, Meters, Player, ToAudio};
-    use std::sync::Arc;
+    use morphrt::host::live::player::{FromAudio, ToAudio};
     let scene = r#"{ "version": "1.0", "sample_rate": 48000,
   "nodes": [ { "id": "o", "op": "sine", "params": { "freq": "440Hz" } } ],
   "outputs": { "main": ["o"] } }"#;
-    let mut player = Player::new(
-        common::engine(scene, None, 64),
-        2,
-        None,
-        64,
-        Arc::new(Meters::default()),
-        Arc::new(Controls::default()),
-        std::time::Instant::now(),
-    );
+    let mut player = common::player(common::engine(scene, None, 64), 64);
     let mut link = player.link();
     // Captures fill the reply ring while the control side does not drain it.
     let engine = common::engine(scene, None, 64);
@@ -294,35 +302,7 @@ struct Threads {
 
 impl Threads {
     fn start(name: &str, session_meters: Option<Arc<Meters>>) -> Threads {
-        let dir = common::temp_dir(name);
-        let path = dir.join("scene.json");
-        std::fs::write(&path, SCENE).unwrap();
-        let first = plan(SCENE);
-        let fixed = SessionFixed::from_plan(&first, Vec::new());
-        let first = Incoming::from_plan(first, None, Vec::new());
-        let meters = Arc::new(Meters::default());
-        let mut player = Player::new(
-            *first.engine,
-            2,
-            None,
-            240,
-            meters.clone(),
-            Arc::new(Controls::default()),
-            std::time::Instant::now(),
-        );
-        let session = LiveSession::new(
-            &path,
-            SCENE.to_string(),
-            fixed,
-            Profile::Repro,
-            None,
-            first.capture,
-            first.resources,
-            (first.asked, first.events),
-            player.link(),
-            session_meters.unwrap_or_else(|| meters.clone()),
-        );
-        let cell = PlayerCell::new(player);
+        let (session, cell, meters, path) = session_on(plan(SCENE), name, session_meters);
         let stop = Arc::new(AtomicBool::new(false));
         let audio = Some(paced_device(cell.clone(), stop.clone()));
         Threads {

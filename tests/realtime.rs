@@ -646,15 +646,7 @@ mod callback_events {
     /// blocks (the reply ring full, then the outbox), then drains them.
     fn outbox_full(p: Profile) -> (usize, usize) {
         let text = scene("lowpass");
-        let mut player = Player::new(
-            morphrt::engine::Engine::new(plan(&text, p)),
-            2,
-            None,
-            240,
-            Arc::new(Meters::default()),
-            Arc::new(Controls::default()),
-            std::time::Instant::now(),
-        );
+        let mut player = common::player(morphrt::engine::Engine::new(plan(&text, p)), 240);
         let mut link = player.link();
         let shape = player.engine().snapshot();
         let cell = PlayerCell::new(player);
