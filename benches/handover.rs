@@ -128,7 +128,7 @@ fn run(case: &Case, profile: Profile) {
     let fixed = SessionFixed::from_plan(&plan, resources);
     let first = Incoming::from_plan(plan, scene.profile, Vec::new());
     let meters = Arc::new(Meters::default());
-    let player = Player::new(
+    let mut player = Player::new(
         *first.engine,
         2,
         None,

@@ -66,7 +66,7 @@ fn main() {
     let first = Incoming::from_plan(plan, scene.profile, Vec::new());
     let meters = Arc::new(Meters::default());
     let origin = Instant::now();
-    let player = Player::new(
+    let mut player = Player::new(
         *first.engine,
         2,
         None,

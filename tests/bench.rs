@@ -468,17 +468,21 @@ fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
 }
 
 #[test]
-fn run_ends_with_the_three_most_expensive_nodes() {
-    let o = common::morphrt(&[
-        "run",
-        "scenes/drone.json",
-        "--device",
-        "clock",
-        "--duration",
-        "0.3s",
-        "--no-watch",
-        "--no-journal",
-    ]);
+fn run_with_timing_on_ends_with_the_three_most_expensive_nodes() {
+    // `t` turns per-node timing on (it is off by default).
+    let o = common::run_with_stdin(
+        &[
+            "run",
+            "scenes/drone.json",
+            "--device",
+            "clock",
+            "--duration",
+            "0.3s",
+            "--no-watch",
+            "--no-journal",
+        ],
+        b"t\n",
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     let line = err

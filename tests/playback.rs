@@ -188,26 +188,6 @@ fn unknown_device_is_a_clear_error() {
     assert!(err.contains("alsa:null"), "lists what exists: {err}");
 }
 
-/// Runs `morphrt run` on the null device with `input` piped to its stdin,
-/// which is then closed.
-fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run morphrt");
-    let mut stdin = child.stdin.take().unwrap();
-    // A run that already ended has closed its end; that is its own failure below.
-    let _ = stdin.write_all(input);
-    drop(stdin);
-    child.wait_with_output().unwrap()
-}
-
 /// The frame count from the closing "played N frames" line.
 fn played_frames(err: &str) -> u64 {
     let rest = err
@@ -219,7 +199,7 @@ fn played_frames(err: &str) -> u64 {
 
 #[test]
 fn piped_commands_and_the_end_of_stdin_do_not_stop_playback() {
-    let o = run_with_stdin(
+    let o = common::run_with_stdin(
         &[
             "run",
             "--no-journal",
@@ -239,7 +219,7 @@ fn piped_commands_and_the_end_of_stdin_do_not_stop_playback() {
 
 #[test]
 fn q_on_piped_stdin_stops_playback() {
-    let o = run_with_stdin(
+    let o = common::run_with_stdin(
         &[
             "run",
             "--no-journal",

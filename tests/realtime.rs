@@ -297,7 +297,7 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
     let first = Incoming::from_plan(first_plan, file_profile, Vec::new());
     let meters = Arc::new(Meters::default());
     let controls = Arc::new(Controls::default());
-    let player = Player::new(
+    let mut player = Player::new(
         *first.engine,
         2,
         None,
@@ -393,5 +393,316 @@ fn issue7_handovers_never_allocate_in_the_callback_for_any_scene() {
             "{}: the callback allocated or freed",
             path.display()
         );
+    }
+}
+
+mod callback_events {
+    //! Everything the callback can meet in a session, under every profile,
+    //! with allocations and frees counted inside each callback.
+
+    use super::{common, counts, realtime};
+    use morphrt::dsp::Sample;
+    use morphrt::engine::incoming::{Incoming, SessionFixed};
+    use morphrt::graph::{compile, CompileOptions, Plan};
+    use morphrt::host::live::player::{
+        Controls, FromAudio, Meters, NodeTimes, Player, PlayerCell, ToAudio,
+    };
+    use morphrt::host::live::session::LiveSession;
+    use morphrt::host::live::tap::TapWriter;
+    use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
+    use morphrt::profile::Profile;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    /// An oscillator through `nan` and `boom` (placeholders for the faulty
+    /// nodes below) into a one-pole filter whose `mode` an edit switches.
+    fn scene(mode: &str) -> String {
+        format!(
+            r#"{{ "version": "1.0", "sample_rate": 48000, "seed": 1,
+  "nodes": [ {{ "id": "osc", "op": "sine", "params": {{ "freq": "220Hz", "amp": 0.5 }} }},
+             {{ "id": "nan", "op": "gain" }}, {{ "id": "boom", "op": "gain" }},
+             {{ "id": "lp", "op": "onepole", "params": {{ "mode": "{mode}", "cutoff": "2kHz" }} }} ],
+  "edges": [ {{ "from": "osc", "to": "nan" }}, {{ "from": "nan", "to": "boom" }}, {{ "from": "boom", "to": "lp" }} ],
+  "outputs": {{ "main": ["lp", "osc"] }} }}"#
+        )
+    }
+
+    /// Passes its input through, but writes NaN in the blocks that contain
+    /// one of `nan_at`, and panics in the block that contains `panic_at`.
+    struct Faulty {
+        nan_at: Vec<u64>,
+        panic_at: Option<u64>,
+    }
+
+    impl<S: Sample> Processor<S> for Faulty {
+        fn process(&mut self, io: &mut Io<'_, S>) {
+            let span = io.start..io.start + io.frames as u64;
+            if self.panic_at.is_some_and(|p| span.contains(&p)) {
+                panic!("a bug inside a node");
+            }
+            let n = io.frames;
+            let bad = self.nan_at.iter().any(|s| span.contains(s));
+            for (o, i) in io.outputs[0][..n].iter_mut().zip(&io.inputs[0][..n]) {
+                *o = if bad { S::from_f64(f64::NAN) } else { *i };
+            }
+        }
+        fn reset(&mut self) {}
+        fn snapshot(&self, _st: &mut NodeState) {}
+        fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
+            Ok(())
+        }
+    }
+
+    fn replace(p: &mut Plan, id: &str, node: Faulty) {
+        let n = p.nodes.iter_mut().find(|n| n.id == id).unwrap();
+        n.node = Some(match n.node {
+            Some(AnyNode::F64(_)) => AnyNode::F64(Box::new(node)),
+            _ => AnyNode::F32(Box::new(node)),
+        });
+    }
+
+    fn plan(text: &str, p: Profile) -> Plan {
+        let sc = morphrt::scene::load_str(text, "scene.json", None).unwrap();
+        compile(
+            &sc,
+            &CompileOptions {
+                profile: Some(p),
+                block_size: Some(64),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
+    /// The callback as a device calls it, with what it allocated and freed.
+    fn callback(cell: &PlayerCell, buf: &mut [f32]) -> (usize, usize) {
+        let (a0, f0) = counts();
+        realtime(|| cell.fill(buf));
+        let (a1, f1) = counts();
+        (a1 - a0, f1 - f0)
+    }
+
+    /// What the callbacks allocated and freed: in total, and in those
+    /// during which a node panicked.
+    #[derive(Default)]
+    struct Counted {
+        other: (usize, usize),
+        panicking: (usize, usize),
+        panics: u64,
+    }
+
+    impl Counted {
+        fn add(&mut self, (a, f): (usize, usize), meters: &Meters) {
+            let panics = meters.node_panics.load(Ordering::Relaxed);
+            let into = if panics > self.panics {
+                &mut self.panicking
+            } else {
+                &mut self.other
+            };
+            self.panics = panics;
+            into.0 += a;
+            into.1 += f;
+        }
+    }
+
+    /// A session of `p`: NaN reset then mute and retry of a node, a node
+    /// panic, per-node timing on with its table copied out, the capture
+    /// tap, an edit that switches a discrete param, a `w` snapshot, and a
+    /// device rebuild (the player taken back and put in a new cell).
+    fn session_events(p: Profile) -> Counted {
+        morphrt::host::live::player::install_panic_hook();
+        let dir = common::temp_dir(&format!("rt-events-{p}"));
+        let path = dir.join("scene.json");
+        std::fs::write(&path, scene("lowpass")).unwrap();
+        let mut first = plan(&scene("lowpass"), p);
+        // Two failures within a second: reset, then a second's mute, then a
+        // retry from a clean state.
+        let nan_at = vec![6_400, 12_800];
+        replace(
+            &mut first,
+            "nan",
+            Faulty {
+                nan_at,
+                panic_at: None,
+            },
+        );
+        let boom = Faulty {
+            nan_at: Vec::new(),
+            panic_at: Some(20_000),
+        };
+        replace(&mut first, "boom", boom);
+        let fixed = SessionFixed::from_plan(&first, Vec::new());
+        let first = Incoming::from_plan(first, None, Vec::new());
+        let meters = Arc::new(Meters::default());
+        let controls = Arc::new(Controls::default());
+        controls.node_timing.store(true, Ordering::Relaxed);
+        let mut player = Player::new(
+            *first.engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            controls.clone(),
+            std::time::Instant::now(),
+        );
+        let (writer, tap) = TapWriter::start(&dir.join("take.wav"), 2, 48_000, 4.0).unwrap();
+        player.set_tap(tap);
+        let mut timing = player.timing_link();
+        let mut session = LiveSession::new(
+            &path,
+            scene("lowpass"),
+            fixed,
+            p,
+            None,
+            first.capture,
+            first.resources,
+            (first.asked, first.events),
+            player.link(),
+            meters.clone(),
+        );
+        let mut cell = PlayerCell::new(player);
+        let mut buf = vec![0.0f32; 48 * 2];
+        let mut sink = Vec::new();
+        let mut counted = Counted::default();
+        let mut times = None;
+        let clock = |m: &Meters| m.clock.load(Ordering::Relaxed);
+        let (mut edited, mut snapshot, mut rebuilt, mut asked) = (false, false, false, false);
+        while clock(&meters) < 110_000 {
+            let now = clock(&meters);
+            if now >= 30_000 && !asked {
+                asked = timing.request(NodeTimes::with_capacity(64, 1024)).is_ok();
+            }
+            if now >= 62_000 && !edited {
+                std::fs::write(&path, scene("highpass")).unwrap();
+                session.file_changed(false, &mut sink);
+                edited = true;
+            }
+            if now >= 80_000 && !snapshot && session.is_idle() {
+                session.request_snapshot(dir.join("take"));
+                snapshot = true;
+            }
+            if now >= 90_000 && !rebuilt {
+                let mut player = cell.take().expect("no callback in flight");
+                player.reset_timing();
+                cell = PlayerCell::new(player);
+                rebuilt = true;
+            }
+            session.tick(&mut sink);
+            times = times.or_else(|| timing.receive());
+            counted.add(callback(&cell, &mut buf), &meters);
+        }
+        let log = String::from_utf8_lossy(&sink).into_owned();
+        let player = cell.take().unwrap();
+        let stats = player.engine().stats();
+        assert_eq!(session.applied.len(), 1, "{log}");
+        let notices = &session.applied[0].migration.notices;
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.to_string() == "`lp.mode` switches"),
+            "a discrete switch: {notices:?}"
+        );
+        assert_eq!(session.snapshots.len(), 1, "{log}");
+        assert_eq!(meters.node_panics.load(Ordering::Relaxed), 1);
+        assert_eq!(meters.callback_panics.load(Ordering::Relaxed), 0);
+        // Reset once, muted once; the retry after the mute runs clean.
+        assert_eq!(meters.nan_events.load(Ordering::Relaxed), 2);
+        assert!(stats.nan_events == 0, "the edited engine runs clean");
+        let times = times.expect("the per-node times came back");
+        assert!(times.complete() && times.frames() > 0);
+        assert!(times.table().iter().any(|t| t.ns > 0));
+        assert!(
+            player.engine().node_timing(),
+            "timing carried across the swap"
+        );
+        drop(player);
+        let report = writer.finish().unwrap();
+        // Unpaced, the writer may fall behind and drop: every frame counts.
+        let played = meters.frames.load(Ordering::Relaxed);
+        assert_eq!(report.frames + report.dropped_samples / 2, played);
+        counted
+    }
+
+    #[test]
+    fn a_sessions_events_never_allocate_in_the_callback_under_any_profile() {
+        for p in Profile::ALL {
+            let c = session_events(p);
+            assert_eq!(
+                c.other,
+                (0, 0),
+                "under {p}: the callback allocated or freed"
+            );
+            // The panic runtime boxes a panic's payload and its exception
+            // object; the engine forgets the payload. Nothing else.
+            assert!(
+                c.panicking.0 <= 2 && c.panicking.1 <= 1,
+                "under {p}: the panicking callback allocated {:?}",
+                c.panicking
+            );
+        }
+    }
+
+    /// A player whose control side does not drain its replies for many
+    /// blocks (the reply ring full, then the outbox), then drains them.
+    fn outbox_full(p: Profile) -> (usize, usize) {
+        let text = scene("lowpass");
+        let mut player = common::player(morphrt::engine::Engine::new(plan(&text, p)), 240);
+        let mut link = player.link();
+        let shape = player.engine().snapshot();
+        let cell = PlayerCell::new(player);
+        let mut buf = vec![0.0f32; 64 * 2];
+        let mut total = (0, 0);
+        let mut play = |blocks: usize| {
+            for _ in 0..blocks {
+                let (a, f) = callback(&cell, &mut buf);
+                total = (total.0 + a, total.1 + f);
+            }
+        };
+        let mut requests = 0;
+        while link.send(ToAudio::Capture(Box::new(shape.clone()))).is_ok() {
+            requests += 1;
+        }
+        play(1);
+        // A swap (and its retired engine) behind more captures, while the
+        // replies of the first ones still fill the ring.
+        let mut next = morphrt::engine::Engine::new(plan(&text, p));
+        morphrt::engine::incoming::advance_to(&mut next, 64 * 10);
+        for _ in 0..4 {
+            assert!(link.send(ToAudio::Capture(Box::new(shape.clone()))).is_ok());
+        }
+        let offer = ToAudio::Offer {
+            engine: Box::new(next),
+            at: 64 * 10,
+            fade: 128,
+        };
+        assert!(link.send(offer).is_ok());
+        while link.send(ToAudio::Capture(Box::new(shape.clone()))).is_ok() {
+            requests += 1;
+        }
+        play(300);
+        let mut replies = Vec::new();
+        for _ in 0..20 {
+            replies.extend(std::iter::from_fn(|| link.receive()));
+            play(10);
+        }
+        let kinds = |k: fn(&FromAudio) -> bool| replies.iter().filter(|m| k(m)).count();
+        assert_eq!(
+            kinds(|m| matches!(m, FromAudio::Captured { .. })),
+            requests + 4
+        );
+        // The offer swaps at its sample, or, held while replies wait, comes
+        // back refused for the control side to place again.
+        let swapped = kinds(|m| matches!(m, FromAudio::Swapped { at: 640 }));
+        let refused = kinds(|m| matches!(m, FromAudio::Refused { .. }));
+        assert_eq!(swapped + refused, 1);
+        assert_eq!(kinds(|m| matches!(m, FromAudio::Retired(_))), swapped);
+        total
+    }
+
+    #[test]
+    fn a_full_outbox_never_allocates_in_the_callback_under_any_profile() {
+        for p in Profile::ALL {
+            assert_eq!(outbox_full(p), (0, 0), "under {p}");
+        }
     }
 }

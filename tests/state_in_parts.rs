@@ -312,19 +312,19 @@ fn the_callback_never_allocates_while_a_capture_runs_in_parts() {
             Arc::new(Controls::default()),
             std::time::Instant::now(),
         );
-        let link = player.link();
+        let mut link = player.link();
         let mut buf = vec![0.0f32; 2 * 64];
         for _ in 0..200 {
             player.fill(&mut buf);
         }
         let n = meters.clock.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(link.to_audio.push(ToAudio::Capture(shaped)).is_ok());
+        assert!(link.send(ToAudio::Capture(shaped)).is_ok());
         let before = counts();
         let mut callbacks = 0;
         let reply = loop {
             realtime(|| player.fill(&mut buf));
             callbacks += 1;
-            if let Some(r) = link.from_audio.pop() {
+            if let Some(r) = link.receive() {
                 break r;
             }
             assert!(callbacks < 100_000, "{profile}: no reply");

@@ -8,8 +8,14 @@
 //! same samples. Real-time safe after construction: swapping only moves
 //! boxes; a retired engine waits in the deck until the caller takes it and
 //! sends it off the audio thread to be dropped.
+//!
+//! The arithmetic here — the crossfade, the channel mapping, the device
+//! stage's conversion to f32 — runs under the playing engine's FP mode
+//! (its session profile's flush-to-zero), like the engine's own blocks, so
+//! a host that calls back with FTZ/DAZ set gets the samples `replay` does.
 
 use super::{BusRef, Engine};
+use crate::dsp::fpmode::FpGuard;
 
 /// An engine fading out after a swap.
 struct Fade {
@@ -86,6 +92,21 @@ impl Deck {
         self.block_frames
     }
 
+    /// Whether the playing engine's session profile flushes denormals to
+    /// zero: the FP mode of everything the deck and the device stage compute.
+    pub fn flush_to_zero(&self) -> bool {
+        self.current.session_flush
+    }
+
+    /// Turns per-node timing of the playing engine on or off; turning it on
+    /// zeroes its counters first. Real-time safe.
+    pub fn set_node_timing(&mut self, on: bool) {
+        if on && !self.current.node_timing() {
+            self.current.clear_node_times();
+        }
+        self.current.set_node_timing(on);
+    }
+
     /// Whether a crossfade is in progress.
     pub fn is_fading(&self) -> bool {
         self.fading.is_some()
@@ -139,6 +160,7 @@ impl Deck {
         let frames = frames.min(self.block_frames);
         let ch = self.channels;
         let start = self.current.clock();
+        let _fp = FpGuard::new(self.current.session_flush);
         self.current.process_block(frames);
         self.frames = self.current.bus().frames();
         match &mut self.fading {
@@ -166,6 +188,19 @@ impl Deck {
     /// The last block, interleaved: `frames() × channels()` samples.
     pub fn output(&self) -> &[f64] {
         &self.out[..self.frames * self.channels]
+    }
+
+    /// The last block as the device gets it ([`device_sample`]), into `dst`
+    /// (at most `frames() × channels()` samples), under the playing
+    /// engine's FP mode. Returns the peak |sample|. Real-time safe.
+    pub fn device_output(&self, dst: &mut [f32]) -> f32 {
+        let _fp = FpGuard::new(self.current.session_flush);
+        let mut peak = 0.0f32;
+        for (d, x) in dst.iter_mut().zip(self.output()) {
+            *d = device_sample(*x);
+            peak = peak.max(d.abs());
+        }
+        peak
     }
 
     /// Frames of the last block.
@@ -216,7 +251,9 @@ fn map_bus(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
 }
 
 /// The device output stage, one definition for `run` and `replay`: an
-/// engine sample as the device gets it (f32, clipped to ±1 for hearing safety).
+/// engine sample as the device gets it (f32, clipped to ±1 for hearing
+/// safety). Its result depends on the FP mode (an f32 denormal flushes
+/// under FTZ): call it under the engine's, as [`Deck::device_output`] does.
 #[inline]
 pub fn device_sample(x: f64) -> f32 {
     (x as f32).clamp(-1.0, 1.0)

@@ -31,7 +31,8 @@
 //! edits and profile switches crossfade old → new from S. One handover runs
 //! at a time; edits that arrive during a fade wait for it to end.
 
-use super::{Deck, Engine, EngineState, Migration};
+use super::{device_sample, faded, stop_fade_gain, Deck, Engine, EngineState, Migration};
+use crate::dsp::fpmode::FpGuard;
 use crate::graph::{compile, CompileOptions, Plan, SeedSource};
 use crate::profile::Profile;
 use crate::scene::{self, Diagnostic};
@@ -342,14 +343,19 @@ pub struct Scripted {
     out: Vec<f64>,
     /// The clock of the first engine (0 unless it resumed from a snapshot).
     start: u64,
+    /// From which sample on each engine played, and its FP mode (flush):
+    /// what the device stage converts its frames under.
+    modes: Vec<(u64, bool)>,
 }
 
 impl Scripted {
     /// Starts with `first` on a deck of `channels` outputs.
     pub fn new(first: Incoming, channels: usize) -> Scripted {
+        let deck = Deck::new(first.engine, channels);
         Scripted {
-            start: first.engine.clock(),
-            deck: Deck::new(first.engine, channels),
+            start: deck.clock(),
+            modes: vec![(deck.clock(), deck.flush_to_zero())],
+            deck,
             capture: first.capture,
             out: Vec::new(),
         }
@@ -399,6 +405,7 @@ impl Scripted {
             drop(r.into_engine());
             unreachable!("offline swap refused");
         }
+        self.modes.push((s, self.deck.flush_to_zero()));
         drop(self.deck.take_retired());
         self.capture = next.capture;
         Applied {
@@ -443,6 +450,7 @@ impl Scripted {
         self.deck
             .swap(next.engine, fade)
             .map_err(|_| format!("the swap at {s} was refused"))?;
+        self.modes.push((s, self.deck.flush_to_zero()));
         self.capture = next.capture;
         Ok(Applied {
             captured_at: n,
@@ -459,5 +467,34 @@ impl Scripted {
 
     pub fn into_output(self) -> Vec<f64> {
         self.out
+    }
+
+    /// The first `frames` frames played, as the device got them in `run`:
+    /// f32, clipped, under the stop fade (`stop`: the frame it began at and
+    /// its length), each frame converted under the FP mode of the engine
+    /// that played it, whatever the calling thread's mode.
+    pub fn into_device_samples(self, frames: u64, stop: Option<(u64, u64)>) -> Vec<f32> {
+        let channels = self.deck.channels();
+        let mut samples = Vec::with_capacity(frames as usize * channels);
+        let fp = FpGuard::new(self.modes[0].1);
+        let mut next_mode = 1;
+        for (f, frame) in self.out.chunks(channels).take(frames as usize).enumerate() {
+            let f = f as u64;
+            while let Some(&(from, flush)) = self.modes.get(next_mode) {
+                if self.start + f < from {
+                    break;
+                }
+                fp.set_flush(flush);
+                next_mode += 1;
+            }
+            let gain = match stop {
+                Some((at, len)) if f >= at => stop_fade_gain(f - at, len),
+                _ => 1.0,
+            };
+            for x in frame {
+                samples.push(faded(device_sample(*x), gain));
+            }
+        }
+        samples
     }
 }

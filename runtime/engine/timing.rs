@@ -22,6 +22,35 @@ pub struct NodeTime {
     pub iterations: u64,
 }
 
+impl NodeTime {
+    /// The table of nodes given by schedule index as (id, op, ns,
+    /// iterations), timed over `frames` frames: shares and times per
+    /// sample filled in, most expensive first (ties in schedule order).
+    pub fn table<'a>(
+        nodes: impl Iterator<Item = (&'a str, &'static str, u64, u64)>,
+        frames: u64,
+    ) -> Vec<NodeTime> {
+        let rows: Vec<(&str, &'static str, u64, u64)> = nodes.collect();
+        let total: u64 = rows.iter().map(|r| r.2).sum();
+        let per = |ns: u64, of: u64| if of == 0 { 0.0 } else { ns as f64 / of as f64 };
+        let mut v: Vec<NodeTime> = rows
+            .into_iter()
+            .enumerate()
+            .map(|(index, (id, op, ns, iterations))| NodeTime {
+                index,
+                id: id.to_string(),
+                op,
+                ns,
+                share: per(ns, total),
+                ns_per_sample: per(ns, frames),
+                iterations,
+            })
+            .collect();
+        v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.index.cmp(&b.index)));
+        v
+    }
+}
+
 impl Engine {
     /// Turns per-node timing on or off. While on, `process_block` adds the
     /// wall time each node takes (gathering its inputs included) to a
@@ -54,31 +83,15 @@ impl Engine {
     /// Every node's time while timing was on, most expensive first (ties in
     /// schedule order). Allocates: call it off the audio thread.
     pub fn node_time_table(&self) -> Vec<NodeTime> {
-        let total: u64 = self.node_ns.iter().sum();
-        let mut v: Vec<NodeTime> = self
-            .node_ns
-            .iter()
-            .enumerate()
-            .map(|(i, &ns)| NodeTime {
-                index: i,
-                id: self.slots[i].id.clone(),
-                op: self.slots[i].op,
+        let nodes = self.node_ns.iter().enumerate().map(|(i, &ns)| {
+            (
+                self.slots[i].id.as_str(),
+                self.slots[i].op,
                 ns,
-                share: if total == 0 {
-                    0.0
-                } else {
-                    ns as f64 / total as f64
-                },
-                ns_per_sample: if self.timed_frames == 0 {
-                    0.0
-                } else {
-                    ns as f64 / self.timed_frames as f64
-                },
-                iterations: self.node_iterations(i),
-            })
-            .collect();
-        v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.index.cmp(&b.index)));
-        v
+                self.node_iterations(i),
+            )
+        });
+        NodeTime::table(nodes, self.timed_frames)
     }
 
     /// A run of nodes with each node's wall time added to its counter.

@@ -135,6 +135,42 @@ pub fn play(e: &mut morphrt::engine::Engine, to: u64, ch: usize) -> Vec<f64> {
     out
 }
 
+/// A player of `engine` on two device channels with a stop fade of `fade`
+/// frames, its own meters and controls, no limit.
+pub fn player(engine: morphrt::engine::Engine, fade: u64) -> morphrt::host::live::player::Player {
+    use morphrt::host::live::player::{Controls, Meters, Player};
+    use std::sync::Arc;
+    Player::new(
+        engine,
+        2,
+        None,
+        fade,
+        Arc::new(Meters::default()),
+        Arc::new(Controls::default()),
+        Instant::now(),
+    )
+}
+
+/// Runs `morphrt ARGS` with `input` piped to its stdin, which is then
+/// closed (the end of stdin does not stop `run`).
+pub fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run morphrt");
+    let mut stdin = child.stdin.take().unwrap();
+    // A run that already ended has closed its end; that is its own failure.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
 /// A child process that is killed if the test ends (or fails) first, so a
 /// failed test never leaves a `morphrt run` playing forever.
 pub struct KillOnDrop(pub std::process::Child);

@@ -24,7 +24,7 @@ pub enum Command {
     Live,
     /// Write a snapshot of the engine state (`w`).
     Snapshot,
-    /// Show callback timing (`t`).
+    /// Turn per-node timing on, or off and show where the time went (`t`).
     Timing,
     /// Fade out and stop (`q`). The stop flag is already set when this
     /// arrives: the callback stops on the flag, the message only informs.

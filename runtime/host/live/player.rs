@@ -3,8 +3,9 @@
 //! stages, and reports through atomics. Nothing here allocates, frees,
 //! locks, blocks or does I/O.
 
-use crate::engine::{device_sample, faded, stop_fade_gain, Deck, Engine, EngineState};
-use crossbeam_queue::ArrayQueue;
+use crate::dsp::fpmode::FpGuard;
+use crate::engine::{faded, stop_fade_gain, Deck, Engine, EngineState, NodeTime};
+use rtrb::{Consumer, Producer, RingBuffer};
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -100,6 +101,20 @@ impl Meters {
 }
 
 impl Meters {
+    /// Raises the peak to `peak` (a magnitude) if it is higher: one
+    /// `fetch_max` on the bits, which order like the floats for the
+    /// non-negative values stored here (NaN is ignored, −0 counts as 0). A
+    /// load, compare and store would race [`take_peak`](Self::take_peak):
+    /// a swap between the load and the store loses the block's peak (no
+    /// store, because the stale value was higher) or brings back the taken
+    /// one.
+    pub fn note_peak(&self, peak: f32) {
+        if !peak.is_nan() {
+            self.peak_bits
+                .fetch_max(peak.abs().to_bits(), Ordering::Relaxed);
+        }
+    }
+
     /// Takes the peak since the last call.
     pub fn take_peak(&self) -> f32 {
         f32::from_bits(self.peak_bits.swap(0, Ordering::Relaxed))
@@ -138,21 +153,48 @@ pub enum FromAudio {
     Retired(Box<Engine>),
 }
 
-/// The two wait-free queues between the control thread and the callback.
+/// The control thread's ends of the two single-producer single-consumer
+/// rings between it and the callback: it is the only producer of requests
+/// and the only consumer of replies, the callback the other way round, so
+/// neither side ever waits for the other (no spinning on a half-done push).
 /// Nothing that goes through them is allocated or freed on the audio side:
 /// boxes only move.
 pub struct Link {
-    pub to_audio: ArrayQueue<ToAudio>,
-    pub from_audio: ArrayQueue<FromAudio>,
+    to_audio: Producer<ToAudio>,
+    from_audio: Consumer<FromAudio>,
 }
 
-impl Default for Link {
-    fn default() -> Link {
-        Link {
-            to_audio: ArrayQueue::new(LINK_CAPACITY),
-            from_audio: ArrayQueue::new(LINK_CAPACITY),
-        }
+impl Link {
+    /// Sends a request to the callback; gives it back if the ring is full.
+    pub fn send(&mut self, msg: ToAudio) -> Result<(), ToAudio> {
+        self.to_audio
+            .push(msg)
+            .map_err(|rtrb::PushError::Full(m)| m)
     }
+
+    /// The callback's next reply, if one is waiting.
+    pub fn receive(&mut self) -> Option<FromAudio> {
+        self.from_audio.pop().ok()
+    }
+}
+
+/// The callback's ends of a [`Link`].
+struct AudioLink {
+    requests: Consumer<ToAudio>,
+    replies: Producer<FromAudio>,
+}
+
+/// A connected pair of ends (allocates: call it off the audio thread).
+fn link_pair() -> (Link, AudioLink) {
+    let (to_audio, requests) = RingBuffer::new(LINK_CAPACITY);
+    let (replies, from_audio) = RingBuffer::new(LINK_CAPACITY);
+    (
+        Link {
+            to_audio,
+            from_audio,
+        },
+        AudioLink { requests, replies },
+    )
 }
 
 /// Messages in flight each way; a handover has at most three.
@@ -165,6 +207,137 @@ const OUTBOX: usize = 8;
 pub struct Controls {
     /// Fade out and finish (Ctrl-C, `q`).
     pub stop: AtomicBool,
+    /// Time each node of the playing engine (the `t` key). Read once per
+    /// block: turning it on zeroes the engine's counters first, so a table
+    /// covers the time since; off by default, since it reads the clock
+    /// once per node per chunk (a one-sample feedback loop: nodes × block
+    /// reads a block).
+    pub node_timing: AtomicBool,
+}
+
+/// The per-node times of the playing engine, copied out by the callback
+/// into a buffer the control thread made (so the callback never
+/// allocates): the `t` key's table. A buffer too small for the engine
+/// comes back [incomplete](Self::complete), saying how much it needs.
+pub struct NodeTimes {
+    rows: Vec<TimesRow>,
+    /// The node ids, one after another (`rows` says where each ends).
+    names: String,
+    /// Frames timed.
+    frames: u64,
+    /// What the engine's table needs: rows, and bytes of ids.
+    needed: (usize, usize),
+}
+
+/// One node of [`NodeTimes`].
+#[derive(Clone, Copy)]
+struct TimesRow {
+    name_end: usize,
+    op: &'static str,
+    ns: u64,
+    iterations: u64,
+}
+
+impl NodeTimes {
+    /// An empty buffer for `nodes` nodes whose ids take `name_bytes` in all.
+    pub fn with_capacity(nodes: usize, name_bytes: usize) -> Box<NodeTimes> {
+        Box::new(NodeTimes {
+            rows: Vec::with_capacity(nodes),
+            names: String::with_capacity(name_bytes),
+            frames: 0,
+            needed: (0, 0),
+        })
+    }
+
+    /// A buffer large enough for what this one needed.
+    pub fn grown(&self) -> Box<NodeTimes> {
+        NodeTimes::with_capacity(self.needed.0, self.needed.1)
+    }
+
+    /// Whether every node of the engine fitted.
+    pub fn complete(&self) -> bool {
+        self.rows.len() == self.needed.0
+    }
+
+    /// Copies `engine`'s per-node times, as far as the buffer holds them.
+    /// Real-time safe: rows and ids are copied within the reserved capacity.
+    fn copy_from(&mut self, engine: &Engine) {
+        self.rows.clear();
+        self.names.clear();
+        self.frames = engine.timed_frames();
+        let ids: usize = (0..engine.node_count())
+            .map(|i| engine.node_id(i).len())
+            .sum();
+        self.needed = (engine.node_count(), ids);
+        if self.rows.capacity() < self.needed.0 || self.names.capacity() < ids {
+            return;
+        }
+        for (i, &ns) in engine.node_times_ns().iter().enumerate() {
+            self.names.push_str(engine.node_id(i));
+            self.rows.push(TimesRow {
+                name_end: self.names.len(),
+                op: engine.node_op(i),
+                ns,
+                iterations: engine.node_iterations(i),
+            });
+        }
+    }
+
+    /// Frames the times cover.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The table, most expensive first (allocates: off the audio thread).
+    pub fn table(&self) -> Vec<NodeTime> {
+        let starts = std::iter::once(0).chain(self.rows.iter().map(|r| r.name_end));
+        let nodes = self
+            .rows
+            .iter()
+            .zip(starts)
+            .map(|(r, start)| (&self.names[start..r.name_end], r.op, r.ns, r.iterations));
+        NodeTime::table(nodes, self.frames)
+    }
+}
+
+/// The control thread's ends of the rings through which it asks the
+/// callback for [`NodeTimes`]: one request in flight at a time.
+pub struct TimingLink {
+    requests: Producer<Box<NodeTimes>>,
+    replies: Consumer<Box<NodeTimes>>,
+}
+
+impl TimingLink {
+    /// Asks for the per-node times at the next block; gives the buffer back
+    /// if a request is still in flight.
+    pub fn request(&mut self, buf: Box<NodeTimes>) -> Result<(), Box<NodeTimes>> {
+        self.requests
+            .push(buf)
+            .map_err(|rtrb::PushError::Full(b)| b)
+    }
+
+    /// The callback's answer, once it came.
+    pub fn receive(&mut self) -> Option<Box<NodeTimes>> {
+        self.replies.pop().ok()
+    }
+}
+
+/// The callback's ends of a [`TimingLink`].
+struct TimingEnds {
+    requests: Consumer<Box<NodeTimes>>,
+    replies: Producer<Box<NodeTimes>>,
+}
+
+fn timing_pair() -> (TimingLink, TimingEnds) {
+    let (requests, audio_requests) = RingBuffer::new(1);
+    let (audio_replies, replies) = RingBuffer::new(1);
+    (
+        TimingLink { requests, replies },
+        TimingEnds {
+            requests: audio_requests,
+            replies: audio_replies,
+        },
+    )
 }
 
 /// An offer that came early, kept until the clock reaches its swap sample.
@@ -181,7 +354,8 @@ pub struct Player {
     /// The playing engine (and one fading out during a swap), mapped onto
     /// the device's channels.
     deck: Deck,
-    link: Arc<Link>,
+    link: AudioLink,
+    timing: TimingEnds,
     /// An offer waiting for its swap sample.
     held: Option<HeldOffer>,
     /// A capture being copied in parts, one before each block.
@@ -230,7 +404,8 @@ impl Player {
         let sample_rate = engine.sample_rate() as f64;
         Player {
             deck: Deck::new(Box::new(engine), device_channels),
-            link: Arc::new(Link::default()),
+            link: link_pair().1,
+            timing: timing_pair().1,
             held: None,
             capturing: None,
             outbox: VecDeque::with_capacity(OUTBOX),
@@ -265,9 +440,22 @@ impl Player {
         self.deck.engine()
     }
 
-    /// The queues through which the control thread hands engines over.
-    pub fn link(&self) -> Arc<Link> {
-        self.link.clone()
+    /// Connects a control side: the control thread's ends of new queues
+    /// through which it hands engines over (call it before the player goes
+    /// to the callback; a link made before is cut off, and what was in
+    /// flight on it is dropped here).
+    pub fn link(&mut self) -> Link {
+        let (control, audio) = link_pair();
+        self.link = audio;
+        control
+    }
+
+    /// The control thread's ends of new rings through which it asks for the
+    /// per-node times (a link made before is cut off).
+    pub fn timing_link(&mut self) -> TimingLink {
+        let (control, audio) = timing_pair();
+        self.timing = audio;
+        control
     }
 
     /// Sends a reply, or keeps it for the next block if the queue is full
@@ -277,7 +465,7 @@ impl Player {
         if !self.outbox.is_empty() {
             // Within the reserved capacity: no allocation.
             self.outbox.push_back(msg);
-        } else if let Err(msg) = self.link.from_audio.push(msg) {
+        } else if let Err(rtrb::PushError::Full(msg)) = self.link.replies.push(msg) {
             self.outbox.push_back(msg);
         }
     }
@@ -287,7 +475,7 @@ impl Player {
     /// to send back.
     fn serve(&mut self) {
         while let Some(msg) = self.outbox.pop_front() {
-            if let Err(msg) = self.link.from_audio.push(msg) {
+            if let Err(rtrb::PushError::Full(msg)) = self.link.replies.push(msg) {
                 self.outbox.push_front(msg);
                 return;
             }
@@ -306,7 +494,7 @@ impl Player {
             self.offer(held.engine, held.at, held.fade_frames, clock);
         }
         while self.held.is_none() && self.capturing.is_none() && self.outbox.len() + 2 < OUTBOX {
-            let Some(req) = self.link.to_audio.pop() else {
+            let Ok(req) = self.link.requests.pop() else {
                 break;
             };
             match req {
@@ -374,31 +562,20 @@ impl Player {
     }
 
     /// Renders the next engine block into the FIFO (device layout, clipped
-    /// to ±1 for hearing safety).
+    /// to ±1 for hearing safety, under the engine's FP mode).
     fn refill(&mut self) {
         self.serve();
+        self.serve_timing();
         let block = self.deck.block_size();
         self.deck.process(block);
         if let Some(old) = self.deck.take_retired() {
             self.send(FromAudio::Retired(old));
         }
-        let out = self.deck.output();
-        let n = self.deck.frames();
-        let dc = self.device_channels;
-        let mut peak = 0.0f32;
-        for (f, x) in self.fifo[..n * dc].iter_mut().zip(out) {
-            let v = device_sample(*x);
-            peak = peak.max(v.abs());
-            *f = v;
-        }
+        let n = self.deck.frames() * self.device_channels;
+        let peak = self.deck.device_output(&mut self.fifo[..n]);
         self.fifo_pos = 0;
-        self.fifo_len = n * dc;
-        let prev = f32::from_bits(self.meters.peak_bits.load(Ordering::Relaxed));
-        if peak > prev {
-            self.meters
-                .peak_bits
-                .store(peak.to_bits(), Ordering::Relaxed);
-        }
+        self.fifo_len = n;
+        self.meters.note_peak(peak);
         let stats = self.deck.engine().stats();
         let nans = stats.nan_events;
         if nans != self.last_nan_events {
@@ -419,6 +596,22 @@ impl Player {
             .store(self.deck.clock(), Ordering::Relaxed);
     }
 
+    /// Follows [`Controls::node_timing`] and answers a request for the
+    /// per-node times, once per block. A request is taken only when its
+    /// reply has room, so the reply never has to be dropped here.
+    fn serve_timing(&mut self) {
+        let on = self.controls.node_timing.load(Ordering::Relaxed);
+        self.deck.set_node_timing(on);
+        if self.timing.replies.slots() == 0 {
+            return;
+        }
+        if let Ok(mut times) = self.timing.requests.pop() {
+            times.copy_from(self.deck.engine());
+            // Room was checked above, and this is the only producer.
+            let _ = self.timing.replies.push(times);
+        }
+    }
+
     /// The callback: fills `out` (interleaved, `device_channels` wide).
     pub fn fill(&mut self, out: &mut [f32]) {
         let start = self.origin.elapsed().as_nanos() as u64;
@@ -428,6 +621,9 @@ impl Player {
             self.fade_left_frames = Some(self.fade_frames);
         }
         let written_before = self.written_frames;
+        // The stop fade's gain runs under the engine's FP mode, as the
+        // conversion to f32 does: the caller's MXCSR changes nothing.
+        let fp = FpGuard::new(self.deck.flush_to_zero());
         for f in 0..frames {
             let done = self.limit_frames.is_some_and(|l| self.written_frames >= l)
                 || self.fade_left_frames == Some(0);
@@ -438,6 +634,7 @@ impl Player {
             }
             if self.fifo_pos >= self.fifo_len {
                 self.refill();
+                fp.set_flush(self.deck.flush_to_zero());
             }
             let gain = match self.fade_left_frames {
                 Some(left) => {
@@ -457,6 +654,7 @@ impl Player {
             self.fifo_pos += dc;
             self.written_frames += 1;
         }
+        drop(fp);
         if let Some(tap) = &mut self.tap {
             // The performance frames lead the buffer; silence after the end is not recorded.
             let played = (self.written_frames - written_before) as usize;

@@ -137,7 +137,7 @@ pub struct LiveSession {
     /// The events of the engine playing now.
     events: Vec<EventKey>,
     resources: Vec<(String, PathBuf)>,
-    link: Arc<Link>,
+    link: Link,
     meters: Arc<Meters>,
     /// Shaped for the engine playing now; out while a capture is in flight.
     capture: Option<Box<EngineState>>,
@@ -173,7 +173,7 @@ impl LiveSession {
         capture: Box<EngineState>,
         resources: Vec<(String, PathBuf)>,
         (asked, events): (Asked, Vec<EventKey>),
-        link: Arc<Link>,
+        link: Link,
         meters: Arc<Meters>,
     ) -> LiveSession {
         let text = Arc::new(text);
@@ -437,7 +437,7 @@ impl LiveSession {
     /// Drives the handover: serves the audio thread's replies, starts the
     /// next queued change when idle. Call every few milliseconds.
     pub fn tick(&mut self, log: &mut dyn Write) {
-        while let Some(msg) = self.link.from_audio.pop() {
+        while let Some(msg) = self.link.receive() {
             match msg {
                 FromAudio::Captured { state, at } => self.captured(state, at, log),
                 FromAudio::Swapped { at } => self.swapped(at, log),
@@ -458,7 +458,7 @@ impl LiveSession {
         {
             let stem = self.snapshot_wanted.take().expect("checked");
             let buf = self.capture.take().expect("checked");
-            match self.link.to_audio.push(ToAudio::Capture(buf)) {
+            match self.link.send(ToAudio::Capture(buf)) {
                 Ok(()) => self.phase = Phase::Snapshotting(stem),
                 Err(ToAudio::Capture(buf)) => {
                     self.capture = Some(buf);
@@ -470,7 +470,7 @@ impl LiveSession {
         if matches!(self.phase, Phase::Idle) {
             if let Some(job) = self.queued.take() {
                 match self.capture.take() {
-                    Some(buf) => match self.link.to_audio.push(ToAudio::Capture(buf)) {
+                    Some(buf) => match self.link.send(ToAudio::Capture(buf)) {
                         Ok(()) => self.phase = Phase::Capturing(job),
                         Err(ToAudio::Capture(buf)) => {
                             self.capture = Some(buf);
@@ -517,7 +517,7 @@ impl LiveSession {
         let file_profile = incoming.file_profile;
         let resources = std::mem::take(&mut incoming.resources);
         let events = self.compare_events(std::mem::take(&mut incoming.events), at);
-        if let Err(e) = self.link.to_audio.push(ToAudio::Offer {
+        if let Err(e) = self.link.send(ToAudio::Offer {
             engine: incoming.engine,
             at: s,
             fade,
@@ -621,8 +621,7 @@ impl LiveSession {
         }
         if self
             .link
-            .to_audio
-            .push(ToAudio::Offer {
+            .send(ToAudio::Offer {
                 engine,
                 at: s,
                 fade,

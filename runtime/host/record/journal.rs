@@ -15,7 +15,6 @@
 //! device output bit for bit on the same build and CPU feature level.
 
 use crate::engine::incoming::{Incoming, Scripted, SessionFixed};
-use crate::engine::{device_sample, faded, stop_fade_gain};
 use crate::host::files::digest::sha256_hex;
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
@@ -565,18 +564,7 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     };
     check_length(path, frames, sample_rate)?;
     deck.play_to(start.saturating_add(frames));
-    let out = deck.into_output();
-    let mut samples = Vec::with_capacity(frames as usize * channels);
-    for (f, frame) in out.chunks(channels).take(frames as usize).enumerate() {
-        let f = f as u64;
-        let gain = match stop {
-            Some((at, len)) if f >= at => stop_fade_gain(f - at, len),
-            _ => 1.0,
-        };
-        for x in frame {
-            samples.push(faded(device_sample(*x), gain));
-        }
-    }
+    let samples = deck.into_device_samples(frames, stop);
     Ok(Replay {
         samples,
         channels,

@@ -1,15 +1,16 @@
 //! What drives a playing session from the control thread: the file
 //! watcher, the journal (with a progress record every second of audio, so
 //! a session cut off by a crash replays up to its last second), the keys,
-//! `w` snapshots and the stop signals (SIGINT, SIGTERM, SIGHUP stop the
+//! `w` snapshots, `t` per-node timing ([`super::timing`]) and the stop signals (SIGINT, SIGTERM, SIGHUP stop the
 //! session as `q` does), as the control loop's [`Control`].
 
+use super::timing::NodeTiming;
 use super::*;
 use crate::host::files::rules::{Inputs, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::Control;
 use crate::host::live::keys::{Command, Input, KeyListener};
-use crate::host::live::player::{Controls, Meters, Player};
+use crate::host::live::player::{Controls, Meters, Player, TimingLink};
 use crate::host::live::session::{LiveSession, Reason};
 use crate::host::live::watch::FileWatcher;
 use crate::host::record::journal::{Journal, Record};
@@ -35,8 +36,11 @@ pub(super) struct LiveControl {
     pub(super) controls: Arc<Controls>,
     pub(super) scene: PathBuf,
     pub(super) watched: Vec<PathBuf>,
-    /// The playing engine's nodes by time, read when playback ended.
+    /// The playing engine's nodes by time, read when playback ended with
+    /// timing on.
     pub(super) node_times: Vec<crate::engine::NodeTime>,
+    /// Per-node timing, turned on and off by `t`.
+    pub(super) timing: NodeTiming,
     pub(super) meters: Arc<Meters>,
     /// Catches the stop signals until the first one arrives.
     pub(super) signals: InterruptGuard,
@@ -69,9 +73,7 @@ impl Control for LiveControl {
                     Command::Live => self.session.switch_profile(Profile::Live, log),
                     Command::Quit => self.controls.stop.store(true, Ordering::Relaxed),
                     Command::Snapshot => self.session.request_snapshot(self.snapshot_stem.clone()),
-                    Command::Timing => {
-                        let _ = writeln!(log, "\n`{c:?}` is not available yet");
-                    }
+                    Command::Timing => self.timing.toggle(log),
                 }
             }
         }
@@ -94,6 +96,7 @@ impl Control for LiveControl {
             }
         }
         self.session.tick(log);
+        self.timing.poll(log);
         self.journal_news(log);
         self.journal_progress(log);
         // A scene edit may have added or removed resources.
@@ -109,7 +112,9 @@ impl Control for LiveControl {
     }
 
     fn finished(&mut self, player: &Player) {
-        self.node_times = player.engine().node_time_table();
+        if self.timing.is_on() {
+            self.node_times = player.engine().node_time_table();
+        }
     }
 
     fn status(&self) -> String {
@@ -267,7 +272,10 @@ impl LiveControl {
             controls,
             meters,
             signals,
+            timing,
         } = shared;
+        let sample_rate = session.fixed().sample_rate;
+        let timing = NodeTiming::new(controls.clone(), meters.clone(), timing, sample_rate);
         let (keys, commands) = KeyListener::start(controls.clone());
         let clock_start = snap_clock.unwrap_or(0);
         let progress_every = session.fixed().sample_rate as u64;
@@ -282,6 +290,7 @@ impl LiveControl {
             scene: opts.scene.clone(),
             watched,
             node_times: Vec::new(),
+            timing,
             meters,
             signals,
             signal: None,
@@ -320,12 +329,14 @@ impl LiveControl {
 }
 
 /// What the control side shares with the player and the process: the stop
-/// flag, the meters, and the handlers that catch the stop signals
-/// (installed before the capture's file is created).
+/// and timing flags, the meters, the handlers that catch the stop signals
+/// (installed before the capture's file is created), and the rings through
+/// which it asks for per-node times.
 pub(super) struct Shared {
     pub(super) controls: Arc<Controls>,
     pub(super) meters: Arc<Meters>,
     pub(super) signals: InterruptGuard,
+    pub(super) timing: TimingLink,
 }
 
 /// Watches the scene and its resources, unless `--no-watch`; a watcher that

@@ -10,6 +10,7 @@
 
 mod driving;
 mod setup;
+mod timing;
 
 use crate::graph::SeedSource;
 use crate::host::files::rules::Inputs;
@@ -29,6 +30,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub use timing::top_nodes_line;
 
 /// What `morphrt run` was asked to do: the command's arguments.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -113,12 +115,9 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     // signal stops the session as `q` does.
     let signals = InterruptGuard::install();
     let tap = start_tap(files.capture, out.channels, sr)?;
-    let mut engine = incoming.engine;
-    // Per-node times for the final summary; the deck carries timing over to
-    // every engine an edit or profile switch swaps in.
-    engine.set_node_timing(true);
+    // Per-node timing is off until `t` turns it on.
     let mut p = Player::new(
-        *engine,
+        *incoming.engine,
         out.channels,
         frames,
         fade,
@@ -155,6 +154,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         controls,
         meters: meters.clone(),
         signals,
+        timing: p.timing_link(),
     };
     let mut control = LiveControl::start(
         opts,
@@ -261,9 +261,9 @@ fn say_playing(opts: &RunOptions, profile: Profile, tty: bool, log: &mut dyn Wri
             ""
         },
         if tty {
-            "keys: s/r/l switch profile, q quits"
+            "keys: s/r/l switch profile, w snapshot, t times nodes, q quits"
         } else {
-            "commands on stdin, one per line: s, r, l, q"
+            "commands on stdin, one per line: s, r, l, w, t, q"
         }
     );
 }
@@ -303,20 +303,22 @@ fn summary(
             String::new()
         }
     );
-    if let Some(line) = top_nodes_line(&control.node_times, 3) {
-        let swapped = meters.swaps.load(Ordering::Relaxed) > 0;
-        let _ = writeln!(
-            log,
-            "{line}{}",
-            if swapped {
-                " (since the last swap)"
-            } else {
-                ""
-            }
-        );
-    }
+    let _ = writeln!(log, "{}", nodes_summary(control));
     if let Some(rep) = tap_report {
         captured(&rep, log);
+    }
+}
+
+/// The three most expensive nodes when per-node timing was on at the end
+/// (`t`), else how to turn it on.
+fn nodes_summary(control: &LiveControl) -> String {
+    if !control.timing.is_on() {
+        return "per-node timing was off; `t` while playing turns it on (a second `t` shows the table)".to_string();
+    }
+    match top_nodes_line(&control.node_times, 3) {
+        Some(line) if control.timing.swapped_since_on() => format!("{line} (since the last swap)"),
+        Some(line) => line,
+        None => "per-node timing was on, but no node time was measured yet".to_string(),
     }
 }
 
@@ -366,27 +368,4 @@ fn xruns_text(r: &RunReport, clock: bool) -> String {
         "xruns {} (the clock device has no sound card: an xrun is a callback that missed its real-time deadline on this machine{kinds})",
         r.xruns
     )
-}
-
-/// `nodes by time: lp (biquad) 61.2 % (12.0 ns/sample), …`: the `k`
-/// most expensive nodes of the engine that played last; `None` when nothing
-/// was timed.
-pub fn top_nodes_line(table: &[crate::engine::NodeTime], k: usize) -> Option<String> {
-    if table.iter().all(|t| t.ns == 0) {
-        return None;
-    }
-    let parts: Vec<String> = table
-        .iter()
-        .take(k)
-        .map(|t| {
-            format!(
-                "{} ({}) {:.1} % ({:.1} ns/sample)",
-                t.id,
-                t.op,
-                t.share * 100.0,
-                t.ns_per_sample
-            )
-        })
-        .collect();
-    Some(format!("nodes by time: {}", parts.join(", ")))
 }
