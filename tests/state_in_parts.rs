@@ -497,3 +497,72 @@ fn a_long_delay_line_is_reset_in_parts_while_silent_and_a_snapshot_half_way_resu
         }
     }
 }
+
+#[test]
+fn a_session_of_long_delay_lines_hands_over_and_replays_bit_for_bit() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    // Three 30 s lines (scenes/bench/long-delays.json) at blocks of 64:
+    // each capture takes over a hundred blocks. An edit, a switch and a
+    // snapshot while it plays; the journal replays what the device got.
+    let dir = common::temp_dir("long-session");
+    let text = std::fs::read_to_string(common::root().join("scenes/bench/long-delays.json"))
+        .unwrap()
+        .replace(
+            "\"duration\": \"60s\",",
+            "\"profile_config\": { \"block_size\": 64 },",
+        );
+    let path = dir.join("long.json");
+    std::fs::write(&path, &text).unwrap();
+    let journal = dir.join("j").join("long.jsonl");
+    let capture = dir.join("cap.wav");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(["run", path.to_str().unwrap(), "--device", "clock"])
+        .arg("--capture")
+        .arg(&capture)
+        .arg("--journal")
+        .arg(&journal)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .map(common::KillOnDrop)
+        .expect("run morphrt");
+    let lines = common::stderr_lines(&mut child);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(
+        &tmp,
+        text.replace("\"feedback\": 0.6", "\"feedback\": 0.55"),
+    )
+    .unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    common::wait_line(&lines, "edit applied", &mut log);
+    let stdin = child.stdin.as_mut().unwrap();
+    writeln!(stdin, "r").unwrap();
+    common::wait_line(&lines, "switched live → repro", &mut log);
+    writeln!(stdin, "w").unwrap();
+    common::wait_line(&lines, "snapshot at", &mut log);
+    writeln!(stdin, "q").unwrap();
+    let status = child.wait().unwrap();
+    log.extend(lines.iter());
+    let all = log.join("\n");
+    assert!(status.success(), "{all}");
+
+    let replayed = dir.join("replayed.wav");
+    let o = common::morphrt(&[
+        "replay",
+        journal.to_str().unwrap(),
+        "-o",
+        replayed.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let played = common::read_f32(&capture);
+    assert!(!played.is_empty());
+    assert!(
+        common::read_f32(&replayed) == played,
+        "the session replays bit for bit; log:\n{all}"
+    );
+}
