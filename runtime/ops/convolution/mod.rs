@@ -130,8 +130,12 @@ pub(crate) struct Conv<S: Sample> {
     /// history, kept up to date up to `fill`. Empty for the FFT engines.
     hmax: Vec<Vec<S>>,
     xmax: Vec<u64>,
-    /// Input history: `hist[..fill]`, the newest sample last.
+    /// Input history, a ring of `ring` samples stored twice over
+    /// (`hist[i]` = `hist[i + ring]`), so the last `keep + CHUNK` samples
+    /// are always contiguous and no block ever moves the history: sample
+    /// `pos − k` (1 ≤ k ≤ `keep`) is at `hist[fill − k]`.
     hist: Vec<S>,
+    ring: usize,
     fill: usize,
     /// Samples kept (and snapshotted) behind the newest.
     keep: usize,
@@ -183,7 +187,9 @@ impl<S: Sample> Conv<S> {
             .collect();
         let keep = len + EXTRA_HISTORY;
         let grid = segs.iter().map(|s| s.b as u64).min().unwrap_or(u64::MAX);
-        let hist_len = keep + keep.max(4 * CHUNK);
+        // A multiple of the span, so both copies share the span grid.
+        let ring = (keep + CHUNK).div_ceil(SPAN) * SPAN;
+        let hist_len = 2 * ring;
         Ok(Conv {
             heads,
             hmax,
@@ -193,7 +199,8 @@ impl<S: Sample> Conv<S> {
                 Vec::new()
             },
             hist: vec![S::ZERO; hist_len],
-            fill: keep,
+            ring,
+            fill: ring,
             keep,
             pos: 0,
             grid,
@@ -204,13 +211,26 @@ impl<S: Sample> Conv<S> {
         })
     }
 
-    /// Makes room for `n` more samples in the history.
-    fn room(&mut self, n: usize) {
-        if self.fill + n > self.hist.len() {
-            let from = self.fill - self.keep;
-            self.hist.copy_within(from..self.fill, 0);
-            self.fill = self.keep;
-            self.update_xmax(0, self.fill);
+    /// Where sample `pos` goes so that the `keep` before it and up to
+    /// `CHUNK` after it are contiguous: the ring index of `pos − keep`,
+    /// plus `keep`.
+    fn fill_at(&self, pos: u64) -> usize {
+        let r = self.ring as u64;
+        let start = (pos % r + r - self.keep as u64 % r) % r;
+        start as usize + self.keep
+    }
+
+    /// Writes `x`, the input from `self.pos` on, into both copies of the
+    /// ring: a bounded cost per sample, whatever the history's length.
+    fn write_history(&mut self, x: &[S]) {
+        let r = self.ring;
+        let at = (self.pos % r as u64) as usize;
+        let first = x.len().min(r - at);
+        for copy in [0, r] {
+            self.hist[copy + at..copy + at + first].copy_from_slice(&x[..first]);
+            self.hist[copy..copy + x.len() - first].copy_from_slice(&x[first..]);
+            self.update_xmax(copy + at, copy + at + first);
+            self.update_xmax(copy, copy + x.len() - first);
         }
     }
 
@@ -231,10 +251,9 @@ impl<S: Sample> Conv<S> {
     /// Convolves `x` (one chunk, not crossing a grid line) into `self.wet`.
     fn chunk(&mut self, x: &[S]) {
         let n = x.len();
-        self.room(n);
-        self.hist[self.fill..self.fill + n].copy_from_slice(x);
+        self.fill = self.fill_at(self.pos);
+        self.write_history(x);
         let base = self.fill;
-        self.update_xmax(base, base + n);
         for (c, (h, w)) in self.heads.iter().zip(self.wet.iter_mut()).enumerate() {
             let bounds = self.hmax.get(c).map(|hm| Bounds {
                 h: hm,
@@ -297,8 +316,8 @@ impl<S: Sample> Conv<S> {
         }
         let p = part.progress();
         if p == Progress::Done {
-            self.fill = self.keep;
             self.pos = 0;
+            self.fill = self.fill_at(0);
             for s in self.segs.iter_mut() {
                 s.rewind();
             }
@@ -358,9 +377,8 @@ impl<S: Sample> Processor<S> for Conv<S> {
 
     /// The history oldest first, then the sample counter. Sample `j` of
     /// the history at N is the input at `pos(N) − keep + j`; it stays in
-    /// `hist` (moved to the front by `room`, never lost) until `j + 1` more
-    /// frames have arrived, so copying oldest first at least as fast as
-    /// frames arrive reads it before it goes.
+    /// `hist` until `j + 1` more frames have arrived, so copying oldest
+    /// first at least as fast as frames arrive reads it before it goes.
     fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
         let keep = self.keep;
         let at_n = if done == 0 {
@@ -394,13 +412,21 @@ impl<S: Sample> Processor<S> for Conv<S> {
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
         let pos = st.get_u64("position")?;
         let keep = self.keep;
+        let r = self.ring;
         self.hist.fill(S::ZERO);
-        let read = st.get_samples("history", &mut self.hist[..keep]);
+        // Into the ring where it would have been written, then copied to
+        // the other copy.
+        let fill = self.fill_at(pos);
+        let read = st.get_samples("history", &mut self.hist[fill - keep..fill]);
+        for q in fill - keep..fill {
+            let other = if q < r { q + r } else { q - r };
+            self.hist[other] = self.hist[q];
+        }
         // The span bounds follow the history even when the read failed part way.
         let len = self.hist.len();
         self.update_xmax(0, len);
         read?;
-        self.fill = keep;
+        self.fill = fill;
         self.pos = pos;
         self.rebuild();
         Ok(())
