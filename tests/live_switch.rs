@@ -85,7 +85,11 @@ fn a_switch_over_the_handover_budget_is_refused_and_q_ends_the_session() {
     let mut log = Vec::new();
     common::wait_line(&lines, "playing ", &mut log);
     writeln!(child.stdin.as_mut().unwrap(), "s").unwrap();
-    common::wait_line(&lines, "cannot switch to strict; repro keeps playing", &mut log);
+    common::wait_line(
+        &lines,
+        "cannot switch to strict; repro keeps playing",
+        &mut log,
+    );
     quit(&mut child, &lines, &mut log);
     let all = log.join("\n");
     assert!(
@@ -144,7 +148,10 @@ fn a_forced_switch_that_cannot_keep_up_is_dropped_and_q_still_ends_the_session()
     writeln!(child.stdin.as_mut().unwrap(), "s").unwrap();
     let outcome = wait_any(
         &lines,
-        &["the switch to strict was dropped", "switched repro → strict"],
+        &[
+            "the switch to strict was dropped",
+            "switched repro → strict",
+        ],
         &mut log,
     );
     quit(&mut child, &lines, &mut log);
@@ -184,8 +191,8 @@ impl Session {
     fn start(dir: &Path, text: &str) -> Session {
         let path = dir.join("scene.json");
         std::fs::write(&path, text).unwrap();
-        let sc = morphrt::scene::load_str(text, &path.display().to_string(), Some(dir.into()))
-            .unwrap();
+        let sc =
+            morphrt::scene::load_str(text, &path.display().to_string(), Some(dir.into())).unwrap();
         let opts = CompileOptions {
             profile: Some(Profile::Repro),
             block_size: Some(64),
@@ -327,7 +334,10 @@ fn a_snapshot_taken_while_an_edit_is_queued_holds_the_playing_scene() {
     });
     let (at, file) = s.session.snapshots[0].clone();
     let swap_at = s.session.applied[0].swap_at;
-    assert!(at < swap_at, "taken before the edit landed ({at}, {swap_at})");
+    assert!(
+        at < swap_at,
+        "taken before the edit landed ({at}, {swap_at})"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(

@@ -11,6 +11,12 @@
 //! meanwhile coalesce into the latest, which starts once the running one
 //! (and its fade) is over.
 //!
+//! A change must keep up with the audio clock: one whose new engine the
+//! nominal estimate puts over [`HANDOVER_BUDGET`] of the block deadline is
+//! refused with the estimate (unless `run --force`), and one that still
+//! cannot fast-forward ahead of the clock is dropped; either way the
+//! engine playing keeps playing, and a stop is never held up.
+//!
 //! What an edit cannot do is said, not swallowed: a `sample_rate`,
 //! `block_size` or `seed` the session fixes is not applied (and an edit of
 //! only those hands nothing over), and an event the edit adds at a time
@@ -64,7 +70,8 @@ pub struct HandoverRecord {
     pub resources: Vec<(String, PathBuf)>,
 }
 
-/// A change that failed to compile (the running graph kept playing).
+/// A change that was not applied (the running graph kept playing): it failed
+/// to compile, or its engine could not keep up.
 #[derive(Clone, Debug)]
 pub struct Rejected {
     pub text: Arc<String>,
@@ -79,6 +86,14 @@ struct Job {
     text: Arc<String>,
     /// When the change was made (file mtime or key press).
     since: SystemTime,
+}
+
+/// Why a handover was given up before it was offered.
+enum Unplaced {
+    /// The session is stopping (`q`, a stop signal, the duration's end).
+    Stopping,
+    /// Fast-forwarding could not get ahead of the audio clock: how it went.
+    Behind(String),
 }
 
 /// How the events of an offered engine compare with the playing one's.
@@ -542,7 +557,7 @@ impl LiveSession {
             Ok(s) => s,
             Err(why) => {
                 self.capture = Some(state);
-                self.dropped(&reason, incoming.profile, &text, &why, log);
+                self.dropped(&reason, incoming.profile, &text, why, log);
                 return;
             }
         };
@@ -613,10 +628,11 @@ impl LiveSession {
     /// reported at a block boundary (a capture, a refusal): S is on its
     /// block grid, which a resumed session does not start at a multiple of
     /// the block. The lead doubles while the audio thread keeps up, so the
-    /// loop ends once fast-forwarding outruns it; it gives up (saying why)
-    /// when it does not: the lead past [`MAX_LEAD_SECONDS`], fast-forwarding
-    /// slower than real time, or the session stopping.
-    fn place(&mut self, engine: &mut crate::engine::Engine, from: u64) -> Result<u64, String> {
+    /// loop ends once fast-forwarding outruns it; it gives up when it does
+    /// not ([`Unplaced`]): the lead past [`MAX_LEAD_SECONDS`], placing for
+    /// as long in wall time, fast-forwarding slower than real time, or the
+    /// session stopping.
+    fn place(&mut self, engine: &mut crate::engine::Engine, from: u64) -> Result<u64, Unplaced> {
         let block = self.fixed.block_size as u64;
         let sr = self.fixed.sample_rate as u64;
         let mut lead = self.lead;
@@ -626,25 +642,27 @@ impl LiveSession {
             let s = on_grid(audio.saturating_add(lead), from, block);
             let s = s.max(engine.clock());
             engine.set_swap_sample(s);
-            if let Some(why) = self.catch_up(engine, s) {
-                return Err(why);
-            }
+            let in_time = self.catch_up(engine, s, started)?;
             // Still ahead of the audio thread by a block: offer it.
-            if engine.clock() >= s && self.meters.clock.load(Ordering::Relaxed) + block <= s {
+            if in_time
+                && engine.clock() >= s
+                && self.meters.clock.load(Ordering::Relaxed) + block <= s
+            {
                 return Ok(s);
             }
-            let rate = (engine.clock() - first) as f64
-                / sr as f64
-                / started.elapsed().as_secs_f64().max(1e-9);
+            let wall = started.elapsed().as_secs_f64().max(1e-9);
+            let rate = (engine.clock() - first) as f64 / sr as f64 / wall;
             lead = lead.saturating_mul(2);
-            if lead > MAX_LEAD_SECONDS * sr || (missed >= 3 && rate < 1.0) {
-                return Err(format!(
-                    "fast-forwarding ran at {rate:.2}× real time, {:.0} ms behind the audio clock after {:.1} s",
-                    self.meters.clock.load(Ordering::Relaxed).saturating_sub(engine.clock()) as f64
-                        * 1e3
-                        / sr as f64,
-                    started.elapsed().as_secs_f64()
-                ));
+            if !in_time || lead > MAX_LEAD_SECONDS * sr || (missed >= 3 && rate < 1.0) {
+                let behind = self
+                    .meters
+                    .clock
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(engine.clock());
+                return Err(Unplaced::Behind(format!(
+                    "fast-forwarding ran at {rate:.2}× real time, {:.0} ms behind the audio clock after {wall:.1} s",
+                    behind as f64 * 1e3 / sr as f64,
+                )));
             }
         }
         unreachable!("the loop returns")
@@ -652,35 +670,54 @@ impl LiveSession {
 
     /// Fast-forwards `engine` towards `s` a few milliseconds of audio at a
     /// time, stopping early once the audio clock has passed `s` (the lead
-    /// was too short) and giving up when the session stops.
-    fn catch_up(&self, engine: &mut crate::engine::Engine, s: u64) -> Option<String> {
+    /// was too short). Returns false once placing, `started` then, has
+    /// taken [`MAX_LEAD_SECONDS`]; gives up when the session stops.
+    fn catch_up(
+        &self,
+        engine: &mut crate::engine::Engine,
+        s: u64,
+        started: Instant,
+    ) -> Result<bool, Unplaced> {
         let block = self.fixed.block_size as u64;
         let chunk = (self.fixed.sample_rate as u64 / 200).div_ceil(block) * block;
+        let limit = Duration::from_secs(MAX_LEAD_SECONDS);
         while engine.clock() < s {
             engine.fast_forward(s.min(engine.clock() + chunk));
             if self.meters.stop_at.load(Ordering::Relaxed) != u64::MAX
                 || self.meters.finished.load(Ordering::Relaxed)
             {
-                return Some("the session is stopping".to_string());
+                return Err(Unplaced::Stopping);
+            }
+            if started.elapsed() > limit {
+                return Ok(false);
             }
             if self.meters.clock.load(Ordering::Relaxed) + block > s {
                 break;
             }
         }
-        None
+        Ok(true)
     }
 
     /// A handover that could not be placed: the new engine is dropped (the
-    /// capture buffer is back), the change recorded as rejected, and the
-    /// latest good text is what plays again unless a newer change waits.
+    /// capture buffer is back), one that could not keep up is said and
+    /// recorded as rejected, and the text playing is the latest good one
+    /// again unless a newer change waits.
     fn dropped(
         &mut self,
         reason: &Reason,
         profile: Profile,
         text: &Arc<String>,
-        why: &str,
+        why: Unplaced,
         log: &mut dyn Write,
     ) {
+        self.phase = Phase::Idle;
+        if self.queued.is_none() {
+            self.good_text = self.playing_text.clone();
+            self.good_asked = self.playing_asked.clone();
+        }
+        let Unplaced::Behind(why) = why else {
+            return;
+        };
         let what = match reason {
             Reason::Edit => format!("the edit under {profile}"),
             Reason::Switch { to, .. } => format!("the switch to {to}"),
@@ -696,11 +733,6 @@ impl LiveSession {
             error: format!("{profile} cannot keep up: {why}"),
             at: self.meters.clock.load(Ordering::Relaxed),
         });
-        if self.queued.is_none() {
-            self.good_text = self.playing_text.clone();
-            self.good_asked = self.playing_asked.clone();
-        }
-        self.phase = Phase::Idle;
     }
 
     fn refused(&mut self, mut engine: Box<crate::engine::Engine>, clock: u64, log: &mut dyn Write) {
@@ -728,7 +760,7 @@ impl LiveSession {
             Ok(s) => s,
             Err(why) => {
                 drop(engine);
-                self.dropped(&reason, profile, &text, &why, log);
+                self.dropped(&reason, profile, &text, why, log);
                 return;
             }
         };
