@@ -19,28 +19,15 @@ use morphrt::host::live::session::{LiveSession, Reason};
 use morphrt::profile::Profile;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Runs `morphrt run SCENE --device clock --no-journal ARGS…` with stdin
-/// piped, and its stderr read line by line.
+/// Runs `morphrt run SCENE --device clock --no-journal ARGS…`.
 fn run(scene: &Path, args: &[&str]) -> (common::KillOnDrop, Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .arg("run")
-        .arg(scene)
-        .args(["--device", "clock", "--no-journal"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .map(common::KillOnDrop)
-        .expect("run morphrt");
-    let lines = common::stderr_lines(&mut child);
-    (child, lines)
+    let args: Vec<&str> = ["--no-journal"].iter().chain(args).copied().collect();
+    common::run_clock(scene, &args)
 }
 
 /// Sends `q` and waits (60 s at most: only against a hang) for the
