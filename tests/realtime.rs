@@ -318,6 +318,10 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
         player.link(),
         meters.clone(),
     );
+    // The callback runs on this thread between the control side's steps,
+    // so fast-forwarding never races it: hand over scenes whose estimate
+    // is over the live budget too (strict hall-reverb).
+    session.force(true);
     let cell = PlayerCell::new(player);
     let period = 48;
     let mut buf = vec![0.0f32; period * 2];

@@ -237,6 +237,24 @@ pub fn stderr_lines(child: &mut std::process::Child) -> Receiver<String> {
     rx
 }
 
+/// Starts `morphrt run SCENE --device clock ARGS…` with stdin piped and
+/// stdout discarded; its stderr comes line by line ([`stderr_lines`]).
+pub fn run_clock(scene: &Path, args: &[&str]) -> (KillOnDrop, Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .arg("run")
+        .arg(scene)
+        .args(["--device", "clock"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map(KillOnDrop)
+        .expect("run morphrt");
+    let lines = stderr_lines(&mut child);
+    (child, lines)
+}
+
 /// Waits (20 s at most) for a line starting with `prefix`, keeping every
 /// line read in `log`.
 pub fn wait_line(lines: &Receiver<String>, prefix: &str, log: &mut Vec<String>) {

@@ -11,6 +11,12 @@
 //! meanwhile coalesce into the latest, which starts once the running one
 //! (and its fade) is over.
 //!
+//! A change must keep up with the audio clock: one whose new engine the
+//! nominal estimate puts over [`HANDOVER_BUDGET`] of the block deadline is
+//! refused with the estimate (unless `run --force`), and one that still
+//! cannot fast-forward ahead of the clock is dropped; either way the
+//! engine playing keeps playing, and a stop is never held up.
+//!
 //! What an edit cannot do is said, not swallowed: a `sample_rate`,
 //! `block_size` or `seed` the session fixes is not applied (and an edit of
 //! only those hands nothing over), and an event the edit adds at a time
@@ -18,7 +24,7 @@
 //! modification of the scene or a resource it reads, which is the edit.
 
 use crate::engine::incoming::{
-    advance_to, fade_for, on_grid, only_fixed_differ, past_events, switch_warning, Asked, EventKey,
+    fade_for, on_grid, only_fixed_differ, parent_dir, past_events, switch_warning, Asked, EventKey,
     Incoming, SessionFixed,
 };
 use crate::engine::{EngineState, Migration, Notice};
@@ -64,7 +70,8 @@ pub struct HandoverRecord {
     pub resources: Vec<(String, PathBuf)>,
 }
 
-/// A change that failed to compile (the running graph kept playing).
+/// A change that was not applied (the running graph kept playing): it failed
+/// to compile, or its engine could not keep up.
 #[derive(Clone, Debug)]
 pub struct Rejected {
     pub text: Arc<String>,
@@ -79,6 +86,14 @@ struct Job {
     text: Arc<String>,
     /// When the change was made (file mtime or key press).
     since: SystemTime,
+}
+
+/// Why a handover was given up before it was offered.
+enum Unplaced {
+    /// The session is stopping (`q`, a stop signal, the duration's end).
+    Stopping,
+    /// Fast-forwarding could not get ahead of the audio clock: how it went.
+    Behind(String),
 }
 
 /// How the events of an offered engine compare with the playing one's.
@@ -97,6 +112,7 @@ enum Phase {
     Offered {
         job_reason: Reason,
         text: Arc<String>,
+        asked: Asked,
         profile: Profile,
         file_profile: Option<Profile>,
         capture: Box<EngineState>,
@@ -134,6 +150,12 @@ pub struct LiveSession {
     good_text: Arc<String>,
     /// What `good_text` asks of the session's fixed settings.
     good_asked: Asked,
+    /// The text of the engine playing now, and what it asks: `good_text`
+    /// may be ahead of it while a handover is queued or in flight.
+    playing_text: Arc<String>,
+    playing_asked: Asked,
+    /// `run --force`: hand over engines whose estimate misses the budget.
+    force: bool,
     /// The events of the engine playing now.
     events: Vec<EventKey>,
     resources: Vec<(String, PathBuf)>,
@@ -190,8 +212,11 @@ impl LiveSession {
             profile,
             file_profile,
             last_text: Some(text.clone()),
-            good_text: text,
-            good_asked: asked,
+            good_text: text.clone(),
+            good_asked: asked.clone(),
+            playing_text: text,
+            playing_asked: asked,
+            force: false,
             events,
             resources,
             link,
@@ -213,6 +238,13 @@ impl LiveSession {
     /// replace (the snapshot the session resumed from).
     pub fn protect(&mut self, inputs: Inputs) {
         self.protected = inputs;
+    }
+
+    /// `run --force`: edits and switches are handed over even when the new
+    /// engine's estimated cost is over the handover budget
+    /// ([`HANDOVER_BUDGET`]); one that then cannot keep up is still dropped.
+    pub fn force(&mut self, force: bool) {
+        self.force = force;
     }
 
     /// Asks for a snapshot file of the playing engine at the next block
@@ -289,12 +321,15 @@ impl LiveSession {
             );
             return;
         }
-        // A change of the file's `profile` switches the session to it.
+        // A change of the file's `profile` switches the session to it. The
+        // rest compiles under the profile queued last (a key switch that
+        // has not landed yet), which coalescing then keeps.
+        let (queued, queued_file) = self.queued_profiles();
         let (profile, switched) = match peek_profile(&text) {
-            Some(p) if Some(p) != self.file_profile && p != self.profile => (p, true),
-            _ => (self.profile, false),
+            Some(p) if Some(p) != queued_file && p != queued => (p, true),
+            _ => (queued, false),
         };
-        match Incoming::compile(&text, &self.path, &self.fixed, profile) {
+        match self.build(&text, profile) {
             Ok(inc) => {
                 if !inc.warnings.is_empty() {
                     let _ = writeln!(log, "\n{}", crate::scene::Shown::new(&inc.warnings));
@@ -319,8 +354,7 @@ impl LiveSession {
                     since,
                 });
             }
-            Err(diags) => {
-                let error = format_diagnostics(&diags);
+            Err(error) => {
                 let _ = writeln!(
                     log,
                     "\nedit rejected; the running graph keeps playing:\n{error}"
@@ -384,15 +418,14 @@ impl LiveSession {
             return;
         }
         let text = self.good_text.clone();
-        match Incoming::compile(&text, &self.path, &self.fixed, to) {
+        match self.build(&text, to) {
             Ok(inc) => self.queue(Job {
                 incoming: inc,
                 reason: Reason::Switch { from, to },
                 text,
                 since: SystemTime::now(),
             }),
-            Err(diags) => {
-                let error = format_diagnostics(&diags);
+            Err(error) => {
                 let _ = writeln!(
                     log,
                     "\ncannot switch to {to}; {from} keeps playing:\n{error}"
@@ -404,13 +437,23 @@ impl LiveSession {
 
     /// The profile the session will have once what is queued has run.
     fn queued_profile(&self) -> Profile {
+        self.queued_profiles().0
+    }
+
+    /// The session profile and the file's `profile` once what is queued
+    /// (or in flight) has run.
+    fn queued_profiles(&self) -> (Profile, Option<Profile>) {
         if let Some(j) = &self.queued {
-            return j.incoming.profile;
+            return (j.incoming.profile, j.incoming.file_profile);
         }
         match &self.phase {
-            Phase::Capturing(j) => j.incoming.profile,
-            Phase::Offered { profile, .. } => *profile,
-            _ => self.profile,
+            Phase::Capturing(j) => (j.incoming.profile, j.incoming.file_profile),
+            Phase::Offered {
+                profile,
+                file_profile,
+                ..
+            } => (*profile, *file_profile),
+            _ => (self.profile, self.file_profile),
         }
     }
 
@@ -510,11 +553,19 @@ impl LiveSession {
         // The buffer shaped for the playing engine stays ours until the
         // swap happens.
         let t1 = Instant::now();
-        let s = self.place(&mut incoming.engine, at);
+        let s = match self.place(&mut incoming.engine, at) {
+            Ok(s) => s,
+            Err(why) => {
+                self.capture = Some(state);
+                self.dropped(&reason, incoming.profile, &text, why, log);
+                return;
+            }
+        };
         let ff_time = t1.elapsed();
         let fade = fade_for(&migration, &incoming.engine);
         let profile = incoming.profile;
         let file_profile = incoming.file_profile;
+        let asked = incoming.asked.clone();
         let resources = std::mem::take(&mut incoming.resources);
         let events = self.compare_events(std::mem::take(&mut incoming.events), at);
         if let Err(e) = self.link.send(ToAudio::Offer {
@@ -536,6 +587,7 @@ impl LiveSession {
         self.phase = Phase::Offered {
             job_reason: reason,
             text,
+            asked,
             profile,
             file_profile,
             capture: incoming.capture,
@@ -576,29 +628,126 @@ impl LiveSession {
     /// reported at a block boundary (a capture, a refusal): S is on its
     /// block grid, which a resumed session does not start at a multiple of
     /// the block. The lead doubles while the audio thread keeps up, so the
-    /// loop ends once fast-forwarding outruns it.
-    fn place(&mut self, engine: &mut crate::engine::Engine, from: u64) -> u64 {
+    /// loop ends once fast-forwarding outruns it; it gives up when it does
+    /// not ([`Unplaced`]): the lead past [`MAX_LEAD_SECONDS`], placing for
+    /// as long in wall time, fast-forwarding slower than real time, or the
+    /// session stopping.
+    fn place(&mut self, engine: &mut crate::engine::Engine, from: u64) -> Result<u64, Unplaced> {
         let block = self.fixed.block_size as u64;
+        let sr = self.fixed.sample_rate as u64;
         let mut lead = self.lead;
-        loop {
+        let (started, first) = (Instant::now(), engine.clock());
+        for missed in 1.. {
             let audio = self.meters.clock.load(Ordering::Relaxed).max(from);
             let s = on_grid(audio.saturating_add(lead), from, block);
             let s = s.max(engine.clock());
-            advance_to(engine, s);
+            engine.set_swap_sample(s);
+            let in_time = self.catch_up(engine, s, started)?;
             // Still ahead of the audio thread by a block: offer it.
-            if self.meters.clock.load(Ordering::Relaxed) + block <= s {
-                return s;
+            if in_time
+                && engine.clock() >= s
+                && self.meters.clock.load(Ordering::Relaxed) + block <= s
+            {
+                return Ok(s);
             }
+            let wall = started.elapsed().as_secs_f64().max(1e-9);
+            let rate = (engine.clock() - first) as f64 / sr as f64 / wall;
             lead = lead.saturating_mul(2);
+            if !in_time || lead > MAX_LEAD_SECONDS * sr || (missed >= 3 && rate < 1.0) {
+                let behind = self
+                    .meters
+                    .clock
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(engine.clock());
+                return Err(Unplaced::Behind(format!(
+                    "fast-forwarding ran at {rate:.2}× real time, {:.0} ms behind the audio clock after {wall:.1} s",
+                    behind as f64 * 1e3 / sr as f64,
+                )));
+            }
         }
+        unreachable!("the loop returns")
+    }
+
+    /// Fast-forwards `engine` towards `s` a few milliseconds of audio at a
+    /// time, stopping early once the audio clock has passed `s` (the lead
+    /// was too short). Returns false once placing, `started` then, has
+    /// taken [`MAX_LEAD_SECONDS`]; gives up when the session stops.
+    fn catch_up(
+        &self,
+        engine: &mut crate::engine::Engine,
+        s: u64,
+        started: Instant,
+    ) -> Result<bool, Unplaced> {
+        let block = self.fixed.block_size as u64;
+        let chunk = (self.fixed.sample_rate as u64 / 200).div_ceil(block) * block;
+        let limit = Duration::from_secs(MAX_LEAD_SECONDS);
+        while engine.clock() < s {
+            engine.fast_forward(s.min(engine.clock() + chunk));
+            if self.meters.stop_at.load(Ordering::Relaxed) != u64::MAX
+                || self.meters.finished.load(Ordering::Relaxed)
+            {
+                return Err(Unplaced::Stopping);
+            }
+            if started.elapsed() > limit {
+                return Ok(false);
+            }
+            if self.meters.clock.load(Ordering::Relaxed) + block > s {
+                break;
+            }
+        }
+        Ok(true)
+    }
+
+    /// A handover that could not be placed: the new engine is dropped (the
+    /// capture buffer is back), one that could not keep up is said and
+    /// recorded as rejected, and the text playing is the latest good one
+    /// again unless a newer change waits.
+    fn dropped(
+        &mut self,
+        reason: &Reason,
+        profile: Profile,
+        text: &Arc<String>,
+        why: Unplaced,
+        log: &mut dyn Write,
+    ) {
+        self.phase = Phase::Idle;
+        if self.queued.is_none() {
+            self.good_text = self.playing_text.clone();
+            self.good_asked = self.playing_asked.clone();
+        }
+        let Unplaced::Behind(why) = why else {
+            return;
+        };
+        let what = match reason {
+            Reason::Edit => format!("the edit under {profile}"),
+            Reason::Switch { to, .. } => format!("the switch to {to}"),
+        };
+        let _ = writeln!(
+            log,
+            "\n{what} was dropped: {profile} cannot keep up with this scene on this machine ({why}); {} keeps playing",
+            self.profile
+        );
+        self.last_result = format!("{what} dropped: cannot keep up");
+        self.rejected.push(Rejected {
+            text: text.clone(),
+            error: format!("{profile} cannot keep up: {why}"),
+            at: self.meters.clock.load(Ordering::Relaxed),
+        });
     }
 
     fn refused(&mut self, mut engine: Box<crate::engine::Engine>, clock: u64, log: &mut dyn Write) {
-        let Phase::Offered { fade, .. } = &self.phase else {
+        let Phase::Offered {
+            fade,
+            job_reason,
+            profile,
+            text,
+            ..
+        } = &self.phase
+        else {
             drop(engine);
             return;
         };
-        let fade = *fade;
+        let (fade, reason, profile, text) = (*fade, job_reason.clone(), *profile, text.clone());
         // The audio thread was faster than expected: keep more headroom
         // from now on (at most half a second).
         let block = self.fixed.block_size as u64;
@@ -607,7 +756,14 @@ impl LiveSession {
             .div_ceil(block)
             * block;
         let t = Instant::now();
-        let s = self.place(&mut engine, clock);
+        let s = match self.place(&mut engine, clock) {
+            Ok(s) => s,
+            Err(why) => {
+                drop(engine);
+                self.dropped(&reason, profile, &text, why, log);
+                return;
+            }
+        };
         if let Phase::Offered {
             at,
             refusals,
@@ -640,6 +796,7 @@ impl LiveSession {
         let Phase::Offered {
             job_reason,
             text,
+            asked,
             profile,
             file_profile,
             capture,
@@ -690,6 +847,8 @@ impl LiveSession {
         self.last_result = line;
         self.profile = profile;
         self.file_profile = file_profile;
+        self.playing_text = text.clone();
+        self.playing_asked = asked;
         self.capture = Some(capture);
         self.applied.push(HandoverRecord {
             reason: job_reason,
@@ -710,20 +869,44 @@ impl LiveSession {
 }
 
 impl LiveSession {
+    /// Parses and compiles scene text read from the session's file.
+    fn compile_plan(
+        &self,
+        text: &str,
+        opts: &crate::graph::CompileOptions,
+    ) -> Result<(crate::scene::Scene, crate::graph::Plan), String> {
+        let file = self.path.display().to_string();
+        let scene = crate::scene::load_str(text, &file, Some(parent_dir(&self.path)))
+            .map_err(|d| format_diagnostics(&d))?;
+        let plan = crate::graph::compile(&scene, opts).map_err(|d| format_diagnostics(&d))?;
+        Ok((scene, plan))
+    }
+
+    /// Parses, validates, compiles and builds scene text under `profile`
+    /// (every stage off the audio thread), as [`Incoming::compile`] does,
+    /// and refuses an engine whose estimate is over the handover budget
+    /// unless `run --force`. The error is the message to show.
+    fn build(&self, text: &str, profile: Profile) -> Result<Incoming, String> {
+        let (scene, mut plan) = self.compile_plan(text, &self.fixed.options(profile))?;
+        if !self.force {
+            if let Some(why) = over_budget(&plan) {
+                return Err(why);
+            }
+        }
+        let warnings = std::mem::take(&mut plan.warnings);
+        Ok(Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene)))
+    }
+
     /// Writes the captured state as a snapshot file (off the audio thread).
     fn write_snapshot(&mut self, state: &EngineState, at: u64, stem: &Path, log: &mut dyn Write) {
         let path = PathBuf::from(format!("{}.{at}.snapshot.json", stem.display()));
+        // The engine captured is the one playing: its text, profile and
+        // resources, not those of a change queued meanwhile.
         let result = (|| -> Result<u64, String> {
-            let scene = crate::scene::load_str(
-                &self.good_text,
-                &self.path.display().to_string(),
-                Some(crate::engine::incoming::parent_dir(&self.path)),
-            )
-            .map_err(|d| format_diagnostics(&d))?;
             let mut opts = self.fixed.options(self.profile);
             opts.skip_build = true;
-            let plan = crate::graph::compile(&scene, &opts).map_err(|d| format_diagnostics(&d))?;
-            let cx = crate::host::record::snapshot::SnapshotContext::new(&plan, &self.good_text)
+            let (_, plan) = self.compile_plan(&self.playing_text, &opts)?;
+            let cx = crate::host::record::snapshot::SnapshotContext::new(&plan, &self.playing_text)
                 .map_err(|e| e.to_string())?;
             let mut inputs = self.protected.clone();
             inputs.add("the scene", &self.path);
@@ -750,6 +933,62 @@ impl LiveSession {
             }
         }
     }
+}
+
+/// The share of the block deadline a handed-over engine may take by the
+/// nominal estimate (`morphrt check`'s): the new engine fast-forwards to the
+/// swap sample while the old one keeps playing, so it must run well ahead
+/// of real time, on a machine that may be slower or busier than the
+/// nominal one. Half the deadline is twice real time.
+pub const HANDOVER_BUDGET: f64 = 0.5;
+
+/// How far ahead of the audio clock a handover may be placed before it is
+/// given up, in seconds of audio.
+const MAX_LEAD_SECONDS: u64 = 2;
+
+/// Why `plan` cannot be handed over in a live session, as an error message:
+/// its estimated cost per block over [`HANDOVER_BUDGET`] of the block's
+/// deadline, or (under live) a node whose worst case misses the deadline,
+/// which `run` refuses at start-up too. `None` when it fits.
+fn over_budget(plan: &crate::graph::Plan) -> Option<String> {
+    let profile = plan.session_profile;
+    let deadline_us = plan.block_size as f64 / plan.sample_rate as f64 * 1e6;
+    let cost_ns = crate::graph::plan_cost_ns(plan);
+    let block_us = cost_ns * plan.block_size as f64 / 1e3;
+    let mut why = Vec::new();
+    if block_us > HANDOVER_BUDGET * deadline_us {
+        let top = plan
+            .nodes
+            .iter()
+            .max_by(|a, b| crate::graph::node_cost_ns(a).total_cmp(&crate::graph::node_cost_ns(b)));
+        why.push(format!(
+            "estimated {block_us:.0} µs per block of {} frames, {:.0} % of its {deadline_us:.0} µs deadline; a handover needs at most {:.0} % (the new engine catches up with the audio clock while the old one plays){}",
+            plan.block_size,
+            block_us / deadline_us * 1e2,
+            HANDOVER_BUDGET * 1e2,
+            top.map_or(String::new(), |n| format!(
+                "; node `{}` ({}) is {:.0} % of the estimate",
+                n.id,
+                n.op.name,
+                crate::graph::node_cost_ns(n) / cost_ns.max(1e-9) * 1e2
+            ))
+        ));
+    }
+    if profile == Profile::Live {
+        why.extend(
+            crate::graph::deadline_risks(plan)
+                .iter()
+                .map(|r| r.to_string()),
+        );
+    }
+    if why.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "error: {}: {profile} cannot keep up with this scene in a live session:\n  {}\n  help: keep a profile whose estimate fits (`morphrt check --profile P` shows each), lighten that node, or pass `run --force` to hand over anyway",
+        plan.file,
+        why.join("\n  ")
+    ))
 }
 
 /// A sample as seconds for messages: `1 s`, `3.25 s` (to the millisecond).

@@ -83,7 +83,9 @@ pub struct RunOptions {
     /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
     #[arg(long)]
     pub resume: Option<PathBuf>,
-    /// Play under live even when a node's worst case cannot meet the block deadline.
+    /// Play under live even when a node's worst case cannot meet the block
+    /// deadline, and hand over edits and switches whose estimate is over
+    /// the handover budget (one that then cannot keep up is still dropped).
     #[arg(long)]
     pub force: bool,
 }
@@ -150,6 +152,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         protected.add("the snapshot resumed from", p);
     }
     session.protect(protected);
+    session.force(opts.force);
     let shared = driving::Shared {
         controls,
         meters: meters.clone(),
