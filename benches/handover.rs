@@ -84,9 +84,9 @@ fn cases(root: &Path, dir: &Path) -> Vec<Case> {
         sample_format: hound::SampleFormat::Float,
     };
     let mut w = hound::WavWriter::create(res.join("ir10.wav"), spec).unwrap();
-    for i in 0..ir[0].len() {
-        w.write_sample(ir[0][i] as f32).unwrap();
-        w.write_sample(ir[1][i] as f32).unwrap();
+    for (l, r) in ir[0].iter().zip(&ir[1]) {
+        w.write_sample(*l as f32).unwrap();
+        w.write_sample(*r as f32).unwrap();
     }
     w.finalize().unwrap();
     let long_ir = hall

@@ -162,7 +162,7 @@ fn a_convolution_history_is_captured_in_parts_exactly_as_at_n() {
     std::fs::create_dir_all(dir.join("resources")).unwrap();
     // A 3 s mono IR: a decaying sequence, enough to span many parts.
     let ir: Vec<f32> = (0..144_000)
-        .map(|i| ((i * 7919 % 1000) as f32 / 1000.0 - 0.5) * (-(i as f32) / 30_000.0).exp())
+        .map(|i| ((i * 7919 % 1000) as f32 / 1000.0 - 0.5) * libm::expf(-(i as f32) / 30_000.0))
         .collect();
     common::write_mono_f32(&dir.join("resources").join("ir.wav"), &ir);
     let text = r#"{
