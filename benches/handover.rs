@@ -12,7 +12,9 @@
 //! samples of state), and a 10 s stereo impulse response (made here with
 //! `synth_ir`). Measures only; asserts nothing.
 //!
-//! `cargo bench --bench handover [-- SCENE-FILTER]`
+//! `cargo bench --bench handover [-- SCENE-FILTER]`; with
+//! `MORPHRT_BENCH_DETAIL=1` it also lists the six longest callbacks and
+//! where each fell relative to every handover's N and S.
 
 use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
@@ -245,6 +247,24 @@ fn run(case: &Case, profile: Profile) {
         percentile(&mut outside.clone(), 0.5),
         percentile(&mut outside, 1.0),
     );
+    if std::env::var_os("MORPHRT_BENCH_DETAIL").is_some() {
+        let mut worst: Vec<&(u64, u32)> = times.iter().filter(|(c, _)| *c >= warm_frames).collect();
+        worst.sort_by_key(|(_, ns)| std::cmp::Reverse(*ns));
+        for (c, ns) in worst.iter().take(6) {
+            let near: Vec<String> = session
+                .applied
+                .iter()
+                .map(|r| {
+                    format!(
+                        "N{:+} S{:+}",
+                        *c as i64 - r.captured_at as i64,
+                        *c as i64 - r.swap_at as i64
+                    )
+                })
+                .collect();
+            println!("  {:.1} µs at {c}: {}", *ns as f64 / 1e3, near.join(", "));
+        }
+    }
     if !session.rejected.is_empty() {
         println!("  rejected edits: {}", session.rejected.len());
     }
