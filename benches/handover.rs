@@ -16,6 +16,9 @@
 //! `MORPHRT_BENCH_DETAIL=1` it also lists the six longest callbacks and
 //! where each fell relative to every handover's N and S.
 
+#[path = "common/paced.rs"]
+mod paced;
+
 use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::host::live::session::LiveSession;
@@ -153,30 +156,7 @@ fn run(case: &Case, profile: Profile) {
     );
     let cell = PlayerCell::new(player);
     let stop = Arc::new(AtomicBool::new(false));
-    let audio = {
-        let (cell, stop, meters) = (cell.clone(), stop.clone(), meters.clone());
-        std::thread::spawn(move || {
-            let mut buf = vec![0.0f32; BLOCK * 2];
-            let mut times: Vec<(u64, u32)> = Vec::with_capacity(2_000_000);
-            let t0 = Instant::now();
-            let mut frames = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let clock = meters.clock.load(Ordering::Relaxed);
-                let s = Instant::now();
-                cell.fill(&mut buf);
-                let ns = s.elapsed().as_nanos() as u32;
-                if times.len() < times.capacity() {
-                    times.push((clock, ns));
-                }
-                frames += BLOCK as u64;
-                let due = t0 + Duration::from_secs_f64(frames as f64 / RATE);
-                if let Some(w) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(w);
-                }
-            }
-            times
-        })
-    };
+    let audio = paced::audio_thread(cell.clone(), stop.clone(), meters.clone(), BLOCK, RATE);
     let mut log: Vec<u8> = Vec::new();
     let other = if profile == Profile::Live {
         Profile::Repro

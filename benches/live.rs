@@ -14,6 +14,9 @@
 //!
 //! `cargo bench --bench live [-- EDITS [live|repro]]`
 
+#[path = "common/paced.rs"]
+mod paced;
+
 use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::host::live::session::{LiveSession, Reason};
@@ -91,31 +94,7 @@ fn main() {
 
     // The audio thread: real-time pace, 64-frame periods, each callback timed.
     let stop = Arc::new(AtomicBool::new(false));
-    let audio = {
-        let (cell, stop, meters) = (cell.clone(), stop.clone(), meters.clone());
-        std::thread::spawn(move || {
-            let period = 64usize;
-            let mut buf = vec![0.0f32; period * 2];
-            let mut times: Vec<(u64, u32)> = Vec::with_capacity(4_000_000);
-            let t0 = Instant::now();
-            let mut frames = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let clock = meters.clock.load(Ordering::Relaxed);
-                let s = Instant::now();
-                cell.fill(&mut buf);
-                let ns = s.elapsed().as_nanos() as u32;
-                if times.len() < times.capacity() {
-                    times.push((clock, ns));
-                }
-                frames += period as u64;
-                let due = t0 + Duration::from_secs_f64(frames as f64 / rate);
-                if let Some(w) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(w);
-                }
-            }
-            times
-        })
-    };
+    let audio = paced::audio_thread(cell.clone(), stop.clone(), meters.clone(), 64, rate);
 
     let watcher = FileWatcher::start(&session.watched_files(), Duration::from_millis(30))
         .expect("watch the scene");

@@ -109,18 +109,5 @@ fn a_session_resumed_off_the_block_grid_applies_edits_switches_and_snapshots() {
         .count();
     assert_eq!(written, 1, "the snapshot `w` asked for; log:\n{all}");
 
-    let replayed = dir.join("replayed.wav");
-    let o = common::morphrt(&[
-        "replay",
-        journal.to_str().unwrap(),
-        "-o",
-        replayed.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
-    let played = common::read_f32(&capture);
-    assert!(!played.is_empty());
-    assert!(
-        common::read_f32(&replayed) == played,
-        "the resumed session replays bit for bit"
-    );
+    common::assert_replays(&journal, &capture, &all);
 }

@@ -195,49 +195,31 @@ fn a_convolution_history_is_captured_in_parts_exactly_as_at_n() {
     }
 }
 
-/// Infinity at one sample (`at`), silence elsewhere: the engine resets the
-/// node that made it.
-struct Spike {
-    at: u64,
-}
-
-impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Spike {
-    fn process(&mut self, io: &mut morphrt::ops::Io<'_, S>) {
-        for i in 0..io.frames {
-            let v = if io.start + i as u64 == self.at {
-                f64::INFINITY
-            } else {
-                0.0
-            };
-            io.outputs[0][i] = S::from_f64(v);
-        }
+/// The engine of scene `text` under `profile` (blocks of 64) with the
+/// nodes `ids` replaced by `make()`'s processors.
+fn with_nodes<P>(text: &str, profile: Profile, ids: &[&str], make: impl Fn() -> P) -> Engine
+where
+    P: morphrt::ops::Processor<f32> + morphrt::ops::Processor<f64> + 'static,
+{
+    use morphrt::ops::AnyNode;
+    let mut plan = common::plan(text, Some(profile), 64);
+    for id in ids {
+        let i = plan.nodes.iter().position(|n| n.id == *id).unwrap();
+        plan.nodes[i].node = Some(match plan.nodes[i].profile.precision {
+            morphrt::dsp::Precision::F32 => AnyNode::F32(Box::new(make())),
+            morphrt::dsp::Precision::F64 => AnyNode::F64(Box::new(make())),
+        });
     }
-    fn reset(&mut self) {}
-    fn snapshot(&self, _st: &mut morphrt::ops::NodeState) {}
-    fn restore(&mut self, _st: &morphrt::ops::NodeState) -> Result<(), morphrt::ops::StateError> {
-        Ok(())
-    }
+    Engine::new(plan)
 }
 
 /// The scene's engine with node `spike` replaced by a [`Spike`] at `at`.
-fn spiking(path: &Path, text: &str, profile: Profile, at: u64) -> Engine {
-    use morphrt::ops::AnyNode;
-    let scene = morphrt::scene::load_str(text, &path.display().to_string(), None).unwrap();
-    let mut plan = compile(
-        &scene,
-        &CompileOptions {
-            profile: Some(profile),
-            block_size: Some(64),
-            ..CompileOptions::default()
-        },
-    )
-    .unwrap();
-    let i = plan.nodes.iter().position(|n| n.id == "spike").unwrap();
-    plan.nodes[i].node = Some(match plan.nodes[i].profile.precision {
-        morphrt::dsp::Precision::F32 => AnyNode::F32(Box::new(Spike { at })),
-        morphrt::dsp::Precision::F64 => AnyNode::F64(Box::new(Spike { at })),
-    });
-    Engine::new(plan)
+fn spiking(text: &str, profile: Profile, at: u64) -> Engine {
+    with_nodes(text, profile, &["spike"], || Burst {
+        from: at,
+        len: 1,
+        value: Some(f64::INFINITY),
+    })
 }
 
 #[test]
@@ -261,10 +243,9 @@ fn a_reset_during_the_capture_starts_it_again_at_a_later_boundary() {
   ],
   "outputs": { "main": ["sum"] }
 }"#;
-    let path = common::temp_dir("capture-parts-reset").join("reset.json");
     let at = 3 * 48_000 + 480;
     for profile in Profile::ALL {
-        let mut e = spiking(&path, text, profile, at);
+        let mut e = spiking(text, profile, at);
         let mut st = e.snapshot();
         e.fast_forward(3 * 48_000);
         let mut done = e.begin_capture(&mut st);
@@ -282,7 +263,7 @@ fn a_reset_during_the_capture_starts_it_again_at_a_later_boundary() {
             restarted_at > at,
             "{profile}: the capture did not start again ({restarted_at})"
         );
-        let mut whole = spiking(&path, text, profile, at);
+        let mut whole = spiking(text, profile, at);
         let mut at_once = whole.snapshot();
         whole.fast_forward(restarted_at);
         whole.capture_into(&mut at_once);
@@ -295,29 +276,19 @@ fn a_reset_during_the_capture_starts_it_again_at_a_later_boundary() {
 
 #[test]
 fn the_callback_never_allocates_while_a_capture_runs_in_parts() {
-    use morphrt::host::live::player::{Controls, FromAudio, Meters, Player, ToAudio};
-    use std::sync::Arc;
+    use morphrt::host::live::player::{FromAudio, ToAudio};
     let path = common::root().join("scenes/bench/long-delays.json");
     let text = std::fs::read_to_string(&path).unwrap();
     for profile in Profile::ALL {
         let engine = engine_of(&path, &text, profile, 64);
         let shaped = Box::new(engine.snapshot());
-        let meters = Arc::new(Meters::default());
-        let mut player = Player::new(
-            engine,
-            2,
-            None,
-            240,
-            meters.clone(),
-            Arc::new(Controls::default()),
-            std::time::Instant::now(),
-        );
+        let mut player = common::player(engine, 240);
         let mut link = player.link();
         let mut buf = vec![0.0f32; 2 * 64];
         for _ in 0..200 {
             player.fill(&mut buf);
         }
-        let n = meters.clock.load(std::sync::atomic::Ordering::Relaxed);
+        let n = player.engine().clock();
         assert!(link.send(ToAudio::Capture(shaped)).is_ok());
         let before = counts();
         let mut callbacks = 0;
@@ -349,21 +320,24 @@ fn the_callback_never_allocates_while_a_capture_runs_in_parts() {
     }
 }
 
-/// Values near the precision's largest over samples `from..from + 64`,
-/// silence elsewhere: two of them summed overflow whatever they feed.
+/// `value` (by default the precision's largest: two of them summed
+/// overflow whatever they feed) over samples `from..from + len`, silence
+/// elsewhere.
 struct Burst {
     from: u64,
+    len: u64,
+    value: Option<f64>,
 }
 
 impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Burst {
     fn process(&mut self, io: &mut morphrt::ops::Io<'_, S>) {
-        let big = match S::PRECISION {
+        let big = self.value.unwrap_or(match S::PRECISION {
             morphrt::dsp::Precision::F32 => 3.0e38,
             morphrt::dsp::Precision::F64 => 1.0e308,
-        };
+        });
         for i in 0..io.frames {
             let t = io.start + i as u64;
-            let v = if (self.from..self.from + 64).contains(&t) {
+            let v = if (self.from..self.from + self.len).contains(&t) {
                 big
             } else {
                 0.0
@@ -381,7 +355,6 @@ impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Burst {
 /// A saw and two bursts at 1 s into a delay of `max_time` 30 s: the delay
 /// overflows and is reset.
 fn overflowing_delay(profile: Profile) -> Engine {
-    use morphrt::ops::AnyNode;
     let text = r#"{
   "version": "1.0",
   "sample_rate": 48000,
@@ -398,24 +371,11 @@ fn overflowing_delay(profile: Profile) -> Engine {
   ],
   "outputs": { "main": ["d"] }
 }"#;
-    let scene = morphrt::scene::load_str(text, "overflow.json", None).unwrap();
-    let mut plan = compile(
-        &scene,
-        &CompileOptions {
-            profile: Some(profile),
-            block_size: Some(64),
-            ..CompileOptions::default()
-        },
-    )
-    .unwrap();
-    for id in ["a", "b"] {
-        let i = plan.nodes.iter().position(|n| n.id == id).unwrap();
-        plan.nodes[i].node = Some(match plan.nodes[i].profile.precision {
-            morphrt::dsp::Precision::F32 => AnyNode::F32(Box::new(Burst { from: 48_000 })),
-            morphrt::dsp::Precision::F64 => AnyNode::F64(Box::new(Burst { from: 48_000 })),
-        });
-    }
-    Engine::new(plan)
+    with_nodes(text, profile, &["a", "b"], || Burst {
+        from: 48_000,
+        len: 64,
+        value: None,
+    })
 }
 
 fn delay_resetting(e: &Engine) -> bool {
@@ -501,7 +461,6 @@ fn a_long_delay_line_is_reset_in_parts_while_silent_and_a_snapshot_half_way_resu
 #[test]
 fn a_session_of_long_delay_lines_hands_over_and_replays_bit_for_bit() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
     // Three 30 s lines (scenes/bench/long-delays.json) at blocks of 64:
     // each capture takes over a hundred blocks. An edit, a switch and a
     // snapshot while it plays; the journal replays what the device got.
@@ -516,19 +475,15 @@ fn a_session_of_long_delay_lines_hands_over_and_replays_bit_for_bit() {
     std::fs::write(&path, &text).unwrap();
     let journal = dir.join("j").join("long.jsonl");
     let capture = dir.join("cap.wav");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args(["run", path.to_str().unwrap(), "--device", "clock"])
-        .arg("--capture")
-        .arg(&capture)
-        .arg("--journal")
-        .arg(&journal)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .map(common::KillOnDrop)
-        .expect("run morphrt");
-    let lines = common::stderr_lines(&mut child);
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--capture",
+            capture.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
     let mut log = Vec::new();
     common::wait_line(&lines, "playing ", &mut log);
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -551,18 +506,5 @@ fn a_session_of_long_delay_lines_hands_over_and_replays_bit_for_bit() {
     let all = log.join("\n");
     assert!(status.success(), "{all}");
 
-    let replayed = dir.join("replayed.wav");
-    let o = common::morphrt(&[
-        "replay",
-        journal.to_str().unwrap(),
-        "-o",
-        replayed.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
-    let played = common::read_f32(&capture);
-    assert!(!played.is_empty());
-    assert!(
-        common::read_f32(&replayed) == played,
-        "the session replays bit for bit; log:\n{all}"
-    );
+    common::assert_replays(&journal, &capture, &all);
 }

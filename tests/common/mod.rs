@@ -255,6 +255,25 @@ pub fn run_clock(scene: &Path, args: &[&str]) -> (KillOnDrop, Receiver<String>) 
     (child, lines)
 }
 
+/// Replays `journal` and checks it gives what `capture` recorded bit for
+/// bit (`log`: the session's output, shown on failure).
+pub fn assert_replays(journal: &Path, capture: &Path, log: &str) {
+    let replayed = journal.with_extension("replayed.wav");
+    let o = morphrt(&[
+        "replay",
+        journal.to_str().unwrap(),
+        "-o",
+        replayed.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let played = read_f32(capture);
+    assert!(!played.is_empty(), "nothing was captured; log:\n{log}");
+    assert!(
+        read_f32(&replayed) == played,
+        "the session does not replay bit for bit; log:\n{log}"
+    );
+}
+
 /// Waits (20 s at most) for a line starting with `prefix`, keeping every
 /// line read in `log`.
 pub fn wait_line(lines: &Receiver<String>, prefix: &str, log: &mut Vec<String>) {
