@@ -14,7 +14,8 @@
 //!
 //! `cargo bench --bench handover [-- SCENE-FILTER]`; with
 //! `MORPHRT_BENCH_DETAIL=1` it also lists the six longest callbacks and
-//! where each fell relative to every handover's N and S.
+//! where each fell relative to every handover's N and S, and with
+//! `MORPHRT_BENCH_HANDOVERS=0` it plays as long without handing over.
 
 #[path = "common/paced.rs"]
 mod paced;
@@ -169,7 +170,13 @@ fn run(case: &Case, profile: Profile) {
         session.tick(&mut log);
     }
     let mut step = 0;
-    let steps = 4;
+    // `MORPHRT_BENCH_HANDOVERS=0` plays the same time without handing
+    // over: the steady state to compare with.
+    let steps: usize = std::env::var("MORPHRT_BENCH_HANDOVERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4)
+        .min(4);
     let deadline = Instant::now() + Duration::from_secs(60);
     while step < steps || !session.is_idle() {
         std::thread::sleep(Duration::from_millis(5));
@@ -194,7 +201,7 @@ fn run(case: &Case, profile: Profile) {
         step += 1;
     }
     // A little steady state after the last fade.
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(if steps == 0 { 2000 } else { 300 }));
     stop.store(true, Ordering::Relaxed);
     let times = audio.join().unwrap();
     std::fs::write(&case.path, &text).unwrap();

@@ -78,9 +78,11 @@
 //!   `engine/timing.rs`; the main bus `engine/bus.rs`; deck, crossfade and
 //!   the device output stage (clip, stop fade) [`engine::Deck`] in
 //!   `engine/deck.rs`; offline loops [`engine::run_blocks`] `engine/blocks.rs`.
-//! - **Handover**: capture and migration `engine/handover.rs`; the control
-//!   side's steps (compile, capture, migrate, fast-forward, offer), shared
-//!   by `run` and offline scripts, `engine/incoming.rs`; hot edits and
+//! - **Handover**: capture and migration `engine/handover.rs`; the audio
+//!   thread's capture of long state in parts over blocks
+//!   `engine/capture.rs`; the control side's steps (compile, capture,
+//!   migrate, fast-forward, offer), shared by `run` and offline scripts,
+//!   `engine/incoming.rs`; hot edits and
 //!   profile switches against the audio thread `host/live/session.rs`;
 //!   file watching `host/live/watch.rs`.
 //! - **Real time** (`host/live/`): the callback `host/live/player.rs`; its

@@ -9,7 +9,8 @@
 //! lives beside it: nodes and their NaN/panic recovery in `node.rs`, input
 //! and main-bus mixing in `mix.rs`, delay lines in `ring.rs`, feedback
 //! edges in `feedback.rs`, per-node timing in `timing.rs`, snapshots and
-//! reset in `snapshot.rs`; the offline loops (N frames, stops, into
+//! reset in `snapshot.rs`, the audio thread's capture in parts over
+//! blocks in `capture.rs`; the offline loops (N frames, stops, into
 //! memory) in `blocks.rs`; the control side's handover steps (compile,
 //! capture, migrate, fast-forward, offer) in `incoming.rs`.
 
