@@ -350,3 +350,52 @@ fn a_snapshot_taken_while_an_edit_is_queued_holds_the_playing_scene() {
     assert!(o.status.success(), "{err}");
     assert!(!err.contains("another version of the scene"), "{err}");
 }
+
+/// Silence into a strict convolution of the 2 s hall: its estimate is over
+/// the handover budget, but strict's exact skips make it cheap to play.
+fn estimated_heavy_scene(mix: f64) -> String {
+    format!(
+        r#"{{
+  "version": "1.0",
+  "sample_rate": 48000,
+  "profile_config": {{ "block_size": 256 }},
+  "nodes": [
+    {{ "id": "quiet", "op": "dc", "params": {{ "value": 0.0 }} }},
+    {{ "id": "verb", "op": "convolution", "params": {{ "ir": "@resource:hall.wav", "mix": {mix} }} }}
+  ],
+  "edges": [ {{ "from": "quiet", "to": "verb" }} ],
+  "outputs": {{ "main": ["verb:out", "verb:out_r"] }}
+}}"#
+    )
+}
+
+#[test]
+fn a_session_already_over_the_budget_still_takes_an_edit_that_costs_no_more() {
+    let dir = common::temp_dir("live-switch-same-cost");
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    std::fs::copy(
+        common::root().join("resources/hall.wav"),
+        dir.join("resources/hall.wav"),
+    )
+    .unwrap();
+    let path = dir.join("scene.json");
+    std::fs::write(&path, estimated_heavy_scene(0.5)).unwrap();
+    let (mut child, lines) = run(&path, &["--profile", "strict"]);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    std::thread::sleep(Duration::from_millis(300));
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, estimated_heavy_scene(0.25)).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    let l = wait_any(
+        &lines,
+        &["edit applied", "cannot keep up", "rejected"],
+        &mut log,
+    );
+    assert!(
+        l.contains("edit applied"),
+        "the edit was not applied; log:\n{}",
+        log.join("\n")
+    );
+    quit(&mut child, &lines, &mut log);
+}

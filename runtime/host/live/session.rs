@@ -13,7 +13,8 @@
 //!
 //! A change must keep up with the audio clock: one whose new engine the
 //! nominal estimate puts over [`HANDOVER_BUDGET`] of the block deadline is
-//! refused with the estimate (unless `run --force`), and one that still
+//! refused with the estimate (unless `run --force`, or it costs no more than
+//! the engine playing, which the session keeps up with), and one that still
 //! cannot fast-forward ahead of the clock is dropped; either way the
 //! engine playing keeps playing, and a stop is never held up.
 //!
@@ -890,11 +891,24 @@ impl LiveSession {
         let (scene, mut plan) = self.compile_plan(text, &self.fixed.options(profile))?;
         if !self.force {
             if let Some(why) = over_budget(&plan) {
-                return Err(why);
+                // A session that plays over the budget already (started so,
+                // or forced) still takes edits that cost no more.
+                if crate::graph::plan_cost_ns(&plan) > self.playing_cost_ns() * 1.05 {
+                    return Err(why);
+                }
             }
         }
         let warnings = std::mem::take(&mut plan.warnings);
         Ok(Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene)))
+    }
+
+    /// The estimated cost per sample of the engine playing (0 if its text
+    /// no longer compiles, e.g. a resource went away).
+    fn playing_cost_ns(&self) -> f64 {
+        let mut opts = self.fixed.options(self.profile);
+        opts.skip_build = true;
+        self.compile_plan(&self.playing_text, &opts)
+            .map_or(0.0, |(_, plan)| crate::graph::plan_cost_ns(&plan))
     }
 
     /// Writes the captured state as a snapshot file (off the audio thread).
