@@ -21,6 +21,13 @@ extern "C" fn on_signal(signal: libc::c_int) {
     CAUGHT.store(signal, Ordering::Relaxed);
 }
 
+/// Whether a stop signal was caught since the last
+/// [`InterruptGuard::install`]: for work that must give up at once, deep
+/// inside a loop that cannot reach the guard (placing a handover).
+pub fn stop_caught() -> bool {
+    CAUGHT.load(Ordering::Relaxed) != 0
+}
+
 /// While alive, the render's stop signals set a flag instead of killing the
 /// process; dropping it puts the previous handlers back.
 ///

@@ -686,6 +686,7 @@ impl LiveSession {
             engine.fast_forward(s.min(engine.clock() + chunk));
             if self.meters.stop_at.load(Ordering::Relaxed) != u64::MAX
                 || self.meters.finished.load(Ordering::Relaxed)
+                || crate::host::files::signals::stop_caught()
             {
                 return Err(Unplaced::Stopping);
             }
