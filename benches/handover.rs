@@ -20,9 +20,6 @@
 #[path = "common/paced.rs"]
 mod paced;
 
-use morphrt::engine::incoming::{Incoming, SessionFixed};
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
-use morphrt::host::live::session::LiveSession;
 use morphrt::profile::Profile;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -113,49 +110,13 @@ fn cases(root: &Path, dir: &Path) -> Vec<Case> {
 /// Plays `case` under `profile` and prints its line.
 fn run(case: &Case, profile: Profile) {
     let text = std::fs::read_to_string(&case.path).unwrap();
-    let dir = case.path.parent().unwrap().to_path_buf();
+    let dir = case.path.parent().unwrap();
     let resources = vec![
         dir.join("resources"),
         PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/resources")),
     ];
-    let scene =
-        morphrt::scene::load_str(&text, &case.path.display().to_string(), Some(dir)).unwrap();
-    let plan = morphrt::graph::compile(
-        &scene,
-        &morphrt::graph::CompileOptions {
-            profile: Some(profile),
-            block_size: Some(BLOCK),
-            seed: Some(1),
-            resource_dirs: resources.clone(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let fixed = SessionFixed::from_plan(&plan, resources);
-    let first = Incoming::from_plan(plan, scene.profile, Vec::new());
-    let meters = Arc::new(Meters::default());
-    let mut player = Player::new(
-        *first.engine,
-        2,
-        None,
-        240,
-        meters.clone(),
-        Arc::new(Controls::default()),
-        Instant::now(),
-    );
-    let mut session = LiveSession::new(
-        &case.path,
-        text.clone(),
-        fixed,
-        profile,
-        scene.profile,
-        first.capture,
-        first.resources,
-        (first.asked, first.events),
-        player.link(),
-        meters.clone(),
-    );
-    let cell = PlayerCell::new(player);
+    let (mut session, cell, meters, _) =
+        paced::session(&case.path, &text, profile, BLOCK, resources);
     let stop = Arc::new(AtomicBool::new(false));
     let audio = paced::audio_thread(cell.clone(), stop.clone(), meters.clone(), BLOCK, RATE);
     let mut log: Vec<u8> = Vec::new();

@@ -17,9 +17,7 @@
 #[path = "common/paced.rs"]
 mod paced;
 
-use morphrt::engine::incoming::{Incoming, SessionFixed};
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
-use morphrt::host::live::session::{LiveSession, Reason};
+use morphrt::host::live::session::Reason;
 use morphrt::host::live::watch::FileWatcher;
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,45 +50,7 @@ fn main() {
     std::fs::write(&path, &text).unwrap();
     let resources = vec![std::path::PathBuf::from(format!("{root}/resources"))];
 
-    let scene = morphrt::scene::load_str(&text, "hall-reverb.json", Some(dir.clone())).unwrap();
-    let plan = morphrt::graph::compile(
-        &scene,
-        &morphrt::graph::CompileOptions {
-            profile: Some(profile),
-            block_size: Some(64),
-            seed: Some(1),
-            resource_dirs: resources.clone(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let rate = plan.sample_rate as f64;
-    let fixed = SessionFixed::from_plan(&plan, resources);
-    let first = Incoming::from_plan(plan, scene.profile, Vec::new());
-    let meters = Arc::new(Meters::default());
-    let origin = Instant::now();
-    let mut player = Player::new(
-        *first.engine,
-        2,
-        None,
-        240,
-        meters.clone(),
-        Arc::new(Controls::default()),
-        origin,
-    );
-    let mut session = LiveSession::new(
-        &path,
-        text.clone(),
-        fixed,
-        profile,
-        scene.profile,
-        first.capture,
-        first.resources,
-        (first.asked, first.events),
-        player.link(),
-        meters.clone(),
-    );
-    let cell = PlayerCell::new(player);
+    let (mut session, cell, meters, rate) = paced::session(&path, &text, profile, 64, resources);
 
     // The audio thread: real-time pace, 64-frame periods, each callback timed.
     let stop = Arc::new(AtomicBool::new(false));

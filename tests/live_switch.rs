@@ -383,10 +383,11 @@ fn a_session_already_over_the_budget_still_takes_an_edit_that_costs_no_more() {
     let (mut child, lines) = run(&path, &["--profile", "strict"]);
     let mut log = Vec::new();
     common::wait_line(&lines, "playing ", &mut log);
-    std::thread::sleep(Duration::from_millis(300));
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, estimated_heavy_scene(0.25)).unwrap();
-    std::fs::rename(&tmp, &path).unwrap();
+    common::save_as_editor(
+        &path,
+        &estimated_heavy_scene(0.25),
+        Duration::from_millis(300),
+    );
     let l = wait_any(
         &lines,
         &["edit applied", "cannot keep up", "rejected"],

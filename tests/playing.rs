@@ -101,13 +101,9 @@ impl Session {
     }
 }
 
-/// Saves `text` over `path` as editors do (a new file renamed over it),
-/// after a pause so that the session has played a while.
+/// Saves `text` over the scene as editors do (see `common::save_as_editor`).
 fn save(path: &Path, text: &str) {
-    std::thread::sleep(Duration::from_millis(300));
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
+    common::save_as_editor(path, text, Duration::from_millis(300));
 }
 
 #[test]

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -30,13 +29,9 @@ fn scene(gain: f64) -> String {
     )
 }
 
-/// Saves `text` as editors do: a new file renamed over the scene.
+/// Saves `text` over the scene as editors do (see `common::save_as_editor`).
 fn save(path: &Path, text: &str) {
-    // Past the watcher's debounce of the previous change.
-    std::thread::sleep(Duration::from_millis(150));
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
+    common::save_as_editor(path, text, Duration::from_millis(150));
 }
 
 /// The number after `edits applied` in the run's summary line.
@@ -91,16 +86,13 @@ fn a_session_resumed_off_the_block_grid_applies_edits_switches_and_snapshots() {
     common::wait_line(&lines, "playing ", &mut log);
     save(&path, &scene(0.25));
     common::wait_line(&lines, "edit applied", &mut log);
-    let stdin = child.stdin.as_mut().unwrap();
-    writeln!(stdin, "l").unwrap();
-    common::wait_line(&lines, "switched repro → live", &mut log);
-    writeln!(stdin, "w").unwrap();
-    common::wait_line(&lines, "snapshot at", &mut log);
-    writeln!(stdin, "q").unwrap();
-    let status = child.wait().unwrap();
-    log.extend(lines.iter());
-    let all = log.join("\n");
-    assert!(status.success(), "{all}");
+    let all = common::press_then_quit(
+        &mut child,
+        &lines,
+        log,
+        &[("l", "switched repro → live"), ("w", "snapshot at")],
+    );
+    let log: Vec<String> = all.lines().map(String::from).collect();
     assert_eq!(edits_applied(&log), Some(2), "{all}");
     let written = std::fs::read_dir(journal.parent().unwrap())
         .unwrap()

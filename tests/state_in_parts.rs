@@ -460,7 +460,6 @@ fn a_long_delay_line_is_reset_in_parts_while_silent_and_a_snapshot_half_way_resu
 
 #[test]
 fn a_session_of_long_delay_lines_hands_over_and_replays_bit_for_bit() {
-    use std::io::Write;
     // Three 30 s lines (scenes/bench/long-delays.json) at blocks of 64:
     // each capture takes over a hundred blocks. An edit, a switch and a
     // snapshot while it plays; the journal replays what the device got.
@@ -486,25 +485,17 @@ fn a_session_of_long_delay_lines_hands_over_and_replays_bit_for_bit() {
     );
     let mut log = Vec::new();
     common::wait_line(&lines, "playing ", &mut log);
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(
-        &tmp,
-        text.replace("\"feedback\": 0.6", "\"feedback\": 0.55"),
-    )
-    .unwrap();
-    std::fs::rename(&tmp, &path).unwrap();
+    common::save_as_editor(
+        &path,
+        &text.replace("\"feedback\": 0.6", "\"feedback\": 0.55"),
+        std::time::Duration::from_millis(500),
+    );
     common::wait_line(&lines, "edit applied", &mut log);
-    let stdin = child.stdin.as_mut().unwrap();
-    writeln!(stdin, "r").unwrap();
-    common::wait_line(&lines, "switched live → repro", &mut log);
-    writeln!(stdin, "w").unwrap();
-    common::wait_line(&lines, "snapshot at", &mut log);
-    writeln!(stdin, "q").unwrap();
-    let status = child.wait().unwrap();
-    log.extend(lines.iter());
-    let all = log.join("\n");
-    assert!(status.success(), "{all}");
-
+    let all = common::press_then_quit(
+        &mut child,
+        &lines,
+        log,
+        &[("r", "switched live → repro"), ("w", "snapshot at")],
+    );
     common::assert_replays(&journal, &capture, &all);
 }

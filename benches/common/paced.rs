@@ -1,8 +1,12 @@
 //! A paced fake device for the live benchmarks: a thread that calls the
 //! player's callback every `period` frames at real-time pace (no sound
-//! card needed) and times each call.
+//! card needed) and times each call; and the live session around it.
 
-use morphrt::host::live::player::{Meters, PlayerCell};
+use morphrt::engine::incoming::{Incoming, SessionFixed};
+use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::session::LiveSession;
+use morphrt::profile::Profile;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -38,4 +42,55 @@ pub fn audio_thread(
         }
         times
     })
+}
+
+/// A live session playing scene `text` (read from `path`) under `profile`
+/// at blocks of `block`, seed 1, on a player with two channels: the session,
+/// the player's cell for [`audio_thread`], its meters and sample rate.
+pub fn session(
+    path: &Path,
+    text: &str,
+    profile: Profile,
+    block: usize,
+    resources: Vec<PathBuf>,
+) -> (LiveSession, Arc<PlayerCell>, Arc<Meters>, f64) {
+    let dir = path.parent().map(Path::to_path_buf);
+    let scene = morphrt::scene::load_str(text, &path.display().to_string(), dir).unwrap();
+    let plan = morphrt::graph::compile(
+        &scene,
+        &morphrt::graph::CompileOptions {
+            profile: Some(profile),
+            block_size: Some(block),
+            seed: Some(1),
+            resource_dirs: resources.clone(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let rate = plan.sample_rate as f64;
+    let fixed = SessionFixed::from_plan(&plan, resources);
+    let first = Incoming::from_plan(plan, scene.profile, Vec::new());
+    let meters = Arc::new(Meters::default());
+    let mut player = Player::new(
+        *first.engine,
+        2,
+        None,
+        240,
+        meters.clone(),
+        Arc::new(Controls::default()),
+        Instant::now(),
+    );
+    let session = LiveSession::new(
+        path,
+        text.to_string(),
+        fixed,
+        profile,
+        scene.profile,
+        first.capture,
+        first.resources,
+        (first.asked, first.events),
+        player.link(),
+        meters.clone(),
+    );
+    (session, PlayerCell::new(player), meters, rate)
 }

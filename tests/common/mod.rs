@@ -255,6 +255,38 @@ pub fn run_clock(scene: &Path, args: &[&str]) -> (KillOnDrop, Receiver<String>) 
     (child, lines)
 }
 
+/// Saves `text` over `path` as editors do (a new file renamed over it),
+/// after `pause`: past the watcher's debounce of the previous change, or
+/// so that the session has played a while.
+pub fn save_as_editor(path: &Path, text: &str, pause: Duration) {
+    std::thread::sleep(pause);
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// Types each key of `keys` into a running session, waiting for the line
+/// starting with its answer, then `q`; returns the whole log once the
+/// session has ended successfully.
+pub fn press_then_quit(
+    child: &mut KillOnDrop,
+    lines: &Receiver<String>,
+    mut log: Vec<String>,
+    keys: &[(&str, &str)],
+) -> String {
+    use std::io::Write;
+    for (key, answer) in keys {
+        writeln!(child.stdin.as_mut().unwrap(), "{key}").unwrap();
+        wait_line(lines, answer, &mut log);
+    }
+    writeln!(child.stdin.as_mut().unwrap(), "q").unwrap();
+    let status = child.wait().unwrap();
+    log.extend(lines.iter());
+    let all = log.join("\n");
+    assert!(status.success(), "{all}");
+    all
+}
+
 /// Replays `journal` and checks it gives what `capture` recorded bit for
 /// bit (`log`: the session's output, shown on failure).
 pub fn assert_replays(journal: &Path, capture: &Path, log: &str) {
