@@ -150,6 +150,20 @@ impl Deck {
         self.current.continue_capture(st)
     }
 
+    /// Loads the next block's session input into the playing engine and
+    /// the one fading out under it: `src` holds `frames` interleaved frames
+    /// of `width` channels (each engine takes the channels it reads; those
+    /// `src` lacks are silence). For hosts that load input themselves (the
+    /// callback); real-time safe.
+    pub fn load_input(&mut self, src: &[f64], width: usize, frames: usize) {
+        self.current
+            .input_block(frames)
+            .load_interleaved(src, width);
+        if let Some(f) = &mut self.fading {
+            f.engine.input_block(frames).load_interleaved(src, width);
+        }
+    }
+
     /// Takes the engine that stopped playing, to be dropped off the audio thread.
     pub fn take_retired(&mut self) -> Option<Box<Engine>> {
         self.retired.take()

@@ -21,6 +21,7 @@ mod deck;
 mod feedback;
 mod handover;
 pub mod incoming;
+mod input;
 mod mix;
 mod node;
 mod ring;
@@ -32,6 +33,7 @@ pub use bus::{Bus, BusRef};
 pub use capture::PART_SAMPLES;
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
 pub use handover::{Migration, Notice};
+pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
@@ -90,6 +92,8 @@ pub struct Engine {
     max_chunk: u64,
     /// A capture spread over blocks, in progress or not.
     capture: capture::Cursor,
+    /// The session input's buffers for this block (see `input.rs`).
+    inputs: input::Inputs,
 }
 
 impl std::fmt::Debug for Engine {
@@ -145,7 +149,13 @@ impl Engine {
             .max()
             .unwrap_or(Precision::F64);
         let session = plan.session_profile;
+        let input_channels = slots
+            .iter()
+            .filter_map(|s| s.feed)
+            .max()
+            .map_or(0, |c| c + 1);
         Engine {
+            inputs: input::Inputs::new(input_channels, block),
             runs,
             clock: 0,
             block_size: block,
@@ -241,6 +251,7 @@ impl Engine {
         if frames == 0 {
             return;
         }
+        self.inputs.pull(self.clock, frames);
         let guard = FpGuard::new(self.session_flush);
         if self.pending.due(self.clock) {
             self.apply_pending();

@@ -57,6 +57,8 @@ pub(super) struct Slot {
     pub(super) wiring: u64,
     /// Samples over which a live edit of this node's params glides.
     pub(super) edit_ramp: u64,
+    /// The session input channel an `input` node reads (its audio input 0).
+    pub(super) feed: Option<usize>,
 }
 
 /// Counters the engine keeps while running (read by hosts between blocks).
@@ -70,6 +72,8 @@ pub struct EngineStats {
     pub panics: u64,
     /// The first node that panicked, and the sample where it did.
     pub first_panic: Option<(usize, u64)>,
+    /// Input samples that were NaN or infinite, read as silence.
+    pub input_scrubbed: u64,
 }
 
 fn new_typed<S: Sample>(
@@ -111,7 +115,9 @@ impl Slot {
     ) -> Slot {
         let node = pn.node.take().expect("plan was built with nodes");
         let sig_ports: Vec<bool> = pn.param_inputs.iter().map(|l| !l.is_empty()).collect();
-        let n_in = pn.inputs.len();
+        let feed =
+            crate::ops::is_session_input(pn.op).then(|| crate::ops::input_channel(&pn.values));
+        let n_in = pn.inputs.len() + usize::from(feed.is_some());
         let n_out = pn.op.outputs.len();
         let mut delays = Vec::new();
         let mut wire = |list: &Vec<Vec<SourceRef>>| -> Vec<Vec<EdgeIn>> {
@@ -168,6 +174,7 @@ impl Slot {
             sig,
             wiring,
             edit_ramp: pn.edit_ramp,
+            feed,
         }
     }
 
@@ -231,6 +238,13 @@ impl Engine {
             let budget = (2 * n).max(super::PART_SAMPLES * n / self.block_size.max(1));
             slot.reset_step(budget);
             self.capture.spoil();
+        }
+        if let Some(c) = slot.feed {
+            let offset = (start - self.clock) as usize;
+            self.stats.input_scrubbed += match &mut slot.core {
+                Core::F32(t) => self.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
+                Core::F64(t) => self.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
+            };
         }
         let call = Call {
             before,

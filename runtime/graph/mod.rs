@@ -134,7 +134,39 @@ pub struct Plan {
     pub warnings: Vec<Diagnostic>,
 }
 
+/// An `input` node and the session input channel it reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputUse {
+    pub node: String,
+    pub channel: usize,
+}
+
 impl Plan {
+    /// Every `input` node of the plan with its channel, by channel then id.
+    pub fn inputs(&self) -> Vec<InputUse> {
+        let mut v: Vec<InputUse> = self
+            .nodes
+            .iter()
+            .filter(|n| crate::ops::is_session_input(n.op))
+            .map(|n| InputUse {
+                node: n.id.clone(),
+                channel: crate::ops::input_channel(&n.values),
+            })
+            .collect();
+        v.sort_by(|a, b| (a.channel, &a.node).cmp(&(b.channel, &b.node)));
+        v
+    }
+
+    /// Input channels the plan reads: the highest channel read plus one
+    /// (0 when it has no `input` node).
+    pub fn input_width(&self) -> usize {
+        self.inputs()
+            .iter()
+            .map(|u| u.channel + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The weakest guarantee of anything feeding the main bus.
     pub fn guarantee(&self) -> Profile {
         self.main

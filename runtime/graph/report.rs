@@ -383,6 +383,7 @@ pub fn check_table(plan: &Plan) -> String {
         "latency: {} samples on the main bus\n",
         plan.latency
     ));
+    out.push_str(&format!("input: {}\n", inputs_text(plan)));
     let delayed = plan
         .main
         .iter()
@@ -409,6 +410,35 @@ pub fn check_table(plan: &Plan) -> String {
         rtf_text(estimated_rtf(plan))
     ));
     out
+}
+
+/// The input channels a plan reads and the nodes reading each, for `check`:
+/// `none`, or `channel 0 (mic), channel 1 (guitar)`.
+pub fn inputs_text(plan: &Plan) -> String {
+    let uses = plan.inputs();
+    if uses.is_empty() {
+        return "none (the scene has no `input` node)".to_string();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for u in &uses {
+        match parts.last_mut() {
+            Some(last) if last.starts_with(&format!("channel {} (", u.channel)) => {
+                last.pop();
+                last.push_str(&format!(", {})", escape_invisible(&u.node, false)));
+            }
+            _ => parts.push(format!(
+                "channel {} ({})",
+                u.channel,
+                escape_invisible(&u.node, false)
+            )),
+        }
+    }
+    let width = plan.input_width();
+    format!(
+        "{} (an input of at least {width} channel{})",
+        capped_list(parts, ", "),
+        if width == 1 { "" } else { "s" }
+    )
 }
 
 /// The same as JSON (stable field names, for scripts).
@@ -471,6 +501,8 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
         "nodes": nodes,
         "main": plan.main.iter().map(|s| format!("{}:{}", plan.nodes[s.node].id, plan.nodes[s.node].op.outputs[s.port])).collect::<Vec<_>>(),
         "latency": plan.latency,
+        "inputs": plan.inputs().iter().map(|u| json!({ "node": u.node, "channel": u.channel })).collect::<Vec<_>>(),
+        "input_channels": plan.input_width(),
         "feedback": feedback_edges(plan)
             .into_iter()
             .map(|f| json!({ "from": f.from, "to": f.to, "delay_samples": f.delay_samples }))

@@ -103,6 +103,10 @@ pub(crate) fn cases() -> Vec<Case> {
         case("impulse", vec![("freq", num(0.0))]),
         case("noise", vec![("amp", num(0.5))]),
         case("dc", vec![("value", num(0.25))]),
+        Case {
+            n_inputs: 1,
+            ..case("input", vec![("channel", Value::Integer(1))])
+        },
         case(
             "sampler",
             vec![

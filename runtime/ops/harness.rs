@@ -75,6 +75,9 @@ impl NodeRunner {
             .collect();
         let n_inputs = if spec.variadic_inputs {
             n_inputs
+        } else if super::is_session_input(spec) {
+            // The engine gives an `input` node its channel as input 0.
+            1
         } else {
             spec.inputs.len()
         };

@@ -24,6 +24,7 @@ pub mod convolution;
 mod delay;
 mod dynamics;
 mod filters;
+mod input;
 mod noise;
 mod nonlinear;
 mod oscillators;
@@ -32,7 +33,9 @@ mod spectral;
 mod utility;
 
 pub use crate::dsp::state::{NodeState, PartClear, Progress, StateError, StateValue};
+pub use input::{input_channel, is_session_input, MAX_INPUT_CHANNEL};
 pub use value::{default_value, number_value, resolve_param, AudioData, ParamError, Value};
+pub(crate) use value::{is_short_read, unreadable_wav, WAV_FORMATS_READ};
 
 use crate::dsp::{FastMath, Math, MathKind, Precision, Sample, StdMath, StrictMath};
 use crate::profile::{NodeProfile, Profile};
@@ -584,7 +587,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 22] = [
+    static ALL: [&OpSpec; 23] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -592,6 +595,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &noise::NOISE,
         &oscillators::IMPULSE,
         &utility::DC,
+        &input::INPUT,
         &sampler::SAMPLER,
         &filters::BIQUAD,
         &filters::ONEPOLE,

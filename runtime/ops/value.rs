@@ -38,7 +38,7 @@ pub struct AudioData {
 }
 
 /// The WAV files [`AudioData::load`] reads, for its messages.
-const WAV_FORMATS_READ: &str =
+pub(crate) const WAV_FORMATS_READ: &str =
     "morphrt reads WAV files of 8-, 16-, 24- or 32-bit integer PCM or 32-bit float samples";
 
 impl AudioData {
@@ -145,7 +145,7 @@ fn decode<T>(
 
 /// Whether hound stopped because the file ended (it says so in an
 /// `ErrorKind::Other` error of its own).
-fn is_short_read(e: &hound::Error) -> bool {
+pub(crate) fn is_short_read(e: &hound::Error) -> bool {
     matches!(e, hound::Error::IoError(io)
         if io.kind() == std::io::ErrorKind::UnexpectedEof
             || io.to_string() == "Failed to read enough bytes.")
@@ -154,7 +154,7 @@ fn is_short_read(e: &hound::Error) -> bool {
 /// Why `path` could not be opened as a WAV file, from its first bytes: not
 /// a RIFF WAVE file at all, a WAV of a format it does not read (named), or
 /// what the decoder said.
-fn unreadable_wav(path: &Path, e: &hound::Error) -> String {
+pub(crate) fn unreadable_wav(path: &Path, e: &hound::Error) -> String {
     let shown = path.display();
     let mut head = Vec::new();
     if let Ok(f) = crate::scene::resource::open_regular(path) {

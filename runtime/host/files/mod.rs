@@ -12,4 +12,5 @@ pub mod rules;
 pub mod scene;
 pub mod signals;
 pub mod wav;
+pub mod wav_in;
 pub mod write;

@@ -6,6 +6,7 @@
 
 pub mod control;
 pub mod device;
+pub mod input;
 pub mod keys;
 pub mod player;
 pub mod run;

@@ -5,6 +5,7 @@
 
 use crate::dsp::fpmode::FpGuard;
 use crate::engine::{faded, stop_fade_gain, Deck, Engine, EngineState, NodeTime};
+use crate::host::live::input::LiveInput;
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
@@ -386,6 +387,10 @@ pub struct Player {
     last_panics: u64,
     /// Where what went to the device is recorded (`run --capture`).
     tap: Option<crate::host::live::tap::Tap>,
+    /// The session's audio input, when the scene reads one.
+    input: Option<Box<dyn LiveInput>>,
+    /// One block of input, interleaved (`block × input channels`).
+    input_buf: Vec<f64>,
 }
 
 impl Player {
@@ -426,7 +431,16 @@ impl Player {
             last_nan_events: 0,
             last_panics: 0,
             tap: None,
+            input: None,
+            input_buf: Vec::new(),
         }
+    }
+
+    /// Takes one block of `input` before each block of output and gives it
+    /// to the engines (call it before the player goes to the callback).
+    pub fn set_input(&mut self, input: Box<dyn LiveInput>) {
+        self.input_buf = vec![0.0; self.deck.block_size() * input.channels().max(1)];
+        self.input = Some(input);
     }
 
     /// Records every performance frame the device gets (after the output
@@ -567,6 +581,11 @@ impl Player {
         self.serve();
         self.serve_timing();
         let block = self.deck.block_size();
+        if let Some(input) = &mut self.input {
+            input.read(&mut self.input_buf);
+            let width = input.channels();
+            self.deck.load_input(&self.input_buf, width, block);
+        }
         self.deck.process(block);
         if let Some(old) = self.deck.take_retired() {
             self.send(FromAudio::Retired(old));
