@@ -108,7 +108,10 @@ fn a_constant_recorded_by_a_capture_stream_is_what_plays() {
         "only the recorded value or silence: {log}"
     );
     let heard = played.iter().filter(|&&x| x == 0.25).count();
-    assert!(heard >= 24_000, "heard the input in {heard} of 48000 frames: {log}");
+    assert!(
+        heard >= 24_000,
+        "heard the input in {heard} of 48000 frames: {log}"
+    );
     assert!(
         log.contains("input: alsa:recorded (1 ch, 32-bit float, 48000 Hz"),
         "{log}"
@@ -199,7 +202,10 @@ fn an_input_device_that_does_not_exist_is_bad_input_listing_the_inputs() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("no input device `alsa:nope`"), "{err}");
-    assert!(err.contains("alsa:recorded"), "lists the input devices: {err}");
+    assert!(
+        err.contains("alsa:recorded"),
+        "lists the input devices: {err}"
+    );
 }
 
 #[test]

@@ -873,7 +873,11 @@ mod capture_input {
             rig.block(64);
         }
         assert!(load(&meters.overruns) > 0, "{meters:?}");
-        assert_eq!(rig.total, (0, 0), "the callback or a push allocated or freed");
+        assert_eq!(
+            rig.total,
+            (0, 0),
+            "the callback or a push allocated or freed"
+        );
         assert_eq!(opened.lock().unwrap().streams, 2);
     }
 }

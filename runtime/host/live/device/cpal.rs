@@ -294,16 +294,18 @@ pub(crate) fn find(id: Option<&str>, dir: Direction) -> Result<cpal::Device, Dev
                 },
             })
         }
-        (None, Direction::Output) => host
-            .default_output_device()
-            .ok_or_else(|| DeviceError::NoDefault {
-                available: available(),
-            }),
-        (None, Direction::Input) => host
-            .default_input_device()
-            .ok_or_else(|| DeviceError::NoDefaultInput {
-                available: available(),
-            }),
+        (None, Direction::Output) => {
+            host.default_output_device()
+                .ok_or_else(|| DeviceError::NoDefault {
+                    available: available(),
+                })
+        }
+        (None, Direction::Input) => {
+            host.default_input_device()
+                .ok_or_else(|| DeviceError::NoDefaultInput {
+                    available: available(),
+                })
+        }
     }
 }
 
@@ -437,9 +439,9 @@ pub(crate) fn fault_of(e: &cpal::Error) -> Option<StreamFault> {
         cpal::ErrorKind::StreamInvalidated => Some(StreamFault::StreamInvalidated),
         // Xruns are counted by the player itself (and by the capture
         // ring); a route change needs nothing.
-        cpal::ErrorKind::Xrun | cpal::ErrorKind::DeviceChanged | cpal::ErrorKind::RealtimeDenied => {
-            None
-        }
+        cpal::ErrorKind::Xrun
+        | cpal::ErrorKind::DeviceChanged
+        | cpal::ErrorKind::RealtimeDenied => None,
         _ => Some(StreamFault::Other),
     }
 }

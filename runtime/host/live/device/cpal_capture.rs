@@ -138,11 +138,15 @@ pub fn choose(
     if at_rate.is_empty() {
         return Err(format!(
             "it cannot record at {rate} Hz, the output's rate (it records {})",
-            list(readable.iter().map(|r| if r.min_sample_rate() == r.max_sample_rate() {
-                format!("{} Hz", r.min_sample_rate())
-            } else {
-                format!("{}…{} Hz", r.min_sample_rate(), r.max_sample_rate())
-            }))
+            list(
+                readable
+                    .iter()
+                    .map(|r| if r.min_sample_rate() == r.max_sample_rate() {
+                        format!("{} Hz", r.min_sample_rate())
+                    } else {
+                        format!("{}…{} Hz", r.min_sample_rate(), r.max_sample_rate())
+                    })
+            )
         ));
     }
     let wide: Vec<_> = at_rate
@@ -160,7 +164,10 @@ pub fn choose(
         ));
     }
     let rank = |f: SampleFormat| {
-        let preferred = PREFERRED.iter().position(|p| *p == f).unwrap_or(PREFERRED.len());
+        let preferred = PREFERRED
+            .iter()
+            .position(|p| *p == f)
+            .unwrap_or(PREFERRED.len());
         (Some(f) != default_format, preferred)
     };
     let Some(best) = wide
@@ -267,7 +274,10 @@ fn configure(device: &cpal::Device, need: &Need) -> Result<Choice, String> {
         .supported_input_configs()
         .map_err(|e| format!("it cannot record ({e})"))?
         .collect();
-    let default = device.default_input_config().ok().map(|c| c.sample_format());
+    let default = device
+        .default_input_config()
+        .ok()
+        .map(|c| c.sample_format());
     choose(&ranges, default, need)
 }
 
@@ -276,7 +286,11 @@ impl Stream for CpalStream {}
 
 impl CaptureSource for CpalCapture {
     fn prepare(&mut self, fallback: bool) -> Result<usize, String> {
-        let asked = if fallback { None } else { self.asked.as_deref() };
+        let asked = if fallback {
+            None
+        } else {
+            self.asked.as_deref()
+        };
         let again = CpalCapture::find(asked, self.need).map_err(|e| e.to_string())?;
         *self = CpalCapture {
             asked: self.asked.take(),

@@ -38,14 +38,13 @@ pub(super) fn open_input(
         return Ok(None);
     }
     let id = opts.input_device.as_deref();
-    let capture = open_capture(id, plan.sample_rate, plan.block_size, width).map_err(|e| {
-        match e {
+    let capture =
+        open_capture(id, plan.sample_rate, plan.block_size, width).map_err(|e| match e {
             DeviceError::NoInput { .. } | DeviceError::BadId { .. } => {
                 HostError::Usage(format!("--input-device: {e}"))
             }
             e => HostError::from(e),
-        }
-    })?;
+        })?;
     let _ = writeln!(
         log,
         "input: {} ({} ch, {}, {} Hz, capture period {})",
@@ -55,7 +54,9 @@ pub(super) fn open_input(
         plan.sample_rate,
         capture
             .period_frames()
-            .map_or("chosen by the device".to_string(), |p| format!("{p} frames"))
+            .map_or("chosen by the device".to_string(), |p| format!(
+                "{p} frames"
+            ))
     );
     Ok(Some(capture))
 }
