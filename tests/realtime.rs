@@ -710,3 +710,174 @@ mod callback_events {
         }
     }
 }
+
+mod capture_input {
+    //! The callback reading a capture input: blocks read from the ring,
+    //! drift corrections (a frame dropped, a frame repeated), an underrun,
+    //! an overrun, and a rebuilt capture stream (a new ring swapped in) —
+    //! with a test double for the device, pushing from this thread as the
+    //! capture thread would, and allocations and frees counted in the
+    //! callback and in every push.
+
+    use super::{common, counts, realtime};
+    use morphrt::host::live::device::capture::{CaptureInput, CaptureSource};
+    use morphrt::host::live::device::{Stream, StreamEvents, StreamFault};
+    use morphrt::host::live::input::ring::{InputMeters, RingShape, RingWriter};
+    use morphrt::host::live::input::InputFormat;
+    use morphrt::host::live::player::PlayerCell;
+    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    /// What the test double's streams hand the test: the writer of the
+    /// last stream opened, and where it reports.
+    #[derive(Default)]
+    struct Opened {
+        writer: Option<RingWriter>,
+        events: Option<Arc<StreamEvents>>,
+        streams: usize,
+    }
+
+    struct FakeSource(Arc<Mutex<Opened>>);
+    struct FakeStream;
+    impl Stream for FakeStream {}
+
+    impl CaptureSource for FakeSource {
+        fn prepare(&mut self, _fallback: bool) -> Result<usize, String> {
+            Ok(1)
+        }
+        fn open(
+            &mut self,
+            writer: RingWriter,
+            events: Arc<StreamEvents>,
+        ) -> Result<Box<dyn Stream>, String> {
+            let mut o = self.0.lock().unwrap();
+            o.writer = Some(writer);
+            o.events = Some(events);
+            o.streams += 1;
+            Ok(Box::new(FakeStream))
+        }
+        fn id(&self) -> String {
+            "test:fake".to_string()
+        }
+        fn period_frames(&self) -> Option<usize> {
+            Some(64)
+        }
+    }
+
+    /// A mono scene that plays its input.
+    const THROUGH: &str = r#"{ "version": "1.0", "sample_rate": 48000,
+      "nodes": [ { "id": "mic", "op": "input" } ], "outputs": { "main": ["mic"] } }"#;
+
+    /// Counts what a real-time section allocated and freed into `total`.
+    fn counted<R>(total: &mut (usize, usize), f: impl FnOnce() -> R) -> R {
+        let (a0, f0) = counts();
+        let r = realtime(f);
+        let (a1, f1) = counts();
+        total.0 += a1 - a0;
+        total.1 += f1 - f0;
+        r
+    }
+
+    struct Rig {
+        cell: Arc<PlayerCell>,
+        writer: RingWriter,
+        buf: Vec<f32>,
+        next: u32,
+        total: (usize, usize),
+    }
+
+    impl Rig {
+        /// One capture chunk of `frames` (a counter, so every value is
+        /// distinct), then one callback of a block.
+        fn block(&mut self, frames: usize) {
+            let chunk: Vec<f32> = (0..frames)
+                .map(|i| (self.next + i as u32) as f32 / 65_536.0)
+                .collect();
+            self.next += frames as u32;
+            let (writer, buf) = (&mut self.writer, &mut self.buf);
+            counted(&mut self.total, || writer.push(&chunk, |x| x as f64));
+            let cell = &self.cell;
+            counted(&mut self.total, || cell.fill(buf));
+        }
+    }
+
+    fn load(a: &std::sync::atomic::AtomicU64) -> u64 {
+        a.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn reading_correcting_and_rebuilding_a_capture_input_never_allocates_in_the_callback() {
+        let engine = common::engine(THROUGH, None, 64);
+        let mut player = common::player(engine, 240);
+        let opened = Arc::new(Mutex::new(Opened::default()));
+        let shape = RingShape {
+            channels: 1,
+            format: InputFormat::F32,
+            capacity_frames: 16_384,
+            block: 64,
+        };
+        let source = Box::new(FakeSource(opened.clone()));
+        let mut capture = CaptureInput::start(source, shape, Duration::from_secs(3600)).unwrap();
+        player.set_input(capture.take_input().unwrap());
+        let meters: Arc<InputMeters> = capture.meters().clone();
+        let writer = opened.lock().unwrap().writer.take().unwrap();
+        let mut rig = Rig {
+            cell: PlayerCell::new(player),
+            writer,
+            buf: vec![0.0f32; 64 * 2],
+            next: 1,
+            total: (0, 0),
+        };
+        // In step, then the capture clock runs fast, then slow.
+        for _ in 0..400 {
+            rig.block(64);
+        }
+        assert!(rig.buf.iter().any(|&x| x != 0.0), "the input plays");
+        for _ in 0..2000 {
+            rig.block(if load(&meters.dropped) < 3 { 65 } else { 64 });
+        }
+        for _ in 0..2000 {
+            rig.block(if load(&meters.repeated) < 3 { 63 } else { 64 });
+        }
+        assert!(load(&meters.dropped) >= 3, "frames dropped: {meters:?}");
+        assert!(load(&meters.repeated) >= 3, "frames repeated: {meters:?}");
+        // The device is lost: the control side opens a new stream into a
+        // new ring, which the callback swaps in and primes.
+        let events = opened.lock().unwrap().events.clone().unwrap();
+        events.report(StreamFault::DeviceNotAvailable);
+        let mut log = Vec::new();
+        capture.poll(&mut log);
+        let log = String::from_utf8(log).unwrap();
+        assert_eq!(capture.rebuilds(), 1, "{log}");
+        assert!(log.contains("reopened `test:fake`"), "{log}");
+        let old = std::mem::replace(
+            &mut rig.writer,
+            opened.lock().unwrap().writer.take().unwrap(),
+        );
+        drop(old);
+        for _ in 0..400 {
+            rig.block(64);
+        }
+        assert_eq!(load(&meters.swaps), 1, "the new ring was swapped in");
+        capture.poll(&mut Vec::new());
+        assert!(rig.buf.iter().any(|&x| x != 0.0), "the new ring plays");
+        // Nothing arrives for a while (an underrun), then far too much (an
+        // overrun: the ring is full).
+        for _ in 0..4 {
+            rig.block(0);
+        }
+        assert!(load(&meters.underruns) > 0, "{meters:?}");
+        rig.block(20_000);
+        for _ in 0..400 {
+            rig.block(64);
+        }
+        assert!(load(&meters.overruns) > 0, "{meters:?}");
+        assert_eq!(
+            rig.total,
+            (0, 0),
+            "the callback or a push allocated or freed"
+        );
+        assert_eq!(opened.lock().unwrap().streams, 2);
+    }
+}

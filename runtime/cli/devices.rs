@@ -1,26 +1,37 @@
-//! `morphrt devices`: the audio outputs and the configurations each supports.
+//! `morphrt devices`: the audio outputs and inputs, and the configurations
+//! each supports.
 
+use crate::host::live::device::DeviceInfo;
 use crate::host::HostError;
 use std::io::Write;
 
-/// Lists every output device: its id (what `run --device` takes), whether
-/// it is the default, its name, its default and supported configurations.
+/// Lists every output device, then every input device: its id (what `run
+/// --device` and `run --input-device` take), whether it is the default,
+/// its name, its default and supported configurations.
 pub fn devices(out: &mut dyn Write) -> Result<(), HostError> {
-    let list = crate::host::live::device::list()?;
-    let mut text = String::new();
+    let outputs = crate::host::live::device::list()?;
+    let inputs = crate::host::live::device::list_inputs()?;
+    let mut text = String::from("outputs (run --device ID):\n");
+    section(&mut text, outputs, "no audio output devices");
+    text.push_str("inputs (run --input-device ID):\n");
+    section(&mut text, inputs, "no audio input devices");
+    out.write_all(text.as_bytes())
+        .map_err(|e| HostError::Runtime(format!("cannot write the device list: {e}")))
+}
+
+/// One side's devices, indented under its heading.
+fn section(text: &mut String, list: Vec<DeviceInfo>, none: &str) {
     if list.is_empty() {
-        text.push_str("no audio output devices\n");
+        text.push_str(&format!("  {none}\n"));
     }
     for d in list {
         let default = if d.is_default { "  [default]" } else { "" };
-        text.push_str(&format!("{}{default}  ({})\n", d.id, d.name));
+        text.push_str(&format!("  {}{default}  ({})\n", d.id, d.name));
         if let Some(c) = d.default_config {
-            text.push_str(&format!("    default: {c}\n"));
+            text.push_str(&format!("      default: {c}\n"));
         }
         for c in d.configs {
-            text.push_str(&format!("    supports: {c}\n"));
+            text.push_str(&format!("      supports: {c}\n"));
         }
     }
-    out.write_all(text.as_bytes())
-        .map_err(|e| HostError::Runtime(format!("cannot write the device list: {e}")))
 }

@@ -73,7 +73,7 @@ pub enum Command {
     Run(RunOptions),
     /// Re-render a journaled `run` session offline, bit for bit.
     Replay(ReplayOptions),
-    /// List audio output devices and their configurations.
+    /// List audio output and input devices and their configurations.
     Devices,
     /// Validate a scene and print every node's resolved profile, precision,
     /// math policy, providers and guarantee.

@@ -1,5 +1,6 @@
-//! cpal: listing output devices, choosing a stream configuration, and
-//! [`CpalDevice`], the [`Device`] that plays through one.
+//! cpal: listing devices (outputs and inputs), choosing an output stream
+//! configuration, and [`CpalDevice`], the [`Device`] that plays through
+//! one. The capture side is `capture.rs`.
 
 use crate::host::live::device::{Device, Stream, StreamEvents, StreamFault};
 use crate::host::live::player::PlayerCell;
@@ -31,6 +32,13 @@ pub enum DeviceError {
     NoF32 { id: String, available: String },
     /// Opening or starting the stream failed.
     Stream(String),
+    /// No input device has that id (`--input-device`).
+    NoInput { id: String, available: String },
+    /// The machine has no default input.
+    NoDefaultInput { available: String },
+    /// The input device cannot record what the session needs (its rate,
+    /// its input channels, a sample format morphrt reads).
+    CannotRecord { id: String, why: String },
 }
 
 const DEVICE_HELP: &str = "help: pick one with --device ID (see `morphrt devices`), play without a device with --device clock, or render to a file with `morphrt render SCENE -o out.wav`";
@@ -58,6 +66,18 @@ impl std::fmt::Display for DeviceError {
                 "device `{id}` does not accept f32 samples; available: {available}"
             ),
             DeviceError::Stream(e) => f.write_str(e),
+            DeviceError::NoInput { id, available } => write!(
+                f,
+                "no input device `{id}`; input devices: {available}\n  help: `morphrt devices` lists them with their configurations"
+            ),
+            DeviceError::NoDefaultInput { available } => write!(
+                f,
+                "no default audio input device is available on this machine (input devices: {available}).\n  help: pick one with --input-device ID (see `morphrt devices`)"
+            ),
+            DeviceError::CannotRecord { id, why } => write!(
+                f,
+                "the input device `{id}` cannot record for this session: {why}\n  help: pick another with --input-device ID (see `morphrt devices`)"
+            ),
         }
     }
 }
@@ -71,7 +91,7 @@ impl From<DeviceError> for crate::host::HostError {
     }
 }
 
-/// One output device as `morphrt devices` shows it.
+/// One device as `morphrt devices` shows it.
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {
     pub id: String,
@@ -87,7 +107,7 @@ pub struct DeviceInfo {
 /// reports what matters itself, so alsa-lib's lines are dropped, except
 /// under `-v`, where its default handler stays and prints them.
 #[cfg(target_os = "linux")]
-fn quiet_alsa() {
+pub(crate) fn quiet_alsa() {
     use std::ffi::{c_char, c_int};
     /// The handler type is C-variadic (`const char *fmt, ...`); a handler
     /// that never reads the variable arguments can be a fixed-signature
@@ -119,46 +139,71 @@ fn quiet_alsa() {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn quiet_alsa() {}
+pub(crate) fn quiet_alsa() {}
+
+/// Which side of a device: what it plays, or what it records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Output,
+    Input,
+}
 
 /// Every output device of the default host.
 pub fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
+    list_of(Direction::Output)
+}
+
+/// Every input (capture) device of the default host.
+pub fn list_inputs() -> Result<Vec<DeviceInfo>, DeviceError> {
+    list_of(Direction::Input)
+}
+
+/// Every device of the default host on the `dir` side.
+fn list_of(dir: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
     quiet_alsa();
     let host = cpal::default_host();
-    let default_id = host
-        .default_output_device()
-        .and_then(|d| d.id().ok())
-        .map(|i| i.to_string());
-    let devices = host
-        .output_devices()
-        .map_err(|e| DeviceError::List(e.to_string()))?;
-    let mut out = Vec::new();
-    for d in devices {
-        let id = d
-            .id()
-            .map(|i| i.to_string())
-            .unwrap_or_else(|_| "?".to_string());
-        let default_config = d.default_output_config().ok().map(|c| {
-            format!(
-                "{} ch, {} Hz, {}",
-                c.channels(),
-                c.sample_rate(),
-                c.sample_format()
-            )
-        });
-        let configs = d
-            .supported_output_configs()
-            .map(|it| summarize(it.collect()))
-            .unwrap_or_default();
-        out.push(DeviceInfo {
-            is_default: default_id.as_deref() == Some(id.as_str()),
-            name: d.to_string(),
-            id,
-            default_config,
-            configs,
-        });
+    let default = match dir {
+        Direction::Output => host.default_output_device(),
+        Direction::Input => host.default_input_device(),
+    };
+    let default_id = default.and_then(|d| d.id().ok()).map(|i| i.to_string());
+    let devices: Vec<cpal::Device> = match dir {
+        Direction::Output => host.output_devices().map(|d| d.collect()),
+        Direction::Input => host.input_devices().map(|d| d.collect()),
     }
-    Ok(out)
+    .map_err(|e| DeviceError::List(e.to_string()))?;
+    Ok(devices
+        .iter()
+        .map(|d| describe(d, dir, default_id.as_deref()))
+        .collect())
+}
+
+/// One device as `morphrt devices` shows it, on the `dir` side.
+fn describe(d: &cpal::Device, dir: Direction, default_id: Option<&str>) -> DeviceInfo {
+    let id = id_of(d);
+    let default_config = match dir {
+        Direction::Output => d.default_output_config(),
+        Direction::Input => d.default_input_config(),
+    };
+    let default_config = default_config.ok().map(|c| {
+        format!(
+            "{} ch, {} Hz, {}",
+            c.channels(),
+            c.sample_rate(),
+            c.sample_format()
+        )
+    });
+    let ranges = match dir {
+        Direction::Output => d.supported_output_configs().map(|it| it.collect()),
+        Direction::Input => d.supported_input_configs().map(|it| it.collect()),
+    };
+    DeviceInfo {
+        is_default: default_id == Some(id.as_str()),
+        name: d.to_string(),
+        id,
+        default_config,
+        configs: ranges.map(summarize).unwrap_or_default(),
+    }
 }
 
 /// One line for all supported ranges: channel range, rate range, formats,
@@ -202,9 +247,18 @@ fn summarize(ranges: Vec<cpal::SupportedStreamConfigRange>) -> Vec<String> {
     )]
 }
 
-/// A compact listing for messages ("available: alsa:null, …").
+/// A compact listing of the output devices for messages ("available: alsa:null, …").
 pub fn names() -> String {
-    match list() {
+    names_of(Direction::Output)
+}
+
+/// The same for the input devices.
+pub fn input_names() -> String {
+    names_of(Direction::Input)
+}
+
+fn names_of(dir: Direction) -> String {
+    match list_of(dir) {
         Ok(v) if !v.is_empty() => v
             .iter()
             .map(|d| d.id.clone())
@@ -213,6 +267,54 @@ pub fn names() -> String {
         Ok(_) => "none".to_string(),
         Err(e) => e.to_string(),
     }
+}
+
+/// The device `id` names (as `morphrt devices` shows it), or the default
+/// one on the `dir` side; an error lists that side's devices.
+pub(crate) fn find(id: Option<&str>, dir: Direction) -> Result<cpal::Device, DeviceError> {
+    quiet_alsa();
+    let host = cpal::default_host();
+    let available = || names_of(dir);
+    match (id, dir) {
+        (Some(id), _) => {
+            let parsed: cpal::DeviceId = id.parse().map_err(|e| DeviceError::BadId {
+                id: id.to_string(),
+                why: format!("{e}"),
+                available: available(),
+            })?;
+            let found = host.device_by_id(&parsed);
+            found.ok_or_else(|| match dir {
+                Direction::Output => DeviceError::NotFound {
+                    id: id.to_string(),
+                    available: available(),
+                },
+                Direction::Input => DeviceError::NoInput {
+                    id: id.to_string(),
+                    available: available(),
+                },
+            })
+        }
+        (None, Direction::Output) => {
+            host.default_output_device()
+                .ok_or_else(|| DeviceError::NoDefault {
+                    available: available(),
+                })
+        }
+        (None, Direction::Input) => {
+            host.default_input_device()
+                .ok_or_else(|| DeviceError::NoDefaultInput {
+                    available: available(),
+                })
+        }
+    }
+}
+
+/// A device's id as `morphrt devices` shows it.
+pub(crate) fn id_of(device: &cpal::Device) -> String {
+    device
+        .id()
+        .map(|i| i.to_string())
+        .unwrap_or_else(|_| "?".to_string())
 }
 
 /// The chosen device and how to drive it.
@@ -245,29 +347,8 @@ pub struct Opened {
 /// the device has it (else its default rate, with a warning), two channels
 /// for a mono bus, and a fixed period when the device allows one.
 pub fn open(req: &Request<'_>) -> Result<Opened, DeviceError> {
-    quiet_alsa();
-    let host = cpal::default_host();
-    let device = match req.device {
-        Some(id) => {
-            let parsed: cpal::DeviceId = id.parse().map_err(|e| DeviceError::BadId {
-                id: id.to_string(),
-                why: format!("{e}"),
-                available: names(),
-            })?;
-            host.device_by_id(&parsed)
-                .ok_or_else(|| DeviceError::NotFound {
-                    id: id.to_string(),
-                    available: names(),
-                })?
-        }
-        None => host
-            .default_output_device()
-            .ok_or_else(|| DeviceError::NoDefault { available: names() })?,
-    };
-    let device_id = device
-        .id()
-        .map(|i| i.to_string())
-        .unwrap_or_else(|_| "?".to_string());
+    let device = find(req.device, Direction::Output)?;
+    let device_id = id_of(&device);
     let ranges: Vec<cpal::SupportedStreamConfigRange> = device
         .supported_output_configs()
         .map_err(|e| DeviceError::CannotPlay {
@@ -351,6 +432,20 @@ pub fn open(req: &Request<'_>) -> Result<Opened, DeviceError> {
     })
 }
 
+/// The failure a stream error means for the control thread, if any.
+pub(crate) fn fault_of(e: &cpal::Error) -> Option<StreamFault> {
+    match e.kind() {
+        cpal::ErrorKind::DeviceNotAvailable => Some(StreamFault::DeviceNotAvailable),
+        cpal::ErrorKind::StreamInvalidated => Some(StreamFault::StreamInvalidated),
+        // Xruns are counted by the player itself (and by the capture
+        // ring); a route change needs nothing.
+        cpal::ErrorKind::Xrun
+        | cpal::ErrorKind::DeviceChanged
+        | cpal::ErrorKind::RealtimeDenied => None,
+        _ => Some(StreamFault::Other),
+    }
+}
+
 struct CpalStream(#[allow(dead_code)] cpal::Stream);
 impl Stream for CpalStream {}
 
@@ -367,18 +462,7 @@ impl Device for CpalDevice {
                 self.config,
                 move |data: &mut [f32], _: &cpal::OutputCallbackInfo| cell.fill(data),
                 move |e: cpal::Error| {
-                    let f = match e.kind() {
-                        cpal::ErrorKind::DeviceNotAvailable => {
-                            Some(StreamFault::DeviceNotAvailable)
-                        }
-                        cpal::ErrorKind::StreamInvalidated => Some(StreamFault::StreamInvalidated),
-                        // Xruns are counted by the player itself; a route change needs nothing.
-                        cpal::ErrorKind::Xrun
-                        | cpal::ErrorKind::DeviceChanged
-                        | cpal::ErrorKind::RealtimeDenied => None,
-                        _ => Some(StreamFault::Other),
-                    };
-                    if let Some(f) = f {
+                    if let Some(f) = fault_of(&e) {
                         err_events.report(f);
                     }
                 },

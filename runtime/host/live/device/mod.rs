@@ -1,16 +1,20 @@
-//! What `morphrt run` plays through: the [`Device`] trait every device
-//! implements, the stream it opens and how a stream reports trouble, and
-//! the devices themselves — cpal's ([`cpal`]: listing, choosing a
-//! configuration, playing) and the headless clock device ([`clock`]).
+//! What `morphrt run` plays through and records from: the [`Device`] trait
+//! every output implements, the stream it opens and how a stream reports
+//! trouble, and the devices themselves — cpal's ([`cpal`]: listing,
+//! choosing a configuration, playing), the headless clock device
+//! ([`clock`]), and the capture input ([`capture`]: the control side and
+//! its rebuilds; [`cpal_capture`]: cpal's input stream).
 
 use crate::host::live::player::PlayerCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+pub mod capture;
 pub mod clock;
 pub mod cpal;
+pub mod cpal_capture;
 
-pub use self::cpal::{list, names, DeviceError, DeviceInfo};
+pub use self::cpal::{input_names, list, list_inputs, names, DeviceError, DeviceInfo};
 
 /// Why a stream reported trouble (set from the stream's error callback).
 #[derive(Default)]

@@ -1,7 +1,12 @@
 //! Live audio input: where the callback takes one block of input per block
 //! of output. Every source — a capture device, a file played as if it were
 //! one (`run --input FILE.wav`), a test double — implements [`LiveInput`];
-//! the player never knows which it has.
+//! the player never knows which it has. A capture device reaches the
+//! callback through a wait-free ring ([`ring`]) whose fill level is held
+//! steady against the drift between the two devices' clocks ([`drift`]).
+
+pub mod drift;
+pub mod ring;
 
 pub use crate::host::files::wav_in::InputFormat;
 

@@ -8,6 +8,7 @@
 //! ([`crate::host::live::tap`]) and the journal replays up to its last
 //! progress record ([`crate::host::record::journal`]).
 
+mod capture;
 mod driving;
 mod setup;
 mod timing;
@@ -44,6 +45,11 @@ pub struct RunOptions {
     /// paced in real time; default: the default output.
     #[arg(long)]
     pub device: Option<String>,
+    /// Input device id (see `morphrt devices`) the scene's `input` nodes
+    /// read; default: the default input. Opened only when the scene has
+    /// `input` nodes.
+    #[arg(long = "input-device")]
+    pub input_device: Option<String>,
     /// Block size in frames, or `auto`: the size `morphrt calibrate`
     /// stored for this scene on this machine (else the default).
     #[arg(long = "block-size")]
@@ -96,6 +102,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     // Where the session writes is checked before the device opens.
     let files = session_files(opts, &compiled.plan, log)?;
     let mut out = open_device(opts, &mut compiled, log)?;
+    let mut capture = capture::open_input(opts, &compiled.plan, log)?;
     let frames = duration_frames(opts, &compiled.plan, log)?;
     show_warnings(opts, &mut compiled.plan, frames, log);
     let sr = compiled.plan.sample_rate;
@@ -127,6 +134,9 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         controls.clone(),
         origin,
     );
+    if let Some(input) = capture.as_mut().and_then(|c| c.take_input()) {
+        p.set_input(input);
+    }
     let tap_writer = match tap {
         Some((writer, tap)) => {
             p.set_tap(tap);
@@ -171,6 +181,10 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let tty = std::io::stderr().is_terminal();
     let cfg = loop_config(tty, label, block);
     say_playing(opts, profile, tty, log);
+    let latency = capture::Latency {
+        output_frames: block + out.device.period_frames().unwrap_or(0),
+        sample_rate: sr,
+    };
     let result = control::run_loop_with(
         out.device.as_mut(),
         p,
@@ -178,7 +192,11 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         origin,
         &cfg,
         log,
-        &mut control,
+        &mut capture::WithInput {
+            control: &mut control,
+            capture: capture.as_mut(),
+            latency,
+        },
     );
     control.end(&meters, fade, log);
     let tap_report = match tap_writer {
@@ -188,6 +206,9 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let capture_error = tap_report.as_ref().and_then(|t| t.error.clone());
     let r = result.map_err(|e| HostError::Runtime(e.message))?;
     summary(opts, &r, sr, &control, &meters, tap_report, log);
+    if let Some(c) = &capture {
+        let _ = writeln!(log, "{}", capture::summary_line(c, latency));
+    }
     outcome(control.stop_signal(), capture_error, r.frames, sr, log)
 }
 

@@ -1,0 +1,188 @@
+//! Holding a capture ring's fill level steady between two clocks.
+//!
+//! A capture device and an output device each run on their own crystal:
+//! one always runs a little faster, so the frames waiting in the ring
+//! between them creep up (latency grows until the ring overflows) or down
+//! (until the callback finds too few). [`Drift`] watches the fill before
+//! every read and decides what the read does: wait for the ring to prime,
+//! read a block, read one frame more and drop one, read one frame less and
+//! repeat one, skip frames after a long hiccup, or read short (an
+//! underrun). It is pure arithmetic, with no clock of its own, so a test
+//! can drive it frame by frame.
+//!
+//! The fill saws up and down by the capture period between reads, so one
+//! reading says little: the mean over a window of reads is compared with
+//! the mean of the first window after priming (the set point), and a
+//! difference beyond the threshold is corrected one frame per read, a
+//! frame at a time, which is inaudible where the reader puts it (the
+//! quietest frame of the block).
+
+/// What one read does, decided by [`Drift::step`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The ring is not primed yet: give silence, take nothing.
+    Prime,
+    /// Skip `skip` frames (counted as lost when `counted`), then read a
+    /// block, adjusted by one frame as `adjust` says.
+    Read {
+        skip: usize,
+        counted: bool,
+        adjust: Adjust,
+    },
+    /// Fewer frames than a block wait: read these, silence for the rest
+    /// (an underrun), and prime again.
+    Short(usize),
+}
+
+/// A drift correction of one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Adjust {
+    None,
+    /// Read one frame more than the block and leave one out (the ring ran ahead).
+    Drop,
+    /// Read one frame less than the block and play one twice (the ring fell behind).
+    Repeat,
+}
+
+/// The fill-level controller of one reader (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct Drift {
+    primed: bool,
+    /// Whether this ring has been primed once (its first priming skips
+    /// what piled up before the callback started, which is not a loss).
+    started: bool,
+    /// The mean fill of the first window after priming.
+    setpoint: Option<f64>,
+    /// Fill readings of the current window: their sum and count.
+    sum: u64,
+    reads: u64,
+    /// Corrections still to make: > 0 drops, < 0 repeats.
+    pending: i64,
+}
+
+impl Drift {
+    /// Forgets everything: a new ring primes from the start.
+    pub fn reset(&mut self) {
+        *self = Drift::default();
+    }
+
+    /// Whether reads take frames from the ring (primed and not underrun).
+    pub fn primed(&self) -> bool {
+        self.primed
+    }
+
+    /// The fill the ring is held at once measured (frames).
+    pub fn setpoint(&self) -> Option<f64> {
+        self.setpoint
+    }
+
+    /// Decides the next read of `frames` frames, with `avail` frames in
+    /// the ring, `period` the largest capture chunk seen (0: none yet) and
+    /// `capacity` the ring's size in frames.
+    pub fn step(&mut self, avail: usize, frames: usize, period: usize, capacity: usize) -> Step {
+        let target = period + frames;
+        if !self.primed {
+            if period == 0 || avail < target.max(1) {
+                return Step::Prime;
+            }
+            self.primed = true;
+            self.setpoint = None;
+            self.sum = 0;
+            self.reads = 0;
+            self.pending = 0;
+            let counted = self.started;
+            self.started = true;
+            return Step::Read {
+                skip: avail - target,
+                counted,
+                adjust: Adjust::None,
+            };
+        }
+        if avail < frames {
+            self.primed = false;
+            return Step::Short(avail);
+        }
+        if let Some(sp) = self.setpoint {
+            let slack = period.max(frames);
+            let limit = (sp as usize + 4 * slack + frames).min(capacity * 3 / 4);
+            if avail > limit.max(target) {
+                // Far ahead (the callback stalled): back to the target at once.
+                self.pending = 0;
+                return Step::Read {
+                    skip: avail - target,
+                    counted: true,
+                    adjust: Adjust::None,
+                };
+            }
+        }
+        self.measure(avail, frames, period);
+        Step::Read {
+            skip: 0,
+            counted: true,
+            adjust: self.adjust(avail, frames),
+        }
+    }
+
+    /// Adds one reading to the window; at the window's end sets the set
+    /// point (the first window) or the corrections to make.
+    fn measure(&mut self, avail: usize, frames: usize, period: usize) {
+        self.sum += avail as u64;
+        self.reads += 1;
+        let window = window_reads(frames, period);
+        if self.reads < window {
+            return;
+        }
+        let mean = self.sum as f64 / self.reads as f64;
+        self.sum = 0;
+        self.reads = 0;
+        let target = (period + frames) as f64;
+        match self.setpoint {
+            // A ring that is already overflowing says nothing about the
+            // mean it should hold: never hold more than the target.
+            None => self.setpoint = Some(mean.clamp(frames as f64, target)),
+            Some(sp) => {
+                let err = mean - sp;
+                let threshold = (period.max(frames) as f64 / 8.0).max(4.0);
+                if err.abs() > threshold {
+                    let n = (err.abs() - threshold / 2.0).round().max(1.0);
+                    let n = n.min(window as f64 / 2.0) as i64;
+                    self.pending = if err > 0.0 { n } else { -n };
+                }
+            }
+        }
+    }
+
+    /// The correction this read makes, one frame at most.
+    fn adjust(&mut self, avail: usize, frames: usize) -> Adjust {
+        if self.pending > 0 && avail > frames {
+            self.pending -= 1;
+            Adjust::Drop
+        } else if self.pending < 0 && frames > 1 {
+            self.pending += 1;
+            Adjust::Repeat
+        } else {
+            Adjust::None
+        }
+    }
+}
+
+/// Reads per measuring window: at least 64, and at least four capture
+/// periods' worth (the fill saws by a period).
+fn window_reads(frames: usize, period: usize) -> u64 {
+    let per_period = period.div_ceil(frames.max(1)) as u64;
+    (4 * per_period).max(64)
+}
+
+/// The frame of `frames` interleaved frames (`channels` wide) nearest
+/// silence: the least summed magnitude, where leaving a frame out or
+/// playing it twice changes the waveform least.
+pub fn quietest_frame(samples: &[f64], channels: usize) -> usize {
+    let mut best = (0, f64::INFINITY);
+    for (i, frame) in samples.chunks_exact(channels.max(1)).enumerate() {
+        let level: f64 = frame.iter().map(|x| x.abs()).sum();
+        if level < best.1 {
+            best = (i, level);
+        }
+    }
+    best.0
+}

@@ -1,0 +1,342 @@
+//! The wait-free ring that joins a capture stream to the callback (cpal has
+//! no duplex stream: input and output are two streams on two threads).
+//!
+//! Three ends, made together by [`input_ring`]:
+//! - [`RingWriter`], on the capture thread: pushes whole frames, converted
+//!   to f64; a full ring drops what does not fit (an overrun, counted).
+//! - [`RingInput`], the [`LiveInput`] the player reads one block from per
+//!   block of output; [`Drift`] holds its fill level steady, and a block
+//!   it cannot fill is completed with silence (an underrun, counted).
+//! - [`RingControl`], on the control thread: when the capture stream is
+//!   rebuilt it makes a new ring, hands its reading end to the
+//!   [`RingInput`] (which swaps it in at its next read and primes it) and
+//!   drops the old one when it comes back, so the audio thread never
+//!   allocates or frees.
+//!
+//! What both sides see is counted in [`InputMeters`], atomics the status
+//! line and the summary read.
+
+use crate::host::live::input::drift::{quietest_frame, Adjust, Drift, Step};
+use crate::host::live::input::{InputFormat, LiveInput};
+use rtrb::{Consumer, Producer, RingBuffer};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Counters of a session's capture input, written by the capture thread
+/// and the callback, read by the control thread.
+#[derive(Debug, Default)]
+pub struct InputMeters {
+    /// Frames waiting in the ring before the callback's last read.
+    pub fill: AtomicU64,
+    /// The sum of `fill` over all reads, and the number of reads (for the mean).
+    pub fill_sum: AtomicU64,
+    pub reads: AtomicU64,
+    /// Frames the capture side could not push because the ring was full.
+    pub overruns: AtomicU64,
+    /// Frames of silence the callback played for want of input.
+    pub underruns: AtomicU64,
+    /// Drift corrections: frames left out, and frames played twice.
+    pub dropped: AtomicU64,
+    pub repeated: AtomicU64,
+    /// Frames skipped to bring a ring that ran far ahead (the output
+    /// stalled) back to its set point.
+    pub skipped: AtomicU64,
+    /// The largest chunk the capture side pushed at once (its period).
+    pub period: AtomicU64,
+    /// Frames the capture side pushed.
+    pub captured: AtomicU64,
+    /// When the capture side last pushed: nanoseconds since the writer's
+    /// origin, plus one (0: never).
+    pub last_push_ns: AtomicU64,
+    /// Rings the callback took over (one per rebuilt capture stream).
+    pub swaps: AtomicU64,
+    /// Set at the callback's first read: a ring that fills up before the
+    /// callback starts loses nothing the session would have played.
+    pub reading: AtomicBool,
+}
+
+impl InputMeters {
+    /// The mean fill over all reads so far, in frames.
+    pub fn mean_fill(&self) -> f64 {
+        let reads = self.reads.load(Ordering::Relaxed);
+        if reads == 0 {
+            return 0.0;
+        }
+        self.fill_sum.load(Ordering::Relaxed) as f64 / reads as f64
+    }
+}
+
+/// The capture thread's end: pushes frames of the device's channels as
+/// frames of the ring's channels (extra device channels are left out,
+/// missing ones are silence).
+pub struct RingWriter {
+    tx: Producer<f64>,
+    device_channels: usize,
+    channels: usize,
+    meters: Arc<InputMeters>,
+    origin: Instant,
+}
+
+impl RingWriter {
+    /// Pushes the whole frames of `data` (interleaved, the device's
+    /// channels), each sample through `convert`. Real-time safe.
+    pub fn push<T: Copy>(&mut self, data: &[T], convert: impl Fn(T) -> f64) {
+        let (dc, rc) = (self.device_channels.max(1), self.channels);
+        let frames = data.len() / dc;
+        let n = frames.min(self.tx.slots() / rc);
+        if let Ok(chunk) = self.tx.write_chunk_uninit(n * rc) {
+            let convert = &convert;
+            let samples = (0..n).flat_map(|f| {
+                let frame = &data[f * dc..(f + 1) * dc];
+                (0..rc).map(move |c| frame.get(c).map_or(0.0, |&x| convert(x)))
+            });
+            chunk.fill_from_iter(samples);
+        }
+        let m = &self.meters;
+        if m.reading.load(Ordering::Relaxed) {
+            m.overruns.fetch_add((frames - n) as u64, Ordering::Relaxed);
+        }
+        m.captured.fetch_add(n as u64, Ordering::Relaxed);
+        m.period.fetch_max(frames as u64, Ordering::Relaxed);
+        let now = self.origin.elapsed().as_nanos() as u64 + 1;
+        m.last_push_ns.store(now, Ordering::Release);
+    }
+
+    /// Channels per frame the device delivers.
+    pub fn device_channels(&self) -> usize {
+        self.device_channels
+    }
+}
+
+/// The callback's end: a [`LiveInput`] over the ring.
+pub struct RingInput {
+    rx: Consumer<f64>,
+    channels: usize,
+    format: InputFormat,
+    capacity_frames: usize,
+    drift: Drift,
+    /// A block and one frame, for the drift corrections.
+    scratch: Vec<f64>,
+    swaps: Consumer<Consumer<f64>>,
+    retired: Producer<Consumer<f64>>,
+    meters: Arc<InputMeters>,
+}
+
+/// The control thread's end: replaces the ring when the capture stream is
+/// rebuilt.
+pub struct RingControl {
+    swaps: Producer<Consumer<f64>>,
+    retired: Consumer<Consumer<f64>>,
+    channels: usize,
+    capacity_frames: usize,
+    meters: Arc<InputMeters>,
+    origin: Instant,
+}
+
+/// What a ring carries, and how much.
+#[derive(Clone, Copy, Debug)]
+pub struct RingShape {
+    /// Channels per frame of the ring (the device's, when it opened).
+    pub channels: usize,
+    /// How the device delivers its samples (kept for the journal).
+    pub format: InputFormat,
+    /// Frames the ring holds.
+    pub capacity_frames: usize,
+    /// The largest block the reader reads at once.
+    pub block: usize,
+}
+
+/// The three ends of a new ring (allocates: call it off the audio thread).
+/// `origin` is the clock [`InputMeters::last_push_ns`] counts from.
+pub fn input_ring(
+    shape: RingShape,
+    meters: Arc<InputMeters>,
+    origin: Instant,
+) -> (RingWriter, RingInput, RingControl) {
+    let ch = shape.channels.max(1);
+    let (tx, rx) = RingBuffer::new(shape.capacity_frames * ch);
+    let (swap_tx, swap_rx) = RingBuffer::new(1);
+    let (retired_tx, retired_rx) = RingBuffer::new(1);
+    let writer = RingWriter {
+        tx,
+        device_channels: ch,
+        channels: ch,
+        meters: meters.clone(),
+        origin,
+    };
+    let input = RingInput {
+        rx,
+        channels: ch,
+        format: shape.format,
+        capacity_frames: shape.capacity_frames,
+        drift: Drift::default(),
+        scratch: vec![0.0; (shape.block + 1) * ch],
+        swaps: swap_rx,
+        retired: retired_tx,
+        meters: meters.clone(),
+    };
+    let control = RingControl {
+        swaps: swap_tx,
+        retired: retired_rx,
+        channels: ch,
+        capacity_frames: shape.capacity_frames,
+        meters,
+        origin,
+    };
+    (writer, input, control)
+}
+
+impl RingControl {
+    /// A new ring for a rebuilt capture stream that delivers
+    /// `device_channels`: its writer, while its reading end goes to the
+    /// callback. `None` while the callback has not taken the previous one
+    /// yet (try again later).
+    pub fn replace(&mut self, device_channels: usize) -> Option<RingWriter> {
+        self.collect();
+        if self.swaps.slots() == 0 {
+            return None;
+        }
+        let (tx, rx) = RingBuffer::new(self.capacity_frames * self.channels);
+        if self.swaps.push(rx).is_err() {
+            return None;
+        }
+        self.meters.period.store(0, Ordering::Relaxed);
+        Some(RingWriter {
+            tx,
+            device_channels: device_channels.max(1),
+            channels: self.channels,
+            meters: self.meters.clone(),
+            origin: self.origin,
+        })
+    }
+
+    /// Drops the rings the callback gave back.
+    pub fn collect(&mut self) {
+        while self.retired.pop().is_ok() {}
+    }
+
+    /// Whether a ring handed over has not been taken by the callback yet.
+    pub fn swap_pending(&self) -> bool {
+        self.swaps.slots() == 0
+    }
+}
+
+impl RingInput {
+    /// Takes over a new ring, when one was handed over and the old one can
+    /// be given back (never freed here).
+    fn take_new_ring(&mut self) {
+        if self.retired.slots() == 0 {
+            return;
+        }
+        if let Ok(rx) = self.swaps.pop() {
+            let old = std::mem::replace(&mut self.rx, rx);
+            // Room was checked above, and this is the only producer.
+            let _ = self.retired.push(old);
+            self.drift.reset();
+            self.meters.swaps.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Leaves out the next `frames` frames.
+    fn discard(&mut self, frames: usize) {
+        if let Ok(chunk) = self.rx.read_chunk(frames * self.channels) {
+            chunk.commit_all();
+        }
+    }
+
+    /// Reads a block with one frame left out: the quietest of one more.
+    fn read_dropping(&mut self, dst: &mut [f64]) {
+        let ch = self.channels;
+        let n = dst.len() + ch;
+        let scratch = &mut self.scratch[..n];
+        pop(&mut self.rx, scratch);
+        let k = quietest_frame(scratch, ch) * ch;
+        dst[..k].copy_from_slice(&scratch[..k]);
+        dst[k..].copy_from_slice(&scratch[k + ch..]);
+    }
+
+    /// Reads a block with one frame played twice: the quietest of one less.
+    fn read_repeating(&mut self, dst: &mut [f64]) {
+        let ch = self.channels;
+        let n = dst.len() - ch;
+        let scratch = &mut self.scratch[..n];
+        pop(&mut self.rx, scratch);
+        let k = quietest_frame(scratch, ch) * ch;
+        dst[..k + ch].copy_from_slice(&scratch[..k + ch]);
+        dst[k + ch..].copy_from_slice(&scratch[k..]);
+    }
+
+    /// Reads a block as [`Drift`] decided.
+    fn read_block(&mut self, dst: &mut [f64], skip: usize, counted: bool, adjust: Adjust) {
+        self.discard(skip);
+        let m = &self.meters;
+        if counted {
+            m.skipped.fetch_add(skip as u64, Ordering::Relaxed);
+        }
+        // A block longer than the scratch buffer is read as it is.
+        let fits = dst.len() + self.channels <= self.scratch.len();
+        match adjust {
+            Adjust::Drop if fits => {
+                m.dropped.fetch_add(1, Ordering::Relaxed);
+                self.read_dropping(dst)
+            }
+            Adjust::Repeat if fits => {
+                m.repeated.fetch_add(1, Ordering::Relaxed);
+                self.read_repeating(dst)
+            }
+            _ => pop(&mut self.rx, dst),
+        }
+    }
+}
+
+impl LiveInput for RingInput {
+    fn channels(&self) -> usize {
+        self.channels
+    }
+
+    fn format(&self) -> InputFormat {
+        self.format
+    }
+
+    /// Real-time safe: moves samples out of the ring, never waits.
+    fn read(&mut self, dst: &mut [f64]) {
+        self.take_new_ring();
+        let ch = self.channels;
+        let frames = dst.len() / ch;
+        let dst = &mut dst[..frames * ch];
+        let avail = self.rx.slots() / ch;
+        let period = self.meters.period.load(Ordering::Relaxed) as usize;
+        let m = &self.meters;
+        m.reading.store(true, Ordering::Relaxed);
+        m.fill.store(avail as u64, Ordering::Relaxed);
+        if self.drift.primed() {
+            m.fill_sum.fetch_add(avail as u64, Ordering::Relaxed);
+            m.reads.fetch_add(1, Ordering::Relaxed);
+        }
+        match self.drift.step(avail, frames, period, self.capacity_frames) {
+            Step::Prime => dst.fill(0.0),
+            Step::Read {
+                skip,
+                counted,
+                adjust,
+            } => self.read_block(dst, skip, counted, adjust),
+            Step::Short(n) => {
+                pop(&mut self.rx, &mut dst[..n * ch]);
+                dst[n * ch..].fill(0.0);
+                let missing = (frames - n) as u64;
+                self.meters.underruns.fetch_add(missing, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Moves the next `dst.len()` samples out of `rx` (the caller saw them there).
+fn pop(rx: &mut Consumer<f64>, dst: &mut [f64]) {
+    if let Ok(chunk) = rx.read_chunk(dst.len()) {
+        let (a, b) = chunk.as_slices();
+        dst[..a.len()].copy_from_slice(a);
+        dst[a.len()..].copy_from_slice(b);
+        chunk.commit_all();
+    }
+}
