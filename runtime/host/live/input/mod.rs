@@ -2,6 +2,10 @@
 //! of output. Every source — a capture device, a file played as if it were
 //! one (`run --input FILE.wav`), a test double — implements [`LiveInput`];
 //! the player never knows which it has.
+//!
+//! What the callback reads is kept in the input history ([`history`]),
+//! from which a handover's new engine catches up with the audio clock and
+//! from which the journal's recorded input is written ([`record`]).
 
 pub use crate::host::files::wav_in::InputFormat;
 
@@ -21,3 +25,7 @@ pub trait LiveInput: Send {
     /// interleaved; frames the source cannot deliver in time are silence.
     fn read(&mut self, dst: &mut [f64]);
 }
+
+pub mod file;
+pub mod history;
+pub mod record;

@@ -26,7 +26,7 @@ use crate::scene::TimeArg;
 use driving::LiveControl;
 use setup::*;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -83,6 +83,11 @@ pub struct RunOptions {
     /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
     #[arg(long)]
     pub resume: Option<PathBuf>,
+    /// Play this WAV file into the scene's `input` nodes, as a capture
+    /// device would (at the session's rate, with at least the channels the
+    /// scene reads; silence after its end).
+    #[arg(long)]
+    pub input: Option<PathBuf>,
     /// Play under live even when a node's worst case cannot meet the block
     /// deadline, and hand over edits and switches whose estimate is over
     /// the handover budget (one that then cannot keep up is still dropped).
@@ -96,6 +101,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     // Where the session writes is checked before the device opens.
     let files = session_files(opts, &compiled.plan, log)?;
     let mut out = open_device(opts, &mut compiled, log)?;
+    let input = file_input(opts, &compiled.plan)?;
     let frames = duration_frames(opts, &compiled.plan, log)?;
     show_warnings(opts, &mut compiled.plan, frames, log);
     let sr = compiled.plan.sample_rate;
@@ -134,6 +140,10 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
         None => None,
     };
+    let input = input.map(|(live, status)| {
+        let source = opts.input.as_deref().unwrap_or(Path::new("")).display();
+        driving::SessionInput::attach(&mut p, live, status, source.to_string())
+    });
     player::install_panic_hook();
     let mut session = LiveSession::new(
         &opts.scene,
@@ -153,6 +163,9 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     }
     session.protect(protected);
     session.force(opts.force);
+    if let Some(i) = &input {
+        session.set_history(i.history.clone());
+    }
     let shared = driving::Shared {
         controls,
         meters: meters.clone(),
@@ -164,7 +177,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         session,
         shared,
         (files.journal, &files.inputs),
-        out.channels,
+        (out.channels, input),
         snap_clock,
         log,
     )?;
