@@ -871,11 +871,7 @@ impl LiveSession {
             *refusals += 1;
             *ff_time += t.elapsed();
         }
-        if self
-            .link
-            .send(offer(engine, s, fade, catching_up))
-            .is_err()
-        {
+        if self.link.send(offer(engine, s, fade, catching_up)).is_err() {
             let _ = writeln!(
                 log,
                 "\nwarning: the audio thread is not taking requests; edit dropped"

@@ -604,7 +604,9 @@ impl Take {
     /// the frames in the file, and the write error that stopped it early.
     pub(crate) fn finish(mut self) -> (u64, Option<FileError>) {
         if self.error.is_none() && self.layout.pad_len() > 0 {
-            let pad = self.file.write_all_at(&[0], self.header().len() as u64 + self.data_bytes);
+            let pad = self
+                .file
+                .write_all_at(&[0], self.header().len() as u64 + self.data_bytes);
             if let Err(e) = pad {
                 self.stop_at_error(e);
             }

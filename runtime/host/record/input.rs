@@ -83,7 +83,10 @@ impl RecordedInputFile {
     /// A feed of the file for one engine (its own reader).
     pub fn feed(&self) -> Result<Box<dyn InputFeed>, String> {
         let reader = hound::WavReader::open(&self.path).map_err(|e| {
-            format!("cannot read the recorded input `{}`: {e}", self.path.display())
+            format!(
+                "cannot read the recorded input `{}`: {e}",
+                self.path.display()
+            )
         })?;
         Ok(Box::new(RecordedFeed {
             frames: reader.duration() as u64,
@@ -134,7 +137,10 @@ impl RecordedFeed {
         let float = self.spec.sample_format == hound::SampleFormat::Float;
         for d in &mut self.scratch[..n] {
             let x = if float {
-                self.reader.samples::<f32>().next().map(|s| s.map(f64::from))
+                self.reader
+                    .samples::<f32>()
+                    .next()
+                    .map(|s| s.map(f64::from))
             } else {
                 self.reader
                     .samples::<i32>()

@@ -15,13 +15,13 @@
 //! device output bit for bit on the same build and CPU feature level.
 
 use crate::engine::incoming::{Incoming, Scripted, SessionFixed};
-use crate::host::record::input::RecordedInputFile;
 use crate::host::files::digest::sha256_hex;
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::wav::{WavFormat, WavLayout};
 use crate::host::files::write::write_file;
 use crate::host::machine::{build_id, cpu_info};
+use crate::host::record::input::RecordedInputFile;
 use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::Diagnostic;
@@ -507,8 +507,12 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     let recorded = recorded_input(&session, path, (channels_of(&session), sample_rate))?;
     let compile = |text: &str, fixed: &SessionFixed, p: Profile| -> Result<Incoming, HostError> {
         let mut inc = compile(text, fixed, p)?;
-        if let Some(r) = recorded.as_ref().filter(|_| inc.engine.input_channels() > 0) {
-            inc.engine.set_input_feed(r.feed().map_err(|e| bad(path, None, e))?);
+        if let Some(r) = recorded
+            .as_ref()
+            .filter(|_| inc.engine.input_channels() > 0)
+        {
+            inc.engine
+                .set_input_feed(r.feed().map_err(|e| bad(path, None, e))?);
         }
         Ok(inc)
     };

@@ -93,7 +93,13 @@ pub fn open(
     sample_rate: u32,
     channels: usize,
 ) -> Result<(Box<dyn LiveInput>, Arc<FileInputStatus>), HostError> {
-    let refused = |msg: String| HostError::Input(vec![Diagnostic::error(&path.display().to_string(), None, msg)]);
+    let refused = |msg: String| {
+        HostError::Input(vec![Diagnostic::error(
+            &path.display().to_string(),
+            None,
+            msg,
+        )])
+    };
     let wav = WavInput::open(path).map_err(refused)?;
     if wav.sample_rate() != sample_rate {
         return Err(refused(format!(
@@ -212,7 +218,9 @@ impl LiveInput for FileInput {
         if done {
             self.status.ended.store(true, Ordering::Release);
         } else {
-            self.status.late_frames.fetch_add(missing, Ordering::Relaxed);
+            self.status
+                .late_frames
+                .fetch_add(missing, Ordering::Relaxed);
         }
     }
 }

@@ -64,7 +64,12 @@ pub struct HistoryWriter {
 /// A history of `width` channels holding `seconds` at `sample_rate`, whose
 /// first frame will be engine sample `origin`. Allocates: call it before
 /// the session plays.
-pub fn history(width: usize, sample_rate: u32, seconds: f64, origin: u64) -> (HistoryWriter, History) {
+pub fn history(
+    width: usize,
+    sample_rate: u32,
+    seconds: f64,
+    origin: u64,
+) -> (HistoryWriter, History) {
     let width = width.max(1);
     let capacity = (seconds * sample_rate as f64).ceil().max(1.0) as u64;
     let data = (0..capacity as usize * width)

@@ -117,7 +117,13 @@ impl InputRecorder {
         let thread = std::thread::Builder::new()
             .name("morphrt-input-record".into())
             .spawn(move || copier.run(&st))
-            .map_err(|e| FileError::io(&path, "cannot start the recorded input's writer".to_string(), e))?;
+            .map_err(|e| {
+                FileError::io(
+                    &path,
+                    "cannot start the recorded input's writer".to_string(),
+                    e,
+                )
+            })?;
         Ok(InputRecorder {
             thread: Some(thread),
             stop,
@@ -144,7 +150,10 @@ impl InputRecorder {
         let Copier { take, lost, .. } = copier;
         let (frames, error) = take.map(Take::finish).unwrap_or((0, None));
         let sha256 = file_sha256_hex(&self.path).map_err(|e| {
-            format!("cannot read back the recorded input `{}`: {e}", self.path.display())
+            format!(
+                "cannot read back the recorded input `{}`: {e}",
+                self.path.display()
+            )
         })?;
         Ok(RecordedInput {
             path: self.path.clone(),

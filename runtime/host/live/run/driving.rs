@@ -8,18 +8,18 @@ use super::timing::NodeTiming;
 use super::*;
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
+use crate::host::files::signals::{signal_name, InterruptGuard};
+use crate::host::live::control::Control;
 use crate::host::live::input::file::FileInputStatus;
 use crate::host::live::input::history::{history, History, HISTORY_SECONDS};
 use crate::host::live::input::record::{stored_format, InputRecorder};
 use crate::host::live::input::{InputFormat, LiveInput};
-use crate::host::live::tap::Existing;
-use crate::host::record::input::recorded_name;
-use crate::host::files::signals::{signal_name, InterruptGuard};
-use crate::host::live::control::Control;
 use crate::host::live::keys::{Command, Input, KeyListener};
 use crate::host::live::player::{Controls, Meters, Player, TimingLink};
 use crate::host::live::session::{LiveSession, Reason};
+use crate::host::live::tap::Existing;
 use crate::host::live::watch::FileWatcher;
+use crate::host::record::input::recorded_name;
 use crate::host::record::journal::{Journal, Record};
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -152,8 +152,11 @@ impl SessionInput {
             return;
         };
         if let Some(e) = status.take_error() {
-            let _ = writeln!(log, "
-warning: {e}; the input is silence from there");
+            let _ = writeln!(
+                log,
+                "
+warning: {e}; the input is silence from there"
+            );
         }
         if let (false, Some(frames)) = (self.said_end, status.ended()) {
             self.said_end = true;
@@ -177,7 +180,6 @@ warning: input `{}`: {late} frames came too late from the disk and were read as 
         }
     }
 }
-
 
 impl Control for LiveControl {
     fn tick(&mut self, log: &mut dyn Write) {
