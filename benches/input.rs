@@ -163,7 +163,7 @@ impl LiveInput for Tone {
     }
     fn read(&mut self, dst: &mut [f64]) {
         for f in dst.chunks_exact_mut(2) {
-            let x = (self.0 as f64 * 0.01).sin() * 0.5;
+            let x = libm::sin(self.0 as f64 * 0.01) * 0.5;
             f[0] = (x * 32767.0).round() / 32767.0;
             f[1] = -f[0];
             self.0 += 1;

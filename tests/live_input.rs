@@ -51,7 +51,7 @@ fn write_input(path: &Path, seconds: f64, bits: u16) {
     for n in 0..(seconds * 48_000.0) as u64 {
         x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         let noise = (x >> 8) as f64 / (1u32 << 24) as f64 - 0.5;
-        w.write_sample(((n as f64 * 0.021).sin() * 0.6 * full) as i32)
+        w.write_sample((libm::sin(n as f64 * 0.021) * 0.6 * full) as i32)
             .unwrap();
         w.write_sample((noise * 0.8 * full) as i32).unwrap();
     }

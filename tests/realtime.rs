@@ -730,7 +730,7 @@ mod input_history {
 
     /// Input sample n of channel c: a deterministic, non-periodic signal.
     fn sample(n: u64, c: usize) -> f64 {
-        let x = (n as f64 * 0.013 + c as f64).sin() * 0.7;
+        let x = libm::sin(n as f64 * 0.013 + c as f64) * 0.7;
         x as f32 as f64
     }
 

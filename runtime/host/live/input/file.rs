@@ -84,15 +84,15 @@ impl Drop for Reader {
     }
 }
 
+/// A file opened as the session's input: the callback's end, and what it
+/// tells the control thread.
+pub type Opened = (Box<dyn LiveInput>, Arc<FileInputStatus>);
+
 /// Opens `path` as the input of a session at `sample_rate` whose scene
 /// reads `channels` input channels: the file must play at the session's
 /// rate and have at least that many channels (exit 2, naming both). The
 /// ring is full when this returns.
-pub fn open(
-    path: &Path,
-    sample_rate: u32,
-    channels: usize,
-) -> Result<(Box<dyn LiveInput>, Arc<FileInputStatus>), HostError> {
+pub fn open(path: &Path, sample_rate: u32, channels: usize) -> Result<Opened, HostError> {
     let refused = |msg: String| {
         HostError::Input(vec![Diagnostic::error(
             &path.display().to_string(),

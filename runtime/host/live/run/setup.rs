@@ -10,7 +10,7 @@ use crate::host::files::error::FileError;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::live::device::clock::{ClockDevice, CLOCK_DEVICE};
 use crate::host::live::device::{self, Device};
-use crate::host::live::input::{self, file::FileInputStatus, LiveInput};
+use crate::host::live::input;
 use crate::host::live::session::LiveSession;
 use crate::host::live::tap::{Existing, Tap, TapWriter};
 use crate::host::machine::calibration;
@@ -307,7 +307,7 @@ impl FirstEngine {
 pub(super) fn file_input(
     opts: &RunOptions,
     plan: &crate::graph::Plan,
-) -> Result<Option<(Box<dyn LiveInput>, Arc<FileInputStatus>)>, HostError> {
+) -> Result<Option<input::file::Opened>, HostError> {
     match &opts.input {
         Some(path) => Ok(Some(input::file::open(
             path,
