@@ -97,7 +97,10 @@
 //!   `host/live/run/capture.rs`;
 //!   `morphrt run` `host/live/run/` (its setup `host/live/run/setup.rs`, what
 //!   drives it `host/live/run/driving.rs`), keys `host/live/keys.rs`, the tap that
-//!   records what the device played `host/live/tap.rs`.
+//!   records what the device played `host/live/tap.rs`; the session's input
+//!   `host/live/input/` (a file played as one `host/live/input/file.rs`, the
+//!   history handovers catch up through `host/live/input/history.rs`, its
+//!   recording beside the journal `host/live/input/record.rs`).
 //! - **Files** (`host/files/`): the output rules every written file obeys
 //!   `host/files/rules.rs`, carried out by the one atomic, fsynced writer
 //!   `host/files/write.rs`, with its errors `host/files/error.rs`; the lock
@@ -110,7 +113,8 @@
 //!   ticks and labels `host/offline/axes.rs` and the picture with its
 //!   bitmap font `host/offline/canvas.rs`.
 //! - **Records** (`host/record/`): journal and replay
-//!   `host/record/journal.rs`; snapshots and resume `host/record/snapshot/`
+//!   `host/record/journal.rs`; the recorded input replay feeds back
+//!   `host/record/input.rs`; snapshots and resume `host/record/snapshot/`
 //!   (the versioned format `host/record/snapshot/format.rs`, exact numbers
 //!   `host/record/snapshot/numbers.rs`, state ↔ records
 //!   `host/record/snapshot/codec.rs`, matching a plan and resuming

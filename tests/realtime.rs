@@ -881,3 +881,165 @@ mod capture_input {
         assert_eq!(opened.lock().unwrap().streams, 2);
     }
 }
+
+mod input_history {
+    //! The callback with a session input: each block read, pushed into the
+    //! input history and loaded into the engine, and a handover whose new
+    //! engine catches up through the history on the audio thread — no
+    //! allocation or free, and the swap is the one `replay` redoes from
+    //! the journal's N and S, bit for bit.
+
+    use super::{common, counts, realtime};
+    use morphrt::engine::incoming::{Incoming, Scripted};
+    use morphrt::engine::{InputBlock, InputFeed};
+    use morphrt::host::live::input::history::{fast_forward_through, history};
+    use morphrt::host::live::input::{InputFormat, LiveInput};
+    use morphrt::host::live::player::{Controls, FromAudio, Meters, Player, PlayerCell, ToAudio};
+    use morphrt::profile::Profile;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    /// Input sample n of channel c: a deterministic, non-periodic signal.
+    fn sample(n: u64, c: usize) -> f64 {
+        let x = libm::sin(n as f64 * 0.013 + c as f64) * 0.7;
+        x as f32 as f64
+    }
+
+    /// A live source of [`sample`], two channels.
+    struct Source(u64);
+    impl LiveInput for Source {
+        fn channels(&self) -> usize {
+            2
+        }
+        fn format(&self) -> InputFormat {
+            InputFormat::F32
+        }
+        fn read(&mut self, dst: &mut [f64]) {
+            for frame in dst.chunks_exact_mut(2) {
+                frame[0] = sample(self.0, 0);
+                frame[1] = sample(self.0, 1);
+                self.0 += 1;
+            }
+        }
+    }
+
+    /// The same signal as an offline feed.
+    struct Feed;
+    impl InputFeed for Feed {
+        fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
+            for c in 0..block.channels() {
+                for (i, d) in block.channel_mut(c).iter_mut().enumerate() {
+                    *d = sample(start + i as u64, c);
+                }
+            }
+        }
+    }
+
+    fn scene(cutoff: &str) -> String {
+        format!(
+            r#"{{"version":"1.0","seed":3,"sample_rate":48000,
+            "nodes":[{{"id":"mic","op":"input","params":{{"channel":1}}}},
+                     {{"id":"lp","op":"onepole","params":{{"cutoff":"{cutoff}"}}}}],
+            "edges":[{{"from":"mic","to":"lp"}}],
+            "outputs":{{"main":["lp"]}}}}"#
+        )
+    }
+
+    fn incoming(cutoff: &str) -> Incoming {
+        Incoming::from_plan(
+            common::plan(&scene(cutoff), Some(Profile::Repro), 64),
+            None,
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn input_history_and_a_catch_up_swap_never_allocate_and_replay() {
+        let first = incoming("2kHz");
+        let meters = Arc::new(Meters::default());
+        let mut player = Player::new(
+            *first.engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            Arc::new(Controls::default()),
+            std::time::Instant::now(),
+        );
+        player.set_input(Box::new(Source(0)));
+        let (writer, hist) = history(2, 48_000, 8.0, 0);
+        player.set_history(writer);
+        let mut link = player.link();
+        let cell = PlayerCell::new(player);
+        let mut buf = vec![0.0f32; 48 * 2];
+        let mut played = Vec::new();
+        let (a0, f0) = counts();
+        let mut fill = |played: &mut Vec<f32>| {
+            realtime(|| cell.fill(&mut buf));
+            played.extend_from_slice(&buf);
+        };
+        for _ in 0..40 {
+            fill(&mut played);
+        }
+        link.send(ToAudio::Capture(first.capture)).ok().unwrap();
+        let (state, n) = loop {
+            fill(&mut played);
+            if let Some(FromAudio::Captured { state, at }) = link.receive() {
+                break (state, at);
+            }
+        };
+        let mut next = incoming("700Hz");
+        next.engine.migrate(&state, n);
+        next.engine.set_swap_sample(u64::MAX);
+        let m = fast_forward_through(&mut next.engine, &hist, u64::MAX).unwrap();
+        // The audio clock moves on five blocks before the offer arrives.
+        while meters.clock.load(Ordering::Relaxed) < m + 5 * 64 {
+            fill(&mut played);
+        }
+        link.send(ToAudio::CatchUp {
+            engine: next.engine,
+            from: m,
+            fade: 0,
+        })
+        .ok()
+        .unwrap();
+        let s = loop {
+            fill(&mut played);
+            match link.receive() {
+                Some(FromAudio::Swapped { at }) => break at,
+                Some(FromAudio::Refused { clock, .. }) => panic!("refused at {clock}"),
+                _ => {}
+            }
+        };
+        for _ in 0..40 {
+            fill(&mut played);
+        }
+        let (a1, f1) = counts();
+        assert_eq!(
+            (a1 - a0, f1 - f0),
+            (0, 0),
+            "the callback allocated or freed"
+        );
+        assert!(
+            s > m + 5 * 64,
+            "it caught up over several blocks: M {m}, S {s}"
+        );
+        drop(link.receive());
+
+        // The replay: the same N and S, every engine fed the same input.
+        let mut first = incoming("2kHz");
+        first.engine.set_input_feed(Box::new(Feed));
+        let mut deck = Scripted::new(first, 2);
+        let mut next = incoming("700Hz");
+        next.engine.set_input_feed(Box::new(Feed));
+        deck.handover_at(next, n, s, 0).unwrap();
+        let frames = played.len() as u64 / 2;
+        deck.play_to(frames);
+        let again = deck.into_device_samples(frames, None);
+        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&again) == bits(&played),
+            "the replay differs from what was played"
+        );
+    }
+}

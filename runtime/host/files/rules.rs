@@ -156,6 +156,16 @@ impl Kind {
         stream: false,
         pipe_hint: "",
     };
+    /// The input a journaled session read, kept beside its journal.
+    pub const RECORDED_INPUT: Kind = Kind {
+        writer: "run --input",
+        what: "WAV files",
+        noun: "the recorded input",
+        flag: "--journal",
+        extensions: WAV,
+        stream: false,
+        pipe_hint: "",
+    };
     /// `plot -o`: a PNG picture.
     pub const PLOT: Kind = Kind {
         writer: "plot",

@@ -5,6 +5,7 @@
 
 use crate::dsp::fpmode::FpGuard;
 use crate::engine::{faded, stop_fade_gain, Deck, Engine, EngineState, NodeTime};
+use crate::host::live::input::history::HistoryWriter;
 use crate::host::live::input::LiveInput;
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::cell::{Cell, UnsafeCell};
@@ -140,7 +141,38 @@ pub enum ToAudio {
         at: u64,
         fade: u64,
     },
+    /// Play `engine`, which reads the session's input and stands at `from`
+    /// (a block boundary the audio clock has reached: the input after it
+    /// had not been read when it was sent), once it has caught up with the
+    /// clock through the input history: up to [`CATCH_UP_PER_BLOCK`] of its
+    /// blocks before each of the session's, then the swap at the clock S
+    /// it reached. Refused if the clock is more than [`CATCH_UP_LIMIT`]
+    /// blocks past `from`.
+    CatchUp {
+        engine: Box<Engine>,
+        from: u64,
+        fade: u64,
+    },
 }
+
+/// How many blocks past its `from` a [`ToAudio::CatchUp`] engine may be
+/// when it arrives.
+///
+/// Why the audio thread catches up at all: the new engine's fast-forward
+/// from the capture N to the swap S needs the input of N..S, and the
+/// input of a live source arrives only as the clock gets there. The
+/// control thread fast-forwards through the history as far as it reaches
+/// (a clock M the audio thread has passed, by a block or two once the
+/// control thread has caught up) and the audio thread, the history's
+/// writer, runs the last blocks M..S. Spreading them over the callbacks,
+/// at most [`CATCH_UP_PER_BLOCK`] a block, bounds what one callback
+/// spends on them (the new engine's block, twice) instead of running a
+/// whole gap in one; a gap of a block or two swaps in the first callback.
+pub const CATCH_UP_LIMIT: u64 = 8;
+
+/// Blocks of a catching-up engine run before each block of the session:
+/// two gain one block on the clock per callback.
+pub const CATCH_UP_PER_BLOCK: usize = 2;
 
 /// A reply from the audio thread.
 pub enum FromAudio {
@@ -341,7 +373,8 @@ fn timing_pair() -> (TimingLink, TimingEnds) {
     )
 }
 
-/// An offer that came early, kept until the clock reaches its swap sample.
+/// An offer that came early, kept until the clock reaches its swap sample
+/// (or, catching up through the input history, until it reaches the clock).
 struct HeldOffer {
     engine: Box<Engine>,
     /// The swap sample (S).
@@ -359,6 +392,9 @@ pub struct Player {
     timing: TimingEnds,
     /// An offer waiting for its swap sample.
     held: Option<HeldOffer>,
+    /// An engine catching up with the clock through the input history
+    /// (its `at` is where it stands).
+    catching_up: Option<HeldOffer>,
     /// A capture being copied in parts, one before each block.
     capturing: Option<Box<EngineState>>,
     /// Replies the full queue did not take yet, oldest first (capacity
@@ -391,6 +427,9 @@ pub struct Player {
     input: Option<Box<dyn LiveInput>>,
     /// One block of input, interleaved (`block × input channels`).
     input_buf: Vec<f64>,
+    /// Where each block of input is kept after it is read, for handovers
+    /// and the journal's recorded input.
+    history: Option<HistoryWriter>,
 }
 
 impl Player {
@@ -412,6 +451,7 @@ impl Player {
             link: link_pair().1,
             timing: timing_pair().1,
             held: None,
+            catching_up: None,
             capturing: None,
             outbox: VecDeque::with_capacity(OUTBOX),
             fifo: vec![0.0; block * device_channels],
@@ -433,6 +473,7 @@ impl Player {
             tap: None,
             input: None,
             input_buf: Vec::new(),
+            history: None,
         }
     }
 
@@ -441,6 +482,12 @@ impl Player {
     pub fn set_input(&mut self, input: Box<dyn LiveInput>) {
         self.input_buf = vec![0.0; self.deck.block_size() * input.channels().max(1)];
         self.input = Some(input);
+    }
+
+    /// Keeps every block of input read (after [`set_input`](Self::set_input))
+    /// in `history`, whose first frame is the engine's clock now.
+    pub fn set_history(&mut self, history: HistoryWriter) {
+        self.history = Some(history);
     }
 
     /// Records every performance frame the device gets (after the output
@@ -507,7 +554,14 @@ impl Player {
         if let Some(held) = self.held.take() {
             self.offer(held.engine, held.at, held.fade_frames, clock);
         }
-        while self.held.is_none() && self.capturing.is_none() && self.outbox.len() + 2 < OUTBOX {
+        if let Some(c) = self.catching_up.take() {
+            self.catch_up(c.engine, c.fade_frames, clock);
+        }
+        while self.held.is_none()
+            && self.catching_up.is_none()
+            && self.capturing.is_none()
+            && self.outbox.len() + 2 < OUTBOX
+        {
             let Ok(req) = self.link.requests.pop() else {
                 break;
             };
@@ -520,8 +574,51 @@ impl Player {
                     }
                 }
                 ToAudio::Offer { engine, at, fade } => self.offer(engine, at, fade, clock),
+                ToAudio::CatchUp { engine, from, fade } => {
+                    let block = self.deck.block_size() as u64;
+                    if clock.saturating_sub(from) > CATCH_UP_LIMIT * block || from > clock {
+                        self.send(FromAudio::Refused { engine, clock });
+                    } else {
+                        self.catch_up(engine, fade, clock);
+                    }
+                }
             }
         }
+    }
+
+    /// Runs an engine that reads the input up to [`CATCH_UP_PER_BLOCK`]
+    /// blocks through the history towards `clock`; swaps it in once there
+    /// (S = the clock, where its edit's changes start). Keeps it for the
+    /// next block otherwise; refuses it if the history no longer holds
+    /// what it needs. Real-time safe: the history is only read, and the
+    /// blocks run into the engine's own buffers.
+    fn catch_up(&mut self, mut engine: Box<Engine>, fade_frames: u64, clock: u64) {
+        let block = self.deck.block_size();
+        for _ in 0..CATCH_UP_PER_BLOCK {
+            let at = engine.clock();
+            if at >= clock {
+                break;
+            }
+            let Some(history) = &self.history else {
+                break;
+            };
+            if !history.load(at, &mut engine.input_block(block)) {
+                self.send(FromAudio::Refused { engine, clock });
+                return;
+            }
+            engine.fast_forward(at + block as u64);
+        }
+        if engine.clock() < clock && self.history.is_some() {
+            let at = engine.clock();
+            self.catching_up = Some(HeldOffer {
+                engine,
+                at,
+                fade_frames,
+            });
+            return;
+        }
+        engine.set_swap_sample(clock);
+        self.offer(engine, clock, fade_frames, clock);
     }
 
     fn offer(&mut self, engine: Box<Engine>, at: u64, fade_frames: u64, clock: u64) {
@@ -584,6 +681,9 @@ impl Player {
         if let Some(input) = &mut self.input {
             input.read(&mut self.input_buf);
             let width = input.channels();
+            if let Some(history) = &mut self.history {
+                history.push(&self.input_buf);
+            }
             self.deck.load_input(&self.input_buf, width, block);
         }
         self.deck.process(block);

@@ -30,6 +30,7 @@ use crate::engine::incoming::{
 };
 use crate::engine::{EngineState, Migration, Notice};
 use crate::host::files::rules::Inputs;
+use crate::host::live::input::history::{fast_forward_through, History, Miss};
 use crate::host::live::player::{FromAudio, Link, Meters, ToAudio};
 use crate::profile::Profile;
 use crate::scene::Diagnostic;
@@ -127,6 +128,9 @@ enum Phase {
         refusals: u32,
         resources: Vec<(String, PathBuf)>,
         events: Events,
+        /// Offered to catch up through the input history from `at`: the
+        /// swap comes at the clock the audio thread reaches with it.
+        catching_up: bool,
     },
     /// Swapped; waiting for the old engine to come back (after its fade).
     Retiring,
@@ -180,6 +184,9 @@ pub struct LiveSession {
     /// Files the session reads besides the scene and its resources (the
     /// snapshot it resumed from), which a snapshot file must not replace.
     protected: Inputs,
+    /// The input the callback has read, when the session has an input: a
+    /// new engine that reads it catches up through it.
+    history: Option<History>,
 }
 
 impl LiveSession {
@@ -232,7 +239,16 @@ impl LiveSession {
             snapshot_wanted: None,
             snapshots: Vec::new(),
             protected: Inputs::default(),
+            history: None,
         }
+    }
+
+    /// The history of the session's input: from now on a new engine that
+    /// reads the input is fast-forwarded through it and catches up with
+    /// the audio clock there ([`ToAudio::CatchUp`]); an engine that reads
+    /// none is placed ahead of the clock as before.
+    pub fn set_history(&mut self, history: History) {
+        self.history = Some(history);
     }
 
     /// Files besides the scene and its resources that no snapshot file may
@@ -554,7 +570,8 @@ impl LiveSession {
         // The buffer shaped for the playing engine stays ours until the
         // swap happens.
         let t1 = Instant::now();
-        let s = match self.place(&mut incoming.engine, at) {
+        let catching_up = self.reads_history(&incoming.engine);
+        let s = match self.place_any(&mut incoming.engine, at, catching_up) {
             Ok(s) => s,
             Err(why) => {
                 self.capture = Some(state);
@@ -569,11 +586,7 @@ impl LiveSession {
         let asked = incoming.asked.clone();
         let resources = std::mem::take(&mut incoming.resources);
         let events = self.compare_events(std::mem::take(&mut incoming.events), at);
-        if let Err(e) = self.link.send(ToAudio::Offer {
-            engine: incoming.engine,
-            at: s,
-            fade,
-        }) {
+        if let Err(e) = self.link.send(offer(incoming.engine, s, fade, catching_up)) {
             // The queue holds 16 and a handover uses 2: cannot happen; keep
             // the session consistent anyway.
             drop(e);
@@ -602,7 +615,87 @@ impl LiveSession {
             refusals: 0,
             resources,
             events,
+            catching_up,
         };
+    }
+
+    /// Whether `engine` is handed over through the input history: it reads
+    /// the input, and the session has one.
+    fn reads_history(&self, engine: &crate::engine::Engine) -> bool {
+        self.history.is_some() && engine.input_channels() > 0
+    }
+
+    /// Places `engine`, captured or refused at `from`: ahead of the audio
+    /// clock ([`place`](Self::place)), or through the input history when
+    /// `catching_up` ([`place_behind`](Self::place_behind)). Returns the
+    /// sample to offer it at.
+    fn place_any(
+        &mut self,
+        engine: &mut crate::engine::Engine,
+        from: u64,
+        catching_up: bool,
+    ) -> Result<u64, Unplaced> {
+        match (&self.history, catching_up) {
+            (Some(h), true) => {
+                let h = h.clone();
+                self.place_behind(engine, &h)
+            }
+            _ => self.place(engine, from),
+        }
+    }
+
+    /// Fast-forwards an engine that reads the input through the history
+    /// until it stands within [`BEHIND_AT_OFFER`] blocks of where the
+    /// history reaches (the audio clock), with its swap sample left open
+    /// (the audio thread sets it where it swaps). Returns where it stands
+    /// (M). Gives up, as [`place`](Self::place) does, when the session
+    /// stops, when fast-forwarding cannot keep up for [`MAX_LEAD_SECONDS`],
+    /// or when the history no longer holds the input it needs.
+    fn place_behind(
+        &self,
+        engine: &mut crate::engine::Engine,
+        history: &History,
+    ) -> Result<u64, Unplaced> {
+        let block = self.fixed.block_size as u64;
+        let sr = self.fixed.sample_rate as f64;
+        engine.set_swap_sample(u64::MAX);
+        let (started, first) = (Instant::now(), engine.clock());
+        loop {
+            let m = fast_forward_through(engine, history, u64::MAX).map_err(|miss| {
+                let held = match miss {
+                    Miss::Gone(from) | Miss::NotYet(from) => from,
+                };
+                Unplaced::Behind(format!(
+                    "the input history holds the last {:.1} s, from {:.3} s on, but the new engine needs the input from {:.3} s",
+                    history.capacity() as f64 / sr,
+                    held as f64 / sr,
+                    engine.clock() as f64 / sr
+                ))
+            })?;
+            if self.stopping() {
+                return Err(Unplaced::Stopping);
+            }
+            if history.written().saturating_sub(m) <= BEHIND_AT_OFFER * block {
+                return Ok(m);
+            }
+            let wall = started.elapsed();
+            if wall > Duration::from_secs(MAX_LEAD_SECONDS) {
+                let rate = (m - first) as f64 / sr / wall.as_secs_f64().max(1e-9);
+                let behind = history.written().saturating_sub(m);
+                return Err(Unplaced::Behind(format!(
+                    "fast-forwarding through the input ran at {rate:.2}× real time, {:.0} ms behind the audio clock after {:.1} s",
+                    behind as f64 * 1e3 / sr,
+                    wall.as_secs_f64()
+                )));
+            }
+        }
+    }
+
+    /// Whether the session is stopping (`q`, a stop signal, the end).
+    fn stopping(&self) -> bool {
+        self.meters.stop_at.load(Ordering::Relaxed) != u64::MAX
+            || self.meters.finished.load(Ordering::Relaxed)
+            || crate::host::files::signals::stop_caught()
     }
 
     /// The offered engine's events against the playing one's, for a
@@ -684,10 +777,7 @@ impl LiveSession {
         let limit = Duration::from_secs(MAX_LEAD_SECONDS);
         while engine.clock() < s {
             engine.fast_forward(s.min(engine.clock() + chunk));
-            if self.meters.stop_at.load(Ordering::Relaxed) != u64::MAX
-                || self.meters.finished.load(Ordering::Relaxed)
-                || crate::host::files::signals::stop_caught()
-            {
+            if self.stopping() {
                 return Err(Unplaced::Stopping);
             }
             if started.elapsed() > limit {
@@ -743,6 +833,7 @@ impl LiveSession {
             job_reason,
             profile,
             text,
+            catching_up,
             ..
         } = &self.phase
         else {
@@ -750,15 +841,18 @@ impl LiveSession {
             return;
         };
         let (fade, reason, profile, text) = (*fade, job_reason.clone(), *profile, text.clone());
-        // The audio thread was faster than expected: keep more headroom
-        // from now on (at most half a second).
-        let block = self.fixed.block_size as u64;
-        self.lead = (self.lead * 2)
-            .min(self.fixed.sample_rate as u64 / 2)
-            .div_ceil(block)
-            * block;
+        let catching_up = *catching_up;
+        if !catching_up {
+            // The audio thread was faster than expected: keep more headroom
+            // from now on (at most half a second).
+            let block = self.fixed.block_size as u64;
+            self.lead = (self.lead * 2)
+                .min(self.fixed.sample_rate as u64 / 2)
+                .div_ceil(block)
+                * block;
+        }
         let t = Instant::now();
-        let s = match self.place(&mut engine, clock) {
+        let s = match self.place_any(&mut engine, clock, catching_up) {
             Ok(s) => s,
             Err(why) => {
                 drop(engine);
@@ -777,15 +871,7 @@ impl LiveSession {
             *refusals += 1;
             *ff_time += t.elapsed();
         }
-        if self
-            .link
-            .send(ToAudio::Offer {
-                engine,
-                at: s,
-                fade,
-            })
-            .is_err()
-        {
+        if self.link.send(offer(engine, s, fade, catching_up)).is_err() {
             let _ = writeln!(
                 log,
                 "\nwarning: the audio thread is not taking requests; edit dropped"
@@ -812,11 +898,13 @@ impl LiveSession {
             refusals,
             resources,
             events,
+            catching_up,
         } = std::mem::replace(&mut self.phase, Phase::Retiring)
         else {
             return;
         };
-        debug_assert_eq!(at, offered);
+        // One caught up through the history swaps where it reached the clock.
+        debug_assert!(at == offered || (catching_up && at > offered));
         let latency = SystemTime::now().duration_since(since).ok();
         let sr = self.fixed.sample_rate as f64;
         let mut line = match &job_reason {
@@ -960,6 +1048,26 @@ pub const HANDOVER_BUDGET: f64 = 0.5;
 /// How far ahead of the audio clock a handover may be placed before it is
 /// given up, in seconds of audio.
 const MAX_LEAD_SECONDS: u64 = 2;
+
+/// How many blocks behind the history's end an engine catching up through
+/// it may be offered at: the audio thread runs those (and the blocks it
+/// plays meanwhile) itself, gaining a block per callback.
+const BEHIND_AT_OFFER: u64 = 2;
+
+/// The request that hands `engine` over at `at`: a swap at S = `at`
+/// ahead of the clock, or, `catching_up`, the catch-up from M = `at`
+/// through the input history.
+fn offer(engine: Box<crate::engine::Engine>, at: u64, fade: u64, catching_up: bool) -> ToAudio {
+    if catching_up {
+        ToAudio::CatchUp {
+            engine,
+            from: at,
+            fade,
+        }
+    } else {
+        ToAudio::Offer { engine, at, fade }
+    }
+}
 
 /// Why `plan` cannot be handed over in a live session, as an error message:
 /// its estimated cost per block over [`HANDOVER_BUDGET`] of the block's

@@ -217,6 +217,19 @@ struct Setup {
     paused: bool,
 }
 
+/// The most whole frames of `channels` × `format` a WAV's 32-bit sizes hold.
+fn max_frames(channels: u16, format: WavFormat) -> u64 {
+    let frame = WavLayout {
+        channels,
+        sample_rate: 1,
+        format,
+        frames: 0,
+    }
+    .bytes_per_sample()
+        * channels.max(1) as u64;
+    MAX_DATA_BYTES / frame
+}
+
 impl TapWriter {
     /// Creates the writer for `path`, which protects no input (a session
     /// checks its capture against its inputs with [`Kind::CAPTURE`] and
@@ -365,7 +378,7 @@ fn setup(channels: u16, sample_rate: u32, ring_frames: usize) -> Setup {
         channels,
         sample_rate,
         ring_frames,
-        max_frames: MAX_DATA_BYTES / (4 * channels.max(1) as u64),
+        max_frames: max_frames(channels, WavFormat::F32),
         paused: false,
     }
 }
@@ -376,8 +389,10 @@ struct Drain {
     take: Take,
 }
 
-/// The open capture file and what its header says.
-struct Take {
+/// An open WAV file growing under its final name, its header's sizes kept
+/// current ([`Take::keep_current`]): the capture's file, and the recorded
+/// input a journal keeps ([`crate::host::live::input::record`]).
+pub(crate) struct Take {
     file: File,
     /// The file's shape; `frames` is what its data holds, in whole frames.
     layout: WavLayout,
@@ -430,9 +445,7 @@ impl Drain {
             if s == FINISH || s == ABANDON || tap_gone {
                 break s == ABANDON;
             }
-            if self.take.is_stale() && self.take.updated.elapsed() >= HEADER_INTERVAL {
-                self.take.update_header();
-            }
+            self.take.keep_current();
             std::thread::sleep(DRAIN_INTERVAL);
         };
         self.take.close(abandoned)
@@ -459,6 +472,28 @@ impl Take {
     /// Creates the file under its final name and writes the header of an
     /// empty WAV, synced, so even a capture cut at once is a valid file.
     fn create(output: Output, existing: Existing, setup: &Setup) -> Result<Take, FileError> {
+        Take::create_as(output, existing, setup, WavFormat::F32)
+    }
+
+    /// Creates a file of `channels` × `format` samples at `sample_rate`
+    /// (see [`create`](Self::create)), up to the WAV size limit.
+    pub(crate) fn create_file(
+        output: Output,
+        existing: Existing,
+        (channels, sample_rate): (u16, u32),
+        format: WavFormat,
+    ) -> Result<Take, FileError> {
+        let mut s = setup(channels, sample_rate, 1);
+        s.max_frames = max_frames(channels, format);
+        Take::create_as(output, existing, &s, format)
+    }
+
+    fn create_as(
+        output: Output,
+        existing: Existing,
+        setup: &Setup,
+        format: WavFormat,
+    ) -> Result<Take, FileError> {
         let named = output.named();
         let shown = output.shown.clone();
         let placed = output.create_in_place(existing)?;
@@ -467,7 +502,7 @@ impl Take {
             layout: WavLayout {
                 channels: setup.channels,
                 sample_rate: setup.sample_rate,
-                format: WavFormat::F32,
+                format,
                 frames: 0,
             },
             target: placed.path,
@@ -504,6 +539,12 @@ impl Take {
     /// Appends whole frames of `samples`, up to the size limit; after the
     /// limit or a write error they are only counted.
     fn write(&mut self, samples: &[f32]) {
+        self.write_with(samples, |x, out| out.extend_from_slice(&x.to_le_bytes()));
+    }
+
+    /// Appends whole frames of `samples`, each encoded by `encode` into
+    /// the file's sample format, as [`write`](Self::write) does.
+    pub(crate) fn write_with<T>(&mut self, samples: &[T], encode: impl Fn(&T, &mut Vec<u8>)) {
         self.received += samples.len() as u64;
         let ch = self.layout.channels as u64;
         if self.error.is_some() || samples.is_empty() {
@@ -513,25 +554,65 @@ impl Take {
         let take = samples
             .len()
             .min(usize::try_from(room).unwrap_or(usize::MAX));
-        self.bytes.clear();
-        self.bytes
-            .extend(samples[..take].iter().flat_map(|x| x.to_le_bytes()));
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes.clear();
+        samples[..take].iter().for_each(|x| encode(x, &mut bytes));
+        let written = self.append(&bytes);
+        self.bytes = bytes;
+        if let Err(e) = written {
+            return self.stop_at_error(e);
+        }
+        self.layout.frames = self.data_bytes / self.frame_bytes();
+    }
+
+    /// Writes `bytes` at the end of the data, counting what reached the file.
+    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         let mut at = 0;
-        while at < self.bytes.len() {
-            match self.file.write(&self.bytes[at..]) {
-                Ok(0) => {
-                    let e = std::io::Error::from(std::io::ErrorKind::WriteZero);
-                    return self.stop_at_error(e);
-                }
+        while at < bytes.len() {
+            match self.file.write(&bytes[at..]) {
+                Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero)),
                 Ok(k) => {
                     self.data_bytes += k as u64;
                     at += k;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return self.stop_at_error(e),
+                Err(e) => return Err(e),
             }
         }
-        self.layout.frames = self.data_bytes / (4 * ch);
+        Ok(())
+    }
+
+    /// Bytes of one frame.
+    fn frame_bytes(&self) -> u64 {
+        self.layout.bytes_per_sample() * self.layout.channels.max(1) as u64
+    }
+
+    /// Frames the header counts (what a crash leaves readable).
+    pub(crate) fn frames_in_header(&self) -> u64 {
+        self.in_header
+    }
+
+    /// Brings the header's sizes up to date (and syncs) when frames came
+    /// since it last did and [`HEADER_INTERVAL`] has passed.
+    pub(crate) fn keep_current(&mut self) {
+        if self.is_stale() && self.updated.elapsed() >= HEADER_INTERVAL {
+            self.update_header();
+        }
+    }
+
+    /// Writes the final sizes (and the pad byte an odd data chunk needs):
+    /// the frames in the file, and the write error that stopped it early.
+    pub(crate) fn finish(mut self) -> (u64, Option<FileError>) {
+        if self.error.is_none() && self.layout.pad_len() > 0 {
+            let pad = self
+                .file
+                .write_all_at(&[0], self.header().len() as u64 + self.data_bytes);
+            if let Err(e) = pad {
+                self.stop_at_error(e);
+            }
+        }
+        let w = self.close(false);
+        (w.frames, w.error)
     }
 
     /// The header for the frames written so far.
@@ -573,7 +654,7 @@ impl Take {
         if self.error.is_some() {
             return;
         }
-        let frame = 4 * self.layout.channels as u64;
+        let frame = self.frame_bytes();
         self.layout.frames = self.data_bytes / frame;
         self.data_bytes = self.layout.frames * frame;
         let header_len = self.header().len() as u64;

@@ -21,6 +21,7 @@ use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::wav::{WavFormat, WavLayout};
 use crate::host::files::write::write_file;
 use crate::host::machine::{build_id, cpu_info};
+use crate::host::record::input::RecordedInputFile;
 use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::Diagnostic;
@@ -94,6 +95,20 @@ pub enum Record {
     },
     /// A snapshot written while playing.
     Snapshot { at: u64, file: String },
+    /// The session reads an input, recorded beside the journal in `file`
+    /// (relative to the journal's directory; `format` is `i16`, `i24` or
+    /// `f32`) from engine sample `start`, the session's first; `source` is
+    /// where it came from (a file, a device). Written before it plays.
+    Input {
+        file: String,
+        source: String,
+        channels: usize,
+        format: String,
+        start: u64,
+    },
+    /// The recorded input is complete: `frames` frames, SHA-256 `sha256`
+    /// of the whole file (`replay` refuses a file that differs).
+    InputEnd { frames: u64, sha256: String },
     /// The session had played up to sample `at` (written every second of
     /// audio, so a session cut off by a crash replays up to there).
     Progress { at: u64 },
@@ -489,6 +504,18 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
             HostError::Input(d)
         })
     };
+    let recorded = recorded_input(&session, path, (channels_of(&session), sample_rate))?;
+    let compile = |text: &str, fixed: &SessionFixed, p: Profile| -> Result<Incoming, HostError> {
+        let mut inc = compile(text, fixed, p)?;
+        if let Some(r) = recorded
+            .as_ref()
+            .filter(|_| inc.engine.input_channels() > 0)
+        {
+            inc.engine
+                .set_input_feed(r.feed().map_err(|e| bad(path, None, e))?);
+        }
+        Ok(inc)
+    };
     let mut deck: Option<Scripted> = None;
     let mut end: Option<u64> = None;
     let mut stop: Option<(u64, u64)> = None;
@@ -496,7 +523,10 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     for r in &session.records {
         if !matches!(
             r,
-            Record::Scene { .. } | Record::Resume { .. } | Record::Header { .. }
+            Record::Scene { .. }
+                | Record::Resume { .. }
+                | Record::Header { .. }
+                | Record::Input { .. }
         ) {
             if let Some(inc) = scene_inc.take() {
                 deck = Some(Scripted::new(inc, channels));
@@ -574,6 +604,41 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     })
 }
 
+/// The input channels the session's recorded input has, from its record.
+fn channels_of(session: &Session) -> usize {
+    session
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Input { channels, .. } => Some(*channels),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+/// The journal's recorded input, checked (present, and unchanged when the
+/// journal's end says its SHA-256), or `None` when the session read none.
+/// A missing or changed file is refused naming it.
+fn recorded_input(
+    session: &Session,
+    journal: &Path,
+    (channels, sample_rate): (usize, u32),
+) -> Result<Option<RecordedInputFile>, HostError> {
+    let Some((file, start)) = session.records.iter().find_map(|r| match r {
+        Record::Input { file, start, .. } => Some((file, *start)),
+        _ => None,
+    }) else {
+        return Ok(None);
+    };
+    let sha = session.records.iter().find_map(|r| match r {
+        Record::InputEnd { sha256, .. } => Some(sha256.as_str()),
+        _ => None,
+    });
+    RecordedInputFile::check(&session.dir, file, (start, channels, sample_rate), sha)
+        .map(Some)
+        .map_err(|e| bad(journal, None, e))
+}
+
 /// The last sample a journal's records reach (a handover with its fade):
 /// where the replay of a journal without an end record stops.
 fn last_sample(records: &[Record]) -> u64 {
@@ -633,6 +698,10 @@ pub fn inputs(journal: &Path, session: &Session) -> Inputs {
         let kept: &[KeptResource] = match r {
             Record::Scene { resources, .. } | Record::Handover { resources, .. } => resources,
             Record::Resume { snapshot, .. } => std::slice::from_ref(snapshot),
+            Record::Input { file, .. } => {
+                inputs.add("the session's recorded input", &session.dir.join(file));
+                &[]
+            }
             _ => &[],
         };
         for k in kept {
@@ -735,6 +804,19 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
             ),
             Record::Snapshot { at, file } => {
                 format!("{}  snapshot {file}", t(session(*at), rate))
+            }
+            Record::Input {
+                file,
+                source,
+                channels,
+                format,
+                ..
+            } => format!(
+                "{}  input from {source} ({channels} ch, {format}), recorded in {file}",
+                t(0, rate)
+            ),
+            Record::InputEnd { frames, .. } => {
+                format!("{}  input recorded: {frames} frames", t(*frames, rate))
             }
             // One a second: the timeline is the events between them.
             Record::Progress { .. } => continue,

@@ -4,6 +4,10 @@
 //! the player never knows which it has. A capture device reaches the
 //! callback through a wait-free ring ([`ring`]) whose fill level is held
 //! steady against the drift between the two devices' clocks ([`drift`]).
+//!
+//! What the callback reads is kept in the input history ([`history`]),
+//! from which a handover's new engine catches up with the audio clock and
+//! from which the journal's recorded input is written ([`record`]).
 
 pub mod drift;
 pub mod ring;
@@ -26,3 +30,7 @@ pub trait LiveInput: Send {
     /// interleaved; frames the source cannot deliver in time are silence.
     fn read(&mut self, dst: &mut [f64]);
 }
+
+pub mod file;
+pub mod history;
+pub mod record;

@@ -6,13 +6,20 @@
 
 use super::timing::NodeTiming;
 use super::*;
-use crate::host::files::rules::{Inputs, Output};
+use crate::host::files::error::FileError;
+use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::Control;
+use crate::host::live::input::file::FileInputStatus;
+use crate::host::live::input::history::{history, History, HISTORY_SECONDS};
+use crate::host::live::input::record::{stored_format, InputRecorder};
+use crate::host::live::input::{InputFormat, LiveInput};
 use crate::host::live::keys::{Command, Input, KeyListener};
 use crate::host::live::player::{Controls, Meters, Player, TimingLink};
 use crate::host::live::session::{LiveSession, Reason};
+use crate::host::live::tap::Existing;
 use crate::host::live::watch::FileWatcher;
+use crate::host::record::input::recorded_name;
 use crate::host::record::journal::{Journal, Record};
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -51,8 +58,127 @@ pub(super) struct LiveControl {
     /// The sample of the last progress record, and the gap between two.
     pub(super) progressed: u64,
     pub(super) progress_every: u64,
+    /// The session's input, its history and its recording, if it has one.
+    pub(super) input: Option<SessionInput>,
     /// Reads the keys until dropped (after everything above).
     pub(super) _keys: KeyListener,
+}
+
+/// The session's input as the control side sees it: the history the
+/// callback writes, the file it is recorded in beside the journal, and
+/// what the source says of itself (a file's end).
+pub(super) struct SessionInput {
+    pub(super) history: History,
+    format: InputFormat,
+    /// What `--input FILE` tells (its end, frames read late).
+    status: Option<Arc<FileInputStatus>>,
+    /// The source for messages and the journal: the file as given.
+    source: String,
+    recorder: Option<InputRecorder>,
+    /// Said once each: the end of the file, frames read late so far.
+    said_end: bool,
+    said_late: u64,
+}
+
+impl SessionInput {
+    /// Gives `live` to the player with a history of its input starting at
+    /// the player's clock; the control side keeps the reading end.
+    pub(super) fn attach(
+        p: &mut Player,
+        live: Box<dyn LiveInput>,
+        status: Option<Arc<FileInputStatus>>,
+        source: String,
+    ) -> SessionInput {
+        let rate = p.engine().sample_rate();
+        let format = live.format();
+        let (writer, history) = history(live.channels(), rate, HISTORY_SECONDS, p.engine().clock());
+        p.set_input(live);
+        p.set_history(writer);
+        SessionInput {
+            history,
+            format,
+            status,
+            source,
+            recorder: None,
+            said_end: false,
+            said_late: 0,
+        }
+    }
+
+    /// Starts recording the input (at `rate`) beside `journal` and
+    /// journals where; says so when the format cannot keep every value.
+    fn record(
+        &mut self,
+        journal: &mut Journal,
+        (inputs, overwrite): (&Inputs, bool),
+        rate: u32,
+        log: &mut dyn Write,
+    ) -> Result<(), FileError> {
+        let path = recorded_name(journal.path());
+        let output = Output::prepare_with(&path, inputs, 0, &Kind::RECORDED_INPUT, overwrite)?;
+        let existing = if output.replace {
+            Existing::Replace
+        } else {
+            Existing::Refuse
+        };
+        let recorder =
+            InputRecorder::start(output, existing, self.history.clone(), (self.format, rate))?;
+        let (stored, exact) = stored_format(self.format);
+        journal.write(&Record::Input {
+            file: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            source: self.source.clone(),
+            channels: self.history.width(),
+            format: stored.name().to_string(),
+            start: self.history.origin(),
+        })?;
+        if !exact {
+            let _ = writeln!(
+                log,
+                "warning: the input's {} samples are recorded as 32-bit float: a replay may differ from the session in their last bits",
+                self.format.describe()
+            );
+        }
+        self.recorder = Some(recorder);
+        Ok(())
+    }
+
+    /// Says once that the file ended (the input is silence from there),
+    /// and warns when frames came late.
+    fn report(&mut self, sample_rate: u32, log: &mut dyn Write) {
+        let Some(status) = &self.status else {
+            return;
+        };
+        if let Some(e) = status.take_error() {
+            let _ = writeln!(
+                log,
+                "
+warning: {e}; the input is silence from there"
+            );
+        }
+        if let (false, Some(frames)) = (self.said_end, status.ended()) {
+            self.said_end = true;
+            let _ = writeln!(
+                log,
+                "
+input `{}` ended after {:.3} s ({frames} frames); the input is silence from here",
+                self.source,
+                frames as f64 / sample_rate as f64
+            );
+        }
+        let late = status.late_frames();
+        if late > self.said_late {
+            self.said_late = late;
+            let _ = writeln!(
+                log,
+                "
+warning: input `{}`: {late} frames came too late from the disk and were read as silence",
+                self.source
+            );
+        }
+    }
 }
 
 impl Control for LiveControl {
@@ -96,6 +222,9 @@ impl Control for LiveControl {
             }
         }
         self.session.tick(log);
+        if let Some(i) = &mut self.input {
+            i.report(self.session.fixed().sample_rate, log);
+        }
         self.timing.poll(log);
         self.journal_news(log);
         self.journal_progress(log);
@@ -156,7 +285,11 @@ impl LiveControl {
         let Some(j) = &mut self.journal else {
             return;
         };
-        let at = self.clock_start + self.meters.frames.load(Ordering::Relaxed);
+        let mut at = self.clock_start + self.meters.frames.load(Ordering::Relaxed);
+        // Never past the input the recording holds for sure.
+        if let Some(r) = self.input.as_ref().and_then(|i| i.recorder.as_ref()) {
+            at = at.min(r.durable_until());
+        }
         if at < self.progressed + self.progress_every {
             return;
         }
@@ -248,7 +381,7 @@ impl LiveControl {
         session: LiveSession,
         shared: Shared,
         (journal_output, inputs): (Option<Output>, &Inputs),
-        channels: usize,
+        (channels, mut input): (usize, Option<SessionInput>),
         snap_clock: Option<u64>,
         log: &mut dyn Write,
     ) -> Result<LiveControl, HostError> {
@@ -256,7 +389,16 @@ impl LiveControl {
         let watcher = start_watcher(opts, &watched, log);
         let journal = match journal_output {
             Some(output) => {
-                match start_journal(output, inputs, opts, &session, channels, snap_clock) {
+                let started = start_journal(output, inputs, opts, &session, channels, snap_clock)
+                    .and_then(|mut j| match &mut input {
+                        Some(i) => {
+                            let rate = session.fixed().sample_rate;
+                            i.record(&mut j, (inputs, opts.overwrite), rate, log)
+                                .map(|_| j)
+                        }
+                        None => Ok(j),
+                    });
+                match started {
                     Ok(j) => Some(j),
                     Err(e) if opts.journal.is_some() => return Err(e.into()),
                     Err(e) => {
@@ -297,6 +439,7 @@ impl LiveControl {
             clock_start,
             progressed: clock_start,
             progress_every,
+            input,
             _keys: keys,
         })
     }
@@ -306,11 +449,15 @@ impl LiveControl {
     pub(super) fn end(&mut self, meters: &Meters, fade: u64, log: &mut dyn Write) {
         self.session.tick(log);
         self.journal_news(log);
+        let recorded = self.finish_input(log);
         if let Some(j) = &mut self.journal {
             let stop = meters.stop_at.load(Ordering::Relaxed);
             let mut end = vec![Record::End {
                 frames: meters.frames.load(Ordering::Relaxed),
             }];
+            if let Some(r) = recorded {
+                end.insert(0, r);
+            }
             if stop != u64::MAX {
                 end.insert(0, Record::Stop { at: stop, fade });
             }
@@ -324,6 +471,38 @@ impl LiveControl {
                 "journal: {} (replay it with `morphrt replay`)",
                 j.path().display()
             );
+        }
+    }
+}
+
+impl LiveControl {
+    /// Finishes the recorded input (the callback has stopped): its end
+    /// record for the journal, said with what it holds.
+    fn finish_input(&mut self, log: &mut dyn Write) -> Option<Record> {
+        let recorder = self.input.as_mut()?.recorder.take()?;
+        match recorder.finish() {
+            Ok(r) => {
+                let _ = writeln!(
+                    log,
+                    "recorded input: {} ({} frames)",
+                    r.path.display(),
+                    r.frames
+                );
+                if r.lost_frames > 0 {
+                    let _ = writeln!(log, "warning: the recorded input lost {} frames (its writer fell behind); a replay reads silence there", r.lost_frames);
+                }
+                if let Some(e) = &r.error {
+                    let _ = writeln!(log, "warning: {e}");
+                }
+                Some(Record::InputEnd {
+                    frames: r.frames,
+                    sha256: r.sha256,
+                })
+            }
+            Err(e) => {
+                let _ = writeln!(log, "warning: {e}");
+                None
+            }
         }
     }
 }

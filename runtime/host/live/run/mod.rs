@@ -27,7 +27,7 @@ use crate::scene::TimeArg;
 use driving::LiveControl;
 use setup::*;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,6 +89,11 @@ pub struct RunOptions {
     /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
     #[arg(long)]
     pub resume: Option<PathBuf>,
+    /// Play this WAV file into the scene's `input` nodes, as a capture
+    /// device would (at the session's rate, with at least the channels the
+    /// scene reads; silence after its end).
+    #[arg(long)]
+    pub input: Option<PathBuf>,
     /// Play under live even when a node's worst case cannot meet the block
     /// deadline, and hand over edits and switches whose estimate is over
     /// the handover budget (one that then cannot keep up is still dropped).
@@ -102,7 +107,20 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     // Where the session writes is checked before the device opens.
     let files = session_files(opts, &compiled.plan, log)?;
     let mut out = open_device(opts, &mut compiled, log)?;
-    let mut capture = capture::open_input(opts, &compiled.plan, log)?;
+    // `--input FILE` wins over a capture device.
+    let input = file_input(opts, &compiled.plan)?;
+    let mut capture = match &input {
+        None => capture::open_input(opts, &compiled.plan, log)?,
+        Some(_) => {
+            if let Some(id) = &opts.input_device {
+                let _ = writeln!(
+                    log,
+                    "warning: --input-device {id} is not used: --input plays a file into the scene instead"
+                );
+            }
+            None
+        }
+    };
     let frames = duration_frames(opts, &compiled.plan, log)?;
     show_warnings(opts, &mut compiled.plan, frames, log);
     let sr = compiled.plan.sample_rate;
@@ -134,15 +152,28 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         controls.clone(),
         origin,
     );
-    if let Some(input) = capture.as_mut().and_then(|c| c.take_input()) {
-        p.set_input(input);
-    }
     let tap_writer = match tap {
         Some((writer, tap)) => {
             p.set_tap(tap);
             Some(writer)
         }
         None => None,
+    };
+    let input = match input {
+        Some((live, status)) => {
+            let source = opts.input.as_deref().unwrap_or(Path::new("")).display();
+            Some(driving::SessionInput::attach(
+                &mut p,
+                live,
+                Some(status),
+                source.to_string(),
+            ))
+        }
+        None => capture.as_mut().and_then(|c| {
+            let source = format!("input device {}", c.id());
+            c.take_input()
+                .map(|live| driving::SessionInput::attach(&mut p, live, None, source))
+        }),
     };
     player::install_panic_hook();
     let mut session = LiveSession::new(
@@ -163,6 +194,9 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     }
     session.protect(protected);
     session.force(opts.force);
+    if let Some(i) = &input {
+        session.set_history(i.history.clone());
+    }
     let shared = driving::Shared {
         controls,
         meters: meters.clone(),
@@ -174,7 +208,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         session,
         shared,
         (files.journal, &files.inputs),
-        out.channels,
+        (out.channels, input),
         snap_clock,
         log,
     )?;

@@ -10,6 +10,7 @@ use crate::host::files::error::FileError;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::live::device::clock::{ClockDevice, CLOCK_DEVICE};
 use crate::host::live::device::{self, Device};
+use crate::host::live::input;
 use crate::host::live::session::LiveSession;
 use crate::host::live::tap::{Existing, Tap, TapWriter};
 use crate::host::machine::calibration;
@@ -299,6 +300,24 @@ impl FirstEngine {
     }
 }
 
+/// The session's input from `--input FILE.wav`, played as a capture
+/// device would deliver it (checked against the session's rate and the
+/// channels `plan` reads), with what it tells the control thread; `None`
+/// without `--input`.
+pub(super) fn file_input(
+    opts: &RunOptions,
+    plan: &crate::graph::Plan,
+) -> Result<Option<input::file::Opened>, HostError> {
+    match &opts.input {
+        Some(path) => Ok(Some(input::file::open(
+            path,
+            plan.sample_rate,
+            plan.input_width(),
+        )?)),
+        None => Ok(None),
+    }
+}
+
 /// Starts the tap of `--capture`: the writer, which creates the file under
 /// its name (over an existing one only when the output was prepared to
 /// replace it: `--overwrite`), and the tap for the player.
@@ -400,6 +419,9 @@ pub(super) fn session_files(
     }
     if let Some(p) = &opts.resume {
         inputs.add("the snapshot resumed from", p);
+    }
+    if let Some(p) = &opts.input {
+        inputs.add("the input", p);
     }
     let capture = match &opts.capture {
         Some(path) => Some(take_output(

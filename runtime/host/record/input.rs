@@ -1,0 +1,167 @@
+//! The input a journaled session read, fed back by `replay`.
+//!
+//! `run` keeps what the callback read beside the journal, a WAV file in the
+//! source's own format, and journals it in two records: [`Record::Input`]
+//! when the session starts (the file, its format and the engine sample of
+//! its first frame: the session's start clock, a resumed session's
+//! snapshot sample) and [`Record::InputEnd`] when it ends (its frames and
+//! SHA-256). `replay` refuses a journal whose file is missing, or changed
+//! when the end record gives its SHA-256; a journal cut short by a crash
+//! has no end record and replays with the frames the file holds.
+//!
+//! Every engine of the replay reads the file through its own
+//! [`RecordedFeed`], which seeks to the engine's clock: a handover's new
+//! engine fast-forwards from its capture sample N with the input of N..S,
+//! as the live one did.
+//!
+//! [`Record::Input`]: super::journal::Record::Input
+//! [`Record::InputEnd`]: super::journal::Record::InputEnd
+
+use crate::engine::{InputBlock, InputFeed};
+use crate::host::files::digest::file_sha256_hex;
+use crate::host::files::wav_in::int_to_sample;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+/// The name of the recorded input beside a journal: `take.jsonl` →
+/// `take.input.wav`.
+pub fn recorded_name(journal: &Path) -> PathBuf {
+    let stem = journal.file_stem().unwrap_or_default().to_string_lossy();
+    journal.with_file_name(format!("{stem}.input.wav"))
+}
+
+/// A journal's recorded input, checked: where it is and where it starts.
+#[derive(Clone, Debug)]
+pub struct RecordedInputFile {
+    pub path: PathBuf,
+    /// The engine sample of the file's first frame.
+    pub origin: u64,
+    pub channels: usize,
+}
+
+impl RecordedInputFile {
+    /// Checks the file a journal names (`file`, relative to the journal's
+    /// directory `dir`): it exists, plays at `sample_rate` with `channels`
+    /// channels, and has the SHA-256 `sha256` when the journal says one.
+    /// The error names the file.
+    pub fn check(
+        dir: &Path,
+        file: &str,
+        (origin, channels, sample_rate): (u64, usize, u32),
+        sha256: Option<&str>,
+    ) -> Result<RecordedInputFile, String> {
+        let path = dir.join(file);
+        let shown = path.display();
+        crate::scene::resource::open_regular(&path).map_err(|e| {
+            format!("the session's recorded input `{shown}` cannot be read ({e}); a replay needs the input the session read")
+        })?;
+        if let Some(want) = sha256 {
+            let got = file_sha256_hex(&path)
+                .map_err(|e| format!("cannot read the recorded input `{shown}`: {e}"))?;
+            if got != want {
+                return Err(format!(
+                    "the session's recorded input `{shown}` has changed (SHA-256 {got}, the journal says {want})"
+                ));
+            }
+        }
+        let spec = hound::WavReader::open(&path)
+            .map_err(|e| format!("the recorded input `{shown}` is not a readable WAV: {e}"))?
+            .spec();
+        if spec.channels as usize != channels || spec.sample_rate != sample_rate {
+            return Err(format!(
+                "the recorded input `{shown}` holds {} ch at {} Hz, the journal says {channels} ch at {sample_rate} Hz",
+                spec.channels, spec.sample_rate
+            ));
+        }
+        Ok(RecordedInputFile {
+            path,
+            origin,
+            channels,
+        })
+    }
+
+    /// A feed of the file for one engine (its own reader).
+    pub fn feed(&self) -> Result<Box<dyn InputFeed>, String> {
+        let reader = hound::WavReader::open(&self.path).map_err(|e| {
+            format!(
+                "cannot read the recorded input `{}`: {e}",
+                self.path.display()
+            )
+        })?;
+        Ok(Box::new(RecordedFeed {
+            frames: reader.duration() as u64,
+            spec: reader.spec(),
+            reader,
+            origin: self.origin,
+            pos: self.origin,
+            scratch: Vec::new(),
+        }))
+    }
+}
+
+/// One engine's reader of a recorded input: frame `n − origin` of the file
+/// at engine sample `n`; silence outside the file.
+pub struct RecordedFeed {
+    reader: hound::WavReader<BufReader<std::fs::File>>,
+    spec: hound::WavSpec,
+    frames: u64,
+    origin: u64,
+    /// The engine sample of the frame the reader yields next.
+    pos: u64,
+    scratch: Vec<f64>,
+}
+
+impl RecordedFeed {
+    /// Reads `frames` interleaved frames at engine sample `start` into the
+    /// scratch buffer; those the file does not have are silence.
+    fn fill(&mut self, start: u64, frames: usize) {
+        let ch = self.spec.channels as usize;
+        self.scratch.clear();
+        self.scratch.resize(frames * ch, 0.0);
+        let Some(first) = start.checked_sub(self.origin) else {
+            return;
+        };
+        if first >= self.frames {
+            return;
+        }
+        if start != self.pos {
+            let Ok(at) = u32::try_from(first) else {
+                return;
+            };
+            if self.reader.seek(at).is_err() {
+                return;
+            }
+        }
+        let n = (self.frames - first).min(frames as u64) as usize * ch;
+        let bits = self.spec.bits_per_sample;
+        let float = self.spec.sample_format == hound::SampleFormat::Float;
+        for d in &mut self.scratch[..n] {
+            let x = if float {
+                self.reader
+                    .samples::<f32>()
+                    .next()
+                    .map(|s| s.map(f64::from))
+            } else {
+                self.reader
+                    .samples::<i32>()
+                    .next()
+                    .map(|s| s.map(|v| int_to_sample(v, bits)))
+            };
+            match x {
+                Some(Ok(x)) => *d = x,
+                _ => break,
+            }
+        }
+        self.pos = start + (n / ch) as u64;
+    }
+}
+
+impl InputFeed for RecordedFeed {
+    fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
+        let frames = block.frames();
+        self.fill(start, frames);
+        let scratch = std::mem::take(&mut self.scratch);
+        block.load_interleaved(&scratch, self.spec.channels as usize);
+        self.scratch = scratch;
+    }
+}

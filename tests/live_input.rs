@@ -1,0 +1,294 @@
+//! `run --input FILE.wav`: a file played into the scene's input nodes on
+//! the clock device is what an offline render of the same input gives, bit
+//! for bit; edits and profile switches while it plays replay identically
+//! from the journal's recorded input; a recorded input that is missing or
+//! changed is refused; an i16 source is recorded as 16-bit integers.
+
+mod common;
+
+use morphrt::engine::incoming::{Incoming, Scripted};
+use morphrt::host::files::wav_in::WavInput;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A scene whose output depends on the input's past: a filtered channel 1
+/// plus a delayed channel 0, with a noise bed.
+fn scene(cutoff: &str, extra: bool) -> String {
+    format!(
+        r#"{{ "version": "1.0", "sample_rate": 48000, "seed": 9,
+  "profile_config": {{ "block_size": 64 }},
+  "nodes": [
+    {{ "id": "left", "op": "input", "params": {{ "channel": 0 }} }},
+    {{ "id": "right", "op": "input", "params": {{ "channel": 1 }} }},
+    {{ "id": "lp", "op": "onepole", "params": {{ "cutoff": "{cutoff}" }} }},
+    {{ "id": "echo", "op": "delay", "params": {{ "time": "30ms", "max_time": "100ms", "feedback": 0.4 }} }},
+    {{ "id": "sum", "op": "mix" }}{}
+  ],
+  "edges": [ {{ "from": "right", "to": "lp" }}, {{ "from": "left", "to": "echo" }},
+             {{ "from": "lp", "to": "sum:in0" }}, {{ "from": "echo", "to": "sum:in1" }} ],
+  "outputs": {{ "main": ["sum"] }} }}
+"#,
+        if extra {
+            r#",
+    { "id": "hum", "op": "sine", "params": { "freq": "60Hz", "amp": 0.05 } }"#
+        } else {
+            ""
+        }
+    )
+}
+
+/// A stereo 16-bit WAV of `seconds` of two unrelated signals.
+fn write_input(path: &Path, seconds: f64, bits: u16) {
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: 48_000,
+        bits_per_sample: bits,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let full = ((1i64 << (bits - 1)) - 1) as f64;
+    let mut w = hound::WavWriter::create(path, spec).unwrap();
+    let mut x = 7u32;
+    for n in 0..(seconds * 48_000.0) as u64 {
+        x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let noise = (x >> 8) as f64 / (1u32 << 24) as f64 - 0.5;
+        w.write_sample((libm::sin(n as f64 * 0.021) * 0.6 * full) as i32)
+            .unwrap();
+        w.write_sample((noise * 0.8 * full) as i32).unwrap();
+    }
+    w.finalize().unwrap();
+}
+
+/// What an offline render of `scene_text` with `input` gives the device
+/// for `frames` frames: the first engine fed from the WAV, through the
+/// device output stage.
+fn offline(scene_text: &str, profile: &str, input: &Path, frames: u64) -> Vec<f32> {
+    let profile = morphrt::profile::Profile::parse(profile);
+    let plan = common::plan(scene_text, profile, 64);
+    let mut first = Incoming::from_plan(plan, None, Vec::new());
+    first
+        .engine
+        .set_input_feed(Box::new(WavInput::open(input).unwrap()));
+    let mut deck = Scripted::new(first, 2);
+    deck.play_to(frames);
+    deck.into_device_samples(frames, None)
+}
+
+fn bits(x: &[f32]) -> Vec<u32> {
+    x.iter().map(|v| v.to_bits()).collect()
+}
+
+fn run_to_end(scene: &Path, args: &[&str]) -> String {
+    let (mut child, lines) = common::run_clock(scene, args);
+    let status = child.wait().unwrap();
+    let log: Vec<String> = lines.iter().collect();
+    let log = log.join("\n");
+    assert!(status.success(), "{log}");
+    log
+}
+
+#[test]
+fn run_with_an_input_file_equals_the_offline_render_in_every_profile() {
+    let dir = common::temp_dir("input-render");
+    let input = dir.join("in.wav");
+    write_input(&input, 1.0, 16);
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    for profile in ["strict", "repro", "live"] {
+        let capture = dir.join(format!("{profile}.wav"));
+        let journal = dir.join(format!("{profile}.jsonl"));
+        let log = run_to_end(
+            &path,
+            &[
+                "--profile",
+                profile,
+                "--input",
+                input.to_str().unwrap(),
+                "--capture",
+                capture.to_str().unwrap(),
+                "--journal",
+                journal.to_str().unwrap(),
+                "--duration",
+                "1.5s",
+                "--no-watch",
+            ],
+        );
+        assert!(
+            log.contains("input `"),
+            "the end of the file is said: {log}"
+        );
+        let played = common::read_f32(&capture);
+        assert_eq!(played.len(), 72_000 * 2, "{log}");
+        let want = offline(&scene("1.5kHz", false), profile, &input, 72_000);
+        assert!(
+            bits(&played) == bits(&want),
+            "{profile}: the session differs from the offline render; log:\n{log}"
+        );
+        common::assert_replays(&journal, &capture, &log);
+    }
+}
+
+/// A session with a param edit, a structural edit and switches by key
+/// while the input plays.
+fn record_with_edits(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let input = dir.join("in.wav");
+    write_input(&input, 8.0, 24);
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    let capture = dir.join("take.wav");
+    let journal = dir.join("j").join("take.jsonl");
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--input",
+            input.to_str().unwrap(),
+            "--capture",
+            capture.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    let pause = Duration::from_millis(300);
+    common::save_as_editor(&path, &scene("600Hz", false), pause);
+    common::wait_line(&lines, "edit applied", &mut log);
+    common::save_as_editor(&path, &scene("600Hz", true), pause);
+    common::wait_line(&lines, "edit applied", &mut log);
+    std::thread::sleep(pause);
+    let log = common::press_then_quit(
+        &mut child,
+        &lines,
+        log,
+        &[
+            ("l", "switched repro → live"),
+            ("s", "switched live → strict"),
+            ("r", "switched strict → repro"),
+        ],
+    );
+    (journal, capture, log)
+}
+
+#[test]
+fn edits_and_switches_while_the_input_plays_replay_bit_for_bit() {
+    let dir = common::temp_dir("input-edits");
+    let (journal, capture, log) = record_with_edits(&dir);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(text.contains(r#""type":"input""#), "{text}");
+    assert!(text.contains(r#""type":"input_end""#), "{text}");
+    assert_eq!(text.matches(r#""type":"handover""#).count(), 5, "{text}");
+    common::assert_replays(&journal, &capture, &log);
+
+    // The recorded input is needed, as it was: missing or changed, refused.
+    let recorded = journal.with_file_name("take.input.wav");
+    let out = dir.join("again.wav");
+    let replay = || {
+        common::morphrt(&[
+            "replay",
+            journal.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    let kept = std::fs::read(&recorded).unwrap();
+    let mut changed = kept.clone();
+    let last = changed.len() - 1;
+    changed[last] ^= 1;
+    std::fs::write(&recorded, &changed).unwrap();
+    let o = replay();
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("take.input.wav") && err.contains("changed"),
+        "{err}"
+    );
+    std::fs::remove_file(&recorded).unwrap();
+    let o = replay();
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("take.input.wav"), "{err}");
+    assert!(!out.exists(), "nothing was written");
+}
+
+#[test]
+fn a_recorded_i16_input_is_stored_as_16_bit_integers_exactly() {
+    let dir = common::temp_dir("input-i16");
+    let input = dir.join("in.wav");
+    write_input(&input, 0.5, 16);
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    let journal = dir.join("take.jsonl");
+    run_to_end(
+        &path,
+        &[
+            "--input",
+            input.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+            "--duration",
+            "0.75s",
+            "--no-watch",
+        ],
+    );
+    let mut rec = hound::WavReader::open(dir.join("take.input.wav")).unwrap();
+    let spec = rec.spec();
+    assert_eq!(
+        (spec.bits_per_sample, spec.sample_format, spec.channels),
+        (16, hound::SampleFormat::Int, 2)
+    );
+    let got: Vec<i32> = rec.samples::<i32>().map(Result::unwrap).collect();
+    let want: Vec<i32> = hound::WavReader::open(&input)
+        .unwrap()
+        .samples::<i32>()
+        .map(Result::unwrap)
+        .collect();
+    assert!(got.len() >= 36_000 * 2, "{} samples", got.len());
+    assert_eq!(got[..want.len()], want[..], "the source's values, exactly");
+    assert!(
+        got[want.len()..].iter().all(|&v| v == 0),
+        "silence after its end"
+    );
+}
+
+#[test]
+fn an_input_at_another_rate_or_with_too_few_channels_is_refused() {
+    let dir = common::temp_dir("input-refused");
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    let mono = dir.join("mono.wav");
+    common::write_mono_f32(&mono, &[0.1; 4800]);
+    let slow = dir.join("slow.wav");
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: 44_100,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(&slow, spec).unwrap();
+    (0..200).for_each(|_| w.write_sample(0i16).unwrap());
+    w.finalize().unwrap();
+    for (file, says) in [
+        (&mono, ["1 channel", "needs 2"]),
+        (&slow, ["44100 Hz", "48000 Hz"]),
+    ] {
+        let o = common::morphrt(&[
+            "run",
+            path.to_str().unwrap(),
+            "--device",
+            "clock",
+            "--input",
+            file.to_str().unwrap(),
+            "--no-journal",
+            "--duration",
+            "0.1s",
+        ]);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(file.file_name().unwrap().to_str().unwrap()),
+            "{err}"
+        );
+        for s in says {
+            assert!(err.contains(s), "`{s}` in: {err}");
+        }
+    }
+}
