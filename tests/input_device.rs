@@ -302,3 +302,69 @@ fn integer_capture_samples_scale_as_integer_wav_input_does() {
     assert_eq!(32_768u16.to_f64(), 0.0);
     assert_eq!(0.375f32.to_f64(), 0.375);
 }
+
+/// What a capture device recorded is kept like a file input's: an edit
+/// and a profile switch while it plays apply (their new engines catch up
+/// through the input history), the journal records the input beside it,
+/// and the replay is the capture bit for bit.
+#[test]
+fn edits_and_switches_while_a_capture_device_plays_apply_and_replay() {
+    let dir = temp_dir("capture-edits");
+    let scene_text = |gain: &str| {
+        format!(
+            r#"{{ "version": "1.0", "sample_rate": 48000,
+  "nodes": [ {{ "id": "mic", "op": "input", "params": {{ "channel": 0 }} }},
+             {{ "id": "g", "op": "gain", "params": {{ "gain": "{gain}" }} }} ],
+  "edges": [ {{ "from": "mic", "to": "g" }} ],
+  "outputs": {{ "main": ["g"] }} }}"#
+        )
+    };
+    let scene = dir.join("scene.json");
+    std::fs::write(&scene, scene_text("-6dB")).unwrap();
+    let infile = dir.join("in.raw");
+    let bytes: Vec<u8> = (0..480_000)
+        .flat_map(|i| (0.5 * libm::sinf(i as f32 * 0.05)).to_le_bytes())
+        .collect();
+    std::fs::write(&infile, bytes).unwrap();
+    if common::is_root() {
+        common::memory_devices(&dir);
+    }
+    let capture = dir.join("take.wav");
+    let journal = dir.join("j").join("take.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .arg("run")
+        .arg(&scene)
+        .args(["--device", "clock", "--input-device", "alsa:recorded"])
+        .arg("--capture")
+        .arg(&capture)
+        .arg("--journal")
+        .arg(&journal)
+        .current_dir(root())
+        .env("ALSA_CONFIG_PATH", root().join("tests/alsa/input.conf"))
+        .env("INFILE", &infile)
+        .env(
+            "RECORDED",
+            dir.join(if common::is_root() { "null" } else { "tee.raw" }),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map(common::KillOnDrop)
+        .expect("run morphrt");
+    let lines = common::stderr_lines(&mut child);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    let pause = std::time::Duration::from_millis(300);
+    common::save_as_editor(&scene, &scene_text("-12dB"), pause);
+    common::wait_line(&lines, "edit applied", &mut log);
+    std::thread::sleep(pause);
+    let log = common::press_then_quit(&mut child, &lines, log, &[("l", "switched repro → live")]);
+    if common::is_root() {
+        common::assert_still_devices(&dir);
+    }
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(text.contains(r#""type":"input""#), "{text}");
+    assert_eq!(text.matches(r#""type":"handover""#).count(), 2, "{text}");
+    common::assert_replays(&journal, &capture, &log);
+}
