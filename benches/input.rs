@@ -3,19 +3,18 @@
 //!
 //! 1. Input-to-output latency. A source thread stands in for a capture
 //!    device: every 64 frames of real time it pushes a period of input into
-//!    a wait-free ring, noting when; the callback reads one block of it per
-//!    block of output (as `run --input` and a capture device do) through an
-//!    identity scene (input → main, strict), noting when each callback
-//!    returns. Each input sample encodes its own frame number (k / 2²⁴, exact
-//!    in f32), so the output says which input frame it carries even if the
-//!    ring ran dry. The latency of a frame is the time from its push into
-//!    the ring to the return of the callback that wrote it to the device
-//!    buffer, in frames at 48 kHz (what the device's own buffering adds on
-//!    top is the device's). Reported: min, p50, p99 and max over every
-//!    frame. The least is the block itself; a ring that ran dry once (the
-//!    source's period arriving just after a callback) played silence, and
-//!    every frame after it waits that much longer in the ring: no drift
-//!    control here, only the ring.
+//!    the ring a capture stream feeds (with its drift control: primed to a
+//!    period plus a block, single frames dropped or repeated to hold the
+//!    fill), noting when; the callback reads one block of it per block of
+//!    output (as `run` does) through an identity scene (input → main,
+//!    strict), noting when each callback returns. Each input sample encodes
+//!    its own frame number (k / 2²⁴, exact in f32), so the output says which
+//!    input frame it carries even where a frame was dropped or repeated.
+//!    The latency of a frame is the time from its push into the ring to the
+//!    return of the callback that wrote it to the device buffer, in frames
+//!    at 48 kHz (what the device's own buffering adds on top is the
+//!    device's). Reported: min, p50, p99 and max over every frame, and the
+//!    ring's counters.
 //! 2. The cost of the input tap: two players of the same scene (an input
 //!    filtered and echoed) are called back alternately in one run, one
 //!    pushing each block into the input history with the recorded input's
@@ -28,11 +27,11 @@ use morphrt::engine::Engine;
 use morphrt::host::files::rules::{Inputs, Kind, Output};
 use morphrt::host::live::input::history::{history, HISTORY_SECONDS};
 use morphrt::host::live::input::record::InputRecorder;
+use morphrt::host::live::input::ring::{input_ring, InputMeters, RingShape};
 use morphrt::host::live::input::{InputFormat, LiveInput};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::host::live::tap::Existing;
 use morphrt::profile::Profile;
-use rtrb::{Consumer, RingBuffer};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -76,23 +75,6 @@ fn player(engine: Engine) -> Player {
     )
 }
 
-/// The callback's end of the stand-in capture device: mono frames from
-/// the ring, silence when it is dry.
-struct Ring(Consumer<f64>);
-impl LiveInput for Ring {
-    fn channels(&self) -> usize {
-        1
-    }
-    fn format(&self) -> InputFormat {
-        InputFormat::F32
-    }
-    fn read(&mut self, dst: &mut [f64]) {
-        for d in dst {
-            *d = self.0.pop().unwrap_or(0.0);
-        }
-    }
-}
-
 /// Calls `f` every period of 64 frames at real-time pace for `periods`
 /// periods, from `t0`; returns when each call returned (ns since `t0`).
 fn paced(t0: Instant, periods: usize, mut f: impl FnMut(usize)) -> Vec<u64> {
@@ -113,16 +95,24 @@ fn latency(seconds: f64) {
         "nodes":[{"id":"mic","op":"input","params":{"channel":0}}],
         "outputs":{"main":["mic"]}}"#;
     let periods = (seconds * RATE) as usize / BLOCK;
-    let (mut producer, consumer) = RingBuffer::new(BLOCK * 64);
+    // The ring a capture device feeds, with its drift control, primed
+    // to one capture period (64 frames here) plus one block.
+    let meters = Arc::new(InputMeters::default());
+    let shape = RingShape {
+        channels: 1,
+        format: InputFormat::F32,
+        capacity_frames: BLOCK * 64,
+        block: BLOCK,
+    };
+    let (mut producer, consumer, _control) = input_ring(shape, meters.clone(), Instant::now());
     let mut p = player(engine(identity, Profile::Strict));
-    p.set_input(Box::new(Ring(consumer)));
+    p.set_input(Box::new(consumer));
     let cell = PlayerCell::new(p);
     let t0 = Instant::now() + Duration::from_millis(20);
     let source = std::thread::spawn(move || {
         paced(t0, periods, |p| {
-            for i in 0..BLOCK {
-                let _ = producer.push((p * BLOCK + i) as f64 / CODE);
-            }
+            let period: Vec<f64> = (0..BLOCK).map(|i| (p * BLOCK + i) as f64 / CODE).collect();
+            producer.push(&period, |x| x);
         })
     });
     let mut out = vec![0.0f32; periods * BLOCK * 2];
@@ -150,6 +140,7 @@ fn latency(seconds: f64) {
         percentile(&mut frames, 1.0),
         percentile(&mut frames, 0.5) / RATE * 1e3
     );
+    println!("  capture ring: {meters:?}");
 }
 
 /// A stereo source that never runs dry (the tap's cost, not the ring's).
