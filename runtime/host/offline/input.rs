@@ -109,7 +109,7 @@ pub fn open_input(
             return Err(HostError::Usage(format!(
                 "scene `{}` reads audio input ({}) but no --input was given: render it with `--input FILE.wav`, or `--input -` to read a WAV from standard input",
                 plan.file,
-                crate::graph::inputs_text(plan)
+                uses_text(plan)
             )))
         }
         [p] => p,
@@ -157,6 +157,30 @@ pub fn open_input(
     Ok(Some(input))
 }
 
+/// What reads the input, for messages: `` node `mic` reads channel 0 ``,
+/// the first three, then how many more.
+fn uses_text(plan: &Plan) -> String {
+    let uses = plan.inputs();
+    let mut parts: Vec<String> = uses
+        .iter()
+        .take(3)
+        .map(|u| format!("node `{}` reads channel {}", u.node, u.channel))
+        .collect();
+    if uses.len() > 3 {
+        parts.push(format!("{} more", uses.len() - 3));
+    }
+    parts.join(", ")
+}
+
+/// Channels `a` … `b` in words: `channel 2` or `channels 2 … 5`.
+fn channels_text(a: usize, b: usize) -> String {
+    if a == b {
+        format!("channel {a}")
+    } else {
+        format!("channels {a} … {b}")
+    }
+}
+
 /// The input's rate is the scene's, and it has every channel a node reads;
 /// channels no node reads are ignored, with a note.
 fn check_fit(
@@ -188,12 +212,9 @@ fn check_fit(
     if has > width {
         let _ = writeln!(
             log,
-            "note: {shown} has {has} channels; the scene reads channel{} 0 … {}, so channel{} {} … {} {} ignored",
-            plural(width),
-            width - 1,
-            plural(has - width),
-            width,
-            has - 1,
+            "note: {shown} has {has} channels; the scene reads {}, so {} {} ignored",
+            channels_text(0, width - 1),
+            channels_text(width, has - 1),
             if has - width == 1 { "is" } else { "are" }
         );
     }

@@ -547,7 +547,7 @@ fn length_line(
 ) -> String {
     let s = |n: u64| n as f64 / sr as f64;
     let from = format!(
-        "input {}: {} ch, {}",
+        "input from {} ({} ch, {})",
         input.shown,
         input.channels,
         input.format.describe()
