@@ -339,3 +339,43 @@ pub fn file_size_limit(c: &mut Command, bytes: u64) {
         });
     }
 }
+
+/// The input a test gives a shipped scene that reads audio input (the
+/// `input-*` scenes), as a function of the absolute sample, so an engine
+/// resumed or handed over at any sample reads what an uninterrupted one
+/// does: plucked tones every 0.25 s over quiet noise, f32 values, channel
+/// c a little detuned from channel 0.
+pub struct TestInput;
+
+impl TestInput {
+    /// Input sample `n` of channel `c`.
+    pub fn sample(n: u64, c: usize) -> f64 {
+        let period = 12_000;
+        let t = (n % period) as f64 / 48_000.0;
+        let note = (n / period) % 4;
+        let f = [220.0, 277.0, 330.0, 440.0][note as usize] * (1.0 + 0.01 * c as f64);
+        let mut h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (c as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h ^= h >> 31;
+        let noise = (h >> 40) as f64 / (1u64 << 24) as f64 - 0.5;
+        let tone = (2.0 * std::f64::consts::PI * f * t).sin() * (-t * 12.0).exp();
+        (0.5 * tone + 0.01 * noise) as f32 as f64
+    }
+}
+
+impl morphrt::engine::InputFeed for TestInput {
+    fn read(&mut self, start: u64, block: &mut morphrt::engine::InputBlock<'_>) {
+        for c in 0..block.channels() {
+            for (i, d) in block.channel_mut(c).iter_mut().enumerate() {
+                *d = TestInput::sample(start + i as u64, c);
+            }
+        }
+    }
+}
+
+/// The engine, fed [`TestInput`] when its scene reads audio input.
+pub fn fed(mut e: morphrt::engine::Engine) -> morphrt::engine::Engine {
+    if e.input_channels() > 0 {
+        e.set_input_feed(Box::new(TestInput));
+    }
+    e
+}

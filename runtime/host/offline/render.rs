@@ -446,10 +446,6 @@ pub fn render(
     if let Some(i) = &input {
         engine.set_input_feed(i.feed());
     }
-    let tail = match length {
-        Length::Tail { .. } => Some((Tail::new(start, latency, sr), length.most(sr))),
-        Length::Frames(_) => None,
-    };
     let mut written = Vec::new();
     let to_stdout = output.is_stdout();
     let what = output.describe();
@@ -469,20 +465,9 @@ pub fn render(
             stops: &stops,
             interrupt: Some(&guard),
             input: input.as_ref(),
-            tail,
+            tail: length.tail(start, latency, sr),
         },
-        |e| {
-            let (Some(cx), Some(base)) = (&context, &opts.snapshot_out) else {
-                return Ok(());
-            };
-            let path = numbered_path(base, e.clock(), several);
-            let captured = Instant::now();
-            let st = e.snapshot();
-            let capture = captured.elapsed();
-            let w = cx.write(&st, &path, &inputs)?;
-            written.push((e.clock(), w, capture));
-            Ok(())
-        },
+        snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
     )?;
     drop(guard);
     let layout = WavLayout {
@@ -492,25 +477,47 @@ pub fn render(
     let length_text = input.as_ref().map(|i| length_line(opts, i, tail.as_ref(), &report, sr));
     report_snapshots(&written, &stops, sr, log);
     report_render(&engine, &report, &layout, start, &what, length_text.as_deref(), log);
-    // Standard output carries the WAV with `-o -`: the hash and the summary
-    // go to the log then, or straight to stderr under `-q`, where the log
-    // keeps only errors but what was asked for still prints.
-    let mut raw_stderr = std::io::stderr();
-    let text_out: &mut dyn Write = match (to_stdout, crate::host::term::quiet()) {
-        (false, _) => out,
-        (true, false) => log,
-        (true, true) => &mut raw_stderr,
-    };
-    if opts.json {
+    let json = opts.json.then(|| {
         let mut summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
         if let (Some(i), Some(m)) = (&input, summary.as_object_mut()) {
             m.insert("input".into(), input_json(i, tail.as_ref(), &report, sr));
         }
-        let _ = writeln!(text_out, "{}", serde_json::to_string_pretty(&summary).expect("json"));
-    } else if opts.hash {
-        let _ = writeln!(text_out, "{}", report.hash);
+        serde_json::to_string_pretty(&summary).expect("json")
+    });
+    let asked = json.or_else(|| opts.hash.then(|| report.hash.clone()));
+    if let Some(text) = asked {
+        // Standard output carries the WAV with `-o -`: the hash and the
+        // summary go to the log then, or straight to stderr under `-q`,
+        // where the log keeps only errors but what was asked for still prints.
+        let _ = match (to_stdout, crate::host::term::quiet()) {
+            (false, _) => writeln!(out, "{text}"),
+            (true, false) => writeln!(log, "{text}"),
+            (true, true) => writeln!(std::io::stderr(), "{text}"),
+        };
     }
     Ok(())
+}
+
+/// Writes a snapshot at each stop (`--snapshot-at`), noting what it wrote.
+fn snapshot_writer<'a>(
+    context: Option<&'a SnapshotContext>,
+    opts: &'a RenderOptions,
+    several: bool,
+    inputs: &'a Inputs,
+    written: &'a mut Vec<(u64, Written, Duration)>,
+) -> impl FnMut(&Engine) -> Result<(), HostError> + 'a {
+    move |e| {
+        let (Some(cx), Some(base)) = (context, &opts.snapshot_out) else {
+            return Ok(());
+        };
+        let path = numbered_path(base, e.clock(), several);
+        let captured = Instant::now();
+        let st = e.snapshot();
+        let capture = captured.elapsed();
+        let w = cx.write(&st, &path, inputs)?;
+        written.push((e.clock(), w, capture));
+        Ok(())
+    }
 }
 
 /// Checks the WAV output and every snapshot's before anything renders.
@@ -655,6 +662,14 @@ impl Length {
         match *self {
             Length::Frames(n) => n,
             Length::Tail { input, latency } => input.map_or(0, |n| n + latency),
+        }
+    }
+
+    /// The tail, and the most the render runs, when it ends with one.
+    fn tail(&self, start: u64, latency: usize, sr: u32) -> Option<(Tail, u64)> {
+        match self {
+            Length::Tail { .. } => Some((Tail::new(start, latency, sr), self.most(sr))),
+            Length::Frames(_) => None,
         }
     }
 
