@@ -70,6 +70,64 @@ fn read_ints(path: &Path) -> (hound::WavSpec, Vec<i32>) {
     (spec, r.into_samples::<i32>().map(Result::unwrap).collect())
 }
 
+/// Runs `morphrt ARGS` with `stdin` piped in (written on a thread: a
+/// render reads its input while it writes its output), killed after five
+/// minutes, so a render that would wait for ever (on a FIFO) fails the
+/// test instead of hanging it.
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let bytes = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        // A render that already ended has closed its end; that is its own failure.
+        let _ = pipe.write_all(&bytes);
+    });
+    let pid = child.id() as libc::pid_t;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watch = done.clone();
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        while !watch.load(std::sync::atomic::Ordering::SeqCst) {
+            if start.elapsed() > std::time::Duration::from_secs(300) {
+                // SAFETY: a plain signal to the child, which is not yet reaped.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    });
+    let o = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.join().unwrap();
+    assert!(
+        o.status.code().is_some(),
+        "`morphrt {}` hung and was killed",
+        args.join(" ")
+    );
+    o
+}
+
+/// `morphrt render SCENE --input INPUT -o OUT EXTRA…`.
+fn render_in(scene: &Path, input: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut a = vec![
+        "render",
+        scene.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    a.extend_from_slice(extra);
+    run(&a, &[])
+}
+
 fn ok(o: &Output, what: &str) {
     assert!(o.status.success(), "{what}: {}", stderr(o));
 }
@@ -110,20 +168,19 @@ fn identity_writes_the_input_back_bit_for_bit() {
         for block in ["1", "64", "4096"] {
             for (input, format) in [(&f32_in, "f32"), (&i16_in, "i16"), (&i24_in, "i24")] {
                 let out = dir.join(format!("out-{profile}-{block}-{format}.wav"));
-                let o = morphrt(&[
-                    "render",
-                    scene.to_str().unwrap(),
-                    "--input",
-                    input.to_str().unwrap(),
-                    "-o",
-                    out.to_str().unwrap(),
-                    "--profile",
-                    profile,
-                    "--block-size",
-                    block,
-                    "--format",
-                    format,
-                ]);
+                let o = render_in(
+                    &scene,
+                    &input,
+                    &out,
+                    &[
+                        "--profile",
+                        profile,
+                        "--block-size",
+                        block,
+                        "--format",
+                        format,
+                    ],
+                );
                 ok(&o, &format!("{profile} block {block} {format}"));
                 let what = format!("{profile}, block {block}, {format}");
                 if format == "f32" {
@@ -134,7 +191,11 @@ fn identity_writes_the_input_back_bit_for_bit() {
                     }
                 } else {
                     let (s, got) = read_ints(&out);
-                    let want = if format == "i16" { &i16_vals } else { &i24_vals };
+                    let want = if format == "i16" {
+                        &i16_vals
+                    } else {
+                        &i24_vals
+                    };
                     assert_eq!(s.bits_per_sample, if format == "i16" { 16 } else { 24 });
                     assert_eq!(&got, want, "{what}");
                 }
@@ -155,7 +216,15 @@ fn eight_and_thirty_two_bit_inputs_read_their_values() {
         (8, (-128..128).collect(), 127.0),
         (
             32,
-            vec![i32::MIN + 1, -1_000_000_007, -1, 0, 1, 123_456_789, i32::MAX],
+            vec![
+                i32::MIN + 1,
+                -1_000_000_007,
+                -1,
+                0,
+                1,
+                123_456_789,
+                i32::MAX,
+            ],
             i32::MAX as f64,
         ),
     ];
@@ -164,16 +233,7 @@ fn eight_and_thirty_two_bit_inputs_read_their_values() {
         write_int(&input, 1, bits, &vals);
         for profile in ["strict", "repro"] {
             let out = dir.join(format!("out{bits}-{profile}.wav"));
-            let o = morphrt(&[
-                "render",
-                scene.to_str().unwrap(),
-                "--input",
-                input.to_str().unwrap(),
-                "-o",
-                out.to_str().unwrap(),
-                "--profile",
-                profile,
-            ]);
+            let o = render_in(&scene, &input, &out, &["--profile", profile]);
             ok(&o, &format!("{bits}-bit {profile}"));
             let got = common::read_f32(&out);
             let want: Vec<f32> = vals.iter().map(|&v| (v as f64 / scale) as f32).collect();
@@ -211,25 +271,22 @@ fn an_impulse_comes_out_exactly_the_reported_latency_later() {
     write_f32(&input, 1, &x);
     for profile in PROFILES {
         let out = dir.join(format!("out-{profile}.wav"));
-        let o = morphrt(&[
-            "render",
-            scene.to_str().unwrap(),
-            "--input",
-            input.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--profile",
-            profile,
-        ]);
+        let o = render_in(&scene, &input, &out, &["--profile", profile]);
         ok(&o, profile);
         let y = common::read_f32(&out);
-        assert!(y.len() >= n + latency, "{profile}: the latency is in the tail");
+        assert!(
+            y.len() >= n + latency,
+            "{profile}: the latency is in the tail"
+        );
         let peak = (0..y.len())
             .max_by(|&a, &b| y[a].abs().total_cmp(&y[b].abs()))
             .unwrap();
         assert_eq!(peak, k + latency, "{profile}: impulse position");
         assert!((y[peak] - 1.0).abs() < 1e-3, "{profile}: {}", y[peak]);
-        assert!(y[..k + latency].iter().all(|s| s.abs() < 1e-3), "{profile}: nothing early");
+        assert!(
+            y[..k + latency].iter().all(|s| s.abs() < 1e-3),
+            "{profile}: nothing early"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -278,22 +335,14 @@ fn against_oracle(dir: &Path, scene: &Path, input: &Path, n: usize, reference: &
     for (profile, bound) in [("strict", 1e-6), ("repro", 1e-3)] {
         let out = dir.join(format!("out-{profile}.wav"));
         let d = format!("{n}samples");
-        let o = morphrt(&[
-            "render",
-            scene.to_str().unwrap(),
-            "--input",
-            input.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--profile",
-            profile,
-            "-d",
-            &d,
-        ]);
+        let o = render_in(&scene, &input, &out, &["--profile", profile, "-d", &d]);
         ok(&o, profile);
         let e = rel_rms(reference, &common::read_f32(&out));
         assert!(e <= bound, "{profile}: relative RMS {e:e} over {bound:e}");
-        assert!(e > 0.0 || profile == "strict", "{profile}: compared something");
+        assert!(
+            e > 0.0 || profile == "strict",
+            "{profile}: compared something"
+        );
     }
 }
 
@@ -318,7 +367,13 @@ fn a_biquad_matches_scipy_lfilter() {
     write_f64(&raw, &x);
     oracle(
         "lfilter.py",
-        &[raw.to_str().unwrap(), want.to_str().unwrap(), "48000", "1500", "2.0"],
+        &[
+            raw.to_str().unwrap(),
+            want.to_str().unwrap(),
+            "48000",
+            "1500",
+            "2.0",
+        ],
     );
     against_oracle(&dir, &scene, &input, n, &read_f64(&want));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -370,27 +425,6 @@ fn a_convolution_matches_numpy_convolve() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Runs the binary in `dir` with `input` on its stdin.
-fn with_stdin(dir: &Path, args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let bytes = input.to_vec();
-    // Written on a thread: the render writes its output while it reads.
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&bytes);
-    });
-    let o = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    o
-}
-
 /// `bytes` (a WAV written by hound) with its RIFF and data sizes set as a
 /// program writing to a pipe leaves them.
 fn streaming_header(bytes: &[u8], size: u32) -> Vec<u8> {
@@ -413,15 +447,7 @@ fn standard_input_in_and_standard_output_out() {
     write_f32(&input, 1, &x);
     let bytes = std::fs::read(&input).unwrap();
     let file_out = dir.join("from-file.wav");
-    let reference = morphrt(&[
-        "render",
-        hall.to_str().unwrap(),
-        "--input",
-        input.to_str().unwrap(),
-        "-o",
-        file_out.to_str().unwrap(),
-        "--hash",
-    ]);
+    let reference = render_in(&hall, &input, &file_out, &["--hash"]);
     ok(&reference, "from a file");
     let hash = stdout(&reference);
     let want = std::fs::read(&file_out).unwrap();
@@ -433,12 +459,33 @@ fn standard_input_in_and_standard_output_out() {
         ("data size 0xFFFFFFFF", streaming_header(&bytes, u32::MAX)),
         ("data size 0", streaming_header(&bytes, 0)),
     ] {
-        let o = with_stdin(&dir, &["render", hall, "--input", "-", "-o", "-", "--hash"], &piped);
+        let o = run(
+            &["render", hall, "--input", "-", "-o", "-", "--hash"],
+            &piped,
+        );
         ok(&o, what);
-        assert!(o.stdout == want, "{what}: the WAV on stdout differs from the file's");
-        assert!(stderr(&o).contains(hash.trim()), "{what}: the hash goes to stderr");
+        assert!(
+            o.stdout == want,
+            "{what}: the WAV on stdout differs from the file's"
+        );
+        assert!(
+            stderr(&o).contains(hash.trim()),
+            "{what}: the hash goes to stderr"
+        );
         // -d: streamed as it renders, the header from the length given.
-        let o = with_stdin(&dir, &["render", hall, "--input", "-", "-o", "-", "-d", "4000samples"], &piped);
+        let o = run(
+            &[
+                "render",
+                hall,
+                "--input",
+                "-",
+                "-o",
+                "-",
+                "-d",
+                "4000samples",
+            ],
+            &piped,
+        );
         ok(&o, what);
         let r = hound::WavReader::new(&o.stdout[..]).unwrap();
         assert_eq!(r.len(), 2 * 4000, "{what}: -d");
@@ -456,27 +503,24 @@ fn the_length_is_the_inputs_plus_the_tail_or_exactly_d() {
     let input = dir.join("in.wav");
     write_f32(&input, 1, &x);
     let render = |scene: &Path, out: &Path, extra: &[&str]| {
-        let mut a = vec![
-            "render",
-            scene.to_str().unwrap(),
-            "--input",
-            input.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ];
-        a.extend_from_slice(extra);
-        let o = morphrt(&a);
-        ok(&o, &format!("{a:?}"));
+        let o = render_in(scene, &input, out, extra);
+        ok(&o, &format!("{} {extra:?}", scene.display()));
         stderr(&o)
     };
     let id = write_scene(&dir, "id.json", &identity(0));
     let log = render(&id, &dir.join("dry.wav"), &[]);
     assert_eq!(common::read_f32(&dir.join("dry.wav")).len(), x.len());
-    assert!(log.contains("length: input 0.500 s + tail 0.000 s"), "{log}");
+    assert!(
+        log.contains("length: input 0.500 s + tail 0.000 s"),
+        "{log}"
+    );
     let log = render(&id, &dir.join("d.wav"), &["-d", "1s"]);
     let d = common::read_f32(&dir.join("d.wav"));
     assert_eq!(d.len(), 48_000);
-    assert!(d[x.len()..].iter().all(|&s| s == 0.0), "silence after the input");
+    assert!(
+        d[x.len()..].iter().all(|&s| s == 0.0),
+        "silence after the input"
+    );
     assert!(log.contains("length: -d 1s"), "{log}");
 
     let hall = root().join("scenes/input-hall.json");
@@ -487,13 +531,20 @@ fn the_length_is_the_inputs_plus_the_tail_or_exactly_d() {
     let frames = wet.len() / 2;
     assert!(frames > x.len() + 48_000, "a 2 s hall rings on: {frames}");
     assert!(log.contains("length: input 0.500 s + tail"), "{log}");
-    assert_eq!(&wet[..], &long[..wet.len()], "the tail is the longer render's");
+    assert_eq!(
+        &wet[..],
+        &long[..wet.len()],
+        "the tail is the longer render's"
+    );
     assert!(
         wet[wet.len() - 2..].iter().any(|s| s.abs() >= 1e-5),
         "it ends at its last sample above -100 dBFS"
     );
     let after = &long[wet.len()..wet.len() + 2 * 4_800];
-    assert!(after.iter().all(|s| s.abs() < 1e-5), "nothing above -100 dBFS was cut");
+    assert!(
+        after.iter().all(|s| s.abs() < 1e-5),
+        "nothing above -100 dBFS was cut"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -520,17 +571,36 @@ fn a_resumed_render_reads_its_input_from_the_resumed_clock() {
     let snap = dir.join("snap.json");
     ok(
         &morphrt(&[
-            "render", s, "--input", whole.to_str().unwrap(), "-o", full.to_str().unwrap(),
-            "--profile", "strict", "-d", "10000samples",
-            "--snapshot-at", "4000samples", "--snapshot-out", snap.to_str().unwrap(),
+            "render",
+            s,
+            "--input",
+            whole.to_str().unwrap(),
+            "-o",
+            full.to_str().unwrap(),
+            "--profile",
+            "strict",
+            "-d",
+            "10000samples",
+            "--snapshot-at",
+            "4000samples",
+            "--snapshot-out",
+            snap.to_str().unwrap(),
         ]),
         "uninterrupted",
     );
     let part = dir.join("part.wav");
     ok(
         &morphrt(&[
-            "render", s, "--input", rest.to_str().unwrap(), "-o", part.to_str().unwrap(),
-            "--resume", snap.to_str().unwrap(), "-d", "6000samples",
+            "render",
+            s,
+            "--input",
+            rest.to_str().unwrap(),
+            "-o",
+            part.to_str().unwrap(),
+            "--resume",
+            snap.to_str().unwrap(),
+            "-d",
+            "6000samples",
         ]),
         "resumed",
     );
@@ -569,44 +639,103 @@ fn bad_inputs_are_refused_and_nothing_is_written() {
     let empty = dir.join("empty.wav");
     write_f32(&empty, 1, &[]);
     let rate = dir.join("44k.wav");
-    let mut w = hound::WavWriter::create(&rate, hound::WavSpec { sample_rate: 44_100, ..spec(1, 32, true) }).unwrap();
+    let mut w = hound::WavWriter::create(
+        &rate,
+        hound::WavSpec {
+            sample_rate: 44_100,
+            ..spec(1, 32, true)
+        },
+    )
+    .unwrap();
     w.write_sample(0.1f32).unwrap();
     w.finalize().unwrap();
     let fifo = dir.join("fifo.wav");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let subdir = dir.join("takes.wav");
     std::fs::create_dir(&subdir).unwrap();
     let (s, o) = (id.to_str().unwrap(), out.to_str().unwrap());
-    let render = |scene: &str, input: &Path| {
-        morphrt(&["render", scene, "--input", input.to_str().unwrap(), "-o", o])
-    };
-    refused(&dir, &render(s, &cut), &out, &["cut.wav", "cut short", "declares 4000 frames"]);
-    refused(&dir, &render(s, &not_wav), &out, &["notes.wav", "not a WAV file", "32-bit float"]);
+    let render = |scene: &str, input: &Path| render_in(Path::new(scene), input, &out, &[]);
+    refused(
+        &dir,
+        &render(s, &cut),
+        &out,
+        &["cut.wav", "cut short", "declares 4000 frames"],
+    );
+    refused(
+        &dir,
+        &render(s, &not_wav),
+        &out,
+        &["notes.wav", "not a WAV file", "32-bit float"],
+    );
     refused(&dir, &render(s, &empty), &out, &["empty.wav", "0 frames"]);
     refused(&dir, &render(s, &subdir), &out, &["takes.wav", "directory"]);
     refused(&dir, &render(s, &fifo), &out, &["fifo.wav", "FIFO"]);
-    refused(&dir, &render(s, &rate), &out, &["44k.wav", "44100 Hz", "48000 Hz", "\"sample_rate\"", "convert"]);
+    refused(
+        &dir,
+        &render(s, &rate),
+        &out,
+        &[
+            "44k.wav",
+            "44100 Hz",
+            "48000 Hz",
+            "\"sample_rate\"",
+            "convert",
+        ],
+    );
     refused(
         &dir,
         &render(stereo.to_str().unwrap(), &good),
         &out,
-        &["node `mic` reads input channel 1", "good.wav", "has 1 channel"],
+        &[
+            "node `mic` reads input channel 1",
+            "good.wav",
+            "has 1 channel",
+        ],
     );
-    let twice = morphrt(&["render", s, "--input", good.to_str().unwrap(), "--input", good.to_str().unwrap(), "-o", o]);
-    refused(&dir, &twice, &out, &["--input is given 2 times", "one --input"]);
+    let twice = render_in(&id, &good, &out, &["--input", good.to_str().unwrap()]);
+    refused(
+        &dir,
+        &twice,
+        &out,
+        &["--input is given 2 times", "one --input"],
+    );
     let none = morphrt(&["render", s, "-o", o]);
-    refused(&dir, &none, &out, &["reads audio input", "node `mic` reads channel 0", "--input FILE.wav", "--input -"]);
+    refused(
+        &dir,
+        &none,
+        &out,
+        &[
+            "reads audio input",
+            "node `mic` reads channel 0",
+            "--input FILE.wav",
+            "--input -",
+        ],
+    );
     // Standard input cut short part-way (its header declares more), and a
     // stream that is no WAV: the same, with a tail and with -d.
     for d in [&[][..], &["-d", "1s"][..]] {
         let mut a = vec!["render", s, "--input", "-", "-o", o];
         a.extend_from_slice(d);
-        let o1 = with_stdin(&dir, &a, &bytes[..bytes.len() / 2]);
-        refused(&dir, &o1, &out, &["standard input is cut short", "declares 4000 frames"]);
-        let o2 = with_stdin(&dir, &a, b"RIFF....");
+        let o1 = run(&a, &bytes[..bytes.len() / 2]);
+        refused(
+            &dir,
+            &o1,
+            &out,
+            &["standard input is cut short", "declares 4000 frames"],
+        );
+        let o2 = run(&a, b"RIFF....");
         refused(&dir, &o2, &out, &["standard input", "not a WAV file"]);
-        let o3 = with_stdin(&dir, &a, &streaming_header(&bytes[..bytes.len() - 3], 0));
-        refused(&dir, &o3, &out, &["standard input is cut short", "inside frame"]);
+        let o3 = run(&a, &streaming_header(&bytes[..bytes.len() - 3], 0));
+        refused(
+            &dir,
+            &o3,
+            &out,
+            &["standard input is cut short", "inside frame"],
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -619,31 +748,23 @@ fn an_unread_input_warns_and_extra_channels_are_noted() {
     let good = dir.join("quad.wav");
     write_f32(&good, 4, &[0.25; 4 * 100]);
     let out = dir.join("drone.wav");
-    let o = morphrt(&[
-        "render",
-        root().join("scenes/drone.json").to_str().unwrap(),
-        "--input",
-        good.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-d",
-        "10ms",
-    ]);
+    let o = render_in(
+        &root().join("scenes/drone.json"),
+        &good,
+        &out,
+        &["-d", "10ms"],
+    );
     ok(&o, "drone");
     assert!(stderr(&o).contains("warning: --input"), "{}", stderr(&o));
     assert!(stderr(&o).contains("has no `input` node"));
     let id = write_scene(&dir, "id.json", &identity(1));
-    let o = morphrt(&[
-        "render",
-        id.to_str().unwrap(),
-        "--input",
-        good.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = render_in(&id, &good, &out, &[]);
     ok(&o, "quad");
     let e = stderr(&o);
-    assert!(e.contains("has 4 channels; the scene reads channels 0 … 1, so channels 2 … 3 are ignored"), "{e}");
+    assert!(
+        e.contains("has 4 channels; the scene reads channels 0 … 1, so channels 2 … 3 are ignored"),
+        "{e}"
+    );
     assert_eq!(common::read_f32(&out), vec![0.25; 100]);
     std::fs::remove_dir_all(&dir).unwrap();
 }

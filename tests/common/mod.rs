@@ -354,7 +354,8 @@ impl TestInput {
         let t = (n % period) as f64 / 48_000.0;
         let note = (n / period) % 4;
         let f = [220.0, 277.0, 330.0, 440.0][note as usize] * (1.0 + 0.01 * c as f64);
-        let mut h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (c as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        let mut h =
+            n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (c as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         h ^= h >> 31;
         let noise = (h >> 40) as f64 / (1u64 << 24) as f64 - 0.5;
         let tone = (2.0 * std::f64::consts::PI * f * t).sin() * (-t * 12.0).exp();

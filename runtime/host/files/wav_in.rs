@@ -31,7 +31,9 @@ use std::path::{Path, PathBuf};
 /// or 32-bit float.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputFormat {
+    /// Integer PCM of this many bits (8, 16, 24 or 32).
     Int(u16),
+    /// 32-bit IEEE float.
     F32,
 }
 
@@ -185,7 +187,9 @@ fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, String> {
         match &chunk[0..4] {
             b"ds64" => {
                 let b = h.body(len as u64, 16)?;
-                ds64_data = b.get(8..16).map(|d| u64::from_le_bytes(d.try_into().unwrap()));
+                ds64_data = b
+                    .get(8..16)
+                    .map(|d| u64::from_le_bytes(d.try_into().unwrap()));
             }
             b"fmt " => fmt = Some(parse_fmt(&h.body(len as u64, 40)?, shown)?),
             b"data" => {
@@ -194,7 +198,9 @@ fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, String> {
                 };
                 let data_len = match len {
                     u32::MAX if rf64 => Some(ds64_data.ok_or_else(|| {
-                        format!("{shown} is an RF64 file without the `ds64` chunk that holds its sizes")
+                        format!(
+                            "{shown} is an RF64 file without the `ds64` chunk that holds its sizes"
+                        )
                     })?),
                     0 | u32::MAX => None,
                     n => Some(n as u64),
@@ -218,7 +224,8 @@ fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat), String> {
     let (Some(mut tag), Some(channels), Some(rate), Some(align), Some(bits)) = (
         u16_at(0),
         u16_at(2),
-        b.get(4..8).map(|x| u32::from_le_bytes(x.try_into().unwrap())),
+        b.get(4..8)
+            .map(|x| u32::from_le_bytes(x.try_into().unwrap())),
         u16_at(12),
         u16_at(14),
     ) else {
@@ -237,7 +244,9 @@ fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat), String> {
         }
     }
     if let Some(what) = unread_format(tag, bits) {
-        return Err(format!("{shown} holds {what}, which is not read; {WAV_FORMATS_READ}"));
+        return Err(format!(
+            "{shown} holds {what}, which is not read; {WAV_FORMATS_READ}"
+        ));
     }
     let format = if tag == 3 {
         InputFormat::F32
@@ -315,7 +324,14 @@ impl WavInput {
         let header = read_header(&mut reader, &shown)?;
         let frames = file_frames(&header, len, &shown)?;
         let name = path.display().to_string();
-        Ok(WavInput::new(name, shown, Some(path.to_path_buf()), header, Some(frames), reader))
+        Ok(WavInput::new(
+            name,
+            shown,
+            Some(path.to_path_buf()),
+            header,
+            Some(frames),
+            reader,
+        ))
     }
 
     /// Reads a WAV from standard input (`--input -`): its data is read as
@@ -335,7 +351,14 @@ impl WavInput {
             Some(len) => Some(whole_frames(&header, len, name)?),
             None => None,
         };
-        Ok(WavInput::new(name.to_string(), name.to_string(), None, header, frames, reader))
+        Ok(WavInput::new(
+            name.to_string(),
+            name.to_string(),
+            None,
+            header,
+            frames,
+            reader,
+        ))
     }
 
     fn new(
@@ -431,7 +454,11 @@ impl WavInput {
             }
         };
         let frames = got / fb;
-        decode(self.header.format, &self.bytes[..frames * fb], &mut dst[..frames * ch]);
+        decode(
+            self.header.format,
+            &self.bytes[..frames * fb],
+            &mut dst[..frames * ch],
+        );
         self.read += frames as u64;
         if frames < limit || self.frames == Some(self.read) {
             self.ended = Some(self.read);
@@ -627,11 +654,20 @@ mod tests {
         assert_eq!(declared.declared_frames(), 200);
         let mut buf = vec![0.0; 2 * 512];
         assert_eq!(declared.read_interleaved(&mut buf), 100);
-        assert!(declared.error().unwrap().contains("declares 200 frames, but its data ends at frame 100"));
+        assert!(declared
+            .error()
+            .unwrap()
+            .contains("declares 200 frames, but its data ends at frame 100"));
         let mut partial = stream(streamed(0, &samples[..199])).unwrap();
         while partial.read_interleaved(&mut buf) > 0 {}
-        assert!(partial.error().unwrap().contains("inside frame 99"), "{:?}", partial.error());
-        assert!(stream(b"RIFF".to_vec()).unwrap_err().contains("not a WAV file"));
+        assert!(
+            partial.error().unwrap().contains("inside frame 99"),
+            "{:?}",
+            partial.error()
+        );
+        assert!(stream(b"RIFF".to_vec())
+            .unwrap_err()
+            .contains("not a WAV file"));
         assert!(stream(Vec::new()).unwrap_err().contains("is empty"));
         let cut = streamed(0, &[])[..30].to_vec();
         assert!(stream(cut).unwrap_err().contains("cut short"));

@@ -29,7 +29,9 @@ pub struct RenderInput {
     wav: Arc<Mutex<WavInput>>,
     /// As messages name it: `` `in.wav` `` or `standard input`.
     pub shown: String,
+    /// Channels per frame.
     pub channels: usize,
+    /// The stored sample format.
     pub format: InputFormat,
     /// The frames it holds, when known before reading.
     pub frames: Option<u64>,

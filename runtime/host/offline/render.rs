@@ -9,8 +9,8 @@
 //! failure and on SIGINT/SIGTERM ([`crate::host::files::signals`]), and
 //! its header is RF64 when the file passes 4 GiB ([`crate::host::files::wav`]).
 
-use super::levels::Levels;
 use super::input::{open_input, protect, InputState, RenderInput, Tail, TAIL_MAX_S};
+use super::levels::Levels;
 use super::wav_out::{Body, BodyError, Encoder, Framer};
 use crate::engine::{run_blocks, try_run_blocks_with_stops};
 use crate::engine::{BusRef, Engine};
@@ -474,9 +474,19 @@ pub fn render(
         frames: report.frames,
         ..layout
     };
-    let length_text = input.as_ref().map(|i| length_line(opts, i, tail.as_ref(), &report, sr));
+    let length_text = input
+        .as_ref()
+        .map(|i| length_line(opts, i, tail.as_ref(), &report, sr));
     report_snapshots(&written, &stops, sr, log);
-    report_render(&engine, &report, &layout, start, &what, length_text.as_deref(), log);
+    report_render(
+        &engine,
+        &report,
+        &layout,
+        start,
+        &what,
+        length_text.as_deref(),
+        log,
+    );
     let json = opts.json.then(|| {
         let mut summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
         if let (Some(i), Some(m)) = (&input, summary.as_object_mut()) {
@@ -698,7 +708,10 @@ fn render_length(
 ) -> Result<Length, HostError> {
     let sr = plan.sample_rate;
     if let Some(d) = &opts.duration {
-        return d.length(sr, log).map(Length::Frames).map_err(HostError::Usage);
+        return d
+            .length(sr, log)
+            .map(Length::Frames)
+            .map_err(HostError::Usage);
     }
     if let Some(i) = input {
         let latency = plan.latency as u64;

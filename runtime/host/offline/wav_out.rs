@@ -37,6 +37,7 @@ use std::os::unix::fs::FileExt;
 pub struct Encoder {
     format: WavFormat,
     f32_bus: bool,
+    /// Peak, clipping and DC offset of what was encoded.
     pub levels: Levels,
     hasher: Sha256,
     hash_bytes: Vec<u8>,
@@ -191,7 +192,11 @@ pub enum BodyError {
 impl<'a> Body<'a> {
     /// Writes the header of `layout` when its length is final; otherwise a
     /// placeholder (a temporary file) or nothing yet (a stream, spooled).
-    pub fn open(sink: Sink<'a>, layout: &WavLayout, final_length: bool) -> Result<Body<'a>, HostError> {
+    pub fn open(
+        sink: Sink<'a>,
+        layout: &WavLayout,
+        final_length: bool,
+    ) -> Result<Body<'a>, HostError> {
         let header = layout.header().expect("wav_layout() checked the size");
         if final_length || sink.temp_file().is_some() {
             let mut w = BufWriter::with_capacity(1 << 20, sink);
