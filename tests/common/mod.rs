@@ -358,7 +358,7 @@ impl TestInput {
             n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (c as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         h ^= h >> 31;
         let noise = (h >> 40) as f64 / (1u64 << 24) as f64 - 0.5;
-        let tone = (2.0 * std::f64::consts::PI * f * t).sin() * (-t * 12.0).exp();
+        let tone = libm::sin(2.0 * std::f64::consts::PI * f * t) * libm::exp(-t * 12.0);
         (0.5 * tone + 0.01 * noise) as f32 as f64
     }
 }
