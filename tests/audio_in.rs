@@ -9,9 +9,8 @@
 mod common;
 
 use common::{morphrt, root, stderr, stdout, temp_dir};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const PROFILES: [&str; 3] = ["strict", "repro", "live"];
 
@@ -70,48 +69,10 @@ fn read_ints(path: &Path) -> (hound::WavSpec, Vec<i32>) {
     (spec, r.into_samples::<i32>().map(Result::unwrap).collect())
 }
 
-/// Runs `morphrt ARGS` with `stdin` piped in (written on a thread: a
-/// render reads its input while it writes its output), killed after five
-/// minutes, so a render that would wait for ever (on a FIFO) fails the
-/// test instead of hanging it.
+/// `morphrt ARGS` with `stdin` piped in; a render that would wait for
+/// ever (on a FIFO) fails the test after five minutes instead of hanging it.
 fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    let bytes = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        // A render that already ended has closed its end; that is its own failure.
-        let _ = pipe.write_all(&bytes);
-    });
-    let pid = child.id() as libc::pid_t;
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watch = done.clone();
-    std::thread::spawn(move || {
-        let start = std::time::Instant::now();
-        while !watch.load(std::sync::atomic::Ordering::SeqCst) {
-            if start.elapsed() > std::time::Duration::from_secs(300) {
-                // SAFETY: a plain signal to the child, which is not yet reaped.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    });
-    let o = child.wait_with_output().unwrap();
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    writer.join().unwrap();
-    assert!(
-        o.status.code().is_some(),
-        "`morphrt {}` hung and was killed",
-        args.join(" ")
-    );
-    o
+    common::run_piped(args, stdin, std::time::Duration::from_secs(300))
 }
 
 /// `morphrt render SCENE --input INPUT -o OUT EXTRA…`.
