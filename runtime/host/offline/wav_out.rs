@@ -329,3 +329,33 @@ fn spool_error(e: io::Error) -> HostError {
         std::env::temp_dir().display()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header that grew (a tail that took the file past 4 GiB gains the
+    /// `ds64` chunk) moves the samples after it intact; one of the same
+    /// length is rewritten in place.
+    #[test]
+    fn a_grown_header_moves_the_samples_after_it() {
+        let path = std::env::temp_dir().join(format!("morphrt-wav-out-{}", std::process::id()));
+        let data: Vec<u8> = (0..=255u8).cycle().take(3 * (1 << 20) + 17).collect();
+        let mut bytes = b"OLD!".to_vec();
+        bytes.extend_from_slice(&data);
+        std::fs::write(&path, &bytes).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        rewrite_header(&file, b"NEWHEADER", 4, data.len() as u64).unwrap();
+        let got = std::fs::read(&path).unwrap();
+        assert_eq!(&got[..9], b"NEWHEADER");
+        assert!(got[9..] == data[..], "the samples moved intact");
+        rewrite_header(&file, b"SAMELENTH", 9, data.len() as u64).unwrap();
+        let got = std::fs::read(&path).unwrap();
+        assert_eq!((&got[..9], got.len()), (&b"SAMELENTH"[..], 9 + data.len()));
+        std::fs::remove_file(&path).unwrap();
+    }
+}
