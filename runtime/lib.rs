@@ -106,10 +106,14 @@
 //!   `host/files/write.rs`, with its errors `host/files/error.rs`; the lock
 //!   that keeps a journal to one writer `host/files/lock.rs`; signals
 //!   `host/files/signals.rs`; SHA-256 `host/files/digest.rs`; WAV headers
-//!   and sample formats `host/files/wav.rs`; reading a scene from disk
+//!   and sample formats `host/files/wav.rs`; reading a WAV (a file, or a
+//!   stream with a pipe's streaming header) as audio input
+//!   `host/files/wav_in.rs`; reading a scene from disk
 //!   `host/files/scene.rs`.
 //! - **Offline** (`host/offline/`): `render` `host/offline/render.rs`;
-//!   levels `host/offline/levels.rs`; `plot` `host/offline/plot.rs`, its
+//!   its audio input (`--input`, the tail length) `host/offline/input.rs`
+//!   and WAV output (encoding, a header known only at the end)
+//!   `host/offline/wav_out.rs`; levels `host/offline/levels.rs`; `plot` `host/offline/plot.rs`, its
 //!   ticks and labels `host/offline/axes.rs` and the picture with its
 //!   bitmap font `host/offline/canvas.rs`.
 //! - **Records** (`host/record/`): journal and replay

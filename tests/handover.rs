@@ -73,12 +73,18 @@ fn max_step(x: &[Vec<f64>], from: u64, to: u64, skip: &[(u64, u64)]) -> f64 {
     m
 }
 
+/// The scene's parity bound under `p`: its golden's, or the profile's
+/// default for a scene without one (the `input-*` scenes, whose output is
+/// their input's: here, with no input fed through the handover, silence).
 fn golden_bound(name: &str, p: Profile) -> f64 {
-    let g: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(common::root().join(format!("golden/scenes/{name}.json")))
-            .unwrap(),
-    )
-    .unwrap();
+    let path = common::root().join(format!("golden/scenes/{name}.json"));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return match p {
+            Profile::Strict => 0.0,
+            p => p.default_parity_bound(),
+        };
+    };
+    let g: serde_json::Value = serde_json::from_str(&text).unwrap();
     match p {
         Profile::Strict => 0.0,
         Profile::Repro => g["parity"]["repro"].as_f64().unwrap(),

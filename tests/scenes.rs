@@ -1,7 +1,9 @@
 //! Every shipped scene: its strict render matches `golden/scenes/` at block
 //! sizes 64 and 4096, and its repro and live renders are within the scene's
 //! parity bound of strict (latency-aligned relative RMS, excluding one block
-//! plus any ramp around each event).
+//! plus any ramp around each event). A scene that reads audio input (no
+//! golden: its output is the input's) renders [`common::TestInput`], the
+//! same bits at both block sizes and within the default bounds.
 //!
 //! Regenerate (deliberately, saying why in the commit):
 //! `MORPHRT_BLESS=1 cargo test --release --test scenes`
@@ -42,14 +44,21 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
         let n = golden_frames(&p64);
         let skip = excluded(&p64, parity::guard(p64.block_size));
         let strict_latency = p64.latency as i64;
-        let strict = render_to_vec(&mut Engine::new(plan(path, Profile::Strict, Some(64))), n);
+        let reads_input = !p64.inputs().is_empty();
+        let strict = render_to_vec(
+            &mut common::fed(Engine::new(plan(path, Profile::Strict, Some(64)))),
+            n,
+        );
         let peak = strict.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
         assert!(
             peak > 0.01 && peak <= 1.0,
             "{name}: strict peak {peak} should be audible and within ±1"
         );
-        let h64 = render_hash(&mut Engine::new(p64), n);
-        let h4096 = render_hash(&mut Engine::new(plan(path, Profile::Strict, Some(4096))), n);
+        let h64 = render_hash(&mut common::fed(Engine::new(p64)), n);
+        let h4096 = render_hash(
+            &mut common::fed(Engine::new(plan(path, Profile::Strict, Some(4096)))),
+            n,
+        );
         assert_eq!(
             h64, h4096,
             "{name}: strict hash differs between block sizes 64 and 4096"
@@ -79,8 +88,8 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
                 .collect()
         };
         let live_differs = algorithms(&p_repro) != algorithms(&p_live);
-        let repro = render_to_vec(&mut Engine::new(p_repro), n);
-        let live = render_to_vec(&mut Engine::new(p_live), n);
+        let repro = render_to_vec(&mut common::fed(Engine::new(p_repro)), n);
+        let live = render_to_vec(&mut common::fed(Engine::new(p_live)), n);
         if live_differs {
             assert!(
                 repro != live,
@@ -89,6 +98,16 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
         }
         let e_repro = rel_rms(&strict, &repro, lag_repro, &skip);
         let e_live = rel_rms(&strict, &live, lag_live, &skip);
+        if reads_input {
+            let (bound_repro, bound_live) = (
+                Profile::Repro.default_parity_bound(),
+                Profile::Live.default_parity_bound(),
+            );
+            assert!(e_repro <= bound_repro, "{name}: repro parity {e_repro:e}");
+            assert!(e_live <= bound_live, "{name}: live parity {e_live:e}");
+            assert!(e_repro > 0.0, "{name}: repro is bit-identical to strict");
+            continue;
+        }
         if bless {
             if cfg!(debug_assertions) {
                 panic!("generate goldens in a release build");
@@ -147,10 +166,13 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
         let goldens = std::fs::read_dir(common::root().join("golden/scenes"))
             .unwrap()
             .count();
+        let own_output = scenes
+            .iter()
+            .filter(|p| plan(p, Profile::Strict, None).inputs().is_empty())
+            .count();
         assert_eq!(
-            goldens,
-            scenes.len(),
-            "a golden without a scene, or a scene without a golden"
+            goldens, own_output,
+            "a golden without a scene, or a scene (that reads no input) without a golden"
         );
     }
 }

@@ -17,7 +17,7 @@ pub mod schema;
 pub use compile::{compile, CompileOptions, MAX_MAIN_CHANNELS};
 pub use report::{
     check_json, check_table, check_warnings, deadline_risks, estimated_rtf, events_after_end,
-    node_cost_ns, plan_cost_ns, slow_render_warning, DeadlineRisk,
+    inputs_text, node_cost_ns, plan_cost_ns, slow_render_warning, DeadlineRisk,
 };
 
 use crate::ops::{AnyNode, OpSpec, Value};

@@ -3,7 +3,7 @@
 //! | wing | what lives there |
 //! |---|---|
 //! | [`files`] | reading a scene from disk; the output rules every written file obeys, and the one writer that carries them out; signals |
-//! | [`offline`] | `render` into a WAV file, its levels, and `plot` |
+//! | [`offline`] | `render` into a WAV file (with `--input`, a WAV as the scene's audio input), its levels, and `plot` |
 //! | [`record`] | the journal of a live session and its replay; snapshot files |
 //! | [`live`] | what `run` plays: the control side, the audio callback, devices, the file watcher, keys, the tap |
 //! | [`machine`] | the machine and build a measurement belongs to; stored calibrations |

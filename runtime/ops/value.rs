@@ -145,7 +145,7 @@ fn decode<T>(
 
 /// Whether hound stopped because the file ended (it says so in an
 /// `ErrorKind::Other` error of its own).
-pub(crate) fn is_short_read(e: &hound::Error) -> bool {
+fn is_short_read(e: &hound::Error) -> bool {
     matches!(e, hound::Error::IoError(io)
         if io.kind() == std::io::ErrorKind::UnexpectedEof
             || io.to_string() == "Failed to read enough bytes.")
@@ -154,7 +154,7 @@ pub(crate) fn is_short_read(e: &hound::Error) -> bool {
 /// Why `path` could not be opened as a WAV file, from its first bytes: not
 /// a RIFF WAVE file at all, a WAV of a format it does not read (named), or
 /// what the decoder said.
-pub(crate) fn unreadable_wav(path: &Path, e: &hound::Error) -> String {
+fn unreadable_wav(path: &Path, e: &hound::Error) -> String {
     let shown = path.display();
     let mut head = Vec::new();
     if let Ok(f) = crate::scene::resource::open_regular(path) {
@@ -195,16 +195,7 @@ fn wav_format(head: &[u8]) -> Option<String> {
                 // WAVE_FORMAT_EXTENSIBLE: the format is the sub-format GUID's first two bytes.
                 tag = u16_at(body + 24)?;
             }
-            return match (tag, bits) {
-                (1, 8 | 16 | 24 | 32) | (3, 32) => None,
-                (1, b) => Some(format!("{b}-bit integer samples")),
-                (3, b) => Some(format!("{b}-bit float samples")),
-                (2 | 0x11, _) => Some("ADPCM-compressed audio".to_string()),
-                (6, _) => Some("A-law audio".to_string()),
-                (7, _) => Some("μ-law audio".to_string()),
-                (0x55, _) => Some("MP3 audio".to_string()),
-                (t, _) => Some(format!("audio in format 0x{t:04x}")),
-            };
+            return unread_format(tag, bits);
         }
         at = at
             .saturating_add(8)
@@ -212,6 +203,23 @@ fn wav_format(head: &[u8]) -> Option<String> {
             .saturating_add(len & 1);
     }
     None
+}
+
+/// A WAV `fmt ` chunk's format tag (the sub-format's, for
+/// WAVE_FORMAT_EXTENSIBLE) and bits per sample in words (`64-bit float
+/// samples`, `ADPCM-compressed audio`) when morphrt does not read it;
+/// `None` for the formats it reads.
+pub(crate) fn unread_format(tag: u16, bits: u16) -> Option<String> {
+    match (tag, bits) {
+        (1, 8 | 16 | 24 | 32) | (3, 32) => None,
+        (1, b) => Some(format!("{b}-bit integer samples")),
+        (3, b) => Some(format!("{b}-bit float samples")),
+        (2 | 0x11, _) => Some("ADPCM-compressed audio".to_string()),
+        (6, _) => Some("A-law audio".to_string()),
+        (7, _) => Some("μ-law audio".to_string()),
+        (0x55, _) => Some("MP3 audio".to_string()),
+        (t, _) => Some(format!("audio in format 0x{t:04x}")),
+    }
 }
 
 /// Why a raw value does not fit a param.

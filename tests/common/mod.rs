@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::mpsc::{channel, Receiver};
@@ -154,8 +155,17 @@ pub fn player(engine: morphrt::engine::Engine, fade: u64) -> morphrt::host::live
 /// Runs `morphrt ARGS` with `input` piped to its stdin, which is then
 /// closed (the end of stdin does not stop `run`).
 pub fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    run_piped(args, input, Duration::from_secs(600))
+}
+
+/// Runs `morphrt ARGS` in the repository with `input` written to its stdin
+/// on a thread (a command may write its output while it reads), then
+/// closed; killed after `deadline`, so a command that would wait for ever
+/// fails the test instead of hanging it.
+pub fn run_piped(args: &[&str], input: &[u8], deadline: Duration) -> Output {
     use std::io::Write;
     use std::process::Stdio;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
         .args(args)
         .current_dir(root())
@@ -165,10 +175,32 @@ pub fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
         .spawn()
         .expect("run morphrt");
     let mut stdin = child.stdin.take().unwrap();
-    // A run that already ended has closed its end; that is its own failure.
-    let _ = stdin.write_all(input);
-    drop(stdin);
-    child.wait_with_output().unwrap()
+    let bytes = input.to_vec();
+    // A command that already ended has closed its end; that is its own failure.
+    let writer = std::thread::spawn(move || drop(stdin.write_all(&bytes)));
+    let pid = child.id() as libc::pid_t;
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let watch = done.clone();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        while !watch.load(Ordering::SeqCst) {
+            if start.elapsed() > deadline {
+                // SAFETY: a signal to the child, which is not reaped before `done`.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let o = child.wait_with_output().unwrap();
+    done.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+    assert!(
+        o.status.code().is_some() || o.status.signal() != Some(libc::SIGKILL),
+        "`morphrt {}` did not finish within {deadline:?}",
+        args.join(" ")
+    );
+    o
 }
 
 /// A child process that is killed if the test ends (or fails) first, so a
@@ -338,4 +370,45 @@ pub fn file_size_limit(c: &mut Command, bytes: u64) {
             Ok(())
         });
     }
+}
+
+/// The input a test gives a shipped scene that reads audio input (the
+/// `input-*` scenes), as a function of the absolute sample, so an engine
+/// resumed or handed over at any sample reads what an uninterrupted one
+/// does: plucked tones every 0.25 s over quiet noise, f32 values, channel
+/// c a little detuned from channel 0.
+pub struct TestInput;
+
+impl TestInput {
+    /// Input sample `n` of channel `c`.
+    pub fn sample(n: u64, c: usize) -> f64 {
+        let period = 12_000;
+        let t = (n % period) as f64 / 48_000.0;
+        let note = (n / period) % 4;
+        let f = [220.0, 277.0, 330.0, 440.0][note as usize] * (1.0 + 0.01 * c as f64);
+        let mut h =
+            n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (c as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h ^= h >> 31;
+        let noise = (h >> 40) as f64 / (1u64 << 24) as f64 - 0.5;
+        let tone = libm::sin(2.0 * std::f64::consts::PI * f * t) * libm::exp(-t * 12.0);
+        (0.5 * tone + 0.01 * noise) as f32 as f64
+    }
+}
+
+impl morphrt::engine::InputFeed for TestInput {
+    fn read(&mut self, start: u64, block: &mut morphrt::engine::InputBlock<'_>) {
+        for c in 0..block.channels() {
+            for (i, d) in block.channel_mut(c).iter_mut().enumerate() {
+                *d = TestInput::sample(start + i as u64, c);
+            }
+        }
+    }
+}
+
+/// The engine, fed [`TestInput`] when its scene reads audio input.
+pub fn fed(mut e: morphrt::engine::Engine) -> morphrt::engine::Engine {
+    if e.input_channels() > 0 {
+        e.set_input_feed(Box::new(TestInput));
+    }
+    e
 }

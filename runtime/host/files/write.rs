@@ -283,6 +283,16 @@ impl Sink<'_> {
         }
     }
 
+    /// The temporary file a regular file's output is written to (`None`
+    /// for a stream), for a writer that patches what it wrote before the
+    /// rename: a WAV header whose sizes are known only at the end.
+    pub fn temp_file(&self) -> Option<&File> {
+        match &self.to {
+            To::Temp(t) => Some(&t.file),
+            _ => None,
+        }
+    }
+
     /// What became of the output when writing failed, for the message.
     pub fn aftermath(&self) -> &'static str {
         match &self.to {

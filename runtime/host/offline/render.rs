@@ -9,14 +9,16 @@
 //! failure and on SIGINT/SIGTERM ([`crate::host::files::signals`]), and
 //! its header is RF64 when the file passes 4 GiB ([`crate::host::files::wav`]).
 
+use super::input::{open_input, protect, InputState, RenderInput, Tail, TAIL_MAX_S};
 use super::levels::Levels;
+use super::wav_out::{Body, BodyError, Encoder, Framer};
 use crate::engine::{run_blocks, try_run_blocks_with_stops};
 use crate::engine::{BusRef, Engine};
 use crate::graph::{compile, CompileOptions, Plan};
 use crate::host::files::digest::hex;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
-use crate::host::files::wav::{to_int_clipped, WavFormat, WavLayout};
+use crate::host::files::wav::{WavFormat, WavLayout};
 use crate::host::files::write::Sink;
 use crate::host::record::snapshot::{numbered_path, SnapshotContext, SnapshotFile, Written};
 use crate::host::HostError;
@@ -24,7 +26,7 @@ use crate::profile::Profile;
 use crate::scene::TimeArg;
 use crate::scene::{self, Diagnostic};
 use sha2::{Digest, Sha256};
-use std::io::{BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -99,9 +101,12 @@ pub fn render_to_wav(
             progress: show_progress,
             stops: &[],
             interrupt: None,
+            input: None,
+            tail: None,
         },
         |_| Ok(()),
     )
+    .map(|(report, _)| report)
 }
 
 /// The WAV's shape, refused when it cannot be written at all.
@@ -134,21 +139,31 @@ struct WriteOptions<'a> {
     stops: &'a [u64],
     /// Stop (and clean up) when this caught a signal.
     interrupt: Option<&'a InterruptGuard>,
+    /// The input the engine reads, checked after every block.
+    input: Option<&'a RenderInput>,
+    /// The render ends with the scene's tail after the input: `layout`'s
+    /// length is then only the least it writes, and it runs at most `limit`.
+    tail: Option<(Tail, u64)>,
 }
 
 /// Why a render stopped early.
 enum Abort {
-    /// The output failed.
-    Write(std::io::Error),
+    /// The output (or the spool) failed.
+    Write(BodyError),
     /// Writing a snapshot failed.
     Snapshot(HostError),
+    /// The input failed part-way (cut short, unreadable).
+    Input(HostError),
     /// SIGINT, SIGTERM or SIGHUP.
     Signal(i32),
+    /// The tail ended: the render is complete.
+    Done,
 }
 
-/// Writes the header and `layout.frames` frames from the engine to `sink`,
-/// finishing it (rename into place, flush) only when all went well;
-/// otherwise the sink is dropped, which removes a temporary file.
+/// Writes the header and the frames from the engine to `sink` (exactly
+/// `layout.frames`, or with a tail until it ends), finishing it (rename
+/// into place, flush) only when all went well; otherwise the sink is
+/// dropped, which removes a temporary file.
 fn write_wav(
     engine: &mut Engine,
     sink: Sink<'_>,
@@ -156,68 +171,52 @@ fn write_wav(
     layout: &WavLayout,
     opts: &WriteOptions<'_>,
     mut at_stop: impl FnMut(&Engine) -> Result<(), HostError>,
-) -> Result<RenderReport, HostError> {
+) -> Result<(RenderReport, Option<Tail>), HostError> {
     let aftermath = sink.aftermath();
-    let frames = layout.frames;
-    let format = layout.format;
-    let mut w = BufWriter::with_capacity(1 << 20, sink);
-    let mut hasher = Sha256::new();
-    let mut hash_bytes = Vec::new();
-    let mut bytes = Vec::new();
-    let mut levels = Levels::new(engine.channels(), format);
-    let mut progress = crate::host::term::Progress::new(frames, opts.progress);
+    let (tail, frames) = match &opts.tail {
+        Some((t, limit)) => (Some(t.clone()), *limit),
+        None => (None, layout.frames),
+    };
+    let mut body = Body::open(sink, layout, tail.is_none())?;
+    let f32_bus = matches!(engine.bus(), BusRef::F32(..));
+    let mut enc = Encoder::new(engine.channels(), layout.format, f32_bus);
+    let mut framer = Framer::new(engine.clock(), engine.channels(), tail);
+    let mut progress = crate::host::term::Progress::new(layout.frames.max(1), opts.progress);
     let sr = engine.sample_rate() as f64;
     let first = engine.clock();
     let start = Instant::now();
     let caught = || opts.interrupt.and_then(InterruptGuard::caught);
-    let header = layout.header().expect("wav_layout() checked the size");
-    let mut result = w.write_all(&header).map_err(Abort::Write);
-    if result.is_ok() {
-        result = try_run_blocks_with_stops(
-            engine,
-            frames,
-            opts.stops,
-            |e| {
-                at_stop(e).map_err(|e| match e {
-                    // A signal while the snapshot was written stops the render as one between blocks.
-                    HostError::Interrupted { signal, .. } => Abort::Signal(signal),
-                    e => Abort::Snapshot(e),
-                })
-            },
-            |bus| {
-                if let Some(signal) = caught() {
-                    return Err(Abort::Signal(signal));
-                }
-                hash_block(&mut hasher, &mut hash_bytes, bus);
-                bytes.clear();
-                for i in 0..bus.frames() {
-                    for c in 0..bus.channels() {
-                        let x = bus.get(c, i);
-                        match format {
-                            WavFormat::F32 => {
-                                levels.add(c, x, x.abs() > 1.0);
-                                bytes.extend_from_slice(&(x as f32).to_le_bytes());
-                            }
-                            WavFormat::I24 => {
-                                let (v, clipped) = to_int_clipped(x, 24);
-                                levels.add(c, x, clipped);
-                                bytes.extend_from_slice(&v.to_le_bytes()[..3]);
-                            }
-                            WavFormat::I16 => {
-                                let (v, clipped) = to_int_clipped(x, 16);
-                                levels.add(c, x, clipped);
-                                bytes.extend_from_slice(&(v as i16).to_le_bytes());
-                            }
-                        }
-                    }
-                }
-                w.write_all(&bytes).map_err(Abort::Write)
-            },
-            |done| progress.update(done),
-        );
-    }
-    if result.is_ok() && layout.pad_len() > 0 {
-        result = w.write_all(&[0]).map_err(Abort::Write);
+    let mut result = try_run_blocks_with_stops(
+        engine,
+        frames,
+        opts.stops,
+        |e| {
+            at_stop(e).map_err(|e| match e {
+                // A signal while the snapshot was written stops the render as one between blocks.
+                HostError::Interrupted { signal, .. } => Abort::Signal(signal),
+                e => Abort::Snapshot(e),
+            })
+        },
+        |bus| {
+            if let Some(signal) = caught() {
+                return Err(Abort::Signal(signal));
+            }
+            input_after_block(opts.input, &mut framer)?;
+            let done = framer.block(bus, &mut enc);
+            body.write(enc.take()).map_err(Abort::Write)?;
+            enc.clear();
+            if done {
+                Err(Abort::Done)
+            } else {
+                Ok(())
+            }
+        },
+        |done| progress.update(done.min(layout.frames)),
+    );
+    if matches!(result, Err(Abort::Done)) {
+        result = Ok(());
+    } else if result.is_ok() && opts.tail.is_some() {
+        result = input_within_limit(opts.input, frames, engine.sample_rate());
     }
     if result.is_ok() {
         // A signal during the last block still stops the render: the user
@@ -229,47 +228,85 @@ fn write_wav(
     let elapsed = start.elapsed();
     progress.finish();
     if let Err(stop) = result {
-        // Dropping the sink removes a temporary file; the buffered tail is
+        // Dropping the body removes a temporary file; the buffered tail is
         // not written anywhere.
-        let sink = w.into_parts().0;
-        progress.finish();
-        return Err(match stop {
-            Abort::Write(e) => sink.write_error(e).into(),
-            Abort::Snapshot(e) => {
-                let code = e.exit_code();
-                let message = format!("{}{aftermath}", e.message());
-                if code == 2 {
-                    HostError::Usage(message)
-                } else {
-                    HostError::Runtime(message)
-                }
-            }
-            Abort::Signal(signal) => HostError::Interrupted {
-                signal,
-                message: format!(
-                    "interrupted by {} at {:.2}s of {:.2}s; stopped writing {what}{aftermath}",
-                    signal_name(signal),
-                    (engine.clock() - first) as f64 / sr,
-                    frames as f64 / sr
-                ),
-            },
-        });
+        let elapsed_s = (engine.clock() - first) as f64 / sr;
+        let of_s = layout.frames as f64 / sr;
+        return Err(abort_error(stop, body, what, aftermath, elapsed_s, of_s));
     }
-    let sink = match w.into_inner() {
-        Ok(sink) => sink,
-        Err(e) => {
-            let (error, w) = e.into_parts();
-            return Err(w.into_parts().0.write_error(error).into());
+    let final_layout = WavLayout {
+        frames: enc.frames,
+        ..*layout
+    };
+    body.complete(&final_layout)?.finish()?;
+    let report = RenderReport {
+        frames: enc.frames,
+        channels: engine.channels(),
+        elapsed,
+        levels: enc.levels.clone(),
+        hash: enc.hash(),
+    };
+    Ok((report, framer.into_tail()))
+}
+
+/// After a block: a failed input stops the render; an ended one starts the tail.
+fn input_after_block(input: Option<&RenderInput>, framer: &mut Framer) -> Result<(), Abort> {
+    let Some(input) = input else {
+        return Ok(());
+    };
+    if let InputState::Ended(n) = input.state().map_err(Abort::Input)? {
+        if let Some(t) = framer.tail_mut() {
+            t.input_ended(n);
+        }
+    }
+    Ok(())
+}
+
+/// A render that reached its limit with its input still going was given
+/// an input longer than a render may be.
+fn input_within_limit(input: Option<&RenderInput>, limit: u64, sr: u32) -> Result<(), Abort> {
+    match input.map(RenderInput::state) {
+        Some(Ok(InputState::Reading)) => Err(Abort::Input(over_limit(
+            format!(
+                "the input ({} frames read so far, {:.3}s)",
+                limit,
+                limit as f64 / sr as f64
+            ),
+            sr,
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The error a stopped render reports, saying what became of the output.
+fn abort_error(
+    stop: Abort,
+    body: Body<'_>,
+    what: &str,
+    aftermath: &str,
+    at_s: f64,
+    of_s: f64,
+) -> HostError {
+    let with_aftermath = |e: HostError| {
+        let message = format!("{}{aftermath}", e.message());
+        if e.exit_code() == 2 {
+            HostError::Usage(message)
+        } else {
+            HostError::Runtime(message)
         }
     };
-    sink.finish()?;
-    Ok(RenderReport {
-        frames,
-        channels: engine.channels(),
-        hash: hex(&hasher.finalize()),
-        elapsed,
-        levels,
-    })
+    match stop {
+        Abort::Write(e) => body.error(e),
+        Abort::Snapshot(e) | Abort::Input(e) => with_aftermath(e),
+        Abort::Signal(signal) => HostError::Interrupted {
+            signal,
+            message: format!(
+                "interrupted by {} at {at_s:.2}s of {of_s:.2}s; stopped writing {what}{aftermath}",
+                signal_name(signal),
+            ),
+        },
+        Abort::Done => unreachable!("a completed render is no failure"),
+    }
 }
 
 /// What `morphrt render` was asked to do: the command's arguments.
@@ -326,6 +363,11 @@ pub struct RenderOptions {
     /// -d long (default: the rest of the scene's duration).
     #[arg(long)]
     pub resume: Option<PathBuf>,
+    /// The audio input the scene's `input` nodes read: a WAV file, or `-`
+    /// for standard input. The render is then, unless -d says otherwise,
+    /// the input's length plus the scene's tail. Given once.
+    #[arg(long = "input", value_name = "FILE.wav")]
+    pub input: Vec<PathBuf>,
 }
 
 /// The render limit in samples at `sr`.
@@ -358,10 +400,11 @@ fn read_stdin_scene() -> Result<(String, scene::Scene), HostError> {
 }
 
 /// `morphrt render`: compiles the scene (at the snapshot's block size and
-/// seed when resuming), checks the output before anything renders,
-/// carries the snapshot's state into the engine, renders to the WAV,
-/// writing snapshots on the way, and reports on `log` (the hash and the
-/// JSON summary go to `out`, or to `log` when `out` carries the WAV).
+/// seed when resuming), opens and checks the input, checks the output
+/// before anything renders, carries the snapshot's state into the engine,
+/// renders to the WAV, writing snapshots on the way, and reports on `log`
+/// (the hash and the JSON summary go to `out`, or to `log` when `out`
+/// carries the WAV).
 pub fn render(
     opts: &RenderOptions,
     out: &mut dyn Write,
@@ -375,40 +418,33 @@ pub fn render(
     };
     let snap = opts.resume.as_deref().map(SnapshotFile::read).transpose()?;
     let mut plan = compile_for_render(opts, &scene, snap.as_ref(), log)?;
+    let input = open_input(&opts.input, &plan, from_stdin, log)?;
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
-    let frames = render_length(opts, &plan, snap.as_ref(), log)?;
-    let warnings = warn_before_render(opts, &mut plan, start, frames, log);
-    let stops = snapshot_stops(opts, sr, start, frames, log)?;
+    let length = render_length(opts, &plan, snap.as_ref(), input.as_ref(), log)?;
+    let warnings = warn_before_render(opts, &mut plan, start, &length, log);
+    let stops = snapshot_stops(opts, sr, start, length.most(sr), log)?;
     let several = stops.len() > 1;
 
     // Everything read, and where everything goes, is known: check the
     // output now, before any block renders.
-    let inputs = render_inputs(opts, &plan, from_stdin);
-    let channels = plan.main.len();
-    let layout = wav_layout(channels, sr, opts.format, frames)?;
-    let output = Output::prepare(
-        &opts.output,
-        &inputs,
-        layout.file_len().unwrap_or(u64::MAX),
-        &Kind::RENDER,
-    )?;
-    if let Some(base) = &opts.snapshot_out {
-        for at in &stops {
-            let path = numbered_path(base, *at, several);
-            check_side_output(&path, &Kind::SNAPSHOT, &inputs, &output, "the WAV output")?;
-        }
-    }
+    let mut inputs = render_inputs(opts, &plan, from_stdin);
+    protect(&mut inputs, &opts.input);
+    let layout = wav_layout(plan.main.len(), sr, opts.format, length.least())?;
+    let output = prepare_outputs(opts, &layout, &inputs, &stops, several)?;
 
     let context = if stops.is_empty() && snap.is_none() {
         None
     } else {
         Some(SnapshotContext::new(&plan, &text)?)
     };
+    let latency = plan.latency;
     let mut engine = Engine::new(plan);
-    debug_assert_eq!(engine.channels(), channels);
     if let (Some(s), Some(cx)) = (&snap, &context) {
         resume_from(s, cx, &mut engine, log)?;
+    }
+    if let Some(i) = &input {
+        engine.set_input_feed(i.feed());
     }
     let mut written = Vec::new();
     let to_stdout = output.is_stdout();
@@ -419,7 +455,7 @@ pub fn render(
     let guard = InterruptGuard::install();
     let mut no_stdout = std::io::sink();
     let sink = output.start(if to_stdout { &mut *out } else { &mut no_stdout })?;
-    let report = write_wav(
+    let (report, tail) = write_wav(
         &mut engine,
         sink,
         &what,
@@ -428,39 +464,145 @@ pub fn render(
             progress: true,
             stops: &stops,
             interrupt: Some(&guard),
+            input: input.as_ref(),
+            tail: length.tail(start, latency, sr),
         },
-        |e| {
-            let (Some(cx), Some(base)) = (&context, &opts.snapshot_out) else {
-                return Ok(());
-            };
-            let path = numbered_path(base, e.clock(), several);
-            let captured = Instant::now();
-            let st = e.snapshot();
-            let capture = captured.elapsed();
-            let w = cx.write(&st, &path, &inputs)?;
-            written.push((e.clock(), w, capture));
-            Ok(())
-        },
+        snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
     )?;
     drop(guard);
-    report_snapshots(&written, sr, log);
-    report_render(&engine, &report, &layout, start, &what, log);
-    // Standard output carries the WAV with `-o -`: the hash and the summary
-    // go to the log then, or straight to stderr under `-q`, where the log
-    // keeps only errors but what was asked for still prints.
-    let mut raw_stderr = std::io::stderr();
-    let text_out: &mut dyn Write = match (to_stdout, crate::host::term::quiet()) {
-        (false, _) => out,
-        (true, false) => log,
-        (true, true) => &mut raw_stderr,
+    let layout = WavLayout {
+        frames: report.frames,
+        ..layout
     };
-    if opts.json {
-        let summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
-        let _ = writeln!(text_out, "{summary}");
-    } else if opts.hash {
-        let _ = writeln!(text_out, "{}", report.hash);
+    let length_text = input
+        .as_ref()
+        .map(|i| length_line(opts, i, tail.as_ref(), &report, sr));
+    report_snapshots(&written, &stops, sr, log);
+    report_render(
+        &engine,
+        &report,
+        &layout,
+        start,
+        &what,
+        length_text.as_deref(),
+        log,
+    );
+    let json = opts.json.then(|| {
+        let mut summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
+        if let (Some(i), Some(m)) = (&input, summary.as_object_mut()) {
+            m.insert("input".into(), input_json(i, tail.as_ref(), &report, sr));
+        }
+        serde_json::to_string_pretty(&summary).expect("json")
+    });
+    let asked = json.or_else(|| opts.hash.then(|| report.hash.clone()));
+    if let Some(text) = asked {
+        // Standard output carries the WAV with `-o -`: the hash and the
+        // summary go to the log then, or straight to stderr under `-q`,
+        // where the log keeps only errors but what was asked for still prints.
+        let _ = match (to_stdout, crate::host::term::quiet()) {
+            (false, _) => writeln!(out, "{text}"),
+            (true, false) => writeln!(log, "{text}"),
+            (true, true) => writeln!(std::io::stderr(), "{text}"),
+        };
     }
     Ok(())
+}
+
+/// Writes a snapshot at each stop (`--snapshot-at`), noting what it wrote.
+fn snapshot_writer<'a>(
+    context: Option<&'a SnapshotContext>,
+    opts: &'a RenderOptions,
+    several: bool,
+    inputs: &'a Inputs,
+    written: &'a mut Vec<(u64, Written, Duration)>,
+) -> impl FnMut(&Engine) -> Result<(), HostError> + 'a {
+    move |e| {
+        let (Some(cx), Some(base)) = (context, &opts.snapshot_out) else {
+            return Ok(());
+        };
+        let path = numbered_path(base, e.clock(), several);
+        let captured = Instant::now();
+        let st = e.snapshot();
+        let capture = captured.elapsed();
+        let w = cx.write(&st, &path, inputs)?;
+        written.push((e.clock(), w, capture));
+        Ok(())
+    }
+}
+
+/// Checks the WAV output and every snapshot's before anything renders.
+fn prepare_outputs(
+    opts: &RenderOptions,
+    layout: &WavLayout,
+    inputs: &Inputs,
+    stops: &[u64],
+    several: bool,
+) -> Result<Output, HostError> {
+    let output = Output::prepare(
+        &opts.output,
+        inputs,
+        layout.file_len().unwrap_or(u64::MAX),
+        &Kind::RENDER,
+    )?;
+    if let Some(base) = &opts.snapshot_out {
+        for at in stops {
+            let path = numbered_path(base, *at, several);
+            check_side_output(&path, &Kind::SNAPSHOT, inputs, &output, "the WAV output")?;
+        }
+    }
+    Ok(output)
+}
+
+/// The summary's length line for a render with input: which length was
+/// used (`-d`, or the input's and the tail's).
+fn length_line(
+    opts: &RenderOptions,
+    input: &RenderInput,
+    tail: Option<&Tail>,
+    report: &RenderReport,
+    sr: u32,
+) -> String {
+    let s = |n: u64| n as f64 / sr as f64;
+    let from = format!(
+        "input from {} ({} ch, {})",
+        input.shown,
+        input.channels,
+        input.format.describe()
+    );
+    match (tail, &opts.duration) {
+        (Some(t), _) => {
+            let (i, after) = t.split(report.frames);
+            format!(
+                "{from}; length: input {:.3} s + tail {:.3} s",
+                s(i),
+                s(after)
+            )
+        }
+        (None, Some(d)) => format!("{from}; length: -d {}", d.text()),
+        (None, None) => format!("{from}; length: the scene's duration"),
+    }
+}
+
+/// `--json`'s `input`: the file, its shape, and the length's parts.
+fn input_json(
+    input: &RenderInput,
+    tail: Option<&Tail>,
+    report: &RenderReport,
+    sr: u32,
+) -> serde_json::Value {
+    let (input_frames, tail_frames) = tail.map_or((None, None), |t| {
+        let (i, a) = t.split(report.frames);
+        (Some(i), Some(a))
+    });
+    serde_json::json!({
+        "file": input.shown.trim_matches('`'),
+        "channels": input.channels,
+        "format": input.format.describe(),
+        "length": if tail.is_some() { "input+tail" } else { "duration" },
+        "input_frames": input_frames,
+        "tail_frames": tail_frames,
+        "tail_s": tail_frames.map(|f| f as f64 / sr as f64),
+    })
 }
 
 /// The plan a render runs: compiled under the arguments, or under the
@@ -514,17 +656,75 @@ fn compile_for_render(
     Ok(plan)
 }
 
-/// How many frames to render: `-d`, else the scene's duration (else 10 s),
-/// less what a resumed snapshot already rendered; within the render limit.
+/// How long a render is.
+#[derive(Clone, Copy, Debug)]
+enum Length {
+    /// Exactly this many frames: `-d`, the scene's duration, 10 s.
+    Frames(u64),
+    /// The input's length (`input` frames, when known before reading) and
+    /// the scene's latency, then its tail ([`Tail`]).
+    Tail { input: Option<u64>, latency: u64 },
+}
+
+impl Length {
+    /// The least it writes: the header written first carries this.
+    fn least(&self) -> u64 {
+        match *self {
+            Length::Frames(n) => n,
+            Length::Tail { input, latency } => input.map_or(0, |n| n + latency),
+        }
+    }
+
+    /// The tail, and the most the render runs, when it ends with one.
+    fn tail(&self, start: u64, latency: usize, sr: u32) -> Option<(Tail, u64)> {
+        match self {
+            Length::Tail { .. } => Some((Tail::new(start, latency, sr), self.most(sr))),
+            Length::Frames(_) => None,
+        }
+    }
+
+    /// The most it may write, within the render limit.
+    fn most(&self, sr: u32) -> u64 {
+        match *self {
+            Length::Frames(n) => n,
+            Length::Tail {
+                input: Some(n),
+                latency,
+            } => (n + latency + TAIL_MAX_S * sr as u64).min(max_frames(sr)),
+            Length::Tail { input: None, .. } => max_frames(sr),
+        }
+    }
+}
+
+/// How many frames to render: `-d`; else with an input its length and the
+/// tail; else the scene's duration (else 10 s), less what a resumed
+/// snapshot already rendered; within the render limit.
 fn render_length(
     opts: &RenderOptions,
     plan: &Plan,
     snap: Option<&SnapshotFile>,
+    input: Option<&RenderInput>,
     log: &mut dyn Write,
-) -> Result<u64, HostError> {
+) -> Result<Length, HostError> {
     let sr = plan.sample_rate;
     if let Some(d) = &opts.duration {
-        return d.length(sr, log).map_err(HostError::Usage);
+        return d
+            .length(sr, log)
+            .map(Length::Frames)
+            .map_err(HostError::Usage);
+    }
+    if let Some(i) = input {
+        let latency = plan.latency as u64;
+        if let Some(n) = i.frames.filter(|n| n + latency > max_frames(sr)) {
+            return Err(over_limit(
+                format!("the input {} ({n} frames)", i.shown),
+                sr,
+            ));
+        }
+        return Ok(Length::Tail {
+            input: i.frames,
+            latency,
+        });
     }
     let start = snap.map_or(0, |s| s.clock);
     let total = plan.duration.unwrap_or(10 * sr as u64);
@@ -546,7 +746,7 @@ fn render_length(
             total as f64 / sr as f64
         )));
     }
-    Ok(total - start)
+    Ok(Length::Frames(total - start))
 }
 
 /// The compile's warnings, plus events past the end and a render slower
@@ -555,20 +755,25 @@ fn warn_before_render(
     opts: &RenderOptions,
     plan: &mut Plan,
     start: u64,
-    frames: u64,
+    length: &Length,
     log: &mut dyn Write,
 ) -> Vec<Diagnostic> {
     let mut warnings = std::mem::take(&mut plan.warnings);
-    let length = match &opts.duration {
-        Some(d) => format!("-d {}", d.text()),
-        None if plan.duration.is_some() => "the scene's duration".to_string(),
-        None => "the default length of 10 s".to_string(),
+    let named = match (&opts.duration, length) {
+        (Some(d), _) => format!("-d {}", d.text()),
+        (None, Length::Tail { .. }) => "the input's length and the tail".to_string(),
+        (None, _) if plan.duration.is_some() => "the scene's duration".to_string(),
+        (None, _) => "the default length of 10 s".to_string(),
     };
-    warnings.extend(crate::graph::events_after_end(
-        plan,
-        start + frames,
-        &length,
-    ));
+    let frames = length.least();
+    // A tail's end is not known yet: only events past its longest end are.
+    let end = match length {
+        Length::Tail { input: None, .. } => None,
+        _ => Some(start + length.most(plan.sample_rate)),
+    };
+    if let Some(end) = end {
+        warnings.extend(crate::graph::events_after_end(plan, end, &named));
+    }
     warnings.extend(crate::graph::slow_render_warning(plan, frames));
     if !warnings.is_empty() {
         let _ = writeln!(log, "{}", scene::Shown::new(&warnings));
@@ -642,8 +847,21 @@ fn resume_from(
     Ok(())
 }
 
-/// One line per snapshot written during the render.
-fn report_snapshots(written: &[(u64, Written, Duration)], sr: u32, log: &mut dyn Write) {
+/// One line per snapshot written during the render, and a warning for
+/// each one a render that ended with its tail did not reach.
+fn report_snapshots(
+    written: &[(u64, Written, Duration)],
+    stops: &[u64],
+    sr: u32,
+    log: &mut dyn Write,
+) {
+    for at in stops.iter().filter(|s| written.iter().all(|w| w.0 != **s)) {
+        let _ = writeln!(
+            log,
+            "warning: no snapshot at sample {at} ({:.3}s): the render ended before it",
+            *at as f64 / sr as f64
+        );
+    }
     for (at, w, capture) in written {
         let _ = writeln!(
             log,
@@ -664,6 +882,7 @@ fn report_render(
     layout: &WavLayout,
     start: u64,
     what: &str,
+    length: Option<&str>,
     log: &mut dyn Write,
 ) {
     let sr = engine.sample_rate();
@@ -692,6 +911,9 @@ fn report_render(
         report.elapsed.as_secs_f64(),
         report.speed(sr)
     );
+    if let Some(l) = length {
+        let _ = writeln!(log, "{l}");
+    }
     let _ = writeln!(log, "{}", report.levels.summary());
     if let Some(w) = report.levels.clip_warning() {
         let _ = writeln!(log, "{w}");
@@ -706,7 +928,7 @@ fn json_summary(
     layout: &WavLayout,
     start: u64,
     warnings: &[Diagnostic],
-) -> String {
+) -> serde_json::Value {
     let sr = engine.sample_rate();
     let duration_s = report.frames as f64 / sr as f64;
     let mut summary = serde_json::json!({
@@ -733,5 +955,5 @@ fn json_summary(
     {
         m.extend(levels);
     }
-    serde_json::to_string_pretty(&summary).expect("json")
+    summary
 }

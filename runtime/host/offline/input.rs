@@ -1,0 +1,347 @@
+//! The input side of `render --input`: the WAV a scene's `input` nodes
+//! read, checked against the scene before anything renders (its sample
+//! rate, the channels the nodes read), fed to the engine block by block
+//! (input frame 0 at the render's first sample: sample 0, or the resumed
+//! clock with `--resume`), and the render's default length, the input's
+//! plus the scene's tail ([`Tail`]).
+
+use crate::engine::{InputBlock, InputFeed};
+use crate::graph::Plan;
+use crate::host::files::rules::Inputs;
+use crate::host::files::wav_in::{InputFormat, WavInput};
+use crate::host::HostError;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The main bus counts as silent below −100 dBFS.
+pub const TAIL_THRESHOLD: f64 = 1e-5;
+/// The tail ends once the main bus stayed silent this long (ms).
+pub const TAIL_SILENCE_MS: u64 = 100;
+/// The longest tail after the input (and the scene's latency), in seconds.
+pub const TAIL_MAX_S: u64 = 60;
+
+/// The render's input WAV, shared between the engine (which reads it as
+/// its [`InputFeed`]) and the render (which asks where it ended and
+/// whether it failed, after each block).
+#[derive(Clone)]
+pub struct RenderInput {
+    wav: Arc<Mutex<WavInput>>,
+    /// As messages name it: `` `in.wav` `` or `standard input`.
+    pub shown: String,
+    /// Channels per frame.
+    pub channels: usize,
+    /// The stored sample format.
+    pub format: InputFormat,
+    /// The frames it holds, when known before reading.
+    pub frames: Option<u64>,
+}
+
+impl std::fmt::Debug for RenderInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RenderInput")
+            .field("shown", &self.shown)
+            .finish()
+    }
+}
+
+/// How an input stands after a block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputState {
+    /// More may come.
+    Reading,
+    /// It ended after this many frames.
+    Ended(u64),
+}
+
+impl RenderInput {
+    fn lock(&self) -> MutexGuard<'_, WavInput> {
+        // A panic while holding the lock cannot leave the reader half
+        // updated in a way that matters here: the render stops anyway.
+        self.wav.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The feed the engine reads the input from.
+    pub fn feed(&self) -> Box<dyn InputFeed> {
+        Box::new(SharedFeed(self.wav.clone()))
+    }
+
+    /// Where the input stands, or why it failed (bad input: exit 2).
+    pub fn state(&self) -> Result<InputState, HostError> {
+        let w = self.lock();
+        if let Some(e) = w.error() {
+            return Err(HostError::Usage(e.to_string()));
+        }
+        match w.ended() {
+            Some(0) => Err(HostError::Usage(format!(
+                "{} holds no audio (0 frames): there is nothing to run through the scene",
+                self.shown
+            ))),
+            Some(n) => Ok(InputState::Ended(n)),
+            None => Ok(InputState::Reading),
+        }
+    }
+}
+
+/// The engine's side of a [`RenderInput`].
+struct SharedFeed(Arc<Mutex<WavInput>>);
+
+impl InputFeed for SharedFeed {
+    fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
+        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        InputFeed::read(&mut *w, start, block);
+    }
+}
+
+/// Opens `--input` for `plan` and checks it against the scene: `None`
+/// when the scene has no `input` node (a given `--input` is then unread,
+/// with a warning); an error when the scene reads input and none was
+/// given, when it was given twice, when both it and the scene come from
+/// standard input, or when the file does not fit the scene.
+pub fn open_input(
+    given: &[PathBuf],
+    plan: &Plan,
+    scene_from_stdin: bool,
+    log: &mut dyn Write,
+) -> Result<Option<RenderInput>, HostError> {
+    let uses = plan.inputs();
+    let path = match given {
+        [] if uses.is_empty() => return Ok(None),
+        [] => {
+            return Err(HostError::Usage(format!(
+                "scene `{}` reads audio input ({}) but no --input was given: render it with `--input FILE.wav`, or `--input -` to read a WAV from standard input",
+                plan.file,
+                uses_text(plan)
+            )))
+        }
+        [p] => p,
+        [first, second, ..] => {
+            return Err(HostError::Usage(format!(
+                "--input is given {} times (`{}`, `{}`): a render reads one input WAV, whose channels are the scene's input channels 0, 1, …; give one --input",
+                given.len(),
+                first.display(),
+                second.display()
+            )))
+        }
+    };
+    if uses.is_empty() {
+        let _ = writeln!(
+            log,
+            "warning: --input `{}` is not read: scene `{}` has no `input` node",
+            path.display(),
+            plan.file
+        );
+        return Ok(None);
+    }
+    let wav = if path.as_os_str() == "-" {
+        if scene_from_stdin {
+            return Err(HostError::Usage(
+                "the scene and --input cannot both be read from standard input: give one of them as a file".to_string(),
+            ));
+        }
+        WavInput::stdin()
+    } else {
+        WavInput::open(path)
+    }
+    .map_err(HostError::Usage)?;
+    let input = RenderInput {
+        shown: if wav.path().is_some() {
+            format!("`{}`", wav.name())
+        } else {
+            wav.name().to_string()
+        },
+        channels: wav.channels(),
+        format: wav.format(),
+        frames: wav.length_known().then(|| wav.declared_frames()),
+        wav: Arc::new(Mutex::new(wav)),
+    };
+    check_fit(&input, input.lock().sample_rate(), plan, log)?;
+    Ok(Some(input))
+}
+
+/// What reads the input, for messages: `` node `mic` reads channel 0 ``,
+/// the first three, then how many more.
+fn uses_text(plan: &Plan) -> String {
+    let uses = plan.inputs();
+    let mut parts: Vec<String> = uses
+        .iter()
+        .take(3)
+        .map(|u| format!("node `{}` reads channel {}", u.node, u.channel))
+        .collect();
+    if uses.len() > 3 {
+        parts.push(format!("{} more", uses.len() - 3));
+    }
+    parts.join(", ")
+}
+
+/// Channels `a` … `b` in words: `channel 2` or `channels 2 … 5`.
+fn channels_text(a: usize, b: usize) -> String {
+    if a == b {
+        format!("channel {a}")
+    } else {
+        format!("channels {a} … {b}")
+    }
+}
+
+/// The input's rate is the scene's, and it has every channel a node reads;
+/// channels no node reads are ignored, with a note.
+fn check_fit(
+    input: &RenderInput,
+    rate: u32,
+    plan: &Plan,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    let shown = &input.shown;
+    if rate != plan.sample_rate {
+        return Err(HostError::Usage(format!(
+            "{shown} is at {rate} Hz, but scene `{}` runs at {} Hz, and morphrt does not resample: set \"sample_rate\": {rate} in the scene, or convert the file to {} Hz (e.g. `sox in.wav -r {} out.wav`)",
+            plan.file, plan.sample_rate, plan.sample_rate, plan.sample_rate
+        )));
+    }
+    let has = input.channels;
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    if let Some(u) = plan.inputs().into_iter().find(|u| u.channel >= has) {
+        return Err(HostError::Usage(format!(
+            "node `{}` reads input channel {}, but {shown} has {has} channel{} (0 … {}): give a WAV with at least {} channels, or read a channel it has",
+            u.node,
+            u.channel,
+            plural(has),
+            has - 1,
+            u.channel + 1
+        )));
+    }
+    let width = plan.input_width();
+    if has > width {
+        let _ = writeln!(
+            log,
+            "note: {shown} has {has} channels; the scene reads {}, so {} {} ignored",
+            channels_text(0, width - 1),
+            channels_text(width, has - 1),
+            if has - width == 1 { "is" } else { "are" }
+        );
+    }
+    Ok(())
+}
+
+/// Every file the render reads gets `input` added: no output may replace it.
+pub fn protect(inputs: &mut Inputs, given: &[PathBuf]) {
+    for p in given {
+        if p.as_os_str() == "-" {
+            inputs.add_stdin("the input WAV (read from standard input)");
+        } else {
+            inputs.add("the input WAV", Path::new(p));
+        }
+    }
+}
+
+/// What one output frame does in a render whose length is the input's
+/// plus the scene's tail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Write it (and every frame held before it).
+    Write,
+    /// Silent past the input: keep it back until the tail goes on or ends.
+    Hold,
+    /// The tail ended: the frames held are dropped and the render stops.
+    End,
+}
+
+/// The render's length when it follows the input: every frame until the
+/// input ended plus the scene's latency (the `floor`), then on while the
+/// main bus is above −100 dBFS, ending after its last frame above that
+/// once [`TAIL_SILENCE_MS`] passed below it, or [`TAIL_MAX_S`] after the
+/// floor. A dry chain (no latency) thus adds nothing; a reverb's decay is
+/// kept to where it falls under −100 dBFS.
+#[derive(Clone, Debug)]
+pub struct Tail {
+    /// The render's first sample (the input's frame 0).
+    start: u64,
+    latency: u64,
+    window: u64,
+    max: u64,
+    /// The absolute sample the output reaches at least, once the input ended.
+    floor: Option<u64>,
+    /// Silent frames since the last loud one (or the floor).
+    quiet: u64,
+}
+
+impl Tail {
+    /// A tail for a render from `start` at `sample_rate`, `latency` samples
+    /// behind the input.
+    pub fn new(start: u64, latency: usize, sample_rate: u32) -> Tail {
+        Tail {
+            start,
+            latency: latency as u64,
+            window: (sample_rate as u64 * TAIL_SILENCE_MS).div_ceil(1000),
+            max: sample_rate as u64 * TAIL_MAX_S,
+            floor: None,
+            quiet: 0,
+        }
+    }
+
+    /// The input ended after `frames` frames.
+    pub fn input_ended(&mut self, frames: u64) {
+        self.floor.get_or_insert(self.start + frames + self.latency);
+    }
+
+    /// The most frames this render may take after the input's `frames`.
+    pub fn most_after(&self) -> u64 {
+        self.latency + self.max
+    }
+
+    /// Decides frame `at` (absolute), `loud` when a channel is at or above
+    /// the threshold.
+    pub fn step(&mut self, at: u64, loud: bool) -> Step {
+        let Some(floor) = self.floor.filter(|f| at >= *f) else {
+            return Step::Write;
+        };
+        if at >= floor + self.max {
+            return Step::End;
+        }
+        if loud {
+            self.quiet = 0;
+            return Step::Write;
+        }
+        self.quiet += 1;
+        if self.quiet >= self.window {
+            Step::End
+        } else {
+            Step::Hold
+        }
+    }
+
+    /// The input's frames and the tail's, for a render that wrote `frames`.
+    pub fn split(&self, frames: u64) -> (u64, u64) {
+        let input = self
+            .floor
+            .map_or(frames, |f| f - self.start - self.latency)
+            .min(frames);
+        (input, frames - input)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Silence past the floor is held and dropped; a loud frame keeps what
+    /// was held; the window of silence ends it; nothing before the floor counts.
+    #[test]
+    fn the_tail_follows_the_bus() {
+        let mut t = Tail::new(100, 2, 1000); // 100-frame window
+        assert_eq!(t.step(100, false), Step::Write);
+        t.input_ended(10); // floor 112
+        assert_eq!(t.step(111, false), Step::Write);
+        assert_eq!(t.step(112, false), Step::Hold);
+        assert_eq!(t.step(113, true), Step::Write);
+        for at in 114..213 {
+            assert_eq!(t.step(at, false), Step::Hold, "{at}");
+        }
+        assert_eq!(t.step(213, false), Step::End);
+        assert_eq!(t.split(14), (10, 4));
+        let mut loud = Tail::new(0, 0, 1000);
+        loud.input_ended(5);
+        assert_eq!(loud.step(5 + 60_000 - 1, true), Step::Write);
+        assert_eq!(loud.step(5 + 60_000, true), Step::End);
+    }
+}
