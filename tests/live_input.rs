@@ -267,7 +267,7 @@ fn an_input_at_another_rate_or_with_too_few_channels_is_refused() {
     (0..200).for_each(|_| w.write_sample(0i16).unwrap());
     w.finalize().unwrap();
     for (file, says) in [
-        (&mono, ["1 channel", "needs 2"]),
+        (&mono, ["1 channel", "at least 2 channels"]),
         (&slow, ["44100 Hz", "48000 Hz"]),
     ] {
         let o = common::morphrt(&[

@@ -33,16 +33,7 @@ impl<S: Sample> Processor<S> for Input<S> {
         }
     }
 
-    /// Stateless: nothing to reset.
-    fn reset(&mut self) {}
-
-    /// Stateless: writes nothing (the input is the session's, not the node's).
-    fn snapshot(&self, _st: &mut NodeState) {}
-
-    /// Stateless: accepts any state.
-    fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
-        Ok(())
-    }
+    stateless!();
 }
 
 struct InputOp;

@@ -20,6 +20,23 @@ mod golden;
 pub mod harness;
 mod value;
 
+/// The no-op state methods of a node without state (the utilities,
+/// `input`); defined before the operator modules so each can use it.
+macro_rules! stateless {
+    () => {
+        /// Stateless: nothing to reset.
+        fn reset(&mut self) {}
+
+        /// Stateless: writes nothing.
+        fn snapshot(&self, _st: &mut NodeState) {}
+
+        /// Stateless: accepts any state.
+        fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
+            Ok(())
+        }
+    };
+}
+
 pub mod convolution;
 mod delay;
 mod dynamics;

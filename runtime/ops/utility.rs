@@ -13,22 +13,6 @@ use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
 
-/// The no-op state methods shared by every stateless node here.
-macro_rules! stateless {
-    () => {
-        /// Stateless: nothing to reset.
-        fn reset(&mut self) {}
-
-        /// Stateless: writes nothing.
-        fn snapshot(&self, _st: &mut NodeState) {}
-
-        /// Stateless: accepts any state.
-        fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
-            Ok(())
-        }
-    };
-}
-
 // ---------------------------------------------------------------- dc
 
 /// A constant (plus its modulation): `out = value`.

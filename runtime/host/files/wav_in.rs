@@ -267,6 +267,56 @@ fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat), String> {
     Ok((channels, rate, format))
 }
 
+/// Channels `a` … `b` in words: `channel 2` or `channels 2 … 5`.
+fn channels_text(a: usize, b: usize) -> String {
+    if a == b {
+        format!("channel {a}")
+    } else {
+        format!("channels {a} … {b}")
+    }
+}
+
+/// Checks an input (`shown` as messages name it, at `rate` with
+/// `channels`) against the scene of `plan`: its rate must be the scene's
+/// (morphrt does not resample) and it must have every channel a node
+/// reads; channels no node reads are ignored, with a note on `log`.
+pub fn check_fits(
+    shown: &str,
+    rate: u32,
+    has: usize,
+    plan: &crate::graph::Plan,
+    log: &mut dyn std::io::Write,
+) -> Result<(), String> {
+    if rate != plan.sample_rate {
+        return Err(format!(
+            "{shown} is at {rate} Hz, but scene `{}` runs at {} Hz, and morphrt does not resample: set \"sample_rate\": {rate} in the scene, or convert the file to {} Hz (e.g. `sox in.wav -r {} out.wav`)",
+            plan.file, plan.sample_rate, plan.sample_rate, plan.sample_rate
+        ));
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    if let Some(u) = plan.inputs().into_iter().find(|u| u.channel >= has) {
+        return Err(format!(
+            "node `{}` reads input channel {}, but {shown} has {has} channel{} (0 … {}): give a WAV with at least {} channels, or read a channel it has",
+            u.node,
+            u.channel,
+            plural(has),
+            has.saturating_sub(1),
+            u.channel + 1
+        ));
+    }
+    let width = plan.input_width();
+    if width > 0 && has > width {
+        let _ = writeln!(
+            log,
+            "note: {shown} has {has} channels; the scene reads {}, so {} {} ignored",
+            channels_text(0, width - 1),
+            channels_text(width, has - 1),
+            if has - width == 1 { "is" } else { "are" }
+        );
+    }
+    Ok(())
+}
+
 /// An input WAV being read, from a file or standard input.
 pub struct WavInput {
     /// The path as given, or `standard input`.

@@ -8,7 +8,7 @@
 use crate::engine::{InputBlock, InputFeed};
 use crate::graph::Plan;
 use crate::host::files::rules::Inputs;
-use crate::host::files::wav_in::{InputFormat, WavInput};
+use crate::host::files::wav_in::{check_fits, InputFormat, WavInput};
 use crate::host::HostError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -155,7 +155,8 @@ pub fn open_input(
         frames: wav.length_known().then(|| wav.declared_frames()),
         wav: Arc::new(Mutex::new(wav)),
     };
-    check_fit(&input, input.lock().sample_rate(), plan, log)?;
+    let rate = input.lock().sample_rate();
+    check_fits(&input.shown, rate, input.channels, plan, log).map_err(HostError::Usage)?;
     Ok(Some(input))
 }
 
@@ -172,55 +173,6 @@ fn uses_text(plan: &Plan) -> String {
         parts.push(format!("{} more", uses.len() - 3));
     }
     parts.join(", ")
-}
-
-/// Channels `a` … `b` in words: `channel 2` or `channels 2 … 5`.
-fn channels_text(a: usize, b: usize) -> String {
-    if a == b {
-        format!("channel {a}")
-    } else {
-        format!("channels {a} … {b}")
-    }
-}
-
-/// The input's rate is the scene's, and it has every channel a node reads;
-/// channels no node reads are ignored, with a note.
-fn check_fit(
-    input: &RenderInput,
-    rate: u32,
-    plan: &Plan,
-    log: &mut dyn Write,
-) -> Result<(), HostError> {
-    let shown = &input.shown;
-    if rate != plan.sample_rate {
-        return Err(HostError::Usage(format!(
-            "{shown} is at {rate} Hz, but scene `{}` runs at {} Hz, and morphrt does not resample: set \"sample_rate\": {rate} in the scene, or convert the file to {} Hz (e.g. `sox in.wav -r {} out.wav`)",
-            plan.file, plan.sample_rate, plan.sample_rate, plan.sample_rate
-        )));
-    }
-    let has = input.channels;
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
-    if let Some(u) = plan.inputs().into_iter().find(|u| u.channel >= has) {
-        return Err(HostError::Usage(format!(
-            "node `{}` reads input channel {}, but {shown} has {has} channel{} (0 … {}): give a WAV with at least {} channels, or read a channel it has",
-            u.node,
-            u.channel,
-            plural(has),
-            has - 1,
-            u.channel + 1
-        )));
-    }
-    let width = plan.input_width();
-    if has > width {
-        let _ = writeln!(
-            log,
-            "note: {shown} has {has} channels; the scene reads {}, so {} {} ignored",
-            channels_text(0, width - 1),
-            channels_text(width, has - 1),
-            if has - width == 1 { "is" } else { "are" }
-        );
-    }
-    Ok(())
 }
 
 /// Every file the render reads gets `input` added: no output may replace it.

@@ -8,7 +8,8 @@
 //! input is silence ([`FileInputStatus::ended`] says when).
 
 use super::LiveInput;
-use crate::host::files::wav_in::{InputFormat, WavInput};
+use crate::graph::Plan;
+use crate::host::files::wav_in::{check_fits, InputFormat, WavInput};
 use crate::host::HostError;
 use crate::scene::Diagnostic;
 use rtrb::{Consumer, Producer, RingBuffer};
@@ -88,11 +89,10 @@ impl Drop for Reader {
 /// tells the control thread.
 pub type Opened = (Box<dyn LiveInput>, Arc<FileInputStatus>);
 
-/// Opens `path` as the input of a session at `sample_rate` whose scene
-/// reads `channels` input channels: the file must play at the session's
-/// rate and have at least that many channels (exit 2, naming both). The
-/// ring is full when this returns.
-pub fn open(path: &Path, sample_rate: u32, channels: usize) -> Result<Opened, HostError> {
+/// Opens `path` as the input of a session playing `plan`: the file must
+/// play at the scene's rate and have every channel a node reads (exit 2,
+/// naming both; see [`check_fits`]). The ring is full when this returns.
+pub fn open(path: &Path, plan: &Plan, log: &mut dyn std::io::Write) -> Result<Opened, HostError> {
     let refused = |msg: String| {
         HostError::Input(vec![Diagnostic::error(
             &path.display().to_string(),
@@ -101,22 +101,16 @@ pub fn open(path: &Path, sample_rate: u32, channels: usize) -> Result<Opened, Ho
         )])
     };
     let wav = WavInput::open(path).map_err(refused)?;
-    if wav.sample_rate() != sample_rate {
-        return Err(refused(format!(
-            "the input plays at {} Hz, the session at {sample_rate} Hz; resample the file or play the scene at {} Hz",
-            wav.sample_rate(),
-            wav.sample_rate()
-        )));
-    }
-    if wav.channels() < channels {
-        return Err(refused(format!(
-            "the input has {} channel{}, but the scene reads input channel {} (it needs {channels}); give a file with at least {channels} channels or read channels below {}",
-            wav.channels(),
-            if wav.channels() == 1 { "" } else { "s" },
-            channels - 1,
-            wav.channels()
-        )));
-    }
+    // The diagnostic names the file; the message calls it what it is.
+    check_fits(
+        "the input file",
+        wav.sample_rate(),
+        wav.channels(),
+        plan,
+        log,
+    )
+    .map_err(refused)?;
+    let sample_rate = plan.sample_rate;
     let width = wav.channels();
     let format = wav.format();
     let capacity = (RING_SECONDS * sample_rate as f64).ceil() as usize * width;

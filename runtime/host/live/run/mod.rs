@@ -108,7 +108,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let files = session_files(opts, &compiled.plan, log)?;
     let mut out = open_device(opts, &mut compiled, log)?;
     // `--input FILE` wins over a capture device.
-    let input = file_input(opts, &compiled.plan)?;
+    let input = file_input(opts, &compiled.plan, log)?;
     let mut capture = match &input {
         None => capture::open_input(opts, &compiled.plan, log)?,
         Some(_) => {

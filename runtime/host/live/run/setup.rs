@@ -307,13 +307,10 @@ impl FirstEngine {
 pub(super) fn file_input(
     opts: &RunOptions,
     plan: &crate::graph::Plan,
+    log: &mut dyn Write,
 ) -> Result<Option<input::file::Opened>, HostError> {
     match &opts.input {
-        Some(path) => Ok(Some(input::file::open(
-            path,
-            plan.sample_rate,
-            plan.input_width(),
-        )?)),
+        Some(path) => Ok(Some(input::file::open(path, plan, log)?)),
         None => Ok(None),
     }
 }
