@@ -32,8 +32,17 @@ fn fixed_for(text: &str, path: &Path) -> SessionFixed {
     SessionFixed::from_plan(&plan_of(text, path, Profile::Strict), Vec::new())
 }
 
+/// The scene compiled for a handover; a scene that reads audio input is
+/// fed [`common::TestInput`] (by absolute sample, so the new engine's
+/// fast-forward reads what the playing one did).
 fn incoming(text: &str, path: &Path, fixed: &SessionFixed, p: Profile) -> Incoming {
-    Incoming::compile(text, path, fixed, p).unwrap_or_else(|e| panic!("{}", e[0]))
+    fed(Incoming::compile(text, path, fixed, p).unwrap_or_else(|e| panic!("{}", e[0])))
+}
+
+fn fed(mut i: Incoming) -> Incoming {
+    let engine = *i.engine;
+    i.engine = Box::new(common::fed(engine));
+    i
 }
 
 /// Channel-major copy of interleaved frames.
@@ -120,7 +129,10 @@ fn issue7_switching_profiles_while_playing_is_continuous_and_within_parity() {
             .collect();
         let ch = reference_plan.main.len();
         let reference = {
-            let mut s = Scripted::new(Incoming::from_plan(reference_plan, None, Vec::new()), ch);
+            let mut s = Scripted::new(
+                fed(Incoming::from_plan(reference_plan, None, Vec::new())),
+                ch,
+            );
             s.play_to(total);
             deinterleave(s.output(), ch)
         };
