@@ -729,3 +729,39 @@ fn an_unread_input_warns_and_extra_channels_are_noted() {
     assert_eq!(common::read_f32(&out), vec![0.25; 100]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `plot` and `bench` have no input to give a scene that reads one: they
+/// say that what they draw or time is the scene on a silent input.
+#[test]
+fn plot_and_bench_of_an_input_scene_say_the_input_is_silence() {
+    let dir = common::temp_dir("input-plot-bench");
+    let png = dir.join("hall.png");
+    let scene = common::root().join("scenes/input-hall.json");
+    let o = common::morphrt(&[
+        "plot",
+        scene.to_str().unwrap(),
+        "-o",
+        png.to_str().unwrap(),
+        "-d",
+        "0.2s",
+    ]);
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("reads audio input, which plot renders as silence"),
+        "{err}"
+    );
+    let o = common::morphrt(&[
+        "bench",
+        scene.to_str().unwrap(),
+        "-d",
+        "0.1s",
+        "--runs",
+        "1",
+    ]);
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("reads audio input, which bench feeds silence"),
+        "{err}"
+    );
+}

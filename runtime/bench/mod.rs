@@ -174,6 +174,15 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
         let _ = writeln!(log, "{}", crate::scene::Shown::new(&plan.warnings));
         plan.warnings.clear();
     }
+    if plan.input_width() > 0 {
+        // Silence costs what a signal does under repro and live, but not
+        // under strict, where a decaying signal's subnormals are slow.
+        let _ = writeln!(
+            log,
+            "warning: scene `{}` reads audio input, which bench feeds silence: its figures are for a silent input",
+            plan.file
+        );
+    }
     let frames = match &opts.duration {
         Some(d) => d.length(plan.sample_rate, log).map_err(HostError::Usage)?,
         None => DEFAULT_SECONDS * plan.sample_rate as u64,

@@ -328,6 +328,13 @@ fn render_scene(
     for w in std::mem::take(&mut plan.warnings) {
         let _ = writeln!(log, "{w}");
     }
+    if plan.input_width() > 0 {
+        let _ = writeln!(
+            log,
+            "warning: scene `{}` reads audio input, which plot renders as silence: render it with `--input FILE.wav` and plot that WAV",
+            plan.file
+        );
+    }
     let sr = plan.sample_rate;
     let profile = plan.session_profile;
     let total = match &opts.duration {
