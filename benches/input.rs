@@ -4,8 +4,8 @@
 //! 1. Input-to-output latency. A source thread stands in for a capture
 //!    device: every 64 frames of real time it pushes a period of input into
 //!    the ring a capture stream feeds (with its drift control: primed to a
-//!    period plus a block, single frames dropped or repeated to hold the
-//!    fill), noting when; the callback reads one block of it per block of
+//!    period, a block and a margin, single frames dropped or repeated to
+//!    hold the fill), noting when; the callback reads one block of it per block of
 //!    output (as `run` does) through an identity scene (input → main,
 //!    strict), noting when each callback returns. Each input sample encodes
 //!    its own frame number (k / 2²⁴, exact in f32), so the output says which
