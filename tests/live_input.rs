@@ -56,9 +56,6 @@ fn write_input(path: &Path, seconds: f64, bits: u16) {
     w.finalize().unwrap();
 }
 
-/// What an offline render of `scene_text` with `input` gives the device
-/// for `frames` frames: the first engine fed from the WAV, through the
-/// device output stage.
 /// `morphrt render SCENE --input INPUT -d 1.5s` under `profile`: the file it writes.
 fn rendered(scene: &Path, profile: &str, input: &Path, dir: &Path) -> Vec<f32> {
     let out = dir.join(format!("{profile}.render.wav"));
@@ -298,4 +295,59 @@ fn an_input_at_another_rate_or_with_too_few_channels_is_refused() {
             assert!(err.contains(s), "`{s}` in: {err}");
         }
     }
+}
+
+/// A session resumed from a snapshot reads its input from the resumed
+/// clock on; its journal records where, and the replay, fed the recorded
+/// input from there, is the capture bit for bit — with an edit on the way.
+#[test]
+fn a_resumed_session_with_input_replays_bit_for_bit() {
+    let dir = common::temp_dir("input-resume");
+    let input = dir.join("in.wav");
+    write_input(&input, 2.0, 24);
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    let snap = dir.join("snap.json");
+    let o = common::morphrt(&[
+        "render",
+        path.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "-d",
+        "1001ms",
+        "-o",
+        dir.join("first.wav").to_str().unwrap(),
+        "--snapshot-at",
+        "1001ms",
+        "--snapshot-out",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let capture = dir.join("take.wav");
+    let journal = dir.join("take.jsonl");
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--resume",
+            snap.to_str().unwrap(),
+            "--input",
+            input.to_str().unwrap(),
+            "--capture",
+            capture.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    common::save_as_editor(&path, &scene("700Hz", false), Duration::from_millis(300));
+    common::wait_line(&lines, "edit applied", &mut log);
+    std::thread::sleep(Duration::from_millis(300));
+    let log = common::press_then_quit(&mut child, &lines, log, &[]);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        text.contains(r#""start":48048"#),
+        "the input starts at the resumed clock: {text}"
+    );
+    common::assert_replays(&journal, &capture, &log);
 }
