@@ -351,3 +351,50 @@ fn a_resumed_session_with_input_replays_bit_for_bit() {
     );
     common::assert_replays(&journal, &capture, &log);
 }
+
+/// 8- and 32-bit sources are recorded in their own format too, exactly,
+/// so a strict session on them replays bit for bit.
+#[test]
+fn eight_and_thirty_two_bit_inputs_are_recorded_exactly_and_replay_under_strict() {
+    for bits in [8u16, 32] {
+        let dir = common::temp_dir(&format!("input-i{bits}"));
+        let input = dir.join("in.wav");
+        write_input(&input, 0.5, bits);
+        let path = dir.join("scene.json");
+        std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+        let journal = dir.join("take.jsonl");
+        let capture = dir.join("take.wav");
+        let log = run_to_end(
+            &path,
+            &[
+                "--profile",
+                "strict",
+                "--input",
+                input.to_str().unwrap(),
+                "--journal",
+                journal.to_str().unwrap(),
+                "--capture",
+                capture.to_str().unwrap(),
+                "--duration",
+                "0.75s",
+                "--no-watch",
+            ],
+        );
+        assert!(!log.contains("recorded as 32-bit float"), "{log}");
+        let mut rec = hound::WavReader::open(dir.join("take.input.wav")).unwrap();
+        let spec = rec.spec();
+        assert_eq!(
+            (spec.bits_per_sample, spec.sample_format),
+            (bits, hound::SampleFormat::Int),
+            "{bits}-bit source"
+        );
+        let got: Vec<i32> = rec.samples::<i32>().map(Result::unwrap).collect();
+        let want: Vec<i32> = hound::WavReader::open(&input)
+            .unwrap()
+            .samples::<i32>()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(got[..want.len()], want[..], "{bits}-bit values, exactly");
+        common::assert_replays(&journal, &capture, &log);
+    }
+}

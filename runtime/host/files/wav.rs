@@ -31,9 +31,10 @@ impl WavLayout {
     /// Bytes per sample of one channel.
     pub fn bytes_per_sample(&self) -> u64 {
         match self.format {
-            WavFormat::F32 => 4,
+            WavFormat::F32 | WavFormat::I32 => 4,
             WavFormat::I24 => 3,
             WavFormat::I16 => 2,
+            WavFormat::U8 => 1,
         }
     }
 
@@ -176,6 +177,14 @@ pub enum WavFormat {
     F32,
     I24,
     I16,
+    /// 32-bit integers: a recorded input from a 32-bit source, kept
+    /// exactly (not a render format).
+    #[value(skip)]
+    I32,
+    /// 8-bit unsigned (offset) integers: a recorded input from an 8-bit
+    /// source, kept exactly (not a render format).
+    #[value(skip)]
+    U8,
 }
 
 impl WavFormat {
@@ -185,6 +194,41 @@ impl WavFormat {
             WavFormat::F32 => "f32",
             WavFormat::I24 => "i24",
             WavFormat::I16 => "i16",
+            WavFormat::I32 => "i32",
+            WavFormat::U8 => "u8",
+        }
+    }
+}
+
+/// Appends `x` in `format`'s bytes (integers by [`to_int_clipped`]; 8-bit
+/// WAV samples are unsigned, offset by 128); true when the sample clipped
+/// (beyond ±1 an f32 sample keeps its value, but counts as clipping).
+#[inline]
+pub fn encode_sample(x: f64, format: WavFormat, out: &mut Vec<u8>) -> bool {
+    match format {
+        WavFormat::F32 => {
+            out.extend_from_slice(&(x as f32).to_le_bytes());
+            x.abs() > 1.0
+        }
+        WavFormat::I32 => {
+            let (v, clipped) = to_int_clipped(x, 32);
+            out.extend_from_slice(&v.to_le_bytes());
+            clipped
+        }
+        WavFormat::I24 => {
+            let (v, clipped) = to_int_clipped(x, 24);
+            out.extend_from_slice(&v.to_le_bytes()[..3]);
+            clipped
+        }
+        WavFormat::I16 => {
+            let (v, clipped) = to_int_clipped(x, 16);
+            out.extend_from_slice(&(v as i16).to_le_bytes());
+            clipped
+        }
+        WavFormat::U8 => {
+            let (v, clipped) = to_int_clipped(x, 8);
+            out.push((v + 128) as u8);
+            clipped
         }
     }
 }
@@ -208,6 +252,29 @@ pub fn to_int_clipped(x: f64, bits: u32) -> (i32, bool) {
 mod tests {
     use super::*;
 
+    /// Every 8-bit value, and 32-bit values across the range, come back
+    /// from their bytes through the input scaling (the recorded input of
+    /// an 8- or 32-bit source is exact).
+    #[test]
+    fn eight_and_thirty_two_bit_samples_are_kept_exactly() {
+        use crate::host::files::wav_in::int_to_sample;
+        for v in -128i32..=127 {
+            let mut b = Vec::new();
+            encode_sample(int_to_sample(v, 8), WavFormat::U8, &mut b);
+            assert_eq!(b, vec![(v + 128) as u8], "{v}");
+        }
+        let mut v = i32::MIN;
+        loop {
+            let mut b = Vec::new();
+            encode_sample(int_to_sample(v, 32), WavFormat::I32, &mut b);
+            assert_eq!(i32::from_le_bytes(b[..].try_into().unwrap()), v);
+            match v.checked_add(16_777_259) {
+                Some(n) => v = n,
+                None => break,
+            }
+        }
+    }
+
     fn layout(channels: u16, format: WavFormat, frames: u64) -> WavLayout {
         WavLayout {
             channels,
@@ -230,7 +297,13 @@ mod tests {
     #[test]
     fn small_headers_match_hound() {
         for channels in [1u16, 2, 3, 8] {
-            for format in [WavFormat::F32, WavFormat::I24, WavFormat::I16] {
+            for format in [
+                WavFormat::F32,
+                WavFormat::I24,
+                WavFormat::I16,
+                WavFormat::I32,
+                WavFormat::U8,
+            ] {
                 let l = layout(channels, format, 1001);
                 let spec = hound::WavSpec {
                     channels,
@@ -246,8 +319,9 @@ mod tests {
                 for _ in 0..1001 * channels as usize {
                     match format {
                         WavFormat::F32 => w.write_sample(0.0f32).unwrap(),
-                        WavFormat::I24 => w.write_sample(0i32).unwrap(),
+                        WavFormat::I24 | WavFormat::I32 => w.write_sample(0i32).unwrap(),
                         WavFormat::I16 => w.write_sample(0i16).unwrap(),
+                        WavFormat::U8 => w.write_sample(0i8).unwrap(),
                     }
                 }
                 w.finalize().unwrap();

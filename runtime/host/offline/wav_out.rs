@@ -24,7 +24,7 @@
 use super::input::{Step, Tail, TAIL_THRESHOLD};
 use super::levels::Levels;
 use crate::engine::BusRef;
-use crate::host::files::wav::{to_int_clipped, WavFormat, WavLayout};
+use crate::host::files::wav::{encode_sample, WavFormat, WavLayout};
 use crate::host::files::write::Sink;
 use crate::host::HostError;
 use sha2::{Digest, Sha256};
@@ -68,22 +68,8 @@ impl Encoder {
             } else {
                 self.hash_bytes.extend_from_slice(&x.to_le_bytes());
             }
-            match self.format {
-                WavFormat::F32 => {
-                    self.levels.add(c, x, x.abs() > 1.0);
-                    self.bytes.extend_from_slice(&(x as f32).to_le_bytes());
-                }
-                WavFormat::I24 => {
-                    let (v, clipped) = to_int_clipped(x, 24);
-                    self.levels.add(c, x, clipped);
-                    self.bytes.extend_from_slice(&v.to_le_bytes()[..3]);
-                }
-                WavFormat::I16 => {
-                    let (v, clipped) = to_int_clipped(x, 16);
-                    self.levels.add(c, x, clipped);
-                    self.bytes.extend_from_slice(&(v as i16).to_le_bytes());
-                }
-            }
+            let clipped = encode_sample(x, self.format, &mut self.bytes);
+            self.levels.add(c, x, clipped);
         }
         self.frames += 1;
     }

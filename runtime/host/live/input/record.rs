@@ -18,7 +18,7 @@ use super::history::{History, Miss};
 use crate::host::files::digest::file_sha256_hex;
 use crate::host::files::error::FileError;
 use crate::host::files::rules::Output;
-use crate::host::files::wav::{to_int, WavFormat};
+use crate::host::files::wav::{encode_sample, WavFormat};
 use crate::host::files::wav_in::InputFormat;
 use crate::host::files::write::Existing;
 use crate::host::live::tap::Take;
@@ -34,23 +34,17 @@ const COPY_INTERVAL: Duration = Duration::from_millis(5);
 const CHUNK_FRAMES: u64 = 4096;
 
 /// The WAV format a source of `format` is stored in, and whether that
-/// keeps every value exactly (8- and 32-bit integers are stored as 32-bit
-/// float, which rounds them).
+/// keeps every value exactly: integers of 8, 16, 24 and 32 bits and f32
+/// are stored as they came; another width (none is read today) would be
+/// stored as 32-bit float, which rounds it.
 pub fn stored_format(format: InputFormat) -> (WavFormat, bool) {
     match format {
+        InputFormat::Int(8) => (WavFormat::U8, true),
         InputFormat::Int(16) => (WavFormat::I16, true),
         InputFormat::Int(24) => (WavFormat::I24, true),
+        InputFormat::Int(32) => (WavFormat::I32, true),
         InputFormat::F32 => (WavFormat::F32, true),
         InputFormat::Int(_) => (WavFormat::F32, false),
-    }
-}
-
-/// Appends one sample in `format`'s bytes.
-fn encode(x: f64, format: WavFormat, out: &mut Vec<u8>) {
-    match format {
-        WavFormat::F32 => out.extend_from_slice(&(x as f32).to_le_bytes()),
-        WavFormat::I24 => out.extend_from_slice(&to_int(x, 24).to_le_bytes()[..3]),
-        WavFormat::I16 => out.extend_from_slice(&(to_int(x, 16) as i16).to_le_bytes()),
     }
 }
 
@@ -220,7 +214,9 @@ impl Copier {
                 }
                 Err(Miss::NotYet(_)) => return,
             }
-            take.write_with(&self.scratch, |x, out| encode(*x, format, out));
+            take.write_with(&self.scratch, |x, out| {
+                encode_sample(*x, format, out);
+            });
             self.next += (self.scratch.len() / width) as u64;
         }
     }
