@@ -765,3 +765,38 @@ fn plot_and_bench_of_an_input_scene_say_the_input_is_silence() {
         "{err}"
     );
 }
+
+/// `check` lists the input channels a scene reads and the nodes reading
+/// each, in text and JSON; a scene without `input` nodes says it has none.
+#[test]
+fn check_lists_the_input_channels_a_scene_reads() {
+    let dir = temp_dir("input-check");
+    let scene = dir.join("two.json");
+    std::fs::write(
+        &scene,
+        r#"{ "version": "1.0", "sample_rate": 48000,
+  "nodes": [ { "id": "mic", "op": "input", "params": { "channel": 0 } },
+             { "id": "gtr", "op": "input", "params": { "channel": 2 } },
+             { "id": "sum", "op": "mix" } ],
+  "edges": [ { "from": "mic", "to": "sum:in0" }, { "from": "gtr", "to": "sum:in1" } ],
+  "outputs": { "main": ["sum"] } }"#,
+    )
+    .unwrap();
+    let o = morphrt(&["check", scene.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("input: channel 0 (mic), channel 2 (gtr) (an input of at least 3 channels)"),
+        "{out}"
+    );
+    let o = morphrt(&["check", scene.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_channels"], 3);
+    assert_eq!(
+        v["inputs"],
+        serde_json::json!([{ "node": "mic", "channel": 0 }, { "node": "gtr", "channel": 2 }])
+    );
+    let drone = root().join("scenes/drone.json");
+    let out = stdout(&morphrt(&["check", drone.to_str().unwrap()]));
+    assert!(out.contains("input: none"), "{out}");
+}
