@@ -398,3 +398,66 @@ fn eight_and_thirty_two_bit_inputs_are_recorded_exactly_and_replay_under_strict(
         common::assert_replays(&journal, &capture, &log);
     }
 }
+
+/// A session with input killed outright (a crash, a power cut) leaves a
+/// journal without its input's end record: the replay plays to the last
+/// progress record with the input recorded so far, and is what the
+/// capture holds, bit for bit.
+#[test]
+fn a_killed_session_with_input_replays_with_the_input_recorded_so_far() {
+    let dir = common::temp_dir("input-killed");
+    let input = dir.join("in.wav");
+    write_input(&input, 6.0, 16);
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    let capture = dir.join("take.wav");
+    let journal = dir.join("take.jsonl");
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--input",
+            input.to_str().unwrap(),
+            "--capture",
+            capture.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+            "--no-watch",
+        ],
+    );
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    let progress = || {
+        std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .matches(r#""type":"progress""#)
+            .count()
+    };
+    let start = std::time::Instant::now();
+    while progress() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no progress");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(!text.contains(r#""type":"input_end""#), "{text}");
+    let replayed = dir.join("r.wav");
+    let o = common::morphrt(&[
+        "replay",
+        journal.to_str().unwrap(),
+        "-o",
+        replayed.to_str().unwrap(),
+    ]);
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let rep = common::read_f32(&replayed);
+    let cap = common::read_f32(&capture);
+    assert!(
+        rep.len() >= 2 * 48_000 * 2,
+        "{} samples replayed",
+        rep.len()
+    );
+    let n = rep.len().min(cap.len());
+    assert!(n > 48_000 * 2, "the capture holds {} samples", cap.len());
+    assert!(rep[..n] == cap[..n], "the replay differs from the capture");
+}
