@@ -252,12 +252,12 @@ pub fn to_int_clipped(x: f64, bits: u32) -> (i32, bool) {
 mod tests {
     use super::*;
 
-    /// Every 8-bit value, and 32-bit values across the range, come back
-    /// from their bytes through the input scaling (the recorded input of
-    /// an 8- or 32-bit source is exact).
+    /// Every 8-bit value, and 32-bit values across the range, scaled as
+    /// an input reads them (v / (2^(b−1) − 1)), encode back to themselves:
+    /// the recorded input of an 8- or 32-bit source is exact.
     #[test]
     fn eight_and_thirty_two_bit_samples_are_kept_exactly() {
-        use crate::host::files::wav_in::int_to_sample;
+        let int_to_sample = |v: i32, bits: u32| v as f64 / ((1i64 << (bits - 1)) - 1) as f64;
         for v in -128i32..=127 {
             let mut b = Vec::new();
             encode_sample(int_to_sample(v, 8), WavFormat::U8, &mut b);
