@@ -461,3 +461,42 @@ fn a_killed_session_with_input_replays_with_the_input_recorded_so_far() {
     assert!(n > 48_000 * 2, "the capture holds {} samples", cap.len());
     assert!(rep[..n] == cap[..n], "the replay differs from the capture");
 }
+
+/// The input recorded beside a journal is never the file the session
+/// plays: the name is refused before anything is written (the journal
+/// was created first and left behind).
+#[test]
+fn a_journal_whose_recorded_input_would_be_the_input_is_refused_up_front() {
+    let dir = common::temp_dir("input-clash");
+    let input = dir.join("take.input.wav");
+    write_input(&input, 0.2, 16);
+    let kept = std::fs::read(&input).unwrap();
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    let journal = dir.join("take.jsonl");
+    let o = common::morphrt(&[
+        "run",
+        path.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--input",
+        input.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+        "--duration",
+        "0.1s",
+    ]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("take.input.wav"), "{err}");
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        kept,
+        "the input is untouched"
+    );
+    assert!(!journal.exists(), "no journal is left behind");
+    assert!(
+        !dir.join("resources").exists(),
+        "no resource copies are left behind"
+    );
+}

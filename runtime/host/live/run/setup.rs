@@ -441,7 +441,17 @@ pub(super) fn session_files(
         .journal
         .clone()
         .or_else(|| journal::default_path(&opts.scene));
-    let checked = path.map(|p| journal_output(&p, opts, &inputs, capture.as_ref(), log));
+    let records_input = opts.input.is_some() || plan.input_width() > 0;
+    let checked = path.map(|p| {
+        let o = journal_output(&p, opts, &inputs, capture.as_ref(), log)?;
+        if records_input {
+            // The recorded input beside it is refused now, before the
+            // journal exists, rather than once the session starts.
+            let recorded = crate::host::record::input::recorded_name(&o.shown);
+            Output::prepare_with(&recorded, &inputs, 0, &Kind::RECORDED_INPUT, true)?;
+        }
+        Ok::<Output, FileError>(o)
+    });
     let journal = match checked {
         Some(Ok(o)) => Some(o),
         Some(Err(e)) if opts.journal.is_some() => return Err(e.into()),
