@@ -42,7 +42,7 @@
 //! | [`ops`] | dsp … scene | the operator registry, one file or folder per family |
 //! | [`graph`] | dsp … ops | compile: scene → plan, and `check`'s report |
 //! | [`engine`] | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
-//! | [`host`] | dsp … engine | the outside world, in wings: files, machine, record, offline, live |
+//! | [`host`] | dsp … engine | the outside world, in wings: files, machine, record, control, offline, live |
 //! | [`bench`] | dsp … host | timing, parity, calibration |
 //! | [`cli`] | all | one clap options type per command, and the dispatch |
 //!

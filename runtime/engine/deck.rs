@@ -125,6 +125,7 @@ impl Deck {
             return Err(SwapRefused::Busy(next));
         }
         next.set_node_timing(self.current.node_timing());
+        next.carry_controls_from(&mut self.current);
         let old = std::mem::replace(&mut self.current, next);
         if fade_frames == 0 {
             self.retired = Some(old);
@@ -162,6 +163,22 @@ impl Deck {
         if let Some(f) = &mut self.fading {
             f.engine.input_block(frames).load_interleaved(src, width);
         }
+    }
+
+    /// Queues a control record on the playing engine (real-time safe; see
+    /// [`Engine::push_control`]).
+    pub fn push_control(&mut self, r: super::ControlRecord) -> Result<(), super::ControlReport> {
+        self.current.push_control(r)
+    }
+
+    /// Room in the playing engine's control queue.
+    pub fn control_room(&self) -> usize {
+        self.current.control_room()
+    }
+
+    /// Hands the playing engine's control reports to `f` (real-time safe).
+    pub fn take_control_reports(&mut self, f: impl FnMut(super::ControlReport)) {
+        self.current.take_control_reports(f);
     }
 
     /// Takes the engine that stopped playing, to be dropped off the audio thread.

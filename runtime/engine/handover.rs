@@ -228,6 +228,24 @@ impl Engine {
         // By id: a lookup per node, not a scan (scenes may hold many nodes).
         let by_id: std::collections::HashMap<&str, &super::NodeSnapshot> =
             st.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
+        // Control records resolved for the captured engine land on this
+        // one: its nodes by index, mapped onto ours by id and op.
+        let ours: std::collections::HashMap<(&str, &str), usize> = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ((s.id.as_str(), s.op), i))
+            .collect();
+        let map = st
+            .nodes
+            .iter()
+            .map(|n| {
+                ours.get(&(n.id.as_str(), n.op))
+                    .map_or(u32::MAX, |&i| i as u32)
+            })
+            .collect();
+        drop(ours);
+        self.controls.follow(st.engine, map);
         for (si, s) in self.slots.iter_mut().enumerate() {
             let Some(&snap) = by_id.get(s.id.as_str()) else {
                 m.structural = true;
@@ -278,6 +296,9 @@ impl Engine {
             for (i, v) in &snap.discrete {
                 let edited = snap.scene_values.get(*i) != s.initial_values.get(*i);
                 if edited {
+                    if *i < 64 {
+                        self.controls.edited[si] |= 1 << *i;
+                    }
                     let param = op_param_name(s.op, *i);
                     m.notices.push(Notice::Switched {
                         id: s.id.clone(),
@@ -304,6 +325,9 @@ impl Engine {
                     };
                     s.params[i] = *p;
                     if edited {
+                        if i < 64 {
+                            self.controls.edited[si] |= 1 << i;
+                        }
                         m.notices.push(Notice::Ramped {
                             id: s.id.clone(),
                             param: op_param_name(s.op, i),
@@ -390,7 +414,7 @@ fn op_param_name(op: &str, i: usize) -> &'static str {
         .map_or("?", |p| p.name)
 }
 
-fn set_discrete(s: &mut Slot, i: usize, v: &Value) {
+pub(super) fn set_discrete(s: &mut Slot, i: usize, v: &Value) {
     match &mut s.core {
         Core::F32(t) => t.node.set_discrete(i, v),
         Core::F64(t) => t.node.set_discrete(i, v),

@@ -218,6 +218,10 @@ pub struct Incoming {
     pub asked: Asked,
     /// Its events, to tell those an edit adds in the past.
     pub events: Vec<EventKey>,
+    /// The scene's `controls`, resolved.
+    pub controls: std::sync::Arc<Vec<crate::graph::ControlMap>>,
+    /// Its engine's nodes, to resolve control records against it.
+    pub table: std::sync::Arc<super::ControlTable>,
 }
 
 impl Incoming {
@@ -240,7 +244,7 @@ impl Incoming {
     /// what the plan plays with, unless [`asking`](Self::asking) says what
     /// its scene asks.
     pub fn from_plan(
-        plan: Plan,
+        mut plan: Plan,
         file_profile: Option<Profile>,
         warnings: Vec<Diagnostic>,
     ) -> Incoming {
@@ -252,8 +256,10 @@ impl Incoming {
             block_size: Some(plan.block_size),
             seed: plan_seed(&plan),
         };
+        let controls = std::sync::Arc::new(std::mem::take(&mut plan.controls));
         let engine = Box::new(Engine::new(plan));
         let capture = Box::new(engine.snapshot());
+        let table = std::sync::Arc::new(engine.control_table());
         Incoming {
             engine,
             capture,
@@ -263,6 +269,8 @@ impl Incoming {
             warnings,
             asked,
             events,
+            controls,
+            table,
         }
     }
 
@@ -334,6 +342,18 @@ pub struct Applied {
     pub migration: Migration,
 }
 
+/// A control change a scripted session applies at `sample`: a journal's
+/// record of one, or a MIDI file's mapped message. Its node and param are
+/// looked up in the engine playing when it lands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedControl {
+    pub sample: u64,
+    pub node: String,
+    pub param: String,
+    pub value: crate::graph::ControlValue,
+    pub ramp: u64,
+}
+
 /// Plays engines offline through the same handover steps as `run`: for
 /// renders with scripted edits and profile switches, and for replaying
 /// them.
@@ -346,6 +366,11 @@ pub struct Scripted {
     /// From which sample on each engine played, and its FP mode (flush):
     /// what the device stage converts its frames under.
     modes: Vec<(u64, bool)>,
+    /// Control changes still to land, by sample (see [`Scripted::schedule`]).
+    controls: std::collections::VecDeque<ScriptedControl>,
+    /// Those that could not land: what went wrong, by sample.
+    control_errors: Vec<(u64, String)>,
+    seq: u64,
 }
 
 impl Scripted {
@@ -358,7 +383,59 @@ impl Scripted {
             deck,
             capture: first.capture,
             out: Vec::new(),
+            controls: std::collections::VecDeque::new(),
+            control_errors: Vec::new(),
+            seq: 0,
         }
+    }
+
+    /// Control changes to apply as the session plays: each lands at its
+    /// sample, on the engine playing then (after a swap at the same
+    /// sample, as the audio thread swaps before it takes records). Kept in
+    /// sample order with those already scheduled (ties in the order given).
+    pub fn schedule(&mut self, list: impl IntoIterator<Item = ScriptedControl>) {
+        self.controls.extend(list);
+        self.controls.make_contiguous().sort_by_key(|c| c.sample);
+    }
+
+    /// The scheduled changes that could not land (an unknown node or
+    /// param, a full queue), with their samples.
+    pub fn control_errors(&self) -> &[(u64, String)] {
+        &self.control_errors
+    }
+
+    /// Queues the scheduled changes that land before `end` on the playing
+    /// engine.
+    fn push_due(&mut self, end: u64) {
+        while self.controls.front().is_some_and(|c| c.sample < end) {
+            let c = self.controls.pop_front().expect("checked");
+            let engine = self.deck.engine();
+            let Some((node, param)) = engine.find_param(&c.node, &c.param) else {
+                self.control_errors.push((
+                    c.sample,
+                    format!(
+                        "no param `{}` of a node `{}` plays at sample {}",
+                        c.param, c.node, c.sample
+                    ),
+                ));
+                continue;
+            };
+            self.seq += 1;
+            let r = super::ControlRecord {
+                sample: c.sample,
+                node: node as u32,
+                param: param as u16,
+                value: c.value,
+                ramp: c.ramp,
+                engine: engine.id(),
+                seq: self.seq,
+            };
+            if let Err(report) = self.deck.push_control(r) {
+                self.control_errors
+                    .push((c.sample, format!("{:?}", report.outcome)));
+            }
+        }
+        self.deck.take_control_reports(|_| {});
     }
 
     pub fn clock(&self) -> u64 {
@@ -374,12 +451,22 @@ impl Scripted {
         self.deck.engine()
     }
 
-    /// Plays up to absolute sample `to`.
+    /// Plays up to absolute sample `to`, landing the scheduled control
+    /// changes on the way.
     pub fn play_to(&mut self, to: u64) {
-        if to > self.deck.clock() {
-            let v = self.deck.render(to - self.deck.clock());
+        let b = self.deck.block_size() as u64;
+        while to > self.deck.clock() {
+            let clock = self.deck.clock();
+            let step = if self.controls.is_empty() {
+                to - clock
+            } else {
+                self.push_due(clock + b);
+                (to - clock).min(b)
+            };
+            let v = self.deck.render(step);
             self.out.extend_from_slice(&v);
         }
+        self.deck.take_control_reports(|_| {});
     }
 
     /// Hands over to `next`: captures now (N, a block boundary), migrates,

@@ -17,6 +17,7 @@
 mod blocks;
 mod bus;
 mod capture;
+mod control;
 mod deck;
 mod feedback;
 mod handover;
@@ -31,6 +32,7 @@ mod timing;
 pub use blocks::{render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_with_stops};
 pub use bus::{Bus, BusRef};
 pub use capture::PART_SAMPLES;
+pub use control::{ControlRecord, ControlReport, ControlTable, Outcome, CONTROL_QUEUE};
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
 pub use handover::{Migration, Notice};
 pub use input::{InputBlock, InputFeed};
@@ -94,6 +96,8 @@ pub struct Engine {
     capture: capture::Cursor,
     /// The session input's buffers for this block (see `input.rs`).
     inputs: input::Inputs,
+    /// Control records waiting for their sample (see `control.rs`).
+    controls: control::Controls,
 }
 
 impl std::fmt::Debug for Engine {
@@ -189,6 +193,7 @@ impl Engine {
                 .unwrap_or(u64::MAX),
             feeds,
             capture: capture::Cursor::new(slots.len()),
+            controls: control::Controls::new(slots.len()),
             slots,
         }
     }
@@ -261,12 +266,18 @@ impl Engine {
         let mut offset = 0;
         while pos < end {
             self.apply_events(pos);
-            // Chunks end at events (sample-accurate) and are never longer
-            // than the shortest feedback delay.
+            self.apply_controls(pos);
+            // Chunks end at events and control records (sample-accurate)
+            // and are never longer than the shortest feedback delay.
             let next = self
                 .events
                 .get(self.next_event)
                 .map_or(end, |e| e.sample.clamp(pos + 1, end))
+                .min(
+                    self.controls
+                        .next_sample()
+                        .map_or(end, |s| s.clamp(pos + 1, end)),
+                )
                 .min(pos.saturating_add(self.max_chunk));
             let n = (next - pos) as usize;
             for r in 0..self.runs.len() {

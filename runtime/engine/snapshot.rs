@@ -24,6 +24,9 @@ pub struct EngineState {
     /// The main bus's sources and alignment alone: its delay lines carry
     /// when this matches, whatever the profile.
     pub main_wiring: u64,
+    /// The [`Engine::id`] of the engine captured (0: none, e.g. read from
+    /// a snapshot file): the engine migrated from it maps its nodes.
+    pub engine: u64,
 }
 
 /// One node's part of an [`EngineState`].
@@ -86,6 +89,7 @@ impl Engine {
             profile: self.session,
             main_sig: self.main_sig,
             main_wiring: self.main_wiring,
+            engine: self.id(),
         };
         for s in &self.slots {
             st.nodes.push(NodeSnapshot {
@@ -125,6 +129,7 @@ impl Engine {
         debug_assert_eq!(st.nodes.len(), self.slots.len());
         st.clock = self.clock;
         st.next_event = self.next_event;
+        st.engine = self.id();
         self.bus.save_into(&mut st.main);
         for (s, snap) in self.slots.iter().zip(st.nodes.iter_mut()) {
             match &s.core {

@@ -11,10 +11,12 @@
 //! returned only when there is none (never a partial scene).
 
 mod compile;
+pub mod controls;
 mod report;
 pub mod schema;
 
 pub use compile::{compile, CompileOptions, MAX_MAIN_CHANNELS};
+pub use controls::{ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange};
 pub use report::{
     check_json, check_table, check_warnings, deadline_risks, estimated_rtf, events_after_end,
     inputs_text, node_cost_ns, plan_cost_ns, slow_render_warning, DeadlineRisk,
@@ -127,6 +129,8 @@ pub struct Plan {
     pub latency: usize,
     /// Sorted by sample; ties keep file order.
     pub events: Vec<PlanEvent>,
+    /// The scene's `controls`, resolved (in file order).
+    pub controls: Vec<ControlMap>,
     /// Samples over which a structural edit or profile switch crossfades.
     pub crossfade: u64,
     /// Every resource reference (`@resource:NAME`) and the file it read.

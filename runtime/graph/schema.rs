@@ -28,8 +28,9 @@ use crate::dsp::fft::FftProvider;
 use crate::ops::{registry, OpSpec, ParamKind, ParamSpec};
 use crate::profile::{Overrides, MAX_BLOCK_SIZE};
 use crate::scene::{
-    Dimension, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS, MAX_SAMPLE_RATE,
-    MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TOP_KEYS, TOP_LEVEL_SETTINGS,
+    Dimension, CONTROL_KEYS, CURVES, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
+    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TARGET_KEYS,
+    TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
 use serde_json::{json, Map, Value};
 
@@ -130,6 +131,11 @@ fn top_field(key: &str) -> Option<Value> {
             "type": "array",
             "items": { "$ref": "#/$defs/event" }
         }),
+        "controls" => json!({
+            "type": "array",
+            "items": { "$ref": "#/$defs/control" },
+            "description": "OSC addresses and MIDI messages mapped onto params while `run` plays (and from `render --midi FILE.mid`)."
+        }),
         "edit" => object_of(&EDIT_KEYS, |k| {
             Some(json!({
                 "$ref": "#/$defs/time",
@@ -179,6 +185,14 @@ fn defs() -> Value {
     edge["required"] = json!(["from", "to"]);
     let mut event = object_of(&EVENT_KEYS, event_field);
     event["required"] = json!(["time", "node", "param", "value"]);
+    let mut control = object_of(&CONTROL_KEYS, control_field);
+    control["oneOf"] = json!([{ "required": ["osc"] }, { "required": ["midi"] }]);
+    let mut midi = object_of(&MIDI_KEYS, midi_field);
+    midi["oneOf"] = json!([
+        { "required": ["cc"] }, { "required": ["note"] }, { "required": ["bend"] }, { "required": ["program"] }
+    ]);
+    let mut target = object_of(&TARGET_KEYS, control_field);
+    target["required"] = json!(["node", "param"]);
     json!({
         "id": {
             "type": "string",
@@ -209,6 +223,9 @@ fn defs() -> Value {
         "module": module,
         "edge": edge,
         "event": event,
+        "control": control,
+        "control_midi": midi,
+        "control_target": target,
     })
 }
 
@@ -258,6 +275,61 @@ fn event_field(key: &str) -> Option<Value> {
         "ramp" => json!({
             "$ref": "#/$defs/time",
             "description": "Glide from the current value, linear in the param's canonical unit (not for enums)."
+        }),
+        _ => return None,
+    })
+}
+
+fn control_field(key: &str) -> Option<Value> {
+    let bound = |end: &str| {
+        json!({
+            "type": ["number", "string"],
+            "description": format!("The value at the source's {end}, in the param's unit (default: the param's own range).")
+        })
+    };
+    Some(match key {
+        "osc" => json!({
+            "type": "string",
+            "pattern": r"^/[^\s#*,?\[\]{}]+$",
+            "not": { "pattern": "^/morphrt(/|$)" },
+            "description": "An OSC address; its first argument (0…1, or the param's unit with `raw`) sets the param."
+        }),
+        "midi" => json!({ "$ref": "#/$defs/control_midi" }),
+        "node" => json!({ "$ref": "#/$defs/id", "description": "The node whose param moves." }),
+        "module" => json!({ "$ref": "#/$defs/id", "description": "A voice module notes play." }),
+        "param" => json!({ "type": "string", "minLength": 1 }),
+        "min" => bound("lowest value (0, MIDI 0)"),
+        "max" => bound("highest value (1, MIDI 127)"),
+        "curve" => json!({
+            "enum": CURVES,
+            "description": "linear: equal steps; exp: equal ratios (frequencies); db: equal decibels (levels)."
+        }),
+        "ramp" => {
+            json!({ "$ref": "#/$defs/time", "description": "Each change glides this long (default: a step)." })
+        }
+        "raw" => {
+            json!({ "type": "boolean", "description": "OSC: the argument is in the param's own unit, not 0…1." })
+        }
+        "pitch" | "velocity" => json!({
+            "$ref": "#/$defs/control_target",
+            "description": "Note controls: the param the note's pitch (Hz for a frequency) or velocity (0…127 onto min…max) sets."
+        }),
+        "comment" => json!({ "type": "string" }),
+        _ => return None,
+    })
+}
+
+fn midi_field(key: &str) -> Option<Value> {
+    Some(match key {
+        "cc" | "lsb" => integer_schema(0, 127),
+        "note" => json!({
+            "anyOf": [ { "const": "any" }, integer_schema(0, 127) ],
+            "description": "A note number, or `any`: note-on sets the target to its max, note-off to its min."
+        }),
+        "bend" | "program" => json!({ "const": true }),
+        "channel" => json!({
+            "anyOf": [ { "const": "any" }, integer_schema(1, 16) ],
+            "description": "1…16 (default: any)."
         }),
         _ => return None,
     })
@@ -465,6 +537,12 @@ mod tests {
         }
         for k in EVENT_KEYS {
             assert!(event_field(k).is_some(), "event `{k}`");
+        }
+        for k in CONTROL_KEYS.iter().chain(&TARGET_KEYS) {
+            assert!(control_field(k).is_some(), "control `{k}`");
+        }
+        for k in MIDI_KEYS {
+            assert!(midi_field(k).is_some(), "midi `{k}`");
         }
         let s = scene_schema();
         for scene in [false, true] {

@@ -18,8 +18,9 @@ pub use diag::{
 pub use load::{load_file, load_str, read_scene_text};
 /// The loader's field lists and limits, which `morphrt schema` describes.
 pub use load::{
-    DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
-    MAX_SAMPLE_RATE, MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TOP_KEYS, TOP_LEVEL_SETTINGS,
+    CONTROL_KEYS, DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
+    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TARGET_KEYS,
+    TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
 pub use units::{seed_arg, Dimension, Quantity, Rational, TimeArg, TimeSpec, Unit};
 
@@ -123,6 +124,92 @@ pub struct EventDecl {
     pub loc: Loc,
 }
 
+/// A `controls` entry: a source (an OSC address or a MIDI message) mapped
+/// onto a node's param, scaled from the source's range to `min…max`.
+#[derive(Clone, Debug)]
+pub struct ControlDecl {
+    pub source: ControlSourceDecl,
+    /// The param the source moves (for a note: the gate).
+    pub target: Option<TargetDecl>,
+    /// A voice module a note source plays (the `module` key).
+    pub module: Option<(String, Loc)>,
+    /// Note sources only: where the note's pitch and velocity go.
+    pub pitch: Option<TargetDecl>,
+    pub velocity: Option<TargetDecl>,
+    pub ramp: Option<TimeSpec>,
+    /// OSC: the argument is in the param's own unit, not 0…1.
+    pub raw: bool,
+    /// Position in the file's `controls` array.
+    pub index: usize,
+    pub loc: Loc,
+}
+
+/// A node and param a control moves, with its range and curve as written.
+#[derive(Clone, Debug)]
+pub struct TargetDecl {
+    pub node: String,
+    pub param: String,
+    pub min: Option<(RawValue, Loc)>,
+    pub max: Option<(RawValue, Loc)>,
+    pub curve: Option<Curve>,
+    pub loc: Loc,
+}
+
+/// How a control's 0…1 position maps onto `min…max`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Curve {
+    /// `min + x·(max − min)`.
+    #[default]
+    Linear,
+    /// `min·(max/min)^x`: equal steps are equal ratios (frequencies).
+    Exp,
+    /// Linear in decibels between `min` and `max` (amplitudes).
+    Db,
+}
+
+/// The curves a control may name.
+pub const CURVES: [&str; 3] = ["linear", "exp", "db"];
+
+impl Curve {
+    pub fn name(self) -> &'static str {
+        match self {
+            Curve::Linear => "linear",
+            Curve::Exp => "exp",
+            Curve::Db => "db",
+        }
+    }
+}
+
+/// Where a control's values come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlSourceDecl {
+    /// An OSC address (`/filter/cutoff`).
+    Osc(String),
+    Midi(MidiSource),
+}
+
+/// A MIDI message kind a control listens to. Channels are 1…16; `None`
+/// is any channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MidiSource {
+    /// A controller (`cc` 0…127); with `lsb`, a 14-bit pair whose fine
+    /// part comes on controller `lsb`.
+    Cc {
+        cc: u8,
+        lsb: Option<u8>,
+        channel: Option<u8>,
+    },
+    /// Note on/off: `note` `None` is any note.
+    Note {
+        note: Option<u8>,
+        channel: Option<u8>,
+    },
+    /// Pitch bend (14-bit, centre 8192).
+    Bend { channel: Option<u8> },
+    /// Program change (0…127).
+    Program { channel: Option<u8> },
+}
+
 /// Scene-level `profile_config`.
 #[derive(Clone, Debug, Default)]
 pub struct SceneConfig {
@@ -165,6 +252,8 @@ pub struct Scene {
     pub outputs: Vec<OutputBus>,
     pub outputs_loc: Option<Loc>,
     pub events: Vec<EventDecl>,
+    /// `controls`: OSC and MIDI sources mapped onto params.
+    pub controls: Vec<ControlDecl>,
     pub edit: EditConfig,
     /// Warnings found while loading (unknown fields, …).
     pub warnings: Vec<Diagnostic>,

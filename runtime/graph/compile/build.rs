@@ -135,6 +135,7 @@ pub(super) struct Parts {
     pub(super) main: Vec<SourceRef>,
     /// Events, by declaration.
     pub(super) events: Vec<PlanEvent>,
+    pub(super) controls: Vec<crate::graph::ControlMap>,
 }
 
 /// Pass 16, the plan: nodes in schedule order, every source renumbered to
@@ -158,6 +159,7 @@ pub(super) fn assemble(
         order,
         main,
         events,
+        controls,
     } = parts;
     let mut position = vec![usize::MAX; decls.len()];
     for (k, &i) in order.iter().enumerate() {
@@ -225,6 +227,7 @@ pub(super) fn assemble(
         main,
         latency: bus_latency,
         events,
+        controls,
         crossfade: timing.crossfade,
         resources: cx.resources,
         warnings: cx.warnings,

@@ -10,7 +10,8 @@
 //! 8. `resolve_casts`: precision set by params, implicit-cast rules.
 //! 9. `resolve_outputs`: the `main` bus.
 //! 10. `choose_seed`.
-//! 11. `place_events`: events on the sample clock.
+//! 11. `place_events`: events on the sample clock; `resolve_controls`:
+//!     the `controls`, checked against their targets.
 //! 12. `edit_timing`: duration, edit ramp, crossfade in samples.
 //! 13. `propagate_guarantees`.
 //! 14. `build_nodes`.
@@ -29,6 +30,7 @@
 //! (9 and 10), `events` (11 and 12) and `build` (13–16).
 
 mod build;
+mod controls;
 mod edges;
 mod events;
 mod gates;
@@ -40,6 +42,7 @@ use crate::ops::{OpSpec, Value};
 use crate::profile::{NodeProfile, Profile};
 use crate::scene::{capped_list, suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
 use build::{assemble, build_nodes, compensate_latency, propagate_guarantees, Parts};
+use controls::resolve_controls;
 use edges::{reject_cycles, resolve_casts, resolve_edges, schedule, wire_inputs, Edge};
 use events::{edit_timing, place_events};
 use gates::dead_gates;
@@ -196,6 +199,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
     let main = resolve_outputs(&mut cx, &index, &decls);
     let seed = choose_seed(&mut cx, &decls, session.seed_given);
     let events = place_events(&mut cx, &index, &decls, &session);
+    let controls = resolve_controls(&mut cx, &index, &decls, &session);
     let timing = edit_timing(&mut cx, session.sample_rate);
     if !cx.errors.is_empty() {
         let mut all = cx.errors;
@@ -237,6 +241,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
         order,
         main,
         events,
+        controls,
     };
     Ok(assemble(cx, &session, seed, &timing, parts))
 }

@@ -4,7 +4,10 @@
 //! locks, blocks or does I/O.
 
 use crate::dsp::fpmode::FpGuard;
-use crate::engine::{faded, stop_fade_gain, Deck, Engine, EngineState, NodeTime};
+use crate::engine::{
+    faded, stop_fade_gain, ControlRecord, ControlReport, Deck, Engine, EngineState, NodeTime,
+    CONTROL_QUEUE,
+};
 use crate::host::live::input::history::HistoryWriter;
 use crate::host::live::input::LiveInput;
 use rtrb::{Consumer, Producer, RingBuffer};
@@ -51,6 +54,10 @@ pub struct Meters {
     pub swaps: AtomicU64,
     /// The frame where a stop fade began (`u64::MAX`: none).
     pub stop_at: AtomicU64,
+    /// Control reports the full reply ring did not take (0 while the
+    /// control thread keeps up: the callback takes a record only when its
+    /// report has room).
+    pub control_reports_lost: AtomicU64,
 }
 
 impl Default for Meters {
@@ -74,6 +81,7 @@ impl Default for Meters {
             callback_panics: AtomicU64::new(0),
             swaps: AtomicU64::new(0),
             stop_at: AtomicU64::new(u64::MAX),
+            control_reports_lost: AtomicU64::new(0),
         }
     }
 }
@@ -229,6 +237,26 @@ fn link_pair() -> (Link, AudioLink) {
         AudioLink { requests, replies },
     )
 }
+
+/// The control thread's ends of the rings that carry control records to
+/// the callback and their reports back (see [`crate::engine::ControlRecord`]).
+pub struct ControlLink {
+    pub records: Producer<ControlRecord>,
+    pub reports: Consumer<ControlReport>,
+}
+
+/// The callback's ends of a [`ControlLink`].
+struct AudioControls {
+    records: Consumer<ControlRecord>,
+    reports: Producer<ControlReport>,
+}
+
+/// Records in flight to the callback; reports in flight back (each
+/// record, and each record waiting in the engine, has room for its report).
+pub const CONTROL_RING: usize = 4096;
+/// The most records the callback takes before one block: what one block
+/// spends on control input is bounded, whatever arrives.
+pub const CONTROLS_PER_BLOCK: usize = 256;
 
 /// Messages in flight each way; a handover has at most three.
 const LINK_CAPACITY: usize = 16;
@@ -430,6 +458,8 @@ pub struct Player {
     /// Where each block of input is kept after it is read, for handovers
     /// and the journal's recorded input.
     history: Option<HistoryWriter>,
+    /// Control records in, their reports out (see [`Player::control_link`]).
+    controls_in: Option<AudioControls>,
 }
 
 impl Player {
@@ -474,7 +504,62 @@ impl Player {
             input: None,
             input_buf: Vec::new(),
             history: None,
+            controls_in: None,
         }
+    }
+
+    /// Connects a control input: the control thread's ends of new rings
+    /// for control records and their reports (call it before the player
+    /// goes to the callback; a link made before is cut off).
+    pub fn control_link(&mut self) -> ControlLink {
+        let (records, audio_records) = RingBuffer::new(CONTROL_RING);
+        let (audio_reports, reports) = RingBuffer::new(CONTROL_RING + CONTROL_QUEUE);
+        self.controls_in = Some(AudioControls {
+            records: audio_records,
+            reports: audio_reports,
+        });
+        ControlLink { records, reports }
+    }
+
+    /// Takes control records for the next block: at most
+    /// [`CONTROLS_PER_BLOCK`], and only as many as the engine's queue and
+    /// the report ring have room for (a record that arrives to a full
+    /// queue waits in the ring, never dropped here). Real-time safe.
+    fn take_controls(&mut self) {
+        let Some(c) = &mut self.controls_in else {
+            return;
+        };
+        let room = self.deck.control_room();
+        let waiting = CONTROL_QUEUE - room;
+        let budget = CONTROLS_PER_BLOCK
+            .min(room)
+            .min(c.reports.slots().saturating_sub(waiting + 1));
+        for _ in 0..budget {
+            let Ok(r) = c.records.pop() else {
+                break;
+            };
+            if let Err(report) = self.deck.push_control(r) {
+                if c.reports.push(report).is_err() {
+                    self.meters
+                        .control_reports_lost
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Sends the reports of the records that landed in the last block.
+    fn send_control_reports(&mut self) {
+        let Some(c) = &mut self.controls_in else {
+            self.deck.take_control_reports(|_| {});
+            return;
+        };
+        let meters = &self.meters;
+        self.deck.take_control_reports(|r| {
+            if c.reports.push(r).is_err() {
+                meters.control_reports_lost.fetch_add(1, Ordering::Relaxed);
+            }
+        });
     }
 
     /// Takes one block of `input` before each block of output and gives it
@@ -677,6 +762,7 @@ impl Player {
     fn refill(&mut self) {
         self.serve();
         self.serve_timing();
+        self.take_controls();
         let block = self.deck.block_size();
         if let Some(input) = &mut self.input {
             input.read(&mut self.input_buf);
@@ -687,6 +773,7 @@ impl Player {
             self.deck.load_input(&self.input_buf, width, block);
         }
         self.deck.process(block);
+        self.send_control_reports();
         if let Some(old) = self.deck.take_retired() {
             self.send(FromAudio::Retired(old));
         }

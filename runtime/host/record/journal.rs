@@ -14,7 +14,7 @@
 //! ([`Scripted`]) and the same device output stage, and reproduces the
 //! device output bit for bit on the same build and CPU feature level.
 
-use crate::engine::incoming::{Incoming, Scripted, SessionFixed};
+use crate::engine::incoming::{Incoming, Scripted, ScriptedControl, SessionFixed};
 use crate::host::files::digest::sha256_hex;
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
@@ -42,6 +42,37 @@ pub struct KeptResource {
     pub path: String,
     pub sha256: String,
     pub copy: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The control changes of a journal, in sample order (journal order
+/// within a sample), for a scripted replay to land where they landed.
+pub fn control_changes(records: &[Record]) -> Vec<ScriptedControl> {
+    let mut v: Vec<ScriptedControl> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Control {
+                at,
+                node,
+                param,
+                value,
+                ramp,
+                ..
+            } => Some(ScriptedControl {
+                sample: *at,
+                node: node.clone(),
+                param: param.clone(),
+                value: *value,
+                ramp: *ramp,
+            }),
+            _ => None,
+        })
+        .collect();
+    v.sort_by_key(|c| c.sample);
+    v
 }
 
 /// One line of a journal.
@@ -109,6 +140,25 @@ pub enum Record {
     /// The recorded input is complete: `frames` frames, SHA-256 `sha256`
     /// of the whole file (`replay` refuses a file that differs).
     InputEnd { frames: u64, sha256: String },
+    /// A control message (OSC, MIDI) changed `node`'s `param` to `value`
+    /// from engine sample `at`, gliding over `ramp` samples; `from` is the
+    /// message as it arrived. `replay` applies it at that sample.
+    Control {
+        at: u64,
+        node: String,
+        param: String,
+        value: crate::graph::ControlValue,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        ramp: u64,
+        from: String,
+    },
+    /// A control message that changed nothing, and why (the clock `at` it
+    /// was refused at).
+    ControlError {
+        at: u64,
+        from: String,
+        error: String,
+    },
     /// The session had played up to sample `at` (written every second of
     /// audio, so a session cut off by a crash replays up to there).
     Progress { at: u64 },
@@ -124,6 +174,8 @@ impl Record {
         match self {
             Record::Handover { swap_at, .. } => Some(*swap_at),
             Record::Rejected { at, .. }
+            | Record::Control { at, .. }
+            | Record::ControlError { at, .. }
             | Record::Snapshot { at, .. }
             | Record::Progress { at }
             | Record::Stop { at, .. } => Some(*at),
@@ -516,6 +568,13 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
         }
         Ok(inc)
     };
+    // Control changes land as the deck plays, handovers included.
+    let changes = control_changes(&session.records);
+    let scripted = |inc: Incoming, channels: usize| {
+        let mut d = Scripted::new(inc, channels);
+        d.schedule(changes.iter().cloned());
+        d
+    };
     let mut deck: Option<Scripted> = None;
     let mut end: Option<u64> = None;
     let mut stop: Option<(u64, u64)> = None;
@@ -529,7 +588,7 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
                 | Record::Input { .. }
         ) {
             if let Some(inc) = scene_inc.take() {
-                deck = Some(Scripted::new(inc, channels));
+                deck = Some(scripted(inc, channels));
             }
         }
         match r {
@@ -573,7 +632,7 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
         }
     }
     if let Some(inc) = scene_inc.take() {
-        deck = Some(Scripted::new(inc, channels));
+        deck = Some(scripted(inc, channels));
     }
     let Some(mut deck) = deck else {
         return Err(bad(path, None, "the journal has no scene record"));
@@ -594,6 +653,13 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     };
     check_length(path, frames, sample_rate)?;
     deck.play_to(start.saturating_add(frames));
+    if let Some((at, e)) = deck.control_errors().first() {
+        return Err(bad(
+            path,
+            None,
+            format!("a control change recorded at sample {at} does not fit the session: {e}"),
+        ));
+    }
     let samples = deck.into_device_samples(frames, stop);
     Ok(Replay {
         samples,
@@ -805,6 +871,22 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
             Record::Snapshot { at, file } => {
                 format!("{}  snapshot {file}", t(session(*at), rate))
             }
+            Record::Control {
+                at,
+                node,
+                param,
+                value,
+                from,
+                ..
+            } => format!(
+                "{}  control {node}.{param} = {} ({from})",
+                t(session(*at), rate),
+                value.as_f64()
+            ),
+            Record::ControlError { at, from, error } => format!(
+                "{}  control refused: {from}: {error}",
+                t(session(*at), rate)
+            ),
             Record::Input {
                 file,
                 source,

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// Fields of the scene object. `$schema` names the JSON Schema an editor
 /// validates the file with (`morphrt schema`); the runtime ignores its value.
-pub const TOP_KEYS: [&str; 13] = [
+pub const TOP_KEYS: [&str; 14] = [
     "$schema",
     "version",
     "profile",
@@ -26,6 +26,7 @@ pub const TOP_KEYS: [&str; 13] = [
     "edges",
     "outputs",
     "events",
+    "controls",
     "edit",
 ];
 /// Fields of the top-level `edit` object (how live edits are applied).
@@ -54,6 +55,7 @@ fn empty_scene(file: &str, dir: Option<PathBuf>) -> Scene {
         outputs: Vec::new(),
         outputs_loc: None,
         events: Vec::new(),
+        controls: Vec::new(),
         edit: EditConfig::default(),
         warnings: Vec::new(),
     }
@@ -110,6 +112,7 @@ impl Loader<'_> {
                 "outputs" => self.outputs(v, p, &mut scene),
                 "edit" => scene.edit = self.edit(v, p),
                 "events" => self.events(v, p, &mut scene.events),
+                "controls" => self.controls(v, p, &mut scene.controls),
                 "$schema" => {} // for editors: which JSON Schema validates the file
                 _ => {}         // warned above
             }

@@ -151,6 +151,7 @@ impl SnapshotFile {
             profile: self.session_profile,
             main_sig: self.main.sig,
             main_wiring: self.main.wiring,
+            engine: 0,
         })
     }
 
@@ -367,6 +368,9 @@ mod tests {
         let mut got = back.state().unwrap();
         // Cursors are recomputed on restore; resources come back as placeholders.
         got.next_event = st.next_event;
+        // The engine the state came from is not kept in the file.
+        assert_eq!(got.engine, 0);
+        got.engine = st.engine;
         for (g, s) in got.nodes.iter_mut().zip(&st.nodes) {
             for (gv, sv) in g.scene_values.iter_mut().zip(&s.scene_values) {
                 if let (Value::Resource(a), Value::Resource(b)) = (&*gv, sv) {

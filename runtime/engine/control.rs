@@ -1,0 +1,359 @@
+//! Control changes from outside the scene (OSC, MIDI, a MIDI file, a
+//! journal being replayed): fixed-size records, resolved off the audio
+//! thread against one engine, queued here in sample order and applied in
+//! the block loop at their sample, as events are.
+//!
+//! Everything here is real-time safe: the queue and the list of reports
+//! are allocated in [`Engine::new`] and only copied into.
+//!
+//! **Where a record lands.** At its `sample`, or at the next block when
+//! that has passed; under a block-accurate profile (live) at the start of
+//! the block holding it. Plan events at the same sample apply first, then
+//! records in `(sample, seq)` order.
+//!
+//! **Across a handover.** A record names the engine it was resolved for
+//! ([`Engine::id`]). The engine that takes over from it maps the nodes of
+//! its predecessor by id (see `migrate`), so a record resolved for the
+//! predecessor still lands, and at the swap the new engine takes over the
+//! predecessor's queue and the current value of every param a control
+//! moved ([`Engine::carry_controls_from`]), unless the edit itself changed
+//! that param in the file: the file wins. A record for any older engine
+//! is reported [`Outcome::Stale`], for the sender to resolve again.
+
+use super::handover::set_discrete;
+use super::node::Slot;
+use super::Engine;
+use crate::graph::ControlValue;
+use crate::ops::{ParamState, Ramp};
+use crate::profile::EventTiming;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Records an engine holds waiting for their sample.
+pub const CONTROL_QUEUE: usize = 512;
+
+/// No node: a node of the predecessor the new engine does not have.
+const NONE: u32 = u32::MAX;
+
+/// A control change resolved against one engine.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ControlRecord {
+    /// The sample it is meant for; a past one lands at the next block.
+    pub sample: u64,
+    /// Schedule index of the node in the engine `engine`.
+    pub node: u32,
+    /// Index of the param in the node's operator.
+    pub param: u16,
+    pub value: ControlValue,
+    /// Samples a number glides over (0: a step).
+    pub ramp: u64,
+    /// The [`Engine::id`] it was resolved against.
+    pub engine: u64,
+    /// The sender's number for it, returned in its [`ControlReport`].
+    pub seq: u64,
+}
+
+/// What became of a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It took effect at sample `at`, on schedule index `node` of the
+    /// engine playing then (`engine`).
+    Applied { at: u64, node: u32, engine: u64 },
+    /// It was resolved for an engine that no longer plays: resolve again.
+    Stale,
+    /// Its node left the scene with an edit before it landed.
+    Removed,
+    /// The queue was full.
+    Full,
+}
+
+/// A record's outcome, by its `seq`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlReport {
+    pub seq: u64,
+    pub outcome: Outcome,
+}
+
+/// An engine's controls: its queue, its reports, and what it needs to take
+/// over from its predecessor.
+pub(super) struct Controls {
+    pub(super) id: u64,
+    /// Waiting records, sorted by `(sample, seq)`.
+    queue: Vec<ControlRecord>,
+    /// Outcomes since the host last took them.
+    reports: Vec<ControlReport>,
+    /// Reports that found the list full (the host drains it every block,
+    /// so this stays 0 in a running session).
+    pub(super) lost_reports: u64,
+    /// The engine this one was migrated from, and its schedule indices
+    /// mapped onto this engine's ([`NONE`] for a removed node).
+    prev: Option<u64>,
+    from_prev: Vec<u32>,
+    /// Per node: the params a control has set (bit i: param i; params
+    /// beyond 63 are not carried).
+    pub(super) touched: Vec<u64>,
+    /// Per node: the params the edit that built this engine changed in
+    /// the file, which do not carry.
+    pub(super) edited: Vec<u64>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Controls {
+    pub(super) fn new(nodes: usize) -> Controls {
+        Controls {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            queue: Vec::with_capacity(CONTROL_QUEUE),
+            reports: Vec::with_capacity(2 * CONTROL_QUEUE),
+            lost_reports: 0,
+            prev: None,
+            from_prev: Vec::new(),
+            touched: vec![0; nodes],
+            edited: vec![0; nodes],
+        }
+    }
+
+    /// The sample of the next waiting record.
+    pub(super) fn next_sample(&self) -> Option<u64> {
+        self.queue.first().map(|r| r.sample)
+    }
+
+    /// Prepares the take-over from the engine `prev` (off the audio
+    /// thread): `map[i]` is this engine's index of its node `i`.
+    pub(super) fn follow(&mut self, prev: u64, map: Vec<u32>) {
+        self.prev = Some(prev);
+        self.from_prev = map;
+        self.edited.iter_mut().for_each(|m| *m = 0);
+    }
+
+    fn report(&mut self, seq: u64, outcome: Outcome) {
+        if self.reports.len() < self.reports.capacity() {
+            self.reports.push(ControlReport { seq, outcome });
+        } else {
+            self.lost_reports += 1;
+        }
+    }
+
+    /// Inserts in `(sample, seq)` order (within capacity: no allocation).
+    fn insert(&mut self, r: ControlRecord) -> bool {
+        if self.queue.len() == self.queue.capacity() {
+            return false;
+        }
+        let at = self
+            .queue
+            .partition_point(|q| (q.sample, q.seq) <= (r.sample, r.seq));
+        self.queue.insert(at, r);
+        true
+    }
+}
+
+impl Engine {
+    /// A number no other engine of this process has: records name the
+    /// engine they were resolved against.
+    pub fn id(&self) -> u64 {
+        self.controls.id
+    }
+
+    /// The schedule index and param index of `node`'s `param`, for a
+    /// control thread resolving a record (a scan: call it off the audio
+    /// thread, or build a [`ControlTable`]).
+    pub fn find_param(&self, node: &str, param: &str) -> Option<(usize, usize)> {
+        let si = self.slots.iter().position(|s| s.id == node)?;
+        let op = crate::ops::lookup(self.slots[si].op)?;
+        Some((si, op.param_index(param)?))
+    }
+
+    /// Every node's id with its schedule index and operator, for resolving
+    /// records off the audio thread while this engine plays.
+    pub fn control_table(&self) -> ControlTable {
+        ControlTable {
+            engine: self.id(),
+            nodes: self
+                .slots
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id.clone(), (i, s.op)))
+                .collect(),
+        }
+    }
+
+    /// Queues a record (real-time safe). A record for this engine's
+    /// predecessor is mapped onto this engine. Given back as a report when
+    /// it cannot be queued.
+    pub fn push_control(&mut self, mut r: ControlRecord) -> Result<(), ControlReport> {
+        let refuse = |outcome| ControlReport {
+            seq: r.seq,
+            outcome,
+        };
+        if r.engine != self.controls.id {
+            if Some(r.engine) != self.controls.prev {
+                return Err(refuse(Outcome::Stale));
+            }
+            match self.controls.from_prev.get(r.node as usize) {
+                Some(&n) if n != NONE => r.node = n,
+                _ => return Err(refuse(Outcome::Removed)),
+            }
+            r.engine = self.controls.id;
+        }
+        let fits = self
+            .slots
+            .get(r.node as usize)
+            .is_some_and(|s| (r.param as usize) < s.params.len());
+        if !fits {
+            return Err(refuse(Outcome::Stale));
+        }
+        r.sample = self.landing_sample(r.sample);
+        if self.controls.insert(r) {
+            Ok(())
+        } else {
+            Err(refuse(Outcome::Full))
+        }
+    }
+
+    /// Room left in the queue.
+    pub fn control_room(&self) -> usize {
+        CONTROL_QUEUE - self.controls.queue.len()
+    }
+
+    /// Where a record meant for `sample` lands: not before the next block,
+    /// and at its block's start under a block-accurate profile.
+    fn landing_sample(&self, sample: u64) -> u64 {
+        let s = sample.max(self.clock);
+        match self.session.event_timing() {
+            EventTiming::SampleAccurate => s,
+            EventTiming::BlockAccurate => {
+                let b = self.block_size as u64;
+                self.clock + (s - self.clock) / b * b
+            }
+        }
+    }
+
+    /// Hands every report since the last call to `f` (real-time safe).
+    pub fn take_control_reports(&mut self, mut f: impl FnMut(ControlReport)) {
+        for r in self.controls.reports.drain(..) {
+            f(r);
+        }
+    }
+
+    /// Reports that found the list full since the engine was built.
+    pub fn lost_control_reports(&self) -> u64 {
+        self.controls.lost_reports
+    }
+
+    /// Applies the records due at `pos` (called by the block loop).
+    pub(super) fn apply_controls(&mut self, pos: u64) {
+        while let Some(r) = self.controls.queue.first().copied() {
+            if r.sample > pos {
+                break;
+            }
+            self.controls.queue.remove(0);
+            let slot = &mut self.slots[r.node as usize];
+            match r.value {
+                ControlValue::Number(v) => {
+                    self.ramps_live |= r.ramp != 0;
+                    let p = &mut slot.params[r.param as usize];
+                    let from = p.at(pos);
+                    *p = ParamState {
+                        value: v,
+                        ramp: (r.ramp != 0).then_some(Ramp {
+                            from,
+                            start: pos,
+                            len: r.ramp,
+                        }),
+                    };
+                }
+                other => {
+                    self.capture.spoil();
+                    set_discrete(slot, r.param as usize, &other.to_value());
+                }
+            }
+            if r.param < 64 {
+                self.controls.touched[r.node as usize] |= 1 << r.param;
+            }
+            let outcome = Outcome::Applied {
+                at: pos,
+                node: r.node,
+                engine: self.controls.id,
+            };
+            self.controls.report(r.seq, outcome);
+        }
+    }
+
+    /// At the swap to this engine from `old` (its predecessor, on the
+    /// audio thread): takes over the current value of every param a
+    /// control moved in `old` that the edit did not change in the file,
+    /// and the records still waiting in `old`'s queue. Real-time safe.
+    pub(super) fn carry_controls_from(&mut self, old: &mut Engine) {
+        if self.controls.prev != Some(old.controls.id) {
+            return;
+        }
+        for (oi, &ni) in self.controls.from_prev.iter().enumerate() {
+            if ni == NONE {
+                continue;
+            }
+            let (ni, mask) = (
+                ni as usize,
+                old.controls.touched[oi] & !self.controls.edited[ni as usize],
+            );
+            if mask == 0 {
+                continue;
+            }
+            let (from, to) = (&old.slots[oi], &mut self.slots[ni]);
+            carry_params(from, to, mask);
+            self.controls.touched[ni] |= mask;
+            self.ramps_live = true;
+        }
+        while !old.controls.queue.is_empty() {
+            let r = old.controls.queue.remove(0);
+            if let Err(report) = self.push_control(r) {
+                self.controls.report(report.seq, report.outcome);
+            }
+        }
+    }
+}
+
+/// Copies the params in `mask` from `from` to `to` (same op).
+fn carry_params(from: &Slot, to: &mut Slot, mask: u64) {
+    for i in 0..to.params.len().min(from.params.len()).min(64) {
+        if mask & (1 << i) == 0 {
+            continue;
+        }
+        match &from.values[i] {
+            crate::ops::Value::Enum(_)
+            | crate::ops::Value::Integer(_)
+            | crate::ops::Value::Bool(_) => {
+                if to.values[i] != from.values[i] {
+                    // Enum, integer and bool values: no allocation.
+                    let v = from.values[i].clone();
+                    set_discrete(to, i, &v);
+                }
+            }
+            _ => to.params[i] = from.params[i],
+        }
+    }
+}
+
+/// The nodes of one engine by id, for resolving records off the audio
+/// thread (see [`Engine::control_table`]).
+#[derive(Clone, Debug, Default)]
+pub struct ControlTable {
+    pub engine: u64,
+    nodes: std::collections::HashMap<String, (usize, &'static str)>,
+}
+
+impl ControlTable {
+    /// `node`'s schedule index and the index of its `param`.
+    pub fn find(&self, node: &str, param: &str) -> Option<(usize, usize)> {
+        let &(si, op) = self.nodes.get(node)?;
+        Some((si, crate::ops::lookup(op)?.param_index(param)?))
+    }
+
+    /// The operator of `node`.
+    pub fn op(&self, node: &str) -> Option<&'static crate::ops::OpSpec> {
+        crate::ops::lookup(self.nodes.get(node)?.1)
+    }
+
+    /// Node ids, for did-you-mean.
+    pub fn ids(&self) -> impl Iterator<Item = &str> + Clone {
+        self.nodes.keys().map(String::as_str)
+    }
+}

@@ -1,0 +1,306 @@
+//! Pass 11b, the scene's `controls`: each target checked like an event's
+//! (a known node, a param an event may set), its `min`/`max` resolved in
+//! the param's unit and within its range, its curve fitting them (`exp`
+//! and `db` need both ends above zero), and its ramp in samples.
+
+use super::{did_you_mean, time_to_samples, Ctx, Decl, Session};
+use crate::graph::controls::{
+    default_range, ControlMap, ControlSource, ControlTarget, TargetRange,
+};
+use crate::ops::{resolve_param, ParamError, ParamKind, Value};
+use crate::scene::{ControlDecl, ControlSourceDecl, Curve, MidiSource, RawValue, TargetDecl};
+use std::collections::HashMap;
+
+/// Resolves every control; one that fails is reported and left out.
+pub(super) fn resolve_controls(
+    cx: &mut Ctx<'_>,
+    index: &HashMap<&str, usize>,
+    decls: &[Option<Decl>],
+    session: &Session,
+) -> Vec<ControlMap> {
+    let scene = cx.scene;
+    let mut out = Vec::new();
+    let mut osc_seen: HashMap<&str, usize> = HashMap::new();
+    for c in &scene.controls {
+        if let ControlSourceDecl::Osc(a) = &c.source {
+            if let Some(first) = osc_seen.insert(a.as_str(), c.index) {
+                cx.warn(
+                    &c.loc,
+                    None,
+                    format!(
+                        "`{a}` is also mapped by controls[{first}]: a message to it moves both"
+                    ),
+                    None,
+                );
+            }
+        }
+        if let Some(m) = resolve_one(cx, index, decls, session, c) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+fn resolve_one(
+    cx: &mut Ctx<'_>,
+    index: &HashMap<&str, usize>,
+    decls: &[Option<Decl>],
+    session: &Session,
+    c: &ControlDecl,
+) -> Option<ControlMap> {
+    let is_note = matches!(c.source, ControlSourceDecl::Midi(MidiSource::Note { .. }));
+    if !is_note && (c.pitch.is_some() || c.velocity.is_some()) {
+        cx.error(
+            &c.loc,
+            None,
+            "`pitch` and `velocity` belong to a note control".to_string(),
+            Some("use `\"midi\": {\"note\": \"any\"}` as the source".to_string()),
+        );
+        return None;
+    }
+    if c.module.is_some() && !is_note && !matches!(c.source, ControlSourceDecl::Osc(_)) {
+        cx.error(
+            &c.loc,
+            None,
+            "only notes play a voice module".to_string(),
+            None,
+        );
+        return None;
+    }
+    if c.target.is_none() && c.module.is_none() {
+        cx.error(&c.loc, None, "control has no `node`".to_string(), None);
+        return None;
+    }
+    if c.raw && !matches!(c.source, ControlSourceDecl::Osc(_)) {
+        cx.error(
+            &c.loc,
+            None,
+            "`raw` belongs to an OSC control".to_string(),
+            Some("MIDI values always scale from 0…127 to `min`…`max`".to_string()),
+        );
+        return None;
+    }
+    let target = match &c.target {
+        None => None,
+        Some(t) => Some(resolve_target(cx, index, decls, session, t, c.raw)?),
+    };
+    let pitch = match &c.pitch {
+        None => None,
+        Some(t) => {
+            if t.min.is_some() || t.max.is_some() || t.curve.is_some() {
+                cx.error(
+                    &t.loc,
+                    Some(&t.node),
+                    "a note's `pitch` takes no range: it is the note's frequency (or number)"
+                        .to_string(),
+                    Some("remove `min`, `max` and `curve`".to_string()),
+                );
+                return None;
+            }
+            Some(resolve_target(cx, index, decls, session, t, true)?)
+        }
+    };
+    let velocity = match &c.velocity {
+        None => None,
+        Some(t) => Some(resolve_target(cx, index, decls, session, t, false)?),
+    };
+    let ramp = match c.ramp {
+        None => 0,
+        Some(r) => match time_to_samples(r, session.sample_rate) {
+            Some(s) => s,
+            None => {
+                cx.error(
+                    &c.loc,
+                    None,
+                    "control ramp is out of range".to_string(),
+                    None,
+                );
+                return None;
+            }
+        },
+    };
+    if ramp > 0 {
+        if let Some(t) = &target {
+            if !matches!(t.range, TargetRange::Number { .. }) {
+                cx.error(
+                    &c.loc,
+                    Some(&t.node),
+                    format!(
+                        "param `{}` is not a continuous number, so it cannot ramp",
+                        t.param
+                    ),
+                    Some("remove `ramp`".to_string()),
+                );
+                return None;
+            }
+        }
+    }
+    Some(ControlMap {
+        source: match &c.source {
+            ControlSourceDecl::Osc(a) => ControlSource::Osc(a.clone()),
+            ControlSourceDecl::Midi(m) => ControlSource::Midi(*m),
+        },
+        target,
+        module: c.module.as_ref().map(|(m, _)| m.clone()),
+        pitch,
+        velocity,
+        ramp,
+        raw: c.raw,
+        index: c.index,
+        loc: c.loc.clone(),
+    })
+}
+
+/// A target's node and param (as an event's are checked) and its range.
+/// `raw`: values come in the param's unit, so `min`/`max` do not apply.
+fn resolve_target(
+    cx: &mut Ctx<'_>,
+    index: &HashMap<&str, usize>,
+    decls: &[Option<Decl>],
+    session: &Session,
+    t: &TargetDecl,
+    raw: bool,
+) -> Option<ControlTarget> {
+    let scene = cx.scene;
+    let Some(&ni) = index.get(t.node.as_str()) else {
+        let help = did_you_mean(&t.node, scene.nodes.iter().map(|n| n.id.as_str()));
+        cx.error(
+            &t.loc,
+            None,
+            format!("control targets unknown node `{}`", t.node),
+            Some(help),
+        );
+        return None;
+    };
+    let d = decls[ni].as_ref()?;
+    let settable = || {
+        d.op.params
+            .iter()
+            .filter(|p| p.settable_by_events && default_range(&p.kind).is_some())
+            .map(|p| p.name)
+    };
+    let Some(pi) = d.op.param_index(&t.param) else {
+        cx.error(
+            &t.loc,
+            Some(&t.node),
+            format!(
+                "control targets unknown param `{}` of `{}`",
+                t.param, d.op.name
+            ),
+            Some(did_you_mean(&t.param, settable())),
+        );
+        return None;
+    };
+    let spec = &d.op.params[pi];
+    let Some(mut range) = default_range(&spec.kind).filter(|_| spec.settable_by_events) else {
+        cx.error(
+            &t.loc,
+            Some(&t.node),
+            format!(
+                "param `{}` of `{}` cannot be moved by a control: it is fixed when the node is built",
+                spec.name, d.op.name
+            ),
+            Some(did_you_mean(&t.param, settable())),
+        );
+        return None;
+    };
+    let bound = |cx: &mut Ctx<'_>,
+                 b: &Option<(RawValue, crate::scene::Loc)>,
+                 which: &str|
+     -> Option<Option<f64>> {
+        let Some((v, loc)) = b else {
+            return Some(None);
+        };
+        if !matches!(spec.kind, ParamKind::Number { .. }) {
+            cx.error(
+                loc,
+                Some(&t.node),
+                format!(
+                    "`{which}` applies to a number param; `{}` is not one",
+                    spec.name
+                ),
+                Some("a position 0…1 picks an enum value in order; remove it".to_string()),
+            );
+            return None;
+        }
+        match resolve_param(spec, v, session.sample_rate) {
+            Ok(Value::Number(x)) => Some(Some(x)),
+            Ok(_) => unreachable!("numbers resolve to numbers"),
+            Err(ParamError::WrongUnit(e)) => {
+                cx.error(loc, Some(&t.node), format!("control `{which}`: {e}"), None);
+                None
+            }
+            Err(ParamError::Invalid { message, help }) => {
+                cx.error(
+                    loc,
+                    Some(&t.node),
+                    format!("control `{which}`: {message}"),
+                    help,
+                );
+                None
+            }
+        }
+    };
+    let min = bound(cx, &t.min, "min")?;
+    let max = bound(cx, &t.max, "max")?;
+    if let TargetRange::Number {
+        min: lo_end,
+        max: hi_end,
+        curve,
+        ..
+    } = &mut range
+    {
+        if let Some(m) = min {
+            *lo_end = m;
+        }
+        if let Some(m) = max {
+            *hi_end = m;
+        }
+        *curve = t.curve.unwrap_or_default();
+        let finite = lo_end.is_finite() && hi_end.is_finite();
+        if !raw && !finite {
+            cx.error(
+                &t.loc,
+                Some(&t.node),
+                format!("param `{}` has no finite range of its own", spec.name),
+                Some("give the control `min` and `max`".to_string()),
+            );
+            return None;
+        }
+        if matches!(curve, Curve::Exp | Curve::Db) && !(*lo_end > 0.0 && *hi_end > 0.0) {
+            cx.error(
+                &t.loc,
+                Some(&t.node),
+                format!(
+                    "an `{}` curve needs `min` and `max` above zero (here {} … {})",
+                    curve.name(),
+                    lo_end,
+                    hi_end
+                ),
+                Some(match curve {
+                    Curve::Db => {
+                        "silence is −inf dB: start at a level such as \"-60dB\"".to_string()
+                    }
+                    _ => "start at a small positive value, e.g. \"20Hz\"".to_string(),
+                }),
+            );
+            return None;
+        }
+    } else if t.curve.is_some() {
+        cx.error(
+            &t.loc,
+            Some(&t.node),
+            format!(
+                "`curve` applies to a number param; `{}` is not one",
+                spec.name
+            ),
+            None,
+        );
+        return None;
+    }
+    Some(ControlTarget {
+        node: t.node.clone(),
+        param: spec.name,
+        range,
+    })
+}

@@ -1,0 +1,352 @@
+//! A scene's `controls`, resolved: each source (an OSC address, a MIDI
+//! message) and the param it moves, with its range and curve checked
+//! against the operator, so that a control thread can turn a message into
+//! a value without any lookup in the scene (`scenes/README.md`,
+//! *Controls*).
+//!
+//! Scaling uses only arithmetic and `libm` (pinned), so a mapped value is
+//! the same bits on every build: a MIDI file renders bit for bit under
+//! strict.
+
+use crate::ops::{ParamKind, Value};
+use crate::scene::{Curve, Dimension, Loc, MidiSource};
+
+/// A value a control sets: a number in the param's canonical unit, or a
+/// discrete value. `Copy`, so it crosses to the audio thread in a
+/// fixed-size record.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlValue {
+    Number(f64),
+    Integer(i64),
+    /// Index into the enum's choices.
+    Enum(usize),
+    Bool(bool),
+}
+
+impl ControlValue {
+    /// The param value it stands for (no allocation: never a resource or
+    /// an array).
+    pub fn to_value(self) -> Value {
+        match self {
+            ControlValue::Number(x) => Value::Number(x),
+            ControlValue::Integer(i) => Value::Integer(i),
+            ControlValue::Enum(i) => Value::Enum(i),
+            ControlValue::Bool(b) => Value::Bool(b),
+        }
+    }
+
+    /// The number a journal writes for it (enum index, 0/1 for a bool).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            ControlValue::Number(x) => x,
+            ControlValue::Integer(i) => i as f64,
+            ControlValue::Enum(i) => i as f64,
+            ControlValue::Bool(b) => f64::from(u8::from(b)),
+        }
+    }
+}
+
+/// What a control's source is, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlSource {
+    Osc(String),
+    Midi(MidiSource),
+}
+
+/// How a 0…1 position becomes a value of the target param.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TargetRange {
+    /// `min…max` in the param's canonical unit; `lo…hi` is what the param
+    /// itself accepts (a raw value is checked against it).
+    Number {
+        min: f64,
+        max: f64,
+        curve: Curve,
+        lo: f64,
+        hi: f64,
+        dim: Dimension,
+    },
+    Integer {
+        min: i64,
+        max: i64,
+    },
+    /// An enum of `choices` values: the position picks one, a raw value
+    /// is its index.
+    Enum {
+        choices: usize,
+    },
+    Bool,
+}
+
+/// A node's param a control moves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlTarget {
+    pub node: String,
+    pub param: &'static str,
+    pub range: TargetRange,
+}
+
+impl ControlTarget {
+    /// The value at position `x` (clamped to 0…1) of the target's range.
+    pub fn scale(&self, x: f64) -> ControlValue {
+        let x = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
+        match self.range {
+            TargetRange::Number {
+                min, max, curve, ..
+            } => ControlValue::Number(match curve {
+                Curve::Linear => min + x * (max - min),
+                // min·(max/min)^x; both ends exact.
+                Curve::Exp if x == 0.0 => min,
+                Curve::Exp if x == 1.0 => max,
+                Curve::Exp => min * libm::exp2(x * libm::log2(max / min)),
+                Curve::Db if x == 0.0 => min,
+                Curve::Db if x == 1.0 => max,
+                Curve::Db => {
+                    let (a, b) = (libm::log10(min), libm::log10(max));
+                    libm::pow(10.0, a + x * (b - a))
+                }
+            }),
+            TargetRange::Integer { min, max } => {
+                let span = (max - min) as f64;
+                ControlValue::Integer(min + libm::round(x * span) as i64)
+            }
+            TargetRange::Enum { choices } => {
+                ControlValue::Enum(((x * choices as f64) as usize).min(choices.saturating_sub(1)))
+            }
+            TargetRange::Bool => ControlValue::Bool(x >= 0.5),
+        }
+    }
+
+    /// A value given in the param's own unit (`"raw": true`, `/morphrt/param`):
+    /// checked against what the param accepts, never clamped.
+    pub fn raw(&self, v: f64) -> Result<ControlValue, String> {
+        let out = |what: String| {
+            Err(format!(
+                "{v} is out of range for `{}` of `{}` ({what})",
+                self.param, self.node
+            ))
+        };
+        if !v.is_finite() {
+            return Err(format!("{v} is not a finite number"));
+        }
+        match self.range {
+            TargetRange::Number { lo, hi, dim, .. } => {
+                if v >= lo && v <= hi {
+                    Ok(ControlValue::Number(v))
+                } else {
+                    out(format!("valid: {lo} … {hi} {}", dim.canonical()))
+                }
+            }
+            TargetRange::Integer { min, max } => {
+                if v.fract() == 0.0 && v >= min as f64 && v <= max as f64 {
+                    Ok(ControlValue::Integer(v as i64))
+                } else {
+                    out(format!("valid: an integer from {min} to {max}"))
+                }
+            }
+            TargetRange::Enum { choices } => {
+                if v.fract() == 0.0 && v >= 0.0 && (v as usize) < choices {
+                    Ok(ControlValue::Enum(v as usize))
+                } else {
+                    out(format!("valid: an index from 0 to {}", choices - 1))
+                }
+            }
+            TargetRange::Bool => match v {
+                0.0 => Ok(ControlValue::Bool(false)),
+                1.0 => Ok(ControlValue::Bool(true)),
+                _ => out("valid: 0 or 1".to_string()),
+            },
+        }
+    }
+
+    /// A note's pitch for this target: Hz (equal temperament, A4 = 440 Hz
+    /// on note 69) for a frequency param, else the note number itself.
+    pub fn pitch(&self, note: u8) -> ControlValue {
+        match self.range {
+            TargetRange::Number {
+                dim: Dimension::Frequency,
+                ..
+            } => ControlValue::Number(440.0 * libm::exp2((note as f64 - 69.0) / 12.0)),
+            TargetRange::Integer { .. } => ControlValue::Integer(note as i64),
+            _ => ControlValue::Number(note as f64),
+        }
+    }
+}
+
+/// A `controls` entry, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlMap {
+    pub source: ControlSource,
+    /// What the source moves (for a note: the gate, its max on note-on and
+    /// its min on note-off); `None` for a note routed to a voice module.
+    pub target: Option<ControlTarget>,
+    /// A voice module notes play (`module`).
+    pub module: Option<String>,
+    pub pitch: Option<ControlTarget>,
+    pub velocity: Option<ControlTarget>,
+    /// Samples each change glides over (0: a step).
+    pub ramp: u64,
+    /// OSC: the argument is in the param's unit (see [`ControlTarget::raw`]).
+    pub raw: bool,
+    /// Position in the scene's `controls`.
+    pub index: usize,
+    pub loc: Loc,
+}
+
+impl ControlMap {
+    /// The OSC address this control listens on, if any.
+    pub fn osc_address(&self) -> Option<&str> {
+        match &self.source {
+            ControlSource::Osc(a) => Some(a),
+            ControlSource::Midi(_) => None,
+        }
+    }
+
+    /// The value an OSC argument `arg` sets: a position 0…1 (clamped), or
+    /// with `raw` a value in the param's unit.
+    pub fn osc_value(&self, arg: f64) -> Result<ControlValue, String> {
+        let Some(t) = &self.target else {
+            return Err("this control plays a voice module, not a param".to_string());
+        };
+        if self.raw {
+            t.raw(arg)
+        } else if arg.is_finite() {
+            Ok(t.scale(arg))
+        } else {
+            Err(format!("{arg} is not a finite number"))
+        }
+    }
+
+    /// How the source reads in `check` and the monitor: `osc /f/c`,
+    /// `midi cc 74 ch 1`, `midi note any`.
+    pub fn source_text(&self) -> String {
+        match &self.source {
+            ControlSource::Osc(a) => format!("osc {a}"),
+            ControlSource::Midi(m) => midi_source_text(m),
+        }
+    }
+}
+
+/// A MIDI source in words: `midi cc 74 ch 1`, `midi cc 1+33 (14-bit)`.
+pub fn midi_source_text(m: &MidiSource) -> String {
+    let ch = |c: &Option<u8>| c.map_or(String::new(), |c| format!(" ch {c}"));
+    match m {
+        MidiSource::Cc {
+            cc,
+            lsb: None,
+            channel,
+        } => format!("midi cc {cc}{}", ch(channel)),
+        MidiSource::Cc {
+            cc,
+            lsb: Some(l),
+            channel,
+        } => format!("midi cc {cc}+{l} (14-bit){}", ch(channel)),
+        MidiSource::Note { note, channel } => format!(
+            "midi note {}{}",
+            note.map_or("any".to_string(), |n| n.to_string()),
+            ch(channel)
+        ),
+        MidiSource::Bend { channel } => format!("midi bend{}", ch(channel)),
+        MidiSource::Program { channel } => format!("midi program{}", ch(channel)),
+    }
+}
+
+/// The range a param's kind gives a control that names no `min`/`max`.
+pub fn default_range(kind: &ParamKind) -> Option<TargetRange> {
+    Some(match *kind {
+        ParamKind::Number { dim, min, max, .. } => TargetRange::Number {
+            min,
+            max,
+            curve: Curve::Linear,
+            lo: min,
+            hi: max,
+            dim,
+        },
+        ParamKind::Integer { min, max, .. } => TargetRange::Integer { min, max },
+        ParamKind::Enum { choices, .. } => TargetRange::Enum {
+            choices: choices.len(),
+        },
+        ParamKind::Bool { .. } => TargetRange::Bool,
+        ParamKind::Resource | ParamKind::Gains => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn number(min: f64, max: f64, curve: Curve) -> ControlTarget {
+        ControlTarget {
+            node: "lp".into(),
+            param: "cutoff",
+            range: TargetRange::Number {
+                min,
+                max,
+                curve,
+                lo: 1.0,
+                hi: 20000.0,
+                dim: Dimension::Frequency,
+            },
+        }
+    }
+
+    fn num(v: ControlValue) -> f64 {
+        match v {
+            ControlValue::Number(x) => x,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn curves_land_on_their_formulas() {
+        let lin = number(200.0, 8000.0, Curve::Linear);
+        assert_eq!(num(lin.scale(0.25)), 200.0 + 0.25 * 7800.0);
+        assert_eq!(num(lin.scale(-1.0)), 200.0);
+        assert_eq!(num(lin.scale(2.0)), 8000.0);
+        let exp = number(200.0, 8000.0, Curve::Exp);
+        assert_eq!(num(exp.scale(0.0)), 200.0);
+        assert_eq!(num(exp.scale(1.0)), 8000.0);
+        // Equal steps are equal ratios: halfway is the geometric mean.
+        assert!((num(exp.scale(0.5)) - (200.0f64 * 8000.0).sqrt()).abs() < 1e-9);
+        let db = number(0.001, 1.0, Curve::Db);
+        // Halfway between −60 dB and 0 dB is −30 dB.
+        assert!((num(db.scale(0.5)) - 0.031_622_776_601_683_79).abs() < 1e-12);
+    }
+
+    #[test]
+    fn discrete_targets_take_positions_and_indices() {
+        let e = ControlTarget {
+            node: "f".into(),
+            param: "mode",
+            range: TargetRange::Enum { choices: 3 },
+        };
+        assert_eq!(e.scale(0.0), ControlValue::Enum(0));
+        assert_eq!(e.scale(0.5), ControlValue::Enum(1));
+        assert_eq!(e.scale(1.0), ControlValue::Enum(2));
+        assert_eq!(e.raw(2.0), Ok(ControlValue::Enum(2)));
+        assert!(e
+            .raw(3.0)
+            .unwrap_err()
+            .contains("valid: an index from 0 to 2"));
+        let i = ControlTarget {
+            node: "f".into(),
+            param: "n",
+            range: TargetRange::Integer { min: 1, max: 5 },
+        };
+        assert_eq!(i.scale(0.5), ControlValue::Integer(3));
+        assert!(number(1.0, 2.0, Curve::Linear)
+            .raw(1e9)
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(number(1.0, 2.0, Curve::Linear).raw(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn pitch_is_equal_tempered_for_frequencies() {
+        let t = number(1.0, 2.0, Curve::Linear);
+        assert_eq!(num(t.pitch(69)), 440.0);
+        assert_eq!(num(t.pitch(81)), 880.0);
+        assert!((num(t.pitch(60)) - 261.625_565_300_598_6).abs() < 1e-9);
+    }
+}

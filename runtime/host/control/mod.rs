@@ -1,0 +1,151 @@
+//! Control in: what OSC and MIDI (live, or a MIDI file offline) ask of a
+//! session, once a transport has read and parsed it — param changes by
+//! name, profile switches, snapshots, stops — and how a change becomes a
+//! record for the engine playing now.
+//!
+//! Transports (an OSC socket, a MIDI port) run on their own threads and
+//! send [`Message`]s; the control thread resolves each against the scene's
+//! `controls` and the playing engine, hands the records to the audio
+//! thread through a wait-free ring, and journals each change with the
+//! sample it landed on.
+
+use crate::engine::{ControlRecord, ControlTable};
+use crate::graph::ControlValue;
+use crate::profile::Profile;
+use std::time::{Instant, SystemTime};
+
+/// A change of one param, by name: what a mapping or `/morphrt/param`
+/// resolves a message to, before it is resolved against an engine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub node: String,
+    pub param: String,
+    pub value: ControlValue,
+    /// Samples it glides over (0: a step).
+    pub ramp: u64,
+}
+
+/// What a message asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// Param changes, applied together at one sample.
+    Changes(Vec<Change>),
+    /// Switch the session's profile (as the `s` key does).
+    Profile(Profile),
+    /// Write a snapshot (as the `w` key does).
+    Snapshot,
+    /// Fade out and end the session (as `q` does).
+    Stop,
+}
+
+/// When a message should land.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// At the next block.
+    Now,
+    /// At the sample this wall-clock time maps to (an OSC bundle's
+    /// timetag); at the next block if it has passed.
+    At(SystemTime),
+    /// At the sample this instant maps to, plus the transport's fixed
+    /// latency (a MIDI message's timestamp).
+    Stamped(Instant),
+}
+
+/// An answer to the sender of a message: the applied change, or why not.
+pub type Reply = Box<dyn FnOnce(Result<String, String>) + Send>;
+
+/// One message from a transport.
+pub struct Message {
+    /// What it asks, or why it cannot be done (an unknown address, a
+    /// wrong argument): counted, journaled and answered, never fatal.
+    pub command: Result<Command, String>,
+    pub when: When,
+    /// The message as it arrived, for the journal, errors and the
+    /// monitor: `osc 127.0.0.1:50000 /filter/cutoff 0.5`.
+    pub from: String,
+    /// Where the answer goes, if the transport can answer.
+    pub reply: Option<Reply>,
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Message")
+            .field("command", &self.command)
+            .field("when", &self.when)
+            .field("from", &self.from)
+            .field("reply", &self.reply.is_some())
+            .finish()
+    }
+}
+
+/// The sending end transports hold.
+pub type Sender = std::sync::mpsc::Sender<Message>;
+
+/// Resolves `change` against the engine `table` describes, to land at
+/// `sample` (or the next block): its node and param by name, the value
+/// of the kind the param takes. Numbers are checked against the param's
+/// range again, whatever resolved them.
+pub fn record(
+    change: &Change,
+    table: &ControlTable,
+    sample: u64,
+    seq: u64,
+) -> Result<ControlRecord, String> {
+    let Some(op) = table.op(&change.node) else {
+        let help = crate::scene::suggest::closest(&change.node, table.ids())
+            .map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
+        return Err(format!("no node `{}` is playing{help}", change.node));
+    };
+    let Some((node, param)) = table.find(&change.node, &change.param) else {
+        let names: Vec<&str> = op
+            .params
+            .iter()
+            .filter(|p| p.settable_by_events)
+            .map(|p| p.name)
+            .collect();
+        let help = crate::scene::suggest::closest(&change.param, names.iter().copied())
+            .map_or(format!("valid: {}", names.join(", ")), |s| {
+                format!("did you mean `{s}`?")
+            });
+        return Err(format!(
+            "`{}` ({}) has no param `{}`; {help}",
+            change.node, op.name, change.param
+        ));
+    };
+    let spec = &op.params[param];
+    if !spec.settable_by_events {
+        return Err(format!(
+            "param `{}` of `{}` is fixed when the node is built",
+            spec.name, change.node
+        ));
+    }
+    let fits = match (spec.kind, change.value) {
+        (crate::ops::ParamKind::Number { min, max, .. }, ControlValue::Number(v)) => {
+            v.is_finite() && v >= min && v <= max
+        }
+        (crate::ops::ParamKind::Integer { min, max, .. }, ControlValue::Integer(v)) => {
+            (min..=max).contains(&v)
+        }
+        (crate::ops::ParamKind::Enum { choices, .. }, ControlValue::Enum(i)) => i < choices.len(),
+        (crate::ops::ParamKind::Bool { .. }, ControlValue::Bool(_)) => true,
+        _ => false,
+    };
+    if !fits {
+        return Err(format!(
+            "{:?} does not fit param `{}` of `{}`",
+            change.value, spec.name, change.node
+        ));
+    }
+    if change.ramp > 0 && !matches!(change.value, ControlValue::Number(_)) {
+        return Err(format!("param `{}` cannot ramp", spec.name));
+    }
+    Ok(ControlRecord {
+        sample,
+        node: node as u32,
+        param: param as u16,
+        value: change.value,
+        ramp: change.ramp,
+        engine: table.engine,
+        seq,
+    })
+}
