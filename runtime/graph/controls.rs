@@ -174,6 +174,56 @@ impl ControlTarget {
     }
 }
 
+impl ControlTarget {
+    /// `lp.cutoff 200 … 8000 Hz exp` (the range a position 0…1 spans).
+    pub fn describe(&self) -> String {
+        let range = match self.range {
+            TargetRange::Number {
+                min,
+                max,
+                curve,
+                dim,
+                ..
+            } => {
+                let unit = match dim.canonical() {
+                    "" | "linear" => String::new(),
+                    u => format!(" {u}"),
+                };
+                let curve = match curve {
+                    Curve::Linear => String::new(),
+                    c => format!(" ({} curve)", c.name()),
+                };
+                format!("{min} … {max}{unit}{curve}")
+            }
+            TargetRange::Integer { min, max } => format!("{min} … {max}"),
+            TargetRange::Enum { choices } => format!("one of {choices} choices"),
+            TargetRange::Bool => "off/on".to_string(),
+        };
+        format!("{}.{} {}", self.node, self.param, range.trim_end())
+    }
+
+    /// The same as JSON, for `check --json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({ "node": self.node, "param": self.param });
+        match self.range {
+            TargetRange::Number {
+                min, max, curve, ..
+            } => {
+                v["min"] = serde_json::json!(min);
+                v["max"] = serde_json::json!(max);
+                v["curve"] = serde_json::json!(curve.name());
+            }
+            TargetRange::Integer { min, max } => {
+                v["min"] = serde_json::json!(min);
+                v["max"] = serde_json::json!(max);
+            }
+            TargetRange::Enum { choices } => v["choices"] = serde_json::json!(choices),
+            TargetRange::Bool => {}
+        }
+        v
+    }
+}
+
 /// A `controls` entry, resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ControlMap {
@@ -216,6 +266,40 @@ impl ControlMap {
         } else {
             Err(format!("{arg} is not a finite number"))
         }
+    }
+
+    /// One line for `check`: `osc /f/c → lp.cutoff 200 … 8000 Hz exp,
+    /// ramp 480 samples`.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![match (&self.target, &self.module) {
+            (Some(t), _) if self.raw => format!("{}.{} (raw, in its own unit)", t.node, t.param),
+            (Some(t), _) => t.describe(),
+            (None, Some(m)) => format!("voice module {m}"),
+            (None, None) => "nothing".to_string(),
+        }];
+        if let Some(p) = &self.pitch {
+            parts.push(format!("pitch → {}.{}", p.node, p.param));
+        }
+        if let Some(v) = &self.velocity {
+            parts.push(format!("velocity → {}", v.describe()));
+        }
+        if self.ramp > 0 {
+            parts.push(format!("ramp {} samples", self.ramp));
+        }
+        format!("{} → {}", self.source_text(), parts.join(", "))
+    }
+
+    /// The same as JSON, for `check --json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "source": self.source_text(),
+            "target": self.target.as_ref().map(ControlTarget::to_json),
+            "module": self.module,
+            "pitch": self.pitch.as_ref().map(ControlTarget::to_json),
+            "velocity": self.velocity.as_ref().map(ControlTarget::to_json),
+            "ramp_samples": self.ramp,
+            "raw": self.raw,
+        })
     }
 
     /// How the source reads in `check` and the monitor: `osc /f/c`,

@@ -405,6 +405,18 @@ pub fn check_table(plan: &Plan) -> String {
     }
     out.push_str(&format!("events: {}\n", plan.events.len()));
     out.push_str(&format!(
+        "controls: {}{}\n",
+        plan.controls.len(),
+        if plan.controls.is_empty() {
+            " (`/morphrt/param NODE PARAM VALUE` over OSC still reaches every param)"
+        } else {
+            ""
+        }
+    ));
+    for c in &plan.controls {
+        out.push_str(&format!("  {}\n", escape_invisible(&c.describe(), false)));
+    }
+    out.push_str(&format!(
         "estimated cost: {:.1} ns per sample, {} real time (nominal per-node figures; `morphrt bench` measures this machine)\n",
         plan_cost_ns(plan),
         rtf_text(estimated_rtf(plan))
@@ -508,6 +520,7 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
             .map(|f| json!({ "from": f.from, "to": f.to, "delay_samples": f.delay_samples }))
             .collect::<Vec<_>>(),
         "events": plan.events.len(),
+        "controls": plan.controls.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
         "cost_ns_per_sample": plan_cost_ns(plan),
         "estimated_rtf": Some(estimated_rtf(plan)).filter(|r| r.is_finite()),
         "warnings": plan.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),

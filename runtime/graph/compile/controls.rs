@@ -80,9 +80,12 @@ fn resolve_one(
         );
         return None;
     }
+    // A note's gate and velocity span 0…1 unless the control says
+    // otherwise (a gate param's own range may be far wider).
+    let unit = is_note.then_some((0.0, 1.0));
     let target = match &c.target {
         None => None,
-        Some(t) => Some(resolve_target(cx, index, decls, session, t, c.raw)?),
+        Some(t) => Some(resolve_target(cx, index, decls, session, t, c.raw, unit)?),
     };
     let pitch = match &c.pitch {
         None => None,
@@ -97,12 +100,12 @@ fn resolve_one(
                 );
                 return None;
             }
-            Some(resolve_target(cx, index, decls, session, t, true)?)
+            Some(resolve_target(cx, index, decls, session, t, true, None)?)
         }
     };
     let velocity = match &c.velocity {
         None => None,
-        Some(t) => Some(resolve_target(cx, index, decls, session, t, false)?),
+        Some(t) => Some(resolve_target(cx, index, decls, session, t, false, unit)?),
     };
     let ramp = match c.ramp {
         None => 0,
@@ -153,6 +156,9 @@ fn resolve_one(
 
 /// A target's node and param (as an event's are checked) and its range.
 /// `raw`: values come in the param's unit, so `min`/`max` do not apply.
+/// `unit`: the default `min`/`max` of a number param instead of its own
+/// range, where that range holds them.
+#[allow(clippy::too_many_arguments)]
 fn resolve_target(
     cx: &mut Ctx<'_>,
     index: &HashMap<&str, usize>,
@@ -160,6 +166,7 @@ fn resolve_target(
     session: &Session,
     t: &TargetDecl,
     raw: bool,
+    unit: Option<(f64, f64)>,
 ) -> Option<ControlTarget> {
     let scene = cx.scene;
     let Some(&ni) = index.get(t.node.as_str()) else {
@@ -250,6 +257,9 @@ fn resolve_target(
         ..
     } = &mut range
     {
+        if let Some((a, b)) = unit.filter(|(a, b)| *lo_end <= *a && *b <= *hi_end) {
+            (*lo_end, *hi_end) = (a, b);
+        }
         if let Some(m) = min {
             *lo_end = m;
         }
