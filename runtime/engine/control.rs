@@ -78,7 +78,7 @@ pub struct ControlReport {
 pub(super) struct Controls {
     pub(super) id: u64,
     /// Waiting records, sorted by `(sample, seq)`.
-    queue: Vec<ControlRecord>,
+    queue: std::collections::VecDeque<ControlRecord>,
     /// Outcomes since the host last took them.
     reports: Vec<ControlReport>,
     /// Reports that found the list full (the host drains it every block,
@@ -102,7 +102,7 @@ impl Controls {
     pub(super) fn new(nodes: usize) -> Controls {
         Controls {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            queue: Vec::with_capacity(CONTROL_QUEUE),
+            queue: std::collections::VecDeque::with_capacity(CONTROL_QUEUE),
             reports: Vec::with_capacity(2 * CONTROL_QUEUE),
             lost_reports: 0,
             prev: None,
@@ -114,7 +114,7 @@ impl Controls {
 
     /// The sample of the next waiting record.
     pub(super) fn next_sample(&self) -> Option<u64> {
-        self.queue.first().map(|r| r.sample)
+        self.queue.front().map(|r| r.sample)
     }
 
     /// Prepares the take-over from the engine `prev` (off the audio
@@ -135,12 +135,13 @@ impl Controls {
 
     /// Inserts in `(sample, seq)` order (within capacity: no allocation).
     fn insert(&mut self, r: ControlRecord) -> bool {
-        if self.queue.len() == self.queue.capacity() {
+        if self.queue.len() >= CONTROL_QUEUE {
             return false;
         }
         let at = self
             .queue
             .partition_point(|q| (q.sample, q.seq) <= (r.sample, r.seq));
+        // Within the capacity reserved in `new`: no allocation.
         self.queue.insert(at, r);
         true
     }
@@ -241,11 +242,11 @@ impl Engine {
 
     /// Applies the records due at `pos` (called by the block loop).
     pub(super) fn apply_controls(&mut self, pos: u64) {
-        while let Some(r) = self.controls.queue.first().copied() {
+        while let Some(&r) = self.controls.queue.front() {
             if r.sample > pos {
                 break;
             }
-            self.controls.queue.remove(0);
+            self.controls.queue.pop_front();
             let slot = &mut self.slots[r.node as usize];
             match r.value {
                 ControlValue::Number(v) => {
@@ -302,8 +303,7 @@ impl Engine {
             self.controls.touched[ni] |= mask;
             self.ramps_live = true;
         }
-        while !old.controls.queue.is_empty() {
-            let r = old.controls.queue.remove(0);
+        while let Some(r) = old.controls.queue.pop_front() {
             if let Err(report) = self.push_control(r) {
                 self.controls.report(report.seq, report.outcome);
             }
