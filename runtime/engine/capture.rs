@@ -75,6 +75,7 @@ impl Engine {
         debug_assert_eq!(st.nodes.len(), self.slots.len());
         st.clock = self.clock;
         st.next_event = self.next_event;
+        st.engine = self.id();
         for (s, snap) in self.slots.iter().zip(st.nodes.iter_mut()) {
             snap.params.copy_from_slice(&s.params);
             snap.recovery = s.recovery;
