@@ -94,19 +94,41 @@ struct AudioClock {
     stamped_latency: u64,
 }
 
+/// The audio clock read once: every message of a tick maps through the
+/// same reading, so two timetags a millisecond apart land a millisecond
+/// of samples apart.
+#[derive(Clone, Copy)]
+struct Reading {
+    /// The engine clock the last callback left.
+    clock: u64,
+    /// When that callback ended.
+    last: Instant,
+    /// Now, on both clocks (a timetag is wall-clock time).
+    now: Instant,
+    now_wall: SystemTime,
+}
+
 impl AudioClock {
+    fn read(&self) -> Reading {
+        let last_ns = self.meters.last_callback_ns.load(Ordering::Acquire);
+        Reading {
+            clock: self.meters.clock.load(Ordering::Relaxed),
+            last: self.origin + Duration::from_nanos(last_ns),
+            now: Instant::now(),
+            now_wall: SystemTime::now(),
+        }
+    }
+
     /// The sample `t` (plus `extra` samples) maps to, or 0 (the next
     /// block) when that is not ahead of the clock.
-    fn sample_at(&self, t: Instant, extra: u64) -> u64 {
-        let clock = self.meters.clock.load(Ordering::Relaxed);
-        let last_ns = self.meters.last_callback_ns.load(Ordering::Acquire);
-        let last = self.origin + Duration::from_nanos(last_ns);
-        let ahead = match t.checked_duration_since(last) {
+    fn sample_at(&self, r: &Reading, t: Instant, extra: u64) -> u64 {
+        let ahead = match t.checked_duration_since(r.last) {
             Some(d) => d.as_secs_f64(),
-            None => -last.duration_since(t).as_secs_f64(),
+            None => -r.last.duration_since(t).as_secs_f64(),
         };
-        let s = clock as f64 + (ahead * self.sample_rate as f64).round() + extra as f64;
-        if s > clock as f64 && s < u64::MAX as f64 {
+        let clock = r.clock as f64;
+        let s = clock + (ahead * self.sample_rate as f64).round() + extra as f64;
+        if s > clock && s < u64::MAX as f64 {
             s as u64
         } else {
             0
@@ -114,17 +136,14 @@ impl AudioClock {
     }
 
     /// The sample a message asks to land at (0: the next block).
-    fn sample_for(&self, when: When) -> u64 {
+    fn sample_for(&self, r: &Reading, when: When) -> u64 {
         match when {
             When::Now => 0,
-            When::At(time) => {
-                let (now_wall, now) = (SystemTime::now(), Instant::now());
-                match time.duration_since(now_wall) {
-                    Ok(ahead) => self.sample_at(now + ahead, 0),
-                    Err(_) => 0,
-                }
-            }
-            When::Stamped(t) => self.sample_at(t, self.stamped_latency),
+            When::At(time) => match time.duration_since(r.now_wall) {
+                Ok(ahead) => self.sample_at(r, r.now + ahead, 0),
+                Err(_) => 0,
+            },
+            When::Stamped(t) => self.sample_at(r, t, self.stamped_latency),
         }
     }
 }
@@ -230,8 +249,9 @@ impl ControlHub {
     pub fn tick(&mut self, log: &mut dyn Write) -> Vec<(Command, Option<Reply>)> {
         self.take_reports(log);
         let mut session = Vec::new();
+        let reading = self.clock.read();
         while let Ok(m) = self.rx.try_recv() {
-            if let Some(c) = self.take(m, log) {
+            if let Some(c) = self.take(m, &reading, log) {
                 session.push(c);
             }
         }
@@ -293,7 +313,12 @@ impl ControlHub {
 
     /// One message: changes are resolved and queued; the rest is for the
     /// session.
-    fn take(&mut self, m: Message, log: &mut dyn Write) -> Option<(Command, Option<Reply>)> {
+    fn take(
+        &mut self,
+        m: Message,
+        reading: &Reading,
+        log: &mut dyn Write,
+    ) -> Option<(Command, Option<Reply>)> {
         self.counts.received += 1;
         let Message {
             command,
@@ -325,7 +350,7 @@ impl ControlHub {
             },
         );
         let from: Arc<str> = from.into();
-        let sample = self.clock.sample_for(when);
+        let sample = self.clock.sample_for(reading, when);
         for change in changes {
             self.submit(
                 InFlight {

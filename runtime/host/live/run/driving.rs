@@ -229,7 +229,14 @@ impl Control for LiveControl {
                 }
             }
         }
-        self.session.tick(log);
+        // What the session says of a swap is said once control in resolves
+        // against the new engine: a message sent on seeing it finds its maps.
+        let mut said = Vec::new();
+        self.session.tick(&mut said);
+        if let Some((controls, table)) = self.session.playing_controls() {
+            self.hub.follow(controls, table);
+        }
+        let _ = log.write_all(&said);
         if let Some(i) = &mut self.input {
             i.report(self.session.fixed().sample_rate, log);
         }
