@@ -214,14 +214,14 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
     let value = match (change.value, spec.map(|s| s.kind)) {
         (ControlValue::Number(v), Some(crate::ops::ParamKind::Number { dim, .. })) => {
             match dim.canonical() {
-                "" => format!("{v}"),
-                unit => format!("{v} {unit}"),
+                "" | "linear" => short(v),
+                unit => format!("{} {unit}", short(v)),
             }
         }
         (ControlValue::Enum(i), Some(crate::ops::ParamKind::Enum { choices, .. })) => choices
             .get(i)
             .map_or_else(|| i.to_string(), |c| (*c).to_string()),
-        (ControlValue::Number(v), _) => format!("{v}"),
+        (ControlValue::Number(v), _) => short(v),
         (ControlValue::Integer(v), _) => v.to_string(),
         (ControlValue::Enum(i), _) => i.to_string(),
         (ControlValue::Bool(b), _) => b.to_string(),
@@ -235,4 +235,15 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
         String::new()
     };
     format!("{}.{} = {value}{ramp}", change.node, change.param)
+}
+
+/// A number for people: at most six decimals, no trailing zeros
+/// (`418.255826`, `900`); the journal keeps every bit.
+fn short(v: f64) -> String {
+    let t = format!("{v:.6}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    match t {
+        "-0" => "0".to_string(),
+        t => t.to_string(),
+    }
 }
