@@ -444,3 +444,61 @@ fn a_non_loopback_address_is_warned_about() {
         stderr(&o)
     );
 }
+
+/// When the audio thread takes nothing (its ring full), changes wait in
+/// the hub's backlog up to its bound; those beyond are dropped, counted
+/// and answered with an error, and the hub never blocks.
+#[test]
+fn the_backlog_is_bounded_and_what_it_drops_is_counted_and_answered() {
+    use morphrt::host::control::{Change, Command, Message, When};
+    use morphrt::host::live::control_in::{ControlHub, BACKLOG};
+    use morphrt::host::live::player::Meters;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let incoming = morphrt::engine::incoming::Incoming::from_plan(
+        common::plan(SCENE, None, 64),
+        None,
+        Vec::new(),
+    );
+    let mut player = common::player(*incoming.engine, 64);
+    let mut hub = ControlHub::new(
+        player.control_link(),
+        (incoming.controls.clone(), incoming.table.clone()),
+        48_000,
+        (Arc::new(Meters::default()), std::time::Instant::now()),
+        0,
+    );
+    let refused = Arc::new(AtomicUsize::new(0));
+    let tx = hub.sender();
+    let ring = morphrt::host::live::player::CONTROL_RING;
+    let sent = ring + BACKLOG + 1000;
+    for i in 0..sent {
+        let refused = refused.clone();
+        tx.send(Message {
+            command: Ok(Command::Changes(vec![Change {
+                node: "d".into(),
+                param: "value".into(),
+                value: morphrt::graph::ControlValue::Number(0.5),
+                ramp: 0,
+            }])),
+            when: When::Now,
+            from: format!("test {i}"),
+            reply: Some(Box::new(move |r: Result<String, String>| {
+                if r.is_err_and(|e| e.contains("dropped")) {
+                    refused.fetch_add(1, Ordering::Relaxed);
+                }
+            })),
+        })
+        .unwrap();
+    }
+    let mut log = Vec::new();
+    hub.tick(&mut log);
+    assert_eq!(hub.counts.received, sent as u64);
+    // The ring took its fill after the backlog had filled: what came
+    // after the backlog's bound was dropped.
+    assert_eq!(hub.counts.dropped, (sent - BACKLOG) as u64);
+    assert_eq!(refused.load(Ordering::Relaxed), sent - BACKLOG);
+    hub.tick(&mut log);
+    assert_eq!(hub.counts.dropped, (sent - BACKLOG) as u64, "nothing more");
+    drop(player);
+}

@@ -240,6 +240,9 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
 /// A number for people: at most six decimals, no trailing zeros
 /// (`418.255826`, `900`); the journal keeps every bit.
 fn short(v: f64) -> String {
+    if v != 0.0 && v.abs() < 1e-3 {
+        return format!("{v:e}");
+    }
     let t = format!("{v:.6}");
     let t = t.trim_end_matches('0').trim_end_matches('.');
     match t {

@@ -380,3 +380,115 @@ pub fn reply_packet(result: &Result<String, String>) -> Vec<u8> {
     });
     rosc::encoder::encode(&packet).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn mapping() -> Mapping {
+        let text = r#"{"version": "1.0", "sample_rate": 48000,
+          "nodes": [{"id": "lp", "op": "biquad", "params": {"mode": "lowpass", "cutoff": "1kHz"}},
+                    {"id": "d", "op": "dc"}],
+          "edges": [{"from": "d", "to": "lp"}],
+          "outputs": {"main": ["lp"]},
+          "controls": [{"osc": "/cut", "node": "lp", "param": "cutoff", "min": "200Hz", "max": "800Hz"}]}"#;
+        let scene = crate::scene::load_str(text, "t.json", None).unwrap();
+        let mut plan = crate::graph::compile(&scene, &Default::default()).unwrap();
+        let controls = Arc::new(std::mem::take(&mut plan.controls));
+        let engine = crate::engine::Engine::new(plan);
+        Mapping {
+            controls,
+            table: Arc::new(engine.control_table()),
+            sample_rate: 48_000,
+        }
+    }
+
+    fn one(packet: OscPacket) -> Decoded {
+        let bytes = rosc::encoder::encode(&packet).unwrap();
+        let mut v = decode(&bytes, "127.0.0.1:1", &mapping());
+        assert_eq!(v.len(), 1);
+        v.remove(0)
+    }
+
+    fn message(addr: &str, args: Vec<OscType>) -> OscPacket {
+        OscPacket::Message(OscMessage {
+            addr: addr.to_string(),
+            args,
+        })
+    }
+
+    fn changes(d: &Decoded) -> Vec<Change> {
+        match &d.command {
+            Ok(Command::Changes(v)) => v.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn mapped_and_namespace_messages_resolve_to_changes() {
+        let d = one(message("/cut", vec![OscType::Float(0.5)]));
+        assert_eq!(changes(&d)[0].value, ControlValue::Number(500.0));
+        assert_eq!(d.from, "osc 127.0.0.1:1 /cut 0.5");
+        let s = |t: &str| OscType::String(t.to_string());
+        let d = one(message(
+            "/morphrt/param",
+            vec![s("lp"), s("cutoff"), s("2kHz"), s("10ms")],
+        ));
+        let c = &changes(&d)[0];
+        assert_eq!((c.value, c.ramp), (ControlValue::Number(2000.0), 480));
+        let d = one(message(
+            "/morphrt/param",
+            vec![s("lp"), s("mode"), s("highpass")],
+        ));
+        assert!(matches!(changes(&d)[0].value, ControlValue::Enum(_)));
+        let d = one(message(
+            "/morphrt/param",
+            vec![s("lp"), s("mode"), OscType::Int(99)],
+        ));
+        assert!(d.command.unwrap_err().contains("no index of `mode`"));
+        let d = one(message(
+            "/morphrt/param",
+            vec![s("lq"), s("cutoff"), OscType::Int(1)],
+        ));
+        assert!(d.command.unwrap_err().contains("did you mean `lp`?"));
+        let d = one(message("/morphrt/profile", vec![s("live")]));
+        assert!(matches!(d.command, Ok(Command::Profile(Profile::Live))));
+    }
+
+    #[test]
+    fn bad_messages_say_why() {
+        let d = one(message("/cutt", vec![OscType::Float(0.5)]));
+        assert!(d.command.unwrap_err().contains("did you mean /cut?"));
+        let d = one(message("/cut", vec![OscType::Blob(vec![1])]));
+        assert!(d.command.unwrap_err().contains("takes a number"));
+        let d = decode(b"\xff\x00", "h", &mapping()).remove(0);
+        assert!(d.command.unwrap_err().starts_with("malformed OSC packet"));
+    }
+
+    #[test]
+    fn timetags_map_to_wall_clock_time() {
+        let t = UNIX_EPOCH + Duration::from_millis(1_700_000_000_250);
+        let When::At(back) = timetag_when(timetag(t)) else {
+            panic!("a time ahead");
+        };
+        let off = back.duration_since(t).unwrap_or_else(|e| e.duration());
+        assert!(off < Duration::from_micros(1), "{off:?}");
+        assert_eq!(timetag_when(OscTime::from((0, 1))), When::Now);
+        assert_eq!(timetag_when(OscTime::from((5, 0))), When::Now);
+    }
+
+    #[test]
+    fn deep_bundles_are_refused_unread() {
+        let mut p = message("/cut", vec![OscType::Float(0.5)]);
+        for _ in 0..MAX_BUNDLE_DEPTH + 1 {
+            p = OscPacket::Bundle(OscBundle {
+                timetag: OscTime::from((0, 1)),
+                content: vec![p],
+            });
+        }
+        let bytes = rosc::encoder::encode(&p).unwrap();
+        let d = decode(&bytes, "h", &mapping()).remove(0);
+        assert!(d.command.unwrap_err().contains("nested deeper"));
+    }
+}
