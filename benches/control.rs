@@ -15,6 +15,9 @@
 //!
 //! `cargo bench --bench control [-- MESSAGES]`
 
+#[path = "common/stats.rs"]
+mod stats;
+
 use morphrt::engine::incoming::Incoming;
 use morphrt::engine::{ControlRecord, Engine};
 use morphrt::graph::{compile, CompileOptions, ControlValue};
@@ -23,6 +26,7 @@ use morphrt::host::live::osc_in;
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::profile::Profile;
 use rosc::{OscMessage, OscPacket, OscType};
+use stats::percentile;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,14 +48,6 @@ const SCENE: &str = r#"{"version": "1.0", "sample_rate": 48000,
 
 const BLOCK: usize = 64;
 const RATE: f64 = 48_000.0;
-
-fn percentile(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1]
-}
 
 fn incoming(text: &str) -> Incoming {
     let scene = morphrt::scene::load_str(text, "control.json", None).unwrap();

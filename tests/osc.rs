@@ -378,6 +378,19 @@ fn osc_switches_the_profile_takes_a_snapshot_follows_an_edit_and_stops() {
     assert_replays(&dir.join("j.jsonl"), &cap, &all);
 }
 
+/// `morphrt run SCENE --device clock --no-journal ARGS…`, to its end.
+fn unjournaled(scene: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec![
+        "run",
+        scene.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--no-journal",
+    ];
+    all.extend_from_slice(args);
+    common::morphrt(&all)
+}
+
 #[test]
 fn a_port_in_use_is_refused_before_anything_plays() {
     let dir = common::temp_dir("osc-in-use");
@@ -386,17 +399,10 @@ fn a_port_in_use_is_refused_before_anything_plays() {
     let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
     let cap = dir.join("cap.wav");
-    let o = common::morphrt(&[
-        "run",
-        scene.to_str().unwrap(),
-        "--device",
-        "clock",
-        "--no-journal",
-        "--capture",
-        cap.to_str().unwrap(),
-        "--osc",
-        &port,
-    ]);
+    let o = unjournaled(
+        &scene,
+        &["--capture", cap.to_str().unwrap(), "--osc", &port],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -407,14 +413,7 @@ fn a_port_in_use_is_refused_before_anything_plays() {
     assert!(!err.contains("playing"), "{err}");
     assert!(!cap.exists(), "nothing was captured");
     // Not an address at all.
-    let o = common::morphrt(&[
-        "run",
-        scene.to_str().unwrap(),
-        "--device",
-        "clock",
-        "--osc",
-        "nine",
-    ]);
+    let o = unjournaled(&scene, &["--osc", "nine"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--osc takes a port"), "{}", stderr(&o));
 }
@@ -425,17 +424,7 @@ fn a_non_loopback_address_is_warned_about() {
     let scene = dir.join("scene.json");
     std::fs::write(&scene, SCENE).unwrap();
     let spec = format!("0.0.0.0:{}", free_port());
-    let o = common::morphrt(&[
-        "run",
-        scene.to_str().unwrap(),
-        "--device",
-        "clock",
-        "--no-journal",
-        "--duration",
-        "100ms",
-        "--osc",
-        &spec,
-    ]);
+    let o = unjournaled(&scene, &["--duration", "100ms", "--osc", &spec]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stderr(&o)
