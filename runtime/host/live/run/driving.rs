@@ -349,6 +349,8 @@ impl LiveControl {
     /// Appends what happened since the last call to the journal. A journal
     /// that cannot be written is reported once and closed; playback goes on.
     pub(super) fn journal_news(&mut self, log: &mut dyn Write) {
+        // Taken even unjournaled: the hub keeps nothing for long.
+        let controls = self.hub.take_journal();
         let Some(j) = &mut self.journal else {
             return;
         };
@@ -391,7 +393,7 @@ impl LiveControl {
                 file: file.display().to_string(),
             });
         }
-        records.extend(self.hub.take_journal());
+        records.extend(controls);
         self.journaled = (
             self.session.applied.len(),
             self.session.rejected.len(),
