@@ -101,6 +101,13 @@
 //!   `host/live/input/` (a file played as one `host/live/input/file.rs`, the
 //!   history handovers catch up through `host/live/input/history.rs`, its
 //!   recording beside the journal `host/live/input/record.rs`).
+//! - **Control in**: what OSC and MIDI messages ask of a session, and
+//!   how a change becomes an engine's record, `host/control/mod.rs`; OSC
+//!   packets decoded `host/control/osc.rs`; the control thread's hub every
+//!   transport sends to (resolving, the ring to the callback, the journal,
+//!   replies) `host/live/control_in.rs`; `run --osc`'s socket and thread
+//!   `host/live/osc_in.rs`; the records the engine lands at their sample
+//!   `engine/control.rs`.
 //! - **Files** (`host/files/`): the output rules every written file obeys
 //!   `host/files/rules.rs`, carried out by the one atomic, fsynced writer
 //!   `host/files/write.rs`, with its errors `host/files/error.rs`; the lock

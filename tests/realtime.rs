@@ -1043,3 +1043,106 @@ mod input_history {
         );
     }
 }
+
+/// A flood of control records through a player's ring while it plays: the
+/// ring filled to the brim and left full for a hundred blocks with no
+/// report drained, then thousands more pushed as fast as they are taken —
+/// records for the next block, for samples ahead (the engine's queue
+/// fills, records wait in the ring), with ramps, and stale ones (resolved
+/// for an engine that does not play) — and every record reported, none
+/// lost: no allocation or free in the callback under any profile.
+#[test]
+fn a_flood_of_control_records_never_allocates_in_the_callback() {
+    use morphrt::engine::{ControlRecord, Outcome};
+    use morphrt::graph::ControlValue;
+    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    let text = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.1}}],
+                   "outputs": {"main": ["d"]}}"#;
+    for p in Profile::ALL {
+        let engine = common::engine(text, Some(p), 64);
+        let (node, param) = engine.find_param("d", "value").unwrap();
+        let id = engine.id();
+        let meters = Arc::new(Meters::default());
+        let controls = Arc::new(Controls::default());
+        let mut player = Player::new(
+            engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            controls,
+            std::time::Instant::now(),
+        );
+        let mut link = player.control_link();
+        let cell = PlayerCell::new(player);
+        let mut buf = vec![0.0f32; 64 * 2];
+        let mut total = (0, 0);
+        let mut play = |blocks: usize, total: &mut (usize, usize)| {
+            for _ in 0..blocks {
+                let before = counts();
+                realtime(|| cell.fill(&mut buf));
+                let after = counts();
+                *total = (total.0 + after.0 - before.0, total.1 + after.1 - before.1);
+            }
+        };
+        let record = |seq: u64| {
+            let clock = meters.clock.load(Ordering::Relaxed);
+            ControlRecord {
+                // Every fifth lands 1…40 blocks ahead, off the block grid.
+                sample: if seq % 5 == 0 {
+                    clock + 64 * (1 + seq % 40) + seq % 64
+                } else {
+                    0
+                },
+                node: node as u32,
+                param: param as u16,
+                value: ControlValue::Number((seq % 100) as f64 / 100.0),
+                ramp: if seq % 3 == 0 { 32 } else { 0 },
+                // Every seventh was resolved for an engine that never played.
+                engine: if seq % 7 == 0 { u64::MAX } else { id },
+                seq,
+            }
+        };
+        let mut seq = 0;
+        while link.records.push(record(seq)).is_ok() {
+            seq += 1;
+        }
+        assert_eq!(seq, 4096, "the ring filled");
+        play(100, &mut total);
+        let (mut applied, mut stale, mut other) = (0u64, 0u64, 0u64);
+        let mut drain = |link: &mut morphrt::host::live::player::ControlLink| {
+            while let Ok(r) = link.reports.pop() {
+                match r.outcome {
+                    Outcome::Applied { .. } => applied += 1,
+                    Outcome::Stale => stale += 1,
+                    _ => other += 1,
+                }
+            }
+        };
+        while seq < 20_000 {
+            drain(&mut link);
+            for _ in 0..300 {
+                if seq == 20_000 || link.records.push(record(seq)).is_err() {
+                    break;
+                }
+                seq += 1;
+            }
+            play(1, &mut total);
+        }
+        for _ in 0..100 {
+            drain(&mut link);
+            play(1, &mut total);
+        }
+        drain(&mut link);
+        assert_eq!(total, (0, 0), "under {p}: the callback allocated or freed");
+        assert_eq!(
+            (applied + stale + other, other),
+            (seq, 0),
+            "under {p}: every record reported"
+        );
+        assert_eq!(stale, seq.div_ceil(7), "under {p}");
+        assert_eq!(meters.control_reports_lost.load(Ordering::Relaxed), 0);
+    }
+}

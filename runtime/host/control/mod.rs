@@ -10,9 +10,13 @@
 //! sample it landed on.
 
 use crate::engine::{ControlRecord, ControlTable};
-use crate::graph::ControlValue;
+use crate::graph::{ControlMap, ControlValue};
+use crate::ops::ParamSpec;
 use crate::profile::Profile;
+use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime};
+
+pub mod osc;
 
 /// A change of one param, by name: what a mapping or `/morphrt/param`
 /// resolves a message to, before it is resolved against an engine.
@@ -81,6 +85,45 @@ impl std::fmt::Debug for Message {
 /// The sending end transports hold.
 pub type Sender = std::sync::mpsc::Sender<Message>;
 
+/// `node`'s `param` in the engine `table` describes, settable while it
+/// plays: its schedule index, its index and its declaration; else what is
+/// wrong, with a did-you-mean.
+pub fn param_spec(
+    table: &ControlTable,
+    node: &str,
+    param: &str,
+) -> Result<(usize, usize, &'static ParamSpec), String> {
+    let Some(op) = table.op(node) else {
+        let help = crate::scene::suggest::closest(node, table.ids())
+            .map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
+        return Err(format!("no node `{node}` is playing{help}"));
+    };
+    let Some((si, pi)) = table.find(node, param) else {
+        let names: Vec<&str> = op
+            .params
+            .iter()
+            .filter(|p| p.settable_by_events)
+            .map(|p| p.name)
+            .collect();
+        let help = crate::scene::suggest::closest(param, names.iter().copied())
+            .map_or(format!("valid: {}", names.join(", ")), |s| {
+                format!("did you mean `{s}`?")
+            });
+        return Err(format!(
+            "`{node}` ({}) has no param `{param}`; {help}",
+            op.name
+        ));
+    };
+    let spec = &op.params[pi];
+    if !spec.settable_by_events {
+        return Err(format!(
+            "param `{}` of `{node}` is fixed when the node is built",
+            spec.name
+        ));
+    }
+    Ok((si, pi, spec))
+}
+
 /// Resolves `change` against the engine `table` describes, to land at
 /// `sample` (or the next block): its node and param by name, the value
 /// of the kind the param takes. Numbers are checked against the param's
@@ -91,34 +134,7 @@ pub fn record(
     sample: u64,
     seq: u64,
 ) -> Result<ControlRecord, String> {
-    let Some(op) = table.op(&change.node) else {
-        let help = crate::scene::suggest::closest(&change.node, table.ids())
-            .map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
-        return Err(format!("no node `{}` is playing{help}", change.node));
-    };
-    let Some((node, param)) = table.find(&change.node, &change.param) else {
-        let names: Vec<&str> = op
-            .params
-            .iter()
-            .filter(|p| p.settable_by_events)
-            .map(|p| p.name)
-            .collect();
-        let help = crate::scene::suggest::closest(&change.param, names.iter().copied())
-            .map_or(format!("valid: {}", names.join(", ")), |s| {
-                format!("did you mean `{s}`?")
-            });
-        return Err(format!(
-            "`{}` ({}) has no param `{}`; {help}",
-            change.node, op.name, change.param
-        ));
-    };
-    let spec = &op.params[param];
-    if !spec.settable_by_events {
-        return Err(format!(
-            "param `{}` of `{}` is fixed when the node is built",
-            spec.name, change.node
-        ));
-    }
+    let (node, param, spec) = param_spec(table, &change.node, &change.param)?;
     let fits = match (spec.kind, change.value) {
         (crate::ops::ParamKind::Number { min, max, .. }, ControlValue::Number(v)) => {
             v.is_finite() && v >= min && v <= max
@@ -148,4 +164,89 @@ pub fn record(
         engine: table.engine,
         seq,
     })
+}
+
+/// What a transport resolves messages against: the scene's `controls`
+/// and the nodes of the engine playing now, at the session's rate.
+#[derive(Clone)]
+pub struct Mapping {
+    pub controls: Arc<Vec<ControlMap>>,
+    pub table: Arc<ControlTable>,
+    pub sample_rate: u32,
+}
+
+/// The [`Mapping`] of the engine playing now, shared between the control
+/// thread (which replaces it when a handover swaps) and the transports'
+/// threads (which read it for each message). Never touched by the audio
+/// thread.
+#[derive(Clone)]
+pub struct Mappings(Arc<RwLock<Arc<Mapping>>>);
+
+impl Mappings {
+    /// Shares `first`.
+    pub fn new(first: Mapping) -> Mappings {
+        Mappings(Arc::new(RwLock::new(Arc::new(first))))
+    }
+
+    /// The mapping now.
+    pub fn current(&self) -> Arc<Mapping> {
+        match self.0.read() {
+            Ok(m) => m.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Replaces the mapping (a handover swapped).
+    pub fn set(&self, m: Mapping) {
+        match self.0.write() {
+            Ok(mut g) => *g = Arc::new(m),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(m),
+        }
+    }
+}
+
+/// A change in words for a reply or a warning: `lp.cutoff = 1234 Hz`,
+/// `f.mode = highpass`, with its ramp when it glides.
+pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> String {
+    let spec = param_spec(table, &change.node, &change.param)
+        .ok()
+        .map(|s| s.2);
+    let value = match (change.value, spec.map(|s| s.kind)) {
+        (ControlValue::Number(v), Some(crate::ops::ParamKind::Number { dim, .. })) => {
+            match dim.canonical() {
+                "" | "linear" => short(v),
+                unit => format!("{} {unit}", short(v)),
+            }
+        }
+        (ControlValue::Enum(i), Some(crate::ops::ParamKind::Enum { choices, .. })) => choices
+            .get(i)
+            .map_or_else(|| i.to_string(), |c| (*c).to_string()),
+        (ControlValue::Number(v), _) => short(v),
+        (ControlValue::Integer(v), _) => v.to_string(),
+        (ControlValue::Enum(i), _) => i.to_string(),
+        (ControlValue::Bool(b), _) => b.to_string(),
+    };
+    let ramp = if change.ramp > 0 {
+        format!(
+            " over {} ms",
+            (change.ramp as f64 * 1e3 / sample_rate.max(1) as f64).round()
+        )
+    } else {
+        String::new()
+    };
+    format!("{}.{} = {value}{ramp}", change.node, change.param)
+}
+
+/// A number for people: at most six decimals, no trailing zeros
+/// (`418.255826`, `900`); the journal keeps every bit.
+fn short(v: f64) -> String {
+    if v != 0.0 && v.abs() < 1e-3 {
+        return format!("{v:e}");
+    }
+    let t = format!("{v:.6}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    match t {
+        "-0" => "0".to_string(),
+        t => t.to_string(),
+    }
 }

@@ -131,6 +131,8 @@ enum Phase {
         /// Offered to catch up through the input history from `at`: the
         /// swap comes at the clock the audio thread reaches with it.
         catching_up: bool,
+        /// The offered engine's `controls` and nodes, for control in.
+        controls: PlayingControls,
     },
     /// Swapped; waiting for the old engine to come back (after its fade).
     Retiring,
@@ -187,7 +189,16 @@ pub struct LiveSession {
     /// The input the callback has read, when the session has an input: a
     /// new engine that reads it catches up through it.
     history: Option<History>,
+    /// The `controls` and nodes of the engine playing now.
+    controls: Option<PlayingControls>,
 }
+
+/// An engine's `controls` and its nodes by id ([`Incoming`] carries
+/// them): what control messages are resolved against while it plays.
+pub type PlayingControls = (
+    Arc<Vec<crate::graph::ControlMap>>,
+    Arc<crate::engine::ControlTable>,
+);
 
 impl LiveSession {
     /// A session playing `first` (already handed to the player whose link
@@ -240,6 +251,7 @@ impl LiveSession {
             snapshots: Vec::new(),
             protected: Inputs::default(),
             history: None,
+            controls: None,
         }
     }
 
@@ -249,6 +261,18 @@ impl LiveSession {
     /// none is placed ahead of the clock as before.
     pub fn set_history(&mut self, history: History) {
         self.history = Some(history);
+    }
+
+    /// The first engine's `controls` and nodes (its [`Incoming`]'s);
+    /// each handover that swaps replaces them with its engine's.
+    pub fn set_controls(&mut self, controls: PlayingControls) {
+        self.controls = Some(controls);
+    }
+
+    /// The `controls` and nodes of the engine playing now, once
+    /// [`set_controls`](Self::set_controls) gave the first.
+    pub fn playing_controls(&self) -> Option<&PlayingControls> {
+        self.controls.as_ref()
     }
 
     /// Files besides the scene and its resources that no snapshot file may
@@ -586,6 +610,7 @@ impl LiveSession {
         let asked = incoming.asked.clone();
         let resources = std::mem::take(&mut incoming.resources);
         let events = self.compare_events(std::mem::take(&mut incoming.events), at);
+        let controls = (incoming.controls.clone(), incoming.table.clone());
         if let Err(e) = self.link.send(offer(incoming.engine, s, fade, catching_up)) {
             // The queue holds 16 and a handover uses 2: cannot happen; keep
             // the session consistent anyway.
@@ -616,6 +641,7 @@ impl LiveSession {
             resources,
             events,
             catching_up,
+            controls,
         };
     }
 
@@ -899,6 +925,7 @@ impl LiveSession {
             resources,
             events,
             catching_up,
+            controls,
         } = std::mem::replace(&mut self.phase, Phase::Retiring)
         else {
             return;
@@ -940,6 +967,7 @@ impl LiveSession {
         self.playing_text = text.clone();
         self.playing_asked = asked;
         self.capture = Some(capture);
+        self.controls = Some(controls);
         self.applied.push(HandoverRecord {
             reason: job_reason,
             text,

@@ -6,15 +6,18 @@
 
 use super::timing::NodeTiming;
 use super::*;
+use crate::host::control::Command as ControlCommand;
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::Control;
+use crate::host::live::control_in::ControlHub;
 use crate::host::live::input::file::FileInputStatus;
 use crate::host::live::input::history::{history, History, HISTORY_SECONDS};
 use crate::host::live::input::record::{stored_format, InputRecorder};
 use crate::host::live::input::{InputFormat, LiveInput};
 use crate::host::live::keys::{Command, Input, KeyListener};
+use crate::host::live::osc_in::OscServer;
 use crate::host::live::player::{Controls, Meters, Player, TimingLink};
 use crate::host::live::session::{LiveSession, Reason};
 use crate::host::live::tap::Existing;
@@ -60,6 +63,10 @@ pub(super) struct LiveControl {
     pub(super) progress_every: u64,
     /// The session's input, its history and its recording, if it has one.
     pub(super) input: Option<SessionInput>,
+    /// Control in: what OSC (and other transports) send.
+    pub(super) hub: ControlHub,
+    /// The OSC socket's thread, stopped when dropped.
+    pub(super) _osc: Option<OscServer>,
     /// Reads the keys until dropped (after everything above).
     pub(super) _keys: KeyListener,
 }
@@ -203,6 +210,7 @@ impl Control for LiveControl {
                 }
             }
         }
+        self.control_in(log);
         if let Some(w) = &mut self.watcher {
             let changes = w.take_changes();
             if !changes.is_empty() {
@@ -221,7 +229,14 @@ impl Control for LiveControl {
                 }
             }
         }
-        self.session.tick(log);
+        // What the session says of a swap is said once control in resolves
+        // against the new engine: a message sent on seeing it finds its maps.
+        let mut said = Vec::new();
+        self.session.tick(&mut said);
+        if let Some((controls, table)) = self.session.playing_controls() {
+            self.hub.follow(controls, table);
+        }
+        let _ = log.write_all(&said);
         if let Some(i) = &mut self.input {
             i.report(self.session.fixed().sample_rate, log);
         }
@@ -248,6 +263,7 @@ impl Control for LiveControl {
 
     fn status(&self) -> String {
         let mut s = format!("  [{}]", self.session.profile());
+        s += &self.hub.status();
         if !self.session.last_result.is_empty() {
             s += "  ";
             s += &self.session.last_result;
@@ -269,6 +285,34 @@ impl LiveControl {
             self.signals.release();
             self.controls.stop.store(true, Ordering::Relaxed);
             let _ = writeln!(log, "\n{}: stopping", signal_name(s));
+        }
+    }
+
+    /// Serves control in: the hub follows the engine playing, lands what
+    /// arrived, and the session commands among it act as their keys do.
+    fn control_in(&mut self, log: &mut dyn Write) {
+        if let Some((controls, table)) = self.session.playing_controls() {
+            self.hub.follow(controls, table);
+        }
+        for (command, reply) in self.hub.tick(log) {
+            let answer = match command {
+                ControlCommand::Profile(p) => {
+                    self.session.switch_profile(p, log);
+                    Ok(format!("switching to {p}"))
+                }
+                ControlCommand::Snapshot => {
+                    self.session.request_snapshot(self.snapshot_stem.clone());
+                    Ok("snapshot asked for; the session prints its file".to_string())
+                }
+                ControlCommand::Stop => {
+                    self.controls.stop.store(true, Ordering::Relaxed);
+                    Ok("stopping".to_string())
+                }
+                ControlCommand::Changes(_) => Err("changes are the hub's".to_string()),
+            };
+            if let Some(r) = reply {
+                r(answer);
+            }
         }
     }
 
@@ -305,6 +349,8 @@ impl LiveControl {
     /// Appends what happened since the last call to the journal. A journal
     /// that cannot be written is reported once and closed; playback goes on.
     pub(super) fn journal_news(&mut self, log: &mut dyn Write) {
+        // Taken even unjournaled: the hub keeps nothing for long.
+        let controls = self.hub.take_journal();
         let Some(j) = &mut self.journal else {
             return;
         };
@@ -347,6 +393,7 @@ impl LiveControl {
                 file: file.display().to_string(),
             });
         }
+        records.extend(controls);
         self.journaled = (
             self.session.applied.len(),
             self.session.rejected.len(),
@@ -415,6 +462,7 @@ impl LiveControl {
             meters,
             signals,
             timing,
+            control_in: (hub, osc),
         } = shared;
         let sample_rate = session.fixed().sample_rate;
         let timing = NodeTiming::new(controls.clone(), meters.clone(), timing, sample_rate);
@@ -440,6 +488,8 @@ impl LiveControl {
             progressed: clock_start,
             progress_every,
             input,
+            hub,
+            _osc: osc,
             _keys: keys,
         })
     }
@@ -448,6 +498,7 @@ impl LiveControl {
     /// dropped here), then the stop and the end.
     pub(super) fn end(&mut self, meters: &Meters, fade: u64, log: &mut dyn Write) {
         self.session.tick(log);
+        self.hub.finish(log);
         self.journal_news(log);
         let recorded = self.finish_input(log);
         if let Some(j) = &mut self.journal {
@@ -516,6 +567,8 @@ pub(super) struct Shared {
     pub(super) meters: Arc<Meters>,
     pub(super) signals: InterruptGuard,
     pub(super) timing: TimingLink,
+    /// Control in: the hub and the OSC socket's thread, if `--osc`.
+    pub(super) control_in: (ControlHub, Option<OscServer>),
 }
 
 /// Watches the scene and its resources, unless `--no-watch`; a watcher that

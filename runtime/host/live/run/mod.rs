@@ -17,7 +17,9 @@ use crate::graph::SeedSource;
 use crate::host::files::rules::Inputs;
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
+use crate::host::live::control_in::ControlHub;
 use crate::host::live::device::clock::CLOCK_DEVICE;
+use crate::host::live::osc_in;
 use crate::host::live::player::{self, Controls, Meters, Player};
 use crate::host::live::session::LiveSession;
 use crate::host::live::tap::TapReport;
@@ -99,11 +101,21 @@ pub struct RunOptions {
     /// the handover budget (one that then cannot keep up is still dropped).
     #[arg(long)]
     pub force: bool,
+    /// Listen for OSC on this UDP port of 127.0.0.1, or on ADDRESS:PORT
+    /// (a non-loopback address lets anyone on the network control the
+    /// session): the scene's `controls` addresses and `/morphrt/…`.
+    #[arg(long, value_name = "PORT|ADDR:PORT")]
+    pub osc: Option<String>,
 }
 
 /// Plays a scene until `q`, Ctrl-C or the duration ends.
 pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let mut compiled = Compiled::new(opts, log)?;
+    // Bound before anything is written or played: a port in use is an error.
+    let osc = match &opts.osc {
+        Some(spec) => Some(osc_in::bind(spec, log)?),
+        None => None,
+    };
     // Where the session writes is checked before the device opens.
     let files = session_files(opts, &compiled.plan, log)?;
     let mut out = open_device(opts, &mut compiled, log)?;
@@ -152,6 +164,28 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         controls.clone(),
         origin,
     );
+    let link = p.control_link();
+    let period = out.device.period_frames().unwrap_or(block);
+    let hub = ControlHub::new(
+        link,
+        (incoming.controls.clone(), incoming.table.clone()),
+        sr,
+        (meters.clone(), origin),
+        (block + period) as u64,
+    );
+    let osc = match osc {
+        Some(socket) => {
+            let server = socket.start(hub.sender(), hub.mappings())?;
+            let _ = writeln!(
+                log,
+                "OSC: listening on {} (answers go to the sender as {})",
+                server.addr,
+                crate::host::control::osc::REPLY_ADDRESS
+            );
+            Some(server)
+        }
+        None => None,
+    };
     let tap_writer = match tap {
         Some((writer, tap)) => {
             p.set_tap(tap);
@@ -194,6 +228,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     }
     session.protect(protected);
     session.force(opts.force);
+    session.set_controls((incoming.controls.clone(), incoming.table.clone()));
     if let Some(i) = &input {
         session.set_history(i.history.clone());
     }
@@ -202,6 +237,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         meters: meters.clone(),
         signals,
         timing: p.timing_link(),
+        control_in: (hub, osc),
     };
     let mut control = LiveControl::start(
         opts,
@@ -362,6 +398,9 @@ fn summary(
         }
     );
     let _ = writeln!(log, "{}", nodes_summary(control));
+    if opts.osc.is_some() || control.hub.counts.received > 0 {
+        let _ = writeln!(log, "{}", control.hub.summary());
+    }
     if let Some(rep) = tap_report {
         captured(&rep, log);
     }

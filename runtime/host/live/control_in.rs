@@ -1,0 +1,498 @@
+//! Control in, on the control thread: every transport (the OSC socket,
+//! MIDI ports) sends its [`Message`]s to one [`ControlHub`], which the
+//! run loop ticks. Changes are resolved against the engine playing now
+//! into [`ControlRecord`]s with a fresh `seq`, pushed through the
+//! player's wait-free ring, and journaled at the sample the engine
+//! reports they landed on, so `replay` lands them there too. Profile
+//! switches, snapshots and stops are handed back to the session, as its
+//! keys are.
+//!
+//! Nothing here blocks or stops playback. When the ring is full, resolved
+//! records wait in a backlog of at most [`BACKLOG`] records; a change that
+//! finds it full is dropped, counted and answered with an error. A record
+//! the engine reports stale (a handover swapped meanwhile) is resolved
+//! again against the engine playing and sent again; one whose node an
+//! edit removed is refused.
+//!
+//! **When a change lands.** `When::Now`: at the next block (sample 0: the
+//! engine lands a past sample at its next block). `When::At(time)` (an OSC
+//! timetag) and `When::Stamped(instant)` (a MIDI timestamp, plus
+//! [`ControlHub::new`]'s fixed latency, one device period and one block)
+//! map to a sample through the audio clock: the engine clock the last
+//! callback left (`Meters::clock`) at the time it ended
+//! (`Meters::last_callback_ns` after the player's origin), plus the time
+//! from then at the sample rate. A time that maps before the clock lands
+//! at the next block; under strict and repro one ahead lands at exactly
+//! its sample, under live at the start of its block.
+
+use crate::engine::{ControlRecord, Outcome};
+use crate::graph::ControlMap;
+use crate::host::control::{self, Change, Command, Mapping, Mappings, Message, Reply, When};
+use crate::host::live::player::{ControlLink, Meters};
+use crate::host::record::journal::Record;
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Resolved records that may wait for room in the ring; a change that
+/// finds this many waiting is dropped (counted, answered with an error).
+pub const BACKLOG: usize = 65_536;
+
+/// Times a record is resolved again after a handover made it stale
+/// before it is refused.
+const MAX_RESENDS: u32 = 8;
+
+/// The least time between two warnings about refused or malformed
+/// messages; those in between are counted in the next.
+const WARN_EVERY: Duration = Duration::from_secs(1);
+
+/// What the hub has done, for the status line and the summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ControlCounts {
+    /// Messages that arrived.
+    pub received: u64,
+    /// Param changes that landed.
+    pub applied: u64,
+    /// Changes the engine playing could not take (no such node or param,
+    /// a value out of range, a node an edit removed).
+    pub refused: u64,
+    /// Messages that could not be read (not OSC, an unknown address, a
+    /// wrong argument).
+    pub malformed: u64,
+    /// Changes that found the backlog full, or had not landed when the
+    /// session stopped.
+    pub dropped: u64,
+}
+
+/// A change sent to the audio thread, until its report comes back.
+struct InFlight {
+    change: Change,
+    sample: u64,
+    /// The message it came from (its reply waits for every change).
+    message: u64,
+    from: Arc<str>,
+    resends: u32,
+}
+
+/// A message whose changes have not all been reported yet.
+struct Answer {
+    reply: Option<Reply>,
+    left: usize,
+    done: Vec<String>,
+    errors: Vec<String>,
+}
+
+/// Where the audio clock is: what maps a time to a sample.
+struct AudioClock {
+    meters: Arc<Meters>,
+    origin: Instant,
+    sample_rate: u32,
+    /// Samples added to a `When::Stamped` instant.
+    stamped_latency: u64,
+}
+
+/// The audio clock read once: every message of a tick maps through the
+/// same reading, so two timetags a millisecond apart land a millisecond
+/// of samples apart.
+#[derive(Clone, Copy)]
+struct Reading {
+    /// The engine clock the last callback left.
+    clock: u64,
+    /// When that callback ended.
+    last: Instant,
+    /// Now, on both clocks (a timetag is wall-clock time).
+    now: Instant,
+    now_wall: SystemTime,
+}
+
+impl AudioClock {
+    fn read(&self) -> Reading {
+        let last_ns = self.meters.last_callback_ns.load(Ordering::Acquire);
+        Reading {
+            clock: self.meters.clock.load(Ordering::Relaxed),
+            last: self.origin + Duration::from_nanos(last_ns),
+            now: Instant::now(),
+            now_wall: SystemTime::now(),
+        }
+    }
+
+    /// The sample `t` (plus `extra` samples) maps to, or 0 (the next
+    /// block) when that is not ahead of the clock.
+    fn sample_at(&self, r: &Reading, t: Instant, extra: u64) -> u64 {
+        let ahead = match t.checked_duration_since(r.last) {
+            Some(d) => d.as_secs_f64(),
+            None => -r.last.duration_since(t).as_secs_f64(),
+        };
+        let clock = r.clock as f64;
+        let s = clock + (ahead * self.sample_rate as f64).round() + extra as f64;
+        if s > clock && s < u64::MAX as f64 {
+            s as u64
+        } else {
+            0
+        }
+    }
+
+    /// The sample a message asks to land at (0: the next block).
+    fn sample_for(&self, r: &Reading, when: When) -> u64 {
+        match when {
+            When::Now => 0,
+            When::At(time) => match time.duration_since(r.now_wall) {
+                Ok(ahead) => self.sample_at(r, r.now + ahead, 0),
+                Err(_) => 0,
+            },
+            When::Stamped(t) => self.sample_at(r, t, self.stamped_latency),
+        }
+    }
+}
+
+/// The control thread's end of control in (see the module docs).
+pub struct ControlHub {
+    link: ControlLink,
+    tx: Sender<Message>,
+    rx: Receiver<Message>,
+    mappings: Mappings,
+    /// What changes are resolved against: the engine playing now.
+    current: Arc<Mapping>,
+    clock: AudioClock,
+    next_seq: u64,
+    next_message: u64,
+    backlog: VecDeque<ControlRecord>,
+    /// By seq: every record in the backlog, the ring or an engine's queue.
+    in_flight: HashMap<u64, InFlight>,
+    answers: HashMap<u64, Answer>,
+    /// Journal records not yet taken.
+    journal: Vec<Record>,
+    pub counts: ControlCounts,
+    last_warning: Option<Instant>,
+    unsaid: u64,
+}
+
+impl ControlHub {
+    /// A hub feeding `link` (the player's, taken before it went to the
+    /// callback), resolving against `controls` and `table` (the first
+    /// engine's) at `sample_rate`; the audio clock is read from `meters`
+    /// since `origin`, and `stamped_latency` samples are added to a
+    /// [`When::Stamped`] message.
+    pub fn new(
+        link: ControlLink,
+        (controls, table): (Arc<Vec<ControlMap>>, Arc<crate::engine::ControlTable>),
+        sample_rate: u32,
+        (meters, origin): (Arc<Meters>, Instant),
+        stamped_latency: u64,
+    ) -> ControlHub {
+        let (tx, rx) = channel();
+        let first = Mapping {
+            controls,
+            table,
+            sample_rate,
+        };
+        ControlHub {
+            link,
+            tx,
+            rx,
+            mappings: Mappings::new(first.clone()),
+            current: Arc::new(first),
+            clock: AudioClock {
+                meters,
+                origin,
+                sample_rate,
+                stamped_latency,
+            },
+            next_seq: 1,
+            next_message: 1,
+            backlog: VecDeque::new(),
+            in_flight: HashMap::new(),
+            answers: HashMap::new(),
+            journal: Vec::new(),
+            counts: ControlCounts::default(),
+            last_warning: None,
+            unsaid: 0,
+        }
+    }
+
+    /// The end a transport sends its messages on (one clone each).
+    pub fn sender(&self) -> Sender<Message> {
+        self.tx.clone()
+    }
+
+    /// What transports resolve messages against, kept current by the hub.
+    pub fn mappings(&self) -> Mappings {
+        self.mappings.clone()
+    }
+
+    /// The engine playing now has these `controls` and this `table`
+    /// (called every tick; a handover that swapped changes them).
+    pub fn follow(
+        &mut self,
+        controls: &Arc<Vec<ControlMap>>,
+        table: &Arc<crate::engine::ControlTable>,
+    ) {
+        if Arc::ptr_eq(&self.current.table, table) && Arc::ptr_eq(&self.current.controls, controls)
+        {
+            return;
+        }
+        let m = Mapping {
+            controls: controls.clone(),
+            table: table.clone(),
+            sample_rate: self.current.sample_rate,
+        };
+        self.mappings.set(m.clone());
+        self.current = Arc::new(m);
+    }
+
+    /// Takes what arrived and what the audio thread reported, and pushes
+    /// what waits. Returns the commands for the session (profile switches,
+    /// snapshots, stops) with their replies; never blocks.
+    pub fn tick(&mut self, log: &mut dyn Write) -> Vec<(Command, Option<Reply>)> {
+        self.take_reports(log);
+        let mut session = Vec::new();
+        let reading = self.clock.read();
+        while let Ok(m) = self.rx.try_recv() {
+            if let Some(c) = self.take(m, &reading, log) {
+                session.push(c);
+            }
+        }
+        self.flush();
+        session
+    }
+
+    /// The journal records since the last call: changes where they
+    /// landed, refusals.
+    pub fn take_journal(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.journal)
+    }
+
+    /// After playback: the last reports, then every change that never
+    /// landed is answered with an error and counted as dropped.
+    pub fn finish(&mut self, log: &mut dyn Write) {
+        self.take_reports(log);
+        let left: Vec<u64> = self.in_flight.keys().copied().collect();
+        for seq in left {
+            if let Some(f) = self.in_flight.remove(&seq) {
+                self.counts.dropped += 1;
+                self.answer(
+                    f.message,
+                    Err("the session stopped before it landed".to_string()),
+                );
+            }
+        }
+        self.backlog.clear();
+    }
+
+    /// `osc 120 in: 118 applied, 1 refused, 1 malformed`: the status
+    /// line's part, empty before anything arrived.
+    pub fn status(&self) -> String {
+        let c = &self.counts;
+        if c.received == 0 {
+            return String::new();
+        }
+        let mut s = format!("  control {} in: {} applied", c.received, c.applied);
+        for (n, what) in [
+            (c.refused, "refused"),
+            (c.malformed, "malformed"),
+            (c.dropped, "dropped"),
+        ] {
+            if n > 0 {
+                s += &format!(", {n} {what}");
+            }
+        }
+        s
+    }
+
+    /// The summary line: every counter.
+    pub fn summary(&self) -> String {
+        let c = &self.counts;
+        format!(
+            "control: {} messages received; {} changes applied, {} refused, {} dropped; {} malformed",
+            c.received, c.applied, c.refused, c.dropped, c.malformed
+        )
+    }
+
+    /// One message: changes are resolved and queued; the rest is for the
+    /// session.
+    fn take(
+        &mut self,
+        m: Message,
+        reading: &Reading,
+        log: &mut dyn Write,
+    ) -> Option<(Command, Option<Reply>)> {
+        self.counts.received += 1;
+        let Message {
+            command,
+            when,
+            from,
+            reply,
+        } = m;
+        let changes = match command {
+            Err(e) => {
+                self.counts.malformed += 1;
+                self.refusal(&from, &e, log);
+                if let Some(r) = reply {
+                    r(Err(e));
+                }
+                return None;
+            }
+            Ok(Command::Changes(v)) => v,
+            Ok(other) => return Some((other, reply)),
+        };
+        let id = self.next_message;
+        self.next_message += 1;
+        self.answers.insert(
+            id,
+            Answer {
+                reply,
+                left: changes.len(),
+                done: Vec::new(),
+                errors: Vec::new(),
+            },
+        );
+        let from: Arc<str> = from.into();
+        let sample = self.clock.sample_for(reading, when);
+        for change in changes {
+            self.submit(
+                InFlight {
+                    change,
+                    sample,
+                    message: id,
+                    from: from.clone(),
+                    resends: 0,
+                },
+                log,
+            );
+        }
+        if self.answers.get(&id).is_some_and(|a| a.left == 0) {
+            self.answer(id, Ok(String::new()));
+        }
+        None
+    }
+
+    /// Resolves a change against the engine playing and puts it in the
+    /// backlog, or refuses or drops it.
+    fn submit(&mut self, f: InFlight, log: &mut dyn Write) {
+        if self.backlog.len() >= BACKLOG {
+            self.counts.dropped += 1;
+            self.answer(
+                f.message,
+                Err(format!(
+                    "dropped: {BACKLOG} changes are waiting for the audio thread already"
+                )),
+            );
+            return;
+        }
+        let seq = self.next_seq;
+        match control::record(&f.change, &self.current.table, f.sample, seq) {
+            Ok(r) => {
+                self.next_seq += 1;
+                self.backlog.push_back(r);
+                self.in_flight.insert(seq, f);
+            }
+            Err(e) => {
+                self.counts.refused += 1;
+                self.refusal(&f.from, &e, log);
+                self.answer(f.message, Err(e));
+            }
+        }
+    }
+
+    /// Pushes waiting records into the ring while it has room.
+    fn flush(&mut self) {
+        while let Some(r) = self.backlog.pop_front() {
+            if let Err(rtrb::PushError::Full(r)) = self.link.records.push(r) {
+                self.backlog.push_front(r);
+                break;
+            }
+        }
+    }
+
+    /// What the audio thread reported: landed changes are journaled and
+    /// answered, stale ones resolved again, removed ones refused.
+    fn take_reports(&mut self, log: &mut dyn Write) {
+        while let Ok(report) = self.link.reports.pop() {
+            let Some(mut f) = self.in_flight.remove(&report.seq) else {
+                continue;
+            };
+            match report.outcome {
+                Outcome::Applied { at, .. } => self.applied(f, at),
+                Outcome::Stale | Outcome::Full if f.resends < MAX_RESENDS => {
+                    f.resends += 1;
+                    self.submit(f, log);
+                }
+                Outcome::Stale | Outcome::Full => {
+                    self.refused(f, "the engine changed under it too often".to_string(), log)
+                }
+                Outcome::Removed => {
+                    let e = format!("node `{}` left the scene before it landed", f.change.node);
+                    self.refused(f, e, log);
+                }
+            }
+        }
+    }
+
+    fn applied(&mut self, f: InFlight, at: u64) {
+        self.counts.applied += 1;
+        let text = control::change_text(&f.change, &self.current.table, self.current.sample_rate);
+        self.journal.push(Record::Control {
+            at,
+            node: f.change.node,
+            param: f.change.param,
+            value: f.change.value,
+            ramp: f.change.ramp,
+            from: f.from.to_string(),
+        });
+        self.answer(f.message, Ok(format!("{text} at sample {at}")));
+    }
+
+    fn refused(&mut self, f: InFlight, error: String, log: &mut dyn Write) {
+        self.counts.refused += 1;
+        self.refusal(&f.from, &error, log);
+        self.answer(f.message, Err(error));
+    }
+
+    /// Journals a message that changed nothing and warns (at most once
+    /// per [`WARN_EVERY`], counting those not said).
+    fn refusal(&mut self, from: &str, error: &str, log: &mut dyn Write) {
+        self.journal.push(Record::ControlError {
+            at: self.clock.meters.clock.load(Ordering::Relaxed),
+            from: from.to_string(),
+            error: error.to_string(),
+        });
+        if self.last_warning.is_some_and(|t| t.elapsed() < WARN_EVERY) {
+            self.unsaid += 1;
+            return;
+        }
+        self.last_warning = Some(Instant::now());
+        let more = match std::mem::take(&mut self.unsaid) {
+            0 => String::new(),
+            n => format!(" ({n} more since the last warning)"),
+        };
+        let _ = writeln!(log, "\nwarning: control refused: {from}: {error}{more}");
+    }
+
+    /// Records one change's outcome for its message; the reply goes once
+    /// every change of it is in.
+    fn answer(&mut self, message: u64, outcome: Result<String, String>) {
+        let Some(a) = self.answers.get_mut(&message) else {
+            return;
+        };
+        match outcome {
+            Ok(t) if !t.is_empty() => a.done.push(t),
+            Ok(_) => {}
+            Err(e) => a.errors.push(e),
+        }
+        a.left = a.left.saturating_sub(1);
+        if a.left > 0 {
+            return;
+        }
+        let a = self.answers.remove(&message).expect("checked");
+        if let Some(reply) = a.reply {
+            reply(if a.errors.is_empty() {
+                Ok(a.done.join("; "))
+            } else {
+                Err(a.errors.join("; "))
+            });
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! `run --osc`: the UDP socket OSC arrives on and the thread that reads
+//! it. Each packet is decoded ([`crate::host::control::osc`]) against the
+//! mapping of the engine playing now and sent to the control hub
+//! ([`super::control_in`]) as [`Message`]s whose reply goes back to the
+//! sender's address from the bound socket (`/morphrt/reply ok|error
+//! "…"`). A packet that cannot be read is a message with an error, never
+//! the end of the thread.
+
+use crate::host::control::osc::{decode, reply_packet};
+use crate::host::control::{Mappings, Message};
+use crate::host::HostError;
+use std::io::{ErrorKind, Write};
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The largest UDP payload: a packet is read whole.
+const MAX_PACKET: usize = 65_536;
+
+/// The receive buffer asked of the kernel, so that a burst of messages
+/// (a controller's flood) waits there rather than being dropped.
+const RECEIVE_BUFFER: libc::c_int = 4 << 20;
+
+/// How often the reading thread looks whether it should stop.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The socket `--osc` bound, before its thread starts.
+pub struct OscSocket {
+    socket: UdpSocket,
+    /// Where it listens.
+    pub addr: SocketAddr,
+}
+
+/// Binds `spec`: a port (on 127.0.0.1) or `ADDR:PORT`. An address that is
+/// not loopback is warned about on `log`: anyone on the network can then
+/// control the session. A port in use, or one that cannot be bound, is
+/// an error before anything plays (exit 2).
+pub fn bind(spec: &str, log: &mut dyn Write) -> Result<OscSocket, HostError> {
+    let addr = parse_addr(spec)?;
+    let socket = UdpSocket::bind(addr).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "the port is in use (another program, or another session, listens there)".to_string()
+            }
+            _ => e.to_string(),
+        };
+        HostError::Usage(format!(
+            "--osc {spec}: cannot listen for OSC on {addr}: {why}\n  help: choose another port (`--osc 9001`), or stop what listens there"
+        ))
+    })?;
+    let addr = socket.local_addr().unwrap_or(addr);
+    socket
+        .set_read_timeout(Some(POLL))
+        .map_err(|e| HostError::Runtime(format!("--osc {spec}: {e}")))?;
+    grow_receive_buffer(&socket);
+    if !addr.ip().is_loopback() {
+        let _ = writeln!(
+            log,
+            "warning: OSC listens on {addr}: anyone who can reach this machine on the network can control the session (`--osc PORT` listens on 127.0.0.1 only)"
+        );
+    }
+    Ok(OscSocket { socket, addr })
+}
+
+/// `9000` → 127.0.0.1:9000; `0.0.0.0:9000`, `[::1]:9000`, `localhost:9000`
+/// as written.
+fn parse_addr(spec: &str) -> Result<SocketAddr, HostError> {
+    if let Ok(port) = spec.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    let bad = |why: String| {
+        HostError::Usage(format!(
+            "--osc takes a port (9000, on 127.0.0.1) or ADDRESS:PORT (0.0.0.0:9000), not `{spec}`{why}"
+        ))
+    };
+    if let Ok(a) = spec.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    match spec.to_socket_addrs() {
+        Ok(mut addrs) => addrs.next().ok_or_else(|| bad(String::new())),
+        Err(e) => Err(bad(format!(": {e}"))),
+    }
+}
+
+/// Asks for a larger receive buffer (as root beyond the system's limit);
+/// the default is kept when neither is granted.
+fn grow_receive_buffer(socket: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let fd = socket.as_raw_fd();
+    let size = RECEIVE_BUFFER;
+    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let ptr = &size as *const libc::c_int as *const libc::c_void;
+    // SAFETY: `fd` is the open socket's; the option value is a c_int that
+    // outlives the calls.
+    unsafe {
+        if libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, ptr, len) != 0 {
+            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, ptr, len);
+        }
+    }
+}
+
+/// The reading thread, stopped and joined when dropped.
+pub struct OscServer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    /// Where it listens.
+    pub addr: SocketAddr,
+}
+
+impl OscSocket {
+    /// Starts reading: every message goes to `tx`, resolved against what
+    /// `mappings` holds when its packet arrives.
+    pub fn start(self, tx: Sender<Message>, mappings: Mappings) -> Result<OscServer, HostError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let addr = self.addr;
+        let socket = Arc::new(self.socket);
+        let thread = std::thread::Builder::new()
+            .name("morphrt-osc".to_string())
+            .spawn(move || serve(&socket, &tx, &mappings, &flag))
+            .map_err(|e| HostError::Runtime(format!("cannot start the OSC thread: {e}")))?;
+        Ok(OscServer {
+            stop,
+            thread: Some(thread),
+            addr,
+        })
+    }
+}
+
+/// Reads packets until `stop` is set or the hub is gone.
+fn serve(socket: &Arc<UdpSocket>, tx: &Sender<Message>, mappings: &Mappings, stop: &AtomicBool) {
+    let mut buf = vec![0u8; MAX_PACKET];
+    while !stop.load(Ordering::Relaxed) {
+        let (n, peer) = match socket.recv_from(&mut buf) {
+            Ok(got) => got,
+            // A timeout, to look at `stop`.
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
+            // An ICMP error a reply to a closed port left behind, or worse:
+            // never the end of the thread, never a busy loop.
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+        };
+        let mapping = mappings.current();
+        for d in decode(&buf[..n], &peer.to_string(), &mapping) {
+            let replies = socket.clone();
+            let message = Message {
+                command: d.command,
+                when: d.when,
+                from: d.from,
+                reply: Some(Box::new(move |r: Result<String, String>| {
+                    // Best effort: a sender that went away misses its answer.
+                    let _ = replies.send_to(&reply_packet(&r), peer);
+                })),
+            };
+            if tx.send(message).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for OscServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
