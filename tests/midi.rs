@@ -322,3 +322,97 @@ fn bad_midi_files_are_refused_and_leave_nothing() {
         smf(96, &[conductor(), performance_track()])
     );
 }
+
+/// The scene's controls, compiled.
+fn controls() -> Vec<morphrt::graph::ControlMap> {
+    common::plan(SCENE, None, 64).controls
+}
+
+#[test]
+fn a_file_port_sends_stamped_messages_in_order() {
+    use morphrt::graph::ControlValue;
+    use morphrt::host::control::{Change, Command, When};
+    use morphrt::host::live::midi::{open_midi, MidiSpec};
+    use std::time::Duration;
+    let dir = temp_dir("midi-port");
+    let mid = dir.join("seq.mid");
+    // 96 PPQ at 120 bpm: a tick is 1/192 s. Ticks 0, 12 (62.5 ms), 24 (125 ms).
+    let t = track(&[
+        (0, vec![0xb0, 74, 64]),
+        (12, vec![0x90, 60, 127]),
+        (12, vec![0xb1, 74, 1]),
+        (0, vec![0xf8]),
+    ]);
+    std::fs::write(&mid, smf(96, &[t])).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spec = MidiSpec::parse(&format!("file:{}", mid.display()));
+    let input = open_midi(&spec, &controls(), tx).unwrap();
+    let start = input.file_start().expect("a file port");
+    let got: Vec<_> = (0..3)
+        .map(|_| rx.recv_timeout(Duration::from_secs(30)).expect("a message"))
+        .collect();
+    let port = format!("midi file:{}", mid.display());
+    let at = |ms: f64| When::Stamped(start + Duration::from_secs_f64(ms / 1000.0));
+    let change = |node: &str, v: f64| Change {
+        node: node.into(),
+        param: "value".into(),
+        value: ControlValue::Number(v),
+        ramp: 0,
+    };
+    assert_eq!(got[0].from, format!("{port} cc 74 = 64 ch 1"));
+    assert_eq!(got[0].when, at(0.0));
+    assert_eq!(got[0].command, Ok(Command::Changes(vec![change("cc", 64.0 / 127.0)])));
+    assert_eq!(got[1].from, format!("{port} note on 60 vel 127 ch 1"));
+    assert_eq!(got[1].when, at(62.5));
+    assert_eq!(
+        got[1].command,
+        Ok(Command::Changes(vec![
+            change("gate", 1.0),
+            change("pitch", 60.0),
+            change("vel", 1.0)
+        ]))
+    );
+    assert_eq!(got[2].when, at(125.0));
+    assert_eq!(got[2].command, Err("no control maps MIDI cc 74 = 1 ch 2".to_string()));
+    // The system message is not sent; the file ended: the sender is gone.
+    drop(input);
+    assert!(rx.recv_timeout(Duration::from_secs(30)).is_err());
+}
+
+#[test]
+fn dropping_a_file_port_stops_it_before_its_end() {
+    use morphrt::host::live::midi::{open_midi, MidiSpec};
+    let dir = temp_dir("midi-stop");
+    let mid = dir.join("long.mid");
+    // One message at once, the next an hour later (at 120 bpm, 691200 ticks).
+    let t = track(&[(0, vec![0xb0, 74, 1]), (691_200, vec![0xb0, 74, 2])]);
+    std::fs::write(&mid, smf(96, &[t])).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spec = MidiSpec::File(mid);
+    let input = open_midi(&spec, &controls(), tx).unwrap();
+    assert!(rx.recv_timeout(std::time::Duration::from_secs(30)).is_ok());
+    // Joins the player's thread: this returns only if it stopped waiting.
+    drop(input);
+    assert!(rx.try_recv().is_err());
+}
+
+#[test]
+fn run_refuses_midi_it_cannot_open() {
+    let (dir, scene, _) = setup("run-midi");
+    let s = scene.to_str().unwrap();
+    let missing = format!("file:{}", dir.join("missing.mid").display());
+    let o = morphrt(&["run", s, "--device", "clock", "--no-journal", "--midi", &missing]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing.mid` does not exist"), "{}", stderr(&o));
+    // A port: on a machine without a MIDI system that is said (exit 1);
+    // with one, the unknown name is, with the inputs there are (exit 2).
+    let o = morphrt(&["run", s, "--device", "clock", "--no-journal", "--midi", "no such port 7"]);
+    let log = stderr(&o);
+    assert!(
+        (o.status.code() == Some(1) && log.contains("no MIDI system"))
+            || (o.status.code() == Some(2) && log.contains("no MIDI input `no such port 7`")),
+        "{log}"
+    );
+    let d = morphrt(&["devices"]);
+    assert!(stdout(&d).contains("MIDI inputs (run --midi NAME):"), "{}", stdout(&d));
+}

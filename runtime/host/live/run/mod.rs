@@ -99,6 +99,12 @@ pub struct RunOptions {
     /// the handover budget (one that then cannot keep up is still dropped).
     #[arg(long)]
     pub force: bool,
+    /// MIDI input played into the scene's MIDI `controls`: a port name
+    /// (or part of one; `morphrt devices` lists them), `all`, or
+    /// `file:PATH.mid` to play a MIDI file into the session in real time.
+    /// Repeatable.
+    #[arg(long = "midi", value_name = "PORT|all|file:PATH.mid")]
+    pub midi: Vec<String>,
 }
 
 /// Plays a scene until `q`, Ctrl-C or the duration ends.
@@ -106,6 +112,11 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     let mut compiled = Compiled::new(opts, log)?;
     // Where the session writes is checked before the device opens.
     let files = session_files(opts, &compiled.plan, log)?;
+    // MIDI ports open before the device, so that a wrong name stops here.
+    // The control hub consumes what they send: until it is connected here,
+    // their messages go nowhere.
+    let (midi_sender, _) = std::sync::mpsc::channel();
+    let _midi = open_midi_inputs(opts, &compiled.plan, &midi_sender)?;
     let mut out = open_device(opts, &mut compiled, log)?;
     // `--input FILE` wins over a capture device.
     let input = file_input(opts, &compiled.plan, log)?;
