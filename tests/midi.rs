@@ -416,3 +416,63 @@ fn run_refuses_midi_it_cannot_open() {
     let d = morphrt(&["devices"]);
     assert!(stdout(&d).contains("MIDI inputs (run --midi NAME):"), "{}", stdout(&d));
 }
+
+/// What `scenes/midi/bassline.mid` holds: two bars of a bassline at 120
+/// bpm (96 PPQ) on channel 1, legato on the last beat, with CC 74
+/// opening the filter over the first bar and closing it over the second.
+fn bassline() -> Vec<u8> {
+    let mut events: Vec<(u64, Vec<u8>)> = Vec::new();
+    let notes = [36u8, 36, 48, 36, 39, 36, 43, 41];
+    for (i, n) in notes.iter().enumerate() {
+        let on = i as u64 * 96;
+        let len = if i == 7 { 96 } else { 72 };
+        events.push((on, vec![0x90, *n, 80 + (i as u8 % 4) * 12]));
+        events.push((on + len, vec![0x80, *n, 0]));
+    }
+    // Legato: a note under the last one, released after it.
+    events.push((7 * 96 + 48, vec![0x90, 43, 90]));
+    events.push((8 * 96 + 24, vec![0x80, 43, 0]));
+    for i in 0..=32u64 {
+        let v = if i <= 16 { i * 7 } else { (32 - i) * 7 };
+        events.push((i * 24, vec![0xb0, 74, v.min(127) as u8]));
+    }
+    events.sort_by_key(|(t, _)| *t);
+    let mut last = 0;
+    let deltas: Vec<(u32, Vec<u8>)> = events
+        .into_iter()
+        .map(|(t, e)| {
+            let d = (t - last) as u32;
+            last = t;
+            (d, e)
+        })
+        .collect();
+    let tempo = track(&[(0, vec![0xff, 0x51, 3, 0x07, 0xa1, 0x20])]);
+    smf(96, &[tempo, track(&deltas)])
+}
+
+#[test]
+fn the_shipped_midi_file_is_what_its_maker_writes_and_renders() {
+    let path = common::root().join("scenes/midi/bassline.mid");
+    if std::env::var_os("MORPHRT_BLESS").is_some() {
+        std::fs::write(&path, bassline()).unwrap();
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), bassline(), "MORPHRT_BLESS=1 rewrites it");
+    // The README's command.
+    let dir = temp_dir("midi-readme");
+    let out = dir.join("bassline.wav");
+    let o = morphrt(&[
+        "render",
+        "scenes/midi/bassline.json",
+        "--midi",
+        "scenes/midi/bassline.mid",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("0 unmapped"), "{log}");
+    let s = read_f32(&out);
+    // Two bars at 120 bpm (4 s), the release, then the tail ends.
+    assert!(s.len() > 4 * 48_000 && s.len() < 5 * 48_000, "{} frames", s.len());
+    assert!(s.iter().any(|x| x.abs() > 0.05));
+}
