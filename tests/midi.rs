@@ -227,12 +227,34 @@ fn strict_renders_of_a_midi_file_are_the_same_bits_at_every_block_size() {
         .iter()
         .map(|b| {
             let out = dir.join(format!("b{b}.wav"));
-            let args = ["--profile", "strict", "-d", "1s", "--block-size", b, "--hash"];
+            let args = [
+                "--profile",
+                "strict",
+                "-d",
+                "1s",
+                "--block-size",
+                b,
+                "--hash",
+            ];
             let o = render(&scene, &mid, &out, &args);
             assert!(o.status.success(), "{}", stderr(&o));
             stdout(&o).trim().to_string()
         })
         .collect();
+    assert!(
+        stderr(&morphrt(&[
+            "render",
+            scene.to_str().unwrap(),
+            "-o",
+            dir.join("short.wav").to_str().unwrap(),
+            "--midi",
+            mid.to_str().unwrap(),
+            "-d",
+            "0.5s",
+        ]))
+        .contains("MIDI changes come after the render's end"),
+        "a render too short for the file says so"
+    );
     assert_eq!(hashes[0], hashes[1]);
     assert_eq!(hashes[0], hashes[2]);
     // And the MIDI moved something: the render without it differs.
@@ -278,7 +300,11 @@ fn without_a_duration_the_render_ends_after_the_last_event_and_the_tail() {
     assert_eq!(json["frames"], 72_000, "{json}");
     assert_eq!(json["midi"]["mapped"], 2);
     assert_eq!(json["midi"]["last_event_s"], 1.5);
-    assert!(stderr(&o).contains("length: last event 1.500 s + tail 0.000 s"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("length: last event 1.500 s + tail 0.000 s"),
+        "{}",
+        stderr(&o)
+    );
     let s = read_f32(&out);
     assert_eq!((s[0], s[23_999], s[24_000]), (0.5, 0.5, 0.0));
 }
@@ -300,20 +326,40 @@ fn bad_midi_files_are_refused_and_leave_nothing() {
     let o = out.to_str().unwrap();
     let m = mid.to_str().unwrap();
     let missing = dir.join("missing.mid");
-    refused(&dir, &["render", s, "-o", o, "--midi", missing.to_str().unwrap()], "does not exist");
+    refused(
+        &dir,
+        &["render", s, "-o", o, "--midi", missing.to_str().unwrap()],
+        "does not exist",
+    );
     // A scene given as the MIDI file: said what it is.
-    refused(&dir, &["render", s, "-o", o, "--midi", s], "not a standard MIDI file: it starts with bytes 7b");
+    refused(
+        &dir,
+        &["render", s, "-o", o, "--midi", s],
+        "not a standard MIDI file: it starts with bytes 7b",
+    );
     let broken = dir.join("broken.mid");
     std::fs::write(&broken, b"MThd\0\0\0\x06\0\x01").unwrap();
-    refused(&dir, &["render", s, "-o", o, "--midi", broken.to_str().unwrap()], "damaged MIDI file");
-    refused(&dir, &["render", s, "-o", o, "--midi", m, "--midi", m], "--midi is given 2 times");
+    refused(
+        &dir,
+        &["render", s, "-o", o, "--midi", broken.to_str().unwrap()],
+        "damaged MIDI file",
+    );
+    refused(
+        &dir,
+        &["render", s, "-o", o, "--midi", m, "--midi", m],
+        "--midi is given 2 times",
+    );
     let plain = dir.join("plain.json");
     std::fs::write(
         &plain,
         r#"{"version": "1.0", "nodes": [{"id": "a", "op": "dc", "params": {"value": 0}}], "outputs": {"main": ["a"]}}"#,
     )
     .unwrap();
-    refused(&dir, &["render", plain.to_str().unwrap(), "-o", o, "--midi", m], "maps no MIDI");
+    refused(
+        &dir,
+        &["render", plain.to_str().unwrap(), "-o", o, "--midi", m],
+        "maps no MIDI",
+    );
     // The MIDI file is an input: never the output.
     let o2 = morphrt(&["render", s, "-o", m, "--midi", m]);
     assert_eq!(o2.status.code(), Some(2), "{}", stderr(&o2));
@@ -361,7 +407,10 @@ fn a_file_port_sends_stamped_messages_in_order() {
     };
     assert_eq!(got[0].from, format!("{port} cc 74 = 64 ch 1"));
     assert_eq!(got[0].when, at(0.0));
-    assert_eq!(got[0].command, Ok(Command::Changes(vec![change("cc", 64.0 / 127.0)])));
+    assert_eq!(
+        got[0].command,
+        Ok(Command::Changes(vec![change("cc", 64.0 / 127.0)]))
+    );
     assert_eq!(got[1].from, format!("{port} note on 60 vel 127 ch 1"));
     assert_eq!(got[1].when, at(62.5));
     assert_eq!(
@@ -373,7 +422,10 @@ fn a_file_port_sends_stamped_messages_in_order() {
         ]))
     );
     assert_eq!(got[2].when, at(125.0));
-    assert_eq!(got[2].command, Err("no control maps MIDI cc 74 = 1 ch 2".to_string()));
+    assert_eq!(
+        got[2].command,
+        Err("no control maps MIDI cc 74 = 1 ch 2".to_string())
+    );
     // The system message is not sent; the file ended: the sender is gone.
     drop(input);
     assert!(rx.recv_timeout(Duration::from_secs(30)).is_err());
@@ -401,12 +453,32 @@ fn run_refuses_midi_it_cannot_open() {
     let (dir, scene, _) = setup("run-midi");
     let s = scene.to_str().unwrap();
     let missing = format!("file:{}", dir.join("missing.mid").display());
-    let o = morphrt(&["run", s, "--device", "clock", "--no-journal", "--midi", &missing]);
+    let o = morphrt(&[
+        "run",
+        s,
+        "--device",
+        "clock",
+        "--no-journal",
+        "--midi",
+        &missing,
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("missing.mid` does not exist"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("missing.mid` does not exist"),
+        "{}",
+        stderr(&o)
+    );
     // A port: on a machine without a MIDI system that is said (exit 1);
     // with one, the unknown name is, with the inputs there are (exit 2).
-    let o = morphrt(&["run", s, "--device", "clock", "--no-journal", "--midi", "no such port 7"]);
+    let o = morphrt(&[
+        "run",
+        s,
+        "--device",
+        "clock",
+        "--no-journal",
+        "--midi",
+        "no such port 7",
+    ]);
     let log = stderr(&o);
     assert!(
         (o.status.code() == Some(1) && log.contains("no MIDI system"))
@@ -414,7 +486,11 @@ fn run_refuses_midi_it_cannot_open() {
         "{log}"
     );
     let d = morphrt(&["devices"]);
-    assert!(stdout(&d).contains("MIDI inputs (run --midi NAME):"), "{}", stdout(&d));
+    assert!(
+        stdout(&d).contains("MIDI inputs (run --midi NAME):"),
+        "{}",
+        stdout(&d)
+    );
 }
 
 /// What `scenes/midi/bassline.mid` holds: two bars of a bassline at 120
@@ -456,7 +532,11 @@ fn the_shipped_midi_file_is_what_its_maker_writes_and_renders() {
     if std::env::var_os("MORPHRT_BLESS").is_some() {
         std::fs::write(&path, bassline()).unwrap();
     }
-    assert_eq!(std::fs::read(&path).unwrap(), bassline(), "MORPHRT_BLESS=1 rewrites it");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bassline(),
+        "MORPHRT_BLESS=1 rewrites it"
+    );
     // The README's command.
     let dir = temp_dir("midi-readme");
     let out = dir.join("bassline.wav");
@@ -473,6 +553,51 @@ fn the_shipped_midi_file_is_what_its_maker_writes_and_renders() {
     assert!(log.contains("0 unmapped"), "{log}");
     let s = read_f32(&out);
     // Two bars at 120 bpm (4 s), the release, then the tail ends.
-    assert!(s.len() > 4 * 48_000 && s.len() < 5 * 48_000, "{} frames", s.len());
+    assert!(
+        s.len() > 4 * 48_000 && s.len() < 5 * 48_000,
+        "{} frames",
+        s.len()
+    );
     assert!(s.iter().any(|x| x.abs() > 0.05));
+}
+
+#[test]
+fn a_block_holding_more_changes_than_the_queue_lands_each_at_its_sample() {
+    let dir = temp_dir("midi-dense");
+    let scene = dir.join("cc.json");
+    std::fs::write(
+        &scene,
+        r#"{"version": "1.0", "sample_rate": 48000, "duration": "0.1s",
+            "nodes": [{"id": "cc", "op": "dc", "params": {"value": 0}}],
+            "outputs": {"main": ["cc"]},
+            "controls": [{"midi": {"cc": 7}, "node": "cc", "param": "value", "min": 0, "max": 127}]}"#,
+    )
+    .unwrap();
+    // 9600 PPQ at 120 bpm: a tick is 2.5 samples. 1500 CCs, one a tick,
+    // all inside one block of 4096: three times what an engine queues.
+    let events: Vec<(u32, Vec<u8>)> = (0..1500u32)
+        .map(|i| (u32::from(i > 0), vec![0xb0, 7, (i % 128) as u8]))
+        .collect();
+    let mid = dir.join("dense.mid");
+    std::fs::write(&mid, smf(9600, &[track(&events)])).unwrap();
+    let mut hashes = Vec::new();
+    for b in ["1", "4096"] {
+        let out = dir.join(format!("b{b}.wav"));
+        let args = ["--profile", "strict", "--block-size", b, "--hash"];
+        let o = render(&scene, &mid, &out, &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("did not land"), "{}", stderr(&o));
+        hashes.push(stdout(&o));
+        let s = read_f32(&out);
+        for (x, got) in s.iter().enumerate() {
+            // Tick i lands at i·2.5 samples, the nearest sample, halves
+            // up: sample x holds the last tick at or before it.
+            let i = (0..1500u64)
+                .rev()
+                .find(|i| (i * 5).div_ceil(2) <= x as u64)
+                .unwrap();
+            assert_eq!(*got, (i % 128) as f32, "block {b}, sample {x}");
+        }
+    }
+    assert_eq!(hashes[0], hashes[1]);
 }

@@ -18,7 +18,9 @@ pub fn devices(out: &mut dyn Write) -> Result<(), HostError> {
     text.push_str("MIDI inputs (run --midi NAME):\n");
     match crate::host::live::midi::list_inputs() {
         Ok(names) if names.is_empty() => text.push_str("  no MIDI inputs\n"),
-        Ok(names) => names.iter().for_each(|n| text.push_str(&format!("  {n}\n"))),
+        Ok(names) => names
+            .iter()
+            .for_each(|n| text.push_str(&format!("  {n}\n"))),
         Err(why) => text.push_str(&format!("  none: {why}\n")),
     }
     out.write_all(text.as_bytes())

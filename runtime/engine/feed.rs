@@ -74,7 +74,8 @@ impl ControlFeed {
                 seq: self.seq,
             };
             if let Err(report) = engine.push_control(r) {
-                self.errors.push((c.sample, format!("{:?}", report.outcome)));
+                self.errors
+                    .push((c.sample, format!("{:?}", report.outcome)));
             }
         }
         engine.take_control_reports(|_| {});

@@ -55,13 +55,25 @@ pub struct Mapped {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// Note-on with velocity > 0.
-    NoteOn { note: u8, velocity: u8 },
+    NoteOn {
+        note: u8,
+        velocity: u8,
+    },
     /// Note-off, or note-on with velocity 0.
-    NoteOff { note: u8 },
-    Cc { cc: u8, value: u8 },
-    Program { program: u8 },
+    NoteOff {
+        note: u8,
+    },
+    Cc {
+        cc: u8,
+        value: u8,
+    },
+    Program {
+        program: u8,
+    },
     /// The 14-bit value, 0…16383 (centre 8192).
-    Bend { value: u16 },
+    Bend {
+        value: u16,
+    },
     /// Any other message (aftertouch, system messages, a short message).
     Other,
 }
@@ -209,7 +221,12 @@ impl Control {
             (MidiSource::Cc { cc, lsb: None, .. }, Event::Cc { cc: n, value }) if n == cc => {
                 self.position(f64::from(value) / 127.0, out);
             }
-            (MidiSource::Cc { cc, lsb: Some(l), .. }, Event::Cc { cc: n, value }) => {
+            (
+                MidiSource::Cc {
+                    cc, lsb: Some(l), ..
+                },
+                Event::Cc { cc: n, value },
+            ) => {
                 let fine = if n == cc {
                     // An MSB alone: the fine part is 0.
                     u16::from(value) << 7
@@ -398,7 +415,10 @@ mod tests {
             channel: Some(2),
         };
         let mut m = Mapper::new(&[control(cc, Some(unit("a", "value")))]);
-        assert_eq!(values(&m.map(&[0xb1, 74, 64])), [n("a.value", 64.0 / 127.0)]);
+        assert_eq!(
+            values(&m.map(&[0xb1, 74, 64])),
+            [n("a.value", 64.0 / 127.0)]
+        );
         assert_eq!(values(&m.map(&[0xb1, 74, 127])), [n("a.value", 1.0)]);
         // Channel 1, another controller, a short message: nothing.
         assert!(!m.map(&[0xb0, 74, 64]).matched);
@@ -417,16 +437,25 @@ mod tests {
         };
         let mut m = Mapper::new(&[control(cc, Some(unit("a", "value")))]);
         // An LSB before any MSB: the coarse part is 0.
-        assert_eq!(values(&m.map(&[0xb0, 33, 5])), [n("a.value", 5.0 / 16383.0)]);
+        assert_eq!(
+            values(&m.map(&[0xb0, 33, 5])),
+            [n("a.value", 5.0 / 16383.0)]
+        );
         // An MSB alone resets the fine part.
         let msb = f64::from(100u16 * 128) / 16383.0;
         assert_eq!(values(&m.map(&[0xb0, 1, 100])), [n("a.value", msb)]);
         let both = f64::from(100u16 * 128 + 7) / 16383.0;
         assert_eq!(values(&m.map(&[0xb0, 33, 7])), [n("a.value", both)]);
-        assert_eq!(values(&m.map(&[0xb0, 1, 127])), [n("a.value", 16256.0 / 16383.0)]);
+        assert_eq!(
+            values(&m.map(&[0xb0, 1, 127])),
+            [n("a.value", 16256.0 / 16383.0)]
+        );
         assert_eq!(values(&m.map(&[0xb0, 33, 127])), [n("a.value", 1.0)]);
         // Channels keep their own MSBs.
-        assert_eq!(values(&m.map(&[0xb3, 33, 1])), [n("a.value", 1.0 / 16383.0)]);
+        assert_eq!(
+            values(&m.map(&[0xb3, 33, 1])),
+            [n("a.value", 1.0 / 16383.0)]
+        );
     }
 
     #[test]
@@ -435,7 +464,10 @@ mod tests {
         let program = MidiSource::Program { channel: None };
         let pick = target("f", "mode", TargetRange::Enum { choices: 3 });
         let mut m = Mapper::new(&[bend, control(program, Some(pick))]);
-        assert_eq!(values(&m.map(&[0xe0, 0, 64])), [n("a.value", 8192.0 / 16383.0)]);
+        assert_eq!(
+            values(&m.map(&[0xe0, 0, 64])),
+            [n("a.value", 8192.0 / 16383.0)]
+        );
         assert_eq!(values(&m.map(&[0xe0, 0x7f, 0x7f])), [n("a.value", 1.0)]);
         let p = m.map(&[0xc0, 2]);
         assert_eq!(values(&p), [("f.mode".to_string(), ControlValue::Enum(2))]);
@@ -473,7 +505,11 @@ mod tests {
         let on = m.map(&[0x90, 60, 127]);
         assert_eq!(
             values(&on),
-            [n("env.gate", 1.0), n("osc.freq", hz_of(60)), n("amp.gain", 1.0)]
+            [
+                n("env.gate", 1.0),
+                n("osc.freq", hz_of(60)),
+                n("amp.gain", 1.0)
+            ]
         );
         assert!(on.changes.iter().all(|c| c.ramp == 10));
         // Note-on with velocity 0 is a note-off.
@@ -517,7 +553,10 @@ mod tests {
         let mut m = Mapper::new(&[c]);
         assert!(!m.map(&[0x90, 37, 100]).matched);
         let on = m.map(&[0x95, 36, 100]);
-        assert_eq!(values(&on), [("t.on".to_string(), ControlValue::Bool(true))]);
+        assert_eq!(
+            values(&on),
+            [("t.on".to_string(), ControlValue::Bool(true))]
+        );
         assert_eq!(on.changes[0].ramp, 0);
     }
 

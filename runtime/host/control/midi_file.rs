@@ -76,15 +76,16 @@ impl MidiFile {
                 what_it_is(bytes)
             ));
         }
-        let smf = midly::Smf::parse(bytes)
-            .map_err(|e| format!("is a damaged MIDI file ({e})"))?;
+        let smf = midly::Smf::parse(bytes).map_err(|e| format!("is a damaged MIDI file ({e})"))?;
         let format = match smf.header.format {
             midly::Format::SingleTrack => 0,
             midly::Format::Parallel => 1,
             midly::Format::Sequential => {
-                return Err("is a format 2 MIDI file (independent sequences), which is not \
+                return Err(
+                    "is a format 2 MIDI file (independent sequences), which is not \
                      supported: save it as format 0 or 1"
-                    .to_string())
+                        .to_string(),
+                )
             }
         };
         let clock = Clock::new(smf.header.timing, &smf.tracks)?;
@@ -141,10 +142,7 @@ fn what_it_is(bytes: &[u8]) -> String {
         .find(|(magic, _)| bytes.starts_with(magic))
         .map_or("", |(_, k)| k);
     let hex: Vec<String> = head.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "it starts with bytes {}{kind}, not `MThd`",
-        hex.join(" ")
-    )
+    format!("it starts with bytes {}{kind}, not `MThd`", hex.join(" "))
 }
 
 /// Every channel message of every track at its absolute tick, merged by
@@ -334,7 +332,9 @@ mod tests {
         assert_eq!(v, [2, 3, 1]);
         assert!(MidiFile::parse(b"RIFF....").unwrap_err().contains("RIFF"));
         assert!(MidiFile::parse(b"").unwrap_err().contains("empty"));
-        assert!(MidiFile::parse(b"MThd\0\0").unwrap_err().contains("damaged"));
+        assert!(MidiFile::parse(b"MThd\0\0")
+            .unwrap_err()
+            .contains("damaged"));
         let e = MidiFile::parse(&smf(2, [0, 96], &[a])).unwrap_err();
         assert!(e.contains("format 2"), "{e}");
     }

@@ -159,9 +159,8 @@ fn play_file(file: MidiFile, port: String, mut mapper: Mapper, sender: Sender) -
 /// The message a MIDI message becomes, stamped `at`; `None` for a
 /// system message.
 pub fn message(mapper: &mut Mapper, port: &str, bytes: &[u8], at: Instant) -> Option<Message> {
-    if decode(bytes).0.is_none() {
-        return None;
-    }
+    // A system message has no channel: not sent.
+    decode(bytes).0?;
     let what = describe(bytes);
     let mapped = mapper.map(bytes);
     let command = if !mapped.errors.is_empty() {
@@ -278,7 +277,10 @@ fn choose<'a>(
         ))),
         _ => Err(HostError::Usage(format!(
             "MIDI input `{wanted}` is ambiguous: it names {}; give more of the name",
-            near.iter().map(|(_, n)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            near.iter()
+                .map(|(_, n)| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -310,4 +312,32 @@ fn connect(
         (),
     )
     .map_err(|e| HostError::Runtime(format!("cannot open MIDI input `{name}`: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_and_monitor_lines() {
+        assert_eq!(MidiSpec::parse("all"), MidiSpec::All);
+        assert_eq!(
+            MidiSpec::parse("file:a.mid"),
+            MidiSpec::File("a.mid".into())
+        );
+        assert_eq!(
+            MidiSpec::parse("Launchkey"),
+            MidiSpec::Port("Launchkey".into())
+        );
+        assert_eq!(
+            monitor_line("kb", &[0xb0, 74, 64], false),
+            r#"midi kb cc 74 = 64 ch 1 (unmapped; to map it: {"midi": {"cc": 74, "channel": 1}, "node": "NODE", "param": "PARAM"})"#
+        );
+        assert_eq!(
+            monitor_line("kb", &[0xb0, 74, 64], true),
+            "midi kb cc 74 = 64 ch 1"
+        );
+        let mut m = Mapper::new(&[]);
+        assert!(message(&mut m, "kb", &[0xf8], Instant::now()).is_none());
+    }
 }

@@ -155,7 +155,8 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
         for e in mapped.errors {
             let at = sample as f64 / f64::from(sr);
             let what = describe(m.message());
-            out.errors.push(format!("MIDI {what} at {at:.3}s in {shown}: {e}"));
+            out.errors
+                .push(format!("MIDI {what} at {at:.3}s in {shown}: {e}"));
         }
         if sample < start {
             continue;

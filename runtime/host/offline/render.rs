@@ -618,14 +618,33 @@ fn midi_lines(
     sr: u32,
 ) -> String {
     let mut lines = midi.error_lines();
-    for (at, e) in feed.map_or(&[][..], ControlFeed::errors).iter().take(5) {
-        lines.push(format!("warning: a MIDI change at sample {at} did not land: {e}"));
+    let lost = feed.map_or(&[][..], ControlFeed::errors);
+    for (at, e) in lost.iter().take(5) {
+        lines.push(format!(
+            "warning: a MIDI change at sample {at} did not land: {e}"
+        ));
+    }
+    if lost.len() > 5 {
+        lines.push(format!(
+            "warning: {} more MIDI changes did not land",
+            lost.len() - 5
+        ));
     }
     let s = |n: u64| n as f64 / sr as f64;
+    if let Some(n) = feed.map(ControlFeed::pending).filter(|n| *n > 0) {
+        lines.push(format!(
+            "warning: {n} MIDI changes come after the render's end and did not play (the file's last event is at {:.3} s)",
+            s(midi.end)
+        ));
+    }
     let length = match tail {
         Some(t) => {
             let (to, after) = t.split(report.frames);
-            format!("; length: last event {:.3} s + tail {:.3} s", s(to), s(after))
+            format!(
+                "; length: last event {:.3} s + tail {:.3} s",
+                s(to),
+                s(after)
+            )
         }
         None => String::new(),
     };
@@ -781,7 +800,10 @@ fn render_length(
     if let (None, Some(end)) = (plan.duration, midi_end) {
         let latency = plan.latency as u64;
         if end + latency > max_frames(sr) {
-            return Err(over_limit(format!("the MIDI file (its last event at sample {end})"), sr));
+            return Err(over_limit(
+                format!("the MIDI file (its last event at sample {end})"),
+                sr,
+            ));
         }
         return Ok(Length::Tail {
             input: Some(end.saturating_sub(start)),
