@@ -86,10 +86,10 @@ fn performance() -> Vec<(u64, Vec<u8>)> {
     v
 }
 
-/// The performance as a track: absolute ticks to deltas.
-fn performance_track() -> Vec<u8> {
+/// A track of events at absolute ticks (in order).
+fn track_at(events: Vec<(u64, Vec<u8>)>) -> Vec<u8> {
     let mut last = 0;
-    let events: Vec<(u32, Vec<u8>)> = performance()
+    let deltas: Vec<(u32, Vec<u8>)> = events
         .into_iter()
         .map(|(t, e)| {
             let d = (t - last) as u32;
@@ -97,7 +97,12 @@ fn performance_track() -> Vec<u8> {
             (d, e)
         })
         .collect();
-    track(&events)
+    track(&deltas)
+}
+
+/// The performance as a track.
+fn performance_track() -> Vec<u8> {
+    track_at(performance())
 }
 
 /// Five `dc` nodes, one output channel each: the CC, the 14-bit pair,
@@ -453,15 +458,18 @@ fn run_refuses_midi_it_cannot_open() {
     let (dir, scene, _) = setup("run-midi");
     let s = scene.to_str().unwrap();
     let missing = format!("file:{}", dir.join("missing.mid").display());
-    let o = morphrt(&[
-        "run",
-        s,
-        "--device",
-        "clock",
-        "--no-journal",
-        "--midi",
-        &missing,
-    ]);
+    let run = |midi: &str| {
+        morphrt(&[
+            "run",
+            s,
+            "--device",
+            "clock",
+            "--no-journal",
+            "--midi",
+            midi,
+        ])
+    };
+    let o = run(&missing);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("missing.mid` does not exist"),
@@ -470,15 +478,7 @@ fn run_refuses_midi_it_cannot_open() {
     );
     // A port: on a machine without a MIDI system that is said (exit 1);
     // with one, the unknown name is, with the inputs there are (exit 2).
-    let o = morphrt(&[
-        "run",
-        s,
-        "--device",
-        "clock",
-        "--no-journal",
-        "--midi",
-        "no such port 7",
-    ]);
+    let o = run("no such port 7");
     let log = stderr(&o);
     assert!(
         (o.status.code() == Some(1) && log.contains("no MIDI system"))
@@ -513,17 +513,8 @@ fn bassline() -> Vec<u8> {
         events.push((i * 24, vec![0xb0, 74, v.min(127) as u8]));
     }
     events.sort_by_key(|(t, _)| *t);
-    let mut last = 0;
-    let deltas: Vec<(u32, Vec<u8>)> = events
-        .into_iter()
-        .map(|(t, e)| {
-            let d = (t - last) as u32;
-            last = t;
-            (d, e)
-        })
-        .collect();
     let tempo = track(&[(0, vec![0xff, 0x51, 3, 0x07, 0xa1, 0x20])]);
-    smf(96, &[tempo, track(&deltas)])
+    smf(96, &[tempo, track_at(events)])
 }
 
 #[test]

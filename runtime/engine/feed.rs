@@ -9,9 +9,42 @@
 //! the block's own first one and that still found the queue full lands
 //! one sample later).
 
-use super::incoming::ScriptedControl;
 use super::{ControlRecord, Engine};
 use std::collections::VecDeque;
+
+/// A control change a scripted session applies at `sample`: a journal's
+/// record of one, or a MIDI file's mapped message. Its node and param are
+/// looked up in the engine playing when it lands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedControl {
+    pub sample: u64,
+    pub node: String,
+    pub param: String,
+    pub value: crate::graph::ControlValue,
+    pub ramp: u64,
+}
+
+impl ScriptedControl {
+    /// The record for `engine`, numbered `seq`, or why its node or param
+    /// is not there.
+    pub fn resolve(&self, engine: &Engine, seq: u64) -> Result<ControlRecord, String> {
+        let Some((node, param)) = engine.find_param(&self.node, &self.param) else {
+            return Err(format!(
+                "no param `{}` of a node `{}` plays at sample {}",
+                self.param, self.node, self.sample
+            ));
+        };
+        Ok(ControlRecord {
+            sample: self.sample,
+            node: node as u32,
+            param: param as u16,
+            value: self.value,
+            ramp: self.ramp,
+            engine: engine.id(),
+            seq,
+        })
+    }
+}
 
 /// Scheduled control changes and what became of those that could not land.
 #[derive(Debug, Default)]
@@ -58,20 +91,13 @@ impl ControlFeed {
                 return c.sample.max(clock + 1).min(to);
             }
             let c = self.due.pop_front().expect("checked");
-            let Some((node, param)) = engine.find_param(&c.node, &c.param) else {
-                let e = format!("no param `{}` of a node `{}` plays", c.param, c.node);
-                self.errors.push((c.sample, e));
-                continue;
-            };
             self.seq += 1;
-            let r = ControlRecord {
-                sample: c.sample,
-                node: node as u32,
-                param: param as u16,
-                value: c.value,
-                ramp: c.ramp,
-                engine: engine.id(),
-                seq: self.seq,
+            let r = match c.resolve(engine, self.seq) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.errors.push((c.sample, e));
+                    continue;
+                }
             };
             if let Err(report) = engine.push_control(r) {
                 self.errors

@@ -11,7 +11,7 @@
 //! `--input` does after the input ends: until the main bus stayed below
 //! −100 dBFS for 100 ms, at most 60 s.
 
-use crate::engine::incoming::ScriptedControl;
+use crate::engine::ScriptedControl;
 use crate::graph::{ControlSource, Plan};
 use crate::host::control::midi::{describe, Mapper};
 use crate::host::control::midi_file::MidiFile;
