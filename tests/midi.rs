@@ -342,6 +342,11 @@ fn bad_midi_files_are_refused_and_leave_nothing() {
         &["render", s, "-o", o, "--midi", s],
         "not a standard MIDI file: it starts with bytes 7b",
     );
+    refused(
+        &dir,
+        &["render", s, "-o", o, "--midi", dir.to_str().unwrap()],
+        "is not a regular file",
+    );
     let broken = dir.join("broken.mid");
     std::fs::write(&broken, b"MThd\0\0\0\x06\0\x01").unwrap();
     refused(

@@ -20,6 +20,9 @@
 
 use std::path::Path;
 
+/// The largest MIDI file read (64 MiB: hours of dense performance).
+pub const MAX_BYTES: u64 = 64 << 20;
+
 /// One channel message of the file at its time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimedMessage {
@@ -57,6 +60,21 @@ impl MidiFile {
     /// Reads and times the file at `path`; the error says what is wrong
     /// (missing, unreadable, not a MIDI file and what it is instead).
     pub fn read(path: &Path) -> Result<MidiFile, String> {
+        if let Ok(m) = std::fs::metadata(path) {
+            if !m.is_file() {
+                return Err(format!(
+                    "MIDI file `{}` is not a regular file (a directory, FIFO or device): give a .mid file",
+                    path.display()
+                ));
+            }
+            if m.len() > MAX_BYTES {
+                return Err(format!(
+                    "MIDI file `{}` is {} bytes: over the {MAX_BYTES} a MIDI file may be here",
+                    path.display(),
+                    m.len()
+                ));
+            }
+        }
         let bytes = std::fs::read(path).map_err(|e| {
             let what = if e.kind() == std::io::ErrorKind::NotFound {
                 "does not exist".to_string()
