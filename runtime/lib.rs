@@ -130,6 +130,12 @@
 //!   `host/record/snapshot/numbers.rs`, state ↔ records
 //!   `host/record/snapshot/codec.rs`, matching a plan and resuming
 //!   `host/record/snapshot/context.rs`).
+//! - **Control in** (`host/control/`): the messages transports send
+//!   `host/control/mod.rs`; MIDI messages onto a scene's `controls`
+//!   `host/control/midi.rs`; MIDI files as exactly timed messages
+//!   `host/control/midi_file.rs`; `render --midi` `host/offline/midi.rs`,
+//!   landing scheduled changes in offline loops `engine/feed.rs`; MIDI
+//!   ports and the `file:` port for `run` `host/live/midi.rs`.
 //! - **Measuring**: the machine and build a timing belongs to, and stored
 //!   calibrations, `host/machine/`; `bench` and `calibrate` in [`bench`].
 //! - **Command line**: [`cli::Command`] in `cli/mod.rs`; `check`

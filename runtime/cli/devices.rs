@@ -1,5 +1,5 @@
 //! `morphrt devices`: the audio outputs and inputs, and the configurations
-//! each supports.
+//! each supports; then the MIDI inputs.
 
 use crate::host::live::device::DeviceInfo;
 use crate::host::HostError;
@@ -15,6 +15,14 @@ pub fn devices(out: &mut dyn Write) -> Result<(), HostError> {
     section(&mut text, outputs, "no audio output devices");
     text.push_str("inputs (run --input-device ID):\n");
     section(&mut text, inputs, "no audio input devices");
+    text.push_str("MIDI inputs (run --midi NAME):\n");
+    match crate::host::live::midi::list_inputs() {
+        Ok(names) if names.is_empty() => text.push_str("  no MIDI inputs\n"),
+        Ok(names) => names
+            .iter()
+            .for_each(|n| text.push_str(&format!("  {n}\n"))),
+        Err(why) => text.push_str(&format!("  none: {why}\n")),
+    }
     out.write_all(text.as_bytes())
         .map_err(|e| HostError::Runtime(format!("cannot write the device list: {e}")))
 }

@@ -1,7 +1,7 @@
 //! Engine loops for offline use: exactly N frames of a plan, in blocks on
 //! the absolute grid, stopping at chosen samples, or into memory.
 
-use crate::engine::{BusRef, Engine};
+use crate::engine::{BusRef, ControlFeed, Engine};
 
 /// Runs the engine for exactly `frames` frames, calling `sink` with each block.
 pub fn run_blocks(
@@ -56,6 +56,21 @@ pub fn try_run_blocks_with_stops<E>(
     engine: &mut Engine,
     frames: u64,
     stops: &[u64],
+    at_stop: impl FnMut(&Engine) -> Result<(), E>,
+    sink: impl FnMut(BusRef<'_>) -> Result<(), E>,
+    progress: impl FnMut(u64),
+) -> Result<(), E> {
+    try_run_blocks_fed(engine, frames, stops, None, at_stop, sink, progress)
+}
+
+/// [`try_run_blocks_with_stops`] landing the control changes of `feed`
+/// at their samples on the way (a block the queue cannot hold the changes
+/// of is cut short: see [`ControlFeed`]).
+pub fn try_run_blocks_fed<E>(
+    engine: &mut Engine,
+    frames: u64,
+    stops: &[u64],
+    mut feed: Option<&mut ControlFeed>,
     mut at_stop: impl FnMut(&Engine) -> Result<(), E>,
     mut sink: impl FnMut(BusRef<'_>) -> Result<(), E>,
     mut progress: impl FnMut(u64),
@@ -80,6 +95,9 @@ pub fn try_run_blocks_with_stops<E>(
         to = to.min(end);
         if let Some(s) = stops.peek() {
             to = to.min(*s);
+        }
+        if let Some(f) = feed.as_deref_mut() {
+            to = f.push_due(engine, to);
         }
         engine.process_block((to - clock) as usize);
         sink(engine.bus())?;

@@ -31,6 +31,7 @@
 //! edits and profile switches crossfade old → new from S. One handover runs
 //! at a time; edits that arrive during a fade wait for it to end.
 
+pub use super::feed::ScriptedControl;
 use super::{device_sample, faded, stop_fade_gain, Deck, Engine, EngineState, Migration};
 use crate::dsp::fpmode::FpGuard;
 use crate::graph::{compile, CompileOptions, Plan, SeedSource};
@@ -342,18 +343,6 @@ pub struct Applied {
     pub migration: Migration,
 }
 
-/// A control change a scripted session applies at `sample`: a journal's
-/// record of one, or a MIDI file's mapped message. Its node and param are
-/// looked up in the engine playing when it lands.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScriptedControl {
-    pub sample: u64,
-    pub node: String,
-    pub param: String,
-    pub value: crate::graph::ControlValue,
-    pub ramp: u64,
-}
-
 /// Plays engines offline through the same handover steps as `run`: for
 /// renders with scripted edits and profile switches, and for replaying
 /// them.
@@ -409,26 +398,13 @@ impl Scripted {
     fn push_due(&mut self, end: u64) {
         while self.controls.front().is_some_and(|c| c.sample < end) {
             let c = self.controls.pop_front().expect("checked");
-            let engine = self.deck.engine();
-            let Some((node, param)) = engine.find_param(&c.node, &c.param) else {
-                self.control_errors.push((
-                    c.sample,
-                    format!(
-                        "no param `{}` of a node `{}` plays at sample {}",
-                        c.param, c.node, c.sample
-                    ),
-                ));
-                continue;
-            };
             self.seq += 1;
-            let r = super::ControlRecord {
-                sample: c.sample,
-                node: node as u32,
-                param: param as u16,
-                value: c.value,
-                ramp: c.ramp,
-                engine: engine.id(),
-                seq: self.seq,
+            let r = match c.resolve(self.deck.engine(), self.seq) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.control_errors.push((c.sample, e));
+                    continue;
+                }
             };
             if let Err(report) = self.deck.push_control(r) {
                 self.control_errors

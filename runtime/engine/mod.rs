@@ -11,7 +11,8 @@
 //! edges in `feedback.rs`, per-node timing in `timing.rs`, snapshots and
 //! reset in `snapshot.rs`, the audio thread's capture in parts over
 //! blocks in `capture.rs`; the offline loops (N frames, stops, into
-//! memory) in `blocks.rs`; the control side's handover steps (compile,
+//! memory) in `blocks.rs`, with control changes scheduled for them in
+//! `feed.rs`; the control side's handover steps (compile,
 //! capture, migrate, fast-forward, offer) in `incoming.rs`.
 
 mod blocks;
@@ -19,6 +20,7 @@ mod bus;
 mod capture;
 mod control;
 mod deck;
+mod feed;
 mod feedback;
 mod handover;
 pub mod incoming;
@@ -29,11 +31,14 @@ mod ring;
 mod snapshot;
 mod timing;
 
-pub use blocks::{render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_with_stops};
+pub use blocks::{
+    render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_fed, try_run_blocks_with_stops,
+};
 pub use bus::{Bus, BusRef};
 pub use capture::PART_SAMPLES;
 pub use control::{ControlRecord, ControlReport, ControlTable, Outcome, CONTROL_QUEUE};
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
+pub use feed::{ControlFeed, ScriptedControl};
 pub use handover::{Migration, Notice};
 pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};

@@ -9,6 +9,9 @@
 //! thread through a wait-free ring, and journals each change with the
 //! sample it landed on.
 
+pub mod midi;
+pub mod midi_file;
+
 use crate::engine::{ControlRecord, ControlTable};
 use crate::graph::{ControlMap, ControlValue};
 use crate::ops::ParamSpec;

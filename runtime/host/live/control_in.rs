@@ -170,7 +170,50 @@ pub struct ControlHub {
     unsaid: u64,
 }
 
+/// The channel transports send on and the mappings they read, made
+/// before the hub (ports open before the device does, so a wrong name
+/// stops `run` before anything plays); the hub takes both over.
+pub struct Transports {
+    pub sender: Sender<Message>,
+    receiver: Receiver<Message>,
+    pub mappings: Mappings,
+}
+
+impl Transports {
+    /// For a scene with these `controls` at `sample_rate` (the engine's
+    /// nodes are filled in by the hub).
+    pub fn new(controls: &[ControlMap], sample_rate: u32) -> Transports {
+        let (sender, receiver) = channel();
+        Transports {
+            sender,
+            receiver,
+            mappings: Mappings::new(Mapping {
+                controls: Arc::new(controls.to_vec()),
+                table: Arc::new(crate::engine::ControlTable::default()),
+                sample_rate,
+            }),
+        }
+    }
+}
+
 impl ControlHub {
+    /// [`ControlHub::new`] over the channel and mappings of `transports`.
+    pub fn with_transports(
+        transports: Transports,
+        link: ControlLink,
+        first: (Arc<Vec<ControlMap>>, Arc<crate::engine::ControlTable>),
+        sample_rate: u32,
+        clock: (Arc<Meters>, Instant),
+        stamped_latency: u64,
+    ) -> ControlHub {
+        let mut hub = ControlHub::new(link, first, sample_rate, clock, stamped_latency);
+        hub.tx = transports.sender;
+        hub.rx = transports.receiver;
+        transports.mappings.set((*hub.current).clone());
+        hub.mappings = transports.mappings;
+        hub
+    }
+
     /// A hub feeding `link` (the player's, taken before it went to the
     /// callback), resolving against `controls` and `table` (the first
     /// engine's) at `sample_rate`; the audio clock is read from `meters`

@@ -1,15 +1,16 @@
 //! Live: what `morphrt run` plays. The control side of a session (hot
 //! edits and profile switches), the audio callback that plays it, the
 //! control loop that watches the callback, control in (the hub every
-//! transport sends to, the OSC socket), the devices it plays through
-//! (cpal, or the clock device), the scene watcher, keys, and the tap that
-//! records what the device played.
+//! transport sends to, the OSC socket, MIDI input ports in `midi`), the
+//! devices it plays through (cpal, or the clock device), the scene
+//! watcher, keys, and the tap that records what the device played.
 
 pub mod control;
 pub mod control_in;
 pub mod device;
 pub mod input;
 pub mod keys;
+pub mod midi;
 pub mod osc_in;
 pub mod player;
 pub mod run;

@@ -1,6 +1,7 @@
 //! Offline: `render` (exactly N frames of the main bus into a WAV file,
 //! or an input's length and the scene's tail, with levels, a hash,
-//! snapshots and resumes), its audio input (`input`), the WAV writer it
+//! snapshots and resumes), its audio input (`input`), a MIDI file driving
+//! the scene's controls (`midi`), the WAV writer it
 //! streams through (`wav_out`), and `plot`, which draws a render or a WAV file (with `axes`,
 //! its ticks and labels, and `canvas`, the picture and its font).
 
@@ -8,6 +9,7 @@ pub mod axes;
 pub mod canvas;
 pub mod input;
 pub mod levels;
+pub mod midi;
 pub mod plot;
 pub mod render;
 pub mod wav_out;

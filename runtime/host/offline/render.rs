@@ -11,8 +11,9 @@
 
 use super::input::{open_input, protect, InputState, RenderInput, Tail, TAIL_MAX_S};
 use super::levels::Levels;
+use super::midi::{open_midi, protect_midi, RenderMidi};
 use super::wav_out::{Body, BodyError, Encoder, Framer};
-use crate::engine::{run_blocks, try_run_blocks_with_stops};
+use crate::engine::{run_blocks, try_run_blocks_fed, ControlFeed};
 use crate::engine::{BusRef, Engine};
 use crate::graph::{compile, CompileOptions, Plan};
 use crate::host::files::digest::hex;
@@ -104,6 +105,7 @@ pub fn render_to_wav(
             input: None,
             tail: None,
         },
+        None,
         |_| Ok(()),
     )
     .map(|(report, _)| report)
@@ -170,6 +172,7 @@ fn write_wav(
     what: &str,
     layout: &WavLayout,
     opts: &WriteOptions<'_>,
+    feed: Option<&mut ControlFeed>,
     mut at_stop: impl FnMut(&Engine) -> Result<(), HostError>,
 ) -> Result<(RenderReport, Option<Tail>), HostError> {
     let aftermath = sink.aftermath();
@@ -186,10 +189,11 @@ fn write_wav(
     let first = engine.clock();
     let start = Instant::now();
     let caught = || opts.interrupt.and_then(InterruptGuard::caught);
-    let mut result = try_run_blocks_with_stops(
+    let mut result = try_run_blocks_fed(
         engine,
         frames,
         opts.stops,
+        feed,
         |e| {
             at_stop(e).map_err(|e| match e {
                 // A signal while the snapshot was written stops the render as one between blocks.
@@ -368,6 +372,12 @@ pub struct RenderOptions {
     /// the input's length plus the scene's tail. Given once.
     #[arg(long = "input", value_name = "FILE.wav")]
     pub input: Vec<PathBuf>,
+    /// A standard MIDI file (format 0 or 1) played into the scene's MIDI
+    /// `controls`, each message at its exact sample. The render is then,
+    /// unless -d or the scene's duration says otherwise, the file's last
+    /// event plus the scene's tail. Given once.
+    #[arg(long = "midi", value_name = "FILE.mid")]
+    pub midi: Vec<PathBuf>,
 }
 
 /// The render limit in samples at `sr`.
@@ -421,7 +431,9 @@ pub fn render(
     let input = open_input(&opts.input, &plan, from_stdin, log)?;
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
-    let length = render_length(opts, &plan, snap.as_ref(), input.as_ref(), log)?;
+    let midi = open_midi(&opts.midi, &plan, start)?;
+    let midi_end = midi.as_ref().map(|m| m.end);
+    let length = render_length(opts, &plan, snap.as_ref(), input.as_ref(), midi_end, log)?;
     let warnings = warn_before_render(opts, &mut plan, start, &length, log);
     let stops = snapshot_stops(opts, sr, start, length.most(sr), log)?;
     let several = stops.len() > 1;
@@ -430,6 +442,7 @@ pub fn render(
     // output now, before any block renders.
     let mut inputs = render_inputs(opts, &plan, from_stdin);
     protect(&mut inputs, &opts.input);
+    protect_midi(&mut inputs, &opts.midi);
     let layout = wav_layout(plan.main.len(), sr, opts.format, length.least())?;
     let output = prepare_outputs(opts, &layout, &inputs, &stops, several)?;
 
@@ -447,6 +460,12 @@ pub fn render(
         engine.set_input_feed(i.feed());
     }
     let mut written = Vec::new();
+    let mut feed = midi.as_ref().map(|m| ControlFeed::new(m.changes.clone()));
+    let mut tail = length.tail(start, latency, sr);
+    if let (None, Some((t, _)), Length::Tail { input: Some(n), .. }) = (&input, &mut tail, length) {
+        // The MIDI file's end is known before the render: the tail starts there.
+        t.input_ended(n);
+    }
     let to_stdout = output.is_stdout();
     let what = output.describe();
     // Installed after a FIFO was opened (that open may wait for a reader,
@@ -465,8 +484,9 @@ pub fn render(
             stops: &stops,
             interrupt: Some(&guard),
             input: input.as_ref(),
-            tail: length.tail(start, latency, sr),
+            tail,
         },
+        feed.as_mut(),
         snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
     )?;
     drop(guard);
@@ -474,9 +494,11 @@ pub fn render(
         frames: report.frames,
         ..layout
     };
-    let length_text = input
-        .as_ref()
-        .map(|i| length_line(opts, i, tail.as_ref(), &report, sr));
+    let length_text = match (&input, &midi) {
+        (Some(i), _) => Some(length_line(opts, i, tail.as_ref(), &report, sr)),
+        (None, Some(m)) => Some(midi_lines(m, feed.as_ref(), tail.as_ref(), &report, sr)),
+        (None, None) => None,
+    };
     report_snapshots(&written, &stops, sr, log);
     report_render(
         &engine,
@@ -491,6 +513,9 @@ pub fn render(
         let mut summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
         if let (Some(i), Some(m)) = (&input, summary.as_object_mut()) {
             m.insert("input".into(), input_json(i, tail.as_ref(), &report, sr));
+        }
+        if let (Some(midi), Some(m)) = (&midi, summary.as_object_mut()) {
+            m.insert("midi".into(), midi.json(sr));
         }
         serde_json::to_string_pretty(&summary).expect("json")
     });
@@ -581,6 +606,50 @@ fn length_line(
         (None, Some(d)) => format!("{from}; length: -d {}", d.text()),
         (None, None) => format!("{from}; length: the scene's duration"),
     }
+}
+
+/// The summary's MIDI lines: what was mapped, what could not land, and
+/// the length (`-d`, the scene's duration, or the last event and the tail).
+fn midi_lines(
+    midi: &RenderMidi,
+    feed: Option<&ControlFeed>,
+    tail: Option<&Tail>,
+    report: &RenderReport,
+    sr: u32,
+) -> String {
+    let mut lines = midi.error_lines();
+    let lost = feed.map_or(&[][..], ControlFeed::errors);
+    for (at, e) in lost.iter().take(5) {
+        lines.push(format!(
+            "warning: a MIDI change at sample {at} did not land: {e}"
+        ));
+    }
+    if lost.len() > 5 {
+        lines.push(format!(
+            "warning: {} more MIDI changes did not land",
+            lost.len() - 5
+        ));
+    }
+    let s = |n: u64| n as f64 / sr as f64;
+    if let Some(n) = feed.map(ControlFeed::pending).filter(|n| *n > 0) {
+        lines.push(format!(
+            "warning: {n} MIDI changes come after the render's end and did not play (the file's last event is at {:.3} s)",
+            s(midi.end)
+        ));
+    }
+    let length = match tail {
+        Some(t) => {
+            let (to, after) = t.split(report.frames);
+            format!(
+                "; length: last event {:.3} s + tail {:.3} s",
+                s(to),
+                s(after)
+            )
+        }
+        None => String::new(),
+    };
+    lines.push(format!("{}{length}", midi.summary()));
+    lines.join("\n")
 }
 
 /// `--json`'s `input`: the file, its shape, and the length's parts.
@@ -704,6 +773,7 @@ fn render_length(
     plan: &Plan,
     snap: Option<&SnapshotFile>,
     input: Option<&RenderInput>,
+    midi_end: Option<u64>,
     log: &mut dyn Write,
 ) -> Result<Length, HostError> {
     let sr = plan.sample_rate;
@@ -727,6 +797,19 @@ fn render_length(
         });
     }
     let start = snap.map_or(0, |s| s.clock);
+    if let (None, Some(end)) = (plan.duration, midi_end) {
+        let latency = plan.latency as u64;
+        if end + latency > max_frames(sr) {
+            return Err(over_limit(
+                format!("the MIDI file (its last event at sample {end})"),
+                sr,
+            ));
+        }
+        return Ok(Length::Tail {
+            input: Some(end.saturating_sub(start)),
+            latency,
+        });
+    }
     let total = plan.duration.unwrap_or(10 * sr as u64);
     if total > max_frames(sr) {
         return Err(over_limit(
@@ -761,6 +844,9 @@ fn warn_before_render(
     let mut warnings = std::mem::take(&mut plan.warnings);
     let named = match (&opts.duration, length) {
         (Some(d), _) => format!("-d {}", d.text()),
+        (None, Length::Tail { .. }) if opts.input.is_empty() => {
+            "the MIDI file's last event and the tail".to_string()
+        }
         (None, Length::Tail { .. }) => "the input's length and the tail".to_string(),
         (None, _) if plan.duration.is_some() => "the scene's duration".to_string(),
         (None, _) => "the default length of 10 s".to_string(),

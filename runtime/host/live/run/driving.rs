@@ -67,6 +67,8 @@ pub(super) struct LiveControl {
     pub(super) hub: ControlHub,
     /// The OSC socket's thread, stopped when dropped.
     pub(super) _osc: Option<OscServer>,
+    /// MIDI ports (and files) playing in (`--midi`); dropped at the end.
+    pub(super) _midi: Vec<crate::host::live::midi::MidiInput>,
     /// Reads the keys until dropped (after everything above).
     pub(super) _keys: KeyListener,
 }
@@ -462,7 +464,7 @@ impl LiveControl {
             meters,
             signals,
             timing,
-            control_in: (hub, osc),
+            control_in: (hub, osc, midi),
         } = shared;
         let sample_rate = session.fixed().sample_rate;
         let timing = NodeTiming::new(controls.clone(), meters.clone(), timing, sample_rate);
@@ -490,6 +492,7 @@ impl LiveControl {
             input,
             hub,
             _osc: osc,
+            _midi: midi,
             _keys: keys,
         })
     }
@@ -568,7 +571,11 @@ pub(super) struct Shared {
     pub(super) signals: InterruptGuard,
     pub(super) timing: TimingLink,
     /// Control in: the hub and the OSC socket's thread, if `--osc`.
-    pub(super) control_in: (ControlHub, Option<OscServer>),
+    pub(super) control_in: (
+        ControlHub,
+        Option<OscServer>,
+        Vec<crate::host::live::midi::MidiInput>,
+    ),
 }
 
 /// Watches the scene and its resources, unless `--no-watch`; a watcher that

@@ -106,6 +106,12 @@ pub struct RunOptions {
     /// session): the scene's `controls` addresses and `/morphrt/…`.
     #[arg(long, value_name = "PORT|ADDR:PORT")]
     pub osc: Option<String>,
+    /// MIDI input played into the scene's MIDI `controls`: a port name
+    /// (or part of one; `morphrt devices` lists them), `all`, or
+    /// `file:PATH.mid` to play a MIDI file into the session in real time.
+    /// Repeatable.
+    #[arg(long = "midi", value_name = "PORT|all|file:PATH.mid")]
+    pub midi: Vec<String>,
 }
 
 /// Plays a scene until `q`, Ctrl-C or the duration ends.
@@ -118,6 +124,14 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     };
     // Where the session writes is checked before the device opens.
     let files = session_files(opts, &compiled.plan, log)?;
+    // MIDI ports open before the device, so that a wrong name stops here;
+    // what they send waits for the control hub, which takes the channel
+    // and keeps the mappings current.
+    let transports = crate::host::live::control_in::Transports::new(
+        &compiled.plan.controls,
+        compiled.plan.sample_rate,
+    );
+    let midi = open_midi_inputs(opts, &transports.mappings, &transports.sender)?;
     let mut out = open_device(opts, &mut compiled, log)?;
     // `--input FILE` wins over a capture device.
     let input = file_input(opts, &compiled.plan, log)?;
@@ -166,7 +180,8 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     );
     let link = p.control_link();
     let period = out.device.period_frames().unwrap_or(block);
-    let hub = ControlHub::new(
+    let hub = ControlHub::with_transports(
+        transports,
         link,
         (incoming.controls.clone(), incoming.table.clone()),
         sr,
@@ -186,6 +201,9 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }
         None => None,
     };
+    for m in &midi {
+        let _ = writeln!(log, "MIDI: listening on {}", m.names.join(", "));
+    }
     let tap_writer = match tap {
         Some((writer, tap)) => {
             p.set_tap(tap);
@@ -237,7 +255,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         meters: meters.clone(),
         signals,
         timing: p.timing_link(),
-        control_in: (hub, osc),
+        control_in: (hub, osc, midi),
     };
     let mut control = LiveControl::start(
         opts,
@@ -398,7 +416,7 @@ fn summary(
         }
     );
     let _ = writeln!(log, "{}", nodes_summary(control));
-    if opts.osc.is_some() || control.hub.counts.received > 0 {
+    if opts.osc.is_some() || !opts.midi.is_empty() || control.hub.counts.received > 0 {
         let _ = writeln!(log, "{}", control.hub.summary());
     }
     if let Some(rep) = tap_report {

@@ -639,3 +639,22 @@ pub(super) fn start_journal(
     }
     Ok(j)
 }
+
+/// Opens every `--midi` (ports and `file:` players), mapping through the
+/// scene's controls and sending on `sender`; the inputs stay open while
+/// the returned list lives.
+pub(super) fn open_midi_inputs(
+    opts: &RunOptions,
+    mappings: &crate::host::control::Mappings,
+    sender: &crate::host::control::Sender,
+) -> Result<Vec<crate::host::live::midi::MidiInput>, HostError> {
+    use crate::host::live::midi::{open_midi, MidiControls, MidiSpec};
+    let controls = MidiControls::Playing {
+        mappings: mappings.clone(),
+        monitor: crate::host::term::verbose(),
+    };
+    opts.midi
+        .iter()
+        .map(|m| open_midi(&MidiSpec::parse(m), &controls, sender.clone()))
+        .collect()
+}
