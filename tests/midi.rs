@@ -403,7 +403,9 @@ fn a_file_port_sends_stamped_messages_in_order() {
     let (tx, rx) = std::sync::mpsc::channel();
     let spec = MidiSpec::parse(&format!("file:{}", mid.display()));
     let c = controls();
-    let input = open_midi(&spec, &MidiControls::Fixed(&c), tx).unwrap();
+    let mut input = open_midi(&spec, &MidiControls::Fixed(&c), tx).unwrap();
+    assert_eq!(input.file_start(), None, "a file port waits for its start");
+    input.start();
     let start = input.file_start().expect("a file port");
     let got: Vec<_> = (0..3)
         .map(|_| rx.recv_timeout(Duration::from_secs(30)).expect("a message"))
@@ -453,7 +455,8 @@ fn dropping_a_file_port_stops_it_before_its_end() {
     let (tx, rx) = std::sync::mpsc::channel();
     let spec = MidiSpec::File(mid);
     let c = controls();
-    let input = open_midi(&spec, &MidiControls::Fixed(&c), tx).unwrap();
+    let mut input = open_midi(&spec, &MidiControls::Fixed(&c), tx).unwrap();
+    input.start();
     assert!(rx.recv_timeout(std::time::Duration::from_secs(30)).is_ok());
     // Joins the player's thread: this returns only if it stopped waiting.
     drop(input);
@@ -598,4 +601,80 @@ fn a_block_holding_more_changes_than_the_queue_lands_each_at_its_sample() {
         }
     }
     assert_eq!(hashes[0], hashes[1]);
+}
+
+/// A live session played by a MIDI file through `--midi file:`: each CC
+/// is heard from the sample the journal says it landed on, the monitor
+/// prints every message (the unmapped one as the entry that would map
+/// it), and the session replays bit for bit.
+#[test]
+fn a_session_played_through_a_file_port_lands_each_message_and_replays() {
+    let dir = temp_dir("midi-live");
+    let scene = dir.join("live.json");
+    std::fs::write(
+        &scene,
+        r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.0}}],
+ "outputs": {"main": "d"},
+ "controls": [{"midi": {"cc": 74}, "node": "d", "param": "value", "min": 0, "max": 0.5}]}"#,
+    )
+    .unwrap();
+    // 96 PPQ at 120 bpm (1/192 s a tick): CC 74 at 0.1 s, 0.25 s, 0.4 s,
+    // and CC 10 (mapped by nothing) at 0.5 s.
+    let mid = dir.join("take.mid");
+    let t = track(&[
+        (19, vec![0xb0, 74, 32]),
+        (29, vec![0xb0, 74, 127]),
+        (29, vec![0xb0, 74, 64]),
+        (19, vec![0xb0, 10, 5]),
+    ]);
+    std::fs::write(&mid, smf(96, &[t])).unwrap();
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("take.jsonl"));
+    let port = format!("file:{}", mid.display());
+    let o = morphrt(&[
+        "-v",
+        "run",
+        scene.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--profile",
+        "repro",
+        "--midi",
+        &port,
+        "--duration",
+        "1s",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let log = stderr(&o);
+    assert!(o.status.success(), "{log}");
+    assert!(log.contains("MIDI: listening on file:"), "{log}");
+    assert!(log.contains("cc 74 = 32 ch 1"), "{log}");
+    assert!(
+        log.contains("cc 10 = 5 ch 1 (unmapped; to map it: {\"midi\": {\"cc\": 10"),
+        "{log}"
+    );
+    let played = read_f32(&cap);
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["type"] == "control")
+        .collect();
+    assert_eq!(records.len(), 3, "{records:?}");
+    let mut last = 0.0f32;
+    for (r, cc) in records.iter().zip([32.0, 127.0, 64.0]) {
+        let at = r["at"].as_u64().unwrap() as usize;
+        let want = (0.5 * cc / 127.0) as f32;
+        // The capture is stereo (a mono bus feeds both channels).
+        assert_eq!(played[2 * (at - 1)], last, "before {at}: {log}");
+        assert!(
+            (played[2 * at] - want).abs() < 1e-6,
+            "at {at}: {} vs {want}",
+            played[2 * at]
+        );
+        last = played[2 * at];
+    }
+    common::assert_replays(&journal, &cap, &log);
 }

@@ -138,17 +138,33 @@ impl std::fmt::Debug for MidiInput {
 }
 
 impl MidiInput {
-    /// For a `file:` port: the instant its time 0 is at.
+    /// Starts a `file:` port playing (its time 0 is now): `run` calls it
+    /// once the session plays, so the file's first message is not sent
+    /// before the first block. Again: nothing. Ports play from the start.
+    pub fn start(&mut self) {
+        if let Some(f) = &mut self.file {
+            if f.start.is_none() {
+                let now = Instant::now();
+                f.start = Some(now);
+                if let Some(go) = &f.stop {
+                    let _ = go.send(now);
+                }
+            }
+        }
+    }
+
+    /// For a `file:` port that started: the instant its time 0 is at.
     pub fn file_start(&self) -> Option<Instant> {
-        self.file.as_ref().map(|f| f.start)
+        self.file.as_ref().and_then(|f| f.start)
     }
 }
 
 /// A MIDI file playing on its own thread.
 struct FilePlayer {
-    start: Instant,
-    /// Dropped to stop the thread.
-    stop: Option<mpsc::Sender<()>>,
+    /// When it started ([`MidiInput::start`]).
+    start: Option<Instant>,
+    /// Sends the start; dropped to stop the thread.
+    stop: Option<mpsc::Sender<Instant>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -185,20 +201,26 @@ pub fn open_midi(
     }
 }
 
-/// Plays `file` from now: each message sent when its instant comes.
+/// Plays `file` from its start ([`MidiInput::start`]): each message sent
+/// when its instant comes.
 fn play_file(file: MidiFile, port: String, mut mapper: Follower, sender: Sender) -> FilePlayer {
-    let (stop, stopped) = mpsc::channel::<()>();
-    let start = Instant::now();
+    let (stop, stopped) = mpsc::channel::<Instant>();
     let thread = std::thread::Builder::new()
         .name("midi-file".into())
         .spawn(move || {
+            let Ok(start) = stopped.recv() else {
+                return;
+            };
             for m in &file.messages {
                 let at = start + file.duration(m.num);
-                let wait = at.saturating_duration_since(Instant::now());
-                if wait > Duration::ZERO {
+                loop {
+                    let wait = at.saturating_duration_since(Instant::now());
+                    if wait == Duration::ZERO {
+                        break;
+                    }
                     match stopped.recv_timeout(wait) {
-                        Err(mpsc::RecvTimeoutError::Timeout) => {}
-                        _ => return,
+                        Err(mpsc::RecvTimeoutError::Timeout) | Ok(_) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     }
                 }
                 let Some(msg) = message(&mut mapper, &port, m.message(), at) else {
@@ -211,7 +233,7 @@ fn play_file(file: MidiFile, port: String, mut mapper: Follower, sender: Sender)
         })
         .ok();
     FilePlayer {
-        start,
+        start: None,
         stop: Some(stop),
         thread,
     }

@@ -68,7 +68,7 @@ pub(super) struct LiveControl {
     /// The OSC socket's thread, stopped when dropped.
     pub(super) _osc: Option<OscServer>,
     /// MIDI ports (and files) playing in (`--midi`); dropped at the end.
-    pub(super) _midi: Vec<crate::host::live::midi::MidiInput>,
+    pub(super) midi: Vec<crate::host::live::midi::MidiInput>,
     /// Reads the keys until dropped (after everything above).
     pub(super) _keys: KeyListener,
 }
@@ -293,6 +293,8 @@ impl LiveControl {
     /// Serves control in: the hub follows the engine playing, lands what
     /// arrived, and the session commands among it act as their keys do.
     fn control_in(&mut self, log: &mut dyn Write) {
+        // `file:` MIDI ports start with the session's first tick.
+        self.midi.iter_mut().for_each(|m| m.start());
         if let Some((controls, table)) = self.session.playing_controls() {
             self.hub.follow(controls, table);
         }
@@ -492,7 +494,7 @@ impl LiveControl {
             input,
             hub,
             _osc: osc,
-            _midi: midi,
+            midi,
             _keys: keys,
         })
     }
