@@ -123,10 +123,8 @@ const TWO: &str = r#"{"version": "1.0", "nodes": [
  "edges": [{"from": "d", "to": "m:in0"}, {"from": "e", "to": "m:in1"}],
  "outputs": {"main": "m"}}"#;
 
-#[test]
-fn a_controlled_param_carries_across_an_edit_unless_the_edit_changes_it() {
-    // Controlled to 0.5 at sample 300, between the capture (256) and the
-    // swap (512): the new engine takes it over at the swap.
+/// A session of `TWO` whose `d` a control sets to 0.5 at sample 300.
+fn controlled_at_300() -> Scripted {
     let mut s = Scripted::new(incoming(TWO, Profile::Strict), 1);
     s.schedule([ScriptedControl {
         sample: 300,
@@ -135,6 +133,14 @@ fn a_controlled_param_carries_across_an_edit_unless_the_edit_changes_it() {
         value: ControlValue::Number(0.5),
         ramp: 0,
     }]);
+    s
+}
+
+#[test]
+fn a_controlled_param_carries_across_an_edit_unless_the_edit_changes_it() {
+    // Controlled to 0.5 at sample 300, between the capture (256) and the
+    // swap (512): the new engine takes it over at the swap.
+    let mut s = controlled_at_300();
     s.play_to(256);
     // An edit of `e` only: `d` keeps its controlled value.
     let edited = TWO.replace("\"value\": 0.0", "\"value\": 0.125");
@@ -153,14 +159,7 @@ fn a_controlled_param_carries_across_an_edit_unless_the_edit_changes_it() {
 
     // The same, but the edit changes `d` itself: the file wins at the swap
     // (a param-only edit glides over the default 10 ms).
-    let mut s = Scripted::new(incoming(TWO, Profile::Strict), 1);
-    s.schedule([ScriptedControl {
-        sample: 300,
-        node: "d".into(),
-        param: "value".into(),
-        value: ControlValue::Number(0.5),
-        ramp: 0,
-    }]);
+    let mut s = controlled_at_300();
     s.play_to(256);
     let edited = TWO.replace("\"value\": 0.25", "\"value\": 0.375");
     s.handover_at(incoming(&edited, Profile::Strict), 256, 512, 0)
