@@ -101,13 +101,20 @@
 //!   `host/live/input/` (a file played as one `host/live/input/file.rs`, the
 //!   history handovers catch up through `host/live/input/history.rs`, its
 //!   recording beside the journal `host/live/input/record.rs`).
-//! - **Control in**: what OSC and MIDI messages ask of a session, and
-//!   how a change becomes an engine's record, `host/control/mod.rs`; OSC
-//!   packets decoded `host/control/osc.rs`; the control thread's hub every
-//!   transport sends to (resolving, the ring to the callback, the journal,
-//!   replies) `host/live/control_in.rs`; `run --osc`'s socket and thread
-//!   `host/live/osc_in.rs`; the records the engine lands at their sample
-//!   `engine/control.rs`.
+//! - **Control in** (`host/control/`): the messages transports send,
+//!   and how a change becomes an engine's record, `host/control/mod.rs`;
+//!   OSC packets decoded `host/control/osc.rs`; MIDI messages onto a
+//!   scene's `controls` `host/control/midi.rs`; MIDI files as exactly
+//!   timed messages `host/control/midi_file.rs`; `render --midi`
+//!   `host/offline/midi.rs`, landing scheduled changes in offline loops
+//!   `engine/feed.rs`; the control thread's hub every transport sends to
+//!   (resolving, the ring to the callback, the journal, replies)
+//!   `host/live/control_in.rs`; `run --osc`'s socket and thread
+//!   `host/live/osc_in.rs`; MIDI ports and the `file:` port for `run`
+//!   `host/live/midi.rs`; the records the engine lands at their sample
+//!   `engine/control.rs`; a scene's `controls` loaded
+//!   `scene/load/controls.rs`, resolved `graph/compile/controls.rs` into
+//!   the scaling of `graph/controls.rs`.
 //! - **Files** (`host/files/`): the output rules every written file obeys
 //!   `host/files/rules.rs`, carried out by the one atomic, fsynced writer
 //!   `host/files/write.rs`, with its errors `host/files/error.rs`; the lock
@@ -130,12 +137,6 @@
 //!   `host/record/snapshot/numbers.rs`, state ↔ records
 //!   `host/record/snapshot/codec.rs`, matching a plan and resuming
 //!   `host/record/snapshot/context.rs`).
-//! - **Control in** (`host/control/`): the messages transports send
-//!   `host/control/mod.rs`; MIDI messages onto a scene's `controls`
-//!   `host/control/midi.rs`; MIDI files as exactly timed messages
-//!   `host/control/midi_file.rs`; `render --midi` `host/offline/midi.rs`,
-//!   landing scheduled changes in offline loops `engine/feed.rs`; MIDI
-//!   ports and the `file:` port for `run` `host/live/midi.rs`.
 //! - **Measuring**: the machine and build a timing belongs to, and stored
 //!   calibrations, `host/machine/`; `bench` and `calibrate` in [`bench`].
 //! - **Command line**: [`cli::Command`] in `cli/mod.rs`; `check`
