@@ -354,6 +354,24 @@ fn bad_midi_files_are_refused_and_leave_nothing() {
         &["render", s, "-o", o, "--midi", broken.to_str().unwrap()],
         "damaged MIDI file",
     );
+    // Cut short anywhere (mid-track, between chunks, after the header):
+    // refused, not played in part.
+    let whole = smf(96, &[conductor(), performance_track()]);
+    for cut in [whole.len() - 3, 40, 22, 14] {
+        let short = dir.join(format!("cut-{cut}.mid"));
+        std::fs::write(&short, &whole[..cut]).unwrap();
+        refused(
+            &dir,
+            &["render", s, "-o", o, "--midi", short.to_str().unwrap()],
+            "damaged MIDI file",
+        );
+    }
+    // Standard input is not a MIDI source: said so.
+    refused(
+        &dir,
+        &["render", s, "-o", o, "--midi", "-"],
+        "a MIDI file is read from a path",
+    );
     refused(
         &dir,
         &["render", s, "-o", o, "--midi", m, "--midi", m],

@@ -60,6 +60,12 @@ impl MidiFile {
     /// Reads and times the file at `path`; the error says what is wrong
     /// (missing, unreadable, not a MIDI file and what it is instead).
     pub fn read(path: &Path) -> Result<MidiFile, String> {
+        if path == Path::new("-") {
+            return Err(
+                "a MIDI file is read from a path, not from standard input: give the .mid file's path"
+                    .to_string(),
+            );
+        }
         if let Ok(m) = std::fs::metadata(path) {
             if !m.is_file() {
                 return Err(format!(
