@@ -166,3 +166,25 @@ fn two_controls_on_one_address_warn() {
         stderr(&o)
     );
 }
+
+#[test]
+fn raw_with_a_range_is_refused_and_a_whole_range_is_warned_about() {
+    refused(
+        r#"{"osc": "/q", "node": "lp", "param": "q", "raw": true, "max": 2}"#,
+        &["`min` and `max` do not apply with `\"raw\": true`"],
+    );
+    let o = check(r#"{"osc": "/c", "node": "lp", "param": "cutoff"}"#);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the control spans `cutoff`'s whole range, 0.001 … 1000000"),
+        "{}",
+        stderr(&o)
+    );
+    let o =
+        check(r#"{"osc": "/c", "node": "lp", "param": "cutoff", "min": "1kHz", "max": "1kHz"}"#);
+    assert!(
+        stderr(&o).contains("`min` and `max` are equal"),
+        "{}",
+        stderr(&o)
+    );
+}

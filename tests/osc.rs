@@ -218,7 +218,9 @@ fn a_session_over_osc_lands_every_change_where_the_journal_says_and_replays() {
     let all = ended(child, &lines, log);
     assert!(
         all.contains(&format!(
-            "control: {} messages received; {} changes applied, 0 refused, 0 dropped; 3 malformed",
+            // Not OSC: malformed; an unknown address and a wrong type:
+            // refused.
+            "control: {} messages received; {} changes applied, 2 refused, 0 dropped; 1 malformed",
             flood + 8,
             flood + 4
         )),
@@ -489,5 +491,65 @@ fn the_backlog_is_bounded_and_what_it_drops_is_counted_and_answered() {
     assert_eq!(refused.load(Ordering::Relaxed), sent - BACKLOG);
     hub.tick(&mut log);
     assert_eq!(hub.counts.dropped, (sent - BACKLOG) as u64, "nothing more");
+    drop(player);
+}
+
+/// A bundle timetagged more than `MAX_AHEAD` ahead is refused and
+/// answered at once (a sender with a wrong clock hears why), counted as
+/// refused; one within it is held and lands.
+#[test]
+fn a_timetag_too_far_ahead_is_refused_at_once() {
+    use morphrt::host::control::{Change, Command, Message, When};
+    use morphrt::host::live::control_in::{ControlHub, MAX_AHEAD};
+    use morphrt::host::live::player::Meters;
+    use std::sync::{Arc, Mutex};
+    let incoming = morphrt::engine::incoming::Incoming::from_plan(
+        common::plan(SCENE, None, 64),
+        None,
+        Vec::new(),
+    );
+    let mut player = common::player(*incoming.engine, 64);
+    let mut hub = ControlHub::new(
+        player.control_link(),
+        (incoming.controls.clone(), incoming.table.clone()),
+        48_000,
+        (Arc::new(Meters::default()), std::time::Instant::now()),
+        0,
+    );
+    let answers: Arc<Mutex<Vec<Result<String, String>>>> = Arc::default();
+    let send = |ahead: Duration| {
+        let answers = answers.clone();
+        hub.sender()
+            .send(Message {
+                command: Ok(Command::Changes(vec![Change {
+                    node: "d".into(),
+                    param: "value".into(),
+                    value: morphrt::graph::ControlValue::Number(0.5),
+                    ramp: 0,
+                }])),
+                when: When::At(SystemTime::now() + ahead),
+                from: "test".into(),
+                reply: Some(Box::new(move |r| answers.lock().unwrap().push(r))),
+            })
+            .unwrap();
+    };
+    send(MAX_AHEAD + Duration::from_secs(3600));
+    send(Duration::from_millis(2));
+    let mut log = Vec::new();
+    hub.tick(&mut log);
+    {
+        let got = answers.lock().unwrap();
+        assert_eq!(got.len(), 1, "{got:?}");
+        let e = got[0].as_ref().unwrap_err();
+        assert!(e.contains("s ahead: at most 10 s ahead is held"), "{e}");
+    }
+    assert_eq!((hub.counts.refused, hub.counts.malformed), (1, 0));
+    // The near one lands once the audio thread plays past its sample.
+    let mut out = vec![0.0f32; 128];
+    for _ in 0..100 {
+        player.fill(&mut out);
+        hub.tick(&mut log);
+    }
+    assert_eq!(hub.counts.applied, 1, "{:?}", answers.lock().unwrap());
     drop(player);
 }

@@ -253,18 +253,21 @@ impl ControlMap {
         }
     }
 
-    /// The value an OSC argument `arg` sets: a position 0…1 (clamped), or
-    /// with `raw` a value in the param's unit.
+    /// The value an OSC argument `arg` sets: a position 0…1 (outside it:
+    /// refused, never clamped), or with `raw` a value in the param's unit.
     pub fn osc_value(&self, arg: f64) -> Result<ControlValue, String> {
         let Some(t) = &self.target else {
             return Err("this control plays a voice module, not a param".to_string());
         };
         if self.raw {
             t.raw(arg)
-        } else if arg.is_finite() {
+        } else if (0.0..=1.0).contains(&arg) {
             Ok(t.scale(arg))
         } else {
-            Err(format!("{arg} is not a finite number"))
+            Err(format!(
+                "{arg} is outside 0…1: the control maps a position 0…1 onto {} (`\"raw\": true` takes values in the param's unit)",
+                t.describe()
+            ))
         }
     }
 

@@ -248,6 +248,15 @@ fn resolve_target(
             }
         }
     };
+    if raw && (t.min.is_some() || t.max.is_some()) {
+        cx.error(
+            &t.loc,
+            Some(&t.node),
+            "`min` and `max` do not apply with `\"raw\": true`: a raw value is in the param's own unit".to_string(),
+            Some("remove `min` and `max`, or `raw` to map a position 0…1 onto them".to_string()),
+        );
+        return None;
+    }
     let min = bound(cx, &t.min, "min")?;
     let max = bound(cx, &t.max, "max")?;
     if let TargetRange::Number {
@@ -267,6 +276,36 @@ fn resolve_target(
             *hi_end = m;
         }
         *curve = t.curve.unwrap_or_default();
+        if !raw
+            && unit.is_none()
+            && min.is_none()
+            && max.is_none()
+            && *hi_end > 1000.0 * lo_end.abs().max(1.0)
+        {
+            cx.warn(
+                &t.loc,
+                Some(&t.node),
+                format!(
+                    "the control spans `{}`'s whole range, {} … {}: a position of 0.5 is {}",
+                    spec.name,
+                    lo_end,
+                    hi_end,
+                    *lo_end + 0.5 * (*hi_end - *lo_end)
+                ),
+                Some(
+                    "give the control `min` and `max` (and perhaps `\"curve\": \"exp\"`)"
+                        .to_string(),
+                ),
+            );
+        }
+        if min.is_some() && min == max {
+            cx.warn(
+                &t.loc,
+                Some(&t.node),
+                "`min` and `max` are equal: the control always sets the same value".to_string(),
+                None,
+            );
+        }
         let finite = lo_end.is_finite() && hi_end.is_finite();
         if !raw && !finite {
             cx.error(
@@ -282,7 +321,8 @@ fn resolve_target(
                 &t.loc,
                 Some(&t.node),
                 format!(
-                    "an `{}` curve needs `min` and `max` above zero (here {} … {})",
+                    "{} `{}` curve needs `min` and `max` above zero (here {} … {})",
+                    if *curve == Curve::Exp { "an" } else { "a" },
                     curve.name(),
                     lo_end,
                     hi_end

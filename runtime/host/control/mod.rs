@@ -85,6 +85,16 @@ impl std::fmt::Debug for Message {
     }
 }
 
+/// How the error of a message that could not be read at all starts (not
+/// OSC, a bundle nested too deep): counted as malformed; every other
+/// error is a refusal.
+pub const MALFORMED: &str = "malformed";
+
+/// Whether a message's error says it could not be read at all.
+pub fn is_malformed(error: &str) -> bool {
+    error.starts_with(MALFORMED)
+}
+
 /// The sending end transports hold.
 pub type Sender = std::sync::mpsc::Sender<Message>;
 

@@ -63,6 +63,9 @@ pub fn decode(bytes: &[u8], sender: &str, mapping: &Mapping) -> Vec<Decoded> {
         Ok((_, packet)) => {
             let mut out = Vec::new();
             walk(&packet, When::Now, sender, mapping, &mut out);
+            if out.is_empty() {
+                return refuse("an empty bundle: it holds no message".to_string());
+            }
             out
         }
         Err(e) => refuse(format!("malformed OSC packet: {e}")),
@@ -464,6 +467,20 @@ mod tests {
         assert!(d.command.unwrap_err().contains("takes a number"));
         let d = decode(b"\xff\x00", "h", &mapping()).remove(0);
         assert!(d.command.unwrap_err().starts_with("malformed OSC packet"));
+        // A position outside 0…1 is refused, not clamped.
+        let d = one(message("/cut", vec![OscType::Float(1.5)]));
+        assert!(d.command.unwrap_err().contains("1.5 is outside 0…1"));
+        // An empty bundle is answered: it holds nothing to do.
+        let empty = OscPacket::Bundle(OscBundle {
+            timetag: OscTime::from((0, 1)),
+            content: vec![],
+        });
+        let d = decode(&rosc::encoder::encode(&empty).unwrap(), "h", &mapping()).remove(0);
+        let e = d.command.unwrap_err();
+        assert!(
+            e.contains("an empty bundle") && !super::super::is_malformed(&e),
+            "{e}"
+        );
     }
 
     #[test]

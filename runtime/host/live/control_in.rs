@@ -41,6 +41,10 @@ use std::time::{Duration, Instant, SystemTime};
 /// finds this many waiting is dropped (counted, answered with an error).
 pub const BACKLOG: usize = 65_536;
 
+/// How far ahead a timetag may lie: a bundle further ahead is refused
+/// (answered at once), not held for the session's whole length.
+pub const MAX_AHEAD: Duration = Duration::from_secs(10);
+
 /// Times a record is resolved again after a handover made it stale
 /// before it is refused.
 const MAX_RESENDS: u32 = 8;
@@ -56,11 +60,12 @@ pub struct ControlCounts {
     pub received: u64,
     /// Param changes that landed.
     pub applied: u64,
-    /// Changes the engine playing could not take (no such node or param,
-    /// a value out of range, a node an edit removed).
+    /// Messages and changes that could not be done (an unknown address,
+    /// node or param, a wrong argument, a value out of range, a timetag
+    /// too far ahead, a node an edit removed).
     pub refused: u64,
-    /// Messages that could not be read (not OSC, an unknown address, a
-    /// wrong argument).
+    /// Messages that could not be read at all (not OSC, bundles nested
+    /// too deep).
     pub malformed: u64,
     /// Changes that found the backlog full, or had not landed when the
     /// session stopped.
@@ -369,9 +374,28 @@ impl ControlHub {
             from,
             reply,
         } = m;
+        let too_far = match (&command, when) {
+            (Ok(Command::Changes(_)), When::At(t)) => t
+                .duration_since(reading.now_wall)
+                .ok()
+                .filter(|ahead| *ahead > MAX_AHEAD),
+            _ => None,
+        };
+        let command = match too_far {
+            Some(ahead) => Err(format!(
+                "its timetag lies {:.1} s ahead: at most {} s ahead is held (is the sender's clock right?)",
+                ahead.as_secs_f64(),
+                MAX_AHEAD.as_secs()
+            )),
+            None => command,
+        };
         let changes = match command {
             Err(e) => {
-                self.counts.malformed += 1;
+                if control::is_malformed(&e) {
+                    self.counts.malformed += 1;
+                } else {
+                    self.counts.refused += 1;
+                }
                 self.refusal(&from, &e, log);
                 if let Some(r) = reply {
                     r(Err(e));

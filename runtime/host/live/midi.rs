@@ -21,10 +21,11 @@
 //! so the delivery delay of the callback does not move a message later
 //! than its fastest sibling.
 //!
-//! Messages no control maps are sent too, as an error naming the message
-//! (the control side counts them; the monitor shows the `controls` entry
-//! that would map one: [`monitor_line`]). System messages (clock, active
-//! sensing, sysex) are not sent.
+//! Messages no control maps are not sent (a controller sends plenty: a
+//! fader the scene does not use is no error); the monitor (`run -v`)
+//! prints every message, and for an unmapped one the `controls` entry
+//! that would map it ([`monitor_line`]). System messages (clock, active
+//! sensing, sysex) are not sent either.
 
 use crate::graph::ControlMap;
 use crate::host::control::midi::{control_entry, decode, describe, Mapper};
@@ -240,7 +241,7 @@ fn play_file(file: MidiFile, port: String, mut mapper: Follower, sender: Sender)
 }
 
 /// The message a MIDI message becomes, stamped `at`; `None` for a
-/// system message.
+/// system message or one no control maps.
 pub fn message(follower: &mut Follower, port: &str, bytes: &[u8], at: Instant) -> Option<Message> {
     // A system message has no channel: not sent.
     decode(bytes).0?;
@@ -255,7 +256,8 @@ pub fn message(follower: &mut Follower, port: &str, bytes: &[u8], at: Instant) -
     } else if mapped.matched {
         Ok(Command::Changes(mapped.changes))
     } else {
-        Err(format!("no control maps MIDI {what}"))
+        // A controller sends much no control maps: not an error.
+        return None;
     };
     Some(Message {
         command,

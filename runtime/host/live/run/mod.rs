@@ -131,7 +131,7 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         &compiled.plan.controls,
         compiled.plan.sample_rate,
     );
-    let midi = open_midi_inputs(opts, &transports.mappings, &transports.sender)?;
+    let midi = open_midi_inputs(opts, &transports.mappings, &transports.sender, log)?;
     let mut out = open_device(opts, &mut compiled, log)?;
     // `--input FILE` wins over a capture device.
     let input = file_input(opts, &compiled.plan, log)?;

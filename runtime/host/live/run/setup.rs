@@ -647,8 +647,20 @@ pub(super) fn open_midi_inputs(
     opts: &RunOptions,
     mappings: &crate::host::control::Mappings,
     sender: &crate::host::control::Sender,
+    log: &mut dyn Write,
 ) -> Result<Vec<crate::host::live::midi::MidiInput>, HostError> {
     use crate::host::live::midi::{open_midi, MidiControls, MidiSpec};
+    let mapped = mappings
+        .current()
+        .controls
+        .iter()
+        .any(|c| matches!(c.source, crate::graph::ControlSource::Midi(_)));
+    if !opts.midi.is_empty() && !mapped {
+        let _ = writeln!(
+            log,
+            "warning: the scene maps no MIDI (its `controls` have no `midi` source): MIDI moves nothing until an edit adds one"
+        );
+    }
     let controls = MidiControls::Playing {
         mappings: mappings.clone(),
         monitor: crate::host::term::verbose(),
