@@ -316,3 +316,25 @@ fn the_clock_device_says_what_its_xruns_are() {
         "{summary}"
     );
 }
+
+/// A profile switch moves a scene's events to its own grid (to their
+/// block under live): that is the same event, not one added in the past.
+/// An edit that moves an event by a block or more into the past is.
+#[test]
+fn events_a_switch_moves_within_a_block_are_not_added_in_the_past() {
+    use morphrt::engine::incoming::{past_events, EventKey};
+    let key = |sample: u64| EventKey {
+        node: "env".into(),
+        param: "gate",
+        sample,
+        action: "Set { value: 0.0, ramp: 0 }".into(),
+    };
+    let strict = [key(71_952), key(120_000)];
+    let live = [key(71_936), key(119_936)];
+    assert!(past_events(&live, &strict, 240_000, 128).is_empty());
+    assert!(past_events(&strict, &live, 240_000, 128).is_empty());
+    let moved = [key(71_952 - 128), key(120_000)];
+    let past = past_events(&moved, &strict, 240_000, 128);
+    assert_eq!(past.len(), 1);
+    assert_eq!(past[0].sample, 71_824);
+}

@@ -197,10 +197,38 @@ fn event_keys(plan: &Plan) -> Vec<EventKey> {
 
 /// The events of `new` that `old` did not have (an edit added or moved
 /// them) placed before `clock`, where a handover captured at `clock`
-/// starts the new engine's events: they never fire.
-pub fn past_events<'a>(new: &'a [EventKey], old: &[EventKey], clock: u64) -> Vec<&'a EventKey> {
+/// starts the new engine's events: they never fire. An event of `old`
+/// within `block` samples of one of `new` (the same node, param and
+/// action) is the same event: a profile switch moves a scene's events
+/// to their block under live, or to the nearest sample under repro.
+pub fn past_events<'a>(
+    new: &'a [EventKey],
+    old: &[EventKey],
+    clock: u64,
+    block: u64,
+) -> Vec<&'a EventKey> {
+    // By node, param and action: the samples of `old`, sorted, so that a
+    // scene of many events compares in n·log n.
+    let mut by_what: std::collections::HashMap<(&str, &str, &str), Vec<u64>> =
+        std::collections::HashMap::new();
+    for o in old {
+        by_what
+            .entry((o.node.as_str(), o.param, o.action.as_str()))
+            .or_default()
+            .push(o.sample);
+    }
+    by_what.values_mut().for_each(|v| v.sort_unstable());
+    let block = block.max(1);
+    let known = |e: &EventKey| {
+        by_what
+            .get(&(e.node.as_str(), e.param, e.action.as_str()))
+            .is_some_and(|v| {
+                let i = v.partition_point(|s| *s + block <= e.sample);
+                v.get(i).is_some_and(|s| s.abs_diff(e.sample) < block)
+            })
+    };
     new.iter()
-        .filter(|e| e.sample < clock && !old.contains(e))
+        .filter(|e| e.sample < clock && !known(e))
         .collect()
 }
 

@@ -296,12 +296,16 @@ pub fn resolve_param(
             if !(v >= min && v <= max) {
                 return Err(ParamError::invalid(
                     format!("`{}` = {v} is out of range", spec.name),
-                    Some(format!(
-                        "valid range: {} … {} {}",
-                        fmt_num(min),
-                        fmt_num(max),
-                        dim.canonical()
-                    )),
+                    Some(
+                        format!(
+                            "valid range: {} … {} {}",
+                            fmt_num(min),
+                            fmt_num(max),
+                            dim.canonical()
+                        )
+                        .trim_end()
+                        .to_string(),
+                    ),
                 ));
             }
             Ok(Value::Number(v))

@@ -274,12 +274,16 @@ impl std::fmt::Display for UnitError {
         match self {
             UnitError::Syntax(s) => f.write_str(s),
             UnitError::WrongDimension { unit, expected } => {
+                let a = |name: &str| {
+                    let an = name.starts_with(['a', 'e', 'i', 'o', 'u']);
+                    format!("{} {name}", if an { "an" } else { "a" })
+                };
                 write!(
                     f,
-                    "unit `{}` is a {}, but this param is a {}",
+                    "unit `{}` is {}, but this param is {}",
                     unit.suffix(),
-                    unit.dimension().name(),
-                    expected.name()
+                    a(unit.dimension().name()),
+                    a(expected.name())
                 )?;
                 if !expected.units().is_empty() {
                     write!(f, " (valid units: {})", expected.units().join(", "))?;

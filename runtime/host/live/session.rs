@@ -728,7 +728,7 @@ impl LiveSession {
     /// handover captured at `at`: those the edit added before it never fire.
     fn compare_events(&self, keys: Vec<EventKey>, at: u64) -> Events {
         let sr = self.fixed.sample_rate as f64;
-        let past = past_events(&keys, &self.events, at)
+        let past = past_events(&keys, &self.events, at, self.fixed.block_size as u64)
             .into_iter()
             .map(|e| {
                 format!(
