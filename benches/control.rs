@@ -4,8 +4,9 @@
 //!   the first sample carrying its value leaves the callback (a paced
 //!   audio thread, 64-frame periods, no sound card; a device adds its own
 //!   output latency on top). The socket, its thread and the control hub
-//!   are `run --osc`'s own; the control thread ticks the hub every 5 ms,
-//!   as `run`'s loop does. p50 / p99 / max over MESSAGES messages.
+//!   are `run --osc`'s own; the control thread waits for a message (5 ms
+//!   at most) and then ticks the hub, as `run`'s loop does. p50 / p99 /
+//!   max over MESSAGES messages.
 //! - **Audio-thread cost per applied message**: the callback's time per
 //!   block with N records pushed through the player's ring every block
 //!   against none, interleaved in the same run; the difference per record
@@ -134,8 +135,8 @@ fn latency(messages: usize) {
         std::thread::spawn(move || {
             let mut log = std::io::sink();
             while !stop.load(Ordering::Relaxed) {
+                hub.wait(Duration::from_millis(5));
                 hub.tick(&mut log);
-                std::thread::sleep(Duration::from_millis(5));
             }
             hub.counts
         })
@@ -173,7 +174,7 @@ fn latency(messages: usize) {
     let counts = control.join().unwrap();
     let n = ms.len();
     println!(
-        "OSC → first changed sample out of the callback, block {BLOCK} at 48 kHz, hub ticked every 5 ms: {n} of {messages} heard; p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} applied)",
+        "OSC → first changed sample out of the callback, block {BLOCK} at 48 kHz, hub woken by each message (else every 5 ms): {n} of {messages} heard; p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} applied)",
         percentile(&mut ms, 0.5),
         percentile(&mut ms, 0.99),
         percentile(&mut ms, 1.0),

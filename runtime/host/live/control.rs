@@ -85,8 +85,14 @@ impl std::error::Error for RunFailure {}
 /// What the control loop drives besides the device: hot reload, keys,
 /// profile switches. Called from the control thread, never the callback.
 pub trait Control {
-    /// Called every loop iteration (about every 10 ms).
+    /// Called every loop iteration (about every 5 ms, sooner when a
+    /// control message arrives).
     fn tick(&mut self, log: &mut dyn Write);
+    /// Waits before the next iteration: `max`, or less if there is work
+    /// (a control message) already.
+    fn wait(&mut self, max: Duration) {
+        std::thread::sleep(max);
+    }
     /// Text for the status line (the active profile, the last edit's result).
     fn status(&self) -> String {
         String::new()
@@ -128,7 +134,7 @@ pub fn run_loop_with(
 ) -> Result<RunReport, RunFailure> {
     let mut playing = Playing::open(device, player, meters, origin, cfg)?;
     loop {
-        std::thread::sleep(Duration::from_millis(5));
+        control.wait(Duration::from_millis(5));
         control.tick(log);
         let period = playing.period_s();
         let health = playing.health(period);

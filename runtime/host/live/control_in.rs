@@ -173,6 +173,8 @@ pub struct ControlHub {
     pub counts: ControlCounts,
     last_warning: Option<Instant>,
     unsaid: u64,
+    /// A message [`wait`](Self::wait) received, for the next tick.
+    early: Option<Message>,
 }
 
 /// The channel transports send on and the mappings they read, made
@@ -258,6 +260,7 @@ impl ControlHub {
             counts: ControlCounts::default(),
             last_warning: None,
             unsaid: 0,
+            early: None,
         }
     }
 
@@ -298,6 +301,11 @@ impl ControlHub {
         self.take_reports(log);
         let mut session = Vec::new();
         let reading = self.clock.read();
+        if let Some(m) = self.early.take() {
+            if let Some(c) = self.take(m, &reading, log) {
+                session.push(c);
+            }
+        }
         while let Ok(m) = self.rx.try_recv() {
             if let Some(c) = self.take(m, &reading, log) {
                 session.push(c);
@@ -305,6 +313,16 @@ impl ControlHub {
         }
         self.flush();
         session
+    }
+
+    /// Waits up to `max` for a message, so that the control loop ticks as
+    /// soon as one arrives instead of at its next 5 ms: a message then
+    /// reaches the audio thread within about a block. Returns at once if
+    /// one is waiting already.
+    pub fn wait(&mut self, max: Duration) {
+        if self.early.is_none() {
+            self.early = self.rx.recv_timeout(max).ok();
+        }
     }
 
     /// The journal records since the last call: changes where they

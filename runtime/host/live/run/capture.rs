@@ -92,6 +92,10 @@ impl Control for WithInput<'_> {
         self.control.tick(log);
     }
 
+    fn wait(&mut self, max: std::time::Duration) {
+        self.control.wait(max);
+    }
+
     fn status(&self) -> String {
         let input = match &self.capture {
             Some(c) => status_text(c.meters(), self.latency),

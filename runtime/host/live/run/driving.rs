@@ -191,6 +191,10 @@ warning: input `{}`: {late} frames came too late from the disk and were read as 
 }
 
 impl Control for LiveControl {
+    fn wait(&mut self, max: std::time::Duration) {
+        self.hub.wait(max);
+    }
+
     fn tick(&mut self, log: &mut dyn Write) {
         self.poll_signals(log);
         if let Some(rx) = &self.commands {
