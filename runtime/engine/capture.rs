@@ -76,6 +76,7 @@ impl Engine {
         st.clock = self.clock;
         st.next_event = self.next_event;
         st.engine = self.id();
+        self.voices.save_into(&mut st.voices);
         for (s, snap) in self.slots.iter().zip(st.nodes.iter_mut()) {
             snap.params.copy_from_slice(&s.params);
             snap.recovery = s.recovery;

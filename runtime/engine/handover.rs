@@ -215,6 +215,8 @@ impl Engine {
         // The captured params may carry ramps in progress.
         self.ramps_live = true;
         self.next_event = self.events.partition_point(|e| e.sample < st.clock);
+        self.voices.seek(st.clock);
+        self.voices.load(&st.voices);
         self.pending.clear();
         self.pending.at = swap_at.max(st.clock);
         // The delay lines hold the same signals whatever the profile: they

@@ -30,6 +30,7 @@ mod node;
 mod ring;
 mod snapshot;
 mod timing;
+mod voices;
 
 pub use blocks::{
     render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_fed, try_run_blocks_with_stops,
@@ -44,6 +45,7 @@ pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
+pub use voices::{Pending, Phase, PoolState, Voice, NOTE_QUEUE};
 
 pub(crate) use mix::convert;
 pub(crate) use ring::Ring;
@@ -103,6 +105,8 @@ pub struct Engine {
     inputs: input::Inputs,
     /// Control records waiting for their sample (see `control.rs`).
     controls: control::Controls,
+    /// Voice modules and their notes (see `voices.rs`).
+    voices: voices::Voices,
 }
 
 impl std::fmt::Debug for Engine {
@@ -163,7 +167,15 @@ impl Engine {
             .filter_map(|s| s.feed)
             .max()
             .map_or(0, |c| c + 1);
+        let voices = voices::Voices::new(
+            std::mem::take(&mut plan.voices),
+            std::mem::take(&mut plan.notes),
+        );
+        for (i, t) in voices.tags(slots.len()).into_iter().enumerate() {
+            slots[i].voice = t;
+        }
         Engine {
+            voices,
             inputs: input::Inputs::new(input_channels, block),
             runs,
             clock: 0,
@@ -272,8 +284,10 @@ impl Engine {
         while pos < end {
             self.apply_events(pos);
             self.apply_controls(pos);
-            // Chunks end at events and control records (sample-accurate)
-            // and are never longer than the shortest feedback delay.
+            self.apply_notes(pos);
+            // Chunks end at events, control records and notes
+            // (sample-accurate) and are never longer than the shortest
+            // feedback delay.
             let next = self
                 .events
                 .get(self.next_event)
@@ -283,6 +297,7 @@ impl Engine {
                         .next_sample()
                         .map_or(end, |s| s.clamp(pos + 1, end)),
                 )
+                .min(self.voices.next_sample().clamp(pos + 1, end))
                 .min(pos.saturating_add(self.max_chunk));
             let n = (next - pos) as usize;
             for r in 0..self.runs.len() {

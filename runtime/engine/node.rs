@@ -59,6 +59,17 @@ pub(super) struct Slot {
     pub(super) edit_ramp: u64,
     /// The session input channel an `input` node reads (its audio input 0).
     pub(super) feed: Option<usize>,
+    /// The voice the node plays in, if it is a voice module's.
+    pub(super) voice: Option<VoiceOf>,
+}
+
+/// Which voice of a voice module a slot plays in, and whether it is the
+/// voice's sound (the module's `out` node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct VoiceOf {
+    pub(super) pool: u32,
+    pub(super) voice: u32,
+    pub(super) out: bool,
 }
 
 /// Counters the engine keeps while running (read by hosts between blocks).
@@ -175,6 +186,7 @@ impl Slot {
             wiring,
             edit_ramp: pn.edit_ramp,
             feed,
+            voice: None,
         }
     }
 
@@ -227,6 +239,23 @@ impl Slot {
 
 impl Engine {
     pub(super) fn process_slot(&mut self, i: usize, start: u64, n: usize) {
+        // A free voice's nodes are not run: its sound is silence.
+        if self.slots[i].voice.is_some() && self.voice_idle(i) {
+            if self.slots[i].voice.is_some_and(|t| t.out) {
+                match &mut self.slots[i].core {
+                    Core::F32(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
+                    Core::F64(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
+                }
+            }
+            return;
+        }
+        self.run_slot(i, start, n);
+        if self.slots[i].voice.is_some_and(|t| t.out) {
+            self.voice_sound(i, start, n);
+        }
+    }
+
+    fn run_slot(&mut self, i: usize, start: u64, n: usize) {
         let (before, rest) = self.slots.split_at_mut(i);
         let slot = &mut rest[0];
         if slot.recovery.retry_due(start) {

@@ -27,6 +27,8 @@ pub struct EngineState {
     /// The [`Engine::id`] of the engine captured (0: none, e.g. read from
     /// a snapshot file): the engine migrated from it maps its nodes.
     pub engine: u64,
+    /// Each voice module's allocator: which voice plays which note.
+    pub voices: Vec<super::PoolState>,
 }
 
 /// One node's part of an [`EngineState`].
@@ -74,6 +76,7 @@ impl Engine {
         self.bus.reset();
         self.clock = 0;
         self.next_event = 0;
+        self.voices.reset();
         self.pending.clear();
     }
 
@@ -90,6 +93,7 @@ impl Engine {
             main_sig: self.main_sig,
             main_wiring: self.main_wiring,
             engine: self.id(),
+            voices: self.voices.states(),
         };
         for s in &self.slots {
             st.nodes.push(NodeSnapshot {
@@ -130,6 +134,7 @@ impl Engine {
         st.clock = self.clock;
         st.next_event = self.next_event;
         st.engine = self.id();
+        self.voices.save_into(&mut st.voices);
         self.bus.save_into(&mut st.main);
         for (s, snap) in self.slots.iter().zip(st.nodes.iter_mut()) {
             match &s.core {

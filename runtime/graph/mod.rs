@@ -15,7 +15,10 @@ pub mod controls;
 mod report;
 pub mod schema;
 
-pub use compile::{compile, CompileOptions, MAX_MAIN_CHANNELS};
+pub use compile::{
+    compile, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS,
+    MAX_MAIN_CHANNELS,
+};
 pub use controls::{ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange};
 pub use report::{
     check_json, check_table, check_warnings, deadline_risks, estimated_rtf, events_after_end,
@@ -92,6 +95,79 @@ pub struct PlanEvent {
     pub loc: crate::scene::Loc,
 }
 
+/// A voice module (`"voices": N`), compiled: its voices' nodes by schedule
+/// index and what a note drives. A voice's node `k` is the template's `k`th
+/// node (declaration order); its copy for voice `v` has the id `id#v`, which
+/// is also the id its noise is keyed by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VoicePool {
+    pub module: String,
+    /// The template's node ids, in declaration order.
+    pub template: Vec<String>,
+    /// Per voice, the schedule index of each template node.
+    pub nodes: Vec<Vec<usize>>,
+    /// The template node whose outputs are a voice's sound.
+    pub out: usize,
+    /// (template node, param index) a note's pitch (Hz), gate (1 while
+    /// held, 0 after) and velocity (0…1) set.
+    pub pitch: Option<(usize, usize)>,
+    pub gate: Option<(usize, usize)>,
+    pub velocity: Option<(usize, usize)>,
+    /// The template node whose silence after the gate closes frees a voice
+    /// at once (otherwise: the voice's sound stays below
+    /// [`VOICE_SILENCE`] for `free_after` samples).
+    pub release_end: Option<usize>,
+    /// Samples a stolen voice fades out over before its new note starts.
+    pub steal_fade: u64,
+    /// Samples of silence after the gate closes that free a voice.
+    pub free_after: u64,
+    /// A repeated note plays on the voice that holds it.
+    pub reuse_same_note: bool,
+}
+
+/// −100 dBFS: a released voice whose sound stays below this is free.
+pub const VOICE_SILENCE: f64 = 1e-5;
+
+/// A note for a voice module, placed on the sample clock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlanNote {
+    pub sample: u64,
+    /// Index into [`Plan::voices`].
+    pub pool: usize,
+    pub action: NoteAction,
+}
+
+/// What a note does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NoteAction {
+    /// A note starts. `key` says which note it is (the bits of its pitch
+    /// in Hz), for its note-off and a repeat; `tag` (not 0) ties it to the
+    /// note-off its `duration` placed.
+    On {
+        key: u64,
+        tag: u64,
+        pitch_hz: f64,
+        velocity: f64,
+    },
+    /// The note `key` ends (tag 0: whichever voice holds it; otherwise
+    /// only the voice the note with that tag started).
+    Off { key: u64, tag: u64 },
+    /// The sustain pedal goes down (true) or up.
+    Sustain(bool),
+}
+
+impl NoteAction {
+    /// The order of notes on one sample: note-offs, then the pedal, then
+    /// note-ons (each kind in the order given).
+    pub fn rank(&self) -> u8 {
+        match self {
+            NoteAction::Off { .. } => 0,
+            NoteAction::Sustain(_) => 1,
+            NoteAction::On { .. } => 2,
+        }
+    }
+}
+
 /// The seed the session runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SeedSource {
@@ -131,6 +207,11 @@ pub struct Plan {
     pub events: Vec<PlanEvent>,
     /// The scene's `controls`, resolved (in file order).
     pub controls: Vec<ControlMap>,
+    /// Voice modules, in the scene's module order.
+    pub voices: Vec<VoicePool>,
+    /// The scene's notes, sorted by sample, then [`NoteAction::rank`],
+    /// then file order.
+    pub notes: Vec<PlanNote>,
     /// Samples over which a structural edit or profile switch crossfades.
     pub crossfade: u64,
     /// Every resource reference (`@resource:NAME`) and the file it read.

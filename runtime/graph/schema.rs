@@ -257,6 +257,31 @@ fn module_field(key: &str) -> Option<Value> {
         "profile" => json!({ "enum": PROFILES, "description": "Pins every node of the module." }),
         "profile_overrides" => json!({ "$ref": "#/$defs/profile_overrides" }),
         "nodes" => json!({ "type": "array", "items": { "$ref": "#/$defs/node" } }),
+        "voices" => json!({
+            "type": "integer", "minimum": 1, "maximum": crate::scene::MAX_VOICES,
+            "description": "Makes the module a voice template played by notes: its nodes are instantiated this many times."
+        }),
+        "note" => json!({
+            "type": "object",
+            "properties": {
+                "pitch": { "type": "string", "description": "`node.param` a note's pitch (Hz) sets." },
+                "gate": { "type": "string", "description": "`node.param` set to 1 while the note is held, 0 after." },
+                "velocity": { "type": "string", "description": "`node.param` a note's velocity (0…1) sets." }
+            },
+            "description": "What a note drives, each `node.param` of the module's nodes."
+        }),
+        "out" => {
+            json!({ "$ref": "#/$defs/id", "description": "The node whose outputs are a voice's sound (default: the module's last node)." })
+        }
+        "release_end" => {
+            json!({ "$ref": "#/$defs/id", "description": "A node whose output going silent after the gate closes frees the voice at once." })
+        }
+        "steal_fade" => {
+            json!({ "$ref": "#/$defs/time", "description": "How long a stolen voice fades out before its new note (default 5ms, at most 1s)." })
+        }
+        "same_note" => {
+            json!({ "enum": ["reuse", "new"], "description": "A repeated note plays on the voice that holds it (`reuse`, default) or takes another (`new`)." })
+        }
         _ => return None,
     })
 }

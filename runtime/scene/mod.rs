@@ -19,8 +19,8 @@ pub use load::{load_file, load_str, read_scene_text};
 /// The loader's field lists and limits, which `morphrt schema` describes.
 pub use load::{
     CONTROL_KEYS, DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
-    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TARGET_KEYS,
-    TOP_KEYS, TOP_LEVEL_SETTINGS,
+    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, NOTE_EVENT_KEYS, NOTE_KEYS, PRECISIONS,
+    PROFILES, TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
 pub use units::{seed_arg, Dimension, Quantity, Rational, TimeArg, TimeSpec, Unit};
 
@@ -90,6 +90,71 @@ pub struct ModuleDecl {
     /// The module's `profile` merged with its `profile_overrides`, if any.
     pub overrides: Overrides,
     pub loc: Loc,
+    /// `"voices": N`: the module is a voice template played by notes.
+    pub voices: Option<VoicesDecl>,
+}
+
+/// A voice module's settings (`scenes/README.md`, *Voices*): how many
+/// voices, what a note drives, which node's outputs are the voice's sound,
+/// and how a voice is stolen and freed.
+#[derive(Clone, Debug)]
+pub struct VoicesDecl {
+    /// 1…[`MAX_VOICES`].
+    pub count: usize,
+    pub count_loc: Loc,
+    /// `note.pitch`, `note.gate`, `note.velocity`: `"node.param"` each.
+    pub pitch: Option<NoteTarget>,
+    pub gate: Option<NoteTarget>,
+    pub velocity: Option<NoteTarget>,
+    /// `"out"`: the node whose outputs are a voice's sound (default: the
+    /// module's last node).
+    pub out: Option<(String, Loc)>,
+    /// `"release_end"`: a node whose output reaching silence after the
+    /// gate closes frees the voice at once.
+    pub release_end: Option<(String, Loc)>,
+    /// `"steal_fade"`: how long a stolen voice fades out (default 5 ms).
+    pub steal_fade: Option<(TimeSpec, Loc)>,
+    /// `"same_note"`: `reuse` (default) plays a repeated note on the voice
+    /// that already holds it; `new` takes another voice.
+    pub reuse_same_note: bool,
+}
+
+/// The most voices a module may have.
+pub const MAX_VOICES: usize = 256;
+
+/// A `"node.param"` a note drives.
+#[derive(Clone, Debug)]
+pub struct NoteTarget {
+    pub node: String,
+    pub param: String,
+    pub loc: Loc,
+}
+
+/// A note event: `{"time", "module", "note", "velocity", "duration"}`, a
+/// note-off (`"off": true`) or the sustain pedal (`"sustain": true|false`).
+#[derive(Clone, Debug)]
+pub struct NoteEventDecl {
+    pub time: TimeSpec,
+    pub module: String,
+    pub kind: NoteKind,
+    /// Position in the file's `events` array.
+    pub index: usize,
+    pub loc: Loc,
+}
+
+/// What a note event does.
+#[derive(Clone, Debug)]
+pub enum NoteKind {
+    /// A note starts; with a `duration` it ends by itself.
+    On {
+        pitch: RawValue,
+        velocity: f64,
+        duration: Option<TimeSpec>,
+    },
+    /// The note `pitch` ends.
+    Off { pitch: RawValue },
+    /// The sustain pedal goes down (true) or up.
+    Sustain(bool),
 }
 
 #[derive(Clone, Debug)]
@@ -252,6 +317,8 @@ pub struct Scene {
     pub outputs: Vec<OutputBus>,
     pub outputs_loc: Option<Loc>,
     pub events: Vec<EventDecl>,
+    /// The `events` that play a voice module (with `module`).
+    pub notes: Vec<NoteEventDecl>,
     /// `controls`: OSC and MIDI sources mapped onto params.
     pub controls: Vec<ControlDecl>,
     pub edit: EditConfig,

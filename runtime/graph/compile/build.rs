@@ -228,6 +228,8 @@ pub(super) fn assemble(
         latency: bus_latency,
         events,
         controls,
+        voices: Vec::new(),
+        notes: Vec::new(),
         crossfade: timing.crossfade,
         resources: cx.resources,
         warnings: cx.warnings,

@@ -36,6 +36,7 @@ mod events;
 mod gates;
 mod nodes;
 mod outputs;
+mod voices;
 
 use super::{Plan, SeedSource};
 use crate::ops::{OpSpec, Value};
@@ -51,6 +52,7 @@ pub use outputs::MAX_MAIN_CHANNELS;
 use outputs::{choose_seed, resolve_outputs};
 use std::collections::HashMap;
 use std::path::PathBuf;
+pub use voices::{note_hz, voice_node_id, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS};
 
 /// Settings from the command line that override the scene.
 #[derive(Clone, Debug, Default)]
@@ -182,6 +184,18 @@ struct Session {
 /// problem up to the events is collected before anything is built, so one
 /// run reports them all; nodes are built only for a valid graph.
 pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnostic>> {
+    let Some((expanded, layout)) = voices::expand(scene)? else {
+        return compile_expanded(scene, opts);
+    };
+    let mut plan = compile_expanded(&expanded, opts).map_err(voices::fold)?;
+    plan.warnings = voices::fold(std::mem::take(&mut plan.warnings));
+    plan.voices = voices::resolve(&layout, &plan);
+    plan.notes = voices::place_notes(scene, &plan)?;
+    Ok(plan)
+}
+
+/// [`compile`] of a scene whose voice modules are expanded (pass 0).
+fn compile_expanded(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnostic>> {
     let mut cx = Ctx {
         scene,
         errors: Vec::new(),

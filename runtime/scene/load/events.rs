@@ -3,15 +3,166 @@
 use super::read::{valid_id, ID_HELP};
 use super::Loader;
 use crate::scene::pos::child_key;
-use crate::scene::EventDecl;
+use crate::scene::{EventDecl, NoteEventDecl, NoteKind};
 use serde_json::Value;
 
 pub const EVENT_KEYS: [&str; 5] = ["time", "node", "param", "value", "ramp"];
+/// The keys of a note event (one that names a `module`).
+pub const NOTE_EVENT_KEYS: [&str; 7] = [
+    "time", "module", "note", "velocity", "duration", "off", "sustain",
+];
+
+/// What a note event's `note` may be.
+const NOTE_HELP: &str = "`note` is a MIDI note number (60 is middle C, fractions are microtones) or a frequency such as \"440Hz\"";
 
 impl Loader<'_> {
-    /// `events`, each with its position in the array.
-    pub(super) fn events(&mut self, v: &Value, p: &str, events: &mut Vec<EventDecl>) {
-        self.items(v, p, "events", events, Self::event);
+    /// `events`, each with its position in the array: those that name a
+    /// `module` are notes, the others param changes.
+    pub(super) fn events(
+        &mut self,
+        v: &Value,
+        p: &str,
+        events: &mut Vec<EventDecl>,
+        notes: &mut Vec<NoteEventDecl>,
+    ) {
+        let mut all: Vec<Result<EventDecl, NoteEventDecl>> = Vec::new();
+        self.items(v, p, "events", &mut all, |l, x, xp, i| {
+            if x.get("module").is_some() && x.get("node").is_none() {
+                l.note_event(x, xp, i).map(Err)
+            } else {
+                l.event(x, xp, i).map(Ok)
+            }
+        });
+        for e in all {
+            match e {
+                Ok(e) => events.push(e),
+                Err(n) => notes.push(n),
+            }
+        }
+    }
+
+    /// A note event: a note (`note`, `velocity`, `duration`), a note-off
+    /// (`note` and `"off": true`) or the sustain pedal (`"sustain"`).
+    fn note_event(&mut self, v: &Value, path: &str, index: usize) -> Option<NoteEventDecl> {
+        let obj = self.object(v, path, "event", None)?;
+        self.unknown_fields(obj, path, &NOTE_EVENT_KEYS, "a note event", None);
+        let time = self
+            .required(obj, path, "time", "event", None)
+            .and_then(|t| self.time(t, &child_key(path, "time"), "time", None));
+        let mp = child_key(path, "module");
+        let module = obj.get("module").and_then(|m| {
+            let s = self.string(m, &mp, "module", None)?;
+            if valid_id(s) {
+                Some(s.to_string())
+            } else {
+                self.error(
+                    &mp,
+                    None,
+                    format!("`{s}` is not a valid module id"),
+                    ID_HELP.to_string(),
+                );
+                None
+            }
+        });
+        let off = match obj.get("off") {
+            None => Some(false),
+            Some(b) => self.boolean(b, &child_key(path, "off"), "off", None),
+        };
+        let kind = if let Some(s) = obj.get("sustain") {
+            for key in ["note", "velocity", "duration", "off"] {
+                if obj.contains_key(key) {
+                    self.error(
+                        &child_key(path, key),
+                        None,
+                        format!("a sustain event has no `{key}`"),
+                        "give the pedal (`\"sustain\": true` or `false`) and the notes in events of their own".to_string(),
+                    );
+                }
+            }
+            self.boolean(s, &child_key(path, "sustain"), "sustain", None)
+                .map(NoteKind::Sustain)
+        } else {
+            let pitch = match obj.get("note") {
+                None => {
+                    self.error(
+                        path,
+                        None,
+                        "a note event has no `note`",
+                        format!("{NOTE_HELP}; or give `\"sustain\": true|false` for the pedal"),
+                    );
+                    None
+                }
+                Some(n @ (Value::Number(_) | Value::String(_))) => {
+                    Some(self.raw(n, &child_key(path, "note")))
+                }
+                Some(n) => {
+                    let found = self.found(n, &child_key(path, "note"));
+                    self.error(
+                        &child_key(path, "note"),
+                        None,
+                        format!("`note` must be a number or a frequency, found {found}"),
+                        NOTE_HELP.to_string(),
+                    );
+                    None
+                }
+            };
+            if off == Some(true) {
+                for key in ["velocity", "duration"] {
+                    if obj.contains_key(key) {
+                        self.error(
+                            &child_key(path, key),
+                            None,
+                            format!("a note-off has no `{key}`"),
+                            "remove it, or remove `\"off\": true` to start the note".to_string(),
+                        );
+                    }
+                }
+                pitch.map(|pitch| NoteKind::Off { pitch })
+            } else {
+                let velocity = match obj.get("velocity") {
+                    None => Some(1.0),
+                    Some(x) => {
+                        let vp = child_key(path, "velocity");
+                        match super::read::numeric(x).as_f64() {
+                            Some(f) if (0.0..=1.0).contains(&f) => Some(f),
+                            _ => {
+                                let found = self.found(x, &vp);
+                                self.error(
+                                    &vp,
+                                    None,
+                                    format!(
+                                        "`velocity` must be a number from 0 to 1, found {found}"
+                                    ),
+                                    "1 is the loudest; MIDI velocity v is v/127".to_string(),
+                                );
+                                None
+                            }
+                        }
+                    }
+                };
+                let duration = match obj.get("duration") {
+                    None => Some(None),
+                    Some(d) => self
+                        .time(d, &child_key(path, "duration"), "duration", None)
+                        .map(Some),
+                };
+                match (pitch, velocity, duration) {
+                    (Some(pitch), Some(velocity), Some(duration)) => Some(NoteKind::On {
+                        pitch,
+                        velocity,
+                        duration,
+                    }),
+                    _ => None,
+                }
+            }
+        };
+        Some(NoteEventDecl {
+            time: time?,
+            module: module?,
+            kind: kind?,
+            index,
+            loc: self.pos.loc(path),
+        })
     }
 
     fn event(&mut self, v: &Value, path: &str, index: usize) -> Option<EventDecl> {

@@ -33,8 +33,8 @@ mod top;
 pub use config::{FFT_NORMS, MAX_ITERATIONS, PRECISIONS, TOP_LEVEL_SETTINGS};
 pub use controls::{CONTROL_KEYS, MIDI_KEYS, TARGET_KEYS};
 pub use edges::EDGE_KEYS;
-pub use events::EVENT_KEYS;
-pub use nodes::{MODULE_KEYS, NODE_KEYS};
+pub use events::{EVENT_KEYS, NOTE_EVENT_KEYS};
+pub use nodes::{MODULE_KEYS, NODE_KEYS, NOTE_KEYS};
 pub use read::PROFILES;
 pub use top::{DEFAULT_SAMPLE_RATE, EDIT_KEYS, MAX_SAMPLE_RATE, TOP_KEYS};
 

@@ -7,17 +7,44 @@ use super::read::{valid_id, ID_HELP};
 use super::Loader;
 use crate::profile::Overrides;
 use crate::scene::pos::{child_index, child_key};
-use crate::scene::{Loc, ModuleDecl, NodeDecl, Param, Scene};
+use crate::scene::{Loc, ModuleDecl, NodeDecl, NoteTarget, Param, Scene, VoicesDecl, MAX_VOICES};
 use serde_json::Value;
 use std::collections::HashMap;
 
 pub const NODE_KEYS: [&str; 5] = ["id", "op", "params", "profile_overrides", "ramp"];
-pub const MODULE_KEYS: [&str; 4] = ["id", "profile", "profile_overrides", "nodes"];
+pub const MODULE_KEYS: [&str; 10] = [
+    "id",
+    "profile",
+    "profile_overrides",
+    "nodes",
+    "voices",
+    "note",
+    "out",
+    "release_end",
+    "steal_fade",
+    "same_note",
+];
+/// The keys of a voice module's `note` map.
+pub const NOTE_KEYS: [&str; 3] = ["pitch", "gate", "velocity"];
 
 /// A module's keys, and `modules`, which is refused with its own error
 /// rather than warned about as unknown.
-const MODULE_KEYS_AND_NESTED: [&str; 5] =
-    ["id", "profile", "profile_overrides", "nodes", "modules"];
+const MODULE_KEYS_AND_NESTED: [&str; 11] = [
+    "id",
+    "profile",
+    "profile_overrides",
+    "nodes",
+    "voices",
+    "note",
+    "out",
+    "release_end",
+    "steal_fade",
+    "same_note",
+    "modules",
+];
+
+/// The keys only a voice module (one with `voices`) may have.
+const VOICE_ONLY_KEYS: [&str; 5] = ["note", "out", "release_end", "steal_fade", "same_note"];
 
 impl Loader<'_> {
     /// The top-level `nodes` (outside any module).
@@ -40,6 +67,7 @@ impl Loader<'_> {
                 id: String::new(),
                 overrides: Overrides::default(),
                 loc: self.pos.loc(&mp),
+                voices: None,
             };
             match obj.get("id") {
                 None => self.error(
@@ -102,6 +130,7 @@ impl Loader<'_> {
             }
             ov.profile = ov.profile.or(profile);
             module.overrides = ov;
+            module.voices = self.voices(obj, &mp, &context);
             let index = scene.modules.len();
             scene.modules.push(module);
             match obj.get("nodes") {
@@ -119,6 +148,113 @@ impl Loader<'_> {
                 }
             }
         }
+    }
+
+    /// A module's voice settings: `None` for a module without `voices`
+    /// (whose voice-only keys are errors), or when `voices` is invalid.
+    fn voices(
+        &mut self,
+        obj: &serde_json::Map<String, Value>,
+        mp: &str,
+        context: &str,
+    ) -> Option<VoicesDecl> {
+        let Some(v) = obj.get("voices") else {
+            for key in VOICE_ONLY_KEYS {
+                if obj.contains_key(key) {
+                    self.error(
+                        &child_key(mp, key),
+                        None,
+                        format!("{context} has `{key}` but no `voices`"),
+                        "a voice module says how many voices it plays: add `\"voices\": 8` (1 to 256), or remove the key".to_string(),
+                    );
+                }
+            }
+            return None;
+        };
+        let vp = child_key(mp, "voices");
+        let count = self.int(v, &vp, "voices", 1, MAX_VOICES as u64, None);
+        let target = |l: &mut Self, key: &str, np: &str, x: &Value| -> Option<NoteTarget> {
+            let tp = child_key(np, key);
+            let s = l.string(x, &tp, key, None)?;
+            match s.split_once('.') {
+                Some((n, p)) if valid_id(n) && !p.is_empty() && valid_id(p) => Some(NoteTarget {
+                    node: n.to_string(),
+                    param: p.to_string(),
+                    loc: l.pos.loc(&tp),
+                }),
+                _ => {
+                    l.error(
+                        &tp,
+                        None,
+                        format!("`note.{key}` must be \"node.param\", found \"{s}\""),
+                        "name a node of the module and its param, e.g. \"osc.freq\" or \"env.gate\"".to_string(),
+                    );
+                    None
+                }
+            }
+        };
+        let (mut pitch, mut gate, mut velocity) = (None, None, None);
+        if let Some(n) = obj.get("note") {
+            let np = child_key(mp, "note");
+            if let Some(m) = self.object(n, &np, "note", None) {
+                self.unknown_fields(m, &np, &NOTE_KEYS, "a note map", None);
+                if let Some(x) = m.get("pitch") {
+                    pitch = target(self, "pitch", &np, x);
+                }
+                if let Some(x) = m.get("gate") {
+                    gate = target(self, "gate", &np, x);
+                }
+                if let Some(x) = m.get("velocity") {
+                    velocity = target(self, "velocity", &np, x);
+                }
+            }
+        }
+        let node_key = |l: &mut Self, key: &str| -> Option<(String, Loc)> {
+            let x = obj.get(key)?;
+            let kp = child_key(mp, key);
+            let s = l.string(x, &kp, key, None)?;
+            if valid_id(s) {
+                Some((s.to_string(), l.pos.loc(&kp)))
+            } else {
+                l.error(
+                    &kp,
+                    None,
+                    format!("`{key}` must name a node of the module, found \"{s}\""),
+                    ID_HELP.to_string(),
+                );
+                None
+            }
+        };
+        let out = node_key(self, "out");
+        let release_end = node_key(self, "release_end");
+        let steal_fade = obj.get("steal_fade").and_then(|x| {
+            let fp = child_key(mp, "steal_fade");
+            self.time(x, &fp, "steal_fade", None)
+                .map(|t| (t, self.pos.loc(&fp)))
+        });
+        let reuse_same_note = match obj.get("same_note") {
+            None => true,
+            Some(x) => {
+                self.choice(
+                    x,
+                    &child_key(mp, "same_note"),
+                    "same_note",
+                    &["reuse", "new"],
+                    None,
+                ) != Some("new")
+            }
+        };
+        Some(VoicesDecl {
+            count: count? as usize,
+            count_loc: self.pos.loc(&vp),
+            pitch,
+            gate,
+            velocity,
+            out,
+            release_end,
+            steal_fade,
+            reuse_same_note,
+        })
     }
 
     /// A module's own `modules` (at `path`): an error, as modules do not

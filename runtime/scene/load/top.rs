@@ -55,6 +55,7 @@ fn empty_scene(file: &str, dir: Option<PathBuf>) -> Scene {
         outputs: Vec::new(),
         outputs_loc: None,
         events: Vec::new(),
+        notes: Vec::new(),
         controls: Vec::new(),
         edit: EditConfig::default(),
         warnings: Vec::new(),
@@ -111,7 +112,7 @@ impl Loader<'_> {
                 "edges" => self.edges(v, p, &mut scene.edges),
                 "outputs" => self.outputs(v, p, &mut scene),
                 "edit" => scene.edit = self.edit(v, p),
-                "events" => self.events(v, p, &mut scene.events),
+                "events" => self.events(v, p, &mut scene.events, &mut scene.notes),
                 "controls" => self.controls(v, p, &mut scene.controls),
                 "$schema" => {} // for editors: which JSON Schema validates the file
                 _ => {}         // warned above

@@ -152,6 +152,7 @@ impl SnapshotFile {
             main_sig: self.main.sig,
             main_wiring: self.main.wiring,
             engine: 0,
+            voices: Vec::new(),
         })
     }
 

@@ -1,0 +1,624 @@
+//! Voice modules at run time: which voice plays which note, and what a
+//! voice costs when it plays none.
+//!
+//! **The rules** (the same under every profile, counted in samples alone):
+//! - Notes on one sample are taken note-offs first, then the sustain pedal,
+//!   then note-ons, each kind in the order it came (file order for the
+//!   scene's events, arrival order for MIDI and OSC).
+//! - A note-on takes, in this order: the voice that holds or releases the
+//!   same note (unless the module says `"same_note": "new"`); else the free
+//!   voice of lowest index; else it steals the voice released longest ago;
+//!   else the voice held longest. A stolen voice fades out linearly over
+//!   the module's `steal_fade` (5 ms by default) and then starts the new
+//!   note from a clean state. A repeated note on a released voice starts
+//!   again from where the voice is (its gate opens again), without a fade.
+//! - Starting a note resets the voice's nodes (their params keep what the
+//!   scene, its events and its controls made them) and then sets the
+//!   note's pitch (Hz), gate (1) and velocity (0…1) params.
+//! - A note-off closes the gate, unless the pedal is down: the note is then
+//!   held until the pedal comes up.
+//! - A released voice is free once its sound has stayed below −100 dBFS
+//!   for [`FREE_AFTER_MS`](crate::graph::FREE_AFTER_MS) (or, with
+//!   `release_end`, once that node's output is that quiet): its sound ends
+//!   there, sample-exactly, and its nodes are not run again until it plays
+//!   another note. A free voice costs nothing.
+
+use super::node::{Core, Slot, Typed, VoiceOf};
+use super::Engine;
+use crate::dsp::Sample;
+use crate::graph::{NoteAction, PlanNote, VoicePool, VOICE_SILENCE};
+use crate::ops::ParamState;
+use std::collections::VecDeque;
+
+/// Notes from outside (OSC, MIDI) that may wait at once for their sample.
+pub const NOTE_QUEUE: usize = 1024;
+
+/// Where a voice is in its life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    /// Silent and not run.
+    #[default]
+    Free,
+    /// Its note is held (gate open).
+    Held,
+    /// Its note ended (gate closed); it sounds until it is quiet.
+    Released,
+    /// Fading out to start another note at `restart_at`.
+    Stealing,
+}
+
+/// A note waiting for a stolen voice to fade out.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pending {
+    pub key: u64,
+    pub tag: u64,
+    pub pitch_hz: f64,
+    pub velocity: f64,
+    /// Its note-off came before it started: the voice goes free instead.
+    pub cancelled: bool,
+}
+
+/// One voice's allocator state.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Voice {
+    pub phase: Phase,
+    /// The note it plays (the bits of its pitch in Hz) and its tag.
+    pub key: u64,
+    pub tag: u64,
+    /// When its note started and when it was released, as the pool's
+    /// note count: smaller is older.
+    pub started: u64,
+    pub released: u64,
+    /// Its note-off came while the pedal was down.
+    pub sustained: bool,
+    /// Samples its sound has been quiet since it was released.
+    pub quiet: u64,
+    /// While stealing: the sample its next note starts at.
+    pub restart_at: u64,
+    pub next: Pending,
+}
+
+/// A voice module's allocator state, as snapshots and handovers carry it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolState {
+    pub module: String,
+    pub voices: Vec<Voice>,
+    pub sustain: bool,
+    /// Notes started so far (the age counter).
+    pub seq: u64,
+    /// Notes lost because every voice was already fading out for another.
+    pub dropped: u64,
+}
+
+/// A voice module in the engine.
+pub(super) struct Pool {
+    pub(super) plan: VoicePool,
+    pub(super) state: PoolState,
+    /// Voices fading out (so a chunk looks for restarts only then).
+    stealing: usize,
+}
+
+/// The engine's voice modules and their notes.
+pub(super) struct Voices {
+    pub(super) pools: Vec<Pool>,
+    /// The plan's notes, by sample, and the next one due.
+    notes: Vec<PlanNote>,
+    next: usize,
+    /// Notes from outside, in arrival order (preallocated).
+    incoming: VecDeque<PlanNote>,
+}
+
+impl Voices {
+    pub(super) fn new(pools: Vec<VoicePool>, notes: Vec<PlanNote>) -> Voices {
+        let queue = if pools.is_empty() { 0 } else { NOTE_QUEUE };
+        Voices {
+            pools: pools
+                .into_iter()
+                .map(|plan| Pool {
+                    state: PoolState {
+                        module: plan.module.clone(),
+                        voices: vec![Voice::default(); plan.nodes.len()],
+                        ..PoolState::default()
+                    },
+                    plan,
+                    stealing: 0,
+                })
+                .collect(),
+            notes,
+            next: 0,
+            incoming: VecDeque::with_capacity(queue),
+        }
+    }
+
+    /// Each slot's voice, by schedule index.
+    pub(super) fn tags(&self, slots: usize) -> Vec<Option<VoiceOf>> {
+        let mut tags = vec![None; slots];
+        for (p, pool) in self.pools.iter().enumerate() {
+            for (v, nodes) in pool.plan.nodes.iter().enumerate() {
+                for (k, &i) in nodes.iter().enumerate() {
+                    tags[i] = Some(VoiceOf {
+                        pool: p as u32,
+                        voice: v as u32,
+                        out: k == pool.plan.out,
+                    });
+                }
+            }
+        }
+        tags
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.pools.is_empty()
+    }
+
+    /// The next sample at which something is due: a note or a stolen
+    /// voice's restart (`u64::MAX`: none).
+    pub(super) fn next_sample(&self) -> u64 {
+        let mut next = self.notes.get(self.next).map_or(u64::MAX, |n| n.sample);
+        if let Some(n) = self.incoming.front() {
+            next = next.min(n.sample);
+        }
+        for p in &self.pools {
+            if p.stealing > 0 {
+                for v in &p.state.voices {
+                    if v.phase == Phase::Stealing {
+                        next = next.min(v.restart_at);
+                    }
+                }
+            }
+        }
+        next
+    }
+
+    /// Moves the plan's note cursor to `clock` (a handover or a resume).
+    pub(super) fn seek(&mut self, clock: u64) {
+        self.next = self.notes.partition_point(|n| n.sample < clock);
+        self.incoming.clear();
+    }
+
+    /// Every pool's allocator state.
+    pub(super) fn states(&self) -> Vec<PoolState> {
+        self.pools.iter().map(|p| p.state.clone()).collect()
+    }
+
+    /// Copies the allocator states into `out` (shaped by [`states`]):
+    /// no allocation.
+    pub(super) fn save_into(&self, out: &mut [PoolState]) {
+        for (p, o) in self.pools.iter().zip(out.iter_mut()) {
+            o.voices.copy_from_slice(&p.state.voices);
+            o.sustain = p.state.sustain;
+            o.seq = p.state.seq;
+            o.dropped = p.state.dropped;
+        }
+    }
+
+    /// Takes the allocator states of `states` by module id: the voices both
+    /// pools have carry (a pool grown by an edit has its new voices free;
+    /// one shrunk loses its last voices).
+    pub(super) fn load(&mut self, states: &[PoolState]) {
+        for p in &mut self.pools {
+            let Some(s) = states.iter().find(|s| s.module == p.plan.module) else {
+                continue;
+            };
+            let n = p.state.voices.len().min(s.voices.len());
+            p.state.voices[..n].copy_from_slice(&s.voices[..n]);
+            p.state.sustain = s.sustain;
+            p.state.seq = s.seq;
+            p.state.dropped = s.dropped;
+            p.stealing = p
+                .state
+                .voices
+                .iter()
+                .filter(|v| v.phase == Phase::Stealing)
+                .count();
+        }
+    }
+
+    /// Puts every voice back to free (the engine's reset).
+    pub(super) fn reset(&mut self) {
+        for p in &mut self.pools {
+            p.state
+                .voices
+                .iter_mut()
+                .for_each(|v| *v = Voice::default());
+            p.state.sustain = false;
+            p.state.seq = 0;
+            p.state.dropped = 0;
+            p.stealing = 0;
+        }
+        self.next = 0;
+        self.incoming.clear();
+    }
+}
+
+impl Engine {
+    /// Queues a note from outside for its sample (at or after the engine's
+    /// clock; taken in arrival order). False when the queue is full or the
+    /// plan has no such voice module. Real-time safe.
+    pub fn push_note(&mut self, note: PlanNote) -> bool {
+        let v = &mut self.voices;
+        if note.pool >= v.pools.len() || v.incoming.len() >= v.incoming.capacity() {
+            return false;
+        }
+        v.incoming.push_back(note);
+        true
+    }
+
+    /// The voice module `module`'s index for [`push_note`](Self::push_note).
+    pub fn voice_pool(&self, module: &str) -> Option<usize> {
+        self.voices
+            .pools
+            .iter()
+            .position(|p| p.plan.module == module)
+    }
+
+    /// Every voice module's allocator state.
+    pub fn voice_states(&self) -> Vec<PoolState> {
+        self.voices.states()
+    }
+
+    /// Voices sounding (not free) in each voice module.
+    pub fn voices_sounding(&self) -> Vec<(String, usize)> {
+        self.voices
+            .pools
+            .iter()
+            .map(|p| {
+                (
+                    p.plan.module.clone(),
+                    p.state
+                        .voices
+                        .iter()
+                        .filter(|v| v.phase != Phase::Free)
+                        .count(),
+                )
+            })
+            .collect()
+    }
+
+    /// Whether slot `i` belongs to a free voice (and so is not run).
+    #[inline]
+    pub(super) fn voice_idle(&self, i: usize) -> bool {
+        match self.slots[i].voice {
+            Some(t) => {
+                self.voices.pools[t.pool as usize].state.voices[t.voice as usize].phase
+                    == Phase::Free
+            }
+            None => false,
+        }
+    }
+
+    /// Takes the notes due at `pos`: stolen voices whose fade ended start
+    /// their note, then the plan's and the incoming notes at `pos`.
+    pub(super) fn apply_notes(&mut self, pos: u64) {
+        if self.voices.is_empty() {
+            return;
+        }
+        for p in 0..self.voices.pools.len() {
+            if self.voices.pools[p].stealing == 0 {
+                continue;
+            }
+            for v in 0..self.voices.pools[p].state.voices.len() {
+                let voice = self.voices.pools[p].state.voices[v];
+                if voice.phase == Phase::Stealing && voice.restart_at <= pos {
+                    self.voices.pools[p].stealing -= 1;
+                    if voice.next.cancelled {
+                        self.free_voice(p, v);
+                    } else {
+                        self.start_voice(p, v, voice.next, pos);
+                    }
+                }
+            }
+        }
+        while let Some(n) = self.voices.notes.get(self.voices.next) {
+            if n.sample > pos {
+                break;
+            }
+            let n = *n;
+            self.voices.next += 1;
+            self.take_note(n.pool, n.action, pos);
+        }
+        while let Some(n) = self.voices.incoming.front() {
+            if n.sample > pos {
+                break;
+            }
+            let n = self.voices.incoming.pop_front().expect("a front");
+            self.take_note(n.pool, n.action, pos);
+        }
+    }
+
+    fn take_note(&mut self, p: usize, action: NoteAction, pos: u64) {
+        match action {
+            NoteAction::On {
+                key,
+                tag,
+                pitch_hz,
+                velocity,
+            } => self.note_on(
+                p,
+                Pending {
+                    key,
+                    tag,
+                    pitch_hz,
+                    velocity,
+                    cancelled: false,
+                },
+                pos,
+            ),
+            NoteAction::Off { key, tag } => self.note_off(p, key, tag),
+            NoteAction::Sustain(down) => {
+                let pool = &mut self.voices.pools[p];
+                pool.state.sustain = down;
+                if !down {
+                    for v in 0..pool.state.voices.len() {
+                        let voice = self.voices.pools[p].state.voices[v];
+                        if voice.phase == Phase::Held && voice.sustained {
+                            self.release_voice(p, v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn note_on(&mut self, p: usize, note: Pending, pos: u64) {
+        let pool = &self.voices.pools[p];
+        let voices = &pool.state.voices;
+        if pool.plan.reuse_same_note {
+            if let Some(v) = voices
+                .iter()
+                .position(|x| matches!(x.phase, Phase::Held | Phase::Released) && x.key == note.key)
+            {
+                if voices[v].phase == Phase::Released {
+                    self.regate(p, v, note);
+                } else {
+                    self.steal(p, v, note, pos);
+                }
+                return;
+            }
+            if let Some(v) = voices
+                .iter()
+                .position(|x| x.phase == Phase::Stealing && x.next.key == note.key)
+            {
+                self.voices.pools[p].state.voices[v].next = note;
+                return;
+            }
+        }
+        if let Some(v) = voices.iter().position(|x| x.phase == Phase::Free) {
+            self.start_voice(p, v, note, pos);
+            return;
+        }
+        let oldest = |phase: Phase, age: fn(&Voice) -> u64| {
+            voices
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| x.phase == phase)
+                .min_by_key(|(i, x)| (age(x), *i))
+                .map(|(i, _)| i)
+        };
+        if let Some(v) =
+            oldest(Phase::Released, |x| x.released).or_else(|| oldest(Phase::Held, |x| x.started))
+        {
+            self.steal(p, v, note, pos);
+        } else if let Some(v) = oldest(Phase::Stealing, |x| x.started) {
+            // Every voice is already fading out for a note: the one whose
+            // note is oldest takes this one instead.
+            let pool = &mut self.voices.pools[p];
+            pool.state.voices[v].next = note;
+            pool.state.dropped += 1;
+        }
+    }
+
+    fn note_off(&mut self, p: usize, key: u64, tag: u64) {
+        let n = self.voices.pools[p].state.voices.len();
+        for v in 0..n {
+            let pool = &mut self.voices.pools[p];
+            let voice = &mut pool.state.voices[v];
+            let matches = |k: u64, t: u64| k == key && (tag == 0 || t == tag);
+            match voice.phase {
+                Phase::Held if matches(voice.key, voice.tag) => {
+                    if pool.state.sustain {
+                        voice.sustained = true;
+                    } else {
+                        self.release_voice(p, v);
+                    }
+                    if tag == 0 {
+                        return;
+                    }
+                }
+                Phase::Stealing if matches(voice.next.key, voice.next.tag) => {
+                    voice.next.cancelled = true;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Voice `v` fades out from `pos` and then plays `note`.
+    fn steal(&mut self, p: usize, v: usize, note: Pending, pos: u64) {
+        let pool = &mut self.voices.pools[p];
+        let fade = pool.plan.steal_fade;
+        if fade == 0 || pool.state.voices[v].phase == Phase::Free {
+            self.start_voice(p, v, note, pos);
+            return;
+        }
+        let voice = &mut pool.state.voices[v];
+        voice.phase = Phase::Stealing;
+        voice.restart_at = pos + fade;
+        voice.next = note;
+        pool.stealing += 1;
+    }
+
+    /// Voice `v` starts `note` at `pos` from a clean state.
+    fn start_voice(&mut self, p: usize, v: usize, note: Pending, pos: u64) {
+        let _ = pos;
+        let pool = &mut self.voices.pools[p];
+        for &i in &pool.plan.nodes[v] {
+            let slot = &mut self.slots[i];
+            slot.reset_state();
+            slot.recovery = Default::default();
+        }
+        self.capture.spoil();
+        let pool = &mut self.voices.pools[p];
+        let voice = &mut pool.state.voices[v];
+        voice.phase = Phase::Held;
+        voice.key = note.key;
+        voice.tag = note.tag;
+        voice.started = pool.state.seq;
+        voice.sustained = false;
+        voice.quiet = 0;
+        pool.state.seq += 1;
+        self.set_note_params(p, v, note, 1.0);
+    }
+
+    /// A released voice plays its note again from where it is.
+    fn regate(&mut self, p: usize, v: usize, note: Pending) {
+        let pool = &mut self.voices.pools[p];
+        let voice = &mut pool.state.voices[v];
+        voice.phase = Phase::Held;
+        voice.tag = note.tag;
+        voice.started = pool.state.seq;
+        voice.sustained = false;
+        voice.quiet = 0;
+        pool.state.seq += 1;
+        self.set_note_params(p, v, note, 1.0);
+    }
+
+    fn set_note_params(&mut self, p: usize, v: usize, note: Pending, gate: f64) {
+        let plan = &self.voices.pools[p].plan;
+        let set = |slots: &mut [Slot], t: Option<(usize, usize)>, value: f64| {
+            if let Some((k, pi)) = t {
+                slots[plan.nodes[v][k]].params[pi] = ParamState::constant(value);
+            }
+        };
+        set(&mut self.slots, plan.pitch, note.pitch_hz);
+        set(&mut self.slots, plan.velocity, note.velocity);
+        set(&mut self.slots, plan.gate, gate);
+    }
+
+    fn release_voice(&mut self, p: usize, v: usize) {
+        let pool = &mut self.voices.pools[p];
+        let voice = &mut pool.state.voices[v];
+        voice.phase = Phase::Released;
+        voice.sustained = false;
+        voice.quiet = 0;
+        voice.released = pool.state.seq;
+        pool.state.seq += 1;
+        if let Some((k, pi)) = pool.plan.gate {
+            self.slots[pool.plan.nodes[v][k]].params[pi] = ParamState::constant(0.0);
+        }
+    }
+
+    /// Voice `v` is free: its sound is silence until it plays again (a
+    /// free voice's sound node is silenced chunk by chunk, not run).
+    fn free_voice(&mut self, p: usize, v: usize) {
+        let pool = &mut self.voices.pools[p];
+        pool.state.voices[v] = Voice {
+            started: pool.state.voices[v].started,
+            released: pool.state.voices[v].released,
+            ..Voice::default()
+        };
+    }
+
+    /// After a voice's sound node ran over `start..start + n`: a stolen
+    /// voice's fade, and a released voice's silence count (which may free
+    /// it within the chunk).
+    pub(super) fn voice_sound(&mut self, i: usize, start: u64, n: usize) {
+        let t = self.slots[i].voice.expect("a voice's node");
+        let (p, v) = (t.pool as usize, t.voice as usize);
+        let pool = &self.voices.pools[p];
+        let voice = pool.state.voices[v];
+        match voice.phase {
+            Phase::Stealing => {
+                let fade = pool.plan.steal_fade as f64;
+                let at = voice.restart_at;
+                match &mut self.slots[i].core {
+                    Core::F32(t) => fade_out(t, start, n, at, fade),
+                    Core::F64(t) => fade_out(t, start, n, at, fade),
+                }
+            }
+            Phase::Released => {
+                let gate_node = pool.plan.release_end.map(|k| pool.plan.nodes[v][k]);
+                let need = pool.plan.free_after;
+                let quiet_at = match gate_node {
+                    Some(g) => match &self.slots[g].core {
+                        Core::F32(t) => first_quiet(&t.outs[..1], n),
+                        Core::F64(t) => first_quiet(&t.outs[..1], n),
+                    },
+                    None => {
+                        let counted = match &self.slots[i].core {
+                            Core::F32(t) => count_quiet(t, n, voice.quiet, need),
+                            Core::F64(t) => count_quiet(t, n, voice.quiet, need),
+                        };
+                        match counted {
+                            Ok(q) => {
+                                self.voices.pools[p].state.voices[v].quiet = q;
+                                None
+                            }
+                            Err(at) => Some(at),
+                        }
+                    }
+                };
+                if let Some(at) = quiet_at {
+                    match &mut self.slots[i].core {
+                        Core::F32(t) => silence_from(t, at),
+                        Core::F64(t) => silence_from(t, at),
+                    }
+                    let pool = &mut self.voices.pools[p];
+                    let keep = pool.state.voices[v];
+                    pool.state.voices[v] = Voice {
+                        started: keep.started,
+                        released: keep.released,
+                        ..Voice::default()
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The linear fade of a stolen voice: sample `t` is scaled by
+/// `(at − t) / fade`, from 1 down to `1/fade` at the last sample before `at`.
+fn fade_out<S: Sample>(t: &mut Typed<S>, start: u64, n: usize, at: u64, fade: f64) {
+    for out in t.outs.iter_mut() {
+        for (j, x) in out[..n].iter_mut().enumerate() {
+            let left = at.saturating_sub(start + j as u64) as f64;
+            *x *= S::from_f64(left / fade);
+        }
+    }
+}
+
+fn quiet<S: Sample>(x: S) -> bool {
+    x.to_f64().abs() < VOICE_SILENCE
+}
+
+/// The first sample (of `n`) from which the voice is free: at or after the
+/// first sample where every output of `outs` is quiet.
+fn first_quiet<S: Sample>(outs: &[Vec<S>], n: usize) -> Option<usize> {
+    (0..n).find(|&j| outs.iter().all(|o| quiet(o[j])))
+}
+
+/// Counts quiet samples on from `so_far`: `Err(j)` when the count reaches
+/// `need` at sample `j` (the voice is free from `j + 1`), else the count.
+fn count_quiet<S: Sample>(t: &Typed<S>, n: usize, so_far: u64, need: u64) -> Result<u64, usize> {
+    let mut q = so_far;
+    for j in 0..n {
+        if t.outs.iter().all(|o| quiet(o[j])) {
+            q += 1;
+            if q >= need {
+                return Err(j + 1);
+            }
+        } else {
+            q = 0;
+        }
+    }
+    Ok(q)
+}
+
+/// Silences a node's outputs from sample `from` of this chunk on.
+fn silence_from<S: Sample>(t: &mut Typed<S>, from: usize) {
+    for out in t.outs.iter_mut() {
+        let from = from.min(out.len());
+        out[from..].iter_mut().for_each(|x| *x = S::ZERO);
+    }
+}
