@@ -1,13 +1,19 @@
-//! Voice modules keep their voices across a snapshot: `render
-//! --snapshot-at T` with notes held, released, sustained and being stolen
-//! at T, then `render --resume`, continues the uninterrupted strict render
-//! bit for bit at every block size; a snapshot file without `voices` (as
-//! written before voice modules) still resumes, every voice free.
+//! Voice modules keep their voices across a snapshot, a hot edit and a
+//! profile switch: `render --snapshot-at T` with notes held, released,
+//! sustained and being stolen at T, then `render --resume`, continues the
+//! uninterrupted strict render bit for bit at every block size (a snapshot
+//! file without `voices`, as written before voice modules, still resumes,
+//! every voice free); while `run --device clock` plays held notes, an edit
+//! of a param inside the voice module, of the pool's size, and a switch
+//! to live and back keep them sounding without a click, and the session
+//! replays bit for bit.
 
 mod common;
 
 use common::{morphrt, read_f32, stderr, temp_dir};
+use std::io::Write;
 use std::path::Path;
+use std::time::Duration;
 
 /// Two voices, three overlapping notes (so one is stolen), the pedal held
 /// over a note-off, noise beside the module: every allocator state.
@@ -189,5 +195,113 @@ fn a_snapshot_without_voices_resumes_with_every_voice_free() {
         "{}",
         stderr(&o)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two held notes on a voice module of `voices` voices, under strict.
+fn held(voices: u32, cutoff: &str, freq: &str) -> String {
+    format!(
+        r#"{{ "version": "1.0", "profile": "strict",
+  "modules": [ {{ "id": "pad", "voices": {voices},
+      "note": {{ "pitch": "osc.freq", "gate": "env.gate", "velocity": "amp.gain" }},
+      "nodes": [
+        {{ "id": "osc", "op": "saw", "params": {{ "freq": "{freq}", "amp": 0.3 }} }},
+        {{ "id": "filt", "op": "biquad", "params": {{ "cutoff": "{cutoff}" }} }},
+        {{ "id": "env", "op": "adsr", "params": {{ "attack": "5ms", "sustain": 0.6, "release": "100ms" }} }},
+        {{ "id": "vca", "op": "multiply" }},
+        {{ "id": "amp", "op": "gain", "params": {{ "gain": 1 }} }} ] }} ],
+  "edges": [ {{ "from": "osc", "to": "filt" }}, {{ "from": "filt", "to": "vca:a" }},
+             {{ "from": "env", "to": "vca:b" }}, {{ "from": "vca", "to": "amp" }} ],
+  "outputs": {{ "main": ["pad"] }},
+  "events": [
+    {{ "time": "0s", "module": "pad", "note": 60, "velocity": 0.8 }},
+    {{ "time": "0s", "module": "pad", "note": 67, "velocity": 0.6 }} ] }}
+"#
+    )
+}
+
+/// The sample a handover line (`… at 1.234 s …`) says it landed at.
+fn landed(line: &str, rate: f64) -> usize {
+    let at = line.split(" at ").nth(1).expect("a time");
+    let secs: f64 = at.split(' ').next().unwrap().parse().expect("seconds");
+    (secs * rate).round() as usize
+}
+
+/// The largest step between neighbouring samples, and the RMS level.
+fn step_and_level(x: &[f32]) -> (f32, f32) {
+    let step = x
+        .windows(2)
+        .map(|w| (w[1] - w[0]).abs())
+        .fold(0f32, f32::max);
+    let rms = (x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32).sqrt();
+    (step, rms)
+}
+
+#[test]
+fn held_notes_sound_on_through_edits_and_switches() {
+    let dir = temp_dir("voices-live");
+    let path = dir.join("held.json");
+    std::fs::write(&path, held(2, "2kHz", "220Hz")).unwrap();
+    let capture = dir.join("take.wav");
+    let journal = dir.join("take.jsonl");
+    let (mut child, lines) =
+        common::run_clock(&path, &["--capture", s(&capture), "--journal", s(&journal)]);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    let pause = Duration::from_millis(400);
+    // A param inside the module, and the pitch the notes set (which they
+    // keep), then the pool grown and shrunk.
+    let edits = [
+        held(2, "900Hz", "330Hz"),
+        held(4, "900Hz", "330Hz"),
+        held(1, "900Hz", "330Hz"),
+    ];
+    for text in &edits {
+        common::save_as_editor(&path, text, pause);
+        common::wait_line(&lines, "edit applied", &mut log);
+    }
+    for (key, answer) in [
+        ("l", "switched strict → live"),
+        ("s", "switched live → strict"),
+    ] {
+        std::thread::sleep(pause);
+        writeln!(child.stdin.as_mut().unwrap(), "{key}").unwrap();
+        common::wait_line(&lines, answer, &mut log);
+    }
+    std::thread::sleep(pause);
+    let log = common::press_then_quit(&mut child, &lines, log, &[]);
+    assert!(log.contains("`filt#1.cutoff` glides 2000 → 900"), "{log}");
+    assert!(
+        !log.contains("osc#0.freq"),
+        "the notes' pitch is not edited: {log}"
+    );
+    assert!(log.contains("node `osc#3` added"), "{log}");
+    assert!(log.contains("node `osc#1` removed"), "{log}");
+    assert!(!log.contains("`osc#0` added"), "voice 0 carries: {log}");
+    common::assert_replays(&journal, &capture, &log);
+
+    let played: Vec<f32> = read_f32(&capture).iter().step_by(2).copied().collect();
+    let rate = 48_000.0;
+    let at: Vec<usize> = log
+        .lines()
+        .filter(|l| l.starts_with("edit applied at") || l.starts_with("switched "))
+        .map(|l| landed(l, rate))
+        .collect();
+    assert_eq!(at.len(), 5, "{log}");
+    let ms = |n: usize| n * 48;
+    for (k, &t) in at.iter().enumerate() {
+        let (steady, before) = step_and_level(&played[t - ms(300)..t - ms(5)]);
+        let (step, _) = step_and_level(&played[t - ms(5)..t + ms(60)]);
+        let (_, after) = step_and_level(&played[t + ms(60)..t + ms(300)]);
+        assert!(
+            step <= steady * 1.25,
+            "handover {k} at sample {t}: a step of {step} against {steady} before (a click)"
+        );
+        // Shrinking to one voice drops the second note; the first plays on.
+        assert!(
+            after > before * 0.5,
+            "handover {k} at sample {t}: level {after} after, {before} before"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
