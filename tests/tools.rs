@@ -56,6 +56,39 @@ fn issue11_every_shipped_scene_validates_against_the_schema() {
     }
 }
 
+/// Note events are a branch of `event`: a note, a note-off and the pedal
+/// validate; a note event with neither `note` nor `sustain`, or with a
+/// velocity over 1, and a param change without `value` do not.
+#[test]
+fn note_events_validate_against_the_schema() {
+    let v = validator();
+    let scene = |events: Value| {
+        serde_json::json!({ "version": "1.0",
+            "modules": [ { "id": "pad", "voices": 4, "note": { "pitch": "osc.freq" },
+                "nodes": [ { "id": "osc", "op": "saw" } ] } ],
+            "outputs": { "main": ["pad"] }, "events": events })
+    };
+    let good = scene(serde_json::json!([
+        { "time": "0s", "module": "pad", "note": 60, "velocity": 0.5, "duration": "1s" },
+        { "time": "0s", "module": "pad", "note": "440Hz" },
+        { "time": "1s", "module": "pad", "note": "440Hz", "off": true },
+        { "time": "1s", "module": "pad", "sustain": true },
+        { "time": "1s", "node": "other", "param": "amp", "value": 0.5 }
+    ]));
+    let errs = errors(&v, &good);
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
+    for bad in [
+        serde_json::json!({ "time": "0s", "module": "pad" }),
+        serde_json::json!({ "time": "0s", "module": "pad", "note": 60, "velocity": 2 }),
+        serde_json::json!({ "time": "0s", "node": "osc", "param": "amp" }),
+    ] {
+        assert!(
+            !errors(&v, &scene(serde_json::json!([bad.clone()]))).is_empty(),
+            "{bad}"
+        );
+    }
+}
+
 /// Bad fixtures the schema rejects on the text alone.
 const SCHEMA_LEVEL: [&str; 12] = [
     "bad_enum",          // enum value not allowed (`lowpas`)

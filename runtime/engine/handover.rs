@@ -202,7 +202,8 @@ impl Engine {
     /// not change keep their running values (including an event's change
     /// and a ramp in progress); params it changed keep the running value
     /// until `swap_at` and then glide to the new value over the node's edit
-    /// ramp. Discrete params the file changed switch at `swap_at`. Event
+    /// ramp (except a voice's pitch, gate and velocity, which its notes
+    /// set). Discrete params the file changed switch at `swap_at`. Event
     /// cursors are recomputed from the clock.
     pub fn migrate(&mut self, st: &EngineState, swap_at: u64) -> Migration {
         let mut m = Migration {
@@ -324,7 +325,7 @@ impl Engine {
                     let edited = match (snap.scene_values.get(i), s.initial_values.get(i)) {
                         (Some(Value::Number(a)), Some(Value::Number(b))) => a != b,
                         _ => false,
-                    };
+                    } && !self.voices.note_param(s.voice, si, i);
                     s.params[i] = *p;
                     if edited {
                         if i < 64 {

@@ -147,6 +147,21 @@ impl Voices {
         tags
     }
 
+    /// Whether param `pi` of slot `si` (of voice `tag`) is one a note sets:
+    /// its voice's pitch, gate or velocity. Those belong to the notes, so
+    /// an edit of the scene's value does not move them.
+    pub(super) fn note_param(&self, tag: Option<VoiceOf>, si: usize, pi: usize) -> bool {
+        let Some(t) = tag else {
+            return false;
+        };
+        let plan = &self.pools[t.pool as usize].plan;
+        let nodes = &plan.nodes[t.voice as usize];
+        [plan.pitch, plan.gate, plan.velocity]
+            .into_iter()
+            .flatten()
+            .any(|(k, p)| p == pi && nodes[k] == si)
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.pools.is_empty()
     }

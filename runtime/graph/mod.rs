@@ -14,6 +14,7 @@ mod compile;
 pub mod controls;
 mod report;
 pub mod schema;
+mod voice_report;
 
 pub use compile::{
     compile, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS,

@@ -1,6 +1,8 @@
 //! What `morphrt check` prints: every node's resolved profile, precision,
-//! math policy, providers, guarantee and latency.
+//! math policy, providers, guarantee and latency (a voice module as one
+//! block, `voice_report.rs`).
 
+use super::voice_report::{row_cells, voice_lines, voice_rows, voices_json, VoiceRow};
 use super::{Plan, PlanNode, SourceRef};
 use crate::ops::Value;
 use crate::profile::Profile;
@@ -324,11 +326,22 @@ pub fn check_table(plan: &Plan) -> String {
         "align".to_string(),
         "ns/sample".to_string(),
     ]];
+    // A voice module is one block: its template once, then its sum.
+    let voice = voice_rows(plan);
     for (i, n) in plan.nodes.iter().enumerate() {
+        if voice[i] == VoiceRow::Copy {
+            continue;
+        }
+        let (id, module) = row_cells(plan, i, voice[i]).unwrap_or_else(|| {
+            (
+                n.id.clone(),
+                n.module.clone().unwrap_or_else(|| "-".to_string()),
+            )
+        });
         rows.push([
-            escape_invisible(&n.id, false).into_owned(),
+            escape_invisible(&id, false).into_owned(),
             n.op.name.to_string(),
-            n.module.clone().unwrap_or_else(|| "-".to_string()),
+            module,
             n.profile.profile.name().to_string(),
             n.profile.precision.name().to_string(),
             if n.profile.flush_to_zero { "on" } else { "off" }.to_string(),
@@ -404,6 +417,7 @@ pub fn check_table(plan: &Plan) -> String {
         ));
     }
     out.push_str(&format!("events: {}\n", plan.events.len()));
+    out.push_str(&voice_lines(plan));
     out.push_str(&format!(
         "controls: {}{}\n",
         plan.controls.len(),
@@ -520,6 +534,7 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
             .map(|f| json!({ "from": f.from, "to": f.to, "delay_samples": f.delay_samples }))
             .collect::<Vec<_>>(),
         "events": plan.events.len(),
+        "voices": voices_json(plan),
         "controls": plan.controls.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
         "cost_ns_per_sample": plan_cost_ns(plan),
         "estimated_rtf": Some(estimated_rtf(plan)).filter(|r| r.is_finite()),

@@ -29,8 +29,8 @@ use crate::ops::{registry, OpSpec, ParamKind, ParamSpec};
 use crate::profile::{Overrides, MAX_BLOCK_SIZE};
 use crate::scene::{
     Dimension, CONTROL_KEYS, CURVES, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
-    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TARGET_KEYS,
-    TOP_KEYS, TOP_LEVEL_SETTINGS,
+    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, NOTE_EVENT_KEYS, PRECISIONS, PROFILES,
+    TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
 use serde_json::{json, Map, Value};
 
@@ -183,8 +183,16 @@ fn defs() -> Value {
         })
     });
     edge["required"] = json!(["from", "to"]);
-    let mut event = object_of(&EVENT_KEYS, event_field);
-    event["required"] = json!(["time", "node", "param", "value"]);
+    let mut change = object_of(&EVENT_KEYS, event_field);
+    change["required"] = json!(["time", "node", "param", "value"]);
+    change["description"] = json!("A param change: `node.param` takes `value` at `time`.");
+    let mut note = object_of(&NOTE_EVENT_KEYS, note_event_field);
+    note["required"] = json!(["time", "module"]);
+    note["oneOf"] = json!([{ "required": ["note"] }, { "required": ["sustain"] }]);
+    note["description"] = json!(
+        "A note for a voice module: `note` starts one (held for `duration`, else until a note-off), `note` with `\"off\": true` ends it, `sustain` is the pedal."
+    );
+    let event = json!({ "oneOf": [change, note] });
     let mut control = object_of(&CONTROL_KEYS, control_field);
     control["oneOf"] = json!([{ "required": ["osc"] }, { "required": ["midi"] }]);
     let mut midi = object_of(&MIDI_KEYS, midi_field);
@@ -300,6 +308,39 @@ fn event_field(key: &str) -> Option<Value> {
         "ramp" => json!({
             "$ref": "#/$defs/time",
             "description": "Glide from the current value, linear in the param's canonical unit (not for enums)."
+        }),
+        _ => return None,
+    })
+}
+
+fn note_event_field(key: &str) -> Option<Value> {
+    Some(match key {
+        "time" => {
+            json!({ "$ref": "#/$defs/time", "description": "When, on the scene's timeline." })
+        }
+        "module" => {
+            json!({ "$ref": "#/$defs/id", "description": "The voice module that plays the note." })
+        }
+        "note" => json!({
+            "anyOf": [
+                { "type": "number", "minimum": 0, "maximum": 127 },
+                { "type": "string", "pattern": format!(r"^\s*{UNSIGNED}\s*(?:{})\s*$", units(Dimension::Frequency)) }
+            ],
+            "description": "A MIDI note number (60 is middle C, fractions are microtones) or a frequency (\"440Hz\")."
+        }),
+        "velocity" => {
+            json!({ "type": "number", "minimum": 0, "maximum": 1, "description": "How hard (0…1, default 1)." })
+        }
+        "duration" => json!({
+            "$ref": "#/$defs/time",
+            "description": "How long the note is held; without it, until a note-off of the same note."
+        }),
+        "off" => {
+            json!({ "type": "boolean", "description": "`true`: ends the note (held by a note event without `duration`)." })
+        }
+        "sustain" => json!({
+            "type": "boolean",
+            "description": "The sustain pedal: down (`true`) holds released notes until it comes up (`false`)."
         }),
         _ => return None,
     })
@@ -562,6 +603,9 @@ mod tests {
         }
         for k in EVENT_KEYS {
             assert!(event_field(k).is_some(), "event `{k}`");
+        }
+        for k in NOTE_EVENT_KEYS {
+            assert!(note_event_field(k).is_some(), "note event `{k}`");
         }
         for k in CONTROL_KEYS.iter().chain(&TARGET_KEYS) {
             assert!(control_field(k).is_some(), "control `{k}`");

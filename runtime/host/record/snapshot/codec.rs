@@ -3,13 +3,15 @@
 //! encodings of `numbers.rs`.
 
 use super::format::{
-    DelayRecord, NodeRecord, ParamRecord, RampRecord, RecoveryRecord, SnapshotFile, StateEntry,
-    StateRecord, ValueRecord,
+    DelayRecord, NodeRecord, NoteRecord, ParamRecord, PhaseRecord, PoolRecord, RampRecord,
+    RecoveryRecord, SnapshotFile, StateEntry, StateRecord, ValueRecord, VoiceRecord,
 };
 use super::numbers::{HexF32, HexF64, Num};
 use super::{display, SnapshotError};
 use crate::dsp::Precision;
-use crate::engine::{EngineState, NodeSnapshot, Recovery, ResetPart};
+use crate::engine::{
+    EngineState, NodeSnapshot, Pending, Phase, PoolState, Recovery, ResetPart, Voice,
+};
 use crate::ops::{
     self, AudioData, NodeState, OpSpec, ParamKind, ParamState, Ramp, StateValue, Value,
 };
@@ -22,6 +24,42 @@ pub(super) fn delay_record((data, pos): &(Vec<f64>, usize)) -> DelayRecord {
     DelayRecord {
         pos: *pos,
         samples: HexF64(data.clone()),
+    }
+}
+
+/// The record of voice module `p`'s allocator.
+pub(super) fn pool_record(p: &PoolState) -> PoolRecord {
+    PoolRecord {
+        module: p.module.clone(),
+        sustain: p.sustain,
+        seq: p.seq,
+        dropped: p.dropped,
+        voices: p.voices.iter().map(voice_record).collect(),
+    }
+}
+
+fn voice_record(v: &Voice) -> VoiceRecord {
+    VoiceRecord {
+        phase: match v.phase {
+            Phase::Free => PhaseRecord::Free,
+            Phase::Held => PhaseRecord::Held,
+            Phase::Released => PhaseRecord::Released,
+            Phase::Stealing => PhaseRecord::Stealing,
+        },
+        key: v.key,
+        tag: v.tag,
+        started: v.started,
+        released: v.released,
+        sustained: v.sustained,
+        quiet: v.quiet,
+        restart_at: v.restart_at,
+        next: NoteRecord {
+            key: v.next.key,
+            tag: v.next.tag,
+            pitch_hz: Num(v.next.pitch_hz),
+            velocity: Num(v.next.velocity),
+            cancelled: v.next.cancelled,
+        },
     }
 }
 
@@ -152,7 +190,73 @@ impl SnapshotFile {
             main_sig: self.main.sig,
             main_wiring: self.main.wiring,
             engine: 0,
-            voices: Vec::new(),
+            voices: self
+                .voices
+                .iter()
+                .map(|p| self.pool_state(p))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// A voice module's allocator as the file holds it, checked: a pool of
+    /// 1 … 256 voices, once per module, whose waiting notes have a finite
+    /// pitch and a velocity within 0 … 1 (what a note event can give).
+    fn pool_state(&self, r: &PoolRecord) -> Result<PoolState, SnapshotError> {
+        let bad = |m: String| self.invalid(format!("voice module `{}`: {m}", r.module));
+        if self.voices.iter().filter(|p| p.module == r.module).count() > 1 {
+            return Err(bad("appears twice in `voices`".to_string()));
+        }
+        let max = crate::scene::MAX_VOICES;
+        if r.voices.is_empty() || r.voices.len() > max {
+            return Err(bad(format!(
+                "has {} voices (a voice module has 1 … {max})",
+                r.voices.len()
+            )));
+        }
+        let mut voices = Vec::with_capacity(r.voices.len());
+        for (v, x) in r.voices.iter().enumerate() {
+            let n = &x.next;
+            if !(n.pitch_hz.0.is_finite() && n.pitch_hz.0 >= 0.0) {
+                return Err(bad(format!(
+                    "voice {v}'s waiting note has pitch {} Hz (a pitch is a finite number of Hz, 0 or more)",
+                    n.pitch_hz.0
+                )));
+            }
+            if !(0.0..=1.0).contains(&n.velocity.0) {
+                return Err(bad(format!(
+                    "voice {v}'s waiting note has velocity {} (a velocity is 0 … 1)",
+                    n.velocity.0
+                )));
+            }
+            voices.push(Voice {
+                phase: match x.phase {
+                    PhaseRecord::Free => Phase::Free,
+                    PhaseRecord::Held => Phase::Held,
+                    PhaseRecord::Released => Phase::Released,
+                    PhaseRecord::Stealing => Phase::Stealing,
+                },
+                key: x.key,
+                tag: x.tag,
+                started: x.started,
+                released: x.released,
+                sustained: x.sustained,
+                quiet: x.quiet,
+                restart_at: x.restart_at,
+                next: Pending {
+                    key: n.key,
+                    tag: n.tag,
+                    pitch_hz: n.pitch_hz.0,
+                    velocity: n.velocity.0,
+                    cancelled: n.cancelled,
+                },
+            });
+        }
+        Ok(PoolState {
+            module: r.module.clone(),
+            voices,
+            sustain: r.sustain,
+            seq: r.seq,
+            dropped: r.dropped,
         })
     }
 

@@ -5,7 +5,7 @@
 //! an engine by the handover's carry rules, saying what does not simply
 //! continue.
 
-use super::codec::{delay_record, node_record};
+use super::codec::{delay_record, node_record, pool_record};
 use super::format::{BusRecord, ResourceRecord, SceneRecord, SnapshotFile, FORMAT, VERSION};
 use super::{display, SnapshotError};
 use crate::dsp::Precision;
@@ -195,6 +195,7 @@ impl SnapshotContext {
                 delays: st.main.iter().map(delay_record).collect(),
             },
             nodes,
+            voices: st.voices.iter().map(pool_record).collect(),
             origin: None,
         })
     }

@@ -56,6 +56,11 @@ pub struct SnapshotFile {
     pub main: BusRecord,
     /// Every node, in schedule order.
     pub nodes: Vec<NodeRecord>,
+    /// Every voice module's allocator: which voice plays which note.
+    /// Absent from files of scenes without voice modules (and from files
+    /// written before there were any): every voice then resumes free.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub voices: Vec<PoolRecord>,
     /// Where the file was read from, for messages.
     #[serde(skip)]
     pub(super) origin: Option<String>,
@@ -198,6 +203,63 @@ pub struct RampRecord {
     pub start: u64,
     /// Its length in samples.
     pub len: u64,
+}
+
+/// A voice module's allocator state (the fields of
+/// [`crate::engine::PoolState`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PoolRecord {
+    /// The voice module's id; a resume matches pools by it.
+    pub module: String,
+    /// The sustain pedal is down.
+    pub sustain: bool,
+    /// Notes started and released so far: the age counter.
+    pub seq: u64,
+    /// Notes lost because every voice was already fading out for another.
+    pub dropped: u64,
+    /// Every voice, in voice-index order.
+    pub voices: Vec<VoiceRecord>,
+}
+
+/// Where a voice is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PhaseRecord {
+    Free,
+    Held,
+    Released,
+    Stealing,
+}
+
+/// One voice (the fields of [`crate::engine::Voice`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VoiceRecord {
+    pub phase: PhaseRecord,
+    /// The note it plays (the bit pattern of its pitch in Hz) and its tag.
+    pub key: u64,
+    pub tag: u64,
+    /// The age counter when its note started and when it was released.
+    pub started: u64,
+    pub released: u64,
+    /// Its note-off came while the pedal was down.
+    pub sustained: bool,
+    /// Samples it has been quiet since its release.
+    pub quiet: u64,
+    /// While stealing: the sample its next note starts at.
+    pub restart_at: u64,
+    /// While stealing: the note it starts then.
+    pub next: NoteRecord,
+}
+
+/// A note waiting for a stolen voice (the fields of [`crate::engine::Pending`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoteRecord {
+    pub key: u64,
+    pub tag: u64,
+    pub pitch_hz: Num,
+    pub velocity: Num,
+    /// Its note-off came before it started: the voice goes free instead.
+    pub cancelled: bool,
 }
 
 /// A param value; enums by choice name, resources by path (their SHA-256

@@ -10,7 +10,10 @@
 //! every resource, the main bus's alignment delays, and per node its id,
 //! operator, resolved profile and precision, named state, params (scene
 //! value, running value, ramp in progress, discrete value an event set),
-//! edge delay lines and, for a node that failed, its mute and backoff. Sample arrays are hex strings of IEEE bit patterns
+//! edge delay lines and, for a node that failed, its mute and backoff, and
+//! per voice module its allocator (every voice's phase, note, ages and
+//! quiet count, the pedal; absent when the scene has none, so older files
+//! read as before, every voice free). Sample arrays are hex strings of IEEE bit patterns
 //! (16 digits per f64, 8 per f32, most significant first): exact for every
 //! value including NaN, infinities and -0, and compact. Scalar params are
 //! JSON numbers, which round-trip exactly with serde_json's
@@ -33,8 +36,9 @@ mod numbers;
 
 pub use context::{Resumed, SnapshotContext, Written};
 pub use format::{
-    BusRecord, DelayRecord, NodeRecord, ParamRecord, RampRecord, RecoveryRecord, ResourceRecord,
-    SceneRecord, SnapshotFile, StateEntry, StateRecord, ValueRecord, FORMAT, MAX_CLOCK, VERSION,
+    BusRecord, DelayRecord, NodeRecord, NoteRecord, ParamRecord, PhaseRecord, PoolRecord,
+    RampRecord, RecoveryRecord, ResourceRecord, SceneRecord, SnapshotFile, StateEntry, StateRecord,
+    ValueRecord, VoiceRecord, FORMAT, MAX_CLOCK, VERSION,
 };
 pub use numbers::{HexF32, HexF64, Num};
 
