@@ -45,7 +45,7 @@ pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
-pub use voices::{Pending, Phase, PoolState, Voice, NOTE_QUEUE};
+pub use voices::{NoteRecord, Pending, Phase, PoolState, Voice, NOTE_QUEUE};
 
 pub(crate) use mix::convert;
 pub(crate) use ring::Ring;

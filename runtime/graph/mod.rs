@@ -16,7 +16,7 @@ mod report;
 pub mod schema;
 
 pub use compile::{
-    compile, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS,
+    compile, midi_note_hz, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS,
     MAX_MAIN_CHANNELS,
 };
 pub use controls::{ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange};

@@ -30,12 +30,20 @@
 //!   gate goes to its min (`scale(0.0)`); a note that was not sounding
 //!   changes nothing. A control that plays a voice `module` is not played
 //!   here (it has no param target).
+//! - **Notes for a voice module** (`{"midi": {"note": …}, "module": "pad"}`):
+//!   a note-on (velocity > 0) becomes a [`Note`] on for the module at
+//!   velocity v/127, its key the bits of its pitch in Hz (the scene's note
+//!   events' MIDI → Hz); a note-off (or velocity 0) a note-off of that
+//!   key. Every note is passed on; the voice module's allocator decides.
+//! - **Sustain**: CC 64 on a channel a voice-module note control listens
+//!   on is the pedal of every module such a control plays (value ≥ 64:
+//!   down), unless a control maps CC 64 on that channel to a param.
 //! - **Ramps**: every change carries the control's `ramp`, except values
 //!   that cannot glide (integers, enums, booleans), which step.
 //! - Messages no control listens to (system messages, aftertouch, an
 //!   unmapped controller) map to nothing: [`Mapped::matched`] is false.
 
-use super::Change;
+use super::{Change, Note};
 use crate::graph::{ControlMap, ControlSource, ControlTarget, ControlValue};
 use crate::scene::MidiSource;
 
@@ -44,6 +52,8 @@ use crate::scene::MidiSource;
 pub struct Mapped {
     /// The changes, in the order of the scene's `controls`.
     pub changes: Vec<Change>,
+    /// Notes for voice modules, likewise.
+    pub notes: Vec<Note>,
     /// Some control listens to this message (a note-off that releases
     /// nothing still counts, though it changes nothing).
     pub matched: bool,
@@ -198,10 +208,40 @@ impl Mapper {
         }
         if let Event::Cc { cc, value } = event {
             self.coarse[channel as usize - 1][cc as usize] = value;
+            if cc == SUSTAIN_CC {
+                self.sustain(channel, value >= 64, &mut out);
+            }
         }
         out
     }
+
+    /// CC 64 on `channel`: the pedal of every voice module a note control
+    /// on that channel plays, unless a control maps CC 64 there.
+    fn sustain(&self, channel: u8, down: bool, out: &mut Mapped) {
+        let listens = |s: &MidiSource| source_channel(s).is_none_or(|ch| ch == channel);
+        let mapped = self.controls.iter().any(|c| {
+            listens(&c.source) && matches!(c.source, MidiSource::Cc { cc: SUSTAIN_CC, .. })
+        });
+        if mapped {
+            return;
+        }
+        let mut modules: Vec<&str> = Vec::new();
+        for c in &self.controls {
+            if let (MidiSource::Note { .. }, Some(m)) = (&c.source, &c.map.module) {
+                if listens(&c.source) && !modules.contains(&m.as_str()) {
+                    modules.push(m);
+                }
+            }
+        }
+        for m in modules {
+            out.matched = true;
+            out.notes.push(Note::sustain(m, down));
+        }
+    }
 }
+
+/// The controller of the sustain pedal.
+const SUSTAIN_CC: u8 = 64;
 
 /// The channel a source listens on (`None`: all).
 fn source_channel(s: &MidiSource) -> Option<u8> {
@@ -287,7 +327,9 @@ impl Control {
 
     fn note_on(&mut self, channel: u8, note: u8, velocity: u8, out: &mut Mapped) {
         out.matched = true;
-        if self.map.module.is_some() {
+        if let Some(m) = &self.map.module {
+            let v = f64::from(velocity) / 127.0;
+            out.notes.push(Note::on(m, f64::from(note), v));
             return;
         }
         self.held.retain(|h| *h != (channel, note));
@@ -306,6 +348,10 @@ impl Control {
 
     fn note_off(&mut self, channel: u8, note: u8, out: &mut Mapped) {
         out.matched = true;
+        if let Some(m) = &self.map.module {
+            out.notes.push(Note::off(m, f64::from(note)));
+            return;
+        }
         let Some(at) = self.held.iter().position(|h| *h == (channel, note)) else {
             return;
         };

@@ -12,8 +12,8 @@
 pub mod midi;
 pub mod midi_file;
 
-use crate::engine::{ControlRecord, ControlTable};
-use crate::graph::{ControlMap, ControlValue};
+use crate::engine::{ControlRecord, ControlTable, NoteRecord};
+use crate::graph::{ControlMap, ControlValue, NoteAction, PlanNote};
 use crate::ops::ParamSpec;
 use crate::profile::Profile;
 use std::sync::{Arc, RwLock};
@@ -32,11 +32,82 @@ pub struct Change {
     pub ramp: u64,
 }
 
+/// A note for a voice module, by the module's id: what a note control
+/// resolves a message to, before it is resolved against an engine (see
+/// [`note_record`]). MIDI and OSC notes carry tag 0 (a note-off releases
+/// whichever voice holds the key).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    pub module: String,
+    pub action: NoteAction,
+}
+
+impl Note {
+    /// MIDI note `note` on, at `velocity` 0…1: the key is the bits of its
+    /// pitch in Hz ([`crate::graph::midi_note_hz`], as a scene's note
+    /// events make it).
+    pub fn on(module: &str, note: f64, velocity: f64) -> Note {
+        let hz = crate::graph::midi_note_hz(note);
+        Note {
+            module: module.to_string(),
+            action: NoteAction::On {
+                key: hz.to_bits(),
+                tag: 0,
+                pitch_hz: hz,
+                velocity,
+            },
+        }
+    }
+
+    /// MIDI note `note` off.
+    pub fn off(module: &str, note: f64) -> Note {
+        let hz = crate::graph::midi_note_hz(note);
+        Note {
+            module: module.to_string(),
+            action: NoteAction::Off {
+                key: hz.to_bits(),
+                tag: 0,
+            },
+        }
+    }
+
+    /// The sustain pedal of `module` down or up.
+    pub fn sustain(module: &str, down: bool) -> Note {
+        Note {
+            module: module.to_string(),
+            action: NoteAction::Sustain(down),
+        }
+    }
+
+    /// The note in words: `pad note on 261.63 Hz vel 0.79`, `pad sustain
+    /// down`.
+    pub fn text(&self) -> String {
+        let m = &self.module;
+        match self.action {
+            NoteAction::On {
+                pitch_hz, velocity, ..
+            } => format!("{m} note on {} Hz vel {}", short(pitch_hz), short(velocity)),
+            NoteAction::Off { key, .. } => {
+                format!("{m} note off {} Hz", short(f64::from_bits(key)))
+            }
+            NoteAction::Sustain(down) => {
+                format!("{m} sustain {}", if down { "down" } else { "up" })
+            }
+        }
+    }
+}
+
 /// What a message asks for.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
     /// Param changes, applied together at one sample.
     Changes(Vec<Change>),
+    /// Notes for voice modules and the param changes the same message
+    /// made, all at one sample.
+    Notes {
+        notes: Vec<Note>,
+        changes: Vec<Change>,
+    },
     /// Switch the session's profile (as the `s` key does).
     Profile(Profile),
     /// Write a snapshot (as the `w` key does).
@@ -177,6 +248,46 @@ pub fn record(
         engine: table.engine,
         seq,
     })
+}
+
+/// Resolves `note` against the engine `table` describes, to land at
+/// `sample` (or the next block): its module by id.
+pub fn note_record(
+    note: &Note,
+    table: &ControlTable,
+    sample: u64,
+    seq: u64,
+) -> Result<NoteRecord, String> {
+    let Some(pool) = table.pool(&note.module) else {
+        return Err(format!("no voice module `{}` is playing", note.module));
+    };
+    Ok(NoteRecord {
+        note: PlanNote {
+            sample,
+            pool,
+            action: note.action,
+        },
+        engine: table.engine,
+        seq,
+    })
+}
+
+/// `change` for each node it moves in the engine `table` describes: itself
+/// for a node that plays, one change per voice for a voice module's
+/// template node (`osc` → `osc#0`, `osc#1`, …); unchanged when neither
+/// plays (resolving it then says what is wrong).
+pub fn fan_out(change: Change, table: &ControlTable) -> Vec<Change> {
+    let copies = table.copies(&change.node);
+    if copies.len() <= 1 {
+        return vec![change];
+    }
+    copies
+        .into_iter()
+        .map(|node| Change {
+            node,
+            ..change.clone()
+        })
+        .collect()
 }
 
 /// What a transport resolves messages against: the scene's `controls`
