@@ -163,6 +163,11 @@ impl Engine {
         Some((si, op.param_index(param)?))
     }
 
+    /// The index of `param` in the operator of schedule index `node`.
+    pub fn param_index(&self, node: usize, param: &str) -> Option<usize> {
+        crate::ops::lookup(self.slots.get(node)?.op)?.param_index(param)
+    }
+
     /// Every node's id with its schedule index and operator, for resolving
     /// records off the audio thread while this engine plays.
     pub fn control_table(&self) -> ControlTable {

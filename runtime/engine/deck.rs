@@ -178,6 +178,12 @@ impl Deck {
         self.current.push_note_record(r)
     }
 
+    /// Queues a note on the playing engine (real-time safe; see
+    /// [`Engine::push_note`]).
+    pub fn push_plan_note(&mut self, n: crate::graph::PlanNote) -> bool {
+        self.current.push_note(n)
+    }
+
     /// Room in the playing engine's queue of notes from outside.
     pub fn note_room(&self) -> usize {
         self.current.note_room()

@@ -138,7 +138,8 @@ pub struct PlanNote {
 }
 
 /// What a note does.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum NoteAction {
     /// A note starts. `key` says which note it is (the bits of its pitch
     /// in Hz), for its note-off and a repeat; `tag` (not 0) ties it to the
