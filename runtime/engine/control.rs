@@ -400,9 +400,9 @@ impl ControlTable {
     fn node(&self, node: &str) -> Option<&(usize, &'static str)> {
         match self.nodes.get(node) {
             Some(n) => Some(n),
-            None if self.templates.contains_key(node) => self
-                .nodes
-                .get(&crate::graph::voice_node_id(node, 0)),
+            None if self.templates.contains_key(node) => {
+                self.nodes.get(&crate::graph::voice_node_id(node, 0))
+            }
             None => None,
         }
     }

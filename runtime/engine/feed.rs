@@ -37,7 +37,12 @@ impl ScriptedControl {
 
     /// The record for schedule index `node` of `engine` (a node, or one
     /// copy of a template node: see [`Engine::node_copies`]).
-    pub fn resolve_at(&self, engine: &Engine, node: usize, seq: u64) -> Result<ControlRecord, String> {
+    pub fn resolve_at(
+        &self,
+        engine: &Engine,
+        node: usize,
+        seq: u64,
+    ) -> Result<ControlRecord, String> {
         let Some(param) = engine.param_index(node, &self.param) else {
             return Err(self.missing());
         };

@@ -435,7 +435,9 @@ impl Scripted {
     fn push_due(&mut self, end: u64) {
         while self.notes.front().is_some_and(|n| n.sample < end) {
             let n = self.notes.pop_front().expect("checked");
-            let pushed = n.resolve(self.deck.engine()).map(|p| self.deck.push_plan_note(p));
+            let pushed = n
+                .resolve(self.deck.engine())
+                .map(|p| self.deck.push_plan_note(p));
             match pushed {
                 Ok(true) => {}
                 Ok(false) => self.control_errors.push((n.sample, "Full".to_string())),

@@ -301,7 +301,11 @@ impl Engine {
     pub(super) fn carry_notes_from(&mut self, old: &mut Engine) {
         while let Some((mut n, seq)) = old.voices.incoming.pop_front() {
             let module = &old.voices.pools[n.pool].plan.module;
-            let pool = self.voices.pools.iter().position(|p| &p.plan.module == module);
+            let pool = self
+                .voices
+                .pools
+                .iter()
+                .position(|p| &p.plan.module == module);
             let outcome = match pool {
                 Some(p) => {
                     n.pool = p;

@@ -16,8 +16,8 @@ mod report;
 pub mod schema;
 
 pub use compile::{
-    compile, midi_note_hz, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS,
-    MAX_MAIN_CHANNELS,
+    compile, midi_note_hz, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS,
+    FREE_AFTER_MS, MAX_MAIN_CHANNELS,
 };
 pub use controls::{ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange};
 pub use report::{

@@ -252,11 +252,14 @@ fn resolve_target(
     let scene = cx.scene;
     let Some(ni) = target_node(index, &t.node) else {
         // A copy `osc#3` is named by its template node `osc`.
-        let ids = scene.nodes.iter().filter_map(|n| match n.id.split_once('#') {
-            None => Some(n.id.as_str()),
-            Some((t, "0")) => Some(t),
-            Some(_) => None,
-        });
+        let ids = scene
+            .nodes
+            .iter()
+            .filter_map(|n| match n.id.split_once('#') {
+                None => Some(n.id.as_str()),
+                Some((t, "0")) => Some(t),
+                Some(_) => None,
+            });
         let help = did_you_mean(&t.node, ids);
         cx.error(
             &t.loc,

@@ -183,7 +183,10 @@ fn mapped_command(addr: &str, args: &[OscType], mapping: &Mapping) -> Result<Com
         } else {
             "a number (float, int or double) first"
         };
-        return Err(format!("{addr} takes {what}, not {}", arg_kind(args.first())));
+        return Err(format!(
+            "{addr} takes {what}, not {}",
+            arg_kind(args.first())
+        ));
     };
     let mut changes = Vec::with_capacity(maps.len());
     let mut notes = Vec::new();
@@ -212,7 +215,12 @@ fn mapped_command(addr: &str, args: &[OscType], mapping: &Mapping) -> Result<Com
 
 /// NOTE VELOCITY for voice module `module`: NOTE a MIDI note number, a
 /// whole number 0…127; VELOCITY a number 0…1, 0 being a note-off.
-fn osc_note(addr: &str, module: &str, note: f64, velocity: Option<&OscType>) -> Result<Note, String> {
+fn osc_note(
+    addr: &str,
+    module: &str,
+    note: f64,
+    velocity: Option<&OscType>,
+) -> Result<Note, String> {
     if !(note.fract() == 0.0 && (0.0..=127.0).contains(&note)) {
         return Err(format!(
             "{addr}: note {note} is not a MIDI note number (a whole number 0…127)"

@@ -32,9 +32,7 @@
 
 use crate::engine::{ControlRecord, NoteRecord, Outcome};
 use crate::graph::ControlMap;
-use crate::host::control::{
-    self, Change, Command, Mapping, Mappings, Message, Note, Reply, When,
-};
+use crate::host::control::{self, Change, Command, Mapping, Mappings, Message, Note, Reply, When};
 use crate::host::live::player::{ControlLink, Meters};
 use crate::host::record::journal::Record;
 use std::collections::{HashMap, VecDeque};
@@ -553,9 +551,14 @@ impl ControlHub {
                 }
                 Outcome::Removed => {
                     let e = match &f.item {
-                        Item::Change(c) => format!("node `{}` left the scene before it landed", c.node),
+                        Item::Change(c) => {
+                            format!("node `{}` left the scene before it landed", c.node)
+                        }
                         Item::Note(n) => {
-                            format!("voice module `{}` left the scene before it landed", n.module)
+                            format!(
+                                "voice module `{}` left the scene before it landed",
+                                n.module
+                            )
                         }
                     };
                     self.refused(f, e, log);

@@ -166,11 +166,12 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
         if sample < start {
             continue;
         }
-        out.notes.extend(mapped.notes.into_iter().map(|n| ScriptedNote {
-            sample,
-            module: n.module,
-            action: n.action,
-        }));
+        out.notes
+            .extend(mapped.notes.into_iter().map(|n| ScriptedNote {
+                sample,
+                module: n.module,
+                action: n.action,
+            }));
         out.changes
             .extend(mapped.changes.into_iter().map(|c| ScriptedControl {
                 sample,
