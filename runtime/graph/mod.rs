@@ -169,6 +169,43 @@ impl NoteAction {
     }
 }
 
+impl NoteAction {
+    /// The note in words, for replies and timelines: `pad note on
+    /// 261.625565 Hz vel 0.8`, `pad note off 261.625565 Hz`, `pad sustain
+    /// down`.
+    pub fn text(&self, module: &str) -> String {
+        match *self {
+            NoteAction::On {
+                pitch_hz, velocity, ..
+            } => format!(
+                "{module} note on {} Hz vel {}",
+                short_number(pitch_hz),
+                short_number(velocity)
+            ),
+            NoteAction::Off { key, .. } => {
+                format!("{module} note off {} Hz", short_number(f64::from_bits(key)))
+            }
+            NoteAction::Sustain(down) => {
+                format!("{module} sustain {}", if down { "down" } else { "up" })
+            }
+        }
+    }
+}
+
+/// A number for people: at most six decimals, no trailing zeros
+/// (`418.255826`, `900`); journals keep every bit.
+pub fn short_number(v: f64) -> String {
+    if v != 0.0 && v.abs() < 1e-3 {
+        return format!("{v:e}");
+    }
+    let t = format!("{v:.6}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    match t {
+        "-0" => "0".to_string(),
+        t => t.to_string(),
+    }
+}
+
 /// The seed the session runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SeedSource {

@@ -13,7 +13,7 @@ pub mod midi;
 pub mod midi_file;
 
 use crate::engine::{ControlRecord, ControlTable, NoteRecord};
-use crate::graph::{ControlMap, ControlValue, NoteAction, PlanNote};
+use crate::graph::{short_number, ControlMap, ControlValue, NoteAction, PlanNote};
 use crate::ops::ParamSpec;
 use crate::profile::Profile;
 use std::sync::{Arc, RwLock};
@@ -79,21 +79,9 @@ impl Note {
         }
     }
 
-    /// The note in words: `pad note on 261.63 Hz vel 0.79`, `pad sustain
-    /// down`.
+    /// The note in words (see [`NoteAction::text`]).
     pub fn text(&self) -> String {
-        let m = &self.module;
-        match self.action {
-            NoteAction::On {
-                pitch_hz, velocity, ..
-            } => format!("{m} note on {} Hz vel {}", short(pitch_hz), short(velocity)),
-            NoteAction::Off { key, .. } => {
-                format!("{m} note off {} Hz", short(f64::from_bits(key)))
-            }
-            NoteAction::Sustain(down) => {
-                format!("{m} sustain {}", if down { "down" } else { "up" })
-            }
-        }
+        self.action.text(&self.module)
     }
 }
 
@@ -338,14 +326,14 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
     let value = match (change.value, spec.map(|s| s.kind)) {
         (ControlValue::Number(v), Some(crate::ops::ParamKind::Number { dim, .. })) => {
             match dim.canonical() {
-                "" | "linear" => short(v),
-                unit => format!("{} {unit}", short(v)),
+                "" | "linear" => short_number(v),
+                unit => format!("{} {unit}", short_number(v)),
             }
         }
         (ControlValue::Enum(i), Some(crate::ops::ParamKind::Enum { choices, .. })) => choices
             .get(i)
             .map_or_else(|| i.to_string(), |c| (*c).to_string()),
-        (ControlValue::Number(v), _) => short(v),
+        (ControlValue::Number(v), _) => short_number(v),
         (ControlValue::Integer(v), _) => v.to_string(),
         (ControlValue::Enum(i), _) => i.to_string(),
         (ControlValue::Bool(b), _) => b.to_string(),
@@ -359,18 +347,4 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
         String::new()
     };
     format!("{}.{} = {value}{ramp}", change.node, change.param)
-}
-
-/// A number for people: at most six decimals, no trailing zeros
-/// (`418.255826`, `900`); the journal keeps every bit.
-fn short(v: f64) -> String {
-    if v != 0.0 && v.abs() < 1e-3 {
-        return format!("{v:e}");
-    }
-    let t = format!("{v:.6}");
-    let t = t.trim_end_matches('0').trim_end_matches('.');
-    match t {
-        "-0" => "0".to_string(),
-        t => t.to_string(),
-    }
 }

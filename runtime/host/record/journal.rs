@@ -925,11 +925,7 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
             } => format!(
                 "{}  note {} ({from})",
                 t(session(*at), rate),
-                crate::host::control::Note {
-                    module: module.clone(),
-                    action: *action,
-                }
-                .text()
+                action.text(module)
             ),
             Record::ControlError { at, from, error } => format!(
                 "{}  control refused: {from}: {error}",
