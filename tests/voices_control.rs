@@ -120,21 +120,21 @@ fn dft(x: &[f32], (from, to): (f64, f64), hz: f64) -> f64 {
     let n = (b - a) as f64;
     let (mut re, mut im) = (0.0, 0.0);
     for (i, &v) in x[a..b].iter().enumerate() {
-        let w = 0.5 - 0.5 * (std::f64::consts::TAU * i as f64 / n).cos();
+        let w = 0.5 - 0.5 * libm::cos(std::f64::consts::TAU * i as f64 / n);
         let ph = std::f64::consts::TAU * hz * (a + i) as f64 / SR;
-        re += w * v as f64 * ph.cos();
-        im += w * v as f64 * ph.sin();
+        re += w * v as f64 * libm::cos(ph);
+        im += w * v as f64 * libm::sin(ph);
     }
     (re * re + im * im).sqrt() / n
 }
 
 fn rms(x: &[f32], (from, to): (f64, f64)) -> f64 {
     let s = &x[(from * SR) as usize..(to * SR) as usize];
-    (s.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / s.len() as f64).sqrt()
+    (s.iter().map(|v| (*v as f64) * (*v as f64)).sum::<f64>() / s.len() as f64).sqrt()
 }
 
 fn hz(note: f64) -> f64 {
-    440.0 * 2f64.powf((note - 69.0) / 12.0)
+    440.0 * libm::pow(2.0, (note - 69.0) / 12.0)
 }
 
 #[test]
