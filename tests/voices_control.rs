@@ -365,3 +365,57 @@ fn osc_notes_are_journaled_and_replay_bit_for_bit() {
         stdout(&tl)
     );
 }
+
+#[test]
+fn a_midi_file_played_live_journals_its_notes_and_pedal_and_replays() {
+    let (dir, scene, midi) = setup("vc-live-midi", &chord(false));
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
+    let port = format!("file:{}", midi.display());
+    let o = morphrt(&[
+        "run",
+        scene.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--profile",
+        "live",
+        "--midi",
+        &port,
+        "--duration",
+        "2s",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let log = stderr(&o);
+    assert!(o.status.success(), "{log}");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let notes: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "note")
+        .collect();
+    // The pedal down, three ons, three offs, the pedal up.
+    assert_eq!(notes.len(), 8, "{text}");
+    assert_eq!(notes[0]["action"]["sustain"], true, "{text}");
+    assert_eq!(notes[7]["action"]["sustain"], false, "{text}");
+    // Under live each lands at the start of a block.
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let block = header["block_size"].as_u64().unwrap();
+    assert!(
+        notes.iter().all(|n| n["at"].as_u64().unwrap() % block == 0),
+        "{text}"
+    );
+    let played = read_f32(&cap);
+    let at = |s: f64| 2 * (s * SR) as usize;
+    let (held, after) = (&played[at(0.8)..at(1.2)], &played[at(1.8)..at(1.95)]);
+    assert!(
+        held.iter().any(|v| v.abs() > 0.1),
+        "not held by the pedal: {log}"
+    );
+    assert!(
+        after.iter().all(|v| *v == 0.0),
+        "still sounding after the pedal: {log}"
+    );
+    assert_replays(&journal, &cap, &log);
+}

@@ -606,6 +606,56 @@ mod tests {
         assert_eq!(on.changes[0].ramp, 0);
     }
 
+    fn pad(channel: Option<u8>) -> ControlMap {
+        let mut c = control(
+            MidiSource::Note {
+                note: None,
+                channel,
+            },
+            None,
+        );
+        c.module = Some("pad".into());
+        c
+    }
+
+    #[test]
+    fn notes_for_a_voice_module_and_its_pedal() {
+        let mut m = Mapper::new(&[pad(Some(1))]);
+        let on = m.map(&[0x90, 69, 127]);
+        assert!(on.changes.is_empty());
+        assert_eq!(on.notes, [Note::on("pad", 69.0, 1.0)]);
+        assert_eq!(
+            on.notes[0].action,
+            crate::graph::NoteAction::On {
+                key: 440f64.to_bits(),
+                tag: 0,
+                pitch_hz: 440.0,
+                velocity: 1.0
+            }
+        );
+        // Every note passes (no last-note stack); velocity 0 is an off.
+        assert_eq!(m.map(&[0x90, 69, 0]).notes, [Note::off("pad", 69.0)]);
+        assert_eq!(m.map(&[0x80, 70, 0]).notes, [Note::off("pad", 70.0)]);
+        assert_eq!(m.map(&[0xb0, 64, 64]).notes, [Note::sustain("pad", true)]);
+        assert_eq!(m.map(&[0xb0, 64, 63]).notes, [Note::sustain("pad", false)]);
+        // Another channel: nothing.
+        assert!(!m.map(&[0xb1, 64, 127]).matched);
+        assert!(!m.map(&[0x91, 60, 100]).matched);
+        // Two controls onto one module: one pedal.
+        let mut m = Mapper::new(&[pad(None), pad(Some(2))]);
+        assert_eq!(m.map(&[0xb1, 64, 127]).notes.len(), 1);
+        // CC 64 mapped onto a param is that param's, not the pedal.
+        let cc = MidiSource::Cc {
+            cc: 64,
+            lsb: None,
+            channel: None,
+        };
+        let mut m = Mapper::new(&[pad(None), control(cc, Some(unit("a", "value")))]);
+        let p = m.map(&[0xb0, 64, 127]);
+        assert!(p.notes.is_empty());
+        assert_eq!(values(&p), [n("a.value", 1.0)]);
+    }
+
     #[test]
     fn words_and_entries() {
         assert_eq!(describe(&[0xb0, 74, 64]), "cc 74 = 64 ch 1");

@@ -266,6 +266,27 @@ pub const NOTE_RING: usize = 1024;
 /// The most note records the callback takes before one block.
 pub const NOTES_PER_BLOCK: usize = 256;
 
+/// Takes at most `budget` records from `ring` into `push`, sending the
+/// report of each it refuses (real-time safe).
+fn take_ring<T>(
+    ring: &mut Consumer<T>,
+    budget: usize,
+    reports: &mut Producer<ControlReport>,
+    meters: &Meters,
+    mut push: impl FnMut(T) -> Result<(), ControlReport>,
+) {
+    for _ in 0..budget {
+        let Ok(r) = ring.pop() else {
+            break;
+        };
+        if let Err(report) = push(r) {
+            if reports.push(report).is_err() {
+                meters.control_reports_lost.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// Messages in flight each way; a handover has at most three.
 const LINK_CAPACITY: usize = 16;
 /// Replies the callback holds when the control thread is slow to drain.
@@ -552,34 +573,16 @@ impl Player {
         let budget = CONTROLS_PER_BLOCK
             .min(room)
             .min(c.reports.slots().saturating_sub(waiting + 1));
-        for _ in 0..budget {
-            let Ok(r) = c.records.pop() else {
-                break;
-            };
-            if let Err(report) = self.deck.push_control(r) {
-                if c.reports.push(report).is_err() {
-                    self.meters
-                        .control_reports_lost
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        let waiting = waiting + budget;
+        let (deck, meters) = (&mut self.deck, &self.meters);
+        take_ring(&mut c.records, budget, &mut c.reports, meters, |r| {
+            deck.push_control(r)
+        });
         let budget = NOTES_PER_BLOCK
             .min(notes_room)
-            .min(c.reports.slots().saturating_sub(waiting + 1));
-        for _ in 0..budget {
-            let Ok(r) = c.notes.pop() else {
-                break;
-            };
-            if let Err(report) = self.deck.push_note(r) {
-                if c.reports.push(report).is_err() {
-                    self.meters
-                        .control_reports_lost
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
+            .min(c.reports.slots().saturating_sub(waiting + budget + 1));
+        take_ring(&mut c.notes, budget, &mut c.reports, meters, |r| {
+            deck.push_note(r)
+        });
     }
 
     /// Sends the reports of the records that landed in the last block.
