@@ -1146,3 +1146,116 @@ fn a_flood_of_control_records_never_allocates_in_the_callback() {
         assert_eq!(meters.control_reports_lost.load(Ordering::Relaxed), 0);
     }
 }
+
+/// Note records for a voice module of 8 voices, flooding the callback:
+/// ons and offs for 128 keys (stealing, fading, freeing voices), the pedal,
+/// notes ahead and stale ones — every one reported, none lost, and no
+/// allocation or free in the callback under any profile.
+#[test]
+fn a_flood_of_note_records_never_allocates_in_the_callback() {
+    use morphrt::engine::{NoteRecord, Outcome};
+    use morphrt::graph::{NoteAction, PlanNote};
+    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    let text = r#"{"version": "1.0", "modules": [{"id": "pad", "voices": 8,
+        "note": {"pitch": "osc.freq", "gate": "env.gate"},
+        "nodes": [{"id": "osc", "op": "sine"},
+                  {"id": "env", "op": "adsr", "params": {"release": "5ms"}},
+                  {"id": "vca", "op": "multiply"}]}],
+      "edges": [{"from": "osc", "to": "vca:a"}, {"from": "env", "to": "vca:b"}],
+      "outputs": {"main": ["pad"]}}"#;
+    for p in Profile::ALL {
+        let engine = common::engine(text, Some(p), 64);
+        let pool = engine.voice_pool("pad").unwrap();
+        let id = engine.id();
+        let meters = Arc::new(Meters::default());
+        let controls = Arc::new(Controls::default());
+        let mut player = Player::new(
+            engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            controls,
+            std::time::Instant::now(),
+        );
+        let mut link = player.control_link();
+        let cell = PlayerCell::new(player);
+        let mut buf = vec![0.0f32; 64 * 2];
+        let mut total = (0, 0);
+        let mut play = |blocks: usize, total: &mut (usize, usize)| {
+            for _ in 0..blocks {
+                let before = counts();
+                realtime(|| cell.fill(&mut buf));
+                let after = counts();
+                *total = (total.0 + after.0 - before.0, total.1 + after.1 - before.1);
+            }
+        };
+        let note = |seq: u64| {
+            let hz = 100.0 + (seq % 128) as f64;
+            let action = match seq % 11 {
+                0 => NoteAction::Sustain(seq % 22 == 0),
+                1..=5 => NoteAction::On {
+                    key: hz.to_bits(),
+                    tag: 0,
+                    pitch_hz: hz,
+                    velocity: 0.5,
+                },
+                _ => NoteAction::Off {
+                    key: hz.to_bits(),
+                    tag: 0,
+                },
+            };
+            NoteRecord {
+                note: PlanNote {
+                    // Every fifth lands ahead, off the block grid.
+                    sample: if seq % 5 == 0 { 64 * (seq % 40) + seq % 64 } else { 0 },
+                    pool,
+                    action,
+                },
+                // Every seventh was resolved for an engine that never played.
+                engine: if seq % 7 == 0 { u64::MAX } else { id },
+                seq: seq + 1,
+            }
+        };
+        let mut seq = 0;
+        while link.notes.push(note(seq)).is_ok() {
+            seq += 1;
+        }
+        play(100, &mut total);
+        let (mut applied, mut stale, mut other) = (0u64, 0u64, 0u64);
+        let mut drain = |link: &mut morphrt::host::live::player::ControlLink| {
+            while let Ok(r) = link.reports.pop() {
+                match r.outcome {
+                    Outcome::Applied { .. } => applied += 1,
+                    Outcome::Stale => stale += 1,
+                    _ => other += 1,
+                }
+            }
+        };
+        while seq < 20_000 {
+            drain(&mut link);
+            for _ in 0..300 {
+                if seq == 20_000 || link.notes.push(note(seq)).is_err() {
+                    break;
+                }
+                seq += 1;
+            }
+            play(1, &mut total);
+        }
+        for _ in 0..100 {
+            drain(&mut link);
+            play(1, &mut total);
+        }
+        drain(&mut link);
+        assert_eq!(total, (0, 0), "under {p}: the callback allocated or freed");
+        assert_eq!(
+            (applied + stale + other, other),
+            (seq, 0),
+            "under {p}: every note reported"
+        );
+        assert_eq!(stale, seq.div_ceil(7), "under {p}");
+        assert_eq!(meters.control_reports_lost.load(Ordering::Relaxed), 0);
+    }
+}

@@ -103,7 +103,7 @@ impl Controls {
         Controls {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             queue: std::collections::VecDeque::with_capacity(CONTROL_QUEUE),
-            reports: Vec::with_capacity(2 * CONTROL_QUEUE),
+            reports: Vec::with_capacity(2 * CONTROL_QUEUE + super::NOTE_QUEUE),
             lost_reports: 0,
             prev: None,
             from_prev: Vec::new(),
@@ -163,9 +163,20 @@ impl Engine {
         Some((si, op.param_index(param)?))
     }
 
+    /// The index of `param` in the operator of schedule index `node`.
+    pub fn param_index(&self, node: usize, param: &str) -> Option<usize> {
+        crate::ops::lookup(self.slots.get(node)?.op)?.param_index(param)
+    }
+
     /// Every node's id with its schedule index and operator, for resolving
     /// records off the audio thread while this engine plays.
     pub fn control_table(&self) -> ControlTable {
+        let mut templates = std::collections::HashMap::new();
+        for p in &self.voices.pools {
+            for id in &p.plan.template {
+                templates.insert(id.clone(), p.plan.nodes.len());
+            }
+        }
         ControlTable {
             engine: self.id(),
             nodes: self
@@ -174,7 +185,30 @@ impl Engine {
                 .enumerate()
                 .map(|(i, s)| (s.id.clone(), (i, s.op)))
                 .collect(),
+            templates,
+            pools: self
+                .voices
+                .pools
+                .iter()
+                .map(|p| p.plan.module.clone())
+                .collect(),
         }
+    }
+
+    /// The schedule indices a change of `node` moves: the node itself, or
+    /// every voice's copy of a voice module's template node (`osc` of a
+    /// module whose voices play `osc#0`, `osc#1`, …). Empty when neither
+    /// plays. Call it off the audio thread.
+    pub fn node_copies(&self, node: &str) -> Vec<usize> {
+        if let Some(i) = self.slots.iter().position(|s| s.id == node) {
+            return vec![i];
+        }
+        for p in &self.voices.pools {
+            if let Some(k) = p.plan.template.iter().position(|t| t == node) {
+                return p.plan.nodes.iter().map(|v| v[k]).collect();
+            }
+        }
+        Vec::new()
     }
 
     /// Queues a record (real-time safe). A record for this engine's
@@ -217,7 +251,7 @@ impl Engine {
 
     /// Where a record meant for `sample` lands: not before the next block,
     /// and at its block's start under a block-accurate profile.
-    fn landing_sample(&self, sample: u64) -> u64 {
+    pub(super) fn landing_sample(&self, sample: u64) -> u64 {
         let s = sample.max(self.clock);
         match self.session.event_timing() {
             EventTiming::SampleAccurate => s,
@@ -233,6 +267,11 @@ impl Engine {
         for r in self.controls.reports.drain(..) {
             f(r);
         }
+    }
+
+    /// Adds a report for the host (real-time safe: within capacity).
+    pub(super) fn report_control(&mut self, seq: u64, outcome: Outcome) {
+        self.controls.report(seq, outcome);
     }
 
     /// Reports that found the list full since the engine was built.
@@ -338,18 +377,54 @@ fn carry_params(from: &Slot, to: &mut Slot, mask: u64) {
 pub struct ControlTable {
     pub engine: u64,
     nodes: std::collections::HashMap<String, (usize, &'static str)>,
+    /// A voice module's template node id → its number of voices.
+    templates: std::collections::HashMap<String, usize>,
+    /// The voice modules' ids, by pool index.
+    pools: Vec<String>,
 }
 
 impl ControlTable {
-    /// `node`'s schedule index and the index of its `param`.
+    /// `node`'s schedule index and the index of its `param` (for a voice
+    /// module's template node: its first voice's copy's; see
+    /// [`copies`](Self::copies)).
     pub fn find(&self, node: &str, param: &str) -> Option<(usize, usize)> {
-        let &(si, op) = self.nodes.get(node)?;
+        let &(si, op) = self.node(node)?;
         Some((si, crate::ops::lookup(op)?.param_index(param)?))
     }
 
-    /// The operator of `node`.
+    /// The operator of `node` (or of a template node's copies).
     pub fn op(&self, node: &str) -> Option<&'static crate::ops::OpSpec> {
-        crate::ops::lookup(self.nodes.get(node)?.1)
+        crate::ops::lookup(self.node(node)?.1)
+    }
+
+    fn node(&self, node: &str) -> Option<&(usize, &'static str)> {
+        match self.nodes.get(node) {
+            Some(n) => Some(n),
+            None if self.templates.contains_key(node) => {
+                self.nodes.get(&crate::graph::voice_node_id(node, 0))
+            }
+            None => None,
+        }
+    }
+
+    /// The ids of the nodes a change of `node` moves: `node` itself, or
+    /// every voice's copy of a template node (see [`Engine::node_copies`]);
+    /// empty when neither plays.
+    pub fn copies(&self, node: &str) -> Vec<String> {
+        if self.nodes.contains_key(node) {
+            return vec![node.to_string()];
+        }
+        match self.templates.get(node) {
+            Some(&n) => (0..n)
+                .map(|i| crate::graph::voice_node_id(node, i))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The pool index of voice module `module`, for a [`NoteRecord`](super::NoteRecord).
+    pub fn pool(&self, module: &str) -> Option<usize> {
+        self.pools.iter().position(|p| p == module)
     }
 
     /// Node ids, for did-you-mean.

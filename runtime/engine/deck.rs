@@ -126,6 +126,7 @@ impl Deck {
         }
         next.set_node_timing(self.current.node_timing());
         next.carry_controls_from(&mut self.current);
+        next.carry_notes_from(&mut self.current);
         let old = std::mem::replace(&mut self.current, next);
         if fade_frames == 0 {
             self.retired = Some(old);
@@ -169,6 +170,23 @@ impl Deck {
     /// [`Engine::push_control`]).
     pub fn push_control(&mut self, r: super::ControlRecord) -> Result<(), super::ControlReport> {
         self.current.push_control(r)
+    }
+
+    /// Queues a note record on the playing engine (real-time safe; see
+    /// [`Engine::push_note_record`]).
+    pub fn push_note(&mut self, r: super::NoteRecord) -> Result<(), super::ControlReport> {
+        self.current.push_note_record(r)
+    }
+
+    /// Queues a note on the playing engine (real-time safe; see
+    /// [`Engine::push_note`]).
+    pub fn push_plan_note(&mut self, n: crate::graph::PlanNote) -> bool {
+        self.current.push_note(n)
+    }
+
+    /// Room in the playing engine's queue of notes from outside.
+    pub fn note_room(&self) -> usize {
+        self.current.note_room()
     }
 
     /// Room in the playing engine's control queue.

@@ -10,6 +10,7 @@
 //! one sample later).
 
 use super::{ControlRecord, Engine};
+use crate::graph::{NoteAction, PlanNote};
 use std::collections::VecDeque;
 
 /// A control change a scripted session applies at `sample`: a journal's
@@ -28,11 +29,22 @@ impl ScriptedControl {
     /// The record for `engine`, numbered `seq`, or why its node or param
     /// is not there.
     pub fn resolve(&self, engine: &Engine, seq: u64) -> Result<ControlRecord, String> {
-        let Some((node, param)) = engine.find_param(&self.node, &self.param) else {
-            return Err(format!(
-                "no param `{}` of a node `{}` plays at sample {}",
-                self.param, self.node, self.sample
-            ));
+        let Some((node, _)) = engine.find_param(&self.node, &self.param) else {
+            return Err(self.missing());
+        };
+        self.resolve_at(engine, node, seq)
+    }
+
+    /// The record for schedule index `node` of `engine` (a node, or one
+    /// copy of a template node: see [`Engine::node_copies`]).
+    pub fn resolve_at(
+        &self,
+        engine: &Engine,
+        node: usize,
+        seq: u64,
+    ) -> Result<ControlRecord, String> {
+        let Some(param) = engine.param_index(node, &self.param) else {
+            return Err(self.missing());
         };
         Ok(ControlRecord {
             sample: self.sample,
@@ -44,12 +56,53 @@ impl ScriptedControl {
             seq,
         })
     }
+
+    fn missing(&self) -> String {
+        format!(
+            "no param `{}` of a node `{}` plays at sample {}",
+            self.param, self.node, self.sample
+        )
+    }
 }
 
-/// Scheduled control changes and what became of those that could not land.
+/// A note for a voice module a scripted session plays at `sample`: a
+/// journal's record of one, or a MIDI file's mapped note. Its module is
+/// looked up by id in the engine playing when it lands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedNote {
+    pub sample: u64,
+    pub module: String,
+    pub action: NoteAction,
+}
+
+impl ScriptedNote {
+    /// The note for `engine`, or why its module is not there.
+    pub fn resolve(&self, engine: &Engine) -> Result<PlanNote, String> {
+        match engine.voice_pool(&self.module) {
+            Some(pool) => Ok(PlanNote {
+                sample: self.sample,
+                pool,
+                action: self.action,
+            }),
+            None => Err(format!(
+                "no voice module `{}` plays at sample {}",
+                self.module, self.sample
+            )),
+        }
+    }
+
+    /// Queues it on `engine` (false: the queue is full), or says why not.
+    pub fn push(&self, engine: &mut Engine) -> Result<bool, String> {
+        Ok(engine.push_note(self.resolve(engine)?))
+    }
+}
+
+/// Scheduled control changes and notes, and what became of those that
+/// could not land.
 #[derive(Debug, Default)]
 pub struct ControlFeed {
     due: VecDeque<ScriptedControl>,
+    notes: VecDeque<ScriptedNote>,
     /// Changes that could not land, with their samples.
     errors: Vec<(u64, String)>,
     seq: u64,
@@ -58,18 +111,26 @@ pub struct ControlFeed {
 impl ControlFeed {
     /// The changes to land, in any order: kept by sample, ties in the
     /// order given.
-    pub fn new(mut list: Vec<ScriptedControl>) -> ControlFeed {
+    pub fn new(list: Vec<ScriptedControl>) -> ControlFeed {
+        ControlFeed::with_notes(list, Vec::new())
+    }
+
+    /// [`ControlFeed::new`] with notes for voice modules too (kept by
+    /// sample likewise).
+    pub fn with_notes(mut list: Vec<ScriptedControl>, mut notes: Vec<ScriptedNote>) -> ControlFeed {
         list.sort_by_key(|c| c.sample);
+        notes.sort_by_key(|n| n.sample);
         ControlFeed {
             due: list.into(),
+            notes: notes.into(),
             errors: Vec::new(),
             seq: 0,
         }
     }
 
-    /// Changes still waiting.
+    /// Changes and notes still waiting.
     pub fn pending(&self) -> usize {
-        self.due.len()
+        self.due.len() + self.notes.len()
     }
 
     /// The changes that could not land (an unknown node or param, a value
@@ -82,29 +143,56 @@ impl ControlFeed {
     /// block about to play) and returns where the block may end: `to`, or
     /// earlier when the queue filled up.
     pub fn push_due(&mut self, engine: &mut Engine, to: u64) -> u64 {
+        let to = self.push_notes(engine, to);
         let clock = engine.clock();
         while let Some(c) = self.due.front() {
             if c.sample >= to {
                 break;
             }
-            if engine.control_room() == 0 {
+            // A voice module's template node moves every voice's copy.
+            let copies = engine.node_copies(&c.node);
+            if engine.control_room() < copies.len().max(1) {
                 return c.sample.max(clock + 1).min(to);
             }
             let c = self.due.pop_front().expect("checked");
-            self.seq += 1;
-            let r = match c.resolve(engine, self.seq) {
-                Ok(r) => r,
-                Err(e) => {
-                    self.errors.push((c.sample, e));
-                    continue;
+            if copies.is_empty() {
+                self.errors.push((c.sample, c.missing()));
+            }
+            for si in copies {
+                self.seq += 1;
+                let r = match c.resolve_at(engine, si, self.seq) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.errors.push((c.sample, e));
+                        break;
+                    }
+                };
+                if let Err(report) = engine.push_control(r) {
+                    self.errors
+                        .push((c.sample, format!("{:?}", report.outcome)));
                 }
-            };
-            if let Err(report) = engine.push_control(r) {
-                self.errors
-                    .push((c.sample, format!("{:?}", report.outcome)));
             }
         }
         engine.take_control_reports(|_| {});
+        to
+    }
+
+    /// Queues the notes due before `to`; where the block may end (before
+    /// the first note the queue cannot hold).
+    fn push_notes(&mut self, engine: &mut Engine, to: u64) -> u64 {
+        let clock = engine.clock();
+        while let Some(n) = self.notes.front() {
+            if n.sample >= to {
+                break;
+            }
+            if engine.note_room() == 0 {
+                return n.sample.max(clock + 1).min(to);
+            }
+            let n = self.notes.pop_front().expect("checked");
+            if let Err(e) = n.push(engine) {
+                self.errors.push((n.sample, e));
+            }
+        }
         to
     }
 }

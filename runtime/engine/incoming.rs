@@ -31,7 +31,7 @@
 //! edits and profile switches crossfade old → new from S. One handover runs
 //! at a time; edits that arrive during a fade wait for it to end.
 
-pub use super::feed::ScriptedControl;
+pub use super::feed::{ScriptedControl, ScriptedNote};
 use super::{device_sample, faded, stop_fade_gain, Deck, Engine, EngineState, Migration};
 use crate::dsp::fpmode::FpGuard;
 use crate::graph::{compile, CompileOptions, Plan, SeedSource};
@@ -385,6 +385,7 @@ pub struct Scripted {
     modes: Vec<(u64, bool)>,
     /// Control changes still to land, by sample (see [`Scripted::schedule`]).
     controls: std::collections::VecDeque<ScriptedControl>,
+    notes: std::collections::VecDeque<ScriptedNote>,
     /// Those that could not land: what went wrong, by sample.
     control_errors: Vec<(u64, String)>,
     seq: u64,
@@ -401,6 +402,7 @@ impl Scripted {
             capture: first.capture,
             out: Vec::new(),
             controls: std::collections::VecDeque::new(),
+            notes: std::collections::VecDeque::new(),
             control_errors: Vec::new(),
             seq: 0,
         }
@@ -415,6 +417,13 @@ impl Scripted {
         self.controls.make_contiguous().sort_by_key(|c| c.sample);
     }
 
+    /// Notes for voice modules to play as the session plays, each at its
+    /// sample on the engine playing then (kept like [`schedule`](Self::schedule)'s).
+    pub fn schedule_notes(&mut self, list: impl IntoIterator<Item = ScriptedNote>) {
+        self.notes.extend(list);
+        self.notes.make_contiguous().sort_by_key(|n| n.sample);
+    }
+
     /// The scheduled changes that could not land (an unknown node or
     /// param, a full queue), with their samples.
     pub fn control_errors(&self) -> &[(u64, String)] {
@@ -424,6 +433,17 @@ impl Scripted {
     /// Queues the scheduled changes that land before `end` on the playing
     /// engine.
     fn push_due(&mut self, end: u64) {
+        while self.notes.front().is_some_and(|n| n.sample < end) {
+            let n = self.notes.pop_front().expect("checked");
+            let pushed = n
+                .resolve(self.deck.engine())
+                .map(|p| self.deck.push_plan_note(p));
+            match pushed {
+                Ok(true) => {}
+                Ok(false) => self.control_errors.push((n.sample, "Full".to_string())),
+                Err(e) => self.control_errors.push((n.sample, e)),
+            }
+        }
         while self.controls.front().is_some_and(|c| c.sample < end) {
             let c = self.controls.pop_front().expect("checked");
             self.seq += 1;
@@ -461,7 +481,7 @@ impl Scripted {
         let b = self.deck.block_size() as u64;
         while to > self.deck.clock() {
             let clock = self.deck.clock();
-            let step = if self.controls.is_empty() {
+            let step = if self.controls.is_empty() && self.notes.is_empty() {
                 to - clock
             } else {
                 self.push_due(clock + b);

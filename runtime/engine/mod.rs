@@ -39,13 +39,13 @@ pub use bus::{Bus, BusRef};
 pub use capture::PART_SAMPLES;
 pub use control::{ControlRecord, ControlReport, ControlTable, Outcome, CONTROL_QUEUE};
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
-pub use feed::{ControlFeed, ScriptedControl};
+pub use feed::{ControlFeed, ScriptedControl, ScriptedNote};
 pub use handover::{Migration, Notice};
 pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
-pub use voices::{Pending, Phase, PoolState, Voice, NOTE_QUEUE};
+pub use voices::{NoteRecord, Pending, Phase, PoolState, Voice, NOTE_QUEUE};
 
 pub(crate) use mix::convert;
 pub(crate) use ring::Ring;

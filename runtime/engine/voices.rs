@@ -24,7 +24,7 @@
 //!   another note. A free voice costs nothing.
 
 use super::node::{Core, Slot, Typed, VoiceOf};
-use super::Engine;
+use super::{ControlReport, Engine, Outcome};
 use crate::dsp::Sample;
 use crate::graph::{NoteAction, PlanNote, VoicePool, VOICE_SILENCE};
 use crate::ops::ParamState;
@@ -32,6 +32,18 @@ use std::collections::VecDeque;
 
 /// Notes from outside (OSC, MIDI) that may wait at once for their sample.
 pub const NOTE_QUEUE: usize = 1024;
+
+/// A note from outside (OSC, MIDI) resolved against one engine: what
+/// crosses to the audio thread beside the control records. Its report
+/// ([`ControlReport`], `node` the pool) says where it landed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NoteRecord {
+    pub note: PlanNote,
+    /// The [`Engine::id`] it was resolved against.
+    pub engine: u64,
+    /// The sender's number for it (not 0), returned in its report.
+    pub seq: u64,
+}
 
 /// Where a voice is in its life.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -104,8 +116,10 @@ pub(super) struct Voices {
     /// The plan's notes, by sample, and the next one due.
     notes: Vec<PlanNote>,
     next: usize,
-    /// Notes from outside, in arrival order (preallocated).
-    incoming: VecDeque<PlanNote>,
+    /// Notes from outside, by sample, then [`NoteAction::rank`], then
+    /// arrival, each with the `seq` its report carries (0: none);
+    /// preallocated.
+    incoming: VecDeque<(PlanNote, u64)>,
 }
 
 impl Voices {
@@ -170,7 +184,7 @@ impl Voices {
     /// voice's restart (`u64::MAX`: none).
     pub(super) fn next_sample(&self) -> u64 {
         let mut next = self.notes.get(self.next).map_or(u64::MAX, |n| n.sample);
-        if let Some(n) = self.incoming.front() {
+        if let Some((n, _)) = self.incoming.front() {
             next = next.min(n.sample);
         }
         for p in &self.pools {
@@ -247,16 +261,80 @@ impl Voices {
 }
 
 impl Engine {
-    /// Queues a note from outside for its sample (at or after the engine's
-    /// clock; taken in arrival order). False when the queue is full or the
-    /// plan has no such voice module. Real-time safe.
+    /// Queues a note from outside for its sample (a past one lands at the
+    /// next chunk; under a block-accurate profile at the start of its
+    /// block), after the notes already waiting for that sample. False when
+    /// the queue is full or the plan has no such voice module. Real-time
+    /// safe.
     pub fn push_note(&mut self, note: PlanNote) -> bool {
+        self.queue_note(note, 0)
+    }
+
+    /// Queues a note resolved against this engine (real-time safe); its
+    /// [`ControlReport`] says where it landed. A note resolved for another
+    /// engine is reported [`Outcome::Stale`], for the sender to resolve
+    /// again.
+    pub fn push_note_record(&mut self, r: NoteRecord) -> Result<(), ControlReport> {
+        let refuse = |outcome| ControlReport {
+            seq: r.seq,
+            outcome,
+        };
+        if r.engine != self.id() || r.note.pool >= self.voices.pools.len() {
+            return Err(refuse(Outcome::Stale));
+        }
+        if self.queue_note(r.note, r.seq) {
+            Ok(())
+        } else {
+            Err(refuse(Outcome::Full))
+        }
+    }
+
+    /// Room left in the queue of notes from outside.
+    pub fn note_room(&self) -> usize {
+        self.voices.incoming.capacity() - self.voices.incoming.len()
+    }
+
+    fn queue_note(&mut self, mut note: PlanNote, seq: u64) -> bool {
+        note.sample = self.landing_sample(note.sample);
         let v = &mut self.voices;
         if note.pool >= v.pools.len() || v.incoming.len() >= v.incoming.capacity() {
             return false;
         }
-        v.incoming.push_back(note);
+        let key = (note.sample, note.action.rank());
+        let at = v
+            .incoming
+            .partition_point(|(q, _)| (q.sample, q.action.rank()) <= key);
+        // Within the capacity reserved in `Voices::new`: no allocation.
+        v.incoming.insert(at, (note, seq));
         true
+    }
+
+    /// At the swap to this engine from `old`: the notes still waiting in
+    /// `old`'s queue move here, to the voice module of the same id (a
+    /// note whose module the edit removed is reported removed). Real-time
+    /// safe.
+    pub(super) fn carry_notes_from(&mut self, old: &mut Engine) {
+        while let Some((mut n, seq)) = old.voices.incoming.pop_front() {
+            let module = &old.voices.pools[n.pool].plan.module;
+            let pool = self
+                .voices
+                .pools
+                .iter()
+                .position(|p| &p.plan.module == module);
+            let outcome = match pool {
+                Some(p) => {
+                    n.pool = p;
+                    if self.queue_note(n, seq) {
+                        continue;
+                    }
+                    Outcome::Full
+                }
+                None => Outcome::Removed,
+            };
+            if seq != 0 {
+                self.report_control(seq, outcome);
+            }
+        }
     }
 
     /// The voice module `module`'s index for [`push_note`](Self::push_note).
@@ -332,12 +410,20 @@ impl Engine {
             self.voices.next += 1;
             self.take_note(n.pool, n.action, pos);
         }
-        while let Some(n) = self.voices.incoming.front() {
+        while let Some((n, _)) = self.voices.incoming.front() {
             if n.sample > pos {
                 break;
             }
-            let n = self.voices.incoming.pop_front().expect("a front");
+            let (n, seq) = self.voices.incoming.pop_front().expect("a front");
             self.take_note(n.pool, n.action, pos);
+            if seq != 0 {
+                let outcome = Outcome::Applied {
+                    at: pos,
+                    node: n.pool as u32,
+                    engine: self.id(),
+                };
+                self.report_control(seq, outcome);
+            }
         }
     }
 

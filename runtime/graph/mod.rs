@@ -17,8 +17,8 @@ pub mod schema;
 mod voice_report;
 
 pub use compile::{
-    compile, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS,
-    MAX_MAIN_CHANNELS,
+    compile, midi_note_hz, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS,
+    FREE_AFTER_MS, MAX_MAIN_CHANNELS,
 };
 pub use controls::{ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange};
 pub use report::{
@@ -139,7 +139,8 @@ pub struct PlanNote {
 }
 
 /// What a note does.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum NoteAction {
     /// A note starts. `key` says which note it is (the bits of its pitch
     /// in Hz), for its note-off and a repeat; `tag` (not 0) ties it to the
@@ -166,6 +167,43 @@ impl NoteAction {
             NoteAction::Sustain(_) => 1,
             NoteAction::On { .. } => 2,
         }
+    }
+}
+
+impl NoteAction {
+    /// The note in words, for replies and timelines: `pad note on
+    /// 261.625565 Hz vel 0.8`, `pad note off 261.625565 Hz`, `pad sustain
+    /// down`.
+    pub fn text(&self, module: &str) -> String {
+        match *self {
+            NoteAction::On {
+                pitch_hz, velocity, ..
+            } => format!(
+                "{module} note on {} Hz vel {}",
+                short_number(pitch_hz),
+                short_number(velocity)
+            ),
+            NoteAction::Off { key, .. } => {
+                format!("{module} note off {} Hz", short_number(f64::from_bits(key)))
+            }
+            NoteAction::Sustain(down) => {
+                format!("{module} sustain {}", if down { "down" } else { "up" })
+            }
+        }
+    }
+}
+
+/// A number for people: at most six decimals, no trailing zeros
+/// (`418.255826`, `900`); journals keep every bit.
+pub fn short_number(v: f64) -> String {
+    if v != 0.0 && v.abs() < 1e-3 {
+        return format!("{v:e}");
+    }
+    let t = format!("{v:.6}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    match t {
+        "-0" => "0".to_string(),
+        t => t.to_string(),
     }
 }
 

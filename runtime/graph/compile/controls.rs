@@ -58,16 +58,9 @@ fn resolve_one(
         );
         return None;
     }
-    if c.module.is_some() && !is_note && !matches!(c.source, ControlSourceDecl::Osc(_)) {
-        cx.error(
-            &c.loc,
-            None,
-            "only notes play a voice module".to_string(),
-            None,
-        );
-        return None;
-    }
-    if c.target.is_none() && c.module.is_none() {
+    if let Some((m, loc)) = &c.module {
+        check_module(cx, c, m, loc, is_note)?;
+    } else if c.target.is_none() {
         cx.error(&c.loc, None, "control has no `node`".to_string(), None);
         return None;
     }
@@ -154,6 +147,94 @@ fn resolve_one(
     })
 }
 
+/// A control's `module`: a note source (MIDI notes, or an OSC address
+/// taking NOTE VELOCITY) playing a module with `voices`, and nothing
+/// else: the module's `voices.note` says where a note's pitch, gate and
+/// velocity go, so `node`, `param`, `pitch`, `velocity`, `ramp` and `raw`
+/// have no meaning beside it.
+fn check_module(
+    cx: &mut Ctx<'_>,
+    c: &ControlDecl,
+    module: &str,
+    loc: &crate::scene::Loc,
+    is_note: bool,
+) -> Option<()> {
+    let scene = cx.scene;
+    if !is_note && !matches!(c.source, ControlSourceDecl::Osc(_)) {
+        cx.error(
+            &c.loc,
+            None,
+            "only notes play a voice module".to_string(),
+            Some("use `\"midi\": {\"note\": \"any\"}` or an OSC address as the source".to_string()),
+        );
+        return None;
+    }
+    let extra = [
+        (c.target.is_some(), "`node` and `param`"),
+        (c.pitch.is_some(), "`pitch`"),
+        (c.velocity.is_some(), "`velocity`"),
+        (c.ramp.is_some(), "`ramp`"),
+        (c.raw, "`raw`"),
+    ];
+    if let Some((_, what)) = extra.iter().find(|(given, _)| *given) {
+        cx.error(
+            &c.loc,
+            None,
+            format!("a control that plays voice module `{module}` takes no {what}"),
+            Some(format!(
+                "the module's `voices.note` says where a note's pitch, gate and velocity go; remove {what}, or drop `module` to move a param"
+            )),
+        );
+        return None;
+    }
+    let voiced = || {
+        scene
+            .modules
+            .iter()
+            .filter(|m| m.voices.is_some())
+            .map(|m| m.id.as_str())
+    };
+    match scene.modules.iter().find(|m| m.id == module) {
+        Some(m) if m.voices.is_some() => Some(()),
+        Some(_) => {
+            let help = match voiced().next() {
+                None => "give the module `\"voices\": N` to play notes on it".to_string(),
+                Some(_) => did_you_mean(module, voiced()),
+            };
+            cx.error(
+                loc,
+                None,
+                format!("control plays module `{module}`, which has no voices"),
+                Some(help),
+            );
+            None
+        }
+        None => {
+            let help = match voiced().next() {
+                None => "the scene has no voice module (a module with `\"voices\": N`)".to_string(),
+                Some(_) => did_you_mean(module, voiced()),
+            };
+            cx.error(
+                loc,
+                None,
+                format!("control plays unknown module `{module}`"),
+                Some(help),
+            );
+            None
+        }
+    }
+}
+
+/// The declaration index of `node`: a node of the scene, or (for a voice
+/// module's template node, whose copies are `node#0`, `node#1`, …) its
+/// first voice's copy, which every copy shares ops and params with.
+fn target_node(index: &HashMap<&str, usize>, node: &str) -> Option<usize> {
+    index
+        .get(node)
+        .or_else(|| index.get(crate::graph::voice_node_id(node, 0).as_str()))
+        .copied()
+}
+
 /// A target's node and param (as an event's are checked) and its range.
 /// `raw`: values come in the param's unit, so `min`/`max` do not apply.
 /// `unit`: the default `min`/`max` of a number param instead of its own
@@ -169,8 +250,17 @@ fn resolve_target(
     unit: Option<(f64, f64)>,
 ) -> Option<ControlTarget> {
     let scene = cx.scene;
-    let Some(&ni) = index.get(t.node.as_str()) else {
-        let help = did_you_mean(&t.node, scene.nodes.iter().map(|n| n.id.as_str()));
+    let Some(ni) = target_node(index, &t.node) else {
+        // A copy `osc#3` is named by its template node `osc`.
+        let ids = scene
+            .nodes
+            .iter()
+            .filter_map(|n| match n.id.split_once('#') {
+                None => Some(n.id.as_str()),
+                Some((t, "0")) => Some(t),
+                Some(_) => None,
+            });
+        let help = did_you_mean(&t.node, ids);
         cx.error(
             &t.loc,
             None,

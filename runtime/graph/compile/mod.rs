@@ -52,7 +52,7 @@ pub use outputs::MAX_MAIN_CHANNELS;
 use outputs::{choose_seed, resolve_outputs};
 use std::collections::HashMap;
 use std::path::PathBuf;
-pub use voices::{note_hz, voice_node_id, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS};
+pub use voices::{midi_note_hz, note_hz, voice_node_id, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS};
 
 /// Settings from the command line that override the scene.
 #[derive(Clone, Debug, Default)]

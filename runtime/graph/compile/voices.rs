@@ -540,15 +540,22 @@ pub(super) fn resolve(layout: &Layout, plan: &Plan) -> Vec<VoicePool> {
         .collect()
 }
 
-/// A note's pitch in Hz: a MIDI note number (fractions are microtones) or
-/// a frequency with its unit.
+/// MIDI note `note`'s pitch in Hz: equal temperament, A4 = 440 Hz on
+/// note 69 (fractions are microtones). Pinned `libm`: the same bits on
+/// every build.
+pub fn midi_note_hz(note: f64) -> f64 {
+    440.0 * libm::pow(2.0, (note - 69.0) / 12.0)
+}
+
+/// A note's pitch in Hz: a MIDI note number 0…127 ([`midi_note_hz`];
+/// fractions are microtones) or a frequency with its unit (`"440Hz"`).
 pub fn note_hz(pitch: &RawValue, sample_rate: u32) -> Result<f64, String> {
     let hz = match pitch {
         RawValue::Number { value, .. } => {
             if !(0.0..=127.0).contains(value) {
                 return Err(format!("note {value} is outside the MIDI range 0…127"));
             }
-            440.0 * libm::pow(2.0, (value - 69.0) / 12.0)
+            midi_note_hz(*value)
         }
         RawValue::Text(t) => Quantity::parse(t)
             .and_then(|q| q.to_canonical(Dimension::Frequency, sample_rate))

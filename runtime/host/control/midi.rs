@@ -30,12 +30,20 @@
 //!   gate goes to its min (`scale(0.0)`); a note that was not sounding
 //!   changes nothing. A control that plays a voice `module` is not played
 //!   here (it has no param target).
+//! - **Notes for a voice module** (`{"midi": {"note": …}, "module": "pad"}`):
+//!   a note-on (velocity > 0) becomes a [`Note`] on for the module at
+//!   velocity v/127, its key the bits of its pitch in Hz (the scene's note
+//!   events' MIDI → Hz); a note-off (or velocity 0) a note-off of that
+//!   key. Every note is passed on; the voice module's allocator decides.
+//! - **Sustain**: CC 64 on a channel a voice-module note control listens
+//!   on is the pedal of every module such a control plays (value ≥ 64:
+//!   down), unless a control maps CC 64 on that channel to a param.
 //! - **Ramps**: every change carries the control's `ramp`, except values
 //!   that cannot glide (integers, enums, booleans), which step.
 //! - Messages no control listens to (system messages, aftertouch, an
 //!   unmapped controller) map to nothing: [`Mapped::matched`] is false.
 
-use super::Change;
+use super::{Change, Note};
 use crate::graph::{ControlMap, ControlSource, ControlTarget, ControlValue};
 use crate::scene::MidiSource;
 
@@ -44,6 +52,8 @@ use crate::scene::MidiSource;
 pub struct Mapped {
     /// The changes, in the order of the scene's `controls`.
     pub changes: Vec<Change>,
+    /// Notes for voice modules, likewise.
+    pub notes: Vec<Note>,
     /// Some control listens to this message (a note-off that releases
     /// nothing still counts, though it changes nothing).
     pub matched: bool,
@@ -198,10 +208,40 @@ impl Mapper {
         }
         if let Event::Cc { cc, value } = event {
             self.coarse[channel as usize - 1][cc as usize] = value;
+            if cc == SUSTAIN_CC {
+                self.sustain(channel, value >= 64, &mut out);
+            }
         }
         out
     }
+
+    /// CC 64 on `channel`: the pedal of every voice module a note control
+    /// on that channel plays, unless a control maps CC 64 there.
+    fn sustain(&self, channel: u8, down: bool, out: &mut Mapped) {
+        let listens = |s: &MidiSource| source_channel(s).is_none_or(|ch| ch == channel);
+        let mapped = self.controls.iter().any(|c| {
+            listens(&c.source) && matches!(c.source, MidiSource::Cc { cc: SUSTAIN_CC, .. })
+        });
+        if mapped {
+            return;
+        }
+        let mut modules: Vec<&str> = Vec::new();
+        for c in &self.controls {
+            if let (MidiSource::Note { .. }, Some(m)) = (&c.source, &c.map.module) {
+                if listens(&c.source) && !modules.contains(&m.as_str()) {
+                    modules.push(m);
+                }
+            }
+        }
+        for m in modules {
+            out.matched = true;
+            out.notes.push(Note::sustain(m, down));
+        }
+    }
 }
+
+/// The controller of the sustain pedal.
+const SUSTAIN_CC: u8 = 64;
 
 /// The channel a source listens on (`None`: all).
 fn source_channel(s: &MidiSource) -> Option<u8> {
@@ -287,7 +327,9 @@ impl Control {
 
     fn note_on(&mut self, channel: u8, note: u8, velocity: u8, out: &mut Mapped) {
         out.matched = true;
-        if self.map.module.is_some() {
+        if let Some(m) = &self.map.module {
+            let v = f64::from(velocity) / 127.0;
+            out.notes.push(Note::on(m, f64::from(note), v));
             return;
         }
         self.held.retain(|h| *h != (channel, note));
@@ -306,6 +348,10 @@ impl Control {
 
     fn note_off(&mut self, channel: u8, note: u8, out: &mut Mapped) {
         out.matched = true;
+        if let Some(m) = &self.map.module {
+            out.notes.push(Note::off(m, f64::from(note)));
+            return;
+        }
         let Some(at) = self.held.iter().position(|h| *h == (channel, note)) else {
             return;
         };
@@ -558,6 +604,56 @@ mod tests {
             [("t.on".to_string(), ControlValue::Bool(true))]
         );
         assert_eq!(on.changes[0].ramp, 0);
+    }
+
+    fn pad(channel: Option<u8>) -> ControlMap {
+        let mut c = control(
+            MidiSource::Note {
+                note: None,
+                channel,
+            },
+            None,
+        );
+        c.module = Some("pad".into());
+        c
+    }
+
+    #[test]
+    fn notes_for_a_voice_module_and_its_pedal() {
+        let mut m = Mapper::new(&[pad(Some(1))]);
+        let on = m.map(&[0x90, 69, 127]);
+        assert!(on.changes.is_empty());
+        assert_eq!(on.notes, [Note::on("pad", 69.0, 1.0)]);
+        assert_eq!(
+            on.notes[0].action,
+            crate::graph::NoteAction::On {
+                key: 440f64.to_bits(),
+                tag: 0,
+                pitch_hz: 440.0,
+                velocity: 1.0
+            }
+        );
+        // Every note passes (no last-note stack); velocity 0 is an off.
+        assert_eq!(m.map(&[0x90, 69, 0]).notes, [Note::off("pad", 69.0)]);
+        assert_eq!(m.map(&[0x80, 70, 0]).notes, [Note::off("pad", 70.0)]);
+        assert_eq!(m.map(&[0xb0, 64, 64]).notes, [Note::sustain("pad", true)]);
+        assert_eq!(m.map(&[0xb0, 64, 63]).notes, [Note::sustain("pad", false)]);
+        // Another channel: nothing.
+        assert!(!m.map(&[0xb1, 64, 127]).matched);
+        assert!(!m.map(&[0x91, 60, 100]).matched);
+        // Two controls onto one module: one pedal.
+        let mut m = Mapper::new(&[pad(None), pad(Some(2))]);
+        assert_eq!(m.map(&[0xb1, 64, 127]).notes.len(), 1);
+        // CC 64 mapped onto a param is that param's, not the pedal.
+        let cc = MidiSource::Cc {
+            cc: 64,
+            lsb: None,
+            channel: None,
+        };
+        let mut m = Mapper::new(&[pad(None), control(cc, Some(unit("a", "value")))]);
+        let p = m.map(&[0xb0, 64, 127]);
+        assert!(p.notes.is_empty());
+        assert_eq!(values(&p), [n("a.value", 1.0)]);
     }
 
     #[test]

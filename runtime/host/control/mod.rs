@@ -12,8 +12,8 @@
 pub mod midi;
 pub mod midi_file;
 
-use crate::engine::{ControlRecord, ControlTable};
-use crate::graph::{ControlMap, ControlValue};
+use crate::engine::{ControlRecord, ControlTable, NoteRecord};
+use crate::graph::{short_number, ControlMap, ControlValue, NoteAction, PlanNote};
 use crate::ops::ParamSpec;
 use crate::profile::Profile;
 use std::sync::{Arc, RwLock};
@@ -32,11 +32,70 @@ pub struct Change {
     pub ramp: u64,
 }
 
+/// A note for a voice module, by the module's id: what a note control
+/// resolves a message to, before it is resolved against an engine (see
+/// [`note_record`]). MIDI and OSC notes carry tag 0 (a note-off releases
+/// whichever voice holds the key).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    pub module: String,
+    pub action: NoteAction,
+}
+
+impl Note {
+    /// MIDI note `note` on, at `velocity` 0…1: the key is the bits of its
+    /// pitch in Hz ([`crate::graph::midi_note_hz`], as a scene's note
+    /// events make it).
+    pub fn on(module: &str, note: f64, velocity: f64) -> Note {
+        let hz = crate::graph::midi_note_hz(note);
+        Note {
+            module: module.to_string(),
+            action: NoteAction::On {
+                key: hz.to_bits(),
+                tag: 0,
+                pitch_hz: hz,
+                velocity,
+            },
+        }
+    }
+
+    /// MIDI note `note` off.
+    pub fn off(module: &str, note: f64) -> Note {
+        let hz = crate::graph::midi_note_hz(note);
+        Note {
+            module: module.to_string(),
+            action: NoteAction::Off {
+                key: hz.to_bits(),
+                tag: 0,
+            },
+        }
+    }
+
+    /// The sustain pedal of `module` down or up.
+    pub fn sustain(module: &str, down: bool) -> Note {
+        Note {
+            module: module.to_string(),
+            action: NoteAction::Sustain(down),
+        }
+    }
+
+    /// The note in words (see [`NoteAction::text`]).
+    pub fn text(&self) -> String {
+        self.action.text(&self.module)
+    }
+}
+
 /// What a message asks for.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
     /// Param changes, applied together at one sample.
     Changes(Vec<Change>),
+    /// Notes for voice modules and the param changes the same message
+    /// made, all at one sample.
+    Notes {
+        notes: Vec<Note>,
+        changes: Vec<Change>,
+    },
     /// Switch the session's profile (as the `s` key does).
     Profile(Profile),
     /// Write a snapshot (as the `w` key does).
@@ -179,6 +238,46 @@ pub fn record(
     })
 }
 
+/// Resolves `note` against the engine `table` describes, to land at
+/// `sample` (or the next block): its module by id.
+pub fn note_record(
+    note: &Note,
+    table: &ControlTable,
+    sample: u64,
+    seq: u64,
+) -> Result<NoteRecord, String> {
+    let Some(pool) = table.pool(&note.module) else {
+        return Err(format!("no voice module `{}` is playing", note.module));
+    };
+    Ok(NoteRecord {
+        note: PlanNote {
+            sample,
+            pool,
+            action: note.action,
+        },
+        engine: table.engine,
+        seq,
+    })
+}
+
+/// `change` for each node it moves in the engine `table` describes: itself
+/// for a node that plays, one change per voice for a voice module's
+/// template node (`osc` → `osc#0`, `osc#1`, …); unchanged when neither
+/// plays (resolving it then says what is wrong).
+pub fn fan_out(change: Change, table: &ControlTable) -> Vec<Change> {
+    let copies = table.copies(&change.node);
+    if copies.len() <= 1 {
+        return vec![change];
+    }
+    copies
+        .into_iter()
+        .map(|node| Change {
+            node,
+            ..change.clone()
+        })
+        .collect()
+}
+
 /// What a transport resolves messages against: the scene's `controls`
 /// and the nodes of the engine playing now, at the session's rate.
 #[derive(Clone)]
@@ -227,14 +326,14 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
     let value = match (change.value, spec.map(|s| s.kind)) {
         (ControlValue::Number(v), Some(crate::ops::ParamKind::Number { dim, .. })) => {
             match dim.canonical() {
-                "" | "linear" => short(v),
-                unit => format!("{} {unit}", short(v)),
+                "" | "linear" => short_number(v),
+                unit => format!("{} {unit}", short_number(v)),
             }
         }
         (ControlValue::Enum(i), Some(crate::ops::ParamKind::Enum { choices, .. })) => choices
             .get(i)
             .map_or_else(|| i.to_string(), |c| (*c).to_string()),
-        (ControlValue::Number(v), _) => short(v),
+        (ControlValue::Number(v), _) => short_number(v),
         (ControlValue::Integer(v), _) => v.to_string(),
         (ControlValue::Enum(i), _) => i.to_string(),
         (ControlValue::Bool(b), _) => b.to_string(),
@@ -248,18 +347,4 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
         String::new()
     };
     format!("{}.{} = {value}{ramp}", change.node, change.param)
-}
-
-/// A number for people: at most six decimals, no trailing zeros
-/// (`418.255826`, `900`); the journal keeps every bit.
-fn short(v: f64) -> String {
-    if v != 0.0 && v.abs() < 1e-3 {
-        return format!("{v:e}");
-    }
-    let t = format!("{v:.6}");
-    let t = t.trim_end_matches('0').trim_end_matches('.');
-    match t {
-        "-0" => "0".to_string(),
-        t => t.to_string(),
-    }
 }

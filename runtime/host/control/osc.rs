@@ -7,6 +7,9 @@
 //! - an address a scene's `controls` entry names: the first argument (a
 //!   float, int or double) is a position 0…1 of the control's range, or
 //!   with `"raw": true` a value in the param's unit;
+//! - an address a control with `module` names: NOTE VELOCITY, NOTE a MIDI
+//!   note number (a whole number 0…127), VELOCITY a number 0…1 (0: the
+//!   note's note-off), a note for the voice module;
 //! - `/morphrt/param NODE PARAM VALUE [RAMP]`: VALUE a number in the
 //!   param's canonical unit or a string with a unit (`"900Hz"`), an enum
 //!   by name or index, a bool as `T`/`F`, 0/1 or `"true"`/`"false"`; RAMP
@@ -18,7 +21,7 @@
 //! block; one ahead lands at the sample its time maps to. What cannot be
 //! decoded or resolved is an `Err` command with the reason, never a panic.
 
-use super::{param_spec, Change, Command, Mapping, When};
+use super::{param_spec, Change, Command, Mapping, Note, When};
 use crate::graph::ControlValue;
 use crate::ops::{ParamKind, ParamSpec, Value};
 use crate::profile::Profile;
@@ -175,17 +178,25 @@ fn mapped_command(addr: &str, args: &[OscType], mapping: &Mapping) -> Result<Com
         return Err(unknown_address(addr, mapping));
     }
     let Some(x) = args.first().and_then(number) else {
+        let what = if maps.iter().any(|c| c.module.is_some()) {
+            "a note number 0…127 and a velocity 0…1"
+        } else {
+            "a number (float, int or double) first"
+        };
         return Err(format!(
-            "{addr} takes a number (float, int or double) first, not {}",
+            "{addr} takes {what}, not {}",
             arg_kind(args.first())
         ));
     };
     let mut changes = Vec::with_capacity(maps.len());
+    let mut notes = Vec::new();
     for c in maps {
+        if let Some(m) = &c.module {
+            notes.push(osc_note(addr, m, x, args.get(1))?);
+            continue;
+        }
         let Some(t) = &c.target else {
-            return Err(format!(
-                "{addr} plays a voice module, which OSC cannot drive"
-            ));
+            continue;
         };
         let value = c.osc_value(x).map_err(|e| format!("{addr}: {e}"))?;
         changes.push(Change {
@@ -195,7 +206,42 @@ fn mapped_command(addr: &str, args: &[OscType], mapping: &Mapping) -> Result<Com
             ramp: c.ramp,
         });
     }
-    Ok(Command::Changes(changes))
+    if notes.is_empty() {
+        Ok(Command::Changes(changes))
+    } else {
+        Ok(Command::Notes { notes, changes })
+    }
+}
+
+/// NOTE VELOCITY for voice module `module`: NOTE a MIDI note number, a
+/// whole number 0…127; VELOCITY a number 0…1, 0 being a note-off.
+fn osc_note(
+    addr: &str,
+    module: &str,
+    note: f64,
+    velocity: Option<&OscType>,
+) -> Result<Note, String> {
+    if !(note.fract() == 0.0 && (0.0..=127.0).contains(&note)) {
+        return Err(format!(
+            "{addr}: note {note} is not a MIDI note number (a whole number 0…127)"
+        ));
+    }
+    let Some(v) = velocity.and_then(number) else {
+        return Err(format!(
+            "{addr} takes a note number and a velocity 0…1 (0: note-off), not {} as the velocity",
+            arg_kind(velocity)
+        ));
+    };
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!(
+            "{addr}: velocity {v} is outside 0…1 (0 is a note-off)"
+        ));
+    }
+    Ok(if v == 0.0 {
+        Note::off(module, note)
+    } else {
+        Note::on(module, note, v)
+    })
 }
 
 /// `unknown OSC address /x; the scene maps /a, /b; the namespace: …`.

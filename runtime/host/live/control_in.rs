@@ -7,6 +7,11 @@
 //! switches, snapshots and stops are handed back to the session, as its
 //! keys are.
 //!
+//! Notes for voice modules travel the same way as [`NoteRecord`]s on
+//! their own ring, are reported on the same one and journaled as
+//! `note` records; a change of a voice module's template node becomes one
+//! change per voice's copy (`osc` → `osc#0`, `osc#1`, …), each journaled.
+//!
 //! Nothing here blocks or stops playback. When the ring is full, resolved
 //! records wait in a backlog of at most [`BACKLOG`] records; a change that
 //! finds it full is dropped, counted and answered with an error. A record
@@ -25,9 +30,9 @@
 //! at the next block; under strict and repro one ahead lands at exactly
 //! its sample, under live at the start of its block.
 
-use crate::engine::{ControlRecord, Outcome};
+use crate::engine::{ControlRecord, NoteRecord, Outcome};
 use crate::graph::ControlMap;
-use crate::host::control::{self, Change, Command, Mapping, Mappings, Message, Reply, When};
+use crate::host::control::{self, Change, Command, Mapping, Mappings, Message, Note, Reply, When};
 use crate::host::live::player::{ControlLink, Meters};
 use crate::host::record::journal::Record;
 use std::collections::{HashMap, VecDeque};
@@ -72,9 +77,15 @@ pub struct ControlCounts {
     pub dropped: u64,
 }
 
-/// A change sent to the audio thread, until its report comes back.
+/// What a message asks the audio thread to do: a param change or a note.
+enum Item {
+    Change(Change),
+    Note(Note),
+}
+
+/// A change or note sent to the audio thread, until its report comes back.
 struct InFlight {
-    change: Change,
+    item: Item,
     sample: u64,
     /// The message it came from (its reply waits for every change).
     message: u64,
@@ -153,6 +164,12 @@ impl AudioClock {
     }
 }
 
+/// A record resolved for the audio thread, waiting for room in its ring.
+enum Resolved {
+    Control(ControlRecord),
+    Note(NoteRecord),
+}
+
 /// The control thread's end of control in (see the module docs).
 pub struct ControlHub {
     link: ControlLink,
@@ -164,7 +181,7 @@ pub struct ControlHub {
     clock: AudioClock,
     next_seq: u64,
     next_message: u64,
-    backlog: VecDeque<ControlRecord>,
+    backlog: VecDeque<Resolved>,
     /// By seq: every record in the backlog, the ring or an engine's queue.
     in_flight: HashMap<u64, InFlight>,
     answers: HashMap<u64, Answer>,
@@ -407,7 +424,7 @@ impl ControlHub {
             )),
             None => command,
         };
-        let changes = match command {
+        let (notes, changes) = match command {
             Err(e) => {
                 if control::is_malformed(&e) {
                     self.counts.malformed += 1;
@@ -420,26 +437,35 @@ impl ControlHub {
                 }
                 return None;
             }
-            Ok(Command::Changes(v)) => v,
+            Ok(Command::Changes(v)) => (Vec::new(), v),
+            Ok(Command::Notes { notes, changes }) => (notes, changes),
             Ok(other) => return Some((other, reply)),
         };
+        // A voice module's template node: one change per voice's copy.
+        let table = self.current.table.clone();
+        let items: Vec<Item> = changes
+            .into_iter()
+            .flat_map(|c| control::fan_out(c, &table))
+            .map(Item::Change)
+            .chain(notes.into_iter().map(Item::Note))
+            .collect();
         let id = self.next_message;
         self.next_message += 1;
         self.answers.insert(
             id,
             Answer {
                 reply,
-                left: changes.len(),
+                left: items.len(),
                 done: Vec::new(),
                 errors: Vec::new(),
             },
         );
         let from: Arc<str> = from.into();
         let sample = self.clock.sample_for(reading, when);
-        for change in changes {
+        for item in items {
             self.submit(
                 InFlight {
-                    change,
+                    item,
                     sample,
                     message: id,
                     from: from.clone(),
@@ -468,7 +494,12 @@ impl ControlHub {
             return;
         }
         let seq = self.next_seq;
-        match control::record(&f.change, &self.current.table, f.sample, seq) {
+        let table = &self.current.table;
+        let resolved = match &f.item {
+            Item::Change(c) => control::record(c, table, f.sample, seq).map(Resolved::Control),
+            Item::Note(n) => control::note_record(n, table, f.sample, seq).map(Resolved::Note),
+        };
+        match resolved {
             Ok(r) => {
                 self.next_seq += 1;
                 self.backlog.push_back(r);
@@ -485,7 +516,17 @@ impl ControlHub {
     /// Pushes waiting records into the ring while it has room.
     fn flush(&mut self) {
         while let Some(r) = self.backlog.pop_front() {
-            if let Err(rtrb::PushError::Full(r)) = self.link.records.push(r) {
+            let full = match r {
+                Resolved::Control(c) => match self.link.records.push(c) {
+                    Err(rtrb::PushError::Full(c)) => Some(Resolved::Control(c)),
+                    Ok(()) => None,
+                },
+                Resolved::Note(n) => match self.link.notes.push(n) {
+                    Err(rtrb::PushError::Full(n)) => Some(Resolved::Note(n)),
+                    Ok(()) => None,
+                },
+            };
+            if let Some(r) = full {
                 self.backlog.push_front(r);
                 break;
             }
@@ -509,7 +550,17 @@ impl ControlHub {
                     self.refused(f, "the engine changed under it too often".to_string(), log)
                 }
                 Outcome::Removed => {
-                    let e = format!("node `{}` left the scene before it landed", f.change.node);
+                    let e = match &f.item {
+                        Item::Change(c) => {
+                            format!("node `{}` left the scene before it landed", c.node)
+                        }
+                        Item::Note(n) => {
+                            format!(
+                                "voice module `{}` left the scene before it landed",
+                                n.module
+                            )
+                        }
+                    };
                     self.refused(f, e, log);
                 }
             }
@@ -518,15 +569,32 @@ impl ControlHub {
 
     fn applied(&mut self, f: InFlight, at: u64) {
         self.counts.applied += 1;
-        let text = control::change_text(&f.change, &self.current.table, self.current.sample_rate);
-        self.journal.push(Record::Control {
-            at,
-            node: f.change.node,
-            param: f.change.param,
-            value: f.change.value,
-            ramp: f.change.ramp,
-            from: f.from.to_string(),
-        });
+        let from = f.from.to_string();
+        let text = match f.item {
+            Item::Change(change) => {
+                let text =
+                    control::change_text(&change, &self.current.table, self.current.sample_rate);
+                self.journal.push(Record::Control {
+                    at,
+                    node: change.node,
+                    param: change.param,
+                    value: change.value,
+                    ramp: change.ramp,
+                    from,
+                });
+                text
+            }
+            Item::Note(note) => {
+                let text = note.text();
+                self.journal.push(Record::Note {
+                    at,
+                    module: note.module,
+                    action: note.action,
+                    from,
+                });
+                text
+            }
+        };
         self.answer(f.message, Ok(format!("{text} at sample {at}")));
     }
 

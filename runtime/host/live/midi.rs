@@ -253,8 +253,13 @@ pub fn message(follower: &mut Follower, port: &str, bytes: &[u8], at: Instant) -
     }
     let command = if !mapped.errors.is_empty() {
         Err(mapped.errors.join("; "))
-    } else if mapped.matched {
+    } else if mapped.matched && mapped.notes.is_empty() {
         Ok(Command::Changes(mapped.changes))
+    } else if mapped.matched {
+        Ok(Command::Notes {
+            notes: mapped.notes,
+            changes: mapped.changes,
+        })
     } else {
         // A controller sends much no control maps: not an error.
         return None;

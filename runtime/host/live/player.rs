@@ -6,7 +6,7 @@
 use crate::dsp::fpmode::FpGuard;
 use crate::engine::{
     faded, stop_fade_gain, ControlRecord, ControlReport, Deck, Engine, EngineState, NodeTime,
-    CONTROL_QUEUE,
+    NoteRecord, CONTROL_QUEUE, NOTE_QUEUE,
 };
 use crate::host::live::input::history::HistoryWriter;
 use crate::host::live::input::LiveInput;
@@ -242,12 +242,16 @@ fn link_pair() -> (Link, AudioLink) {
 /// the callback and their reports back (see [`crate::engine::ControlRecord`]).
 pub struct ControlLink {
     pub records: Producer<ControlRecord>,
+    /// Notes for voice modules, beside the records; their reports come
+    /// back on `reports` too.
+    pub notes: Producer<NoteRecord>,
     pub reports: Consumer<ControlReport>,
 }
 
 /// The callback's ends of a [`ControlLink`].
 struct AudioControls {
     records: Consumer<ControlRecord>,
+    notes: Consumer<NoteRecord>,
     reports: Producer<ControlReport>,
 }
 
@@ -257,6 +261,31 @@ pub const CONTROL_RING: usize = 4096;
 /// The most records the callback takes before one block: what one block
 /// spends on control input is bounded, whatever arrives.
 pub const CONTROLS_PER_BLOCK: usize = 256;
+/// Note records in flight to the callback.
+pub const NOTE_RING: usize = 1024;
+/// The most note records the callback takes before one block.
+pub const NOTES_PER_BLOCK: usize = 256;
+
+/// Takes at most `budget` records from `ring` into `push`, sending the
+/// report of each it refuses (real-time safe).
+fn take_ring<T>(
+    ring: &mut Consumer<T>,
+    budget: usize,
+    reports: &mut Producer<ControlReport>,
+    meters: &Meters,
+    mut push: impl FnMut(T) -> Result<(), ControlReport>,
+) {
+    for _ in 0..budget {
+        let Ok(r) = ring.pop() else {
+            break;
+        };
+        if let Err(report) = push(r) {
+            if reports.push(report).is_err() {
+                meters.control_reports_lost.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
 
 /// Messages in flight each way; a handover has at most three.
 const LINK_CAPACITY: usize = 16;
@@ -513,39 +542,47 @@ impl Player {
     /// goes to the callback; a link made before is cut off).
     pub fn control_link(&mut self) -> ControlLink {
         let (records, audio_records) = RingBuffer::new(CONTROL_RING);
-        let (audio_reports, reports) = RingBuffer::new(CONTROL_RING + CONTROL_QUEUE);
+        let (notes, audio_notes) = RingBuffer::new(NOTE_RING);
+        let (audio_reports, reports) =
+            RingBuffer::new(CONTROL_RING + CONTROL_QUEUE + NOTE_RING + NOTE_QUEUE);
         self.controls_in = Some(AudioControls {
             records: audio_records,
+            notes: audio_notes,
             reports: audio_reports,
         });
-        ControlLink { records, reports }
+        ControlLink {
+            records,
+            notes,
+            reports,
+        }
     }
 
     /// Takes control records for the next block: at most
-    /// [`CONTROLS_PER_BLOCK`], and only as many as the engine's queue and
-    /// the report ring have room for (a record that arrives to a full
-    /// queue waits in the ring, never dropped here). Real-time safe.
+    /// [`CONTROLS_PER_BLOCK`] and [`NOTES_PER_BLOCK`] note records, and
+    /// only as many as the engine's queues and the report ring have room
+    /// for (a record that arrives to a full queue waits in the ring, never
+    /// dropped here). Real-time safe.
     fn take_controls(&mut self) {
         let Some(c) = &mut self.controls_in else {
             return;
         };
         let room = self.deck.control_room();
-        let waiting = CONTROL_QUEUE - room;
+        let notes_room = self.deck.note_room();
+        // Every record waiting in the engine has room for its report.
+        let waiting = CONTROL_QUEUE - room + NOTE_QUEUE.saturating_sub(notes_room);
         let budget = CONTROLS_PER_BLOCK
             .min(room)
             .min(c.reports.slots().saturating_sub(waiting + 1));
-        for _ in 0..budget {
-            let Ok(r) = c.records.pop() else {
-                break;
-            };
-            if let Err(report) = self.deck.push_control(r) {
-                if c.reports.push(report).is_err() {
-                    self.meters
-                        .control_reports_lost
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
+        let (deck, meters) = (&mut self.deck, &self.meters);
+        take_ring(&mut c.records, budget, &mut c.reports, meters, |r| {
+            deck.push_control(r)
+        });
+        let budget = NOTES_PER_BLOCK
+            .min(notes_room)
+            .min(c.reports.slots().saturating_sub(waiting + budget + 1));
+        take_ring(&mut c.notes, budget, &mut c.reports, meters, |r| {
+            deck.push_note(r)
+        });
     }
 
     /// Sends the reports of the records that landed in the last block.

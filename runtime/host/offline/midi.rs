@@ -1,5 +1,5 @@
 //! `render --midi FILE.mid`: a standard MIDI file drives the scene's MIDI
-//! `controls` offline, through the same mapper a live port uses
+//! `controls` offline (params, and notes for voice modules), through the same mapper a live port uses
 //! ([`crate::host::control::midi`]). Every message is timed exactly and
 //! lands on its sample ([`crate::host::control::midi_file`]: nearest,
 //! halves up); the changes it maps to land there (sample-accurate under
@@ -11,7 +11,7 @@
 //! `--input` does after the input ends: until the main bus stayed below
 //! −100 dBFS for 100 ms, at most 60 s.
 
-use crate::engine::ScriptedControl;
+use crate::engine::{ScriptedControl, ScriptedNote};
 use crate::graph::{ControlSource, Plan};
 use crate::host::control::midi::{describe, Mapper};
 use crate::host::control::midi_file::MidiFile;
@@ -35,6 +35,8 @@ pub struct RenderMidi {
     /// The changes they map to, at their samples (those before the
     /// render's first sample are left out).
     pub changes: Vec<ScriptedControl>,
+    /// The notes for voice modules they map to, likewise.
+    pub notes: Vec<ScriptedNote>,
     /// The sample of the file's last event.
     pub end: u64,
     /// Values a control could not set, with where they came from.
@@ -51,13 +53,14 @@ impl RenderMidi {
     /// mapped, 2 unmapped, 14 changes`.
     pub fn summary(&self) -> String {
         format!(
-            "midi from {} ({}): {} messages, {} mapped, {} unmapped (no control listens), {} changes",
+            "midi from {} ({}): {} messages, {} mapped, {} unmapped (no control listens), {} changes, {} notes",
             self.shown,
             self.shape,
             self.messages,
             self.mapped,
             self.unmapped(),
-            self.changes.len()
+            self.changes.len(),
+            self.notes.len()
         )
     }
 
@@ -87,6 +90,7 @@ impl RenderMidi {
             "mapped": self.mapped,
             "unmapped": self.unmapped(),
             "changes": self.changes.len(),
+            "notes": self.notes.len(),
             "last_event_s": self.end as f64 / f64::from(sample_rate),
             "errors": self.errors.len(),
         })
@@ -145,6 +149,7 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
         messages: file.messages.len(),
         mapped: 0,
         changes: Vec::new(),
+        notes: Vec::new(),
         end: file.sample(file.end, sr),
         errors: Vec::new(),
     };
@@ -161,6 +166,12 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
         if sample < start {
             continue;
         }
+        out.notes
+            .extend(mapped.notes.into_iter().map(|n| ScriptedNote {
+                sample,
+                module: n.module,
+                action: n.action,
+            }));
         out.changes
             .extend(mapped.changes.into_iter().map(|c| ScriptedControl {
                 sample,

@@ -460,7 +460,9 @@ pub fn render(
         engine.set_input_feed(i.feed());
     }
     let mut written = Vec::new();
-    let mut feed = midi.as_ref().map(|m| ControlFeed::new(m.changes.clone()));
+    let mut feed = midi
+        .as_ref()
+        .map(|m| ControlFeed::with_notes(m.changes.clone(), m.notes.clone()));
     let mut tail = length.tail(start, latency, sr);
     if let (None, Some((t, _)), Length::Tail { input: Some(n), .. }) = (&input, &mut tail, length) {
         // The MIDI file's end is known before the render: the tail starts there.

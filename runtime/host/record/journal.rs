@@ -14,7 +14,8 @@
 //! ([`Scripted`]) and the same device output stage, and reproduces the
 //! device output bit for bit on the same build and CPU feature level.
 
-use crate::engine::incoming::{Incoming, Scripted, ScriptedControl, SessionFixed};
+use crate::engine::incoming::{Incoming, Scripted, ScriptedControl, ScriptedNote, SessionFixed};
+use crate::graph::NoteAction;
 use crate::host::files::digest::sha256_hex;
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
@@ -72,6 +73,26 @@ pub fn control_changes(records: &[Record]) -> Vec<ScriptedControl> {
         })
         .collect();
     v.sort_by_key(|c| c.sample);
+    v
+}
+
+/// The notes of a journal, in sample order (journal order within a
+/// sample), for a scripted replay to play where they landed.
+pub fn note_changes(records: &[Record]) -> Vec<ScriptedNote> {
+    let mut v: Vec<ScriptedNote> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Note {
+                at, module, action, ..
+            } => Some(ScriptedNote {
+                sample: *at,
+                module: module.clone(),
+                action: *action,
+            }),
+            _ => None,
+        })
+        .collect();
+    v.sort_by_key(|n| n.sample);
     v
 }
 
@@ -152,6 +173,16 @@ pub enum Record {
         ramp: u64,
         from: String,
     },
+    /// A control message (OSC, MIDI) played a note on voice module
+    /// `module` at engine sample `at`: `action` as the engine took it
+    /// (its key the bits of the pitch in Hz); `from` is the message as it
+    /// arrived. `replay` plays it at that sample.
+    Note {
+        at: u64,
+        module: String,
+        action: NoteAction,
+        from: String,
+    },
     /// A control message that changed nothing, and why (the clock `at` it
     /// was refused at).
     ControlError {
@@ -175,6 +206,7 @@ impl Record {
             Record::Handover { swap_at, .. } => Some(*swap_at),
             Record::Rejected { at, .. }
             | Record::Control { at, .. }
+            | Record::Note { at, .. }
             | Record::ControlError { at, .. }
             | Record::Snapshot { at, .. }
             | Record::Progress { at }
@@ -570,9 +602,11 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     };
     // Control changes land as the deck plays, handovers included.
     let changes = control_changes(&session.records);
+    let notes = note_changes(&session.records);
     let scripted = |inc: Incoming, channels: usize| {
         let mut d = Scripted::new(inc, channels);
         d.schedule(changes.iter().cloned());
+        d.schedule_notes(notes.iter().cloned());
         d
     };
     let mut deck: Option<Scripted> = None;
@@ -882,6 +916,16 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
                 "{}  control {node}.{param} = {} ({from})",
                 t(session(*at), rate),
                 value.as_f64()
+            ),
+            Record::Note {
+                at,
+                module,
+                action,
+                from,
+            } => format!(
+                "{}  note {} ({from})",
+                t(session(*at), rate),
+                action.text(module)
             ),
             Record::ControlError { at, from, error } => format!(
                 "{}  control refused: {from}: {error}",

@@ -316,7 +316,9 @@ impl LiveControl {
                     self.controls.stop.store(true, Ordering::Relaxed);
                     Ok("stopping".to_string())
                 }
-                ControlCommand::Changes(_) => Err("changes are the hub's".to_string()),
+                ControlCommand::Changes(_) | ControlCommand::Notes { .. } => {
+                    Err("changes and notes are the hub's".to_string())
+                }
             };
             if let Some(r) = reply {
                 r(answer);
