@@ -505,3 +505,47 @@ fn same_note_reuses_its_voice_unless_the_module_says_new() {
     let span = 0..at(0.1);
     assert_eq!(reuse[span.clone()], new[span]);
 }
+
+/// The scene schema (`morphrt schema`) takes note events as the loader
+/// does: a note or the pedal for a module, and refuses what the loader
+/// refuses on the text alone.
+#[test]
+fn the_schema_takes_note_events_and_refuses_bad_ones() {
+    let schema: serde_json::Value = serde_json::from_str(&stdout(&morphrt(&["schema"]))).unwrap();
+    let v = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let with = |event: &str| -> serde_json::Value {
+        serde_json::from_str(&pad_scene(4, "saw", &flat_env("50ms"), "", event)).unwrap()
+    };
+    for good in [
+        note_on(0.0, 220.0, 0.5),
+        note_off(0.5, 220.0),
+        r#"{ "time": 0, "module": "pad", "note": 60.5, "duration": "1s" }"#.to_string(),
+        r#"{ "time": "1s", "module": "pad", "sustain": true }"#.to_string(),
+        r#"{ "time": "1s", "node": "osc", "param": "amp", "value": 0.2 }"#.to_string(),
+    ] {
+        assert!(v.is_valid(&with(&good)), "valid: {good}");
+    }
+    for bad in [
+        r#"{ "time": "1s", "module": "pad", "note": 60, "velocity": 1.5 }"#,
+        r#"{ "time": "1s", "module": "pad", "note": 128 }"#,
+        r#"{ "time": "1s", "module": "pad" }"#,
+        r#"{ "time": "1s", "module": "pad", "note": 60, "sustain": true }"#,
+        r#"{ "module": "pad", "note": 60 }"#,
+        r#"{ "time": "1s", "module": "pad", "note": 60, "off": "yes" }"#,
+    ] {
+        assert!(!v.is_valid(&with(bad)), "invalid: {bad}");
+        let o = render(
+            &temp_dir("voices-schema"),
+            "bad.json",
+            &with(bad).to_string(),
+            &[],
+        )
+        .0;
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "the loader refuses {bad} too: {}",
+            stderr(&o)
+        );
+    }
+}

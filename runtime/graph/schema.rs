@@ -29,8 +29,8 @@ use crate::ops::{registry, OpSpec, ParamKind, ParamSpec};
 use crate::profile::{Overrides, MAX_BLOCK_SIZE};
 use crate::scene::{
     Dimension, CONTROL_KEYS, CURVES, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
-    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, PRECISIONS, PROFILES, TARGET_KEYS,
-    TOP_KEYS, TOP_LEVEL_SETTINGS,
+    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, NOTE_EVENT_KEYS, PRECISIONS, PROFILES,
+    TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
 use serde_json::{json, Map, Value};
 
@@ -183,8 +183,15 @@ fn defs() -> Value {
         })
     });
     edge["required"] = json!(["from", "to"]);
-    let mut event = object_of(&EVENT_KEYS, event_field);
-    event["required"] = json!(["time", "node", "param", "value"]);
+    let mut param_event = object_of(&EVENT_KEYS, event_field);
+    param_event["required"] = json!(["time", "node", "param", "value"]);
+    let mut note_event = object_of(&NOTE_EVENT_KEYS, note_event_field);
+    note_event["required"] = json!(["time", "module"]);
+    note_event["oneOf"] = json!([{ "required": ["note"] }, { "required": ["sustain"] }]);
+    let event = json!({
+        "oneOf": [param_event, note_event],
+        "description": "A param change (`node`, `param`, `value`) or a note for a voice module (`module` with `note`, or `sustain` for the pedal)."
+    });
     let mut control = object_of(&CONTROL_KEYS, control_field);
     control["oneOf"] = json!([{ "required": ["osc"] }, { "required": ["midi"] }]);
     let mut midi = object_of(&MIDI_KEYS, midi_field);
@@ -300,6 +307,40 @@ fn event_field(key: &str) -> Option<Value> {
         "ramp" => json!({
             "$ref": "#/$defs/time",
             "description": "Glide from the current value, linear in the param's canonical unit (not for enums)."
+        }),
+        _ => return None,
+    })
+}
+
+fn note_event_field(key: &str) -> Option<Value> {
+    Some(match key {
+        "time" => {
+            json!({ "$ref": "#/$defs/time", "description": "When, on the scene's timeline." })
+        }
+        "module" => {
+            json!({ "$ref": "#/$defs/id", "description": "The voice module the note plays." })
+        }
+        "note" => json!({
+            "anyOf": [
+                { "type": "number", "minimum": 0, "maximum": 127 },
+                { "type": "string", "minLength": 1 }
+            ],
+            "description": "A MIDI note number (A4 = 69; fractions are microtones) or a frequency with its unit (`440Hz`)."
+        }),
+        "velocity" => json!({
+            "type": "number", "minimum": 0, "maximum": 1, "default": 1,
+            "description": "How hard the note is played: 1 is the loudest (MIDI velocity v is v/127)."
+        }),
+        "duration" => json!({
+            "$ref": "#/$defs/time",
+            "description": "Ends the note this long after it starts (without it, a later `\"off\": true` event ends it)."
+        }),
+        "off" => {
+            json!({ "type": "boolean", "description": "A note-off: the note ends (its voice releases)." })
+        }
+        "sustain" => json!({
+            "type": "boolean",
+            "description": "The sustain pedal: down (true) holds the notes that end until it comes up (false)."
         }),
         _ => return None,
     })
@@ -562,6 +603,9 @@ mod tests {
         }
         for k in EVENT_KEYS {
             assert!(event_field(k).is_some(), "event `{k}`");
+        }
+        for k in NOTE_EVENT_KEYS {
+            assert!(note_event_field(k).is_some(), "note event `{k}`");
         }
         for k in CONTROL_KEYS.iter().chain(&TARGET_KEYS) {
             assert!(control_field(k).is_some(), "control `{k}`");
