@@ -1259,3 +1259,114 @@ fn a_flood_of_note_records_never_allocates_in_the_callback() {
         assert_eq!(meters.control_reports_lost.load(Ordering::Relaxed), 0);
     }
 }
+
+/// A voice scene: four voices, each a saw with noise through an envelope
+/// and a filter; notes from the scene (a chord, then more notes than
+/// voices: steals), with a pedal, and notes pushed from outside.
+const VOICES: &str = r#"{ "version": "1.0", "seed": 3,
+  "modules": [ { "id": "pad", "voices": 4, "note": { "pitch": "osc.freq", "gate": "env.gate", "velocity": "amp.gain" },
+      "nodes": [
+        { "id": "osc", "op": "saw", "params": { "freq": "220Hz", "amp": 0.2 } },
+        { "id": "hiss", "op": "noise", "params": { "amp": 0.01 } },
+        { "id": "sum", "op": "mix" },
+        { "id": "lp", "op": "svf", "params": { "cutoff": "3kHz" } },
+        { "id": "env", "op": "adsr", "params": { "attack": "2ms", "decay": "20ms", "sustain": 0.5, "release": "10ms" } },
+        { "id": "vca", "op": "multiply" },
+        { "id": "amp", "op": "gain" } ] } ],
+  "edges": [ { "from": "osc", "to": "sum:in0" }, { "from": "hiss", "to": "sum:in1" }, { "from": "sum", "to": "lp" },
+             { "from": "lp", "to": "vca:a" }, { "from": "env", "to": "vca:b" }, { "from": "vca", "to": "amp" } ],
+  "outputs": { "main": ["pad"] },
+  "events": [
+    { "time": "0s", "module": "pad", "note": 60, "duration": "100ms" },
+    { "time": "0s", "module": "pad", "note": 64, "velocity": 0.7, "duration": "100ms" },
+    { "time": "0s", "module": "pad", "note": 67, "velocity": 0.5, "duration": "100ms" },
+    { "time": "150ms", "module": "pad", "sustain": true },
+    { "time": "200ms", "module": "pad", "note": 62, "duration": "50ms" },
+    { "time": "210ms", "module": "pad", "note": 65, "duration": "50ms" },
+    { "time": "220ms", "module": "pad", "note": 69, "duration": "50ms" },
+    { "time": "230ms", "module": "pad", "note": 72, "duration": "50ms" },
+    { "time": "240ms", "module": "pad", "note": 74, "duration": "50ms" },
+    { "time": "250ms", "module": "pad", "note": 76, "duration": "50ms" },
+    { "time": "400ms", "module": "pad", "sustain": false } ] }"#;
+
+/// A voice scene under every profile: note-ons, steals (more notes than
+/// voices), releases under and after the pedal, voices going free, and
+/// notes pushed from outside — no allocation or free in `process_block`,
+/// and each of those really happened in the checked section.
+#[test]
+fn voices_starting_stealing_releasing_and_going_free_never_allocate() {
+    use morphrt::engine::Phase;
+    use morphrt::graph::{NoteAction, PlanNote};
+    for p in Profile::ALL {
+        let mut e = common::engine(VOICES, Some(p), 64);
+        let pool = e.voice_pool("pad").unwrap();
+        let mut seen = [false; 4];
+        let mut freed_after_sounding = false;
+        let (mut a, mut f) = (0, 0);
+        for k in 0..600u64 {
+            let clock = e.clock();
+            let pushed = (k % 97 == 50 && k < 500).then(|| {
+                let hz = 300.0 + k as f64;
+                [
+                    PlanNote {
+                        sample: clock + 7,
+                        pool,
+                        action: NoteAction::On {
+                            key: hz.to_bits(),
+                            tag: 0,
+                            pitch_hz: hz,
+                            velocity: 0.8,
+                        },
+                    },
+                    PlanNote {
+                        sample: clock + 900,
+                        pool,
+                        action: NoteAction::Off {
+                            key: hz.to_bits(),
+                            tag: 0,
+                        },
+                    },
+                ]
+            });
+            let before_sounding = e.voices_sounding()[0].1;
+            let (a0, f0) = counts();
+            realtime(|| {
+                if let Some(notes) = pushed {
+                    for n in notes {
+                        assert!(e.push_note(n));
+                    }
+                }
+                e.process_block(if k % 5 == 2 {
+                    1 + (k as usize * 37) % 64
+                } else {
+                    64
+                });
+                std::hint::black_box(e.bus().get(0, 0));
+            });
+            let (a1, f1) = counts();
+            (a, f) = (a + a1 - a0, f + f1 - f0);
+            for v in &e.voice_states()[0].voices {
+                seen[v.phase as usize] = true;
+            }
+            freed_after_sounding |=
+                before_sounding > 0 && e.voices_sounding()[0].1 < before_sounding;
+        }
+        assert_eq!(
+            (a, f),
+            (0, 0),
+            "under {p}: allocations/frees inside process_block"
+        );
+        for phase in [Phase::Free, Phase::Held, Phase::Released, Phase::Stealing] {
+            assert!(
+                seen[phase as usize],
+                "under {p}: no voice was ever {phase:?}"
+            );
+        }
+        assert!(freed_after_sounding, "under {p}: no voice went free");
+        assert_eq!(
+            e.voices_sounding()[0].1,
+            0,
+            "under {p}: all free at the end"
+        );
+    }
+}
