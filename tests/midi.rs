@@ -575,6 +575,123 @@ fn the_shipped_midi_file_is_what_its_maker_writes_and_renders() {
     assert!(s.iter().any(|x| x.abs() > 0.05));
 }
 
+/// The chords of `scenes/midi/chords.mid`, one a bar: Cmaj7, Am7, Dm7.
+const CHORDS: [[u8; 4]; 3] = [[48, 52, 55, 59], [45, 48, 52, 55], [50, 53, 57, 60]];
+
+/// What `scenes/midi/chords.mid` holds, for the voice module of
+/// `scenes/midi/keys.json`: five bars at 120 bpm (96 PPQ, a bar is 2 s) on
+/// channel 1. Bars 1–3: a four-note chord, strummed 4 ticks a note, held
+/// 3½ beats, under a legato melody (each note overlaps the next by 12
+/// ticks): six voices at once. Bar 4: the pedal goes down and G7 is
+/// arpeggiated in sixteen short notes, all held by the pedal, so the eight
+/// voices steal; the pedal comes up on bar 5's C chord, held for the bar.
+/// CC 74 opens the filter over bars 1–2 and closes it over bars 3–4.
+fn chords() -> Vec<u8> {
+    let mut events: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut note = |on: u64, len: u64, n: u8, v: u8| {
+        events.push((on, vec![0x90, n, v]));
+        events.push((on + len, vec![0x80, n, 0]));
+    };
+    let melody = [[72u8, 74, 76, 79], [76, 74, 72, 69], [74, 77, 76, 74]];
+    for (bar, (chord, line)) in CHORDS.iter().zip(melody).enumerate() {
+        let at = bar as u64 * 384;
+        for (i, n) in chord.iter().enumerate() {
+            note(at + i as u64 * 4, 336 - i as u64 * 4, *n, 70 + i as u8 * 6);
+        }
+        for (i, n) in line.iter().enumerate() {
+            note(at + i as u64 * 96, 108, *n, 96);
+        }
+    }
+    let g7 = [43u8, 47, 50, 53, 55, 59, 62, 65];
+    for i in 0..16u64 {
+        note(
+            3 * 384 + i * 24,
+            20,
+            g7[(i % 8) as usize],
+            60 + (i % 4) as u8 * 10,
+        );
+    }
+    for (i, n) in [48u8, 55, 60, 64, 67].iter().enumerate() {
+        note(4 * 384 + i as u64 * 4, 380 - i as u64 * 4, *n, 84);
+    }
+    events.push((3 * 384, vec![0xb0, 64, 127]));
+    events.push((4 * 384, vec![0xb0, 64, 0]));
+    for i in 0..=64u64 {
+        let v = if i <= 32 {
+            20 + i * 3
+        } else {
+            20 + (64 - i) * 3
+        };
+        events.push((i * 24, vec![0xb0, 74, v as u8]));
+    }
+    // Stable: at one tick, the order written above (a note-off before the
+    // pedal, the pedal before the notes that follow).
+    events.sort_by_key(|(t, _)| *t);
+    let tempo = track(&[(0, vec![0xff, 0x51, 3, 0x07, 0xa1, 0x20])]);
+    smf(96, &[tempo, track_at(events)])
+}
+
+/// The magnitude of `x[a..b]`'s DFT at `hz` (Hann window), per sample.
+fn dft(x: &[f32], (a, b): (usize, usize), hz: f64) -> f64 {
+    let n = (b - a) as f64;
+    let (mut re, mut im) = (0.0, 0.0);
+    for (i, &v) in x[a..b].iter().enumerate() {
+        let w = 0.5 - 0.5 * libm::cos(std::f64::consts::TAU * i as f64 / n);
+        let ph = std::f64::consts::TAU * hz * i as f64 / SR as f64;
+        re += w * f64::from(v) * libm::cos(ph);
+        im += w * f64::from(v) * libm::sin(ph);
+    }
+    libm::sqrt(re * re + im * im) / n
+}
+
+#[test]
+fn the_shipped_chords_file_is_what_its_maker_writes_and_plays_the_keys() {
+    let path = common::root().join("scenes/midi/chords.mid");
+    if std::env::var_os("MORPHRT_BLESS").is_some() {
+        std::fs::write(&path, chords()).unwrap();
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        chords(),
+        "MORPHRT_BLESS=1 rewrites it"
+    );
+    // The README's command.
+    let dir = temp_dir("midi-keys");
+    let out = dir.join("keys.wav");
+    let o = morphrt(&[
+        "render",
+        "scenes/midi/keys.json",
+        "--midi",
+        "scenes/midi/chords.mid",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("0 unmapped"), "{log}");
+    let s = read_f32(&out);
+    // Five bars (10 s), the last release, then the room's tail.
+    let sr = SR as usize;
+    assert!(s.len() > 10 * sr && s.len() < 12 * sr, "{} frames", s.len());
+    // Each bar's chord sounds all four of its notes together: every one
+    // of them stands well above a note no chord or melody of that bar
+    // plays (nor a harmonic of one).
+    let hz = |n: u8| 440.0 * libm::pow(2.0, (f64::from(n) - 69.0) / 12.0);
+    for (bar, chord) in CHORDS.iter().enumerate() {
+        let window = (bar * 2 * sr + sr / 4, bar * 2 * sr + 3 * sr / 2);
+        let floor = [49u8, 51, 56].map(|n| dft(&s, window, hz(n)));
+        let floor = floor.iter().cloned().fold(0.0, f64::max);
+        for n in chord {
+            let m = dft(&s, window, hz(*n));
+            assert!(
+                m > 20.0 * floor,
+                "bar {}: note {n} at {m} against {floor}",
+                bar + 1
+            );
+        }
+    }
+}
+
 #[test]
 fn a_block_holding_more_changes_than_the_queue_lands_each_at_its_sample() {
     let dir = temp_dir("midi-dense");

@@ -1210,7 +1210,11 @@ fn a_flood_of_note_records_never_allocates_in_the_callback() {
             NoteRecord {
                 note: PlanNote {
                     // Every fifth lands ahead, off the block grid.
-                    sample: if seq % 5 == 0 { 64 * (seq % 40) + seq % 64 } else { 0 },
+                    sample: if seq % 5 == 0 {
+                        64 * (seq % 40) + seq % 64
+                    } else {
+                        0
+                    },
                     pool,
                     action,
                 },
