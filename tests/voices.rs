@@ -71,7 +71,7 @@ fn window(n: usize) -> Vec<f64> {
     (0..n)
         .map(|i| {
             let x = 2.0 * PI * i as f64 / (n - 1) as f64;
-            a0 - a1 * x.cos() + a2 * (2.0 * x).cos() - a3 * (3.0 * x).cos()
+            a0 - a1 * libm::cos(x) + a2 * libm::cos(2.0 * x) - a3 * libm::cos(3.0 * x)
         })
         .collect()
 }
@@ -83,8 +83,8 @@ fn amplitude(x: &[f64], hz: f64) -> f64 {
     let (mut re, mut im) = (0.0, 0.0);
     for (i, (s, w)) in x.iter().zip(&w).enumerate() {
         let ph = 2.0 * PI * hz * i as f64 / SR;
-        re += s * w * ph.cos();
-        im -= s * w * ph.sin();
+        re += s * w * libm::cos(ph);
+        im -= s * w * libm::sin(ph);
     }
     2.0 * (re * re + im * im).sqrt() / w.iter().sum::<f64>()
 }
@@ -133,7 +133,7 @@ fn a_chord_sounds_its_three_pitches_at_their_velocities() {
     let text = pad_scene(4, "sine", &flat_env("50ms"), "", &events.join(", "));
     let x = render_mono(&dir, "chord.json", &text);
     let part = &x[at(0.2)..at(0.2) + 16384];
-    let hz = |n: i32| 440.0 * 2f64.powf((n as f64 - 69.0) / 12.0);
+    let hz = |n: i32| 440.0 * libm::pow(2.0, (n as f64 - 69.0) / 12.0);
     let found = peaks(part, 4000.0);
     let bin = SR / part.len() as f64;
     assert_eq!(found.len(), 3, "three pitches, found {found:?} Hz");
