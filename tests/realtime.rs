@@ -1053,43 +1053,18 @@ mod input_history {
 /// lost: no allocation or free in the callback under any profile.
 #[test]
 fn a_flood_of_control_records_never_allocates_in_the_callback() {
-    use morphrt::engine::{ControlRecord, Outcome};
+    use morphrt::engine::ControlRecord;
     use morphrt::graph::ControlValue;
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
     use std::sync::atomic::Ordering;
-    use std::sync::Arc;
     let text = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.1}}],
                    "outputs": {"main": ["d"]}}"#;
     for p in Profile::ALL {
         let engine = common::engine(text, Some(p), 64);
         let (node, param) = engine.find_param("d", "value").unwrap();
         let id = engine.id();
-        let meters = Arc::new(Meters::default());
-        let controls = Arc::new(Controls::default());
-        let mut player = Player::new(
-            engine,
-            2,
-            None,
-            240,
-            meters.clone(),
-            controls,
-            std::time::Instant::now(),
-        );
-        let mut link = player.control_link();
-        let cell = PlayerCell::new(player);
-        let mut buf = vec![0.0f32; 64 * 2];
-        let mut total = (0, 0);
-        let mut play = |blocks: usize, total: &mut (usize, usize)| {
-            for _ in 0..blocks {
-                let before = counts();
-                realtime(|| cell.fill(&mut buf));
-                let after = counts();
-                *total = (total.0 + after.0 - before.0, total.1 + after.1 - before.1);
-            }
-        };
-        let record = |seq: u64| {
+        let filled = flood(engine, p, |link, meters, seq| {
             let clock = meters.clock.load(Ordering::Relaxed);
-            ControlRecord {
+            let record = ControlRecord {
                 // Every fifth lands 1…40 blocks ahead, off the block grid.
                 sample: if seq % 5 == 0 {
                     clock + 64 * (1 + seq % 40) + seq % 64
@@ -1103,48 +1078,96 @@ fn a_flood_of_control_records_never_allocates_in_the_callback() {
                 // Every seventh was resolved for an engine that never played.
                 engine: if seq % 7 == 0 { u64::MAX } else { id },
                 seq,
+            };
+            link.records.push(record).is_ok()
+        });
+        assert_eq!(filled, 4096, "the ring filled");
+    }
+}
+
+/// Plays `engine` in a player under `p`, its control link flooded by
+/// `push(link, meters, seq)` (false: the ring is full) up to 20 000
+/// records while the callback runs, and asserts that the callback never
+/// allocated or freed, that every record was reported (stale: every
+/// seventh, which `push` resolves for an engine that never played) and
+/// that no report was lost. Returns how many records filled the ring
+/// before the first callback.
+fn flood(
+    engine: morphrt::engine::Engine,
+    p: Profile,
+    mut push: impl FnMut(
+        &mut morphrt::host::live::player::ControlLink,
+        &morphrt::host::live::player::Meters,
+        u64,
+    ) -> bool,
+) -> u64 {
+    use morphrt::engine::Outcome;
+    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    let meters = Arc::new(Meters::default());
+    let controls = Arc::new(Controls::default());
+    let mut player = Player::new(
+        engine,
+        2,
+        None,
+        240,
+        meters.clone(),
+        controls,
+        std::time::Instant::now(),
+    );
+    let mut link = player.control_link();
+    let cell = PlayerCell::new(player);
+    let mut buf = vec![0.0f32; 64 * 2];
+    let mut total = (0, 0);
+    let mut play = |blocks: usize, total: &mut (usize, usize)| {
+        for _ in 0..blocks {
+            let before = counts();
+            realtime(|| cell.fill(&mut buf));
+            let after = counts();
+            *total = (total.0 + after.0 - before.0, total.1 + after.1 - before.1);
+        }
+    };
+    let mut seq = 0;
+    while push(&mut link, &meters, seq) {
+        seq += 1;
+    }
+    let filled = seq;
+    play(100, &mut total);
+    let (mut applied, mut stale, mut other) = (0u64, 0u64, 0u64);
+    let mut drain = |link: &mut morphrt::host::live::player::ControlLink| {
+        while let Ok(r) = link.reports.pop() {
+            match r.outcome {
+                Outcome::Applied { .. } => applied += 1,
+                Outcome::Stale => stale += 1,
+                _ => other += 1,
             }
-        };
-        let mut seq = 0;
-        while link.records.push(record(seq)).is_ok() {
+        }
+    };
+    while seq < 20_000 {
+        drain(&mut link);
+        for _ in 0..300 {
+            if seq == 20_000 || !push(&mut link, &meters, seq) {
+                break;
+            }
             seq += 1;
         }
-        assert_eq!(seq, 4096, "the ring filled");
-        play(100, &mut total);
-        let (mut applied, mut stale, mut other) = (0u64, 0u64, 0u64);
-        let mut drain = |link: &mut morphrt::host::live::player::ControlLink| {
-            while let Ok(r) = link.reports.pop() {
-                match r.outcome {
-                    Outcome::Applied { .. } => applied += 1,
-                    Outcome::Stale => stale += 1,
-                    _ => other += 1,
-                }
-            }
-        };
-        while seq < 20_000 {
-            drain(&mut link);
-            for _ in 0..300 {
-                if seq == 20_000 || link.records.push(record(seq)).is_err() {
-                    break;
-                }
-                seq += 1;
-            }
-            play(1, &mut total);
-        }
-        for _ in 0..100 {
-            drain(&mut link);
-            play(1, &mut total);
-        }
-        drain(&mut link);
-        assert_eq!(total, (0, 0), "under {p}: the callback allocated or freed");
-        assert_eq!(
-            (applied + stale + other, other),
-            (seq, 0),
-            "under {p}: every record reported"
-        );
-        assert_eq!(stale, seq.div_ceil(7), "under {p}");
-        assert_eq!(meters.control_reports_lost.load(Ordering::Relaxed), 0);
+        play(1, &mut total);
     }
+    for _ in 0..100 {
+        drain(&mut link);
+        play(1, &mut total);
+    }
+    drain(&mut link);
+    assert_eq!(total, (0, 0), "under {p}: the callback allocated or freed");
+    assert_eq!(
+        (applied + stale + other, other),
+        (seq, 0),
+        "under {p}: every record reported"
+    );
+    assert_eq!(stale, seq.div_ceil(7), "under {p}");
+    assert_eq!(meters.control_reports_lost.load(Ordering::Relaxed), 0);
+    filled
 }
 
 /// Note records for a voice module of 8 voices, flooding the callback:
@@ -1153,11 +1176,8 @@ fn a_flood_of_control_records_never_allocates_in_the_callback() {
 /// allocation or free in the callback under any profile.
 #[test]
 fn a_flood_of_note_records_never_allocates_in_the_callback() {
-    use morphrt::engine::{NoteRecord, Outcome};
+    use morphrt::engine::NoteRecord;
     use morphrt::graph::{NoteAction, PlanNote};
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
-    use std::sync::atomic::Ordering;
-    use std::sync::Arc;
     let text = r#"{"version": "1.0", "modules": [{"id": "pad", "voices": 8,
         "note": {"pitch": "osc.freq", "gate": "env.gate"},
         "nodes": [{"id": "osc", "op": "sine"},
@@ -1169,30 +1189,7 @@ fn a_flood_of_note_records_never_allocates_in_the_callback() {
         let engine = common::engine(text, Some(p), 64);
         let pool = engine.voice_pool("pad").unwrap();
         let id = engine.id();
-        let meters = Arc::new(Meters::default());
-        let controls = Arc::new(Controls::default());
-        let mut player = Player::new(
-            engine,
-            2,
-            None,
-            240,
-            meters.clone(),
-            controls,
-            std::time::Instant::now(),
-        );
-        let mut link = player.control_link();
-        let cell = PlayerCell::new(player);
-        let mut buf = vec![0.0f32; 64 * 2];
-        let mut total = (0, 0);
-        let mut play = |blocks: usize, total: &mut (usize, usize)| {
-            for _ in 0..blocks {
-                let before = counts();
-                realtime(|| cell.fill(&mut buf));
-                let after = counts();
-                *total = (total.0 + after.0 - before.0, total.1 + after.1 - before.1);
-            }
-        };
-        let note = |seq: u64| {
+        flood(engine, p, |link, _, seq| {
             let hz = 100.0 + (seq % 128) as f64;
             let action = match seq % 11 {
                 0 => NoteAction::Sustain(seq % 22 == 0),
@@ -1207,7 +1204,7 @@ fn a_flood_of_note_records_never_allocates_in_the_callback() {
                     tag: 0,
                 },
             };
-            NoteRecord {
+            let record = NoteRecord {
                 note: PlanNote {
                     // Every fifth lands ahead, off the block grid.
                     sample: if seq % 5 == 0 {
@@ -1221,46 +1218,9 @@ fn a_flood_of_note_records_never_allocates_in_the_callback() {
                 // Every seventh was resolved for an engine that never played.
                 engine: if seq % 7 == 0 { u64::MAX } else { id },
                 seq: seq + 1,
-            }
-        };
-        let mut seq = 0;
-        while link.notes.push(note(seq)).is_ok() {
-            seq += 1;
-        }
-        play(100, &mut total);
-        let (mut applied, mut stale, mut other) = (0u64, 0u64, 0u64);
-        let mut drain = |link: &mut morphrt::host::live::player::ControlLink| {
-            while let Ok(r) = link.reports.pop() {
-                match r.outcome {
-                    Outcome::Applied { .. } => applied += 1,
-                    Outcome::Stale => stale += 1,
-                    _ => other += 1,
-                }
-            }
-        };
-        while seq < 20_000 {
-            drain(&mut link);
-            for _ in 0..300 {
-                if seq == 20_000 || link.notes.push(note(seq)).is_err() {
-                    break;
-                }
-                seq += 1;
-            }
-            play(1, &mut total);
-        }
-        for _ in 0..100 {
-            drain(&mut link);
-            play(1, &mut total);
-        }
-        drain(&mut link);
-        assert_eq!(total, (0, 0), "under {p}: the callback allocated or freed");
-        assert_eq!(
-            (applied + stale + other, other),
-            (seq, 0),
-            "under {p}: every note reported"
-        );
-        assert_eq!(stale, seq.div_ceil(7), "under {p}");
-        assert_eq!(meters.control_reports_lost.load(Ordering::Relaxed), 0);
+            };
+            link.notes.push(record).is_ok()
+        });
     }
 }
 

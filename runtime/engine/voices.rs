@@ -397,7 +397,7 @@ impl Engine {
                     if voice.next.cancelled {
                         self.free_voice(p, v);
                     } else {
-                        self.start_voice(p, v, voice.next, pos);
+                        self.start_voice(p, v, voice.next);
                     }
                 }
             }
@@ -485,7 +485,7 @@ impl Engine {
             }
         }
         if let Some(v) = voices.iter().position(|x| x.phase == Phase::Free) {
-            self.start_voice(p, v, note, pos);
+            self.start_voice(p, v, note);
             return;
         }
         let oldest = |phase: Phase, age: fn(&Voice) -> u64| {
@@ -539,7 +539,7 @@ impl Engine {
         let pool = &mut self.voices.pools[p];
         let fade = pool.plan.steal_fade;
         if fade == 0 || pool.state.voices[v].phase == Phase::Free {
-            self.start_voice(p, v, note, pos);
+            self.start_voice(p, v, note);
             return;
         }
         let voice = &mut pool.state.voices[v];
@@ -549,29 +549,20 @@ impl Engine {
         pool.stealing += 1;
     }
 
-    /// Voice `v` starts `note` at `pos` from a clean state.
-    fn start_voice(&mut self, p: usize, v: usize, note: Pending, pos: u64) {
-        let _ = pos;
-        let pool = &mut self.voices.pools[p];
-        for &i in &pool.plan.nodes[v] {
+    /// Voice `v` starts `note` from a clean state.
+    fn start_voice(&mut self, p: usize, v: usize, note: Pending) {
+        for &i in &self.voices.pools[p].plan.nodes[v] {
             let slot = &mut self.slots[i];
             slot.reset_state();
             slot.recovery = Default::default();
         }
         self.capture.spoil();
-        let pool = &mut self.voices.pools[p];
-        let voice = &mut pool.state.voices[v];
-        voice.phase = Phase::Held;
-        voice.key = note.key;
-        voice.tag = note.tag;
-        voice.started = pool.state.seq;
-        voice.sustained = false;
-        voice.quiet = 0;
-        pool.state.seq += 1;
-        self.set_note_params(p, v, note, 1.0);
+        self.voices.pools[p].state.voices[v].key = note.key;
+        self.regate(p, v, note);
     }
 
-    /// A released voice plays its note again from where it is.
+    /// Voice `v` holds `note` (a released voice plays its note again from
+    /// where it is).
     fn regate(&mut self, p: usize, v: usize, note: Pending) {
         let pool = &mut self.voices.pools[p];
         let voice = &mut pool.state.voices[v];
