@@ -540,32 +540,40 @@ fn bassline() -> Vec<u8> {
     smf(96, &[tempo, track_at(events)])
 }
 
-#[test]
-fn the_shipped_midi_file_is_what_its_maker_writes_and_renders() {
-    let path = common::root().join("scenes/midi/bassline.mid");
+/// Checks that `scenes/midi/NAME.mid` is what `maker` writes
+/// (`MORPHRT_BLESS=1` rewrites it), then runs the README's command, which
+/// renders `scenes/midi/SCENE.json` played by it: its samples, with every
+/// message mapped.
+fn shipped_midi(name: &str, maker: fn() -> Vec<u8>, scene: &str) -> Vec<f32> {
+    let mid = format!("scenes/midi/{name}.mid");
+    let path = common::root().join(&mid);
     if std::env::var_os("MORPHRT_BLESS").is_some() {
-        std::fs::write(&path, bassline()).unwrap();
+        std::fs::write(&path, maker()).unwrap();
     }
     assert_eq!(
         std::fs::read(&path).unwrap(),
-        bassline(),
+        maker(),
         "MORPHRT_BLESS=1 rewrites it"
     );
-    // The README's command.
-    let dir = temp_dir("midi-readme");
-    let out = dir.join("bassline.wav");
+    let dir = temp_dir(&format!("midi-{name}"));
+    let out = dir.join(format!("{scene}.wav"));
     let o = morphrt(&[
         "render",
-        "scenes/midi/bassline.json",
+        &format!("scenes/midi/{scene}.json"),
         "--midi",
-        "scenes/midi/bassline.mid",
+        &mid,
         "-o",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let log = stderr(&o);
     assert!(log.contains("0 unmapped"), "{log}");
-    let s = read_f32(&out);
+    read_f32(&out)
+}
+
+#[test]
+fn the_shipped_midi_file_is_what_its_maker_writes_and_renders() {
+    let s = shipped_midi("bassline", bassline, "bassline");
     // Two bars at 120 bpm (4 s), the release, then the tail ends.
     assert!(
         s.len() > 4 * 48_000 && s.len() < 5 * 48_000,
@@ -646,30 +654,7 @@ fn dft(x: &[f32], (a, b): (usize, usize), hz: f64) -> f64 {
 
 #[test]
 fn the_shipped_chords_file_is_what_its_maker_writes_and_plays_the_keys() {
-    let path = common::root().join("scenes/midi/chords.mid");
-    if std::env::var_os("MORPHRT_BLESS").is_some() {
-        std::fs::write(&path, chords()).unwrap();
-    }
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        chords(),
-        "MORPHRT_BLESS=1 rewrites it"
-    );
-    // The README's command.
-    let dir = temp_dir("midi-keys");
-    let out = dir.join("keys.wav");
-    let o = morphrt(&[
-        "render",
-        "scenes/midi/keys.json",
-        "--midi",
-        "scenes/midi/chords.mid",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let log = stderr(&o);
-    assert!(log.contains("0 unmapped"), "{log}");
-    let s = read_f32(&out);
+    let s = shipped_midi("chords", chords, "keys");
     // Five bars (10 s), the last release, then the room's tail.
     let sr = SR as usize;
     assert!(s.len() > 10 * sr && s.len() < 12 * sr, "{} frames", s.len());
