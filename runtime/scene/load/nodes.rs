@@ -29,19 +29,16 @@ pub const NOTE_KEYS: [&str; 3] = ["pitch", "gate", "velocity"];
 
 /// A module's keys, and `modules`, which is refused with its own error
 /// rather than warned about as unknown.
-const MODULE_KEYS_AND_NESTED: [&str; 11] = [
-    "id",
-    "profile",
-    "profile_overrides",
-    "nodes",
-    "voices",
-    "note",
-    "out",
-    "release_end",
-    "steal_fade",
-    "same_note",
-    "modules",
-];
+const MODULE_KEYS_AND_NESTED: [&str; MODULE_KEYS.len() + 1] = {
+    let mut keys = [""; MODULE_KEYS.len() + 1];
+    let mut i = 0;
+    while i < MODULE_KEYS.len() {
+        keys[i] = MODULE_KEYS[i];
+        i += 1;
+    }
+    keys[MODULE_KEYS.len()] = "modules";
+    keys
+};
 
 /// The keys only a voice module (one with `voices`) may have.
 const VOICE_ONLY_KEYS: [&str; 5] = ["note", "out", "release_end", "steal_fade", "same_note"];
