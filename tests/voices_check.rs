@@ -1,7 +1,9 @@
 //! `morphrt check` shows a voice module as one block: its template nodes
 //! once, marked with the voice count (no row per voice), its sum, and a
 //! line with the note map, the free rule, the cost per sounding voice and
-//! at every voice, and the latency; `check --json` has them in `voices`.
+//! at every voice, and the latency; the events line counts notes and pedal
+//! changes beside param changes; `check --json` has them in `voices`,
+//! `notes` and `pedal_changes`.
 
 mod common;
 
@@ -16,7 +18,8 @@ const SCENE: &str = r#"{ "version": "1.0",
         { "id": "vca", "op": "multiply" } ] } ],
   "edges": [ { "from": "osc", "to": "vca:a" }, { "from": "env", "to": "vca:b" } ],
   "outputs": { "main": ["pad"] },
-  "events": [ { "time": "0s", "module": "pad", "note": 60 } ] }"#;
+  "events": [ { "time": "0s", "module": "pad", "note": 60 },
+              { "time": "0.1s", "module": "pad", "sustain": true } ] }"#;
 
 #[test]
 fn check_shows_a_voice_module_as_one_block() {
@@ -27,6 +30,10 @@ fn check_shows_a_voice_module_as_one_block() {
     assert!(o.status.success(), "{}", stderr(&o));
     let table = stdout(&o);
     assert!(!table.contains("osc#"), "no row per voice:\n{table}");
+    assert!(
+        table.contains("\nevents: 0 param changes, 1 note, 1 pedal change\n"),
+        "{table}"
+    );
     for (node, module) in [
         ("osc", "pad ×8 voices"),
         ("env", "pad ×8 voices"),
@@ -47,6 +54,7 @@ fn check_shows_a_voice_module_as_one_block() {
     let o = morphrt(&["check", path.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!((&v["notes"], &v["pedal_changes"]), (&1.into(), &1.into()));
     let pad = &v["voices"][0];
     assert_eq!(pad["module"], "pad");
     assert_eq!(pad["voices"], 8);

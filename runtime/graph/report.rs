@@ -3,7 +3,7 @@
 //! block, `voice_report.rs`).
 
 use super::voice_report::{row_cells, voice_lines, voice_rows, voices_json, VoiceRow};
-use super::{Plan, PlanNode, SourceRef};
+use super::{NoteAction, Plan, PlanNode, SourceRef};
 use crate::ops::Value;
 use crate::profile::Profile;
 use crate::scene::{capped_list, escape_invisible, Diagnostic};
@@ -416,7 +416,7 @@ pub fn check_table(plan: &Plan) -> String {
             f.delay_samples as f64 * 1000.0 / plan.sample_rate as f64
         ));
     }
-    out.push_str(&format!("events: {}\n", plan.events.len()));
+    out.push_str(&format!("events: {}\n", event_count(plan)));
     out.push_str(&voice_lines(plan));
     out.push_str(&format!(
         "controls: {}{}\n",
@@ -534,10 +534,44 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
             .map(|f| json!({ "from": f.from, "to": f.to, "delay_samples": f.delay_samples }))
             .collect::<Vec<_>>(),
         "events": plan.events.len(),
+        "notes": note_count(plan).0,
+        "pedal_changes": note_count(plan).1,
         "voices": voices_json(plan),
         "controls": plan.controls.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
         "cost_ns_per_sample": plan_cost_ns(plan),
         "estimated_rtf": Some(estimated_rtf(plan)).filter(|r| r.is_finite()),
         "warnings": plan.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
     })
+}
+
+/// The scene's notes and pedal changes, as the plan places them: (note
+/// starts, pedal changes).
+fn note_count(plan: &Plan) -> (usize, usize) {
+    plan.notes
+        .iter()
+        .fold((0, 0), |(on, pedal), n| match n.action {
+            NoteAction::On { .. } => (on + 1, pedal),
+            NoteAction::Sustain(_) => (on, pedal + 1),
+            NoteAction::Off { .. } => (on, pedal),
+        })
+}
+
+/// The `events:` line's count: param changes, and notes when there are any.
+fn event_count(plan: &Plan) -> String {
+    let changes = plan.events.len();
+    let of = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    match note_count(plan) {
+        (0, 0) => changes.to_string(),
+        (on, pedal) => {
+            let mut s = format!(
+                "{}, {}",
+                of(changes, "param change", "param changes"),
+                of(on, "note", "notes")
+            );
+            if pedal > 0 {
+                s.push_str(&format!(", {}", of(pedal, "pedal change", "pedal changes")));
+            }
+            s
+        }
+    }
 }
