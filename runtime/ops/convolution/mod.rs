@@ -34,6 +34,13 @@
 //!   not multiply the partitions (at 64-sample blocks a 2 s IR would need
 //!   1500 of them). The tail of P output samples only needs the input up to
 //!   their start, so it is computed when that input completes: zero latency.
+//!   Only the first tail partition needs the newest input block, so only its
+//!   block (one forward FFT, one multiply-accumulate, one inverse FFT per
+//!   channel) is computed at the boundary; the other partitions, from tap
+//!   2P on, form a second segment with its own accumulator whose block is
+//!   computed in steps spread over the period before it is heard, as live's
+//!   are, so no callback carries the whole tail (a 10 s IR has 234
+//!   partitions of 2048).
 //! - **live — non-uniformly partitioned.** A direct head of 128 taps, then
 //!   segments of two partitions each of 64, 128, 256, … taps, ending with
 //!   uniform partitions of 4096 taps. A segment of partition size B starts at
@@ -140,7 +147,8 @@ pub(crate) struct Conv<S: Sample> {
     /// Samples kept (and snapshotted) behind the newest.
     keep: usize,
     pos: u64,
-    /// Chunks never cross a multiple of `grid` (the smallest partition).
+    /// Chunks never cross a multiple of `grid` (the finest any segment
+    /// needs: its partition, or for a spread one the step grid).
     grid: u64,
     segs: Vec<Segment<S>>,
     wet: Vec<Vec<S>>,
@@ -186,7 +194,11 @@ impl<S: Sample> Conv<S> {
             .map(|part| Segment::new(part, &chans, len, provider, norm))
             .collect();
         let keep = len + EXTRA_HISTORY;
-        let grid = segs.iter().map(|s| s.b as u64).min().unwrap_or(u64::MAX);
+        let grid = segs
+            .iter()
+            .map(|s| s.step_grid() as u64)
+            .min()
+            .unwrap_or(u64::MAX);
         // A multiple of the span, so both copies share the span grid.
         let ring = (keep + CHUNK).div_ceil(SPAN) * SPAN;
         let hist_len = 2 * ring;
@@ -513,7 +525,7 @@ pub static CONVOLUTION: OpSpec = OpSpec {
     cost: convolution_cost,
     algorithms: Some([
         "direct time-domain, summed in tap order",
-        "uniformly partitioned FFT (rustfft, ortho), direct head",
+        "uniformly partitioned FFT (rustfft, ortho), direct head, tail work after the first partition spread over blocks",
         "non-uniformly partitioned FFT (rustfft, backward), direct head, tail work spread over blocks",
     ]),
     build: build_any::<ConvolutionOp>,
