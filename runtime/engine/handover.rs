@@ -83,6 +83,53 @@ impl std::fmt::Display for Notice {
     }
 }
 
+impl Notice {
+    fn id_mut(&mut self) -> &mut String {
+        match self {
+            Notice::Added { id }
+            | Notice::Removed { id }
+            | Notice::OpChanged { id, .. }
+            | Notice::StateNotCarried { id, .. }
+            | Notice::Ramped { id, .. }
+            | Notice::Switched { id, .. }
+            | Notice::Revived { id } => id,
+        }
+    }
+}
+
+/// `notices` with a voice module's copies of one template node told once:
+/// each notice about `osc#3` (voice 3's copy of `osc`, or `pad#r`, a
+/// module's second-channel sum) reads as about `osc`, and the same notice
+/// for several copies comes once, with how many: (notice, copies), in the
+/// order they first come.
+pub fn fold_voice_copies(notices: &[Notice]) -> Vec<(Notice, usize)> {
+    let mut out: Vec<(Notice, usize)> = Vec::with_capacity(notices.len());
+    for n in notices {
+        let mut n = n.clone();
+        let id = n.id_mut();
+        let Some(at) = id.find('#') else {
+            out.push((n, 1));
+            continue;
+        };
+        id.truncate(at);
+        match out.iter_mut().find(|(seen, _)| *seen == n) {
+            Some((_, copies)) => *copies += 1,
+            None => out.push((n, 1)),
+        }
+    }
+    out
+}
+
+/// What follows a folded notice about `copies` voice copies: nothing for
+/// one, else ` (N voices)`.
+pub fn voices_suffix(copies: usize) -> String {
+    if copies > 1 {
+        format!(" ({copies} voices)")
+    } else {
+        String::new()
+    }
+}
+
 /// What [`Engine::migrate`] did.
 #[derive(Clone, Debug, Default)]
 pub struct Migration {
@@ -471,4 +518,36 @@ fn reset_slot(s: &mut Slot) {
         }
     }
     s.params.copy_from_slice(&s.initial_params);
+}
+
+#[cfg(test)]
+mod fold_tests {
+    use super::*;
+
+    #[test]
+    fn a_voice_module_s_copies_are_told_once_with_their_count() {
+        let ramp = |id: &str| Notice::Ramped {
+            id: id.into(),
+            param: "cutoff",
+            from: 2200.0,
+            to: 900.0,
+        };
+        let mut notices: Vec<Notice> = (0..6).map(|v| ramp(&format!("lp#{v}"))).collect();
+        notices.push(ramp("master"));
+        notices.push(Notice::Added { id: "pad#r".into() });
+        notices.push(Notice::Added { id: "extra".into() });
+        let shown: Vec<String> = fold_voice_copies(&notices)
+            .iter()
+            .map(|(n, copies)| format!("{n}{}", voices_suffix(*copies)))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "`lp.cutoff` glides 2200 → 900 (6 voices)",
+                "`master.cutoff` glides 2200 → 900",
+                "node `pad` added",
+                "node `extra` added",
+            ]
+        );
+    }
 }

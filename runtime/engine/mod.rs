@@ -40,7 +40,7 @@ pub use capture::PART_SAMPLES;
 pub use control::{ControlRecord, ControlReport, ControlTable, Outcome, CONTROL_QUEUE};
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
 pub use feed::{ControlFeed, ScriptedControl, ScriptedNote};
-pub use handover::{Migration, Notice};
+pub use handover::{fold_voice_copies, voices_suffix, Migration, Notice};
 pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
 pub use snapshot::{EngineState, NodeSnapshot};

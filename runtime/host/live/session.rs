@@ -28,7 +28,7 @@ use crate::engine::incoming::{
     fade_for, on_grid, only_fixed_differ, parent_dir, past_events, switch_warning, Asked, EventKey,
     Incoming, SessionFixed,
 };
-use crate::engine::{EngineState, Migration, Notice};
+use crate::engine::{fold_voice_copies, voices_suffix, EngineState, Migration, Notice};
 use crate::host::files::rules::Inputs;
 use crate::host::live::input::history::{fast_forward_through, History, Miss};
 use crate::host::live::player::{FromAudio, Link, Meters, ToAudio};
@@ -954,11 +954,10 @@ impl LiveSession {
             let _ = writeln!(log, "warning: {w}");
         }
         self.events = events.keys;
-        for n in &migration.notices {
-            if !matches!(n, Notice::Ramped { .. } | Notice::Switched { .. })
-                || migration.notices.len() <= 8
-            {
-                let _ = writeln!(log, "  {n}");
+        let notices = fold_voice_copies(&migration.notices);
+        for (n, copies) in &notices {
+            if !matches!(n, Notice::Ramped { .. } | Notice::Switched { .. }) || notices.len() <= 8 {
+                let _ = writeln!(log, "  {n}{}", voices_suffix(*copies));
             }
         }
         self.last_result = line;

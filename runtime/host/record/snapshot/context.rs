@@ -10,7 +10,7 @@ use super::format::{BusRecord, ResourceRecord, SceneRecord, SnapshotFile, FORMAT
 use super::{display, SnapshotError};
 use crate::dsp::Precision;
 use crate::engine::incoming::{switch_warning, SessionFixed};
-use crate::engine::{Engine, EngineState, Migration, Notice};
+use crate::engine::{fold_voice_copies, voices_suffix, Engine, EngineState, Migration, Notice};
 use crate::graph::{CompileOptions, Plan, SeedSource};
 use crate::host::files::digest::sha256_hex;
 use crate::host::files::rules::Inputs;
@@ -312,15 +312,16 @@ impl SnapshotContext {
             )));
         }
         let migration = engine.migrate(&state, state.clock);
-        for n in &migration.notices {
+        for (n, copies) in fold_voice_copies(&migration.notices) {
+            let voices = voices_suffix(copies);
             messages.push(match n {
                 Notice::Added { id } => {
-                    format!("node `{id}` is not in the snapshot: it starts fresh")
+                    format!("node `{id}`{voices} is not in the snapshot: it starts fresh")
                 }
                 Notice::Removed { id } => {
-                    format!("node `{id}` of the snapshot is not in the scene: its state is dropped")
+                    format!("node `{id}`{voices} of the snapshot is not in the scene: its state is dropped")
                 }
-                other => other.to_string(),
+                other => format!("{other}{voices}"),
             });
         }
         Ok(Resumed {
