@@ -143,8 +143,8 @@ fn main() {
             .collect();
         let mut during: Vec<f64> = times
             .iter()
-            .filter(|(c, _)| windows.iter().any(|(a, b)| c >= a && c < b))
-            .map(|(_, ns)| *ns as f64 / 1e3)
+            .filter(|(c, _, _)| windows.iter().any(|(a, b)| c >= a && c < b))
+            .map(|(_, ns, _)| *ns as f64 / 1e3)
             .collect();
         let n = sel.len();
         if n == 0 {
@@ -170,7 +170,7 @@ fn main() {
             percentile(&mut during, 1.0),
         );
     }
-    let mut all: Vec<f64> = times.iter().map(|(_, ns)| *ns as f64 / 1e3).collect();
+    let mut all: Vec<f64> = times.iter().map(|(_, ns, _)| *ns as f64 / 1e3).collect();
     let budget = 64.0 / rate * 1e6;
     println!(
         "all callbacks ({}): median {:.1} µs, p99 {:.1} µs, longest {:.1} µs (budget {budget:.0} µs); {profile}, block 64, hall-reverb",

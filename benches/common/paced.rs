@@ -13,26 +13,30 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Starts the audio thread; it runs until `stop` and returns, per
-/// callback, the engine clock before it and its time in nanoseconds.
+/// callback, the engine clock before it, its wall time and the CPU time
+/// the thread spent in it, in nanoseconds. A wall time far above the CPU
+/// time is time the thread did not run (preempted, or its virtual CPU
+/// descheduled by the host): the machine's, not the callback's.
 pub fn audio_thread(
     cell: Arc<PlayerCell>,
     stop: Arc<AtomicBool>,
     meters: Arc<Meters>,
     period: usize,
     rate: f64,
-) -> JoinHandle<Vec<(u64, u32)>> {
+) -> JoinHandle<Vec<(u64, u32, u32)>> {
     std::thread::spawn(move || {
         let mut buf = vec![0.0f32; period * 2];
-        let mut times: Vec<(u64, u32)> = Vec::with_capacity(4_000_000);
+        let mut times: Vec<(u64, u32, u32)> = Vec::with_capacity(4_000_000);
         let t0 = Instant::now();
         let mut frames = 0u64;
         while !stop.load(Ordering::Relaxed) {
             let clock = meters.clock.load(Ordering::Relaxed);
-            let s = Instant::now();
+            let (s, c) = (Instant::now(), thread_cpu_ns());
             cell.fill(&mut buf);
             let ns = s.elapsed().as_nanos() as u32;
+            let cpu = thread_cpu_ns().saturating_sub(c) as u32;
             if times.len() < times.capacity() {
-                times.push((clock, ns));
+                times.push((clock, ns, cpu));
             }
             frames += period as u64;
             let due = t0 + Duration::from_secs_f64(frames as f64 / rate);
@@ -93,4 +97,15 @@ pub fn session(
         meters.clone(),
     );
     (session, PlayerCell::new(player), meters, rate)
+}
+
+/// The CPU time this thread has used, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
