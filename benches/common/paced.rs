@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 /// callback, the engine clock before it, its wall time and the CPU time
 /// the thread spent in it, in nanoseconds. A wall time far above the CPU
 /// time is time the thread did not run (preempted, or its virtual CPU
-/// descheduled by the host): the machine's, not the callback's.
+/// descheduled by the host): the machine's, not the callback's. With
+/// `MORPHRT_BENCH_UNPACED=1` it calls back to back, never sleeping: the
+/// callbacks' cost with warm caches, and more of them.
 pub fn audio_thread(
     cell: Arc<PlayerCell>,
     stop: Arc<AtomicBool>,
@@ -29,6 +31,7 @@ pub fn audio_thread(
         let mut times: Vec<(u64, u32, u32)> = Vec::with_capacity(4_000_000);
         let t0 = Instant::now();
         let mut frames = 0u64;
+        let unpaced = std::env::var_os("MORPHRT_BENCH_UNPACED").is_some();
         while !stop.load(Ordering::Relaxed) {
             let clock = meters.clock.load(Ordering::Relaxed);
             let (s, c) = (Instant::now(), thread_cpu_ns());
@@ -39,6 +42,9 @@ pub fn audio_thread(
                 times.push((clock, ns, cpu));
             }
             frames += period as u64;
+            if unpaced {
+                continue;
+            }
             let due = t0 + Duration::from_secs_f64(frames as f64 / rate);
             if let Some(w) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(w);
