@@ -215,7 +215,14 @@ pub(crate) fn cases() -> Vec<Case> {
         },
     ];
     for mode in [
-        "lowpass", "highpass", "bandpass", "notch", "peak", "allpass",
+        "lowpass",
+        "highpass",
+        "bandpass",
+        "notch",
+        "peak",
+        "allpass",
+        "lowshelf",
+        "highshelf",
     ] {
         v.push(Case {
             n_inputs: 1,

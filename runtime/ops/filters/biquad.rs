@@ -1,10 +1,12 @@
 //! `biquad`: the RBJ Audio-EQ-Cookbook filters (lowpass, highpass,
-//! bandpass, notch, peak, allpass) in transposed direct form II, with the
-//! cookbook design in f64.
+//! bandpass, notch, peak, allpass, lowshelf, highshelf) in transposed
+//! direct form II, with the cookbook design in f64. The shelves use the
+//! cookbook's Q form (α = sin ω0 / 2Q; Q = 1/√2 is its steepest shelf
+//! without overshoot, S = 1).
 
 use super::{
     built_enum, design_cutoff_hz, enum_index, limit, DesignCache, CUTOFF_PARAM, MAX_CUTOFF_RATIO,
-    MAX_Q, MIN_Q, Q_PARAM, TWO_PI,
+    MAX_Q, MIN_CUTOFF_HZ, MIN_Q, Q_PARAM, TWO_PI,
 };
 use crate::dsp::{Math, MathKind, Sample};
 use crate::ops::{
@@ -15,13 +17,20 @@ use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
 
-/// Smallest linear gain the peak filter designs with (−240 dB); 0 would
-/// divide by zero in `α/A`.
+/// Smallest linear gain the peak and shelf filters design with (−240 dB);
+/// 0 would divide by zero in `α/A`.
 const MIN_PEAK_GAIN: f64 = 1e-12;
 const MAX_PEAK_GAIN: f64 = 1e6;
 
 pub(super) const BIQUAD_MODES: &[&str] = &[
-    "lowpass", "highpass", "bandpass", "notch", "peak", "allpass",
+    "lowpass",
+    "highpass",
+    "bandpass",
+    "notch",
+    "peak",
+    "allpass",
+    "lowshelf",
+    "highshelf",
 ];
 
 /// The response of a [`Biquad`], in the order of [`BIQUAD_MODES`].
@@ -34,6 +43,10 @@ pub(super) enum BiquadMode {
     Notch,
     Peak,
     Allpass,
+    /// `gain` below the cutoff, 0 dB above.
+    Lowshelf,
+    /// 0 dB below the cutoff, `gain` above.
+    Highshelf,
 }
 
 impl BiquadMode {
@@ -44,6 +57,8 @@ impl BiquadMode {
             3 => BiquadMode::Notch,
             4 => BiquadMode::Peak,
             5 => BiquadMode::Allpass,
+            6 => BiquadMode::Lowshelf,
+            7 => BiquadMode::Highshelf,
             _ => BiquadMode::Lowpass,
         }
     }
@@ -58,8 +73,9 @@ const BQ_GAIN: usize = BIQUAD.index_of("gain");
 type BiquadCoefs = [f64; 5];
 
 /// RBJ Audio-EQ-Cookbook design, normalised by `a0`, in f64 with the math
-/// policy `M`. `gain` is the peak filter's linear gain at the cutoff
-/// (A = √gain = 10^(dB/40)); other modes ignore it.
+/// policy `M`. `gain` is the peak filter's linear gain at the cutoff and
+/// the shelves' gain on their shelf (A = √gain = 10^(dB/40)); other modes
+/// ignore it.
 pub(super) fn biquad_design<M: Math>(
     mode: BiquadMode,
     cutoff_hz: f64,
@@ -67,6 +83,26 @@ pub(super) fn biquad_design<M: Math>(
     gain: f64,
     sample_rate: f64,
 ) -> BiquadCoefs {
+    // A shelf's poles sit at the cutoff times A^(∓1/2) (lowshelf: below
+    // it when boosting; highshelf: below it when cutting): its cutoff is
+    // kept high enough that they stay above the lowest cutoff any mode
+    // designs at, where the poles are still resolved in f64.
+    let cutoff_hz = match mode {
+        BiquadMode::Lowshelf | BiquadMode::Highshelf => {
+            let quarter = limit(gain, MIN_PEAK_GAIN, MAX_PEAK_GAIN).sqrt().sqrt();
+            let lowest = if mode == BiquadMode::Lowshelf {
+                MIN_CUTOFF_HZ * quarter
+            } else {
+                MIN_CUTOFF_HZ / quarter
+            };
+            if cutoff_hz >= lowest {
+                cutoff_hz
+            } else {
+                lowest
+            }
+        }
+        _ => cutoff_hz,
+    };
     let w0 = TWO_PI * design_cutoff_hz(cutoff_hz, sample_rate) / sample_rate;
     let q = limit(q, MIN_Q, MAX_Q);
     let cos_w0 = M::coef_cos(w0);
@@ -122,6 +158,30 @@ pub(super) fn biquad_design<M: Math>(
             minus_two_cos,
             1.0 - alpha,
         ],
+        BiquadMode::Lowshelf | BiquadMode::Highshelf => {
+            let a = limit(gain, MIN_PEAK_GAIN, MAX_PEAK_GAIN).sqrt();
+            let (ap1, am1) = (a + 1.0, a - 1.0);
+            let two_sqrt_a_alpha = 2.0 * a.sqrt() * alpha;
+            if mode == BiquadMode::Lowshelf {
+                [
+                    a * ((ap1 - am1 * cos_w0) + two_sqrt_a_alpha),
+                    2.0 * a * (am1 - ap1 * cos_w0),
+                    a * ((ap1 - am1 * cos_w0) - two_sqrt_a_alpha),
+                    (ap1 + am1 * cos_w0) + two_sqrt_a_alpha,
+                    -2.0 * (am1 + ap1 * cos_w0),
+                    (ap1 + am1 * cos_w0) - two_sqrt_a_alpha,
+                ]
+            } else {
+                [
+                    a * ((ap1 + am1 * cos_w0) + two_sqrt_a_alpha),
+                    -2.0 * a * (am1 + ap1 * cos_w0),
+                    a * ((ap1 + am1 * cos_w0) - two_sqrt_a_alpha),
+                    (ap1 - am1 * cos_w0) + two_sqrt_a_alpha,
+                    2.0 * (am1 - ap1 * cos_w0),
+                    (ap1 - am1 * cos_w0) - two_sqrt_a_alpha,
+                ]
+            }
+        }
     };
     let a0 = raw[3];
     [
@@ -279,7 +339,7 @@ fn biquad_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
 
 pub static BIQUAD: OpSpec = OpSpec {
     name: "biquad",
-    doc: "RBJ cookbook biquad (lowpass, highpass, bandpass with 0 dB peak, notch, peak, allpass) in transposed direct form II.",
+    doc: "RBJ cookbook biquad (lowpass, highpass, bandpass with 0 dB peak, notch, peak, allpass, lowshelf, highshelf) in transposed direct form II.",
     inputs: &["in"],
     outputs: &["out"],
     params: &[
@@ -300,7 +360,7 @@ pub static BIQUAD: OpSpec = OpSpec {
             1.0,
             0.0,
             MAX_PEAK_GAIN,
-            "gain at the cutoff (peak mode only), linear amplitude",
+            "gain at the cutoff (peak) or on the shelf (lowshelf below the cutoff, highshelf above), linear amplitude; other modes ignore it",
         ),
     ],
     tier: Profile::Strict,
@@ -350,6 +410,38 @@ mod tests {
                 [1.0 - alpha, -2.0 * c, 1.0 + alpha],
                 [1.0 + alpha, -2.0 * c, 1.0 - alpha],
             ),
+            // The cookbook's shelves, term by term: with √A·α written as
+            // √A·α, not folded into one factor as the design does.
+            "lowshelf" => {
+                let k = 2.0 * libm::sqrt(big_a) * alpha;
+                (
+                    [
+                        big_a * ((big_a + 1.0) - (big_a - 1.0) * c + k),
+                        2.0 * big_a * ((big_a - 1.0) - (big_a + 1.0) * c),
+                        big_a * ((big_a + 1.0) - (big_a - 1.0) * c - k),
+                    ],
+                    [
+                        (big_a + 1.0) + (big_a - 1.0) * c + k,
+                        -2.0 * ((big_a - 1.0) + (big_a + 1.0) * c),
+                        (big_a + 1.0) + (big_a - 1.0) * c - k,
+                    ],
+                )
+            }
+            "highshelf" => {
+                let k = 2.0 * libm::sqrt(big_a) * alpha;
+                (
+                    [
+                        big_a * ((big_a + 1.0) + (big_a - 1.0) * c + k),
+                        -2.0 * big_a * ((big_a - 1.0) + (big_a + 1.0) * c),
+                        big_a * ((big_a + 1.0) + (big_a - 1.0) * c - k),
+                    ],
+                    [
+                        (big_a + 1.0) - (big_a - 1.0) * c + k,
+                        2.0 * ((big_a - 1.0) - (big_a + 1.0) * c),
+                        (big_a + 1.0) - (big_a - 1.0) * c - k,
+                    ],
+                )
+            }
             _ => unreachable!(),
         };
         let (mut x1, mut x2, mut y1, mut y2) = (0.0, 0.0, 0.0, 0.0);
@@ -410,7 +502,20 @@ mod tests {
         let q = core::f64::consts::FRAC_1_SQRT_2;
         let gain = 4.0;
         let big_a = gain.sqrt();
-        let protos: [(&str, [f64; 3], [f64; 3]); 6] = [
+        let sa = big_a.sqrt();
+        let protos: [(&str, [f64; 3], [f64; 3]); 8] = [
+            // The cookbook's analog shelves, H(s) = A·(s² + (√A/Q)s + A) /
+            // (As² + (√A/Q)s + 1) and its mirror, coefficients from s⁰ up.
+            (
+                "lowshelf",
+                [big_a * big_a, big_a * sa / q, big_a],
+                [1.0, sa / q, big_a],
+            ),
+            (
+                "highshelf",
+                [big_a, big_a * sa / q, big_a * big_a],
+                [big_a, sa / q, 1.0],
+            ),
             ("lowpass", [1.0, 0.0, 0.0], [1.0, 1.0 / q, 1.0]),
             ("highpass", [0.0, 0.0, 1.0], [1.0, 1.0 / q, 1.0]),
             ("bandpass", [0.0, 1.0 / q, 0.0], [1.0, 1.0 / q, 1.0]),
@@ -440,6 +545,13 @@ mod tests {
                     }
                     "bandpass" if f == fc => {
                         assert!((measured - 1.0).abs() < 1e-6, "bandpass at cutoff")
+                    }
+                    // Half the shelf's gain in dB at the cutoff.
+                    "lowshelf" | "highshelf" if f == fc => {
+                        assert!(
+                            (measured - big_a).abs() < 1e-6,
+                            "{name} at cutoff: {measured}"
+                        )
                     }
                     _ => {}
                 }
