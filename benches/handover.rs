@@ -19,7 +19,9 @@
 //! `MORPHRT_BENCH_DETAIL=1` it also lists the six longest callbacks and
 //! where each fell relative to every handover's N and S, and with
 //! `MORPHRT_BENCH_HANDOVERS=0` it plays as long without handing over;
-//! `MORPHRT_BENCH_UNPACED=1` calls back to back instead of in real time.
+//! with it, `MORPHRT_BENCH_UNPACED=1` calls back to back instead of in real
+//! time (the engine then runs far ahead of the session's clock, so it is
+//! for the steady state only: handovers are refused).
 
 #[path = "common/paced.rs"]
 mod paced;
