@@ -214,16 +214,16 @@ pub(crate) fn cases() -> Vec<Case> {
             )
         },
     ];
-    for mode in [
-        "lowpass",
-        "highpass",
-        "bandpass",
-        "notch",
-        "peak",
-        "allpass",
-        "lowshelf",
-        "highshelf",
-    ] {
+    // Every biquad mode, in the order the op declares them.
+    let biquad = super::lookup("biquad").unwrap();
+    let super::ParamKind::Enum {
+        choices: biquad_modes,
+        ..
+    } = biquad.params[biquad.param_index("mode").unwrap()].kind
+    else {
+        unreachable!("biquad.mode is an enum")
+    };
+    for mode in biquad_modes {
         v.push(Case {
             n_inputs: 1,
             mods: vec![("cutoff", control_signal(FRAMES, 400.0))],
