@@ -6,21 +6,10 @@
 
 mod common;
 
-use common::{morphrt, partials, read_f32, stderr, stdout, temp_dir};
+use common::{midi_vlq as vlq, morphrt, partials, read_f32, stderr, stdout, temp_dir};
 use std::path::{Path, PathBuf};
 
 const SR: u64 = 48000;
-
-/// A variable-length quantity (a delta time).
-fn vlq(mut n: u32) -> Vec<u8> {
-    let mut out = vec![(n & 0x7f) as u8];
-    n >>= 7;
-    while n > 0 {
-        out.insert(0, (n & 0x7f) as u8 | 0x80);
-        n >>= 7;
-    }
-    out
-}
 
 /// A track chunk of (delta ticks, event bytes), closed by End of Track.
 fn track(events: &[(u32, Vec<u8>)]) -> Vec<u8> {

@@ -8,7 +8,10 @@
 
 mod common;
 
-use common::{assert_replays, morphrt, read_f32, run_clock, stderr, stdout, temp_dir, wait_line};
+use common::{
+    assert_replays, midi_vlq as vlq, morphrt, read_f32, run_clock, stderr, stdout, temp_dir,
+    wait_line,
+};
 use rosc::{OscMessage, OscPacket, OscType};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
@@ -35,17 +38,6 @@ const SCENE: &str = r#"{"version": "1.0", "sample_rate": 48000, "seed": 1,
     {"midi": {"note": "any", "channel": 1}, "module": "pad"},
     {"midi": {"cc": 7, "channel": 1}, "node": "lvl", "param": "gain", "min": 0, "max": 1},
     {"osc": "/pad/note", "module": "pad"}]}"#;
-
-/// A variable-length quantity (a delta time).
-fn vlq(mut n: u32) -> Vec<u8> {
-    let mut out = vec![(n & 0x7f) as u8];
-    n >>= 7;
-    while n > 0 {
-        out.insert(0, (n & 0x7f) as u8 | 0x80);
-        n >>= 7;
-    }
-    out
-}
 
 /// A format 0 file at 96 ticks a quarter and the default 120 bpm (one
 /// tick: 250 samples at 48 kHz) of (tick, message) in time order.
@@ -342,12 +334,7 @@ fn osc_notes_are_journaled_and_replay_bit_for_bit() {
     let all = log.join("\n");
     assert!(status.success(), "{all}");
     assert!(all.contains("4 refused"), "{all}");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let notes: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["type"] == "note")
-        .collect();
+    let (text, notes) = journal_notes(&journal);
     assert_eq!(notes.len(), 3, "{text}");
     assert_eq!(notes[0]["module"], "pad");
     let pitch = notes[0]["action"]["on"]["pitch_hz"].as_f64().unwrap();
@@ -389,12 +376,7 @@ fn a_midi_file_played_live_journals_its_notes_and_pedal_and_replays() {
     ]);
     let log = stderr(&o);
     assert!(o.status.success(), "{log}");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let notes: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["type"] == "note")
-        .collect();
+    let (text, notes) = journal_notes(&journal);
     // The pedal down, three ons, three offs, the pedal up.
     assert_eq!(notes.len(), 8, "{text}");
     assert_eq!(notes[0]["action"]["sustain"], true, "{text}");
@@ -418,4 +400,15 @@ fn a_midi_file_played_live_journals_its_notes_and_pedal_and_replays() {
         "still sounding after the pedal: {log}"
     );
     assert_replays(&journal, &cap, &log);
+}
+
+/// The journal's text and its `note` records.
+fn journal_notes(journal: &Path) -> (String, Vec<serde_json::Value>) {
+    let text = std::fs::read_to_string(journal).unwrap();
+    let notes = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "note")
+        .collect();
+    (text, notes)
 }

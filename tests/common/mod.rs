@@ -412,3 +412,14 @@ pub fn fed(mut e: morphrt::engine::Engine) -> morphrt::engine::Engine {
     }
     e
 }
+
+/// A standard MIDI file's variable-length quantity (a delta time).
+pub fn midi_vlq(mut n: u32) -> Vec<u8> {
+    let mut out = vec![(n & 0x7f) as u8];
+    n >>= 7;
+    while n > 0 {
+        out.insert(0, (n & 0x7f) as u8 | 0x80);
+        n >>= 7;
+    }
+    out
+}
