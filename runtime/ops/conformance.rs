@@ -214,6 +214,41 @@ pub(crate) fn cases() -> Vec<Case> {
             )
         },
     ];
+    // The smallest room, so the golden's 256 frames hear the network; the
+    // largest (97 k samples of lines), captured in parts, with every
+    // modulatable param modulated.
+    v.push(Case {
+        n_inputs: 1,
+        ..case(
+            "reverb",
+            vec![
+                ("size", num(0.25)),
+                ("predelay", num(0.0005)),
+                ("mix", num(0.5)),
+            ],
+        )
+    });
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![
+            ("rt60_low", control_signal(FRAMES, 1.0)),
+            ("rt60_high", control_signal(FRAMES, 0.3)),
+            ("crossover", control_signal(FRAMES, 800.0)),
+            ("predelay", control_signal(FRAMES, 0.002)),
+            ("mix", control_signal(FRAMES, 0.2)),
+        ],
+        ..case(
+            "reverb",
+            vec![
+                ("size", num(4.0)),
+                ("rt60_low", num(3.0)),
+                ("rt60_high", num(0.8)),
+                ("crossover", num(2000.0)),
+                ("predelay", num(0.004)),
+                ("mix", num(0.5)),
+            ],
+        )
+    });
     // Every biquad mode, in the order the op declares them.
     let biquad = super::lookup("biquad").unwrap();
     let super::ParamKind::Enum {

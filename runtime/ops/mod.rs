@@ -45,6 +45,7 @@ mod input;
 mod noise;
 mod nonlinear;
 mod oscillators;
+mod reverb;
 mod sampler;
 mod spectral;
 mod utility;
@@ -604,7 +605,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 23] = [
+    static ALL: [&OpSpec; 24] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -625,6 +626,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::CAST,
         &delay::DELAY,
         &convolution::CONVOLUTION,
+        &reverb::REVERB,
         &spectral::SPECTRAL_GATE,
         &nonlinear::SATURATOR,
         &nonlinear::DIODE_CLIPPER,

@@ -1,0 +1,570 @@
+//! `reverb`: a 16-line feedback delay network with a Hadamard feedback
+//! matrix and a two-band decay per line.
+//!
+//! Per sample, with `x` the input and every param read at that sample:
+//!
+//! ```text
+//! u    = x delayed by predelay·sr (linear interpolation; 0 … 0.5 s)
+//! y_i  = line i's output (the sample written L_i frames ago)
+//! z_i  = g_hi_i·y_i + (g_lo_i − g_hi_i)·LP(y_i)            the damping shelf
+//! v    = ¼·H16·z                                          H16: Sylvester Hadamard
+//! line i is fed  v_i + b_i·u                              b_i = ±¼
+//! wet  = Σ c_i·y_i,  wet_r = Σ c_i·w_i·y_i                c_i = ±¼, w: Walsh row 6
+//! out  = (1 − mix)·x + mix·wet,   out_r = (1 − mix)·x + mix·wet_r
+//! ```
+//!
+//! **Lengths.** Line i is nominally `BASE_S[i]·size` seconds (15 … 55 ms at
+//! size 1); its length `L_i` in samples is the smallest prime at least that
+//! many samples and above `L_{i−1}`, so the sixteen lengths are distinct
+//! primes and pairwise coprime. `size` is static (it sizes the lines at
+//! build); nothing else allocates.
+//!
+//! **Decay.** A line of `L` samples loses `g = 10^(−3·L/(sr·rt60))` per
+//! pass, so every line decays 60 dB in `rt60` seconds whatever its length
+//! (the feedback matrix is exactly orthogonal: ¼ is a power of two). The
+//! two bands come from one first-order lowpass per line, the bilinear
+//! `LP(z) = β(1 + z⁻¹)/(1 − α z⁻¹)` with `k = tan(π·crossover/sr)`,
+//! `β = k/(1+k)`, `α = (1−k)/(1+k)`: `LP` is 1 at DC and 0 at Nyquist, and
+//! `LP` and `1 − LP` are power complementary, so the shelf's magnitude is
+//! `√(g_lo²·|LP|² + g_hi²·|1−LP|²)`: `g_lo` well below the crossover,
+//! `g_hi` well above it, halfway (in power) at it, never above the larger
+//! gain. The gains and `α`, `β` are designed (through the math policy's
+//! coefficient functions) whenever `rt60_low`, `rt60_high` or `crossover`
+//! change, so modulating them costs a design per sample.
+//!
+//! **Stereo.** `out` and `out_r` read every line with orthogonal sign
+//! vectors: over a diffuse tail the two are uncorrelated.
+//!
+//! **State.** The lines (one flat array, line i at its offset), the
+//! damping filters' states, the predelay ring and the frame count since
+//! reset (every ring's write index is the frame count modulo its length).
+//! The lines and the predelay ring are long histories, captured and reset
+//! in parts.
+
+use super::{
+    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
+};
+use crate::dsp::state::ring_part;
+use crate::dsp::{Math, Sample};
+use crate::profile::Profile;
+use crate::scene::Dimension;
+use std::marker::PhantomData;
+
+const RT60_LOW: usize = REVERB.index_of("rt60_low");
+const RT60_HIGH: usize = REVERB.index_of("rt60_high");
+const CROSSOVER: usize = REVERB.index_of("crossover");
+const PREDELAY: usize = REVERB.index_of("predelay");
+const MIX: usize = REVERB.index_of("mix");
+const SIZE: usize = REVERB.index_of("size");
+
+/// Delay lines.
+pub(crate) const LINES: usize = 16;
+
+/// Nominal line lengths at size 1, in seconds: ×1.09 apart, 15 … 54.6 ms.
+pub(crate) const BASE_S: [f64; LINES] = [
+    0.0150, 0.0163, 0.0179, 0.0194, 0.0212, 0.0231, 0.0252, 0.0274, 0.0299, 0.0326, 0.0355, 0.0387,
+    0.0422, 0.0460, 0.0501, 0.0546,
+];
+
+/// Signs of the input into each line (scaled by ¼).
+const IN_SIGNS: [f64; LINES] = [
+    1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0, -1.0, 1.0,
+];
+
+/// Signs of each line into `out` (scaled by ¼); `out_r` multiplies them by
+/// Walsh row [`RIGHT_ROW`], which makes the two sign vectors orthogonal.
+const OUT_SIGNS: [f64; LINES] = [
+    1.0, 1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0,
+];
+
+/// The Walsh row (`(−1)^popcount(i & RIGHT_ROW)`) that turns `out`'s
+/// signs into `out_r`'s.
+const RIGHT_ROW: usize = 6;
+
+/// ¼ = 1/√16: the Hadamard matrix's scale, and the input and output taps'.
+const QUARTER: f64 = 0.25;
+
+/// `rt60_low`/`rt60_high` are designed within this range (seconds).
+const MIN_RT60: f64 = 0.05;
+const MAX_RT60: f64 = 100.0;
+/// The longest predelay (seconds); it sizes the predelay ring.
+const MAX_PREDELAY: f64 = 0.5;
+/// The crossover is designed within `[MIN_CROSSOVER, MAX_CROSSOVER_RATIO·sr]`.
+const MIN_CROSSOVER: f64 = 10.0;
+const MAX_CROSSOVER_RATIO: f64 = 0.49;
+/// `size` range.
+const MIN_SIZE: f64 = 0.25;
+const MAX_SIZE: f64 = 4.0;
+/// The most samples the lines may hold in all (a guard against a huge
+/// sample rate): 2^26.
+const MAX_LINE_SAMPLES: usize = 1 << 26;
+
+const PI: f64 = core::f64::consts::PI;
+
+/// `v` within `[lo, hi]`; NaN gives `lo`.
+#[inline]
+fn limit(v: f64, lo: f64, hi: f64) -> f64 {
+    if v > hi {
+        hi
+    } else if v >= lo {
+        v
+    } else {
+        lo
+    }
+}
+
+fn is_prime(n: usize) -> bool {
+    if n < 2 {
+        return false;
+    }
+    let mut d = 2;
+    while d * d <= n {
+        if n % d == 0 {
+            return false;
+        }
+        d += 1;
+    }
+    true
+}
+
+/// The line lengths in samples at this sample rate and size: the smallest
+/// prime at least `BASE_S[i]·size·sr` (rounded) and above the previous
+/// line's, so all sixteen are distinct primes.
+pub(crate) fn line_lengths(sample_rate: f64, size: f64) -> Result<[usize; LINES], String> {
+    let size = limit(size, MIN_SIZE, MAX_SIZE);
+    let mut out = [0usize; LINES];
+    let mut prev = 1usize;
+    let mut total = 0usize;
+    for (i, base) in BASE_S.iter().enumerate() {
+        let want = (base * size * sample_rate).round();
+        if !(want.is_finite() && want < MAX_LINE_SAMPLES as f64) {
+            return Err(format!(
+                "`size` {size} makes the delay lines too long at {sample_rate} Hz"
+            ));
+        }
+        let mut n = (want as usize).max(prev + 1);
+        while !is_prime(n) {
+            n += 1;
+        }
+        out[i] = n;
+        prev = n;
+        total += n;
+    }
+    if total > MAX_LINE_SAMPLES {
+        return Err(format!(
+            "`size` {size} makes the delay lines too long at {sample_rate} Hz ({total} samples)"
+        ));
+    }
+    Ok(out)
+}
+
+/// `(−1)^popcount(i & row)`.
+const fn walsh(row: usize, i: usize) -> f64 {
+    if (i & row).count_ones() % 2 == 0 {
+        1.0
+    } else {
+        -1.0
+    }
+}
+
+/// `v ← ¼·H16·v`, the Sylvester Hadamard matrix in four butterfly stages:
+/// orthogonal exactly (up to the rounding of the sums).
+#[inline]
+fn hadamard<S: Sample>(v: &mut [S; LINES]) {
+    let mut h = 1;
+    while h < LINES {
+        let mut i = 0;
+        while i < LINES {
+            for j in i..i + h {
+                let (a, b) = (v[j], v[j + h]);
+                v[j] = a + b;
+                v[j + h] = a - b;
+            }
+            i += 2 * h;
+        }
+        h *= 2;
+    }
+    let q = S::from_f64(QUARTER);
+    for x in v.iter_mut() {
+        *x = *x * q;
+    }
+}
+
+/// The per-line gain for a decay of 60 dB in `rt60` seconds over a line of
+/// `len` samples: `10^(−3·len/(sr·rt60))`.
+pub(crate) fn line_gain<M: Math>(len: usize, sample_rate: f64, rt60: f64) -> f64 {
+    M::coef_pow(10.0, -3.0 * len as f64 / (sample_rate * rt60))
+}
+
+/// `reverb` at one precision and math policy.
+struct Reverb<S, M> {
+    /// Every line, line i at `off[i] .. off[i] + len[i]`.
+    lines: Vec<S>,
+    off: [usize; LINES],
+    len: [usize; LINES],
+    /// Where line i reads and then writes: `frames mod len[i]`.
+    w: [usize; LINES],
+    /// The damping lowpasses' states (transposed direct form II).
+    damp: [S; LINES],
+    /// The predelay ring and where it writes (`frames mod pre.len()`).
+    pre: Vec<S>,
+    pre_w: usize,
+    /// Frames since build or reset.
+    frames: u64,
+    /// The designed shelf: `g_hi`, `g_lo − g_hi` per line, and `α`, `β`.
+    g_hi: [S; LINES],
+    g_diff: [S; LINES],
+    alpha: S,
+    beta: S,
+    /// The (rt60_low, rt60_high, crossover) bits last designed for.
+    key: Option<[u64; 3]>,
+    in_gain: [S; LINES],
+    out_l: [S; LINES],
+    out_r: [S; LINES],
+    sample_rate: f64,
+    /// The longest predelay in samples (`pre.len() − 2`).
+    max_pre: f64,
+    _m: PhantomData<fn() -> M>,
+}
+
+impl<S: Sample, M: Math> Reverb<S, M> {
+    /// Designs the shelf when the three params differ from the last design.
+    #[inline]
+    fn design(&mut self, rt60_low: f64, rt60_high: f64, crossover: f64) {
+        let key = [rt60_low.to_bits(), rt60_high.to_bits(), crossover.to_bits()];
+        if self.key == Some(key) {
+            return;
+        }
+        self.key = Some(key);
+        let sr = self.sample_rate;
+        let lo = limit(rt60_low, MIN_RT60, MAX_RT60);
+        let hi = limit(rt60_high, MIN_RT60, MAX_RT60);
+        let fc = limit(crossover, MIN_CROSSOVER, MAX_CROSSOVER_RATIO * sr);
+        let k = M::coef_tan(PI * fc / sr);
+        self.alpha = S::from_f64((1.0 - k) / (1.0 + k));
+        self.beta = S::from_f64(k / (1.0 + k));
+        for i in 0..LINES {
+            let g_lo = line_gain::<M>(self.len[i], sr, lo);
+            let g_hi = line_gain::<M>(self.len[i], sr, hi);
+            self.g_hi[i] = S::from_f64(g_hi);
+            self.g_diff[i] = S::from_f64(g_lo - g_hi);
+        }
+    }
+
+    /// One sample: (out, out_r); `predelay` in seconds, `mix` as given.
+    #[inline]
+    fn tick(&mut self, x: S, predelay: f64, mix: f64) -> (S, S) {
+        // Predelay: written first, so 0 s passes the input through.
+        let plen = self.pre.len();
+        self.pre[self.pre_w] = x;
+        let d = limit(predelay * self.sample_rate, 0.0, self.max_pre);
+        let whole = d.floor();
+        let frac = S::from_f64(d - whole);
+        let k = whole as usize; // 0 ≤ k ≤ plen − 2
+        let a = self.pre[(self.pre_w + plen - k) % plen];
+        let b = self.pre[(self.pre_w + plen - k - 1) % plen];
+        let u = a + frac * (b - a);
+        self.pre_w += 1;
+        if self.pre_w == plen {
+            self.pre_w = 0;
+        }
+
+        let mut y = [S::ZERO; LINES];
+        for (i, y) in y.iter_mut().enumerate() {
+            *y = self.lines[self.off[i] + self.w[i]];
+        }
+        let (mut wet_l, mut wet_r) = (S::ZERO, S::ZERO);
+        for (i, &y) in y.iter().enumerate() {
+            wet_l += self.out_l[i] * y;
+            wet_r += self.out_r[i] * y;
+        }
+        let mut v = [S::ZERO; LINES];
+        let (alpha, beta) = (self.alpha, self.beta);
+        for i in 0..LINES {
+            let lp = beta * y[i] + self.damp[i];
+            self.damp[i] = beta * y[i] + alpha * lp;
+            v[i] = self.g_hi[i] * y[i] + self.g_diff[i] * lp;
+        }
+        hadamard(&mut v);
+        for (i, v) in v.iter().enumerate() {
+            self.lines[self.off[i] + self.w[i]] = *v + self.in_gain[i] * u;
+            self.w[i] += 1;
+            if self.w[i] == self.len[i] {
+                self.w[i] = 0;
+            }
+        }
+        self.frames += 1;
+
+        let mix = limit(mix, 0.0, 1.0);
+        let (dry, wet) = (S::from_f64(1.0 - mix), S::from_f64(mix));
+        (dry * x + wet * wet_l, dry * x + wet * wet_r)
+    }
+
+    /// Every ring's write index from the frame count.
+    fn set_positions(&mut self) {
+        for i in 0..LINES {
+            self.w[i] = (self.frames % self.len[i] as u64) as usize;
+        }
+        self.pre_w = (self.frames % self.pre.len() as u64) as usize;
+    }
+
+    /// The longest history, in samples.
+    fn longest(&self) -> usize {
+        self.len
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(self.pre.len())
+    }
+}
+
+impl<S: Sample, M: Math> Processor<S> for Reverb<S, M> {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        let n = io.frames;
+        let p = &io.params;
+        let (rl, rh, xo, pd, mix) = (
+            p.get(RT60_LOW),
+            p.get(RT60_HIGH),
+            p.get(CROSSOVER),
+            p.get(PREDELAY),
+            p.get(MIX),
+        );
+        let x = &io.inputs[0][..n];
+        let (left, right) = io.outputs.split_at_mut(1);
+        let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
+        if rl.is_const() && rh.is_const() && xo.is_const() && pd.is_const() && mix.is_const() {
+            self.design(rl.value(), rh.value(), xo.value());
+            let (pd, mix) = (pd.value(), mix.value());
+            for i in 0..n {
+                (left[i], right[i]) = self.tick(x[i], pd, mix);
+            }
+        } else {
+            for i in 0..n {
+                self.design(rl.at(i), rh.at(i), xo.at(i));
+                (left[i], right[i]) = self.tick(x[i], pd.at(i), mix.at(i));
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.lines.fill(S::ZERO);
+        self.pre.fill(S::ZERO);
+        self.damp = [S::ZERO; LINES];
+        self.frames = 0;
+        self.set_positions();
+    }
+
+    fn snapshot(&self, st: &mut NodeState) {
+        st.put_samples("lines", &self.lines);
+        st.put_samples("damp", &self.damp);
+        st.put_samples("predelay", &self.pre);
+        st.put_u64("frames", self.frames);
+    }
+
+    fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        let mut part = PartClear::new(done, budget.max(1));
+        part.zero(&mut self.lines, S::ZERO);
+        part.zero(&mut self.pre, S::ZERO);
+        let p = part.progress();
+        if p == Progress::Done {
+            self.damp = [S::ZERO; LINES];
+            self.frames = 0;
+            self.set_positions();
+        }
+        p
+    }
+
+    /// Every line and the predelay ring oldest sample first from its write
+    /// index at N (the sample the next frame reads, then overwrites); the
+    /// damping states and the frame count at N in the first part.
+    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        let budget = budget.max(1);
+        let frames = if done == 0 {
+            self.frames
+        } else {
+            st.get_u64("frames").unwrap_or(self.frames)
+        };
+        let total = self.lines.len();
+        for i in 0..LINES {
+            let len = self.len[i];
+            let start = (frames % len as u64) as usize;
+            let (ranges, _) = ring_part(len, start, done, budget);
+            for r in ranges {
+                if !r.is_empty() || done == 0 {
+                    let at = self.off[i] + r.start;
+                    st.put_samples_part("lines", total, at, &self.lines[at..at + r.len()]);
+                }
+            }
+        }
+        if done == 0 {
+            st.put_samples("damp", &self.damp);
+        }
+        let pstart = (frames % self.pre.len() as u64) as usize;
+        st.put_ring_part("predelay", &self.pre, pstart, done, budget);
+        if done == 0 {
+            st.put_u64("frames", frames);
+        }
+        let next = done.saturating_add(budget);
+        if next >= self.longest() {
+            Progress::Done
+        } else {
+            Progress::Copied(next)
+        }
+    }
+
+    fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        let frames = st.get_u64("frames")?;
+        st.get_samples("lines", &mut self.lines)?;
+        st.get_samples("damp", &mut self.damp)?;
+        st.get_samples("predelay", &mut self.pre)?;
+        self.frames = frames;
+        self.set_positions();
+        Ok(())
+    }
+}
+
+struct ReverbOp;
+impl Operator for ReverbOp {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+        let len = line_lengths(cx.sample_rate, cx.number(SIZE))?;
+        let mut off = [0usize; LINES];
+        let mut total = 0;
+        for i in 0..LINES {
+            off[i] = total;
+            total += len[i];
+        }
+        let pre = (MAX_PREDELAY * cx.sample_rate).ceil();
+        if !(pre.is_finite() && pre >= 0.0 && pre < MAX_LINE_SAMPLES as f64) {
+            return Err(format!(
+                "the predelay ring is too long at {} Hz",
+                cx.sample_rate
+            ));
+        }
+        let max_pre = pre as usize;
+        let q = QUARTER;
+        let mut node = Reverb::<S, M> {
+            lines: vec![S::ZERO; total],
+            off,
+            len,
+            w: [0; LINES],
+            damp: [S::ZERO; LINES],
+            pre: vec![S::ZERO; max_pre + 2],
+            pre_w: 0,
+            frames: 0,
+            g_hi: [S::ZERO; LINES],
+            g_diff: [S::ZERO; LINES],
+            alpha: S::ZERO,
+            beta: S::ZERO,
+            key: None,
+            in_gain: IN_SIGNS.map(|s| S::from_f64(s * q)),
+            out_l: OUT_SIGNS.map(|s| S::from_f64(s * q)),
+            out_r: std::array::from_fn(|i| S::from_f64(OUT_SIGNS[i] * walsh(RIGHT_ROW, i) * q)),
+            sample_rate: cx.sample_rate,
+            max_pre: max_pre as f64,
+            _m: PhantomData,
+        };
+        node.design(
+            cx.number(RT60_LOW),
+            cx.number(RT60_HIGH),
+            cx.number(CROSSOVER),
+        );
+        Ok(Box::new(node))
+    }
+}
+
+/// A crossover above what the shelf designs with: it is designed at
+/// 0.49 × the sample rate.
+fn reverb_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
+    frequency_lint(
+        values,
+        CROSSOVER,
+        "crossover",
+        sample_rate,
+        MAX_CROSSOVER_RATIO,
+        "the damping shelf is designed at",
+    )
+    .into_iter()
+    .collect()
+}
+
+pub static REVERB: OpSpec = OpSpec {
+    name: "reverb",
+    doc: "Algorithmic reverb: a 16-line feedback delay network (lengths distinct primes, \
+          15 … 55 ms × size; feedback ¼·Hadamard, orthogonal), each line damped by a \
+          first-order shelf so the tail decays 60 dB in rt60_low below the crossover and \
+          in rt60_high above it. The input is predelayed; out and out_r read the lines \
+          through orthogonal sign vectors (a decorrelated stereo tail); \
+          out = (1−mix)·in + mix·wet.",
+    inputs: &["in"],
+    outputs: &["out", "out_r"],
+    params: &[
+        number(
+            "rt60_low",
+            Dimension::Time,
+            2.0,
+            MIN_RT60,
+            MAX_RT60,
+            "time to decay 60 dB below the crossover",
+        ),
+        number(
+            "rt60_high",
+            Dimension::Time,
+            1.0,
+            MIN_RT60,
+            MAX_RT60,
+            "time to decay 60 dB above the crossover",
+        ),
+        number(
+            "crossover",
+            Dimension::Frequency,
+            1500.0,
+            20.0,
+            1e6,
+            "where the decay turns from rt60_low to rt60_high (a first-order shelf; designed at ≤ 0.49 × the sample rate)",
+        ),
+        number(
+            "predelay",
+            Dimension::Time,
+            0.02,
+            0.0,
+            MAX_PREDELAY,
+            "delay before the input enters the network (modulation is clamped to 0 … 0.5 s)",
+        ),
+        number(
+            "mix",
+            Dimension::Scalar,
+            0.3,
+            0.0,
+            1.0,
+            "wet fraction of both outputs (0 dry, 1 wet only)",
+        ),
+        ParamSpec {
+            name: "size",
+            kind: ParamKind::Number {
+                dim: Dimension::Scalar,
+                default: 1.0,
+                min: MIN_SIZE,
+                max: MAX_SIZE,
+                modulatable: false,
+            },
+            doc: "scales every line's length (the room's size); sets the lines at build",
+            settable_by_events: false,
+        },
+    ],
+    tier: Profile::Strict,
+    variadic_inputs: false,
+    uses_rng: false,
+    precision_param: None,
+    solver_steps: None,
+    choices: no_choices,
+    lints: reverb_lints,
+    cost: |p, _| by_profile(p, [60.0, 50.0, 50.0]),
+    algorithms: None,
+    build: build_any::<ReverbOp>,
+};
+
+#[cfg(test)]
+#[path = "reverb_tests.rs"]
+mod tests;

@@ -1,0 +1,514 @@
+//! `reverb`'s tests: the decay measured from the impulse response by the
+//! standard T30 method (Schroeder backward integration of a band the test
+//! filters out itself), the straightness of that decay, the stereo tail's
+//! correlation, the line lengths, and state that migrates between
+//! precisions and is captured in parts.
+
+use super::*;
+use crate::dsp::Precision;
+use crate::ops::conformance::test_signal;
+use crate::ops::harness::{first_difference, values_with, NodeRunner};
+use crate::ops::StateValue;
+
+const SR: f64 = 48000.0;
+
+fn runner(params: &[(&str, f64)], profile: Profile, precision: Precision) -> NodeRunner {
+    let set: Vec<(&str, Value)> = params
+        .iter()
+        .map(|(n, v)| (*n, Value::Number(*v)))
+        .collect();
+    NodeRunner::new(
+        &REVERB,
+        values_with(&REVERB, &set),
+        profile,
+        Some(precision),
+        SR,
+        512,
+        1,
+    )
+    .unwrap()
+}
+
+/// The wet impulse response (out, out_r), `seconds` long, strict f64.
+fn impulse_response(params: &[(&str, f64)], seconds: f64) -> (Vec<f64>, Vec<f64>) {
+    let mut set = vec![("mix", 1.0), ("predelay", 0.0)];
+    set.extend_from_slice(params);
+    let mut r = runner(&set, Profile::Strict, Precision::F64);
+    let frames = (seconds * SR) as usize;
+    let mut x = vec![0.0; frames];
+    x[0] = 1.0;
+    let mut out = r.run(&[x], &[], frames, &[512]);
+    let right = out.pop().unwrap();
+    (out.pop().unwrap(), right)
+}
+
+// ---- The test's own measuring tools (nothing from the operator) ----
+
+/// An RBJ-cookbook lowpass or highpass biquad, direct form I.
+struct TestBiquad {
+    b: [f64; 3],
+    a: [f64; 2],
+    x: [f64; 2],
+    y: [f64; 2],
+}
+
+impl TestBiquad {
+    fn new(highpass: bool, fc: f64, q: f64) -> TestBiquad {
+        let w = 2.0 * core::f64::consts::PI * fc / SR;
+        let (s, c) = (libm::sin(w), libm::cos(w));
+        let alpha = s / (2.0 * q);
+        let a0 = 1.0 + alpha;
+        let b = if highpass {
+            [(1.0 + c) / 2.0, -(1.0 + c), (1.0 + c) / 2.0]
+        } else {
+            [(1.0 - c) / 2.0, 1.0 - c, (1.0 - c) / 2.0]
+        };
+        TestBiquad {
+            b: [b[0] / a0, b[1] / a0, b[2] / a0],
+            a: [-2.0 * c / a0, (1.0 - alpha) / a0],
+            x: [0.0; 2],
+            y: [0.0; 2],
+        }
+    }
+
+    fn tick(&mut self, x: f64) -> f64 {
+        let y = self.b[0] * x + self.b[1] * self.x[0] + self.b[2] * self.x[1]
+            - self.a[0] * self.y[0]
+            - self.a[1] * self.y[1];
+        self.x = [x, self.x[0]];
+        self.y = [y, self.y[0]];
+        y
+    }
+}
+
+/// An 8th-order Butterworth lowpass or highpass (48 dB/octave): four
+/// biquads with Q = 1/(2·sin((2k−1)π/16)).
+fn band(x: &[f64], highpass: bool, fc: f64) -> Vec<f64> {
+    let mut stages: Vec<TestBiquad> = (1..=4)
+        .map(|k| {
+            let q = 1.0 / (2.0 * libm::sin((2 * k - 1) as f64 * core::f64::consts::PI / 16.0));
+            TestBiquad::new(highpass, fc, q)
+        })
+        .collect();
+    x.iter()
+        .map(|&v| stages.iter_mut().fold(v, |s, st| st.tick(s)))
+        .collect()
+}
+
+/// Schroeder's backward integral of `h²`, in dB re its start.
+fn schroeder_db(h: &[f64]) -> Vec<f64> {
+    let mut e = vec![0.0; h.len()];
+    let mut acc = 0.0;
+    for i in (0..h.len()).rev() {
+        acc += h[i] * h[i];
+        e[i] = acc;
+    }
+    let e0 = e[0];
+    e.iter().map(|v| 10.0 * libm::log10(v / e0)).collect()
+}
+
+/// Least squares `y = a + b·x` over the points.
+fn fit(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (mx, my) = (sx / n, sy / n);
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (x, y) in points {
+        sxy += (x - mx) * (y - my);
+        sxx += (x - mx) * (x - mx);
+    }
+    let b = sxy / sxx;
+    (my - b * mx, b)
+}
+
+/// T30: the Schroeder curve's slope between −5 and −35 dB extrapolated to
+/// 60 dB, in seconds, and the curve's largest deviation from that line (dB).
+fn t30(h: &[f64]) -> (f64, f64) {
+    let db = schroeder_db(h);
+    let from = db.iter().position(|&d| d <= -5.0).expect("reaches -5 dB");
+    let to = db.iter().position(|&d| d <= -35.0).expect("reaches -35 dB");
+    let points: Vec<(f64, f64)> = (from..=to).map(|i| (i as f64 / SR, db[i])).collect();
+    let (a, b) = fit(&points);
+    let dev = points
+        .iter()
+        .map(|(t, d)| (d - (a + b * t)).abs())
+        .fold(0.0, f64::max);
+    (-60.0 / b, dev)
+}
+
+#[test]
+fn t30_of_each_band_is_its_rt60() {
+    // The low band is below crossover/10 and the high band above 5.3 ×
+    // the crossover, 8th-order Butterworth splits written here.
+    for (size, rt_low, rt_high, crossover, low_fc, high_fc) in [
+        (1.0, 1.5, 0.5, 1500.0, 150.0, 8000.0),
+        (2.0, 3.0, 1.0, 1000.0, 100.0, 6000.0),
+        (0.5, 0.8, 1.6, 2000.0, 200.0, 10000.0),
+    ] {
+        let seconds = 2.0 * rt_low.max(rt_high) + 0.3;
+        let (h, _) = impulse_response(
+            &[
+                ("size", size),
+                ("rt60_low", rt_low),
+                ("rt60_high", rt_high),
+                ("crossover", crossover),
+            ],
+            seconds,
+        );
+        let (low, low_dev) = t30(&band(&h, false, low_fc));
+        let (high, high_dev) = t30(&band(&h, true, high_fc));
+        eprintln!(
+            "size {size}: low band T30 {low:.4} s (rt60_low {rt_low}, {:+.2} %, curve within {low_dev:.3} dB), \
+             high band T30 {high:.4} s (rt60_high {rt_high}, {:+.2} %, curve within {high_dev:.3} dB)",
+            100.0 * (low / rt_low - 1.0),
+            100.0 * (high / rt_high - 1.0)
+        );
+        assert!((low / rt_low - 1.0).abs() < 0.10, "low {low} vs {rt_low}");
+        assert!(
+            (high / rt_high - 1.0).abs() < 0.10,
+            "high {high} vs {rt_high}"
+        );
+    }
+}
+
+/// With one rt60 in both bands the whole response decays along one line:
+/// the Schroeder curve stays within 1 dB of its fit over −5 … −35 dB, and
+/// the energy in 20 ms windows (broadband, 960 samples each) stays within
+/// 1.5 dB of the fitted line (rms within 0.5 dB) from 50 ms (or two passes
+/// of the longest line) down 40 dB: no flutter, no ringing mode.
+#[test]
+fn the_decay_is_a_straight_line_in_db() {
+    for size in [0.5, 1.0, 3.0] {
+        let rt = 1.2;
+        let (h, r) = impulse_response(
+            &[("size", size), ("rt60_low", rt), ("rt60_high", rt)],
+            2.0 * rt + 0.3,
+        );
+        for (name, h) in [("out", &h), ("out_r", &r)] {
+            let (t, dev) = t30(h);
+            assert!((t / rt - 1.0).abs() < 0.05, "{name}: T30 {t} vs {rt}");
+            assert!(dev < 1.0, "{name}: Schroeder curve off its fit by {dev} dB");
+            let win = 960;
+            // After the first two passes of the longest line: a big room's
+            // first echoes are sparse by design.
+            let first = ((0.05f64).max(2.0 * BASE_S[LINES - 1] * size) * SR) as usize / win;
+            let energies: Vec<(f64, f64)> = h
+                .chunks_exact(win)
+                .enumerate()
+                .skip(first)
+                .map(|(k, c)| {
+                    let e: f64 = c.iter().map(|v| v * v).sum();
+                    ((k * win) as f64 / SR, 10.0 * libm::log10(e))
+                })
+                .collect();
+            let top = energies[0].1;
+            let kept: Vec<(f64, f64)> = energies
+                .iter()
+                .copied()
+                .take_while(|(_, e)| *e > top - 40.0)
+                .collect();
+            let (a, b) = fit(&kept);
+            let res: Vec<f64> = kept.iter().map(|(t, e)| e - (a + b * t)).collect();
+            let max = res.iter().map(|v| v.abs()).fold(0.0, f64::max);
+            let rms = libm::sqrt(res.iter().map(|v| v * v).sum::<f64>() / res.len() as f64);
+            eprintln!(
+                "size {size} {name}: T30 {t:.4} s, Schroeder within {dev:.3} dB; \
+                 {} windows of 20 ms: residual max {max:.2} dB, rms {rms:.2} dB",
+                kept.len()
+            );
+            assert!(
+                max < 1.5 && rms < 0.5,
+                "{name}: window residual max {max} rms {rms}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_stereo_tail_is_decorrelated() {
+    for size in [0.5, 1.0, 4.0] {
+        let (l, r) = impulse_response(&[("size", size)], 1.5);
+        let from = (0.1 * SR) as usize;
+        let (mut lr, mut ll, mut rr) = (0.0, 0.0, 0.0);
+        for (a, b) in l[from..].iter().zip(&r[from..]) {
+            lr += a * b;
+            ll += a * a;
+            rr += b * b;
+        }
+        let rho = lr / libm::sqrt(ll * rr);
+        eprintln!("size {size}: L/R correlation over the tail from 0.1 s: {rho:+.4}");
+        assert!(rho.abs() < 0.3, "size {size}: correlation {rho}");
+    }
+}
+
+#[test]
+fn line_lengths_are_distinct_primes_scaled_by_size() {
+    for sr in [8000.0, 44100.0, 48000.0, 96000.0, 192000.0] {
+        for size in [0.25, 0.5, 1.0, 2.0, 4.0] {
+            let len = line_lengths(sr, size).unwrap();
+            for (i, &n) in len.iter().enumerate() {
+                assert!(is_prime(n), "{n}");
+                let want = (BASE_S[i] * size * sr).round();
+                assert!(n as f64 >= want, "{sr} {size}: {n} < {want}");
+                // Stepping to a prime moves a length by well under 1 %
+                // (or a few samples at the shortest).
+                assert!(
+                    (n as f64 - want) <= (0.01 * want).max(20.0),
+                    "{n} vs {want}"
+                );
+                for &m in &len[..i] {
+                    assert!(m < n, "lengths rise");
+                    let (mut a, mut b) = (n, m);
+                    while b != 0 {
+                        (a, b) = (b, a % b);
+                    }
+                    assert_eq!(a, 1, "{n} and {m} are coprime");
+                }
+            }
+        }
+    }
+    let total: usize = line_lengths(48000.0, 4.0).unwrap().iter().sum();
+    assert!(total > 90_000, "{total}");
+    assert!(line_lengths(1e9, 4.0).is_err());
+}
+
+#[test]
+fn the_feedback_matrix_is_orthogonal_exactly() {
+    let mut cols = [[0.0f64; LINES]; LINES];
+    for (j, col) in cols.iter_mut().enumerate() {
+        col[j] = 1.0;
+        hadamard(col);
+        for (i, v) in col.iter().enumerate() {
+            assert_eq!(*v, 0.25 * walsh(i, j));
+        }
+    }
+    for a in 0..LINES {
+        for b in 0..LINES {
+            let dot: f64 = (0..LINES).map(|i| cols[a][i] * cols[b][i]).sum();
+            assert_eq!(dot, if a == b { 1.0 } else { 0.0 });
+        }
+    }
+    // The two outputs' taps are orthogonal too.
+    let dot: f64 = (0..LINES)
+        .map(|i| OUT_SIGNS[i] * OUT_SIGNS[i] * walsh(RIGHT_ROW, i))
+        .sum();
+    assert_eq!(dot, 0.0);
+}
+
+#[test]
+fn predelay_and_mix_shape_the_start() {
+    // Nothing wet comes out before predelay + the shortest line.
+    let pd = 0.01;
+    let mut r = runner(
+        &[("predelay", pd), ("mix", 0.25)],
+        Profile::Strict,
+        Precision::F64,
+    );
+    let x = test_signal(3, 3000);
+    let out = r.run(std::slice::from_ref(&x), &[], 3000, &[64]);
+    let first = (pd * SR) as usize + line_lengths(SR, 1.0).unwrap()[0];
+    for n in 0..3000 {
+        if n < first {
+            assert_eq!(out[0][n], 0.75 * x[n], "frame {n}");
+            assert_eq!(out[1][n], 0.75 * x[n], "frame {n}");
+        }
+    }
+    assert!(out[0][first..]
+        .iter()
+        .zip(&x[first..])
+        .any(|(y, x)| *y != 0.75 * x));
+}
+
+#[test]
+fn wild_modulation_stays_finite() {
+    let x = test_signal(7, 4000);
+    let wild: Vec<f64> = (0..4000)
+        .map(|i| match i % 5 {
+            0 => 1e9,
+            1 => -1e9,
+            2 => f64::NAN,
+            3 => 0.0,
+            _ => 3.0,
+        })
+        .collect();
+    let mods: Vec<(usize, Vec<f64>)> = [RT60_LOW, RT60_HIGH, CROSSOVER, PREDELAY, MIX]
+        .into_iter()
+        .map(|p| (p, wild.clone()))
+        .collect();
+    let mut r = runner(&[], Profile::Strict, Precision::F64);
+    let y = r.run(std::slice::from_ref(&x), &mods, 4000, &[64]);
+    assert!(y.iter().flatten().all(|v| v.is_finite()));
+}
+
+/// A snapshot of an f64 node restores into an f32 node (the state rounded)
+/// and back; the f32 node continues close to the f64 one.
+#[test]
+fn state_migrates_between_precisions() {
+    let x = test_signal(5, 8000);
+    let params = [("size", 4.0), ("predelay", 0.003), ("mix", 0.6)];
+    let mut r64 = runner(&params, Profile::Strict, Precision::F64);
+    r64.run(&[x[..5000].to_vec()], &[], 5000, &[64]);
+    let st = r64.snapshot();
+    let names: Vec<&str> = st.entries.iter().map(|(n, _)| n.as_ref()).collect();
+    assert_eq!(names, ["lines", "damp", "predelay", "frames"]);
+    let want = r64.run(&[x[5000..].to_vec()], &[], 3000, &[64]);
+
+    let mut r32 = runner(&params, Profile::Repro, Precision::F32);
+    r32.node().restore(&st).unwrap();
+    let st32 = r32.snapshot();
+    for ((_, a), (_, b)) in st.entries.iter().zip(&st32.entries) {
+        match (a, b) {
+            (StateValue::F64(a), StateValue::F32(b)) => {
+                assert_eq!(a.len(), b.len());
+                assert!(a.iter().zip(b).all(|(p, q)| *p as f32 == *q));
+            }
+            (StateValue::U64(a), StateValue::U64(b)) => assert_eq!(a, b),
+            _ => panic!("unexpected state kinds"),
+        }
+    }
+    r32.set_clock(5000);
+    let got = r32.run(&[x[5000..].to_vec()], &[], 3000, &[64]);
+    let peak = want[0].iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (w, g) in want.iter().zip(&got) {
+        let err = w
+            .iter()
+            .zip(g)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(err < 1e-4 * peak.max(1.0), "f64 → f32: error {err:e}");
+    }
+
+    // f32 → f64 is exact: the f64 node continues bit for bit as the f32
+    // state's values, and its own snapshot holds them unchanged.
+    let mut back = runner(&params, Profile::Strict, Precision::F64);
+    back.node().restore(&st32).unwrap();
+    let st64 = back.snapshot();
+    for ((_, a), (_, b)) in st32.entries.iter().zip(&st64.entries) {
+        match (a, b) {
+            (StateValue::F32(a), StateValue::F64(b)) => {
+                assert!(a.iter().zip(b).all(|(p, q)| *p as f64 == *q));
+            }
+            (StateValue::U64(a), StateValue::U64(b)) => assert_eq!(a, b),
+            _ => panic!("unexpected state kinds"),
+        }
+    }
+}
+
+/// At size 4 (97 k samples of lines at 48 kHz) a capture in small parts,
+/// the node running between them, is the snapshot at its first part; a
+/// reset in parts is a reset.
+#[test]
+fn long_state_is_captured_and_reset_in_parts() {
+    let x = test_signal(9, 40000);
+    let params = [("size", 4.0), ("predelay", 0.1)];
+    let mut a = runner(&params, Profile::Strict, Precision::F64);
+    a.run(&[x[..10000].to_vec()], &[], 10000, &[64]);
+    let st = a.snapshot();
+    let mut parts = st.clone();
+    let budget = 512;
+    let mut p = a.node().capture_part(&mut parts, 0, budget);
+    let mut at = 10000;
+    let mut calls = 1;
+    while let Progress::Copied(done) = p {
+        a.run(&[x[at..at + budget].to_vec()], &[], budget, &[budget]);
+        at += budget;
+        calls += 1;
+        p = a.node().capture_part(&mut parts, done, budget);
+    }
+    assert_eq!(parts, st);
+    assert!(calls > 20, "{calls} parts");
+
+    // Restored, it continues as the node that was snapshotted would have.
+    let mut b = runner(&params, Profile::Strict, Precision::F64);
+    b.run(&[x[..10000].to_vec()], &[], 10000, &[64]);
+    let want = b.run(&[x[10000..20000].to_vec()], &[], 10000, &[64]);
+    let mut c = runner(&params, Profile::Strict, Precision::F64);
+    c.node().restore(&st).unwrap();
+    c.set_clock(10000);
+    let got = c.run(&[x[10000..20000].to_vec()], &[], 10000, &[7]);
+    assert_eq!(first_difference(&want, &got), None);
+
+    // A reset in parts, then a run from 0, is a fresh node's run.
+    let mut done = 0;
+    while let Progress::Copied(n) = c.node().reset_part(done, budget) {
+        assert!(n > done);
+        done = n;
+    }
+    c.set_clock(0);
+    let fresh = runner(&params, Profile::Strict, Precision::F64).run(
+        &[x[..5000].to_vec()],
+        &[],
+        5000,
+        &[64],
+    );
+    let again = c.run(&[x[..5000].to_vec()], &[], 5000, &[64]);
+    assert_eq!(first_difference(&fresh, &again), None);
+}
+
+/// Bad settings in a scene are refused with the file, line and column,
+/// the node and the valid range.
+#[test]
+fn bad_settings_are_located_errors() {
+    use crate::graph::{compile, CompileOptions};
+    use crate::scene::load_str;
+    let scene = |params: &str, extra: &str| {
+        format!(
+            r#"{{ "version": "1.0", "seed": 1,
+  "nodes": [
+    {{ "id": "src", "op": "noise" }},
+    {{ "id": "verb", "op": "reverb",
+      "params": {params} }}
+  ],
+  "edges": [ {{ "from": "src", "to": "verb" }}{extra} ],
+  "outputs": {{ "main": ["verb:out", "verb:out_r"] }} }}"#
+        )
+    };
+    let refused_with = |params: &str, extra: &str, needles: &[&str]| {
+        let text = scene(params, extra);
+        let diags = match load_str(&text, "verb.json", None) {
+            Err(d) => d,
+            Ok(s) => match compile(&s, &CompileOptions::default()) {
+                Err(d) => d,
+                Ok(_) => panic!("{params}: accepted"),
+            },
+        };
+        let shown: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+        let all = shown.join("\n");
+        for n in needles {
+            assert!(all.contains(n), "{params}: expected `{n}` in:\n{all}");
+        }
+    };
+    let refused = |params: &str, needles: &[&str]| refused_with(params, "", needles);
+    refused(
+        r#"{ "size": 8 }"#,
+        &["verb.json:5:", "`size` = 8 is out of range", "0.25 … 4"],
+    );
+    refused(
+        r#"{ "mix": 1.5 }"#,
+        &["verb.json:5:", "`mix` = 1.5 is out of range", "0 … 1"],
+    );
+    refused(
+        r#"{ "rt60_low": "0.01s" }"#,
+        &["verb.json:5:", "`rt60_low`", "out of range"],
+    );
+    refused(
+        r#"{ "predelay": "2 s" }"#,
+        &["verb.json:5:", "`predelay`", "out of range"],
+    );
+    refused(
+        r#"{ "crossover": "3 s" }"#,
+        &["verb.json:5:", "`crossover`"],
+    );
+    refused(
+        r#"{ "rt60_high": "1 kHz" }"#,
+        &["verb.json:5:", "`rt60_high`"],
+    );
+    refused(r#"{ "damping": 0.5 }"#, &["verb.json:5:", "damping"]);
+    // `size` is read once at build: no edge may drive it.
+    refused_with(
+        "{}",
+        r#", { "from": "src", "to": "verb:size" }"#,
+        &["verb.json:7:", "size"],
+    );
+}
