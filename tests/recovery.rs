@@ -121,6 +121,10 @@ fn issue10_every_operator_recovers_from_an_overflow_at_its_input() {
         ("spectral_gate", r#"{ "threshold": "-60dB" }"#),
         ("saturator", r#"{ "drive": "6dB" }"#),
         ("diode_clipper", r#"{ "drive": "6dB" }"#),
+        (
+            "reverb",
+            r#"{ "rt60_low": "200ms", "rt60_high": "100ms", "mix": 0.5 }"#,
+        ),
         ("gain", r#"{ "gain": 0.5 }"#),
         ("pan", r#"{ "pos": 0.3 }"#),
         ("mix", r#"{}"#),
