@@ -392,7 +392,7 @@ impl<S: Sample, M: Math> Processor<S> for Reverb<S, M> {
             let start = (frames % len as u64) as usize;
             let (ranges, _) = ring_part(len, start, done, budget);
             for r in ranges {
-                if !r.is_empty() || done == 0 {
+                if !r.is_empty() {
                     let at = self.off[i] + r.start;
                     st.put_samples_part("lines", total, at, &self.lines[at..at + r.len()]);
                 }
@@ -560,7 +560,7 @@ pub static REVERB: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: reverb_lints,
-    cost: |p, _| by_profile(p, [60.0, 50.0, 50.0]),
+    cost: |p, _| by_profile(p, [72.0, 63.0, 59.0]),
     algorithms: None,
     build: build_any::<ReverbOp>,
 };

@@ -512,3 +512,19 @@ fn bad_settings_are_located_errors() {
         &["verb.json:7:", "size"],
     );
 }
+
+#[test]
+fn a_crossover_above_the_design_limit_is_linted() {
+    let mut v = values_with(&REVERB, &[]);
+    assert!(reverb_lints(&v, SR).is_empty());
+    v[CROSSOVER] = Value::Number(30_000.0);
+    let l = reverb_lints(&v, SR);
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0].param, "crossover");
+    assert!(
+        l[0].message
+            .ends_with("the damping shelf is designed at 23520 Hz"),
+        "{}",
+        l[0].message
+    );
+}
