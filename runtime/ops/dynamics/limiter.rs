@@ -32,8 +32,8 @@ use super::detector::Coef;
 use super::{db_to_lin, lookahead_samples};
 use crate::dsp::{Math, Precision, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError,
+    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
+    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -285,6 +285,26 @@ fn round_down<S: Sample>(c: f64) -> S {
     }
 }
 
+/// A `lookahead` that rounds to no sample: the limiter looks one ahead.
+fn limiter_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
+    let Some(t) = values[LOOKAHEAD].as_number() else {
+        return Vec::new();
+    };
+    if (t * sample_rate).round() >= 1.0 {
+        return Vec::new();
+    }
+    vec![Lint {
+        param: "lookahead",
+        message: format!(
+            "`lookahead` {t} s is under half a sample at {sample_rate} Hz: the limiter looks 1 sample ahead (latency 1)"
+        ),
+        help: Some(format!(
+            "write a lookahead of at least 1 sample ({} s); a few ms lets the gain ramp down smoothly",
+            1.0 / sample_rate
+        )),
+    }]
+}
+
 struct LimiterOp;
 impl Operator for LimiterOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
@@ -364,7 +384,7 @@ pub(crate) static LIMITER: OpSpec = OpSpec {
     precision_param: None,
     solver_steps: None,
     choices: no_choices,
-    lints: no_lints,
+    lints: limiter_lints,
     cost: |p, _| by_profile(p, [12.0, 10.0, 10.0]),
     algorithms: None,
     build: build_any::<LimiterOp>,

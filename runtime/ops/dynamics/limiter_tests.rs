@@ -201,3 +201,18 @@ fn snapshots_migrate_between_precisions() {
     let mut d = runner(-3.0, 0.01, 0.003, Precision::F64);
     assert!(d.node().restore(&a.snapshot()).is_err());
 }
+
+#[test]
+fn a_lookahead_under_a_sample_is_linted() {
+    let lints = |t: f64| {
+        (LIMITER.lints)(
+            &values_with(&LIMITER, &[("lookahead", Value::Number(t))]),
+            SR,
+        )
+    };
+    assert!(lints(0.005).is_empty());
+    assert!(lints(1.0 / SR).is_empty());
+    let l = lints(0.0);
+    assert_eq!(l.len(), 1);
+    assert!(l[0].message.contains("looks 1 sample ahead"), "{}", l[0].message);
+}
