@@ -347,7 +347,7 @@ pub(crate) static COMPRESSOR: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [30.0, 20.0, 20.0]),
+    cost: |p, _| by_profile(p, [24.0, 21.0, 21.0]),
     algorithms: None,
     build: build_any::<CompressorOp>,
 };

@@ -119,7 +119,7 @@ pub(crate) static FOLLOWER: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [4.0, 3.5, 3.5]),
+    cost: |p, _| by_profile(p, [10.0, 10.0, 10.0]),
     algorithms: None,
     build: build_any::<FollowerOp>,
 };

@@ -57,9 +57,10 @@ struct Limiter<S, M> {
     rs: Vec<f64>,
     /// The released hold `s`, for the moving average.
     ss: Vec<f64>,
-    /// The sliding minimum's deque: absolute sample indices (into `rs` mod
-    /// W), oldest first, their `r` strictly increasing; a ring of W slots.
+    /// The sliding minimum's deque: absolute sample indices, oldest first,
+    /// and their `r` (strictly increasing); a ring of W slots.
     dq: Vec<u64>,
+    dq_val: Vec<f64>,
     dq_head: usize,
     dq_len: usize,
     /// `s[n − 1]`.
@@ -69,6 +70,8 @@ struct Limiter<S, M> {
     /// The absolute index of the next sample (starts at W, so the initial
     /// window's indices are all in the past).
     n: u64,
+    /// `n % W`, the slot this sample writes.
+    pos: usize,
     ceiling: f64,
     /// The largest sample of this precision ≤ `ceiling`.
     ceiling_s: S,
@@ -78,24 +81,30 @@ struct Limiter<S, M> {
 }
 
 impl<S: Sample, M: Math> Limiter<S, M> {
-    fn dq_back(&self) -> u64 {
-        self.dq[(self.dq_head + self.dq_len - 1) % self.w]
+    /// `i` wrapped once into `0..W` (`i < 2W`).
+    #[inline]
+    fn wrap(&self, i: usize) -> usize {
+        if i >= self.w {
+            i - self.w
+        } else {
+            i
+        }
     }
 
-    /// Pushes index `i` (whose gain is `rs[i % W]`) onto the deque.
+    /// Pushes sample `i`, whose gain is `r`, onto the deque.
     #[inline]
-    fn dq_push(&mut self, i: u64) {
-        let r = self.rs[(i % self.w as u64) as usize];
-        while self.dq_len > 0 && self.rs[(self.dq_back() % self.w as u64) as usize] >= r {
+    fn dq_push(&mut self, i: u64, r: f64) {
+        while self.dq_len > 0 && self.dq_val[self.wrap(self.dq_head + self.dq_len - 1)] >= r {
             self.dq_len -= 1;
         }
         // Expired entries leave from the front.
         while self.dq_len > 0 && self.dq[self.dq_head] + self.w as u64 <= i {
-            self.dq_head = (self.dq_head + 1) % self.w;
+            self.dq_head = self.wrap(self.dq_head + 1);
             self.dq_len -= 1;
         }
-        let slot = (self.dq_head + self.dq_len) % self.w;
+        let slot = self.wrap(self.dq_head + self.dq_len);
         self.dq[slot] = i;
+        self.dq_val[slot] = r;
         self.dq_len += 1;
     }
 
@@ -105,22 +114,24 @@ impl<S: Sample, M: Math> Limiter<S, M> {
         self.dq_len = 0;
         let w = self.w as u64;
         for i in self.n - w..self.n {
-            self.dq_push(i);
+            self.dq_push(i, self.rs[(i % w) as usize]);
         }
+        self.pos = (self.n % w) as usize;
     }
 
     #[inline]
     fn tick(&mut self, x: S, a: f64) -> (S, f64) {
         let w = self.w;
-        let pos = (self.n % w as u64) as usize;
+        let pos = self.pos;
         let xa = x.to_f64().abs();
-        self.rs[pos] = if xa > self.ceiling {
+        let r = if xa > self.ceiling {
             self.ceiling / xa
         } else {
             1.0
         };
-        self.dq_push(self.n);
-        let h = self.rs[(self.dq[self.dq_head] % w as u64) as usize];
+        self.rs[pos] = r;
+        self.dq_push(self.n, r);
+        let h = self.dq_val[self.dq_head];
         let s = if h < self.held {
             h
         } else {
@@ -137,6 +148,7 @@ impl<S: Sample, M: Math> Limiter<S, M> {
         let delayed = self.xs[next];
         self.xs[pos] = x;
         self.n += 1;
+        self.pos = next;
         let c = self.ceiling_s;
         let y = S::from_f64(delayed.to_f64() * g);
         let y = if y > c {
@@ -317,11 +329,13 @@ impl Operator for LimiterOp {
             rs: vec![1.0; w],
             ss: vec![1.0; w],
             dq: vec![0; w],
+            dq_val: vec![1.0; w],
             dq_head: 0,
             dq_len: 0,
             held: 1.0,
             sum: w as f64,
             n: w as u64,
+            pos: 0,
             ceiling,
             ceiling_s: round_down::<S>(ceiling),
             sample_rate: cx.sample_rate,
@@ -385,7 +399,7 @@ pub(crate) static LIMITER: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: limiter_lints,
-    cost: |p, _| by_profile(p, [12.0, 10.0, 10.0]),
+    cost: |p, _| by_profile(p, [22.0, 22.0, 22.0]),
     algorithms: None,
     build: build_any::<LimiterOp>,
 };

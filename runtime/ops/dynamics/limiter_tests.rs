@@ -214,5 +214,9 @@ fn a_lookahead_under_a_sample_is_linted() {
     assert!(lints(1.0 / SR).is_empty());
     let l = lints(0.0);
     assert_eq!(l.len(), 1);
-    assert!(l[0].message.contains("looks 1 sample ahead"), "{}", l[0].message);
+    assert!(
+        l[0].message.contains("looks 1 sample ahead"),
+        "{}",
+        l[0].message
+    );
 }
