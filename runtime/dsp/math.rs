@@ -53,6 +53,8 @@ pub trait Math: Send + Sync + 'static {
     fn coef_tan(x: f64) -> f64;
     fn coef_exp(x: f64) -> f64;
     fn coef_pow(x: f64, y: f64) -> f64;
+    /// Natural logarithm (dB conversions of levels), computed in f64.
+    fn coef_ln(x: f64) -> f64;
 }
 
 macro_rules! per_precision {
@@ -100,6 +102,9 @@ impl Math for StrictMath {
     fn coef_pow(x: f64, y: f64) -> f64 {
         libm::pow(x, y)
     }
+    fn coef_ln(x: f64) -> f64 {
+        libm::log(x)
+    }
 }
 
 /// `std` for everything.
@@ -137,6 +142,9 @@ impl Math for StdMath {
     }
     fn coef_pow(x: f64, y: f64) -> f64 {
         x.powf(y)
+    }
+    fn coef_ln(x: f64) -> f64 {
+        x.ln()
     }
 }
 
@@ -249,6 +257,9 @@ impl Math for FastMath {
     }
     fn coef_pow(x: f64, y: f64) -> f64 {
         x.powf(y)
+    }
+    fn coef_ln(x: f64) -> f64 {
+        x.ln()
     }
 }
 

@@ -327,6 +327,73 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         )
     });
+    // The dynamics operators: each detector, modulated times and curve,
+    // a keyed and a self-keyed compressor with lookahead, a limiter that
+    // limits (the test signal peaks near 0.7).
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![("attack", control_signal(FRAMES, 0.001))],
+        ..case(
+            "follower",
+            vec![("attack", num(0.002)), ("release", num(0.02))],
+        )
+    });
+    v.push(Case {
+        n_inputs: 1,
+        ..case(
+            "follower",
+            vec![
+                ("detector", enum_ix("follower", "detector", "rms")),
+                ("attack", num(0.005)),
+                ("release", num(0.005)),
+            ],
+        )
+    });
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![
+            ("threshold", control_signal(FRAMES, 6.0)),
+            ("release", control_signal(FRAMES, 0.01)),
+        ],
+        ..case(
+            "compressor",
+            vec![
+                ("threshold", num(-20.0)),
+                ("ratio", num(4.0)),
+                ("knee", num(6.0)),
+                ("attack", num(0.001)),
+                ("release", num(0.03)),
+                ("makeup", num(3.0)),
+                ("lookahead", num(0.002)),
+            ],
+        )
+    });
+    v.push(Case {
+        n_inputs: 2,
+        ..case(
+            "compressor",
+            vec![
+                ("detector", enum_ix("compressor", "detector", "rms")),
+                ("threshold", num(-24.0)),
+                ("ratio", num(8.0)),
+                ("knee", num(0.0)),
+                ("attack", num(0.0005)),
+                ("release", num(0.01)),
+            ],
+        )
+    });
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![("release", control_signal(FRAMES, 0.005))],
+        ..case(
+            "limiter",
+            vec![
+                ("ceiling", num(-6.0)),
+                ("release", num(0.01)),
+                ("lookahead", num(0.001)),
+            ],
+        )
+    });
     for mode in ["lowpass", "highpass", "bandpass", "notch"] {
         v.push(Case {
             n_inputs: 1,
@@ -348,6 +415,20 @@ pub(crate) fn cases() -> Vec<Case> {
 /// are locked; these cover params added since).
 fn extra_cases() -> Vec<Case> {
     vec![
+        // A lookahead longer than a capture part (2400 samples): the
+        // limiter's rings are captured over several blocks. (Longer than
+        // a golden vector's 256 frames, so no golden.)
+        Case {
+            n_inputs: 1,
+            ..case(
+                "limiter",
+                vec![
+                    ("ceiling", num(-9.0)),
+                    ("release", num(0.05)),
+                    ("lookahead", num(0.05)),
+                ],
+            )
+        },
         // Retriggered by a gate: restarts at every rising edge.
         Case {
             mods: vec![("trigger", gate_signal(FRAMES))],

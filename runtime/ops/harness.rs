@@ -56,12 +56,15 @@ impl NodeRunner {
             },
             None,
         );
+        // The first `n_inputs` audio inputs are fed (those a test passes).
+        let connected = vec![true; n_inputs];
         let cx = BuildCtx {
             node_id: "node",
             sample_rate,
             max_block,
             values: &values,
             n_inputs,
+            connected: &connected,
             noise_hash: crate::dsp::rng::hash64(1, "node", 0),
             profile: &np,
         };

@@ -332,12 +332,24 @@ pub struct BuildCtx<'a> {
     pub values: &'a [Value],
     /// Audio input count (for variadic operators).
     pub n_inputs: usize,
+    /// Per audio input (`OpSpec::inputs` order, or `in0 … inN`), whether an
+    /// edge feeds it. An unconnected input reads silence; a node that treats
+    /// an unconnected input differently (`compressor`'s `sidechain` keys from
+    /// `in` instead) decides at build, and an edit that wires it rebuilds the
+    /// node. Shorter than the inputs when a caller knows nothing: read it
+    /// with [`input_connected`](Self::input_connected).
+    pub connected: &'a [bool],
     /// `hash64(global seed, node id, local seed)` for nodes that use noise.
     pub noise_hash: u64,
     pub profile: &'a NodeProfile,
 }
 
 impl BuildCtx<'_> {
+    /// Whether audio input `i` has an edge (see [`connected`](Self::connected)).
+    pub fn input_connected(&self, i: usize) -> bool {
+        self.connected.get(i).copied().unwrap_or(false)
+    }
+
     pub fn number(&self, i: usize) -> f64 {
         match &self.values[i] {
             Value::Number(v) => *v,
@@ -605,7 +617,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 24] = [
+    static ALL: [&OpSpec; 27] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -619,6 +631,9 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &filters::ONEPOLE,
         &filters::SVF,
         &dynamics::ADSR,
+        &dynamics::FOLLOWER,
+        &dynamics::COMPRESSOR,
+        &dynamics::LIMITER,
         &utility::GAIN,
         &utility::MIX,
         &utility::MULTIPLY,

@@ -31,11 +31,11 @@
 //! the f32 and f64 envelopes differ only by the final rounding. The state is
 //! the level, the stage and the release step.
 
-use super::{
+use crate::dsp::{Math, Sample};
+use crate::ops::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
     ParamSpec, Processor, StateError,
 };
-use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
@@ -49,8 +49,8 @@ const GATE: usize = ADSR.index_of("gate");
 /// The gate is on above this value.
 const GATE_THRESHOLD: f64 = 0.5;
 
-/// `adsr`'s gate and its threshold, for [`super::gate_threshold`].
-pub(super) fn gate_threshold(op: &OpSpec) -> Option<(&'static str, f64)> {
+/// `adsr`'s gate and its threshold, for [`crate::ops::gate_threshold`].
+pub(crate) fn gate_threshold(op: &OpSpec) -> Option<(&'static str, f64)> {
     core::ptr::eq(op, &ADSR).then_some((ADSR.params[GATE].name, GATE_THRESHOLD))
 }
 
@@ -231,7 +231,7 @@ const fn time_param(name: &'static str, default: f64, doc: &'static str) -> Para
 }
 
 /// `adsr`: a linear envelope driven by its `gate` param or port.
-pub static ADSR: OpSpec = OpSpec {
+pub(crate) static ADSR: OpSpec = OpSpec {
     name: "adsr",
     doc: "Linear ADSR envelope in 0…1. The gate is on while `gate` > 0.5; attack rises at \
           1/attack per second from the current level, decay falls to sustain, release falls \

@@ -1,0 +1,357 @@
+//! `compressor`: a feed-forward compressor with a soft knee, a sidechain
+//! key and lookahead.
+//!
+//! Per sample, with every param read at that sample (dB params in dB):
+//!
+//! ```text
+//! key   = sidechain if an edge feeds it, else in
+//! level = detector(key)                      (super::detector: peak or RMS, attack/release)
+//! x     = 20·log10(level)                    (dB)
+//! over  = x − threshold
+//! gr    = 0                                  if 2·over < −knee
+//!       = (1/ratio − 1)·(over + knee/2)² / (2·knee)   if 2·|over| ≤ knee (knee > 0)
+//!       = (1/ratio − 1)·over                 otherwise
+//! gain  = 10^(gr/20)                         (≤ 1; 1 = no reduction)
+//! out   = in[n − lookahead] · gain · 10^(makeup/20)
+//! ```
+//!
+//! `gr` is the standard quadratic soft knee: the static curve is the
+//! identity below `threshold − knee/2`, slope 1/ratio above
+//! `threshold + knee/2`, and a parabola joining them with matching slopes.
+//! `attack` and `release` are the detector's time constants: a step of the
+//! detected level covers 1 − 1/e of its change in that time. `lookahead`
+//! delays `in` (not the key) by `round(lookahead·sr)` samples, which the
+//! node reports as its latency: the plan delays the paths that meet it by
+//! the same, and the gain falls that long before the delayed signal's
+//! transient arrives. `ratio` is clamped to ≥ 1, `knee` to ≥ 0 and the
+//! times to ≥ 10 µs per sample under modulation.
+//!
+//! The state is the detector's level (f64) and the lookahead ring of `in`.
+
+use super::detector::Detector;
+use super::follower::{mode, DETECTOR_PARAM};
+use super::{db_to_lin, lin_to_db, lookahead_samples, DbCache};
+use crate::dsp::{Math, Sample};
+use crate::ops::{
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
+    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError,
+};
+use crate::profile::Profile;
+use crate::scene::Dimension;
+use std::marker::PhantomData;
+
+const DETECTOR: usize = COMPRESSOR.index_of("detector");
+const THRESHOLD: usize = COMPRESSOR.index_of("threshold");
+const RATIO: usize = COMPRESSOR.index_of("ratio");
+const KNEE: usize = COMPRESSOR.index_of("knee");
+const ATTACK: usize = COMPRESSOR.index_of("attack");
+const RELEASE: usize = COMPRESSOR.index_of("release");
+const MAKEUP: usize = COMPRESSOR.index_of("makeup");
+const LOOKAHEAD: usize = COMPRESSOR.index_of("lookahead");
+
+/// The shortest attack and release, in seconds.
+pub(super) const MIN_TIME: f64 = 1e-5;
+
+/// The static curve's gain change in dB (≤ 0) at input level `x` dB: the
+/// quadratic soft knee of the module docs.
+#[inline]
+pub(super) fn gain_db(x: f64, threshold: f64, ratio: f64, knee: f64) -> f64 {
+    let over = x - threshold;
+    let slope = 1.0 / ratio - 1.0;
+    if 2.0 * over < -knee {
+        0.0
+    } else if knee > 0.0 && 2.0 * over.abs() <= knee {
+        let k = over + 0.5 * knee;
+        slope * k * k / (2.0 * knee)
+    } else {
+        slope * over
+    }
+}
+
+/// The curve's settings for one sample, and what follows from them.
+#[derive(Clone, Copy)]
+struct Curve {
+    threshold: f64,
+    ratio: f64,
+    knee: f64,
+    /// `10^((threshold − knee/2)/20)`: levels at or below it are not reduced.
+    floor: f64,
+}
+
+impl Curve {
+    fn new<M: Math>(threshold: f64, ratio: f64, knee: f64) -> Curve {
+        let ratio = if ratio.is_nan() { 1.0 } else { ratio.max(1.0) };
+        let knee = if knee.is_nan() { 0.0 } else { knee.max(0.0) };
+        Curve {
+            threshold,
+            ratio,
+            knee,
+            floor: db_to_lin::<M>(threshold - 0.5 * knee),
+        }
+    }
+
+    /// The linear gain (≤ 1) at detected level `level`.
+    #[inline]
+    fn gain<M: Math>(&self, level: f64) -> f64 {
+        // Not `<=`: a NaN floor (a NaN threshold) takes the formula, which
+        // then gives NaN → no reduction below.
+        if level <= self.floor {
+            return 1.0;
+        }
+        let gr = gain_db(lin_to_db::<M>(level), self.threshold, self.ratio, self.knee);
+        if gr.is_nan() {
+            1.0
+        } else {
+            db_to_lin::<M>(gr)
+        }
+    }
+}
+
+fn clamp_time(t: f64) -> f64 {
+    if t.is_nan() {
+        MIN_TIME
+    } else {
+        t.max(MIN_TIME)
+    }
+}
+
+/// `compressor` at one precision and math policy.
+struct Compressor<S, M> {
+    det: Detector,
+    /// The last `lookahead` samples of `in`; empty without lookahead.
+    ring: Vec<S>,
+    /// The slot the current input is written to (and the delayed one read).
+    write: usize,
+    /// Key from `sidechain` (an edge feeds it) rather than `in`.
+    keyed: bool,
+    sample_rate: f64,
+    makeup: DbCache,
+    _p: PhantomData<fn() -> M>,
+}
+
+impl<S: Sample, M: Math> Compressor<S, M> {
+    /// `in` delayed by the lookahead.
+    #[inline]
+    fn delay(&mut self, x: S) -> S {
+        if self.ring.is_empty() {
+            return x;
+        }
+        let y = core::mem::replace(&mut self.ring[self.write], x);
+        self.write += 1;
+        if self.write == self.ring.len() {
+            self.write = 0;
+        }
+        y
+    }
+}
+
+impl<S: Sample, M: Math> Processor<S> for Compressor<S, M> {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        let n = io.frames;
+        let p = &io.params;
+        let (th, ra, kn, at, re, mk) = (
+            p.get(THRESHOLD),
+            p.get(RATIO),
+            p.get(KNEE),
+            p.get(ATTACK),
+            p.get(RELEASE),
+            p.get(MAKEUP),
+        );
+        let sr = self.sample_rate;
+        let x = &io.inputs[0][..n];
+        let key = &io.inputs[if self.keyed { 1 } else { 0 }][..n];
+        let (out, rest) = io.outputs.split_at_mut(1);
+        let out = &mut out[0][..n];
+        let gain_out = &mut rest[0][..n];
+        let constant = [th, ra, kn, at, re, mk].iter().all(|p| p.is_const());
+        if constant {
+            let curve = Curve::new::<M>(th.value(), ra.value(), kn.value());
+            let (a, r) = (clamp_time(at.value()), clamp_time(re.value()));
+            let makeup = self.makeup.get::<M>(mk.value());
+            for i in 0..n {
+                let level = self.det.tick::<M>(key[i].to_f64(), a, r, sr);
+                let g = curve.gain::<M>(level);
+                let d = self.delay(x[i]);
+                out[i] = S::from_f64(d.to_f64() * (g * makeup));
+                gain_out[i] = S::from_f64(g);
+            }
+        } else {
+            for i in 0..n {
+                let curve = Curve::new::<M>(th.at(i), ra.at(i), kn.at(i));
+                let (a, r) = (clamp_time(at.at(i)), clamp_time(re.at(i)));
+                let makeup = self.makeup.get::<M>(mk.at(i));
+                let level = self.det.tick::<M>(key[i].to_f64(), a, r, sr);
+                let g = curve.gain::<M>(level);
+                let d = self.delay(x[i]);
+                out[i] = S::from_f64(d.to_f64() * (g * makeup));
+                gain_out[i] = S::from_f64(g);
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.det.reset();
+        self.ring.fill(S::ZERO);
+        self.write = 0;
+    }
+
+    fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        let mut part = PartClear::new(done, budget);
+        part.zero(&mut self.ring, S::ZERO);
+        let p = part.progress();
+        if p == Progress::Done {
+            self.det.reset();
+            self.write = 0;
+        }
+        p
+    }
+
+    fn snapshot(&self, st: &mut NodeState) {
+        self.det.snapshot(st);
+        st.put_samples("lookahead", &self.ring);
+        st.put_u64("write", self.write as u64);
+    }
+
+    /// The detector and write index at N, then the ring oldest first from
+    /// the write index (as `delay` does).
+    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        let start = if done == 0 {
+            self.det.snapshot(st);
+            st.put_u64("write", self.write as u64);
+            self.write
+        } else {
+            st.get_u64("write").map_or(self.write, |w| w as usize)
+        };
+        let next = st.put_ring_part("lookahead", &self.ring, start, done, budget);
+        if next >= self.ring.len() {
+            Progress::Done
+        } else {
+            Progress::Copied(next)
+        }
+    }
+
+    fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        let write = st.get_u64("write")?;
+        if write as usize >= self.ring.len().max(1) {
+            return Err(StateError::Shape {
+                name: "write",
+                expected: self.ring.len(),
+                found: write as usize,
+            });
+        }
+        st.get_samples("lookahead", &mut self.ring)?;
+        self.det.restore(st)?;
+        self.write = write as usize;
+        Ok(())
+    }
+
+    fn latency(&self) -> usize {
+        self.ring.len()
+    }
+}
+
+struct CompressorOp;
+impl Operator for CompressorOp {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+        let lookahead = lookahead_samples(cx.number(LOOKAHEAD), cx.sample_rate)?;
+        Ok(Box::new(Compressor::<S, M> {
+            det: Detector::new(mode(cx.values, DETECTOR)),
+            ring: vec![S::ZERO; lookahead],
+            write: 0,
+            keyed: cx.input_connected(1),
+            sample_rate: cx.sample_rate,
+            makeup: DbCache::NEW,
+            _p: PhantomData,
+        }))
+    }
+}
+
+pub(crate) static COMPRESSOR: OpSpec = OpSpec {
+    name: "compressor",
+    doc: "Feed-forward compressor. The key (`sidechain` when an edge feeds it, else `in`) \
+          passes the same detector as `follower`; its level in dB goes through the static \
+          curve (no change below threshold − knee/2, slope 1/ratio above threshold + knee/2, \
+          the quadratic soft knee between) and `out` = in · gain · makeup. `gain` is the \
+          reduction as a linear factor (1 = none, makeup not included), to meter or route. \
+          `lookahead` delays `in`, not the key, and is reported as latency, so the plan \
+          aligns the paths that meet it.",
+    inputs: &["in", "sidechain"],
+    outputs: &["out", "gain"],
+    params: &[
+        DETECTOR_PARAM,
+        number(
+            "threshold",
+            Dimension::Scalar,
+            -20.0,
+            -120.0,
+            24.0,
+            "level in dB (a plain number: -20 is −20 dB) where compression starts (knee centre)",
+        ),
+        number(
+            "ratio",
+            Dimension::Scalar,
+            4.0,
+            1.0,
+            1000.0,
+            "input dB over threshold per output dB (≥ 1; 1 = no compression)",
+        ),
+        number(
+            "knee",
+            Dimension::Scalar,
+            6.0,
+            0.0,
+            48.0,
+            "width in dB of the soft knee around threshold (0 = hard knee)",
+        ),
+        number(
+            "attack",
+            Dimension::Time,
+            0.01,
+            MIN_TIME,
+            60.0,
+            "detector time constant while the level rises (at least 10 µs)",
+        ),
+        number(
+            "release",
+            Dimension::Time,
+            0.1,
+            MIN_TIME,
+            60.0,
+            "detector time constant while the level falls (at least 10 µs)",
+        ),
+        number(
+            "makeup",
+            Dimension::Scalar,
+            0.0,
+            -48.0,
+            48.0,
+            "gain in dB applied after compression (a plain number)",
+        ),
+        ParamSpec {
+            name: "lookahead",
+            kind: ParamKind::Number {
+                dim: Dimension::Time,
+                default: 0.0,
+                min: 0.0,
+                max: 0.1,
+                modulatable: false,
+            },
+            doc: "delay of `in` against the key, reported as latency; fixed at build",
+            settable_by_events: false,
+        },
+    ],
+    tier: Profile::Strict,
+    variadic_inputs: false,
+    uses_rng: false,
+    precision_param: None,
+    solver_steps: None,
+    choices: no_choices,
+    lints: no_lints,
+    cost: |p, _| by_profile(p, [24.0, 21.0, 21.0]),
+    algorithms: None,
+    build: build_any::<CompressorOp>,
+};
+
+#[cfg(test)]
+#[path = "compressor_tests.rs"]
+mod tests;

@@ -1,0 +1,288 @@
+use super::*;
+use crate::dsp::Precision;
+use crate::ops::harness::{values_with, NodeRunner};
+use crate::ops::Value;
+
+const SR: f64 = 48000.0;
+
+fn runner(set: &[(&str, f64)], rms: bool, precision: Precision, n_inputs: usize) -> NodeRunner {
+    let mut values: Vec<(&str, Value)> = set.iter().map(|(n, v)| (*n, Value::Number(*v))).collect();
+    values.push(("detector", Value::Enum(usize::from(rms))));
+    let profile = match precision {
+        Precision::F64 => Profile::Strict,
+        Precision::F32 => Profile::Repro,
+    };
+    NodeRunner::new(
+        &COMPRESSOR,
+        values_with(&COMPRESSOR, &values),
+        profile,
+        Some(precision),
+        SR,
+        512,
+        n_inputs,
+    )
+    .unwrap()
+}
+
+/// The static curve as the textbook writes it (output level from input
+/// level, dB), independently of the node's gain-change form.
+fn textbook_out_db(x: f64, t: f64, r: f64, w: f64, makeup: f64) -> f64 {
+    let y = if 2.0 * (x - t) < -w {
+        x
+    } else if 2.0 * (x - t).abs() <= w {
+        x + (1.0 / r - 1.0) * (x - t + w / 2.0) * (x - t + w / 2.0) / (2.0 * w)
+    } else {
+        t + (x - t) / r
+    };
+    y + makeup
+}
+
+fn db(x: f64) -> f64 {
+    20.0 * libm::log10(x)
+}
+
+fn sine(amp: f64, frames: usize) -> Vec<f64> {
+    (0..frames)
+        .map(|i| amp * libm::sin(2.0 * core::f64::consts::PI * 1000.0 * i as f64 / SR))
+        .collect()
+}
+
+/// (a) Steady 1 kHz sines at five levels (below, in and above the knee)
+/// come out at the curve's level: the output's peak under the peak
+/// detector, its RMS under the RMS detector.
+#[test]
+fn steady_sines_land_on_the_static_curve() {
+    let (t, r, w, m) = (-20.0, 4.0, 8.0, 2.0);
+    let curve = [("threshold", t), ("ratio", r), ("knee", w), ("makeup", m)];
+    let frames = 48000;
+    let tail = 24000; // 500 periods
+    let mut worst = 0.0f64;
+    for rms in [false, true] {
+        let times = if rms {
+            [("attack", 0.05), ("release", 0.05)]
+        } else {
+            [("attack", 0.0002), ("release", 2.0)]
+        };
+        for level in [-40.0, -25.0, -20.0, -17.0, -6.0] {
+            // The level is the sine's peak (peak) or RMS (rms).
+            let amp = libm::pow(10.0, level / 20.0) * if rms { libm::sqrt(2.0) } else { 1.0 };
+            let x = sine(amp, frames);
+            for precision in [Precision::F64, Precision::F32] {
+                let mut set = curve.to_vec();
+                set.extend(times);
+                let mut node = runner(&set, rms, precision, 1);
+                let out = node.run(std::slice::from_ref(&x), &[], frames, &[64]);
+                let y = &out[0][frames - tail..];
+                let measured = if rms {
+                    libm::sqrt(y.iter().map(|v| v * v).sum::<f64>() / tail as f64)
+                } else {
+                    y.iter().fold(0.0f64, |m, v| m.max(v.abs()))
+                };
+                let err = db(measured) - textbook_out_db(level, t, r, w, m);
+                worst = worst.max(err.abs());
+                assert!(
+                    err.abs() <= 0.05,
+                    "rms {rms} level {level} {precision:?}: off by {err} dB"
+                );
+            }
+        }
+    }
+    eprintln!("static curve: worst error {worst:.4} dB");
+}
+
+/// (b) A level step covers 1 − 1/e of its change in `attack` (up) and
+/// `release` (down). The detected level is read back from `gain` through
+/// the hard-knee curve above threshold (gain dB = (1/ratio − 1)·(x − t)).
+#[test]
+fn a_level_step_covers_one_minus_one_over_e_in_attack_and_release() {
+    let (t, r) = (-40.0, 4.0);
+    let (attack_n, release_n) = (480usize, 2400usize);
+    let (lo, hi) = (libm::pow(10.0, -30.0 / 20.0), libm::pow(10.0, -10.0 / 20.0));
+    let (up, down, frames) = (20000, 40000, 60000);
+    let x: Vec<f64> = (0..frames)
+        .map(|i| {
+            let a = if (up..down).contains(&i) { hi } else { lo };
+            if i % 2 == 0 {
+                a
+            } else {
+                -a
+            }
+        })
+        .collect();
+    let target = 1.0 - libm::exp(-1.0);
+    for precision in [Precision::F64, Precision::F32] {
+        let set = [
+            ("threshold", t),
+            ("ratio", r),
+            ("knee", 0.0),
+            ("attack", attack_n as f64 / SR),
+            ("release", release_n as f64 / SR),
+        ];
+        let mut node = runner(&set, false, precision, 1);
+        let out = node.run(std::slice::from_ref(&x), &[], frames, &[64, 13]);
+        let level = |i: usize| {
+            let g = db(out[1][i]);
+            libm::pow(10.0, (t + g / (1.0 / r - 1.0)) / 20.0)
+        };
+        let before = level(up - 1);
+        assert!(
+            (before / lo - 1.0).abs() < 1e-3,
+            "{precision:?} settled at lo"
+        );
+        let frac = (level(up - 1 + attack_n) - before) / (hi - before);
+        eprintln!("{precision:?} attack: {frac:.5} (target {target:.5})");
+        assert!((frac - target).abs() <= 0.05 * target, "attack {frac}");
+        let before = level(down - 1);
+        assert!(
+            (before / hi - 1.0).abs() < 1e-3,
+            "{precision:?} settled at hi"
+        );
+        let frac = (before - level(down - 1 + release_n)) / (before - lo);
+        eprintln!("{precision:?} release: {frac:.5} (target {target:.5})");
+        assert!((frac - target).abs() <= 0.05 * target, "release {frac}");
+    }
+}
+
+/// (c) With lookahead L the signal comes out L samples late (the node's
+/// latency) and the gain, computed from the undelayed key, starts falling
+/// at the key's step: exactly L samples before the delayed step, so the
+/// reduction is in place when the step leaves the delay.
+#[test]
+fn lookahead_delays_the_signal_by_its_latency_and_not_the_gain() {
+    let l = 96; // 2 ms at 48 kHz
+    let n0 = 1000;
+    let frames = 4000;
+    let x: Vec<f64> = (0..frames)
+        .map(|i| {
+            if i < n0 {
+                0.0
+            } else if i % 2 == 0 {
+                0.5
+            } else {
+                -0.5
+            }
+        })
+        .collect();
+    let set = |la: f64| {
+        vec![
+            ("threshold", -60.0),
+            ("knee", 0.0),
+            ("attack", 0.001),
+            ("lookahead", la),
+        ]
+    };
+    for precision in [Precision::F64, Precision::F32] {
+        let mut with = runner(&set(l as f64 / SR), false, precision, 1);
+        assert_eq!(with.node().latency(), l);
+        let mut without = runner(&set(0.0), false, precision, 1);
+        assert_eq!(without.node().latency(), 0);
+        for blocks in [vec![1], vec![7], vec![64], vec![512]] {
+            with.reset();
+            without.reset();
+            let a = with.run(std::slice::from_ref(&x), &[], frames, &blocks);
+            let b = without.run(std::slice::from_ref(&x), &[], frames, &blocks);
+            let first_reduced = a[1].iter().position(|g| *g < 1.0).unwrap();
+            let first_sound = a[0].iter().position(|y| *y != 0.0).unwrap();
+            assert_eq!(first_reduced, n0, "{blocks:?}");
+            assert_eq!(first_sound, n0 + l, "{blocks:?}");
+            // The gain is the lookahead-free node's; the signal is in[n − L]
+            // times it.
+            assert_eq!(a[1], b[1]);
+            for n in 0..frames {
+                let d = if n >= l { x[n - l] } else { 0.0 };
+                let d = match precision {
+                    Precision::F64 => d,
+                    Precision::F32 => d as f32 as f64,
+                };
+                match precision {
+                    Precision::F64 => assert_eq!(a[0][n], d * a[1][n], "frame {n}"),
+                    // The node multiplies by the unrounded gain.
+                    Precision::F32 => {
+                        assert!((a[0][n] - d * a[1][n]).abs() <= 1e-7 * d.abs(), "frame {n}")
+                    }
+                }
+            }
+            // By the time the step leaves the delay, the gain has fallen.
+            assert!(a[1][n0 + l] < a[1][n0]);
+        }
+    }
+}
+
+/// A connected `sidechain` keys the gain; `in` is only scaled by it.
+#[test]
+fn a_connected_sidechain_keys_the_gain() {
+    let frames = 9600;
+    let music = sine(0.1, frames); // −20 dB: below threshold on its own
+    let key: Vec<f64> = (0..frames)
+        .map(|i| if (2400..4800).contains(&i) { 1.0 } else { 0.0 })
+        .collect();
+    let set = [("threshold", -30.0), ("ratio", 10.0), ("knee", 0.0)];
+    let mut keyed = runner(&set, false, Precision::F64, 2);
+    let out = keyed.run(&[music.clone(), key], &[], frames, &[64]);
+    // Silent key: no reduction, the music passes unchanged.
+    assert!(out[1][..2400].iter().all(|g| *g == 1.0));
+    assert_eq!(&out[0][..2400], &music[..2400]);
+    // Under the key the gain falls towards (−30 − 0)·(1 − 1/10) = −27 dB.
+    let g = db(out[1][4799]);
+    assert!((g + 27.0).abs() < 0.1, "{g}");
+    for i in 0..frames {
+        assert_eq!(out[0][i], music[i] * out[1][i]);
+    }
+    // Unconnected: the key is `in` itself, a −20 dB peak over a −30 dB
+    // threshold: reduced, by at most the −9 dB its peak calls for (the
+    // 10 ms attack settles below the peak of a 1 kHz sine).
+    let mut own = runner(&set, false, Precision::F64, 1);
+    let out = own.run(std::slice::from_ref(&music), &[], frames, &[64]);
+    let g = db(out[1][frames - 1]);
+    assert!(g < -6.0 && g >= -9.0, "{g}");
+}
+
+/// Snapshots migrate: f64 state (detector level, lookahead line) restores
+/// into an f32 node and back, continuing within f32 rounding.
+#[test]
+fn snapshots_migrate_between_precisions() {
+    let x = crate::ops::conformance::test_signal(9, 6000);
+    let set = [
+        ("threshold", -24.0),
+        ("lookahead", 0.003),
+        ("attack", 0.001),
+    ];
+    let mut a = runner(&set, true, Precision::F64, 1);
+    a.run(&[x[..2000].to_vec()], &[], 2000, &[64]);
+    let mut b = runner(&set, true, Precision::F32, 1);
+    b.node().restore(&a.snapshot()).unwrap();
+    let mut c = runner(&set, true, Precision::F64, 1);
+    let ya = a.run(&[x[2000..4000].to_vec()], &[], 2000, &[64]);
+    let yb = b.run(&[x[2000..4000].to_vec()], &[], 2000, &[64]);
+    for (p, q) in ya[0].iter().zip(&yb[0]) {
+        assert!((p - q).abs() <= 1e-6, "{p} vs {q}");
+    }
+    c.node().restore(&b.snapshot()).unwrap();
+    let ya = a.run(&[x[4000..].to_vec()], &[], 2000, &[64]);
+    let yc = c.run(&[x[4000..].to_vec()], &[], 2000, &[64]);
+    for (p, q) in ya[0].iter().zip(&yc[0]) {
+        assert!((p - q).abs() <= 1e-6, "{p} vs {q}");
+    }
+}
+
+#[test]
+fn a_snapshot_of_another_lookahead_is_refused() {
+    let mut a = runner(&[("lookahead", 0.001)], false, Precision::F64, 1);
+    a.run(&[vec![0.5; 100]], &[], 100, &[64]);
+    let mut b = runner(&[("lookahead", 0.002)], false, Precision::F64, 1);
+    assert!(b.node().restore(&a.snapshot()).is_err());
+}
+
+#[test]
+fn the_knee_is_continuous_with_matching_slopes() {
+    let (t, r, w) = (-20.0, 4.0, 10.0);
+    for edge in [t - w / 2.0, t + w / 2.0] {
+        let below = gain_db(edge - 1e-9, t, r, w);
+        let above = gain_db(edge + 1e-9, t, r, w);
+        assert!((below - above).abs() < 1e-8);
+    }
+    assert_eq!(gain_db(-40.0, t, r, w), 0.0);
+    assert!((gain_db(0.0, t, r, w) - (-15.0)).abs() < 1e-12);
+    // At the threshold the soft knee sits (1/R − 1)·W/8 below the hard one.
+    assert!((gain_db(t, t, r, w) - (0.25 - 1.0) * w / 8.0).abs() < 1e-12);
+}
