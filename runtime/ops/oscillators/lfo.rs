@@ -554,7 +554,7 @@ mod tests {
     #[test]
     fn the_period_is_sample_rate_over_rate_to_the_sample() {
         // Whole-number periods (480, 48, 16000 and 64000 samples) and
-        // fractional ones (7 Hz: 6857 1/7; 15.375 Hz: 3121 59/123), forwards and
+        // fractional ones (7 Hz: 6857 1/7; 15.375 Hz: 3121 39/41), forwards and
         // backwards: sample n is in period floor(n·rate/sr), exactly, read
         // through sample_hold against the oracle's value of that period.
         let frames = 200_000;
