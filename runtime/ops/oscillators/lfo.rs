@@ -286,7 +286,7 @@ pub static LFO: OpSpec = OpSpec {
                 choices: SHAPES,
                 default: "sine",
             },
-            doc: "waveform: sine, triangle, saw, square, sample_hold or smooth_random",
+            doc: "the waveform (each described above)",
             settable_by_events: false,
         },
         number(
