@@ -265,6 +265,20 @@ fn rate_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
         .collect()
 }
 
+/// `morphrt bench` of `benches/costs/lfo.json` (one node per shape; best of
+/// four 1 s runs, benches/costs.md): a sine or cosine per sample costs
+/// about twice the piecewise-linear shapes, whose figures (and
+/// sample_hold's, one Philox block per four periods) lie within a
+/// nanosecond of each other and are given as their largest.
+fn lfo_cost(p: &crate::profile::NodeProfile, values: &[Value]) -> f64 {
+    let ns = match values.get(SHAPE) {
+        Some(Value::Enum(k)) if *k == SH_SINE as usize => [10.4, 7.3, 10.5],
+        Some(Value::Enum(k)) if *k == SH_SMOOTH_RANDOM as usize => [11.8, 8.2, 13.4],
+        _ => [5.1, 4.4, 5.5],
+    };
+    by_profile(p, ns)
+}
+
 pub static LFO: OpSpec = OpSpec {
     name: "lfo",
     doc: "Low-frequency oscillator for modulation: out = offset + amount · shape, the shape \
@@ -338,7 +352,7 @@ pub static LFO: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: rate_lints,
-    cost: |p, _| by_profile(p, [6.0, 4.0, 4.0]),
+    cost: lfo_cost,
     algorithms: None,
     build: build_any::<LfoOp>,
 };
