@@ -1,4 +1,4 @@
-//! `saw` and `square` take `phase`, a phase offset in radians like
+//! `saw`, `square` and `triangle` take `phase`, a phase offset in radians like
 //! `sine`'s: the wave starts that far into its cycle. A quarter cycle is
 //! exact in the u64 phase, so the shifted wave is the plain one a quarter
 //! period later, bit for bit in every profile; the default (0) plays what
@@ -44,7 +44,12 @@ fn assert_leads(shifted: &[f64], plain: &[f64], lead: usize, what: &str) {
 fn a_quarter_cycle_of_phase_is_the_wave_a_quarter_period_on_in_every_profile() {
     let quarter = core::f64::consts::FRAC_PI_2;
     for profile in [Profile::Strict, Profile::Repro, Profile::Live] {
-        for (op, extra) in [("saw", ""), ("square", ""), ("square", r#", "duty": 0.3"#)] {
+        for (op, extra) in [
+            ("saw", ""),
+            ("square", ""),
+            ("square", r#", "duty": 0.3"#),
+            ("triangle", ""),
+        ] {
             let plain = play(&osc(op, extra), profile);
             let ahead = play(
                 &osc(op, &format!(r#"{extra}, "phase": {quarter}"#)),
@@ -66,7 +71,7 @@ fn a_quarter_cycle_of_phase_is_the_wave_a_quarter_period_on_in_every_profile() {
 #[test]
 fn phase_in_degrees_is_the_same_offset() {
     // 90deg converts to 90·(π/180) rad, which rounds to π/2 exactly.
-    for op in ["saw", "square"] {
+    for op in ["saw", "square", "triangle"] {
         let plain = play(&osc(op, ""), Profile::Strict);
         let deg = play(&osc(op, r#", "phase": "90deg""#), Profile::Strict);
         assert_leads(&deg, &plain, PERIOD / 4, &format!("{op} at 90deg"));
@@ -76,7 +81,7 @@ fn phase_in_degrees_is_the_same_offset() {
 #[test]
 fn phase_zero_plays_what_no_phase_plays() {
     for profile in [Profile::Strict, Profile::Repro, Profile::Live] {
-        for op in ["saw", "square"] {
+        for op in ["saw", "square", "triangle"] {
             let plain = play(&osc(op, ""), profile);
             for zero in ["0", "-0.0", r#""0deg""#] {
                 let z = play(&osc(op, &format!(r#", "phase": {zero}"#)), profile);
@@ -88,7 +93,7 @@ fn phase_zero_plays_what_no_phase_plays() {
 
 #[test]
 fn phase_is_documented_and_kept_in_snapshots() {
-    for op in ["saw", "square"] {
+    for op in ["saw", "square", "triangle"] {
         let o = common::morphrt(&["ops", op]);
         let out = common::stdout(&o);
         assert!(o.status.success(), "{}", common::stderr(&o));
@@ -143,7 +148,7 @@ fn phase_is_documented_and_kept_in_snapshots() {
 fn a_modulated_phase_is_added_sample_by_sample() {
     // A dc source of π/2 into `phase` plays what a static π/2 plays.
     let quarter = core::f64::consts::FRAC_PI_2;
-    for op in ["saw", "square"] {
+    for op in ["saw", "square", "triangle"] {
         let modulated = format!(
             r#"{{ "version": "1.0", "nodes": [
                   {{ "id": "o", "op": "{op}", "params": {{ "freq": "375Hz", "amp": 0.8 }} }},

@@ -249,6 +249,69 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         )
     });
+    // Every lfo shape, with its params and ports exercised.
+    let lfo = |shape: &str| ("shape", enum_ix("lfo", "shape", shape));
+    v.extend([
+        Case {
+            mods: vec![
+                ("rate", control_signal(FRAMES, 50.0)),
+                ("phase", control_signal(FRAMES, 1.0)),
+            ],
+            ..case(
+                "lfo",
+                vec![
+                    lfo("sine"),
+                    ("rate", num(200.0)),
+                    ("amount", num(300.0)),
+                    ("offset", num(1000.0)),
+                ],
+            )
+        },
+        case(
+            "lfo",
+            vec![
+                lfo("triangle"),
+                ("rate", num(500.0)),
+                ("bipolar", Value::Bool(false)),
+            ],
+        ),
+        case(
+            "lfo",
+            vec![lfo("saw"), ("rate", num(300.0)), ("phase", num(1.0))],
+        ),
+        Case {
+            mods: vec![("amount", control_signal(FRAMES, 0.5))],
+            ..case("lfo", vec![lfo("square"), ("rate", num(400.0))])
+        },
+        Case {
+            mods: vec![("rate", control_signal(FRAMES, 900.0))],
+            ..case("lfo", vec![lfo("sample_hold"), ("rate", num(1000.0))])
+        },
+        case(
+            "lfo",
+            vec![
+                lfo("sample_hold"),
+                ("rate", num(-750.0)),
+                ("bipolar", Value::Bool(false)),
+                ("seed", Value::Integer(3)),
+            ],
+        ),
+        Case {
+            mods: vec![
+                ("phase", control_signal(FRAMES, 2.0)),
+                ("offset", control_signal(FRAMES, 0.1)),
+            ],
+            ..case(
+                "lfo",
+                vec![
+                    lfo("smooth_random"),
+                    ("rate", num(700.0)),
+                    ("amount", num(2.0)),
+                    ("offset", num(-0.5)),
+                ],
+            )
+        },
+    ]);
     // Every biquad mode, in the order the op declares them.
     let biquad = super::lookup("biquad").unwrap();
     let super::ParamKind::Enum {

@@ -617,13 +617,14 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 27] = [
+    static ALL: [&OpSpec; 28] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
         &oscillators::TRIANGLE,
         &noise::NOISE,
         &oscillators::IMPULSE,
+        &oscillators::LFO,
         &utility::DC,
         &input::INPUT,
         &sampler::SAMPLER,

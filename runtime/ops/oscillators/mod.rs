@@ -1,4 +1,5 @@
-//! Oscillators: `sine`, `saw`, `square`, `triangle`, `impulse`.
+//! Oscillators: `sine`, `saw`, `square`, `triangle`, `impulse`, and `lfo`,
+//! a modulation source on the same phase accumulator.
 //!
 //! Phase is a u64 fixed-point fraction of a cycle in every profile; the
 //! increment is computed in f64 once per frequency change (per sample only
@@ -6,10 +7,12 @@
 //! exactly between precisions.
 
 mod impulse;
+mod lfo;
 mod saw_square_triangle;
 mod sine;
 
 pub use impulse::IMPULSE;
+pub use lfo::LFO;
 pub use saw_square_triangle::{SAW, SQUARE, TRIANGLE};
 pub use sine::SINE;
 
@@ -130,13 +133,15 @@ fn two_prod(a: f64, b: f64) -> (f64, f64) {
 
 // Every oscillator declares `freq` then `amp` (the shared params below), so
 // one pair of indices serves all five; sine's `phase` and square's `duty`
-// follow them as the shape's extra param. Saw's and square's `phase` (the
-// same param as sine's, [`PHASE_PARAM`]) offsets the u64 phase instead.
+// follow them as the shape's extra param. Saw's, square's and triangle's
+// `phase` (the same param as sine's, [`PHASE_PARAM`]) offsets the u64 phase
+// instead.
 const FREQ: usize = SINE.index_of("freq");
 const AMP: usize = SINE.index_of("amp");
 const EXTRA: usize = SINE.index_of("phase");
 const SAW_PHASE: usize = SAW.index_of("phase");
 const SQUARE_PHASE: usize = SQUARE.index_of("phase");
+const TRIANGLE_PHASE: usize = TRIANGLE.index_of("phase");
 const _: () = {
     assert!(SAW.index_of("freq") == FREQ && SAW.index_of("amp") == AMP);
     assert!(SQUARE.index_of("freq") == FREQ && SQUARE.index_of("amp") == AMP);
@@ -154,12 +159,12 @@ const AMP_PARAM: ParamSpec = number(
     1e6,
     "peak amplitude",
 );
-/// A phase offset in radians (2π is one cycle): `sine`'s, `saw`'s and
-/// `square`'s.
+/// A phase offset in radians (2π is one cycle): `sine`'s, `saw`'s,
+/// `square`'s, `triangle`'s and `lfo`'s.
 const PHASE_PARAM: ParamSpec = number("phase", Dimension::Angle, 0.0, -1e6, 1e6, "phase offset");
 
 /// A phase offset in radians as a u64 fraction of a cycle, added to the
-/// phase before a shape reads it (saw, square). Like
+/// phase before a shape reads it (saw, square, triangle, lfo). Like
 /// [`Phasor::increment`], only `÷`, `floor` and an exact power-of-two
 /// scale: identical in every profile; 0 (the default) adds nothing, so the
 /// output is the same bits as without the param, and a quarter cycle
@@ -237,7 +242,7 @@ trait Shape: Send + 'static {
     fn value<S: Sample, M: Math>(t: S, dt: S, extra: f64) -> S;
     const HAS_EXTRA: bool;
     /// The index of a `phase` param (rad) added to the u64 phase before
-    /// [`value`](Self::value) reads it (saw, square; sine adds its own
+    /// [`value`](Self::value) reads it (saw, square, triangle; sine adds its own
     /// `phase` in the argument, as `extra`).
     const PHASE: Option<usize> = None;
     /// Under fast math with constant params, the block is rendered by the

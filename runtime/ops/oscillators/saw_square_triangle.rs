@@ -3,6 +3,7 @@
 
 use super::{
     freq_lints, OscOp, Shape, AMP_PARAM, FREQ_PARAM, PHASE_PARAM, SAW_PHASE, SQUARE_PHASE,
+    TRIANGLE_PHASE,
 };
 use crate::dsp::{Math, Sample};
 use crate::ops::{build_any, by_profile, no_choices, number, OpSpec};
@@ -55,6 +56,7 @@ impl Shape for SquareShape {
 struct TriangleShape;
 impl Shape for TriangleShape {
     const HAS_EXTRA: bool = false;
+    const PHASE: Option<usize> = Some(TRIANGLE_PHASE);
     #[inline]
     fn value<S: Sample, M: Math>(t: S, _dt: S, _: f64) -> S {
         let four = S::from_f64(4.0);
@@ -118,10 +120,10 @@ pub static SQUARE: OpSpec = OpSpec {
 
 pub static TRIANGLE: OpSpec = OpSpec {
     name: "triangle",
-    doc: "Triangle wave starting at 0 and rising (not band-limited; its harmonics fall at 12 dB/octave).",
+    doc: "Triangle wave starting at 0 and rising (not band-limited; its harmonics fall at 12 dB/octave); `phase` (rad, like sine's) starts it that far into its cycle.",
     inputs: &[],
     outputs: &["out"],
-    params: &[FREQ_PARAM, AMP_PARAM],
+    params: &[FREQ_PARAM, AMP_PARAM, PHASE_PARAM],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
@@ -141,6 +143,52 @@ mod tests {
     use super::*;
     use crate::dsp::Precision;
     use crate::dsp::StrictMath;
+
+    /// `phase` π/2 plays the unshifted wave delayed by a quarter period:
+    /// 375 Hz is 128 samples a period, so a quarter is 32 whole samples and
+    /// 2^62 of the u64 phase, exactly; −π/2 the other way. Bit for bit in
+    /// every profile, for each shape with a `phase`.
+    #[test]
+    fn a_quarter_cycle_of_phase_shifts_by_a_quarter_period() {
+        let (period, frames) = (128, 4096);
+        let quarter = core::f64::consts::FRAC_PI_2;
+        for spec in [&SAW, &SQUARE, &TRIANGLE] {
+            for (profile, precision) in PROFILES {
+                let run = |phase: f64, n: usize| {
+                    let p = [("freq", 375.0), ("amp", 0.8), ("phase", phase)];
+                    render(spec, &p, profile, precision, n)
+                };
+                let plain = run(0.0, frames + period);
+                let ahead = run(quarter, frames);
+                let behind = run(-quarter, frames + period);
+                let what = format!("{} {profile:?}", spec.name);
+                assert_eq!(
+                    ahead[..],
+                    plain[period / 4..frames + period / 4],
+                    "{what} +¼"
+                );
+                assert_eq!(
+                    behind[period / 4..frames + period / 4],
+                    plain[..frames],
+                    "{what} −¼"
+                );
+                assert_ne!(
+                    ahead[..],
+                    plain[..frames],
+                    "{what}: the phase changes the output"
+                );
+                // The default, 0, is the output without the param.
+                let none = render(
+                    spec,
+                    &[("freq", 375.0), ("amp", 0.8)],
+                    profile,
+                    precision,
+                    frames,
+                );
+                assert_eq!(none[..], plain[..frames], "{what} at phase 0");
+            }
+        }
+    }
 
     #[test]
     fn polyblep_is_continuous_at_the_edges() {
