@@ -42,6 +42,7 @@ mod delay;
 mod dynamics;
 mod filters;
 mod input;
+mod modulation;
 mod noise;
 mod nonlinear;
 mod oscillators;
@@ -604,7 +605,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 23] = [
+    static ALL: [&OpSpec; 26] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -624,6 +625,9 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::PAN,
         &utility::CAST,
         &delay::DELAY,
+        &modulation::CHORUS,
+        &modulation::FLANGER,
+        &modulation::PHASER,
         &convolution::CONVOLUTION,
         &spectral::SPECTRAL_GATE,
         &nonlinear::SATURATOR,
