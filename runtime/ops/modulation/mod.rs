@@ -116,7 +116,8 @@ impl<'a, S: Sample, const K: usize> Frames<'a, S, K> {
     }
 }
 
-const RATE_DOC: &str = "LFO rate (0 holds the LFO at its offset: left at its midpoint, right at sin(phase))";
+const RATE_DOC: &str =
+    "LFO rate (0 holds the LFO at its offset: left at its midpoint, right at sin(phase))";
 const PHASE_DOC: &str =
     "the right channel's LFO phase offset (π/2 = 90°: the channels sweep in quadrature)";
 const MIX_DOC: &str = "wet fraction of the output (0 dry, 1 wet only; clamped to 0…1)";

@@ -171,7 +171,11 @@ fn chorus_voices_sit_at_their_spread_phases() {
     let y = r.run(std::slice::from_ref(&x), &[], x.len(), &[64]);
     let s = libm::sqrt(3.0) / 2.0;
     let want = [
-        vec![(d - s * a, 1.0 / 3.0), (d, 1.0 / 3.0), (d + s * a, 1.0 / 3.0)],
+        vec![
+            (d - s * a, 1.0 / 3.0),
+            (d, 1.0 / 3.0),
+            (d + s * a, 1.0 / 3.0),
+        ],
         vec![(d - 0.5 * a, 2.0 / 3.0), (d + a, 1.0 / 3.0)],
     ];
     for ch in 0..2 {
@@ -239,19 +243,32 @@ fn a_running_lfo_delays_by_the_formula_at_its_extremes_and_midpoints() {
             // The whole output, sample by sample.
             let want = swept_oracle(&x, &[&dn]);
             for (n, (g, w)) in y[ch].iter().zip(&want).enumerate() {
-                assert!((g - w).abs() <= 1e-9, "{} ch {ch} n {n}: {g} vs {w}", spec.name);
+                assert!(
+                    (g - w).abs() <= 1e-9,
+                    "{} ch {ch} n {n}: {g} vs {w}",
+                    spec.name
+                );
             }
             // Each pulse's centroid, against the delay where it is read.
             for ((c, _), &m0) in pulses(&y[ch]).iter().zip(&at) {
                 let t = read_time(m0 as f64, &dn);
                 worst_centroid = worst_centroid.max((c - t).abs());
-                assert!((c - t).abs() <= 0.05, "{} ch {ch}: pulse at {c}, formula {t}", spec.name);
+                assert!(
+                    (c - t).abs() <= 0.05,
+                    "{} ch {ch}: pulse at {c}, formula {t}",
+                    spec.name
+                );
             }
         }
         // At the left LFO's extremes and midpoints, read by the pulses
         // whose read time falls nearest them.
         let left = pulses(&y[0]);
-        for (n_star, l) in [(8000.0, 1.0), (16000.0, 0.0), (24000.0, -1.0), (32000.0, 0.0)] {
+        for (n_star, l) in [
+            (8000.0, 1.0),
+            (16000.0, 0.0),
+            (24000.0, -1.0),
+            (32000.0, 0.0),
+        ] {
             let want = d + a * l;
             let (k, (c, _)) = left
                 .iter()
@@ -534,7 +551,148 @@ fn state_migrates_between_precisions() {
                 .zip(&full[ch][split..])
                 .map(|(a, b)| (a - b).abs())
                 .fold(0.0, f64::max);
-            assert!(err <= 1e-4, "{} ch {ch}: f32 after migration off by {err:e}", spec.name);
+            assert!(
+                err <= 1e-4,
+                "{} ch {ch}: f32 after migration off by {err:e}",
+                spec.name
+            );
         }
     }
+}
+
+/// Bad settings through the scene loader and compiler: each an error at
+/// the offending value's line and column (or, for what only the build can
+/// tell, the node's), naming the node and what is valid.
+#[test]
+fn bad_settings_are_located_errors() {
+    use crate::graph::{compile, CompileOptions};
+    let cases: &[(&str, &str, &str, &str, Option<&str>)] = &[
+        // (op, params, offending text, message, help)
+        (
+            "chorus",
+            r#"{ "voices": 9 }"#,
+            "9",
+            "`voices` = 9 is out of range",
+            Some("valid range: 1 … 8"),
+        ),
+        (
+            "chorus",
+            r#"{ "voices": 0 }"#,
+            "0",
+            "`voices` = 0 is out of range",
+            Some("valid range: 1 … 8"),
+        ),
+        (
+            "chorus",
+            r#"{ "delay": "80ms" }"#,
+            "\"80ms\"",
+            "`delay` = 0.08 is out of range",
+            Some("valid range: 0 … 0.05 s"),
+        ),
+        (
+            "chorus",
+            r#"{ "depth": "3Hz" }"#,
+            "\"3Hz\"",
+            "param `depth`",
+            None,
+        ),
+        (
+            "flanger",
+            r#"{ "feedback": 1.2 }"#,
+            "1.2",
+            "`feedback` = 1.2 is out of range",
+            Some("valid range: -0.99 … 0.99"),
+        ),
+        (
+            "flanger",
+            r#"{ "rate": "-1Hz" }"#,
+            "\"-1Hz\"",
+            "`rate` = -1 is out of range",
+            Some("valid range: 0 … 20 Hz"),
+        ),
+        (
+            "phaser",
+            r#"{ "stages": 14 }"#,
+            "14",
+            "`stages` = 14 is out of range",
+            Some("valid range: 2 … 12"),
+        ),
+        (
+            "phaser",
+            r#"{ "mix": 2 }"#,
+            "2",
+            "`mix` = 2 is out of range",
+            Some("valid range: 0 … 1"),
+        ),
+    ];
+    let scene = |op: &str, params: &str| {
+        format!(
+            "{{ \"version\": \"1.0\", \"seed\": 1,\n  \"nodes\": [\n    {{ \"id\": \"src\", \"op\": \"noise\" }},\n    \
+             {{ \"id\": \"fx\", \"op\": \"{op}\",\n      \"params\": {params} }}\n  ],\n  \
+             \"edges\": [ {{ \"from\": \"src\", \"to\": \"fx\" }} ],\n  \"outputs\": {{ \"main\": [\"fx\"] }} }}"
+        )
+    };
+    let compiled = |text: &str| {
+        let s = crate::scene::load_str(text, "t.json", None).expect("the scene loads");
+        match compile(&s, &CompileOptions::default()) {
+            Ok(_) => panic!("compiled:\n{text}"),
+            Err(d) => d,
+        }
+    };
+    for (op, params, bad, message, help) in cases {
+        let text = scene(op, params);
+        let d = compiled(&text);
+        let e = d.iter().find(|d| d.is_error()).expect("an error");
+        // The offending value sits on line 5, after `"params": `.
+        let col = 17 + params.find(bad).expect("the bad text") as u32;
+        let loc = e.loc.as_ref().expect("located");
+        assert_eq!((loc.line, loc.col), (5, col), "{op} {params}: {e:?}");
+        assert_eq!(e.node.as_deref(), Some("fx"), "{op} {params}");
+        assert!(e.message.contains(message), "{op} {params}: {}", e.message);
+        if let Some(h) = help {
+            assert_eq!(e.help.as_deref(), Some(*h), "{op} {params}");
+        }
+    }
+    // An odd number of stages: only the build can tell; at the node.
+    let text = scene("phaser", r#"{ "stages": 5 }"#);
+    let d = compiled(&text);
+    let e = d.iter().find(|d| d.is_error()).expect("an error");
+    let loc = e.loc.as_ref().expect("located");
+    assert_eq!(loc.line, 4, "{e:?}");
+    assert_eq!(e.node.as_deref(), Some("fx"));
+    assert_eq!(
+        e.message,
+        "cannot build `phaser`: `stages` = 5 is not an even number of stages from 2 to 12 \
+         (2, 4, 6, … 12): the notches come in pairs of stages"
+    );
+}
+
+/// Settings that will not do what they say are warned about.
+#[test]
+fn lints_name_a_clamped_sweep() {
+    use crate::ops::harness::values_with;
+    let v = values_with(&CHORUS, &[("depth", num(0.01)), ("delay", num(0.005))]);
+    let l = (CHORUS.lints)(&v, SR);
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0].param, "depth");
+    assert!(
+        l[0].message.contains("held at 1 sample"),
+        "{}",
+        l[0].message
+    );
+    assert!((CHORUS.lints)(&values_with(&CHORUS, &[]), SR).is_empty());
+    assert!((FLANGER.lints)(&values_with(&FLANGER, &[]), SR).is_empty());
+    let v = values_with(&FLANGER, &[("depth", num(0.004)), ("delay", num(0.001))]);
+    assert_eq!((FLANGER.lints)(&v, SR).len(), 1);
+    assert!((PHASER.lints)(&values_with(&PHASER, &[]), SR).is_empty());
+    let v = values_with(&PHASER, &[("center", num(8000.0)), ("depth", num(2.0))]);
+    let l = (PHASER.lints)(&v, SR);
+    assert_eq!(l.len(), 1);
+    assert!(l[0].message.contains("32000 Hz"), "{}", l[0].message);
+    let v = values_with(&PHASER, &[("center", num(40.0)), ("depth", num(6.0))]);
+    let l = (PHASER.lints)(&v, SR);
+    assert!(
+        l.iter().any(|l| l.message.contains("held at 1 Hz")),
+        "{l:?}"
+    );
 }
