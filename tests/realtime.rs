@@ -131,6 +131,39 @@ fn issue11_a_one_sample_loop_never_allocates_or_frees() {
     }
 }
 
+/// The modulation effects (their delay lines and allpass chains sized at
+/// build) run with their LFOs swept by events and an edge: no allocation
+/// or free in `process_block` under any profile.
+#[test]
+fn the_modulation_effects_never_allocate_or_free() {
+    let text = r#"{ "version": "1.0", "seed": 1,
+         "nodes": [ { "id": "src", "op": "noise", "params": { "amp": 0.3 } },
+                    { "id": "lfo", "op": "sine", "params": { "freq": "2Hz", "amp": 0.001 } },
+                    { "id": "ch", "op": "chorus", "params": { "voices": 8, "rate": "3Hz" } },
+                    { "id": "fl", "op": "flanger", "params": { "feedback": 0.9 } },
+                    { "id": "ph", "op": "phaser", "params": { "stages": 12, "feedback": 0.7 } },
+                    { "id": "sum", "op": "mix" } ],
+         "edges": [ { "from": "src", "to": "ch" }, { "from": "ch:out_r", "to": "fl" },
+                    { "from": "fl", "to": "ph" }, { "from": "lfo", "to": "ch:depth" },
+                    { "from": "ph", "to": "sum:in0" }, { "from": "ph:out_r", "to": "sum:in1" } ],
+         "outputs": { "main": ["sum"] },
+         "events": [ { "time": "100samples", "node": "fl", "param": "rate", "value": 4, "ramp": "500samples" },
+                     { "time": "300samples", "node": "ph", "param": "center", "value": 2000, "ramp": "800samples" } ] }"#;
+    for p in Profile::ALL {
+        let mut e = common::engine(text, Some(p), 64);
+        let (a0, f0) = counts();
+        realtime(|| {
+            for k in 0..400 {
+                e.process_block(if k % 5 == 2 { 1 + k % 63 } else { 64 });
+                std::hint::black_box(e.bus().get(0, 0));
+            }
+        });
+        let (a1, f1) = counts();
+        assert_eq!((a1 - a0, f1 - f0), (0, 0), "under {p}");
+        assert!(e.clock() > 1100, "the events and their ramps ran");
+    }
+}
+
 /// Per-node timing (on in `run`, and in bench's profiling run) adds clock
 /// reads to the block loop and nothing else: switching it on or off and
 /// timed blocks never allocate, and the audio is the same bits.

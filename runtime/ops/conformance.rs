@@ -225,6 +225,17 @@ pub(crate) fn cases() -> Vec<Case> {
                 ("size", num(0.25)),
                 ("predelay", num(0.0005)),
                 ("mix", num(0.5)),
+    // The modulation effects, their LFOs running and their sweeps modulated.
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![("depth", control_signal(FRAMES, 0.001))],
+        ..case(
+            "chorus",
+            vec![
+                ("rate", num(7.0)),
+                ("depth", num(0.003)),
+                ("delay", num(0.008)),
+                ("voices", Value::Integer(3)),
             ],
         )
     });
@@ -312,6 +323,31 @@ pub(crate) fn cases() -> Vec<Case> {
             )
         },
     ]);
+            ("rate", control_signal(FRAMES, 3.0)),
+            ("feedback", control_signal(FRAMES, 0.3)),
+        ],
+        ..case(
+            "flanger",
+            vec![
+                ("rate", num(5.0)),
+                ("depth", num(0.001)),
+                ("delay", num(0.002)),
+                ("feedback", num(0.6)),
+            ],
+        )
+    });
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![("center", control_signal(FRAMES, 300.0))],
+        ..case(
+            "phaser",
+            vec![
+                ("rate", num(6.0)),
+                ("stages", Value::Integer(6)),
+                ("feedback", num(0.5)),
+            ],
+        )
+    });
     // Every biquad mode, in the order the op declares them.
     let biquad = super::lookup("biquad").unwrap();
     let super::ParamKind::Enum {

@@ -31,23 +31,41 @@ const MAX_TIME: usize = DELAY.index_of("max_time");
 /// The largest |feedback|.
 const MAX_FEEDBACK: f64 = 0.999;
 
-/// `delay` at one precision.
-struct Delay<S> {
+/// A ring of samples read at a fractional delay by linear interpolation:
+/// `delay`'s line, and the modulated lines of `chorus` and `flanger`. A
+/// delay of `max_delay` samples needs `max_delay + 2` slots; it is read
+/// before the frame's input is written, so the shortest delay is 1 sample.
+pub(super) struct Ring<S> {
     buf: Vec<S>,
     /// The slot the current input is written to.
     write: usize,
     /// The longest delay in samples (`buf.len() − 2`).
     max_delay: f64,
-    sample_rate: f64,
 }
 
-impl<S: Sample> Delay<S> {
-    /// One sample; `time` in seconds, the other params as given.
+impl<S: Sample> Ring<S> {
+    /// A silent ring for delays up to `max_time` seconds at `sample_rate`
+    /// (at least 1 sample); allocates.
+    pub(super) fn new(max_time: f64, sample_rate: f64) -> Result<Ring<S>, String> {
+        let samples = (max_time * sample_rate).ceil();
+        if !(samples.is_finite() && samples >= 0.0 && samples < (1u64 << 32) as f64) {
+            return Err(format!(
+                "`max_time` = {max_time} s is too long at {sample_rate} Hz"
+            ));
+        }
+        let max_delay = (samples as usize).max(1);
+        Ok(Ring {
+            buf: vec![S::ZERO; max_delay + 2],
+            write: 0,
+            max_delay: max_delay as f64,
+        })
+    }
+
+    /// The line `d` samples back, clamped to 1 … `max_delay` (NaN reads
+    /// 1): `x[n−⌊d⌋] + f·(x[n−⌊d⌋−1] − x[n−⌊d⌋])`, `f = d − ⌊d⌋`.
     #[inline]
-    fn tick(&mut self, x: S, time: f64, feedback: f64, mix: f64) -> S {
+    pub(super) fn read(&self, mut d: f64) -> S {
         let len = self.buf.len();
-        let mut d = time * self.sample_rate;
-        // NaN (from modulation) reads the shortest delay.
         if d.is_nan() || d < 1.0 {
             d = 1.0;
         }
@@ -59,7 +77,102 @@ impl<S: Sample> Delay<S> {
         let k = whole as usize; // 1 ≤ k ≤ len − 2
         let a = self.buf[(self.write + len - k) % len];
         let b = self.buf[(self.write + len - k - 1) % len];
-        let wet = a + frac * (b - a);
+        a + frac * (b - a)
+    }
+
+    /// Writes this frame's sample and moves on to the next frame.
+    #[inline]
+    pub(super) fn push(&mut self, x: S) {
+        self.buf[self.write] = x;
+        self.write += 1;
+        if self.write == self.buf.len() {
+            self.write = 0;
+        }
+    }
+
+    pub(super) fn reset(&mut self) {
+        self.buf.fill(S::ZERO);
+        self.write = 0;
+    }
+
+    /// This ring's share of a reset in parts; the write index returns to 0
+    /// once the whole part sequence is done (see `rewind`).
+    pub(super) fn zero_part(&mut self, part: &mut PartClear) {
+        part.zero(&mut self.buf, S::ZERO);
+    }
+
+    /// The write index back to the start, after the last part of a reset.
+    pub(super) fn rewind(&mut self) {
+        self.write = 0;
+    }
+
+    /// The ring as `buf` and its write index as `write`.
+    pub(super) fn snapshot(&self, st: &mut NodeState, buf: &'static str, write: &'static str) {
+        st.put_samples(buf, &self.buf);
+        st.put_u64(write, self.write as u64);
+    }
+
+    /// The part `[done, done + budget)` of the ring, oldest sample first
+    /// from the write index at N (the next frame overwrites it), then the
+    /// write index (at the first call); returns where the copy stands
+    /// (complete when ≥ [`len`](Self::len)).
+    pub(super) fn capture_part(
+        &self,
+        st: &mut NodeState,
+        buf: &'static str,
+        write: &'static str,
+        done: usize,
+        budget: usize,
+    ) -> usize {
+        let start = if done == 0 {
+            self.write
+        } else {
+            st.get_u64(write).map_or(self.write, |w| w as usize)
+        };
+        let next = st.put_ring_part(buf, &self.buf, start, done, budget);
+        if done == 0 {
+            st.put_u64(write, self.write as u64);
+        }
+        next
+    }
+
+    /// Slots in the ring (`max_delay + 2`).
+    pub(super) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Reads what [`snapshot`](Self::snapshot) wrote (at either precision).
+    pub(super) fn restore(
+        &mut self,
+        st: &NodeState,
+        buf: &'static str,
+        write: &'static str,
+    ) -> Result<(), StateError> {
+        let w = st.get_u64(write)?;
+        if w >= self.buf.len() as u64 {
+            return Err(StateError::Shape {
+                name: write,
+                expected: self.buf.len(),
+                found: w as usize,
+            });
+        }
+        st.get_samples(buf, &mut self.buf)?;
+        self.write = w as usize;
+        Ok(())
+    }
+}
+
+/// `delay` at one precision.
+struct Delay<S> {
+    line: Ring<S>,
+    sample_rate: f64,
+}
+
+impl<S: Sample> Delay<S> {
+    /// One sample; `time` in seconds, the other params as given.
+    #[inline]
+    fn tick(&mut self, x: S, time: f64, feedback: f64, mix: f64) -> S {
+        let wet = self.line.read(time * self.sample_rate);
         let fb = S::from_f64(if feedback.is_nan() {
             0.0
         } else {
@@ -70,11 +183,7 @@ impl<S: Sample> Delay<S> {
         } else {
             mix.clamp(0.0, 1.0)
         };
-        self.buf[self.write] = x + fb * wet;
-        self.write += 1;
-        if self.write == len {
-            self.write = 0;
-        }
+        self.line.push(x + fb * wet);
         S::from_f64(1.0 - mix) * x + S::from_f64(mix) * wet
     }
 }
@@ -102,21 +211,19 @@ impl<S: Sample> Processor<S> for Delay<S> {
     }
 
     fn reset(&mut self) {
-        self.buf.fill(S::ZERO);
-        self.write = 0;
+        self.line.reset();
     }
 
     fn snapshot(&self, st: &mut NodeState) {
-        st.put_samples("buffer", &self.buf);
-        st.put_u64("write", self.write as u64);
+        self.line.snapshot(st, "buffer", "write");
     }
 
     fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
         let mut part = PartClear::new(done, budget);
-        part.zero(&mut self.buf, S::ZERO);
+        self.line.zero_part(&mut part);
         let p = part.progress();
         if p == Progress::Done {
-            self.write = 0;
+            self.line.rewind();
         }
         p
     }
@@ -124,16 +231,8 @@ impl<S: Sample> Processor<S> for Delay<S> {
     /// The ring, oldest sample first from the write index at N (the next
     /// frame overwrites it), then the write index.
     fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
-        let start = if done == 0 {
-            self.write
-        } else {
-            st.get_u64("write").map_or(self.write, |w| w as usize)
-        };
-        let next = st.put_ring_part("buffer", &self.buf, start, done, budget);
-        if done == 0 {
-            st.put_u64("write", self.write as u64);
-        }
-        if next >= self.buf.len() {
+        let next = self.line.capture_part(st, "buffer", "write", done, budget);
+        if next >= self.line.len() {
             Progress::Done
         } else {
             Progress::Copied(next)
@@ -141,36 +240,15 @@ impl<S: Sample> Processor<S> for Delay<S> {
     }
 
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
-        let write = st.get_u64("write")?;
-        if write >= self.buf.len() as u64 {
-            return Err(StateError::Shape {
-                name: "write",
-                expected: self.buf.len(),
-                found: write as usize,
-            });
-        }
-        st.get_samples("buffer", &mut self.buf)?;
-        self.write = write as usize;
-        Ok(())
+        self.line.restore(st, "buffer", "write")
     }
 }
 
 struct DelayOp;
 impl Operator for DelayOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
-        let max_time = cx.number(MAX_TIME);
-        let samples = (max_time * cx.sample_rate).ceil();
-        if !(samples.is_finite() && samples >= 0.0 && samples < (1u64 << 32) as f64) {
-            return Err(format!(
-                "`max_time` = {max_time} s is too long at {} Hz",
-                cx.sample_rate
-            ));
-        }
-        let max_delay = (samples as usize).max(1);
         Ok(Box::new(Delay::<S> {
-            buf: vec![S::ZERO; max_delay + 2],
-            write: 0,
-            max_delay: max_delay as f64,
+            line: Ring::new(cx.number(MAX_TIME), cx.sample_rate)?,
             sample_rate: cx.sample_rate,
         }))
     }

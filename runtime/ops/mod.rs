@@ -42,6 +42,7 @@ mod delay;
 mod dynamics;
 mod filters;
 mod input;
+mod modulation;
 mod noise;
 mod nonlinear;
 mod oscillators;
@@ -617,7 +618,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 28] = [
+    static ALL: [&OpSpec; 31] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -641,6 +642,9 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::PAN,
         &utility::CAST,
         &delay::DELAY,
+        &modulation::CHORUS,
+        &modulation::FLANGER,
+        &modulation::PHASER,
         &convolution::CONVOLUTION,
         &reverb::REVERB,
         &spectral::SPECTRAL_GATE,

@@ -1,0 +1,228 @@
+//! `chorus`: `voices` taps of one delay line, each swept by the LFO at its
+//! own phase. Per frame, with `x` the input, `V` the voices and every param
+//! read at that frame:
+//!
+//! ```text
+//! offset_v = 2π·spread·v/V                                  v = 0 … V−1
+//! d_v      = (delay + depth·sin(2π·phase + offset_v + ch))·sr   ch = 0 left, `phase` right
+//! wet      = (1/V)·Σ_v line(d_v)                            (linear interpolation)
+//! out      = (1 − mix)·x + mix·wet
+//! ```
+//!
+//! then `x` is written to the line (no feedback). `d_v` is clamped to
+//! 1 sample … the line's length (`delay` + `depth` at their maxima).
+
+use super::super::delay::Ring;
+use super::{blend, clamp_or, mix_param, phase_param, rate_param, Frames, Lfo, TWO_PI};
+use crate::dsp::{Math, Sample};
+use crate::ops::{
+    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
+    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
+};
+use crate::profile::Profile;
+use crate::scene::Dimension;
+use std::marker::PhantomData;
+
+const RATE: usize = CHORUS.index_of("rate");
+const DEPTH: usize = CHORUS.index_of("depth");
+const DELAY: usize = CHORUS.index_of("delay");
+const VOICES: usize = CHORUS.index_of("voices");
+const SPREAD: usize = CHORUS.index_of("spread");
+const PHASE: usize = CHORUS.index_of("phase");
+const MIX: usize = CHORUS.index_of("mix");
+
+const MAX_DELAY: f64 = 0.05;
+const MAX_DEPTH: f64 = 0.02;
+const MAX_VOICES: i64 = 8;
+
+struct Chorus<S, M> {
+    line: Ring<S>,
+    lfo: Lfo,
+    voices: usize,
+    sample_rate: f64,
+    _math: PhantomData<fn() -> M>,
+}
+
+impl<S: Sample, M: Math> Processor<S> for Chorus<S, M> {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        let n = io.frames;
+        let p = &io.params;
+        let frames = Frames::new([
+            p.get(RATE),
+            p.get(DEPTH),
+            p.get(DELAY),
+            p.get(SPREAD),
+            p.get(PHASE),
+            p.get(MIX),
+        ]);
+        let x = &io.inputs[0][..n];
+        let (left, right) = io.outputs.split_at_mut(1);
+        let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
+        let sr = self.sample_rate;
+        let voices = self.voices as f64;
+        let gain = S::from_f64(1.0 / voices);
+        for i in 0..n {
+            let [rate, depth, delay, spread, phase, mix] = frames.at(i);
+            let spread = clamp_or(spread, 0.0, 1.0, 0.0);
+            let turns = self.lfo.turns();
+            let (mut wl, mut wr) = (S::ZERO, S::ZERO);
+            for v in 0..self.voices {
+                let offset = TWO_PI * spread * (v as f64 / voices);
+                let dl = (delay + depth * Lfo::value::<M>(turns, offset)) * sr;
+                let dr = (delay + depth * Lfo::value::<M>(turns, offset + phase)) * sr;
+                wl += self.line.read(dl);
+                wr += self.line.read(dr);
+            }
+            left[i] = blend(x[i], gain * wl, mix);
+            right[i] = blend(x[i], gain * wr, mix);
+            self.line.push(x[i]);
+            self.lfo.advance(rate, sr);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.line.reset();
+        self.lfo = Lfo::default();
+    }
+
+    fn snapshot(&self, st: &mut NodeState) {
+        self.line.snapshot(st, "buffer", "write");
+        st.put_u64("lfo", self.lfo.phase);
+    }
+
+    fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        let mut part = PartClear::new(done, budget);
+        self.line.zero_part(&mut part);
+        let p = part.progress();
+        if p == Progress::Done {
+            self.line.rewind();
+            self.lfo = Lfo::default();
+        }
+        p
+    }
+
+    /// The line as `delay` captures its own, then the LFO phase (at the
+    /// first call, the phase at N).
+    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        let next = self.line.capture_part(st, "buffer", "write", done, budget);
+        if done == 0 {
+            st.put_u64("lfo", self.lfo.phase);
+        }
+        if next >= self.line.len() {
+            Progress::Done
+        } else {
+            Progress::Copied(next)
+        }
+    }
+
+    fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        let phase = st.get_u64("lfo")?;
+        self.line.restore(st, "buffer", "write")?;
+        self.lfo.phase = phase;
+        Ok(())
+    }
+}
+
+struct ChorusOp;
+impl Operator for ChorusOp {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+        let voices = match cx.values[VOICES] {
+            Value::Integer(v) if (1..=MAX_VOICES).contains(&v) => v as usize,
+            ref other => return Err(format!("`voices` must be 1 … {MAX_VOICES}, not {other:?}")),
+        };
+        Ok(Box::new(Chorus::<S, M> {
+            line: Ring::new(MAX_DELAY + MAX_DEPTH, cx.sample_rate)?,
+            lfo: Lfo::default(),
+            voices,
+            sample_rate: cx.sample_rate,
+            _math: PhantomData,
+        }))
+    }
+}
+
+/// A `depth` above `delay`: the LFO's troughs ask for a negative delay,
+/// which is clamped to 1 sample (the sweep flattens there).
+pub(super) fn depth_lints(values: &[Value], depth: usize, delay: usize) -> Vec<Lint> {
+    let (Some(dp), Some(dl)) = (values[depth].as_number(), values[delay].as_number()) else {
+        return Vec::new();
+    };
+    if dp <= dl {
+        return Vec::new();
+    }
+    vec![Lint {
+        param: "depth",
+        message: format!(
+            "`depth` {dp} s is more than `delay` {dl} s: the LFO's troughs ask for a delay below \
+             0, which is held at 1 sample (the sweep flattens there)"
+        ),
+        help: Some(format!(
+            "make `depth` at most `delay` ({dl} s), or lengthen `delay`"
+        )),
+    }]
+}
+
+pub static CHORUS: OpSpec = OpSpec {
+    name: "chorus",
+    doc: "Chorus: `voices` taps of one delay line (linear interpolation), each swept by a sine \
+          LFO around `delay` by ±`depth`, the voices' LFO phases spread evenly over `spread` of \
+          a cycle; wet = the voices' mean, out = (1−mix)·in + mix·wet. The right channel's \
+          LFOs run `phase` ahead of the left's. No feedback.",
+    inputs: &["in"],
+    outputs: &["out", "out_r"],
+    params: &[
+        rate_param(0.8),
+        number(
+            "depth",
+            Dimension::Time,
+            0.002,
+            0.0,
+            MAX_DEPTH,
+            "how far the LFO sweeps each voice's delay either side of `delay`",
+        ),
+        number(
+            "delay",
+            Dimension::Time,
+            0.015,
+            0.0,
+            MAX_DELAY,
+            "the voices' centre delay (the delay at the LFO's midpoint; ~7–30 ms for a chorus)",
+        ),
+        ParamSpec {
+            name: "voices",
+            kind: ParamKind::Integer {
+                default: 3,
+                min: 1,
+                max: MAX_VOICES,
+            },
+            doc: "how many swept taps (the wet signal is their mean)",
+            settable_by_events: false,
+        },
+        number(
+            "spread",
+            Dimension::Scalar,
+            1.0,
+            0.0,
+            1.0,
+            "the fraction of an LFO cycle the voices' phases span (voice v at spread·v/voices; \
+             0: all in step)",
+        ),
+        phase_param(),
+        mix_param(),
+    ],
+    tier: Profile::Strict,
+    variadic_inputs: false,
+    uses_rng: false,
+    precision_param: None,
+    solver_steps: None,
+    choices: no_choices,
+    lints: |v, _| depth_lints(v, DEPTH, DELAY),
+    cost: |p, v| {
+        let voices = match v.get(VOICES) {
+            Some(Value::Integer(n)) => *n as f64,
+            _ => 3.0,
+        };
+        by_profile(p, [8.0, 6.0, 6.0]) + voices * by_profile(p, [16.0, 12.0, 8.0])
+    },
+    algorithms: None,
+    build: build_any::<ChorusOp>,
+};

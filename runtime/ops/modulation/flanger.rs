@@ -1,0 +1,191 @@
+//! `flanger`: a short swept delay with feedback, one line per channel. Per
+//! frame, with `x` the input and every param read at that frame:
+//!
+//! ```text
+//! d    = (delay + depth·sin(2π·phase + ch))·sr     ch = 0 left, `phase` right
+//! wet  = line(d)                                   (linear interpolation)
+//! write  x + feedback·wet
+//! out  = (1 − mix)·x + mix·wet
+//! ```
+//!
+//! `d` is clamped to 1 sample … the line's length (`delay` + `depth` at
+//! their maxima), `feedback` to ±0.99. With the LFO held, the wet path is
+//! the comb `z^−d / (1 − feedback·z^−d)`: peaks every `sr/d` Hz (from 0 Hz
+//! for a positive feedback, from `sr/2d` for a negative one).
+
+use super::super::delay::Ring;
+use super::chorus::depth_lints;
+use super::{blend, clamp_or, mix_param, phase_param, rate_param, Frames, Lfo, MAX_FEEDBACK};
+use crate::dsp::{Math, Sample};
+use crate::ops::{
+    build_any, by_profile, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator,
+    PartClear, Processor, Progress, StateError,
+};
+use crate::profile::Profile;
+use crate::scene::Dimension;
+use std::marker::PhantomData;
+
+const RATE: usize = FLANGER.index_of("rate");
+const DEPTH: usize = FLANGER.index_of("depth");
+const DELAY: usize = FLANGER.index_of("delay");
+const FEEDBACK: usize = FLANGER.index_of("feedback");
+const PHASE: usize = FLANGER.index_of("phase");
+const MIX: usize = FLANGER.index_of("mix");
+
+const MAX_DELAY: f64 = 0.02;
+const MAX_DEPTH: f64 = 0.01;
+
+struct Flanger<S, M> {
+    left: Ring<S>,
+    right: Ring<S>,
+    lfo: Lfo,
+    sample_rate: f64,
+    _math: PhantomData<fn() -> M>,
+}
+
+impl<S: Sample, M: Math> Processor<S> for Flanger<S, M> {
+    fn process(&mut self, io: &mut Io<'_, S>) {
+        let n = io.frames;
+        let p = &io.params;
+        let frames = Frames::new([
+            p.get(RATE),
+            p.get(DEPTH),
+            p.get(DELAY),
+            p.get(FEEDBACK),
+            p.get(PHASE),
+            p.get(MIX),
+        ]);
+        let x = &io.inputs[0][..n];
+        let (left, right) = io.outputs.split_at_mut(1);
+        let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
+        let sr = self.sample_rate;
+        for i in 0..n {
+            let [rate, depth, delay, feedback, phase, mix] = frames.at(i);
+            let fb = S::from_f64(clamp_or(feedback, -MAX_FEEDBACK, MAX_FEEDBACK, 0.0));
+            let turns = self.lfo.turns();
+            let dl = (delay + depth * Lfo::value::<M>(turns, 0.0)) * sr;
+            let dr = (delay + depth * Lfo::value::<M>(turns, phase)) * sr;
+            let wl = self.left.read(dl);
+            let wr = self.right.read(dr);
+            left[i] = blend(x[i], wl, mix);
+            right[i] = blend(x[i], wr, mix);
+            self.left.push(x[i] + fb * wl);
+            self.right.push(x[i] + fb * wr);
+            self.lfo.advance(rate, sr);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.left.reset();
+        self.right.reset();
+        self.lfo = Lfo::default();
+    }
+
+    fn snapshot(&self, st: &mut NodeState) {
+        self.left.snapshot(st, "buffer", "write");
+        self.right.snapshot(st, "buffer_r", "write_r");
+        st.put_u64("lfo", self.lfo.phase);
+    }
+
+    fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        let mut part = PartClear::new(done, budget);
+        self.left.zero_part(&mut part);
+        self.right.zero_part(&mut part);
+        let p = part.progress();
+        if p == Progress::Done {
+            self.left.rewind();
+            self.right.rewind();
+            self.lfo = Lfo::default();
+        }
+        p
+    }
+
+    /// Both lines as `delay` captures its own (the same part of each per
+    /// call), then the LFO phase at N.
+    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        let a = self.left.capture_part(st, "buffer", "write", done, budget);
+        let b = self
+            .right
+            .capture_part(st, "buffer_r", "write_r", done, budget);
+        if done == 0 {
+            st.put_u64("lfo", self.lfo.phase);
+        }
+        let next = a.min(b);
+        if next >= self.left.len().max(self.right.len()) {
+            Progress::Done
+        } else {
+            Progress::Copied(next)
+        }
+    }
+
+    fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        let phase = st.get_u64("lfo")?;
+        self.left.restore(st, "buffer", "write")?;
+        self.right.restore(st, "buffer_r", "write_r")?;
+        self.lfo.phase = phase;
+        Ok(())
+    }
+}
+
+struct FlangerOp;
+impl Operator for FlangerOp {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+        Ok(Box::new(Flanger::<S, M> {
+            left: Ring::new(MAX_DELAY + MAX_DEPTH, cx.sample_rate)?,
+            right: Ring::new(MAX_DELAY + MAX_DEPTH, cx.sample_rate)?,
+            lfo: Lfo::default(),
+            sample_rate: cx.sample_rate,
+            _math: PhantomData,
+        }))
+    }
+}
+
+pub static FLANGER: OpSpec = OpSpec {
+    name: "flanger",
+    doc: "Flanger: a short delay (linear interpolation) swept by a sine LFO around `delay` by \
+          ±`depth`, its output fed back into it by `feedback`: the comb's peaks, every 1/delay \
+          Hz, sweep with the LFO. out = (1−mix)·in + mix·wet; each channel has its own line, \
+          the right channel's LFO `phase` ahead of the left's.",
+    inputs: &["in"],
+    outputs: &["out", "out_r"],
+    params: &[
+        rate_param(0.25),
+        number(
+            "depth",
+            Dimension::Time,
+            0.002,
+            0.0,
+            MAX_DEPTH,
+            "how far the LFO sweeps the delay either side of `delay`",
+        ),
+        number(
+            "delay",
+            Dimension::Time,
+            0.003,
+            0.0,
+            MAX_DELAY,
+            "the centre delay (at the LFO's midpoint; ~0.5–10 ms for a flanger)",
+        ),
+        number(
+            "feedback",
+            Dimension::Scalar,
+            0.5,
+            -MAX_FEEDBACK,
+            MAX_FEEDBACK,
+            "fraction of the delayed signal fed back into the line (negative: peaks at odd \
+             multiples of 1/(2·delay))",
+        ),
+        phase_param(),
+        mix_param(),
+    ],
+    tier: Profile::Strict,
+    variadic_inputs: false,
+    uses_rng: false,
+    precision_param: None,
+    solver_steps: None,
+    choices: no_choices,
+    lints: |v, _| depth_lints(v, DEPTH, DELAY),
+    cost: |p, _| by_profile(p, [40.0, 30.0, 20.0]),
+    algorithms: None,
+    build: build_any::<FlangerOp>,
+};
