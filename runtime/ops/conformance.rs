@@ -225,17 +225,6 @@ pub(crate) fn cases() -> Vec<Case> {
                 ("size", num(0.25)),
                 ("predelay", num(0.0005)),
                 ("mix", num(0.5)),
-    // The modulation effects, their LFOs running and their sweeps modulated.
-    v.push(Case {
-        n_inputs: 1,
-        mods: vec![("depth", control_signal(FRAMES, 0.001))],
-        ..case(
-            "chorus",
-            vec![
-                ("rate", num(7.0)),
-                ("depth", num(0.003)),
-                ("delay", num(0.008)),
-                ("voices", Value::Integer(3)),
             ],
         )
     });
@@ -323,6 +312,23 @@ pub(crate) fn cases() -> Vec<Case> {
             )
         },
     ]);
+    // The modulation effects, their LFOs running and their sweeps modulated.
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![("depth", control_signal(FRAMES, 0.001))],
+        ..case(
+            "chorus",
+            vec![
+                ("rate", num(7.0)),
+                ("depth", num(0.003)),
+                ("delay", num(0.008)),
+                ("voices", Value::Integer(3)),
+            ],
+        )
+    });
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![
             ("rate", control_signal(FRAMES, 3.0)),
             ("feedback", control_signal(FRAMES, 0.3)),
         ],
