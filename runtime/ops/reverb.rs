@@ -187,7 +187,7 @@ fn hadamard<S: Sample>(v: &mut [S; LINES]) {
     }
     let q = S::from_f64(QUARTER);
     for x in v.iter_mut() {
-        *x = *x * q;
+        *x *= q;
     }
 }
 
