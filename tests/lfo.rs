@@ -164,3 +164,55 @@ fn ops_lfo_documents_every_param() {
         assert!(out.contains(word), "`morphrt ops lfo` lacks {word}:\n{out}");
     }
 }
+
+#[test]
+fn a_resumed_lfo_continues_bit_for_bit() {
+    // sample_hold at 7 Hz (a fractional period) into a cutoff: the snapshot
+    // at 0.25 s holds the phase and the period count, and the resumed
+    // render is the whole render's tail.
+    let dir = temp_dir("lfo-resume");
+    let path = dir.join("route.json");
+    std::fs::write(
+        &path,
+        scene(
+            r#""shape": "smooth_random", "rate": "7Hz", "amount": 300, "phase": "30deg""#,
+            r#", "seed": 7"#,
+        ),
+    )
+    .unwrap();
+    let (scene_path, snap) = (path.to_str().unwrap(), dir.join("snap.json"));
+    let (a, b) = (dir.join("a.wav"), dir.join("b.wav"));
+    let o = morphrt(&[
+        "render",
+        scene_path,
+        "-d",
+        "0.5s",
+        "-o",
+        a.to_str().unwrap(),
+        "--snapshot-at",
+        "0.25s",
+        "--snapshot-out",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&snap).unwrap();
+    assert!(
+        text.contains(r#""cycle""#),
+        "the snapshot holds the period count:\n{text}"
+    );
+    let o = morphrt(&[
+        "render",
+        scene_path,
+        "--resume",
+        snap.to_str().unwrap(),
+        "-d",
+        "0.25s",
+        "-o",
+        b.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (whole, rest) = (common::read_f32(&a), common::read_f32(&b));
+    assert!(!rest.is_empty());
+    assert!(whole[whole.len() - rest.len()..] == rest[..]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
