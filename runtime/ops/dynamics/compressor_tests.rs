@@ -234,7 +234,7 @@ fn a_connected_sidechain_keys_the_gain() {
     let mut own = runner(&set, false, Precision::F64, 1);
     let out = own.run(std::slice::from_ref(&music), &[], frames, &[64]);
     let g = db(out[1][frames - 1]);
-    assert!(g < -6.0 && g >= -9.0, "{g}");
+    assert!((-9.0..-6.0).contains(&g), "{g}");
 }
 
 /// Snapshots migrate: f64 state (detector level, lookahead line) restores
