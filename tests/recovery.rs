@@ -117,12 +117,6 @@ fn issue10_every_operator_recovers_from_an_overflow_at_its_input() {
             "delay",
             r#"{ "time": "100ms", "feedback": 0.3, "mix": 0.5 }"#,
         ),
-        ("chorus", r#"{ "rate": "1Hz", "mix": 0.5 }"#),
-        ("flanger", r#"{ "rate": "0.5Hz", "feedback": 0.7 }"#),
-        (
-            "phaser",
-            r#"{ "rate": "0.5Hz", "feedback": 0.5, "stages": 8 }"#,
-        ),
         ("convolution", r#"{ "ir": "@resource:ir.wav", "mix": 0.5 }"#),
         ("spectral_gate", r#"{ "threshold": "-60dB" }"#),
         ("saturator", r#"{ "drive": "6dB" }"#),

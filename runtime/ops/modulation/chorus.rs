@@ -216,12 +216,13 @@ pub static CHORUS: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: |v, _| depth_lints(v, DEPTH, DELAY),
+    // benches/costs.md: per voice, two LFO sines and two line reads.
     cost: |p, v| {
         let voices = match v.get(VOICES) {
             Some(Value::Integer(n)) => *n as f64,
             _ => 3.0,
         };
-        by_profile(p, [8.0, 6.0, 6.0]) + voices * by_profile(p, [16.0, 12.0, 8.0])
+        by_profile(p, [10.0, 35.0, 35.0]) + voices * by_profile(p, [73.0, 72.0, 55.0])
     },
     algorithms: None,
     build: build_any::<ChorusOp>,

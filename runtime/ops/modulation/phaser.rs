@@ -229,8 +229,9 @@ pub static PHASER: OpSpec = OpSpec {
             0.0,
             -MAX_FEEDBACK,
             MAX_FEEDBACK,
-            "fraction of the chain's output fed back into its input (deepens and sharpens the \
-             notches' edges; below about −0.6 the notches turn into peaks)",
+            "fraction of the chain's output fed back into its input (resonant peaks between the \
+             notches, which stay put, fb/(2·(1+fb)) deep at mix 0.5; below about −0.6 they turn \
+             into peaks)",
         ),
         phase_param(),
         mix_param(),
@@ -242,12 +243,14 @@ pub static PHASER: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: phaser_lints,
+    // benches/costs.md: per channel and frame, the LFO's sine and the
+    // coefficient's exp and tan, then two passes over the stages.
     cost: |p, v| {
         let n = match v.get(STAGES) {
             Some(Value::Integer(n)) => *n as f64,
             _ => 4.0,
         };
-        by_profile(p, [80.0, 40.0, 40.0]) + n * by_profile(p, [3.0, 2.5, 2.5])
+        by_profile(p, [110.0, 120.0, 90.0]) + n * by_profile(p, [9.0, 6.0, 7.0])
     },
     algorithms: None,
     build: build_any::<PhaserOp>,
