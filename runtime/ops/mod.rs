@@ -792,7 +792,13 @@ mod tests {
             .collect();
         assert_eq!(
             discrete,
-            ["sampler.loop", "biquad.mode", "onepole.mode", "svf.mode"]
+            [
+                "sampler.loop",
+                "biquad.mode",
+                "onepole.mode",
+                "svf.mode",
+                "sequencer.loop"
+            ]
         );
     }
 

@@ -393,7 +393,235 @@ pub static SEQUENCER: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [2.0, 2.0, 2.0]),
+    cost: |p, _| by_profile(p, [4.9, 4.3, 4.3]),
     algorithms: None,
     build: build_any::<SequencerOp>,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsp::Precision;
+    use crate::ops::harness::{values_with, NodeRunner};
+
+    const SR: f64 = 48_000.0;
+
+    fn span(num: i128, den: i128) -> Value {
+        Value::Span(Rational::new(num, den).unwrap())
+    }
+
+    fn run(set: &[(&str, Value)], frames: usize, block: usize, p: Profile) -> Vec<Vec<f64>> {
+        let mut r = NodeRunner::new(
+            &SEQUENCER,
+            values_with(&SEQUENCER, set),
+            p,
+            None,
+            SR,
+            4096,
+            0,
+        )
+        .unwrap();
+        r.run(&[], &[], frames, &[block])
+    }
+
+    /// The samples where `gate` rises.
+    fn rises(gate: &[f64]) -> Vec<usize> {
+        (0..gate.len())
+            .filter(|&i| gate[i] == 1.0 && (i == 0 || gate[i - 1] == 0.0))
+            .collect()
+    }
+
+    #[test]
+    fn steps_land_on_the_tempo_exactly_at_120_bpm() {
+        // A sixteenth at 120 bpm is 1/8 s: 6000 samples at 48 kHz.
+        let steps = Value::Gains(vec![60.0, 62.0, 64.0, 65.0]);
+        for block in [1, 7, 64, 4096] {
+            let out = run(
+                &[
+                    ("steps", steps.clone()),
+                    ("rate", span(1, 8)),
+                    ("gate", Value::Number(0.5)),
+                ],
+                60_000,
+                block,
+                Profile::Strict,
+            );
+            // The oracle: step k at 6000·k, gate open 3000 samples.
+            let want: Vec<usize> = (0..10).map(|k| 6000 * k).collect();
+            assert_eq!(rises(&out[1]), want, "block {block}");
+            for k in 0..10 {
+                assert_eq!(out[1][6000 * k + 2999], 1.0);
+                assert_eq!(out[1][6000 * k + 3000], 0.0);
+                assert_eq!(out[0][6000 * k], [60.0, 62.0, 64.0, 65.0][k % 4]);
+            }
+        }
+    }
+
+    #[test]
+    fn steps_round_half_to_even_at_97_bpm() {
+        // A sixteenth at 97 bpm is 15/97 s: 720000/97 = 7422.68… samples.
+        let out = run(
+            &[
+                ("steps", Value::Gains(vec![1.0, 2.0, 3.0])),
+                ("rate", span(15, 97)),
+                ("gate", Value::Number(0.25)),
+            ],
+            400_000,
+            64,
+            Profile::Strict,
+        );
+        // The oracle in integers: round(720000·k / 97) = ⌊(1440000·k + 97) / 194⌋
+        // (97 is odd: no ties).
+        let want: Vec<usize> = (0..54).map(|k| (1_440_000 * k + 97) / 194).collect();
+        let got = rises(&out[1]);
+        assert_eq!(got, want);
+        let worst = got
+            .iter()
+            .enumerate()
+            .map(|(k, &s)| (s as f64 - 720_000.0 * k as f64 / 97.0).abs())
+            .fold(0.0, f64::max);
+        assert!(worst <= 0.5, "{worst}");
+        // Not drifting: step 53 is at 393402, where adding 7423 each step
+        // would put it at 393419.
+        assert_eq!(got[53], 393_402);
+        // The gate is 1/4 step: round(180000·k/97 …) samples.
+        let glen = (1_440_000 / 4 + 97) / 194; // 1855.67 → 1856
+        assert_eq!(out[1][got[1] + glen - 1], 1.0);
+        assert_eq!(out[1][got[1] + glen], 0.0);
+    }
+
+    #[test]
+    fn rests_hold_the_value_swing_delays_odd_steps_and_the_end_stops() {
+        let out = run(
+            &[
+                ("steps", Value::Gains(vec![10.0, f64::NAN, 30.0, 40.0])),
+                ("rate", span(1, 100)), // 480 samples
+                ("swing", Value::Number(0.5)),
+                ("gate", Value::Number(0.25)),
+                ("loop", Value::Bool(false)),
+            ],
+            4000,
+            7,
+            Profile::Strict,
+        );
+        // Steps 0 and 2 on the grid, 1 (a rest) and 3 half a step late.
+        assert_eq!(rises(&out[1]), vec![0, 960, 1440 + 240]);
+        assert_eq!(out[0][0], 10.0);
+        assert_eq!(out[0][800], 10.0, "a rest keeps the value");
+        assert_eq!(out[0][960], 30.0);
+        assert_eq!(out[0][1680], 40.0);
+        assert_eq!(out[1][1680 + 119], 1.0);
+        assert_eq!(out[1][1680 + 120], 0.0);
+        // Stopped: no more steps, the value holds.
+        assert!(out[1][1800..].iter().all(|&g| g == 0.0));
+        assert!(out[0][1800..].iter().all(|&v| v == 40.0));
+    }
+
+    #[test]
+    fn note_numbers_out_as_hz() {
+        let out = run(
+            &[
+                ("steps", Value::Gains(vec![69.0, 57.0, 60.0])),
+                ("rate", span(1, 100)),
+                ("output", Value::Enum(1)),
+            ],
+            1500,
+            64,
+            Profile::Strict,
+        );
+        assert_eq!(out[0][0], 440.0);
+        assert_eq!(out[0][480], 220.0);
+        assert!((out[0][960] - 261.625_565_300_598_6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_gate_of_one_ties_steps_and_a_rest_closes_it() {
+        let out = run(
+            &[
+                ("steps", Value::Gains(vec![1.0, 2.0, f64::NAN])),
+                ("rate", span(1, 100)),
+                ("gate", Value::Number(1.0)),
+            ],
+            1440,
+            64,
+            Profile::Strict,
+        );
+        assert!(out[1][..960].iter().all(|&g| g == 1.0));
+        assert!(out[1][960..].iter().all(|&g| g == 0.0));
+    }
+
+    #[test]
+    fn a_new_rate_reanchors_where_it_applies() {
+        // 480 samples a step; at sample 1000 (step position 1000/480) the
+        // step becomes 240 samples: step 3 is at 1000 + (3 − 1000/480)·240
+        // = 1220, then 240 apart.
+        let mut r = NodeRunner::new(
+            &SEQUENCER,
+            values_with(
+                &SEQUENCER,
+                &[("steps", Value::Gains(vec![1.0])), ("rate", span(1, 100))],
+            ),
+            Profile::Strict,
+            None,
+            SR,
+            64,
+            0,
+        )
+        .unwrap();
+        let a = r.run(&[], &[], 1000, &[64]);
+        r.node().set_discrete(RATE, &span(1, 200));
+        let b = r.run(&[], &[], 1000, &[64]);
+        let gate: Vec<f64> = a[1].iter().chain(&b[1]).copied().collect();
+        assert_eq!(rises(&gate), vec![0, 480, 960, 1220, 1460, 1700, 1940]);
+    }
+
+    #[test]
+    fn state_migrates_between_precisions() {
+        let set = [
+            ("steps", Value::Gains(vec![60.0, f64::NAN, 63.0])),
+            ("rate", span(1, 97)),
+            ("swing", Value::Number(0.2)),
+            ("output", Value::Enum(1)),
+        ];
+        let make = |p: Precision| {
+            NodeRunner::new(
+                &SEQUENCER,
+                values_with(&SEQUENCER, &set),
+                Profile::Strict,
+                Some(p),
+                SR,
+                64,
+                0,
+            )
+            .unwrap()
+        };
+        let mut whole = make(Precision::F64);
+        let full = whole.run(&[], &[], 6000, &[64]);
+        let mut first = make(Precision::F64);
+        first.run(&[], &[], 2500, &[64]);
+        let st = first.snapshot();
+        // f64 state into an f32 node and back into an f64 one.
+        let mut f32_node = make(Precision::F32);
+        f32_node.node().restore(&st).unwrap();
+        f32_node.set_clock(2500);
+        let mid = f32_node.run(&[], &[], 1000, &[64]);
+        let mut back = make(Precision::F64);
+        back.node().restore(&f32_node.snapshot()).unwrap();
+        back.set_clock(3500);
+        let tail = back.run(&[], &[], 2500, &[64]);
+        assert_eq!(mid[1], full[1][2500..3500]);
+        for (m, f) in mid[0].iter().zip(&full[0][2500..3500]) {
+            assert_eq!(*m, *f as f32 as f64);
+        }
+        assert_eq!(tail[0], full[0][3500..]);
+        assert_eq!(tail[1], full[1][3500..]);
+    }
+
+    #[test]
+    fn exact_rationals_of_floats() {
+        assert_eq!(exact_rational(0.5), Rational::new(1, 2));
+        assert_eq!(exact_rational(0.3).unwrap().to_f64(), 0.3);
+        assert_eq!(exact_rational(0.0), Some(Rational::ZERO));
+        assert_eq!(exact_rational(f64::NAN), None);
+    }
+}

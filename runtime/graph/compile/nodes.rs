@@ -557,4 +557,83 @@ mod tests {
             assert!(e.loc.as_ref().unwrap().path.starts_with("nodes["));
         }
     }
+
+    #[test]
+    fn sequencer_steps_and_rate_errors_are_located() {
+        let with = |tempo: &str, params: &str| {
+            scene(&format!(
+                r#"{{ "version": "1.0" {tempo}, "nodes": [
+                  {{ "id": "seq", "op": "sequencer", "params": {{ {params} }} }} ],
+                 "outputs": {{ "main": ["seq:value"] }} }}"#
+            ))
+        };
+        let one = |s: &crate::scene::Scene, needle: &str| {
+            let (cx, ..) = declared(s, &with_profile(Profile::Strict));
+            assert_eq!(cx.errors.len(), 1, "{:?}", errors(&cx));
+            let e = &cx.errors[0];
+            assert!(e.message.contains(needle), "`{needle}` not in {e}");
+            assert_eq!(e.node.as_deref(), Some("seq"));
+            assert!(
+                e.loc.as_ref().unwrap().path.starts_with("nodes[0].params."),
+                "{e}"
+            );
+            e.clone()
+        };
+        let huge = vec!["60"; 100_000].join(", ");
+        let e = one(
+            &with("", &format!(r#""steps": [{huge}], "rate": "125ms""#)),
+            "`steps` has 100000 steps; at most 4096 are allowed",
+        );
+        assert!(e.help.unwrap().contains("1 … 4096"));
+        one(
+            &with("", r#""steps": [60, "x"], "rate": "125ms""#),
+            "`steps[1]`",
+        );
+        one(
+            &with("", r#""steps": 60, "rate": "125ms""#),
+            "takes an array of step values",
+        );
+        let e = one(&with("", r#""steps": [60], "rate": "1/16""#), "no `tempo`");
+        assert!(e.help.unwrap().contains(r#"add `"tempo": "120bpm"`"#));
+        one(
+            &with("", r#""steps": [60], "rate": "2beats""#),
+            "no `tempo`",
+        );
+        one(
+            &with(r#", "tempo": "120bpm""#, r#""steps": [60], "rate": "0ms""#),
+            "out of range",
+        );
+        one(
+            &with(r#", "tempo": "120bpm""#, r#""steps": [60], "rate": "fast""#),
+            "`rate`",
+        );
+        // A tempo: a note value, beats and the default all read it.
+        for (rate, want) in [
+            ("\"1/16\"", (1, 8)),
+            ("\"1/2beat\"", (1, 4)),
+            ("\"1/8\"", (1, 4)),
+            ("0.2", (1, 5)),
+        ] {
+            let s = with(
+                r#", "tempo": "120bpm""#,
+                &format!(r#""steps": [60], "rate": {rate}"#),
+            );
+            let (cx, _, decls, ..) = declared(&s, &with_profile(Profile::Strict));
+            assert!(cx.errors.is_empty(), "{:?}", errors(&cx));
+            let r = crate::scene::Rational::new(want.0, want.1).unwrap();
+            assert_eq!(
+                decls[0].as_ref().unwrap().values[1],
+                Value::Span(r),
+                "{rate}"
+            );
+        }
+        let s = with(r#", "tempo": "97bpm""#, r#""steps": [60]"#);
+        let (_, _, decls, ..) = declared(&s, &with_profile(Profile::Strict));
+        let r = crate::scene::Rational::new(15, 97).unwrap();
+        assert_eq!(
+            decls[0].as_ref().unwrap().values[1],
+            Value::Span(r),
+            "a sixteenth by default"
+        );
+    }
 }
