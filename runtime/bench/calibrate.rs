@@ -101,7 +101,9 @@ pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<Calibrate
                 let _ = writeln!(log, "{}", crate::scene::Shown::new(&warnings));
             }
             let frames = match &opts.duration {
-                Some(d) => d.length(plan.sample_rate, log).map_err(HostError::Usage)?,
+                Some(d) => d
+                    .length(plan.sample_rate, plan.tempo.as_ref(), log)
+                    .map_err(HostError::Usage)?,
                 None => DEFAULT_SECONDS * plan.sample_rate as u64,
             };
             let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)

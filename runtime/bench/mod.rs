@@ -184,7 +184,9 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
         );
     }
     let frames = match &opts.duration {
-        Some(d) => d.length(plan.sample_rate, log).map_err(HostError::Usage)?,
+        Some(d) => d
+            .length(plan.sample_rate, plan.tempo.as_ref(), log)
+            .map_err(HostError::Usage)?,
         None => DEFAULT_SECONDS * plan.sample_rate as u64,
     };
     let key = ComparisonKey::of(&opts.scene.display().to_string(), text.as_bytes(), &plan)?;

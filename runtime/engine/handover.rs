@@ -338,7 +338,15 @@ impl Engine {
                 .scene_values
                 .iter()
                 .zip(&s.initial_values)
-                .any(|(a, b)| matches!(a, Value::Gains(_) | Value::Resource(_)) && a != b);
+                .any(|(a, b)| match (a, b) {
+                    // Bit for bit: a sequencer's rests are NaN.
+                    (Value::Gains(x), Value::Gains(y)) => {
+                        x.len() != y.len()
+                            || x.iter().zip(y).any(|(p, q)| p.to_bits() != q.to_bits())
+                    }
+                    (Value::Resource(_), _) => a != b,
+                    _ => false,
+                });
             if built_in_changed {
                 m.structural = true;
             }

@@ -106,7 +106,10 @@ impl Engine {
                     .iter()
                     .enumerate()
                     .filter(|(_, v)| {
-                        matches!(v, Value::Enum(_) | Value::Integer(_) | Value::Bool(_))
+                        matches!(
+                            v,
+                            Value::Enum(_) | Value::Integer(_) | Value::Bool(_) | Value::Span(_)
+                        )
                     })
                     .map(|(i, v)| (i, v.clone()))
                     .collect(),

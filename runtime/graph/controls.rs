@@ -355,7 +355,10 @@ pub fn default_range(kind: &ParamKind) -> Option<TargetRange> {
             choices: choices.len(),
         },
         ParamKind::Bool { .. } => TargetRange::Bool,
-        ParamKind::Resource | ParamKind::Gains => return None,
+        ParamKind::Resource
+        | ParamKind::Gains
+        | ParamKind::Steps { .. }
+        | ParamKind::StepLength { .. } => return None,
     })
 }
 

@@ -236,6 +236,8 @@ pub struct Plan {
     pub seed: SeedSource,
     /// The scene's `duration`, in samples.
     pub duration: Option<u64>,
+    /// The scene's `tempo` and `meter`.
+    pub tempo: Option<crate::scene::Tempo>,
     /// Nodes in schedule order.
     pub nodes: Vec<PlanNode>,
     /// The main bus: one source per channel (delays align the channels).

@@ -368,6 +368,10 @@ pub fn check_table(plan: &Plan) -> String {
             super::SeedSource::Auto(s) => format!("{s} (auto)"),
         }
     ));
+    if let Some(t) = &plan.tempo {
+        out.push_str(&tempo_line(t, plan.sample_rate));
+        out.push('\n');
+    }
     for r in &rows {
         let line: Vec<String> = r
             .iter()
@@ -489,6 +493,7 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
                             Value::Bool(b) => json!(b),
                             Value::Resource(a) => json!(a.path.display().to_string()),
                             Value::Gains(g) => json!(g),
+                            Value::Span(r) => json!(format!("{}s", r.decimal_text())),
                         };
                         (s.name.to_string(), jv)
                     })
@@ -521,6 +526,7 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
         "session_profile": plan.session_profile.name(),
         "sample_rate": plan.sample_rate,
         "block_size": plan.block_size,
+        "tempo": plan.tempo.map(|t| tempo_json(&t, plan.sample_rate)),
         "seed": match plan.seed { super::SeedSource::None => serde_json::Value::Null, s => json!(s.value()) },
         "seed_auto": matches!(plan.seed, super::SeedSource::Auto(_)),
         "guarantee": plan.guarantee().name(),
@@ -574,4 +580,47 @@ fn event_count(plan: &Plan) -> String {
             s
         }
     }
+}
+
+/// `tempo 120bpm, meter 4/4: 24000 samples a beat, 96000 a bar`; a count
+/// that is not whole is given exactly and to two decimals.
+pub fn tempo_line(t: &crate::scene::Tempo, sample_rate: u32) -> String {
+    let spb = t.samples_per_beat(sample_rate);
+    let bar = spb.checked_mul(t.bar_beats());
+    let count = |r: crate::scene::Rational| {
+        if r.is_integer() {
+            r.num.to_string()
+        } else {
+            format!(
+                "{} (= {:.2}, rounded half to even)",
+                r.decimal_text(),
+                r.to_f64()
+            )
+        }
+    };
+    format!(
+        "tempo {}, meter {}/{}: {} samples a beat, {} a bar",
+        t.bpm_text(),
+        t.meter.0,
+        t.meter.1,
+        count(spb),
+        bar.map(count)
+            .unwrap_or_else(|| "(out of range)".to_string())
+    )
+}
+
+/// The tempo for `check --json`: bpm, meter, samples a beat and a bar
+/// (as numbers and exactly, `"2880000/97"`).
+fn tempo_json(t: &crate::scene::Tempo, sample_rate: u32) -> serde_json::Value {
+    let spb = t.samples_per_beat(sample_rate);
+    let bar = spb.checked_mul(t.bar_beats()).unwrap_or(spb);
+    json!({
+        "bpm": t.bpm.to_f64(),
+        "meter": format!("{}/{}", t.meter.0, t.meter.1),
+        "beats_per_bar": t.bar_beats().to_f64(),
+        "samples_per_beat": spb.to_f64(),
+        "samples_per_beat_exact": format!("{}/{}", spb.num, spb.den),
+        "samples_per_bar": bar.to_f64(),
+        "samples_per_bar_exact": format!("{}/{}", bar.num, bar.den),
+    })
 }

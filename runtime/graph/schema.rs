@@ -44,6 +44,8 @@ const UNSIGNED: &str = r"\+?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?";
 /// Hours and minutes with optional seconds, as `TimeSpec::parse` reads
 /// them: `2h`, `1m30s`, `1h2m3.5s`.
 const CLOCK: &str = r"^\s*(?:[0-9]+h(?:[0-9]+m(?!s))?|[0-9]+m(?!s))(?:[0-9]+(?:\.[0-9]*)?s)?\s*$";
+/// Beats and bars at the scene's tempo: `1.5beats`, `2bars`, `1/8beat`.
+const MUSICAL: &str = r"^\s*\+?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:\s*/\s*(?:[0-9]+\.?[0-9]*|\.[0-9]+))?\s*(?:beats?|bars?)\s*$";
 /// Node and module ids, and port names.
 const ID: &str = "[A-Za-z0-9_.-]+";
 
@@ -100,6 +102,19 @@ fn top_field(key: &str) -> Option<Value> {
             "$ref": "#/$defs/time",
             "not": { "const": 0 },
             "description": "Default length of `morphrt render` (greater than zero)."
+        }),
+        "tempo" => json!({
+            "anyOf": [
+                { "type": "number", "exclusiveMinimum": 0, "maximum": crate::scene::units::MAX_BPM },
+                { "type": "string", "pattern": format!(r"^\s*{UNSIGNED}\s*bpm\s*$") }
+            ],
+            "description": "Quarter notes a minute (`\"120bpm\"`): the beat that `beats` and `bars` count, in times and in time and rate params."
+        }),
+        "meter" => json!({
+            "type": "string",
+            "pattern": r"^\s*[0-9]+\s*/\s*(?:1|2|4|8|16|32|64)\s*$",
+            "default": "4/4",
+            "description": "Beats a bar / note value (`\"4/4\"`, `\"6/8\"`): a bar is num·4/den beats (quarter notes). Needs a `tempo`."
         }),
         "profile_config" => json!({ "$ref": "#/$defs/profile_config" }),
         "modules" => json!({
@@ -216,9 +231,10 @@ fn defs() -> Value {
             "anyOf": [
                 { "type": "number", "minimum": 0 },
                 { "type": "string", "pattern": format!(r"^\s*{UNSIGNED}\s*(?:{})\s*$", units(Dimension::Time)) },
-                { "type": "string", "pattern": CLOCK }
+                { "type": "string", "pattern": CLOCK },
+                { "type": "string", "pattern": MUSICAL }
             ],
-            "description": "A time: a string with a unit (1.5s, 250ms, 20us, 4800samples), hours and minutes (2h, 1m30s), or a number of seconds."
+            "description": "A time: a string with a unit (1.5s, 250ms, 20us, 4800samples), hours and minutes (2h, 1m30s), beats or bars at the scene's tempo (1.5beats, 2bars, 1/8beat), or a number of seconds."
         },
         "resource": {
             "type": "string",
@@ -471,7 +487,7 @@ fn op_params(spec: &OpSpec) -> Value {
 fn units(dim: Dimension) -> String {
     dim.units()
         .iter()
-        .filter(|u| !u.starts_with('('))
+        .filter(|u| !u.starts_with('(') && !matches!(*u, &"beats" | &"bars"))
         .copied()
         .collect::<Vec<_>>()
         .join("|")
@@ -535,6 +551,9 @@ fn number_schema(dim: Dimension, min: f64, max: f64) -> Value {
         Dimension::Amplitude => format!(r"^\s*(?:{DECIMAL}\s*(?:{unit})?|-inf\s*dB)\s*$"),
         _ => format!(r"^\s*{DECIMAL}\s*(?:{unit})?\s*$"),
     };
+    if matches!(dim, Dimension::Time | Dimension::Frequency) {
+        return json!({ "anyOf": [number, { "type": "string", "pattern": pattern }, { "type": "string", "pattern": MUSICAL }] });
+    }
     json!({ "anyOf": [number, { "type": "string", "pattern": pattern }] })
 }
 
@@ -576,6 +595,17 @@ fn param_schema(p: &ParamSpec) -> Value {
             "type": "array",
             "items": number_schema(Dimension::Amplitude, f64::NEG_INFINITY, f64::INFINITY),
             "description": format!("{} — linear numbers or dB strings", p.doc)
+        }),
+        ParamKind::Steps { max } => json!({
+            "type": "array",
+            "maxItems": max,
+            "minItems": 1,
+            "items": { "type": ["number", "null"] },
+            "description": format!("{} — numbers, or null for a rest", p.doc)
+        }),
+        ParamKind::StepLength { .. } => json!({
+            "type": ["string", "number"],
+            "description": format!("{} — a note value such as \"1/16\", beats or bars (\"1/4beat\"), or a time (\"125ms\", a number of seconds)", p.doc)
         }),
     };
     if p.is_port() {

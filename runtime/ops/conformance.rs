@@ -499,6 +499,37 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         )
     });
+    let span = |num: i128, den: i128| Value::Span(crate::scene::Rational::new(num, den).unwrap());
+    // 480 samples a step (exact), rests, default gate.
+    v.push(case(
+        "sequencer",
+        vec![
+            (
+                "steps",
+                Value::Gains(vec![60.0, f64::NAN, 63.0, 67.0, f64::NAN, 0.25]),
+            ),
+            ("rate", span(1, 100)),
+        ],
+    ));
+    // 48000/97 samples a step (not whole), swing, a modulated gate, Hz out,
+    // stopping after the last step.
+    v.push(Case {
+        mods: vec![("gate", control_signal(FRAMES, 0.3))],
+        ..case(
+            "sequencer",
+            vec![
+                (
+                    "steps",
+                    Value::Gains(vec![57.0, 64.0, f64::NAN, 69.0, 72.0, 60.0, 62.0]),
+                ),
+                ("rate", span(1, 97)),
+                ("gate", num(0.6)),
+                ("swing", num(0.3)),
+                ("loop", Value::Bool(false)),
+                ("output", enum_ix("sequencer", "output", "hz")),
+            ],
+        )
+    });
     for mode in ["lowpass", "highpass", "bandpass", "notch"] {
         v.push(Case {
             n_inputs: 1,

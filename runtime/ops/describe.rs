@@ -53,6 +53,18 @@ fn kind_text(k: &ParamKind) -> (String, String, String, String) {
             "all 1.0".into(),
             "array".into(),
         ),
+        ParamKind::Steps { max } => (
+            "steps".into(),
+            String::new(),
+            "[0]".into(),
+            format!("1 … {max} numbers or null"),
+        ),
+        ParamKind::StepLength { default_ms } => (
+            "step length".into(),
+            "1/16, beats, bars, s, ms".into(),
+            format!("1/16 with a tempo, else {default_ms}ms"),
+            "1 ms … 1 h".into(),
+        ),
     }
 }
 
@@ -186,6 +198,12 @@ pub fn json(spec: &OpSpec) -> serde_json::Value {
             }),
             ParamKind::Gains => json!({
                 "name": p.name, "type": "gains", "unit": "linear", "default": "all 1.0", "port": false, "doc": p.doc
+            }),
+            ParamKind::Steps { max } => json!({
+                "name": p.name, "type": "steps", "max": max, "default": [0], "port": false, "doc": p.doc
+            }),
+            ParamKind::StepLength { default_ms } => json!({
+                "name": p.name, "type": "step_length", "default": "1/16", "default_without_tempo": format!("{default_ms}ms"), "port": false, "doc": p.doc
             }),
         }))
         .map(|(p, mut v)| {

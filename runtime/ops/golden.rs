@@ -43,6 +43,7 @@ fn param_json(op: &str, params: &[(&'static str, Value)]) -> Json {
             (Value::Bool(b), _) => json!(b),
             (Value::Integer(i), _) => json!(i),
             (Value::Gains(g), _) => json!(bits(g)),
+            (Value::Span(r), _) => json!(format!("{}/{} s", r.num, r.den)),
             (Value::Resource(_), _) => {
                 json!("built-in test audio: test_signal(11) and test_signal(12), 3000 frames")
             }

@@ -48,6 +48,7 @@ mod nonlinear;
 mod oscillators;
 mod reverb;
 mod sampler;
+pub mod sequencer;
 mod spectral;
 mod utility;
 
@@ -88,6 +89,17 @@ pub enum ParamKind {
     Resource,
     /// An array of amplitudes (`mix.gains`); default: all 1.0.
     Gains,
+    /// An array of step values, numbers or `null` rests (`sequencer.steps`),
+    /// at most `max`; resolved to [`Value::Gains`] with NaN for a rest.
+    Steps {
+        max: usize,
+    },
+    /// A step length (`sequencer.rate`): a note value (`"1/16"`), beats or
+    /// bars, or a time; resolved to exact seconds, [`Value::Span`]. The
+    /// default is `default_ms`, or a sixteenth note in a scene with a tempo.
+    StepLength {
+        default_ms: u32,
+    },
 }
 
 /// One param as an operator declares it.
@@ -618,7 +630,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 31] = [
+    static ALL: [&OpSpec; 32] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -650,6 +662,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &spectral::SPECTRAL_GATE,
         &nonlinear::SATURATOR,
         &nonlinear::DIODE_CLIPPER,
+        &sequencer::SEQUENCER,
     ];
     &ALL
 }
@@ -801,7 +814,13 @@ mod tests {
             .collect();
         assert_eq!(
             discrete,
-            ["sampler.loop", "biquad.mode", "onepole.mode", "svf.mode"]
+            [
+                "sampler.loop",
+                "biquad.mode",
+                "onepole.mode",
+                "svf.mode",
+                "sequencer.loop"
+            ]
         );
     }
 

@@ -22,7 +22,7 @@ pub use load::{
     MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, NOTE_EVENT_KEYS, NOTE_KEYS, PRECISIONS,
     PROFILES, TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
-pub use units::{seed_arg, Dimension, Quantity, Rational, TimeArg, TimeSpec, Unit};
+pub use units::{seed_arg, Dimension, Musical, Quantity, Rational, Tempo, TimeArg, TimeSpec, Unit};
 
 use crate::profile::{Overrides, Profile};
 use std::path::PathBuf;
@@ -180,6 +180,9 @@ pub struct OutputBus {
 #[derive(Clone, Debug)]
 pub struct EventDecl {
     pub time: TimeSpec,
+    /// The time in beats, when it is written in beats or bars: a tempo
+    /// edit while playing moves the event with the beat grid.
+    pub beat: Option<Rational>,
     pub node: String,
     pub param: String,
     pub value: RawValue,
@@ -308,6 +311,8 @@ pub struct Scene {
     pub seed_loc: Option<Loc>,
     pub sample_rate: u32,
     pub duration: Option<TimeSpec>,
+    /// `tempo` and `meter`: the beat grid that beats and bars are read on.
+    pub tempo: Option<Tempo>,
     /// Where `duration` is written.
     pub duration_loc: Option<Loc>,
     pub config: SceneConfig,

@@ -137,6 +137,74 @@ impl Rational {
         Rational::new(self.num, self.den.checked_mul(k)?)
     }
 
+    pub fn checked_mul(self, o: Rational) -> Option<Rational> {
+        let g1 = gcd(self.num.unsigned_abs(), o.den.unsigned_abs()).max(1) as i128;
+        let g2 = gcd(o.num.unsigned_abs(), self.den.unsigned_abs()).max(1) as i128;
+        Rational::new(
+            (self.num / g1).checked_mul(o.num / g2)?,
+            (self.den / g2).checked_mul(o.den / g1)?,
+        )
+    }
+
+    /// `self / o`; `None` when `o` is zero or on overflow.
+    pub fn checked_div(self, o: Rational) -> Option<Rational> {
+        if o.num == 0 {
+            return None;
+        }
+        self.checked_mul(Rational::new(o.den, o.num)?)
+    }
+
+    pub fn checked_add(self, o: Rational) -> Option<Rational> {
+        let g = gcd(self.den.unsigned_abs(), o.den.unsigned_abs()).max(1) as i128;
+        let den = (self.den / g).checked_mul(o.den)?;
+        let num = self
+            .num
+            .checked_mul(o.den / g)?
+            .checked_add(o.num.checked_mul(self.den / g)?)?;
+        Rational::new(num, den)
+    }
+
+    pub fn checked_sub(self, o: Rational) -> Option<Rational> {
+        self.checked_add(Rational {
+            num: o.num.checked_neg()?,
+            den: o.den,
+        })
+    }
+
+    /// A short text: `120`, `96.5`, or `2880000/97` when not a finite decimal.
+    pub fn decimal_text(self) -> String {
+        if self.den == 1 {
+            return self.num.to_string();
+        }
+        let mut d = self.den;
+        while d % 2 == 0 {
+            d /= 2;
+        }
+        while d % 5 == 0 {
+            d /= 5;
+        }
+        if d != 1 {
+            return format!("{}/{}", self.num, self.den);
+        }
+        let mut scale = 0u32;
+        let mut n = self;
+        while n.den != 1 && scale < 30 {
+            n = match n.checked_mul_int(10) {
+                Some(x) => x,
+                None => return format!("{}/{}", self.num, self.den),
+            };
+            scale += 1;
+        }
+        let neg = n.num < 0;
+        let digits = format!(
+            "{:0>width$}",
+            n.num.unsigned_abs(),
+            width = scale as usize + 1
+        );
+        let (i, f) = digits.split_at(digits.len() - scale as usize);
+        format!("{}{i}.{f}", if neg { "-" } else { "" })
+    }
+
     pub fn is_integer(self) -> bool {
         self.den == 1
     }
@@ -230,8 +298,8 @@ impl Dimension {
     /// Units this dimension accepts, for "what would be valid" messages.
     pub fn units(self) -> &'static [&'static str] {
         match self {
-            Dimension::Frequency => &["Hz", "kHz", "midi"],
-            Dimension::Time => &["s", "ms", "us", "samples"],
+            Dimension::Frequency => &["Hz", "kHz", "midi", "beats", "bars"],
+            Dimension::Time => &["s", "ms", "us", "samples", "beats", "bars"],
             Dimension::Amplitude => &["dB", "(linear number)"],
             Dimension::Angle => &["rad", "deg"],
             Dimension::Scalar => &[],
@@ -267,12 +335,15 @@ pub enum UnitError {
     Syntax(String),
     /// A known unit of another dimension (`"3ms"` for a frequency).
     WrongDimension { unit: Unit, expected: Dimension },
+    /// Beats or bars (the text) in a scene without a tempo.
+    NoTempo(String),
 }
 
 impl std::fmt::Display for UnitError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             UnitError::Syntax(s) => f.write_str(s),
+            UnitError::NoTempo(t) => write!(f, "{}; {NO_TEMPO_HELP}", no_tempo_message(t)),
             UnitError::WrongDimension { unit, expected } => {
                 let a = |name: &str| {
                     let an = name.starts_with(['a', 'e', 'i', 'o', 'u']);
@@ -423,7 +494,22 @@ fn parse_f64(number: &str, shift: i32) -> Result<f64, UnitError> {
 
 impl TimeSpec {
     /// Parses a time string: `"1.5s"`, `"250ms"`, `"20us"`, `"4800samples"`.
+    /// Beats and bars need a tempo: see [`TimeSpec::parse_in`].
     pub fn parse(text: &str) -> Result<TimeSpec, UnitError> {
+        TimeSpec::parse_in(text, None)
+    }
+
+    /// [`TimeSpec::parse`], with beats and bars (`"1.5beats"`, `"2bars"`,
+    /// `"1/8beat"`) at `tempo`, as exact seconds.
+    pub fn parse_in(text: &str, tempo: Option<&Tempo>) -> Result<TimeSpec, UnitError> {
+        if let Some(m) = Musical::parse(text) {
+            let m = m?;
+            let tempo = tempo.ok_or_else(|| UnitError::NoTempo(text.trim().to_string()))?;
+            return tempo
+                .seconds(m)
+                .map(TimeSpec::Seconds)
+                .ok_or_else(|| UnitError::Syntax(format!("`{text}` is out of range")));
+        }
         if let Some(seconds) = clock_time_seconds(text) {
             return TimeSpec::from_seconds_literal(&seconds);
         }
@@ -473,6 +559,162 @@ impl TimeSpec {
     }
 }
 
+/// A scene's musical clock: `"tempo": "120bpm"` and `"meter": "4/4"`.
+///
+/// A beat is a quarter note at `bpm` beats a minute, whatever the meter; a
+/// bar is the meter's numerator of its denominator's notes, in beats
+/// `num · 4 / den` (4/4: 4 beats, 6/8: 3 beats, 3/2: 6 beats). Every
+/// conversion is exact: `beats · 60 / bpm` seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tempo {
+    /// Quarter notes a minute, > 0.
+    pub bpm: Rational,
+    /// Numerator and denominator of the meter (4/4 when not given).
+    pub meter: (u32, u32),
+}
+
+/// A count of beats or bars, as written (`"1.5beats"`, `"2bars"`, `"1/8beat"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Musical {
+    pub count: Rational,
+    pub bars: bool,
+}
+
+/// The largest tempo a scene may give.
+pub const MAX_BPM: i128 = 10_000;
+/// The meter's denominators (note values) a scene may give.
+pub const METER_DENOMINATORS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// The largest meter numerator.
+pub const MAX_METER_BEATS: u32 = 64;
+/// What a tempo and a meter look like, for errors.
+pub const TEMPO_HELP: &str = "a tempo is a string `<number>bpm` greater than 0 and at most 10000, e.g. `\"tempo\": \"120bpm\"` or `\"96.5bpm\"`";
+pub const METER_HELP: &str = "a meter is `<beats>/<note value>`: beats 1 … 64 and a note value 1, 2, 4, 8, 16, 32 or 64, e.g. `\"4/4\"`, `\"3/4\"`, `\"6/8\"`";
+
+impl Tempo {
+    /// Parses a tempo, `"120bpm"` (a space before `bpm` allowed).
+    pub fn parse_bpm(text: &str) -> Result<Rational, String> {
+        let t = text.trim();
+        let Some(n) = t.strip_suffix("bpm").or_else(|| t.strip_suffix("BPM")) else {
+            return Err(format!("`{text}` is not a tempo"));
+        };
+        match Rational::parse_decimal(n.trim_end()) {
+            Some(r) if r.num > 0 && r.num <= MAX_BPM * r.den => Ok(r),
+            Some(_) => Err(format!(
+                "tempo `{text}` is out of range: it must be greater than 0 and at most {MAX_BPM}bpm"
+            )),
+            None => Err(format!("`{text}` is not a tempo")),
+        }
+    }
+
+    /// Parses a meter, `"4/4"`, `"6/8"`.
+    pub fn parse_meter(text: &str) -> Result<(u32, u32), String> {
+        let bad = || format!("`{text}` is not a meter");
+        let (a, b) = text.trim().split_once('/').ok_or_else(bad)?;
+        let num: u32 = a.trim().parse().map_err(|_| bad())?;
+        let den: u32 = b.trim().parse().map_err(|_| bad())?;
+        if num == 0 || num > MAX_METER_BEATS {
+            return Err(format!(
+                "meter `{text}` has {num} beats a bar; give 1 … {MAX_METER_BEATS}"
+            ));
+        }
+        if !METER_DENOMINATORS.contains(&den) {
+            return Err(format!(
+                "meter `{text}` has note value {den}; give 1, 2, 4, 8, 16, 32 or 64"
+            ));
+        }
+        Ok((num, den))
+    }
+
+    /// Beats (quarter notes) in a bar: `num · 4 / den`.
+    pub fn bar_beats(&self) -> Rational {
+        Rational::new(self.meter.0 as i128 * 4, self.meter.1 as i128).expect("den > 0")
+    }
+
+    /// The beats a count of beats or bars is.
+    pub fn beats(&self, m: Musical) -> Option<Rational> {
+        if m.bars {
+            m.count.checked_mul(self.bar_beats())
+        } else {
+            Some(m.count)
+        }
+    }
+
+    /// Seconds a count of beats is: `beats · 60 / bpm`, exact.
+    pub fn beats_to_seconds(&self, beats: Rational) -> Option<Rational> {
+        beats.checked_mul_int(60)?.checked_div(self.bpm)
+    }
+
+    /// Seconds of a count of beats or bars, exact.
+    pub fn seconds(&self, m: Musical) -> Option<Rational> {
+        self.beats_to_seconds(self.beats(m)?)
+    }
+
+    /// Samples a beat lasts at `sample_rate`: `sample_rate · 60 / bpm`
+    /// (120 bpm at 48 kHz: 24000 exactly; 97 bpm: 2880000/97).
+    pub fn samples_per_beat(&self, sample_rate: u32) -> Rational {
+        Rational::from_int(sample_rate as i128 * 60)
+            .checked_div(self.bpm)
+            .expect("bpm > 0 and small")
+    }
+
+    /// The tempo as written, `120bpm`.
+    pub fn bpm_text(&self) -> String {
+        format!("{}bpm", self.bpm.decimal_text())
+    }
+}
+
+impl Musical {
+    /// Reads `<count><unit>` where the unit is `beat`, `beats`, `bar` or
+    /// `bars` and the count a decimal or a fraction `a/b` (`"1/8beat"`).
+    /// `None` when the text does not end in one of those units; an error
+    /// when it does but the count is not a number.
+    pub fn parse(text: &str) -> Option<Result<Musical, UnitError>> {
+        let t = text.trim();
+        let (count, bars) = [
+            ("beats", false),
+            ("beat", false),
+            ("bars", true),
+            ("bar", true),
+        ]
+        .into_iter()
+        .find_map(|(u, bars)| t.strip_suffix(u).map(|c| (c.trim_end(), bars)))?;
+        let bad = || {
+            UnitError::Syntax(format!(
+                "`{text}` is not a count of beats or bars (e.g. `1.5beats`, `2bars`, `1/8beat`)"
+            ))
+        };
+        let value = match count.split_once('/') {
+            Some((a, b)) => {
+                let a = Rational::parse_decimal(a.trim());
+                let b = Rational::parse_decimal(b.trim());
+                match (a, b) {
+                    (Some(a), Some(b)) if b.num != 0 => a.checked_div(b),
+                    _ => None,
+                }
+            }
+            None => Rational::parse_decimal(count),
+        };
+        Some(value.map(|count| Musical { count, bars }).ok_or_else(bad))
+    }
+
+    /// The unit as a user writes it, for messages.
+    pub fn unit(&self) -> &'static str {
+        if self.bars {
+            "bars"
+        } else {
+            "beats"
+        }
+    }
+}
+
+/// The error for beats or bars in a scene without a tempo.
+pub fn no_tempo_message(text: &str) -> String {
+    format!("`{text}` is in beats or bars, but the scene has no `tempo`")
+}
+
+/// The help for [`no_tempo_message`].
+pub const NO_TEMPO_HELP: &str = "add `\"tempo\": \"120bpm\"` (and optionally `\"meter\": \"4/4\"`) at the top level of the scene, or give the time in s, ms or samples";
+
 /// A time given on the command line (`-d`, `--duration`, `--until`,
 /// `--snapshot-at`, `--from`, `--to`): `10s`, `250ms`, `4800samples`,
 /// `1m30s`, `2h`, or a bare number of seconds. Parsed once, when the
@@ -483,7 +725,15 @@ impl TimeSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TimeArg {
     text: String,
-    spec: TimeSpec,
+    spec: ArgSpec,
+}
+
+/// A command-line time: a clock time, or beats and bars read at the
+/// scene's tempo.
+#[derive(Clone, Debug, PartialEq)]
+enum ArgSpec {
+    Time(TimeSpec),
+    Musical(Musical),
 }
 
 impl TimeArg {
@@ -494,11 +744,19 @@ impl TimeArg {
                 "`{text}` is negative; give a time such as 10s, 1m30s, 2h or 4800samples"
             ));
         }
+        let bad = |e: UnitError| {
+            format!("bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples, 8bars)")
+        };
+        if let Some(m) = Musical::parse(text) {
+            let m = m.map_err(bad)?;
+            return Ok(TimeArg {
+                text: text.to_string(),
+                spec: ArgSpec::Musical(m),
+            });
+        }
         let spec = TimeSpec::parse(text)
             .or_else(|_| TimeSpec::from_seconds_literal(text.trim()))
-            .map_err(|e| {
-                format!("bad duration `{text}`: {e} (e.g. 10s, 250ms, 1m30s, 2h, 4800samples)")
-            })?;
+            .map_err(bad)?;
         if spec.is_negative() {
             return Err(format!(
                 "`{text}` is negative; give a time such as 10s, 1m30s, 2h or 4800samples"
@@ -506,7 +764,7 @@ impl TimeArg {
         }
         Ok(TimeArg {
             text: text.to_string(),
-            spec,
+            spec: ArgSpec::Time(spec),
         })
     }
 
@@ -518,9 +776,17 @@ impl TimeArg {
     /// The time in samples at `sample_rate`, rounded half to even (with a
     /// warning on `log` when it is not a whole number of samples); at most
     /// the duration limit. Zero is allowed: a position on the timeline.
-    pub fn position(&self, sample_rate: u32, log: &mut dyn Write) -> Result<u64, String> {
+    ///
+    /// Beats and bars (`-d 8bars`) are read at the scene's `tempo`, and
+    /// refused without one.
+    pub fn position(
+        &self,
+        sample_rate: u32,
+        tempo: Option<&Tempo>,
+        log: &mut dyn Write,
+    ) -> Result<u64, String> {
         let text = &self.text;
-        let exact = self.spec.to_samples(sample_rate);
+        let exact = self.exact(sample_rate, tempo)?;
         let limit = crate::scene::max_duration_samples(sample_rate) as i128;
         let Some(r) = exact.filter(|r| r.round_half_even() <= limit) else {
             return Err(format!(
@@ -540,9 +806,14 @@ impl TimeArg {
 
     /// [`TimeArg::position`] of a length, which must be at least one sample:
     /// zero, or a time that rounds to no sample, is refused saying so.
-    pub fn length(&self, sample_rate: u32, log: &mut dyn Write) -> Result<u64, String> {
+    pub fn length(
+        &self,
+        sample_rate: u32,
+        tempo: Option<&Tempo>,
+        log: &mut dyn Write,
+    ) -> Result<u64, String> {
         let text = &self.text;
-        match self.spec.to_samples(sample_rate) {
+        match self.exact(sample_rate, tempo)? {
             Some(r) if r.round_half_even() == 0 && r.is_integer() => {
                 Err(format!("duration `{text}` is zero; give a length of at least one sample"))
             }
@@ -550,8 +821,27 @@ impl TimeArg {
                 "duration `{text}` is shorter than one sample at {sample_rate} Hz (it is {} samples; one sample is 1/{sample_rate} s); give at least `1samples`",
                 r.to_f64()
             )),
-            _ => self.position(sample_rate, log),
+            _ => self.position(sample_rate, tempo, log),
         }
+    }
+
+    /// The exact samples, `None` when out of range.
+    fn exact(&self, sample_rate: u32, tempo: Option<&Tempo>) -> Result<Option<Rational>, String> {
+        Ok(match &self.spec {
+            ArgSpec::Time(t) => t.to_samples(sample_rate),
+            ArgSpec::Musical(m) => {
+                let Some(tempo) = tempo else {
+                    return Err(format!(
+                        "duration `{}` is in {}, but the scene has no `tempo`: add `\"tempo\": \"120bpm\"` to the scene, or give the duration in s, ms or samples",
+                        self.text,
+                        m.unit()
+                    ));
+                };
+                tempo
+                    .seconds(*m)
+                    .and_then(|s| TimeSpec::Seconds(s).to_samples(sample_rate))
+            }
+        })
     }
 }
 
@@ -639,7 +929,7 @@ mod tests {
 
     /// [`TimeArg::length`] of `text`, as the command line converts `-d`.
     fn parse_duration(text: &str, sample_rate: u32, log: &mut dyn Write) -> Result<u64, String> {
-        TimeArg::parse(text)?.length(sample_rate, log)
+        TimeArg::parse(text)?.length(sample_rate, None, log)
     }
 
     #[test]
@@ -756,5 +1046,97 @@ mod tests {
                 .to_string();
             assert!(e.contains("duration limit of 24 h (86400 s"), "{over}: {e}");
         }
+    }
+
+    #[test]
+    fn beats_and_bars_are_exact_at_the_tempo() {
+        let t = |bpm: &str, meter: &str| Tempo {
+            bpm: Tempo::parse_bpm(bpm).unwrap(),
+            meter: Tempo::parse_meter(meter).unwrap(),
+        };
+        let t120 = t("120bpm", "4/4");
+        assert_eq!(t120.samples_per_beat(48_000), Rational::from_int(24_000));
+        let at = |text: &str, tempo: &Tempo| {
+            TimeSpec::parse_in(text, Some(tempo))
+                .unwrap()
+                .to_samples(48_000)
+                .unwrap()
+        };
+        assert_eq!(at("1.5beats", &t120), Rational::from_int(36_000));
+        assert_eq!(at("1beat", &t120), Rational::from_int(24_000));
+        assert_eq!(at("2bars", &t120), Rational::from_int(192_000));
+        assert_eq!(at("1bar", &t120), Rational::from_int(96_000));
+        assert_eq!(at("1/8beat", &t120), Rational::from_int(3_000));
+        assert_eq!(at("3/2 beats", &t120), Rational::from_int(36_000));
+        // 6/8: a bar is six eighths, three (quarter-note) beats.
+        let t68 = t("120bpm", "6/8");
+        assert_eq!(at("1bar", &t68), Rational::from_int(72_000));
+        // 97 bpm: a beat is 2880000/97 samples, not whole.
+        let t97 = t("97bpm", "4/4");
+        let b = at("1beat", &t97);
+        assert_eq!(b, Rational::new(2_880_000, 97).unwrap());
+        assert_eq!(b.round_half_even(), 29_691); // 29690.72…
+        assert_eq!(at("97beats", &t97), Rational::from_int(2_880_000));
+        // 96.5 bpm is exact too.
+        assert_eq!(
+            t("96.5bpm", "4/4").samples_per_beat(48_000),
+            Rational::new(5_760_000, 193).unwrap()
+        );
+        // Without a tempo, beats are refused, naming what to add.
+        let e = TimeSpec::parse("2bars").unwrap_err();
+        assert!(matches!(e, UnitError::NoTempo(_)));
+        assert!(e.to_string().contains("\"tempo\": \"120bpm\""), "{e}");
+        assert!(matches!(Musical::parse("x beats"), Some(Err(_))));
+        assert!(matches!(Musical::parse("1/0beat"), Some(Err(_))));
+        assert_eq!(Musical::parse("120bpm"), None);
+        assert_eq!(t120.bpm_text(), "120bpm");
+        assert_eq!(Rational::new(193, 2).unwrap().decimal_text(), "96.5");
+        assert_eq!(
+            Rational::new(2_880_000, 97).unwrap().decimal_text(),
+            "2880000/97"
+        );
+    }
+
+    #[test]
+    fn bad_tempos_and_meters_say_what_is_valid() {
+        for bad in ["0bpm", "-5bpm", "10001bpm"] {
+            let e = Tempo::parse_bpm(bad).unwrap_err();
+            assert!(e.contains("out of range"), "{bad}: {e}");
+        }
+        for bad in ["fast", "120", "bpm", "1.2.3bpm"] {
+            assert!(
+                Tempo::parse_bpm(bad).unwrap_err().contains("not a tempo"),
+                "{bad}"
+            );
+        }
+        assert!(Tempo::parse_meter("4/0")
+            .unwrap_err()
+            .contains("note value 0"));
+        assert!(Tempo::parse_meter("4/3")
+            .unwrap_err()
+            .contains("1, 2, 4, 8"));
+        assert!(Tempo::parse_meter("0/4").unwrap_err().contains("1 … 64"));
+        assert!(Tempo::parse_meter("x").unwrap_err().contains("not a meter"));
+        assert_eq!(Tempo::parse_meter("7/8"), Ok((7, 8)));
+    }
+
+    #[test]
+    fn a_duration_in_bars_needs_the_tempo() {
+        let mut log = Vec::new();
+        let t120 = Tempo {
+            bpm: Rational::from_int(120),
+            meter: (4, 4),
+        };
+        let d = TimeArg::parse("2bars").unwrap();
+        assert_eq!(d.length(48_000, Some(&t120), &mut log).unwrap(), 192_000);
+        let e = d.length(48_000, None, &mut log).unwrap_err();
+        assert!(e.contains("no `tempo`") && e.contains("120bpm"), "{e}");
+        let t97 = Tempo {
+            bpm: Rational::from_int(97),
+            meter: (4, 4),
+        };
+        let d = TimeArg::parse("1beat").unwrap();
+        assert_eq!(d.length(48_000, Some(&t97), &mut log).unwrap(), 29_691);
+        assert!(String::from_utf8_lossy(&log).contains("using 29691 samples"));
     }
 }

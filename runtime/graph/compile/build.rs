@@ -225,6 +225,7 @@ pub(super) fn assemble(
         block_size: session.block_size,
         seed,
         duration: timing.duration,
+        tempo: session.tempo,
         nodes,
         main,
         latency: bus_latency,

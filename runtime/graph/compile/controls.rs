@@ -320,7 +320,7 @@ fn resolve_target(
             );
             return None;
         }
-        match resolve_param(spec, v, session.sample_rate) {
+        match resolve_param(spec, v, session.sample_rate, session.tempo.as_ref()) {
             Ok(Value::Number(x)) => Some(Some(x)),
             Ok(_) => unreachable!("numbers resolve to numbers"),
             Err(ParamError::WrongUnit(e)) => {

@@ -135,7 +135,10 @@ fn event_action(
 ) -> Option<EventAction> {
     let sr = session.sample_rate;
     match spec.kind {
-        ParamKind::Resource | ParamKind::Gains => {
+        ParamKind::Resource
+        | ParamKind::Gains
+        | ParamKind::Steps { .. }
+        | ParamKind::StepLength { .. } => {
             cx.error(
                 &ev.loc,
                 Some(&ev.node),
@@ -144,41 +147,43 @@ fn event_action(
             );
             None
         }
-        ParamKind::Number { .. } => match resolve_param(spec, &ev.value, sr) {
-            Ok(Value::Number(v)) => {
-                let ramp = match ev.ramp {
-                    None => 0,
-                    Some(r) => match time_to_samples(r, sr) {
-                        Some(s) => s,
-                        None => {
-                            cx.error(
-                                &ev.loc,
-                                Some(&ev.node),
-                                "event ramp is out of range".to_string(),
-                                None,
-                            );
-                            return None;
-                        }
-                    },
-                };
-                Some(EventAction::Set { value: v, ramp })
+        ParamKind::Number { .. } => {
+            match resolve_param(spec, &ev.value, sr, session.tempo.as_ref()) {
+                Ok(Value::Number(v)) => {
+                    let ramp = match ev.ramp {
+                        None => 0,
+                        Some(r) => match time_to_samples(r, sr) {
+                            Some(s) => s,
+                            None => {
+                                cx.error(
+                                    &ev.loc,
+                                    Some(&ev.node),
+                                    "event ramp is out of range".to_string(),
+                                    None,
+                                );
+                                return None;
+                            }
+                        },
+                    };
+                    Some(EventAction::Set { value: v, ramp })
+                }
+                Ok(_) => unreachable!("numbers resolve to numbers"),
+                Err(ParamError::WrongUnit(e)) => {
+                    cx.wrong_unit(
+                        profile,
+                        &ev.loc,
+                        &ev.node,
+                        format!("event value for `{}`: {e}", ev.param),
+                        "event ignored",
+                    );
+                    None
+                }
+                Err(ParamError::Invalid { message, help }) => {
+                    cx.bad_event_value(&ev.loc, &ev.node, message, help);
+                    None
+                }
             }
-            Ok(_) => unreachable!("numbers resolve to numbers"),
-            Err(ParamError::WrongUnit(e)) => {
-                cx.wrong_unit(
-                    profile,
-                    &ev.loc,
-                    &ev.node,
-                    format!("event value for `{}`: {e}", ev.param),
-                    "event ignored",
-                );
-                None
-            }
-            Err(ParamError::Invalid { message, help }) => {
-                cx.bad_event_value(&ev.loc, &ev.node, message, help);
-                None
-            }
-        },
+        }
         _ => {
             if ev.ramp.is_some() {
                 cx.error(
@@ -192,7 +197,7 @@ fn event_action(
                 );
                 return None;
             }
-            match resolve_param(spec, &ev.value, sr) {
+            match resolve_param(spec, &ev.value, sr, session.tempo.as_ref()) {
                 Ok(v) => Some(EventAction::Discrete(v)),
                 Err(ParamError::WrongUnit(e)) => {
                     cx.error(&ev.loc, Some(&ev.node), e.to_string(), None);
@@ -230,6 +235,10 @@ fn event_sample(
     };
     let sample = if exact.is_integer() {
         exact.num
+    } else if ev.beat.is_some() {
+        // A time in beats is on the beat grid, which is rarely on the
+        // sample grid: it rounds half to even under every profile.
+        exact.round_half_even()
     } else {
         match profile.off_grid() {
             OffGrid::Error => {

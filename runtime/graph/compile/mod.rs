@@ -176,6 +176,7 @@ struct Session {
     sample_rate: u32,
     block_size: usize,
     seed_given: Option<u64>,
+    tempo: Option<crate::scene::Tempo>,
 }
 
 /// Compiles a scene. On failure, every error found (and the warnings).

@@ -70,6 +70,7 @@ pub(super) fn session_settings(cx: &mut Ctx<'_>, opts: &CompileOptions) -> Sessi
         sample_rate,
         block_size,
         seed_given: opts.seed.or(scene.seed),
+        tempo: scene.tempo,
     }
 }
 
@@ -276,7 +277,7 @@ fn resolve_params(
             }
             continue;
         }
-        match resolve_param(spec, &p.value, session.sample_rate) {
+        match resolve_param(spec, &p.value, session.sample_rate, session.tempo.as_ref()) {
             Ok(v) => values[pi] = Some(v),
             Err(ParamError::WrongUnit(e)) => cx.wrong_unit(
                 np.profile,
@@ -287,6 +288,20 @@ fn resolve_params(
             ),
             Err(ParamError::Invalid { message, help }) => {
                 cx.error(&p.loc, Some(&node.id), message, help)
+            }
+        }
+    }
+    // A step length not given is a sixteenth note in a scene with a tempo.
+    if let Some(t) = &session.tempo {
+        for (i, spec) in op.params.iter().enumerate() {
+            if matches!(spec.kind, ParamKind::StepLength { .. })
+                && !node.params.iter().any(|p| p.name == spec.name)
+            {
+                if let Some(secs) =
+                    t.beats_to_seconds(crate::scene::Rational::new(1, 4).expect("den > 0"))
+                {
+                    values[i] = Some(Value::Span(secs));
+                }
             }
         }
     }
@@ -499,5 +514,126 @@ mod tests {
             Value::Number(440.0)
         );
         assert!(decls[0].is_some(), "a wrong unit still declares the node");
+    }
+
+    #[test]
+    fn params_in_beats_read_the_tempo() {
+        let text = |tempo: &str| {
+            format!(
+                r#"{{ "version": "1.0" {tempo}, "nodes": [
+                  {{ "id": "o", "op": "sine", "params": {{ "freq": "1/4beat" }} }},
+                  {{ "id": "d", "op": "delay", "params": {{ "time": "3/4beat", "mix": "1beat" }} }} ],
+                 "edges": [{{ "from": "o", "to": "d" }}], "outputs": {{ "main": ["d"] }} }}"#
+            )
+        };
+        // 120 bpm: a quarter beat lasts 1/8 s, so 8 Hz; 3/4 beat is 0.375 s;
+        // a mix is no time.
+        let s = scene(&text(r#", "tempo": "120bpm""#));
+        let (cx, ..) = declared(&s, &with_profile(Profile::Strict));
+        assert_eq!(cx.errors.len(), 1, "{:?}", errors(&cx));
+        assert!(
+            cx.errors[0]
+                .message
+                .contains("`1beat` is in beats, a time, but this param is a plain number"),
+            "{:?}",
+            errors(&cx)
+        );
+        let s = scene(&text(r#", "tempo": "120bpm""#).replace(r#", "mix": "1beat""#, ""));
+        let (cx, _, decls, ..) = declared(&s, &with_profile(Profile::Strict));
+        assert!(cx.errors.is_empty(), "{:?}", errors(&cx));
+        assert_eq!(decls[0].as_ref().unwrap().values[0], Value::Number(8.0));
+        assert_eq!(decls[1].as_ref().unwrap().values[0], Value::Number(0.375));
+        // Without a tempo: an error at each value, saying what to add.
+        let s = scene(&text("").replace(r#", "mix": "1beat""#, ""));
+        let (cx, ..) = declared(&s, &with_profile(Profile::Strict));
+        assert_eq!(cx.errors.len(), 2, "{:?}", errors(&cx));
+        for e in &cx.errors {
+            assert!(e.message.contains("but the scene has no `tempo`"), "{e}");
+            assert!(e
+                .help
+                .as_ref()
+                .unwrap()
+                .contains(r#"add `"tempo": "120bpm"`"#));
+            assert!(e.loc.as_ref().unwrap().path.starts_with("nodes["));
+        }
+    }
+
+    #[test]
+    fn sequencer_steps_and_rate_errors_are_located() {
+        let with = |tempo: &str, params: &str| {
+            scene(&format!(
+                r#"{{ "version": "1.0" {tempo}, "nodes": [
+                  {{ "id": "seq", "op": "sequencer", "params": {{ {params} }} }} ],
+                 "outputs": {{ "main": ["seq:value"] }} }}"#
+            ))
+        };
+        let one = |s: &crate::scene::Scene, needle: &str| {
+            let (cx, ..) = declared(s, &with_profile(Profile::Strict));
+            assert_eq!(cx.errors.len(), 1, "{:?}", errors(&cx));
+            let e = &cx.errors[0];
+            assert!(e.message.contains(needle), "`{needle}` not in {e}");
+            assert_eq!(e.node.as_deref(), Some("seq"));
+            assert!(
+                e.loc.as_ref().unwrap().path.starts_with("nodes[0].params."),
+                "{e}"
+            );
+            e.clone()
+        };
+        let huge = vec!["60"; 100_000].join(", ");
+        let e = one(
+            &with("", &format!(r#""steps": [{huge}], "rate": "125ms""#)),
+            "`steps` has 100000 steps; at most 4096 are allowed",
+        );
+        assert!(e.help.unwrap().contains("1 … 4096"));
+        one(
+            &with("", r#""steps": [60, "x"], "rate": "125ms""#),
+            "`steps[1]`",
+        );
+        one(
+            &with("", r#""steps": 60, "rate": "125ms""#),
+            "takes an array of step values",
+        );
+        let e = one(&with("", r#""steps": [60], "rate": "1/16""#), "no `tempo`");
+        assert!(e.help.unwrap().contains(r#"add `"tempo": "120bpm"`"#));
+        one(
+            &with("", r#""steps": [60], "rate": "2beats""#),
+            "no `tempo`",
+        );
+        one(
+            &with(r#", "tempo": "120bpm""#, r#""steps": [60], "rate": "0ms""#),
+            "out of range",
+        );
+        one(
+            &with(r#", "tempo": "120bpm""#, r#""steps": [60], "rate": "fast""#),
+            "`rate`",
+        );
+        // A tempo: a note value, beats and the default all read it.
+        for (rate, want) in [
+            ("\"1/16\"", (1, 8)),
+            ("\"1/2beat\"", (1, 4)),
+            ("\"1/8\"", (1, 4)),
+            ("0.2", (1, 5)),
+        ] {
+            let s = with(
+                r#", "tempo": "120bpm""#,
+                &format!(r#""steps": [60], "rate": {rate}"#),
+            );
+            let (cx, _, decls, ..) = declared(&s, &with_profile(Profile::Strict));
+            assert!(cx.errors.is_empty(), "{:?}", errors(&cx));
+            let r = crate::scene::Rational::new(want.0, want.1).unwrap();
+            assert_eq!(
+                decls[0].as_ref().unwrap().values[1],
+                Value::Span(r),
+                "{rate}"
+            );
+        }
+        let s = with(r#", "tempo": "97bpm""#, r#""steps": [60]"#);
+        let (_, _, decls, ..) = declared(&s, &with_profile(Profile::Strict));
+        let r = crate::scene::Rational::new(15, 97).unwrap();
+        assert_eq!(
+            decls[0].as_ref().unwrap().values[1],
+            Value::Span(r),
+            "a sixteenth by default"
+        );
     }
 }

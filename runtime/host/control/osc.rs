@@ -337,7 +337,7 @@ fn param_value(spec: &ParamSpec, arg: &OscType, sr: u32) -> Result<ControlValue,
             None => return Err(format!("a value cannot be {}", arg_kind(Some(a)))),
         },
     };
-    match crate::ops::resolve_param(spec, &raw, sr) {
+    match crate::ops::resolve_param(spec, &raw, sr, None) {
         Ok(Value::Number(x)) => Ok(ControlValue::Number(x)),
         Ok(Value::Integer(i)) => Ok(ControlValue::Integer(i)),
         Ok(Value::Enum(i)) => Ok(ControlValue::Enum(i)),

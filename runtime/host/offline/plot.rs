@@ -216,13 +216,13 @@ fn window(
 ) -> Result<(u64, u64), HostError> {
     let from = match &opts.from {
         Some(t) => t
-            .position(sr, log)
+            .position(sr, None, log)
             .map_err(|e| HostError::Usage(format!("--from {t}: {e}")))?,
         None => 0,
     };
     let to = match &opts.to {
         Some(t) => t
-            .position(sr, log)
+            .position(sr, None, log)
             .map_err(|e| HostError::Usage(format!("--to {t}: {e}")))?,
         None => total,
     };
@@ -338,7 +338,7 @@ fn render_scene(
     let sr = plan.sample_rate;
     let profile = plan.session_profile;
     let total = match &opts.duration {
-        Some(d) => d.length(sr, log).map_err(HostError::Usage)?,
+        Some(d) => d.length(sr, None, log).map_err(HostError::Usage)?,
         None => plan.duration.unwrap_or(10 * sr as u64),
     };
     if total > MAX_RENDER_S * sr as u64 {

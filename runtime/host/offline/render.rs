@@ -327,7 +327,7 @@ pub struct RenderOptions {
     /// resuming, else the scene's, else repro).
     #[arg(long, value_parser = Profile::parse_arg)]
     pub profile: Option<Profile>,
-    /// Length, e.g. 10s, 250ms, 4800samples; at most 24 hours (default: the
+    /// Length, e.g. 10s, 250ms, 4800samples, 8bars (at the scene's tempo); at most 24 hours (default: the
     /// scene's duration, else 10s; when resuming, what remains of it).
     #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
     pub duration: Option<TimeArg>,
@@ -781,7 +781,7 @@ fn render_length(
     let sr = plan.sample_rate;
     if let Some(d) = &opts.duration {
         return d
-            .length(sr, log)
+            .length(sr, plan.tempo.as_ref(), log)
             .map(Length::Frames)
             .map_err(HostError::Usage);
     }
@@ -879,7 +879,7 @@ fn snapshot_stops(
 ) -> Result<Vec<u64>, HostError> {
     let mut stops: Vec<u64> = Vec::new();
     for t in &opts.snapshot_at {
-        let at = t.length(sr, log).map_err(HostError::Usage)?;
+        let at = t.length(sr, None, log).map_err(HostError::Usage)?;
         if at < start || at > start + frames {
             return Err(HostError::Usage(format!(
                 "--snapshot-at {t} (sample {at}) is outside the render (samples {start} … {})",

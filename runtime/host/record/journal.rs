@@ -1043,7 +1043,7 @@ pub fn replay(opts: &ReplayOptions, log: &mut dyn Write) -> Result<(), HostError
                 Some(Record::Header { sample_rate, .. }) => *sample_rate,
                 _ => 48_000,
             };
-            Some(t.length(rate, log).map_err(HostError::Usage)?)
+            Some(t.length(rate, None, log).map_err(HostError::Usage)?)
         }
         None => None,
     };

@@ -173,6 +173,7 @@ impl Loader<'_> {
         let time = self
             .required(obj, path, "time", "event", name)
             .and_then(|t| self.time(t, &child_key(path, "time"), "time", name));
+        let beat = self.last_beats.take();
         let node = self
             .required(obj, path, "node", "event", name)
             .and_then(|n| {
@@ -218,6 +219,7 @@ impl Loader<'_> {
         };
         Some(EventDecl {
             time: time?,
+            beat,
             node: node?,
             param: param?,
             value: value?,

@@ -91,6 +91,9 @@ pub fn load_str(text: &str, file: &str, dir: Option<PathBuf>) -> Result<Scene, V
         pos: Positions::scan(text),
         diags: Vec::new(),
         ids: HashMap::new(),
+        tempo: None,
+        tempo_bad: false,
+        last_beats: None,
     };
     let scene = loader.scene(&value, dir);
     if loader.diags.iter().any(Diagnostic::is_error) {
@@ -152,6 +155,13 @@ struct Loader<'a> {
     diags: Vec<Diagnostic>,
     /// Every node id declared so far, with where.
     ids: HashMap<String, Loc>,
+    /// The scene's `tempo` and `meter`, read before anything else.
+    tempo: Option<super::Tempo>,
+    /// The `tempo` or `meter` is written but wrong (already reported).
+    tempo_bad: bool,
+    /// The beats of the last time [`Loader::time`] read, when it was
+    /// written in beats or bars.
+    last_beats: Option<super::Rational>,
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub(super) const ID_HELP: &str = "ids use only letters, digits, `_`, `.` and `-`
 const ENDPOINT_HELP: &str =
     "an endpoint is `node` or `node:port`; ids and ports use only letters, digits, `_`, `.` and `-`";
 pub(super) const TIME_HELP: &str =
-    "a time is a string with a unit (`1.5s`, `250ms`, `20us`, `4800samples`), hours and minutes (`2h`, `1m30s`), or a JSON number of seconds";
+    "a time is a string with a unit (`1.5s`, `250ms`, `20us`, `4800samples`), hours and minutes (`2h`, `1m30s`), beats or bars at the scene's tempo (`1.5beats`, `2bars`, `1/8beat`), or a JSON number of seconds";
 
 /// The one rule for numbers in strings: wherever the scene expects a number,
 /// a string holding exactly a JSON number (`"48000"`, `"1e-6"`) means that
@@ -185,12 +185,20 @@ impl Loader<'_> {
         name: &str,
         node: Option<&str>,
     ) -> Option<TimeSpec> {
+        self.last_beats = None;
         let parsed = match v {
             // A number in a string is that number of seconds (see `numeric`).
             Value::String(s) if matches!(*numeric(v), Value::Number(_)) => {
                 TimeSpec::from_seconds_literal(s)
             }
-            Value::String(s) => TimeSpec::parse(s),
+            Value::String(s) => {
+                let parsed = TimeSpec::parse_in(s, self.tempo.as_ref());
+                self.last_beats = match (&self.tempo, crate::scene::Musical::parse(s)) {
+                    (Some(t), Some(Ok(m))) => t.beats(m),
+                    _ => None,
+                };
+                parsed
+            }
             Value::Number(n) => {
                 let lit = self
                     .pos
@@ -222,6 +230,18 @@ impl Loader<'_> {
                 None
             }
             Ok(t) => Some(t),
+            // The tempo itself is wrong, and said so: not again at each use.
+            Err(crate::scene::units::UnitError::NoTempo(_)) if self.tempo_bad => None,
+            Err(crate::scene::units::UnitError::NoTempo(t)) => {
+                let help = crate::scene::units::NO_TEMPO_HELP.to_string();
+                self.error(
+                    path,
+                    node,
+                    format!("`{name}`: {}", crate::scene::units::no_tempo_message(&t)),
+                    help,
+                );
+                None
+            }
             Err(e) => {
                 self.error(
                     path,

@@ -13,13 +13,15 @@ use std::path::PathBuf;
 
 /// Fields of the scene object. `$schema` names the JSON Schema an editor
 /// validates the file with (`morphrt schema`); the runtime ignores its value.
-pub const TOP_KEYS: [&str; 14] = [
+pub const TOP_KEYS: [&str; 16] = [
     "$schema",
     "version",
     "profile",
     "seed",
     "sample_rate",
     "duration",
+    "tempo",
+    "meter",
     "profile_config",
     "modules",
     "nodes",
@@ -48,6 +50,7 @@ fn empty_scene(file: &str, dir: Option<PathBuf>) -> Scene {
         duration_loc: None,
         sample_rate: DEFAULT_SAMPLE_RATE,
         duration: None,
+        tempo: None,
         config: SceneConfig::default(),
         modules: Vec::new(),
         nodes: Vec::new(),
@@ -90,6 +93,11 @@ impl Loader<'_> {
             );
         }
 
+        // Beats and bars anywhere in the scene are read at its tempo, so
+        // the tempo is read first, wherever it is written.
+        self.tempo(top.get("tempo"), top.get("meter"));
+        scene.tempo = self.tempo;
+
         for (key, v) in top {
             let path = child_key("", key);
             let p = path.as_str();
@@ -114,8 +122,9 @@ impl Loader<'_> {
                 "edit" => scene.edit = self.edit(v, p),
                 "events" => self.events(v, p, &mut scene.events, &mut scene.notes),
                 "controls" => self.controls(v, p, &mut scene.controls),
-                "$schema" => {} // for editors: which JSON Schema validates the file
-                _ => {}         // warned above
+                "tempo" | "meter" => {} // read first, above
+                "$schema" => {}         // for editors: which JSON Schema validates the file
+                _ => {}                 // warned above
             }
         }
 
@@ -147,6 +156,79 @@ impl Loader<'_> {
                 );
             }
         }
+    }
+
+    /// `tempo` (`"120bpm"`) and `meter` (`"4/4"`, the default): the beat
+    /// grid. A meter without a tempo is an error (it would mean nothing).
+    fn tempo(&mut self, tempo: Option<&Value>, meter: Option<&Value>) {
+        use crate::scene::units::{Tempo, METER_HELP, TEMPO_HELP};
+        let mut bpm = None;
+        if let Some(v) = tempo {
+            let p = "tempo";
+            let text = match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(_) => {
+                    let lit = self.pos.literal(p, self.text).unwrap_or("").to_string();
+                    Some(format!("{lit}bpm"))
+                }
+                _ => None,
+            };
+            match text.as_deref().map(Tempo::parse_bpm) {
+                Some(Ok(r)) => bpm = Some(r),
+                Some(Err(e)) => {
+                    let found = self.found(v, p);
+                    let msg = if e.contains("out of range") {
+                        e
+                    } else {
+                        format!("`tempo` must be a tempo in bpm, found {found}")
+                    };
+                    self.error(p, None, msg, TEMPO_HELP.to_string());
+                    self.tempo_bad = true;
+                }
+                None => {
+                    let found = self.found(v, p);
+                    self.error(
+                        p,
+                        None,
+                        format!("`tempo` must be a tempo in bpm, found {found}"),
+                        TEMPO_HELP.to_string(),
+                    );
+                    self.tempo_bad = true;
+                }
+            }
+        }
+        let mut m = (4, 4);
+        if let Some(v) = meter {
+            let p = "meter";
+            match v {
+                Value::String(s) => match Tempo::parse_meter(s) {
+                    Ok(x) => m = x,
+                    Err(e) => {
+                        self.error(p, None, e, METER_HELP.to_string());
+                        self.tempo_bad = true;
+                    }
+                },
+                _ => {
+                    let found = self.found(v, p);
+                    self.error(
+                        p,
+                        None,
+                        format!("`meter` must be a string such as \"4/4\", found {found}"),
+                        METER_HELP.to_string(),
+                    );
+                    self.tempo_bad = true;
+                }
+            }
+            if tempo.is_none() {
+                self.error(
+                    p,
+                    None,
+                    "a `meter` without a `tempo` means nothing".to_string(),
+                    "add `\"tempo\": \"120bpm\"` beside it".to_string(),
+                );
+            }
+        }
+        self.tempo = bpm.map(|bpm| Tempo { bpm, meter: m });
     }
 
     /// `duration`: how long the scene lasts; greater than zero.
@@ -280,5 +362,68 @@ mod tests {
         assert!(s.warnings[0]
             .to_string()
             .contains("did you mean `$schema`?"));
+    }
+
+    #[test]
+    fn tempo_and_beat_times() {
+        let s = load(&scene_with(
+            ",\n\"tempo\": \"120bpm\", \"meter\": \"3/4\", \"events\": [{\"time\": \"2bars\", \"node\": \"a\", \"param\": \"freq\", \"value\": 1, \"ramp\": \"1/2beat\"}], \"duration\": \"4bars\"",
+        ))
+        .unwrap();
+        let t = s.tempo.unwrap();
+        assert_eq!((t.bpm, t.meter), (Rational::from_int(120), (3, 4)));
+        let e = &s.events[0];
+        assert_eq!(e.time.to_samples(48_000), Some(Rational::from_int(144_000)));
+        assert_eq!(e.beat, Some(Rational::from_int(6)));
+        assert_eq!(
+            e.ramp.unwrap().to_samples(48_000),
+            Some(Rational::from_int(12_000))
+        );
+        assert_eq!(
+            s.duration.unwrap().to_samples(48_000),
+            Some(Rational::from_int(288_000))
+        );
+    }
+
+    #[test]
+    fn bad_tempos_and_beats_without_a_tempo_are_located() {
+        for (tempo, needle) in [
+            ("0", "out of range"),
+            ("\"0bpm\"", "out of range"),
+            (
+                "\"fast\"",
+                "`tempo` must be a tempo in bpm, found the string \"fast\"",
+            ),
+            ("true", "`tempo` must be a tempo in bpm"),
+        ] {
+            let e = one_error(&scene_with(&format!(",\n\"tempo\": {tempo}")), needle);
+            assert_eq!(at(&e), (3, 10), "{tempo}");
+            assert!(e.help.unwrap().contains("120bpm"));
+        }
+        for (meter, needle) in [
+            ("\"4/0\"", "note value 0"),
+            ("\"x\"", "`x` is not a meter"),
+            ("4", "must be a string"),
+        ] {
+            let e = one_error(
+                &scene_with(&format!(",\n\"tempo\": \"120bpm\", \"meter\": {meter}")),
+                needle,
+            );
+            assert_eq!(at(&e), (3, 29), "{meter}");
+            assert!(e.help.unwrap().contains("6/8"));
+        }
+        // Beats without a tempo: at the value, saying what to add.
+        let e = one_error(
+            &scene_with(",\n\"events\": [{\"time\": \"1.5beats\", \"node\": \"a\", \"param\": \"freq\", \"value\": 1}]"),
+            "`1.5beats` is in beats or bars, but the scene has no `tempo`",
+        );
+        assert_eq!(path(&e), "events[0].time");
+        assert!(e.help.unwrap().contains("add `\"tempo\": \"120bpm\"`"));
+        one_error(&scene_with(",\n\"meter\": \"4/4\""), "without a `tempo`");
+        // A bad tempo is said once, not again at every time in beats.
+        one_error(
+            &scene_with(",\n\"tempo\": \"fast\", \"duration\": \"2bars\""),
+            "found the string \"fast\"",
+        );
     }
 }

@@ -213,7 +213,8 @@ pub(super) fn duration_frames(
 ) -> Result<Option<u64>, HostError> {
     match &opts.duration {
         Some(d) => Ok(Some(
-            d.length(plan.sample_rate, log).map_err(HostError::Usage)?,
+            d.length(plan.sample_rate, plan.tempo.as_ref(), log)
+                .map_err(HostError::Usage)?,
         )),
         None => Ok(None),
     }

@@ -163,6 +163,7 @@ fn value_record(
         Value::Bool(b) => ValueRecord::Bool(*b),
         Value::Resource(a) => ValueRecord::Resource(display(&a.path)),
         Value::Gains(g) => ValueRecord::Gains(g.iter().map(|x| Num(*x)).collect()),
+        Value::Span(r) => ValueRecord::Span(format!("{}/{}", r.num, r.den)),
     })
 }
 
@@ -392,6 +393,17 @@ impl SnapshotFile {
             ValueRecord::Integer(x) => Value::Integer(*x),
             ValueRecord::Bool(b) => Value::Bool(*b),
             ValueRecord::Gains(g) => Value::Gains(g.iter().map(|x| x.0).collect()),
+            ValueRecord::Span(t) => {
+                let bad = || format!("`{t}` is not a step length (seconds as num/den)");
+                let (a, b) = t.split_once('/').ok_or_else(bad)?;
+                let r = crate::scene::Rational::new(
+                    a.parse().map_err(|_| bad())?,
+                    b.parse().map_err(|_| bad())?,
+                )
+                .filter(|r| r.num > 0)
+                .ok_or_else(bad)?;
+                Value::Span(r)
+            }
             ValueRecord::Enum(name) => match p.kind {
                 ParamKind::Enum { choices, .. } => {
                     Value::Enum(choices.iter().position(|c| c == name).ok_or_else(|| {

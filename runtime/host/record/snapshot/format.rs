@@ -273,6 +273,8 @@ pub enum ValueRecord {
     Bool(bool),
     Resource(String),
     Gains(Vec<Num>),
+    /// A step length in exact seconds, `"num/den"`.
+    Span(String),
 }
 
 impl SnapshotFile {
