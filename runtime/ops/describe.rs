@@ -269,7 +269,7 @@ mod tests {
             .lines()
             .find(|l| l.trim_start().starts_with("freq"))
             .unwrap();
-        assert!(freq.contains("Hz (Hz, kHz, midi)"), "{freq}");
+        assert!(freq.contains("Hz (Hz, kHz, midi, beats, bars)"), "{freq}");
         let amp = sine
             .lines()
             .find(|l| l.trim_start().starts_with("amp"))
@@ -280,7 +280,7 @@ mod tests {
             .lines()
             .find(|l| l.trim_start().starts_with("time"))
             .unwrap();
-        assert!(time.contains("s (s, ms, us, samples)"), "{time}");
+        assert!(time.contains("s (s, ms, us, samples, beats, bars)"), "{time}");
         let all: Vec<&OpSpec> = crate::ops::registry().to_vec();
         assert!(summary(&all).starts_with("tier: the strongest profile"));
     }
