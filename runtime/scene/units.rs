@@ -25,6 +25,9 @@ pub enum Dimension {
     Amplitude,
     /// rad (canonical), deg.
     Angle,
+    /// A level in dB (canonical): a bare number or `dB` (`-20`, `"-20dB"`),
+    /// never converted to linear (a compressor's threshold).
+    Level,
     /// A plain number: no unit accepted.
     Scalar,
 }
@@ -302,6 +305,7 @@ impl Dimension {
             Dimension::Time => &["s", "ms", "us", "samples", "beats", "bars"],
             Dimension::Amplitude => &["dB", "(linear number)"],
             Dimension::Angle => &["rad", "deg"],
+            Dimension::Level => &["dB"],
             Dimension::Scalar => &[],
         }
     }
@@ -312,6 +316,7 @@ impl Dimension {
             Dimension::Time => "time",
             Dimension::Amplitude => "amplitude",
             Dimension::Angle => "angle",
+            Dimension::Level => "level",
             Dimension::Scalar => "plain number",
         }
     }
@@ -323,6 +328,7 @@ impl Dimension {
             Dimension::Time => "s",
             Dimension::Amplitude => "linear",
             Dimension::Angle => "rad",
+            Dimension::Level => "dB",
             Dimension::Scalar => "",
         }
     }
@@ -437,6 +443,9 @@ impl Quantity {
             None => return parse_f64(&self.number, 0),
             Some(u) => u,
         };
+        if dim == Dimension::Level && unit == Unit::DB {
+            return parse_f64(&self.number, 0);
+        }
         if unit.dimension() != dim {
             return Err(UnitError::WrongDimension {
                 unit,

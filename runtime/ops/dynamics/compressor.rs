@@ -281,11 +281,11 @@ pub(crate) static COMPRESSOR: OpSpec = OpSpec {
         DETECTOR_PARAM,
         number(
             "threshold",
-            Dimension::Scalar,
+            Dimension::Level,
             -20.0,
             -120.0,
             24.0,
-            "level in dB (a plain number: -20 is −20 dB) where compression starts (knee centre)",
+            "level in dB (`-20` or `\"-20dB\"`) where compression starts (knee centre)",
         ),
         number(
             "ratio",
@@ -297,7 +297,7 @@ pub(crate) static COMPRESSOR: OpSpec = OpSpec {
         ),
         number(
             "knee",
-            Dimension::Scalar,
+            Dimension::Level,
             6.0,
             0.0,
             48.0,
@@ -321,11 +321,11 @@ pub(crate) static COMPRESSOR: OpSpec = OpSpec {
         ),
         number(
             "makeup",
-            Dimension::Scalar,
+            Dimension::Level,
             0.0,
             -48.0,
             48.0,
-            "gain in dB applied after compression (a plain number)",
+            "gain in dB applied after compression",
         ),
         ParamSpec {
             name: "lookahead",

@@ -361,13 +361,13 @@ pub(crate) static LIMITER: OpSpec = OpSpec {
         ParamSpec {
             name: "ceiling",
             kind: ParamKind::Number {
-                dim: Dimension::Scalar,
+                dim: Dimension::Level,
                 default: -1.0,
                 min: -60.0,
                 max: 0.0,
                 modulatable: false,
             },
-            doc: "largest output level in dB (a plain number: -1 is −1 dB FS); fixed at build",
+            doc: "largest output level in dB FS (`-1` or `\"-1dB\"`); fixed at build",
             settable_by_events: false,
         },
         number(
