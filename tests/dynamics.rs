@@ -49,21 +49,36 @@ fn a_sidechain_keys_the_compressor_only_when_connected() {
 fn levels_in_db_take_a_bare_number_or_db() {
     let scene = |threshold: &str, knee: &str, makeup: &str| {
         KEYED
-            .replace("SIDECHAIN", r#", { "from": "kick", "to": "duck:sidechain" }"#)
+            .replace(
+                "SIDECHAIN",
+                r#", { "from": "kick", "to": "duck:sidechain" }"#,
+            )
             .replace(
                 r#""threshold": -30"#,
                 &format!(r#""threshold": {threshold}, "makeup": {makeup}"#),
             )
             .replace(r#""knee": 0"#, &format!(r#""knee": {knee}"#))
     };
-    let bare = play(&mut engine(&scene("-30", "6", "3"), Some(Profile::Strict), 64), 4800, 0);
+    let bare = play(
+        &mut engine(&scene("-30", "6", "3"), Some(Profile::Strict), 64),
+        4800,
+        0,
+    );
     let with_db = play(
-        &mut engine(&scene(r#""-30dB""#, r#""6dB""#, r#""3 dB""#), Some(Profile::Strict), 64),
+        &mut engine(
+            &scene(r#""-30dB""#, r#""6dB""#, r#""3 dB""#),
+            Some(Profile::Strict),
+            64,
+        ),
         4800,
         0,
     );
     assert_eq!(bare, with_db);
-    let louder = play(&mut engine(&scene("-30", "6", "9"), Some(Profile::Strict), 64), 4800, 0);
+    let louder = play(
+        &mut engine(&scene("-30", "6", "9"), Some(Profile::Strict), 64),
+        4800,
+        0,
+    );
     assert_ne!(bare, louder, "makeup is read");
     let e = errors(r#"{ "threshold": "-30Hz" }"#, "compressor");
     assert!(e.contains("dyn.json:3:") && e.contains("threshold"), "{e}");

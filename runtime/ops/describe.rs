@@ -280,7 +280,10 @@ mod tests {
             .lines()
             .find(|l| l.trim_start().starts_with("time"))
             .unwrap();
-        assert!(time.contains("s (s, ms, us, samples, beats, bars)"), "{time}");
+        assert!(
+            time.contains("s (s, ms, us, samples, beats, bars)"),
+            "{time}"
+        );
         let all: Vec<&OpSpec> = crate::ops::registry().to_vec();
         assert!(summary(&all).starts_with("tier: the strongest profile"));
     }

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A param's static value after unit conversion and range checking.
-#[derive(Clone, Debug, PartialEq)]
+/// Equality compares arrays bit for bit, so a sequencer's rests (NaN
+/// entries of its `steps`) equal themselves.
+#[derive(Clone, Debug)]
 pub enum Value {
     /// In the param's canonical unit.
     Number(f64),
@@ -19,6 +21,24 @@ pub enum Value {
     Gains(Vec<f64>),
     /// A length of time in exact seconds (a sequencer's step).
     Span(Rational),
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Number(a), Number(b)) => a == b,
+            (Integer(a), Integer(b)) => a == b,
+            (Enum(a), Enum(b)) => a == b,
+            (Bool(a), Bool(b)) => a == b,
+            (Resource(a), Resource(b)) => a == b,
+            (Gains(a), Gains(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
+            (Span(a), Span(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl Value {

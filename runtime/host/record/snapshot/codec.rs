@@ -324,9 +324,12 @@ impl SnapshotFile {
             scene_values.push(self.value(spec, i, &p.scene).map_err(&bad)?);
             if let Some(c) = &p.current {
                 let v = self.value(spec, i, c).map_err(&bad)?;
-                if !matches!(v, Value::Enum(_) | Value::Integer(_) | Value::Bool(_)) {
+                if !matches!(
+                    v,
+                    Value::Enum(_) | Value::Integer(_) | Value::Bool(_) | Value::Span(_)
+                ) {
                     return Err(bad(format!(
-                        "`{}`: only enum, integer and bool params have a `current` value",
+                        "`{}`: only enum, integer, bool and step-length params have a `current` value",
                         p.name
                     )));
                 }
