@@ -59,6 +59,8 @@ pub(super) fn place_events(
                 param: pi,
                 action,
                 loc: ev.loc.clone(),
+                beat: ev.beat,
+                at_block: d.profile.profile.event_timing() == EventTiming::BlockAccurate,
             },
         ));
     }
