@@ -2,6 +2,8 @@
 //! from the swap sample, nothing before it moves, and the same handover
 //! gives the same bits again.
 
+mod common;
+
 use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
 use morphrt::profile::Profile;
 
@@ -160,4 +162,86 @@ fn events_in_beats_follow_tempo_edits_from_the_swap_only() {
         .iter()
         .zip(&again)
         .all(|(a, b)| a.to_bits() == b.to_bits()));
+}
+
+/// A live session: a dc stepped to b/100 at each beat b, 240 bpm (12000 samples a beat), the file rewritten to
+/// 200 bpm (14400) while it plays, captured and journaled; the events
+/// before the swap stay on the 240 bpm grid, the later ones land on the
+/// 200 bpm grid re-anchored at the swap, and the journal replays bit for
+/// bit.
+#[test]
+fn a_live_tempo_edit_re_anchors_events_and_replays() {
+    let dir = common::temp_dir("tempo_live_edit");
+    let path = dir.join("scene.json");
+    let text = |tempo: &str| {
+        let events: Vec<String> = (1..=60)
+            .map(|b| {
+                format!(
+                    r#"{{"time": "{b}beats", "node": "v", "param": "value", "value": {}}}"#,
+                    b as f64 / 100.0
+                )
+            })
+            .collect();
+        format!(
+            r#"{{"version": "1.0", "profile": "strict", "sample_rate": 48000,
+ "profile_config": {{"block_size": 64}}, "tempo": "{tempo}",
+ "nodes": [{{"id": "v", "op": "dc", "params": {{"value": 0}}}}],
+ "outputs": {{"main": "v"}}, "events": [{}]}}"#,
+            events.join(", ")
+        )
+    };
+    std::fs::write(&path, text("240bpm")).unwrap();
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("take.jsonl"));
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--capture",
+            cap.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing", &mut log);
+    common::save_as_editor(
+        &path,
+        &text("200bpm"),
+        std::time::Duration::from_millis(1500),
+    );
+    common::wait_line(&lines, "edit applied", &mut log);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let log = common::press_then_quit(&mut child, &lines, log, &[]);
+    let s = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["type"] == "handover")
+        .and_then(|r| r["swap_at"].as_u64())
+        .unwrap_or_else(|| panic!("no handover journaled; log:\n{log}"));
+    // The capture is stereo (a mono bus feeds both channels) and within
+    // ±1: beat b sets b/100.
+    let played: Vec<f64> = common::read_f32(&cap)
+        .chunks(2)
+        .map(|c| (c[0] as f64 * 100.0).round())
+        .collect();
+    // The steps from one beat to the next (not the fade when it stops).
+    let got: Vec<(usize, i64)> = steps(&played)
+        .into_iter()
+        .filter(|&(at, b)| b >= 1 && played[at] == b as f64 && played[at - 1] == (b - 1) as f64)
+        .collect();
+    let (mut before, mut after) = (0, 0);
+    for &(at, b) in &got {
+        let b = b as u64;
+        let want = if b * 12_000 < s {
+            before += 1;
+            b * 12_000
+        } else {
+            // s + (b − s/12000) · 14400 = (72000·b − s) / 5, never a tie.
+            after += 1;
+            (72_000 * b - s + 2) / 5
+        };
+        assert_eq!(at as u64, want, "beat {b}, swap at {s}; {got:?}\n{log}");
+    }
+    assert!(before >= 2 && after >= 2, "{got:?}\n{log}");
+    common::assert_replays(&journal, &cap, &log);
 }
