@@ -427,6 +427,12 @@ impl Engine {
         self.retime_beats();
     }
 
+    /// Each event's place in its plan as compiled and the sample it lands
+    /// on now (a tempo edit moves those in beats).
+    pub fn event_samples(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.events.iter().map(|e| (e.order, e.sample))
+    }
+
     /// Places the events in beats on the beat grid of a handover swapped
     /// at the pending swap sample S (`beats.rs`): beats before the one the
     /// captured engine's map stands at at S stay on that map (they play

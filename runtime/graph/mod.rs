@@ -99,6 +99,9 @@ pub struct PlanEvent {
     pub beat: Option<crate::scene::Rational>,
     /// Whether its node's profile moves it to its block's start.
     pub at_block: bool,
+    /// Its place in the plan's events as compiled (which a tempo edit may
+    /// reorder).
+    pub order: usize,
 }
 
 /// A voice module (`"voices": N`), compiled: its voices' nodes by schedule
