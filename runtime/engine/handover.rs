@@ -267,6 +267,8 @@ impl Engine {
         self.voices.load(&st.voices);
         self.pending.clear();
         self.pending.at = swap_at.max(st.clock);
+        self.prior_map = st.tempo_map;
+        self.retime_beats();
         // The delay lines hold the same signals whatever the profile: they
         // carry when the wiring matches, also across a profile switch.
         if st.main_wiring == self.main_wiring && self.bus.rings_fit(&st.main) {
@@ -422,6 +424,44 @@ impl Engine {
     /// one); call after fast-forwarding to `at`.
     pub fn set_swap_sample(&mut self, at: u64) {
         self.pending.at = at;
+        self.retime_beats();
+    }
+
+    /// Each event's place in its plan as compiled and the sample it lands
+    /// on now (a tempo edit moves those in beats).
+    pub fn event_samples(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.events.iter().map(|e| (e.order, e.sample))
+    }
+
+    /// Places the events in beats on the beat grid of a handover swapped
+    /// at the pending swap sample S (`beats.rs`): beats before the one the
+    /// captured engine's map stands at at S stay on that map (they play
+    /// before S), later ones land on this engine's tempo re-anchored at S.
+    /// An engine migrated from one without a beat grid (or from a snapshot
+    /// file) keeps its own. Every event that already fired is before S on
+    /// the old map, so re-placing the rest as S moves later never fires an
+    /// event twice.
+    fn retime_beats(&mut self) {
+        let (Some(old), Some(spb)) = (self.prior_map, self.spb) else {
+            return;
+        };
+        let s = self.pending.at;
+        let Some(new) = old.edited(s, spb) else {
+            return;
+        };
+        let block = self.block_size as u64;
+        for e in &mut self.events {
+            let Some(b) = e.beat else { continue };
+            if let Some(mut at) = super::beats::beat_sample(&old, &new, b) {
+                if e.at_block && block > 0 {
+                    at = at / block * block;
+                }
+                e.sample = at;
+            }
+        }
+        self.events.sort_by_key(|e| e.sample);
+        self.next_event = self.events.partition_point(|e| e.sample < self.clock);
+        self.tempo_map = Some(new);
     }
 
     /// Runs the engine from its clock to `to` (a later block boundary),

@@ -303,6 +303,16 @@ impl Incoming {
         }
     }
 
+    /// Its event keys at the samples its engine places them on now: after
+    /// a migration, those in beats follow a tempo edit.
+    pub fn retime_keys(&mut self) {
+        for (order, sample) in self.engine.event_samples() {
+            if let Some(k) = self.events.get_mut(order) {
+                k.sample = sample;
+            }
+        }
+    }
+
     /// The same, asking `asked` of the fixed settings (its scene's).
     pub fn asking(mut self, asked: Asked) -> Incoming {
         self.asked = asked;

@@ -15,6 +15,7 @@
 //! `feed.rs`; the control side's handover steps (compile,
 //! capture, migrate, fast-forward, offer) in `incoming.rs`.
 
+mod beats;
 mod blocks;
 mod bus;
 mod capture;
@@ -32,6 +33,7 @@ mod snapshot;
 mod timing;
 mod voices;
 
+pub use beats::TempoMap;
 pub use blocks::{
     render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_fed, try_run_blocks_with_stops,
 };
@@ -107,6 +109,13 @@ pub struct Engine {
     controls: control::Controls,
     /// Voice modules and their notes (see `voices.rs`).
     voices: voices::Voices,
+    /// Samples a beat lasts at the plan's tempo, if it has one.
+    spb: Option<crate::scene::Rational>,
+    /// The beat grid from the swap sample on (see `beats.rs`).
+    tempo_map: Option<TempoMap>,
+    /// The map of the engine migrated from, which places the events before
+    /// the swap sample: kept until the swap sample is final.
+    prior_map: Option<TempoMap>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -174,7 +183,11 @@ impl Engine {
         for (i, t) in voices.tags(slots.len()).into_iter().enumerate() {
             slots[i].voice = t;
         }
+        let spb = plan.tempo.map(|t| t.samples_per_beat(plan.sample_rate));
         Engine {
+            spb,
+            tempo_map: spb.map(TempoMap::from_start),
+            prior_map: None,
             voices,
             inputs: input::Inputs::new(input_channels, block),
             runs,

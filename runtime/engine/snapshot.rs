@@ -29,6 +29,8 @@ pub struct EngineState {
     pub engine: u64,
     /// Each voice module's allocator: which voice plays which note.
     pub voices: Vec<super::PoolState>,
+    /// The beat grid the engine played on (none from a snapshot file).
+    pub tempo_map: Option<super::TempoMap>,
 }
 
 /// One node's part of an [`EngineState`].
@@ -94,6 +96,7 @@ impl Engine {
             main_wiring: self.main_wiring,
             engine: self.id(),
             voices: self.voices.states(),
+            tempo_map: self.tempo_map,
         };
         for s in &self.slots {
             st.nodes.push(NodeSnapshot {
@@ -137,6 +140,7 @@ impl Engine {
         st.clock = self.clock;
         st.next_event = self.next_event;
         st.engine = self.id();
+        st.tempo_map = self.tempo_map;
         self.voices.save_into(&mut st.voices);
         self.bus.save_into(&mut st.main);
         for (s, snap) in self.slots.iter().zip(st.nodes.iter_mut()) {

@@ -94,6 +94,14 @@ pub struct PlanEvent {
     pub action: EventAction,
     /// Where the event is written (`events[3]`), for diagnostics.
     pub loc: crate::scene::Loc,
+    /// Its beat, when its time is in beats or bars: a tempo edit while
+    /// playing moves it on the beat grid (`engine::TempoMap`).
+    pub beat: Option<crate::scene::Rational>,
+    /// Whether its node's profile moves it to its block's start.
+    pub at_block: bool,
+    /// Its place in the plan's events as compiled (which a tempo edit may
+    /// reorder).
+    pub order: usize,
 }
 
 /// A voice module (`"voices": N`), compiled: its voices' nodes by schedule

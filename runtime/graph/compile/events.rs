@@ -59,11 +59,18 @@ pub(super) fn place_events(
                 param: pi,
                 action,
                 loc: ev.loc.clone(),
+                beat: ev.beat,
+                at_block: d.profile.profile.event_timing() == EventTiming::BlockAccurate,
+                order: 0,
             },
         ));
     }
     events.sort_by_key(|(s, i, _)| (*s, *i));
-    events.into_iter().map(|(_, _, e)| e).collect()
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(order, (_, _, e))| PlanEvent { order, ..e })
+        .collect()
 }
 
 /// An event's node (declaration index, and its declaration) and param

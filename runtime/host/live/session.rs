@@ -609,6 +609,7 @@ impl LiveSession {
         let file_profile = incoming.file_profile;
         let asked = incoming.asked.clone();
         let resources = std::mem::take(&mut incoming.resources);
+        incoming.retime_keys();
         let events = self.compare_events(std::mem::take(&mut incoming.events), at);
         let controls = (incoming.controls.clone(), incoming.table.clone());
         if let Err(e) = self.link.send(offer(incoming.engine, s, fade, catching_up)) {

@@ -196,6 +196,8 @@ impl SnapshotFile {
                 .iter()
                 .map(|p| self.pool_state(p))
                 .collect::<Result<_, _>>()?,
+            // A resume plays its scene's beat grid from the start.
+            tempo_map: None,
         })
     }
 
