@@ -459,7 +459,10 @@ impl Engine {
                 e.sample = at;
             }
         }
-        self.events.sort_by_key(|e| e.sample);
+        // On the audio thread when a swap moves later: an unstable sort does
+        // not allocate, and (sample, place in the plan) is unique, so the
+        // order is the scene's wherever two events share a sample.
+        self.events.sort_unstable_by_key(|e| (e.sample, e.order));
         self.next_event = self.events.partition_point(|e| e.sample < self.clock);
         self.tempo_map = Some(new);
     }
