@@ -26,6 +26,7 @@ mod feedback;
 mod handover;
 pub mod incoming;
 mod input;
+mod lanes;
 mod mix;
 mod node;
 mod ring;
@@ -64,6 +65,9 @@ use node::{Core, Slot};
 pub struct Engine {
     slots: Vec<Slot>,
     runs: Vec<Run>,
+    /// Every run's steps in order: nodes alone and lane groups (`lanes.rs`).
+    steps: Vec<lanes::Step>,
+    groups: Vec<lanes::Group>,
     clock: u64,
     block_size: usize,
     sample_rate: u32,
@@ -134,6 +138,8 @@ struct Run {
     start: usize,
     end: usize,
     flush: bool,
+    /// Its range in `Engine::steps`.
+    steps: (usize, usize),
 }
 
 impl Engine {
@@ -161,6 +167,7 @@ impl Engine {
                     start: i,
                     end: i + 1,
                     flush: s.flush,
+                    steps: (0, 0),
                 }),
             }
         }
@@ -183,8 +190,11 @@ impl Engine {
         for (i, t) in voices.tags(slots.len()).into_iter().enumerate() {
             slots[i].voice = t;
         }
+        let (steps, groups) = lanes::plan(&mut slots, &mut runs);
         let spb = plan.tempo.map(|t| t.samples_per_beat(plan.sample_rate));
         Engine {
+            steps,
+            groups,
             spb,
             tempo_map: spb.map(TempoMap::from_start),
             prior_map: None,
@@ -319,8 +329,8 @@ impl Engine {
                 if self.node_timing {
                     self.process_run_timed(run, pos, n);
                 } else {
-                    for i in run.start..run.end {
-                        self.process_slot(i, pos, n);
+                    for k in run.steps.0..run.steps.1 {
+                        self.run_step(k, pos, n);
                     }
                 }
             }

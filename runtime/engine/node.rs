@@ -303,7 +303,7 @@ impl Engine {
     /// (its state may be broken) until the next edit builds a new engine.
     #[cold]
     #[inline(never)]
-    fn report_panic(&mut self, i: usize, sample: u64) {
+    pub(super) fn report_panic(&mut self, i: usize, sample: u64) {
         self.stats.panics += 1;
         if self.stats.first_panic.is_none() {
             self.stats.first_panic = Some((i, sample));
@@ -315,7 +315,7 @@ impl Engine {
     /// by silence): counted, and reset or muted by the [`Recovery`] rule.
     #[cold]
     #[inline(never)]
-    fn report_nan(&mut self, i: usize, start: u64, end: u64) {
+    pub(super) fn report_nan(&mut self, i: usize, start: u64, end: u64) {
         self.stats.nan_events += 1;
         if self.stats.first_nan.is_none() {
             self.stats.first_nan = Some((i, start));
@@ -412,7 +412,7 @@ impl Recovery {
 
     /// The node ran clean up to `end` (or was muted or dead, and so silent).
     #[inline]
-    fn ran_clean(&mut self, end: u64) {
+    pub(super) fn ran_clean(&mut self, end: u64) {
         if self.wait != 0 && self.muted_until == 0 && end >= self.clear_at {
             self.wait = 0;
         }

@@ -2,6 +2,7 @@
 //! time to a counter allocated with the engine; [`NodeTime`] tables say
 //! where a block's time went.
 
+use super::lanes::Step;
 use super::{Engine, Run};
 
 /// Where one node's time went while per-node timing was on
@@ -95,14 +96,25 @@ impl Engine {
     }
 
     /// A run of nodes with each node's wall time added to its counter.
+    /// A lane group's time is shared equally among its members.
     #[inline(never)]
     pub(super) fn process_run_timed(&mut self, run: Run, pos: u64, n: usize) {
         let mut t0 = std::time::Instant::now();
-        for i in run.start..run.end {
-            self.process_slot(i, pos, n);
-            // One clock read per node: each node's end is the next one's start.
+        for k in run.steps.0..run.steps.1 {
+            self.run_step(k, pos, n);
+            // One clock read per step: each step's end is the next one's start.
             let t1 = std::time::Instant::now();
-            self.node_ns[i] += t1.duration_since(t0).as_nanos() as u64;
+            let ns = t1.duration_since(t0).as_nanos() as u64;
+            match self.steps[k] {
+                Step::Slot(i) => self.node_ns[i] += ns,
+                Step::Group(g) => {
+                    let members = &self.groups[g].members;
+                    let each = ns / members.len() as u64;
+                    for &i in members {
+                        self.node_ns[i] += each;
+                    }
+                }
+            }
             t0 = t1;
         }
     }

@@ -491,6 +491,53 @@ pub struct Io<'a, S> {
     pub params: Params<'a, S>,
 }
 
+/// One node of a lane group for one chunk (see [`Processor::lanes`]): its
+/// processor, its param states (constant over the chunk: no ramp in
+/// progress and no modulation signal, so each param's `value` holds for
+/// every frame), its gathered inputs and its outputs.
+pub struct LaneMember<'a, S> {
+    pub node: &'a mut dyn std::any::Any,
+    pub params: &'a [ParamState],
+    pub inputs: &'a [Vec<S>],
+    pub outputs: &'a mut [Vec<S>],
+}
+
+/// Runs `frames` frames from absolute sample `start` of every member, all
+/// of one concrete processor type (the one whose [`Processor::lanes`]
+/// gave the kernel). Each member's outputs must be exactly the bits its
+/// own `process` would write with the same params, whatever the number of
+/// members: lanes never change a node's operations or their order. Real-time
+/// safe, like `process`.
+pub type LaneKernel<S> = fn(members: &mut [LaneMember<'_, S>], frames: usize, start: u64);
+
+/// The most members one [`LaneKernel`] call receives.
+pub const MAX_LANES: usize = 16;
+
+/// A [`LaneKernel`] that runs each member's own `process` in turn, called
+/// statically: no lanes across nodes, but one engine dispatch for the
+/// whole group instead of one per node. Right for nodes whose kernel is
+/// already vectorised over time (oscillators, noise), where a group saves
+/// the engine's per-node work.
+pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
+    members: &mut [LaneMember<'_, S>],
+    frames: usize,
+    start: u64,
+) {
+    for m in members.iter_mut() {
+        let Some(node) = m.node.downcast_mut::<T>() else {
+            continue;
+        };
+        let mut io = Io {
+            frames,
+            start,
+            inputs: m.inputs,
+            outputs: m.outputs,
+            params: Params::new(m.params, &[], start),
+        };
+        node.process(&mut io);
+    }
+}
+
 /// A running node at one precision.
 ///
 /// Lifecycle: built (may allocate) → `process` / `reset` on the audio thread
@@ -541,6 +588,16 @@ pub trait Processor<S: Sample>: Send {
     /// without a solver); read by the engine's statistics.
     fn iterations(&self) -> u64 {
         0
+    }
+    /// This node as `Any`, and the kernel that runs several nodes of its
+    /// concrete type side by side (its lane group): `None` for nodes that
+    /// always run alone. The engine groups nodes whose concrete types are
+    /// equal (same operator, math and precision) and that may run at one
+    /// position of the schedule, and calls the kernel for chunks in which
+    /// every member is healthy and its params constant; otherwise each
+    /// member's own `process` runs.
+    fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
+        None
     }
 }
 

@@ -14,6 +14,7 @@ use super::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
     ParamKind, ParamSpec, Processor, StateError,
 };
+use super::{serial_lanes, LaneKernel};
 use crate::dsp::rng::NoiseStream;
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -57,6 +58,12 @@ impl<S: Sample> Processor<S> for Noise<S> {
 
     fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
         Ok(())
+    }
+
+    /// Its words come many Philox blocks at a time: a group saves the
+    /// engine's per-node work.
+    fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
+        Some((self, serial_lanes::<S, Self>))
     }
 }
 

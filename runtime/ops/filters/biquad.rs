@@ -8,10 +8,12 @@ use super::{
     built_enum, design_cutoff_hz, enum_index, limit, DesignCache, CUTOFF_PARAM, MAX_CUTOFF_RATIO,
     MAX_Q, MIN_CUTOFF_HZ, MIN_Q, Q_PARAM, TWO_PI,
 };
+use crate::dsp::vector::SimdLevel;
 use crate::dsp::{Math, MathKind, Sample};
 use crate::ops::{
-    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeState,
-    OpSpec, Operator, ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, LaneKernel,
+    LaneMember, Lint, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor, StateError,
+    Value,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -297,6 +299,17 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
         Ok(())
     }
 
+    /// Biquads run side by side, one node per lane: each lane's recursion
+    /// is the node's own, with its own coefficients and state.
+    fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
+        let kernel: LaneKernel<S> = match SimdLevel::detect() {
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2 => biquad_lanes_avx2::<S, M>,
+            _ => biquad_lanes::<S, M>,
+        };
+        Some((self, kernel))
+    }
+
     fn set_discrete(&mut self, param: usize, value: &Value) {
         if param == BQ_MODE {
             if let Some(i) = enum_index(value, BIQUAD_MODES.len()) {
@@ -305,6 +318,99 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
             }
         }
     }
+}
+
+/// Nodes per lane batch: a vector of f32 with AVX2, two of f64.
+const LANES: usize = 8;
+/// Frames moved through a batch's tile at a time.
+const TILE: usize = 32;
+
+/// [`Biquad::step`] of each lane: lane `l` runs node `l`'s recursion with
+/// its own coefficients `c[·][l]` and state, the same operations in the
+/// same order as the node alone (so the same bits).
+#[inline(always)]
+fn step_lanes<S: Sample, M: Math>(
+    c: &[[S; LANES]; 5],
+    z1: &mut [S; LANES],
+    z2: &mut [S; LANES],
+    row: &mut [S; LANES],
+) {
+    for l in 0..LANES {
+        let x = row[l];
+        let y = c[0][l] * x + z1[l];
+        if M::KIND == MathKind::Fast {
+            z1[l] = (c[1][l] * x + z2[l]) - c[3][l] * y;
+        } else {
+            z1[l] = c[1][l] * x - c[3][l] * y + z2[l];
+        }
+        z2[l] = c[2][l] * x - c[4][l] * y;
+        row[l] = y;
+    }
+}
+
+/// The lane kernel ([`LaneKernel`]): members in batches of [`LANES`], each
+/// batch's input moved into a frame × lane tile, run through
+/// [`step_lanes`], and moved out to the members' outputs.
+#[inline(always)]
+fn biquad_lanes_body<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
+    for batch in members.chunks_mut(LANES) {
+        let mut c = [[S::ZERO; LANES]; 5];
+        let (mut z1, mut z2) = ([S::ZERO; LANES], [S::ZERO; LANES]);
+        for (l, m) in batch.iter_mut().enumerate() {
+            let Some(b) = m.node.downcast_mut::<Biquad<S, M>>() else {
+                continue;
+            };
+            let p = m.params;
+            b.update(p[BQ_CUTOFF].value, p[BQ_Q].value, p[BQ_GAIN].value);
+            for (j, cj) in c.iter_mut().enumerate() {
+                cj[l] = b.coefs[j];
+            }
+            (z1[l], z2[l]) = (b.z1, b.z2);
+        }
+        let mut done = 0;
+        while done < n {
+            let len = (n - done).min(TILE);
+            let mut tile = [[S::ZERO; LANES]; TILE];
+            for (l, m) in batch.iter().enumerate() {
+                for (row, x) in tile.iter_mut().zip(&m.inputs[0][done..done + len]) {
+                    row[l] = *x;
+                }
+            }
+            for row in tile[..len].iter_mut() {
+                step_lanes::<S, M>(&c, &mut z1, &mut z2, row);
+            }
+            for (l, m) in batch.iter_mut().enumerate() {
+                for (o, row) in m.outputs[0][done..done + len].iter_mut().zip(&tile) {
+                    *o = row[l];
+                }
+            }
+            done += len;
+        }
+        for (l, m) in batch.iter_mut().enumerate() {
+            if let Some(b) = m.node.downcast_mut::<Biquad<S, M>>() {
+                // As `process`: a non-finite state starts again from silence.
+                if z1[l].is_finite() && z2[l].is_finite() {
+                    (b.z1, b.z2) = (z1[l], z2[l]);
+                } else {
+                    (b.z1, b.z2) = (S::ZERO, S::ZERO);
+                }
+            }
+        }
+    }
+}
+
+fn biquad_lanes<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _start: u64) {
+    biquad_lanes_body::<S, M>(members, n)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn biquad_lanes_avx2<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _s: u64) {
+    #[target_feature(enable = "avx2")]
+    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
+        biquad_lanes_body::<S, M>(members, n)
+    }
+    // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX2.
+    unsafe { run::<S, M>(members, n) }
 }
 
 struct BiquadOp;

@@ -20,6 +20,7 @@ use super::{
     frequency_lint, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator, OutputBound,
     ParamSpec, Processor, StateError, Value,
 };
+use super::{serial_lanes, LaneKernel};
 use crate::dsp::strict_sin;
 use crate::dsp::vector::{phase_turns, sin_turns, sine_block, SimdLevel};
 use crate::dsp::{Math, MathKind, Sample};
@@ -347,6 +348,12 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
         self.phasor.phase = st.get_u64("phase")?;
         Ok(())
+    }
+
+    /// Its kernel is already vectorised over time: a group saves the
+    /// engine's per-node work.
+    fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
+        Some((self, serial_lanes::<S, Self>))
     }
 }
 

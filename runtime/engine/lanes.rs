@@ -1,0 +1,385 @@
+//! Lane groups: nodes of one concrete processor type (one operator, math
+//! and precision) that may run at one position of the schedule, run by one
+//! kernel call instead of one engine dispatch each ([`Processor::lanes`]).
+//!
+//! **Grouping** (at build, off the audio thread; see [`plan`]). Nodes run
+//! in level order within each FP-mode run, and the nodes of one level and
+//! lane type form a group: they never read each other. Nodes of a voice
+//! module, nodes reading the session input and nodes with a modulated
+//! param run alone.
+//!
+//! **Running.** Per chunk, members whose params are constant over it and
+//! that are healthy go to the kernel in batches of at most [`MAX_LANES`];
+//! the rest (a ramp in progress, muted, resetting after a NaN, dead) run
+//! alone through the usual path, at the same position. Each member keeps
+//! its own buffers, state, snapshot, NaN check and recovery, and the
+//! kernel writes exactly the bits the member's own `process` would, so
+//! whether a node runs in a group never changes what it plays. A hot edit
+//! builds a new engine, which groups its nodes afresh; state carries by
+//! node as before.
+
+use super::mix::gather;
+use super::node::{Core, Slot};
+use super::{Engine, Run};
+use crate::dsp::vector::all_finite;
+use crate::dsp::Sample;
+use crate::ops::{LaneKernel, LaneMember, MAX_LANES};
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+
+/// One step of a run: a node alone, or a lane group at its leader's place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    Slot(usize),
+    Group(usize),
+}
+
+/// A lane group's kernel, at the members' precision.
+#[derive(Clone, Copy)]
+pub(super) enum GroupKernel {
+    F32(LaneKernel<f32>),
+    F64(LaneKernel<f64>),
+}
+
+pub(super) struct Group {
+    /// Schedule indices, ascending; the first is the leader.
+    pub(super) members: Vec<usize>,
+    pub(super) kernel: GroupKernel,
+}
+
+/// The nodes a group may take: a lane kernel, no voice, no session input,
+/// no modulated param. Returns the node's concrete type and kernel.
+fn lane_key(s: &mut Slot) -> Option<(TypeId, GroupKernel)> {
+    if s.voice.is_some() || s.feed.is_some() || s.param_inputs.iter().any(|l| !l.is_empty()) {
+        return None;
+    }
+    match &mut s.core {
+        Core::F32(t) => t.node.lanes().map(|(any, k)| {
+            let any: &dyn std::any::Any = any;
+            (any.type_id(), GroupKernel::F32(k))
+        }),
+        Core::F64(t) => t.node.lanes().map(|(any, k)| {
+            let any: &dyn std::any::Any = any;
+            (any.type_id(), GroupKernel::F64(k))
+        }),
+    }
+}
+
+/// The steps of every run (each run's `steps` range set) and the groups.
+///
+/// A run's nodes are put in level order: a node's level is one more than
+/// the highest level among the nodes of its run it reads (feedback edges
+/// aside: they read delay lines), 0 if none, so nodes of one level never
+/// read each other and any order of them is a valid schedule. Within a
+/// level, nodes of one lane type form a group at the first one's place
+/// (schedule order otherwise). A run holding nodes of a voice module keeps
+/// the schedule's order and forms no groups (a voice's sound reads nodes of
+/// its voice by the schedule's order). Groups of one node are plain steps.
+pub(super) fn plan(slots: &mut [Slot], runs: &mut [Run]) -> (Vec<Step>, Vec<Group>) {
+    let keys: Vec<Option<(TypeId, GroupKernel)>> = slots.iter_mut().map(lane_key).collect();
+    let mut groups: Vec<Group> = Vec::new();
+    let mut steps = Vec::with_capacity(slots.len());
+    for run in runs.iter_mut() {
+        let first_step = steps.len();
+        let range = run.start..run.end;
+        if range.clone().any(|i| slots[i].voice.is_some()) {
+            steps.extend(range.map(Step::Slot));
+            run.steps = (first_step, steps.len());
+            continue;
+        }
+        let mut level = vec![0usize; range.len()];
+        for i in range.clone() {
+            let srcs = slots[i].inputs.iter().chain(&slots[i].param_inputs);
+            level[i - run.start] = srcs
+                .flatten()
+                .filter(|e| !e.src.is_feedback() && range.contains(&e.src.node))
+                .map(|e| level[e.src.node - run.start] + 1)
+                .max()
+                .unwrap_or(0);
+        }
+        let mut order: Vec<usize> = range.clone().collect();
+        order.sort_by_key(|&i| (level[i - run.start], i));
+        let mut k = 0;
+        while k < order.len() {
+            let lv = level[order[k] - run.start];
+            let end = k + order[k..]
+                .iter()
+                .take_while(|&&i| level[i - run.start] == lv)
+                .count();
+            // This level's nodes by lane type, in schedule order.
+            let mut by_type: HashMap<TypeId, usize> = HashMap::new();
+            let mut placed: Vec<Step> = Vec::with_capacity(end - k);
+            for &i in &order[k..end] {
+                let Some((t, kernel)) = keys[i] else {
+                    placed.push(Step::Slot(i));
+                    continue;
+                };
+                match by_type.get(&t) {
+                    Some(&g) => groups[g].members.push(i),
+                    None => {
+                        by_type.insert(t, groups.len());
+                        placed.push(Step::Group(groups.len()));
+                        groups.push(Group {
+                            members: vec![i],
+                            kernel,
+                        });
+                    }
+                }
+            }
+            for step in placed {
+                match step {
+                    Step::Group(g) if groups[g].members.len() == 1 => {
+                        steps.push(Step::Slot(groups[g].members[0]));
+                    }
+                    other => steps.push(other),
+                }
+            }
+            k = end;
+        }
+        run.steps = (first_step, steps.len());
+    }
+    // Drop the groups of one node (now plain steps), renumbering the rest.
+    let mut renumber = vec![usize::MAX; groups.len()];
+    let mut kept = Vec::new();
+    for (g, group) in groups.into_iter().enumerate() {
+        if group.members.len() > 1 {
+            renumber[g] = kept.len();
+            kept.push(group);
+        }
+    }
+    for step in &mut steps {
+        if let Step::Group(g) = step {
+            *g = renumber[*g];
+        }
+    }
+    (steps, kept)
+}
+
+impl Engine {
+    /// Turns lane groups on (the default) or off: off, every node runs
+    /// alone. What the engine plays is the same bits either way; this is
+    /// for measuring what the groups save and for showing that they change
+    /// nothing. Allocates: call it off the audio thread, between blocks.
+    pub fn set_lanes(&mut self, on: bool) {
+        let (steps, groups) = if on {
+            plan(&mut self.slots, &mut self.runs)
+        } else {
+            let mut steps = Vec::with_capacity(self.slots.len());
+            for run in &mut self.runs {
+                let first = steps.len();
+                steps.extend((run.start..run.end).map(Step::Slot));
+                run.steps = (first, steps.len());
+            }
+            (steps, Vec::new())
+        };
+        self.steps = steps;
+        self.groups = groups;
+    }
+
+    /// The lane groups, each as its members' schedule indices (leader
+    /// first). Allocates.
+    pub fn lane_groups(&self) -> Vec<Vec<usize>> {
+        self.groups.iter().map(|g| g.members.clone()).collect()
+    }
+
+    /// Runs step `k` of the current run for the chunk `start..start+n`.
+    #[inline]
+    pub(super) fn run_step(&mut self, k: usize, start: u64, n: usize) {
+        debug_assert!(!matches!(self.steps[k], Step::Group(g) if g >= self.groups.len()));
+        match self.steps[k] {
+            Step::Slot(i) => self.process_slot(i, start, n),
+            Step::Group(g) => self.run_group(g, start, n),
+        }
+    }
+
+    /// Whether node `i` may run in its group's kernel for the chunk at
+    /// `start`: healthy (not muted, resetting, dead or due a retry) and
+    /// every param constant over the chunk.
+    fn lane_ready(&self, i: usize, start: u64) -> bool {
+        let s = &self.slots[i];
+        let r = &s.recovery;
+        r.muted_until == 0
+            && r.resetting.is_none()
+            && !r.dead
+            && s.params
+                .iter()
+                .all(|p| p.ramp.is_none_or(|r| start >= r.start + r.len))
+    }
+
+    /// Runs lane group `g` for one chunk: ready members through the kernel
+    /// in batches, the others alone.
+    fn run_group(&mut self, g: usize, start: u64, n: usize) {
+        let count = self.groups[g].members.len();
+        let kernel = self.groups[g].kernel;
+        let mut k = 0;
+        while k < count {
+            let mut batch = [0usize; MAX_LANES];
+            let mut len = 0;
+            while k < count && len < MAX_LANES {
+                let i = self.groups[g].members[k];
+                k += 1;
+                if self.lane_ready(i, start) {
+                    batch[len] = i;
+                    len += 1;
+                } else {
+                    self.process_slot(i, start, n);
+                }
+            }
+            if len > 0 {
+                self.run_batch(kernel, &batch[..len], start, n);
+            }
+        }
+    }
+
+    /// One kernel call over `batch` (ascending schedule indices): inputs
+    /// gathered per member, the kernel, then each member's NaN check.
+    fn run_batch(&mut self, kernel: GroupKernel, batch: &[usize], start: u64, n: usize) {
+        for &i in batch {
+            self.gather_inputs(i, n);
+        }
+        let ok = match kernel {
+            GroupKernel::F32(f) => call_kernel(&mut self.slots, f, batch, start, n),
+            GroupKernel::F64(f) => call_kernel(&mut self.slots, f, batch, start, n),
+        };
+        let end = start + n as u64;
+        for &i in batch {
+            if !ok {
+                self.report_panic(i, start);
+                continue;
+            }
+            let finite = match &mut self.slots[i].core {
+                Core::F32(t) => scrub(&mut t.outs, n),
+                Core::F64(t) => scrub(&mut t.outs, n),
+            };
+            if finite {
+                self.slots[i].recovery.ran_clean(end);
+            } else {
+                self.report_nan(i, start, end);
+            }
+        }
+    }
+
+    /// Sums node `i`'s audio inputs into its input buffers, as a node run
+    /// alone does.
+    fn gather_inputs(&mut self, i: usize, n: usize) {
+        let (before, rest) = self.slots.split_at_mut(i);
+        let Slot { core, inputs, .. } = &mut rest[0];
+        match core {
+            Core::F32(t) => {
+                for (buf, srcs) in t.ins.iter_mut().zip(inputs.iter()) {
+                    if !srcs.is_empty() {
+                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
+                    }
+                }
+            }
+            Core::F64(t) => {
+                for (buf, srcs) in t.ins.iter_mut().zip(inputs.iter()) {
+                    if !srcs.is_empty() {
+                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A precision's view of a slot's processor and buffers, for the kernel.
+trait Typed: Sample {
+    fn member<'a>(s: &'a mut Slot) -> Option<LaneMember<'a, Self>>;
+}
+
+macro_rules! typed {
+    ($s:ty, $v:ident) => {
+        impl Typed for $s {
+            fn member<'a>(s: &'a mut Slot) -> Option<LaneMember<'a, $s>> {
+                let Slot { core, params, .. } = s;
+                match core {
+                    Core::$v(t) => {
+                        let (node, _) = t.node.lanes()?;
+                        Some(LaneMember {
+                            node,
+                            params,
+                            inputs: &t.ins,
+                            outputs: &mut t.outs,
+                        })
+                    }
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+typed!(f32, F32);
+typed!(f64, F64);
+
+/// Calls `f` on the members `batch` (ascending schedule indices, at most
+/// [`MAX_LANES`]). False if it panicked: the members' outputs are then
+/// silenced (a panic payload is leaked, not freed on the audio thread).
+fn call_kernel<S: Typed>(
+    slots: &mut [Slot],
+    f: LaneKernel<S>,
+    batch: &[usize],
+    start: u64,
+    n: usize,
+) -> bool {
+    let mut buf: [MaybeUninit<LaneMember<'_, S>>; MAX_LANES] =
+        [const { MaybeUninit::uninit() }; MAX_LANES];
+    let mut len = 0;
+    let mut rest: &mut [Slot] = slots;
+    let mut base = 0;
+    for &i in batch.iter().take(MAX_LANES) {
+        let tail = std::mem::take(&mut rest);
+        let Some((slot, after)) = tail[i - base..].split_first_mut() else {
+            break;
+        };
+        rest = after;
+        base = i + 1;
+        if let Some(m) = S::member(slot) {
+            buf[len].write(m);
+            len += 1;
+        }
+    }
+    // SAFETY: the first `len` entries were written just above, and
+    // `LaneMember` holds only references (nothing to drop).
+    let members = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), len) };
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(members, n, start)));
+    match ran {
+        Ok(()) => true,
+        Err(payload) => {
+            std::mem::forget(payload);
+            let mut rest: &mut [Slot] = slots;
+            let mut base = 0;
+            for &i in batch {
+                let tail = std::mem::take(&mut rest);
+                let Some((slot, after)) = tail[i - base..].split_first_mut() else {
+                    break;
+                };
+                rest = after;
+                base = i + 1;
+                match &mut slot.core {
+                    Core::F32(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
+                    Core::F64(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
+                }
+            }
+            false
+        }
+    }
+}
+
+/// Replaces non-finite output samples by silence, as for a node run
+/// alone; false if there were any.
+fn scrub<S: Sample>(outs: &mut [Vec<S>], n: usize) -> bool {
+    let mut clean = true;
+    for out in outs.iter_mut() {
+        if !all_finite(&out[..n]) {
+            for x in out[..n].iter_mut() {
+                if !x.is_finite() {
+                    *x = S::ZERO;
+                }
+            }
+            clean = false;
+        }
+    }
+    clean
+}

@@ -1,0 +1,419 @@
+//! Lane groups: nodes of one operator that run side by side through one
+//! kernel call. Which nodes group, and that grouping never changes a bit:
+//! every scene here plays the same with lanes on and off — block sizes 1 …
+//! 4096, every profile, events mid-block, ramps, modulated members, a
+//! member that overflows, a snapshot restored mid-run, hot edits that
+//! retune, add and remove a member, and a profile switch.
+
+mod common;
+
+use common::engine;
+use morphrt::dsp::rng::mix64;
+use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
+use morphrt::engine::{render_to_vec, Engine};
+use morphrt::profile::Profile;
+
+const PROFILES: [Profile; 3] = [Profile::Strict, Profile::Repro, Profile::Live];
+
+/// The first (channel, frame) where `a` and `b` differ in bits.
+fn first_difference(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<(usize, usize)> {
+    for (c, (x, y)) in a.iter().zip(b).enumerate() {
+        if let Some(i) = x
+            .iter()
+            .zip(y)
+            .position(|(p, q)| p.to_bits() != q.to_bits())
+        {
+            return Some((c, i));
+        }
+        assert_eq!(x.len(), y.len());
+    }
+    None
+}
+
+/// `text` rendered for `frames` with lanes on and off.
+fn on_and_off(text: &str, profile: Profile, block: usize, frames: u64) -> [Vec<Vec<f64>>; 2] {
+    let mut on = engine(text, Some(profile), block);
+    let mut off = engine(text, Some(profile), block);
+    off.set_lanes(false);
+    assert!(off.lane_groups().is_empty());
+    [
+        render_to_vec(&mut on, frames),
+        render_to_vec(&mut off, frames),
+    ]
+}
+
+/// Members of each group by node id.
+fn group_ids(e: &Engine) -> Vec<Vec<String>> {
+    e.lane_groups()
+        .iter()
+        .map(|g| g.iter().map(|&i| e.node_id(i).to_string()).collect())
+        .collect()
+}
+
+#[test]
+fn the_benchmark_scenes_group_their_sines_noises_and_biquads() {
+    let text = std::fs::read_to_string(common::root().join("scenes/bench/w1.json")).unwrap();
+    let e = engine(&text, Some(Profile::Live), 64);
+    let groups = group_ids(&e);
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    let want: Vec<String> = (0..256).map(|i| format!("s{i:03}")).collect();
+    assert_eq!(groups[0], want);
+
+    let text = std::fs::read_to_string(common::root().join("scenes/bench/w4.json")).unwrap();
+    for p in PROFILES {
+        let e = engine(&text, Some(p), 64);
+        let mut groups = group_ids(&e);
+        groups.sort();
+        let noises: Vec<String> = (0..64).map(|i| format!("n{i:02}")).collect();
+        let filters: Vec<String> = (0..64).map(|i| format!("bp{i:02}")).collect();
+        assert_eq!(groups, vec![filters, noises], "{p}");
+    }
+}
+
+#[test]
+fn nodes_that_read_each_other_or_differ_in_kind_do_not_group() {
+    // A chain of biquads (each reads the one before), two sines at other
+    // precisions, a sine whose amp is modulated, and two noises in parallel.
+    let text = r#"{ "version": "1.0", "seed": 1, "nodes": [
+        { "id": "src", "op": "noise" },
+        { "id": "a", "op": "biquad" }, { "id": "b", "op": "biquad" }, { "id": "c", "op": "biquad" },
+        { "id": "s1", "op": "sine" }, { "id": "s2", "op": "sine", "profile_overrides": { "precision": "f64" } },
+        { "id": "s3", "op": "sine" }, { "id": "lfo", "op": "sine", "params": { "freq": 3 } },
+        { "id": "n1", "op": "noise" },
+        { "id": "sum", "op": "mix" } ],
+      "edges": [ { "from": "src", "to": "a" }, { "from": "a", "to": "b" }, { "from": "b", "to": "c" },
+                 { "from": "lfo", "to": "s3:amp" },
+                 { "from": "c", "to": "sum:in0" }, { "from": "s1", "to": "sum:in1" },
+                 { "from": "s3", "to": "sum:in3" },
+                 { "from": "n1", "to": "sum:in4" } ],
+      "outputs": { "main": ["sum", "s2"] } }"#;
+    let e = engine(text, Some(Profile::Repro), 64);
+    let mut groups = group_ids(&e);
+    groups.iter_mut().for_each(|g| g.sort());
+    groups.sort();
+    // s1 and lfo are f32 sines with constant params; s2 is f64, s3 modulated.
+    assert_eq!(
+        groups,
+        vec![
+            vec!["lfo".to_string(), "s1".to_string()],
+            vec!["n1".to_string(), "src".to_string()]
+        ]
+    );
+    let [on, off] = on_and_off(text, Profile::Repro, 64, 4000);
+    assert_eq!(first_difference(&on, &off), None);
+}
+
+/// A scene of `count` biquads, each fed by its own noise or saw, with
+/// random modes, cutoffs and Qs drawn from `seed`, a few events (some with
+/// ramps, some mid-block) and every biquad on its own main channel.
+fn random_scene(count: usize, seed: u64) -> String {
+    let modes = [
+        "lowpass",
+        "highpass",
+        "bandpass",
+        "notch",
+        "peak",
+        "allpass",
+        "lowshelf",
+        "highshelf",
+    ];
+    let mut z = seed;
+    let mut next = || {
+        z = mix64(z);
+        z
+    };
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    let mut events = Vec::new();
+    let mut main = Vec::new();
+    for k in 0..count {
+        let src = if next() % 3 == 0 {
+            format!(
+                r#"{{ "id": "src{k}", "op": "saw", "params": {{ "freq": {}, "amp": 0.5 }} }}"#,
+                40 + next() % 2000
+            )
+        } else {
+            format!(r#"{{ "id": "src{k}", "op": "noise", "params": {{ "amp": 0.5 }} }}"#)
+        };
+        nodes.push(src);
+        let mode = modes[(next() % modes.len() as u64) as usize];
+        let cutoff = 20.0 + (next() % 18_000) as f64;
+        let q = 0.3 + (next() % 1000) as f64 / 100.0;
+        let gain = (next() % 24) as f64 / 10.0 + 0.1;
+        nodes.push(format!(
+            r#"{{ "id": "bq{k}", "op": "biquad", "params": {{ "mode": "{mode}", "cutoff": {cutoff}, "q": {q}, "gain": {gain} }} }}"#
+        ));
+        edges.push(format!(r#"{{ "from": "src{k}", "to": "bq{k}" }}"#));
+        main.push(format!(r#""bq{k}""#));
+        if next() % 2 == 0 {
+            let at = 100 + next() % 3000;
+            let ramp = if next() % 2 == 0 { 0 } else { 1 + next() % 500 };
+            events.push(format!(
+                r#"{{ "time": "{at}samples", "node": "bq{k}", "param": "cutoff", "value": {}, "ramp": "{ramp}samples" }}"#,
+                30 + next() % 15_000
+            ));
+        }
+    }
+    format!(
+        r#"{{ "version": "1.0", "seed": {seed}, "sample_rate": 48000, "nodes": [{}], "edges": [{}],
+             "outputs": {{ "main": [{}] }}, "events": [{}] }}"#,
+        nodes.join(", "),
+        edges.join(", "),
+        main.join(", "),
+        events.join(", ")
+    )
+}
+
+#[test]
+fn groups_of_any_size_play_the_same_bits_as_nodes_alone() {
+    // Group sizes 1 … 9 (a batch of 8 lanes and one more) and 17 (two
+    // full batches of the largest kernel call and one more).
+    for (count, seed) in (1..=9).map(|c| (c, c as u64)).chain([(17, 99)]) {
+        let text = random_scene(count, seed);
+        for p in PROFILES {
+            for block in [1, 7, 64, 4096] {
+                let frames = if block == 1 { 1200 } else { 5000 };
+                let [on, off] = on_and_off(&text, p, block, frames);
+                if count > 1 {
+                    let e = engine(&text, Some(p), block);
+                    assert!(
+                        e.lane_groups().iter().any(|g| g.len() == count),
+                        "{count} biquads should form one group"
+                    );
+                }
+                assert_eq!(
+                    first_difference(&on, &off),
+                    None,
+                    "{count} biquads, {p}, block {block}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_member_that_overflows_recovers_alone_and_the_others_play_on() {
+    // bq1's input is 3e38, near f32's largest: its resonance overflows to
+    // infinity within a few samples; the engine silences it, resets it and
+    // counts the event, in the group as alone.
+    let text = r#"{ "version": "1.0", "seed": 5, "nodes": [
+        { "id": "n0", "op": "noise" }, { "id": "n2", "op": "noise" },
+        { "id": "d6", "op": "dc", "params": { "value": 1e6 } },
+        { "id": "d300", "op": "dc", "params": { "value": 300 } },
+        { "id": "m12", "op": "multiply" }, { "id": "m24", "op": "multiply" },
+        { "id": "m36", "op": "multiply" }, { "id": "big", "op": "multiply" },
+        { "id": "bq0", "op": "biquad", "params": { "mode": "bandpass", "cutoff": 500, "q": 20 } },
+        { "id": "bq1", "op": "biquad", "params": { "mode": "lowpass", "cutoff": 100, "q": 40 } },
+        { "id": "bq2", "op": "biquad", "params": { "mode": "peak", "cutoff": 3000, "gain": 4 } } ],
+      "edges": [ { "from": "d6", "to": "m12:a" }, { "from": "d6", "to": "m12:b" },
+                 { "from": "m12", "to": "m24:a" }, { "from": "m12", "to": "m24:b" },
+                 { "from": "m24", "to": "m36:a" }, { "from": "m12", "to": "m36:b" },
+                 { "from": "m36", "to": "big:a" }, { "from": "d300", "to": "big:b" },
+                 { "from": "n0", "to": "bq0" }, { "from": "big", "to": "bq1" }, { "from": "n2", "to": "bq2" } ],
+      "outputs": { "main": ["bq0", "bq1", "bq2"] } }"#;
+    for p in [Profile::Repro, Profile::Live] {
+        let mut on = engine(text, Some(p), 64);
+        let mut off = engine(text, Some(p), 64);
+        off.set_lanes(false);
+        assert!(
+            on.lane_groups().iter().any(|g| g.len() == 2),
+            "{p}: bq0 and bq2 group"
+        );
+        let a = render_to_vec(&mut on, 20_000);
+        let b = render_to_vec(&mut off, 20_000);
+        assert_eq!(first_difference(&a, &b), None, "{p}");
+        assert!(on.stats().nan_events > 0, "{p}: bq1 should overflow");
+        assert_eq!(on.stats(), off.stats(), "{p}");
+        assert_eq!(
+            on.stats().first_nan.map(|(i, _)| on.node_id(i)),
+            Some("bq1")
+        );
+        // The others are never touched: they are what they are without bq1.
+        assert!(a[0].iter().any(|x| *x != 0.0) && a[2].iter().any(|x| *x != 0.0));
+    }
+}
+
+#[test]
+fn a_snapshot_restored_mid_run_continues_the_group_bit_for_bit() {
+    let text = random_scene(11, 7);
+    for p in PROFILES {
+        let mut whole = engine(&text, Some(p), 64);
+        let want = render_to_vec(&mut whole, 8000);
+        let mut first = engine(&text, Some(p), 64);
+        let head = render_to_vec(&mut first, 2560);
+        let st = first.snapshot();
+        let mut second = engine(&text, Some(p), 64);
+        let m = second.migrate(&st, st.clock);
+        assert!(m.notices.is_empty(), "{:?}", m.notices);
+        let tail = render_to_vec(&mut second, 8000 - 2560);
+        let got: Vec<Vec<f64>> = head
+            .iter()
+            .zip(&tail)
+            .map(|(h, t)| [&h[..], &t[..]].concat())
+            .collect();
+        assert_eq!(first_difference(&got, &want), None, "{p}");
+    }
+}
+
+fn fixed() -> SessionFixed {
+    SessionFixed {
+        block_size: 64,
+        sample_rate: 48_000,
+        seed: Some(3),
+        resource_dirs: Vec::new(),
+        pinned: Vec::new(),
+    }
+}
+
+fn incoming(text: &str, profile: Profile, lanes: bool) -> Incoming {
+    let mut inc = Incoming::compile(text, std::path::Path::new("t.json"), &fixed(), profile)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    inc.engine.set_lanes(lanes);
+    inc
+}
+
+/// Twelve noises, twelve sines and twelve biquads, each biquad on its own
+/// channel; `retune` changes bq03's cutoff, `drop` removes bq07 (channel 7
+/// plays its noise instead), `add` adds bq12 on that noise (channel 7).
+fn edit_scene(retune: bool, drop: bool, add: bool) -> String {
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    let mut main = Vec::new();
+    for k in 0..12 {
+        nodes.push(format!(
+            r#"{{ "id": "n{k:02}", "op": "noise", "params": {{ "amp": 0.5 }} }}"#
+        ));
+        nodes.push(format!(
+            r#"{{ "id": "s{k:02}", "op": "sine", "params": {{ "freq": {}, "amp": 0.25 }} }}"#,
+            100 + 37 * k
+        ));
+        if drop && k == 7 {
+            main.push(if add { r#""bq12""# } else { r#""n07""# }.to_string());
+            continue;
+        }
+        let cutoff = if retune && k == 3 {
+            2500
+        } else {
+            200 + 150 * k
+        };
+        nodes.push(format!(
+            r#"{{ "id": "bq{k:02}", "op": "biquad", "params": {{ "mode": "bandpass", "cutoff": {cutoff}, "q": 4 }} }}"#
+        ));
+        edges.push(format!(r#"{{ "from": "n{k:02}", "to": "bq{k:02}" }}"#));
+        edges.push(format!(r#"{{ "from": "s{k:02}", "to": "bq{k:02}" }}"#));
+        main.push(format!(r#""bq{k:02}""#));
+    }
+    if add {
+        nodes.push(
+            r#"{ "id": "bq12", "op": "biquad", "params": { "mode": "lowpass", "cutoff": 900 } }"#
+                .to_string(),
+        );
+        edges.push(r#"{ "from": "n07", "to": "bq12" }"#.to_string());
+    }
+    format!(
+        r#"{{ "version": "1.0", "seed": 3, "nodes": [{}], "edges": [{}], "outputs": {{ "main": [{}] }} }}"#,
+        nodes.join(", "),
+        edges.join(", "),
+        main.join(", ")
+    )
+}
+
+/// Plays `first`, then hands over to each of `edits` in turn (captured a
+/// block before its swap), with lanes on or off in every engine; returns
+/// the output by channel.
+fn played(
+    first: &str,
+    edits: &[(String, Profile, u64, u64)],
+    profile: Profile,
+    lanes: bool,
+) -> Vec<Vec<f64>> {
+    let first = incoming(first, profile, lanes);
+    let channels = first.engine.channels();
+    let mut s = Scripted::new(first, channels);
+    for (text, p, at, fade) in edits {
+        s.handover_at(incoming(text, *p, lanes), at - 64, *at, *fade)
+            .unwrap();
+    }
+    s.play_to(30_000);
+    let out = s.output();
+    (0..channels)
+        .map(|c| out.iter().skip(c).step_by(channels).copied().collect())
+        .collect()
+}
+
+#[test]
+fn a_retune_keeps_every_other_member_bit_for_bit() {
+    let base = edit_scene(false, false, false);
+    for p in PROFILES {
+        let plain = played(&base, &[], p, true);
+        // A param-only edit: no crossfade, the new engine computes what the
+        // old one would until the swap, then bq03 glides to its new cutoff.
+        let edits = [(edit_scene(true, false, false), p, 6400, 0)];
+        let on = played(&base, &edits, p, true);
+        let off = played(&base, &edits, p, false);
+        assert_eq!(first_difference(&on, &off), None, "{p}");
+        for c in (0..12).filter(|c| *c != 3) {
+            assert_eq!(
+                first_difference(&on[c..=c], &plain[c..=c]),
+                None,
+                "{p}: bq{c:02}"
+            );
+        }
+        assert!(
+            on[3][6400 + 2000..] != plain[3][6400 + 2000..],
+            "bq03 was retuned"
+        );
+    }
+}
+
+#[test]
+fn adding_and_removing_members_regroups_and_carries_the_others_state() {
+    let base = edit_scene(false, false, false);
+    for p in PROFILES {
+        let plain = played(&base, &[], p, true);
+        // Remove bq07, then add bq12 back later: two structural handovers.
+        let edits = [
+            (edit_scene(false, true, false), p, 6400, 960),
+            (edit_scene(false, true, true), p, 16_000, 960),
+        ];
+        let on = played(&base, &edits, p, true);
+        let off = played(&base, &edits, p, false);
+        assert_eq!(first_difference(&on, &off), None, "{p}");
+        // A carried member plays on its own bits once each crossfade is
+        // over.
+        for c in (0..12).filter(|c| *c != 7) {
+            let after = 16_000 + 960;
+            assert_eq!(
+                first_difference(&[on[c][after..].to_vec()], &[plain[c][after..].to_vec()]),
+                None,
+                "{p}: bq{c:02}"
+            );
+        }
+        let e = incoming(&edits[1].0, p, true);
+        assert!(
+            e.engine.lane_groups().iter().any(|g| g.len() == 12),
+            "{p}: 12 biquads regroup"
+        );
+    }
+}
+
+#[test]
+fn a_profile_switch_carries_state_out_of_and_into_groups() {
+    let base = edit_scene(false, false, false);
+    let edits = [
+        (base.clone(), Profile::Strict, 6400, 960),
+        (base.clone(), Profile::Live, 16_000, 960),
+    ];
+    let on = played(&base, &edits, Profile::Repro, true);
+    let off = played(&base, &edits, Profile::Repro, false);
+    assert_eq!(first_difference(&on, &off), None);
+    // State flowed: no channel restarts from silence at a switch (a
+    // biquad starting fresh on noise would ring up from zero).
+    for c in &on {
+        for at in [6400usize, 16_000] {
+            let before: f64 = c[at - 256..at].iter().map(|x| x * x).sum();
+            let after: f64 = c[at..at + 256].iter().map(|x| x * x).sum();
+            assert!(after > 0.2 * before, "energy {before} → {after} at {at}");
+        }
+    }
+}
