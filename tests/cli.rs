@@ -324,6 +324,29 @@ fn ops_lists_every_operator() {
     );
 }
 
+/// `ops compressor` said its live path ran "fast approximations"; it runs
+/// `std` math there (levels and time constants are coefficient math). An
+/// op that does call the fast sine under live still says so.
+#[test]
+fn ops_text_claims_fast_approximations_only_where_they_run() {
+    let live = |name: &str| {
+        let o = morphrt(&["ops", name]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        stdout(&o)
+            .lines()
+            .find(|l| l.trim_start().starts_with("live:"))
+            .unwrap_or_else(|| panic!("{name}: no live line"))
+            .to_string()
+    };
+    for name in ["compressor", "limiter", "follower"] {
+        let line = live(name);
+        assert!(!line.contains("fast approximations ("), "{name}: {line}");
+        assert!(line.contains("std math"), "{name}: {line}");
+    }
+    let line = live("sine");
+    assert!(line.contains("fast approximations (signal path)"), "{line}");
+}
+
 /// (fixture, line of the offending value, text the message must contain)
 const BAD: &[(&str, u32, &str)] = &[
     ("syntax", 5, "invalid JSON"),

@@ -1,7 +1,9 @@
 //! Every operator with an input recovers from an overflow reaching it: two
 //! sources burst to ±3e38 (f32) or ±1e308 (f64) for one block and their sum
 //! — infinite — feeds the node; a second later its output is back
-//! where an undisturbed run is.
+//! where an undisturbed run is. The modulation effects with a running LFO
+//! are the exception, and are checked for what recovery promises them
+//! instead (`swept_effects_sound_again_after_an_overflow_at_their_input`).
 //! Before the engine reset nodes that produced NaN/Inf, `onepole`, `svf`,
 //! `delay` and `convolution` stayed poisoned (silent) for the rest of the
 //! session.
@@ -125,6 +127,11 @@ fn issue10_every_operator_recovers_from_an_overflow_at_its_input() {
             "reverb",
             r#"{ "rt60_low": "200ms", "rt60_high": "100ms", "mix": 0.5 }"#,
         ),
+        // With the LFO held (rate 0) a reset restarts nothing audible:
+        // the delay lines and allpass states are all that overflowed.
+        ("chorus", r#"{ "rate": 0, "mix": 0.5 }"#),
+        ("flanger", r#"{ "rate": 0, "feedback": 0.7 }"#),
+        ("phaser", r#"{ "rate": 0, "feedback": 0.5, "stages": 8 }"#),
         ("gain", r#"{ "gain": 0.5 }"#),
         ("pan", r#"{ "pos": 0.3 }"#),
         ("mix", r#"{}"#),
@@ -150,6 +157,60 @@ fn issue10_every_operator_recovers_from_an_overflow_at_its_input() {
                 assert!(
                     err < 1e-3,
                     "{op} under {p}, burst {sign:+}: output one second later is {err:.3e} (rel RMS) from an undisturbed run ({nans} NaN events): it did not recover"
+                );
+            }
+        }
+    }
+}
+
+/// The modulation effects with a running LFO. Recovery resets the node, and
+/// `reset` returns it to its state right after build (the `Processor`
+/// contract, as for the oscillators, whose phase also restarts at 0): the
+/// LFO starts again at phase 0 at the block after the burst. A second
+/// later the effect is therefore out of phase with an undisturbed run, and
+/// a sample-by-sample comparison says nothing. What recovery promises is
+/// that it sounds again as itself: finite, at the undisturbed run's level
+/// (the tail's RMS within a factor of `LEVEL` of it) and no louder than the
+/// undisturbed run ever gets (the tail's peak within `PEAK` of its peak
+/// over two seconds, more than a cycle of each LFO here). The same effects
+/// with the LFO held are in the list above, compared sample by sample.
+#[test]
+fn swept_effects_sound_again_after_an_overflow_at_their_input() {
+    const LEVEL: f64 = 2.0;
+    const PEAK: f64 = 1.05;
+    let dir = common::temp_dir("recovery-swept");
+    let ops: &[(&str, &str)] = &[
+        ("chorus", r#"{ "rate": "1Hz", "mix": 0.5 }"#),
+        ("flanger", r#"{ "rate": "0.5Hz", "feedback": 0.7 }"#),
+        (
+            "phaser",
+            r#"{ "rate": "0.5Hz", "feedback": 0.5, "stages": 8 }"#,
+        ),
+    ];
+    let rms = |x: &[f64]| (x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64).sqrt();
+    let peak = |x: &[f64]| x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (op, params) in ops {
+        for p in Profile::ALL {
+            let (clean, _) = run(op, params, p, 0.0, &dir);
+            for sign in [1.0, -1.0] {
+                let (hit, nans) = run(op, params, p, sign, &dir);
+                assert!(nans > 0, "{op} {p}: the burst reached it");
+                assert!(
+                    hit.iter().all(|x| x.is_finite()),
+                    "{op} {p}: non-finite output"
+                );
+                let tail = 48_000 + 9_664..96_000;
+                let (level, want) = (rms(&hit[tail.clone()]), rms(&clean[tail.clone()]));
+                let (top, limit) = (peak(&hit[tail]), peak(&clean));
+                assert!(
+                    level <= want * LEVEL && level >= want / LEVEL,
+                    "{op} under {p}, burst {sign:+}: RMS one second later is {level:.4}, an \
+                     undisturbed run's {want:.4}: it did not sound again as itself"
+                );
+                assert!(
+                    top <= limit * PEAK,
+                    "{op} under {p}, burst {sign:+}: peak one second later is {top:.4}, above \
+                     the undisturbed run's {limit:.4}"
                 );
             }
         }

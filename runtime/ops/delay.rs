@@ -326,7 +326,7 @@ pub static DELAY: OpSpec = OpSpec {
     choices: no_choices,
     lints: delay_lints,
     cost: |p, _| by_profile(p, [6.4, 4.4, 4.4]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<DelayOp>,
 };
 

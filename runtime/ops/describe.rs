@@ -109,11 +109,30 @@ fn inputs(spec: &OpSpec) -> String {
     }
 }
 
-/// The default description for every operator: profile math policies.
+/// The default description: the profiles' math policies, for an operator
+/// whose signal path calls sin, cos, tanh or exp through its math policy
+/// (`Math::sin` … `Math::exp`, fast approximations under live).
 const MATH: [&str; 3] = [
     "f64, libm",
     "f32, std math",
     "f32, fast approximations (signal path)",
+];
+
+/// [`OpSpec::algorithms`] for an operator whose signal path uses none of
+/// the fast approximations: under live its math (coefficients, levels in
+/// dB, if any) is `std`'s, as under repro.
+pub const NO_FAST_MATH: [&str; 3] = [
+    "f64, libm",
+    "f32, std math",
+    "f32, std math (no fast approximations on its path)",
+];
+
+/// [`OpSpec::algorithms`] for `biquad`: no fast approximations, but under
+/// live its recursion is reassociated (it rounds differently from repro).
+pub const BIQUAD_MATH: [&str; 3] = [
+    "f64, libm",
+    "f32, std math",
+    "f32, std coefficient math (no fast approximations); the TDF-II recursion reassociated for a shorter dependency chain",
 ];
 
 /// One line per operator.
@@ -286,5 +305,47 @@ mod tests {
         );
         let all: Vec<&OpSpec> = crate::ops::registry().to_vec();
         assert!(summary(&all).starts_with("tier: the strongest profile"));
+    }
+
+    /// The live line said "fast approximations" for every operator; the
+    /// dynamics ops' live path uses only `std` (coefficient and dB) math,
+    /// and so do the filters, delays and most others. Each operator's
+    /// text now says which it is, and the ops that do call the fast sine,
+    /// cosine, tanh or exp under live still say so.
+    #[test]
+    fn live_math_text_claims_fast_approximations_only_where_they_run() {
+        let live = |name: &str| {
+            let d = detail(crate::ops::lookup(name).unwrap());
+            let line = d
+                .lines()
+                .find(|l| l.trim_start().starts_with("live:"))
+                .unwrap()
+                .to_string();
+            let j = json(crate::ops::lookup(name).unwrap());
+            assert_eq!(j["algorithms"]["live"], line["  live:".len()..].trim());
+            line
+        };
+        for name in [
+            "compressor",
+            "limiter",
+            "follower",
+            "biquad",
+            "onepole",
+            "delay",
+            "saw",
+        ] {
+            let line = live(name);
+            assert!(!line.contains("fast approximations ("), "{name}: {line}");
+            assert!(line.contains("no fast approximations"), "{name}: {line}");
+        }
+        // Their live paths call `M::sin`, `M::cos` (the pan law) or the
+        // fast vector sine.
+        for name in ["sine", "lfo", "pan", "chorus", "flanger", "phaser"] {
+            let line = live(name);
+            assert!(
+                line.contains("fast approximations (signal path)"),
+                "{name}: {line}"
+            );
+        }
     }
 }

@@ -67,7 +67,7 @@ pub static INPUT: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [0.5, 0.5, 0.5]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<InputOp>,
 };
 

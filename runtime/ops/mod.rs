@@ -281,7 +281,10 @@ pub struct OpSpec {
     /// node's profile and params (see [`CostFn`]); `check` prints it.
     pub cost: CostFn,
     /// What the operator runs under strict, repro and live, in words, for
-    /// `morphrt ops`; `None` when only precision and math policy differ.
+    /// `morphrt ops`; `None` when only precision and math policy differ
+    /// and its signal path calls the math policy's sin, cos, tanh or exp
+    /// (fast approximations under live);
+    /// [`describe::NO_FAST_MATH`] when it calls none of them.
     pub algorithms: Option<[&'static str; 3]>,
     /// Builds a node (may allocate).
     pub build: BuildFn,

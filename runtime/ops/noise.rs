@@ -113,7 +113,7 @@ pub static NOISE: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [6.3, 5.6, 5.6]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<NoiseOp>,
 };
 

@@ -561,7 +561,7 @@ pub static REVERB: OpSpec = OpSpec {
     choices: no_choices,
     lints: reverb_lints,
     cost: |p, _| by_profile(p, [72.0, 63.0, 59.0]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<ReverbOp>,
 };
 

@@ -272,7 +272,7 @@ pub static SAMPLER: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [6.8, 5.5, 5.5]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<SamplerOp>,
 };
 

@@ -394,7 +394,7 @@ pub static SEQUENCER: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [4.9, 4.3, 4.3]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<SequencerOp>,
 };
 

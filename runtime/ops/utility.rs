@@ -65,7 +65,7 @@ pub static DC: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [1.0, 1.0, 1.0]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<DcOp>,
 };
 
@@ -126,7 +126,7 @@ pub static GAIN: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [1.5, 1.2, 1.2]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<GainOp>,
 };
 
@@ -207,7 +207,7 @@ pub static MIX: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [4.0, 3.5, 3.5]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<MixOp>,
 };
 
@@ -251,7 +251,7 @@ pub static MULTIPLY: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [1.5, 1.2, 1.2]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<MultiplyOp>,
 };
 
@@ -390,7 +390,7 @@ pub static CAST: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [1.0, 1.0, 1.0]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<CastOp>,
 };
 

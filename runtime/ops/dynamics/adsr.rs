@@ -267,7 +267,7 @@ pub(crate) static ADSR: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [4.0, 3.3, 3.3]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<AdsrOp>,
 };
 

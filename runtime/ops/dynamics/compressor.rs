@@ -348,7 +348,7 @@ pub(crate) static COMPRESSOR: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [24.0, 21.0, 21.0]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<CompressorOp>,
 };
 

@@ -120,7 +120,7 @@ pub(crate) static FOLLOWER: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [10.0, 10.0, 10.0]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<FollowerOp>,
 };
 

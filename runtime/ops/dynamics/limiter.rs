@@ -400,7 +400,7 @@ pub(crate) static LIMITER: OpSpec = OpSpec {
     choices: no_choices,
     lints: limiter_lints,
     cost: |p, _| by_profile(p, [22.0, 22.0, 22.0]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<LimiterOp>,
 };
 

@@ -477,7 +477,7 @@ pub static BIQUAD: OpSpec = OpSpec {
     choices: no_choices,
     lints: biquad_lints,
     cost: |p, _| by_profile(p, [5.6, 4.2, 4.2]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::BIQUAD_MATH),
     build: build_any::<BiquadOp>,
 };
 

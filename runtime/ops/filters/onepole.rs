@@ -158,7 +158,7 @@ pub static ONEPOLE: OpSpec = OpSpec {
     choices: no_choices,
     lints: onepole_lints,
     cost: |p, _| by_profile(p, [3.5, 3.2, 3.2]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<OnePoleOp>,
 };
 

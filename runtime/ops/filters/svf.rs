@@ -198,7 +198,7 @@ pub static SVF: OpSpec = OpSpec {
     choices: no_choices,
     lints: svf_lints,
     cost: |p, _| by_profile(p, [6.5, 5.8, 5.8]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<SvfOp>,
 };
 

@@ -13,7 +13,7 @@
 //! 1 sample … the line's length (`delay` + `depth` at their maxima).
 
 use super::super::delay::Ring;
-use super::{blend, clamp_or, mix_param, phase_param, rate_param, Frames, Lfo, TWO_PI};
+use super::{clamp_or, mix_param, phase_param, rate_param, Lfo, Sweep, TWO_PI};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
     build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
@@ -37,57 +37,42 @@ const MAX_VOICES: i64 = 8;
 
 struct Chorus<S, M> {
     line: Ring<S>,
-    lfo: Lfo,
+    sweep: Sweep,
     voices: usize,
-    sample_rate: f64,
     _math: PhantomData<fn() -> M>,
 }
 
 impl<S: Sample, M: Math> Processor<S> for Chorus<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
-        let n = io.frames;
-        let p = &io.params;
-        let frames = Frames::new([
-            p.get(RATE),
-            p.get(DEPTH),
-            p.get(DELAY),
-            p.get(SPREAD),
-            p.get(PHASE),
-            p.get(MIX),
-        ]);
-        let x = &io.inputs[0][..n];
-        let (left, right) = io.outputs.split_at_mut(1);
-        let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
-        let sr = self.sample_rate;
-        let voices = self.voices as f64;
+        let params = [RATE, DEPTH, DELAY, SPREAD, PHASE, MIX];
+        let (line, count) = (&mut self.line, self.voices);
+        let voices = count as f64;
         let gain = S::from_f64(1.0 / voices);
-        for i in 0..n {
-            let [rate, depth, delay, spread, phase, mix] = frames.at(i);
+        self.sweep.process(io, params, |x, f| {
+            let [delay, spread] = f.own;
             let spread = clamp_or(spread, 0.0, 1.0, 0.0);
-            let turns = self.lfo.turns();
+            let sr = f.sample_rate;
             let (mut wl, mut wr) = (S::ZERO, S::ZERO);
-            for v in 0..self.voices {
+            for v in 0..count {
                 let offset = TWO_PI * spread * (v as f64 / voices);
-                let dl = (delay + depth * Lfo::value::<M>(turns, offset)) * sr;
-                let dr = (delay + depth * Lfo::value::<M>(turns, offset + phase)) * sr;
-                wl += self.line.read(dl);
-                wr += self.line.read(dr);
+                let dl = (delay + f.depth * Lfo::value::<M>(f.turns, offset)) * sr;
+                let dr = (delay + f.depth * Lfo::value::<M>(f.turns, offset + f.phase)) * sr;
+                wl += line.read(dl);
+                wr += line.read(dr);
             }
-            left[i] = blend(x[i], gain * wl, mix);
-            right[i] = blend(x[i], gain * wr, mix);
-            self.line.push(x[i]);
-            self.lfo.advance(rate, sr);
-        }
+            line.push(x);
+            (gain * wl, gain * wr)
+        });
     }
 
     fn reset(&mut self) {
         self.line.reset();
-        self.lfo = Lfo::default();
+        self.sweep.reset();
     }
 
     fn snapshot(&self, st: &mut NodeState) {
         self.line.snapshot(st, "buffer", "write");
-        st.put_u64("lfo", self.lfo.phase);
+        self.sweep.snapshot(st);
     }
 
     fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
@@ -96,7 +81,7 @@ impl<S: Sample, M: Math> Processor<S> for Chorus<S, M> {
         let p = part.progress();
         if p == Progress::Done {
             self.line.rewind();
-            self.lfo = Lfo::default();
+            self.sweep.reset();
         }
         p
     }
@@ -106,7 +91,7 @@ impl<S: Sample, M: Math> Processor<S> for Chorus<S, M> {
     fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
         let next = self.line.capture_part(st, "buffer", "write", done, budget);
         if done == 0 {
-            st.put_u64("lfo", self.lfo.phase);
+            self.sweep.snapshot(st);
         }
         if next >= self.line.len() {
             Progress::Done
@@ -116,9 +101,9 @@ impl<S: Sample, M: Math> Processor<S> for Chorus<S, M> {
     }
 
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
-        let phase = st.get_u64("lfo")?;
+        let phase = Sweep::read(st)?;
         self.line.restore(st, "buffer", "write")?;
-        self.lfo.phase = phase;
+        self.sweep.set(phase);
         Ok(())
     }
 }
@@ -132,9 +117,8 @@ impl Operator for ChorusOp {
         };
         Ok(Box::new(Chorus::<S, M> {
             line: Ring::new(MAX_DELAY + MAX_DEPTH, cx.sample_rate)?,
-            lfo: Lfo::default(),
+            sweep: Sweep::new(cx.sample_rate),
             voices,
-            sample_rate: cx.sample_rate,
             _math: PhantomData,
         }))
     }

@@ -15,7 +15,7 @@
 
 use super::super::delay::Ring;
 use super::chorus::depth_lints;
-use super::{blend, clamp_or, mix_param, phase_param, rate_param, Frames, Lfo, MAX_FEEDBACK};
+use super::{clamp_or, mix_param, phase_param, rate_param, Lfo, Sweep, MAX_FEEDBACK};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
     build_any, by_profile, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator,
@@ -38,53 +38,38 @@ const MAX_DEPTH: f64 = 0.01;
 struct Flanger<S, M> {
     left: Ring<S>,
     right: Ring<S>,
-    lfo: Lfo,
-    sample_rate: f64,
+    sweep: Sweep,
     _math: PhantomData<fn() -> M>,
 }
 
 impl<S: Sample, M: Math> Processor<S> for Flanger<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
-        let n = io.frames;
-        let p = &io.params;
-        let frames = Frames::new([
-            p.get(RATE),
-            p.get(DEPTH),
-            p.get(DELAY),
-            p.get(FEEDBACK),
-            p.get(PHASE),
-            p.get(MIX),
-        ]);
-        let x = &io.inputs[0][..n];
-        let (left, right) = io.outputs.split_at_mut(1);
-        let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
-        let sr = self.sample_rate;
-        for i in 0..n {
-            let [rate, depth, delay, feedback, phase, mix] = frames.at(i);
+        let params = [RATE, DEPTH, DELAY, FEEDBACK, PHASE, MIX];
+        let (left, right) = (&mut self.left, &mut self.right);
+        self.sweep.process(io, params, |x, f| {
+            let [delay, feedback] = f.own;
             let fb = S::from_f64(clamp_or(feedback, -MAX_FEEDBACK, MAX_FEEDBACK, 0.0));
-            let turns = self.lfo.turns();
-            let dl = (delay + depth * Lfo::value::<M>(turns, 0.0)) * sr;
-            let dr = (delay + depth * Lfo::value::<M>(turns, phase)) * sr;
-            let wl = self.left.read(dl);
-            let wr = self.right.read(dr);
-            left[i] = blend(x[i], wl, mix);
-            right[i] = blend(x[i], wr, mix);
-            self.left.push(x[i] + fb * wl);
-            self.right.push(x[i] + fb * wr);
-            self.lfo.advance(rate, sr);
-        }
+            let sr = f.sample_rate;
+            let dl = (delay + f.depth * Lfo::value::<M>(f.turns, 0.0)) * sr;
+            let dr = (delay + f.depth * Lfo::value::<M>(f.turns, f.phase)) * sr;
+            let wl = left.read(dl);
+            let wr = right.read(dr);
+            left.push(x + fb * wl);
+            right.push(x + fb * wr);
+            (wl, wr)
+        });
     }
 
     fn reset(&mut self) {
         self.left.reset();
         self.right.reset();
-        self.lfo = Lfo::default();
+        self.sweep.reset();
     }
 
     fn snapshot(&self, st: &mut NodeState) {
         self.left.snapshot(st, "buffer", "write");
         self.right.snapshot(st, "buffer_r", "write_r");
-        st.put_u64("lfo", self.lfo.phase);
+        self.sweep.snapshot(st);
     }
 
     fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
@@ -95,7 +80,7 @@ impl<S: Sample, M: Math> Processor<S> for Flanger<S, M> {
         if p == Progress::Done {
             self.left.rewind();
             self.right.rewind();
-            self.lfo = Lfo::default();
+            self.sweep.reset();
         }
         p
     }
@@ -108,7 +93,7 @@ impl<S: Sample, M: Math> Processor<S> for Flanger<S, M> {
             .right
             .capture_part(st, "buffer_r", "write_r", done, budget);
         if done == 0 {
-            st.put_u64("lfo", self.lfo.phase);
+            self.sweep.snapshot(st);
         }
         let next = a.min(b);
         if next >= self.left.len().max(self.right.len()) {
@@ -119,10 +104,10 @@ impl<S: Sample, M: Math> Processor<S> for Flanger<S, M> {
     }
 
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
-        let phase = st.get_u64("lfo")?;
+        let phase = Sweep::read(st)?;
         self.left.restore(st, "buffer", "write")?;
         self.right.restore(st, "buffer_r", "write_r")?;
-        self.lfo.phase = phase;
+        self.sweep.set(phase);
         Ok(())
     }
 }
@@ -133,8 +118,7 @@ impl Operator for FlangerOp {
         Ok(Box::new(Flanger::<S, M> {
             left: Ring::new(MAX_DELAY + MAX_DEPTH, cx.sample_rate)?,
             right: Ring::new(MAX_DELAY + MAX_DEPTH, cx.sample_rate)?,
-            lfo: Lfo::default(),
-            sample_rate: cx.sample_rate,
+            sweep: Sweep::new(cx.sample_rate),
             _math: PhantomData,
         }))
     }

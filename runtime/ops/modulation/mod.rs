@@ -37,7 +37,7 @@ pub use flanger::FLANGER;
 pub use phaser::PHASER;
 
 use super::oscillators::Phasor;
-use super::{number, Param, ParamSpec};
+use super::{number, Io, NodeState, Param, ParamSpec, StateError};
 use crate::dsp::{Math, Sample};
 use crate::scene::Dimension;
 
@@ -71,6 +71,89 @@ impl Lfo {
         self.phase = self
             .phase
             .wrapping_add(Phasor::increment(rate, sample_rate));
+    }
+}
+
+/// What the three effects share: the LFO and the sample rate it advances
+/// at, and the frame loop around each effect's own wet signal.
+struct Sweep {
+    lfo: Lfo,
+    sample_rate: f64,
+}
+
+/// One frame as an effect's wet signal sees it: the LFO phase (turns) and
+/// the params read at that frame, `own` being the effect's two of its own
+/// (see [`Sweep::process`]).
+struct Frame {
+    turns: f64,
+    depth: f64,
+    own: [f64; 2],
+    phase: f64,
+    sample_rate: f64,
+}
+
+impl Sweep {
+    /// The LFO at 0 (after build or reset).
+    fn new(sample_rate: f64) -> Self {
+        Sweep {
+            lfo: Lfo::default(),
+            sample_rate,
+        }
+    }
+
+    /// One block. `params` are the indices of `[rate, depth, own₀, own₁,
+    /// phase, mix]`, read per frame ([`Frames`]); per frame, `wet` gets the
+    /// input and the [`Frame`] and returns the left and right wet values
+    /// (updating the effect's own state), the outputs are their
+    /// [`blend`] with the input by `mix`, and the LFO then advances by
+    /// `rate`.
+    #[inline]
+    fn process<S: Sample>(
+        &mut self,
+        io: &mut Io<'_, S>,
+        params: [usize; 6],
+        mut wet: impl FnMut(S, &Frame) -> (S, S),
+    ) {
+        let n = io.frames;
+        let frames = Frames::new(params.map(|k| io.params.get(k)));
+        let x = &io.inputs[0][..n];
+        let (left, right) = io.outputs.split_at_mut(1);
+        let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
+        let sample_rate = self.sample_rate;
+        for i in 0..n {
+            let [rate, depth, own0, own1, phase, mix] = frames.at(i);
+            let frame = Frame {
+                turns: self.lfo.turns(),
+                depth,
+                own: [own0, own1],
+                phase,
+                sample_rate,
+            };
+            let (wl, wr) = wet(x[i], &frame);
+            left[i] = blend(x[i], wl, mix);
+            right[i] = blend(x[i], wr, mix);
+            self.lfo.advance(rate, sample_rate);
+        }
+    }
+
+    /// Back to the LFO at 0.
+    fn reset(&mut self) {
+        self.lfo = Lfo::default();
+    }
+
+    /// The LFO phase, as `lfo`.
+    fn snapshot(&self, st: &mut NodeState) {
+        st.put_u64("lfo", self.lfo.phase);
+    }
+
+    /// The LFO phase [`snapshot`](Self::snapshot) wrote, to be set with
+    /// [`set`](Self::set) once the rest of the state has been read.
+    fn read(st: &NodeState) -> Result<u64, StateError> {
+        st.get_u64("lfo")
+    }
+
+    fn set(&mut self, phase: u64) {
+        self.lfo.phase = phase;
     }
 }
 

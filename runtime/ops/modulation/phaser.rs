@@ -18,7 +18,7 @@
 //! N/2 notches, where the chain's phase is an odd multiple of π:
 //! `f_k = (sr/π)·atan(t·tan((2k+1)·π/(2N)))`, k = 0 … N/2−1.
 
-use super::{blend, clamp_or, mix_param, phase_param, rate_param, Frames, Lfo, MAX_FEEDBACK};
+use super::{clamp_or, mix_param, phase_param, rate_param, Lfo, Sweep, MAX_FEEDBACK};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
     build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
@@ -45,8 +45,7 @@ struct Phaser<S, M> {
     /// The stages' states: left in `0..stages`, right in `stages..2·stages`.
     s: [S; 2 * MAX_STAGES],
     stages: usize,
-    lfo: Lfo,
-    sample_rate: f64,
+    sweep: Sweep,
     _math: PhantomData<fn() -> M>,
 }
 
@@ -78,49 +77,34 @@ fn chain<S: Sample>(s: &mut [S], a: S, fb: S, x: S) -> S {
 
 impl<S: Sample, M: Math> Processor<S> for Phaser<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
-        let n = io.frames;
-        let p = &io.params;
-        let frames = Frames::new([
-            p.get(RATE),
-            p.get(DEPTH),
-            p.get(CENTER),
-            p.get(FEEDBACK),
-            p.get(PHASE),
-            p.get(MIX),
-        ]);
-        let x = &io.inputs[0][..n];
-        let (left, right) = io.outputs.split_at_mut(1);
-        let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
-        let sr = self.sample_rate;
+        let params = [RATE, DEPTH, CENTER, FEEDBACK, PHASE, MIX];
         let (sl, sr_states) = self.s[..2 * self.stages].split_at_mut(self.stages);
-        for i in 0..n {
-            let [rate, depth, center, feedback, phase, mix] = frames.at(i);
+        self.sweep.process(io, params, |x, f| {
+            let [center, feedback] = f.own;
             let fb = S::from_f64(clamp_or(feedback, -MAX_FEEDBACK, MAX_FEEDBACK, 0.0));
-            let turns = self.lfo.turns();
-            let al = coefficient::<M>(center, depth, Lfo::value::<M>(turns, 0.0), sr);
-            let ar = coefficient::<M>(center, depth, Lfo::value::<M>(turns, phase), sr);
-            let yl = chain(sl, S::from_f64(al), fb, x[i]);
-            let yr = chain(sr_states, S::from_f64(ar), fb, x[i]);
-            left[i] = blend(x[i], yl, mix);
-            right[i] = blend(x[i], yr, mix);
-            self.lfo.advance(rate, sr);
-        }
+            let (depth, sr) = (f.depth, f.sample_rate);
+            let al = coefficient::<M>(center, depth, Lfo::value::<M>(f.turns, 0.0), sr);
+            let ar = coefficient::<M>(center, depth, Lfo::value::<M>(f.turns, f.phase), sr);
+            let yl = chain(sl, S::from_f64(al), fb, x);
+            let yr = chain(sr_states, S::from_f64(ar), fb, x);
+            (yl, yr)
+        });
     }
 
     fn reset(&mut self) {
         self.s = [S::ZERO; 2 * MAX_STAGES];
-        self.lfo = Lfo::default();
+        self.sweep.reset();
     }
 
     fn snapshot(&self, st: &mut NodeState) {
         st.put_samples("allpass", &self.s[..2 * self.stages]);
-        st.put_u64("lfo", self.lfo.phase);
+        self.sweep.snapshot(st);
     }
 
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
-        let phase = st.get_u64("lfo")?;
+        let phase = Sweep::read(st)?;
         st.get_samples("allpass", &mut self.s[..2 * self.stages])?;
-        self.lfo.phase = phase;
+        self.sweep.set(phase);
         Ok(())
     }
 }
@@ -143,8 +127,7 @@ impl Operator for PhaserOp {
         Ok(Box::new(Phaser::<S, M> {
             s: [S::ZERO; 2 * MAX_STAGES],
             stages: stages(&cx.values[STAGES])?,
-            lfo: Lfo::default(),
-            sample_rate: cx.sample_rate,
+            sweep: Sweep::new(cx.sample_rate),
             _math: PhantomData,
         }))
     }

@@ -92,7 +92,7 @@ pub static IMPULSE: OpSpec = OpSpec {
     choices: no_choices,
     lints: freq_lints,
     cost: |p, _| by_profile(p, [2.0, 1.5, 1.5]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<ImpulseOp>,
 };
 

@@ -407,9 +407,10 @@ mod tests {
 
     // The independent oracle of the random shapes: Philox 4x32-10 written
     // out from the Random123 definition (its round, multipliers and Weyl
-    // key bumps), checked against Random123's known answers (the vectors
-    // `dsp::rng`'s tests hold for rand_philox), and the locked key/counter
-    // layout and word mapping of scenes/README.md, "Randomness".
+    // key bumps), checked against Random123's known answers (the table
+    // `dsp::rng::RANDOM123_KAT`, which rand_philox is checked against
+    // too), and the locked key/counter layout and word mapping of
+    // scenes/README.md, "Randomness".
 
     fn philox4x32_10(ctr: [u32; 4], key: [u32; 2]) -> [u32; 4] {
         let (mut c, mut k) = (ctr, key);
@@ -434,24 +435,7 @@ mod tests {
 
     #[test]
     fn the_oracle_philox_gives_random123s_known_answers() {
-        let cases: [([u32; 4], [u32; 2], [u32; 4]); 3] = [
-            (
-                [0, 0, 0, 0],
-                [0, 0],
-                [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8],
-            ),
-            (
-                [0xffffffff; 4],
-                [0xffffffff; 2],
-                [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd],
-            ),
-            (
-                [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344],
-                [0xa4093822, 0x299f31d0],
-                [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1],
-            ),
-        ];
-        for (ctr, key, want) in cases {
+        for (ctr, key, want) in crate::dsp::rng::RANDOM123_KAT {
             assert_eq!(philox4x32_10(ctr, key), want);
         }
     }

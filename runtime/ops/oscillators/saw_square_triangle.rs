@@ -84,7 +84,7 @@ pub static SAW: OpSpec = OpSpec {
     choices: no_choices,
     lints: freq_lints,
     cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<OscOp<SawShape>>,
 };
 
@@ -114,7 +114,7 @@ pub static SQUARE: OpSpec = OpSpec {
     choices: no_choices,
     lints: freq_lints,
     cost: |p, _| by_profile(p, [4.2, 3.0, 3.0]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<OscOp<SquareShape>>,
 };
 
@@ -132,7 +132,7 @@ pub static TRIANGLE: OpSpec = OpSpec {
     choices: no_choices,
     lints: freq_lints,
     cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
-    algorithms: None,
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<OscOp<TriangleShape>>,
 };
 
