@@ -398,6 +398,24 @@ pub fn all_finite<S: Sample>(x: &[S]) -> bool {
     sum == S::ZERO && acc.iter().all(|a| *a == S::ZERO)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn all_finite_avx2<S: Sample>(x: &[S]) -> bool {
+    all_finite(x)
+}
+
+/// [`all_finite`] with the instruction set of `level`: the same answer.
+#[inline]
+pub fn all_finite_at<S: Sample>(level: SimdLevel, x: &[S]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if level != SimdLevel::Base {
+        // SAFETY: `Avx2` and `Avx512` come only from `detect`, which saw AVX2.
+        return unsafe { all_finite_avx2(x) };
+    }
+    let _ = level;
+    all_finite(x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -720,6 +738,7 @@ mod tests {
         x[4] = -f32::MAX;
         x[5] = f32::MIN_POSITIVE / 2.0;
         assert!(all_finite(&x));
+        assert!(all_finite_at(SimdLevel::detect(), &x));
         for (i, bad) in [
             (0, f32::NAN),
             (66, f32::INFINITY),
@@ -728,6 +747,7 @@ mod tests {
         ] {
             x[i] = bad;
             assert!(!all_finite(&x), "{bad} at {i}");
+            assert!(!all_finite_at(SimdLevel::detect(), &x), "{bad} at {i}");
             x[i] = 0.5;
         }
     }

@@ -21,7 +21,7 @@
 use super::mix::gather;
 use super::node::{Core, Slot};
 use super::{Engine, Run};
-use crate::dsp::vector::all_finite;
+use crate::dsp::vector::{all_finite_at, SimdLevel};
 use crate::dsp::Sample;
 use crate::ops::{LaneKernel, LaneMember, MAX_LANES};
 use std::any::TypeId;
@@ -202,9 +202,10 @@ impl Engine {
         r.muted_until == 0
             && r.resetting.is_none()
             && !r.dead
-            && s.params
-                .iter()
-                .all(|p| p.ramp.is_none_or(|r| start >= r.start + r.len))
+            && (!self.ramps_live
+                || s.params
+                    .iter()
+                    .all(|p| p.ramp.is_none_or(|r| start >= r.start + r.len)))
     }
 
     /// Runs lane group `g` for one chunk: ready members through the kernel
@@ -248,9 +249,10 @@ impl Engine {
                 self.report_panic(i, start);
                 continue;
             }
+            let level = self.simd;
             let finite = match &mut self.slots[i].core {
-                Core::F32(t) => scrub(&mut t.outs, n),
-                Core::F64(t) => scrub(&mut t.outs, n),
+                Core::F32(t) => scrub(level, &mut t.outs, n),
+                Core::F64(t) => scrub(level, &mut t.outs, n),
             };
             if finite {
                 self.slots[i].recovery.ran_clean(end);
@@ -369,10 +371,10 @@ fn call_kernel<S: Typed>(
 
 /// Replaces non-finite output samples by silence, as for a node run
 /// alone; false if there were any.
-fn scrub<S: Sample>(outs: &mut [Vec<S>], n: usize) -> bool {
+fn scrub<S: Sample>(level: SimdLevel, outs: &mut [Vec<S>], n: usize) -> bool {
     let mut clean = true;
     for out in outs.iter_mut() {
-        if !all_finite(&out[..n]) {
+        if !all_finite_at(level, &out[..n]) {
             for x in out[..n].iter_mut() {
                 if !x.is_finite() {
                     *x = S::ZERO;

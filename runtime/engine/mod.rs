@@ -68,6 +68,8 @@ pub struct Engine {
     /// Every run's steps in order: nodes alone and lane groups (`lanes.rs`).
     steps: Vec<lanes::Step>,
     groups: Vec<lanes::Group>,
+    /// The instruction set of the engine's own checks (chosen at build).
+    simd: crate::dsp::vector::SimdLevel,
     clock: u64,
     block_size: usize,
     sample_rate: u32,
@@ -195,6 +197,7 @@ impl Engine {
         Engine {
             steps,
             groups,
+            simd: crate::dsp::vector::SimdLevel::detect(),
             spb,
             tempo_map: spb.map(TempoMap::from_start),
             prior_map: None,

@@ -9,7 +9,7 @@
 use super::feedback::Feed;
 use super::mix::{gather, EdgeIn, NO_RING};
 use super::{Engine, Ring};
-use crate::dsp::vector::all_finite;
+use crate::dsp::vector::{all_finite_at, SimdLevel};
 use crate::dsp::{Precision, Sample};
 use crate::graph::{PlanNode, SourceRef};
 use crate::ops::{AnyNode, Io, ParamState, Params, PartClear, Processor, Progress, Value};
@@ -284,6 +284,7 @@ impl Engine {
             n,
             muted: slot.recovery.muted_until != 0 || slot.recovery.resetting.is_some(),
             dead: slot.recovery.dead,
+            simd: self.simd,
         };
         let outcome = match &mut slot.core {
             Core::F32(t) => run_typed(t, &call),
@@ -481,6 +482,8 @@ struct Call<'a> {
     n: usize,
     muted: bool,
     dead: bool,
+    /// The instruction set of the output check.
+    simd: SimdLevel,
 }
 
 /// Runs one node.
@@ -494,6 +497,7 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
         n,
         muted,
         dead,
+        simd,
     } = call;
     if dead || muted {
         for out in t.outs.iter_mut() {
@@ -535,7 +539,7 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
     let mut bad = false;
     for out in t.outs.iter_mut() {
         // One branch-free pass finds out; only a bad block is scrubbed.
-        if !all_finite(&out[..n]) {
+        if !all_finite_at(simd, &out[..n]) {
             for x in out[..n].iter_mut() {
                 if !x.is_finite() {
                     *x = S::ZERO;

@@ -305,6 +305,8 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
         let kernel: LaneKernel<S> = match SimdLevel::detect() {
             #[cfg(target_arch = "x86_64")]
             SimdLevel::Avx2 => biquad_lanes_avx2::<S, M>,
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => biquad_lanes_avx512::<S, M>,
             _ => biquad_lanes::<S, M>,
         };
         Some((self, kernel))
@@ -320,8 +322,6 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
     }
 }
 
-/// Nodes per lane batch: a vector of f32 with AVX2, two of f64.
-const LANES: usize = 8;
 /// Frames moved through a batch's tile at a time.
 const TILE: usize = 32;
 
@@ -329,13 +329,13 @@ const TILE: usize = 32;
 /// its own coefficients `c[·][l]` and state, the same operations in the
 /// same order as the node alone (so the same bits).
 #[inline(always)]
-fn step_lanes<S: Sample, M: Math>(
-    c: &[[S; LANES]; 5],
-    z1: &mut [S; LANES],
-    z2: &mut [S; LANES],
-    row: &mut [S; LANES],
+fn step_lanes<S: Sample, M: Math, const L: usize>(
+    c: &[[S; L]; 5],
+    z1: &mut [S; L],
+    z2: &mut [S; L],
+    row: &mut [S; L],
 ) {
-    for l in 0..LANES {
+    for l in 0..L {
         let x = row[l];
         let y = c[0][l] * x + z1[l];
         if M::KIND == MathKind::Fast {
@@ -348,14 +348,18 @@ fn step_lanes<S: Sample, M: Math>(
     }
 }
 
-/// The lane kernel ([`LaneKernel`]): members in batches of [`LANES`], each
-/// batch's input moved into a frame × lane tile, run through
-/// [`step_lanes`], and moved out to the members' outputs.
+/// The lane kernel ([`LaneKernel`]): members in batches of `L` (8: a
+/// vector of f32 with AVX2; 16 with AVX-512), each batch's input moved
+/// into a frame × lane tile, run through [`step_lanes`], and moved out to
+/// the members' outputs.
 #[inline(always)]
-fn biquad_lanes_body<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
-    for batch in members.chunks_mut(LANES) {
-        let mut c = [[S::ZERO; LANES]; 5];
-        let (mut z1, mut z2) = ([S::ZERO; LANES], [S::ZERO; LANES]);
+fn biquad_lanes_body<S: Sample, M: Math, const L: usize>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+) {
+    for batch in members.chunks_mut(L) {
+        let mut c = [[S::ZERO; L]; 5];
+        let (mut z1, mut z2) = ([S::ZERO; L], [S::ZERO; L]);
         for (l, m) in batch.iter_mut().enumerate() {
             let Some(b) = m.node.downcast_mut::<Biquad<S, M>>() else {
                 continue;
@@ -370,14 +374,14 @@ fn biquad_lanes_body<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: u
         let mut done = 0;
         while done < n {
             let len = (n - done).min(TILE);
-            let mut tile = [[S::ZERO; LANES]; TILE];
+            let mut tile = [[S::ZERO; L]; TILE];
             for (l, m) in batch.iter().enumerate() {
                 for (row, x) in tile.iter_mut().zip(&m.inputs[0][done..done + len]) {
                     row[l] = *x;
                 }
             }
             for row in tile[..len].iter_mut() {
-                step_lanes::<S, M>(&c, &mut z1, &mut z2, row);
+                step_lanes::<S, M, L>(&c, &mut z1, &mut z2, row);
             }
             for (l, m) in batch.iter_mut().enumerate() {
                 for (o, row) in m.outputs[0][done..done + len].iter_mut().zip(&tile) {
@@ -400,16 +404,26 @@ fn biquad_lanes_body<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: u
 }
 
 fn biquad_lanes<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _start: u64) {
-    biquad_lanes_body::<S, M>(members, n)
+    biquad_lanes_body::<S, M, 8>(members, n)
 }
 
 #[cfg(target_arch = "x86_64")]
 fn biquad_lanes_avx2<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _s: u64) {
     #[target_feature(enable = "avx2")]
     unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
-        biquad_lanes_body::<S, M>(members, n)
+        biquad_lanes_body::<S, M, 8>(members, n)
     }
     // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX2.
+    unsafe { run::<S, M>(members, n) }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn biquad_lanes_avx512<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _s: u64) {
+    #[target_feature(enable = "avx2,avx512f")]
+    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
+        biquad_lanes_body::<S, M, 16>(members, n)
+    }
+    // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX-512F.
     unsafe { run::<S, M>(members, n) }
 }
 
