@@ -78,8 +78,18 @@ fn a_tempo_edit_moves_the_following_steps_only() {
 
 /// A dc stepped by events at beats 1…16 (its value becomes the beat).
 fn beat_scene(tempo: &str, duration: &str) -> String {
+    beat_scene_by(tempo, duration, 1.0)
+}
+
+/// The same, stepped to b · `per_beat` at beat b.
+fn beat_scene_by(tempo: &str, duration: &str, per_beat: f64) -> String {
     let events: Vec<String> = (1..=16)
-        .map(|b| format!(r#"{{"time": "{b}beats", "node": "v", "param": "value", "value": {b}}}"#))
+        .map(|b| {
+            format!(
+                r#"{{"time": "{b}beats", "node": "v", "param": "value", "value": {}}}"#,
+                b as f64 * per_beat
+            )
+        })
         .collect();
     format!(
         r#"{{"version": "1.0", "profile": "strict", "tempo": "{tempo}", "duration": "{duration}",
@@ -246,4 +256,232 @@ fn a_live_tempo_edit_re_anchors_events_and_replays() {
     // The events keep their beats: none of them is said to be in the past.
     assert!(!log.contains("is in the past"), "{log}");
     common::assert_replays(&journal, &cap, &log);
+}
+
+/// The plan of scene text compiled as `incoming` compiles it.
+fn plan_of(text: &str) -> morphrt::graph::Plan {
+    let scene = morphrt::scene::load_str(text, "t.json", None).unwrap();
+    morphrt::graph::compile(&scene, &fixed().options(Profile::Strict))
+        .unwrap_or_else(|e| panic!("{}", e[0]))
+}
+
+/// Where a snapshot is taken, after the tempo edit at S1, and where the
+/// run ends.
+const T: u64 = 100_032;
+const END: u64 = 330_000;
+
+/// 120 bpm handed over to 97 bpm at S1 and played to END without a
+/// break, and the snapshot file of its state at T (written and read back).
+fn edited_then_snapshot() -> (Vec<f64>, morphrt::host::record::snapshot::SnapshotFile) {
+    edited_then_snapshot_by(1.0)
+}
+
+/// The same with [`beat_scene_by`]`(…, per_beat)`.
+fn edited_then_snapshot_by(
+    per_beat: f64,
+) -> (Vec<f64>, morphrt::host::record::snapshot::SnapshotFile) {
+    use morphrt::host::record::snapshot::{SnapshotContext, SnapshotFile};
+    let text = beat_scene_by("97bpm", "10s", per_beat);
+    let mut s = Scripted::new(incoming(&beat_scene_by("120bpm", "10s", per_beat)), 1);
+    s.handover_at(incoming(&text), S1 - 512, S1, 0).unwrap();
+    s.play_to(T);
+    let cx = SnapshotContext::new(&plan_of(&text), &text).unwrap();
+    let bytes = cx.file(&s.engine().snapshot()).unwrap().to_bytes();
+    let snap = SnapshotFile::from_bytes(&bytes, "t.snap").unwrap();
+    assert_eq!(snap.to_bytes(), bytes, "read and written again: same bytes");
+    s.play_to(END);
+    (s.output().to_vec(), snap)
+}
+
+/// A fresh engine of `text` resumed from `snap`, played from its clock to END.
+fn resumed(text: &str, snap: &morphrt::host::record::snapshot::SnapshotFile) -> Vec<f64> {
+    use morphrt::host::record::snapshot::SnapshotContext;
+    let plan = plan_of(text);
+    let cx = SnapshotContext::new(&plan, text).unwrap();
+    let mut e = morphrt::engine::Engine::new(plan);
+    let r = cx.resume(snap, &mut e).unwrap();
+    assert_eq!(r.clock, T);
+    let out = morphrt::engine::render_to_vec(&mut e, END - T);
+    out.into_iter().next().unwrap()
+}
+
+fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// A snapshot taken after a tempo edit holds the grid the edit re-anchored:
+/// a fresh engine of the edited scene resumed from the file plays on bit
+/// for bit, its beats where the uninterrupted run plays them, not on the
+/// scene's own grid from sample 0 (where a file without the grid puts
+/// them, as every file did before it was kept).
+#[test]
+fn a_snapshot_keeps_the_beat_grid_a_tempo_edit_re_anchored() {
+    let (whole, snap) = edited_then_snapshot();
+    let tempo = snap.tempo.expect("a scene with a tempo keeps its grid");
+    let spb97 = morphrt::scene::Rational::new(2_880_000, 97).unwrap();
+    let b1 = morphrt::scene::Rational::new(S1 as i128, 24_000).unwrap();
+    assert_eq!(
+        (tempo.sample, tempo.beat, tempo.samples_per_beat),
+        (S1, b1, spb97)
+    );
+    let text = String::from_utf8(snap.to_bytes()).unwrap();
+    // Exact, as "num/den": 60032/24000 = 938/375.
+    assert!(
+        text.contains(
+            "\"tempo\": {\n    \"sample\": 60032,\n    \"beat\": \"938/375\",\n    \"samples_per_beat\": \"2880000/97\"\n  }"
+        ),
+        "{text}"
+    );
+    let got = resumed(&beat_scene("97bpm", "10s"), &snap);
+    assert!(
+        same_bits(&got, &whole[T as usize..]),
+        "the resumed engine continues differently"
+    );
+    // The beats after T, on the grid re-anchored at S1: beat 4 at 104528,
+    // then every 29690.72… samples; on the 97 bpm grid from sample 0 they
+    // would be at b · 29690.72… (beat 4 at 118763).
+    let (s1, spb) = (S1 as f64, 2_880_000.0 / 97.0);
+    let after: Vec<(usize, i64)> = steps(&whole)
+        .into_iter()
+        .filter(|&(at, _)| at >= T as usize)
+        .collect();
+    let want: Vec<(usize, i64)> = (4..=11)
+        .map(|b| (on_map(s1, s1 / 24_000.0, spb, b as f64), b))
+        .collect();
+    assert_eq!(after, want);
+    assert_eq!(after[0], (104_528, 4));
+    let own: Vec<(usize, i64)> = (4..=11)
+        .map(|b| (on_map(0.0, 0.0, spb, b as f64), b))
+        .collect();
+    assert_eq!(own[0], (118_763, 4));
+    assert!(after.iter().zip(&own).all(|(a, o)| a.0 != o.0));
+    // A file without the grid: the scene's own grid from sample 0.
+    let mut old = snap.clone();
+    old.tempo = None;
+    let old =
+        morphrt::host::record::snapshot::SnapshotFile::from_bytes(&old.to_bytes(), "old.snap")
+            .unwrap();
+    let got = resumed(&beat_scene("97bpm", "10s"), &old);
+    let at: Vec<(usize, i64)> = steps(&[&[whole[T as usize - 1]], &got[..]].concat())
+        .into_iter()
+        .map(|(i, b)| (i - 1 + T as usize, b))
+        .collect();
+    assert_eq!(at, own[..at.len()].to_vec());
+    assert!(at.len() >= 6, "{at:?}");
+    // Resumed into 120 bpm, the file's grid re-anchors at T: beat b at
+    // T + (b − b_T) · 24000, b_T the beat the file's grid stands at at T.
+    let got = resumed(&beat_scene("120bpm", "10s"), &snap);
+    let bt = s1 / 24_000.0 + (T - S1) as f64 / spb;
+    let at: Vec<(usize, i64)> = steps(&[&[whole[T as usize - 1]], &got[..]].concat())
+        .into_iter()
+        .map(|(i, b)| (i - 1 + T as usize, b))
+        .collect();
+    let want: Vec<(usize, i64)> = (4..=13)
+        .map(|b| (on_map(T as f64, bt, 24_000.0, b as f64), b))
+        .filter(|(at, _)| *at < END as usize)
+        .collect();
+    assert_eq!(at, want);
+    assert!(at.len() >= 8, "{at:?}");
+}
+
+/// The same on the command line: the edited scene rendered from the file
+/// (written by the library) with `render --resume` is the uninterrupted
+/// run from T, sample for sample; a file whose grid is damaged is refused,
+/// located in the file, naming the field.
+#[test]
+fn render_resume_continues_on_the_re_anchored_grid_and_refuses_a_bad_one() {
+    let dir = common::temp_dir("tempo_resume_cli");
+    let (whole, snap) = edited_then_snapshot();
+    let scene = dir.join("scene.json");
+    std::fs::write(&scene, beat_scene("97bpm", "10s")).unwrap();
+    let file = dir.join("snap.json");
+    let text = String::from_utf8(snap.to_bytes()).unwrap();
+    std::fs::write(&file, &text).unwrap();
+    let out = dir.join("rest.wav");
+    let frames = format!("{}samples", END - T);
+    let render = |snap: &std::path::Path| {
+        common::morphrt(&[
+            "render",
+            scene.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-d",
+            &frames,
+            "--resume",
+            snap.to_str().unwrap(),
+        ])
+    };
+    let o = render(&file);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    // The file is of this very scene: no warning about the snapshot.
+    assert!(
+        !common::stderr(&o).contains("warning: snapshot"),
+        "{}",
+        common::stderr(&o)
+    );
+    let channels = hound::WavReader::open(&out).unwrap().spec().channels as usize;
+    let got: Vec<f32> = common::read_f32(&out)
+        .chunks(channels)
+        .map(|c| c[0])
+        .collect();
+    let want: Vec<f32> = whole[T as usize..].iter().map(|x| *x as f32).collect();
+    assert_eq!(got.len(), want.len());
+    assert!(
+        got.iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
+        "the resumed render differs from the uninterrupted run"
+    );
+    // Damaged grids: refused by the reader, within the record.
+    let open = text
+        .lines()
+        .position(|l| l.contains("\"tempo\": {"))
+        .unwrap()
+        + 1;
+    let close = open + 4;
+    for (from, to, what) in [
+        (
+            "\"2880000/97\"",
+            "\"2880000/0\"",
+            "`samples_per_beat` `2880000/0`",
+        ),
+        ("\"2880000/97\"", "\"0/97\"", "`samples_per_beat` `0/97`"),
+        ("\"2880000/97\"", "\"-2880000/97\"", "greater than 0"),
+        ("\"2880000/97\"", "\"2880000/-97\"", "den > 0"),
+        ("\"938/375\"", "\"938\"", "`beat` `938`"),
+        ("\"938/375\"", "\"-938/375\"", "of 0 or more"),
+        (
+            "\"sample\": 60032",
+            "\"sample\": 9007199254740993",
+            "past any session",
+        ),
+    ] {
+        assert!(text.contains(from));
+        let t = text.replacen(from, to, 1);
+        let e = morphrt::host::record::snapshot::SnapshotFile::from_bytes(t.as_bytes(), "bad.json")
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains(what), "{to}: {msg}");
+        let morphrt::host::record::snapshot::SnapshotError::Invalid {
+            at: Some((line, _)),
+            ..
+        } = e
+        else {
+            panic!("{to}: not located: {e:?}");
+        };
+        assert!(
+            (open..=close).contains(&line),
+            "{to}: line {line}, not {open}…{close}"
+        );
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, &t).unwrap();
+        let _ = std::fs::remove_file(&out);
+        let o = render(&bad);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        let at = format!("error: {}:{line}:", bad.display());
+        assert!(err.contains(&at) && err.contains(what), "{to}: {err}");
+        assert!(!out.exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
