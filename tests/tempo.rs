@@ -485,3 +485,99 @@ fn render_resume_continues_on_the_re_anchored_grid_and_refuses_a_bad_one() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `run --resume` of such a file (the dc at b/100, so the device does not
+/// clip it), an edit that keeps the tempo, and a snapshot by `w`: every
+/// beat plays on the file's grid, before and after the edit (a live
+/// capture did not copy the grid, so the edit's engine took the one its
+/// buffer was shaped with, the scene's from sample 0, and its beats
+/// jumped there); the edit's beats are compared with the resumed engine's
+/// on that grid, so none is said to be in the past; the snapshot `w`
+/// writes holds the file's grid; and the journal replays bit for bit.
+#[test]
+fn a_resumed_session_keeps_the_files_grid_through_an_edit_and_a_snapshot() {
+    let dir = common::temp_dir("tempo_resume_run");
+    let (_, snap) = edited_then_snapshot_by(0.01);
+    let file = dir.join("snap.json");
+    std::fs::write(&file, snap.to_bytes()).unwrap();
+    let path = dir.join("scene.json");
+    std::fs::write(&path, beat_scene_by("97bpm", "10s", 0.01)).unwrap();
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("take.jsonl"));
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--resume",
+            file.to_str().unwrap(),
+            "--capture",
+            cap.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing", &mut log);
+    common::save_as_editor(
+        &path,
+        &beat_scene_by("97bpm", "9s", 0.01),
+        std::time::Duration::from_millis(700),
+    );
+    common::wait_line(&lines, "edit applied", &mut log);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let log = common::press_then_quit(&mut child, &lines, log, &[("w", "snapshot at")]);
+    assert!(log.contains("resuming"), "{log}");
+    assert!(!log.contains("is in the past"), "{log}");
+    let s = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["type"] == "handover")
+        .and_then(|r| r["swap_at"].as_u64())
+        .unwrap_or_else(|| panic!("no handover journaled; log:\n{log}"));
+    // The capture starts at the resumed clock T.
+    let played: Vec<f64> = common::read_f32(&cap)
+        .chunks(2)
+        .map(|c| (c[0] as f64 * 100.0).round())
+        .collect();
+    let got: Vec<(usize, i64)> = steps(&played)
+        .into_iter()
+        .filter(|&(at, b)| b >= 1 && played[at] == b as f64 && played[at - 1] == (b - 1) as f64)
+        .map(|(at, b)| (at + T as usize, b))
+        .collect();
+    let (s1, spb) = (S1 as f64, 2_880_000.0 / 97.0);
+    let want: Vec<(usize, i64)> = (4..=16)
+        .map(|b| (on_map(s1, s1 / 24_000.0, spb, b as f64), b))
+        .filter(|&(at, _)| at < T as usize + played.len())
+        .collect();
+    assert_eq!(got, want[..got.len()].to_vec(), "swap at {s}\n{log}");
+    assert!(
+        got.iter().filter(|&&(at, _)| at as u64 >= s).count() >= 2,
+        "beats after the edit's swap at {s}: {got:?}\n{log}"
+    );
+    let written: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".snapshot.json"))
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}\n{log}");
+    let w = morphrt::host::record::snapshot::SnapshotFile::read(&written[0]).unwrap();
+    assert_eq!(w.tempo, snap.tempo, "the grid of the snapshot `w` wrote");
+    common::assert_replays(&journal, &cap, &log);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A capture spread over blocks (the audio thread's) holds the grid the
+/// engine plays on, as a snapshot does, also after a handover moved it.
+#[test]
+fn a_capture_holds_the_grid_a_tempo_edit_moved() {
+    let mut old = incoming(&beat_scene("120bpm", "10s")).engine;
+    old.fast_forward(S1 - 512);
+    let mut next = incoming(&beat_scene("97bpm", "10s"));
+    next.engine.migrate(&old.snapshot(), S1 - 512);
+    morphrt::engine::incoming::advance_to(&mut next.engine, S1);
+    let mut e = next.engine;
+    let mut st = next.capture;
+    assert!(e.begin_capture(&mut st), "a dc's state is short");
+    let map = e.snapshot().tempo_map.unwrap();
+    assert_eq!(map.sample, S1);
+    assert_eq!(st.tempo_map, Some(map));
+}
