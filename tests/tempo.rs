@@ -581,3 +581,74 @@ fn a_capture_holds_the_grid_a_tempo_edit_moved() {
     assert_eq!(map.sample, S1);
     assert_eq!(st.tempo_map, Some(map));
 }
+
+/// A dc stepped by events in seconds: to 100 + k at k · 0.3 s (k · 14400
+/// samples), k = 1…24; no tempo.
+fn seconds_scene() -> String {
+    let events: Vec<String> = (1..=24)
+        .map(|k| {
+            format!(
+                r#"{{"time": "{}.{}s", "node": "v", "param": "value", "value": {}}}"#,
+                k * 3 / 10,
+                k * 3 % 10,
+                100 + k
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"version": "1.0", "profile": "strict", "duration": "10s",
+ "nodes": [{{"id": "v", "op": "dc", "params": {{"value": 0}}}}],
+ "outputs": {{"main": "v"}}, "events": [{}]}}"#,
+        events.join(", ")
+    )
+}
+
+const SA: u64 = 100_032;
+const SB: u64 = 200_000;
+const SC: u64 = 260_032;
+
+/// Without a tempo, edited at SA to 97 bpm (events in beats), at SB back
+/// to no tempo (events in seconds), at SC to 150 bpm; each captured 512
+/// samples before its swap.
+fn tempo_added_and_removed() -> Vec<f64> {
+    let mut s = Scripted::new(incoming(&seconds_scene()), 1);
+    s.handover_at(incoming(&beat_scene("97bpm", "10s")), SA - 512, SA, 0)
+        .unwrap();
+    s.handover_at(incoming(&seconds_scene()), SB - 512, SB, 0)
+        .unwrap();
+    s.handover_at(incoming(&beat_scene("150bpm", "10s")), SC - 512, SC, 0)
+        .unwrap();
+    s.play_to(330_000);
+    s.output().to_vec()
+}
+
+/// A tempo an edit adds starts the new engine's own grid, from sample 0:
+/// beat b at b · spb, and only the beats at or after the swap fire; an
+/// edit that removes it plays the events in seconds on from the swap, at
+/// their exact samples; a tempo added again starts from sample 0 again.
+/// Nothing before the first swap changes, and the same edits give the
+/// same bits again.
+#[test]
+fn a_tempo_added_or_removed_by_an_edit() {
+    let out = tempo_added_and_removed();
+    let got = steps(&out);
+    let secs = |k: i64| (k as usize * 14_400, 100 + k);
+    let mut want: Vec<(usize, i64)> = (1..=6).map(secs).collect();
+    // 97 bpm from sample 0: beat 3 (89072) is before SA and never fires;
+    // beats 4 (118763), 5 and 6 do; beat 7 (207835) is after SB.
+    let spb97 = 2_880_000.0 / 97.0;
+    want.extend((4..=6).map(|b| (on_map(0.0, 0.0, spb97, b as f64), b)));
+    // In seconds again: 14400 · k from SB on (k = 14 at 201600 … 18 at
+    // 259200); k = 19 (273600) is after SC.
+    want.extend((14..=18).map(secs));
+    // 150 bpm from sample 0, 19200 a beat: beat 14 at 268800, 15, 16.
+    want.extend((14..=16).map(|b| (b as usize * 19_200, b)));
+    assert_eq!(got, want);
+    assert_eq!(want[6], (118_763, 4));
+    // Until SA: the scene without the edits, bit for bit.
+    let mut alone = Scripted::new(incoming(&seconds_scene()), 1);
+    alone.play_to(SA);
+    assert!(same_bits(alone.output(), &out[..SA as usize]));
+    let again = tempo_added_and_removed();
+    assert!(same_bits(&out, &again));
+}
