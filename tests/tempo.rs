@@ -652,3 +652,110 @@ fn a_tempo_added_or_removed_by_an_edit() {
     let again = tempo_added_and_removed();
     assert!(same_bits(&out, &again));
 }
+/// A live session whose scene also reads the input (`run --input FILE`):
+/// an edit hands over to an engine that reads it, so the session places it
+/// behind the audio clock and it catches up through the input history,
+/// its swap sample left open until the audio thread swaps it in where it
+/// reached the clock. The events before that swap stay on the 240 bpm
+/// grid, the later ones land on the 200 bpm grid re-anchored there, and
+/// the journal replays bit for bit.
+#[test]
+fn a_tempo_edit_caught_up_through_the_input_history_re_anchors_at_the_swap() {
+    let dir = common::temp_dir("tempo_catch_up");
+    let path = dir.join("scene.json");
+    // The input, mixed in at gain 0: read (so the handover catches up),
+    // but the output is the dc's steps alone.
+    let text = |tempo: &str| {
+        let events: Vec<String> = (1..=60)
+            .map(|b| {
+                format!(
+                    r#"{{"time": "{b}beats", "node": "v", "param": "value", "value": {}}}"#,
+                    b as f64 / 100.0
+                )
+            })
+            .collect();
+        format!(
+            r#"{{"version": "1.0", "profile": "strict", "sample_rate": 48000,
+ "profile_config": {{"block_size": 64}}, "tempo": "{tempo}",
+ "nodes": [{{"id": "v", "op": "dc", "params": {{"value": 0}}}},
+           {{"id": "mic", "op": "input", "params": {{"channel": 0}}}},
+           {{"id": "sum", "op": "mix", "params": {{"gains": [1, 0]}}}}],
+ "edges": [{{"from": "v", "to": "sum:in0"}}, {{"from": "mic", "to": "sum:in1"}}],
+ "outputs": {{"main": "sum"}}, "events": [{}]}}"#,
+            events.join(", ")
+        )
+    };
+    let input = dir.join("in.wav");
+    let signal: Vec<f32> = (0..48_000 * 12)
+        .map(|n| (libm::sin(n as f64 * 0.017) * 0.5) as f32)
+        .collect();
+    common::write_mono_f32(&input, &signal);
+    std::fs::write(&path, text("240bpm")).unwrap();
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("take.jsonl"));
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--input",
+            input.to_str().unwrap(),
+            "--capture",
+            cap.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing", &mut log);
+    common::save_as_editor(
+        &path,
+        &text("200bpm"),
+        std::time::Duration::from_millis(1500),
+    );
+    common::wait_line(&lines, "edit applied", &mut log);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let log = common::press_then_quit(&mut child, &lines, log, &[]);
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The session reads an input (recorded beside the journal), and the
+    // edited scene reads it: its handover went through the history. The
+    // journal records it as any handover, by its capture and swap samples.
+    assert!(
+        records.iter().any(|r| r["type"] == "input"),
+        "no input record; log:\n{log}"
+    );
+    let handovers: Vec<&serde_json::Value> =
+        records.iter().filter(|r| r["type"] == "handover").collect();
+    assert_eq!(handovers.len(), 1, "{records:?}\n{log}");
+    let (n, s) = (
+        handovers[0]["captured_at"].as_u64().unwrap(),
+        handovers[0]["swap_at"].as_u64().unwrap(),
+    );
+    assert!(n <= s && s % 64 == 0, "N {n}, S {s}");
+    let played: Vec<f64> = common::read_f32(&cap)
+        .chunks(2)
+        .map(|c| (c[0] as f64 * 100.0).round())
+        .collect();
+    let got: Vec<(usize, i64)> = steps(&played)
+        .into_iter()
+        .filter(|&(at, b)| b >= 1 && played[at] == b as f64 && played[at - 1] == (b - 1) as f64)
+        .collect();
+    let (mut before, mut after) = (0, 0);
+    for &(at, b) in &got {
+        let b = b as u64;
+        let want = if b * 12_000 < s {
+            before += 1;
+            b * 12_000
+        } else {
+            // s + (b − s/12000) · 14400 = (72000·b − s) / 5, never a tie.
+            after += 1;
+            (72_000 * b - s + 2) / 5
+        };
+        assert_eq!(at as u64, want, "beat {b}, N {n}, S {s}; {got:?}\n{log}");
+    }
+    assert!(before >= 2 && after >= 2, "{got:?}\n{log}");
+    assert!(!log.contains("is in the past"), "{log}");
+    common::assert_replays(&journal, &cap, &log);
+    let _ = std::fs::remove_dir_all(&dir);
+}
