@@ -1075,6 +1075,156 @@ mod input_history {
             "the replay differs from what was played"
         );
     }
+
+    /// The same scene with a tempo: a dc stepped to b/100 at each beat b
+    /// (1…40) under the filtered input.
+    fn beat_scene(tempo: &str) -> String {
+        let events: Vec<String> = (1..=40)
+            .map(|b| {
+                format!(
+                    r#"{{"time":"{b}beats","node":"v","param":"value","value":{}}}"#,
+                    b as f64 / 100.0
+                )
+            })
+            .collect();
+        format!(
+            r#"{{"version":"1.0","seed":3,"sample_rate":48000,"tempo":"{tempo}",
+            "nodes":[{{"id":"mic","op":"input","params":{{"channel":1}}}},
+                     {{"id":"lp","op":"onepole","params":{{"cutoff":"2kHz"}}}},
+                     {{"id":"v","op":"dc","params":{{"value":0}}}},
+                     {{"id":"sum","op":"mix"}}],
+            "edges":[{{"from":"mic","to":"lp"}},{{"from":"lp","to":"sum:in0"}},
+                     {{"from":"v","to":"sum:in1"}}],
+            "outputs":{{"main":["sum"]}},"events":[{}]}}"#,
+            events.join(",")
+        )
+    }
+
+    /// Its engine, `fed` the offline input (for the replay).
+    fn beat_incoming(tempo: &str, fed: bool) -> Incoming {
+        let mut inc = Incoming::from_plan(
+            common::plan(&beat_scene(tempo), Some(Profile::Repro), 64),
+            None,
+            Vec::new(),
+        );
+        if fed {
+            inc.engine.set_input_feed(Box::new(Feed));
+        }
+        inc
+    }
+
+    /// A tempo edit (240 → 200 bpm) whose new engine catches up through
+    /// the history: the audio thread sets its swap sample where it swaps,
+    /// which re-places its events in beats on the grid re-anchored there
+    /// and re-sorts them (`set_swap_sample` in the player's catch-up) — no
+    /// allocation or free in the callback, the beats after S where the
+    /// re-anchored grid puts them, and the replay of N and S bit for bit.
+    #[test]
+    fn a_tempo_edit_caught_up_on_the_audio_thread_never_allocates_and_replays() {
+        let first = beat_incoming("240bpm", false);
+        let meters = Arc::new(Meters::default());
+        let mut player = Player::new(
+            *first.engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            Arc::new(Controls::default()),
+            std::time::Instant::now(),
+        );
+        player.set_input(Box::new(Source(0)));
+        let (writer, hist) = history(2, 48_000, 8.0, 0);
+        player.set_history(writer);
+        let mut link = player.link();
+        let cell = PlayerCell::new(player);
+        let mut buf = vec![0.0f32; 48 * 2];
+        let mut played = Vec::new();
+        let (a0, f0) = counts();
+        let mut fill = |played: &mut Vec<f32>| {
+            realtime(|| cell.fill(&mut buf));
+            played.extend_from_slice(&buf);
+        };
+        // Past beat 2 (sample 24000) at 240 bpm.
+        for _ in 0..600 {
+            fill(&mut played);
+        }
+        link.send(ToAudio::Capture(first.capture)).ok().unwrap();
+        let (state, n) = loop {
+            fill(&mut played);
+            if let Some(FromAudio::Captured { state, at }) = link.receive() {
+                break (state, at);
+            }
+        };
+        let mut next = beat_incoming("200bpm", false);
+        next.engine.migrate(&state, n);
+        next.engine.set_swap_sample(u64::MAX);
+        let m = fast_forward_through(&mut next.engine, &hist, u64::MAX).unwrap();
+        while meters.clock.load(Ordering::Relaxed) < m + 5 * 64 {
+            fill(&mut played);
+        }
+        link.send(ToAudio::CatchUp {
+            engine: next.engine,
+            from: m,
+            fade: 0,
+        })
+        .ok()
+        .unwrap();
+        let s = loop {
+            fill(&mut played);
+            match link.receive() {
+                Some(FromAudio::Swapped { at }) => break at,
+                Some(FromAudio::Refused { clock, .. }) => panic!("refused at {clock}"),
+                _ => {}
+            }
+        };
+        // Several beats on the new grid.
+        for _ in 0..1500 {
+            fill(&mut played);
+        }
+        let (a1, f1) = counts();
+        assert_eq!(
+            (a1 - a0, f1 - f0),
+            (0, 0),
+            "the callback allocated or freed"
+        );
+        assert!(
+            s > m + 5 * 64,
+            "it caught up over several blocks: M {m}, S {s}"
+        );
+        drop(link.receive());
+
+        let frames = played.len() as u64 / 2;
+        let mut deck = Scripted::new(beat_incoming("240bpm", true), 2);
+        deck.handover_at(beat_incoming("200bpm", true), n, s, 0)
+            .unwrap();
+        // Beat b before the beat the 240 bpm grid stands at at S stays at
+        // 12000·b; a later one lands at S + (b − S/12000)·14400 =
+        // (72000·b − S)/5, rounded (never a tie: S is a multiple of 64).
+        let (mut before, mut later) = (0, 0);
+        for (order, at) in deck.engine().event_samples() {
+            let b = order as u64 + 1;
+            let want = if b * 12_000 < s {
+                before += 1;
+                b * 12_000
+            } else {
+                // Those played after the swap.
+                later += usize::from((72_000 * b - s + 2) / 5 < frames);
+                (72_000 * b - s + 2) / 5
+            };
+            assert_eq!(at, want, "beat {b}, S {s}");
+        }
+        assert!(
+            before >= 2 && later >= 4,
+            "S {s}: {before} beats before it, {later} played after it"
+        );
+        deck.play_to(frames);
+        let again = deck.into_device_samples(frames, None);
+        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&again) == bits(&played),
+            "the replay differs from what was played"
+        );
+    }
 }
 
 /// A flood of control records through a player's ring while it plays: the

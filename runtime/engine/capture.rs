@@ -76,6 +76,9 @@ impl Engine {
         st.clock = self.clock;
         st.next_event = self.next_event;
         st.engine = self.id();
+        // The beat grid the engine plays on: the buffer was shaped by a
+        // snapshot of this engine before a handover or a resume moved it.
+        st.tempo_map = self.tempo_map;
         self.voices.save_into(&mut st.voices);
         for (s, snap) in self.slots.iter().zip(st.nodes.iter_mut()) {
             snap.params.copy_from_slice(&s.params);

@@ -438,9 +438,10 @@ impl Engine {
     /// captured engine's map stands at at S stay on that map (they play
     /// before S), later ones land on this engine's tempo re-anchored at S.
     /// An engine migrated from one without a beat grid (or from a snapshot
-    /// file) keeps its own. Every event that already fired is before S on
-    /// the old map, so re-placing the rest as S moves later never fires an
-    /// event twice.
+    /// file without one) keeps its own; a snapshot file's grid is the
+    /// captured engine's, swapped at the file's clock. Every event that
+    /// already fired is before S on the old map, so re-placing the rest as
+    /// S moves later never fires an event twice.
     fn retime_beats(&mut self) {
         let (Some(old), Some(spb)) = (self.prior_map, self.spb) else {
             return;

@@ -29,7 +29,8 @@ pub struct EngineState {
     pub engine: u64,
     /// Each voice module's allocator: which voice plays which note.
     pub voices: Vec<super::PoolState>,
-    /// The beat grid the engine played on (none from a snapshot file).
+    /// The beat grid the engine played on (none without a tempo, or from
+    /// a snapshot file written without one).
     pub tempo_map: Option<super::TempoMap>,
 }
 

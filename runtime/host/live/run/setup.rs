@@ -279,6 +279,9 @@ impl FirstEngine {
             Incoming::from_plan(plan, scene.profile, Vec::new()).asking(Asked::of(&scene));
         if let (Some(s), Some(cx)) = (&snap, &context) {
             let resumed = cx.resume(s, &mut incoming.engine)?;
+            // Its events in beats are on the file's grid now: an edit's
+            // events are compared with them there.
+            incoming.retime_keys();
             for m in &resumed.messages {
                 let _ = writeln!(log, "{m}");
             }

@@ -4,13 +4,13 @@
 
 use super::format::{
     DelayRecord, NodeRecord, NoteRecord, ParamRecord, PhaseRecord, PoolRecord, RampRecord,
-    RecoveryRecord, SnapshotFile, StateEntry, StateRecord, ValueRecord, VoiceRecord,
+    RecoveryRecord, SnapshotFile, StateEntry, StateRecord, TempoRecord, ValueRecord, VoiceRecord,
 };
 use super::numbers::{HexF32, HexF64, Num};
 use super::{display, SnapshotError};
 use crate::dsp::Precision;
 use crate::engine::{
-    EngineState, NodeSnapshot, Pending, Phase, PoolState, Recovery, ResetPart, Voice,
+    EngineState, NodeSnapshot, Pending, Phase, PoolState, Recovery, ResetPart, TempoMap, Voice,
 };
 use crate::ops::{
     self, AudioData, NodeState, OpSpec, ParamKind, ParamState, Ramp, StateValue, Value,
@@ -35,6 +35,15 @@ pub(super) fn pool_record(p: &PoolState) -> PoolRecord {
         seq: p.seq,
         dropped: p.dropped,
         voices: p.voices.iter().map(voice_record).collect(),
+    }
+}
+
+/// The record of the beat grid `m`.
+pub(super) fn tempo_record(m: &TempoMap) -> TempoRecord {
+    TempoRecord {
+        sample: m.sample,
+        beat: m.beat,
+        samples_per_beat: m.spb,
     }
 }
 
@@ -196,8 +205,15 @@ impl SnapshotFile {
                 .iter()
                 .map(|p| self.pool_state(p))
                 .collect::<Result<_, _>>()?,
-            // A resume plays its scene's beat grid from the start.
-            tempo_map: None,
+            // The grid the captured engine played on: a resume into the
+            // same tempo keeps it, another tempo re-anchors at the clock
+            // (`Engine::migrate`). Without one, a resume plays its scene's
+            // grid from sample 0.
+            tempo_map: self.tempo.map(|t| TempoMap {
+                sample: t.sample,
+                beat: t.beat,
+                spb: t.samples_per_beat,
+            }),
         })
     }
 

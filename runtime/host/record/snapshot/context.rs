@@ -5,7 +5,7 @@
 //! an engine by the handover's carry rules, saying what does not simply
 //! continue.
 
-use super::codec::{delay_record, node_record, pool_record};
+use super::codec::{delay_record, node_record, pool_record, tempo_record};
 use super::format::{BusRecord, ResourceRecord, SceneRecord, SnapshotFile, FORMAT, VERSION};
 use super::{display, SnapshotError};
 use crate::dsp::Precision;
@@ -196,6 +196,7 @@ impl SnapshotContext {
             },
             nodes,
             voices: st.voices.iter().map(pool_record).collect(),
+            tempo: st.tempo_map.as_ref().map(tempo_record),
             origin: None,
         })
     }

@@ -8,6 +8,7 @@ use crate::dsp::Precision;
 use crate::host::files::rules::{Inputs, Kind};
 use crate::host::files::write::write_file;
 use crate::profile::Profile;
+use crate::scene::Rational;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
 use std::path::Path;
@@ -61,6 +62,12 @@ pub struct SnapshotFile {
     /// written before there were any): every voice then resumes free.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub voices: Vec<PoolRecord>,
+    /// The beat grid the engine played on, when its scene has a tempo.
+    /// Absent from files of scenes without one (and from files written
+    /// before grids were kept): a resume then plays its scene's grid from
+    /// sample 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tempo: Option<TempoRecord>,
     /// Where the file was read from, for messages.
     #[serde(skip)]
     pub(super) origin: Option<String>,
@@ -260,6 +267,72 @@ pub struct NoteRecord {
     pub velocity: Num,
     /// Its note-off came before it started: the voice goes free instead.
     pub cancelled: bool,
+}
+
+/// The beat grid (the fields of [`crate::engine::TempoMap`]): beat `beat`
+/// at absolute sample `sample`, then `samples_per_beat` samples a beat.
+/// Both are exact rationals, written `"num/den"` (reduced, den > 0). A
+/// beat that is not a rational of 0 or more, a beat length that is not one
+/// greater than 0, or an anchor past any session is refused at its line
+/// in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TempoRecord {
+    #[serde(deserialize_with = "anchor_sample")]
+    pub sample: u64,
+    #[serde(serialize_with = "write_rational", deserialize_with = "beat")]
+    pub beat: Rational,
+    #[serde(serialize_with = "write_rational", deserialize_with = "beat_length")]
+    pub samples_per_beat: Rational,
+}
+
+fn write_rational<S: serde::Serializer>(r: &Rational, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rational_text(*r))
+}
+
+fn anchor_sample<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let at = u64::deserialize(d)?;
+    if at > MAX_CLOCK {
+        return Err(serde::de::Error::custom(format!(
+            "`tempo`: `sample` {at} is past any session (at most 2^53 = {MAX_CLOCK})"
+        )));
+    }
+    Ok(at)
+}
+
+fn beat<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Rational, D::Error> {
+    let t = String::deserialize(d)?;
+    parse_rational(&t)
+        .filter(|b| !b.is_negative())
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "`tempo`: `beat` `{t}` is not an exact beat of 0 or more (\"num/den\", den > 0)"
+            ))
+        })
+}
+
+fn beat_length<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Rational, D::Error> {
+    let t = String::deserialize(d)?;
+    parse_rational(&t).filter(|r| r.num > 0).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "`tempo`: `samples_per_beat` `{t}` is not an exact number of samples greater than 0 (\"num/den\", den > 0)"
+        ))
+    })
+}
+
+/// An exact rational as `"num/den"` (how a step length is written too).
+pub(super) fn rational_text(r: Rational) -> String {
+    format!("{}/{}", r.num, r.den)
+}
+
+/// `"num/den"` with a denominator greater than 0 (reduced on reading).
+pub(super) fn parse_rational(t: &str) -> Option<Rational> {
+    let (a, b) = t.split_once('/')?;
+    let (num, den) = (a.parse::<i128>().ok()?, b.parse::<i128>().ok()?);
+    if den <= 0 {
+        return None;
+    }
+    Rational::new(num, den)
 }
 
 /// A param value; enums by choice name, resources by path (their SHA-256

@@ -13,7 +13,11 @@
 //! edge delay lines and, for a node that failed, its mute and backoff, and
 //! per voice module its allocator (every voice's phase, note, ages and
 //! quiet count, the pedal; absent when the scene has none, so older files
-//! read as before, every voice free). Sample arrays are hex strings of IEEE bit patterns
+//! read as before, every voice free), and the beat grid the engine played on
+//! when the scene has a tempo (`tempo`: the anchor sample, the beat there
+//! and the samples a beat lasts, the last two exact rationals `"num/den"`;
+//! absent without a tempo, and a file without it resumes on its scene's
+//! grid from sample 0). Sample arrays are hex strings of IEEE bit patterns
 //! (16 digits per f64, 8 per f32, most significant first): exact for every
 //! value including NaN, infinities and -0, and compact. Scalar params are
 //! JSON numbers, which round-trip exactly with serde_json's
@@ -38,7 +42,7 @@ pub use context::{Resumed, SnapshotContext, Written};
 pub use format::{
     BusRecord, DelayRecord, NodeRecord, NoteRecord, ParamRecord, PhaseRecord, PoolRecord,
     RampRecord, RecoveryRecord, ResourceRecord, SceneRecord, SnapshotFile, StateEntry, StateRecord,
-    ValueRecord, VoiceRecord, FORMAT, MAX_CLOCK, VERSION,
+    TempoRecord, ValueRecord, VoiceRecord, FORMAT, MAX_CLOCK, VERSION,
 };
 pub use numbers::{HexF32, HexF64, Num};
 
