@@ -147,8 +147,8 @@ unsafe fn sin_lanes_avx2<S: Sample>(x: &mut [S]) {
 /// argument and the result (strict f32 uses `libm::sinf`).
 pub fn sin_block<S: Sample>(level: SimdLevel, x: &mut [S]) {
     #[cfg(target_arch = "x86_64")]
-    if level == SimdLevel::Avx2 {
-        // SAFETY: `SimdLevel::Avx2` comes only from `detect`, which saw AVX2.
+    if level.has_avx2() {
+        // SAFETY: `Avx2` and `Avx512` come only from `detect`, which saw AVX2.
         return unsafe { sin_lanes_avx2(x) };
     }
     let _ = level;

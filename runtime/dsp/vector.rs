@@ -13,13 +13,16 @@ use super::sample::Sample;
 /// Samples a kernel computes side by side.
 pub const LANES: usize = 8;
 
-/// The instruction set a kernel runs with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The instruction set a kernel runs with, narrowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SimdLevel {
     /// The build's own target (SSE2 on a default x86-64 build).
     Base,
     /// x86-64 with AVX2, detected at run time.
     Avx2,
+    /// x86-64 with AVX-512F as well as AVX2, detected at run time. A kernel
+    /// without an AVX-512 form runs its AVX2 one ([`has_avx2`](Self::has_avx2)).
+    Avx512,
 }
 
 impl SimdLevel {
@@ -29,10 +32,27 @@ impl SimdLevel {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx2") {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    return SimdLevel::Avx512;
+                }
                 return SimdLevel::Avx2;
             }
         }
         SimdLevel::Base
+    }
+
+    /// Whether this level runs AVX2 code (`Avx2` and `Avx512`).
+    pub fn has_avx2(self) -> bool {
+        self >= SimdLevel::Avx2
+    }
+
+    /// Every level this CPU runs, narrowest first (for tests and benchmarks
+    /// that compare them).
+    pub fn available() -> impl Iterator<Item = SimdLevel> {
+        let top = SimdLevel::detect();
+        [SimdLevel::Base, SimdLevel::Avx2, SimdLevel::Avx512]
+            .into_iter()
+            .filter(move |l| *l <= top)
     }
 }
 
@@ -103,8 +123,8 @@ unsafe fn sine_block_avx2<S: Sample>(phase: u64, inc: u64, amp: S, out: &mut [S]
 /// cycle, through [`sin_turns`]. The same bits at every level.
 pub fn sine_block<S: Sample>(level: SimdLevel, phase: u64, inc: u64, amp: S, out: &mut [S]) {
     #[cfg(target_arch = "x86_64")]
-    if level == SimdLevel::Avx2 {
-        // SAFETY: `SimdLevel::Avx2` comes only from `detect`, which saw AVX2.
+    if level.has_avx2() {
+        // SAFETY: `Avx2` and `Avx512` come only from `detect`, which saw AVX2.
         return unsafe { sine_block_avx2(phase, inc, amp, out) };
     }
     let _ = level;
