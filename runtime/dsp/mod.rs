@@ -1,12 +1,14 @@
 //! Numeric core: the sample trait, math policies, the FP-mode guard, FFT
 //! providers, analysis windows, oversampling filters, the locked random
-//! streams, and the named-array form in which any of them snapshots state.
+//! streams and their vectorised Philox kernel, and the named-array form in
+//! which any of them snapshots state.
 
 pub mod bits;
 pub mod fft;
 pub mod fpmode;
 pub mod math;
 pub mod oversample;
+pub mod philox;
 pub mod rng;
 pub mod sample;
 pub mod state;

@@ -16,7 +16,9 @@
 //!   ([`Sample::from_noise_word`]); not rand_philox's `u32_to_unit_*`
 //!   helpers, which map differently.
 
+use super::philox::{self, BLOCKS};
 use super::sample::Sample;
+use super::vector::SimdLevel;
 
 /// FNV-1a 64 over the UTF-8 bytes.
 pub fn fnv1a64(s: &str) -> u64 {
@@ -46,18 +48,30 @@ pub fn hash64(global_seed: u64, node_id: &str, local_seed: u64) -> u64 {
 pub struct NoiseStream {
     key: [u32; 2],
     stream: u32,
+    /// The instruction set [`fill`](Self::fill)'s kernel runs with, chosen
+    /// when the stream is made (the words are the same at every level).
+    level: SimdLevel,
     /// The last computed block and its index, a cache only (not state).
     block: [u32; 4],
     block_index: u64,
 }
 
 impl NoiseStream {
+    /// Stream `stream` of the key `hash`, filled at the widest [`SimdLevel`]
+    /// this CPU runs (made while building a node, not per block).
     pub fn new(hash: u64, stream: u32) -> NoiseStream {
+        Self::with_level(hash, stream, SimdLevel::detect())
+    }
+
+    /// [`new`](Self::new) with [`fill`](Self::fill) at `level`, which must
+    /// come from [`SimdLevel::detect`] or [`SimdLevel::available`].
+    pub fn with_level(hash: u64, stream: u32, level: SimdLevel) -> NoiseStream {
         let key = [hash as u32, (hash >> 32) as u32];
         let block = Self::compute(key, stream, 0);
         NoiseStream {
             key,
             stream,
+            level,
             block,
             block_index: 0,
         }
@@ -87,23 +101,30 @@ impl NoiseStream {
 
     /// Fills `out` with the samples from absolute sample `start` on: the
     /// same values as [`sample`](Self::sample). The words come
-    /// [`WORDS`](Self::WORDS) at a time from rand_philox's `fill_u32`, which
-    /// computes sixteen Philox blocks side by side in vector lanes, and are
-    /// mapped in one plain loop.
+    /// [`WORDS`](Self::WORDS) at a time from [`philox::blocks`], which
+    /// computes sixteen Philox blocks side by side in vector lanes at the
+    /// stream's [`SimdLevel`] (a run of at most [`FEW`](Self::FEW) blocks is
+    /// computed block by block), and are mapped in one plain loop. No
+    /// allocation.
     pub fn fill<S: Sample>(&mut self, start: u64, out: &mut [S]) {
-        let mut words = [0u32; Self::WORDS];
-        let mut rng = rand_philox::Philox::new(self.key, 0);
+        let mut blocks = [[0u32; 4]; BLOCKS];
         let mut n = start;
         let mut rest = out;
         while !rest.is_empty() {
             // Whole Philox blocks from the one holding sample n.
             let skip = (n % 4) as usize;
             let take = rest.len().min(Self::WORDS - skip);
-            let len = (skip + take).div_ceil(4) * 4;
-            rng.seek(((self.stream as u128) << 64) | (n / 4) as u128);
-            rng.fill_u32(&mut words[..len]);
+            let used = (skip + take).div_ceil(4);
+            let q = n / 4;
+            if used <= Self::FEW {
+                for (i, b) in blocks[..used].iter_mut().enumerate() {
+                    *b = Self::compute(self.key, self.stream, q + i as u64);
+                }
+            } else {
+                philox::blocks(self.level, self.key, [self.stream, 0], q, &mut blocks);
+            }
             let (head, tail) = rest.split_at_mut(take);
-            for (o, w) in head.iter_mut().zip(&words[skip..]) {
+            for (o, w) in head.iter_mut().zip(&blocks.as_flattened()[skip..]) {
                 *o = S::from_noise_word(*w);
             }
             rest = tail;
@@ -111,9 +132,14 @@ impl NoiseStream {
         }
     }
 
-    /// Words per `fill_u32` call in [`fill`](Self::fill): rand_philox's
-    /// vector step (16 blocks of four words), so a 64-frame block is one step.
-    const WORDS: usize = 64;
+    /// Words per [`philox::blocks`] call in [`fill`](Self::fill) (16 blocks
+    /// of four words), so a 64-frame block is one call.
+    const WORDS: usize = 4 * BLOCKS;
+
+    /// Up to this many blocks, [`fill`](Self::fill) computes them one by one
+    /// rather than sixteen at once (one scalar block costs roughly a fifth of
+    /// a sixteen-block AVX-512 step, an eighth of an AVX2 one).
+    const FEW: usize = 4;
 }
 
 /// Random123's philox4x32-10 known answers (its kat_vectors): (counter,
@@ -142,10 +168,17 @@ pub(crate) const RANDOM123_KAT: [([u32; 4], [u32; 2], [u32; 4]); 3] = [
 mod tests {
     use super::*;
 
-    /// `fill` gives exactly `sample`'s values, from any start and length.
+    /// `fill` gives exactly `sample`'s values, from any start and length, at
+    /// every level this CPU has.
     #[test]
     fn fill_equals_sample_by_sample() {
-        let mut a = NoiseStream::new(0xfa45_fa09_680f_51e2, 0);
+        for level in SimdLevel::available() {
+            fill_equals_sample_by_sample_at(level);
+        }
+    }
+
+    fn fill_equals_sample_by_sample_at(level: SimdLevel) {
+        let mut a = NoiseStream::with_level(0xfa45_fa09_680f_51e2, 0, level);
         let mut b = a.clone();
         // Lengths across several 64-word steps, and a run whose Philox counter
         // word 0 carries into word 1 (block 2^32 − 3 onwards).
@@ -158,11 +191,17 @@ mod tests {
             (7, 0),
             (2, 300),
             (carry, 200),
+            (carry + 2, 7),
+            (carry + 30, 64),
+            (4 * 1000, 8),
+            (4 * 1000 + 1, 8),
+            (4 * 1000 + 3, 9),
+            (13, 4096),
         ] {
             let mut got = vec![0f64; len];
             a.fill(start, &mut got);
             let want: Vec<f64> = (0..len as u64).map(|i| b.sample(start + i)).collect();
-            assert_eq!(got, want, "start {start}, len {len}");
+            assert_eq!(got, want, "{level:?}, start {start}, len {len}");
             let mut got32 = vec![0f32; len];
             a.fill(start, &mut got32);
             let want32: Vec<f32> = (0..len as u64).map(|i| b.sample(start + i)).collect();
@@ -175,6 +214,73 @@ mod tests {
     fn random123_known_answers() {
         for (ctr, key, want) in RANDOM123_KAT {
             assert_eq!(rand_philox::philox4x32_10(ctr, key), want);
+        }
+    }
+
+    /// The fill before the vectorised kernel: rand_philox's `fill_u32`
+    /// (sixteen blocks side by side, compiled for the build's base target).
+    fn fill_with_rand_philox(s: &NoiseStream, start: u64, out: &mut [f32]) {
+        let mut words = [0u32; NoiseStream::WORDS];
+        let mut rng = rand_philox::Philox::new(s.key, 0);
+        let mut n = start;
+        let mut rest = out;
+        while !rest.is_empty() {
+            let skip = (n % 4) as usize;
+            let take = rest.len().min(NoiseStream::WORDS - skip);
+            let len = (skip + take).div_ceil(4) * 4;
+            rng.seek(((s.stream as u128) << 64) | (n / 4) as u128);
+            rng.fill_u32(&mut words[..len]);
+            let (head, tail) = rest.split_at_mut(take);
+            for (o, w) in head.iter_mut().zip(&words[skip..]) {
+                *o = f32::from_noise_word(*w);
+            }
+            rest = tail;
+            n += take as u64;
+        }
+    }
+
+    /// ns per word of `fill` (f32) from rand_philox's `fill_u32` and from
+    /// the kernel at each level, for 64 and 4096 samples, timed interleaved
+    /// (best of several rounds). `cargo test --release --lib
+    /// dsp::rng::tests::fill_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn fill_speed() {
+        use std::hint::black_box;
+        use std::time::Instant;
+        let hash = hash64(7, "hiss", 3);
+        let levels: Vec<SimdLevel> = SimdLevel::available().collect();
+        for len in [64usize, 4096] {
+            let reps = 400_000 / len;
+            let mut out = vec![0f32; len];
+            let mut best = vec![f64::INFINITY; 1 + levels.len()];
+            let mut check = 0f32;
+            for round in 0..15 {
+                let start = 1_000_000 + (round as u64) * 64 * len as u64;
+                for (v, b) in best.iter_mut().enumerate() {
+                    let mut s = NoiseStream::with_level(hash, 0, levels[v.max(1) - 1]);
+                    let t = Instant::now();
+                    for r in 0..reps as u64 {
+                        let at = black_box(start + r * len as u64);
+                        if v == 0 {
+                            fill_with_rand_philox(&s, at, &mut out);
+                        } else {
+                            s.fill(at, &mut out);
+                        }
+                        black_box(&mut out);
+                    }
+                    let ns = t.elapsed().as_nanos() as f64 / (reps * len) as f64;
+                    *b = b.min(ns);
+                    check += out[len - 1];
+                }
+            }
+            let base = best[0];
+            println!("fill of {len} samples (f32), ns/word, best of 15 interleaved rounds:");
+            println!("  rand_philox fill_u32: {base:.3}");
+            for (l, ns) in levels.iter().zip(&best[1..]) {
+                println!("  kernel {l:?}: {ns:.3} (x{:.2} faster)", base / ns);
+            }
+            black_box(check);
         }
     }
 

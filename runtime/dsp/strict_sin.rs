@@ -148,8 +148,7 @@ unsafe fn sin_lanes_avx2<S: Sample>(x: &mut [S]) {
 pub fn sin_block<S: Sample>(level: SimdLevel, x: &mut [S]) {
     #[cfg(target_arch = "x86_64")]
     if level.has_avx2() {
-        // SAFETY: `SimdLevel::Avx2` and `Avx512` come only from `detect`,
-        // which saw AVX2. (AVX-512 runs this AVX2 kernel.)
+        // SAFETY: `Avx2` and `Avx512` come only from `detect`, which saw AVX2.
         return unsafe { sin_lanes_avx2(x) };
     }
     let _ = level;

@@ -13,15 +13,15 @@ use super::sample::Sample;
 /// Samples a kernel computes side by side.
 pub const LANES: usize = 8;
 
-/// The instruction set a kernel runs with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The instruction set a kernel runs with, narrowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SimdLevel {
     /// The build's own target (SSE2 on a default x86-64 build).
     Base,
     /// x86-64 with AVX2, detected at run time.
     Avx2,
-    /// x86-64 with AVX-512F (and AVX2), detected at run time: the live sine
-    /// kernel runs 16 lanes; every other kernel runs its AVX2 version.
+    /// x86-64 with AVX-512F as well as AVX2, detected at run time. A kernel
+    /// without an AVX-512 form runs its AVX2 one ([`has_avx2`](Self::has_avx2)).
     Avx512,
 }
 
@@ -41,20 +41,18 @@ impl SimdLevel {
         SimdLevel::Base
     }
 
-    /// Every level this CPU runs, from [`Base`](Self::Base) to
-    /// [`detect`](Self::detect)'s (for tests that compare them).
-    pub fn available() -> Vec<SimdLevel> {
+    /// Whether this level runs AVX2 code (`Avx2` and `Avx512`).
+    pub fn has_avx2(self) -> bool {
+        self >= SimdLevel::Avx2
+    }
+
+    /// Every level this CPU runs, narrowest first (for tests and benchmarks
+    /// that compare them).
+    pub fn available() -> impl Iterator<Item = SimdLevel> {
         let top = SimdLevel::detect();
         [SimdLevel::Base, SimdLevel::Avx2, SimdLevel::Avx512]
             .into_iter()
-            .filter(|l| *l as u8 <= top as u8)
-            .collect()
-    }
-
-    /// Whether the level includes AVX2 (the AVX2 kernels may run).
-    #[inline]
-    pub fn has_avx2(self) -> bool {
-        self != SimdLevel::Base
+            .filter(move |l| *l <= top)
     }
 }
 
