@@ -46,6 +46,10 @@ pub(super) struct Group {
     /// Schedule indices, ascending; the first is the leader.
     pub(super) members: Vec<usize>,
     pub(super) kernel: GroupKernel,
+    /// The members' outputs are finite by construction
+    /// ([`Processor::always_finite`](crate::ops::Processor::always_finite)):
+    /// no NaN check after the kernel.
+    pub(super) finite: bool,
 }
 
 /// The nodes a group may take: a lane kernel, no voice, no session input,
@@ -120,9 +124,14 @@ pub(super) fn plan(slots: &mut [Slot], runs: &mut [Run]) -> (Vec<Step>, Vec<Grou
                     None => {
                         by_type.insert(t, groups.len());
                         placed.push(Step::Group(groups.len()));
+                        let finite = match &slots[i].core {
+                            Core::F32(t) => t.node.always_finite(),
+                            Core::F64(t) => t.node.always_finite(),
+                        };
                         groups.push(Group {
                             members: vec![i],
                             kernel,
+                            finite,
                         });
                     }
                 }
@@ -213,6 +222,7 @@ impl Engine {
     fn run_group(&mut self, g: usize, start: u64, n: usize) {
         let count = self.groups[g].members.len();
         let kernel = self.groups[g].kernel;
+        let finite = self.groups[g].finite;
         let mut k = 0;
         while k < count {
             let mut batch = [0usize; MAX_LANES];
@@ -228,14 +238,22 @@ impl Engine {
                 }
             }
             if len > 0 {
-                self.run_batch(kernel, &batch[..len], start, n);
+                self.run_batch(kernel, finite, &batch[..len], start, n);
             }
         }
     }
 
     /// One kernel call over `batch` (ascending schedule indices): inputs
-    /// gathered per member, the kernel, then each member's NaN check.
-    fn run_batch(&mut self, kernel: GroupKernel, batch: &[usize], start: u64, n: usize) {
+    /// gathered per member, the kernel, then each member's NaN check
+    /// (unless its outputs are `finite` by construction).
+    fn run_batch(
+        &mut self,
+        kernel: GroupKernel,
+        finite: bool,
+        batch: &[usize],
+        start: u64,
+        n: usize,
+    ) {
         for &i in batch {
             self.gather_inputs(i, n);
         }
@@ -250,11 +268,12 @@ impl Engine {
                 continue;
             }
             let level = self.simd;
-            let finite = match &mut self.slots[i].core {
-                Core::F32(t) => scrub(level, &mut t.outs, n),
-                Core::F64(t) => scrub(level, &mut t.outs, n),
-            };
-            if finite {
+            let clean = finite
+                || match &mut self.slots[i].core {
+                    Core::F32(t) => scrub(level, &mut t.outs, n),
+                    Core::F64(t) => scrub(level, &mut t.outs, n),
+                };
+            if clean {
                 self.slots[i].recovery.ran_clean(end);
             } else {
                 self.report_nan(i, start, end);

@@ -602,6 +602,14 @@ pub trait Processor<S: Sample>: Send {
     fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
         None
     }
+    /// True when every output sample is finite whatever the node's inputs,
+    /// given finite params (as every param value is: scene values, events
+    /// and controls are range-checked). The engine then skips the NaN
+    /// check of the node's outputs when it runs in a lane group. False by
+    /// default.
+    fn always_finite(&self) -> bool {
+        false
+    }
 }
 
 /// A built node at its precision.

@@ -65,6 +65,11 @@ impl<S: Sample> Processor<S> for Noise<S> {
     fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
         Some((self, serial_lanes::<S, Self>))
     }
+
+    /// An noise: a word in [-1, 1) times a finite `amp`.
+    fn always_finite(&self) -> bool {
+        true
+    }
 }
 
 struct NoiseOp;

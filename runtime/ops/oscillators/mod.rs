@@ -361,6 +361,11 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
     fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
         Some((self, serial_lanes::<S, Self>))
     }
+
+    /// An oscillator: a bounded waveform times a finite `amp`.
+    fn always_finite(&self) -> bool {
+        true
+    }
 }
 
 struct OscOp<W>(PhantomData<W>);
