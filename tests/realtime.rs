@@ -1517,3 +1517,40 @@ fn voices_starting_stealing_releasing_and_going_free_never_allocate() {
         );
     }
 }
+
+/// Lane groups: the benchmark scenes run 256 sines, 64 noises and 64
+/// biquads in groups under every profile; their callback, with a
+/// structural edit, a param edit and a profile switch every 100 blocks
+/// (each new engine grouped afresh off the audio thread), never allocates
+/// or frees.
+#[test]
+fn grouped_plans_and_their_regrouping_handovers_never_allocate_in_the_callback() {
+    for name in ["w1", "w4"] {
+        let path = common::root().join(format!("scenes/bench/{name}.json"));
+        let scene = morphrt::scene::load_file(&path).unwrap();
+        for p in Profile::ALL {
+            let plan = compile(
+                &scene,
+                &CompileOptions {
+                    profile: Some(p),
+                    block_size: Some(64),
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap();
+            let e = Engine::new(plan);
+            let grouped: usize = e.lane_groups().iter().map(Vec::len).sum();
+            assert!(
+                grouped >= 128,
+                "{name} under {p}: {grouped} nodes in groups"
+            );
+        }
+        let (allocs, frees, changes) = handovers_in_the_callback(&path, 1_200);
+        assert!(changes >= 11, "{name}: {changes} handovers");
+        assert_eq!(
+            (allocs, frees),
+            (0, 0),
+            "{name}: the callback allocated or freed"
+        );
+    }
+}
