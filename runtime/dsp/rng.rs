@@ -142,28 +142,6 @@ impl NoiseStream {
     const FEW: usize = 4;
 }
 
-/// Random123's philox4x32-10 known answers (its kat_vectors): (counter,
-/// key, output). Checked against rand_philox here and against the
-/// independent oracle of the `lfo` op's tests.
-#[cfg(test)]
-pub(crate) const RANDOM123_KAT: [([u32; 4], [u32; 2], [u32; 4]); 3] = [
-    (
-        [0, 0, 0, 0],
-        [0, 0],
-        [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8],
-    ),
-    (
-        [0xffffffff; 4],
-        [0xffffffff; 2],
-        [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd],
-    ),
-    (
-        [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344],
-        [0xa4093822, 0x299f31d0],
-        [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1],
-    ),
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,7 +190,7 @@ mod tests {
     /// Random123 philox4x32-10 known answers (kat_vectors).
     #[test]
     fn random123_known_answers() {
-        for (ctr, key, want) in RANDOM123_KAT {
+        for (ctr, key, want) in crate::dsp::philox::RANDOM123_KAT {
             assert_eq!(rand_philox::philox4x32_10(ctr, key), want);
         }
     }

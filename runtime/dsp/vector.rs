@@ -442,7 +442,7 @@ mod tests {
     fn phase_turns_is_the_f32_phase_mapping() {
         let mut p = 0x0123_4567_89ab_cdefu64;
         for _ in 0..100_000 {
-            p = crate::dsp::rng::mix64(p);
+            p = rand_philox::splitmix64(p);
             assert_eq!(phase_turns(p), <f32 as Sample>::from_phase(p));
         }
         assert_eq!(phase_turns(u64::MAX), <f32 as Sample>::from_phase(u64::MAX));
@@ -491,7 +491,7 @@ mod tests {
         };
         let mut z = 17u64;
         for _ in 0..2_000_000 {
-            z = crate::dsp::rng::mix64(z);
+            z = rand_philox::splitmix64(z);
             check(z);
         }
         for k in 0..256u64 {
@@ -520,7 +520,7 @@ mod tests {
             5 << 57,
         ];
         for _ in 0..200 {
-            z = crate::dsp::rng::mix64(z);
+            z = rand_philox::splitmix64(z);
             incs.push(z >> (z % 64));
         }
         for inc in incs {
@@ -532,7 +532,7 @@ mod tests {
             } else {
                 64
             };
-            z = crate::dsp::rng::mix64(z);
+            z = rand_philox::splitmix64(z);
             let mut p = z;
             let mut r = steps.position(p);
             for _ in 0..300 {
@@ -557,17 +557,17 @@ mod tests {
         let mut z = 5u64;
         let mut steps = SineSteps::default();
         for case in 0..300 {
-            z = crate::dsp::rng::mix64(z);
+            z = rand_philox::splitmix64(z);
             let inc = match case % 5 {
                 0 => z >> (z % 64),
                 1 => z & !((1 << 59) - 1),
                 _ => z,
             };
             steps.set(inc);
-            z = crate::dsp::rng::mix64(z);
+            z = rand_philox::splitmix64(z);
             let (phase, offset) = (
                 z,
-                crate::dsp::rng::mix64(z) & ((case % 2) as u64).wrapping_neg(),
+                rand_philox::splitmix64(z) & ((case % 2) as u64).wrapping_neg(),
             );
             let len = if case % 7 == 0 {
                 4096
@@ -582,7 +582,7 @@ mod tests {
                 assert_eq!(bits(&got), bits(&want), "len {len}, {level:?}");
                 let mut done = 0;
                 while done < len {
-                    z = crate::dsp::rng::mix64(z);
+                    z = rand_philox::splitmix64(z);
                     let n = (1 + (z % 150) as usize).min(len - done);
                     let p = phase.wrapping_add(inc.wrapping_mul(done as u64));
                     sine_block(level, &steps, p, offset, 0.5, &mut got[done..done + n]);

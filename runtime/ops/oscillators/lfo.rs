@@ -408,7 +408,7 @@ mod tests {
     // The independent oracle of the random shapes: Philox 4x32-10 written
     // out from the Random123 definition (its round, multipliers and Weyl
     // key bumps), checked against Random123's known answers (the table
-    // `dsp::rng::RANDOM123_KAT`, which rand_philox is checked against
+    // `dsp::philox::RANDOM123_KAT`, which rand_philox is checked against
     // too), and the locked key/counter layout and word mapping of
     // scenes/README.md, "Randomness".
 
@@ -435,7 +435,7 @@ mod tests {
 
     #[test]
     fn the_oracle_philox_gives_random123s_known_answers() {
-        for (ctr, key, want) in crate::dsp::rng::RANDOM123_KAT {
+        for (ctr, key, want) in crate::dsp::philox::RANDOM123_KAT {
             assert_eq!(philox4x32_10(ctr, key), want);
         }
     }
