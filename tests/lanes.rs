@@ -417,3 +417,30 @@ fn a_profile_switch_carries_state_out_of_and_into_groups() {
         }
     }
 }
+
+#[test]
+fn bench_names_the_groups_and_shares_their_time_among_their_members() {
+    let text = std::fs::read_to_string(common::root().join("scenes/bench/w4.json")).unwrap();
+    let mut e = engine(&text, Some(Profile::Live), 64);
+    let t = morphrt::bench::timing::time_engine(&mut e, 6400, 1, &mut std::io::sink());
+    let mut groups: Vec<(String, usize)> = t
+        .lane_groups
+        .iter()
+        .map(|g| (g.op.clone(), g.nodes))
+        .collect();
+    groups.sort();
+    assert_eq!(
+        groups,
+        vec![("biquad".to_string(), 64), ("noise".to_string(), 64)]
+    );
+    // Every member has its share of its group's time.
+    assert_eq!(t.nodes.len(), 129);
+    assert!(
+        t.nodes
+            .iter()
+            .filter(|n| n.op == "biquad" || n.op == "noise")
+            .all(|n| n.share > 0.0),
+        "{:?}",
+        t.nodes
+    );
+}

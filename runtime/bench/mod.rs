@@ -351,6 +351,19 @@ impl BenchReport {
             "  outside the nodes (events, ramps, main bus): {:.1}% of block time\n",
             t.outside_nodes_share * 100.0
         );
+        if !t.lane_groups.is_empty() {
+            let grouped: usize = t.lane_groups.iter().map(|g| g.nodes).sum();
+            let list: Vec<String> = t
+                .lane_groups
+                .iter()
+                .map(|g| format!("{} ×{}", g.op, g.nodes))
+                .collect();
+            s += &format!(
+                "  lane groups: {} ({grouped} of {} nodes run in groups)\n",
+                list.join(", "),
+                t.nodes.len()
+            );
+        }
         if let Some(ci) = &self.ci {
             s += &format!("ci: {}\n", if ci.passed { "ok" } else { "FAILED" });
             for c in &ci.checks {

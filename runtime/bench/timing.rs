@@ -129,6 +129,14 @@ pub struct OpRow {
     pub iterations: u64,
 }
 
+/// A lane group of the timed engine: nodes of one operator run through one
+/// kernel call (their time is split evenly among them).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupRow {
+    pub op: String,
+    pub nodes: usize,
+}
+
 /// Sums `nodes` by operator, most expensive first (ties by name).
 pub fn by_op(nodes: &[NodeRow]) -> Vec<OpRow> {
     let mut ops: Vec<OpRow> = Vec::new();
@@ -165,6 +173,8 @@ pub struct Timing {
     pub nodes: Vec<NodeRow>,
     /// The same, summed by operator.
     pub ops: Vec<OpRow>,
+    /// The engine's lane groups, in schedule order of their first node.
+    pub lane_groups: Vec<GroupRow>,
     /// Of the profiling run's block time, the part outside every node:
     /// events, ramps, FP-mode switches, the main bus.
     pub outside_nodes_share: f64,
@@ -227,6 +237,14 @@ pub fn time_engine(
         },
         block: stats,
         ops: by_op(&nodes),
+        lane_groups: engine
+            .lane_groups()
+            .iter()
+            .map(|g| GroupRow {
+                op: engine.node_op(g[0]).to_string(),
+                nodes: g.len(),
+            })
+            .collect(),
         nodes,
         outside_nodes_share: if in_blocks == 0 {
             0.0

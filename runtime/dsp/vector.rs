@@ -691,7 +691,7 @@ mod tests {
         let mut out = vec![0.0f32; N_OSC * 64];
         // None: the polynomial; Some(level): this kernel at that level.
         let mut kernels = vec![None];
-        kernels.extend(SimdLevel::available().into_iter().skip(1).map(Some));
+        kernels.extend(SimdLevel::available().skip(1).map(Some));
         for block in [64usize, 63] {
             let rounds = 2_000_000 / (N_OSC * block);
             let mut phases = vec![0u64; N_OSC];
