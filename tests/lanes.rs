@@ -166,9 +166,9 @@ fn random_scene(count: usize, seed: u64) -> String {
 
 #[test]
 fn groups_of_any_size_play_the_same_bits_as_nodes_alone() {
-    // Group sizes 1 … 9 (a batch of 8 lanes and one more) and 17 (two
-    // full batches of the largest kernel call and one more).
-    for (count, seed) in (1..=9).map(|c| (c, c as u64)).chain([(17, 99)]) {
+    // Group sizes 1 … 9 (a batch of 8 lanes and one more), 17 (a batch of
+    // 16 and one more) and 70 (a batch of 64, then 6 alone in their lanes).
+    for (count, seed) in (1..=9).map(|c| (c, c as u64)).chain([(17, 99), (70, 123)]) {
         let text = random_scene(count, seed);
         for p in PROFILES {
             for block in [1, 7, 64, 4096] {

@@ -514,7 +514,7 @@ pub struct LaneMember<'a, S> {
 pub type LaneKernel<S> = fn(members: &mut [LaneMember<'_, S>], frames: usize, start: u64);
 
 /// The most members one [`LaneKernel`] call receives.
-pub const MAX_LANES: usize = 16;
+pub const MAX_LANES: usize = 64;
 
 /// A [`LaneKernel`] that runs each member's own `process` in turn, called
 /// statically: no lanes across nodes, but one engine dispatch for the

@@ -353,7 +353,7 @@ fn step_lanes<S: Sample, M: Math, const L: usize>(
 /// into a frame × lane tile, run through [`step_lanes`], and moved out to
 /// the members' outputs.
 #[inline(always)]
-fn biquad_lanes_body<S: Sample, M: Math, const L: usize>(
+fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
 ) {
@@ -372,6 +372,9 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize>(
             (z1[l], z2[l]) = (b.z1, b.z2);
         }
         let mut done = 0;
+        if T16 && batch.len() == L {
+            done = transposed_f32::<S, M, L>(batch, &c, &mut z1, &mut z2, n);
+        }
         while done < n {
             let len = (n - done).min(TILE);
             let mut tile = [[S::ZERO; L]; TILE];
@@ -403,15 +406,105 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize>(
     }
 }
 
+/// The whole 16-frame spans of a full batch of `L` f32 members (`L` a
+/// multiple of 16, at most 64), through 16 × 16 blocks transposed in
+/// registers (AVX-512) rather than moved sample by sample: the frames of
+/// one member load as one vector. The recursion is [`step_lanes`] on each
+/// block of 16 members, the blocks' independent recursions interleaved
+/// frame by frame. Returns the frames done (0 unless the samples are f32).
+/// Call it only from an AVX-512 kernel.
+#[inline(always)]
+fn transposed_f32<S: Sample, M: Math, const L: usize>(
+    batch: &mut [LaneMember<'_, S>],
+    c: &[[S; L]; 5],
+    z1: &mut [S; L],
+    z2: &mut [S; L],
+    n: usize,
+) -> usize {
+    use std::any::Any;
+    const MAX: usize = 4;
+    let k = L / 16;
+    if cfg!(not(target_arch = "x86_64")) || L % 16 != 0 || k > MAX || batch.len() != L {
+        return 0;
+    }
+    let c: &dyn Any = c;
+    let (z1, z2): (&mut dyn Any, &mut dyn Any) = (z1, z2);
+    let (Some(c), Some(z1), Some(z2)) = (
+        c.downcast_ref::<[[f32; L]; 5]>(),
+        z1.downcast_mut::<[f32; L]>(),
+        z2.downcast_mut::<[f32; L]>(),
+    ) else {
+        return 0;
+    };
+    let mut ins: [&[f32]; 16 * MAX] = [&[]; 16 * MAX];
+    let mut outs: [Option<&mut Vec<f32>>; 16 * MAX] = std::array::from_fn(|_| None);
+    for (l, m) in batch.iter_mut().enumerate() {
+        let input: &dyn Any = &m.inputs[0];
+        let output: &mut dyn Any = &mut m.outputs[0];
+        let (Some(i), Some(o)) = (
+            input.downcast_ref::<Vec<f32>>(),
+            output.downcast_mut::<Vec<f32>>(),
+        ) else {
+            return 0;
+        };
+        (ins[l], outs[l]) = (i, Some(o));
+    }
+    // Each block of 16 members: its coefficients and state.
+    let mut cs = [[[0f32; 16]; 5]; MAX];
+    let (mut s1, mut s2) = ([[0f32; 16]; MAX], [[0f32; 16]; MAX]);
+    for b in 0..k {
+        for j in 0..5 {
+            cs[b][j].copy_from_slice(&c[j][16 * b..16 * b + 16]);
+        }
+        s1[b].copy_from_slice(&z1[16 * b..16 * b + 16]);
+        s2[b].copy_from_slice(&z2[16 * b..16 * b + 16]);
+    }
+    let whole = n / 16 * 16;
+    let mut blocks = [[[0f32; 16]; 16]; MAX];
+    for t0 in (0..whole).step_by(16) {
+        for (b, block) in blocks[..k].iter_mut().enumerate() {
+            for (row, x) in block.iter_mut().zip(&ins[16 * b..]) {
+                row.copy_from_slice(&x[t0..t0 + 16]);
+            }
+            // SAFETY: only the AVX-512 kernel runs this, chosen when
+            // `SimdLevel::detect` saw AVX-512F.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                crate::dsp::vector::transpose16_avx512(block)
+            };
+        }
+        for t in 0..16 {
+            for b in 0..k {
+                step_lanes::<f32, M, 16>(&cs[b], &mut s1[b], &mut s2[b], &mut blocks[b][t]);
+            }
+        }
+        for (b, block) in blocks[..k].iter_mut().enumerate() {
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                crate::dsp::vector::transpose16_avx512(block)
+            };
+            for (row, o) in block.iter().zip(outs[16 * b..].iter_mut().flatten()) {
+                o[t0..t0 + 16].copy_from_slice(row);
+            }
+        }
+    }
+    for b in 0..k {
+        z1[16 * b..16 * b + 16].copy_from_slice(&s1[b]);
+        z2[16 * b..16 * b + 16].copy_from_slice(&s2[b]);
+    }
+    whole
+}
+
 fn biquad_lanes<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _start: u64) {
-    biquad_lanes_body::<S, M, 8>(members, n)
+    biquad_lanes_body::<S, M, 8, false>(members, n)
 }
 
 #[cfg(target_arch = "x86_64")]
 fn biquad_lanes_avx2<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _s: u64) {
     #[target_feature(enable = "avx2")]
     unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
-        biquad_lanes_body::<S, M, 8>(members, n)
+        biquad_lanes_body::<S, M, 8, false>(members, n)
     }
     // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX2.
     unsafe { run::<S, M>(members, n) }
@@ -421,7 +514,11 @@ fn biquad_lanes_avx2<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: u
 fn biquad_lanes_avx512<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _s: u64) {
     #[target_feature(enable = "avx2,avx512f")]
     unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
-        biquad_lanes_body::<S, M, 16>(members, n)
+        // Batches of 64 (four recursions interleaved), the rest by 16.
+        let whole = members.len() / 64 * 64;
+        let (full, rest) = members.split_at_mut(whole);
+        biquad_lanes_body::<S, M, 64, true>(full, n);
+        biquad_lanes_body::<S, M, 16, true>(rest, n)
     }
     // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX-512F.
     unsafe { run::<S, M>(members, n) }
