@@ -95,7 +95,7 @@ fn main() {
             if applied < made + switches {
                 continue;
             }
-            let to = if switches % 2 == 0 {
+            let to = if switches.is_multiple_of(2) {
                 if profile == Profile::Live {
                     Profile::Repro
                 } else {

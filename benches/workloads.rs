@@ -163,7 +163,7 @@ fn floor_w4<S: Real>(frames: usize, seed: u64, out: &mut Vec<f64>) {
             let mut words = [0u32; 4];
             for (j, s) in sum[..n].iter_mut().enumerate() {
                 let t = (done + j) as u64;
-                if t % 4 == 0 {
+                if t.is_multiple_of(4) {
                     let q = t / 4;
                     words = rand_philox::philox4x32_10([q as u32, (q >> 32) as u32, 0, 0], *key);
                 }

@@ -549,7 +549,7 @@ impl Scripted {
     ) -> Result<Applied, String> {
         let b = self.deck.block_size() as u64;
         // Both on the block grid the session started on (its first clock).
-        let off_grid = |x: u64| (x - self.start) % b != 0;
+        let off_grid = |x: u64| !(x - self.start).is_multiple_of(b);
         if n < self.deck.clock() || s < n || off_grid(n) || off_grid(s) {
             return Err(format!(
                 "a handover captured at {n} and swapped at {s} does not fit the session (clock {}, block {b} from {})",

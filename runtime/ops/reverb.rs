@@ -120,7 +120,7 @@ fn is_prime(n: usize) -> bool {
     }
     let mut d = 2;
     while d * d <= n {
-        if n % d == 0 {
+        if n.is_multiple_of(d) {
             return false;
         }
         d += 1;
@@ -161,7 +161,7 @@ pub(crate) fn line_lengths(sample_rate: f64, size: f64) -> Result<[usize; LINES]
 
 /// `(−1)^popcount(i & row)`.
 const fn walsh(row: usize, i: usize) -> f64 {
-    if (i & row).count_ones() % 2 == 0 {
+    if (i & row).count_ones().is_multiple_of(2) {
         1.0
     } else {
         -1.0

@@ -540,7 +540,7 @@ impl WavInput {
 /// The frames `len` bytes of data hold, refused when not a whole number.
 fn whole_frames(h: &Header, len: u64, shown: &str) -> Result<u64, String> {
     let fb = h.frame_bytes();
-    if len % fb != 0 {
+    if !len.is_multiple_of(fb) {
         return Err(format!(
             "{shown} declares {len} bytes of samples, not a whole number of its {fb}-byte frames ({} channels of {})",
             h.channels,

@@ -278,7 +278,7 @@ impl<S: Sample> Conv<S> {
         }
         self.fill += n;
         self.pos += n as u64;
-        if self.pos % self.grid == 0 {
+        if self.pos.is_multiple_of(self.grid) {
             self.advance();
         }
     }

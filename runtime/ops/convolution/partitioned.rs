@@ -311,7 +311,7 @@ impl<S: Sample> Conv<S> {
                 self.step(si);
             }
             let s = &mut self.segs[si];
-            if self.pos % s.b as u64 == 0 {
+            if self.pos.is_multiple_of(s.b as u64) {
                 // Blocks that completed before are finished by now.
                 debug_assert!(s.done == s.steps());
                 s.blk = self.pos / s.b as u64 - 1;

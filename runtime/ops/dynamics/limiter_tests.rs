@@ -49,7 +49,7 @@ fn worst_cases(frames: usize) -> Vec<(&'static str, Vec<f64>)> {
     let mut k = 0usize;
     let mut step = 1usize;
     while k < frames {
-        impulses[k] = if k % 3 == 0 { 4.0 } else { -1.0 };
+        impulses[k] = if k.is_multiple_of(3) { 4.0 } else { -1.0 };
         k += step;
         step = step % 97 + 1;
     }

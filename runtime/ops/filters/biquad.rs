@@ -424,7 +424,7 @@ fn transposed_f32<S: Sample, M: Math, const L: usize>(
     use std::any::Any;
     const MAX: usize = 4;
     let k = L / 16;
-    if cfg!(not(target_arch = "x86_64")) || L % 16 != 0 || k > MAX || batch.len() != L {
+    if cfg!(not(target_arch = "x86_64")) || !L.is_multiple_of(16) || k > MAX || batch.len() != L {
         return 0;
     }
     let c: &dyn Any = c;
@@ -473,6 +473,9 @@ fn transposed_f32<S: Sample, M: Math, const L: usize>(
                 crate::dsp::vector::transpose16_avx512(block)
             };
         }
+        // Frame t of every block in turn: the blocks' recursions are
+        // independent, so they overlap instead of waiting on one another.
+        #[allow(clippy::needless_range_loop)]
         for t in 0..16 {
             for b in 0..k {
                 step_lanes::<f32, M, 16>(&cs[b], &mut s1[b], &mut s2[b], &mut blocks[b][t]);

@@ -101,7 +101,7 @@ fn encode_hex(values: impl ExactSizeIterator<Item = u64>, digits: usize) -> Stri
 
 fn decode_hex(text: &str, digits: usize) -> Result<Vec<u64>, String> {
     let bytes = text.as_bytes();
-    if bytes.len() % digits != 0 {
+    if !bytes.len().is_multiple_of(digits) {
         return Err(format!(
             "a sample array of {} hex digits is not a whole number of {digits}-digit values",
             bytes.len()
