@@ -107,16 +107,16 @@ fn nodes_that_read_each_other_or_differ_in_kind_do_not_group() {
 /// random modes, cutoffs and Qs drawn from `seed`, a few events (some with
 /// ramps, some mid-block) and every biquad on its own main channel.
 fn random_scene(count: usize, seed: u64) -> String {
-    let modes = [
-        "lowpass",
-        "highpass",
-        "bandpass",
-        "notch",
-        "peak",
-        "allpass",
-        "lowshelf",
-        "highshelf",
-    ];
+    // Every mode the operator has, from its own spec.
+    let spec = morphrt::ops::lookup("biquad").unwrap();
+    let modes = spec
+        .params
+        .iter()
+        .find_map(|p| match p.kind {
+            morphrt::ops::ParamKind::Enum { choices, .. } if p.name == "mode" => Some(choices),
+            _ => None,
+        })
+        .unwrap();
     let mut z = seed;
     let mut next = || {
         z = mix64(z);
