@@ -142,10 +142,21 @@ unsafe fn sin_lanes_avx2<S: Sample>(x: &mut [S]) {
     sin_lanes(x)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512dq")]
+unsafe fn sin_lanes_avx512<S: Sample>(x: &mut [S]) {
+    sin_lanes(x)
+}
+
 /// `x[i] = libm::sin(x[i])` for every element, the same bits as the call,
 /// at every [`SimdLevel`]. Only for f64 samples: an f32 `S` would round the
 /// argument and the result (strict f32 uses `libm::sinf`).
 pub fn sin_block<S: Sample>(level: SimdLevel, x: &mut [S]) {
+    #[cfg(target_arch = "x86_64")]
+    if level == SimdLevel::Avx512 {
+        // SAFETY: `Avx512` comes only from `detect`, which saw AVX-512F and DQ.
+        return unsafe { sin_lanes_avx512(x) };
+    }
     #[cfg(target_arch = "x86_64")]
     if level.has_avx2() {
         // SAFETY: `Avx2` and `Avx512` come only from `detect`, which saw AVX2.

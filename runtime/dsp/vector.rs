@@ -32,7 +32,9 @@ impl SimdLevel {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx2") {
-                if std::arch::is_x86_feature_detected!("avx512f") {
+                if std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                {
                     return SimdLevel::Avx512;
                 }
                 return SimdLevel::Avx2;
