@@ -444,3 +444,169 @@ fn bench_names_the_groups_and_shares_their_time_among_their_members() {
         t.nodes
     );
 }
+
+/// `count` sources summed into one node — sines (with phase offsets) into
+/// a lowpass, as in W1, or noises and saws through biquads into a gain, as
+/// in W4 — with events on some members (some ramped, some mid-block), so
+/// that some chunks run fused and others not.
+fn fused_scene(count: usize, seed: u64, sines: bool) -> String {
+    let mut z = seed;
+    let mut next = || {
+        z = mix64(z);
+        z
+    };
+    let (mut nodes, mut edges, mut events) = (Vec::new(), Vec::new(), Vec::new());
+    let sum = if sines { "lp" } else { "sum" };
+    for k in 0..count {
+        let freq = 40 + next() % 9000;
+        if sines {
+            let phase = [0.0, 0.0, 1.3, -4.0][(next() % 4) as usize];
+            nodes.push(format!(
+                r#"{{ "id": "s{k}", "op": "sine", "params": {{ "freq": {freq}, "amp": 0.01, "phase": {phase} }} }}"#
+            ));
+            edges.push(format!(r#"{{ "from": "s{k}", "to": "lp" }}"#));
+        } else {
+            nodes.push(if next() % 3 == 0 {
+                format!(
+                    r#"{{ "id": "s{k}", "op": "saw", "params": {{ "freq": {freq}, "amp": 0.3 }} }}"#
+                )
+            } else {
+                format!(r#"{{ "id": "s{k}", "op": "noise", "params": {{ "amp": 0.3 }} }}"#)
+            });
+            let cutoff = 50 + next() % 15_000;
+            nodes.push(format!(
+                r#"{{ "id": "bq{k}", "op": "biquad", "params": {{ "mode": "bandpass", "cutoff": {cutoff}, "q": 4 }} }}"#
+            ));
+            edges.push(format!(r#"{{ "from": "s{k}", "to": "bq{k}" }}"#));
+            edges.push(format!(r#"{{ "from": "bq{k}", "to": "sum" }}"#));
+        }
+        if next() % 3 == 0 {
+            let at = 100 + next() % 3000;
+            let ramp = if next() % 2 == 0 { 0 } else { 1 + next() % 500 };
+            let (node, param, value) = if sines {
+                (format!("s{k}"), "freq", 30 + next() % 5000)
+            } else {
+                (format!("bq{k}"), "cutoff", 30 + next() % 15_000)
+            };
+            events.push(format!(
+                r#"{{ "time": "{at}samples", "node": "{node}", "param": "{param}", "value": {value}, "ramp": "{ramp}samples" }}"#
+            ));
+        }
+    }
+    nodes.push(if sines {
+        r#"{ "id": "lp", "op": "biquad", "params": { "mode": "lowpass", "cutoff": 2000 } }"#
+            .to_string()
+    } else {
+        r#"{ "id": "sum", "op": "gain", "params": { "gain": 0.2 } }"#.to_string()
+    });
+    format!(
+        r#"{{ "version": "1.0", "seed": {seed}, "sample_rate": 48000, "nodes": [{}], "edges": [{}],
+             "outputs": {{ "main": ["{sum}"] }}, "events": [{}] }}"#,
+        nodes.join(", "),
+        edges.join(", "),
+        events.join(", ")
+    )
+}
+
+#[test]
+fn fused_sums_play_the_same_bits_as_nodes_alone() {
+    // Group sizes around the batch of 64: the sum runs over batches.
+    for (count, seed) in [(2, 1), (3, 2), (17, 3), (64, 4), (65, 5), (130, 6)] {
+        for sines in [true, false] {
+            let text = fused_scene(count, seed, sines);
+            for p in PROFILES {
+                for block in [1, 7, 64, 4096] {
+                    let frames = if block == 1 { 1500 } else { 6000 };
+                    let e = engine(&text, Some(p), block);
+                    let sum = e.node_index(if sines { "lp" } else { "sum" }).unwrap();
+                    let fused: Vec<_> = e
+                        .lane_groups()
+                        .into_iter()
+                        .zip(e.lane_sums())
+                        .filter(|(_, s)| *s == Some((sum, 0)))
+                        .collect();
+                    assert_eq!(
+                        fused.len(),
+                        1,
+                        "{count} {sines} {p}: one group sums into it"
+                    );
+                    assert_eq!(fused[0].0.len(), count);
+                    let [on, off] = on_and_off(&text, p, block, frames);
+                    assert_eq!(
+                        first_difference(&on, &off),
+                        None,
+                        "{count} members, sines {sines}, {p}, block {block}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_fused_sum_holds_only_clean_outputs_when_a_member_overflows() {
+    // bq1 overflows (its input is 3e38) while it sums into `sum` with the
+    // others (their inputs pass as many nodes, so the three are at one
+    // level): the sum is gathered again from the silenced outputs, as alone.
+    let text = r#"{ "version": "1.0", "seed": 5, "nodes": [
+        { "id": "n0", "op": "noise" }, { "id": "n2", "op": "noise" },
+        { "id": "d6", "op": "dc", "params": { "value": 1e6 } },
+        { "id": "d300", "op": "dc", "params": { "value": 300 } },
+        { "id": "m12", "op": "multiply" }, { "id": "m24", "op": "multiply" },
+        { "id": "m36", "op": "multiply" }, { "id": "big", "op": "multiply" },
+        { "id": "bq0", "op": "biquad", "params": { "mode": "bandpass", "cutoff": 500, "q": 20 } },
+        { "id": "bq1", "op": "biquad", "params": { "mode": "lowpass", "cutoff": 100, "q": 40 } },
+        { "id": "bq2", "op": "biquad", "params": { "mode": "peak", "cutoff": 3000, "gain": 4 } },
+        { "id": "sum", "op": "gain", "params": { "gain": 0.5 } },
+        { "id": "a1", "op": "gain" }, { "id": "a2", "op": "gain" }, { "id": "a3", "op": "gain" },
+        { "id": "a4", "op": "gain" }, { "id": "b1", "op": "gain" }, { "id": "b2", "op": "gain" },
+        { "id": "b3", "op": "gain" }, { "id": "b4", "op": "gain" } ],
+      "edges": [ { "from": "d6", "to": "m12:a" }, { "from": "d6", "to": "m12:b" },
+                 { "from": "m12", "to": "m24:a" }, { "from": "m12", "to": "m24:b" },
+                 { "from": "m24", "to": "m36:a" }, { "from": "m12", "to": "m36:b" },
+                 { "from": "m36", "to": "big:a" }, { "from": "d300", "to": "big:b" },
+                 { "from": "n0", "to": "a1" }, { "from": "a1", "to": "a2" }, { "from": "a2", "to": "a3" },
+                 { "from": "a3", "to": "a4" }, { "from": "a4", "to": "bq0" },
+                 { "from": "big", "to": "bq1" },
+                 { "from": "n2", "to": "b1" }, { "from": "b1", "to": "b2" }, { "from": "b2", "to": "b3" },
+                 { "from": "b3", "to": "b4" }, { "from": "b4", "to": "bq2" },
+                 { "from": "bq0", "to": "sum" }, { "from": "bq1", "to": "sum" }, { "from": "bq2", "to": "sum" } ],
+      "outputs": { "main": ["sum"] } }"#;
+    for p in [Profile::Repro, Profile::Live] {
+        let mut on = engine(text, Some(p), 64);
+        let mut off = engine(text, Some(p), 64);
+        off.set_lanes(false);
+        assert!(
+            on.lane_sums().iter().any(|s| s.is_some()),
+            "{p}: the biquads sum fused"
+        );
+        let a = render_to_vec(&mut on, 20_000);
+        let b = render_to_vec(&mut off, 20_000);
+        assert!(on.stats().nan_events > 0, "{p}: bq1 should overflow");
+        assert_eq!(on.stats(), off.stats(), "{p}");
+        assert_eq!(first_difference(&a, &b), None, "{p}");
+        assert!(a[0].iter().all(|x| x.is_finite()) && a[0].iter().any(|x| *x != 0.0));
+    }
+}
+
+#[test]
+fn a_sum_read_elsewhere_too_is_not_fused() {
+    // s1 also feeds the main bus, and s3's sum node reads another source:
+    // neither group can write its sum.
+    let text = r#"{ "version": "1.0", "nodes": [
+        { "id": "s0", "op": "sine", "params": { "freq": 100 } }, { "id": "s1", "op": "sine", "params": { "freq": 200 } },
+        { "id": "a", "op": "gain" },
+        { "id": "s2", "op": "sine", "params": { "freq": 300 } }, { "id": "s3", "op": "sine", "params": { "freq": 400 } },
+        { "id": "d", "op": "dc", "params": { "value": 0.1 } },
+        { "id": "b", "op": "gain" } ],
+      "edges": [ { "from": "s0", "to": "a" }, { "from": "s1", "to": "a" },
+                 { "from": "s2", "to": "b" }, { "from": "s3", "to": "b" }, { "from": "d", "to": "b" } ],
+      "outputs": { "main": ["a", "b", "s1"] } }"#;
+    for p in PROFILES {
+        let e = engine(text, Some(p), 64);
+        assert!(!e.lane_groups().is_empty(), "{p}: the sines group");
+        assert!(e.lane_sums().iter().all(|s| s.is_none()), "{p}");
+        let [on, off] = on_and_off(text, p, 64, 4000);
+        assert_eq!(first_difference(&on, &off), None, "{p}");
+    }
+}

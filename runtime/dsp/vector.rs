@@ -277,15 +277,24 @@ fn seed(anchor: u64, offset: u64, amp: f32) -> (f32, f32) {
 
 /// The live `sine` kernel, in lanes: every sample is
 /// `a·Im(w^r) + b·Re(w^r)` = amp·Im(z·w^r), z = (cos, sin)(2π·anchor) and r
-/// the samples since the anchor (see [`sine_block`]).
+/// the samples since the anchor (see [`sine_block`]). `ADD`: each sample is
+/// added to what `out` holds (`out[i] + sample`) instead of written.
 #[inline(always)]
-fn sine_block_lanes<S: Sample>(
+fn sine_block_lanes<S: Sample, const ADD: bool>(
     steps: &SineSteps,
     phase: u64,
     offset: u64,
     amp: f32,
     out: &mut [S],
 ) {
+    #[inline(always)]
+    fn put<S: Sample, const ADD: bool>(o: &mut S, v: f32) {
+        *o = if ADD {
+            *o + S::from_f32(v)
+        } else {
+            S::from_f32(v)
+        };
+    }
     let inc = steps.inc;
     let r = steps.position(phase);
     let span = inc.wrapping_mul(SEGMENT as u64);
@@ -295,7 +304,7 @@ fn sine_block_lanes<S: Sample>(
         for chunk in out.chunks_mut(SEGMENT) {
             let (a, b) = seed(anchor, offset, amp);
             for ((o, ti), tr) in chunk.iter_mut().zip(im).zip(re) {
-                *o = S::from_f32(a * *ti + b * *tr);
+                put::<S, ADD>(o, a * *ti + b * *tr);
             }
             anchor = anchor.wrapping_add(span);
         }
@@ -309,7 +318,7 @@ fn sine_block_lanes<S: Sample>(
         if chunk.len() <= split {
             let (a, b) = cur;
             for ((o, ti), tr) in chunk.iter_mut().zip(im).zip(re) {
-                *o = S::from_f32(a * *ti + b * *tr);
+                put::<S, ADD>(o, a * *ti + b * *tr);
             }
             break;
         }
@@ -318,7 +327,7 @@ fn sine_block_lanes<S: Sample>(
         let (head, tail) = chunk.split_at_mut(split);
         for (part, (a, b), from) in [(head, cur, 0), (tail, next, split)] {
             for ((o, ti), tr) in part.iter_mut().zip(&im[from..]).zip(&re[from..]) {
-                *o = S::from_f32(a * *ti + b * *tr);
+                put::<S, ADD>(o, a * *ti + b * *tr);
             }
         }
         cur = next;
@@ -327,26 +336,51 @@ fn sine_block_lanes<S: Sample>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn sine_block_avx2<S: Sample>(
+unsafe fn sine_block_avx2<S: Sample, const ADD: bool>(
     steps: &SineSteps,
     phase: u64,
     offset: u64,
     amp: f32,
     out: &mut [S],
 ) {
-    sine_block_lanes(steps, phase, offset, amp, out)
+    sine_block_lanes::<S, ADD>(steps, phase, offset, amp, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,avx512f")]
-unsafe fn sine_block_avx512<S: Sample>(
+unsafe fn sine_block_avx512<S: Sample, const ADD: bool>(
     steps: &SineSteps,
     phase: u64,
     offset: u64,
     amp: f32,
     out: &mut [S],
 ) {
-    sine_block_lanes(steps, phase, offset, amp, out)
+    sine_block_lanes::<S, ADD>(steps, phase, offset, amp, out)
+}
+
+#[inline(always)]
+fn sine_block_at<S: Sample, const ADD: bool>(
+    level: SimdLevel,
+    steps: &SineSteps,
+    phase: u64,
+    offset: u64,
+    amp: f32,
+    out: &mut [S],
+) {
+    #[cfg(target_arch = "x86_64")]
+    match level {
+        // SAFETY: `SimdLevel::Avx2` and `Avx512` come only from `detect`,
+        // which saw AVX2, and AVX-512F for `Avx512`.
+        SimdLevel::Avx2 => {
+            return unsafe { sine_block_avx2::<S, ADD>(steps, phase, offset, amp, out) }
+        }
+        SimdLevel::Avx512 => {
+            return unsafe { sine_block_avx512::<S, ADD>(steps, phase, offset, amp, out) }
+        }
+        SimdLevel::Base => {}
+    }
+    let _ = level;
+    sine_block_lanes::<S, ADD>(steps, phase, offset, amp, out)
 }
 
 /// `out[i] ≈ amp · sin(2π · (phase + i·inc + offset))`, the phases u64
@@ -368,16 +402,119 @@ pub fn sine_block<S: Sample>(
     amp: f32,
     out: &mut [S],
 ) {
+    sine_block_at::<S, false>(level, steps, phase, offset, amp, out)
+}
+
+/// [`sine_block`]'s samples added to `out` (`out[i] = out[i] + sample`,
+/// the sample rounded to `S` first): the same bits as writing them to a
+/// buffer of their own and adding that buffer, without the buffer.
+pub fn sine_block_add<S: Sample>(
+    level: SimdLevel,
+    steps: &SineSteps,
+    phase: u64,
+    offset: u64,
+    amp: f32,
+    out: &mut [S],
+) {
+    sine_block_at::<S, true>(level, steps, phase, offset, amp, out)
+}
+
+/// One node of [`sine_group`]: its steps, its phase at the first frame
+/// (which must be on the grid of anchors: [`SineSteps::position`] 0), its
+/// phase offset and its amp.
+#[derive(Clone, Copy)]
+pub struct SineMember<'a> {
+    pub steps: &'a SineSteps,
+    pub phase: u64,
+    pub offset: u64,
+    pub amp: f32,
+}
+
+/// Where [`sine_group`] puts its members' samples.
+pub enum SineOut<'a, 'b, S> {
+    /// Member k's samples written to `outs[k]`.
+    Each(&'a mut [&'b mut [S]]),
+    /// Every member's samples added to one buffer in member order (the
+    /// first member's written, not added, when `first`).
+    Sum(&'a mut [S], bool),
+}
+
+#[inline(always)]
+fn sine_group_lanes<S: Sample>(members: &[SineMember<'_>], n: usize, mut out: SineOut<'_, '_, S>) {
+    let len = members.len().min(64);
+    let (mut sa, mut sb) = ([0f32; 64], [0f32; 64]);
+    for (c, from) in (0..n).step_by(SEGMENT).enumerate() {
+        let to = (from + SEGMENT).min(n);
+        // Every member's seed for this chunk, side by side.
+        for k in 0..len {
+            let m = &members[k];
+            let anchor = m
+                .phase
+                .wrapping_add(m.steps.inc.wrapping_mul((c * SEGMENT) as u64));
+            (sa[k], sb[k]) = seed(anchor, m.offset, m.amp);
+        }
+        for k in 0..len {
+            let st = members[k].steps;
+            let (a, b) = (sa[k], sb[k]);
+            let (im, re) = (&st.im[..to - from], &st.re[..to - from]);
+            let (dst, add) = match &mut out {
+                SineOut::Each(outs) => (&mut outs[k][from..to], false),
+                SineOut::Sum(dst, first) => (&mut dst[from..to], !(*first && k == 0)),
+            };
+            if add {
+                for ((o, ti), tr) in dst.iter_mut().zip(im).zip(re) {
+                    *o += S::from_f32(a * *ti + b * *tr);
+                }
+            } else {
+                for ((o, ti), tr) in dst.iter_mut().zip(im).zip(re) {
+                    *o = S::from_f32(a * *ti + b * *tr);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sine_group_avx2<S: Sample>(
+    members: &[SineMember<'_>],
+    n: usize,
+    out: SineOut<'_, '_, S>,
+) {
+    sine_group_lanes(members, n, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f")]
+unsafe fn sine_group_avx512<S: Sample>(
+    members: &[SineMember<'_>],
+    n: usize,
+    out: SineOut<'_, '_, S>,
+) {
+    sine_group_lanes(members, n, out)
+}
+
+/// [`sine_block`] for up to 64 nodes at once, the same bits: each 64-frame
+/// chunk's seeds for all members side by side, then each member's samples.
+/// Every member's phase must be on the grid (position 0), so each chunk
+/// is one anchor's.
+pub fn sine_group<S: Sample>(
+    level: SimdLevel,
+    members: &[SineMember<'_>],
+    n: usize,
+    out: SineOut<'_, '_, S>,
+) {
+    debug_assert!(members.iter().all(|m| m.steps.position(m.phase) == 0));
     #[cfg(target_arch = "x86_64")]
     match level {
         // SAFETY: `SimdLevel::Avx2` and `Avx512` come only from `detect`,
         // which saw AVX2, and AVX-512F for `Avx512`.
-        SimdLevel::Avx2 => return unsafe { sine_block_avx2(steps, phase, offset, amp, out) },
-        SimdLevel::Avx512 => return unsafe { sine_block_avx512(steps, phase, offset, amp, out) },
+        SimdLevel::Avx2 => return unsafe { sine_group_avx2(members, n, out) },
+        SimdLevel::Avx512 => return unsafe { sine_group_avx512(members, n, out) },
         SimdLevel::Base => {}
     }
     let _ = level;
-    sine_block_lanes(steps, phase, offset, amp, out)
+    sine_group_lanes(members, n, out)
 }
 
 /// Whether every sample is finite: `x · 0` is ±0 for a finite `x` and NaN

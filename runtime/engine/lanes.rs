@@ -18,12 +18,13 @@
 //! builds a new engine, which groups its nodes afresh; state carries by
 //! node as before.
 
-use super::mix::gather;
+use super::mix::{gather, NO_RING};
 use super::node::{Core, Slot};
 use super::{Engine, Run};
 use crate::dsp::vector::{all_finite_at, SimdLevel};
 use crate::dsp::Sample;
-use crate::ops::{LaneKernel, LaneMember, MAX_LANES};
+use crate::graph::SourceRef;
+use crate::ops::{LaneKernel, LaneMember, LaneSum, MAX_LANES};
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
@@ -43,8 +44,12 @@ pub(super) enum GroupKernel {
 }
 
 pub(super) struct Group {
-    /// Schedule indices, ascending; the first is the leader.
+    /// Schedule indices, in the order they run: ascending, or for a fused
+    /// group the order of the edges into its sum. The first is the leader.
     pub(super) members: Vec<usize>,
+    /// The input every member feeds and nothing else reads of them, as
+    /// (node, input): the kernel sums the members into it ([`LaneSum`]).
+    pub(super) sum: Option<(usize, usize)>,
     pub(super) kernel: GroupKernel,
     /// The members' outputs are finite by construction
     /// ([`Processor::always_finite`](crate::ops::Processor::always_finite)):
@@ -80,7 +85,11 @@ fn lane_key(s: &mut Slot) -> Option<(TypeId, GroupKernel)> {
 /// (schedule order otherwise). A run holding nodes of a voice module keeps
 /// the schedule's order and forms no groups (a voice's sound reads nodes of
 /// its voice by the schedule's order). Groups of one node are plain steps.
-pub(super) fn plan(slots: &mut [Slot], runs: &mut [Run]) -> (Vec<Step>, Vec<Group>) {
+pub(super) fn plan(
+    slots: &mut [Slot],
+    runs: &mut [Run],
+    main: &[SourceRef],
+) -> (Vec<Step>, Vec<Group>) {
     let keys: Vec<Option<(TypeId, GroupKernel)>> = slots.iter_mut().map(lane_key).collect();
     let mut groups: Vec<Group> = Vec::new();
     let mut steps = Vec::with_capacity(slots.len());
@@ -132,6 +141,7 @@ pub(super) fn plan(slots: &mut [Slot], runs: &mut [Run]) -> (Vec<Step>, Vec<Grou
                             members: vec![i],
                             kernel,
                             finite,
+                            sum: None,
                         });
                     }
                 }
@@ -162,7 +172,72 @@ pub(super) fn plan(slots: &mut [Slot], runs: &mut [Run]) -> (Vec<Step>, Vec<Grou
             *g = renumber[*g];
         }
     }
+    fuse(slots, runs, main, &mut kept);
     (steps, kept)
+}
+
+/// Finds the groups whose members all feed one input of one node, and
+/// nothing else: their sum can be written by the kernel ([`LaneSum`]).
+///
+/// A member qualifies when its only output is read by exactly one edge
+/// (no other edge, modulation, feedback line or main-bus channel reads
+/// it); the input qualifies when every edge into it is such a member's,
+/// undelayed, and there is one per member; its node is of the members'
+/// precision, plays in no voice and runs in the members' FP-mode run (so
+/// the sum is the same additions under the same mode). The members then
+/// run in the order of the edges, the plan's summing order.
+fn fuse(slots: &[Slot], runs: &[Run], main: &[SourceRef], groups: &mut [Group]) {
+    // How many edges read each node, and the last one: (node, input).
+    let mut readers = vec![0u32; slots.len()];
+    let mut reader: Vec<Option<(usize, usize)>> = vec![None; slots.len()];
+    for (c, s) in slots.iter().enumerate() {
+        for (p, edges) in s.inputs.iter().enumerate() {
+            for e in edges {
+                readers[e.src.node] += 1;
+                reader[e.src.node] = Some((c, p));
+            }
+        }
+        for e in s.param_inputs.iter().flatten() {
+            readers[e.src.node] += 1;
+        }
+    }
+    for src in main {
+        readers[src.node] += 1;
+    }
+    for g in groups.iter_mut() {
+        let single = |i: usize| {
+            let outputs = match &slots[i].core {
+                Core::F32(t) => t.outs.len(),
+                Core::F64(t) => t.outs.len(),
+            };
+            outputs == 1 && readers[i] == 1
+        };
+        if !g.members.iter().all(|&i| single(i)) {
+            continue;
+        }
+        let Some((c, p)) = reader[g.members[0]] else {
+            continue;
+        };
+        let edges = &slots[c].inputs[p];
+        let leader = g.members[0];
+        let run = runs.iter().find(|r| (r.start..r.end).contains(&leader));
+        let ok = p < 64
+            && slots[c].voice.is_none()
+            && slots[c].feed.is_none()
+            && slots[c].precision() == slots[leader].precision()
+            && run.is_some_and(|r| (r.start..r.end).contains(&c))
+            && edges.len() == g.members.len()
+            && edges.iter().all(|e| {
+                !e.src.is_feedback()
+                    && e.ring == NO_RING
+                    && e.src.port == 0
+                    && g.members.contains(&e.src.node)
+            });
+        if ok {
+            g.members = edges.iter().map(|e| e.src.node).collect();
+            g.sum = Some((c, p));
+        }
+    }
 }
 
 impl Engine {
@@ -172,7 +247,7 @@ impl Engine {
     /// nothing. Allocates: call it off the audio thread, between blocks.
     pub fn set_lanes(&mut self, on: bool) {
         let (steps, groups) = if on {
-            plan(&mut self.slots, &mut self.runs)
+            plan(&mut self.slots, &mut self.runs, &self.main)
         } else {
             let mut steps = Vec::with_capacity(self.slots.len());
             for run in &mut self.runs {
@@ -190,6 +265,13 @@ impl Engine {
     /// first). Allocates.
     pub fn lane_groups(&self) -> Vec<Vec<usize>> {
         self.groups.iter().map(|g| g.members.clone()).collect()
+    }
+
+    /// For each lane group (as in [`lane_groups`](Self::lane_groups)), the
+    /// input its kernel sums the members into, as (node, input), if it is
+    /// fused. Allocates.
+    pub fn lane_sums(&self) -> Vec<Option<(usize, usize)>> {
+        self.groups.iter().map(|g| g.sum).collect()
     }
 
     /// Runs step `k` of the current run for the chunk `start..start+n`.
@@ -218,11 +300,35 @@ impl Engine {
     }
 
     /// Runs lane group `g` for one chunk: ready members through the kernel
-    /// in batches, the others alone.
+    /// in batches, the others alone. A fused group whose members are all
+    /// ready writes its sum; otherwise every member writes its own output
+    /// and the sum's node gathers them as usual.
     fn run_group(&mut self, g: usize, start: u64, n: usize) {
         let count = self.groups[g].members.len();
         let kernel = self.groups[g].kernel;
         let finite = self.groups[g].finite;
+        if let Some((c, p)) = self.groups[g].sum {
+            if (0..count).all(|k| self.lane_ready(self.groups[g].members[k], start)) {
+                let mut clean = true;
+                let mut first = true;
+                for k in (0..count).step_by(MAX_LANES) {
+                    let mut batch = [0usize; MAX_LANES];
+                    let len = (count - k).min(MAX_LANES);
+                    batch[..len].copy_from_slice(&self.groups[g].members[k..k + len]);
+                    let sum = Some(Fused {
+                        node: c,
+                        input: p,
+                        first,
+                    });
+                    clean &= self.run_batch(kernel, finite, &batch[..len], start, n, sum);
+                    first = false;
+                }
+                if clean {
+                    self.slots[c].prefilled |= 1 << p;
+                }
+                return;
+            }
+        }
         let mut k = 0;
         while k < count {
             let mut batch = [0usize; MAX_LANES];
@@ -238,14 +344,15 @@ impl Engine {
                 }
             }
             if len > 0 {
-                self.run_batch(kernel, finite, &batch[..len], start, n);
+                self.run_batch(kernel, finite, &batch[..len], start, n, None);
             }
         }
     }
 
-    /// One kernel call over `batch` (ascending schedule indices): inputs
-    /// gathered per member, the kernel, then each member's NaN check
-    /// (unless its outputs are `finite` by construction).
+    /// One kernel call over `batch` (schedule indices in the order they
+    /// run): inputs gathered per member, the kernel, then each member's
+    /// NaN check (unless its outputs are `finite` by construction). True if
+    /// every member ran clean (a fused sum then holds only clean outputs).
     fn run_batch(
         &mut self,
         kernel: GroupKernel,
@@ -253,15 +360,17 @@ impl Engine {
         batch: &[usize],
         start: u64,
         n: usize,
-    ) {
+        sum: Option<Fused>,
+    ) -> bool {
         for &i in batch {
             self.gather_inputs(i, n);
         }
         let ok = match kernel {
-            GroupKernel::F32(f) => call_kernel(&mut self.slots, f, batch, start, n),
-            GroupKernel::F64(f) => call_kernel(&mut self.slots, f, batch, start, n),
+            GroupKernel::F32(f) => call_kernel(&mut self.slots, f, batch, start, n, sum, !finite),
+            GroupKernel::F64(f) => call_kernel(&mut self.slots, f, batch, start, n, sum, !finite),
         };
         let end = start + n as u64;
+        let mut all_clean = ok;
         for &i in batch {
             if !ok {
                 self.report_panic(i, start);
@@ -276,27 +385,36 @@ impl Engine {
             if clean {
                 self.slots[i].recovery.ran_clean(end);
             } else {
+                all_clean = false;
                 self.report_nan(i, start, end);
             }
         }
+        all_clean
     }
 
     /// Sums node `i`'s audio inputs into its input buffers, as a node run
     /// alone does.
     fn gather_inputs(&mut self, i: usize, n: usize) {
         let (before, rest) = self.slots.split_at_mut(i);
-        let Slot { core, inputs, .. } = &mut rest[0];
+        let Slot {
+            core,
+            inputs,
+            prefilled,
+            ..
+        } = &mut rest[0];
+        let done = std::mem::take(prefilled);
+        let skip = |k: usize| k < 64 && done >> k & 1 != 0;
         match core {
             Core::F32(t) => {
-                for (buf, srcs) in t.ins.iter_mut().zip(inputs.iter()) {
-                    if !srcs.is_empty() {
+                for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs.iter()).enumerate() {
+                    if !srcs.is_empty() && !skip(k) {
                         gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
                     }
                 }
             }
             Core::F64(t) => {
-                for (buf, srcs) in t.ins.iter_mut().zip(inputs.iter()) {
-                    if !srcs.is_empty() {
+                for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs.iter()).enumerate() {
+                    if !srcs.is_empty() && !skip(k) {
                         gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
                     }
                 }
@@ -308,6 +426,8 @@ impl Engine {
 /// A precision's view of a slot's processor and buffers, for the kernel.
 trait Typed: Sample {
     fn member<'a>(s: &'a mut Slot) -> Option<LaneMember<'a, Self>>;
+    /// Input `p` of the slot, if it is at this precision.
+    fn input(s: &mut Slot, p: usize) -> Option<&mut Vec<Self>>;
 }
 
 macro_rules! typed {
@@ -328,34 +448,66 @@ macro_rules! typed {
                     _ => None,
                 }
             }
+            fn input(s: &mut Slot, p: usize) -> Option<&mut Vec<$s>> {
+                match &mut s.core {
+                    Core::$v(t) => t.ins.get_mut(p),
+                    _ => None,
+                }
+            }
         }
     };
+}
+
+/// A fused group's sum for one batch: node `node`'s input `input`, and
+/// whether nothing is in it yet.
+#[derive(Clone, Copy)]
+struct Fused {
+    node: usize,
+    input: usize,
+    first: bool,
 }
 typed!(f32, F32);
 typed!(f64, F64);
 
-/// Calls `f` on the members `batch` (ascending schedule indices, at most
-/// [`MAX_LANES`]). False if it panicked: the members' outputs are then
-/// silenced (a panic payload is leaked, not freed on the audio thread).
+/// Calls `f` on the members `batch` (schedule indices in the order they
+/// run, at most [`MAX_LANES`]), with the fused `sum` if any (whose node
+/// comes after every member); `outputs`: the members' outputs must be
+/// written even with a sum. False if it panicked: the members' outputs are
+/// then silenced (a panic payload is leaked, not freed on the audio thread).
 fn call_kernel<S: Typed>(
     slots: &mut [Slot],
     f: LaneKernel<S>,
     batch: &[usize],
     start: u64,
     n: usize,
+    sum: Option<Fused>,
+    outputs: bool,
 ) -> bool {
+    let (before, after) = match sum {
+        Some(s) => slots.split_at_mut(s.node),
+        None => (slots, &mut [][..]),
+    };
+    let mut lane_sum = match (sum, after.first_mut()) {
+        (Some(s), Some(slot)) => S::input(slot, s.input).map(|dst| LaneSum {
+            dst: &mut dst[..n],
+            first: s.first,
+            outputs,
+        }),
+        _ => None,
+    };
     let mut buf: [MaybeUninit<LaneMember<'_, S>>; MAX_LANES] =
         [const { MaybeUninit::uninit() }; MAX_LANES];
     let mut len = 0;
-    let mut rest: &mut [Slot] = slots;
-    let mut base = 0;
+    let (base, count) = (before.as_mut_ptr(), before.len());
     for &i in batch.iter().take(MAX_LANES) {
-        let tail = std::mem::take(&mut rest);
-        let Some((slot, after)) = tail[i - base..].split_first_mut() else {
+        if i >= count {
             break;
-        };
-        rest = after;
-        base = i + 1;
+        }
+        // SAFETY: `i` is in bounds, and the indices of a batch are
+        // distinct (a node is in one group, once), so each slot is borrowed
+        // once, through `base`; the borrows end with `members`, below,
+        // before `before` is used again.
+        let slot: &mut Slot = unsafe { &mut *base.add(i) };
         if let Some(m) = S::member(slot) {
             buf[len].write(m);
             len += 1;
@@ -364,20 +516,17 @@ fn call_kernel<S: Typed>(
     // SAFETY: the first `len` entries were written just above, and
     // `LaneMember` holds only references (nothing to drop).
     let members = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), len) };
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(members, n, start)));
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        f(members, n, start, lane_sum.as_mut())
+    }));
     match ran {
         Ok(()) => true,
         Err(payload) => {
             std::mem::forget(payload);
-            let mut rest: &mut [Slot] = slots;
-            let mut base = 0;
             for &i in batch {
-                let tail = std::mem::take(&mut rest);
-                let Some((slot, after)) = tail[i - base..].split_first_mut() else {
+                let Some(slot) = before.get_mut(i) else {
                     break;
                 };
-                rest = after;
-                base = i + 1;
                 match &mut slot.core {
                     Core::F32(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
                     Core::F64(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),

@@ -192,7 +192,7 @@ impl Engine {
         for (i, t) in voices.tags(slots.len()).into_iter().enumerate() {
             slots[i].voice = t;
         }
-        let (steps, groups) = lanes::plan(&mut slots, &mut runs);
+        let (steps, groups) = lanes::plan(&mut slots, &mut runs, &plan.main);
         let spb = plan.tempo.map(|t| t.samples_per_beat(plan.sample_rate));
         Engine {
             steps,
@@ -266,6 +266,10 @@ impl Engine {
     /// The id of a node by schedule index.
     pub fn node_id(&self, i: usize) -> &str {
         &self.slots[i].id
+    }
+    /// The schedule index of the node `id`, if there is one.
+    pub fn node_index(&self, id: &str) -> Option<usize> {
+        self.slots.iter().position(|s| s.id == id)
     }
     /// Iterative-solver steps (e.g. `diode_clipper`'s Newton iterations) a
     /// node by schedule index has taken since the engine was built or reset.

@@ -61,6 +61,9 @@ pub(super) struct Slot {
     pub(super) feed: Option<usize>,
     /// The voice the node plays in, if it is a voice module's.
     pub(super) voice: Option<VoiceOf>,
+    /// Audio inputs (bit k: input k) a fused lane group has already summed
+    /// for the current chunk: not gathered again; cleared when the node runs.
+    pub(super) prefilled: u64,
 }
 
 /// Which voice of a voice module a slot plays in, and whether it is the
@@ -187,6 +190,7 @@ impl Slot {
             edit_ramp: pn.edit_ramp,
             feed,
             voice: None,
+            prefilled: 0,
         }
     }
 
@@ -285,11 +289,13 @@ impl Engine {
             muted: slot.recovery.muted_until != 0 || slot.recovery.resetting.is_some(),
             dead: slot.recovery.dead,
             simd: self.simd,
+            prefilled: slot.prefilled,
         };
         let outcome = match &mut slot.core {
             Core::F32(t) => run_typed(t, &call),
             Core::F64(t) => run_typed(t, &call),
         };
+        slot.prefilled = 0;
         let end = start + n as u64;
         match outcome {
             // A node silent while its reset completes has not run clean.
@@ -484,6 +490,8 @@ struct Call<'a> {
     dead: bool,
     /// The instruction set of the output check.
     simd: SimdLevel,
+    /// Inputs already summed by a fused lane group ([`Slot::prefilled`]).
+    prefilled: u64,
 }
 
 /// Runs one node.
@@ -498,6 +506,7 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
         muted,
         dead,
         simd,
+        prefilled,
     } = call;
     if dead || muted {
         for out in t.outs.iter_mut() {
@@ -505,8 +514,8 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
         }
         return Outcome::Ok;
     }
-    for (buf, srcs) in t.ins.iter_mut().zip(inputs) {
-        if !srcs.is_empty() {
+    for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs).enumerate() {
+        if !srcs.is_empty() && (k >= 64 || prefilled >> k & 1 == 0) {
             gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
         }
     }

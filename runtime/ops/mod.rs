@@ -505,13 +505,51 @@ pub struct LaneMember<'a, S> {
     pub outputs: &'a mut [Vec<S>],
 }
 
+/// The one input every member of a group feeds, and that nothing else
+/// reads from them: their output 0 summed into it in member order (the
+/// scene's summing order), `dst = ((out₀ + out₁) + out₂) + …` per sample,
+/// written by the kernel instead of by the consumer's own gathering. A
+/// fused write saves each member's output buffer a store and a load.
+pub struct LaneSum<'a, S> {
+    /// The consumer's input, `frames` long.
+    pub dst: &'a mut [S],
+    /// Nothing is summed into `dst` yet: the next member's output is
+    /// copied into it, not added (`0 + x` is not always `x`: −0).
+    pub first: bool,
+    /// The members' output 0 must be written as well (the engine checks
+    /// them for NaN); when false the kernel may leave it unwritten.
+    pub outputs: bool,
+}
+
+impl<S: Sample> LaneSum<'_, S> {
+    /// Sums one member's output `x` into `dst`, in turn.
+    #[inline]
+    pub fn add(&mut self, x: &[S]) {
+        let n = self.dst.len();
+        if self.first {
+            self.dst.copy_from_slice(&x[..n]);
+            self.first = false;
+        } else {
+            for (d, v) in self.dst.iter_mut().zip(&x[..n]) {
+                *d += *v;
+            }
+        }
+    }
+}
+
 /// Runs `frames` frames from absolute sample `start` of every member, all
 /// of one concrete processor type (the one whose [`Processor::lanes`]
 /// gave the kernel). Each member's outputs must be exactly the bits its
 /// own `process` would write with the same params, whatever the number of
-/// members: lanes never change a node's operations or their order. Real-time
-/// safe, like `process`.
-pub type LaneKernel<S> = fn(members: &mut [LaneMember<'_, S>], frames: usize, start: u64);
+/// members: lanes never change a node's operations or their order. With a
+/// `sum`, the members' output 0 also goes into it, in member order
+/// ([`LaneSum`]). Real-time safe, like `process`.
+pub type LaneKernel<S> = fn(
+    members: &mut [LaneMember<'_, S>],
+    frames: usize,
+    start: u64,
+    sum: Option<&mut LaneSum<'_, S>>,
+);
 
 /// The most members one [`LaneKernel`] call receives.
 pub const MAX_LANES: usize = 64;
@@ -525,6 +563,7 @@ pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
     members: &mut [LaneMember<'_, S>],
     frames: usize,
     start: u64,
+    mut sum: Option<&mut LaneSum<'_, S>>,
 ) {
     for m in members.iter_mut() {
         let Some(node) = m.node.downcast_mut::<T>() else {
@@ -538,6 +577,9 @@ pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
             params: Params::new(m.params, &[], start),
         };
         node.process(&mut io);
+        if let Some(s) = sum.as_deref_mut() {
+            s.add(&m.outputs[0][..frames]);
+        }
     }
 }
 

@@ -12,8 +12,8 @@ use crate::dsp::vector::SimdLevel;
 use crate::dsp::{Math, MathKind, Sample};
 use crate::ops::{
     build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, LaneKernel,
-    LaneMember, Lint, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor, StateError,
-    Value,
+    LaneMember, LaneSum, Lint, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
+    StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -499,22 +499,52 @@ fn transposed_f32<S: Sample, M: Math, const L: usize>(
     whole
 }
 
-fn biquad_lanes<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _start: u64) {
-    biquad_lanes_body::<S, M, 8, false>(members, n)
+/// Each member's output 0 into `sum`, in member order.
+fn sum_outputs<S: Sample>(
+    members: &[LaneMember<'_, S>],
+    n: usize,
+    sum: Option<&mut LaneSum<'_, S>>,
+) {
+    if let Some(s) = sum {
+        for m in members {
+            s.add(&m.outputs[0][..n]);
+        }
+    }
+}
+
+fn biquad_lanes<S: Sample, M: Math>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+    _start: u64,
+    sum: Option<&mut LaneSum<'_, S>>,
+) {
+    biquad_lanes_body::<S, M, 8, false>(members, n);
+    sum_outputs(members, n, sum)
 }
 
 #[cfg(target_arch = "x86_64")]
-fn biquad_lanes_avx2<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _s: u64) {
+fn biquad_lanes_avx2<S: Sample, M: Math>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+    _start: u64,
+    sum: Option<&mut LaneSum<'_, S>>,
+) {
     #[target_feature(enable = "avx2")]
     unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
         biquad_lanes_body::<S, M, 8, false>(members, n)
     }
     // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX2.
     unsafe { run::<S, M>(members, n) }
+    sum_outputs(members, n, sum)
 }
 
 #[cfg(target_arch = "x86_64")]
-fn biquad_lanes_avx512<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize, _s: u64) {
+fn biquad_lanes_avx512<S: Sample, M: Math>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+    _start: u64,
+    sum: Option<&mut LaneSum<'_, S>>,
+) {
     #[target_feature(enable = "avx2,avx512f")]
     unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
         // Batches of 64 (four recursions interleaved), the rest by 16.
@@ -525,6 +555,7 @@ fn biquad_lanes_avx512<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n:
     }
     // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX-512F.
     unsafe { run::<S, M>(members, n) }
+    sum_outputs(members, n, sum)
 }
 
 struct BiquadOp;

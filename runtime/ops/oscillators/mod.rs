@@ -20,14 +20,18 @@ use super::{
     frequency_lint, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator, OutputBound,
     ParamSpec, Processor, StateError, Value,
 };
-use super::{serial_lanes, LaneKernel};
+use super::{serial_lanes, LaneKernel, LaneMember, LaneSum, MAX_LANES};
 use crate::dsp::strict_sin;
-use crate::dsp::vector::{phase_turns, sin_turns, sine_block, SimdLevel, SineSteps};
+use crate::dsp::vector::{
+    phase_turns, sin_turns, sine_block, sine_block_add, sine_group, SimdLevel, SineMember, SineOut,
+    SineSteps,
+};
 use crate::dsp::{Math, MathKind, Sample};
 use crate::profile::NodeProfile;
 use crate::scene::Dimension;
 use sine::{offset_phase, sine_arg};
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 
 const TWO_PI: f64 = 2.0 * core::f64::consts::PI;
 /// 2^64 as f64 (exact).
@@ -357,14 +361,107 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
     }
 
     /// Its kernel is already vectorised over time: a group saves the
-    /// engine's per-node work.
+    /// engine's per-node work. The live sine's kernel reads each member's
+    /// params and runs the block kernel itself, and sums straight into a
+    /// fused input.
     fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
-        Some((self, serial_lanes::<S, Self>))
+        if W::FAST_SINE && M::KIND == MathKind::Fast {
+            Some((self, fast_sine_lanes::<S, M, W>))
+        } else {
+            Some((self, serial_lanes::<S, Self>))
+        }
     }
 
     /// An oscillator: a bounded waveform times a finite `amp`.
     fn always_finite(&self) -> bool {
         true
+    }
+}
+
+/// The live sine's lane kernel: each member's constant-param branch of
+/// [`Osc::process`] (the same bits), its samples written to its output or,
+/// with a fused `sum`, added to the sum straight from the kernel.
+fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+    start: u64,
+    sum: Option<&mut LaneSum<'_, S>>,
+) {
+    // Params to increments and offsets, each member's state advanced;
+    // members on the grid of anchors (all of them, for blocks that are
+    // whole segments from phase 0) go to `sine_group` together, the others
+    // one by one, in member order.
+    if members.len() > MAX_LANES {
+        return serial_lanes::<S, Osc<S, M, W>>(members, n, start, sum);
+    }
+    let mut on_grid = true;
+    let mut simd = SimdLevel::Base;
+    let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
+        [const { MaybeUninit::uninit() }; MAX_LANES];
+    let mut outs: [MaybeUninit<&mut [S]>; MAX_LANES] = [const { MaybeUninit::uninit() }; MAX_LANES];
+    let mut count = 0;
+    for m in members.iter_mut() {
+        let LaneMember {
+            node,
+            params,
+            outputs,
+            ..
+        } = m;
+        let Some(o) = node.downcast_mut::<Osc<S, M, W>>() else {
+            continue;
+        };
+        o.phasor.set_freq(params[FREQ].value, o.sample_rate);
+        o.steps.set(o.phasor.inc);
+        let (phase, inc) = (o.phasor.phase, o.phasor.inc);
+        o.phasor.phase = phase.wrapping_add(inc.wrapping_mul(n as u64));
+        let e = params[EXTRA].value;
+        on_grid &= o.steps.position(phase) == 0;
+        simd = o.simd;
+        group[count].write(SineMember {
+            steps: &o.steps,
+            phase,
+            // `offset_phase(0, 0.0)` is 0.
+            offset: if e == 0.0 { 0 } else { offset_phase(0, e) },
+            amp: params[AMP].value as f32,
+        });
+        outs[count].write(&mut outputs[0][..n]);
+        count += 1;
+    }
+    // SAFETY: the first `count` entries of both were written above; they
+    // hold only references and plain values (nothing to drop).
+    let group =
+        unsafe { std::slice::from_raw_parts(group.as_ptr().cast::<SineMember<'_>>(), count) };
+    let outs =
+        unsafe { std::slice::from_raw_parts_mut(outs.as_mut_ptr().cast::<&mut [S]>(), count) };
+    match sum {
+        Some(s) if !s.outputs && on_grid => {
+            sine_group(simd, group, n, SineOut::Sum(s.dst, s.first));
+            s.first = false;
+        }
+        Some(s) if !s.outputs => {
+            for m in group {
+                if s.first {
+                    sine_block(simd, m.steps, m.phase, m.offset, m.amp, s.dst);
+                    s.first = false;
+                } else {
+                    sine_block_add(simd, m.steps, m.phase, m.offset, m.amp, s.dst);
+                }
+            }
+        }
+        other => {
+            if on_grid {
+                sine_group(simd, group, n, SineOut::Each(outs));
+            } else {
+                for (m, out) in group.iter().zip(outs.iter_mut()) {
+                    sine_block(simd, m.steps, m.phase, m.offset, m.amp, out);
+                }
+            }
+            if let Some(s) = other {
+                for o in outs.iter() {
+                    s.add(o);
+                }
+            }
+        }
     }
 }
 
