@@ -107,6 +107,17 @@ impl NoiseStream {
     /// computed block by block), and are mapped in one plain loop. No
     /// allocation.
     pub fn fill<S: Sample>(&mut self, start: u64, out: &mut [S]) {
+        self.fill_at::<S, false>(start, out, S::ONE)
+    }
+
+    /// [`fill`](Self::fill)'s samples times `amp` (`amp · sample`, the same
+    /// bits as filling and then scaling), in one pass.
+    pub fn fill_scaled<S: Sample>(&mut self, start: u64, out: &mut [S], amp: S) {
+        self.fill_at::<S, true>(start, out, amp)
+    }
+
+    #[inline(always)]
+    fn fill_at<S: Sample, const SCALED: bool>(&mut self, start: u64, out: &mut [S], amp: S) {
         let mut blocks = [[0u32; 4]; BLOCKS];
         let mut n = start;
         let mut rest = out;
@@ -124,9 +135,7 @@ impl NoiseStream {
                 philox::blocks(self.level, self.key, [self.stream, 0], q, &mut blocks);
             }
             let (head, tail) = rest.split_at_mut(take);
-            for (o, w) in head.iter_mut().zip(&blocks.as_flattened()[skip..]) {
-                *o = S::from_noise_word(*w);
-            }
+            map_words::<S, SCALED>(self.level, &blocks.as_flattened()[skip..], head, amp);
             rest = tail;
             n += take as u64;
         }
@@ -140,6 +149,44 @@ impl NoiseStream {
     /// rather than sixteen at once (one scalar block costs roughly a fifth of
     /// a sixteen-block AVX-512 step, an eighth of an AVX2 one).
     const FEW: usize = 4;
+}
+
+/// `out[i] = from_noise_word(words[i])`, times `amp` when `SCALED`, in
+/// the widest lanes `level` has (the same operations at every level).
+#[inline(always)]
+fn map_words<S: Sample, const SCALED: bool>(
+    level: SimdLevel,
+    words: &[u32],
+    out: &mut [S],
+    amp: S,
+) {
+    #[inline(always)]
+    fn body<S: Sample, const SCALED: bool>(words: &[u32], out: &mut [S], amp: S) {
+        for (o, w) in out.iter_mut().zip(words) {
+            let x = S::from_noise_word(*w);
+            *o = if SCALED { amp * x } else { x };
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2<S: Sample, const SCALED: bool>(words: &[u32], out: &mut [S], amp: S) {
+            body::<S, SCALED>(words, out, amp)
+        }
+        #[target_feature(enable = "avx2,avx512f")]
+        unsafe fn avx512<S: Sample, const SCALED: bool>(words: &[u32], out: &mut [S], amp: S) {
+            body::<S, SCALED>(words, out, amp)
+        }
+        match level {
+            // SAFETY: `Avx2` and `Avx512` come only from `SimdLevel::detect`,
+            // which saw AVX2, and AVX-512F for `Avx512`.
+            SimdLevel::Avx2 => return unsafe { avx2::<S, SCALED>(words, out, amp) },
+            SimdLevel::Avx512 => return unsafe { avx512::<S, SCALED>(words, out, amp) },
+            SimdLevel::Base => {}
+        }
+    }
+    let _ = level;
+    body::<S, SCALED>(words, out, amp)
 }
 
 #[cfg(test)]

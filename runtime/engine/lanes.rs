@@ -365,19 +365,20 @@ impl Engine {
         for &i in batch {
             self.gather_inputs(i, n);
         }
-        let ok = match kernel {
+        let ran = match kernel {
             GroupKernel::F32(f) => call_kernel(&mut self.slots, f, batch, start, n, sum, !finite),
             GroupKernel::F64(f) => call_kernel(&mut self.slots, f, batch, start, n, sum, !finite),
         };
         let end = start + n as u64;
-        let mut all_clean = ok;
-        for &i in batch {
-            if !ok {
+        let mut all_clean = ran.is_some();
+        for (j, &i) in batch.iter().enumerate() {
+            let Some(known) = ran else {
                 self.report_panic(i, start);
                 continue;
-            }
+            };
             let level = self.simd;
             let clean = finite
+                || known >> j & 1 != 0
                 || match &mut self.slots[i].core {
                     Core::F32(t) => scrub(level, &mut t.outs, n),
                     Core::F64(t) => scrub(level, &mut t.outs, n),
@@ -472,8 +473,9 @@ typed!(f64, F64);
 /// Calls `f` on the members `batch` (schedule indices in the order they
 /// run, at most [`MAX_LANES`]), with the fused `sum` if any (whose node
 /// comes after every member); `outputs`: the members' outputs must be
-/// written even with a sum. False if it panicked: the members' outputs are
-/// then silenced (a panic payload is leaked, not freed on the audio thread).
+/// written even with a sum. The kernel's mask of members known finite, or
+/// None if it panicked: the members' outputs are then silenced (a panic
+/// payload is leaked, not freed on the audio thread).
 fn call_kernel<S: Typed>(
     slots: &mut [Slot],
     f: LaneKernel<S>,
@@ -482,7 +484,7 @@ fn call_kernel<S: Typed>(
     n: usize,
     sum: Option<Fused>,
     outputs: bool,
-) -> bool {
+) -> Option<u64> {
     let (before, after) = match sum {
         Some(s) => slots.split_at_mut(s.node),
         None => (slots, &mut [][..]),
@@ -520,7 +522,7 @@ fn call_kernel<S: Typed>(
         f(members, n, start, lane_sum.as_mut())
     }));
     match ran {
-        Ok(()) => true,
+        Ok(known) => Some(known),
         Err(payload) => {
             std::mem::forget(payload);
             for &i in batch {
@@ -532,7 +534,7 @@ fn call_kernel<S: Typed>(
                     Core::F64(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
                 }
             }
-            false
+            None
         }
     }
 }

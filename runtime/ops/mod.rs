@@ -543,13 +543,15 @@ impl<S: Sample> LaneSum<'_, S> {
 /// own `process` would write with the same params, whatever the number of
 /// members: lanes never change a node's operations or their order. With a
 /// `sum`, the members' output 0 also goes into it, in member order
-/// ([`LaneSum`]). Real-time safe, like `process`.
+/// ([`LaneSum`]). Returns a mask of the members (bit k: member k) whose
+/// outputs are known to be finite, which the engine then does not check
+/// for NaN (0: check them all). Real-time safe, like `process`.
 pub type LaneKernel<S> = fn(
     members: &mut [LaneMember<'_, S>],
     frames: usize,
     start: u64,
     sum: Option<&mut LaneSum<'_, S>>,
-);
+) -> u64;
 
 /// The most members one [`LaneKernel`] call receives.
 pub const MAX_LANES: usize = 64;
@@ -564,7 +566,7 @@ pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
     frames: usize,
     start: u64,
     mut sum: Option<&mut LaneSum<'_, S>>,
-) {
+) -> u64 {
     for m in members.iter_mut() {
         let Some(node) = m.node.downcast_mut::<T>() else {
             continue;
@@ -581,6 +583,7 @@ pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
             s.add(&m.outputs[0][..frames]);
         }
     }
+    0
 }
 
 /// A running node at one precision.

@@ -37,13 +37,11 @@ impl<S: Sample> Processor<S> for Noise<S> {
         let amp = io.params.get(AMP);
         let start = io.start;
         let out = &mut io.outputs[0][..io.frames];
-        self.stream.fill(start, out);
         if amp.is_const() {
-            let a = S::from_f64(amp.value());
-            for o in out.iter_mut() {
-                *o = a * *o;
-            }
+            self.stream
+                .fill_scaled(start, out, S::from_f64(amp.value()));
         } else {
+            self.stream.fill(start, out);
             for (i, o) in out.iter_mut().enumerate() {
                 *o = S::from_f64(amp.at(i)) * *o;
             }

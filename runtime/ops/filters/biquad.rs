@@ -356,8 +356,11 @@ fn step_lanes<S: Sample, M: Math, const L: usize>(
 fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
-) {
-    for batch in members.chunks_mut(L) {
+    mut sum: Option<(&mut [S], bool)>,
+) -> (u64, usize) {
+    let mut finite = 0u64;
+    let mut summed = 0;
+    for (j, batch) in members.chunks_mut(L).enumerate() {
         let mut c = [[S::ZERO; L]; 5];
         let (mut z1, mut z2) = ([S::ZERO; L], [S::ZERO; L]);
         for (l, m) in batch.iter_mut().enumerate() {
@@ -373,7 +376,10 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool>(
         }
         let mut done = 0;
         if T16 && batch.len() == L {
-            done = transposed_f32::<S, M, L>(batch, &c, &mut z1, &mut z2, n);
+            done = transposed_f32::<S, M, L>(batch, &c, &mut z1, &mut z2, n, sum.as_mut());
+            if sum.is_some() {
+                summed = done;
+            }
         }
         while done < n {
             let len = (n - done).min(TILE);
@@ -398,12 +404,19 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool>(
                 // As `process`: a non-finite state starts again from silence.
                 if z1[l].is_finite() && z2[l].is_finite() {
                     (b.z1, b.z2) = (z1[l], z2[l]);
+                    // A non-finite output would have made the state
+                    // non-finite for good (z1 takes −c3·y, even for c3 = 0),
+                    // so every output of this chunk is finite.
+                    if j * L + l < 64 {
+                        finite |= 1 << (j * L + l);
+                    }
                 } else {
                     (b.z1, b.z2) = (S::ZERO, S::ZERO);
                 }
             }
         }
     }
+    (finite, summed)
 }
 
 /// The whole 16-frame spans of a full batch of `L` f32 members (`L` a
@@ -420,6 +433,7 @@ fn transposed_f32<S: Sample, M: Math, const L: usize>(
     z1: &mut [S; L],
     z2: &mut [S; L],
     n: usize,
+    sum: Option<&mut (&mut [S], bool)>,
 ) -> usize {
     use std::any::Any;
     const MAX: usize = 4;
@@ -429,6 +443,18 @@ fn transposed_f32<S: Sample, M: Math, const L: usize>(
     }
     let c: &dyn Any = c;
     let (z1, z2): (&mut dyn Any, &mut dyn Any) = (z1, z2);
+    let mut sum = match sum {
+        Some((dst, first)) => {
+            if std::any::TypeId::of::<S>() != std::any::TypeId::of::<f32>() {
+                return 0;
+            }
+            // SAFETY: `S` is `f32` (checked just above): the same slice.
+            let d: &mut [f32] =
+                unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast(), dst.len()) };
+            Some((d, *first))
+        }
+        None => None,
+    };
     let (Some(c), Some(z1), Some(z2)) = (
         c.downcast_ref::<[[f32; L]; 5]>(),
         z1.downcast_mut::<[f32; L]>(),
@@ -491,6 +517,21 @@ fn transposed_f32<S: Sample, M: Math, const L: usize>(
                 o[t0..t0 + 16].copy_from_slice(row);
             }
         }
+        // The members' frames into the sum, in member order, from registers.
+        if let Some((dst, first)) = sum.as_mut() {
+            let mut acc = [0f32; 16];
+            acc.copy_from_slice(&dst[t0..t0 + 16]);
+            for (r, row) in blocks[..k].iter().flatten().enumerate() {
+                if r == 0 && *first {
+                    acc = *row;
+                } else {
+                    for (a, x) in acc.iter_mut().zip(row) {
+                        *a += *x;
+                    }
+                }
+            }
+            dst[t0..t0 + 16].copy_from_slice(&acc);
+        }
     }
     for b in 0..k {
         z1[16 * b..16 * b + 16].copy_from_slice(&s1[b]);
@@ -499,16 +540,33 @@ fn transposed_f32<S: Sample, M: Math, const L: usize>(
     whole
 }
 
-/// Each member's output 0 into `sum`, in member order.
+/// Each member's output 0 into `sum`, in member order, from frame `from`
+/// on (the frames before it already summed); `sum`'s `first` as it was
+/// when the kernel began.
 fn sum_outputs<S: Sample>(
     members: &[LaneMember<'_, S>],
     n: usize,
+    from: usize,
     sum: Option<&mut LaneSum<'_, S>>,
 ) {
-    if let Some(s) = sum {
-        for m in members {
-            s.add(&m.outputs[0][..n]);
+    let Some(s) = sum else {
+        return;
+    };
+    if from < n {
+        let first = s.first;
+        for (k, m) in members.iter().enumerate() {
+            let (dst, x) = (&mut s.dst[from..n], &m.outputs[0][from..n]);
+            if k == 0 && first {
+                dst.copy_from_slice(x);
+            } else {
+                for (d, v) in dst.iter_mut().zip(x) {
+                    *d += *v;
+                }
+            }
         }
+    }
+    if !members.is_empty() {
+        s.first = false;
     }
 }
 
@@ -517,9 +575,10 @@ fn biquad_lanes<S: Sample, M: Math>(
     n: usize,
     _start: u64,
     sum: Option<&mut LaneSum<'_, S>>,
-) {
-    biquad_lanes_body::<S, M, 8, false>(members, n);
-    sum_outputs(members, n, sum)
+) -> u64 {
+    let (finite, _) = biquad_lanes_body::<S, M, 8, false>(members, n, None);
+    sum_outputs(members, n, 0, sum);
+    finite
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -528,14 +587,15 @@ fn biquad_lanes_avx2<S: Sample, M: Math>(
     n: usize,
     _start: u64,
     sum: Option<&mut LaneSum<'_, S>>,
-) {
+) -> u64 {
     #[target_feature(enable = "avx2")]
-    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
-        biquad_lanes_body::<S, M, 8, false>(members, n)
+    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
+        biquad_lanes_body::<S, M, 8, false>(members, n, None).0
     }
     // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX2.
-    unsafe { run::<S, M>(members, n) }
-    sum_outputs(members, n, sum)
+    let finite = unsafe { run::<S, M>(members, n) };
+    sum_outputs(members, n, 0, sum);
+    finite
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -543,19 +603,28 @@ fn biquad_lanes_avx512<S: Sample, M: Math>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
     _start: u64,
-    sum: Option<&mut LaneSum<'_, S>>,
-) {
+    mut sum: Option<&mut LaneSum<'_, S>>,
+) -> u64 {
     #[target_feature(enable = "avx2,avx512f")]
-    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) {
-        // Batches of 64 (four recursions interleaved), the rest by 16.
+    unsafe fn run<S: Sample, M: Math>(
+        members: &mut [LaneMember<'_, S>],
+        n: usize,
+        sum: Option<(&mut [S], bool)>,
+    ) -> (u64, usize) {
+        // Batches of 64 (four recursions interleaved), the rest by 16. A
+        // batch of exactly 64 sums from registers.
         let whole = members.len() / 64 * 64;
         let (full, rest) = members.split_at_mut(whole);
-        biquad_lanes_body::<S, M, 64, true>(full, n);
-        biquad_lanes_body::<S, M, 16, true>(rest, n)
+        let sum = if rest.is_empty() { sum } else { None };
+        let (a, summed) = biquad_lanes_body::<S, M, 64, true>(full, n, sum);
+        let (b, _) = biquad_lanes_body::<S, M, 16, true>(rest, n, None);
+        (a | b.checked_shl(whole as u32).unwrap_or(0), summed)
     }
+    let dst = sum.as_deref_mut().map(|s| (&mut *s.dst, s.first));
     // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX-512F.
-    unsafe { run::<S, M>(members, n) }
-    sum_outputs(members, n, sum)
+    let (finite, summed) = unsafe { run::<S, M>(members, n, dst) };
+    sum_outputs(members, n, summed, sum);
+    finite
 }
 
 struct BiquadOp;

@@ -386,7 +386,7 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
     n: usize,
     start: u64,
     sum: Option<&mut LaneSum<'_, S>>,
-) {
+) -> u64 {
     // Params to increments and offsets, each member's state advanced;
     // members on the grid of anchors (all of them, for blocks that are
     // whole segments from phase 0) go to `sine_group` together, the others
@@ -463,6 +463,7 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
             }
         }
     }
+    0
 }
 
 struct OscOp<W>(PhantomData<W>);
