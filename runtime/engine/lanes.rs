@@ -17,9 +17,19 @@
 //! whether a node runs in a group never changes what it plays. A hot edit
 //! builds a new engine, which groups its nodes afresh; state carries by
 //! node as before.
+//!
+//! **Fused sums.** A group whose members all feed one input, and nothing
+//! else reads them, runs in the order of that input's edges and its
+//! kernel sums the members into the input ([`LaneSum`]) — the same
+//! additions in the same order as the input's own gathering, which is
+//! then skipped for that chunk ([`Slot::prefilled`]). A chunk in which
+//! some member must run alone, or a member's output was not finite, is
+//! gathered as usual. An input fed by one edge from a node nothing else
+//! reads swaps the source's output buffer in instead of copying it
+//! ([`Slot::steal`]).
 
 use super::mix::{gather, NO_RING};
-use super::node::{Core, Slot};
+use super::node::{take_inputs, Core, Slot};
 use super::{Engine, Run};
 use crate::dsp::vector::{all_finite_at, SimdLevel};
 use crate::dsp::Sample;
@@ -176,6 +186,48 @@ pub(super) fn plan(
     (steps, kept)
 }
 
+/// How many edges and main-bus channels read each node.
+fn readers(slots: &[Slot], main: &[SourceRef]) -> Vec<u32> {
+    let mut readers = vec![0u32; slots.len()];
+    for s in slots {
+        for e in s.inputs.iter().chain(&s.param_inputs).flatten() {
+            readers[e.src.node] += 1;
+        }
+    }
+    for src in main {
+        readers[src.node] += 1;
+    }
+    readers
+}
+
+/// Marks the inputs fed by one undelayed edge from a node of their
+/// precision that nothing else reads, neither of them in a voice (whose
+/// outputs the engine reads) nor reading the session input: their blocks
+/// are swapped in instead of copied ([`Slot::steal`]).
+fn mark_steals(slots: &mut [Slot], main: &[SourceRef]) {
+    let readers = readers(slots, main);
+    for c in 0..slots.len() {
+        let mut bits = 0u64;
+        for (k, edges) in slots[c].inputs.iter().enumerate().take(64) {
+            let [e] = edges.as_slice() else {
+                continue;
+            };
+            let src = &slots[e.src.node];
+            if !e.src.is_feedback()
+                && e.ring == NO_RING
+                && readers[e.src.node] == 1
+                && src.voice.is_none()
+                && src.precision() == slots[c].precision()
+                && slots[c].voice.is_none()
+                && slots[c].feed.is_none()
+            {
+                bits |= 1 << k;
+            }
+        }
+        slots[c].steal = bits;
+    }
+}
+
 /// Finds the groups whose members all feed one input of one node, and
 /// nothing else: their sum can be written by the kernel ([`LaneSum`]).
 ///
@@ -186,23 +238,17 @@ pub(super) fn plan(
 /// precision, plays in no voice and runs in the members' FP-mode run (so
 /// the sum is the same additions under the same mode). The members then
 /// run in the order of the edges, the plan's summing order.
-fn fuse(slots: &[Slot], runs: &[Run], main: &[SourceRef], groups: &mut [Group]) {
-    // How many edges read each node, and the last one: (node, input).
-    let mut readers = vec![0u32; slots.len()];
+fn fuse(slots: &mut [Slot], runs: &[Run], main: &[SourceRef], groups: &mut [Group]) {
+    mark_steals(slots, main);
+    // How many edges read each node, and the last audio input: (node, input).
+    let readers = readers(slots, main);
     let mut reader: Vec<Option<(usize, usize)>> = vec![None; slots.len()];
     for (c, s) in slots.iter().enumerate() {
         for (p, edges) in s.inputs.iter().enumerate() {
             for e in edges {
-                readers[e.src.node] += 1;
                 reader[e.src.node] = Some((c, p));
             }
         }
-        for e in s.param_inputs.iter().flatten() {
-            readers[e.src.node] += 1;
-        }
-    }
-    for src in main {
-        readers[src.node] += 1;
     }
     for g in groups.iter_mut() {
         let single = |i: usize| {
@@ -249,6 +295,7 @@ impl Engine {
         let (steps, groups) = if on {
             plan(&mut self.slots, &mut self.runs, &self.main)
         } else {
+            self.slots.iter_mut().for_each(|s| s.steal = 0);
             let mut steps = Vec::with_capacity(self.slots.len());
             for run in &mut self.runs {
                 let first = steps.len();
@@ -396,7 +443,13 @@ impl Engine {
     /// Sums node `i`'s audio inputs into its input buffers, as a node run
     /// alone does.
     fn gather_inputs(&mut self, i: usize, n: usize) {
+        if self.slots[i].inputs.is_empty() {
+            return;
+        }
         let (before, rest) = self.slots.split_at_mut(i);
+        if rest[0].steal != 0 {
+            take_inputs(before, &mut rest[0], n);
+        }
         let Slot {
             core,
             inputs,

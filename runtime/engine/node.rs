@@ -64,6 +64,10 @@ pub(super) struct Slot {
     /// Audio inputs (bit k: input k) a fused lane group has already summed
     /// for the current chunk: not gathered again; cleared when the node runs.
     pub(super) prefilled: u64,
+    /// Audio inputs (bit k: input k) fed by one edge from a node nothing
+    /// else reads: the source's output buffer is swapped in rather than
+    /// copied ([`take_inputs`]). Set by the lane plan.
+    pub(super) steal: u64,
 }
 
 /// Which voice of a voice module a slot plays in, and whether it is the
@@ -191,6 +195,7 @@ impl Slot {
             feed,
             voice: None,
             prefilled: 0,
+            steal: 0,
         }
     }
 
@@ -278,6 +283,9 @@ impl Engine {
                 Core::F32(t) => self.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
                 Core::F64(t) => self.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
             };
+        }
+        if slot.steal != 0 {
+            take_inputs(before, slot, n);
         }
         let call = Call {
             before,
@@ -465,6 +473,43 @@ fn reset_part<S: Sample>(t: &mut Typed<S>, part: ResetPart, budget: usize) -> Op
             None
         }
         Progress::Copied(n) => Some(ResetPart::Lines(n as u64)),
+    }
+}
+
+/// For each input in `slot.steal`: the source's output buffer and the
+/// input's are swapped (the source's block becomes the input, the same
+/// values a copy would give; the source writes every frame of its next
+/// block into the other buffer), and the input is marked prefilled.
+pub(super) fn take_inputs(before: &mut [Slot], slot: &mut Slot, n: usize) {
+    let mut bits = slot.steal;
+    while bits != 0 {
+        let k = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let Some(e) = slot.inputs.get(k).and_then(|l| l.first()) else {
+            continue;
+        };
+        let Some(src) = before.get_mut(e.src.node) else {
+            continue;
+        };
+        let swapped = match (&mut src.core, &mut slot.core) {
+            (Core::F32(a), Core::F32(b)) => swap_block(&mut a.outs, e.src.port, &mut b.ins, k, n),
+            (Core::F64(a), Core::F64(b)) => swap_block(&mut a.outs, e.src.port, &mut b.ins, k, n),
+            _ => false,
+        };
+        if swapped {
+            slot.prefilled |= 1 << k;
+        }
+    }
+}
+
+/// Swaps `outs[p]` and `ins[k]` when both hold at least `n` frames.
+fn swap_block<S>(outs: &mut [Vec<S>], p: usize, ins: &mut [Vec<S>], k: usize, n: usize) -> bool {
+    match (outs.get_mut(p), ins.get_mut(k)) {
+        (Some(o), Some(i)) if o.len() >= n && i.len() == o.len() => {
+            std::mem::swap(o, i);
+            true
+        }
+        _ => false,
     }
 }
 
