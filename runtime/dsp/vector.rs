@@ -211,10 +211,16 @@ impl SineSteps {
 
     /// Recompute the steps for `inc` (a no-op when it is the current one's).
     /// Bounded work: one `libm::sincos` and 63 complex products in f64.
+    #[inline]
     pub fn set(&mut self, inc: u64) {
-        if inc == self.inc {
-            return;
+        if inc != self.inc {
+            self.recompute(inc);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn recompute(&mut self, inc: u64) {
         self.inc = inc;
         if inc == 0 {
             (self.shift, self.inv) = (0, 0);
@@ -453,6 +459,12 @@ fn sine_group_lanes<S: Sample>(members: &[SineMember<'_>], n: usize, mut out: Si
                 .wrapping_add(m.steps.inc.wrapping_mul((c * SEGMENT) as u64));
             (sa[k], sb[k]) = seed(anchor, m.offset, m.amp);
         }
+        if to - from == SEGMENT {
+            if let SineOut::Sum(dst, first) = &mut out {
+                sum_segment(members, &sa, &sb, &mut dst[from..to], *first);
+                continue;
+            }
+        }
         for k in 0..len {
             let st = members[k].steps;
             let (a, b) = (sa[k], sb[k]);
@@ -472,6 +484,50 @@ fn sine_group_lanes<S: Sample>(members: &[SineMember<'_>], n: usize, mut out: Si
             }
         }
     }
+}
+
+/// A whole segment of every member summed into `dst` (64 frames), the
+/// sum kept in registers across the members: the same additions, in
+/// member order, as adding each member's samples to `dst` in turn.
+#[inline(always)]
+fn sum_segment<S: Sample>(
+    members: &[SineMember<'_>],
+    sa: &[f32; 64],
+    sb: &[f32; 64],
+    dst: &mut [S],
+    first: bool,
+) {
+    let Ok(dst) = <&mut [S; SEGMENT]>::try_from(dst) else {
+        return;
+    };
+    let mut acc = *dst;
+    for (k, m) in members.iter().enumerate().take(64) {
+        // The steps a few members on, on their way to the cache.
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ahead) = members.get(k + 4) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            for line in 0..SEGMENT / 16 {
+                // SAFETY: prefetches only hint the cache (in bounds here).
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.steps.re[16 * line..].as_ptr().cast());
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.steps.im[16 * line..].as_ptr().cast());
+                }
+            }
+        }
+        let (a, b) = (sa[k], sb[k]);
+        let im: &[f32; SEGMENT] = m.steps.im[..SEGMENT].try_into().unwrap_or(&[0.0; SEGMENT]);
+        let re: &[f32; SEGMENT] = m.steps.re[..SEGMENT].try_into().unwrap_or(&[0.0; SEGMENT]);
+        if k == 0 && first {
+            for j in 0..SEGMENT {
+                acc[j] = S::from_f32(a * im[j] + b * re[j]);
+            }
+        } else {
+            for j in 0..SEGMENT {
+                acc[j] += S::from_f32(a * im[j] + b * re[j]);
+            }
+        }
+    }
+    *dst = acc;
 }
 
 #[cfg(target_arch = "x86_64")]
