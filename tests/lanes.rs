@@ -191,12 +191,9 @@ fn groups_of_any_size_play_the_same_bits_as_nodes_alone() {
     }
 }
 
-#[test]
-fn a_member_that_overflows_recovers_alone_and_the_others_play_on() {
-    // bq1's input is 3e38, near f32's largest: its resonance overflows to
-    // infinity within a few samples; the engine silences it, resets it and
-    // counts the event, in the group as alone.
-    let text = r#"{ "version": "1.0", "seed": 5, "nodes": [
+/// Two noises, three biquads, and the chain of multiplies that makes 3e38
+/// (d6 · d6 = 1e12, squared 1e24, times 1e12 = 1e36, times 300) for bq1.
+const OVERFLOW_NODES: &str = r#"
         { "id": "n0", "op": "noise" }, { "id": "n2", "op": "noise" },
         { "id": "d6", "op": "dc", "params": { "value": 1e6 } },
         { "id": "d300", "op": "dc", "params": { "value": 300 } },
@@ -204,13 +201,23 @@ fn a_member_that_overflows_recovers_alone_and_the_others_play_on() {
         { "id": "m36", "op": "multiply" }, { "id": "big", "op": "multiply" },
         { "id": "bq0", "op": "biquad", "params": { "mode": "bandpass", "cutoff": 500, "q": 20 } },
         { "id": "bq1", "op": "biquad", "params": { "mode": "lowpass", "cutoff": 100, "q": 40 } },
-        { "id": "bq2", "op": "biquad", "params": { "mode": "peak", "cutoff": 3000, "gain": 4 } } ],
-      "edges": [ { "from": "d6", "to": "m12:a" }, { "from": "d6", "to": "m12:b" },
+        { "id": "bq2", "op": "biquad", "params": { "mode": "peak", "cutoff": 3000, "gain": 4 } }"#;
+const OVERFLOW_EDGES: &str = r#"{ "from": "d6", "to": "m12:a" }, { "from": "d6", "to": "m12:b" },
                  { "from": "m12", "to": "m24:a" }, { "from": "m12", "to": "m24:b" },
                  { "from": "m24", "to": "m36:a" }, { "from": "m12", "to": "m36:b" },
-                 { "from": "m36", "to": "big:a" }, { "from": "d300", "to": "big:b" },
-                 { "from": "n0", "to": "bq0" }, { "from": "big", "to": "bq1" }, { "from": "n2", "to": "bq2" } ],
-      "outputs": { "main": ["bq0", "bq1", "bq2"] } }"#;
+                 { "from": "m36", "to": "big:a" }, { "from": "d300", "to": "big:b" },"#;
+
+#[test]
+fn a_member_that_overflows_recovers_alone_and_the_others_play_on() {
+    // bq1's input is 3e38, near f32's largest: its resonance overflows to
+    // infinity within a few samples; the engine silences it, resets it and
+    // counts the event, in the group as alone.
+    let text = &format!(
+        r#"{{ "version": "1.0", "seed": 5, "nodes": [{OVERFLOW_NODES} ],
+      "edges": [ {OVERFLOW_EDGES}
+                 {{ "from": "n0", "to": "bq0" }}, {{ "from": "big", "to": "bq1" }}, {{ "from": "n2", "to": "bq2" }} ],
+      "outputs": {{ "main": ["bq0", "bq1", "bq2"] }} }}"#
+    );
     for p in [Profile::Repro, Profile::Live] {
         let mut on = engine(text, Some(p), 64);
         let mut off = engine(text, Some(p), 64);
@@ -548,30 +555,21 @@ fn a_fused_sum_holds_only_clean_outputs_when_a_member_overflows() {
     // bq1 overflows (its input is 3e38) while it sums into `sum` with the
     // others (their inputs pass as many nodes, so the three are at one
     // level): the sum is gathered again from the silenced outputs, as alone.
-    let text = r#"{ "version": "1.0", "seed": 5, "nodes": [
-        { "id": "n0", "op": "noise" }, { "id": "n2", "op": "noise" },
-        { "id": "d6", "op": "dc", "params": { "value": 1e6 } },
-        { "id": "d300", "op": "dc", "params": { "value": 300 } },
-        { "id": "m12", "op": "multiply" }, { "id": "m24", "op": "multiply" },
-        { "id": "m36", "op": "multiply" }, { "id": "big", "op": "multiply" },
-        { "id": "bq0", "op": "biquad", "params": { "mode": "bandpass", "cutoff": 500, "q": 20 } },
-        { "id": "bq1", "op": "biquad", "params": { "mode": "lowpass", "cutoff": 100, "q": 40 } },
-        { "id": "bq2", "op": "biquad", "params": { "mode": "peak", "cutoff": 3000, "gain": 4 } },
-        { "id": "sum", "op": "gain", "params": { "gain": 0.5 } },
-        { "id": "a1", "op": "gain" }, { "id": "a2", "op": "gain" }, { "id": "a3", "op": "gain" },
-        { "id": "a4", "op": "gain" }, { "id": "b1", "op": "gain" }, { "id": "b2", "op": "gain" },
-        { "id": "b3", "op": "gain" }, { "id": "b4", "op": "gain" } ],
-      "edges": [ { "from": "d6", "to": "m12:a" }, { "from": "d6", "to": "m12:b" },
-                 { "from": "m12", "to": "m24:a" }, { "from": "m12", "to": "m24:b" },
-                 { "from": "m24", "to": "m36:a" }, { "from": "m12", "to": "m36:b" },
-                 { "from": "m36", "to": "big:a" }, { "from": "d300", "to": "big:b" },
-                 { "from": "n0", "to": "a1" }, { "from": "a1", "to": "a2" }, { "from": "a2", "to": "a3" },
-                 { "from": "a3", "to": "a4" }, { "from": "a4", "to": "bq0" },
-                 { "from": "big", "to": "bq1" },
-                 { "from": "n2", "to": "b1" }, { "from": "b1", "to": "b2" }, { "from": "b2", "to": "b3" },
-                 { "from": "b3", "to": "b4" }, { "from": "b4", "to": "bq2" },
-                 { "from": "bq0", "to": "sum" }, { "from": "bq1", "to": "sum" }, { "from": "bq2", "to": "sum" } ],
-      "outputs": { "main": ["sum"] } }"#;
+    let text = &format!(
+        r#"{{ "version": "1.0", "seed": 5, "nodes": [{OVERFLOW_NODES},
+        {{ "id": "sum", "op": "gain", "params": {{ "gain": 0.5 }} }},
+        {{ "id": "a1", "op": "gain" }}, {{ "id": "a2", "op": "gain" }}, {{ "id": "a3", "op": "gain" }},
+        {{ "id": "a4", "op": "gain" }}, {{ "id": "b1", "op": "gain" }}, {{ "id": "b2", "op": "gain" }},
+        {{ "id": "b3", "op": "gain" }}, {{ "id": "b4", "op": "gain" }} ],
+      "edges": [ {OVERFLOW_EDGES}
+                 {{ "from": "n0", "to": "a1" }}, {{ "from": "a1", "to": "a2" }}, {{ "from": "a2", "to": "a3" }},
+                 {{ "from": "a3", "to": "a4" }}, {{ "from": "a4", "to": "bq0" }},
+                 {{ "from": "big", "to": "bq1" }},
+                 {{ "from": "n2", "to": "b1" }}, {{ "from": "b1", "to": "b2" }}, {{ "from": "b2", "to": "b3" }},
+                 {{ "from": "b3", "to": "b4" }}, {{ "from": "b4", "to": "bq2" }},
+                 {{ "from": "bq0", "to": "sum" }}, {{ "from": "bq1", "to": "sum" }}, {{ "from": "bq2", "to": "sum" }} ],
+      "outputs": {{ "main": ["sum"] }} }}"#
+    );
     for p in [Profile::Repro, Profile::Live] {
         let mut on = engine(text, Some(p), 64);
         let mut off = engine(text, Some(p), 64);
