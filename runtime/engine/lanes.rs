@@ -372,6 +372,11 @@ impl Engine {
                 }
                 if clean {
                     self.slots[c].prefilled |= 1 << p;
+                } else if finite {
+                    // Only a panic gets here; the members' own outputs were
+                    // not written, so the sum's node must not gather them:
+                    // the sum is silence for this chunk.
+                    self.silence_input(c, p, n);
                 }
                 return;
             }
@@ -438,6 +443,16 @@ impl Engine {
             }
         }
         all_clean
+    }
+
+    /// Node `c`'s input `p` as silence for the chunk, already summed.
+    #[cold]
+    fn silence_input(&mut self, c: usize, p: usize, n: usize) {
+        match &mut self.slots[c].core {
+            Core::F32(t) => t.ins[p][..n].fill(0.0),
+            Core::F64(t) => t.ins[p][..n].fill(0.0),
+        }
+        self.slots[c].prefilled |= 1 << p;
     }
 
     /// Sums node `i`'s audio inputs into its input buffers, as a node run
