@@ -30,12 +30,7 @@ pub struct WavLayout {
 impl WavLayout {
     /// Bytes per sample of one channel.
     pub fn bytes_per_sample(&self) -> u64 {
-        match self.format {
-            WavFormat::F32 | WavFormat::I32 => 4,
-            WavFormat::I24 => 3,
-            WavFormat::I16 => 2,
-            WavFormat::U8 => 1,
-        }
+        self.format.bytes_per_sample() as u64
     }
 
     fn bits(&self) -> u16 {
@@ -188,6 +183,16 @@ pub enum WavFormat {
 }
 
 impl WavFormat {
+    /// Bytes per sample of one channel.
+    pub fn bytes_per_sample(self) -> usize {
+        match self {
+            WavFormat::F32 | WavFormat::I32 => 4,
+            WavFormat::I24 => 3,
+            WavFormat::I16 => 2,
+            WavFormat::U8 => 1,
+        }
+    }
+
     /// The `--format` value, for reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -205,29 +210,40 @@ impl WavFormat {
 /// (beyond ±1 an f32 sample keeps its value, but counts as clipping).
 #[inline]
 pub fn encode_sample(x: f64, format: WavFormat, out: &mut Vec<u8>) -> bool {
+    let mut b = [0u8; 4];
+    let w = format.bytes_per_sample();
+    let clipped = encode_sample_into(x, format, &mut b[..w]);
+    out.extend_from_slice(&b[..w]);
+    clipped
+}
+
+/// [`encode_sample`] into `out`, which holds exactly one sample's bytes
+/// ([`WavFormat::bytes_per_sample`]).
+#[inline]
+pub fn encode_sample_into(x: f64, format: WavFormat, out: &mut [u8]) -> bool {
     match format {
         WavFormat::F32 => {
-            out.extend_from_slice(&(x as f32).to_le_bytes());
+            out.copy_from_slice(&(x as f32).to_le_bytes());
             x.abs() > 1.0
         }
         WavFormat::I32 => {
             let (v, clipped) = to_int_clipped(x, 32);
-            out.extend_from_slice(&v.to_le_bytes());
+            out.copy_from_slice(&v.to_le_bytes());
             clipped
         }
         WavFormat::I24 => {
             let (v, clipped) = to_int_clipped(x, 24);
-            out.extend_from_slice(&v.to_le_bytes()[..3]);
+            out.copy_from_slice(&v.to_le_bytes()[..3]);
             clipped
         }
         WavFormat::I16 => {
             let (v, clipped) = to_int_clipped(x, 16);
-            out.extend_from_slice(&(v as i16).to_le_bytes());
+            out.copy_from_slice(&(v as i16).to_le_bytes());
             clipped
         }
         WavFormat::U8 => {
             let (v, clipped) = to_int_clipped(x, 8);
-            out.push((v + 128) as u8);
+            out[0] = (v + 128) as u8;
             clipped
         }
     }

@@ -69,6 +69,19 @@ impl Levels {
         ch.frames += 1;
     }
 
+    /// Counts a run of channel `c`'s samples, in order, of which `clipped`
+    /// clipped: the same as [`add`](Self::add) for each.
+    #[inline]
+    pub fn add_run(&mut self, c: usize, xs: impl Iterator<Item = f64>, clipped: u64) {
+        let ch = &mut self.channels[c];
+        for x in xs {
+            ch.peak = ch.peak.max(x.abs());
+            ch.sum += x;
+            ch.frames += 1;
+        }
+        ch.clipped += clipped;
+    }
+
     /// The highest sample peak of any channel.
     pub fn peak(&self) -> f64 {
         self.channels.iter().map(|c| c.peak).fold(0.0, f64::max)

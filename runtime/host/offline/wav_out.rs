@@ -24,7 +24,7 @@
 use super::input::{Step, Tail, TAIL_THRESHOLD};
 use super::levels::Levels;
 use crate::engine::BusRef;
-use crate::host::files::wav::{encode_sample, WavFormat, WavLayout};
+use crate::host::files::wav::{encode_sample, encode_sample_into, WavFormat, WavLayout};
 use crate::host::files::write::Sink;
 use crate::host::HostError;
 use sha2::{Digest, Sha256};
@@ -63,7 +63,9 @@ impl Encoder {
     /// One frame, channel by channel.
     fn frame(&mut self, samples: impl Iterator<Item = f64>) {
         for (c, x) in samples.enumerate() {
-            if self.f32_bus {
+            if self.hash_is_body() {
+                // Hashed with the encoded bytes, in `take`.
+            } else if self.f32_bus {
                 self.hash_bytes.extend_from_slice(&(x as f32).to_le_bytes());
             } else {
                 self.hash_bytes.extend_from_slice(&x.to_le_bytes());
@@ -74,10 +76,78 @@ impl Encoder {
         self.frames += 1;
     }
 
+    /// Frames `from..to` of `bus`, every one written: each channel's levels
+    /// over the run, then the run's samples interleaved (the same bytes,
+    /// hash and levels as frame by frame, with no per-sample dispatch).
+    fn frames_of(&mut self, bus: BusRef<'_>, from: usize, to: usize) {
+        match bus {
+            BusRef::F32(b, _) => self.run_of(b, from, to),
+            BusRef::F64(b, _) => self.run_of(b, from, to),
+        }
+    }
+
+    fn run_of<S: BusSample>(&mut self, chans: &[Vec<S>], from: usize, to: usize) {
+        let (len, width) = (to.saturating_sub(from), chans.len());
+        if len == 0 {
+            return;
+        }
+        let format = self.format;
+        let w = format.bytes_per_sample();
+        // The samples at engine precision are hashed; for f32 at f32 they
+        // are the encoded bytes themselves (see `take`).
+        if !self.hash_is_body() {
+            let at = self.hash_bytes.len();
+            self.hash_bytes.resize(at + len * width * S::BYTES, 0);
+            let put = |x: S, o: &mut [u8]| {
+                x.put_le(o);
+                false
+            };
+            interleave(
+                &mut self.hash_bytes[at..],
+                chans,
+                (from, to),
+                S::BYTES,
+                put,
+                |_, _| {},
+            );
+        }
+        let at = self.bytes.len();
+        self.bytes.resize(at + len * width * w, 0);
+        let out = &mut self.bytes[at..];
+        let levels = &mut self.levels;
+        let counted = |c: usize, clipped: u64| {
+            levels.add_run(c, chans[c][from..to].iter().map(|x| x.to_f64()), clipped)
+        };
+        match format {
+            WavFormat::F32 => {
+                let put = |x: S, o: &mut [u8]| {
+                    let x = x.to_f64();
+                    o.copy_from_slice(&(x as f32).to_le_bytes());
+                    x.abs() > 1.0
+                };
+                interleave(out, chans, (from, to), 4, put, counted)
+            }
+            _ => {
+                let put = |x: S, o: &mut [u8]| encode_sample_into(x.to_f64(), format, o);
+                interleave(out, chans, (from, to), w, put, counted)
+            }
+        }
+        self.frames += len as u64;
+    }
+
+    /// Whether the hash's bytes are the encoded ones (f32 samples at f32).
+    fn hash_is_body(&self) -> bool {
+        self.f32_bus && self.format == WavFormat::F32
+    }
+
     /// The bytes encoded since the last call (hashed now).
     pub fn take(&mut self) -> &[u8] {
-        self.hasher.update(&self.hash_bytes);
-        self.hash_bytes.clear();
+        if self.hash_is_body() {
+            self.hasher.update(&self.bytes);
+        } else {
+            self.hasher.update(&self.hash_bytes);
+            self.hash_bytes.clear();
+        }
         &self.bytes
     }
 
@@ -89,6 +159,59 @@ impl Encoder {
     /// The hex SHA-256 of every frame encoded.
     pub fn hash(self) -> String {
         crate::host::files::digest::hex(&self.hasher.finalize())
+    }
+}
+
+/// A bus sample: its exact f64 value and its little-endian bytes.
+trait BusSample: Copy {
+    const BYTES: usize;
+    fn to_f64(self) -> f64;
+    fn put_le(self, out: &mut [u8]);
+}
+
+impl BusSample for f32 {
+    const BYTES: usize = 4;
+    #[inline]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline]
+    fn put_le(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes())
+    }
+}
+
+impl BusSample for f64 {
+    const BYTES: usize = 8;
+    #[inline]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline]
+    fn put_le(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes())
+    }
+}
+
+/// Frames `from..to` of `chans` into `out`, frame by frame and channel by
+/// channel, `w` bytes a sample written by `put`, which says whether the
+/// sample clipped; `counted(c, clipped)` after each channel `c`.
+#[inline]
+fn interleave<S: Copy>(
+    out: &mut [u8],
+    chans: &[Vec<S>],
+    (from, to): (usize, usize),
+    w: usize,
+    put: impl Fn(S, &mut [u8]) -> bool,
+    mut counted: impl FnMut(usize, u64),
+) {
+    let stride = w * chans.len();
+    for (c, ch) in chans.iter().enumerate() {
+        let mut clipped = 0u64;
+        for (frame, &x) in out.chunks_exact_mut(stride).zip(&ch[from..to]) {
+            clipped += put(x, &mut frame[c * w..(c + 1) * w]) as u64;
+        }
+        counted(c, clipped);
     }
 }
 
@@ -126,7 +249,7 @@ impl Framer {
     pub fn block(&mut self, bus: BusRef<'_>, enc: &mut Encoder) -> bool {
         let n = bus.frames();
         let Some(tail) = &mut self.tail else {
-            (0..n).for_each(|i| enc.frame((0..bus.channels()).map(|c| bus.get(c, i))));
+            enc.frames_of(bus, 0, n);
             self.at += n as u64;
             return false;
         };
@@ -319,6 +442,67 @@ fn spool_error(e: io::Error) -> HostError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Encoding a run of frames at once gives the bytes, hash and levels of
+    /// encoding them frame by frame (the tail's path), for both bus
+    /// precisions and every format, with samples that clip and a split
+    /// into runs of any length.
+    #[test]
+    fn a_run_of_frames_encodes_as_frame_by_frame() {
+        let mut z = 9u64;
+        let chans: Vec<Vec<f64>> = (0..3)
+            .map(|_| {
+                (0..200)
+                    .map(|_| {
+                        z = rand_philox::splitmix64(z);
+                        ((z >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2.6
+                    })
+                    .collect()
+            })
+            .collect();
+        let narrow: Vec<Vec<f32>> = chans
+            .iter()
+            .map(|c| c.iter().map(|&x| x as f32).collect())
+            .collect();
+        let formats = [
+            WavFormat::F32,
+            WavFormat::I32,
+            WavFormat::I24,
+            WavFormat::I16,
+            WavFormat::U8,
+        ];
+        for format in formats {
+            for f32_bus in [false, true] {
+                let bus = |n| {
+                    if f32_bus {
+                        BusRef::F32(&narrow, n)
+                    } else {
+                        BusRef::F64(&chans, n)
+                    }
+                };
+                let (mut one, mut run) = (
+                    Encoder::new(3, format, f32_bus),
+                    Encoder::new(3, format, f32_bus),
+                );
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                for i in 0..200 {
+                    one.frame((0..3).map(|c| bus(200).get(c, i)));
+                    a.extend_from_slice(one.take());
+                    one.clear();
+                }
+                for (from, to) in [(0, 1), (1, 64), (64, 65), (65, 200)] {
+                    run.frames_of(bus(200), from, to);
+                    b.extend_from_slice(run.take());
+                    run.clear();
+                }
+                assert_eq!(a, b, "{format:?}, f32 bus {f32_bus}");
+                assert_eq!(one.frames, run.frames);
+                assert_eq!(one.levels, run.levels);
+                assert!(run.levels.clipped() > 0);
+                assert_eq!(one.hash(), run.hash());
+            }
+        }
+    }
 
     /// A header that grew (a tail that took the file past 4 GiB gains the
     /// `ds64` chunk) moves the samples after it intact; one of the same
