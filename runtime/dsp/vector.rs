@@ -190,6 +190,10 @@ impl Default for SineSteps {
 }
 
 impl SineSteps {
+    /// Where the increment and the grid's fields lie in the struct (the
+    /// line a kernel reads before the steps themselves).
+    pub const HEADER: usize = std::mem::offset_of!(SineSteps, inc);
+
     pub fn new(inc: u64) -> SineSteps {
         // The steps of `inc = 0` (w = 1), then those of `inc`.
         let mut s = SineSteps {

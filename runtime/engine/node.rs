@@ -15,6 +15,9 @@ use crate::graph::{PlanNode, SourceRef};
 use crate::ops::{AnyNode, Io, ParamState, Params, PartClear, Processor, Progress, Value};
 
 /// A node's processor and buffers at its precision.
+/// `repr(C)`: what a lane group reads of every member (the processor and
+/// its buffers) comes first, on the slot's first lines.
+#[repr(C)]
 pub(super) struct Typed<S> {
     pub(super) node: Box<dyn Processor<S>>,
     /// Audio inputs (always allocated; silence when unconnected).
@@ -34,21 +37,33 @@ pub(super) enum Core {
     F64(Typed<f64>),
 }
 
+/// `repr(C)`: the fields a lane group reads of every member each chunk
+/// (processor and buffers, params, inputs, recovery, the fused-sum and
+/// swap bits) lie together on the slot's first four cache lines; the
+/// rest is read when the graph is built, edited or saved.
+#[repr(C)]
 pub(super) struct Slot {
-    pub(super) id: String,
-    pub(super) op: &'static str,
     pub(super) core: Core,
     pub(super) params: Vec<ParamState>,
+    pub(super) inputs: Vec<Vec<EdgeIn>>,
+    /// Its failures and the backoff of its retries.
+    pub(super) recovery: Recovery,
+    /// Audio inputs (bit k: input k) a fused lane group has already summed
+    /// for the current chunk: not gathered again; cleared when the node runs.
+    pub(super) prefilled: u64,
+    /// Audio inputs (bit k: input k) fed by one edge from a node nothing
+    /// else reads: the source's output buffer is swapped in rather than
+    /// copied ([`take_inputs`]). Set by the lane plan.
+    pub(super) steal: u64,
+    pub(super) id: String,
+    pub(super) op: &'static str,
     /// Current values of discrete params (enum, integer, bool), changed by
     /// events; other entries keep their static value and are unused.
     pub(super) values: Vec<Value>,
     /// The scene's values, restored by `reset`.
     pub(super) initial_params: Vec<ParamState>,
     pub(super) initial_values: Vec<Value>,
-    pub(super) inputs: Vec<Vec<EdgeIn>>,
     pub(super) param_inputs: Vec<Vec<EdgeIn>>,
-    /// Its failures and the backoff of its retries.
-    pub(super) recovery: Recovery,
     pub(super) flush: bool,
     /// What must match for state to carry as-is across a handover: op,
     /// resolved profile, precision and incoming wiring (see `handover`).
@@ -61,13 +76,6 @@ pub(super) struct Slot {
     pub(super) feed: Option<usize>,
     /// The voice the node plays in, if it is a voice module's.
     pub(super) voice: Option<VoiceOf>,
-    /// Audio inputs (bit k: input k) a fused lane group has already summed
-    /// for the current chunk: not gathered again; cleared when the node runs.
-    pub(super) prefilled: u64,
-    /// Audio inputs (bit k: input k) fed by one edge from a node nothing
-    /// else reads: the source's output buffer is swapped in rather than
-    /// copied ([`take_inputs`]). Set by the lane plan.
-    pub(super) steal: u64,
 }
 
 /// Which voice of a voice module a slot plays in, and whether it is the

@@ -591,7 +591,7 @@ pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
 /// Lifecycle: built (may allocate) → `process` / `reset` on the audio thread
 /// (never allocate, lock, block or do I/O; bounded time) → dropped off the
 /// audio thread.
-pub trait Processor<S: Sample>: Send {
+pub trait Processor<S: Sample>: Send + std::any::Any {
     /// Renders `io.frames` frames. Real-time safe.
     fn process(&mut self, io: &mut Io<'_, S>);
     /// Returns to the state right after build. Real-time safe.
@@ -637,14 +637,14 @@ pub trait Processor<S: Sample>: Send {
     fn iterations(&self) -> u64 {
         0
     }
-    /// This node as `Any`, and the kernel that runs several nodes of its
-    /// concrete type side by side (its lane group): `None` for nodes that
+    /// The kernel that runs several nodes of this concrete type side by
+    /// side (its lane group), handed each as `Any`: `None` for nodes that
     /// always run alone. The engine groups nodes whose concrete types are
     /// equal (same operator, math and precision) and that may run at one
     /// position of the schedule, and calls the kernel for chunks in which
     /// every member is healthy and its params constant; otherwise each
     /// member's own `process` runs.
-    fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
+    fn lanes(&self) -> Option<LaneKernel<S>> {
         None
     }
     /// True when every output sample is finite whatever the node's inputs,

@@ -60,8 +60,8 @@ impl<S: Sample> Processor<S> for Noise<S> {
 
     /// Its words come many Philox blocks at a time: a group saves the
     /// engine's per-node work.
-    fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
-        Some((self, serial_lanes::<S, Self>))
+    fn lanes(&self) -> Option<LaneKernel<S>> {
+        Some(serial_lanes::<S, Self>)
     }
 
     /// An noise: a word in [-1, 1) times a finite `amp`.

@@ -301,7 +301,7 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
 
     /// Biquads run side by side, one node per lane: each lane's recursion
     /// is the node's own, with its own coefficients and state.
-    fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
+    fn lanes(&self) -> Option<LaneKernel<S>> {
         let kernel: LaneKernel<S> = match SimdLevel::detect() {
             #[cfg(target_arch = "x86_64")]
             SimdLevel::Avx2 => biquad_lanes_avx2::<S, M>,
@@ -309,7 +309,7 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
             SimdLevel::Avx512 => biquad_lanes_avx512::<S, M>,
             _ => biquad_lanes::<S, M>,
         };
-        Some((self, kernel))
+        Some(kernel)
     }
 
     fn set_discrete(&mut self, param: usize, value: &Value) {

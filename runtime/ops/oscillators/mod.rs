@@ -364,11 +364,11 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
     /// engine's per-node work. The live sine's kernel reads each member's
     /// params and runs the block kernel itself, and sums straight into a
     /// fused input.
-    fn lanes(&mut self) -> Option<(&mut dyn std::any::Any, LaneKernel<S>)> {
+    fn lanes(&self) -> Option<LaneKernel<S>> {
         if W::FAST_SINE && M::KIND == MathKind::Fast {
-            Some((self, fast_sine_lanes::<S, M, W>))
+            Some(fast_sine_lanes::<S, M, W>)
         } else {
-            Some((self, serial_lanes::<S, Self>))
+            Some(serial_lanes::<S, Self>)
         }
     }
 
@@ -407,11 +407,16 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let node = (&*m.node as *const dyn std::any::Any).cast::<u8>();
         let phasor = node.wrapping_add(std::mem::offset_of!(Osc<S, M, W>, phasor));
+        let steps = node
+            .wrapping_add(std::mem::offset_of!(Osc<S, M, W>, steps))
+            .wrapping_add(SineSteps::HEADER);
         // SAFETY: a prefetch only hints the cache; it never faults or
         // reads into the program, whatever the address.
         unsafe {
             _mm_prefetch::<_MM_HINT_T0>(phasor.cast());
+            _mm_prefetch::<_MM_HINT_T0>(steps.cast());
             _mm_prefetch::<_MM_HINT_T0>(m.params.as_ptr().cast());
+            _mm_prefetch::<_MM_HINT_T0>(m.outputs.as_ptr().cast());
         }
     }
     for m in members.iter_mut() {
