@@ -10,7 +10,8 @@ mod common;
 use common::engine;
 use morphrt::dsp::rng::mix64;
 use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
-use morphrt::engine::{render_to_vec, Engine};
+use morphrt::engine::{render_to_vec, ControlRecord, Engine};
+use morphrt::graph::ControlValue;
 use morphrt::profile::Profile;
 
 const PROFILES: [Profile; 3] = [Profile::Strict, Profile::Repro, Profile::Live];
@@ -606,5 +607,61 @@ fn a_sum_read_elsewhere_too_is_not_fused() {
         assert!(e.lane_sums().iter().all(|s| s.is_none()), "{p}");
         let [on, off] = on_and_off(text, p, 64, 4000);
         assert_eq!(first_difference(&on, &off), None, "{p}");
+    }
+}
+
+/// A fused group of live sines runs steady chunks from its kept copy once
+/// nothing changes its members; every way a member can change — an event,
+/// a ramp, a control, a restore of an earlier state, a reset — takes it
+/// off that path for the chunk, and it plays the same bits as lanes off
+/// throughout, at block sizes that keep the grid and ones that do not.
+#[test]
+fn a_steady_group_follows_every_change_to_its_members() {
+    for (count, seed) in [(3, 11), (64, 12), (200, 13)] {
+        let text = fused_scene(count, seed, true);
+        for block in [64, 7, 256] {
+            let mut on = engine(&text, Some(Profile::Live), block);
+            let mut off = engine(&text, Some(Profile::Live), block);
+            off.set_lanes(false);
+            let both = |on: &mut Engine, off: &mut Engine, frames: u64| {
+                let (a, b) = (render_to_vec(on, frames), render_to_vec(off, frames));
+                assert_eq!(
+                    first_difference(&a, &b),
+                    None,
+                    "{count} members, block {block}"
+                );
+            };
+            // Past the scene's events (all before sample 3100).
+            both(&mut on, &mut off, 4096);
+            assert_eq!(on.lane_steady(), vec![true], "{count}, block {block}");
+            let early = on.snapshot();
+            both(&mut on, &mut off, 1000);
+            // A control on one member, with and without a ramp.
+            for (k, ramp) in [(0, 0), (count / 2, 300)] {
+                for e in [&mut on, &mut off] {
+                    let (node, param) = e.find_param(&format!("s{k}"), "freq").unwrap();
+                    let r = ControlRecord {
+                        sample: e.clock() + 10,
+                        node: node as u32,
+                        param: param as u16,
+                        value: ControlValue::Number(1234.5),
+                        ramp,
+                        engine: e.id(),
+                        seq: k as u64,
+                    };
+                    e.push_control(r).unwrap();
+                }
+                both(&mut on, &mut off, 1500);
+            }
+            // Back to an earlier state: every phase changes at once.
+            on.restore(&early).unwrap();
+            off.restore(&early).unwrap();
+            both(&mut on, &mut off, 2000);
+            // From the start again, the scene's events with it.
+            on.reset();
+            off.reset();
+            both(&mut on, &mut off, 4096);
+            assert_eq!(on.lane_steady(), vec![true], "{count}, block {block}");
+        }
     }
 }

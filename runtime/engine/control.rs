@@ -286,6 +286,7 @@ impl Engine {
                 break;
             }
             self.controls.queue.pop_front();
+            self.unsteady(r.node as usize);
             let slot = &mut self.slots[r.node as usize];
             match r.value {
                 ControlValue::Number(v) => {

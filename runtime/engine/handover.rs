@@ -253,6 +253,7 @@ impl Engine {
     /// set). Discrete params the file changed switch at `swap_at`. Event
     /// cursors are recomputed from the clock.
     pub fn migrate(&mut self, st: &EngineState, swap_at: u64) -> Migration {
+        self.unsteady_all();
         let mut m = Migration {
             structural: st.profile != self.session
                 || st.main_sig != self.main_sig
@@ -486,6 +487,7 @@ impl Engine {
     /// Applies the edit's param changes at the swap sample. Real-time safe:
     /// the list was built off the audio thread and is only read here.
     pub(super) fn apply_pending(&mut self) {
+        self.unsteady_all();
         let at = self.clock;
         self.ramps_live = true;
         for (si, pi, change) in &self.pending.changes {

@@ -34,7 +34,7 @@ use super::{Engine, Run};
 use crate::dsp::vector::{all_finite_at, SimdLevel};
 use crate::dsp::Sample;
 use crate::graph::SourceRef;
-use crate::ops::{LaneKernel, LaneMember, LaneSum, MAX_LANES};
+use crate::ops::{LaneKernel, LaneMember, LaneSum, SteadyLanes, MAX_LANES};
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
@@ -61,11 +61,27 @@ pub(super) struct Group {
     /// (node, input): the kernel sums the members into it ([`LaneSum`]).
     pub(super) sum: Option<(usize, usize)>,
     pub(super) kernel: GroupKernel,
+    /// For a fused group whose kernel has one, what it keeps of the
+    /// members for steady chunks ([`SteadyLanes`]).
+    pub(super) steady: Option<GroupSteady>,
+    /// The kept copy holds every member as it is now: the next chunk may
+    /// run steady. Cleared by anything that changes a member (an event, a
+    /// control, an edit, a restore) and by any chunk that runs otherwise.
+    pub(super) is_steady: bool,
     /// The members' outputs are finite by construction
     /// ([`Processor::always_finite`](crate::ops::Processor::always_finite)):
     /// no NaN check after the kernel.
     pub(super) finite: bool,
 }
+
+/// A fused group's [`SteadyLanes`], at the members' precision.
+pub(super) enum GroupSteady {
+    F32(Box<dyn SteadyLanes<f32>>),
+    F64(Box<dyn SteadyLanes<f64>>),
+}
+
+/// A slot's [`Slot::lane_group`] when it is in no group.
+pub(super) const NO_GROUP: u32 = u32::MAX;
 
 /// The nodes a group may take: a lane kernel, no voice, no session input,
 /// no modulated param. Returns the node's concrete type and kernel.
@@ -152,6 +168,8 @@ pub(super) fn plan(
                             kernel,
                             finite,
                             sum: None,
+                            steady: None,
+                            is_steady: false,
                         });
                     }
                 }
@@ -183,6 +201,14 @@ pub(super) fn plan(
         }
     }
     fuse(slots, runs, main, &mut kept);
+    for s in slots.iter_mut() {
+        s.lane_group = NO_GROUP;
+    }
+    for (g, group) in kept.iter().enumerate() {
+        for &i in &group.members {
+            slots[i].lane_group = g as u32;
+        }
+    }
     (steps, kept)
 }
 
@@ -282,6 +308,11 @@ fn fuse(slots: &mut [Slot], runs: &[Run], main: &[SourceRef], groups: &mut [Grou
         if ok {
             g.members = edges.iter().map(|e| e.src.node).collect();
             g.sum = Some((c, p));
+            let count = g.members.len();
+            g.steady = match &slots[leader].core {
+                Core::F32(t) => t.node.steady_lanes(count).map(GroupSteady::F32),
+                Core::F64(t) => t.node.steady_lanes(count).map(GroupSteady::F64),
+            };
         }
     }
 }
@@ -295,7 +326,10 @@ impl Engine {
         let (steps, groups) = if on {
             plan(&mut self.slots, &mut self.runs, &self.main)
         } else {
-            self.slots.iter_mut().for_each(|s| s.steal = 0);
+            self.slots.iter_mut().for_each(|s| {
+                s.steal = 0;
+                s.lane_group = NO_GROUP;
+            });
             let mut steps = Vec::with_capacity(self.slots.len());
             for run in &mut self.runs {
                 let first = steps.len();
@@ -319,6 +353,13 @@ impl Engine {
     /// fused. Allocates.
     pub fn lane_sums(&self) -> Vec<Option<(usize, usize)>> {
         self.groups.iter().map(|g| g.sum).collect()
+    }
+
+    /// For each lane group (as in [`lane_groups`](Self::lane_groups)),
+    /// whether its next chunk may run steady ([`SteadyLanes`]): it has a
+    /// kept copy of its members and nothing changed them since. Allocates.
+    pub fn lane_steady(&self) -> Vec<bool> {
+        self.groups.iter().map(|g| g.is_steady).collect()
     }
 
     /// Runs step `k` of the current run for the chunk `start..start+n`.
@@ -355,6 +396,10 @@ impl Engine {
         let kernel = self.groups[g].kernel;
         let finite = self.groups[g].finite;
         if let Some((c, p)) = self.groups[g].sum {
+            if self.groups[g].is_steady && self.run_steady(g, c, p, start, n) {
+                return;
+            }
+            self.groups[g].is_steady = false;
             if (0..count).all(|k| self.lane_ready(self.groups[g].members[k], start)) {
                 let mut clean = true;
                 let mut first = true;
@@ -372,6 +417,7 @@ impl Engine {
                 }
                 if clean {
                     self.slots[c].prefilled |= 1 << p;
+                    self.load_steady(g);
                 } else if finite {
                     // Only a panic gets here; the members' own outputs were
                     // not written, so the sum's node must not gather them:
@@ -397,6 +443,112 @@ impl Engine {
             }
             if len > 0 {
                 self.run_batch(kernel, finite, &batch[..len], start, n, None);
+            }
+        }
+    }
+
+    /// Marks the group node `i` is in, if any, as changed: its next chunk
+    /// runs the usual way (and keeps the members afresh).
+    #[inline]
+    pub(super) fn unsteady(&mut self, i: usize) {
+        let g = self.slots[i].lane_group;
+        if let Some(group) = self.groups.get_mut(g as usize) {
+            group.is_steady = false;
+        }
+    }
+
+    /// [`unsteady`](Self::unsteady) for every group: the nodes' state or
+    /// params were set from outside (a restore, a reset, an edit).
+    pub(super) fn unsteady_all(&mut self) {
+        for g in &mut self.groups {
+            g.is_steady = false;
+        }
+    }
+
+    /// After fused group `g` ran a chunk in its kernel, every member clean: keeps each member for steady chunks, if the group has
+    /// them and every member may run so (healthy with nothing pending, no
+    /// audio input to gather).
+    fn load_steady(&mut self, g: usize) {
+        let Group {
+            steady: Some(steady),
+            members,
+            ..
+        } = &mut self.groups[g]
+        else {
+            return;
+        };
+        let mut ok = true;
+        for (k, &i) in members.iter().enumerate() {
+            let Slot {
+                core,
+                params,
+                inputs,
+                recovery,
+                ..
+            } = &mut self.slots[i];
+            // A member still recovering from a failure must be watched
+            // every chunk (`ran_clean`); one with inputs must gather them.
+            ok &= recovery.wait == 0 && inputs.iter().all(|e| e.is_empty());
+            ok &= match (core, &mut *steady) {
+                (Core::F32(t), GroupSteady::F32(st)) => st.load(k, t.node.as_mut(), params),
+                (Core::F64(t), GroupSteady::F64(st)) => st.load(k, t.node.as_mut(), params),
+                _ => false,
+            };
+            if !ok {
+                break;
+            }
+        }
+        self.groups[g].is_steady = ok && !self.ramps_live;
+    }
+
+    /// A steady chunk of fused group `g` (summing into node `c`'s input
+    /// `p`): the kept copy runs every member, with no per-member work here
+    /// but handing it the nodes. False, with nothing run, when the copy
+    /// found a member changed; a panic silences the sum and the members.
+    fn run_steady(&mut self, g: usize, c: usize, p: usize, start: u64, n: usize) -> bool {
+        let group = &mut self.groups[g];
+        let (Some(steady), true) = (&mut group.steady, c < self.slots.len()) else {
+            return false;
+        };
+        let (before, after) = self.slots.split_at_mut(c);
+        let ran = match steady {
+            GroupSteady::F32(st) => steady_call(
+                &mut **st,
+                &group.members,
+                before,
+                &mut after[0],
+                p,
+                start,
+                n,
+            ),
+            GroupSteady::F64(st) => steady_call(
+                &mut **st,
+                &group.members,
+                before,
+                &mut after[0],
+                p,
+                start,
+                n,
+            ),
+        };
+        match ran {
+            Some(true) => {
+                self.slots[c].prefilled |= 1 << p;
+                true
+            }
+            Some(false) => false,
+            None => {
+                self.groups[g].is_steady = false;
+                for k in 0..self.groups[g].members.len() {
+                    let i = self.groups[g].members[k];
+                    self.report_panic(i, start);
+                    match &mut self.slots[i].core {
+                        Core::F32(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
+                        Core::F64(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
+                    }
+                }
+                self.silence_input(c, p, n);
+                true
             }
         }
     }
@@ -510,6 +662,8 @@ const HOT_SLOT_LINES: usize = std::mem::offset_of!(Slot, id).div_ceil(64);
 /// A precision's view of a slot's processor and buffers, for the kernel.
 trait Typed: Sample {
     fn member<'a>(s: &'a mut Slot) -> Option<LaneMember<'a, Self>>;
+    /// The slot's processor, if it is at this precision.
+    fn node(s: &mut Slot) -> Option<&mut dyn std::any::Any>;
     /// Input `p` of the slot, if it is at this precision.
     fn input(s: &mut Slot, p: usize) -> Option<&mut Vec<Self>>;
 }
@@ -531,6 +685,12 @@ macro_rules! typed {
                             outputs: &mut t.outs,
                         })
                     }
+                    _ => None,
+                }
+            }
+            fn node(s: &mut Slot) -> Option<&mut dyn std::any::Any> {
+                match &mut s.core {
+                    Core::$v(t) => Some(t.node.as_mut()),
                     _ => None,
                 }
             }
@@ -623,6 +783,69 @@ fn call_kernel<S: Typed>(
         }
     }
 }
+
+/// Runs a steady chunk through `st` for `members` (schedule indices, all
+/// before the sum's node `consumer`, whose input `p` the members sum
+/// into): whether it ran, or None if it panicked (a payload is leaked,
+/// not freed on the audio thread).
+fn steady_call<S: Typed>(
+    st: &mut dyn SteadyLanes<S>,
+    members: &[usize],
+    before: &mut [Slot],
+    consumer: &mut Slot,
+    p: usize,
+    start: u64,
+    n: usize,
+) -> Option<bool> {
+    let dst = S::input(consumer, p)?;
+    let mut sum = LaneSum {
+        dst: &mut dst[..n],
+        first: true,
+        outputs: false,
+    };
+    // Every member's node, side by side, borrowed for the call.
+    let mut nodes: [MaybeUninit<&mut dyn std::any::Any>; MAX_STEADY] =
+        [const { MaybeUninit::uninit() }; MAX_STEADY];
+    if members.len() > MAX_STEADY {
+        return Some(false);
+    }
+    let (base, count) = (before.as_mut_ptr(), before.len());
+    for (k, &i) in members.iter().enumerate() {
+        if i >= count {
+            return Some(false);
+        }
+        // SAFETY: `i` is in bounds and the members are distinct (a node is
+        // in one group, once), so each slot is borrowed once, through
+        // `base`; the borrows end with `nodes`, at the end of this call.
+        let slot: &mut Slot = unsafe { &mut *base.add(i) };
+        let Some(node) = S::node(slot) else {
+            return Some(false);
+        };
+        nodes[k].write(node);
+    }
+    // SAFETY: the first `members.len()` entries were written just above;
+    // they are references (nothing to drop).
+    let nodes = unsafe {
+        std::slice::from_raw_parts_mut(
+            nodes.as_mut_ptr().cast::<&mut dyn std::any::Any>(),
+            members.len(),
+        )
+    };
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        st.run(nodes, n, start, &mut sum)
+    }));
+    match ran {
+        Ok(ran) => Some(ran),
+        Err(payload) => {
+            std::mem::forget(payload);
+            None
+        }
+    }
+}
+
+/// The most members a steady group holds (its nodes are lent to the kept
+/// copy from the stack: 16 bytes each).
+const MAX_STEADY: usize = 1024;
 
 /// Replaces non-finite output samples by silence, as for a node run
 /// alone; false if there were any.

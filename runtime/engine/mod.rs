@@ -371,6 +371,9 @@ impl Engine {
                 break;
             }
             let slot = &mut self.slots[e.node];
+            if let Some(group) = self.groups.get_mut(slot.lane_group as usize) {
+                group.is_steady = false;
+            }
             match &e.action {
                 EventAction::Set { value, ramp } => {
                     self.ramps_live |= *ramp != 0;

@@ -55,6 +55,9 @@ pub(super) struct Slot {
     /// else reads: the source's output buffer is swapped in rather than
     /// copied ([`take_inputs`]). Set by the lane plan.
     pub(super) steal: u64,
+    /// The lane group the node is in ([`lanes::NO_GROUP`](super::lanes::NO_GROUP)
+    /// if none). Set by the lane plan.
+    pub(super) lane_group: u32,
     pub(super) id: String,
     pub(super) op: &'static str,
     /// Current values of discrete params (enum, integer, bool), changed by
@@ -204,6 +207,7 @@ impl Slot {
             voice: None,
             prefilled: 0,
             steal: 0,
+            lane_group: super::lanes::NO_GROUP,
         }
     }
 

@@ -62,6 +62,7 @@ pub struct NodeSnapshot {
 impl Engine {
     /// Returns every node to its post-build state and the clock to 0.
     pub fn reset(&mut self) {
+        self.unsteady_all();
         for s in &mut self.slots {
             s.reset_state();
             s.recovery = Recovery::default();

@@ -553,6 +553,35 @@ pub type LaneKernel<S> = fn(
     sum: Option<&mut LaneSum<'_, S>>,
 ) -> u64;
 
+/// What a fused group's kernel keeps of its members between chunks
+/// ([`Processor::steady_lanes`]), so that a chunk in which nothing about
+/// any member changed — no event, control or edit reached it, every member
+/// is healthy and ran in the kernel the chunk before — runs with each
+/// member's node alone at hand: not its params, buffers or health, which
+/// are as they were. The engine decides when a chunk is steady; the kept
+/// copy checks that each node is in the state it kept, so a change it was
+/// not told of makes the chunk run as usual instead of wrongly.
+pub trait SteadyLanes<S: Sample>: Send {
+    /// Member `k` (in the group's order) ran in its kernel in the chunk
+    /// that just ended, with `params` (constant over it): keeps what a
+    /// steady chunk needs of it. False when the member cannot run steady
+    /// (the group then does not).
+    fn load(&mut self, k: usize, node: &mut dyn std::any::Any, params: &[ParamState]) -> bool;
+    /// Every member (`nodes`, in the group's order) for `frames` frames
+    /// from `start`, summed into `sum` in member order and each node's
+    /// state advanced: exactly the bits and state the lane kernel gives
+    /// with the kept params. False, with nothing written and no node
+    /// advanced, when some node is not in the state kept for it. Real-time
+    /// safe.
+    fn run(
+        &mut self,
+        nodes: &mut [&mut dyn std::any::Any],
+        frames: usize,
+        start: u64,
+        sum: &mut LaneSum<'_, S>,
+    ) -> bool;
+}
+
 /// The most members one [`LaneKernel`] call receives.
 pub const MAX_LANES: usize = 64;
 
@@ -645,6 +674,13 @@ pub trait Processor<S: Sample>: Send + std::any::Any {
     /// every member is healthy and its params constant; otherwise each
     /// member's own `process` runs.
     fn lanes(&self) -> Option<LaneKernel<S>> {
+        None
+    }
+    /// What the lane kernel keeps of `members` nodes of this type between
+    /// steady chunks of a fused group ([`SteadyLanes`]), if it has such a
+    /// path. Called when the plan is built (it may allocate).
+    fn steady_lanes(&self, members: usize) -> Option<Box<dyn SteadyLanes<S>>> {
+        let _ = members;
         None
     }
     /// True when every output sample is finite whatever the node's inputs,

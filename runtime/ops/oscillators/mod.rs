@@ -20,7 +20,7 @@ use super::{
     frequency_lint, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator, OutputBound,
     ParamSpec, Processor, StateError, Value,
 };
-use super::{serial_lanes, LaneKernel, LaneMember, LaneSum, MAX_LANES};
+use super::{serial_lanes, LaneKernel, LaneMember, LaneSum, ParamState, SteadyLanes, MAX_LANES};
 use crate::dsp::strict_sin;
 use crate::dsp::vector::{
     phase_turns, sin_turns, sine_block, sine_block_add, sine_group, SimdLevel, SineMember, SineOut,
@@ -374,6 +374,135 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
 
     /// An oscillator: a bounded waveform times a finite `amp`.
     fn always_finite(&self) -> bool {
+        true
+    }
+
+    /// The live sine keeps each member's phase, increment, offset and amp.
+    fn steady_lanes(&self, members: usize) -> Option<Box<dyn SteadyLanes<S>>> {
+        if W::FAST_SINE && M::KIND == MathKind::Fast {
+            Some(Box::new(SteadySines::<S, M, W> {
+                kept: vec![Kept::default(); members],
+                _p: PhantomData,
+            }))
+        } else {
+            None
+        }
+    }
+}
+
+/// What [`SteadySines`] keeps of one member: its phase at the next chunk,
+/// its increment, offset and amp.
+#[derive(Clone, Copy, Default)]
+struct Kept {
+    phase: u64,
+    inc: u64,
+    offset: u64,
+    amp: f32,
+}
+
+/// The live sine's steady chunks ([`SteadyLanes`]): [`fast_sine_lanes`]
+/// for members on the grid of anchors summed into a fused input, from the
+/// kept params.
+struct SteadySines<S, M, W> {
+    kept: Vec<Kept>,
+    _p: Marker<S, M, W>,
+}
+
+impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
+    fn load(&mut self, k: usize, node: &mut dyn std::any::Any, params: &[ParamState]) -> bool {
+        let (Some(o), Some(kept)) = (node.downcast_mut::<Osc<S, M, W>>(), self.kept.get_mut(k))
+        else {
+            return false;
+        };
+        let e = params[EXTRA].value;
+        *kept = Kept {
+            phase: o.phasor.phase,
+            inc: o.phasor.inc,
+            offset: if e == 0.0 { 0 } else { offset_phase(0, e) },
+            amp: params[AMP].value as f32,
+        };
+        // The steps must be the increment's (the kernel set both from
+        // these params).
+        o.steps.inc() == o.phasor.inc && o.phasor.freq == params[FREQ].value
+    }
+
+    fn run(
+        &mut self,
+        nodes: &mut [&mut dyn std::any::Any],
+        n: usize,
+        _start: u64,
+        sum: &mut LaneSum<'_, S>,
+    ) -> bool {
+        if nodes.len() != self.kept.len() {
+            return false;
+        }
+        // Every node as kept before anything is written.
+        let mut simd = SimdLevel::Base;
+        for (node, kept) in nodes.iter_mut().zip(&self.kept) {
+            let Some(o) = node.downcast_mut::<Osc<S, M, W>>() else {
+                return false;
+            };
+            if o.phasor.phase != kept.phase || o.phasor.inc != kept.inc || o.steps.inc() != kept.inc
+            {
+                return false;
+            }
+            simd = o.simd;
+        }
+        // Runs of members on the grid of anchors go to `sine_group`
+        // together, the others one by one, in member order: the sum's
+        // additions are the members' in order either way.
+        let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
+            [const { MaybeUninit::uninit() }; MAX_LANES];
+        let mut count = 0;
+        let dst = &mut *sum.dst;
+        let mut first = sum.first;
+        for (node, kept) in nodes.iter_mut().zip(self.kept.iter_mut()) {
+            // SAFETY: every node was found to be an `Osc<S, M, W>` above,
+            // and `nodes` is borrowed exclusively since.
+            let o = unsafe { &mut *(&mut **node as *mut dyn std::any::Any).cast::<Osc<S, M, W>>() };
+            let m = SineMember {
+                steps: &o.steps,
+                phase: kept.phase,
+                offset: kept.offset,
+                amp: kept.amp,
+            };
+            let on_grid = o.steps.position(kept.phase) == 0;
+            kept.phase = kept.phase.wrapping_add(kept.inc.wrapping_mul(n as u64));
+            o.phasor.phase = kept.phase;
+            if on_grid {
+                group[count].write(m);
+                count += 1;
+                if count < MAX_LANES {
+                    continue;
+                }
+            }
+            if count > 0 {
+                // SAFETY: the first `count` entries were written above; they
+                // hold only a reference and plain values (nothing to drop).
+                let run = unsafe {
+                    std::slice::from_raw_parts(group.as_ptr().cast::<SineMember<'_>>(), count)
+                };
+                sine_group(simd, run, n, SineOut::Sum(&mut *dst, first));
+                (count, first) = (0, false);
+            }
+            if !on_grid {
+                if first {
+                    sine_block(simd, m.steps, m.phase, m.offset, m.amp, dst);
+                    first = false;
+                } else {
+                    sine_block_add(simd, m.steps, m.phase, m.offset, m.amp, dst);
+                }
+            }
+        }
+        if count > 0 {
+            // SAFETY: as above.
+            let run = unsafe {
+                std::slice::from_raw_parts(group.as_ptr().cast::<SineMember<'_>>(), count)
+            };
+            sine_group(simd, run, n, SineOut::Sum(&mut *dst, first));
+            first = false;
+        }
+        sum.first = first;
         true
     }
 }
