@@ -786,8 +786,10 @@ fn call_kernel<S: Typed>(
 
 /// Runs a steady chunk through `st` for `members` (schedule indices, all
 /// before the sum's node `consumer`, whose input `p` the members sum
-/// into): whether it ran, or None if it panicked (a payload is leaked,
-/// not freed on the audio thread).
+/// into), in batches of [`STEADY_BATCH`] nodes lent from the stack (with
+/// more than one batch every one is checked first, so that nothing runs
+/// unless all can): whether it ran, or None if it panicked (a payload is
+/// leaked, not freed on the audio thread).
 fn steady_call<S: Typed>(
     st: &mut dyn SteadyLanes<S>,
     members: &[usize],
@@ -803,36 +805,52 @@ fn steady_call<S: Typed>(
         first: true,
         outputs: false,
     };
-    // Every member's node, side by side, borrowed for the call.
-    let mut nodes: [MaybeUninit<&mut dyn std::any::Any>; MAX_STEADY] =
-        [const { MaybeUninit::uninit() }; MAX_STEADY];
-    if members.len() > MAX_STEADY {
+    let mut nodes: [MaybeUninit<&mut dyn std::any::Any>; STEADY_BATCH] =
+        [const { MaybeUninit::uninit() }; STEADY_BATCH];
+    let (base, count) = (before.as_mut_ptr(), before.len());
+    if members.iter().any(|&i| i >= count) {
         return Some(false);
     }
-    let (base, count) = (before.as_mut_ptr(), before.len());
-    for (k, &i) in members.iter().enumerate() {
-        if i >= count {
-            return Some(false);
+    // Batch `k0`'s nodes in `nodes`, borrowed for one call.
+    let mut lend = |k0: usize, f: &mut dyn FnMut(&mut [&mut dyn std::any::Any]) -> bool| {
+        let batch = &members[k0..(k0 + STEADY_BATCH).min(members.len())];
+        for (k, &i) in batch.iter().enumerate() {
+            // SAFETY: `i` is in bounds (checked above) and the members are
+            // distinct (a node is in one group, once), so each slot is
+            // borrowed once, through `base`, and the borrows end with the
+            // call below; `before` is not used meanwhile.
+            let slot: &mut Slot = unsafe { &mut *base.add(i) };
+            let Some(node) = S::node(slot) else {
+                return false;
+            };
+            nodes[k].write(node);
         }
-        // SAFETY: `i` is in bounds and the members are distinct (a node is
-        // in one group, once), so each slot is borrowed once, through
-        // `base`; the borrows end with `nodes`, at the end of this call.
-        let slot: &mut Slot = unsafe { &mut *base.add(i) };
-        let Some(node) = S::node(slot) else {
-            return Some(false);
+        // SAFETY: the first `batch.len()` entries were written just above;
+        // they are references (nothing to drop).
+        let lent = unsafe {
+            std::slice::from_raw_parts_mut(
+                nodes.as_mut_ptr().cast::<&mut dyn std::any::Any>(),
+                batch.len(),
+            )
         };
-        nodes[k].write(node);
-    }
-    // SAFETY: the first `members.len()` entries were written just above;
-    // they are references (nothing to drop).
-    let nodes = unsafe {
-        std::slice::from_raw_parts_mut(
-            nodes.as_mut_ptr().cast::<&mut dyn std::any::Any>(),
-            members.len(),
-        )
+        f(lent)
     };
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        st.run(nodes, n, start, &mut sum)
+        if members.len() > STEADY_BATCH {
+            for k0 in (0..members.len()).step_by(STEADY_BATCH) {
+                if !lend(k0, &mut |nodes| st.check(k0, nodes)) {
+                    return false;
+                }
+            }
+        }
+        for k0 in (0..members.len()).step_by(STEADY_BATCH) {
+            if !lend(k0, &mut |nodes| st.run(k0, nodes, n, start, &mut sum)) {
+                // Only the first batch can find a change (the others were
+                // checked with it): nothing was written yet.
+                return false;
+            }
+        }
+        true
     }));
     match ran {
         Ok(ran) => Some(ran),
@@ -843,9 +861,9 @@ fn steady_call<S: Typed>(
     }
 }
 
-/// The most members a steady group holds (its nodes are lent to the kept
-/// copy from the stack: 16 bytes each).
-const MAX_STEADY: usize = 1024;
+/// Members whose nodes a steady chunk lends its kept copy at once (from
+/// the stack: 16 bytes each).
+const STEADY_BATCH: usize = 256;
 
 /// Replaces non-finite output samples by silence, as for a node run
 /// alone; false if there were any.

@@ -426,28 +426,33 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         o.steps.inc() == o.phasor.inc && o.phasor.freq == params[FREQ].value
     }
 
+    fn check(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) -> bool {
+        let Some(kept) = self.kept.get(k0..k0 + nodes.len()) else {
+            return false;
+        };
+        nodes.iter_mut().zip(kept).all(|(node, kept)| {
+            node.downcast_mut::<Osc<S, M, W>>().is_some_and(|o| {
+                o.phasor.phase == kept.phase
+                    && o.phasor.inc == kept.inc
+                    && o.steps.inc() == kept.inc
+            })
+        })
+    }
+
     fn run(
         &mut self,
+        k0: usize,
         nodes: &mut [&mut dyn std::any::Any],
         n: usize,
         _start: u64,
         sum: &mut LaneSum<'_, S>,
     ) -> bool {
-        if nodes.len() != self.kept.len() {
+        if !self.check(k0, nodes) {
             return false;
         }
-        // Every node as kept before anything is written.
-        let mut simd = SimdLevel::Base;
-        for (node, kept) in nodes.iter_mut().zip(&self.kept) {
-            let Some(o) = node.downcast_mut::<Osc<S, M, W>>() else {
-                return false;
-            };
-            if o.phasor.phase != kept.phase || o.phasor.inc != kept.inc || o.steps.inc() != kept.inc
-            {
-                return false;
-            }
-            simd = o.simd;
-        }
+        let Some(kept) = self.kept.get_mut(k0..k0 + nodes.len()) else {
+            return false;
+        };
         // Runs of members on the grid of anchors go to `sine_group`
         // together, the others one by one, in member order: the sum's
         // additions are the members' in order either way.
@@ -456,10 +461,12 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         let mut count = 0;
         let dst = &mut *sum.dst;
         let mut first = sum.first;
-        for (node, kept) in nodes.iter_mut().zip(self.kept.iter_mut()) {
-            // SAFETY: every node was found to be an `Osc<S, M, W>` above,
-            // and `nodes` is borrowed exclusively since.
+        let mut simd = SimdLevel::Base;
+        for (node, kept) in nodes.iter_mut().zip(kept.iter_mut()) {
+            // SAFETY: `check` found every node to be an `Osc<S, M, W>`, and
+            // `nodes` is borrowed exclusively since.
             let o = unsafe { &mut *(&mut **node as *mut dyn std::any::Any).cast::<Osc<S, M, W>>() };
+            simd = o.simd;
             let m = SineMember {
                 steps: &o.steps,
                 phase: kept.phase,
