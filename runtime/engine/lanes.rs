@@ -786,8 +786,8 @@ fn call_kernel<S: Typed>(
 
 /// Runs a steady chunk through `st` for `members` (schedule indices, all
 /// before the sum's node `consumer`, whose input `p` the members sum
-/// into), in batches of [`STEADY_BATCH`] nodes lent from the stack (with
-/// more than one batch every one is checked first, so that nothing runs
+/// into), in batches of [`STEADY_BATCH`] nodes lent from the stack (a
+/// batch that finds a change takes the ones before back: nothing runs
 /// unless all can): whether it ran, or None if it panicked (a payload is
 /// leaked, not freed on the audio thread).
 fn steady_call<S: Typed>(
@@ -836,17 +836,17 @@ fn steady_call<S: Typed>(
         f(lent)
     };
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if members.len() > STEADY_BATCH {
-            for k0 in (0..members.len()).step_by(STEADY_BATCH) {
-                if !lend(k0, &mut |nodes| st.check(k0, nodes)) {
-                    return false;
-                }
-            }
-        }
         for k0 in (0..members.len()).step_by(STEADY_BATCH) {
             if !lend(k0, &mut |nodes| st.run(k0, nodes, n, start, &mut sum)) {
-                // Only the first batch can find a change (the others were
-                // checked with it): nothing was written yet.
+                // A change the engine was not told of: the batches before
+                // are taken back and the chunk runs the usual way (which
+                // writes the sum afresh).
+                for back in (0..k0).step_by(STEADY_BATCH) {
+                    lend(back, &mut |nodes| {
+                        st.undo(back, nodes, n);
+                        true
+                    });
+                }
                 return false;
             }
         }
@@ -880,4 +880,83 @@ fn scrub<S: Sample>(level: SimdLevel, outs: &mut [Vec<S>], n: usize) -> bool {
         }
     }
     clean
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::render_to_vec;
+    use crate::graph::{compile, CompileOptions};
+    use crate::profile::Profile;
+
+    fn engine(text: &str) -> Engine {
+        let scene = crate::scene::load_str(text, "t.json", None).unwrap();
+        let plan = compile(
+            &scene,
+            &CompileOptions {
+                profile: Some(Profile::Live),
+                block_size: Some(64),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+        Engine::new(plan)
+    }
+
+    /// `count` live sines summed into one lowpass.
+    fn sines(count: usize) -> String {
+        let nodes: Vec<String> = (0..count)
+            .map(|k| {
+                format!(
+                    r#"{{ "id": "s{k}", "op": "sine", "params": {{ "freq": {}, "amp": 0.01 }} }}"#,
+                    50 + 37 * k
+                )
+            })
+            .collect();
+        let edges: Vec<String> = (0..count)
+            .map(|k| format!(r#"{{ "from": "s{k}", "to": "lp" }}"#))
+            .collect();
+        format!(
+            r#"{{ "version": "1.0", "sample_rate": 48000, "nodes": [{},
+            {{ "id": "lp", "op": "biquad", "params": {{ "mode": "lowpass", "cutoff": 2000 }} }}],
+            "edges": [{}], "outputs": {{ "main": ["lp"] }} }}"#,
+            nodes.join(", "),
+            edges.join(", ")
+        )
+    }
+
+    /// A member's state changed behind the engine's back (here its node
+    /// reset directly, which no engine path does without telling the
+    /// group), in the first batch or a later one: the steady chunk finds
+    /// it, takes back the batches that ran, and the chunk runs the usual
+    /// way — the same bits as the same change with lanes off.
+    #[test]
+    fn a_change_the_group_was_not_told_of_runs_the_chunk_as_usual() {
+        let count = 2 * STEADY_BATCH + 10;
+        let text = sines(count);
+        // By position in the group: in the first batch, the second, the last.
+        for pos in [3, STEADY_BATCH + 7, count - 1] {
+            let mut on = engine(&text);
+            let mut off = engine(&text);
+            off.set_lanes(false);
+            let (a, b) = (render_to_vec(&mut on, 1024), render_to_vec(&mut off, 1024));
+            assert_eq!(a, b);
+            assert_eq!(on.lane_steady(), vec![true]);
+            let changed = on.node_id(on.lane_groups()[0][pos]).to_string();
+            for e in [&mut on, &mut off] {
+                let i = e.node_index(&changed).unwrap();
+                match &mut e.slots[i].core {
+                    Core::F32(t) => t.node.reset(),
+                    Core::F64(t) => t.node.reset(),
+                }
+            }
+            let (a, b) = (render_to_vec(&mut on, 1024), render_to_vec(&mut off, 1024));
+            let same = a
+                .iter()
+                .zip(&b)
+                .all(|(x, y)| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits()));
+            assert!(same, "member {changed}, at {pos} of {count}");
+            assert_eq!(on.lane_steady(), vec![true]);
+        }
+    }
 }

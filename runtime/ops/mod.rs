@@ -567,15 +567,12 @@ pub trait SteadyLanes<S: Sample>: Send {
     /// steady chunk needs of it. False when the member cannot run steady
     /// (the group then does not).
     fn load(&mut self, k: usize, node: &mut dyn std::any::Any, params: &[ParamState]) -> bool;
-    /// Whether members `k0..k0 + nodes.len()` (their nodes, in the
-    /// group's order) are each in the state kept for it: nothing changed
-    /// them since `load`. Real-time safe.
-    fn check(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) -> bool;
-    /// Members `k0..k0 + nodes.len()` for `frames` frames from `start`:
-    /// summed into `sum` in member order, each node's state advanced —
-    /// exactly the bits and state the lane kernel gives with the kept
-    /// params. False, with nothing written and no node advanced, when
-    /// `check` would be false. Real-time safe.
+    /// Members `k0..k0 + nodes.len()` (their nodes, in the group's order)
+    /// for `frames` frames from `start`: summed into `sum` in member order,
+    /// each node's state advanced — exactly the bits and state the lane
+    /// kernel gives with the kept params. False, with nothing written and
+    /// no node advanced, when some node is not in the state kept for it
+    /// (something changed it since `load`). Real-time safe.
     fn run(
         &mut self,
         k0: usize,
@@ -584,6 +581,11 @@ pub trait SteadyLanes<S: Sample>: Send {
         start: u64,
         sum: &mut LaneSum<'_, S>,
     ) -> bool;
+    /// Takes back a `run` of `frames` frames of members `k0..` (their
+    /// nodes, as lent to it): each node's state and the kept copy as they
+    /// were before it, when a later batch of the chunk found a change and
+    /// the chunk runs the usual way instead. Real-time safe.
+    fn undo(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], frames: usize);
 }
 
 /// The most members one [`LaneKernel`] call receives.

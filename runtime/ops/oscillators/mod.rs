@@ -408,6 +408,22 @@ struct SteadySines<S, M, W> {
     _p: Marker<S, M, W>,
 }
 
+impl<S: Sample, M: Math, W: Shape> SteadySines<S, M, W> {
+    /// Whether members `k0..` are sines as kept: phasor and steps.
+    fn check(&self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) -> bool {
+        let Some(kept) = self.kept.get(k0..k0 + nodes.len()) else {
+            return false;
+        };
+        nodes.iter_mut().zip(kept).all(|(node, kept)| {
+            node.downcast_mut::<Osc<S, M, W>>().is_some_and(|o| {
+                o.phasor.phase == kept.phase
+                    && o.phasor.inc == kept.inc
+                    && o.steps.inc() == kept.inc
+            })
+        })
+    }
+}
+
 impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
     fn load(&mut self, k: usize, node: &mut dyn std::any::Any, params: &[ParamState]) -> bool {
         let (Some(o), Some(kept)) = (node.downcast_mut::<Osc<S, M, W>>(), self.kept.get_mut(k))
@@ -424,19 +440,6 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         // The steps must be the increment's (the kernel set both from
         // these params).
         o.steps.inc() == o.phasor.inc && o.phasor.freq == params[FREQ].value
-    }
-
-    fn check(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) -> bool {
-        let Some(kept) = self.kept.get(k0..k0 + nodes.len()) else {
-            return false;
-        };
-        nodes.iter_mut().zip(kept).all(|(node, kept)| {
-            node.downcast_mut::<Osc<S, M, W>>().is_some_and(|o| {
-                o.phasor.phase == kept.phase
-                    && o.phasor.inc == kept.inc
-                    && o.steps.inc() == kept.inc
-            })
-        })
     }
 
     fn run(
@@ -511,6 +514,18 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         }
         sum.first = first;
         true
+    }
+
+    fn undo(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], n: usize) {
+        let Some(kept) = self.kept.get_mut(k0..k0 + nodes.len()) else {
+            return;
+        };
+        for (node, kept) in nodes.iter_mut().zip(kept.iter_mut()) {
+            kept.phase = kept.phase.wrapping_sub(kept.inc.wrapping_mul(n as u64));
+            if let Some(o) = node.downcast_mut::<Osc<S, M, W>>() {
+                o.phasor.phase = kept.phase;
+            }
+        }
     }
 }
 
