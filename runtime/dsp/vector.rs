@@ -165,16 +165,24 @@ pub fn turn_cis(phase: u64) -> (f32, f32) {
 /// Samples between two re-seeds of [`sine_block`]: the grid of anchors.
 pub const SEGMENT: usize = 64;
 
+/// Steps within a quarter of a segment: the j of w^j a sample reads.
+pub const QUARTER: usize = 16;
+
 /// What [`sine_block`] needs of an increment, computed once per frequency
 /// change (no allocation; kept in the node): `w^j = e^{2πi·j·inc/2^64}`
-/// for j < [`SEGMENT`] in f64, rounded once to f32 (stored twice over, so
-/// a block's loads never wrap), and how to place a phase on the grid.
+/// for j < [`QUARTER`], and w^(16q) for the quarters q < 4 of a segment,
+/// each computed in f64 and rounded once to f32; and how to place a phase
+/// on the grid. Three cache lines: the steps, then the quarters and the
+/// fields a kernel reads first.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct SineSteps {
-    /// Re and Im of w^(j mod 64), j < 128.
-    re: [f32; 2 * SEGMENT],
-    im: [f32; 2 * SEGMENT],
+    /// Re and Im of w^j, j < 16.
+    re: [f32; QUARTER],
+    im: [f32; QUARTER],
+    /// Re and Im of w^(16q), q < 4 (w^0 = 1).
+    qre: [f32; 4],
+    qim: [f32; 4],
     /// The increment these steps are for.
     inc: u64,
     /// `inc = odd · 2^shift` (0 for `inc = 0`).
@@ -197,8 +205,10 @@ impl SineSteps {
     pub fn new(inc: u64) -> SineSteps {
         // The steps of `inc = 0` (w = 1), then those of `inc`.
         let mut s = SineSteps {
-            re: [1.0; 2 * SEGMENT],
-            im: [0.0; 2 * SEGMENT],
+            re: [1.0; QUARTER],
+            im: [0.0; QUARTER],
+            qre: [1.0; 4],
+            qim: [0.0; 4],
             inc: 0,
             shift: 0,
             inv: 0,
@@ -214,7 +224,7 @@ impl SineSteps {
     }
 
     /// Recompute the steps for `inc` (a no-op when it is the current one's).
-    /// Bounded work: one `libm::sincos` and 63 complex products in f64.
+    /// Bounded work: one `libm::sincos` and 48 complex products in f64.
     #[inline]
     pub fn set(&mut self, inc: u64) {
         if inc != self.inc {
@@ -250,19 +260,22 @@ impl SineSteps {
         } else {
             SEGMENT
         };
-        for j in 0..SEGMENT {
+        let (mut re, mut im) = ([0f32; SEGMENT], [0f32; SEGMENT]);
+        for j in 0..=3 * QUARTER {
             if j >= period {
-                self.re[j] = self.re[j - period];
-                self.im[j] = self.im[j - period];
+                re[j] = re[j - period];
+                im[j] = im[j - period];
                 continue;
             }
-            self.re[j] = c as f32;
-            self.im[j] = s as f32;
+            re[j] = c as f32;
+            im[j] = s as f32;
             (c, s) = (c * wc - s * ws, s * wc + c * ws);
         }
-        let (lo, hi) = (self.re, self.im);
-        self.re[SEGMENT..].copy_from_slice(&lo[..SEGMENT]);
-        self.im[SEGMENT..].copy_from_slice(&hi[..SEGMENT]);
+        self.re.copy_from_slice(&re[..QUARTER]);
+        self.im.copy_from_slice(&im[..QUARTER]);
+        for q in 0..4 {
+            (self.qre[q], self.qim[q]) = (re[QUARTER * q], im[QUARTER * q]);
+        }
     }
 
     /// Where `phase` lies on the grid of anchors: the number of samples
@@ -285,10 +298,40 @@ fn seed(anchor: u64, offset: u64, amp: f32) -> (f32, f32) {
     (amp * c, amp * s)
 }
 
-/// The live `sine` kernel, in lanes: every sample is
-/// `a·Im(w^r) + b·Re(w^r)` = amp·Im(z·w^r), z = (cos, sin)(2π·anchor) and r
-/// the samples since the anchor (see [`sine_block`]). `ADD`: each sample is
-/// added to what `out` holds (`out[i] + sample`) instead of written.
+/// An anchor's seed (a, b) = amp·z moved to quarter `q` of its segment:
+/// amp·z·w^(16q), one complex product in f32 (for q = 0 the product with
+/// 1 gives a and b back; every kernel computes it the same way).
+#[inline(always)]
+fn quarter(steps: &SineSteps, (a, b): (f32, f32), q: usize) -> (f32, f32) {
+    let (wr, wi) = (steps.qre[q & 3], steps.qim[q & 3]);
+    (a * wr - b * wi, b * wr + a * wi)
+}
+
+/// One quarter's samples from step `j0` on: `a·Im(w^j) + b·Re(w^j)`
+/// (added to `out` with `ADD`).
+#[inline(always)]
+fn quarter_samples<S: Sample, const ADD: bool>(
+    steps: &SineSteps,
+    (a, b): (f32, f32),
+    j0: usize,
+    out: &mut [S],
+) {
+    let (im, re) = (&steps.im[j0..], &steps.re[j0..]);
+    for ((o, ti), tr) in out.iter_mut().zip(im).zip(re) {
+        let v = a * *ti + b * *tr;
+        *o = if ADD {
+            *o + S::from_f32(v)
+        } else {
+            S::from_f32(v)
+        };
+    }
+}
+
+/// The live `sine` kernel, in lanes: the r-th sample after an anchor, r =
+/// 16q + j, is `a·Im(w^j) + b·Re(w^j)` = amp·Im(z·w^(16q)·w^j) with
+/// (a, b) = amp·z·w^(16q) ([`quarter`]), z = (cos, sin)(2π·anchor) (see
+/// [`sine_block`]). `ADD`: each sample is added to what `out` holds
+/// (`out[i] + sample`) instead of written.
 #[inline(always)]
 fn sine_block_lanes<S: Sample, const ADD: bool>(
     steps: &SineSteps,
@@ -297,50 +340,23 @@ fn sine_block_lanes<S: Sample, const ADD: bool>(
     amp: f32,
     out: &mut [S],
 ) {
-    #[inline(always)]
-    fn put<S: Sample, const ADD: bool>(o: &mut S, v: f32) {
-        *o = if ADD {
-            *o + S::from_f32(v)
-        } else {
-            S::from_f32(v)
-        };
-    }
     let inc = steps.inc;
-    let r = steps.position(phase);
+    let mut r = steps.position(phase);
     let span = inc.wrapping_mul(SEGMENT as u64);
     let mut anchor = phase.wrapping_sub(inc.wrapping_mul(r as u64));
-    let (re, im) = (&steps.re[r..r + SEGMENT], &steps.im[r..r + SEGMENT]);
-    if r == 0 {
-        for chunk in out.chunks_mut(SEGMENT) {
-            let (a, b) = seed(anchor, offset, amp);
-            for ((o, ti), tr) in chunk.iter_mut().zip(im).zip(re) {
-                put::<S, ADD>(o, a * *ti + b * *tr);
-            }
-            anchor = anchor.wrapping_add(span);
+    let mut done = 0;
+    while done < out.len() {
+        let z = seed(anchor, offset, amp);
+        while r < SEGMENT && done < out.len() {
+            let (q, j0) = (r / QUARTER, r % QUARTER);
+            let len = (QUARTER - j0).min(out.len() - done);
+            let ab = quarter(steps, z, q);
+            quarter_samples::<S, ADD>(steps, ab, j0, &mut out[done..done + len]);
+            done += len;
+            r += len;
         }
-        return;
-    }
-    // A chunk of 64 samples starts r after an anchor: its first 64 − r
-    // samples belong to that anchor, the rest to the next one.
-    let split = SEGMENT - r;
-    let mut cur = seed(anchor, offset, amp);
-    for chunk in out.chunks_mut(SEGMENT) {
-        if chunk.len() <= split {
-            let (a, b) = cur;
-            for ((o, ti), tr) in chunk.iter_mut().zip(im).zip(re) {
-                put::<S, ADD>(o, a * *ti + b * *tr);
-            }
-            break;
-        }
+        r = 0;
         anchor = anchor.wrapping_add(span);
-        let next = seed(anchor, offset, amp);
-        let (head, tail) = chunk.split_at_mut(split);
-        for (part, (a, b), from) in [(head, cur, 0), (tail, next, split)] {
-            for ((o, ti), tr) in part.iter_mut().zip(&im[from..]).zip(&re[from..]) {
-                put::<S, ADD>(o, a * *ti + b * *tr);
-            }
-        }
-        cur = next;
     }
 }
 
@@ -398,12 +414,14 @@ fn sine_block_at<S: Sample, const ADD: bool>(
 /// `sine` kernel. Every 64 samples on a grid of anchors that depends on the
 /// phase alone ([`SineSteps::position`]), z = (cos, sin)(2π·(anchor +
 /// offset)) is seeded from the exact phase ([`turn_cis`]); the r-th sample
-/// after an anchor is amp·Im(z·w^r), with w^r from the steps. So each
-/// sample is a function of its own phase, `inc`, `amp` and `offset`: the
-/// same bits whatever the blocks (and the phase kept in the node is still
-/// the exact u64 one), with no error carried from sample to sample (≤ 1e-6
-/// against sin of the exact phase; a test measures it). Two products and a
-/// sum per sample, the same operations at every level, so the same bits.
+/// after an anchor, r = 16q + j, is amp·Im((z·w^(16q))·w^j), with w^(16q)
+/// and w^j from the steps (one complex product per quarter, so the steps
+/// are 20 values, not 64). So each sample is a function of its own phase,
+/// `inc`, `amp` and `offset`: the same bits whatever the blocks (and the
+/// phase kept in the node is still the exact u64 one), with no error
+/// carried from sample to sample (≤ 1e-6 against sin of the exact phase; a
+/// test measures it). Two products and a sum per sample, the same
+/// operations at every level, so the same bits.
 pub fn sine_block<S: Sample>(
     level: SimdLevel,
     steps: &SineSteps,
@@ -471,19 +489,16 @@ fn sine_group_lanes<S: Sample>(members: &[SineMember<'_>], n: usize, mut out: Si
         }
         for k in 0..len {
             let st = members[k].steps;
-            let (a, b) = (sa[k], sb[k]);
-            let (im, re) = (&st.im[..to - from], &st.re[..to - from]);
             let (dst, add) = match &mut out {
                 SineOut::Each(outs) => (&mut outs[k][from..to], false),
                 SineOut::Sum(dst, first) => (&mut dst[from..to], !(*first && k == 0)),
             };
-            if add {
-                for ((o, ti), tr) in dst.iter_mut().zip(im).zip(re) {
-                    *o += S::from_f32(a * *ti + b * *tr);
-                }
-            } else {
-                for ((o, ti), tr) in dst.iter_mut().zip(im).zip(re) {
-                    *o = S::from_f32(a * *ti + b * *tr);
+            for (q, part) in dst.chunks_mut(QUARTER).enumerate() {
+                let ab = quarter(st, (sa[k], sb[k]), q);
+                if add {
+                    quarter_samples::<S, true>(st, ab, 0, part);
+                } else {
+                    quarter_samples::<S, false>(st, ab, 0, part);
                 }
             }
         }
@@ -493,6 +508,9 @@ fn sine_group_lanes<S: Sample>(members: &[SineMember<'_>], n: usize, mut out: Si
 /// A whole segment of every member summed into `dst` (64 frames), the
 /// sum kept in registers across the members: the same additions, in
 /// member order, as adding each member's samples to `dst` in turn.
+// Indexed loops of a constant length: the compiler keeps the sum in
+// registers (with iterators over the slices it does not, ~35 % slower).
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn sum_segment<S: Sample>(
     members: &[SineMember<'_>],
@@ -510,24 +528,24 @@ fn sum_segment<S: Sample>(
         #[cfg(target_arch = "x86_64")]
         if let Some(ahead) = members.get(k + 4) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            for line in 0..SEGMENT / 16 {
+            let at = (ahead.steps as *const SineSteps).cast::<u8>();
+            for line in 0..3 {
                 // SAFETY: prefetches only hint the cache (in bounds here).
-                unsafe {
-                    _mm_prefetch::<_MM_HINT_T0>(ahead.steps.re[16 * line..].as_ptr().cast());
-                    _mm_prefetch::<_MM_HINT_T0>(ahead.steps.im[16 * line..].as_ptr().cast());
-                }
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64 * line).cast()) };
             }
         }
-        let (a, b) = (sa[k], sb[k]);
-        let im: &[f32; SEGMENT] = m.steps.im[..SEGMENT].try_into().unwrap_or(&[0.0; SEGMENT]);
-        let re: &[f32; SEGMENT] = m.steps.re[..SEGMENT].try_into().unwrap_or(&[0.0; SEGMENT]);
-        if k == 0 && first {
-            for j in 0..SEGMENT {
-                acc[j] = S::from_f32(a * im[j] + b * re[j]);
-            }
-        } else {
-            for j in 0..SEGMENT {
-                acc[j] += S::from_f32(a * im[j] + b * re[j]);
+        let st = m.steps;
+        for q in 0..SEGMENT / QUARTER {
+            let (a, b) = quarter(st, (sa[k], sb[k]), q);
+            let acc = &mut acc[QUARTER * q..QUARTER * (q + 1)];
+            if k == 0 && first {
+                for j in 0..QUARTER {
+                    acc[j] = S::from_f32(a * st.im[j] + b * st.re[j]);
+                }
+            } else {
+                for j in 0..QUARTER {
+                    acc[j] += S::from_f32(a * st.im[j] + b * st.re[j]);
+                }
             }
         }
     }

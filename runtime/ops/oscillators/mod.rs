@@ -260,14 +260,17 @@ trait Shape: Send + 'static {
 /// Ties a processor to its sample type, math policy and shape without storing them.
 type Marker<S, M, W> = PhantomData<fn() -> (S, M, W)>;
 
+/// `repr(C)`: the steps, then the phasor right after their header, so a
+/// lane kernel reads one run of cache lines per member.
+#[repr(C)]
 struct Osc<S, M, W> {
+    /// The fast sine kernel's steps for the current increment (recomputed
+    /// when it changes; not state: a function of the increment).
+    steps: SineSteps,
     phasor: Phasor,
     sample_rate: f64,
     /// The instruction set of the fast sine kernel (chosen at build).
     simd: SimdLevel,
-    /// The fast sine kernel's steps for the current increment (recomputed
-    /// when it changes; not state: a function of the increment).
-    steps: SineSteps,
     _p: Marker<S, M, W>,
 }
 
@@ -659,12 +662,14 @@ mod tests {
 
     /// The fast sine at every phase the per-sample formula can give it
     /// (each multiple of 2^-24 of a cycle) stays within [`FAST_SINE_PEAK`];
-    /// so does the block kernel, whose samples are a·Im(w^r) + b·Re(w^r):
-    /// |(a, b)| is at most the largest coarse step of `turn_cis` times the
-    /// largest fine one (every one of its 2^24 fine phases is tried) times
-    /// 1 + 2^-22 for the complex product's roundings, |w^r| ≤ 1 + 2^-23
-    /// (f64 values on the unit circle, rounded), and the sample's two
-    /// products and sum round by at most 1 + 2^-22 more.
+    /// so does the block kernel, whose samples are a·Im(w^j) + b·Re(w^j)
+    /// with (a, b) the anchor's seed times w^(16q): the seed is at most the
+    /// largest coarse step of `turn_cis` times the largest fine one (every
+    /// one of its 2^24 fine phases is tried) times 1 + 2^-22 for the
+    /// complex product's roundings; |w^(16q)| and |w^j| are each at most
+    /// 1 + 2^-23 (f64 values on the unit circle, rounded); the quarter's
+    /// complex product rounds by at most 1 + 2^-22, and the sample's two
+    /// products and sum by 1 + 2^-22 more.
     #[test]
     fn the_fast_sine_peaks_within_its_bound() {
         let peak = (0..1u32 << 24)
@@ -686,7 +691,9 @@ mod tests {
             })
             .fold(0.0f64, f64::max);
         let u = 1.0 / 16777216.0;
-        let bound = coarse * fine * (1.0 + 4.0 * u) * (1.0 + 2.0 * u) * (1.0 + 4.0 * u);
+        let seed = coarse * fine * (1.0 + 4.0 * u);
+        let quarter = seed * (1.0 + 2.0 * u) * (1.0 + 4.0 * u);
+        let bound = quarter * (1.0 + 2.0 * u) * (1.0 + 4.0 * u);
         // (amp's rounding to f32 and into (a, b): 1 + 2^-23 more.)
         let bound = bound * (1.0 + 2.0 * u);
         assert!(bound <= FAST_SINE_PEAK, "kernel bound {bound}");
