@@ -666,3 +666,89 @@ fn a_steady_group_follows_every_change_to_its_members() {
         }
     }
 }
+
+/// `count` chains of noise → svf and onepole → gain and multiply, all
+/// mixed: each kind forms one group per level (svfs and onepoles read the
+/// noises; gains and multiplies read the filters; the mix reads them all),
+/// with random modes and cutoffs and a few events, ramped or not.
+fn filter_chains(count: usize, seed: u64) -> String {
+    let mut z = seed;
+    let mut next = || {
+        z = mix64(z);
+        z
+    };
+    let (mut nodes, mut edges, mut events) = (Vec::new(), Vec::new(), Vec::new());
+    for k in 0..count {
+        let svf = ["lowpass", "highpass", "bandpass", "notch"][(next() % 4) as usize];
+        let op = ["lowpass", "highpass"][(next() % 2) as usize];
+        let (c1, c2, g) = (50 + next() % 15_000, 50 + next() % 15_000, next() % 20);
+        nodes.push(format!(
+            r#"{{ "id": "n{k}", "op": "noise", "params": {{ "amp": 0.4 }} }},
+            {{ "id": "svf{k}", "op": "svf", "params": {{ "mode": "{svf}", "cutoff": {c1}, "q": 2 }} }},
+            {{ "id": "op{k}", "op": "onepole", "params": {{ "mode": "{op}", "cutoff": {c2} }} }},
+            {{ "id": "g{k}", "op": "gain", "params": {{ "gain": {} }} }},
+            {{ "id": "m{k}", "op": "multiply" }}"#,
+            g as f64 / 10.0
+        ));
+        edges.push(format!(
+            r#"{{ "from": "n{k}", "to": "svf{k}" }}, {{ "from": "n{k}", "to": "op{k}" }},
+            {{ "from": "svf{k}", "to": "g{k}" }}, {{ "from": "svf{k}", "to": "m{k}:a" }},
+            {{ "from": "op{k}", "to": "m{k}:b" }},
+            {{ "from": "g{k}", "to": "sum:in{}" }}, {{ "from": "m{k}", "to": "sum:in{}" }}"#,
+            2 * k,
+            2 * k + 1
+        ));
+        if next() % 2 == 0 {
+            let at = 100 + next() % 3000;
+            let ramp = if next() % 2 == 0 { 0 } else { 1 + next() % 500 };
+            let (node, param, value) = match next() % 3 {
+                0 => (format!("svf{k}"), "cutoff", 30 + next() % 15_000),
+                1 => (format!("op{k}"), "cutoff", 30 + next() % 15_000),
+                _ => (format!("g{k}"), "gain", next() % 20),
+            };
+            events.push(format!(
+                r#"{{ "time": "{at}samples", "node": "{node}", "param": "{param}", "value": {value}, "ramp": "{ramp}samples" }}"#
+            ));
+        }
+    }
+    format!(
+        r#"{{ "version": "1.0", "seed": {seed}, "sample_rate": 48000, "nodes": [{},
+             {{ "id": "sum", "op": "mix" }}], "edges": [{}],
+             "outputs": {{ "main": ["sum"] }}, "events": [{}] }}"#,
+        nodes.join(", "),
+        edges.join(", "),
+        events.join(", ")
+    )
+}
+
+/// Svf, onepole, gain, multiply (and noise) nodes group by kind and level,
+/// and play the same bits as alone: every profile, blocks 1 … 4096, group
+/// sizes 2 … 17, events and ramps on members.
+#[test]
+fn filters_gains_and_multiplies_group_and_play_the_same_bits_as_alone() {
+    for (count, seed) in [(2, 21), (5, 22), (17, 23)] {
+        let text = filter_chains(count, seed);
+        let e = engine(&text, Some(Profile::Repro), 64);
+        let mut kinds: Vec<String> = group_ids(&e)
+            .iter()
+            .map(|g| {
+                assert_eq!(g.len(), count, "{g:?}");
+                g[0].trim_end_matches(|c: char| c.is_ascii_digit())
+                    .to_string()
+            })
+            .collect();
+        kinds.sort();
+        assert_eq!(kinds, ["g", "m", "n", "op", "svf"], "{count}");
+        for p in PROFILES {
+            for block in [1, 7, 64, 4096] {
+                let frames = if block == 1 { 1500 } else { 6000 };
+                let [on, off] = on_and_off(&text, p, block, frames);
+                assert_eq!(
+                    first_difference(&on, &off),
+                    None,
+                    "{count} chains, {p}, block {block}"
+                );
+            }
+        }
+    }
+}

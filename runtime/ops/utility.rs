@@ -75,6 +75,11 @@ pub static DC: OpSpec = OpSpec {
 struct Gain<S>(PhantomData<fn() -> S>);
 
 impl<S: Sample> Processor<S> for Gain<S> {
+    /// Runs in a lane group through its own `process`: one engine dispatch for the group.
+    fn lanes(&self) -> Option<crate::ops::LaneKernel<S>> {
+        Some(crate::ops::serial_lanes::<S, Self>)
+    }
+
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let gain = io.params.get(GAIN_GAIN);
@@ -146,6 +151,11 @@ impl<S: Sample> Mix<S> {
 }
 
 impl<S: Sample> Processor<S> for Mix<S> {
+    /// Runs in a lane group through its own `process`: one engine dispatch for the group.
+    fn lanes(&self) -> Option<crate::ops::LaneKernel<S>> {
+        Some(crate::ops::serial_lanes::<S, Self>)
+    }
+
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let out = &mut io.outputs[0][..n];
@@ -217,6 +227,11 @@ pub static MIX: OpSpec = OpSpec {
 struct Multiply<S>(PhantomData<fn() -> S>);
 
 impl<S: Sample> Processor<S> for Multiply<S> {
+    /// Runs in a lane group through its own `process`: one engine dispatch for the group.
+    fn lanes(&self) -> Option<crate::ops::LaneKernel<S>> {
+        Some(crate::ops::serial_lanes::<S, Self>)
+    }
+
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let a = &io.inputs[0][..n];

@@ -52,6 +52,11 @@ impl<S: Sample, M: Math> OnePole<S, M> {
 }
 
 impl<S: Sample, M: Math> Processor<S> for OnePole<S, M> {
+    /// Runs in a lane group through its own `process`: one engine dispatch for the group.
+    fn lanes(&self) -> Option<crate::ops::LaneKernel<S>> {
+        Some(crate::ops::serial_lanes::<S, Self>)
+    }
+
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let cutoff = io.params.get(OP_CUTOFF);
