@@ -29,7 +29,7 @@
 //! ([`Slot::steal`]).
 
 use super::mix::{gather, NO_RING};
-use super::node::{take_inputs, Core, Slot};
+use super::node::{take_inputs, Core, Slot, NO_GROUP};
 use super::{Engine, Run};
 use crate::dsp::vector::{all_finite_at, SimdLevel};
 use crate::dsp::Sample;
@@ -79,9 +79,6 @@ pub(super) enum GroupSteady {
     F32(Box<dyn SteadyLanes<f32>>),
     F64(Box<dyn SteadyLanes<f64>>),
 }
-
-/// A slot's [`Slot::lane_group`] when it is in no group.
-pub(super) const NO_GROUP: u32 = u32::MAX;
 
 /// The nodes a group may take: a lane kernel, no voice, no session input,
 /// no modulated param. Returns the node's concrete type and kernel.

@@ -55,8 +55,8 @@ pub(super) struct Slot {
     /// else reads: the source's output buffer is swapped in rather than
     /// copied ([`take_inputs`]). Set by the lane plan.
     pub(super) steal: u64,
-    /// The lane group the node is in ([`lanes::NO_GROUP`](super::lanes::NO_GROUP)
-    /// if none). Set by the lane plan.
+    /// The lane group the node is in ([`NO_GROUP`] if none). Set by the
+    /// lane plan.
     pub(super) lane_group: u32,
     pub(super) id: String,
     pub(super) op: &'static str,
@@ -80,6 +80,9 @@ pub(super) struct Slot {
     /// The voice the node plays in, if it is a voice module's.
     pub(super) voice: Option<VoiceOf>,
 }
+
+/// A slot's [`Slot::lane_group`] when it is in no lane group.
+pub(super) const NO_GROUP: u32 = u32::MAX;
 
 /// Which voice of a voice module a slot plays in, and whether it is the
 /// voice's sound (the module's `out` node).
@@ -207,7 +210,7 @@ impl Slot {
             voice: None,
             prefilled: 0,
             steal: 0,
-            lane_group: super::lanes::NO_GROUP,
+            lane_group: NO_GROUP,
         }
     }
 
