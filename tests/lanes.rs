@@ -9,7 +9,7 @@ mod common;
 
 use common::engine;
 use morphrt::dsp::rng::mix64;
-use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
+use morphrt::engine::incoming::{Incoming, Scripted, ScriptedControl, SessionFixed};
 use morphrt::engine::{render_to_vec, ControlRecord, Engine};
 use morphrt::graph::ControlValue;
 use morphrt::profile::Profile;
@@ -751,4 +751,60 @@ fn filters_gains_and_multiplies_group_and_play_the_same_bits_as_alone() {
             }
         }
     }
+}
+
+/// Four live sines into a lowpass, and a node `x` an edit changes from a
+/// dc into a noise (a structural edit with no param change of its own).
+fn sines_and_x(noise: bool) -> String {
+    let mut nodes = String::new();
+    let mut edges = Vec::new();
+    for k in 0..4 {
+        nodes += &format!(
+            r#"{{ "id": "s{k}", "op": "sine", "params": {{ "freq": {}, "amp": 0.1 }} }},"#,
+            100 + 50 * k
+        );
+        edges.push(format!(r#"{{ "from": "s{k}", "to": "lp" }}"#));
+    }
+    let x = if noise {
+        r#"{ "id": "x", "op": "noise", "params": { "amp": 0.0 } }"#
+    } else {
+        r#"{ "id": "x", "op": "dc", "params": { "value": 0.0 } }"#
+    };
+    format!(
+        r#"{{ "version": "1.0", "sample_rate": 48000, "nodes": [{nodes} {x},
+          {{ "id": "lp", "op": "biquad", "params": {{ "mode": "lowpass", "cutoff": 2000 }} }}],
+          "edges": [{}], "outputs": {{ "main": ["lp", "x"] }} }}"#,
+        edges.join(", ")
+    )
+}
+
+/// A control that moved a member's freq in the old engine, carried into
+/// the new one at the swap, reaches the new engine's group although it
+/// was already steady by then: the same bits as lanes off.
+#[test]
+fn a_control_carried_across_an_edit_reaches_a_steady_group() {
+    let run = |lanes: bool| {
+        let mut s = Scripted::new(incoming(&sines_and_x(false), Profile::Live, lanes), 2);
+        s.schedule([ScriptedControl {
+            sample: 300,
+            node: "s0".into(),
+            param: "freq".into(),
+            value: ControlValue::Number(3000.0),
+            ramp: 0,
+        }]);
+        s.play_to(256);
+        let next = incoming(&sines_and_x(true), Profile::Live, lanes);
+        s.handover_at(next, 256, 1024, 0).unwrap();
+        s.play_to(8192);
+        if lanes {
+            assert_eq!(s.engine().lane_steady(), vec![true]);
+        }
+        s.output().to_vec()
+    };
+    let (on, off) = (run(true), run(false));
+    let first = on
+        .iter()
+        .zip(&off)
+        .position(|(a, b)| a.to_bits() != b.to_bits());
+    assert_eq!(first, None);
 }

@@ -327,6 +327,9 @@ impl Engine {
         if self.controls.prev != Some(old.controls.id) {
             return;
         }
+        // Carried params change members of lane groups behind their kept
+        // copies.
+        self.unsteady_all();
         for (oi, &ni) in self.controls.from_prev.iter().enumerate() {
             if ni == NONE {
                 continue;
