@@ -140,7 +140,9 @@ impl Encoder {
         self.f32_bus && self.format == WavFormat::F32
     }
 
-    /// The bytes encoded since the last call (hashed now).
+    /// The bytes encoded since the last call (hashed now); [`clear`](Self::clear)
+    /// them once written, before encoding more (for f32 at f32 the hash
+    /// reads them from here).
     pub fn take(&mut self) -> &[u8] {
         if self.hash_is_body() {
             self.hasher.update(&self.bytes);
