@@ -63,12 +63,13 @@ impl Encoder {
     /// One frame, channel by channel.
     fn frame(&mut self, samples: impl Iterator<Item = f64>) {
         for (c, x) in samples.enumerate() {
-            if self.hash_is_body() {
-                // Hashed with the encoded bytes, in `take`.
-            } else if self.f32_bus {
-                self.hash_bytes.extend_from_slice(&(x as f32).to_le_bytes());
-            } else {
-                self.hash_bytes.extend_from_slice(&x.to_le_bytes());
+            // (f32 at f32 is hashed from the encoded bytes, in `take`.)
+            if !self.hash_is_body() {
+                if self.f32_bus {
+                    self.hash_bytes.extend_from_slice(&(x as f32).to_le_bytes());
+                } else {
+                    self.hash_bytes.extend_from_slice(&x.to_le_bytes());
+                }
             }
             let clipped = encode_sample(x, self.format, &mut self.bytes);
             self.levels.add(c, x, clipped);

@@ -459,63 +459,33 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         let Some(kept) = self.kept.get_mut(k0..k0 + nodes.len()) else {
             return false;
         };
-        // Runs of members on the grid of anchors go to `sine_group`
-        // together, the others one by one, in member order: the sum's
-        // additions are the members' in order either way.
-        let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
-            [const { MaybeUninit::uninit() }; MAX_LANES];
-        let mut count = 0;
-        let dst = &mut *sum.dst;
-        let mut first = sum.first;
-        let mut simd = SimdLevel::Base;
-        for (node, kept) in nodes.iter_mut().zip(kept.iter_mut()) {
-            // SAFETY: `check` found every node to be an `Osc<S, M, W>`, and
-            // `nodes` is borrowed exclusively since.
-            let o = unsafe { &mut *(&mut **node as *mut dyn std::any::Any).cast::<Osc<S, M, W>>() };
-            simd = o.simd;
-            let m = SineMember {
-                steps: &o.steps,
-                phase: kept.phase,
-                offset: kept.offset,
-                amp: kept.amp,
+        // Each batch of members as kernel members, their phases advanced.
+        for (nodes, kept) in nodes.chunks_mut(MAX_LANES).zip(kept.chunks_mut(MAX_LANES)) {
+            let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
+                [const { MaybeUninit::uninit() }; MAX_LANES];
+            let mut simd = SimdLevel::Base;
+            for (k, (node, kept)) in nodes.iter_mut().zip(kept.iter_mut()).enumerate() {
+                // SAFETY: `check` found every node to be an `Osc<S, M, W>`,
+                // and `nodes` is borrowed exclusively since.
+                let o =
+                    unsafe { &mut *(&mut **node as *mut dyn std::any::Any).cast::<Osc<S, M, W>>() };
+                simd = o.simd;
+                group[k].write(SineMember {
+                    steps: &o.steps,
+                    phase: kept.phase,
+                    offset: kept.offset,
+                    amp: kept.amp,
+                });
+                kept.phase = kept.phase.wrapping_add(kept.inc.wrapping_mul(n as u64));
+                o.phasor.phase = kept.phase;
+            }
+            // SAFETY: the first `nodes.len()` entries were written above;
+            // they hold only a reference and plain values (nothing to drop).
+            let group = unsafe {
+                std::slice::from_raw_parts(group.as_ptr().cast::<SineMember<'_>>(), nodes.len())
             };
-            let on_grid = o.steps.position(kept.phase) == 0;
-            kept.phase = kept.phase.wrapping_add(kept.inc.wrapping_mul(n as u64));
-            o.phasor.phase = kept.phase;
-            if on_grid {
-                group[count].write(m);
-                count += 1;
-                if count < MAX_LANES {
-                    continue;
-                }
-            }
-            if count > 0 {
-                // SAFETY: the first `count` entries were written above; they
-                // hold only a reference and plain values (nothing to drop).
-                let run = unsafe {
-                    std::slice::from_raw_parts(group.as_ptr().cast::<SineMember<'_>>(), count)
-                };
-                sine_group(simd, run, n, SineOut::Sum(&mut *dst, first));
-                (count, first) = (0, false);
-            }
-            if !on_grid {
-                if first {
-                    sine_block(simd, m.steps, m.phase, m.offset, m.amp, dst);
-                    first = false;
-                } else {
-                    sine_block_add(simd, m.steps, m.phase, m.offset, m.amp, dst);
-                }
-            }
+            sum_sines(simd, group, n, sum);
         }
-        if count > 0 {
-            // SAFETY: as above.
-            let run = unsafe {
-                std::slice::from_raw_parts(group.as_ptr().cast::<SineMember<'_>>(), count)
-            };
-            sine_group(simd, run, n, SineOut::Sum(&mut *dst, first));
-            first = false;
-        }
-        sum.first = first;
         true
     }
 
@@ -529,6 +499,41 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
                 o.phasor.phase = kept.phase;
             }
         }
+    }
+}
+
+/// Live sine members summed into `sum` in member order (the output
+/// buffers left unwritten): runs of members on the grid of anchors
+/// through `sine_group` together, the others one by one. The sum's
+/// additions are the members' in order either way, so the bits are those
+/// of each member's own kernel summed in turn.
+fn sum_sines<S: Sample>(
+    simd: SimdLevel,
+    members: &[SineMember<'_>],
+    n: usize,
+    sum: &mut LaneSum<'_, S>,
+) {
+    let mut from = 0;
+    while from < members.len() {
+        let run = members[from..]
+            .iter()
+            .take_while(|m| m.steps.position(m.phase) == 0)
+            .count();
+        if run > 0 {
+            let run = &members[from..from + run];
+            sine_group(simd, run, n, SineOut::Sum(&mut *sum.dst, sum.first));
+            sum.first = false;
+            from += run.len();
+            continue;
+        }
+        let m = &members[from];
+        if sum.first {
+            sine_block(simd, m.steps, m.phase, m.offset, m.amp, sum.dst);
+            sum.first = false;
+        } else {
+            sine_block_add(simd, m.steps, m.phase, m.offset, m.amp, sum.dst);
+        }
+        from += 1;
     }
 }
 
@@ -607,20 +612,7 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
     let outs =
         unsafe { std::slice::from_raw_parts_mut(outs.as_mut_ptr().cast::<&mut [S]>(), count) };
     match sum {
-        Some(s) if !s.outputs && on_grid => {
-            sine_group(simd, group, n, SineOut::Sum(s.dst, s.first));
-            s.first = false;
-        }
-        Some(s) if !s.outputs => {
-            for m in group {
-                if s.first {
-                    sine_block(simd, m.steps, m.phase, m.offset, m.amp, s.dst);
-                    s.first = false;
-                } else {
-                    sine_block_add(simd, m.steps, m.phase, m.offset, m.amp, s.dst);
-                }
-            }
-        }
+        Some(s) if !s.outputs => sum_sines(simd, group, n, s),
         other => {
             if on_grid {
                 sine_group(simd, group, n, SineOut::Each(outs));
