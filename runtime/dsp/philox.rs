@@ -21,7 +21,7 @@
 //! All sixteen blocks go in one step: with AVX2, fewer `u64` lanes (4 or 8)
 //! were left as scalar code by LLVM.
 
-use super::vector::SimdLevel;
+use super::vector::{Isa, SimdLevel};
 
 /// Blocks computed by one [`blocks`] call (a 64-frame block of noise).
 pub const BLOCKS: usize = 16;
@@ -121,13 +121,12 @@ pub fn blocks(
     out: &mut [[u32; 4]; BLOCKS],
 ) {
     #[cfg(target_arch = "x86_64")]
-    match level {
-        // SAFETY: `Avx512` comes only from `SimdLevel::detect`, which saw
-        // AVX-512F.
-        SimdLevel::Avx512 => return unsafe { blocks_avx512(key, upper, q0, out) },
-        // SAFETY: `Avx2` comes only from `SimdLevel::detect`, which saw AVX2.
-        SimdLevel::Avx2 => return unsafe { blocks_avx2(key, upper, q0, out) },
-        SimdLevel::Base => {}
+    match level.isa() {
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
+        Isa::Avx512 => return unsafe { blocks_avx512(key, upper, q0, out) },
+        // SAFETY: as above.
+        Isa::Avx2 => return unsafe { blocks_avx2(key, upper, q0, out) },
+        Isa::Base => {}
     }
     let _ = level;
     lanes32(key, upper, q0, out)

@@ -18,7 +18,7 @@
 
 use super::philox::{self, BLOCKS};
 use super::sample::Sample;
-use super::vector::SimdLevel;
+use super::vector::{Isa, SimdLevel};
 
 /// FNV-1a 64 over the UTF-8 bytes.
 pub fn fnv1a64(s: &str) -> u64 {
@@ -63,8 +63,8 @@ impl NoiseStream {
         Self::with_level(hash, stream, SimdLevel::detect())
     }
 
-    /// [`new`](Self::new) with [`fill`](Self::fill) at `level`, which must
-    /// come from [`SimdLevel::detect`] or [`SimdLevel::available`].
+    /// [`new`](Self::new) with [`fill`](Self::fill) at `level` (the same
+    /// words at every level).
     pub fn with_level(hash: u64, stream: u32, level: SimdLevel) -> NoiseStream {
         let key = [hash as u32, (hash >> 32) as u32];
         let block = Self::compute(key, stream, 0);
@@ -177,12 +177,11 @@ fn map_words<S: Sample, const SCALED: bool>(
         unsafe fn avx512<S: Sample, const SCALED: bool>(words: &[u32], out: &mut [S], amp: S) {
             body::<S, SCALED>(words, out, amp)
         }
-        match level {
-            // SAFETY: `Avx2` and `Avx512` come only from `SimdLevel::detect`,
-            // which saw AVX2, and AVX-512F for `Avx512`.
-            SimdLevel::Avx2 => return unsafe { avx2::<S, SCALED>(words, out, amp) },
-            SimdLevel::Avx512 => return unsafe { avx512::<S, SCALED>(words, out, amp) },
-            SimdLevel::Base => {}
+        match level.isa() {
+            // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
+            Isa::Avx2 => return unsafe { avx2::<S, SCALED>(words, out, amp) },
+            Isa::Avx512 => return unsafe { avx512::<S, SCALED>(words, out, amp) },
+            Isa::Base => {}
         }
     }
     let _ = level;

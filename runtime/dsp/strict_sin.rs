@@ -16,7 +16,7 @@
 #![allow(clippy::excessive_precision)] // libm's literals, copied verbatim
 
 use super::sample::Sample;
-use super::vector::SimdLevel;
+use super::vector::{Isa, SimdLevel};
 
 /// Arguments computed side by side.
 const LANES: usize = 8;
@@ -153,13 +153,14 @@ unsafe fn sin_lanes_avx512<S: Sample>(x: &mut [S]) {
 /// argument and the result (strict f32 uses `libm::sinf`).
 pub fn sin_block<S: Sample>(level: SimdLevel, x: &mut [S]) {
     #[cfg(target_arch = "x86_64")]
-    if level == SimdLevel::Avx512 {
-        // SAFETY: `Avx512` comes only from `detect`, which saw AVX-512F and DQ.
+    if level.isa() == Isa::Avx512 {
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has (AVX-512F
+        // and DQ for `Avx512`).
         return unsafe { sin_lanes_avx512(x) };
     }
     #[cfg(target_arch = "x86_64")]
     if level.has_avx2() {
-        // SAFETY: `Avx2` and `Avx512` come only from `detect`, which saw AVX2.
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
         return unsafe { sin_lanes_avx2(x) };
     }
     let _ = level;

@@ -13,47 +13,112 @@ use super::sample::Sample;
 /// Samples a kernel computes side by side.
 pub const LANES: usize = 8;
 
-/// The instruction set a kernel runs with, narrowest first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum SimdLevel {
+/// The instruction sets a kernel can run with, narrowest first: a name to
+/// ask for ([`SimdLevel::at_most`]) and to dispatch on ([`SimdLevel::isa`]).
+/// Holding one proves nothing about the CPU; a [`SimdLevel`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Isa {
     /// The build's own target (SSE2 on a default x86-64 build).
     Base,
-    /// x86-64 with AVX2, detected at run time.
+    /// x86-64 with AVX2.
     Avx2,
-    /// x86-64 with AVX-512F as well as AVX2, detected at run time. A kernel
-    /// without an AVX-512 form runs its AVX2 one ([`has_avx2`](Self::has_avx2)).
+    /// x86-64 with AVX-512F and AVX-512DQ as well as AVX2. A kernel without
+    /// an AVX-512 form runs its AVX2 one ([`SimdLevel::has_avx2`]).
     Avx512,
 }
 
-impl SimdLevel {
-    /// The widest level this CPU runs. Call it while building a node, not per
-    /// block (the first call asks the CPU).
-    pub fn detect() -> SimdLevel {
+/// The instruction set a kernel runs with: an [`Isa`] this CPU is known to
+/// have. Its field is private and every constructor checks the CPU
+/// ([`detect`](Self::detect), [`at_most`](Self::at_most),
+/// [`available`](Self::available)) or asks for nothing
+/// ([`BASE`](Self::BASE)), so a kernel that takes a `SimdLevel` may enter
+/// `#[target_feature]` code for its [`isa`](Self::isa) soundly.
+///
+/// ```compile_fail
+/// use morphrt::dsp::vector::{Isa, SimdLevel};
+/// let forged = SimdLevel(Isa::Avx512); // private: only detection makes one
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimdLevel(Isa);
+
+/// The CPU features the levels need, as detected (or, in tests, injected).
+#[derive(Clone, Copy, Debug)]
+struct Features {
+    avx2: bool,
+    avx512f: bool,
+    avx512dq: bool,
+}
+
+impl Features {
+    /// This CPU's (the first call asks the CPU; later ones read a cache).
+    fn of_cpu() -> Features {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                if std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512dq")
-                {
-                    return SimdLevel::Avx512;
-                }
-                return SimdLevel::Avx2;
+            Features {
+                avx2: std::arch::is_x86_feature_detected!("avx2"),
+                avx512f: std::arch::is_x86_feature_detected!("avx512f"),
+                avx512dq: std::arch::is_x86_feature_detected!("avx512dq"),
             }
         }
-        SimdLevel::Base
+        #[cfg(not(target_arch = "x86_64"))]
+        Features {
+            avx2: false,
+            avx512f: false,
+            avx512dq: false,
+        }
+    }
+
+    /// The widest level these features run.
+    fn top(self) -> Isa {
+        match self {
+            Features {
+                avx2: true,
+                avx512f: true,
+                avx512dq: true,
+            } => Isa::Avx512,
+            Features { avx2: true, .. } => Isa::Avx2,
+            _ => Isa::Base,
+        }
+    }
+}
+
+impl SimdLevel {
+    /// The build's own target: every CPU the binary runs on has it.
+    pub const BASE: SimdLevel = SimdLevel(Isa::Base);
+
+    /// The widest level this CPU runs. Call it while building a node, not per
+    /// block.
+    pub fn detect() -> SimdLevel {
+        SimdLevel(Features::of_cpu().top())
+    }
+
+    /// `requested`, or the widest level this CPU runs if that is narrower:
+    /// never a level the CPU lacks.
+    pub fn at_most(requested: Isa) -> SimdLevel {
+        Self::at_most_with(requested, Features::of_cpu())
+    }
+
+    fn at_most_with(requested: Isa, cpu: Features) -> SimdLevel {
+        SimdLevel(requested.min(cpu.top()))
+    }
+
+    /// The instruction set, to dispatch on.
+    pub fn isa(self) -> Isa {
+        self.0
     }
 
     /// Whether this level runs AVX2 code (`Avx2` and `Avx512`).
     pub fn has_avx2(self) -> bool {
-        self >= SimdLevel::Avx2
+        self.0 >= Isa::Avx2
     }
 
     /// Every level this CPU runs, narrowest first (for tests and benchmarks
     /// that compare them).
     pub fn available() -> impl Iterator<Item = SimdLevel> {
         let top = SimdLevel::detect();
-        [SimdLevel::Base, SimdLevel::Avx2, SimdLevel::Avx512]
+        [Isa::Base, Isa::Avx2, Isa::Avx512]
             .into_iter()
+            .map(SimdLevel)
             .filter(move |l| *l <= top)
     }
 }
@@ -394,16 +459,13 @@ fn sine_block_at<S: Sample, const ADD: bool>(
     out: &mut [S],
 ) {
     #[cfg(target_arch = "x86_64")]
-    match level {
-        // SAFETY: `SimdLevel::Avx2` and `Avx512` come only from `detect`,
-        // which saw AVX2, and AVX-512F for `Avx512`.
-        SimdLevel::Avx2 => {
-            return unsafe { sine_block_avx2::<S, ADD>(steps, phase, offset, amp, out) }
-        }
-        SimdLevel::Avx512 => {
+    match level.isa() {
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
+        Isa::Avx2 => return unsafe { sine_block_avx2::<S, ADD>(steps, phase, offset, amp, out) },
+        Isa::Avx512 => {
             return unsafe { sine_block_avx512::<S, ADD>(steps, phase, offset, amp, out) }
         }
-        SimdLevel::Base => {}
+        Isa::Base => {}
     }
     let _ = level;
     sine_block_lanes::<S, ADD>(steps, phase, offset, amp, out)
@@ -584,12 +646,11 @@ pub fn sine_group<S: Sample>(
 ) {
     debug_assert!(members.iter().all(|m| m.steps.position(m.phase) == 0));
     #[cfg(target_arch = "x86_64")]
-    match level {
-        // SAFETY: `SimdLevel::Avx2` and `Avx512` come only from `detect`,
-        // which saw AVX2, and AVX-512F for `Avx512`.
-        SimdLevel::Avx2 => return unsafe { sine_group_avx2(members, n, out) },
-        SimdLevel::Avx512 => return unsafe { sine_group_avx512(members, n, out) },
-        SimdLevel::Base => {}
+    match level.isa() {
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
+        Isa::Avx2 => return unsafe { sine_group_avx2(members, n, out) },
+        Isa::Avx512 => return unsafe { sine_group_avx512(members, n, out) },
+        Isa::Base => {}
     }
     let _ = level;
     sine_group_lanes(members, n, out)
@@ -619,7 +680,7 @@ pub fn all_finite<S: Sample>(x: &[S]) -> bool {
 /// in all, instead of 256 scalar moves.
 ///
 /// # Safety
-/// The CPU must have AVX-512F (`SimdLevel::Avx512`).
+/// The CPU must have AVX-512F (as a `SimdLevel` of [`Isa::Avx512`] shows).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
@@ -667,8 +728,8 @@ unsafe fn all_finite_avx2<S: Sample>(x: &[S]) -> bool {
 #[inline]
 pub fn all_finite_at<S: Sample>(level: SimdLevel, x: &[S]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if level != SimdLevel::Base {
-        // SAFETY: `Avx2` and `Avx512` come only from `detect`, which saw AVX2.
+    if level.has_avx2() {
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
         return unsafe { all_finite_avx2(x) };
     }
     let _ = level;
@@ -836,7 +897,7 @@ mod tests {
                 (z >> 40) as usize % 300
             };
             let mut want = vec![f32::NAN; len];
-            sine_block(SimdLevel::Base, &steps, phase, offset, 0.5, &mut want);
+            sine_block(SimdLevel::BASE, &steps, phase, offset, 0.5, &mut want);
             for level in SimdLevel::available() {
                 let mut got = vec![f32::NAN; len];
                 sine_block(level, &steps, phase, offset, 0.5, &mut got);
@@ -927,7 +988,7 @@ mod tests {
     fn poly_block(level: SimdLevel, phase: u64, inc: u64, amp: f32, out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         if level.has_avx2() {
-            // SAFETY: `SimdLevel::Avx2` comes only from `detect`, which saw AVX2.
+            // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
             return unsafe { poly_block_avx2(phase, inc, amp, out) };
         }
         poly_block_lanes(phase, inc, amp, out)
@@ -993,7 +1054,7 @@ mod tests {
     /// The AVX-512 transpose is the transpose, whatever the values.
     #[test]
     fn transpose16_is_the_transpose() {
-        if SimdLevel::detect() != SimdLevel::Avx512 {
+        if SimdLevel::detect().isa() != Isa::Avx512 {
             return;
         }
         let mut m = [[0f32; 16]; 16];
@@ -1010,6 +1071,114 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// The instructions each level needs, written out here (an oracle apart
+    /// from `Features::top`).
+    fn needs(isa: Isa) -> Features {
+        let (avx2, avx512) = (isa >= Isa::Avx2, isa == Isa::Avx512);
+        Features {
+            avx2,
+            avx512f: avx512,
+            avx512dq: avx512,
+        }
+    }
+
+    /// Whatever is asked for, on any CPU (every combination of the three
+    /// features injected): the level given is one whose instructions the
+    /// CPU has, the one asked for if the CPU has it, else the widest it has.
+    #[test]
+    fn a_level_above_the_cpus_is_clamped_to_what_it_runs() {
+        let all = [Isa::Base, Isa::Avx2, Isa::Avx512];
+        for bits in 0..8u8 {
+            let cpu = Features {
+                avx2: bits & 1 != 0,
+                avx512f: bits & 2 != 0,
+                avx512dq: bits & 4 != 0,
+            };
+            let runs = |isa: Isa| {
+                let need = needs(isa);
+                (!need.avx2 || cpu.avx2)
+                    && (!need.avx512f || cpu.avx512f)
+                    && (!need.avx512dq || cpu.avx512dq)
+            };
+            let widest = all.into_iter().filter(|i| runs(*i)).max().unwrap();
+            for requested in all {
+                let got = SimdLevel::at_most_with(requested, cpu).isa();
+                let want = if runs(requested) { requested } else { widest };
+                assert_eq!(got, want, "{requested:?} asked of {cpu:?}");
+                assert!(runs(got), "{got:?} given to {cpu:?}");
+            }
+        }
+        // This CPU: `at_most` of the widest is `detect`, and every level
+        // `available` lists is one `at_most` gives back unchanged.
+        assert_eq!(SimdLevel::at_most(Isa::Avx512), SimdLevel::detect());
+        for level in SimdLevel::available() {
+            assert_eq!(SimdLevel::at_most(level.isa()), level);
+        }
+        assert_eq!(SimdLevel::at_most(Isa::Base), SimdLevel::BASE);
+    }
+
+    /// Up to 64 members with random increments, phases on the grid,
+    /// offsets and amps, each level this CPU has, written one buffer per
+    /// member and summed into one: the same bits as `sine_block` at the
+    /// base level, member by member (and added in member order).
+    #[test]
+    fn sine_group_same_bits_as_sine_block_at_every_level() {
+        let mut z = 17u64;
+        for case in 0..40 {
+            let count = 1 + case % 64;
+            let n = [64usize, 128, 200, 1, 63, 4096][case % 6];
+            let mut steps = Vec::new();
+            let mut members = Vec::new();
+            for _ in 0..count {
+                z = rand_philox::splitmix64(z);
+                let inc = if z % 3 == 0 { z >> (z % 64) } else { z };
+                steps.push(SineSteps::new(inc));
+            }
+            for st in &steps {
+                z = rand_philox::splitmix64(z);
+                let phase = z.wrapping_sub(st.inc.wrapping_mul(st.position(z) as u64));
+                let offset = rand_philox::splitmix64(z) & ((case % 2) as u64).wrapping_neg();
+                let amp = 0.001 + (z >> 40) as f32 / (1u64 << 24) as f32;
+                members.push(SineMember {
+                    steps: st,
+                    phase,
+                    offset,
+                    amp,
+                });
+            }
+            let mut want = vec![vec![f32::NAN; n]; count];
+            let mut want_sum = vec![f32::NAN; n];
+            for (k, m) in members.iter().enumerate() {
+                sine_block(
+                    SimdLevel::BASE,
+                    m.steps,
+                    m.phase,
+                    m.offset,
+                    m.amp,
+                    &mut want[k],
+                );
+                if k == 0 {
+                    want_sum.copy_from_slice(&want[0]);
+                } else {
+                    for (s, x) in want_sum.iter_mut().zip(&want[k]) {
+                        *s += *x;
+                    }
+                }
+            }
+            for level in SimdLevel::available() {
+                let mut got = vec![vec![f32::NAN; n]; count];
+                let mut outs: Vec<&mut [f32]> = got.iter_mut().map(|v| &mut v[..]).collect();
+                sine_group(level, &members, n, SineOut::Each(&mut outs));
+                for k in 0..count {
+                    assert_eq!(bits(&got[k]), bits(&want[k]), "{level:?}, member {k}");
+                }
+                let mut sum = vec![f32::NAN; n];
+                sine_group(level, &members, n, SineOut::Sum(&mut sum, true));
+                assert_eq!(bits(&sum), bits(&want_sum), "{level:?}, summed");
+            }
+        }
+    }
+
     #[test]
     fn all_finite_finds_any_nan_or_infinity() {
         let mut x = vec![0.5f32; 67];
@@ -1017,7 +1186,9 @@ mod tests {
         x[4] = -f32::MAX;
         x[5] = f32::MIN_POSITIVE / 2.0;
         assert!(all_finite(&x));
-        assert!(all_finite_at(SimdLevel::detect(), &x));
+        for level in SimdLevel::available() {
+            assert!(all_finite_at(level, &x), "{level:?}");
+        }
         for (i, bad) in [
             (0, f32::NAN),
             (66, f32::INFINITY),
@@ -1026,7 +1197,9 @@ mod tests {
         ] {
             x[i] = bad;
             assert!(!all_finite(&x), "{bad} at {i}");
-            assert!(!all_finite_at(SimdLevel::detect(), &x), "{bad} at {i}");
+            for level in SimdLevel::available() {
+                assert!(!all_finite_at(level, &x), "{bad} at {i}, {level:?}");
+            }
             x[i] = 0.5;
         }
     }

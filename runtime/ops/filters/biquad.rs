@@ -8,7 +8,7 @@ use super::{
     built_enum, design_cutoff_hz, enum_index, limit, DesignCache, CUTOFF_PARAM, MAX_CUTOFF_RATIO,
     MAX_Q, MIN_CUTOFF_HZ, MIN_Q, Q_PARAM, TWO_PI,
 };
-use crate::dsp::vector::SimdLevel;
+use crate::dsp::vector::{Isa, SimdLevel};
 use crate::dsp::{Math, MathKind, Sample};
 use crate::ops::{
     build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, LaneKernel,
@@ -302,11 +302,11 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
     /// Biquads run side by side, one node per lane: each lane's recursion
     /// is the node's own, with its own coefficients and state.
     fn lanes(&self) -> Option<LaneKernel<S>> {
-        let kernel: LaneKernel<S> = match SimdLevel::detect() {
+        let kernel: LaneKernel<S> = match SimdLevel::detect().isa() {
             #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx2 => biquad_lanes_avx2::<S, M>,
+            Isa::Avx2 => biquad_lanes_avx2::<S, M>,
             #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx512 => biquad_lanes_avx512::<S, M>,
+            Isa::Avx512 => biquad_lanes_avx512::<S, M>,
             _ => biquad_lanes::<S, M>,
         };
         Some(kernel)

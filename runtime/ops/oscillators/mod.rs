@@ -463,7 +463,7 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         for (nodes, kept) in nodes.chunks_mut(MAX_LANES).zip(kept.chunks_mut(MAX_LANES)) {
             let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
                 [const { MaybeUninit::uninit() }; MAX_LANES];
-            let mut simd = SimdLevel::Base;
+            let mut simd = SimdLevel::BASE;
             for (k, (node, kept)) in nodes.iter_mut().zip(kept.iter_mut()).enumerate() {
                 // SAFETY: `check` found every node to be an `Osc<S, M, W>`,
                 // and `nodes` is borrowed exclusively since.
@@ -554,7 +554,7 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
         return serial_lanes::<S, Osc<S, M, W>>(members, n, start, sum);
     }
     let mut on_grid = true;
-    let mut simd = SimdLevel::Base;
+    let mut simd = SimdLevel::BASE;
     let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
         [const { MaybeUninit::uninit() }; MAX_LANES];
     let mut outs: [MaybeUninit<&mut [S]>; MAX_LANES] = [const { MaybeUninit::uninit() }; MAX_LANES];

@@ -63,12 +63,12 @@ mod tests {
         use crate::dsp::strict_sin::sin_block;
         use crate::dsp::vector::SimdLevel;
 
-        let levels = [SimdLevel::Base, SimdLevel::detect()];
+        let levels: Vec<SimdLevel> = SimdLevel::available().collect();
         let mut buf: Vec<f64> = Vec::with_capacity(4096);
         let mut got = vec![0.0f64; 4096];
         let mut checked = 0usize;
         let mut check = |buf: &mut Vec<f64>, checked: &mut usize| {
-            for level in levels {
+            for &level in &levels {
                 got[..buf.len()].copy_from_slice(buf);
                 sin_block(level, &mut got[..buf.len()]);
                 for (x, y) in buf.iter().zip(&got) {
