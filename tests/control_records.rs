@@ -232,3 +232,60 @@ fn scheduled_controls_are_bit_identical_across_block_sizes_under_strict() {
     plain.play_to(48_000 / 3);
     assert_ne!(plain.output()[1000..], a[1000..]);
 }
+
+const KINDS: &str = r#"{"version": "1.0", "nodes": [
+  {"id": "d", "op": "dc", "params": {"value": 0.25}},
+  {"id": "f", "op": "biquad", "params": {"mode": "lowpass", "cutoff": "2kHz"}},
+  {"id": "m", "op": "mix", "params": {"gains": [0.5]}}],
+ "edges": [{"from": "d", "to": "f"}, {"from": "f", "to": "m:in0"}],
+ "outputs": {"main": "m"}}"#;
+
+/// A record whose value is not of its param's kind is refused when it is
+/// queued (an integer for `mix`'s gains array, which applied would have
+/// replaced the array and freed it on the audio thread; a number for
+/// `biquad`'s mode; an enum, a bool and an integer for its cutoff): never
+/// applied, the output the same bits as with no record at all.
+#[test]
+fn a_record_of_the_wrong_kind_is_refused_and_changes_nothing() {
+    for profile in Profile::ALL {
+        let mut e = engine(KINDS, Some(profile), 64);
+        let mut want = engine(KINDS, Some(profile), 64);
+        let wrong = [
+            ("m", "gains", ControlValue::Integer(3)),
+            ("m", "gains", ControlValue::Number(2.0)),
+            ("f", "mode", ControlValue::Number(1.0)),
+            ("f", "mode", ControlValue::Bool(true)),
+            ("f", "cutoff", ControlValue::Enum(0)),
+            ("f", "cutoff", ControlValue::Bool(false)),
+            ("f", "cutoff", ControlValue::Integer(100)),
+        ];
+        for (seq, (node, param, value)) in wrong.into_iter().enumerate() {
+            let (n, p) = e.find_param(node, param).unwrap();
+            let r = ControlRecord {
+                sample: 100,
+                node: n as u32,
+                param: p as u16,
+                value,
+                ramp: 0,
+                engine: e.id(),
+                seq: seq as u64,
+            };
+            let err = e.push_control(r).unwrap_err();
+            assert_eq!(err.outcome, Outcome::WrongKind, "{node}:{param} {value:?}");
+        }
+        // The right kind for each is still taken.
+        let (n, p) = e.find_param("f", "mode").unwrap();
+        let mut r = set(&e, 100, 0.0, 99);
+        (r.node, r.param, r.value) = (n as u32, p as u16, ControlValue::Enum(0));
+        e.push_control(r).unwrap();
+        r.engine = want.id();
+        want.push_control(r).unwrap();
+        let (got, want) = (play(&mut e, 512, 0), play(&mut want, 512, 0));
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{profile}");
+        let mut reports = Vec::new();
+        e.take_control_reports(|r| reports.push(r));
+        assert_eq!(reports.len(), 1, "{profile}: {reports:?}");
+        assert_eq!(reports[0].seq, 99);
+    }
+}

@@ -1554,3 +1554,40 @@ fn grouped_plans_and_their_regrouping_handovers_never_allocate_in_the_callback()
         );
     }
 }
+
+/// A control record of the wrong kind for `mix`'s gains array (an
+/// integer), queued and played in the real-time section: refused when it
+/// is queued, so nothing is freed (applied, it would replace the array and
+/// free it on the audio thread).
+#[test]
+fn a_record_of_the_wrong_kind_frees_nothing_on_the_audio_thread() {
+    use morphrt::engine::{ControlRecord, Outcome};
+    use morphrt::graph::ControlValue;
+    let text = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.1}},
+                    {"id": "m", "op": "mix", "params": {"gains": [0.5, 0.25, 2.0]}}],
+                   "edges": [{"from": "d", "to": "m:in0"}], "outputs": {"main": ["m"]}}"#;
+    for p in Profile::ALL {
+        let mut e = common::engine(text, Some(p), 64);
+        let (node, param) = e.find_param("m", "gains").unwrap();
+        let record = ControlRecord {
+            sample: 0,
+            node: node as u32,
+            param: param as u16,
+            value: ControlValue::Integer(1),
+            ramp: 0,
+            engine: e.id(),
+            seq: 1,
+        };
+        let (a0, f0) = counts();
+        let pushed = realtime(|| {
+            let pushed = e.push_control(record);
+            for _ in 0..4 {
+                e.process_block(64);
+            }
+            pushed
+        });
+        let (a1, f1) = counts();
+        assert_eq!((a1 - a0, f1 - f0), (0, 0), "{p}: allocated or freed");
+        assert_eq!(pushed.unwrap_err().outcome, Outcome::WrongKind, "{p}");
+    }
+}

@@ -62,6 +62,9 @@ pub enum Outcome {
     Stale,
     /// Its node left the scene with an edit before it landed.
     Removed,
+    /// Its value is not of the kind its param takes (a number for an enum,
+    /// anything for a resource or an array): refused, never applied.
+    WrongKind,
     /// The queue was full.
     Full,
 }
@@ -229,12 +232,18 @@ impl Engine {
             }
             r.engine = self.controls.id;
         }
-        let fits = self
+        let Some(current) = self
             .slots
             .get(r.node as usize)
-            .is_some_and(|s| (r.param as usize) < s.params.len());
-        if !fits {
+            .filter(|s| (r.param as usize) < s.params.len())
+            .and_then(|s| s.values.get(r.param as usize))
+        else {
             return Err(refuse(Outcome::Stale));
+        };
+        // Only a value of the param's own kind is queued: applying any
+        // other would replace (and free, here) a resource or an array.
+        if !takes(current, r.value) {
+            return Err(refuse(Outcome::WrongKind));
         }
         r.sample = self.landing_sample(r.sample);
         if self.controls.insert(r) {
@@ -352,6 +361,20 @@ impl Engine {
             }
         }
     }
+}
+
+/// Whether a param whose current value is `current` takes `v`: a number
+/// for a number, an integer, enum or bool for its own kind, nothing for a
+/// resource, an array or a step length.
+fn takes(current: &crate::ops::Value, v: ControlValue) -> bool {
+    use crate::ops::Value;
+    matches!(
+        (current, v),
+        (Value::Number(_), ControlValue::Number(_))
+            | (Value::Integer(_), ControlValue::Integer(_))
+            | (Value::Enum(_), ControlValue::Enum(_))
+            | (Value::Bool(_), ControlValue::Bool(_))
+    )
 }
 
 /// Copies the params in `mask` from `from` to `to` (same op).

@@ -549,6 +549,15 @@ impl ControlHub {
                 Outcome::Stale | Outcome::Full => {
                     self.refused(f, "the engine changed under it too often".to_string(), log)
                 }
+                Outcome::WrongKind => {
+                    let e = match &f.item {
+                        Item::Change(c) => {
+                            format!("{:?} is not a value param `{}` takes", c.value, c.param)
+                        }
+                        Item::Note(n) => format!("a note for `{}` was refused", n.module),
+                    };
+                    self.refused(f, e, log);
+                }
                 Outcome::Removed => {
                     let e = match &f.item {
                         Item::Change(c) => {
