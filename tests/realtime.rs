@@ -1591,3 +1591,172 @@ fn a_record_of_the_wrong_kind_frees_nothing_on_the_audio_thread() {
         assert_eq!(pushed.unwrap_err().outcome, Outcome::WrongKind, "{p}");
     }
 }
+
+mod fatal_panics {
+    //! A panic in the callback outside every node: the callback writes
+    //! silence from then on without running the player again, frees no
+    //! engine, and a panic that would recur each callback happens once.
+
+    use super::{common, counts, realtime};
+    use morphrt::engine::{ControlRecord, Engine};
+    use morphrt::graph::ControlValue;
+    use morphrt::host::live::input::{InputFormat, LiveInput};
+    use morphrt::host::live::player::{
+        install_panic_hook, Controls, Meters, Player, PlayerCell, ToAudio,
+    };
+    use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError, Value};
+    use morphrt::profile::Profile;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    /// Allocations std makes for one panic caught on the audio thread (the
+    /// payload's box and the unwinder's exception), and frees (the
+    /// exception, when it is caught): what the callback does at most, once.
+    const PANIC_ALLOCS: usize = 2;
+    const PANIC_FREES: usize = 1;
+
+    /// A player of `engine` on two channels, and its meters.
+    fn player(engine: Engine) -> (Player, Arc<Meters>) {
+        let meters = Arc::new(Meters::default());
+        let player = Player::new(
+            engine,
+            2,
+            None,
+            64,
+            meters.clone(),
+            Arc::new(Controls::default()),
+            std::time::Instant::now(),
+        );
+        (player, meters)
+    }
+
+    /// Plays `cell` for `callbacks` callbacks of 64 frames, counting.
+    fn play(cell: &PlayerCell, callbacks: usize) -> ((usize, usize), Vec<f32>) {
+        let mut buf = vec![0.0f32; 64 * 2];
+        let mut all = Vec::new();
+        let (a0, f0) = counts();
+        for _ in 0..callbacks {
+            realtime(|| cell.fill(&mut buf));
+            all.extend_from_slice(&buf);
+        }
+        let (a1, f1) = counts();
+        ((a1 - a0, f1 - f0), all)
+    }
+
+    /// An input whose every read panics.
+    struct Broken;
+
+    impl LiveInput for Broken {
+        fn channels(&self) -> usize {
+            1
+        }
+        fn format(&self) -> InputFormat {
+            InputFormat::F32
+        }
+        fn read(&mut self, _dst: &mut [f64]) {
+            panic!("a broken input");
+        }
+    }
+
+    const DC: &str = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.25}}],
+        "outputs": {"main": "d"}}"#;
+
+    /// A panic that would recur in every callback (the input's read) is
+    /// caught once: the allocations are std's for that one panic, over
+    /// 1000 callbacks of silence, and the control thread sees it counted.
+    #[test]
+    fn a_panic_outside_every_node_happens_once_and_the_callback_goes_silent() {
+        install_panic_hook();
+        let (mut player, meters) = player(common::engine(DC, Some(Profile::Live), 64));
+        player.set_input(Box::new(Broken));
+        let cell = PlayerCell::new(player);
+        let ((allocs, frees), out) = play(&cell, 1000);
+        assert!(
+            allocs <= PANIC_ALLOCS && frees <= PANIC_FREES,
+            "{allocs} allocations, {frees} frees"
+        );
+        assert_eq!(meters.callback_panics.load(Ordering::Relaxed), 1);
+        assert!(out.iter().all(|x| *x == 0.0), "silence");
+        assert!(cell.take().is_some(), "the player comes back to be dropped");
+    }
+
+    /// A biquad whose mode panics when set: in an engine offered to the
+    /// callback, a control carried at the swap sets it there.
+    struct BadMode;
+
+    impl<S: morphrt::dsp::Sample> Processor<S> for BadMode {
+        fn process(&mut self, io: &mut Io<'_, S>) {
+            let n = io.frames;
+            io.outputs[0][..n].fill(S::ZERO);
+        }
+        fn reset(&mut self) {}
+        fn snapshot(&self, _st: &mut NodeState) {}
+        fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
+            Ok(())
+        }
+        fn set_discrete(&mut self, _param: usize, _value: &Value) {
+            panic!("a broken mode");
+        }
+    }
+
+    const FILTERED: &str = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.25}},
+        {"id": "f", "op": "biquad", "params": {"mode": "lowpass", "cutoff": "1kHz"}}],
+        "edges": [{"from": "d", "to": "f"}], "outputs": {"main": "f"}}"#;
+
+    /// A panic while the callback swaps an offered engine in (outside every
+    /// node): neither engine is freed on the audio thread (the callback
+    /// frees only std's exception), and the callback goes silent.
+    #[test]
+    fn a_panic_during_a_swap_frees_no_engine_on_the_audio_thread() {
+        install_panic_hook();
+        for p in Profile::ALL {
+            let mut old = common::engine(FILTERED, Some(p), 64);
+            common::play(&mut old, 256, 0);
+            let st = old.snapshot();
+            let mut plan = common::plan(FILTERED, Some(p), 64);
+            let f = plan.nodes.iter_mut().find(|n| n.id == "f").unwrap();
+            f.node = Some(match f.node {
+                Some(AnyNode::F64(_)) => AnyNode::F64(Box::new(BadMode)),
+                _ => AnyNode::F32(Box::new(BadMode)),
+            });
+            let mut new = Engine::new(plan);
+            new.migrate(&st, 256);
+            // A control moves the old engine's mode after the snapshot: the
+            // swap carries it into the new engine's node, which panics.
+            let (node, param) = old.find_param("f", "mode").unwrap();
+            let record = ControlRecord {
+                sample: 256,
+                node: node as u32,
+                param: param as u16,
+                value: ControlValue::Enum(1),
+                ramp: 0,
+                engine: old.id(),
+                seq: 1,
+            };
+            old.push_control(record).unwrap();
+            common::play(&mut old, 320, 0);
+            morphrt::engine::incoming::advance_to(&mut new, 320);
+            let new_id = new.id();
+            let (mut player, meters) = player(old);
+            let mut link = player.link();
+            let cell = PlayerCell::new(player);
+            let offer = ToAudio::Offer {
+                engine: Box::new(new),
+                at: 320,
+                fade: 0,
+            };
+            assert!(link.send(offer).is_ok());
+            let ((allocs, frees), out) = play(&cell, 50);
+            assert!(
+                allocs <= PANIC_ALLOCS && frees <= PANIC_FREES,
+                "{p}: {allocs} allocations, {frees} frees"
+            );
+            assert_eq!(meters.callback_panics.load(Ordering::Relaxed), 1, "{p}");
+            assert!(out.iter().all(|x| *x == 0.0), "{p}: silence");
+            // Both engines come back to be dropped here: the new one in
+            // place, the old one retired.
+            let player = cell.take().unwrap();
+            assert_eq!(player.engine().id(), new_id, "{p}");
+        }
+    }
+}

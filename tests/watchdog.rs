@@ -323,3 +323,58 @@ fn a_one_channel_device_gets_the_mean_of_a_stereo_bus() {
         &buf[..6]
     );
 }
+
+/// A panic in the callback outside every node (here, in reading the
+/// session's input, which would panic in every callback) ends the session
+/// with an error long before the scene's end; the device got silence
+/// from the panic on, and the panic was counted once.
+#[test]
+fn a_panic_in_the_callback_outside_every_node_ends_the_session() {
+    use morphrt::host::live::input::{InputFormat, LiveInput};
+    struct Broken;
+    impl LiveInput for Broken {
+        fn channels(&self) -> usize {
+            1
+        }
+        fn format(&self) -> InputFormat {
+            InputFormat::F32
+        }
+        fn read(&mut self, _dst: &mut [f64]) {
+            panic!("a broken input");
+        }
+    }
+    morphrt::host::live::player::install_panic_hook();
+    let e = engine();
+    let rate = e.sample_rate() as f64;
+    let meters = Arc::new(Meters::default());
+    let origin = Instant::now();
+    let frames = (20.0 * rate) as u64;
+    let controls = Arc::new(Controls::default());
+    let mut player = Player::new(e, 2, Some(frames), 240, meters.clone(), controls, origin);
+    player.set_input(Box::new(Broken));
+    let mut out = Scripted {
+        script: vec![Script::Play],
+        opens: 0,
+        period: 64,
+        rate,
+        played: Arc::new(Mutex::new(Vec::new())),
+        went_quiet: Arc::new(Mutex::new(Vec::new())),
+        opened_at: Vec::new(),
+    };
+    let cfg = LoopConfig {
+        status: StatusMode::Quiet,
+        stall_periods: 4,
+        stall_min: Duration::from_millis(200),
+        max_rebuilds: 3,
+        label: String::new(),
+        fifo_latency: 64,
+    };
+    let mut log = Vec::new();
+    let started = Instant::now();
+    let _ = run_loop(&mut out, player, meters.clone(), origin, &cfg, &mut log);
+    let log = String::from_utf8_lossy(&log);
+    assert!(started.elapsed() < Duration::from_secs(5), "{log}");
+    assert!(log.contains("panicked outside every node"), "{log}");
+    assert_eq!(meters.callback_panics.load(Ordering::Relaxed), 1);
+    assert!(out.played.lock().unwrap().iter().all(|x| *x == 0.0));
+}

@@ -117,26 +117,32 @@ impl Deck {
     /// out linearly while `next` fades in; with 0 it is cut and retired at
     /// once. `next` must stand at the deck's clock. Per-node timing carries
     /// over: `next` times its nodes when the current engine does.
-    pub fn swap(&mut self, mut next: Box<Engine>, fade_frames: u64) -> Result<(), SwapRefused> {
+    pub fn swap(&mut self, next: Box<Engine>, fade_frames: u64) -> Result<(), SwapRefused> {
         if next.clock() != self.clock() {
             return Err(SwapRefused::WrongClock(next));
         }
         if self.fading.is_some() || self.retired.is_some() {
             return Err(SwapRefused::Busy(next));
         }
-        next.set_node_timing(self.current.node_timing());
-        next.carry_controls_from(&mut self.current);
-        next.carry_notes_from(&mut self.current);
+        // Both engines are in the deck before anything runs on them: a
+        // panic below unwinds through no box that owns one (an engine is
+        // never freed on the audio thread).
         let old = std::mem::replace(&mut self.current, next);
-        if fade_frames == 0 {
-            self.retired = Some(old);
+        let old = if fade_frames == 0 {
+            self.retired.insert(old)
         } else {
-            self.fading = Some(Fade {
-                start: old.clock(),
-                engine: old,
-                len_frames: fade_frames,
-            });
-        }
+            &mut self
+                .fading
+                .insert(Fade {
+                    start: old.clock(),
+                    engine: old,
+                    len_frames: fade_frames,
+                })
+                .engine
+        };
+        self.current.set_node_timing(old.node_timing());
+        self.current.carry_controls_from(old);
+        self.current.carry_notes_from(old);
         Ok(())
     }
 

@@ -27,7 +27,18 @@
 //! gathered as usual. An input fed by one edge from a node nothing else
 //! reads swaps the source's output buffer in instead of copying it
 //! ([`Slot::steal`]).
+//!
+//! **Panics.** When a kernel panics, each member of its batch runs alone
+//! for the chunk, from the inputs already gathered and under its own
+//! catch, so only a member that panics alone is dead; a fused sum is made
+//! again from the members' outputs (a finite group keeps the sum of its
+//! earlier batches for this, [`Group::saved`]). A member the kernel had
+//! already advanced runs the chunk once more from where the kernel left
+//! it. A kernel that panics when no member does alone, and a steady path
+//! that panics, are never run again. Payloads are kept by the engine
+//! (`caught.rs`), never freed on the audio thread.
 
+use super::caught::Payload;
 use super::mix::{gather, NO_RING};
 use super::node::{take_inputs, Core, Slot, NO_GROUP};
 use super::{Engine, Run};
@@ -72,6 +83,29 @@ pub(super) struct Group {
     /// ([`Processor::always_finite`](crate::ops::Processor::always_finite)):
     /// no NaN check after the kernel.
     pub(super) finite: bool,
+    /// The kernel panicked and no member did when run alone: every member
+    /// runs alone from then on (a kernel that panics is never run again).
+    pub(super) broken: bool,
+    /// The steady path panicked: it is never run again.
+    pub(super) steady_failed: bool,
+    /// A fused group of finite members in more than one batch: the sum of
+    /// the batches before the current one (its kernel leaves the members'
+    /// outputs unwritten), to start again from if the kernel panics.
+    /// Allocated with the plan (a block long); empty otherwise.
+    pub(super) saved: Vec<f64>,
+}
+
+/// How one kernel call over a batch went.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ran {
+    /// Every member clean.
+    Clean,
+    /// Some member's output was not finite (scrubbed, reported).
+    Dirty,
+    /// The kernel panicked; every member then ran alone (under its own
+    /// catch, from the inputs already gathered), so only a member that
+    /// panics alone is dead. `found`: one did.
+    Alone { found: bool },
 }
 
 /// A fused group's [`SteadyLanes`], at the members' precision.
@@ -167,6 +201,9 @@ pub(super) fn plan(
                             sum: None,
                             steady: None,
                             is_steady: false,
+                            broken: false,
+                            steady_failed: false,
+                            saved: Vec::new(),
                         });
                     }
                 }
@@ -306,6 +343,13 @@ fn fuse(slots: &mut [Slot], runs: &[Run], main: &[SourceRef], groups: &mut [Grou
             g.members = edges.iter().map(|e| e.src.node).collect();
             g.sum = Some((c, p));
             let count = g.members.len();
+            if g.finite && count > MAX_LANES {
+                let len = match &slots[c].core {
+                    Core::F32(t) => t.ins[p].len(),
+                    Core::F64(t) => t.ins[p].len(),
+                };
+                g.saved = vec![0.0; len];
+            }
             g.steady = match &slots[leader].core {
                 Core::F32(t) => t.node.steady_lanes(count).map(GroupSteady::F32),
                 Core::F64(t) => t.node.steady_lanes(count).map(GroupSteady::F64),
@@ -392,6 +436,13 @@ impl Engine {
         let count = self.groups[g].members.len();
         let kernel = self.groups[g].kernel;
         let finite = self.groups[g].finite;
+        if self.groups[g].broken {
+            for k in 0..count {
+                let i = self.groups[g].members[k];
+                self.process_slot(i, start, n);
+            }
+            return;
+        }
         if let Some((c, p)) = self.groups[g].sum {
             if self.groups[g].is_steady && self.run_steady(g, c, p, start, n) {
                 return;
@@ -399,6 +450,7 @@ impl Engine {
             self.groups[g].is_steady = false;
             if (0..count).all(|k| self.lane_ready(self.groups[g].members[k], start)) {
                 let mut clean = true;
+                let mut summed = true;
                 let mut first = true;
                 for k in (0..count).step_by(MAX_LANES) {
                     let mut batch = [0usize; MAX_LANES];
@@ -409,17 +461,39 @@ impl Engine {
                         input: p,
                         first,
                     });
-                    clean &= self.run_batch(kernel, finite, &batch[..len], start, n, sum);
+                    if !first && finite {
+                        self.keep_sum(g, c, p, n, true);
+                    }
+                    match self.run_batch(kernel, finite, &batch[..len], start, n, sum) {
+                        Ran::Clean => {}
+                        Ran::Dirty => clean = false,
+                        Ran::Alone { found } => {
+                            clean = false;
+                            self.groups[g].broken |= !found;
+                            // The kernel's part of the sum is void: the
+                            // members' own outputs (just written alone) are
+                            // added again to the sum of the batches before
+                            // (kept, for a finite group, whose outputs the
+                            // kernel leaves unwritten).
+                            summed &= (first || self.keep_sum(g, c, p, n, false))
+                                && self.resum(kernel, &batch[..len], c, p, n, first);
+                        }
+                    }
                     first = false;
                 }
                 if clean {
                     self.slots[c].prefilled |= 1 << p;
                     self.load_steady(g);
                 } else if finite {
-                    // Only a panic gets here; the members' own outputs were
-                    // not written, so the sum's node must not gather them:
-                    // the sum is silence for this chunk.
-                    self.silence_input(c, p, n);
+                    // Only a panic gets here. The members' outputs were not
+                    // all written (a finite group's kernel need not), so the
+                    // sum's node must not gather them: the sum holds, or is
+                    // silence for this chunk.
+                    if summed {
+                        self.slots[c].prefilled |= 1 << p;
+                    } else {
+                        self.silence_input(c, p, n);
+                    }
                 }
                 return;
             }
@@ -439,7 +513,10 @@ impl Engine {
                 }
             }
             if len > 0 {
-                self.run_batch(kernel, finite, &batch[..len], start, n, None);
+                let ran = self.run_batch(kernel, finite, &batch[..len], start, n, None);
+                if ran == (Ran::Alone { found: false }) {
+                    self.groups[g].broken = true;
+                }
             }
         }
     }
@@ -469,6 +546,7 @@ impl Engine {
         let Group {
             steady: Some(steady),
             members,
+            steady_failed: false,
             ..
         } = &mut self.groups[g]
         else {
@@ -501,7 +579,9 @@ impl Engine {
     /// A steady chunk of fused group `g` (summing into node `c`'s input
     /// `p`): the kept copy runs every member, with no per-member work here
     /// but handing it the nodes. False, with nothing run, when the copy
-    /// found a member changed; a panic silences the sum and the members.
+    /// found a member changed, or when the copy panicked (the payload is
+    /// kept; the steady path is off from then on, and the chunk runs the
+    /// usual way, where only a member that panics is muted).
     fn run_steady(&mut self, g: usize, c: usize, p: usize, start: u64, n: usize) -> bool {
         let group = &mut self.groups[g];
         let (Some(steady), true) = (&mut group.steady, c < self.slots.len()) else {
@@ -529,23 +609,17 @@ impl Engine {
             ),
         };
         match ran {
-            Some(true) => {
+            Ok(true) => {
                 self.slots[c].prefilled |= 1 << p;
                 true
             }
-            Some(false) => false,
-            None => {
-                self.groups[g].is_steady = false;
-                for k in 0..self.groups[g].members.len() {
-                    let i = self.groups[g].members[k];
-                    self.report_panic(i, start);
-                    match &mut self.slots[i].core {
-                        Core::F32(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
-                        Core::F64(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
-                    }
-                }
-                self.silence_input(c, p, n);
-                true
+            Ok(false) => false,
+            Err(payload) => {
+                self.caught.keep(payload);
+                let group = &mut self.groups[g];
+                group.is_steady = false;
+                group.steady_failed = true;
+                false
             }
         }
     }
@@ -562,7 +636,7 @@ impl Engine {
         start: u64,
         n: usize,
         sum: Option<Fused>,
-    ) -> bool {
+    ) -> Ran {
         // Every member's slot lines the batch reads, on their way to the
         // cache at once rather than one miss after another below.
         #[cfg(target_arch = "x86_64")]
@@ -581,13 +655,20 @@ impl Engine {
             GroupKernel::F32(f) => call_kernel(&mut self.slots, f, batch, start, n, sum, !finite),
             GroupKernel::F64(f) => call_kernel(&mut self.slots, f, batch, start, n, sum, !finite),
         };
+        let known = match ran {
+            Ok(known) => known,
+            Err(payload) => {
+                self.caught.keep(payload);
+                for &i in batch {
+                    self.rerun_alone(i, start, n);
+                }
+                let found = batch.iter().any(|&i| self.slots[i].recovery.dead);
+                return Ran::Alone { found };
+            }
+        };
         let end = start + n as u64;
-        let mut all_clean = ran.is_some();
+        let mut all_clean = true;
         for (j, &i) in batch.iter().enumerate() {
-            let Some(known) = ran else {
-                self.report_panic(i, start);
-                continue;
-            };
             let level = self.simd;
             let clean = finite
                 || known >> j & 1 != 0
@@ -602,7 +683,67 @@ impl Engine {
                 self.report_nan(i, start, end);
             }
         }
-        all_clean
+        if all_clean {
+            Ran::Clean
+        } else {
+            Ran::Dirty
+        }
+    }
+
+    /// Runs member `i` of a batch whose kernel panicked the usual way, from
+    /// the inputs the batch gathered (not gathered, nor a buffer swapped
+    /// in, again).
+    #[cold]
+    fn rerun_alone(&mut self, i: usize, start: u64, n: usize) {
+        let steal = std::mem::take(&mut self.slots[i].steal);
+        self.slots[i].prefilled = u64::MAX;
+        self.process_slot(i, start, n);
+        self.slots[i].steal = steal;
+    }
+
+    /// Sums the outputs 0 of `batch` into node `c`'s input `p`, in member
+    /// order, as a fused kernel does (`first`: nothing in it yet): false if
+    /// the slots are not of the kernel's precision.
+    #[cold]
+    fn resum(
+        &mut self,
+        kernel: GroupKernel,
+        batch: &[usize],
+        c: usize,
+        p: usize,
+        n: usize,
+        first: bool,
+    ) -> bool {
+        match kernel {
+            GroupKernel::F32(_) => resum::<f32>(&mut self.slots, batch, c, p, n, first),
+            GroupKernel::F64(_) => resum::<f64>(&mut self.slots, batch, c, p, n, first),
+        }
+    }
+
+    /// Copies node `c`'s input `p` into group `g`'s [`Group::saved`]
+    /// (`save`), or back: false when the group keeps none.
+    fn keep_sum(&mut self, g: usize, c: usize, p: usize, n: usize, save: bool) -> bool {
+        let saved = &mut self.groups[g].saved;
+        let Some(saved) = saved.get_mut(..n) else {
+            return false;
+        };
+        let Some(slot) = self.slots.get_mut(c) else {
+            return false;
+        };
+        // f32 goes through f64 and back exactly.
+        match &mut slot.core {
+            Core::F32(t) => match t.ins.get_mut(p).and_then(|x| x.get_mut(..n)) {
+                Some(x) if save => saved.iter_mut().zip(x).for_each(|(s, v)| *s = *v as f64),
+                Some(x) => x.iter_mut().zip(saved).for_each(|(v, s)| *v = *s as f32),
+                None => return false,
+            },
+            Core::F64(t) => match t.ins.get_mut(p).and_then(|x| x.get_mut(..n)) {
+                Some(x) if save => saved.copy_from_slice(x),
+                Some(x) => x.copy_from_slice(saved),
+                None => return false,
+            },
+        }
+        true
     }
 
     /// Node `c`'s input `p` as silence for the chunk, already summed.
@@ -712,12 +853,42 @@ struct Fused {
 typed!(f32, F32);
 typed!(f64, F64);
 
+/// [`Engine::resum`] at one precision.
+fn resum<S: Typed>(
+    slots: &mut [Slot],
+    batch: &[usize],
+    c: usize,
+    p: usize,
+    n: usize,
+    first: bool,
+) -> bool {
+    if c >= slots.len() || batch.iter().any(|&i| i >= c) {
+        return false;
+    }
+    let (before, after) = slots.split_at_mut(c);
+    let Some(dst) = S::input(&mut after[0], p) else {
+        return false;
+    };
+    let mut sum = LaneSum {
+        dst: &mut dst[..n],
+        first,
+        outputs: false,
+    };
+    for &i in batch {
+        let Some(out) = S::member(&mut before[i]).and_then(|m| m.outputs.first()) else {
+            return false;
+        };
+        sum.add(&out[..n]);
+    }
+    true
+}
+
 /// Calls `f` on the members `batch` (schedule indices in the order they
 /// run, at most [`MAX_LANES`]), with the fused `sum` if any (whose node
 /// comes after every member); `outputs`: the members' outputs must be
 /// written even with a sum. The kernel's mask of members known finite, or
-/// None if it panicked: the members' outputs are then silenced (a panic
-/// payload is leaked, not freed on the audio thread).
+/// the payload of its panic (the members' outputs and the sum are then
+/// void).
 fn call_kernel<S: Typed>(
     slots: &mut [Slot],
     f: LaneKernel<S>,
@@ -726,7 +897,7 @@ fn call_kernel<S: Typed>(
     n: usize,
     sum: Option<Fused>,
     outputs: bool,
-) -> Option<u64> {
+) -> Result<u64, Payload> {
     let (before, after) = match sum {
         Some(s) => slots.split_at_mut(s.node),
         None => (slots, &mut [][..]),
@@ -760,33 +931,16 @@ fn call_kernel<S: Typed>(
     // SAFETY: the first `len` entries were written just above, and
     // `LaneMember` holds only references (nothing to drop).
     let members = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), len) };
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         f(members, n, start, lane_sum.as_mut())
-    }));
-    match ran {
-        Ok(known) => Some(known),
-        Err(payload) => {
-            std::mem::forget(payload);
-            for &i in batch {
-                let Some(slot) = before.get_mut(i) else {
-                    break;
-                };
-                match &mut slot.core {
-                    Core::F32(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
-                    Core::F64(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
-                }
-            }
-            None
-        }
-    }
+    }))
 }
 
 /// Runs a steady chunk through `st` for `members` (schedule indices, all
 /// before the sum's node `consumer`, whose input `p` the members sum
 /// into), in batches of [`STEADY_BATCH`] nodes lent from the stack (a
 /// batch that finds a change takes the ones before back: nothing runs
-/// unless all can): whether it ran, or None if it panicked (a payload is
-/// leaked, not freed on the audio thread).
+/// unless all can): whether it ran, or the payload of its panic.
 fn steady_call<S: Typed>(
     st: &mut dyn SteadyLanes<S>,
     members: &[usize],
@@ -795,8 +949,10 @@ fn steady_call<S: Typed>(
     p: usize,
     start: u64,
     n: usize,
-) -> Option<bool> {
-    let dst = S::input(consumer, p)?;
+) -> Result<bool, Payload> {
+    let Some(dst) = S::input(consumer, p) else {
+        return Ok(false);
+    };
     let mut sum = LaneSum {
         dst: &mut dst[..n],
         first: true,
@@ -806,7 +962,7 @@ fn steady_call<S: Typed>(
         [const { MaybeUninit::uninit() }; STEADY_BATCH];
     let (base, count) = (before.as_mut_ptr(), before.len());
     if members.iter().any(|&i| i >= count) {
-        return Some(false);
+        return Ok(false);
     }
     // Batch `k0`'s nodes in `nodes`, borrowed for one call.
     let mut lend = |k0: usize, f: &mut dyn FnMut(&mut [&mut dyn std::any::Any]) -> bool| {
@@ -832,7 +988,7 @@ fn steady_call<S: Typed>(
         };
         f(lent)
     };
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         for k0 in (0..members.len()).step_by(STEADY_BATCH) {
             if !lend(k0, &mut |nodes| st.run(k0, nodes, n, start, &mut sum)) {
                 // A change the engine was not told of: the batches before
@@ -848,14 +1004,7 @@ fn steady_call<S: Typed>(
             }
         }
         true
-    }));
-    match ran {
-        Ok(ran) => Some(ran),
-        Err(payload) => {
-            std::mem::forget(payload);
-            None
-        }
-    }
+    }))
 }
 
 /// Members whose nodes a steady chunk lends its kept copy at once (from

@@ -19,6 +19,7 @@ mod beats;
 mod blocks;
 mod bus;
 mod capture;
+mod caught;
 mod control;
 mod deck;
 mod feed;
@@ -83,6 +84,9 @@ pub struct Engine {
     limit_main: bool,
     seed: SeedSource,
     stats: EngineStats,
+    /// Payloads of the panics caught while running, kept until the engine
+    /// is dropped (off the audio thread).
+    caught: caught::Caught,
     main_sig: u64,
     main_wiring: u64,
     crossfade: u64,
@@ -221,6 +225,7 @@ impl Engine {
             limit_main: session == Profile::Live,
             seed: plan.seed,
             stats: EngineStats::default(),
+            caught: caught::Caught::new(),
             main_sig,
             main_wiring,
             crossfade: plan.crossfade,
@@ -262,6 +267,13 @@ impl Engine {
     }
     pub fn stats(&self) -> &EngineStats {
         &self.stats
+    }
+
+    /// The message of the first panic caught while running (a node's or a
+    /// lane kernel's), when it was a string; for a report off the audio
+    /// thread.
+    pub fn first_panic_message(&self) -> Option<&str> {
+        self.caught.first_message()
     }
     /// The id of a node by schedule index.
     pub fn node_id(&self, i: usize) -> &str {

@@ -325,7 +325,10 @@ impl Engine {
             Outcome::Ok if slot.recovery.resetting.is_some() => {}
             Outcome::Ok => slot.recovery.ran_clean(end),
             Outcome::NonFinite => self.report_nan(i, start, end),
-            Outcome::Panicked => self.report_panic(i, start),
+            Outcome::Panicked(p) => {
+                self.caught.keep(p);
+                self.report_panic(i, start);
+            }
         }
     }
 
@@ -533,8 +536,8 @@ enum Outcome {
     Ok,
     /// It produced NaN/Inf (replaced by silence).
     NonFinite,
-    /// It panicked (its outputs are silence).
-    Panicked,
+    /// It panicked (its outputs are silence); the payload, to be kept.
+    Panicked(super::caught::Payload),
 }
 
 /// What one call of a node reads besides its own buffers.
@@ -597,13 +600,11 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
     if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         node.process(&mut io);
     })) {
-        // Freeing the payload would be a free on the audio thread; a node
-        // panics at most once per engine, so leaking it is bounded.
-        std::mem::forget(payload);
+        // Kept by the engine: freeing it here would free on the audio thread.
         for out in t.outs.iter_mut() {
             out[..n].iter_mut().for_each(|x| *x = S::ZERO);
         }
-        return Outcome::Panicked;
+        return Outcome::Panicked(payload);
     }
     let mut bad = false;
     for out in t.outs.iter_mut() {

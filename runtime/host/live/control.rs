@@ -141,6 +141,13 @@ pub fn run_loop_with(
         if playing.meters.finished.load(Ordering::Acquire) {
             break;
         }
+        if playing.meters.callback_panics.load(Ordering::Acquire) > 0 {
+            let _ = writeln!(
+                log,
+                "error: the audio callback panicked outside every node; the output is silence and the session stops"
+            );
+            break;
+        }
         if !matches!(health, Health::Playing) {
             if stopping(&playing.cell) {
                 // The user asked to stop; a failing device only ends it sooner.

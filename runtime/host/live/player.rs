@@ -664,12 +664,15 @@ impl Player {
             }
         }
         let clock = self.deck.clock();
-        if let Some(mut state) = self.capturing.take() {
-            if !self.deck.continue_capture(&mut state) {
+        // A capture buffer stays in `capturing` while the engine copies into
+        // it: a panic then unwinds through no box that owns it.
+        if let Some(state) = &mut self.capturing {
+            if !self.deck.continue_capture(state) {
                 // Requests wait behind the capture.
-                self.capturing = Some(state);
                 return;
             }
+        }
+        if let Some(state) = self.capturing.take() {
             let at = state.clock;
             self.send(FromAudio::Captured { state, at });
         }
@@ -688,11 +691,12 @@ impl Player {
                 break;
             };
             match req {
-                ToAudio::Capture(mut state) => {
-                    if self.deck.begin_capture(&mut state) {
-                        self.send(FromAudio::Captured { state, at: clock });
-                    } else {
-                        self.capturing = Some(state);
+                ToAudio::Capture(state) => {
+                    let state = self.capturing.insert(state);
+                    if self.deck.begin_capture(state) {
+                        if let Some(state) = self.capturing.take() {
+                            self.send(FromAudio::Captured { state, at: clock });
+                        }
                     }
                 }
                 ToAudio::Offer { engine, at, fade } => self.offer(engine, at, fade, clock),
@@ -714,7 +718,8 @@ impl Player {
     /// next block otherwise; refuses it if the history no longer holds
     /// what it needs. Real-time safe: the history is only read, and the
     /// blocks run into the engine's own buffers.
-    fn catch_up(&mut self, mut engine: Box<Engine>, fade_frames: u64, clock: u64) {
+    fn catch_up(&mut self, engine: Box<Engine>, fade_frames: u64, clock: u64) {
+        let mut engine = InFlight::new(engine);
         let block = self.deck.block_size();
         for _ in 0..CATCH_UP_PER_BLOCK {
             let at = engine.clock();
@@ -725,6 +730,7 @@ impl Player {
                 break;
             };
             if !history.load(at, &mut engine.input_block(block)) {
+                let engine = engine.land();
                 self.send(FromAudio::Refused { engine, clock });
                 return;
             }
@@ -733,14 +739,14 @@ impl Player {
         if engine.clock() < clock && self.history.is_some() {
             let at = engine.clock();
             self.catching_up = Some(HeldOffer {
-                engine,
+                engine: engine.land(),
                 at,
                 fade_frames,
             });
             return;
         }
         engine.set_swap_sample(clock);
-        self.offer(engine, clock, fade_frames, clock);
+        self.offer(engine.land(), clock, fade_frames, clock);
     }
 
     fn offer(&mut self, engine: Box<Engine>, at: u64, fade_frames: u64, clock: u64) {
@@ -936,11 +942,56 @@ impl Player {
     }
 }
 
+/// An engine the callback runs while it is in no field of the player (a
+/// local): dropped as usual, but leaked if a panic unwinds through it,
+/// never freed on the audio thread. After such a panic the player never
+/// runs again ([`PlayerCell::fill`]), so this leaks at most once.
+struct InFlight(std::mem::ManuallyDrop<Box<Engine>>);
+
+impl InFlight {
+    fn new(engine: Box<Engine>) -> InFlight {
+        InFlight(std::mem::ManuallyDrop::new(engine))
+    }
+
+    /// The engine, to be stored or sent.
+    fn land(self) -> Box<Engine> {
+        let mut me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again.
+        unsafe { std::mem::ManuallyDrop::take(&mut me.0) }
+    }
+}
+
+impl std::ops::Deref for InFlight {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for InFlight {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.0
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            // SAFETY: dropped once, here.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.0) }
+        }
+    }
+}
+
 /// Hands the player between the callback and the control thread without a
 /// lock: the callback takes it for the duration of one call; the control
 /// thread only touches it when no stream is running.
 pub struct PlayerCell {
     player: UnsafeCell<Option<Player>>,
+    /// The payload of a panic the callback caught outside every node: set
+    /// once, kept (freed with the cell, off the audio thread). From then
+    /// on the callback writes silence and never runs the player again.
+    fatal: UnsafeCell<Option<Box<dyn std::any::Any + Send>>>,
     busy: AtomicBool,
     controls: Arc<Controls>,
     meters: Arc<Meters>,
@@ -974,6 +1025,7 @@ impl PlayerCell {
         let meters = p.meters.clone();
         Arc::new(PlayerCell {
             player: UnsafeCell::new(Some(p)),
+            fatal: UnsafeCell::new(None),
             busy: AtomicBool::new(false),
             controls,
             meters,
@@ -986,9 +1038,13 @@ impl PlayerCell {
     }
 
     /// Runs the player's callback unless another call holds it (then writes
-    /// silence). Wait-free. A panic inside is contained: the buffer is
-    /// silence, the callback is counted in the meters, and the next call
-    /// runs normally (a node that panics is muted by the engine).
+    /// silence). Wait-free. A panic in a node is the engine's to contain (the
+    /// node is muted). A panic anywhere else is fatal: the buffer is
+    /// silence, it is counted in [`Meters::callback_panics`] (the control
+    /// thread ends the session), and from then on every call writes silence
+    /// without running the player, which keeps its engines for the control
+    /// thread to drop ([`take`](Self::take)): nothing is freed on the audio
+    /// thread, and a panic that would recur each call happens once.
     pub fn fill(&self, out: &mut [f32]) {
         if self.busy.swap(true, Ordering::Acquire) {
             out.iter_mut().for_each(|x| *x = 0.0);
@@ -996,16 +1052,16 @@ impl PlayerCell {
         }
         IN_AUDIO.with(|f| f.set(true));
         // SAFETY: `busy` was false, so no one else is inside.
-        let player = unsafe { &mut *self.player.get() };
+        let (player, fatal) = unsafe { (&mut *self.player.get(), &mut *self.fatal.get()) };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match player {
-            Some(p) => p.fill(out),
-            None => out.iter_mut().for_each(|x| *x = 0.0),
+            Some(p) if fatal.is_none() => p.fill(out),
+            _ => out.iter_mut().for_each(|x| *x = 0.0),
         }));
         if let Err(payload) = r {
-            // Freeing the payload here would free on the audio thread.
-            std::mem::forget(payload);
+            // Kept, not freed on the audio thread.
+            *fatal = Some(payload);
             out.iter_mut().for_each(|x| *x = 0.0);
-            self.meters.callback_panics.fetch_add(1, Ordering::Relaxed);
+            self.meters.callback_panics.fetch_add(1, Ordering::Release);
         }
         IN_AUDIO.with(|f| f.set(false));
         self.busy.store(false, Ordering::Release);
