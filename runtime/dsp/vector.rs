@@ -1131,7 +1131,11 @@ mod tests {
             let mut members = Vec::new();
             for _ in 0..count {
                 z = rand_philox::splitmix64(z);
-                let inc = if z.is_multiple_of(3) { z >> (z % 64) } else { z };
+                let inc = if z.is_multiple_of(3) {
+                    z >> (z % 64)
+                } else {
+                    z
+                };
                 steps.push(SineSteps::new(inc));
             }
             for st in &steps {
