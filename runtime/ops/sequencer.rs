@@ -149,7 +149,11 @@ impl<S: Sample, M: Math> Sequencer<S, M> {
         }
         self.value = v;
         // NaN (a port's) reads as 0: the shortest gate.
-        let g = if gate.is_nan() { 0.0 } else { gate.clamp(0.0, 1.0) };
+        let g = if gate.is_nan() {
+            0.0
+        } else {
+            gate.clamp(0.0, 1.0)
+        };
         self.gate = true;
         let last = !self.looping && self.k >= n;
         if g >= 1.0 {
@@ -563,7 +567,10 @@ mod tests {
             let want: Vec<usize> = (0..5).map(|k| 12000 * k + 6000 * (k % 2)).collect();
             assert_eq!(rises(g), want, "block {block}");
             assert_eq!(g[23_998], 1.0, "block {block}");
-            assert_eq!(g[23_999], 0.0, "block {block}: closed the sample before step 2");
+            assert_eq!(
+                g[23_999], 0.0,
+                "block {block}: closed the sample before step 2"
+            );
             assert_eq!(g[24_000], 1.0, "block {block}");
             // Unswung steps keep their full gate.
             assert_eq!(g[5999], 1.0);
