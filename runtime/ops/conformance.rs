@@ -499,6 +499,19 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         )
     });
+    // Limiting the 4× oversampled true peak.
+    v.push(Case {
+        n_inputs: 1,
+        ..case(
+            "limiter",
+            vec![
+                ("ceiling", num(-3.0)),
+                ("release", num(0.01)),
+                ("lookahead", num(0.001)),
+                ("true_peak", Value::Bool(true)),
+            ],
+        )
+    });
     let span = |num: i128, den: i128| Value::Span(crate::scene::Rational::new(num, den).unwrap());
     // 480 samples a step (exact), rests, default gate.
     v.push(case(

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! u    = x delayed by predelay·sr (linear interpolation; 0 … 0.5 s)
-//! y_i  = line i's output (the sample written L_i frames ago)
+//! y_i  = DC(line i's output (the sample written L_i frames ago))
 //! z_i  = g_hi_i·y_i + (g_lo_i − g_hi_i)·LP(y_i)            the damping shelf
 //! v    = ¼·H16·z                                          H16: Sylvester Hadamard
 //! line i is fed  v_i + b_i·u                              b_i = ±¼
@@ -32,11 +32,21 @@
 //! coefficient functions) whenever `rt60_low`, `rt60_high` or `crossover`
 //! change, so modulating them costs a design per sample.
 //!
+//! **DC.** Every line's output passes a DC blocker before it is read
+//! into the outputs and fed back: the bilinear first-order highpass at
+//! [`DC_HZ`], `DC(z) = (1 − z⁻¹)/((1 + k_dc)(1 − α_dc z⁻¹))` with
+//! `k_dc = tan(π·DC_HZ/sr)`, `α_dc = (1 − k_dc)/(1 + k_dc)`. It is 0 at DC and
+//! 1 at Nyquist, never above 1, so the loop stays stable and a DC offset
+//! at the input leaves no offset in the wet signal: every path from the
+//! input to `wet` passes a blocker, so the impulse response sums to 0 (up
+//! to rounding). Without it the network's DC gain (the lines' low-band gain
+//! fed back through the matrix) turned an offset into a larger one.
+//!
 //! **Stereo.** `out` and `out_r` read every line with orthogonal sign
 //! vectors: over a diffuse tail the two are uncorrelated.
 //!
 //! **State.** The lines (one flat array, line i at its offset), the
-//! damping filters' states, the predelay ring and the frame count since
+//! damping filters' and DC blockers' states, the predelay ring and the frame count since
 //! reset (every ring's write index is the frame count modulo its length).
 //! The lines and the predelay ring are long histories, captured and reset
 //! in parts.
@@ -84,6 +94,9 @@ const RIGHT_ROW: usize = 6;
 
 /// ¼ = 1/√16: the Hadamard matrix's scale, and the input and output taps'.
 const QUARTER: f64 = 0.25;
+
+/// The DC blockers' corner (Hz): far below what a room rings at.
+pub(crate) const DC_HZ: f64 = 5.0;
 
 /// `rt60_low`/`rt60_high` are designed within this range (seconds).
 const MIN_RT60: f64 = 0.05;
@@ -207,6 +220,11 @@ struct Reverb<S, M> {
     w: [usize; LINES],
     /// The damping lowpasses' states (transposed direct form II).
     damp: [S; LINES],
+    /// The DC blockers' states (transposed direct form II) and coefficients:
+    /// `out = b·y + st; st = α_dc·out − b·y`, `b = 1/(1 + k_dc)`.
+    dc: [S; LINES],
+    dc_b: S,
+    dc_alpha: S,
     /// The predelay ring and where it writes (`frames mod pre.len()`).
     pre: Vec<S>,
     pre_w: usize,
@@ -271,8 +289,11 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         }
 
         let mut y = [S::ZERO; LINES];
+        let (b, a) = (self.dc_b, self.dc_alpha);
         for (i, y) in y.iter_mut().enumerate() {
-            *y = self.lines[self.off[i] + self.w[i]];
+            let by = b * self.lines[self.off[i] + self.w[i]];
+            *y = by + self.dc[i];
+            self.dc[i] = a * *y - by;
         }
         let (mut wet_l, mut wet_r) = (S::ZERO, S::ZERO);
         for (i, &y) in y.iter().enumerate() {
@@ -352,6 +373,7 @@ impl<S: Sample, M: Math> Processor<S> for Reverb<S, M> {
         self.lines.fill(S::ZERO);
         self.pre.fill(S::ZERO);
         self.damp = [S::ZERO; LINES];
+        self.dc = [S::ZERO; LINES];
         self.frames = 0;
         self.set_positions();
     }
@@ -359,6 +381,7 @@ impl<S: Sample, M: Math> Processor<S> for Reverb<S, M> {
     fn snapshot(&self, st: &mut NodeState) {
         st.put_samples("lines", &self.lines);
         st.put_samples("damp", &self.damp);
+        st.put_samples("dc", &self.dc);
         st.put_samples("predelay", &self.pre);
         st.put_u64("frames", self.frames);
     }
@@ -370,6 +393,7 @@ impl<S: Sample, M: Math> Processor<S> for Reverb<S, M> {
         let p = part.progress();
         if p == Progress::Done {
             self.damp = [S::ZERO; LINES];
+            self.dc = [S::ZERO; LINES];
             self.frames = 0;
             self.set_positions();
         }
@@ -400,6 +424,7 @@ impl<S: Sample, M: Math> Processor<S> for Reverb<S, M> {
         }
         if done == 0 {
             st.put_samples("damp", &self.damp);
+            st.put_samples("dc", &self.dc);
         }
         let pstart = (frames % self.pre.len() as u64) as usize;
         st.put_ring_part("predelay", &self.pre, pstart, done, budget);
@@ -418,6 +443,7 @@ impl<S: Sample, M: Math> Processor<S> for Reverb<S, M> {
         let frames = st.get_u64("frames")?;
         st.get_samples("lines", &mut self.lines)?;
         st.get_samples("damp", &mut self.damp)?;
+        st.get_samples("dc", &mut self.dc)?;
         st.get_samples("predelay", &mut self.pre)?;
         self.frames = frames;
         self.set_positions();
@@ -444,12 +470,16 @@ impl Operator for ReverbOp {
         }
         let max_pre = pre as usize;
         let q = QUARTER;
+        let k_dc = M::coef_tan(PI * DC_HZ / cx.sample_rate);
         let mut node = Reverb::<S, M> {
             lines: vec![S::ZERO; total],
             off,
             len,
             w: [0; LINES],
             damp: [S::ZERO; LINES],
+            dc: [S::ZERO; LINES],
+            dc_b: S::from_f64(1.0 / (1.0 + k_dc)),
+            dc_alpha: S::from_f64((1.0 - k_dc) / (1.0 + k_dc)),
             pre: vec![S::ZERO; max_pre + 2],
             pre_w: 0,
             frames: 0,
@@ -494,7 +524,8 @@ pub static REVERB: OpSpec = OpSpec {
     doc: "Algorithmic reverb: a 16-line feedback delay network (lengths distinct primes, \
           15 … 55 ms × size; feedback ¼·Hadamard, orthogonal), each line damped by a \
           first-order shelf so the tail decays 60 dB in rt60_low below the crossover and \
-          in rt60_high above it. The input is predelayed; out and out_r read the lines \
+          in rt60_high above it; a DC blocker (a 5 Hz highpass) on every line keeps an \
+          offset out of the wet signal. The input is predelayed; out and out_r read the lines \
           through orthogonal sign vectors (a decorrelated stereo tail); \
           out = (1−mix)·in + mix·wet.",
     inputs: &["in"],

@@ -148,24 +148,30 @@ impl<S: Sample, M: Math> Sequencer<S, M> {
             return;
         }
         self.value = v;
-        let g = gate.clamp(0.0, 1.0);
-        if g <= 0.0 {
-            self.gate = false;
-            self.gate_off = u64::MAX;
+        // NaN (a port's) reads as 0: the shortest gate.
+        let g = if gate.is_nan() {
+            0.0
+        } else {
+            gate.clamp(0.0, 1.0)
+        };
+        self.gate = true;
+        let last = !self.looping && self.k >= n;
+        if g >= 1.0 {
+            // A gate of 1 ties into the next step: it stays open (an
+            // envelope is not retriggered) unless that step is a rest.
+            self.gate_off = if last { self.next_on } else { u64::MAX };
             return;
         }
+        // At least 1 sample; closed for at least the sample before the next
+        // step starts (a swung step is shorter than `len`), so that step
+        // retriggers. A step 1 sample long leaves no room: its gate is that
+        // sample.
         let glen = exact_rational(g)
             .and_then(|g| g.checked_mul(self.len))
             .map(|x| x.round_half_even().max(1) as u64)
             .unwrap_or(1);
-        self.gate = true;
-        let off = this_on.saturating_add(glen);
-        // A gate that reaches the next step is tied into it: it stays open
-        // (an envelope is not retriggered) unless that step is a rest.
-        self.gate_off = if off >= self.next_on { u64::MAX } else { off };
-        if !self.looping && self.k >= n && self.gate_off == u64::MAX {
-            self.gate_off = self.next_on;
-        }
+        let latest = self.next_on.saturating_sub(1).max(this_on + 1);
+        self.gate_off = this_on.saturating_add(glen).min(latest);
     }
 
     /// Re-anchors the grid at the clock: the step position now is kept,
@@ -289,6 +295,11 @@ impl<S: Sample, M: Math> Processor<S> for Sequencer<S, M> {
                     self.reanchor(len);
                     if !self.done {
                         self.next_on = self.onset(self.k, self.swing);
+                        // An open gate still closes before the next step.
+                        if self.gate_off != u64::MAX {
+                            let latest = self.next_on.saturating_sub(1).max(self.t);
+                            self.gate_off = self.gate_off.min(latest);
+                        }
                     }
                 }
             }
@@ -338,7 +349,7 @@ impl Operator for SequencerOp {
 
 pub static SEQUENCER: OpSpec = OpSpec {
     name: "sequencer",
-    doc: "Step sequencer on the beat grid: step k starts at round_half_even((k + s_k)·L) samples, L the exact step length (`rate` × the sample rate) and s_k the `swing` on odd steps; `value` holds the current step's value (a `null` rest keeps the previous one, 0 before the first), `gate` is 1 from a step's start for `gate` × L samples (a gate of 1 ties into the next step), else 0. `output: \"hz\"` turns note numbers into Hz (440·2^((n−69)/12)) for an oscillator's `freq`. A tempo edit while playing re-anchors the grid where it applies.",
+    doc: "Step sequencer on the beat grid: step k starts at round_half_even((k + s_k)·L) samples, L the exact step length (`rate` × the sample rate) and s_k the `swing` on odd steps; `value` holds the current step's value (a `null` rest keeps the previous one, 0 before the first), `gate` is 1 from a step's start for `gate` × L samples (at least 1) and 0 from the sample before the next step's start at the latest (a swung step is shorter), so every step retriggers; only a gate of 1 ties into the next step. `output: \"hz\"` turns note numbers into Hz (440·2^((n−69)/12)) for an oscillator's `freq`. A tempo edit while playing re-anchors the grid where it applies.",
     inputs: &[],
     outputs: &["value", "gate"],
     params: &[
@@ -532,6 +543,76 @@ mod tests {
         assert_eq!(out[0][0], 440.0);
         assert_eq!(out[0][480], 220.0);
         assert!((out[0][960] - 261.625_565_300_598_6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_swung_steps_gate_closes_before_the_next_step_which_retriggers() {
+        // An eighth at 120 bpm is 12000 samples; swing 0.5 puts step 1 at
+        // 18000, 6000 samples before step 2, and its half-step gate (6000
+        // samples) would reach step 2.
+        for block in [1, 7, 64, 4096] {
+            let out = run(
+                &[
+                    ("steps", Value::Gains(vec![1.0, 2.0, 3.0, 4.0])),
+                    ("rate", span(1, 4)),
+                    ("gate", Value::Number(0.5)),
+                    ("swing", Value::Number(0.5)),
+                ],
+                60_000,
+                block,
+                Profile::Strict,
+            );
+            let g = &out[1];
+            // The oracle: step k at 12000·k, odd steps 6000 late.
+            let want: Vec<usize> = (0..5).map(|k| 12000 * k + 6000 * (k % 2)).collect();
+            assert_eq!(rises(g), want, "block {block}");
+            assert_eq!(g[23_998], 1.0, "block {block}");
+            assert_eq!(
+                g[23_999], 0.0,
+                "block {block}: closed the sample before step 2"
+            );
+            assert_eq!(g[24_000], 1.0, "block {block}");
+            // Unswung steps keep their full gate.
+            assert_eq!(g[5999], 1.0);
+            assert_eq!(g[6000], 0.0);
+        }
+    }
+
+    #[test]
+    fn a_gate_just_under_one_still_retriggers_every_step() {
+        // 0.9999 of 480 samples rounds to 480: only a gate of 1 ties.
+        let out = run(
+            &[
+                ("steps", Value::Gains(vec![1.0, 2.0])),
+                ("rate", span(1, 100)),
+                ("gate", Value::Number(0.9999)),
+            ],
+            1440,
+            64,
+            Profile::Strict,
+        );
+        assert_eq!(rises(&out[1]), vec![0, 480, 960]);
+        assert_eq!(out[1][479], 0.0);
+        assert_eq!(out[1][478], 1.0);
+    }
+
+    #[test]
+    fn a_gate_of_zero_opens_for_one_sample() {
+        for block in [1, 7, 64] {
+            let out = run(
+                &[
+                    ("steps", Value::Gains(vec![1.0, f64::NAN, 3.0])),
+                    ("rate", span(1, 100)),
+                    ("gate", Value::Number(0.0)),
+                ],
+                1440,
+                block,
+                Profile::Strict,
+            );
+            let open: Vec<usize> = (0..1440).filter(|&i| out[1][i] == 1.0).collect();
+            // One sample at each step that is not a rest.
+            assert_eq!(open, vec![0, 960], "block {block}");
+        }
     }
 
     #[test]

@@ -220,3 +220,154 @@ fn a_lookahead_under_a_sample_is_linted() {
         l[0].message
     );
 }
+
+/// The largest magnitude of `x` 4× oversampled by scipy's `resample_poly`
+/// (`tests/oracles/true_peak.py`), an interpolator independent of the
+/// limiter's.
+fn scipy_true_peak(x: &[f64], tag: &str) -> f64 {
+    let dir = std::env::temp_dir().join(format!("morphrt-true-peak-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{tag}.f64"));
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&path, bytes).unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracles/true_peak.py");
+    let o = std::process::Command::new("python3")
+        .arg(script)
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("python3 is needed for the oracles: {e}"));
+    assert!(
+        o.status.success(),
+        "true_peak.py failed (numpy and scipy: `python3 -m pip install numpy scipy`): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_file(&path);
+    String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
+}
+
+/// The largest magnitude of `x` read by a BS.1770-4 meter: `x` stuffed
+/// with three zeros after every sample and convolved with the 48-tap
+/// prototype `h[i] = TRUE_PEAK_FIR[i % 4][i / 4]` (times 4 is folded into
+/// the table).
+fn bs1770_true_peak(x: &[f64]) -> f64 {
+    let h: Vec<f64> = (0..48).map(|i| TRUE_PEAK_FIR[i % 4][i / 4]).collect();
+    let mut up = vec![0.0; 4 * x.len()];
+    for (i, v) in x.iter().enumerate() {
+        up[4 * i] = *v;
+    }
+    (0..up.len())
+        .map(|k| {
+            let mut acc = 0.0;
+            for (i, hi) in h.iter().enumerate() {
+                if i <= k {
+                    acc += hi * up[k - i];
+                }
+            }
+            acc.abs()
+        })
+        .fold(0.0, f64::max)
+}
+
+fn tp_runner(ceiling: f64, true_peak: bool, precision: Precision) -> NodeRunner {
+    let profile = match precision {
+        Precision::F64 => Profile::Strict,
+        Precision::F32 => Profile::Repro,
+    };
+    NodeRunner::new(
+        &LIMITER,
+        values_with(
+            &LIMITER,
+            &[
+                ("ceiling", Value::Number(ceiling)),
+                ("true_peak", Value::Bool(true_peak)),
+            ],
+        ),
+        profile,
+        Some(precision),
+        SR,
+        4096,
+        1,
+    )
+    .unwrap()
+}
+
+/// Noise 21 dB over the ceiling: with `true_peak` the output's true peak,
+/// measured by scipy's 4× `resample_poly` and by a BS.1770-4 meter, is
+/// within 0.1 dB of the ceiling (the sample peak still under it); without
+/// it the waveform between samples overshoots by 5 dB.
+#[test]
+fn true_peak_holds_the_oversampled_peak_at_the_ceiling() {
+    let frames = 48000;
+    for (k, ceiling) in [-1.0, -6.0].into_iter().enumerate() {
+        let c = libm::pow(10.0, ceiling / 20.0);
+        let x = noise(11 + k as u64, c * libm::pow(10.0, 21.0 / 20.0), frames);
+        for precision in [Precision::F64, Precision::F32] {
+            let mut sample = tp_runner(ceiling, false, precision);
+            let y = sample.run(std::slice::from_ref(&x), &[], frames, &[64]);
+            let over = 20.0 * libm::log10(scipy_true_peak(&y[0], "sample") / c);
+
+            let mut tp = tp_runner(ceiling, true, precision);
+            let y = tp.run(std::slice::from_ref(&x), &[], frames, &[64]);
+            let peak = y[0].iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let tp_over = 20.0 * libm::log10(scipy_true_peak(&y[0], "true") / c);
+            let meter_over = 20.0 * libm::log10(bs1770_true_peak(&y[0]) / c);
+            eprintln!(
+                "ceiling {ceiling} dB {precision:?}: true peak over the ceiling \
+                 {over:+.2} dB sample-peak limiting, {tp_over:+.3} dB with true_peak \
+                 (BS.1770-4 meter {meter_over:+.3} dB)"
+            );
+            assert!(over > 2.0, "sample-peak limiting overshoots: {over}");
+            assert!(tp_over < 0.1, "true peak {tp_over:+} dB over the ceiling");
+            assert!(meter_over < 0.1, "BS.1770-4 meter {meter_over:+} dB over");
+            // Not over-limited either: the loudest stretch nears the ceiling.
+            assert!(tp_over > -1.0, "true peak {tp_over:+} dB");
+            assert!(peak <= c * (1.0 + 1e-15), "sample peak {peak} over {c}");
+        }
+    }
+}
+
+/// Below the ceiling (in true peak too) `true_peak` is a pure delay of the
+/// lookahead plus the interpolators' 12 samples, reported as latency.
+#[test]
+fn true_peak_adds_twelve_samples_of_latency() {
+    let frames = 5000;
+    // A slow sine at half the ceiling: its true peak is its sample peak.
+    let x: Vec<f64> = (0..frames)
+        .map(|n| 0.4 * libm::sin(2.0 * core::f64::consts::PI * 100.0 * n as f64 / SR))
+        .collect();
+    for precision in [Precision::F64, Precision::F32] {
+        let mut r = tp_runner(-1.0, true, precision);
+        let l = r.node().latency();
+        assert_eq!(l, 240 + 12);
+        let out = r.run(std::slice::from_ref(&x), &[], frames, &[7]);
+        for n in 0..frames {
+            let want = if n >= l { x[n - l] } else { 0.0 };
+            let want = match precision {
+                Precision::F64 => want,
+                Precision::F32 => want as f32 as f64,
+            };
+            assert_eq!(out[0][n], want, "frame {n}");
+        }
+    }
+    assert_eq!(tp_runner(-1.0, false, Precision::F64).node().latency(), 240);
+}
+
+/// A restored true-peak limiter continues bit for bit: the interpolator's
+/// inputs and last segment peak are state.
+#[test]
+fn true_peak_state_restores_exactly() {
+    let x = noise(21, 3.0, 6000);
+    let mut a = tp_runner(-1.0, true, Precision::F64);
+    a.run(&[x[..2003].to_vec()], &[], 2003, &[64]);
+    let st = a.snapshot();
+    let want = a.run(&[x[2003..].to_vec()], &[], 3997, &[64]);
+    let mut b = tp_runner(-1.0, true, Precision::F64);
+    b.node().restore(&st).unwrap();
+    let got = b.run(&[x[2003..].to_vec()], &[], 3997, &[5]);
+    assert_eq!(want, got);
+    // A limiter without the detector has no such state to take.
+    let mut c = tp_runner(-1.0, false, Precision::F64);
+    c.node().restore(&st).unwrap();
+    assert!(b.node().restore(&c.snapshot()).is_err());
+}
