@@ -9,7 +9,7 @@
 use super::feedback::Feed;
 use super::mix::{gather, EdgeIn, NO_RING};
 use super::{Engine, Ring};
-use crate::dsp::vector::{all_finite_at, SimdLevel};
+use crate::dsp::vector::{all_finite_at, fits_f32, SimdLevel};
 use crate::dsp::{Precision, Sample};
 use crate::graph::{PlanNode, SourceRef};
 use crate::ops::{
@@ -618,7 +618,7 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
         // One branch-free pass finds out; only a bad block is scrubbed.
         if !all_finite_at(simd, &out[..n]) {
             for x in out[..n].iter_mut() {
-                if !x.is_finite() {
+                if !fits_f32(*x) {
                     *x = S::ZERO;
                 }
             }
