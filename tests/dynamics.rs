@@ -194,3 +194,52 @@ fn bad_settings_are_located_errors_that_say_what_is_valid() {
         }
     }
 }
+
+/// A compressor's `threshold`, `knee` and `makeup` driven through their
+/// ports far past their declared ranges play exactly as at the ranges'
+/// ends. A `dc` of 1000 into `knee` once gave −98.6 dB of gain (the knee
+/// is at most 48 dB), and into `makeup` an infinite output under strict.
+#[test]
+fn compressor_levels_driven_through_ports_stay_in_their_declared_ranges() {
+    let scene = |param: &str, static_value: f64, drive: f64| {
+        format!(
+            r#"{{ "version": "1.0", "seed": 1, "nodes": [
+    {{ "id": "tone", "op": "sine", "params": {{ "freq": "440Hz", "amp": 0.5 }} }},
+    {{ "id": "push", "op": "dc", "params": {{ "value": {drive} }} }},
+    {{ "id": "c", "op": "compressor", "params": {{ "threshold": -30, "ratio": 4, "knee": 6, "makeup": 0, "{param}": {static_value} }} }} ],
+  "edges": [ {{ "from": "tone", "to": "c" }}, {{ "from": "push", "to": "c:{param}" }} ],
+  "outputs": {{ "main": ["c", "c:gain"] }} }}"#
+        )
+    };
+    // (param, its static value, the end of its declared range, a drive past it)
+    let cases = [
+        ("knee", 6.0, 48.0, 1000.0),
+        ("makeup", 0.0, 48.0, 1000.0),
+        ("makeup", 0.0, -48.0, -1e6),
+        ("threshold", -30.0, 24.0, 1000.0),
+        ("threshold", -30.0, -120.0, -1000.0),
+    ];
+    // Both main channels: the compressor's `out` and its `gain`.
+    let play_both = |text: &str, p: Profile| -> Vec<Vec<f64>> {
+        (0..2)
+            .map(|ch| play(&mut engine(text, Some(p), 64), 4800, ch))
+            .collect()
+    };
+    for p in Profile::ALL {
+        for (param, value, end, drive) in cases {
+            let driven = play_both(&scene(param, value, drive), p);
+            let at_end = play_both(&scene(param, end, 0.0), p);
+            assert!(
+                driven.iter().flatten().all(|x| x.is_finite()),
+                "{p}: {param} driven to {drive}: non-finite output"
+            );
+            for (ch, (a, b)) in driven.iter().zip(&at_end).enumerate() {
+                let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(
+                    same,
+                    "{p}: {param} {value} + {drive} does not play as {param} {end} (channel {ch})"
+                );
+            }
+        }
+    }
+}

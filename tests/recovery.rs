@@ -216,3 +216,37 @@ fn swept_effects_sound_again_after_an_overflow_at_their_input() {
         }
     }
 }
+
+/// One rule for NaN/Inf in every profile: a node whose output no f32 can
+/// hold is silenced and named, the same node under strict (f64, where the
+/// value is still finite) as under repro and live (f32, where it is an
+/// infinity). A `dc` of 1e6 through seven `gain`s of 1e6 reaches 1e42 at
+/// the sixth; under strict every sample used to reach the f32 WAV as +Inf.
+#[test]
+fn a_node_beyond_f32s_range_is_silenced_and_named_in_every_profile() {
+    let mut nodes = vec![r#"{ "id": "d", "op": "dc", "params": { "value": 1e6 } }"#.to_string()];
+    let mut edges = Vec::new();
+    let mut prev = "d".to_string();
+    for k in 1..=7 {
+        nodes.push(format!(
+            r#"{{ "id": "g{k}", "op": "gain", "params": {{ "gain": 1e6 }} }}"#
+        ));
+        edges.push(format!(r#"{{ "from": "{prev}", "to": "g{k}" }}"#));
+        prev = format!("g{k}");
+    }
+    let text = format!(
+        r#"{{ "version": "1.0", "seed": 1, "nodes": [{}], "edges": [{}], "outputs": {{ "main": ["g7"] }} }}"#,
+        nodes.join(","),
+        edges.join(",")
+    );
+    for p in Profile::ALL {
+        let mut e = common::engine(&text, Some(p), 64);
+        let out = common::play(&mut e, 4800, 0);
+        assert!(
+            out.iter().all(|x| (*x as f32).is_finite()),
+            "{p}: a sample no f32 holds reached the output"
+        );
+        let (node, sample) = e.stats().first_nan.expect("the overflow is reported");
+        assert_eq!((e.node_id(node), sample), ("g6", 0), "{p}");
+    }
+}

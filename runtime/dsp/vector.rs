@@ -656,10 +656,31 @@ pub fn sine_group<S: Sample>(
     sine_group_lanes(members, n, out)
 }
 
-/// Whether every sample is finite: `x · 0` is ±0 for a finite `x` and NaN
-/// otherwise, summed in [`LANES`] lanes (one plain vector loop, no branch).
+/// Whether a sample is one every output format holds: finite, and no
+/// larger in magnitude than `f32::MAX`. In f32 that is `is_finite`; in f64
+/// it also rules out the magnitudes an f32 WAV would write as infinities,
+/// so the engine's NaN/Inf rule names and silences the same node in every
+/// profile.
+#[inline(always)]
+pub fn fits_f32<S: Sample>(x: S) -> bool {
+    x.abs() <= S::from_f64(f32::MAX as f64)
+}
+
+/// Whether every sample [`fits_f32`]. In f32: `x · 0` is ±0 for a finite
+/// `x` and NaN otherwise, summed in [`LANES`] lanes (one plain vector loop,
+/// no branch); in f64 a comparison per sample, in lanes too.
 #[inline]
 pub fn all_finite<S: Sample>(x: &[S]) -> bool {
+    if S::PRECISION == crate::dsp::Precision::F64 {
+        let mut ok = [true; LANES];
+        let mut chunks = x.chunks_exact(LANES);
+        for c in &mut chunks {
+            for (o, v) in ok.iter_mut().zip(c) {
+                *o &= fits_f32(*v);
+            }
+        }
+        return chunks.remainder().iter().all(|v| fits_f32(*v)) && ok.iter().all(|o| *o);
+    }
     let mut acc = [S::ZERO; LANES];
     let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {

@@ -42,7 +42,7 @@ use super::caught::Payload;
 use super::mix::{gather, NO_RING};
 use super::node::{take_inputs, Core, Slot, NO_GROUP};
 use super::{Engine, Run};
-use crate::dsp::vector::{all_finite_at, SimdLevel};
+use crate::dsp::vector::{all_finite_at, fits_f32, SimdLevel};
 use crate::dsp::Sample;
 use crate::graph::SourceRef;
 use crate::ops::{LaneKernel, LaneMember, LaneSum, SteadyLanes, MAX_LANES};
@@ -670,8 +670,11 @@ impl Engine {
         let mut all_clean = true;
         for (j, &i) in batch.iter().enumerate() {
             let level = self.simd;
+            // A kernel knows its outputs finite, which in f64 is not yet
+            // within f32's range ([`fits_f32`]): f64 members are checked.
+            let known = matches!(kernel, GroupKernel::F32(_)) && known >> j & 1 != 0;
             let clean = finite
-                || known >> j & 1 != 0
+                || known
                 || match &mut self.slots[i].core {
                     Core::F32(t) => scrub(level, &mut t.outs, n),
                     Core::F64(t) => scrub(level, &mut t.outs, n),
@@ -1018,7 +1021,7 @@ fn scrub<S: Sample>(level: SimdLevel, outs: &mut [Vec<S>], n: usize) -> bool {
     for out in outs.iter_mut() {
         if !all_finite_at(level, &out[..n]) {
             for x in out[..n].iter_mut() {
-                if !x.is_finite() {
+                if !fits_f32(*x) {
                     *x = S::ZERO;
                 }
             }

@@ -9,10 +9,12 @@
 use super::feedback::Feed;
 use super::mix::{gather, EdgeIn, NO_RING};
 use super::{Engine, Ring};
-use crate::dsp::vector::{all_finite_at, SimdLevel};
+use crate::dsp::vector::{all_finite_at, fits_f32, SimdLevel};
 use crate::dsp::{Precision, Sample};
 use crate::graph::{PlanNode, SourceRef};
-use crate::ops::{AnyNode, Io, ParamState, Params, PartClear, Processor, Progress, Value};
+use crate::ops::{
+    AnyNode, Io, ParamSpec, ParamState, Params, PartClear, Processor, Progress, Value,
+};
 
 /// A node's processor and buffers at its precision.
 /// `repr(C)`: what a lane group reads of every member (the processor and
@@ -60,6 +62,8 @@ pub(super) struct Slot {
     pub(super) lane_group: u32,
     pub(super) id: String,
     pub(super) op: &'static str,
+    /// The operator's param declarations: their ranges hold modulated values.
+    pub(super) param_specs: &'static [ParamSpec],
     /// Current values of discrete params (enum, integer, bool), changed by
     /// events; other entries keep their static value and are unused.
     pub(super) values: Vec<Value>,
@@ -194,6 +198,7 @@ impl Slot {
         Slot {
             id: pn.id.clone(),
             op: pn.op.name,
+            param_specs: pn.op.params,
             core,
             params: params_init.clone(),
             values: pn.values.clone(),
@@ -307,6 +312,7 @@ impl Engine {
             inputs: &slot.inputs,
             param_inputs: &slot.param_inputs,
             params: &slot.params,
+            specs: slot.param_specs,
             start,
             n,
             muted: slot.recovery.muted_until != 0 || slot.recovery.resetting.is_some(),
@@ -547,6 +553,7 @@ struct Call<'a> {
     inputs: &'a [Vec<EdgeIn>],
     param_inputs: &'a [Vec<EdgeIn>],
     params: &'a [ParamState],
+    specs: &'a [ParamSpec],
     start: u64,
     n: usize,
     muted: bool,
@@ -564,6 +571,7 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
         inputs,
         param_inputs,
         params,
+        specs,
         start,
         n,
         muted,
@@ -592,7 +600,7 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
         start,
         inputs: &t.ins,
         outputs: &mut t.outs,
-        params: Params::new(params, &t.sigs, start),
+        params: Params::new(params, &t.sigs, start, specs),
     };
     // A panic in one node must not take the audio thread (and the session)
     // with it. Unwinding itself is cheap when nothing panics.
@@ -611,7 +619,7 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
         // One branch-free pass finds out; only a bad block is scrubbed.
         if !all_finite_at(simd, &out[..n]) {
             for x in out[..n].iter_mut() {
-                if !x.is_finite() {
+                if !fits_f32(*x) {
                     *x = S::ZERO;
                 }
             }

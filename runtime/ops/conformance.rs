@@ -759,3 +759,129 @@ fn conformance_live_f32() {
         check_case(&c, Profile::Live, Precision::F32);
     }
 }
+
+/// What [`check_ports_held`] drives each
+/// port with.
+const EXTREMES: [f64; 5] = [1e30, -1e30, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+
+/// The largest |output| an operator's case may give, for inputs within ±1
+/// (the test signal peaks below 0.7) and every param within its declared
+/// range — which is all a node sees, whatever drives its ports. What bounds
+/// each:
+/// - a level param declared within ±1e6 (`amp`, `value`, `gain`) times a
+///   waveform, noise word, sample or input within ±1 (the fast sine of
+///   live within 1 + 1e-5); an `lfo` adds
+///   `offset` to `amount` times its shape, each within ±1e6;
+/// - `convolution`: `gain` ≤ 1e6 times the impulse response's L1 norm
+///   (the triangle inequality), or the dry input;
+/// - `biquad`: its peak gain (`gain` ≤ 1e6) or its resonance (about `q` ≤
+///   1000), taken together as their product;
+/// - `svf`: its resonance, about `q` ≤ 1000, times 4 for a broadband
+///   input's transients;
+/// - `compressor`: `makeup` ≤ 48 dB (its gain reduction never gains);
+/// - `delay`: a comb's peak gain 1 / (1 − |feedback|) with |feedback| ≤
+///   0.999; `flanger` and `phaser` the same with 0.99;
+/// - `sequencer`: its largest step (the case's steps as Hz);
+/// - everything else (envelopes, followers, the limiter, pan, saturation,
+///   the chorus, the reverb, the spectral gate) is at most unity gain: 4
+///   leaves room for an oversampling filter's or a network's overshoot.
+fn port_drive_bound(op: &str) -> f64 {
+    let level = 1e6;
+    match op {
+        "sine" | "saw" | "square" | "triangle" | "noise" | "impulse" | "dc" | "sampler"
+        | "gain" => level * (1.0 + 1e-5),
+        "lfo" => 2.0 * level * (1.0 + 1e-5),
+        "convolution" => {
+            let ir = test_audio();
+            let l1 = ir
+                .channels
+                .iter()
+                .map(|c| c.iter().map(|x| x.abs()).sum::<f64>());
+            level * l1.fold(1.0, f64::max)
+        }
+        "biquad" => level * 1000.0,
+        "svf" => 4.0 * 1000.0,
+        "compressor" => libm::pow(10.0, 48.0 / 20.0),
+        "delay" => 1.0 / (1.0 - 0.999),
+        "flanger" | "phaser" => 1.0 / (1.0 - 0.99),
+        "sequencer" => 440.0 * libm::exp2((127.0 - 69.0) / 12.0),
+        _ => 4.0,
+    }
+}
+
+/// Every number param reached through a port is held to its declared
+/// range, for every operator alike (the engine's [`Params`](super::Params)
+/// does it, not each operator): each port of each case, driven with ±1e30,
+/// ±∞ and NaN (the other ports as the case drives them), gives finite
+/// output within [`port_drive_bound`]; and under strict the node plays, bit
+/// for bit, what it plays with the param's static value at the range's end
+/// (the lower for −, the upper for +; the static value itself for NaN) and
+/// its port driven with 0.
+fn check_ports_held(profile: Profile, precision: Precision) {
+    let frames = 2000;
+    for c in all_cases() {
+        let spec = super::lookup(c.op).unwrap();
+        let ins: Vec<Vec<f64>> = inputs(&c).iter().map(|v| v[..frames].to_vec()).collect();
+        let values = values_with(spec, &c.params);
+        let bound = port_drive_bound(c.op);
+        let ports = spec.params.iter().enumerate().filter(|(_, p)| p.is_port());
+        for (k, p) in ports {
+            let super::ParamKind::Number { min, max, .. } = p.kind else {
+                unreachable!("a port is a number param")
+            };
+            let base = values[k].as_number().unwrap();
+            // The node with the param's static value `at`, its port driven with `x`.
+            let driven_from = |at: f64, x: f64| -> Vec<Vec<f64>> {
+                let mut ms: Vec<(usize, Vec<f64>)> = mods(&c)
+                    .into_iter()
+                    .filter(|(i, _)| *i != k)
+                    .map(|(i, v)| (i, v[..frames].to_vec()))
+                    .collect();
+                ms.push((k, vec![x; frames]));
+                let mut r = runner(&c, profile, precision);
+                *r.param_state(k) = super::ParamState::constant(at);
+                r.run(&ins, &ms, frames, &[64])
+            };
+            for x in EXTREMES {
+                let label = format!("{} {} driven with {x:e} ({precision:?})", c.op, p.name);
+                let out = driven_from(base, x);
+                let peak = out.iter().flatten().fold(0.0f64, |m, y| m.max(y.abs()));
+                assert!(
+                    out.iter().flatten().all(|y| y.is_finite()),
+                    "{label}: non-finite output"
+                );
+                assert!(peak <= bound, "{label}: peak {peak:e} over {bound:e}");
+                if precision != Precision::F64 {
+                    continue;
+                }
+                // The param's static value set to where `x` is held, and
+                // its port driven with 0: the same modulated path.
+                let target = if x.is_nan() {
+                    base
+                } else if x > 0.0 {
+                    max
+                } else {
+                    min
+                };
+                if let Some(diff) = first_difference(&driven_from(target, 0.0), &out) {
+                    panic!("{label}: not as at {target:e}: {diff}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_port_holds_its_param_to_the_declared_range_strict() {
+    check_ports_held(Profile::Strict, Precision::F64);
+}
+
+#[test]
+fn every_port_holds_its_param_to_the_declared_range_repro() {
+    check_ports_held(Profile::Repro, Precision::F32);
+}
+
+#[test]
+fn every_port_holds_its_param_to_the_declared_range_live() {
+    check_ports_held(Profile::Live, Precision::F32);
+}

@@ -4,7 +4,8 @@
 //! way in).
 
 use super::{
-    default_value, AnyNode, BuildCtx, Io, NodeState, OpSpec, ParamState, Params, Processor, Value,
+    default_value, AnyNode, BuildCtx, Io, NodeState, OpSpec, ParamSpec, ParamState, Params,
+    Processor, Value,
 };
 use crate::dsp::{fpmode::FpGuard, Sample};
 use crate::profile::{NodeProfile, Overrides, Profile};
@@ -137,6 +138,7 @@ impl NodeRunner {
             AnyNode::F32(n) => run_typed::<f32>(
                 n.as_mut(),
                 &self.params,
+                self.spec.params,
                 self.n_inputs,
                 self.spec.outputs.len(),
                 self.max_block,
@@ -151,6 +153,7 @@ impl NodeRunner {
             AnyNode::F64(n) => run_typed::<f64>(
                 n.as_mut(),
                 &self.params,
+                self.spec.params,
                 self.n_inputs,
                 self.spec.outputs.len(),
                 self.max_block,
@@ -170,6 +173,7 @@ impl NodeRunner {
 fn run_typed<S: Sample>(
     node: &mut dyn Processor<S>,
     params: &[ParamState],
+    specs: &[ParamSpec],
     n_inputs: usize,
     n_outputs: usize,
     max_block: usize,
@@ -215,7 +219,7 @@ fn run_typed<S: Sample>(
                 start: *clock,
                 inputs: &in_bufs,
                 outputs: &mut out_bufs,
-                params: Params::new(params, &sig_bufs, *clock),
+                params: Params::new(params, &sig_bufs, *clock, specs),
             };
             node.process(&mut io);
         }

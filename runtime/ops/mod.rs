@@ -416,23 +416,44 @@ pub struct Params<'a, S> {
     /// Modulation signals by param index; empty when unconnected.
     pub(crate) signals: &'a [Vec<S>],
     pub(crate) start: u64,
+    /// The params' declarations, by index: their ranges hold modulated values.
+    pub(crate) specs: &'a [ParamSpec],
 }
 
 /// One param over the current block: a static value (maybe ramping) plus an
 /// optional modulation signal, in the param's canonical unit.
+///
+/// A modulated value is held to the param's declared range, here and so
+/// for every operator alike: static value + signal is clamped to
+/// `min ..= max` of its [`ParamKind::Number`], and a sum that is NaN (a NaN
+/// or an infinity of each sign in the signal) reads as the static value.
+/// An operator therefore sees only numbers its declaration allows, whatever
+/// drives its ports. A value inside the range is returned unchanged, bit for
+/// bit (no `min`/`max`, whose choice between −0 and +0 is the compiler's).
 #[derive(Clone, Copy)]
 pub struct Param<'a, S> {
     state: &'a ParamState,
     signal: Option<&'a [S]>,
     start: u64,
+    /// The declared range a modulated value is held to.
+    lo: f64,
+    hi: f64,
 }
 
 impl<'a, S: Sample> Params<'a, S> {
-    pub fn new(states: &'a [ParamState], signals: &'a [Vec<S>], start: u64) -> Params<'a, S> {
+    /// `specs` are the params' declarations (the operator's
+    /// [`OpSpec::params`]); a param with a signal must have one.
+    pub fn new(
+        states: &'a [ParamState],
+        signals: &'a [Vec<S>],
+        start: u64,
+        specs: &'a [ParamSpec],
+    ) -> Params<'a, S> {
         Params {
             states,
             signals,
             start,
+            specs,
         }
     }
 
@@ -443,10 +464,16 @@ impl<'a, S: Sample> Params<'a, S> {
             .get(i)
             .filter(|s| !s.is_empty())
             .map(|s| s.as_slice());
+        let (lo, hi) = match (signal, self.specs.get(i).map(|p| &p.kind)) {
+            (Some(_), Some(ParamKind::Number { min, max, .. })) => (*min, *max),
+            _ => (f64::NEG_INFINITY, f64::INFINITY),
+        };
         Param {
             state: &self.states[i],
             signal,
             start: self.start,
+            lo,
+            hi,
         }
     }
 }
@@ -474,9 +501,25 @@ impl<S: Sample> Param<'_, S> {
     pub fn at(&self, i: usize) -> f64 {
         let base = self.state.at(self.start + i as u64);
         match self.signal {
-            Some(s) => base + s[i].to_f64(),
+            Some(s) => held(base, base + s[i].to_f64(), self.lo, self.hi),
             None => base,
         }
+    }
+}
+
+/// A modulated value `v` (static value `base` + signal) held to `lo ..= hi`;
+/// NaN reads as `base`. Plain comparisons: `v` inside the range comes back
+/// as it is, −0 included.
+#[inline(always)]
+fn held(base: f64, v: f64, lo: f64, hi: f64) -> f64 {
+    if v < lo {
+        lo
+    } else if v > hi {
+        hi
+    } else if v.is_nan() {
+        base
+    } else {
+        v
     }
 }
 
@@ -611,7 +654,7 @@ pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
             start,
             inputs: m.inputs,
             outputs: m.outputs,
-            params: Params::new(m.params, &[], start),
+            params: Params::new(m.params, &[], start, &[]),
         };
         node.process(&mut io);
         if let Some(s) = sum.as_deref_mut() {
