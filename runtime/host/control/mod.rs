@@ -154,6 +154,23 @@ pub fn is_malformed(error: &str) -> bool {
     error.starts_with(MALFORMED)
 }
 
+/// How many characters of a name or address a message echoes.
+pub const ECHO_CHARS: usize = 200;
+
+/// `s` as a message echoes it: its first [`ECHO_CHARS`] characters and
+/// `…` when it is longer (a 64 KB address is not printed whole).
+pub fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    clip_to(s, ECHO_CHARS)
+}
+
+/// `s` cut to `max` characters, with `…` when it was longer.
+pub fn clip_to(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some((end, _)) => std::borrow::Cow::Owned(format!("{}…", &s[..end])),
+    }
+}
+
 /// The sending end transports hold.
 pub type Sender = std::sync::mpsc::Sender<Message>;
 
@@ -168,7 +185,7 @@ pub fn param_spec(
     let Some(op) = table.op(node) else {
         let help = crate::scene::suggest::closest(node, table.ids())
             .map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
-        return Err(format!("no node `{node}` is playing{help}"));
+        return Err(format!("no node `{}` is playing{help}", clip(node)));
     };
     let Some((si, pi)) = table.find(node, param) else {
         let names: Vec<&str> = op
@@ -182,8 +199,10 @@ pub fn param_spec(
                 format!("did you mean `{s}`?")
             });
         return Err(format!(
-            "`{node}` ({}) has no param `{param}`; {help}",
-            op.name
+            "`{}` ({}) has no param `{}`; {help}",
+            clip(node),
+            op.name,
+            clip(param)
         ));
     };
     let spec = &op.params[pi];
