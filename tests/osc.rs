@@ -649,3 +649,53 @@ fn a_timetagged_switch_snapshot_and_stop_land_at_their_samples_are_journaled_the
     assert_eq!(played.len() as u64, 2 * (stop_at + fade), "{all}");
     assert_replays(&j, &cap, &all);
 }
+
+#[test]
+fn patterns_land_where_journaled_and_a_bundle_with_malformed_ends_applies_its_middle() {
+    let dir = common::temp_dir("osc-patterns");
+    let (child, lines, log, port) = start(&dir, SCENE, &["--profile", "repro"]);
+    let c = Client::new(port);
+    let r = c.ask(&msg("/l[a-f]v?{l,x}", vec![OscType::Float(0.5)]));
+    let a = landed(&r);
+    let r = c.ask(&msg("/x*", vec![OscType::Float(0.5)]));
+    assert!(
+        r.0 == "error" && r.1.starts_with("no OSC address matches the pattern /x*"),
+        "{r:?}"
+    );
+    // A bundle: an element that is no message, a good one, and one whose
+    // size runs past the end.
+    let good = rosc::encoder::encode(&msg("/level", vec![OscType::Float(0.25)])).unwrap();
+    let mut bundle = b"#bundle\0\0\0\0\0\0\0\0\x01".to_vec();
+    for e in [&b"\xff\xff\xff\xff"[..], &good[..]] {
+        bundle.extend_from_slice(&(e.len() as u32).to_be_bytes());
+        bundle.extend_from_slice(e);
+    }
+    bundle.extend_from_slice(&100u32.to_be_bytes());
+    c.send_bytes(&bundle);
+    let replies: Vec<_> = (0..3).map(|_| c.reply()).collect();
+    let b = replies
+        .iter()
+        .find(|r| r.0 == "ok")
+        .map(landed)
+        .unwrap_or_else(|| panic!("{replies:?}"));
+    assert_eq!(
+        replies.iter().filter(|r| r.1.starts_with("malformed")).count(),
+        2,
+        "{replies:?}"
+    );
+    assert_eq!(c.ask(&msg("/morphrt/stop", vec![])).0, "ok");
+    let all = ended(child, &lines, log);
+    assert!(
+        all.contains("control: 6 messages received; 2 changes applied, 1 refused, 0 dropped; 2 malformed"),
+        "{all}"
+    );
+    let j = dir.join("j.jsonl");
+    let records = journaled(&j);
+    assert!(records.iter().any(|r| r.0 == a && r.1 == 0.5 && r.2.contains("pattern")), "{records:?}");
+    assert!(records.iter().any(|r| r.0 == b && r.1 == 0.25), "{records:?}");
+    let cap = dir.join("cap.wav");
+    let played = common::read_f32(&cap);
+    assert_eq!(played[2 * a as usize], 0.5);
+    assert_eq!(played[2 * b as usize], 0.25);
+    assert_replays(&j, &cap, &all);
+}
