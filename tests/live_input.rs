@@ -602,3 +602,16 @@ fn an_edit_adding_an_input_node_to_a_session_without_input_is_refused() {
     );
     assert!(log.contains("edits applied 1, rejected 1"), "{log}");
 }
+
+#[test]
+fn run_input_dash_says_run_reads_no_standard_input() {
+    let dir = common::temp_dir("input-dash");
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    let (mut child, lines) = common::run_clock(&path, &["--input", "-", "--no-journal"]);
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let log: Vec<String> = lines.iter().collect();
+    let log = log.join("\n");
+    assert!(log.contains("`run` reads no standard input as audio"), "{log}");
+    assert!(!log.contains("No such file"), "{log}");
+}
