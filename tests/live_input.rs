@@ -612,6 +612,9 @@ fn run_input_dash_says_run_reads_no_standard_input() {
     assert_eq!(child.wait().unwrap().code(), Some(2));
     let log: Vec<String> = lines.iter().collect();
     let log = log.join("\n");
-    assert!(log.contains("`run` reads no standard input as audio"), "{log}");
+    assert!(
+        log.contains("`run` reads no standard input as audio"),
+        "{log}"
+    );
     assert!(!log.contains("No such file"), "{log}");
 }

@@ -679,20 +679,33 @@ fn patterns_land_where_journaled_and_a_bundle_with_malformed_ends_applies_its_mi
         .map(landed)
         .unwrap_or_else(|| panic!("{replies:?}"));
     assert_eq!(
-        replies.iter().filter(|r| r.1.starts_with("malformed")).count(),
+        replies
+            .iter()
+            .filter(|r| r.1.starts_with("malformed"))
+            .count(),
         2,
         "{replies:?}"
     );
     assert_eq!(c.ask(&msg("/morphrt/stop", vec![])).0, "ok");
     let all = ended(child, &lines, log);
     assert!(
-        all.contains("control: 6 messages received; 2 changes applied, 1 refused, 0 dropped; 2 malformed"),
+        all.contains(
+            "control: 6 messages received; 2 changes applied, 1 refused, 0 dropped; 2 malformed"
+        ),
         "{all}"
     );
     let j = dir.join("j.jsonl");
     let records = journaled(&j);
-    assert!(records.iter().any(|r| r.0 == a && r.1 == 0.5 && r.2.contains("pattern")), "{records:?}");
-    assert!(records.iter().any(|r| r.0 == b && r.1 == 0.25), "{records:?}");
+    assert!(
+        records
+            .iter()
+            .any(|r| r.0 == a && r.1 == 0.5 && r.2.contains("pattern")),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().any(|r| r.0 == b && r.1 == 0.25),
+        "{records:?}"
+    );
     let cap = dir.join("cap.wav");
     let played = common::read_f32(&cap);
     assert_eq!(played[2 * a as usize], 0.5);

@@ -194,10 +194,14 @@ pub fn param_spec(
             .filter(|p| p.settable_by_events)
             .map(|p| p.name)
             .collect();
-        let help = crate::scene::suggest::closest(param, names.iter().copied())
-            .map_or(format!("valid: {}", names.join(", ")), |s| {
-                format!("did you mean `{s}`?")
-            });
+        let help = match crate::scene::suggest::closest(param, names.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None if names.is_empty() => format!(
+                "no param of a `{}` can be set while it plays; set one of a node feeding it (of a voice module, its template's nodes: every voice's copy moves)",
+                op.name
+            ),
+            None => format!("valid: {}", names.join(", ")),
+        };
         return Err(format!(
             "`{}` ({}) has no param `{}`; {help}",
             clip(node),
@@ -366,4 +370,25 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
         String::new()
     };
     format!("{}.{} = {value}{ramp}", change.node, change.param)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_with_no_settable_param_says_so_rather_than_an_empty_list() {
+        let text = r#"{"version": "1.0", "sample_rate": 48000,
+          "nodes": [{"id": "mic", "op": "input", "params": {"channel": 0}}],
+          "outputs": {"main": ["mic"]}}"#;
+        let scene = crate::scene::load_str(text, "t.json", None).unwrap();
+        let plan = crate::graph::compile(&scene, &Default::default()).unwrap();
+        let table = crate::engine::Engine::new(plan).control_table();
+        let e = param_spec(&table, "mic", "gain").unwrap_err();
+        assert!(!e.contains("valid: "), "{e}");
+        assert!(
+            e.contains("no param of a `input` can be set while it plays"),
+            "{e}"
+        );
+    }
 }
