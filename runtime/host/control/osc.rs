@@ -137,7 +137,7 @@ fn bundle(bytes: &[u8], offset: usize, sender: &str, mapping: &Mapping, out: &mu
             return;
         };
         pos = start + size;
-        if size == 0 || size % 4 != 0 {
+        if size == 0 || !size.is_multiple_of(4) {
             out.push(malformed(
                 at,
                 format!("says it holds {size} bytes: an element is a positive multiple of 4"),
