@@ -500,3 +500,121 @@ fn a_journal_whose_recorded_input_would_be_the_input_is_refused_up_front() {
         "no resource copies are left behind"
     );
 }
+
+/// Starts `run` on `path` with `args` (the clock device, a capture and a
+/// journal in `dir`), saves `edits` one after another, each waited for
+/// with the line it must print, then a good edit (the filter moved), and
+/// stops: the whole log.
+fn edits_then_stop(
+    dir: &Path,
+    path: &Path,
+    args: &[&str],
+    edits: &[(String, &str)],
+    good: &str,
+) -> String {
+    let (capture, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
+    let mut all = vec![
+        "--capture",
+        capture.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let (mut child, lines) = common::run_clock(path, &all);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    let pause = Duration::from_millis(300);
+    for (text, says) in edits {
+        common::save_as_editor(path, text, pause);
+        common::wait_line(&lines, says, &mut log);
+    }
+    common::save_as_editor(path, good, pause);
+    common::wait_line(&lines, "edit applied", &mut log);
+    std::thread::sleep(pause);
+    use std::io::Write;
+    child.stdin.as_mut().unwrap().write_all(b"q\n").unwrap();
+    let status = child.wait().unwrap();
+    log.extend(lines.iter());
+    let log = log.join("\n");
+    assert!(status.success(), "{log}");
+    common::assert_replays(&journal, &capture, &log);
+    log
+}
+
+#[test]
+fn an_edit_reading_an_input_channel_the_session_lacks_is_refused_and_the_graph_plays_on() {
+    let dir = common::temp_dir("input-edit-channel");
+    let input = dir.join("in.wav");
+    write_input(&input, 3.0, 16);
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    // The same scene is refused at start-up, naming the channel.
+    let seven = scene("1.5kHz", false).replace(r#""channel": 1"#, r#""channel": 7"#);
+    let bad = dir.join("seven.json");
+    std::fs::write(&bad, &seven).unwrap();
+    let (mut child, lines) = common::run_clock(&bad, &["--input", input.to_str().unwrap()]);
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let refused: Vec<String> = lines.iter().collect();
+    let says = "node `right` reads input channel 7, but";
+    assert!(refused.iter().any(|l| l.contains(says)), "{refused:?}");
+    let log = edits_then_stop(
+        &dir,
+        &path,
+        &["--input", input.to_str().unwrap(), "--profile", "repro"],
+        &[(seven, "edit rejected; the running graph keeps playing")],
+        &scene("600Hz", false),
+    );
+    assert!(
+        log.contains("node `right` reads input channel 7, but the session's input has 2 channels"),
+        "{log}"
+    );
+    assert!(log.contains("edits applied 1, rejected 1"), "{log}");
+    // The input kept playing through the refused edit: the capture's
+    // last half second is not silent.
+    let played = common::read_f32(&dir.join("cap.wav"));
+    let tail = &played[played.len() - 48_000..];
+    assert!(tail.iter().any(|x| x.abs() > 0.01), "silent; log:\n{log}");
+}
+
+#[test]
+fn an_edit_adding_an_input_node_to_a_session_without_input_is_refused() {
+    let dir = common::temp_dir("input-edit-added");
+    let path = dir.join("scene.json");
+    let plain = r#"{ "version": "1.0", "sample_rate": 48000,
+  "nodes": [ { "id": "tone", "op": "sine", "params": { "freq": "220Hz", "amp": 0.2 } } ],
+  "outputs": { "main": ["tone"] } }"#;
+    std::fs::write(&path, plain).unwrap();
+    let with_input = plain.replace(
+        r#"{ "id": "tone""#,
+        r#"{ "id": "mic", "op": "input", "params": { "channel": 0 } }, { "id": "tone""#,
+    );
+    let good = plain.replace("220Hz", "330Hz");
+    let log = edits_then_stop(
+        &dir,
+        &path,
+        &["--profile", "repro"],
+        &[(with_input, "edit rejected; the running graph keeps playing")],
+        &good,
+    );
+    assert!(
+        log.contains("node `mic` reads the session's input, but this session started without one"),
+        "{log}"
+    );
+    assert!(log.contains("edits applied 1, rejected 1"), "{log}");
+}
+
+#[test]
+fn run_input_dash_says_run_reads_no_standard_input() {
+    let dir = common::temp_dir("input-dash");
+    let path = dir.join("scene.json");
+    std::fs::write(&path, scene("1.5kHz", false)).unwrap();
+    let (mut child, lines) = common::run_clock(&path, &["--input", "-", "--no-journal"]);
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let log: Vec<String> = lines.iter().collect();
+    let log = log.join("\n");
+    assert!(
+        log.contains("`run` reads no standard input as audio"),
+        "{log}"
+    );
+    assert!(!log.contains("No such file"), "{log}");
+}

@@ -556,3 +556,159 @@ fn a_timetag_too_far_ahead_is_refused_at_once() {
     assert_eq!(hub.counts.applied, 1, "{:?}", answers.lock().unwrap());
     drop(player);
 }
+
+/// The journal's records of `kind`, as JSON.
+fn records_of(journal: &Path, kind: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == kind)
+        .collect()
+}
+
+/// The number after `word ` in `text`.
+fn number_after(text: &str, word: &str) -> u64 {
+    text.split(&format!("{word} "))
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `{word} N` in {text:?}"))
+}
+
+#[test]
+fn a_timetagged_switch_snapshot_and_stop_land_at_their_samples_are_journaled_there_and_replay() {
+    let dir = common::temp_dir("osc-timed-commands");
+    let (child, lines, log, port) = start(&dir, SCENE, &["--profile", "repro"]);
+    let c = Client::new(port);
+    // One packet: a switch 1 s ahead, a snapshot 1.25 s and a stop 1.5 s
+    // ahead, each in its own bundle.
+    let now = SystemTime::now();
+    let tagged = |ms: u64, m: OscPacket| {
+        OscPacket::Bundle(OscBundle {
+            timetag: morphrt::host::control::osc::timetag(now + Duration::from_millis(ms)),
+            content: vec![m],
+        })
+    };
+    c.send(&OscPacket::Bundle(OscBundle {
+        timetag: rosc::OscTime::from((0, 1)),
+        content: vec![
+            tagged(
+                1_000,
+                msg("/morphrt/profile", vec![OscType::String("live".into())]),
+            ),
+            tagged(1_250, msg("/morphrt/snapshot", vec![])),
+            tagged(1_500, msg("/morphrt/stop", vec![])),
+        ],
+    }));
+    let mut replies: Vec<(String, String)> = (0..3).map(|_| c.reply()).collect();
+    replies.sort_by_key(|r| r.1.clone());
+    for r in &replies {
+        assert_eq!(r.0, "ok", "{replies:?}");
+    }
+    let [snapshot, stop, switch] = [&replies[0].1, &replies[1].1, &replies[2].1];
+    assert!(snapshot.starts_with("snapshot at sample"), "{replies:?}");
+    let (switch_at, stop_at) = (number_after(switch, "sample"), number_after(stop, "sample"));
+    // One reading of the audio clock maps the three times: 0.5 s apart.
+    assert!(stop_at.abs_diff(switch_at + 24_000) <= 1, "{replies:?}");
+    let all = ended(child, &lines, log);
+    let j = dir.join("j.jsonl");
+    let block = records_of(&j, "header")[0]["block_size"].as_u64().unwrap();
+    // The switch swaps at the first block boundary from its sample (the
+    // session started at 0: the grid is multiples of the block).
+    let handovers = records_of(&j, "handover");
+    assert_eq!(handovers.len(), 1, "{all}");
+    let swap = handovers[0]["swap_at"].as_u64().unwrap();
+    assert_eq!(swap, switch_at.div_ceil(block) * block, "{all}");
+    assert_eq!(handovers[0]["profile"], "live");
+    // The snapshot, under live, holds the state at its block's boundary
+    // and its file is the one the reply names.
+    let snaps = records_of(&j, "snapshot");
+    assert_eq!(snaps.len(), 1, "{all}");
+    let snap_at = snaps[0]["at"].as_u64().unwrap();
+    assert_eq!(snap_at % block, 0);
+    assert!(
+        snap_at.abs_diff(switch_at + 12_000) <= block + 1,
+        "{snap_at}; {all}"
+    );
+    let file = snaps[0]["file"].as_str().unwrap();
+    assert!(
+        snapshot.ends_with(&format!("written to {file}")),
+        "{snapshot}"
+    );
+    assert!(
+        Path::new(file).exists() || dir.join(file).exists(),
+        "{file}"
+    );
+    // The stop fades from exactly its sample.
+    let stops = records_of(&j, "stop");
+    assert_eq!(stops[0]["at"].as_u64().unwrap(), stop_at, "{all}");
+    let cap = dir.join("cap.wav");
+    let played = common::read_f32(&cap);
+    let fade = stops[0]["fade"].as_u64().unwrap();
+    assert_eq!(played.len() as u64, 2 * (stop_at + fade), "{all}");
+    assert_replays(&j, &cap, &all);
+}
+
+#[test]
+fn patterns_land_where_journaled_and_a_bundle_with_malformed_ends_applies_its_middle() {
+    let dir = common::temp_dir("osc-patterns");
+    let (child, lines, log, port) = start(&dir, SCENE, &["--profile", "repro"]);
+    let c = Client::new(port);
+    let r = c.ask(&msg("/l[a-f]v?{l,x}", vec![OscType::Float(0.5)]));
+    let a = landed(&r);
+    let r = c.ask(&msg("/x*", vec![OscType::Float(0.5)]));
+    assert!(
+        r.0 == "error" && r.1.starts_with("no OSC address matches the pattern /x*"),
+        "{r:?}"
+    );
+    // A bundle: an element that is no message, a good one, and one whose
+    // size runs past the end.
+    let good = rosc::encoder::encode(&msg("/level", vec![OscType::Float(0.25)])).unwrap();
+    let mut bundle = b"#bundle\0\0\0\0\0\0\0\0\x01".to_vec();
+    for e in [&b"\xff\xff\xff\xff"[..], &good[..]] {
+        bundle.extend_from_slice(&(e.len() as u32).to_be_bytes());
+        bundle.extend_from_slice(e);
+    }
+    bundle.extend_from_slice(&100u32.to_be_bytes());
+    c.send_bytes(&bundle);
+    let replies: Vec<_> = (0..3).map(|_| c.reply()).collect();
+    let b = replies
+        .iter()
+        .find(|r| r.0 == "ok")
+        .map(landed)
+        .unwrap_or_else(|| panic!("{replies:?}"));
+    assert_eq!(
+        replies
+            .iter()
+            .filter(|r| r.1.starts_with("malformed"))
+            .count(),
+        2,
+        "{replies:?}"
+    );
+    assert_eq!(c.ask(&msg("/morphrt/stop", vec![])).0, "ok");
+    let all = ended(child, &lines, log);
+    assert!(
+        all.contains(
+            "control: 6 messages received; 2 changes applied, 1 refused, 0 dropped; 2 malformed"
+        ),
+        "{all}"
+    );
+    let j = dir.join("j.jsonl");
+    let records = journaled(&j);
+    assert!(
+        records
+            .iter()
+            .any(|r| r.0 == a && r.1 == 0.5 && r.2.contains("pattern")),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().any(|r| r.0 == b && r.1 == 0.25),
+        "{records:?}"
+    );
+    let cap = dir.join("cap.wav");
+    let played = common::read_f32(&cap);
+    assert_eq!(played[2 * a as usize], 0.5);
+    assert_eq!(played[2 * b as usize], 0.25);
+    assert_replays(&j, &cap, &all);
+}

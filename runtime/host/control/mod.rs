@@ -154,6 +154,23 @@ pub fn is_malformed(error: &str) -> bool {
     error.starts_with(MALFORMED)
 }
 
+/// How many characters of a name or address a message echoes.
+pub const ECHO_CHARS: usize = 200;
+
+/// `s` as a message echoes it: its first [`ECHO_CHARS`] characters and
+/// `…` when it is longer (a 64 KB address is not printed whole).
+pub fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    clip_to(s, ECHO_CHARS)
+}
+
+/// `s` cut to `max` characters, with `…` when it was longer.
+pub fn clip_to(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some((end, _)) => std::borrow::Cow::Owned(format!("{}…", &s[..end])),
+    }
+}
+
 /// The sending end transports hold.
 pub type Sender = std::sync::mpsc::Sender<Message>;
 
@@ -168,7 +185,7 @@ pub fn param_spec(
     let Some(op) = table.op(node) else {
         let help = crate::scene::suggest::closest(node, table.ids())
             .map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
-        return Err(format!("no node `{node}` is playing{help}"));
+        return Err(format!("no node `{}` is playing{help}", clip(node)));
     };
     let Some((si, pi)) = table.find(node, param) else {
         let names: Vec<&str> = op
@@ -177,13 +194,19 @@ pub fn param_spec(
             .filter(|p| p.settable_by_events)
             .map(|p| p.name)
             .collect();
-        let help = crate::scene::suggest::closest(param, names.iter().copied())
-            .map_or(format!("valid: {}", names.join(", ")), |s| {
-                format!("did you mean `{s}`?")
-            });
+        let help = match crate::scene::suggest::closest(param, names.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None if names.is_empty() => format!(
+                "no param of a `{}` can be set while it plays; set one of a node feeding it (of a voice module, its template's nodes: every voice's copy moves)",
+                op.name
+            ),
+            None => format!("valid: {}", names.join(", ")),
+        };
         return Err(format!(
-            "`{node}` ({}) has no param `{param}`; {help}",
-            op.name
+            "`{}` ({}) has no param `{}`; {help}",
+            clip(node),
+            op.name,
+            clip(param)
         ));
     };
     let spec = &op.params[pi];
@@ -347,4 +370,25 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
         String::new()
     };
     format!("{}.{} = {value}{ramp}", change.node, change.param)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_with_no_settable_param_says_so_rather_than_an_empty_list() {
+        let text = r#"{"version": "1.0", "sample_rate": 48000,
+          "nodes": [{"id": "mic", "op": "input", "params": {"channel": 0}}],
+          "outputs": {"main": ["mic"]}}"#;
+        let scene = crate::scene::load_str(text, "t.json", None).unwrap();
+        let plan = crate::graph::compile(&scene, &Default::default()).unwrap();
+        let table = crate::engine::Engine::new(plan).control_table();
+        let e = param_spec(&table, "mic", "gain").unwrap_err();
+        assert!(!e.contains("valid: "), "{e}");
+        assert!(
+            e.contains("no param of a `input` can be set while it plays"),
+            "{e}"
+        );
+    }
 }

@@ -21,7 +21,7 @@
 //! block; one ahead lands at the sample its time maps to. What cannot be
 //! decoded or resolved is an `Err` command with the reason, never a panic.
 
-use super::{param_spec, Change, Command, Mapping, Note, When};
+use super::{clip, param_spec, Change, Command, Mapping, Note, When};
 use crate::graph::ControlValue;
 use crate::ops::{ParamKind, ParamSpec, Value};
 use crate::profile::Profile;
@@ -48,7 +48,10 @@ pub struct Decoded {
 
 /// Decodes the UDP packet `bytes` that `sender` (an address in words)
 /// sent: one [`Decoded`] per message it holds, or one error for a packet
-/// that is not OSC.
+/// that is not OSC. A bundle is read element by element: an element that
+/// cannot be read (its size 0, not a multiple of 4 or past the bundle's
+/// end, or its bytes no OSC message) is one malformed error of its own,
+/// and the elements around it are still read.
 pub fn decode(bytes: &[u8], sender: &str, mapping: &Mapping) -> Vec<Decoded> {
     let refuse = |why: String| {
         vec![Decoded {
@@ -62,27 +65,136 @@ pub fn decode(bytes: &[u8], sender: &str, mapping: &Mapping) -> Vec<Decoded> {
             "malformed OSC packet: bundles nested deeper than {MAX_BUNDLE_DEPTH}"
         ));
     }
-    match rosc::decoder::decode_udp(bytes) {
-        Ok((_, packet)) => {
-            let mut out = Vec::new();
-            walk(&packet, When::Now, sender, mapping, &mut out);
-            if out.is_empty() {
-                return refuse("an empty bundle: it holds no message".to_string());
+    if !bytes.starts_with(BUNDLE_TAG) {
+        return match rosc::decoder::decode_udp(bytes) {
+            Ok((_, packet)) => {
+                let mut out = Vec::new();
+                walk(&packet, When::Now, sender, mapping, &mut out);
+                out
             }
-            out
+            Err(e) => refuse(format!("malformed OSC packet: {e}")),
+        };
+    }
+    let mut out = Vec::new();
+    bundle(bytes, 0, sender, mapping, &mut out);
+    if out.is_empty() {
+        return refuse("an empty bundle: it holds no message".to_string());
+    }
+    out
+}
+
+/// How a bundle starts.
+const BUNDLE_TAG: &[u8] = b"#bundle\0";
+
+/// Every message of the bundle `bytes` (which start with [`BUNDLE_TAG`]),
+/// read element by element; `offset` is where it starts in the packet,
+/// for errors. Nesting is bounded by [`bundle_depth`], checked first.
+fn bundle(bytes: &[u8], offset: usize, sender: &str, mapping: &Mapping, out: &mut Vec<Decoded>) {
+    let malformed = |at: usize, why: String| Decoded {
+        command: Err(format!(
+            "malformed OSC packet: the bundle element at byte {at} {why}"
+        )),
+        when: When::Now,
+        from: format!("osc {sender} (bundle element at byte {at})"),
+    };
+    let Some(tag) = bytes.get(8..16) else {
+        out.push(Decoded {
+            command: Err(format!(
+                "malformed OSC packet: a bundle of {} bytes has no timetag (16 bytes at least)",
+                bytes.len()
+            )),
+            when: When::Now,
+            from: format!("osc {sender} ({} bytes)", bytes.len()),
+        });
+        return;
+    };
+    let seconds = u32::from_be_bytes([tag[0], tag[1], tag[2], tag[3]]);
+    let fraction = u32::from_be_bytes([tag[4], tag[5], tag[6], tag[7]]);
+    let when = timetag_when(OscTime::from((seconds, fraction)));
+    let mut pos = 16;
+    while pos < bytes.len() {
+        let at = offset + pos;
+        let Some(size) = bytes.get(pos..pos + 4) else {
+            out.push(malformed(
+                at,
+                format!(
+                    "is {} bytes, too short for its size (4 bytes)",
+                    bytes.len() - pos
+                ),
+            ));
+            return;
+        };
+        let size = u32::from_be_bytes([size[0], size[1], size[2], size[3]]) as usize;
+        let start = pos + 4;
+        let Some(element) = bytes.get(start..start.saturating_add(size)) else {
+            out.push(malformed(
+                at,
+                format!(
+                    "says it holds {size} bytes, past the bundle's end ({} bytes left)",
+                    bytes.len() - start
+                ),
+            ));
+            return;
+        };
+        pos = start + size;
+        if size == 0 || !size.is_multiple_of(4) {
+            out.push(malformed(
+                at,
+                format!("says it holds {size} bytes: an element is a positive multiple of 4"),
+            ));
+            continue;
         }
-        Err(e) => refuse(format!("malformed OSC packet: {e}")),
+        if element.starts_with(BUNDLE_TAG) {
+            bundle(element, offset + start, sender, mapping, out);
+            continue;
+        }
+        match rosc::decoder::decode_udp(element) {
+            Ok((_, p)) => walk(&p, when, sender, mapping, out),
+            Err(e) => out.push(malformed(at, format!("is no OSC message: {e}"))),
+        }
     }
 }
 
-/// Every message of `packet`, landing `when` unless a bundle says when.
+/// Every message of `packet`, landing `when` unless a bundle says when;
+/// an address pattern becomes one message per address it matches.
 fn walk(packet: &OscPacket, when: When, sender: &str, mapping: &Mapping, out: &mut Vec<Decoded>) {
     match packet {
-        OscPacket::Message(m) => out.push(Decoded {
-            command: command(m, mapping),
-            when,
-            from: format!("osc {sender} {}", message_text(m)),
-        }),
+        OscPacket::Message(m) => {
+            if !is_pattern(&m.addr) {
+                out.push(Decoded {
+                    command: command(m, mapping),
+                    when,
+                    from: format!("osc {sender} {}", message_text(m)),
+                });
+                return;
+            }
+            let matched = addresses(mapping)
+                .into_iter()
+                .filter(|a| pattern_matches(&m.addr, a))
+                .collect::<Vec<_>>();
+            if matched.is_empty() {
+                out.push(Decoded {
+                    command: Err(unknown_address(&m.addr, mapping)),
+                    when,
+                    from: format!("osc {sender} {}", message_text(m)),
+                });
+            }
+            for addr in matched {
+                let one = OscMessage {
+                    addr: addr.to_string(),
+                    args: m.args.clone(),
+                };
+                out.push(Decoded {
+                    command: command(&one, mapping),
+                    when,
+                    from: format!(
+                        "osc {sender} {} (pattern {})",
+                        message_text(&one),
+                        clip(&m.addr)
+                    ),
+                });
+            }
+        }
         OscPacket::Bundle(OscBundle { timetag, content }) => {
             let when = timetag_when(*timetag);
             for p in content {
@@ -90,6 +202,135 @@ fn walk(packet: &OscPacket, when: When, sender: &str, mapping: &Mapping, out: &m
             }
         }
     }
+}
+
+/// The namespace's addresses, always there.
+const NAMESPACE: [&str; 4] = [
+    "/morphrt/param",
+    "/morphrt/profile",
+    "/morphrt/snapshot",
+    "/morphrt/stop",
+];
+
+/// Every address a message can be sent to: those the scene maps, then
+/// the namespace's; each once.
+fn addresses(mapping: &Mapping) -> Vec<&str> {
+    let mut all: Vec<&str> = Vec::new();
+    for a in mapping
+        .controls
+        .iter()
+        .filter_map(|c| c.osc_address())
+        .chain(NAMESPACE)
+    {
+        if !all.contains(&a) {
+            all.push(a);
+        }
+    }
+    all
+}
+
+/// Whether `addr` is an OSC address pattern: it holds `*`, `?`, `[` or
+/// `{` (OSC 1.0's special characters; no address a scene maps holds one).
+fn is_pattern(addr: &str) -> bool {
+    addr.contains(['*', '?', '[', '{'])
+}
+
+/// Whether the OSC 1.0 address pattern `pattern` matches `addr`: both
+/// are split at `/` and each part of the pattern matches the part of the
+/// address at its place (`?` one character, `*` any run, `[abc]`, `[a-z]`
+/// and `[!…]` one character of a set or outside it, `{foo,bar}` one of
+/// the strings).
+pub fn pattern_matches(pattern: &str, addr: &str) -> bool {
+    let p: Vec<&str> = pattern.split('/').collect();
+    let a: Vec<&str> = addr.split('/').collect();
+    p.len() == a.len()
+        && p.iter().zip(&a).all(|(p, a)| {
+            let p: Vec<char> = p.chars().collect();
+            let a: Vec<char> = a.chars().collect();
+            let mut failed = std::collections::HashSet::new();
+            part_matches(&p, 0, &a, 0, &mut failed)
+        })
+}
+
+/// Whether `p[pi..]` matches `a[ai..]`; `failed` remembers positions that
+/// do not, so a pattern of many `*` takes time in proportion to the
+/// product of the lengths, never more.
+fn part_matches(
+    p: &[char],
+    pi: usize,
+    a: &[char],
+    ai: usize,
+    failed: &mut std::collections::HashSet<(usize, usize)>,
+) -> bool {
+    if failed.contains(&(pi, ai)) {
+        return false;
+    }
+    let matched = match p.get(pi) {
+        None => ai == a.len(),
+        Some('*') => (ai..=a.len()).any(|k| part_matches(p, pi + 1, a, k, failed)),
+        Some('?') => ai < a.len() && part_matches(p, pi + 1, a, ai + 1, failed),
+        Some('[') => match (set_end(p, pi), a.get(ai)) {
+            (Some(end), Some(&c)) => {
+                in_set(&p[pi + 1..end], c) && part_matches(p, end + 1, a, ai + 1, failed)
+            }
+            // An unclosed `[` is itself.
+            (None, Some('[')) => part_matches(p, pi + 1, a, ai + 1, failed),
+            _ => false,
+        },
+        Some('{') => match p[pi..].iter().position(|&c| c == '}') {
+            Some(len) => {
+                let end = pi + len;
+                p[pi + 1..end].split(|&c| c == ',').any(|word| {
+                    a.get(ai..ai + word.len()) == Some(word)
+                        && part_matches(p, end + 1, a, ai + word.len(), failed)
+                })
+            }
+            None => a.get(ai) == Some(&'{') && part_matches(p, pi + 1, a, ai + 1, failed),
+        },
+        Some(&c) => a.get(ai) == Some(&c) && part_matches(p, pi + 1, a, ai + 1, failed),
+    };
+    if !matched {
+        failed.insert((pi, ai));
+    }
+    matched
+}
+
+/// Where the `[` set starting at `p[open]` closes (a `]` right after the
+/// `[` or `[!` belongs to the set).
+fn set_end(p: &[char], open: usize) -> Option<usize> {
+    let mut i = open + 1;
+    if p.get(i) == Some(&'!') {
+        i += 1;
+    }
+    if p.get(i) == Some(&']') {
+        i += 1;
+    }
+    p[i.min(p.len())..]
+        .iter()
+        .position(|&c| c == ']')
+        .map(|k| i + k)
+}
+
+/// Whether `c` is in the set `set` (a `[…]`'s inside): characters and
+/// ranges `a-z`, negated by a leading `!`; a `-` first or last is itself.
+fn in_set(set: &[char], c: char) -> bool {
+    let (negated, set) = match set.first() {
+        Some('!') => (true, &set[1..]),
+        _ => (false, set),
+    };
+    let mut found = false;
+    let mut i = 0;
+    while i < set.len() {
+        if i + 2 < set.len() && set[i + 1] == '-' {
+            let (lo, hi) = (set[i].min(set[i + 2]), set[i].max(set[i + 2]));
+            found |= (lo..=hi).contains(&c);
+            i += 3;
+        } else {
+            found |= set[i] == c;
+            i += 1;
+        }
+    }
+    found != negated
 }
 
 /// Seconds from the OSC epoch (1900-01-01) to the Unix epoch.
@@ -154,7 +395,10 @@ fn command(m: &OscMessage, mapping: &Mapping) -> Result<Command, String> {
         "/morphrt/param" => param_command(&m.args, mapping),
         "/morphrt/profile" => match m.args.first() {
             Some(OscType::String(s)) => Profile::parse(s).map(Command::Profile).ok_or_else(|| {
-                format!("/morphrt/profile: unknown profile `{s}`; valid: strict, repro, live")
+                format!(
+                    "/morphrt/profile: unknown profile `{}`; valid: strict, repro, live",
+                    clip(s)
+                )
             }),
             other => Err(format!(
                 "/morphrt/profile takes a string (strict, repro or live), not {}",
@@ -244,29 +488,26 @@ fn osc_note(
     })
 }
 
-/// `unknown OSC address /x; the scene maps /a, /b; the namespace: …`.
+/// `unknown OSC address /x; the scene maps /a, /b; the namespace: …`
+/// (an address pattern: `no OSC address matches the pattern /x*; …`).
+/// A long address is echoed cut (see [`clip`]).
 fn unknown_address(addr: &str, mapping: &Mapping) -> String {
-    let mut mapped: Vec<&str> = mapping
-        .controls
-        .iter()
-        .filter_map(|c| c.osc_address())
-        .collect();
-    mapped.dedup();
-    let names = mapped.iter().copied().chain([
-        "/morphrt/param",
-        "/morphrt/profile",
-        "/morphrt/snapshot",
-        "/morphrt/stop",
-    ]);
-    let help = crate::scene::suggest::closest(addr, names)
+    let all = addresses(mapping);
+    let mapped = &all[..all.len() - NAMESPACE.len()];
+    let help = crate::scene::suggest::closest(addr, all.iter().copied())
         .map_or(String::new(), |s| format!(" (did you mean {s}?)"));
     let listed = if mapped.is_empty() {
         "the scene maps no OSC address".to_string()
     } else {
         format!("the scene maps {}", mapped.join(", "))
     };
+    let what = if is_pattern(addr) {
+        format!("no OSC address matches the pattern {}", clip(addr))
+    } else {
+        format!("unknown OSC address {}", clip(addr))
+    };
     format!(
-        "unknown OSC address {addr}{help}; {listed}; always there: /morphrt/param NODE PARAM VALUE [RAMP], /morphrt/profile P, /morphrt/snapshot, /morphrt/stop"
+        "{what}{help}; {listed}; always there: /morphrt/param NODE PARAM VALUE [RAMP], /morphrt/profile P, /morphrt/snapshot, /morphrt/stop"
     )
 }
 
@@ -351,19 +592,30 @@ fn param_value(spec: &ParamSpec, arg: &OscType, sr: u32) -> Result<ControlValue,
     }
 }
 
-/// A ramp argument in samples: a number of seconds or a time string.
+/// The longest ramp, in seconds: a day.
+const MAX_RAMP_SECONDS: f64 = 86_400.0;
+
+/// A ramp argument in samples: a number of seconds or a time string,
+/// either 0 … [`MAX_RAMP_SECONDS`].
 fn ramp_samples(arg: &OscType, sr: u32) -> Result<u64, String> {
+    let out_of_range = |what: String| format!("{what} is not a ramp (0 … 86400 s)");
     let samples = match arg {
-        OscType::String(s) => crate::scene::TimeSpec::parse(s)
-            .map_err(|e| e.to_string())?
-            .to_samples(sr)
-            .map(|r| r.round_half_even())
-            .ok_or_else(|| format!("`{s}` is out of range"))?,
+        OscType::String(s) => {
+            let samples = crate::scene::TimeSpec::parse(s)
+                .map_err(|e| e.to_string())?
+                .to_samples(sr)
+                .map(|r| r.round_half_even())
+                .ok_or_else(|| out_of_range(format!("`{}`", clip(s))))?;
+            if samples as f64 > MAX_RAMP_SECONDS * sr as f64 {
+                return Err(out_of_range(format!("`{}`", clip(s))));
+            }
+            samples
+        }
         a => match number(a) {
-            Some(x) if x.is_finite() && (0.0..=86_400.0).contains(&x) => {
+            Some(x) if x.is_finite() && (0.0..=MAX_RAMP_SECONDS).contains(&x) => {
                 (x * sr as f64).round() as i128
             }
-            Some(x) => return Err(format!("{x} s is not a ramp (0 … 86400 s)")),
+            Some(x) => return Err(out_of_range(format!("{x} s"))),
             None => return Err(format!("a ramp cannot be {}", arg_kind(Some(a)))),
         },
     };
@@ -385,7 +637,7 @@ fn number(a: &OscType) -> Option<f64> {
 fn arg_kind(a: Option<&OscType>) -> String {
     match a {
         None => "nothing".to_string(),
-        Some(OscType::String(s)) => format!("the string \"{s}\""),
+        Some(OscType::String(s)) => format!("the string \"{}\"", clip(s)),
         Some(OscType::Bool(b)) => format!("the bool {b}"),
         Some(OscType::Blob(b)) => format!("a blob of {} bytes", b.len()),
         Some(OscType::Nil) => "nil".to_string(),
@@ -396,11 +648,11 @@ fn arg_kind(a: Option<&OscType>) -> String {
 
 /// `/filter/cutoff 0.5 "x"`: a message in words (at most 8 arguments).
 fn message_text(m: &OscMessage) -> String {
-    let mut s = m.addr.clone();
+    let mut s = clip(&m.addr).into_owned();
     for a in m.args.iter().take(8) {
         s.push(' ');
         match a {
-            OscType::String(t) => s.push_str(&format!("{t:?}")),
+            OscType::String(t) => s.push_str(&format!("{:?}", clip(t))),
             a => match number(a) {
                 Some(x) => s.push_str(&x.to_string()),
                 None => s.push_str(&arg_kind(Some(a))),
@@ -413,13 +665,18 @@ fn message_text(m: &OscMessage) -> String {
     s
 }
 
+/// The most characters a reply's text holds: its packet stays well
+/// under the largest UDP datagram (65 507 bytes), whatever it answers.
+pub const MAX_REPLY_CHARS: usize = 8_192;
+
 /// The reply packet for `result`: `/morphrt/reply ok "…"` or
-/// `/morphrt/reply error "…"`.
+/// `/morphrt/reply error "…"`, its text cut to [`MAX_REPLY_CHARS`].
 pub fn reply_packet(result: &Result<String, String>) -> Vec<u8> {
     let (status, text) = match result {
         Ok(t) => ("ok", t),
         Err(e) => ("error", e),
     };
+    let text = &super::clip_to(text, MAX_REPLY_CHARS).into_owned();
     let packet = OscPacket::Message(OscMessage {
         addr: REPLY_ADDRESS.to_string(),
         args: vec![
@@ -553,5 +810,179 @@ mod tests {
         let bytes = rosc::encoder::encode(&p).unwrap();
         let d = decode(&bytes, "h", &mapping()).remove(0);
         assert!(d.command.unwrap_err().contains("nested deeper"));
+    }
+
+    /// A bundle of `elements` (each its size then its bytes) tagged
+    /// "immediately".
+    fn bundle_of(elements: &[Vec<u8>]) -> Vec<u8> {
+        let mut b = b"#bundle\0".to_vec();
+        b.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1]);
+        for e in elements {
+            b.extend_from_slice(&(e.len() as u32).to_be_bytes());
+            b.extend_from_slice(e);
+        }
+        b
+    }
+
+    fn encoded(addr: &str, x: f32) -> Vec<u8> {
+        rosc::encoder::encode(&message(addr, vec![OscType::Float(x)])).unwrap()
+    }
+
+    #[test]
+    fn a_malformed_bundle_element_is_reported_and_its_neighbours_still_land() {
+        // First an element that is no OSC message, then two good ones,
+        // then one whose size runs past the bundle's end.
+        let mut bytes = bundle_of(&[
+            b"\xff\xff\xff\xff".to_vec(),
+            encoded("/cut", 0.5),
+            encoded("/cut", 1.0),
+        ]);
+        bytes.extend_from_slice(&64u32.to_be_bytes());
+        bytes.extend_from_slice(&encoded("/cut", 0.0)[..8]);
+        let got = decode(&bytes, "h", &mapping());
+        assert_eq!(got.len(), 4, "{got:?}");
+        let e = got[0].command.as_ref().unwrap_err();
+        assert!(super::super::is_malformed(e), "{e}");
+        assert!(
+            e.contains("at byte 16") && e.contains("no OSC message"),
+            "{e}"
+        );
+        assert_eq!(changes(&got[1])[0].value, ControlValue::Number(500.0));
+        assert_eq!(changes(&got[2])[0].value, ControlValue::Number(800.0));
+        let e = got[3].command.as_ref().unwrap_err();
+        assert!(super::super::is_malformed(e), "{e}");
+        assert!(e.contains("64 bytes, past the bundle's end"), "{e}");
+    }
+
+    #[test]
+    fn bundle_element_sizes_of_zero_three_or_past_the_end_are_malformed_not_empty() {
+        for (size, says) in [
+            (0u32, "holds 0 bytes"),
+            (3, "holds 3 bytes"),
+            (1000, "past the bundle's end"),
+        ] {
+            let mut bytes = bundle_of(&[]);
+            bytes.extend_from_slice(&size.to_be_bytes());
+            bytes.extend_from_slice(&[0; 4]);
+            let got = decode(&bytes, "h", &mapping());
+            let errors: Vec<&String> = got
+                .iter()
+                .filter_map(|d| d.command.as_ref().err())
+                .collect();
+            assert!(!errors.is_empty(), "size {size}: {got:?}");
+            for e in errors {
+                assert!(super::super::is_malformed(e) && !e.contains("empty"), "{e}");
+            }
+            assert!(
+                got[0].command.as_ref().unwrap_err().contains(says),
+                "{got:?}"
+            );
+        }
+        // A size of 0 is skipped: the element after it still lands.
+        let mut bytes = bundle_of(&[]);
+        bytes.extend_from_slice(&0u32.to_be_bytes());
+        let good = encoded("/cut", 0.5);
+        bytes.extend_from_slice(&(good.len() as u32).to_be_bytes());
+        bytes.extend_from_slice(&good);
+        let got = decode(&bytes, "h", &mapping());
+        assert_eq!(got.len(), 2);
+        assert_eq!(changes(&got[1])[0].value, ControlValue::Number(500.0));
+    }
+
+    #[test]
+    fn osc_address_patterns_match_as_osc_1_0_defines_them() {
+        for (pattern, addr, matches) in [
+            ("/c?t", "/cut", true),
+            ("/c?t", "/cuut", false),
+            ("/*", "/cut", true),
+            ("/*", "/a/b", false),
+            ("/*/*", "/a/b", true),
+            ("/c*t", "/ct", true),
+            ("/c*t", "/cxyzt", true),
+            ("/c*t", "/cxyz", false),
+            ("/[abc]ut", "/cut", true),
+            ("/[a-c]ut", "/cut", true),
+            ("/[d-z]ut", "/cut", false),
+            ("/[!d-z]ut", "/cut", true),
+            ("/[!abc]ut", "/cut", false),
+            ("/[-c]ut", "/-ut", true),
+            ("/{cut,gain}", "/cut", true),
+            ("/{cut,gain}", "/gain", true),
+            ("/{cut,gain}", "/cutgain", false),
+            ("/{a,b}*{x,y}", "/abbay", true),
+            ("/morphrt/s*", "/morphrt/stop", true),
+            ("/morphrt/s*", "/morphrt/profile", false),
+        ] {
+            assert_eq!(
+                pattern_matches(pattern, addr),
+                matches,
+                "{pattern} on {addr}"
+            );
+        }
+        // Many stars against a long part end quickly (remembered failures).
+        let p = format!("/{}x", "*".repeat(200));
+        assert!(!pattern_matches(&p, &format!("/{}", "a".repeat(2000))));
+    }
+
+    #[test]
+    fn a_pattern_reaches_every_address_it_matches_and_one_matching_none_is_refused() {
+        let d = one(message("/c[t-v]?", vec![OscType::Float(0.5)]));
+        assert_eq!(changes(&d)[0].value, ControlValue::Number(500.0));
+        assert!(d.from.contains("/cut 0.5 (pattern /c[t-v]?)"), "{}", d.from);
+        let bytes = rosc::encoder::encode(&message("/morphrt/{stop,snapshot}", vec![])).unwrap();
+        let got: Vec<_> = decode(&bytes, "h", &mapping())
+            .into_iter()
+            .map(|d| d.command.unwrap())
+            .collect();
+        assert_eq!(got, [Command::Snapshot, Command::Stop]);
+        let e = one(message("/x*", vec![OscType::Float(0.5)]))
+            .command
+            .unwrap_err();
+        assert!(
+            e.starts_with("no OSC address matches the pattern /x*"),
+            "{e}"
+        );
+        assert!(!super::super::is_malformed(&e));
+    }
+
+    #[test]
+    fn a_ramp_given_as_a_string_is_held_to_a_day_as_a_number_is() {
+        let s = |t: &str| OscType::String(t.to_string());
+        for ramp in ["86401s", "86400001ms", "999999999999s"] {
+            let d = one(message(
+                "/morphrt/param",
+                vec![s("lp"), s("cutoff"), s("2kHz"), s(ramp)],
+            ));
+            let e = d.command.unwrap_err();
+            assert!(e.contains("is not a ramp (0 … 86400 s)"), "{ramp}: {e}");
+        }
+        let d = one(message(
+            "/morphrt/param",
+            vec![s("lp"), s("cutoff"), s("2kHz"), s("86400s")],
+        ));
+        assert_eq!(changes(&d)[0].ramp, 86_400 * 48_000);
+    }
+
+    #[test]
+    fn a_huge_address_or_name_is_echoed_cut_and_its_reply_fits_a_datagram() {
+        let long = format!("/{}", "x".repeat(65_000));
+        let d = one(message(&long, vec![OscType::Float(0.5)]));
+        let e = d.command.unwrap_err();
+        assert!(e.len() < 2_000 && e.contains("x…"), "{} chars", e.len());
+        assert!(d.from.len() < 400, "{} chars", d.from.len());
+        let reply = reply_packet(&Err(e.repeat(100)));
+        assert!(reply.len() < 65_507, "{} bytes", reply.len());
+        let s = |t: &str| OscType::String(t.to_string());
+        let d = one(message(
+            "/morphrt/param",
+            vec![s("lp"), s(&"p".repeat(65_000)), OscType::Float(1.0)],
+        ));
+        let e = d.command.unwrap_err();
+        assert!(
+            e.len() + d.from.len() < 2_000,
+            "{} + {} chars",
+            e.len(),
+            d.from.len()
+        );
     }
 }

@@ -164,6 +164,10 @@ impl AudioClock {
     }
 }
 
+/// A command for the session (a profile switch, a snapshot, a stop), the
+/// sample it asks to land at (0: now) and where its answer goes.
+pub type SessionCommand = (Command, u64, Option<Reply>);
+
 /// A record resolved for the audio thread, waiting for room in its ring.
 enum Resolved {
     Control(ControlRecord),
@@ -313,8 +317,9 @@ impl ControlHub {
 
     /// Takes what arrived and what the audio thread reported, and pushes
     /// what waits. Returns the commands for the session (profile switches,
-    /// snapshots, stops) with their replies; never blocks.
-    pub fn tick(&mut self, log: &mut dyn Write) -> Vec<(Command, Option<Reply>)> {
+    /// snapshots, stops) with the sample they ask to land at (0: now, as
+    /// for a change) and their replies; never blocks.
+    pub fn tick(&mut self, log: &mut dyn Write) -> Vec<SessionCommand> {
         self.take_reports(log);
         let mut session = Vec::new();
         let reading = self.clock.read();
@@ -401,7 +406,7 @@ impl ControlHub {
         m: Message,
         reading: &Reading,
         log: &mut dyn Write,
-    ) -> Option<(Command, Option<Reply>)> {
+    ) -> Option<SessionCommand> {
         self.counts.received += 1;
         let Message {
             command,
@@ -410,7 +415,7 @@ impl ControlHub {
             reply,
         } = m;
         let too_far = match (&command, when) {
-            (Ok(Command::Changes(_)), When::At(t)) => t
+            (Ok(_), When::At(t)) => t
                 .duration_since(reading.now_wall)
                 .ok()
                 .filter(|ahead| *ahead > MAX_AHEAD),
@@ -439,7 +444,7 @@ impl ControlHub {
             }
             Ok(Command::Changes(v)) => (Vec::new(), v),
             Ok(Command::Notes { notes, changes }) => (notes, changes),
-            Ok(other) => return Some((other, reply)),
+            Ok(other) => return Some((other, self.clock.sample_for(reading, when), reply)),
         };
         // A voice module's template node: one change per voice's copy.
         let table = self.current.table.clone();

@@ -142,6 +142,10 @@ pub enum ToAudio {
     /// histories are copied in parts over the following blocks, so the
     /// reply may come a few blocks after N, holding the state at N.
     Capture(Box<EngineState>),
+    /// As [`ToAudio::Capture`], from the first block boundary at or after
+    /// sample `at` (a timetagged snapshot or switch): the state at `at`
+    /// itself when `at` is on the block grid. Requests behind it wait.
+    CaptureFrom { state: Box<EngineState>, at: u64 },
     /// Play `engine` from sample `at` (a block boundary), crossfading over
     /// `fade` frames (0: a cut). Refused if the clock has passed `at`.
     Offer {
@@ -297,12 +301,30 @@ const OUTBOX: usize = 8;
 pub struct Controls {
     /// Fade out and finish (Ctrl-C, `q`).
     pub stop: AtomicBool,
+    /// Fade out and finish from this device frame on, plus one (0: no
+    /// such stop): a timetagged `/morphrt/stop` (see
+    /// [`Controls::stop_at_frame`]).
+    stop_frame: AtomicU64,
     /// Time each node of the playing engine (the `t` key). Read once per
     /// block: turning it on zeroes the engine's counters first, so a table
     /// covers the time since; off by default, since it reads the clock
     /// once per node per chunk (a one-sample feedback loop: nodes × block
     /// reads a block).
     pub node_timing: AtomicBool,
+}
+
+impl Controls {
+    /// Starts the stop fade at device frame `frame` exactly (at once if
+    /// it has passed), as [`Controls::stop`] does at the next callback.
+    pub fn stop_at_frame(&self, frame: u64) {
+        self.stop_frame
+            .store(frame.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// The device frame a timed stop begins at, if one is asked.
+    fn stop_frame(&self) -> Option<u64> {
+        self.stop_frame.load(Ordering::Relaxed).checked_sub(1)
+    }
 }
 
 /// The per-node times of the playing engine, copied out by the callback
@@ -454,6 +476,8 @@ pub struct Player {
     catching_up: Option<HeldOffer>,
     /// A capture being copied in parts, one before each block.
     capturing: Option<Box<EngineState>>,
+    /// A capture asked from a sample ahead, until the clock reaches it.
+    capture_from: Option<(Box<EngineState>, u64)>,
     /// Replies the full queue did not take yet, oldest first (capacity
     /// reserved up front).
     outbox: VecDeque<FromAudio>,
@@ -512,6 +536,7 @@ impl Player {
             held: None,
             catching_up: None,
             capturing: None,
+            capture_from: None,
             outbox: VecDeque::with_capacity(OUTBOX),
             fifo: vec![0.0; block * device_channels],
             fifo_pos: 0,
@@ -676,6 +701,12 @@ impl Player {
             let at = state.clock;
             self.send(FromAudio::Captured { state, at });
         }
+        if let Some((state, at)) = self.capture_from.take() {
+            self.capture_at(state, at, clock);
+            if self.capture_from.is_some() || self.capturing.is_some() {
+                return;
+            }
+        }
         if let Some(held) = self.held.take() {
             self.offer(held.engine, held.at, held.fade_frames, clock);
         }
@@ -685,6 +716,7 @@ impl Player {
         while self.held.is_none()
             && self.catching_up.is_none()
             && self.capturing.is_none()
+            && self.capture_from.is_none()
             && self.outbox.len() + 2 < OUTBOX
         {
             let Ok(req) = self.link.requests.pop() else {
@@ -699,6 +731,7 @@ impl Player {
                         }
                     }
                 }
+                ToAudio::CaptureFrom { state, at } => self.capture_at(state, at, clock),
                 ToAudio::Offer { engine, at, fade } => self.offer(engine, at, fade, clock),
                 ToAudio::CatchUp { engine, from, fade } => {
                     let block = self.deck.block_size() as u64;
@@ -709,6 +742,18 @@ impl Player {
                     }
                 }
             }
+        }
+    }
+
+    /// Begins the capture into `state` once the clock has reached `at`;
+    /// keeps it until then. Real-time safe.
+    fn capture_at(&mut self, mut state: Box<EngineState>, at: u64, clock: u64) {
+        if clock < at {
+            self.capture_from = Some((state, at));
+        } else if self.deck.begin_capture(&mut state) {
+            self.send(FromAudio::Captured { state, at: clock });
+        } else {
+            self.capturing = Some(state);
         }
     }
 
@@ -870,6 +915,7 @@ impl Player {
             self.fade_left_frames = Some(self.fade_frames);
         }
         let written_before = self.written_frames;
+        let stop_frame = self.controls.stop_frame();
         // The stop fade's gain runs under the engine's FP mode, as the
         // conversion to f32 does: the caller's MXCSR changes nothing.
         let fp = FpGuard::new(self.deck.flush_to_zero());
@@ -880,6 +926,13 @@ impl Player {
                 out[f * dc..(f + 1) * dc].iter_mut().for_each(|x| *x = 0.0);
                 self.meters.finished.store(true, Ordering::Release);
                 continue;
+            }
+            if self.fade_left_frames.is_none()
+                && stop_frame.is_some_and(|at| self.written_frames >= at)
+            {
+                // A timed stop, from this very frame.
+                self.fade_left_frames = Some(self.fade_frames);
+                self.controls.stop.store(true, Ordering::Relaxed);
             }
             if self.fifo_pos >= self.fifo_len {
                 self.refill();

@@ -88,6 +88,9 @@ struct Job {
     text: Arc<String>,
     /// When the change was made (file mtime or key press).
     since: SystemTime,
+    /// The sample it asks to swap at (a timetagged switch): the first
+    /// block boundary at or after it, unless the clock has passed it.
+    at: Option<u64>,
 }
 
 /// Why a handover was given up before it was offered.
@@ -179,8 +182,9 @@ pub struct LiveSession {
     pub rejected: Vec<Rejected>,
     /// One line for the status display: the last edit's result.
     pub last_result: String,
-    /// A snapshot asked for (`w`), with the stem of its file name.
-    snapshot_wanted: Option<PathBuf>,
+    /// A snapshot asked for (`w`), with the stem of its file name and
+    /// the sample it asks for (a timetagged one).
+    snapshot_wanted: Option<(PathBuf, Option<u64>)>,
     /// Snapshots written: the sample they hold and the file.
     pub snapshots: Vec<(u64, PathBuf)>,
     /// Files the session reads besides the scene and its resources (the
@@ -291,7 +295,14 @@ impl LiveSession {
     /// Asks for a snapshot file of the playing engine at the next block
     /// boundary (between handovers): `STEM.<sample>.snapshot.json`.
     pub fn request_snapshot(&mut self, stem: PathBuf) {
-        self.snapshot_wanted = Some(stem);
+        self.snapshot_wanted = Some((stem, None));
+    }
+
+    /// Asks for a snapshot file of the playing engine at the first block
+    /// boundary at or after sample `at` (at `at` itself when it is on the
+    /// block grid), or at the next one if the clock has passed it.
+    pub fn request_snapshot_at(&mut self, stem: PathBuf, at: u64) {
+        self.snapshot_wanted = Some((stem, Some(at)));
     }
 
     pub fn profile(&self) -> Profile {
@@ -393,6 +404,7 @@ impl LiveSession {
                     reason,
                     text,
                     since,
+                    at: None,
                 });
             }
             Err(error) => {
@@ -453,6 +465,13 @@ impl LiveSession {
     /// Switches the session to `to` (a key): the last good scene text is
     /// rebuilt under the other profile.
     pub fn switch_profile(&mut self, to: Profile, log: &mut dyn Write) {
+        self.switch_profile_at(to, None, log);
+    }
+
+    /// [`switch_profile`](Self::switch_profile), swapping at the first
+    /// block boundary at or after sample `at` when one is given (a
+    /// timetagged switch) and the clock has not passed it.
+    pub fn switch_profile_at(&mut self, to: Profile, at: Option<u64>, log: &mut dyn Write) {
         let from = self.queued_profile();
         if from == to {
             let _ = writeln!(log, "\nalready {to}");
@@ -465,6 +484,7 @@ impl LiveSession {
                 reason: Reason::Switch { from, to },
                 text,
                 since: SystemTime::now(),
+                at,
             }),
             Err(error) => {
                 let _ = writeln!(
@@ -540,23 +560,26 @@ impl LiveSession {
             && self.snapshot_wanted.is_some()
             && self.capture.is_some()
         {
-            let stem = self.snapshot_wanted.take().expect("checked");
+            let (stem, at) = self.snapshot_wanted.take().expect("checked");
             let buf = self.capture.take().expect("checked");
-            match self.link.send(ToAudio::Capture(buf)) {
+            match self.link.send(capture_request(buf, at)) {
                 Ok(()) => self.phase = Phase::Snapshotting(stem),
-                Err(ToAudio::Capture(buf)) => {
+                Err(ToAudio::Capture(buf) | ToAudio::CaptureFrom { state: buf, .. }) => {
                     self.capture = Some(buf);
-                    self.snapshot_wanted = Some(stem);
+                    self.snapshot_wanted = Some((stem, at));
                 }
                 Err(_) => unreachable!("pushed a capture"),
             }
         }
         if matches!(self.phase, Phase::Idle) {
             if let Some(job) = self.queued.take() {
+                // A timed switch is captured a little before its sample,
+                // so that the new engine is placed there in time.
+                let from = job.at.map(|at| at.saturating_sub(2 * self.lead));
                 match self.capture.take() {
-                    Some(buf) => match self.link.send(ToAudio::Capture(buf)) {
+                    Some(buf) => match self.link.send(capture_request(buf, from)) {
                         Ok(()) => self.phase = Phase::Capturing(job),
-                        Err(ToAudio::Capture(buf)) => {
+                        Err(ToAudio::Capture(buf) | ToAudio::CaptureFrom { state: buf, .. }) => {
                             self.capture = Some(buf);
                             self.queued = Some(job);
                         }
@@ -587,6 +610,7 @@ impl LiveSession {
             reason,
             text,
             since,
+            at: wanted,
         } = job;
         let t0 = Instant::now();
         let migration = incoming.engine.migrate(&state, at);
@@ -595,7 +619,7 @@ impl LiveSession {
         // swap happens.
         let t1 = Instant::now();
         let catching_up = self.reads_history(&incoming.engine);
-        let s = match self.place_any(&mut incoming.engine, at, catching_up) {
+        let s = match self.place_any(&mut incoming.engine, (at, wanted), catching_up) {
             Ok(s) => s,
             Err(why) => {
                 self.capture = Some(state);
@@ -659,7 +683,7 @@ impl LiveSession {
     fn place_any(
         &mut self,
         engine: &mut crate::engine::Engine,
-        from: u64,
+        (from, wanted): (u64, Option<u64>),
         catching_up: bool,
     ) -> Result<u64, Unplaced> {
         match (&self.history, catching_up) {
@@ -667,7 +691,7 @@ impl LiveSession {
                 let h = h.clone();
                 self.place_behind(engine, &h)
             }
-            _ => self.place(engine, from),
+            _ => self.place(engine, from, wanted),
         }
     }
 
@@ -752,8 +776,14 @@ impl LiveSession {
     /// loop ends once fast-forwarding outruns it; it gives up when it does
     /// not ([`Unplaced`]): the lead past [`MAX_LEAD_SECONDS`], placing for
     /// as long in wall time, fast-forwarding slower than real time, or the
-    /// session stopping.
-    fn place(&mut self, engine: &mut crate::engine::Engine, from: u64) -> Result<u64, Unplaced> {
+    /// session stopping. A `wanted` sample (a timed switch) puts S at the
+    /// first block boundary at or after it, when that is later.
+    fn place(
+        &mut self,
+        engine: &mut crate::engine::Engine,
+        from: u64,
+        wanted: Option<u64>,
+    ) -> Result<u64, Unplaced> {
         let block = self.fixed.block_size as u64;
         let sr = self.fixed.sample_rate as u64;
         let mut lead = self.lead;
@@ -761,7 +791,9 @@ impl LiveSession {
         for missed in 1.. {
             let audio = self.meters.clock.load(Ordering::Relaxed).max(from);
             let s = on_grid(audio.saturating_add(lead), from, block);
-            let s = s.max(engine.clock());
+            let s = s
+                .max(engine.clock())
+                .max(wanted.map_or(0, |w| on_grid(w, from, block)));
             engine.set_swap_sample(s);
             let in_time = self.catch_up(engine, s, started)?;
             // Still ahead of the audio thread by a block: offer it.
@@ -879,7 +911,7 @@ impl LiveSession {
                 * block;
         }
         let t = Instant::now();
-        let s = match self.place_any(&mut engine, clock, catching_up) {
+        let s = match self.place_any(&mut engine, (clock, None), catching_up) {
             Ok(s) => s,
             Err(why) => {
                 drop(engine);
@@ -1006,6 +1038,7 @@ impl LiveSession {
     /// unless `run --force`. The error is the message to show.
     fn build(&self, text: &str, profile: Profile) -> Result<Incoming, String> {
         let (scene, mut plan) = self.compile_plan(text, &self.fixed.options(profile))?;
+        self.check_input(&plan)?;
         if !self.force {
             if let Some(why) = over_budget(&plan) {
                 // A session that plays over the budget already (started so,
@@ -1017,6 +1050,31 @@ impl LiveSession {
         }
         let warnings = std::mem::take(&mut plan.warnings);
         Ok(Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene)))
+    }
+
+    /// Refuses `plan` when an `input` node of it reads a channel the
+    /// session's input does not have, or reads any input when the session
+    /// started without one: the check `run` makes of a scene at start-up
+    /// (there an exit 2), so that an edit never silences the input.
+    fn check_input(&self, plan: &crate::graph::Plan) -> Result<(), String> {
+        let Some(first) = plan.inputs().into_iter().next() else {
+            return Ok(());
+        };
+        let error = |e: String| format!("error: {}: {e}", plan.file);
+        match &self.history {
+            None => Err(error(format!(
+                "node `{}` reads the session's input, but this session started without one (its scene had no `input` node): an input is opened when the session starts (`run --input FILE.wav`, or the input device); restart it to read one",
+                first.node
+            ))),
+            Some(h) => crate::host::files::wav_in::check_fits(
+                "the session's input",
+                plan.sample_rate,
+                h.width(),
+                plan,
+                &mut std::io::sink(),
+            )
+            .map_err(error),
+        }
     }
 
     /// The estimated cost per sample of the engine playing (0 if its text
@@ -1081,6 +1139,15 @@ const MAX_LEAD_SECONDS: u64 = 2;
 /// it may be offered at: the audio thread runs those (and the blocks it
 /// plays meanwhile) itself, gaining a block per callback.
 const BEHIND_AT_OFFER: u64 = 2;
+
+/// The request for a capture into `buf`: at the next block boundary, or
+/// at the first one at or after `from`.
+fn capture_request(buf: Box<EngineState>, from: Option<u64>) -> ToAudio {
+    match from {
+        Some(at) => ToAudio::CaptureFrom { state: buf, at },
+        None => ToAudio::Capture(buf),
+    }
+}
 
 /// The request that hands `engine` over at `at`: a swap at S = `at`
 /// ahead of the clock, or, `catching_up`, the catch-up from M = `at`

@@ -6,7 +6,7 @@
 
 use super::timing::NodeTiming;
 use super::*;
-use crate::host::control::Command as ControlCommand;
+use crate::host::control::{Command as ControlCommand, Reply};
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
@@ -65,6 +65,13 @@ pub(super) struct LiveControl {
     pub(super) input: Option<SessionInput>,
     /// Control in: what OSC (and other transports) send.
     pub(super) hub: ControlHub,
+    /// Timetagged profile switches and snapshots, with the sample they
+    /// ask for, until the clock comes near it.
+    pub(super) timed: Vec<(u64, ControlCommand, Option<Reply>)>,
+    /// Snapshots asked for over control in, answered with the file once
+    /// one is written; and the snapshots written when they were asked.
+    pub(super) snapshot_replies: Vec<Reply>,
+    pub(super) snapshots_seen: usize,
     /// The OSC socket's thread, stopped when dropped.
     pub(super) _osc: Option<OscServer>,
     /// MIDI ports (and files) playing in (`--midi`); dropped at the end.
@@ -302,15 +309,30 @@ impl LiveControl {
         if let Some((controls, table)) = self.session.playing_controls() {
             self.hub.follow(controls, table);
         }
-        for (command, reply) in self.hub.tick(log) {
+        let rate = self.session.fixed().sample_rate as f64;
+        for (command, at, reply) in self.hub.tick(log) {
             let answer = match command {
+                ControlCommand::Stop if at > 0 => {
+                    // The device's frame 0 is the session's `clock_start`.
+                    self.controls
+                        .stop_at_frame(at.saturating_sub(self.clock_start));
+                    Ok(format!(
+                        "stopping at sample {at} ({:.3} s)",
+                        at as f64 / rate
+                    ))
+                }
+                ControlCommand::Profile(_) | ControlCommand::Snapshot if at > 0 => {
+                    self.timed.push((at, command, reply));
+                    continue;
+                }
                 ControlCommand::Profile(p) => {
                     self.session.switch_profile(p, log);
                     Ok(format!("switching to {p}"))
                 }
                 ControlCommand::Snapshot => {
                     self.session.request_snapshot(self.snapshot_stem.clone());
-                    Ok("snapshot asked for; the session prints its file".to_string())
+                    self.snapshot_replies.extend(reply);
+                    continue;
                 }
                 ControlCommand::Stop => {
                     self.controls.stop.store(true, Ordering::Relaxed);
@@ -324,6 +346,45 @@ impl LiveControl {
                 r(answer);
             }
         }
+        self.serve_timed(log);
+    }
+
+    /// Hands the session the timetagged switches and snapshots whose
+    /// sample is less than half a second ahead (the session then places
+    /// them at the first block boundary at or after it), and answers the
+    /// snapshots asked for once one is written, naming its file.
+    fn serve_timed(&mut self, log: &mut dyn Write) {
+        let rate = self.session.fixed().sample_rate as u64;
+        let clock = self.meters.clock.load(Ordering::Relaxed);
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.timed)
+            .into_iter()
+            .partition(|(at, ..)| clock + rate / 2 >= *at);
+        self.timed = later;
+        for (at, command, reply) in due {
+            match command {
+                ControlCommand::Profile(p) => {
+                    self.session.switch_profile_at(p, Some(at), log);
+                    if let Some(r) = reply {
+                        r(Ok(format!(
+                            "switching to {p} at sample {at} (the first block boundary from there)"
+                        )));
+                    }
+                }
+                _ => {
+                    self.session
+                        .request_snapshot_at(self.snapshot_stem.clone(), at);
+                    self.snapshot_replies.extend(reply);
+                }
+            }
+        }
+        let written = &self.session.snapshots[self.snapshots_seen..];
+        if let Some((at, file)) = written.last() {
+            let text = format!("snapshot at sample {at} written to {}", file.display());
+            for r in self.snapshot_replies.drain(..) {
+                r(Ok(text.clone()));
+            }
+        }
+        self.snapshots_seen = self.session.snapshots.len();
     }
 
     /// The stop signal that ended the session, if one did (also one that
@@ -499,6 +560,9 @@ impl LiveControl {
             progress_every,
             input,
             hub,
+            timed: Vec::new(),
+            snapshot_replies: Vec::new(),
+            snapshots_seen: 0,
             _osc: osc,
             midi,
             _keys: keys,
@@ -509,6 +573,15 @@ impl LiveControl {
     /// dropped here), then the stop and the end.
     pub(super) fn end(&mut self, meters: &Meters, fade: u64, log: &mut dyn Write) {
         self.session.tick(log);
+        self.serve_timed(log);
+        let unanswered = self
+            .timed
+            .drain(..)
+            .filter_map(|(_, _, r)| r)
+            .chain(self.snapshot_replies.drain(..));
+        for r in unanswered {
+            r(Err("the session stopped before it landed".to_string()));
+        }
         self.hub.finish(log);
         self.journal_news(log);
         let recorded = self.finish_input(log);
