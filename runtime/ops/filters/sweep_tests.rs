@@ -165,11 +165,17 @@ fn cases(fc: f64, sr: f64) -> Vec<Case> {
     }
     // The one-pole has no Q.
     let a = 1.0 - libm::exp(-2.0 * PI * fc / sr);
-    for (name, b) in [("lowpass", [a, 0.0, 0.0]), ("highpass", [1.0 - a, a - 1.0, 0.0])] {
+    for (name, b) in [
+        ("lowpass", [a, 0.0, 0.0]),
+        ("highpass", [1.0 - a, a - 1.0, 0.0]),
+    ] {
         v.push(Case {
             spec: &ONEPOLE,
             label: format!("onepole {name}"),
-            params: vec![("mode", mode(&ONEPOLE, name)), ("cutoff", Value::Number(fc))],
+            params: vec![
+                ("mode", mode(&ONEPOLE, name)),
+                ("cutoff", Value::Number(fc)),
+            ],
             response: (b, [1.0, a - 1.0, 0.0]),
         });
     }
@@ -222,7 +228,11 @@ fn sweep_rate(sr: f64) -> Report {
     for fc in CUTOFFS {
         // Two tones: the cutoff and a major third above it (below it where
         // that passes 0.45·sr), each of amplitude 1/2.
-        let f2 = if 1.25 * fc < 0.45 * sr { 1.25 * fc } else { 0.8 * fc };
+        let f2 = if 1.25 * fc < 0.45 * sr {
+            1.25 * fc
+        } else {
+            0.8 * fc
+        };
         let tones = [(fc, 0.0), (f2, 1.0)];
         let window = WINDOW.max((sr / fc.min(f2)).ceil() as usize);
         let cases = cases(fc, sr);
@@ -325,7 +335,10 @@ fn every_recursive_filter_holds_repro_within_1e_3_of_strict_over_the_sweep() {
     }
     let mut failures = Vec::new();
     for ((label, profile), w) in &all {
-        println!("filter sweep: {label:<22} {profile:<6} worst {:.2e}  ({})", w.err, w.at);
+        println!(
+            "filter sweep: {label:<22} {profile:<6} worst {:.2e}  ({})",
+            w.err, w.at
+        );
         let bound = if *profile == "strict" { 1e-5 } else { 1e-3 };
         if !(w.err <= bound) {
             failures.push(format!("{label} {profile}: {:e} at {}", w.err, w.at));
