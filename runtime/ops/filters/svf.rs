@@ -2,10 +2,10 @@
 //! filter: lowpass, highpass, bandpass (peak gain `q`), notch.
 
 use super::{
-    built_enum, design_cutoff_hz, enum_index, limit, DesignCache, CUTOFF_PARAM, MAX_CUTOFF_RATIO,
-    MAX_Q, MIN_Q, PI, Q_PARAM,
+    built_enum, design_cutoff_hz, enum_index, limit, svf_increment_coefs, svf_increments,
+    DesignCache, CUTOFF_PARAM, MAX_CUTOFF_RATIO, MAX_Q, MIN_Q, PI, Q_PARAM,
 };
-use crate::dsp::{Math, Sample};
+use crate::dsp::{Math, Precision, Sample};
 use crate::ops::{
     build_any, by_profile, frequency_lint, no_choices, BuildCtx, Io, Lint, NodeState, OpSpec,
     Operator, ParamKind, ParamSpec, Processor, StateError, Value,
@@ -50,13 +50,24 @@ pub(super) fn svf_design<M: Math>(cutoff_hz: f64, q: f64, sample_rate: f64) -> [
     [k, a1, a2, a3]
 }
 
+/// [`svf_design`]'s filter as `[k, d, a2, g]` for [`svf_increments`]
+/// (the f32 path).
+fn svf_increment_design<M: Math>(cutoff_hz: f64, q: f64, sample_rate: f64) -> [f64; 4] {
+    let g = M::coef_tan(PI * design_cutoff_hz(cutoff_hz, sample_rate) / sample_rate);
+    let k = 1.0 / limit(q, MIN_Q, MAX_Q);
+    let [d, a2, g] = svf_increment_coefs(g, k);
+    [k, d, a2, g]
+}
+
 /// A topology-preserving (trapezoidal) state-variable filter after Andrew
-/// Simper (Cytomic), at precision `S`.
+/// Simper (Cytomic), at precision `S`: Simper's form at f64, the same
+/// filter in increments ([`svf_increments`]) at f32, where Simper's
+/// `a1 ≈ 1` would lose the damping of a low cutoff.
 struct Svf<S, M> {
     mode: SvfMode,
     sample_rate: f64,
     cache: DesignCache<2>,
-    /// `[k, a1, a2, a3]` at precision `S`.
+    /// `[k, a1, a2, a3]` (f64) or `[k, d, a2, g]` (f32) at precision `S`.
     coefs: [S; 4],
     ic1: S,
     ic2: S,
@@ -67,18 +78,29 @@ impl<S: Sample, M: Math> Svf<S, M> {
     #[inline]
     fn update(&mut self, cutoff_hz: f64, q: f64) {
         if self.cache.stale([cutoff_hz, q]) {
-            self.coefs = svf_design::<M>(cutoff_hz, q, self.sample_rate).map(S::from_f64);
+            let sr = self.sample_rate;
+            self.coefs = if S::PRECISION == Precision::F32 {
+                svf_increment_design::<M>(cutoff_hz, q, sr).map(S::from_f64)
+            } else {
+                svf_design::<M>(cutoff_hz, q, sr).map(S::from_f64)
+            };
         }
     }
 
     #[inline]
     fn tick(c: &[S; 4], mode: SvfMode, ic1: &mut S, ic2: &mut S, x: S) -> S {
-        let [k, a1, a2, a3] = *c;
-        let v3 = x - *ic2;
-        let v1 = a1 * *ic1 + a2 * v3;
-        let v2 = *ic2 + a2 * *ic1 + a3 * v3;
-        *ic1 = v1 + v1 - *ic1;
-        *ic2 = v2 + v2 - *ic2;
+        let k = c[0];
+        let (v1, v2) = if S::PRECISION == Precision::F32 {
+            svf_increments(c[1], c[2], c[3], ic1, ic2, x)
+        } else {
+            let [_, a1, a2, a3] = *c;
+            let v3 = x - *ic2;
+            let v1 = a1 * *ic1 + a2 * v3;
+            let v2 = *ic2 + a2 * *ic1 + a3 * v3;
+            *ic1 = v1 + v1 - *ic1;
+            *ic2 = v2 + v2 - *ic2;
+            (v1, v2)
+        };
         match mode {
             SvfMode::Lowpass => v2,
             SvfMode::Bandpass => v1,
