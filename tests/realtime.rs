@@ -1225,6 +1225,133 @@ mod input_history {
             "the replay differs from what was played"
         );
     }
+
+    /// A scene of `count` events in beats (a dc stepped every sixteenth
+    /// of a beat) under the filtered input, at `tempo`, its filter at
+    /// `cutoff`.
+    fn many_beats_incoming(tempo: &str, cutoff: &str, count: u64, fed: bool) -> Incoming {
+        let events: Vec<String> = (1..=count)
+            .map(|k| {
+                format!(
+                    r#"{{"time":"{}beats","node":"v","param":"value","value":{}}}"#,
+                    k as f64 / 16.0,
+                    (k % 100) as f64 / 100.0
+                )
+            })
+            .collect();
+        let base = beat_scene(tempo);
+        let head = &base[..base.find(r#""events":["#).unwrap()];
+        let text = format!(r#"{head}"events":[{}]}}"#, events.join(","))
+            .replace(r#""cutoff":"2kHz""#, &format!(r#""cutoff":"{cutoff}""#));
+        let mut inc = Incoming::from_plan(
+            common::plan(&text, Some(Profile::Repro), 64),
+            None,
+            Vec::new(),
+        );
+        if fed {
+            inc.engine.set_input_feed(Box::new(Feed));
+        }
+        inc
+    }
+
+    /// An edit of a scene of thousands of events in beats that keeps the
+    /// tempo, caught up through the history on the audio thread: the swap
+    /// leaves the events where the beat grid puts them (the swap sample
+    /// does not move them: no rational arithmetic and no sort in the
+    /// callback), no allocation or free, and the replay of N and S is the
+    /// same bits.
+    #[test]
+    fn a_catch_up_swap_of_many_events_in_beats_never_allocates_and_replays() {
+        const COUNT: u64 = 5000;
+        let first = many_beats_incoming("240bpm", "2kHz", COUNT, false);
+        let meters = Arc::new(Meters::default());
+        let mut player = Player::new(
+            *first.engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            Arc::new(Controls::default()),
+            std::time::Instant::now(),
+        );
+        player.set_input(Box::new(Source(0)));
+        let (writer, hist) = history(2, 48_000, 8.0, 0);
+        player.set_history(writer);
+        let mut link = player.link();
+        let cell = PlayerCell::new(player);
+        let mut buf = vec![0.0f32; 48 * 2];
+        let mut played = Vec::new();
+        let (a0, f0) = counts();
+        let mut fill = |played: &mut Vec<f32>| {
+            realtime(|| cell.fill(&mut buf));
+            played.extend_from_slice(&buf);
+        };
+        for _ in 0..300 {
+            fill(&mut played);
+        }
+        link.send(ToAudio::Capture(first.capture)).ok().unwrap();
+        let (state, n) = loop {
+            fill(&mut played);
+            if let Some(FromAudio::Captured { state, at }) = link.receive() {
+                break (state, at);
+            }
+        };
+        let mut next = many_beats_incoming("240bpm", "700Hz", COUNT, false);
+        next.engine.migrate(&state, n);
+        next.engine.set_swap_sample(u64::MAX);
+        let m = fast_forward_through(&mut next.engine, &hist, u64::MAX).unwrap();
+        while meters.clock.load(Ordering::Relaxed) < m + 5 * 64 {
+            fill(&mut played);
+        }
+        link.send(ToAudio::CatchUp {
+            engine: next.engine,
+            from: m,
+            fade: 0,
+        })
+        .ok()
+        .unwrap();
+        let s = loop {
+            fill(&mut played);
+            match link.receive() {
+                Some(FromAudio::Swapped { at }) => break at,
+                Some(FromAudio::Refused { clock, .. }) => panic!("refused at {clock}"),
+                _ => {}
+            }
+        };
+        for _ in 0..300 {
+            fill(&mut played);
+        }
+        let (a1, f1) = counts();
+        assert_eq!(
+            (a1 - a0, f1 - f0),
+            (0, 0),
+            "the callback allocated or freed"
+        );
+        assert!(
+            s > m + 5 * 64,
+            "it caught up over several blocks: M {m}, S {s}"
+        );
+        drop(link.receive());
+
+        let frames = played.len() as u64 / 2;
+        let mut deck = Scripted::new(many_beats_incoming("240bpm", "2kHz", COUNT, true), 2);
+        deck.handover_at(many_beats_incoming("240bpm", "700Hz", COUNT, true), n, s, 0)
+            .unwrap();
+        // 240 bpm: 12000 samples a beat, event k at k/16 beats = 750·k.
+        let mut count = 0;
+        for (order, at) in deck.engine().event_samples() {
+            assert_eq!(at, 750 * (order as u64 + 1), "event {order}");
+            count += 1;
+        }
+        assert_eq!(count, COUNT);
+        deck.play_to(frames);
+        let again = deck.into_device_samples(frames, None);
+        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&again) == bits(&played),
+            "the replay differs from what was played"
+        );
+    }
 }
 
 /// A flood of control records through a player's ring while it plays: the
@@ -1758,5 +1885,89 @@ mod fatal_panics {
             let player = cell.take().unwrap();
             assert_eq!(player.engine().id(), new_id, "{p}");
         }
+/// A voice that holds long state: a 2 s `delay` and a `reverb`, in a
+/// module of three voices whose notes steal one another.
+const LONG_VOICES: &str = r#"{ "version": "1.0", "seed": 3,
+  "modules": [ { "id": "pad", "voices": 3, "note": { "pitch": "osc.freq", "gate": "env.gate", "velocity": "amp.gain" },
+      "nodes": [
+        { "id": "osc", "op": "saw", "params": { "freq": "220Hz", "amp": 0.2 } },
+        { "id": "env", "op": "adsr", "params": { "attack": "2ms", "decay": "20ms", "sustain": 0.5, "release": "10ms" } },
+        { "id": "vca", "op": "multiply" },
+        { "id": "dl", "op": "delay", "params": { "max_time": "2s", "time": "300ms", "feedback": 0.5, "mix": 0.5 } },
+        { "id": "rv", "op": "reverb" },
+        { "id": "amp", "op": "gain" } ] } ],
+  "edges": [ { "from": "osc", "to": "vca:a" }, { "from": "env", "to": "vca:b" }, { "from": "vca", "to": "dl" },
+             { "from": "dl", "to": "rv" }, { "from": "rv", "to": "amp" } ],
+  "outputs": { "main": ["pad"] } }"#;
+
+/// Voices with long state started, stolen, cleared and started again
+/// after their clearing, under every profile: no allocation or free in
+/// `process_block`, and each of those really happened in the checked
+/// section.
+#[test]
+fn voices_with_long_state_started_stolen_and_cleared_never_allocate() {
+    use morphrt::engine::Phase;
+    use morphrt::graph::{NoteAction, PlanNote};
+    for p in Profile::ALL {
+        let mut e = common::engine(LONG_VOICES, Some(p), 64);
+        let pool = e.voice_pool("pad").unwrap();
+        let (mut a, mut f) = (0, 0);
+        let (mut cleared, mut started_clean, mut held) = (false, false, 0);
+        for k in 0..400u64 {
+            let clock = e.clock();
+            // Four notes a block for a while (steals), then a rest (frees).
+            let on = k % 100 < 30;
+            let notes = (0..4u64).map(|j| {
+                let hz = 200.0 + (k * 4 + j) as f64;
+                PlanNote {
+                    sample: clock + j * 13,
+                    pool,
+                    action: if on {
+                        NoteAction::On {
+                            key: hz.to_bits(),
+                            tag: 0,
+                            pitch_hz: hz,
+                            velocity: 0.8,
+                        }
+                    } else {
+                        NoteAction::Off {
+                            key: (hz - 16.0).to_bits(),
+                            tag: 0,
+                        }
+                    },
+                }
+            });
+            let waiting: Vec<bool> = e.voice_states()[0]
+                .voices
+                .iter()
+                .map(|v| v.clearing)
+                .collect();
+            let (a0, f0) = counts();
+            realtime(|| {
+                for n in notes {
+                    assert!(e.push_note(n));
+                }
+                e.process_block(64);
+                std::hint::black_box(e.bus().get(0, 0));
+            });
+            let (a1, f1) = counts();
+            (a, f) = (a + a1 - a0, f + f1 - f0);
+            for (v, was) in e.voice_states()[0].voices.iter().zip(waiting) {
+                cleared |= v.clearing;
+                started_clean |= was && v.phase == Phase::Held;
+                held += usize::from(v.phase == Phase::Held);
+            }
+        }
+        assert_eq!(
+            (a, f),
+            (0, 0),
+            "under {p}: allocations/frees inside process_block"
+        );
+        assert!(cleared, "under {p}: no voice waited for its clearing");
+        assert!(
+            started_clean,
+            "under {p}: no voice started after its clearing"
+        );
+        assert!(held > 0, "under {p}: nothing played");
     }
 }

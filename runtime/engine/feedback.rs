@@ -23,6 +23,11 @@ impl Engine {
     pub(super) fn feed_back(&mut self, guard: &FpGuard, n: usize) {
         for f in 0..self.feeds.len() {
             let Feed { dst, ring, src } = self.feeds[f];
+            if self.slots[dst].voice.is_some() && self.voice_idle(dst) {
+                // A voice not running is being cleared or clean: nothing
+                // enters its lines until it plays again.
+                continue;
+            }
             if src.node == dst {
                 // A node feeding itself: disjoint fields of one node.
                 match &mut self.slots[dst].core {

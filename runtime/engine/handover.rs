@@ -424,8 +424,20 @@ impl Engine {
     /// Moves the swap sample later (the audio thread had passed the offered
     /// one); call after fast-forwarding to `at`.
     pub fn set_swap_sample(&mut self, at: u64) {
+        let moved = at != self.pending.at;
         self.pending.at = at;
-        self.retime_beats();
+        // Without a tempo change the grid is the captured one whatever S
+        // is: the events stay where the migration placed them, and a
+        // catch-up's swap costs nothing here (no arithmetic, no sort).
+        if moved && self.tempo_changes() {
+            self.retime_beats();
+        }
+    }
+
+    /// Whether this engine's tempo differs from the captured engine's
+    /// grid, so that where its events in beats land depends on S.
+    fn tempo_changes(&self) -> bool {
+        matches!((self.prior_map, self.spb), (Some(old), Some(spb)) if old.spb != spb)
     }
 
     /// Each event's place in its plan as compiled and the sample it lands

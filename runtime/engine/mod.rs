@@ -49,7 +49,9 @@ pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
-pub use voices::{NoteRecord, Pending, Phase, PoolState, Voice, NOTE_QUEUE};
+pub use voices::{
+    NoteRecord, Pending, Phase, PoolState, Voice, CLEAR_PER_SAMPLE, NOTE_QUEUE, SHORT_STATE,
+};
 
 pub(crate) use mix::convert;
 pub(crate) use ring::Ring;
@@ -189,13 +191,14 @@ impl Engine {
             .filter_map(|s| s.feed)
             .max()
             .map_or(0, |c| c + 1);
-        let voices = voices::Voices::new(
+        let mut voices = voices::Voices::new(
             std::mem::take(&mut plan.voices),
             std::mem::take(&mut plan.notes),
         );
         for (i, t) in voices.tags(slots.len()).into_iter().enumerate() {
             slots[i].voice = t;
         }
+        voices.measure(&mut slots);
         let (steps, groups) = lanes::plan(&mut slots, &mut runs, &plan.main);
         let spb = plan.tempo.map(|t| t.samples_per_beat(plan.sample_rate));
         Engine {
@@ -353,6 +356,7 @@ impl Engine {
                     }
                 }
             }
+            self.clear_voices(pos, n);
             if !self.feeds.is_empty() {
                 self.feed_back(&guard, n);
             }

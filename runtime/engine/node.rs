@@ -258,6 +258,26 @@ impl Slot {
         next.is_none()
     }
 
+    /// How many samples of state a reset spread over blocks zeroes: the
+    /// node's own ([`Processor::reset_part`](crate::ops::Processor::reset_part)
+    /// complete from there with no budget), then its edge delay lines.
+    /// [`reset_step`](Self::reset_step) calls whose budgets add up to it
+    /// complete a reset. Call on a node fresh from its build (it is
+    /// left so): measuring may run the last step of a reset.
+    pub(super) fn reset_len(&mut self) -> u64 {
+        let (node, lines) = match &mut self.core {
+            Core::F32(t) => (
+                part_len(|d| t.node.reset_part(d, 0)),
+                t.rings.iter().map(Ring::len).sum::<usize>(),
+            ),
+            Core::F64(t) => (
+                part_len(|d| t.node.reset_part(d, 0)),
+                t.rings.iter().map(Ring::len).sum::<usize>(),
+            ),
+        };
+        (node + lines) as u64
+    }
+
     pub(super) fn precision(&self) -> Precision {
         match self.core {
             Core::F32(_) => Precision::F32,
@@ -498,6 +518,32 @@ fn reset_part<S: Sample>(t: &mut Typed<S>, part: ResetPart, budget: usize) -> Op
         }
         Progress::Copied(n) => Some(ResetPart::Lines(n as u64)),
     }
+}
+
+/// The least `done` from which a reset in parts is complete with no more
+/// budget (`step(done)` is [`Progress::Done`]), by doubling then halving.
+fn part_len(mut step: impl FnMut(usize) -> Progress) -> usize {
+    if step(0) == Progress::Done {
+        return 0;
+    }
+    let mut hi = 1usize;
+    while step(hi) != Progress::Done {
+        if hi >= 1 << 48 {
+            return hi;
+        }
+        hi *= 2;
+    }
+    // step(lo) is not complete, step(hi) is.
+    let mut lo = hi / 2;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if step(mid) == Progress::Done {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
 }
 
 /// For each input in `slot.steal`: the source's output buffer and the

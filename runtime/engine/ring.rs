@@ -60,6 +60,11 @@ impl<S: Sample> Ring<S> {
         }
     }
 
+    /// Samples in the line.
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
     pub(crate) fn reset(&mut self) {
         self.buf.iter_mut().for_each(|x| *x = S::ZERO);
         self.pos = 0;

@@ -180,6 +180,8 @@ pub enum ToAudio {
 /// at most [`CATCH_UP_PER_BLOCK`] a block, bounds what one callback
 /// spends on them (the new engine's block, twice) instead of running a
 /// whole gap in one; a gap of a block or two swaps in the first callback.
+/// The live session admits such an engine only when the estimate of its
+/// two blocks and the playing engine's one fits the block deadline.
 pub const CATCH_UP_LIMIT: u64 = 8;
 
 /// Blocks of a catching-up engine run before each block of the session:

@@ -15,7 +15,10 @@
 //! nominal estimate puts over [`HANDOVER_BUDGET`] of the block deadline is
 //! refused with the estimate (unless `run --force`, or it costs no more than
 //! the engine playing, which the session keeps up with), and one that still
-//! cannot fast-forward ahead of the clock is dropped; either way the
+//! cannot fast-forward ahead of the clock is dropped; one that reads the
+//! input, and so catches up on the audio thread beside the engine
+//! playing, is refused when the estimate of that sum is over the deadline
+//! (`catch_up_over_budget`); either way the
 //! engine playing keeps playing, and a stop is never held up.
 //!
 //! What an edit cannot do is said, not swallowed: a `sample_rate`,
@@ -1039,6 +1042,15 @@ impl LiveSession {
     fn build(&self, text: &str, profile: Profile) -> Result<Incoming, String> {
         let (scene, mut plan) = self.compile_plan(text, &self.fixed.options(profile))?;
         self.check_input(&plan)?;
+        let reads_input = plan
+            .nodes
+            .iter()
+            .any(|n| crate::ops::is_session_input(n.op));
+        if !self.force && self.history.is_some() && reads_input {
+            if let Some(why) = catch_up_over_budget(&plan, self.playing_cost_ns()) {
+                return Err(why);
+            }
+        }
         if !self.force {
             if let Some(why) = over_budget(&plan) {
                 // A session that plays over the budget already (started so,
@@ -1162,6 +1174,31 @@ fn offer(engine: Box<crate::engine::Engine>, at: u64, fade: u64, catching_up: bo
     } else {
         ToAudio::Offer { engine, at, fade }
     }
+}
+
+/// Why `plan`'s engine, which reads the session's input, would make the
+/// callback miss its deadline while it catches up through the input
+/// history: for up to [`CATCH_UP_LIMIT`] blocks the audio thread runs
+/// [`CATCH_UP_PER_BLOCK`] of its blocks beside each block of the engine
+/// playing (`playing_ns` a sample), and by the nominal estimate that sum
+/// must fit the block's deadline. `None` when it fits.
+///
+/// [`CATCH_UP_LIMIT`]: crate::host::live::player::CATCH_UP_LIMIT
+fn catch_up_over_budget(plan: &crate::graph::Plan, playing_ns: f64) -> Option<String> {
+    use crate::host::live::player::CATCH_UP_PER_BLOCK;
+    let block = plan.block_size as f64;
+    let deadline_us = block / plan.sample_rate as f64 * 1e6;
+    let new_us = crate::graph::plan_cost_ns(plan) * block / 1e3;
+    let playing_us = playing_ns * block / 1e3;
+    let sum_us = CATCH_UP_PER_BLOCK as f64 * new_us + playing_us;
+    if sum_us <= deadline_us {
+        return None;
+    }
+    Some(format!(
+        "error: {}: the new engine reads the input, so it catches up with the audio clock on the audio thread, {CATCH_UP_PER_BLOCK} of its blocks ({new_us:.0} µs each, estimated) beside each block of the engine playing ({playing_us:.0} µs): {sum_us:.0} µs, {:.0} % of the {deadline_us:.0} µs deadline\n  help: lighten the scene, use a larger --block-size, or pass `run --force` to hand over anyway",
+        plan.file,
+        sum_us / deadline_us * 1e2,
+    ))
 }
 
 /// Why `plan` cannot be handed over in a live session, as an error message:

@@ -34,6 +34,7 @@ pub(super) fn pool_record(p: &PoolState) -> PoolRecord {
         sustain: p.sustain,
         seq: p.seq,
         dropped: p.dropped,
+        clear_until: p.clear_until,
         voices: p.voices.iter().map(voice_record).collect(),
     }
 }
@@ -62,6 +63,8 @@ fn voice_record(v: &Voice) -> VoiceRecord {
         sustained: v.sustained,
         quiet: v.quiet,
         restart_at: v.restart_at,
+        clean_at: v.clean_at,
+        clearing: v.clearing,
         next: NoteRecord {
             key: v.next.key,
             tag: v.next.tag,
@@ -261,6 +264,8 @@ impl SnapshotFile {
                 sustained: x.sustained,
                 quiet: x.quiet,
                 restart_at: x.restart_at,
+                clean_at: x.clean_at,
+                clearing: x.clearing,
                 next: Pending {
                     key: n.key,
                     tag: n.tag,
@@ -276,6 +281,7 @@ impl SnapshotFile {
             sustain: r.sustain,
             seq: r.seq,
             dropped: r.dropped,
+            clear_until: r.clear_until,
         })
     }
 

@@ -224,8 +224,19 @@ pub struct PoolRecord {
     pub seq: u64,
     /// Notes lost because every voice was already fading out for another.
     pub dropped: u64,
+    /// Where the clearing of its voices ends (absent: none queued).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub clear_until: u64,
     /// Every voice, in voice-index order.
     pub voices: Vec<VoiceRecord>,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 /// Where a voice is in its life.
@@ -256,6 +267,12 @@ pub struct VoiceRecord {
     pub restart_at: u64,
     /// While stealing: the note it starts then.
     pub next: NoteRecord,
+    /// Its nodes are clean from this sample on (absent: clean).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub clean_at: u64,
+    /// Its steal fade is over: silent until its nodes are clean.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub clearing: bool,
 }
 
 /// A note waiting for a stolen voice (the fields of [`crate::engine::Pending`]).
