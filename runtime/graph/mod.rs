@@ -167,13 +167,16 @@ pub enum NoteAction {
 }
 
 impl NoteAction {
+    /// The rank of note-ons (the last).
+    pub const ON_RANK: u8 = 2;
+
     /// The order of notes on one sample: note-offs, then the pedal, then
     /// note-ons (each kind in the order given).
     pub fn rank(&self) -> u8 {
         match self {
             NoteAction::Off { .. } => 0,
             NoteAction::Sustain(_) => 1,
-            NoteAction::On { .. } => 2,
+            NoteAction::On { .. } => Self::ON_RANK,
         }
     }
 }
