@@ -660,3 +660,175 @@ fn an_on_then_an_off_of_one_note_on_one_sample_start_and_release_it() {
     assert_eq!(v[1].key, 330f64.to_bits(), "{v:?}");
     assert_eq!(v[1].phase, Phase::Held, "{v:?}");
 }
+
+/// C major held with the pedal down from 0 and never released, then CC
+/// `cc` (123 all notes off, 120 all sound off) at 0.5 s.
+fn panic_file(cc: u8) -> Vec<u8> {
+    let mut e = vec![(0, [0xb0, 64, 127])];
+    for n in [60, 64, 67] {
+        e.push((0, [0x90, n, 100]));
+    }
+    e.push((tick(0.5), [0xb0, cc, 0]));
+    smf(&e)
+}
+
+/// Plays `panic_file(cc)` live through a file port under repro: the
+/// capture (stereo), the sample the panic landed at, and the log; the
+/// session replays bit for bit.
+fn midi_panic(name: &str, cc: u8) -> (Vec<f32>, usize, String) {
+    let (dir, scene, midi) = setup(name, &panic_file(cc));
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
+    let port = format!("file:{}", midi.display());
+    let o = morphrt(&[
+        "run",
+        scene.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--profile",
+        "repro",
+        "--midi",
+        &port,
+        "--duration",
+        "1s",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let log = stderr(&o);
+    assert!(o.status.success(), "{log}");
+    let (text, notes) = journal_notes(&journal);
+    assert_eq!(notes.len(), 5, "{text}");
+    let want = if cc == 123 {
+        "all_notes_off"
+    } else {
+        "all_sound_off"
+    };
+    assert_eq!(notes[4]["action"], want, "{text}");
+    assert_replays(&journal, &cap, &log);
+    let at = notes[4]["at"].as_u64().unwrap() as usize;
+    (read_f32(&cap), at, log)
+}
+
+#[test]
+fn midi_all_notes_off_releases_every_voice_held_by_the_pedal_and_replays() {
+    let (x, at, log) = midi_panic("vc-cc123", 123);
+    assert!(
+        x[2 * (at - 48)..2 * at].iter().any(|v| v.abs() > 0.1),
+        "{log}"
+    );
+    // Released, not cut: the 20 ms release still sounds just after.
+    let just_after = &x[2 * at..2 * (at + 96)];
+    assert!(just_after.iter().any(|v| v.abs() > 0.01), "{log}");
+    // Then silence: the release, and the voices go free.
+    let later = 2 * (at + (0.1 * SR) as usize);
+    assert!(x.len() > later + 2 * 4800, "{log}");
+    assert!(
+        x[later..].iter().all(|v| *v == 0.0),
+        "still sounding: {log}"
+    );
+}
+
+#[test]
+fn midi_all_sound_off_silences_every_voice_at_once_and_replays() {
+    let (x, at, log) = midi_panic("vc-cc120", 120);
+    assert!(
+        x[2 * (at - 48)..2 * at].iter().any(|v| v.abs() > 0.1),
+        "{log}"
+    );
+    assert!(x.len() > 2 * (at + 4800), "{log}");
+    assert!(
+        x[2 * at..].iter().all(|v| *v == 0.0),
+        "sounds after all sound off: {log}"
+    );
+}
+
+#[test]
+fn osc_panic_releases_every_voice_and_panic_sound_silences_at_once() {
+    let dir = temp_dir("vc-osc-panic");
+    let scene = dir.join("pad.json");
+    std::fs::write(&scene, SCENE).unwrap();
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
+    let port = free_port();
+    let port_text = port.to_string();
+    let (mut child, lines) = run_clock(
+        &scene,
+        &[
+            "--profile",
+            "repro",
+            "--capture",
+            cap.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+            "--osc",
+            &port_text,
+        ],
+    );
+    let mut log = Vec::new();
+    wait_line(&lines, "playing", &mut log);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let f = OscType::Float;
+    let chord = || {
+        for n in [60.0, 64.0] {
+            let on = reply(&socket, port, "/pad/note", vec![f(n), f(0.8)]);
+            assert_eq!(on.0, "ok", "{on:?}");
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    chord();
+    let soft = reply(&socket, port, "/morphrt/panic", vec![]);
+    assert!(soft.1.contains("pad all notes off"), "{soft:?}");
+    let soft = landed_at(&soft) as usize;
+    std::thread::sleep(Duration::from_millis(300));
+    chord();
+    let hard = reply(
+        &socket,
+        port,
+        "/morphrt/panic",
+        vec![OscType::String("sound".into())],
+    );
+    assert!(hard.1.contains("pad all sound off"), "{hard:?}");
+    let hard = landed_at(&hard) as usize;
+    let bad = reply(
+        &socket,
+        port,
+        "/morphrt/panic",
+        vec![OscType::String("loud".into())],
+    );
+    assert_eq!(bad.0, "error", "{bad:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let stop = reply(&socket, port, "/morphrt/stop", vec![]);
+    assert_eq!(stop.0, "ok", "{stop:?}");
+    let status = child.wait().unwrap();
+    log.extend(lines.iter());
+    let all = log.join("\n");
+    assert!(status.success(), "{all}");
+    let x = read_f32(&cap);
+    let sounds = |a: usize, b: usize| x[2 * a..2 * b].iter().any(|v| v.abs() > 0.01);
+    let silent = |a: usize, b: usize| x[2 * a..2 * b].iter().all(|v| *v == 0.0);
+    // All notes off: the release sounds on a little, then silence.
+    assert!(sounds(soft - 48, soft) && sounds(soft, soft + 96), "{all}");
+    assert!(silent(soft + 4800, soft + 9600), "{all}");
+    // All sound off: silent from its sample.
+    assert!(sounds(hard - 48, hard), "{all}");
+    assert!(x.len() > 2 * (hard + 4800), "{all}");
+    assert!(silent(hard, x.len() / 2), "{all}");
+    let (text, notes) = journal_notes(&journal);
+    let panics: Vec<_> = notes
+        .iter()
+        .filter(|n| n["action"].is_string())
+        .map(|n| (n["action"].as_str().unwrap(), n["at"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        panics,
+        [
+            ("all_notes_off", soft as u64),
+            ("all_sound_off", hard as u64)
+        ],
+        "{text}"
+    );
+    assert_replays(&journal, &cap, &all);
+}

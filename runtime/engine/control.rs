@@ -482,6 +482,11 @@ impl ControlTable {
         self.pools.iter().position(|p| p == module)
     }
 
+    /// The voice modules' ids.
+    pub fn modules(&self) -> &[String] {
+        &self.pools
+    }
+
     /// Node ids, for did-you-mean.
     pub fn ids(&self) -> impl Iterator<Item = &str> + Clone {
         self.nodes.keys().map(String::as_str)

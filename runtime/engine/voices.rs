@@ -29,8 +29,8 @@
 use super::node::{Core, Slot, Typed, VoiceOf};
 use super::{ControlReport, Engine, Outcome};
 use crate::dsp::Sample;
-use crate::graph::{NoteAction, PlanNote, VoicePool, VOICE_SILENCE};
-use crate::ops::ParamState;
+use crate::graph::{NoteAction, PlanNote, VoicePool, BEND_GLIDE_MS, VOICE_SILENCE};
+use crate::ops::{ParamState, Ramp};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
@@ -104,6 +104,8 @@ pub struct PoolState {
     pub seq: u64,
     /// Notes lost because every voice was already fading out for another.
     pub dropped: u64,
+    /// The pitch bend, in semitones (0: none).
+    pub bend: f64,
 }
 
 /// A voice module in the engine.
@@ -314,6 +316,7 @@ impl Voices {
             o.sustain = p.state.sustain;
             o.seq = p.state.seq;
             o.dropped = p.state.dropped;
+            o.bend = p.state.bend;
         }
     }
 
@@ -330,6 +333,7 @@ impl Voices {
             p.state.sustain = s.sustain;
             p.state.seq = s.seq;
             p.state.dropped = s.dropped;
+            p.state.bend = s.bend;
             p.stealing = p
                 .state
                 .voices
@@ -349,6 +353,7 @@ impl Voices {
             p.state.sustain = false;
             p.state.seq = 0;
             p.state.dropped = 0;
+            p.state.bend = 0.0;
             p.stealing = 0;
         }
         self.next = 0;
@@ -579,6 +584,64 @@ impl Engine {
                     }
                 }
             }
+            NoteAction::Bend(semitones) => self.bend(p, semitones, pos),
+            NoteAction::AllNotesOff => self.all_notes_off(p),
+            NoteAction::AllSoundOff => self.all_sound_off(p),
+        }
+    }
+
+    /// Every held note of pool `p` is released (held by the pedal too, and
+    /// the pedal comes up); a note waiting for a stolen voice is dropped.
+    fn all_notes_off(&mut self, p: usize) {
+        self.voices.pools[p].state.sustain = false;
+        for v in 0..self.voices.pools[p].state.voices.len() {
+            let voice = &mut self.voices.pools[p].state.voices[v];
+            match voice.phase {
+                Phase::Held => self.release_voice(p, v),
+                Phase::Stealing => voice.next.cancelled = true,
+                Phase::Free | Phase::Released => {}
+            }
+        }
+    }
+
+    /// Every voice of pool `p` is free at once: silent from this sample.
+    fn all_sound_off(&mut self, p: usize) {
+        self.voices.pools[p].state.sustain = false;
+        for v in 0..self.voices.pools[p].state.voices.len() {
+            if self.voices.pools[p].state.voices[v].phase != Phase::Free {
+                self.free_voice(p, v);
+            }
+        }
+        self.voices.pools[p].stealing = 0;
+    }
+
+    /// Pool `p` bends by `semitones`: every sounding voice's pitch glides
+    /// there over [`BEND_GLIDE_MS`] from `pos`.
+    fn bend(&mut self, p: usize, semitones: f64, pos: u64) {
+        self.voices.pools[p].state.bend = semitones;
+        let Some((k, pi)) = self.voices.pools[p].plan.pitch else {
+            return;
+        };
+        let ratio = bend_ratio(semitones);
+        let len = (BEND_GLIDE_MS * f64::from(self.sample_rate) / 1000.0).round() as u64;
+        for v in 0..self.voices.pools[p].state.voices.len() {
+            let voice = self.voices.pools[p].state.voices[v];
+            if voice.phase == Phase::Free {
+                continue;
+            }
+            let i = self.voices.pools[p].plan.nodes[v][k];
+            self.unsteady(i);
+            let param = &mut self.slots[i].params[pi];
+            let from = param.at(pos);
+            *param = ParamState {
+                value: f64::from_bits(voice.key) * ratio,
+                ramp: (len != 0).then_some(Ramp {
+                    from,
+                    start: pos,
+                    len,
+                }),
+            };
+            self.ramps_live |= len != 0;
         }
     }
 
@@ -703,7 +766,8 @@ impl Engine {
                 slots[plan.nodes[v][k]].params[pi] = ParamState::constant(value);
             }
         };
-        set(&mut self.slots, plan.pitch, note.pitch_hz);
+        let ratio = bend_ratio(self.voices.pools[p].state.bend);
+        set(&mut self.slots, plan.pitch, note.pitch_hz * ratio);
         set(&mut self.slots, plan.velocity, note.velocity);
         set(&mut self.slots, plan.gate, gate);
     }
@@ -787,6 +851,15 @@ impl Engine {
             }
             _ => {}
         }
+    }
+}
+
+/// The pitch ratio of a bend by `semitones` (exactly 1 for none).
+fn bend_ratio(semitones: f64) -> f64 {
+    if semitones == 0.0 {
+        1.0
+    } else {
+        libm::exp2(semitones / 12.0)
     }
 }
 

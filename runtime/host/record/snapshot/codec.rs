@@ -34,6 +34,7 @@ pub(super) fn pool_record(p: &PoolState) -> PoolRecord {
         sustain: p.sustain,
         seq: p.seq,
         dropped: p.dropped,
+        bend: (p.bend != 0.0).then_some(Num(p.bend)),
         voices: p.voices.iter().map(voice_record).collect(),
     }
 }
@@ -276,6 +277,7 @@ impl SnapshotFile {
             sustain: r.sustain,
             seq: r.seq,
             dropped: r.dropped,
+            bend: r.bend.as_ref().map_or(0.0, |b| b.0),
         })
     }
 

@@ -224,6 +224,9 @@ pub struct PoolRecord {
     pub seq: u64,
     /// Notes lost because every voice was already fading out for another.
     pub dropped: u64,
+    /// The pitch bend in semitones (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bend: Option<Num>,
     /// Every voice, in voice-index order.
     pub voices: Vec<VoiceRecord>,
 }
