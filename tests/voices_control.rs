@@ -412,3 +412,423 @@ fn journal_notes(journal: &Path) -> (String, Vec<serde_json::Value>) {
         .collect();
     (text, notes)
 }
+
+/// A note struck and released on one tick (a zero-length note: 60 at
+/// 0.25 s), then nothing.
+fn zero_length() -> Vec<u8> {
+    smf(&[(tick(0.25), [0x90, 60, 100]), (tick(0.25), [0x80, 60, 0])])
+}
+
+/// The largest magnitude of the stereo capture `x` from `s` seconds on.
+fn peak_after(x: &[f32], s: f64) -> f32 {
+    x[2 * (s * SR) as usize..]
+        .iter()
+        .fold(0.0f32, |m, v| m.max(v.abs()))
+}
+
+#[test]
+fn a_zero_length_note_in_a_rendered_midi_file_never_sticks() {
+    let (dir, scene, midi) = setup("vc-zero-render", &zero_length());
+    let out = dir.join("zero.wav");
+    render(&scene, &midi, &out, &[]);
+    let x = read_f32(&out);
+    // Struck and released on one sample: its gate never opens, as the
+    // mono note control plays it; above all it does not sound on.
+    assert!(x.len() >= 2 * SR as usize, "{} frames", x.len());
+    assert_eq!(
+        peak_after(&x, 0.25),
+        0.0,
+        "the note sounds after its note-off"
+    );
+}
+
+#[test]
+fn a_zero_length_note_in_a_midi_file_played_live_never_sticks_and_replays() {
+    let (dir, scene, midi) = setup("vc-zero-live", &zero_length());
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
+    let port = format!("file:{}", midi.display());
+    let o = morphrt(&[
+        "run",
+        scene.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--profile",
+        "repro",
+        "--midi",
+        &port,
+        "--duration",
+        "1s",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let log = stderr(&o);
+    assert!(o.status.success(), "{log}");
+    let (text, notes) = journal_notes(&journal);
+    // The on and the off, in that order, on one sample.
+    assert_eq!(notes.len(), 2, "{text}");
+    assert_eq!(notes[0]["at"], notes[1]["at"], "{text}");
+    assert!(notes[0]["action"]["on"].is_object(), "{text}");
+    assert!(notes[1]["action"]["off"].is_object(), "{text}");
+    let played = read_f32(&cap);
+    assert!(played.len() >= 2 * (0.9 * SR) as usize, "{log}");
+    assert_eq!(peak_after(&played, 0.25), 0.0, "the note sticks: {log}");
+    assert_replays(&journal, &cap, &log);
+}
+
+/// The sample an OSC reply says its message landed at.
+fn landed_at(r: &(String, String)) -> u64 {
+    assert_eq!(r.0, "ok", "{r:?}");
+    let (_, at) = r.1.rsplit_once("at sample ").expect("a sample");
+    at.parse().unwrap()
+}
+
+/// Plays the pad scene over OSC: `send` sends the packets and reads the
+/// replies; the capture then must fall silent once the note released.
+fn osc_strike_and_release(name: &str, send: impl FnOnce(&UdpSocket, u16)) {
+    let dir = temp_dir(name);
+    let scene = dir.join("pad.json");
+    std::fs::write(&scene, SCENE).unwrap();
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
+    let port = free_port();
+    let port_text = port.to_string();
+    let (mut child, lines) = run_clock(
+        &scene,
+        &[
+            "--profile",
+            "repro",
+            "--capture",
+            cap.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+            "--osc",
+            &port_text,
+        ],
+    );
+    let mut log = Vec::new();
+    wait_line(&lines, "playing", &mut log);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    send(&socket, port);
+    std::thread::sleep(Duration::from_millis(400));
+    let stop = reply(&socket, port, "/morphrt/stop", vec![]);
+    assert_eq!(stop.0, "ok", "{stop:?}");
+    let status = child.wait().unwrap();
+    log.extend(lines.iter());
+    let all = log.join("\n");
+    assert!(status.success(), "{all}");
+    let (text, notes) = journal_notes(&journal);
+    assert_eq!(notes.len(), 2, "{text}");
+    assert_eq!(notes[0]["at"], notes[1]["at"], "{text}");
+    assert!(notes[0]["action"]["on"].is_object(), "{text}");
+    let at = notes[1]["at"].as_u64().unwrap() as usize;
+    let played = read_f32(&cap);
+    // Struck and released on one sample: it never sounds on.
+    let tail = &played[2 * at..];
+    assert!(tail.len() > 2 * (0.2 * SR) as usize, "{all}");
+    assert!(tail.iter().all(|v| *v == 0.0), "the note sticks: {all}");
+    assert_replays(&journal, &cap, &all);
+}
+
+/// `/pad/note 60 v` as a packet, in a bundle timetagged `at` when given.
+fn note_packet(v: f32, at: Option<std::time::SystemTime>) -> Vec<u8> {
+    let m = OscPacket::Message(OscMessage {
+        addr: "/pad/note".into(),
+        args: vec![OscType::Float(60.0), OscType::Float(v)],
+    });
+    let p = match at {
+        Some(t) => OscPacket::Bundle(rosc::OscBundle {
+            timetag: morphrt::host::control::osc::timetag(t),
+            content: vec![m],
+        }),
+        None => m,
+    };
+    rosc::encoder::encode(&p).unwrap()
+}
+
+/// Reads one reply's two strings.
+fn read_reply(socket: &UdpSocket) -> (String, String) {
+    let mut buf = [0u8; 65536];
+    let (n, _) = socket.recv_from(&mut buf).expect("a reply in time");
+    let (_, p) = rosc::decoder::decode_udp(&buf[..n]).unwrap();
+    let OscPacket::Message(m) = p else {
+        panic!("{p:?}")
+    };
+    match &m.args[..] {
+        [OscType::String(s), OscType::String(t)] => (s.clone(), t.clone()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_note_on_and_off_in_two_osc_datagrams_on_one_sample_never_sticks() {
+    osc_strike_and_release("vc-zero-osc-two", |socket, port| {
+        // Two datagrams, each timetagged for the same instant: one sample.
+        let t = std::time::SystemTime::now() + Duration::from_millis(300);
+        for v in [0.8, 0.0] {
+            socket
+                .send_to(&note_packet(v, Some(t)), ("127.0.0.1", port))
+                .unwrap();
+        }
+        let (on, off) = (read_reply(socket), read_reply(socket));
+        assert!(on.1.contains("note on"), "{on:?}");
+        assert!(off.1.contains("note off"), "{off:?}");
+        assert_eq!(landed_at(&on), landed_at(&off), "{on:?} {off:?}");
+    });
+}
+
+#[test]
+fn a_note_on_and_off_in_one_osc_bundle_never_sticks() {
+    osc_strike_and_release("vc-zero-osc-bundle", |socket, port| {
+        let m = |v: f32| {
+            OscPacket::Message(OscMessage {
+                addr: "/pad/note".into(),
+                args: vec![OscType::Float(60.0), OscType::Float(v)],
+            })
+        };
+        let p = OscPacket::Bundle(rosc::OscBundle {
+            timetag: rosc::OscTime::from((0, 1)),
+            content: vec![m(0.8), m(0.0)],
+        });
+        socket
+            .send_to(&rosc::encoder::encode(&p).unwrap(), ("127.0.0.1", port))
+            .unwrap();
+        let (on, off) = (read_reply(socket), read_reply(socket));
+        assert_eq!(landed_at(&on), landed_at(&off), "{on:?} {off:?}");
+    });
+}
+
+/// Notes pushed from outside onto the pad's engine at `sample`, in order.
+fn push_notes(e: &mut morphrt::engine::Engine, sample: u64, notes: &[(f64, bool)]) {
+    use morphrt::graph::{NoteAction, PlanNote};
+    let pool = e.voice_pool("pad").unwrap();
+    for &(hz, on) in notes {
+        let key = f64::to_bits(hz);
+        let action = if on {
+            NoteAction::On {
+                key,
+                tag: 0,
+                pitch_hz: hz,
+                velocity: 0.8,
+            }
+        } else {
+            NoteAction::Off { key, tag: 0 }
+        };
+        assert!(e.push_note(PlanNote {
+            sample,
+            pool,
+            action
+        }));
+    }
+}
+
+#[test]
+fn an_off_of_another_note_on_the_same_sample_is_still_taken_first() {
+    use morphrt::engine::Phase;
+    let two = SCENE.replace(r#""voices": 4"#, r#""voices": 2"#);
+    let mut e = common::engine(&two, None, 64);
+    // 220 Hz on voice 0, then 330 Hz on voice 1.
+    push_notes(&mut e, 0, &[(220.0, true)]);
+    push_notes(&mut e, 10, &[(330.0, true)]);
+    e.process_block(64);
+    // A legato retrigger sent on first: 440 Hz on, then 330 Hz off, on
+    // one sample. The off is taken first, so 440 Hz takes the voice 330
+    // Hz left, not the voice still holding 220 Hz.
+    push_notes(&mut e, 100, &[(440.0, true), (330.0, false)]);
+    e.process_block(64);
+    let v = &e.voice_states()[0].voices;
+    assert_eq!(v[0].phase, Phase::Held, "{v:?}");
+    assert_eq!(v[0].key, 220f64.to_bits(), "{v:?}");
+    assert_eq!(v[1].phase, Phase::Stealing, "{v:?}");
+    assert_eq!(v[1].next.key, 440f64.to_bits(), "{v:?}");
+}
+
+#[test]
+fn an_on_then_an_off_of_one_note_on_one_sample_start_and_release_it() {
+    use morphrt::engine::Phase;
+    let mut e = common::engine(SCENE, None, 64);
+    push_notes(&mut e, 10, &[(220.0, true), (220.0, false)]);
+    // The other way round, on another voice: off (nothing held), then on.
+    push_notes(&mut e, 20, &[(330.0, false), (330.0, true)]);
+    e.process_block(64);
+    let v = &e.voice_states()[0].voices;
+    assert_eq!(v[0].key, 220f64.to_bits(), "{v:?}");
+    assert_eq!(v[0].phase, Phase::Released, "{v:?}");
+    assert_eq!(v[1].key, 330f64.to_bits(), "{v:?}");
+    assert_eq!(v[1].phase, Phase::Held, "{v:?}");
+}
+
+/// C major held with the pedal down from 0 and never released, then CC
+/// `cc` (123 all notes off, 120 all sound off) at 0.5 s.
+fn panic_file(cc: u8) -> Vec<u8> {
+    let mut e = vec![(0, [0xb0, 64, 127])];
+    for n in [60, 64, 67] {
+        e.push((0, [0x90, n, 100]));
+    }
+    e.push((tick(0.5), [0xb0, cc, 0]));
+    smf(&e)
+}
+
+/// Plays `panic_file(cc)` live through a file port under repro: the
+/// capture (stereo), the sample the panic landed at, and the log; the
+/// session replays bit for bit.
+fn midi_panic(name: &str, cc: u8) -> (Vec<f32>, usize, String) {
+    let (dir, scene, midi) = setup(name, &panic_file(cc));
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
+    let port = format!("file:{}", midi.display());
+    let o = morphrt(&[
+        "run",
+        scene.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--profile",
+        "repro",
+        "--midi",
+        &port,
+        "--duration",
+        "1s",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let log = stderr(&o);
+    assert!(o.status.success(), "{log}");
+    let (text, notes) = journal_notes(&journal);
+    assert_eq!(notes.len(), 5, "{text}");
+    let want = if cc == 123 {
+        "all_notes_off"
+    } else {
+        "all_sound_off"
+    };
+    assert_eq!(notes[4]["action"], want, "{text}");
+    assert_replays(&journal, &cap, &log);
+    let at = notes[4]["at"].as_u64().unwrap() as usize;
+    (read_f32(&cap), at, log)
+}
+
+#[test]
+fn midi_all_notes_off_releases_every_voice_held_by_the_pedal_and_replays() {
+    let (x, at, log) = midi_panic("vc-cc123", 123);
+    assert!(
+        x[2 * (at - 48)..2 * at].iter().any(|v| v.abs() > 0.1),
+        "{log}"
+    );
+    // Released, not cut: the 20 ms release still sounds just after.
+    let just_after = &x[2 * at..2 * (at + 96)];
+    assert!(just_after.iter().any(|v| v.abs() > 0.01), "{log}");
+    // Then silence: the release, and the voices go free.
+    let later = 2 * (at + (0.1 * SR) as usize);
+    assert!(x.len() > later + 2 * 4800, "{log}");
+    assert!(
+        x[later..].iter().all(|v| *v == 0.0),
+        "still sounding: {log}"
+    );
+}
+
+#[test]
+fn midi_all_sound_off_silences_every_voice_at_once_and_replays() {
+    let (x, at, log) = midi_panic("vc-cc120", 120);
+    assert!(
+        x[2 * (at - 48)..2 * at].iter().any(|v| v.abs() > 0.1),
+        "{log}"
+    );
+    assert!(x.len() > 2 * (at + 4800), "{log}");
+    assert!(
+        x[2 * at..].iter().all(|v| *v == 0.0),
+        "sounds after all sound off: {log}"
+    );
+}
+
+#[test]
+fn osc_panic_releases_every_voice_and_panic_sound_silences_at_once() {
+    let dir = temp_dir("vc-osc-panic");
+    let scene = dir.join("pad.json");
+    std::fs::write(&scene, SCENE).unwrap();
+    let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
+    let port = free_port();
+    let port_text = port.to_string();
+    let (mut child, lines) = run_clock(
+        &scene,
+        &[
+            "--profile",
+            "repro",
+            "--capture",
+            cap.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+            "--osc",
+            &port_text,
+        ],
+    );
+    let mut log = Vec::new();
+    wait_line(&lines, "playing", &mut log);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let f = OscType::Float;
+    let chord = || {
+        for n in [60.0, 64.0] {
+            let on = reply(&socket, port, "/pad/note", vec![f(n), f(0.8)]);
+            assert_eq!(on.0, "ok", "{on:?}");
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    chord();
+    let soft = reply(&socket, port, "/morphrt/panic", vec![]);
+    assert!(soft.1.contains("pad all notes off"), "{soft:?}");
+    let soft = landed_at(&soft) as usize;
+    std::thread::sleep(Duration::from_millis(300));
+    chord();
+    let hard = reply(
+        &socket,
+        port,
+        "/morphrt/panic",
+        vec![OscType::String("sound".into())],
+    );
+    assert!(hard.1.contains("pad all sound off"), "{hard:?}");
+    let hard = landed_at(&hard) as usize;
+    let bad = reply(
+        &socket,
+        port,
+        "/morphrt/panic",
+        vec![OscType::String("loud".into())],
+    );
+    assert_eq!(bad.0, "error", "{bad:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let stop = reply(&socket, port, "/morphrt/stop", vec![]);
+    assert_eq!(stop.0, "ok", "{stop:?}");
+    let status = child.wait().unwrap();
+    log.extend(lines.iter());
+    let all = log.join("\n");
+    assert!(status.success(), "{all}");
+    let x = read_f32(&cap);
+    let sounds = |a: usize, b: usize| x[2 * a..2 * b].iter().any(|v| v.abs() > 0.01);
+    let silent = |a: usize, b: usize| x[2 * a..2 * b].iter().all(|v| *v == 0.0);
+    // All notes off: the release sounds on a little, then silence.
+    assert!(sounds(soft - 48, soft) && sounds(soft, soft + 96), "{all}");
+    assert!(silent(soft + 4800, soft + 9600), "{all}");
+    // All sound off: silent from its sample.
+    assert!(sounds(hard - 48, hard), "{all}");
+    assert!(x.len() > 2 * (hard + 4800), "{all}");
+    assert!(silent(hard, x.len() / 2), "{all}");
+    let (text, notes) = journal_notes(&journal);
+    let panics: Vec<_> = notes
+        .iter()
+        .filter(|n| n["action"].is_string())
+        .map(|n| (n["action"].as_str().unwrap(), n["at"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        panics,
+        [
+            ("all_notes_off", soft as u64),
+            ("all_sound_off", hard as u64)
+        ],
+        "{text}"
+    );
+    assert_replays(&journal, &cap, &all);
+}

@@ -9,7 +9,13 @@
 //! **Where a record lands.** At its `sample`, or at the next block when
 //! that has passed; under a block-accurate profile (live) at the start of
 //! the block holding it. Plan events at the same sample apply first, then
-//! records in `(sample, seq)` order.
+//! records in `(sample, seq)` order, ties in the order they came.
+//! Under a sample-accurate profile each distinct sample a record or a
+//! note from outside lands on cuts the block there, one cut each at most:
+//! the queues bound those cuts to [`CONTROL_QUEUE`] +
+//! [`NOTE_QUEUE`](super::NOTE_QUEUE) a block (a flood of distinct samples
+//! costs that many passes over the graph; a block-accurate profile lands
+//! them all at the block's start).
 //!
 //! **Across a handover.** A record names the engine it was resolved for
 //! ([`Engine::id`]). The engine that takes over from it maps the nodes of
@@ -26,6 +32,8 @@ use super::Engine;
 use crate::graph::ControlValue;
 use crate::ops::{ParamState, Ramp};
 use crate::profile::EventTiming;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Records an engine holds waiting for their sample.
@@ -80,8 +88,11 @@ pub struct ControlReport {
 /// over from its predecessor.
 pub(super) struct Controls {
     pub(super) id: u64,
-    /// Waiting records, sorted by `(sample, seq)`.
-    queue: std::collections::VecDeque<ControlRecord>,
+    /// Waiting records, by `(sample, seq)` then arrival (a heap: a record
+    /// arriving early for its sample costs a few swaps, not a shift).
+    queue: BinaryHeap<Reverse<Queued>>,
+    /// Records queued so far: the arrival order.
+    arrived: u64,
     /// Outcomes since the host last took them.
     reports: Vec<ControlReport>,
     /// Reports that found the list full (the host drains it every block,
@@ -105,7 +116,8 @@ impl Controls {
     pub(super) fn new(nodes: usize) -> Controls {
         Controls {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            queue: std::collections::VecDeque::with_capacity(CONTROL_QUEUE),
+            queue: BinaryHeap::with_capacity(CONTROL_QUEUE),
+            arrived: 0,
             reports: Vec::with_capacity(2 * CONTROL_QUEUE + super::NOTE_QUEUE),
             lost_reports: 0,
             prev: None,
@@ -117,7 +129,15 @@ impl Controls {
 
     /// The sample of the next waiting record.
     pub(super) fn next_sample(&self) -> Option<u64> {
-        self.queue.front().map(|r| r.sample)
+        self.queue.peek().map(|q| q.0.record.sample)
+    }
+
+    /// The next waiting record, if it is due at `pos`.
+    fn pop_due(&mut self, pos: u64) -> Option<ControlRecord> {
+        if self.next_sample()? > pos {
+            return None;
+        }
+        self.queue.pop().map(|q| q.0.record)
     }
 
     /// Prepares the take-over from the engine `prev` (off the audio
@@ -136,17 +156,52 @@ impl Controls {
         }
     }
 
-    /// Inserts in `(sample, seq)` order (within capacity: no allocation).
-    fn insert(&mut self, r: ControlRecord) -> bool {
+    /// Queues `r` after the records of the same `(sample, seq)` already
+    /// waiting (within capacity: no allocation).
+    fn insert(&mut self, record: ControlRecord) -> bool {
         if self.queue.len() >= CONTROL_QUEUE {
             return false;
         }
-        let at = self
-            .queue
-            .partition_point(|q| (q.sample, q.seq) <= (r.sample, r.seq));
+        self.arrived += 1;
         // Within the capacity reserved in `new`: no allocation.
-        self.queue.insert(at, r);
+        self.queue.push(Reverse(Queued {
+            record,
+            arrival: self.arrived,
+        }));
         true
+    }
+}
+
+/// A record waiting for its sample.
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    record: ControlRecord,
+    arrival: u64,
+}
+
+impl Queued {
+    fn key(&self) -> (u64, u64, u64) {
+        (self.record.sample, self.record.seq, self.arrival)
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Queued {}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
     }
 }
 
@@ -290,11 +345,7 @@ impl Engine {
 
     /// Applies the records due at `pos` (called by the block loop).
     pub(super) fn apply_controls(&mut self, pos: u64) {
-        while let Some(&r) = self.controls.queue.front() {
-            if r.sample > pos {
-                break;
-            }
-            self.controls.queue.pop_front();
+        while let Some(r) = self.controls.pop_due(pos) {
             self.unsteady(r.node as usize);
             let slot = &mut self.slots[r.node as usize];
             match r.value {
@@ -355,7 +406,7 @@ impl Engine {
             self.controls.touched[ni] |= mask;
             self.ramps_live = true;
         }
-        while let Some(r) = old.controls.queue.pop_front() {
+        while let Some(Reverse(Queued { record: r, .. })) = old.controls.queue.pop() {
             if let Err(report) = self.push_control(r) {
                 self.controls.report(report.seq, report.outcome);
             }
@@ -452,6 +503,11 @@ impl ControlTable {
     /// The pool index of voice module `module`, for a [`NoteRecord`](super::NoteRecord).
     pub fn pool(&self, module: &str) -> Option<usize> {
         self.pools.iter().position(|p| p == module)
+    }
+
+    /// The voice modules' ids.
+    pub fn modules(&self) -> &[String] {
+        &self.pools
     }
 
     /// Node ids, for did-you-mean.

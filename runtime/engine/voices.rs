@@ -4,7 +4,10 @@
 //! **The rules** (the same under every profile, counted in samples alone):
 //! - Notes on one sample are taken note-offs first, then the sustain pedal,
 //!   then note-ons, each kind in the order it came (file order for the
-//!   scene's events, arrival order for MIDI and OSC).
+//!   scene's events, arrival order for MIDI and OSC); but a note-off from
+//!   outside that came after a note-on of the same note on that sample is
+//!   taken after it, in the order they came (a note struck and released
+//!   on one sample starts and is released, never held).
 //! - A note-on takes, in this order: the voice that holds or releases the
 //!   same note (unless the module says `"same_note": "new"`); else the free
 //!   voice that is clean first (of those, the lowest index); else it
@@ -42,9 +45,10 @@
 use super::node::{Core, Slot, Typed, VoiceOf};
 use super::{ControlReport, Engine, Outcome};
 use crate::dsp::Sample;
-use crate::graph::{NoteAction, PlanNote, VoicePool, VOICE_SILENCE};
-use crate::ops::ParamState;
-use std::collections::VecDeque;
+use crate::graph::{NoteAction, PlanNote, VoicePool, BEND_GLIDE_MS, VOICE_SILENCE};
+use crate::ops::{ParamState, Ramp};
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 
 /// Notes from outside (OSC, MIDI) that may wait at once for their sample.
 pub const NOTE_QUEUE: usize = 1024;
@@ -134,6 +138,8 @@ pub struct PoolState {
     /// Where the module's clearing of voices ends: the last voice queued
     /// for clearing is clean from this sample on.
     pub clear_until: u64,
+    /// The pitch bend, in semitones (0: none).
+    pub bend: f64,
 }
 
 /// A voice module in the engine.
@@ -153,12 +159,101 @@ pub(super) struct Voices {
     /// The plan's notes, by sample, and the next one due.
     notes: Vec<PlanNote>,
     next: usize,
-    /// Notes from outside, by sample, then [`NoteAction::rank`], then
-    /// arrival, each with the `seq` its report carries (0: none);
-    /// preallocated.
-    incoming: VecDeque<(PlanNote, u64)>,
+    /// Notes from outside, by sample then arrival (a heap: an early note
+    /// arriving late costs a few swaps, not a shift of the queue); the
+    /// order within a sample is made when they land ([`Batch`]).
+    /// Preallocated to `room`.
+    incoming: BinaryHeap<Reverse<Queued>>,
+    room: usize,
+    /// Notes queued so far: the arrival order.
+    arrived: u64,
+    batch: Batch,
     /// Some module clears its voices over time.
     clears: bool,
+}
+
+/// A note from outside waiting for its sample, with the `seq` its report
+/// carries (0: none).
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    note: PlanNote,
+    seq: u64,
+    arrival: u64,
+}
+
+impl Queued {
+    fn key(&self) -> (u64, u64) {
+        (self.note.sample, self.arrival)
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Queued {}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// The notes from outside landing on one sample, in arrival order, and
+/// the order they are taken in (preallocated: no allocation).
+struct Batch {
+    /// Each note, its `seq` and its rank: [`NoteAction::rank`], except a
+    /// note-off that came after a note-on of its note, which ranks with
+    /// the note-ons.
+    notes: Vec<(PlanNote, u64, u8)>,
+    /// (pool, key, index in `notes`) of the ons and offs, to find those.
+    keys: Vec<(usize, u64, usize)>,
+}
+
+impl Batch {
+    fn with_capacity(n: usize) -> Batch {
+        Batch {
+            notes: Vec::with_capacity(n),
+            keys: Vec::with_capacity(n),
+        }
+    }
+
+    /// Ranks the notes in `notes`: a note-off ranks with the note-ons
+    /// when a note-on of the same module and key came before it (notes
+    /// from outside carry tag 0: an off releases whichever voice holds
+    /// its key).
+    fn rank(&mut self) {
+        self.keys.clear();
+        for (i, (n, _, _)) in self.notes.iter().enumerate() {
+            if let NoteAction::On { key, .. } | NoteAction::Off { key, .. } = n.action {
+                self.keys.push((n.pool, key, i));
+            }
+        }
+        // Unique keys (the index): the same order on every run.
+        self.keys.sort_unstable();
+        let mut group = None;
+        let mut struck = false;
+        for &(pool, key, i) in &self.keys {
+            if group != Some((pool, key)) {
+                group = Some((pool, key));
+                struck = false;
+            }
+            let (n, _, rank) = &mut self.notes[i];
+            match n.action {
+                NoteAction::On { .. } => struck = true,
+                NoteAction::Off { .. } if struck => *rank = NoteAction::ON_RANK,
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Voices {
@@ -180,7 +275,10 @@ impl Voices {
                 .collect(),
             notes,
             next: 0,
-            incoming: VecDeque::with_capacity(queue),
+            incoming: BinaryHeap::with_capacity(queue),
+            room: queue,
+            arrived: 0,
+            batch: Batch::with_capacity(queue),
             clears: false,
         }
     }
@@ -245,8 +343,8 @@ impl Voices {
     /// voice's restart (`u64::MAX`: none).
     pub(super) fn next_sample(&self) -> u64 {
         let mut next = self.notes.get(self.next).map_or(u64::MAX, |n| n.sample);
-        if let Some((n, _)) = self.incoming.front() {
-            next = next.min(n.sample);
+        if let Some(Reverse(q)) = self.incoming.peek() {
+            next = next.min(q.note.sample);
         }
         for p in &self.pools {
             if p.stealing > 0 {
@@ -280,6 +378,7 @@ impl Voices {
             o.seq = p.state.seq;
             o.dropped = p.state.dropped;
             o.clear_until = p.state.clear_until;
+            o.bend = p.state.bend;
         }
     }
 
@@ -297,6 +396,7 @@ impl Voices {
             p.state.seq = s.seq;
             p.state.dropped = s.dropped;
             p.state.clear_until = s.clear_until;
+            p.state.bend = s.bend;
             p.stealing = p
                 .state
                 .voices
@@ -317,6 +417,7 @@ impl Voices {
             p.state.seq = 0;
             p.state.dropped = 0;
             p.state.clear_until = 0;
+            p.state.bend = 0.0;
             p.stealing = 0;
         }
         self.next = 0;
@@ -355,21 +456,22 @@ impl Engine {
 
     /// Room left in the queue of notes from outside.
     pub fn note_room(&self) -> usize {
-        self.voices.incoming.capacity() - self.voices.incoming.len()
+        self.voices.room - self.voices.incoming.len()
     }
 
     fn queue_note(&mut self, mut note: PlanNote, seq: u64) -> bool {
         note.sample = self.landing_sample(note.sample);
         let v = &mut self.voices;
-        if note.pool >= v.pools.len() || v.incoming.len() >= v.incoming.capacity() {
+        if note.pool >= v.pools.len() || v.incoming.len() >= v.room {
             return false;
         }
-        let key = (note.sample, note.action.rank());
-        let at = v
-            .incoming
-            .partition_point(|(q, _)| (q.sample, q.action.rank()) <= key);
+        v.arrived += 1;
         // Within the capacity reserved in `Voices::new`: no allocation.
-        v.incoming.insert(at, (note, seq));
+        v.incoming.push(Reverse(Queued {
+            note,
+            seq,
+            arrival: v.arrived,
+        }));
         true
     }
 
@@ -378,7 +480,10 @@ impl Engine {
     /// note whose module the edit removed is reported removed). Real-time
     /// safe.
     pub(super) fn carry_notes_from(&mut self, old: &mut Engine) {
-        while let Some((mut n, seq)) = old.voices.incoming.pop_front() {
+        while let Some(Reverse(Queued {
+            note: mut n, seq, ..
+        })) = old.voices.incoming.pop()
+        {
             let module = &old.voices.pools[n.pool].plan.module;
             let pool = self
                 .voices
@@ -478,20 +583,41 @@ impl Engine {
             self.voices.next += 1;
             self.take_note(n.pool, n.action, pos);
         }
-        while let Some((n, _)) = self.voices.incoming.front() {
-            if n.sample > pos {
+        while let Some(Reverse(first)) = self.voices.incoming.peek() {
+            let sample = first.note.sample;
+            if sample > pos {
                 break;
             }
-            let (n, seq) = self.voices.incoming.pop_front().expect("a front");
-            self.take_note(n.pool, n.action, pos);
-            if seq != 0 {
-                let outcome = Outcome::Applied {
-                    at: pos,
-                    node: n.pool as u32,
-                    engine: self.id(),
-                };
-                self.report_control(seq, outcome);
+            let v = &mut self.voices;
+            v.batch.notes.clear();
+            while let Some(Reverse(q)) = v.incoming.peek() {
+                if q.note.sample != sample {
+                    break;
+                }
+                let q = v.incoming.pop().expect("a peeked note").0;
+                v.batch.notes.push((q.note, q.seq, q.note.action.rank()));
             }
+            v.batch.rank();
+            for rank in 0..=NoteAction::ON_RANK {
+                for i in 0..self.voices.batch.notes.len() {
+                    let (n, seq, r) = self.voices.batch.notes[i];
+                    if r == rank {
+                        self.take_incoming(n, seq, pos);
+                    }
+                }
+            }
+        }
+    }
+
+    fn take_incoming(&mut self, n: PlanNote, seq: u64, pos: u64) {
+        self.take_note(n.pool, n.action, pos);
+        if seq != 0 {
+            let outcome = Outcome::Applied {
+                at: pos,
+                node: n.pool as u32,
+                engine: self.id(),
+            };
+            self.report_control(seq, outcome);
         }
     }
 
@@ -526,6 +652,64 @@ impl Engine {
                     }
                 }
             }
+            NoteAction::Bend(semitones) => self.bend(p, semitones, pos),
+            NoteAction::AllNotesOff => self.all_notes_off(p),
+            NoteAction::AllSoundOff => self.all_sound_off(p),
+        }
+    }
+
+    /// Every held note of pool `p` is released (held by the pedal too, and
+    /// the pedal comes up); a note waiting for a stolen voice is dropped.
+    fn all_notes_off(&mut self, p: usize) {
+        self.voices.pools[p].state.sustain = false;
+        for v in 0..self.voices.pools[p].state.voices.len() {
+            let voice = &mut self.voices.pools[p].state.voices[v];
+            match voice.phase {
+                Phase::Held => self.release_voice(p, v),
+                Phase::Stealing => voice.next.cancelled = true,
+                Phase::Free | Phase::Released => {}
+            }
+        }
+    }
+
+    /// Every voice of pool `p` is free at once: silent from this sample.
+    fn all_sound_off(&mut self, p: usize) {
+        self.voices.pools[p].state.sustain = false;
+        for v in 0..self.voices.pools[p].state.voices.len() {
+            if self.voices.pools[p].state.voices[v].phase != Phase::Free {
+                self.free_voice(p, v);
+            }
+        }
+        self.voices.pools[p].stealing = 0;
+    }
+
+    /// Pool `p` bends by `semitones`: every sounding voice's pitch glides
+    /// there over [`BEND_GLIDE_MS`] from `pos`.
+    fn bend(&mut self, p: usize, semitones: f64, pos: u64) {
+        self.voices.pools[p].state.bend = semitones;
+        let Some((k, pi)) = self.voices.pools[p].plan.pitch else {
+            return;
+        };
+        let ratio = bend_ratio(semitones);
+        let len = (BEND_GLIDE_MS * f64::from(self.sample_rate) / 1000.0).round() as u64;
+        for v in 0..self.voices.pools[p].state.voices.len() {
+            let voice = self.voices.pools[p].state.voices[v];
+            if voice.phase == Phase::Free {
+                continue;
+            }
+            let i = self.voices.pools[p].plan.nodes[v][k];
+            self.unsteady(i);
+            let param = &mut self.slots[i].params[pi];
+            let from = param.at(pos);
+            *param = ParamState {
+                value: f64::from_bits(voice.key) * ratio,
+                ramp: (len != 0).then_some(Ramp {
+                    from,
+                    start: pos,
+                    len,
+                }),
+            };
+            self.ramps_live |= len != 0;
         }
     }
 
@@ -746,7 +930,8 @@ impl Engine {
                 slots[plan.nodes[v][k]].params[pi] = ParamState::constant(value);
             }
         };
-        set(&mut self.slots, plan.pitch, note.pitch_hz);
+        let ratio = bend_ratio(self.voices.pools[p].state.bend);
+        set(&mut self.slots, plan.pitch, note.pitch_hz * ratio);
         set(&mut self.slots, plan.velocity, note.velocity);
         set(&mut self.slots, plan.gate, gate);
     }
@@ -826,6 +1011,15 @@ impl Engine {
             }
             _ => {}
         }
+    }
+}
+
+/// The pitch ratio of a bend by `semitones` (exactly 1 for none).
+fn bend_ratio(semitones: f64) -> f64 {
+    if semitones == 0.0 {
+        1.0
+    } else {
+        libm::exp2(semitones / 12.0)
     }
 }
 

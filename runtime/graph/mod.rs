@@ -164,16 +164,35 @@ pub enum NoteAction {
     Off { key: u64, tag: u64 },
     /// The sustain pedal goes down (true) or up.
     Sustain(bool),
+    /// Every sounding voice, and every note started after, plays this
+    /// many semitones off its pitch (a pitch bend); it glides there over
+    /// [`BEND_GLIDE_MS`].
+    Bend(f64),
+    /// Every held note is released (MIDI CC 123, `/morphrt/panic`), the
+    /// pedal too.
+    AllNotesOff,
+    /// Every voice stops at once, without its release (MIDI CC 120,
+    /// `/morphrt/panic sound`), and the pedal comes up.
+    AllSoundOff,
 }
 
+/// Milliseconds a pitch bend glides over.
+pub const BEND_GLIDE_MS: f64 = 5.0;
+
 impl NoteAction {
-    /// The order of notes on one sample: note-offs, then the pedal, then
-    /// note-ons (each kind in the order given).
+    /// The rank of note-ons (the last).
+    pub const ON_RANK: u8 = 2;
+
+    /// The order of notes on one sample: note-offs, then the pedal and
+    /// bends, then note-ons and panics (each kind in the order given; a
+    /// panic after a note-on on one sample ends it).
     pub fn rank(&self) -> u8 {
         match self {
             NoteAction::Off { .. } => 0,
-            NoteAction::Sustain(_) => 1,
-            NoteAction::On { .. } => 2,
+            NoteAction::Sustain(_) | NoteAction::Bend(_) => 1,
+            NoteAction::On { .. } | NoteAction::AllNotesOff | NoteAction::AllSoundOff => {
+                Self::ON_RANK
+            }
         }
     }
 }
@@ -197,6 +216,11 @@ impl NoteAction {
             NoteAction::Sustain(down) => {
                 format!("{module} sustain {}", if down { "down" } else { "up" })
             }
+            NoteAction::Bend(semitones) => {
+                format!("{module} bend {} semitones", short_number(semitones))
+            }
+            NoteAction::AllNotesOff => format!("{module} all notes off"),
+            NoteAction::AllSoundOff => format!("{module} all sound off"),
         }
     }
 }

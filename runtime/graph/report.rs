@@ -558,7 +558,7 @@ fn note_count(plan: &Plan) -> (usize, usize) {
         .fold((0, 0), |(on, pedal), n| match n.action {
             NoteAction::On { .. } => (on + 1, pedal),
             NoteAction::Sustain(_) => (on, pedal + 1),
-            NoteAction::Off { .. } => (on, pedal),
+            _ => (on, pedal),
         })
 }
 

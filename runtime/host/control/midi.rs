@@ -38,13 +38,18 @@
 //! - **Sustain**: CC 64 on a channel a voice-module note control listens
 //!   on is the pedal of every module such a control plays (value ≥ 64:
 //!   down), unless a control maps CC 64 on that channel to a param.
+//! - **Panic**: CC 123 (all notes off) on such a channel releases every
+//!   voice of those modules (held by the pedal too; the pedal comes up);
+//!   CC 120 (all sound off) stops every voice at once, without its
+//!   release. Either closes the gate of a mono note control on that
+//!   channel. A control that maps the controller there takes it instead.
 //! - **Ramps**: every change carries the control's `ramp`, except values
 //!   that cannot glide (integers, enums, booleans), which step.
 //! - Messages no control listens to (system messages, aftertouch, an
 //!   unmapped controller) map to nothing: [`Mapped::matched`] is false.
 
 use super::{Change, Note};
-use crate::graph::{ControlMap, ControlSource, ControlTarget, ControlValue};
+use crate::graph::{ControlMap, ControlSource, ControlTarget, ControlValue, NoteAction};
 use crate::scene::MidiSource;
 
 /// What one message mapped to.
@@ -208,22 +213,47 @@ impl Mapper {
         }
         if let Event::Cc { cc, value } = event {
             self.coarse[channel as usize - 1][cc as usize] = value;
-            if cc == SUSTAIN_CC {
-                self.sustain(channel, value >= 64, &mut out);
+            let action = match cc {
+                SUSTAIN_CC => Some(NoteAction::Sustain(value >= 64)),
+                ALL_NOTES_OFF_CC => Some(NoteAction::AllNotesOff),
+                ALL_SOUND_OFF_CC => Some(NoteAction::AllSoundOff),
+                _ => None,
+            };
+            if let Some(action) = action {
+                self.to_modules(channel, cc, action, &mut out);
             }
         }
         out
     }
 
-    /// CC 64 on `channel`: the pedal of every voice module a note control
-    /// on that channel plays, unless a control maps CC 64 there.
-    fn sustain(&self, channel: u8, down: bool, out: &mut Mapped) {
+    /// CC 64, 120 or 123 on `channel`: the pedal, all sound off or all
+    /// notes off of every voice module a note control on that channel
+    /// plays, unless a control maps that controller there. All sound off
+    /// and all notes off also close the gate of every note control on
+    /// that channel that holds a note.
+    fn to_modules(&mut self, channel: u8, cc: u8, action: NoteAction, out: &mut Mapped) {
         let listens = |s: &MidiSource| source_channel(s).is_none_or(|ch| ch == channel);
         let mapped = self.controls.iter().any(|c| {
-            listens(&c.source) && matches!(c.source, MidiSource::Cc { cc: SUSTAIN_CC, .. })
+            listens(&c.source) && matches!(c.source, MidiSource::Cc { cc: n, .. } if n == cc)
         });
         if mapped {
             return;
+        }
+        if cc != SUSTAIN_CC {
+            for c in &mut self.controls {
+                if matches!(c.source, MidiSource::Note { .. })
+                    && listens(&c.source)
+                    && c.map.module.is_none()
+                {
+                    out.matched = true;
+                    if !c.held.is_empty() {
+                        c.held.clear();
+                        if let Some(t) = &c.map.target {
+                            out.changes.push(c.change(t, t.scale(0.0)));
+                        }
+                    }
+                }
+            }
         }
         let mut modules: Vec<&str> = Vec::new();
         for c in &self.controls {
@@ -235,13 +265,19 @@ impl Mapper {
         }
         for m in modules {
             out.matched = true;
-            out.notes.push(Note::sustain(m, down));
+            out.notes.push(Note {
+                module: m.to_string(),
+                action,
+            });
         }
     }
 }
 
 /// The controller of the sustain pedal.
 const SUSTAIN_CC: u8 = 64;
+/// The channel mode messages all sound off and all notes off.
+const ALL_SOUND_OFF_CC: u8 = 120;
+const ALL_NOTES_OFF_CC: u8 = 123;
 
 /// The channel a source listens on (`None`: all).
 fn source_channel(s: &MidiSource) -> Option<u8> {

@@ -15,14 +15,17 @@
 //!   by name or index, a bool as `T`/`F`, 0/1 or `"true"`/`"false"`; RAMP
 //!   a number of seconds or a time string (`"20ms"`);
 //! - `/morphrt/profile strict|repro|live`, `/morphrt/snapshot`,
-//!   `/morphrt/stop`.
+//!   `/morphrt/stop`;
+//! - `/morphrt/panic`: all notes off on every voice module (each voice
+//!   released, held by the pedal too); `/morphrt/panic sound`: all sound
+//!   off (every voice silent at once, without its release).
 //!
 //! A bundle whose timetag is "immediately" (1) or past lands at the next
 //! block; one ahead lands at the sample its time maps to. What cannot be
 //! decoded or resolved is an `Err` command with the reason, never a panic.
 
 use super::{clip, param_spec, Change, Command, Mapping, Note, When};
-use crate::graph::ControlValue;
+use crate::graph::{ControlValue, NoteAction};
 use crate::ops::{ParamKind, ParamSpec, Value};
 use crate::profile::Profile;
 use crate::scene::RawValue;
@@ -205,11 +208,12 @@ fn walk(packet: &OscPacket, when: When, sender: &str, mapping: &Mapping, out: &m
 }
 
 /// The namespace's addresses, always there.
-const NAMESPACE: [&str; 4] = [
+const NAMESPACE: [&str; 5] = [
     "/morphrt/param",
     "/morphrt/profile",
     "/morphrt/snapshot",
     "/morphrt/stop",
+    "/morphrt/panic",
 ];
 
 /// Every address a message can be sent to: those the scene maps, then
@@ -407,8 +411,40 @@ fn command(m: &OscMessage, mapping: &Mapping) -> Result<Command, String> {
         },
         "/morphrt/snapshot" => Ok(Command::Snapshot),
         "/morphrt/stop" => Ok(Command::Stop),
+        "/morphrt/panic" => panic_command(&m.args, mapping),
         addr => mapped_command(addr, &m.args, mapping),
     }
+}
+
+/// `/morphrt/panic [sound]`: all notes off (all sound off) on every
+/// voice module.
+fn panic_command(args: &[OscType], mapping: &Mapping) -> Result<Command, String> {
+    let action = match args.first() {
+        None => NoteAction::AllNotesOff,
+        Some(OscType::String(s)) if s == "sound" => NoteAction::AllSoundOff,
+        Some(OscType::String(s)) if s == "notes" => NoteAction::AllNotesOff,
+        other => {
+            return Err(format!(
+                "/morphrt/panic takes nothing (all notes off), `notes` or `sound` (all sound off), not {}",
+                arg_kind(other)
+            ))
+        }
+    };
+    let modules = mapping.table.modules();
+    if modules.is_empty() {
+        return Err("/morphrt/panic: the scene has no voice module".to_string());
+    }
+    let notes = modules
+        .iter()
+        .map(|m| Note {
+            module: m.clone(),
+            action,
+        })
+        .collect();
+    Ok(Command::Notes {
+        notes,
+        changes: Vec::new(),
+    })
 }
 
 /// A mapped address: every `controls` entry on it moves its param.
@@ -507,7 +543,7 @@ fn unknown_address(addr: &str, mapping: &Mapping) -> String {
         format!("unknown OSC address {}", clip(addr))
     };
     format!(
-        "{what}{help}; {listed}; always there: /morphrt/param NODE PARAM VALUE [RAMP], /morphrt/profile P, /morphrt/snapshot, /morphrt/stop"
+        "{what}{help}; {listed}; always there: /morphrt/param NODE PARAM VALUE [RAMP], /morphrt/profile P, /morphrt/snapshot, /morphrt/stop, /morphrt/panic [sound]"
     )
 }
 

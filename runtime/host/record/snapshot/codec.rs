@@ -35,6 +35,7 @@ pub(super) fn pool_record(p: &PoolState) -> PoolRecord {
         seq: p.seq,
         dropped: p.dropped,
         clear_until: p.clear_until,
+        bend: (p.bend != 0.0).then_some(Num(p.bend)),
         voices: p.voices.iter().map(voice_record).collect(),
     }
 }
@@ -282,6 +283,7 @@ impl SnapshotFile {
             seq: r.seq,
             dropped: r.dropped,
             clear_until: r.clear_until,
+            bend: r.bend.as_ref().map_or(0.0, |b| b.0),
         })
     }
 

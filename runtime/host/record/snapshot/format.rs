@@ -227,6 +227,9 @@ pub struct PoolRecord {
     /// Where the clearing of its voices ends (absent: none queued).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub clear_until: u64,
+    /// The pitch bend in semitones (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bend: Option<Num>,
     /// Every voice, in voice-index order.
     pub voices: Vec<VoiceRecord>,
 }
