@@ -61,7 +61,9 @@ pub fn check(
         Err(e) => return Err(e),
     };
     if let Some(m) = &opts.midi {
-        if let Some(midi) = crate::host::offline::midi::open_midi(&[m.clone()], &plan, 0)? {
+        if let Some(midi) =
+            crate::host::offline::midi::open_midi(std::slice::from_ref(m), &plan, 0)?
+        {
             let _ = writeln!(log, "{}", midi.summary());
             for l in midi.error_lines() {
                 let _ = writeln!(log, "{l}");
