@@ -173,7 +173,7 @@ fn a_stolen_voices_delay_line_is_cleared_a_part_per_block() {
 /// once; the next note waits for voice 0 to be clean.
 #[test]
 fn a_note_takes_the_free_voice_that_is_clean_first() {
-    let text = scene(2, "2s", 0.0, &format!("{}", note(0, 440)));
+    let text = scene(2, "2s", 0.0, &note(0, 440));
     let text = text.replace(
         r#"{ "time": "0samples", "module": "pad", "note": "440Hz" }"#,
         r#"{ "time": "0samples", "module": "pad", "note": "440Hz", "duration": "10ms" }"#,

@@ -832,3 +832,33 @@ fn osc_panic_releases_every_voice_and_panic_sound_silences_at_once() {
     );
     assert_replays(&journal, &cap, &all);
 }
+
+#[test]
+fn a_note_a_midi_file_leaves_on_is_warned_about_by_render_and_check() {
+    // 64 struck and released; 60 struck at 1.25 s (tick 240) and never
+    // released; 62 on channel 2, which no control listens to.
+    let file = smf(&[
+        (0, [0x90, 64, 100]),
+        (tick(0.5), [0x80, 64, 0]),
+        (240, [0x90, 60, 100]),
+        (250, [0x91, 62, 100]),
+    ]);
+    let (dir, scene, midi) = setup("vc-left-on", &file);
+    let want = format!(
+        "warning: note 60 on channel 1 at 1.250 s in `{}` has no note-off: it sounds to the end",
+        midi.display()
+    );
+    let o = render(&scene, &midi, &dir.join("out.wav"), &[]);
+    let check = morphrt(&[
+        "check",
+        scene.to_str().unwrap(),
+        "--midi",
+        midi.to_str().unwrap(),
+    ]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    for log in [stderr(&o), stderr(&check)] {
+        assert!(log.contains(&want), "{log}");
+        assert!(!log.contains("note 64"), "{log}");
+        assert!(!log.contains("note 62"), "{log}");
+    }
+}

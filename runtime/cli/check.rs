@@ -23,6 +23,10 @@ pub struct CheckOptions {
     /// Extra directories to look up "@resource:NAME" in (repeatable).
     #[arg(long = "resources")]
     pub resources: Vec<PathBuf>,
+    /// A MIDI file to check against the scene's controls: what it maps,
+    /// and a warning for each note it leaves on.
+    #[arg(long)]
+    pub midi: Option<PathBuf>,
 }
 
 /// Runs `check`. The table (or JSON) goes to `out`, warnings to `log`. With
@@ -56,6 +60,16 @@ pub fn check(
         }
         Err(e) => return Err(e),
     };
+    if let Some(m) = &opts.midi {
+        if let Some(midi) =
+            crate::host::offline::midi::open_midi(std::slice::from_ref(m), &plan, 0)?
+        {
+            let _ = writeln!(log, "{}", midi.summary());
+            for l in midi.error_lines() {
+                let _ = writeln!(log, "{l}");
+            }
+        }
+    }
     let warnings = check_warnings(&plan);
     let shown = Shown::new(&warnings);
     if opts.json {

@@ -220,7 +220,7 @@ impl Mapper {
                 _ => None,
             };
             if let Some(action) = action {
-                self.to_modules(channel, cc, action, &mut out);
+                self.for_modules(channel, cc, action, &mut out);
             }
         }
         out
@@ -231,7 +231,7 @@ impl Mapper {
     /// plays, unless a control maps that controller there. All sound off
     /// and all notes off also close the gate of every note control on
     /// that channel that holds a note.
-    fn to_modules(&mut self, channel: u8, cc: u8, action: NoteAction, out: &mut Mapped) {
+    fn for_modules(&mut self, channel: u8, cc: u8, action: NoteAction, out: &mut Mapped) {
         let listens = |s: &MidiSource| source_channel(s).is_none_or(|ch| ch == channel);
         let mapped = self.controls.iter().any(|c| {
             listens(&c.source) && matches!(c.source, MidiSource::Cc { cc: n, .. } if n == cc)

@@ -13,7 +13,7 @@
 
 use crate::engine::{ScriptedControl, ScriptedNote};
 use crate::graph::{ControlSource, Plan};
-use crate::host::control::midi::{describe, Mapper};
+use crate::host::control::midi::{decode, describe, Event, Mapper};
 use crate::host::control::midi_file::MidiFile;
 use crate::host::files::rules::Inputs;
 use crate::host::HostError;
@@ -41,6 +41,8 @@ pub struct RenderMidi {
     pub end: u64,
     /// Values a control could not set, with where they came from.
     pub errors: Vec<String>,
+    /// Notes a control plays that the file never ends, as warnings.
+    pub left_on: Vec<String>,
 }
 
 impl RenderMidi {
@@ -67,11 +69,23 @@ impl RenderMidi {
     /// The mapping errors to print: the first few, then how many more.
     pub fn error_lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self
-            .errors
+            .left_on
             .iter()
             .take(SHOWN_ERRORS)
             .map(|e| format!("warning: {e}"))
             .collect();
+        if self.left_on.len() > SHOWN_ERRORS {
+            lines.push(format!(
+                "warning: {} more notes have no note-off",
+                self.left_on.len() - SHOWN_ERRORS
+            ));
+        }
+        lines.extend(
+            self.errors
+                .iter()
+                .take(SHOWN_ERRORS)
+                .map(|e| format!("warning: {e}")),
+        );
         if self.errors.len() > SHOWN_ERRORS {
             lines.push(format!(
                 "warning: {} more MIDI values could not be set",
@@ -152,11 +166,23 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
         notes: Vec::new(),
         end: file.sample(file.end, sr),
         errors: Vec::new(),
+        left_on: Vec::new(),
     };
+    // Notes a control plays, by (channel, note): when they were struck.
+    let mut held = std::collections::BTreeMap::new();
     for m in &file.messages {
         let sample = file.sample(m.num, sr);
         let mapped = mapper.map(m.message());
         out.mapped += usize::from(mapped.matched);
+        match decode(m.message()) {
+            (Some(ch), Event::NoteOn { note, .. }) if mapped.matched => {
+                held.insert((ch, note), sample);
+            }
+            (Some(ch), Event::NoteOff { note }) => {
+                held.remove(&(ch, note));
+            }
+            _ => {}
+        }
         for e in mapped.errors {
             let at = sample as f64 / f64::from(sr);
             let what = describe(m.message());
@@ -181,6 +207,17 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
                 ramp: c.ramp,
             }));
     }
+    let mut left: Vec<_> = held.into_iter().collect();
+    left.sort_by_key(|&((ch, note), at)| (at, ch, note));
+    out.left_on = left
+        .into_iter()
+        .map(|((ch, note), at)| {
+            format!(
+                "note {note} on channel {ch} at {:.3} s in {shown} has no note-off: it sounds to the end",
+                at as f64 / f64::from(sr)
+            )
+        })
+        .collect();
     out
 }
 
