@@ -1885,6 +1885,9 @@ mod fatal_panics {
             let player = cell.take().unwrap();
             assert_eq!(player.engine().id(), new_id, "{p}");
         }
+    }
+}
+
 /// A voice that holds long state: a 2 s `delay` and a `reverb`, in a
 /// module of three voices whose notes steal one another.
 const LONG_VOICES: &str = r#"{ "version": "1.0", "seed": 3,
