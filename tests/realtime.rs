@@ -328,6 +328,7 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
         .unwrap()
         .profile;
     let first = Incoming::from_plan(first_plan, file_profile, Vec::new());
+    let reads_input = first.engine.input_channels() > 0;
     let meters = Arc::new(Meters::default());
     let controls = Arc::new(Controls::default());
     let mut player = Player::new(
@@ -339,6 +340,16 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
         controls,
         std::time::Instant::now(),
     );
+    // A scene that reads the input plays with one, as `run` gives it: the
+    // player reads it into the input history the session catches up
+    // through (a session without an input refuses such scenes).
+    let mut hist = None;
+    if reads_input {
+        let (writer, h) = morphrt::host::live::input::history::history(2, 48_000, 8.0, 0);
+        player.set_input(Box::new(input_history::Source(0)));
+        player.set_history(writer);
+        hist = Some(h);
+    }
     let mut session = LiveSession::new(
         &path,
         variants[3].clone(),
@@ -351,6 +362,9 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
         player.link(),
         meters.clone(),
     );
+    if let Some(h) = hist {
+        session.set_history(h);
+    }
     // The callback runs on this thread between the control side's steps,
     // so fast-forwarding never races it: hand over scenes whose estimate
     // is over the live budget too (strict hall-reverb).
@@ -939,7 +953,7 @@ mod input_history {
     }
 
     /// A live source of [`sample`], two channels.
-    struct Source(u64);
+    pub(super) struct Source(pub(super) u64);
     impl LiveInput for Source {
         fn channels(&self) -> usize {
             2
