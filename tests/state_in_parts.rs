@@ -323,9 +323,10 @@ fn the_callback_never_allocates_while_a_capture_runs_in_parts() {
     }
 }
 
-/// `value` (by default the precision's largest: two of them summed
-/// overflow whatever they feed) over samples `from..from + len`, silence
-/// elsewhere.
+/// `value` (by default 3e38, near f32's largest: two of them summed
+/// overflow whatever they feed, an f64 sum by leaving f32's range, which
+/// the engine counts as an overflow in every profile) over samples
+/// `from..from + len`, silence elsewhere.
 struct Burst {
     from: u64,
     len: u64,
@@ -334,10 +335,7 @@ struct Burst {
 
 impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Burst {
     fn process(&mut self, io: &mut morphrt::ops::Io<'_, S>) {
-        let big = self.value.unwrap_or(match S::PRECISION {
-            morphrt::dsp::Precision::F32 => 3.0e38,
-            morphrt::dsp::Precision::F64 => 1.0e308,
-        });
+        let big = self.value.unwrap_or(3.0e38);
         for i in 0..io.frames {
             let t = io.start + i as u64;
             let v = if (self.from..self.from + self.len).contains(&t) {
@@ -355,7 +353,7 @@ impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Burst {
     }
 }
 
-/// A saw and two bursts at 1 s into a delay of `max_time` 30 s: the delay
+/// A saw and three bursts at 1 s into a delay of `max_time` 30 s: the delay
 /// overflows and is reset.
 fn overflowing_delay(profile: Profile) -> Engine {
     let text = r#"{
@@ -365,16 +363,20 @@ fn overflowing_delay(profile: Profile) -> Engine {
     { "id": "tone", "op": "saw", "params": { "freq": "110Hz", "amp": 0.3 } },
     { "id": "a", "op": "dc" },
     { "id": "b", "op": "dc" },
+    { "id": "c", "op": "dc" },
     { "id": "d", "op": "delay", "params": { "time": "10ms", "feedback": 0.5, "mix": 0.5, "max_time": "30s" } }
   ],
   "edges": [
     { "from": "tone", "to": "d" },
     { "from": "a", "to": "d" },
-    { "from": "b", "to": "d" }
+    { "from": "b", "to": "d" },
+    { "from": "c", "to": "d" }
   ],
   "outputs": { "main": ["d"] }
 }"#;
-    with_nodes(text, profile, &["a", "b"], || Burst {
+    // Three bursts: half their sum (the dry half of the mix) is beyond
+    // f32's range in f64 too.
+    with_nodes(text, profile, &["a", "b", "c"], || Burst {
         from: 48_000,
         len: 64,
         value: None,
