@@ -27,11 +27,11 @@ const BLOCK: usize = 64;
 const FAULT_START: u64 = 4_800;
 const FAULT_END: u64 = 9_600;
 
-/// The scene under `profile`: `burst` (0 outside the fault, 1e6 during it)
+/// The scene (the same under every profile): `burst` (0 outside the fault, 1e6 during it)
 /// multiplied up to 2e38, summed twice with a
 /// 220 Hz sine into each filter. With `fault` false the events never switch
 /// `burst` on; `cutoff` is the svf's.
-fn scene(profile: Profile, fault: bool, cutoff: &str) -> String {
+fn scene(fault: bool, cutoff: &str) -> String {
     let events = if fault {
         format!(
             r#"{{ "time": "{FAULT_START}samples", "node": "burst", "param": "value", "value": 1e6 }},
@@ -130,8 +130,8 @@ fn a_filter_sounds_again_soon_after_an_overflow_at_its_input_ends() {
     let frames = 28_800; // 0.6 s
     let fault = FAULT_END - FAULT_START;
     for p in Profile::ALL {
-        let hit = scene_file("backoff-hit", &scene(p, true, "1kHz"));
-        let clean = scene_file("backoff-clean", &scene(p, false, "1kHz"));
+        let hit = scene_file("backoff-hit", &scene(true, "1kHz"));
+        let clean = scene_file("backoff-clean", &scene(false, "1kHz"));
         let (want, none) = render(&clean, p, frames);
         assert_eq!(none, 0, "{p}: the clean scene fails");
         let (got, nans) = render(&hit, p, frames);
@@ -201,8 +201,8 @@ fn a_param_only_cut_keeps_a_muted_node_muted_until_its_retry() {
     // Long enough for a mute of a second to end too.
     let to = at + 2 * RATE;
     for p in Profile::ALL {
-        let base = scene_file("backoff-cut-a", &scene(p, true, "1kHz"));
-        let edited = scene_file("backoff-cut-b", &scene(p, true, "1.2kHz"));
+        let base = scene_file("backoff-cut-a", &scene(true, "1kHz"));
+        let edited = scene_file("backoff-cut-b", &scene(true, "1.2kHz"));
         let mut old = Engine::new(plan(&base, p));
         play(&mut old, at);
         let st = old.snapshot();
@@ -251,8 +251,8 @@ impl<S: morphrt::dsp::Sample> Processor<S> for PanicsAt {
 fn a_node_that_panicked_starts_fresh_after_a_handover_with_a_crossfade() {
     let at = 4_800;
     for p in Profile::ALL {
-        let base = scene_file("backoff-dead-a", &scene(p, false, "1kHz"));
-        let edited = scene_file("backoff-dead-b", &scene(p, false, "1.2kHz"));
+        let base = scene_file("backoff-dead-a", &scene(false, "1kHz"));
+        let edited = scene_file("backoff-dead-b", &scene(false, "1.2kHz"));
         // The svf is replaced by one that panics at 960 and, in the edited
         // scene, by one that never does: only the panic can make the state
         // not carry.
@@ -300,7 +300,7 @@ fn a_node_that_panicked_starts_fresh_after_a_handover_with_a_crossfade() {
 
 #[test]
 fn a_snapshot_taken_while_a_node_is_muted_resumes_it_muted() {
-    let path = scene_file("backoff-resume", &scene(Profile::Strict, true, "1kHz"));
+    let path = scene_file("backoff-resume", &scene(true, "1kHz"));
     let dir = path.parent().unwrap();
     let at = FAULT_END + 480;
     let (full, snap, rest) = (
