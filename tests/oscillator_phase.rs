@@ -1,7 +1,11 @@
 //! `saw`, `square` and `triangle` take `phase`, a phase offset in radians like
 //! `sine`'s: the wave starts that far into its cycle. A quarter cycle is
-//! exact in the u64 phase, so the shifted wave is the plain one a quarter
-//! period later, bit for bit in every profile; the default (0) plays what
+//! exact in the u64 phase, so where the step is exact too (375 Hz at
+//! 48 kHz: 2^57 of the 2^64 a sample) the shifted wave is the plain one a
+//! quarter period later, bit for bit in every profile; where the step is
+//! rounded (480 Hz), a quarter period of steps misses a quarter cycle by
+//! less than one unit of 2^-64 a step, and the two agree to within
+//! rounding; the default (0) plays what
 //! the operators played before the param existed (the goldens in `golden/`
 //! check that).
 
@@ -164,6 +168,47 @@ fn a_modulated_phase_is_added_sample_by_sample() {
                 &plain,
                 PERIOD / 4,
                 &format!("{op} modulated under {profile}"),
+            );
+        }
+    }
+}
+
+/// 480 Hz at 48 kHz: 100 samples a period, a quarter is 25 samples, but the
+/// step (2^64 / 100, rounded down) is not exact: 25 steps fall short of a
+/// quarter cycle by under 25 units of 2^-64 of a cycle. The shifted wave
+/// and the plain one a quarter period on then agree within 1e-12 in f64
+/// (strict) and within 1e-6 in f32 (one rounding of the phase), and are
+/// not required to match bit for bit.
+#[test]
+fn a_quarter_cycle_of_phase_at_an_inexact_step_is_within_rounding_of_a_quarter_period_on() {
+    let quarter = core::f64::consts::FRAC_PI_2;
+    let lead = 25;
+    for profile in [Profile::Strict, Profile::Repro, Profile::Live] {
+        let bound = if profile == Profile::Strict {
+            1e-12
+        } else {
+            1e-6
+        };
+        for (op, extra) in [("saw", ""), ("square", ""), ("triangle", "")] {
+            let text = |phase: &str| {
+                format!(
+                    r#"{{ "version": "1.0", "nodes": [ {{ "id": "o", "op": "{op}",
+                          "params": {{ "freq": "480Hz", "amp": 0.8{extra}{phase} }} }} ],
+                         "outputs": {{ "main": ["o"] }} }}"#
+                )
+            };
+            let plain = play(&text(""), profile);
+            let ahead = play(&text(&format!(r#", "phase": {quarter}"#)), profile);
+            let worst = (0..FRAMES - lead)
+                .map(|k| (ahead[k] - plain[k + lead]).abs())
+                .fold(0.0f64, f64::max);
+            assert!(
+                worst <= bound,
+                "{op} under {profile}: {worst:e} from the wave a quarter period on"
+            );
+            assert!(
+                ahead != plain,
+                "{op} under {profile}: the phase changes the output"
             );
         }
     }
