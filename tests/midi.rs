@@ -807,3 +807,43 @@ fn a_scene_that_maps_no_midi_is_warned_about_when_run_with_midi() {
         stderr(&o)
     );
 }
+
+/// A render that reads an input and a MIDI file says what each did: the
+/// input's line (with the length) and the MIDI file's summary.
+#[test]
+fn a_render_with_an_input_and_a_midi_file_reports_both() {
+    let (dir, _, mid) = setup("midi-and-input");
+    let tone = dir.join("tone.json");
+    std::fs::write(
+        &tone,
+        r#"{"version": "1.0", "nodes": [{"id": "s", "op": "sine", "params": {"freq": "220Hz", "amp": 0.5}}],
+            "outputs": {"main": ["s"]}}"#,
+    )
+    .unwrap();
+    let wav = dir.join("in.wav");
+    let made = morphrt(&[
+        "render",
+        tone.to_str().unwrap(),
+        "-o",
+        wav.to_str().unwrap(),
+        "-d",
+        "1s",
+    ]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let scene = dir.join("both.json");
+    std::fs::write(
+        &scene,
+        r#"{"version": "1.0", "sample_rate": 48000,
+            "nodes": [{"id": "mic", "op": "input", "params": {"channel": 0}},
+                      {"id": "cc", "op": "dc", "params": {"value": 0}}],
+            "outputs": {"main": ["mic", "cc"]},
+            "controls": [{"midi": {"cc": 74, "channel": 1}, "node": "cc", "param": "value", "min": 0, "max": 1}]}"#,
+    )
+    .unwrap();
+    let out = dir.join("out.wav");
+    let o = render(&scene, &mid, &out, &["--input", wav.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("midi from "), "no MIDI summary:\n{err}");
+    assert!(err.contains("input"), "no input line:\n{err}");
+}

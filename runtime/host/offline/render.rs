@@ -497,7 +497,14 @@ pub fn render(
         ..layout
     };
     let length_text = match (&input, &midi) {
-        (Some(i), _) => Some(length_line(opts, i, tail.as_ref(), &report, sr)),
+        // The input's line gives the length; the MIDI file's lines say
+        // what it played.
+        (Some(i), Some(m)) => Some(format!(
+            "{}\n{}",
+            length_line(opts, i, tail.as_ref(), &report, sr),
+            midi_lines(m, feed.as_ref(), None, &report, sr)
+        )),
+        (Some(i), None) => Some(length_line(opts, i, tail.as_ref(), &report, sr)),
         (None, Some(m)) => Some(midi_lines(m, feed.as_ref(), tail.as_ref(), &report, sr)),
         (None, None) => None,
     };
