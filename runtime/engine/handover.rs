@@ -100,33 +100,35 @@ impl Notice {
 /// `notices` with a voice module's copies of one template node told once:
 /// each notice about `osc#3` (voice 3's copy of `osc`, or `pad#r`, a
 /// module's second-channel sum) reads as about `osc`, and the same notice
-/// for several copies comes once, with how many: (notice, copies), in the
-/// order they first come.
+/// for several copies comes once, with how many voice copies it tells of:
+/// (notice, copies), in the order they first come; copies is 0 for a node
+/// that is no voice's copy.
 pub fn fold_voice_copies(notices: &[Notice]) -> Vec<(Notice, usize)> {
     let mut out: Vec<(Notice, usize)> = Vec::with_capacity(notices.len());
     for n in notices {
         let mut n = n.clone();
         let id = n.id_mut();
         let Some(at) = id.find('#') else {
-            out.push((n, 1));
+            out.push((n, 0));
             continue;
         };
+        let voice = usize::from(id[at + 1..].parse::<usize>().is_ok());
         id.truncate(at);
         match out.iter_mut().find(|(seen, _)| *seen == n) {
-            Some((_, copies)) => *copies += 1,
-            None => out.push((n, 1)),
+            Some((_, copies)) => *copies += voice,
+            None => out.push((n, voice)),
         }
     }
     out
 }
 
 /// What follows a folded notice about `copies` voice copies: nothing for
-/// one, else ` (N voices)`.
+/// a node that is no voice's copy (0), else ` (1 voice)`, ` (N voices)`.
 pub fn voices_suffix(copies: usize) -> String {
-    if copies > 1 {
-        format!(" ({copies} voices)")
-    } else {
-        String::new()
+    match copies {
+        0 => String::new(),
+        1 => " (1 voice)".to_string(),
+        n => format!(" ({n} voices)"),
     }
 }
 
@@ -614,6 +616,26 @@ mod fold_tests {
                 "node `pad` added",
                 "node `extra` added",
             ]
+        );
+    }
+
+    /// A pool shrunk by one voice removes one copy of each template node:
+    /// the notice says so, where it once read like the whole node's removal.
+    #[test]
+    fn one_voice_copy_removed_says_one_voice() {
+        let notices = [
+            Notice::Removed {
+                id: "tone#3".into(),
+            },
+            Notice::Removed { id: "solo".into() },
+        ];
+        let shown: Vec<String> = fold_voice_copies(&notices)
+            .iter()
+            .map(|(n, copies)| format!("{n}{}", voices_suffix(*copies)))
+            .collect();
+        assert_eq!(
+            shown,
+            ["node `tone` removed (1 voice)", "node `solo` removed"]
         );
     }
 }
