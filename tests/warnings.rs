@@ -705,3 +705,34 @@ fn issue11_check_and_render_warn_when_the_estimate_is_slower_than_real_time() {
         "the warning comes before the render: {err}"
     );
 }
+
+/// An event that sets an oscillator's `freq` above Nyquist is warned at
+/// compile, at the event, once for the node however many such events it
+/// has (it plays the alias: 30 kHz at 48 kHz sounds at 18 kHz); an event
+/// in range draws nothing.
+#[test]
+fn an_event_setting_a_frequency_above_nyquist_is_warned_once_per_node() {
+    let dir = temp_dir("event-alias");
+    let scene = write(
+        &dir,
+        "s.json",
+        r#"{"version": "1.0", "nodes": [
+              {"id": "o", "op": "sine", "params": {"freq": "440Hz", "amp": 0.2}},
+              {"id": "fine", "op": "sine", "params": {"freq": "440Hz", "amp": 0.2}}],
+            "outputs": {"main": ["o", "fine"]},
+            "events": [
+              {"time": "0.5s", "node": "o", "param": "freq", "value": "30kHz"},
+              {"time": "0.7s", "node": "o", "param": "freq", "value": "40kHz"},
+              {"time": "0.5s", "node": "fine", "param": "freq", "value": "20kHz"}]}"#,
+    );
+    let o = morphrt(&["check", &scene]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(err.matches("an event sets `freq`").count(), 1, "{err}");
+    assert!(
+        err.contains("an event sets `freq` 30000 Hz is above Nyquist (24000 Hz at 48000 Hz)"),
+        "{err}"
+    );
+    assert!(err.contains("node `o`"), "{err}");
+    assert!(!err.contains("node `fine`"), "{err}");
+}

@@ -39,6 +39,7 @@ pub(super) fn place_events(
 ) -> Vec<PlanEvent> {
     let scene = cx.scene;
     let mut events: Vec<(u64, usize, PlanEvent)> = Vec::new();
+    let mut linted = std::collections::HashSet::new();
     for ev in &scene.events {
         let Some((ni, d, pi)) = event_target(cx, index, decls, ev) else {
             continue;
@@ -47,6 +48,19 @@ pub(super) fn place_events(
         else {
             continue;
         };
+        if let EventAction::Set { value, .. } = action {
+            if !linted.contains(&ni) {
+                if let Some(lint) = event_lint(d, pi, value, session.sample_rate) {
+                    linted.insert(ni);
+                    cx.warn(
+                        &ev.loc,
+                        Some(&ev.node),
+                        format!("an event sets {}", lint.message),
+                        lint.help,
+                    );
+                }
+            }
+        }
         let Some(sample) = event_sample(cx, ev, d.profile.profile, session) else {
             continue;
         };
@@ -71,6 +85,25 @@ pub(super) fn place_events(
         .enumerate()
         .map(|(order, (_, _, e))| PlanEvent { order, ..e })
         .collect()
+}
+
+/// What the operator's lints say of param `pi` set to `value` by an event
+/// (an oscillator's `freq` above Nyquist plays its alias), when its static
+/// value draws no such warning already: a node is warned once, at its
+/// first such event, never once per event.
+fn event_lint(d: &Decl, pi: usize, value: f64, sr: u32) -> Option<crate::ops::Lint> {
+    let name = d.op.params[pi].name;
+    let about = |values: &[Value]| {
+        (d.op.lints)(values, sr as f64)
+            .into_iter()
+            .find(|l| l.param == name)
+    };
+    if about(&d.values).is_some() {
+        return None;
+    }
+    let mut values = d.values.clone();
+    values[pi] = Value::Number(value);
+    about(&values)
 }
 
 /// An event's node (declaration index, and its declaration) and param
