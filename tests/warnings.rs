@@ -736,3 +736,79 @@ fn an_event_setting_a_frequency_above_nyquist_is_warned_once_per_node() {
     assert!(err.contains("node `o`"), "{err}");
     assert!(!err.contains("node `fine`"), "{err}");
 }
+
+/// The numbers in `text` after `word`, up to the first character that is
+/// not part of a number.
+fn number_after(text: &str, word: &str) -> f64 {
+    let at = text
+        .find(word)
+        .unwrap_or_else(|| panic!("`{word}` in {text}"))
+        + word.len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after `{word}` in {text}"))
+}
+
+/// A sequencer whose steps (MIDI notes as Hz) drive an oscillator's
+/// `freq` past Nyquist is warned at compile, once for the pair, at the
+/// first such step, naming the sequencer, the step, its value, the Hz and
+/// the alias played (steps 140 and 200 play 21,420 Hz and 13,456 Hz at
+/// 48 kHz); `check` and `render` say it alike. In-range steps draw nothing.
+#[test]
+fn sequencer_steps_driving_a_frequency_above_nyquist_are_warned_once_at_compile() {
+    let dir = temp_dir("sequencer-alias");
+    let scene = |steps: &str| {
+        format!(
+            r#"{{"version": "1.0", "duration": "0.25s", "nodes": [
+              {{"id": "seq", "op": "sequencer", "params": {{"steps": {steps}, "rate": "50ms", "output": "hz"}}}},
+              {{"id": "osc", "op": "sine", "params": {{"freq": 0, "amp": 0.2}}}}],
+            "edges": [{{"from": "seq:value", "to": "osc:freq"}}],
+            "outputs": {{"main": ["osc"]}}}}"#
+        )
+    };
+    let loud = write(&dir, "loud.json", &scene("[60, 140, null, 200]"));
+    let out = dir.join("out.wav");
+    let runs = [
+        morphrt(&["check", &loud]),
+        morphrt(&["render", &loud, "-o", out.to_str().unwrap()]),
+    ];
+    // The oracle: equal temperament, A4 = 440 Hz on note 69, and the alias
+    // of a frequency f at 48 kHz, |f − 48000 · round(f / 48000)|.
+    let hz = |n: f64| 440.0 * 2f64.powf((n - 69.0) / 12.0);
+    let alias = |f: f64| (f - 48_000.0 * (f / 48_000.0).round()).abs();
+    assert!((alias(hz(140.0)) - 21_420.5).abs() < 0.1);
+    assert!((alias(hz(200.0)) - 13_456.0).abs() < 0.1);
+    for o in &runs {
+        let err = stderr(o);
+        assert!(o.status.success(), "{err}");
+        assert_eq!(err.matches("into `osc:freq` sets").count(), 1, "{err}");
+        assert!(err.contains("node `seq`"), "{err}");
+        assert!(
+            err.contains("step 1 (140) into `osc:freq` sets `freq` "),
+            "{err}"
+        );
+        assert!(
+            (number_after(&err, "sets `freq` ") - hz(140.0)).abs() < 1e-6,
+            "{err}"
+        );
+        assert!(
+            err.contains("above Nyquist (24000 Hz at 48000 Hz)"),
+            "{err}"
+        );
+        assert!(
+            (number_after(&err, "plays its alias, ") - alias(hz(140.0))).abs() < 1e-6,
+            "{err}"
+        );
+        assert!(err.contains("(so do steps 3 (200))"), "{err}");
+    }
+    // In range (the highest, note 127, is 12,543 Hz): nothing to say.
+    let fine = write(&dir, "fine.json", &scene("[60, 127, null, 100]"));
+    let o = morphrt(&["check", &fine]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("Nyquist"), "{err}");
+}

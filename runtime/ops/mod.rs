@@ -161,6 +161,35 @@ pub fn no_lints(_: &[Value], _: f64) -> Vec<Lint> {
     Vec::new()
 }
 
+/// What `op`'s lints say of its param `pi` moved to `value` while the node
+/// plays (by an event, a sequencer step through its port, a control), the
+/// rest of the node keeping its static `values`: the lint about that param
+/// (an oscillator's `freq` above Nyquist plays its alias), unless the
+/// static value draws one already (warned where the node is declared).
+/// Events, sequencer steps and live controls all ask this one function, so
+/// a param is a frequency to warn about exactly where its operator's lints
+/// say so.
+pub fn lint_of_setting(
+    op: &OpSpec,
+    values: &[Value],
+    pi: usize,
+    value: f64,
+    sample_rate: f64,
+) -> Option<Lint> {
+    let name = op.params.get(pi)?.name;
+    let about = |values: &[Value]| {
+        (op.lints)(values, sample_rate)
+            .into_iter()
+            .find(|l| l.param == name)
+    };
+    if about(values).is_some() {
+        return None;
+    }
+    let mut moved = values.to_vec();
+    *moved.get_mut(pi)? = Value::Number(value);
+    about(&moved)
+}
+
 /// A frequency param above what the operator designs with: `values[index]`
 /// (its magnitude: an oscillator's may be negative) against
 /// `ratio · sample_rate` (Nyquist is `0.5 · sample_rate`); `instead` says

@@ -69,6 +69,28 @@ fn step_samples(v: &Value, sample_rate: f64) -> Rational {
         .unwrap_or(Rational::from_int(1))
 }
 
+/// What a sequencer with these static params outputs on `value`, step by
+/// step: each step as written, or under `output: "hz"` its note number as
+/// Hz (440·2^((n − 69)/12)); NaN for a rest. The node plays these, and the
+/// compiler reads them to warn about a step that drives a frequency past
+/// what its target can play.
+pub(crate) fn step_outputs(values: &[Value]) -> Vec<f64> {
+    let raw = match values.get(STEPS) {
+        Some(Value::Gains(g)) if !g.is_empty() => g.clone(),
+        _ => vec![0.0],
+    };
+    let hz = matches!(values.get(OUTPUT), Some(Value::Enum(1)));
+    raw.into_iter()
+        .map(|v| {
+            if hz && !v.is_nan() {
+                440.0 * libm::pow(2.0, (v - 69.0) / 12.0)
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
 struct Sequencer<S, M> {
     /// The step values as output (note numbers already in Hz under
     /// `output: "hz"`); NaN is a rest.
@@ -311,21 +333,7 @@ impl<S: Sample, M: Math> Processor<S> for Sequencer<S, M> {
 struct SequencerOp;
 impl Operator for SequencerOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
-        let raw = match &cx.values[STEPS] {
-            Value::Gains(g) if !g.is_empty() => g.clone(),
-            _ => vec![0.0],
-        };
-        let hz = matches!(cx.values[OUTPUT], Value::Enum(1));
-        let steps = raw
-            .into_iter()
-            .map(|v| {
-                if hz && !v.is_nan() {
-                    440.0 * libm::pow(2.0, (v - 69.0) / 12.0)
-                } else {
-                    v
-                }
-            })
-            .collect();
+        let steps = step_outputs(cx.values);
         let looping = !matches!(cx.values[LOOP], Value::Bool(false));
         Ok(Box::new(Sequencer::<S, M> {
             steps,

@@ -92,18 +92,7 @@ pub(super) fn place_events(
 /// value draws no such warning already: a node is warned once, at its
 /// first such event, never once per event.
 fn event_lint(d: &Decl, pi: usize, value: f64, sr: u32) -> Option<crate::ops::Lint> {
-    let name = d.op.params[pi].name;
-    let about = |values: &[Value]| {
-        (d.op.lints)(values, sr as f64)
-            .into_iter()
-            .find(|l| l.param == name)
-    };
-    if about(&d.values).is_some() {
-        return None;
-    }
-    let mut values = d.values.clone();
-    values[pi] = Value::Number(value);
-    about(&values)
+    crate::ops::lint_of_setting(d.op, &d.values, pi, value, sr as f64)
 }
 
 /// An event's node (declaration index, and its declaration) and param

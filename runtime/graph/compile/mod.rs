@@ -26,7 +26,7 @@
 //! This file holds [`compile`] and the driver of passes 1–7 it shares with
 //! the tests, and what every pass uses: the options, the diagnostics
 //! context, the per-node declarations. The passes live in `nodes` (1–3 and
-//! the param lints), `edges` (4–8), `gates` (a lint after 7), `outputs`
+//! the param lints), `edges` (4–8), `gates` and `steps` (lints after 7), `outputs`
 //! (9 and 10), `events` (11 and 12) and `build` (13–16).
 
 mod build;
@@ -36,6 +36,7 @@ mod events;
 mod gates;
 mod nodes;
 mod outputs;
+mod steps;
 mod voices;
 
 use super::{Plan, SeedSource};
@@ -52,6 +53,7 @@ pub use outputs::MAX_MAIN_CHANNELS;
 use outputs::{choose_seed, resolve_outputs};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use steps::step_lints;
 pub use voices::{midi_note_hz, note_hz, voice_node_id, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS};
 
 /// Settings from the command line that override the scene.
@@ -288,6 +290,7 @@ fn declare<'a>(cx: &mut Ctx<'a>, opts: &CompileOptions) -> Declared<'a> {
     wire_inputs(scene, &mut decls, &edges);
     unused_gains(cx, &decls);
     dead_gates(cx, &decls);
+    step_lints(cx, &decls, session.sample_rate);
     Declared {
         session,
         index,
