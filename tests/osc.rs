@@ -712,3 +712,40 @@ fn patterns_land_where_journaled_and_a_bundle_with_malformed_ends_applies_its_mi
     assert_eq!(played[2 * b as usize], 0.25);
     assert_replays(&j, &cap, &all);
 }
+
+/// A change setting an oscillator's `freq` above Nyquist plays its alias
+/// (30 kHz at 48 kHz sounds at 18 kHz): the control thread warns the
+/// first one it lands, once for the node however many follow (100 here,
+/// and others above Nyquist), and nothing for a value in range.
+#[test]
+fn a_control_setting_a_frequency_above_nyquist_is_warned_once_per_node() {
+    let dir = common::temp_dir("osc-alias");
+    let scene = r#"{"version": "1.0", "sample_rate": 48000,
+      "nodes": [{"id": "o", "op": "sine", "params": {"freq": "440Hz", "amp": 0.1}},
+                {"id": "fine", "op": "sine", "params": {"freq": "440Hz", "amp": 0.1}}],
+      "outputs": {"main": ["o", "fine"]}}"#;
+    let (child, lines, log, port) = start(&dir, scene, &["--profile", "repro"]);
+    let c = Client::new(port);
+    for i in 0..100 {
+        let hz = if i % 2 == 0 { 30_000.0 } else { 40_000.0 };
+        let r = c.ask(&param("o", "freq", OscType::Double(hz)));
+        assert_eq!(r.0, "ok", "{r:?}");
+    }
+    let r = c.ask(&param("fine", "freq", OscType::Double(20_000.0)));
+    assert_eq!(r.0, "ok", "{r:?}");
+    assert_eq!(c.ask(&msg("/morphrt/stop", vec![])).0, "ok");
+    let all = ended(child, &lines, log);
+    assert!(
+        all.contains("101 changes applied, 0 refused"),
+        "every change lands: {all}"
+    );
+    assert_eq!(all.matches("a control sets").count(), 1, "{all}");
+    assert!(
+        all.contains(
+            "warning: node `o`: a control sets `freq` 30000 Hz is above Nyquist (24000 Hz at 48000 Hz): the oscillator plays its alias, 18000 Hz"
+        ),
+        "{all}"
+    );
+    assert!(all.contains("/morphrt/param"), "{all}");
+    assert!(!all.contains("node `fine`"), "{all}");
+}

@@ -250,6 +250,11 @@ impl Engine {
                 .iter()
                 .map(|p| p.plan.module.clone())
                 .collect(),
+            values: self
+                .slots
+                .iter()
+                .map(|s| s.initial_values.clone())
+                .collect(),
         }
     }
 
@@ -459,6 +464,8 @@ pub struct ControlTable {
     templates: std::collections::HashMap<String, usize>,
     /// The voice modules' ids, by pool index.
     pools: Vec<String>,
+    /// Each node's static param values (the scene's), by schedule index.
+    values: Vec<Vec<crate::ops::Value>>,
 }
 
 impl ControlTable {
@@ -468,6 +475,12 @@ impl ControlTable {
     pub fn find(&self, node: &str, param: &str) -> Option<(usize, usize)> {
         let &(si, op) = self.node(node)?;
         Some((si, crate::ops::lookup(op)?.param_index(param)?))
+    }
+
+    /// The static param values (the scene's) of the node at schedule
+    /// index `si`, in its operator's param order; empty for none.
+    pub fn values(&self, si: usize) -> &[crate::ops::Value] {
+        self.values.get(si).map_or(&[], Vec::as_slice)
     }
 
     /// The operator of `node` (or of a template node's copies).

@@ -283,6 +283,25 @@ pub fn note_record(
     })
 }
 
+/// What the operator of `change`'s node says of the value it sets, when
+/// it will not play as set (an oscillator's `freq` above Nyquist plays its
+/// alias): the rule events and sequencer steps are warned by
+/// ([`crate::ops::lint_of_setting`]), the node's other params at their
+/// static values. `None` for a value that plays as set, one that is not a
+/// number, or a node or param the `table` does not have.
+pub fn change_lint(
+    change: &Change,
+    table: &ControlTable,
+    sample_rate: u32,
+) -> Option<crate::ops::Lint> {
+    let ControlValue::Number(v) = change.value else {
+        return None;
+    };
+    let (si, pi) = table.find(&change.node, &change.param)?;
+    let op = table.op(&change.node)?;
+    crate::ops::lint_of_setting(op, table.values(si), pi, v, f64::from(sample_rate))
+}
+
 /// `change` for each node it moves in the engine `table` describes: itself
 /// for a node that plays, one change per voice for a voice module's
 /// template node (`osc` → `osc#0`, `osc#1`, …); unchanged when neither

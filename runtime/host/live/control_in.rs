@@ -12,6 +12,11 @@
 //! `note` records; a change of a voice module's template node becomes one
 //! change per voice's copy (`osc` → `osc#0`, `osc#1`, …), each journaled.
 //!
+//! A change that lands with a value its node will not play as set (an
+//! oscillator's `freq` above Nyquist, which plays its alias) is warned
+//! here, on the control thread, the first time for each node in the
+//! session; the audio thread only applies it.
+//!
 //! Nothing here blocks or stops playback. When the ring is full, resolved
 //! records wait in a backlog of at most [`BACKLOG`] records; a change that
 //! finds it full is dropped, counted and answered with an error. A record
@@ -35,7 +40,7 @@ use crate::graph::ControlMap;
 use crate::host::control::{self, Change, Command, Mapping, Mappings, Message, Note, Reply, When};
 use crate::host::live::player::{ControlLink, Meters};
 use crate::host::record::journal::Record;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -194,6 +199,9 @@ pub struct ControlHub {
     pub counts: ControlCounts,
     last_warning: Option<Instant>,
     unsaid: u64,
+    /// Nodes (a voice module's template node for its copies) a change has
+    /// been warned about (see [`ControlHub::lint`]): once each a session.
+    linted: HashSet<String>,
     /// A message [`wait`](Self::wait) received, for the next tick.
     early: Option<Message>,
 }
@@ -281,6 +289,7 @@ impl ControlHub {
             counts: ControlCounts::default(),
             last_warning: None,
             unsaid: 0,
+            linted: HashSet::new(),
             early: None,
         }
     }
@@ -546,7 +555,7 @@ impl ControlHub {
                 continue;
             };
             match report.outcome {
-                Outcome::Applied { at, .. } => self.applied(f, at),
+                Outcome::Applied { at, .. } => self.applied(f, at, log),
                 Outcome::Stale | Outcome::Full if f.resends < MAX_RESENDS => {
                     f.resends += 1;
                     self.submit(f, log);
@@ -581,11 +590,12 @@ impl ControlHub {
         }
     }
 
-    fn applied(&mut self, f: InFlight, at: u64) {
+    fn applied(&mut self, f: InFlight, at: u64, log: &mut dyn Write) {
         self.counts.applied += 1;
         let from = f.from.to_string();
         let text = match f.item {
             Item::Change(change) => {
+                self.lint(&change, at, &from, log);
                 let text =
                     control::change_text(&change, &self.current.table, self.current.sample_rate);
                 self.journal.push(Record::Control {
@@ -610,6 +620,29 @@ impl ControlHub {
             }
         };
         self.answer(f.message, Ok(format!("{text} at sample {at}")));
+    }
+
+    /// Warns a change that landed with a value its node will not play as
+    /// set (an oscillator's `freq` above Nyquist plays its alias; the rule
+    /// of [`control::change_lint`]), the first time only for each node: a
+    /// controller sending thousands of such values draws one line. The
+    /// copies of a voice module's template node count as that node.
+    fn lint(&mut self, change: &Change, at: u64, from: &str, log: &mut dyn Write) {
+        let node = change.node.split('#').next().unwrap_or(&change.node);
+        if self.linted.contains(node) {
+            return;
+        }
+        let Some(lint) =
+            control::change_lint(change, &self.current.table, self.current.sample_rate)
+        else {
+            return;
+        };
+        self.linted.insert(node.to_string());
+        let _ = writeln!(
+            log,
+            "\nwarning: node `{node}`: a control sets {} (at sample {at}, from {from}; warned once for this node)",
+            lint.message
+        );
     }
 
     fn refused(&mut self, f: InFlight, error: String, log: &mut dyn Write) {
