@@ -847,3 +847,63 @@ fn a_render_with_an_input_and_a_midi_file_reports_both() {
     assert!(err.contains("midi from "), "no MIDI summary:\n{err}");
     assert!(err.contains("input"), "no input line:\n{err}");
 }
+
+/// A MIDI CC mapped onto an oscillator's `freq` whose range reaches past
+/// Nyquist: the first value above it is warned, once for the node, live
+/// (`run --midi file:`, on the control thread) and offline (`render
+/// --midi`), however many follow; values below it draw nothing.
+#[test]
+fn a_midi_control_reaching_above_nyquist_is_warned_once_per_node() {
+    let dir = temp_dir("midi-alias");
+    let scene = dir.join("alias.json");
+    // CC 74 spans 0 … 38100 Hz: value v is 300 · v Hz, past 24 kHz from 81.
+    std::fs::write(
+        &scene,
+        r#"{"version": "1.0", "sample_rate": 48000,
+ "nodes": [{"id": "o", "op": "sine", "params": {"freq": "440Hz", "amp": 0.1}}],
+ "outputs": {"main": ["o"]},
+ "controls": [{"midi": {"cc": 74}, "node": "o", "param": "freq", "min": 0, "max": 38100}]}"#,
+    )
+    .unwrap();
+    // At 120 bpm and 96 PPQ a tick is 1/192 s: values 10, 100, 127, 90, …
+    // a tick apart, then 20 more above Nyquist.
+    let mut events = vec![(4, vec![0xb0, 74, 10]), (4, vec![0xb0, 74, 100])];
+    for i in 0..20u8 {
+        events.push((2, vec![0xb0, 74, 90 + i]));
+    }
+    let mid = dir.join("sweep.mid");
+    std::fs::write(&mid, smf(96, &[track(&events)])).unwrap();
+    let port = format!("file:{}", mid.display());
+    let live = morphrt(&[
+        "run",
+        scene.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--midi",
+        &port,
+        "--duration",
+        "600ms",
+        "--no-journal",
+    ]);
+    let out = dir.join("out.wav");
+    let offline = morphrt(&[
+        "render",
+        scene.to_str().unwrap(),
+        "--midi",
+        mid.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-d",
+        "600ms",
+    ]);
+    for o in [&live, &offline] {
+        let err = stderr(o);
+        assert!(o.status.success(), "{err}");
+        assert_eq!(err.matches("a control sets").count(), 1, "{err}");
+        // The first above Nyquist is CC value 100: 30000 Hz, alias 18000 Hz.
+        assert!(
+            err.contains("node `o`: a control sets `freq` 30000 Hz is above Nyquist (24000 Hz at 48000 Hz): the oscillator plays its alias, 18000 Hz"),
+            "{err}"
+        );
+    }
+}

@@ -12,9 +12,10 @@
 //! −100 dBFS for 100 ms, at most 60 s.
 
 use crate::engine::{ScriptedControl, ScriptedNote};
-use crate::graph::{ControlSource, Plan};
+use crate::graph::{ControlSource, ControlValue, Plan};
 use crate::host::control::midi::{decode, describe, Event, Mapper};
 use crate::host::control::midi_file::MidiFile;
+use crate::host::control::Change;
 use crate::host::files::rules::Inputs;
 use crate::host::HostError;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,9 @@ pub struct RenderMidi {
     pub errors: Vec<String>,
     /// Notes a control plays that the file never ends, as warnings.
     pub left_on: Vec<String>,
+    /// Changes that set a value their node will not play as set (an
+    /// oscillator's `freq` above Nyquist), the first for each node only.
+    pub lints: Vec<String>,
 }
 
 impl RenderMidi {
@@ -80,6 +84,7 @@ impl RenderMidi {
                 self.left_on.len() - SHOWN_ERRORS
             ));
         }
+        lines.extend(self.lints.iter().map(|l| format!("warning: {l}")));
         lines.extend(
             self.errors
                 .iter()
@@ -167,7 +172,9 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
         end: file.sample(file.end, sr),
         errors: Vec::new(),
         left_on: Vec::new(),
+        lints: Vec::new(),
     };
+    let mut linted = std::collections::HashSet::new();
     // Notes a control plays, by (channel, note): when they were struck.
     let mut held = std::collections::BTreeMap::new();
     for m in &file.messages {
@@ -191,6 +198,21 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
         }
         if sample < start {
             continue;
+        }
+        for c in &mapped.changes {
+            if linted.contains(&c.node) {
+                continue;
+            }
+            if let Some(lint) = change_lint(plan, c) {
+                out.lints.push(format!(
+                    "node `{}`: a control sets {} (at {:.3} s, from MIDI {} in {shown}; warned once for this node)",
+                    c.node,
+                    lint.message,
+                    sample as f64 / f64::from(sr),
+                    describe(m.message())
+                ));
+                linted.insert(c.node.clone());
+            }
         }
         out.notes
             .extend(mapped.notes.into_iter().map(|n| ScriptedNote {
@@ -219,6 +241,23 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
         })
         .collect();
     out
+}
+
+/// What `plan`'s node says of the value `change` sets, when it will not
+/// play as set: the rule of [`crate::ops::lint_of_setting`], as for a
+/// control while playing. A voice module's template node is read from its
+/// first voice's copy.
+fn change_lint(plan: &Plan, change: &Change) -> Option<crate::ops::Lint> {
+    let ControlValue::Number(v) = change.value else {
+        return None;
+    };
+    let copy = crate::graph::voice_node_id(&change.node, 0);
+    let node = plan
+        .nodes
+        .iter()
+        .find(|n| n.id == change.node || n.id == copy)?;
+    let pi = node.op.param_index(&change.param)?;
+    crate::ops::lint_of_setting(node.op, &node.values, pi, v, f64::from(plan.sample_rate))
 }
 
 /// The MIDI file is read by the render: no output may replace it.
