@@ -814,6 +814,74 @@ mod tests {
             control_entry(&[0xe2, 0, 64]).unwrap(),
             r#"{"midi": {"bend": true, "channel": 3}, "node": "NODE", "param": "PARAM"}"#
         );
-        assert!(control_entry(&[0xd0, 3]).is_none());
+        assert_eq!(describe(&[0xd0, 5]), "aftertouch 5 ch 1");
+        assert_eq!(describe(&[0xa1, 60, 9]), "poly aftertouch 60 = 9 ch 2");
+        assert_eq!(
+            control_entry(&[0xd0, 3]).unwrap(),
+            r#"{"midi": {"aftertouch": true, "channel": 1}, "node": "NODE", "param": "PARAM"}"#
+        );
+        assert!(control_entry(&[0xf8]).is_none());
+    }
+
+    #[test]
+    fn pressures_map_like_a_cc_and_poly_pressure_onto_a_voice_is_a_touch_of_its_key() {
+        let at = control(
+            MidiSource::Aftertouch { channel: None },
+            Some(unit("a", "value")),
+        );
+        let mut m = Mapper::new(&[at]);
+        assert_eq!(values(&m.map(&[0xd3, 127])), [n("a.value", 1.0)]);
+        assert!(!m.map(&[0xa0, 60, 5]).matched);
+        let mut poly = control(
+            MidiSource::PolyAftertouch { channel: Some(1) },
+            Some(unit("lvl", "gain")),
+        );
+        poly.touch = Some(crate::graph::VoiceParam {
+            module: "pad".into(),
+            node: 4,
+            param: 0,
+        });
+        let mut m = Mapper::new(&[poly]);
+        let t = m.map(&[0xa0, 69, 127]);
+        assert!(t.changes.is_empty());
+        assert_eq!(
+            t.notes,
+            [Note {
+                module: "pad".into(),
+                action: NoteAction::Touch {
+                    key: 440f64.to_bits(),
+                    node: 4,
+                    param: 0,
+                    value: ControlValue::Number(1.0),
+                    ramp: 0
+                }
+            }]
+        );
+        assert!(!m.map(&[0xa1, 69, 127]).matched);
+    }
+
+    #[test]
+    fn the_bend_wheel_bends_a_voice_module_by_its_range_unless_a_control_takes_it() {
+        let mut keys = pad(Some(1));
+        keys.bend = 2.0;
+        let mut m = Mapper::new(&[keys.clone()]);
+        let bend = |m: &mut Mapper, lsb: u8, msb: u8| m.map(&[0xe0, lsb, msb]).notes;
+        assert_eq!(
+            bend(&mut m, 0x7f, 0x7f),
+            [Note {
+                module: "pad".into(),
+                action: NoteAction::Bend(2.0)
+            }]
+        );
+        assert_eq!(bend(&mut m, 0, 0)[0].action, NoteAction::Bend(-2.0));
+        assert_eq!(bend(&mut m, 0, 0x40)[0].action, NoteAction::Bend(0.0));
+        assert!(!m.map(&[0xe1, 0, 0]).matched);
+        let wheel = control(MidiSource::Bend { channel: None }, Some(unit("a", "value")));
+        let mut m = Mapper::new(&[keys.clone(), wheel]);
+        let taken = m.map(&[0xe0, 0x7f, 0x7f]);
+        assert!(taken.notes.is_empty());
+        assert_eq!(values(&taken), [n("a.value", 1.0)]);
+        keys.bend = 0.0;
+        assert!(!Mapper::new(&[keys]).map(&[0xe0, 0, 0]).matched);
     }
 }

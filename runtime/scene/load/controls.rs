@@ -505,4 +505,43 @@ mod tests {
         );
         assert_eq!(e.loc.as_ref().unwrap().path, "controls[0].osc");
     }
+
+    #[test]
+    fn pressures_and_a_bend_range_read_and_the_two_bends_are_told_apart() {
+        let s = load(&with(
+            "{\"midi\": {\"aftertouch\": true, \"channel\": 2}, \"node\": \"a\", \"param\": \"freq\"},\n {\"midi\": {\"poly_aftertouch\": true}, \"node\": \"a\", \"param\": \"freq\"},\n {\"midi\": {\"note\": \"any\"}, \"node\": \"a\", \"param\": \"freq\", \"bend\": 7.5}",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.controls[0].source,
+            ControlSourceDecl::Midi(MidiSource::Aftertouch { channel: Some(2) })
+        );
+        assert_eq!(
+            s.controls[1].source,
+            ControlSourceDecl::Midi(MidiSource::PolyAftertouch { channel: None })
+        );
+        assert_eq!(s.controls[2].bend.as_ref().unwrap().0, 7.5);
+        let e = one_error(
+            &with("{\"midi\": {\"note\": \"any\"}, \"node\": \"a\", \"param\": \"freq\", \"bend\": -1}"),
+            "`bend` is out of range",
+        );
+        assert_eq!(e.loc.as_ref().unwrap().path, "controls[0].bend");
+        one_error(
+            &with("{\"midi\": {\"note\": \"any\"}, \"node\": \"a\", \"param\": \"freq\", \"bend\": true}"),
+            "a range in semitones, not `true`",
+        );
+        let e = one_error(
+            &with("{\"midi\": {\"note\": \"any\", \"bend\": 2}, \"node\": \"a\", \"param\": \"freq\"}"),
+            "`bend` names the bend wheel as a source",
+        );
+        assert_eq!(e.loc.as_ref().unwrap().path, "controls[0].midi.bend");
+        one_error(
+            &with("{\"midi\": {\"bend\": 2}, \"node\": \"a\", \"param\": \"freq\"}"),
+            "`bend` names the bend wheel as a source",
+        );
+        one_error(
+            &with("{\"midi\": {\"aftertouch\": false}, \"node\": \"a\", \"param\": \"freq\"}"),
+            "`aftertouch: false` maps nothing",
+        );
+    }
 }
