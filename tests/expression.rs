@@ -160,16 +160,27 @@ fn bend_file() -> Vec<u8> {
     ])
 }
 
-/// The frequencies `bend_file` plays with the note control's `bend`.
-fn bent(name: &str, bend: &str) -> [f64; 3] {
+/// The frequencies `bend_file` plays with the note control's `bend`, and
+/// that of the first whole period after the wheel goes up.
+fn bent(name: &str, bend: &str) -> ([f64; 3], f64) {
     let (dir, scene, midi) = setup(name, bend, &bend_file());
     let x = render(&dir, &scene, &midi, "2.5s");
     let at = |s: f64| (s * SR) as usize;
-    [
-        zero_crossing_hz(&x, at(0.4), at(0.95)),
-        zero_crossing_hz(&x, at(1.15), at(1.7)),
-        zero_crossing_hz(&x, at(1.9), at(2.4)),
-    ]
+    let first = {
+        let up = at(0.25);
+        let mut rising = (up + 1..at(0.3)).filter(|&i| x[i - 1] < 0.0 && x[i] >= 0.0);
+        let (a, b) = (rising.next().unwrap(), rising.next().unwrap());
+        let t = |i: usize| (i - 1) as f64 + x[i - 1] as f64 / (x[i - 1] as f64 - x[i] as f64);
+        SR / (t(b) - t(a))
+    };
+    (
+        [
+            zero_crossing_hz(&x, at(0.4), at(0.95)),
+            zero_crossing_hz(&x, at(1.15), at(1.7)),
+            zero_crossing_hz(&x, at(1.9), at(2.4)),
+        ],
+        first,
+    )
 }
 
 #[test]
@@ -179,7 +190,7 @@ fn the_bend_wheel_bends_a_voice_by_the_note_controls_range_in_semitones() {
         ("expr-bend-default", "", 2.0),
         ("expr-bend-7", r#", "bend": 7"#, 7.0),
     ] {
-        let [up, down, centre] = bent(name, bend);
+        let ([up, down, centre], first) = bent(name, bend);
         let want = [hz(69.0 + r), hz(69.0 - r), 440.0];
         for (got, want) in [up, down, centre].into_iter().zip(want) {
             assert!(
@@ -187,12 +198,20 @@ fn the_bend_wheel_bends_a_voice_by_the_note_controls_range_in_semitones() {
                 "range {r}: {got} Hz, not {want} Hz ({up}, {down}, {centre})"
             );
         }
+        // The bend glides over 5 ms: the first period after it lies
+        // between the two pitches, not on the new one (a step would).
+        let span = want[0] - 440.0;
+        assert!(
+            first > 440.0 + 0.1 * span && first < want[0] - 0.1 * span,
+            "range {r}: the first period after the bend is {first} Hz (from 440 to {})",
+            want[0]
+        );
     }
 }
 
 #[test]
 fn a_bend_range_of_zero_leaves_the_pitch_alone() {
-    let [up, down, centre] = bent("expr-bend-0", r#", "bend": 0"#);
+    let ([up, down, centre], _) = bent("expr-bend-0", r#", "bend": 0"#);
     for got in [up, down, centre] {
         assert!((got - 440.0).abs() < 0.01, "{up}, {down}, {centre}");
     }
