@@ -1523,6 +1523,15 @@ fn a_flood_of_note_records_never_allocates_in_the_callback() {
                     pitch_hz: hz,
                     velocity: 0.5,
                 },
+                // A key pressure onto the voice's `osc.amp`, and a bend.
+                6 => NoteAction::Touch {
+                    key: hz.to_bits(),
+                    node: 0,
+                    param: 1,
+                    value: morphrt::graph::ControlValue::Number(0.5),
+                    ramp: 32,
+                },
+                7 => NoteAction::Bend((seq % 5) as f64 - 2.0),
                 _ => NoteAction::Off {
                     key: hz.to_bits(),
                     tag: 0,

@@ -351,36 +351,59 @@ impl Engine {
     /// Applies the records due at `pos` (called by the block loop).
     pub(super) fn apply_controls(&mut self, pos: u64) {
         while let Some(r) = self.controls.pop_due(pos) {
-            self.unsteady(r.node as usize);
-            let slot = &mut self.slots[r.node as usize];
-            match r.value {
-                ControlValue::Number(v) => {
-                    self.ramps_live |= r.ramp != 0;
-                    let p = &mut slot.params[r.param as usize];
-                    let from = p.at(pos);
-                    *p = ParamState {
-                        value: v,
-                        ramp: (r.ramp != 0).then_some(Ramp {
-                            from,
-                            start: pos,
-                            len: r.ramp,
-                        }),
-                    };
-                }
-                other => {
-                    self.capture.spoil();
-                    set_discrete(slot, r.param as usize, &other.to_value());
-                }
-            }
-            if r.param < 64 {
-                self.controls.touched[r.node as usize] |= 1 << r.param;
-            }
+            self.set_param(r.node as usize, r.param as usize, r.value, r.ramp, pos);
             let outcome = Outcome::Applied {
                 at: pos,
                 node: r.node,
                 engine: self.controls.id,
             };
             self.controls.report(r.seq, outcome);
+        }
+    }
+
+    /// Param `pi` of slot `i` moves to `value` at `pos`, a number gliding
+    /// over `ramp` samples, and counts as moved by a control (a handover
+    /// carries it). Nothing moves when the slot has no such param or the
+    /// value is of another kind. Real-time safe.
+    pub(super) fn set_param(
+        &mut self,
+        i: usize,
+        pi: usize,
+        value: ControlValue,
+        ramp: u64,
+        pos: u64,
+    ) {
+        let fits = self.slots[i]
+            .values
+            .get(pi)
+            .is_some_and(|v| takes(v, value))
+            && pi < self.slots[i].params.len();
+        if !fits {
+            return;
+        }
+        self.unsteady(i);
+        let slot = &mut self.slots[i];
+        match value {
+            ControlValue::Number(v) => {
+                self.ramps_live |= ramp != 0;
+                let p = &mut slot.params[pi];
+                let from = p.at(pos);
+                *p = ParamState {
+                    value: v,
+                    ramp: (ramp != 0).then_some(Ramp {
+                        from,
+                        start: pos,
+                        len: ramp,
+                    }),
+                };
+            }
+            other => {
+                self.capture.spoil();
+                set_discrete(slot, pi, &other.to_value());
+            }
+        }
+        if pi < 64 {
+            self.controls.touched[i] |= 1 << pi;
         }
     }
 

@@ -36,6 +36,10 @@
 //!   same at every block size.
 //! - A note-off closes the gate, unless the pedal is down: the note is then
 //!   held until the pedal comes up.
+//! - A key pressure (poly aftertouch) moves its param on the voices that
+//!   play its note (held or released), in the order it came among the
+//!   note-ons of its sample, so a pressure right after its note-on reaches
+//!   the voice that note took; a bend glides every sounding voice's pitch.
 //! - A released voice is free once its sound has stayed below −100 dBFS
 //!   for [`FREE_AFTER_MS`](crate::graph::FREE_AFTER_MS) (or, with
 //!   `release_end`, once that node's output is that quiet): its sound ends
@@ -653,6 +657,13 @@ impl Engine {
                 }
             }
             NoteAction::Bend(semitones) => self.bend(p, semitones, pos),
+            NoteAction::Touch {
+                key,
+                node,
+                param,
+                value,
+                ramp,
+            } => self.touch(p, key, (node as usize, param as usize), value, ramp, pos),
             NoteAction::AllNotesOff => self.all_notes_off(p),
             NoteAction::AllSoundOff => self.all_sound_off(p),
         }
@@ -681,6 +692,30 @@ impl Engine {
             }
         }
         self.voices.pools[p].stealing = 0;
+    }
+
+    /// The pressure of note `key` in pool `p` (poly aftertouch): param
+    /// `pi` of template node `k` of the voice playing `key` (held, or
+    /// released and still sounding) moves; no other voice does. A node
+    /// the template no longer has moves nothing.
+    fn touch(
+        &mut self,
+        p: usize,
+        key: u64,
+        (k, pi): (usize, usize),
+        value: crate::graph::ControlValue,
+        ramp: u64,
+        pos: u64,
+    ) {
+        for v in 0..self.voices.pools[p].state.voices.len() {
+            let voice = self.voices.pools[p].state.voices[v];
+            if voice.key != key || !matches!(voice.phase, Phase::Held | Phase::Released) {
+                continue;
+            }
+            if let Some(&i) = self.voices.pools[p].plan.nodes[v].get(k) {
+                self.set_param(i, pi, value, ramp, pos);
+            }
+        }
     }
 
     /// Pool `p` bends by `semitones`: every sounding voice's pitch glides

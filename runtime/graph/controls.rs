@@ -224,6 +224,20 @@ impl ControlTarget {
     }
 }
 
+/// The bend range of a note control that names none, in semitones.
+pub const DEFAULT_BEND_SEMITONES: f64 = 2.0;
+
+/// A param of one voice module's template node, by place: what poly
+/// aftertouch moves on the one voice that plays its note.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VoiceParam {
+    pub module: String,
+    /// The node's place in the module's template (declaration order).
+    pub node: u32,
+    /// The param's index in the node's operator.
+    pub param: u16,
+}
+
 /// A `controls` entry, resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ControlMap {
@@ -239,6 +253,13 @@ pub struct ControlMap {
     pub ramp: u64,
     /// OSC: the argument is in the param's unit (see [`ControlTarget::raw`]).
     pub raw: bool,
+    /// A MIDI note control that plays a voice module: semitones the bend
+    /// wheel's full throw bends its voices (the scene's `bend`, default
+    /// [`DEFAULT_BEND_SEMITONES`]); 0 for every other control.
+    pub bend: f64,
+    /// Poly aftertouch onto a voice module's template node: the param of
+    /// the voice playing the pressed note (see [`VoiceParam`]).
+    pub touch: Option<VoiceParam>,
     /// Position in the scene's `controls`.
     pub index: usize,
     pub loc: Loc,
@@ -286,6 +307,15 @@ impl ControlMap {
         if let Some(v) = &self.velocity {
             parts.push(format!("velocity → {}", v.describe()));
         }
+        if self.bend > 0.0 {
+            parts.push(format!(
+                "pitch bend ±{} semitones",
+                super::short_number(self.bend)
+            ));
+        }
+        if self.touch.is_some() {
+            parts.push("each note's pressure → its own voice".to_string());
+        }
         if self.ramp > 0 {
             parts.push(format!("ramp {} samples", self.ramp));
         }
@@ -302,6 +332,8 @@ impl ControlMap {
             "velocity": self.velocity.as_ref().map(ControlTarget::to_json),
             "ramp_samples": self.ramp,
             "raw": self.raw,
+            "bend_semitones": self.bend,
+            "per_voice": self.touch.is_some(),
         })
     }
 
@@ -335,6 +367,8 @@ pub fn midi_source_text(m: &MidiSource) -> String {
             ch(channel)
         ),
         MidiSource::Bend { channel } => format!("midi bend{}", ch(channel)),
+        MidiSource::Aftertouch { channel } => format!("midi aftertouch{}", ch(channel)),
+        MidiSource::PolyAftertouch { channel } => format!("midi poly aftertouch{}", ch(channel)),
         MidiSource::Program { channel } => format!("midi program{}", ch(channel)),
     }
 }

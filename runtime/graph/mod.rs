@@ -20,7 +20,10 @@ pub use compile::{
     compile, midi_note_hz, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS,
     FREE_AFTER_MS, MAX_MAIN_CHANNELS,
 };
-pub use controls::{ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange};
+pub use controls::{
+    ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange, VoiceParam,
+    DEFAULT_BEND_SEMITONES,
+};
 pub use report::{
     check_json, check_table, check_warnings, deadline_risks, estimated_rtf, events_after_end,
     inputs_text, node_cost_ns, plan_cost_ns, slow_render_warning, DeadlineRisk,
@@ -171,6 +174,17 @@ pub enum NoteAction {
     /// Every held note is released (MIDI CC 123, `/morphrt/panic`), the
     /// pedal too.
     AllNotesOff,
+    /// The pressure of note `key` (poly aftertouch): param `param` of the
+    /// template's node `node` (its place in the template) of the voice
+    /// that plays `key` moves to `value`, gliding over `ramp` samples
+    /// when it is a number; no other voice moves.
+    Touch {
+        key: u64,
+        node: u32,
+        param: u16,
+        value: ControlValue,
+        ramp: u64,
+    },
     /// Every voice stops at once, without its release (MIDI CC 120,
     /// `/morphrt/panic sound`), and the pedal comes up.
     AllSoundOff,
@@ -184,15 +198,17 @@ impl NoteAction {
     pub const ON_RANK: u8 = 2;
 
     /// The order of notes on one sample: note-offs, then the pedal and
-    /// bends, then note-ons and panics (each kind in the order given; a
-    /// panic after a note-on on one sample ends it).
+    /// bends, then note-ons, pressures and panics (each kind in the order
+    /// given; a panic after a note-on on one sample ends it, a pressure
+    /// after it reaches its voice).
     pub fn rank(&self) -> u8 {
         match self {
             NoteAction::Off { .. } => 0,
             NoteAction::Sustain(_) | NoteAction::Bend(_) => 1,
-            NoteAction::On { .. } | NoteAction::AllNotesOff | NoteAction::AllSoundOff => {
-                Self::ON_RANK
-            }
+            NoteAction::On { .. }
+            | NoteAction::Touch { .. }
+            | NoteAction::AllNotesOff
+            | NoteAction::AllSoundOff => Self::ON_RANK,
         }
     }
 }
@@ -219,6 +235,11 @@ impl NoteAction {
             NoteAction::Bend(semitones) => {
                 format!("{module} bend {} semitones", short_number(semitones))
             }
+            NoteAction::Touch { key, value, .. } => format!(
+                "{module} pressure of {} Hz: {}",
+                short_number(f64::from_bits(key)),
+                short_number(value.as_f64())
+            ),
             NoteAction::AllNotesOff => format!("{module} all notes off"),
             NoteAction::AllSoundOff => format!("{module} all sound off"),
         }

@@ -28,9 +28,9 @@ use crate::dsp::fft::FftProvider;
 use crate::ops::{registry, OpSpec, ParamKind, ParamSpec};
 use crate::profile::{Overrides, MAX_BLOCK_SIZE};
 use crate::scene::{
-    Dimension, CONTROL_KEYS, CURVES, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
-    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, NOTE_EVENT_KEYS, PRECISIONS, PROFILES,
-    TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
+    Dimension, CONTROL_KEYS, CURVES, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS,
+    MAX_BEND_SEMITONES, MAX_ITERATIONS, MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS,
+    NOTE_EVENT_KEYS, PRECISIONS, PROFILES, TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
 use serde_json::{json, Map, Value};
 
@@ -212,7 +212,8 @@ fn defs() -> Value {
     control["oneOf"] = json!([{ "required": ["osc"] }, { "required": ["midi"] }]);
     let mut midi = object_of(&MIDI_KEYS, midi_field);
     midi["oneOf"] = json!([
-        { "required": ["cc"] }, { "required": ["note"] }, { "required": ["bend"] }, { "required": ["program"] }
+        { "required": ["cc"] }, { "required": ["note"] }, { "required": ["bend"] }, { "required": ["program"] },
+        { "required": ["aftertouch"] }, { "required": ["poly_aftertouch"] }
     ]);
     let mut target = object_of(&TARGET_KEYS, control_field);
     target["required"] = json!(["node", "param"]);
@@ -396,6 +397,12 @@ fn control_field(key: &str) -> Option<Value> {
             "$ref": "#/$defs/control_target",
             "description": "Note controls: the param the note's pitch (Hz for a frequency) or velocity (0…127 onto min…max) sets."
         }),
+        "bend" => json!({
+            "type": "number",
+            "minimum": 0,
+            "maximum": MAX_BEND_SEMITONES,
+            "description": "A MIDI note control that plays a voice module: semitones the pitch bend wheel's full throw bends every sounding voice (default 2; 0: no pitch bend)."
+        }),
         "comment" => json!({ "type": "string" }),
         _ => return None,
     })
@@ -409,6 +416,14 @@ fn midi_field(key: &str) -> Option<Value> {
             "description": "A note number, or `any`: note-on sets the target to its max, note-off to its min."
         }),
         "bend" | "program" => json!({ "const": true }),
+        "aftertouch" => json!({
+            "const": true,
+            "description": "Channel pressure (channel aftertouch): 0…127 onto min…max."
+        }),
+        "poly_aftertouch" => json!({
+            "const": true,
+            "description": "Polyphonic key pressure: 0…127 onto min…max; onto a voice module's param, only the voice playing the pressed note moves."
+        }),
         "channel" => json!({
             "anyOf": [ { "const": "any" }, integer_schema(1, 16) ],
             "description": "1…16 (default: any)."

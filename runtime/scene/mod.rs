@@ -18,9 +18,9 @@ pub use diag::{
 pub use load::{load_file, load_str, read_scene_text};
 /// The loader's field lists and limits, which `morphrt schema` describes.
 pub use load::{
-    CONTROL_KEYS, DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS, MAX_ITERATIONS,
-    MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS, NOTE_EVENT_KEYS, NOTE_KEYS, PRECISIONS,
-    PROFILES, TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
+    CONTROL_KEYS, DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS,
+    MAX_BEND_SEMITONES, MAX_ITERATIONS, MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS,
+    NOTE_EVENT_KEYS, NOTE_KEYS, PRECISIONS, PROFILES, TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
 pub use units::{seed_arg, Dimension, Musical, Quantity, Rational, Tempo, TimeArg, TimeSpec, Unit};
 
@@ -207,6 +207,10 @@ pub struct ControlDecl {
     pub ramp: Option<TimeSpec>,
     /// OSC: the argument is in the param's own unit, not 0…1.
     pub raw: bool,
+    /// A MIDI note control playing a voice module: semitones the pitch
+    /// bend wheel's full throw bends its voices, as written (the `bend`
+    /// key beside `midi`).
+    pub bend: Option<(f64, Loc)>,
     /// Position in the file's `controls` array.
     pub index: usize,
     pub loc: Loc,
@@ -274,6 +278,11 @@ pub enum MidiSource {
     },
     /// Pitch bend (14-bit, centre 8192).
     Bend { channel: Option<u8> },
+    /// Channel pressure (channel aftertouch, 0…127).
+    Aftertouch { channel: Option<u8> },
+    /// Polyphonic key pressure (poly aftertouch, 0…127 per note): onto a
+    /// voice module's param, only the voice playing the pressed note moves.
+    PolyAftertouch { channel: Option<u8> },
     /// Program change (0…127).
     Program { channel: Option<u8> },
 }

@@ -5,9 +5,12 @@
 
 use super::{did_you_mean, time_to_samples, Ctx, Decl, Session};
 use crate::graph::controls::{
-    default_range, ControlMap, ControlSource, ControlTarget, TargetRange,
+    default_range, ControlMap, ControlSource, ControlTarget, TargetRange, VoiceParam,
+    DEFAULT_BEND_SEMITONES,
 };
+use crate::graph::Plan;
 use crate::ops::{resolve_param, ParamError, ParamKind, Value};
+use crate::scene::Diagnostic;
 use crate::scene::{ControlDecl, ControlSourceDecl, Curve, MidiSource, RawValue, TargetDecl};
 use std::collections::HashMap;
 
@@ -100,6 +103,23 @@ fn resolve_one(
         None => None,
         Some(t) => Some(resolve_target(cx, index, decls, session, t, false, unit)?),
     };
+    let plays_voices = is_note && c.module.is_some();
+    let bend = match &c.bend {
+        Some((_, loc)) if !plays_voices || !matches!(c.source, ControlSourceDecl::Midi(_)) => {
+            cx.error(
+                loc,
+                None,
+                "`bend` (a pitch bend range in semitones) belongs to a MIDI note control that plays a voice module".to_string(),
+                Some("move it onto the control with `\"midi\": {\"note\": \"any\"}` and `\"module\"`; to map the bend wheel onto a param, write `\"midi\": {\"bend\": true}`".to_string()),
+            );
+            return None;
+        }
+        Some((semitones, _)) => *semitones,
+        None if plays_voices && matches!(c.source, ControlSourceDecl::Midi(_)) => {
+            DEFAULT_BEND_SEMITONES
+        }
+        None => 0.0,
+    };
     let ramp = match c.ramp {
         None => 0,
         Some(r) => match time_to_samples(r, session.sample_rate) {
@@ -142,9 +162,63 @@ fn resolve_one(
         velocity,
         ramp,
         raw: c.raw,
+        bend,
+        touch: None,
         index: c.index,
         loc: c.loc.clone(),
     })
+}
+
+/// Poly aftertouch onto a voice module's template node moves only the
+/// voice playing the pressed note: each such control learns the node's
+/// place in the template and the param's index. A param a note sets
+/// (the module's `note.pitch`, `gate`, `velocity`) is an error: the next
+/// note would overwrite it.
+pub(super) fn voice_touches(plan: &mut Plan) -> Result<(), Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    for c in &mut plan.controls {
+        let (ControlSource::Midi(MidiSource::PolyAftertouch { .. }), Some(t)) =
+            (&c.source, &c.target)
+        else {
+            continue;
+        };
+        for pool in &plan.voices {
+            let Some(k) = pool.template.iter().position(|id| *id == t.node) else {
+                continue;
+            };
+            let op = plan.nodes[pool.nodes[0][k]].op;
+            let Some(pi) = op.param_index(t.param) else {
+                continue;
+            };
+            if [pool.pitch, pool.gate, pool.velocity].contains(&Some((k, pi))) {
+                errors.push(
+                    Diagnostic::error(
+                        &plan.file,
+                        Some(c.loc.clone()),
+                        format!(
+                            "poly aftertouch cannot move `{}.{}`: voice module `{}`'s notes set it",
+                            t.node, t.param, pool.module
+                        ),
+                    )
+                    .with_node(t.node.clone())
+                    .with_help(
+                        "map the pressure onto another param of the voice (a level, a cutoff)",
+                    ),
+                );
+                continue;
+            }
+            c.touch = Some(VoiceParam {
+                module: pool.module.clone(),
+                node: k as u32,
+                param: pi as u16,
+            });
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// A control's `module`: a note source (MIDI notes, or an OSC address

@@ -193,6 +193,7 @@ pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnos
     let mut plan = compile_expanded(&expanded, opts).map_err(voices::fold)?;
     plan.warnings = voices::fold(std::mem::take(&mut plan.warnings));
     plan.voices = voices::resolve(&layout, &plan);
+    controls::voice_touches(&mut plan)?;
     plan.notes = voices::place_notes(scene, &plan)?;
     Ok(plan)
 }

@@ -15,6 +15,13 @@
 //!   MSB on its channel (0 before any). Each moves the param.
 //! - **Pitch bend** (`{"bend": true}`): the 14-bit value v → x = v/16383
 //!   (centre 8192 → 0.50003…).
+//! - **Aftertouch** (`{"aftertouch": true}`, channel pressure): pressure
+//!   p → x = p/127. **Poly aftertouch** (`{"poly_aftertouch": true}`, key
+//!   pressure of any note) likewise; onto a voice module's template node
+//!   it becomes a [`NoteAction::Touch`] of the module for the pressed
+//!   note's key, which moves that param of the voice playing the note
+//!   alone (no voice plays it: nothing moves); onto any other node it
+//!   moves the param whatever the note.
 //! - **Program change** (`{"program": true}`): nothing unless mapped; for an
 //!   integer or enum target the program number is the value itself
 //!   ([`ControlTarget::raw`]: out of range is an error, not clamped), else
@@ -38,6 +45,13 @@
 //! - **Sustain**: CC 64 on a channel a voice-module note control listens
 //!   on is the pedal of every module such a control plays (value ≥ 64:
 //!   down), unless a control maps CC 64 on that channel to a param.
+//! - **Pitch bend of voices**: a bend on a channel a voice-module note
+//!   control listens on bends every voice of the module that control
+//!   plays by its `bend` range r semitones ([`NoteAction::Bend`]): v ≥
+//!   8192 bends (v − 8192)/8191·r up, below it (v − 8192)/8192·r, so
+//!   the wheel's ends are exactly ±r and its centre 0. A control with
+//!   range 0 bends nothing; a `"bend": true` control on that channel
+//!   takes the wheel instead.
 //! - **Panic**: CC 123 (all notes off) on such a channel releases every
 //!   voice of those modules (held by the pedal too; the pedal comes up);
 //!   CC 120 (all sound off) stops every voice at once, without its
@@ -45,8 +59,8 @@
 //!   channel. A control that maps the controller there takes it instead.
 //! - **Ramps**: every change carries the control's `ramp`, except values
 //!   that cannot glide (integers, enums, booleans), which step.
-//! - Messages no control listens to (system messages, aftertouch, an
-//!   unmapped controller) map to nothing: [`Mapped::matched`] is false.
+//! - Messages no control listens to (system messages, an unmapped
+//!   controller or pressure) map to nothing: [`Mapped::matched`] is false.
 
 use super::{Change, Note};
 use crate::graph::{ControlMap, ControlSource, ControlTarget, ControlValue, NoteAction};
@@ -89,7 +103,16 @@ pub enum Event {
     Bend {
         value: u16,
     },
-    /// Any other message (aftertouch, system messages, a short message).
+    /// Channel pressure (channel aftertouch).
+    Aftertouch {
+        pressure: u8,
+    },
+    /// Key pressure of one note (poly aftertouch).
+    PolyAftertouch {
+        note: u8,
+        pressure: u8,
+    },
+    /// Any other message (system messages, a short message).
     Other,
 }
 
@@ -109,6 +132,8 @@ pub fn decode(msg: &[u8]) -> (Option<u8>, Event) {
         (0x9, Some(note), Some(velocity)) => Event::NoteOn { note, velocity },
         (0xb, Some(cc), Some(value)) => Event::Cc { cc, value },
         (0xc, Some(program), _) => Event::Program { program },
+        (0xa, Some(note), Some(pressure)) => Event::PolyAftertouch { note, pressure },
+        (0xd, Some(pressure), _) => Event::Aftertouch { pressure },
         (0xe, Some(lsb), Some(msb)) => Event::Bend {
             value: u16::from(msb) << 7 | u16::from(lsb),
         },
@@ -128,6 +153,10 @@ pub fn describe(msg: &[u8]) -> String {
         Event::Cc { cc, value } => format!("cc {cc} = {value}{ch}"),
         Event::Program { program } => format!("program {program}{ch}"),
         Event::Bend { value } => format!("bend {value}{ch}"),
+        Event::Aftertouch { pressure } => format!("aftertouch {pressure}{ch}"),
+        Event::PolyAftertouch { note, pressure } => {
+            format!("poly aftertouch {note} = {pressure}{ch}")
+        }
         Event::Other => {
             let hex: Vec<String> = msg.iter().map(|b| format!("{b:02x}")).collect();
             format!("message {}", hex.join(" "))
@@ -138,7 +167,7 @@ pub fn describe(msg: &[u8]) -> String {
 /// The `controls` entry that would map this message, ready to paste into
 /// a scene with its node and param filled in:
 /// `{"midi": {"cc": 74, "channel": 1}, "node": "NODE", "param": "PARAM"}`.
-/// `None` for a message no control can map (aftertouch, system messages).
+/// `None` for a message no control can map (system messages).
 pub fn control_entry(msg: &[u8]) -> Option<String> {
     let (channel, event) = decode(msg);
     let source = match event {
@@ -146,6 +175,8 @@ pub fn control_entry(msg: &[u8]) -> Option<String> {
         Event::Cc { cc, .. } => format!("\"cc\": {cc}"),
         Event::Program { .. } => "\"program\": true".to_string(),
         Event::Bend { .. } => "\"bend\": true".to_string(),
+        Event::Aftertouch { .. } => "\"aftertouch\": true".to_string(),
+        Event::PolyAftertouch { .. } => "\"poly_aftertouch\": true".to_string(),
         Event::Other => return None,
     };
     let channel = channel.map_or(String::new(), |c| format!(", \"channel\": {c}"));
@@ -211,6 +242,9 @@ impl Mapper {
                 c.take(channel, event, &self.coarse[channel as usize - 1], &mut out);
             }
         }
+        if let Event::Bend { value } = event {
+            self.bend_modules(channel, value, &mut out);
+        }
         if let Event::Cc { cc, value } = event {
             self.coarse[channel as usize - 1][cc as usize] = value;
             let action = match cc {
@@ -273,6 +307,48 @@ impl Mapper {
     }
 }
 
+impl Mapper {
+    /// A bend on `channel`: every voice module a note control with a bend
+    /// range listens there plays bends by that range (the first such
+    /// control's, for a module two play), unless a `"bend": true`
+    /// control on that channel takes the wheel.
+    fn bend_modules(&mut self, channel: u8, value: u16, out: &mut Mapped) {
+        let listens = |s: &MidiSource| source_channel(s).is_none_or(|ch| ch == channel);
+        if self
+            .controls
+            .iter()
+            .any(|c| matches!(c.source, MidiSource::Bend { .. }) && listens(&c.source))
+        {
+            return;
+        }
+        let mut modules: Vec<&str> = Vec::new();
+        for c in &self.controls {
+            let (MidiSource::Note { .. }, Some(m)) = (&c.source, &c.map.module) else {
+                continue;
+            };
+            if c.map.bend > 0.0 && listens(&c.source) && !modules.contains(&m.as_str()) {
+                modules.push(m);
+                out.matched = true;
+                out.notes.push(Note {
+                    module: m.to_string(),
+                    action: NoteAction::Bend(bend_semitones(value, c.map.bend)),
+                });
+            }
+        }
+    }
+}
+
+/// The semitones a 14-bit bend `value` bends by, with range `range`:
+/// the wheel's ends are exactly ±`range`, its centre (8192) 0.
+pub fn bend_semitones(value: u16, range: f64) -> f64 {
+    let offset = f64::from(value) - 8192.0;
+    if offset >= 0.0 {
+        offset / 8191.0 * range
+    } else {
+        offset / 8192.0 * range
+    }
+}
+
 /// The controller of the sustain pedal.
 const SUSTAIN_CC: u8 = 64;
 /// The channel mode messages all sound off and all notes off.
@@ -285,6 +361,8 @@ fn source_channel(s: &MidiSource) -> Option<u8> {
         MidiSource::Cc { channel, .. }
         | MidiSource::Note { channel, .. }
         | MidiSource::Bend { channel }
+        | MidiSource::Aftertouch { channel }
+        | MidiSource::PolyAftertouch { channel }
         | MidiSource::Program { channel } => channel,
     }
 }
@@ -316,6 +394,12 @@ impl Control {
             (MidiSource::Bend { .. }, Event::Bend { value }) => {
                 self.position(f64::from(value) / 16383.0, out);
             }
+            (MidiSource::Aftertouch { .. }, Event::Aftertouch { pressure }) => {
+                self.position(f64::from(pressure) / 127.0, out);
+            }
+            (MidiSource::PolyAftertouch { .. }, Event::PolyAftertouch { note, pressure }) => {
+                self.touch(note, f64::from(pressure) / 127.0, out);
+            }
             (MidiSource::Program { .. }, Event::Program { program }) => {
                 self.program(program, out);
             }
@@ -339,6 +423,26 @@ impl Control {
         if let Some(t) = &self.map.target {
             out.changes.push(self.change(t, t.scale(x)));
         }
+    }
+
+    /// The pressure of `note` at position `x`: onto the voice playing it
+    /// (a voice module's template node), else onto the param.
+    fn touch(&self, note: u8, x: f64, out: &mut Mapped) {
+        let (Some(v), Some(t)) = (&self.map.touch, &self.map.target) else {
+            return self.position(x, out);
+        };
+        out.matched = true;
+        let change = self.change(t, t.scale(x));
+        out.notes.push(Note {
+            module: v.module.clone(),
+            action: NoteAction::Touch {
+                key: crate::graph::midi_note_hz(f64::from(note)).to_bits(),
+                node: v.node,
+                param: v.param,
+                value: change.value,
+                ramp: change.ramp,
+            },
+        });
     }
 
     /// A program number: the value itself for a discrete target.
@@ -473,6 +577,8 @@ mod tests {
             velocity: None,
             ramp: 0,
             raw: false,
+            bend: 0.0,
+            touch: None,
             index: 0,
             loc: Loc::default(),
         }
@@ -708,6 +814,74 @@ mod tests {
             control_entry(&[0xe2, 0, 64]).unwrap(),
             r#"{"midi": {"bend": true, "channel": 3}, "node": "NODE", "param": "PARAM"}"#
         );
-        assert!(control_entry(&[0xd0, 3]).is_none());
+        assert_eq!(describe(&[0xd0, 5]), "aftertouch 5 ch 1");
+        assert_eq!(describe(&[0xa1, 60, 9]), "poly aftertouch 60 = 9 ch 2");
+        assert_eq!(
+            control_entry(&[0xd0, 3]).unwrap(),
+            r#"{"midi": {"aftertouch": true, "channel": 1}, "node": "NODE", "param": "PARAM"}"#
+        );
+        assert!(control_entry(&[0xf8]).is_none());
+    }
+
+    #[test]
+    fn pressures_map_like_a_cc_and_poly_pressure_onto_a_voice_is_a_touch_of_its_key() {
+        let at = control(
+            MidiSource::Aftertouch { channel: None },
+            Some(unit("a", "value")),
+        );
+        let mut m = Mapper::new(&[at]);
+        assert_eq!(values(&m.map(&[0xd3, 127])), [n("a.value", 1.0)]);
+        assert!(!m.map(&[0xa0, 60, 5]).matched);
+        let mut poly = control(
+            MidiSource::PolyAftertouch { channel: Some(1) },
+            Some(unit("lvl", "gain")),
+        );
+        poly.touch = Some(crate::graph::VoiceParam {
+            module: "pad".into(),
+            node: 4,
+            param: 0,
+        });
+        let mut m = Mapper::new(&[poly]);
+        let t = m.map(&[0xa0, 69, 127]);
+        assert!(t.changes.is_empty());
+        assert_eq!(
+            t.notes,
+            [Note {
+                module: "pad".into(),
+                action: NoteAction::Touch {
+                    key: 440f64.to_bits(),
+                    node: 4,
+                    param: 0,
+                    value: ControlValue::Number(1.0),
+                    ramp: 0
+                }
+            }]
+        );
+        assert!(!m.map(&[0xa1, 69, 127]).matched);
+    }
+
+    #[test]
+    fn the_bend_wheel_bends_a_voice_module_by_its_range_unless_a_control_takes_it() {
+        let mut keys = pad(Some(1));
+        keys.bend = 2.0;
+        let mut m = Mapper::new(&[keys.clone()]);
+        let bend = |m: &mut Mapper, lsb: u8, msb: u8| m.map(&[0xe0, lsb, msb]).notes;
+        assert_eq!(
+            bend(&mut m, 0x7f, 0x7f),
+            [Note {
+                module: "pad".into(),
+                action: NoteAction::Bend(2.0)
+            }]
+        );
+        assert_eq!(bend(&mut m, 0, 0)[0].action, NoteAction::Bend(-2.0));
+        assert_eq!(bend(&mut m, 0, 0x40)[0].action, NoteAction::Bend(0.0));
+        assert!(!m.map(&[0xe1, 0, 0]).matched);
+        let wheel = control(MidiSource::Bend { channel: None }, Some(unit("a", "value")));
+        let mut m = Mapper::new(&[keys.clone(), wheel]);
+        let taken = m.map(&[0xe0, 0x7f, 0x7f]);
+        assert!(taken.notes.is_empty());
+        assert_eq!(values(&taken), [n("a.value", 1.0)]);
+        keys.bend = 0.0;
+        assert!(!Mapper::new(&[keys]).map(&[0xe0, 0, 0]).matched);
     }
 }

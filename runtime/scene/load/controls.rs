@@ -4,16 +4,37 @@
 use super::read::{valid_id, ID_HELP};
 use super::Loader;
 use crate::scene::pos::child_key;
-use crate::scene::{ControlDecl, ControlSourceDecl, Curve, MidiSource, TargetDecl, CURVES};
+use crate::scene::{ControlDecl, ControlSourceDecl, Curve, Loc, MidiSource, TargetDecl, CURVES};
 use serde_json::{Map, Value};
 
 /// Fields of a `controls` entry.
-pub const CONTROL_KEYS: [&str; 13] = [
+pub const CONTROL_KEYS: [&str; 14] = [
     "osc", "midi", "node", "param", "module", "min", "max", "curve", "ramp", "raw", "pitch",
-    "velocity", "comment",
+    "velocity", "bend", "comment",
 ];
 /// Fields of a control's `midi` object.
-pub const MIDI_KEYS: [&str; 6] = ["cc", "lsb", "note", "bend", "program", "channel"];
+pub const MIDI_KEYS: [&str; 8] = [
+    "cc",
+    "lsb",
+    "note",
+    "bend",
+    "program",
+    "aftertouch",
+    "poly_aftertouch",
+    "channel",
+];
+/// The message kinds a control's `midi` names (one each).
+const MIDI_MESSAGES: [&str; 6] = [
+    "cc",
+    "note",
+    "bend",
+    "program",
+    "aftertouch",
+    "poly_aftertouch",
+];
+/// The widest bend range a note control takes, in semitones (four
+/// octaves, as MPE's default per-note range).
+pub const MAX_BEND_SEMITONES: f64 = 48.0;
 /// Fields of a note control's `pitch` and `velocity` targets.
 pub const TARGET_KEYS: [&str; 5] = ["node", "param", "min", "max", "curve"];
 
@@ -88,6 +109,10 @@ impl Loader<'_> {
             None => Some(false),
             Some(r) => self.boolean(r, &child_key(path, "raw"), "raw", name),
         };
+        let bend = match obj.get("bend") {
+            None => Some(None),
+            Some(b) => self.bend_range(b, &child_key(path, "bend"), name).map(Some),
+        };
         Some(ControlDecl {
             source: source?,
             target: target?,
@@ -96,6 +121,7 @@ impl Loader<'_> {
             velocity: velocity?,
             ramp: ramp?,
             raw: raw?,
+            bend: bend?,
             index,
             loc: self.pos.loc(path),
         })
@@ -156,6 +182,51 @@ impl Loader<'_> {
             curve: curve?,
             loc: self.pos.loc(path),
         })
+    }
+
+    /// A note control's `bend`: the range in semitones of the pitch bend
+    /// wheel, 0…[`MAX_BEND_SEMITONES`]. `true` is the source reading of
+    /// `bend`, which belongs in `midi`.
+    fn bend_range(&mut self, v: &Value, path: &str, name: Option<&str>) -> Option<(f64, Loc)> {
+        let help = format!(
+            "a note control's `bend` is the pitch bend range in semitones, a number from 0 to {MAX_BEND_SEMITONES} (e.g. `\"bend\": 2`; 0 turns pitch bend off)"
+        );
+        let semitones = match v {
+            Value::Bool(_) => {
+                self.error(
+                    path,
+                    name,
+                    "`bend` beside `midi` is a range in semitones, not `true`",
+                    Some(format!(
+                        "{help}; to map the bend wheel onto a param, write `\"midi\": {{\"bend\": true}}`"
+                    )),
+                );
+                return None;
+            }
+            Value::Number(n) => n.as_f64(),
+            _ => None,
+        };
+        match semitones {
+            Some(s) if (0.0..=MAX_BEND_SEMITONES).contains(&s) => Some((s, self.pos.loc(path))),
+            Some(s) => {
+                self.error(
+                    path,
+                    name,
+                    format!("`bend` is out of range: {s} semitones"),
+                    Some(help),
+                );
+                None
+            }
+            None => {
+                self.error(
+                    path,
+                    name,
+                    "`bend` must be a number of semitones",
+                    Some(help),
+                );
+                None
+            }
+        }
     }
 
     fn node_id(&mut self, v: &Value, path: &str, what: &str) -> Option<String> {
@@ -224,11 +295,22 @@ impl Loader<'_> {
                 .int(c, &child_key(path, "channel"), "channel", 1, 16, name)
                 .map(|c| Some(c as u8)),
         };
-        let kinds: Vec<&str> = ["cc", "note", "bend", "program"]
+        let kinds: Vec<&str> = MIDI_MESSAGES
             .into_iter()
             .filter(|k| obj.contains_key(*k))
             .collect();
-        let help = "give one of `\"cc\": 74`, `\"note\": \"any\"` (or a note number), `\"bend\": true`, `\"program\": true`".to_string();
+        let help = "give one of `\"cc\": 74`, `\"note\": \"any\"` (or a note number), `\"bend\": true`, `\"program\": true`, `\"aftertouch\": true`, `\"poly_aftertouch\": true`".to_string();
+        if let (Some(b @ Value::Number(_)), true) = (obj.get("bend"), obj.contains_key("note")) {
+            self.error(
+                &child_key(path, "bend"),
+                name,
+                format!("`midi.bend` is {b}: inside `midi`, `bend` names the bend wheel as a source (`true`)"),
+                Some(format!(
+                    "a note control's bend range goes beside `midi`: `\"midi\": {{\"note\": \"any\"}}, \"module\": \"…\", \"bend\": {b}`"
+                )),
+            );
+            return None;
+        }
         if kinds.len() != 1 {
             let msg = if kinds.is_empty() {
                 "`midi` names no message".to_string()
@@ -303,8 +385,25 @@ impl Loader<'_> {
                 }
             }
             "bend" => {
+                if obj["bend"].is_number() {
+                    self.error(
+                        &child_key(path, "bend"),
+                        name,
+                        format!("`midi.bend` is {}: inside `midi`, `bend` names the bend wheel as a source", obj["bend"]),
+                        Some("write `\"bend\": true` to map the wheel onto this control's param; a bend range in semitones goes beside `midi` on a note control that plays a voice module".to_string()),
+                    );
+                    return None;
+                }
                 flag(self, "bend")?;
                 MidiSource::Bend { channel: channel? }
+            }
+            "aftertouch" => {
+                flag(self, "aftertouch")?;
+                MidiSource::Aftertouch { channel: channel? }
+            }
+            "poly_aftertouch" => {
+                flag(self, "poly_aftertouch")?;
+                MidiSource::PolyAftertouch { channel: channel? }
             }
             _ => {
                 flag(self, "program")?;
@@ -405,5 +504,44 @@ mod tests {
             "`osc` must be a string",
         );
         assert_eq!(e.loc.as_ref().unwrap().path, "controls[0].osc");
+    }
+
+    #[test]
+    fn pressures_and_a_bend_range_read_and_the_two_bends_are_told_apart() {
+        let s = load(&with(
+            "{\"midi\": {\"aftertouch\": true, \"channel\": 2}, \"node\": \"a\", \"param\": \"freq\"},\n {\"midi\": {\"poly_aftertouch\": true}, \"node\": \"a\", \"param\": \"freq\"},\n {\"midi\": {\"note\": \"any\"}, \"node\": \"a\", \"param\": \"freq\", \"bend\": 7.5}",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.controls[0].source,
+            ControlSourceDecl::Midi(MidiSource::Aftertouch { channel: Some(2) })
+        );
+        assert_eq!(
+            s.controls[1].source,
+            ControlSourceDecl::Midi(MidiSource::PolyAftertouch { channel: None })
+        );
+        assert_eq!(s.controls[2].bend.as_ref().unwrap().0, 7.5);
+        let e = one_error(
+            &with("{\"midi\": {\"note\": \"any\"}, \"node\": \"a\", \"param\": \"freq\", \"bend\": -1}"),
+            "`bend` is out of range",
+        );
+        assert_eq!(e.loc.as_ref().unwrap().path, "controls[0].bend");
+        one_error(
+            &with("{\"midi\": {\"note\": \"any\"}, \"node\": \"a\", \"param\": \"freq\", \"bend\": true}"),
+            "a range in semitones, not `true`",
+        );
+        let e = one_error(
+            &with("{\"midi\": {\"note\": \"any\", \"bend\": 2}, \"node\": \"a\", \"param\": \"freq\"}"),
+            "`bend` names the bend wheel as a source",
+        );
+        assert_eq!(e.loc.as_ref().unwrap().path, "controls[0].midi.bend");
+        one_error(
+            &with("{\"midi\": {\"bend\": 2}, \"node\": \"a\", \"param\": \"freq\"}"),
+            "`bend` names the bend wheel as a source",
+        );
+        one_error(
+            &with("{\"midi\": {\"aftertouch\": false}, \"node\": \"a\", \"param\": \"freq\"}"),
+            "`aftertouch: false` maps nothing",
+        );
     }
 }

@@ -31,7 +31,7 @@ mod testing;
 mod top;
 
 pub use config::{FFT_NORMS, MAX_ITERATIONS, PRECISIONS, TOP_LEVEL_SETTINGS};
-pub use controls::{CONTROL_KEYS, MIDI_KEYS, TARGET_KEYS};
+pub use controls::{CONTROL_KEYS, MAX_BEND_SEMITONES, MIDI_KEYS, TARGET_KEYS};
 pub use edges::EDGE_KEYS;
 pub use events::{EVENT_KEYS, NOTE_EVENT_KEYS};
 pub use nodes::{MODULE_KEYS, NODE_KEYS, NOTE_KEYS};
