@@ -278,8 +278,13 @@ fn biquad_cost(seconds: f64, rounds: usize) {
             }
         }
     }
-    println!("\nbiquad cost per sample (W4 minus W4 without biquads, over 64 nodes), best of {rounds}");
-    println!("{:<7} {:>16} {:>16}", "profile", "alone ns/sample", "lanes ns/sample");
+    println!(
+        "\nbiquad cost per sample (W4 minus W4 without biquads, over 64 nodes), best of {rounds}"
+    );
+    println!(
+        "{:<7} {:>16} {:>16}",
+        "profile", "alone ns/sample", "lanes ns/sample"
+    );
     for (k, p) in Profile::ALL.iter().enumerate() {
         let ns = |l: usize| (best[k][l][0] - best[k][l][1]) / (64.0 * frames as f64) * 1e9;
         println!("{:<7} {:>16.2} {:>16.2}", p.name(), ns(0), ns(1));
