@@ -1198,6 +1198,7 @@ mod tests {
     /// 16 different filters.
     #[test]
     #[allow(clippy::disallowed_methods)] // the fused oracle
+    #[allow(clippy::needless_range_loop)] // lane l of five coefficient rows
     fn the_avx512_biquad_step_runs_each_lanes_own_recursion_bit_for_bit() {
         if SimdLevel::detect().isa() != Isa::Avx512 {
             return;
