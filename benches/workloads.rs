@@ -9,7 +9,14 @@
 //! Each floor is checked against the engine's output (relative RMS, shown)
 //! so a fast floor that computes something else is caught by eye.
 //!
-//! `cargo bench --bench workloads [-- SECONDS [ROUNDS]]`
+//! Then the biquad's own cost per sample: W4 against W4 without its
+//! biquads (the noise summed straight), under each profile, with lane
+//! groups on (the lane kernels) and off (each node's own `process`, the
+//! scalar path); the difference in thread CPU time over 64 nodes is ns
+//! per biquad sample.
+//!
+//! `cargo bench --bench workloads [-- SECONDS [ROUNDS]] [biquad]` (`biquad`:
+//! only the biquad's cost)
 
 use morphrt::engine::Engine;
 use morphrt::engine::{render_to_vec, run_blocks};
@@ -30,7 +37,6 @@ trait Real: Copy + Default + std::ops::Add<Output = Self> + std::ops::Mul<Output
     fn sin(self) -> Self;
     fn phase(p: u64) -> Self;
     fn noise(u: u32) -> Self;
-    fn tick(c: &[Self; 5], z: &mut [Self; 2], x: Self) -> Self;
 }
 
 impl Real for f64 {
@@ -51,13 +57,6 @@ impl Real for f64 {
     #[inline]
     fn noise(u: u32) -> f64 {
         u as f64 * (1.0 / 2147483648.0) - 1.0
-    }
-    #[inline]
-    fn tick(c: &[f64; 5], z: &mut [f64; 2], x: f64) -> f64 {
-        let y = c[0] * x + z[0];
-        z[0] = c[1] * x - c[3] * y + z[1];
-        z[1] = c[2] * x - c[4] * y;
-        y
     }
 }
 
@@ -80,13 +79,18 @@ impl Real for f32 {
     fn noise(u: u32) -> f32 {
         (u >> 8) as f32 * (1.0 / 8388608.0) - 1.0
     }
-    #[inline]
-    fn tick(c: &[f32; 5], z: &mut [f32; 2], x: f32) -> f32 {
-        let y = c[0] * x + z[0];
-        z[0] = c[1] * x - c[3] * y + z[1];
-        z[1] = c[2] * x - c[4] * y;
-        y
-    }
+}
+
+/// One step of the biquad as the engine runs it at both precisions:
+/// transposed direct form II, its coefficients and state in f64, the
+/// sample read and written at `S`.
+#[inline]
+fn tick<S: Real>(c: &[f64; 5], z: &mut [f64; 2], x: S) -> S {
+    let x = x.f64();
+    let y = c[0] * x + z[0];
+    z[0] = c[1] * x - c[3] * y + z[1];
+    z[1] = c[2] * x - c[4] * y;
+    S::of(y)
 }
 
 /// RBJ lowpass or bandpass (constant 0 dB peak) `[b0, b1, b2, a1, a2]`.
@@ -120,8 +124,8 @@ fn floor_w1<S: Real>(frames: usize, out: &mut Vec<f64>) {
     let mut phases = vec![0u64; 256];
     let amp = S::of(1.0 / 256.0);
     let two_pi = S::of(TWO_PI);
-    let c = rbj(false, 2000.0, 0.707).map(S::of);
-    let mut z = [S::default(); 2];
+    let c = rbj(false, 2000.0, 0.707);
+    let mut z = [0.0; 2];
     let mut sum = [S::default(); BLOCK];
     let mut done = 0;
     while done < frames {
@@ -134,7 +138,7 @@ fn floor_w1<S: Real>(frames: usize, out: &mut Vec<f64>) {
             }
         }
         for s in &sum[..n] {
-            out.push(S::tick(&c, &mut z, *s).f64());
+            out.push(tick(&c, &mut z, *s).f64());
         }
         done += n;
     }
@@ -149,10 +153,10 @@ fn floor_w4<S: Real>(frames: usize, seed: u64, out: &mut Vec<f64>) {
             [h as u32, (h >> 32) as u32]
         })
         .collect();
-    let coefs: Vec<[S; 5]> = (0..64)
-        .map(|i| rbj(true, 200.0 * libm::pow(1.05, i as f64), 10.0).map(S::of))
+    let coefs: Vec<[f64; 5]> = (0..64)
+        .map(|i| rbj(true, 200.0 * libm::pow(1.05, i as f64), 10.0))
         .collect();
-    let mut z = [[S::default(); 2]; 64];
+    let mut z = [[0.0; 2]; 64];
     let (amp, gain) = (S::of(0.25), S::of(0.125));
     let mut sum = [S::default(); BLOCK];
     let mut done = 0;
@@ -167,7 +171,7 @@ fn floor_w4<S: Real>(frames: usize, seed: u64, out: &mut Vec<f64>) {
                     let q = t / 4;
                     words = rand_philox::philox4x32_10([q as u32, (q >> 32) as u32, 0, 0], *key);
                 }
-                let v = S::tick(c, z, amp * S::noise(words[(t % 4) as usize]));
+                let v = tick(c, z, amp * S::noise(words[(t % 4) as usize]));
                 *s = if k == 0 { v } else { *s + v };
             }
         }
@@ -191,8 +195,12 @@ fn engine(name: &str, profile: Profile) -> Engine {
     let root = env!("CARGO_MANIFEST_DIR");
     let path = format!("{root}/scenes/bench/{name}.json");
     let scene = morphrt::scene::load_file(std::path::Path::new(&path)).expect("bench scene loads");
+    engine_of(&scene, profile)
+}
+
+fn engine_of(scene: &morphrt::scene::Scene, profile: Profile) -> Engine {
     let plan = compile(
-        &scene,
+        scene,
         &CompileOptions {
             profile: Some(profile),
             block_size: Some(BLOCK),
@@ -213,6 +221,90 @@ fn time_engine(name: &str, profile: Profile, frames: u64) -> f64 {
     s
 }
 
+/// W4 as `scenes/bench/w4.json` has it, or without its biquads (each
+/// noise straight into the sum).
+fn w4_text(biquads: bool) -> String {
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    for i in 0..64 {
+        nodes.push(format!(
+            r#"{{"id": "n{i:02}", "op": "noise", "params": {{"amp": 0.25}}}}"#
+        ));
+        if biquads {
+            let fc = 200.0 * libm::pow(1.05, i as f64);
+            nodes.push(format!(
+                r#"{{"id": "bp{i:02}", "op": "biquad", "params": {{"mode": "bandpass", "cutoff": {fc}, "q": 10}}}}"#
+            ));
+            edges.push(format!(r#"{{"from": "n{i:02}", "to": "bp{i:02}"}}"#));
+            edges.push(format!(r#"{{"from": "bp{i:02}", "to": "out"}}"#));
+        } else {
+            edges.push(format!(r#"{{"from": "n{i:02}", "to": "out"}}"#));
+        }
+    }
+    nodes.push(r#"{"id": "out", "op": "gain", "params": {"gain": 0.125}}"#.into());
+    format!(
+        r#"{{"version": "1.0", "seed": 4, "sample_rate": 48000, "duration": "5s",
+            "nodes": [{}], "edges": [{}], "outputs": {{"main": ["out"]}}}}"#,
+        nodes.join(",\n"),
+        edges.join(",\n")
+    )
+}
+
+/// CPU seconds to render `frames` of `text` under `profile`, lane groups
+/// on or off.
+fn time_text(text: &str, profile: Profile, lanes: bool, frames: u64) -> f64 {
+    let scene = morphrt::scene::load_str(text, "w4.json", None).expect("W4 variant loads");
+    let mut e = engine_of(&scene, profile);
+    e.set_lanes(lanes);
+    let mut sink = 0.0f64;
+    let t = thread_cpu_seconds();
+    run_blocks(&mut e, frames, |bus| sink += bus.get(0, 0), |_| {});
+    let s = thread_cpu_seconds() - t;
+    std::hint::black_box(sink);
+    s
+}
+
+/// CPU time of the calling thread: on a shared machine it counts only what
+/// this thread ran, where wall time also counts the others' turns.
+fn thread_cpu_seconds() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write; the clock always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// The biquad's cost per sample in ns: W4 minus W4 without its biquads,
+/// over 64 nodes, per profile, lanes on and off, rounds interleaved.
+fn biquad_cost(seconds: f64, rounds: usize) {
+    let frames = (seconds * SR) as u64;
+    let (with, without) = (w4_text(true), w4_text(false));
+    // [profile][lanes off, on][with, without]
+    let mut best = [[[f64::INFINITY; 2]; 2]; 3];
+    for _ in 0..rounds {
+        for (k, p) in Profile::ALL.iter().enumerate() {
+            for (l, lanes) in [false, true].into_iter().enumerate() {
+                for (w, text) in [&with, &without].into_iter().enumerate() {
+                    best[k][l][w] = best[k][l][w].min(time_text(text, *p, lanes, frames));
+                }
+            }
+        }
+    }
+    println!(
+        "\nbiquad cost per sample (W4 minus W4 without biquads, over 64 nodes; thread CPU time), best of {rounds}"
+    );
+    println!(
+        "{:<7} {:>16} {:>16}",
+        "profile", "alone ns/sample", "lanes ns/sample"
+    );
+    for (k, p) in Profile::ALL.iter().enumerate() {
+        let ns = |l: usize| (best[k][l][0] - best[k][l][1]) / (64.0 * frames as f64) * 1e9;
+        println!("{:<7} {:>16.2} {:>16.2}", p.name(), ns(0), ns(1));
+    }
+}
+
 fn time_floor(f: impl Fn(&mut Vec<f64>), frames: u64) -> f64 {
     let mut out = Vec::with_capacity(frames as usize);
     let t = Instant::now();
@@ -229,6 +321,10 @@ fn main() {
         .collect();
     let seconds = args.first().copied().unwrap_or(5.0);
     let rounds = args.get(1).map_or(3, |r| *r as usize).max(1);
+    if std::env::args().any(|a| a == "biquad") {
+        biquad_cost(seconds, rounds);
+        return;
+    }
     let frames = (seconds * SR) as u64;
     let n = frames as usize;
     let w4_seed = 4;
@@ -308,4 +404,5 @@ fn main() {
     ] {
         println!("{label:<17} {:>12.1}", seconds / t);
     }
+    biquad_cost(seconds, rounds);
 }
