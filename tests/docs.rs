@@ -336,8 +336,8 @@ fn the_link_check_finds_a_missing_file_and_a_missing_heading() {
     assert_eq!(
         broken_links(&dir),
         [
-            "A.md:10: `C.md`: no such file",
-            "A.md:10: `B.md#nothing`: no heading `#nothing`"
+            "A.md:11: `C.md`: no such file",
+            "A.md:11: `B.md#nothing`: no heading `#nothing`"
         ]
     );
 }
