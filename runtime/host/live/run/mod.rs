@@ -49,9 +49,9 @@ pub struct RunOptions {
     /// `clock` plays paced in real time without a device; an xrun there is
     /// a callback that missed its real-time deadline on this machine, not a
     /// sound card's underrun (the first one and the summary say so).
-    /// Without a usable device `run` says so, lists the devices and exits
-    /// 1. A stalled or lost device is detected and the stream rebuilt with
-    /// the engine's state and sample clock intact.
+    /// Without a usable device `run` says so, lists the devices and
+    /// exits 1. A stalled or lost device is detected and the stream rebuilt
+    /// with the engine's state and sample clock intact.
     #[arg(long)]
     pub device: Option<String>,
     /// Input device id (see `morphrt devices`) the scene's `input` nodes
@@ -68,9 +68,9 @@ pub struct RunOptions {
     /// larger of the two (a callback woken late by that much does not run
     /// it dry), and when it drifts a single frame is left out or played
     /// twice where the block is quietest. The status line and the summary
-    /// add the input latency (the ring's fill), the round trip (input fill
-    /// + block + output period) and the frames lost to overruns (the ring
-    /// full) and underruns (played as silence) and the drift corrections; a
+    /// add the input latency (the ring's fill), the round trip (input
+    /// fill + block + output period) and the frames lost to overruns (the
+    /// ring full) and underruns (played as silence) and the drift corrections; a
     /// lost input device is reopened (the same one, else the default
     /// input) while the output plays on.
     #[arg(long = "input-device")]
