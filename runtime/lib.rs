@@ -2,7 +2,8 @@
 //! a graph; it is compiled into a plan and run in fixed blocks, in real time
 //! (cpal) or offline (WAV), under one of three profiles: `strict` (bit-exact
 //! f64), `repro` (deterministic f32) or `live` (lowest latency), switchable
-//! while it plays. README.md shows the commands; `scenes/README.md` teaches
+//! while it plays. README.md and GUIDE.md show the commands, ARCHITECTURE.md
+//! the layers and the path of a block; `scenes/README.md` teaches
 //! the scene format; this is the map of the code.
 //!
 //! # From scene text to sound

@@ -530,7 +530,7 @@ fn bassline() -> Vec<u8> {
 }
 
 /// Checks that `scenes/midi/NAME.mid` is what `maker` writes
-/// (`MORPHRT_BLESS=1` rewrites it), then runs the README's command, which
+/// (`MORPHRT_BLESS=1` rewrites it), then runs GUIDE.md's command, which
 /// renders `scenes/midi/SCENE.json` played by it: its samples, with every
 /// message mapped.
 fn shipped_midi(name: &str, maker: fn() -> Vec<u8>, scene: &str) -> Vec<f32> {

@@ -4,7 +4,7 @@
 //! byte, and bad snapshots are refused (exit 2) or warned about by name.
 //!
 //! The resume test renders each scene's golden length (2 s; 1 s where a
-//! strict direct convolution runs; see README.md, Goldens) split in the
+//! strict direct convolution runs; see ARCHITECTURE.md, Goldens) split in the
 //! middle, not 0–10 s split at 5 s: the property is the same at every split
 //! point and the shorter render keeps a debug-build CI run short.
 

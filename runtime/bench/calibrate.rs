@@ -41,6 +41,9 @@ pub struct CalibrateOptions {
     #[arg(long, default_value_t = DEFAULT_RUNS)]
     pub runs: usize,
     /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
+    ///
+    /// An unsigned integer 0 … 18446744073709551615; a value outside that
+    /// range says so.
     #[arg(long, allow_hyphen_values = true, value_parser = crate::scene::seed_arg)]
     pub seed: Option<u64>,
     /// Extra directories to look up "@resource:NAME" in (repeatable).

@@ -93,6 +93,9 @@ pub struct BenchOptions {
     #[arg(long, default_value_t = DEFAULT_RUNS)]
     pub runs: usize,
     /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
+    ///
+    /// An unsigned integer 0 … 18446744073709551615; a value outside that
+    /// range says so.
     #[arg(long, allow_hyphen_values = true, value_parser = crate::scene::seed_arg)]
     pub seed: Option<u64>,
     /// Extra directories to look up "@resource:NAME" in (repeatable).
@@ -104,9 +107,16 @@ pub struct BenchOptions {
     #[arg(long)]
     pub golden: Option<PathBuf>,
     /// Machine-readable output.
+    ///
+    /// The same report as one JSON object: `key`, `parity`, `timing` (null
+    /// when parity failed) and `ci` (null without `--ci`); its layout is in
+    /// benches/README.md.
     #[arg(long)]
     pub json: bool,
     /// Exit 1 when an --assert-* bound is missed, saying by how much.
+    ///
+    /// Exits 1 when the median real-time factor is below `--assert-rtf X`
+    /// or the block p99 is above `--assert-p99-us Y` µs.
     #[arg(long)]
     pub ci: bool,
     /// With --ci: the median real-time factor must be at least X.

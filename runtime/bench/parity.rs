@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 /// Goldens cover the first 2 s of a scene …
 pub const GOLDEN_SECONDS: u64 = 2;
-/// … or 1 s where a strict direct convolution runs (README.md, *Goldens*).
+/// … or 1 s where a strict direct convolution runs (ARCHITECTURE.md, *Goldens*).
 pub const GOLDEN_SECONDS_CONVOLUTION: u64 = 1;
 /// The smallest guard excluded either side of an event: the largest
 /// default block size (repro's 128) with room to spare.

@@ -18,9 +18,24 @@ pub struct CheckOptions {
     #[arg(long, value_parser = Profile::parse_arg)]
     pub profile: Option<Profile>,
     /// Machine-readable output: one JSON object (the report, or the errors).
+    ///
+    /// For a valid scene it is the report (`file`, `session_profile`,
+    /// `sample_rate`, `block_size`, `seed`, `guarantee`, `nodes` each with
+    /// `cost_ns_per_sample`, `main`, `latency`, `feedback` (a list of
+    /// `from`, `to`, `delay_samples`), `events`, `cost_ns_per_sample`,
+    /// `estimated_rtf`) with `"ok": true`, `diagnostics`, `truncated`, and
+    /// the older `warnings` and `deadline_warnings` string lists. For a
+    /// scene with errors (exit 2) it is `{"ok": false, "diagnostics": [...],
+    /// "truncated": N}` and nothing on stderr. Each diagnostic is
+    /// `{"severity": "error"|"warning", "file", "line", "column", "path",
+    /// "node", "message", "help"}` (`null` where not known; `path` is the
+    /// JSON path, e.g. `nodes[1].params.mode`); `truncated` counts those
+    /// left out after the first 20 of each severity.
     #[arg(long)]
     pub json: bool,
     /// Extra directories to look up "@resource:NAME" in (repeatable).
+    ///
+    /// They must be existing directories (else exit 2).
     #[arg(long = "resources")]
     pub resources: Vec<PathBuf>,
     /// A MIDI file to check against the scene's controls: what it maps,

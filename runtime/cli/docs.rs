@@ -11,6 +11,8 @@ use std::path::PathBuf;
 #[derive(Clone, Debug, clap::Args)]
 pub struct SchemaOptions {
     /// Write it to this file instead of standard output.
+    ///
+    /// Written under `render`'s output rules.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
 }
@@ -39,9 +41,22 @@ pub fn completions(shell: clap_complete::Shell, out: &mut dyn Write) -> Result<(
     Ok(())
 }
 
-/// `morphrt man`: the manual page (roff).
+/// `morphrt man`: the manual (roff): the page of `morphrt`, then one page
+/// per command (`morphrt-render(1)`, …) with its description and every
+/// flag's long help, the same text `morphrt help COMMAND` prints.
 pub fn man(out: &mut dyn Write) -> Result<(), HostError> {
-    clap_mangen::Man::new(super::Cli::command())
+    let failed = |e: std::io::Error| HostError::Runtime(format!("cannot print the manual: {e}"));
+    let mut cli = super::Cli::command();
+    cli.build();
+    clap_mangen::Man::new(cli.clone())
         .render(out)
-        .map_err(|e| HostError::Runtime(format!("cannot print the manual: {e}")))
+        .map_err(failed)?;
+    for command in cli.get_subcommands().filter(|c| c.get_name() != "help") {
+        let name = format!("morphrt-{}", command.get_name());
+        clap_mangen::Man::new(command.clone())
+            .title(name)
+            .render(out)
+            .map_err(failed)?;
+    }
+    Ok(())
 }

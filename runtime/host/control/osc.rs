@@ -3,7 +3,7 @@
 //! `controls` and the engine playing ([`Mapping`]). Pure: the socket and
 //! its thread live with `run` (`host/live/osc_in.rs`).
 //!
-//! Addresses (README.md, *Driving a session over OSC*):
+//! Addresses (GUIDE.md, *Driving a session over OSC*):
 //! - an address a scene's `controls` entry names: the first argument (a
 //!   float, int or double) is a position 0…1 of the control's range, or
 //!   with `"raw": true` a value in the param's unit;

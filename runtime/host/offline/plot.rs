@@ -93,6 +93,9 @@ pub struct PlotOptions {
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
     /// Start of the plotted range, e.g. 1.5s, 250ms, 4800samples (default 0).
+    ///
+    /// A range is at most 10 minutes, held in memory; one that is empty,
+    /// reversed or past the end is refused (exit 2).
     #[arg(allow_hyphen_values = true, long)]
     pub from: Option<TimeArg>,
     /// End of the plotted range (default: the end).
@@ -105,6 +108,9 @@ pub struct PlotOptions {
     #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
     pub duration: Option<TimeArg>,
     /// Replace a scene's seed.
+    ///
+    /// An unsigned integer 0 … 18446744073709551615; a value outside that
+    /// range says so.
     #[arg(long, allow_hyphen_values = true, value_parser = crate::scene::seed_arg)]
     pub seed: Option<u64>,
     /// Block size of a scene's render (default: the scene's, else the profile's).

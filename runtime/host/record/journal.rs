@@ -961,12 +961,19 @@ pub struct ReplayOptions {
     /// The journal (`.jsonl`) that `run` wrote.
     pub journal: PathBuf,
     /// Output WAV file.
+    ///
+    /// An output like `render -o`, under the same rules: free space checked
+    /// up front, a regular file replaced only when complete, `-o -`
+    /// streams.
     #[arg(short = 'o', long = "output", required_unless_present = "info")]
     pub output: Option<PathBuf>,
     /// Stop at this time of the session (e.g. 30s, 1440000samples).
     #[arg(allow_hyphen_values = true, long)]
     pub until: Option<crate::scene::TimeArg>,
     /// Print the session's timeline (edits, switches, rejected edits) instead.
+    ///
+    /// In session time, from 0 when it started playing; a session resumed
+    /// from a snapshot says once where on the scene's timeline it started.
     #[arg(long)]
     pub info: bool,
 }

@@ -45,21 +45,53 @@ pub struct RunOptions {
     pub profile: Option<Profile>,
     /// Output device id (see `morphrt devices`), or `clock` for no device,
     /// paced in real time; default: the default output.
+    ///
+    /// `clock` plays paced in real time without a device; an xrun there is
+    /// a callback that missed its real-time deadline on this machine, not a
+    /// sound card's underrun (the first one and the summary say so).
+    /// Without a usable device `run` says so, lists the devices and
+    /// exits 1. A stalled or lost device is detected and the stream rebuilt
+    /// with the engine's state and sample clock intact.
     #[arg(long)]
     pub device: Option<String>,
     /// Input device id (see `morphrt devices`) the scene's `input` nodes
     /// read; default: the default input. Opened only when the scene has
     /// `input` nodes.
+    ///
+    /// The input records at the output's rate, in the device's own sample
+    /// format (integer samples scale as an integer WAV input's do), with at
+    /// least the channels the scene reads (else it says what the device
+    /// has; an id that is no input device exits 2 listing the inputs). A
+    /// scene without `input` nodes opens no input (`--input-device` then
+    /// warns). The two devices' clocks drift apart: the input waits in a
+    /// ring held at about one capture period, one block and a margin of the
+    /// larger of the two (a callback woken late by that much does not run
+    /// it dry), and when it drifts a single frame is left out or played
+    /// twice where the block is quietest. The status line and the summary
+    /// add the input latency (the ring's fill), the round trip (input
+    /// fill + block + output period) and the frames lost to overruns (the
+    /// ring full) and underruns (played as silence) and the drift corrections; a
+    /// lost input device is reopened (the same one, else the default
+    /// input) while the output plays on.
     #[arg(long = "input-device")]
     pub input_device: Option<String>,
     /// Block size in frames, or `auto`: the size `morphrt calibrate`
     /// stored for this scene on this machine (else the default).
+    ///
+    /// When the stored choice's key has changed (another machine or build,
+    /// an edited scene) `auto` says so and plays the default until
+    /// `calibrate` runs again.
     #[arg(long = "block-size")]
     pub block_size: Option<String>,
     /// Stop after this much audio (e.g. 2s), without a fade.
+    ///
+    /// At most 24 h, with a warning for each event it will not reach.
     #[arg(allow_hyphen_values = true, long)]
     pub duration: Option<TimeArg>,
     /// Replace the scene's seed (noise is a pure function of seed, node id and sample).
+    ///
+    /// An unsigned integer 0 … 18446744073709551615; a value outside that
+    /// range says so.
     #[arg(long, allow_hyphen_values = true, value_parser = crate::scene::seed_arg)]
     pub seed: Option<u64>,
     /// Extra directories to look up "@resource:NAME" in (repeatable).
@@ -69,9 +101,19 @@ pub struct RunOptions {
     #[arg(long, hide = true)]
     pub period: Option<usize>,
     /// Do not watch the scene file for edits.
+    ///
+    /// Without it, saving the scene file (or a resource it reads) while it
+    /// plays applies the edit.
     #[arg(long = "no-watch")]
     pub no_watch: bool,
     /// Also write exactly what went to the device into this WAV file.
+    ///
+    /// A 32-bit float WAV written under its name from the start (never
+    /// over an existing file unasked: see `--overwrite`) whose sizes are
+    /// kept current twice a second, so after a crash or a `kill -9` it is
+    /// a valid WAV of everything up to its last second. At the 4 GiB WAV
+    /// limit or a write error (a full disk) it keeps what it has, with
+    /// correct sizes, and says so (a write error exits 1).
     #[arg(long)]
     pub capture: Option<PathBuf>,
     /// Quiet time after a file change before it is read, in milliseconds.
@@ -79,6 +121,17 @@ pub struct RunOptions {
     pub debounce_ms: u64,
     /// Journal the session to this file (default: a new file in the
     /// platform's data directory, printed at the end).
+    ///
+    /// JSON Lines, one record per line, flushed as it goes: the session's
+    /// constants, the scene, every applied edit and profile switch with the
+    /// samples where it was captured and swapped, rejected edits, a
+    /// progress record every second of audio (synced to disk), the stop.
+    /// Resources are copied beside the journal, stored by SHA-256; an input
+    /// played is recorded beside it (`take.jsonl` → `take.input.wav`). A
+    /// journal is locked (a POSIX record lock, released when the session's
+    /// process ends, however it ends) by the session writing it: a second
+    /// session told to write it is refused (exit 1) naming the first (the
+    /// journal `j.jsonl` is being written by morphrt (PID 1234)).
     #[arg(long)]
     pub journal: Option<PathBuf>,
     /// Do not journal the session.
@@ -86,30 +139,84 @@ pub struct RunOptions {
     pub no_journal: bool,
     /// Replace an existing --capture or --journal file instead of taking
     /// the next free numbered name (take-2.wav, take-3.wav, …).
+    ///
+    /// Without it, when the `--capture` or `--journal` file exists the
+    /// session takes the next free numbered name beside it (`take-2.wav`,
+    /// `take-3.wav`, …; `take-2.jsonl`), says so before playing (`capture:
+    /// take-2.wav (take.wav exists; --overwrite replaces it)`) and names
+    /// the files it wrote at the end. With it, they are replaced under the
+    /// output rules of `render` (never an input, a FIFO or a device).
     #[arg(long)]
     pub overwrite: bool,
     /// Start playing from a snapshot file (`render --snapshot-out`, or `w` while playing).
+    ///
+    /// A snapshot at any sample, not only a block boundary: edits, switches
+    /// and `w` then apply on the resumed clock's block grid, blocks counted
+    /// from that sample, and a snapshot `w` writes is at a sample on that
+    /// grid.
     #[arg(long)]
     pub resume: Option<PathBuf>,
     /// Play this WAV file into the scene's `input` nodes, as a capture
     /// device would (at the session's rate, with at least the channels the
     /// scene reads; silence after its end).
+    ///
+    /// Paced by the output, so `--device clock` runs a whole session
+    /// without a sound card. A file at another rate or with too few
+    /// channels exits 2, naming both; the end of the input is said once.
+    /// What the session plays is what an offline render with the same
+    /// input writes, bit for bit. While input plays, an edit or switch
+    /// whose new engine reads the input catches up with the audio clock
+    /// through the last 8 s of input the callback read, and swaps where it
+    /// reaches the clock. A journaled session records the input beside the
+    /// journal (`take.jsonl` → `take.input.wav`, in the source's format: 8-,
+    /// 16-, 24- and 32-bit integers kept exactly) with its SHA-256, and
+    /// `replay` feeds it back; a recorded input that is missing or changed
+    /// is refused, naming it (exit 2). `--input` wins over an input device
+    /// (`--input-device` then warns).
     #[arg(long)]
     pub input: Option<PathBuf>,
     /// Play under live even when a node's worst case cannot meet the block
     /// deadline, and hand over edits and switches whose estimate is over
     /// the handover budget (one that then cannot keep up is still dropped).
+    ///
+    /// Without it, `run` refuses at start-up a live scene whose worst case
+    /// misses the deadline, and refuses a switch or edit whose new engine's
+    /// estimated cost (`check`'s) is over half the block deadline, and over
+    /// what is playing (with the estimate; the old engine keeps playing),
+    /// or, when the scene reads the input, whose estimate of two new blocks
+    /// beside each playing one is over the block deadline.
     #[arg(long)]
     pub force: bool,
     /// Listen for OSC on this UDP port of 127.0.0.1, or on ADDRESS:PORT
     /// (a non-loopback address lets anyone on the network control the
     /// session): the scene's `controls` addresses and `/morphrt/…`.
+    ///
+    /// `--osc 0.0.0.0:9000` listens on every interface, with a warning:
+    /// anyone who can reach the machine can then control the session. A
+    /// port in use exits 2 before anything plays. The addresses, their
+    /// arguments, the replies and the counters: GUIDE.md, "Driving a
+    /// session over OSC".
     #[arg(long, value_name = "PORT|ADDR:PORT")]
     pub osc: Option<String>,
     /// MIDI input played into the scene's MIDI `controls`: a port name
     /// (or part of one; `morphrt devices` lists them), `all`, or
     /// `file:PATH.mid` to play a MIDI file into the session in real time.
     /// Repeatable.
+    ///
+    /// A port name opens the MIDI input named so, or whose name contains
+    /// it; `all` opens every one. Its messages are mapped through the
+    /// scene's MIDI `controls`, each stamped with the instant it arrived.
+    /// An unknown name exits 2 listing the inputs; no MIDI system exits 1.
+    /// `file:PATH.mid` plays a MIDI file through the same mapping, as a
+    /// sequencer on a port would, with no MIDI system needed; its time 0 is
+    /// when the session starts playing. A MIDI message lands at its arrival
+    /// time plus a fixed latency of one block and one device period (so
+    /// its timing does not jitter with the callback), is journaled with the
+    /// sample it landed on, and replays there. A message no control maps is
+    /// ignored (the monitor shows it); a scene with no MIDI control is
+    /// warned about. With `-v` each message is printed as it arrives, an
+    /// unmapped one with the `controls` entry that would map it, ready to
+    /// paste.
     #[arg(long = "midi", value_name = "PORT|all|file:PATH.mid")]
     pub midi: Vec<String>,
 }
