@@ -6,7 +6,7 @@
 //! with a true or a streaming header, the length is the input's plus the
 //! tail, and every bad input is refused (exit 2) leaving nothing behind.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, root, stderr, stdout, temp_dir};
 use std::path::{Path, PathBuf};

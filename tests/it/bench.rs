@@ -5,7 +5,7 @@
 //! Short durations; no test asserts a wall-clock time (the `--ci` bounds
 //! are impossible or trivial on purpose).
 
-mod common;
+use crate::support as common;
 
 use common::{root, stderr, stdout, temp_dir};
 use serde_json::Value;

@@ -2,10 +2,10 @@
 //! the file is a valid WAV under its own name while it records (its sizes
 //! kept current), an existing file is never replaced unless the caller
 //! asks, a write error keeps what came before it, and `push` is real-time
-//! safe (a counting global allocator, as in tests/realtime.rs, sees no
+//! safe (a counting global allocator, as in tests/it/realtime.rs, sees no
 //! allocation or free).
 
-mod common;
+use crate::support as common;
 
 use common::temp_dir;
 use morphrt::host::files::rules::{Inputs, Kind, Output};
@@ -13,8 +13,7 @@ use morphrt::host::live::tap::{Existing, TapWriter};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-#[path = "common/counting.rs"]
-mod counting;
+use crate::support::counting;
 use counting::{counts, realtime};
 
 /// Distinct finite samples covering signs, zero, negative zero and

@@ -1,7 +1,7 @@
 //! Black-box tests of the `morphrt` binary: render, check, ops, and one
 //! bad-scene fixture per error kind.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, root, stderr, stdout, temp_dir};
 

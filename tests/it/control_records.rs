@@ -4,7 +4,7 @@
 //! follow the nodes by id, and the params they moved carry unless the
 //! edit changed them in the file.
 
-mod common;
+use crate::support as common;
 
 use common::{engine, play};
 use morphrt::engine::incoming::{Incoming, Scripted, ScriptedControl, SessionFixed};

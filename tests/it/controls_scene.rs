@@ -2,7 +2,7 @@
 //! scene cannot honour is a located error (exit 2) with what would be
 //! valid.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, stderr, stdout, temp_dir};
 

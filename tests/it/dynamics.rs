@@ -2,7 +2,7 @@
 //! compressor only when an edge feeds it, lookahead is latency the plan
 //! aligns, and bad settings are located errors that say what is valid.
 
-mod common;
+use crate::support as common;
 
 use common::{engine, plan, play};
 use morphrt::profile::Profile;

@@ -2,7 +2,7 @@
 //! ramps, modulation, summing order, FP-mode runs, NaN handling, live's
 //! limiter, and whole-engine snapshot/restore.
 
-mod common;
+use crate::support as common;
 
 use common::engine;
 use morphrt::engine::render_to_vec;

@@ -4,7 +4,7 @@
 //! written here; the lines are engine state (snapshot, restore, migration,
 //! reset); NaN handling and events work inside a loop.
 
-mod common;
+use crate::support as common;
 
 use common::engine;
 use morphrt::engine::render_to_vec;

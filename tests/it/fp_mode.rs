@@ -3,7 +3,7 @@
 //! the same bits from the crossfade, the f32 conversion and the stop fade
 //! as one that does not, and as `replay` computes.
 
-mod common;
+use crate::support as common;
 
 use morphrt::dsp::fpmode::FpGuard;
 use morphrt::engine::incoming::{Incoming, Scripted};

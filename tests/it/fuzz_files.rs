@@ -10,9 +10,8 @@
 //! prints its seed and number, and is saved under
 //! `target/tmp/fuzz-files/` to reproduce.
 
-mod common;
-#[path = "common/mutate.rs"]
-mod mutate;
+use crate::support as common;
+use crate::support::mutate;
 
 use clap::Parser;
 use morphrt::cli::{Cli, Command};

@@ -2,9 +2,8 @@
 //! scene never panic — in the loader, the compiler, or the first blocks of a
 //! render under each profile. Deterministic (seeded), so a failure reproduces.
 
-mod common;
-#[path = "common/mutate.rs"]
-mod mutate;
+use crate::support as common;
+use crate::support::mutate;
 
 use morphrt::engine::render_to_vec;
 use morphrt::engine::Engine;

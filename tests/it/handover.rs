@@ -2,7 +2,7 @@
 //! (capture at N → migrate → fast-forward → swap at S), driven offline so
 //! the results are exact and repeatable.
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
 use morphrt::graph::{compile, CompileOptions, EventAction, Plan};

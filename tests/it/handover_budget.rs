@@ -3,7 +3,7 @@
 //! beside each block of the engine playing, so the estimate of that sum —
 //! not only of the new engine alone — must fit the block's deadline.
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::incoming::{Asked, Incoming, SessionFixed};
 use morphrt::graph::{compile, plan_cost_ns, CompileOptions};

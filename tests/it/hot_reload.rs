@@ -3,7 +3,7 @@
 //! binary, paced in real time): every complete save is applied, no partial
 //! file is ever committed, the watcher never dies, and the capture has no gap.
 
-mod common;
+use crate::support as common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

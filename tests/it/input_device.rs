@@ -8,7 +8,7 @@
 //! input devices `devices` lists, a bad `--input-device`, a scene without
 //! input nodes, and how a configuration is chosen.
 
-mod common;
+use crate::support as common;
 
 use common::{root, stderr, stdout, temp_dir};
 use cpal::{SampleFormat, SupportedBufferSize, SupportedStreamConfigRange};

@@ -3,7 +3,7 @@
 //! refused up front, naming the path and what it is, instead of waiting
 //! for a writer or reading a device that never ends.
 
-mod common;
+use crate::support as common;
 
 use common::{is_root, memory_devices, root, temp_dir};
 use std::path::Path;
@@ -117,7 +117,7 @@ fn a_scene_on_standard_input_still_renders() {
 }
 
 // A device as a resource is refused as a device (a FIFO or a directory was
-// already, tests/messages.rs).
+// already, tests/it/messages.rs).
 #[test]
 fn a_resource_that_is_a_device_is_refused_as_one() {
     if !is_root() {

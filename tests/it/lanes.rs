@@ -5,7 +5,7 @@
 //! member that overflows, a snapshot restored mid-run, hot edits that
 //! retune, add and remove a member, and a profile switch.
 
-mod common;
+use crate::support as common;
 
 use common::engine;
 use morphrt::dsp::rng::mix64;

@@ -3,7 +3,7 @@
 //! a node drawing on the seeded streams, it needs the scene's seed under
 //! strict and repro.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, stderr, stdout, temp_dir};
 use morphrt::engine::render_to_vec;

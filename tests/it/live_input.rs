@@ -4,7 +4,7 @@
 //! from the journal's recorded input; a recorded input that is missing or
 //! changed is refused; an i16 source is recorded as 16-bit integers.
 
-mod common;
+use crate::support as common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

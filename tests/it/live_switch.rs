@@ -10,7 +10,7 @@
 //! - a snapshot (`w`) captured while an edit is queued is written with the
 //!   text of the engine that was playing, so it resumes that scene.
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::incoming::{Asked, Incoming, SessionFixed};
 use morphrt::graph::{compile, CompileOptions};

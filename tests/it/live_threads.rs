@@ -3,7 +3,7 @@
 //! control thread, and a panicking node neither kills playback nor wedges
 //! the player.
 
-mod common;
+use crate::support as common;
 
 use morphrt::dsp::Sample;
 use morphrt::engine::incoming::{Incoming, SessionFixed};

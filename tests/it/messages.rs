@@ -2,7 +2,7 @@
 //! what they say, floods of list entries, command-line values, scene text
 //! and resource files.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, stderr, temp_dir};
 use std::path::Path;

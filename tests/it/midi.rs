@@ -4,7 +4,7 @@
 //! block size under strict; bad files are refused with exit 2 and leave
 //! nothing behind. The MIDI files are built here byte by byte.
 
-mod common;
+use crate::support as common;
 
 use common::{midi_vlq as vlq, morphrt, partials, read_f32, stderr, stdout, temp_dir};
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@
 //! signal), which is far below the bound; before the fix the output jumped
 //! 39 samples and went silent for ~40 (worst |diff| ≈ 0.54 here).
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};

@@ -2,7 +2,7 @@
 //! it on), `t` turns it on, a second `t` turns it off and prints where the
 //! time went meanwhile.
 
-mod common;
+use crate::support as common;
 
 use common::{stderr_lines, wait_line, KillOnDrop};
 use std::io::Write;

@@ -5,7 +5,7 @@
 //! and counted without stopping playback, a flood of 10 000 messages lands
 //! in full, and the journal replays to the capture bit for bit.
 
-mod common;
+use crate::support as common;
 
 use common::{assert_replays, run_clock, stderr, wait_line, KillOnDrop};
 use rosc::{OscBundle, OscMessage, OscPacket, OscType};

@@ -9,7 +9,7 @@
 //! the operators played before the param existed (the goldens in `golden/`
 //! check that).
 
-mod common;
+use crate::support as common;
 
 use common::engine;
 use morphrt::engine::render_to_vec;

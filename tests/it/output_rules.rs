@@ -1,12 +1,12 @@
 //! Every command that writes a file obeys the one set of output rules:
 //! one test per rule, each run against every writer — `render -o`,
 //! `render --snapshot-out`, `replay -o`, `plot -o`, `schema -o`,
-//! `run --capture` and `run --journal`. `tests/render_safety.rs` holds the
+//! `run --capture` and `run --journal`. `tests/it/render_safety.rs` holds the
 //! rules' finer points for `render`; these hold them for everyone. They run
 //! as a normal user and as root (CI), where the device cases are exercised
 //! on device nodes the test makes itself.
 
-mod common;
+use crate::support as common;
 
 use common::{file_size_limit, is_root, memory_devices, partials, root, stderr, temp_dir};
 use std::io::Read;

@@ -2,11 +2,11 @@
 //! at the swap sample S (a discrete param switching), and the node's output
 //! continues through it: the old factor's pending outputs carry and the new
 //! factor's filters are primed from the input history, as across a profile
-//! switch (`tests/migration.rs`). Before, switching the factor cleared the
-//! filters and the latency ring: the node output silence for its latency
-//! (45 samples) from S, a click on every such edit.
+//! switch (`tests/it/migration.rs`). Clearing the filters and the latency
+//! ring instead would output silence for the node's latency (45 samples)
+//! from S, a click on every such edit.
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
 use morphrt::profile::Profile;

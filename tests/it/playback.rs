@@ -3,7 +3,7 @@
 //! ALSA `file` plugin over `null`) that writes every played sample to
 //! `$CAPTURE`. What was played must be bit-identical to `morphrt render`.
 
-mod common;
+use crate::support as common;
 
 use common::{root, stderr, temp_dir};
 use std::process::{Command, Output};

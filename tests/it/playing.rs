@@ -5,7 +5,7 @@
 //! resumed session's timeline has one timebase, and the clock device says
 //! what its xruns are.
 
-mod common;
+use crate::support as common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -2,14 +2,13 @@
 //! every profile, odd block lengths, events and ramps, run under a counting
 //! global allocator that only counts inside the real-time section.
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::profile::Profile;
 
-#[path = "common/counting.rs"]
-mod counting;
+use crate::support::counting;
 use counting::{counts, realtime};
 
 #[test]

@@ -8,7 +8,7 @@
 //! `delay` and `convolution` stayed poisoned (silent) for the rest of the
 //! session.
 
-mod common;
+use crate::support as common;
 
 use morphrt::dsp::Sample;
 use morphrt::engine::render_to_vec;

@@ -11,7 +11,7 @@
 //! a second was muted for a second: a 0.1 s overflow silenced both filters
 //! until 1.05 s.
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::render_to_vec;
 use morphrt::engine::{Engine, Notice};

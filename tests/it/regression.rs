@@ -1,6 +1,6 @@
 //! Regression tests for issues 2 and 11: each once demonstrated a defect.
 
-mod common;
+use crate::support as common;
 
 use common::engine;
 use morphrt::engine::render_to_vec;

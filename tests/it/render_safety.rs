@@ -4,7 +4,7 @@
 //! Every test runs the real binary; they hold as root (CI) and as a normal
 //! user.
 
-mod common;
+use crate::support as common;
 
 use common::{
     assert_still_devices, file_size_limit, is_root, memory_devices, partials, root, stderr, stdout,

@@ -2,7 +2,7 @@
 //! `morphrt run --device clock --capture`, replays bit for bit; bad
 //! journals get clear errors.
 
-mod common;
+use crate::support as common;
 
 use std::io::Write;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! switch (`l`) and a snapshot (`w`) all complete, the summary counts them,
 //! and the journal replays bit for bit what the device got.
 
-mod common;
+use crate::support as common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

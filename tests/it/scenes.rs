@@ -6,9 +6,9 @@
 //! same bits at both block sizes and within the default bounds.
 //!
 //! Regenerate (deliberately, saying why in the commit):
-//! `MORPHRT_BLESS=1 cargo test --release --test scenes`
+//! `MORPHRT_BLESS=1 cargo test --release --test it scenes::strict_renders`
 
-mod common;
+use crate::support as common;
 
 use morphrt::bench::parity::{self, excluded, golden_frames, rel_rms};
 use morphrt::engine::render_to_vec;
@@ -127,7 +127,7 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
             continue;
         }
         let golden = parity::Golden::load(&gpath).unwrap_or_else(|e| {
-            panic!("{e}; generate with MORPHRT_BLESS=1 cargo test --release --test scenes")
+            panic!("{e}; generate with MORPHRT_BLESS=1 cargo test --release --test it scenes::strict_renders")
         });
         assert_eq!(golden.frames, n, "{name}: golden length");
         assert_eq!(

@@ -8,7 +8,7 @@
 //! middle, not 0–10 s split at 5 s: the property is the same at every split
 //! point and the shorter render keeps a debug-build CI run short.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, root, stderr, temp_dir};
 use morphrt::engine::{render_to_vec, run_blocks_with_stops};

@@ -10,15 +10,14 @@
 //! node is silent, the same in every run, and a snapshot taken half way
 //! resumes exactly.
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::{Engine, EngineState, PART_SAMPLES};
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::profile::Profile;
 use std::path::{Path, PathBuf};
 
-#[path = "common/counting.rs"]
-mod counting;
+use crate::support::counting;
 use counting::{counts, realtime};
 
 fn engine_of(path: &Path, text: &str, profile: Profile, block: usize) -> Engine {

@@ -5,7 +5,7 @@
 //! ends; and the partial file a killed render left is removed by the next
 //! write to the same output.
 
-mod common;
+use crate::support as common;
 
 use common::{partials, stderr_lines, temp_dir, wait_line, KillOnDrop};
 use std::path::Path;

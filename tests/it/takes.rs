@@ -4,7 +4,7 @@
 //! capture is a valid WAV and the journal replays up to its last progress
 //! record, bit for bit what the capture holds.
 
-mod common;
+use crate::support as common;
 
 use common::KillOnDrop;
 use std::os::unix::process::CommandExt;

@@ -2,7 +2,7 @@
 //! from the swap sample, nothing before it moves, and the same handover
 //! gives the same bits again.
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
 use morphrt::profile::Profile;

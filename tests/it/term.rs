@@ -2,7 +2,7 @@
 //! `--color` and `NO_COLOR`, the render progress line, and alsa-lib's own
 //! error lines kept off stderr.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, root, stderr, stdout, temp_dir};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! a WAV file), `schema` (a JSON Schema of the scene format), `completions`
 //! and `man` (issue 11).
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, root, stderr, stdout, temp_dir};
 use serde_json::Value;

@@ -5,7 +5,7 @@
 //! size and on every run; a voice's noise is its own; the pedal holds and
 //! `same_note` chooses; bad scenes fail with a located error (exit 2).
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, stderr, stdout, temp_dir};
 use std::f64::consts::PI;

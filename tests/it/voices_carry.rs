@@ -8,7 +8,7 @@
 //! to live and back keep them sounding without a click, and the session
 //! replays bit for bit.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, read_f32, stderr, temp_dir};
 use std::io::Write;

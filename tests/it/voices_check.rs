@@ -5,7 +5,7 @@
 //! changes beside param changes; `check --json` has them in `voices`,
 //! `notes` and `pedal_changes`.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, stderr, stdout, temp_dir};
 

@@ -3,7 +3,7 @@
 //! that takes it starts once it is clean — from exactly a fresh voice's
 //! state, at a sample that does not depend on the block size.
 
-mod common;
+use crate::support as common;
 
 use morphrt::engine::{Engine, Phase, CLEAR_PER_SAMPLE};
 use morphrt::graph::{NoteAction, PlanNote};

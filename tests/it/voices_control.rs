@@ -6,7 +6,7 @@
 //! records and replay bit for bit; a `module` the scene cannot play is a
 //! located compile error. The MIDI files are built here byte by byte.
 
-mod common;
+use crate::support as common;
 
 use common::{
     assert_replays, midi_vlq as vlq, morphrt, read_f32, run_clock, stderr, stdout, temp_dir,

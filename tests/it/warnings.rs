@@ -1,7 +1,7 @@
 //! Issue 11: diagnostics as JSON, a cap on repeated errors, and settings
 //! that were silently accepted now warned about or refused.
 
-mod common;
+use crate::support as common;
 
 use common::{morphrt, stderr, stdout, temp_dir};
 use serde_json::Value;

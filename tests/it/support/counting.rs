@@ -1,7 +1,7 @@
 //! A counting global allocator for the real-time tests: allocations and
 //! frees are counted per thread, and only inside [`realtime`] sections.
-//! Include it with `#[path = "common/counting.rs"] mod counting;` in the
-//! test binaries that check real-time safety (it becomes their allocator).
+//! It is the allocator of the whole test binary: what other tests (other
+//! threads) and code outside a section allocate is not counted.
 #![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -51,9 +51,15 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 /// Runs `f` as real-time code: any allocation or free inside is counted.
+/// The section ends when `f` returns or unwinds.
 pub fn realtime<R>(f: impl FnOnce() -> R) -> R {
+    struct End;
+    impl Drop for End {
+        fn drop(&mut self) {
+            IN_RT.with(|c| c.set(false));
+        }
+    }
     IN_RT.with(|c| c.set(true));
-    let r = f();
-    IN_RT.with(|c| c.set(false));
-    r
+    let _end = End;
+    f()
 }

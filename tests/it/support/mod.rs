@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod counting;
+pub mod mutate;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -71,9 +74,20 @@ pub fn assert_still_devices(dir: &Path) {
     assert!(partials(dir).is_empty());
 }
 
-/// A fresh, empty directory for one test's files.
+/// A fresh, empty directory for one test's files, named after the test
+/// process, the calling module's file and `name` (so modules may use the
+/// same `name`).
+#[track_caller]
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("morphrt-test-{}-{name}", std::process::id()));
+    let module = Path::new(std::panic::Location::caller().file())
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let d = std::env::temp_dir().join(format!(
+        "morphrt-test-{}-{module}-{name}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -1,6 +1,6 @@
 //! Seeded mutations for the fuzz tests: a small deterministic generator and
 //! the edits it makes to scene text, JSON files, JSON Lines files and
-//! binary files. Include it with `#[path = "common/mutate.rs"] mod mutate;`.
+//! binary files.
 //! Every edit is a pure function of the generator's state, so a seed and a
 //! case number reproduce a failure.
 #![allow(dead_code)]
