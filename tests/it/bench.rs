@@ -185,7 +185,7 @@ fn the_table_names_the_key_parity_timing_and_nodes() {
     }
 }
 
-/// Issue: bench must check parity before timing. A golden whose hash is
+/// Bench checks parity before timing. A golden whose hash is
 /// wrong makes strict bench refuse: exit 1, nothing timed.
 #[test]
 fn a_wrong_golden_makes_bench_refuse_to_time() {
@@ -546,9 +546,9 @@ fn run_auto_briefly(scene: &str, cache: &Path) -> Output {
     )
 }
 
-/// A stored calibration whose block size was damaged is not played (it
-/// was refused as if `--block-size 0` had been typed): `run --block-size
-/// auto` warns naming the store and plays the default.
+/// A stored calibration whose block size is damaged is not played (nor
+/// refused as if `--block-size 0` had been typed): `run --block-size auto`
+/// warns naming the store and plays the default.
 #[test]
 fn a_damaged_calibration_is_warned_about_and_not_played() {
     let cache = temp_dir("calibrate-damaged");

@@ -117,10 +117,10 @@ fn mono_and_six_channels_round_trip_too() {
     }
 }
 
-// The capture was written under a hidden temporary name and renamed only
-// when finished, so a killed session left no take at all. The file is now
-// the take from the start, and its header counts what was written without
-// waiting for `finish`.
+// The capture is written under its own name from the start (a hidden name
+// renamed when finished would leave no take at all when a session is
+// killed), and its header counts what was written without waiting for
+// `finish`.
 #[test]
 fn the_file_is_a_valid_wav_under_its_name_while_it_records() {
     let dir = temp_dir("capture-growing");

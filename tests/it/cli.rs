@@ -358,7 +358,7 @@ const BAD: &[(&str, u32, &str)] = &[
     ("dangling_edge", 7, "filter"),
     ("bad_port", 8, "did you mean `lp:cutoff`"),
     ("cycle", 4, "a → b → c → a"),
-    // Issue 11: a cycle says how to make it a loop.
+    // A cycle says how to make it a loop.
     (
         "cycle",
         4,
@@ -383,17 +383,17 @@ const BAD: &[(&str, u32, &str)] = &[
     ("bad_id", 4, "not a valid node id"),
     ("scene_key_in_node", 5, "scene-level setting"),
     ("fft_provider_strict", 5, "not allowed under strict"),
-    // Issue 10: a duplicate edge used to be merged silently.
+    // A duplicate edge is an error, not merged.
     ("duplicate_edge", 5, "written twice"),
-    // Issue 11: a feedback edge's delay is at least one whole sample.
+    // A feedback edge's delay is at least one whole sample.
     ("feedback_delay_zero", 9, "`delay` is 0 samples"),
     (
         "feedback_delay_fraction",
         11,
         "`delay` is 44.1 samples at 44100 Hz, not a whole number",
     ),
-    // A module inside a module was dropped with an unknown-field warning,
-    // and its nodes with it.
+    // A module inside a module is an error (not an unknown-field warning
+    // that would drop its nodes).
     ("nested_modules", 5, "modules do not nest"),
 ];
 
@@ -463,12 +463,12 @@ fn usage_errors_exit_2() {
     assert!(stderr(&o).contains("no-such-scene.json"), "{}", stderr(&o));
 }
 
-/// Issue 10: a solver that cannot meet a real-time deadline at its worst
+/// A solver that cannot meet a real-time deadline at its worst
 /// (1,000 Newton iterations at 4× oversampling) is a warning in `check`
 /// and a refusal in `run` under live unless `--force`; the default settings
 /// are neither.
 #[test]
-fn issue10_a_node_too_slow_for_the_deadline_is_warned_and_refused_under_live() {
+fn a_node_too_slow_for_the_deadline_is_warned_and_refused_under_live() {
     let dir = temp_dir("deadline");
     let scene = |iters: u32, os: &str| {
         format!(
@@ -515,7 +515,7 @@ fn issue10_a_node_too_slow_for_the_deadline_is_warned_and_refused_under_live() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
-/// Issue 11: every argument of every subcommand has help text.
+/// Every argument of every subcommand has help text.
 #[test]
 fn every_argument_has_help_text() {
     for cmd in [
@@ -548,8 +548,8 @@ fn every_argument_has_help_text() {
     }
 }
 
-/// Issue 11: durations take minutes and hours, and a negative one is a
-/// clear error (clap used to call `-5s` an unexpected argument).
+/// Durations take minutes and hours, and a negative one is a clear error
+/// (not an unexpected argument, which is what clap would call `-5s`).
 #[test]
 fn durations_take_minutes_and_hours_and_refuse_negatives() {
     let dir = temp_dir("durations");
@@ -567,7 +567,7 @@ fn durations_take_minutes_and_hours_and_refuse_negatives() {
     assert!(stderr(&o).contains("negative"), "{}", stderr(&o));
 }
 
-/// Issue 11: `--version` names the commit and the build's settings.
+/// `--version` names the commit and the build's settings.
 #[test]
 fn version_names_the_commit_and_build() {
     let o = morphrt(&["--version"]);
@@ -581,8 +581,8 @@ fn version_names_the_commit_and_build() {
 }
 
 #[test]
-fn issue11_check_shows_feedback_edges_and_their_delay() {
-    // Feedback edges did not exist before issue 11; check must show each one.
+fn check_shows_feedback_edges_and_their_delay() {
+    // `check` shows each feedback edge.
     let o = morphrt(&["check", "scenes/ping-pong.json", "--profile", "strict"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
@@ -624,7 +624,7 @@ fn chain_scene(gains: usize) -> String {
 }
 
 #[test]
-fn issue11_a_million_node_chain_checks_and_a_100k_chain_renders() {
+fn a_million_node_chain_checks_and_a_100k_chain_renders() {
     // A 100,000-node chain overflowed the stack (exit 134) in graph compile.
     let dir = temp_dir("deep-chain");
     let big = dir.join("chain-1m.json");

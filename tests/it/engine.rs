@@ -363,11 +363,11 @@ fn paths_of_different_latency_are_aligned_where_they_meet() {
     }
 }
 
-/// Issue 10: state rebuilt on restore (FFT partitions, oversampler history)
+/// State rebuilt on restore (FFT partitions, oversampler history)
 /// is computed under the node's own FP mode, whatever the caller's: a node's
 /// `restore` sees flush-to-zero exactly when its profile has it.
 #[test]
-fn issue10_restore_runs_under_each_nodes_fp_mode() {
+fn restore_runs_under_each_nodes_fp_mode() {
     use morphrt::dsp::fpmode::{flush_is_on, FpGuard};
     use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
     use std::sync::atomic::{AtomicU8, Ordering};

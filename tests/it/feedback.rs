@@ -1,4 +1,4 @@
-//! Feedback edges (issue 11): loops through an edge with a `"delay"` in
+//! Feedback edges: loops through an edge with a `"delay"` in
 //! samples. Strict output is the same at every block size; a comb's impulse
 //! response and a Karplus–Strong string match sample-by-sample oracles
 //! written here; the lines are engine state (snapshot, restore, migration,
@@ -54,8 +54,8 @@ fn same_bits_at_every_block_size(name: &str, text: &str, frames: u64) {
 }
 
 #[test]
-fn issue11_karplus_strong_is_bit_identical_at_block_sizes_1_64_and_4096() {
-    // A loop's output must not depend on where blocks end (issue 11).
+fn karplus_strong_is_bit_identical_at_block_sizes_1_64_and_4096() {
+    // A loop's output does not depend on where blocks end.
     let text = karplus_strong(109);
     same_bits_at_every_block_size("karplus-strong", &text, 9000);
     // And it rings: energy long after the burst, decaying.
@@ -71,13 +71,13 @@ fn issue11_karplus_strong_is_bit_identical_at_block_sizes_1_64_and_4096() {
 }
 
 #[test]
-fn issue11_ping_pong_is_bit_identical_at_block_sizes_1_64_and_4096() {
+fn ping_pong_is_bit_identical_at_block_sizes_1_64_and_4096() {
     // Two delays cross-fed by feedback edges, with events inside the loop.
     same_bits_at_every_block_size("ping-pong", &ping_pong(), 96_000);
 }
 
 #[test]
-fn issue11_ping_pong_echoes_alternate_left_and_right() {
+fn ping_pong_echoes_alternate_left_and_right() {
     // The pluck at 0 echoes left at 250 ms, right at 500 ms, left at 750 ms.
     let out = render_to_vec(&mut engine(&ping_pong(), Some(Profile::Strict), 64), 48_000);
     let energy = |c: usize, from_ms: usize| -> f64 {
@@ -111,7 +111,7 @@ fn comb(period: usize, g: &str, block: usize) -> Vec<f64> {
 }
 
 #[test]
-fn issue11_a_feedback_combs_impulse_response_is_a_geometric_series() {
+fn a_feedback_combs_impulse_response_is_a_geometric_series() {
     // The oracle: g^k at every multiple k of the period, 0 elsewhere.
     for (period, block) in [(37, 64), (1, 64), (64, 64), (100, 7)] {
         let y = comb(period, "0.5", block);
@@ -138,7 +138,7 @@ fn issue11_a_feedback_combs_impulse_response_is_a_geometric_series() {
 }
 
 #[test]
-fn issue11_karplus_strong_matches_a_sample_by_sample_oracle() {
+fn karplus_strong_matches_a_sample_by_sample_oracle() {
     // The classic string: y[n] = x[n] + c·y[n−P] + c·y[n−P−1] (two feedback
     // taps averaging the loop). Channel 1 carries the burst x, so the
     // oracle below recomputes y from x with the mix's summing order.
@@ -171,8 +171,8 @@ fn issue11_karplus_strong_matches_a_sample_by_sample_oracle() {
 }
 
 #[test]
-fn issue11_a_feedback_line_is_state_snapshot_restore_and_reset_carry_it() {
-    // The loop's delay line must travel with the engine state (issue 11).
+fn a_feedback_line_is_state_that_snapshot_restore_and_reset_carry() {
+    // The loop's delay line travels with the engine state.
     let text = karplus_strong(200);
     let whole = render_to_vec(&mut engine(&text, Some(Profile::Strict), 64), 6000);
     let mut a = engine(&text, Some(Profile::Strict), 64);
@@ -201,7 +201,7 @@ fn issue11_a_feedback_line_is_state_snapshot_restore_and_reset_carry_it() {
 }
 
 #[test]
-fn issue11_a_profile_switch_carries_the_feedback_line_converting_precision() {
+fn a_profile_switch_carries_the_feedback_line_converting_precision() {
     // Like a delay node's buffer, the line continues across strict → repro.
     let text = karplus_strong(200);
     let mut strict = engine(&text, Some(Profile::Strict), 64);
@@ -225,7 +225,7 @@ fn issue11_a_profile_switch_carries_the_feedback_line_converting_precision() {
 }
 
 #[test]
-fn issue11_nan_inside_a_loop_is_silenced_reported_and_the_loop_recovers() {
+fn nan_inside_a_loop_is_silenced_reported_and_the_loop_recovers() {
     // A loop gain of 1e6 overflows to Inf within 52 passes: the node
     // that produced it is reported, its output silenced and the loop reset.
     let text = r#"{ "version": "1.0",
@@ -252,7 +252,7 @@ fn issue11_nan_inside_a_loop_is_silenced_reported_and_the_loop_recovers() {
 }
 
 #[test]
-fn issue11_latency_compensation_still_aligns_inputs_inside_a_loop() {
+fn latency_compensation_aligns_inputs_inside_a_loop() {
     // A loop node meeting a 45-sample saturator path and a dry path: the dry
     // one is delayed to match, the feedback edge only by its own delay.
     let text = r#"{ "version": "1.0",

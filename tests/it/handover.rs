@@ -101,13 +101,13 @@ fn golden_bound(name: &str, p: Profile) -> f64 {
     }
 }
 
-/// Test 1 (continuity): every shipped scene, switched strict → repro →
+/// Continuity: every shipped scene, switched strict → repro →
 /// live → strict while it plays, stays within each profile's parity bound
 /// of an uninterrupted strict render, and no switch clicks: the largest
 /// sample-to-sample step within 5 ms of a switch is no larger than the
 /// largest step elsewhere.
 #[test]
-fn issue7_switching_profiles_while_playing_is_continuous_and_within_parity() {
+fn switching_profiles_while_playing_is_continuous_and_within_parity() {
     for path in common::shipped_scenes() {
         let name = common::stem(&path);
         let text = std::fs::read_to_string(&path).unwrap();
@@ -223,13 +223,13 @@ fn scene_path() -> PathBuf {
     common::root().join("scenes/state.json")
 }
 
-/// Test 2 (state carried): an oscillator's phase, a delay line's contents
+/// State carried: an oscillator's phase, a delay line's contents
 /// and a convolution tail continue through an edit of an unrelated param
 /// (bit for bit, under each profile) and through a profile switch (within
 /// the parity bound; without the carried state the echo and the tail would
 /// be missing after the switch and the sine would restart at phase 0).
 #[test]
-fn issue7_state_carries_through_an_edit_and_a_profile_switch() {
+fn state_carries_through_an_edit_and_a_profile_switch() {
     let path = scene_path();
     let base = state_scene(0.2);
     let edited = state_scene(0.3);
@@ -301,10 +301,10 @@ fn issue7_state_carries_through_an_edit_and_a_profile_switch() {
     let _ = weakest;
 }
 
-/// Test 3: a param-only edit under one profile is bit-identical to the same
+/// A param-only edit under one profile is bit-identical to the same
 /// change made by a scene event at the swap sample S.
 #[test]
-fn issue7_a_param_edit_equals_the_same_change_made_by_an_event() {
+fn a_param_edit_equals_the_same_change_made_by_an_event() {
     let path = common::root().join("scenes/pluck-delay.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let s_at = 38_400u64; // 0.8 s, a block boundary at 64
@@ -347,7 +347,7 @@ fn issue7_a_param_edit_equals_the_same_change_made_by_an_event() {
 /// A changed op under the same id and a state that no longer fits (a new
 /// delay size) start fresh and are named; the rest carries.
 #[test]
-fn issue7_nodes_that_cannot_carry_start_fresh_and_are_named() {
+fn nodes_that_cannot_carry_start_fresh_and_are_named() {
     use morphrt::engine::Notice;
     let path = scene_path();
     let base = state_scene(0.2);
@@ -379,7 +379,7 @@ fn issue7_nodes_that_cannot_carry_start_fresh_and_are_named() {
 /// The scene's `edit.ramp` and a node's own `ramp` set how long an edited
 /// param glides.
 #[test]
-fn issue7_the_edit_ramp_is_configurable() {
+fn the_scenes_edit_ramp_and_a_nodes_ramp_set_how_long_an_edit_glides() {
     let path = scene_path();
     let with = |extra: &str, node_ramp: &str, amp: f64| {
         state_scene(amp)
@@ -425,7 +425,7 @@ fn issue7_the_edit_ramp_is_configurable() {
 /// A live session's auto-seed becomes the session seed: switching a noise
 /// scene without a seed from live to strict (which needs one) works.
 #[test]
-fn issue7_a_live_auto_seed_carries_to_strict() {
+fn a_live_auto_seed_carries_to_strict() {
     let path = scene_path();
     let text = r#"{ "version": "1.0", "nodes": [ { "id": "hiss", "op": "noise", "params": { "amp": 0.1 } } ],
                     "outputs": { "main": ["hiss"] } }"#;

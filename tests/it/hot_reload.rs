@@ -1,4 +1,4 @@
-//! Issue 7, test 4: the scene file saved in every way editors save it,
+//! The scene file saved in every way editors save it,
 //! against a running `morphrt run --device clock --capture` (the real
 //! binary, paced in real time): every complete save is applied, no partial
 //! file is ever committed, the watcher never dies, and the capture has no gap.
@@ -94,7 +94,7 @@ fn wait_applied(lines: &Receiver<String>, to: f64, log: &mut Vec<String>) -> boo
 }
 
 #[test]
-fn issue7_every_save_style_is_applied_and_nothing_partial_is_committed() {
+fn every_save_style_is_applied_and_nothing_partial_is_committed() {
     let dir = common::temp_dir("hot-reload");
     let path = dir.join("scene.json");
     let capture = dir.join("take.wav");

@@ -116,8 +116,8 @@ fn a_scene_on_standard_input_still_renders() {
     assert!(dir.join("out.wav").is_file());
 }
 
-// A device as a resource is refused as a device (a FIFO or a directory was
-// already, tests/it/messages.rs).
+// A device as a resource is refused as a device (a FIFO or a directory:
+// tests/it/messages.rs).
 #[test]
 fn a_resource_that_is_a_device_is_refused_as_one() {
     if !is_root() {

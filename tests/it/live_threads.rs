@@ -131,7 +131,7 @@ fn audio_thread(cell: Arc<PlayerCell>, stop: Arc<AtomicBool>) -> std::thread::Jo
 }
 
 #[test]
-fn issue7_old_engines_are_dropped_on_the_control_thread() {
+fn old_engines_are_dropped_on_the_control_thread() {
     let dropped_on = Arc::new(Mutex::new(None));
     let first = with_probe(
         plan(SCENE),
@@ -166,7 +166,7 @@ fn issue7_old_engines_are_dropped_on_the_control_thread() {
 }
 
 #[test]
-fn issue7_a_panicking_node_is_muted_and_playback_goes_on() {
+fn a_panicking_node_is_muted_and_playback_goes_on() {
     morphrt::host::live::player::install_panic_hook();
     let dropped_on = Arc::new(Mutex::new(None));
     let p = with_probe(
@@ -218,9 +218,9 @@ fn issue7_a_panicking_node_is_muted_and_playback_goes_on() {
 }
 
 // The callback's outbox, which holds replies while the control thread has
-// not drained a full queue, gave them back newest first (`Vec::pop`): a
-// `Retired` could reach the control thread before the `Swapped` of the
-// same handover. Replies now arrive in the order they were made.
+// not drained a full queue, gives them back in the order they were made:
+// newest first (`Vec::pop`) would let a `Retired` reach the control thread
+// before the `Swapped` of the same handover.
 #[test]
 fn replies_held_in_the_outbox_arrive_in_order() {
     use morphrt::host::live::player::{FromAudio, ToAudio};

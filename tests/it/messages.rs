@@ -176,7 +176,7 @@ fn wide_main(channels: usize) -> String {
     )
 }
 
-// One unused-gain warning for a million-entry `gains` was 17.8 MB.
+// A million-entry `gains` with unused entries gives one short warning.
 #[test]
 fn a_million_unused_gains_make_one_short_warning() {
     let dir = temp_dir("m-gains");
@@ -200,8 +200,8 @@ fn a_million_unused_gains_make_one_short_warning() {
     );
 }
 
-// A 10,000-channel `main` was listed whole by `check`, and 70,000 channels
-// passed `check` but not `render`.
+// A 10,000-channel `main` is listed capped by `check`, and one channel
+// limit holds in `check` and `render` alike.
 #[test]
 fn the_main_bus_is_listed_capped_and_limited_alike_everywhere() {
     let dir = temp_dir("m-main");
@@ -234,8 +234,8 @@ fn the_main_bus_is_listed_capped_and_limited_alike_everywhere() {
     assert_eq!(morphrt(&["check", &path]).status.code(), Some(0));
 }
 
-// A 20,000-node chain slower than real time was advised to lighten a node
-// that is 0 % of the estimate.
+// A 20,000-node chain slower than real time is advised by operator, not
+// told to lighten one node that is 0 % of the estimate.
 #[test]
 fn a_slow_scene_of_many_equal_nodes_is_advised_by_operator() {
     let dir = temp_dir("m-chain");
@@ -263,7 +263,8 @@ fn a_slow_scene_of_many_equal_nodes_is_advised_by_operator() {
     assert!(!help.contains(" 0%"), "{help}");
 }
 
-// `--seed -1` suggested `-- -1`; a seed over the maximum did not name it.
+// `--seed -1` and a seed over the maximum are answered with the seed's
+// range (not a suggestion to write `-- -1`).
 #[test]
 fn a_bad_seed_gives_the_seed_range() {
     let dir = temp_dir("m-seed");
@@ -326,7 +327,7 @@ fn a_length_under_one_sample_says_so() {
     assert!(err.contains("duration `0s` is zero"), "{err}");
 }
 
-// `-d 1m30s` worked but a scene's `"duration": "1m30s"` was refused.
+// A scene's `"duration": "1m30s"` is read as `-d 1m30s` is.
 #[test]
 fn a_scene_takes_hours_and_minutes_as_the_command_line_does() {
     let dir = temp_dir("m-clock");
@@ -369,7 +370,7 @@ fn a_scene_takes_hours_and_minutes_as_the_command_line_does() {
     }
 }
 
-// A scene saved with a UTF-8 byte order mark was "expected value at 1:1".
+// A scene saved with a UTF-8 byte order mark loads (the mark is skipped).
 #[test]
 fn a_byte_order_mark_is_skipped() {
     let dir = temp_dir("m-bom");
@@ -466,9 +467,10 @@ fn wav_bytes(tag: u16, bits: u16, data: &[u8]) -> Vec<u8> {
     v
 }
 
-// A directory or FIFO named x.wav was "not found", a 0-byte WAV "Failed to
-// read enough bytes.", a 64-bit float WAV "bits per sample is not 32", and
-// a WAV of no frames played silence without a word.
+// A directory or FIFO named x.wav, a 0-byte WAV, a 64-bit float WAV and a
+// WAV of no frames are each described by what they are (not "not found",
+// "Failed to read enough bytes." or "bits per sample is not 32", and not
+// silence without a word).
 #[test]
 fn resource_files_are_described_by_what_they_are() {
     let reads =
@@ -535,8 +537,8 @@ fn resource_files_are_described_by_what_they_are() {
 }
 
 // A WAV whose data chunk declares more samples than the file holds (a copy
-// or a download cut short) was refused as "Failed to read enough bytes.",
-// and one cut inside its header the same way.
+// or a download cut short), or one cut inside its header, is refused as cut
+// short (not "Failed to read enough bytes.").
 #[test]
 fn a_wav_file_cut_short_says_so() {
     let dir = temp_dir("m-res-cut");

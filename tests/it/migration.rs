@@ -10,8 +10,9 @@
 //! a jump: the output right after the switch is compared with an
 //! uninterrupted run under the new profile. The remaining difference is the
 //! old path's last few already-computed outputs (1× vs 2× of the same
-//! signal), which is far below the bound; before the fix the output jumped
-//! 39 samples and went silent for ~40 (worst |diff| ≈ 0.54 here).
+//! signal), which is far below the bound; a switch that dropped the old
+//! path's state would jump 39 samples and go silent for ~40 (worst |diff| ≈
+//! 0.54 here).
 
 use crate::support as common;
 
@@ -77,8 +78,8 @@ fn switch(src: &str, at: u64, len: u64) -> Vec<(Profile, Profile, f64, usize, f6
 /// The bounds on the switch transient (worst |diff| vs an uninterrupted run
 /// at the new factor, 0.5-amplitude 1 kHz sine) sit about 2× over what is
 /// measured: saturator ≈ 7.5e-7, diode clipper ≈ 2.7e-4 (the old path's last
-/// outputs against the new path's); the code without the fix gives ≈ 0.54
-/// (saturator) and ≈ 0.47 (diode clipper).
+/// outputs against the new path's); a switch that drops the old path's
+/// state gives ≈ 0.54 (saturator) and ≈ 0.47 (diode clipper).
 fn check(src: &str, bound: f64) {
     for (from, to, worst, i, got, want) in switch(src, 12_000, 400) {
         assert!(
@@ -90,12 +91,12 @@ fn check(src: &str, bound: f64) {
 }
 
 #[test]
-fn issue3_a_profile_switch_keeps_a_saturator_continuous() {
+fn a_profile_switch_keeps_a_saturator_continuous() {
     check(&scene("saturator", r#"{"drive":"0dB"}"#), 1.5e-6);
 }
 
 #[test]
-fn issue3_a_profile_switch_keeps_a_diode_clipper_continuous() {
+fn a_profile_switch_keeps_a_diode_clipper_continuous() {
     check(&scene("diode_clipper", r#"{"drive":"0dB"}"#), 5e-4);
 }
 
@@ -115,9 +116,9 @@ fn run_all(e: &mut Engine, to: u64) -> Vec<Vec<f64>> {
 
 /// The delay lines that align a dry path with a latent one (an edge's, and
 /// the main bus's) hold the same signal under every profile, so a profile
-/// switch carries them. They used to carry only when the node's profile was
-/// unchanged: after a switch the dry path went silent for the latency — as
-/// a strict snapshot resumed under repro showed (no crossfade hides it).
+/// switch carries them. Carried only when the node's profile is unchanged,
+/// the dry path would go silent for the latency after a switch — as a
+/// strict snapshot resumed under repro shows (no crossfade hides it).
 #[test]
 fn a_profile_switch_carries_latency_compensation_delay_lines() {
     // `m` hears the gate muted and the dry sine through its edge's delay

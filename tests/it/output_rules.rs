@@ -332,7 +332,7 @@ fn a_name_without_the_writers_extension_is_refused() {
     assert!(partials(&dir).is_empty());
 }
 
-// A FIFO was replaced by a regular file.
+// A FIFO is streamed to, or refused; never replaced by a regular file.
 #[test]
 fn a_fifo_is_streamed_to_or_refused_never_replaced() {
     let dir = fixture("fifo");

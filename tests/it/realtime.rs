@@ -104,8 +104,8 @@ fn process_block_never_allocates_or_frees() {
 /// with a precision change on the edge and an event ramping a param inside
 /// the loop: still no allocation or free in `process_block`.
 #[test]
-fn issue11_a_one_sample_loop_never_allocates_or_frees() {
-    // Feedback edges (issue 11) add a write pass and chunking to the block loop.
+fn a_one_sample_loop_never_allocates_or_frees() {
+    // Feedback edges add a write pass and chunking to the block loop.
     let text = r#"{ "version": "1.0",
          "nodes": [ { "id": "hit", "op": "impulse", "params": { "freq": "50Hz" } }, { "id": "sum", "op": "mix" },
                     { "id": "damp", "op": "onepole", "params": { "cutoff": "2kHz" } },
@@ -420,11 +420,11 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
     (a1 - a0, f1 - f0, changes)
 }
 
-/// Issue 7, test 5: the zero-allocation callback test with a handover
+/// The zero-allocation callback test with a handover
 /// every 100 blocks (param edits, structural edits, profile switches) over
 /// 10,000 blocks.
 #[test]
-fn issue7_handovers_never_allocate_in_the_callback_over_10000_blocks() {
+fn a_handover_every_100_blocks_never_allocates_in_the_callback_over_10000_blocks() {
     let scene = common::root().join("scenes/pluck-delay.json");
     let (allocs, frees, changes) = handovers_in_the_callback(&scene, 10_000);
     assert!(changes >= 99, "{changes} handovers");
@@ -433,7 +433,7 @@ fn issue7_handovers_never_allocate_in_the_callback_over_10000_blocks() {
 
 /// The same with every shipped scene, over 1,200 blocks (12 handovers each).
 #[test]
-fn issue7_handovers_never_allocate_in_the_callback_for_any_scene() {
+fn handovers_never_allocate_in_the_callback_for_any_scene() {
     for path in common::shipped_scenes() {
         let (allocs, frees, changes) = handovers_in_the_callback(&path, 1_200);
         assert!(changes >= 11, "{}: {changes} handovers", path.display());

@@ -107,7 +107,7 @@ fn run(op: &str, params: &str, profile: Profile, sign: f64, dir: &Path) -> (Vec<
 }
 
 #[test]
-fn issue10_every_operator_recovers_from_an_overflow_at_its_input() {
+fn every_operator_recovers_from_an_overflow_at_its_input() {
     let dir = common::temp_dir("recovery");
     std::fs::create_dir_all(dir.join("resources")).unwrap();
     write_ir(&dir.join("resources").join("ir.wav"));
@@ -221,7 +221,7 @@ fn swept_effects_sound_again_after_an_overflow_at_their_input() {
 /// hold is silenced and named, the same node under strict (f64, where the
 /// value is still finite) as under repro and live (f32, where it is an
 /// infinity). A `dc` of 1e6 through seven `gain`s of 1e6 reaches 1e42 at
-/// the sixth; under strict every sample used to reach the f32 WAV as +Inf.
+/// the sixth, which the f32 WAV of a strict render would hold as +Inf.
 #[test]
 fn a_node_beyond_f32s_range_is_silenced_and_named_in_every_profile() {
     let mut nodes = vec![r#"{ "id": "d", "op": "dc", "params": { "value": 1e6 } }"#.to_string()];

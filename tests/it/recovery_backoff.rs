@@ -7,9 +7,9 @@
 //! and a `biquad` that also filter a sine: their summed input is beyond
 //! f32's range (infinite in f32; in f64 a value no f32 holds, which the
 //! engine treats as an overflow too), so both filters (and only they) fail
-//! for as long as the events last, under every profile. Before the backoff, a node that failed twice within
-//! a second was muted for a second: a 0.1 s overflow silenced both filters
-//! until 1.05 s.
+//! for as long as the events last, under every profile. Without the
+//! backoff, a node that fails twice within a second would be muted for a
+//! second: a 0.1 s overflow would silence both filters until 1.05 s.
 
 use crate::support as common;
 

@@ -1,4 +1,4 @@
-//! Regression tests for issues 2 and 11: each once demonstrated a defect.
+//! Regression tests: each checks a behaviour that a defect once broke.
 
 use crate::support as common;
 
@@ -11,7 +11,7 @@ use morphrt::scene::load_str;
 /// Engine::reset must return to the post-build state: params changed by
 /// events (numeric and discrete) must go back to their scene values.
 #[test]
-fn issue2_reset_restores_params_changed_by_events() {
+fn reset_restores_params_changed_by_events() {
     let text = r#"{ "version": "1.0",
       "nodes": [ { "id": "v", "op": "dc", "params": { "value": 0.25 } } ],
       "outputs": { "main": ["v"] },
@@ -30,7 +30,7 @@ fn issue2_reset_restores_params_changed_by_events() {
 /// Discrete params (enum `mode`) changed by an event must survive
 /// snapshot → restore into a freshly built engine.
 #[test]
-fn issue2_snapshot_restore_keeps_an_event_changed_filter_mode() {
+fn snapshot_restore_keeps_an_event_changed_filter_mode() {
     let text = r#"{ "version": "1.0",
       "nodes": [ { "id": "src", "op": "saw", "params": { "freq": "220Hz" } },
                  { "id": "f", "op": "biquad", "params": { "mode": "lowpass", "cutoff": "500Hz" } } ],
@@ -52,10 +52,9 @@ fn issue2_snapshot_restore_keeps_an_event_changed_filter_mode() {
 }
 
 /// An event on a param the node only reads at build (noise `seed`, delay
-/// `max_time`, cast `to`) used to be accepted and silently ignored; it is
-/// now a located error.
+/// `max_time`, cast `to`) is a located error, not silently ignored.
 #[test]
-fn issue2_events_on_build_time_params_are_not_silently_ignored() {
+fn an_event_on_a_build_time_param_is_a_located_error() {
     let base = |events: &str| {
         format!(
             r#"{{ "version": "1.0", "seed": 1,
@@ -86,7 +85,7 @@ fn issue2_events_on_build_time_params_are_not_silently_ignored() {
 /// increment so PolyBLEP sees dt ≈ 0.98: the saw comes out as 0…0.96 with a
 /// large DC offset instead of a falling ±1 ramp.
 #[test]
-fn issue2_saw_at_negative_frequency_is_a_falling_saw_without_dc() {
+fn a_saw_at_negative_frequency_is_a_falling_saw_without_dc() {
     let text = r#"{ "version": "1.0",
       "nodes": [ { "id": "o", "op": "saw", "params": { "freq": -1000 } } ],
       "outputs": { "main": ["o"] } }"#;
@@ -96,12 +95,12 @@ fn issue2_saw_at_negative_frequency_is_a_falling_saw_without_dc() {
     assert!(mean.abs() < 0.01 && min < -0.9, "mean {mean}, min {min}");
 }
 
-/// A direct-form biquad driven unstable by wild cutoff modulation used to
-/// keep NaN state forever; it must recover once the modulation calms down.
+/// A direct-form biquad driven unstable by wild cutoff modulation does not
+/// keep NaN state forever: it recovers once the modulation calms down.
 /// (It fails more than once within a second, so the engine mutes it for a
 /// second and then runs it again from a clean state.)
 #[test]
-fn issue2_biquad_recovers_after_instability() {
+fn a_biquad_recovers_after_instability() {
     // A ±100 kHz square modulates the cutoff for the first 2000 samples only.
     let text = r#"{ "version": "1.0",
       "nodes": [ { "id": "src", "op": "saw", "params": { "freq": "220Hz" } },
@@ -127,7 +126,7 @@ fn issue2_biquad_recovers_after_instability() {
 
 /// A float WAV holding NaN is rejected at compile, naming the file and node.
 #[test]
-fn issue2_resource_with_non_finite_samples_is_rejected() {
+fn a_resource_with_non_finite_samples_is_rejected() {
     let dir = std::env::temp_dir().join(format!("morphrt-nan-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("resources")).unwrap();
     let spec = hound::WavSpec {
@@ -158,7 +157,7 @@ fn issue2_resource_with_non_finite_samples_is_rejected() {
 /// A link inside resources/ must not lead outside it.
 #[cfg(unix)]
 #[test]
-fn issue2_resource_links_cannot_escape() {
+fn resource_links_cannot_escape_the_resources_dir() {
     let dir = std::env::temp_dir().join(format!("morphrt-link-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("resources")).unwrap();
     std::fs::write(dir.join("secret.wav"), b"RIFF").unwrap();
@@ -193,11 +192,11 @@ fn write_test_wav(dir: &std::path::Path, name: &str, n: usize) -> Vec<f64> {
         .collect()
 }
 
-/// The sampler could not be retriggered: an event raising `trigger` now
-/// restarts the file at exactly the event's sample, under strict and repro,
+/// The sampler retriggers: an event raising `trigger` restarts the file
+/// at exactly the event's sample, under strict and repro,
 /// at any block size.
 #[test]
-fn issue11_sampler_retriggers_at_the_event_sample() {
+fn the_sampler_retriggers_at_the_event_sample() {
     let dir = std::env::temp_dir().join(format!("morphrt-retrig-{}", std::process::id()));
     let wav = write_test_wav(&dir, "t.wav", 700);
     let text = r#"{ "version": "1.0",
@@ -233,10 +232,10 @@ fn issue11_sampler_retriggers_at_the_event_sample() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The unknown-param error of an event offered `file`, which an event may
-/// not set; the list now holds only params events can change.
+/// The unknown-param error of an event lists only params events can change
+/// (not `file`, which an event may not set).
 #[test]
-fn issue11_unknown_event_param_lists_only_settable_params() {
+fn unknown_event_param_lists_only_settable_params() {
     let dir = std::env::temp_dir().join(format!("morphrt-evlist-{}", std::process::id()));
     write_test_wav(&dir, "t.wav", 10);
     let text = r#"{ "version": "1.0",
@@ -269,7 +268,7 @@ fn issue11_unknown_event_param_lists_only_settable_params() {
 /// +1.7e-3 DC; it must start and end at zero with no DC, and be exactly
 /// what its generator (resources/make/kick.json) renders.
 #[test]
-fn issue11_kick_resource_loops_cleanly_and_matches_its_generator() {
+fn the_kick_resource_loops_cleanly_and_matches_its_generator() {
     let path = common::root().join("resources/kick.wav");
     let kick: Vec<f64> = hound::WavReader::open(&path)
         .unwrap()

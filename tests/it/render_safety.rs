@@ -1,6 +1,6 @@
 //! `render` never loses a user's data, and says what it made: one test per
-//! line of the issue section "Never lose a user's data" (each of which once
-//! happened with exit 0), and the levels report of "Show what was made".
+//! way a render could lose data while exiting 0, and the levels report
+//! (what was made).
 //! Every test runs the real binary; they hold as root (CI) and as a normal
 //! user.
 
@@ -166,8 +166,8 @@ fn an_output_that_is_a_resource_is_refused() {
     assert!(partials(&dir.join("resources")).is_empty());
 }
 
-// A read-only (0444) output file owned by another user was silently
-// replaced and became 0644.
+// A read-only (0444) output file owned by another user is not replaced
+// (nor made 0644), even by root.
 #[test]
 fn a_read_only_file_is_not_replaced_even_by_root() {
     let dir = temp_dir("safety-readonly");
@@ -280,9 +280,10 @@ fn a_fifo_is_streamed_to_without_a_temporary_file() {
     assert!(partials(&dir).is_empty());
 }
 
-// `-o` pointing at a device node replaced it (as root, `/dev/full` became a
-// WAV file); `-o /dev/null --hash` failed for a normal user, whose
-// temporary file could not be created in /dev. The system's devices are
+// `-o` pointing at a device node writes to the device and never replaces
+// it (as root, `/dev/full` must not become a WAV file); `-o /dev/null
+// --hash` works for a normal user, who cannot create a temporary file in
+// /dev. The system's devices are
 // only written as a normal user (who cannot replace them); as root, the
 // test makes its own device nodes.
 #[test]
@@ -420,9 +421,9 @@ fn past_4_gib_the_header_is_rf64() {
     assert_eq!(&header[96..100], b"data");
 }
 
-// A scene `"duration":"1000000000s"` was accepted (the CLI limit was not
-// applied to scene durations) and left a 9.3 GB hidden `.partial` when
-// killed. One limit, stated in the error, before anything is written.
+// A scene `"duration":"1000000000s"` meets the command line's limit (else
+// a killed render would leave a 9.3 GB hidden `.partial`): one limit,
+// stated in the error, before anything is written.
 #[test]
 fn one_duration_limit_for_the_scene_and_the_command_line() {
     let dir = temp_dir("safety-limit");

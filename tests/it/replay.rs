@@ -129,7 +129,7 @@ fn record(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 }
 
 #[test]
-fn issue8_a_recorded_session_replays_bit_for_bit() {
+fn a_recorded_session_replays_bit_for_bit() {
     let dir = common::temp_dir("replay");
     let (journal, capture) = record(&dir);
     let cap = wav(&capture);
@@ -192,7 +192,7 @@ fn issue8_a_recorded_session_replays_bit_for_bit() {
 }
 
 #[test]
-fn issue8_bad_journals_get_clear_errors() {
+fn bad_journals_get_clear_errors() {
     let dir = common::temp_dir("bad-journals");
     let (journal, _) = record(&dir);
     let text = std::fs::read_to_string(&journal).unwrap();
@@ -250,7 +250,7 @@ fn issue8_bad_journals_get_clear_errors() {
 /// starts from it, plays exactly what `render --resume` renders, and its
 /// journal replays bit for bit.
 #[test]
-fn issue8_w_writes_a_snapshot_and_run_resumes_from_it() {
+fn w_writes_a_snapshot_and_run_resumes_from_it() {
     let dir = common::temp_dir("w-resume");
     let path = dir.join("scene.json");
     std::fs::copy(common::root().join("scenes/pluck-delay.json"), &path).unwrap();
@@ -436,9 +436,9 @@ fn replay_writes_wav_names_only() {
     assert!(!wav(&dir.join("ok.WAV")).is_empty());
 }
 
-// `replay -o /dev/full` exited 0: write errors were ignored (and as root
-// the device was replaced by a regular file). Devices are streamed to in
-// place, and a write error is exit 1 naming the path. The system's devices
+// `replay -o /dev/full` does not exit 0 or replace the device with a
+// regular file (as root): devices are streamed to in place, and a write
+// error is exit 1 naming the path. The system's devices
 // are written only as a normal user; as root, the test makes its own.
 #[test]
 fn replay_streams_to_devices_and_reports_write_errors() {

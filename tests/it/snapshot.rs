@@ -146,7 +146,7 @@ fn rel_rms(reference: &[Vec<f64>], x: &[Vec<f64>], skip: &[(u64, u64)]) -> f64 {
     (num / den.max(1e-300)).sqrt()
 }
 
-/// Test 1: for every shipped scene under `profile`, rendering the golden
+/// For every shipped scene under `profile`, rendering the golden
 /// length equals rendering the first half, writing a snapshot, and resuming
 /// it (through the file) for the second half, bit for bit. Strict is also
 /// held to its golden (so taking a snapshot did not disturb the render), and
@@ -198,7 +198,7 @@ fn resume_continues_every_scene_bit_for_bit(profile: Profile) {
             );
         }
 
-        // Test 2's first half, on every scene: read and written again, same bytes.
+        // Read and written again, on every scene: the same bytes.
         let bytes = std::fs::read(&file).unwrap();
         let snap = SnapshotFile::read(&file).unwrap();
         assert_eq!(snap.clock, half);
@@ -283,7 +283,7 @@ resume_tests! {
     resume_equals_an_uninterrupted_render_live: Profile::Live,
 }
 
-/// Test 2: a snapshot written, read and written again is byte-identical; so
+/// A snapshot written, read and written again is byte-identical; so
 /// is the snapshot of an engine restored from it; and restoring the first
 /// file or the rewritten one reproduces the same next second as the engine
 /// that never stopped, bit for bit.
@@ -533,7 +533,7 @@ fn refused(o: &std::process::Output, needles: &[&str]) {
     }
 }
 
-/// Test 4: damaged files are refused with exit code 2, naming the file and
+/// Damaged files are refused with exit code 2, naming the file and
 /// what is wrong.
 #[test]
 fn truncated_corrupted_and_foreign_snapshots_are_refused() {
@@ -637,7 +637,7 @@ fn truncated_corrupted_and_foreign_snapshots_are_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Test 4: a snapshot of another version of the scene carries by the
+/// A snapshot of another version of the scene carries by the
 /// handover's rules with a warning, naming each node that starts fresh.
 #[test]
 fn a_snapshot_of_an_edited_scene_resumes_with_a_warning_naming_fresh_nodes() {
@@ -682,7 +682,7 @@ fn a_snapshot_of_an_edited_scene_resumes_with_a_warning_naming_fresh_nodes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Test 4: resources. A changed resource is a warning naming it; a missing
+/// Resources: a changed resource is a warning naming it; a missing
 /// one the scene still reads is an error naming it.
 #[test]
 fn a_changed_resource_is_a_warning_and_a_missing_one_an_error() {
@@ -727,8 +727,8 @@ fn a_changed_resource_is_a_warning_and_a_missing_one_an_error() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A damaged snapshot given to `render --resume` or `run --resume` was
-/// reported as a usage error; it is bad input, located in the file: its
+/// A damaged snapshot given to `render --resume` or `run --resume` is bad
+/// input (not a usage error), located in the file: its
 /// path and the line and column where it stops making sense, as scene
 /// errors are (and `check --json` would give them).
 #[test]
@@ -774,12 +774,11 @@ fn a_bad_snapshot_is_bad_input_located_in_the_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-// `saw` and `square` gained a `phase` param; a snapshot written before
-// (tests/fixtures/snapshots/saw-square-before-phase.json, by the build
-// before it, of tests/fixtures/snapshots/saw.json at 0.5 s) was refused
-// because its params no longer matched. It resumes with `phase` at its
-// default, and the continuation is the full render's second half, bit for
-// bit.
+// A snapshot without the `phase` param of `saw` and `square`
+// (tests/fixtures/snapshots/saw-square-before-phase.json, of
+// tests/fixtures/snapshots/saw.json at 0.5 s, written by a build whose
+// oscillators had no `phase`) resumes with `phase` at its default, and the
+// continuation is the full render's second half, bit for bit.
 #[test]
 fn a_snapshot_from_before_a_param_was_added_resumes_with_its_default() {
     let dir = temp_dir("snapshot-older-params");

@@ -53,10 +53,10 @@ fn line_of(text: &str, needle: &str) -> usize {
         .unwrap_or_else(|| panic!("no line with `{needle}` in:\n{text}"))
 }
 
-// `run --capture take.wav` replaced the take of the previous session
-// without a word (and `--journal` its journal). A taken name now moves on
-// to take-2.wav, take-3.wav, …, said before playing and in the summary;
-// `--overwrite` replaces.
+// `run --capture take.wav` never replaces the take of a previous session
+// (nor `--journal` its journal): a taken name moves on to take-2.wav,
+// take-3.wav, …, said before playing and in the summary; `--overwrite`
+// replaces.
 #[test]
 fn a_taken_name_moves_on_to_the_next_number_unless_overwrite() {
     let dir = scene_dir("takes-numbered");

@@ -107,9 +107,8 @@ fn kill(child: &KillOnDrop, signal: libc::c_int) {
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
 }
 
-// SIGTERM and SIGHUP killed `run` and took the capture with them (only a
-// hidden partial file was left, then removed); SIGINT stopped cleanly but
-// exited 0. Each now stops the session as `q` does and exits 128 + n, with
+// SIGTERM, SIGHUP and SIGINT each stop the session as `q` does (the
+// capture is not lost with the process) and exit 128 + n (not 0), with
 // the capture complete under its name and equal, bit for bit, to the
 // journal's replay.
 #[test]

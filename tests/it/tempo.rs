@@ -286,7 +286,7 @@ fn same_bits(a: &[f64], b: &[f64]) -> bool {
 /// a fresh engine of the edited scene resumed from the file plays on bit
 /// for bit, its beats where the uninterrupted run plays them, not on the
 /// scene's own grid from sample 0 (where a file without the grid puts
-/// them, as every file did before it was kept).
+/// them).
 #[test]
 fn a_snapshot_keeps_the_beat_grid_a_tempo_edit_re_anchored() {
     let (whole, snap) = edited_then_snapshot();
@@ -462,9 +462,9 @@ fn render_resume_continues_on_the_re_anchored_grid_and_refuses_a_bad_one() {
 /// `run --resume` of such a file (the dc at b/100, so the device does not
 /// clip it), an edit that keeps the tempo, and a snapshot by `w`: every
 /// beat plays on the file's grid, before and after the edit (a live
-/// capture did not copy the grid, so the edit's engine took the one its
-/// buffer was shaped with, the scene's from sample 0, and its beats
-/// jumped there); the edit's beats are compared with the resumed engine's
+/// capture copies the grid; without it the edit's engine would take the one
+/// its buffer was shaped with, the scene's from sample 0, and its beats
+/// would jump there); the edit's beats are compared with the resumed engine's
 /// on that grid, so none is said to be in the past; the snapshot `w`
 /// writes holds the file's grid; and the journal replays bit for bit.
 #[test]

@@ -1,4 +1,4 @@
-//! Terminal conventions of the `morphrt` binary (issue 11): `-q`, `-v`,
+//! Terminal conventions of the `morphrt` binary: `-q`, `-v`,
 //! `--color` and `NO_COLOR`, the render progress line, and alsa-lib's own
 //! error lines kept off stderr.
 
@@ -37,10 +37,10 @@ fn in_pty(args: &str, env: &[(&str, &str)]) -> Option<String> {
     Some(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-/// Errors were never coloured; `--color always` colours `error:` and
-/// `help:` even into a pipe, `--color never` does not.
+/// `--color always` colours `error:` and `help:` even into a pipe,
+/// `--color never` does not.
 #[test]
-fn issue11_color_always_and_never() {
+fn color_always_colours_errors_into_a_pipe_and_never_does_not() {
     let o = morphrt(&[
         "--color",
         "always",
@@ -68,7 +68,7 @@ fn issue11_color_always_and_never() {
 
 /// On a terminal, auto colours unless NO_COLOR is set to a non-empty value.
 #[test]
-fn issue11_no_color_disables_auto_colour_on_a_terminal() {
+fn no_color_disables_auto_colour_on_a_terminal() {
     let args = "check tests/fixtures/bad/no-such-file.json";
     let Some(coloured) = in_pty(args, &[]) else {
         eprintln!("`script` is not installed: the terminal case is not run");
@@ -87,7 +87,7 @@ fn issue11_no_color_disables_auto_colour_on_a_terminal() {
 /// `-q` drops warnings and the render summary; errors still print, and
 /// what was asked for on stdout (`--hash`) still comes.
 #[test]
-fn issue11_quiet_keeps_errors_and_asked_for_output_only() {
+fn quiet_keeps_errors_and_asked_for_output_only() {
     let dir = temp_dir("quiet");
     let scene = warned_scene(&dir);
     let out = dir.join("a.wav");
@@ -133,7 +133,7 @@ fn issue11_quiet_keeps_errors_and_asked_for_output_only() {
 /// `-v` adds each node's resolved profile, the session settings and where
 /// every resource was read from.
 #[test]
-fn issue11_verbose_shows_resolved_profiles_and_resource_paths() {
+fn verbose_shows_resolved_profiles_and_resource_paths() {
     let o = morphrt(&["check", "scenes/sampler-groove.json", "--profile", "strict"]);
     assert!(!stderr(&o).contains("read from"), "{}", stderr(&o));
     let o = morphrt(&[
@@ -166,7 +166,7 @@ fn issue11_verbose_shows_resolved_profiles_and_resource_paths() {
 
 /// `-v render` adds the same detail, and how long the compile took.
 #[test]
-fn issue11_verbose_render_adds_settings_and_timing() {
+fn verbose_render_adds_settings_and_timing() {
     let dir = temp_dir("verbose");
     let out = dir.join("a.wav");
     let args = [
@@ -195,7 +195,7 @@ fn issue11_verbose_render_adds_settings_and_timing() {
 
 /// With stderr a pipe, render prints no progress line (only the summary).
 #[test]
-fn issue11_no_progress_line_into_a_pipe() {
+fn render_prints_no_progress_line_into_a_pipe() {
     let dir = temp_dir("progress");
     let out = dir.join("a.wav");
     let o = morphrt(&[
@@ -216,10 +216,10 @@ fn issue11_no_progress_line_into_a_pipe() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `run` without a sound card printed alsa-lib's own "ALSA lib ..." lines
-/// before morphrt's message; only morphrt speaks now.
+/// `run` without a sound card prints none of alsa-lib's own "ALSA lib ..."
+/// lines: only morphrt's message.
 #[test]
-fn issue11_run_prints_no_alsa_lib_lines() {
+fn run_prints_no_alsa_lib_lines() {
     let o = morphrt(&[
         "run",
         "scenes/drone.json",
@@ -242,7 +242,7 @@ fn issue11_run_prints_no_alsa_lib_lines() {
 /// elapsed time and ETA, erases it before the summary, and writes the same
 /// bits as without it.
 #[test]
-fn issue11_progress_line_on_a_terminal() {
+fn a_long_render_on_a_terminal_shows_a_progress_line_and_erases_it() {
     let args = "render scenes/drone.json -o /dev/null -d 600s --hash";
     let Some(tty) = in_pty(args, &[]) else {
         eprintln!("`script` is not installed: the terminal case is not run");

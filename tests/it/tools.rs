@@ -1,6 +1,6 @@
 //! The user tools around scenes: `plot` (a PNG of a scene's main bus or of
 //! a WAV file), `schema` (a JSON Schema of the scene format), `completions`
-//! and `man` (issue 11).
+//! and `man`.
 
 use crate::support as common;
 
@@ -44,7 +44,7 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn issue11_every_shipped_scene_validates_against_the_schema() {
+fn every_shipped_scene_validates_against_the_schema() {
     let v = validator();
     let mut scenes = json_files(&root().join("scenes"));
     scenes.extend(json_files(&root().join("scenes/bench")));
@@ -126,7 +126,7 @@ const NOT_SCHEMA_LEVEL: [&str; 14] = [
 const NOT_JSON: [&str; 2] = ["deep_nesting", "syntax"];
 
 #[test]
-fn issue11_the_schema_rejects_exactly_the_schema_level_bad_fixtures() {
+fn the_schema_rejects_exactly_the_schema_level_bad_fixtures() {
     let v = validator();
     let fixtures = json_files(&root().join("tests/fixtures/bad"));
     assert!(!fixtures.is_empty());
@@ -172,7 +172,7 @@ fn one_param_scene(op: &str, param: &str, value: &Value) -> Value {
 }
 
 #[test]
-fn issue11_the_schema_judges_param_values_as_the_compiler_does() {
+fn the_schema_judges_param_values_as_the_compiler_does() {
     // The compiler (under repro, where a wrong unit is an error) is the
     // oracle. Unit strings are not range-checked by the schema (`"-5Hz"`),
     // so the cases stay within range.
@@ -238,7 +238,7 @@ fn issue11_the_schema_judges_param_values_as_the_compiler_does() {
 }
 
 #[test]
-fn issue11_the_shipped_schema_file_is_the_generated_one() {
+fn the_shipped_schema_file_is_the_generated_one() {
     // scenes/schema/scene.schema.json is what shipped scenes name in "$schema".
     let shipped = std::fs::read_to_string(root().join("scenes/schema/scene.schema.json"))
         .expect("the shipped schema");
@@ -265,7 +265,7 @@ fn issue11_the_shipped_schema_file_is_the_generated_one() {
 }
 
 #[test]
-fn issue11_schema_output_file_follows_the_output_rules() {
+fn schema_output_file_follows_the_output_rules() {
     let dir = temp_dir("schema-out");
     let out = dir.join("scene.schema.json");
     let o = morphrt(&["schema", "-o", out.to_str().unwrap()]);
@@ -283,7 +283,7 @@ fn issue11_schema_output_file_follows_the_output_rules() {
 // ---- completions and man ------------------------------------------------------
 
 #[test]
-fn issue11_completions_name_the_subcommands_and_their_options() {
+fn completions_name_the_subcommands_and_their_options() {
     let o = morphrt(&["completions", "bash"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let bash = stdout(&o);
@@ -309,7 +309,7 @@ fn issue11_completions_name_the_subcommands_and_their_options() {
 }
 
 #[test]
-fn issue11_man_prints_a_roff_page() {
+fn man_prints_a_roff_page() {
     let o = morphrt(&["man"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let page = stdout(&o);
@@ -493,7 +493,7 @@ fn plot_pan_sweep(dir: &Path) -> (PathBuf, std::process::Output) {
 }
 
 #[test]
-fn issue11_plot_of_a_scene_has_the_requested_size_per_channel() {
+fn plot_of_a_scene_has_the_requested_size_per_channel() {
     let dir = temp_dir("plot-size");
     let (out, o) = plot_pan_sweep(&dir);
     // The oracle for the channel count is the scene's main bus.
@@ -556,7 +556,7 @@ fn columns_reaching_the_top(png: &Png) -> Vec<u32> {
 }
 
 #[test]
-fn issue11_plot_range_shows_a_click_where_it_is() {
+fn plot_range_shows_a_click_where_it_is() {
     let dir = temp_dir("plot-click");
     let scene = dir.join("clicks.json");
     std::fs::write(&scene, CLICKS).unwrap();
@@ -618,7 +618,7 @@ fn click_wav(path: &Path, frames: u32, click: u32) {
 }
 
 #[test]
-fn issue11_plot_reads_a_wav_file() {
+fn plot_reads_a_wav_file() {
     let dir = temp_dir("plot-wav");
     let wav = dir.join("in.wav");
     click_wav(&wav, 4800, 1200);
@@ -750,7 +750,7 @@ fn plot_draws_the_same_bytes_every_time_with_text_doubled_at_its_default_size() 
 }
 
 #[test]
-fn issue11_plot_refuses_a_bad_range_with_exit_2() {
+fn plot_refuses_a_bad_range_with_exit_2() {
     let dir = temp_dir("plot-range");
     let wav = dir.join("in.wav");
     click_wav(&wav, 4800, 1200); // 0.1 s
@@ -784,7 +784,7 @@ fn issue11_plot_refuses_a_bad_range_with_exit_2() {
 }
 
 #[test]
-fn issue11_plot_output_follows_the_render_output_rules() {
+fn plot_output_follows_the_render_output_rules() {
     let dir = temp_dir("plot-out");
     let wav = dir.join("in.wav");
     click_wav(&wav, 4800, 1200);

@@ -1,5 +1,5 @@
-//! Issue 11: diagnostics as JSON, a cap on repeated errors, and settings
-//! that were silently accepted now warned about or refused.
+//! Diagnostics as JSON, a cap on repeated errors, and settings that would
+//! do something other than written warned about or refused.
 
 use crate::support as common;
 
@@ -61,9 +61,9 @@ fn parse_human(text: &str) -> Value {
         "path": path, "node": node, "message": message, "help": help})
 }
 
-// issue 11: `check --json` printed the human error on stderr and nothing on stdout.
+/// `check --json` prints errors as diagnostics on stdout.
 #[test]
-fn issue11_check_json_prints_errors_as_diagnostics() {
+fn check_json_prints_errors_as_diagnostics() {
     let path = "tests/fixtures/bad/bad_enum.json";
     let o = morphrt(&["check", path, "--json"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -128,9 +128,9 @@ fn issue11_check_json_prints_errors_as_diagnostics() {
     assert_eq!(d["node"], Value::Null);
 }
 
-// issue 11: a scene's warnings reached `check --json` only as strings.
+/// `check --json` lists a scene's warnings as diagnostics, as it does errors.
 #[test]
-fn issue11_check_json_lists_warnings_as_diagnostics() {
+fn check_json_lists_warnings_as_diagnostics() {
     let dir = temp_dir("w-json");
     let text = r#"{
   "version": "1.0", "duration": "1s", "profle": "strict",
@@ -185,9 +185,9 @@ fn issue11_check_json_lists_warnings_as_diagnostics() {
     assert_eq!(v["warnings"].as_array().unwrap().len(), ds.len());
 }
 
-// issue 11: a 100,000-input `mix` printed 99,744 errors.
+/// Repeated errors are capped at 20, with the number left out.
 #[test]
-fn issue11_repeated_errors_are_capped_at_20() {
+fn repeated_errors_are_capped_at_20() {
     let dir = temp_dir("w-cap");
     // 150 unknown operators: exactly 150 errors.
     let nodes: Vec<String> = (0..150)
@@ -211,7 +211,7 @@ fn issue11_repeated_errors_are_capped_at_20() {
     assert_eq!(v["diagnostics"].as_array().unwrap().len(), 20);
     assert_eq!(v["truncated"], 130);
 
-    // The issue's own scene: a mix with far more inputs than it takes.
+    // A mix with far more inputs than it takes.
     let edges: Vec<String> = (0..3000)
         .map(|i| format!("{{\"from\": \"a\", \"to\": \"m:in{i}\"}}"))
         .collect();
@@ -239,9 +239,9 @@ fn issue11_repeated_errors_are_capped_at_20() {
     );
 }
 
-// issue 11: `--resources` naming a missing directory or a file was ignored.
+/// `--resources` naming a missing directory or a file is an error.
 #[test]
-fn issue11_resources_must_name_a_directory() {
+fn resources_must_name_a_directory() {
     let dir = temp_dir("w-res");
     let missing = dir.join("nowhere");
     let file = write(&dir, "a-file.txt", "x");
@@ -287,9 +287,9 @@ fn event_scene(dir: &Path) -> String {
     )
 }
 
-// issue 11: events after the end of a render were dropped without a word.
+/// Events after the end of a render are warned about.
 #[test]
-fn issue11_events_after_the_end_are_warned() {
+fn events_after_the_end_are_warned() {
     let dir = temp_dir("w-events");
     let scene = event_scene(&dir);
     let o = morphrt(&["check", &scene]);
@@ -330,9 +330,9 @@ fn issue11_events_after_the_end_are_warned() {
     );
 }
 
-// issue 11: `run --duration` shorter than the scene's events dropped them silently.
+/// `run --duration` shorter than the scene's events warns about the ones it will not reach.
 #[test]
-fn issue11_run_warns_about_events_it_will_not_reach() {
+fn run_warns_about_events_it_will_not_reach() {
     let dir = temp_dir("w-run");
     let scene = event_scene(&dir);
     let o = morphrt(&[
@@ -372,9 +372,9 @@ fn check_one(dir: &Path, node: &str) -> String {
     stderr(&o)
 }
 
-// issue 11: a delay `time` over `max_time` was clamped silently.
+/// A delay `time` over `max_time` (which clamps it) is warned about.
 #[test]
-fn issue11_delay_time_over_max_time_is_warned() {
+fn delay_time_over_max_time_is_warned() {
     let dir = temp_dir("w-delay");
     let err = check_one(
         &dir,
@@ -394,9 +394,9 @@ fn issue11_delay_time_over_max_time_is_warned() {
     assert!(!err.contains("warning"), "{err}");
 }
 
-// issue 11: a cutoff above Nyquist was clamped silently.
+/// A cutoff above Nyquist is warned about, saying what the op does with it.
 #[test]
-fn issue11_cutoff_above_nyquist_is_warned_with_what_the_op_does() {
+fn cutoff_above_nyquist_is_warned_with_what_the_op_does() {
     let dir = temp_dir("w-nyquist");
     for (op, designed) in [
         ("biquad", "the filter is designed at 23520 Hz"),
@@ -425,9 +425,9 @@ fn issue11_cutoff_above_nyquist_is_warned_with_what_the_op_does() {
     }
 }
 
-// issue 11: `mix` gains beyond the connected inputs scaled nothing, silently.
+/// `mix` gains beyond the connected inputs (they scale nothing) are warned about by index.
 #[test]
-fn issue11_unused_mix_gains_are_warned_by_index() {
+fn unused_mix_gains_are_warned_by_index() {
     let dir = temp_dir("w-gains");
     let scene = write(
         &dir,
@@ -447,9 +447,9 @@ fn issue11_unused_mix_gains_are_warned_by_index() {
     assert!(err.contains("at nodes[1].params.gains, node `m`"), "{err}");
 }
 
-// issue 11: `-o x.mp3` wrote a WAV file named .mp3.
+/// `render` refuses output names that are not `.wav` (`-o x.mp3`).
 #[test]
-fn issue11_render_refuses_output_names_that_are_not_wav() {
+fn render_refuses_output_names_that_are_not_wav() {
     let dir = temp_dir("w-ext");
     for name in ["x.mp3", "x.flac", "noext"] {
         let out = dir.join(name);
@@ -498,9 +498,9 @@ fn issue11_render_refuses_output_names_that_are_not_wav() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
-// issue 11: `"duration": "1e30s"` fell back to 10 s; `run --duration` had another limit.
+/// A scene's `duration` and `run --duration` share one limit, and a duration past it is a located error.
 #[test]
-fn issue11_one_duration_limit_with_a_located_error() {
+fn one_duration_limit_with_a_located_error() {
     let dir = temp_dir("w-duration");
     let text = r#"{ "version": "1.0", "duration": "1e30s",
   "nodes": [ { "id": "a", "op": "sine" } ], "outputs": { "main": ["a"] } }"#;
@@ -555,9 +555,9 @@ fn issue11_one_duration_limit_with_a_located_error() {
     }
 }
 
-// issue 11: `"sample_rate": "48000"` was an error while a param took `"440"`.
+/// Scene numbers may be written as strings (`"sample_rate": "48000"`), as params may.
 #[test]
-fn issue11_scene_numbers_may_be_written_as_strings() {
+fn scene_numbers_may_be_written_as_strings() {
     let dir = temp_dir("w-strings");
     let scene = write(
         &dir,
@@ -641,9 +641,9 @@ fn heavy_convolution_scene(dir: &Path) -> String {
     )
 }
 
-// issue 11: a strict render slower than real time started without a word.
+/// `check` and `render` warn when a strict render is estimated slower than real time.
 #[test]
-fn issue11_check_and_render_warn_when_the_estimate_is_slower_than_real_time() {
+fn check_and_render_warn_when_the_estimate_is_slower_than_real_time() {
     let dir = temp_dir("w-slow");
     let scene = heavy_convolution_scene(&dir);
     let resources = common::root().join("resources");
