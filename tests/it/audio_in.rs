@@ -280,16 +280,6 @@ fn oracle(script: &str, args: &[&str]) {
     );
 }
 
-fn rel_rms(reference: &[f64], x: &[f32]) -> f64 {
-    assert_eq!(reference.len(), x.len());
-    let (mut num, mut den) = (0.0, 0.0);
-    for (&r, &y) in reference.iter().zip(x) {
-        num += (r - y as f64) * (r - y as f64);
-        den += r * r;
-    }
-    (num / den).sqrt()
-}
-
 /// Renders `scene` with `input` under strict and repro, `n` frames, and
 /// holds each to `reference` (strict far tighter than repro's 1e-3).
 fn against_oracle(dir: &Path, scene: &Path, input: &Path, n: usize, reference: &[f64]) {
@@ -298,7 +288,9 @@ fn against_oracle(dir: &Path, scene: &Path, input: &Path, n: usize, reference: &
         let d = format!("{n}samples");
         let o = render_in(scene, input, &out, &["--profile", profile, "-d", &d]);
         ok(&o, profile);
-        let e = rel_rms(reference, &common::read_f32(&out));
+        let got: Vec<f64> = common::read_f32(&out).iter().map(|&v| v as f64).collect();
+        assert_eq!(reference.len(), got.len());
+        let e = common::rel_rms(&[reference.to_vec()], &[got], 0, u64::MAX, &[]);
         assert!(e <= bound, "{profile}: relative RMS {e:e} over {bound:e}");
         assert!(
             e > 0.0 || profile == "strict",

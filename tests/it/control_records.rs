@@ -12,9 +12,6 @@ use morphrt::engine::{ControlRecord, Outcome};
 use morphrt::graph::ControlValue;
 use morphrt::profile::Profile;
 
-const DC: &str = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.25}}],
- "outputs": {"main": "d"}}"#;
-
 fn set(e: &morphrt::engine::Engine, sample: u64, v: f64, seq: u64) -> ControlRecord {
     let (node, param) = e.find_param("d", "value").unwrap();
     ControlRecord {
@@ -40,7 +37,7 @@ fn a_record_lands_at_its_sample_under_strict_and_repro_and_at_its_block_under_li
         (Profile::Repro, 100),
         (Profile::Live, 64),
     ] {
-        let mut e = engine(DC, Some(profile), 64);
+        let mut e = engine(common::DC, Some(profile), 64);
         let r = set(&e, 100, 0.5, 1);
         e.push_control(r).unwrap();
         let out = play(&mut e, 256, 0);
@@ -62,7 +59,7 @@ fn a_record_lands_at_its_sample_under_strict_and_repro_and_at_its_block_under_li
 
 #[test]
 fn a_late_record_lands_at_the_next_block_and_ties_keep_their_seq_order() {
-    let mut e = engine(DC, Some(Profile::Strict), 64);
+    let mut e = engine(common::DC, Some(Profile::Strict), 64);
     play(&mut e, 128, 0);
     // Meant for sample 10, long past: it lands at 128.
     e.push_control(set(&e, 10, 0.5, 2)).unwrap();
@@ -87,8 +84,8 @@ fn a_late_record_lands_at_the_next_block_and_ties_keep_their_seq_order() {
 
 #[test]
 fn a_record_for_another_engine_is_stale_and_a_full_queue_refuses() {
-    let mut a = engine(DC, Some(Profile::Strict), 64);
-    let b = engine(DC, Some(Profile::Strict), 64);
+    let mut a = engine(common::DC, Some(Profile::Strict), 64);
+    let b = engine(common::DC, Some(Profile::Strict), 64);
     assert_ne!(a.id(), b.id());
     let err = a.push_control(set(&b, 10, 0.5, 1)).unwrap_err();
     assert_eq!(err.outcome, Outcome::Stale);
@@ -102,18 +99,11 @@ fn a_record_for_another_engine_is_stale_and_a_full_queue_refuses() {
     );
 }
 
-fn fixed() -> SessionFixed {
-    SessionFixed {
-        block_size: 64,
-        sample_rate: 48_000,
-        seed: None,
-        resource_dirs: Vec::new(),
-        pinned: Vec::new(),
-    }
-}
 
-fn incoming(text: &str, p: Profile) -> Incoming {
-    Incoming::compile(text, std::path::Path::new("t.json"), &fixed(), p).unwrap()
+/// `text` compiled as an edit of the test session.
+fn edit(text: &str, p: Profile) -> Incoming {
+    let fixed = common::session_fixed(None);
+    common::incoming(text, std::path::Path::new("t.json"), &fixed, p)
 }
 
 const TWO: &str = r#"{"version": "1.0", "nodes": [
@@ -125,7 +115,7 @@ const TWO: &str = r#"{"version": "1.0", "nodes": [
 
 /// A session of `TWO` whose `d` a control sets to 0.5 at sample 300.
 fn controlled_at_300() -> Scripted {
-    let mut s = Scripted::new(incoming(TWO, Profile::Strict), 1);
+    let mut s = Scripted::new(edit(TWO, Profile::Strict), 1);
     s.schedule([ScriptedControl {
         sample: 300,
         node: "d".into(),
@@ -144,7 +134,7 @@ fn a_controlled_param_carries_across_an_edit_unless_the_edit_changes_it() {
     s.play_to(256);
     // An edit of `e` only: `d` keeps its controlled value.
     let edited = TWO.replace("\"value\": 0.0", "\"value\": 0.125");
-    s.handover_at(incoming(&edited, Profile::Strict), 256, 512, 0)
+    s.handover_at(edit(&edited, Profile::Strict), 256, 512, 0)
         .unwrap();
     s.play_to(1024);
     let out = s.output().to_vec();
@@ -162,7 +152,7 @@ fn a_controlled_param_carries_across_an_edit_unless_the_edit_changes_it() {
     let mut s = controlled_at_300();
     s.play_to(256);
     let edited = TWO.replace("\"value\": 0.25", "\"value\": 0.375");
-    s.handover_at(incoming(&edited, Profile::Strict), 256, 512, 0)
+    s.handover_at(edit(&edited, Profile::Strict), 256, 512, 0)
         .unwrap();
     s.play_to(2048);
     assert_eq!(s.output()[2047], 0.375, "the file's value won");
@@ -227,7 +217,7 @@ fn scheduled_controls_are_bit_identical_across_block_sizes_under_strict() {
     assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
     assert!(a.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()));
     // And the controls did something: without them the output differs.
-    let inc = incoming(scene, Profile::Strict);
+    let inc = edit(scene, Profile::Strict);
     let mut plain = Scripted::new(inc, 1);
     plain.play_to(48_000 / 3);
     assert_ne!(plain.output()[1000..], a[1000..]);

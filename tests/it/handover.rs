@@ -32,40 +32,11 @@ fn fixed_for(text: &str, path: &Path) -> SessionFixed {
     SessionFixed::from_plan(&plan_of(text, path, Profile::Strict), Vec::new())
 }
 
-/// The scene compiled for a handover; a scene that reads audio input is
-/// fed [`common::TestInput`] (by absolute sample, so the new engine's
-/// fast-forward reads what the playing one did).
-fn incoming(text: &str, path: &Path, fixed: &SessionFixed, p: Profile) -> Incoming {
-    fed(Incoming::compile(text, path, fixed, p).unwrap_or_else(|e| panic!("{}", e[0])))
-}
-
-fn fed(mut i: Incoming) -> Incoming {
-    let engine = *i.engine;
-    i.engine = Box::new(common::fed(engine));
-    i
-}
-
 /// Channel-major copy of interleaved frames.
 fn deinterleave(x: &[f64], ch: usize) -> Vec<Vec<f64>> {
     (0..ch)
         .map(|c| x.iter().skip(c).step_by(ch).copied().collect())
         .collect()
-}
-
-/// Relative RMS of `x` against `reference` over `[from, to)`, skipping `skip`.
-fn rel_rms(reference: &[Vec<f64>], x: &[Vec<f64>], from: u64, to: u64, skip: &[(u64, u64)]) -> f64 {
-    let (mut num, mut den) = (0.0, 0.0);
-    for (r, y) in reference.iter().zip(x) {
-        for i in from..to.min(r.len() as u64) {
-            if skip.iter().any(|(s, e)| i >= *s && i < *e) {
-                continue;
-            }
-            let (a, b) = (r[i as usize], y[i as usize]);
-            num += (a - b) * (a - b);
-            den += a * a;
-        }
-    }
-    (num / den.max(1e-300)).sqrt()
 }
 
 /// Largest |x[i] − x[i−1]| over `[from, to)` on any channel, skipping `skip`.
@@ -130,7 +101,7 @@ fn switching_profiles_while_playing_is_continuous_and_within_parity() {
         let ch = reference_plan.main.len();
         let reference = {
             let mut s = Scripted::new(
-                fed(Incoming::from_plan(reference_plan, None, Vec::new())),
+                common::fed_incoming(Incoming::from_plan(reference_plan, None, Vec::new())),
                 ch,
             );
             s.play_to(total);
@@ -138,7 +109,7 @@ fn switching_profiles_while_playing_is_continuous_and_within_parity() {
         };
 
         let fixed = fixed_for(&text, &path);
-        let mut s = Scripted::new(incoming(&text, &path, &fixed, Profile::Strict), ch);
+        let mut s = Scripted::new(common::incoming(&text, &path, &fixed, Profile::Strict), ch);
         let b = BLOCK as u64;
         let lead = 4 * b;
         let order = [Profile::Repro, Profile::Live, Profile::Strict];
@@ -147,7 +118,7 @@ fn switching_profiles_while_playing_is_continuous_and_within_parity() {
             // Off the shipped scenes' event grid (0.3, 0.55, 0.8 of the render).
             let at = (total * (6 + 5 * k as u64) / 20) / b * b;
             s.play_to(at - lead);
-            let applied = s.handover(incoming(&text, &path, &fixed, *p), lead);
+            let applied = s.handover(common::incoming(&text, &path, &fixed, *p), lead);
             assert_eq!(applied.swap_at, at, "{name}: swap sample");
             assert!(applied.migration.structural, "{name}: a switch crossfades");
             assert!(
@@ -178,7 +149,7 @@ fn switching_profiles_while_playing_is_continuous_and_within_parity() {
             weakest = weakest.min(*p);
             let end = swaps.get(k + 1).map_or(total, |s| s.0);
             let from = at + fade + b;
-            let e = rel_rms(&reference, &got, from, end, &event_skip);
+            let e = common::rel_rms(&reference, &got, from, end, &event_skip);
             let bound = golden_bound(&name, weakest);
             eprintln!("{name}: {p} segment from {from} parity {e:.3e} (bound {bound:e})");
             assert!(
@@ -238,13 +209,13 @@ fn state_carries_through_an_edit_and_a_profile_switch() {
     let at = 4_800u64; // 100 ms: the first echo (150 ms) is still in the line
     let lead = 4 * BLOCK as u64;
     for p in Profile::ALL {
-        let mut plain = Scripted::new(incoming(&base, &path, &fixed, p), 4);
+        let mut plain = Scripted::new(common::incoming(&base, &path, &fixed, p), 4);
         plain.play_to(total);
         let want = deinterleave(plain.output(), 4);
 
-        let mut s = Scripted::new(incoming(&base, &path, &fixed, p), 4);
+        let mut s = Scripted::new(common::incoming(&base, &path, &fixed, p), 4);
         s.play_to(at - lead);
-        let a = s.handover(incoming(&edited, &path, &fixed, p), lead);
+        let a = s.handover(common::incoming(&edited, &path, &fixed, p), lead);
         assert!(
             !a.migration.structural,
             "{p}: a param edit is not structural"
@@ -261,15 +232,15 @@ fn state_carries_through_an_edit_and_a_profile_switch() {
         assert_ne!(got[3], want[3], "{p}: the edited node changed");
     }
     // Through a profile switch strict → repro → live → strict.
-    let mut plain = Scripted::new(incoming(&base, &path, &fixed, Profile::Strict), 4);
+    let mut plain = Scripted::new(common::incoming(&base, &path, &fixed, Profile::Strict), 4);
     plain.play_to(total);
     let want = deinterleave(plain.output(), 4);
-    let mut s = Scripted::new(incoming(&base, &path, &fixed, Profile::Strict), 4);
+    let mut s = Scripted::new(common::incoming(&base, &path, &fixed, Profile::Strict), 4);
     let mut t = at;
     let mut weakest = Profile::Strict;
     for p in [Profile::Repro, Profile::Live, Profile::Strict] {
         s.play_to(t - lead);
-        let a = s.handover(incoming(&base, &path, &fixed, p), lead);
+        let a = s.handover(common::incoming(&base, &path, &fixed, p), lead);
         assert!(a.migration.structural);
         weakest = weakest.min(p);
         t += 2_400;
@@ -282,7 +253,7 @@ fn state_carries_through_an_edit_and_a_profile_switch() {
         (1, "delay line"),
         (2, "convolution tail"),
     ] {
-        let e = rel_rms(&want[c..c + 1], &got[c..c + 1], at, total, &[]);
+        let e = common::rel_rms(&want[c..c + 1], &got[c..c + 1], at, total, &[]);
         eprintln!("{what}: parity {e:.3e} through strict → repro → live → strict");
         assert!(
             e <= bound,
@@ -319,13 +290,13 @@ fn a_param_edit_equals_the_same_change_made_by_an_event() {
     let fixed = fixed_for(&text, &path);
     let total = 72_000u64;
     for p in Profile::ALL {
-        let mut ev = Scripted::new(incoming(&with_event, &path, &fixed, p), 1);
+        let mut ev = Scripted::new(common::incoming(&with_event, &path, &fixed, p), 1);
         ev.play_to(total);
 
         for lead in [0u64, 4 * BLOCK as u64, 37 * BLOCK as u64] {
-            let mut s = Scripted::new(incoming(&text, &path, &fixed, p), 1);
+            let mut s = Scripted::new(common::incoming(&text, &path, &fixed, p), 1);
             s.play_to(s_at - lead);
-            let a = s.handover(incoming(&edited, &path, &fixed, p), lead);
+            let a = s.handover(common::incoming(&edited, &path, &fixed, p), lead);
             assert_eq!(a.swap_at, s_at);
             assert!(!a.migration.structural, "{p}");
             assert!(a.migration.notices.iter().any(|n| matches!(
@@ -358,9 +329,9 @@ fn nodes_that_cannot_carry_start_fresh_and_are_named() {
     );
     let resized = base.replace(r#""max_time": "1s""#, r#""max_time": "2s""#);
     for (text, want) in [(retyped, "other"), (resized, "echo")] {
-        let mut s = Scripted::new(incoming(&base, &path, &fixed, Profile::Repro), 4);
+        let mut s = Scripted::new(common::incoming(&base, &path, &fixed, Profile::Repro), 4);
         s.play_to(4_800);
-        let a = s.handover(incoming(&text, &path, &fixed, Profile::Repro), 0);
+        let a = s.handover(common::incoming(&text, &path, &fixed, Profile::Repro), 0);
         assert!(a.migration.structural);
         let named: Vec<&Notice> = a
             .migration
@@ -397,16 +368,16 @@ fn the_scenes_edit_ramp_and_a_nodes_ramp_set_how_long_an_edit_glides() {
     ] {
         let base = with(extra, node_ramp, 0.2);
         let fixed = fixed_for(&base, &path);
-        let mut s = Scripted::new(incoming(&base, &path, &fixed, Profile::Strict), 4);
+        let mut s = Scripted::new(common::incoming(&base, &path, &fixed, Profile::Strict), 4);
         s.play_to(4_800);
         s.handover(
-            incoming(&with(extra, node_ramp, 0.3), &path, &fixed, Profile::Strict),
+            common::incoming(&with(extra, node_ramp, 0.3), &path, &fixed, Profile::Strict),
             0,
         );
         s.play_to(4_800 + 4_000);
         let got = deinterleave(s.output(), 4);
         let mut plain = Scripted::new(
-            incoming(&with(extra, node_ramp, 0.3), &path, &fixed, Profile::Strict),
+            common::incoming(&with(extra, node_ramp, 0.3), &path, &fixed, Profile::Strict),
             4,
         );
         plain.play_to(4_800 + 4_000);

@@ -5,31 +5,12 @@
 
 use crate::support as common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 const SAVES_PER_STYLE: usize = 100;
-
-fn scene(gain: f64) -> String {
-    format!(
-        r#"{{
-  "version": "1.0",
-  "profile": "repro",
-  "sample_rate": 48000,
-  "profile_config": {{ "block_size": 64 }},
-  "nodes": [
-    {{ "id": "osc", "op": "sine", "params": {{ "freq": "220Hz", "amp": 0.5 }} }},
-    {{ "id": "out", "op": "gain", "params": {{ "gain": {gain} }} }}
-  ],
-  "edges": [ {{ "from": "osc", "to": "out" }} ],
-  "outputs": {{ "main": ["out"] }}
-}}
-"#
-    )
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Style {
@@ -98,33 +79,11 @@ fn every_save_style_is_applied_and_nothing_partial_is_committed() {
     let dir = common::temp_dir("hot-reload");
     let path = dir.join("scene.json");
     let capture = dir.join("take.wav");
-    std::fs::write(&path, scene(0.5)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args([
-            "run",
-            "--no-journal",
-            path.to_str().unwrap(),
-            "--device",
-            "clock",
-            "--capture",
-        ])
-        .arg(&capture)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .map(common::KillOnDrop)
-        .expect("run morphrt");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, lines) = channel();
-    let reader = std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines() {
-            let Ok(l) = l else { break };
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
+    std::fs::write(&path, common::osc_into_gain("sine", 48_000, 64, 0.5, "")).unwrap();
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &["--no-journal", "--capture", capture.to_str().unwrap()],
+    );
     let mut log = Vec::new();
     // Wait for playback to start.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -151,7 +110,7 @@ fn every_save_style_is_applied_and_nothing_partial_is_committed() {
             k += 1;
             // A new value every save: 0.5 + k/10000, exact in decimal.
             let gain = 0.5 + k as f64 / 10_000.0;
-            let text = scene(gain);
+            let text = common::osc_into_gain("sine", 48_000, 64, gain, "");
             save(&path, &text, style);
             assert!(
                 wait_applied(&lines, gain, &mut log),
@@ -163,8 +122,7 @@ fn every_save_style_is_applied_and_nothing_partial_is_committed() {
     let stdin = child.stdin.as_mut().unwrap();
     writeln!(stdin, "q").unwrap();
     let status = child.wait().unwrap();
-    reader.join().unwrap();
-    log.extend(lines.try_iter());
+    log.extend(lines.iter());
     let all = log.join("\n");
     assert!(status.success(), "{all}");
     let applied = log.iter().filter(|l| l.starts_with("edit applied")).count();

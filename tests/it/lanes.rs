@@ -263,19 +263,12 @@ fn a_snapshot_restored_mid_run_continues_the_group_bit_for_bit() {
     }
 }
 
-fn fixed() -> SessionFixed {
-    SessionFixed {
-        block_size: 64,
-        sample_rate: 48_000,
-        seed: Some(3),
-        resource_dirs: Vec::new(),
-        pinned: Vec::new(),
-    }
-}
 
-fn incoming(text: &str, profile: Profile, lanes: bool) -> Incoming {
-    let mut inc = Incoming::compile(text, std::path::Path::new("t.json"), &fixed(), profile)
-        .unwrap_or_else(|e| panic!("{e:?}"));
+/// `text` compiled as an edit of the test session (seed 3), with lanes
+/// on or off.
+fn edit(text: &str, profile: Profile, lanes: bool) -> Incoming {
+    let fixed = common::session_fixed(Some(3));
+    let mut inc = common::incoming(text, std::path::Path::new("t.json"), &fixed, profile);
     inc.engine.set_lanes(lanes);
     inc
 }
@@ -335,11 +328,11 @@ fn played(
     profile: Profile,
     lanes: bool,
 ) -> Vec<Vec<f64>> {
-    let first = incoming(first, profile, lanes);
+    let first = edit(first, profile, lanes);
     let channels = first.engine.channels();
     let mut s = Scripted::new(first, channels);
     for (text, p, at, fade) in edits {
-        s.handover_at(incoming(text, *p, lanes), at - 64, *at, *fade)
+        s.handover_at(edit(text, *p, lanes), at - 64, *at, *fade)
             .unwrap();
     }
     s.play_to(30_000);
@@ -397,7 +390,7 @@ fn adding_and_removing_members_regroups_and_carries_the_others_state() {
                 "{p}: bq{c:02}"
             );
         }
-        let e = incoming(&edits[1].0, p, true);
+        let e = edit(&edits[1].0, p, true);
         assert!(
             e.engine.lane_groups().iter().any(|g| g.len() == 12),
             "{p}: 12 biquads regroup"
@@ -784,7 +777,7 @@ fn sines_and_x(noise: bool) -> String {
 #[test]
 fn a_control_carried_across_an_edit_reaches_a_steady_group() {
     let run = |lanes: bool| {
-        let mut s = Scripted::new(incoming(&sines_and_x(false), Profile::Live, lanes), 2);
+        let mut s = Scripted::new(edit(&sines_and_x(false), Profile::Live, lanes), 2);
         s.schedule([ScriptedControl {
             sample: 300,
             node: "s0".into(),
@@ -793,7 +786,7 @@ fn a_control_carried_across_an_edit_reaches_a_steady_group() {
             ramp: 0,
         }]);
         s.play_to(256);
-        let next = incoming(&sines_and_x(true), Profile::Live, lanes);
+        let next = edit(&sines_and_x(true), Profile::Live, lanes);
         s.handover_at(next, 256, 1024, 0).unwrap();
         s.play_to(8192);
         if lanes {

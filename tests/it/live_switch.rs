@@ -152,19 +152,6 @@ fn a_forced_switch_that_cannot_keep_up_is_dropped_and_q_still_ends_the_session()
     }
 }
 
-/// A saw into a gain, blocks of 64 at 48 kHz; the file names `repro`.
-fn scene(gain: f64) -> String {
-    format!(
-        r#"{{ "version": "1.0", "profile": "repro", "sample_rate": 48000,
-  "profile_config": {{ "block_size": 64 }},
-  "nodes": [ {{ "id": "osc", "op": "saw", "params": {{ "freq": "220Hz", "amp": 0.5 }} }},
-             {{ "id": "out", "op": "gain", "params": {{ "gain": {gain} }} }} ],
-  "edges": [ {{ "from": "osc", "to": "out" }} ],
-  "outputs": {{ "main": ["out"] }} }}
-"#
-    )
-}
-
 /// A session playing `text` (saved as `scene.json` in `dir`) under repro,
 /// its callback on a thread of its own until the returned flag is set.
 struct Session {
@@ -281,11 +268,11 @@ fn assert_switched_with_edit(s: &Session, edited: &str, log: &[u8]) {
 #[test]
 fn a_save_right_after_a_queued_switch_keeps_the_switch() {
     let dir = common::temp_dir("live-switch-queued");
-    let mut s = Session::start(&dir, &scene(0.5));
+    let mut s = Session::start(&dir, &common::osc_into_gain("saw", 48_000, 64, 0.5, ""));
     let mut log = Vec::new();
     s.session.switch_profile(Profile::Strict, &mut log);
     // Saved before any tick: the switch is still queued and coalesces.
-    let edited = scene(0.25);
+    let edited = common::osc_into_gain("saw", 48_000, 64, 0.25, "");
     s.save(&edited, &mut log);
     s.tick_until(&mut log, |l| l.is_idle() && !l.applied.is_empty());
     assert_switched_with_edit(&s, &edited, &log);
@@ -294,13 +281,13 @@ fn a_save_right_after_a_queued_switch_keeps_the_switch() {
 #[test]
 fn a_save_while_a_switch_is_in_flight_is_not_undone_when_it_lands() {
     let dir = common::temp_dir("live-switch-in-flight");
-    let mut s = Session::start(&dir, &scene(0.5));
+    let mut s = Session::start(&dir, &common::osc_into_gain("saw", 48_000, 64, 0.5, ""));
     let mut log = Vec::new();
     s.session.switch_profile(Profile::Strict, &mut log);
     // One tick starts the switch (its capture is asked for); the save
     // queues behind it.
     s.session.tick(&mut log);
-    let edited = scene(0.25);
+    let edited = common::osc_into_gain("saw", 48_000, 64, 0.25, "");
     s.save(&edited, &mut log);
     s.tick_until(&mut log, |l| l.is_idle() && l.applied.len() == 2);
     assert_switched_with_edit(&s, &edited, &log);
@@ -309,13 +296,13 @@ fn a_save_while_a_switch_is_in_flight_is_not_undone_when_it_lands() {
 #[test]
 fn a_snapshot_taken_while_an_edit_is_queued_holds_the_playing_scene() {
     let dir = common::temp_dir("live-switch-snapshot");
-    let playing = scene(0.5);
+    let playing = common::osc_into_gain("saw", 48_000, 64, 0.5, "");
     let mut s = Session::start(&dir, &playing);
     let mut log = Vec::new();
     s.session.request_snapshot(dir.join("take"));
     // One tick asks for the capture; the edit compiles before it is back.
     s.session.tick(&mut log);
-    s.save(&scene(0.25), &mut log);
+    s.save(&common::osc_into_gain("saw", 48_000, 64, 0.25, ""), &mut log);
     s.tick_until(&mut log, |l| {
         l.is_idle() && l.snapshots.len() == 1 && l.applied.len() == 1
     });

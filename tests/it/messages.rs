@@ -29,13 +29,6 @@ fn check(dir: &Path, text: &str) -> (Option<i32>, String) {
     (o.status.code(), stderr(&o))
 }
 
-/// `render SCENE -o OUT` with `extra` arguments.
-fn render(scene: &str, out: &Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec!["render", scene, "-o", out.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    morphrt(&args)
-}
-
 // An oscillator above Nyquist folded to an alias (or to silence) without a word.
 #[test]
 fn oscillators_above_nyquist_are_warned() {
@@ -226,7 +219,7 @@ fn the_main_bus_is_listed_capped_and_limited_alike_everywhere() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains(says), "{}", stderr(&o));
     let wav = dir.join("x.wav");
-    let o = render(&path, &wav, &["-d", "10samples"]);
+    let o = common::render(&path, &wav, &["-d", "10samples"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains(says), "{}", stderr(&o));
     assert!(!wav.exists());
@@ -302,7 +295,7 @@ fn a_bad_seed_gives_the_seed_range() {
         }
     }
     let max = ["-d", "0.01s", "--seed", "18446744073709551615"];
-    let o = render("scenes/drone.json", Path::new(out), &max);
+    let o = common::render("scenes/drone.json", Path::new(out), &max);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -312,7 +305,7 @@ fn a_length_under_one_sample_says_so() {
     let dir = temp_dir("m-short");
     let out = dir.join("x.wav");
     let with_length = |d: &str| {
-        let o = render("scenes/drone.json", &out, &["-d", d]);
+        let o = common::render("scenes/drone.json", &out, &["-d", d]);
         (o.status.code(), stderr(&o))
     };
     let (code, err) = with_length("0.00001s");
@@ -346,7 +339,7 @@ fn a_scene_takes_hours_and_minutes_as_the_command_line_does() {
     assert_eq!(v["events"], 1);
     assert!(v["diagnostics"].as_array().unwrap().is_empty(), "{v}");
     let out = dir.join("x.wav");
-    let o = render(&path, &out, &["--profile", "live"]);
+    let o = common::render(&path, &out, &["--profile", "live"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         hound::WavReader::open(&out).unwrap().duration(),

@@ -161,24 +161,11 @@ fn setup(name: &str) -> (PathBuf, PathBuf, PathBuf) {
     (dir, scene, mid)
 }
 
-fn render(scene: &Path, mid: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "render",
-        scene.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--midi",
-        mid.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    morphrt(&args)
-}
-
 #[test]
 fn a_midi_file_moves_params_at_the_samples_the_tempo_map_gives() {
     let (dir, scene, mid) = setup("curve");
     let out = dir.join("out.wav");
-    let o = render(&scene, &mid, &out, &["--profile", "strict", "-d", "2s"]);
+    let o = common::render_midi(&scene, &mid, &out, &["--profile", "strict", "-d", "2s"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let log = stderr(&o);
     assert!(
@@ -230,7 +217,7 @@ fn strict_renders_of_a_midi_file_are_the_same_bits_at_every_block_size() {
                 b,
                 "--hash",
             ];
-            let o = render(&scene, &mid, &out, &args);
+            let o = common::render_midi(&scene, &mid, &out, &args);
             assert!(o.status.success(), "{}", stderr(&o));
             stdout(&o).trim().to_string()
         })
@@ -287,7 +274,7 @@ fn without_a_duration_the_render_ends_after_the_last_event_and_the_tail() {
     ]);
     std::fs::write(&mid, smf(96, &[conductor(), t])).unwrap();
     let out = dir.join("out.wav");
-    let o = render(&scene, &mid, &out, &["--json"]);
+    let o = common::render_midi(&scene, &mid, &out, &["--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     // The last event (End of Track at 1.5 s), then silence: the tail ends at once.
@@ -689,7 +676,7 @@ fn a_block_holding_more_changes_than_the_queue_lands_each_at_its_sample() {
     for b in ["1", "4096"] {
         let out = dir.join(format!("b{b}.wav"));
         let args = ["--profile", "strict", "--block-size", b, "--hash"];
-        let o = render(&scene, &mid, &out, &args);
+        let o = common::render_midi(&scene, &mid, &out, &args);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(!stderr(&o).contains("did not land"), "{}", stderr(&o));
         hashes.push(stdout(&o));
@@ -841,7 +828,7 @@ fn a_render_with_an_input_and_a_midi_file_reports_both() {
     )
     .unwrap();
     let out = dir.join("out.wav");
-    let o = render(&scene, &mid, &out, &["--input", wav.to_str().unwrap()]);
+    let o = common::render_midi(&scene, &mid, &out, &["--input", wav.to_str().unwrap()]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("midi from "), "no MIDI summary:\n{err}");

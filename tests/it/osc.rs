@@ -20,15 +20,6 @@ const SCENE: &str = r#"{"version": "1.0", "sample_rate": 48000,
   "outputs": {"main": ["d"]},
   "controls": [{"osc": "/level", "node": "d", "param": "value", "min": 0, "max": 1}]}"#;
 
-/// A port nothing listens on now: bound to 127.0.0.1:0, read, released.
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A sender on loopback that reads the session's replies.
 struct Client {
     socket: UdpSocket,
@@ -135,7 +126,7 @@ fn start(
 ) -> (KillOnDrop, Receiver<String>, Vec<String>, u16) {
     let path = dir.join("scene.json");
     std::fs::write(&path, scene).unwrap();
-    let port = free_port();
+    let port = common::free_port();
     let port_text = port.to_string();
     let cap = dir.join("cap.wav");
     let journal = dir.join("j.jsonl");
@@ -429,7 +420,7 @@ fn a_non_loopback_address_is_warned_about() {
     let dir = common::temp_dir("osc-any");
     let scene = dir.join("scene.json");
     std::fs::write(&scene, SCENE).unwrap();
-    let spec = format!("0.0.0.0:{}", free_port());
+    let spec = format!("0.0.0.0:{}", common::free_port());
     let o = unjournaled(&scene, &["--duration", "100ms", "--osc", &spec]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(

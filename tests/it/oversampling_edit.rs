@@ -28,10 +28,6 @@ fn scene(params: &str) -> String {
     )
 }
 
-fn incoming(text: &str, path: &Path, fixed: &SessionFixed, p: Profile) -> Incoming {
-    Incoming::compile(text, path, fixed, p).unwrap_or_else(|e| panic!("{}", e[0]))
-}
-
 fn fixed_for(text: &str) -> SessionFixed {
     SessionFixed::from_plan(&common::plan(text, None, BLOCK), Vec::new())
 }
@@ -63,9 +59,9 @@ fn edit(from: &str, to: &str, p: Profile) {
     let fixed = fixed_for(&a);
     let total = 9_600u64;
     let lead = 4 * BLOCK as u64;
-    let mut s = Scripted::new(incoming(&a, &path, &fixed, p), 2);
+    let mut s = Scripted::new(common::incoming(&a, &path, &fixed, p), 2);
     s.play_to(4_800 - lead);
-    let applied = s.handover(incoming(&b, &path, &fixed, p), lead);
+    let applied = s.handover(common::incoming(&b, &path, &fixed, p), lead);
     let what = format!("{p}, {from:?} → {to:?}");
     assert!(
         !applied.migration.structural && applied.fade == 0,
@@ -74,7 +70,7 @@ fn edit(from: &str, to: &str, p: Profile) {
     );
     s.play_to(total);
     let got = s.into_output();
-    let mut plain = Scripted::new(incoming(&b, &path, &fixed, p), 2);
+    let mut plain = Scripted::new(common::incoming(&b, &path, &fixed, p), 2);
     plain.play_to(total);
     let want = plain.into_output();
     let at = applied.swap_at as usize;

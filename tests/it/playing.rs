@@ -13,25 +13,6 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
-/// A scene of a saw into a gain; `extra` goes after `outputs`.
-fn scene(rate: u32, block: usize, gain: f64, extra: &str) -> String {
-    format!(
-        r#"{{
-  "version": "1.0",
-  "profile": "repro",
-  "sample_rate": {rate},
-  "profile_config": {{ "block_size": {block} }},
-  "nodes": [
-    {{ "id": "osc", "op": "saw", "params": {{ "freq": "220Hz", "amp": 0.5 }} }},
-    {{ "id": "out", "op": "gain", "params": {{ "gain": {gain} }} }}
-  ],
-  "edges": [ {{ "from": "osc", "to": "out" }} ],
-  "outputs": {{ "main": ["out"] }}{extra}
-}}
-"#
-    )
-}
-
 /// A `morphrt run` of `scene` on the clock device, with commands on stdin
 /// and stderr read line by line.
 struct Session {
@@ -112,7 +93,7 @@ fn an_edit_of_the_sample_rate_or_block_size_says_it_is_not_applied() {
     let path = dir.join("scene.json");
     let journal = dir.join("j").join("session.jsonl");
     let capture = dir.join("cap.wav");
-    std::fs::write(&path, scene(48000, 64, 0.5, "")).unwrap();
+    std::fs::write(&path, common::osc_into_gain("saw", 48000, 64, 0.5, "")).unwrap();
     let mut s = Session::start(
         &path,
         &[
@@ -123,13 +104,13 @@ fn an_edit_of_the_sample_rate_or_block_size_says_it_is_not_applied() {
         ],
     );
     // Only the sample rate: nothing else to apply.
-    save(&path, &scene(44100, 64, 0.5, ""));
+    save(&path, &common::osc_into_gain("saw", 44100, 64, 0.5, ""));
     s.wait(
         "warning: sample_rate 48000 → 44100 is not applied while playing: it is fixed for the session",
     );
     s.wait("nothing else in the edit changed; nothing applied");
     // The block size and a param: the param applies.
-    save(&path, &scene(48000, 256, 0.25, ""));
+    save(&path, &common::osc_into_gain("saw", 48000, 256, 0.25, ""));
     let w = s.wait("warning: block_size 64 → 256 is not applied while playing");
     assert!(w.contains("blocks of 64") && w.contains("restart"), "{w}");
     s.wait("the rest of the edit is applied");
@@ -158,18 +139,18 @@ fn an_edit_of_the_sample_rate_or_block_size_says_it_is_not_applied() {
 fn an_event_added_in_the_past_says_it_will_not_fire() {
     let dir = common::temp_dir("past-event");
     let path = dir.join("scene.json");
-    std::fs::write(&path, scene(48000, 64, 0.5, "")).unwrap();
+    std::fs::write(&path, common::osc_into_gain("saw", 48000, 64, 0.5, "")).unwrap();
     let mut s = Session::start(&path, &["--no-journal"]);
     // At 10 ms (long played by now) and at an hour (still to come).
     let events = r#",
   "events": [ { "time": "10ms", "node": "out", "param": "gain", "value": 0.2 },
               { "time": "1h", "node": "osc", "param": "amp", "value": 0.1 } ]"#;
-    save(&path, &scene(48000, 64, 0.5, events));
+    save(&path, &common::osc_into_gain("saw", 48000, 64, 0.5, events));
     s.wait("edit applied");
     let w = s.wait("warning: event at 0.01 s on `out.gain` is in the past (now ");
     assert!(w.ends_with("and will not fire"), "{w}");
     // Saved again unchanged but for a param: the event is not news.
-    save(&path, &scene(48000, 64, 0.4, events));
+    save(&path, &common::osc_into_gain("saw", 48000, 64, 0.4, events));
     s.wait("`out.gain` glides 0.5 → 0.4");
     let all = s.quit();
     assert_eq!(all.matches("is in the past").count(), 1, "{all}");
@@ -227,7 +208,7 @@ fn line_time(line: &str) -> f64 {
 fn a_resumed_session_s_timeline_is_in_session_time() {
     let dir = common::temp_dir("resumed-timeline");
     let path = dir.join("scene.json");
-    std::fs::write(&path, scene(48000, 64, 0.5, "")).unwrap();
+    std::fs::write(&path, common::osc_into_gain("saw", 48000, 64, 0.5, "")).unwrap();
     let snap = dir.join("snap.json");
     let o = common::morphrt(&[
         "render",
@@ -252,7 +233,7 @@ fn a_resumed_session_s_timeline_is_in_session_time() {
             journal.to_str().unwrap(),
         ],
     );
-    save(&path, &scene(48000, 64, 0.3, ""));
+    save(&path, &common::osc_into_gain("saw", 48000, 64, 0.3, ""));
     s.wait("edit applied");
     s.quit();
     let o = common::morphrt(&["replay", "--info", journal.to_str().unwrap()]);
@@ -295,7 +276,7 @@ fn a_resumed_session_s_timeline_is_in_session_time() {
 fn the_clock_device_says_what_its_xruns_are() {
     let dir = common::temp_dir("clock-xruns");
     let path: PathBuf = dir.join("scene.json");
-    std::fs::write(&path, scene(48000, 64, 0.5, "")).unwrap();
+    std::fs::write(&path, common::osc_into_gain("saw", 48000, 64, 0.5, "")).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
         .arg("run")
         .arg(&path)

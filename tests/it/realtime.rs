@@ -1798,16 +1798,13 @@ mod fatal_panics {
         }
     }
 
-    const DC: &str = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.25}}],
-        "outputs": {"main": "d"}}"#;
-
     /// A panic that would recur in every callback (the input's read) is
     /// caught once: the allocations are std's for that one panic, over
     /// 1000 callbacks of silence, and the control thread sees it counted.
     #[test]
     fn a_panic_outside_every_node_happens_once_and_the_callback_goes_silent() {
         install_panic_hook();
-        let (mut player, meters) = player(common::engine(DC, Some(Profile::Live), 64));
+        let (mut player, meters) = player(common::engine(common::DC, Some(Profile::Live), 64));
         player.set_input(Box::new(Broken));
         let cell = PlayerCell::new(player);
         let ((allocs, frees), out) = play(&cell, 1000);

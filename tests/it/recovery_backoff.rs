@@ -103,7 +103,7 @@ fn plan(path: &Path, profile: Profile) -> Plan {
 
 /// Renders `frames` of the scene at `path`: both channels, and the NaN
 /// events counted.
-fn render(path: &Path, profile: Profile, frames: u64) -> (Vec<Vec<f64>>, u64) {
+fn render_counting_nans(path: &Path, profile: Profile, frames: u64) -> (Vec<Vec<f64>>, u64) {
     let mut e = Engine::new(plan(path, profile));
     let out = render_to_vec(&mut e, frames);
     (out, e.stats().nan_events)
@@ -116,14 +116,6 @@ fn back_at(x: &[f64], from: u64) -> Option<u64> {
         .map(|i| i as u64)
 }
 
-fn rel_rms(reference: &[f64], x: &[f64], from: usize, to: usize) -> f64 {
-    let (mut num, mut den) = (0.0, 0.0);
-    for i in from..to {
-        num += (x[i] - reference[i]) * (x[i] - reference[i]);
-        den += reference[i] * reference[i];
-    }
-    (num / den.max(1e-300)).sqrt()
-}
 
 #[test]
 fn a_filter_sounds_again_soon_after_an_overflow_at_its_input_ends() {
@@ -132,10 +124,10 @@ fn a_filter_sounds_again_soon_after_an_overflow_at_its_input_ends() {
     for p in Profile::ALL {
         let hit = scene_file("backoff-hit", &scene(true, "1kHz"));
         let clean = scene_file("backoff-clean", &scene(false, "1kHz"));
-        let (want, none) = render(&clean, p, frames);
+        let (want, none) = render_counting_nans(&clean, p, frames);
         assert_eq!(none, 0, "{p}: the clean scene fails");
-        let (got, nans) = render(&hit, p, frames);
-        let (again, _) = render(&hit, p, frames);
+        let (got, nans) = render_counting_nans(&hit, p, frames);
+        let (again, _) = render_counting_nans(&hit, p, frames);
         assert!(got == again, "{p}: two renders differ");
         for (c, name) in ["svf", "biquad"].iter().enumerate() {
             let (g, w) = (&got[c], &want[c]);
@@ -174,8 +166,8 @@ fn a_filter_sounds_again_soon_after_an_overflow_at_its_input_ends() {
                 fault as f64 / RATE as f64
             );
             // And it stays back: from a clean state, where an undisturbed run is.
-            let settled = (back + 4_800) as usize;
-            let err = rel_rms(w, g, settled, frames as usize);
+            let settled = back + 4_800;
+            let err = common::rel_rms(&[w.to_vec()], &[g.to_vec()], settled, frames, &[]);
             assert!(
                 err < 1e-3,
                 "{p} {name}: {err:.3e} from the clean run after recovering"

@@ -7,27 +7,7 @@
 use crate::support as common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// A saw into a gain, blocks of 64 at 48 kHz.
-fn scene(gain: f64) -> String {
-    format!(
-        r#"{{
-  "version": "1.0",
-  "profile": "repro",
-  "sample_rate": 48000,
-  "profile_config": {{ "block_size": 64 }},
-  "nodes": [
-    {{ "id": "osc", "op": "saw", "params": {{ "freq": "220Hz", "amp": 0.5 }} }},
-    {{ "id": "out", "op": "gain", "params": {{ "gain": {gain} }} }}
-  ],
-  "edges": [ {{ "from": "osc", "to": "out" }} ],
-  "outputs": {{ "main": ["out"] }}
-}}
-"#
-    )
-}
 
 /// Saves `text` over the scene as editors do (see `common::save_as_editor`).
 fn save(path: &Path, text: &str) {
@@ -50,7 +30,7 @@ fn edits_applied(log: &[String]) -> Option<usize> {
 fn a_session_resumed_off_the_block_grid_applies_edits_switches_and_snapshots() {
     let dir = common::temp_dir("resume-live");
     let path = dir.join("scene.json");
-    std::fs::write(&path, scene(0.5)).unwrap();
+    std::fs::write(&path, common::osc_into_gain("saw", 48_000, 64, 0.5, "")).unwrap();
     let snap = dir.join("snap.json");
     let o = common::morphrt(&[
         "render",
@@ -67,24 +47,20 @@ fn a_session_resumed_off_the_block_grid_applies_edits_switches_and_snapshots() {
     assert!(o.status.success(), "{}", common::stderr(&o));
     let journal = dir.join("j").join("resumed.jsonl");
     let capture = dir.join("cap.wav");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args(["run", path.to_str().unwrap(), "--device", "clock"])
-        .arg("--resume")
-        .arg(&snap)
-        .arg("--capture")
-        .arg(&capture)
-        .arg("--journal")
-        .arg(&journal)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .map(common::KillOnDrop)
-        .expect("run morphrt");
-    let lines = common::stderr_lines(&mut child);
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--resume",
+            snap.to_str().unwrap(),
+            "--capture",
+            capture.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
     let mut log = Vec::new();
     common::wait_line(&lines, "playing ", &mut log);
-    save(&path, &scene(0.25));
+    save(&path, &common::osc_into_gain("saw", 48_000, 64, 0.25, ""));
     common::wait_line(&lines, "edit applied", &mut log);
     let all = common::press_then_quit(
         &mut child,

@@ -130,21 +130,6 @@ fn hash(x: &[Vec<f64>], precision: morphrt::dsp::Precision) -> String {
     sha256_hex(&bytes)
 }
 
-/// Relative RMS of `x` against `reference`, skipping the given frame ranges.
-fn rel_rms(reference: &[Vec<f64>], x: &[Vec<f64>], skip: &[(u64, u64)]) -> f64 {
-    let (mut num, mut den) = (0.0, 0.0);
-    for (r, y) in reference.iter().zip(x) {
-        for (i, (a, b)) in r.iter().zip(y).enumerate() {
-            let i = i as u64;
-            if skip.iter().any(|(s, e)| i >= *s && i < *e) {
-                continue;
-            }
-            num += (a - b) * (a - b);
-            den += a * a;
-        }
-    }
-    (num / den.max(1e-300)).sqrt()
-}
 
 /// For every shipped scene under `profile`, rendering the golden
 /// length equals rendering the first half, writing a snapshot, and resuming
@@ -250,7 +235,7 @@ fn resume_continues_every_scene_bit_for_bit(profile: Profile) {
                     skip.push((rel.saturating_sub(guard), rel + guard + ramp));
                 }
             }
-            let e = rel_rms(&tail(&whole, half as usize), &repro, &skip);
+            let e = common::rel_rms(&tail(&whole, half as usize), &repro, 0, u64::MAX, &skip);
             let bound = g["parity"]["repro"].as_f64().unwrap();
             eprintln!(
                 "{name}: strict snapshot resumed under repro: parity {e:.3e} (bound {bound:e})"

@@ -7,24 +7,11 @@ use crate::support as common;
 use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
 use morphrt::profile::Profile;
 
-fn fixed() -> SessionFixed {
-    SessionFixed {
-        block_size: 64,
-        sample_rate: 48_000,
-        seed: None,
-        resource_dirs: Vec::new(),
-        pinned: Vec::new(),
-    }
-}
 
-fn incoming(text: &str) -> Incoming {
-    Incoming::compile(
-        text,
-        std::path::Path::new("t.json"),
-        &fixed(),
-        Profile::Strict,
-    )
-    .unwrap()
+/// `text` compiled under strict as an edit of the test session.
+fn edit(text: &str) -> Incoming {
+    let fixed = common::session_fixed(None);
+    common::incoming(text, std::path::Path::new("t.json"), &fixed, Profile::Strict)
 }
 
 /// The sequencer's gate alone on the main bus.
@@ -43,10 +30,10 @@ fn rises(gate: &[f64]) -> Vec<usize> {
 }
 
 fn played_with_edit() -> Vec<f64> {
-    let mut s = Scripted::new(incoming(&scene("120bpm")), 1);
+    let mut s = Scripted::new(edit(&scene("120bpm")), 1);
     s.play_to(20_480);
     // Captured at 20480, swapped at 20992 to 97 bpm.
-    s.handover_at(incoming(&scene("97bpm")), 20_480, 20_992, 0)
+    s.handover_at(edit(&scene("97bpm")), 20_480, 20_992, 0)
         .unwrap();
     s.play_to(60_000);
     s.output().to_vec()
@@ -122,12 +109,12 @@ const S3: u64 = 200_000;
 /// 120 bpm, handed over to 97 bpm at S1, to the same tempo (another
 /// duration) at S2 and back to 120 bpm at S3.
 fn three_edits() -> Vec<f64> {
-    let mut s = Scripted::new(incoming(&beat_scene("120bpm", "10s")), 1);
-    s.handover_at(incoming(&beat_scene("97bpm", "10s")), S1 - 512, S1, 0)
+    let mut s = Scripted::new(edit(&beat_scene("120bpm", "10s")), 1);
+    s.handover_at(edit(&beat_scene("97bpm", "10s")), S1 - 512, S1, 0)
         .unwrap();
-    s.handover_at(incoming(&beat_scene("97bpm", "9s")), S2 - 512, S2, 0)
+    s.handover_at(edit(&beat_scene("97bpm", "9s")), S2 - 512, S2, 0)
         .unwrap();
-    s.handover_at(incoming(&beat_scene("120bpm", "9s")), S3 - 512, S3, 0)
+    s.handover_at(edit(&beat_scene("120bpm", "9s")), S3 - 512, S3, 0)
         .unwrap();
     s.play_to(330_000);
     s.output().to_vec()
@@ -234,7 +221,7 @@ fn a_live_tempo_edit_re_anchors_events_and_replays() {
 /// The plan of scene text compiled as `incoming` compiles it.
 fn plan_of(text: &str) -> morphrt::graph::Plan {
     let scene = morphrt::scene::load_str(text, "t.json", None).unwrap();
-    morphrt::graph::compile(&scene, &fixed().options(Profile::Strict))
+    morphrt::graph::compile(&scene, &common::session_fixed(None).options(Profile::Strict))
         .unwrap_or_else(|e| panic!("{}", e[0]))
 }
 
@@ -255,8 +242,8 @@ fn edited_then_snapshot_by(
 ) -> (Vec<f64>, morphrt::host::record::snapshot::SnapshotFile) {
     use morphrt::host::record::snapshot::{SnapshotContext, SnapshotFile};
     let text = beat_scene_by("97bpm", "10s", per_beat);
-    let mut s = Scripted::new(incoming(&beat_scene_by("120bpm", "10s", per_beat)), 1);
-    s.handover_at(incoming(&text), S1 - 512, S1, 0).unwrap();
+    let mut s = Scripted::new(edit(&beat_scene_by("120bpm", "10s", per_beat)), 1);
+    s.handover_at(edit(&text), S1 - 512, S1, 0).unwrap();
     s.play_to(T);
     let cx = SnapshotContext::new(&plan_of(&text), &text).unwrap();
     let bytes = cx.file(&s.engine().snapshot()).unwrap().to_bytes();
@@ -542,9 +529,9 @@ fn a_resumed_session_keeps_the_files_grid_through_an_edit_and_a_snapshot() {
 /// engine plays on, as a snapshot does, also after a handover moved it.
 #[test]
 fn a_capture_holds_the_grid_a_tempo_edit_moved() {
-    let mut old = incoming(&beat_scene("120bpm", "10s")).engine;
+    let mut old = edit(&beat_scene("120bpm", "10s")).engine;
     old.fast_forward(S1 - 512);
-    let mut next = incoming(&beat_scene("97bpm", "10s"));
+    let mut next = edit(&beat_scene("97bpm", "10s"));
     next.engine.migrate(&old.snapshot(), S1 - 512);
     morphrt::engine::incoming::advance_to(&mut next.engine, S1);
     let mut e = next.engine;
@@ -584,12 +571,12 @@ const SC: u64 = 260_032;
 /// to no tempo (events in seconds), at SC to 150 bpm; each captured 512
 /// samples before its swap.
 fn tempo_added_and_removed() -> Vec<f64> {
-    let mut s = Scripted::new(incoming(&seconds_scene()), 1);
-    s.handover_at(incoming(&beat_scene("97bpm", "10s")), SA - 512, SA, 0)
+    let mut s = Scripted::new(edit(&seconds_scene()), 1);
+    s.handover_at(edit(&beat_scene("97bpm", "10s")), SA - 512, SA, 0)
         .unwrap();
-    s.handover_at(incoming(&seconds_scene()), SB - 512, SB, 0)
+    s.handover_at(edit(&seconds_scene()), SB - 512, SB, 0)
         .unwrap();
-    s.handover_at(incoming(&beat_scene("150bpm", "10s")), SC - 512, SC, 0)
+    s.handover_at(edit(&beat_scene("150bpm", "10s")), SC - 512, SC, 0)
         .unwrap();
     s.play_to(330_000);
     s.output().to_vec()
@@ -619,7 +606,7 @@ fn a_tempo_added_or_removed_by_an_edit() {
     assert_eq!(got, want);
     assert_eq!(want[6], (118_763, 4));
     // Until SA: the scene without the edits, bit for bit.
-    let mut alone = Scripted::new(incoming(&seconds_scene()), 1);
+    let mut alone = Scripted::new(edit(&seconds_scene()), 1);
     alone.play_to(SA);
     assert!(same_bits(alone.output(), &out[..SA as usize]));
     let again = tempo_added_and_removed();

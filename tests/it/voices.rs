@@ -40,23 +40,16 @@ fn flat_env(release: &str) -> String {
 }
 
 /// Writes `text` as `dir/name` and renders it to `dir/name.wav` (f32).
-fn render(dir: &Path, name: &str, text: &str, args: &[&str]) -> (Output, PathBuf) {
+fn render_text(dir: &Path, name: &str, text: &str, args: &[&str]) -> (Output, PathBuf) {
     let scene = dir.join(name);
     std::fs::write(&scene, text).unwrap();
     let wav = dir.join(format!("{name}.wav"));
-    let mut all = vec![
-        "render",
-        scene.to_str().unwrap(),
-        "-o",
-        wav.to_str().unwrap(),
-    ];
-    all.extend_from_slice(args);
-    (morphrt(&all), wav)
+    (common::render(&scene, &wav, args), wav)
 }
 
 /// Renders under strict and returns the mono output.
 fn render_mono(dir: &Path, name: &str, text: &str) -> Vec<f64> {
-    let (o, wav) = render(dir, name, text, &["--profile", "strict"]);
+    let (o, wav) = render_text(dir, name, text, &["--profile", "strict"]);
     assert!(o.status.success(), "{name}: {}", stderr(&o));
     common::read_f32(&wav).iter().map(|&x| x as f64).collect()
 }
@@ -244,7 +237,7 @@ fn voice_renders_are_the_same_bits_at_every_block_size_and_every_run() {
     let dir = temp_dir("voices-bits");
     let text = busy_scene();
     let hash = |profile: &str, block: &str| {
-        let (o, _) = render(
+        let (o, _) = render_text(
             &dir,
             "busy.json",
             &text,
@@ -320,7 +313,7 @@ fn a_voices_noise_is_its_own_whatever_the_other_voices_did() {
 /// Renders `text` (a file in `dir`) and returns the error output, asserting
 /// exit code 2 and that nothing was written.
 fn bad(dir: &Path, name: &str, text: &str, args: &[&str]) -> String {
-    let (o, wav) = render(dir, name, text, args);
+    let (o, wav) = render_text(dir, name, text, args);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{name}: {err}");
     assert!(!wav.exists(), "{name}: nothing rendered");
@@ -333,7 +326,7 @@ fn bad(dir: &Path, name: &str, text: &str, args: &[&str]) -> String {
 fn bad_voice_scenes_fail_with_located_errors() {
     let dir = temp_dir("voices-bad");
     let good = pad_scene(4, "saw", &flat_env("50ms"), "", &note_on(0.0, 220.0, 1.0));
-    assert!(render(&dir, "good.json", &good, &[]).0.status.success());
+    assert!(render_text(&dir, "good.json", &good, &[]).0.status.success());
     let cases: Vec<(&str, String, &[&str])> = vec![
         (
             "voices0.json",
@@ -534,7 +527,7 @@ fn the_schema_takes_note_events_and_refuses_bad_ones() {
         r#"{ "time": "1s", "module": "pad", "note": 60, "off": "yes" }"#,
     ] {
         assert!(!v.is_valid(&with(bad)), "invalid: {bad}");
-        let o = render(
+        let o = render_text(
             &temp_dir("voices-schema"),
             "bad.json",
             &with(bad).to_string(),

@@ -51,7 +51,7 @@ fn delay_line(max_time_s: f64) -> u64 {
     (max_time_s * SR as f64).ceil() as u64 + 2
 }
 
-fn render(text: &str, block: usize, to: u64) -> Vec<f64> {
+fn play_strict(text: &str, block: usize, to: u64) -> Vec<f64> {
     let mut e = common::engine(text, Some(Profile::Strict), block);
     common::play(&mut e, to, 0)
 }
@@ -79,8 +79,8 @@ fn a_stolen_voice_with_a_long_delay_waits_until_clean_then_plays_as_a_fresh_voic
         &format!("{}, {}", note(0, 440), note(steal, 330)),
     );
     let fresh = scene(1, "2s", 0.9, &note(starts, 330));
-    let played = render(&stolen, 64, end);
-    let alone = render(&fresh, 64, end);
+    let played = play_strict(&stolen, 64, end);
+    let alone = play_strict(&fresh, 64, end);
     assert!(
         played[steal as usize - 1] != 0.0,
         "the first note sounds up to the steal"
@@ -101,7 +101,7 @@ fn a_stolen_voice_with_a_long_delay_waits_until_clean_then_plays_as_a_fresh_voic
     );
     for block in [1, 7, 128] {
         assert_eq!(
-            bits(&render(&stolen, block, end)),
+            bits(&play_strict(&stolen, block, end)),
             bits(&played),
             "the same bits at block size {block}"
         );

@@ -87,21 +87,11 @@ fn setup(name: &str, mid: &[u8]) -> (PathBuf, PathBuf, PathBuf) {
     (dir, scene, midi)
 }
 
-fn render(scene: &Path, midi: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "render",
-        scene.to_str().unwrap(),
-        "--midi",
-        midi.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--profile",
-        "strict",
-        "-d",
-        "2s",
-    ];
-    args.extend_from_slice(extra);
-    let o = morphrt(&args);
+/// `render SCENE --midi MIDI -o OUT` under strict for 2 s, which must
+/// succeed.
+fn render_strict(scene: &Path, midi: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let args = [&["--profile", "strict", "-d", "2s"][..], extra].concat();
+    let o = common::render_midi(scene, midi, out, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     o
 }
@@ -133,7 +123,7 @@ fn hz(note: f64) -> f64 {
 fn a_midi_chord_plays_three_voices_held_by_the_pedal_past_its_note_offs() {
     let (dir, scene, midi) = setup("vc-chord", &chord(false));
     let out = dir.join("chord.wav");
-    let o = render(&scene, &midi, &out, &["--hash"]);
+    let o = render_strict(&scene, &midi, &out, &["--hash"]);
     assert!(stderr(&o).contains("8 notes"), "{}", stderr(&o));
     let x = read_f32(&out);
     // After the note-offs (0.5 s), with the pedal down: all three sound.
@@ -155,7 +145,7 @@ fn a_midi_chord_plays_three_voices_held_by_the_pedal_past_its_note_offs() {
     // The same bits at every block size.
     let hash = stdout(&o);
     for b in ["1", "7", "4096"] {
-        let again = render(
+        let again = render_strict(
             &scene,
             &midi,
             &dir.join(format!("b{b}.wav")),
@@ -169,7 +159,7 @@ fn a_midi_chord_plays_three_voices_held_by_the_pedal_past_its_note_offs() {
 fn a_cc_on_a_template_node_moves_every_voice() {
     let (dir, scene, midi) = setup("vc-cc", &chord(true));
     let out = dir.join("cc.wav");
-    render(&scene, &midi, &out, &[]);
+    render_strict(&scene, &midi, &out, &[]);
     let x = read_f32(&out);
     assert!(rms(&x, (0.7, 0.95)) > 0.05, "the chord does not sound");
     // CC 7 = 0 at 1.0 s: every voice's `lvl` goes to 0, held notes too.
@@ -240,14 +230,6 @@ fn a_module_the_scene_cannot_play_is_a_located_error() {
     );
 }
 
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn reply(socket: &UdpSocket, port: u16, addr: &str, args: Vec<OscType>) -> (String, String) {
     let p = OscPacket::Message(OscMessage {
         addr: addr.to_string(),
@@ -274,7 +256,7 @@ fn osc_notes_are_journaled_and_replay_bit_for_bit() {
     let scene = dir.join("pad.json");
     std::fs::write(&scene, SCENE).unwrap();
     let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
-    let port = free_port();
+    let port = common::free_port();
     let port_text = port.to_string();
     let (mut child, lines) = run_clock(
         &scene,
@@ -430,7 +412,7 @@ fn peak_after(x: &[f32], s: f64) -> f32 {
 fn a_zero_length_note_in_a_rendered_midi_file_never_sticks() {
     let (dir, scene, midi) = setup("vc-zero-render", &zero_length());
     let out = dir.join("zero.wav");
-    render(&scene, &midi, &out, &[]);
+    render_strict(&scene, &midi, &out, &[]);
     let x = read_f32(&out);
     // Struck and released on one sample: its gate never opens, as the
     // mono note control plays it; above all it does not sound on.
@@ -491,7 +473,7 @@ fn osc_strike_and_release(name: &str, send: impl FnOnce(&UdpSocket, u16)) {
     let scene = dir.join("pad.json");
     std::fs::write(&scene, SCENE).unwrap();
     let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
-    let port = free_port();
+    let port = common::free_port();
     let port_text = port.to_string();
     let (mut child, lines) = run_clock(
         &scene,
@@ -749,7 +731,7 @@ fn osc_panic_releases_every_voice_and_panic_sound_silences_at_once() {
     let scene = dir.join("pad.json");
     std::fs::write(&scene, SCENE).unwrap();
     let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
-    let port = free_port();
+    let port = common::free_port();
     let port_text = port.to_string();
     let (mut child, lines) = run_clock(
         &scene,
@@ -848,7 +830,7 @@ fn a_note_a_midi_file_leaves_on_is_warned_about_by_render_and_check() {
         "warning: note 60 on channel 1 at 1.250 s in `{}` has no note-off: it sounds to the end",
         midi.display()
     );
-    let o = render(&scene, &midi, &dir.join("out.wav"), &[]);
+    let o = render_strict(&scene, &midi, &dir.join("out.wav"), &[]);
     let check = morphrt(&[
         "check",
         scene.to_str().unwrap(),

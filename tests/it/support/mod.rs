@@ -437,3 +437,117 @@ pub fn midi_vlq(mut n: u32) -> Vec<u8> {
     }
     out
 }
+
+/// A port nothing listens on now: bound to 127.0.0.1:0, read, released.
+pub fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A scene of one oscillator `op` (220 Hz, amplitude 0.5) into a gain of
+/// `gain`, under repro at `rate` in blocks of `block`; `extra` goes after
+/// `outputs`.
+pub fn osc_into_gain(op: &str, rate: u32, block: usize, gain: f64, extra: &str) -> String {
+    format!(
+        r#"{{
+  "version": "1.0",
+  "profile": "repro",
+  "sample_rate": {rate},
+  "profile_config": {{ "block_size": {block} }},
+  "nodes": [
+    {{ "id": "osc", "op": "{op}", "params": {{ "freq": "220Hz", "amp": 0.5 }} }},
+    {{ "id": "out", "op": "gain", "params": {{ "gain": {gain} }} }}
+  ],
+  "edges": [ {{ "from": "osc", "to": "out" }} ],
+  "outputs": {{ "main": ["out"] }}{extra}
+}}
+"#
+    )
+}
+
+/// A scene of one `dc` node `d` of 0.25 on the main bus.
+pub const DC: &str = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.25}}],
+ "outputs": {"main": "d"}}"#;
+
+/// `morphrt render SCENE -o OUT ARGS…`.
+pub fn render(scene: impl AsRef<Path>, out: &Path, args: &[&str]) -> Output {
+    let mut all = vec![
+        "render",
+        scene.as_ref().to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    morphrt(&all)
+}
+
+/// `morphrt render SCENE -o OUT --midi MIDI ARGS…`.
+pub fn render_midi(scene: &Path, midi: &Path, out: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--midi", midi.to_str().unwrap()];
+    all.extend_from_slice(args);
+    render(scene, out, &all)
+}
+
+/// The fixed settings of a session at 48 kHz in blocks of 64 with `seed`,
+/// no resource directories.
+pub fn session_fixed(seed: Option<u64>) -> morphrt::engine::incoming::SessionFixed {
+    morphrt::engine::incoming::SessionFixed {
+        block_size: 64,
+        sample_rate: 48_000,
+        seed,
+        resource_dirs: Vec::new(),
+        pinned: Vec::new(),
+    }
+}
+
+/// `text`, saved as `path`, compiled as an edit of a session with `fixed`
+/// under `profile` (panics with the first diagnostic); a scene that reads
+/// audio input is fed [`TestInput`] (by absolute sample, so the new
+/// engine's fast-forward reads what the playing one did).
+pub fn incoming(
+    text: &str,
+    path: &Path,
+    fixed: &morphrt::engine::incoming::SessionFixed,
+    profile: morphrt::profile::Profile,
+) -> morphrt::engine::incoming::Incoming {
+    fed_incoming(
+        morphrt::engine::incoming::Incoming::compile(text, path, fixed, profile)
+            .unwrap_or_else(|e| panic!("{}", e[0])),
+    )
+}
+
+/// The incoming engine, fed [`TestInput`] when its scene reads audio input.
+pub fn fed_incoming(
+    mut i: morphrt::engine::incoming::Incoming,
+) -> morphrt::engine::incoming::Incoming {
+    let engine = *i.engine;
+    i.engine = Box::new(fed(engine));
+    i
+}
+
+/// Relative RMS error of `x` against `reference`, channel by channel, over
+/// samples `from..to` (cut to the shorter of the two), leaving out the
+/// ranges in `skip`.
+pub fn rel_rms(
+    reference: &[Vec<f64>],
+    x: &[Vec<f64>],
+    from: u64,
+    to: u64,
+    skip: &[(u64, u64)],
+) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for (r, y) in reference.iter().zip(x) {
+        for i in from..to.min(r.len() as u64).min(y.len() as u64) {
+            if skip.iter().any(|(s, e)| i >= *s && i < *e) {
+                continue;
+            }
+            let (a, b) = (r[i as usize], y[i as usize]);
+            num += (a - b) * (a - b);
+            den += a * a;
+        }
+    }
+    (num / den.max(1e-300)).sqrt()
+}
