@@ -195,7 +195,7 @@ fn scheduled_controls_are_bit_identical_across_block_sizes_under_strict() {
     let render = |block: usize| {
         let f = SessionFixed {
             block_size: block,
-            ..fixed()
+            ..common::session_fixed(None)
         };
         let inc =
             Incoming::compile(scene, std::path::Path::new("t.json"), &f, Profile::Strict).unwrap();

@@ -9,7 +9,7 @@ use crate::support as common;
 
 use common::engine;
 use morphrt::dsp::rng::mix64;
-use morphrt::engine::incoming::{Incoming, Scripted, ScriptedControl, SessionFixed};
+use morphrt::engine::incoming::{Incoming, Scripted, ScriptedControl};
 use morphrt::engine::{render_to_vec, ControlRecord, Engine};
 use morphrt::graph::ControlValue;
 use morphrt::profile::Profile;

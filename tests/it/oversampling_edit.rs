@@ -8,9 +8,8 @@
 
 use crate::support as common;
 
-use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
+use morphrt::engine::incoming::{Scripted, SessionFixed};
 use morphrt::profile::Profile;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 const BLOCK: usize = 64;

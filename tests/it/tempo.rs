@@ -4,7 +4,7 @@
 
 use crate::support as common;
 
-use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
+use morphrt::engine::incoming::{Incoming, Scripted};
 use morphrt::profile::Profile;
 
 
