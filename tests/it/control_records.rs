@@ -99,7 +99,6 @@ fn a_record_for_another_engine_is_stale_and_a_full_queue_refuses() {
     );
 }
 
-
 /// `text` compiled as an edit of the test session.
 fn edit(text: &str, p: Profile) -> Incoming {
     let fixed = common::session_fixed(None);

@@ -263,7 +263,6 @@ fn a_snapshot_restored_mid_run_continues_the_group_bit_for_bit() {
     }
 }
 
-
 /// `text` compiled as an edit of the test session (seed 3), with lanes
 /// on or off.
 fn edit(text: &str, profile: Profile, lanes: bool) -> Incoming {

@@ -302,7 +302,10 @@ fn a_snapshot_taken_while_an_edit_is_queued_holds_the_playing_scene() {
     s.session.request_snapshot(dir.join("take"));
     // One tick asks for the capture; the edit compiles before it is back.
     s.session.tick(&mut log);
-    s.save(&common::osc_into_gain("saw", 48_000, 64, 0.25, ""), &mut log);
+    s.save(
+        &common::osc_into_gain("saw", 48_000, 64, 0.25, ""),
+        &mut log,
+    );
     s.tick_until(&mut log, |l| {
         l.is_idle() && l.snapshots.len() == 1 && l.applied.len() == 1
     });

@@ -116,7 +116,6 @@ fn back_at(x: &[f64], from: u64) -> Option<u64> {
         .map(|i| i as u64)
 }
 
-
 #[test]
 fn a_filter_sounds_again_soon_after_an_overflow_at_its_input_ends() {
     let frames = 28_800; // 0.6 s

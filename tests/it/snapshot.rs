@@ -130,7 +130,6 @@ fn hash(x: &[Vec<f64>], precision: morphrt::dsp::Precision) -> String {
     sha256_hex(&bytes)
 }
 
-
 /// For every shipped scene under `profile`, rendering the golden
 /// length equals rendering the first half, writing a snapshot, and resuming
 /// it (through the file) for the second half, bit for bit. Strict is also

@@ -7,11 +7,15 @@ use crate::support as common;
 use morphrt::engine::incoming::{Incoming, Scripted};
 use morphrt::profile::Profile;
 
-
 /// `text` compiled under strict as an edit of the test session.
 fn edit(text: &str) -> Incoming {
     let fixed = common::session_fixed(None);
-    common::incoming(text, std::path::Path::new("t.json"), &fixed, Profile::Strict)
+    common::incoming(
+        text,
+        std::path::Path::new("t.json"),
+        &fixed,
+        Profile::Strict,
+    )
 }
 
 /// The sequencer's gate alone on the main bus.
@@ -221,8 +225,11 @@ fn a_live_tempo_edit_re_anchors_events_and_replays() {
 /// The plan of scene text compiled as `incoming` compiles it.
 fn plan_of(text: &str) -> morphrt::graph::Plan {
     let scene = morphrt::scene::load_str(text, "t.json", None).unwrap();
-    morphrt::graph::compile(&scene, &common::session_fixed(None).options(Profile::Strict))
-        .unwrap_or_else(|e| panic!("{}", e[0]))
+    morphrt::graph::compile(
+        &scene,
+        &common::session_fixed(None).options(Profile::Strict),
+    )
+    .unwrap_or_else(|e| panic!("{}", e[0]))
 }
 
 /// Where a snapshot is taken, after the tempo edit at S1, and where the

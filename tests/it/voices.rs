@@ -326,7 +326,10 @@ fn bad(dir: &Path, name: &str, text: &str, args: &[&str]) -> String {
 fn bad_voice_scenes_fail_with_located_errors() {
     let dir = temp_dir("voices-bad");
     let good = pad_scene(4, "saw", &flat_env("50ms"), "", &note_on(0.0, 220.0, 1.0));
-    assert!(render_text(&dir, "good.json", &good, &[]).0.status.success());
+    assert!(render_text(&dir, "good.json", &good, &[])
+        .0
+        .status
+        .success());
     let cases: Vec<(&str, String, &[&str])> = vec![
         (
             "voices0.json",
