@@ -259,12 +259,11 @@ fn finite(v: f64) -> serde_json::Value {
 mod tests {
     use super::*;
 
-    /// Operator text cites only what is in the repository: the noise op's
-    /// description once cited a section of a document outside it, and it
-    /// now points at `scenes/README.md`. (The word is spelled in two
-    /// pieces so that this file contains no such citation either.)
+    /// Operator text cites only what is in the repository (the noise op's
+    /// description points at `scenes/README.md`). The word is spelled in
+    /// two pieces so that this file contains no such citation either.
     #[test]
-    fn issue11_no_operator_text_cites_design() {
+    fn no_operator_text_cites_design() {
         let all: Vec<&OpSpec> = crate::ops::registry().to_vec();
         let mut texts = vec![summary(&all)];
         for s in &all {
@@ -280,10 +279,10 @@ mod tests {
         );
     }
 
-    /// `ops` showed only the canonical unit; it now lists what a param
-    /// accepts, and says what a tier is.
+    /// `ops` lists what a param accepts (not only the canonical unit), and
+    /// says what a tier is.
     #[test]
-    fn issue11_ops_text_shows_accepted_units_and_explains_tier() {
+    fn ops_text_shows_accepted_units_and_explains_tier() {
         let sine = detail(crate::ops::lookup("sine").unwrap());
         let freq = sine
             .lines()

@@ -416,10 +416,10 @@ mod tests {
         assert_eq!(out[0], l[..5]);
     }
 
-    /// The sampler had no way to restart: a rising `trigger` edge in its
-    /// signal now restarts the file at exactly that sample.
+    /// A rising `trigger` edge in the sampler's signal restarts the file at
+    /// exactly that sample.
     #[test]
-    fn issue11_trigger_signal_edge_restarts_at_that_sample() {
+    fn a_trigger_signal_edge_restarts_at_that_sample() {
         let l = file_data(500, 7);
         // Low, high 150..200, low, high again from 320 (rises at 150 and 320).
         let trig: Vec<f64> = (0..800)
@@ -455,7 +455,7 @@ mod tests {
     /// it) restarts at the next block's first frame; staying high does not
     /// restart again, and the edge state survives snapshot → restore.
     #[test]
-    fn issue11_trigger_param_edge_and_snapshot() {
+    fn a_trigger_param_edge_restarts_once_and_survives_a_snapshot() {
         let l = file_data(300, 8);
         let mut node = runner(audio(vec![l.clone()]), &[], Precision::F64);
         node.run(&[], &[], 100, &[100]);

@@ -1037,9 +1037,9 @@ mod tests {
         assert!(e.to_string().contains("negative"), "{e}");
     }
 
-    // issue 11: `run --duration` allowed ~3 days at 48 kHz while render stopped at 24 h.
+    // `run --duration` has render's 24 h limit.
     #[test]
-    fn issue11_run_duration_has_the_render_limit() {
+    fn run_duration_has_the_render_limit() {
         let mut log = Vec::new();
         let limit = crate::scene::max_duration_samples(48_000);
         assert_eq!(parse_duration("24h", 48_000, &mut log).unwrap(), limit);

@@ -247,7 +247,7 @@ mod tests {
     use crate::graph::compile::testing::{ctx, declared, errors, graph_scene, with_profile};
 
     #[test]
-    fn issue11_a_guarantee_goes_around_a_loop() {
+    fn a_guarantee_goes_around_a_loop() {
         // 0 → 1 → 2 → (feedback) 1, with 2 live: 1 and 2 end live, 0 stays strict.
         let upstream = vec![vec![], vec![0, 2], vec![1]];
         let own = [Profile::Strict, Profile::Strict, Profile::Live];

@@ -505,7 +505,7 @@ mod tests {
     }
 
     #[test]
-    fn issue11_a_cycle_without_a_feedback_edge_says_how_to_fix_it() {
+    fn a_cycle_without_a_feedback_edge_says_how_to_fix_it() {
         // Before issue 11 the help said feedback could only live inside operators.
         let s = graph_scene(
             r#"{ "id": "src", "op": "saw" }, { "id": "x", "op": "gain" }, { "id": "y", "op": "gain" }"#,
@@ -522,7 +522,7 @@ mod tests {
     }
 
     #[test]
-    fn issue11_a_loop_through_a_feedback_edge_compiles_and_schedules_without_it() {
+    fn a_loop_through_a_feedback_edge_compiles_and_schedules_without_it() {
         // Every cycle was an error before issue 11, even one through a delayed edge.
         let s = graph_scene(
             r#"{ "id": "m", "op": "mix" }, { "id": "d", "op": "gain" }, { "id": "src", "op": "impulse" }"#,
@@ -557,7 +557,7 @@ mod tests {
     }
 
     #[test]
-    fn issue11_feedback_delays_are_whole_samples_at_least_one() {
+    fn feedback_delays_are_whole_samples_at_least_one() {
         // A delay must land on the sample grid and be at least 1 sample (issue 11).
         let with_delay = |delay: &str| {
             graph_scene(
@@ -612,7 +612,7 @@ mod tests {
     }
 
     #[test]
-    fn issue11_the_same_wire_at_two_delays_is_two_taps() {
+    fn the_same_wire_at_two_delays_is_two_taps() {
         // Only an identical edge (same delay too) is a duplicate.
         let s = graph_scene(
             r#"{ "id": "a", "op": "saw" }, { "id": "m", "op": "mix" }"#,
@@ -632,7 +632,7 @@ mod tests {
     }
 
     #[test]
-    fn issue11_a_long_cycle_is_named_by_its_ends() {
+    fn a_long_cycle_is_named_by_its_ends() {
         // A 100,000-node loop would otherwise name every id in one message.
         let names: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -646,7 +646,7 @@ mod tests {
     }
 
     #[test]
-    fn issue11_a_cycle_report_names_a_real_cycle_even_past_a_dead_end() {
+    fn a_cycle_report_names_a_real_cycle_even_past_a_dead_end() {
         // a → b → c → b and c → a: the walk a → b → c may not close at `a` first.
         let mut g: DiGraph<usize, usize> = DiGraph::new();
         let n: Vec<NodeIndex> = (0..3).map(|i| g.add_node(i)).collect();

@@ -414,9 +414,9 @@ mod tests {
         );
     }
 
-    // issue 11: a duration past the sample clock fell back to 10 s silently.
+    // A duration past the sample clock's limit is a located error.
     #[test]
-    fn issue11_a_duration_over_24_hours_is_a_located_error() {
+    fn a_duration_over_24_hours_is_a_located_error() {
         for (text, ok) in [
             ("\"24h\"", false),
             ("86400", true),

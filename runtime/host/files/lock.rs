@@ -111,7 +111,7 @@ mod tests {
         let f = File::create(&path).unwrap();
         assert_eq!(lock_for_writing(&f).unwrap(), None);
         // A process does not conflict with its own lock: another process
-        // is needed to see it held (tests/takes.rs does).
+        // is needed to see it held (tests/it/takes.rs does).
         assert_eq!(writer_of(&path), None);
         assert_eq!(
             Holder {

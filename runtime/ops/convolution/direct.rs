@@ -289,10 +289,10 @@ mod tests {
         }
     }
 
-    // issue9: strict convolution was slow on subnormal inputs; the exact skips
-    // (zero spans, zero products, absorbed products) must not change one bit.
+    // The exact skips of strict convolution (zero spans, zero products,
+    // absorbed products) do not change one bit.
     #[test]
-    fn issue9_strict_skips_match_a_naive_tap_order_sum() {
+    fn strict_skips_match_a_naive_tap_order_sum() {
         // Long enough for the history to wrap (its span bounds are rebuilt then).
         let x = subnormal_signal(40000);
         for (scale, name) in [
@@ -319,10 +319,10 @@ mod tests {
         strict_matches_tap_order_sum::<f64>(&subnormal_signal(3000), &ir, "infinite tap");
     }
 
-    // issue9: a snapshot restores the history's span bounds too, so a resumed
+    // A snapshot restores the history's span bounds too, so a resumed
     // strict render keeps the bits of the uninterrupted one.
     #[test]
-    fn issue9_strict_restore_keeps_the_skips_exact() {
+    fn strict_restore_keeps_the_skips_exact() {
         let x = subnormal_signal(12000);
         let ir = subnormal_ir(450, 1.0);
         let whole = tap_order_sum(&x, &ir);
@@ -340,7 +340,7 @@ mod tests {
 
     /// Each skip rule fires where it should and nowhere else.
     #[test]
-    fn issue9_skip_rules() {
+    fn each_skip_rule_fires_where_it_should_and_nowhere_else() {
         let sub = f64::from_bits(1);
         let bits = |v: f64| [v.abs().to_bits(); 4];
         // Exact zero inputs, and products that round to zero: skipped even at acc = +0.

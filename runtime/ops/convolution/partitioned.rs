@@ -425,11 +425,11 @@ mod tests {
         assert_eq!(segs.last().unwrap().0, 4096);
     }
 
-    // issue9: repro's partitions were the block size; each partition size the
-    // IR length now selects must still match the direct oracle at blocks 1,
-    // 7, 64, 128, 4096, bit-identically across them.
+    // Each partition size the IR length selects under repro matches the
+    // direct oracle at blocks 1, 7, 64, 128, 4096, bit-identically across
+    // them.
     #[test]
-    fn issue9_repro_partition_sizes_match_direct_convolution() {
+    fn repro_partition_sizes_match_direct_convolution() {
         let x = test_signal(41, 20000);
         for (len, p) in [
             (500, 64),
@@ -461,11 +461,11 @@ mod tests {
         }
     }
 
-    // issue9: the FFT engines' accumulators now double as inverse-FFT scratch
-    // and repro's partitions grew; a restore mid-partition must still rebuild
-    // the delay lines and tail so the output continues bit for bit.
+    // The FFT engines' accumulators double as inverse-FFT scratch; a restore
+    // mid-partition rebuilds the delay lines and tail so the output continues
+    // bit for bit.
     #[test]
-    fn issue9_fft_engines_resume_bit_exactly_from_a_snapshot() {
+    fn fft_engines_resume_bit_exactly_from_a_snapshot() {
         let ir = decaying_ir(40000, 3);
         let x = test_signal(12, 30000);
         for p in [Profile::Repro, Profile::Live] {

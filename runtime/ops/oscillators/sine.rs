@@ -54,11 +54,10 @@ mod tests {
     use super::super::{Phasor, TWO_POW_64};
     use super::*;
 
-    // issue 9: strict W1 was bound by one `libm::sin` call per sample; the
-    // block kernel that replaced it must give `libm::sin`'s bits on every
-    // argument the oscillator can produce.
+    // The strict block kernel gives `libm::sin`'s bits on every argument the
+    // oscillator can produce.
     #[test]
-    fn issue9_strict_sine_kernel_equals_libm_sin_bit_for_bit() {
+    fn strict_sine_kernel_equals_libm_sin_bit_for_bit() {
         use crate::dsp::rng::mix64;
         use crate::dsp::strict_sin::sin_block;
         use crate::dsp::vector::SimdLevel;

@@ -404,9 +404,9 @@ mod tests {
         assert_eq!(path(&e), "profile_config.flush_to_zero");
     }
 
-    // issue 11: `"sample_rate": "48000"` was an error while a param took `"440"`.
+    // `"sample_rate": "48000"` is read as a param's `"440"` is.
     #[test]
-    fn issue11_numbers_in_strings_mean_the_same_number_everywhere() {
+    fn numbers_in_strings_mean_the_same_number_everywhere() {
         let fields = |quoted: bool| {
             let q = |x: &str| {
                 if quoted {

@@ -353,7 +353,7 @@ mod tests {
     }
 
     #[test]
-    fn issue11_a_schema_key_is_known() {
+    fn a_schema_key_is_known() {
         // `"$schema"` (for editors) was an unknown field with a warning.
         let s = load(&scene_with(",\n\"$schema\": \"schema/scene.schema.json\"")).unwrap();
         assert!(s.warnings.is_empty(), "{:#?}", s.warnings);

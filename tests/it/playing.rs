@@ -1,0 +1,321 @@
+//! What `morphrt run --device clock` says while it plays, checked against
+//! the real binary: an edit of a setting the session fixes is said to be
+//! not applied (and replays bit for bit), an event an edit adds in the past
+//! is said never to fire, a resource edit's latency runs from the edit, a
+//! resumed session's timeline has one timebase, and the clock device says
+//! what its xruns are.
+
+use crate::support as common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+/// A `morphrt run` of `scene` on the clock device, with commands on stdin
+/// and stderr read line by line.
+struct Session {
+    child: common::KillOnDrop,
+    lines: Receiver<String>,
+    log: Vec<String>,
+}
+
+impl Session {
+    fn start(scene: &Path, args: &[&str]) -> Session {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+            .arg("run")
+            .arg(scene)
+            .args(["--device", "clock"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .map(common::KillOnDrop)
+            .expect("run morphrt");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stderr).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Session {
+            child,
+            lines,
+            log: Vec::new(),
+        };
+        s.wait("playing ");
+        s
+    }
+
+    /// Waits for a line containing `what` and returns it (a generous
+    /// timeout only keeps a broken build from hanging).
+    fn wait(&mut self, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let l = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no line with `{what}`; log:\n{}", self.log.join("\n")));
+            self.log.push(l.clone());
+            if l.contains(what) {
+                return l;
+            }
+        }
+    }
+
+    /// Quits and returns everything it printed.
+    fn quit(mut self) -> String {
+        std::thread::sleep(Duration::from_millis(150));
+        writeln!(self.child.stdin.as_mut().unwrap(), "q").unwrap();
+        let status = self.child.wait().unwrap();
+        self.log.extend(self.lines.iter());
+        let all = self.log.join("\n");
+        assert!(status.success(), "{all}");
+        all
+    }
+}
+
+/// Saves `text` over the scene as editors do (see `common::save_as_editor`).
+fn save(path: &Path, text: &str) {
+    common::save_as_editor(path, text, Duration::from_millis(300));
+}
+
+#[test]
+fn an_edit_of_the_sample_rate_or_block_size_says_it_is_not_applied() {
+    let dir = common::temp_dir("fixed-settings");
+    let path = dir.join("scene.json");
+    let journal = dir.join("j").join("session.jsonl");
+    let capture = dir.join("cap.wav");
+    std::fs::write(&path, common::osc_into_gain("saw", 48000, 64, 0.5, "")).unwrap();
+    let mut s = Session::start(
+        &path,
+        &[
+            "--journal",
+            journal.to_str().unwrap(),
+            "--capture",
+            capture.to_str().unwrap(),
+        ],
+    );
+    // Only the sample rate: nothing else to apply.
+    save(&path, &common::osc_into_gain("saw", 44100, 64, 0.5, ""));
+    s.wait(
+        "warning: sample_rate 48000 → 44100 is not applied while playing: it is fixed for the session",
+    );
+    s.wait("nothing else in the edit changed; nothing applied");
+    // The block size and a param: the param applies.
+    save(&path, &common::osc_into_gain("saw", 48000, 256, 0.25, ""));
+    let w = s.wait("warning: block_size 64 → 256 is not applied while playing");
+    assert!(w.contains("blocks of 64") && w.contains("restart"), "{w}");
+    s.wait("the rest of the edit is applied");
+    s.wait("`out.gain` glides 0.5 → 0.25");
+    let all = s.quit();
+    assert!(all.contains("edits applied 1,"), "{all}");
+
+    // The journal holds the one handover, and replays what was played.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert_eq!(text.matches(r#""type":"handover""#).count(), 1, "{text}");
+    let out = dir.join("replayed.wav");
+    let o = common::morphrt(&[
+        "replay",
+        journal.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        common::read_f32(&out) == common::read_f32(&capture),
+        "the replay is what was played"
+    );
+}
+
+#[test]
+fn an_event_added_in_the_past_says_it_will_not_fire() {
+    let dir = common::temp_dir("past-event");
+    let path = dir.join("scene.json");
+    std::fs::write(&path, common::osc_into_gain("saw", 48000, 64, 0.5, "")).unwrap();
+    let mut s = Session::start(&path, &["--no-journal"]);
+    // At 10 ms (long played by now) and at an hour (still to come).
+    let events = r#",
+  "events": [ { "time": "10ms", "node": "out", "param": "gain", "value": 0.2 },
+              { "time": "1h", "node": "osc", "param": "amp", "value": 0.1 } ]"#;
+    save(&path, &common::osc_into_gain("saw", 48000, 64, 0.5, events));
+    s.wait("edit applied");
+    let w = s.wait("warning: event at 0.01 s on `out.gain` is in the past (now ");
+    assert!(w.ends_with("and will not fire"), "{w}");
+    // Saved again unchanged but for a param: the event is not news.
+    save(&path, &common::osc_into_gain("saw", 48000, 64, 0.4, events));
+    s.wait("`out.gain` glides 0.5 → 0.4");
+    let all = s.quit();
+    assert_eq!(all.matches("is in the past").count(), 1, "{all}");
+    assert!(!all.contains("`osc.amp` is in the past"), "{all}");
+}
+
+#[test]
+fn a_resource_edit_reports_its_latency_from_the_edit() {
+    let dir = common::temp_dir("resource-latency");
+    let res = dir.join("resources");
+    std::fs::create_dir_all(&res).unwrap();
+    common::write_mono_f32(&res.join("ir.wav"), &[0.1; 32]);
+    let path = dir.join("scene.json");
+    std::fs::write(
+        &path,
+        r#"{ "version": "1.0", "sample_rate": 48000,
+  "nodes": [ { "id": "osc", "op": "saw", "params": { "freq": "220Hz", "amp": 0.5 } },
+             { "id": "room", "op": "convolution", "params": { "ir": "@resource:ir.wav" } } ],
+  "edges": [ { "from": "osc", "to": "room" } ],
+  "outputs": { "main": ["room"] } }"#,
+    )
+    .unwrap();
+    // The scene was last saved an hour ago; the edit is the resource's.
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+    let mut s = Session::start(&path, &["--no-journal"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let tmp = res.join("ir.wav.tmp");
+    common::write_mono_f32(&tmp, &[0.2; 32]);
+    std::fs::rename(&tmp, res.join("ir.wav")).unwrap();
+    let line = s.wait("edit applied");
+    let ms: u64 = line
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" ms after the change"))
+        .unwrap_or_else(|| panic!("no latency in `{line}`"))
+        .parse()
+        .unwrap();
+    // From the scene's save it would be an hour (3 600 000 ms); the bound
+    // is only far below that, not a timing requirement.
+    assert!(ms < 600_000, "{line}");
+    s.quit();
+}
+
+/// The time at the start of a timeline line, in seconds.
+fn line_time(line: &str) -> f64 {
+    line.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_resumed_session_s_timeline_is_in_session_time() {
+    let dir = common::temp_dir("resumed-timeline");
+    let path = dir.join("scene.json");
+    std::fs::write(&path, common::osc_into_gain("saw", 48000, 64, 0.5, "")).unwrap();
+    let snap = dir.join("snap.json");
+    let o = common::morphrt(&[
+        "render",
+        path.to_str().unwrap(),
+        "-d",
+        "6s",
+        "-o",
+        dir.join("first.wav").to_str().unwrap(),
+        "--snapshot-at",
+        "5s",
+        "--snapshot-out",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let journal = dir.join("resumed.jsonl");
+    let mut s = Session::start(
+        &path,
+        &[
+            "--resume",
+            snap.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    save(&path, &common::osc_into_gain("saw", 48000, 64, 0.3, ""));
+    s.wait("edit applied");
+    s.quit();
+    let o = common::morphrt(&["replay", "--info", journal.to_str().unwrap()]);
+    let info = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{info}");
+    let find = |what: &str| -> &str {
+        info.lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no `{what}` line:\n{info}"))
+    };
+    let resume = find("resumed from snapshot");
+    assert!(
+        resume.contains("at sample 240000 (5.000 s) of the scene's timeline")
+            && resume.contains("the session's, from 0"),
+        "{info}"
+    );
+    assert_eq!(line_time(resume), 0.0, "{info}");
+    let edit = find("  edit (");
+    let end = find("  end (");
+    // The edit came before the end, on one clock: not 5 s later.
+    assert!(line_time(edit) <= line_time(end), "{info}");
+    let frames: u64 = end
+        .split("end (")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let swapped: u64 = edit
+        .split("swapped at ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(swapped <= frames, "{info}");
+}
+
+#[test]
+fn the_clock_device_says_what_its_xruns_are() {
+    let dir = common::temp_dir("clock-xruns");
+    let path: PathBuf = dir.join("scene.json");
+    std::fs::write(&path, common::osc_into_gain("saw", 48000, 64, 0.5, "")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .arg("run")
+        .arg(&path)
+        .args(["--device", "clock", "--duration", "0.3s", "--no-journal"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("played "))
+        .unwrap_or_else(|| panic!("no summary:\n{err}"));
+    assert!(
+        summary.contains(
+            "(the clock device has no sound card: an xrun is a callback that missed its real-time deadline on this machine"
+        ),
+        "{summary}"
+    );
+}
+
+/// A profile switch moves a scene's events to its own grid (to their
+/// block under live): that is the same event, not one added in the past.
+/// An edit that moves an event by a block or more into the past is.
+#[test]
+fn events_a_switch_moves_within_a_block_are_not_added_in_the_past() {
+    use morphrt::engine::incoming::{past_events, EventKey};
+    let key = |sample: u64| EventKey {
+        node: "env".into(),
+        param: "gate",
+        sample,
+        action: "Set { value: 0.0, ramp: 0 }".into(),
+    };
+    let strict = [key(71_952), key(120_000)];
+    let live = [key(71_936), key(119_936)];
+    assert!(past_events(&live, &strict, 240_000, 128).is_empty());
+    assert!(past_events(&strict, &live, 240_000, 128).is_empty());
+    let moved = [key(71_952 - 128), key(120_000)];
+    let past = past_events(&moved, &strict, 240_000, 128);
+    assert_eq!(past.len(), 1);
+    assert_eq!(past[0].sample, 71_824);
+}
