@@ -243,7 +243,11 @@ impl Engine {
                 .enumerate()
                 .map(|(i, s)| (s.id.clone(), (i, s.op)))
                 .collect(),
-            values: self.slots.iter().map(|s| s.initial_values.clone()).collect(),
+            values: self
+                .slots
+                .iter()
+                .map(|s| s.initial_values.clone())
+                .collect(),
             templates,
             pools: self
                 .voices

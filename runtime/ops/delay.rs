@@ -16,8 +16,8 @@
 //! the ring and its write index; `reset` zeroes the ring in place.
 
 use super::{
-    build_any, by_profile, no_choices, number, BuildCtx, Held, Io, Lint, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
+    build_any, by_profile, no_choices, number, BuildCtx, Held, Io, Lint, NodeState, OpSpec,
+    Operator, ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;

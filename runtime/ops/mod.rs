@@ -999,7 +999,8 @@ mod tests {
     #[test]
     fn a_frequency_lint_fires_only_above_the_limit_and_names_nyquist() {
         let v = [Value::Number(30_000.0)];
-        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.5, "designed at", |hz, _| hz).expect("above");
+        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.5, "designed at", |hz, _| hz)
+            .expect("above");
         assert_eq!(l.param, "cutoff");
         assert!(
             l.message.contains("above Nyquist (24000 Hz at 48000 Hz)"),
@@ -1008,17 +1009,34 @@ mod tests {
         );
         assert!(l.message.ends_with("designed at 24000 Hz"), "{}", l.message);
         let v = [Value::Number(23_600.0)];
-        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.49, "designed at", |hz, _| hz).expect("above 0.49");
+        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.49, "designed at", |hz, _| hz)
+            .expect("above 0.49");
         assert!(
             l.message
                 .contains("design limit of 0.49 × the sample rate (23520 Hz; Nyquist is 24000 Hz)"),
             "{}",
             l.message
         );
-        assert!(
-            frequency_lint(&[Value::Number(23_520.0)], 0, "cutoff", 48_000.0, 0.49, "x", |hz, _| hz).is_none()
-        );
-        assert!(frequency_lint(&[Value::Enum(0)], 0, "cutoff", 48_000.0, 0.49, "x", |hz, _| hz).is_none());
+        assert!(frequency_lint(
+            &[Value::Number(23_520.0)],
+            0,
+            "cutoff",
+            48_000.0,
+            0.49,
+            "x",
+            |hz, _| hz
+        )
+        .is_none());
+        assert!(frequency_lint(
+            &[Value::Enum(0)],
+            0,
+            "cutoff",
+            48_000.0,
+            0.49,
+            "x",
+            |hz, _| hz
+        )
+        .is_none());
     }
 
     fn choices(name: &str, p: Profile, values: Option<Vec<Value>>) -> Vec<(&'static str, String)> {

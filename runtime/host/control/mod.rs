@@ -354,10 +354,12 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
     let mut asked = String::new();
     let value = match (change.value, spec.map(|s| s.2.kind)) {
         (ControlValue::Number(v), Some(crate::ops::ParamKind::Number { dim, .. })) => {
-            let held = spec.zip(table.op(&change.node)).and_then(|((_, pi, _), op)| {
-                let values = table.values(&change.node)?;
-                crate::ops::played(op, values, pi, v, sample_rate as f64)
-            });
+            let held = spec
+                .zip(table.op(&change.node))
+                .and_then(|((_, pi, _), op)| {
+                    let values = table.values(&change.node)?;
+                    crate::ops::played(op, values, pi, v, sample_rate as f64)
+                });
             match held {
                 Some(h) => {
                     asked = format!(" (asked {}; {})", in_unit(v, dim), h.why);

@@ -260,9 +260,17 @@ fn rate_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     };
     let alias = super::alias_hz(hz, sample_rate);
     let instead = format!("the lfo runs at its alias, {alias} Hz, since nothing runs faster than");
-    frequency_lint(values, RATE, "rate", sample_rate, 0.5, &instead, super::alias_hz)
-        .into_iter()
-        .collect()
+    frequency_lint(
+        values,
+        RATE,
+        "rate",
+        sample_rate,
+        0.5,
+        &instead,
+        super::alias_hz,
+    )
+    .into_iter()
+    .collect()
 }
 
 /// `morphrt bench` of `benches/costs/lfo.json` (one node per shape; best of
