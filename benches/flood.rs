@@ -5,11 +5,13 @@
 //! preemptions do not count as work; the wall-clock maximum is printed
 //! beside it:
 //!
-//! - **Flood**: `scenes/poly-pad.json` (its profile, repro) with 256
-//!   control records (the delay's `mix` and the template's `lp.cutoff`)
-//!   and 256 notes (ons and offs of 128 keys) pushed every block, each
-//!   for a sample of the next block in a scrambled order. Reports the
-//!   longest block as a share of the deadline, and p99.
+//! - **Flood**: `scenes/poly-pad.json` under live, repro and strict, one
+//!   engine each, their blocks interleaved, with 256 control records (the
+//!   delay's `mix` and the template's `lp.cutoff`) and 256 notes (ons and
+//!   offs of 128 keys) pushed every block, each for a sample of the next
+//!   block in a scrambled order: under repro and strict each record lands
+//!   at its sample, cutting the block into chunks. Reports the longest
+//!   block as a share of the deadline, and p99.
 //! - **Long voices**: a voice module of 8 voices, each a saw through an
 //!   envelope into a 2 s `delay` and a `reverb`, played 64 notes a block
 //!   (every note steals; voices are cleared while they wait). Reports the
@@ -101,23 +103,42 @@ impl Times {
     }
 }
 
-fn flood(blocks: usize) -> Times {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/poly-pad.json");
-    let text = std::fs::read_to_string(path).expect("scenes/poly-pad.json");
-    let mut e = engine(&text, path, None);
-    let pool = e.voice_pool("pad").expect("the pad");
-    let targets = [
-        e.find_param("space", "mix").expect("space.mix"),
-        e.find_param("lp#0", "cutoff").expect("lp#0.cutoff"),
-    ];
-    let id = e.id();
-    let mut times = Vec::with_capacity(blocks);
-    let mut wall = 0.0f64;
-    for b in 0..blocks as u64 {
+/// One engine of the flood: poly-pad under a profile, its pad and targets.
+struct Flooded {
+    e: Engine,
+    pool: usize,
+    targets: [(usize, usize); 2],
+    times: Vec<f64>,
+    wall: f64,
+}
+
+impl Flooded {
+    fn new(profile: Profile, blocks: usize) -> Flooded {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/poly-pad.json");
+        let text = std::fs::read_to_string(path).expect("scenes/poly-pad.json");
+        let e = engine(&text, path, Some(profile));
+        let pool = e.voice_pool("pad").expect("the pad");
+        let targets = [
+            e.find_param("space", "mix").expect("space.mix"),
+            e.find_param("lp#0", "cutoff").expect("lp#0.cutoff"),
+        ];
+        Flooded {
+            e,
+            pool,
+            targets,
+            times: Vec::with_capacity(blocks),
+            wall: 0.0,
+        }
+    }
+
+    /// Block `b`: 256 control records and 256 notes, then the block.
+    fn block(&mut self, b: u64) {
+        let e = &mut self.e;
+        let id = e.id();
         let next = e.clock() + BLOCK as u64;
         let (t, c) = (Instant::now(), cpu_us());
         for k in 0..256u64 {
-            let (node, param) = targets[(k % 2) as usize];
+            let (node, param) = self.targets[(k % 2) as usize];
             let _ = e.push_control(ControlRecord {
                 sample: next + scrambled(k),
                 node: node as u32,
@@ -132,14 +153,31 @@ fn flood(blocks: usize) -> Times {
                 seq: 0,
             });
             let key = (b * 7 + k / 2) % 128;
-            let _ = e.push_note(note(next + scrambled(k + 5), pool, key, k % 2 == 0));
+            let _ = e.push_note(note(next + scrambled(k + 5), self.pool, key, k % 2 == 0));
         }
         e.process_block(BLOCK);
         std::hint::black_box(e.bus().get(0, 0));
-        times.push(cpu_us() - c);
-        wall = wall.max(t.elapsed().as_secs_f64() * 1e6);
+        self.times.push(cpu_us() - c);
+        self.wall = self.wall.max(t.elapsed().as_secs_f64() * 1e6);
     }
-    Times(times, wall)
+}
+
+/// The flood on one engine per profile, their blocks interleaved (one
+/// block of each in turn) so that each meets the same machine.
+fn flood(blocks: usize) -> Vec<(Profile, Times)> {
+    let mut engines: Vec<(Profile, Flooded)> = [Profile::Live, Profile::Repro, Profile::Strict]
+        .into_iter()
+        .map(|p| (p, Flooded::new(p, blocks)))
+        .collect();
+    for b in 0..blocks as u64 {
+        for (_, f) in &mut engines {
+            f.block(b);
+        }
+    }
+    engines
+        .into_iter()
+        .map(|(p, f)| (p, Times(f.times, f.wall)))
+        .collect()
 }
 
 /// Eight voices, each a saw through an envelope into a 2 s delay and a
@@ -182,7 +220,9 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(3000usize);
     println!("the callback under a flood, block {BLOCK} at 48 kHz:");
-    flood(blocks).report("flood");
+    for (p, times) in flood(blocks) {
+        times.report(&format!("flood {p}"));
+    }
     for p in [Profile::Live, Profile::Repro, Profile::Strict] {
         long_voices(blocks, p).report(&format!("long {p}"));
     }

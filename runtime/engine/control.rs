@@ -243,17 +243,17 @@ impl Engine {
                 .enumerate()
                 .map(|(i, s)| (s.id.clone(), (i, s.op)))
                 .collect(),
+            values: self
+                .slots
+                .iter()
+                .map(|s| s.initial_values.clone())
+                .collect(),
             templates,
             pools: self
                 .voices
                 .pools
                 .iter()
                 .map(|p| p.plan.module.clone())
-                .collect(),
-            values: self
-                .slots
-                .iter()
-                .map(|s| s.initial_values.clone())
                 .collect(),
         }
     }
@@ -483,12 +483,12 @@ fn carry_params(from: &Slot, to: &mut Slot, mask: u64) {
 pub struct ControlTable {
     pub engine: u64,
     nodes: std::collections::HashMap<String, (usize, &'static str)>,
+    /// Each node's values as the scene gives them, by schedule index.
+    values: Vec<Vec<crate::ops::Value>>,
     /// A voice module's template node id → its number of voices.
     templates: std::collections::HashMap<String, usize>,
     /// The voice modules' ids, by pool index.
     pools: Vec<String>,
-    /// Each node's static param values (the scene's), by schedule index.
-    values: Vec<Vec<crate::ops::Value>>,
 }
 
 impl ControlTable {
@@ -509,6 +509,13 @@ impl ControlTable {
     /// The operator of `node` (or of a template node's copies).
     pub fn op(&self, node: &str) -> Option<&'static crate::ops::OpSpec> {
         crate::ops::lookup(self.node(node)?.1)
+    }
+
+    /// `node`'s param values as the scene gives them (a template node's:
+    /// its first voice's copy's), for what a change of one of them plays
+    /// (see [`crate::ops::played`]).
+    pub fn node_values(&self, node: &str) -> Option<&[crate::ops::Value]> {
+        self.values.get(self.node(node)?.0).map(Vec::as_slice)
     }
 
     fn node(&self, node: &str) -> Option<&(usize, &'static str)> {

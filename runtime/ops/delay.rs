@@ -16,8 +16,8 @@
 //! the ring and its write index; `reset` zeroes the ring in place.
 
 use super::{
-    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
+    build_any, by_profile, no_choices, number, BuildCtx, Held, Io, Lint, NodeState, OpSpec,
+    Operator, ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -30,6 +30,31 @@ const MAX_TIME: usize = DELAY.index_of("max_time");
 
 /// The largest |feedback|.
 const MAX_FEEDBACK: f64 = 0.999;
+
+/// The longest delay in samples of a ring for `max_time` seconds at
+/// `sample_rate`: `max(⌈max_time·sr⌉, 1)`; an error past 2³² samples.
+pub(super) fn max_delay_samples(max_time: f64, sample_rate: f64) -> Result<usize, String> {
+    let samples = (max_time * sample_rate).ceil();
+    if !(samples.is_finite() && samples >= 0.0 && samples < (1u64 << 32) as f64) {
+        return Err(format!(
+            "`max_time` = {max_time} s is too long at {sample_rate} Hz"
+        ));
+    }
+    Ok((samples as usize).max(1))
+}
+
+/// The delay in samples a ring reads for `d`: held to 1 … `max_delay`
+/// (NaN reads 1).
+#[inline(always)]
+fn held_delay(mut d: f64, max_delay: f64) -> f64 {
+    if d.is_nan() || d < 1.0 {
+        d = 1.0;
+    }
+    if d > max_delay {
+        d = max_delay;
+    }
+    d
+}
 
 /// A ring of samples read at a fractional delay by linear interpolation:
 /// `delay`'s line, and the modulated lines of `chorus` and `flanger`. A
@@ -47,13 +72,7 @@ impl<S: Sample> Ring<S> {
     /// A silent ring for delays up to `max_time` seconds at `sample_rate`
     /// (at least 1 sample); allocates.
     pub(super) fn new(max_time: f64, sample_rate: f64) -> Result<Ring<S>, String> {
-        let samples = (max_time * sample_rate).ceil();
-        if !(samples.is_finite() && samples >= 0.0 && samples < (1u64 << 32) as f64) {
-            return Err(format!(
-                "`max_time` = {max_time} s is too long at {sample_rate} Hz"
-            ));
-        }
-        let max_delay = (samples as usize).max(1);
+        let max_delay = max_delay_samples(max_time, sample_rate)?;
         Ok(Ring {
             buf: vec![S::ZERO; max_delay + 2],
             write: 0,
@@ -64,14 +83,9 @@ impl<S: Sample> Ring<S> {
     /// The line `d` samples back, clamped to 1 … `max_delay` (NaN reads
     /// 1): `x[n−⌊d⌋] + f·(x[n−⌊d⌋−1] − x[n−⌊d⌋])`, `f = d − ⌊d⌋`.
     #[inline]
-    pub(super) fn read(&self, mut d: f64) -> S {
+    pub(super) fn read(&self, d: f64) -> S {
         let len = self.buf.len();
-        if d.is_nan() || d < 1.0 {
-            d = 1.0;
-        }
-        if d > self.max_delay {
-            d = self.max_delay;
-        }
+        let d = held_delay(d, self.max_delay);
         let whole = d.floor();
         let frac = S::from_f64(d - whole);
         let k = whole as usize; // 1 ≤ k ≤ len − 2
@@ -256,20 +270,26 @@ impl Operator for DelayOp {
 
 /// `delay`: fractional feedback delay; see the module docs for the rules.
 /// A `time` longer than `max_time` (the buffer's length): the delay is
-/// clamped to `max_time`.
-fn delay_lints(values: &[Value], _sample_rate: f64) -> Vec<Lint> {
+/// clamped to `max_time` (what it plays is the ring's own clamp, in
+/// seconds).
+fn delay_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     let (Some(time), Some(max)) = (values[TIME].as_number(), values[MAX_TIME].as_number()) else {
         return Vec::new();
     };
     if time <= max {
         return Vec::new();
     }
+    let held = max_delay_samples(max, sample_rate).ok().map(|m| Held {
+        plays: held_delay(time * sample_rate, m as f64) / sample_rate,
+        why: format!("max_time is {max} s"),
+    });
     vec![Lint {
         param: "time",
         message: format!(
             "`time` {time} s is longer than `max_time` {max} s: the delay is clamped to max_time ({max} s)"
         ),
         help: Some(format!("raise `max_time` to at least {time} s (it sizes the buffer), or shorten `time`")),
+        held,
     }]
 }
 

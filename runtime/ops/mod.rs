@@ -151,6 +151,39 @@ pub struct Lint {
     pub param: &'static str,
     pub message: String,
     pub help: Option<String>,
+    /// What the node plays instead, when that is one value of `param`.
+    pub held: Option<Held>,
+}
+
+/// The value a node plays for a param it holds elsewhere than asked (a
+/// delay past its `max_time`, a cutoff above what the filter designs),
+/// computed by the same function the node's processing calls, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Held {
+    /// In the param's canonical unit.
+    pub plays: f64,
+    /// Why, in a few words: `max_time is 0.5 s`.
+    pub why: String,
+}
+
+/// What a node of `op` with static values `values` plays when its number
+/// param `param` is set to `asked` at `sample_rate`, when that differs
+/// from `asked` (see [`Held`]): read from the operator's own lints, so a
+/// reply to a live change and the compiler's warning say the same.
+pub fn played(
+    op: &OpSpec,
+    values: &[Value],
+    param: usize,
+    asked: f64,
+    sample_rate: f64,
+) -> Option<Held> {
+    let name = op.params.get(param)?.name;
+    let mut values = values.to_vec();
+    *values.get_mut(param)? = Value::Number(asked);
+    (op.lints)(&values, sample_rate)
+        .into_iter()
+        .filter(|l| l.param == name)
+        .find_map(|l| l.held)
 }
 
 /// The [`Lint`]s of a node with these static param values at this sample rate.
@@ -193,7 +226,8 @@ pub fn lint_of_setting(
 /// A frequency param above what the operator designs with: `values[index]`
 /// (its magnitude: an oscillator's may be negative) against
 /// `ratio · sample_rate` (Nyquist is `0.5 · sample_rate`); `instead` says
-/// what the operator does with it.
+/// what the operator does with it, and `plays` is the function its
+/// processing calls for the frequency it plays (`plays(hz, sample_rate)`).
 pub fn frequency_lint(
     values: &[Value],
     index: usize,
@@ -201,6 +235,7 @@ pub fn frequency_lint(
     sample_rate: f64,
     ratio: f64,
     instead: &str,
+    plays: fn(f64, f64) -> f64,
 ) -> Option<Lint> {
     let hz = values.get(index)?.as_number()?;
     let limit = ratio * sample_rate;
@@ -216,6 +251,14 @@ pub fn frequency_lint(
         help: Some(format!(
             "write a {name} of at most {limit} Hz, or raise the scene's sample_rate"
         )),
+        held: Some(Held {
+            plays: plays(hz, sample_rate),
+            why: if hz.abs() > nyquist {
+                format!("above Nyquist, {nyquist} Hz at {sample_rate} Hz")
+            } else {
+                format!("above the design limit of {ratio} × the sample rate, {limit} Hz")
+            },
+        }),
     })
 }
 
@@ -985,7 +1028,8 @@ mod tests {
     #[test]
     fn a_frequency_lint_fires_only_above_the_limit_and_names_nyquist() {
         let v = [Value::Number(30_000.0)];
-        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.5, "designed at").expect("above");
+        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.5, "designed at", |hz, _| hz)
+            .expect("above");
         assert_eq!(l.param, "cutoff");
         assert!(
             l.message.contains("above Nyquist (24000 Hz at 48000 Hz)"),
@@ -994,17 +1038,34 @@ mod tests {
         );
         assert!(l.message.ends_with("designed at 24000 Hz"), "{}", l.message);
         let v = [Value::Number(23_600.0)];
-        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.49, "designed at").expect("above 0.49");
+        let l = frequency_lint(&v, 0, "cutoff", 48_000.0, 0.49, "designed at", |hz, _| hz)
+            .expect("above 0.49");
         assert!(
             l.message
                 .contains("design limit of 0.49 × the sample rate (23520 Hz; Nyquist is 24000 Hz)"),
             "{}",
             l.message
         );
-        assert!(
-            frequency_lint(&[Value::Number(23_520.0)], 0, "cutoff", 48_000.0, 0.49, "x").is_none()
-        );
-        assert!(frequency_lint(&[Value::Enum(0)], 0, "cutoff", 48_000.0, 0.49, "x").is_none());
+        assert!(frequency_lint(
+            &[Value::Number(23_520.0)],
+            0,
+            "cutoff",
+            48_000.0,
+            0.49,
+            "x",
+            |hz, _| hz
+        )
+        .is_none());
+        assert!(frequency_lint(
+            &[Value::Enum(0)],
+            0,
+            "cutoff",
+            48_000.0,
+            0.49,
+            "x",
+            |hz, _| hz
+        )
+        .is_none());
     }
 
     fn choices(name: &str, p: Profile, values: Option<Vec<Value>>) -> Vec<(&'static str, String)> {

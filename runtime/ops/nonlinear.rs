@@ -299,6 +299,20 @@ const MIN_CUTOFF_HZ: f64 = 1.0;
 /// Highest cutoff as a fraction of the base sample rate.
 const MAX_CUTOFF_RATIO: f64 = 0.45;
 
+/// The RC corner the clipper designs at: `cutoff_hz` within
+/// `[MIN_CUTOFF_HZ, MAX_CUTOFF_RATIO·base_rate]`.
+#[inline]
+fn corner_hz(cutoff_hz: f64, base_rate: f64) -> f64 {
+    let hi = MAX_CUTOFF_RATIO * base_rate;
+    if cutoff_hz > hi {
+        hi
+    } else if cutoff_hz >= MIN_CUTOFF_HZ {
+        cutoff_hz
+    } else {
+        MIN_CUTOFF_HZ
+    }
+}
+
 /// Per-sample solver constants at precision `S` for one cutoff and rate.
 #[derive(Clone, Copy, Debug)]
 struct DiodeCoefs<S> {
@@ -315,14 +329,7 @@ struct DiodeCoefs<S> {
 impl<S: Sample> DiodeCoefs<S> {
     /// `cutoff_hz` (clamped), at the internal rate `rate` (Hz), designed in f64.
     fn new(cutoff_hz: f64, base_rate: f64, rate: f64) -> DiodeCoefs<S> {
-        let hi = MAX_CUTOFF_RATIO * base_rate;
-        let fc = if cutoff_hz > hi {
-            hi
-        } else if cutoff_hz >= MIN_CUTOFF_HZ {
-            cutoff_hz
-        } else {
-            MIN_CUTOFF_HZ
-        };
+        let fc = corner_hz(cutoff_hz, base_rate);
         let half_t = 0.5 / rate;
         let a = 2.0 * core::f64::consts::PI * fc;
         let at2 = a * half_t;
@@ -610,6 +617,7 @@ fn diode_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
         sample_rate,
         MAX_CUTOFF_RATIO,
         "the RC corner is designed at",
+        corner_hz,
     )
     .into_iter()
     .collect()

@@ -258,7 +258,7 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         let sr = self.sample_rate;
         let lo = limit(rt60_low, MIN_RT60, MAX_RT60);
         let hi = limit(rt60_high, MIN_RT60, MAX_RT60);
-        let fc = limit(crossover, MIN_CROSSOVER, MAX_CROSSOVER_RATIO * sr);
+        let fc = crossover_hz(crossover, sr);
         let k = M::coef_tan(PI * fc / sr);
         self.alpha = S::from_f64((1.0 - k) / (1.0 + k));
         self.beta = S::from_f64(k / (1.0 + k));
@@ -504,6 +504,13 @@ impl Operator for ReverbOp {
     }
 }
 
+/// The crossover the damping shelf is designed at: within
+/// `[MIN_CROSSOVER, MAX_CROSSOVER_RATIO·sr]`.
+#[inline]
+fn crossover_hz(crossover: f64, sample_rate: f64) -> f64 {
+    limit(crossover, MIN_CROSSOVER, MAX_CROSSOVER_RATIO * sample_rate)
+}
+
 /// A crossover above what the shelf designs with: it is designed at
 /// 0.49 × the sample rate.
 fn reverb_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
@@ -514,6 +521,7 @@ fn reverb_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
         sample_rate,
         MAX_CROSSOVER_RATIO,
         "the damping shelf is designed at",
+        crossover_hz,
     )
     .into_iter()
     .collect()

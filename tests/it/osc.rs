@@ -740,3 +740,117 @@ fn a_control_setting_a_frequency_above_nyquist_is_warned_once_per_node() {
     assert!(all.contains("/morphrt/param"), "{all}");
     assert!(!all.contains("node `fine`"), "{all}");
 }
+
+/// A step (`d`, 0 until set) into a delay whose buffer holds 0.5 s and
+/// into a lowpass biquad: left is the delay, right the filter.
+const HELD_SCENE: &str = r#"{"version": "1.0", "sample_rate": 48000, "profile": "strict",
+  "nodes": [
+    {"id": "d", "op": "dc", "params": {"value": 0}},
+    {"id": "echo", "op": "delay", "params": {"time": 0.1, "max_time": 0.5, "mix": 1}},
+    {"id": "f", "op": "biquad", "params": {"mode": "lowpass", "cutoff": 1000, "q": 0.7}}],
+  "edges": [{"from": "d", "to": "echo"}, {"from": "d", "to": "f"}],
+  "outputs": {"main": ["echo", "f"]}}"#;
+
+/// The number after `name = ` in a reply, with the unit after it.
+fn stated(text: &str, name: &str) -> (f64, String) {
+    let rest = text
+        .split(&format!("{name} = "))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no `{name}` in {text:?}"));
+    let mut words = rest.split(' ');
+    let v = words.next().unwrap().parse().unwrap();
+    (v, words.next().unwrap().trim_end_matches(';').to_string())
+}
+
+#[test]
+fn a_reply_states_the_delay_and_cutoff_that_play_and_why_they_differ_from_the_asked() {
+    let dir = common::temp_dir("osc-held");
+    let (child, lines, log, port) = start(&dir, HELD_SCENE, &[]);
+    let c = Client::new(port);
+    // A delay past its buffer, a cutoff above Nyquist and the step that
+    // shows both (to 0.5: the filter's ringing stays under the 1.0 the
+    // session holds its output to), in one bundle a little ahead: all
+    // land at one sample.
+    let ahead = SystemTime::now() + Duration::from_millis(300);
+    c.send(&OscPacket::Bundle(OscBundle {
+        timetag: morphrt::host::control::osc::timetag(ahead),
+        content: vec![
+            param("echo", "time", OscType::Double(2.0)),
+            param("f", "cutoff", OscType::Double(30_000.0)),
+            param("d", "value", OscType::Double(0.5)),
+        ],
+    }));
+    let replies = [c.reply(), c.reply(), c.reply()];
+    let at = landed(&replies[0]);
+    let text = |name: &str| {
+        replies
+            .iter()
+            .find(|r| r.1.starts_with(name))
+            .map(|r| r.1.clone())
+            .unwrap_or_else(|| panic!("no reply for {name}: {replies:?}"))
+    };
+    for r in &replies {
+        assert_eq!(landed(r), at, "{replies:?}");
+    }
+    // What plays: the scene's max_time, and the biquad's design limit of
+    // 0.49 × the rate (both stated in the operators' docs).
+    let (time, unit) = stated(&text("echo.time"), "echo.time");
+    assert_eq!((time, unit.as_str()), (0.5, "s"), "{replies:?}");
+    assert_eq!(
+        text("echo.time"),
+        format!("echo.time = 0.5 s (asked 2 s; max_time is 0.5 s) at sample {at}")
+    );
+    let (cutoff, unit) = stated(&text("f.cutoff"), "f.cutoff");
+    assert_eq!(
+        (cutoff, unit.as_str()),
+        (0.49 * 48_000.0, "Hz"),
+        "{replies:?}"
+    );
+    assert_eq!(
+        text("f.cutoff"),
+        format!(
+            "f.cutoff = 23520 Hz (asked 30000 Hz; above Nyquist, 24000 Hz at 48000 Hz) at sample {at}"
+        )
+    );
+    assert_eq!(text("d.value"), format!("d.value = 0.5 at sample {at}"));
+    // Past the stated delay, a value in range: its reply is as before.
+    std::thread::sleep(Duration::from_millis(800));
+    let r = c.ask(&param("echo", "time", OscType::Double(0.25)));
+    assert_eq!(r.1, format!("echo.time = 0.25 s at sample {}", landed(&r)));
+    assert_eq!(c.ask(&msg("/morphrt/stop", vec![])).0, "ok");
+    let all = ended(child, &lines, log);
+    let played = common::read_f32(&dir.join("cap.wav"));
+    // The step leaves the delay `time` seconds after it entered, at the
+    // delay the reply stated.
+    let step = at as usize + (time * 48_000.0) as usize;
+    assert!(played.len() > 2 * (step + 1), "{all}");
+    assert_eq!(played[2 * (step - 1)], 0.0, "{all}");
+    assert_eq!(played[2 * step], 0.5, "{all}");
+    // The filter's step response is the one of a biquad rendered at the
+    // stated cutoff.
+    let scene = dir.join("stated.json");
+    std::fs::write(
+        &scene,
+        HELD_SCENE
+            .replace(r#""value": 0}"#, r#""value": 0.5}"#)
+            .replace(r#""cutoff": 1000"#, &format!(r#""cutoff": {cutoff}"#)),
+    )
+    .unwrap();
+    let out = dir.join("stated.wav");
+    let o = common::morphrt(&[
+        "render",
+        scene.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-d",
+        "0.05s",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rendered = common::read_f32(&out);
+    let n = rendered.len() / 2;
+    assert!(played.len() / 2 > at as usize + n, "{all}");
+    let live: Vec<f32> = (0..n).map(|i| played[2 * (at as usize + i) + 1]).collect();
+    let offline: Vec<f32> = (0..n).map(|i| rendered[2 * i + 1]).collect();
+    assert_eq!(live, offline, "{all}");
+    assert_replays(&dir.join("j.jsonl"), &dir.join("cap.wav"), &all);
+}

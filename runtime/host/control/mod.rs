@@ -360,16 +360,31 @@ impl Mappings {
 }
 
 /// A change in words for a reply or a warning: `lp.cutoff = 1234 Hz`,
-/// `f.mode = highpass`, with its ramp when it glides.
+/// `f.mode = highpass`, with its ramp when it glides. A number the node
+/// plays otherwise than asked (a delay past its `max_time`, a cutoff the
+/// filter designs below Nyquist) is said as it plays, with what was asked
+/// and why: `echo.time = 0.5 s (asked 2 s; max_time is 0.5 s)`.
 pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> String {
-    let spec = param_spec(table, &change.node, &change.param)
-        .ok()
-        .map(|s| s.2);
-    let value = match (change.value, spec.map(|s| s.kind)) {
+    let spec = param_spec(table, &change.node, &change.param).ok();
+    let in_unit = |v: f64, dim: crate::scene::Dimension| match dim.canonical() {
+        "" | "linear" => short_number(v),
+        unit => format!("{} {unit}", short_number(v)),
+    };
+    let mut asked = String::new();
+    let value = match (change.value, spec.map(|s| s.2.kind)) {
         (ControlValue::Number(v), Some(crate::ops::ParamKind::Number { dim, .. })) => {
-            match dim.canonical() {
-                "" | "linear" => short_number(v),
-                unit => format!("{} {unit}", short_number(v)),
+            let held = spec
+                .zip(table.op(&change.node))
+                .and_then(|((_, pi, _), op)| {
+                    let values = table.node_values(&change.node)?;
+                    crate::ops::played(op, values, pi, v, sample_rate as f64)
+                });
+            match held {
+                Some(h) => {
+                    asked = format!(" (asked {}; {})", in_unit(v, dim), h.why);
+                    in_unit(h.plays, dim)
+                }
+                None => in_unit(v, dim),
             }
         }
         (ControlValue::Enum(i), Some(crate::ops::ParamKind::Enum { choices, .. })) => choices
@@ -388,7 +403,7 @@ pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> S
     } else {
         String::new()
     };
-    format!("{}.{} = {value}{ramp}", change.node, change.param)
+    format!("{}.{} = {value}{ramp}{asked}", change.node, change.param)
 }
 
 #[cfg(test)]

@@ -532,6 +532,7 @@ fn limiter_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
             "write a lookahead of at least 1 sample ({} s); a few ms lets the gain ramp down smoothly",
             1.0 / sample_rate
         )),
+        held: None,
     }]
 }
 

@@ -748,6 +748,7 @@ fn biquad_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
         sample_rate,
         MAX_CUTOFF_RATIO,
         "the filter is designed at",
+        design_cutoff_hz,
     )
     .into_iter()
     .collect()

@@ -51,7 +51,7 @@ fn limit(v: f64, lo: f64, hi: f64) -> f64 {
 
 /// The design cutoff of the biquad and svf: inside `(0, 0.49·sr)`.
 #[inline]
-fn design_cutoff_hz(cutoff_hz: f64, sample_rate: f64) -> f64 {
+pub(super) fn design_cutoff_hz(cutoff_hz: f64, sample_rate: f64) -> f64 {
     limit(cutoff_hz, MIN_CUTOFF_HZ, MAX_CUTOFF_RATIO * sample_rate)
 }
 

@@ -15,10 +15,16 @@ pub(super) const ONEPOLE_MODES: &[&str] = &["lowpass", "highpass"];
 const OP_MODE: usize = ONEPOLE.index_of("mode");
 const OP_CUTOFF: usize = ONEPOLE.index_of("cutoff");
 
+/// The cutoff the one-pole designs at: `cutoff_hz` limited to `[0, sr/2]`.
+#[inline]
+fn onepole_cutoff_hz(cutoff_hz: f64, sample_rate: f64) -> f64 {
+    limit(cutoff_hz, 0.0, 0.5 * sample_rate)
+}
+
 /// The one-pole smoothing coefficient `a = 1 − exp(−2π·fc/sr)`, with the
 /// cutoff limited to `[0, sr/2]` (0 Hz holds the output).
 pub(super) fn onepole_coef<M: Math>(cutoff_hz: f64, sample_rate: f64) -> f64 {
-    let fc = limit(cutoff_hz, 0.0, 0.5 * sample_rate);
+    let fc = onepole_cutoff_hz(cutoff_hz, sample_rate);
     1.0 - M::coef_exp(-TWO_PI * fc / sample_rate)
 }
 
@@ -126,6 +132,7 @@ fn onepole_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
         sample_rate,
         0.5,
         "the filter is designed at",
+        onepole_cutoff_hz,
     )
     .into_iter()
     .collect()

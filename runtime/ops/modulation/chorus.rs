@@ -142,6 +142,7 @@ pub(super) fn depth_lints(values: &[Value], depth: usize, delay: usize) -> Vec<L
         help: Some(format!(
             "make `depth` at most `delay` ({dl} s), or lengthen `delay`"
         )),
+        held: None,
     }]
 }
 

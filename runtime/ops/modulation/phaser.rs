@@ -154,6 +154,7 @@ fn phaser_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
                  sample rate ({top} Hz): the break frequency is held at {top} Hz there"
             ),
             help: Some("lower `center` or `depth`, or raise the scene's sample_rate".into()),
+            held: None,
         });
     }
     if lo < MIN_BREAK {
@@ -164,6 +165,7 @@ fn phaser_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
                  break frequency is held at {MIN_BREAK} Hz there"
             ),
             help: Some("raise `center` or lower `depth`".into()),
+            held: None,
         });
     }
     out

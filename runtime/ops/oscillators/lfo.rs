@@ -258,11 +258,19 @@ fn rate_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     let Some(hz) = values.get(RATE).and_then(Value::as_number) else {
         return Vec::new();
     };
-    let alias = (hz - sample_rate * (hz / sample_rate).round()).abs();
+    let alias = super::alias_hz(hz, sample_rate);
     let instead = format!("the lfo runs at its alias, {alias} Hz, since nothing runs faster than");
-    frequency_lint(values, RATE, "rate", sample_rate, 0.5, &instead)
-        .into_iter()
-        .collect()
+    frequency_lint(
+        values,
+        RATE,
+        "rate",
+        sample_rate,
+        0.5,
+        &instead,
+        super::alias_hz,
+    )
+    .into_iter()
+    .collect()
 }
 
 /// `morphrt bench` of `benches/costs/lfo.json` (one node per shape; best of

@@ -179,6 +179,13 @@ fn phase_offset(rad: f64) -> u64 {
     Phasor::increment(rad, TWO_PI)
 }
 
+/// The frequency a phase stepping `hz` per second plays at `sample_rate`:
+/// the step wraps a whole cycle, so above Nyquist its alias, in magnitude
+/// `|hz − sr·round(hz/sr)|`.
+pub(super) fn alias_hz(hz: f64, sample_rate: f64) -> f64 {
+    (hz - sample_rate * (hz / sample_rate).round()).abs()
+}
+
 /// Every oscillator's lints: a static `freq` above Nyquist (in magnitude)
 /// folds back below it, so the node plays that alias instead (at a sample
 /// rate that divides the frequency, 0 Hz: silence for a sine).
@@ -186,10 +193,10 @@ fn freq_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     let Some(hz) = values.get(FREQ).and_then(Value::as_number) else {
         return Vec::new();
     };
-    let alias = (hz - sample_rate * (hz / sample_rate).round()).abs();
+    let alias = alias_hz(hz, sample_rate);
     let instead =
         format!("the oscillator plays its alias, {alias} Hz, since nothing renders above");
-    frequency_lint(values, FREQ, "freq", sample_rate, 0.5, &instead)
+    frequency_lint(values, FREQ, "freq", sample_rate, 0.5, &instead, alias_hz)
         .into_iter()
         .collect()
 }
