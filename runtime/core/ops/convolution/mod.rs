@@ -798,7 +798,7 @@ mod tests {
     /// Regenerate: `MORPHRT_BLESS=1 cargo test --release --lib impulse_responses`.
     #[test]
     fn shipped_impulse_responses_are_reproducible() {
-        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources");
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../resources");
         for (name, secs, rt60, seed, channels) in [
             ("hall.wav", 2.0, 1.8, HALL_SEED, 2),
             ("room.wav", 0.3, 0.25, ROOM_SEED, 2),

@@ -60,7 +60,7 @@ pub struct AudioData {
 }
 
 /// The WAV files [`AudioData::load`] reads, for its messages.
-pub(crate) const WAV_FORMATS_READ: &str =
+pub const WAV_FORMATS_READ: &str =
     "morphrt reads WAV files of 8-, 16-, 24- or 32-bit integer PCM or 32-bit float samples";
 
 impl AudioData {
@@ -231,7 +231,7 @@ fn wav_format(head: &[u8]) -> Option<String> {
 /// WAVE_FORMAT_EXTENSIBLE) and bits per sample in words (`64-bit float
 /// samples`, `ADPCM-compressed audio`) when morphrt does not read it;
 /// `None` for the formats it reads.
-pub(crate) fn unread_format(tag: u16, bits: u16) -> Option<String> {
+pub fn unread_format(tag: u16, bits: u16) -> Option<String> {
     match (tag, bits) {
         (1, 8 | 16 | 24 | 32) | (3, 32) => None,
         (1, b) => Some(format!("{b}-bit integer samples")),
