@@ -107,8 +107,7 @@ fn fixed() -> SessionFixed {
         block_size: 64,
         sample_rate: 48_000,
         seed: None,
-        resource_dirs: Vec::new(),
-        pinned: Vec::new(),
+        resolver: None,
     }
 }
 

@@ -29,7 +29,7 @@ fn plan_of(text: &str, path: &Path, profile: Profile) -> Plan {
 }
 
 fn fixed_for(text: &str, path: &Path) -> SessionFixed {
-    SessionFixed::from_plan(&plan_of(text, path, Profile::Strict), Vec::new())
+    SessionFixed::from_plan(&plan_of(text, path, Profile::Strict), None)
 }
 
 /// The scene compiled for a handover; a scene that reads audio input is
@@ -440,7 +440,7 @@ fn issue7_a_live_auto_seed_carries_to_strict() {
     )
     .unwrap();
     assert!(matches!(live.seed, morphrt::graph::SeedSource::Auto(_)));
-    let fixed = SessionFixed::from_plan(&live, Vec::new());
+    let fixed = SessionFixed::from_plan(&live, None);
     assert!(fixed.seed.is_some());
     let strict = Incoming::compile(text, &path, &fixed, Profile::Strict)
         .unwrap_or_else(|e| panic!("strict with the session seed: {}", e[0]));

@@ -268,8 +268,7 @@ fn fixed() -> SessionFixed {
         block_size: 64,
         sample_rate: 48_000,
         seed: Some(3),
-        resource_dirs: Vec::new(),
-        pinned: Vec::new(),
+        resolver: None,
     }
 }
 

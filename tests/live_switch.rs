@@ -186,7 +186,7 @@ impl Session {
             ..CompileOptions::default()
         };
         let plan = compile(&sc, &opts).unwrap();
-        let fixed = SessionFixed::from_plan(&plan, Vec::new());
+        let fixed = SessionFixed::from_plan(&plan, None);
         let first = Incoming::from_plan(plan, sc.profile, Vec::new()).asking(Asked::of(&sc));
         let meters = Arc::new(Meters::default());
         let mut player = Player::new(

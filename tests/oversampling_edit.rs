@@ -33,7 +33,7 @@ fn incoming(text: &str, path: &Path, fixed: &SessionFixed, p: Profile) -> Incomi
 }
 
 fn fixed_for(text: &str) -> SessionFixed {
-    SessionFixed::from_plan(&common::plan(text, None, BLOCK), Vec::new())
+    SessionFixed::from_plan(&common::plan(text, None, BLOCK), None)
 }
 
 fn rms(x: &[f64]) -> f64 {

@@ -317,13 +317,13 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
                 profile: Some(Profile::Strict),
                 block_size: Some(64),
                 seed: Some(1),
-                resource_dirs: resources.clone(),
+                resolver: morphrt::host::files::resources::Folders::shared(resources.clone()),
                 ..CompileOptions::default()
             },
         )
         .unwrap()
     };
-    let fixed = SessionFixed::from_plan(&first_plan, resources);
+    let fixed = SessionFixed::from_plan(&first_plan, morphrt::host::files::resources::Folders::shared(resources));
     let file_profile = morphrt::scene::load_str(&text, "scene.json", None)
         .unwrap()
         .profile;
@@ -582,7 +582,7 @@ mod callback_events {
             panic_at: Some(20_000),
         };
         replace(&mut first, "boom", boom);
-        let fixed = SessionFixed::from_plan(&first, Vec::new());
+        let fixed = SessionFixed::from_plan(&first, None);
         let first = Incoming::from_plan(first, None, Vec::new());
         let meters = Arc::new(Meters::default());
         let controls = Arc::new(Controls::default());

@@ -163,7 +163,7 @@ fn issue2_resource_links_cannot_escape() {
     std::fs::create_dir_all(dir.join("resources")).unwrap();
     std::fs::write(dir.join("secret.wav"), b"RIFF").unwrap();
     let _ = std::os::unix::fs::symlink(dir.join("secret.wav"), dir.join("resources/link.wav"));
-    let err = morphrt::scene::resource::resolve("@resource:link.wav", Some(&dir), &[]).unwrap_err();
+    let err = morphrt::host::files::resources::resolve("@resource:link.wav", Some(&dir), &[]).unwrap_err();
     assert!(err.contains("outside"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -26,6 +26,7 @@ fn plan(path: &Path, profile: Profile, block: Option<usize>) -> Plan {
         &CompileOptions {
             profile: Some(profile),
             block_size: block,
+            resolver: morphrt::host::files::resources::Folders::shared(Vec::new()),
             ..CompileOptions::default()
         },
     )

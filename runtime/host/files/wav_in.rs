@@ -23,7 +23,7 @@
 //! or inside a frame, is cut short ([`WavInput::error`]).
 
 use crate::engine::{InputBlock, InputFeed};
-use crate::ops::{unread_format, WAV_FORMATS_READ};
+use super::resources::{unread_format, WAV_FORMATS_READ};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
