@@ -196,7 +196,7 @@ fn engine(name: &str, profile: Profile) -> Engine {
         &CompileOptions {
             profile: Some(profile),
             block_size: Some(BLOCK),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .expect("bench scene compiles");

@@ -122,7 +122,6 @@
 //!   `cli/check.rs`; the scene format's JSON Schema `graph/schema.rs` (it
 //!   reads both the scene loader and the registry), printed by `cli/docs.rs`.
 
-
 pub use morphrt_core::{dsp, engine, graph, ops, profile, scene};
 
 pub mod bench;

@@ -22,7 +22,7 @@ fn plan_of(text: &str, path: &Path, profile: Profile) -> Plan {
             profile: Some(profile),
             block_size: Some(BLOCK),
             seed: Some(1),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap_or_else(|e| panic!("{}", e[0]))
@@ -435,7 +435,7 @@ fn issue7_a_live_auto_seed_carries_to_strict() {
         &CompileOptions {
             profile: Some(Profile::Live),
             block_size: Some(BLOCK),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap();

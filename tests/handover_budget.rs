@@ -54,7 +54,7 @@ fn options() -> CompileOptions {
     CompileOptions {
         profile: Some(Profile::Repro),
         block_size: Some(BLOCK),
-        ..CompileOptions::default()
+        ..morphrt::host::files::resources::compile_options()
     }
 }
 

@@ -183,7 +183,7 @@ impl Session {
         let opts = CompileOptions {
             profile: Some(Profile::Repro),
             block_size: Some(64),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         };
         let plan = compile(&sc, &opts).unwrap();
         let fixed = SessionFixed::from_plan(&plan, None);

@@ -30,7 +30,7 @@ fn plan(text: &str) -> Plan {
         &CompileOptions {
             profile: Some(Profile::Repro),
             block_size: Some(64),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap()

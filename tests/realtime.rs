@@ -31,7 +31,7 @@ fn process_block_never_allocates_or_frees() {
                 &CompileOptions {
                     profile: Some(p),
                     seed: Some(1),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 },
             )
             .unwrap();
@@ -177,7 +177,7 @@ fn node_timing_never_allocates_and_changes_no_sample() {
                 &CompileOptions {
                     profile: Some(Profile::Live),
                     seed: Some(1),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 },
             )
             .unwrap(),
@@ -225,7 +225,7 @@ fn the_callback_never_allocates_over_10000_blocks_of_every_scene() {
             &CompileOptions {
                 profile: Some(Profile::Live),
                 seed: Some(1),
-                ..CompileOptions::default()
+                ..morphrt::host::files::resources::compile_options()
             },
         )
         .unwrap();
@@ -318,12 +318,15 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
                 block_size: Some(64),
                 seed: Some(1),
                 resolver: morphrt::host::files::resources::Folders::shared(resources.clone()),
-                ..CompileOptions::default()
+                ..morphrt::host::files::resources::compile_options()
             },
         )
         .unwrap()
     };
-    let fixed = SessionFixed::from_plan(&first_plan, morphrt::host::files::resources::Folders::shared(resources));
+    let fixed = SessionFixed::from_plan(
+        &first_plan,
+        morphrt::host::files::resources::Folders::shared(resources),
+    );
     let file_profile = morphrt::scene::load_str(&text, "scene.json", None)
         .unwrap()
         .profile;
@@ -519,7 +522,7 @@ mod callback_events {
             &CompileOptions {
                 profile: Some(p),
                 block_size: Some(64),
-                ..CompileOptions::default()
+                ..morphrt::host::files::resources::compile_options()
             },
         )
         .unwrap()
@@ -1675,7 +1678,7 @@ fn grouped_plans_and_their_regrouping_handovers_never_allocate_in_the_callback()
                 &CompileOptions {
                     profile: Some(p),
                     block_size: Some(64),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 },
             )
             .unwrap();

@@ -68,7 +68,7 @@ fn issue2_events_on_build_time_params_are_not_silently_ignored() {
     let opts = CompileOptions {
         profile: Some(Profile::Strict),
         block_size: Some(64),
-        ..CompileOptions::default()
+        ..morphrt::host::files::resources::compile_options()
     };
     let err = compile(&scene, &opts)
         .err()
@@ -144,7 +144,7 @@ fn issue2_resource_with_non_finite_samples_is_rejected() {
     let text = r#"{ "version": "1.0", "nodes": [ { "id": "p", "op": "sampler", "params": { "file": "@resource:bad.wav" } } ],
       "outputs": { "main": ["p"] } }"#;
     let scene = load_str(text, "t.json", Some(dir.clone())).unwrap();
-    let err = compile(&scene, &CompileOptions::default())
+    let err = compile(&scene, &morphrt::host::files::resources::compile_options())
         .err()
         .expect("rejected");
     let msg = err[0].to_string();
@@ -163,7 +163,8 @@ fn issue2_resource_links_cannot_escape() {
     std::fs::create_dir_all(dir.join("resources")).unwrap();
     std::fs::write(dir.join("secret.wav"), b"RIFF").unwrap();
     let _ = std::os::unix::fs::symlink(dir.join("secret.wav"), dir.join("resources/link.wav"));
-    let err = morphrt::host::files::resources::resolve("@resource:link.wav", Some(&dir), &[]).unwrap_err();
+    let err = morphrt::host::files::resources::resolve("@resource:link.wav", Some(&dir), &[])
+        .unwrap_err();
     assert!(err.contains("outside"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -219,7 +220,7 @@ fn issue11_sampler_retriggers_at_the_event_sample() {
                 &CompileOptions {
                     profile: Some(profile),
                     block_size: Some(block),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 },
             )
             .unwrap_or_else(|e| panic!("{}", e[0]));
@@ -244,7 +245,7 @@ fn issue11_unknown_event_param_lists_only_settable_params() {
       "outputs": { "main": ["p"] },
       "events": [ { "time": "0s", "node": "p", "param": "speed", "value": 1 } ] }"#;
     let scene = load_str(text, "t.json", Some(dir.clone())).unwrap();
-    let err = compile(&scene, &CompileOptions::default())
+    let err = compile(&scene, &morphrt::host::files::resources::compile_options())
         .err()
         .expect("unknown param is rejected");
     let msg = err[0].to_string();

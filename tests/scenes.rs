@@ -27,7 +27,7 @@ fn plan(path: &Path, profile: Profile, block: Option<usize>) -> Plan {
             profile: Some(profile),
             block_size: block,
             resolver: morphrt::host::files::resources::Folders::shared(Vec::new()),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap_or_else(|e| panic!("{}: {}", path.display(), e[0]))

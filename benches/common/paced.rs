@@ -2,8 +2,8 @@
 //! player's callback every `period` frames at real-time pace (no sound
 //! card needed) and times each call; and the live session around it.
 
-use morphrt::host::files::resources::Folders;
 use morphrt::engine::incoming::{Incoming, SessionFixed};
+use morphrt::host::files::resources::Folders;
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::host::live::session::LiveSession;
 use morphrt::profile::Profile;

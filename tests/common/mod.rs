@@ -108,7 +108,7 @@ pub fn plan(
         &CompileOptions {
             profile,
             block_size: Some(block),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap_or_else(|e| panic!("{}", e[0]))

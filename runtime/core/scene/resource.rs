@@ -17,7 +17,6 @@ pub fn is_resource(s: &str) -> bool {
     s.starts_with(PREFIX)
 }
 
-
 /// What a path that is not a regular file is, from its metadata (which
 /// `std::fs::metadata` reads without opening it): `a directory`, `a FIFO
 /// (named pipe)`, …

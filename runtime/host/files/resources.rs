@@ -43,6 +43,16 @@ impl Folders {
     }
 }
 
+/// Compile options whose resolver searches only the scene's own
+/// `resources/` folders: what `render` compiles with when no
+/// `--resources` is given.
+pub fn compile_options() -> crate::graph::CompileOptions {
+    crate::graph::CompileOptions {
+        resolver: Folders::shared(Vec::new()),
+        ..crate::graph::CompileOptions::default()
+    }
+}
+
 impl Resolver for Folders {
     fn problems(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
@@ -50,9 +60,7 @@ impl Resolver for Folders {
             let problem = match std::fs::metadata(dir) {
                 Ok(m) if m.is_dir() => continue,
                 Ok(_) => "is a file, not a directory".to_string(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    "does not exist".to_string()
-                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
                 Err(e) => format!("cannot be read: {e}"),
             };
             out.push((
@@ -252,11 +260,9 @@ pub fn read_wav(path: &Path) -> Result<AudioData, String> {
     })
 }
 
-
 /// The WAV files [`read_wav`] reads, for its messages.
 pub const WAV_FORMATS_READ: &str =
     "morphrt reads WAV files of 8-, 16-, 24- or 32-bit integer PCM or 32-bit float samples";
-
 
 /// Every sample of a WAV file's data chunk, converted by `f`; a file that
 /// ends before the `declared` samples of its header is named as cut short,
@@ -403,7 +409,6 @@ mod tests {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, b"x").unwrap();
     }
-
 
     #[test]
     fn scene_resources_dir_wins_over_extra_dirs() {

@@ -22,8 +22,8 @@
 //! it comes, and a stream that ends before the length its header declares,
 //! or inside a frame, is cut short ([`WavInput::error`]).
 
-use crate::engine::{InputBlock, InputFeed};
 use super::resources::{unread_format, WAV_FORMATS_READ};
+use crate::engine::{InputBlock, InputFeed};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
