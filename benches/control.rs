@@ -58,7 +58,7 @@ fn incoming(text: &str) -> Incoming {
             profile: Some(Profile::Repro),
             block_size: Some(BLOCK),
             seed: Some(1),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap();

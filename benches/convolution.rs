@@ -48,7 +48,7 @@ fn time(
             &CompileOptions {
                 profile: Some(profile),
                 block_size: Some(block),
-                ..CompileOptions::default()
+                ..morphrt::host::files::resources::compile_options()
             },
         )
         .expect("hall-reverb compiles");
@@ -78,7 +78,7 @@ fn time_steady(
             &CompileOptions {
                 profile: Some(Profile::Strict),
                 block_size: Some(64),
-                ..CompileOptions::default()
+                ..morphrt::host::files::resources::compile_options()
             },
         )
         .expect("hall-reverb compiles");

@@ -47,7 +47,7 @@ fn engine(text: &str, file: &str, profile: Option<Profile>) -> Engine {
         &CompileOptions {
             profile,
             block_size: Some(BLOCK),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .expect("the bench scene compiles");

@@ -32,7 +32,7 @@ fn main() {
             profile: Some(Profile::Live),
             block_size: Some(64),
             seed: Some(1),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .expect("scene compiles");

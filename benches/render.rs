@@ -42,7 +42,7 @@ fn main() {
                     &scene,
                     &CompileOptions {
                         profile: Some(*p),
-                        ..CompileOptions::default()
+                        ..morphrt::host::files::resources::compile_options()
                     },
                 )
                 .expect("shipped scene compiles");

@@ -56,7 +56,7 @@ fn engine(voices: usize, sounding: usize, profile: Profile) -> Engine {
         &CompileOptions {
             profile: Some(profile),
             block_size: Some(BLOCK),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .expect("the bench scene compiles");

@@ -204,7 +204,7 @@ fn engine_of(scene: &morphrt::scene::Scene, profile: Profile) -> Engine {
         &CompileOptions {
             profile: Some(profile),
             block_size: Some(BLOCK),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .expect("bench scene compiles");

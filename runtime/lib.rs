@@ -30,55 +30,34 @@
 //!
 //! # Layers
 //!
-//! One folder of `runtime/` per layer. Each may use only the layers above it
-//! in this table; a test (`runtime/layering.rs`) fails on any `crate::`
-//! path that breaks the rule, on a use of a later wing of `host/`, and on
-//! any two files or folders that use each other.
+//! Two crates. `morphrt-core` (`runtime/core/`) holds the engine layers
+//! dsp → profile → scene → ops → graph → engine, with no devices, files or
+//! terminal; this crate re-exports them under the same names and adds the
+//! command line's outside world. Each layer may use only the layers above
+//! it in this table; the crate boundary enforces it between the two crates,
+//! and a test (`runtime/layering.rs`) checks the order inside each crate,
+//! the wings of `host/`, and that no two files or folders use each other.
 //!
-//! | layer | may also use | owns |
-//! |---|---|---|
-//! | [`dsp`] | — | sample trait, math policies, FP-mode guard, FFTs, Philox streams, windows, oversampling filters, node state |
-//! | [`profile`] | dsp | the three profiles, what each means, per-node settings |
-//! | [`scene`] | dsp, profile | the scene format, units, command-line times, resources, located errors |
-//! | [`ops`] | dsp … scene | the operator registry, one file or folder per family |
-//! | [`graph`] | dsp … ops | compile: scene → plan, and `check`'s report |
-//! | [`engine`] | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
-//! | [`host`] | dsp … engine | the outside world, in wings: files, machine, record, control, offline, live |
-//! | [`bench`] | dsp … host | timing, parity, calibration |
-//! | [`cli`] | all | one clap options type per command, and the dispatch |
+//! | layer | crate | may also use | owns |
+//! |---|---|---|---|
+//! | [`dsp`] | core | — | sample trait, math policies, FP-mode guard, FFTs, Philox streams, windows, oversampling filters, node state |
+//! | [`profile`] | core | dsp | the three profiles, what each means, per-node settings |
+//! | [`scene`] | core | dsp, profile | the scene format, units, command-line times, resources, located errors |
+//! | [`ops`] | core | dsp … scene | the operator registry, one file or folder per family |
+//! | [`graph`] | core | dsp … ops | compile: scene → plan, and `check`'s report |
+//! | [`engine`] | core | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
+//! | [`host`] | morphrt | dsp … engine | the outside world, in wings: files, machine, record, control, offline, live |
+//! | [`bench`] | morphrt | dsp … host | timing, parity, calibration |
+//! | [`cli`] | morphrt | all | one clap options type per command, and the dispatch |
 //!
 //! `main.rs` is the binary: it parses the command line and calls [`cli::main`].
 //!
 //! # Where each concept lives
 //!
-//! - **Scene format**: types in [`scene`]; loading, validation and
-//!   unknown-field warnings in `scene/load/` ([`scene::load_str`]): typed
-//!   readers `scene/load/read.rs`, one file per section (`scene/load/top.rs`,
-//!   `scene/load/config.rs`, `scene/load/nodes.rs`, `scene/load/edges.rs`,
-//!   `scene/load/outputs.rs`, `scene/load/events.rs`), located errors and
-//!   did-you-mean `scene/load/report.rs`; units, exact times and
-//!   command-line times ([`scene::TimeArg`]) `scene/units.rs`;
-//!   `@resource:` `scene/resource.rs`; line:column diagnostics
-//!   `scene/diag.rs`.
-//! - **Profiles**: the semantics table [`profile::Profile`]; a node's
-//!   resolved settings [`profile::NodeProfile`]; precedence node > module >
-//!   scene > session in `graph/compile/nodes.rs`.
-//! - **Operators**: [`ops::registry`]; each [`ops::OpSpec`] declares
-//!   ports, params, tier and the choices it makes per profile; state travels
-//!   as [`dsp::state::NodeState`]; goldens `ops/golden.rs`, conformance
-//!   suite `ops/conformance.rs`.
-//! - **Compile**: [`graph::compile`], one function per pass in
-//!   `graph/compile/` (the driver in `graph/compile/mod.rs`; passes by group
-//!   in `graph/compile/nodes.rs`, `graph/compile/edges.rs`,
-//!   `graph/compile/outputs.rs`, `graph/compile/events.rs`,
-//!   `graph/compile/build.rs`, gates that never open `graph/compile/gates.rs`);
-//!   what `check` prints, `graph/report.rs`.
-//! - **Engine**: [`engine::Engine`] (blocks, events, ramps, FP-mode runs)
-//!   in `engine/mod.rs`; nodes and their NaN/panic recovery
-//!   `engine/node.rs`; mixing `engine/mix.rs`; per-node timing
-//!   `engine/timing.rs`; the main bus `engine/bus.rs`; deck, crossfade and
-//!   the device output stage (clip, stop fade) [`engine::Deck`] in
-//!   `engine/deck.rs`; offline loops [`engine::run_blocks`] `engine/blocks.rs`.
+//! The engine's concepts (scene format, profiles, operators, compile,
+//! engine, handover) are mapped in `morphrt-core`'s crate documentation
+//! (`runtime/core/lib.rs`); paths below are relative to `runtime/`.
+//!
 //! - **Handover**: capture and migration `engine/handover.rs`; the audio
 //!   thread's capture of long state in parts over blocks
 //!   `engine/capture.rs`; the control side's steps (compile, capture,
@@ -144,15 +123,11 @@
 //!   `cli/check.rs`; the scene format's JSON Schema `graph/schema.rs` (it
 //!   reads both the scene loader and the registry), printed by `cli/docs.rs`.
 
+pub use morphrt_core::{dsp, engine, graph, ops, profile, scene};
+
 pub mod bench;
 pub mod cli;
-pub mod dsp;
-pub mod engine;
-pub mod graph;
 pub mod host;
-pub mod ops;
-pub mod profile;
-pub mod scene;
 
 #[cfg(test)]
 mod layering;

@@ -3,6 +3,7 @@
 //! card needed) and times each call; and the live session around it.
 
 use morphrt::engine::incoming::{Incoming, SessionFixed};
+use morphrt::host::files::resources::Folders;
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::host::live::session::LiveSession;
 use morphrt::profile::Profile;
@@ -72,13 +73,13 @@ pub fn session(
             profile: Some(profile),
             block_size: Some(block),
             seed: Some(1),
-            resource_dirs: resources.clone(),
+            resolver: Folders::shared(resources.clone()),
             ..Default::default()
         },
     )
     .unwrap();
     let rate = plan.sample_rate as f64;
-    let fixed = SessionFixed::from_plan(&plan, resources);
+    let fixed = SessionFixed::from_plan(&plan, Folders::shared(resources));
     let first = Incoming::from_plan(plan, scene.profile, Vec::new());
     let meters = Arc::new(Meters::default());
     let mut player = Player::new(

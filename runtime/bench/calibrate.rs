@@ -93,7 +93,7 @@ pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<Calibrate
                 profile: Some(Profile::Live),
                 block_size: Some(block),
                 seed: opts.seed,
-                resource_dirs: opts.resources.clone(),
+                resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
                 ..CompileOptions::default()
             },
         )

@@ -168,7 +168,7 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
     let (text, scene) = crate::host::read_scene(&opts.scene)?;
     let base = CompileOptions {
         seed: opts.seed,
-        resource_dirs: opts.resources.clone(),
+        resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
         ..CompileOptions::default()
     };
     let mut plan = compile(

@@ -55,7 +55,7 @@ pub fn check(
 ) -> Result<(), HostError> {
     let copts = CompileOptions {
         profile: opts.profile,
-        resource_dirs: opts.resources.clone(),
+        resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
         ..CompileOptions::default()
     };
     let plan = match load_plan(&opts.scene, &copts) {

@@ -130,7 +130,7 @@ fn errors(node_params: &str, op: &str) -> String {
   "outputs": {{ "main": "dyn" }} }}"#
     );
     let scene = morphrt::scene::load_str(&text, "dyn.json", None).expect("loads");
-    match morphrt::graph::compile(&scene, &morphrt::graph::CompileOptions::default()) {
+    match morphrt::graph::compile(&scene, &morphrt::host::files::resources::compile_options()) {
         Ok(_) => panic!("{node_params} compiled"),
         Err(e) => e
             .iter()

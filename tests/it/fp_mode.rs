@@ -148,7 +148,7 @@ fn replays_device_samples_match_the_callbacks_under_any_callers_mode() {
                 let opts = CompileOptions {
                     profile: Some(p),
                     block_size: Some(64),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 };
                 Incoming::from_plan(compile(&sc, &opts).unwrap(), None, Vec::new())
             };

@@ -32,7 +32,7 @@ fn mutated_scenes_never_panic_anywhere_in_the_front_end() {
                     profile: Some(profile),
                     block_size: Some(block),
                     seed: Some(1),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 };
                 let Ok(plan) = compile(&scene, &opts) else {
                     return (true, false);

@@ -22,14 +22,14 @@ fn plan_of(text: &str, path: &Path, profile: Profile) -> Plan {
             profile: Some(profile),
             block_size: Some(BLOCK),
             seed: Some(1),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap_or_else(|e| panic!("{}", e[0]))
 }
 
 fn fixed_for(text: &str, path: &Path) -> SessionFixed {
-    SessionFixed::from_plan(&plan_of(text, path, Profile::Strict), Vec::new())
+    SessionFixed::from_plan(&plan_of(text, path, Profile::Strict), None)
 }
 
 /// Channel-major copy of interleaved frames.
@@ -406,12 +406,12 @@ fn a_live_auto_seed_carries_to_strict() {
         &CompileOptions {
             profile: Some(Profile::Live),
             block_size: Some(BLOCK),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap();
     assert!(matches!(live.seed, morphrt::graph::SeedSource::Auto(_)));
-    let fixed = SessionFixed::from_plan(&live, Vec::new());
+    let fixed = SessionFixed::from_plan(&live, None);
     assert!(fixed.seed.is_some());
     let strict = Incoming::compile(text, &path, &fixed, Profile::Strict)
         .unwrap_or_else(|e| panic!("strict with the session seed: {}", e[0]));

@@ -54,7 +54,7 @@ fn options() -> CompileOptions {
     CompileOptions {
         profile: Some(Profile::Repro),
         block_size: Some(BLOCK),
-        ..CompileOptions::default()
+        ..morphrt::host::files::resources::compile_options()
     }
 }
 
@@ -100,7 +100,7 @@ impl Session {
         let sc =
             morphrt::scene::load_str(text, &path.display().to_string(), Some(dir.into())).unwrap();
         let plan = compile(&sc, &options()).unwrap();
-        let fixed = SessionFixed::from_plan(&plan, Vec::new());
+        let fixed = SessionFixed::from_plan(&plan, None);
         let first = Incoming::from_plan(plan, sc.profile, Vec::new()).asking(Asked::of(&sc));
         let meters = Arc::new(Meters::default());
         let mut player = Player::new(

@@ -170,10 +170,10 @@ impl Session {
         let opts = CompileOptions {
             profile: Some(Profile::Repro),
             block_size: Some(64),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         };
         let plan = compile(&sc, &opts).unwrap();
-        let fixed = SessionFixed::from_plan(&plan, Vec::new());
+        let fixed = SessionFixed::from_plan(&plan, None);
         let first = Incoming::from_plan(plan, sc.profile, Vec::new()).asking(Asked::of(&sc));
         let meters = Arc::new(Meters::default());
         let mut player = Player::new(

@@ -30,7 +30,7 @@ fn plan(text: &str) -> Plan {
         &CompileOptions {
             profile: Some(Profile::Repro),
             block_size: Some(64),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap()
@@ -91,7 +91,7 @@ fn session_on(
     let dir = common::temp_dir(name);
     let path = dir.join("scene.json");
     std::fs::write(&path, SCENE).unwrap();
-    let fixed = SessionFixed::from_plan(&first, Vec::new());
+    let fixed = SessionFixed::from_plan(&first, None);
     let first = Incoming::from_plan(first, None, Vec::new());
     let meters = Arc::new(Meters::default());
     let mut player = Player::new(

@@ -36,7 +36,7 @@ fn engine(src: &str, p: Profile) -> Engine {
         &scene,
         &CompileOptions {
             profile: Some(p),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap_or_else(|e| panic!("{e:?}"));

@@ -6,7 +6,7 @@
 /// tell, the node's), naming the node and what is valid.
 #[test]
 fn bad_settings_are_located_errors() {
-    use morphrt::graph::{compile, CompileOptions};
+    use morphrt::graph::compile;
     let cases: &[(&str, &str, &str, &str, Option<&str>)] = &[
         // (op, params, offending text, message, help)
         (
@@ -75,7 +75,7 @@ fn bad_settings_are_located_errors() {
     };
     let compiled = |text: &str| {
         let s = morphrt::scene::load_str(text, "t.json", None).expect("the scene loads");
-        match compile(&s, &CompileOptions::default()) {
+        match compile(&s, &morphrt::host::files::resources::compile_options()) {
             Ok(_) => panic!("compiled:\n{text}"),
             Err(d) => d,
         }

@@ -28,7 +28,7 @@ fn scene(params: &str) -> String {
 }
 
 fn fixed_for(text: &str) -> SessionFixed {
-    SessionFixed::from_plan(&common::plan(text, None, BLOCK), Vec::new())
+    SessionFixed::from_plan(&common::plan(text, None, BLOCK), None)
 }
 
 fn rms(x: &[f64]) -> f64 {

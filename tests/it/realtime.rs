@@ -30,7 +30,7 @@ fn process_block_never_allocates_or_frees() {
                 &CompileOptions {
                     profile: Some(p),
                     seed: Some(1),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 },
             )
             .unwrap();
@@ -176,7 +176,7 @@ fn node_timing_never_allocates_and_changes_no_sample() {
                 &CompileOptions {
                     profile: Some(Profile::Live),
                     seed: Some(1),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 },
             )
             .unwrap(),
@@ -224,7 +224,7 @@ fn the_callback_never_allocates_over_10000_blocks_of_every_scene() {
             &CompileOptions {
                 profile: Some(Profile::Live),
                 seed: Some(1),
-                ..CompileOptions::default()
+                ..morphrt::host::files::resources::compile_options()
             },
         )
         .unwrap();
@@ -316,13 +316,16 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
                 profile: Some(Profile::Strict),
                 block_size: Some(64),
                 seed: Some(1),
-                resource_dirs: resources.clone(),
-                ..CompileOptions::default()
+                resolver: morphrt::host::files::resources::Folders::shared(resources.clone()),
+                ..morphrt::host::files::resources::compile_options()
             },
         )
         .unwrap()
     };
-    let fixed = SessionFixed::from_plan(&first_plan, resources);
+    let fixed = SessionFixed::from_plan(
+        &first_plan,
+        morphrt::host::files::resources::Folders::shared(resources),
+    );
     let file_profile = morphrt::scene::load_str(&text, "scene.json", None)
         .unwrap()
         .profile;
@@ -518,7 +521,7 @@ mod callback_events {
             &CompileOptions {
                 profile: Some(p),
                 block_size: Some(64),
-                ..CompileOptions::default()
+                ..morphrt::host::files::resources::compile_options()
             },
         )
         .unwrap()
@@ -581,7 +584,7 @@ mod callback_events {
             panic_at: Some(20_000),
         };
         replace(&mut first, "boom", boom);
-        let fixed = SessionFixed::from_plan(&first, Vec::new());
+        let fixed = SessionFixed::from_plan(&first, None);
         let first = Incoming::from_plan(first, None, Vec::new());
         let meters = Arc::new(Meters::default());
         let controls = Arc::new(Controls::default());
@@ -1683,7 +1686,7 @@ fn grouped_plans_and_their_regrouping_handovers_never_allocate_in_the_callback()
                 &CompileOptions {
                     profile: Some(p),
                     block_size: Some(64),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 },
             )
             .unwrap();

@@ -89,7 +89,7 @@ fn run(op: &str, params: &str, profile: Profile, sign: f64, dir: &Path) -> (Vec<
             profile: Some(profile),
             block_size: Some(64),
             seed: Some(1),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap_or_else(|e| panic!("{op} {profile}: {}", e[0]));

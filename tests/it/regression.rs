@@ -67,7 +67,7 @@ fn an_event_on_a_build_time_param_is_a_located_error() {
     let opts = CompileOptions {
         profile: Some(Profile::Strict),
         block_size: Some(64),
-        ..CompileOptions::default()
+        ..morphrt::host::files::resources::compile_options()
     };
     let err = compile(&scene, &opts)
         .err()
@@ -143,7 +143,7 @@ fn a_resource_with_non_finite_samples_is_rejected() {
     let text = r#"{ "version": "1.0", "nodes": [ { "id": "p", "op": "sampler", "params": { "file": "@resource:bad.wav" } } ],
       "outputs": { "main": ["p"] } }"#;
     let scene = load_str(text, "t.json", Some(dir.clone())).unwrap();
-    let err = compile(&scene, &CompileOptions::default())
+    let err = compile(&scene, &morphrt::host::files::resources::compile_options())
         .err()
         .expect("rejected");
     let msg = err[0].to_string();
@@ -162,7 +162,8 @@ fn resource_links_cannot_escape_the_resources_dir() {
     std::fs::create_dir_all(dir.join("resources")).unwrap();
     std::fs::write(dir.join("secret.wav"), b"RIFF").unwrap();
     let _ = std::os::unix::fs::symlink(dir.join("secret.wav"), dir.join("resources/link.wav"));
-    let err = morphrt::scene::resource::resolve("@resource:link.wav", Some(&dir), &[]).unwrap_err();
+    let err = morphrt::host::files::resources::resolve("@resource:link.wav", Some(&dir), &[])
+        .unwrap_err();
     assert!(err.contains("outside"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -218,7 +219,7 @@ fn the_sampler_retriggers_at_the_event_sample() {
                 &CompileOptions {
                     profile: Some(profile),
                     block_size: Some(block),
-                    ..CompileOptions::default()
+                    ..morphrt::host::files::resources::compile_options()
                 },
             )
             .unwrap_or_else(|e| panic!("{}", e[0]));
@@ -243,7 +244,7 @@ fn unknown_event_param_lists_only_settable_params() {
       "outputs": { "main": ["p"] },
       "events": [ { "time": "0s", "node": "p", "param": "speed", "value": 1 } ] }"#;
     let scene = load_str(text, "t.json", Some(dir.clone())).unwrap();
-    let err = compile(&scene, &CompileOptions::default())
+    let err = compile(&scene, &morphrt::host::files::resources::compile_options())
         .err()
         .expect("unknown param is rejected");
     let msg = err[0].to_string();

@@ -5,7 +5,7 @@
 /// the node and the valid range.
 #[test]
 fn bad_settings_are_located_errors() {
-    use morphrt::graph::{compile, CompileOptions};
+    use morphrt::graph::compile;
     use morphrt::scene::load_str;
     let scene = |params: &str, extra: &str| {
         format!(
@@ -23,7 +23,7 @@ fn bad_settings_are_located_errors() {
         let text = scene(params, extra);
         let diags = match load_str(&text, "verb.json", None) {
             Err(d) => d,
-            Ok(s) => match compile(&s, &CompileOptions::default()) {
+            Ok(s) => match compile(&s, &morphrt::host::files::resources::compile_options()) {
                 Err(d) => d,
                 Ok(_) => panic!("{params}: accepted"),
             },

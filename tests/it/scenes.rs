@@ -26,7 +26,8 @@ fn plan(path: &Path, profile: Profile, block: Option<usize>) -> Plan {
         &CompileOptions {
             profile: Some(profile),
             block_size: block,
-            ..CompileOptions::default()
+            resolver: morphrt::host::files::resources::Folders::shared(Vec::new()),
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap_or_else(|e| panic!("{}: {}", path.display(), e[0]))

@@ -27,7 +27,7 @@ fn compile_with(scene: &morphrt::scene::Scene, opts: &CompileOptions) -> Plan {
 fn options(profile: Profile) -> CompileOptions {
     CompileOptions {
         profile: Some(profile),
-        ..CompileOptions::default()
+        ..morphrt::host::files::resources::compile_options()
     }
 }
 

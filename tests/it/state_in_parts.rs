@@ -33,8 +33,10 @@ fn engine_of(path: &Path, text: &str, profile: Profile, block: usize) -> Engine 
             profile: Some(profile),
             block_size: Some(block),
             seed: Some(7),
-            resource_dirs: vec![common::root().join("resources")],
-            ..CompileOptions::default()
+            resolver: morphrt::host::files::resources::Folders::shared(vec![
+                common::root().join("resources")
+            ]),
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap_or_else(|e| panic!("{}", e[0]));

@@ -119,7 +119,7 @@ fn engine() -> Engine {
         &scene,
         &CompileOptions {
             profile: Some(Profile::Live),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap();
@@ -289,7 +289,8 @@ fn a_one_channel_device_gets_the_mean_of_a_stereo_bus() {
         { "id": "r", "op": "dc", "params": { "value": -0.25 } } ],
       "outputs": { "main": ["l", "r"] } }"#;
     let scene = morphrt::scene::load_str(text, "t.json", None).unwrap();
-    let e = Engine::new(compile(&scene, &CompileOptions::default()).unwrap());
+    let e =
+        Engine::new(compile(&scene, &morphrt::host::files::resources::compile_options()).unwrap());
     let player = Player::new(
         e,
         1,
@@ -304,7 +305,8 @@ fn a_one_channel_device_gets_the_mean_of_a_stereo_bus() {
     cell.fill(&mut buf);
     assert!(buf.iter().all(|x| *x == 0.125), "{:?}", &buf[..3]);
     // And a stereo device gets both channels, a third channel stays silent.
-    let e = Engine::new(compile(&scene, &CompileOptions::default()).unwrap());
+    let e =
+        Engine::new(compile(&scene, &morphrt::host::files::resources::compile_options()).unwrap());
     let player = Player::new(
         e,
         3,

@@ -8,6 +8,7 @@
 pub mod digest;
 pub mod error;
 pub mod lock;
+pub mod resources;
 pub mod rules;
 pub mod scene;
 pub mod signals;

@@ -22,8 +22,8 @@
 //! it comes, and a stream that ends before the length its header declares,
 //! or inside a frame, is cut short ([`WavInput::error`]).
 
+use super::resources::{unread_format, WAV_FORMATS_READ};
 use crate::engine::{InputBlock, InputFeed};
-use crate::ops::{unread_format, WAV_FORMATS_READ};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 

@@ -44,7 +44,6 @@ use crate::host::offline::axes::{self, Tick};
 use crate::host::offline::canvas::{fit, text_width, Canvas, Rgb, GLYPH};
 use crate::host::offline::render::MAX_RENDER_S;
 use crate::host::HostError;
-use crate::ops::AudioData;
 use crate::profile::Profile;
 use crate::scene::Diagnostic;
 use crate::scene::TimeArg;
@@ -289,7 +288,7 @@ fn read_wav(
     }
     inputs.add("the WAV file", &opts.input);
     let file = opts.input.display().to_string();
-    let data = AudioData::load(&opts.input)
+    let data = crate::host::files::resources::read_wav(&opts.input)
         .map_err(|e| HostError::Input(vec![Diagnostic::error(&file, None, e)]))?;
     let total = data.frames() as u64;
     if total == 0 {
@@ -327,7 +326,7 @@ fn render_scene(
         profile: opts.profile,
         block_size: opts.block_size,
         seed: opts.seed,
-        resource_dirs: opts.resources.clone(),
+        resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
         ..CompileOptions::default()
     };
     let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;

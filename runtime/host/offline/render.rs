@@ -800,7 +800,7 @@ fn compile_for_render(
             profile: opts.profile,
             block_size: opts.block_size,
             seed: opts.seed,
-            resource_dirs: opts.resources.clone(),
+            resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
             ..CompileOptions::default()
         },
     };

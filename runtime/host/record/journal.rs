@@ -15,9 +15,10 @@
 //! device output bit for bit on the same build and CPU feature level.
 
 use crate::engine::incoming::{Incoming, Scripted, ScriptedControl, ScriptedNote, SessionFixed};
-use crate::graph::NoteAction;
+use crate::graph::{NoteAction, Resolver};
 use crate::host::files::digest::sha256_hex;
 use crate::host::files::error::FileError;
+use crate::host::files::resources::Folders;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::wav::{WavFormat, WavLayout};
 use crate::host::files::write::write_file;
@@ -29,6 +30,7 @@ use crate::scene::Diagnostic;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The journal format this build writes and reads.
 pub const FORMAT: &str = "morphrt-journal";
@@ -561,19 +563,25 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
         unreachable!("read checked the header");
     };
     let scene_path = PathBuf::from(&scene);
+    // The journal keeps a copy of every resource it read, so a recorded
+    // `--resources` directory that is gone (another machine) is skipped
+    // rather than refused as it would be on the command line.
+    let dirs: Vec<PathBuf> = resource_dirs
+        .iter()
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .collect();
+    let folders = |pinned: Vec<(String, PathBuf)>| -> Option<Arc<dyn Resolver>> {
+        Some(Arc::new(Folders {
+            dirs: dirs.clone(),
+            pinned,
+        }))
+    };
     let mut fixed = SessionFixed {
         block_size,
         sample_rate,
         seed,
-        // The journal keeps a copy of every resource it read, so a recorded
-        // `--resources` directory that is gone (another machine) is skipped
-        // rather than refused as it would be on the command line.
-        resource_dirs: resource_dirs
-            .iter()
-            .map(PathBuf::from)
-            .filter(|d| d.is_dir())
-            .collect(),
-        pinned: Vec::new(),
+        resolver: folders(Vec::new()),
     };
     let compile = |text: &str, fixed: &SessionFixed, p: Profile| -> Result<Incoming, HostError> {
         Incoming::compile(text, &scene_path, fixed, p).map_err(|mut d| {
@@ -627,7 +635,7 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
         }
         match r {
             Record::Scene { text, resources } => {
-                fixed.pinned = pin(&session.dir, resources, path)?;
+                fixed.resolver = folders(pin(&session.dir, resources, path)?);
                 scene_inc = Some(compile(text, &fixed, profile)?);
             }
             Record::Resume { snapshot, .. } => {
@@ -654,7 +662,7 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
                 if until.is_some_and(|u| *captured_at >= u) {
                     break;
                 }
-                fixed.pinned = pin(&session.dir, resources, path)?;
+                fixed.resolver = folders(pin(&session.dir, resources, path)?);
                 let inc = compile(text, &fixed, *profile)?;
                 if let Err(e) = d.handover_at(inc, *captured_at, *swap_at, *fade) {
                     return Err(bad(path, None, e));

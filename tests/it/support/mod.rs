@@ -122,7 +122,7 @@ pub fn plan(
         &CompileOptions {
             profile,
             block_size: Some(block),
-            ..CompileOptions::default()
+            ..morphrt::host::files::resources::compile_options()
         },
     )
     .unwrap_or_else(|e| panic!("{}", e[0]))
@@ -498,8 +498,7 @@ pub fn session_fixed(seed: Option<u64>) -> morphrt::engine::incoming::SessionFix
         block_size: 64,
         sample_rate: 48_000,
         seed,
-        resource_dirs: Vec::new(),
-        pinned: Vec::new(),
+        resolver: morphrt::host::files::resources::Folders::shared(Vec::new()),
     }
 }
 

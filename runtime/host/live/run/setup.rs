@@ -50,7 +50,7 @@ impl Compiled {
             profile: opts.profile,
             block_size,
             seed: opts.seed,
-            resource_dirs: opts.resources.clone(),
+            resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
             ..CompileOptions::default()
         };
         let (text, scene) = crate::host::read_scene(&opts.scene)?;
@@ -270,7 +270,10 @@ impl FirstEngine {
             ..
         } = compiled;
         let sr = plan.sample_rate;
-        let fixed = SessionFixed::from_plan(&plan, opts.resources.clone());
+        let fixed = SessionFixed::from_plan(
+            &plan,
+            crate::host::files::resources::Folders::shared(opts.resources.clone()),
+        );
         let context = match &snap {
             Some(_) => Some(SnapshotContext::new(&plan, &text)?),
             None => None,
@@ -623,8 +626,8 @@ pub(super) fn start_journal(
         profile: session.profile(),
         channels,
         period: opts.period,
-        resource_dirs: fixed
-            .resource_dirs
+        resource_dirs: opts
+            .resources
             .iter()
             .map(|d| d.display().to_string())
             .collect(),

@@ -13,6 +13,7 @@ use crate::engine::incoming::{switch_warning, SessionFixed};
 use crate::engine::{fold_voice_copies, voices_suffix, Engine, EngineState, Migration, Notice};
 use crate::graph::{CompileOptions, Plan, SeedSource};
 use crate::host::files::digest::sha256_hex;
+use crate::host::files::resources::Folders;
 use crate::host::files::rules::Inputs;
 use crate::profile::Profile;
 use std::path::{Path, PathBuf};
@@ -351,7 +352,7 @@ impl SnapshotFile {
             profile: Some(profile.unwrap_or(self.session_profile)),
             block_size: Some(self.block_size),
             seed: self.seed,
-            resource_dirs,
+            resolver: Folders::shared(resource_dirs),
             ..CompileOptions::default()
         }
     }
@@ -363,8 +364,7 @@ impl SnapshotFile {
             block_size: self.block_size,
             sample_rate: self.sample_rate,
             seed: self.seed,
-            resource_dirs,
-            pinned: Vec::new(),
+            resolver: Folders::shared(resource_dirs),
         }
     }
 }

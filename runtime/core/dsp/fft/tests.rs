@@ -404,7 +404,7 @@ fn reference_rejects_other_sizes() {
 // ---------------------------------------------------------------- goldens
 
 fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/ops")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../golden/ops")
 }
 
 fn hex(v: &[f64]) -> Json {

@@ -55,7 +55,6 @@ mod utility;
 pub use crate::dsp::state::{NodeState, PartClear, Progress, StateError, StateValue};
 pub use input::{input_channel, is_session_input, MAX_INPUT_CHANNEL};
 pub use value::{default_value, number_value, resolve_param, AudioData, ParamError, Value};
-pub(crate) use value::{unread_format, WAV_FORMATS_READ};
 
 use crate::dsp::{FastMath, Math, MathKind, Precision, Sample, StdMath, StrictMath};
 use crate::profile::{NodeProfile, Profile};

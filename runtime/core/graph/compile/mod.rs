@@ -40,7 +40,7 @@ mod steps;
 mod voices;
 
 use super::{Plan, SeedSource};
-use crate::ops::{OpSpec, Value};
+use crate::ops::{AudioData, OpSpec, Value};
 use crate::profile::{NodeProfile, Profile};
 use crate::scene::{capped_list, suggest, Diagnostic, Endpoint, Loc, Scene, TimeSpec};
 use build::{assemble, build_nodes, compensate_latency, propagate_guarantees, Parts};
@@ -52,7 +52,8 @@ use nodes::{declare_nodes, session_settings, unused_gains};
 pub use outputs::MAX_MAIN_CHANNELS;
 use outputs::{choose_seed, resolve_outputs};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use steps::step_lints;
 pub use voices::{midi_note_hz, note_hz, voice_node_id, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS};
 
@@ -65,16 +66,38 @@ pub struct CompileOptions {
     pub block_size: Option<usize>,
     /// `--seed`: replaces the scene's seed.
     pub seed: Option<u64>,
-    /// `--resources` directories, searched after the scene's `resources/`.
-    pub resource_dirs: Vec<PathBuf>,
+    /// Where `@resource:NAME` files come from; without one, a scene that
+    /// names a resource does not compile.
+    pub resolver: Option<Arc<dyn Resolver>>,
     /// Build the nodes (false for `check`, which only validates and reports).
     pub skip_build: bool,
     /// Run at this sample rate instead of the scene's (a device that cannot
     /// play the scene's rate). Operators are rate-parametric.
     pub sample_rate: Option<u32>,
-    /// Resource references (`@resource:NAME`) bound to exact files, before
-    /// any lookup: a replay reads the copies its journal kept.
-    pub pinned_resources: Vec<(String, PathBuf)>,
+}
+
+/// Finds and reads the files a scene names as `@resource:NAME`. The host
+/// supplies it (the command line searches folders and reads WAV files; a
+/// plugin reads its bundle), so the engine reads no file format itself.
+pub trait Resolver: Send + Sync + std::fmt::Debug {
+    /// The file `reference` (the whole `@resource:NAME` string) names for a
+    /// scene in `scene_dir`, and its audio; the error is shown at the node.
+    fn resolve(&self, reference: &str, scene_dir: Option<&Path>) -> Result<Resolved, String>;
+
+    /// What is wrong with the resolver's own settings, as (message, help):
+    /// each is an error of any scene compiled with it.
+    fn problems(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// A resource found by a [`Resolver`]: the file it came from and its audio.
+#[derive(Debug)]
+pub struct Resolved {
+    /// The file, named in messages and kept by a journal.
+    pub path: PathBuf,
+    /// Its decoded audio.
+    pub audio: AudioData,
 }
 
 struct Ctx<'a> {

@@ -602,7 +602,6 @@ pub fn synth_ir(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dsp::Precision;
     use crate::ops::conformance::test_signal;
     use crate::ops::harness::{values_with, NodeRunner};
     use crate::ops::AudioData;
@@ -792,52 +791,5 @@ mod tests {
                 assert!((out[0][n] - want).abs() <= tol, "{p:?} n {n}");
             }
         }
-    }
-
-    /// The shipped impulse responses are `synth_ir` output, bit for bit.
-    /// Regenerate: `MORPHRT_BLESS=1 cargo test --release --lib impulse_responses`.
-    #[test]
-    fn shipped_impulse_responses_are_reproducible() {
-        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources");
-        for (name, secs, rt60, seed, channels) in [
-            ("hall.wav", 2.0, 1.8, HALL_SEED, 2),
-            ("room.wav", 0.3, 0.25, ROOM_SEED, 2),
-            ("bench-ir.wav", 2.0, 1.8, BENCH_IR_SEED, 1),
-        ] {
-            let ir = synth_ir(secs, rt60, seed, channels, SR);
-            let path = root.join(name);
-            if std::env::var_os("MORPHRT_BLESS").is_some() {
-                if cfg!(debug_assertions) {
-                    panic!("bless in a release build");
-                }
-                let spec = hound::WavSpec {
-                    channels: channels as u16,
-                    sample_rate: 48000,
-                    bits_per_sample: 32,
-                    sample_format: hound::SampleFormat::Float,
-                };
-                let mut w = hound::WavWriter::create(&path, spec).unwrap();
-                for i in 0..ir[0].len() {
-                    for c in &ir {
-                        w.write_sample(c[i] as f32).unwrap();
-                    }
-                }
-                w.finalize().unwrap();
-            }
-            let file = AudioData::load(&path).unwrap();
-            assert_eq!(file.sample_rate, 48000);
-            assert_eq!(file.channels.len(), channels, "{name}");
-            for (c, (got, want)) in file.channels.iter().zip(&ir).enumerate() {
-                assert_eq!(got.len(), want.len(), "{name}");
-                for (i, (g, w)) in got.iter().zip(want).enumerate() {
-                    assert_eq!(
-                        g.to_bits(),
-                        (*w as f32 as f64).to_bits(),
-                        "{name} ch {c} frame {i}"
-                    );
-                }
-            }
-        }
-        let _ = Precision::F32;
     }
 }

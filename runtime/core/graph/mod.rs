@@ -17,8 +17,8 @@ pub mod schema;
 mod voice_report;
 
 pub use compile::{
-    compile, midi_note_hz, note_hz, voice_node_id, CompileOptions, DEFAULT_STEAL_FADE_MS,
-    FREE_AFTER_MS, MAX_MAIN_CHANNELS,
+    compile, midi_note_hz, note_hz, voice_node_id, CompileOptions, Resolved, Resolver,
+    DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS, MAX_MAIN_CHANNELS,
 };
 pub use controls::{
     ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange, VoiceParam,

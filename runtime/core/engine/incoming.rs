@@ -34,10 +34,11 @@
 pub use super::feed::{ScriptedControl, ScriptedNote};
 use super::{device_sample, faded, stop_fade_gain, Deck, Engine, EngineState, Migration};
 use crate::dsp::fpmode::FpGuard;
-use crate::graph::{compile, CompileOptions, Plan, SeedSource};
+use crate::graph::{compile, CompileOptions, Plan, Resolver, SeedSource};
 use crate::profile::Profile;
 use crate::scene::{self, Diagnostic};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What stays fixed for a whole session, whatever the edits and switches.
 #[derive(Clone, Debug)]
@@ -46,20 +47,18 @@ pub struct SessionFixed {
     pub sample_rate: u32,
     /// The session seed (a live auto-seed becomes it), if any.
     pub seed: Option<u64>,
-    pub resource_dirs: Vec<PathBuf>,
-    /// Resource references bound to exact files (a replay's copies).
-    pub pinned: Vec<(String, PathBuf)>,
+    /// Where the session's resources come from.
+    pub resolver: Option<Arc<dyn Resolver>>,
 }
 
 impl SessionFixed {
     /// Takes the session's constants from its first plan.
-    pub fn from_plan(plan: &Plan, resource_dirs: Vec<PathBuf>) -> SessionFixed {
+    pub fn from_plan(plan: &Plan, resolver: Option<Arc<dyn Resolver>>) -> SessionFixed {
         SessionFixed {
             block_size: plan.block_size,
             sample_rate: plan.sample_rate,
             seed: plan_seed(plan),
-            resource_dirs,
-            pinned: Vec::new(),
+            resolver,
         }
     }
 
@@ -107,9 +106,8 @@ impl SessionFixed {
             profile: Some(profile),
             block_size: Some(self.block_size),
             seed: self.seed,
-            resource_dirs: self.resource_dirs.clone(),
+            resolver: self.resolver.clone(),
             sample_rate: Some(self.sample_rate),
-            pinned_resources: self.pinned.clone(),
             ..CompileOptions::default()
         }
     }

@@ -19,7 +19,7 @@ const FRAMES: usize = 256;
 const SR: f64 = 48000.0;
 
 fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/ops")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../golden/ops")
 }
 
 use crate::dsp::bits::{from_hex, to_hex as bits};

@@ -3,7 +3,7 @@
 //! (resources loaded once per file); and the lints on the params a node
 //! accepts but that will not do what they say.
 
-use super::{did_you_mean, CompileOptions, Ctx, Decl, Session};
+use super::{did_you_mean, CompileOptions, Ctx, Decl, Resolved, Session};
 use crate::dsp::fft::FftProvider;
 use crate::ops::{
     self, default_value, resolve_param, AudioData, OpSpec, ParamError, ParamKind, Value,
@@ -11,7 +11,6 @@ use crate::ops::{
 use crate::profile::{NodeProfile, Profile, MAX_BLOCK_SIZE};
 use crate::scene::{capped_list, resource, Diagnostic, Loc, NodeDecl};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Pass 1, the session (the resolution rules of [`crate::profile`]): the
@@ -46,24 +45,11 @@ pub(super) fn session_settings(cx: &mut Ctx<'_>, opts: &CompileOptions) -> Sessi
             .with_help(format!("valid: 1 … {MAX_BLOCK_SIZE}")),
         );
     }
-    for dir in &opts.resource_dirs {
-        let problem = match std::fs::metadata(dir) {
-            Ok(m) if m.is_dir() => continue,
-            Ok(_) => "is a file, not a directory".to_string(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
-            Err(e) => format!("cannot be read: {e}"),
-        };
-        cx.errors.push(
-            Diagnostic::error(
-                &scene.file,
-                None,
-                format!("--resources `{}` {problem}", dir.display()),
-            )
-            .with_help(
-                "--resources takes a directory of files that scenes name as \"@resource:NAME\""
-                    .to_string(),
-            ),
-        );
+    if let Some(resolver) = &opts.resolver {
+        for (problem, help) in resolver.problems() {
+            cx.errors
+                .push(Diagnostic::error(&scene.file, None, problem).with_help(help));
+        }
     }
     Session {
         profile,
@@ -85,7 +71,7 @@ pub(super) fn declare_nodes(
 ) -> Vec<Option<Decl>> {
     let scene = cx.scene;
     let mut decls: Vec<Option<Decl>> = Vec::with_capacity(scene.nodes.len());
-    let mut audio_cache: HashMap<PathBuf, Arc<AudioData>> = HashMap::new();
+    let mut audio_cache: HashMap<String, Arc<AudioData>> = HashMap::new();
     for node in &scene.nodes {
         let Some(op) = ops::lookup(&node.op) else {
             let names: Vec<&str> = ops::registry().iter().map(|s| s.name).collect();
@@ -256,7 +242,7 @@ fn resolve_params(
     np: &NodeProfile,
     opts: &CompileOptions,
     session: &Session,
-    audio_cache: &mut HashMap<PathBuf, Arc<AudioData>>,
+    audio_cache: &mut HashMap<String, Arc<AudioData>>,
 ) -> Option<Vec<Value>> {
     let mut values: Vec<Option<Value>> = op.params.iter().map(default_value).collect();
     for p in &node.params {
@@ -339,7 +325,7 @@ fn load_resource(
     loc: &Loc,
     node: &str,
     opts: &CompileOptions,
-    cache: &mut HashMap<PathBuf, Arc<AudioData>>,
+    cache: &mut HashMap<String, Arc<AudioData>>,
 ) -> Option<Arc<AudioData>> {
     let crate::scene::RawValue::Text(reference) = raw else {
         cx.error(
@@ -359,38 +345,34 @@ fn load_resource(
         );
         return None;
     }
-    let pinned = opts
-        .pinned_resources
-        .iter()
-        .find(|(r, _)| r == reference)
-        .map(|(_, p)| p.clone());
-    let path = match pinned.map_or_else(
-        || resource::resolve(reference, cx.scene.dir.as_deref(), &opts.resource_dirs),
-        Ok,
-    ) {
-        Ok(p) => p,
-        Err(e) => {
-            cx.error(loc, Some(node), e, None);
-            return None;
+    let (path, data) = match cache.get(reference.as_str()) {
+        Some(a) => (a.path.clone(), a.clone()),
+        None => {
+            let Some(resolver) = &opts.resolver else {
+                cx.error(
+                    loc,
+                    Some(node),
+                    format!("`{reference}` cannot be read: this host supplies no resources"),
+                    None,
+                );
+                return None;
+            };
+            match resolver.resolve(reference, cx.scene.dir.as_deref()) {
+                Ok(Resolved { path, audio }) => {
+                    let a = Arc::new(audio);
+                    cache.insert(reference.clone(), a.clone());
+                    (path, a)
+                }
+                Err(e) => {
+                    cx.error(loc, Some(node), e, None);
+                    return None;
+                }
+            }
         }
     };
     if !cx.resources.iter().any(|(r, _)| r == reference) {
         cx.resources.push((reference.clone(), path.clone()));
     }
-    let data = match cache.get(&path) {
-        Some(a) => a.clone(),
-        None => match AudioData::load(&path) {
-            Ok(a) => {
-                let a = Arc::new(a);
-                cache.insert(path.clone(), a.clone());
-                a
-            }
-            Err(e) => {
-                cx.error(loc, Some(node), e, None);
-                return None;
-            }
-        },
-    };
     let rate = opts.sample_rate.unwrap_or(cx.scene.sample_rate);
     if data.sample_rate != rate {
         cx.error(

@@ -231,7 +231,7 @@ fn scipy_true_peak(x: &[f64], tag: &str) -> f64 {
     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
     std::fs::write(&path, bytes).unwrap();
     let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracles/true_peak.py");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/oracles/true_peak.py");
     let o = std::process::Command::new("python3")
         .arg(script)
         .arg(&path)
