@@ -583,8 +583,17 @@ impl LiveSession {
         if matches!(self.phase, Phase::Idle) {
             if let Some(job) = self.queued.take() {
                 // A timed switch is captured a little before its sample,
-                // so that the new engine is placed there in time.
-                let from = job.at.map(|at| at.saturating_sub(2 * self.lead));
+                // so that the new engine is placed there in time: a fifth
+                // of a second at least, which a busy control thread still
+                // migrates and fast-forwards through in time; two leads
+                // for an engine that reads the input (the audio thread
+                // catches it up, then keeps it in step until the sample).
+                let ahead = if self.reads_history(&job.incoming.engine) {
+                    2 * self.lead
+                } else {
+                    (2 * self.lead).max(self.fixed.sample_rate as u64 / 5)
+                };
+                let from = job.at.map(|at| at.saturating_sub(ahead));
                 match self.capture.take() {
                     Some(buf) => match self.link.send(capture_request(buf, from)) {
                         Ok(()) => self.phase = Phase::Capturing(job),
