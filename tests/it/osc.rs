@@ -567,71 +567,83 @@ fn number_after(text: &str, word: &str) -> u64 {
         .unwrap_or_else(|| panic!("no `{word} N` in {text:?}"))
 }
 
-#[test]
-fn a_timetagged_switch_snapshot_and_stop_land_at_their_samples_are_journaled_there_and_replay() {
-    let dir = common::temp_dir("osc-timed-commands");
-    let (child, lines, log, port) = start(&dir, SCENE, &["--profile", "repro"]);
+/// A sine whose phase tells one sample from the next, at block 100.
+const SINE: &str = r#"{"version": "1.0", "sample_rate": 48000, "seed": 1,
+  "profile_config": {"block_size": 100},
+  "nodes": [{"id": "s", "op": "sine", "params": {"freq": "441Hz", "amp": 0.5}}],
+  "outputs": {"main": ["s"]}}"#;
+
+/// Under `profile`, at block 100: a snapshot 1 s ahead, a switch to `to`
+/// 1.25 s ahead and a stop 1.5 s ahead, each in its own bundle; the
+/// snapshot's and the switch's bundles also set the sine's amp to the
+/// value it has (no audible change), whose replies say the sample their
+/// timetag landed at. Checks where each landed (`exact`: at that sample;
+/// else at the start of its block), the journal, the replay, and that the
+/// snapshot resumes to the audio the session played from its sample.
+fn timed_commands(profile: &str, to: &str, exact: bool) {
+    let dir = common::temp_dir(&format!("osc-timed-{profile}"));
+    let (child, lines, log, port) = start(&dir, SINE, &["--profile", profile]);
     let c = Client::new(port);
-    // One packet: a switch 1 s ahead, a snapshot 1.25 s and a stop 1.5 s
-    // ahead, each in its own bundle.
     let now = SystemTime::now();
-    let tagged = |ms: u64, m: OscPacket| {
+    let tagged = |ms: u64, content: Vec<OscPacket>| {
         OscPacket::Bundle(OscBundle {
             timetag: morphrt::host::control::osc::timetag(now + Duration::from_millis(ms)),
-            content: vec![m],
+            content,
         })
     };
+    let same_amp = || param("s", "amp", OscType::Double(0.5));
     c.send(&OscPacket::Bundle(OscBundle {
         timetag: rosc::OscTime::from((0, 1)),
         content: vec![
+            tagged(1_000, vec![msg("/morphrt/snapshot", vec![]), same_amp()]),
             tagged(
-                1_000,
-                msg("/morphrt/profile", vec![OscType::String("live".into())]),
+                1_250,
+                vec![
+                    msg("/morphrt/profile", vec![OscType::String(to.into())]),
+                    same_amp(),
+                ],
             ),
-            tagged(1_250, msg("/morphrt/snapshot", vec![])),
-            tagged(1_500, msg("/morphrt/stop", vec![])),
+            tagged(1_500, vec![msg("/morphrt/stop", vec![])]),
         ],
     }));
-    let mut replies: Vec<(String, String)> = (0..3).map(|_| c.reply()).collect();
-    replies.sort_by_key(|r| r.1.clone());
-    for r in &replies {
-        assert_eq!(r.0, "ok", "{replies:?}");
-    }
-    let [snapshot, stop, switch] = [&replies[0].1, &replies[1].1, &replies[2].1];
-    assert!(snapshot.starts_with("snapshot at sample"), "{replies:?}");
-    let (switch_at, stop_at) = (number_after(switch, "sample"), number_after(stop, "sample"));
-    // One reading of the audio clock maps the three times: 0.5 s apart.
-    assert!(stop_at.abs_diff(switch_at + 24_000) <= 1, "{replies:?}");
+    let replies: Vec<(String, String)> = (0..5).map(|_| c.reply()).collect();
+    let find = |prefix: &str| {
+        let r: Vec<&(String, String)> =
+            replies.iter().filter(|r| r.1.starts_with(prefix)).collect();
+        for r in &r {
+            assert_eq!(r.0, "ok", "{replies:?}");
+        }
+        r
+    };
+    let snapshot = find("snapshot at sample")[0].1.clone();
+    let switch = find("switching to")[0].1.clone();
+    let stop = find("stopping at sample")[0].1.clone();
+    let mut amps: Vec<u64> = find("s.amp = 0.5").iter().map(|r| landed(r)).collect();
+    amps.sort();
+    let [tag_1s, tag_125s] = amps[..] else {
+        panic!("{replies:?}")
+    };
+    let stop_at = number_after(&stop, "sample");
     let all = ended(child, &lines, log);
     let j = dir.join("j.jsonl");
     let block = records_of(&j, "header")[0]["block_size"].as_u64().unwrap();
-    // The switch swaps at the first block boundary from its sample (the
-    // session started at 0: the grid is multiples of the block).
-    let handovers = records_of(&j, "handover");
-    assert_eq!(handovers.len(), 1, "{all}");
-    let swap = handovers[0]["swap_at"].as_u64().unwrap();
-    assert_eq!(swap, switch_at.div_ceil(block) * block, "{all}");
-    assert_eq!(handovers[0]["profile"], "live");
-    // The snapshot, under live, holds the state at its block's boundary
-    // and its file is the one the reply names.
+    assert_eq!(block, 100);
+    // Params land at their timetag's sample (under live at its block's
+    // start, the session having started at 0): the snapshot and the
+    // switch land where the params of their bundles did.
+    if !exact {
+        assert_eq!((tag_1s % block, tag_125s % block), (0, 0), "{replies:?}");
+    }
     let snaps = records_of(&j, "snapshot");
     assert_eq!(snaps.len(), 1, "{all}");
-    let snap_at = snaps[0]["at"].as_u64().unwrap();
-    assert_eq!(snap_at % block, 0);
-    assert!(
-        snap_at.abs_diff(switch_at + 12_000) <= block + 1,
-        "{snap_at}; {all}"
-    );
-    let file = snaps[0]["file"].as_str().unwrap();
-    assert!(
-        snapshot.ends_with(&format!("written to {file}")),
-        "{snapshot}"
-    );
-    assert!(
-        Path::new(file).exists() || dir.join(file).exists(),
-        "{file}"
-    );
-    // The stop fades from exactly its sample.
+    assert_eq!(snaps[0]["at"].as_u64().unwrap(), tag_1s, "{all}");
+    assert_eq!(number_after(&snapshot, "sample"), tag_1s, "{snapshot}");
+    let handovers = records_of(&j, "handover");
+    assert_eq!(handovers.len(), 1, "{all}");
+    assert_eq!(handovers[0]["profile"], to);
+    assert_eq!(handovers[0]["swap_at"].as_u64().unwrap(), tag_125s, "{all}");
+    assert_eq!(number_after(&switch, "sample"), tag_125s, "{switch}");
+    // The stop fades from exactly its sample, in every profile.
     let stops = records_of(&j, "stop");
     assert_eq!(stops[0]["at"].as_u64().unwrap(), stop_at, "{all}");
     let cap = dir.join("cap.wav");
@@ -639,6 +651,112 @@ fn a_timetagged_switch_snapshot_and_stop_land_at_their_samples_are_journaled_the
     let fade = stops[0]["fade"].as_u64().unwrap();
     assert_eq!(played.len() as u64, 2 * (stop_at + fade), "{all}");
     assert_replays(&j, &cap, &all);
+    // The snapshot holds the state at its sample: resumed, it plays what
+    // the session played from there up to the switch.
+    let file = snaps[0]["file"].as_str().unwrap();
+    let resumed = dir.join("resumed.wav");
+    let frames = tag_125s - tag_1s;
+    let o = common::morphrt(&[
+        "render",
+        dir.join("scene.json").to_str().unwrap(),
+        "--profile",
+        profile,
+        "--resume",
+        file,
+        "-d",
+        &format!("{frames}samples"),
+        "-o",
+        resumed.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let resumed = common::read_f32(&resumed);
+    assert_eq!(resumed.len() as u64, frames);
+    let live: Vec<f32> = (tag_1s..tag_125s).map(|n| played[2 * n as usize]).collect();
+    assert!(
+        resumed == live,
+        "the snapshot does not resume to what played from {tag_1s}"
+    );
+}
+
+#[test]
+fn a_timetagged_snapshot_switch_and_stop_land_at_exactly_their_samples_under_strict() {
+    timed_commands("strict", "repro", true);
+}
+
+#[test]
+fn a_timetagged_snapshot_switch_and_stop_land_at_exactly_their_samples_under_repro() {
+    timed_commands("repro", "strict", true);
+}
+
+#[test]
+fn a_timetagged_snapshot_and_switch_land_at_their_blocks_start_under_live() {
+    timed_commands("live", "repro", false);
+}
+
+/// A scene that reads the session's input, through a gain into a delay,
+/// at block 100.
+const THROUGH: &str = r#"{"version": "1.0", "sample_rate": 48000,
+  "profile_config": {"block_size": 100},
+  "nodes": [{"id": "mic", "op": "input", "params": {"channel": 0}},
+            {"id": "g", "op": "gain", "params": {"gain": 1.0}},
+            {"id": "echo", "op": "delay", "params": {"time": "3ms", "max_time": "10ms", "feedback": 0.5}}],
+  "edges": [{"from": "mic", "to": "g"}, {"from": "g", "to": "echo"}],
+  "outputs": {"main": ["echo"]}}"#;
+
+#[test]
+fn a_timetagged_switch_of_a_scene_reading_the_input_lands_at_exactly_its_sample() {
+    let dir = common::temp_dir("osc-timed-input");
+    let input = dir.join("in.wav");
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 48_000,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut w = hound::WavWriter::create(&input, spec).unwrap();
+    for n in 0..3 * 48_000 {
+        w.write_sample((libm::sin(n as f64 * 0.031) * 0.5) as f32)
+            .unwrap();
+    }
+    w.finalize().unwrap();
+    let (child, lines, log, port) = start(
+        &dir,
+        THROUGH,
+        &["--profile", "strict", "--input", input.to_str().unwrap()],
+    );
+    let c = Client::new(port);
+    let tagged = |ms: u64, content: Vec<OscPacket>| {
+        OscPacket::Bundle(OscBundle {
+            timetag: morphrt::host::control::osc::timetag(
+                SystemTime::now() + Duration::from_millis(ms),
+            ),
+            content,
+        })
+    };
+    // The switch's bundle also sets the gain to the value it has: its
+    // reply says the sample the timetag landed at.
+    c.send(&tagged(
+        1_000,
+        vec![
+            msg("/morphrt/profile", vec![OscType::String("repro".into())]),
+            param("g", "gain", OscType::Double(1.0)),
+        ],
+    ));
+    let replies = [c.reply(), c.reply()];
+    let gain = replies
+        .iter()
+        .find(|r| r.1.starts_with("g.gain"))
+        .unwrap_or_else(|| panic!("{replies:?}"));
+    let at = landed(gain);
+    c.send(&tagged(300, vec![msg("/morphrt/stop", vec![])]));
+    // The stop is answered at once; the switch has landed by then.
+    let _ = c.reply();
+    let all = ended(child, &lines, log);
+    let j = dir.join("j.jsonl");
+    let handovers = records_of(&j, "handover");
+    assert_eq!(handovers.len(), 1, "{all}");
+    assert_eq!(handovers[0]["swap_at"].as_u64().unwrap(), at, "{all}");
+    assert_replays(&j, &dir.join("cap.wav"), &all);
 }
 
 #[test]

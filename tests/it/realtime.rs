@@ -449,6 +449,121 @@ fn handovers_never_allocate_in_the_callback_for_any_scene() {
     }
 }
 
+/// Timetagged profile switches and snapshots asked for samples inside a
+/// block, through the real callback, a block of 64 (samples 37 and 21
+/// past a boundary): the callback cuts the block there, runs the incoming
+/// engine up to the swap beside the first part, swaps or captures, and
+/// plays the rest, without allocating or freeing. Under strict and repro
+/// playing they land at exactly their samples, under live at the start
+/// of their block.
+#[test]
+fn timetagged_switches_and_snapshots_inside_a_block_never_allocate_in_the_callback() {
+    use morphrt::engine::incoming::{Incoming, SessionFixed};
+    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::session::LiveSession;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    let scene = common::root().join("scenes/pluck-delay.json");
+    let text = std::fs::read_to_string(&scene).unwrap();
+    let dir = common::temp_dir("rt-timetagged");
+    let path = dir.join("scene.json");
+    std::fs::write(&path, &text).unwrap();
+    let resources = vec![common::root().join("resources")];
+    let plan = {
+        let sc = morphrt::scene::load_str(&text, "scene.json", Some(dir.clone())).unwrap();
+        compile(
+            &sc,
+            &CompileOptions {
+                profile: Some(Profile::Strict),
+                block_size: Some(64),
+                seed: Some(1),
+                resource_dirs: resources.clone(),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let fixed = SessionFixed::from_plan(&plan, resources);
+    let first = Incoming::from_plan(plan, None, Vec::new());
+    let meters = Arc::new(Meters::default());
+    let controls = Arc::new(Controls::default());
+    let mut player = Player::new(
+        *first.engine,
+        2,
+        None,
+        240,
+        meters.clone(),
+        controls,
+        std::time::Instant::now(),
+    );
+    let mut session = LiveSession::new(
+        &path,
+        text.clone(),
+        fixed,
+        Profile::Strict,
+        None,
+        first.capture,
+        first.resources,
+        (first.asked, first.events),
+        player.link(),
+        meters.clone(),
+    );
+    session.force(true);
+    let cell = PlayerCell::new(player);
+    let mut buf = vec![0.0f32; 48 * 2];
+    let mut sink = Vec::new();
+    let clock = || meters.clock.load(Ordering::Relaxed);
+    // (asked, landed as expected) for switches and snapshots.
+    let mut switches = Vec::new();
+    let mut snapshots = Vec::new();
+    let (a0, f0) = counts();
+    let mut next = 0u64;
+    while switches.len() < 6 {
+        if clock() >= next && session.is_idle() {
+            let block_start = |at: u64| at / 64 * 64;
+            let exact = session.profile() != Profile::Live;
+            let expect = |at: u64| if exact { at } else { block_start(at) };
+            if switches.len() == snapshots.len() {
+                let at = block_start(clock() + 6_400) + 21;
+                session.request_snapshot_at(dir.join("snap"), at);
+                snapshots.push((at, expect(at)));
+            } else {
+                let to = match session.profile() {
+                    Profile::Strict => Profile::Repro,
+                    Profile::Repro => Profile::Live,
+                    Profile::Live => Profile::Strict,
+                };
+                let at = block_start(clock() + 6_400) + 37;
+                session.switch_profile_at(to, Some(at), &mut sink);
+                switches.push((at, expect(at)));
+            }
+            next = clock() + 64 * 200;
+        }
+        session.tick(&mut sink);
+        realtime(|| cell.fill(&mut buf));
+    }
+    for _ in 0..20_000 {
+        session.tick(&mut sink);
+        realtime(|| cell.fill(&mut buf));
+        if session.is_idle() && session.applied.len() == switches.len() {
+            break;
+        }
+    }
+    let (a1, f1) = counts();
+    let log = String::from_utf8_lossy(&sink).into_owned();
+    let landed: Vec<u64> = session.applied.iter().map(|h| h.swap_at).collect();
+    let expected: Vec<u64> = switches.iter().map(|s| s.1).collect();
+    assert_eq!(landed, expected, "switches asked for {switches:?}; {log}");
+    let taken: Vec<u64> = session.snapshots.iter().map(|s| s.0).collect();
+    let expected: Vec<u64> = snapshots.iter().map(|s| s.1).collect();
+    assert_eq!(taken, expected, "snapshots asked for {snapshots:?}; {log}");
+    assert_eq!(
+        (a1 - a0, f1 - f0),
+        (0, 0),
+        "the callback allocated or freed"
+    );
+}
+
 mod callback_events {
     //! Everything the callback can meet in a session, under every profile,
     //! with allocations and frees counted inside each callback.
@@ -1049,6 +1164,7 @@ mod input_history {
             engine: next.engine,
             from: m,
             fade: 0,
+            at: None,
         })
         .ok()
         .unwrap();
@@ -1182,6 +1298,7 @@ mod input_history {
             engine: next.engine,
             from: m,
             fade: 0,
+            at: None,
         })
         .ok()
         .unwrap();
@@ -1323,6 +1440,7 @@ mod input_history {
             engine: next.engine,
             from: m,
             fade: 0,
+            at: None,
         })
         .ok()
         .unwrap();

@@ -2,7 +2,8 @@
 //! previous one fading out under it.
 //!
 //! Everything that turns engines into output frames lives here — the swap
-//! at a block boundary, the equal-gain (linear) crossfade, the mapping of
+//! between two `process` calls (a block boundary, or a sample a block was
+//! cut at), the equal-gain (linear) crossfade, the mapping of
 //! each engine's main bus onto a fixed set of output channels — so that
 //! `run`, offline renders with scripted handovers and `replay` produce the
 //! same samples. Real-time safe after construction: swapping only moves
@@ -112,7 +113,7 @@ impl Deck {
         self.fading.is_some()
     }
 
-    /// Makes `next` the playing engine from now (a block boundary). With
+    /// Makes `next` the playing engine from now (between two `process` calls). With
     /// `fade_frames` > 0 the current engine keeps running under it and fades
     /// out linearly while `next` fades in; with 0 it is cut and retired at
     /// once. `next` must stand at the deck's clock. Per-node timing carries

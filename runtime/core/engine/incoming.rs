@@ -19,7 +19,11 @@
 //!    event cursors are recomputed from the clock, never copied, so an
 //!    event the edit adds before N never fires ([`past_events`]).
 //! 4. Fast-forward the new engine from N to S, a block boundary far enough
-//!    ahead of the audio clock, discarding its output ([`advance_to`]).
+//!    ahead of the audio clock, discarding its output ([`advance_to`]). A
+//!    timetagged switch under a sample-accurate profile asks for S inside
+//!    a block: the engine is fast-forwarded to the start of that block and
+//!    the audio thread runs it on to S while it plays the block's first
+//!    part, cut at S (a replay cuts the block there too).
 //! 5. Offer (engine, S); the swap happens at exactly S. An offer that
 //!    arrives when the audio clock has already passed S is refused and comes
 //!    back; the control side fast-forwards it further and offers a later S.
@@ -346,6 +350,18 @@ pub fn on_grid(at: u64, origin: u64, block: u64) -> u64 {
     origin.saturating_add(ahead.div_ceil(block).saturating_mul(block))
 }
 
+/// The block boundary at or before `at` on the block grid through
+/// `origin` (see [`on_grid`]): the start of the block that holds `at`,
+/// where a block-accurate profile lands what is asked for `at`, and
+/// where an engine stands to be swapped in at `at` inside that block.
+pub fn block_start(at: u64, origin: u64, block: u64) -> u64 {
+    let block = block.max(1);
+    if at <= origin {
+        return at;
+    }
+    origin + (at - origin) / block * block
+}
+
 /// Brings a migrated engine to the swap sample `at`: marks `at` as the
 /// sample where the edit's param changes start, then runs up to it.
 pub fn advance_to(engine: &mut Engine, at: u64) {
@@ -397,6 +413,9 @@ pub struct Scripted {
     /// Those that could not land: what went wrong, by sample.
     control_errors: Vec<(u64, String)>,
     seq: u64,
+    /// Samples inside a block where the audio thread cut it in two (a
+    /// snapshot taken there), ascending: see [`Scripted::split_at`].
+    splits: std::collections::VecDeque<u64>,
 }
 
 impl Scripted {
@@ -413,7 +432,17 @@ impl Scripted {
             notes: std::collections::VecDeque::new(),
             control_errors: Vec::new(),
             seq: 0,
+            splits: std::collections::VecDeque::new(),
         }
+    }
+
+    /// Cuts the block that holds each of `samples` in two there, as the
+    /// audio thread cut it to take a snapshot at that sample (a journal's
+    /// snapshot records): the engines then run the same chunks as they
+    /// did live. A sample on the block grid cuts nothing.
+    pub fn split_at(&mut self, samples: impl IntoIterator<Item = u64>) {
+        self.splits.extend(samples);
+        self.splits.make_contiguous().sort_unstable();
     }
 
     /// Control changes to apply as the session plays: each lands at its
@@ -484,18 +513,29 @@ impl Scripted {
     }
 
     /// Plays up to absolute sample `to`, landing the scheduled control
-    /// changes on the way.
+    /// changes on the way. Blocks end on the block grid through the first
+    /// engine's clock, as the audio thread's do, and at `to` and the
+    /// samples of [`split_at`](Self::split_at); a block cut short is
+    /// finished up to the grid next, and changes are queued only at the
+    /// grid, as the audio thread takes them before each whole block.
     pub fn play_to(&mut self, to: u64) {
         let b = self.deck.block_size() as u64;
         while to > self.deck.clock() {
             let clock = self.deck.clock();
-            let step = if self.controls.is_empty() && self.notes.is_empty() {
-                to - clock
-            } else {
+            while self.splits.front().is_some_and(|s| *s <= clock) {
+                self.splits.pop_front();
+            }
+            let on_grid_now = (clock - self.start).is_multiple_of(b);
+            let grid_end = on_grid(clock + 1, self.start, b);
+            let mut end = to.min(self.splits.front().copied().unwrap_or(u64::MAX));
+            let scheduled = !(self.controls.is_empty() && self.notes.is_empty());
+            if scheduled || !on_grid_now {
+                end = end.min(grid_end);
+            }
+            if scheduled && on_grid_now {
                 self.push_due(clock + b);
-                (to - clock).min(b)
-            };
-            let v = self.deck.render(step);
+            }
+            let v = self.deck.render(end - clock);
             self.out.extend_from_slice(&v);
         }
         self.deck.take_control_reports(|_| {});
@@ -537,7 +577,9 @@ impl Scripted {
 
     /// Redoes a recorded handover exactly: captures at `n`, migrates, plays
     /// the old engine to `s` while the new one fast-forwards there, and swaps
-    /// with `fade` (a journal's N, S and fade).
+    /// with `fade` (a journal's N, S and fade). N is a block boundary; S may
+    /// lie inside a block (a timetagged switch under a sample-accurate
+    /// profile), which is then cut there as the audio thread cut it.
     pub fn handover_at(
         &mut self,
         mut next: Incoming,
@@ -548,7 +590,7 @@ impl Scripted {
         let b = self.deck.block_size() as u64;
         // Both on the block grid the session started on (its first clock).
         let off_grid = |x: u64| !(x - self.start).is_multiple_of(b);
-        if n < self.deck.clock() || s < n || off_grid(n) || off_grid(s) {
+        if n < self.deck.clock() || s < n || off_grid(n) {
             return Err(format!(
                 "a handover captured at {n} and swapped at {s} does not fit the session (clock {}, block {b} from {})",
                 self.deck.clock(),

@@ -10,6 +10,7 @@ use crate::engine::{
 };
 use crate::host::live::input::history::HistoryWriter;
 use crate::host::live::input::LiveInput;
+use crate::profile::EventTiming;
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
@@ -143,11 +144,20 @@ pub enum ToAudio {
     /// reply may come a few blocks after N, holding the state at N.
     Capture(Box<EngineState>),
     /// As [`ToAudio::Capture`], from the first block boundary at or after
-    /// sample `at` (a timetagged snapshot or switch): the state at `at`
-    /// itself when `at` is on the block grid. Requests behind it wait.
+    /// sample `at` (the capture of a timetagged switch): the state at
+    /// `at` itself when `at` is on the block grid. Requests behind it wait.
     CaptureFrom { state: Box<EngineState>, at: u64 },
-    /// Play `engine` from sample `at` (a block boundary), crossfading over
-    /// `fade` frames (0: a cut). Refused if the clock has passed `at`.
+    /// As [`ToAudio::Capture`], of the state at sample `at` exactly (a
+    /// timetagged snapshot): the block that holds `at` is cut in two
+    /// there. A playing engine whose profile is block-accurate (live) is
+    /// captured at the start of that block instead, and one whose clock
+    /// has passed `at` at the next block boundary. Requests behind it wait.
+    CaptureAt { state: Box<EngineState>, at: u64 },
+    /// Play `engine` from sample `at`, crossfading over `fade` frames (0:
+    /// a cut). Refused if the clock has passed `at`. The engine stands at
+    /// `at` (a block boundary), or at the start of the block that holds
+    /// `at` (a timetagged switch): the callback then runs it up to `at`
+    /// beside the first part of that block, cut at `at`, and swaps there.
     Offer {
         engine: Box<Engine>,
         at: u64,
@@ -159,11 +169,16 @@ pub enum ToAudio {
     /// clock through the input history: up to [`CATCH_UP_PER_BLOCK`] of its
     /// blocks before each of the session's, then the swap at the clock S
     /// it reached. Refused if the clock is more than [`CATCH_UP_LIMIT`]
-    /// blocks past `from`.
+    /// blocks past `from`. With `at` (a timetagged switch), the swap is at
+    /// that sample instead, unless the clock has passed it: once caught
+    /// up, the engine keeps pace with the clock, a block per block, until
+    /// the block that holds `at`, and is then offered as
+    /// [`ToAudio::Offer`] offers one.
     CatchUp {
         engine: Box<Engine>,
         from: u64,
         fade: u64,
+        at: Option<u64>,
     },
 }
 
@@ -462,6 +477,19 @@ struct HeldOffer {
     at: u64,
     /// Length of the crossfade (0: a cut).
     fade_frames: u64,
+    /// Catching up: the sample it asks to swap at (a timetagged switch),
+    /// or `None` for the clock it reaches.
+    swap_at: Option<u64>,
+}
+
+/// A capture asked for a sample ahead ([`ToAudio::CaptureFrom`],
+/// [`ToAudio::CaptureAt`]).
+struct Waiting {
+    state: Box<EngineState>,
+    at: u64,
+    /// At `at` exactly, cutting its block there (`CaptureAt`); else at
+    /// the first block boundary from `at`.
+    exact: bool,
 }
 
 /// Everything the callback owns.
@@ -479,7 +507,7 @@ pub struct Player {
     /// A capture being copied in parts, one before each block.
     capturing: Option<Box<EngineState>>,
     /// A capture asked from a sample ahead, until the clock reaches it.
-    capture_from: Option<(Box<EngineState>, u64)>,
+    capture_from: Option<Waiting>,
     /// Replies the full queue did not take yet, oldest first (capacity
     /// reserved up front).
     outbox: VecDeque<FromAudio>,
@@ -703,8 +731,8 @@ impl Player {
             let at = state.clock;
             self.send(FromAudio::Captured { state, at });
         }
-        if let Some((state, at)) = self.capture_from.take() {
-            self.capture_at(state, at, clock);
+        if let Some(w) = self.capture_from.take() {
+            self.capture_at(w, clock);
             if self.capture_from.is_some() || self.capturing.is_some() {
                 return;
             }
@@ -713,7 +741,7 @@ impl Player {
             self.offer(held.engine, held.at, held.fade_frames, clock);
         }
         if let Some(c) = self.catching_up.take() {
-            self.catch_up(c.engine, c.fade_frames, clock);
+            self.catch_up(c, clock);
         }
         while self.held.is_none()
             && self.catching_up.is_none()
@@ -733,25 +761,63 @@ impl Player {
                         }
                     }
                 }
-                ToAudio::CaptureFrom { state, at } => self.capture_at(state, at, clock),
+                ToAudio::CaptureFrom { state, at } => self.capture_at(
+                    Waiting {
+                        state,
+                        at,
+                        exact: false,
+                    },
+                    clock,
+                ),
+                ToAudio::CaptureAt { state, at } => {
+                    // Block-accurate: at the start of the block holding `at`.
+                    let at = match self.deck.engine().profile().event_timing() {
+                        EventTiming::SampleAccurate => at,
+                        EventTiming::BlockAccurate => {
+                            let b = self.deck.block_size() as u64;
+                            at.saturating_sub(at.saturating_sub(clock) % b)
+                        }
+                    };
+                    self.capture_at(
+                        Waiting {
+                            state,
+                            at,
+                            exact: true,
+                        },
+                        clock,
+                    )
+                }
                 ToAudio::Offer { engine, at, fade } => self.offer(engine, at, fade, clock),
-                ToAudio::CatchUp { engine, from, fade } => {
+                ToAudio::CatchUp {
+                    engine,
+                    from,
+                    fade,
+                    at,
+                } => {
                     let block = self.deck.block_size() as u64;
                     if clock.saturating_sub(from) > CATCH_UP_LIMIT * block || from > clock {
                         self.send(FromAudio::Refused { engine, clock });
                     } else {
-                        self.catch_up(engine, fade, clock);
+                        let c = HeldOffer {
+                            engine,
+                            at: from,
+                            fade_frames: fade,
+                            swap_at: at,
+                        };
+                        self.catch_up(c, clock);
                     }
                 }
             }
         }
     }
 
-    /// Begins the capture into `state` once the clock has reached `at`;
-    /// keeps it until then. Real-time safe.
-    fn capture_at(&mut self, mut state: Box<EngineState>, at: u64, clock: u64) {
+    /// Begins the capture `w` asks for once the clock has reached its
+    /// sample (`clock` is a block boundary, or the sample an exact capture
+    /// cut its block at); keeps it until then. Real-time safe.
+    fn capture_at(&mut self, w: Waiting, clock: u64) {
+        let Waiting { mut state, at, .. } = w;
         if clock < at {
-            self.capture_from = Some((state, at));
+            self.capture_from = Some(Waiting { state, ..w });
         } else if self.deck.begin_capture(&mut state) {
             self.send(FromAudio::Captured { state, at: clock });
         } else {
@@ -759,13 +825,60 @@ impl Player {
         }
     }
 
+    /// Where the block ending at `end` is cut next after `pos`: at an
+    /// exact capture's sample, or at the sample a held offer swaps at
+    /// once its engine stands there ([`Player::advance_held`]); `end` when
+    /// neither lies inside.
+    fn next_cut(&self, pos: u64, end: u64) -> u64 {
+        let inside = |at: u64| (pos < at && at < end).then_some(at);
+        let capture = self
+            .capture_from
+            .as_ref()
+            .filter(|w| w.exact)
+            .and_then(|w| inside(w.at));
+        let swap = self
+            .held
+            .as_ref()
+            .filter(|h| h.engine.clock() == h.at)
+            .and_then(|h| inside(h.at));
+        capture.into_iter().chain(swap).min().unwrap_or(end)
+    }
+
+    /// At the sample `at` a block was cut at: the exact capture asked for
+    /// it begins (of the engine that played up to it), then the held
+    /// offer for it swaps, unless a capture is still being copied.
+    /// Real-time safe.
+    fn at_cut(&mut self, at: u64) {
+        if self
+            .capture_from
+            .as_ref()
+            .is_some_and(|w| w.exact && w.at == at)
+        {
+            let w = self.capture_from.take().expect("checked");
+            self.capture_at(w, at);
+        }
+        let due = self.held.as_ref().is_some_and(|h| h.at == at);
+        if due && self.capturing.is_none() {
+            let h = self.held.take().expect("checked");
+            self.offer(h.engine, at, h.fade_frames, at);
+        }
+    }
+
     /// Runs an engine that reads the input up to [`CATCH_UP_PER_BLOCK`]
     /// blocks through the history towards `clock`; swaps it in once there
-    /// (S = the clock, where its edit's changes start). Keeps it for the
+    /// (S = the clock, where its edit's changes start), or, asked to swap
+    /// at a sample ahead, keeps it there until the block that holds that
+    /// sample and then holds it as an offer for it. Keeps it for the
     /// next block otherwise; refuses it if the history no longer holds
     /// what it needs. Real-time safe: the history is only read, and the
     /// blocks run into the engine's own buffers.
-    fn catch_up(&mut self, engine: Box<Engine>, fade_frames: u64, clock: u64) {
+    fn catch_up(&mut self, c: HeldOffer, clock: u64) {
+        let HeldOffer {
+            engine,
+            fade_frames,
+            swap_at,
+            ..
+        } = c;
         let mut engine = InFlight::new(engine);
         let block = self.deck.block_size();
         for _ in 0..CATCH_UP_PER_BLOCK {
@@ -783,17 +896,26 @@ impl Player {
             }
             engine.fast_forward(at + block as u64);
         }
-        if engine.clock() < clock && self.history.is_some() {
+        let ahead = swap_at.filter(|s| *s > clock);
+        let waits = ahead.is_some_and(|s| s >= clock + block as u64);
+        if (engine.clock() < clock || waits) && self.history.is_some() {
             let at = engine.clock();
             self.catching_up = Some(HeldOffer {
                 engine: engine.land(),
                 at,
                 fade_frames,
+                swap_at,
             });
             return;
         }
-        engine.set_swap_sample(clock);
-        self.offer(engine.land(), clock, fade_frames, clock);
+        match ahead {
+            // Inside the next block: cut there ([`Player::advance_held`]).
+            Some(s) => self.offer(engine.land(), s, fade_frames, clock),
+            None => {
+                engine.set_swap_sample(clock);
+                self.offer(engine.land(), clock, fade_frames, clock);
+            }
+        }
     }
 
     fn offer(&mut self, engine: Box<Engine>, at: u64, fade_frames: u64, clock: u64) {
@@ -802,6 +924,7 @@ impl Player {
                 engine,
                 at,
                 fade_frames,
+                swap_at: None,
             });
             return;
         }
@@ -847,30 +970,79 @@ impl Player {
         self.fade_frames
     }
 
+    /// Runs the engine of a held offer that swaps inside the next block
+    /// (a timetagged switch) from the block's start, where it stands, up
+    /// to its swap sample, in one part as a fast-forward to that sample
+    /// runs it (`replay` does): the block is then cut there and it swaps.
+    /// Not while a capture is copied (the offer is refused once the clock
+    /// passes its sample). Real-time safe; bounded by one block of it.
+    fn advance_held(&mut self, start: u64, end: u64) {
+        if self.capturing.is_some() {
+            return;
+        }
+        let width = self.input.as_ref().map_or(0, |i| i.channels());
+        let Some(h) = &mut self.held else {
+            return;
+        };
+        if h.engine.clock() != start || h.at <= start || h.at >= end {
+            return;
+        }
+        let n = (h.at - start) as usize;
+        if width > 0 && h.engine.input_channels() > 0 {
+            h.engine
+                .input_block(n)
+                .load_interleaved(&self.input_buf, width);
+        }
+        h.engine.process_block(n);
+    }
+
     /// Renders the next engine block into the FIFO (device layout, clipped
-    /// to ±1 for hearing safety, under the engine's FP mode).
+    /// to ±1 for hearing safety, under the engine's FP mode). The block is
+    /// cut where a timetagged snapshot or switch asks (see
+    /// [`Player::next_cut`]), each part under the FP mode of the engine
+    /// playing it.
     fn refill(&mut self) {
         self.serve();
         self.serve_timing();
         self.take_controls();
         let block = self.deck.block_size();
+        let width = self.input.as_ref().map_or(0, |i| i.channels());
         if let Some(input) = &mut self.input {
             input.read(&mut self.input_buf);
-            let width = input.channels();
             if let Some(history) = &mut self.history {
                 history.push(&self.input_buf);
             }
-            self.deck.load_input(&self.input_buf, width, block);
         }
-        self.deck.process(block);
-        self.send_control_reports();
-        if let Some(old) = self.deck.take_retired() {
-            self.send(FromAudio::Retired(old));
+        let start = self.deck.clock();
+        let end = start + block as u64;
+        self.advance_held(start, end);
+        let dc = self.device_channels;
+        let mut done = 0;
+        let mut peak = 0.0f32;
+        loop {
+            let pos = start + done as u64;
+            let cut = self.next_cut(pos, end);
+            let n = (cut - pos) as usize;
+            if self.input.is_some() {
+                let from = (done * width).min(self.input_buf.len());
+                self.deck.load_input(&self.input_buf[from..], width, n);
+            }
+            self.deck.process(n);
+            let frames = self.deck.frames();
+            let part = &mut self.fifo[done * dc..(done + frames) * dc];
+            peak = peak.max(self.deck.device_output(part));
+            done += frames;
+            self.send_control_reports();
+            if let Some(old) = self.deck.take_retired() {
+                self.send(FromAudio::Retired(old));
+            }
+            if cut >= end || frames == 0 {
+                break;
+            }
+            self.at_cut(cut);
         }
-        let n = self.deck.frames() * self.device_channels;
-        let peak = self.deck.device_output(&mut self.fifo[..n]);
         self.fifo_pos = 0;
-        self.fifo_len = n;
+        self.fifo_len = done * dc;
         self.meters.note_peak(peak);
         let stats = self.deck.engine().stats();
         let nans = stats.nan_events;

@@ -28,14 +28,14 @@
 //! modification of the scene or a resource it reads, which is the edit.
 
 use crate::engine::incoming::{
-    fade_for, on_grid, only_fixed_differ, parent_dir, past_events, switch_warning, Asked, EventKey,
-    Incoming, SessionFixed,
+    block_start, fade_for, on_grid, only_fixed_differ, parent_dir, past_events, switch_warning,
+    Asked, EventKey, Incoming, SessionFixed,
 };
 use crate::engine::{fold_voice_copies, voices_suffix, EngineState, Migration, Notice};
 use crate::host::files::rules::Inputs;
 use crate::host::live::input::history::{fast_forward_through, History, Miss};
 use crate::host::live::player::{FromAudio, Link, Meters, ToAudio};
-use crate::profile::Profile;
+use crate::profile::{EventTiming, Profile};
 use crate::scene::Diagnostic;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -91,8 +91,9 @@ struct Job {
     text: Arc<String>,
     /// When the change was made (file mtime or key press).
     since: SystemTime,
-    /// The sample it asks to swap at (a timetagged switch): the first
-    /// block boundary at or after it, unless the clock has passed it.
+    /// The sample it asks to swap at (a timetagged switch): that sample
+    /// under a sample-accurate profile playing, the start of its block
+    /// under a block-accurate one, unless the clock is too close to it.
     at: Option<u64>,
 }
 
@@ -301,9 +302,11 @@ impl LiveSession {
         self.snapshot_wanted = Some((stem, None));
     }
 
-    /// Asks for a snapshot file of the playing engine at the first block
-    /// boundary at or after sample `at` (at `at` itself when it is on the
-    /// block grid), or at the next one if the clock has passed it.
+    /// Asks for a snapshot file of the playing engine at sample `at`: the
+    /// state at `at` exactly under a sample-accurate profile (the audio
+    /// thread cuts its block there), at the start of its block under a
+    /// block-accurate one, or at the next block boundary if the clock has
+    /// passed it ([`ToAudio::CaptureAt`]).
     pub fn request_snapshot_at(&mut self, stem: PathBuf, at: u64) {
         self.snapshot_wanted = Some((stem, Some(at)));
     }
@@ -471,9 +474,8 @@ impl LiveSession {
         self.switch_profile_at(to, None, log);
     }
 
-    /// [`switch_profile`](Self::switch_profile), swapping at the first
-    /// block boundary at or after sample `at` when one is given (a
-    /// timetagged switch) and the clock has not passed it.
+    /// [`switch_profile`](Self::switch_profile), swapping at sample `at`
+    /// when one is given (a timetagged switch; see [`place`](Self::place)).
     pub fn switch_profile_at(&mut self, to: Profile, at: Option<u64>, log: &mut dyn Write) {
         let from = self.queued_profile();
         if from == to {
@@ -565,9 +567,13 @@ impl LiveSession {
         {
             let (stem, at) = self.snapshot_wanted.take().expect("checked");
             let buf = self.capture.take().expect("checked");
-            match self.link.send(capture_request(buf, at)) {
+            let request = match at {
+                Some(at) => ToAudio::CaptureAt { state: buf, at },
+                None => ToAudio::Capture(buf),
+            };
+            match self.link.send(request) {
                 Ok(()) => self.phase = Phase::Snapshotting(stem),
-                Err(ToAudio::Capture(buf) | ToAudio::CaptureFrom { state: buf, .. }) => {
+                Err(ToAudio::Capture(buf) | ToAudio::CaptureAt { state: buf, .. }) => {
                     self.capture = Some(buf);
                     self.snapshot_wanted = Some((stem, at));
                 }
@@ -577,8 +583,17 @@ impl LiveSession {
         if matches!(self.phase, Phase::Idle) {
             if let Some(job) = self.queued.take() {
                 // A timed switch is captured a little before its sample,
-                // so that the new engine is placed there in time.
-                let from = job.at.map(|at| at.saturating_sub(2 * self.lead));
+                // so that the new engine is placed there in time: a fifth
+                // of a second at least, which a busy control thread still
+                // migrates and fast-forwards through in time; two leads
+                // for an engine that reads the input (the audio thread
+                // catches it up, then keeps it in step until the sample).
+                let ahead = if self.reads_history(&job.incoming.engine) {
+                    2 * self.lead
+                } else {
+                    (2 * self.lead).max(self.fixed.sample_rate as u64 / 5)
+                };
+                let from = job.at.map(|at| at.saturating_sub(ahead));
                 match self.capture.take() {
                     Some(buf) => match self.link.send(capture_request(buf, from)) {
                         Ok(()) => self.phase = Phase::Capturing(job),
@@ -622,6 +637,7 @@ impl LiveSession {
         // swap happens.
         let t1 = Instant::now();
         let catching_up = self.reads_history(&incoming.engine);
+        let wanted = wanted.map(|w| self.landing(w, at));
         let s = match self.place_any(&mut incoming.engine, (at, wanted), catching_up) {
             Ok(s) => s,
             Err(why) => {
@@ -639,7 +655,10 @@ impl LiveSession {
         incoming.retime_keys();
         let events = self.compare_events(std::mem::take(&mut incoming.events), at);
         let controls = (incoming.controls.clone(), incoming.table.clone());
-        if let Err(e) = self.link.send(offer(incoming.engine, s, fade, catching_up)) {
+        if let Err(e) = self
+            .link
+            .send(offer(incoming.engine, (s, wanted), fade, catching_up))
+        {
             // The queue holds 16 and a handover uses 2: cannot happen; keep
             // the session consistent anyway.
             drop(e);
@@ -692,16 +711,29 @@ impl LiveSession {
         match (&self.history, catching_up) {
             (Some(h), true) => {
                 let h = h.clone();
-                self.place_behind(engine, &h)
+                self.place_behind(engine, &h, (from, wanted))
             }
             _ => self.place(engine, from, wanted),
+        }
+    }
+
+    /// Where a timetagged switch asking for sample `at` swaps, the block
+    /// grid going through `from`: at `at` under the sample-accurate
+    /// profile playing, at the start of its block under a block-accurate
+    /// one (as control changes land).
+    fn landing(&self, at: u64, from: u64) -> u64 {
+        match self.profile.event_timing() {
+            EventTiming::SampleAccurate => at,
+            EventTiming::BlockAccurate => block_start(at, from, self.fixed.block_size as u64),
         }
     }
 
     /// Fast-forwards an engine that reads the input through the history
     /// until it stands within [`BEHIND_AT_OFFER`] blocks of where the
     /// history reaches (the audio clock), with its swap sample left open
-    /// (the audio thread sets it where it swaps). Returns where it stands
+    /// (the audio thread sets it where it swaps), or, for a `wanted` swap
+    /// sample (a timetagged switch; the grid goes through `from`), set to
+    /// it and never past the start of its block. Returns where it stands
     /// (M). Gives up, as [`place`](Self::place) does, when the session
     /// stops, when fast-forwarding cannot keep up for [`MAX_LEAD_SECONDS`],
     /// or when the history no longer holds the input it needs.
@@ -709,13 +741,17 @@ impl LiveSession {
         &self,
         engine: &mut crate::engine::Engine,
         history: &History,
+        (from, wanted): (u64, Option<u64>),
     ) -> Result<u64, Unplaced> {
         let block = self.fixed.block_size as u64;
         let sr = self.fixed.sample_rate as f64;
-        engine.set_swap_sample(u64::MAX);
+        // One the engine has passed already swaps where it reaches the clock.
+        let wanted = wanted.filter(|w| *w >= engine.clock());
+        engine.set_swap_sample(wanted.unwrap_or(u64::MAX));
+        let limit = wanted.map_or(u64::MAX, |w| block_start(w, from, block));
         let (started, first) = (Instant::now(), engine.clock());
         loop {
-            let m = fast_forward_through(engine, history, u64::MAX).map_err(|miss| {
+            let m = fast_forward_through(engine, history, limit).map_err(|miss| {
                 let held = match miss {
                     Miss::Gone(from) | Miss::NotYet(from) => from,
                 };
@@ -729,7 +765,7 @@ impl LiveSession {
             if self.stopping() {
                 return Err(Unplaced::Stopping);
             }
-            if history.written().saturating_sub(m) <= BEHIND_AT_OFFER * block {
+            if m >= limit || history.written().saturating_sub(m) <= BEHIND_AT_OFFER * block {
                 return Ok(m);
             }
             let wall = started.elapsed();
@@ -779,8 +815,13 @@ impl LiveSession {
     /// loop ends once fast-forwarding outruns it; it gives up when it does
     /// not ([`Unplaced`]): the lead past [`MAX_LEAD_SECONDS`], placing for
     /// as long in wall time, fast-forwarding slower than real time, or the
-    /// session stopping. A `wanted` sample (a timed switch) puts S at the
-    /// first block boundary at or after it, when that is later.
+    /// session stopping. A `wanted` sample (a timed switch) that lies
+    /// beyond that boundary is S itself under a sample-accurate profile
+    /// playing (the start of its block under a block-accurate one): the
+    /// engine is fast-forwarded to the start of the block that holds it,
+    /// and the audio thread runs it from there to S beside the first part
+    /// of that block, cut at S ([`ToAudio::Offer`]). One too close to the
+    /// clock swaps at the boundary, later than asked.
     fn place(
         &mut self,
         engine: &mut crate::engine::Engine,
@@ -793,16 +834,19 @@ impl LiveSession {
         let (started, first) = (Instant::now(), engine.clock());
         for missed in 1.. {
             let audio = self.meters.clock.load(Ordering::Relaxed).max(from);
-            let s = on_grid(audio.saturating_add(lead), from, block);
-            let s = s
-                .max(engine.clock())
-                .max(wanted.map_or(0, |w| on_grid(w, from, block)));
+            let s = on_grid(audio.saturating_add(lead), from, block).max(engine.clock());
+            // Where the engine waits for the swap: S on the grid, or the
+            // start of the block that holds a wanted S.
+            let (s, stand) = match wanted {
+                Some(w) if w >= s => (w, block_start(w, from, block)),
+                _ => (s, s),
+            };
             engine.set_swap_sample(s);
-            let in_time = self.catch_up(engine, s, started)?;
+            let in_time = self.catch_up(engine, stand, started)?;
             // Still ahead of the audio thread by a block: offer it.
             if in_time
-                && engine.clock() >= s
-                && self.meters.clock.load(Ordering::Relaxed) + block <= s
+                && engine.clock() >= stand
+                && self.meters.clock.load(Ordering::Relaxed) + block <= stand
             {
                 return Ok(s);
             }
@@ -933,7 +977,11 @@ impl LiveSession {
             *refusals += 1;
             *ff_time += t.elapsed();
         }
-        if self.link.send(offer(engine, s, fade, catching_up)).is_err() {
+        if self
+            .link
+            .send(offer(engine, (s, None), fade, catching_up))
+            .is_err()
+        {
             let _ = writeln!(
                 log,
                 "\nwarning: the audio thread is not taking requests; edit dropped"
@@ -1152,8 +1200,8 @@ const MAX_LEAD_SECONDS: u64 = 2;
 /// plays meanwhile) itself, gaining a block per callback.
 const BEHIND_AT_OFFER: u64 = 2;
 
-/// The request for a capture into `buf`: at the next block boundary, or
-/// at the first one at or after `from`.
+/// The request for a handover's capture into `buf`: at the next block
+/// boundary, or at the first one at or after `from`.
 fn capture_request(buf: Box<EngineState>, from: Option<u64>) -> ToAudio {
     match from {
         Some(at) => ToAudio::CaptureFrom { state: buf, at },
@@ -1163,13 +1211,20 @@ fn capture_request(buf: Box<EngineState>, from: Option<u64>) -> ToAudio {
 
 /// The request that hands `engine` over at `at`: a swap at S = `at`
 /// ahead of the clock, or, `catching_up`, the catch-up from M = `at`
-/// through the input history.
-fn offer(engine: Box<crate::engine::Engine>, at: u64, fade: u64, catching_up: bool) -> ToAudio {
+/// through the input history, swapping at `swap_at` when one is asked
+/// (a timetagged switch).
+fn offer(
+    engine: Box<crate::engine::Engine>,
+    (at, swap_at): (u64, Option<u64>),
+    fade: u64,
+    catching_up: bool,
+) -> ToAudio {
     if catching_up {
         ToAudio::CatchUp {
             engine,
             from: at,
             fade,
+            at: swap_at,
         }
     } else {
         ToAudio::Offer { engine, at, fade }

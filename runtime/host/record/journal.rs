@@ -147,7 +147,9 @@ pub enum Record {
         error: String,
         text: String,
     },
-    /// A snapshot written while playing.
+    /// A snapshot written while playing, holding the state at sample `at`:
+    /// inside a block when a timetag asked for that sample, the audio
+    /// thread then cutting the block there, and `replay` cutting it too.
     Snapshot { at: u64, file: String },
     /// The session reads an input, recorded beside the journal in `file`
     /// (relative to the journal's directory; `format` is `i16`, `i24` or
@@ -611,10 +613,20 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
     // Control changes land as the deck plays, handovers included.
     let changes = control_changes(&session.records);
     let notes = note_changes(&session.records);
+    // A snapshot taken inside a block cut it there: the replay cuts it too.
+    let snapshots: Vec<u64> = session
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Snapshot { at, .. } => Some(*at),
+            _ => None,
+        })
+        .collect();
     let scripted = |inc: Incoming, channels: usize| {
         let mut d = Scripted::new(inc, channels);
         d.schedule(changes.iter().cloned());
         d.schedule_notes(notes.iter().cloned());
+        d.split_at(snapshots.iter().copied());
         d
     };
     let mut deck: Option<Scripted> = None;

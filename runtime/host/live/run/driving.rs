@@ -6,6 +6,7 @@
 
 use super::timing::NodeTiming;
 use super::*;
+use crate::engine::incoming::block_start;
 use crate::host::control::{Command as ControlCommand, Reply};
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
@@ -25,7 +26,7 @@ use crate::host::live::watch::FileWatcher;
 use crate::host::record::input::recorded_name;
 use crate::host::record::journal::{Journal, Record};
 use crate::host::HostError;
-use crate::profile::Profile;
+use crate::profile::{EventTiming, Profile};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -351,10 +352,12 @@ impl LiveControl {
 
     /// Hands the session the timetagged switches and snapshots whose
     /// sample is less than half a second ahead (the session then places
-    /// them at the first block boundary at or after it), and answers the
-    /// snapshots asked for once one is written, naming its file.
+    /// them at that sample, or at the start of its block under a
+    /// block-accurate profile), and answers the snapshots asked for once
+    /// one is written, naming its file.
     fn serve_timed(&mut self, log: &mut dyn Write) {
         let rate = self.session.fixed().sample_rate as u64;
+        let block = self.session.fixed().block_size as u64;
         let clock = self.meters.clock.load(Ordering::Relaxed);
         let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.timed)
             .into_iter()
@@ -364,10 +367,16 @@ impl LiveControl {
             match command {
                 ControlCommand::Profile(p) => {
                     self.session.switch_profile_at(p, Some(at), log);
+                    let when = match self.session.profile().event_timing() {
+                        EventTiming::SampleAccurate => format!("at sample {at}"),
+                        EventTiming::BlockAccurate => format!(
+                            "at sample {} (the start of its block under {})",
+                            block_start(at, self.clock_start, block),
+                            self.session.profile()
+                        ),
+                    };
                     if let Some(r) = reply {
-                        r(Ok(format!(
-                            "switching to {p} at sample {at} (the first block boundary from there)"
-                        )));
+                        r(Ok(format!("switching to {p} {when}")));
                     }
                 }
                 _ => {
