@@ -477,13 +477,16 @@ fn timetagged_switches_and_snapshots_inside_a_block_never_allocate_in_the_callba
                 profile: Some(Profile::Strict),
                 block_size: Some(64),
                 seed: Some(1),
-                resource_dirs: resources.clone(),
+                resolver: morphrt::host::files::resources::Folders::shared(resources.clone()),
                 ..CompileOptions::default()
             },
         )
         .unwrap()
     };
-    let fixed = SessionFixed::from_plan(&plan, resources);
+    let fixed = SessionFixed::from_plan(
+        &plan,
+        morphrt::host::files::resources::Folders::shared(resources),
+    );
     let first = Incoming::from_plan(plan, None, Vec::new());
     let meters = Arc::new(Meters::default());
     let controls = Arc::new(Controls::default());
