@@ -192,23 +192,26 @@ fn counter<S: Sample>(kind: Kind, step: f64, bomb: u64) -> Box<dyn Processor<S>>
           true, false, false; true, false, true; true, true, false; true, true, true)
 }
 
-/// Counters `c0`, `c1`… with the steps of `steps` (and counter `bad`,
-/// if any, bombing at sample 700) into one mix: all into `in0` (fused),
-/// or each into an input of its own; blocks of 64.
+/// Counters `c{id}` for each of `ids` (counter `id` steps by
+/// [`step`]`(id)`; counter `bad`, if any, bombs at sample 700) into one
+/// mix, in the order of `ids`: all into `in0` (fused), or each into an
+/// input of its own; blocks of 64.
 pub fn counters_with(
-    steps: &[f64],
+    ids: &[usize],
     fused: bool,
     kind: Kind,
     bad: Option<usize>,
     p: Profile,
 ) -> Engine {
-    let count = steps.len();
-    let nodes: Vec<String> = (0..count)
+    let nodes: Vec<String> = ids
+        .iter()
         .map(|k| format!(r#"{{"id": "c{k}", "op": "dc", "params": {{"value": 0}}}}"#))
         .collect();
-    let edges: Vec<String> = (0..count)
-        .map(|k| {
-            let input = if fused { 0 } else { k };
+    let edges: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .map(|(j, k)| {
+            let input = if fused { 0 } else { j };
             format!(r#"{{"from": "c{k}", "to": "m:in{input}"}}"#)
         })
         .collect();
@@ -219,7 +222,7 @@ pub fn counters_with(
         edges.join(", ")
     );
     let mut plan = crate::common::plan(&text, Some(p), 64);
-    for (k, &step) in steps.iter().enumerate() {
+    for &k in ids {
         let i = plan
             .nodes
             .iter()
@@ -227,8 +230,8 @@ pub fn counters_with(
             .unwrap();
         let bomb = if bad == Some(k) { 700 } else { u64::MAX };
         plan.nodes[i].node = Some(match plan.nodes[i].profile.precision {
-            morphrt::dsp::Precision::F32 => AnyNode::F32(counter(kind, step, bomb)),
-            morphrt::dsp::Precision::F64 => AnyNode::F64(counter(kind, step, bomb)),
+            morphrt::dsp::Precision::F32 => AnyNode::F32(counter(kind, step(k), bomb)),
+            morphrt::dsp::Precision::F64 => AnyNode::F64(counter(kind, step(k), bomb)),
         });
     }
     Engine::new(plan)
@@ -239,9 +242,9 @@ pub fn step(k: usize) -> f64 {
     1e-3 * (k + 1) as f64
 }
 
-/// `count` counters ([`counters_with`], steps by [`step`]), `bad` among
-/// them bombing at sample 700.
+/// Counters `c0`… `c{count - 1}` ([`counters_with`]), `bad` among them
+/// bombing at sample 700.
 pub fn counters(count: usize, fused: bool, kind: Kind, bad: usize, p: Profile) -> Engine {
-    let steps: Vec<f64> = (0..count).map(step).collect();
-    counters_with(&steps, fused, kind, Some(bad), p)
+    let ids: Vec<usize> = (0..count).collect();
+    counters_with(&ids, fused, kind, Some(bad), p)
 }
