@@ -153,7 +153,9 @@ pub enum Command {
     /// wait doubling up to 1 s, so it sounds again soon after the cause
     /// ends; `render` and `replay` do the same, sample for sample. A node
     /// that panics is silenced until the next edit (in a lane group only
-    /// that node); a panic in the callback outside every node silences the
+    /// that node: the other members play exactly what they play without it,
+    /// steady groups included, and none runs a block twice); a panic in the
+    /// callback outside every node silences the
     /// output and stops `run` with an error.
     ///
     /// Keys (one per line when stdin is piped): `q` (or `quit`) fades out

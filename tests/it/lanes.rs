@@ -7,7 +7,10 @@
 
 use crate::support as common;
 
+use crate::support::counters;
+
 use common::engine;
+use counters::{counters, counters_with, Kind};
 use morphrt::dsp::rng::mix64;
 use morphrt::engine::incoming::{Incoming, Scripted, ScriptedControl};
 use morphrt::engine::{render_to_vec, ControlRecord, Engine};
@@ -801,128 +804,6 @@ fn a_control_carried_across_an_edit_reaches_a_steady_group() {
     assert_eq!(first, None);
 }
 
-/// A node for the panic tests: a running sum of `step` per sample, which
-/// panics in the chunk holding sample `bomb` (alone, and in its lane
-/// kernel). `FINITE`: it says its outputs are finite, so a fused kernel
-/// may leave them unwritten.
-struct Counter<const FINITE: bool> {
-    step: f64,
-    state: f64,
-    bomb: u64,
-}
-
-impl<const FINITE: bool> Counter<FINITE> {
-    fn run<S: morphrt::dsp::Sample>(&mut self, start: u64, out: &mut [S]) {
-        assert!(
-            start + out.len() as u64 <= self.bomb,
-            "a broken member at {start}"
-        );
-        for o in out.iter_mut() {
-            self.state += self.step;
-            *o = S::from_f64(self.state);
-        }
-    }
-}
-
-/// The kernel: every member checked first (it panics before it advances
-/// any), then each run as alone and summed in member order.
-fn counter_lanes<S: morphrt::dsp::Sample, const FINITE: bool>(
-    members: &mut [morphrt::ops::LaneMember<'_, S>],
-    frames: usize,
-    start: u64,
-    mut sum: Option<&mut morphrt::ops::LaneSum<'_, S>>,
-) -> u64 {
-    for m in members.iter_mut() {
-        let c = m.node.downcast_mut::<Counter<FINITE>>().unwrap();
-        assert!(
-            start + frames as u64 <= c.bomb,
-            "a broken kernel at {start}"
-        );
-    }
-    for m in members.iter_mut() {
-        let c = m.node.downcast_mut::<Counter<FINITE>>().unwrap();
-        c.run(start, &mut m.outputs[0][..frames]);
-        if let Some(s) = sum.as_deref_mut() {
-            s.add(&m.outputs[0][..frames]);
-        }
-    }
-    0
-}
-
-impl<S: morphrt::dsp::Sample, const FINITE: bool> morphrt::ops::Processor<S> for Counter<FINITE> {
-    fn process(&mut self, io: &mut morphrt::ops::Io<'_, S>) {
-        let n = io.frames;
-        self.run(io.start, &mut io.outputs[0][..n]);
-    }
-    fn reset(&mut self) {
-        self.state = 0.0;
-    }
-    fn snapshot(&self, _st: &mut morphrt::ops::NodeState) {}
-    fn restore(&mut self, _st: &morphrt::ops::NodeState) -> Result<(), morphrt::ops::StateError> {
-        Ok(())
-    }
-    fn lanes(&self) -> Option<morphrt::ops::LaneKernel<S>> {
-        Some(counter_lanes::<S, FINITE>)
-    }
-    fn always_finite(&self) -> bool {
-        FINITE
-    }
-}
-
-/// `count` counters `c0`… into one mix: all into `in0` (fused), or each
-/// into an input of its own. Counter `bad` panics at sample 700.
-fn counters(count: usize, fused: bool, finite: bool, bad: usize, p: Profile) -> Engine {
-    use morphrt::ops::AnyNode;
-    let nodes: Vec<String> = (0..count)
-        .map(|k| format!(r#"{{"id": "c{k}", "op": "dc", "params": {{"value": 0}}}}"#))
-        .collect();
-    let edges: Vec<String> = (0..count)
-        .map(|k| {
-            let input = if fused { 0 } else { k };
-            format!(r#"{{"from": "c{k}", "to": "m:in{input}"}}"#)
-        })
-        .collect();
-    let text = format!(
-        r#"{{"version": "1.0", "nodes": [{}, {{"id": "m", "op": "mix"}}],
-           "edges": [{}], "outputs": {{"main": "m"}}}}"#,
-        nodes.join(", "),
-        edges.join(", ")
-    );
-    let mut plan = common::plan(&text, Some(p), 64);
-    for k in 0..count {
-        let i = plan
-            .nodes
-            .iter()
-            .position(|n| n.id == format!("c{k}"))
-            .unwrap();
-        let (step, bomb) = (1e-3 * (k + 1) as f64, if k == bad { 700 } else { u64::MAX });
-        fn counter<S: morphrt::dsp::Sample>(
-            finite: bool,
-            step: f64,
-            bomb: u64,
-        ) -> Box<dyn morphrt::ops::Processor<S>> {
-            if finite {
-                Box::new(Counter::<true> {
-                    step,
-                    state: 0.0,
-                    bomb,
-                })
-            } else {
-                Box::new(Counter::<false> {
-                    step,
-                    state: 0.0,
-                    bomb,
-                })
-            }
-        }
-        plan.nodes[i].node = Some(match plan.nodes[i].profile.precision {
-            morphrt::dsp::Precision::F32 => AnyNode::F32(counter(finite, step, bomb)),
-            morphrt::dsp::Precision::F64 => AnyNode::F64(counter(finite, step, bomb)),
-        });
-    }
-    Engine::new(plan)
-}
-
 /// A lane kernel that panics silences only the member that panics when
 /// run alone: the others play on, the same bits as with lanes off (where
 /// that member panics alone), in fused and unfused groups, finite or
@@ -936,8 +817,13 @@ fn a_panic_in_a_lane_kernel_mutes_only_the_member_that_panics() {
                 for finite in [true, false] {
                     let what =
                         format!("{p}, {count} members, bad {bad}, fused {fused}, finite {finite}");
-                    let mut on = counters(count, fused, finite, bad, p);
-                    let mut off = counters(count, fused, finite, bad, p);
+                    let kind = Kind {
+                        finite,
+                        serial: false,
+                        steady: false,
+                    };
+                    let mut on = counters(count, fused, kind, bad, p);
+                    let mut off = counters(count, fused, kind, bad, p);
                     off.set_lanes(false);
                     assert_eq!(on.lane_groups().len(), 1, "{what}");
                     let (a, b) = (render_to_vec(&mut on, 2048), render_to_vec(&mut off, 2048));
@@ -947,6 +833,113 @@ fn a_panic_in_a_lane_kernel_mutes_only_the_member_that_panics() {
                     assert!(a[0][2047] != 0.0, "{what}: the others play");
                     let msg = on.first_panic_message().unwrap_or_default();
                     assert!(msg.contains("a broken"), "{what}: {msg:?}");
+                }
+            }
+        }
+    }
+}
+
+/// The scene of `counters(count, fused, kind, bad, p)` without counter
+/// `bad` (the others keep their ids, steps and order), rendered for
+/// `frames`.
+fn without(
+    count: usize,
+    fused: bool,
+    kind: Kind,
+    bad: usize,
+    p: Profile,
+    frames: u64,
+) -> Vec<Vec<f64>> {
+    let ids: Vec<usize> = (0..count).filter(|&k| k != bad).collect();
+    let mut e = counters_with(&ids, fused, kind, None, p);
+    render_to_vec(&mut e, frames)
+}
+
+/// From the chunk in which the bad counter panics (640: blocks of 64, the
+/// bomb at 700) on, `a` is bit for bit `b` (the scene without that
+/// counter).
+fn same_from_the_panic(a: &[Vec<f64>], b: &[Vec<f64>], what: &str) {
+    let tail = |x: &[Vec<f64>]| -> Vec<Vec<u64>> {
+        x.iter()
+            .map(|c| c[640..].iter().map(|v| v.to_bits()).collect())
+            .collect()
+    };
+    assert!(tail(a) == tail(b), "{what}: the others as without it");
+}
+
+/// A kernel that finishes members one at a time ([`serial_lanes`]: the
+/// members before the bad one have advanced when it panics) runs none of
+/// them twice: every member but the bad one plays exactly what it plays
+/// with lanes off, and exactly what the scene without the bad member
+/// plays from the chunk of the panic on, in fused and unfused groups,
+/// finite or checked, with the bad member first, inside or last, and in a
+/// group of more than one batch.
+#[test]
+fn a_kernel_that_panics_after_finishing_some_members_runs_none_of_them_twice() {
+    for p in PROFILES {
+        for (count, bad) in [(5, 0), (5, 2), (5, 4), (70, 3), (70, 66)] {
+            for fused in [true, false] {
+                for finite in [true, false] {
+                    let what =
+                        format!("{p}, {count} members, bad {bad}, fused {fused}, finite {finite}");
+                    let kind = Kind {
+                        finite,
+                        serial: true,
+                        steady: false,
+                    };
+                    let mut on = counters(count, fused, kind, bad, p);
+                    let mut off = counters(count, fused, kind, bad, p);
+                    off.set_lanes(false);
+                    assert_eq!(on.lane_groups().len(), 1, "{what}");
+                    let (a, b) = (render_to_vec(&mut on, 2048), render_to_vec(&mut off, 2048));
+                    assert_eq!(first_difference(&a, &b), None, "{what}");
+                    assert_eq!(on.stats().panics, 1, "{what}");
+                    same_from_the_panic(&a, &without(count, fused, kind, bad, p, 2048), &what);
+                }
+            }
+        }
+    }
+}
+
+/// A steady fused group (a group that runs a kept copy of its members:
+/// here counters whose steady path advances members in turn and panics at
+/// the bad one) whose steady path panics mutes only that member: the
+/// steady path is taken back (the members it advanced are as at the
+/// chunk's start), the chunk runs the usual way, and every other member
+/// plays exactly what it plays with lanes off and what the scene without
+/// the bad member plays from the chunk of the panic on — with a kernel
+/// that checks every member first and one that finishes them in turn,
+/// finite or checked, the bad member first, inside or last, and in a
+/// group of more than one steady batch (256 members).
+#[test]
+fn a_panic_in_a_steady_group_mutes_only_the_member_that_panics() {
+    for p in PROFILES {
+        for (count, bad) in [(5, 0), (5, 2), (5, 4), (300, 3), (300, 270)] {
+            for serial in [false, true] {
+                for finite in [true, false] {
+                    let what = format!(
+                        "{p}, {count} members, bad {bad}, serial {serial}, finite {finite}"
+                    );
+                    let kind = Kind {
+                        finite,
+                        serial,
+                        steady: true,
+                    };
+                    let mut on = counters(count, true, kind, bad, p);
+                    let mut off = counters(count, true, kind, bad, p);
+                    off.set_lanes(false);
+                    assert_eq!(on.lane_groups().len(), 1, "{what}");
+                    let mut a = render_to_vec(&mut on, 640);
+                    assert_eq!(on.lane_steady(), vec![true], "{what}: steady at the panic");
+                    for (c, rest) in a.iter_mut().zip(render_to_vec(&mut on, 2048 - 640)) {
+                        c.extend(rest);
+                    }
+                    let b = render_to_vec(&mut off, 2048);
+                    assert_eq!(first_difference(&a, &b), None, "{what}");
+                    assert_eq!(on.stats().panics, 1, "{what}");
+                    let msg = on.first_panic_message().unwrap_or_default();
+                    assert!(msg.contains("a broken steady run"), "{what}: {msg:?}");
+                    same_from_the_panic(&a, &without(count, true, kind, bad, p, 2048), &what);
                 }
             }
         }

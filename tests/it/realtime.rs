@@ -870,6 +870,60 @@ mod callback_events {
         total
     }
 
+    /// A fused lane group of 70 counters (two kernel batches) whose
+    /// member `c3` panics in the callback of samples 640..704: through its
+    /// steady path, its kernel (after finishing the members before it, or
+    /// before advancing any) and alone. That callback allocates only what
+    /// each panic allocates (its message, payload box and exception
+    /// object: at most three panics, one each way) and frees only the
+    /// exception objects; no other callback allocates or frees, before or
+    /// after, and only `c3` is dead.
+    #[test]
+    fn a_panic_in_a_lane_group_allocates_only_in_its_callback() {
+        use crate::support::counters::{counters, Kind};
+        morphrt::host::live::player::install_panic_hook();
+        for p in Profile::ALL {
+            for (serial, steady) in [(false, false), (true, false), (false, true), (true, true)] {
+                let kind = Kind {
+                    finite: false,
+                    serial,
+                    steady,
+                };
+                let engine = counters(70, true, kind, 3, p);
+                let meters = Arc::new(Meters::default());
+                let player = Player::new(
+                    engine,
+                    2,
+                    None,
+                    240,
+                    meters.clone(),
+                    Arc::new(Controls::default()),
+                    std::time::Instant::now(),
+                );
+                let cell = PlayerCell::new(player);
+                let mut buf = vec![0.0f32; 64 * 2];
+                let mut counted = Counted::default();
+                for _ in 0..200 {
+                    counted.add(callback(&cell, &mut buf), &meters);
+                }
+                let what = format!("{p}, serial {serial}, steady {steady}");
+                assert_eq!(meters.node_panics.load(Ordering::Relaxed), 1, "{what}");
+                assert_eq!(counted.other, (0, 0), "{what}: a callback allocated");
+                // Panics: the steady path's, the kernel's and the member's
+                // alone. Each allocates its formatted message (a growing
+                // String), the payload's box and the exception object, and
+                // frees the exception object.
+                let panics = 2 + usize::from(steady);
+                let (a, f) = counted.panicking;
+                assert!(
+                    a <= 5 * panics && f <= panics,
+                    "{what}: the panicking callback: {a}, {f}"
+                );
+                assert!(buf.iter().any(|x| *x != 0.0), "{what}: the others play");
+            }
+        }
+    }
+
     #[test]
     fn a_full_outbox_never_allocates_in_the_callback_under_any_profile() {
         for p in Profile::ALL {

@@ -28,15 +28,18 @@
 //! reads swaps the source's output buffer in instead of copying it
 //! ([`Slot::steal`]).
 //!
-//! **Panics.** When a kernel panics, each member of its batch runs alone
-//! for the chunk, from the inputs already gathered and under its own
-//! catch, so only a member that panics alone is dead; a fused sum is made
-//! again from the members' outputs (a finite group keeps the sum of its
-//! earlier batches for this, [`Group::saved`]). A member the kernel had
-//! already advanced runs the chunk once more from where the kernel left
-//! it. A kernel that panics when no member does alone, and a steady path
-//! that panics, are never run again. Payloads are kept by the engine
-//! (`caught.rs`), never freed on the audio thread.
+//! **Panics.** A kernel that panics leaves each member of its batch as it
+//! was at the call or finished ([`LaneKernel`]): a finished member keeps
+//! its outputs, and each other runs alone for the chunk, from the inputs
+//! already gathered and under its own catch, so only a member that panics
+//! alone is dead and no member's state advances twice over a chunk; a
+//! fused sum is made again from the members' outputs (a finite group keeps
+//! the sum of its earlier batches for this, [`Group::saved`]). A steady
+//! path that panics takes back what it ran of the chunk
+//! ([`SteadyLanes::undo`]), which then runs the usual way. A kernel that
+//! panics when no member does alone, and a steady path that panics, are
+//! never run again. Payloads are kept by the engine (`caught.rs`), never
+//! freed on the audio thread.
 
 use super::caught::Payload;
 use super::mix::{gather, NO_RING};
@@ -657,18 +660,38 @@ impl Engine {
         };
         let known = match ran {
             Ok(known) => known,
-            Err(payload) => {
+            Err((payload, done)) => {
                 self.caught.keep(payload);
-                for &i in batch {
-                    self.rerun_alone(i, start, n);
-                }
-                let found = batch.iter().any(|&i| self.slots[i].recovery.dead);
-                return Ran::Alone { found };
+                return self.after_panic(kernel, finite, batch, done, start, n);
             }
         };
+        if self.check_members(kernel, finite, batch, known, !0, start, n) {
+            Ran::Clean
+        } else {
+            Ran::Dirty
+        }
+    }
+
+    /// Each member of `batch` in `among` (bit j: member j) after the
+    /// kernel ran it: its outputs checked for NaN (unless `finite`, or
+    /// `known` finite), its health updated. True if all ran clean.
+    #[allow(clippy::too_many_arguments)]
+    fn check_members(
+        &mut self,
+        kernel: GroupKernel,
+        finite: bool,
+        batch: &[usize],
+        known: u64,
+        among: u64,
+        start: u64,
+        n: usize,
+    ) -> bool {
         let end = start + n as u64;
         let mut all_clean = true;
         for (j, &i) in batch.iter().enumerate() {
+            if among >> j & 1 == 0 {
+                continue;
+            }
             let level = self.simd;
             // A kernel knows its outputs finite, which in f64 is not yet
             // within f32's range ([`fits_f32`]): f64 members are checked.
@@ -686,11 +709,34 @@ impl Engine {
                 self.report_nan(i, start, end);
             }
         }
-        if all_clean {
-            Ran::Clean
-        } else {
-            Ran::Dirty
+        all_clean
+    }
+
+    /// The kernel over `batch` panicked, having finished the members in
+    /// `done` (bit j: member j; the others are as they were at the call):
+    /// in member order, a finished one is checked as after a clean call
+    /// (its outputs are written, with or without a sum), any other runs
+    /// alone, once, so no member's state advances twice over the chunk.
+    #[cold]
+    #[inline(never)]
+    fn after_panic(
+        &mut self,
+        kernel: GroupKernel,
+        finite: bool,
+        batch: &[usize],
+        done: u64,
+        start: u64,
+        n: usize,
+    ) -> Ran {
+        for (j, &i) in batch.iter().enumerate() {
+            if done >> j & 1 != 0 {
+                self.check_members(kernel, finite, batch, 0, 1 << j, start, n);
+            } else {
+                self.rerun_alone(i, start, n);
+            }
         }
+        let found = batch.iter().any(|&i| self.slots[i].recovery.dead);
+        Ran::Alone { found }
     }
 
     /// Runs member `i` of a batch whose kernel panicked the usual way, from
@@ -824,6 +870,7 @@ macro_rules! typed {
                             params,
                             inputs: &t.ins,
                             outputs: &mut t.outs,
+                            done: false,
                         })
                     }
                     _ => None,
@@ -890,8 +937,9 @@ fn resum<S: Typed>(
 /// run, at most [`MAX_LANES`]), with the fused `sum` if any (whose node
 /// comes after every member); `outputs`: the members' outputs must be
 /// written even with a sum. The kernel's mask of members known finite, or
-/// the payload of its panic (the members' outputs and the sum are then
-/// void).
+/// the payload of its panic with the mask of the members it had finished
+/// ([`LaneMember::done`]; the others are as they were, and their outputs
+/// and the sum are void).
 fn call_kernel<S: Typed>(
     slots: &mut [Slot],
     f: LaneKernel<S>,
@@ -900,7 +948,7 @@ fn call_kernel<S: Typed>(
     n: usize,
     sum: Option<Fused>,
     outputs: bool,
-) -> Result<u64, Payload> {
+) -> Result<u64, (Payload, u64)> {
     let (before, after) = match sum {
         Some(s) => slots.split_at_mut(s.node),
         None => (slots, &mut [][..]),
@@ -933,17 +981,26 @@ fn call_kernel<S: Typed>(
     }
     // SAFETY: the first `len` entries were written just above, and
     // `LaneMember` holds only references (nothing to drop).
-    let members = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), len) };
+    let members: &mut [LaneMember<'_, S>] =
+        unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), len) };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        f(members, n, start, lane_sum.as_mut())
+        f(&mut *members, n, start, lane_sum.as_mut())
     }))
+    .map_err(|payload| {
+        let done = members
+            .iter()
+            .enumerate()
+            .fold(0u64, |d, (k, m)| d | (u64::from(m.done) << k));
+        (payload, done)
+    })
 }
 
 /// Runs a steady chunk through `st` for `members` (schedule indices, all
 /// before the sum's node `consumer`, whose input `p` the members sum
 /// into), in batches of [`STEADY_BATCH`] nodes lent from the stack (a
 /// batch that finds a change takes the ones before back: nothing runs
-/// unless all can): whether it ran, or the payload of its panic.
+/// unless all can): whether it ran, or the payload of its panic (every
+/// node then taken back to the chunk's start, [`SteadyLanes::undo`]).
 fn steady_call<S: Typed>(
     st: &mut dyn SteadyLanes<S>,
     members: &[usize],
@@ -991,8 +1048,11 @@ fn steady_call<S: Typed>(
         };
         f(lent)
     };
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    // The batch running: the ones before it ran whole.
+    let mut at = 0;
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         for k0 in (0..members.len()).step_by(STEADY_BATCH) {
+            at = k0;
             if !lend(k0, &mut |nodes| st.run(k0, nodes, n, start, &mut sum)) {
                 // A change the engine was not told of: the batches before
                 // are taken back and the chunk runs the usual way (which
@@ -1007,7 +1067,25 @@ fn steady_call<S: Typed>(
             }
         }
         true
-    }))
+    }));
+    if ran.is_err() {
+        // Every node as it was at the chunk's start (the batch that
+        // panicked takes back what it had done), so that the usual way
+        // runs each member once. An undo that panics too leaves its payload
+        // with the engine's others: leaked, never freed here.
+        let undone = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for back in (0..=at).step_by(STEADY_BATCH) {
+                lend(back, &mut |nodes| {
+                    st.undo(back, nodes, n);
+                    true
+                });
+            }
+        }));
+        if let Err(p) = undone {
+            std::mem::forget(p);
+        }
+    }
+    ran
 }
 
 /// Members whose nodes a steady chunk lends its kept copy at once (from

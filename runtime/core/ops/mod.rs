@@ -617,6 +617,10 @@ pub struct LaneMember<'a, S> {
     pub params: &'a [ParamState],
     pub inputs: &'a [Vec<S>],
     pub outputs: &'a mut [Vec<S>],
+    /// False on entry. A kernel sets it once the member is finished: its
+    /// state advanced over the chunk and its outputs written, as its own
+    /// `process` would. Read only when the kernel panics ([`LaneKernel`]).
+    pub done: bool,
 }
 
 /// The one input every member of a group feeds, and that nothing else
@@ -660,6 +664,15 @@ impl<S: Sample> LaneSum<'_, S> {
 /// ([`LaneSum`]). Returns a mask of the members (bit k: member k) whose
 /// outputs are known to be finite, which the engine then does not check
 /// for NaN (0: check them all). Real-time safe, like `process`.
+///
+/// **If it panics**, every member must be either untouched (its state as
+/// at the call; a cache derived from the params alone, such as
+/// coefficients, may have been updated) or finished and marked
+/// [`LaneMember::done`]. The engine then keeps the finished members' outputs
+/// and runs the untouched ones alone, each once, so a member's state never
+/// advances twice over one chunk. So a kernel either writes its members'
+/// state back in a last pass that cannot panic, after every output and the
+/// sum, or finishes its members one at a time ([`serial_lanes`]).
 pub type LaneKernel<S> = fn(
     members: &mut [LaneMember<'_, S>],
     frames: usize,
@@ -697,8 +710,11 @@ pub trait SteadyLanes<S: Sample>: Send {
     ) -> bool;
     /// Takes back a `run` of `frames` frames of members `k0..` (their
     /// nodes, as lent to it): each node's state and the kept copy as they
-    /// were before it, when a later batch of the chunk found a change and
-    /// the chunk runs the usual way instead. Real-time safe.
+    /// were before it, when a later batch of the chunk found a change, or
+    /// this batch or a later one panicked, and the chunk runs the usual way
+    /// instead. After a `run` that panicked part way, exactly what it had
+    /// done is taken back (a member it had not reached is left as it is).
+    /// Real-time safe.
     fn undo(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], frames: usize);
 }
 
@@ -728,6 +744,7 @@ pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
             params: Params::new(m.params, &[], start, &[]),
         };
         node.process(&mut io);
+        m.done = true;
         if let Some(s) = sum.as_deref_mut() {
             s.add(&m.outputs[0][..frames]);
         }

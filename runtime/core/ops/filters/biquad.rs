@@ -479,6 +479,10 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool, const 
                 } else {
                     (b.z1, b.z2) = (0.0, 0.0);
                 }
+                // Its outputs are written and its state advanced: a panic
+                // from here on leaves it finished ([`LaneKernel`]); before,
+                // the batch's state was only in `z1`, `z2`.
+                m.done = true;
             }
         }
     }

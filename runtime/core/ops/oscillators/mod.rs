@@ -392,6 +392,7 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
         if W::FAST_SINE && M::KIND == MathKind::Fast {
             Some(Box::new(SteadySines::<S, M, W> {
                 kept: vec![Kept::default(); members],
+                advanced: 0,
                 _p: PhantomData,
             }))
         } else {
@@ -415,6 +416,10 @@ struct Kept {
 /// kept params.
 struct SteadySines<S, M, W> {
     kept: Vec<Kept>,
+    /// The members before this one have been advanced by the chunk's
+    /// runs so far (runs go in member order): what `undo` may take back,
+    /// also after a run that panicked part way.
+    advanced: usize,
     _p: Marker<S, M, W>,
 }
 
@@ -460,6 +465,8 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         _start: u64,
         sum: &mut LaneSum<'_, S>,
     ) -> bool {
+        // The runs before this one (of members before `k0`) ran whole.
+        self.advanced = k0;
         if !self.check(k0, nodes) {
             return false;
         }
@@ -467,6 +474,7 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
             return false;
         };
         // Each batch of members as kernel members, their phases advanced.
+        let mut advanced = k0;
         for (nodes, kept) in nodes.chunks_mut(MAX_LANES).zip(kept.chunks_mut(MAX_LANES)) {
             let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
                 [const { MaybeUninit::uninit() }; MAX_LANES];
@@ -486,6 +494,8 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
                 kept.phase = kept.phase.wrapping_add(kept.inc.wrapping_mul(n as u64));
                 o.phasor.phase = kept.phase;
             }
+            advanced += nodes.len();
+            self.advanced = advanced;
             // SAFETY: the first `nodes.len()` entries were written above;
             // they hold only a reference and plain values (nothing to drop).
             let group = unsafe {
@@ -497,7 +507,8 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
     }
 
     fn undo(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], n: usize) {
-        let Some(kept) = self.kept.get_mut(k0..k0 + nodes.len()) else {
+        let end = (k0 + nodes.len()).min(self.advanced);
+        let Some(kept) = self.kept.get_mut(k0..end.max(k0)) else {
             return;
         };
         for (node, kept) in nodes.iter_mut().zip(kept.iter_mut()) {
@@ -553,10 +564,11 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
     start: u64,
     sum: Option<&mut LaneSum<'_, S>>,
 ) -> u64 {
-    // Params to increments and offsets, each member's state advanced;
-    // members on the grid of anchors (all of them, for blocks that are
-    // whole segments from phase 0) go to `sine_group` together, the others
-    // one by one, in member order.
+    // Params to increments and offsets; members on the grid of anchors
+    // (all of them, for blocks that are whole segments from phase 0) go to
+    // `sine_group` together, the others one by one, in member order; each
+    // member's phase is advanced last, once every sample is out, so a
+    // panic leaves every member as it was (`LaneKernel`).
     if members.len() > MAX_LANES {
         return serial_lanes::<S, Osc<S, M, W>>(members, n, start, sum);
     }
@@ -565,6 +577,9 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
     let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
         [const { MaybeUninit::uninit() }; MAX_LANES];
     let mut outs: [MaybeUninit<&mut [S]>; MAX_LANES] = [const { MaybeUninit::uninit() }; MAX_LANES];
+    // Each member's phase, and what it becomes after the chunk.
+    let mut phases: [MaybeUninit<(&mut u64, u64)>; MAX_LANES] =
+        [const { MaybeUninit::uninit() }; MAX_LANES];
     let mut count = 0;
     // Every member's phasor and params on their way to the cache at once,
     // rather than one miss after another in the loop below.
@@ -598,12 +613,16 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
         o.phasor.set_freq(params[FREQ].value, o.sample_rate);
         o.steps.set(o.phasor.inc);
         let (phase, inc) = (o.phasor.phase, o.phasor.inc);
-        o.phasor.phase = phase.wrapping_add(inc.wrapping_mul(n as u64));
         let e = params[EXTRA].value;
         on_grid &= o.steps.position(phase) == 0;
         simd = o.simd;
+        let Osc { steps, phasor, .. } = o;
+        phases[count].write((
+            &mut phasor.phase,
+            phase.wrapping_add(inc.wrapping_mul(n as u64)),
+        ));
         group[count].write(SineMember {
-            steps: &o.steps,
+            steps,
             phase,
             // `offset_phase(0, 0.0)` is 0.
             offset: if e == 0.0 { 0 } else { offset_phase(0, e) },
@@ -634,6 +653,14 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
                 }
             }
         }
+    }
+    // SAFETY: the first `count` entries were written above; they hold a
+    // reference and a plain value (nothing to drop).
+    let phases = unsafe {
+        std::slice::from_raw_parts_mut(phases.as_mut_ptr().cast::<(&mut u64, u64)>(), count)
+    };
+    for (phase, next) in phases.iter_mut() {
+        **phase = *next;
     }
     0
 }
