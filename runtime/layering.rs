@@ -11,6 +11,17 @@ use std::path::{Path, PathBuf};
 /// The folder of `runtime/` that holds the `morphrt-core` crate.
 const CORE: &str = "core";
 
+/// A file's path as the repository names it: `runtime/host/x.rs`,
+/// `runtime/core/dsp/x.rs`.
+fn shown(root: &Path, rel: &Path) -> String {
+    let core = root.file_name().is_some_and(|n| n == CORE);
+    format!(
+        "runtime/{}{}",
+        if core { "core/" } else { "" },
+        rel.display()
+    )
+}
+
 /// The source roots of the two crates: `runtime/` and `runtime/core/`.
 fn roots() -> [PathBuf; 2] {
     let runtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime");
@@ -249,8 +260,8 @@ fn violations(root: &Path) -> Vec<String> {
                 if let Some(r) = LAYERS.iter().position(|l| *l == name) {
                     if r > rank {
                         found.push(format!(
-                            "runtime/{}:{line}: {layer} uses {name}, a later layer",
-                            rel.display()
+                            "{}:{line}: {layer} uses {name}, a later layer",
+                            shown(root, rel)
                         ));
                     }
                 }
@@ -412,7 +423,7 @@ fn uses(root: &Path) -> Vec<(Vec<String>, Vec<String>, String)> {
                 edges.push((
                     module.clone(),
                     target,
-                    format!("runtime/{}:{line}", rel.display()),
+                    format!("{}:{line}", shown(root, rel)),
                 ));
             }
         }

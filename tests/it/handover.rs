@@ -29,7 +29,10 @@ fn plan_of(text: &str, path: &Path, profile: Profile) -> Plan {
 }
 
 fn fixed_for(text: &str, path: &Path) -> SessionFixed {
-    SessionFixed::from_plan(&plan_of(text, path, Profile::Strict), None)
+    SessionFixed::from_plan(
+        &plan_of(text, path, Profile::Strict),
+        morphrt::host::files::resources::Folders::shared(Vec::new()),
+    )
 }
 
 /// Channel-major copy of interleaved frames.
@@ -411,7 +414,10 @@ fn a_live_auto_seed_carries_to_strict() {
     )
     .unwrap();
     assert!(matches!(live.seed, morphrt::graph::SeedSource::Auto(_)));
-    let fixed = SessionFixed::from_plan(&live, None);
+    let fixed = SessionFixed::from_plan(
+        &live,
+        morphrt::host::files::resources::Folders::shared(Vec::new()),
+    );
     assert!(fixed.seed.is_some());
     let strict = Incoming::compile(text, &path, &fixed, Profile::Strict)
         .unwrap_or_else(|e| panic!("strict with the session seed: {}", e[0]));

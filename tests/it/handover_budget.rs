@@ -100,7 +100,10 @@ impl Session {
         let sc =
             morphrt::scene::load_str(text, &path.display().to_string(), Some(dir.into())).unwrap();
         let plan = compile(&sc, &options()).unwrap();
-        let fixed = SessionFixed::from_plan(&plan, None);
+        let fixed = SessionFixed::from_plan(
+            &plan,
+            morphrt::host::files::resources::Folders::shared(Vec::new()),
+        );
         let first = Incoming::from_plan(plan, sc.profile, Vec::new()).asking(Asked::of(&sc));
         let meters = Arc::new(Meters::default());
         let mut player = Player::new(

@@ -173,7 +173,10 @@ impl Session {
             ..morphrt::host::files::resources::compile_options()
         };
         let plan = compile(&sc, &opts).unwrap();
-        let fixed = SessionFixed::from_plan(&plan, None);
+        let fixed = SessionFixed::from_plan(
+            &plan,
+            morphrt::host::files::resources::Folders::shared(Vec::new()),
+        );
         let first = Incoming::from_plan(plan, sc.profile, Vec::new()).asking(Asked::of(&sc));
         let meters = Arc::new(Meters::default());
         let mut player = Player::new(

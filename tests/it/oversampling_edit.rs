@@ -28,7 +28,10 @@ fn scene(params: &str) -> String {
 }
 
 fn fixed_for(text: &str) -> SessionFixed {
-    SessionFixed::from_plan(&common::plan(text, None, BLOCK), None)
+    SessionFixed::from_plan(
+        &common::plan(text, None, BLOCK),
+        morphrt::host::files::resources::Folders::shared(Vec::new()),
+    )
 }
 
 fn rms(x: &[f64]) -> f64 {

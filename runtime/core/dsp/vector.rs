@@ -1203,9 +1203,11 @@ mod tests {
         if SimdLevel::detect().isa() != Isa::Avx512 {
             return;
         }
-        let mut r = crate::dsp::rng::mix64(7);
+        let mut r = 7u64;
         let mut uniform = move || {
-            r = crate::dsp::rng::mix64(r);
+            r = r
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
         };
         // Stable poles of radius < 1: a1 = −2ρcos θ, a2 = ρ².

@@ -316,7 +316,7 @@ mod fixture {
             &scene,
             &CompileOptions {
                 profile: Some(profile),
-                ..CompileOptions::default()
+                ..crate::host::files::resources::compile_options()
             },
         )
         .unwrap_or_else(|e| panic!("{}", e[0]));
