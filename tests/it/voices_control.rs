@@ -495,7 +495,7 @@ fn osc_strike_and_release(name: &str, send: impl FnOnce(&UdpSocket, u16)) {
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     send(&socket, port);
-    std::thread::sleep(Duration::from_millis(400));
+    std::thread::sleep(Duration::from_millis(1100));
     let stop = reply(&socket, port, "/morphrt/stop", vec![]);
     assert_eq!(stop.0, "ok", "{stop:?}");
     let status = child.wait().unwrap();
@@ -548,8 +548,10 @@ fn read_reply(socket: &UdpSocket) -> (String, String) {
 #[test]
 fn a_note_on_and_off_in_two_osc_datagrams_on_one_sample_never_sticks() {
     osc_strike_and_release("vc-zero-osc-two", |socket, port| {
-        // Two datagrams, each timetagged for the same instant: one sample.
-        let t = std::time::SystemTime::now() + Duration::from_millis(300);
+        // Two datagrams, each timetagged for the same instant: one sample
+        // (a second ahead, so that a loaded machine still delivers both
+        // before it).
+        let t = std::time::SystemTime::now() + Duration::from_millis(1000);
         for v in [0.8, 0.0] {
             socket
                 .send_to(&note_packet(v, Some(t)), ("127.0.0.1", port))
