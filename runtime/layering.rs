@@ -663,3 +663,52 @@ fn paths_named_exist(top: &Path, lib: &str) {
         "the crate doc names paths that do not exist: {missing:?}"
     );
 }
+
+/// The crates a host brings (devices, file watching, WAV files, the
+/// command line, MIDI ports, OSC, plots): none is a dependency of
+/// `morphrt-core`, so the engine builds without them.
+const HOST_CRATES: [&str; 7] = [
+    "cpal", "notify", "hound", "clap", "midir", "rosc", "plotters",
+];
+
+/// The names of the dependencies a `Cargo.toml` declares (every
+/// `[…dependencies]` table, dev- and build- included).
+fn declared_dependencies(manifest: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line
+                .trim_matches(|c| c == '[' || c == ']')
+                .ends_with("dependencies");
+        } else if in_deps && !line.is_empty() && !line.starts_with('#') {
+            if let Some((name, _)) = line.split_once('=') {
+                names.push(name.trim().to_string());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn the_core_crate_depends_on_no_host_crate() {
+    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let core = std::fs::read_to_string(top.join("runtime/core/Cargo.toml")).expect("core manifest");
+    let deps = declared_dependencies(&core);
+    assert!(deps.iter().any(|d| d == "libm"), "{deps:?}");
+    let host: Vec<&String> = deps
+        .iter()
+        .filter(|d| HOST_CRATES.contains(&d.as_str()))
+        .collect();
+    assert!(
+        host.is_empty(),
+        "morphrt-core depends on host crates: {host:?}"
+    );
+    // The scan reads this crate's own manifest, which has them.
+    let own = std::fs::read_to_string(top.join("Cargo.toml")).expect("manifest");
+    let own = declared_dependencies(&own);
+    assert!(
+        HOST_CRATES.iter().all(|c| own.iter().any(|d| d == c)),
+        "{own:?}"
+    );
+}
