@@ -42,6 +42,7 @@
 //! | [`ops`] | dsp … scene | the operator registry, one file or folder per family |
 //! | [`graph`] | dsp … ops | compile: scene → plan, and `check`'s report |
 //! | [`engine`] | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
+//! | [`api`] | every layer | the embedding API: scenes loaded for a host, params by stable id |
 //!
 //! # Where each concept lives
 //!
@@ -79,6 +80,7 @@
 //!   migrate, fast-forward, offer), shared by every host,
 //!   `engine/incoming.rs`.
 
+pub mod api;
 pub mod dsp;
 pub mod engine;
 pub mod graph;
