@@ -30,6 +30,12 @@ impl Diagnostics {
     }
 }
 
+impl From<Vec<Diagnostic>> for Diagnostics {
+    fn from(d: Vec<Diagnostic>) -> Diagnostics {
+        Diagnostics(d)
+    }
+}
+
 impl std::fmt::Display for Diagnostics {
     /// As the command line prints them: `file:line:col: error: …`, with
     /// the node and what would be valid.

@@ -1,0 +1,412 @@
+//! `import morphrt`: scenes rendered into numpy arrays, on morphrt-core's
+//! embedding API, bit for bit what `morphrt render` writes under strict.
+//!
+//! The scene is a path, a JSON string or a dict; `params` overrides node
+//! params before compiling (`{"lp.cutoff": "900Hz"}`); `events` are added
+//! to the scene's; `input` is an array the scene's `input` nodes read.
+//! A scene with errors raises `morphrt.SceneError`, which carries every
+//! located diagnostic; a bad argument raises `ValueError`/`TypeError`
+//! naming what was expected. The GIL is released while audio renders.
+
+use morphrt_core::api::{Diagnostics, Loaded};
+use morphrt_core::engine::{run_blocks, Engine, InputBlock, InputFeed};
+use morphrt_core::graph::CompileOptions;
+use morphrt_core::profile::Profile;
+use numpy::ndarray::Array2;
+use numpy::{PyArrayMethods, PyUntypedArrayMethods, ToPyArray};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use std::path::{Path, PathBuf};
+
+pyo3::create_exception!(
+    morphrt,
+    SceneError,
+    PyValueError,
+    "A scene that does not load or compile. `diagnostics` holds each error and warning as a dict: severity, file, line, column, path (the JSON path), node, message, help."
+);
+
+/// A scene's text, the name diagnostics give it and its folder.
+struct Source {
+    text: String,
+    name: String,
+    dir: Option<PathBuf>,
+}
+
+/// The scene argument: a path (str or os.PathLike) to a JSON file, a JSON
+/// string (it starts with `{`), or a dict.
+fn source(py: Python<'_>, scene: &Bound<'_, PyAny>) -> PyResult<Source> {
+    if let Ok(d) = scene.cast::<PyDict>() {
+        return Ok(Source {
+            text: json_dumps(py, d.as_any())?,
+            name: "<dict>".to_string(),
+            dir: None,
+        });
+    }
+    let text: String = if let Ok(s) = scene.cast::<PyString>() {
+        s.to_string()
+    } else {
+        match scene.call_method0("__fspath__") {
+            Ok(p) => p.extract()?,
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "scene: expected a path, a JSON string or a dict, got {}",
+                    scene.get_type().name()?
+                )))
+            }
+        }
+    };
+    if text.trim_start().starts_with('{') {
+        return Ok(Source {
+            text,
+            name: "<string>".to_string(),
+            dir: None,
+        });
+    }
+    let path = PathBuf::from(&text);
+    let body = std::fs::read_to_string(&path).map_err(|e| {
+        pyo3::exceptions::PyOSError::new_err(format!("cannot read the scene `{text}`: {e}"))
+    })?;
+    Ok(Source {
+        text: body,
+        name: text,
+        dir: path.parent().map(Path::to_path_buf),
+    })
+}
+
+fn json_dumps(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    py.import("json")?.call_method1("dumps", (v,))?.extract()
+}
+
+/// `text` with `overrides` (`node.param` → value) set on the scene's
+/// nodes and `events` appended to its events.
+fn edited(
+    py: Python<'_>,
+    src: &Source,
+    params: Option<&Bound<'_, PyDict>>,
+    events: Option<&Bound<'_, PyList>>,
+) -> PyResult<String> {
+    if params.is_none_or(|p| p.is_empty()) && events.is_none_or(|e| e.is_empty()) {
+        return Ok(src.text.clone());
+    }
+    // A text that is not JSON is left as it is: loading it reports where.
+    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(&src.text) else {
+        return Ok(src.text.clone());
+    };
+    if let Some(params) = params {
+        for (k, v) in params.iter() {
+            let key: String = k
+                .extract()
+                .map_err(|_| PyTypeError::new_err("params: keys are `node.param` strings"))?;
+            let Some((node, param)) = key.rsplit_once('.') else {
+                return Err(PyValueError::new_err(format!(
+                    "params: `{key}` is not `node.param`"
+                )));
+            };
+            let value: serde_json::Value = serde_json::from_str(&json_dumps(py, &v)?)
+                .map_err(|e| PyValueError::new_err(format!("params: `{key}`: {e}")))?;
+            set_param(&mut doc, node, param, value).map_err(PyValueError::new_err)?;
+        }
+    }
+    if let Some(events) = events {
+        let extra: serde_json::Value = serde_json::from_str(&json_dumps(py, events.as_any())?)
+            .map_err(|e| PyValueError::new_err(format!("events: {e}")))?;
+        let list = doc
+            .as_object_mut()
+            .ok_or_else(|| PyValueError::new_err("the scene is not a JSON object"))?
+            .entry("events")
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        match (list.as_array_mut(), extra) {
+            (Some(list), serde_json::Value::Array(extra)) => list.extend(extra),
+            _ => {
+                return Err(PyValueError::new_err(
+                    "events: the scene's `events` is not a list",
+                ))
+            }
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// Sets `param` of node `node` (at the top level or in a module).
+fn set_param(
+    doc: &mut serde_json::Value,
+    node: &str,
+    param: &str,
+    value: serde_json::Value,
+) -> Result<(), String> {
+    let obj = doc
+        .as_object_mut()
+        .ok_or("the scene is not a JSON object")?;
+    let mut lists: Vec<&mut serde_json::Value> = Vec::new();
+    for (key, v) in obj.iter_mut() {
+        match key.as_str() {
+            "nodes" => lists.push(v),
+            "modules" => {
+                for module in v.as_array_mut().into_iter().flatten() {
+                    if let Some(n) = module.get_mut("nodes") {
+                        lists.push(n);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut ids = Vec::new();
+    for list in lists {
+        for n in list.as_array_mut().into_iter().flatten() {
+            let id = n
+                .get("id")
+                .and_then(|i| i.as_str())
+                .unwrap_or("")
+                .to_string();
+            if id != node {
+                ids.push(id);
+                continue;
+            }
+            let obj = n.as_object_mut().ok_or("a node is not a JSON object")?;
+            let params = obj
+                .entry("params")
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            let params = params
+                .as_object_mut()
+                .ok_or_else(|| format!("node `{node}`: `params` is not an object"))?;
+            params.insert(param.to_string(), value);
+            return Ok(());
+        }
+    }
+    Err(format!(
+        "params: the scene has no node `{node}` (its nodes: {})",
+        ids.join(", ")
+    ))
+}
+
+/// A `SceneError` holding `d` as dicts, its message what `morphrt check`
+/// prints.
+fn scene_error(py: Python<'_>, d: Diagnostics) -> PyErr {
+    let message = d.to_string();
+    let list = PyList::empty(py);
+    for x in d.all() {
+        let item = PyDict::new(py);
+        let _ = item.set_item("severity", if x.is_error() { "error" } else { "warning" });
+        let _ = item.set_item("file", &x.file);
+        let _ = item.set_item("line", x.loc.as_ref().map(|l| l.line));
+        let _ = item.set_item("column", x.loc.as_ref().map(|l| l.col));
+        let _ = item.set_item("path", x.loc.as_ref().map(|l| l.path.clone()));
+        let _ = item.set_item("node", &x.node);
+        let _ = item.set_item("message", &x.message);
+        let _ = item.set_item("help", &x.help);
+        let _ = list.append(item);
+    }
+    let err = SceneError::new_err(message);
+    let _ = err.value(py).setattr("diagnostics", list);
+    err
+}
+
+/// Input channels held in memory, read by the scene's `input` nodes;
+/// silence past their end.
+struct ArrayInput {
+    channels: Vec<Vec<f64>>,
+}
+
+impl InputFeed for ArrayInput {
+    fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
+        let frames = block.frames();
+        for c in 0..block.channels() {
+            let dst = block.channel_mut(c);
+            match self.channels.get(c) {
+                Some(src) => {
+                    for (i, d) in dst.iter_mut().enumerate().take(frames) {
+                        *d = src.get(start as usize + i).copied().unwrap_or(0.0);
+                    }
+                }
+                None => dst.fill(0.0),
+            }
+        }
+    }
+}
+
+/// The `input` argument as channels of f64: an array `(channels, frames)`
+/// or `(frames,)` of float32 or float64, finite.
+fn input_channels(input: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<f64>>> {
+    let shape_err = |what: String| {
+        PyValueError::new_err(format!(
+            "input: expected a float32 or float64 array of shape (channels, frames) or (frames,), got {what}"
+        ))
+    };
+    let array = input
+        .cast::<numpy::PyUntypedArray>()
+        .map_err(|_| PyTypeError::new_err("input: expected a numpy array"))?;
+    let dtype = array.dtype().str()?.to_string();
+    let rows: Vec<Vec<f64>> = if let Ok(a) = input.cast::<numpy::PyArrayDyn<f64>>() {
+        rows_of(a.readonly().as_array().view())
+    } else if let Ok(a) = input.cast::<numpy::PyArrayDyn<f32>>() {
+        rows_of(a.readonly().as_array().mapv(f64::from).view())
+    } else {
+        return Err(shape_err(format!("dtype {dtype}")));
+    }
+    .ok_or_else(|| shape_err(format!("shape {:?}", array.shape())))?;
+    for (c, row) in rows.iter().enumerate() {
+        if let Some(i) = row.iter().position(|x| !x.is_finite()) {
+            return Err(PyValueError::new_err(format!(
+                "input: channel {c}, frame {i} is {} (not a finite number)",
+                row[i]
+            )));
+        }
+    }
+    Ok(rows)
+}
+
+fn rows_of(a: numpy::ndarray::ArrayViewD<'_, f64>) -> Option<Vec<Vec<f64>>> {
+    match a.ndim() {
+        1 => Some(vec![a.iter().copied().collect()]),
+        2 => Some(
+            a.outer_iter()
+                .map(|row| row.iter().copied().collect())
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// A time argument: seconds as a number, or a string with a unit
+/// (`"2.5s"`, `"480ms"`, `"96000samples"`, `"4bars"` in a scene with a
+/// tempo), in frames at `rate`: at least one.
+fn frames_of(
+    v: &Bound<'_, PyAny>,
+    rate: u32,
+    tempo: Option<&morphrt_core::scene::Tempo>,
+) -> PyResult<u64> {
+    let text = if let Ok(s) = v.extract::<f64>() {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "duration: {s} is not a number of seconds > 0"
+            )));
+        }
+        format!("{s}s")
+    } else {
+        v.extract().map_err(|_| {
+            PyTypeError::new_err("duration: expected seconds or a time such as \"2.5s\"")
+        })?
+    };
+    morphrt_core::scene::TimeArg::parse(&text)
+        .and_then(|t| t.length(rate, tempo, &mut std::io::sink()))
+        .map_err(|e| PyValueError::new_err(format!("duration: {e}")))
+}
+
+/// Renders `scene` and returns its main bus as an array
+/// `(channels, frames)`: float64 under strict, float32 under repro and
+/// live (the engine's own samples, converted exactly), or `dtype`.
+#[pyfunction]
+#[pyo3(signature = (scene, *, duration=None, input=None, sample_rate=None, profile="strict", seed=None, block_size=None, params=None, events=None, dtype=None))]
+// Python keyword arguments, each optional: the signature is the interface.
+#[allow(clippy::too_many_arguments)]
+fn render<'py>(
+    py: Python<'py>,
+    scene: &Bound<'py, PyAny>,
+    duration: Option<&Bound<'py, PyAny>>,
+    input: Option<&Bound<'py, PyAny>>,
+    sample_rate: Option<u32>,
+    profile: &str,
+    seed: Option<u64>,
+    block_size: Option<usize>,
+    params: Option<&Bound<'py, PyDict>>,
+    events: Option<&Bound<'py, PyList>>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let profile = Profile::parse_arg(profile).map_err(PyValueError::new_err)?;
+    let src = source(py, scene)?;
+    let text = edited(py, &src, params, events)?;
+    let input = input.map(input_channels).transpose()?;
+    let options = CompileOptions {
+        profile: Some(profile),
+        block_size,
+        seed,
+        sample_rate,
+        ..CompileOptions::default()
+    };
+    let loaded = Loaded::from_text(&text, &src.name, src.dir.as_deref(), &options)
+        .map_err(|d| scene_error(py, d))?;
+    let plan = loaded.plan();
+    let rate = plan.sample_rate;
+    let frames =
+        match (duration, plan.duration, &input) {
+            (Some(d), _, _) => frames_of(d, rate, plan.tempo.as_ref())?,
+            (None, Some(f), _) => f,
+            (None, None, Some(i)) => i.first().map_or(0, |c| c.len() as u64),
+            (None, None, None) => return Err(PyValueError::new_err(
+                "duration: the scene sets none; give duration= (seconds or a time such as \"2s\")",
+            )),
+        };
+    let (plan, _) = loaded.into_parts();
+    let strict = profile == Profile::Strict;
+    let out: Array2<f64> = py.detach(move || {
+        let mut engine = Engine::new(plan);
+        if let Some(channels) = input {
+            engine.set_input_feed(Box::new(ArrayInput { channels }));
+        }
+        let width = engine.channels();
+        let mut data = vec![0.0f64; width * frames as usize];
+        let mut at = 0usize;
+        run_blocks(
+            &mut engine,
+            frames,
+            |bus| {
+                let n = bus.frames();
+                for c in 0..width {
+                    for i in 0..n {
+                        data[c * frames as usize + at + i] = bus.get(c, i);
+                    }
+                }
+                at += n;
+            },
+            |_| {},
+        );
+        Array2::from_shape_vec((width, frames as usize), data).expect("the shape holds the data")
+    });
+    let array = if strict {
+        out.to_pyarray(py).into_any()
+    } else {
+        out.mapv(|x| x as f32).to_pyarray(py).into_any()
+    };
+    match dtype {
+        Some(d) => array.call_method1("astype", (d,)),
+        None => Ok(array),
+    }
+}
+
+/// Checks a scene as `morphrt check` does: returns its warnings (as
+/// dicts, like `SceneError.diagnostics`), raises `SceneError` on errors.
+#[pyfunction]
+#[pyo3(signature = (scene, *, profile=None))]
+fn check<'py>(
+    py: Python<'py>,
+    scene: &Bound<'py, PyAny>,
+    profile: Option<&str>,
+) -> PyResult<Bound<'py, PyList>> {
+    let src = source(py, scene)?;
+    let profile = profile
+        .map(Profile::parse_arg)
+        .transpose()
+        .map_err(PyValueError::new_err)?;
+    let options = CompileOptions {
+        profile,
+        skip_build: true,
+        ..CompileOptions::default()
+    };
+    let loaded = Loaded::from_text(&src.text, &src.name, src.dir.as_deref(), &options)
+        .map_err(|d| scene_error(py, d))?;
+    let warnings = loaded.warnings().to_vec();
+    let err = scene_error(py, Diagnostics::from(warnings));
+    let list = err.value(py).getattr("diagnostics")?;
+    Ok(list.cast_into::<PyList>()?)
+}
+
+/// The module.
+#[pymodule]
+fn morphrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("SceneError", m.py().get_type::<SceneError>())?;
+    m.add_function(wrap_pyfunction!(render, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,181 @@
+"""`import morphrt`: renders equal `morphrt render` bit for bit under
+strict, bad input raises located exceptions, threads render the same bytes.
+
+Runs against the module built from this folder (`pip install ./python`)
+and the `morphrt` binary of the same checkout (`target/debug/morphrt`, or
+`$MORPHRT_BIN`)."""
+
+import hashlib
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import morphrt
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = os.environ.get("MORPHRT_BIN", str(ROOT / "target" / "debug" / "morphrt"))
+
+TONE = {
+    "version": "1.0",
+    "sample_rate": 48000,
+    "nodes": [
+        {"id": "osc", "op": "saw", "params": {"freq": "110Hz", "amp": 0.3}},
+        {"id": "lp", "op": "biquad", "params": {"mode": "lowpass", "cutoff": "900Hz", "q": 0.7}},
+    ],
+    "edges": [{"from": "osc", "to": "lp"}],
+    "outputs": {"main": ["lp", "lp"]},
+}
+
+
+def cli_hash(scene, seconds, profile, *extra):
+    """The SHA-256 `morphrt render --hash` prints: of the interleaved
+    little-endian samples at the engine's precision."""
+    out = subprocess.run(
+        [BIN, "render", str(scene), "--profile", profile, "-d", f"{seconds}s",
+         "--hash", "-q", "-o", os.devnull, *extra],
+        capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def array_hash(a):
+    return hashlib.sha256(np.ascontiguousarray(a.T).tobytes()).hexdigest()
+
+
+@pytest.mark.parametrize("scene,seconds", [("scenes/pluck-delay.json", 2), ("scenes/poly-pad.json", 1.5)])
+def test_a_strict_render_equals_morphrt_render_bit_for_bit(scene, seconds):
+    a = morphrt.render(ROOT / scene, duration=seconds, profile="strict")
+    assert a.dtype == np.float64 and a.shape[1] == int(seconds * 48000)
+    assert np.abs(a).max() > 0.01
+    assert array_hash(a) == cli_hash(ROOT / scene, seconds, "strict")
+
+
+def test_repro_renders_float32_equal_to_the_cli_and_within_its_bound_of_strict():
+    scene = ROOT / "scenes/pluck-delay.json"
+    r = morphrt.render(scene, duration=1, profile="repro")
+    assert r.dtype == np.float32
+    assert array_hash(r) == cli_hash(scene, 1, "repro")
+    s = morphrt.render(scene, duration=1, profile="strict")
+    rel = np.sqrt(np.mean((r - s) ** 2) / np.mean(s ** 2))
+    assert rel < 1e-3, rel
+
+
+def test_a_scene_as_a_dict_a_string_and_a_file_render_the_same(tmp_path):
+    path = tmp_path / "tone.json"
+    path.write_text(json.dumps(TONE))
+    a = morphrt.render(TONE, duration="0.25s")
+    b = morphrt.render(json.dumps(TONE), duration=0.25)
+    c = morphrt.render(str(path), duration="12000samples")
+    assert a.shape == (2, 12000)
+    assert np.array_equal(a, b) and np.array_equal(a, c)
+    assert array_hash(a) == cli_hash(path, 0.25, "strict")
+
+
+def test_params_override_the_scene_as_an_edited_file_would(tmp_path):
+    edited = json.loads(json.dumps(TONE))
+    edited["nodes"][1]["params"]["cutoff"] = "2kHz"
+    a = morphrt.render(TONE, duration=0.1, params={"lp.cutoff": "2kHz"})
+    b = morphrt.render(edited, duration=0.1)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, morphrt.render(TONE, duration=0.1))
+
+
+def test_events_are_added_to_the_scene():
+    ev = [{"time": "50ms", "node": "osc", "param": "freq", "value": "220Hz"}]
+    with_events = dict(TONE, events=ev)
+    assert np.array_equal(morphrt.render(TONE, duration=0.1, events=ev),
+                          morphrt.render(with_events, duration=0.1))
+
+
+def test_an_input_array_plays_through_the_scene_as_a_wav_input_does(tmp_path):
+    scene = {
+        "version": "1.0", "sample_rate": 48000,
+        "nodes": [{"id": "mic", "op": "input", "params": {"channel": 0}},
+                  {"id": "g", "op": "gain", "params": {"gain": 0.5}}],
+        "edges": [{"from": "mic", "to": "g"}],
+        "outputs": {"main": ["g"]},
+    }
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(4800) * 0.1).astype(np.float32)
+    out = morphrt.render(scene, input=x)
+    assert out.shape == (1, 4800)
+    assert np.array_equal(out[0], x.astype(np.float64) * 0.5)
+    # The same samples as a float WAV through `morphrt render --input`.
+    import scipy.io.wavfile
+    wav = tmp_path / "in.wav"
+    scipy.io.wavfile.write(wav, 48000, x)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(scene))
+    assert array_hash(out) == cli_hash(path, 0.1, "strict", "--input", str(wav))
+
+
+def test_a_scene_with_errors_raises_scene_error_with_its_locations():
+    bad = json.loads(json.dumps(TONE))
+    bad["nodes"][1]["params"]["cutof"] = "1kHz"
+    bad["nodes"][0]["op"] = "sawtooth"
+    with pytest.raises(morphrt.SceneError) as e:
+        morphrt.render(json.dumps(bad, indent=1), duration=0.1)
+    errors = [d for d in e.value.diagnostics if d["severity"] == "error"]
+    assert any("sawtooth" in d["message"] and d["node"] == "osc" and d["line"] for d in errors), errors
+    assert "saw" in str(e.value)
+    with pytest.raises(morphrt.SceneError) as e:
+        morphrt.render('{"version": "1.0", ', duration=0.1)
+    d = e.value.diagnostics[0]
+    assert (d["file"], d["line"]) == ("<string>", 1) and d["column"] is not None
+
+
+@pytest.mark.parametrize("kwargs,exc,words", [
+    ({"duration": -1}, ValueError, "seconds"),
+    ({"duration": "2 parsecs"}, ValueError, "duration"),
+    ({"profile": "loud"}, ValueError, "strict"),
+    ({"params": {"nosuch.gain": 1}}, ValueError, "no node `nosuch`"),
+    ({"params": {"lp.cutoff": "3ms"}}, morphrt.SceneError, "frequency"),
+    ({"input": np.zeros((2, 3, 4), np.float32)}, ValueError, "shape"),
+    ({"input": np.zeros(10, np.int16)}, ValueError, "float32 or float64"),
+    ({"input": np.array([0.0, np.nan])}, ValueError, "frame 1"),
+    ({"input": [0.0, 1.0]}, TypeError, "numpy array"),
+])
+def test_bad_arguments_raise_exceptions_naming_what_was_expected(kwargs, exc, words):
+    args = {"duration": 0.1, **kwargs}
+    with pytest.raises(exc) as e:
+        morphrt.render(TONE, **args)
+    assert words in str(e.value), str(e.value)
+
+
+def test_a_scene_without_a_duration_asks_for_one():
+    with pytest.raises(ValueError, match="duration="):
+        morphrt.render(TONE)
+
+
+def test_a_resource_without_a_resolver_is_a_located_scene_error():
+    with pytest.raises(morphrt.SceneError, match="supplies no resources"):
+        morphrt.render(ROOT / "scenes/hall-reverb.json", duration=0.1)
+
+
+def test_check_returns_warnings_and_raises_on_errors():
+    warned = dict(TONE, colour="blue")
+    ws = morphrt.check(warned)
+    assert any("colour" in w["message"] for w in ws), ws
+    with pytest.raises(morphrt.SceneError):
+        morphrt.check(dict(TONE, outputs={}))
+
+
+def test_threads_render_in_parallel_the_same_bytes_as_one_after_another():
+    scene = ROOT / "scenes/poly-pad.json"
+    serial = [array_hash(morphrt.render(scene, duration=0.5, seed=s)) for s in range(4)]
+    got = [None] * 4
+
+    def work(i):
+        got[i] = array_hash(morphrt.render(scene, duration=0.5, seed=i))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == serial
+    assert len(set(serial)) > 1, "the seed changes the noise"
