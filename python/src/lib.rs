@@ -78,107 +78,48 @@ fn json_dumps(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
     py.import("json")?.call_method1("dumps", (v,))?.extract()
 }
 
-/// `text` with `overrides` (`node.param` → value) set on the scene's
-/// nodes and `events` appended to its events.
+/// `text` with `params` (`node.param` → value, as the scene writes it)
+/// set on the scene's nodes and `events` appended to its events.
 fn edited(
     py: Python<'_>,
     src: &Source,
     params: Option<&Bound<'_, PyDict>>,
     events: Option<&Bound<'_, PyList>>,
 ) -> PyResult<String> {
-    if params.is_none_or(|p| p.is_empty()) && events.is_none_or(|e| e.is_empty()) {
-        return Ok(src.text.clone());
+    let mut sets = Vec::new();
+    for (k, v) in params.into_iter().flat_map(|p| p.iter()) {
+        let key: String = k
+            .extract()
+            .map_err(|_| PyTypeError::new_err("params: keys are `node.param` strings"))?;
+        let value: serde_json::Value = serde_json::from_str(&json_dumps(py, &v)?)
+            .map_err(|e| PyValueError::new_err(format!("params: `{key}`: {e}")))?;
+        sets.push((key, value));
     }
-    // A text that is not JSON is left as it is: loading it reports where.
-    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(&src.text) else {
-        return Ok(src.text.clone());
+    let text = morphrt_core::api::set_params(&src.text, &sets)
+        .map_err(|e| PyValueError::new_err(format!("params: {e}")))?;
+    let Some(events) = events.filter(|e| !e.is_empty()) else {
+        return Ok(text);
     };
-    if let Some(params) = params {
-        for (k, v) in params.iter() {
-            let key: String = k
-                .extract()
-                .map_err(|_| PyTypeError::new_err("params: keys are `node.param` strings"))?;
-            let Some((node, param)) = key.rsplit_once('.') else {
-                return Err(PyValueError::new_err(format!(
-                    "params: `{key}` is not `node.param`"
-                )));
-            };
-            let value: serde_json::Value = serde_json::from_str(&json_dumps(py, &v)?)
-                .map_err(|e| PyValueError::new_err(format!("params: `{key}`: {e}")))?;
-            set_param(&mut doc, node, param, value).map_err(PyValueError::new_err)?;
-        }
-    }
-    if let Some(events) = events {
-        let extra: serde_json::Value = serde_json::from_str(&json_dumps(py, events.as_any())?)
-            .map_err(|e| PyValueError::new_err(format!("events: {e}")))?;
-        let list = doc
-            .as_object_mut()
-            .ok_or_else(|| PyValueError::new_err("the scene is not a JSON object"))?
-            .entry("events")
-            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
-        match (list.as_array_mut(), extra) {
-            (Some(list), serde_json::Value::Array(extra)) => list.extend(extra),
-            _ => {
-                return Err(PyValueError::new_err(
-                    "events: the scene's `events` is not a list",
-                ))
-            }
+    // A text that is not JSON is left as it is: loading it reports where.
+    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(text);
+    };
+    let extra: serde_json::Value = serde_json::from_str(&json_dumps(py, events.as_any())?)
+        .map_err(|e| PyValueError::new_err(format!("events: {e}")))?;
+    let list = doc
+        .as_object_mut()
+        .ok_or_else(|| PyValueError::new_err("the scene is not a JSON object"))?
+        .entry("events")
+        .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+    match (list.as_array_mut(), extra) {
+        (Some(list), serde_json::Value::Array(extra)) => list.extend(extra),
+        _ => {
+            return Err(PyValueError::new_err(
+                "events: the scene's `events` is not a list",
+            ))
         }
     }
     Ok(doc.to_string())
-}
-
-/// Sets `param` of node `node` (at the top level or in a module).
-fn set_param(
-    doc: &mut serde_json::Value,
-    node: &str,
-    param: &str,
-    value: serde_json::Value,
-) -> Result<(), String> {
-    let obj = doc
-        .as_object_mut()
-        .ok_or("the scene is not a JSON object")?;
-    let mut lists: Vec<&mut serde_json::Value> = Vec::new();
-    for (key, v) in obj.iter_mut() {
-        match key.as_str() {
-            "nodes" => lists.push(v),
-            "modules" => {
-                for module in v.as_array_mut().into_iter().flatten() {
-                    if let Some(n) = module.get_mut("nodes") {
-                        lists.push(n);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut ids = Vec::new();
-    for list in lists {
-        for n in list.as_array_mut().into_iter().flatten() {
-            let id = n
-                .get("id")
-                .and_then(|i| i.as_str())
-                .unwrap_or("")
-                .to_string();
-            if id != node {
-                ids.push(id);
-                continue;
-            }
-            let obj = n.as_object_mut().ok_or("a node is not a JSON object")?;
-            let params = obj
-                .entry("params")
-                .or_insert_with(|| serde_json::Value::Object(Default::default()));
-            let params = params
-                .as_object_mut()
-                .ok_or_else(|| format!("node `{node}`: `params` is not an object"))?;
-            params.insert(param.to_string(), value);
-            return Ok(());
-        }
-    }
-    Err(format!(
-        "params: the scene has no node `{node}` (its nodes: {})",
-        ids.join(", ")
-    ))
 }
 
 /// A `SceneError` holding `d` as dicts, its message what `morphrt check`
