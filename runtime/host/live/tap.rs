@@ -29,7 +29,6 @@ use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::wav::{WavFormat, WavLayout};
 pub use crate::host::files::write::Existing;
-use crate::host::HostError;
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::fs::File;
 use std::io::Write;
@@ -93,21 +92,19 @@ impl std::fmt::Display for TapError {
     }
 }
 
-impl std::error::Error for TapError {}
+impl std::error::Error for TapError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TapError::File(e) => Some(e),
+            TapError::Thread(e) => Some(e),
+            TapError::Setup(_) | TapError::Panicked | TapError::Stopped => None,
+        }
+    }
+}
 
 impl From<FileError> for TapError {
     fn from(e: FileError) -> TapError {
         TapError::File(e)
-    }
-}
-
-/// A refused path keeps its exit code; the rest is the machine's failure.
-impl From<TapError> for HostError {
-    fn from(e: TapError) -> HostError {
-        match e {
-            TapError::File(f) => f.into(),
-            other => HostError::Runtime(other.to_string()),
-        }
     }
 }
 

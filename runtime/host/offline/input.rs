@@ -9,6 +9,7 @@ use crate::engine::{InputBlock, InputFeed};
 use crate::graph::Plan;
 use crate::host::files::rules::Inputs;
 use crate::host::files::wav_in::{check_fits, InputFormat, WavInput};
+use crate::host::offline::error::RenderError;
 use crate::host::HostError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -66,17 +67,17 @@ impl RenderInput {
         Box::new(SharedFeed(self.wav.clone()))
     }
 
-    /// Where the input stands, or why it failed (bad input: exit 2).
-    pub fn state(&self) -> Result<InputState, HostError> {
-        let w = self.lock();
-        if let Some(e) = w.error() {
-            return Err(HostError::Usage(e.to_string()));
+    /// Where the input stands, or why it failed (bad input: exit 2). A
+    /// failure is reported once: it is taken out of the reader.
+    pub fn state(&self) -> Result<InputState, RenderError> {
+        let mut w = self.lock();
+        if let Some(e) = w.take_error() {
+            return Err(RenderError::Input(e));
         }
         match w.ended() {
-            Some(0) => Err(HostError::Usage(format!(
-                "{} holds no audio (0 frames): there is nothing to run through the scene",
-                self.shown
-            ))),
+            Some(0) => Err(RenderError::NoAudio {
+                shown: self.shown.clone(),
+            }),
             Some(n) => Ok(InputState::Ended(n)),
             None => Ok(InputState::Reading),
         }
@@ -143,7 +144,7 @@ pub fn open_input(
     } else {
         WavInput::open(path)
     }
-    .map_err(HostError::Usage)?;
+    .map_err(|e| HostError::from(RenderError::Input(e)))?;
     let input = RenderInput {
         shown: if wav.path().is_some() {
             format!("`{}`", wav.name())

@@ -7,6 +7,7 @@
 
 pub mod axes;
 pub mod canvas;
+pub mod error;
 pub mod input;
 pub mod levels;
 pub mod midi;
@@ -15,4 +16,5 @@ pub mod render;
 pub mod wav_out;
 
 pub use crate::host::files::wav::WavFormat;
+pub use error::RenderError;
 pub use render::{render, render_hash, RenderOptions, RenderReport};

@@ -42,6 +42,7 @@ use crate::graph::{compile, CompileOptions};
 use crate::host::files::rules::{check_extension, Inputs, Kind, Output};
 use crate::host::offline::axes::{self, Tick};
 use crate::host::offline::canvas::{fit, text_width, Canvas, Rgb, GLYPH};
+use crate::host::offline::error::{PictureError, RenderError};
 use crate::host::offline::render::MAX_RENDER_S;
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -631,7 +632,7 @@ fn draw(
     opts: &PlotOptions,
     log: &mut dyn Write,
 ) -> Result<(Vec<u8>, (u32, u32)), HostError> {
-    let failed = |e: String| HostError::Runtime(format!("cannot draw the picture: {e}"));
+    let failed = |e: PictureError| HostError::from(RenderError::Picture(e));
     let scale = text_scale(opts);
     let nfft = fft_size(audio.sample_rate);
     let wave_h = (opts.height * 2 / 5).max(16);
@@ -731,14 +732,14 @@ impl Stft {
     }
 
     /// The level of each bin of channel `c` in the frame centred on sample `centre`.
-    fn column(&mut self, audio: &Audio, c: usize, centre: i64) -> Result<&[f64], String> {
+    fn column(&mut self, audio: &Audio, c: usize, centre: i64) -> Result<&[f64], PictureError> {
         let start = centre - self.frame.len() as i64 / 2;
         for (i, s) in self.frame.iter_mut().enumerate() {
             *s = audio.at(c, start + i as i64) * self.window[i];
         }
         self.fft
             .process_with_scratch(&mut self.frame, &mut self.spectrum, &mut self.scratch)
-            .map_err(|e| e.to_string())?;
+            .map_err(PictureError::Fft)?;
         for (d, z) in self.db.iter_mut().zip(&self.spectrum) {
             let mag = (z.re * z.re + z.im * z.im).sqrt() * self.scale;
             *d = 20.0 * libm::log10(mag.max(1e-12));
@@ -763,7 +764,7 @@ fn draw_spectrogram(
     layout: &Layout,
     freq: &FreqAxis,
     stft: &mut Stft,
-) -> Result<(), String> {
+) -> Result<(), PictureError> {
     let (x0, y0) = (layout.left as i64, layout.spec_y(c) as i64);
     let bin_hz = audio.sample_rate as f64 / (2 * (stft.db.len() - 1)) as f64;
     let last = stft.db.len() - 1;
@@ -872,14 +873,14 @@ fn side_labels(canvas: &mut Canvas, edge: (i64, i64), h: u32, ticks: &[Tick], s:
 }
 
 /// An RGB8 image as PNG.
-fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, String> {
+fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, PictureError> {
     let mut png = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut png, w, h);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
-        let mut writer = enc.write_header().map_err(|e| e.to_string())?;
-        writer.write_image_data(rgb).map_err(|e| e.to_string())?;
+        let mut writer = enc.write_header().map_err(PictureError::Png)?;
+        writer.write_image_data(rgb).map_err(PictureError::Png)?;
     }
     Ok(png)
 }
