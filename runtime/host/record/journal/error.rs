@@ -14,8 +14,9 @@ pub struct JournalError {
     pub path: PathBuf,
     /// The line the problem is on (from 1), when it is one line's.
     pub line: Option<usize>,
-    /// What is wrong.
-    pub problem: Problem,
+    /// What is wrong (boxed: a journal's error travels up through every
+    /// `Result` of the replay).
+    pub problem: Box<Problem>,
 }
 
 /// What is wrong with a journal.
@@ -76,7 +77,7 @@ impl JournalError {
         JournalError {
             path: path.into(),
             line: None,
-            problem,
+            problem: Box::new(problem),
         }
     }
 
@@ -85,7 +86,7 @@ impl JournalError {
         JournalError {
             path: path.into(),
             line: Some(line),
-            problem,
+            problem: Box::new(problem),
         }
     }
 
@@ -112,7 +113,7 @@ impl std::fmt::Display for JournalError {
 
 impl std::error::Error for JournalError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.problem {
+        match &*self.problem {
             Problem::Unreadable(e) | Problem::CopyUnreadable { source: e, .. } => Some(e),
             Problem::NotText { source, .. } => Some(source),
             Problem::NotARecord(e) => Some(e),
