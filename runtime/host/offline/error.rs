@@ -1,5 +1,6 @@
 //! What stops a render that is not the output file's fault ([`FileError`]
-//! covers that) nor the scene's: its input WAV, and the spool that holds a
+//! covers that) nor the scene's: arguments that contradict each other or
+//! the snapshot resumed from, lengths past the limit, its input WAV, the spool that holds a
 //! streamed render until its length is known, and the picture `plot`
 //! draws. Each keeps the error
 //! underneath as its source.
@@ -23,6 +24,49 @@ pub enum RenderError {
     Spool { dir: PathBuf, source: io::Error },
     /// `plot` could not draw or encode its picture (exit 1).
     Picture(PictureError),
+    /// A resumed render's `flag` (`--block-size`, `--seed`) gives `given`,
+    /// but `snapshot` was taken `taken` ("at block size", "with seed")
+    /// `value` (exit 2).
+    ConflictsWithSnapshot {
+        flag: &'static str,
+        given: u64,
+        snapshot: String,
+        taken: &'static str,
+        value: u64,
+    },
+    /// `what` (the input, the MIDI file, the scene's duration) is longer
+    /// than a render may be, `limit` (exit 2).
+    TooLong { what: String, limit: String },
+    /// A resumed render without `-d` starts at or past the scene's end
+    /// (exit 2).
+    PastEnd {
+        snapshot: String,
+        at_s: f64,
+        end_s: f64,
+    },
+    /// A `--snapshot-at` time (`time` as given, sample `at`) outside the
+    /// render's samples `start` … `end` (exit 2).
+    SnapshotOutside {
+        time: String,
+        at: u64,
+        start: u64,
+        end: u64,
+    },
+    /// More channels than a WAV file holds (exit 2).
+    Channels(usize),
+    /// More frames than any WAV file holds (exit 2).
+    TooManyFrames { frames: u64, channels: usize },
+    /// The scene reads audio input (`readers` says which nodes) and no
+    /// `--input` was given (exit 2).
+    NoInput { scene: String, readers: String },
+    /// `--input` is given `count` times (exit 2).
+    InputTwice {
+        count: usize,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    /// Both the scene and `--input` are `-` (exit 2).
+    BothFromStdin,
 }
 
 /// What failed while `plot` drew its picture.
@@ -56,8 +100,18 @@ impl RenderError {
     /// 2 when the input is at fault, 1 when the machine is.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RenderError::Input(_) | RenderError::NoAudio { .. } => 2,
             RenderError::Spool { .. } | RenderError::Picture(_) => 1,
+            RenderError::Input(_)
+            | RenderError::NoAudio { .. }
+            | RenderError::ConflictsWithSnapshot { .. }
+            | RenderError::TooLong { .. }
+            | RenderError::PastEnd { .. }
+            | RenderError::SnapshotOutside { .. }
+            | RenderError::Channels(_)
+            | RenderError::TooManyFrames { .. }
+            | RenderError::NoInput { .. }
+            | RenderError::InputTwice { .. }
+            | RenderError::BothFromStdin => 2,
         }
     }
 }
@@ -76,6 +130,59 @@ impl std::fmt::Display for RenderError {
                 dir.display()
             ),
             RenderError::Picture(e) => write!(f, "cannot draw the picture: {e}"),
+            RenderError::ConflictsWithSnapshot {
+                flag,
+                given,
+                snapshot,
+                taken,
+                value,
+            } => write!(
+                f,
+                "{flag} {given} conflicts with snapshot `{snapshot}`, taken {taken} {value}; a resumed render keeps the snapshot's"
+            ),
+            RenderError::TooLong { what, limit } => write!(
+                f,
+                "{what} is longer than {limit}; render it in parts (--snapshot-at, --resume)"
+            ),
+            RenderError::PastEnd {
+                snapshot,
+                at_s,
+                end_s,
+            } => write!(
+                f,
+                "snapshot `{snapshot}` is at {at_s:.3}s, at or past the scene's end ({end_s:.3}s): give -d to render on"
+            ),
+            RenderError::SnapshotOutside {
+                time,
+                at,
+                start,
+                end,
+            } => write!(
+                f,
+                "--snapshot-at {time} (sample {at}) is outside the render (samples {start} … {end})"
+            ),
+            RenderError::Channels(n) => write!(f, "{n} channels do not fit a WAV file"),
+            RenderError::TooManyFrames { frames, channels } => write!(
+                f,
+                "{frames} frames of {channels} channels do not fit any WAV file"
+            ),
+            RenderError::NoInput { scene, readers } => write!(
+                f,
+                "scene `{scene}` reads audio input ({readers}) but no --input was given: render it with `--input FILE.wav`, or `--input -` to read a WAV from standard input"
+            ),
+            RenderError::InputTwice {
+                count,
+                first,
+                second,
+            } => write!(
+                f,
+                "--input is given {count} times (`{}`, `{}`): a render reads one input WAV, whose channels are the scene's input channels 0, 1, …; give one --input",
+                first.display(),
+                second.display()
+            ),
+            RenderError::BothFromStdin => f.write_str(
+                "the scene and --input cannot both be read from standard input: give one of them as a file",
+            ),
         }
     }
 }
@@ -86,7 +193,16 @@ impl std::error::Error for RenderError {
             RenderError::Input(e) => Some(e),
             RenderError::Spool { source, .. } => Some(source),
             RenderError::Picture(e) => Some(e),
-            RenderError::NoAudio { .. } => None,
+            RenderError::NoAudio { .. }
+            | RenderError::ConflictsWithSnapshot { .. }
+            | RenderError::TooLong { .. }
+            | RenderError::PastEnd { .. }
+            | RenderError::SnapshotOutside { .. }
+            | RenderError::Channels(_)
+            | RenderError::TooManyFrames { .. }
+            | RenderError::NoInput { .. }
+            | RenderError::InputTwice { .. }
+            | RenderError::BothFromStdin => None,
         }
     }
 }

@@ -109,20 +109,20 @@ pub fn open_input(
     let path = match given {
         [] if uses.is_empty() => return Ok(None),
         [] => {
-            return Err(HostError::Usage(format!(
-                "scene `{}` reads audio input ({}) but no --input was given: render it with `--input FILE.wav`, or `--input -` to read a WAV from standard input",
-                plan.file,
-                uses_text(plan)
-            )))
+            return Err(RenderError::NoInput {
+                scene: plan.file.clone(),
+                readers: uses_text(plan),
+            }
+            .into())
         }
         [p] => p,
         [first, second, ..] => {
-            return Err(HostError::Usage(format!(
-                "--input is given {} times (`{}`, `{}`): a render reads one input WAV, whose channels are the scene's input channels 0, 1, …; give one --input",
-                given.len(),
-                first.display(),
-                second.display()
-            )))
+            return Err(RenderError::InputTwice {
+                count: given.len(),
+                first: first.clone(),
+                second: second.clone(),
+            }
+            .into())
         }
     };
     if uses.is_empty() {
@@ -136,9 +136,7 @@ pub fn open_input(
     }
     let wav = if path.as_os_str() == "-" {
         if scene_from_stdin {
-            return Err(HostError::Usage(
-                "the scene and --input cannot both be read from standard input: give one of them as a file".to_string(),
-            ));
+            return Err(RenderError::BothFromStdin.into());
         }
         WavInput::stdin()
     } else {

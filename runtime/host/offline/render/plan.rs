@@ -8,6 +8,7 @@ use super::options::RenderOptions;
 use crate::engine::Engine;
 use crate::graph::{compile, CompileOptions, Plan};
 use crate::host::files::rules::Inputs;
+use crate::host::offline::error::RenderError;
 use crate::host::offline::input::{RenderInput, Tail, TAIL_MAX_S};
 use crate::host::record::snapshot::{SnapshotContext, SnapshotFile};
 use crate::host::HostError;
@@ -27,18 +28,24 @@ pub(super) fn compile_for_render(
     let copts = match snap {
         Some(s) => {
             if let Some(b) = opts.block_size.filter(|b| *b != s.block_size) {
-                return Err(HostError::Usage(format!(
-                    "--block-size {b} conflicts with snapshot `{}`, taken at block size {}; a resumed render keeps the snapshot's",
-                    s.origin(),
-                    s.block_size
-                )));
+                return Err(RenderError::ConflictsWithSnapshot {
+                    flag: "--block-size",
+                    given: b as u64,
+                    snapshot: s.origin(),
+                    taken: "at block size",
+                    value: s.block_size as u64,
+                }
+                .into());
             }
             if let Some(seed) = opts.seed.filter(|x| s.seed.is_some_and(|y| y != *x)) {
-                return Err(HostError::Usage(format!(
-                    "--seed {seed} conflicts with snapshot `{}`, taken with seed {}; a resumed render keeps the snapshot's",
-                    s.origin(),
-                    s.seed.unwrap_or_default()
-                )));
+                return Err(RenderError::ConflictsWithSnapshot {
+                    flag: "--seed",
+                    given: seed,
+                    snapshot: s.origin(),
+                    taken: "with seed",
+                    value: s.seed.unwrap_or_default(),
+                }
+                .into());
             }
             let mut c = s.compile_options(opts.profile, opts.resources.clone());
             c.seed = c.seed.or(opts.seed);
@@ -163,12 +170,12 @@ pub(super) fn render_length(
         ));
     }
     if total <= start {
-        return Err(HostError::Usage(format!(
-            "snapshot `{}` is at {:.3}s, at or past the scene's end ({:.3}s): give -d to render on",
-            snap.map(|s| s.origin()).unwrap_or_default(),
-            start as f64 / sr as f64,
-            total as f64 / sr as f64
-        )));
+        return Err(RenderError::PastEnd {
+            snapshot: snap.map(|s| s.origin()).unwrap_or_default(),
+            at_s: start as f64 / sr as f64,
+            end_s: total as f64 / sr as f64,
+        }
+        .into());
     }
     Ok(Length::Frames(total - start))
 }
@@ -180,10 +187,11 @@ pub(super) fn max_frames(sr: u32) -> u64 {
 
 /// The error for a length over [`MAX_RENDER_S`]; `what` says whose.
 pub(super) fn over_limit(what: String, sr: u32) -> HostError {
-    HostError::Usage(format!(
-        "{what} is longer than {}; render it in parts (--snapshot-at, --resume)",
-        scene::duration_limit_text(sr)
-    ))
+    RenderError::TooLong {
+        what,
+        limit: scene::duration_limit_text(sr),
+    }
+    .into()
 }
 
 /// The compile's warnings, plus events past the end and a render slower
@@ -233,10 +241,13 @@ pub(super) fn snapshot_stops(
     for t in &opts.snapshot_at {
         let at = t.length(sr, None, log).map_err(HostError::Usage)?;
         if at < start || at > start + frames {
-            return Err(HostError::Usage(format!(
-                "--snapshot-at {t} (sample {at}) is outside the render (samples {start} … {})",
-                start + frames
-            )));
+            return Err(RenderError::SnapshotOutside {
+                time: t.to_string(),
+                at,
+                start,
+                end: start + frames,
+            }
+            .into());
         }
         stops.push(at);
     }

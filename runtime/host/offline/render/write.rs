@@ -11,6 +11,7 @@ use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::files::wav::{WavFormat, WavLayout};
 use crate::host::files::write::Sink;
+use crate::host::offline::error::RenderError;
 use crate::host::offline::input::{InputState, RenderInput, Tail};
 use crate::host::offline::levels::Levels;
 use crate::host::offline::wav_out::{Body, BodyError, Encoder, Framer};
@@ -102,16 +103,13 @@ pub(super) fn wav_layout(
     frames: u64,
 ) -> Result<WavLayout, HostError> {
     let layout = WavLayout {
-        channels: u16::try_from(channels)
-            .map_err(|_| HostError::Usage(format!("{channels} channels do not fit a WAV file")))?,
+        channels: u16::try_from(channels).map_err(|_| RenderError::Channels(channels))?,
         sample_rate,
         format,
         frames,
     };
     if layout.file_len().is_none() {
-        return Err(HostError::Usage(format!(
-            "{frames} frames of {channels} channels do not fit any WAV file"
-        )));
+        return Err(RenderError::TooManyFrames { frames, channels }.into());
     }
     Ok(layout)
 }
