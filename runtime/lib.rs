@@ -105,7 +105,8 @@
 //!   `host/files/wav_in.rs`; reading a scene from disk
 //!   `host/files/scene.rs`.
 //! - **Offline** (`host/offline/`): `render` `host/offline/render/`
-//!   (its arguments, plan and length, loop into the WAV, and report);
+//!   (its arguments, plan and length, loop into the WAV, and report),
+//!   its errors `host/offline/error.rs`;
 //!   its audio input (`--input`, the tail length) `host/offline/input.rs`
 //!   and WAV output (encoding, a header known only at the end)
 //!   `host/offline/wav_out.rs`; levels `host/offline/levels.rs`; `plot` `host/offline/plot.rs`, its
@@ -113,7 +114,8 @@
 //!   bitmap font `host/offline/canvas.rs`.
 //! - **Records** (`host/record/`): journal and replay
 //!   `host/record/journal/` (records, the writer, reading back, the
-//!   re-render, the timeline, the command); the recorded input replay feeds back
+//!   re-render, the timeline, the command, and its errors
+//!   `host/record/journal/error.rs`); the recorded input replay feeds back
 //!   `host/record/input.rs`; snapshots and resume `host/record/snapshot/`
 //!   (the versioned format `host/record/snapshot/format.rs`, exact numbers
 //!   `host/record/snapshot/numbers.rs`, state ↔ records

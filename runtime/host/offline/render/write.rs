@@ -63,7 +63,7 @@ pub fn render_hash(engine: &mut Engine, frames: u64) -> String {
 /// ([`crate::host::files::rules`], no inputs to protect): written under a temporary name and
 /// renamed into place when complete, streamed to a FIFO or device, so a
 /// failed render never leaves a truncated file or destroys an existing one.
-/// Installs no signal handlers; [`render`] does.
+/// Installs no signal handlers; [`render`](super::render) does.
 pub fn render_to_wav(
     engine: &mut Engine,
     path: &Path,
