@@ -1,9 +1,9 @@
-//! What stops a render that is not the output file's fault ([`FileError`]
-//! covers that) nor the scene's: arguments that contradict each other or
-//! the snapshot resumed from, lengths past the limit, its input WAV, the spool that holds a
-//! streamed render until its length is known, and the picture `plot`
-//! draws. Each keeps the error
-//! underneath as its source.
+//! What stops a render or a plot that is not the output file's fault
+//! ([`FileError`] covers that) nor the scene's: arguments that contradict
+//! each other or the snapshot resumed from, lengths and windows past their
+//! limits, the input WAV, the spool that holds a streamed render until its
+//! length is known, and the picture `plot` draws. Each keeps the error
+//! underneath, when there is one, as its source.
 //!
 //! [`FileError`]: crate::host::files::error::FileError
 
@@ -67,6 +67,37 @@ pub enum RenderError {
     },
     /// Both the scene and `--input` are `-` (exit 2).
     BothFromStdin,
+    /// `plot`'s `flag` (`--width`, `--height`) is outside `lo` … `hi`
+    /// pixels (exit 2).
+    PictureSize {
+        flag: &'static str,
+        value: u32,
+        lo: u32,
+        hi: u32,
+    },
+    /// `plot`'s `--to` (`to` as given) is past the end of `file`; `end`
+    /// says where that is (exit 2).
+    PastTheEnd {
+        to: String,
+        file: PathBuf,
+        end: String,
+    },
+    /// `plot`'s window is empty or reversed: `from` and `to` as given,
+    /// and in seconds (exit 2).
+    EmptyWindow {
+        from: String,
+        from_s: f64,
+        to: String,
+        to_s: f64,
+    },
+    /// `plot`'s window of `seconds` is longer than one picture shows, at
+    /// most `max_s` (exit 2).
+    WindowTooLong { seconds: f64, max_s: u64 },
+    /// A scene's `flag` given to `plot` for a WAV file (exit 2).
+    SceneFlagForWav { flag: &'static str, file: PathBuf },
+    /// The scene `plot` renders is `seconds` long, past the render limit
+    /// of `max_s` (exit 2).
+    PlotTooLong { seconds: f64, max_s: u64 },
 }
 
 /// What failed while `plot` drew its picture.
@@ -111,7 +142,13 @@ impl RenderError {
             | RenderError::TooManyFrames { .. }
             | RenderError::NoInput { .. }
             | RenderError::InputTwice { .. }
-            | RenderError::BothFromStdin => 2,
+            | RenderError::BothFromStdin
+            | RenderError::PictureSize { .. }
+            | RenderError::PastTheEnd { .. }
+            | RenderError::EmptyWindow { .. }
+            | RenderError::WindowTooLong { .. }
+            | RenderError::SceneFlagForWav { .. }
+            | RenderError::PlotTooLong { .. } => 2,
         }
     }
 }
@@ -183,6 +220,42 @@ impl std::fmt::Display for RenderError {
             RenderError::BothFromStdin => f.write_str(
                 "the scene and --input cannot both be read from standard input: give one of them as a file",
             ),
+            RenderError::PictureSize {
+                flag,
+                value,
+                lo,
+                hi,
+            } => write!(
+                f,
+                "{flag} {value} is out of range (valid: {lo} … {hi} pixels)"
+            ),
+            RenderError::PastTheEnd { to, file, end } => write!(
+                f,
+                "--to {to} is beyond the end of `{}`: {end}",
+                file.display()
+            ),
+            RenderError::EmptyWindow {
+                from,
+                from_s,
+                to,
+                to_s,
+            } => write!(
+                f,
+                "--from {from} ({from_s:.3}s) is not before --to {to} ({to_s:.3}s): nothing to plot"
+            ),
+            RenderError::WindowTooLong { seconds, max_s } => write!(
+                f,
+                "{seconds:.3}s is more than one picture shows ({max_s} s at most); choose a shorter range with --from/--to"
+            ),
+            RenderError::SceneFlagForWav { flag, file } => write!(
+                f,
+                "{flag} applies to a scene; `{}` is a WAV file, plotted as it is",
+                file.display()
+            ),
+            RenderError::PlotTooLong { seconds, max_s } => write!(
+                f,
+                "{seconds:.3}s is longer than the render limit of 24 h ({max_s} s)"
+            ),
         }
     }
 }
@@ -202,7 +275,13 @@ impl std::error::Error for RenderError {
             | RenderError::TooManyFrames { .. }
             | RenderError::NoInput { .. }
             | RenderError::InputTwice { .. }
-            | RenderError::BothFromStdin => None,
+            | RenderError::BothFromStdin
+            | RenderError::PictureSize { .. }
+            | RenderError::PastTheEnd { .. }
+            | RenderError::EmptyWindow { .. }
+            | RenderError::WindowTooLong { .. }
+            | RenderError::SceneFlagForWav { .. }
+            | RenderError::PlotTooLong { .. } => None,
         }
     }
 }

@@ -165,9 +165,13 @@ pub fn plot(opts: &PlotOptions, out: &mut dyn Write, log: &mut dyn Write) -> Res
         ("--height", opts.height, HEIGHT_RANGE),
     ] {
         if !(lo..=hi).contains(&v) {
-            return Err(HostError::Usage(format!(
-                "{what} {v} is out of range (valid: {lo} … {hi} pixels)"
-            )));
+            return Err(RenderError::PictureSize {
+                flag: what,
+                value: v,
+                lo,
+                hi,
+            }
+            .into());
         }
     }
     let mut inputs = Inputs::default();
@@ -238,26 +242,37 @@ fn window(
         secs(total)
     );
     if to > total {
-        return Err(HostError::Usage(format!(
-            "--to {} is beyond the end of `{}`: {end}",
-            opts.to.as_ref().map(TimeArg::text).unwrap_or_default(),
-            opts.input.display()
-        )));
+        return Err(RenderError::PastTheEnd {
+            to: opts
+                .to
+                .as_ref()
+                .map(TimeArg::text)
+                .unwrap_or_default()
+                .to_string(),
+            file: opts.input.clone(),
+            end,
+        }
+        .into());
     }
     if from >= to {
-        return Err(HostError::Usage(format!(
-            "--from {} ({:.3}s) is not before --to {} ({:.3}s): nothing to plot",
-            opts.from.as_ref().map_or("0", TimeArg::text),
-            secs(from),
-            opts.to.as_ref().map_or("(the end)", TimeArg::text),
-            secs(to)
-        )));
+        return Err(RenderError::EmptyWindow {
+            from: opts.from.as_ref().map_or("0", TimeArg::text).to_string(),
+            from_s: secs(from),
+            to: opts
+                .to
+                .as_ref()
+                .map_or("(the end)", TimeArg::text)
+                .to_string(),
+            to_s: secs(to),
+        }
+        .into());
     }
     if to - from > MAX_WINDOW_S * sr as u64 {
-        return Err(HostError::Usage(format!(
-            "{:.3}s is more than one picture shows ({MAX_WINDOW_S} s at most); choose a shorter range with --from/--to",
-            secs(to - from)
-        )));
+        return Err(RenderError::WindowTooLong {
+            seconds: secs(to - from),
+            max_s: MAX_WINDOW_S,
+        }
+        .into());
     }
     Ok((from, to))
 }
@@ -282,10 +297,11 @@ fn read_wav(
         ("-d", opts.duration.is_some()),
     ];
     if let Some((flag, _)) = scene_only.iter().find(|(_, given)| *given) {
-        return Err(HostError::Usage(format!(
-            "{flag} applies to a scene; `{}` is a WAV file, plotted as it is",
-            opts.input.display()
-        )));
+        return Err(RenderError::SceneFlagForWav {
+            flag,
+            file: opts.input.clone(),
+        }
+        .into());
     }
     inputs.add("the WAV file", &opts.input);
     let file = opts.input.display().to_string();
@@ -348,10 +364,11 @@ fn render_scene(
         None => plan.duration.unwrap_or(10 * sr as u64),
     };
     if total > MAX_RENDER_S * sr as u64 {
-        return Err(HostError::Usage(format!(
-            "{:.3}s is longer than the render limit of 24 h ({MAX_RENDER_S} s)",
-            total as f64 / sr as f64
-        )));
+        return Err(RenderError::PlotTooLong {
+            seconds: total as f64 / sr as f64,
+            max_s: MAX_RENDER_S,
+        }
+        .into());
     }
     let (from, to) = window(opts, sr, total, log)?;
     inputs.add("the scene", &opts.input);
