@@ -104,14 +104,18 @@
 //!   stream with a pipe's streaming header) as audio input
 //!   `host/files/wav_in.rs`; reading a scene from disk
 //!   `host/files/scene.rs`.
-//! - **Offline** (`host/offline/`): `render` `host/offline/render.rs`;
+//! - **Offline** (`host/offline/`): `render` `host/offline/render/`
+//!   (its arguments, plan and length, loop into the WAV, and report),
+//!   its errors `host/offline/error.rs`;
 //!   its audio input (`--input`, the tail length) `host/offline/input.rs`
 //!   and WAV output (encoding, a header known only at the end)
 //!   `host/offline/wav_out.rs`; levels `host/offline/levels.rs`; `plot` `host/offline/plot.rs`, its
 //!   ticks and labels `host/offline/axes.rs` and the picture with its
 //!   bitmap font `host/offline/canvas.rs`.
 //! - **Records** (`host/record/`): journal and replay
-//!   `host/record/journal.rs`; the recorded input replay feeds back
+//!   `host/record/journal/` (records, the writer, reading back, the
+//!   re-render, the timeline, the command, and its errors
+//!   `host/record/journal/error.rs`); the recorded input replay feeds back
 //!   `host/record/input.rs`; snapshots and resume `host/record/snapshot/`
 //!   (the versioned format `host/record/snapshot/format.rs`, exact numbers
 //!   `host/record/snapshot/numbers.rs`, state ↔ records

@@ -116,5 +116,5 @@ fn pretty(v: &serde_json::Value) -> String {
 }
 
 fn io_error(e: std::io::Error) -> HostError {
-    HostError::Runtime(format!("cannot write the report: {e}"))
+    HostError::stdout("cannot write the report")(e)
 }

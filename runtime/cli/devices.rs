@@ -24,7 +24,7 @@ pub fn devices(out: &mut dyn Write) -> Result<(), HostError> {
         Err(why) => text.push_str(&format!("  none: {why}\n")),
     }
     out.write_all(text.as_bytes())
-        .map_err(|e| HostError::Runtime(format!("cannot write the device list: {e}")))
+        .map_err(HostError::stdout("cannot write the device list"))
 }
 
 /// One side's devices, indented under its heading.

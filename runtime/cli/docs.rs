@@ -27,7 +27,7 @@ pub fn schema(opts: &SchemaOptions, out: &mut dyn Write) -> Result<(), HostError
     match &opts.output {
         None => out
             .write_all(text.as_bytes())
-            .map_err(|e| HostError::Runtime(format!("cannot write the schema: {e}"))),
+            .map_err(HostError::stdout("cannot write the schema")),
         Some(path) => {
             let o = Output::prepare(path, &Inputs::default(), text.len() as u64, &Kind::SCHEMA)?;
             Ok(o.write_all(text.as_bytes(), out)?)
@@ -45,7 +45,7 @@ pub fn completions(shell: clap_complete::Shell, out: &mut dyn Write) -> Result<(
 /// per command (`morphrt-render(1)`, …) with its description and every
 /// flag's long help, the same text `morphrt help COMMAND` prints.
 pub fn man(out: &mut dyn Write) -> Result<(), HostError> {
-    let failed = |e: std::io::Error| HostError::Runtime(format!("cannot print the manual: {e}"));
+    let failed = HostError::stdout("cannot print the manual");
     let mut cli = super::Cli::command();
     cli.build();
     clap_mangen::Man::new(cli.clone())

@@ -74,7 +74,7 @@ pub struct Cli {
     ///
     /// Messages colour `error:` red, `warning:` yellow, `help:` and `note:`
     /// cyan: with `auto` (the default) only when stderr is a terminal and
-    /// `NO_COLOR` is unset or empty (https://no-color.org); `always` and
+    /// `NO_COLOR` is unset or empty (<https://no-color.org>); `always` and
     /// `never` decide regardless.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub color: String,

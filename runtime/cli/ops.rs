@@ -36,7 +36,7 @@ pub fn ops(opts: &OpsOptions, out: &mut dyn Write) -> Result<(), HostError> {
         describe::summary(&chosen)
     };
     out.write_all(text.as_bytes())
-        .map_err(|e| HostError::Runtime(format!("cannot write the operator list: {e}")))
+        .map_err(HostError::stdout("cannot write the operator list"))
 }
 
 /// `no operator `x`; did you mean `y`? (operators: …)`.

@@ -1,5 +1,16 @@
 //! The one error a host command returns, and the exit code it maps to.
+//!
+//! Each wing reports its own typed error ([`FileError`], [`SnapshotError`],
+//! [`JournalError`], [`TapError`], [`RenderError`]); [`HostError`] holds it whole, so
+//! [`std::error::Error::source`] walks from the command's failure down to
+//! the I/O or parse error underneath, while the message the user reads is
+//! the wing's own.
 
+use crate::host::files::error::FileError;
+use crate::host::live::tap::TapError;
+use crate::host::offline::error::RenderError;
+use crate::host::record::journal::JournalError;
+use crate::host::record::snapshot::SnapshotError;
 use crate::scene::{self, Diagnostic};
 
 /// A failure a command can report, with the exit code it maps to.
@@ -18,45 +29,226 @@ pub enum HostError {
     /// Already reported on the command's output (`check --json` prints
     /// its errors as JSON); nothing more to print, exit with this code.
     Reported(i32),
+    /// A file the command writes: refused by the output rules (exit 2) or
+    /// failed on the file system (exit 1).
+    File(FileError),
+    /// A snapshot that is not one this build reads or that does not fit
+    /// the scene (exit 2, located in the file), or that could not be
+    /// written (exit 1).
+    Snapshot(SnapshotError),
+    /// A journal that cannot be replayed (exit 2, located in the journal).
+    Journal(JournalError),
+    /// The capture of what a session plays (`run --capture`).
+    Tap(TapError),
+    /// A render's input WAV, or the spool of a streamed render.
+    Render(RenderError),
+    /// Writing the command's report to standard output failed (exit 1):
+    /// `context` says what was being written ("cannot write the
+    /// operator list").
+    Stdout {
+        context: &'static str,
+        source: std::io::Error,
+    },
+    /// A render stopped part-way by `cause`; `aftermath` says what became
+    /// of its output ("; no file was written"). Exit 2 when the cause is
+    /// bad input, else 1.
+    Stopped {
+        cause: Box<HostError>,
+        aftermath: String,
+    },
 }
 
 impl HostError {
     /// The process exit code for this failure.
     pub fn exit_code(&self) -> i32 {
         match self {
-            HostError::Input(_) | HostError::Usage(_) => 2,
-            HostError::Runtime(_) => 1,
+            HostError::Input(_) | HostError::Usage(_) | HostError::Journal(_) => 2,
+            HostError::Runtime(_) | HostError::Stdout { .. } => 1,
             HostError::Interrupted { signal, .. } => 128 + signal,
             HostError::Reported(code) => *code,
+            HostError::File(e) => e.exit_code(),
+            HostError::Snapshot(e) => e.exit_code(),
+            HostError::Tap(TapError::File(e)) => e.exit_code(),
+            HostError::Tap(_) => 1,
+            HostError::Render(e) => e.exit_code(),
+            HostError::Stopped { cause, .. } => match cause.exit_code() {
+                2 => 2,
+                _ => 1,
+            },
         }
     }
 
     /// The failure in words, without the `error:` prefix (for a one-line
     /// diagnostic); diagnostics of bad input are joined.
     pub fn message(&self) -> String {
-        match self {
-            HostError::Input(ds) => ds
+        match self.diagnostics() {
+            Some(ds) => ds
                 .iter()
                 .map(|d| d.message.clone())
                 .collect::<Vec<_>>()
                 .join("; "),
-            HostError::Usage(s) | HostError::Runtime(s) => s.clone(),
-            HostError::Interrupted { message, .. } => message.clone(),
-            HostError::Reported(_) => String::new(),
+            None => match self {
+                HostError::Usage(s) | HostError::Runtime(s) => s.clone(),
+                HostError::Interrupted { message, .. } => message.clone(),
+                HostError::File(e) => e.to_string(),
+                HostError::Snapshot(e) => e.to_string(),
+                HostError::Tap(e) => e.to_string(),
+                HostError::Render(e) => e.to_string(),
+                HostError::Stdout { context, source } => format!("{context}: {source}"),
+                HostError::Stopped { cause, aftermath } => {
+                    format!("{}{aftermath}", cause.message())
+                }
+                HostError::Input(_) | HostError::Journal(_) | HostError::Reported(_) => {
+                    String::new()
+                }
+            },
+        }
+    }
+
+    /// The located diagnostics bad input is shown as, for the failures
+    /// that are one: the scene's, a journal's, a snapshot file's.
+    fn diagnostics(&self) -> Option<Vec<Diagnostic>> {
+        match self {
+            HostError::Input(ds) => Some(ds.clone()),
+            HostError::Journal(e) => Some(vec![e.diagnostic()]),
+            HostError::Snapshot(e) => e.diagnostic().map(|d| vec![d]),
+            _ => None,
         }
     }
 }
 
 impl std::fmt::Display for HostError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(ds) = self.diagnostics() {
+            return write!(f, "{}", scene::Shown::new(&ds));
+        }
         match self {
-            HostError::Input(ds) => write!(f, "{}", scene::Shown::new(ds)),
-            HostError::Usage(s) => write!(f, "error: {s}"),
-            HostError::Runtime(s) => write!(f, "error: {s}"),
             HostError::Interrupted { message, .. } => write!(f, "{message}"),
             HostError::Reported(_) => Ok(()),
+            _ => write!(f, "error: {}", self.message()),
         }
     }
 }
 
-impl std::error::Error for HostError {}
+impl std::error::Error for HostError {
+    /// The wing's own error, whose own `source` leads on to the I/O or
+    /// parse error underneath.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HostError::File(e) => Some(e),
+            HostError::Snapshot(e) => Some(e),
+            HostError::Journal(e) => Some(e),
+            HostError::Tap(e) => Some(e),
+            HostError::Render(e) => Some(e),
+            HostError::Stdout { source, .. } => Some(source),
+            HostError::Stopped { cause, .. } => Some(&**cause),
+            HostError::Input(_)
+            | HostError::Usage(_)
+            | HostError::Runtime(_)
+            | HostError::Interrupted { .. }
+            | HostError::Reported(_) => None,
+        }
+    }
+}
+
+impl HostError {
+    /// A failed write of the command's report to standard output.
+    pub fn stdout(context: &'static str) -> impl Fn(std::io::Error) -> HostError + Copy {
+        move |source| HostError::Stdout { context, source }
+    }
+}
+
+impl From<FileError> for HostError {
+    fn from(e: FileError) -> HostError {
+        HostError::File(e)
+    }
+}
+
+impl From<SnapshotError> for HostError {
+    fn from(e: SnapshotError) -> HostError {
+        HostError::Snapshot(e)
+    }
+}
+
+impl From<JournalError> for HostError {
+    fn from(e: JournalError) -> HostError {
+        HostError::Journal(e)
+    }
+}
+
+impl From<RenderError> for HostError {
+    fn from(e: RenderError) -> HostError {
+        HostError::Render(e)
+    }
+}
+
+impl From<TapError> for HostError {
+    fn from(e: TapError) -> HostError {
+        HostError::Tap(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+    use std::io;
+
+    /// The first `io::Error` of `e`'s source chain.
+    fn io_cause(e: &HostError) -> Option<&io::Error> {
+        let mut next: Option<&(dyn Error + 'static)> = Some(e);
+        while let Some(err) = next {
+            if let Some(io) = err.downcast_ref::<io::Error>() {
+                return Some(io);
+            }
+            next = err.source();
+        }
+        None
+    }
+
+    #[test]
+    fn a_tap_error_keeps_its_io_error_and_exit_code() {
+        let thread = HostError::from(TapError::Thread(io::Error::from_raw_os_error(libc::EAGAIN)));
+        assert_eq!(thread.exit_code(), 1);
+        assert_eq!(
+            io_cause(&thread).and_then(io::Error::raw_os_error),
+            Some(libc::EAGAIN)
+        );
+        assert!(thread
+            .to_string()
+            .starts_with("error: cannot start the capture writer: "));
+        let refused = HostError::from(TapError::File(FileError::StdoutIsTerminal));
+        assert_eq!(refused.exit_code(), 2);
+        assert!(io_cause(&refused).is_none());
+    }
+
+    #[test]
+    fn a_stopped_render_keeps_its_cause_and_says_what_became_of_the_output() {
+        let spool = RenderError::Spool {
+            dir: "/tmp".into(),
+            source: io::Error::from_raw_os_error(libc::ENOSPC),
+        };
+        let e = HostError::Stopped {
+            cause: Box::new(spool.into()),
+            aftermath: "; no file was written".to_string(),
+        };
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().starts_with(
+            "error: cannot hold the render in the temporary directory `/tmp` until its length is known: "
+        ));
+        assert!(e.to_string().ends_with("; no file was written"), "{e}");
+        assert_eq!(
+            io_cause(&e).and_then(io::Error::raw_os_error),
+            Some(libc::ENOSPC)
+        );
+        let bad_input = HostError::Stopped {
+            cause: Box::new(HostError::Usage("the input is cut short".to_string())),
+            aftermath: "; no file was written".to_string(),
+        };
+        assert_eq!(bad_input.exit_code(), 2);
+        assert_eq!(
+            bad_input.to_string(),
+            "error: the input is cut short; no file was written"
+        );
+    }
+}

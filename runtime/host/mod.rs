@@ -2,6 +2,7 @@
 //!
 //! | wing | what lives there |
 //! |---|---|
+//! | `error` | [`HostError`], the one error a command returns: it holds each wing's own error (files, snapshot, journal, tap) with its cause |
 //! | [`files`] | reading a scene from disk; the output rules every written file obeys, and the one writer that carries them out; signals |
 //! | [`offline`] | `render` into a WAV file (with `--input`, a WAV as the scene's audio input), its levels, and `plot` |
 //! | [`record`] | the journal of a live session and its replay; snapshot files |
@@ -11,7 +12,8 @@
 //! | [`term`] | the terminal: how much is said, in which colours, the progress line |
 //!
 //! Wings use each other only downwards in this table's order reversed
-//! (`live` may use `offline`, `control`, `record` and `files`; `files` uses none),
+//! (`live` may use `offline`, `control`, `record` and `files`; `files` uses none;
+//! `error` may use every wing, which reach it only as `crate::host::HostError`),
 //! checked by a test in `runtime/lib.rs`.
 
 pub mod control;

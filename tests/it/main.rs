@@ -18,6 +18,7 @@ mod controls_scene;
 mod docs;
 mod dynamics;
 mod engine;
+mod errors;
 mod examples;
 mod expression;
 mod feedback;

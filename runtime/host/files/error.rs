@@ -39,6 +39,15 @@ pub enum FileError {
     /// directory, a block device, a socket, a file the user may not
     /// replace, no room on its file system.
     Unsuitable { path: PathBuf, message: String },
+    /// The directory the file would go in does not exist (exit 1):
+    /// `named` is the output as the messages name it, `source` what the
+    /// file system said (`NotFound`).
+    NoDirectory {
+        path: PathBuf,
+        dir: PathBuf,
+        named: String,
+        source: io::Error,
+    },
     /// A file that must be new is there (exit 1): `shown` is the output
     /// as named. The takes of `run` move on to the next numbered name.
     Exists { path: PathBuf, shown: String },
@@ -86,16 +95,17 @@ impl FileError {
             | FileError::Extension { .. }
             | FileError::Clash { .. } => 2,
             FileError::Unsuitable { .. }
+            | FileError::NoDirectory { .. }
             | FileError::Exists { .. }
             | FileError::InUse { .. }
             | FileError::Io { .. } => 1,
         }
     }
 
-    /// The I/O error underneath, if this is an I/O failure.
+    /// The I/O error underneath, if the file system gave one.
     pub fn io_error(&self) -> Option<&io::Error> {
         match self {
-            FileError::Io { source, .. } => Some(source),
+            FileError::Io { source, .. } | FileError::NoDirectory { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -127,6 +137,11 @@ impl std::fmt::Display for FileError {
                 "{what} `{}` is {other}; morphrt never writes over what it reads or writes twice: choose another file",
                 path.display()
             ),
+            FileError::NoDirectory { dir, named, .. } => write!(
+                f,
+                "cannot create {named}: the directory `{}` does not exist",
+                dir.display()
+            ),
             FileError::Exists { shown, .. } => write!(
                 f,
                 "{shown} already exists (it appeared after it was checked); nothing was replaced: run again, or choose another file"
@@ -151,31 +166,20 @@ impl std::error::Error for FileError {
     }
 }
 
-/// A refused output is bad usage (exit 2); a failed write is the
-/// machine's failure (exit 1).
-impl From<FileError> for crate::host::HostError {
-    fn from(e: FileError) -> crate::host::HostError {
-        match e.exit_code() {
-            2 => crate::host::HostError::Usage(e.to_string()),
-            _ => crate::host::HostError::Runtime(e.to_string()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::host::HostError;
 
     #[test]
-    fn refusals_are_usage_and_failures_are_runtime() {
+    fn refusals_exit_2_and_failures_exit_1_keeping_the_io_error() {
         let refused = FileError::Clash {
             path: "s.json".into(),
             what: "the journal".into(),
             other: "the scene `s.json`".into(),
         };
         assert_eq!(refused.exit_code(), 2);
-        assert!(matches!(HostError::from(refused), HostError::Usage(_)));
+        assert_eq!(HostError::from(refused).exit_code(), 2);
         let failed = FileError::io(
             "/dev/full",
             "cannot write `/dev/full`",
@@ -188,5 +192,9 @@ mod tests {
         let e = HostError::from(failed);
         assert_eq!(e.exit_code(), 1);
         assert!(e.message().starts_with("cannot write `/dev/full`: "), "{e}");
+        let io = std::error::Error::source(&e)
+            .and_then(std::error::Error::source)
+            .and_then(|s| s.downcast_ref::<io::Error>());
+        assert_eq!(io.and_then(io::Error::raw_os_error), Some(libc::ENOSPC));
     }
 }

@@ -612,9 +612,12 @@ fn canonical_target(target: &Path, named: &str) -> Result<PathBuf, FileError> {
         _ => Path::new("."),
     };
     let canonical = std::fs::canonicalize(dir).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => {
-            refused(format!("the directory `{}` does not exist", dir.display()))
-        }
+        io::ErrorKind::NotFound => FileError::NoDirectory {
+            path: target.to_path_buf(),
+            dir: dir.to_path_buf(),
+            named: named.to_string(),
+            source: e,
+        },
         _ => FileError::io(
             target,
             format!("cannot create {named}: `{}`", dir.display()),

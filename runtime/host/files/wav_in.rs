@@ -55,6 +55,62 @@ impl InputFormat {
     }
 }
 
+/// Why a WAV input cannot be read; each names the input (`` `in.wav` ``
+/// or `standard input`).
+#[derive(Debug)]
+pub enum WavInError {
+    /// Reading it failed: in its header (`frame` is `None`) or at `frame`.
+    Io {
+        shown: String,
+        frame: Option<u64>,
+        source: io::Error,
+    },
+    /// It is not a regular file: `kind` says what it is (a FIFO would wait
+    /// forever for a writer).
+    NotAFile { shown: String, kind: &'static str },
+    /// It is not a WAV morphrt reads: empty, not a WAV, a format not read,
+    /// a header that contradicts itself, cut short, no frames. The message
+    /// names it and says which.
+    Refused(String),
+}
+
+impl std::fmt::Display for WavInError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WavInError::Io {
+                shown,
+                frame: None,
+                source,
+            } => write!(f, "cannot read {shown}: {source}"),
+            WavInError::Io {
+                shown,
+                frame: Some(at),
+                source,
+            } => write!(f, "cannot read {shown} at frame {at}: {source}"),
+            WavInError::NotAFile { shown, kind } => write!(f, "{shown} is {kind}, not a WAV file"),
+            WavInError::Refused(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for WavInError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WavInError::Io { source, .. } => Some(source),
+            WavInError::NotAFile { .. } | WavInError::Refused(_) => None,
+        }
+    }
+}
+
+/// A read failure in the header of `shown`.
+fn header_io(shown: &str, source: io::Error) -> WavInError {
+    WavInError::Io {
+        shown: shown.to_string(),
+        frame: None,
+        source,
+    }
+}
+
 /// An integer sample of `bits` bits as the engine reads it: `v / (2^(bits−1) − 1)`.
 #[inline]
 pub fn int_to_sample(v: i32, bits: u16) -> f64 {
@@ -126,34 +182,34 @@ struct HeaderReader<'a> {
 
 impl HeaderReader<'_> {
     /// Exactly `buf.len()` bytes, or the error that the header is cut short.
-    fn exact(&mut self, buf: &mut [u8]) -> Result<(), String> {
-        let n = read_full(self.r, buf).map_err(|e| format!("cannot read {}: {e}", self.shown))?;
+    fn exact(&mut self, buf: &mut [u8]) -> Result<(), WavInError> {
+        let n = read_full(self.r, buf).map_err(|e| header_io(self.shown, e))?;
         self.at += n as u64;
         if n < buf.len() {
-            return Err(format!(
+            return Err(WavInError::Refused(format!(
                 "{} is cut short: it ends inside its WAV header, after {} bytes (was it not completely written?)",
                 self.shown, self.at
-            ));
+            )));
         }
         Ok(())
     }
 
     /// Reads and drops `len` bytes (a chunk this reader has no use for).
-    fn skip(&mut self, len: u64) -> Result<(), String> {
+    fn skip(&mut self, len: u64) -> Result<(), WavInError> {
         let copied = io::copy(&mut self.r.take(len), &mut io::sink())
-            .map_err(|e| format!("cannot read {}: {e}", self.shown))?;
+            .map_err(|e| header_io(self.shown, e))?;
         self.at += copied;
         if copied < len {
-            return Err(format!(
+            return Err(WavInError::Refused(format!(
                 "{} is cut short: it ends inside a chunk of its WAV header, after {} bytes (was it not completely written?)",
                 self.shown, self.at
-            ));
+            )));
         }
         Ok(())
     }
 
     /// A chunk's body of `len` bytes, of which the first `keep` are returned.
-    fn body(&mut self, len: u64, keep: usize) -> Result<Vec<u8>, String> {
+    fn body(&mut self, len: u64, keep: usize) -> Result<Vec<u8>, WavInError> {
         let mut b = vec![0; keep.min(len as usize)];
         self.exact(&mut b)?;
         self.skip(len - b.len() as u64 + (len & 1))?;
@@ -162,19 +218,21 @@ impl HeaderReader<'_> {
 }
 
 /// Reads a RIFF (or RF64) WAVE header up to the first sample.
-fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, String> {
+fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, WavInError> {
     let mut h = HeaderReader { r, at: 0, shown };
     let mut riff = [0u8; 12];
-    let n = read_full(h.r, &mut riff).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let n = read_full(h.r, &mut riff).map_err(|e| header_io(shown, e))?;
     h.at = n as u64;
     let rf64 = matches!(&riff[0..4], b"RF64" | b"BW64");
     if n < 12 || !(rf64 || &riff[0..4] == b"RIFF") || &riff[8..12] != b"WAVE" {
         return Err(if n == 0 {
-            format!("{shown} is empty: it holds no WAV header; {WAV_FORMATS_READ}")
+            WavInError::Refused(format!(
+                "{shown} is empty: it holds no WAV header; {WAV_FORMATS_READ}"
+            ))
         } else {
-            format!(
+            WavInError::Refused(format!(
                 "{shown} is not a WAV file (it does not start with a RIFF WAVE header); {WAV_FORMATS_READ}"
-            )
+            ))
         });
     }
     let mut ds64_data = None;
@@ -182,7 +240,7 @@ fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, String> {
     loop {
         let mut chunk = [0u8; 8];
         h.exact(&mut chunk)
-            .map_err(|_| format!("{shown} is cut short: it ends after {} bytes, before its `data` chunk (was it not completely written?)", h.at))?;
+            .map_err(|_| WavInError::Refused(format!("{shown} is cut short: it ends after {} bytes, before its `data` chunk (was it not completely written?)", h.at)))?;
         let len = u32::from_le_bytes([chunk[4], chunk[5], chunk[6], chunk[7]]);
         match &chunk[0..4] {
             b"ds64" => {
@@ -194,13 +252,13 @@ fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, String> {
             b"fmt " => fmt = Some(parse_fmt(&h.body(len as u64, 40)?, shown)?),
             b"data" => {
                 let Some((channels, sample_rate, format)) = fmt else {
-                    return Err(format!("{shown} is not a WAV file morphrt can read: its `data` chunk comes before its `fmt ` chunk"));
+                    return Err(WavInError::Refused(format!("{shown} is not a WAV file morphrt can read: its `data` chunk comes before its `fmt ` chunk")));
                 };
                 let data_len = match len {
                     u32::MAX if rf64 => Some(ds64_data.ok_or_else(|| {
-                        format!(
+                        WavInError::Refused(format!(
                             "{shown} is an RF64 file without the `ds64` chunk that holds its sizes"
-                        )
+                        ))
                     })?),
                     0 | u32::MAX => None,
                     n => Some(n as u64),
@@ -219,7 +277,7 @@ fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, String> {
 }
 
 /// The `fmt ` chunk: channels, rate and a format morphrt reads.
-fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat), String> {
+fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat), WavInError> {
     let u16_at = |i: usize| b.get(i..i + 2).map(|x| u16::from_le_bytes([x[0], x[1]]));
     let (Some(mut tag), Some(channels), Some(rate), Some(align), Some(bits)) = (
         u16_at(0),
@@ -229,24 +287,24 @@ fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat), String> {
         u16_at(12),
         u16_at(14),
     ) else {
-        return Err(format!(
+        return Err(WavInError::Refused(format!(
             "{shown} has a `fmt ` chunk of {} bytes, too short to say its format",
             b.len()
-        ));
+        )));
     };
     if tag == 0xFFFE {
         // WAVE_FORMAT_EXTENSIBLE: the format is the sub-format GUID's first two bytes.
         tag = u16_at(24).unwrap_or(0);
         if let Some(valid) = u16_at(18).filter(|v| *v != 0 && *v != bits) {
-            return Err(format!(
+            return Err(WavInError::Refused(format!(
                 "{shown} holds {valid}-bit samples in {bits}-bit containers, which are not read; {WAV_FORMATS_READ}"
-            ));
+            )));
         }
     }
     if let Some(what) = unread_format(tag, bits) {
-        return Err(format!(
+        return Err(WavInError::Refused(format!(
             "{shown} holds {what}, which is not read; {WAV_FORMATS_READ}"
-        ));
+        )));
     }
     let format = if tag == 3 {
         InputFormat::F32
@@ -254,15 +312,15 @@ fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat), String> {
         InputFormat::Int(bits)
     };
     if channels == 0 || rate == 0 {
-        return Err(format!(
+        return Err(WavInError::Refused(format!(
             "{shown} declares {channels} channels at {rate} Hz: not audio morphrt can read"
-        ));
+        )));
     }
     if align as usize != channels as usize * format.width() {
-        return Err(format!(
+        return Err(WavInError::Refused(format!(
             "{shown} declares frames of {align} bytes, but {channels} channels of {bits}-bit samples take {}; {WAV_FORMATS_READ}",
             channels as usize * format.width()
-        ));
+        )));
     }
     Ok((channels, rate, format))
 }
@@ -334,7 +392,7 @@ pub struct WavInput {
     /// Set once the data ended: the frame count.
     ended: Option<u64>,
     /// A failure that ended the input part-way.
-    error: Option<String>,
+    error: Option<WavInError>,
     /// Stored bytes of the frames being read.
     bytes: Vec<u8>,
     /// One block of interleaved frames, for [`InputFeed::read`].
@@ -354,21 +412,21 @@ impl std::fmt::Debug for WavInput {
 impl WavInput {
     /// Opens a WAV file; what is not a readable, complete WAV with at least
     /// one frame is refused with a message naming the file.
-    pub fn open(path: &Path) -> Result<WavInput, String> {
+    pub fn open(path: &Path) -> Result<WavInput, WavInError> {
         use crate::scene::resource::{open_regular, NotRegular};
         let shown = format!("`{}`", path.display());
         let file = open_regular(path).map_err(|e| match e {
-            NotRegular::Kind(k) => format!("{shown} is {k}, not a WAV file"),
-            NotRegular::Io(e) => format!("cannot read {shown}: {e}"),
+            NotRegular::Kind(kind) => WavInError::NotAFile {
+                shown: shown.clone(),
+                kind,
+            },
+            NotRegular::Io(e) => header_io(&shown, e),
         })?;
-        let len = file
-            .metadata()
-            .map_err(|e| format!("cannot read {shown}: {e}"))?
-            .len();
+        let len = file.metadata().map_err(|e| header_io(&shown, e))?.len();
         if len == 0 {
-            return Err(format!(
+            return Err(WavInError::Refused(format!(
                 "{shown} is empty (0 bytes), not a WAV file; {WAV_FORMATS_READ}"
-            ));
+            )));
         }
         let mut reader: Box<dyn Read + Send> = Box::new(io::BufReader::new(file));
         let header = read_header(&mut reader, &shown)?;
@@ -387,7 +445,7 @@ impl WavInput {
     /// Reads a WAV from standard input (`--input -`): its data is read as
     /// it comes; a header that records no length (0 or `0xFFFFFFFF`, as a
     /// program writing to a pipe leaves it) is read to the end of the stream.
-    pub fn stdin() -> Result<WavInput, String> {
+    pub fn stdin() -> Result<WavInput, WavInError> {
         let reader: Box<dyn Read + Send> =
             Box::new(io::BufReader::with_capacity(1 << 16, io::stdin()));
         WavInput::from_stream(reader, "standard input")
@@ -395,7 +453,10 @@ impl WavInput {
 
     /// Reads a WAV from any stream, as [`stdin`](Self::stdin) does; `name`
     /// names it in messages.
-    pub fn from_stream(mut reader: Box<dyn Read + Send>, name: &str) -> Result<WavInput, String> {
+    pub fn from_stream(
+        mut reader: Box<dyn Read + Send>,
+        name: &str,
+    ) -> Result<WavInput, WavInError> {
         let header = read_header(&mut reader, name)?;
         let frames = match header.data_len {
             Some(len) => Some(whole_frames(&header, len, name)?),
@@ -475,8 +536,14 @@ impl WavInput {
     }
     /// A failure that ended the input part-way (a file or a stream cut
     /// short, a read error), with where.
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
+    pub fn error(&self) -> Option<&WavInError> {
+        self.error.as_ref()
+    }
+
+    /// The failure that ended the input part-way, taken out to be
+    /// reported (after which [`error`](Self::error) is `None`).
+    pub fn take_error(&mut self) -> Option<WavInError> {
+        self.error.take()
     }
 
     /// Reads up to `dst.len() / channels()` frames, interleaved; returns
@@ -495,11 +562,12 @@ impl WavInput {
         self.bytes.resize(limit * fb, 0);
         let got = match read_full(&mut self.reader, &mut self.bytes) {
             Ok(n) => n,
-            Err(e) => {
-                self.error = Some(format!(
-                    "cannot read {} at frame {}: {e}",
-                    self.shown, self.read
-                ));
+            Err(source) => {
+                self.error = Some(WavInError::Io {
+                    shown: self.shown.clone(),
+                    frame: Some(self.read),
+                    source,
+                });
                 0
             }
         };
@@ -521,60 +589,60 @@ impl WavInput {
 
     /// Why the data ended where it did, when that was too early: before
     /// the declared length, or inside a frame (`partial` of `fb` bytes).
-    fn cut_short(&self, partial: usize, fb: usize) -> Option<String> {
+    fn cut_short(&self, partial: usize, fb: usize) -> Option<WavInError> {
         let at = self.read;
         match self.frames {
-            Some(n) if at < n => Some(format!(
+            Some(n) if at < n => Some(WavInError::Refused(format!(
                 "{} is cut short: its header declares {n} frames, but its data ends at frame {at} (was it not completely written?)",
                 self.shown
-            )),
-            _ if partial > 0 => Some(format!(
+            ))),
+            _ if partial > 0 => Some(WavInError::Refused(format!(
                 "{} is cut short: its data ends inside frame {at} ({partial} of its {fb} bytes)",
                 self.shown
-            )),
+            ))),
             _ => None,
         }
     }
 }
 
 /// The frames `len` bytes of data hold, refused when not a whole number.
-fn whole_frames(h: &Header, len: u64, shown: &str) -> Result<u64, String> {
+fn whole_frames(h: &Header, len: u64, shown: &str) -> Result<u64, WavInError> {
     let fb = h.frame_bytes();
     if !len.is_multiple_of(fb) {
-        return Err(format!(
+        return Err(WavInError::Refused(format!(
             "{shown} declares {len} bytes of samples, not a whole number of its {fb}-byte frames ({} channels of {})",
             h.channels,
             h.format.describe()
-        ));
+        )));
     }
     Ok(len / fb)
 }
 
 /// A file's frames: what its header declares (all there, or the file is
 /// cut short), else what the file holds after the header; at least one.
-fn file_frames(h: &Header, file_len: u64, shown: &str) -> Result<u64, String> {
+fn file_frames(h: &Header, file_len: u64, shown: &str) -> Result<u64, WavInError> {
     let available = file_len.saturating_sub(h.offset);
     let frames = match h.data_len {
         Some(data) => {
             let frames = whole_frames(h, data, shown)?;
             if available < data {
-                return Err(format!(
+                return Err(WavInError::Refused(format!(
                     "{shown} is cut short: its header declares {frames} frames ({data} bytes of samples), but the file is {file_len} bytes (was it not completely written?)"
-                ));
+                )));
             }
             frames
         }
         None => whole_frames(h, available, shown).map_err(|_| {
-            format!(
+            WavInError::Refused(format!(
                 "{shown} is cut short: its data ({available} bytes after the header, which records no length) ends inside a frame of {} bytes",
                 h.frame_bytes()
-            )
+            ))
         })?,
     };
     if frames == 0 {
-        return Err(format!(
+        return Err(WavInError::Refused(format!(
             "{shown} holds no audio (0 frames): there is nothing to run through the scene"
-        ));
+        )));
     }
     Ok(frames)
 }
@@ -678,7 +746,7 @@ mod tests {
         b
     }
 
-    fn stream(bytes: Vec<u8>) -> Result<WavInput, String> {
+    fn stream(bytes: Vec<u8>) -> Result<WavInput, WavInError> {
         WavInput::from_stream(Box::new(std::io::Cursor::new(bytes)), "standard input")
     }
 
@@ -697,7 +765,7 @@ mod tests {
                 got.extend_from_slice(&buf[..]);
             }
             assert_eq!(input.ended(), Some(100), "size {size:#x}");
-            assert_eq!(input.error(), None);
+            assert!(input.error().is_none());
             assert_eq!(got[199], int_to_sample(samples[199] as i32, 16));
         }
         let mut declared = stream(streamed(800, &samples)).unwrap();
@@ -707,20 +775,29 @@ mod tests {
         assert!(declared
             .error()
             .unwrap()
+            .to_string()
             .contains("declares 200 frames, but its data ends at frame 100"));
         let mut partial = stream(streamed(0, &samples[..199])).unwrap();
         while partial.read_interleaved(&mut buf) > 0 {}
         assert!(
-            partial.error().unwrap().contains("inside frame 99"),
+            partial
+                .error()
+                .unwrap()
+                .to_string()
+                .contains("inside frame 99"),
             "{:?}",
             partial.error()
         );
         assert!(stream(b"RIFF".to_vec())
             .unwrap_err()
+            .to_string()
             .contains("not a WAV file"));
-        assert!(stream(Vec::new()).unwrap_err().contains("is empty"));
+        assert!(stream(Vec::new())
+            .unwrap_err()
+            .to_string()
+            .contains("is empty"));
         let cut = streamed(0, &[])[..30].to_vec();
-        assert!(stream(cut).unwrap_err().contains("cut short"));
+        assert!(stream(cut).unwrap_err().to_string().contains("cut short"));
     }
 
     /// 8-bit samples are unsigned around 128; 32-bit integers scale by 2^31−1.

@@ -29,7 +29,6 @@ use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::wav::{WavFormat, WavLayout};
 pub use crate::host::files::write::Existing;
-use crate::host::HostError;
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::fs::File;
 use std::io::Write;
@@ -71,9 +70,22 @@ const ABANDON: u8 = 3;
 pub enum TapError {
     /// The file: refused by the output rules, or an I/O failure on it.
     File(FileError),
-    /// Not a recording that can be made (a ring length, a format); the
-    /// message names the file.
-    Setup(String),
+    /// `channels` at `sample_rate` is no sound format to capture into `path`.
+    NoSound {
+        path: PathBuf,
+        channels: u16,
+        sample_rate: u32,
+    },
+    /// The ring's length, `seconds`, is not a positive number.
+    RingLength { path: PathBuf, seconds: f64 },
+    /// A ring of `seconds` at `sample_rate` × `channels` is larger than
+    /// the capture allocates.
+    RingTooLarge {
+        path: PathBuf,
+        seconds: f64,
+        sample_rate: u32,
+        channels: u16,
+    },
     /// The writer thread could not start.
     Thread(std::io::Error),
     /// The writer thread panicked (the file keeps its last sizes).
@@ -85,7 +97,30 @@ impl std::fmt::Display for TapError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TapError::File(e) => write!(f, "{e}"),
-            TapError::Setup(m) => f.write_str(m),
+            TapError::NoSound {
+                path,
+                channels,
+                sample_rate,
+            } => write!(
+                f,
+                "cannot capture into `{}`: {channels} channels at {sample_rate} Hz is not a sound format",
+                path.display()
+            ),
+            TapError::RingLength { path, seconds } => write!(
+                f,
+                "cannot capture into `{}`: the ring length must be a positive number of seconds, not {seconds}",
+                path.display()
+            ),
+            TapError::RingTooLarge {
+                path,
+                seconds,
+                sample_rate,
+                channels,
+            } => write!(
+                f,
+                "cannot capture into `{}`: a ring of {seconds} s at {sample_rate} Hz × {channels} channels is too large",
+                path.display()
+            ),
             TapError::Thread(e) => write!(f, "cannot start the capture writer: {e}"),
             TapError::Panicked => f.write_str("the capture writer thread panicked"),
             TapError::Stopped => f.write_str("the capture writer has already stopped"),
@@ -93,21 +128,23 @@ impl std::fmt::Display for TapError {
     }
 }
 
-impl std::error::Error for TapError {}
+impl std::error::Error for TapError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TapError::File(e) => Some(e),
+            TapError::Thread(e) => Some(e),
+            TapError::NoSound { .. }
+            | TapError::RingLength { .. }
+            | TapError::RingTooLarge { .. }
+            | TapError::Panicked
+            | TapError::Stopped => None,
+        }
+    }
+}
 
 impl From<FileError> for TapError {
     fn from(e: FileError) -> TapError {
         TapError::File(e)
-    }
-}
-
-/// A refused path keeps its exit code; the rest is the machine's failure.
-impl From<TapError> for HostError {
-    fn from(e: TapError) -> HostError {
-        match e {
-            TapError::File(f) => f.into(),
-            other => HostError::Runtime(other.to_string()),
-        }
     }
 }
 
@@ -272,12 +309,11 @@ impl TapWriter {
     ) -> Result<(TapWriter, Tap), TapError> {
         let path = output.shown.clone();
         if setup.channels == 0 || setup.sample_rate == 0 {
-            return Err(TapError::Setup(format!(
-                "cannot capture into `{}`: {} channels at {} Hz is not a sound format",
-                path.display(),
-                setup.channels,
-                setup.sample_rate
-            )));
+            return Err(TapError::NoSound {
+                path,
+                channels: setup.channels,
+                sample_rate: setup.sample_rate,
+            });
         }
         let (producer, consumer) = RingBuffer::new(setup.ring_frames * setup.channels as usize);
         let drain = Drain::create(output, existing, &setup, consumer)?;
@@ -357,17 +393,19 @@ fn ring_frames(
     ring_seconds: f64,
 ) -> Result<usize, TapError> {
     if !(ring_seconds.is_finite() && ring_seconds > 0.0) {
-        return Err(TapError::Setup(format!(
-            "cannot capture into `{}`: the ring length must be a positive number of seconds, not {ring_seconds}",
-            path.display()
-        )));
+        return Err(TapError::RingLength {
+            path: path.to_path_buf(),
+            seconds: ring_seconds,
+        });
     }
     let ring_frames = (ring_seconds * sample_rate as f64).ceil().max(1.0);
     if ring_frames * channels.max(1) as f64 > MAX_RING_SAMPLES as f64 {
-        return Err(TapError::Setup(format!(
-            "cannot capture into `{}`: a ring of {ring_seconds} s at {sample_rate} Hz × {channels} channels is too large",
-            path.display()
-        )));
+        return Err(TapError::RingTooLarge {
+            path: path.to_path_buf(),
+            seconds: ring_seconds,
+            sample_rate,
+            channels,
+        });
     }
     Ok(ring_frames as usize)
 }
@@ -702,6 +740,21 @@ impl Take {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ring_that_cannot_be_made_is_refused_naming_the_file() {
+        let path = Path::new("take.wav");
+        let e = ring_frames(path, 2, 48_000, 0.0).unwrap_err();
+        assert!(matches!(e, TapError::RingLength { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "cannot capture into `take.wav`: the ring length must be a positive number of seconds, not 0"
+        );
+        let e = ring_frames(path, 2, 48_000, 1e9).unwrap_err();
+        assert!(matches!(e, TapError::RingTooLarge { .. }), "{e:?}");
+        assert!(e.to_string().ends_with("× 2 channels is too large"), "{e}");
+        assert_eq!(ring_frames(path, 2, 48_000, 0.5).unwrap(), 24_000);
+    }
 
     fn fresh_dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!(

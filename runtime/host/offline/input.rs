@@ -9,6 +9,7 @@ use crate::engine::{InputBlock, InputFeed};
 use crate::graph::Plan;
 use crate::host::files::rules::Inputs;
 use crate::host::files::wav_in::{check_fits, InputFormat, WavInput};
+use crate::host::offline::error::RenderError;
 use crate::host::HostError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -66,17 +67,17 @@ impl RenderInput {
         Box::new(SharedFeed(self.wav.clone()))
     }
 
-    /// Where the input stands, or why it failed (bad input: exit 2).
-    pub fn state(&self) -> Result<InputState, HostError> {
-        let w = self.lock();
-        if let Some(e) = w.error() {
-            return Err(HostError::Usage(e.to_string()));
+    /// Where the input stands, or why it failed (bad input: exit 2). A
+    /// failure is reported once: it is taken out of the reader.
+    pub fn state(&self) -> Result<InputState, RenderError> {
+        let mut w = self.lock();
+        if let Some(e) = w.take_error() {
+            return Err(RenderError::Input(e));
         }
         match w.ended() {
-            Some(0) => Err(HostError::Usage(format!(
-                "{} holds no audio (0 frames): there is nothing to run through the scene",
-                self.shown
-            ))),
+            Some(0) => Err(RenderError::NoAudio {
+                shown: self.shown.clone(),
+            }),
             Some(n) => Ok(InputState::Ended(n)),
             None => Ok(InputState::Reading),
         }
@@ -108,20 +109,20 @@ pub fn open_input(
     let path = match given {
         [] if uses.is_empty() => return Ok(None),
         [] => {
-            return Err(HostError::Usage(format!(
-                "scene `{}` reads audio input ({}) but no --input was given: render it with `--input FILE.wav`, or `--input -` to read a WAV from standard input",
-                plan.file,
-                uses_text(plan)
-            )))
+            return Err(RenderError::NoInput {
+                scene: plan.file.clone(),
+                readers: uses_text(plan),
+            }
+            .into())
         }
         [p] => p,
         [first, second, ..] => {
-            return Err(HostError::Usage(format!(
-                "--input is given {} times (`{}`, `{}`): a render reads one input WAV, whose channels are the scene's input channels 0, 1, …; give one --input",
-                given.len(),
-                first.display(),
-                second.display()
-            )))
+            return Err(RenderError::InputTwice {
+                count: given.len(),
+                first: first.clone(),
+                second: second.clone(),
+            }
+            .into())
         }
     };
     if uses.is_empty() {
@@ -135,15 +136,13 @@ pub fn open_input(
     }
     let wav = if path.as_os_str() == "-" {
         if scene_from_stdin {
-            return Err(HostError::Usage(
-                "the scene and --input cannot both be read from standard input: give one of them as a file".to_string(),
-            ));
+            return Err(RenderError::BothFromStdin.into());
         }
         WavInput::stdin()
     } else {
         WavInput::open(path)
     }
-    .map_err(HostError::Usage)?;
+    .map_err(|e| HostError::from(RenderError::Input(e)))?;
     let input = RenderInput {
         shown: if wav.path().is_some() {
             format!("`{}`", wav.name())

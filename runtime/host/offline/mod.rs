@@ -3,10 +3,13 @@
 //! snapshots and resumes), its audio input (`input`), a MIDI file driving
 //! the scene's controls (`midi`), the WAV writer it
 //! streams through (`wav_out`), and `plot`, which draws a render or a WAV file (with `axes`,
-//! its ticks and labels, and `canvas`, the picture and its font).
+//! its ticks and labels, and `canvas`, the picture and its font); what stops
+//! a render or a plot that is not a file's or the scene's fault is a
+//! [`RenderError`] (`error`).
 
 pub mod axes;
 pub mod canvas;
+pub mod error;
 pub mod input;
 pub mod levels;
 pub mod midi;
@@ -15,4 +18,5 @@ pub mod render;
 pub mod wav_out;
 
 pub use crate::host::files::wav::WavFormat;
+pub use error::RenderError;
 pub use render::{render, render_hash, RenderOptions, RenderReport};

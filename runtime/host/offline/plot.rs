@@ -42,6 +42,7 @@ use crate::graph::{compile, CompileOptions};
 use crate::host::files::rules::{check_extension, Inputs, Kind, Output};
 use crate::host::offline::axes::{self, Tick};
 use crate::host::offline::canvas::{fit, text_width, Canvas, Rgb, GLYPH};
+use crate::host::offline::error::{PictureError, RenderError};
 use crate::host::offline::render::MAX_RENDER_S;
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -164,9 +165,13 @@ pub fn plot(opts: &PlotOptions, out: &mut dyn Write, log: &mut dyn Write) -> Res
         ("--height", opts.height, HEIGHT_RANGE),
     ] {
         if !(lo..=hi).contains(&v) {
-            return Err(HostError::Usage(format!(
-                "{what} {v} is out of range (valid: {lo} … {hi} pixels)"
-            )));
+            return Err(RenderError::PictureSize {
+                flag: what,
+                value: v,
+                lo,
+                hi,
+            }
+            .into());
         }
     }
     let mut inputs = Inputs::default();
@@ -237,26 +242,37 @@ fn window(
         secs(total)
     );
     if to > total {
-        return Err(HostError::Usage(format!(
-            "--to {} is beyond the end of `{}`: {end}",
-            opts.to.as_ref().map(TimeArg::text).unwrap_or_default(),
-            opts.input.display()
-        )));
+        return Err(RenderError::PastTheEnd {
+            to: opts
+                .to
+                .as_ref()
+                .map(TimeArg::text)
+                .unwrap_or_default()
+                .to_string(),
+            file: opts.input.clone(),
+            end,
+        }
+        .into());
     }
     if from >= to {
-        return Err(HostError::Usage(format!(
-            "--from {} ({:.3}s) is not before --to {} ({:.3}s): nothing to plot",
-            opts.from.as_ref().map_or("0", TimeArg::text),
-            secs(from),
-            opts.to.as_ref().map_or("(the end)", TimeArg::text),
-            secs(to)
-        )));
+        return Err(RenderError::EmptyWindow {
+            from: opts.from.as_ref().map_or("0", TimeArg::text).to_string(),
+            from_s: secs(from),
+            to: opts
+                .to
+                .as_ref()
+                .map_or("(the end)", TimeArg::text)
+                .to_string(),
+            to_s: secs(to),
+        }
+        .into());
     }
     if to - from > MAX_WINDOW_S * sr as u64 {
-        return Err(HostError::Usage(format!(
-            "{:.3}s is more than one picture shows ({MAX_WINDOW_S} s at most); choose a shorter range with --from/--to",
-            secs(to - from)
-        )));
+        return Err(RenderError::WindowTooLong {
+            seconds: secs(to - from),
+            max_s: MAX_WINDOW_S,
+        }
+        .into());
     }
     Ok((from, to))
 }
@@ -281,10 +297,11 @@ fn read_wav(
         ("-d", opts.duration.is_some()),
     ];
     if let Some((flag, _)) = scene_only.iter().find(|(_, given)| *given) {
-        return Err(HostError::Usage(format!(
-            "{flag} applies to a scene; `{}` is a WAV file, plotted as it is",
-            opts.input.display()
-        )));
+        return Err(RenderError::SceneFlagForWav {
+            flag,
+            file: opts.input.clone(),
+        }
+        .into());
     }
     inputs.add("the WAV file", &opts.input);
     let file = opts.input.display().to_string();
@@ -347,10 +364,11 @@ fn render_scene(
         None => plan.duration.unwrap_or(10 * sr as u64),
     };
     if total > MAX_RENDER_S * sr as u64 {
-        return Err(HostError::Usage(format!(
-            "{:.3}s is longer than the render limit of 24 h ({MAX_RENDER_S} s)",
-            total as f64 / sr as f64
-        )));
+        return Err(RenderError::PlotTooLong {
+            seconds: total as f64 / sr as f64,
+            max_s: MAX_RENDER_S,
+        }
+        .into());
     }
     let (from, to) = window(opts, sr, total, log)?;
     inputs.add("the scene", &opts.input);
@@ -631,7 +649,7 @@ fn draw(
     opts: &PlotOptions,
     log: &mut dyn Write,
 ) -> Result<(Vec<u8>, (u32, u32)), HostError> {
-    let failed = |e: String| HostError::Runtime(format!("cannot draw the picture: {e}"));
+    let failed = |e: PictureError| HostError::from(RenderError::Picture(e));
     let scale = text_scale(opts);
     let nfft = fft_size(audio.sample_rate);
     let wave_h = (opts.height * 2 / 5).max(16);
@@ -731,14 +749,14 @@ impl Stft {
     }
 
     /// The level of each bin of channel `c` in the frame centred on sample `centre`.
-    fn column(&mut self, audio: &Audio, c: usize, centre: i64) -> Result<&[f64], String> {
+    fn column(&mut self, audio: &Audio, c: usize, centre: i64) -> Result<&[f64], PictureError> {
         let start = centre - self.frame.len() as i64 / 2;
         for (i, s) in self.frame.iter_mut().enumerate() {
             *s = audio.at(c, start + i as i64) * self.window[i];
         }
         self.fft
             .process_with_scratch(&mut self.frame, &mut self.spectrum, &mut self.scratch)
-            .map_err(|e| e.to_string())?;
+            .map_err(PictureError::Fft)?;
         for (d, z) in self.db.iter_mut().zip(&self.spectrum) {
             let mag = (z.re * z.re + z.im * z.im).sqrt() * self.scale;
             *d = 20.0 * libm::log10(mag.max(1e-12));
@@ -763,7 +781,7 @@ fn draw_spectrogram(
     layout: &Layout,
     freq: &FreqAxis,
     stft: &mut Stft,
-) -> Result<(), String> {
+) -> Result<(), PictureError> {
     let (x0, y0) = (layout.left as i64, layout.spec_y(c) as i64);
     let bin_hz = audio.sample_rate as f64 / (2 * (stft.db.len() - 1)) as f64;
     let last = stft.db.len() - 1;
@@ -872,14 +890,14 @@ fn side_labels(canvas: &mut Canvas, edge: (i64, i64), h: u32, ticks: &[Tick], s:
 }
 
 /// An RGB8 image as PNG.
-fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, String> {
+fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, PictureError> {
     let mut png = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut png, w, h);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
-        let mut writer = enc.write_header().map_err(|e| e.to_string())?;
-        writer.write_image_data(rgb).map_err(|e| e.to_string())?;
+        let mut writer = enc.write_header().map_err(PictureError::Png)?;
+        writer.write_image_data(rgb).map_err(PictureError::Png)?;
     }
     Ok(png)
 }

@@ -26,6 +26,7 @@ use super::levels::Levels;
 use crate::engine::BusRef;
 use crate::host::files::wav::{encode_sample, encode_sample_into, WavFormat, WavLayout};
 use crate::host::files::write::Sink;
+use crate::host::offline::error::RenderError;
 use crate::host::HostError;
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -434,12 +435,14 @@ fn spool_file() -> io::Result<File> {
     Err(io::Error::other("no free name"))
 }
 
-/// A spool failure: where it was and how to render without one.
-fn spool_error(e: io::Error) -> HostError {
-    HostError::Runtime(format!(
-        "cannot hold the render in the temporary directory `{}` until its length is known: {e}; give -d to stream the output as it renders (or set TMPDIR)",
-        std::env::temp_dir().display()
-    ))
+/// A spool failure: where it was (the message says how to render
+/// without one).
+fn spool_error(source: io::Error) -> HostError {
+    RenderError::Spool {
+        dir: std::env::temp_dir(),
+        source,
+    }
+    .into()
 }
 
 #[cfg(test)]

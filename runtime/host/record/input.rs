@@ -20,7 +20,7 @@
 use crate::engine::{InputBlock, InputFeed};
 use crate::host::files::digest::file_sha256_hex;
 use crate::host::files::wav_in::int_to_sample;
-use std::io::BufReader;
+use std::io::{self, BufReader};
 use std::path::{Path, PathBuf};
 
 /// The name of the recorded input beside a journal: `take.jsonl` →
@@ -39,39 +39,146 @@ pub struct RecordedInputFile {
     pub channels: usize,
 }
 
+/// Why a journal's recorded input cannot be replayed; each names the file.
+#[derive(Debug)]
+pub enum RecordedInputError {
+    /// The file is missing, or not a regular file.
+    Missing {
+        path: PathBuf,
+        source: crate::scene::resource::NotRegular,
+    },
+    /// The file could not be read to hash it.
+    Unreadable { path: PathBuf, source: io::Error },
+    /// Its SHA-256 is not the one the journal's end record gives.
+    Changed {
+        path: PathBuf,
+        sha256: String,
+        expected: String,
+    },
+    /// It is not a WAV file the reader opens (`feed`: no longer).
+    NotWav {
+        path: PathBuf,
+        source: hound::Error,
+        /// Whether the file was being opened for a feed, after it was checked.
+        feed: bool,
+    },
+    /// It holds another channel count or rate than the journal says.
+    Shape {
+        path: PathBuf,
+        channels: u16,
+        sample_rate: u32,
+        expected: (usize, u32),
+    },
+}
+
+impl std::fmt::Display for RecordedInputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordedInputError::Missing { path, source } => write!(
+                f,
+                "the session's recorded input `{}` cannot be read ({source}); a replay needs the input the session read",
+                path.display()
+            ),
+            RecordedInputError::Unreadable { path, source } => {
+                write!(f, "cannot read the recorded input `{}`: {source}", path.display())
+            }
+            RecordedInputError::Changed {
+                path,
+                sha256,
+                expected,
+            } => write!(
+                f,
+                "the session's recorded input `{}` has changed (SHA-256 {sha256}, the journal says {expected})",
+                path.display()
+            ),
+            RecordedInputError::NotWav {
+                path,
+                source,
+                feed: false,
+            } => write!(
+                f,
+                "the recorded input `{}` is not a readable WAV: {source}",
+                path.display()
+            ),
+            RecordedInputError::NotWav {
+                path,
+                source,
+                feed: true,
+            } => write!(f, "cannot read the recorded input `{}`: {source}", path.display()),
+            RecordedInputError::Shape {
+                path,
+                channels,
+                sample_rate,
+                expected: (want_channels, want_rate),
+            } => write!(
+                f,
+                "the recorded input `{}` holds {channels} ch at {sample_rate} Hz, the journal says {want_channels} ch at {want_rate} Hz",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RecordedInputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecordedInputError::Missing {
+                source: crate::scene::resource::NotRegular::Io(e),
+                ..
+            }
+            | RecordedInputError::Unreadable { source: e, .. } => Some(e),
+            RecordedInputError::NotWav { source, .. } => Some(source),
+            RecordedInputError::Missing { .. }
+            | RecordedInputError::Changed { .. }
+            | RecordedInputError::Shape { .. } => None,
+        }
+    }
+}
+
 impl RecordedInputFile {
     /// Checks the file a journal names (`file`, relative to the journal's
     /// directory `dir`): it exists, plays at `sample_rate` with `channels`
     /// channels, and has the SHA-256 `sha256` when the journal says one.
-    /// The error names the file.
     pub fn check(
         dir: &Path,
         file: &str,
         (origin, channels, sample_rate): (u64, usize, u32),
         sha256: Option<&str>,
-    ) -> Result<RecordedInputFile, String> {
+    ) -> Result<RecordedInputFile, RecordedInputError> {
         let path = dir.join(file);
-        let shown = path.display();
-        crate::scene::resource::open_regular(&path).map_err(|e| {
-            format!("the session's recorded input `{shown}` cannot be read ({e}); a replay needs the input the session read")
-        })?;
+        if let Err(source) = crate::scene::resource::open_regular(&path) {
+            return Err(RecordedInputError::Missing { path, source });
+        }
         if let Some(want) = sha256 {
-            let got = file_sha256_hex(&path)
-                .map_err(|e| format!("cannot read the recorded input `{shown}`: {e}"))?;
+            let got = match file_sha256_hex(&path) {
+                Ok(got) => got,
+                Err(source) => return Err(RecordedInputError::Unreadable { path, source }),
+            };
             if got != want {
-                return Err(format!(
-                    "the session's recorded input `{shown}` has changed (SHA-256 {got}, the journal says {want})"
-                ));
+                return Err(RecordedInputError::Changed {
+                    path,
+                    sha256: got,
+                    expected: want.to_string(),
+                });
             }
         }
-        let spec = hound::WavReader::open(&path)
-            .map_err(|e| format!("the recorded input `{shown}` is not a readable WAV: {e}"))?
-            .spec();
+        let spec = match hound::WavReader::open(&path) {
+            Ok(r) => r.spec(),
+            Err(source) => {
+                return Err(RecordedInputError::NotWav {
+                    path,
+                    source,
+                    feed: false,
+                })
+            }
+        };
         if spec.channels as usize != channels || spec.sample_rate != sample_rate {
-            return Err(format!(
-                "the recorded input `{shown}` holds {} ch at {} Hz, the journal says {channels} ch at {sample_rate} Hz",
-                spec.channels, spec.sample_rate
-            ));
+            return Err(RecordedInputError::Shape {
+                path,
+                channels: spec.channels,
+                sample_rate: spec.sample_rate,
+                expected: (channels, sample_rate),
+            });
         }
         Ok(RecordedInputFile {
             path,
@@ -81,13 +188,13 @@ impl RecordedInputFile {
     }
 
     /// A feed of the file for one engine (its own reader).
-    pub fn feed(&self) -> Result<Box<dyn InputFeed>, String> {
-        let reader = hound::WavReader::open(&self.path).map_err(|e| {
-            format!(
-                "cannot read the recorded input `{}`: {e}",
-                self.path.display()
-            )
-        })?;
+    pub fn feed(&self) -> Result<Box<dyn InputFeed>, RecordedInputError> {
+        let reader =
+            hound::WavReader::open(&self.path).map_err(|source| RecordedInputError::NotWav {
+                path: self.path.clone(),
+                source,
+                feed: true,
+            })?;
         Ok(Box::new(RecordedFeed {
             frames: reader.duration() as u64,
             spec: reader.spec(),

@@ -105,7 +105,7 @@ pub fn open(path: &Path, plan: &Plan, log: &mut dyn std::io::Write) -> Result<Op
             "`run` reads no standard input as audio: its standard input carries the session's commands (s, r, l, w, t, q, one per line); give the input as a WAV file (`run --input FILE.wav`), or render from standard input offline (`render --input -`)".to_string(),
         ));
     }
-    let wav = WavInput::open(path).map_err(refused)?;
+    let wav = WavInput::open(path).map_err(|e| refused(e.to_string()))?;
     // The diagnostic names the file; the message calls it what it is.
     check_fits(
         "the input file",

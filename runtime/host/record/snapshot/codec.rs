@@ -181,7 +181,7 @@ fn value_record(
 }
 
 impl SnapshotFile {
-    /// The engine state the file holds, ready for [`Engine::migrate`].
+    /// The engine state the file holds, ready for [`Engine::migrate`](crate::engine::Engine::migrate).
     /// Resources are placeholders carrying only their path: a resume keeps
     /// the engine's own, and the file's SHA-256 tells whether they changed.
     pub fn state(&self) -> Result<EngineState, SnapshotError> {

@@ -394,15 +394,12 @@ impl SnapshotFile {
         let json_error = |e: serde_json::Error| match e.classify() {
             serde_json::error::Category::Eof => SnapshotError::Truncated {
                 file: file.to_string(),
-                line: e.line(),
-                column: e.column(),
+                source: e,
             },
             serde_json::error::Category::Syntax | serde_json::error::Category::Io => {
                 SnapshotError::Syntax {
                     file: file.to_string(),
-                    line: e.line(),
-                    column: e.column(),
-                    message: strip_position(&e.to_string()),
+                    source: e,
                 }
             }
             serde_json::error::Category::Data => SnapshotError::Invalid {
@@ -514,7 +511,7 @@ impl SnapshotFile {
 }
 
 /// Drops serde_json's " at line L column C" suffix (the error says it already).
-fn strip_position(msg: &str) -> String {
+pub(super) fn strip_position(msg: &str) -> String {
     match msg.rfind(" at line ") {
         Some(i) => msg[..i].to_string(),
         None => msg.to_string(),

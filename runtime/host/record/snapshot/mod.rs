@@ -47,7 +47,6 @@ pub use format::{
 pub use numbers::{HexF32, HexF64, Num};
 
 use crate::host::files::error::FileError;
-use crate::host::HostError;
 use crate::scene::{Diagnostic, Loc};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -58,17 +57,15 @@ pub enum SnapshotError {
     /// The snapshot file could not be read.
     Read { file: String, error: io::Error },
     /// The file ends before the JSON does: cut short or not completely written.
+    /// `source` is the JSON reader's error, which says where it stopped.
     Truncated {
         file: String,
-        line: usize,
-        column: usize,
+        source: serde_json::Error,
     },
-    /// The file is not JSON.
+    /// The file is not JSON: `source` is the JSON reader's error.
     Syntax {
         file: String,
-        line: usize,
-        column: usize,
-        message: String,
+        source: serde_json::Error,
     },
     /// JSON, but not a morphrt snapshot.
     NotASnapshot { file: String },
@@ -117,18 +114,18 @@ impl std::fmt::Display for SnapshotError {
             SnapshotError::Read { file, error } => {
                 write!(f, "cannot read snapshot `{file}`: {error}")
             }
-            SnapshotError::Truncated { file, line, column } => write!(
+            SnapshotError::Truncated { file, source } => write!(
                 f,
-                "snapshot `{file}` is truncated: it ends at line {line}, column {column}, before the JSON does (was it cut short or not completely written?)"
+                "snapshot `{file}` is truncated: it ends at line {}, column {}, before the JSON does (was it cut short or not completely written?)",
+                source.line(),
+                source.column()
             ),
-            SnapshotError::Syntax {
-                file,
-                line,
-                column,
-                message,
-            } => write!(
+            SnapshotError::Syntax { file, source } => write!(
                 f,
-                "snapshot `{file}` is corrupted: not valid JSON at line {line}, column {column}: {message}"
+                "snapshot `{file}` is corrupted: not valid JSON at line {}, column {}: {}",
+                source.line(),
+                source.column(),
+                format::strip_position(&source.to_string())
             ),
             SnapshotError::NotASnapshot { file } => write!(
                 f,
@@ -167,7 +164,25 @@ impl std::fmt::Display for SnapshotError {
     }
 }
 
-impl std::error::Error for SnapshotError {}
+impl std::error::Error for SnapshotError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SnapshotError::Read { error, .. } | SnapshotError::Resource { error, .. } => {
+                Some(error)
+            }
+            SnapshotError::Truncated { source, .. } | SnapshotError::Syntax { source, .. } => {
+                Some(source)
+            }
+            SnapshotError::File(e) => Some(e),
+            SnapshotError::NotASnapshot { .. }
+            | SnapshotError::Version { .. }
+            | SnapshotError::Invalid { .. }
+            | SnapshotError::SampleRate { .. }
+            | SnapshotError::NothingMatches { .. }
+            | SnapshotError::Mismatch(_) => None,
+        }
+    }
+}
 
 impl SnapshotError {
     /// A problem with the snapshot file (or the scene it does not fit) as a
@@ -186,22 +201,20 @@ impl SnapshotError {
             SnapshotError::Read { file, error } => {
                 Diagnostic::error(file, None, format!("cannot read snapshot file: {error}"))
             }
-            SnapshotError::Truncated { file, line, column } => at(
+            SnapshotError::Truncated { file, source } => at(
                 file,
-                *line,
-                *column,
+                source.line(),
+                source.column(),
                 "the snapshot is truncated: it ends before the JSON does (was it cut short or not completely written?)".to_string(),
             ),
-            SnapshotError::Syntax {
+            SnapshotError::Syntax { file, source } => at(
                 file,
-                line,
-                column,
-                message,
-            } => at(
-                file,
-                *line,
-                *column,
-                format!("the snapshot is corrupted: not valid JSON: {message}"),
+                source.line(),
+                source.column(),
+                format!(
+                    "the snapshot is corrupted: not valid JSON: {}",
+                    format::strip_position(&source.to_string())
+                ),
             ),
             SnapshotError::NotASnapshot { file } => Diagnostic::error(
                 file,
@@ -244,21 +257,6 @@ impl SnapshotError {
             }
             SnapshotError::File(_) | SnapshotError::Mismatch(_) => return None,
         })
-    }
-}
-
-/// A bad snapshot file is bad input, located in the file (exit 2); a
-/// snapshot that cannot be written is the file system's failure (exit 1,
-/// or 2 when the rules refuse its path).
-impl From<SnapshotError> for HostError {
-    fn from(e: SnapshotError) -> HostError {
-        if let Some(d) = e.diagnostic() {
-            return HostError::Input(vec![d]);
-        }
-        match e {
-            SnapshotError::File(f) => f.into(),
-            other => HostError::Runtime(other.to_string()),
-        }
     }
 }
 

@@ -1,0 +1,246 @@
+//! Offline rendering: exactly N frames of the main bus into a WAV file,
+//! with an optional SHA-256 of the samples at engine precision, levels
+//! (peak, clipping, DC offset), snapshots written at chosen samples, and
+//! renders that resume from a snapshot.
+//!
+//! A render never costs the user data: its output is checked before the
+//! first block ([`crate::host::files::rules`]), written under a temporary
+//! name or streamed ([`crate::host::files::write`]), cleaned up on every
+//! failure and on SIGINT/SIGTERM ([`crate::host::files::signals`]), and
+//! its header is RF64 when the file passes 4 GiB ([`crate::host::files::wav`]).
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `options` | the command's arguments, [`RenderOptions`] |
+//! | `plan` | the plan, the length, the warnings and snapshots decided before the first block |
+//! | `write` | the render loop into the WAV ([`render_to_wav`], [`render_hash`]) |
+//! | `report` | the summary, the input's and MIDI file's lines, `--json` |
+//!
+//! This file holds the command itself, [`render`].
+
+mod options;
+mod plan;
+mod report;
+mod write;
+
+pub use options::RenderOptions;
+pub use write::{render_hash, render_to_wav, RenderReport};
+
+use crate::engine::ControlFeed;
+use crate::engine::Engine;
+use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
+use crate::host::files::signals::InterruptGuard;
+use crate::host::files::wav::WavLayout;
+use crate::host::offline::input::{open_input, protect};
+use crate::host::offline::midi::{open_midi, protect_midi};
+use crate::host::record::snapshot::{numbered_path, SnapshotContext, SnapshotFile, Written};
+use crate::host::HostError;
+use crate::scene::{self, Diagnostic};
+use plan::{
+    compile_for_render, render_inputs, render_length, resume_from, snapshot_stops,
+    warn_before_render, Length,
+};
+use report::{input_json, json_summary, length_line, midi_lines, report_render, report_snapshots};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use write::{wav_layout, write_wav, WriteOptions};
+
+/// The longest render, in seconds of audio: the one duration limit
+/// ([`scene::MAX_DURATION_S`]) for `-d`, the scene's `duration`, `run
+/// --duration` and a resumed render.
+pub const MAX_RENDER_S: u64 = scene::MAX_DURATION_S;
+
+/// The scene from standard input (`render -`): resources resolve from the
+/// current directory.
+fn read_stdin_scene() -> Result<(String, scene::Scene), HostError> {
+    const FILE: &str = "<stdin>";
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text).map_err(|e| {
+        HostError::Input(vec![Diagnostic::error(
+            FILE,
+            None,
+            format!("cannot read the scene from standard input: {e}"),
+        )])
+    })?;
+    let scene = scene::load_str(&text, FILE, Some(PathBuf::from("."))).map_err(HostError::Input)?;
+    Ok((text, scene))
+}
+
+/// `morphrt render`: compiles the scene (at the snapshot's block size and
+/// seed when resuming), opens and checks the input, checks the output
+/// before anything renders, carries the snapshot's state into the engine,
+/// renders to the WAV, writing snapshots on the way, and reports on `log`
+/// (the hash and the JSON summary go to `out`, or to `log` when `out`
+/// carries the WAV).
+pub fn render(
+    opts: &RenderOptions,
+    out: &mut dyn Write,
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
+    let from_stdin = opts.scene.as_os_str() == "-";
+    let (text, scene) = if from_stdin {
+        read_stdin_scene()?
+    } else {
+        crate::host::read_scene(&opts.scene)?
+    };
+    let snap = opts.resume.as_deref().map(SnapshotFile::read).transpose()?;
+    let mut plan = compile_for_render(opts, &scene, snap.as_ref(), log)?;
+    let input = open_input(&opts.input, &plan, from_stdin, log)?;
+    let sr = plan.sample_rate;
+    let start = snap.as_ref().map_or(0, |s| s.clock);
+    let midi = open_midi(&opts.midi, &plan, start)?;
+    let midi_end = midi.as_ref().map(|m| m.end);
+    let length = render_length(opts, &plan, snap.as_ref(), input.as_ref(), midi_end, log)?;
+    let warnings = warn_before_render(opts, &mut plan, start, &length, log);
+    let stops = snapshot_stops(opts, sr, start, length.most(sr), log)?;
+    let several = stops.len() > 1;
+
+    // Everything read, and where everything goes, is known: check the
+    // output now, before any block renders.
+    let mut inputs = render_inputs(opts, &plan, from_stdin);
+    protect(&mut inputs, &opts.input);
+    protect_midi(&mut inputs, &opts.midi);
+    let layout = wav_layout(plan.main.len(), sr, opts.format, length.least())?;
+    let output = prepare_outputs(opts, &layout, &inputs, &stops, several)?;
+
+    let context = if stops.is_empty() && snap.is_none() {
+        None
+    } else {
+        Some(SnapshotContext::new(&plan, &text)?)
+    };
+    let latency = plan.latency;
+    let mut engine = Engine::new(plan);
+    if let (Some(s), Some(cx)) = (&snap, &context) {
+        resume_from(s, cx, &mut engine, log)?;
+    }
+    if let Some(i) = &input {
+        engine.set_input_feed(i.feed());
+    }
+    let mut written = Vec::new();
+    let mut feed = midi
+        .as_ref()
+        .map(|m| ControlFeed::with_notes(m.changes.clone(), m.notes.clone()));
+    let mut tail = length.tail(start, latency, sr);
+    if let (None, Some((t, _)), Length::Tail { input: Some(n), .. }) = (&input, &mut tail, length) {
+        // The MIDI file's end is known before the render: the tail starts there.
+        t.input_ended(n);
+    }
+    let to_stdout = output.is_stdout();
+    let what = output.describe();
+    // Installed after a FIFO was opened (that open may wait for a reader,
+    // and Ctrl-C there should simply end the process) and before the
+    // temporary file exists.
+    let guard = InterruptGuard::install();
+    let mut no_stdout = std::io::sink();
+    let sink = output.start(if to_stdout { &mut *out } else { &mut no_stdout })?;
+    let (report, tail) = write_wav(
+        &mut engine,
+        sink,
+        &what,
+        &layout,
+        &WriteOptions {
+            progress: true,
+            stops: &stops,
+            interrupt: Some(&guard),
+            input: input.as_ref(),
+            tail,
+        },
+        feed.as_mut(),
+        snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
+    )?;
+    drop(guard);
+    let layout = WavLayout {
+        frames: report.frames,
+        ..layout
+    };
+    let length_text = match (&input, &midi) {
+        // The input's line gives the length; the MIDI file's lines say
+        // what it played.
+        (Some(i), Some(m)) => Some(format!(
+            "{}\n{}",
+            length_line(opts, i, tail.as_ref(), &report, sr),
+            midi_lines(m, feed.as_ref(), None, &report, sr)
+        )),
+        (Some(i), None) => Some(length_line(opts, i, tail.as_ref(), &report, sr)),
+        (None, Some(m)) => Some(midi_lines(m, feed.as_ref(), tail.as_ref(), &report, sr)),
+        (None, None) => None,
+    };
+    report_snapshots(&written, &stops, sr, log);
+    report_render(
+        &engine,
+        &report,
+        &layout,
+        start,
+        &what,
+        length_text.as_deref(),
+        log,
+    );
+    let json = opts.json.then(|| {
+        let mut summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
+        if let (Some(i), Some(m)) = (&input, summary.as_object_mut()) {
+            m.insert("input".into(), input_json(i, tail.as_ref(), &report, sr));
+        }
+        if let (Some(midi), Some(m)) = (&midi, summary.as_object_mut()) {
+            m.insert("midi".into(), midi.json(sr));
+        }
+        serde_json::to_string_pretty(&summary).expect("json")
+    });
+    let asked = json.or_else(|| opts.hash.then(|| report.hash.clone()));
+    if let Some(text) = asked {
+        // Standard output carries the WAV with `-o -`: the hash and the
+        // summary go to the log then, or straight to stderr under `-q`,
+        // where the log keeps only errors but what was asked for still prints.
+        let _ = match (to_stdout, crate::host::term::quiet()) {
+            (false, _) => writeln!(out, "{text}"),
+            (true, false) => writeln!(log, "{text}"),
+            (true, true) => writeln!(std::io::stderr(), "{text}"),
+        };
+    }
+    Ok(())
+}
+
+/// Writes a snapshot at each stop (`--snapshot-at`), noting what it wrote.
+fn snapshot_writer<'a>(
+    context: Option<&'a SnapshotContext>,
+    opts: &'a RenderOptions,
+    several: bool,
+    inputs: &'a Inputs,
+    written: &'a mut Vec<(u64, Written, Duration)>,
+) -> impl FnMut(&Engine) -> Result<(), HostError> + 'a {
+    move |e| {
+        let (Some(cx), Some(base)) = (context, &opts.snapshot_out) else {
+            return Ok(());
+        };
+        let path = numbered_path(base, e.clock(), several);
+        let captured = Instant::now();
+        let st = e.snapshot();
+        let capture = captured.elapsed();
+        let w = cx.write(&st, &path, inputs)?;
+        written.push((e.clock(), w, capture));
+        Ok(())
+    }
+}
+
+/// Checks the WAV output and every snapshot's before anything renders.
+fn prepare_outputs(
+    opts: &RenderOptions,
+    layout: &WavLayout,
+    inputs: &Inputs,
+    stops: &[u64],
+    several: bool,
+) -> Result<Output, HostError> {
+    let output = Output::prepare(
+        &opts.output,
+        inputs,
+        layout.file_len().unwrap_or(u64::MAX),
+        &Kind::RENDER,
+    )?;
+    if let Some(base) = &opts.snapshot_out {
+        for at in stops {
+            let path = numbered_path(base, *at, several);
+            check_side_output(&path, &Kind::SNAPSHOT, inputs, &output, "the WAV output")?;
+        }
+    }
+    Ok(output)
+}

@@ -1,0 +1,298 @@
+//! The render loop: blocks from the engine through the encoder into the
+//! WAV's body, stopping cleanly on a signal, a failed input or output, or
+//! a snapshot that cannot be written ([`write_wav`]), and what a render
+//! did ([`RenderReport`]).
+
+use super::plan::over_limit;
+use crate::engine::{run_blocks, try_run_blocks_fed, ControlFeed};
+use crate::engine::{BusRef, Engine};
+use crate::host::files::digest::hex;
+use crate::host::files::rules::{Inputs, Kind, Output};
+use crate::host::files::signals::{signal_name, InterruptGuard};
+use crate::host::files::wav::{WavFormat, WavLayout};
+use crate::host::files::write::Sink;
+use crate::host::offline::error::RenderError;
+use crate::host::offline::input::{InputState, RenderInput, Tail};
+use crate::host::offline::levels::Levels;
+use crate::host::offline::wav_out::{Body, BodyError, Encoder, Framer};
+use crate::host::HostError;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What a render did.
+#[derive(Clone, Debug)]
+pub struct RenderReport {
+    pub frames: u64,
+    pub channels: usize,
+    /// Lower-case hex SHA-256 of the interleaved LE main-bus samples.
+    pub hash: String,
+    pub elapsed: Duration,
+    /// Peak, clipping and DC offset of what was written.
+    pub levels: Levels,
+}
+
+impl RenderReport {
+    /// Seconds of audio rendered per second of wall time.
+    pub fn speed(&self, sample_rate: u32) -> f64 {
+        self.frames as f64 / sample_rate as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Adds one block of the bus to the hash (interleaved LE bytes at bus precision).
+pub(super) fn hash_block(hasher: &mut Sha256, bytes: &mut Vec<u8>, bus: BusRef<'_>) {
+    bytes.clear();
+    bus.write_le_interleaved(bytes);
+    hasher.update(&bytes[..]);
+}
+
+/// Renders and hashes without writing a file.
+pub fn render_hash(engine: &mut Engine, frames: u64) -> String {
+    let mut hasher = Sha256::new();
+    let mut bytes = Vec::new();
+    run_blocks(
+        engine,
+        frames,
+        |bus| hash_block(&mut hasher, &mut bytes, bus),
+        |_| {},
+    );
+    hex(&hasher.finalize())
+}
+
+/// Renders `frames` into a WAV file at `path` under the output rules
+/// ([`crate::host::files::rules`], no inputs to protect): written under a temporary name and
+/// renamed into place when complete, streamed to a FIFO or device, so a
+/// failed render never leaves a truncated file or destroys an existing one.
+/// Installs no signal handlers; [`render`](super::render) does.
+pub fn render_to_wav(
+    engine: &mut Engine,
+    path: &Path,
+    frames: u64,
+    format: WavFormat,
+    show_progress: bool,
+) -> Result<RenderReport, HostError> {
+    let layout = wav_layout(engine.channels(), engine.sample_rate(), format, frames)?;
+    let needed = layout.file_len().unwrap_or(u64::MAX);
+    let output = Output::prepare(path, &Inputs::default(), needed, &Kind::RENDER)?;
+    let what = output.describe();
+    let mut stdout = std::io::stdout();
+    let sink = output.start(&mut stdout)?;
+    write_wav(
+        engine,
+        sink,
+        &what,
+        &layout,
+        &WriteOptions {
+            progress: show_progress,
+            stops: &[],
+            interrupt: None,
+            input: None,
+            tail: None,
+        },
+        None,
+        |_| Ok(()),
+    )
+    .map(|(report, _)| report)
+}
+
+/// The WAV's shape, refused when it cannot be written at all.
+pub(super) fn wav_layout(
+    channels: usize,
+    sample_rate: u32,
+    format: WavFormat,
+    frames: u64,
+) -> Result<WavLayout, HostError> {
+    let layout = WavLayout {
+        channels: u16::try_from(channels).map_err(|_| RenderError::Channels(channels))?,
+        sample_rate,
+        format,
+        frames,
+    };
+    if layout.file_len().is_none() {
+        return Err(RenderError::TooManyFrames { frames, channels }.into());
+    }
+    Ok(layout)
+}
+
+/// How [`write_wav`] runs.
+pub(super) struct WriteOptions<'a> {
+    /// Show progress on stderr when it is a terminal.
+    pub(super) progress: bool,
+    /// Samples at which to call `at_stop`.
+    pub(super) stops: &'a [u64],
+    /// Stop (and clean up) when this caught a signal.
+    pub(super) interrupt: Option<&'a InterruptGuard>,
+    /// The input the engine reads, checked after every block.
+    pub(super) input: Option<&'a RenderInput>,
+    /// The render ends with the scene's tail after the input: `layout`'s
+    /// length is then only the least it writes, and it runs at most `limit`.
+    pub(super) tail: Option<(Tail, u64)>,
+}
+
+/// Why a render stopped early.
+pub(super) enum Abort {
+    /// The output (or the spool) failed.
+    Write(BodyError),
+    /// Writing a snapshot failed.
+    Snapshot(HostError),
+    /// The input failed part-way (cut short, unreadable).
+    Input(HostError),
+    /// SIGINT, SIGTERM or SIGHUP.
+    Signal(i32),
+    /// The tail ended: the render is complete.
+    Done,
+}
+
+/// Writes the header and the frames from the engine to `sink` (exactly
+/// `layout.frames`, or with a tail until it ends), finishing it (rename
+/// into place, flush) only when all went well; otherwise the sink is
+/// dropped, which removes a temporary file.
+pub(super) fn write_wav(
+    engine: &mut Engine,
+    sink: Sink<'_>,
+    what: &str,
+    layout: &WavLayout,
+    opts: &WriteOptions<'_>,
+    feed: Option<&mut ControlFeed>,
+    mut at_stop: impl FnMut(&Engine) -> Result<(), HostError>,
+) -> Result<(RenderReport, Option<Tail>), HostError> {
+    let aftermath = sink.aftermath();
+    let (tail, frames) = match &opts.tail {
+        Some((t, limit)) => (Some(t.clone()), *limit),
+        None => (None, layout.frames),
+    };
+    let mut body = Body::open(sink, layout, tail.is_none())?;
+    let f32_bus = matches!(engine.bus(), BusRef::F32(..));
+    let mut enc = Encoder::new(engine.channels(), layout.format, f32_bus);
+    let mut framer = Framer::new(engine.clock(), engine.channels(), tail);
+    let mut progress = crate::host::term::Progress::new(layout.frames.max(1), opts.progress);
+    let sr = engine.sample_rate() as f64;
+    let first = engine.clock();
+    let start = Instant::now();
+    let caught = || opts.interrupt.and_then(InterruptGuard::caught);
+    let mut result = try_run_blocks_fed(
+        engine,
+        frames,
+        opts.stops,
+        feed,
+        |e| {
+            at_stop(e).map_err(|e| match e {
+                // A signal while the snapshot was written stops the render as one between blocks.
+                HostError::Interrupted { signal, .. } => Abort::Signal(signal),
+                e => Abort::Snapshot(e),
+            })
+        },
+        |bus| {
+            if let Some(signal) = caught() {
+                return Err(Abort::Signal(signal));
+            }
+            input_after_block(opts.input, &mut framer)?;
+            let done = framer.block(bus, &mut enc);
+            body.write(enc.take()).map_err(Abort::Write)?;
+            enc.clear();
+            if done {
+                Err(Abort::Done)
+            } else {
+                Ok(())
+            }
+        },
+        |done| progress.update(done.min(layout.frames)),
+    );
+    if matches!(result, Err(Abort::Done)) {
+        result = Ok(());
+    } else if result.is_ok() && opts.tail.is_some() {
+        result = input_within_limit(opts.input, frames, engine.sample_rate());
+    }
+    if result.is_ok() {
+        // A signal during the last block still stops the render: the user
+        // asked for no file.
+        if let Some(signal) = caught() {
+            result = Err(Abort::Signal(signal));
+        }
+    }
+    let elapsed = start.elapsed();
+    progress.finish();
+    if let Err(stop) = result {
+        // Dropping the body removes a temporary file; the buffered tail is
+        // not written anywhere.
+        let elapsed_s = (engine.clock() - first) as f64 / sr;
+        let of_s = layout.frames as f64 / sr;
+        return Err(abort_error(stop, body, what, aftermath, elapsed_s, of_s));
+    }
+    let final_layout = WavLayout {
+        frames: enc.frames,
+        ..*layout
+    };
+    body.complete(&final_layout)?.finish()?;
+    let report = RenderReport {
+        frames: enc.frames,
+        channels: engine.channels(),
+        elapsed,
+        levels: enc.levels.clone(),
+        hash: enc.hash(),
+    };
+    Ok((report, framer.into_tail()))
+}
+
+/// After a block: a failed input stops the render; an ended one starts the tail.
+pub(super) fn input_after_block(
+    input: Option<&RenderInput>,
+    framer: &mut Framer,
+) -> Result<(), Abort> {
+    let Some(input) = input else {
+        return Ok(());
+    };
+    if let InputState::Ended(n) = input.state().map_err(|e| Abort::Input(e.into()))? {
+        if let Some(t) = framer.tail_mut() {
+            t.input_ended(n);
+        }
+    }
+    Ok(())
+}
+
+/// A render that reached its limit with its input still going was given
+/// an input longer than a render may be.
+pub(super) fn input_within_limit(
+    input: Option<&RenderInput>,
+    limit: u64,
+    sr: u32,
+) -> Result<(), Abort> {
+    match input.map(RenderInput::state) {
+        Some(Ok(InputState::Reading)) => Err(Abort::Input(over_limit(
+            format!(
+                "the input ({} frames read so far, {:.3}s)",
+                limit,
+                limit as f64 / sr as f64
+            ),
+            sr,
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The error a stopped render reports, saying what became of the output.
+pub(super) fn abort_error(
+    stop: Abort,
+    body: Body<'_>,
+    what: &str,
+    aftermath: &str,
+    at_s: f64,
+    of_s: f64,
+) -> HostError {
+    let with_aftermath = |e: HostError| HostError::Stopped {
+        cause: Box::new(e),
+        aftermath: aftermath.to_string(),
+    };
+    match stop {
+        Abort::Write(e) => body.error(e),
+        Abort::Snapshot(e) | Abort::Input(e) => with_aftermath(e),
+        Abort::Signal(signal) => HostError::Interrupted {
+            signal,
+            message: format!(
+                "interrupted by {} at {at_s:.2}s of {of_s:.2}s; stopped writing {what}{aftermath}",
+                signal_name(signal),
+            ),
+        },
+        Abort::Done => unreachable!("a completed render is no failure"),
+    }
+}
