@@ -10,6 +10,7 @@
 mod support;
 
 mod audio_in;
+mod backends;
 mod bench;
 mod capture;
 mod cli;
@@ -61,6 +62,7 @@ mod takes;
 mod tempo;
 mod term;
 mod tools;
+mod transports;
 mod voices;
 mod voices_carry;
 mod voices_check;
