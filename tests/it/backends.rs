@@ -15,7 +15,9 @@ fn ids(backend: Backend) -> Vec<String> {
             .into_iter()
             .map(|d| d.id)
     };
-    listed(host.outputs()).chain(listed(host.inputs())).collect()
+    listed(host.outputs())
+        .chain(listed(host.inputs()))
+        .collect()
 }
 
 #[test]
@@ -37,7 +39,9 @@ fn devices_lists_every_backends_devices_under_its_name() {
         headings.windows(2).all(|w| w[0].0 < w[1].0),
         "in the backends' order: {out}"
     );
-    let midi = out.find("MIDI inputs (run --midi NAME):").expect("MIDI inputs");
+    let midi = out
+        .find("MIDI inputs (run --midi NAME):")
+        .expect("MIDI inputs");
     for (i, (start, backend)) in headings.iter().enumerate() {
         let end = headings.get(i + 1).map_or(midi, |h| h.0);
         let section = &out[*start..end];
@@ -159,13 +163,14 @@ fn a_device_error_keeps_the_backends_error_as_its_source() {
     let own = DeviceError::stream_refused("morphrt does not read u64 samples");
     assert!(own.source().is_none());
     // A backend's own parse error is kept.
-    let bad = device::Backend::Cpal
-        .host()
-        .open_output(Some("nohost:x"), &device::Request {
+    let bad = device::Backend::Cpal.host().open_output(
+        Some("nohost:x"),
+        &device::Request {
             sample_rate: 48_000,
             bus_channels: 2,
             period: 64,
-        });
+        },
+    );
     match bad {
         Err(e @ DeviceError::BadId { .. }) => assert!(e.source().is_some(), "{e}"),
         Err(e) => panic!("not a bad id: {e}"),
@@ -196,7 +201,11 @@ fn nothing_outside_the_device_seam_chooses_a_backend_by_name() {
         .filter(|f| !f.starts_with(&seam) && !f.starts_with(runtime.join("core")))
         .flat_map(|f| {
             let text = std::fs::read_to_string(f).unwrap();
-            let shown = f.strip_prefix(common::root()).unwrap().display().to_string();
+            let shown = f
+                .strip_prefix(common::root())
+                .unwrap()
+                .display()
+                .to_string();
             text.lines()
                 .enumerate()
                 .filter(|(_, l)| {

@@ -162,6 +162,9 @@ fn a_transport_written_outside_the_crate_delivers_into_the_hub_and_is_journaled_
     let replies = fake_replies.lock().unwrap();
     assert_eq!(replies.len(), 1);
     let reply = replies[0].as_ref().unwrap();
-    assert!(reply.starts_with("d.value = 0.5") && reply.contains(&format!("at sample {at}")), "{reply}");
+    assert!(
+        reply.starts_with("d.value = 0.5") && reply.contains(&format!("at sample {at}")),
+        "{reply}"
+    );
     drop(player);
 }

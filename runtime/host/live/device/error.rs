@@ -69,7 +69,9 @@ impl DeviceError {
     pub fn is_bad_id(&self) -> bool {
         matches!(
             self,
-            DeviceError::BadId { .. } | DeviceError::UnknownForm { .. } | DeviceError::NoInput { .. }
+            DeviceError::BadId { .. }
+                | DeviceError::UnknownForm { .. }
+                | DeviceError::NoInput { .. }
         )
     }
 }

@@ -74,9 +74,8 @@ pub trait Host: Sync {
     /// device exists (a device it cannot find is then its error to say).
     /// By default: one of the ids it lists.
     fn owns(&self, id: &str) -> bool {
-        let listed = |l: Result<Vec<DeviceInfo>, DeviceError>| {
-            l.is_ok_and(|l| l.iter().any(|d| d.id == id))
-        };
+        let listed =
+            |l: Result<Vec<DeviceInfo>, DeviceError>| l.is_ok_and(|l| l.iter().any(|d| d.id == id));
         listed(self.outputs()) || listed(self.inputs())
     }
     /// Opens the output `id` (`None`: its default output, or
@@ -170,9 +169,10 @@ pub fn open_output(id: Option<&str>, request: &Request) -> Result<Opened, Device
                 available: names(Direction::Output),
             }),
         },
-        None => first_default(|h| h.open_output(None, request), |e| {
-            matches!(e, DeviceError::NoDefault { .. })
-        }),
+        None => first_default(
+            |h| h.open_output(None, request),
+            |e| matches!(e, DeviceError::NoDefault { .. }),
+        ),
     }
 }
 
@@ -187,9 +187,10 @@ pub fn open_input(id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceEr
                 available: names(Direction::Input),
             }),
         },
-        None => first_default(|h| h.open_input(None, need), |e| {
-            matches!(e, DeviceError::NoDefaultInput { .. })
-        }),
+        None => first_default(
+            |h| h.open_input(None, need),
+            |e| matches!(e, DeviceError::NoDefaultInput { .. }),
+        ),
     }
 }
 

@@ -36,8 +36,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 pub use timing::top_nodes_line;
-pub use transports::TransportArgs;
 use transports::open_transports;
+pub use transports::TransportArgs;
 
 /// What `morphrt run` was asked to do: the command's arguments.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -289,7 +289,11 @@ impl Live {
     /// Builds the first engine and its player, the control hub (the
     /// transports start delivering to it), the tap, the input, the live
     /// session and what drives it.
-    fn start(opts: &RunOptions, prepared: Prepared, log: &mut dyn Write) -> Result<Live, HostError> {
+    fn start(
+        opts: &RunOptions,
+        prepared: Prepared,
+        log: &mut dyn Write,
+    ) -> Result<Live, HostError> {
         let Prepared {
             compiled,
             inlet,

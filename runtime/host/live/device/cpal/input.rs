@@ -8,9 +8,9 @@
 //! f32 samples are taken as they are. The input keeps the device's own
 //! format ([`InputFormat`]), in which a journal stores it exactly.
 
+use super::{fault_of, find, id_of};
 use crate::host::files::wav_in::int_to_sample;
 use crate::host::live::device::capture::{CaptureInput, CaptureSource};
-use super::{fault_of, find, id_of};
 use crate::host::live::device::{DeviceError, Direction, Need, Stream, StreamEvents};
 use crate::host::live::input::ring::{RingShape, RingWriter};
 use crate::host::live::input::InputFormat;
