@@ -66,14 +66,14 @@
 //!   profile switches against the audio thread `host/live/session.rs`;
 //!   file watching `host/live/watch.rs`.
 //! - **Real time** (`host/live/`): the callback `host/live/player.rs`; its
-//!   control loop `host/live/control.rs`; devices behind one trait
-//!   `host/live/device/` (cpal `host/live/device/cpal.rs`, the clock device
-//!   `host/live/device/clock.rs`); audio input: what the callback reads
+//!   control loop `host/live/control.rs`; backends behind one seam
+//!   `host/live/device/mod.rs` (cpal's host `host/live/device/cpal/mod.rs`,
+//!   the clock device `host/live/device/clock.rs`); audio input: what the callback reads
 //!   `host/live/input/`, the ring from a capture stream
 //!   `host/live/input/ring.rs` with its drift control
 //!   `host/live/input/drift.rs`, the capture stream's control side and
 //!   rebuilds `host/live/device/capture.rs`, cpal's capture stream
-//!   `host/live/device/cpal_capture.rs`, and `run`'s input
+//!   `host/live/device/cpal/input.rs`, and `run`'s input
 //!   `host/live/run/capture.rs`;
 //!   `morphrt run` `host/live/run/` (its setup `host/live/run/setup.rs`, what
 //!   drives it `host/live/run/driving.rs`), keys `host/live/keys.rs`, the tap that

@@ -210,10 +210,11 @@ pub enum Command {
     Replay(ReplayOptions),
     /// List audio output and input devices and their configurations.
     ///
-    /// Output devices, then input devices, each with its id (for `run
-    /// --device` and `--input-device`), default and supported
-    /// configurations, then the MIDI inputs (for `run --midi`), or why there
-    /// are none (no MIDI system: on Linux, no ALSA sequencer).
+    /// Every backend's devices under its name (cpal's host, the clock
+    /// device): outputs, then inputs, each with its id (for `run --device`
+    /// and `--input-device`), default and supported configurations; then
+    /// the MIDI inputs (for `run --midi`), or why there are none (no MIDI
+    /// system: on Linux, no ALSA sequencer).
     Devices,
     /// Validate a scene and print every node's resolved profile, precision,
     /// math policy, providers and guarantee.

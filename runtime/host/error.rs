@@ -1,12 +1,13 @@
 //! The one error a host command returns, and the exit code it maps to.
 //!
 //! Each wing reports its own typed error ([`FileError`], [`SnapshotError`],
-//! [`JournalError`], [`TapError`], [`RenderError`]); [`HostError`] holds it whole, so
+//! [`JournalError`], [`TapError`], [`RenderError`], [`DeviceError`]); [`HostError`] holds it whole, so
 //! [`std::error::Error::source`] walks from the command's failure down to
 //! the I/O or parse error underneath, while the message the user reads is
 //! the wing's own.
 
 use crate::host::files::error::FileError;
+use crate::host::live::device::DeviceError;
 use crate::host::live::tap::TapError;
 use crate::host::offline::error::RenderError;
 use crate::host::record::journal::JournalError;
@@ -42,6 +43,9 @@ pub enum HostError {
     Tap(TapError),
     /// A render's input WAV, or the spool of a streamed render.
     Render(RenderError),
+    /// An audio device that cannot be found, opened or played (exit 1):
+    /// the backend's own error is its source.
+    Device(DeviceError),
     /// Writing the command's report to standard output failed (exit 1):
     /// `context` says what was being written ("cannot write the
     /// operator list").
@@ -63,7 +67,7 @@ impl HostError {
     pub fn exit_code(&self) -> i32 {
         match self {
             HostError::Input(_) | HostError::Usage(_) | HostError::Journal(_) => 2,
-            HostError::Runtime(_) | HostError::Stdout { .. } => 1,
+            HostError::Runtime(_) | HostError::Stdout { .. } | HostError::Device(_) => 1,
             HostError::Interrupted { signal, .. } => 128 + signal,
             HostError::Reported(code) => *code,
             HostError::File(e) => e.exit_code(),
@@ -94,6 +98,7 @@ impl HostError {
                 HostError::Snapshot(e) => e.to_string(),
                 HostError::Tap(e) => e.to_string(),
                 HostError::Render(e) => e.to_string(),
+                HostError::Device(e) => e.to_string(),
                 HostError::Stdout { context, source } => format!("{context}: {source}"),
                 HostError::Stopped { cause, aftermath } => {
                     format!("{}{aftermath}", cause.message())
@@ -140,6 +145,7 @@ impl std::error::Error for HostError {
             HostError::Journal(e) => Some(e),
             HostError::Tap(e) => Some(e),
             HostError::Render(e) => Some(e),
+            HostError::Device(e) => Some(e),
             HostError::Stdout { source, .. } => Some(source),
             HostError::Stopped { cause, .. } => Some(&**cause),
             HostError::Input(_)
@@ -182,6 +188,12 @@ impl From<RenderError> for HostError {
     }
 }
 
+impl From<DeviceError> for HostError {
+    fn from(e: DeviceError) -> HostError {
+        HostError::Device(e)
+    }
+}
+
 impl From<TapError> for HostError {
     fn from(e: TapError) -> HostError {
         HostError::Tap(e)
@@ -220,6 +232,20 @@ mod tests {
         let refused = HostError::from(TapError::File(FileError::StdoutIsTerminal));
         assert_eq!(refused.exit_code(), 2);
         assert!(io_cause(&refused).is_none());
+    }
+
+    #[test]
+    fn a_device_error_keeps_the_backends_error_and_exits_1() {
+        let e = HostError::from(DeviceError::Stream {
+            what: "cannot start the output stream".to_string(),
+            source: Some(Box::new(io::Error::from_raw_os_error(libc::EBUSY))),
+        });
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().starts_with("error: cannot start the output stream"), "{e}");
+        assert_eq!(
+            io_cause(&e).and_then(io::Error::raw_os_error),
+            Some(libc::EBUSY)
+        );
     }
 
     #[test]

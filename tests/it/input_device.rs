@@ -12,7 +12,8 @@ use crate::support as common;
 
 use common::{root, stderr, stdout, temp_dir};
 use cpal::{SampleFormat, SupportedBufferSize, SupportedStreamConfigRange};
-use morphrt::host::live::device::cpal_capture::{choose, CaptureSample, Choice, Need};
+use morphrt::host::live::device::cpal::input::{choose, CaptureSample, Choice};
+use morphrt::host::live::device::Need;
 use std::path::Path;
 use std::process::{Command, Output};
 

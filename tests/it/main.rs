@@ -10,6 +10,7 @@
 mod support;
 
 mod audio_in;
+mod backends;
 mod bench;
 mod capture;
 mod cli;
@@ -62,6 +63,7 @@ mod takes;
 mod tempo;
 mod term;
 mod tools;
+mod transports;
 mod voices;
 mod voices_carry;
 mod voices_check;

@@ -398,7 +398,7 @@ fn a_file_port_sends_stamped_messages_in_order() {
     let c = controls();
     let mut input = open_midi(&spec, &MidiControls::Fixed(&c), tx).unwrap();
     assert_eq!(input.file_start(), None, "a file port waits for its start");
-    input.start();
+    input.start_file();
     let start = input.file_start().expect("a file port");
     let got: Vec<_> = (0..2)
         .map(|_| rx.recv_timeout(Duration::from_secs(30)).expect("a message"))
@@ -445,7 +445,7 @@ fn dropping_a_file_port_stops_it_before_its_end() {
     let spec = MidiSpec::File(mid);
     let c = controls();
     let mut input = open_midi(&spec, &MidiControls::Fixed(&c), tx).unwrap();
-    input.start();
+    input.start_file();
     assert!(rx.recv_timeout(std::time::Duration::from_secs(30)).is_ok());
     // Joins the player's thread: this returns only if it stopped waiting.
     drop(input);

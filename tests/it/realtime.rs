@@ -942,7 +942,7 @@ mod capture_input {
 
     use super::{common, counts, realtime};
     use morphrt::host::live::device::capture::{CaptureInput, CaptureSource};
-    use morphrt::host::live::device::{Stream, StreamEvents, StreamFault};
+    use morphrt::host::live::device::{DeviceError, Stream, StreamEvents, StreamFault};
     use morphrt::host::live::input::ring::{InputMeters, RingShape, RingWriter};
     use morphrt::host::live::input::InputFormat;
     use morphrt::host::live::player::PlayerCell;
@@ -964,14 +964,14 @@ mod capture_input {
     impl Stream for FakeStream {}
 
     impl CaptureSource for FakeSource {
-        fn prepare(&mut self, _fallback: bool) -> Result<usize, String> {
+        fn prepare(&mut self, _fallback: bool) -> Result<usize, DeviceError> {
             Ok(1)
         }
         fn open(
             &mut self,
             writer: RingWriter,
             events: Arc<StreamEvents>,
-        ) -> Result<Box<dyn Stream>, String> {
+        ) -> Result<Box<dyn Stream>, DeviceError> {
             let mut o = self.0.lock().unwrap();
             o.writer = Some(writer);
             o.events = Some(events);

@@ -8,7 +8,7 @@ use morphrt::engine::render_to_vec;
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::host::live::control::{run_loop, LoopConfig, StatusMode};
-use morphrt::host::live::device::{Device, Stream, StreamEvents, StreamFault};
+use morphrt::host::live::device::{Device, DeviceError, Stream, StreamEvents, StreamFault};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,12 +61,12 @@ impl Device for Scripted {
         &mut self,
         cell: Arc<PlayerCell>,
         events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn Stream>, String> {
+    ) -> Result<Box<dyn Stream>, DeviceError> {
         let script = self.script.get(self.opens).copied().unwrap_or(Script::Play);
         self.opens += 1;
         self.opened_at.push(Instant::now());
         if let Script::Refuse = script {
-            return Err("device unplugged".to_string());
+            return Err(DeviceError::stream_refused("device unplugged"));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let (stop2, played, quiet) = (stop.clone(), self.played.clone(), self.went_quiet.clone());

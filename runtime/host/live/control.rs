@@ -257,7 +257,7 @@ impl<'a> Playing<'a> {
         let stream = Some(
             device
                 .open(cell.clone(), events.clone())
-                .map_err(|e| RunFailure::new(e, report.clone()))?,
+                .map_err(|e| RunFailure::new(e.to_string(), report.clone()))?,
         );
         let started = Instant::now();
         let last_status = Instant::now();

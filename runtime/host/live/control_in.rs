@@ -1,6 +1,7 @@
 //! Control in, on the control thread: every transport (the OSC socket,
-//! MIDI ports) sends its [`Message`]s to one [`ControlHub`], which the
-//! run loop ticks. Changes are resolved against the engine playing now
+//! MIDI ports, a MIDI file; `host/live/transport.rs`) sends its
+//! [`Message`]s through the hub's [`Inlet`] to one [`ControlHub`], which
+//! the run loop ticks. Changes are resolved against the engine playing now
 //! into [`ControlRecord`]s with a fresh `seq`, pushed through the
 //! player's wait-free ring, and journaled at the sample the engine
 //! reports they landed on, so `replay` lands them there too. Profile
@@ -206,21 +207,22 @@ pub struct ControlHub {
     early: Option<Message>,
 }
 
-/// The channel transports send on and the mappings they read, made
-/// before the hub (ports open before the device does, so a wrong name
-/// stops `run` before anything plays); the hub takes both over.
-pub struct Transports {
+/// The hub's end transports deliver to: the channel they send on and the
+/// mappings they decode against. Made before the hub (transports open
+/// before the device does, so a wrong address or name stops `run` before
+/// anything plays); the hub takes it over and keeps the mappings current.
+pub struct Inlet {
     pub sender: Sender<Message>,
     receiver: Receiver<Message>,
     pub mappings: Mappings,
 }
 
-impl Transports {
+impl Inlet {
     /// For a scene with these `controls` at `sample_rate` (the engine's
     /// nodes are filled in by the hub).
-    pub fn new(controls: &[ControlMap], sample_rate: u32) -> Transports {
+    pub fn new(controls: &[ControlMap], sample_rate: u32) -> Inlet {
         let (sender, receiver) = channel();
-        Transports {
+        Inlet {
             sender,
             receiver,
             mappings: Mappings::new(Mapping {
@@ -233,9 +235,9 @@ impl Transports {
 }
 
 impl ControlHub {
-    /// [`ControlHub::new`] over the channel and mappings of `transports`.
-    pub fn with_transports(
-        transports: Transports,
+    /// [`ControlHub::new`] over the channel and mappings of `inlet`.
+    pub fn with_inlet(
+        inlet: Inlet,
         link: ControlLink,
         first: (Arc<Vec<ControlMap>>, Arc<crate::engine::ControlTable>),
         sample_rate: u32,
@@ -243,10 +245,10 @@ impl ControlHub {
         stamped_latency: u64,
     ) -> ControlHub {
         let mut hub = ControlHub::new(link, first, sample_rate, clock, stamped_latency);
-        hub.tx = transports.sender;
-        hub.rx = transports.receiver;
-        transports.mappings.set((*hub.current).clone());
-        hub.mappings = transports.mappings;
+        hub.tx = inlet.sender;
+        hub.rx = inlet.receiver;
+        inlet.mappings.set((*hub.current).clone());
+        hub.mappings = inlet.mappings;
         hub
     }
 

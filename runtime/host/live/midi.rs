@@ -1,4 +1,5 @@
-//! MIDI in while `run` plays (`run --midi PORT|all|file:PATH.mid`): every
+//! MIDI in while `run` plays (`run --midi PORT|all|file:PATH.mid`), a
+//! [`Transport`] per `--midi`: every
 //! channel message from a port goes through the scene's MIDI `controls`
 //! ([`crate::host::control::midi`]) and is sent to the session as a
 //! [`Message`] stamped with the instant it arrived, for the control side
@@ -31,10 +32,73 @@ use crate::graph::ControlMap;
 use crate::host::control::midi::{control_entry, decode, describe, Mapper};
 use crate::host::control::midi_file::MidiFile;
 use crate::host::control::{Command, Mappings, Message, Sender, When};
+use crate::host::live::control_in::Inlet;
+use crate::host::live::transport::Transport;
 use crate::host::HostError;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
+
+/// `run`'s MIDI flag.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct MidiArgs {
+    /// MIDI input played into the scene's MIDI `controls`: a port name
+    /// (or part of one; `morphrt devices` lists them), `all`, or
+    /// `file:PATH.mid` to play a MIDI file into the session in real time.
+    /// Repeatable.
+    ///
+    /// A port name opens the MIDI input named so, or whose name contains
+    /// it; `all` opens every one. Its messages are mapped through the
+    /// scene's MIDI `controls`, each stamped with the instant it arrived.
+    /// An unknown name exits 2 listing the inputs; no MIDI system exits 1.
+    /// `file:PATH.mid` plays a MIDI file through the same mapping, as a
+    /// sequencer on a port would, with no MIDI system needed; its time 0 is
+    /// when the session starts playing. A MIDI message lands at its arrival
+    /// time plus a fixed latency of one block and one device period (so
+    /// its timing does not jitter with the callback), is journaled with the
+    /// sample it landed on, and replays there. A message no control maps is
+    /// ignored (the monitor shows it); a scene with no MIDI control is
+    /// warned about. With `-v` each message is printed as it arrives, an
+    /// unmapped one with the `controls` entry that would map it, ready to
+    /// paste.
+    #[arg(long = "midi", value_name = "PORT|all|file:PATH.mid")]
+    pub midi: Vec<String>,
+}
+
+/// Opens every `--midi` (ports and `file:` players), mapping through the
+/// mappings of `inlet` and sending on its channel; warns when the scene
+/// maps no MIDI. The ports send from now on (the hub reads them once it
+/// is ready); a `file:` port plays from the session's first tick.
+pub fn open(
+    args: &MidiArgs,
+    inlet: &Inlet,
+    log: &mut dyn Write,
+) -> Result<Vec<Box<dyn Transport>>, HostError> {
+    let mapped = inlet
+        .mappings
+        .current()
+        .controls
+        .iter()
+        .any(|c| matches!(c.source, crate::graph::ControlSource::Midi(_)));
+    if !args.midi.is_empty() && !mapped {
+        let _ = writeln!(
+            log,
+            "warning: the scene maps no MIDI (its `controls` have no `midi` source): MIDI moves nothing until an edit adds one"
+        );
+    }
+    let controls = MidiControls::Playing {
+        mappings: inlet.mappings.clone(),
+        monitor: crate::host::term::verbose(),
+    };
+    args.midi
+        .iter()
+        .map(|m| {
+            open_midi(&MidiSpec::parse(m), &controls, inlet.sender.clone())
+                .map(|i| Box::new(i) as Box<dyn Transport>)
+        })
+        .collect()
+}
 
 /// What `--midi` names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,11 +202,21 @@ impl std::fmt::Debug for MidiInput {
     }
 }
 
+impl Transport for MidiInput {
+    fn start(&mut self) -> Result<String, HostError> {
+        Ok(format!("MIDI: listening on {}", self.names.join(", ")))
+    }
+
+    fn tick(&mut self) {
+        self.start_file();
+    }
+}
+
 impl MidiInput {
     /// Starts a `file:` port playing (its time 0 is now): `run` calls it
     /// once the session plays, so the file's first message is not sent
     /// before the first block. Again: nothing. Ports play from the start.
-    pub fn start(&mut self) {
+    pub fn start_file(&mut self) {
         if let Some(f) = &mut self.file {
             if f.start.is_none() {
                 let now = Instant::now();
@@ -162,7 +236,7 @@ impl MidiInput {
 
 /// A MIDI file playing on its own thread.
 struct FilePlayer {
-    /// When it started ([`MidiInput::start`]).
+    /// When it started ([`MidiInput::start_file`]).
     start: Option<Instant>,
     /// Sends the start; dropped to stop the thread.
     stop: Option<mpsc::Sender<Instant>>,
@@ -202,7 +276,7 @@ pub fn open_midi(
     }
 }
 
-/// Plays `file` from its start ([`MidiInput::start`]): each message sent
+/// Plays `file` from its start ([`MidiInput::start_file`]): each message sent
 /// when its instant comes.
 fn play_file(file: MidiFile, port: String, mut mapper: Follower, sender: Sender) -> FilePlayer {
     let (stop, stopped) = mpsc::channel::<Instant>();

@@ -1,9 +1,10 @@
 //! Live: what `morphrt run` plays. The control side of a session (hot
 //! edits and profile switches), the audio callback that plays it, the
 //! control loop that watches the callback, control in (the hub every
-//! transport sends to, the OSC socket, MIDI input ports in `midi`), the
-//! devices it plays through (cpal, or the clock device), the scene
-//! watcher, keys, and the tap that records what the device played.
+//! transport sends to, the transport seam in `transport`, the OSC socket,
+//! MIDI input ports in `midi`), the backends it plays through (cpal, or
+//! the clock device; `device`), the scene watcher, keys, and the tap that
+//! records what the device played.
 
 pub mod control;
 pub mod control_in;
@@ -16,4 +17,5 @@ pub mod player;
 pub mod run;
 pub mod session;
 pub mod tap;
+pub mod transport;
 pub mod watch;

@@ -1,13 +1,15 @@
-//! `run --osc`: the UDP socket OSC arrives on and the thread that reads
-//! it. Each packet is decoded ([`crate::host::control::osc`]) against the
+//! `run --osc`, a [`Transport`]: the UDP socket OSC arrives on and the
+//! thread that reads it. Each packet is decoded ([`crate::host::control::osc`]) against the
 //! mapping of the engine playing now and sent to the control hub
 //! ([`super::control_in`]) as [`Message`]s whose reply goes back to the
 //! sender's address from the bound socket (`/morphrt/reply ok|error
 //! "…"`). A packet that cannot be read is a message with an error, never
 //! the end of the thread.
 
-use crate::host::control::osc::{decode, reply_packet};
+use crate::host::control::osc::{decode, reply_packet, REPLY_ADDRESS};
 use crate::host::control::{Mappings, Message};
+use crate::host::live::control_in::Inlet;
+use crate::host::live::transport::Transport;
 use crate::host::HostError;
 use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
@@ -26,6 +28,65 @@ const RECEIVE_BUFFER: libc::c_int = 4 << 20;
 
 /// How often the reading thread looks whether it should stop.
 const POLL: Duration = Duration::from_millis(50);
+
+/// `run`'s OSC flag.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct OscArgs {
+    /// Listen for OSC on this UDP port of 127.0.0.1, or on ADDRESS:PORT
+    /// (a non-loopback address lets anyone on the network control the
+    /// session): the scene's `controls` addresses and `/morphrt/…`.
+    ///
+    /// `--osc 0.0.0.0:9000` listens on every interface, with a warning:
+    /// anyone who can reach the machine can then control the session. A
+    /// port in use exits 2 before anything plays. The addresses, their
+    /// arguments, the replies and the counters: GUIDE.md, "Driving a
+    /// session over OSC".
+    #[arg(long, value_name = "PORT|ADDR:PORT")]
+    pub osc: Option<String>,
+}
+
+/// Binds `--osc`, if given: the socket is bound now (a port in use stops
+/// `run` here) and read once the session starts, sending to `inlet`.
+pub fn open(
+    args: &OscArgs,
+    inlet: &Inlet,
+    log: &mut dyn Write,
+) -> Result<Vec<Box<dyn Transport>>, HostError> {
+    let Some(spec) = &args.osc else {
+        return Ok(Vec::new());
+    };
+    let socket = bind(spec, log)?;
+    Ok(vec![Box::new(OscTransport {
+        socket: Some(socket),
+        sender: inlet.sender.clone(),
+        mappings: inlet.mappings.clone(),
+        server: None,
+    })])
+}
+
+/// `--osc` as a transport: the bound socket until it starts, then the
+/// thread reading it.
+struct OscTransport {
+    socket: Option<OscSocket>,
+    sender: Sender<Message>,
+    mappings: Mappings,
+    server: Option<OscServer>,
+}
+
+impl Transport for OscTransport {
+    fn start(&mut self) -> Result<String, HostError> {
+        let Some(socket) = self.socket.take() else {
+            return Err(HostError::Runtime("OSC started twice".to_string()));
+        };
+        let server = socket.start(self.sender.clone(), self.mappings.clone())?;
+        let said = format!(
+            "OSC: listening on {} (answers go to the sender as {REPLY_ADDRESS})",
+            server.addr
+        );
+        self.server = Some(server);
+        Ok(said)
+    }
+}
 
 /// The socket `--osc` bound, before its thread starts.
 pub struct OscSocket {

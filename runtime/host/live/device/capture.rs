@@ -4,9 +4,9 @@
 //! error callback reports, or the pushes stop; the same device is opened
 //! again, else the default input, into a new ring that the callback primes
 //! before it plays from it. The stream itself comes from a
-//! [`CaptureSource`]: cpal's (`cpal_capture.rs`) or a test double.
+//! [`CaptureSource`]: cpal's (`cpal/input.rs`) or a test double.
 
-use crate::host::live::device::{Stream, StreamEvents};
+use crate::host::live::device::{DeviceError, Stream, StreamEvents};
 use crate::host::live::input::ring::{
     input_ring, InputMeters, RingControl, RingInput, RingShape, RingWriter,
 };
@@ -21,14 +21,14 @@ pub trait CaptureSource {
     /// Finds the device again and chooses its configuration for a
     /// rebuild: the same device, or (`fallback`) the default input.
     /// Returns the channels it will deliver.
-    fn prepare(&mut self, fallback: bool) -> Result<usize, String>;
+    fn prepare(&mut self, fallback: bool) -> Result<usize, DeviceError>;
     /// Starts a stream that pushes what it records into `writer`, and
     /// reports failures to `events`.
     fn open(
         &mut self,
         writer: RingWriter,
         events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn Stream>, String>;
+    ) -> Result<Box<dyn Stream>, DeviceError>;
     /// The device's id, as `morphrt devices` shows it.
     fn id(&self) -> String;
     /// Frames per capture callback, when fixed.
@@ -64,7 +64,7 @@ impl CaptureInput {
         mut source: Box<dyn CaptureSource>,
         shape: RingShape,
         stall_after: Duration,
-    ) -> Result<CaptureInput, String> {
+    ) -> Result<CaptureInput, DeviceError> {
         let origin = Instant::now();
         let meters = Arc::new(InputMeters::default());
         let (writer, input, rings) = input_ring(shape, meters.clone(), origin);
@@ -190,7 +190,9 @@ impl CaptureInput {
                     .replace(channels)
                     .ok_or_else(|| "the ring is still in use".to_string())?;
                 self.meters.last_push_ns.store(0, Ordering::Release);
-                self.source.open(writer, self.events.clone())
+                self.source
+                    .open(writer, self.events.clone())
+                    .map_err(|e| e.to_string())
             });
         match opened {
             Ok(stream) => {

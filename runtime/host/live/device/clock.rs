@@ -1,7 +1,13 @@
-//! The clock device (`--device clock`): plays nowhere, but calls back at
-//! real-time pace, so a scene can play on a machine without a sound card.
+//! The clock backend: one output, the clock device (`--device clock`),
+//! which plays nowhere but calls back at real-time pace, so a scene can
+//! play on a machine without a sound card. It has no inputs and no
+//! default device: it plays only when asked for by name.
 
-use crate::host::live::device::{Device, Stream, StreamEvents};
+use crate::host::live::device::capture::CaptureInput;
+use crate::host::live::device::{
+    names, Device, DeviceError, DeviceInfo, Direction, Host, Need, Opened, Request, Stream,
+    StreamEvents,
+};
 use crate::host::live::player::PlayerCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -10,9 +16,70 @@ use std::time::{Duration, Instant};
 /// The device id of the headless device paced by a clock.
 pub const CLOCK_DEVICE: &str = "clock";
 
-/// What an xrun is on the clock device, for the first one and the summary.
+/// What an xrun is on the clock device, said at the first one.
 pub const XRUN_MEANING: &str =
     "on the clock device an xrun is a callback that missed its real-time deadline on this machine (there is no sound card to underrun): the engine was late, or the machine was busy";
+
+/// What an xrun is on the clock device, in the summary.
+pub const XRUN_SUMMARY: &str =
+    "the clock device has no sound card: an xrun is a callback that missed its real-time deadline on this machine";
+
+/// The clock backend (see the module docs).
+pub struct ClockHost;
+
+impl Host for ClockHost {
+    fn name(&self) -> String {
+        "clock (no sound card, paced in real time)".to_string()
+    }
+
+    fn outputs(&self) -> Result<Vec<DeviceInfo>, DeviceError> {
+        Ok(vec![DeviceInfo {
+            id: CLOCK_DEVICE.to_string(),
+            name: "plays nowhere, at real-time pace".to_string(),
+            default_config: None,
+            configs: vec![
+                "any channels, any rate, format f32, period the block size (or --period)"
+                    .to_string(),
+            ],
+            is_default: false,
+        }])
+    }
+
+    fn inputs(&self) -> Result<Vec<DeviceInfo>, DeviceError> {
+        Ok(Vec::new())
+    }
+
+    fn open_output(&self, id: Option<&str>, request: &Request) -> Result<Opened, DeviceError> {
+        if id.is_none() {
+            return Err(DeviceError::NoDefault {
+                available: names(Direction::Output),
+            });
+        }
+        let channels = request.channels_wanted();
+        Ok(Opened {
+            device: Box::new(ClockDevice {
+                period: request.period,
+                sample_rate: request.sample_rate as f64,
+                channels,
+            }),
+            sample_rate: request.sample_rate,
+            channels,
+            id: CLOCK_DEVICE.to_string(),
+            warnings: Vec::new(),
+        })
+    }
+
+    fn open_input(&self, id: Option<&str>, _need: Need) -> Result<CaptureInput, DeviceError> {
+        let available = names(Direction::Input);
+        Err(match id {
+            Some(id) => DeviceError::NoInput {
+                id: id.to_string(),
+                available,
+            },
+            None => DeviceError::NoDefaultInput { available },
+        })
+    }
+}
 
 /// A device that discards what it plays but calls back at real-time pace
 /// (for measuring load and xruns on machines without a sound card).
@@ -46,7 +113,7 @@ impl Device for ClockDevice {
         &mut self,
         cell: Arc<PlayerCell>,
         _events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn Stream>, String> {
+    ) -> Result<Box<dyn Stream>, DeviceError> {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop2 = stop.clone();
         let (period, rate, ch) = (self.period, self.sample_rate, self.channels);
@@ -65,7 +132,7 @@ impl Device for ClockDevice {
                     }
                 }
             })
-            .map_err(|e| format!("cannot start the paced output thread: {e}"))?;
+            .map_err(|e| DeviceError::stream("cannot start the paced output thread", e))?;
         Ok(Box::new(ClockStream {
             stop,
             thread: Some(thread),
@@ -78,5 +145,9 @@ impl Device for ClockDevice {
 
     fn xrun_meaning(&self) -> Option<&'static str> {
         Some(XRUN_MEANING)
+    }
+
+    fn xrun_summary(&self) -> Option<&'static str> {
+        Some(XRUN_SUMMARY)
     }
 }

@@ -8,8 +8,7 @@ use super::driving::LiveControl;
 use super::RunOptions;
 use crate::host::live::control::Control;
 use crate::host::live::device::capture::CaptureInput;
-use crate::host::live::device::cpal_capture::open_capture;
-use crate::host::live::device::DeviceError;
+use crate::host::live::device::{self, Need};
 use crate::host::live::input::ring::InputMeters;
 use crate::host::live::player::Player;
 use crate::host::HostError;
@@ -37,14 +36,18 @@ pub(super) fn open_input(
         }
         return Ok(None);
     }
-    let id = opts.input_device.as_deref();
-    let capture =
-        open_capture(id, plan.sample_rate, plan.block_size, width).map_err(|e| match e {
-            DeviceError::NoInput { .. } | DeviceError::BadId { .. } => {
-                HostError::Usage(format!("--input-device: {e}"))
-            }
-            e => HostError::from(e),
-        })?;
+    let need = Need {
+        sample_rate: plan.sample_rate,
+        min_channels: width,
+        block: plan.block_size,
+    };
+    let capture = device::open_input(opts.input_device.as_deref(), need).map_err(|e| {
+        if e.is_bad_id() {
+            HostError::Usage(format!("--input-device: {e}"))
+        } else {
+            HostError::from(e)
+        }
+    })?;
     let _ = writeln!(
         log,
         "input: {} ({} ch, {}, {} Hz, capture period {})",

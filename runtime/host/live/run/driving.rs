@@ -18,10 +18,10 @@ use crate::host::live::input::history::{history, History, HISTORY_SECONDS};
 use crate::host::live::input::record::{stored_format, InputRecorder};
 use crate::host::live::input::{InputFormat, LiveInput};
 use crate::host::live::keys::{Command, Input, KeyListener};
-use crate::host::live::osc_in::OscServer;
 use crate::host::live::player::{Controls, Meters, Player, TimingLink};
 use crate::host::live::session::{LiveSession, Reason};
 use crate::host::live::tap::Existing;
+use crate::host::live::transport::Transport;
 use crate::host::live::watch::FileWatcher;
 use crate::host::record::input::recorded_name;
 use crate::host::record::journal::{Journal, Record};
@@ -64,7 +64,7 @@ pub(super) struct LiveControl {
     pub(super) progress_every: u64,
     /// The session's input, its history and its recording, if it has one.
     pub(super) input: Option<SessionInput>,
-    /// Control in: what OSC (and other transports) send.
+    /// Control in: what the transports send.
     pub(super) hub: ControlHub,
     /// Timetagged profile switches and snapshots, with the sample they
     /// ask for, until the clock comes near it.
@@ -73,10 +73,9 @@ pub(super) struct LiveControl {
     /// one is written; and the snapshots written when they were asked.
     pub(super) snapshot_replies: Vec<Reply>,
     pub(super) snapshots_seen: usize,
-    /// The OSC socket's thread, stopped when dropped.
-    pub(super) _osc: Option<OscServer>,
-    /// MIDI ports (and files) playing in (`--midi`); dropped at the end.
-    pub(super) midi: Vec<crate::host::live::midi::MidiInput>,
+    /// The transports running (`--osc`, `--midi`), ticked with the
+    /// session and stopped when dropped.
+    pub(super) transports: Vec<Box<dyn Transport>>,
     /// Reads the keys until dropped (after everything above).
     pub(super) _keys: KeyListener,
 }
@@ -305,8 +304,8 @@ impl LiveControl {
     /// Serves control in: the hub follows the engine playing, lands what
     /// arrived, and the session commands among it act as their keys do.
     fn control_in(&mut self, log: &mut dyn Write) {
-        // `file:` MIDI ports start with the session's first tick.
-        self.midi.iter_mut().for_each(|m| m.start());
+        // A `file:` MIDI port starts with the session's first tick.
+        self.transports.iter_mut().for_each(|t| t.tick());
         if let Some((controls, table)) = self.session.playing_controls() {
             self.hub.follow(controls, table);
         }
@@ -542,7 +541,8 @@ impl LiveControl {
             meters,
             signals,
             timing,
-            control_in: (hub, osc, midi),
+            hub,
+            transports,
         } = shared;
         let sample_rate = session.fixed().sample_rate;
         let timing = NodeTiming::new(controls.clone(), meters.clone(), timing, sample_rate);
@@ -572,8 +572,7 @@ impl LiveControl {
             timed: Vec::new(),
             snapshot_replies: Vec::new(),
             snapshots_seen: 0,
-            _osc: osc,
-            midi,
+            transports,
             _keys: keys,
         })
     }
@@ -660,12 +659,9 @@ pub(super) struct Shared {
     pub(super) meters: Arc<Meters>,
     pub(super) signals: InterruptGuard,
     pub(super) timing: TimingLink,
-    /// Control in: the hub and the OSC socket's thread, if `--osc`.
-    pub(super) control_in: (
-        ControlHub,
-        Option<OscServer>,
-        Vec<crate::host::live::midi::MidiInput>,
-    ),
+    /// Control in: the hub, and the transports delivering to it.
+    pub(super) hub: ControlHub,
+    pub(super) transports: Vec<Box<dyn Transport>>,
 }
 
 /// Watches the scene and its resources, unless `--no-watch`; a watcher that

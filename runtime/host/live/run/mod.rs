@@ -12,17 +12,19 @@ mod capture;
 mod driving;
 mod setup;
 mod timing;
+mod transports;
 
 use crate::graph::SeedSource;
 use crate::host::files::rules::Inputs;
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
-use crate::host::live::control_in::ControlHub;
-use crate::host::live::device::clock::CLOCK_DEVICE;
-use crate::host::live::osc_in;
+use crate::host::live::control_in::{ControlHub, Inlet};
+use crate::host::live::device::capture::CaptureInput;
+use crate::host::live::input;
 use crate::host::live::player::{self, Controls, Meters, Player};
 use crate::host::live::session::LiveSession;
-use crate::host::live::tap::TapReport;
+use crate::host::live::tap::{TapReport, TapWriter};
+use crate::host::live::transport::Transport;
 use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::TimeArg;
@@ -34,6 +36,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 pub use timing::top_nodes_line;
+use transports::open_transports;
+pub use transports::TransportArgs;
 
 /// What `morphrt run` was asked to do: the command's arguments.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -187,63 +191,70 @@ pub struct RunOptions {
     /// beside each playing one is over the block deadline.
     #[arg(long)]
     pub force: bool,
-    /// Listen for OSC on this UDP port of 127.0.0.1, or on ADDRESS:PORT
-    /// (a non-loopback address lets anyone on the network control the
-    /// session): the scene's `controls` addresses and `/morphrt/…`.
-    ///
-    /// `--osc 0.0.0.0:9000` listens on every interface, with a warning:
-    /// anyone who can reach the machine can then control the session. A
-    /// port in use exits 2 before anything plays. The addresses, their
-    /// arguments, the replies and the counters: GUIDE.md, "Driving a
-    /// session over OSC".
-    #[arg(long, value_name = "PORT|ADDR:PORT")]
-    pub osc: Option<String>,
-    /// MIDI input played into the scene's MIDI `controls`: a port name
-    /// (or part of one; `morphrt devices` lists them), `all`, or
-    /// `file:PATH.mid` to play a MIDI file into the session in real time.
-    /// Repeatable.
-    ///
-    /// A port name opens the MIDI input named so, or whose name contains
-    /// it; `all` opens every one. Its messages are mapped through the
-    /// scene's MIDI `controls`, each stamped with the instant it arrived.
-    /// An unknown name exits 2 listing the inputs; no MIDI system exits 1.
-    /// `file:PATH.mid` plays a MIDI file through the same mapping, as a
-    /// sequencer on a port would, with no MIDI system needed; its time 0 is
-    /// when the session starts playing. A MIDI message lands at its arrival
-    /// time plus a fixed latency of one block and one device period (so
-    /// its timing does not jitter with the callback), is journaled with the
-    /// sample it landed on, and replays there. A message no control maps is
-    /// ignored (the monitor shows it); a scene with no MIDI control is
-    /// warned about. With `-v` each message is printed as it arrives, an
-    /// unmapped one with the `controls` entry that would map it, ready to
-    /// paste.
-    #[arg(long = "midi", value_name = "PORT|all|file:PATH.mid")]
-    pub midi: Vec<String>,
+    /// The control transports' flags: `--osc`, `--midi`.
+    #[command(flatten)]
+    pub transports: TransportArgs,
 }
 
-/// Plays a scene until `q`, Ctrl-C or the duration ends.
+/// Plays a scene until `q`, Ctrl-C or the duration ends: opens what it
+/// needs, starts the session, plays it.
 pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
-    let mut compiled = Compiled::new(opts, log)?;
-    // Bound before anything is written or played: a port in use is an error.
-    let osc = match &opts.osc {
-        Some(spec) => Some(osc_in::bind(spec, log)?),
-        None => None,
-    };
-    // Where the session writes is checked before the device opens.
-    let files = session_files(opts, &compiled.plan, log)?;
-    // MIDI ports open before the device, so that a wrong name stops here;
-    // what they send waits for the control hub, which takes the channel
-    // and keeps the mappings current.
-    let transports = crate::host::live::control_in::Transports::new(
-        &compiled.plan.controls,
-        compiled.plan.sample_rate,
-    );
-    let midi = open_midi_inputs(opts, &transports.mappings, &transports.sender, log)?;
-    let mut out = open_device(opts, &mut compiled, log)?;
-    // `--input FILE` wins over a capture device.
-    let input = file_input(opts, &compiled.plan, log)?;
-    let mut capture = match &input {
-        None => capture::open_input(opts, &compiled.plan, log)?,
+    let prepared = Prepared::open(opts, log)?;
+    let live = Live::start(opts, prepared, log)?;
+    live.play(opts, log)
+}
+
+/// What `run` opens before anything plays, in this order: the scene, the
+/// transports, the files it writes (checked), the device, the input.
+struct Prepared {
+    compiled: Compiled,
+    /// Where the transports deliver, until the hub takes it over.
+    inlet: Inlet,
+    transports: Vec<Box<dyn Transport>>,
+    files: SessionFiles,
+    out: ChosenDevice,
+    /// `--input FILE`, else the capture input, if the scene reads input.
+    input: Option<input::file::Opened>,
+    capture: Option<CaptureInput>,
+    frames: Option<u64>,
+}
+
+impl Prepared {
+    fn open(opts: &RunOptions, log: &mut dyn Write) -> Result<Prepared, HostError> {
+        let mut compiled = Compiled::new(opts, log)?;
+        // Opened before anything is written or played: a port in use or a
+        // wrong MIDI name stops here. What they send waits for the control
+        // hub, which takes the inlet over and keeps its mappings current.
+        let inlet = Inlet::new(&compiled.plan.controls, compiled.plan.sample_rate);
+        let transports = open_transports(&opts.transports, &inlet, log)?;
+        // Where the session writes is checked before the device opens.
+        let files = session_files(opts, &compiled.plan, log)?;
+        let out = open_device(opts, &mut compiled, log)?;
+        let (input, capture) = open_inputs(opts, &compiled.plan, log)?;
+        let frames = duration_frames(opts, &compiled.plan, log)?;
+        show_warnings(opts, &mut compiled.plan, frames, log);
+        Ok(Prepared {
+            compiled,
+            inlet,
+            transports,
+            files,
+            out,
+            input,
+            capture,
+            frames,
+        })
+    }
+}
+
+/// The session's input: `--input FILE` wins over a capture device.
+fn open_inputs(
+    opts: &RunOptions,
+    plan: &crate::graph::Plan,
+    log: &mut dyn Write,
+) -> Result<(Option<input::file::Opened>, Option<CaptureInput>), HostError> {
+    let input = file_input(opts, plan, log)?;
+    let capture = match &input {
+        None => capture::open_input(opts, plan, log)?,
         Some(_) => {
             if let Some(id) = &opts.input_device {
                 let _ = writeln!(
@@ -254,157 +265,235 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
             None
         }
     };
-    let frames = duration_frames(opts, &compiled.plan, log)?;
-    show_warnings(opts, &mut compiled.plan, frames, log);
-    let sr = compiled.plan.sample_rate;
-    let block = compiled.plan.block_size;
-    let label = status_label(&compiled.plan, &out.id);
-    let FirstEngine {
-        text,
-        file_profile,
-        fixed,
-        incoming,
-        snap_clock,
-    } = FirstEngine::new(opts, compiled, log)?;
-    let profile = incoming.profile;
-    let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
-    let origin = Instant::now();
-    let fade = (sr as u64 * 5 / 1000).max(1);
-    // Caught from before the capture's file exists: from here on a stop
-    // signal stops the session as `q` does.
-    let signals = InterruptGuard::install();
-    let tap = start_tap(files.capture, out.channels, sr)?;
-    // Per-node timing is off until `t` turns it on.
-    let mut p = Player::new(
-        *incoming.engine,
-        out.channels,
-        frames,
-        fade,
-        meters.clone(),
-        controls.clone(),
-        origin,
-    );
-    let link = p.control_link();
-    let period = out.device.period_frames().unwrap_or(block);
-    let hub = ControlHub::with_transports(
-        transports,
-        link,
-        (incoming.controls.clone(), incoming.table.clone()),
-        sr,
-        (meters.clone(), origin),
-        (block + period) as u64,
-    );
-    let osc = match osc {
-        Some(socket) => {
-            let server = socket.start(hub.sender(), hub.mappings())?;
-            let _ = writeln!(
-                log,
-                "OSC: listening on {} (answers go to the sender as {})",
-                server.addr,
-                crate::host::control::osc::REPLY_ADDRESS
-            );
-            Some(server)
-        }
-        None => None,
-    };
-    for m in &midi {
-        let _ = writeln!(log, "MIDI: listening on {}", m.names.join(", "));
-    }
-    let tap_writer = match tap {
-        Some((writer, tap)) => {
+    Ok((input, capture))
+}
+
+/// A session started and ready to play: the player, the control side
+/// driving it, and what the end needs.
+struct Live {
+    player: Player,
+    control: LiveControl,
+    out: ChosenDevice,
+    capture: Option<CaptureInput>,
+    tap_writer: Option<TapWriter>,
+    meters: Arc<Meters>,
+    origin: Instant,
+    profile: Profile,
+    label: String,
+    sr: u32,
+    block: usize,
+    fade: u64,
+}
+
+impl Live {
+    /// Builds the first engine and its player, the control hub (the
+    /// transports start delivering to it), the tap, the input, the live
+    /// session and what drives it.
+    fn start(
+        opts: &RunOptions,
+        prepared: Prepared,
+        log: &mut dyn Write,
+    ) -> Result<Live, HostError> {
+        let Prepared {
+            compiled,
+            inlet,
+            transports,
+            files,
+            out,
+            input,
+            mut capture,
+            frames,
+        } = prepared;
+        let sr = compiled.plan.sample_rate;
+        let block = compiled.plan.block_size;
+        let label = status_label(&compiled.plan, &out.id);
+        let FirstEngine {
+            text,
+            file_profile,
+            fixed,
+            incoming,
+            snap_clock,
+        } = FirstEngine::new(opts, compiled, log)?;
+        let profile = incoming.profile;
+        let meters = Arc::new(Meters::default());
+        let controls = Arc::new(Controls::default());
+        let origin = Instant::now();
+        let fade = (sr as u64 * 5 / 1000).max(1);
+        // Caught from before the capture's file exists: from here on a stop
+        // signal stops the session as `q` does.
+        let signals = InterruptGuard::install();
+        let tap = start_tap(files.capture, out.channels, sr)?;
+        // Per-node timing is off until `t` turns it on.
+        let mut p = Player::new(
+            *incoming.engine,
+            out.channels,
+            frames,
+            fade,
+            meters.clone(),
+            controls.clone(),
+            origin,
+        );
+        let link = p.control_link();
+        let period = out.device.period_frames().unwrap_or(block);
+        let hub = ControlHub::with_inlet(
+            inlet,
+            link,
+            (incoming.controls.clone(), incoming.table.clone()),
+            sr,
+            (meters.clone(), origin),
+            (block + period) as u64,
+        );
+        let transports = start_transports(transports, log)?;
+        let tap_writer = tap.map(|(writer, tap)| {
             p.set_tap(tap);
-            Some(writer)
+            writer
+        });
+        let input = attach_input(opts, &mut p, input, capture.as_mut());
+        player::install_panic_hook();
+        let mut session = LiveSession::new(
+            &opts.scene,
+            text,
+            fixed,
+            profile,
+            file_profile,
+            incoming.capture,
+            incoming.resources,
+            (incoming.asked, incoming.events),
+            p.link(),
+            meters.clone(),
+        );
+        let mut protected = Inputs::default();
+        if let Some(p) = &opts.resume {
+            protected.add("the snapshot resumed from", p);
         }
-        None => None,
-    };
-    let input = match input {
+        session.protect(protected);
+        session.force(opts.force);
+        session.set_controls((incoming.controls.clone(), incoming.table.clone()));
+        if let Some(i) = &input {
+            session.set_history(i.history.clone());
+        }
+        let shared = driving::Shared {
+            controls,
+            meters: meters.clone(),
+            signals,
+            timing: p.timing_link(),
+            hub,
+            transports,
+        };
+        let control = LiveControl::start(
+            opts,
+            session,
+            shared,
+            (files.journal, &files.inputs),
+            (out.channels, input),
+            snap_clock,
+            log,
+        )?;
+        Ok(Live {
+            player: p,
+            control,
+            out,
+            capture,
+            tap_writer,
+            meters,
+            origin,
+            profile,
+            label,
+            sr,
+            block,
+            fade,
+        })
+    }
+
+    /// Plays until the session ends, then finishes the journal and the
+    /// capture and says what played.
+    fn play(self, opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
+        let Live {
+            player,
+            mut control,
+            mut out,
+            mut capture,
+            tap_writer,
+            meters,
+            origin,
+            profile,
+            label,
+            sr,
+            block,
+            fade,
+        } = self;
+        let tty = std::io::stderr().is_terminal();
+        let cfg = loop_config(tty, label, block);
+        say_playing(opts, profile, tty, log);
+        let latency = capture::Latency {
+            output_frames: block + out.device.period_frames().unwrap_or(0),
+            sample_rate: sr,
+        };
+        let result = control::run_loop_with(
+            out.device.as_mut(),
+            player,
+            meters.clone(),
+            origin,
+            &cfg,
+            log,
+            &mut capture::WithInput {
+                control: &mut control,
+                capture: capture.as_mut(),
+                latency,
+            },
+        );
+        control.end(&meters, fade, log);
+        let tap_report = match tap_writer {
+            Some(w) => Some(w.finish()?),
+            None => None,
+        };
+        let capture_error = tap_report.as_ref().and_then(|t| t.error.clone());
+        let r = result.map_err(|e| HostError::Runtime(e.message))?;
+        let xruns = xruns_text(&r, out.device.xrun_summary());
+        summary(&r, sr, &xruns, &control, &meters, tap_report, log);
+        if let Some(c) = &capture {
+            let _ = writeln!(log, "{}", capture::summary_line(c, latency));
+        }
+        outcome(control.stop_signal(), capture_error, r.frames, sr, log)
+    }
+}
+
+/// Starts every transport (the hub is ready), saying what each listens on.
+fn start_transports(
+    mut transports: Vec<Box<dyn Transport>>,
+    log: &mut dyn Write,
+) -> Result<Vec<Box<dyn Transport>>, HostError> {
+    for t in &mut transports {
+        let said = t.start()?;
+        let _ = writeln!(log, "{said}");
+    }
+    Ok(transports)
+}
+
+/// Gives the session's input to the player: the file of `--input`, else
+/// the capture input's ring; the control side keeps its history.
+fn attach_input(
+    opts: &RunOptions,
+    p: &mut Player,
+    input: Option<input::file::Opened>,
+    capture: Option<&mut CaptureInput>,
+) -> Option<driving::SessionInput> {
+    match input {
         Some((live, status)) => {
             let source = opts.input.as_deref().unwrap_or(Path::new("")).display();
             Some(driving::SessionInput::attach(
-                &mut p,
+                p,
                 live,
                 Some(status),
                 source.to_string(),
             ))
         }
-        None => capture.as_mut().and_then(|c| {
+        None => capture.and_then(|c| {
             let source = format!("input device {}", c.id());
             c.take_input()
-                .map(|live| driving::SessionInput::attach(&mut p, live, None, source))
+                .map(|live| driving::SessionInput::attach(p, live, None, source))
         }),
-    };
-    player::install_panic_hook();
-    let mut session = LiveSession::new(
-        &opts.scene,
-        text,
-        fixed,
-        profile,
-        file_profile,
-        incoming.capture,
-        incoming.resources,
-        (incoming.asked, incoming.events),
-        p.link(),
-        meters.clone(),
-    );
-    let mut protected = Inputs::default();
-    if let Some(p) = &opts.resume {
-        protected.add("the snapshot resumed from", p);
     }
-    session.protect(protected);
-    session.force(opts.force);
-    session.set_controls((incoming.controls.clone(), incoming.table.clone()));
-    if let Some(i) = &input {
-        session.set_history(i.history.clone());
-    }
-    let shared = driving::Shared {
-        controls,
-        meters: meters.clone(),
-        signals,
-        timing: p.timing_link(),
-        control_in: (hub, osc, midi),
-    };
-    let mut control = LiveControl::start(
-        opts,
-        session,
-        shared,
-        (files.journal, &files.inputs),
-        (out.channels, input),
-        snap_clock,
-        log,
-    )?;
-    let tty = std::io::stderr().is_terminal();
-    let cfg = loop_config(tty, label, block);
-    say_playing(opts, profile, tty, log);
-    let latency = capture::Latency {
-        output_frames: block + out.device.period_frames().unwrap_or(0),
-        sample_rate: sr,
-    };
-    let result = control::run_loop_with(
-        out.device.as_mut(),
-        p,
-        meters.clone(),
-        origin,
-        &cfg,
-        log,
-        &mut capture::WithInput {
-            control: &mut control,
-            capture: capture.as_mut(),
-            latency,
-        },
-    );
-    control.end(&meters, fade, log);
-    let tap_report = match tap_writer {
-        Some(w) => Some(w.finish()?),
-        None => None,
-    };
-    let capture_error = tap_report.as_ref().and_then(|t| t.error.clone());
-    let r = result.map_err(|e| HostError::Runtime(e.message))?;
-    summary(opts, &r, sr, &control, &meters, tap_report, log);
-    if let Some(c) = &capture {
-        let _ = writeln!(log, "{}", capture::summary_line(c, latency));
-    }
-    outcome(control.stop_signal(), capture_error, r.frames, sr, log)
 }
 
 /// How a session that played to its end exits: 128 + the stop signal that
@@ -487,12 +576,13 @@ fn say_playing(opts: &RunOptions, profile: Profile, tty: bool, log: &mut dyn Wri
     );
 }
 
-/// The lines after a run that played to its end: what played, the most
-/// expensive nodes, and what the tap recorded.
+/// The lines after a run that played to its end: what played (`xruns`:
+/// its xruns in words), the most expensive nodes, control in, and what the
+/// tap recorded.
 fn summary(
-    opts: &RunOptions,
     r: &RunReport,
     sr: u32,
+    xruns: &str,
     control: &LiveControl,
     meters: &Meters,
     tap_report: Option<TapReport>,
@@ -502,12 +592,11 @@ fn summary(
         meters.node_panics.load(Ordering::Relaxed) + meters.callback_panics.load(Ordering::Relaxed);
     let _ = writeln!(
         log,
-        "played {} frames ({:.2}s); edits applied {}, rejected {}; {}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}{}",
+        "played {} frames ({:.2}s); edits applied {}, rejected {}; {xruns}; DSP load mean {:.1}%, p99 {:.1}%, max {:.1}%{}{}",
         r.frames,
         r.frames as f64 / sr as f64,
         control.session.applied.len(),
         control.session.rejected.len(),
-        xruns_text(r, opts.device.as_deref() == Some(CLOCK_DEVICE)),
         r.load_mean * 100.0,
         r.load_p99 * 100.0,
         r.load_max * 100.0,
@@ -523,7 +612,7 @@ fn summary(
         }
     );
     let _ = writeln!(log, "{}", nodes_summary(control));
-    if opts.osc.is_some() || !opts.midi.is_empty() || control.hub.counts.received > 0 {
+    if !control.transports.is_empty() || control.hub.counts.received > 0 {
         let _ = writeln!(log, "{}", control.hub.summary());
     }
     if let Some(rep) = tap_report {
@@ -571,13 +660,14 @@ fn captured(rep: &TapReport, log: &mut dyn Write) {
     }
 }
 
-/// `xruns 2`, and on the clock device what they were there: `xruns 2
-/// (missed real-time deadlines on this machine, …: 1 started late, 1
-/// overran its budget)`.
-fn xruns_text(r: &RunReport, clock: bool) -> String {
-    if !clock {
+/// `xruns 2`, and on a device where an xrun is not a sound card's
+/// underrun (the clock device) what they were there (`meaning`), with how
+/// many started late and how many overran: `xruns 2 (the clock device has
+/// no sound card: …: 1 started late, 1 overran their budget)`.
+fn xruns_text(r: &RunReport, meaning: Option<&str>) -> String {
+    let Some(meaning) = meaning else {
         return format!("xruns {}", r.xruns);
-    }
+    };
     let kinds = if r.xruns > 0 {
         format!(
             ": {} started late, {} overran their budget",
@@ -586,8 +676,5 @@ fn xruns_text(r: &RunReport, clock: bool) -> String {
     } else {
         String::new()
     };
-    format!(
-        "xruns {} (the clock device has no sound card: an xrun is a callback that missed its real-time deadline on this machine{kinds})",
-        r.xruns
-    )
+    format!("xruns {} ({meaning}{kinds})", r.xruns)
 }

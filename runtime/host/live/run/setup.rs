@@ -8,7 +8,6 @@ use crate::engine::incoming::{Asked, Incoming, SessionFixed};
 use crate::graph::{compile, CompileOptions};
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
-use crate::host::live::device::clock::{ClockDevice, CLOCK_DEVICE};
 use crate::host::live::device::{self, Device};
 use crate::host::live::input;
 use crate::host::live::session::LiveSession;
@@ -133,51 +132,25 @@ pub(super) struct ChosenDevice {
     pub(super) id: String,
 }
 
-/// Opens `--device`: the clock device, or a cpal device (the scene is
-/// compiled again when the device plays another rate).
+/// Opens `--device` (or the default output) through its backend for the
+/// scene's rate and main bus; when the device plays another rate, the
+/// scene is compiled again at that rate.
 pub(super) fn open_device(
     opts: &RunOptions,
     compiled: &mut Compiled,
     log: &mut dyn Write,
 ) -> Result<ChosenDevice, HostError> {
-    let plan = &compiled.plan;
-    let clock_device = opts.device.as_deref() == Some(CLOCK_DEVICE);
-    let bus = plan.main.len();
-    let device_channels_wanted = if bus == 1 { 2 } else { bus };
-    let period = opts.period.unwrap_or(plan.block_size);
-    if clock_device {
-        Ok(ChosenDevice {
-            device: Box::new(ClockDevice {
-                period,
-                sample_rate: plan.sample_rate as f64,
-                channels: device_channels_wanted,
-            }),
-            channels: device_channels_wanted,
-            id: CLOCK_DEVICE.to_string(),
-        })
-    } else {
-        open_cpal(opts, compiled, bus, period, log)
-    }
-}
-
-/// Opens a cpal device for the scene's rate and `bus` channels; when the
-/// device plays another rate, the scene is compiled again at that rate.
-pub(super) fn open_cpal(
-    opts: &RunOptions,
-    compiled: &mut Compiled,
-    bus: usize,
-    period: usize,
-    log: &mut dyn Write,
-) -> Result<ChosenDevice, HostError> {
     let Compiled {
         scene, copts, plan, ..
     } = compiled;
-    let opened = device::cpal::open(&device::cpal::Request {
-        device: opts.device.as_deref(),
-        sample_rate: plan.sample_rate,
-        bus_channels: bus,
-        period,
-    })?;
+    let opened = device::open_output(
+        opts.device.as_deref(),
+        &device::Request {
+            sample_rate: plan.sample_rate,
+            bus_channels: plan.main.len(),
+            period: opts.period.unwrap_or(plan.block_size),
+        },
+    )?;
     for w in &opened.warnings {
         let _ = writeln!(log, "warning: {w}");
     }
@@ -199,9 +172,9 @@ pub(super) fn open_cpal(
         })?;
     }
     Ok(ChosenDevice {
-        device: Box::new(opened.device),
+        device: opened.device,
         channels: opened.channels,
-        id: opened.device_id,
+        id: opened.id,
     })
 }
 
@@ -645,35 +618,4 @@ pub(super) fn start_journal(
         })?;
     }
     Ok(j)
-}
-
-/// Opens every `--midi` (ports and `file:` players), mapping through the
-/// scene's controls and sending on `sender`; the inputs stay open while
-/// the returned list lives.
-pub(super) fn open_midi_inputs(
-    opts: &RunOptions,
-    mappings: &crate::host::control::Mappings,
-    sender: &crate::host::control::Sender,
-    log: &mut dyn Write,
-) -> Result<Vec<crate::host::live::midi::MidiInput>, HostError> {
-    use crate::host::live::midi::{open_midi, MidiControls, MidiSpec};
-    let mapped = mappings
-        .current()
-        .controls
-        .iter()
-        .any(|c| matches!(c.source, crate::graph::ControlSource::Midi(_)));
-    if !opts.midi.is_empty() && !mapped {
-        let _ = writeln!(
-            log,
-            "warning: the scene maps no MIDI (its `controls` have no `midi` source): MIDI moves nothing until an edit adds one"
-        );
-    }
-    let controls = MidiControls::Playing {
-        mappings: mappings.clone(),
-        monitor: crate::host::term::verbose(),
-    };
-    opts.midi
-        .iter()
-        .map(|m| open_midi(&MidiSpec::parse(m), &controls, sender.clone()))
-        .collect()
 }

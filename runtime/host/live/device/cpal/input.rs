@@ -8,10 +8,10 @@
 //! f32 samples are taken as they are. The input keeps the device's own
 //! format ([`InputFormat`]), in which a journal stores it exactly.
 
+use super::{fault_of, find, id_of};
 use crate::host::files::wav_in::int_to_sample;
 use crate::host::live::device::capture::{CaptureInput, CaptureSource};
-use crate::host::live::device::cpal::{fault_of, find, id_of, Direction};
-use crate::host::live::device::{DeviceError, Stream, StreamEvents};
+use crate::host::live::device::{DeviceError, Direction, Need, Stream, StreamEvents};
 use crate::host::live::input::ring::{RingShape, RingWriter};
 use crate::host::live::input::InputFormat;
 use cpal::traits::{DeviceTrait, StreamTrait};
@@ -89,17 +89,6 @@ const PREFERRED: [SampleFormat; 7] = [
     SampleFormat::I8,
     SampleFormat::U8,
 ];
-
-/// What the session needs of an input device.
-#[derive(Clone, Copy, Debug)]
-pub struct Need {
-    /// The output's rate (there is no resampling).
-    pub sample_rate: u32,
-    /// The scene's input width: the highest channel an `input` node reads, plus one.
-    pub min_channels: usize,
-    /// The engine block: the capture period asked for.
-    pub block: usize,
-}
 
 /// The configuration [`choose`] picked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,13 +274,13 @@ struct CpalStream(#[allow(dead_code)] cpal::Stream);
 impl Stream for CpalStream {}
 
 impl CaptureSource for CpalCapture {
-    fn prepare(&mut self, fallback: bool) -> Result<usize, String> {
+    fn prepare(&mut self, fallback: bool) -> Result<usize, DeviceError> {
         let asked = if fallback {
             None
         } else {
             self.asked.as_deref()
         };
-        let again = CpalCapture::find(asked, self.need).map_err(|e| e.to_string())?;
+        let again = CpalCapture::find(asked, self.need)?;
         *self = CpalCapture {
             asked: self.asked.take(),
             ..again
@@ -303,7 +292,7 @@ impl CaptureSource for CpalCapture {
         &mut self,
         writer: RingWriter,
         events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn Stream>, String> {
+    ) -> Result<Box<dyn Stream>, DeviceError> {
         let stream = match self.choice.format {
             SampleFormat::F32 => self.build::<f32>(writer, events),
             SampleFormat::I32 => self.build::<i32>(writer, events),
@@ -312,12 +301,18 @@ impl CaptureSource for CpalCapture {
             SampleFormat::U16 => self.build::<u16>(writer, events),
             SampleFormat::I8 => self.build::<i8>(writer, events),
             SampleFormat::U8 => self.build::<u8>(writer, events),
-            f => return Err(format!("morphrt does not read {f} samples")),
+            f => {
+                return Err(DeviceError::stream_refused(format!(
+                    "morphrt does not read {f} samples"
+                )))
+            }
         }
-        .map_err(|e| format!("cannot open an input stream on `{}`: {e}", self.id))?;
-        stream
-            .play()
-            .map_err(|e| format!("cannot start the input stream on `{}`: {e}", self.id))?;
+        .map_err(|e| {
+            DeviceError::stream(format!("cannot open an input stream on `{}`", self.id), e)
+        })?;
+        stream.play().map_err(|e| {
+            DeviceError::stream(format!("cannot start the input stream on `{}`", self.id), e)
+        })?;
         Ok(Box::new(CpalStream(stream)))
     }
 
@@ -338,20 +333,17 @@ pub fn ring_frames(period: Option<usize>, block: usize) -> usize {
 }
 
 /// Opens the capture input `run` records from: the input device `id` (as
-/// `morphrt devices` shows it) or the default input, at `sample_rate` (the
-/// output's), with at least `min_channels` channels, its ring read one
-/// block of `block` frames per block of output. The stream starts at once;
-/// what it records before the callback starts is not played.
-pub fn open_capture(
-    id: Option<&str>,
-    sample_rate: u32,
-    block: usize,
-    min_channels: usize,
-) -> Result<CaptureInput, DeviceError> {
+/// `morphrt devices` shows it) or the default input, at the output's rate,
+/// with at least the channels `need` asks (one at least), its ring read
+/// one block per block of output. The stream starts at once; what it
+/// records before the callback starts is not played.
+pub fn open_capture(id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceError> {
+    let Need {
+        sample_rate, block, ..
+    } = need;
     let need = Need {
-        sample_rate,
-        min_channels: min_channels.max(1),
-        block,
+        min_channels: need.min_channels.max(1),
+        ..need
     };
     let source = CpalCapture::find(id, need)?;
     let period = source.choice.fixed;
@@ -364,5 +356,5 @@ pub fn open_capture(
     // A lost stream: no push for 8 periods, and never sooner than 0.5 s.
     let period_s = period.unwrap_or(4096) as f64 / sample_rate.max(1) as f64;
     let stall = Duration::from_secs_f64(period_s * 8.0).max(Duration::from_millis(500));
-    CaptureInput::start(Box::new(source), shape, stall).map_err(DeviceError::Stream)
+    CaptureInput::start(Box::new(source), shape, stall)
 }

@@ -1,106 +1,19 @@
-//! cpal: listing devices (outputs and inputs), choosing an output stream
+//! The cpal backend, [`CpalHost`]: cpal's default host (ALSA on Linux).
+//! Listing devices (outputs and inputs), choosing an output stream
 //! configuration, and [`CpalDevice`], the [`Device`] that plays through
-//! one. The capture side is `capture.rs`.
+//! one; its input streams are [`input`].
 
-use crate::host::live::device::{Device, Stream, StreamEvents, StreamFault};
+use self::input::open_capture;
+use crate::host::live::device::capture::CaptureInput;
+use crate::host::live::device::{
+    names, Device, DeviceError, DeviceInfo, Direction, Host, Need, Opened, Request, Stream,
+    StreamEvents, StreamFault,
+};
 use crate::host::live::player::PlayerCell;
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use std::sync::Arc;
 
-/// What can go wrong with an audio device; each says what the user can do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeviceError {
-    /// The device list itself could not be read.
-    List(String),
-    /// `--device` is not a device id.
-    BadId {
-        id: String,
-        why: String,
-        available: String,
-    },
-    /// No device has that id.
-    NotFound { id: String, available: String },
-    /// The machine has no default output.
-    NoDefault { available: String },
-    /// The device exists but cannot play.
-    CannotPlay {
-        id: String,
-        why: String,
-        available: String,
-    },
-    /// The device takes no f32 samples.
-    NoF32 { id: String, available: String },
-    /// Opening or starting the stream failed.
-    Stream(String),
-    /// No input device has that id (`--input-device`).
-    NoInput { id: String, available: String },
-    /// The machine has no default input.
-    NoDefaultInput { available: String },
-    /// The input device cannot record what the session needs (its rate,
-    /// its input channels, a sample format morphrt reads).
-    CannotRecord { id: String, why: String },
-}
-
-const DEVICE_HELP: &str = "help: pick one with --device ID (see `morphrt devices`), play without a device with --device clock, or render to a file with `morphrt render SCENE -o out.wav`";
-
-impl std::fmt::Display for DeviceError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DeviceError::List(e) => write!(f, "cannot list audio devices: {e}"),
-            DeviceError::BadId { id, why, available } => {
-                write!(f, "`{id}` is not a device id ({why}); available: {available}")
-            }
-            DeviceError::NotFound { id, available } => {
-                write!(f, "no output device `{id}`; available: {available}")
-            }
-            DeviceError::NoDefault { available } => write!(
-                f,
-                "no default audio output device is available on this machine (available: {available}).\n  {DEVICE_HELP}"
-            ),
-            DeviceError::CannotPlay { id, why, available } => write!(
-                f,
-                "the audio device `{id}` cannot play ({why}).\n  available devices: {available}\n  {DEVICE_HELP}"
-            ),
-            DeviceError::NoF32 { id, available } => write!(
-                f,
-                "device `{id}` does not accept f32 samples; available: {available}"
-            ),
-            DeviceError::Stream(e) => f.write_str(e),
-            DeviceError::NoInput { id, available } => write!(
-                f,
-                "no input device `{id}`; input devices: {available}\n  help: `morphrt devices` lists them with their configurations"
-            ),
-            DeviceError::NoDefaultInput { available } => write!(
-                f,
-                "no default audio input device is available on this machine (input devices: {available}).\n  help: pick one with --input-device ID (see `morphrt devices`)"
-            ),
-            DeviceError::CannotRecord { id, why } => write!(
-                f,
-                "the input device `{id}` cannot record for this session: {why}\n  help: pick another with --input-device ID (see `morphrt devices`)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for DeviceError {}
-
-/// A device that cannot play is the machine's failure, not the input's.
-impl From<DeviceError> for crate::host::HostError {
-    fn from(e: DeviceError) -> crate::host::HostError {
-        crate::host::HostError::Runtime(e.to_string())
-    }
-}
-
-/// One device as `morphrt devices` shows it.
-#[derive(Clone, Debug)]
-pub struct DeviceInfo {
-    pub id: String,
-    pub name: String,
-    pub default_config: Option<String>,
-    /// "channels, rate range, format, buffer range" per supported range.
-    pub configs: Vec<String>,
-    pub is_default: bool,
-}
+pub mod input;
 
 /// alsa-lib prints its own errors to stderr while cpal probes devices
 /// ("ALSA lib confmisc.c:855:(parse_card) cannot find card '0'"); morphrt
@@ -141,21 +54,35 @@ pub(crate) fn quiet_alsa() {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn quiet_alsa() {}
 
-/// Which side of a device: what it plays, or what it records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Output,
-    Input,
-}
+/// cpal's default host as a backend (see the module docs). Its ids are
+/// cpal's: `HOST:DEVICE` (`alsa:default`).
+pub struct CpalHost;
 
-/// Every output device of the default host.
-pub fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
-    list_of(Direction::Output)
-}
+impl Host for CpalHost {
+    fn name(&self) -> String {
+        format!("cpal ({})", cpal::default_host().id().name())
+    }
 
-/// Every input (capture) device of the default host.
-pub fn list_inputs() -> Result<Vec<DeviceInfo>, DeviceError> {
-    list_of(Direction::Input)
+    fn outputs(&self) -> Result<Vec<DeviceInfo>, DeviceError> {
+        list_of(Direction::Output)
+    }
+
+    fn inputs(&self) -> Result<Vec<DeviceInfo>, DeviceError> {
+        list_of(Direction::Input)
+    }
+
+    fn owns(&self, id: &str) -> bool {
+        // `alsa:…` on Linux: a host cpal was built with.
+        id.parse::<cpal::DeviceId>().is_ok()
+    }
+
+    fn open_output(&self, id: Option<&str>, request: &Request) -> Result<Opened, DeviceError> {
+        open(id, request)
+    }
+
+    fn open_input(&self, id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceError> {
+        open_capture(id, need)
+    }
 }
 
 /// Every device of the default host on the `dir` side.
@@ -171,7 +98,9 @@ fn list_of(dir: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
         Direction::Output => host.output_devices().map(|d| d.collect()),
         Direction::Input => host.input_devices().map(|d| d.collect()),
     }
-    .map_err(|e| DeviceError::List(e.to_string()))?;
+    .map_err(|e| DeviceError::List {
+        source: Box::new(e),
+    })?;
     Ok(devices
         .iter()
         .map(|d| describe(d, dir, default_id.as_deref()))
@@ -247,39 +176,17 @@ fn summarize(ranges: Vec<cpal::SupportedStreamConfigRange>) -> Vec<String> {
     )]
 }
 
-/// A compact listing of the output devices for messages ("available: alsa:null, …").
-pub fn names() -> String {
-    names_of(Direction::Output)
-}
-
-/// The same for the input devices.
-pub fn input_names() -> String {
-    names_of(Direction::Input)
-}
-
-fn names_of(dir: Direction) -> String {
-    match list_of(dir) {
-        Ok(v) if !v.is_empty() => v
-            .iter()
-            .map(|d| d.id.clone())
-            .collect::<Vec<_>>()
-            .join(", "),
-        Ok(_) => "none".to_string(),
-        Err(e) => e.to_string(),
-    }
-}
-
 /// The device `id` names (as `morphrt devices` shows it), or the default
 /// one on the `dir` side; an error lists that side's devices.
 pub(crate) fn find(id: Option<&str>, dir: Direction) -> Result<cpal::Device, DeviceError> {
     quiet_alsa();
     let host = cpal::default_host();
-    let available = || names_of(dir);
+    let available = || names(dir);
     match (id, dir) {
         (Some(id), _) => {
             let parsed: cpal::DeviceId = id.parse().map_err(|e| DeviceError::BadId {
                 id: id.to_string(),
-                why: format!("{e}"),
+                source: Box::new(e),
                 available: available(),
             })?;
             let found = host.device_by_id(&parsed);
@@ -324,51 +231,28 @@ pub struct CpalDevice {
     fixed: Option<usize>,
 }
 
-/// What the caller asked for.
-pub struct Request<'a> {
-    pub device: Option<&'a str>,
-    pub sample_rate: u32,
-    pub bus_channels: usize,
-    /// The device period to ask for, in frames (the engine block size
-    /// unless overridden).
-    pub period: usize,
-}
-
-/// The outcome of opening: the device plus facts for the status line.
-pub struct Opened {
-    pub device: CpalDevice,
-    pub sample_rate: u32,
-    pub channels: usize,
-    pub device_id: String,
-    pub warnings: Vec<String>,
-}
-
 /// Finds the device and a configuration: f32 samples, the scene's rate if
 /// the device has it (else its default rate, with a warning), two channels
 /// for a mono bus, and a fixed period when the device allows one.
-pub fn open(req: &Request<'_>) -> Result<Opened, DeviceError> {
-    let device = find(req.device, Direction::Output)?;
+pub fn open(id: Option<&str>, req: &Request) -> Result<Opened, DeviceError> {
+    let device = find(id, Direction::Output)?;
     let device_id = id_of(&device);
     let ranges: Vec<cpal::SupportedStreamConfigRange> = device
         .supported_output_configs()
         .map_err(|e| DeviceError::CannotPlay {
             id: device_id.clone(),
-            why: e.to_string(),
-            available: names(),
+            source: Box::new(e),
+            available: names(Direction::Output),
         })?
         .filter(|r| r.sample_format() == cpal::SampleFormat::F32)
         .collect();
     if ranges.is_empty() {
         return Err(DeviceError::NoF32 {
             id: device_id,
-            available: names(),
+            available: names(Direction::Output),
         });
     }
-    let want_ch = if req.bus_channels == 1 {
-        2
-    } else {
-        req.bus_channels
-    } as u16;
+    let want_ch = req.channels_wanted() as u16;
     let mut warnings = Vec::new();
     let has_rate = |r: &cpal::SupportedStreamConfigRange| {
         r.min_sample_rate() <= req.sample_rate && req.sample_rate <= r.max_sample_rate()
@@ -422,13 +306,13 @@ pub fn open(req: &Request<'_>) -> Result<Opened, DeviceError> {
     Ok(Opened {
         channels: range.channels() as usize,
         sample_rate,
-        device_id,
+        id: device_id,
         warnings,
-        device: CpalDevice {
+        device: Box::new(CpalDevice {
             device,
             config,
             fixed,
-        },
+        }),
     })
 }
 
@@ -454,7 +338,7 @@ impl Device for CpalDevice {
         &mut self,
         cell: Arc<PlayerCell>,
         events: Arc<StreamEvents>,
-    ) -> Result<Box<dyn Stream>, String> {
+    ) -> Result<Box<dyn Stream>, DeviceError> {
         let err_events = events.clone();
         let stream = self
             .device
@@ -468,10 +352,10 @@ impl Device for CpalDevice {
                 },
                 None,
             )
-            .map_err(|e| format!("cannot open an output stream: {e}"))?;
+            .map_err(|e| DeviceError::stream("cannot open an output stream", e))?;
         stream
             .play()
-            .map_err(|e| format!("cannot start the output stream: {e}"))?;
+            .map_err(|e| DeviceError::stream("cannot start the output stream", e))?;
         Ok(Box::new(CpalStream(stream)))
     }
 
