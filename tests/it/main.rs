@@ -21,6 +21,7 @@ mod engine;
 mod examples;
 mod expression;
 mod feedback;
+mod flood;
 mod fp_mode;
 mod fuzz_files;
 mod fuzz_scenes;

@@ -351,7 +351,9 @@ impl Engine {
     /// Applies the records due at `pos` (called by the block loop).
     pub(super) fn apply_controls(&mut self, pos: u64) {
         while let Some(r) = self.controls.pop_due(pos) {
-            self.set_param(r.node as usize, r.param as usize, r.value, r.ramp, pos);
+            if !self.defer_control(r, pos) {
+                self.set_param(r.node as usize, r.param as usize, r.value, r.ramp, pos);
+            }
             let outcome = Outcome::Applied {
                 at: pos,
                 node: r.node,
@@ -381,6 +383,7 @@ impl Engine {
         if !fits {
             return;
         }
+        self.settle_slot(i, pos);
         self.unsteady(i);
         let slot = &mut self.slots[i];
         match value {
