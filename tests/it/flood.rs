@@ -165,6 +165,9 @@ fn flood(blocks: usize) -> Vec<Vec<Push>> {
         .collect()
 }
 
+/// A flooded param, as (node, param).
+type Param = (&'static str, &'static str);
+
 /// What an engine played and reported.
 #[derive(Debug, PartialEq)]
 struct Played {
@@ -188,7 +191,7 @@ fn drive(
     counted: bool,
 ) -> (Played, (usize, usize)) {
     let pool = e.voice_pool("pad").expect("the pad");
-    let targets: Vec<((&str, &str), (usize, usize))> =
+    let targets: Vec<(Param, (usize, usize))> =
         [("space", "mix"), ("lp#0", "cutoff"), ("lp#3", "cutoff")]
             .into_iter()
             .map(|t| (t, e.find_param(t.0, t.1).expect("a flooded param")))
