@@ -13,9 +13,11 @@
 //! Under a sample-accurate profile each distinct sample a record or a
 //! note from outside lands on cuts the block there, one cut each at most:
 //! the queues bound those cuts to [`CONTROL_QUEUE`] +
-//! [`NOTE_QUEUE`](super::NOTE_QUEUE) a block (a flood of distinct samples
-//! costs that many passes over the graph; a block-accurate profile lands
-//! them all at the block's start).
+//! [`NOTE_QUEUE`](super::NOTE_QUEUE) a block (a block-accurate profile
+//! lands them all at the block's start). A cut splits the chunks of the
+//! nodes it reaches: in a graph with voice modules, most often only those
+//! of the voice or the node the change is for (`split.rs` says when),
+//! otherwise every node's.
 //!
 //! **Across a handover.** A record names the engine it was resolved for
 //! ([`Engine::id`]). The engine that takes over from it maps the nodes of
