@@ -88,7 +88,8 @@ fn off(k: u64) -> NoteAction {
 /// again, a note struck and released on one sample — the pedal, a bend, key
 /// pressure, all notes off, all sound off, the filter of one voice's copy
 /// and the delay outside the voices moved, with and without ramps), then
-/// quiet stretches long enough for released voices to go quiet and free.
+/// stretches of sparse short notes long enough for released voices to go
+/// quiet and free.
 fn flood(blocks: usize) -> Vec<Vec<Push>> {
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut rand = move |n: u64| {
@@ -99,9 +100,25 @@ fn flood(blocks: usize) -> Vec<Vec<Push>> {
     };
     (0..blocks)
         .map(|b| {
-            // 24 blocks of flood, then 56 (75 ms) of quiet.
+            // 24 blocks of flood, then 56 (75 ms) of sparse notes, each
+            // struck and released within its block: released voices go
+            // quiet and free at samples inside blocks that also take a
+            // note-on after that sample.
             if b % 80 >= 24 {
-                return Vec::new();
+                if rand(3) != 0 {
+                    return Vec::new();
+                }
+                let (at, key) = (rand(BLOCK as u64 / 2), rand(12));
+                return vec![
+                    Push::Note {
+                        at,
+                        action: on(key, 0.5),
+                    },
+                    Push::Note {
+                        at: at + 1 + rand(BLOCK as u64 / 2 - 1),
+                        action: off(key),
+                    },
+                ];
             }
             let count = 1 + rand(48);
             (0..count)
@@ -398,5 +415,88 @@ fn a_flood_on_poly_pad_never_allocates_in_the_callback() {
         let mut e = common::engine(PAD, Some(p), BLOCK);
         let (_, total) = drive(&mut e, &pushes, BLOCK, true);
         assert_eq!(total, (0, 0), "under {p}: the flood allocated or freed");
+    }
+}
+
+/// A released voice goes quiet, and so free, inside a block in which a
+/// note-on comes after that sample: the note takes that voice (the free
+/// voice of lowest index), in blocks as in one-sample blocks, under every
+/// sample-accurate profile. A voice left to run only up to its own next
+/// change would still look released to the note, which would take the
+/// next free voice instead.
+#[test]
+fn a_note_after_a_voice_goes_quiet_in_its_block_takes_that_voice() {
+    // The pad without the scene's own events.
+    let text = PAD
+        .split(r#""events""#)
+        .next()
+        .expect("the scene")
+        .trim_end();
+    let text = format!("{}}}", text.trim_end_matches(','));
+    'profiles: for p in [Profile::Strict, Profile::Repro] {
+        for shift in 0..2u64 {
+            // The sample after which voice 0, struck and released at once,
+            // is free, found one sample at a time.
+            let mut probe = common::engine(&text, Some(p), BLOCK);
+            let pool = probe.voice_pool("pad").expect("the pad");
+            let note = |sample, action| PlanNote {
+                sample,
+                pool,
+                action,
+            };
+            assert!(probe.push_note(note(shift, on(1, 0.8))));
+            assert!(probe.push_note(note(shift + 10, off(1))));
+            while probe.clock() <= shift + 10 {
+                probe.process_block(1);
+            }
+            assert_eq!(
+                probe.voice_states()[0].voices[0].phase,
+                morphrt::engine::Phase::Released,
+                "under {p}"
+            );
+            while probe.voice_states()[0].voices[0].phase != morphrt::engine::Phase::Free {
+                assert!(probe.clock() < 48_000, "under {p}: voice 0 never went free");
+                probe.process_block(1);
+            }
+            let at = probe.clock();
+            if at % BLOCK as u64 == 0 {
+                continue;
+            }
+            let play = |step: usize| {
+                let mut e = common::engine(&text, Some(p), BLOCK);
+                assert!(e.push_note(note(shift, on(1, 0.8))));
+                assert!(e.push_note(note(shift + 10, off(1))));
+                let mut bits = Vec::new();
+                while e.clock() < at + 2 * BLOCK as u64 {
+                    if e.clock() / BLOCK as u64 == at / BLOCK as u64
+                        && e.clock() % BLOCK as u64 == 0
+                    {
+                        assert!(e.push_note(note(at, on(5, 0.7))));
+                    }
+                    for _ in 0..BLOCK / step {
+                        e.process_block(step);
+                        let bus = e.bus();
+                        for j in 0..step {
+                            bits.push(bus.get(0, j).to_bits());
+                        }
+                    }
+                }
+                (bits, e.voice_states())
+            };
+            let (whole, whole_voices) = play(BLOCK);
+            let (samples, sample_voices) = play(1);
+            let key = (110.0 + 7.0 * 5.0f64).to_bits();
+            assert_eq!(
+                sample_voices[0].voices[0].key, key,
+                "under {p}: the note took voice 0"
+            );
+            assert!(
+                whole == samples,
+                "under {p}: blocks and one-sample blocks differ"
+            );
+            assert_eq!(whole_voices, sample_voices, "under {p}");
+            continue 'profiles;
+        }
+        panic!("under {p}: voice 0 went free at a block's start both times");
     }
 }
