@@ -459,7 +459,7 @@ fn a_note_after_a_voice_goes_quiet_in_its_block_takes_that_voice() {
                 probe.process_block(1);
             }
             let at = probe.clock();
-            if at % BLOCK as u64 == 0 {
+            if at.is_multiple_of(BLOCK as u64) {
                 continue;
             }
             let play = |step: usize| {
@@ -469,7 +469,7 @@ fn a_note_after_a_voice_goes_quiet_in_its_block_takes_that_voice() {
                 let mut bits = Vec::new();
                 while e.clock() < at + 2 * BLOCK as u64 {
                     if e.clock() / BLOCK as u64 == at / BLOCK as u64
-                        && e.clock() % BLOCK as u64 == 0
+                        && e.clock().is_multiple_of(BLOCK as u64)
                     {
                         assert!(e.push_note(note(at, on(5, 0.7))));
                     }
