@@ -38,7 +38,9 @@
 //! outside a voice reading one of a voice's nodes other than its sound.
 //! A block also runs in one pass while per-node timing is on, and while
 //! some node is recovering from a failure (NaN recovery counts in the
-//! node's chunks).
+//! node's chunks). A node that first fails within a two-pass block is
+//! reset at the end of the chunk it ran, as in the one-pass loop; where
+//! the two loops cut it differently, that end differs.
 
 use super::control::{ControlRecord, CONTROL_QUEUE};
 use super::lanes::Step;
