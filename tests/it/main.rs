@@ -23,6 +23,7 @@ mod errors;
 mod examples;
 mod expression;
 mod feedback;
+mod flood;
 mod fp_mode;
 mod fuzz_files;
 mod fuzz_scenes;

@@ -13,9 +13,11 @@
 //! Under a sample-accurate profile each distinct sample a record or a
 //! note from outside lands on cuts the block there, one cut each at most:
 //! the queues bound those cuts to [`CONTROL_QUEUE`] +
-//! [`NOTE_QUEUE`](super::NOTE_QUEUE) a block (a flood of distinct samples
-//! costs that many passes over the graph; a block-accurate profile lands
-//! them all at the block's start).
+//! [`NOTE_QUEUE`](super::NOTE_QUEUE) a block (a block-accurate profile
+//! lands them all at the block's start). A cut splits the chunks of the
+//! nodes it reaches: in a graph with voice modules, most often only those
+//! of the voice or the node the change is for (`split.rs` says when),
+//! otherwise every node's.
 //!
 //! **Across a handover.** A record names the engine it was resolved for
 //! ([`Engine::id`]). The engine that takes over from it maps the nodes of
@@ -351,7 +353,9 @@ impl Engine {
     /// Applies the records due at `pos` (called by the block loop).
     pub(super) fn apply_controls(&mut self, pos: u64) {
         while let Some(r) = self.controls.pop_due(pos) {
-            self.set_param(r.node as usize, r.param as usize, r.value, r.ramp, pos);
+            if !self.defer_control(r, pos) {
+                self.set_param(r.node as usize, r.param as usize, r.value, r.ramp, pos);
+            }
             let outcome = Outcome::Applied {
                 at: pos,
                 node: r.node,
@@ -381,6 +385,7 @@ impl Engine {
         if !fits {
             return;
         }
+        self.settle_slot(i, pos);
         self.unsteady(i);
         let slot = &mut self.slots[i];
         match value {

@@ -384,6 +384,7 @@ impl Engine {
         };
         self.steps = steps;
         self.groups = groups;
+        super::split::Split::plan(self);
     }
 
     /// The lane groups, each as its members' schedule indices (leader
@@ -811,6 +812,7 @@ impl Engine {
         if self.slots[i].inputs.is_empty() {
             return;
         }
+        let at = self.stage_at;
         let (before, rest) = self.slots.split_at_mut(i);
         if rest[0].steal != 0 {
             take_inputs(before, &mut rest[0], n);
@@ -827,14 +829,14 @@ impl Engine {
             Core::F32(t) => {
                 for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs.iter()).enumerate() {
                     if !srcs.is_empty() && !skip(k) {
-                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
+                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp, at);
                     }
                 }
             }
             Core::F64(t) => {
                 for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs.iter()).enumerate() {
                     if !srcs.is_empty() && !skip(k) {
-                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
+                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp, at);
                     }
                 }
             }

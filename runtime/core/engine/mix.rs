@@ -13,19 +13,29 @@ pub(super) struct EdgeIn {
     pub(super) src: SourceRef,
     /// Index into the destination's `rings`, or `NO_RING`.
     pub(super) ring: usize,
+    /// The source is a voice's sound node that holds the whole block at
+    /// block offsets while the voices run their own chunks (`split.rs`):
+    /// a chunk reads it at its offset in the block.
+    pub(super) staged: bool,
 }
 
 pub(super) const NO_RING: usize = usize::MAX;
 
 impl Engine {
     /// Writes the `n` frames just run of each main-bus source into its
-    /// channel at `offset` (the bus converts precision and aligns).
+    /// channel at `offset` (the bus converts precision and aligns); a
+    /// staged source is read at [`Engine::stage_at`].
     pub(super) fn gather_main(&mut self, offset: usize, n: usize) {
         for (c, src) in self.main.iter().enumerate() {
             let s = &self.slots[src.node];
+            let at = if self.split.main_staged(c) {
+                self.stage_at
+            } else {
+                0
+            };
             match &s.core {
-                Core::F32(t) => self.bus.write(c, offset, &t.outs[src.port][..n]),
-                Core::F64(t) => self.bus.write(c, offset, &t.outs[src.port][..n]),
+                Core::F32(t) => self.bus.write(c, offset, &t.outs[src.port][at..at + n]),
+                Core::F64(t) => self.bus.write(c, offset, &t.outs[src.port][at..at + n]),
             }
         }
     }
@@ -36,7 +46,9 @@ impl Engine {
 /// plan's fixed summing order: `dst = ((s0 + s1) + s2) + …` per sample.
 /// Consecutive undelayed sources at `dst`'s precision are added
 /// [`FAN`] per pass over the block (the same sums in the same order, with
-/// one load and store of `dst` per group instead of per source).
+/// one load and store of `dst` per group instead of per source). A staged
+/// source ([`EdgeIn::staged`]) is read from offset `at` of its outputs,
+/// any other from 0.
 #[inline]
 pub(super) fn gather<S: Sample>(
     dst: &mut [S],
@@ -44,6 +56,7 @@ pub(super) fn gather<S: Sample>(
     before: &[Slot],
     rings: &mut [Ring<S>],
     tmp: &mut [S],
+    at: usize,
 ) {
     let n = dst.len();
     let mut k = 0;
@@ -51,7 +64,7 @@ pub(super) fn gather<S: Sample>(
         let mut group: [&[S]; FAN] = [&[]; FAN];
         let mut len = 0;
         while len < FAN && k + len < edges.len() {
-            match same_precision_source::<S>(&edges[k + len], before, n) {
+            match same_precision_source::<S>(&edges[k + len], before, n, at) {
                 Some(src) => group[len] = src,
                 None => break,
             }
@@ -64,6 +77,8 @@ pub(super) fn gather<S: Sample>(
         }
         let e = edges[k];
         let src = e.src;
+        let from = if e.staged { at } else { 0 };
+        let span = from..from + n;
         if src.is_feedback() {
             // The source may run later: read its past from the line.
             let tmp = &mut tmp[..n];
@@ -71,14 +86,14 @@ pub(super) fn gather<S: Sample>(
             add_into(dst, tmp, k == 0);
         } else if e.ring == NO_RING {
             match &before[src.node].core {
-                Core::F32(t) => add_into(dst, &t.outs[src.port][..n], k == 0),
-                Core::F64(t) => add_into(dst, &t.outs[src.port][..n], k == 0),
+                Core::F32(t) => add_into(dst, &t.outs[src.port][span], k == 0),
+                Core::F64(t) => add_into(dst, &t.outs[src.port][span], k == 0),
             }
         } else {
             let tmp = &mut tmp[..n];
             match &before[src.node].core {
-                Core::F32(t) => add_into(tmp, &t.outs[src.port][..n], true),
-                Core::F64(t) => add_into(tmp, &t.outs[src.port][..n], true),
+                Core::F32(t) => add_into(tmp, &t.outs[src.port][span], true),
+                Core::F64(t) => add_into(tmp, &t.outs[src.port][span], true),
             }
             rings[e.ring].process(tmp);
             add_into(dst, tmp, k == 0);
@@ -90,12 +105,14 @@ pub(super) fn gather<S: Sample>(
 /// Sources summed per pass over the block in [`gather`].
 const FAN: usize = 8;
 
-/// An undelayed edge's source block when it is at precision `S`.
+/// An undelayed edge's source block when it is at precision `S` (a staged
+/// source's from offset `at`).
 #[inline]
 fn same_precision_source<'a, S: Sample>(
     e: &EdgeIn,
     before: &'a [Slot],
     n: usize,
+    at: usize,
 ) -> Option<&'a [S]> {
     if e.ring != NO_RING || e.src.is_feedback() {
         return None;
@@ -104,7 +121,8 @@ fn same_precision_source<'a, S: Sample>(
         Core::F32(t) => &t.outs[e.src.port],
         Core::F64(t) => &t.outs[e.src.port],
     };
-    out.downcast_ref::<Vec<S>>().map(|v| &v[..n])
+    let from = if e.staged { at } else { 0 };
+    out.downcast_ref::<Vec<S>>().map(|v| &v[from..from + n])
 }
 
 /// `dst = dst + s0 + s1 + …` left to right per sample (`first`: `dst` is

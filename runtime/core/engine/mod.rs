@@ -12,7 +12,9 @@
 //! reset in `snapshot.rs`, the audio thread's capture in parts over
 //! blocks in `capture.rs`; the offline loops (N frames, stops, into
 //! memory) in `blocks.rs`, with control changes scheduled for them in
-//! `feed.rs`; the control side's handover steps (compile,
+//! `feed.rs`; the two-pass loop of a graph with voice modules, where a
+//! change cuts only the nodes it changes, in `split.rs`; the control
+//! side's handover steps (compile,
 //! capture, migrate, fast-forward, offer) in `incoming.rs`.
 
 mod beats;
@@ -32,6 +34,7 @@ mod mix;
 mod node;
 mod ring;
 mod snapshot;
+mod split;
 mod timing;
 mod voices;
 
@@ -121,6 +124,12 @@ pub struct Engine {
     controls: control::Controls,
     /// Voice modules and their notes (see `voices.rs`).
     voices: voices::Voices,
+    /// The two-pass block loop's plan and state (see `split.rs`).
+    split: split::Split,
+    /// Where a chunk reads staged sources (voices' sound nodes holding the
+    /// whole block): its offset in the block in the second pass of
+    /// `split.rs`, 0 otherwise.
+    stage_at: usize,
     /// Samples a beat lasts at the plan's tempo, if it has one.
     spb: Option<crate::scene::Rational>,
     /// The beat grid from the swap sample on (see `beats.rs`).
@@ -201,7 +210,7 @@ impl Engine {
         voices.measure(&mut slots);
         let (steps, groups) = lanes::plan(&mut slots, &mut runs, &plan.main);
         let spb = plan.tempo.map(|t| t.samples_per_beat(plan.sample_rate));
-        Engine {
+        let mut engine = Engine {
             steps,
             groups,
             simd: crate::dsp::vector::SimdLevel::detect(),
@@ -246,7 +255,11 @@ impl Engine {
             capture: capture::Cursor::new(slots.len()),
             controls: control::Controls::new(slots.len()),
             slots,
-        }
+            split: split::Split::default(),
+            stage_at: 0,
+        };
+        split::Split::plan(&mut engine);
+        engine
     }
 
     pub fn block_size(&self) -> usize {
@@ -324,6 +337,25 @@ impl Engine {
             self.apply_pending();
         }
         let end = self.clock + frames as u64;
+        if self.split_block() {
+            self.process_split(&guard, end);
+        } else {
+            self.process_chunks(&guard, end);
+        }
+        if self.limit_main {
+            self.bus.clamp(frames, 1.0);
+        }
+        if self.node_timing {
+            self.timed_frames += frames as u64;
+        }
+        self.clock = end;
+        self.collapse_ramps();
+        drop(guard);
+    }
+
+    /// The block `clock..end` in one pass: every node cut at every sample
+    /// an event, a control record or a note lands on.
+    fn process_chunks(&mut self, guard: &FpGuard, end: u64) {
         let mut pos = self.clock;
         let mut offset = 0;
         while pos < end {
@@ -358,22 +390,13 @@ impl Engine {
             }
             self.clear_voices(pos, n);
             if !self.feeds.is_empty() {
-                self.feed_back(&guard, n);
+                self.feed_back(guard, n);
             }
             guard.set_flush(self.session_flush);
             self.gather_main(offset, n);
             pos = next;
             offset += n;
         }
-        if self.limit_main {
-            self.bus.clamp(frames, 1.0);
-        }
-        if self.node_timing {
-            self.timed_frames += frames as u64;
-        }
-        self.clock = end;
-        self.collapse_ramps();
-        drop(guard);
     }
 
     /// The main bus after the last `process_block`.
@@ -386,6 +409,15 @@ impl Engine {
             if e.sample > pos {
                 break;
             }
+            self.apply_event(self.next_event, pos);
+            self.next_event += 1;
+        }
+    }
+
+    /// Plan event `k` takes effect at `pos`.
+    fn apply_event(&mut self, k: usize, pos: u64) {
+        {
+            let e = &self.events[k];
             let slot = &mut self.slots[e.node];
             if let Some(group) = self.groups.get_mut(slot.lane_group as usize) {
                 group.is_steady = false;
@@ -418,7 +450,6 @@ impl Engine {
                     slot.values[e.param] = v.clone();
                 }
             }
-            self.next_event += 1;
         }
     }
 

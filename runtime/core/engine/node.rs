@@ -32,6 +32,10 @@ pub(super) struct Typed<S> {
     pub(super) rings: Vec<Ring<S>>,
     /// Scratch for a delayed edge's block.
     pub(super) tmp: Vec<S>,
+    /// A voice's sound node run in its own chunks (`split.rs`): the
+    /// buffers a chunk is written into before it moves to its offset in
+    /// `outs`, which holds the whole block. Empty otherwise.
+    pub(super) spare: Vec<Vec<S>>,
 }
 
 pub(super) enum Core {
@@ -128,6 +132,7 @@ fn new_typed<S: Sample>(
             vec![S::ZERO; block]
         },
         node,
+        spare: Vec::new(),
         ins: vec![vec![S::ZERO; block]; n_in],
         outs: vec![vec![S::ZERO; block]; n_out],
         sigs: sig_ports
@@ -161,6 +166,7 @@ impl Slot {
                 .map(|l| {
                     l.iter()
                         .map(|src| EdgeIn {
+                            staged: false,
                             src: *src,
                             ring: if src.is_feedback() {
                                 delays.push(src.feedback);
@@ -339,6 +345,7 @@ impl Engine {
             dead: slot.recovery.dead,
             simd: self.simd,
             prefilled: slot.prefilled,
+            at: self.stage_at,
         };
         let outcome = match &mut slot.core {
             Core::F32(t) => run_typed(t, &call),
@@ -608,6 +615,8 @@ struct Call<'a> {
     simd: SimdLevel,
     /// Inputs already summed by a fused lane group ([`Slot::prefilled`]).
     prefilled: u64,
+    /// Where staged sources are read ([`Engine::stage_at`]).
+    at: usize,
 }
 
 /// Runs one node.
@@ -624,6 +633,7 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
         dead,
         simd,
         prefilled,
+        at,
     } = call;
     if dead || muted {
         for out in t.outs.iter_mut() {
@@ -633,12 +643,12 @@ fn run_typed<S: Sample>(t: &mut Typed<S>, call: &Call<'_>) -> Outcome {
     }
     for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs).enumerate() {
         if !srcs.is_empty() && (k >= 64 || prefilled >> k & 1 == 0) {
-            gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
+            gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp, at);
         }
     }
     for (buf, srcs) in t.sigs.iter_mut().zip(param_inputs) {
         if !srcs.is_empty() {
-            gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp);
+            gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp, at);
         }
     }
     let mut io = Io {

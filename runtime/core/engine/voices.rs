@@ -343,6 +343,11 @@ impl Voices {
         self.pools.is_empty()
     }
 
+    /// Whether some module clears its voices over time (long state).
+    pub(super) fn clears(&self) -> bool {
+        self.clears
+    }
+
     /// The next sample at which something is due: a note or a stolen
     /// voice's restart (`u64::MAX`: none).
     pub(super) fn next_sample(&self) -> u64 {
@@ -566,6 +571,7 @@ impl Engine {
             for v in 0..self.voices.pools[p].state.voices.len() {
                 let voice = self.voices.pools[p].state.voices[v];
                 if voice.phase == Phase::Stealing && voice.restart_at <= pos {
+                    self.settle(p, v, pos);
                     self.voices.pools[p].stealing -= 1;
                     if !voice.clearing {
                         // Its fade is over: it stops running here.
@@ -643,7 +649,7 @@ impl Engine {
                 },
                 pos,
             ),
-            NoteAction::Off { key, tag } => self.note_off(p, key, tag),
+            NoteAction::Off { key, tag } => self.note_off(p, key, tag, pos),
             NoteAction::Sustain(down) => {
                 let pool = &mut self.voices.pools[p];
                 pool.state.sustain = down;
@@ -651,7 +657,7 @@ impl Engine {
                     for v in 0..pool.state.voices.len() {
                         let voice = self.voices.pools[p].state.voices[v];
                         if voice.phase == Phase::Held && voice.sustained {
-                            self.release_voice(p, v);
+                            self.release_voice(p, v, pos);
                         }
                     }
                 }
@@ -664,19 +670,19 @@ impl Engine {
                 value,
                 ramp,
             } => self.touch(p, key, (node as usize, param as usize), value, ramp, pos),
-            NoteAction::AllNotesOff => self.all_notes_off(p),
-            NoteAction::AllSoundOff => self.all_sound_off(p),
+            NoteAction::AllNotesOff => self.all_notes_off(p, pos),
+            NoteAction::AllSoundOff => self.all_sound_off(p, pos),
         }
     }
 
     /// Every held note of pool `p` is released (held by the pedal too, and
     /// the pedal comes up); a note waiting for a stolen voice is dropped.
-    fn all_notes_off(&mut self, p: usize) {
+    fn all_notes_off(&mut self, p: usize, pos: u64) {
         self.voices.pools[p].state.sustain = false;
         for v in 0..self.voices.pools[p].state.voices.len() {
             let voice = &mut self.voices.pools[p].state.voices[v];
             match voice.phase {
-                Phase::Held => self.release_voice(p, v),
+                Phase::Held => self.release_voice(p, v, pos),
                 Phase::Stealing => voice.next.cancelled = true,
                 Phase::Free | Phase::Released => {}
             }
@@ -684,10 +690,12 @@ impl Engine {
     }
 
     /// Every voice of pool `p` is free at once: silent from this sample.
-    fn all_sound_off(&mut self, p: usize) {
+    fn all_sound_off(&mut self, p: usize, pos: u64) {
+        self.settle_released(p, pos);
         self.voices.pools[p].state.sustain = false;
         for v in 0..self.voices.pools[p].state.voices.len() {
             if self.voices.pools[p].state.voices[v].phase != Phase::Free {
+                self.settle(p, v, pos);
                 self.free_voice(p, v);
             }
         }
@@ -707,6 +715,7 @@ impl Engine {
         ramp: u64,
         pos: u64,
     ) {
+        self.settle_released(p, pos);
         for v in 0..self.voices.pools[p].state.voices.len() {
             let voice = self.voices.pools[p].state.voices[v];
             if voice.key != key || !matches!(voice.phase, Phase::Held | Phase::Released) {
@@ -727,11 +736,13 @@ impl Engine {
         };
         let ratio = bend_ratio(semitones);
         let len = (BEND_GLIDE_MS * f64::from(self.sample_rate) / 1000.0).round() as u64;
+        self.settle_released(p, pos);
         for v in 0..self.voices.pools[p].state.voices.len() {
             let voice = self.voices.pools[p].state.voices[v];
             if voice.phase == Phase::Free {
                 continue;
             }
+            self.settle(p, v, pos);
             let i = self.voices.pools[p].plan.nodes[v][k];
             self.unsteady(i);
             let param = &mut self.slots[i].params[pi];
@@ -749,6 +760,7 @@ impl Engine {
     }
 
     fn note_on(&mut self, p: usize, note: Pending, pos: u64) {
+        self.settle_released(p, pos);
         let pool = &self.voices.pools[p];
         let voices = &pool.state.voices;
         if pool.plan.reuse_same_note {
@@ -757,7 +769,7 @@ impl Engine {
                 .position(|x| matches!(x.phase, Phase::Held | Phase::Released) && x.key == note.key)
             {
                 if voices[v].phase == Phase::Released {
-                    self.regate(p, v, note);
+                    self.regate(p, v, note, pos);
                 } else {
                     self.steal(p, v, note, pos);
                 }
@@ -803,7 +815,7 @@ impl Engine {
         }
     }
 
-    fn note_off(&mut self, p: usize, key: u64, tag: u64) {
+    fn note_off(&mut self, p: usize, key: u64, tag: u64, pos: u64) {
         let n = self.voices.pools[p].state.voices.len();
         for v in 0..n {
             let pool = &mut self.voices.pools[p];
@@ -814,7 +826,7 @@ impl Engine {
                     if pool.state.sustain {
                         voice.sustained = true;
                     } else {
-                        self.release_voice(p, v);
+                        self.release_voice(p, v, pos);
                     }
                     if tag == 0 {
                         return;
@@ -830,6 +842,7 @@ impl Engine {
 
     /// Voice `v` fades out from `pos` and then plays `note`.
     fn steal(&mut self, p: usize, v: usize, note: Pending, pos: u64) {
+        self.settle(p, v, pos);
         let pool = &mut self.voices.pools[p];
         let fade = pool.plan.steal_fade;
         if fade == 0 || pool.state.voices[v].phase == Phase::Free {
@@ -847,6 +860,7 @@ impl Engine {
     /// (short state), or once its clearing is over (the voice waits
     /// silent, as a stolen one does).
     fn start_voice(&mut self, p: usize, v: usize, note: Pending, pos: u64) {
+        self.settle(p, v, pos);
         if self.voices.pools[p].clear_len == 0 {
             for &i in &self.voices.pools[p].plan.nodes[v] {
                 let slot = &mut self.slots[i];
@@ -876,7 +890,7 @@ impl Engine {
             self.finish_clear(p, v);
         }
         self.voices.pools[p].state.voices[v].key = note.key;
-        self.regate(p, v, note);
+        self.regate(p, v, note, pos);
     }
 
     /// Voice `v` stops running at `pos`: in a module with long state, it
@@ -946,7 +960,8 @@ impl Engine {
 
     /// Voice `v` holds `note` (a released voice plays its note again from
     /// where it is).
-    fn regate(&mut self, p: usize, v: usize, note: Pending) {
+    fn regate(&mut self, p: usize, v: usize, note: Pending, pos: u64) {
+        self.settle(p, v, pos);
         let pool = &mut self.voices.pools[p];
         let voice = &mut pool.state.voices[v];
         voice.phase = Phase::Held;
@@ -971,7 +986,8 @@ impl Engine {
         set(&mut self.slots, plan.gate, gate);
     }
 
-    fn release_voice(&mut self, p: usize, v: usize) {
+    fn release_voice(&mut self, p: usize, v: usize, pos: u64) {
+        self.settle(p, v, pos);
         let pool = &mut self.voices.pools[p];
         let voice = &mut pool.state.voices[v];
         voice.phase = Phase::Released;
