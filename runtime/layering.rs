@@ -29,10 +29,10 @@ fn roots() -> [PathBuf; 2] {
 }
 
 /// The layer folders, in order: each may use only those before it. The
-/// first six are `morphrt-core`'s (under `runtime/core/`), the last three
+/// first seven are `morphrt-core`'s (under `runtime/core/`), the last three
 /// this crate's (under `runtime/`).
-const LAYERS: [&str; 9] = [
-    "dsp", "profile", "scene", "ops", "graph", "engine", "host", "bench", "cli",
+const LAYERS: [&str; 10] = [
+    "dsp", "profile", "scene", "ops", "graph", "engine", "api", "host", "bench", "cli",
 ];
 
 /// Removes comments (line, nested block) and the contents of string and

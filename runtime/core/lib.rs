@@ -42,6 +42,7 @@
 //! | [`ops`] | dsp … scene | the operator registry, one file or folder per family |
 //! | [`graph`] | dsp … ops | compile: scene → plan, and `check`'s report |
 //! | [`engine`] | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
+//! | [`api`] | dsp … engine | the embedding API: the real-time player, its link to the control thread, and what hosts plug into it |
 //!
 //! # Where each concept lives
 //!
@@ -79,9 +80,12 @@
 //!   migrate, fast-forward, offer), shared by every host,
 //!   `engine/incoming.rs`.
 
+pub mod api;
 pub mod dsp;
 pub mod engine;
 pub mod graph;
 pub mod ops;
 pub mod profile;
 pub mod scene;
+
+pub use api::{Activation, Controller, Event, Processor};

@@ -1,0 +1,18 @@
+//! The embedding API: what a host of the engine uses — the command line,
+//! a plugin, a Python module, any program that embeds `morphrt-core`.
+//! [`Activation`] turns a scene into a [`Controller`] (any thread) and a
+//! [`Processor`] (the audio thread); the [`player`] is the callback body
+//! the command line's devices run.
+
+mod controller;
+mod event;
+pub mod player;
+mod processor;
+
+pub use controller::{Activation, ActivateError, ControlError, Controller, Notice};
+pub use event::{Event, EventKind};
+pub use player::{
+    install_panic_hook, Controls, InputHistory, InputSource, Meters, NodeTimes, OutputTap, Player,
+    PlayerCell,
+};
+pub use processor::{ProcessError, Processor};
