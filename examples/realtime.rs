@@ -107,7 +107,11 @@ fn main() {
     match result {
         Ok(p) => {
             let (n, s, fade) = p.switch;
-            let peak = p.output.iter().flatten().fold(0.0f32, |m, x| m.max(x.abs()));
+            let peak = p
+                .output
+                .iter()
+                .flatten()
+                .fold(0.0f32, |m, x| m.max(x.abs()));
             println!(
                 "played {} frames (latency {}); strict → repro captured at {n}, swapped at {s} with a {fade}-frame crossfade; peak {peak:.3}",
                 p.output[0].len(),

@@ -89,7 +89,10 @@ fn the_core_only_realtime_example_switches_profile_as_the_replayed_handover_does
     scripted.play_to((total - b) as u64);
     let offline = scripted.output();
     for (c, host) in played.output.iter().enumerate() {
-        assert!(host[..b].iter().all(|x| *x == 0.0), "the latency is silence");
+        assert!(
+            host[..b].iter().all(|x| *x == 0.0),
+            "the latency is silence"
+        );
         let late: Vec<u32> = host[b..].iter().map(|x| x.to_bits()).collect();
         let off: Vec<u32> = (0..total - b)
             .map(|i| (offline[i * channels + c] as f32).to_bits())

@@ -218,12 +218,19 @@ fn strict_output_is_the_same_for_every_slicing_and_equals_the_offline_render_one
         vec![2, 3, 5, 11, 13, 61, 127, 251, 509],
         random,
     ] {
-        assert!(play(&sizes) == reference, "slicing {:?}…", &sizes[..sizes.len().min(5)]);
+        assert!(
+            play(&sizes) == reference,
+            "slicing {:?}…",
+            &sizes[..sizes.len().min(5)]
+        );
     }
     let offline = offline(FRAMES - b);
     for (c, (host, off)) in reference.iter().zip(&offline).enumerate() {
         assert!(host[..b].iter().all(|x| *x == 0), "the latency is silence");
-        assert!(host[b..] == off[..], "channel {c}: the host output, one block late, is the offline render");
+        assert!(
+            host[b..] == off[..],
+            "channel {c}: the host output, one block late, is the offline render"
+        );
     }
 }
 
@@ -297,8 +304,13 @@ fn a_call_that_does_not_fit_the_activation_is_an_error_with_silence() {
         ProcessError::ShortBuffer { len: 4, frames: 8 }
     );
     assert_eq!(
-        p.process(&[&ins], &mut [&mut l, &mut r], &[Event::note_on(8, 60, 1.0)], 8)
-            .unwrap_err(),
+        p.process(
+            &[&ins],
+            &mut [&mut l, &mut r],
+            &[Event::note_on(8, 60, 1.0)],
+            8
+        )
+        .unwrap_err(),
         ProcessError::EventOffset {
             offset: 8,
             frames: 8
@@ -431,7 +443,7 @@ fn a_restored_snapshot_resumes_bit_for_bit() {
     }
     let state = state.unwrap();
     let n = state.clock as usize;
-    run(&mut ctl, &mut p, 3000, 64, &mut out);
+    run(&mut ctl, &mut p, 47 * 64, 64, &mut out);
     let before = out[0].len();
     ctl.restore(&state).unwrap();
     let mut restored_after = None;
@@ -448,10 +460,11 @@ fn a_restored_snapshot_resumes_bit_for_bit() {
     run(&mut ctl, &mut p, 2000, 64, &mut out);
     for (c, ch) in out.iter().enumerate() {
         let resumed: Vec<u32> = ch[r..r + 2000].iter().map(|x| x.to_bits()).collect();
-        let original: Vec<u32> = ch[n + b..n + b + 2000].iter().map(|x| x.to_bits()).collect();
-        let found = (0..ch.len() - 100).find(|k| ch[*k..*k + 100] == ch[r..r + 100]);
-        let first = resumed.iter().zip(&original).position(|(a, b)| a != b);
-        assert!(resumed == original, "channel {c} after the restore: n {n} r {r} found {found:?} first {first:?}");
+        let original: Vec<u32> = ch[n + b..n + b + 2000]
+            .iter()
+            .map(|x| x.to_bits())
+            .collect();
+        assert!(resumed == original, "channel {c} after the restore");
     }
     // Not a coincidence: what played just before the restore differs.
     assert!(out[1][before - 64..before] != out[1][n + b..n + b + 64]);

@@ -231,8 +231,13 @@ pub enum ControlError {
 impl std::fmt::Display for ControlError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ControlError::Busy => write!(f, "a handover or snapshot is under way: poll until it ends"),
-            ControlError::NoScene => write!(f, "activated from a plan: there is no scene text to recompile"),
+            ControlError::Busy => {
+                write!(f, "a handover or snapshot is under way: poll until it ends")
+            }
+            ControlError::NoScene => write!(
+                f,
+                "activated from a plan: there is no scene text to recompile"
+            ),
             ControlError::Scene(diags) => {
                 for (i, d) in diags.iter().enumerate() {
                     if i > 0 {
@@ -269,7 +274,9 @@ enum Job {
     /// A snapshot was asked for.
     Snapshot,
     /// A restored engine was sent; its capture buffer waits.
-    Restoring { capture: Box<EngineState> },
+    Restoring {
+        capture: Box<EngineState>,
+    },
 }
 
 /// Blocks between the audio clock and a swap sample: time for the offer
@@ -496,7 +503,17 @@ impl Controller {
                 // The old engine's buffer, shaped for an engine that stops.
                 drop(state);
             }
-            (FromAudio::Swapped { at }, Job::Offered { capture, profile, text, captured_at, fade, migration }) => {
+            (
+                FromAudio::Swapped { at },
+                Job::Offered {
+                    capture,
+                    profile,
+                    text,
+                    captured_at,
+                    fade,
+                    migration,
+                },
+            ) => {
                 self.capture = Some(capture);
                 self.profile = profile;
                 if let (Some(t), Some((old, _))) = (text, &mut self.source) {

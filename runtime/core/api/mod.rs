@@ -9,7 +9,7 @@ mod event;
 pub mod player;
 mod processor;
 
-pub use controller::{Activation, ActivateError, ControlError, Controller, Notice};
+pub use controller::{ActivateError, Activation, ControlError, Controller, Notice};
 pub use event::{Event, EventKind};
 pub use player::{
     install_panic_hook, Controls, InputHistory, InputSource, Meters, NodeTimes, OutputTap, Player,

@@ -68,14 +68,12 @@ impl std::fmt::Display for ProcessError {
                 f,
                 "{given} output buffers: the main bus has {expected} channels"
             ),
-            ProcessError::ShortBuffer { len, frames } => write!(
-                f,
-                "a buffer of {len} frames in a call of {frames} frames"
-            ),
-            ProcessError::EventOffset { offset, frames } => write!(
-                f,
-                "an event at frame {offset} of a call of {frames} frames"
-            ),
+            ProcessError::ShortBuffer { len, frames } => {
+                write!(f, "a buffer of {len} frames in a call of {frames} frames")
+            }
+            ProcessError::EventOffset { offset, frames } => {
+                write!(f, "an event at frame {offset} of a call of {frames} frames")
+            }
         }
     }
 }
@@ -424,7 +422,11 @@ impl Processor {
         };
         let landed = match kind {
             EventKind::Param { param, value } => {
-                match self.params.get(param as usize).and_then(|s| Some((s.at?, s.index))) {
+                match self
+                    .params
+                    .get(param as usize)
+                    .and_then(|s| Some((s.at?, s.index)))
+                {
                     Some((node, index)) => deck
                         .push_control(ControlRecord {
                             sample,

@@ -33,7 +33,6 @@ pub(super) struct Waiting {
 }
 
 impl<I: InputSource + ?Sized> Player<I> {
-
     /// Sends a reply, or keeps it for the next block if the queue is full
     /// or older replies are still waiting (replies keep their order: a
     /// `Retired` never overtakes its `Swapped`).

@@ -12,8 +12,8 @@
 pub mod drift;
 pub mod ring;
 
-pub use crate::host::files::wav_in::InputFormat;
 use crate::api::player::InputSource;
+pub use crate::host::files::wav_in::InputFormat;
 
 /// A source of input frames for the callback.
 ///
