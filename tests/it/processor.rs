@@ -341,7 +341,7 @@ fn run(
     p: &mut Processor,
     frames: usize,
     call: usize,
-    out: &mut Vec<Vec<f32>>,
+    out: &mut [Vec<f32>],
 ) -> Vec<Notice> {
     let mut notices = Vec::new();
     let mut done = 0;
