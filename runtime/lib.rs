@@ -66,7 +66,9 @@
 //!   `engine/incoming.rs`; hot edits and
 //!   profile switches against the audio thread `host/live/session.rs`;
 //!   file watching `host/live/watch.rs`.
-//! - **Real time** (`host/live/`): the callback `host/live/player.rs`; its
+//! - **Real time** (`host/live/`): the callback, `core/api/player/` in
+//!   `morphrt-core`, played with this crate's input through
+//!   `host/live/player.rs`; its
 //!   control loop `host/live/control.rs`; devices behind one trait
 //!   `host/live/device/` (cpal `host/live/device/cpal.rs`, the clock device
 //!   `host/live/device/clock.rs`); audio input: what the callback reads

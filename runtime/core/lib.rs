@@ -79,6 +79,13 @@
 //!   `engine/capture.rs`; the control side's steps (compile, capture,
 //!   migrate, fast-forward, offer), shared by every host,
 //!   `engine/incoming.rs`.
+//! - **Embedding API**: [`Activation`] gives a [`Controller`] (profile
+//!   switches, edits, snapshots, restores, param indices) and a
+//!   [`Processor`] (`process` with host buffers of any size, one block
+//!   late) in `api/controller.rs` and `api/processor.rs`, events
+//!   `api/event.rs`; the callback body both rest on, [`api::player`]
+//!   (`api/player/`). [`Processor`] here is the embedding API's; the
+//!   operator trait of the same name is [`ops::Processor`].
 
 pub mod api;
 pub mod dsp;

@@ -469,3 +469,35 @@ fn a_restored_snapshot_resumes_bit_for_bit() {
     // Not a coincidence: what played just before the restore differs.
     assert!(out[1][before - 64..before] != out[1][n + b..n + b + 64]);
 }
+
+#[test]
+fn an_edit_of_one_param_hands_over_without_a_crossfade_and_ramps_to_the_new_value() {
+    let (mut ctl, mut p) = Activation::new(48_000, 128)
+        .profile(Profile::Strict)
+        .activate_scene(SINE, "sine.json")
+        .unwrap();
+    let b = p.latency();
+    let mut out = vec![Vec::new(), Vec::new()];
+    run(&mut ctl, &mut p, 2048, 128, &mut out);
+    ctl.edit(&SINE.replace("\"amp\": 0.5", "\"amp\": 0.125"))
+        .unwrap();
+    let notices = run(&mut ctl, &mut p, 12_000, 128, &mut out);
+    let Some(Notice::Swapped { swap_at, fade, .. }) = notices.into_iter().next() else {
+        panic!("no swap");
+    };
+    assert_eq!(fade, 0, "a param-only edit needs no crossfade");
+    let peak = |from: usize, to: usize| out[0][from..to].iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let s = swap_at as usize + b;
+    assert!(
+        (peak(s - 2000, s) - 0.5).abs() < 1e-3,
+        "before: {}",
+        peak(s - 2000, s)
+    );
+    // After the edit's ramp (10 ms), the tone plays at the new amplitude.
+    let end = out[0].len();
+    assert!(
+        (peak(s + 1000, end) - 0.125).abs() < 1e-3,
+        "after: {}",
+        peak(s + 1000, end)
+    );
+}

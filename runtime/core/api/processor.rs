@@ -153,7 +153,7 @@ pub(crate) fn param_slots(engine: &Engine) -> Vec<ParamSlot> {
 ///     let events = [Event::param(10, amp, 0.0)];
 ///     processor.process(&[], &mut [&mut out[..]], &events, 100).expect("a valid call");
 /// }
-/// assert_eq!(processor.latency(), 64);
+/// assert_eq!(processor.latency(), 128); // repro's block, the scene naming no profile
 /// assert_eq!(processor.output_channels(), 1);
 /// ```
 pub struct Processor {
