@@ -31,7 +31,7 @@
 //! # Layers
 //!
 //! Two crates. `morphrt-core` (`runtime/core/`) holds the engine layers
-//! dsp → profile → scene → ops → graph → engine, with no devices, files or
+//! dsp → profile → scene → ops → graph → engine → api, with no devices, files or
 //! terminal; this crate re-exports them under the same names and adds the
 //! command line's outside world. Each layer may use only the layers above
 //! it in this table; the crate boundary enforces it between the two crates,
@@ -46,6 +46,7 @@
 //! | [`ops`] | core | dsp … scene | the operator registry, one file or folder per family |
 //! | [`graph`] | core | dsp … ops | compile: scene → plan, and `check`'s report |
 //! | [`engine`] | core | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
+//! | [`api`] | core | dsp … engine | the embedding API: the real-time player and what hosts plug into it |
 //! | [`host`] | morphrt | dsp … engine | the outside world, in wings: files, machine, record, control, offline, live |
 //! | [`bench`] | morphrt | dsp … host | timing, parity, calibration |
 //! | [`cli`] | morphrt | all | one clap options type per command, and the dispatch |
@@ -65,7 +66,9 @@
 //!   `engine/incoming.rs`; hot edits and
 //!   profile switches against the audio thread `host/live/session.rs`;
 //!   file watching `host/live/watch.rs`.
-//! - **Real time** (`host/live/`): the callback `host/live/player.rs`; its
+//! - **Real time** (`host/live/`): the callback, `core/api/player/` in
+//!   `morphrt-core`, played with this crate's input through
+//!   `host/live/player.rs`; its
 //!   control loop `host/live/control.rs`; backends behind one seam
 //!   `host/live/device/mod.rs` (cpal's host `host/live/device/cpal/mod.rs`,
 //!   the clock device `host/live/device/clock.rs`); audio input: what the callback reads
@@ -127,7 +130,7 @@
 //!   `cli/check.rs`; the scene format's JSON Schema `graph/schema.rs` (it
 //!   reads both the scene loader and the registry), printed by `cli/docs.rs`.
 
-pub use morphrt_core::{dsp, engine, graph, ops, profile, scene};
+pub use morphrt_core::{api, dsp, engine, graph, ops, profile, scene};
 
 pub mod bench;
 pub mod cli;

@@ -42,7 +42,7 @@
 //! | [`ops`] | dsp … scene | the operator registry, one file or folder per family |
 //! | [`graph`] | dsp … ops | compile: scene → plan, and `check`'s report |
 //! | [`engine`] | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
-//! | [`api`] | every layer | the embedding API: scenes loaded for a host, params by stable id |
+//! | [`api`] | dsp … engine | the embedding API: scenes loaded for a host with their params by stable id, the real-time player, the controller and processor a host plays through |
 //!
 //! # Where each concept lives
 //!
@@ -79,6 +79,13 @@
 //!   `engine/capture.rs`; the control side's steps (compile, capture,
 //!   migrate, fast-forward, offer), shared by every host,
 //!   `engine/incoming.rs`.
+//! - **Embedding API**: [`Activation`] gives a [`Controller`] (profile
+//!   switches, edits, snapshots, restores, param indices) and a
+//!   [`Processor`] (`process` with host buffers of any size, one block
+//!   late) in `api/controller.rs` and `api/processor.rs`, events
+//!   `api/event.rs`; the callback body both rest on, [`api::player`]
+//!   (`api/player/`). [`Processor`] here is the embedding API's; the
+//!   operator trait of the same name is [`ops::Processor`].
 
 pub mod api;
 pub mod dsp;
@@ -87,3 +94,5 @@ pub mod graph;
 pub mod ops;
 pub mod profile;
 pub mod scene;
+
+pub use api::{Activation, Controller, Event, Processor};

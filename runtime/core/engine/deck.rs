@@ -147,6 +147,20 @@ impl Deck {
         Ok(())
     }
 
+    /// Makes `next` the playing engine from now, at its own clock (a
+    /// restored snapshot: the deck's clock becomes `next`'s), cutting the
+    /// current one, which is retired. Given back while a fade runs or a
+    /// retired engine has not been taken. Real-time safe.
+    pub fn replace(&mut self, next: Box<Engine>) -> Result<(), Box<Engine>> {
+        if self.fading.is_some() || self.retired.is_some() {
+            return Err(next);
+        }
+        let old = std::mem::replace(&mut self.current, next);
+        let old = self.retired.insert(old);
+        self.current.set_node_timing(old.node_timing());
+        Ok(())
+    }
+
     /// Starts a capture of the playing engine spread over blocks (see
     /// [`Engine::begin_capture`]); true if it is already complete.
     pub fn begin_capture(&mut self, st: &mut super::EngineState) -> bool {
@@ -254,6 +268,20 @@ impl Deck {
         let mut peak = 0.0f32;
         for (d, x) in dst.iter_mut().zip(self.output()) {
             *d = device_sample(*x);
+            peak = peak.max(d.abs());
+        }
+        peak
+    }
+
+    /// The last block as f32 without the device stage's clip (for a host
+    /// with an output stage of its own), into `dst` (at most `frames() ×
+    /// channels()` samples), under the playing engine's FP mode. Returns
+    /// the peak |sample|. Real-time safe.
+    pub fn plain_output(&self, dst: &mut [f32]) -> f32 {
+        let _fp = FpGuard::new(self.current.session_flush);
+        let mut peak = 0.0f32;
+        for (d, x) in dst.iter_mut().zip(self.output()) {
+            *d = *x as f32;
             peak = peak.max(d.abs());
         }
         peak

@@ -188,6 +188,13 @@ impl Tap {
     }
 }
 
+/// The player records its output into the tap through the core's trait.
+impl crate::api::player::OutputTap for Tap {
+    fn push(&mut self, interleaved: &[f32]) {
+        Tap::push(self, interleaved)
+    }
+}
+
 /// What a finished capture wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TapReport {

@@ -173,6 +173,16 @@ impl HistoryWriter {
     }
 }
 
+/// The player keeps its input in the history through the core's trait.
+impl crate::api::player::InputHistory for HistoryWriter {
+    fn push(&mut self, interleaved: &[f64]) {
+        HistoryWriter::push(self, interleaved)
+    }
+    fn load(&self, start: u64, block: &mut InputBlock<'_>) -> bool {
+        HistoryWriter::load(self, start, block)
+    }
+}
+
 impl History {
     /// Channels per frame (the source's).
     pub fn width(&self) -> usize {

@@ -12,6 +12,7 @@
 pub mod drift;
 pub mod ring;
 
+use crate::api::player::InputSource;
 pub use crate::host::files::wav_in::InputFormat;
 
 /// A source of input frames for the callback.
@@ -29,6 +30,16 @@ pub trait LiveInput: Send {
     /// Fills `dst` with the next `dst.len() / channels()` frames,
     /// interleaved; frames the source cannot deliver in time are silence.
     fn read(&mut self, dst: &mut [f64]);
+}
+
+/// The player reads a live input as the core's [`InputSource`].
+impl InputSource for dyn LiveInput {
+    fn channels(&self) -> usize {
+        LiveInput::channels(self)
+    }
+    fn read(&mut self, dst: &mut [f64]) {
+        LiveInput::read(self, dst)
+    }
 }
 
 pub mod file;

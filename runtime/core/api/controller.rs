@@ -1,0 +1,557 @@
+//! Activation and the controller: the non-real-time half of an activated
+//! scene. It compiles, prepares profile switches and edits, and asks for
+//! snapshots; the processor takes what it prepares wait-free at a block
+//! boundary, through the same handover as the command line's live
+//! session (capture → migrate → fast-forward → offer).
+
+use super::player::{FromAudio, Link, Meters, ToAudio};
+use super::processor::{param_slots, Processor};
+use crate::engine::incoming::{advance_to, fade_for, on_grid, Asked, Incoming, SessionFixed};
+use crate::engine::{EngineState, Migration};
+use crate::graph::{compile, CompileOptions, Plan, Resolver};
+use crate::profile::Profile;
+use crate::scene::{self, Diagnostic};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// What an activation fixes for the life of a processor: the sample rate
+/// (the host's), the most frames one `process` call takes, and the
+/// settings a scene is compiled with.
+///
+/// ```
+/// use morphrt_core::api::Activation;
+/// use morphrt_core::profile::Profile;
+///
+/// let activation = Activation::new(44100, 512).profile(Profile::Strict);
+/// assert_eq!(activation.sample_rate, 44100);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Activation {
+    /// The sample rate the engine runs at; a scene's own `sample_rate` is
+    /// replaced by it (operators are rate-parametric).
+    pub sample_rate: u32,
+    /// The most frames one [`Processor::process`] call may take (≥ 1).
+    pub max_frames: usize,
+    /// The session profile (`None`: the scene's, else repro).
+    pub profile: Option<Profile>,
+    /// The engine's block size (`None`: the scene's, else the profile's).
+    pub block_size: Option<usize>,
+    /// Replaces the scene's seed.
+    pub seed: Option<u64>,
+    /// Where the scene's `@resource:` files come from (the host's: a
+    /// folder, a plugin's bundle, a dictionary); a scene that names a
+    /// resource does not compile without one.
+    pub resolver: Option<Arc<dyn Resolver>>,
+}
+
+/// Why an activation failed.
+#[derive(Debug)]
+pub enum ActivateError {
+    /// The scene did not load or compile: its located diagnostics.
+    Scene(Vec<Diagnostic>),
+    /// A compiled plan runs at another rate than the activation's.
+    SampleRate {
+        /// The plan's rate.
+        plan: u32,
+        /// The activation's.
+        asked: u32,
+    },
+    /// `max_frames` is 0.
+    NoFrames,
+}
+
+impl std::fmt::Display for ActivateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ActivateError::Scene(diags) => {
+                for (i, d) in diags.iter().enumerate() {
+                    if i > 0 {
+                        writeln!(f)?;
+                    }
+                    write!(f, "{d}")?;
+                }
+                Ok(())
+            }
+            ActivateError::SampleRate { plan, asked } => write!(
+                f,
+                "the plan runs at {plan} Hz, the activation asks for {asked} Hz: compile the scene with CompileOptions.sample_rate = Some({asked})"
+            ),
+            ActivateError::NoFrames => write!(f, "max_frames is 0: a call must be able to take at least 1 frame"),
+        }
+    }
+}
+
+impl std::error::Error for ActivateError {}
+
+impl Activation {
+    /// An activation at `sample_rate` for calls of at most `max_frames`,
+    /// with the scene's own profile, block size and seed and no resolver.
+    pub fn new(sample_rate: u32, max_frames: usize) -> Activation {
+        Activation {
+            sample_rate,
+            max_frames,
+            profile: None,
+            block_size: None,
+            seed: None,
+            resolver: None,
+        }
+    }
+
+    /// The same, under session profile `profile`.
+    pub fn profile(mut self, profile: Profile) -> Activation {
+        self.profile = Some(profile);
+        self
+    }
+
+    /// The same, resolving resources with `resolver`.
+    pub fn resolver(mut self, resolver: Arc<dyn Resolver>) -> Activation {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// The compile options of the activation.
+    fn options(&self) -> CompileOptions {
+        CompileOptions {
+            profile: self.profile,
+            block_size: self.block_size,
+            seed: self.seed,
+            resolver: self.resolver.clone(),
+            sample_rate: Some(self.sample_rate),
+            ..CompileOptions::default()
+        }
+    }
+
+    /// Loads scene text (`name` is how its diagnostics name it), compiles
+    /// it with the activation's settings and the caller's resolver, and
+    /// returns the two halves that play it. The controller can switch
+    /// profile and edit, since it keeps the text.
+    pub fn activate_scene(
+        self,
+        text: &str,
+        name: &str,
+    ) -> Result<(Controller, Processor), ActivateError> {
+        let scene = scene::load_str(text, name, None).map_err(ActivateError::Scene)?;
+        let mut plan = compile(&scene, &self.options()).map_err(ActivateError::Scene)?;
+        let warnings = std::mem::take(&mut plan.warnings);
+        let fixed = SessionFixed::from_plan(&plan, self.resolver.clone());
+        let first = Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene));
+        self.start(first, fixed, Some((text.to_string(), name.to_string())))
+    }
+
+    /// Plays a plan compiled by the caller (at the activation's sample
+    /// rate). Without its scene text, the controller cannot switch
+    /// profile or edit; snapshots and restores work.
+    pub fn activate(self, plan: Plan) -> Result<(Controller, Processor), ActivateError> {
+        if plan.sample_rate != self.sample_rate {
+            return Err(ActivateError::SampleRate {
+                plan: plan.sample_rate,
+                asked: self.sample_rate,
+            });
+        }
+        let fixed = SessionFixed::from_plan(&plan, self.resolver.clone());
+        self.start(Incoming::from_plan(plan, None, Vec::new()), fixed, None)
+    }
+
+    /// The two halves playing `first`, with the session's fixed settings.
+    fn start(
+        self,
+        first: Incoming,
+        fixed: SessionFixed,
+        source: Option<(String, String)>,
+    ) -> Result<(Controller, Processor), ActivateError> {
+        if self.max_frames == 0 {
+            return Err(ActivateError::NoFrames);
+        }
+        let Incoming {
+            engine,
+            capture,
+            profile,
+            ..
+        } = first;
+        let params = param_slots(&engine)
+            .into_iter()
+            .map(|s| (s.node, s.param))
+            .collect();
+        let mut processor = Processor::new(*engine, self.max_frames);
+        let link = processor.player_mut().link();
+        let meters = processor.meters();
+        let controller = Controller {
+            link,
+            meters,
+            fixed,
+            profile,
+            source,
+            params,
+            capture: Some(capture),
+            job: Job::Idle,
+            notices: Vec::new(),
+        };
+        Ok((controller, processor))
+    }
+}
+
+/// What the controller reports from [`Controller::poll`].
+#[derive(Debug)]
+pub enum Notice {
+    /// A profile switch or an edit took over: captured at engine sample
+    /// `captured_at` (N), playing from `swap_at` (S) with a crossfade of
+    /// `fade` frames, with what migrated.
+    Swapped {
+        /// The capture sample N.
+        captured_at: u64,
+        /// The swap sample S.
+        swap_at: u64,
+        /// The crossfade, in frames (0: a cut).
+        fade: u64,
+        /// What migrated.
+        migration: Migration,
+    },
+    /// A snapshot taken at a block boundary (its `clock`).
+    Snapshot(Box<EngineState>),
+    /// A restored snapshot plays from its clock on.
+    Restored {
+        /// The engine sample it resumed at.
+        at: u64,
+    },
+}
+
+/// Why the controller refused a request.
+#[derive(Debug)]
+pub enum ControlError {
+    /// A handover or snapshot is still under way: poll until it ends.
+    Busy,
+    /// The controller has no scene text (activated from a plan).
+    NoScene,
+    /// The new scene did not load or compile; the old one keeps playing.
+    Scene(Vec<Diagnostic>),
+    /// The snapshot does not fit the scene: the node and why.
+    State(String),
+}
+
+impl std::fmt::Display for ControlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControlError::Busy => {
+                write!(f, "a handover or snapshot is under way: poll until it ends")
+            }
+            ControlError::NoScene => write!(
+                f,
+                "activated from a plan: there is no scene text to recompile"
+            ),
+            ControlError::Scene(diags) => {
+                for (i, d) in diags.iter().enumerate() {
+                    if i > 0 {
+                        writeln!(f)?;
+                    }
+                    write!(f, "{d}")?;
+                }
+                Ok(())
+            }
+            ControlError::State(e) => write!(f, "the snapshot does not fit the scene: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {}
+
+/// Where a request stands.
+enum Job {
+    Idle,
+    /// The engine to hand over to waits for the playing one's state.
+    Capturing {
+        next: Box<Incoming>,
+        text: Option<String>,
+    },
+    /// Offered; its capture buffer waits for the swap.
+    Offered {
+        capture: Box<EngineState>,
+        profile: Profile,
+        text: Option<String>,
+        captured_at: u64,
+        fade: u64,
+        migration: Migration,
+    },
+    /// A snapshot was asked for.
+    Snapshot,
+    /// A restored engine was sent; its capture buffer waits.
+    Restoring {
+        capture: Box<EngineState>,
+    },
+}
+
+/// Blocks between the audio clock and a swap sample: time for the offer
+/// to reach the audio thread before its sample passes.
+const LEAD_BLOCKS: u64 = 2;
+
+/// The non-real-time half of an activated scene (see [`Activation`]): it
+/// prepares profile switches, edits, snapshots and restores, which the
+/// [`Processor`] takes wait-free at a block boundary. Call
+/// [`poll`](Self::poll) from the controller's thread now and then: it
+/// moves a request on and drops the engines the processor stopped playing
+/// (never on the audio thread).
+///
+/// ```
+/// use morphrt_core::api::{Activation, Notice};
+/// use morphrt_core::profile::Profile;
+///
+/// let text = r#"{
+///     "version": "1.0",
+///     "sample_rate": 48000,
+///     "nodes": [{ "id": "tone", "op": "sine", "params": { "freq": "440Hz", "amp": 0.5 } }],
+///     "outputs": { "main": ["tone"] }
+/// }"#;
+/// let (mut controller, mut processor) = Activation::new(48000, 128)
+///     .profile(Profile::Strict)
+///     .activate_scene(text, "tone.json")
+///     .expect("a valid scene");
+/// controller.set_profile(Profile::Repro).expect("the scene compiles under repro");
+/// let mut out = vec![0.0f32; 128];
+/// let mut swapped = None;
+/// while swapped.is_none() {
+///     // The audio thread's side, here on the same thread.
+///     processor.process(&[], &mut [&mut out[..]], &[], 128).expect("a valid call");
+///     for notice in controller.poll() {
+///         if let Notice::Swapped { swap_at, .. } = notice {
+///             swapped = Some(swap_at);
+///         }
+///     }
+/// }
+/// assert_eq!(controller.profile(), Profile::Repro);
+/// ```
+pub struct Controller {
+    link: Link,
+    meters: Arc<Meters>,
+    fixed: SessionFixed,
+    profile: Profile,
+    /// The scene text and its name, to recompile.
+    source: Option<(String, String)>,
+    /// Every param an event may set: node id and param name.
+    params: Vec<(String, &'static str)>,
+    /// A capture buffer shaped for the playing engine (`None` while the
+    /// audio thread holds it).
+    capture: Option<Box<EngineState>>,
+    job: Job,
+    notices: Vec<Notice>,
+}
+
+impl Controller {
+    /// The session profile playing (or switched to, once swapped).
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The index of param `param` of node `node` for
+    /// [`EventKind::Param`](super::EventKind::Param), if the scene has it
+    /// and an event may set it. Indices are fixed at activation.
+    pub fn param_index(&self, node: &str, param: &str) -> Option<u32> {
+        self.params
+            .iter()
+            .position(|(n, p)| n == node && *p == param)
+            .map(|i| i as u32)
+    }
+
+    /// How many params events may address (indices `0..param_count()`).
+    pub fn param_count(&self) -> usize {
+        self.params.len()
+    }
+
+    /// The node id and param name of param index `index`.
+    pub fn param_name(&self, index: u32) -> Option<(&str, &str)> {
+        self.params
+            .get(index as usize)
+            .map(|(n, p)| (n.as_str(), *p))
+    }
+
+    /// Whether a request is under way.
+    pub fn busy(&self) -> bool {
+        !matches!(self.job, Job::Idle)
+    }
+
+    /// Switches the session profile: compiles the scene under `profile`
+    /// here, then hands over (state carried across precision, a
+    /// crossfade from the swap sample). [`poll`](Self::poll) reports
+    /// [`Notice::Swapped`] once it plays.
+    pub fn set_profile(&mut self, profile: Profile) -> Result<(), ControlError> {
+        let (text, _) = self.source.clone().ok_or(ControlError::NoScene)?;
+        self.hand_over(&text, profile, None)
+    }
+
+    /// Replaces the scene with `text` under the playing profile: a
+    /// param-only change ramps, a structural one crossfades.
+    /// [`poll`](Self::poll) reports [`Notice::Swapped`] once it plays.
+    pub fn edit(&mut self, text: &str) -> Result<(), ControlError> {
+        if self.source.is_none() {
+            return Err(ControlError::NoScene);
+        }
+        self.hand_over(text, self.profile, Some(text.to_string()))
+    }
+
+    fn hand_over(
+        &mut self,
+        text: &str,
+        profile: Profile,
+        new_text: Option<String>,
+    ) -> Result<(), ControlError> {
+        if self.busy() {
+            return Err(ControlError::Busy);
+        }
+        let next = self.compile(text, profile)?;
+        let capture = self.capture.take().ok_or(ControlError::Busy)?;
+        if let Err(ToAudio::Capture(c)) = self.link.send(ToAudio::Capture(capture)) {
+            self.capture = Some(c);
+            return Err(ControlError::Busy);
+        }
+        self.job = Job::Capturing {
+            next: Box::new(next),
+            text: new_text,
+        };
+        Ok(())
+    }
+
+    /// Compiles `text` under `profile` with the session's fixed settings.
+    fn compile(&self, text: &str, profile: Profile) -> Result<Incoming, ControlError> {
+        let name = self.source.as_ref().map_or("scene", |(_, n)| n.as_str());
+        let scene = scene::load_str(text, name, None).map_err(ControlError::Scene)?;
+        let mut plan =
+            compile(&scene, &self.fixed.options(profile)).map_err(ControlError::Scene)?;
+        let warnings = std::mem::take(&mut plan.warnings);
+        Ok(Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene)))
+    }
+
+    /// Asks for the playing engine's state at the next block boundary;
+    /// [`poll`](Self::poll) reports it as [`Notice::Snapshot`].
+    pub fn snapshot(&mut self) -> Result<(), ControlError> {
+        if self.busy() {
+            return Err(ControlError::Busy);
+        }
+        let capture = self.capture.take().ok_or(ControlError::Busy)?;
+        if let Err(ToAudio::Capture(c)) = self.link.send(ToAudio::Capture(capture)) {
+            self.capture = Some(c);
+            return Err(ControlError::Busy);
+        }
+        self.job = Job::Snapshot;
+        Ok(())
+    }
+
+    /// Resumes from `state` (a snapshot of this scene): builds an engine
+    /// of the playing scene here, restores the state into it, and the
+    /// processor plays it from the next block boundary on, at the
+    /// snapshot's clock (a cut, no crossfade). From there the output is
+    /// what followed the snapshot, bit for bit under strict.
+    /// [`poll`](Self::poll) reports [`Notice::Restored`].
+    pub fn restore(&mut self, state: &EngineState) -> Result<(), ControlError> {
+        if self.busy() {
+            return Err(ControlError::Busy);
+        }
+        let text = self.source.as_ref().map(|(t, _)| t.clone());
+        let mut next = match text {
+            Some(t) => self.compile(&t, state.profile)?,
+            None => return Err(ControlError::NoScene),
+        };
+        next.engine
+            .restore(state)
+            .map_err(|(id, e)| ControlError::State(format!("node `{id}`: {e}")))?;
+        let capture = next.capture;
+        if let Err(ToAudio::Restore(engine)) = self.link.send(ToAudio::Restore(next.engine)) {
+            drop(engine);
+            return Err(ControlError::Busy);
+        }
+        self.profile = state.profile;
+        self.job = Job::Restoring { capture };
+        Ok(())
+    }
+
+    /// Moves a request on (off the audio thread): migrates a captured
+    /// state into the next engine, fast-forwards it to a swap sample
+    /// ahead of the audio clock and offers it (again, further ahead, if
+    /// the clock passed it), and drops every engine the processor
+    /// stopped playing. Returns what happened since the last call.
+    pub fn poll(&mut self) -> Vec<Notice> {
+        while let Some(reply) = self.link.receive() {
+            self.on_reply(reply);
+        }
+        std::mem::take(&mut self.notices)
+    }
+
+    fn on_reply(&mut self, reply: FromAudio) {
+        match (reply, std::mem::replace(&mut self.job, Job::Idle)) {
+            (FromAudio::Retired(engine), job) => {
+                drop(engine);
+                self.job = job;
+            }
+            (FromAudio::Captured { state, .. }, Job::Snapshot) => {
+                self.capture = Some(state.clone());
+                self.notices.push(Notice::Snapshot(state));
+            }
+            (FromAudio::Captured { state, at }, Job::Capturing { mut next, text }) => {
+                let migration = next.engine.migrate(&state, at);
+                let fade = fade_for(&migration, &next.engine);
+                let block = self.fixed.block_size as u64;
+                let clock = self.meters.clock.load(Ordering::Relaxed).max(at);
+                let s = on_grid(clock + LEAD_BLOCKS * block, at, block);
+                advance_to(&mut next.engine, s);
+                let next = *next;
+                self.offer(next.engine, s, fade);
+                self.job = Job::Offered {
+                    capture: next.capture,
+                    profile: next.profile,
+                    text,
+                    captured_at: at,
+                    fade,
+                    migration,
+                };
+                // The old engine's buffer, shaped for an engine that stops.
+                drop(state);
+            }
+            (
+                FromAudio::Swapped { at },
+                Job::Offered {
+                    capture,
+                    profile,
+                    text,
+                    captured_at,
+                    fade,
+                    migration,
+                },
+            ) => {
+                self.capture = Some(capture);
+                self.profile = profile;
+                if let (Some(t), Some((old, _))) = (text, &mut self.source) {
+                    *old = t;
+                }
+                self.notices.push(Notice::Swapped {
+                    captured_at,
+                    swap_at: at,
+                    fade,
+                    migration,
+                });
+            }
+            (FromAudio::Swapped { at }, Job::Restoring { capture }) => {
+                self.capture = Some(capture);
+                self.notices.push(Notice::Restored { at });
+            }
+            (FromAudio::Refused { mut engine, clock }, job @ Job::Offered { fade, .. }) => {
+                let block = self.fixed.block_size as u64;
+                let s = on_grid(clock + LEAD_BLOCKS * block, engine.clock(), block);
+                advance_to(&mut engine, s);
+                self.offer(engine, s, fade);
+                self.job = job;
+            }
+            (FromAudio::Refused { engine, .. }, job @ Job::Restoring { .. }) => {
+                if let Err(msg) = self.link.send(ToAudio::Restore(engine)) {
+                    drop(msg);
+                }
+                self.job = job;
+            }
+            (_, job) => self.job = job,
+        }
+    }
+
+    /// Offers `engine` to swap at `at` (the link has room: one request
+    /// is in flight at a time).
+    fn offer(&mut self, engine: Box<crate::engine::Engine>, at: u64, fade: u64) {
+        if let Err(msg) = self.link.send(ToAudio::Offer { engine, at, fade }) {
+            drop(msg);
+        }
+    }
+}
