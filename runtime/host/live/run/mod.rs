@@ -17,11 +17,11 @@ use crate::graph::SeedSource;
 use crate::host::files::rules::Inputs;
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
-use crate::host::live::control_in::ControlHub;
+use crate::host::live::control_in::{AudioClock, ControlHub};
 use crate::host::live::device::clock::CLOCK_DEVICE;
 use crate::host::live::osc_in;
 use crate::host::live::player::{self, Controls, Meters, Player};
-use crate::host::live::session::LiveSession;
+use crate::host::live::session::{LiveSession, Playing, PlayingControls, SessionConfig};
 use crate::host::live::tap::TapReport;
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -287,14 +287,17 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
     );
     let link = p.control_link();
     let period = out.device.period_frames().unwrap_or(block);
-    let hub = ControlHub::with_transports(
-        transports,
-        link,
-        (incoming.controls.clone(), incoming.table.clone()),
-        sr,
-        (meters.clone(), origin),
-        (block + period) as u64,
-    );
+    let first_controls = PlayingControls {
+        maps: incoming.controls.clone(),
+        table: incoming.table.clone(),
+    };
+    let clock = AudioClock {
+        meters: meters.clone(),
+        origin,
+        sample_rate: sr,
+        stamped_latency: (block + period) as u64,
+    };
+    let hub = ControlHub::with_transports(transports, link, first_controls, clock);
     let osc = match osc {
         Some(socket) => {
             let server = socket.start(hub.sender(), hub.mappings())?;
@@ -335,28 +338,32 @@ pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
         }),
     };
     player::install_panic_hook();
-    let mut session = LiveSession::new(
-        &opts.scene,
-        text,
-        fixed,
+    let first = Playing {
         profile,
         file_profile,
-        incoming.capture,
-        incoming.resources,
-        (incoming.asked, incoming.events),
-        p.link(),
-        meters.clone(),
-    );
+        capture: incoming.capture,
+        resources: incoming.resources,
+        asked: incoming.asked,
+        events: incoming.events,
+        controls: PlayingControls {
+            maps: incoming.controls,
+            table: incoming.table,
+        },
+    };
     let mut protected = Inputs::default();
     if let Some(p) = &opts.resume {
         protected.add("the snapshot resumed from", p);
     }
-    session.protect(protected);
-    session.force(opts.force);
-    session.set_controls((incoming.controls.clone(), incoming.table.clone()));
-    if let Some(i) = &input {
-        session.set_history(i.history.clone());
-    }
+    let session = LiveSession::new(
+        SessionConfig {
+            force: opts.force,
+            protected,
+            history: input.as_ref().map(|i| i.history.clone()),
+            ..SessionConfig::new(&opts.scene, text, fixed, first)
+        },
+        p.link(),
+        meters.clone(),
+    );
     let shared = driving::Shared {
         controls,
         meters: meters.clone(),
