@@ -598,7 +598,7 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
             HostError::Input(d)
         })
     };
-    let recorded = recorded_input(&session, path, (channels_of(&session), sample_rate))?;
+    let recorded = recorded_input(&session, path, channels_of(&session), sample_rate)?;
     let compile = |text: &str, fixed: &SessionFixed, p: Profile| -> Result<Incoming, HostError> {
         let mut inc = compile(text, fixed, p)?;
         if let Some(r) = recorded
@@ -742,7 +742,8 @@ fn channels_of(session: &Session) -> usize {
 fn recorded_input(
     session: &Session,
     journal: &Path,
-    (channels, sample_rate): (usize, u32),
+    channels: usize,
+    sample_rate: u32,
 ) -> Result<Option<RecordedInputFile>, HostError> {
     let Some((file, start)) = session.records.iter().find_map(|r| match r {
         Record::Input { file, start, .. } => Some((file, *start)),
@@ -754,7 +755,7 @@ fn recorded_input(
         Record::InputEnd { sha256, .. } => Some(sha256.as_str()),
         _ => None,
     });
-    RecordedInputFile::check(&session.dir, file, (start, channels, sample_rate), sha)
+    RecordedInputFile::check(&session.dir, file, start, channels, sample_rate, sha)
         .map(Some)
         .map_err(|e| bad(journal, None, e))
 }
