@@ -707,7 +707,7 @@ mod carry_tests {
             r#"{{ "version": "1.0", "sample_rate": 48000,
   "nodes": [ {{ "id": "seq", "op": "sequencer",
                 "params": {{ "steps": {steps}, "rate": "10ms", "gate": {gate} }} }} ],
-  "outputs": {{ "main": ["seq"] }} }}"#
+  "outputs": {{ "main": ["seq:value"] }} }}"#
         );
         let scene = crate::scene::load_str(&text, "t.json", None).expect("the scene loads");
         Engine::new(compile(&scene, &CompileOptions::default()).expect("it compiles"))
