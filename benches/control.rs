@@ -22,9 +22,10 @@ mod stats;
 use morphrt::engine::incoming::Incoming;
 use morphrt::engine::{ControlRecord, Engine};
 use morphrt::graph::{compile, CompileOptions, ControlValue};
-use morphrt::host::live::control_in::ControlHub;
+use morphrt::host::live::control_in::{AudioClock, ControlHub};
 use morphrt::host::live::osc_in;
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::session::PlayingControls;
 use morphrt::profile::Profile;
 use rosc::{OscMessage, OscPacket, OscType};
 use stats::percentile;
@@ -91,14 +92,15 @@ fn latency(messages: usize) {
     let inc = incoming(DC);
     let meters = Arc::new(Meters::default());
     let origin = Instant::now();
+    let controls = PlayingControls::of(&inc);
     let mut p = player(*inc.engine, meters.clone(), origin);
-    let mut hub = ControlHub::new(
-        p.control_link(),
-        (inc.controls.clone(), inc.table.clone()),
-        RATE as u32,
-        (meters.clone(), origin),
-        2 * BLOCK as u64,
-    );
+    let clock = AudioClock {
+        meters: meters.clone(),
+        origin,
+        sample_rate: RATE as u32,
+        stamped_latency: 2 * BLOCK as u64,
+    };
+    let mut hub = ControlHub::new(p.control_link(), controls, clock);
     let socket = osc_in::bind("0", &mut std::io::sink()).expect("bind");
     let port = socket.addr.port();
     let _server = socket.start(hub.sender(), hub.mappings()).unwrap();

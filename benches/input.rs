@@ -185,7 +185,8 @@ fn tap_cost(seconds: f64) {
         output,
         Existing::Refuse,
         reader,
-        (InputFormat::Int(16), 48_000),
+        InputFormat::Int(16),
+        48_000,
     )
     .unwrap();
     let mut plain = player(engine(scene, Profile::Live));

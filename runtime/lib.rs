@@ -64,7 +64,12 @@
 //!   `engine/capture.rs`; the control side's steps (compile, capture,
 //!   migrate, fast-forward, offer), shared by `run` and offline scripts,
 //!   `engine/incoming.rs`; hot edits and
-//!   profile switches against the audio thread `host/live/session.rs`;
+//!   profile switches against the audio thread `host/live/session/` (what
+//!   a session starts with `host/live/session/config.rs`, edits and their
+//!   refusal `host/live/session/edit.rs`, the handover's phases
+//!   `host/live/session/handover.rs`, placing against the audio clock
+//!   `host/live/session/place.rs`, snapshots
+//!   `host/live/session/snapshot.rs`);
 //!   file watching `host/live/watch.rs`.
 //! - **Real time** (`host/live/`): the callback, `core/api/player/` in
 //!   `morphrt-core`, played with this crate's input through

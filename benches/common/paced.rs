@@ -5,7 +5,7 @@
 use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::host::files::resources::Folders;
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
-use morphrt::host::live::session::LiveSession;
+use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
 use morphrt::profile::Profile;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,8 +82,9 @@ pub fn session(
     let fixed = SessionFixed::from_plan(&plan, Folders::shared(resources));
     let first = Incoming::from_plan(plan, scene.profile, Vec::new());
     let meters = Arc::new(Meters::default());
+    let (engine, first) = Playing::split(first);
     let mut player = Player::new(
-        *first.engine,
+        *engine,
         2,
         None,
         240,
@@ -92,14 +93,7 @@ pub fn session(
         Instant::now(),
     );
     let session = LiveSession::new(
-        path,
-        text.to_string(),
-        fixed,
-        profile,
-        scene.profile,
-        first.capture,
-        first.resources,
-        (first.asked, first.events),
+        SessionConfig::new(path, text.to_string(), fixed, first),
         player.link(),
         meters.clone(),
     );

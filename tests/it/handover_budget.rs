@@ -10,7 +10,7 @@ use morphrt::graph::{compile, plan_cost_ns, CompileOptions};
 use morphrt::host::live::input::history::history;
 use morphrt::host::live::input::{InputFormat, LiveInput};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell, CATCH_UP_PER_BLOCK};
-use morphrt::host::live::session::{LiveSession, HANDOVER_BUDGET};
+use morphrt::host::live::session::{LiveSession, Playing, SessionConfig, HANDOVER_BUDGET};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -106,8 +106,9 @@ impl Session {
         );
         let first = Incoming::from_plan(plan, sc.profile, Vec::new()).asking(Asked::of(&sc));
         let meters = Arc::new(Meters::default());
+        let (engine, first) = Playing::split(first);
         let mut player = Player::new(
-            *first.engine,
+            *engine,
             2,
             None,
             240,
@@ -118,19 +119,14 @@ impl Session {
         player.set_input(Box::new(Source(0)));
         let (writer, hist) = history(2, 48_000, 8.0, 0);
         player.set_history(writer);
-        let mut session = LiveSession::new(
-            &path,
-            text.to_string(),
-            fixed,
-            Profile::Repro,
-            sc.profile,
-            first.capture,
-            first.resources,
-            (first.asked, first.events),
+        let session = LiveSession::new(
+            SessionConfig {
+                history: Some(hist),
+                ..SessionConfig::new(&path, text.to_string(), fixed, first)
+            },
             player.link(),
             meters,
         );
-        session.set_history(hist);
         let cell = PlayerCell::new(player);
         let stop = Arc::new(AtomicBool::new(false));
         let audio = {

@@ -15,7 +15,7 @@ use crate::support as common;
 use morphrt::engine::incoming::{Asked, Incoming, SessionFixed};
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
-use morphrt::host::live::session::{LiveSession, Reason};
+use morphrt::host::live::session::{LiveSession, Playing, Reason, SessionConfig};
 use morphrt::profile::Profile;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -179,8 +179,9 @@ impl Session {
         );
         let first = Incoming::from_plan(plan, sc.profile, Vec::new()).asking(Asked::of(&sc));
         let meters = Arc::new(Meters::default());
+        let (engine, first) = Playing::split(first);
         let mut player = Player::new(
-            *first.engine,
+            *engine,
             2,
             None,
             240,
@@ -189,14 +190,7 @@ impl Session {
             Instant::now(),
         );
         let session = LiveSession::new(
-            &path,
-            text.to_string(),
-            fixed,
-            Profile::Repro,
-            sc.profile,
-            first.capture,
-            first.resources,
-            (first.asked, first.events),
+            SessionConfig::new(&path, text.to_string(), fixed, first),
             player.link(),
             meters,
         );

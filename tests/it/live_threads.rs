@@ -10,7 +10,7 @@ use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions, Plan};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
-use morphrt::host::live::session::LiveSession;
+use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
 use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,8 +94,9 @@ fn session_on(
     let fixed = SessionFixed::from_plan(&first, None);
     let first = Incoming::from_plan(first, None, Vec::new());
     let meters = Arc::new(Meters::default());
+    let (engine, first) = Playing::split(first);
     let mut player = Player::new(
-        *first.engine,
+        *engine,
         2,
         None,
         240,
@@ -104,14 +105,7 @@ fn session_on(
         std::time::Instant::now(),
     );
     let session = LiveSession::new(
-        &path,
-        SCENE.to_string(),
-        fixed,
-        Profile::Repro,
-        None,
-        first.capture,
-        first.resources,
-        (first.asked, first.events),
+        SessionConfig::new(&path, SCENE.to_string(), fixed, first),
         player.link(),
         session_meters.unwrap_or_else(|| meters.clone()),
     );

@@ -437,22 +437,24 @@ fn hub_of_scene() -> (
     morphrt::host::live::player::Player,
     morphrt::host::live::control_in::ControlHub,
 ) {
-    use morphrt::host::live::control_in::ControlHub;
+    use morphrt::host::live::control_in::{AudioClock, ControlHub};
     use morphrt::host::live::player::Meters;
+    use morphrt::host::live::session::PlayingControls;
     use std::sync::Arc;
     let incoming = morphrt::engine::incoming::Incoming::from_plan(
         common::plan(SCENE, None, 64),
         None,
         Vec::new(),
     );
+    let controls = PlayingControls::of(&incoming);
     let mut player = common::player(*incoming.engine, 64);
-    let hub = ControlHub::new(
-        player.control_link(),
-        (incoming.controls.clone(), incoming.table.clone()),
-        48_000,
-        (Arc::new(Meters::default()), std::time::Instant::now()),
-        0,
-    );
+    let clock = AudioClock {
+        meters: Arc::new(Meters::default()),
+        origin: std::time::Instant::now(),
+        sample_rate: 48_000,
+        stamped_latency: 0,
+    };
+    let hub = ControlHub::new(player.control_link(), controls, clock);
     (player, hub)
 }
 

@@ -295,7 +295,7 @@ fn with_extra(text: &str, value: Option<f64>) -> String {
 fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, usize, usize) {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
     use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
-    use morphrt::host::live::session::LiveSession;
+    use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use std::sync::Arc;
     let text = std::fs::read_to_string(scene).unwrap();
     let dir = common::temp_dir(&format!("rt-{}", common::stem(scene)));
@@ -333,8 +333,9 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
     let reads_input = first.engine.input_channels() > 0;
     let meters = Arc::new(Meters::default());
     let controls = Arc::new(Controls::default());
+    let (engine, first) = Playing::split(first);
     let mut player = Player::new(
-        *first.engine,
+        *engine,
         2,
         None,
         240,
@@ -352,25 +353,18 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
         player.set_history(writer);
         hist = Some(h);
     }
-    let mut session = LiveSession::new(
-        &path,
-        variants[3].clone(),
-        fixed,
-        Profile::Strict,
-        file_profile,
-        first.capture,
-        first.resources,
-        (first.asked, first.events),
-        player.link(),
-        meters.clone(),
-    );
-    if let Some(h) = hist {
-        session.set_history(h);
-    }
     // The callback runs on this thread between the control side's steps,
     // so fast-forwarding never races it: hand over scenes whose estimate
     // is over the live budget too (strict hall-reverb).
-    session.force(true);
+    let mut session = LiveSession::new(
+        SessionConfig {
+            force: true,
+            history: hist,
+            ..SessionConfig::new(&path, variants[3].clone(), fixed, first)
+        },
+        player.link(),
+        meters.clone(),
+    );
     let cell = PlayerCell::new(player);
     let period = 48;
     let mut buf = vec![0.0f32; period * 2];
@@ -460,7 +454,7 @@ fn handovers_never_allocate_in_the_callback_for_any_scene() {
 fn timetagged_switches_and_snapshots_inside_a_block_never_allocate_in_the_callback() {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
     use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
-    use morphrt::host::live::session::LiveSession;
+    use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
     let scene = common::root().join("scenes/pluck-delay.json");
@@ -490,8 +484,9 @@ fn timetagged_switches_and_snapshots_inside_a_block_never_allocate_in_the_callba
     let first = Incoming::from_plan(plan, None, Vec::new());
     let meters = Arc::new(Meters::default());
     let controls = Arc::new(Controls::default());
+    let (engine, first) = Playing::split(first);
     let mut player = Player::new(
-        *first.engine,
+        *engine,
         2,
         None,
         240,
@@ -500,18 +495,13 @@ fn timetagged_switches_and_snapshots_inside_a_block_never_allocate_in_the_callba
         std::time::Instant::now(),
     );
     let mut session = LiveSession::new(
-        &path,
-        text.clone(),
-        fixed,
-        Profile::Strict,
-        None,
-        first.capture,
-        first.resources,
-        (first.asked, first.events),
+        SessionConfig {
+            force: true,
+            ..SessionConfig::new(&path, text.clone(), fixed, first)
+        },
         player.link(),
         meters.clone(),
     );
-    session.force(true);
     let cell = PlayerCell::new(player);
     let mut buf = vec![0.0f32; 48 * 2];
     let mut sink = Vec::new();
@@ -578,7 +568,7 @@ mod callback_events {
     use morphrt::host::live::player::{
         Controls, FromAudio, Meters, NodeTimes, Player, PlayerCell, ToAudio,
     };
-    use morphrt::host::live::session::LiveSession;
+    use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use morphrt::host::live::tap::TapWriter;
     use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
     use morphrt::profile::Profile;
@@ -707,8 +697,9 @@ mod callback_events {
         let meters = Arc::new(Meters::default());
         let controls = Arc::new(Controls::default());
         controls.node_timing.store(true, Ordering::Relaxed);
+        let (engine, first) = Playing::split(first);
         let mut player = Player::new(
-            *first.engine,
+            *engine,
             2,
             None,
             240,
@@ -720,14 +711,7 @@ mod callback_events {
         player.set_tap(tap);
         let mut timing = player.timing_link();
         let mut session = LiveSession::new(
-            &path,
-            scene("lowpass"),
-            fixed,
-            p,
-            None,
-            first.capture,
-            first.resources,
-            (first.asked, first.events),
+            SessionConfig::new(&path, scene("lowpass"), fixed, first),
             player.link(),
             meters.clone(),
         );

@@ -7,8 +7,9 @@ use crate::support as common;
 
 use morphrt::graph::ControlValue;
 use morphrt::host::control::{Change, Command, Mappings, Message, When};
-use morphrt::host::live::control_in::{ControlHub, Inlet};
+use morphrt::host::live::control_in::{AudioClock, ControlHub, Inlet};
 use morphrt::host::live::player::Meters;
+use morphrt::host::live::session::PlayingControls;
 use morphrt::host::live::transport::Transport;
 use morphrt::host::record::journal::Record;
 use morphrt::host::HostError;
@@ -82,14 +83,17 @@ fn a_transport_written_outside_the_crate_delivers_into_the_hub_and_is_journaled_
         r
     };
     let mut player = common::player(*incoming.engine, 64);
-    let mut hub = ControlHub::with_inlet(
-        inlet,
-        player.control_link(),
-        (incoming.controls.clone(), incoming.table.clone()),
-        48_000,
-        (Arc::new(Meters::default()), std::time::Instant::now()),
-        0,
-    );
+    let clock = AudioClock {
+        meters: Arc::new(Meters::default()),
+        origin: std::time::Instant::now(),
+        sample_rate: 48_000,
+        stamped_latency: 0,
+    };
+    let controls = PlayingControls {
+        maps: incoming.controls.clone(),
+        table: incoming.table.clone(),
+    };
+    let mut hub = ControlHub::with_inlet(inlet, player.control_link(), controls, clock);
     for t in &mut transports {
         assert_eq!(t.start().unwrap(), "fake: listening");
     }

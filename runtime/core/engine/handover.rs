@@ -262,6 +262,27 @@ impl Engine {
                 || st.nodes.len() != self.slots.len(),
             ..Migration::default()
         };
+        self.stand_at(st, swap_at);
+        self.follow_captured_controls(st);
+        self.carry_nodes(st, &mut m);
+        let ids: std::collections::HashSet<&str> =
+            self.slots.iter().map(|s| s.id.as_str()).collect();
+        for snap in &st.nodes {
+            if !ids.contains(snap.id.as_str()) {
+                m.structural = true;
+                m.notices.push(Notice::Removed {
+                    id: snap.id.clone(),
+                });
+            }
+        }
+        m
+    }
+
+    /// Puts this engine where the captured one stands: its clock, event
+    /// cursor, voices and beat grid, the edit's changes due at `swap_at`
+    /// (never before the clock), and the main bus's delay lines when they
+    /// hold the same signals.
+    fn stand_at(&mut self, st: &EngineState, swap_at: u64) {
         self.clock = st.clock;
         // The captured params may carry ramps in progress.
         self.ramps_live = true;
@@ -279,12 +300,11 @@ impl Engine {
         } else {
             self.bus.reset();
         }
-        let guard = FpGuard::new(self.session_flush);
-        // By id: a lookup per node, not a scan (scenes may hold many nodes).
-        let by_id: std::collections::HashMap<&str, &super::NodeSnapshot> =
-            st.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
-        // Control records resolved for the captured engine land on this
-        // one: its nodes by index, mapped onto ours by id and op.
+    }
+
+    /// Control records resolved for the captured engine land on this one:
+    /// its nodes by index, mapped onto ours by id and op.
+    fn follow_captured_controls(&mut self, st: &EngineState) {
         let ours: std::collections::HashMap<(&str, &str), usize> = self
             .slots
             .iter()
@@ -299,128 +319,43 @@ impl Engine {
                     .map_or(u32::MAX, |&i| i as u32)
             })
             .collect();
-        drop(ours);
         self.controls.follow(st.engine, map);
+    }
+
+    /// Carries each node's captured state into its slot, matched by id
+    /// ([`carry_state`]), and the params the edit left or changed
+    /// ([`carry_discrete`], [`carry_numbers`]); tells `m` of each node
+    /// that starts fresh and of each that is new.
+    fn carry_nodes(&mut self, st: &EngineState, m: &mut Migration) {
+        let guard = FpGuard::new(self.session_flush);
+        // By id: a lookup per node, not a scan (scenes may hold many nodes).
+        let by_id: std::collections::HashMap<&str, &super::NodeSnapshot> =
+            st.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
         for (si, s) in self.slots.iter_mut().enumerate() {
             let Some(&snap) = by_id.get(s.id.as_str()) else {
                 m.structural = true;
                 m.notices.push(Notice::Added { id: s.id.clone() });
                 continue;
             };
-            if snap.op != s.op {
-                m.structural = true;
-                m.notices.push(Notice::OpChanged {
-                    id: s.id.clone(),
-                    from: snap.op,
-                    to: s.op,
-                });
-                continue;
+            match carry_state(s, snap, &guard) {
+                Ok(same) => m.structural |= !same,
+                Err(fresh) => {
+                    m.structural = true;
+                    m.notices.push(fresh);
+                    continue;
+                }
             }
-            if snap.recovery.dead {
-                m.structural = true;
-                m.notices.push(Notice::Revived { id: s.id.clone() });
-                continue;
-            }
-            if snap.sig != s.sig {
-                m.structural = true;
-            }
-            guard.set_flush(s.flush);
-            if let Err(error) = restore_slot(s, snap) {
-                m.structural = true;
-                m.notices.push(Notice::StateNotCarried {
-                    id: s.id.clone(),
-                    error,
-                });
-                continue;
-            }
-            // Muted or backing off, it stays so: the cut changes nothing
-            // about when it is retried.
-            s.recovery = snap.recovery;
             m.carried += 1;
-            // Arrays and resources are built into the node: a change of one
-            // means the new engine does not compute what the old one did.
-            let built_in_changed = snap
-                .scene_values
-                .iter()
-                .zip(&s.initial_values)
-                .any(|(a, b)| match (a, b) {
-                    // Bit for bit: a sequencer's rests are NaN.
-                    (Value::Gains(x), Value::Gains(y)) => {
-                        x.len() != y.len()
-                            || x.iter().zip(y).any(|(p, q)| p.to_bits() != q.to_bits())
-                    }
-                    (Value::Resource(_), _) => a != b,
-                    _ => false,
-                });
-            if built_in_changed {
-                m.structural = true;
-            }
-            // Discrete params: the running value unless the file changed it.
-            for (i, v) in &snap.discrete {
-                let edited = snap.scene_values.get(*i) != s.initial_values.get(*i);
-                if edited {
-                    if *i < 64 {
-                        self.controls.edited[si] |= 1 << *i;
-                    }
-                    let param = op_param_name(s.op, *i);
-                    m.notices.push(Notice::Switched {
-                        id: s.id.clone(),
-                        param,
-                    });
-                    self.pending.changes.push((
-                        si,
-                        *i,
-                        Change::Discrete(s.initial_values[*i].clone()),
-                    ));
-                }
-                if s.values.get(*i).is_some_and(|cur| cur != v) {
-                    set_discrete(s, *i, v);
-                }
-            }
-            // Number params: the running value (with any ramp in progress);
-            // an edited one glides to the file's new value from `swap_at`.
-            if snap.params.len() == s.params.len() {
-                for (i, p) in snap.params.iter().enumerate() {
-                    let new = s.initial_params[i].value;
-                    let edited = match (snap.scene_values.get(i), s.initial_values.get(i)) {
-                        (Some(Value::Number(a)), Some(Value::Number(b))) => a != b,
-                        _ => false,
-                    } && !self.voices.note_param(s.voice, si, i);
-                    s.params[i] = *p;
-                    if edited {
-                        if i < 64 {
-                            self.controls.edited[si] |= 1 << i;
-                        }
-                        m.notices.push(Notice::Ramped {
-                            id: s.id.clone(),
-                            param: op_param_name(s.op, i),
-                            from: p.at(self.pending.at),
-                            to: new,
-                        });
-                        self.pending.changes.push((
-                            si,
-                            i,
-                            Change::Ramp {
-                                to: new,
-                                len_samples: s.edit_ramp,
-                            },
-                        ));
-                    }
-                }
-            }
+            let mut edits = Edits {
+                node: si,
+                pending: &mut self.pending,
+                edited: &mut self.controls.edited[si],
+                notices: &mut m.notices,
+            };
+            carry_discrete(s, snap, &mut edits);
+            let (voices, voice) = (&self.voices, s.voice);
+            carry_numbers(s, snap, &mut edits, |i| voices.note_param(voice, si, i));
         }
-        drop(guard);
-        let ids: std::collections::HashSet<&str> =
-            self.slots.iter().map(|s| s.id.as_str()).collect();
-        for snap in &st.nodes {
-            if !ids.contains(snap.id.as_str()) {
-                m.structural = true;
-                m.notices.push(Notice::Removed {
-                    id: snap.id.clone(),
-                });
-            }
-        }
-        m
     }
 
     /// Moves the swap sample later (the audio thread had passed the offered
@@ -565,6 +500,126 @@ fn restore_slot(s: &mut Slot, snap: &super::NodeSnapshot) -> Result<(), StateErr
     Ok(())
 }
 
+/// Restores a node's captured state `snap` into its slot `s` under the
+/// node's FP mode (`guard` set to it), its failure state with it: a muted
+/// or backing-off node stays so, as the cut changes nothing about when it
+/// is retried. Returns whether the node computes what the captured one
+/// did: the same structure, and the same arrays and resources built into
+/// it. The error is why it starts fresh instead: another operator, a
+/// panic (its state may be broken), or a state that does not fit (never
+/// half-restored).
+fn carry_state(s: &mut Slot, snap: &super::NodeSnapshot, guard: &FpGuard) -> Result<bool, Notice> {
+    if snap.op != s.op {
+        return Err(Notice::OpChanged {
+            id: s.id.clone(),
+            from: snap.op,
+            to: s.op,
+        });
+    }
+    if snap.recovery.dead {
+        return Err(Notice::Revived { id: s.id.clone() });
+    }
+    let same_structure = snap.sig == s.sig;
+    guard.set_flush(s.flush);
+    restore_slot(s, snap).map_err(|error| Notice::StateNotCarried {
+        id: s.id.clone(),
+        error,
+    })?;
+    s.recovery = snap.recovery;
+    Ok(same_structure && !built_in_changed(s, snap))
+}
+
+/// Whether an array or resource built into the node changed: then the new
+/// engine does not compute what the old one did.
+fn built_in_changed(s: &Slot, snap: &super::NodeSnapshot) -> bool {
+    snap.scene_values
+        .iter()
+        .zip(&s.initial_values)
+        .any(|(a, b)| match (a, b) {
+            // Bit for bit: a sequencer's rests are NaN.
+            (Value::Gains(x), Value::Gains(y)) => {
+                x.len() != y.len() || x.iter().zip(y).any(|(p, q)| p.to_bits() != q.to_bits())
+            }
+            (Value::Resource(_), _) => a != b,
+            _ => false,
+        })
+}
+
+/// Where a migration records the params an edit changed on one node: the
+/// changes due at the swap sample, the node's mask of edited params (the
+/// first 64), and the notices.
+struct Edits<'a> {
+    /// The node's slot index.
+    node: usize,
+    pending: &'a mut Pending,
+    edited: &'a mut u64,
+    notices: &'a mut Vec<Notice>,
+}
+
+impl Edits<'_> {
+    /// Records param `i` as edited, due to change as `change` says.
+    fn push(&mut self, i: usize, notice: Notice, change: Change) {
+        if i < 64 {
+            *self.edited |= 1 << i;
+        }
+        self.notices.push(notice);
+        self.pending.changes.push((self.node, i, change));
+    }
+}
+
+/// Discrete params: the running value unless the file changed it, which
+/// switches at the swap sample.
+fn carry_discrete(s: &mut Slot, snap: &super::NodeSnapshot, edits: &mut Edits<'_>) {
+    for (i, v) in &snap.discrete {
+        let edited = snap.scene_values.get(*i) != s.initial_values.get(*i);
+        if edited {
+            let notice = Notice::Switched {
+                id: s.id.clone(),
+                param: op_param_name(s.op, *i),
+            };
+            edits.push(*i, notice, Change::Discrete(s.initial_values[*i].clone()));
+        }
+        if s.values.get(*i).is_some_and(|cur| cur != v) {
+            set_discrete(s, *i, v);
+        }
+    }
+}
+
+/// Number params: the running value (with any ramp in progress); one the
+/// file changed glides to its new value from the swap sample over the
+/// node's edit ramp, unless `note_param` says a voice's notes set it.
+fn carry_numbers(
+    s: &mut Slot,
+    snap: &super::NodeSnapshot,
+    edits: &mut Edits<'_>,
+    note_param: impl Fn(usize) -> bool,
+) {
+    if snap.params.len() != s.params.len() {
+        return;
+    }
+    for (i, p) in snap.params.iter().enumerate() {
+        let new = s.initial_params[i].value;
+        let edited = match (snap.scene_values.get(i), s.initial_values.get(i)) {
+            (Some(Value::Number(a)), Some(Value::Number(b))) => a != b,
+            _ => false,
+        } && !note_param(i);
+        s.params[i] = *p;
+        if edited {
+            let notice = Notice::Ramped {
+                id: s.id.clone(),
+                param: op_param_name(s.op, i),
+                from: p.at(edits.pending.at),
+                to: new,
+            };
+            let change = Change::Ramp {
+                to: new,
+                len_samples: s.edit_ramp,
+            };
+            edits.push(i, notice, change);
+        }
+    }
+}
+
 fn load_rings<S: crate::dsp::Sample>(
     rings: &mut [Ring<S>],
     saved: &[(Vec<f64>, usize)],
@@ -637,5 +692,43 @@ mod fold_tests {
             shown,
             ["node `tone` removed (1 voice)", "node `solo` removed"]
         );
+    }
+}
+
+#[cfg(test)]
+mod carry_tests {
+    use crate::engine::Engine;
+    use crate::graph::{compile, CompileOptions};
+
+    /// An engine of a sequencer playing `steps` (a JSON array) with gate
+    /// `gate`.
+    fn sequencer(steps: &str, gate: f64) -> Engine {
+        let text = format!(
+            r#"{{ "version": "1.0", "sample_rate": 48000,
+  "nodes": [ {{ "id": "seq", "op": "sequencer",
+                "params": {{ "steps": {steps}, "rate": "10ms", "gate": {gate} }} }} ],
+  "outputs": {{ "main": ["seq:value"] }} }}"#
+        );
+        let scene = crate::scene::load_str(&text, "t.json", None).expect("the scene loads");
+        Engine::new(compile(&scene, &CompileOptions::default()).expect("it compiles"))
+    }
+
+    // The steps are built into the node: an edit that changes one changes
+    // what the node computes, so the swap crossfades; one that keeps them,
+    // rests and all (a rest is NaN, equal to nothing, itself included),
+    // and moves only the gate, swaps without one.
+    #[test]
+    fn an_edit_of_built_in_steps_crossfades_and_one_that_keeps_them_does_not() {
+        let mut old = sequencer("[60, null, 64]", 0.5);
+        old.process_block(64);
+        let st = old.snapshot();
+        let mut gate_only = sequencer("[60, null, 64]", 0.25);
+        let m = gate_only.migrate(&st, st.clock);
+        assert!(!m.structural, "{:?}", m.notices);
+        assert_eq!(m.carried, 1);
+        let mut new_step = sequencer("[60, null, 65]", 0.5);
+        let m = new_step.migrate(&st, st.clock);
+        assert!(m.structural, "{:?}", m.notices);
+        assert_eq!(m.carried, 1);
     }
 }

@@ -669,7 +669,13 @@ impl Engine {
                 param,
                 value,
                 ramp,
-            } => self.touch(p, key, (node as usize, param as usize), value, ramp, pos),
+            } => {
+                let target = TemplateParam {
+                    node: node as usize,
+                    param: param as usize,
+                };
+                self.touch(p, key, target, value, ramp, pos)
+            }
             NoteAction::AllNotesOff => self.all_notes_off(p, pos),
             NoteAction::AllSoundOff => self.all_sound_off(p, pos),
         }
@@ -702,15 +708,15 @@ impl Engine {
         self.voices.pools[p].stealing = 0;
     }
 
-    /// The pressure of note `key` in pool `p` (poly aftertouch): param
-    /// `pi` of template node `k` of the voice playing `key` (held, or
-    /// released and still sounding) moves; no other voice does. A node
-    /// the template no longer has moves nothing.
+    /// The pressure of note `key` in pool `p` (poly aftertouch): the
+    /// `target` param of the voice playing `key` (held, or released and
+    /// still sounding) moves; no other voice does. A node the template no
+    /// longer has moves nothing.
     fn touch(
         &mut self,
         p: usize,
         key: u64,
-        (k, pi): (usize, usize),
+        target: TemplateParam,
         value: crate::graph::ControlValue,
         ramp: u64,
         pos: u64,
@@ -721,8 +727,8 @@ impl Engine {
             if voice.key != key || !matches!(voice.phase, Phase::Held | Phase::Released) {
                 continue;
             }
-            if let Some(&i) = self.voices.pools[p].plan.nodes[v].get(k) {
-                self.set_param(i, pi, value, ramp, pos);
+            if let Some(&i) = self.voices.pools[p].plan.nodes[v].get(target.node) {
+                self.set_param(i, target.param, value, ramp, pos);
             }
         }
     }
@@ -1118,4 +1124,12 @@ fn silence_from<S: Sample>(t: &mut Typed<S>, from: usize) {
         let from = from.min(out.len());
         out[from..].iter_mut().for_each(|x| *x = S::ZERO);
     }
+}
+
+/// A param of a voice module's template: param `param` of its node
+/// `node` (its place in the template), in every voice's copy.
+#[derive(Clone, Copy)]
+struct TemplateParam {
+    node: usize,
+    param: usize,
 }

@@ -134,57 +134,56 @@ impl NodeRunner {
         frames: usize,
         blocks: &[usize],
     ) -> Vec<Vec<f64>> {
+        let rig = Rig {
+            params: &self.params,
+            specs: self.spec.params,
+            n_inputs: self.n_inputs,
+            n_outputs: self.spec.outputs.len(),
+            max_block: self.max_block,
+            clock: &mut self.clock,
+            flush: self.flush,
+            dirty: self.dirty_fill,
+        };
         match &mut self.node {
-            AnyNode::F32(n) => run_typed::<f32>(
-                n.as_mut(),
-                &self.params,
-                self.spec.params,
-                self.n_inputs,
-                self.spec.outputs.len(),
-                self.max_block,
-                &mut self.clock,
-                self.flush,
-                self.dirty_fill,
-                inputs,
-                mods,
-                frames,
-                blocks,
-            ),
-            AnyNode::F64(n) => run_typed::<f64>(
-                n.as_mut(),
-                &self.params,
-                self.spec.params,
-                self.n_inputs,
-                self.spec.outputs.len(),
-                self.max_block,
-                &mut self.clock,
-                self.flush,
-                self.dirty_fill,
-                inputs,
-                mods,
-                frames,
-                blocks,
-            ),
+            AnyNode::F32(n) => run_typed::<f32>(n.as_mut(), rig, inputs, mods, frames, blocks),
+            AnyNode::F64(n) => run_typed::<f64>(n.as_mut(), rig, inputs, mods, frames, blocks),
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_typed<S: Sample>(
-    node: &mut dyn Processor<S>,
-    params: &[ParamState],
-    specs: &[ParamSpec],
+/// What the engine would give a node besides its signals: its param
+/// states, the buffer sizes, the sample clock it runs at and its FP mode.
+struct Rig<'a> {
+    params: &'a [ParamState],
+    specs: &'a [ParamSpec],
     n_inputs: usize,
     n_outputs: usize,
     max_block: usize,
-    clock: &mut u64,
+    clock: &'a mut u64,
     flush: bool,
+    /// Fill value for output buffers before each block.
     dirty: f64,
+}
+
+/// Runs `node` on `rig` as [`NodeRunner::run`] describes.
+fn run_typed<S: Sample>(
+    node: &mut dyn Processor<S>,
+    rig: Rig<'_>,
     inputs: &[Vec<f64>],
     mods: &[(usize, Vec<f64>)],
     frames: usize,
     blocks: &[usize],
 ) -> Vec<Vec<f64>> {
+    let Rig {
+        params,
+        specs,
+        n_inputs,
+        n_outputs,
+        max_block,
+        clock,
+        flush,
+        dirty,
+    } = rig;
     let mut in_bufs: Vec<Vec<S>> = vec![vec![S::ZERO; max_block]; n_inputs];
     let mut out_bufs: Vec<Vec<S>> = vec![vec![S::ZERO; max_block]; n_outputs];
     let mut sig_bufs: Vec<Vec<S>> = vec![Vec::new(); params.len()];

@@ -91,8 +91,9 @@ impl Inputs {
         })
     }
 
-    fn find_id(&self, id: (u64, u64)) -> Option<&Input> {
-        self.0.iter().find(|i| i.id == Some(id))
+    /// The input that is the file of device `dev` and inode `ino`, if any.
+    fn find_id(&self, dev: u64, ino: u64) -> Option<&Input> {
+        self.0.iter().find(|i| i.id == Some((dev, ino)))
     }
 }
 
@@ -364,8 +365,7 @@ impl Output {
             if io::stdout().is_terminal() {
                 return Err(FileError::StdoutIsTerminal);
             }
-            if let Some(i) = fd_id(libc::STDOUT_FILENO).and_then(|(d, n, _)| inputs.find_id((d, n)))
-            {
+            if let Some(i) = fd_id(libc::STDOUT_FILENO).and_then(|(d, n, _)| inputs.find_id(d, n)) {
                 return Err(FileError::StdoutIsInput {
                     input: i.what.clone(),
                 });

@@ -173,6 +173,14 @@ enum Health {
     Fault(StreamFault),
 }
 
+/// The DSP load of a window, as shares of real time: the mean over the
+/// window, and the worst callback's share of its device period.
+#[derive(Clone, Copy, Default)]
+struct Load {
+    mean: f64,
+    worst: f64,
+}
+
 /// One-second windows of DSP load, measured between the control loop's
 /// iterations.
 struct LoadWindows {
@@ -180,8 +188,8 @@ struct LoadWindows {
     busy: u64,
     frames: u64,
     loads: Vec<f64>,
-    /// The last window's (mean load, worst callback), for the status line.
-    now: (f64, f64),
+    /// The last window's load, for the status line.
+    now: Load,
     worst_callback: f64,
 }
 
@@ -192,7 +200,7 @@ impl LoadWindows {
             busy: meters.busy_ns.load(Ordering::Relaxed),
             frames: 0,
             loads: Vec::new(),
-            now: (0.0, 0.0),
+            now: Load::default(),
             worst_callback: 0.0,
         }
     }
@@ -210,7 +218,10 @@ impl LoadWindows {
                 let max = meters.take_busy_max_ns() as f64 / 1e9 / period.max(1e-9);
                 self.loads.push(load);
                 self.worst_callback = self.worst_callback.max(max);
-                self.now = (load, max);
+                self.now = Load {
+                    mean: load,
+                    worst: max,
+                };
                 let _ = wall;
             }
             self.start = Instant::now();
@@ -487,13 +498,7 @@ fn take_player(cell: &Arc<PlayerCell>) -> Option<Player> {
     None
 }
 
-fn status_line(
-    m: &Meters,
-    cfg: &LoopConfig,
-    sr: f64,
-    load: (f64, f64),
-    period: Option<usize>,
-) -> String {
+fn status_line(m: &Meters, cfg: &LoopConfig, sr: f64, load: Load, period: Option<usize>) -> String {
     let frames = m.frames.load(Ordering::Relaxed);
     let t = frames as f64 / sr;
     let peak = m.take_peak();
@@ -509,8 +514,8 @@ fn status_line(
         t % 60.0,
         cfg.label,
         latency as f64 / sr * 1e3,
-        load.0 * 100.0,
-        load.1 * 100.0,
+        load.mean * 100.0,
+        load.worst * 100.0,
         m.xruns.load(Ordering::Relaxed),
         peak_db,
         m.nan_events.load(Ordering::Relaxed),

@@ -28,7 +28,7 @@
 //! **When a change lands.** `When::Now`: at the next block (sample 0: the
 //! engine lands a past sample at its next block). `When::At(time)` (an OSC
 //! timetag) and `When::Stamped(instant)` (a MIDI timestamp, plus
-//! [`ControlHub::new`]'s fixed latency, one device period and one block)
+//! the fixed [`AudioClock::stamped_latency`], one device period and one block)
 //! map to a sample through the audio clock: the engine clock the last
 //! callback left (`Meters::clock`) at the time it ended
 //! (`Meters::last_callback_ns` after the player's origin), plus the time
@@ -40,6 +40,7 @@ use crate::engine::{ControlRecord, NoteRecord, Outcome};
 use crate::graph::ControlMap;
 use crate::host::control::{self, Change, Command, Mapping, Mappings, Message, Note, Reply, When};
 use crate::host::live::player::{ControlLink, Meters};
+use crate::host::live::session::PlayingControls;
 use crate::host::record::journal::Record;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
@@ -108,12 +109,14 @@ struct Answer {
 }
 
 /// Where the audio clock is: what maps a time to a sample.
-struct AudioClock {
-    meters: Arc<Meters>,
-    origin: Instant,
-    sample_rate: u32,
-    /// Samples added to a `When::Stamped` instant.
-    stamped_latency: u64,
+pub struct AudioClock {
+    /// The player's meters: the engine clock its last callback left.
+    pub meters: Arc<Meters>,
+    /// The instant the player's times count from.
+    pub origin: Instant,
+    pub sample_rate: u32,
+    /// Samples added to a [`When::Stamped`] instant.
+    pub stamped_latency: u64,
 }
 
 /// The audio clock read once: every message of a tick maps through the
@@ -239,12 +242,10 @@ impl ControlHub {
     pub fn with_inlet(
         inlet: Inlet,
         link: ControlLink,
-        first: (Arc<Vec<ControlMap>>, Arc<crate::engine::ControlTable>),
-        sample_rate: u32,
-        clock: (Arc<Meters>, Instant),
-        stamped_latency: u64,
+        first: PlayingControls,
+        clock: AudioClock,
     ) -> ControlHub {
-        let mut hub = ControlHub::new(link, first, sample_rate, clock, stamped_latency);
+        let mut hub = ControlHub::new(link, first, clock);
         hub.tx = inlet.sender;
         hub.rx = inlet.receiver;
         inlet.mappings.set((*hub.current).clone());
@@ -253,22 +254,15 @@ impl ControlHub {
     }
 
     /// A hub feeding `link` (the player's, taken before it went to the
-    /// callback), resolving against `controls` and `table` (the first
-    /// engine's) at `sample_rate`; the audio clock is read from `meters`
-    /// since `origin`, and `stamped_latency` samples are added to a
-    /// [`When::Stamped`] message.
-    pub fn new(
-        link: ControlLink,
-        (controls, table): (Arc<Vec<ControlMap>>, Arc<crate::engine::ControlTable>),
-        sample_rate: u32,
-        (meters, origin): (Arc<Meters>, Instant),
-        stamped_latency: u64,
-    ) -> ControlHub {
+    /// callback), resolving against `first` (the first engine's controls
+    /// and nodes) at the clock's sample rate; the audio clock is read as
+    /// `clock` says.
+    pub fn new(link: ControlLink, first: PlayingControls, clock: AudioClock) -> ControlHub {
         let (tx, rx) = channel();
         let first = Mapping {
-            controls,
-            table,
-            sample_rate,
+            controls: first.maps,
+            table: first.table,
+            sample_rate: clock.sample_rate,
         };
         ControlHub {
             link,
@@ -276,12 +270,7 @@ impl ControlHub {
             rx,
             mappings: Mappings::new(first.clone()),
             current: Arc::new(first),
-            clock: AudioClock {
-                meters,
-                origin,
-                sample_rate,
-                stamped_latency,
-            },
+            clock,
             next_seq: 1,
             next_message: 1,
             backlog: VecDeque::new(),
@@ -306,20 +295,17 @@ impl ControlHub {
         self.mappings.clone()
     }
 
-    /// The engine playing now has these `controls` and this `table`
-    /// (called every tick; a handover that swapped changes them).
-    pub fn follow(
-        &mut self,
-        controls: &Arc<Vec<ControlMap>>,
-        table: &Arc<crate::engine::ControlTable>,
-    ) {
-        if Arc::ptr_eq(&self.current.table, table) && Arc::ptr_eq(&self.current.controls, controls)
+    /// The engine playing now has these controls and nodes (called every
+    /// tick; a handover that swapped changes them).
+    pub fn follow(&mut self, playing: &PlayingControls) {
+        if Arc::ptr_eq(&self.current.table, &playing.table)
+            && Arc::ptr_eq(&self.current.controls, &playing.maps)
         {
             return;
         }
         let m = Mapping {
-            controls: controls.clone(),
-            table: table.clone(),
+            controls: playing.maps.clone(),
+            table: playing.table.clone(),
             sample_rate: self.current.sample_rate,
         };
         self.mappings.set(m.clone());

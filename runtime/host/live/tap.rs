@@ -525,7 +525,8 @@ impl Take {
     pub(crate) fn create_file(
         output: Output,
         existing: Existing,
-        (channels, sample_rate): (u16, u32),
+        channels: u16,
+        sample_rate: u32,
         format: WavFormat,
     ) -> Result<Take, FileError> {
         let mut s = setup(channels, sample_rate, 1);

@@ -822,7 +822,7 @@ fn draw_labels(canvas: &mut Canvas, layout: &Layout, labels: &Labels, nch: usize
             (spec_y, layout.spec_h, &labels.freq),
         ] {
             let x = layout.left as i64 - tick as i64;
-            side_labels(canvas, (x, y), h, ticks, s, Side::Left);
+            side_labels(canvas, PanelEdge { x, y, h }, ticks, s, Side::Left);
         }
         let right = layout.right() as i64 + pad;
         canvas.text(right, wave_y, &labels.channels[c], s, TEXT);
@@ -831,14 +831,12 @@ fn draw_labels(canvas: &mut Canvas, layout: &Layout, labels: &Labels, nch: usize
             canvas.fill(right, spec_y + y as i64, BAR * s, 1, level_colour(db));
         }
         let bar_right = right + (BAR * s) as i64;
-        side_labels(
-            canvas,
-            (bar_right, spec_y),
-            layout.spec_h,
-            &labels.level,
-            s,
-            Side::Right,
-        );
+        let edge = PanelEdge {
+            x: bar_right,
+            y: spec_y,
+            h: layout.spec_h,
+        };
+        side_labels(canvas, edge, &labels.level, s, Side::Right);
         // Time tick marks below both panels.
         for y in [wave_y + layout.wave_h as i64, spec_y + layout.spec_h as i64] {
             for t in &labels.time {
@@ -868,12 +866,20 @@ enum Side {
     Right,
 }
 
-/// Tick marks going out from `edge` (the x where they start, `y` the top
-/// of an `h`-row panel) and their labels beyond them, each centred on its
-/// tick unless that would cross the panel's top or bottom or come near
-/// another label.
-fn side_labels(canvas: &mut Canvas, edge: (i64, i64), h: u32, ticks: &[Tick], s: u32, side: Side) {
-    let (x, y) = edge;
+/// Where a panel's side labels go: the x their tick marks start at,
+/// beside a panel whose top is row `y` and which is `h` rows high.
+#[derive(Clone, Copy)]
+struct PanelEdge {
+    x: i64,
+    y: i64,
+    h: u32,
+}
+
+/// Tick marks going out from `edge` and their labels beyond them, each
+/// centred on its tick unless that would cross the panel's top or bottom
+/// or come near another label.
+fn side_labels(canvas: &mut Canvas, edge: PanelEdge, ticks: &[Tick], s: u32, side: Side) {
+    let PanelEdge { x, y, h } = edge;
     let (cell, tick, pad) = (GLYPH * s, 4 * s as i64, 4 * s as i64);
     let items: Vec<(i64, u32)> = ticks.iter().map(|t| (y + t.at as i64, cell)).collect();
     let placed = axes::place(&items, y, y + h as i64, s);

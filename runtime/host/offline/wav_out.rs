@@ -107,7 +107,7 @@ impl Encoder {
             interleave(
                 &mut self.hash_bytes[at..],
                 chans,
-                (from, to),
+                from..to,
                 S::BYTES,
                 put,
                 |_, _| {},
@@ -127,11 +127,11 @@ impl Encoder {
                     o.copy_from_slice(&(x as f32).to_le_bytes());
                     x.abs() > 1.0
                 };
-                interleave(out, chans, (from, to), 4, put, counted)
+                interleave(out, chans, from..to, 4, put, counted)
             }
             _ => {
                 let put = |x: S, o: &mut [u8]| encode_sample_into(x.to_f64(), format, o);
-                interleave(out, chans, (from, to), w, put, counted)
+                interleave(out, chans, from..to, w, put, counted)
             }
         }
         self.frames += len as u64;
@@ -197,14 +197,14 @@ impl BusSample for f64 {
     }
 }
 
-/// Frames `from..to` of `chans` into `out`, frame by frame and channel by
+/// Frames `frames` of `chans` into `out`, frame by frame and channel by
 /// channel, `w` bytes a sample written by `put`, which says whether the
 /// sample clipped; `counted(c, clipped)` after each channel `c`.
 #[inline]
 fn interleave<S: Copy>(
     out: &mut [u8],
     chans: &[Vec<S>],
-    (from, to): (usize, usize),
+    frames: std::ops::Range<usize>,
     w: usize,
     put: impl Fn(S, &mut [u8]) -> bool,
     mut counted: impl FnMut(usize, u64),
@@ -212,7 +212,7 @@ fn interleave<S: Copy>(
     let stride = w * chans.len();
     for (c, ch) in chans.iter().enumerate() {
         let mut clipped = 0u64;
-        for (frame, &x) in out.chunks_exact_mut(stride).zip(&ch[from..to]) {
+        for (frame, &x) in out.chunks_exact_mut(stride).zip(&ch[frames.clone()]) {
             clipped += put(x, &mut frame[c * w..(c + 1) * w]) as u64;
         }
         counted(c, clipped);

@@ -142,7 +142,9 @@ impl RecordedInputFile {
     pub fn check(
         dir: &Path,
         file: &str,
-        (origin, channels, sample_rate): (u64, usize, u32),
+        origin: u64,
+        channels: usize,
+        sample_rate: u32,
         sha256: Option<&str>,
     ) -> Result<RecordedInputFile, RecordedInputError> {
         let path = dir.join(file);

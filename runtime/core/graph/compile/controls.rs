@@ -9,7 +9,7 @@ use crate::graph::controls::{
     DEFAULT_BEND_SEMITONES,
 };
 use crate::graph::Plan;
-use crate::ops::{resolve_param, ParamError, ParamKind, Value};
+use crate::ops::{resolve_param, ParamError, ParamKind, ParamSpec, Value};
 use crate::scene::Diagnostic;
 use crate::scene::{ControlDecl, ControlSourceDecl, Curve, MidiSource, RawValue, TargetDecl};
 use std::collections::HashMap;
@@ -22,6 +22,11 @@ pub(super) fn resolve_controls(
     session: &Session,
 ) -> Vec<ControlMap> {
     let scene = cx.scene;
+    let scope = Scope {
+        index,
+        decls,
+        session,
+    };
     let mut out = Vec::new();
     let mut osc_seen: HashMap<&str, usize> = HashMap::new();
     for c in &scene.controls {
@@ -37,20 +42,14 @@ pub(super) fn resolve_controls(
                 );
             }
         }
-        if let Some(m) = resolve_one(cx, index, decls, session, c) {
+        if let Some(m) = resolve_one(cx, &scope, c) {
             out.push(m);
         }
     }
     out
 }
 
-fn resolve_one(
-    cx: &mut Ctx<'_>,
-    index: &HashMap<&str, usize>,
-    decls: &[Option<Decl>],
-    session: &Session,
-    c: &ControlDecl,
-) -> Option<ControlMap> {
+fn resolve_one(cx: &mut Ctx<'_>, scope: &Scope<'_>, c: &ControlDecl) -> Option<ControlMap> {
     let is_note = matches!(c.source, ControlSourceDecl::Midi(MidiSource::Note { .. }));
     if !is_note && (c.pitch.is_some() || c.velocity.is_some()) {
         cx.error(
@@ -81,7 +80,10 @@ fn resolve_one(
     let unit = is_note.then_some((0.0, 1.0));
     let target = match &c.target {
         None => None,
-        Some(t) => Some(resolve_target(cx, index, decls, session, t, c.raw, unit)?),
+        Some(t) => {
+            let scaling = Scaling { raw: c.raw, unit };
+            Some(resolve_target(cx, scope, t, scaling)?)
+        }
     };
     let pitch = match &c.pitch {
         None => None,
@@ -96,12 +98,19 @@ fn resolve_one(
                 );
                 return None;
             }
-            Some(resolve_target(cx, index, decls, session, t, true, None)?)
+            let scaling = Scaling {
+                raw: true,
+                unit: None,
+            };
+            Some(resolve_target(cx, scope, t, scaling)?)
         }
     };
     let velocity = match &c.velocity {
         None => None,
-        Some(t) => Some(resolve_target(cx, index, decls, session, t, false, unit)?),
+        Some(t) => {
+            let scaling = Scaling { raw: false, unit };
+            Some(resolve_target(cx, scope, t, scaling)?)
+        }
     };
     let plays_voices = is_note && c.module.is_some();
     let bend = match &c.bend {
@@ -122,7 +131,7 @@ fn resolve_one(
     };
     let ramp = match c.ramp {
         None => 0,
-        Some(r) => match time_to_samples(r, session.sample_rate) {
+        Some(r) => match time_to_samples(r, scope.session.sample_rate) {
             Some(s) => s,
             None => {
                 cx.error(
@@ -309,41 +318,123 @@ fn target_node(index: &HashMap<&str, usize>, node: &str) -> Option<usize> {
         .copied()
 }
 
-/// A target's node and param (as an event's are checked) and its range.
-/// `raw`: values come in the param's unit, so `min`/`max` do not apply.
-/// `unit`: the default `min`/`max` of a number param instead of its own
-/// range, where that range holds them.
-#[allow(clippy::too_many_arguments)]
-fn resolve_target(
-    cx: &mut Ctx<'_>,
-    index: &HashMap<&str, usize>,
-    decls: &[Option<Decl>],
-    session: &Session,
-    t: &TargetDecl,
+/// What a control's targets are resolved against: the scene's nodes by
+/// id, their declarations, and the session's rate and tempo.
+struct Scope<'a> {
+    index: &'a HashMap<&'a str, usize>,
+    decls: &'a [Option<Decl>],
+    session: &'a Session,
+}
+
+/// How a control's values reach its target. `raw`: values come in the
+/// param's unit, so `min`/`max` do not apply. `unit`: the default
+/// `min`/`max` of a number param instead of its own range, where that
+/// range holds them.
+#[derive(Clone, Copy)]
+struct Scaling {
     raw: bool,
     unit: Option<(f64, f64)>,
+}
+
+/// A target's `min` and `max`, resolved in the param's unit.
+#[derive(Clone, Copy)]
+struct Bounds {
+    min: Option<f64>,
+    max: Option<f64>,
+}
+
+/// The ends and curve of a number target's range, as they are fitted.
+struct Span<'r> {
+    lo: &'r mut f64,
+    hi: &'r mut f64,
+    curve: &'r mut Curve,
+}
+
+/// A target's node and param (as an event's are checked) and its range,
+/// scaled as `scaling` says.
+fn resolve_target(
+    cx: &mut Ctx<'_>,
+    scope: &Scope<'_>,
+    t: &TargetDecl,
+    scaling: Scaling,
 ) -> Option<ControlTarget> {
-    let scene = cx.scene;
-    let Some(ni) = target_node(index, &t.node) else {
-        // A copy `osc#3` is named by its template node `osc`.
-        let ids = scene
-            .nodes
-            .iter()
-            .filter_map(|n| match n.id.split_once('#') {
-                None => Some(n.id.as_str()),
-                Some((t, "0")) => Some(t),
-                Some(_) => None,
-            });
-        let help = did_you_mean(&t.node, ids);
+    let ni = known_node(cx, scope.index, t)?;
+    let d = scope.decls[ni].as_ref()?;
+    let (spec, mut range) = movable_param(cx, d, t)?;
+    if scaling.raw && (t.min.is_some() || t.max.is_some()) {
         cx.error(
             &t.loc,
-            None,
-            format!("control targets unknown node `{}`", t.node),
-            Some(help),
+            Some(&t.node),
+            "`min` and `max` do not apply with `\"raw\": true`: a raw value is in the param's own unit".to_string(),
+            Some("remove `min` and `max`, or `raw` to map a position 0…1 onto them".to_string()),
         );
         return None;
+    }
+    let bounds = Bounds {
+        min: resolve_bound(cx, scope.session, spec, t, &t.min, "min")?,
+        max: resolve_bound(cx, scope.session, spec, t, &t.max, "max")?,
     };
-    let d = decls[ni].as_ref()?;
+    match &mut range {
+        TargetRange::Number {
+            min: lo,
+            max: hi,
+            curve,
+            ..
+        } => fit_number_range(cx, t, spec, Span { lo, hi, curve }, bounds, scaling)?,
+        _ if t.curve.is_some() => {
+            cx.error(
+                &t.loc,
+                Some(&t.node),
+                format!(
+                    "`curve` applies to a number param; `{}` is not one",
+                    spec.name
+                ),
+                None,
+            );
+            return None;
+        }
+        _ => {}
+    }
+    Some(ControlTarget {
+        node: t.node.clone(),
+        param: spec.name,
+        range,
+    })
+}
+
+/// The declaration index of a target's node, or an error naming the
+/// nodes a control may target.
+fn known_node(cx: &mut Ctx<'_>, index: &HashMap<&str, usize>, t: &TargetDecl) -> Option<usize> {
+    if let Some(ni) = target_node(index, &t.node) {
+        return Some(ni);
+    }
+    // A copy `osc#3` is named by its template node `osc`.
+    let ids = cx
+        .scene
+        .nodes
+        .iter()
+        .filter_map(|n| match n.id.split_once('#') {
+            None => Some(n.id.as_str()),
+            Some((t, "0")) => Some(t),
+            Some(_) => None,
+        });
+    let help = did_you_mean(&t.node, ids);
+    cx.error(
+        &t.loc,
+        None,
+        format!("control targets unknown node `{}`", t.node),
+        Some(help),
+    );
+    None
+}
+
+/// The target's param of the node declared as `d`, and its whole range:
+/// an error unless the node has the param and an event may move it.
+fn movable_param(
+    cx: &mut Ctx<'_>,
+    d: &Decl,
+    t: &TargetDecl,
+) -> Option<(&'static ParamSpec, TargetRange)> {
     let settable = || {
         d.op.params
             .iter()
@@ -363,7 +454,7 @@ fn resolve_target(
         return None;
     };
     let spec = &d.op.params[pi];
-    let Some(mut range) = default_range(&spec.kind).filter(|_| spec.settable_by_events) else {
+    let Some(range) = default_range(&spec.kind).filter(|_| spec.settable_by_events) else {
         cx.error(
             &t.loc,
             Some(&t.node),
@@ -375,146 +466,138 @@ fn resolve_target(
         );
         return None;
     };
-    let bound = |cx: &mut Ctx<'_>,
-                 b: &Option<(RawValue, crate::scene::Loc)>,
-                 which: &str|
-     -> Option<Option<f64>> {
-        let Some((v, loc)) = b else {
-            return Some(None);
-        };
-        if !matches!(spec.kind, ParamKind::Number { .. }) {
-            cx.error(
-                loc,
-                Some(&t.node),
-                format!(
-                    "`{which}` applies to a number param; `{}` is not one",
-                    spec.name
-                ),
-                Some("a position 0…1 picks an enum value in order; remove it".to_string()),
-            );
-            return None;
-        }
-        match resolve_param(spec, v, session.sample_rate, session.tempo.as_ref()) {
-            Ok(Value::Number(x)) => Some(Some(x)),
-            Ok(_) => unreachable!("numbers resolve to numbers"),
-            Err(ParamError::WrongUnit(e)) => {
-                cx.error(loc, Some(&t.node), format!("control `{which}`: {e}"), None);
-                None
-            }
-            Err(ParamError::Invalid { message, help }) => {
-                cx.error(
-                    loc,
-                    Some(&t.node),
-                    format!("control `{which}`: {message}"),
-                    help,
-                );
-                None
-            }
-        }
+    Some((spec, range))
+}
+
+/// A target's `min` or `max` (`which`) in the param's unit: `Some(None)`
+/// when not given, `None` (reported) when it is not a number of it.
+fn resolve_bound(
+    cx: &mut Ctx<'_>,
+    session: &Session,
+    spec: &ParamSpec,
+    t: &TargetDecl,
+    given: &Option<(RawValue, crate::scene::Loc)>,
+    which: &str,
+) -> Option<Option<f64>> {
+    let Some((v, loc)) = given else {
+        return Some(None);
     };
-    if raw && (t.min.is_some() || t.max.is_some()) {
+    if !matches!(spec.kind, ParamKind::Number { .. }) {
         cx.error(
-            &t.loc,
+            loc,
             Some(&t.node),
-            "`min` and `max` do not apply with `\"raw\": true`: a raw value is in the param's own unit".to_string(),
-            Some("remove `min` and `max`, or `raw` to map a position 0…1 onto them".to_string()),
+            format!(
+                "`{which}` applies to a number param; `{}` is not one",
+                spec.name
+            ),
+            Some("a position 0…1 picks an enum value in order; remove it".to_string()),
         );
         return None;
     }
-    let min = bound(cx, &t.min, "min")?;
-    let max = bound(cx, &t.max, "max")?;
-    if let TargetRange::Number {
-        min: lo_end,
-        max: hi_end,
+    match resolve_param(spec, v, session.sample_rate, session.tempo.as_ref()) {
+        Ok(Value::Number(x)) => Some(Some(x)),
+        Ok(_) => unreachable!("numbers resolve to numbers"),
+        Err(ParamError::WrongUnit(e)) => {
+            cx.error(loc, Some(&t.node), format!("control `{which}`: {e}"), None);
+            None
+        }
+        Err(ParamError::Invalid { message, help }) => {
+            cx.error(
+                loc,
+                Some(&t.node),
+                format!("control `{which}`: {message}"),
+                help,
+            );
+            None
+        }
+    }
+}
+
+/// Fits a number target's range: the param's own, narrowed to the
+/// scaling's `unit` where it holds it, then to the given `min` and `max`,
+/// with the target's curve. Warns of a control spanning a range so wide
+/// that its middle means little, and of equal ends; refuses a range that
+/// is not finite (unless raw) and an `exp` or `db` curve that does not
+/// lie above zero.
+fn fit_number_range(
+    cx: &mut Ctx<'_>,
+    t: &TargetDecl,
+    spec: &ParamSpec,
+    span: Span<'_>,
+    bounds: Bounds,
+    scaling: Scaling,
+) -> Option<()> {
+    let Span {
+        lo: lo_end,
+        hi: hi_end,
         curve,
-        ..
-    } = &mut range
+    } = span;
+    let Bounds { min, max } = bounds;
+    let Scaling { raw, unit } = scaling;
+    if let Some((a, b)) = unit.filter(|(a, b)| *lo_end <= *a && *b <= *hi_end) {
+        (*lo_end, *hi_end) = (a, b);
+    }
+    if let Some(m) = min {
+        *lo_end = m;
+    }
+    if let Some(m) = max {
+        *hi_end = m;
+    }
+    *curve = t.curve.unwrap_or_default();
+    if !raw
+        && unit.is_none()
+        && min.is_none()
+        && max.is_none()
+        && *hi_end > 1000.0 * lo_end.abs().max(1.0)
     {
-        if let Some((a, b)) = unit.filter(|(a, b)| *lo_end <= *a && *b <= *hi_end) {
-            (*lo_end, *hi_end) = (a, b);
-        }
-        if let Some(m) = min {
-            *lo_end = m;
-        }
-        if let Some(m) = max {
-            *hi_end = m;
-        }
-        *curve = t.curve.unwrap_or_default();
-        if !raw
-            && unit.is_none()
-            && min.is_none()
-            && max.is_none()
-            && *hi_end > 1000.0 * lo_end.abs().max(1.0)
-        {
-            cx.warn(
-                &t.loc,
-                Some(&t.node),
-                format!(
-                    "the control spans `{}`'s whole range, {} … {}: a position of 0.5 is {}",
-                    spec.name,
-                    lo_end,
-                    hi_end,
-                    *lo_end + 0.5 * (*hi_end - *lo_end)
-                ),
-                Some(
-                    "give the control `min` and `max` (and perhaps `\"curve\": \"exp\"`)"
-                        .to_string(),
-                ),
-            );
-        }
-        if min.is_some() && min == max {
-            cx.warn(
-                &t.loc,
-                Some(&t.node),
-                "`min` and `max` are equal: the control always sets the same value".to_string(),
-                None,
-            );
-        }
-        let finite = lo_end.is_finite() && hi_end.is_finite();
-        if !raw && !finite {
-            cx.error(
-                &t.loc,
-                Some(&t.node),
-                format!("param `{}` has no finite range of its own", spec.name),
-                Some("give the control `min` and `max`".to_string()),
-            );
-            return None;
-        }
-        if matches!(curve, Curve::Exp | Curve::Db) && !(*lo_end > 0.0 && *hi_end > 0.0) {
-            cx.error(
-                &t.loc,
-                Some(&t.node),
-                format!(
-                    "{} `{}` curve needs `min` and `max` above zero (here {} … {})",
-                    if *curve == Curve::Exp { "an" } else { "a" },
-                    curve.name(),
-                    lo_end,
-                    hi_end
-                ),
-                Some(match curve {
-                    Curve::Db => {
-                        "silence is −inf dB: start at a level such as \"-60dB\"".to_string()
-                    }
-                    _ => "start at a small positive value, e.g. \"20Hz\"".to_string(),
-                }),
-            );
-            return None;
-        }
-    } else if t.curve.is_some() {
+        cx.warn(
+            &t.loc,
+            Some(&t.node),
+            format!(
+                "the control spans `{}`'s whole range, {} … {}: a position of 0.5 is {}",
+                spec.name,
+                lo_end,
+                hi_end,
+                *lo_end + 0.5 * (*hi_end - *lo_end)
+            ),
+            Some("give the control `min` and `max` (and perhaps `\"curve\": \"exp\"`)".to_string()),
+        );
+    }
+    if min.is_some() && min == max {
+        cx.warn(
+            &t.loc,
+            Some(&t.node),
+            "`min` and `max` are equal: the control always sets the same value".to_string(),
+            None,
+        );
+    }
+    let finite = lo_end.is_finite() && hi_end.is_finite();
+    if !raw && !finite {
+        cx.error(
+            &t.loc,
+            Some(&t.node),
+            format!("param `{}` has no finite range of its own", spec.name),
+            Some("give the control `min` and `max`".to_string()),
+        );
+        return None;
+    }
+    if matches!(curve, Curve::Exp | Curve::Db) && !(*lo_end > 0.0 && *hi_end > 0.0) {
         cx.error(
             &t.loc,
             Some(&t.node),
             format!(
-                "`curve` applies to a number param; `{}` is not one",
-                spec.name
+                "{} `{}` curve needs `min` and `max` above zero (here {} … {})",
+                if *curve == Curve::Exp { "an" } else { "a" },
+                curve.name(),
+                lo_end,
+                hi_end
             ),
-            None,
+            Some(match curve {
+                Curve::Db => "silence is −inf dB: start at a level such as \"-60dB\"".to_string(),
+                _ => "start at a small positive value, e.g. \"20Hz\"".to_string(),
+            }),
         );
         return None;
     }
-    Some(ControlTarget {
-        node: t.node.clone(),
-        param: spec.name,
-        range,
-    })
+    Some(())
 }

@@ -45,15 +45,21 @@ pub(super) struct Segment<S: Sample> {
 }
 
 impl<S: Sample> Segment<S> {
-    /// The segment `(b, off, count, spread)` of a [`layout`], with the
-    /// spectra of its partitions of `chans` (IR channels of `len` frames).
+    /// The segment `part` of a [`layout`], with the spectra of its
+    /// partitions of `chans` (IR channels of `len` frames).
     pub(super) fn new(
-        (b, off, count, spread): (usize, usize, usize, bool),
+        part: SegmentLayout,
         chans: &[&Vec<f64>],
         len: usize,
         provider: FftProvider,
         norm: FftNorm,
     ) -> Segment<S> {
+        let SegmentLayout {
+            b,
+            off,
+            count,
+            spread,
+        } = part;
         debug_assert!(off % b == 0 && off >= b && b <= MAX_PART);
         let n = 2 * b;
         // Partition spectra in f64, scaled so inverse(forward(x)·H) is
@@ -210,9 +216,20 @@ pub(super) fn uniform_partition(len: usize) -> usize {
     best
 }
 
-/// The partition layout of an engine for an IR of `len` taps:
-/// (direct head length, [(b, off, count, spread)]).
-pub(super) fn layout(engine: ConvEngine, len: usize) -> (usize, Vec<(usize, usize, usize, bool)>) {
+/// One segment of a partition layout: `count` partitions of `b` taps
+/// from tap `off`, its work spread over the period or done at the
+/// boundary.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct SegmentLayout {
+    pub(super) b: usize,
+    pub(super) off: usize,
+    pub(super) count: usize,
+    pub(super) spread: bool,
+}
+
+/// The partition layout of an engine for an IR of `len` taps: the direct
+/// head's length and the segments after it.
+pub(super) fn layout(engine: ConvEngine, len: usize) -> (usize, Vec<SegmentLayout>) {
     match engine {
         ConvEngine::Direct => (len, Vec::new()),
         ConvEngine::Uniform => {
@@ -225,9 +242,19 @@ pub(super) fn layout(engine: ConvEngine, len: usize) -> (usize, Vec<(usize, usiz
             // at 2P, which leaves a whole period to compute each of their
             // blocks, so their work is spread over it.
             let count = (len - p).div_ceil(p);
-            let mut segs = vec![(p, p, 1, false)];
+            let mut segs = vec![SegmentLayout {
+                b: p,
+                off: p,
+                count: 1,
+                spread: false,
+            }];
             if count > 1 {
-                segs.push((p, 2 * p, count - 1, true));
+                segs.push(SegmentLayout {
+                    b: p,
+                    off: 2 * p,
+                    count: count - 1,
+                    spread: true,
+                });
             }
             (p, segs)
         }
@@ -243,7 +270,12 @@ pub(super) fn layout(engine: ConvEngine, len: usize) -> (usize, Vec<(usize, usiz
                 } else {
                     (len - off).div_ceil(b)
                 };
-                segs.push((b, off, count, true));
+                segs.push(SegmentLayout {
+                    b,
+                    off,
+                    count,
+                    spread: true,
+                });
                 off += count * b;
                 b = (b * 2).min(LIVE_MAX_PART);
             }
@@ -408,7 +440,23 @@ mod tests {
         // 2 s IR at block 64); the partition now follows the IR length.
         assert_eq!(
             layout(ConvEngine::Uniform, 96000),
-            (1024, vec![(1024, 1024, 1, false), (1024, 2048, 92, true)])
+            (
+                1024,
+                vec![
+                    SegmentLayout {
+                        b: 1024,
+                        off: 1024,
+                        count: 1,
+                        spread: false
+                    },
+                    SegmentLayout {
+                        b: 1024,
+                        off: 2048,
+                        count: 92,
+                        spread: true
+                    }
+                ]
+            )
         );
         assert_eq!(layout(ConvEngine::Uniform, 40), (40, vec![]));
         // The live layout: a 128-tap head, pairs of growing partitions, 4096 at the end,
@@ -416,13 +464,13 @@ mod tests {
         let (head, segs) = layout(ConvEngine::NonUniform, 96000);
         assert_eq!(head, 128);
         let mut next = head;
-        for (b, off, count, spread) in &segs {
-            assert_eq!(*off, next);
-            assert!(*off >= 2 * b && *spread);
-            next += count * b;
+        for s in &segs {
+            assert_eq!(s.off, next);
+            assert!(s.off >= 2 * s.b && s.spread);
+            next += s.count * s.b;
         }
         assert!(next >= 96000 && next - 96000 < 4096);
-        assert_eq!(segs.last().unwrap().0, 4096);
+        assert_eq!(segs.last().unwrap().b, 4096);
     }
 
     // Each partition size the IR length selects under repro matches the

@@ -90,12 +90,13 @@ impl InputRecorder {
         output: Output,
         existing: Existing,
         history: History,
-        (format, sample_rate): (InputFormat, u32),
+        format: InputFormat,
+        sample_rate: u32,
     ) -> Result<InputRecorder, FileError> {
         let path = output.shown.clone();
         let (stored, _) = stored_format(format);
         let channels = history.width() as u16;
-        let take = Take::create_file(output, existing, (channels, sample_rate), stored)?;
+        let take = Take::create_file(output, existing, channels, sample_rate, stored)?;
         let durable = Arc::new(AtomicU64::new(history.origin()));
         let stop = Arc::new(AtomicBool::new(false));
         let copier = Copier {

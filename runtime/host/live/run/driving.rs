@@ -138,7 +138,7 @@ impl SessionInput {
             Existing::Refuse
         };
         let recorder =
-            InputRecorder::start(output, existing, self.history.clone(), (self.format, rate))?;
+            InputRecorder::start(output, existing, self.history.clone(), self.format, rate)?;
         let (stored, exact) = stored_format(self.format);
         journal.write(&Record::Input {
             file: path
@@ -246,9 +246,7 @@ impl Control for LiveControl {
         // against the new engine: a message sent on seeing it finds its maps.
         let mut said = Vec::new();
         self.session.tick(&mut said);
-        if let Some((controls, table)) = self.session.playing_controls() {
-            self.hub.follow(controls, table);
-        }
+        self.hub.follow(self.session.playing_controls());
         let _ = log.write_all(&said);
         if let Some(i) = &mut self.input {
             i.report(self.session.fixed().sample_rate, log);
@@ -306,9 +304,7 @@ impl LiveControl {
     fn control_in(&mut self, log: &mut dyn Write) {
         // A `file:` MIDI port starts with the session's first tick.
         self.transports.iter_mut().for_each(|t| t.tick());
-        if let Some((controls, table)) = self.session.playing_controls() {
-            self.hub.follow(controls, table);
-        }
+        self.hub.follow(self.session.playing_controls());
         let rate = self.session.fixed().sample_rate as f64;
         for (command, at, reply) in self.hub.tick(log) {
             let answer = match command {

@@ -18,11 +18,11 @@ use crate::graph::SeedSource;
 use crate::host::files::rules::Inputs;
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
-use crate::host::live::control_in::{ControlHub, Inlet};
+use crate::host::live::control_in::{AudioClock, ControlHub, Inlet};
 use crate::host::live::device::capture::CaptureInput;
 use crate::host::live::input;
 use crate::host::live::player::{self, Controls, Meters, Player};
-use crate::host::live::session::LiveSession;
+use crate::host::live::session::{LiveSession, Playing, PlayingControls, SessionConfig};
 use crate::host::live::tap::{TapReport, TapWriter};
 use crate::host::live::transport::Transport;
 use crate::host::HostError;
@@ -335,14 +335,17 @@ impl Live {
         );
         let link = p.control_link();
         let period = out.device.period_frames().unwrap_or(block);
-        let hub = ControlHub::with_inlet(
-            inlet,
-            link,
-            (incoming.controls.clone(), incoming.table.clone()),
-            sr,
-            (meters.clone(), origin),
-            (block + period) as u64,
-        );
+        let first_controls = PlayingControls {
+            maps: incoming.controls.clone(),
+            table: incoming.table.clone(),
+        };
+        let clock = AudioClock {
+            meters: meters.clone(),
+            origin,
+            sample_rate: sr,
+            stamped_latency: (block + period) as u64,
+        };
+        let hub = ControlHub::with_inlet(inlet, link, first_controls, clock);
         let transports = start_transports(transports, log)?;
         let tap_writer = tap.map(|(writer, tap)| {
             p.set_tap(tap);
@@ -350,28 +353,32 @@ impl Live {
         });
         let input = attach_input(opts, &mut p, input, capture.as_mut());
         player::install_panic_hook();
-        let mut session = LiveSession::new(
-            &opts.scene,
-            text,
-            fixed,
+        let first = Playing {
             profile,
             file_profile,
-            incoming.capture,
-            incoming.resources,
-            (incoming.asked, incoming.events),
-            p.link(),
-            meters.clone(),
-        );
+            capture: incoming.capture,
+            resources: incoming.resources,
+            asked: incoming.asked,
+            events: incoming.events,
+            controls: PlayingControls {
+                maps: incoming.controls,
+                table: incoming.table,
+            },
+        };
         let mut protected = Inputs::default();
         if let Some(p) = &opts.resume {
             protected.add("the snapshot resumed from", p);
         }
-        session.protect(protected);
-        session.force(opts.force);
-        session.set_controls((incoming.controls.clone(), incoming.table.clone()));
-        if let Some(i) = &input {
-            session.set_history(i.history.clone());
-        }
+        let session = LiveSession::new(
+            SessionConfig {
+                force: opts.force,
+                protected,
+                history: input.as_ref().map(|i| i.history.clone()),
+                ..SessionConfig::new(&opts.scene, text, fixed, first)
+            },
+            p.link(),
+            meters.clone(),
+        );
         let shared = driving::Shared {
             controls,
             meters: meters.clone(),

@@ -110,7 +110,7 @@ impl<'a> Rebuild<'a> {
             .map(PathBuf::from)
             .filter(|d| d.is_dir())
             .collect();
-        let recorded = recorded_input(session, path, (channels_of(session), sample_rate))?;
+        let recorded = recorded_input(session, path, channels_of(session), sample_rate)?;
         let snapshots = session
             .records
             .iter()
@@ -314,7 +314,8 @@ fn channels_of(session: &Session) -> usize {
 fn recorded_input(
     session: &Session,
     journal: &Path,
-    (channels, sample_rate): (usize, u32),
+    channels: usize,
+    sample_rate: u32,
 ) -> Result<Option<RecordedInputFile>, JournalError> {
     let Some((file, start)) = session.records.iter().find_map(|r| match r {
         Record::Input { file, start, .. } => Some((file, *start)),
@@ -326,7 +327,7 @@ fn recorded_input(
         Record::InputEnd { sha256, .. } => Some(sha256.as_str()),
         _ => None,
     });
-    RecordedInputFile::check(&session.dir, file, (start, channels, sample_rate), sha)
+    RecordedInputFile::check(&session.dir, file, start, channels, sample_rate, sha)
         .map(Some)
         .map_err(|e| JournalError::new(journal, Problem::RecordedInput(e)))
 }
