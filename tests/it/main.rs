@@ -51,6 +51,7 @@ mod recovery_backoff;
 mod regression;
 mod render_safety;
 mod replay;
+mod resample;
 mod resume_live;
 mod reverb;
 mod scenes;

@@ -3,7 +3,7 @@
 //! streaming face as the strict one.
 //!
 //! **Blocks.** rubato converts fixed blocks of [`Library::block_frames`]
-//! input frames (a multiple of `M`, at least [`BLOCK_FRAMES`]); this wrapper
+//! input frames (an even multiple of `M`, at least [`BLOCK_FRAMES`]); this wrapper
 //! gathers pushed frames into such blocks and queues rubato's output, so the
 //! block boundaries sit at the same input frames whatever the caller's
 //! push sizes. rubato's delay (half its FFT block, in output frames) is cut
@@ -78,10 +78,14 @@ impl Library {
             return Err(RateError::NoChannels);
         }
         let (up, down) = ratio(from_hz, to_hz)?;
+        // An even number of `M`-frame units per block: rubato's filter is
+        // then centred on a whole input frame that falls on an output
+        // frame, and its reported delay is exact.
+        let units = BLOCK_FRAMES.div_ceil(down).next_multiple_of(2);
         let inner = Fft::<f64>::new_custom(
             from_hz as usize,
             to_hz as usize,
-            BLOCK_FRAMES,
+            units * down,
             1,
             channels,
             WindowFunction::BlackmanHarris2,
@@ -157,7 +161,8 @@ impl Library {
             let ch = self.channels;
             let input = InterleavedSlice::new(&self.gather[..], ch, self.block_in)
                 .expect("the gather buffer holds one block");
-            let out_slice = &mut self.queue[self.queue_tail * ch..(self.queue_tail + self.block_out) * ch];
+            let out_slice =
+                &mut self.queue[self.queue_tail * ch..(self.queue_tail + self.block_out) * ch];
             let mut output = InterleavedSlice::new_mut(out_slice, ch, self.block_out)
                 .expect("the queue has room for one block");
             let (_, written) = self
