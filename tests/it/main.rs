@@ -55,6 +55,7 @@ mod recovery_backoff;
 mod regression;
 mod render_safety;
 mod replay;
+mod resample;
 mod resume_live;
 mod reverb;
 mod scenes;

@@ -1,7 +1,7 @@
 //! Numeric core: the sample trait, math policies, the FP-mode guard, FFT
 //! providers, analysis windows, oversampling filters, the locked random
-//! streams and their vectorised Philox kernel, and the named-array form in
-//! which any of them snapshots state.
+//! streams and their vectorised Philox kernel, sample-rate conversion, and
+//! the named-array form in which any of them snapshots state.
 
 pub mod bits;
 pub mod fft;
@@ -9,6 +9,7 @@ pub mod fpmode;
 pub mod math;
 pub mod oversample;
 pub mod philox;
+pub mod resample;
 pub mod rng;
 pub mod sample;
 pub mod state;
