@@ -110,7 +110,13 @@ impl FactorRule {
     }
 
     /// Applies a discrete param event; true when it was one of ours.
-    pub(crate) fn set(&mut self, param: usize, value: &Value, os_param: usize, critical_param: usize) -> bool {
+    pub(crate) fn set(
+        &mut self,
+        param: usize,
+        value: &Value,
+        os_param: usize,
+        critical_param: usize,
+    ) -> bool {
         match value {
             Value::Enum(i) if param == os_param && *i < OVERSAMPLING_CHOICES.len() => {
                 self.choice = *i;

@@ -41,8 +41,8 @@ use super::PI;
 use crate::dsp::oversample::Oversampler;
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, frequency_lint, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, frequency_lint, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator, ParamKind,
+    ParamSpec, Processor, StateError, Value,
 };
 use crate::profile::{NodeProfile, Profile};
 use crate::scene::Dimension;

@@ -121,8 +121,7 @@ fn ladder_matches_a_bisection_solution_of_its_equations_in_every_profile() {
     let swept: Vec<f64> = (0..x.len())
         .map(|i| 800.0 + 600.0 * libm::sin(TAU * 2.0 * i as f64 / SR))
         .collect();
-    for (drive, resonance, modulated) in [(1.0, 0.0, false), (4.0, 0.9, true), (10.0, 1.1, false)]
-    {
+    for (drive, resonance, modulated) in [(1.0, 0.0, false), (4.0, 0.9, true), (10.0, 1.1, false)] {
         let cutoff: Vec<f64> = if modulated {
             swept.clone()
         } else {
