@@ -153,12 +153,11 @@ impl<S: Sample, M: Math> LadderCore<S, M> {
         }
         self.iterations += taken as u64;
         let mut v = u;
-        for i in 0..4 {
-            let s = self.s[i];
-            let y = gg * (v - s) + s;
-            self.s[i] = y + y - s;
-            self.y[i] = y;
-            v = y;
+        for (s, y) in self.s.iter_mut().zip(&mut self.y) {
+            let out = gg * (v - *s) + *s;
+            *s = out + out - *s;
+            *y = out;
+            v = out;
         }
         if !self.s.iter().all(|s| s.is_finite()) {
             self.s = [S::ZERO; 4];
@@ -175,8 +174,8 @@ impl<S: Sample, M: Math> LadderCore<S, M> {
     fn rescale(&mut self, old: u32, new: u32) {
         if old != new && old > 0 {
             let r = S::from_f64(old as f64 / new as f64);
-            for i in 0..4 {
-                self.s[i] = self.y[i] + (self.s[i] - self.y[i]) * r;
+            for (s, y) in self.s.iter_mut().zip(&self.y) {
+                *s = *y + (*s - *y) * r;
             }
         }
     }

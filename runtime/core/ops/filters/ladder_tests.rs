@@ -78,9 +78,9 @@ fn oracle(x: &[f64], drive: f64, cutoff: &[f64], resonance: f64, factor: u32) ->
                 let stages = |u: f64, s: &[f64; 4]| {
                     let mut ys = [0.0; 4];
                     let mut inp = u;
-                    for i in 0..4 {
-                        ys[i] = (g * inp + s[i]) / (1.0 + g);
-                        inp = ys[i];
+                    for (yk, sk) in ys.iter_mut().zip(s) {
+                        *yk = (g * inp + sk) / (1.0 + g);
+                        inp = *yk;
                     }
                     ys
                 };
@@ -95,8 +95,8 @@ fn oracle(x: &[f64], drive: f64, cutoff: &[f64], resonance: f64, factor: u32) ->
                     }
                 }
                 let ys = stages(0.5 * (lo + hi), &s);
-                for i in 0..4 {
-                    s[i] = 2.0 * ys[i] - s[i];
+                for (sk, yk) in s.iter_mut().zip(ys) {
+                    *sk = 2.0 * yk - *sk;
                 }
                 ys[3]
             })
@@ -172,10 +172,10 @@ fn tone_gain(params: &[(&str, Value)], f: f64) -> f64 {
     // number of cycles of every test frequency) against the input delayed
     // by the latency.
     let (mut c, mut s) = (0.0, 0.0);
-    for i in n - 24000..n {
+    for (i, yi) in y.iter().enumerate().skip(n - 24000) {
         let t = (i - MAX_LATENCY) as f64 / SR;
-        c += y[i] * libm::cos(TAU * f * t);
-        s += y[i] * libm::sin(TAU * f * t);
+        c += yi * libm::cos(TAU * f * t);
+        s += yi * libm::sin(TAU * f * t);
     }
     2.0 * libm::sqrt(c * c + s * s) / 24000.0 / level
 }
