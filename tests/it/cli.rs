@@ -272,6 +272,7 @@ fn ops_lists_every_operator() {
         "biquad",
         "onepole",
         "svf",
+        "ladder",
         "adsr",
         "follower",
         "compressor",
@@ -300,7 +301,7 @@ fn ops_lists_every_operator() {
     let o = morphrt(&["ops", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let ops = v.as_array().unwrap();
-    assert_eq!(ops.len(), 32);
+    assert_eq!(ops.len(), 33);
     let biquad = ops.iter().find(|o| o["name"] == "biquad").unwrap();
     assert_eq!(biquad["tier"], "strict");
     assert_eq!(biquad["inputs"], serde_json::json!(["in"]));

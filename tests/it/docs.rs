@@ -418,3 +418,36 @@ fn the_manual_has_a_page_for_every_command_with_its_long_help() {
     assert!(page.contains("RF64"), "render's --format long help");
     assert!(page.contains("take\\-2.wav"), "run's --overwrite long help");
 }
+
+/// The example scene of `scenes/README.md`'s ladder section loads, compiles
+/// and plays under every profile: a swept, resonant filter, finite and
+/// audible.
+#[test]
+fn the_ladder_example_of_the_scene_reference_plays_under_every_profile() {
+    let text = std::fs::read_to_string(root().join("scenes/README.md")).unwrap();
+    let section = text
+        .split("## Ladder filter: `ladder`")
+        .nth(1)
+        .expect("the ladder section");
+    let json = section
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a json block");
+    let scene = morphrt::scene::load_str(json, "ladder.json", None).expect("the example loads");
+    for p in morphrt::profile::Profile::ALL {
+        let plan = morphrt::graph::compile(
+            &scene,
+            &morphrt::graph::CompileOptions {
+                profile: Some(p),
+                ..morphrt::host::files::resources::compile_options()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{p}: {e:?}"));
+        let mut e = morphrt::engine::Engine::new(plan);
+        let y = common::play(&mut e, 48_000, 0);
+        let peak = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(y.iter().all(|v| v.is_finite()), "{p}");
+        assert!(peak > 0.05 && peak < 1.0, "{p}: peak {peak}");
+    }
+}

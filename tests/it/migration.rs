@@ -100,6 +100,21 @@ fn a_profile_switch_keeps_a_diode_clipper_continuous() {
     check(&scene("diode_clipper", r#"{"drive":"0dB"}"#), 5e-4);
 }
 
+#[test]
+fn a_profile_switch_keeps_a_ladder_continuous() {
+    // Its four stages carry across the switch (rescaled to the new step).
+    // Measured ≈ 2.4e-3 on an output of ≈ 0.14, two samples after the
+    // switch: the old path's last outputs (1×) against the new path's (2×)
+    // of a resonant filter.
+    check(
+        &scene(
+            "ladder",
+            r#"{"cutoff":"1.5kHz","resonance":0.8,"drive":"6dB"}"#,
+        ),
+        5e-3,
+    );
+}
+
 /// Renders every channel up to sample `to`.
 fn run_all(e: &mut Engine, to: u64) -> Vec<Vec<f64>> {
     let mut out = vec![Vec::new(); e.channels()];

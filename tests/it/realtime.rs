@@ -163,6 +163,33 @@ fn the_modulation_effects_never_allocate_or_free() {
     }
 }
 
+/// A `ladder` solving its feedback every sample, its cutoff modulated and
+/// its resonance ramped across self-oscillation, at every profile's
+/// oversampling factor.
+#[test]
+fn a_modulated_ladder_never_allocates_or_frees() {
+    let text = r#"{ "version": "1.0", "seed": 1,
+         "nodes": [ { "id": "src", "op": "saw", "params": { "freq": "110Hz", "amp": 0.5 } },
+                    { "id": "lfo", "op": "sine", "params": { "freq": "2Hz", "amp": 500 } },
+                    { "id": "lp", "op": "ladder", "params": { "cutoff": "1kHz", "resonance": 0.8, "drive": "6dB" } } ],
+         "edges": [ { "from": "src", "to": "lp" }, { "from": "lfo", "to": "lp:cutoff" } ],
+         "outputs": { "main": ["lp"] },
+         "events": [ { "time": "100samples", "node": "lp", "param": "resonance", "value": 1.2, "ramp": "800samples" } ] }"#;
+    for p in Profile::ALL {
+        let mut e = common::engine(text, Some(p), 64);
+        let (a0, f0) = counts();
+        realtime(|| {
+            for k in 0..400 {
+                e.process_block(if k % 5 == 2 { 1 + k % 63 } else { 64 });
+                std::hint::black_box(e.bus().get(0, 0));
+            }
+        });
+        let (a1, f1) = counts();
+        assert_eq!((a1 - a0, f1 - f0), (0, 0), "under {p}");
+        assert!(e.clock() > 900, "the ramp ran");
+    }
+}
+
 /// Per-node timing (on in `run`, and in bench's profiling run) adds clock
 /// reads to the block loop and nothing else: switching it on or off and
 /// timed blocks never allocate, and the audio is the same bits.

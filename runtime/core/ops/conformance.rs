@@ -432,6 +432,37 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         )
     });
+    // The ladder: driven near self-oscillation, and its cutoff and
+    // resonance modulated (the resonance across 1) at 2×.
+    v.push(Case {
+        n_inputs: 1,
+        ..case(
+            "ladder",
+            vec![
+                ("cutoff", num(1500.0)),
+                ("resonance", num(0.9)),
+                ("drive", num(4.0)),
+            ],
+        )
+    });
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![
+            ("cutoff", control_signal(FRAMES, 700.0)),
+            ("resonance", control_signal(FRAMES, 0.2)),
+            ("drive", control_signal(FRAMES, 1.0)),
+        ],
+        ..case(
+            "ladder",
+            vec![
+                ("cutoff", num(1200.0)),
+                ("resonance", num(1.0)),
+                ("drive", num(2.0)),
+                ("oversampling", enum_ix("ladder", "oversampling", "2")),
+                ("max_iterations", Value::Integer(12)),
+            ],
+        )
+    });
     // The dynamics operators: each detector, modulated times and curve,
     // a keyed and a self-keyed compressor with lookahead, a limiter that
     // limits (the test signal peaks near 0.7).

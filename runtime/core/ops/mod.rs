@@ -916,7 +916,7 @@ pub fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 32] = [
+    static ALL: [&OpSpec; 33] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -930,6 +930,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &filters::BIQUAD,
         &filters::ONEPOLE,
         &filters::SVF,
+        &filters::LADDER,
         &dynamics::ADSR,
         &dynamics::FOLLOWER,
         &dynamics::COMPRESSOR,

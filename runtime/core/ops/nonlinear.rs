@@ -59,7 +59,7 @@ use crate::scene::Dimension;
 use std::marker::PhantomData;
 
 /// Choices of the `oversampling` param.
-const OVERSAMPLING_CHOICES: &[&str] = &["default", "1", "2", "4"];
+pub(crate) const OVERSAMPLING_CHOICES: &[&str] = &["default", "1", "2", "4"];
 
 /// The factor an `oversampling` choice pins (None: the profile decides).
 fn pinned_factor(choice: usize) -> Option<u32> {
@@ -73,15 +73,15 @@ fn pinned_factor(choice: usize) -> Option<u32> {
 
 /// How a node picks its oversampling factor.
 #[derive(Clone, Debug)]
-struct FactorRule {
-    profile: NodeProfile,
+pub(crate) struct FactorRule {
+    pub(crate) profile: NodeProfile,
     choice: usize,
     critical: bool,
 }
 
 impl FactorRule {
     /// The rule a node builds with; `check` asks the same rule.
-    fn new(
+    pub(crate) fn new(
         profile: &NodeProfile,
         values: &[Value],
         os_param: usize,
@@ -100,17 +100,23 @@ impl FactorRule {
     }
 
     /// `check`'s `os=…` entry.
-    fn choice(&self) -> (&'static str, String) {
+    pub(crate) fn choice(&self) -> (&'static str, String) {
         ("os", format!("{}x", self.factor()))
     }
 
-    fn factor(&self) -> u32 {
+    pub(crate) fn factor(&self) -> u32 {
         self.profile
             .oversampling_factor(pinned_factor(self.choice), self.critical)
     }
 
     /// Applies a discrete param event; true when it was one of ours.
-    fn set(&mut self, param: usize, value: &Value, os_param: usize, critical_param: usize) -> bool {
+    pub(crate) fn set(
+        &mut self,
+        param: usize,
+        value: &Value,
+        os_param: usize,
+        critical_param: usize,
+    ) -> bool {
         match value {
             Value::Enum(i) if param == os_param && *i < OVERSAMPLING_CHOICES.len() => {
                 self.choice = *i;
@@ -125,7 +131,7 @@ impl FactorRule {
     }
 }
 
-const OVERSAMPLING_PARAM: ParamSpec = ParamSpec {
+pub(crate) const OVERSAMPLING_PARAM: ParamSpec = ParamSpec {
     name: "oversampling",
     kind: ParamKind::Enum {
         choices: OVERSAMPLING_CHOICES,
@@ -135,7 +141,7 @@ const OVERSAMPLING_PARAM: ParamSpec = ParamSpec {
     settable_by_events: false,
 };
 
-const CRITICAL_PARAM: ParamSpec = ParamSpec {
+pub(crate) const CRITICAL_PARAM: ParamSpec = ParamSpec {
     name: "critical",
     kind: ParamKind::Bool { default: false },
     doc: "under live, oversample 2× by default like repro",
@@ -143,11 +149,11 @@ const CRITICAL_PARAM: ParamSpec = ParamSpec {
 };
 
 /// Largest linear drive.
-const MAX_DRIVE: f64 = 1e4;
+pub(crate) const MAX_DRIVE: f64 = 1e4;
 
 /// `drive` clamped to `[0, MAX_DRIVE]`, NaN → 0.
 #[inline]
-fn limit_drive(d: f64) -> f64 {
+pub(crate) fn limit_drive(d: f64) -> f64 {
     if d > MAX_DRIVE {
         MAX_DRIVE
     } else if d >= 0.0 {
@@ -293,7 +299,7 @@ pub(crate) const CAPACITANCE: f64 = 10e-9;
 /// Largest |v/(n·Vt)| passed to exp.
 const MAX_EXP_ARG: f64 = 80.0;
 /// Default of the `max_iterations` param.
-const DEFAULT_MAX_ITERATIONS: i64 = 32;
+pub(crate) const DEFAULT_MAX_ITERATIONS: i64 = 32;
 /// Lowest cutoff (Hz).
 const MIN_CUTOFF_HZ: f64 = 1.0;
 /// Highest cutoff as a fraction of the base sample rate.
@@ -538,7 +544,7 @@ impl<S: Sample, M: Math> Processor<S> for DiodeClipper<S, M> {
 
 /// The effective iteration cap: the param unless it is the default, else
 /// the profile's `max_iterations`.
-fn max_iterations(param: i64, profile: u32) -> u32 {
+pub(crate) fn max_iterations(param: i64, profile: u32) -> u32 {
     let n = if param == DEFAULT_MAX_ITERATIONS {
         profile as i64
     } else {

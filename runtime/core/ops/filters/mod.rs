@@ -1,5 +1,6 @@
-//! Filters: `biquad` (RBJ cookbook), `onepole` and `svf` (Simper/Cytomic
-//! topology-preserving state-variable filter).
+//! Filters: `biquad` (RBJ cookbook), `onepole`, `svf` (Simper/Cytomic
+//! topology-preserving state-variable filter) and `ladder` (the transistor
+//! ladder, zero-delay feedback with its tanh).
 //!
 //! Coefficients are designed in f64 with the node's math policy (`coef_*`:
 //! libm under strict, never an approximation) and stored at the node's
@@ -13,12 +14,14 @@
 //! Every per-sample sum is written out in one fixed order (no FMA).
 
 mod biquad;
+mod ladder;
 mod onepole;
 mod svf;
 #[cfg(test)]
 mod sweep_tests;
 
 pub use biquad::BIQUAD;
+pub use ladder::LADDER;
 pub use onepole::ONEPOLE;
 pub use svf::SVF;
 
