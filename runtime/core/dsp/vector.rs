@@ -718,9 +718,7 @@ pub unsafe fn transpose16_avx512(m: &mut [[f32; 16]; 16]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn transpose16_regs(
-    r: [std::arch::x86_64::__m512; 16],
-) -> [std::arch::x86_64::__m512; 16] {
+unsafe fn transpose16_regs(r: [std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64::__m512; 16] {
     use std::arch::x86_64::*;
     // Pairs of rows interleaved by element, then by pairs of elements.
     let mut t = [_mm512_setzero_ps(); 16];
@@ -765,8 +763,7 @@ unsafe fn transpose16_regs(
 #[inline]
 pub(crate) unsafe fn transpose16_in_avx512(rows: &[&[f32]], at: usize, m: &mut [[f32; 16]; 16]) {
     use std::arch::x86_64::*;
-    let r: [__m512; 16] =
-        core::array::from_fn(|l| _mm512_loadu_ps(rows[l][at..at + 16].as_ptr()));
+    let r: [__m512; 16] = core::array::from_fn(|l| _mm512_loadu_ps(rows[l][at..at + 16].as_ptr()));
     for (row, v) in m.iter_mut().zip(transpose16_regs(r)) {
         _mm512_storeu_ps(row.as_mut_ptr(), v);
     }
@@ -797,7 +794,11 @@ pub(crate) unsafe fn transpose16_out_avx512(
         _mm512_storeu_ps(row[at..at + 16].as_mut_ptr(), v);
     }
     if let Some(acc) = sum {
-        let mut a = if first { w[0] } else { _mm512_loadu_ps(acc.as_ptr()) };
+        let mut a = if first {
+            w[0]
+        } else {
+            _mm512_loadu_ps(acc.as_ptr())
+        };
         for (l, v) in w.into_iter().enumerate() {
             if l > 0 || !first {
                 a = _mm512_add_ps(a, v);

@@ -371,13 +371,26 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
     }
 
     /// Biquads run side by side, one node per lane: each lane's recursion
-    /// is the node's own, with its own coefficients and state.
-    fn lanes(&self) -> Option<LaneKernel<S>> {
-        let kernel: LaneKernel<S> = match SimdLevel::detect().isa() {
+    /// is the node's own, with its own coefficients and state. The kernel
+    /// is `level`'s, and fuses its multiply-adds exactly when the node does
+    /// ([`fuses`]): a node that fuses runs on a CPU with AVX-512F, which
+    /// has FMA, so every level's kernel can.
+    fn lanes(&self, level: SimdLevel) -> Option<LaneKernel<S>> {
+        #[cfg(target_arch = "x86_64")]
+        if self.fused && !std::arch::is_x86_feature_detected!("fma") {
+            return None;
+        }
+        let kernel: LaneKernel<S> = match (level.isa(), self.fused) {
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => biquad_lanes_avx2::<S, M>,
+            (Isa::Avx512, false) => biquad_lanes_avx512::<S, M, false>,
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => biquad_lanes_avx512::<S, M>,
+            (Isa::Avx512, true) => biquad_lanes_avx512::<S, M, true>,
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx2, false) => biquad_lanes_avx2::<S, M>,
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx2, true) => biquad_lanes_avx2_fused::<S, M>,
+            #[cfg(target_arch = "x86_64")]
+            (_, true) => biquad_lanes_fused::<S, M>,
             _ => biquad_lanes::<S, M>,
         };
         Some(kernel)
@@ -698,6 +711,7 @@ fn sum_outputs<S: Sample>(
     }
 }
 
+/// The scalar kernel (any level), unfused.
 fn biquad_lanes<S: Sample, M: Math>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
@@ -709,6 +723,26 @@ fn biquad_lanes<S: Sample, M: Math>(
     finite
 }
 
+/// The scalar kernel with fused multiply-adds, for nodes that fuse.
+#[cfg(target_arch = "x86_64")]
+fn biquad_lanes_fused<S: Sample, M: Math>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+    _start: u64,
+    sum: Option<&mut LaneSum<'_, S>>,
+) -> u64 {
+    #[target_feature(enable = "fma")]
+    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
+        biquad_lanes_body::<S, M, 8, false, true>(members, n, None).0
+    }
+    // SAFETY: chosen only for nodes that fuse, on a CPU with FMA
+    // (`Biquad::lanes`).
+    let finite = unsafe { run::<S, M>(members, n) };
+    sum_outputs(members, n, 0, sum);
+    finite
+}
+
+/// The AVX2 kernel, unfused.
 #[cfg(target_arch = "x86_64")]
 fn biquad_lanes_avx2<S: Sample, M: Math>(
     members: &mut [LaneMember<'_, S>],
@@ -720,21 +754,42 @@ fn biquad_lanes_avx2<S: Sample, M: Math>(
     unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
         biquad_lanes_body::<S, M, 8, false, false>(members, n, None).0
     }
-    // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX2.
+    // SAFETY: this kernel is chosen only for a `SimdLevel` of AVX2 or
+    // wider, which this CPU has.
     let finite = unsafe { run::<S, M>(members, n) };
     sum_outputs(members, n, 0, sum);
     finite
 }
 
+/// The AVX2 kernel with fused multiply-adds, for nodes that fuse.
 #[cfg(target_arch = "x86_64")]
-fn biquad_lanes_avx512<S: Sample, M: Math>(
+fn biquad_lanes_avx2_fused<S: Sample, M: Math>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+    _start: u64,
+    sum: Option<&mut LaneSum<'_, S>>,
+) -> u64 {
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
+        biquad_lanes_body::<S, M, 8, false, true>(members, n, None).0
+    }
+    // SAFETY: chosen only for a `SimdLevel` of AVX2 or wider, for nodes
+    // that fuse, on a CPU with FMA (`Biquad::lanes`).
+    let finite = unsafe { run::<S, M>(members, n) };
+    sum_outputs(members, n, 0, sum);
+    finite
+}
+
+/// The AVX-512 kernel, fused when the nodes are (`FUSED`, [`fuses`]).
+#[cfg(target_arch = "x86_64")]
+fn biquad_lanes_avx512<S: Sample, M: Math, const FUSED: bool>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
     _start: u64,
     mut sum: Option<&mut LaneSum<'_, S>>,
 ) -> u64 {
     #[target_feature(enable = "avx2,avx512f")]
-    unsafe fn run<S: Sample, M: Math>(
+    unsafe fn run<S: Sample, M: Math, const FUSED: bool>(
         members: &mut [LaneMember<'_, S>],
         n: usize,
         sum: Option<(&mut [S], bool)>,
@@ -744,19 +799,14 @@ fn biquad_lanes_avx512<S: Sample, M: Math>(
         let whole = members.len() / 64 * 64;
         let (full, rest) = members.split_at_mut(whole);
         let sum = if rest.is_empty() { sum } else { None };
-        // Fused as the nodes alone are (`fuses`).
-        if S::PRECISION == Precision::F32 && M::KIND != MathKind::Strict {
-            let (a, summed) = biquad_lanes_body::<S, M, 64, true, true>(full, n, sum);
-            let (b, _) = biquad_lanes_body::<S, M, 16, true, true>(rest, n, None);
-            return (a | b.checked_shl(whole as u32).unwrap_or(0), summed);
-        }
-        let (a, summed) = biquad_lanes_body::<S, M, 64, true, false>(full, n, sum);
-        let (b, _) = biquad_lanes_body::<S, M, 16, true, false>(rest, n, None);
+        let (a, summed) = biquad_lanes_body::<S, M, 64, true, FUSED>(full, n, sum);
+        let (b, _) = biquad_lanes_body::<S, M, 16, true, FUSED>(rest, n, None);
         (a | b.checked_shl(whole as u32).unwrap_or(0), summed)
     }
     let dst = sum.as_deref_mut().map(|s| (&mut *s.dst, s.first));
-    // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX-512F.
-    let (finite, summed) = unsafe { run::<S, M>(members, n, dst) };
+    // SAFETY: this kernel is chosen only for a `SimdLevel` of AVX-512,
+    // which this CPU has.
+    let (finite, summed) = unsafe { run::<S, M, FUSED>(members, n, dst) };
     sum_outputs(members, n, summed, sum);
     finite
 }
