@@ -12,6 +12,7 @@ use crate::support::counters;
 use common::engine;
 use counters::{counters, counters_with, Kind};
 use morphrt::dsp::rng::mix64;
+use morphrt::dsp::vector::SimdLevel;
 use morphrt::engine::incoming::{Incoming, Scripted, ScriptedControl};
 use morphrt::engine::{render_to_vec, ControlRecord, Engine};
 use morphrt::graph::ControlValue;
@@ -941,6 +942,141 @@ fn a_panic_in_a_steady_group_mutes_only_the_member_that_panics() {
                     assert!(msg.contains("a broken steady run"), "{what}: {msg:?}");
                     same_from_the_panic(&a, &without(count, true, kind, bad, p, 2048), &what);
                 }
+            }
+        }
+    }
+}
+
+/// `text` at `profile` and `block`: lanes on with the kernels of `level`
+/// (its groups of `count` members checked to form), and every node alone.
+fn on_at_level_and_off(
+    text: &str,
+    profile: Profile,
+    block: usize,
+    level: SimdLevel,
+    count: usize,
+) -> (Engine, Engine) {
+    let mut on = engine(text, Some(profile), block);
+    on.set_simd_level(level);
+    assert!(
+        on.lane_groups().iter().any(|g| g.len() == count),
+        "{count} biquads should form one group at {level:?}"
+    );
+    let mut off = engine(text, Some(profile), block);
+    off.set_lanes(false);
+    (on, off)
+}
+
+#[test]
+fn the_biquad_kernel_of_every_simd_level_plays_the_nodes_own_bits() {
+    // Every level this CPU runs, forced: on an AVX-512 CPU the f32 nodes
+    // under repro and live fuse their multiply-adds, so the AVX2 and scalar
+    // kernels must fuse too. Batches of 8 and one more, 16 and one more,
+    // 64 and six more; sums over a batch of 64 and over 64 and six.
+    let scenes = [
+        (random_scene(9, 3), 9),
+        (random_scene(17, 99), 17),
+        (random_scene(70, 123), 70),
+        (fused_scene(64, 4, false), 64),
+        (fused_scene(70, 5, false), 70),
+    ];
+    for level in SimdLevel::available() {
+        for (text, count) in &scenes {
+            for p in PROFILES {
+                for block in [7, 64] {
+                    let (mut on, mut off) = on_at_level_and_off(text, p, block, level, *count);
+                    let a = render_to_vec(&mut on, 3000);
+                    let b = render_to_vec(&mut off, 3000);
+                    assert_eq!(
+                        first_difference(&a, &b),
+                        None,
+                        "{level:?}: {count} biquads, {p}, block {block}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `count` biquads at one level of the schedule, each behind four gains
+/// from its own noise, except member `count / 2`, a lowpass at Q 40 fed
+/// the 3e38 of [`OVERFLOW_EDGES`]'s chain: its f64 state stays finite
+/// while its f32 output overflows. Summed into one gain, or each on its
+/// own channel.
+fn overflow_group(count: usize, summed: bool) -> String {
+    let bad = count / 2;
+    let mut nodes = vec![r#"{ "id": "d6", "op": "dc", "params": { "value": 1e6 } },
+        { "id": "d300", "op": "dc", "params": { "value": 300 } },
+        { "id": "m12", "op": "multiply" }, { "id": "m24", "op": "multiply" },
+        { "id": "m36", "op": "multiply" }, { "id": "big", "op": "multiply" },
+        { "id": "sum", "op": "gain", "params": { "gain": 0.5 } }"#
+        .to_string()];
+    let mut edges = vec![OVERFLOW_EDGES.trim_end_matches(',').to_string()];
+    let mut main = Vec::new();
+    for k in 0..count {
+        if k == bad {
+            nodes.push(format!(
+                r#"{{ "id": "bq{k}", "op": "biquad", "params": {{ "mode": "lowpass", "cutoff": 100, "q": 40 }} }}"#
+            ));
+            edges.push(format!(r#"{{ "from": "big", "to": "bq{k}" }}"#));
+        } else {
+            let cutoff = 200 + 97 * k;
+            nodes.push(format!(
+                r#"{{ "id": "n{k}", "op": "noise" }}, {{ "id": "bq{k}", "op": "biquad", "params": {{ "mode": "bandpass", "cutoff": {cutoff}, "q": 4 }} }}"#
+            ));
+            let mut from = format!("n{k}");
+            for g in 1..=4 {
+                nodes.push(format!(r#"{{ "id": "g{k}_{g}", "op": "gain" }}"#));
+                edges.push(format!(r#"{{ "from": "{from}", "to": "g{k}_{g}" }}"#));
+                from = format!("g{k}_{g}");
+            }
+            edges.push(format!(r#"{{ "from": "{from}", "to": "bq{k}" }}"#));
+        }
+        if summed {
+            edges.push(format!(r#"{{ "from": "bq{k}", "to": "sum" }}"#));
+        } else {
+            main.push(format!(r#""bq{k}""#));
+        }
+    }
+    if summed {
+        main.push(r#""sum""#.to_string());
+    }
+    format!(
+        r#"{{ "version": "1.0", "seed": 5, "sample_rate": 48000, "nodes": [{}], "edges": [{}],
+             "outputs": {{ "main": [{}] }} }}"#,
+        nodes.join(", "),
+        edges.join(", "),
+        main.join(", ")
+    )
+}
+
+#[test]
+fn an_f32_member_that_overflows_in_a_wide_batch_is_found_at_every_simd_level() {
+    // The AVX-512 kernel checks the f32 outputs of batches of 16 and 64
+    // itself (each lane, or the sum), so the engine skips its own check
+    // of members it reports finite: the overflow must still be found, in
+    // the member that overflows alone.
+    for (count, summed) in [(16, false), (64, false), (64, true)] {
+        let text = overflow_group(count, summed);
+        for level in SimdLevel::available() {
+            for p in [Profile::Repro, Profile::Live] {
+                let (mut on, mut off) = on_at_level_and_off(&text, p, 64, level, count);
+                if summed {
+                    assert!(on.lane_sums().iter().any(|s| s.is_some()), "fused");
+                }
+                let a = render_to_vec(&mut on, 6000);
+                let b = render_to_vec(&mut off, 6000);
+                let what = format!("{level:?}: {count} biquads, summed {summed}, {p}");
+                assert!(on.stats().nan_events > 0, "{what}: should overflow");
+                assert_eq!(on.stats(), off.stats(), "{what}");
+                let bad = format!("bq{}", count / 2);
+                assert_eq!(
+                    on.stats().first_nan.map(|(i, _)| on.node_id(i)),
+                    Some(bad.as_str()),
+                    "{what}"
+                );
+                assert_eq!(first_difference(&a, &b), None, "{what}");
+                assert!(a.iter().flatten().all(|x| x.is_finite()), "{what}");
             }
         }
     }

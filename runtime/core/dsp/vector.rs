@@ -709,6 +709,17 @@ pub unsafe fn transpose16_avx512(m: &mut [[f32; 16]; 16]) {
     use std::arch::x86_64::*;
     let p = m.as_mut_ptr() as *mut f32;
     let r: [__m512; 16] = core::array::from_fn(|i| _mm512_loadu_ps(p.add(16 * i)));
+    for (i, v) in transpose16_regs(r).into_iter().enumerate() {
+        _mm512_storeu_ps(p.add(16 * i), v);
+    }
+}
+
+/// The 16 × 16 transpose of [`transpose16_avx512`] on rows in registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn transpose16_regs(r: [std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64::__m512; 16] {
+    use std::arch::x86_64::*;
     // Pairs of rows interleaved by element, then by pairs of elements.
     let mut t = [_mm512_setzero_ps(); 16];
     for k in 0..8 {
@@ -732,10 +743,68 @@ pub unsafe fn transpose16_avx512(m: &mut [[f32; 16]; 16]) {
             v[8 * h + 4 + k] = _mm512_shuffle_f32x4::<0xDD>(a, b);
         }
     }
+    let mut w = [_mm512_setzero_ps(); 16];
     for k in 0..8 {
         let (a, b) = (v[k], v[8 + k]);
-        _mm512_storeu_ps(p.add(16 * k), _mm512_shuffle_f32x4::<0x88>(a, b));
-        _mm512_storeu_ps(p.add(16 * (8 + k)), _mm512_shuffle_f32x4::<0xDD>(a, b));
+        w[k] = _mm512_shuffle_f32x4::<0x88>(a, b);
+        w[8 + k] = _mm512_shuffle_f32x4::<0xDD>(a, b);
+    }
+    w
+}
+
+/// Frames `at..at + 16` of 16 rows (`rows[l]`, at least `at + 16` long
+/// each) transposed into `m`: `m[t][l] = rows[l][at + t]`. The rows load
+/// straight into [`transpose16_avx512`]'s registers.
+///
+/// # Safety
+/// The CPU must have AVX-512F (as a `SimdLevel` of [`Isa::Avx512`] shows).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) unsafe fn transpose16_in_avx512(rows: &[&[f32]], at: usize, m: &mut [[f32; 16]; 16]) {
+    use std::arch::x86_64::*;
+    let r: [__m512; 16] = core::array::from_fn(|l| _mm512_loadu_ps(rows[l][at..at + 16].as_ptr()));
+    for (row, v) in m.iter_mut().zip(transpose16_regs(r)) {
+        _mm512_storeu_ps(row.as_mut_ptr(), v);
+    }
+}
+
+/// `m` transposed out to frames `at..at + 16` of 16 rows (`rows[l][at +
+/// t] = m[t][l]`, each row at least `at + 16` long), the inverse of
+/// [`transpose16_in_avx512`]. With `sum`, the rows are also added into
+/// it in row order, from registers (`first`: the first row is copied into
+/// it, not added).
+///
+/// # Safety
+/// The CPU must have AVX-512F (as a `SimdLevel` of [`Isa::Avx512`] shows).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) unsafe fn transpose16_out_avx512(
+    m: &[[f32; 16]; 16],
+    rows: &mut [&mut [f32]],
+    at: usize,
+    sum: Option<&mut [f32; 16]>,
+    first: bool,
+) {
+    use std::arch::x86_64::*;
+    let r: [__m512; 16] = core::array::from_fn(|t| _mm512_loadu_ps(m[t].as_ptr()));
+    let w = transpose16_regs(r);
+    for (row, v) in rows.iter_mut().zip(w) {
+        _mm512_storeu_ps(row[at..at + 16].as_mut_ptr(), v);
+    }
+    if let Some(acc) = sum {
+        let mut a = if first {
+            w[0]
+        } else {
+            _mm512_loadu_ps(acc.as_ptr())
+        };
+        for (l, v) in w.into_iter().enumerate() {
+            if l > 0 || !first {
+                a = _mm512_add_ps(a, v);
+            }
+        }
+        _mm512_storeu_ps(acc.as_mut_ptr(), a);
     }
 }
 
@@ -802,12 +871,12 @@ pub(crate) unsafe fn biquad_step16_avx512<const FUSED: bool>(
     row: &mut [f32; 16],
 ) {
     use std::arch::x86_64::*;
-    let v = _mm512_loadu_ps(row.as_ptr());
+    // Each half of the row widens straight from memory, and narrows
+    // straight back (no shuffle to split or join the halves).
+    let p = row.as_mut_ptr();
     let mut y = [
-        _mm512_cvtps_pd(_mm512_castps512_ps256(v)),
-        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
-            _mm512_castps_pd(v),
-        ))),
+        _mm512_cvtps_pd(_mm256_loadu_ps(p)),
+        _mm512_cvtps_pd(_mm256_loadu_ps(p.add(8))),
     ];
     for (h, yh) in y.iter_mut().enumerate() {
         let x = *yh;
@@ -831,12 +900,8 @@ pub(crate) unsafe fn biquad_step16_avx512<const FUSED: bool>(
         };
         *yh = out;
     }
-    let (lo, hi) = (_mm512_cvtpd_ps(y[0]), _mm512_cvtpd_ps(y[1]));
-    let v = _mm512_insertf64x4::<1>(
-        _mm512_castps_pd(_mm512_castps256_ps512(lo)),
-        _mm256_castps_pd(hi),
-    );
-    _mm512_storeu_ps(row.as_mut_ptr(), _mm512_castpd_ps(v));
+    _mm256_storeu_ps(p, _mm512_cvtpd_ps(y[0]));
+    _mm256_storeu_ps(p.add(8), _mm512_cvtpd_ps(y[1]));
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -118,17 +118,18 @@ pub(super) enum GroupSteady {
 }
 
 /// The nodes a group may take: a lane kernel, no voice, no session input,
-/// no modulated param. Returns the node's concrete type and kernel.
-fn lane_key(s: &Slot) -> Option<(TypeId, GroupKernel)> {
+/// no modulated param. Returns the node's concrete type and its kernel at
+/// `level`.
+fn lane_key(s: &Slot, level: SimdLevel) -> Option<(TypeId, GroupKernel)> {
     if s.voice.is_some() || s.feed.is_some() || s.param_inputs.iter().any(|l| !l.is_empty()) {
         return None;
     }
     match &s.core {
-        Core::F32(t) => t.node.lanes().map(|k| {
+        Core::F32(t) => t.node.lanes(level).map(|k| {
             let any: &dyn std::any::Any = t.node.as_ref();
             (any.type_id(), GroupKernel::F32(k))
         }),
-        Core::F64(t) => t.node.lanes().map(|k| {
+        Core::F64(t) => t.node.lanes(level).map(|k| {
             let any: &dyn std::any::Any = t.node.as_ref();
             (any.type_id(), GroupKernel::F64(k))
         }),
@@ -145,12 +146,15 @@ fn lane_key(s: &Slot) -> Option<(TypeId, GroupKernel)> {
 /// (schedule order otherwise). A run holding nodes of a voice module keeps
 /// the schedule's order and forms no groups (a voice's sound reads nodes of
 /// its voice by the schedule's order). Groups of one node are plain steps.
+/// The kernels are those of `level`.
 pub(super) fn plan(
     slots: &mut [Slot],
     runs: &mut [Run],
     main: &[SourceRef],
+    level: SimdLevel,
 ) -> (Vec<Step>, Vec<Group>) {
-    let keys: Vec<Option<(TypeId, GroupKernel)>> = slots.iter().map(lane_key).collect();
+    let keys: Vec<Option<(TypeId, GroupKernel)>> =
+        slots.iter().map(|s| lane_key(s, level)).collect();
     let mut groups: Vec<Group> = Vec::new();
     let mut steps = Vec::with_capacity(slots.len());
     for run in runs.iter_mut() {
@@ -368,7 +372,7 @@ impl Engine {
     /// nothing. Allocates: call it off the audio thread, between blocks.
     pub fn set_lanes(&mut self, on: bool) {
         let (steps, groups) = if on {
-            plan(&mut self.slots, &mut self.runs, &self.main)
+            plan(&mut self.slots, &mut self.runs, &self.main, self.simd)
         } else {
             self.slots.iter_mut().for_each(|s| {
                 s.steal = 0;
@@ -385,6 +389,19 @@ impl Engine {
         self.steps = steps;
         self.groups = groups;
         super::split::Split::plan(self);
+    }
+
+    /// Runs the engine's checks and its lane kernels with the instruction
+    /// set of `level` (by default the widest this CPU has,
+    /// [`SimdLevel::detect`]), re-planning the lane groups if they are on:
+    /// for tests and benchmarks that compare the levels. What the engine
+    /// plays is the same bits at every level. Allocates: call it off the
+    /// audio thread, between blocks.
+    pub fn set_simd_level(&mut self, level: SimdLevel) {
+        self.simd = level;
+        if !self.groups.is_empty() {
+            self.set_lanes(true);
+        }
     }
 
     /// The lane groups, each as its members' schedule indices (leader

@@ -208,12 +208,13 @@ impl Engine {
             slots[i].voice = t;
         }
         voices.measure(&mut slots);
-        let (steps, groups) = lanes::plan(&mut slots, &mut runs, &plan.main);
+        let simd = crate::dsp::vector::SimdLevel::detect();
+        let (steps, groups) = lanes::plan(&mut slots, &mut runs, &plan.main, simd);
         let spb = plan.tempo.map(|t| t.samples_per_beat(plan.sample_rate));
         let mut engine = Engine {
             steps,
             groups,
-            simd: crate::dsp::vector::SimdLevel::detect(),
+            simd,
             spb,
             tempo_map: spb.map(TempoMap::from_start),
             prior_map: None,

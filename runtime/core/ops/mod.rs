@@ -809,8 +809,11 @@ pub trait Processor<S: Sample>: Send + std::any::Any {
     /// equal (same operator, math and precision) and that may run at one
     /// position of the schedule, and calls the kernel for chunks in which
     /// every member is healthy and its params constant; otherwise each
-    /// member's own `process` runs.
-    fn lanes(&self) -> Option<LaneKernel<S>> {
+    /// member's own `process` runs. `level`: the instruction set the
+    /// engine runs at ([`SimdLevel`](crate::dsp::vector::SimdLevel)); a
+    /// kernel uses none wider.
+    fn lanes(&self, level: crate::dsp::vector::SimdLevel) -> Option<LaneKernel<S>> {
+        let _ = level;
         None
     }
     /// What the lane kernel keeps of `members` nodes of this type between

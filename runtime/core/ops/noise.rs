@@ -60,7 +60,7 @@ impl<S: Sample> Processor<S> for Noise<S> {
 
     /// Its words come many Philox blocks at a time: a group saves the
     /// engine's per-node work.
-    fn lanes(&self) -> Option<LaneKernel<S>> {
+    fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<LaneKernel<S>> {
         Some(serial_lanes::<S, Self>)
     }
 

@@ -76,7 +76,7 @@ struct Gain<S>(PhantomData<fn() -> S>);
 
 impl<S: Sample> Processor<S> for Gain<S> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
-    fn lanes(&self) -> Option<crate::ops::LaneKernel<S>> {
+    fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
     }
 
@@ -152,7 +152,7 @@ impl<S: Sample> Mix<S> {
 
 impl<S: Sample> Processor<S> for Mix<S> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
-    fn lanes(&self) -> Option<crate::ops::LaneKernel<S>> {
+    fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
     }
 
@@ -228,7 +228,7 @@ struct Multiply<S>(PhantomData<fn() -> S>);
 
 impl<S: Sample> Processor<S> for Multiply<S> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
-    fn lanes(&self) -> Option<crate::ops::LaneKernel<S>> {
+    fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
     }
 

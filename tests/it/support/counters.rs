@@ -89,7 +89,7 @@ impl<S: Sample, const F: bool, const SE: bool, const ST: bool> Processor<S> for 
     fn restore(&mut self, _st: &NodeState) -> Result<(), StateError> {
         Ok(())
     }
-    fn lanes(&self) -> Option<LaneKernel<S>> {
+    fn lanes(&self, _: morphrt::dsp::vector::SimdLevel) -> Option<LaneKernel<S>> {
         if SE {
             Some(serial_lanes::<S, Self>)
         } else {

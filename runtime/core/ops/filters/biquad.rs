@@ -371,13 +371,26 @@ impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
     }
 
     /// Biquads run side by side, one node per lane: each lane's recursion
-    /// is the node's own, with its own coefficients and state.
-    fn lanes(&self) -> Option<LaneKernel<S>> {
-        let kernel: LaneKernel<S> = match SimdLevel::detect().isa() {
+    /// is the node's own, with its own coefficients and state. The kernel
+    /// is `level`'s, and fuses its multiply-adds exactly when the node does
+    /// ([`fuses`]): a node that fuses runs on a CPU with AVX-512F, which
+    /// has FMA, so every level's kernel can.
+    fn lanes(&self, level: SimdLevel) -> Option<LaneKernel<S>> {
+        #[cfg(target_arch = "x86_64")]
+        if self.fused && !std::arch::is_x86_feature_detected!("fma") {
+            return None;
+        }
+        let kernel: LaneKernel<S> = match (level.isa(), self.fused) {
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => biquad_lanes_avx2::<S, M>,
+            (Isa::Avx512, false) => biquad_lanes_avx512::<S, M, false>,
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => biquad_lanes_avx512::<S, M>,
+            (Isa::Avx512, true) => biquad_lanes_avx512::<S, M, true>,
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx2, false) => biquad_lanes_avx2::<S, M>,
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx2, true) => biquad_lanes_avx2_fused::<S, M>,
+            #[cfg(target_arch = "x86_64")]
+            (_, true) => biquad_lanes_fused::<S, M>,
             _ => biquad_lanes::<S, M>,
         };
         Some(kernel)
@@ -439,10 +452,18 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool, const 
             (z1[l], z2[l]) = (b.z1, b.z2);
         }
         let mut done = 0;
+        // Members whose f32 outputs the transposed path found finite, if it
+        // ran every frame.
+        let mut fits = 0u64;
         if T16 && batch.len() == L {
-            done = transposed_f32::<S, M, L, FUSED>(batch, &c, &mut z1, &mut z2, n, sum.as_mut());
+            let checked;
+            (done, checked) =
+                transposed_f32::<S, M, L, FUSED>(batch, &c, &mut z1, &mut z2, n, sum.as_mut());
             if sum.is_some() {
                 summed = done;
+            }
+            if done == n {
+                fits = checked;
             }
         }
         while done < n {
@@ -472,8 +493,10 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool, const 
                     // non-finite for good (z1 takes −c3·y, even for c3 = 0),
                     // so every output of this chunk is finite at f64. At
                     // f32 a finite f64 output may still round to infinity:
-                    // the engine checks those.
-                    if S::PRECISION == Precision::F64 && j * L + l < 64 {
+                    // known finite only where the transposed path checked
+                    // it; the engine checks the others.
+                    let known = S::PRECISION == Precision::F64 || fits >> l & 1 != 0;
+                    if known && j * L + l < 64 {
                         finite |= 1 << (j * L + l);
                     }
                 } else {
@@ -492,10 +515,17 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool, const 
 /// The whole 16-frame spans of a full batch of `L` f32 members (`L` a
 /// multiple of 16, at most 64), through 16 × 16 blocks transposed in
 /// registers (AVX-512) rather than moved sample by sample: the frames of
-/// one member load as one vector. The recursion is [`step_lanes`] on each
-/// block of 16 members, the blocks' independent recursions interleaved
-/// frame by frame. Returns the frames done (0 unless the samples are f32).
-/// Call it only from an AVX-512 kernel.
+/// one member load as one vector, straight from its input, and store
+/// straight to its output. The recursion is [`step_lanes`] on each block
+/// of 16 members, the blocks' independent recursions interleaved frame by
+/// frame. Returns the frames done (0 unless the samples are f32) and a
+/// mask of the members (bit `l`: member `l`) whose f32 outputs over them
+/// are finite: the recursion's f64 output is finite while its state is,
+/// but may round to infinity in f32. With a sum, that is every member if
+/// the sum is finite throughout (an infinite output makes it infinite or
+/// NaN for good), else none; without, each member's outputs are checked
+/// in the registers the recursion leaves them in. Call it only from an
+/// AVX-512 kernel.
 #[inline(always)]
 fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
     batch: &mut [LaneMember<'_, S>],
@@ -504,18 +534,18 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
     z2: &mut [f64; L],
     n: usize,
     sum: Option<&mut (&mut [S], bool)>,
-) -> usize {
+) -> (usize, u64) {
     use std::any::Any;
     const MAX: usize = 4;
     let k = L / 16;
     if cfg!(not(target_arch = "x86_64")) || !L.is_multiple_of(16) || k > MAX || batch.len() != L {
-        return 0;
+        return (0, 0);
+    }
+    if std::any::TypeId::of::<S>() != std::any::TypeId::of::<f32>() {
+        return (0, 0);
     }
     let mut sum = match sum {
         Some((dst, first)) => {
-            if std::any::TypeId::of::<S>() != std::any::TypeId::of::<f32>() {
-                return 0;
-            }
             // SAFETY: `S` is `f32` (checked just above): the same slice.
             let d: &mut [f32] =
                 unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast(), dst.len()) };
@@ -523,11 +553,9 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
         }
         None => None,
     };
-    if std::any::TypeId::of::<S>() != std::any::TypeId::of::<f32>() {
-        return 0;
-    }
+    let whole = n / 16 * 16;
     let mut ins: [&[f32]; 16 * MAX] = [&[]; 16 * MAX];
-    let mut outs: [Option<&mut Vec<f32>>; 16 * MAX] = std::array::from_fn(|_| None);
+    let mut outs: [&mut [f32]; 16 * MAX] = std::array::from_fn(|_| <&mut [f32]>::default());
     for (l, m) in batch.iter_mut().enumerate() {
         let input: &dyn Any = &m.inputs[0];
         let output: &mut dyn Any = &mut m.outputs[0];
@@ -535,9 +563,15 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
             input.downcast_ref::<Vec<f32>>(),
             output.downcast_mut::<Vec<f32>>(),
         ) else {
-            return 0;
+            return (0, 0);
         };
-        (ins[l], outs[l]) = (i, Some(o));
+        if i.len() < whole || o.len() < whole {
+            return (0, 0);
+        }
+        (ins[l], outs[l]) = (i, o);
+    }
+    if sum.as_ref().is_some_and(|(d, _)| d.len() < whole) {
+        return (0, 0);
     }
     #[cfg(target_arch = "x86_64")]
     use crate::dsp::vector::Lanes16;
@@ -561,18 +595,17 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
         }
         (cs, s1, s2)
     };
-    let whole = n / 16 * 16;
     let mut blocks = [[[0f32; 16]; 16]; MAX];
+    // `x · 0` summed: 0 while every `x` is finite, NaN from the first that
+    // is not. Per block's lanes without a sum; the sum's frames with one.
+    let mut check = [[0f32; 16]; MAX];
     for t0 in (0..whole).step_by(16) {
         for (b, block) in blocks[..k].iter_mut().enumerate() {
-            for (row, x) in block.iter_mut().zip(&ins[16 * b..]) {
-                row.copy_from_slice(&x[t0..t0 + 16]);
-            }
-            // SAFETY: only the AVX-512 kernel runs this, chosen when
-            // `SimdLevel::detect` saw AVX-512F.
+            // SAFETY: only the AVX-512 kernel runs this, chosen for a
+            // `SimdLevel` of AVX-512; each input is at least `whole` long.
             #[cfg(target_arch = "x86_64")]
             unsafe {
-                crate::dsp::vector::transpose16_avx512(block)
+                crate::dsp::vector::transpose16_in_avx512(&ins[16 * b..16 * b + 16], t0, block)
             };
         }
         // Frame t of every block in turn: the blocks' recursions are
@@ -593,32 +626,38 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
                         &mut blocks[b][t],
                     )
                 };
-            }
-        }
-        for (b, block) in blocks[..k].iter_mut().enumerate() {
-            // SAFETY: as above.
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                crate::dsp::vector::transpose16_avx512(block)
-            };
-            for (row, o) in block.iter().zip(outs[16 * b..].iter_mut().flatten()) {
-                o[t0..t0 + 16].copy_from_slice(row);
-            }
-        }
-        // The members' frames into the sum, in member order, from registers.
-        if let Some((dst, first)) = sum.as_mut() {
-            let mut acc = [0f32; 16];
-            acc.copy_from_slice(&dst[t0..t0 + 16]);
-            for (r, row) in blocks[..k].iter().flatten().enumerate() {
-                if r == 0 && *first {
-                    acc = *row;
-                } else {
-                    for (a, x) in acc.iter_mut().zip(row) {
-                        *a += *x;
+                if sum.is_none() {
+                    for (c, x) in check[b].iter_mut().zip(&blocks[b][t]) {
+                        *c += *x * 0.0;
                     }
                 }
             }
+        }
+        // The blocks out to the members' outputs and, from the same
+        // registers, into the sum in member order.
+        let mut acc = [0f32; 16];
+        if let Some((dst, _)) = sum.as_ref() {
+            acc.copy_from_slice(&dst[t0..t0 + 16]);
+        }
+        for (b, block) in blocks[..k].iter().enumerate() {
+            let first = b == 0 && sum.as_ref().is_some_and(|(_, first)| *first);
+            // SAFETY: as above; each output is at least `whole` long.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                crate::dsp::vector::transpose16_out_avx512(
+                    block,
+                    &mut outs[16 * b..16 * b + 16],
+                    t0,
+                    sum.is_some().then_some(&mut acc),
+                    first,
+                )
+            };
+        }
+        if let Some((dst, _)) = sum.as_mut() {
             dst[t0..t0 + 16].copy_from_slice(&acc);
+            for (c, x) in check[0].iter_mut().zip(&acc) {
+                *c += *x * 0.0;
+            }
         }
     }
     #[cfg(target_arch = "x86_64")]
@@ -629,7 +668,17 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
             s2[b].store(&mut z2[16 * b..16 * b + 16]);
         }
     }
-    whole
+    let mut finite = 0u64;
+    if sum.is_some() {
+        if check[0].iter().all(|c| *c == 0.0) {
+            finite = u64::MAX >> (64 - L);
+        }
+    } else {
+        for (l, c) in check[..k].iter().flatten().enumerate() {
+            finite |= u64::from(*c == 0.0) << l;
+        }
+    }
+    (whole, finite)
 }
 
 /// Each member's output 0 into `sum`, in member order, from frame `from`
@@ -662,6 +711,7 @@ fn sum_outputs<S: Sample>(
     }
 }
 
+/// The scalar kernel (any level), unfused.
 fn biquad_lanes<S: Sample, M: Math>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
@@ -673,6 +723,26 @@ fn biquad_lanes<S: Sample, M: Math>(
     finite
 }
 
+/// The scalar kernel with fused multiply-adds, for nodes that fuse.
+#[cfg(target_arch = "x86_64")]
+fn biquad_lanes_fused<S: Sample, M: Math>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+    _start: u64,
+    sum: Option<&mut LaneSum<'_, S>>,
+) -> u64 {
+    #[target_feature(enable = "fma")]
+    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
+        biquad_lanes_body::<S, M, 8, false, true>(members, n, None).0
+    }
+    // SAFETY: chosen only for nodes that fuse, on a CPU with FMA
+    // (`Biquad::lanes`).
+    let finite = unsafe { run::<S, M>(members, n) };
+    sum_outputs(members, n, 0, sum);
+    finite
+}
+
+/// The AVX2 kernel, unfused.
 #[cfg(target_arch = "x86_64")]
 fn biquad_lanes_avx2<S: Sample, M: Math>(
     members: &mut [LaneMember<'_, S>],
@@ -684,21 +754,42 @@ fn biquad_lanes_avx2<S: Sample, M: Math>(
     unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
         biquad_lanes_body::<S, M, 8, false, false>(members, n, None).0
     }
-    // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX2.
+    // SAFETY: this kernel is chosen only for a `SimdLevel` of AVX2 or
+    // wider, which this CPU has.
     let finite = unsafe { run::<S, M>(members, n) };
     sum_outputs(members, n, 0, sum);
     finite
 }
 
+/// The AVX2 kernel with fused multiply-adds, for nodes that fuse.
 #[cfg(target_arch = "x86_64")]
-fn biquad_lanes_avx512<S: Sample, M: Math>(
+fn biquad_lanes_avx2_fused<S: Sample, M: Math>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+    _start: u64,
+    sum: Option<&mut LaneSum<'_, S>>,
+) -> u64 {
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
+        biquad_lanes_body::<S, M, 8, false, true>(members, n, None).0
+    }
+    // SAFETY: chosen only for a `SimdLevel` of AVX2 or wider, for nodes
+    // that fuse, on a CPU with FMA (`Biquad::lanes`).
+    let finite = unsafe { run::<S, M>(members, n) };
+    sum_outputs(members, n, 0, sum);
+    finite
+}
+
+/// The AVX-512 kernel, fused when the nodes are (`FUSED`, [`fuses`]).
+#[cfg(target_arch = "x86_64")]
+fn biquad_lanes_avx512<S: Sample, M: Math, const FUSED: bool>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
     _start: u64,
     mut sum: Option<&mut LaneSum<'_, S>>,
 ) -> u64 {
     #[target_feature(enable = "avx2,avx512f")]
-    unsafe fn run<S: Sample, M: Math>(
+    unsafe fn run<S: Sample, M: Math, const FUSED: bool>(
         members: &mut [LaneMember<'_, S>],
         n: usize,
         sum: Option<(&mut [S], bool)>,
@@ -708,19 +799,14 @@ fn biquad_lanes_avx512<S: Sample, M: Math>(
         let whole = members.len() / 64 * 64;
         let (full, rest) = members.split_at_mut(whole);
         let sum = if rest.is_empty() { sum } else { None };
-        // Fused as the nodes alone are (`fuses`).
-        if S::PRECISION == Precision::F32 && M::KIND != MathKind::Strict {
-            let (a, summed) = biquad_lanes_body::<S, M, 64, true, true>(full, n, sum);
-            let (b, _) = biquad_lanes_body::<S, M, 16, true, true>(rest, n, None);
-            return (a | b.checked_shl(whole as u32).unwrap_or(0), summed);
-        }
-        let (a, summed) = biquad_lanes_body::<S, M, 64, true, false>(full, n, sum);
-        let (b, _) = biquad_lanes_body::<S, M, 16, true, false>(rest, n, None);
+        let (a, summed) = biquad_lanes_body::<S, M, 64, true, FUSED>(full, n, sum);
+        let (b, _) = biquad_lanes_body::<S, M, 16, true, FUSED>(rest, n, None);
         (a | b.checked_shl(whole as u32).unwrap_or(0), summed)
     }
     let dst = sum.as_deref_mut().map(|s| (&mut *s.dst, s.first));
-    // SAFETY: this kernel is chosen only when `SimdLevel::detect` saw AVX-512F.
-    let (finite, summed) = unsafe { run::<S, M>(members, n, dst) };
+    // SAFETY: this kernel is chosen only for a `SimdLevel` of AVX-512,
+    // which this CPU has.
+    let (finite, summed) = unsafe { run::<S, M, FUSED>(members, n, dst) };
     sum_outputs(members, n, summed, sum);
     finite
 }

@@ -112,7 +112,7 @@ impl<S: Sample, M: Math> Svf<S, M> {
 
 impl<S: Sample, M: Math> Processor<S> for Svf<S, M> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
-    fn lanes(&self) -> Option<crate::ops::LaneKernel<S>> {
+    fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
     }
 

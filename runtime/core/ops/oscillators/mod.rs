@@ -374,7 +374,7 @@ impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
     /// engine's per-node work. The live sine's kernel reads each member's
     /// params and runs the block kernel itself, and sums straight into a
     /// fused input.
-    fn lanes(&self) -> Option<LaneKernel<S>> {
+    fn lanes(&self, _: SimdLevel) -> Option<LaneKernel<S>> {
         if W::FAST_SINE && M::KIND == MathKind::Fast {
             Some(fast_sine_lanes::<S, M, W>)
         } else {
