@@ -241,7 +241,11 @@ mod tests {
             source: Some(Box::new(io::Error::from_raw_os_error(libc::EBUSY))),
         });
         assert_eq!(e.exit_code(), 1);
-        assert!(e.to_string().starts_with("error: cannot start the output stream"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("error: cannot start the output stream"),
+            "{e}"
+        );
         assert_eq!(
             io_cause(&e).and_then(io::Error::raw_os_error),
             Some(libc::EBUSY)
