@@ -388,7 +388,8 @@ impl Engine {
         };
         self.steps = steps;
         self.groups = groups;
-        super::split::Split::plan(self);
+        // The two-pass loop reads the steps: plan it again over them.
+        self.plan_two_passes();
     }
 
     /// Runs the engine's checks and its lane kernels with the instruction

@@ -160,6 +160,12 @@ struct Run {
 }
 
 impl Engine {
+    /// Plans the two-pass block loop over the engine's steps
+    /// (`split.rs`): at build and whenever the steps change.
+    fn plan_two_passes(&mut self) {
+        split::Split::plan(self);
+    }
+
     /// Takes the built nodes out of `plan` and allocates every buffer.
     pub fn new(mut plan: Plan) -> Engine {
         let block = plan.block_size;
