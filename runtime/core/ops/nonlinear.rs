@@ -553,36 +553,71 @@ pub(crate) fn max_iterations(param: i64, profile: u32) -> u32 {
     n.clamp(1, 10_000) as u32
 }
 
-/// The solver's iteration cap and early-exit tolerance for a node (`None`:
-/// always the cap). Strict never exits early, whatever the overrides say.
+/// Where an oversampled solver's settings sit among its operator's
+/// params: how every such operator (`diode_clipper`, `ladder`) reads its
+/// iteration cap, tolerance and factor, and what `check` says of them.
+#[derive(Clone, Copy)]
+pub(crate) struct SolverParams {
+    pub(crate) oversampling: usize,
+    pub(crate) critical: usize,
+    pub(crate) max_iterations: usize,
+}
+
+impl SolverParams {
+    /// The solver's iteration cap and early-exit tolerance for a node
+    /// (`None`: always the cap). Strict never exits early, whatever the
+    /// overrides say.
+    pub(crate) fn rule(self, profile: &NodeProfile, values: &[Value]) -> (u32, Option<f64>) {
+        let param = match values.get(self.max_iterations) {
+            Some(Value::Integer(i)) => *i,
+            _ => DEFAULT_MAX_ITERATIONS,
+        };
+        let tolerance = match profile.profile {
+            Profile::Strict => None,
+            _ => profile.solver_tolerance,
+        };
+        (max_iterations(param, profile.max_iterations), tolerance)
+    }
+
+    /// `check`'s view of a node: its oversampling factor and how its
+    /// solver stops (after a fixed count, or at a tolerance).
+    pub(crate) fn choices(
+        self,
+        profile: &NodeProfile,
+        values: &[Value],
+    ) -> Vec<(&'static str, String)> {
+        let os = FactorRule::new(profile, values, self.oversampling, self.critical).choice();
+        let solver = match self.rule(profile, values) {
+            (n, None) => ("newton_iterations", n.to_string()),
+            (_, Some(t)) => ("newton_tol", format!("{t:e}")),
+        };
+        vec![os, solver]
+    }
+
+    /// Every solver step the node may take, at every oversampled sample.
+    pub(crate) fn worst_steps(self, profile: &NodeProfile, values: &[Value]) -> u64 {
+        let factor = FactorRule::new(profile, values, self.oversampling, self.critical).factor();
+        self.rule(profile, values).0 as u64 * factor as u64
+    }
+}
+
+/// The diode clipper's solver settings.
+const DIODE_SOLVER: SolverParams = SolverParams {
+    oversampling: DC_OVERSAMPLING,
+    critical: DC_CRITICAL,
+    max_iterations: DC_MAX_ITERATIONS,
+};
+
 fn solver_rule(profile: &NodeProfile, values: &[Value]) -> (u32, Option<f64>) {
-    let param = match values.get(DC_MAX_ITERATIONS) {
-        Some(Value::Integer(i)) => *i,
-        _ => DEFAULT_MAX_ITERATIONS,
-    };
-    let tolerance = match profile.profile {
-        Profile::Strict => None,
-        _ => profile.solver_tolerance,
-    };
-    (max_iterations(param, profile.max_iterations), tolerance)
+    DIODE_SOLVER.rule(profile, values)
 }
 
-/// `check`'s view of a node: its oversampling factor and how its Newton
-/// solver stops (after a fixed count, or at a tolerance).
 fn diode_choices(profile: &NodeProfile, values: &[Value]) -> Vec<(&'static str, String)> {
-    let os = FactorRule::new(profile, values, DC_OVERSAMPLING, DC_CRITICAL).choice();
-    let solver = match solver_rule(profile, values) {
-        (n, None) => ("newton_iterations", n.to_string()),
-        (_, Some(t)) => ("newton_tol", format!("{t:e}")),
-    };
-    vec![os, solver]
+    DIODE_SOLVER.choices(profile, values)
 }
 
-/// Every Newton iteration the solver may take, at every oversampled sample.
 fn diode_worst_steps(profile: &NodeProfile, values: &[Value]) -> u64 {
-    let factor = FactorRule::new(profile, values, DC_OVERSAMPLING, DC_CRITICAL).factor();
-    let (max_iterations, _) = solver_rule(profile, values);
-    max_iterations as u64 * factor as u64
+    DIODE_SOLVER.worst_steps(profile, values)
 }
 
 struct DiodeClipperOp;

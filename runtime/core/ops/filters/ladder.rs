@@ -34,8 +34,8 @@
 //! (as the diode clipper's capacitor).
 
 use super::super::nonlinear::{
-    limit_drive, max_iterations, FactorRule, CRITICAL_PARAM, DEFAULT_MAX_ITERATIONS, MAX_DRIVE,
-    OVERSAMPLING_PARAM,
+    limit_drive, max_iterations, FactorRule, SolverParams, CRITICAL_PARAM, DEFAULT_MAX_ITERATIONS,
+    MAX_DRIVE, OVERSAMPLING_PARAM,
 };
 use super::PI;
 use crate::dsp::oversample::Oversampler;
@@ -315,34 +315,23 @@ impl<S: Sample, M: Math> Processor<S> for Ladder<S, M> {
     }
 }
 
-/// The solver's iteration cap and early-exit tolerance (`None`: always the
-/// cap). Strict never exits early.
+/// The ladder's solver settings, read as the diode clipper reads its own.
+const SOLVER: SolverParams = SolverParams {
+    oversampling: OVERSAMPLING,
+    critical: CRITICAL,
+    max_iterations: MAX_ITERATIONS,
+};
+
 fn solver_rule(profile: &NodeProfile, values: &[Value]) -> (u32, Option<f64>) {
-    let param = match values.get(MAX_ITERATIONS) {
-        Some(Value::Integer(i)) => *i,
-        _ => DEFAULT_MAX_ITERATIONS,
-    };
-    let tolerance = match profile.profile {
-        Profile::Strict => None,
-        _ => profile.solver_tolerance,
-    };
-    (max_iterations(param, profile.max_iterations), tolerance)
+    SOLVER.rule(profile, values)
 }
 
-/// `check`'s view of a node: its oversampling factor and how its solver stops.
 fn ladder_choices(profile: &NodeProfile, values: &[Value]) -> Vec<(&'static str, String)> {
-    let os = FactorRule::new(profile, values, OVERSAMPLING, CRITICAL).choice();
-    let solver = match solver_rule(profile, values) {
-        (n, None) => ("newton_iterations", n.to_string()),
-        (_, Some(t)) => ("newton_tol", format!("{t:e}")),
-    };
-    vec![os, solver]
+    SOLVER.choices(profile, values)
 }
 
-/// Every solver step the node may take, at every oversampled sample.
 fn ladder_worst_steps(profile: &NodeProfile, values: &[Value]) -> u64 {
-    let factor = FactorRule::new(profile, values, OVERSAMPLING, CRITICAL).factor();
-    solver_rule(profile, values).0 as u64 * factor as u64
+    SOLVER.worst_steps(profile, values)
 }
 
 /// A cutoff the ladder cannot design: above `0.45·sr` (the base rate) it
