@@ -736,9 +736,11 @@ fn a_timetagged_switch_of_a_scene_reading_the_input_lands_at_exactly_its_sample(
         })
     };
     // The switch's bundle also sets the gain to the value it has: its
-    // reply says the sample the timetag landed at.
+    // reply says the sample the timetag landed at. Two seconds ahead: the
+    // new engine compiles and catches up through the input before then,
+    // also on a machine busy with other work.
     c.send(&tagged(
-        1_000,
+        2_000,
         vec![
             msg("/morphrt/profile", vec![OscType::String("repro".into())]),
             param("g", "gain", OscType::Double(1.0)),
