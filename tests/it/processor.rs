@@ -501,3 +501,409 @@ fn an_edit_of_one_param_hands_over_without_a_crossfade_and_ramps_to_the_new_valu
         peak(s + 1000, end)
     );
 }
+
+/// Plays `frames` frames of `SINE`-shaped stereo output in calls of
+/// `call` frames with `events(call_start)` in each call, polling after
+/// each; the notices.
+fn run_with(
+    ctl: &mut Controller,
+    p: &mut Processor,
+    frames: usize,
+    call: usize,
+    out: &mut [Vec<f32>],
+    mut events: impl FnMut(u64) -> Vec<Event>,
+) -> Vec<Notice> {
+    let mut notices = Vec::new();
+    let mut done = 0;
+    let mut l = vec![0.0f32; call];
+    let mut r = vec![0.0f32; call];
+    while done < frames {
+        let n = call.min(frames - done);
+        let evs = events(p.frames());
+        p.process(&[], &mut [&mut l[..n], &mut r[..n]], &evs, n)
+            .unwrap();
+        out[0].extend_from_slice(&l[..n]);
+        out[1].extend_from_slice(&r[..n]);
+        done += n;
+        notices.extend(ctl.poll());
+    }
+    notices
+}
+
+/// `SINE` compiled as `Incoming` under strict at 48 kHz.
+fn incoming(text: &str) -> Incoming {
+    let scene = morphrt::scene::load_str(text, "sine.json", None).unwrap();
+    let options = CompileOptions {
+        profile: Some(Profile::Strict),
+        sample_rate: Some(48_000),
+        ..CompileOptions::default()
+    };
+    Incoming::from_plan(compile(&scene, &options).unwrap(), None, Vec::new())
+}
+
+/// The host's output from one block on against an offline stereo render.
+fn assert_late_equal(out: &[Vec<f32>], offline: &[f64], b: usize, what: &str) {
+    let total = out[0].len() - b;
+    for (c, host) in out.iter().enumerate() {
+        let late: Vec<u32> = host[b..].iter().map(|x| x.to_bits()).collect();
+        let off: Vec<u32> = (0..total)
+            .map(|i| (offline[i * 2 + c] as f32).to_bits())
+            .collect();
+        let first = late.iter().zip(&off).position(|(a, b)| a != b);
+        assert!(
+            first.is_none(),
+            "{what}: channel {c} differs from frame {first:?}"
+        );
+    }
+}
+
+#[test]
+fn a_param_event_in_the_call_of_a_swap_lands_on_the_new_engine_at_its_sample() {
+    let (mut ctl, mut p) = Activation::new(48_000, 512)
+        .profile(Profile::Strict)
+        .activate_scene(SINE, "sine.json")
+        .unwrap();
+    let b = p.latency();
+    let freq = ctl.params().index_of("tone.freq").unwrap() as u32;
+    let mut out = vec![Vec::new(), Vec::new()];
+    run(&mut ctl, &mut p, 2048, 512, &mut out);
+    let edited = SINE.replace("\"amp\": 0.01", "\"amp\": 0.02");
+    ctl.edit(&edited).unwrap();
+    // The first call serves the capture, whose poll offers the new engine
+    // two blocks ahead: the swap falls inside the second call, and the
+    // event at its last frame comes after it.
+    run(&mut ctl, &mut p, 512, 512, &mut out);
+    let second = p.frames();
+    let t = second + 511;
+    let notices = run_with(&mut ctl, &mut p, 512, 512, &mut out, |_| {
+        vec![Event::param(511, freq, 660.0)]
+    });
+    let Some(Notice::Swapped {
+        captured_at,
+        swap_at,
+        fade,
+        ..
+    }) = notices.into_iter().next()
+    else {
+        panic!("no swap in the second call");
+    };
+    assert!((second..t).contains(&swap_at), "{second} ≤ {swap_at} < {t}");
+    run(&mut ctl, &mut p, 4096, 512, &mut out);
+    // Offline: the same handover, to the edited scene whose own events
+    // carry the change at that sample.
+    let with_event = edited.replace(
+        "\"outputs\"",
+        &format!(
+            r#""events": [{{ "time": "{t}samples", "node": "tone", "param": "freq", "value": "660Hz" }}],
+  "outputs""#
+        ),
+    );
+    let mut scripted = Scripted::new(incoming(SINE), 2);
+    scripted
+        .handover_at(incoming(&with_event), captured_at, swap_at, fade)
+        .unwrap();
+    scripted.play_to((out[0].len() - b) as u64);
+    assert_late_equal(&out, scripted.output(), b, "the event after the swap");
+    assert_eq!(p.refused_events(), 0);
+    // Not a coincidence: without the event the output differs.
+    let mut without = Scripted::new(incoming(SINE), 2);
+    without
+        .handover_at(incoming(&edited), captured_at, swap_at, fade)
+        .unwrap();
+    without.play_to((out[0].len() - b) as u64);
+    assert!(without.output() != scripted.output());
+}
+
+/// `SINE` with a control on the tone's frequency, linear from 100 Hz to
+/// 1 kHz.
+fn with_control() -> String {
+    SINE.replace(
+        "\"outputs\"",
+        r#""controls": [{ "osc": "/pitch", "node": "tone", "param": "freq", "min": "100Hz", "max": "1kHz" }],
+  "outputs""#,
+    )
+}
+
+#[test]
+fn a_control_param_applies_the_controls_scaling() {
+    let text = with_control();
+    let play = |event: Option<(&str, f64)>| {
+        let (mut ctl, mut p) = Activation::new(48_000, 256)
+            .profile(Profile::Strict)
+            .activate_scene(&text, "sine.json")
+            .unwrap();
+        let event = event.map(|(id, v)| (ctl.params().index_of(id).unwrap() as u32, v));
+        let mut out = vec![Vec::new(), Vec::new()];
+        run_with(&mut ctl, &mut p, 4096, 256, &mut out, |at| match event {
+            Some((i, v)) if at == 1024 => vec![Event::param(17, i, v)],
+            _ => Vec::new(),
+        });
+        assert_eq!(p.refused_events(), 0);
+        out
+    };
+    // Position ½ of 100 Hz … 1 kHz is 550 Hz.
+    let control = play(Some(("/pitch", 0.5)));
+    assert!(control == play(Some(("tone.freq", 550.0))));
+    assert!(control != play(None), "the change is audible");
+    assert!(control != play(Some(("tone.freq", 500.0))));
+}
+
+#[test]
+fn an_event_for_a_node_an_edit_removed_is_refused_and_counted() {
+    let (mut ctl, mut p) = Activation::new(48_000, 128)
+        .profile(Profile::Strict)
+        .activate_scene(SINE, "sine.json")
+        .unwrap();
+    let hiss = ctl.params().index_of("hiss.amp").unwrap() as u32;
+    let tone = ctl.params().index_of("tone.amp").unwrap() as u32;
+    let mut out = vec![Vec::new(), Vec::new()];
+    run_with(&mut ctl, &mut p, 256, 128, &mut out, |_| {
+        vec![Event::param(3, hiss, 0.02)]
+    });
+    assert_eq!(p.refused_events(), 0, "the node is there");
+    // The noise node goes; another takes its place on the bus.
+    ctl.edit(&SINE.replace("\"hiss\"", "\"fizz\"")).unwrap();
+    let notices = run(&mut ctl, &mut p, 4096, 128, &mut out);
+    assert!(notices.iter().any(|n| matches!(n, Notice::Swapped { .. })));
+    assert_eq!(ctl.params().index_of("hiss.amp"), Some(hiss as usize));
+    run_with(&mut ctl, &mut p, 128, 128, &mut out, |_| {
+        vec![Event::param(3, hiss, 0.02), Event::param(5, tone, 0.25)]
+    });
+    assert_eq!(p.refused_events(), 1, "the removed node's param alone");
+    assert_eq!(ctl.meters().refused, 1);
+}
+
+#[test]
+fn a_profile_param_event_makes_poll_switch_and_report_it() {
+    let (mut ctl, mut p) = Activation::new(48_000, 128)
+        .profile(Profile::Strict)
+        .activate_scene(SINE, "sine.json")
+        .unwrap();
+    let profile = morphrt::api::ParamList::PROFILE as u32;
+    assert_eq!(ctl.params().get(profile as usize).unwrap().id(), "profile");
+    let mut out = vec![Vec::new(), Vec::new()];
+    run(&mut ctl, &mut p, 1024, 128, &mut out);
+    // 7 names no profile: refused on the audio thread.
+    let notices = run_with(&mut ctl, &mut p, 128, 128, &mut out, |_| {
+        vec![Event::param(5, profile, 7.0), Event::param(9, profile, 1.0)]
+    });
+    assert_eq!(p.refused_events(), 1);
+    let asked: Vec<_> = notices
+        .iter()
+        .filter_map(|n| match n {
+            Notice::ProfileAsked {
+                profile,
+                at,
+                started,
+            } => Some((*profile, *at, started.is_ok())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, vec![(Profile::Repro, 1024 + 9, true)]);
+    let notices = run(&mut ctl, &mut p, 4096, 128, &mut out);
+    let swapped = notices
+        .iter()
+        .find_map(|n| match n {
+            Notice::Swapped { swap_at, .. } => Some(*swap_at),
+            _ => None,
+        })
+        .expect("the switch lands");
+    assert!(swapped > 1024 + 9, "at the next swap, after the event");
+    assert_eq!(ctl.profile(), Profile::Repro);
+    assert_eq!(p.engine().profile(), Profile::Repro);
+}
+
+#[test]
+fn an_input_reading_scene_edited_while_processing_catches_up_with_the_real_input() {
+    let (mut ctl, mut p) = activate(SCENE);
+    let b = p.latency();
+    let call = 256;
+    let mut out = vec![Vec::new(), Vec::new()];
+    let mut l = vec![0.0f32; call];
+    let mut r = vec![0.0f32; call];
+    let mut swap = None;
+    let mut k = 0u64;
+    while out[0].len() < 12_000 {
+        let at = p.frames();
+        let ins: Vec<f32> = (at..at + call as u64).map(input).collect();
+        p.process(&[&ins], &mut [&mut l, &mut r], &[], call)
+            .unwrap();
+        out[0].extend_from_slice(&l);
+        out[1].extend_from_slice(&r);
+        k += 1;
+        if k == 12 {
+            let edited = SCENE.replace("\"cutoff\": \"3kHz\"", "\"cutoff\": \"700Hz\"");
+            ctl.edit(&edited).unwrap();
+        }
+        for n in ctl.poll() {
+            if let Notice::Swapped {
+                captured_at,
+                swap_at,
+                fade,
+                ..
+            } = n
+            {
+                swap = Some((captured_at, swap_at, fade));
+            }
+        }
+    }
+    let (n, s, fade) = swap.expect("the edit swapped");
+    // Offline: the same handover, both engines reading the same input.
+    let fed = |text: &str| {
+        let scene = morphrt::scene::load_str(text, "host.json", None).unwrap();
+        let options = CompileOptions {
+            sample_rate: Some(48_000),
+            ..CompileOptions::default()
+        };
+        let mut inc = Incoming::from_plan(compile(&scene, &options).unwrap(), None, Vec::new());
+        inc.engine.set_input_feed(Box::new(Feed));
+        inc
+    };
+    let mut scripted = Scripted::new(fed(SCENE), 2);
+    scripted
+        .handover_at(
+            fed(&SCENE.replace("\"cutoff\": \"3kHz\"", "\"cutoff\": \"700Hz\"")),
+            n,
+            s,
+            fade,
+        )
+        .unwrap();
+    scripted.play_to((out[0].len() - b) as u64);
+    assert_late_equal(&out, scripted.output(), b, "the caught-up engine");
+}
+
+/// A pass-through node that panics from sample `panic_at` on.
+struct Probe {
+    panic_at: u64,
+}
+
+impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Probe {
+    fn process(&mut self, io: &mut morphrt::ops::Io<'_, S>) {
+        if io.start + io.frames as u64 > self.panic_at {
+            panic!("probe: a bug inside a node");
+        }
+        let n = io.frames;
+        let (i, o) = (&io.inputs[0][..n], &mut io.outputs[0][..n]);
+        o.copy_from_slice(i);
+    }
+    fn reset(&mut self) {}
+    fn snapshot(&self, _st: &mut morphrt::ops::NodeState) {}
+    fn restore(&mut self, _st: &morphrt::ops::NodeState) -> Result<(), morphrt::ops::StateError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_panicking_node_is_silenced_and_reported() {
+    morphrt::api::install_panic_hook();
+    let text = r#"{ "version": "1.0", "sample_rate": 48000, "seed": 1,
+      "nodes": [ { "id": "osc", "op": "sine", "params": { "freq": "220Hz", "amp": 0.5 } },
+                 { "id": "probe", "op": "gain" } ],
+      "edges": [ { "from": "osc", "to": "probe" } ],
+      "outputs": { "main": ["probe", "osc"] } }"#;
+    let scene = morphrt::scene::load_str(text, "t.json", None).unwrap();
+    let options = CompileOptions {
+        profile: Some(Profile::Repro),
+        sample_rate: Some(48_000),
+        block_size: Some(64),
+        ..CompileOptions::default()
+    };
+    let mut plan = compile(&scene, &options).unwrap();
+    let i = plan.nodes.iter().position(|n| n.id == "probe").unwrap();
+    plan.nodes[i].node = Some(morphrt::ops::AnyNode::F32(Box::new(Probe {
+        panic_at: 6_400,
+    })));
+    let (mut ctl, mut p) = Activation::new(48_000, 64).activate(plan).unwrap();
+    let mut out = vec![Vec::new(), Vec::new()];
+    let notices = run(&mut ctl, &mut p, 64 * 400, 64, &mut out);
+    let peak = |c: usize, from: usize, to: usize| {
+        out[c][from..to].iter().fold(0.0f32, |m, x| m.max(x.abs()))
+    };
+    assert!(
+        peak(0, 3000, 6000) > 0.4,
+        "the probe passed the tone through"
+    );
+    assert_eq!(peak(0, 6400 + 64, out[0].len()), 0.0, "then it is silent");
+    assert!(peak(1, 6400 + 64, out[1].len()) > 0.4, "the rest plays on");
+    let reported: u64 = notices
+        .iter()
+        .map(|n| match n {
+            Notice::NodePanicked { count } => *count,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(reported, 1, "one node panicked, reported once");
+    assert!(!notices
+        .iter()
+        .any(|n| matches!(n, Notice::ProcessorPanicked)));
+    assert_eq!(ctl.meters().node_panics, 1);
+    assert!(!p.panicked());
+}
+
+#[test]
+fn process_never_allocates_across_swaps_with_control_and_node_param_events() {
+    let text = with_control();
+    let (mut ctl, mut p) = Activation::new(48_000, MAX)
+        .profile(Profile::Strict)
+        .activate_scene(&text, "sine.json")
+        .unwrap();
+    let pitch = ctl.params().index_of("/pitch").unwrap() as u32;
+    let amp = ctl.params().index_of("tone.amp").unwrap() as u32;
+    let hiss = ctl.params().index_of("hiss.amp").unwrap() as u32;
+    let profile = morphrt::api::ParamList::PROFILE as u32;
+    let mut l = vec![0.0f32; MAX];
+    let mut r = vec![0.0f32; MAX];
+    let sizes = [1usize, 37, 64, 129, MAX, 3];
+    let mut swaps = 0;
+    let (mut allocs, mut frees) = (0, 0);
+    for k in 0..900 {
+        let n = sizes[k % sizes.len()];
+        let events = [
+            Event::param(0, pitch, (k % 10) as f64 / 10.0),
+            Event::param((n / 2) as u32, amp, 0.25 + (k % 3) as f64 / 10.0),
+            Event::param((n - 1) as u32, hiss, 0.01),
+            Event::param(0, profile, if k < 300 { 0.0 } else { 1.0 }),
+        ];
+        let (a0, f0) = counting::counts();
+        counting::realtime(|| {
+            p.process(&[], &mut [&mut l[..n], &mut r[..n]], &events, n)
+                .unwrap()
+        });
+        let (a1, f1) = counting::counts();
+        allocs += a1 - a0;
+        frees += f1 - f0;
+        // The controller's side, off the audio thread: edits and the
+        // switch the profile param asks for.
+        if k == 100 {
+            ctl.edit(&text.replace("\"amp\": 0.01", "\"amp\": 0.02"))
+                .unwrap();
+        }
+        swaps += ctl
+            .poll()
+            .iter()
+            .filter(|n| matches!(n, Notice::Swapped { .. }))
+            .count();
+    }
+    assert_eq!((allocs, frees), (0, 0), "process allocated or freed");
+    assert_eq!(swaps, 2, "an edit and a profile switch");
+    assert_eq!(ctl.profile(), Profile::Repro);
+    assert_eq!(p.refused_events(), 0);
+}
+
+#[test]
+fn the_controller_reads_the_peak_of_each_channel_and_the_load() {
+    let (mut ctl, mut p) = Activation::new(48_000, 256)
+        .profile(Profile::Strict)
+        .activate_scene(SINE, "sine.json")
+        .unwrap();
+    let mut out = vec![Vec::new(), Vec::new()];
+    run(&mut ctl, &mut p, 48_000, 256, &mut out);
+    let m = ctl.meters();
+    let peak = |c: usize| out[c].iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    assert_eq!(m.peaks, vec![peak(0), peak(1)]);
+    assert!((peak(0) - 0.5).abs() < 1e-3 && peak(1) < 0.011);
+    assert!(m.load > 0.0);
+    assert_eq!(m.refused, 0);
+    // Taken: the next read covers only what played since.
+    assert_eq!(ctl.meters().peaks, vec![0.0, 0.0]);
+}

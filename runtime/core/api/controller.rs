@@ -5,13 +5,16 @@
 //! session (capture → migrate → fast-forward → offer).
 
 use super::params::ParamList;
+use super::player::history::{fast_forward_through, history, History, HISTORY_SECONDS};
 use super::player::{FromAudio, Link, Meters, ToAudio};
-use super::processor::Processor;
+use super::processor::{Metering, Processor, ProcessorMeters, ProfileAsk, PROFILE_RING};
 use crate::engine::incoming::{advance_to, fade_for, on_grid, Asked, Incoming, SessionFixed};
+use crate::engine::Engine;
 use crate::engine::{EngineState, Migration};
 use crate::graph::{compile, CompileOptions, Plan, Resolver};
 use crate::profile::Profile;
 use crate::scene::{self, Diagnostic};
+use rtrb::{Consumer, RingBuffer};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -180,16 +183,31 @@ impl Activation {
             profile,
             ..
         } = first;
-        let mut processor = Processor::new(*engine, self.max_frames);
+        let width = engine.input_channels();
+        let (writer, reader) = match width {
+            0 => (None, None),
+            _ => {
+                let (w, r) = history(width, self.sample_rate, HISTORY_SECONDS, engine.clock());
+                (Some(w), Some(r))
+            }
+        };
+        let (asks, asked) = RingBuffer::new(PROFILE_RING);
+        let shared = Arc::new(ProcessorMeters::new(engine.channels()));
+        let mut processor = Processor::new(*engine, self.max_frames, asks, shared.clone(), writer);
         let link = processor.player_mut().link();
         let meters = processor.meters();
         let controller = Controller {
             link,
             meters,
+            shared,
             fixed,
             profile,
             source,
             params,
+            history: reader,
+            asked,
+            wanted: None,
+            panics_seen: (0, 0),
             capture: Some(capture),
             job: Job::Idle,
             notices: Vec::new(),
@@ -221,6 +239,36 @@ pub enum Notice {
         /// The engine sample it resumed at.
         at: u64,
     },
+    /// A `profile` param event (at engine sample `at`) asked for
+    /// `profile`: [`poll`](Controller::poll) started the switch, which
+    /// lands at the next swap ([`Notice::Swapped`]), not at the event's
+    /// sample; or `started` says why it could not start.
+    ProfileAsked {
+        /// The profile asked for.
+        profile: Profile,
+        /// The engine sample of the event.
+        at: u64,
+        /// Whether the switch started.
+        started: Result<(), ControlError>,
+    },
+    /// A profile switch or an edit could not be handed over: the engine
+    /// that reads the input fell further behind than the input history
+    /// holds. The scene playing goes on.
+    Dropped {
+        /// Why.
+        reason: String,
+    },
+    /// Nodes panicked while playing, `count` since the last report: each
+    /// is muted (silent from its panic on, until an edit or a switch
+    /// builds it afresh), the rest plays on.
+    NodePanicked {
+        /// How many.
+        count: u64,
+    },
+    /// The processor panicked outside every node: every call writes
+    /// silence from then on, and the panic never reached the host. Drop
+    /// the processor and activate anew.
+    ProcessorPanicked,
 }
 
 /// Why the controller refused a request.
@@ -278,6 +326,11 @@ enum Job {
         captured_at: u64,
         fade: u64,
         migration: Migration,
+        /// Offered to catch up through the input history.
+        catching_up: bool,
+        /// The capture buffer of the engine playing, kept until the swap
+        /// (its own again if the handover is dropped).
+        old: Box<EngineState>,
     },
     /// A snapshot was asked for.
     Snapshot,
@@ -329,12 +382,23 @@ const LEAD_BLOCKS: u64 = 2;
 pub struct Controller {
     link: Link,
     meters: Arc<Meters>,
+    /// What the processor reports to it.
+    shared: Arc<ProcessorMeters>,
     fixed: SessionFixed,
     profile: Profile,
     /// The scene text and its name, to recompile.
     source: Option<(String, String)>,
     /// Every param an event may set, by its index (fixed at activation).
     params: ParamList,
+    /// The input the processor read (a scene that reads the input), to
+    /// catch a handover's new engine up with it.
+    history: Option<History>,
+    /// `profile` param changes from the processor.
+    asked: Consumer<ProfileAsk>,
+    /// The last profile asked for, until the controller is idle.
+    wanted: Option<ProfileAsk>,
+    /// Node and processor panics reported so far.
+    panics_seen: (u64, u64),
     /// A capture buffer shaped for the playing engine (`None` while the
     /// audio thread holds it).
     capture: Option<Box<EngineState>>,
@@ -355,6 +419,14 @@ impl Controller {
     /// is refused ([`Processor::refused_events`]).
     pub fn params(&self) -> &ParamList {
         &self.params
+    }
+
+    /// The processor's meters: the peak of each output channel and the
+    /// highest load of one call since the last read, and the calls that
+    /// overran, the events refused and the nodes that panicked since
+    /// activation.
+    pub fn meters(&self) -> Metering {
+        self.shared.read(&self.meters)
     }
 
     /// Whether a request is under way.
@@ -468,11 +540,72 @@ impl Controller {
     /// ahead of the audio clock and offers it (again, further ahead, if
     /// the clock passed it), and drops every engine the processor
     /// stopped playing. Returns what happened since the last call.
+    ///
+    /// It also starts the profile switch a `profile` param event asked
+    /// for (the last one, once no other request is under way), and
+    /// reports panics on the audio thread.
     pub fn poll(&mut self) -> Vec<Notice> {
         while let Some(reply) = self.link.receive() {
             self.on_reply(reply);
         }
+        while let Ok(ask) = self.asked.pop() {
+            self.wanted = Some(ask);
+        }
+        if !self.busy() {
+            if let Some((at, profile)) = self.wanted.take() {
+                if profile != self.profile {
+                    let started = self.set_profile(profile);
+                    self.notices.push(Notice::ProfileAsked {
+                        profile,
+                        at,
+                        started,
+                    });
+                }
+            }
+        }
+        let nodes = self.meters.node_panics.load(Ordering::Relaxed);
+        let outside = self.meters.callback_panics.load(Ordering::Acquire);
+        let (seen_nodes, seen_outside) = self.panics_seen;
+        if nodes > seen_nodes {
+            self.notices.push(Notice::NodePanicked {
+                count: nodes - seen_nodes,
+            });
+        }
+        if outside > seen_outside {
+            self.notices.push(Notice::ProcessorPanicked);
+        }
+        self.panics_seen = (nodes, outside);
         std::mem::take(&mut self.notices)
+    }
+
+    /// Whether a handover to `engine` catches it up through the input
+    /// history: it reads the input, which the processor keeps.
+    fn catches_up(&self, engine: &Engine) -> bool {
+        self.history.is_some() && engine.input_channels() > 0
+    }
+
+    /// Brings a migrated `engine` where it is offered, and returns that
+    /// sample: one that reads the input runs through the input history as
+    /// far as it reaches (M; the processor catches it up from there with
+    /// the input it reads meanwhile, and swaps it in where it reaches the
+    /// clock); any other runs to a swap sample S a few blocks ahead of the
+    /// audio clock, on the block grid through `grid`. `Err` says why an
+    /// engine could not catch up.
+    fn place(&self, engine: &mut Engine, grid: u64, catching_up: bool) -> Result<u64, String> {
+        if let (true, Some(h)) = (catching_up, &self.history) {
+            engine.set_swap_sample(u64::MAX);
+            return fast_forward_through(engine, h, u64::MAX).map_err(|miss| {
+                format!(
+                    "the input history no longer holds the input from sample {} ({miss:?})",
+                    engine.clock()
+                )
+            });
+        }
+        let block = self.fixed.block_size as u64;
+        let clock = self.meters.clock.load(Ordering::Relaxed).max(grid);
+        let s = on_grid(clock + LEAD_BLOCKS * block, grid, block);
+        advance_to(engine, s);
+        Ok(s)
     }
 
     fn on_reply(&mut self, reply: FromAudio) {
@@ -488,12 +621,18 @@ impl Controller {
             (FromAudio::Captured { state, at }, Job::Capturing { mut next, text }) => {
                 let migration = next.engine.migrate(&state, at);
                 let fade = fade_for(&migration, &next.engine);
-                let block = self.fixed.block_size as u64;
-                let clock = self.meters.clock.load(Ordering::Relaxed).max(at);
-                let s = on_grid(clock + LEAD_BLOCKS * block, at, block);
-                advance_to(&mut next.engine, s);
+                let catching_up = self.catches_up(&next.engine);
+                let s = match self.place(&mut next.engine, at, catching_up) {
+                    Ok(s) => s,
+                    Err(reason) => {
+                        // The playing engine keeps its buffer.
+                        self.capture = Some(state);
+                        self.notices.push(Notice::Dropped { reason });
+                        return;
+                    }
+                };
                 let next = *next;
-                self.offer(next.engine, s, fade);
+                self.offer(next.engine, s, fade, catching_up);
                 self.job = Job::Offered {
                     capture: next.capture,
                     profile: next.profile,
@@ -501,9 +640,9 @@ impl Controller {
                     captured_at: at,
                     fade,
                     migration,
+                    catching_up,
+                    old: state,
                 };
-                // The old engine's buffer, shaped for an engine that stops.
-                drop(state);
             }
             (
                 FromAudio::Swapped { at },
@@ -514,6 +653,7 @@ impl Controller {
                     captured_at,
                     fade,
                     migration,
+                    ..
                 },
             ) => {
                 self.capture = Some(capture);
@@ -532,12 +672,27 @@ impl Controller {
                 self.capture = Some(capture);
                 self.notices.push(Notice::Restored { at });
             }
-            (FromAudio::Refused { mut engine, clock }, job @ Job::Offered { fade, .. }) => {
-                let block = self.fixed.block_size as u64;
-                let s = on_grid(clock + LEAD_BLOCKS * block, engine.clock(), block);
-                advance_to(&mut engine, s);
-                self.offer(engine, s, fade);
-                self.job = job;
+            (
+                FromAudio::Refused { mut engine, clock },
+                job @ Job::Offered {
+                    fade, catching_up, ..
+                },
+            ) => {
+                let grid = engine.clock().max(clock);
+                match self.place(&mut engine, grid, catching_up) {
+                    Ok(s) => {
+                        self.offer(engine, s, fade, catching_up);
+                        self.job = job;
+                    }
+                    Err(reason) => {
+                        drop(engine);
+                        if let Job::Offered { old, .. } = job {
+                            // The buffer shaped for the engine that plays on.
+                            self.capture = Some(old);
+                        }
+                        self.notices.push(Notice::Dropped { reason });
+                    }
+                }
             }
             (FromAudio::Refused { engine, .. }, job @ Job::Restoring { .. }) => {
                 if let Err(msg) = self.link.send(ToAudio::Restore(engine)) {
@@ -549,10 +704,21 @@ impl Controller {
         }
     }
 
-    /// Offers `engine` to swap at `at` (the link has room: one request
-    /// is in flight at a time).
-    fn offer(&mut self, engine: Box<crate::engine::Engine>, at: u64, fade: u64) {
-        if let Err(msg) = self.link.send(ToAudio::Offer { engine, at, fade }) {
+    /// Offers `engine` to swap at `at`, or, `catching_up`, to catch up
+    /// through the input history from `at` and swap where it reaches the
+    /// clock (the link has room: one request is in flight at a time).
+    fn offer(&mut self, engine: Box<Engine>, at: u64, fade: u64, catching_up: bool) {
+        let msg = if catching_up {
+            ToAudio::CatchUp {
+                engine,
+                from: at,
+                fade,
+                at: None,
+            }
+        } else {
+            ToAudio::Offer { engine, at, fade }
+        };
+        if let Err(msg) = self.link.send(msg) {
             drop(msg);
         }
     }

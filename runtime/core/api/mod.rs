@@ -22,4 +22,4 @@ pub use player::{
     install_panic_hook, Controls, InputHistory, InputSource, Meters, NodeTimes, OutputTap, Player,
     PlayerCell,
 };
-pub use processor::{ProcessError, Processor};
+pub use processor::{Metering, ProcessError, Processor};

@@ -5,10 +5,14 @@
 //! slices its buffers.
 
 use super::event::{Event, EventKind};
-use super::params::ParamRoutes;
-use super::player::{Controls, Meters, Player};
+use super::params::{ParamList, ParamRoutes};
+use super::player::history::HistoryWriter;
+use super::player::{Controls, Meters, PanicGuard, Player};
 use crate::engine::{Engine, NoteRecord};
 use crate::graph::{midi_note_hz, NoteAction, PlanNote};
+use crate::profile::Profile;
+use rtrb::Producer;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -96,9 +100,26 @@ impl std::error::Error for ProcessError {}
 /// is the same, bit for bit under strict, however the host slices its
 /// buffers, and equals an offline render delayed by B frames.
 ///
+/// **Events** land at their sample on the engine that plays that sample:
+/// an event in the same call as a swap, after the swap sample, lands on
+/// the new engine, through the param routes that came with it. A param
+/// event for the `profile` param cannot be applied on the audio thread:
+/// it goes to the controller, whose [`poll`](super::Controller::poll)
+/// starts the switch; it lands at the swap that follows, not at the
+/// event's sample.
+///
+/// **Input.** A scene that reads the input keeps what it read in an
+/// input history, so that an edit or a profile switch catches its new
+/// engine up with the input it missed, as the command line's live
+/// session does.
+///
 /// **Real time.** `process` never allocates, frees, locks, blocks or does
 /// I/O; its work is bounded by the blocks that complete in the call.
 /// Engines it stops playing go back to the controller to be dropped there.
+/// A panic inside a node mutes that node; a panic anywhere else in the
+/// engine is caught, and from then on every call writes silence (the
+/// controller reports both, see [`Notice`](super::Notice)): a panic never
+/// unwinds into the host.
 ///
 /// The output is the main bus converted to f32, without the command
 /// line's clip to ±1 (a host has its own output stage).
@@ -127,6 +148,12 @@ impl std::error::Error for ProcessError {}
 /// ```
 pub struct Processor {
     player: Player,
+    /// What `player` runs under: a panic outside every node trips it.
+    guard: PanicGuard,
+    /// The player's meters (its clock, the panics).
+    meters: Arc<Meters>,
+    /// What the controller reads of this processor.
+    shared: Arc<ProcessorMeters>,
     block: usize,
     max_frames: usize,
     inputs: usize,
@@ -140,29 +167,119 @@ pub struct Processor {
     /// Host frames processed since activation.
     frames: u64,
     seq: u64,
-    refused: u64,
+    /// The events of the block being filled, by engine sample, until the
+    /// block runs (capacity [`PENDING_EVENTS`], reserved at activation).
+    pending: Vec<(u64, EventKind)>,
+    /// `profile` param changes, to the controller.
+    profiles: Producer<ProfileAsk>,
+}
+
+/// The most events one engine block holds between calls; more are refused.
+pub(crate) const PENDING_EVENTS: usize = 1024;
+
+/// `profile` param changes in flight to the controller; more are refused.
+pub(crate) const PROFILE_RING: usize = 64;
+
+/// A `profile` param change: the engine sample of its event and the
+/// profile it names.
+pub(crate) type ProfileAsk = (u64, Profile);
+
+/// What a processor reports to its controller, through atomics.
+pub(crate) struct ProcessorMeters {
+    /// The peak |sample| of each output channel since the last read, as
+    /// f32 bits (which order like the non-negative floats they hold).
+    peaks: Box<[AtomicU32]>,
+    /// The highest load of one call since the last read, as f64 bits.
+    load_max: AtomicU64,
+    /// Calls that took longer than their frames last.
+    xruns: AtomicU64,
+    /// Events that did not land.
+    refused: AtomicU64,
+}
+
+impl ProcessorMeters {
+    /// Meters for `channels` output channels.
+    pub(crate) fn new(channels: usize) -> ProcessorMeters {
+        ProcessorMeters {
+            peaks: (0..channels).map(|_| AtomicU32::new(0)).collect(),
+            load_max: AtomicU64::new(0),
+            xruns: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    /// Reads them, taking the peaks and the load since the last read, with
+    /// the player's count of node panics.
+    pub(crate) fn read(&self, meters: &Meters) -> Metering {
+        Metering {
+            peaks: self
+                .peaks
+                .iter()
+                .map(|p| f32::from_bits(p.swap(0, Ordering::Relaxed)))
+                .collect(),
+            load: f64::from_bits(self.load_max.swap(0, Ordering::Relaxed)),
+            xruns: self.xruns.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            node_panics: meters.node_panics.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A processor's meters, as its controller reads them
+/// ([`Controller::meters`](super::Controller::meters)).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metering {
+    /// The peak |sample| of each output channel since the last read.
+    pub peaks: Vec<f32>,
+    /// The highest load of one call since the last read: the time the call
+    /// took over the time its frames last at the sample rate (1: a call
+    /// took as long as the audio it made).
+    pub load: f64,
+    /// Calls, since activation, that took longer than their frames last.
+    pub xruns: u64,
+    /// Events, since activation, that did not land (as
+    /// [`Processor::refused_events`] counts them).
+    pub refused: u64,
+    /// Nodes, since activation, that panicked (each is muted).
+    pub node_panics: u64,
 }
 
 impl Processor {
-    /// A processor playing `engine` in host calls of at most `max_frames`.
-    pub(crate) fn new(engine: Engine, max_frames: usize) -> Processor {
+    /// A processor playing `engine` in host calls of at most `max_frames`,
+    /// sending `profile` param changes to `profiles`, reporting through
+    /// `shared`, and keeping its input in `history` (a scene that reads
+    /// the input).
+    pub(crate) fn new(
+        engine: Engine,
+        max_frames: usize,
+        profiles: Producer<ProfileAsk>,
+        shared: Arc<ProcessorMeters>,
+        history: Option<HistoryWriter>,
+    ) -> Processor {
         let block = engine.block_size();
         let inputs = engine.input_channels();
         let outputs = engine.channels();
         let sample_rate = engine.sample_rate();
+        let meters = Arc::new(Meters::default());
         let mut player = Player::new(
             engine,
             outputs,
             None,
             1,
-            Arc::new(Meters::default()),
+            meters.clone(),
             Arc::new(Controls::default()),
             Instant::now(),
         );
         player.set_input_width(inputs);
         player.set_unclipped();
+        if let Some(h) = history {
+            player.set_history(h);
+        }
         Processor {
             player,
+            guard: PanicGuard::default(),
+            meters,
+            shared,
             block,
             max_frames,
             inputs,
@@ -172,13 +289,14 @@ impl Processor {
             primed: false,
             frames: 0,
             seq: 0,
-            refused: 0,
+            pending: Vec::with_capacity(PENDING_EVENTS),
+            profiles,
         }
     }
 
     /// The meters its player reports through (the audio clock).
     pub(crate) fn meters(&self) -> Arc<Meters> {
-        self.player.meters().clone()
+        self.meters.clone()
     }
 
     /// The player, to link the controller to it (before playing).
@@ -218,12 +336,21 @@ impl Processor {
     }
 
     /// Events that did not land: an unknown param index or voice module,
-    /// a node an edit removed, a value of the wrong kind, or a full queue
-    /// (the engine holds [`CONTROL_QUEUE`](crate::engine::CONTROL_QUEUE)
-    /// param changes and [`NOTE_QUEUE`](crate::engine::NOTE_QUEUE) notes
-    /// waiting for their sample).
+    /// a value out of the param's range, a param whose node an edit
+    /// removed (or every target of whose control), a value of the wrong
+    /// kind, or a full queue (more than [`PENDING_EVENTS`] events in one
+    /// engine block, more `profile` changes than the controller took, or
+    /// more than the engine holds waiting for their sample:
+    /// [`CONTROL_QUEUE`](crate::engine::CONTROL_QUEUE) param changes and
+    /// [`NOTE_QUEUE`](crate::engine::NOTE_QUEUE) notes).
     pub fn refused_events(&self) -> u64 {
-        self.refused
+        self.shared.refused.load(Ordering::Relaxed)
+    }
+
+    /// Whether a panic outside every node stopped the processor: every
+    /// call writes silence from then on (drop it and activate anew).
+    pub fn panicked(&self) -> bool {
+        self.guard.tripped()
     }
 
     /// The engine playing now.
@@ -297,21 +424,25 @@ impl Processor {
             }
             return Err(e);
         }
+        let started = Instant::now();
         // The engine sample of this call's first frame.
         let first = self.player.engine().clock() + self.filled as u64;
-        for e in events {
-            self.land(first + e.offset as u64, e.kind);
-        }
         let (b, ic, oc) = (self.block, self.inputs, self.outputs);
         let mut done = 0;
         while done < frames {
             let pos = self.filled;
             let n = (b - pos).min(frames - done);
-            if self.primed {
+            if self.primed && !self.guard.tripped() {
                 let played = self.player.rendered();
                 for (c, out) in outputs.iter_mut().enumerate() {
+                    let mut peak = 0.0f32;
                     for i in 0..n {
-                        out[done + i] = played.get((pos + i) * oc + c).copied().unwrap_or(0.0);
+                        let x = played.get((pos + i) * oc + c).copied().unwrap_or(0.0);
+                        out[done + i] = x;
+                        peak = peak.max(x.abs());
+                    }
+                    if let Some(p) = self.shared.peaks.get(c) {
+                        p.fetch_max(peak.to_bits(), Ordering::Relaxed);
                     }
                 }
             } else {
@@ -325,69 +456,135 @@ impl Processor {
                     buf[(pos + i) * ic + c] = input[done + i] as f64;
                 }
             }
+            for e in events {
+                let at = e.offset as usize;
+                if (done..done + n).contains(&at) {
+                    self.hold(first + at as u64, e.kind);
+                }
+            }
             self.filled += n;
             done += n;
             if self.filled == b {
-                self.player.next_block();
+                self.run_block();
                 self.filled = 0;
                 self.primed = true;
             }
         }
         self.frames += frames as u64;
+        if frames > 0 {
+            let busy = started.elapsed().as_secs_f64();
+            let load = busy * self.sample_rate as f64 / frames as f64;
+            self.shared
+                .load_max
+                .fetch_max(load.to_bits(), Ordering::Relaxed);
+            if load > 1.0 {
+                self.shared.xruns.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         Ok(())
     }
 
-    /// Queues one event on the playing engine at engine sample `sample`.
-    fn land(&mut self, sample: u64, kind: EventKind) {
-        self.seq += 1;
-        let seq = self.seq;
-        let deck = self.player.deck_mut();
-        let engine = deck.engine().id();
-        let note = |module: u16, action| NoteRecord {
-            note: PlanNote {
-                sample,
-                pool: module as usize,
-                action,
-            },
-            engine,
-            seq,
-        };
-        let landed = match kind {
-            EventKind::Param { param, value } => deck
-                .engine_mut()
-                .with_attached::<ParamRoutes, _>(|routes, engine| {
-                    let mut landed = true;
-                    let made = routes?.records(param as usize, value, sample, seq, |r| {
-                        landed &= engine.push_control(r).is_ok();
-                    });
-                    Some(made.is_ok() && landed)
-                })
-                .unwrap_or(false),
-            EventKind::NoteOn {
-                module,
-                key,
-                velocity,
-            } => {
-                let hz = midi_note_hz(key as f64);
-                let action = NoteAction::On {
-                    key: hz.to_bits(),
-                    tag: 0,
-                    pitch_hz: hz,
-                    velocity: velocity as f64,
-                };
-                deck.push_note(note(module, action)).is_ok()
-            }
-            EventKind::NoteOff { module, key } => {
-                let key = midi_note_hz(key as f64).to_bits();
-                let action = NoteAction::Off { key, tag: 0 };
-                deck.push_note(note(module, action)).is_ok()
-            }
-            EventKind::Sustain { module, down } => deck
-                .push_note(note(module, NoteAction::Sustain(down)))
-                .is_ok(),
-        };
-        if !landed {
-            self.refused += 1;
+    /// Keeps one event until its block runs (refused when the block holds
+    /// [`PENDING_EVENTS`] already).
+    fn hold(&mut self, sample: u64, kind: EventKind) {
+        if self.pending.len() < self.pending.capacity() {
+            self.pending.push((sample, kind));
+        } else {
+            self.shared.refused.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Runs the block whose input is complete, under the panic guard:
+    /// serves the controller (a swap due at this block happens first),
+    /// lands the block's events on the engine that plays it, plays it.
+    fn run_block(&mut self) {
+        let Processor {
+            player,
+            guard,
+            meters,
+            shared,
+            pending,
+            profiles,
+            seq,
+            ..
+        } = self;
+        let ran = guard.run(meters, || {
+            player.begin_block();
+            for &(sample, kind) in pending.iter() {
+                *seq += 1;
+                if !land(player, profiles, sample, kind, *seq) {
+                    shared.refused.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            player.end_block();
+        });
+        pending.clear();
+        if ran.is_none() {
+            // Nothing plays from here on; the FIFO keeps the last block.
+            self.primed = false;
+        }
+    }
+}
+
+/// Queues one event on the engine `player` plays at engine sample
+/// `sample`; a `profile` change goes to the controller. Whether it
+/// landed. Real-time safe: the param routes travel with the engine.
+fn land(
+    player: &mut Player,
+    profiles: &mut Producer<ProfileAsk>,
+    sample: u64,
+    kind: EventKind,
+    seq: u64,
+) -> bool {
+    let deck = player.deck_mut();
+    let engine = deck.engine().id();
+    let note = |module: u16, action| NoteRecord {
+        note: PlanNote {
+            sample,
+            pool: module as usize,
+            action,
+        },
+        engine,
+        seq,
+    };
+    match kind {
+        EventKind::Param { param, value } if param as usize == ParamList::PROFILE => {
+            match ParamList::profile(value) {
+                Some(p) => profiles.push((sample, p)).is_ok(),
+                None => false,
+            }
+        }
+        EventKind::Param { param, value } => deck
+            .engine_mut()
+            .with_attached::<ParamRoutes, _>(|routes, engine| {
+                let mut landed = true;
+                let made = routes?.records(param as usize, value, sample, seq, |r| {
+                    landed &= engine.push_control(r).is_ok();
+                });
+                Some(made.is_ok() && landed)
+            })
+            .unwrap_or(false),
+        EventKind::NoteOn {
+            module,
+            key,
+            velocity,
+        } => {
+            let hz = midi_note_hz(key as f64);
+            let action = NoteAction::On {
+                key: hz.to_bits(),
+                tag: 0,
+                pitch_hz: hz,
+                velocity: velocity as f64,
+            };
+            deck.push_note(note(module, action)).is_ok()
+        }
+        EventKind::NoteOff { module, key } => {
+            let key = midi_note_hz(key as f64).to_bits();
+            let action = NoteAction::Off { key, tag: 0 };
+            deck.push_note(note(module, action)).is_ok()
+        }
+        EventKind::Sustain { module, down } => deck
+            .push_note(note(module, NoteAction::Sustain(down)))
+            .is_ok(),
     }
 }

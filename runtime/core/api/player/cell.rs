@@ -11,10 +11,10 @@ use std::sync::Arc;
 /// thread only touches it when no stream is running.
 pub struct PlayerCell<I: InputSource + ?Sized = dyn InputSource> {
     player: UnsafeCell<Option<Player<I>>>,
-    /// The payload of a panic the callback caught outside every node: set
-    /// once, kept (freed with the cell, off the audio thread). From then
-    /// on the callback writes silence and never runs the player again.
-    fatal: UnsafeCell<Option<Box<dyn std::any::Any + Send>>>,
+    /// The guard the callback runs the player under: once a panic outside
+    /// every node tripped it, the callback writes silence and never runs
+    /// the player again.
+    guard: UnsafeCell<PanicGuard>,
     busy: AtomicBool,
     controls: Arc<Controls>,
     meters: Arc<Meters>,
@@ -38,6 +38,48 @@ pub fn install_panic_hook() {
     }));
 }
 
+/// Runs audio-thread code so that a panic in it never unwinds into the
+/// host: the panic hook stays silent while it runs
+/// ([`install_panic_hook`]), and a panic is caught, counted in
+/// [`Meters::callback_panics`] and kept. From then on the guard runs
+/// nothing: what panicked once would panic again, and whatever the code
+/// owns is freed later by its owner, off the audio thread. The device
+/// callback ([`PlayerCell`]) and the embedding API's processor run their
+/// player under one.
+#[derive(Default)]
+pub(crate) struct PanicGuard {
+    /// The payload of the panic caught: kept, never freed on the audio
+    /// thread.
+    fatal: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl PanicGuard {
+    /// Runs `f` unless a panic tripped the guard before; `None` when it
+    /// did, now or before. Real-time safe when `f` is (catching a panic
+    /// does not allocate; the panic itself may).
+    pub(crate) fn run<R>(&mut self, meters: &Meters, f: impl FnOnce() -> R) -> Option<R> {
+        if self.fatal.is_some() {
+            return None;
+        }
+        IN_AUDIO.with(|c| c.set(true));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        IN_AUDIO.with(|c| c.set(false));
+        match r {
+            Ok(v) => Some(v),
+            Err(payload) => {
+                self.fatal = Some(payload);
+                meters.callback_panics.fetch_add(1, Ordering::Release);
+                None
+            }
+        }
+    }
+
+    /// Whether a panic tripped it.
+    pub(crate) fn tripped(&self) -> bool {
+        self.fatal.is_some()
+    }
+}
+
 // SAFETY: access to `player` is serialised by `busy` (callback) and by the
 // stream being stopped (control thread), see `with` and `take`.
 unsafe impl<I: InputSource + ?Sized> Sync for PlayerCell<I> {}
@@ -49,7 +91,7 @@ impl<I: InputSource + ?Sized> PlayerCell<I> {
         let meters = p.meters.clone();
         Arc::new(PlayerCell {
             player: UnsafeCell::new(Some(p)),
-            fatal: UnsafeCell::new(None),
+            guard: UnsafeCell::new(PanicGuard::default()),
             busy: AtomicBool::new(false),
             controls,
             meters,
@@ -74,20 +116,15 @@ impl<I: InputSource + ?Sized> PlayerCell<I> {
             out.iter_mut().for_each(|x| *x = 0.0);
             return;
         }
-        IN_AUDIO.with(|f| f.set(true));
         // SAFETY: `busy` was false, so no one else is inside.
-        let (player, fatal) = unsafe { (&mut *self.player.get(), &mut *self.fatal.get()) };
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match player {
-            Some(p) if fatal.is_none() => p.fill(out),
-            _ => out.iter_mut().for_each(|x| *x = 0.0),
-        }));
-        if let Err(payload) = r {
-            // Kept, not freed on the audio thread.
-            *fatal = Some(payload);
+        let (player, guard) = unsafe { (&mut *self.player.get(), &mut *self.guard.get()) };
+        let played = match player {
+            Some(p) => guard.run(&self.meters, || p.fill(out)).is_some(),
+            None => false,
+        };
+        if !played {
             out.iter_mut().for_each(|x| *x = 0.0);
-            self.meters.callback_panics.fetch_add(1, Ordering::Release);
         }
-        IN_AUDIO.with(|f| f.set(false));
         self.busy.store(false, Ordering::Release);
     }
 

@@ -7,16 +7,19 @@
 //! boundaries (`serve.rs`), the rings to the control thread and their
 //! messages (`link.rs`), the atomics it reports through (`meters.rs`),
 //! per-node timing (`timing.rs`), the cell a device callback runs it from
-//! (`cell.rs`), and the traits through which a host gives it input and
-//! takes its output (`io.rs`).
+//! (`cell.rs`), the traits through which a host gives it input and
+//! takes its output (`io.rs`), and the input history that keeps what it
+//! read for handovers (`history.rs`).
 
 mod cell;
+pub mod history;
 mod io;
 mod link;
 mod meters;
 mod serve;
 mod timing;
 
+pub(crate) use cell::PanicGuard;
 pub use cell::{install_panic_hook, PlayerCell};
 pub use io::{InputHistory, InputSource, OutputTap};
 pub use link::{
@@ -286,13 +289,20 @@ impl<I: InputSource + ?Sized> Player<I> {
         self.play_block();
     }
 
-    /// Serves the control thread and plays the block whose input a host
-    /// wrote into [`input_block`](Self::input_block) (a processor that
-    /// takes its input in its own calls). Real-time safe.
-    pub(crate) fn next_block(&mut self) {
+    /// For a host that writes each block's input itself
+    /// ([`input_block`](Self::input_block)), the first half of a block:
+    /// serves the control thread (a swap due here happens now) and takes
+    /// control records, so that what the host lands next lands on the
+    /// engine that plays the block. Real-time safe.
+    pub(crate) fn begin_block(&mut self) {
         self.serve();
         self.serve_timing();
         self.take_controls();
+    }
+
+    /// The second half: plays the block whose input the host wrote into
+    /// [`input_block`](Self::input_block). Real-time safe.
+    pub(crate) fn end_block(&mut self) {
         self.play_block();
     }
 
@@ -312,11 +322,6 @@ impl<I: InputSource + ?Sized> Player<I> {
     /// The frames of the last block played, interleaved.
     pub(crate) fn rendered(&self) -> &[f32] {
         &self.fifo[..self.fifo_len]
-    }
-
-    /// The meters the player reports through.
-    pub(crate) fn meters(&self) -> &Arc<Meters> {
-        &self.meters
     }
 
     /// The deck, to queue records on its playing engine.

@@ -43,5 +43,5 @@ impl InputSource for dyn LiveInput {
 }
 
 pub mod file;
-pub mod history;
+pub use crate::api::player::history;
 pub mod record;

@@ -174,7 +174,7 @@ impl HistoryWriter {
 }
 
 /// The player keeps its input in the history through the core's trait.
-impl crate::api::player::InputHistory for HistoryWriter {
+impl super::InputHistory for HistoryWriter {
     fn push(&mut self, interleaved: &[f64]) {
         HistoryWriter::push(self, interleaved)
     }
