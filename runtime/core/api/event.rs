@@ -23,7 +23,11 @@ pub enum EventKind {
     /// steps to `value`, in the param's own terms
     /// (see [`ParamList`](super::ParamList)): a node param's value in its
     /// canonical unit (Hz, s, linear amplitude, rad), a control's position
-    /// 0…1, which its curve maps onto each of its targets.
+    /// 0…1, which its curve maps onto each of its targets. The `profile`
+    /// param ([`ParamList::PROFILE`](super::ParamList::PROFILE)) is the
+    /// exception: the controller's [`poll`](super::Controller::poll)
+    /// starts that switch, which lands at the next swap, not at the
+    /// event's sample.
     Param {
         /// The param's index.
         param: u32,
