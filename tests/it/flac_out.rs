@@ -73,16 +73,7 @@ fn the_container_follows_the_extension_and_standard_output_stays_wav() {
     let o = morphrt(&["render", s, "-o", "-", "-d", "0.1s", "--format", "i16"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(&o.stdout[..4], b"RIFF");
-    let o = morphrt(&[
-        "render",
-        s,
-        "-o",
-        "-",
-        "-d",
-        "0.1s",
-        "--container",
-        "flac",
-    ]);
+    let o = morphrt(&["render", s, "-o", "-", "-d", "0.1s", "--container", "flac"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(&o.stdout[..4], b"fLaC");
     // Without --format, a FLAC is 24-bit.
@@ -90,7 +81,10 @@ fn the_container_follows_the_extension_and_standard_output_stays_wav() {
     let o = render(&scene, &upper, &["-d", "0.1s", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!((&v["container"], &v["format"]), (&"flac".into(), &"i24".into()));
+    assert_eq!(
+        (&v["container"], &v["format"]),
+        (&"flac".into(), &"i24".into())
+    );
     assert_eq!(v["bytes"], std::fs::metadata(&upper).unwrap().len());
     assert_eq!(&std::fs::read(&upper).unwrap()[..4], b"fLaC");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -112,7 +106,11 @@ fn a_flac_of_floats_or_under_another_name_is_refused_and_nothing_is_written() {
     let named = dir.join("out.wav");
     let o = render(&scene, &named, &["-d", "0.1s", "--container", "flac"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("render writes FLAC files only"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("render writes FLAC files only"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains(".flac"), "{}", stderr(&o));
     assert!(!named.exists());
     // A render refused for its input: no FLAC, no temporary file.

@@ -77,17 +77,15 @@ fn a_scene_without_a_rate_renders_at_its_inputs_rate_unconverted() {
     let x = noise(44_100, 3);
     write_wav_f32(&take, 44_100, &x);
     let out = dir.join("out.wav");
-    let o = render(
-        &scene,
-        &out,
-        &["--input", take.to_str().unwrap(), "--json"],
-    );
+    let o = render(&scene, &out, &["--input", take.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let (rate, y) = read_wav_f32(&out);
     assert_eq!(rate, 44_100, "the output takes the input's rate");
     assert_eq!(y.len(), x.len());
     assert!(
-        y.iter().zip(&x).all(|(a, b)| (*a as f32).to_bits() == b.to_bits()),
+        y.iter()
+            .zip(&x)
+            .all(|(a, b)| (*a as f32).to_bits() == b.to_bits()),
         "nothing is converted: the samples come back bit for bit"
     );
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();

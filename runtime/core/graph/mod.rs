@@ -26,8 +26,7 @@ pub use controls::{
 };
 pub use report::{
     check_json, check_table, check_warnings, conversion_json, deadline_risks, estimated_rtf,
-    events_after_end,
-    inputs_text, node_cost_ns, plan_cost_ns, slow_render_warning, DeadlineRisk,
+    events_after_end, inputs_text, node_cost_ns, plan_cost_ns, slow_render_warning, DeadlineRisk,
 };
 
 use crate::ops::{AnyNode, OpSpec, Value};

@@ -422,7 +422,10 @@ pub fn check_table(plan: &Plan) -> String {
     }
     out.push_str(&format!("events: {}\n", event_count(plan)));
     for c in &plan.conversions {
-        out.push_str(&format!("converted: {}\n", escape_invisible(&c.to_string(), false)));
+        out.push_str(&format!(
+            "converted: {}\n",
+            escape_invisible(&c.to_string(), false)
+        ));
     }
     out.push_str(&voice_lines(plan));
     out.push_str(&format!(

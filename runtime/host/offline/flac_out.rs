@@ -48,7 +48,11 @@ fn flac_error(e: impl std::fmt::Display) -> io::Error {
 
 /// Encodes the samples of `spool` (the WAV body of `layout`, from its
 /// start) into a FLAC stream written to `out`.
-pub fn encode<R: Read + Seek>(spool: &mut R, layout: &WavLayout, out: &mut dyn Write) -> io::Result<()> {
+pub fn encode<R: Read + Seek>(
+    spool: &mut R,
+    layout: &WavLayout,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     check_format(layout.format).map_err(io::Error::other)?;
     let width = layout.bytes_per_sample() as usize;
     let bits = width * 8;
@@ -93,8 +97,9 @@ pub fn encode<R: Read + Seek>(spool: &mut R, layout: &WavLayout, out: &mut dyn W
         let number = context
             .current_frame_number()
             .ok_or_else(|| flac_error("no frame number"))?;
-        let encoded = flacenc::encode_fixed_size_frame(&config, &frame, number, stream.stream_info())
-            .map_err(flac_error)?;
+        let encoded =
+            flacenc::encode_fixed_size_frame(&config, &frame, number, stream.stream_info())
+                .map_err(flac_error)?;
         bytes.clear();
         encoded.write(&mut bytes).map_err(flac_error)?;
         out.write_all(bytes.as_slice())?;
