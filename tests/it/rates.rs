@@ -292,7 +292,7 @@ fn rt60(h: &[f64], rate: u32) -> f64 {
     }
     let (mut n, mut st, mut sd, mut stt, mut std_) = (0.0, 0.0, 0.0, 0.0, 0.0);
     for (i, e) in edc.iter().enumerate() {
-        let db = 10.0 * (e / edc[0]).log10();
+        let db = 10.0 * libm::log10(e / edc[0]);
         if (-35.0..=-5.0).contains(&db) {
             let t = i as f64 / rate as f64;
             n += 1.0;
