@@ -119,8 +119,10 @@ pub struct RenderOptions {
     /// the input's length plus the scene's tail. Given once.
     ///
     /// Integer (8/16/24/32-bit) and float WAVs of any channel count are
-    /// read; the file's rate must be the scene's (the error names both, and
-    /// the fix). The tail: the render goes on until the main bus stays
+    /// read. A scene that sets no `sample_rate` renders at the file's
+    /// rate; a file at another rate than the scene's is converted as it
+    /// is read (the polyphase converter when a node reading it is strict,
+    /// else rubato), and the summary says `converted: …`. The tail: the render goes on until the main bus stays
     /// below −100 dBFS for 100 ms (at most 60 s more), so a dry chain adds
     /// nothing and a reverb's tail is kept; the summary says which length
     /// was used (`length: input 3.000 s + tail 1.996 s`, or `length: -d
@@ -136,7 +138,8 @@ pub struct RenderOptions {
     /// waits in an unlinked file in `TMPDIR`; `-d` streams as it renders).
     ///
     /// A bad input — not a WAV, cut short (also standard input part-way),
-    /// no frames, a directory or a FIFO (refused unopened), another rate,
+    /// no frames, a directory or a FIFO (refused unopened), a rate no
+    /// converter reaches (e.g. 44101 Hz into 48000 Hz),
     /// too few channels, `--input` given twice — exits 2 naming the file,
     /// and no output file is left (to `-o -` with `-d`, what streamed
     /// before a failure part-way has gone out). A scene with `input` nodes
