@@ -378,7 +378,7 @@ const BAD: &[(&str, u32, &str)] = &[
     (
         "rate_mismatch",
         4,
-        "44100 Hz but the scene runs at 48000 Hz",
+        "44101 Hz but the scene runs at 48000 Hz",
     ),
     ("bad_version", 2, "unsupported scene format version"),
     ("bad_id", 4, "not a valid node id"),

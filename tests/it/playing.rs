@@ -199,6 +199,44 @@ fn a_resource_edit_reports_its_latency_from_the_edit() {
     s.quit();
 }
 
+#[test]
+fn an_impulse_response_swapped_for_one_at_another_rate_is_converted_while_playing() {
+    let dir = common::temp_dir("resource-rate-edit");
+    let res = dir.join("resources");
+    std::fs::create_dir_all(&res).unwrap();
+    common::write_mono_f32(&res.join("ir.wav"), &[0.1; 32]);
+    let path = dir.join("scene.json");
+    std::fs::write(
+        &path,
+        r#"{ "version": "1.0", "sample_rate": 48000,
+  "nodes": [ { "id": "osc", "op": "saw", "params": { "freq": "220Hz", "amp": 0.5 } },
+             { "id": "room", "op": "convolution", "params": { "ir": "@resource:ir.wav" } } ],
+  "edges": [ { "from": "osc", "to": "room" } ],
+  "outputs": { "main": ["room"] } }"#,
+    )
+    .unwrap();
+    let mut s = Session::start(&path, &["--no-journal"]);
+    std::thread::sleep(Duration::from_millis(300));
+    // A 44.1 kHz IR in its place: the edit's compile converts it, off the
+    // audio thread, and the handover goes ahead.
+    let tmp = res.join("ir.wav.tmp");
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 44_100,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut w = hound::WavWriter::create(&tmp, spec).unwrap();
+    for _ in 0..32 {
+        w.write_sample(0.2f32).unwrap();
+    }
+    w.finalize().unwrap();
+    std::fs::rename(&tmp, res.join("ir.wav")).unwrap();
+    s.wait("edit applied");
+    let all = s.quit();
+    assert!(!all.contains("error"), "{all}");
+}
+
 /// The time at the start of a timeline line, in seconds.
 fn line_time(line: &str) -> f64 {
     line.split_whitespace().next().unwrap().parse().unwrap()

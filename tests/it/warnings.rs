@@ -447,11 +447,12 @@ fn unused_mix_gains_are_warned_by_index() {
     assert!(err.contains("at nodes[1].params.gains, node `m`"), "{err}");
 }
 
-/// `render` refuses output names that are not `.wav` (`-o x.mp3`).
+/// `render` refuses output names that are not `.wav` (`-o x.mp3`), nor
+/// `.flac` (a FLAC, see `flac_out`).
 #[test]
 fn render_refuses_output_names_that_are_not_wav() {
     let dir = temp_dir("w-ext");
-    for name in ["x.mp3", "x.flac", "noext"] {
+    for name in ["x.mp3", "x.ogg", "noext"] {
         let out = dir.join(name);
         let o = morphrt(&[
             "render",

@@ -25,8 +25,8 @@ pub use controls::{
     DEFAULT_BEND_SEMITONES,
 };
 pub use report::{
-    check_json, check_table, check_warnings, deadline_risks, estimated_rtf, events_after_end,
-    inputs_text, node_cost_ns, plan_cost_ns, slow_render_warning, DeadlineRisk,
+    check_json, check_table, check_warnings, conversion_json, deadline_risks, estimated_rtf,
+    events_after_end, inputs_text, node_cost_ns, plan_cost_ns, slow_render_warning, DeadlineRisk,
 };
 
 use crate::ops::{AnyNode, OpSpec, Value};
@@ -310,7 +310,35 @@ pub struct Plan {
     pub crossfade: u64,
     /// Every resource reference (`@resource:NAME`) and the file it read.
     pub resources: Vec<(String, std::path::PathBuf)>,
+    /// Every resource whose file is at another rate than the session's,
+    /// converted once, while the scene compiled.
+    pub conversions: Vec<Conversion>,
     pub warnings: Vec<Diagnostic>,
+}
+
+/// Audio converted from one sample rate to another: what, from and to
+/// which rate, and by which method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conversion {
+    /// What was converted, as messages name it: `` resource `@resource:hall.wav` ``.
+    pub what: String,
+    pub from_hz: u32,
+    pub to_hz: u32,
+    pub method: crate::dsp::resample::Method,
+}
+
+impl std::fmt::Display for Conversion {
+    /// `` resource `@resource:hall.wav`: 44100 Hz → 48000 Hz (polyphase) ``
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} Hz → {} Hz ({})",
+            self.what,
+            self.from_hz,
+            self.to_hz,
+            self.method.name()
+        )
+    }
 }
 
 /// An `input` node and the session input channel it reads.

@@ -421,6 +421,12 @@ pub fn check_table(plan: &Plan) -> String {
         ));
     }
     out.push_str(&format!("events: {}\n", event_count(plan)));
+    for c in &plan.conversions {
+        out.push_str(&format!(
+            "converted: {}\n",
+            escape_invisible(&c.to_string(), false)
+        ));
+    }
     out.push_str(&voice_lines(plan));
     out.push_str(&format!(
         "controls: {}{}\n",
@@ -540,6 +546,7 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
             .map(|f| json!({ "from": f.from, "to": f.to, "delay_samples": f.delay_samples }))
             .collect::<Vec<_>>(),
         "events": plan.events.len(),
+        "conversions": plan.conversions.iter().map(conversion_json).collect::<Vec<_>>(),
         "notes": note_count(plan).0,
         "pedal_changes": note_count(plan).1,
         "voices": voices_json(plan),
@@ -548,6 +555,11 @@ pub fn check_json(plan: &Plan) -> serde_json::Value {
         "estimated_rtf": Some(estimated_rtf(plan)).filter(|r| r.is_finite()),
         "warnings": plan.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
     })
+}
+
+/// A conversion as JSON: `what`, `from_hz`, `to_hz`, `method`.
+pub fn conversion_json(c: &super::Conversion) -> serde_json::Value {
+    json!({ "what": c.what, "from_hz": c.from_hz, "to_hz": c.to_hz, "method": c.method.name() })
 }
 
 /// The scene's notes and pedal changes, as the plan places them: (note

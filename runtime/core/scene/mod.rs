@@ -319,6 +319,9 @@ pub struct Scene {
     pub seed: Option<u64>,
     pub seed_loc: Option<Loc>,
     pub sample_rate: u32,
+    /// Whether the scene writes `sample_rate` (else it is the default, and
+    /// a render takes its input's rate).
+    pub sample_rate_set: bool,
     pub duration: Option<TimeSpec>,
     /// `tempo` and `meter`: the beat grid that beats and bars are read on.
     pub tempo: Option<Tempo>,

@@ -141,6 +141,14 @@ impl Kind {
         stream: true,
         pipe_hint: ", or -o - to pipe the WAV to a converter",
     };
+    /// `render -o out.flac` (or `--container flac`): the FLAC, streamed
+    /// where it can be (once the render is complete).
+    pub const RENDER_FLAC: Kind = Kind {
+        what: "FLAC files",
+        extensions: &["flac"],
+        pipe_hint: ", or -o - --container flac to pipe the FLAC",
+        ..Kind::RENDER
+    };
     /// `replay -o`: the replayed device output, a WAV like render's.
     pub const REPLAY: Kind = Kind {
         writer: "replay",

@@ -334,23 +334,27 @@ fn channels_text(a: usize, b: usize) -> String {
     }
 }
 
-/// Checks an input (`shown` as messages name it, at `rate` with
-/// `channels`) against the scene of `plan`: its rate must be the scene's
-/// (morphrt does not resample) and it must have every channel a node
-/// reads; channels no node reads are ignored, with a note on `log`.
-pub fn check_fits(
-    shown: &str,
-    rate: u32,
-    has: usize,
-    plan: &crate::graph::Plan,
-    log: &mut dyn std::io::Write,
-) -> Result<(), String> {
+/// Checks that an input at `rate` plays at the scene's rate, where nothing
+/// converts it: the error names both rates and the fix.
+pub fn check_rate(shown: &str, rate: u32, plan: &crate::graph::Plan) -> Result<(), String> {
     if rate != plan.sample_rate {
         return Err(format!(
             "{shown} is at {rate} Hz, but scene `{}` runs at {} Hz, and morphrt does not resample: set \"sample_rate\": {rate} in the scene, or convert the file to {} Hz (e.g. `sox in.wav -r {} out.wav`)",
             plan.file, plan.sample_rate, plan.sample_rate, plan.sample_rate
         ));
     }
+    Ok(())
+}
+
+/// Checks an input (`shown` as messages name it, with `has` channels)
+/// against the scene of `plan`: it must have every channel a node reads;
+/// channels no node reads are ignored, with a note on `log`.
+pub fn check_fits(
+    shown: &str,
+    has: usize,
+    plan: &crate::graph::Plan,
+    log: &mut dyn std::io::Write,
+) -> Result<(), String> {
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     if let Some(u) = plan.inputs().into_iter().find(|u| u.channel >= has) {
         return Err(format!(

@@ -1,14 +1,22 @@
 //! The input side of `render --input`: the WAV a scene's `input` nodes
-//! read, checked against the scene before anything renders (its sample
-//! rate, the channels the nodes read), fed to the engine block by block
-//! (input frame 0 at the render's first sample: sample 0, or the resumed
-//! clock with `--resume`), and the render's default length, the input's
-//! plus the scene's tail ([`Tail`]).
+//! read, checked against the scene before anything renders (the channels
+//! the nodes read), fed to the engine block by block (input frame 0 at the
+//! render's first sample: sample 0, or the resumed clock with `--resume`),
+//! and the render's default length, the input's plus the scene's tail
+//! ([`Tail`]).
+//!
+//! **Rates.** A scene that sets no `sample_rate` renders at its input's
+//! rate ([`open_early`]): nothing is converted. A scene that sets one
+//! reads an input at another rate converted as it streams: by the strict
+//! polyphase converter when a node reading it is strict, else by rubato
+//! ([`crate::dsp::resample`]). Both take their filter's delay out, so
+//! input time t is session time t (within half a sample).
 
+use crate::dsp::resample::{converter, Method, RateConverter};
 use crate::engine::{InputBlock, InputFeed};
-use crate::graph::Plan;
+use crate::graph::{Conversion, Plan};
 use crate::host::files::rules::Inputs;
-use crate::host::files::wav_in::{check_fits, InputFormat, WavInput};
+use crate::host::files::wav_in::{check_fits, InputFormat, WavInError, WavInput};
 use crate::host::offline::error::RenderError;
 use crate::host::HostError;
 use std::io::Write;
@@ -27,15 +35,17 @@ pub const TAIL_MAX_S: u64 = 60;
 /// whether it failed, after each block).
 #[derive(Clone)]
 pub struct RenderInput {
-    wav: Arc<Mutex<WavInput>>,
+    wav: Arc<Mutex<Source>>,
     /// As messages name it: `` `in.wav` `` or `standard input`.
     pub shown: String,
     /// Channels per frame.
     pub channels: usize,
     /// The stored sample format.
     pub format: InputFormat,
-    /// The frames it holds, when known before reading.
+    /// The frames it holds at the session's rate, when known before reading.
     pub frames: Option<u64>,
+    /// The conversion to the session's rate, when the file has another.
+    pub conversion: Option<Conversion>,
 }
 
 impl std::fmt::Debug for RenderInput {
@@ -56,7 +66,7 @@ pub enum InputState {
 }
 
 impl RenderInput {
-    fn lock(&self) -> MutexGuard<'_, WavInput> {
+    fn lock(&self) -> MutexGuard<'_, Source> {
         // A panic while holding the lock cannot leave the reader half
         // updated in a way that matters here: the render stops anyway.
         self.wav.lock().unwrap_or_else(|p| p.into_inner())
@@ -71,27 +81,145 @@ impl RenderInput {
     /// failure is reported once: it is taken out of the reader.
     pub fn state(&self) -> Result<InputState, RenderError> {
         let mut w = self.lock();
-        if let Some(e) = w.take_error() {
+        if let Some(e) = w.wav.take_error() {
             return Err(RenderError::Input(e));
         }
-        match w.ended() {
+        match w.wav.ended() {
             Some(0) => Err(RenderError::NoAudio {
                 shown: self.shown.clone(),
             }),
-            Some(n) => Ok(InputState::Ended(n)),
+            Some(n) => Ok(InputState::Ended(w.session_frames(n))),
             None => Ok(InputState::Reading),
         }
     }
 }
 
 /// The engine's side of a [`RenderInput`].
-struct SharedFeed(Arc<Mutex<WavInput>>);
+struct SharedFeed(Arc<Mutex<Source>>);
 
 impl InputFeed for SharedFeed {
     fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
         let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
         InputFeed::read(&mut *w, start, block);
     }
+}
+
+/// Input frames read from the file at a time when converting.
+const CHUNK_FRAMES: usize = 4096;
+
+/// The input as the engine reads it: the file's frames, converted to the
+/// session's rate when the file has another.
+struct Source {
+    wav: WavInput,
+    rate: Option<Converting>,
+    /// One block of interleaved session frames.
+    scratch: Vec<f64>,
+}
+
+/// A conversion as the input streams: file frames go in a chunk at a
+/// time, session frames come out.
+struct Converting {
+    conv: Box<dyn RateConverter>,
+    /// Interleaved file frames `at..len` of the chunk are still to be pushed.
+    chunk: Vec<f64>,
+    at: usize,
+    len: usize,
+    /// The file ended and the converter was told.
+    finished: bool,
+}
+
+impl Source {
+    /// Session frames for `n` file frames.
+    fn session_frames(&self, n: u64) -> u64 {
+        self.rate.as_ref().map_or(n, |r| r.conv.output_frames(n))
+    }
+
+    /// Fills `dst` with the next `dst.len() / channels` session frames,
+    /// interleaved; returns how many there were (silence after them).
+    fn read_interleaved(&mut self, dst: &mut [f64]) -> usize {
+        let Some(r) = &mut self.rate else {
+            return self.wav.read_interleaved(dst);
+        };
+        let ch = self.wav.channels();
+        let want = dst.len() / ch;
+        let mut done = 0;
+        loop {
+            let pulled = r.conv.pull(&mut dst[done * ch..want * ch]);
+            done += pulled;
+            if done == want {
+                return done;
+            }
+            if r.at == r.len {
+                if r.finished {
+                    // Pulled to the end of the finished input.
+                    return done;
+                }
+                r.len = self.wav.read_interleaved(&mut r.chunk);
+                r.at = 0;
+                if r.len == 0 {
+                    r.conv.finish();
+                    r.finished = true;
+                }
+                continue;
+            }
+            let took = r.conv.push(&r.chunk[r.at * ch..r.len * ch]);
+            r.at += took;
+            if took == 0 && pulled == 0 {
+                // A converter that neither gives nor takes: end here
+                // rather than spin (its buffers hold a whole chunk, so it
+                // does not happen).
+                return done;
+            }
+        }
+    }
+}
+
+impl InputFeed for Source {
+    /// Session frames in order from the first; silence after the end.
+    fn read(&mut self, _start: u64, block: &mut InputBlock<'_>) {
+        let frames = block.frames();
+        let ch = self.wav.channels();
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.resize(frames * ch, 0.0);
+        let got = self.read_interleaved(&mut buf);
+        for c in 0..block.channels() {
+            for (i, d) in block.channel_mut(c).iter_mut().enumerate() {
+                *d = if i < got && c < ch {
+                    buf[i * ch + c]
+                } else {
+                    0.0
+                };
+            }
+        }
+        self.scratch = buf;
+    }
+}
+
+/// Opens `--input` before the scene compiles, so that a scene which sets
+/// no `sample_rate` renders at the input's rate: `Some` when the scene
+/// sets none, has an `input` node and one input is given (not standard
+/// input when the scene comes from there too). A failure to open it is
+/// kept, to be reported where [`open_input`] reports one.
+pub fn open_early(
+    given: &[PathBuf],
+    scene: &crate::scene::Scene,
+    scene_from_stdin: bool,
+) -> Option<Result<WavInput, WavInError>> {
+    let [path] = given else {
+        return None;
+    };
+    let stdin = path.as_os_str() == "-";
+    if scene.sample_rate_set
+        || (stdin && scene_from_stdin)
+        || !scene.nodes.iter().any(|n| n.op == "input")
+    {
+        return None;
+    }
+    Some(if stdin {
+        WavInput::stdin()
+    } else {
+        WavInput::open(path)
+    })
 }
 
 /// Opens `--input` for `plan` and checks it against the scene: `None`
@@ -103,6 +231,7 @@ pub fn open_input(
     given: &[PathBuf],
     plan: &Plan,
     scene_from_stdin: bool,
+    early: Option<Result<WavInput, WavInError>>,
     log: &mut dyn Write,
 ) -> Result<Option<RenderInput>, HostError> {
     let uses = plan.inputs();
@@ -134,29 +263,84 @@ pub fn open_input(
         );
         return Ok(None);
     }
-    let wav = if path.as_os_str() == "-" {
-        if scene_from_stdin {
-            return Err(RenderError::BothFromStdin.into());
+    let wav = match early {
+        Some(opened) => opened,
+        None if path.as_os_str() == "-" => {
+            if scene_from_stdin {
+                return Err(RenderError::BothFromStdin.into());
+            }
+            WavInput::stdin()
         }
-        WavInput::stdin()
-    } else {
-        WavInput::open(path)
+        None => WavInput::open(path),
     }
     .map_err(|e| HostError::from(RenderError::Input(e)))?;
-    let input = RenderInput {
-        shown: if wav.path().is_some() {
-            format!("`{}`", wav.name())
-        } else {
-            wav.name().to_string()
-        },
-        channels: wav.channels(),
-        format: wav.format(),
-        frames: wav.length_known().then(|| wav.declared_frames()),
-        wav: Arc::new(Mutex::new(wav)),
+    let shown = if wav.path().is_some() {
+        format!("`{}`", wav.name())
+    } else {
+        wav.name().to_string()
     };
-    let rate = input.lock().sample_rate();
-    check_fits(&input.shown, rate, input.channels, plan, log).map_err(HostError::Usage)?;
-    Ok(Some(input))
+    check_fits(&shown, wav.channels(), plan, log).map_err(HostError::Usage)?;
+    let rate = converting(&shown, &wav, plan)?;
+    let conversion = rate.as_ref().map(|r| r.1.clone());
+    let source = Source {
+        rate: rate.map(|r| r.0),
+        wav,
+        scratch: Vec::new(),
+    };
+    let frames = source
+        .wav
+        .length_known()
+        .then(|| source.session_frames(source.wav.declared_frames()));
+    Ok(Some(RenderInput {
+        shown,
+        channels: source.wav.channels(),
+        format: source.wav.format(),
+        frames,
+        conversion,
+        wav: Arc::new(Mutex::new(source)),
+    }))
+}
+
+/// The conversion of `wav` to the session's rate, when it has another:
+/// strict (polyphase) when a node reading it is strict, else rubato.
+fn converting(
+    shown: &str,
+    wav: &WavInput,
+    plan: &Plan,
+) -> Result<Option<(Converting, Conversion)>, HostError> {
+    let (from_hz, to_hz) = (wav.sample_rate(), plan.sample_rate);
+    if from_hz == to_hz {
+        return Ok(None);
+    }
+    let strict = plan.nodes.iter().any(|n| {
+        crate::ops::is_session_input(n.op) && n.profile.profile == crate::profile::Profile::Strict
+    });
+    let method = if strict {
+        Method::Polyphase
+    } else {
+        Method::Library
+    };
+    let ch = wav.channels();
+    let conv = converter(method, from_hz, to_hz, ch, CHUNK_FRAMES).map_err(|e| {
+        HostError::Usage(format!(
+            "{shown} is at {from_hz} Hz, but scene `{}` runs at {to_hz} Hz, and {e}; set \"sample_rate\": {from_hz} in the scene, or convert the file (e.g. `sox in.wav -r {to_hz} out.wav`)",
+            plan.file
+        ))
+    })?;
+    let conversion = Conversion {
+        what: format!("input {shown}"),
+        from_hz,
+        to_hz,
+        method,
+    };
+    let rate = Converting {
+        conv,
+        chunk: vec![0.0; CHUNK_FRAMES * ch],
+        at: 0,
+        len: 0,
+        finished: false,
+    };
+    Ok(Some((rate, conversion)))
 }
 
 /// What reads the input, for messages: `` node `mic` reads channel 0 ``,

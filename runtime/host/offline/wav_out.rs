@@ -294,6 +294,9 @@ pub enum Body<'a> {
     },
     /// To a spool file, copied to the stream after the header at the end.
     Spool { w: BufWriter<File>, sink: Sink<'a> },
+    /// To a spool file, encoded as FLAC into the output at the end
+    /// ([`crate::host::offline::flac_out`]).
+    Flac { w: BufWriter<File>, sink: Sink<'a> },
 }
 
 /// A write failure: the output's, or the spool's.
@@ -326,11 +329,22 @@ impl<'a> Body<'a> {
         })
     }
 
+    /// The body of a FLAC output: the samples wait in a spool.
+    pub fn open_flac(sink: Sink<'a>) -> Result<Body<'a>, HostError> {
+        let spool = spool_file().map_err(spool_error)?;
+        Ok(Body::Flac {
+            w: BufWriter::with_capacity(1 << 20, spool),
+            sink,
+        })
+    }
+
     /// Writes encoded samples.
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), BodyError> {
         match self {
             Body::Direct { w, .. } => w.write_all(bytes).map_err(BodyError::Output),
-            Body::Spool { w, .. } => w.write_all(bytes).map_err(BodyError::Spool),
+            Body::Spool { w, .. } | Body::Flac { w, .. } => {
+                w.write_all(bytes).map_err(BodyError::Spool)
+            }
         }
     }
 
@@ -338,7 +352,7 @@ impl<'a> Body<'a> {
     pub fn into_sink(self) -> Sink<'a> {
         match self {
             Body::Direct { w, .. } => w.into_parts().0,
-            Body::Spool { sink, .. } => sink,
+            Body::Spool { sink, .. } | Body::Flac { sink, .. } => sink,
         }
     }
 
@@ -369,6 +383,18 @@ impl<'a> Body<'a> {
                     }
                 }
                 Ok(sink)
+            }
+            Body::Flac { w, mut sink } => {
+                let mut spool = w.into_inner().map_err(|e| spool_error(e.into_error()))?;
+                spool.rewind().map_err(spool_error)?;
+                let mut out = BufWriter::with_capacity(1 << 20, &mut sink);
+                let written = crate::host::offline::flac_out::encode(&mut spool, layout, &mut out)
+                    .and_then(|_| out.flush());
+                drop(out);
+                match written {
+                    Ok(()) => Ok(sink),
+                    Err(e) => Err(sink.write_error(e).into()),
+                }
             }
             Body::Spool { w, mut sink } => {
                 let mut spool = w.into_inner().map_err(|e| spool_error(e.into_error()))?;

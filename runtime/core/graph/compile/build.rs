@@ -235,6 +235,7 @@ pub(super) fn assemble(
         notes: Vec::new(),
         crossfade: timing.crossfade,
         resources: cx.resources,
+        conversions: cx.conversions,
         warnings: cx.warnings,
     }
 }

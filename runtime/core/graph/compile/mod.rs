@@ -106,6 +106,8 @@ struct Ctx<'a> {
     warnings: Vec<Diagnostic>,
     /// Every resource reference and the file it resolved to.
     resources: Vec<(String, PathBuf)>,
+    /// Every resource converted to the session's rate.
+    conversions: Vec<super::Conversion>,
 }
 
 impl Ctx<'_> {
@@ -228,6 +230,7 @@ fn compile_expanded(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Di
         errors: Vec::new(),
         warnings: scene.warnings.clone(),
         resources: Vec::new(),
+        conversions: Vec::new(),
     };
     let Declared {
         session,
@@ -368,6 +371,7 @@ mod testing {
             errors: Vec::new(),
             warnings: scene.warnings.clone(),
             resources: Vec::new(),
+            conversions: Vec::new(),
         }
     }
 

@@ -5,6 +5,7 @@
 
 use super::{did_you_mean, CompileOptions, Ctx, Decl, Resolved, Session};
 use crate::dsp::fft::FftProvider;
+use crate::dsp::resample::{Method, Polyphase, RateConverter, RateError};
 use crate::ops::{
     self, default_value, resolve_param, AudioData, OpSpec, ParamError, ParamKind, Value,
 };
@@ -374,20 +375,37 @@ fn load_resource(
         cx.resources.push((reference.clone(), path.clone()));
     }
     let rate = opts.sample_rate.unwrap_or(cx.scene.sample_rate);
-    if data.sample_rate != rate {
-        cx.error(
-            loc,
-            Some(node),
-            format!(
-                "`{}` is at {} Hz but the scene runs at {} Hz",
-                path.display(),
-                data.sample_rate,
-                rate
-            ),
-            Some("resample the file, or set the scene's sample_rate to match".to_string()),
-        );
-        return None;
-    }
+    let data = if data.sample_rate != rate {
+        match convert_resource(&data, rate) {
+            Ok(converted) => {
+                let converted = Arc::new(converted);
+                cache.insert(reference.clone(), converted.clone());
+                cx.conversions.push(crate::graph::Conversion {
+                    what: format!("resource `{reference}`"),
+                    from_hz: data.sample_rate,
+                    to_hz: rate,
+                    method: Method::Polyphase,
+                });
+                converted
+            }
+            Err(e) => {
+                cx.error(
+                    loc,
+                    Some(node),
+                    format!(
+                        "`{}` is at {} Hz but the scene runs at {} Hz, and {e}",
+                        path.display(),
+                        data.sample_rate,
+                        rate
+                    ),
+                    Some("resample the file, or set the scene's sample_rate to match".to_string()),
+                );
+                return None;
+            }
+        }
+    } else {
+        data
+    };
     if data.frames() == 0 {
         cx.warn(
             loc,
@@ -400,6 +418,36 @@ fn load_resource(
         );
     }
     Some(data)
+}
+
+/// A resource at another rate than the session's, converted by the strict
+/// polyphase converter under every profile: the conversion runs once,
+/// here, off the audio thread, so its cost is no concern, and a profile
+/// switch keeps the same samples.
+fn convert_resource(data: &AudioData, to_hz: u32) -> Result<AudioData, RateError> {
+    let frames = data.frames();
+    let mut channels = Vec::with_capacity(data.channels.len());
+    for ch in &data.channels {
+        let mut conv = Polyphase::new(data.sample_rate, to_hz, 1, frames.max(1))?;
+        let mut out = vec![0.0; conv.output_frames(frames as u64) as usize];
+        let taken = conv.push(ch);
+        debug_assert_eq!(taken, frames, "the converter holds the whole channel");
+        conv.finish();
+        let mut done = 0;
+        while done < out.len() {
+            let n = conv.pull(&mut out[done..]);
+            if n == 0 {
+                break;
+            }
+            done += n;
+        }
+        channels.push(out);
+    }
+    Ok(AudioData {
+        path: data.path.clone(),
+        sample_rate: to_hz,
+        channels,
+    })
 }
 
 /// One test per pass, each driving the passes before it on a small scene.

@@ -49,6 +49,7 @@ fn empty_scene(file: &str, dir: Option<PathBuf>) -> Scene {
         seed_loc: None,
         duration_loc: None,
         sample_rate: DEFAULT_SAMPLE_RATE,
+        sample_rate_set: false,
         duration: None,
         tempo: None,
         config: SceneConfig::default(),
@@ -111,6 +112,7 @@ impl Loader<'_> {
                 "sample_rate" => {
                     if let Some(n) = self.int(v, p, "sample_rate", 1, MAX_SAMPLE_RATE, None) {
                         scene.sample_rate = n as u32;
+                        scene.sample_rate_set = true;
                     }
                 }
                 "duration" => self.duration(v, p, &mut scene),

@@ -9,7 +9,7 @@
 
 use super::LiveInput;
 use crate::graph::Plan;
-use crate::host::files::wav_in::{check_fits, InputFormat, WavInput};
+use crate::host::files::wav_in::{check_fits, check_rate, InputFormat, WavInput};
 use crate::host::HostError;
 use crate::scene::Diagnostic;
 use rtrb::{Consumer, Producer, RingBuffer};
@@ -107,14 +107,8 @@ pub fn open(path: &Path, plan: &Plan, log: &mut dyn std::io::Write) -> Result<Op
     }
     let wav = WavInput::open(path).map_err(|e| refused(e.to_string()))?;
     // The diagnostic names the file; the message calls it what it is.
-    check_fits(
-        "the input file",
-        wav.sample_rate(),
-        wav.channels(),
-        plan,
-        log,
-    )
-    .map_err(refused)?;
+    check_rate("the input file", wav.sample_rate(), plan).map_err(refused)?;
+    check_fits("the input file", wav.channels(), plan, log).map_err(refused)?;
     let sample_rate = plan.sample_rate;
     let width = wav.channels();
     let format = wav.format();

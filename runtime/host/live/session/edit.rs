@@ -268,7 +268,6 @@ impl LiveSession {
             ))),
             Some(h) => crate::host::files::wav_in::check_fits(
                 "the session's input",
-                plan.sample_rate,
                 h.width(),
                 plan,
                 &mut std::io::sink(),

@@ -23,7 +23,7 @@ mod plan;
 mod report;
 mod write;
 
-pub use options::RenderOptions;
+pub use options::{Container, RenderOptions};
 pub use write::{render_hash, render_to_wav, RenderReport};
 
 use crate::engine::ControlFeed;
@@ -31,7 +31,7 @@ use crate::engine::Engine;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::files::signals::InterruptGuard;
 use crate::host::files::wav::WavLayout;
-use crate::host::offline::input::{open_input, protect};
+use crate::host::offline::input::{open_early, open_input, protect};
 use crate::host::offline::midi::{open_midi, protect_midi};
 use crate::host::record::snapshot::{numbered_path, SnapshotContext, SnapshotFile, Written};
 use crate::host::HostError;
@@ -85,8 +85,16 @@ pub fn render(
         crate::host::read_scene(&opts.scene)?
     };
     let snap = opts.resume.as_deref().map(SnapshotFile::read).transpose()?;
-    let mut plan = compile_for_render(opts, &scene, snap.as_ref(), log)?;
-    let input = open_input(&opts.input, &plan, from_stdin, log)?;
+    // A scene without a `sample_rate` renders at its input's.
+    let early = open_early(&opts.input, &scene, from_stdin);
+    let input_rate = match &early {
+        Some(Ok(wav)) => Some(wav.sample_rate()),
+        _ => None,
+    };
+    let mut plan = compile_for_render(opts, &scene, snap.as_ref(), input_rate, log)?;
+    let input = open_input(&opts.input, &plan, from_stdin, early, log)?;
+    let mut conversions = plan.conversions.clone();
+    conversions.extend(input.as_ref().and_then(|i| i.conversion.clone()));
     let sr = plan.sample_rate;
     let start = snap.as_ref().map_or(0, |s| s.clock);
     let midi = open_midi(&opts.midi, &plan, start)?;
@@ -101,7 +109,12 @@ pub fn render(
     let mut inputs = render_inputs(opts, &plan, from_stdin);
     protect(&mut inputs, &opts.input);
     protect_midi(&mut inputs, &opts.midi);
-    let layout = wav_layout(plan.main.len(), sr, opts.format, length.least())?;
+    let flac = opts.container() == Container::Flac;
+    if flac {
+        crate::host::offline::flac_out::check_format(opts.sample_format())
+            .map_err(HostError::Usage)?;
+    }
+    let layout = wav_layout(plan.main.len(), sr, opts.sample_format(), length.least())?;
     let output = prepare_outputs(opts, &layout, &inputs, &stops, several)?;
 
     let context = if stops.is_empty() && snap.is_none() {
@@ -145,6 +158,7 @@ pub fn render(
             interrupt: Some(&guard),
             input: input.as_ref(),
             tail,
+            flac,
         },
         feed.as_mut(),
         snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
@@ -167,6 +181,9 @@ pub fn render(
         (None, None) => None,
     };
     report_snapshots(&written, &stops, sr, log);
+    for c in &conversions {
+        let _ = writeln!(log, "converted: {c}");
+    }
     report_render(
         &engine,
         &report,
@@ -178,6 +195,10 @@ pub fn render(
     );
     let json = opts.json.then(|| {
         let mut summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
+        summary["conversions"] = conversions
+            .iter()
+            .map(crate::graph::conversion_json)
+            .collect();
         if let (Some(i), Some(m)) = (&input, summary.as_object_mut()) {
             m.insert("input".into(), input_json(i, tail.as_ref(), &report, sr));
         }
@@ -230,11 +251,15 @@ fn prepare_outputs(
     stops: &[u64],
     several: bool,
 ) -> Result<Output, HostError> {
+    let kind = match opts.container() {
+        Container::Wav => &Kind::RENDER,
+        Container::Flac => &Kind::RENDER_FLAC,
+    };
     let output = Output::prepare(
         &opts.output,
         inputs,
         layout.file_len().unwrap_or(u64::MAX),
-        &Kind::RENDER,
+        kind,
     )?;
     if let Some(base) = &opts.snapshot_out {
         for at in stops {

@@ -16,14 +16,14 @@ pub struct RenderOptions {
     /// files: a FIFO, a device, a directory or a socket is refused up
     /// front, naming the path and what it is (exit 2).
     pub scene: PathBuf,
-    /// Output WAV file (replaced only when the render completes), a FIFO
+    /// Output WAV or FLAC file (replaced only when the render completes), a FIFO
     /// or device (streamed), or `-` for standard output. Never a file
     /// the render reads.
     ///
     /// The output is named as a WAV: it must end in `.wav` or `.wave` (any
     /// case), be `-`, or be an existing FIFO or device; `-o x.mp3` or a
     /// name without an extension is refused up front (exit 2) with the
-    /// `.wav` name to use. `-o -` is refused when standard output is a
+    /// `.wav` name to use. A name ending in `.flac` writes FLAC. `-o -` is refused when standard output is a
     /// terminal. The output rules (see the command's description) are
     /// checked before anything renders.
     #[arg(short = 'o', long = "output")]
@@ -44,13 +44,24 @@ pub struct RenderOptions {
     /// 24 hours, refused up front (exit 2) with the limit in the message.
     #[arg(allow_hyphen_values = true, short = 'd', long = "duration")]
     pub duration: Option<TimeArg>,
-    /// Sample format of the WAV file.
+    /// Sample format of the output (default: f32 for a WAV, i24 for a FLAC).
     ///
     /// Integer formats scale by 2^(b−1)−1, round half to even and clamp (no
     /// dither). The header carries the final sizes from the start; past
-    /// 4 GiB it is RF64 (a `ds64` chunk with 64-bit sizes).
-    #[arg(long, value_enum, default_value = "f32")]
-    pub format: WavFormat,
+    /// 4 GiB it is RF64 (a `ds64` chunk with 64-bit sizes). A FLAC holds
+    /// i16 or i24; f32 with a FLAC output is refused (exit 2).
+    #[arg(long, value_enum)]
+    pub format: Option<WavFormat>,
+    /// Container of the output: wav or flac (default: flac when -o ends in
+    /// `.flac`, any case; else wav, also for `-o -`).
+    ///
+    /// A FLAC output goes through the same output rules as a WAV (a
+    /// temporary file renamed into place when complete, never over an
+    /// input); its name must end in `.flac` (or be `-`, a FIFO or a
+    /// device). Decoding it gives back every integer sample exactly, and
+    /// `--hash` is the hash of the samples as for a WAV.
+    #[arg(long, value_enum)]
+    pub container: Option<Container>,
     /// Replace the scene's seed (when resuming it must agree with the snapshot's).
     ///
     /// An unsigned integer 0 … 18446744073709551615; a value outside that
@@ -108,8 +119,10 @@ pub struct RenderOptions {
     /// the input's length plus the scene's tail. Given once.
     ///
     /// Integer (8/16/24/32-bit) and float WAVs of any channel count are
-    /// read; the file's rate must be the scene's (the error names both, and
-    /// the fix). The tail: the render goes on until the main bus stays
+    /// read. A scene that sets no `sample_rate` renders at the file's
+    /// rate; a file at another rate than the scene's is converted as it
+    /// is read (the polyphase converter when a node reading it is strict,
+    /// else rubato), and the summary says `converted: …`. The tail: the render goes on until the main bus stays
     /// below −100 dBFS for 100 ms (at most 60 s more), so a dry chain adds
     /// nothing and a reverb's tail is kept; the summary says which length
     /// was used (`length: input 3.000 s + tail 1.996 s`, or `length: -d
@@ -125,7 +138,8 @@ pub struct RenderOptions {
     /// waits in an unlinked file in `TMPDIR`; `-d` streams as it renders).
     ///
     /// A bad input — not a WAV, cut short (also standard input part-way),
-    /// no frames, a directory or a FIFO (refused unopened), another rate,
+    /// no frames, a directory or a FIFO (refused unopened), a rate no
+    /// converter reaches (e.g. 44101 Hz into 48000 Hz),
     /// too few channels, `--input` given twice — exits 2 naming the file,
     /// and no output file is left (to `-o -` with `-d`, what streamed
     /// before a failure part-way has gone out). A scene with `input` nodes
@@ -155,4 +169,34 @@ pub struct RenderOptions {
     /// exits 2, leaving no output.
     #[arg(long = "midi", value_name = "FILE.mid")]
     pub midi: Vec<PathBuf>,
+}
+
+/// The container `render` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Container {
+    Wav,
+    Flac,
+}
+
+impl RenderOptions {
+    /// The container: `--container`, else from the output's extension.
+    pub fn container(&self) -> Container {
+        let flac_name = self
+            .output
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("flac"));
+        match self.container {
+            Some(c) => c,
+            None if flac_name => Container::Flac,
+            None => Container::Wav,
+        }
+    }
+
+    /// The sample format: `--format`, else f32 for a WAV and i24 for a FLAC.
+    pub fn sample_format(&self) -> WavFormat {
+        self.format.unwrap_or(match self.container() {
+            Container::Wav => WavFormat::F32,
+            Container::Flac => WavFormat::I24,
+        })
+    }
 }

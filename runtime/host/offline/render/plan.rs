@@ -16,13 +16,15 @@ use crate::scene::{self, Diagnostic};
 use std::io::Write;
 use std::time::Instant;
 
-/// The plan a render runs: compiled under the arguments, or under the
+/// The plan a render runs, at `input_rate` when given (the input's, for a
+/// scene that sets no rate): compiled under the arguments, or under the
 /// snapshot's settings when resuming (a `--block-size` or `--seed` that
 /// disagrees with the snapshot's is refused). `-v` says what it resolved.
 pub(super) fn compile_for_render(
     opts: &RenderOptions,
     scene: &scene::Scene,
     snap: Option<&SnapshotFile>,
+    input_rate: Option<u32>,
     log: &mut dyn Write,
 ) -> Result<Plan, HostError> {
     let copts = match snap {
@@ -58,6 +60,10 @@ pub(super) fn compile_for_render(
             resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
             ..CompileOptions::default()
         },
+    };
+    let copts = CompileOptions {
+        sample_rate: input_rate,
+        ..copts
     };
     let compiling = Instant::now();
     let plan = compile(scene, &copts).map_err(HostError::Input)?;

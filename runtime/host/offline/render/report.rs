@@ -196,9 +196,20 @@ pub(super) fn json_summary(
     let duration_s = report.frames as f64 / sr as f64;
     let mut summary = serde_json::json!({
         "output": opts.output.display().to_string(),
-        "format": opts.format.name(),
+        "format": opts.sample_format().name(),
+        "container": match opts.container() {
+            super::Container::Wav => "wav",
+            super::Container::Flac => "flac",
+        },
         "rf64": layout.is_rf64(),
-        "bytes": layout.file_len().unwrap_or(u64::MAX),
+        // A FLAC's size is known once written (none when streamed).
+        "bytes": match opts.container() {
+            super::Container::Wav => Some(layout.file_len().unwrap_or(u64::MAX)),
+            super::Container::Flac => std::fs::metadata(&opts.output)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len()),
+        },
         "sample_rate": sr,
         "channels": report.channels,
         "start_frame": start,

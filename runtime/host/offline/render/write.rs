@@ -88,6 +88,7 @@ pub fn render_to_wav(
             interrupt: None,
             input: None,
             tail: None,
+            flac: false,
         },
         None,
         |_| Ok(()),
@@ -127,6 +128,8 @@ pub(super) struct WriteOptions<'a> {
     /// The render ends with the scene's tail after the input: `layout`'s
     /// length is then only the least it writes, and it runs at most `limit`.
     pub(super) tail: Option<(Tail, u64)>,
+    /// Write FLAC instead of WAV (`layout`'s format is then i16 or i24).
+    pub(super) flac: bool,
 }
 
 /// Why a render stopped early.
@@ -161,7 +164,11 @@ pub(super) fn write_wav(
         Some((t, limit)) => (Some(t.clone()), *limit),
         None => (None, layout.frames),
     };
-    let mut body = Body::open(sink, layout, tail.is_none())?;
+    let mut body = if opts.flac {
+        Body::open_flac(sink)?
+    } else {
+        Body::open(sink, layout, tail.is_none())?
+    };
     let f32_bus = matches!(engine.bus(), BusRef::F32(..));
     let mut enc = Encoder::new(engine.channels(), layout.format, f32_bus);
     let mut framer = Framer::new(engine.clock(), engine.channels(), tail);
