@@ -139,6 +139,7 @@ fn the_clock_backend_has_no_input_and_no_default_output() {
         sample_rate: 48_000,
         bus_channels: 1,
         period: 64,
+        ..device::Request::default()
     };
     assert!(matches!(
         clock.open_output(None, &request),
@@ -169,6 +170,7 @@ fn a_device_error_keeps_the_backends_error_as_its_source() {
             sample_rate: 48_000,
             bus_channels: 2,
             period: 64,
+            ..device::Request::default()
         },
     );
     match bad {
