@@ -31,6 +31,7 @@ mod handover;
 mod handover_budget;
 mod hot_reload;
 mod input_device;
+mod jack;
 mod inputs;
 mod lanes;
 mod lfo;

@@ -26,7 +26,7 @@ use crate::host::live::device::{
     StreamEvents, StreamFault,
 };
 use crate::host::live::player::{Meters, PlayerCell};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The device id of the JACK backend.
@@ -321,12 +321,22 @@ struct Process {
     scratch: Vec<f32>,
     period: Arc<AtomicUsize>,
     midi: Option<MidiFeed>,
+    /// Set once the ports are connected: until then the callback plays
+    /// silence and the player does not run, so no frame is lost to ports
+    /// that lead nowhere yet.
+    connected: Arc<AtomicBool>,
 }
 
 impl jack::ProcessHandler for Process {
     fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
         let n = ps.n_frames() as usize;
         let ch = self.outs.len();
+        if !self.connected.load(Ordering::Acquire) {
+            for port in &mut self.outs {
+                port.as_mut_slice(ps).fill(0.0);
+            }
+            return jack::Control::Continue;
+        }
         if let Some(midi) = &mut self.midi {
             midi.read(ps, self.cell.meters().frames.load(Ordering::Relaxed));
         }
@@ -381,12 +391,14 @@ impl Device for JackDevice {
             .transpose()?;
         self.period
             .store(c.buffer_size() as usize, Ordering::Relaxed);
+        let connected = Arc::new(AtomicBool::new(false));
         let process = Process {
             cell: cell.clone(),
             outs,
             scratch: vec![0.0; MAX_PERIOD.max(c.buffer_size() as usize) * self.channels],
             period: self.period.clone(),
             midi,
+            connected: connected.clone(),
         };
         let notices = Notices {
             events,
@@ -402,6 +414,7 @@ impl Device for JackDevice {
                 .connect_ports_by_name(from, to)
                 .map_err(|e| DeviceError::stream(format!("cannot connect {from} to {to}"), e))?;
         }
+        connected.store(true, Ordering::Release);
         Ok(Box::new(JackStream {
             client: Some(active),
             midi: self.midi.clone(),
