@@ -44,7 +44,11 @@ impl Server {
         let server = Server { child, name };
         let deadline = Instant::now() + Duration::from_secs(20);
         while !server.ports().iter().any(|p| p == "system:playback_1") {
-            assert!(Instant::now() < deadline, "jackd {} did not start", server.name);
+            assert!(
+                Instant::now() < deadline,
+                "jackd {} did not start",
+                server.name
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         Some(server)
@@ -194,7 +198,10 @@ fn from_first_sound(x: &[f32], ch: usize) -> &[f32] {
 /// non-silent frame of each, over at least `min_frames` frames (the
 /// recording's end may cut the render short), and silence after it.
 fn assert_same_bits(recorded: &[f32], rendered: &[f32], ch: usize, min_frames: usize, log: &str) {
-    let (a, b) = (from_first_sound(recorded, ch), from_first_sound(rendered, ch));
+    let (a, b) = (
+        from_first_sound(recorded, ch),
+        from_first_sound(rendered, ch),
+    );
     let n = a.len().min(b.len());
     assert!(
         n >= min_frames * ch,
@@ -241,7 +248,11 @@ fn what_jack_plays_is_what_render_writes_bit_for_bit_under_each_profile() {
         let log = described(&o);
         assert!(o.status.success(), "{log}");
         finish(recorder);
-        let r = render("scenes/pan-sweep.json", &ren, &["-d", "1s", "--profile", profile]);
+        let r = render(
+            "scenes/pan-sweep.json",
+            &ren,
+            &["-d", "1s", "--profile", profile],
+        );
         assert!(r.status.success(), "{}", stderr(&r));
         let recorded = read_f32(&rec);
         let rendered = read_f32(&ren);
@@ -343,14 +354,18 @@ fn connect_takes_the_input_ports_a_pattern_matches_and_refuses_one_that_matches_
 }
 
 #[test]
-fn a_scene_that_sets_another_rate_is_refused_naming_both_and_one_that_does_not_plays_at_the_servers()
-{
+fn a_scene_that_sets_another_rate_is_refused_naming_both_and_one_that_does_not_plays_at_the_servers(
+) {
     let Some(server) = Server::start(44_100, 64) else {
         return;
     };
     let dir = temp_dir("rates");
     let pinned = dir.join("pinned.json");
-    std::fs::write(&pinned, common::DC.replace("{\"version\"", "{\"sample_rate\": 48000, \"version\"")).unwrap();
+    std::fs::write(
+        &pinned,
+        common::DC.replace("{\"version\"", "{\"sample_rate\": 48000, \"version\""),
+    )
+    .unwrap();
     let o = server.run(&[
         pinned.to_str().unwrap(),
         "--device",
@@ -458,7 +473,11 @@ fn a_server_that_stops_ends_the_session_keeping_the_take_and_the_journal() {
         "{log}"
     );
     let played = read_f32(&cap);
-    assert!(played.len() >= 2 * 24_000, "the take is kept: {} samples; {log}", played.len());
+    assert!(
+        played.len() >= 2 * 24_000,
+        "the take is kept: {} samples; {log}",
+        played.len()
+    );
     common::assert_replays(&journal, &cap, &log);
 }
 
@@ -475,7 +494,10 @@ fn devices_lists_the_jack_server_and_its_ports() {
         jack.contains(&format!("    jack  (JACK server `{}`)", server.name)),
         "{out}"
     );
-    assert!(jack.contains("default: 48000 Hz, buffer 64 frames, f32"), "{out}");
+    assert!(
+        jack.contains("default: 48000 Hz, buffer 64 frames, f32"),
+        "{out}"
+    );
     assert!(
         jack.contains("ports it can play into: system:playback_1, system:playback_2"),
         "{out}"
@@ -502,4 +524,101 @@ fn devices_says_so_in_one_line_when_no_jack_server_runs() {
             || note.starts_with("  JACK is not installed"),
         "{out}"
     );
+}
+
+/// A note on a JACK MIDI port gates a `dc` node: its level is 1 while the
+/// note is held.
+const GATE: &str = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0}}],
+ "outputs": {"main": "d"},
+ "controls": [{"midi": {"note": "any"}, "node": "d", "param": "value", "min": 0, "max": 1}]}"#;
+
+#[test]
+fn jack_midi_lands_each_note_at_the_frame_it_was_sent_and_replays() {
+    let Some(server) = Server::start(48_000, 256) else {
+        return;
+    };
+    let dir = temp_dir("midi");
+    let scene = dir.join("gate.json");
+    std::fs::write(&scene, GATE).unwrap();
+    let (cap, journal) = (dir.join("take.wav"), dir.join("take.jsonl"));
+    let mut child = server.spawn(&[
+        scene.to_str().unwrap(),
+        "--device",
+        "jack",
+        "--midi",
+        "jack",
+        "--profile",
+        "repro",
+        "--block-size",
+        "1024",
+        "--duration",
+        "4s",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let lines = common::stderr_lines(&mut child);
+    server.wait_port("morphrt:midi_in");
+    // A loop of 9600 frames: note 60 from frame 1000 for 2400 frames.
+    let _seq = server
+        .command("jack_midiseq")
+        .args(["seq", "9600", "1000", "60", "2400"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(KillOnDrop)
+        .unwrap();
+    server.wait_port("seq:out");
+    let c = server
+        .command("jack_connect")
+        .args(["seq:out", "morphrt:midi_in"])
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", stderr(&c));
+    let status = child.wait().unwrap();
+    let log: Vec<String> = lines.try_iter().collect();
+    let log = log.join("\n");
+    assert!(status.success(), "{log}");
+    assert!(
+        log.contains("MIDI: listening on the JACK client's port midi_in"),
+        "{log}"
+    );
+    let landed: Vec<(u64, bool)> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| {
+            r["type"] == "control"
+                && r["from"]
+                    .as_str()
+                    .is_some_and(|f| f.starts_with("midi jack"))
+        })
+        .map(|r| {
+            let on = r["from"].as_str().unwrap().contains("note on");
+            (r["at"].as_u64().unwrap(), on)
+        })
+        .collect();
+    assert!(landed.len() >= 6, "{landed:?}\n{log}");
+    for w in landed.windows(2) {
+        let ((a, on_a), (b, on_b)) = (w[0], w[1]);
+        assert_ne!(on_a, on_b, "{landed:?}");
+        // On to off: the note's length; off to the next on: the rest of the loop.
+        let want = if on_a { 2400 } else { 9600 - 2400 };
+        assert_eq!(b - a, want, "{landed:?}\n{log}");
+    }
+    // Heard from the sample each landed on.
+    let played = read_f32(&cap);
+    for (at, on) in &landed {
+        let at = *at as usize;
+        if 2 * at < played.len() {
+            assert_eq!(played[2 * at], if *on { 1.0 } else { 0.0 }, "at {at}");
+            assert_eq!(
+                played[2 * (at - 1)],
+                if *on { 0.0 } else { 1.0 },
+                "before {at}"
+            );
+        }
+    }
+    common::assert_replays(&journal, &cap, &log);
 }

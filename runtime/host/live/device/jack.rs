@@ -81,7 +81,9 @@ fn client(name: &str) -> Result<jack::Client, String> {
     jack::Client::new(name, jack::ClientOptions::NO_START_SERVER)
         .map(|(c, _)| c)
         .map_err(|e| match e {
-            jack::Error::ClientError(status) if status.contains(jack::ClientStatus::SERVER_FAILED) => {
+            jack::Error::ClientError(status)
+                if status.contains(jack::ClientStatus::SERVER_FAILED) =>
+            {
                 format!(
                     "no JACK server `{}` is running (start one, e.g. `jackd -d alsa`)",
                     server_name()
@@ -510,12 +512,8 @@ pub fn open_midi(
                 while let Ok(e) = consumer.pop() {
                     let bytes = &e.bytes[..e.len as usize];
                     let when = crate::host::control::When::Frame(e.frame);
-                    let m = crate::host::live::midi::message_when(
-                        &mut follower,
-                        "jack",
-                        bytes,
-                        when,
-                    );
+                    let m =
+                        crate::host::live::midi::message_when(&mut follower, "jack", bytes, when);
                     if let Some(m) = m {
                         if sender.send(m).is_err() {
                             return;
