@@ -45,7 +45,8 @@ use std::time::{Duration, Instant};
 pub struct MidiArgs {
     /// MIDI input played into the scene's MIDI `controls`: a port name
     /// (or part of one; `morphrt devices` lists them), `all`, or
-    /// `file:PATH.mid` to play a MIDI file into the session in real time.
+    /// `file:PATH.mid` to play a MIDI file into the session in real time,
+    /// or `jack` for the MIDI port `midi_in` of `--device jack`'s client.
     /// Repeatable.
     ///
     /// A port name opens the MIDI input named so, or whose name contains
@@ -59,10 +60,13 @@ pub struct MidiArgs {
     /// its timing does not jitter with the callback), is journaled with the
     /// sample it landed on, and replays there. A message no control maps is
     /// ignored (the monitor shows it); a scene with no MIDI control is
-    /// warned about. With `-v` each message is printed as it arrives, an
+    /// warned about. `jack` reads its port in the JACK process callback:
+    /// a message lands at the output frame it arrived at plus one block
+    /// and one period, exactly (it needs `--device jack`). With `-v` each
+    /// message is printed as it arrives, an
     /// unmapped one with the `controls` entry that would map it, ready to
     /// paste.
-    #[arg(long = "midi", value_name = "PORT|all|file:PATH.mid")]
+    #[arg(long = "midi", value_name = "PORT|all|jack|file:PATH.mid")]
     pub midi: Vec<String>,
 }
 

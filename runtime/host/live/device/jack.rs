@@ -146,10 +146,7 @@ impl Host for JackHost {
     }
 
     fn note(&self) -> Option<String> {
-        match client("morphrt-list") {
-            Ok(_) => None,
-            Err(why) => Some(why),
-        }
+        client("morphrt-list").err()
     }
 
     fn owns(&self, id: &str) -> bool {
@@ -168,7 +165,7 @@ impl Host for JackHost {
             source: why.into(),
             available: names(Direction::Output),
         })?;
-        let rate = c.sample_rate() as u32;
+        let rate = c.sample_rate();
         if rate != request.sample_rate && request.rate_pinned {
             return Err(DeviceError::stream_refused(format!(
                 "the JACK server `{}` runs at {rate} Hz and the scene's `sample_rate` is {} Hz; a JACK session runs at the server's rate\n  help: start the server at {} Hz (`jackd -r {}`), or remove `sample_rate` from the scene to play at the server's",
