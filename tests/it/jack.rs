@@ -13,10 +13,42 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-/// A `jackd` of its own (dummy driver), killed by its PID when dropped.
+/// A `jackd` of its own (dummy driver), stopped by its PID when dropped.
 struct Server {
     child: std::process::Child,
     name: String,
+    _slot: Slot,
+}
+
+/// Servers running at once: JACK's registry has room for 8 servers on a
+/// machine, and one stopped by SIGKILL keeps its entry for good, so every
+/// server here is stopped by SIGTERM and at most 4 run together.
+const SERVERS_AT_ONCE: usize = 4;
+
+static RUNNING: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// One of the [`SERVERS_AT_ONCE`] places, given back when dropped.
+struct Slot;
+
+impl Slot {
+    fn take() -> Slot {
+        let (count, freed) = &RUNNING;
+        let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= SERVERS_AT_ONCE {
+            n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        Slot
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let (count, freed) = &RUNNING;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        freed.notify_one();
+    }
 }
 
 impl Server {
@@ -29,6 +61,7 @@ impl Server {
             eprintln!("skipped: jackd is not installed (apt-get install jackd2 jack-tools)");
             return None;
         }
+        let slot = Slot::take();
         let name = format!(
             "morphrt-it-{}-{}",
             std::process::id(),
@@ -41,7 +74,11 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("start jackd");
-        let server = Server { child, name };
+        let server = Server {
+            child,
+            name,
+            _slot: slot,
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         while !server.ports().iter().any(|p| p == "system:playback_1") {
             assert!(
@@ -103,8 +140,17 @@ impl Server {
             .unwrap_or_default()
     }
 
-    /// Every connection as (output port, input port).
+    /// Every connection from a client's output port (not the system's),
+    /// as (output port, input port).
     fn connections(&self) -> Vec<(String, String)> {
+        self.all_connections()
+            .into_iter()
+            .filter(|(a, _)| !a.starts_with("system:"))
+            .collect()
+    }
+
+    /// Every connection as (output port, input port), each once.
+    fn all_connections(&self) -> Vec<(String, String)> {
         let mut all = Vec::new();
         let mut from = String::new();
         for l in self.lsp(&["-c"]).lines() {
@@ -113,9 +159,17 @@ impl Server {
                 None => from = l.to_string(),
             }
         }
-        all.into_iter()
-            .filter(|(a, _)| !a.starts_with("system:"))
-            .collect()
+        let outputs = self.lsp(&["-p"]);
+        let is_output = |port: &str| {
+            let mut lines = outputs.lines();
+            while let Some(l) = lines.next() {
+                if l == port {
+                    return lines.next().is_some_and(|p| p.contains("output"));
+                }
+            }
+            false
+        };
+        all.into_iter().filter(|(a, _)| is_output(a)).collect()
     }
 
     /// Waits (20 s at most) until `port` exists.
@@ -153,18 +207,13 @@ impl Server {
         child
     }
 
-    /// Stops the server at once (SIGKILL), as a crash would.
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SAFETY: a signal to our own child, not reaped yet.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(3);
+    /// Stops the server (SIGTERM) and waits for it to end.
+    fn stop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: a signal to our own child, not reaped yet.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
         while let Ok(None) = self.child.try_wait() {
             if Instant::now() > deadline {
                 let _ = self.child.kill();
@@ -173,6 +222,12 @@ impl Drop for Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -456,7 +511,7 @@ fn a_server_that_stops_ends_the_session_keeping_the_take_and_the_journal() {
     let mut log = Vec::new();
     common::wait_line(&lines, "playing", &mut log);
     std::thread::sleep(Duration::from_millis(1500));
-    server.kill();
+    server.stop();
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -621,4 +676,44 @@ fn jack_midi_lands_each_note_at_the_frame_it_was_sent_and_replays() {
         }
     }
     common::assert_replays(&journal, &cap, &log);
+}
+
+/// Passes the first input channel to the main bus.
+const THROUGH: &str = r#"{"version": "1.0", "nodes": [{"id": "mic", "op": "input", "params": {"channel": 0}}],
+ "outputs": {"main": ["mic"]}}"#;
+
+#[test]
+fn a_scene_that_reads_input_records_from_input_ports_connected_to_the_system_capture() {
+    let Some(server) = Server::start(48_000, 64) else {
+        return;
+    };
+    let dir = temp_dir("input");
+    let scene = dir.join("through.json");
+    std::fs::write(&scene, THROUGH).unwrap();
+    let mut child = server.spawn(&[scene.to_str().unwrap(), "--device", "jack", "--no-journal"]);
+    let lines = common::stderr_lines(&mut child);
+    let mut log = Vec::new();
+    common::wait_line(
+        &lines,
+        "input: jack (1 ch, 32-bit float, 48000 Hz",
+        &mut log,
+    );
+    server.wait_port("morphrt:in_1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let want = ("system:capture_1".to_string(), "morphrt:in_1".to_string());
+    while !server.all_connections().contains(&want) {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}\n{}",
+            server.all_connections(),
+            log.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !server.ports().iter().any(|p| p == "morphrt:in_2"),
+        "one port per channel the scene reads: {:?}",
+        server.ports()
+    );
+    let _ = child.kill();
 }

@@ -20,11 +20,13 @@
 //! libjack is loaded when the backend is first used, so `morphrt` runs on
 //! a machine without JACK (the backend then says it is not installed).
 
-use crate::host::live::device::capture::CaptureInput;
+use crate::host::live::device::capture::{CaptureInput, CaptureSource};
 use crate::host::live::device::{
     names, Device, DeviceError, DeviceInfo, Direction, Host, Need, Opened, Request, Stream,
     StreamEvents, StreamFault,
 };
+use crate::host::live::input::ring::{RingShape, RingWriter};
+use crate::host::live::input::InputFormat;
 use crate::host::live::player::{Meters, PlayerCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,6 +40,10 @@ pub const DEFAULT_NAME: &str = "morphrt";
 /// JACK's largest buffer size: the interleaving buffer is made this long
 /// up front, so a buffer-size change never allocates.
 const MAX_PERIOD: usize = 8192;
+
+/// No callback for this long is a lost client: the server suspends its
+/// clients while its graph changes, and says itself when it stops.
+const STALL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The port type of JACK audio.
 const AUDIO_TYPE: &str = "32 bit float mono audio";
@@ -176,18 +182,30 @@ impl Host for JackHost {
             )));
         }
         let channels = request.channels_wanted();
-        let targets = targets(&c, request.connect.as_deref(), channels)?;
+        let targets = peers(&c, request.connect.as_deref(), jack::PortFlags::IS_INPUT)?;
+        let sources = peers(&c, request.connect.as_deref(), jack::PortFlags::IS_OUTPUT)?;
         let id = format!("jack:{}", c.name());
         let period = Arc::new(AtomicUsize::new(c.buffer_size() as usize));
+        let capture = SharedCapture {
+            channels: Arc::new(Mutex::new(0)),
+            pending: Arc::new(Mutex::new(None)),
+            swap: Arc::new(Mutex::new(None)),
+            period: period.clone(),
+        };
+        if let Ok(mut c) = CAPTURE.lock() {
+            *c = Some(capture.clone());
+        }
         Ok(Opened {
             device: Box::new(JackDevice {
                 client: Some(c),
                 asked: asked.to_string(),
                 channels,
                 targets,
+                sources,
                 period,
                 server_xruns: Arc::new(AtomicU64::new(0)),
                 midi: Arc::new(Mutex::new(midi_wanted())),
+                capture,
             }),
             sample_rate: rate,
             channels,
@@ -196,26 +214,126 @@ impl Host for JackHost {
         })
     }
 
-    fn open_input(&self, id: Option<&str>, _need: Need) -> Result<CaptureInput, DeviceError> {
-        let available = names(Direction::Input);
-        Err(match id {
-            Some(id) => DeviceError::NoInput {
-                id: id.to_string(),
-                available,
-            },
-            None => DeviceError::NoDefaultInput { available },
-        })
+    fn open_input(&self, id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceError> {
+        let Some(capture) = CAPTURE.lock().ok().and_then(|c| c.clone()) else {
+            // Input ports belong to the output's client: none without it.
+            let available = names(Direction::Input);
+            return Err(match id {
+                Some(_) => DeviceError::CannotRecord {
+                    id: JACK_DEVICE.to_string(),
+                    why: "the JACK input ports belong to the client of `--device jack`, which this session does not play through".to_string(),
+                },
+                None => DeviceError::NoDefaultInput { available },
+            });
+        };
+        let channels = need.min_channels.max(1);
+        if let Ok(mut c) = capture.channels.lock() {
+            *c = channels;
+        }
+        let source = JackCapture {
+            capture,
+            channels,
+            id: JACK_DEVICE.to_string(),
+        };
+        let period = source.capture.period.load(Ordering::Relaxed);
+        let shape = RingShape {
+            channels,
+            format: InputFormat::F32,
+            capacity_frames: super::cpal::input::ring_frames(Some(period), need.block),
+            block: need.block,
+        };
+        CaptureInput::start(Box::new(source), shape, STALL)
     }
 }
 
-/// The input ports the `channels` output ports connect to, in order:
-/// the physical playback ports (`None`), none (`none`), or those whose
-/// names match `pattern`. A pattern that matches no port is refused,
+/// What the output's client shares with its input: the input channels
+/// asked for, the writers handed to the process callback, and the
+/// server's period.
+#[derive(Clone)]
+struct SharedCapture {
+    /// Input ports to register (0: none).
+    channels: Arc<Mutex<usize>>,
+    /// The writer the next activation takes.
+    pending: Arc<Mutex<Option<RingWriter>>>,
+    /// New writers for a running callback, and the old ones back from it
+    /// (dropped here, off the audio thread).
+    swap: Arc<Mutex<Option<WriterSwap>>>,
+    period: Arc<AtomicUsize>,
+}
+
+/// The control side of a running callback's writer handover.
+struct WriterSwap {
+    to_audio: rtrb::Producer<RingWriter>,
+    back: rtrb::Consumer<RingWriter>,
+}
+
+/// The capture side of the JACK output opened last, if any.
+static CAPTURE: Mutex<Option<SharedCapture>> = Mutex::new(None);
+
+/// The input ports of the `--device jack` client, as a capture source:
+/// the process callback pushes them into the ring before it plays.
+struct JackCapture {
+    capture: SharedCapture,
+    channels: usize,
+    id: String,
+}
+
+impl CaptureSource for JackCapture {
+    fn prepare(&mut self, _fallback: bool) -> Result<usize, DeviceError> {
+        Ok(self.channels)
+    }
+
+    fn open(
+        &mut self,
+        writer: RingWriter,
+        _events: Arc<StreamEvents>,
+    ) -> Result<Box<dyn Stream>, DeviceError> {
+        let mut swap = self
+            .capture
+            .swap
+            .lock()
+            .map_err(|_| DeviceError::stream_refused("the JACK capture state is poisoned"))?;
+        match swap.as_mut() {
+            Some(s) => {
+                while s.back.pop().is_ok() {}
+                if let Err(rtrb::PushError::Full(w)) = s.to_audio.push(writer) {
+                    drop(w);
+                    return Err(DeviceError::stream_refused(
+                        "the JACK callback has not taken the last input ring yet",
+                    ));
+                }
+            }
+            None => {
+                if let Ok(mut p) = self.capture.pending.lock() {
+                    *p = Some(writer);
+                }
+            }
+        }
+        Ok(Box::new(NoStream))
+    }
+
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn period_frames(&self) -> Option<usize> {
+        Some(self.capture.period.load(Ordering::Relaxed))
+    }
+}
+
+/// The input's stream is the output's client: nothing to stop here.
+struct NoStream;
+impl Stream for NoStream {}
+
+/// The other clients' ports on one side (`IS_INPUT`: what the output
+/// ports connect to; `IS_OUTPUT`: what the input ports connect from), in
+/// order: the physical ports (`None`), none (`none`), or those whose names
+/// match `pattern`. A pattern that matches no input port is refused,
 /// listing the input ports.
-fn targets(
+fn peers(
     c: &jack::Client,
     connect: Option<&str>,
-    channels: usize,
+    side: jack::PortFlags,
 ) -> Result<Vec<String>, DeviceError> {
     let own = format!("{}:", c.name());
     let ports = |pattern: Option<&str>, flags: jack::PortFlags| -> Vec<String> {
@@ -224,16 +342,13 @@ fn targets(
             .filter(|p| !p.starts_with(&own))
             .collect()
     };
-    let found = match connect {
-        Some("none") => return Ok(Vec::new()),
-        None => ports(
-            None,
-            jack::PortFlags::IS_INPUT | jack::PortFlags::IS_PHYSICAL,
-        ),
+    match connect {
+        Some("none") => Ok(Vec::new()),
+        None => Ok(ports(None, side | jack::PortFlags::IS_PHYSICAL)),
         Some(pattern) => {
-            let found = ports(Some(pattern), jack::PortFlags::IS_INPUT);
-            if found.is_empty() {
-                let all = ports(None, jack::PortFlags::IS_INPUT);
+            let found = ports(Some(pattern), side);
+            if found.is_empty() && side == jack::PortFlags::IS_INPUT {
+                let all = ports(None, side);
                 return Err(DeviceError::stream_refused(format!(
                     "--connect {pattern}: no JACK input port matches it; input ports: {}",
                     if all.is_empty() {
@@ -243,10 +358,9 @@ fn targets(
                     }
                 )));
             }
-            found
+            Ok(found)
         }
-    };
-    Ok(found.into_iter().take(channels).collect())
+    }
 }
 
 /// The JACK client a session plays through (see the module docs).
@@ -259,12 +373,16 @@ pub struct JackDevice {
     channels: usize,
     /// The input ports `out_1`, `out_2`, … connect to, in order.
     targets: Vec<String>,
+    /// The output ports `in_1`, `in_2`, … connect from, in order.
+    sources: Vec<String>,
     /// The server's buffer size, as the last callback was told it.
     period: Arc<AtomicUsize>,
     /// Xruns the server reported.
     server_xruns: Arc<AtomicU64>,
     /// The ring `--midi jack` is fed through, while no client has it.
     midi: Arc<Mutex<Option<rtrb::Producer<MidiEvent>>>>,
+    /// Its input side, shared with the capture input.
+    capture: SharedCapture,
 }
 
 /// The running client; dropping it deactivates and closes it (JACK waits
@@ -320,6 +438,12 @@ struct Process {
     scratch: Vec<f32>,
     period: Arc<AtomicUsize>,
     midi: Option<MidiFeed>,
+    /// The input ports, when the scene reads input, their interleaved
+    /// frames, the ring they go to, and the handover of a new ring.
+    ins: Vec<jack::Port<jack::AudioIn>>,
+    in_scratch: Vec<f32>,
+    writer: Option<RingWriter>,
+    writers: Option<(rtrb::Consumer<RingWriter>, rtrb::Producer<RingWriter>)>,
     /// Set once the ports are connected: until then the callback plays
     /// silence and the player does not run, so no frame is lost to ports
     /// that lead nowhere yet.
@@ -339,6 +463,7 @@ impl jack::ProcessHandler for Process {
         if let Some(midi) = &mut self.midi {
             midi.read(ps, self.cell.meters().frames.load(Ordering::Relaxed));
         }
+        self.capture(ps, n);
         let Some(buf) = self.scratch.get_mut(..n * ch) else {
             for port in &mut self.outs {
                 port.as_mut_slice(ps).fill(0.0);
@@ -360,8 +485,41 @@ impl jack::ProcessHandler for Process {
         if need > self.scratch.len() {
             self.scratch.resize(need, 0.0);
         }
+        let need = size as usize * self.ins.len();
+        if need > self.in_scratch.len() {
+            self.in_scratch.resize(need, 0.0);
+        }
         self.period.store(size as usize, Ordering::Relaxed);
         jack::Control::Continue
+    }
+}
+
+impl Process {
+    /// Pushes this cycle's input ports into the capture ring (taking a
+    /// new ring when the control side hands one over, and giving the old
+    /// one back to be freed there).
+    fn capture(&mut self, ps: &jack::ProcessScope, n: usize) {
+        if let Some((new, back)) = &mut self.writers {
+            if let Ok(w) = new.pop() {
+                if let Some(old) = self.writer.replace(w) {
+                    // Room for it: the control side drains `back` before
+                    // each handover, and hands over one at a time.
+                    let _ = back.push(old);
+                }
+            }
+        }
+        let (Some(writer), ch) = (&mut self.writer, self.ins.len()) else {
+            return;
+        };
+        let Some(buf) = self.in_scratch.get_mut(..n * ch) else {
+            return;
+        };
+        for (c, port) in self.ins.iter().enumerate() {
+            for (f, s) in port.as_slice(ps).iter().enumerate() {
+                buf[f * ch + c] = *s;
+            }
+        }
+        writer.push(buf, |x: f32| x as f64);
     }
 }
 
@@ -380,6 +538,18 @@ impl Device for JackDevice {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| DeviceError::stream("cannot register the JACK output ports", e))?;
         let names: Vec<String> = outs.iter().filter_map(|p| p.name().ok()).collect();
+        let in_channels = self.capture.channels.lock().map_or(0, |c| *c);
+        let ins = (1..=in_channels)
+            .map(|i| c.register_port(&format!("in_{i}"), jack::AudioIn::default()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| DeviceError::stream("cannot register the JACK input ports", e))?;
+        let in_names: Vec<String> = ins.iter().filter_map(|p| p.name().ok()).collect();
+        let writer = self.capture.pending.lock().ok().and_then(|mut p| p.take());
+        let (to_audio, from_control) = rtrb::RingBuffer::new(1);
+        let (to_control, back) = rtrb::RingBuffer::new(2);
+        if let Ok(mut swap) = self.capture.swap.lock() {
+            *swap = Some(WriterSwap { to_audio, back });
+        }
         let ring = self.midi.lock().ok().and_then(|mut m| m.take());
         let midi = ring
             .map(|ring| {
@@ -397,6 +567,10 @@ impl Device for JackDevice {
             scratch: vec![0.0; MAX_PERIOD.max(c.buffer_size() as usize) * self.channels],
             period: self.period.clone(),
             midi,
+            in_scratch: vec![0.0; MAX_PERIOD.max(c.buffer_size() as usize) * ins.len()],
+            ins,
+            writer,
+            writers: Some((from_control, to_control)),
             connected: connected.clone(),
         };
         let notices = Notices {
@@ -413,6 +587,12 @@ impl Device for JackDevice {
                 .connect_ports_by_name(from, to)
                 .map_err(|e| DeviceError::stream(format!("cannot connect {from} to {to}"), e))?;
         }
+        for (from, to) in self.sources.iter().zip(&in_names) {
+            active
+                .as_client()
+                .connect_ports_by_name(from, to)
+                .map_err(|e| DeviceError::stream(format!("cannot connect {from} to {to}"), e))?;
+        }
         connected.store(true, Ordering::Release);
         Ok(Box::new(JackStream {
             client: Some(active),
@@ -422,6 +602,10 @@ impl Device for JackDevice {
 
     fn period_frames(&self) -> Option<usize> {
         Some(self.period.load(Ordering::Relaxed))
+    }
+
+    fn stall_after(&self) -> Option<std::time::Duration> {
+        Some(STALL)
     }
 
     fn xrun_meaning(&self) -> Option<&'static str> {

@@ -193,9 +193,20 @@ pub fn open_output(id: Option<&str>, request: &Request) -> Result<Opened, Device
     }
 }
 
-/// Opens the input `--input-device` names (`None`: the first backend's
+/// Opens the input `--input-device` names (`None`: the default input of
+/// the backend of `output`, the output's id, else the first backend's
 /// default input) for `need`.
-pub fn open_input(id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceError> {
+pub fn open_input(
+    id: Option<&str>,
+    need: Need,
+    output: Option<&str>,
+) -> Result<CaptureInput, DeviceError> {
+    if let (None, Some(b)) = (id, output.and_then(owner)) {
+        match b.host().open_input(None, need) {
+            Err(DeviceError::NoDefaultInput { .. }) => {}
+            other => return other,
+        }
+    }
     match id {
         Some(id) => match owner(id) {
             Some(b) => b.host().open_input(Some(id), need),
@@ -301,6 +312,13 @@ pub trait Device {
     ) -> Result<Box<dyn Stream>, DeviceError>;
     /// Frames per callback when fixed, for the status line and the watchdog.
     fn period_frames(&self) -> Option<usize>;
+    /// How long without a callback the watchdog waits before it rebuilds
+    /// the stream, when the device knows better than its bound (a JACK
+    /// server suspends its clients while its graph changes, and says
+    /// itself when it stops).
+    fn stall_after(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// What an xrun means on this device, when it is not a sound card's
     /// underrun: said once, at the first one.
     fn xrun_meaning(&self) -> Option<&'static str> {
