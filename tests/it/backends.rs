@@ -61,6 +61,7 @@ fn devices_lists_every_backends_devices_under_its_name() {
 #[test]
 fn a_device_id_goes_to_the_backend_whose_ids_have_its_form() {
     assert_eq!(device::owner("clock"), Some(Backend::Clock));
+    assert_eq!(device::owner("jack"), Some(Backend::Jack));
     assert_eq!(device::owner("alsa:null"), Some(Backend::Cpal));
     assert_eq!(device::owner("alsa:no-such-device"), Some(Backend::Cpal));
     assert_eq!(device::owner("nope"), None);
