@@ -717,3 +717,63 @@ fn a_scene_that_reads_input_records_from_input_ports_connected_to_the_system_cap
     );
     let _ = child.kill();
 }
+
+#[test]
+fn xruns_the_server_reports_count_in_the_summary() {
+    let Some(server) = Server::start(48_000, 64) else {
+        return;
+    };
+    let mut child = server.spawn(&[
+        "scenes/drone.json",
+        "--device",
+        "jack",
+        "--duration",
+        "3s",
+        "--no-journal",
+    ]);
+    let lines = common::stderr_lines(&mut child);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing", &mut log);
+    // A server held still misses its cycles' deadlines: xruns it reports.
+    let pid = server.child.id() as libc::pid_t;
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: signals to our own child, not reaped yet.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_millis(100));
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    }
+    let status = child.wait().unwrap();
+    log.extend(lines.try_iter());
+    let log = log.join("\n");
+    assert!(status.success(), "{log}");
+    let summary = log
+        .lines()
+        .find(|l| l.starts_with("played "))
+        .unwrap_or_else(|| panic!("no summary: {log}"));
+    let number_before = |what: &str| -> u64 {
+        let at = summary
+            .find(what)
+            .unwrap_or_else(|| panic!("no `{what}`: {summary}"));
+        summary[..at]
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .find(|w| !w.is_empty())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let xruns: u64 = summary
+        .split("xruns ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no xruns: {summary}"));
+    let own = number_before(" started late") + number_before(" overran their budget");
+    assert!(
+        summary.contains("(JACK: the server's xruns and morphrt's late or overrunning callbacks"),
+        "{summary}"
+    );
+    // morphrt's own count is at most one per late or overrunning
+    // callback: the rest are the server's.
+    assert!(xruns > own, "no xrun of the server's counted: {summary}");
+}
