@@ -10,7 +10,6 @@ use crate::support as common;
 use common::{read_f32, render, stderr, temp_dir, KillOnDrop};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// A `jackd` of its own (dummy driver), stopped by its PID when dropped.
@@ -20,55 +19,64 @@ struct Server {
     _slot: Slot,
 }
 
-/// Servers running at once: JACK's registry has room for 8 servers on a
-/// machine, and one stopped by SIGKILL keeps its entry for good, so every
-/// server here is stopped by SIGTERM and at most 4 run together.
+/// Servers running at once. JACK's registry has room for 8 servers on a
+/// machine and frees the entry of a server that died without cleaning up
+/// (SIGKILL) only when a server of the same name starts: so the servers
+/// here take their names from [`SERVERS_AT_ONCE`] places, `morphrt-it-0`
+/// to `morphrt-it-3`, and at most that many run together.
 const SERVERS_AT_ONCE: usize = 4;
 
-static RUNNING: (std::sync::Mutex<usize>, std::sync::Condvar) =
-    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+static PLACES: (
+    std::sync::Mutex<[bool; SERVERS_AT_ONCE]>,
+    std::sync::Condvar,
+) = (
+    std::sync::Mutex::new([false; SERVERS_AT_ONCE]),
+    std::sync::Condvar::new(),
+);
 
 /// One of the [`SERVERS_AT_ONCE`] places, given back when dropped.
-struct Slot;
+struct Slot(usize);
 
 impl Slot {
     fn take() -> Slot {
-        let (count, freed) = &RUNNING;
-        let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
-        while *n >= SERVERS_AT_ONCE {
-            n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
+        let (places, freed) = &PLACES;
+        let mut taken = places.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(i) = taken.iter().position(|t| !t) {
+                taken[i] = true;
+                return Slot(i);
+            }
+            taken = freed.wait(taken).unwrap_or_else(|e| e.into_inner());
         }
-        *n += 1;
-        Slot
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let (count, freed) = &RUNNING;
-        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        let (places, freed) = &PLACES;
+        places.lock().unwrap_or_else(|e| e.into_inner())[self.0] = false;
         freed.notify_one();
     }
 }
 
 impl Server {
     /// Starts `jackd -n NAME -d dummy -r RATE -p PERIOD` (synchronous, no
-    /// real-time scheduling) and waits until it takes clients; `None`
+    /// real-time scheduling, a long client timeout) and waits until it
+    /// takes clients; `None`
     /// (saying so) when `jackd` is not installed.
     fn start(rate: u32, period: u32) -> Option<Server> {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
         if Command::new("jackd").arg("--version").output().is_err() {
             eprintln!("skipped: jackd is not installed (apt-get install jackd2 jack-tools)");
             return None;
         }
         let slot = Slot::take();
-        let name = format!(
-            "morphrt-it-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = format!("morphrt-it-{}", slot.0);
         let child = Command::new("jackd")
-            .args(["--no-realtime", "-S", "-n", &name, "-d", "dummy"])
+            // A client late by up to 10 s is waited for, not skipped: on a
+            // busy machine without real-time scheduling the recorder must
+            // still get every cycle.
+            .args(["--no-realtime", "-S", "-t", "10000", "-n", &name])
+            .args(["-d", "dummy"])
             .args(["-r", &rate.to_string(), "-p", &period.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -776,4 +784,43 @@ fn xruns_the_server_reports_count_in_the_summary() {
     // morphrt's own count is at most one per late or overrunning
     // callback: the rest are the server's.
     assert!(xruns > own, "no xrun of the server's counted: {summary}");
+}
+
+#[test]
+fn without_a_server_jack_is_refused_saying_none_runs() {
+    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        .args(["run", "scenes/drone.json", "--device", "jack"])
+        .args(["--duration", "200ms", "--no-journal"])
+        .env("JACK_DEFAULT_SERVER", "morphrt-it-no-such-server")
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let log = described(&o);
+    assert_eq!(o.status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("the audio device `jack` cannot play (no JACK server `morphrt-it-no-such-server` is running")
+            || log.contains("JACK is not installed"),
+        "{log}"
+    );
+}
+
+#[test]
+fn midi_jack_without_device_jack_is_refused() {
+    let o = common::morphrt(&[
+        "run",
+        "scenes/drone.json",
+        "--device",
+        "clock",
+        "--midi",
+        "jack",
+        "--duration",
+        "200ms",
+        "--no-journal",
+    ]);
+    let log = described(&o);
+    assert_eq!(o.status.code(), Some(2), "{log}");
+    assert!(
+        log.contains("--midi jack reads the MIDI port of the JACK client: it needs --device jack"),
+        "{log}"
+    );
 }
