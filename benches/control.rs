@@ -99,6 +99,7 @@ fn latency(messages: usize) {
         origin,
         sample_rate: RATE as u32,
         stamped_latency: 2 * BLOCK as u64,
+        first_sample: 0,
     };
     let mut hub = ControlHub::new(p.control_link(), controls, clock);
     let socket = osc_in::bind("0", &mut std::io::sink()).expect("bind");

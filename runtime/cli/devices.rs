@@ -16,6 +16,9 @@ pub fn devices(out: &mut dyn Write) -> Result<(), HostError> {
         let outputs = host.outputs()?;
         let inputs = host.inputs()?;
         text.push_str(&format!("{}:\n", host.name()));
+        if let Some(note) = host.note() {
+            text.push_str(&format!("  {note}\n"));
+        }
         text.push_str("  outputs (run --device ID):\n");
         section(&mut text, outputs, "no audio output devices");
         text.push_str("  inputs (run --input-device ID):\n");

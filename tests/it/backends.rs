@@ -61,6 +61,7 @@ fn devices_lists_every_backends_devices_under_its_name() {
 #[test]
 fn a_device_id_goes_to_the_backend_whose_ids_have_its_form() {
     assert_eq!(device::owner("clock"), Some(Backend::Clock));
+    assert_eq!(device::owner("jack"), Some(Backend::Jack));
     assert_eq!(device::owner("alsa:null"), Some(Backend::Cpal));
     assert_eq!(device::owner("alsa:no-such-device"), Some(Backend::Cpal));
     assert_eq!(device::owner("nope"), None);
@@ -139,6 +140,7 @@ fn the_clock_backend_has_no_input_and_no_default_output() {
         sample_rate: 48_000,
         bus_channels: 1,
         period: 64,
+        ..device::Request::default()
     };
     assert!(matches!(
         clock.open_output(None, &request),
@@ -169,6 +171,7 @@ fn a_device_error_keeps_the_backends_error_as_its_source() {
             sample_rate: 48_000,
             bus_channels: 2,
             period: 64,
+            ..device::Request::default()
         },
     );
     match bad {

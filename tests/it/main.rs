@@ -33,6 +33,7 @@ mod handover_budget;
 mod hot_reload;
 mod input_device;
 mod inputs;
+mod jack;
 mod lanes;
 mod lfo;
 mod live_input;

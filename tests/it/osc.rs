@@ -453,6 +453,7 @@ fn hub_of_scene() -> (
         origin: std::time::Instant::now(),
         sample_rate: 48_000,
         stamped_latency: 0,
+        first_sample: 0,
     };
     let hub = ControlHub::new(player.control_link(), controls, clock);
     (player, hub)

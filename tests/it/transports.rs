@@ -88,6 +88,7 @@ fn a_transport_written_outside_the_crate_delivers_into_the_hub_and_is_journaled_
         origin: std::time::Instant::now(),
         sample_rate: 48_000,
         stamped_latency: 0,
+        first_sample: 0,
     };
     let controls = PlayingControls {
         maps: incoming.controls.clone(),

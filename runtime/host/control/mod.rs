@@ -115,6 +115,12 @@ pub enum When {
     /// At the sample this instant maps to, plus the transport's fixed
     /// latency (a MIDI message's timestamp).
     Stamped(Instant),
+    /// At this output frame (as [`Meters::frames`] counts the frames the
+    /// device got), plus the transport's fixed latency: a message a device
+    /// callback read at a known frame (JACK MIDI).
+    ///
+    /// [`Meters::frames`]: crate::api::player::Meters::frames
+    Frame(u64),
 }
 
 /// An answer to the sender of a message: the applied change, or why not.

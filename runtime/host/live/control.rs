@@ -303,8 +303,9 @@ impl<'a> Playing<'a> {
         let cfg = self.cfg;
         let now_ns = self.origin.elapsed().as_nanos() as u64;
         let last = self.meters.last_callback_ns.load(Ordering::Acquire);
-        let stall_after =
-            Duration::from_secs_f64(period * cfg.stall_periods as f64).max(cfg.stall_min);
+        let stall_after = self.device.stall_after().unwrap_or_else(|| {
+            Duration::from_secs_f64(period * cfg.stall_periods as f64).max(cfg.stall_min)
+        });
         let since = if last == 0 {
             self.started.elapsed()
         } else {

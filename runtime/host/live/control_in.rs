@@ -29,6 +29,8 @@
 //! engine lands a past sample at its next block). `When::At(time)` (an OSC
 //! timetag) and `When::Stamped(instant)` (a MIDI timestamp, plus
 //! the fixed [`AudioClock::stamped_latency`], one device period and one block)
+//! and `When::Frame(frame)` (an output frame a device callback read a
+//! message at, plus the same latency: exact, whatever the jitter)
 //! map to a sample through the audio clock: the engine clock the last
 //! callback left (`Meters::clock`) at the time it ended
 //! (`Meters::last_callback_ns` after the player's origin), plus the time
@@ -115,8 +117,12 @@ pub struct AudioClock {
     /// The instant the player's times count from.
     pub origin: Instant,
     pub sample_rate: u32,
-    /// Samples added to a [`When::Stamped`] instant.
+    /// Samples added to a [`When::Stamped`] instant or a [`When::Frame`].
     pub stamped_latency: u64,
+    /// The engine sample the first output frame played (a resumed
+    /// session's snapshot sample, else 0): output frame `f` plays sample
+    /// `first_sample + f`.
+    pub first_sample: u64,
 }
 
 /// The audio clock read once: every message of a tick maps through the
@@ -169,6 +175,17 @@ impl AudioClock {
                 Err(_) => 0,
             },
             When::Stamped(t) => self.sample_at(r, t, self.stamped_latency),
+            When::Frame(f) => {
+                let s = self
+                    .first_sample
+                    .saturating_add(f)
+                    .saturating_add(self.stamped_latency);
+                if s > r.clock {
+                    s
+                } else {
+                    0
+                }
+            }
         }
     }
 }

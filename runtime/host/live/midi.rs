@@ -45,7 +45,8 @@ use std::time::{Duration, Instant};
 pub struct MidiArgs {
     /// MIDI input played into the scene's MIDI `controls`: a port name
     /// (or part of one; `morphrt devices` lists them), `all`, or
-    /// `file:PATH.mid` to play a MIDI file into the session in real time.
+    /// `file:PATH.mid` to play a MIDI file into the session in real time,
+    /// or `jack` for the MIDI port `midi_in` of `--device jack`'s client.
     /// Repeatable.
     ///
     /// A port name opens the MIDI input named so, or whose name contains
@@ -59,10 +60,13 @@ pub struct MidiArgs {
     /// its timing does not jitter with the callback), is journaled with the
     /// sample it landed on, and replays there. A message no control maps is
     /// ignored (the monitor shows it); a scene with no MIDI control is
-    /// warned about. With `-v` each message is printed as it arrives, an
+    /// warned about. `jack` reads its port in the JACK process callback:
+    /// a message lands at the output frame it arrived at plus one block
+    /// and one period, exactly (it needs `--device jack`). With `-v` each
+    /// message is printed as it arrives, an
     /// unmapped one with the `controls` entry that would map it, ready to
     /// paste.
-    #[arg(long = "midi", value_name = "PORT|all|file:PATH.mid")]
+    #[arg(long = "midi", value_name = "PORT|all|jack|file:PATH.mid")]
     pub midi: Vec<String>,
 }
 
@@ -93,9 +97,13 @@ pub fn open(
     };
     args.midi
         .iter()
-        .map(|m| {
-            open_midi(&MidiSpec::parse(m), &controls, inlet.sender.clone())
-                .map(|i| Box::new(i) as Box<dyn Transport>)
+        .map(|m| match MidiSpec::parse(m) {
+            MidiSpec::Jack => Ok(Box::new(crate::host::live::device::jack::open_midi(
+                controls.follower(),
+                inlet.sender.clone(),
+            )) as Box<dyn Transport>),
+            spec => open_midi(&spec, &controls, inlet.sender.clone())
+                .map(|i| Box::new(i) as Box<dyn Transport>),
         })
         .collect()
 }
@@ -109,6 +117,8 @@ pub enum MidiSpec {
     All,
     /// A MIDI file played in real time (`file:PATH.mid`).
     File(PathBuf),
+    /// The JACK MIDI input port of the `--device jack` client.
+    Jack,
 }
 
 impl MidiSpec {
@@ -116,6 +126,8 @@ impl MidiSpec {
     pub fn parse(text: &str) -> MidiSpec {
         if text == "all" {
             MidiSpec::All
+        } else if text == "jack" {
+            MidiSpec::Jack
         } else if let Some(path) = text.strip_prefix("file:") {
             MidiSpec::File(PathBuf::from(path))
         } else {
@@ -136,7 +148,8 @@ pub enum MidiControls<'a> {
 }
 
 impl MidiControls<'_> {
-    fn follower(&self) -> Follower {
+    /// A mapper over these controls, for one port.
+    pub fn follower(&self) -> Follower {
         match self {
             MidiControls::Fixed(c) => Follower {
                 mappings: None,
@@ -272,7 +285,7 @@ pub fn open_midi(
                 names: vec![name],
             })
         }
-        MidiSpec::All | MidiSpec::Port(_) => open_ports(spec, controls, sender),
+        MidiSpec::All | MidiSpec::Port(_) | MidiSpec::Jack => open_ports(spec, controls, sender),
     }
 }
 
@@ -317,6 +330,17 @@ fn play_file(file: MidiFile, port: String, mut mapper: Follower, sender: Sender)
 /// The message a MIDI message becomes, stamped `at`; `None` for a
 /// system message or one no control maps.
 pub fn message(follower: &mut Follower, port: &str, bytes: &[u8], at: Instant) -> Option<Message> {
+    message_when(follower, port, bytes, When::Stamped(at))
+}
+
+/// The message a MIDI message becomes, landing `when`; `None` for a
+/// system message or one no control maps.
+pub fn message_when(
+    follower: &mut Follower,
+    port: &str,
+    bytes: &[u8],
+    when: When,
+) -> Option<Message> {
     // A system message has no channel: not sent.
     decode(bytes).0?;
     let what = describe(bytes);
@@ -340,7 +364,7 @@ pub fn message(follower: &mut Follower, port: &str, bytes: &[u8], at: Instant) -
     };
     Some(Message {
         command,
-        when: When::Stamped(at),
+        when,
         from: format!("midi {port} {what}"),
         reply: None,
     })
@@ -427,7 +451,7 @@ fn choose<'a>(
         }
         MidiSpec::All => return Ok(ports.iter().collect()),
         MidiSpec::Port(w) => w,
-        MidiSpec::File(_) => return Ok(Vec::new()),
+        MidiSpec::File(_) | MidiSpec::Jack => return Ok(Vec::new()),
     };
     let exact: Vec<_> = ports.iter().filter(|(_, n)| n == wanted).collect();
     if !exact.is_empty() {

@@ -98,6 +98,12 @@ impl<I: InputSource + ?Sized> PlayerCell<I> {
         })
     }
 
+    /// The meters the player reports through (a device adds the xruns
+    /// its server reports).
+    pub fn meters(&self) -> &Arc<Meters> {
+        &self.meters
+    }
+
     /// Whether a stop was requested (Ctrl-C, `q`).
     pub fn stop_requested(&self) -> bool {
         self.controls.stop.load(Ordering::Relaxed)

@@ -8,6 +8,7 @@
 //! - [`cpal`]: cpal's default host (ALSA on Linux): listing, choosing an
 //!   output configuration, playing, and its input streams.
 //! - [`clock`]: the headless clock device, paced in real time.
+//! - [`jack`]: a JACK client, its ports patched into the server's graph.
 //! - [`capture`]: the control side of an input, whichever backend
 //!   records, and its rebuilds.
 //!
@@ -25,6 +26,7 @@ pub mod capture;
 pub mod clock;
 pub mod cpal;
 mod error;
+pub mod jack;
 
 pub use self::error::{Cause, DeviceError};
 
@@ -59,6 +61,8 @@ backends! {
     Cpal => self::cpal::CpalHost,
     /// The clock device: no sound card, paced in real time.
     Clock => self::clock::ClockHost,
+    /// A JACK client (`--device jack`).
+    Jack => self::jack::JackHost,
 }
 
 /// What a backend does: list its devices, and open an output or an input
@@ -70,6 +74,11 @@ pub trait Host: Sync {
     fn outputs(&self) -> Result<Vec<DeviceInfo>, DeviceError>;
     /// Its input devices.
     fn inputs(&self) -> Result<Vec<DeviceInfo>, DeviceError>;
+    /// A line `morphrt devices` prints under its name, when there is
+    /// something to say beside its devices (a server that is not running).
+    fn note(&self) -> Option<String> {
+        None
+    }
     /// Whether `id` has the form of its device ids, whether or not such a
     /// device exists (a device it cannot find is then its error to say).
     /// By default: one of the ids it lists.
@@ -100,7 +109,7 @@ pub struct DeviceInfo {
 }
 
 /// What a session asks of its output.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Request {
     /// The scene's rate (a device that cannot play it may choose another).
     pub sample_rate: u32,
@@ -109,6 +118,14 @@ pub struct Request {
     /// The device period to ask for, in frames (the engine block size
     /// unless overridden).
     pub period: usize,
+    /// Whether the scene sets its `sample_rate` (a backend that plays only
+    /// its server's rate refuses another one it sets).
+    pub rate_pinned: bool,
+    /// The name a backend that registers a client takes (`--name`).
+    pub name: Option<String>,
+    /// Where a backend whose ports are patched connects them
+    /// (`--connect`): `none`, or a pattern of port names.
+    pub connect: Option<String>,
 }
 
 impl Request {
@@ -176,9 +193,20 @@ pub fn open_output(id: Option<&str>, request: &Request) -> Result<Opened, Device
     }
 }
 
-/// Opens the input `--input-device` names (`None`: the first backend's
+/// Opens the input `--input-device` names (`None`: the default input of
+/// the backend of `output`, the output's id, else the first backend's
 /// default input) for `need`.
-pub fn open_input(id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceError> {
+pub fn open_input(
+    id: Option<&str>,
+    need: Need,
+    output: Option<&str>,
+) -> Result<CaptureInput, DeviceError> {
+    if let (None, Some(b)) = (id, output.and_then(owner)) {
+        match b.host().open_input(None, need) {
+            Err(DeviceError::NoDefaultInput { .. }) => {}
+            other => return other,
+        }
+    }
     match id {
         Some(id) => match owner(id) {
             Some(b) => b.host().open_input(Some(id), need),
@@ -284,6 +312,13 @@ pub trait Device {
     ) -> Result<Box<dyn Stream>, DeviceError>;
     /// Frames per callback when fixed, for the status line and the watchdog.
     fn period_frames(&self) -> Option<usize>;
+    /// How long without a callback the watchdog waits before it rebuilds
+    /// the stream, when the device knows better than its bound (a JACK
+    /// server suspends its clients while its graph changes, and says
+    /// itself when it stops).
+    fn stall_after(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// What an xrun means on this device, when it is not a sound card's
     /// underrun: said once, at the first one.
     fn xrun_meaning(&self) -> Option<&'static str> {

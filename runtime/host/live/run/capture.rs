@@ -41,13 +41,14 @@ pub(super) fn open_input(
         min_channels: width,
         block: plan.block_size,
     };
-    let capture = device::open_input(opts.input_device.as_deref(), need).map_err(|e| {
-        if e.is_bad_id() {
-            HostError::Usage(format!("--input-device: {e}"))
-        } else {
-            HostError::from(e)
-        }
-    })?;
+    let capture = device::open_input(opts.input_device.as_deref(), need, opts.device.as_deref())
+        .map_err(|e| {
+            if e.is_bad_id() {
+                HostError::Usage(format!("--input-device: {e}"))
+            } else {
+                HostError::from(e)
+            }
+        })?;
     let _ = writeln!(
         log,
         "input: {} ({} ch, {}, {} Hz, capture period {})",

@@ -58,6 +58,18 @@ pub struct RunOptions {
     /// with the engine's state and sample clock intact.
     #[arg(long)]
     pub device: Option<String>,
+    /// The client name `--device jack` registers (default: morphrt; JACK
+    /// numbers a second client of the same name, `morphrt-01`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// What `--device jack` connects its output ports to: the server's
+    /// physical playback ports (default), `none`, or the input ports whose
+    /// names match this regular expression (`--connect 'recorder:in_'`),
+    /// `out_1` to the first, `out_2` to the second, …
+    ///
+    /// A pattern no input port matches exits 1, listing the input ports.
+    #[arg(long)]
+    pub connect: Option<String>,
     /// Input device id (see `morphrt devices`) the scene's `input` nodes
     /// read; default: the default input. Opened only when the scene has
     /// `input` nodes.
@@ -344,6 +356,7 @@ impl Live {
             origin,
             sample_rate: sr,
             stamped_latency: (block + period) as u64,
+            first_sample: snap_clock.unwrap_or(0),
         };
         let hub = ControlHub::with_inlet(inlet, link, first_controls, clock);
         let transports = start_transports(transports, log)?;

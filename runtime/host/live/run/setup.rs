@@ -141,14 +141,23 @@ pub(super) fn open_device(
     log: &mut dyn Write,
 ) -> Result<ChosenDevice, HostError> {
     let Compiled {
-        scene, copts, plan, ..
+        text,
+        scene,
+        copts,
+        plan,
+        ..
     } = compiled;
+    let rate_pinned = serde_json::from_str::<serde_json::Value>(text)
+        .is_ok_and(|v| v.get("sample_rate").is_some());
     let opened = device::open_output(
         opts.device.as_deref(),
         &device::Request {
             sample_rate: plan.sample_rate,
             bus_channels: plan.main.len(),
             period: opts.period.unwrap_or(plan.block_size),
+            rate_pinned,
+            name: opts.name.clone(),
+            connect: opts.connect.clone(),
         },
     )?;
     for w in &opened.warnings {
