@@ -307,3 +307,41 @@ def test_resources_come_from_a_dict_as_the_command_line_reads_them_from_a_folder
     p = morphrt.Processor(scene, profile="strict", resources={"hall.wav": (ir, rate)})
     got = np.concatenate([p.process(1000) for _ in range(24)], axis=1)
     assert same_bits(got[:, p.latency:], by_array[:, :24000 - p.latency].astype(np.float32))
+
+
+def test_float64_blocks_are_rounded_to_float32():
+    x = np.random.default_rng(5).standard_normal((1, 3000)) * 0.1
+    p, q = morphrt.Processor(FX), morphrt.Processor(FX)
+    assert same_bits(p.process(x), q.process(x.astype(np.float32)))
+
+
+def test_a_param_set_just_after_a_resume_lands_where_the_snapshot_block_ends():
+    b = 128
+    p = morphrt.Processor(TONE, block_size=b)
+    p.process(1000)  # 1000 = 7 blocks + 104 frames
+    snap = p.snapshot()
+    q = morphrt.Processor.resume(TONE, snap)
+    q.set_param("lp.cutoff", "4kHz")
+    resumed = q.process(6000)
+    first = p.process(b - 1000 % b)
+    p.set_param("lp.cutoff", "4kHz")
+    rest = np.concatenate([first, p.process(6000 - first.shape[1])], axis=1)
+    assert same_bits(resumed, rest)
+
+
+def test_a_snapshot_waits_for_a_switch_and_its_crossfade_then_resumes_under_the_new_profile():
+    p = morphrt.Processor(TONE, profile="strict", block_size=64)
+    p.process(640)
+    p.switch_profile("repro")
+    with pytest.raises(ValueError, match="switch is under way"):
+        p.snapshot()
+    while p.switching:
+        p.process(64)
+    with pytest.raises(ValueError, match="crossfade"):
+        p.snapshot()
+    p.process(48000 // 10)
+    snap = p.snapshot()
+    rest = p.process(5000)
+    q = morphrt.Processor.resume(TONE, snap)
+    assert q.profile == "repro"
+    assert same_bits(q.process(5000), rest)
