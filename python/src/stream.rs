@@ -151,18 +151,6 @@ impl Settings {
         }
         a.activate_scene(&self.text, &self.name)
     }
-
-    fn params(&self, profile: Profile) -> Result<ParamList, Diagnostics> {
-        let options = CompileOptions {
-            profile: Some(profile),
-            block_size: self.block_size,
-            seed: self.seed,
-            sample_rate: Some(self.sample_rate),
-            resolver: self.resolver.clone(),
-            ..CompileOptions::default()
-        };
-        Loaded::from_text(&self.text, &self.name, None, &options).map(|l| l.params().clone())
-    }
 }
 
 /// A processor's two halves and what the Python side keeps beside them.
@@ -170,7 +158,6 @@ struct Stream {
     settings: Settings,
     controller: Controller,
     core: CoreProcessor,
-    params: ParamList,
     /// Events for the next call, at its first frame.
     queued: Vec<EventKind>,
     /// Frames given to the core since activation (with a resume's saved
@@ -212,13 +199,11 @@ impl Stream {
         let (controller, core) = settings
             .activate(profile)
             .map_err(|e| activate_error(py, e))?;
-        let params = settings.params(profile).map_err(|d| scene_error(py, d))?;
         let inputs = core.input_channels();
         Ok(Stream {
             settings,
             controller,
             core,
-            params,
             queued: Vec::new(),
             internal: 0,
             lead: 0,
@@ -509,17 +494,18 @@ impl Processor {
     /// `switch_profile`).
     fn set_param(&self, py: Python<'_>, id: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
         self.with(|s| {
-            let index = s.params.index_of(id).ok_or_else(|| {
-                let ids: Vec<&str> = s.params.iter().map(|p| p.id()).take(12).collect();
-                let more = if s.params.len() > 12 { ", …" } else { "" };
+            let params = s.controller.params();
+            let index = params.index_of(id).ok_or_else(|| {
+                let ids: Vec<&str> = params.iter().map(|p| p.id()).take(12).collect();
+                let more = if params.len() > 12 { ", …" } else { "" };
                 PyValueError::new_err(format!(
                     "set_param: the scene has no param `{id}` (its params: {}{more})",
                     ids.join(", ")
                 ))
             })?;
-            let p = s.params.get(index).expect("an index of the list");
+            let p = params.get(index).expect("an index of the list");
             let v = if let Ok(text) = value.extract::<String>() {
-                p.parse(&text, s.params.sample_rate())
+                p.parse(&text, params.sample_rate())
                     .map_err(|e| PyValueError::new_err(format!("set_param: {e}")))?
             } else if let Ok(x) = value.extract::<f64>() {
                 let (lo, hi) = p.range().bounds();
@@ -541,8 +527,10 @@ impl Processor {
                 let profile = ParamList::profile(v).expect("a value in range");
                 return switch(py, s, profile);
             }
-            let param = event_index(s, id, index)?;
-            s.queued.push(EventKind::Param { param, value: v });
+            s.queued.push(EventKind::Param {
+                param: index as u32,
+                value: v,
+            });
             Ok(())
         })
     }
@@ -764,16 +752,6 @@ impl Processor {
     fn refused_events(&self) -> PyResult<u64> {
         self.with(|s| Ok(s.core.refused_events()))
     }
-}
-
-/// The index an event addresses param `id` (at `index` in the list) by.
-fn event_index(s: &Stream, id: &str, _index: usize) -> PyResult<u32> {
-    let (node, param) = id.rsplit_once('.').unwrap_or((id, ""));
-    s.controller.param_index(node, param).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "set_param: `{id}` is not a param an event may set while the scene plays"
-        ))
-    })
 }
 
 fn switch(py: Python<'_>, s: &mut Stream, profile: Profile) -> PyResult<()> {

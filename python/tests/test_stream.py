@@ -345,3 +345,26 @@ def test_a_snapshot_waits_for_a_switch_and_its_crossfade_then_resumes_under_the_
     q = morphrt.Processor.resume(TONE, snap)
     assert q.profile == "repro"
     assert same_bits(q.process(5000), rest)
+
+
+def test_set_param_sets_a_choice_and_a_control_as_scene_events_and_osc_would():
+    p = morphrt.Processor(TONE, block_size=64)
+    a = p.process(3000)
+    p.set_param("lp.mode", "highpass")
+    got = np.concatenate([a, p.process(3000)], axis=1)
+    ev = [{"time": "3000samples", "node": "lp", "param": "mode", "value": "highpass"}]
+    offline = morphrt.render(TONE, duration="6000samples", block_size=64, events=ev)
+    assert same_bits(got[:, 64:], offline[:, :-64].astype(np.float32))
+    assert p.refused_events == 0
+    # A control moves its target through its curve: position 1 of
+    # /cutoff is the top of its range, as the cutoff itself set there.
+    ctl = dict(TONE, controls=[{"osc": "/cutoff", "node": "lp", "param": "cutoff",
+                                "min": "100Hz", "max": "4kHz", "curve": "exp"}])
+    ids = [d["id"] for d in morphrt.Scene(ctl).params()]
+    assert ids.index("/cutoff") < ids.index("lp.cutoff")
+    q, r = morphrt.Processor(ctl, block_size=64), morphrt.Processor(ctl, block_size=64)
+    q.process(1000), r.process(1000)
+    q.set_param("/cutoff", 1.0)
+    r.set_param("lp.cutoff", "4kHz")
+    assert same_bits(q.process(4000), r.process(4000))
+    assert q.refused_events == 0
