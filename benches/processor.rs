@@ -1,8 +1,8 @@
 //! The core's `Processor` called from Rust in calls of 64 frames: the
-//! effects chain of `benches/pedalboard.py` (biquad highpass 80 Hz →
+//! effects chain of `benches/vs_pedalboard.py` (biquad highpass 80 Hz →
 //! compressor −20 dB 4:1 → reverb, one input channel, stereo out), its
 //! input 22 s of `scenes/pluck-delay.json`, best of 5, under live and
-//! strict. `benches/pedalboard.py` times `morphrt.Processor.process` on the
+//! strict. `benches/vs_pedalboard.py` times `morphrt.Processor.process` on the
 //! same scene and input: the difference per call is what the Python
 //! module adds.
 //!

@@ -5,7 +5,7 @@ ratio. Then the cost of a `Processor.process` call at block 64 against the
 same engine called from Rust (`cargo bench --bench processor`).
 
     python3 -m pip install ./python pedalboard   # a release build of the module
-    python3 benches/pedalboard.py
+    python3 benches/vs_pedalboard.py
 
 morphrt plays the chain as a scene (biquad highpass → compressor →
 reverb, the recording's left channel in, the reverb's stereo out, as
