@@ -7,6 +7,13 @@
 //! A scene with errors raises `morphrt.SceneError`, which carries every
 //! located diagnostic; a bad argument raises `ValueError`/`TypeError`
 //! naming what was expected. The GIL is released while audio renders.
+//! `Scene` and `Processor` (`stream.rs`) stream a scene block by block;
+//! `codec.rs` is a processor's snapshot as bytes; `resources.rs` supplies
+//! `@resource:` files from a dict.
+
+mod codec;
+mod resources;
+mod stream;
 
 use morphrt_core::api::{Diagnostics, Loaded};
 use morphrt_core::engine::{run_blocks, Engine, InputBlock, InputFeed};
@@ -27,15 +34,19 @@ pyo3::create_exception!(
 );
 
 /// A scene's text, the name diagnostics give it and its folder.
-struct Source {
+#[derive(Clone)]
+pub(crate) struct Source {
     text: String,
     name: String,
     dir: Option<PathBuf>,
 }
 
 /// The scene argument: a path (str or os.PathLike) to a JSON file, a JSON
-/// string (it starts with `{`), or a dict.
-fn source(py: Python<'_>, scene: &Bound<'_, PyAny>) -> PyResult<Source> {
+/// string (it starts with `{`), a dict, or a `Scene`.
+pub(crate) fn source(py: Python<'_>, scene: &Bound<'_, PyAny>) -> PyResult<Source> {
+    if let Ok(s) = scene.cast::<stream::Scene>() {
+        return Ok(s.get().src.clone());
+    }
     if let Ok(d) = scene.cast::<PyDict>() {
         return Ok(Source {
             text: json_dumps(py, d.as_any())?,
@@ -50,7 +61,7 @@ fn source(py: Python<'_>, scene: &Bound<'_, PyAny>) -> PyResult<Source> {
             Ok(p) => p.extract()?,
             Err(_) => {
                 return Err(PyTypeError::new_err(format!(
-                    "scene: expected a path, a JSON string or a dict, got {}",
+                    "scene: expected a path, a JSON string, a dict or a morphrt.Scene, got {}",
                     scene.get_type().name()?
                 )))
             }
@@ -124,7 +135,7 @@ fn edited(
 
 /// A `SceneError` holding `d` as dicts, its message what `morphrt check`
 /// prints.
-fn scene_error(py: Python<'_>, d: Diagnostics) -> PyErr {
+pub(crate) fn scene_error(py: Python<'_>, d: Diagnostics) -> PyErr {
     let message = d.to_string();
     let list = PyList::empty(py);
     for x in d.all() {
@@ -170,14 +181,20 @@ impl InputFeed for ArrayInput {
 /// The `input` argument as channels of f64: an array `(channels, frames)`
 /// or `(frames,)` of float32 or float64, finite.
 fn input_channels(input: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<f64>>> {
-    let shape_err = |what: String| {
+    channels_f64(input, "input")
+}
+
+/// Argument `what` as channels of f64: an array `(channels, frames)` or
+/// `(frames,)` of float32 or float64, every sample finite.
+pub(crate) fn channels_f64(input: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Vec<f64>>> {
+    let shape_err = |got: String| {
         PyValueError::new_err(format!(
-            "input: expected a float32 or float64 array of shape (channels, frames) or (frames,), got {what}"
+            "{what}: expected a float32 or float64 array of shape (channels, frames) or (frames,), got {got}"
         ))
     };
     let array = input
         .cast::<numpy::PyUntypedArray>()
-        .map_err(|_| PyTypeError::new_err("input: expected a numpy array"))?;
+        .map_err(|_| PyTypeError::new_err(format!("{what}: expected a numpy array")))?;
     let dtype = array.dtype().str()?.to_string();
     let rows: Vec<Vec<f64>> = if let Ok(a) = input.cast::<numpy::PyArrayDyn<f64>>() {
         rows_of(a.readonly().as_array().view())
@@ -190,12 +207,54 @@ fn input_channels(input: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<f64>>> {
     for (c, row) in rows.iter().enumerate() {
         if let Some(i) = row.iter().position(|x| !x.is_finite()) {
             return Err(PyValueError::new_err(format!(
-                "input: channel {c}, frame {i} is {} (not a finite number)",
+                "{what}: channel {c}, frame {i} is {} (not a finite number)",
                 row[i]
             )));
         }
     }
     Ok(rows)
+}
+
+/// Argument `what` as channels of f32, as [`channels_f64`] reads it; a
+/// float64 sample is rounded to the nearest float32.
+pub(crate) fn channels_f32(input: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Vec<f32>>> {
+    Ok(channels_f64(input, what)?
+        .into_iter()
+        .map(|c| c.into_iter().map(|x| x as f32).collect())
+        .collect())
+}
+
+/// Runs `f`, a panic in it becoming an error with the panic's message.
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        format!("the engine panicked: {msg}")
+    })
+}
+
+/// The rate a scene plays at: `asked`, else its own `sample_rate` (48 kHz
+/// when the text does not load: compiling it then says why).
+pub(crate) fn scene_rate(src: &Source, asked: Option<u32>) -> u32 {
+    asked.unwrap_or_else(|| {
+        morphrt_core::scene::load_str(&src.text, &src.name, src.dir.clone())
+            .map_or(48_000, |s| s.sample_rate)
+    })
+}
+
+/// The resolver of a `resources=` dict (arrays at `rate` unless given
+/// with their own).
+pub(crate) fn resolver_of(
+    resources: Option<&Bound<'_, PyDict>>,
+    rate: u32,
+) -> PyResult<Option<std::sync::Arc<dyn morphrt_core::graph::Resolver>>> {
+    Ok(match resources {
+        Some(r) => Some(std::sync::Arc::new(resources::resolver(r, rate)?)),
+        None => None,
+    })
 }
 
 fn rows_of(a: numpy::ndarray::ArrayViewD<'_, f64>) -> Option<Vec<Vec<f64>>> {
@@ -239,7 +298,7 @@ fn frames_of(
 /// `(channels, frames)`: float64 under strict, float32 under repro and
 /// live (the engine's own samples, converted exactly), or `dtype`.
 #[pyfunction]
-#[pyo3(signature = (scene, *, duration=None, input=None, sample_rate=None, profile="strict", seed=None, block_size=None, params=None, events=None, dtype=None))]
+#[pyo3(signature = (scene, *, duration=None, input=None, sample_rate=None, profile="strict", seed=None, block_size=None, params=None, events=None, dtype=None, resources=None))]
 // Python keyword arguments, each optional: the signature is the interface.
 #[allow(clippy::too_many_arguments)]
 fn render<'py>(
@@ -254,6 +313,7 @@ fn render<'py>(
     params: Option<&Bound<'py, PyDict>>,
     events: Option<&Bound<'py, PyList>>,
     dtype: Option<&Bound<'py, PyAny>>,
+    resources: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let profile = Profile::parse_arg(profile).map_err(PyValueError::new_err)?;
     let src = source(py, scene)?;
@@ -264,6 +324,7 @@ fn render<'py>(
         block_size,
         seed,
         sample_rate,
+        resolver: resolver_of(resources, scene_rate(&src, sample_rate))?,
         ..CompileOptions::default()
     };
     let loaded = Loaded::from_text(&text, &src.name, src.dir.as_deref(), &options)
@@ -281,30 +342,35 @@ fn render<'py>(
         };
     let (plan, _) = loaded.into_parts();
     let strict = profile == Profile::Strict;
-    let out: Array2<f64> = py.detach(move || {
-        let mut engine = Engine::new(plan);
-        if let Some(channels) = input {
-            engine.set_input_feed(Box::new(ArrayInput { channels }));
-        }
-        let width = engine.channels();
-        let mut data = vec![0.0f64; width * frames as usize];
-        let mut at = 0usize;
-        run_blocks(
-            &mut engine,
-            frames,
-            |bus| {
-                let n = bus.frames();
-                for c in 0..width {
-                    for i in 0..n {
-                        data[c * frames as usize + at + i] = bus.get(c, i);
-                    }
+    let out: Array2<f64> = py
+        .detach(move || {
+            catch(move || {
+                let mut engine = Engine::new(plan);
+                if let Some(channels) = input {
+                    engine.set_input_feed(Box::new(ArrayInput { channels }));
                 }
-                at += n;
-            },
-            |_| {},
-        );
-        Array2::from_shape_vec((width, frames as usize), data).expect("the shape holds the data")
-    });
+                let width = engine.channels();
+                let mut data = vec![0.0f64; width * frames as usize];
+                let mut at = 0usize;
+                run_blocks(
+                    &mut engine,
+                    frames,
+                    |bus| {
+                        let n = bus.frames();
+                        for c in 0..width {
+                            for i in 0..n {
+                                data[c * frames as usize + at + i] = bus.get(c, i);
+                            }
+                        }
+                        at += n;
+                    },
+                    |_| {},
+                );
+                Array2::from_shape_vec((width, frames as usize), data)
+                    .expect("the shape holds the data")
+            })
+        })
+        .map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
     let array = if strict {
         out.to_pyarray(py).into_any()
     } else {
@@ -318,14 +384,25 @@ fn render<'py>(
 
 /// Checks a scene as `morphrt check` does: returns its warnings (as
 /// dicts, like `SceneError.diagnostics`), raises `SceneError` on errors.
+/// `resources` supplies its `@resource:` files as `render`'s does.
 #[pyfunction]
-#[pyo3(signature = (scene, *, profile=None))]
+#[pyo3(signature = (scene, *, profile=None, resources=None))]
 fn check<'py>(
     py: Python<'py>,
     scene: &Bound<'py, PyAny>,
     profile: Option<&str>,
+    resources: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let src = source(py, scene)?;
+    check_source(py, &src, profile, resources)
+}
+
+pub(crate) fn check_source<'py>(
+    py: Python<'py>,
+    src: &Source,
+    profile: Option<&str>,
+    resources: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyList>> {
     let profile = profile
         .map(Profile::parse_arg)
         .transpose()
@@ -333,6 +410,7 @@ fn check<'py>(
     let options = CompileOptions {
         profile,
         skip_build: true,
+        resolver: resolver_of(resources, scene_rate(src, None))?,
         ..CompileOptions::default()
     };
     let loaded = Loaded::from_text(&src.text, &src.name, src.dir.as_deref(), &options)
@@ -349,5 +427,7 @@ fn morphrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SceneError", m.py().get_type::<SceneError>())?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_class::<stream::Scene>()?;
+    m.add_class::<stream::Processor>()?;
     Ok(())
 }

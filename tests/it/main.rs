@@ -62,6 +62,7 @@ mod resample;
 mod resume_live;
 mod reverb;
 mod scenes;
+mod set_params;
 mod snapshot;
 mod state_in_parts;
 mod take_names;

@@ -67,6 +67,59 @@ fn read_stdin_scene() -> Result<(String, scene::Scene), HostError> {
     Ok((text, scene))
 }
 
+/// The scene with `--set-file`'s and then `--set`'s params written into
+/// it (unchanged without either), loaded again under the name
+/// `FILE (with --set)`.
+fn with_sets(
+    opts: &RenderOptions,
+    text: String,
+    scene: scene::Scene,
+) -> Result<(String, scene::Scene), HostError> {
+    let mut sets = Vec::new();
+    if let Some(path) = &opts.set_file {
+        sets.extend(read_set_file(path)?);
+    }
+    sets.extend(opts.set.iter().cloned());
+    if sets.is_empty() {
+        return Ok((text, scene));
+    }
+    let name = format!("{} (with --set)", scene.file);
+    let edited = crate::api::set_params(&text, &sets).map_err(|e| {
+        HostError::Input(vec![Diagnostic::error(
+            &scene.file,
+            None,
+            format!("--set {e}"),
+        )])
+    })?;
+    let scene = scene::load_str(&edited, &name, scene.dir.clone()).map_err(HostError::Input)?;
+    Ok((edited, scene))
+}
+
+/// `--set-file`: a JSON object of `"node.param": value`, in its order.
+fn read_set_file(path: &std::path::Path) -> Result<Vec<(String, serde_json::Value)>, HostError> {
+    let file = path.display().to_string();
+    let bad = |m: String| HostError::Input(vec![Diagnostic::error(&file, None, m)]);
+    let text = scene::read_scene_text(path).map_err(HostError::Input)?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("--set-file: not JSON: {e}")))?;
+    let serde_json::Value::Object(map) = value else {
+        return Err(bad(
+            "--set-file: expected one object of \"node.param\": value pairs, e.g. {\"lp.cutoff\": \"900Hz\"}".to_string(),
+        ));
+    };
+    let mut out = Vec::with_capacity(map.len());
+    for (key, v) in map {
+        let (node, param) = key.rsplit_once('.').unwrap_or(("", ""));
+        if node.is_empty() || param.is_empty() {
+            return Err(bad(format!(
+                "--set-file: `{key}` is not `node.param` (e.g. \"lp.cutoff\")"
+            )));
+        }
+        out.push((key, v));
+    }
+    Ok(out)
+}
+
 /// `morphrt render`: compiles the scene (at the snapshot's block size and
 /// seed when resuming), opens and checks the input, checks the output
 /// before anything renders, carries the snapshot's state into the engine,
@@ -84,6 +137,7 @@ pub fn render(
     } else {
         crate::host::read_scene(&opts.scene)?
     };
+    let (text, scene) = with_sets(opts, text, scene)?;
     let snap = opts.resume.as_deref().map(SnapshotFile::read).transpose()?;
     // A scene without a `sample_rate` renders at its input's.
     let early = open_early(&opts.input, &scene, from_stdin);

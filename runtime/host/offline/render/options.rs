@@ -169,6 +169,21 @@ pub struct RenderOptions {
     /// exits 2, leaving no output.
     #[arg(long = "midi", value_name = "FILE.mid")]
     pub midi: Vec<PathBuf>,
+    /// Sets a node's param before the scene compiles, as if the scene
+    /// file said so: `--set lp.cutoff=900Hz`, `--set g.gain=-6dB`,
+    /// `--set lp.mode=lowpass` (a node of a module too). The value is
+    /// written as the scene writes it (a number, `true`/`false`, or text
+    /// with a unit) and checked as the scene's own; a node the scene does
+    /// not have exits 2 naming the nodes it has. Repeatable, applied in
+    /// order after `--set-file`. Diagnostics then name the scene as
+    /// edited (`FILE (with --set)`), its lines those of the edited JSON.
+    #[arg(long = "set", value_name = "NODE.PARAM=VALUE", value_parser = crate::api::parse_set)]
+    pub set: Vec<(String, serde_json::Value)>,
+    /// A JSON file holding one object of `"node.param": value` pairs,
+    /// each set as `--set` does (`{"lp.cutoff": "900Hz", "g.gain": 0.5}`):
+    /// a parameter set for a sweep.
+    #[arg(long = "set-file", value_name = "FILE.json")]
+    pub set_file: Option<PathBuf>,
 }
 
 /// The container `render` writes.

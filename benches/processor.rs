@@ -1,0 +1,79 @@
+//! The core's `Processor` called from Rust in calls of 64 frames: the
+//! effects chain of `benches/vs_pedalboard.py` (biquad highpass 80 Hz →
+//! compressor −20 dB 4:1 → reverb, one input channel, stereo out), its
+//! input 22 s of `scenes/pluck-delay.json`, best of 5, under live and
+//! strict. `benches/vs_pedalboard.py` times `morphrt.Processor.process` on the
+//! same scene and input: the difference per call is what the Python
+//! module adds.
+//!
+//! Measures only; asserts nothing.
+//!
+//! `cargo bench --bench processor`
+
+use morphrt::api::{Activation, Loaded};
+use morphrt::engine::{run_blocks, Engine};
+use morphrt::graph::CompileOptions;
+use morphrt::profile::Profile;
+use std::time::Instant;
+
+const CHAIN: &str = r#"{"version": "1.0", "sample_rate": 48000,
+  "nodes": [
+    {"id": "mic", "op": "input", "params": {"channel": 0}},
+    {"id": "hp", "op": "biquad", "params": {"mode": "highpass", "cutoff": "80Hz", "q": 0.707}},
+    {"id": "comp", "op": "compressor", "params": {"threshold": "-20dB", "ratio": 4, "attack": "5ms", "release": "100ms"}},
+    {"id": "room", "op": "reverb", "params": {"mix": 0.3}}],
+  "edges": [{"from": "mic", "to": "hp"}, {"from": "hp", "to": "comp"}, {"from": "comp", "to": "room"}],
+  "outputs": {"main": ["room:out", "room:out_r"]}}"#;
+
+const BLOCK: usize = 64;
+const CALLS: usize = 1 << 14;
+const RUNS: usize = 5;
+
+/// `frames` of scenes/pluck-delay.json under live, as f32.
+fn input(frames: u64) -> Vec<f32> {
+    let options = CompileOptions {
+        profile: Some(Profile::Live),
+        ..CompileOptions::default()
+    };
+    let loaded = Loaded::from_path(std::path::Path::new("scenes/pluck-delay.json"), &options)
+        .expect("the shipped scene loads");
+    let (plan, _) = loaded.into_parts();
+    let mut engine = Engine::new(plan);
+    let mut out = Vec::with_capacity(frames as usize);
+    run_blocks(
+        &mut engine,
+        frames,
+        |bus| out.extend((0..bus.frames()).map(|i| bus.get(0, i) as f32)),
+        |_| {},
+    );
+    out
+}
+
+fn main() {
+    let x = input((BLOCK * CALLS) as u64);
+    for profile in [Profile::Live, Profile::Strict] {
+        let mut best = f64::INFINITY;
+        for _ in 0..RUNS {
+            let mut a = Activation::new(48_000, BLOCK).profile(profile);
+            a.block_size = Some(BLOCK);
+            let (_controller, mut p) = a.activate_scene(CHAIN, "chain.json").expect("it compiles");
+            let mut l = vec![0.0f32; BLOCK];
+            let mut r = vec![0.0f32; BLOCK];
+            let t = Instant::now();
+            for k in 0..CALLS {
+                let ins = [&x[k * BLOCK..(k + 1) * BLOCK]];
+                p.process(&ins, &mut [&mut l[..], &mut r[..]], &[], BLOCK)
+                    .expect("a valid call");
+            }
+            best = best.min(t.elapsed().as_secs_f64());
+            std::hint::black_box(&l);
+        }
+        let seconds = (BLOCK * CALLS) as f64 / 48_000.0;
+        println!(
+            "Processor::process (Rust), block 64, {:6}: {:7.0} ns a call ({:.1} x real time)",
+            profile.name(),
+            best / CALLS as f64 * 1e9,
+            seconds / best
+        );
+    }
+}

@@ -1,0 +1,778 @@
+//! `morphrt.Scene` and `morphrt.Processor`: a scene loaded once and
+//! checked, and a scene streamed block by block on the core's
+//! [`Controller`] and [`CoreProcessor`], with params, notes, profile
+//! switches and snapshots.
+
+use crate::codec::{self, In, Out};
+use crate::{catch, channels_f32, scene_error, source, Source};
+use morphrt_core::api::{
+    ActivateError, Activation, ControlError, Controller, Diagnostics, Event, EventKind, Loaded,
+    Notice, ParamList, ParamRange, Processor as CoreProcessor,
+};
+use morphrt_core::graph::{CompileOptions, Resolver};
+use morphrt_core::profile::Profile;
+use numpy::ndarray::Array2;
+use numpy::ToPyArray;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::sync::{Arc, Mutex};
+
+/// A scene loaded from a path, a JSON string or a dict: its text and the
+/// name its diagnostics give it. Any function that takes a scene takes a
+/// `Scene` too.
+#[pyclass(module = "morphrt", frozen)]
+pub struct Scene {
+    pub(crate) src: Source,
+}
+
+#[pymethods]
+impl Scene {
+    /// Loads `scene`: a path (str or os.PathLike), a JSON string or a dict.
+    #[new]
+    fn new(py: Python<'_>, scene: &Bound<'_, PyAny>) -> PyResult<Scene> {
+        Ok(Scene {
+            src: source(py, scene)?,
+        })
+    }
+
+    /// The scene's JSON text.
+    #[getter]
+    fn text(&self) -> &str {
+        &self.src.text
+    }
+
+    /// The name diagnostics give the scene: its path, `<string>` or
+    /// `<dict>`.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.src.name
+    }
+
+    /// Checks the scene as `morphrt check` does: returns its warnings as
+    /// dicts, raises `SceneError` (with every located diagnostic) on
+    /// errors.
+    #[pyo3(signature = (*, profile=None, resources=None))]
+    fn check<'py>(
+        &self,
+        py: Python<'py>,
+        profile: Option<&str>,
+        resources: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        crate::check_source(py, &self.src, profile, resources)
+    }
+
+    /// The params a host lists, in a stable order: `profile`, the
+    /// scene's controls by source, then every node param as
+    /// `node.param`. Each is a dict: `id`, `module`, `kind` (`number`,
+    /// `integer`, `choice`, `toggle`), `min`, `max`, `unit`, `default`,
+    /// `display` (the default in words) and, for a choice, `choices`.
+    #[pyo3(signature = (*, profile=None, resources=None))]
+    fn params<'py>(
+        &self,
+        py: Python<'py>,
+        profile: Option<&str>,
+        resources: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let profile = profile
+            .map(Profile::parse_arg)
+            .transpose()
+            .map_err(PyValueError::new_err)?;
+        let rate = crate::scene_rate(&self.src, None);
+        let options = CompileOptions {
+            profile,
+            resolver: crate::resolver_of(resources, rate)?,
+            ..CompileOptions::default()
+        };
+        let loaded = Loaded::from_text(
+            &self.src.text,
+            &self.src.name,
+            self.src.dir.as_deref(),
+            &options,
+        )
+        .map_err(|d| scene_error(py, d))?;
+        param_dicts(py, loaded.params())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("morphrt.Scene({:?})", self.src.name)
+    }
+}
+
+/// Each param of `list` as a dict.
+fn param_dicts<'py>(py: Python<'py>, list: &ParamList) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for p in list.iter() {
+        let d = PyDict::new(py);
+        d.set_item("id", p.id())?;
+        d.set_item("module", p.module())?;
+        let range = p.range();
+        let (min, max) = range.bounds();
+        let kind = match range {
+            ParamRange::Number { .. } => "number",
+            ParamRange::Integer { .. } => "integer",
+            ParamRange::Choice(c) => {
+                d.set_item("choices", c.to_vec())?;
+                "choice"
+            }
+            ParamRange::Toggle => "toggle",
+        };
+        d.set_item("kind", kind)?;
+        d.set_item("min", min)?;
+        d.set_item("max", max)?;
+        d.set_item("unit", p.unit())?;
+        d.set_item("default", p.default_value())?;
+        d.set_item("display", p.display(p.default_value()))?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+/// What a processor is activated with (and a reset or a resume
+/// activates again).
+struct Settings {
+    text: String,
+    name: String,
+    sample_rate: u32,
+    max_frames: usize,
+    block_size: Option<usize>,
+    seed: Option<u64>,
+    profile: Profile,
+    resolver: Option<Arc<dyn Resolver>>,
+}
+
+impl Settings {
+    fn activate(&self, profile: Profile) -> Result<(Controller, CoreProcessor), ActivateError> {
+        let mut a = Activation::new(self.sample_rate, self.max_frames).profile(profile);
+        a.block_size = self.block_size;
+        a.seed = self.seed;
+        if let Some(r) = &self.resolver {
+            a = a.resolver(r.clone());
+        }
+        a.activate_scene(&self.text, &self.name)
+    }
+}
+
+/// A processor's two halves and what the Python side keeps beside them.
+struct Stream {
+    settings: Settings,
+    controller: Controller,
+    core: CoreProcessor,
+    /// Events for the next call, at its first frame.
+    queued: Vec<EventKind>,
+    /// Frames given to the core since activation (with a resume's saved
+    /// input, which comes first).
+    internal: u64,
+    /// Frames the core took before the caller's: a resume's saved input.
+    lead: u64,
+    /// The caller's input since the last engine block boundary.
+    block_input: Vec<Vec<f32>>,
+    /// Whether an event landed since the last engine block boundary.
+    block_events: bool,
+    /// A resume's output for the caller's first frames (the rest of the
+    /// block that was playing when the snapshot was taken).
+    tail: Vec<Vec<f32>>,
+    /// The internal frame a resume's restore plays from; events asked for
+    /// before it land there.
+    restore_at: u64,
+    /// The engine sample from which no crossfade plays.
+    settled_at: u64,
+    profile: Profile,
+}
+
+fn activate_error(py: Python<'_>, e: ActivateError) -> PyErr {
+    match e {
+        ActivateError::Scene(d) => scene_error(py, Diagnostics::from(d)),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+fn control_error(py: Python<'_>, e: ControlError) -> PyErr {
+    match e {
+        ControlError::Scene(d) => scene_error(py, Diagnostics::from(d)),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+impl Stream {
+    fn new(py: Python<'_>, settings: Settings, profile: Profile) -> PyResult<Stream> {
+        let (controller, core) = settings
+            .activate(profile)
+            .map_err(|e| activate_error(py, e))?;
+        let inputs = core.input_channels();
+        Ok(Stream {
+            settings,
+            controller,
+            core,
+            queued: Vec::new(),
+            internal: 0,
+            lead: 0,
+            block_input: vec![Vec::new(); inputs],
+            block_events: false,
+            tail: Vec::new(),
+            restore_at: 0,
+            settled_at: 0,
+            profile,
+        })
+    }
+
+    fn block(&self) -> u64 {
+        self.core.latency() as u64
+    }
+
+    /// Runs `frames` frames of `input` (one buffer per input channel)
+    /// through the core in calls of at most its maximum (of at most one
+    /// engine block while a switch is under way, so that it is polled at
+    /// every boundary), and returns the output.
+    fn run(&mut self, input: &[Vec<f32>], frames: usize) -> Result<Vec<Vec<f32>>, String> {
+        let b = self.block();
+        let oc = self.core.output_channels();
+        let mut out = vec![vec![0.0f32; frames]; oc];
+        let mut done = 0;
+        while done < frames {
+            let mut n = (frames - done).min(self.settings.max_frames);
+            if self.controller.busy() {
+                n = n.min((b - self.internal % b) as usize);
+            }
+            let waiting = self.internal < self.restore_at;
+            if waiting {
+                n = n.min((self.restore_at - self.internal) as usize);
+            }
+            let events: Vec<Event> = if waiting {
+                Vec::new()
+            } else {
+                self.queued
+                    .drain(..)
+                    .map(|kind| Event { offset: 0, kind })
+                    .collect()
+            };
+            let ins: Vec<&[f32]> = input.iter().map(|c| &c[done..done + n]).collect();
+            let mut outs: Vec<&mut [f32]> =
+                out.iter_mut().map(|c| &mut c[done..done + n]).collect();
+            self.core
+                .process(&ins, &mut outs, &events, n)
+                .map_err(|e| e.to_string())?;
+            let start = self.internal;
+            self.internal += n as u64;
+            // The block under way: what a snapshot must carry.
+            let pos = start % b;
+            if pos + n as u64 >= b {
+                let keep = (self.internal % b) as usize;
+                for (c, ch) in input.iter().enumerate() {
+                    self.block_input[c].clear();
+                    self.block_input[c].extend_from_slice(&ch[done + n - keep..done + n]);
+                }
+                self.block_events = false;
+            } else {
+                for (c, ch) in input.iter().enumerate() {
+                    self.block_input[c].extend_from_slice(&ch[done..done + n]);
+                }
+                self.block_events |= !events.is_empty();
+            }
+            // A resume plays the rest of the snapshot's block first.
+            let tail_len = self.tail.first().map_or(0, Vec::len) as u64;
+            for i in 0..n as u64 {
+                let k = start + i;
+                if k >= self.lead && k < self.lead + tail_len {
+                    for (c, o) in out.iter_mut().enumerate() {
+                        o[done + i as usize] = self.tail[c][(k - self.lead) as usize];
+                    }
+                }
+            }
+            done += n;
+            self.poll();
+        }
+        Ok(out)
+    }
+
+    /// Moves the controller's request on.
+    fn poll(&mut self) {
+        for notice in self.controller.poll() {
+            if let Notice::Swapped { swap_at, fade, .. } = notice {
+                self.profile = self.controller.profile();
+                self.settled_at = swap_at + fade;
+            }
+        }
+    }
+
+    /// The snapshot's bytes: the activation, the block under way and the
+    /// engine's state at its start.
+    fn snapshot(&self) -> Result<Vec<u8>, String> {
+        let b = self.block();
+        if self.controller.busy() {
+            return Err("a profile switch is under way: process until `switching` is False, then take the snapshot".into());
+        }
+        if self.internal < self.restore_at {
+            return Err(format!(
+                "the resumed processor plays its snapshot's block for {} more frames: process them first",
+                self.restore_at - self.internal
+            ));
+        }
+        if self.block_events {
+            return Err(format!(
+                "a param or note landed in the engine block under way: process {} more frames (to the next multiple of latency) and take the snapshot there",
+                b - self.internal % b
+            ));
+        }
+        let engine = self.core.engine();
+        if self.settled_at > 0 && engine.clock() < self.settled_at + b {
+            return Err(
+                "a crossfade from a profile switch is still playing: process one block more".into(),
+            );
+        }
+        let f = self.internal % b;
+        let oc = self.core.output_channels();
+        let mut tail = vec![vec![0.0f32; (b - f) as usize]; oc];
+        if self.internal >= b {
+            let bus = engine.bus();
+            if bus.frames() as u64 != b {
+                return Err(
+                    "the last engine block was cut short by a handover: process one block more"
+                        .into(),
+                );
+            }
+            for (c, t) in tail.iter_mut().enumerate() {
+                for (i, x) in t.iter_mut().enumerate() {
+                    *x = bus.get(c, f as usize + i) as f32;
+                }
+            }
+        }
+        let s = &self.settings;
+        let mut o = Out::default();
+        o.0.extend_from_slice(MAGIC);
+        o.u64(VERSION);
+        o.u64(s.sample_rate as u64);
+        o.u64(s.max_frames as u64);
+        o.u64(s.block_size.map_or(0, |x| x as u64));
+        o.bool(s.seed.is_some());
+        o.u64(s.seed.unwrap_or(0));
+        o.u8(codec::profile_code(s.profile));
+        o.u8(codec::profile_code(self.profile));
+        o.u64(b);
+        o.u64(f);
+        o.u64(self.block_input.len() as u64);
+        for ch in &self.block_input {
+            o.f32s(ch);
+        }
+        o.u64(tail.len() as u64);
+        for ch in &tail {
+            o.f32s(ch);
+        }
+        codec::write_state(&mut o, &engine.snapshot());
+        Ok(o.0)
+    }
+}
+
+/// The first bytes of a snapshot.
+const MAGIC: &[u8] = b"morphrt-python-snapshot\0";
+/// Its layout's version.
+const VERSION: u64 = 1;
+
+/// A scene streamed block by block, as a plugin or an audio callback plays
+/// it: `process(block)` takes any number of frames and returns as many,
+/// `latency` frames behind (the engine runs in fixed blocks behind the
+/// calls, so how the calls are sliced changes nothing: under strict the
+/// output is the offline render, bit for bit, delayed by `latency`).
+///
+/// The output is float32, (output_channels, frames). Params, notes and
+/// profile switches take effect at the first frame of the next `process`
+/// call. The GIL is released while audio is processed; one processor is
+/// used by one thread at a time (a second waits).
+#[pyclass(module = "morphrt", frozen)]
+pub struct Processor {
+    inner: Mutex<Stream>,
+}
+
+impl Processor {
+    fn with<T>(&self, f: impl FnOnce(&mut Stream) -> PyResult<T>) -> PyResult<T> {
+        let mut g = self.inner.lock().map_err(|_| {
+            PyRuntimeError::new_err(
+                "the processor stopped after a panic in the engine: create another",
+            )
+        })?;
+        f(&mut g)
+    }
+}
+
+#[pymethods]
+impl Processor {
+    /// Activates `scene` (a path, JSON string, dict or `Scene`) at
+    /// `sample_rate` (default: the scene's) under `profile`, the engine
+    /// running in blocks of `block_size` (default: the scene's, else the
+    /// profile's). `resources` supplies the scene's `@resource:` files as
+    /// `render` does. A scene with errors raises `SceneError`.
+    #[new]
+    #[pyo3(signature = (scene, sample_rate=None, block_size=None, profile="strict", *, seed=None, max_frames=4096, resources=None))]
+    // Python keyword arguments, each optional: the signature is the interface.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        scene: &Bound<'_, PyAny>,
+        sample_rate: Option<u32>,
+        block_size: Option<usize>,
+        profile: &str,
+        seed: Option<u64>,
+        max_frames: usize,
+        resources: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Processor> {
+        let profile = Profile::parse_arg(profile).map_err(PyValueError::new_err)?;
+        let src = source(py, scene)?;
+        let rate = crate::scene_rate(&src, sample_rate);
+        let settings = Settings {
+            text: src.text,
+            name: src.name,
+            sample_rate: rate,
+            max_frames,
+            block_size,
+            seed,
+            profile,
+            resolver: crate::resolver_of(resources, rate)?,
+        };
+        Ok(Processor {
+            inner: Mutex::new(Stream::new(py, settings, profile)?),
+        })
+    }
+
+    /// Processes `block` and returns as many frames of output, float32
+    /// (output_channels, frames). `block` is a float32 or float64 array
+    /// (input_channels, frames), or (frames,) for one channel; for a
+    /// scene that reads no input, the number of frames (an int) or an
+    /// array of shape (0, frames).
+    fn process<'py>(
+        &self,
+        py: Python<'py>,
+        block: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (inputs, outputs) =
+            self.with(|s| Ok((s.core.input_channels(), s.core.output_channels())))?;
+        let (input, frames) = if let Ok(n) = block.extract::<usize>() {
+            if inputs > 0 {
+                return Err(PyValueError::new_err(format!(
+                    "block: the scene reads {inputs} input channel(s): pass an array of shape ({inputs}, frames), not a number of frames"
+                )));
+            }
+            (Vec::new(), n)
+        } else {
+            let rows = channels_f32(block, "block")?;
+            let frames = block
+                .getattr("shape")?
+                .extract::<Vec<usize>>()?
+                .last()
+                .copied()
+                .unwrap_or(0);
+            if rows.len() != inputs {
+                return Err(PyValueError::new_err(format!(
+                    "block: the scene reads {inputs} input channel(s), got an array of {} (expected shape ({inputs}, frames){})",
+                    rows.len(),
+                    if inputs == 0 { ", or a number of frames" } else if inputs == 1 { " or (frames,)" } else { "" }
+                )));
+            }
+            (rows, frames)
+        };
+        let out = py.detach(|| {
+            catch(|| {
+                let mut g = self.inner.lock().map_err(|_| {
+                    "the processor stopped after a panic in the engine: create another".to_string()
+                })?;
+                g.run(&input, frames)
+            })
+        });
+        let out = out
+            .map_err(PyRuntimeError::new_err)?
+            .map_err(PyValueError::new_err)?;
+        let flat: Vec<f32> = out.into_iter().flatten().collect();
+        let a = Array2::from_shape_vec((outputs, frames), flat).expect("the shape holds the data");
+        Ok(a.to_pyarray(py).into_any())
+    }
+
+    /// Sets param `id` (as `Scene.params()` lists it: `node.param`, a
+    /// control's source, or `profile`) to `value`: a number in the param's
+    /// canonical unit (Hz, s, linear amplitude, dB for a level; a choice's
+    /// index; 0/1 for a toggle) or text the param parses (`"900Hz"`,
+    /// `"-6dB"`, `"lowpass"`, `"on"`). It lands at the first frame of the
+    /// next `process` call. `profile` switches the profile (see
+    /// `switch_profile`).
+    fn set_param(&self, py: Python<'_>, id: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.with(|s| {
+            let params = s.controller.params();
+            let index = params.index_of(id).ok_or_else(|| {
+                let ids: Vec<&str> = params.iter().map(|p| p.id()).take(12).collect();
+                let more = if params.len() > 12 { ", …" } else { "" };
+                PyValueError::new_err(format!(
+                    "set_param: the scene has no param `{id}` (its params: {}{more})",
+                    ids.join(", ")
+                ))
+            })?;
+            let p = params.get(index).expect("an index of the list");
+            let v = if let Ok(text) = value.extract::<String>() {
+                p.parse(&text, params.sample_rate())
+                    .map_err(|e| PyValueError::new_err(format!("set_param: {e}")))?
+            } else if let Ok(x) = value.extract::<f64>() {
+                let (lo, hi) = p.range().bounds();
+                if !(x >= lo && x <= hi) {
+                    return Err(PyValueError::new_err(format!(
+                        "set_param: `{id}`: {x} is out of range (valid: {} … {})",
+                        p.display(lo),
+                        p.display(hi)
+                    )));
+                }
+                x
+            } else {
+                return Err(PyTypeError::new_err(format!(
+                    "set_param: `{id}`: expected a number or text such as \"900Hz\", got {}",
+                    value.get_type().name()?
+                )));
+            };
+            if p.is_profile() {
+                let profile = ParamList::profile(v).expect("a value in range");
+                return switch(py, s, profile);
+            }
+            s.queued.push(EventKind::Param {
+                param: index as u32,
+                value: v,
+            });
+            Ok(())
+        })
+    }
+
+    /// Starts MIDI note `key` (0…127) at `velocity` (0…1) in voice module
+    /// `module` (its index among the scene's voice modules) at the first
+    /// frame of the next `process` call.
+    #[pyo3(signature = (key, velocity=1.0, *, module=0))]
+    fn note_on(&self, key: u8, velocity: f32, module: u16) -> PyResult<()> {
+        check_note(key, velocity)?;
+        self.with(|s| {
+            s.queued.push(EventKind::NoteOn {
+                module,
+                key,
+                velocity,
+            });
+            Ok(())
+        })
+    }
+
+    /// Ends MIDI note `key` of voice module `module` at the first frame of
+    /// the next `process` call.
+    #[pyo3(signature = (key, *, module=0))]
+    fn note_off(&self, key: u8, module: u16) -> PyResult<()> {
+        check_note(key, 0.0)?;
+        self.with(|s| {
+            s.queued.push(EventKind::NoteOff { module, key });
+            Ok(())
+        })
+    }
+
+    /// Switches the profile while the stream plays, every node's state
+    /// carried: the scene is compiled under `profile` here, and the
+    /// following `process` calls hand over to it at an engine block
+    /// boundary, with a crossfade. `switching` is True until it plays;
+    /// `profile` names the one playing.
+    fn switch_profile(&self, py: Python<'_>, profile: &str) -> PyResult<()> {
+        let profile = Profile::parse_arg(profile).map_err(PyValueError::new_err)?;
+        self.with(|s| switch(py, s, profile))
+    }
+
+    /// Everything needed to continue the stream from here, as bytes
+    /// (this build reads them): the engine's state at the last block
+    /// boundary, the input since, and the output still to come from the
+    /// block playing. `Processor.resume(scene, bytes)` continues bit for
+    /// bit. Refused while a switch is under way, and when a param or note
+    /// landed in the engine block under way (process to the next multiple
+    /// of `latency` first).
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.with(|s| s.snapshot().map_err(PyValueError::new_err))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A processor that continues from `snapshot` (bytes from
+    /// `Processor.snapshot()` of the same scene): its output from its
+    /// first frame is what the snapshotted processor would have played
+    /// next, bit for bit, given the same input and events. Params and
+    /// notes set in its first `latency` frames land at the end of them.
+    #[staticmethod]
+    #[pyo3(signature = (scene, snapshot, *, resources=None))]
+    fn resume(
+        py: Python<'_>,
+        scene: &Bound<'_, PyAny>,
+        snapshot: &[u8],
+        resources: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Processor> {
+        let src = source(py, scene)?;
+        let bad = |e: String| PyValueError::new_err(format!("snapshot: {e}"));
+        if !snapshot.starts_with(MAGIC) {
+            return Err(bad(
+                "not the bytes of a morphrt.Processor snapshot".to_string()
+            ));
+        }
+        let mut i = In::new(&snapshot[MAGIC.len()..]);
+        let version = i.u64().map_err(bad)?;
+        if version != VERSION {
+            return Err(bad(format!(
+                "layout version {version}; this build reads version {VERSION}"
+            )));
+        }
+        let head = (|| -> codec::Read<_> {
+            let rate = i.u64()? as u32;
+            let max_frames = i.u64()? as usize;
+            let block = i.u64()? as usize;
+            let seeded = i.bool()?;
+            let seed = i.u64()?;
+            let first = codec::profile_of(i.u8()?)?;
+            let now = codec::profile_of(i.u8()?)?;
+            let b = i.u64()?;
+            let f = i.u64()?;
+            let n = i.len(8)?;
+            let input = (0..n).map(|_| i.f32s()).collect::<codec::Read<Vec<_>>>()?;
+            let n = i.len(8)?;
+            let tail = (0..n).map(|_| i.f32s()).collect::<codec::Read<Vec<_>>>()?;
+            let state = codec::read_state(&mut i)?;
+            if !i.done() {
+                return Err("bytes follow the engine state".to_string());
+            }
+            Ok((
+                rate,
+                max_frames,
+                (block > 0).then_some(block),
+                seeded.then_some(seed),
+                first,
+                now,
+                (b, f),
+                input,
+                tail,
+                state,
+            ))
+        })();
+        let (rate, max_frames, block_size, seed, first, now, (b, f), input, tail, state) =
+            head.map_err(bad)?;
+        let settings = Settings {
+            text: src.text,
+            name: src.name,
+            sample_rate: rate,
+            max_frames,
+            block_size,
+            seed,
+            profile: first,
+            resolver: crate::resolver_of(resources, rate)?,
+        };
+        let mut s = Stream::new(py, settings, now)?;
+        if s.block() != b || input.len() != s.core.input_channels() {
+            return Err(bad(format!(
+                "taken with engine blocks of {b} frames and {} input channel(s); this scene plays blocks of {} with {}",
+                input.len(),
+                s.block(),
+                s.core.input_channels()
+            )));
+        }
+        if tail.len() != s.core.output_channels() {
+            return Err(bad(format!(
+                "taken with {} output channel(s); this scene has {}",
+                tail.len(),
+                s.core.output_channels()
+            )));
+        }
+        s.controller
+            .restore(&state)
+            .map_err(|e| control_error(py, e))?;
+        // The saved input comes first: the restored engine plays the block
+        // it completes, at the snapshot's clock.
+        if f >= b || input.iter().any(|c| c.len() as u64 != f) {
+            return Err(bad("its block under way is damaged".to_string()));
+        }
+        s.restore_at = b;
+        s.run(&input, f as usize).map_err(PyValueError::new_err)?;
+        s.lead = f;
+        s.tail = tail;
+        Ok(Processor {
+            inner: Mutex::new(s),
+        })
+    }
+
+    /// Returns to the state at activation: a fresh engine under the
+    /// profile it was created with, nothing queued.
+    fn reset(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(|s| {
+            let settings = Settings {
+                text: std::mem::take(&mut s.settings.text),
+                name: std::mem::take(&mut s.settings.name),
+                resolver: s.settings.resolver.take(),
+                ..s.settings
+            };
+            let profile = settings.profile;
+            *s = Stream::new(py, settings, profile)?;
+            Ok(())
+        })
+    }
+
+    /// Frames between an input (or event) and the output it makes: one
+    /// engine block.
+    #[getter]
+    fn latency(&self) -> PyResult<usize> {
+        self.with(|s| Ok(s.core.latency()))
+    }
+
+    /// Input channels `process` takes.
+    #[getter]
+    fn input_channels(&self) -> PyResult<usize> {
+        self.with(|s| Ok(s.core.input_channels()))
+    }
+
+    /// Output channels `process` returns.
+    #[getter]
+    fn output_channels(&self) -> PyResult<usize> {
+        self.with(|s| Ok(s.core.output_channels()))
+    }
+
+    /// The sample rate.
+    #[getter]
+    fn sample_rate(&self) -> PyResult<u32> {
+        self.with(|s| Ok(s.core.sample_rate()))
+    }
+
+    /// The profile playing.
+    #[getter]
+    fn profile(&self) -> PyResult<&'static str> {
+        self.with(|s| Ok(s.profile.name()))
+    }
+
+    /// Whether a profile switch is under way.
+    #[getter]
+    fn switching(&self) -> PyResult<bool> {
+        self.with(|s| Ok(s.controller.busy()))
+    }
+
+    /// Frames processed (since activation, or since the resume).
+    #[getter]
+    fn frames(&self) -> PyResult<u64> {
+        self.with(|s| Ok(s.internal - s.lead))
+    }
+
+    /// Events the engine did not take (a param an event cannot set, a
+    /// full queue).
+    #[getter]
+    fn refused_events(&self) -> PyResult<u64> {
+        self.with(|s| Ok(s.core.refused_events()))
+    }
+}
+
+fn switch(py: Python<'_>, s: &mut Stream, profile: Profile) -> PyResult<()> {
+    if profile == s.profile && !s.controller.busy() {
+        return Ok(());
+    }
+    s.controller
+        .set_profile(profile)
+        .map_err(|e| control_error(py, e))
+}
+
+fn check_note(key: u8, velocity: f32) -> PyResult<()> {
+    if key > 127 {
+        return Err(PyValueError::new_err(format!(
+            "key: {key} is not a MIDI note (0 … 127)"
+        )));
+    }
+    if !(0.0..=1.0).contains(&velocity) {
+        return Err(PyValueError::new_err(format!(
+            "velocity: {velocity} is not within 0 … 1"
+        )));
+    }
+    Ok(())
+}
