@@ -24,6 +24,7 @@ mod examples;
 mod expression;
 mod feedback;
 mod flood;
+mod formats;
 mod fp_mode;
 mod fuzz_files;
 mod fuzz_scenes;
