@@ -1,9 +1,10 @@
 """Writes and reads audio files with libsndfile (the `soundfile` package),
 an encoder and decoder independent of morphrt's (Symphonia).
 
-    soundfile_io.py write OUT FORMAT SUBTYPE RATE CHANNELS FRAMES
-        A test signal (a sine per channel, a chirp, a decaying burst),
-        written as FORMAT/SUBTYPE (soundfile's names: FLAC PCM_24,
+    soundfile_io.py write OUT FORMAT SUBTYPE RATE CHANNELS FRAMES [noise]
+        A test signal (a sine per channel, a chirp, a decaying burst; or
+        seeded white noise, which a lossy encoder spreads over many
+        pages), written as FORMAT/SUBTYPE (soundfile's names: FLAC PCM_24,
         MP3 MPEG_LAYER_III, OGG VORBIS, AIFF PCM_16, WAV ULAW, ...).
     soundfile_io.py read-int IN OUT
         IN's samples as libsndfile decodes them to 32-bit integers
@@ -34,7 +35,11 @@ def main():
     if mode == "write":
         out, fmt, subtype = sys.argv[2], sys.argv[3], sys.argv[4]
         rate, channels, frames = (int(v) for v in sys.argv[5:8])
-        sf.write(out, signal(rate, channels, frames), rate, format=fmt, subtype=subtype)
+        if sys.argv[8:] == ["noise"]:
+            data = 0.3 * np.random.default_rng(7).standard_normal((frames, channels))
+        else:
+            data = signal(rate, channels, frames)
+        sf.write(out, data, rate, format=fmt, subtype=subtype)
     elif mode == "read-int":
         data, _ = sf.read(sys.argv[2], dtype="int32", always_2d=True)
         data.astype("<i4").tofile(sys.argv[3])

@@ -80,6 +80,17 @@ pub fn sniff(head: &[u8]) -> Sniffed {
     Sniffed::Unknown
 }
 
+/// Why [`Media::open`] failed.
+#[derive(Debug)]
+pub enum OpenFailure {
+    /// The source ended before its header and pages did.
+    CutShort,
+    /// No header or frame of its container was found in it.
+    NoAudio,
+    /// Another reason, in words.
+    Other(String),
+}
+
 /// A file of a container other than WAV, demuxed and decoded by Symphonia.
 pub struct Media {
     reader: Box<dyn FormatReader>,
@@ -89,6 +100,10 @@ pub struct Media {
     bits: Option<u32>,
     /// Whether the decoder checks the stream against a checksum (a FLAC's MD5).
     verifies: bool,
+    /// Whether it is Ogg, whose packets' positions are checked for a gap.
+    ogg: bool,
+    /// The position the next packet starts at, once a packet was read.
+    next_pts: Option<i64>,
     /// Channels per frame.
     pub channels: usize,
     /// Frames per second.
@@ -102,10 +117,14 @@ pub struct Media {
 }
 
 impl Media {
-    /// Opens `source` (whose first bytes said `container`) and its first
-    /// audio track; what cannot be read is refused in words, without the
-    /// file's name (the caller adds it).
-    pub fn open(source: Box<dyn MediaSource>, container: &'static str) -> Result<Media, String> {
+    /// Opens `source` (whose first bytes, `head`, said `container`) and
+    /// its first audio track; what cannot be read is refused in words,
+    /// without the file's name (the caller adds it).
+    pub fn open(
+        source: Box<dyn MediaSource>,
+        container: &'static str,
+        head: &[u8],
+    ) -> Result<Media, OpenFailure> {
         let mss = MediaSourceStream::new(source, Default::default());
         let reader = symphonia::default::get_probe()
             .probe(
@@ -114,22 +133,36 @@ impl Media {
                 FormatOptions::default(),
                 MetadataOptions::default(),
             )
-            .map_err(|e| format!("its {container} header cannot be read ({})", what(&e)))?;
+            .map_err(|e| match &e {
+                Error::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    OpenFailure::CutShort
+                }
+                Error::Unsupported(_) => OpenFailure::NoAudio,
+                e => OpenFailure::Other(format!(
+                    "its {container} header cannot be read ({})",
+                    what(e)
+                )),
+            })?;
+        let failed = OpenFailure::Other;
         let track = reader
             .default_track(TrackType::Audio)
-            .ok_or_else(|| format!("it is {container} but holds no audio track"))?;
+            .ok_or_else(|| failed(format!("it is {container} but holds no audio track")))?;
         let params = track
             .codec_params
             .as_ref()
             .and_then(|p| p.audio())
-            .ok_or_else(|| format!("it is {container} but its audio track has no codec"))?
+            .ok_or_else(|| {
+                failed(format!(
+                    "it is {container} but its audio track has no codec"
+                ))
+            })?
             .clone();
         let channels = params.channels.as_ref().map_or(0, |c| c.count());
         let sample_rate = params.sample_rate.unwrap_or(0);
         if channels == 0 || sample_rate == 0 {
-            return Err(format!(
+            return Err(failed(format!(
                 "it declares {channels} channels at {sample_rate} Hz: not audio morphrt can read"
-            ));
+            )));
         }
         let lossy = params.codec == CODEC_ID_MP3 || params.codec == CODEC_ID_VORBIS;
         let verifies = matches!(
@@ -138,7 +171,12 @@ impl Media {
         );
         let decoder = symphonia::default::get_codecs()
             .make_audio_decoder(&params, &AudioDecoderOptions::default().verify(verifies))
-            .map_err(|e| format!("its {container} audio cannot be decoded ({})", what(&e)))?;
+            .map_err(|e| {
+                failed(format!(
+                    "its {container} audio cannot be decoded ({})",
+                    what(&e)
+                ))
+            })?;
         let bits = if lossy { None } else { params.bits_per_sample };
         let (format, description) = match (lossy, bits) {
             (true, _) => (
@@ -154,17 +192,18 @@ impl Media {
         };
         // A declared length is kept when it is exact: lossless containers
         // and Ogg (the last page's position) record it; an MP3's is an
-        // estimate unless an encoder's tag records it, so it is not kept.
-        let frames = match container {
-            "MP3" => None,
-            _ => track.num_frames.filter(|n| *n > 0),
-        };
+        // estimate unless an encoder's tag in its first frame records it.
+        let tagged = |tag: &[u8]| head.windows(4).any(|w| w == tag);
+        let exact = container != "MP3" || tagged(b"Xing") || tagged(b"Info") || tagged(b"VBRI");
+        let frames = track.num_frames.filter(|_| exact);
         Ok(Media {
             track: track.id,
             reader,
             decoder,
             bits,
             verifies,
+            ogg: container == "Ogg",
+            next_pts: None,
             channels,
             sample_rate,
             format,
@@ -182,6 +221,19 @@ impl Media {
             };
             if packet.track_id != self.track {
                 continue;
+            }
+            // An Ogg page that is missing shows as a jump in the packets'
+            // positions (Symphonia's Ogg reader only logs it).
+            if self.ogg {
+                let pts = packet.pts.get();
+                if self.next_pts.is_some_and(|want| pts > want) {
+                    return Err(Error::DecodeError(
+                        "a page is missing: the positions of its packets jump ahead",
+                    ));
+                }
+                // A packet spans the frames it trims at its start and its duration.
+                let span = packet.trim_start.get().saturating_add(packet.dur.get());
+                self.next_pts = Some(pts.saturating_add(span as i64));
             }
             let buf = self.decoder.decode(&packet)?;
             if buf.num_planes() != self.channels {

@@ -36,7 +36,7 @@
 //! the input with an error naming the frame ([`WavInput::error`]).
 
 pub use super::media::Scale;
-use super::media::{interleave, sniff, what, Media, Sniffed};
+use super::media::{interleave, sniff, what, Media, OpenFailure, Sniffed};
 use super::resources::unread_format;
 use crate::engine::{InputBlock, InputFeed};
 use std::io::{self, Read};
@@ -51,6 +51,9 @@ use symphonia::core::errors::Error as DecodeError;
 use symphonia::core::io::{MediaSource, ReadOnlySource};
 use symphonia::core::packet::PacketRef;
 use symphonia::core::units::{Duration, Timestamp};
+
+/// Bytes of a file looked at to tell its format (and an MP3's tag).
+const HEAD: usize = 256;
 
 /// The formats morphrt reads, for messages.
 pub const FORMATS_READ: &str = "morphrt reads WAV files (8-, 16-, 24- or 32-bit integer PCM, 32-bit float, 64-bit float, μ-law or A-law samples), AIFF/AIFC, FLAC, MP3 and Ogg Vorbis";
@@ -552,7 +555,7 @@ impl WavInput {
                 "{shown} is empty (0 bytes), not a WAV file; {FORMATS_READ}"
             )));
         }
-        let mut head = [0u8; 12];
+        let mut head = [0u8; HEAD];
         let n = read_full(&mut file, &mut head).map_err(|e| header_io(&shown, e))?;
         io::Seek::seek(&mut file, io::SeekFrom::Start(0)).map_err(|e| header_io(&shown, e))?;
         let opening = Opening {
@@ -564,7 +567,9 @@ impl WavInput {
         };
         match sniff(&head[..n]) {
             Sniffed::Wav => WavInput::wav(Box::new(io::BufReader::new(file)), opening),
-            Sniffed::Other(container) => WavInput::media(Box::new(file), container, opening),
+            Sniffed::Other(container) => {
+                WavInput::media(Box::new(file), container, &head[..n], opening)
+            }
             Sniffed::Unknown => Err(unknown(&opening.shown, &head[..n], Some(len))),
         }
     }
@@ -585,7 +590,7 @@ impl WavInput {
         mut reader: Box<dyn Read + Send + Sync>,
         name: &str,
     ) -> Result<WavInput, WavInError> {
-        let mut head = [0u8; 12];
+        let mut head = [0u8; HEAD];
         let n = read_full(&mut reader, &mut head).map_err(|e| header_io(name, e))?;
         let again: Box<dyn Read + Send + Sync> =
             Box::new(io::Cursor::new(head[..n].to_vec()).chain(reader));
@@ -601,9 +606,12 @@ impl WavInput {
             Sniffed::Other("AIFF") => Err(WavInError::Refused(format!(
                 "{name} is an AIFF file, which is read from a file only (its header is read by seeking): give it as a file, or pipe a WAV, FLAC, MP3 or Ogg instead"
             ))),
-            Sniffed::Other(container) => {
-                WavInput::media(Box::new(ReadOnlySource::new(again)), container, opening)
-            }
+            Sniffed::Other(container) => WavInput::media(
+                Box::new(ReadOnlySource::new(again)),
+                container,
+                &head[..n],
+                opening,
+            ),
             Sniffed::Unknown => Err(unknown(name, &head[..n], None)),
         }
     }
@@ -636,10 +644,26 @@ impl WavInput {
     fn media(
         source: Box<dyn MediaSource>,
         container: &'static str,
+        head: &[u8],
         o: Opening,
     ) -> Result<WavInput, WavInError> {
-        let m = Media::open(source, container).map_err(|why| {
-            WavInError::Refused(format!("{} cannot be read: {why}; {FORMATS_READ}", o.shown))
+        let m = Media::open(source, container, head).map_err(|failure| {
+            let shown = &o.shown;
+            WavInError::Refused(match (failure, o.file_len) {
+                (OpenFailure::CutShort, Some(len)) => format!(
+                    "{shown} is cut short: it ends at byte {len}, before the end of its {container} header or data (was it not completely written?)"
+                ),
+                (OpenFailure::CutShort, None) => format!(
+                    "{shown} is cut short: it ends inside its {container} header (was it not completely written?)"
+                ),
+                (OpenFailure::NoAudio, len) => format!(
+                    "{shown} starts as {container} but holds no {container} audio that can be read{}: it is empty of frames, damaged or cut short; {FORMATS_READ}",
+                    len.map_or(String::new(), |n| format!(" in its {n} bytes"))
+                ),
+                (OpenFailure::Other(why), _) => {
+                    format!("{shown} cannot be read: {why}; {FORMATS_READ}")
+                }
+            })
         })?;
         let (shape, description, frames) = (
             (m.channels, m.sample_rate, m.format),
