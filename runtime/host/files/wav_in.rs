@@ -977,7 +977,7 @@ fn file_frames(h: &Header, file_len: u64, shown: &str) -> Result<u64, WavInError
                 let fb = h.frame_bytes();
                 return Err(WavInError::Refused(format!(
                     "{shown} is cut short: its header declares {frames} frames ({data} bytes of samples), but the file is {file_len} bytes: its data ends {} frame {} (was it not completely written?)",
-                    if available % fb > 0 { "inside" } else { "at" },
+                    if available.is_multiple_of(fb) { "at" } else { "inside" },
                     available / fb
                 )));
             }
