@@ -456,3 +456,61 @@ fn resources_and_plot_read_every_format() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `run --input` plays an MP3 into the scene as `render --input` of the
+/// same file writes it, bit for bit, under strict; its journal records the
+/// input, and `replay` gives the session back bit for bit.
+#[test]
+fn a_session_with_an_mp3_input_equals_the_render_and_replays() {
+    let dir = temp_dir("formats-run-mp3");
+    let mp3 = write(&dir, "take.mp3", "MP3", "MPEG_LAYER_III", 22_050);
+    let scene = dir.join("lp.json");
+    std::fs::write(&scene, FILTERED).unwrap();
+    let (capture, journal) = (dir.join("played.wav"), dir.join("j/take.jsonl"));
+    let (mut child, lines) = common::run_clock(
+        &scene,
+        &[
+            "--profile",
+            "strict",
+            "--input",
+            mp3.to_str().unwrap(),
+            "--capture",
+            capture.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+            "--duration",
+            "0.75s",
+            "--no-watch",
+        ],
+    );
+    let status = child.wait().unwrap();
+    let log = lines.iter().collect::<Vec<String>>().join("\n");
+    assert!(status.success(), "{log}");
+    let out = dir.join("render.wav");
+    let o = morphrt(&[
+        "render",
+        scene.to_str().unwrap(),
+        "--profile",
+        "strict",
+        "--input",
+        mp3.to_str().unwrap(),
+        "-d",
+        "0.75s",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mono = common::read_f32(&out);
+    let want: Vec<f32> = mono.iter().flat_map(|&x| [x, x]).collect();
+    let played = common::read_f32(&capture);
+    assert!(
+        played.len() == want.len()
+            && played
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+        "the session differs from the offline render; log:\n{log}"
+    );
+    common::assert_replays(&journal, &capture, &log);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
