@@ -13,7 +13,6 @@
 //! Vorbis) decodes through the same scalar code, to the same bits, on
 //! every machine.
 
-use super::wav_in::InputFormat;
 use symphonia::core::audio::{Audio, AudioBuffer, GenericAudioBufferRef};
 use symphonia::core::codecs::audio::well_known::{CODEC_ID_MP3, CODEC_ID_VORBIS};
 use symphonia::core::codecs::audio::{AudioDecoder, AudioDecoderOptions, VerificationCheck};
@@ -22,6 +21,30 @@ use symphonia::core::formats::probe::Hint;
 use symphonia::core::formats::{FormatOptions, FormatReader, TrackType};
 use symphonia::core::io::{MediaSource, MediaSourceStream};
 use symphonia::core::meta::MetadataOptions;
+
+/// The sample format of an input, as decoded: integer PCM of `bits`
+/// bits, or float.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputFormat {
+    /// Integer PCM of this many bits (8, 16, 24 or 32; a FLAC or a WAV
+    /// may hold another width).
+    Int(u16),
+    /// 32-bit IEEE float (and what lossy decoders give).
+    F32,
+    /// 64-bit IEEE float.
+    F64,
+}
+
+impl InputFormat {
+    /// In words, for summaries: `16-bit integer`, `32-bit float`.
+    pub fn describe(self) -> String {
+        match self {
+            InputFormat::Int(b) => format!("{b}-bit integer"),
+            InputFormat::F32 => "32-bit float".to_string(),
+            InputFormat::F64 => "64-bit float".to_string(),
+        }
+    }
+}
 
 /// How an integer sample of `b` bits becomes an f64.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

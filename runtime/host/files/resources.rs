@@ -227,23 +227,6 @@ pub fn read_wav(path: &Path) -> Result<AudioData, String> {
     })
 }
 
-/// A WAV `fmt ` chunk's format tag (the sub-format's, for
-/// WAVE_FORMAT_EXTENSIBLE) and bits per sample in words (`64-bit float
-/// samples`, `ADPCM-compressed audio`) when morphrt does not read it;
-/// `None` for the formats it reads.
-pub fn unread_format(tag: u16, bits: u16) -> Option<String> {
-    match (tag, bits) {
-        (1, 8 | 16 | 24 | 32) | (3, 32 | 64) | (6 | 7, 8) => None,
-        (1, b) => Some(format!("{b}-bit integer samples")),
-        (3, b) => Some(format!("{b}-bit float samples")),
-        (2 | 0x11, _) => Some("ADPCM-compressed audio".to_string()),
-        (6, b) => Some(format!("A-law audio of {b} bits per sample")),
-        (7, b) => Some(format!("μ-law audio of {b} bits per sample")),
-        (0x55, _) => Some("MP3 audio".to_string()),
-        (t, _) => Some(format!("audio in format 0x{t:04x}")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

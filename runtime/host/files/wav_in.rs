@@ -35,9 +35,8 @@
 //! or a FLAC whose audio does not match the MD5 its header records, ends
 //! the input with an error naming the frame ([`WavInput::error`]).
 
-pub use super::media::Scale;
 use super::media::{interleave, sniff, what, Media, OpenFailure, Sniffed};
-use super::resources::unread_format;
+pub use super::media::{InputFormat, Scale};
 use crate::engine::{InputBlock, InputFeed};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -57,30 +56,6 @@ const HEAD: usize = 256;
 
 /// The formats morphrt reads, for messages.
 pub const FORMATS_READ: &str = "morphrt reads WAV files (8-, 16-, 24- or 32-bit integer PCM, 32-bit float, 64-bit float, μ-law or A-law samples), AIFF/AIFC, FLAC, MP3 and Ogg Vorbis";
-
-/// The sample format of an input, as decoded: integer PCM of `bits`
-/// bits, or float.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InputFormat {
-    /// Integer PCM of this many bits (8, 16, 24 or 32; a FLAC or a WAV
-    /// may hold another width).
-    Int(u16),
-    /// 32-bit IEEE float (and what lossy decoders give).
-    F32,
-    /// 64-bit IEEE float.
-    F64,
-}
-
-impl InputFormat {
-    /// In words, for summaries: `16-bit integer`, `32-bit float`.
-    pub fn describe(self) -> String {
-        match self {
-            InputFormat::Int(b) => format!("{b}-bit integer"),
-            InputFormat::F32 => "32-bit float".to_string(),
-            InputFormat::F64 => "64-bit float".to_string(),
-        }
-    }
-}
 
 /// Why an audio input cannot be read; each names the input (`` `in.wav` ``
 /// or `standard input`).
@@ -404,6 +379,23 @@ fn pcm_decoder(h: &Header, shown: &str) -> Result<Box<dyn AudioDecoder>, WavInEr
                 what(&e)
             ))
         })
+}
+
+/// A WAV `fmt ` chunk's format tag (the sub-format's, for
+/// WAVE_FORMAT_EXTENSIBLE) and bits per sample in words (`64-bit float
+/// samples`, `ADPCM-compressed audio`) when morphrt does not read it;
+/// `None` for the formats it reads.
+pub fn unread_format(tag: u16, bits: u16) -> Option<String> {
+    match (tag, bits) {
+        (1, 8 | 16 | 24 | 32) | (3, 32 | 64) | (6 | 7, 8) => None,
+        (1, b) => Some(format!("{b}-bit integer samples")),
+        (3, b) => Some(format!("{b}-bit float samples")),
+        (2 | 0x11, _) => Some("ADPCM-compressed audio".to_string()),
+        (6, b) => Some(format!("A-law audio of {b} bits per sample")),
+        (7, b) => Some(format!("μ-law audio of {b} bits per sample")),
+        (0x55, _) => Some("MP3 audio".to_string()),
+        (t, _) => Some(format!("audio in format 0x{t:04x}")),
+    }
 }
 
 /// Channels `a` … `b` in words: `channel 2` or `channels 2 … 5`.
