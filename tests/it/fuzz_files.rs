@@ -768,3 +768,247 @@ fn mutated_calibration_stores_are_read_or_refused_cleanly() {
         }
     }
 }
+
+/// A file written by libsndfile (`tests/oracles/soundfile_io.py`): the
+/// test signal at 48 kHz, stereo, `frames` long (white noise for Ogg,
+/// which its encoder spreads over many pages).
+fn encoded(dir: &Path, name: &str, format: &str, subtype: &str, frames: usize) -> Vec<u8> {
+    let path = dir.join(name);
+    let o = std::process::Command::new("python3")
+        .arg(common::root().join("tests/oracles/soundfile_io.py"))
+        .args(["write", s(&path), format, subtype, "48000", "2"])
+        .arg(frames.to_string())
+        .args(if format == "OGG" { &["noise"][..] } else { &[] })
+        .output()
+        .expect("python3 runs the soundfile oracle");
+    assert!(
+        o.status.success(),
+        "soundfile_io.py (`python3 -m pip install soundfile`): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    bytes
+}
+
+/// An Ogg file's pages, split at each `OggS` capture pattern.
+fn ogg_pages(b: &[u8]) -> Vec<&[u8]> {
+    let starts: Vec<usize> = (0..b.len().saturating_sub(3))
+        .filter(|&i| &b[i..i + 4] == b"OggS")
+        .chain([b.len()])
+        .collect();
+    starts.windows(2).map(|w| &b[w[0]..w[1]]).collect()
+}
+
+/// The base files of every format read besides WAV: (name, bytes).
+fn format_bases(dir: &Path) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("x.flac", encoded(dir, "b.flac", "FLAC", "PCM_24", 6000)),
+        (
+            "x.mp3",
+            encoded(dir, "b.mp3", "MP3", "MPEG_LAYER_III", 6000),
+        ),
+        ("x.ogg", encoded(dir, "b.ogg", "OGG", "VORBIS", 80000)),
+        ("x.aiff", encoded(dir, "b.aiff", "AIFF", "PCM_16", 3000)),
+        ("x.wav", encoded(dir, "b.wav", "WAV", "ULAW", 3000)),
+    ]
+}
+
+/// Whether a refusal says where the file breaks: at a frame or a byte.
+fn says_where(m: &str) -> bool {
+    m.contains(" frame") || m.contains(" byte")
+}
+
+/// Every format cut short at several places, a FLAC whose MD5 does not
+/// match its audio, MP3s of no frames and an Ogg with a page missing: each
+/// refused (exit 2) as an input and as a resource, naming the file and
+/// where it breaks, with nothing written; none accepted, none a panic.
+#[test]
+fn damaged_files_of_every_format_are_refused_saying_where() {
+    let dir = common::temp_dir("fuzz-damaged");
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    let input_scene = dir.join("in.json");
+    std::fs::write(
+        &input_scene,
+        r#"{ "version": "1.0", "sample_rate": 48000,
+  "nodes": [ { "id": "mic", "op": "input", "params": { "channel": 0 } } ],
+  "outputs": { "main": ["mic"] } }"#,
+    )
+    .unwrap();
+    let out = dir.join("out.wav");
+    let mut cases: Vec<(String, Vec<u8>, &str)> = Vec::new();
+    for (name, base) in format_bases(&dir) {
+        for percent in [1, 8, 30, 60, 95] {
+            let at = base.len() * percent / 100;
+            cases.push((
+                format!("{percent}%-{name}"),
+                base[..at].to_vec(),
+                "cut short",
+            ));
+        }
+        cases.push((
+            format!("last-byte-{name}"),
+            base[..base.len() - 1].to_vec(),
+            "",
+        ));
+        if name == "x.flac" {
+            // STREAMINFO's MD5: bytes 26 … 41 (after `fLaC` and its block header).
+            let mut md5 = base.clone();
+            md5[30] ^= 0xFF;
+            cases.push(("md5-x.flac".to_string(), md5, "MD5"));
+        }
+        if name == "x.mp3" {
+            // The encoder's Info frame alone, and an ID3 tag alone: no audio frame.
+            let second = (4..base.len() - 1)
+                .find(|&i| base[i] == 0xFF && base[i + 1] & 0xE0 == 0xE0)
+                .unwrap();
+            cases.push((
+                "info-only-x.mp3".to_string(),
+                base[..second].to_vec(),
+                "no MP3 audio",
+            ));
+            cases.push((
+                "id3-only-x.mp3".to_string(),
+                b"ID3\x03\0\0\0\0\0\0".to_vec(),
+                "no MP3 audio",
+            ));
+        }
+        if name == "x.ogg" {
+            let pages = ogg_pages(&base);
+            assert!(pages.len() > 6, "{} Ogg pages", pages.len());
+            let mut gap = Vec::new();
+            for (i, p) in pages.iter().enumerate() {
+                if i != pages.len() / 2 {
+                    gap.extend_from_slice(p);
+                }
+            }
+            cases.push(("gap-x.ogg".to_string(), gap, "page is missing"));
+        }
+    }
+    for (k, (case, bytes, says)) in cases.iter().enumerate() {
+        let file = dir.join(case);
+        std::fs::write(&file, bytes).unwrap();
+        let c = Case {
+            what: "damaged",
+            seed: 0,
+            k,
+            ext: "bin",
+            bytes,
+        };
+        let args = [
+            "render",
+            s(&input_scene),
+            "--input",
+            s(&file),
+            "-o",
+            s(&out),
+        ];
+        let runs = if k % 4 == 0 {
+            vec![guarded(command(&args)), binary(&args, &[])]
+        } else {
+            vec![guarded(command(&args))]
+        };
+        for o in runs {
+            if let Outcome::Refused(_, m) = &o {
+                if !says_where(m) || !m.contains(says) {
+                    c.fail(&format!(
+                        "was refused without saying `{says}` and where: {m}"
+                    ));
+                }
+            }
+            if c.check(o, case, &out, &dir, Expect::Refused) {
+                unreachable!("refused");
+            }
+        }
+        // As a resource: the sampler's file.
+        let res_name = format!("r{k}.{}", case.rsplit('.').next().unwrap());
+        std::fs::write(dir.join("resources").join(&res_name), bytes).unwrap();
+        let scene = dir.join("res.json");
+        std::fs::write(&scene, WAV_SCENE.replace("x.wav", &res_name)).unwrap();
+        let args = ["render", s(&scene), "-o", s(&out), "-d", "256samples"];
+        let o = guarded(command(&args));
+        if let Outcome::Refused(_, m) = &o {
+            if !says_where(m) || !m.contains(says) {
+                c.fail(&format!(
+                    "as a resource, was refused without saying `{says}` and where: {m}"
+                ));
+            }
+        }
+        c.check(o, &res_name, &out, &dir, Expect::Refused);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Seeded mutations of a FLAC, an MP3, an Ogg Vorbis, an AIFF and a μ-law
+/// WAV, played as a resource (sampler, convolution) and drawn by `plot`:
+/// each plays or is refused cleanly (exit 2 naming the file, nothing
+/// written), never a panic or a hang.
+#[test]
+fn mutated_files_of_every_format_play_or_are_refused_cleanly() {
+    let dir = common::temp_dir("fuzz-formats");
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    let bases = format_bases(&dir);
+    let (scene, res, out, png) = (
+        dir.join("w.json"),
+        dir.join("resources/x.wav"),
+        dir.join("out.wav"),
+        dir.join("out.png"),
+    );
+    std::fs::write(&scene, WAV_SCENE).unwrap();
+    let seed = 0x5eed_000a_f0a7_0001;
+    let mut rng = Rng(seed);
+    let (mut accepted, mut refused) = (0, 0);
+    for k in 0..250 {
+        let (_, base) = rng.pick(&bases);
+        let m = mutate_bytes(base, &mut rng);
+        std::fs::write(&res, &m).unwrap();
+        let profile = *rng.pick(&["strict", "repro", "live"]);
+        let args = [
+            "render",
+            s(&scene),
+            "-o",
+            s(&out),
+            "-d",
+            "256samples",
+            "--profile",
+            profile,
+        ];
+        let case = Case {
+            what: "format",
+            seed,
+            k,
+            ext: "bin",
+            bytes: &m,
+        };
+        if case.check(guarded(command(&args)), "x.wav", &out, &dir, Expect::Either) {
+            case.check_wav(&out, Some(256));
+            accepted += 1;
+        } else {
+            refused += 1;
+        }
+        if k % 10 == 0 {
+            let plot = [
+                "plot",
+                s(&res),
+                "-o",
+                s(&png),
+                "--width",
+                "64",
+                "--height",
+                "64",
+            ];
+            if case.check(guarded(command(&plot)), "x.wav", &png, &dir, Expect::Either) {
+                std::fs::remove_file(&png).unwrap();
+            }
+        }
+        if k % 50 == 0 {
+            case.check(binary(&args, &[]), "x.wav", &out, &dir, Expect::Either);
+            let _ = std::fs::remove_file(&out);
+        }
+    }
+    eprintln!("{accepted} mutated files played, {refused} refused");
+    assert!(
+        accepted > 10 && refused > 10,
+        "{accepted} played, {refused} refused"
+    );
+}

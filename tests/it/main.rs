@@ -25,6 +25,7 @@ mod expression;
 mod feedback;
 mod flac_out;
 mod flood;
+mod formats;
 mod fp_mode;
 mod fuzz_files;
 mod fuzz_scenes;

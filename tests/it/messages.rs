@@ -460,14 +460,13 @@ fn wav_bytes(tag: u16, bits: u16, data: &[u8]) -> Vec<u8> {
     v
 }
 
-// A directory or FIFO named x.wav, a 0-byte WAV, a 64-bit float WAV and a
-// WAV of no frames are each described by what they are (not "not found",
-// "Failed to read enough bytes." or "bits per sample is not 32", and not
-// silence without a word).
+// A directory or FIFO named x.wav, a 0-byte WAV, an ADPCM WAV and a WAV of
+// no frames are each described by what they are (not "not found", "Failed
+// to read enough bytes." or "bits per sample is not 32", and not silence
+// without a word).
 #[test]
 fn resource_files_are_described_by_what_they_are() {
-    let reads =
-        "morphrt reads WAV files of 8-, 16-, 24- or 32-bit integer PCM or 32-bit float samples";
+    let reads = "morphrt reads WAV files (8-, 16-, 24- or 32-bit integer PCM, 32-bit float, 64-bit float, μ-law or A-law samples), AIFF/AIFC, FLAC, MP3 and Ogg Vorbis";
     let case = |name: &str, make: &dyn Fn(&Path)| {
         let dir = temp_dir(&format!("m-res-{name}"));
         std::fs::create_dir_all(dir.join("resources")).unwrap();
@@ -503,12 +502,12 @@ fn resource_files_are_described_by_what_they_are() {
         ),
         "{err}"
     );
-    let (code, err) = case("f64", &|p| {
-        std::fs::write(p, wav_bytes(3, 64, &[0; 64])).unwrap()
+    let (code, err) = case("adpcm", &|p| {
+        std::fs::write(p, wav_bytes(2, 4, &[0; 64])).unwrap()
     });
     assert_eq!(code, Some(2));
     assert!(
-        err.contains("x.wav` holds 64-bit float samples, which is not read; ")
+        err.contains("x.wav` holds ADPCM-compressed audio, which is not read; ")
             && err.contains(reads),
         "{err}"
     );
@@ -531,7 +530,7 @@ fn resource_files_are_described_by_what_they_are() {
 
 // A WAV whose data chunk declares more samples than the file holds (a copy
 // or a download cut short), or one cut inside its header, is refused as cut
-// short (not "Failed to read enough bytes.").
+// short, saying where (not "Failed to read enough bytes.").
 #[test]
 fn a_wav_file_cut_short_says_so() {
     let dir = temp_dir("m-res-cut");
@@ -541,7 +540,7 @@ fn a_wav_file_cut_short_says_so() {
     let (code, err) = check_sampler(&dir);
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("x.wav` is cut short: its header declares 100 samples (100 frames of 1 channels), but the file ends after 74"),
+        err.contains("x.wav` is cut short: its header declares 100 frames (200 bytes of samples), but the file is 193 bytes: its data ends inside frame 74"),
         "{err}"
     );
     std::fs::write(dir.join("resources/x.wav"), &full[..30]).unwrap();

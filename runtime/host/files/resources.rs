@@ -1,6 +1,6 @@
 //! Where a scene's `@resource:NAME` files come from for the command line:
 //! the folders it searches ([`Folders`], the engine's [`Resolver`]) and the
-//! WAV reader that decodes them.
+//! reader that decodes them.
 //!
 //! NAME is looked up in `resources/` next to the scene file, then in
 //! `resources/` next to the scene's folder (so `scenes/x.json` finds the
@@ -198,183 +198,33 @@ pub fn resolve(
     })
 }
 
-/// Decodes a WAV file (integer PCM scaled by 2^-(bits-1), or 32-bit float).
-/// What is not one is refused saying what it is: a directory, a FIFO or
-/// a device (known from its metadata before it is opened, and checked
-/// again on the open file: reading a FIFO would wait for a writer), an
-/// empty file, another file, another WAV format.
+/// Decodes an audio file of any format read (WAV, AIFF/AIFC, FLAC, MP3,
+/// Ogg Vorbis; see [`super::wav_in`]), integer samples scaled by
+/// 2^−(bits−1) ([`super::wav_in::Scale::Resource`]). What is not one is
+/// refused saying what it is: a directory, a FIFO or a device (known from
+/// its metadata before it is opened, and checked again on the open file:
+/// reading a FIFO would wait for a writer), an empty file, another file, a
+/// format not read, a file cut short or damaged (and where).
 pub fn read_wav(path: &Path) -> Result<AudioData, String> {
-    use crate::scene::resource::{open_regular, NotRegular};
-    let shown = path.display();
-    let file = open_regular(path).map_err(|e| match e {
-        NotRegular::Kind(k) => format!("`{shown}` is {k}, not a WAV file"),
-        NotRegular::Io(e) => format!("cannot read `{shown}`: {e}"),
-    })?;
-    let len = file
-        .metadata()
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?
-        .len();
-    if len == 0 {
+    let (sample_rate, channels) = super::wav_in::read_all(path).map_err(|e| e.to_string())?;
+    let nch = channels.len();
+    let first_bad = channels
+        .iter()
+        .enumerate()
+        .filter_map(|(c, ch)| ch.iter().position(|x| !x.is_finite()).map(|f| (f, c)))
+        .min();
+    if let Some((frame, c)) = first_bad {
         return Err(format!(
-            "`{shown}` is empty (0 bytes), not a WAV file; {WAV_FORMATS_READ}"
-        ));
-    }
-    let reader = hound::WavReader::new(std::io::BufReader::new(file))
-        .map_err(|e| unreadable_wav(path, &e))?;
-    let spec = reader.spec();
-    let nch = spec.channels as usize;
-    if nch == 0 {
-        return Err(format!("`{}` has no channels", path.display()));
-    }
-    let declared = reader.len() as usize;
-    let interleaved: Vec<f64> = match spec.sample_format {
-        hound::SampleFormat::Float => decode(
-            reader.into_samples::<f32>(),
-            |v| v as f64,
-            path,
-            declared,
-            nch,
-        )?,
-        hound::SampleFormat::Int => {
-            let scale = 1.0 / (1u64 << (spec.bits_per_sample.clamp(1, 32) - 1)) as f64;
-            let samples = reader.into_samples::<i32>();
-            decode(samples, |v| v as f64 * scale, path, declared, nch)?
-        }
-    };
-    if let Some(k) = interleaved.iter().position(|x| !x.is_finite()) {
-        return Err(format!(
-            "`{}` holds a non-finite sample (NaN or infinity) at frame {}, channel {}",
+            "`{}` holds a non-finite sample (NaN or infinity) at frame {frame}, channel {c}",
             path.display(),
-            k / nch,
-            k % nch
         ));
     }
-    let frames = interleaved.len() / nch;
-    let channels = (0..nch)
-        .map(|c| (0..frames).map(|f| interleaved[f * nch + c]).collect())
-        .collect();
+    debug_assert!(nch > 0);
     Ok(AudioData {
         path: path.to_path_buf(),
-        sample_rate: spec.sample_rate,
+        sample_rate,
         channels,
     })
-}
-
-/// The WAV files [`read_wav`] reads, for its messages.
-pub const WAV_FORMATS_READ: &str =
-    "morphrt reads WAV files of 8-, 16-, 24- or 32-bit integer PCM or 32-bit float samples";
-
-/// Every sample of a WAV file's data chunk, converted by `f`; a file that
-/// ends before the `declared` samples of its header is named as cut short,
-/// with how far its samples go.
-fn decode<T>(
-    samples: impl Iterator<Item = hound::Result<T>>,
-    f: impl Fn(T) -> f64,
-    path: &Path,
-    declared: usize,
-    nch: usize,
-) -> Result<Vec<f64>, String> {
-    let mut out = Vec::new();
-    for s in samples {
-        match s {
-            Ok(v) => out.push(f(v)),
-            Err(e) if is_short_read(&e) => {
-                return Err(format!(
-                    "`{}` is cut short: its header declares {declared} samples ({} frames of {nch} channels), but the file ends after {} (was it not completely written?)",
-                    path.display(),
-                    declared / nch,
-                    out.len()
-                ));
-            }
-            Err(e) => {
-                return Err(format!(
-                    "cannot decode `{}` at sample {}: {e}",
-                    path.display(),
-                    out.len()
-                ))
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Whether hound stopped because the file ended (it says so in an
-/// `ErrorKind::Other` error of its own).
-fn is_short_read(e: &hound::Error) -> bool {
-    matches!(e, hound::Error::IoError(io)
-        if io.kind() == std::io::ErrorKind::UnexpectedEof
-            || io.to_string() == "Failed to read enough bytes.")
-}
-
-/// Why `path` could not be opened as a WAV file, from its first bytes: not
-/// a RIFF WAVE file at all, a WAV of a format it does not read (named), or
-/// what the decoder said.
-fn unreadable_wav(path: &Path, e: &hound::Error) -> String {
-    let shown = path.display();
-    let mut head = Vec::new();
-    if let Ok(f) = crate::scene::resource::open_regular(path) {
-        use std::io::Read;
-        let _ = f.take(4096).read_to_end(&mut head);
-    }
-    if head.len() < 12 || &head[0..4] != b"RIFF" || &head[8..12] != b"WAVE" {
-        return format!(
-            "`{shown}` is not a WAV file (it does not start with a RIFF WAVE header; {} bytes); {WAV_FORMATS_READ}",
-            std::fs::metadata(path).map_or(0, |m| m.len())
-        );
-    }
-    let cut = is_short_read(e);
-    match wav_format(&head) {
-        Some(what) => format!("`{shown}` holds {what}, which is not read; {WAV_FORMATS_READ}"),
-        None if cut => format!(
-            "`{shown}` is cut short: it ends inside its header, after {} bytes (was it not completely written?)",
-            std::fs::metadata(path).map_or(0, |m| m.len())
-        ),
-        None => format!("cannot read `{shown}` as a WAV file: {e}; {WAV_FORMATS_READ}"),
-    }
-}
-
-/// The sample format a RIFF WAVE header declares, in words (`64-bit float
-/// samples`, `ADPCM-compressed audio`), when its `fmt ` chunk is among the
-/// first bytes and is not one [`read_wav`] reads.
-fn wav_format(head: &[u8]) -> Option<String> {
-    let u16_at = |i: usize| Some(u16::from_le_bytes(head.get(i..i + 2)?.try_into().ok()?));
-    let u32_at = |i: usize| Some(u32::from_le_bytes(head.get(i..i + 4)?.try_into().ok()?));
-    let mut at = 12;
-    while at + 8 <= head.len() {
-        let len = u32_at(at + 4)? as usize;
-        if &head[at..at + 4] == b"fmt " {
-            let body = at + 8;
-            let mut tag = u16_at(body)?;
-            let bits = u16_at(body + 14)?;
-            if tag == 0xFFFE {
-                // WAVE_FORMAT_EXTENSIBLE: the format is the sub-format GUID's first two bytes.
-                tag = u16_at(body + 24)?;
-            }
-            return unread_format(tag, bits);
-        }
-        at = at
-            .saturating_add(8)
-            .saturating_add(len)
-            .saturating_add(len & 1);
-    }
-    None
-}
-
-/// A WAV `fmt ` chunk's format tag (the sub-format's, for
-/// WAVE_FORMAT_EXTENSIBLE) and bits per sample in words (`64-bit float
-/// samples`, `ADPCM-compressed audio`) when morphrt does not read it;
-/// `None` for the formats it reads.
-pub fn unread_format(tag: u16, bits: u16) -> Option<String> {
-    match (tag, bits) {
-        (1, 8 | 16 | 24 | 32) | (3, 32) => None,
-        (1, b) => Some(format!("{b}-bit integer samples")),
-        (3, b) => Some(format!("{b}-bit float samples")),
-        (2 | 0x11, _) => Some("ADPCM-compressed audio".to_string()),
-        (6, _) => Some("A-law audio".to_string()),
-        (7, _) => Some("μ-law audio".to_string()),
-        (0x55, _) => Some("MP3 audio".to_string()),
-        (t, _) => Some(format!("audio in format 0x{t:04x}")),
-    }
 }
 
 #[cfg(test)]

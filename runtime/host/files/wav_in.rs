@@ -1,61 +1,63 @@
-//! Reading a WAV file as the session's audio input (`render --input`,
-//! `run --input`, a journal's recorded input): streamed frame by frame, so
-//! an hour-long recording or a pipe from `sox` is never held in memory.
+//! Reading an audio file as the session's audio input (`render --input`,
+//! `run --input`, a journal's recorded input), and whole, as an
+//! `@resource:` sample or impulse response or a file `plot` draws
+//! ([`read_all`]): streamed packet by packet, so an hour-long recording
+//! or a pipe from `sox` is never held in memory.
+//!
+//! The format is told from the first bytes, not the name ([`sniff`]):
+//! WAV (RIFF, RF64 or BW64: 8-, 16-, 24- or 32-bit integer PCM, fewer
+//! valid bits in a wider container, 32- or 64-bit float, μ-law, A-law),
+//! AIFF/AIFC, FLAC, MP3 and Ogg Vorbis. Symphonia decodes every sample
+//! ([`super::media`]). A WAV's header is read here, not by Symphonia's WAV
+//! reader, because a program writing a WAV to a pipe cannot go back to
+//! fill in its sizes: a `data` size of 0 or `0xFFFFFFFF` (in a RIFF, not
+//! an RF64 file) means "not recorded", and the data then runs to the end
+//! of the stream or file; RF64 files (the `ds64` chunk's 64-bit sizes, as
+//! morphrt writes past 4 GiB) are read too. Its samples then go through
+//! Symphonia's PCM decoder. The other containers are demuxed and decoded
+//! by Symphonia; they stream from a pipe as from a file (AIFF, whose
+//! header Symphonia reads by seeking, from a file only).
 //!
 //! Integer samples of `b` bits are scaled by 1/(2^(b−1)−1): the exact
 //! inverse of the integer output rule (scale by 2^(b−1)−1, round half to
 //! even), so a 16- or 24-bit input written back in its own format through
-//! an identity scene keeps every value; 8-bit samples are unsigned (128 is
-//! zero); 32-bit float samples are taken as they are (an f32 input through
-//! an f32 or f64 scene is written back bit for bit as f32).
-//!
-//! The header is read here, not by a general WAV library, because a
-//! program writing a WAV to a pipe cannot go back to fill in its sizes:
-//! a `data` size of 0 or `0xFFFFFFFF` (in a RIFF, not an RF64 file) means
-//! "not recorded", and the data then runs to the end of the stream or file.
-//! RF64 files (the `ds64` chunk's 64-bit sizes, as morphrt writes past
-//! 4 GiB) are read too.
+//! an identity scene keeps every value; 8-bit WAV samples are unsigned
+//! (128 is zero); μ-law and A-law samples expand to 16-bit integers;
+//! float samples are taken as they are (an f32 input through an f32 or
+//! f64 scene is written back bit for bit as f32). A file read whole as a
+//! resource keeps the resource rule ([`Scale::Resource`]).
 //!
 //! A file is refused up front when it is not a regular file (a FIFO would
-//! wait forever for a writer), not a WAV, a format not read, cut short of
-//! what its header declares, or has no frames; standard input is read as
-//! it comes, and a stream that ends before the length its header declares,
-//! or inside a frame, is cut short ([`WavInput::error`]).
+//! wait forever for a writer), none of the formats read, a format not
+//! read, cut short of what its WAV header declares, or has no frames;
+//! standard input is read as it comes. Data that ends before the length
+//! its header declares, inside a frame, or that a decoder finds damaged,
+//! or a FLAC whose audio does not match the MD5 its header records, ends
+//! the input with an error naming the frame ([`WavInput::error`]).
 
-use super::resources::{unread_format, WAV_FORMATS_READ};
+use super::media::{interleave, sniff, what, Media, OpenFailure, Sniffed};
+pub use super::media::{InputFormat, Scale};
 use crate::engine::{InputBlock, InputFeed};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use symphonia::core::audio::Channels;
+use symphonia::core::codecs::audio::well_known::{
+    CODEC_ID_PCM_ALAW, CODEC_ID_PCM_F32LE, CODEC_ID_PCM_F64LE, CODEC_ID_PCM_MULAW,
+    CODEC_ID_PCM_S16LE, CODEC_ID_PCM_S24LE, CODEC_ID_PCM_S32LE, CODEC_ID_PCM_U8,
+};
+use symphonia::core::codecs::audio::{AudioCodecParameters, AudioDecoder, AudioDecoderOptions};
+use symphonia::core::errors::Error as DecodeError;
+use symphonia::core::io::{MediaSource, ReadOnlySource};
+use symphonia::core::packet::PacketRef;
+use symphonia::core::units::{Duration, Timestamp};
 
-/// The sample format of an input, as stored: integer PCM of `bits` bits,
-/// or 32-bit float.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InputFormat {
-    /// Integer PCM of this many bits (8, 16, 24 or 32).
-    Int(u16),
-    /// 32-bit IEEE float.
-    F32,
-}
+/// Bytes of a file looked at to tell its format (and an MP3's tag).
+const HEAD: usize = 256;
 
-impl InputFormat {
-    /// In words, for summaries: `16-bit integer`, `32-bit float`.
-    pub fn describe(self) -> String {
-        match self {
-            InputFormat::Int(b) => format!("{b}-bit integer"),
-            InputFormat::F32 => "32-bit float".to_string(),
-        }
-    }
+/// The formats morphrt reads, for messages.
+pub const FORMATS_READ: &str = "morphrt reads WAV files (8-, 16-, 24- or 32-bit integer PCM, 32-bit float, 64-bit float, μ-law or A-law samples), AIFF/AIFC, FLAC, MP3 and Ogg Vorbis";
 
-    /// Bytes of one stored sample.
-    fn width(self) -> usize {
-        match self {
-            InputFormat::Int(b) => (b as usize).div_ceil(8),
-            InputFormat::F32 => 4,
-        }
-    }
-}
-
-/// Why a WAV input cannot be read; each names the input (`` `in.wav` ``
+/// Why an audio input cannot be read; each names the input (`` `in.wav` ``
 /// or `standard input`).
 #[derive(Debug)]
 pub enum WavInError {
@@ -68,9 +70,9 @@ pub enum WavInError {
     /// It is not a regular file: `kind` says what it is (a FIFO would wait
     /// forever for a writer).
     NotAFile { shown: String, kind: &'static str },
-    /// It is not a WAV morphrt reads: empty, not a WAV, a format not read,
-    /// a header that contradicts itself, cut short, no frames. The message
-    /// names it and says which.
+    /// It is not audio morphrt reads: empty, none of the formats read, a
+    /// format not read, a header that contradicts itself, cut short,
+    /// damaged, no frames. The message names it and says which (and where).
     Refused(String),
 }
 
@@ -87,7 +89,9 @@ impl std::fmt::Display for WavInError {
                 frame: Some(at),
                 source,
             } => write!(f, "cannot read {shown} at frame {at}: {source}"),
-            WavInError::NotAFile { shown, kind } => write!(f, "{shown} is {kind}, not a WAV file"),
+            WavInError::NotAFile { shown, kind } => {
+                write!(f, "{shown} is {kind}, not an audio file")
+            }
             WavInError::Refused(m) => f.write_str(m),
         }
     }
@@ -114,29 +118,7 @@ fn header_io(shown: &str, source: io::Error) -> WavInError {
 /// An integer sample of `bits` bits as the engine reads it: `v / (2^(bits−1) − 1)`.
 #[inline]
 pub fn int_to_sample(v: i32, bits: u16) -> f64 {
-    v as f64 / ((1i64 << (bits.clamp(2, 32) - 1)) - 1) as f64
-}
-
-/// Decodes whole stored samples of `src` into `dst` (as many as both hold).
-fn decode(format: InputFormat, src: &[u8], dst: &mut [f64]) {
-    let w = format.width();
-    let samples = src.chunks_exact(w).zip(dst.iter_mut());
-    match format {
-        InputFormat::F32 => samples.for_each(|(b, d)| {
-            *d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64;
-        }),
-        InputFormat::Int(8) => samples.for_each(|(b, d)| *d = int_to_sample(b[0] as i32 - 128, 8)),
-        InputFormat::Int(16) => samples.for_each(|(b, d)| {
-            *d = int_to_sample(i16::from_le_bytes([b[0], b[1]]) as i32, 16);
-        }),
-        InputFormat::Int(24) => samples.for_each(|(b, d)| {
-            let v = i32::from_le_bytes([0, b[0], b[1], b[2]]) >> 8;
-            *d = int_to_sample(v, 24);
-        }),
-        InputFormat::Int(bits) => samples.for_each(|(b, d)| {
-            *d = int_to_sample(i32::from_le_bytes([b[0], b[1], b[2], b[3]]), bits);
-        }),
-    }
+    Scale::Input.int(v, bits as u32)
 }
 
 /// Reads until `buf` is full or the stream ends; returns the bytes read.
@@ -153,12 +135,26 @@ fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// How a WAV stores its samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct WavCodec {
+    /// Symphonia's codec for one stored sample.
+    id: symphonia::core::codecs::audio::AudioCodecId,
+    /// Bytes of one stored sample.
+    width: u16,
+    /// Significant bits of an integer sample (`None` for float).
+    bits: Option<u32>,
+    /// In words: `16-bit integer`, `μ-law`.
+    name: &'static str,
+}
+
 /// What a WAV header says about the samples after it.
 #[derive(Clone, Copy, Debug)]
 struct Header {
     channels: u16,
     sample_rate: u32,
     format: InputFormat,
+    codec: WavCodec,
     /// Bytes of samples the header declares; `None` when it records none
     /// (a streaming header): the data runs to the end.
     data_len: Option<u64>,
@@ -168,7 +164,21 @@ struct Header {
 
 impl Header {
     fn frame_bytes(&self) -> u64 {
-        self.channels as u64 * self.format.width() as u64
+        self.channels as u64 * self.codec.width as u64
+    }
+
+    /// The format in words: `WAV 24-bit integer`, `WAV μ-law`.
+    fn description(&self) -> String {
+        let container = self.codec.width * 8;
+        match self.format {
+            InputFormat::Int(b) if self.codec.name == "integer" && b == container => {
+                format!("WAV {b}-bit integer")
+            }
+            InputFormat::Int(b) if self.codec.name == "integer" => {
+                format!("WAV {b}-bit integer in {container}-bit containers")
+            }
+            _ => format!("WAV {}", self.codec.name),
+        }
     }
 }
 
@@ -187,7 +197,7 @@ impl HeaderReader<'_> {
         self.at += n as u64;
         if n < buf.len() {
             return Err(WavInError::Refused(format!(
-                "{} is cut short: it ends inside its WAV header, after {} bytes (was it not completely written?)",
+                "{} is cut short: it ends inside its header, after {} bytes (was it not completely written?)",
                 self.shown, self.at
             )));
         }
@@ -217,24 +227,13 @@ impl HeaderReader<'_> {
     }
 }
 
-/// Reads a RIFF (or RF64) WAVE header up to the first sample.
+/// Reads a RIFF (or RF64) WAVE header, whose first 12 bytes were
+/// checked, up to the first sample.
 fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, WavInError> {
     let mut h = HeaderReader { r, at: 0, shown };
     let mut riff = [0u8; 12];
-    let n = read_full(h.r, &mut riff).map_err(|e| header_io(shown, e))?;
-    h.at = n as u64;
+    h.exact(&mut riff)?;
     let rf64 = matches!(&riff[0..4], b"RF64" | b"BW64");
-    if n < 12 || !(rf64 || &riff[0..4] == b"RIFF") || &riff[8..12] != b"WAVE" {
-        return Err(if n == 0 {
-            WavInError::Refused(format!(
-                "{shown} is empty: it holds no WAV header; {WAV_FORMATS_READ}"
-            ))
-        } else {
-            WavInError::Refused(format!(
-                "{shown} is not a WAV file (it does not start with a RIFF WAVE header); {WAV_FORMATS_READ}"
-            ))
-        });
-    }
     let mut ds64_data = None;
     let mut fmt = None;
     loop {
@@ -251,7 +250,7 @@ fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, WavInError> {
             }
             b"fmt " => fmt = Some(parse_fmt(&h.body(len as u64, 40)?, shown)?),
             b"data" => {
-                let Some((channels, sample_rate, format)) = fmt else {
+                let Some((channels, sample_rate, format, codec)) = fmt else {
                     return Err(WavInError::Refused(format!("{shown} is not a WAV file morphrt can read: its `data` chunk comes before its `fmt ` chunk")));
                 };
                 let data_len = match len {
@@ -267,6 +266,7 @@ fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, WavInError> {
                     channels,
                     sample_rate,
                     format,
+                    codec,
                     data_len,
                     offset: h.at,
                 });
@@ -277,7 +277,7 @@ fn read_header(r: &mut dyn Read, shown: &str) -> Result<Header, WavInError> {
 }
 
 /// The `fmt ` chunk: channels, rate and a format morphrt reads.
-fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat), WavInError> {
+fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat, WavCodec), WavInError> {
     let u16_at = |i: usize| b.get(i..i + 2).map(|x| u16::from_le_bytes([x[0], x[1]]));
     let (Some(mut tag), Some(channels), Some(rate), Some(align), Some(bits)) = (
         u16_at(0),
@@ -292,37 +292,110 @@ fn parse_fmt(b: &[u8], shown: &str) -> Result<(u16, u32, InputFormat), WavInErro
             b.len()
         )));
     };
+    let mut valid = bits;
     if tag == 0xFFFE {
-        // WAVE_FORMAT_EXTENSIBLE: the format is the sub-format GUID's first two bytes.
+        // WAVE_FORMAT_EXTENSIBLE: the format is the sub-format GUID's first
+        // two bytes; the valid bits (0: all) sit at the top of each container.
         tag = u16_at(24).unwrap_or(0);
-        if let Some(valid) = u16_at(18).filter(|v| *v != 0 && *v != bits) {
+        valid = u16_at(18).filter(|v| *v != 0).unwrap_or(bits);
+        if valid > bits || (tag != 1 && valid != bits) {
             return Err(WavInError::Refused(format!(
-                "{shown} holds {valid}-bit samples in {bits}-bit containers, which are not read; {WAV_FORMATS_READ}"
+                "{shown} declares {valid} valid bits in {bits}-bit containers, which is not a format morphrt reads; {FORMATS_READ}"
             )));
         }
     }
     if let Some(what) = unread_format(tag, bits) {
         return Err(WavInError::Refused(format!(
-            "{shown} holds {what}, which is not read; {WAV_FORMATS_READ}"
+            "{shown} holds {what}, which is not read; {FORMATS_READ}"
         )));
     }
-    let format = if tag == 3 {
-        InputFormat::F32
-    } else {
-        InputFormat::Int(bits)
+    let codec = |id, width, bits, name| WavCodec {
+        id,
+        width,
+        bits,
+        name,
+    };
+    let (format, codec) = match (tag, bits) {
+        (3, 32) => (
+            InputFormat::F32,
+            codec(CODEC_ID_PCM_F32LE, 4, None, "32-bit float"),
+        ),
+        (3, _) => (
+            InputFormat::F64,
+            codec(CODEC_ID_PCM_F64LE, 8, None, "64-bit float"),
+        ),
+        (6, _) => (
+            InputFormat::Int(16),
+            codec(CODEC_ID_PCM_ALAW, 1, Some(16), "A-law"),
+        ),
+        (7, _) => (
+            InputFormat::Int(16),
+            codec(CODEC_ID_PCM_MULAW, 1, Some(16), "μ-law"),
+        ),
+        (_, 8) => (
+            InputFormat::Int(valid),
+            codec(CODEC_ID_PCM_U8, 1, Some(valid as u32), "integer"),
+        ),
+        (_, 16) => (
+            InputFormat::Int(valid),
+            codec(CODEC_ID_PCM_S16LE, 2, Some(valid as u32), "integer"),
+        ),
+        (_, 24) => (
+            InputFormat::Int(valid),
+            codec(CODEC_ID_PCM_S24LE, 3, Some(valid as u32), "integer"),
+        ),
+        (_, _) => (
+            InputFormat::Int(valid),
+            codec(CODEC_ID_PCM_S32LE, 4, Some(valid as u32), "integer"),
+        ),
     };
     if channels == 0 || rate == 0 {
         return Err(WavInError::Refused(format!(
             "{shown} declares {channels} channels at {rate} Hz: not audio morphrt can read"
         )));
     }
-    if align as usize != channels as usize * format.width() {
+    if align as usize != channels as usize * codec.width as usize {
         return Err(WavInError::Refused(format!(
-            "{shown} declares frames of {align} bytes, but {channels} channels of {bits}-bit samples take {}; {WAV_FORMATS_READ}",
-            channels as usize * format.width()
+            "{shown} declares frames of {align} bytes, but {channels} channels of {bits}-bit samples take {}; {FORMATS_READ}",
+            channels as usize * codec.width as usize
         )));
     }
-    Ok((channels, rate, format))
+    Ok((channels, rate, format, codec))
+}
+
+/// Symphonia's PCM decoder for the samples of a WAV with header `h`.
+fn pcm_decoder(h: &Header, shown: &str) -> Result<Box<dyn AudioDecoder>, WavInError> {
+    let mut params = AudioCodecParameters::new();
+    params
+        .for_codec(h.codec.id)
+        .with_sample_rate(h.sample_rate)
+        .with_channels(Channels::Discrete(h.channels));
+    symphonia::default::get_codecs()
+        .make_audio_decoder(&params, &AudioDecoderOptions::default())
+        .map_err(|e| {
+            WavInError::Refused(format!(
+                "{shown} holds {} samples that cannot be decoded ({}); {FORMATS_READ}",
+                h.codec.name,
+                what(&e)
+            ))
+        })
+}
+
+/// A WAV `fmt ` chunk's format tag (the sub-format's, for
+/// WAVE_FORMAT_EXTENSIBLE) and bits per sample in words (`64-bit float
+/// samples`, `ADPCM-compressed audio`) when morphrt does not read it;
+/// `None` for the formats it reads.
+pub fn unread_format(tag: u16, bits: u16) -> Option<String> {
+    match (tag, bits) {
+        (1, 8 | 16 | 24 | 32) | (3, 32 | 64) | (6 | 7, 8) => None,
+        (1, b) => Some(format!("{b}-bit integer samples")),
+        (3, b) => Some(format!("{b}-bit float samples")),
+        (2 | 0x11, _) => Some("ADPCM-compressed audio".to_string()),
+        (6, b) => Some(format!("A-law audio of {b} bits per sample")),
+        (7, b) => Some(format!("μ-law audio of {b} bits per sample")),
+        (0x55, _) => Some("MP3 audio".to_string()),
+        (t, _) => Some(format!("audio in format 0x{t:04x}")),
+    }
 }
 
 /// Channels `a` … `b` in words: `channel 2` or `channels 2 … 5`.
@@ -379,26 +452,48 @@ pub fn check_fits(
     Ok(())
 }
 
-/// An input WAV being read, from a file or standard input.
+/// Where the samples come from.
+enum Source {
+    /// A WAV whose header was read here: its data bytes, decoded by
+    /// Symphonia's PCM decoder.
+    Wav {
+        header: Header,
+        reader: Box<dyn Read + Send>,
+        pcm: Box<dyn AudioDecoder>,
+        /// Stored bytes of the frames being read.
+        bytes: Vec<u8>,
+    },
+    /// Another container, demuxed and decoded by Symphonia.
+    Media(Box<Media>),
+}
+
+/// An input file being read, from a file or standard input.
 pub struct WavInput {
     /// The path as given, or `standard input`.
     name: String,
     /// The name as messages show it: `` `in.wav` `` or `standard input`.
     shown: String,
     path: Option<PathBuf>,
-    header: Header,
+    channels: usize,
+    sample_rate: u32,
+    format: InputFormat,
+    /// The format in words: `WAV 16-bit integer`, `FLAC 24-bit`, `MP3`.
+    description: String,
+    /// How integer samples are scaled.
+    scale: Scale,
     /// The frames there are, when known before reading: a file's, or what
-    /// a stream's header declares. `None`: a stream read to its end.
+    /// a header declares. `None`: a stream read to its end.
     frames: Option<u64>,
-    reader: Box<dyn Read + Send>,
+    source: Source,
+    /// Decoded frames (interleaved) not yet delivered, from `pending_at`.
+    pending: Vec<f64>,
+    pending_at: usize,
     /// Frames delivered so far.
     read: u64,
     /// Set once the data ended: the frame count.
     ended: Option<u64>,
     /// A failure that ended the input part-way.
     error: Option<WavInError>,
-    /// Stored bytes of the frames being read.
-    bytes: Vec<u8>,
     /// One block of interleaved frames, for [`InputFeed::read`].
     scratch: Vec<f64>,
 }
@@ -407,19 +502,43 @@ impl std::fmt::Debug for WavInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WavInput")
             .field("name", &self.name)
-            .field("header", &self.header)
+            .field("description", &self.description)
             .field("frames", &self.frames)
             .finish()
     }
 }
 
+/// A source stream and how messages name it.
+struct Opening {
+    name: String,
+    shown: String,
+    path: Option<PathBuf>,
+    /// The file's length, for a file.
+    file_len: Option<u64>,
+    scale: Scale,
+}
+
 impl WavInput {
-    /// Opens a WAV file; what is not a readable, complete WAV with at least
-    /// one frame is refused with a message naming the file.
+    /// Opens an audio file; what is not a readable, complete file of a
+    /// format read with at least one frame is refused with a message
+    /// naming the file.
     pub fn open(path: &Path) -> Result<WavInput, WavInError> {
+        let input = WavInput::open_scaled(path, Scale::Input)?;
+        if input.frames == Some(0) {
+            return Err(WavInError::Refused(format!(
+                "{} holds no audio (0 frames): there is nothing to run through the scene",
+                input.shown
+            )));
+        }
+        Ok(input)
+    }
+
+    /// Opens an audio file whose integer samples are scaled by `scale`;
+    /// a file of no frames is not refused here.
+    pub fn open_scaled(path: &Path, scale: Scale) -> Result<WavInput, WavInError> {
         use crate::scene::resource::{open_regular, NotRegular};
         let shown = format!("`{}`", path.display());
-        let file = open_regular(path).map_err(|e| match e {
+        let mut file = open_regular(path).map_err(|e| match e {
             NotRegular::Kind(kind) => WavInError::NotAFile {
                 shown: shown.clone(),
                 kind,
@@ -429,72 +548,156 @@ impl WavInput {
         let len = file.metadata().map_err(|e| header_io(&shown, e))?.len();
         if len == 0 {
             return Err(WavInError::Refused(format!(
-                "{shown} is empty (0 bytes), not a WAV file; {WAV_FORMATS_READ}"
+                "{shown} is empty (0 bytes), not a WAV file; {FORMATS_READ}"
             )));
         }
-        let mut reader: Box<dyn Read + Send> = Box::new(io::BufReader::new(file));
-        let header = read_header(&mut reader, &shown)?;
-        let frames = file_frames(&header, len, &shown)?;
-        let name = path.display().to_string();
-        Ok(WavInput::new(
-            name,
+        let mut head = [0u8; HEAD];
+        let n = read_full(&mut file, &mut head).map_err(|e| header_io(&shown, e))?;
+        io::Seek::seek(&mut file, io::SeekFrom::Start(0)).map_err(|e| header_io(&shown, e))?;
+        let opening = Opening {
+            name: path.display().to_string(),
             shown,
-            Some(path.to_path_buf()),
-            header,
-            Some(frames),
-            reader,
-        ))
+            path: Some(path.to_path_buf()),
+            file_len: Some(len),
+            scale,
+        };
+        match sniff(&head[..n]) {
+            Sniffed::Wav => WavInput::wav(Box::new(io::BufReader::new(file)), opening),
+            Sniffed::Other(container) => {
+                WavInput::media(Box::new(file), container, &head[..n], opening)
+            }
+            Sniffed::Unknown => Err(unknown(&opening.shown, &head[..n], Some(len))),
+        }
     }
 
-    /// Reads a WAV from standard input (`--input -`): its data is read as
-    /// it comes; a header that records no length (0 or `0xFFFFFFFF`, as a
-    /// program writing to a pipe leaves it) is read to the end of the stream.
+    /// Reads audio from standard input (`--input -`): its data is read as
+    /// it comes; a WAV header that records no length (0 or `0xFFFFFFFF`,
+    /// as a program writing to a pipe leaves it) is read to the end of
+    /// the stream.
     pub fn stdin() -> Result<WavInput, WavInError> {
-        let reader: Box<dyn Read + Send> =
+        let reader: Box<dyn Read + Send + Sync> =
             Box::new(io::BufReader::with_capacity(1 << 16, io::stdin()));
         WavInput::from_stream(reader, "standard input")
     }
 
-    /// Reads a WAV from any stream, as [`stdin`](Self::stdin) does; `name`
+    /// Reads audio from any stream, as [`stdin`](Self::stdin) does; `name`
     /// names it in messages.
     pub fn from_stream(
-        mut reader: Box<dyn Read + Send>,
+        mut reader: Box<dyn Read + Send + Sync>,
         name: &str,
     ) -> Result<WavInput, WavInError> {
-        let header = read_header(&mut reader, name)?;
-        let frames = match header.data_len {
-            Some(len) => Some(whole_frames(&header, len, name)?),
-            None => None,
+        let mut head = [0u8; HEAD];
+        let n = read_full(&mut reader, &mut head).map_err(|e| header_io(name, e))?;
+        let again: Box<dyn Read + Send + Sync> =
+            Box::new(io::Cursor::new(head[..n].to_vec()).chain(reader));
+        let opening = Opening {
+            name: name.to_string(),
+            shown: name.to_string(),
+            path: None,
+            file_len: None,
+            scale: Scale::Input,
+        };
+        match sniff(&head[..n]) {
+            Sniffed::Wav => WavInput::wav(again, opening),
+            Sniffed::Other("AIFF") => Err(WavInError::Refused(format!(
+                "{name} is an AIFF file, which is read from a file only (its header is read by seeking): give it as a file, or pipe a WAV, FLAC, MP3 or Ogg instead"
+            ))),
+            Sniffed::Other(container) => WavInput::media(
+                Box::new(ReadOnlySource::new(again)),
+                container,
+                &head[..n],
+                opening,
+            ),
+            Sniffed::Unknown => Err(unknown(name, &head[..n], None)),
+        }
+    }
+
+    /// A WAV: its header read here, its samples by Symphonia's PCM decoder.
+    fn wav(mut reader: Box<dyn Read + Send>, o: Opening) -> Result<WavInput, WavInError> {
+        let header = read_header(&mut reader, &o.shown)?;
+        let frames = match (o.file_len, header.data_len) {
+            (Some(len), _) => Some(file_frames(&header, len, &o.shown)?),
+            (None, Some(len)) => Some(whole_frames(&header, len, &o.shown)?),
+            (None, None) => None,
+        };
+        let pcm = pcm_decoder(&header, &o.shown)?;
+        let source = Source::Wav {
+            header,
+            reader,
+            pcm,
+            bytes: Vec::new(),
         };
         Ok(WavInput::new(
-            name.to_string(),
-            name.to_string(),
-            None,
-            header,
+            o,
+            (header.channels as usize, header.sample_rate, header.format),
+            header.description(),
             frames,
-            reader,
+            source,
+        ))
+    }
+
+    /// Another container, through Symphonia.
+    fn media(
+        source: Box<dyn MediaSource>,
+        container: &'static str,
+        head: &[u8],
+        o: Opening,
+    ) -> Result<WavInput, WavInError> {
+        let m = Media::open(source, container, head).map_err(|failure| {
+            let shown = &o.shown;
+            WavInError::Refused(match (failure, o.file_len) {
+                (OpenFailure::CutShort, Some(len)) => format!(
+                    "{shown} is cut short: it ends at byte {len}, before the end of its {container} header or data (was it not completely written?)"
+                ),
+                (OpenFailure::CutShort, None) => format!(
+                    "{shown} is cut short: it ends inside its {container} header (was it not completely written?)"
+                ),
+                (OpenFailure::NoAudio, len) => format!(
+                    "{shown} starts as {container} but holds no {container} audio that can be read{}: it is empty of frames, damaged or cut short; {FORMATS_READ}",
+                    len.map_or(String::new(), |n| format!(" in its {n} bytes"))
+                ),
+                (OpenFailure::Other(why), _) => {
+                    format!("{shown} cannot be read: {why}; {FORMATS_READ}")
+                }
+            })
+        })?;
+        let (shape, description, frames) = (
+            (m.channels, m.sample_rate, m.format),
+            m.description.clone(),
+            m.frames,
+        );
+        Ok(WavInput::new(
+            o,
+            shape,
+            description,
+            frames,
+            Source::Media(Box::new(m)),
         ))
     }
 
     fn new(
-        name: String,
-        shown: String,
-        path: Option<PathBuf>,
-        header: Header,
+        o: Opening,
+        (channels, sample_rate, format): (usize, u32, InputFormat),
+        description: String,
         frames: Option<u64>,
-        reader: Box<dyn Read + Send>,
+        source: Source,
     ) -> WavInput {
         WavInput {
-            name,
-            shown,
-            path,
-            header,
+            name: o.name,
+            shown: o.shown,
+            path: o.path,
+            channels,
+            sample_rate,
+            format,
+            description,
+            scale: o.scale,
             frames,
-            reader,
+            source,
+            pending: Vec::new(),
+            pending_at: 0,
             read: 0,
             ended: None,
             error: None,
-            bytes: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -509,23 +712,29 @@ impl WavInput {
     }
     /// Channels per frame.
     pub fn channels(&self) -> usize {
-        self.header.channels as usize
+        self.channels
     }
-    /// Frames per second.
+    /// Frames per second: the file's own rate.
     pub fn sample_rate(&self) -> u32 {
-        self.header.sample_rate
+        self.sample_rate
     }
-    /// The stored sample format.
+    /// The decoded sample format.
     pub fn format(&self) -> InputFormat {
-        self.header.format
+        self.format
+    }
+    /// The file's format in words, for messages and summaries:
+    /// `WAV 16-bit integer`, `WAV μ-law`, `FLAC 24-bit`, `AIFF 16-bit`,
+    /// `MP3`, `Ogg Vorbis`.
+    pub fn description(&self) -> &str {
+        &self.description
     }
     /// Frames the input holds, when known before reading: a file's, or
-    /// what a stream's header declares (0 for a stream whose header
-    /// records no length; [`ended`](Self::ended) then tells).
+    /// what a header declares (0 for a stream whose header records no
+    /// length; [`ended`](Self::ended) then tells).
     pub fn declared_frames(&self) -> u64 {
         self.frames.unwrap_or(0)
     }
-    /// Whether the length is known before reading (a file, or a stream
+    /// Whether the length is known before reading (a file or a stream
     /// whose header records it).
     pub fn length_known(&self) -> bool {
         self.frames.is_some()
@@ -539,7 +748,7 @@ impl WavInput {
         self.read
     }
     /// A failure that ended the input part-way (a file or a stream cut
-    /// short, a read error), with where.
+    /// short, damaged data, a read error), with where.
     pub fn error(&self) -> Option<&WavInError> {
         self.error.as_ref()
     }
@@ -553,7 +762,7 @@ impl WavInput {
     /// Reads up to `dst.len() / channels()` frames, interleaved; returns
     /// the frames read. Past the end (or after a failure) it returns 0.
     pub fn read_interleaved(&mut self, dst: &mut [f64]) -> usize {
-        let ch = self.channels();
+        let ch = self.channels;
         let want = dst.len() / ch;
         if self.ended.is_some() || want == 0 {
             return 0;
@@ -562,51 +771,182 @@ impl WavInput {
             Some(total) => (total - self.read).min(want as u64) as usize,
             None => want,
         };
-        let fb = self.header.frame_bytes() as usize;
-        self.bytes.resize(limit * fb, 0);
-        let got = match read_full(&mut self.reader, &mut self.bytes) {
-            Ok(n) => n,
-            Err(source) => {
-                self.error = Some(WavInError::Io {
-                    shown: self.shown.clone(),
-                    frame: Some(self.read),
-                    source,
-                });
-                0
+        let (frames, partial) = match &mut self.source {
+            Source::Wav {
+                header,
+                reader,
+                pcm,
+                bytes,
+            } => {
+                let fb = header.frame_bytes() as usize;
+                bytes.resize(limit * fb, 0);
+                let got = match read_full(reader, bytes) {
+                    Ok(n) => n,
+                    Err(source) => {
+                        self.error = Some(WavInError::Io {
+                            shown: self.shown.clone(),
+                            frame: Some(self.read),
+                            source,
+                        });
+                        0
+                    }
+                };
+                let frames = got / fb;
+                if frames > 0 {
+                    let packet = PacketRef::new(
+                        0,
+                        Timestamp::new(0),
+                        Duration::new(frames as u64),
+                        &bytes[..frames * fb],
+                    );
+                    match pcm.decode_ref(&packet) {
+                        Ok(buf) => interleave(&buf, header.codec.bits, self.scale, dst),
+                        Err(e) => {
+                            self.error = Some(WavInError::Refused(format!(
+                                "{} cannot be decoded at frame {}: {}",
+                                self.shown,
+                                self.read,
+                                what(&e)
+                            )));
+                        }
+                    }
+                }
+                (frames, Some((got % fb, fb)))
             }
+            Source::Media(_) => (self.read_media(&mut dst[..limit * ch]), None),
         };
-        let frames = got / fb;
-        decode(
-            self.header.format,
-            &self.bytes[..frames * fb],
-            &mut dst[..frames * ch],
-        );
         self.read += frames as u64;
         if frames < limit || self.frames == Some(self.read) {
             self.ended = Some(self.read);
             if self.error.is_none() {
-                self.error = self.cut_short(got % fb, fb);
+                self.error = self.cut_short(partial);
+            }
+            if self.error.is_none() {
+                self.error = self.check_sum();
             }
         }
         frames
     }
 
+    /// Fills `dst` with whole frames decoded by Symphonia, decoding
+    /// packets as needed; fewer at the end or at a failure (then `error`).
+    fn read_media(&mut self, dst: &mut [f64]) -> usize {
+        let Source::Media(m) = &mut self.source else {
+            return 0;
+        };
+        let ch = self.channels;
+        let mut filled = 0;
+        while filled < dst.len() {
+            if self.pending_at == self.pending.len() {
+                self.pending.clear();
+                self.pending_at = 0;
+                match m.next(self.scale, &mut self.pending) {
+                    Ok(true) => continue,
+                    Ok(false) => break,
+                    Err(e) => {
+                        let at = self.read + (filled / ch) as u64;
+                        self.error = Some(decode_failure(&self.shown, &m.description, at, e));
+                        break;
+                    }
+                }
+            }
+            let n = (self.pending.len() - self.pending_at).min(dst.len() - filled);
+            dst[filled..filled + n]
+                .copy_from_slice(&self.pending[self.pending_at..self.pending_at + n]);
+            filled += n;
+            self.pending_at += n;
+        }
+        filled / ch
+    }
+
     /// Why the data ended where it did, when that was too early: before
-    /// the declared length, or inside a frame (`partial` of `fb` bytes).
-    fn cut_short(&self, partial: usize, fb: usize) -> Option<WavInError> {
+    /// the declared length, or (`partial` of a WAV's `fb`-byte frame)
+    /// inside a frame.
+    fn cut_short(&self, partial: Option<(usize, usize)>) -> Option<WavInError> {
         let at = self.read;
-        match self.frames {
-            Some(n) if at < n => Some(WavInError::Refused(format!(
+        match (self.frames, partial) {
+            (Some(n), _) if at < n => Some(WavInError::Refused(format!(
                 "{} is cut short: its header declares {n} frames, but its data ends at frame {at} (was it not completely written?)",
                 self.shown
             ))),
-            _ if partial > 0 => Some(WavInError::Refused(format!(
+            (_, Some((partial, fb))) if partial > 0 => Some(WavInError::Refused(format!(
                 "{} is cut short: its data ends inside frame {at} ({partial} of its {fb} bytes)",
                 self.shown
             ))),
             _ => None,
         }
     }
+
+    /// At the end: a FLAC whose audio does not match the MD5 its header
+    /// records is refused (the file is damaged, though every frame decoded).
+    fn check_sum(&mut self) -> Option<WavInError> {
+        let Source::Media(m) = &mut self.source else {
+            return None;
+        };
+        (m.verified() == Some(false)).then(|| {
+            WavInError::Refused(format!(
+                "{} is damaged: its audio (all {} frames) does not match the MD5 checksum its header records",
+                self.shown, self.read
+            ))
+        })
+    }
+}
+
+/// A decoder's failure at frame `at` of `shown` (a file of `what`), in words.
+fn decode_failure(shown: &str, what_file: &str, at: u64, e: DecodeError) -> WavInError {
+    match e {
+        DecodeError::IoError(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            WavInError::Refused(format!(
+                "{shown} is cut short: its {what_file} data ends inside a packet at frame {at} (was it not completely written?)"
+            ))
+        }
+        DecodeError::IoError(source) => WavInError::Io {
+            shown: shown.to_string(),
+            frame: Some(at),
+            source,
+        },
+        e => WavInError::Refused(format!(
+            "{shown} is damaged at frame {at}: its {what_file} data cannot be decoded ({})",
+            what(&e)
+        )),
+    }
+}
+
+/// The refusal of a stream whose first bytes (`head`) are no format read.
+fn unknown(shown: &str, head: &[u8], file_len: Option<u64>) -> WavInError {
+    WavInError::Refused(match (head.len(), file_len) {
+        (0, _) => format!("{shown} is empty: it holds no audio header; {FORMATS_READ}"),
+        (_, Some(len)) => format!(
+            "{shown} is not a WAV file (it does not start with a RIFF WAVE header; {len} bytes), nor AIFF, FLAC, MP3 or Ogg; {FORMATS_READ}"
+        ),
+        (_, None) => format!(
+            "{shown} is not a WAV file (it does not start with a RIFF WAVE header), nor FLAC, MP3 or Ogg; {FORMATS_READ}"
+        ),
+    })
+}
+
+/// Reads a whole audio file (as a resource: [`Scale::Resource`]); a file
+/// of no frames gives no samples. The channels, each its frames.
+pub fn read_all(path: &Path) -> Result<(u32, Vec<Vec<f64>>), WavInError> {
+    let mut input = WavInput::open_scaled(path, Scale::Resource)?;
+    let ch = input.channels();
+    let mut interleaved = Vec::new();
+    let mut buf = vec![0.0; ch * 8192];
+    loop {
+        let n = input.read_interleaved(&mut buf);
+        interleaved.extend_from_slice(&buf[..n * ch]);
+        if n == 0 || input.ended().is_some() {
+            break;
+        }
+    }
+    if let Some(e) = input.take_error() {
+        return Err(e);
+    }
+    let frames = interleaved.len() / ch;
+    let channels = (0..ch)
+        .map(|c| (0..frames).map(|f| interleaved[f * ch + c]).collect())
+        .collect();
+    Ok((input.sample_rate(), channels))
 }
 
 /// The frames `len` bytes of data hold, refused when not a whole number.
@@ -616,39 +956,37 @@ fn whole_frames(h: &Header, len: u64, shown: &str) -> Result<u64, WavInError> {
         return Err(WavInError::Refused(format!(
             "{shown} declares {len} bytes of samples, not a whole number of its {fb}-byte frames ({} channels of {})",
             h.channels,
-            h.format.describe()
+            h.description()
         )));
     }
     Ok(len / fb)
 }
 
 /// A file's frames: what its header declares (all there, or the file is
-/// cut short), else what the file holds after the header; at least one.
+/// cut short), else what the file holds after the header.
 fn file_frames(h: &Header, file_len: u64, shown: &str) -> Result<u64, WavInError> {
     let available = file_len.saturating_sub(h.offset);
-    let frames = match h.data_len {
+    match h.data_len {
         Some(data) => {
             let frames = whole_frames(h, data, shown)?;
             if available < data {
+                let fb = h.frame_bytes();
                 return Err(WavInError::Refused(format!(
-                    "{shown} is cut short: its header declares {frames} frames ({data} bytes of samples), but the file is {file_len} bytes (was it not completely written?)"
+                    "{shown} is cut short: its header declares {frames} frames ({data} bytes of samples), but the file is {file_len} bytes: its data ends {} frame {} (was it not completely written?)",
+                    if available.is_multiple_of(fb) { "at" } else { "inside" },
+                    available / fb
                 )));
             }
-            frames
+            Ok(frames)
         }
         None => whole_frames(h, available, shown).map_err(|_| {
             WavInError::Refused(format!(
-                "{shown} is cut short: its data ({available} bytes after the header, which records no length) ends inside a frame of {} bytes",
+                "{shown} is cut short: its data ({available} bytes after the header, which records no length) ends inside frame {} of {} bytes",
+                available / h.frame_bytes(),
                 h.frame_bytes()
             ))
-        })?,
-    };
-    if frames == 0 {
-        return Err(WavInError::Refused(format!(
-            "{shown} holds no audio (0 frames): there is nothing to run through the scene"
-        )));
+        }),
     }
-    Ok(frames)
 }
 
 impl InputFeed for WavInput {

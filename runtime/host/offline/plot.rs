@@ -86,7 +86,8 @@ impl FreqScale {
 /// What `morphrt plot` was asked to do: the command's arguments.
 #[derive(Clone, Debug, clap::Args)]
 pub struct PlotOptions {
-    /// A scene (JSON) or a .wav file.
+    /// A scene (JSON) or an audio file (WAV, AIFF, FLAC, MP3, Ogg Vorbis,
+    /// told by its first bytes).
     pub input: PathBuf,
     /// The PNG file (must end in .png; never a file the plot reads), or
     /// `-` for standard output.
@@ -175,7 +176,7 @@ pub fn plot(opts: &PlotOptions, out: &mut dyn Write, log: &mut dyn Write) -> Res
         }
     }
     let mut inputs = Inputs::default();
-    let (output, audio) = if has_extension(&opts.input, "wav") {
+    let (output, audio) = if is_audio(&opts.input) {
         read_wav(opts, &mut inputs, log)?
     } else {
         render_scene(opts, &mut inputs, log)?
@@ -198,6 +199,24 @@ pub fn plot(opts: &PlotOptions, out: &mut dyn Write, log: &mut dyn Write) -> Res
         png.len()
     );
     Ok(())
+}
+
+/// Whether `p` is an audio file rather than a scene: its first bytes are
+/// those of a format read (WAV, AIFF, FLAC, MP3, Ogg), or its name ends in
+/// `.wav` (so a damaged WAV is refused as one). Only a regular file is
+/// opened to look (a FIFO would wait for a writer).
+fn is_audio(p: &Path) -> bool {
+    use crate::host::files::media::{sniff, Sniffed};
+    use std::io::Read;
+    if has_extension(p, "wav") {
+        return true;
+    }
+    let Ok(file) = crate::scene::resource::open_regular(p) else {
+        return false;
+    };
+    let mut head = Vec::with_capacity(12);
+    let _ = file.take(12).read_to_end(&mut head);
+    sniff(&head) != Sniffed::Unknown
 }
 
 fn has_extension(p: &Path, ext: &str) -> bool {

@@ -35,8 +35,8 @@ const CHUNK_FRAMES: u64 = 4096;
 
 /// The WAV format a source of `format` is stored in, and whether that
 /// keeps every value exactly: integers of 8, 16, 24 and 32 bits and f32
-/// are stored as they came; another width (none is read today) would be
-/// stored as 32-bit float, which rounds it.
+/// are stored as they came; another width, or 64-bit float, is stored as
+/// 32-bit float, which rounds it.
 pub fn stored_format(format: InputFormat) -> (WavFormat, bool) {
     match format {
         InputFormat::Int(8) => (WavFormat::U8, true),
@@ -44,7 +44,7 @@ pub fn stored_format(format: InputFormat) -> (WavFormat, bool) {
         InputFormat::Int(24) => (WavFormat::I24, true),
         InputFormat::Int(32) => (WavFormat::I32, true),
         InputFormat::F32 => (WavFormat::F32, true),
-        InputFormat::Int(_) => (WavFormat::F32, false),
+        InputFormat::Int(_) | InputFormat::F64 => (WavFormat::F32, false),
     }
 }
 

@@ -114,9 +114,11 @@ pub struct RenderOptions {
     /// a regular file, and the output may not be it.
     #[arg(long)]
     pub resume: Option<PathBuf>,
-    /// The audio input the scene's `input` nodes read: a WAV file, or `-`
-    /// for standard input. The render is then, unless -d says otherwise,
-    /// the input's length plus the scene's tail. Given once.
+    /// The audio input the scene's `input` nodes read: an audio file (WAV,
+    /// AIFF/AIFC, FLAC, MP3 or Ogg Vorbis, told by its content), or `-`
+    /// for standard input (WAV, FLAC, MP3 or Ogg). The render is then,
+    /// unless -d says otherwise, the input's length plus the scene's tail.
+    /// Given once.
     ///
     /// Integer (8/16/24/32-bit) and float WAVs of any channel count are
     /// read. A scene that sets no `sample_rate` renders at the file's
