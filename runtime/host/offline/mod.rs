@@ -14,6 +14,7 @@ pub mod input;
 pub mod levels;
 pub mod midi;
 pub mod plot;
+pub mod plugin;
 pub mod render;
 pub mod wav_out;
 
