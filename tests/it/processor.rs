@@ -98,7 +98,7 @@ fn activate(text: &str) -> (Controller, Processor) {
 /// channel by channel, as f32 bits.
 fn play(sizes: &[usize]) -> Vec<Vec<u32>> {
     let (ctl, mut p) = activate(SCENE);
-    let freq = ctl.param_index("tone", "freq").expect("tone.freq");
+    let freq = ctl.params().index_of("tone.freq").expect("tone.freq") as u32;
     let script = script();
     let ins: Vec<f32> = (0..FRAMES as u64).map(input).collect();
     let ch = p.output_channels();
@@ -237,7 +237,7 @@ fn strict_output_is_the_same_for_every_slicing_and_equals_the_offline_render_one
 #[test]
 fn process_never_allocates_or_frees_with_input_events_and_notes() {
     let (ctl, mut p) = activate(SCENE);
-    let freq = ctl.param_index("tone", "freq").unwrap();
+    let freq = ctl.params().index_of("tone.freq").unwrap() as u32;
     let ins = vec![0.25f32; MAX];
     let mut l = vec![0.0f32; MAX];
     let mut r = vec![0.0f32; MAX];

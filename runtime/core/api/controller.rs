@@ -4,8 +4,9 @@
 //! boundary, through the same handover as the command line's live
 //! session (capture → migrate → fast-forward → offer).
 
+use super::params::ParamList;
 use super::player::{FromAudio, Link, Meters, ToAudio};
-use super::processor::{param_slots, Processor};
+use super::processor::Processor;
 use crate::engine::incoming::{advance_to, fade_for, on_grid, Asked, Incoming, SessionFixed};
 use crate::engine::{EngineState, Migration};
 use crate::graph::{compile, CompileOptions, Plan, Resolver};
@@ -134,8 +135,13 @@ impl Activation {
         let mut plan = compile(&scene, &self.options()).map_err(ActivateError::Scene)?;
         let warnings = std::mem::take(&mut plan.warnings);
         let fixed = SessionFixed::from_plan(&plan, self.resolver.clone());
-        let first = Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene));
-        self.start(first, fixed, Some((text.to_string(), name.to_string())))
+        let params = ParamList::new(&plan);
+        let controls = plan.controls.clone();
+        let mut first =
+            Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene));
+        first.engine.attach(params.routes(&first.engine, &controls));
+        let source = Some((text.to_string(), name.to_string()));
+        self.start(first, fixed, params, source)
     }
 
     /// Plays a plan compiled by the caller (at the activation's sample
@@ -149,14 +155,20 @@ impl Activation {
             });
         }
         let fixed = SessionFixed::from_plan(&plan, self.resolver.clone());
-        self.start(Incoming::from_plan(plan, None, Vec::new()), fixed, None)
+        let params = ParamList::new(&plan);
+        let controls = plan.controls.clone();
+        let mut first = Incoming::from_plan(plan, None, Vec::new());
+        first.engine.attach(params.routes(&first.engine, &controls));
+        self.start(first, fixed, params, None)
     }
 
-    /// The two halves playing `first`, with the session's fixed settings.
+    /// The two halves playing `first` (its param routes attached), with
+    /// the session's fixed settings and the params of its plan.
     fn start(
         self,
         first: Incoming,
         fixed: SessionFixed,
+        params: ParamList,
         source: Option<(String, String)>,
     ) -> Result<(Controller, Processor), ActivateError> {
         if self.max_frames == 0 {
@@ -168,10 +180,6 @@ impl Activation {
             profile,
             ..
         } = first;
-        let params = param_slots(&engine)
-            .into_iter()
-            .map(|s| (s.node, s.param))
-            .collect();
         let mut processor = Processor::new(*engine, self.max_frames);
         let link = processor.player_mut().link();
         let meters = processor.meters();
@@ -325,8 +333,8 @@ pub struct Controller {
     profile: Profile,
     /// The scene text and its name, to recompile.
     source: Option<(String, String)>,
-    /// Every param an event may set: node id and param name.
-    params: Vec<(String, &'static str)>,
+    /// Every param an event may set, by its index (fixed at activation).
+    params: ParamList,
     /// A capture buffer shaped for the playing engine (`None` while the
     /// audio thread holds it).
     capture: Option<Box<EngineState>>,
@@ -340,26 +348,13 @@ impl Controller {
         self.profile
     }
 
-    /// The index of param `param` of node `node` for
-    /// [`EventKind::Param`](super::EventKind::Param), if the scene has it
-    /// and an event may set it. Indices are fixed at activation.
-    pub fn param_index(&self, node: &str, param: &str) -> Option<u32> {
-        self.params
-            .iter()
-            .position(|(n, p)| n == node && *p == param)
-            .map(|i| i as u32)
-    }
-
-    /// How many params events may address (indices `0..param_count()`).
-    pub fn param_count(&self) -> usize {
-        self.params.len()
-    }
-
-    /// The node id and param name of param index `index`.
-    pub fn param_name(&self, index: u32) -> Option<(&str, &str)> {
-        self.params
-            .get(index as usize)
-            .map(|(n, p)| (n.as_str(), *p))
+    /// The params of the scene, as [`Loaded::params`](super::Loaded::params)
+    /// lists them: an [`EventKind::Param`](super::EventKind::Param)
+    /// addresses one by its index here. The list is fixed at activation:
+    /// an edit keeps every index, and a param whose node the edit removed
+    /// is refused ([`Processor::refused_events`]).
+    pub fn params(&self) -> &ParamList {
+        &self.params
     }
 
     /// Whether a request is under way.
@@ -408,14 +403,21 @@ impl Controller {
         Ok(())
     }
 
-    /// Compiles `text` under `profile` with the session's fixed settings.
+    /// Compiles `text` under `profile` with the session's fixed settings,
+    /// the activation's params resolved against the new engine and
+    /// attached to it: they travel with it through the handover, so the
+    /// processor never looks a param up by name.
     fn compile(&self, text: &str, profile: Profile) -> Result<Incoming, ControlError> {
         let name = self.source.as_ref().map_or("scene", |(_, n)| n.as_str());
         let scene = scene::load_str(text, name, None).map_err(ControlError::Scene)?;
         let mut plan =
             compile(&scene, &self.fixed.options(profile)).map_err(ControlError::Scene)?;
         let warnings = std::mem::take(&mut plan.warnings);
-        Ok(Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene)))
+        let controls = plan.controls.clone();
+        let mut next = Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene));
+        next.engine
+            .attach(self.params.routes(&next.engine, &controls));
+        Ok(next)
     }
 
     /// Asks for the playing engine's state at the next block boundary;

@@ -18,10 +18,12 @@ pub struct Event {
 /// What an [`Event`] does.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum EventKind {
-    /// Param `param` (an index from
-    /// [`Controller::param_index`](super::Controller::param_index)) steps
-    /// to `value`, in the param's canonical unit (Hz, s, linear amplitude,
-    /// rad).
+    /// Param `param` (its index in the activation's
+    /// [`ParamList`](super::ParamList), [`Controller::params`](super::Controller::params))
+    /// steps to `value`, in the param's own terms
+    /// (see [`ParamList`](super::ParamList)): a node param's value in its
+    /// canonical unit (Hz, s, linear amplitude, rad), a control's position
+    /// 0…1, which its curve maps onto each of its targets.
     Param {
         /// The param's index.
         param: u32,
@@ -56,7 +58,8 @@ pub enum EventKind {
 }
 
 impl Event {
-    /// Param `param` steps to `value` at frame `offset`.
+    /// Param `param` (an index in [`Controller::params`](super::Controller::params))
+    /// steps to `value` at frame `offset`.
     pub fn param(offset: u32, param: u32, value: f64) -> Event {
         Event {
             offset,

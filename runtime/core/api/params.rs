@@ -186,8 +186,9 @@ enum Target {
     Profile,
     /// A node's param (every voice's copy of a template node's).
     Node { node: String, param: &'static str },
-    /// The scene's `controls` with this source, by index in the plan's.
-    Control { maps: Vec<usize>, shown: ParamRange },
+    /// The scene's `controls` with this source (the param's id); `shown`
+    /// is the range its first target's values are shown in.
+    Control { shown: ParamRange },
 }
 
 /// One param a host can list and set.
@@ -332,15 +333,19 @@ impl ParamList {
         }
     }
 
-    /// This list resolved against `engine` (which plays the plan it was
-    /// made from, or one compiled from an edit of it). Allocates: call it
-    /// off the audio thread.
+    /// This list resolved against `engine`, which plays the plan it was
+    /// made from or one compiled from an edit of it, whose `controls` are
+    /// `plan_controls`: a node param moves the node of that id (every
+    /// voice's copy of a template node), a control param every control of
+    /// `plan_controls` with its source. A param whose node (or every
+    /// target of whose control) the edit removed moves nothing there.
+    /// Allocates: call it off the audio thread.
     pub fn routes(&self, engine: &Engine, plan_controls: &[ControlMap]) -> ParamRoutes {
         let mut routes = ParamRoutes {
             engine: engine.id(),
             spans: Vec::with_capacity(self.params.len()),
             moves: Vec::new(),
-            scales: plan_controls.iter().map(|c| c.target.clone()).collect(),
+            scales: Vec::new(),
         };
         for p in &self.params {
             let start = routes.moves.len();
@@ -355,26 +360,33 @@ impl ParamList {
                             node: si as u32,
                             param: pi as u16,
                             how: How::Direct(p.range),
+                            ramp: 0,
                         });
                     }
                 }
-                Target::Control { maps, .. } => {
-                    for &m in maps {
-                        let Some(t) = plan_controls.get(m).and_then(|c| c.target.as_ref()) else {
+                Target::Control { .. } => {
+                    for c in plan_controls {
+                        if source_id(&c.source).as_deref() != Some(p.id.as_str()) {
+                            continue;
+                        }
+                        let Some(t) = c.target.as_ref() else {
                             continue;
                         };
-                        let Some(pi) = engine
-                            .node_copies(&t.node)
+                        let copies = engine.node_copies(&t.node);
+                        let Some(pi) = copies
                             .first()
                             .and_then(|&si| engine.param_index(si, t.param))
                         else {
                             continue;
                         };
-                        for si in engine.node_copies(&t.node) {
+                        let scale = routes.scales.len();
+                        routes.scales.push(t.clone());
+                        for si in copies {
                             routes.moves.push(Move {
                                 node: si as u32,
                                 param: pi as u16,
-                                how: How::Scaled(m),
+                                how: How::Scaled(scale),
+                                ramp: c.ramp,
                             });
                         }
                     }
@@ -391,7 +403,7 @@ impl ParamList {
 enum How {
     /// The value is the param's own.
     Direct(ParamRange),
-    /// A position 0…1 scaled by control `m`'s target.
+    /// A position 0…1 scaled by the routes' target `m` (a control's).
     Scaled(usize),
 }
 
@@ -401,6 +413,8 @@ struct Move {
     node: u32,
     param: u16,
     how: How,
+    /// Samples the change glides over (a control's `ramp`; 0: a step).
+    ramp: u64,
 }
 
 /// Why a param change became no record.
@@ -412,6 +426,9 @@ pub enum ParamRefused {
     OutOfRange,
     /// The `profile` param: the controller switches profiles.
     Profile,
+    /// The param moves nothing in this engine: an edit removed its node,
+    /// or every node its control moved.
+    Gone,
 }
 
 /// A [`ParamList`] resolved against one engine: which node params each
@@ -422,8 +439,8 @@ pub struct ParamRoutes {
     /// Per param, its range of `moves`.
     spans: Vec<(usize, usize)>,
     moves: Vec<Move>,
-    /// Each control's target, by its index in the plan's controls.
-    scales: Box<[Option<ControlTarget>]>,
+    /// The targets whose scale maps a control's position onto its param.
+    scales: Vec<ControlTarget>,
 }
 
 impl ParamRoutes {
@@ -434,8 +451,10 @@ impl ParamRoutes {
 
     /// The records that set param `index` to `value` at `sample`, each
     /// passed to `each`: one per node the param moves (every voice's copy
-    /// of a template node's param). Real-time safe: no allocation, no
-    /// lookup by name. `seq` is returned in each record's report.
+    /// of a template node's param; for a control, through its curve onto
+    /// each of its targets, gliding over its `ramp`). Real-time safe: no
+    /// allocation, no lookup by name. `seq` is returned in each record's
+    /// report. A value out of range makes no record at all.
     pub fn records(
         &self,
         index: usize,
@@ -448,25 +467,28 @@ impl ParamRoutes {
             return Err(ParamRefused::Profile);
         }
         let &(start, end) = self.spans.get(index).ok_or(ParamRefused::NoSuchParam)?;
-        for m in &self.moves[start..end] {
+        let moves = &self.moves[start..end];
+        if moves.is_empty() {
+            return Err(ParamRefused::Gone);
+        }
+        let in_range = |m: &Move| match m.how {
+            How::Direct(range) => range.value(value).is_some(),
+            How::Scaled(_) => (0.0..=1.0).contains(&value),
+        };
+        if !moves.iter().all(in_range) {
+            return Err(ParamRefused::OutOfRange);
+        }
+        for m in moves {
             let value = match m.how {
                 How::Direct(range) => range.value(value).ok_or(ParamRefused::OutOfRange)?,
-                How::Scaled(c) => {
-                    if !(0.0..=1.0).contains(&value) {
-                        return Err(ParamRefused::OutOfRange);
-                    }
-                    match self.scales.get(c) {
-                        Some(Some(t)) => t.scale(value),
-                        _ => continue,
-                    }
-                }
+                How::Scaled(c) => self.scales[c].scale(value),
             };
             each(ControlRecord {
                 sample,
                 node: m.node,
                 param: m.param,
                 value,
-                ramp: 0,
+                ramp: m.ramp,
                 engine: self.engine,
                 seq,
             });
@@ -567,14 +589,11 @@ fn source_id(source: &ControlSource) -> Option<String> {
 /// of first appearance; several controls on one source move together.
 fn control_params(plan: &Plan) -> Vec<Param> {
     let mut out: Vec<Param> = Vec::new();
-    for (m, c) in plan.controls.iter().enumerate() {
+    for c in &plan.controls {
         let (Some(id), Some(target)) = (source_id(&c.source), c.target.as_ref()) else {
             continue;
         };
-        if let Some(p) = out.iter_mut().find(|p| p.id == id) {
-            if let Target::Control { maps, .. } = &mut p.target {
-                maps.push(m);
-            }
+        if out.iter().any(|p| p.id == id) {
             continue;
         }
         let node = plan
@@ -603,10 +622,7 @@ fn control_params(plan: &Plan) -> Vec<Param> {
                 dim: Dimension::Scalar,
             },
             default: position_of(target, shown.1),
-            target: Target::Control {
-                maps: vec![m],
-                shown: shown.0,
-            },
+            target: Target::Control { shown: shown.0 },
             scale: Some(target.clone()),
         });
     }

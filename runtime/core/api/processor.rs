@@ -5,9 +5,10 @@
 //! slices its buffers.
 
 use super::event::{Event, EventKind};
+use super::params::ParamRoutes;
 use super::player::{Controls, Meters, Player};
-use crate::engine::{ControlRecord, Engine, NoteRecord};
-use crate::graph::{midi_note_hz, ControlValue, NoteAction, PlanNote};
+use crate::engine::{Engine, NoteRecord};
+use crate::graph::{midi_note_hz, NoteAction, PlanNote};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -80,38 +81,6 @@ impl std::fmt::Display for ProcessError {
 
 impl std::error::Error for ProcessError {}
 
-/// A param a host addresses by index: a node's id and the param's index
-/// in its operator, and where it is in the engine playing now.
-pub(crate) struct ParamSlot {
-    pub(crate) node: String,
-    pub(crate) param: &'static str,
-    pub(crate) index: u16,
-    /// Schedule index in the playing engine (`None`: the node is gone).
-    at: Option<u32>,
-}
-
-/// Every param an event may set, of every node of `engine`, in schedule
-/// order: the processor's param indices.
-pub(crate) fn param_slots(engine: &Engine) -> Vec<ParamSlot> {
-    let mut out = Vec::new();
-    for i in 0..engine.node_count() {
-        let Some(op) = crate::ops::lookup(engine.node_op(i)) else {
-            continue;
-        };
-        for (j, p) in op.params.iter().enumerate() {
-            if p.settable_by_events {
-                out.push(ParamSlot {
-                    node: engine.node_id(i).to_string(),
-                    param: p.name,
-                    index: j as u16,
-                    at: Some(i as u32),
-                });
-            }
-        }
-    }
-    out
-}
-
 /// The audio thread's half of an activated scene (see
 /// [`Activation`](super::Activation)): call [`process`](Self::process)
 /// from the host's audio callback. Everything else — edits, profile
@@ -146,7 +115,7 @@ pub(crate) fn param_slots(engine: &Engine) -> Vec<ParamSlot> {
 /// let (controller, mut processor) = Activation::new(48000, 256)
 ///     .activate_scene(text, "tone.json")
 ///     .expect("a valid scene");
-/// let amp = controller.param_index("tone", "amp").expect("a param of the scene");
+/// let amp = controller.params().index_of("tone.amp").expect("a param of the scene") as u32;
 /// let mut out = vec![0.0f32; 100];
 /// for _ in 0..10 {
 ///     // A call of 100 frames; the tone goes quiet at frame 10 of each call.
@@ -170,9 +139,6 @@ pub struct Processor {
     primed: bool,
     /// Host frames processed since activation.
     frames: u64,
-    params: Vec<ParamSlot>,
-    /// The engine `params` are resolved against.
-    params_engine: u64,
     seq: u64,
     refused: u64,
 }
@@ -184,8 +150,6 @@ impl Processor {
         let inputs = engine.input_channels();
         let outputs = engine.channels();
         let sample_rate = engine.sample_rate();
-        let params = param_slots(&engine);
-        let params_engine = engine.id();
         let mut player = Player::new(
             engine,
             outputs,
@@ -207,8 +171,6 @@ impl Processor {
             filled: 0,
             primed: false,
             frames: 0,
-            params,
-            params_engine,
             seq: 0,
             refused: 0,
         }
@@ -335,7 +297,6 @@ impl Processor {
             }
             return Err(e);
         }
-        self.resolve_params();
         // The engine sample of this call's first frame.
         let first = self.player.engine().clock() + self.filled as u64;
         for e in events {
@@ -370,39 +331,10 @@ impl Processor {
                 self.player.next_block();
                 self.filled = 0;
                 self.primed = true;
-                self.resolve_params();
             }
         }
         self.frames += frames as u64;
         Ok(())
-    }
-
-    /// Points the param table at the engine playing now, if it changed
-    /// (after a swap): each node is looked up by id once, and each param
-    /// kept only if the node's operator still has it at its index.
-    /// Real-time safe: string comparisons only.
-    fn resolve_params(&mut self) {
-        let engine = self.player.engine();
-        if engine.id() == self.params_engine {
-            return;
-        }
-        self.params_engine = engine.id();
-        // The slot whose node was looked up last, and where it is.
-        let mut cached: Option<(usize, Option<usize>)> = None;
-        for k in 0..self.params.len() {
-            let node = match cached {
-                Some((p, at)) if self.params[p].node == self.params[k].node => at,
-                _ => {
-                    let id = self.params[k].node.as_str();
-                    (0..engine.node_count()).find(|i| engine.node_id(*i) == id)
-                }
-            };
-            cached = Some((k, node));
-            let slot = &mut self.params[k];
-            slot.at = node
-                .filter(|i| engine.param_index(*i, slot.param) == Some(slot.index as usize))
-                .map(|i| i as u32);
-        }
     }
 
     /// Queues one event on the playing engine at engine sample `sample`.
@@ -421,26 +353,16 @@ impl Processor {
             seq,
         };
         let landed = match kind {
-            EventKind::Param { param, value } => {
-                match self
-                    .params
-                    .get(param as usize)
-                    .and_then(|s| Some((s.at?, s.index)))
-                {
-                    Some((node, index)) => deck
-                        .push_control(ControlRecord {
-                            sample,
-                            node,
-                            param: index,
-                            value: ControlValue::Number(value),
-                            ramp: 0,
-                            engine,
-                            seq,
-                        })
-                        .is_ok(),
-                    None => false,
-                }
-            }
+            EventKind::Param { param, value } => deck
+                .engine_mut()
+                .with_attached::<ParamRoutes, _>(|routes, engine| {
+                    let mut landed = true;
+                    let made = routes?.records(param as usize, value, sample, seq, |r| {
+                        landed &= engine.push_control(r).is_ok();
+                    });
+                    Some(made.is_ok() && landed)
+                })
+                .unwrap_or(false),
             EventKind::NoteOn {
                 module,
                 key,

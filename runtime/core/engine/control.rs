@@ -208,6 +208,36 @@ impl Ord for Queued {
 }
 
 impl Engine {
+    /// Attaches `value` to the engine, replacing what was attached: it
+    /// travels with the engine through every handover (offered, caught up,
+    /// restored, retired) and is dropped with it, off the audio thread. A
+    /// host attaches what it resolved against this engine (the embedding
+    /// API's param routes), so that whoever plays the engine finds them
+    /// with it. Allocates: call it before the engine is handed over.
+    pub fn attach<T: std::any::Any + Send>(&mut self, value: T) {
+        self.attached = Some(Box::new(value));
+    }
+
+    /// What is attached, if it is a `T` (real-time safe: a type check).
+    pub fn attached<T: std::any::Any>(&self) -> Option<&T> {
+        self.attached.as_deref()?.downcast_ref::<T>()
+    }
+
+    /// Runs `f` with the attached `T` and the engine itself, to act on the
+    /// engine with what is attached to it (queue the records a host's
+    /// routes make). Real-time safe: the attachment is moved out and back,
+    /// never copied or freed.
+    pub fn with_attached<T: std::any::Any, R>(
+        &mut self,
+        f: impl FnOnce(Option<&T>, &mut Engine) -> R,
+    ) -> R {
+        let a = self.attached.take();
+        let typed = a.as_deref().and_then(|a| a.downcast_ref::<T>());
+        let r = f(typed, self);
+        self.attached = a;
+        r
+    }
+
     /// A number no other engine of this process has: records name the
     /// engine they were resolved against.
     pub fn id(&self) -> u64 {

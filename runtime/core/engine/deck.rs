@@ -85,6 +85,12 @@ impl Deck {
         &self.current
     }
 
+    /// The playing engine, to queue records on it with what is attached
+    /// to it ([`Engine::with_attached`]).
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.current
+    }
+
     pub fn channels(&self) -> usize {
         self.channels
     }

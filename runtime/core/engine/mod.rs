@@ -137,6 +137,9 @@ pub struct Engine {
     /// The map of the engine migrated from, which places the events before
     /// the swap sample: kept until the swap sample is final.
     prior_map: Option<TempoMap>,
+    /// What a host attached to travel with the engine (see
+    /// [`Engine::attach`]); the engine never reads it.
+    attached: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -224,6 +227,7 @@ impl Engine {
             spb,
             tempo_map: spb.map(TempoMap::from_start),
             prior_map: None,
+            attached: None,
             voices,
             inputs: input::Inputs::new(input_channels, block),
             runs,
