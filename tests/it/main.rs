@@ -48,6 +48,7 @@ mod output_rules;
 mod oversampling_edit;
 mod playback;
 mod playing;
+mod plugin;
 mod processor;
 mod realtime;
 mod recovery;
