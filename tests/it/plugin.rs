@@ -80,6 +80,9 @@ fn write_plugin(dir: &Path, text: &str, name: &str) -> PathBuf {
         &lib,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    // The plugin file is all the host needs.
+    std::fs::remove_file(&scene).unwrap();
     out
 }
 
@@ -208,6 +211,7 @@ fn an_effect_has_an_audio_input_of_the_channels_it_reads_and_no_note_port() {
         { "id": "g", "op": "gain", "params": { "gain": "-6dB" } } ],
       "edges": [{ "from": "l", "to": "g" }],
       "outputs": { "main": ["g", "r"] } }"#;
+    let scene_text = scene;
     let path = write_plugin(&dir, scene, "crush");
     let (entry, id) = load(&path);
     assert_eq!(id.to_str().unwrap(), "com.example.crush");
@@ -224,6 +228,11 @@ fn an_effect_has_an_audio_input_of_the_channels_it_reads_and_no_note_port() {
     let mut buf = AudioPortInfoBuffer::new();
     assert_eq!(ports.get(&handle, 0, true, &mut buf).unwrap().channel_count, 2);
     assert!(handle.get_extension::<PluginNotePorts>().is_none());
+    // Every other command reads the `plugin` object without a warning.
+    let scene = dir.join("crush-check.json");
+    std::fs::write(&scene, scene_text).unwrap();
+    let o = morphrt(&["check", scene.to_str().unwrap()]);
+    assert!(o.status.success() && !stderr(&o).contains("plugin"), "{}", stderr(&o));
 }
 
 #[test]
@@ -343,7 +352,14 @@ impl Sizes {
 /// Plays the script through the plugin at `rate` in buffers of 1…`max`
 /// frames (and a 0-frame buffer now and then); returns the output,
 /// channel-interleaved f32 bits, and the plugin's latency.
-fn play(path: &Path, rate: u32, max: usize, frames: usize, seed: u64) -> (Vec<u32>, usize) {
+fn play(
+    path: &Path,
+    rate: u32,
+    max: usize,
+    frames: usize,
+    seed: u64,
+    script: &[(u64, Change)],
+) -> (Vec<u32>, usize) {
     let (entry, id) = load(path);
     let mut plugin = instance(&entry, &id);
     let handle = plugin.plugin_handle();
@@ -366,7 +382,6 @@ fn play(path: &Path, rate: u32, max: usize, frames: usize, seed: u64) -> (Vec<u3
         ext.get(&handle) as usize
     };
     let mut processor = processor.start_processing().unwrap();
-    let script = script();
     let mut sizes = Sizes(seed);
     let (mut left, mut right) = (vec![0f32; max], vec![0f32; max]);
     let mut out = Vec::with_capacity(frames * 2);
@@ -381,7 +396,7 @@ fn play(path: &Path, rate: u32, max: usize, frames: usize, seed: u64) -> (Vec<u3
         };
         k += 1;
         let mut events = EventBuffer::new();
-        for (at, c) in &script {
+        for (at, c) in script {
             let at = *at as usize;
             if at < done || at >= done + n {
                 continue;
@@ -429,7 +444,7 @@ fn the_plugin_plays_what_render_writes_bit_for_bit_at_any_buffer_size_and_rate()
     let frames = 9000;
     for (rate, max, seed) in [(48_000, 2048, 1), (44_100, 2048, 2), (48_000, 37, 3)] {
         let want = render_bits(&dir, &scene_with_events(rate), frames);
-        let (got, latency) = play(&path, rate, max, frames + 1024, seed);
+        let (got, latency) = play(&path, rate, max, frames + 1024, seed, &script());
         // The processor runs one engine block behind the host.
         assert!(latency > 0 && latency <= 1024, "{latency}");
         assert!(got[..latency * 2].iter().all(|b| f32::from_bits(*b) == 0.0));
@@ -445,6 +460,27 @@ fn the_plugin_plays_what_render_writes_bit_for_bit_at_any_buffer_size_and_rate()
         }
         assert!(want.iter().any(|b| f32::from_bits(*b).abs() > 0.01), "it plays");
     }
+}
+
+#[test]
+fn the_plugin_carries_its_resources_and_plays_them_with_the_folder_gone() {
+    let dir = temp_dir("plugin-resources");
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    std::fs::copy(
+        crate::support::root().join("resources/kick.wav"),
+        dir.join("resources/kick.wav"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(crate::support::root().join("scenes/sampler-groove.json"))
+        .unwrap()
+        .replace(r#""profile": "repro""#, r#""profile": "strict""#);
+    let frames = 30_000;
+    let want = render_bits(&dir, &text, frames);
+    let path = write_plugin(&dir, &text, "groove");
+    std::fs::remove_dir_all(dir.join("resources")).unwrap();
+    let (got, latency) = play(&path, 48_000, 1024, frames + 1024, 4, &[]);
+    assert!(got[latency * 2..latency * 2 + frames * 2] == want[..], "the plugin plays render's bits");
+    assert!(want.iter().any(|b| f32::from_bits(*b).abs() > 0.1), "the kick plays");
 }
 
 #[test]
