@@ -238,8 +238,8 @@ mod tests {
         assert!(e.contains("`plugin.name`"), "{e}");
         let e = Describe::of(r#"{ "plugin": { "kind": "x" } }"#, "x", false, false).unwrap_err();
         assert!(e.contains("`plugin.kind`") && e.contains("id, name"), "{e}");
-        let e = Describe::of(r#"{ "plugin": { "features": [1] } }"#, "x", false, false)
-            .unwrap_err();
+        let e =
+            Describe::of(r#"{ "plugin": { "features": [1] } }"#, "x", false, false).unwrap_err();
         assert!(e.contains("`plugin.features[0]`"), "{e}");
     }
 

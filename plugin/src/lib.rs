@@ -273,9 +273,11 @@ impl Audio<'_> {
             CoreEventSpace::Midi(m) => {
                 let [status, a, b] = m.data();
                 match status & 0xf0 {
-                    0x90 if b > 0 => {
-                        Some(Event::note_on(offset, a & 0x7f, f32::from(b & 0x7f) / 127.0))
-                    }
+                    0x90 if b > 0 => Some(Event::note_on(
+                        offset,
+                        a & 0x7f,
+                        f32::from(b & 0x7f) / 127.0,
+                    )),
                     0x80 | 0x90 => Some(Event::note_off(offset, a & 0x7f)),
                     0xb0 if a == 64 => Some(Event::sustain(offset, b >= 64)),
                     _ => None,
@@ -290,7 +292,10 @@ impl PluginAudioProcessorParams for Audio<'_> {
     fn flush(&mut self, input: &InputEvents, _output: &mut OutputEvents) {
         for e in input {
             if let Some(CoreEventSpace::ParamValue(p)) = e.as_core_event() {
-                if let Some(i) = p.param_id().and_then(|id| self.shared.bundle.index_of(id.get())) {
+                if let Some(i) = p
+                    .param_id()
+                    .and_then(|id| self.shared.bundle.index_of(id.get()))
+                {
                     self.shared.set_value(i as usize, p.value());
                 }
             }
@@ -348,13 +353,17 @@ impl PluginMainThreadParams for MainThread<'_> {
     fn text_to_value(&self, id: ClapId, text: &CStr) -> Option<f64> {
         let bundle = &self.shared.bundle;
         let p = bundle.params.get(bundle.index_of(id.get())? as usize)?;
-        p.parse(text.to_str().ok()?, bundle.params.sample_rate()).ok()
+        p.parse(text.to_str().ok()?, bundle.params.sample_rate())
+            .ok()
     }
 
     fn flush(&self, input: &InputEvents, _output: &mut OutputEvents) {
         for e in input {
             if let Some(CoreEventSpace::ParamValue(p)) = e.as_core_event() {
-                if let Some(i) = p.param_id().and_then(|id| self.shared.bundle.index_of(id.get())) {
+                if let Some(i) = p
+                    .param_id()
+                    .and_then(|id| self.shared.bundle.index_of(id.get()))
+                {
                     self.shared.set_value(i as usize, p.value());
                 }
             }
@@ -365,7 +374,11 @@ impl PluginMainThreadParams for MainThread<'_> {
 impl PluginAudioPortsImpl for MainThread<'_> {
     fn count(&self, is_input: bool) -> u32 {
         let b = &self.shared.bundle;
-        u32::from(if is_input { b.inputs > 0 } else { b.outputs > 0 })
+        u32::from(if is_input {
+            b.inputs > 0
+        } else {
+            b.outputs > 0
+        })
     }
 
     fn get(&self, index: u32, is_input: bool, writer: &mut AudioPortInfoWriter) {

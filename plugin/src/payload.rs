@@ -325,7 +325,13 @@ mod tests {
         assert_eq!(back.resources[0].1.sample_rate, 44100);
         assert_eq!(back.resources[0].1.path, PathBuf::from("ir.wav"));
         let bits = |p: &Payload| -> Vec<u64> {
-            p.resources[0].1.channels.iter().flatten().map(|x| x.to_bits()).collect()
+            p.resources[0]
+                .1
+                .channels
+                .iter()
+                .flatten()
+                .map(|x| x.to_bits())
+                .collect()
         };
         assert_eq!(bits(&back), bits(&p));
         assert_eq!(hash, fnv1a(&p.to_bytes()));

@@ -180,15 +180,24 @@ fn the_plugin_lists_its_scene_descriptor_ports_and_params() {
     assert!(flags.contains(ParamInfoFlags::IS_STEPPED | ParamInfoFlags::IS_ENUM));
     assert_eq!(*default, 0.0);
     let mut text = [0u8; 64];
-    let shown = params.value_to_text(&handle, ids[0], 2.0, &mut text).unwrap();
+    let shown = params
+        .value_to_text(&handle, ids[0], 2.0, &mut text)
+        .unwrap();
     assert_eq!(shown, b"live");
     // Value → text → value for a frequency and an amplitude, and text a
     // user types.
     let freq = ids[listed.iter().position(|n| *n == "tone.freq").unwrap()];
     let amp = ids[listed.iter().position(|n| *n == "tone.amp").unwrap()];
-    for (id, v, want) in [(freq, 330.0, "330 Hz"), (freq, 1234.6, "1.235 kHz"), (amp, 0.5, "-6.021 dB")] {
+    for (id, v, want) in [
+        (freq, 330.0, "330 Hz"),
+        (freq, 1234.6, "1.235 kHz"),
+        (amp, 0.5, "-6.021 dB"),
+    ] {
         let mut text = [0u8; 64];
-        let shown = params.value_to_text(&handle, id, v, &mut text).unwrap().to_vec();
+        let shown = params
+            .value_to_text(&handle, id, v, &mut text)
+            .unwrap()
+            .to_vec();
         assert_eq!(std::str::from_utf8(&shown).unwrap(), want);
         let c = CString::new(shown).unwrap();
         let back = params.text_to_value(&handle, id, &c).unwrap();
@@ -197,7 +206,10 @@ fn the_plugin_lists_its_scene_descriptor_ports_and_params() {
     assert_eq!(params.text_to_value(&handle, freq, c"1.2kHz"), Some(1200.0));
     assert_eq!(params.text_to_value(&handle, freq, c"3 ms"), None);
     assert_eq!(params.get_value(&handle, freq), Some(330.0));
-    assert_eq!(params.get_value(&handle, ClapId::new(expected_id("nope"))), None);
+    assert_eq!(
+        params.get_value(&handle, ClapId::new(expected_id("nope"))),
+        None
+    );
 }
 
 #[test]
@@ -226,13 +238,20 @@ fn an_effect_has_an_audio_input_of_the_channels_it_reads_and_no_note_port() {
     let ports = handle.get_extension::<PluginAudioPorts>().unwrap();
     assert_eq!(ports.count(&handle, true), 1);
     let mut buf = AudioPortInfoBuffer::new();
-    assert_eq!(ports.get(&handle, 0, true, &mut buf).unwrap().channel_count, 2);
+    assert_eq!(
+        ports.get(&handle, 0, true, &mut buf).unwrap().channel_count,
+        2
+    );
     assert!(handle.get_extension::<PluginNotePorts>().is_none());
     // Every other command reads the `plugin` object without a warning.
     let scene = dir.join("crush-check.json");
     std::fs::write(&scene, scene_text).unwrap();
     let o = morphrt(&["check", scene.to_str().unwrap()]);
-    assert!(o.status.success() && !stderr(&o).contains("plugin"), "{}", stderr(&o));
+    assert!(
+        o.status.success() && !stderr(&o).contains("plugin"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -252,7 +271,10 @@ fn a_bad_plugin_object_or_scene_exits_2_naming_it_and_writes_nothing() {
             &lib,
         ])
     };
-    let bad = SCENE.replace(r#""seed": 3,"#, r#""seed": 3, "plugin": { "features": "synth" },"#);
+    let bad = SCENE.replace(
+        r#""seed": 3,"#,
+        r#""seed": 3, "plugin": { "features": "synth" },"#,
+    );
     let o = run(&bad);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("`plugin.features`"), "{}", stderr(&o));
@@ -321,7 +343,10 @@ fn scene_with_events(rate: u32) -> String {
         })
         .collect();
     SCENE
-        .replace("\"sample_rate\": 48000", &format!("\"sample_rate\": {rate}"))
+        .replace(
+            "\"sample_rate\": 48000",
+            &format!("\"sample_rate\": {rate}"),
+        )
         .replace(
             "\"controls\"",
             &format!("\"events\": [{}],\n  \"controls\"", events.join(",\n")),
@@ -344,7 +369,10 @@ fn render_bits(dir: &Path, text: &str, frames: usize) -> Vec<u32> {
 struct Sizes(u64);
 impl Sizes {
     fn next(&mut self, max: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         1 + ((self.0 >> 33) as usize % max)
     }
 }
@@ -406,12 +434,16 @@ fn play(
                 Change::Param(p, v) => {
                     events.push(&ParamValueEvent::new(t, ids[p], Pckn::match_all(), v))
                 }
-                Change::On(key, vel) => {
-                    events.push(&NoteOnEvent::new(t, Pckn::new(0u16, 0u16, key as u16, 0u32), vel))
-                }
-                Change::Off(key) => {
-                    events.push(&NoteOffEvent::new(t, Pckn::new(0u16, 0u16, key as u16, 0u32), 0.0))
-                }
+                Change::On(key, vel) => events.push(&NoteOnEvent::new(
+                    t,
+                    Pckn::new(0u16, 0u16, key as u16, 0u32),
+                    vel,
+                )),
+                Change::Off(key) => events.push(&NoteOffEvent::new(
+                    t,
+                    Pckn::new(0u16, 0u16, key as u16, 0u32),
+                    0.0,
+                )),
             }
         }
         let input_audio = InputAudioBuffers::empty();
@@ -425,7 +457,14 @@ fn play(
         let mut output_events = EventBuffer::new();
         let mut output_events = OutputEvents::from_buffer(&mut output_events);
         processor
-            .process(&input_audio, &mut output_audio, &input_events, &mut output_events, None, None)
+            .process(
+                &input_audio,
+                &mut output_audio,
+                &input_events,
+                &mut output_events,
+                None,
+                None,
+            )
             .unwrap();
         for i in 0..n {
             out.push(left[i].to_bits());
@@ -458,7 +497,10 @@ fn the_plugin_plays_what_render_writes_bit_for_bit_at_any_buffer_size_and_rate()
                 f32::from_bits(want[i])
             );
         }
-        assert!(want.iter().any(|b| f32::from_bits(*b).abs() > 0.01), "it plays");
+        assert!(
+            want.iter().any(|b| f32::from_bits(*b).abs() > 0.01),
+            "it plays"
+        );
     }
 }
 
@@ -479,8 +521,14 @@ fn the_plugin_carries_its_resources_and_plays_them_with_the_folder_gone() {
     let path = write_plugin(&dir, &text, "groove");
     std::fs::remove_dir_all(dir.join("resources")).unwrap();
     let (got, latency) = play(&path, 48_000, 1024, frames + 1024, 4, &[]);
-    assert!(got[latency * 2..latency * 2 + frames * 2] == want[..], "the plugin plays render's bits");
-    assert!(want.iter().any(|b| f32::from_bits(*b).abs() > 0.1), "the kick plays");
+    assert!(
+        got[latency * 2..latency * 2 + frames * 2] == want[..],
+        "the plugin plays render's bits"
+    );
+    assert!(
+        want.iter().any(|b| f32::from_bits(*b).abs() > 0.1),
+        "the kick plays"
+    );
 }
 
 #[test]
@@ -519,13 +567,26 @@ fn the_plugin_process_never_allocates_or_frees() {
         let n = if k % 50 == 0 { 0 } else { sizes.next(512) };
         events.clear();
         for i in 0..n.min(3) as u32 {
-            events.push(&ParamValueEvent::new(i, freq, Pckn::match_all(), 300.0 + k as f64));
+            events.push(&ParamValueEvent::new(
+                i,
+                freq,
+                Pckn::match_all(),
+                300.0 + k as f64,
+            ));
         }
         if n > 10 && k % 5 == 0 {
-            events.push(&NoteOnEvent::new(5, Pckn::new(0u16, 0u16, (40 + k % 40) as u16, 0u32), 0.5));
+            events.push(&NoteOnEvent::new(
+                5,
+                Pckn::new(0u16, 0u16, (40 + k % 40) as u16, 0u32),
+                0.5,
+            ));
         }
         if n > 10 && k % 5 == 2 {
-            events.push(&NoteOffEvent::new(7, Pckn::new(0u16, 0u16, (40 + (k - 2) % 40) as u16, 0u32), 0.0));
+            events.push(&NoteOffEvent::new(
+                7,
+                Pckn::new(0u16, 0u16, (40 + (k - 2) % 40) as u16, 0u32),
+                0.0,
+            ));
         }
         let input_audio = InputAudioBuffers::empty();
         let mut output_audio = outs.with_output_buffers([AudioPortBuffer {
@@ -539,10 +600,21 @@ fn the_plugin_process_never_allocates_or_frees() {
         let mut output_events = OutputEvents::from_buffer(&mut out_events);
         counting::realtime(|| {
             processor
-                .process(&input_audio, &mut output_audio, &input_events, &mut output_events, None, None)
+                .process(
+                    &input_audio,
+                    &mut output_audio,
+                    &input_events,
+                    &mut output_events,
+                    None,
+                    None,
+                )
                 .unwrap()
         });
     }
-    assert_eq!(counting::counts(), before, "allocations and frees in process");
+    assert_eq!(
+        counting::counts(),
+        before,
+        "allocations and frees in process"
+    );
     plugin.deactivate(processor.stop_processing());
 }

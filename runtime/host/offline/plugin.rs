@@ -111,7 +111,12 @@ pub fn plugin(opts: &PluginOptions, log: &mut dyn Write) -> Result<(), HostError
         read: Mutex::new(Vec::new()),
     });
     let mut first = None;
-    for profile in [None, Some(Profile::Strict), Some(Profile::Repro), Some(Profile::Live)] {
+    for profile in [
+        None,
+        Some(Profile::Strict),
+        Some(Profile::Repro),
+        Some(Profile::Live),
+    ] {
         let options = CompileOptions {
             profile,
             resolver: Some(recording.clone()),
