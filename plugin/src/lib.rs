@@ -42,7 +42,7 @@ use morphrt_core::api::{Activation, Controller, Event, ParamList, Processor};
 use std::cell::RefCell;
 use std::ffi::CStr;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The most channels a port may have (the processor's buffers are
@@ -79,6 +79,10 @@ pub struct Shared {
     values: Vec<AtomicU64>,
     /// The processor's latency (its engine block), set at activation.
     block: AtomicU32,
+    /// The `profile` param moved: the main thread switches.
+    switch: AtomicBool,
+    /// A switch is under way: the controller needs polling.
+    busy: AtomicBool,
 }
 
 impl PluginShared<'_> for Shared {}
@@ -94,6 +98,8 @@ impl Shared {
             bundle,
             values,
             block: AtomicU32::new(0),
+            switch: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
         }
     }
 
@@ -113,17 +119,42 @@ pub struct MainThread<'a> {
 }
 
 impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {
+    /// Moves a profile switch on: starts one when the `profile` param
+    /// moved, polls the controller while one is under way.
     fn on_main_thread(&self) {
-        if let Some(c) = self.controller.borrow_mut().as_mut() {
-            c.poll();
+        let mut controller = self.controller.borrow_mut();
+        let Some(c) = controller.as_mut() else {
+            return;
+        };
+        c.poll();
+        if !c.busy() && self.shared.switch.swap(false, Ordering::AcqRel) {
+            let wanted = ParamList::profile(self.shared.value(ParamList::PROFILE));
+            if let Some(p) = wanted.filter(|p| *p != c.profile()) {
+                if c.set_profile(p).is_err() {
+                    // Busy after all, or the scene does not compile under
+                    // `p`: it keeps playing under the profile it has.
+                    self.shared
+                        .set_value(ParamList::PROFILE, profile_value(c.profile()));
+                }
+            }
         }
+        self.shared.busy.store(c.busy(), Ordering::Release);
     }
+}
+
+/// The `profile` param's value naming `p`.
+fn profile_value(p: morphrt_core::profile::Profile) -> f64 {
+    (0..3)
+        .map(f64::from)
+        .find(|v| ParamList::profile(*v) == Some(p))
+        .unwrap_or(1.0)
 }
 
 /// The audio thread's half of an instance: the processor, with the
 /// buffers one call needs, allocated at activation.
 pub struct Audio<'a> {
     shared: &'a Shared,
+    host: HostAudioProcessorHandle<'a>,
     processor: Processor,
     events: Vec<Event>,
     inputs: Vec<Vec<f32>>,
@@ -132,7 +163,7 @@ pub struct Audio<'a> {
 
 impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
     fn activate(
-        _host: HostAudioProcessorHandle<'a>,
+        host: HostAudioProcessorHandle<'a>,
         main_thread: &MainThread<'a>,
         shared: &'a Shared,
         config: PluginAudioConfiguration,
@@ -157,6 +188,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
             .store(processor.latency() as u32, Ordering::Relaxed);
         Ok(Audio {
             shared,
+            host,
             events: Vec::with_capacity(EVENT_CAPACITY),
             inputs: vec![vec![0.0; max]; processor.input_channels()],
             outputs: vec![vec![0.0; max]; processor.output_channels()],
@@ -202,6 +234,10 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
             }
         }
         self.run(start, frames);
+        if self.shared.switch.load(Ordering::Relaxed) || self.shared.busy.load(Ordering::Relaxed) {
+            // The main thread starts and moves the switch on.
+            self.host.request_callback();
+        }
         if let Some(mut port) = audio.output_port(0) {
             if let Some(mut chans) = port.channels()?.into_f32() {
                 for (c, out) in chans.iter_mut().enumerate() {
@@ -250,6 +286,7 @@ impl Audio<'_> {
                 let index = self.shared.bundle.index_of(p.param_id()?.get())?;
                 self.shared.set_value(index as usize, p.value());
                 if index as usize == ParamList::PROFILE {
+                    self.shared.switch.store(true, Ordering::Release);
                     return None;
                 }
                 Some(Event::param(offset, index, p.value()))
@@ -297,6 +334,9 @@ impl PluginAudioProcessorParams for Audio<'_> {
                     .and_then(|id| self.shared.bundle.index_of(id.get()))
                 {
                     self.shared.set_value(i as usize, p.value());
+                    if i as usize == ParamList::PROFILE {
+                        self.shared.switch.store(true, Ordering::Release);
+                    }
                 }
             }
         }
@@ -365,6 +405,9 @@ impl PluginMainThreadParams for MainThread<'_> {
                     .and_then(|id| self.shared.bundle.index_of(id.get()))
                 {
                     self.shared.set_value(i as usize, p.value());
+                    if i as usize == ParamList::PROFILE {
+                        self.shared.switch.store(true, Ordering::Release);
+                    }
                 }
             }
         }

@@ -305,6 +305,8 @@ enum Change {
     Param(&'static str, f64),
     On(u8, f64),
     Off(u8),
+    /// The `profile` param to a value (0 strict, 1 repro, 2 live).
+    Profile(f64),
 }
 
 /// The host's changes, by frame: notes, and automation of the tone.
@@ -340,6 +342,7 @@ fn scene_with_events(rate: u32) -> String {
             Change::Off(key) => {
                 format!(r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "off": true }}"#)
             }
+            Change::Profile(_) => unreachable!("a render keeps its profile"),
         })
         .collect();
     SCENE
@@ -387,7 +390,7 @@ fn play(
     frames: usize,
     seed: u64,
     script: &[(u64, Change)],
-) -> (Vec<u32>, usize) {
+) -> (Vec<u32>, usize, f64) {
     let (entry, id) = load(path);
     let mut plugin = instance(&entry, &id);
     let handle = plugin.plugin_handle();
@@ -439,6 +442,12 @@ fn play(
                     Pckn::new(0u16, 0u16, key as u16, 0u32),
                     vel,
                 )),
+                Change::Profile(v) => events.push(&ParamValueEvent::new(
+                    t,
+                    ids["profile"],
+                    Pckn::match_all(),
+                    v,
+                )),
                 Change::Off(key) => events.push(&NoteOffEvent::new(
                     t,
                     Pckn::new(0u16, 0u16, key as u16, 0u32),
@@ -471,9 +480,14 @@ fn play(
             out.push(right[i].to_bits());
         }
         done += n;
+        // A host calls the main thread back when the plugin asks (this
+        // one after every buffer).
+        plugin.call_on_main_thread_callback();
     }
     plugin.deactivate(processor.stop_processing());
-    (out, latency)
+    let handle = plugin.plugin_handle();
+    let profile = params.get_value(&handle, ids["profile"]).unwrap();
+    (out, latency, profile)
 }
 
 #[test]
@@ -483,7 +497,7 @@ fn the_plugin_plays_what_render_writes_bit_for_bit_at_any_buffer_size_and_rate()
     let frames = 9000;
     for (rate, max, seed) in [(48_000, 2048, 1), (44_100, 2048, 2), (48_000, 37, 3)] {
         let want = render_bits(&dir, &scene_with_events(rate), frames);
-        let (got, latency) = play(&path, rate, max, frames + 1024, seed, &script());
+        let (got, latency, _) = play(&path, rate, max, frames + 1024, seed, &script());
         // The processor runs one engine block behind the host.
         assert!(latency > 0 && latency <= 1024, "{latency}");
         assert!(got[..latency * 2].iter().all(|b| f32::from_bits(*b) == 0.0));
@@ -505,6 +519,40 @@ fn the_plugin_plays_what_render_writes_bit_for_bit_at_any_buffer_size_and_rate()
 }
 
 #[test]
+fn the_profile_param_switches_profile_while_a_note_sounds() {
+    let dir = temp_dir("plugin-switch");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let frames = 9000;
+    let strict = render_bits(&dir, &scene_with_events(48_000), frames);
+    let mut script = script();
+    // To repro while note 67 sounds.
+    script.push((4000, Change::Profile(1.0)));
+    script.sort_by_key(|(at, _)| *at);
+    let (got, latency, profile) = play(&path, 48_000, 300, frames + 1024, 5, &script);
+    assert_eq!(profile, 1.0, "the param reads repro");
+    let got = &got[latency * 2..latency * 2 + frames * 2];
+    // Strict until the switch, bit for bit.
+    assert!(got[..4000 * 2] == strict[..4000 * 2]);
+    // Then repro: other bits; once the note sounding at the switch has
+    // ended, within repro's bound of strict (the tone's phase, the filter
+    // and the host's param values carried across).
+    assert!(got[4000 * 2..] != strict[4000 * 2..], "the switch happened");
+    let chans = |bits: &[u32]| -> Vec<Vec<f64>> {
+        (0..2)
+            .map(|c| {
+                bits.iter()
+                    .skip(c)
+                    .step_by(2)
+                    .map(|b| f32::from_bits(*b) as f64)
+                    .collect()
+            })
+            .collect()
+    };
+    let err = crate::support::rel_rms(&chans(&strict), &chans(got), 6000, frames as u64, &[]);
+    assert!(err < 1e-3, "repro after the switch is {err} from strict");
+}
+
+#[test]
 fn the_plugin_carries_its_resources_and_plays_them_with_the_folder_gone() {
     let dir = temp_dir("plugin-resources");
     std::fs::create_dir_all(dir.join("resources")).unwrap();
@@ -520,7 +568,7 @@ fn the_plugin_carries_its_resources_and_plays_them_with_the_folder_gone() {
     let want = render_bits(&dir, &text, frames);
     let path = write_plugin(&dir, &text, "groove");
     std::fs::remove_dir_all(dir.join("resources")).unwrap();
-    let (got, latency) = play(&path, 48_000, 1024, frames + 1024, 4, &[]);
+    let (got, latency, _) = play(&path, 48_000, 1024, frames + 1024, 4, &[]);
     assert!(
         got[latency * 2..latency * 2 + frames * 2] == want[..],
         "the plugin plays render's bits"
