@@ -11,7 +11,7 @@ use clack_extensions::audio_ports::{AudioPortInfoBuffer, PluginAudioPorts};
 use clack_extensions::latency::PluginLatency;
 use clack_extensions::note_ports::{NotePortInfoBuffer, PluginNotePorts};
 use clack_extensions::params::{ParamInfoBuffer, ParamInfoFlags, PluginParams};
-use clack_host::events::event_types::{NoteOffEvent, NoteOnEvent, ParamValueEvent};
+use clack_host::events::event_types::{MidiEvent, NoteOffEvent, NoteOnEvent, ParamValueEvent};
 use clack_host::prelude::*;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -307,6 +307,8 @@ enum Change {
     Off(u8),
     /// The `profile` param to a value (0 strict, 1 repro, 2 live).
     Profile(f64),
+    /// A MIDI note on (velocity 127) or off.
+    Midi(u8, bool),
 }
 
 /// The host's changes, by frame: notes, and automation of the tone.
@@ -340,6 +342,12 @@ fn scene_with_events(rate: u32) -> String {
                 r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "velocity": {vel} }}"#
             ),
             Change::Off(key) => {
+                format!(r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "off": true }}"#)
+            }
+            Change::Midi(key, true) => format!(
+                r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "velocity": 1 }}"#
+            ),
+            Change::Midi(key, false) => {
                 format!(r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "off": true }}"#)
             }
             Change::Profile(_) => unreachable!("a render keeps its profile"),
@@ -442,6 +450,10 @@ fn play(
                     Pckn::new(0u16, 0u16, key as u16, 0u32),
                     vel,
                 )),
+                Change::Midi(key, on) => {
+                    let data = if on { [0x90, key, 127] } else { [0x80, key, 0] };
+                    events.push(&MidiEvent::new(t, 0, data))
+                }
                 Change::Profile(v) => events.push(&ParamValueEvent::new(
                     t,
                     ids["profile"],
@@ -516,6 +528,46 @@ fn the_plugin_plays_what_render_writes_bit_for_bit_at_any_buffer_size_and_rate()
             "it plays"
         );
     }
+}
+
+#[test]
+fn midi_notes_play_as_the_scene_s_note_events() {
+    let dir = temp_dir("plugin-midi");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let script = vec![
+        (100, Change::Midi(57, true)),
+        (1500, Change::Midi(61, true)),
+        (2100, Change::Midi(57, false)),
+        (3000, Change::Midi(61, false)),
+    ];
+    let frames = 4000;
+    let text = scene_with_events(48_000);
+    // The scene's own events replaced by the MIDI script's.
+    let events: Vec<String> = script
+        .iter()
+        .map(|(at, c)| match *c {
+            Change::Midi(key, true) => format!(
+                r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "velocity": 1 }}"#
+            ),
+            Change::Midi(key, false) => format!(
+                r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "off": true }}"#
+            ),
+            _ => unreachable!(),
+        })
+        .collect();
+    let start = text.find("\"events\": [").unwrap();
+    let end = start + text[start..].find("],\n  \"controls\"").unwrap() + 1;
+    let text = format!(
+        "{}\"events\": [{}]{}",
+        &text[..start],
+        events.join(", "),
+        &text[end..]
+    );
+    let want = render_bits(&dir, &text, frames);
+    let (got, latency, _) = play(&path, 48_000, 512, frames + 1024, 6, &script);
+    assert!(got[latency * 2..latency * 2 + frames * 2] == want[..]);
+    let without = render_bits(&dir, SCENE, frames);
+    assert!(without != want, "the notes are heard");
 }
 
 #[test]
