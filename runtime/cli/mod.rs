@@ -12,6 +12,7 @@
 //! | `bench` | [`BenchOptions`] | [`crate::bench::bench`] |
 //! | `calibrate` | [`CalibrateOptions`] | [`crate::bench::calibrate::calibrate`] |
 //! | `plot` | [`PlotOptions`] | [`crate::host::offline::plot::plot`] |
+//! | `plugin` | [`PluginOptions`] | [`crate::host::offline::plugin::plugin`] |
 //! | `devices`, `ops` | — | [`devices::devices`], [`ops::ops`] |
 //! | `schema`, `completions`, `man` | — | [`docs`] |
 
@@ -24,6 +25,7 @@ use crate::bench::calibrate::CalibrateOptions;
 use crate::bench::BenchOptions;
 use crate::host::live::run::RunOptions;
 use crate::host::offline::plot::PlotOptions;
+use crate::host::offline::plugin::PluginOptions;
 use crate::host::offline::RenderOptions;
 use crate::host::record::journal::ReplayOptions;
 use crate::host::term::{self, ColorWhen, Verbosity};
@@ -321,6 +323,27 @@ pub enum Command {
     /// refused up front, written under a temporary name and renamed into
     /// place (`-o -` writes to standard output).
     Plot(PlotOptions),
+    /// Write a scene as a CLAP plugin (NAME.clap) that carries the scene
+    /// and every resource it reads: copy it to ~/.clap/ to install it.
+    ///
+    /// The scene is checked under every profile first (errors exit 2, as
+    /// `check`). The plugin library built by `cargo build --release -p
+    /// morphrt-clap` (next to the `morphrt` executable, or `--library`) is
+    /// copied and the scene's text and its resources, decoded, are
+    /// appended, so the file needs no scene, no resources folder and no
+    /// environment. The plugin's id, name, vendor and CLAP features come
+    /// from the scene's optional `"plugin"` object (`{"id": …, "name": …,
+    /// "vendor": …, "features": ["audio-effect"]}`), by default from the
+    /// file name (`Dub.clap`: name `Dub`, id `morphrt.dub`). A scene with
+    /// `input` nodes has an audio input port of the channels it reads, one
+    /// with a voice module a note port (CLAP notes and MIDI); the main bus
+    /// is the output port. Every param (`profile`, the scene's `controls`,
+    /// the nodes' params) is a CLAP param whose id is a hash of its id
+    /// string. Its strict output is `render`'s, delayed by its latency
+    /// (the engine's block), however the host slices its buffers.
+    ///
+    /// The output must end in `.clap` and follows `render`'s output rules.
+    Plugin(PluginOptions),
     /// Print a JSON Schema (draft 2020-12) of the scene format, generated
     /// from the operator registry, for editors to validate and complete
     /// scenes (a scene's "$schema" key or VS Code's json.schemas setting).
@@ -400,6 +423,7 @@ pub fn dispatch(command: Command) -> Result<(), HostError> {
         Command::Bench(o) => crate::bench::bench(&o, stdout, log),
         Command::Calibrate(o) => crate::bench::calibrate::calibrate(&o, stdout, log),
         Command::Plot(o) => crate::host::offline::plot::plot(&o, stdout, log),
+        Command::Plugin(o) => crate::host::offline::plugin::plugin(&o, log),
         Command::Schema(o) => docs::schema(&o, stdout),
         Command::Completions { shell } => docs::completions(shell, stdout),
         Command::Man => docs::man(stdout),

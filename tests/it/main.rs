@@ -51,6 +51,7 @@ mod output_rules;
 mod oversampling_edit;
 mod playback;
 mod playing;
+mod plugin;
 mod processor;
 mod rates;
 mod realtime;

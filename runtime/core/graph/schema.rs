@@ -151,6 +151,17 @@ fn top_field(key: &str) -> Option<Value> {
             "items": { "$ref": "#/$defs/control" },
             "description": "OSC addresses and MIDI messages mapped onto params while `run` plays (and from `render --midi FILE.mid`)."
         }),
+        "plugin" => json!({
+            "type": "object",
+            "properties": {
+                "id": { "type": "string", "minLength": 1, "description": "The CLAP plugin id (default `morphrt.NAME`, NAME the plugin file's stem in lower case)." },
+                "name": { "type": "string", "minLength": 1, "description": "The plugin's name (default: the plugin file's stem)." },
+                "vendor": { "type": "string", "minLength": 1, "description": "The plugin's vendor (default `morphrt`)." },
+                "features": { "type": "array", "items": { "type": "string", "minLength": 1 }, "description": "CLAP features, e.g. [\"audio-effect\"] (default: instrument for a scene with a voice module or no input, else audio-effect)." }
+            },
+            "additionalProperties": false,
+            "description": "How `morphrt plugin` describes the scene as a CLAP plugin; ignored by every other command."
+        }),
         "edit" => object_of(&EDIT_KEYS, |k| {
             Some(json!({
                 "$ref": "#/$defs/time",

@@ -15,6 +15,7 @@ pub mod input;
 pub mod levels;
 pub mod midi;
 pub mod plot;
+pub mod plugin;
 pub mod render;
 pub mod wav_out;
 

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// Fields of the scene object. `$schema` names the JSON Schema an editor
 /// validates the file with (`morphrt schema`); the runtime ignores its value.
-pub const TOP_KEYS: [&str; 16] = [
+pub const TOP_KEYS: [&str; 17] = [
     "$schema",
     "version",
     "profile",
@@ -30,6 +30,7 @@ pub const TOP_KEYS: [&str; 16] = [
     "events",
     "controls",
     "edit",
+    "plugin",
 ];
 /// Fields of the top-level `edit` object (how live edits are applied).
 pub const EDIT_KEYS: [&str; 2] = ["ramp", "crossfade"];
@@ -126,6 +127,7 @@ impl Loader<'_> {
                 "controls" => self.controls(v, p, &mut scene.controls),
                 "tempo" | "meter" => {} // read first, above
                 "$schema" => {}         // for editors: which JSON Schema validates the file
+                "plugin" => {}          // read by `morphrt plugin`: the CLAP descriptor
                 _ => {}                 // warned above
             }
         }

@@ -1,0 +1,720 @@
+//! `morphrt plugin` and the CLAP plugin it writes, loaded from disk by a
+//! host built with clack-host as a DAW loads it: the descriptor, the
+//! ports and the params a host lists; processing at the host's rate in
+//! any buffer sizes, equal bit for bit to `morphrt render` of the same
+//! scene with the same changes written as scene events; `process` with
+//! no allocation (through the plugin linked in, so the test's counting
+//! allocator sees it).
+
+use crate::support::{counting, morphrt, stderr, temp_dir};
+use clack_extensions::audio_ports::{AudioPortInfoBuffer, PluginAudioPorts};
+use clack_extensions::latency::PluginLatency;
+use clack_extensions::note_ports::{NotePortInfoBuffer, PluginNotePorts};
+use clack_extensions::params::{ParamInfoBuffer, ParamInfoFlags, PluginParams};
+use clack_host::events::event_types::{MidiEvent, NoteOffEvent, NoteOnEvent, ParamValueEvent};
+use clack_host::prelude::*;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// A strict instrument: a voice module, a tone whose frequency and level
+/// a host automates, a filter an OSC control moves.
+const SCENE: &str = r#"{
+  "version": "1.0",
+  "profile": "strict",
+  "sample_rate": 48000,
+  "seed": 3,
+  "modules": [{
+    "id": "pad", "voices": 3,
+    "note": { "pitch": "osc.freq", "gate": "env.gate", "velocity": "vel.gain" },
+    "nodes": [
+      { "id": "osc", "op": "saw", "params": { "freq": "220Hz", "amp": 0.2 } },
+      { "id": "env", "op": "adsr", "params": { "attack": "2ms", "decay": "20ms", "sustain": 0.5, "release": "15ms" } },
+      { "id": "vca", "op": "multiply" },
+      { "id": "vel", "op": "gain", "params": { "gain": 1 } }
+    ]
+  }],
+  "nodes": [
+    { "id": "tone", "op": "sine", "params": { "freq": "330Hz", "amp": 0.25 } },
+    { "id": "lp", "op": "biquad", "params": { "mode": "lowpass", "cutoff": "3kHz", "q": 0.7 } },
+    { "id": "sum", "op": "mix", "params": { "gains": [1, 1] } }
+  ],
+  "edges": [
+    { "from": "osc", "to": "vca:a" }, { "from": "env", "to": "vca:b" }, { "from": "vca", "to": "vel" },
+    { "from": "pad", "to": "lp" }, { "from": "lp", "to": "sum:in0" }, { "from": "tone", "to": "sum:in1" }
+  ],
+  "controls": [
+    { "osc": "/cut", "node": "lp", "param": "cutoff", "min": "200Hz", "max": "8kHz", "curve": "exp" }
+  ],
+  "outputs": { "main": ["sum", "tone"] }
+}"#;
+
+/// The plugin library of this build: the test binary depends on the
+/// plugin crate, so cargo builds its library with the test, in `deps/`
+/// (a build of the workspace also places it next to `morphrt`).
+fn library() -> &'static Path {
+    static FOUND: OnceLock<PathBuf> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        let bin = PathBuf::from(env!("CARGO_BIN_EXE_morphrt"));
+        let dir = bin.parent().unwrap();
+        let lib = [dir.join("deps"), dir.to_path_buf()]
+            .into_iter()
+            .map(|d| d.join("libmorphrt_clap.so"))
+            .find(|p| p.is_file());
+        lib.expect("the plugin library is built with the tests: cargo test --test it")
+    })
+}
+
+/// `morphrt plugin` of scene `text` as `dir/NAME.clap`.
+fn write_plugin(dir: &Path, text: &str, name: &str) -> PathBuf {
+    let scene = dir.join(format!("{name}.json"));
+    std::fs::write(&scene, text).unwrap();
+    let out = dir.join(format!("{name}.clap"));
+    let lib = library().to_str().unwrap().to_string();
+    let o = morphrt(&[
+        "plugin",
+        scene.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--library",
+        &lib,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    // The plugin file is all the host needs.
+    std::fs::remove_file(&scene).unwrap();
+    out
+}
+
+struct Shared;
+impl SharedHandler<'_> for Shared {
+    fn request_restart(&self) {}
+    fn request_process(&self) {}
+    fn request_callback(&self) {}
+}
+
+struct TestHost;
+impl HostHandlers for TestHost {
+    type Shared<'a> = Shared;
+    type MainThread<'a> = ();
+    type AudioProcessor<'a> = ();
+}
+
+fn host_info() -> HostInfo {
+    HostInfo::new("morphrt tests", "morphrt", "https://example.invalid", "1.0").unwrap()
+}
+
+/// The plugin file at `path` loaded as a DAW loads it, and its one id.
+fn load(path: &Path) -> (PluginEntry, CString) {
+    // SAFETY: the file is the plugin `morphrt plugin` just wrote.
+    let entry = unsafe { PluginEntry::load(path) }.expect("the plugin loads");
+    let id = {
+        let factory = entry.get_plugin_factory().expect("a plugin factory");
+        let d = factory.plugin_descriptors().next().expect("one descriptor");
+        CString::from(d.id().unwrap())
+    };
+    (entry, id)
+}
+
+fn instance(entry: &PluginEntry, id: &CString) -> PluginInstance<TestHost> {
+    PluginInstance::<TestHost>::new(|_| Shared, |_| (), entry, id, &host_info())
+        .expect("an instance")
+}
+
+/// FNV-1a 64 of `s` folded to 32 bits: the CLAP id of param `s`,
+/// computed here from the published algorithm.
+fn expected_id(s: &str) -> u32 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in s.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+    }
+    (h ^ (h >> 32)) as u32
+}
+
+#[test]
+fn the_plugin_lists_its_scene_descriptor_ports_and_params() {
+    let dir = temp_dir("plugin-describe");
+    let path = write_plugin(&dir, SCENE, "Pad Synth");
+    let (entry, id) = load(&path);
+    let factory = entry.get_plugin_factory().unwrap();
+    let d = factory.plugin_descriptors().next().unwrap();
+    assert_eq!(d.id().unwrap().to_str().unwrap(), "morphrt.pad-synth");
+    assert_eq!(d.name().unwrap().to_str().unwrap(), "Pad Synth");
+    assert_eq!(d.vendor().unwrap().to_str().unwrap(), "morphrt");
+    let features: Vec<&str> = d.features().map(|f| f.to_str().unwrap()).collect();
+    assert_eq!(features, ["instrument"]);
+
+    let mut plugin = instance(&entry, &id);
+    let handle = plugin.plugin_handle();
+    let ports = handle.get_extension::<PluginAudioPorts>().unwrap();
+    assert_eq!(ports.count(&handle, true), 0);
+    assert_eq!(ports.count(&handle, false), 1);
+    let mut buf = AudioPortInfoBuffer::new();
+    let out = ports.get(&handle, 0, false, &mut buf).unwrap();
+    assert_eq!(out.channel_count, 2);
+    let notes = handle.get_extension::<PluginNotePorts>().unwrap();
+    assert_eq!(notes.count(&handle, true), 1);
+    let mut nbuf = NotePortInfoBuffer::new();
+    assert!(notes.get(&handle, 0, true, &mut nbuf).is_some());
+
+    let params = handle.get_extension::<PluginParams>().unwrap();
+    let n = params.count(&handle);
+    let mut ids = Vec::new();
+    let mut names = Vec::new();
+    for i in 0..n {
+        let mut b = ParamInfoBuffer::new();
+        let info = params.get_info(&handle, i, &mut b).unwrap();
+        let name = String::from_utf8(info.name.to_vec()).unwrap();
+        assert_eq!(info.id.get(), expected_id(&name), "{name}");
+        assert!(info.min_value <= info.default_value && info.default_value <= info.max_value);
+        ids.push(info.id);
+        names.push((name, info.flags, info.default_value));
+    }
+    let listed: Vec<&str> = names.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(&listed[..2], &["profile", "/cut"]);
+    for want in ["tone.freq", "tone.amp", "lp.cutoff", "osc.amp", "vel.gain"] {
+        assert!(listed.contains(&want), "{want} missing from {listed:?}");
+    }
+    // `profile` is a stepped choice: strict (the scene's), repro, live.
+    let (_, flags, default) = &names[0];
+    assert!(flags.contains(ParamInfoFlags::IS_STEPPED | ParamInfoFlags::IS_ENUM));
+    assert_eq!(*default, 0.0);
+    let mut text = [0u8; 64];
+    let shown = params
+        .value_to_text(&handle, ids[0], 2.0, &mut text)
+        .unwrap();
+    assert_eq!(shown, b"live");
+    // Value → text → value for a frequency and an amplitude, and text a
+    // user types.
+    let freq = ids[listed.iter().position(|n| *n == "tone.freq").unwrap()];
+    let amp = ids[listed.iter().position(|n| *n == "tone.amp").unwrap()];
+    for (id, v, want) in [
+        (freq, 330.0, "330 Hz"),
+        (freq, 1234.6, "1.235 kHz"),
+        (amp, 0.5, "-6.021 dB"),
+    ] {
+        let mut text = [0u8; 64];
+        let shown = params
+            .value_to_text(&handle, id, v, &mut text)
+            .unwrap()
+            .to_vec();
+        assert_eq!(std::str::from_utf8(&shown).unwrap(), want);
+        let c = CString::new(shown).unwrap();
+        let back = params.text_to_value(&handle, id, &c).unwrap();
+        assert!(((back - v) / v).abs() < 1e-3, "{want} → {back}");
+    }
+    assert_eq!(params.text_to_value(&handle, freq, c"1.2kHz"), Some(1200.0));
+    assert_eq!(params.text_to_value(&handle, freq, c"3 ms"), None);
+    assert_eq!(params.get_value(&handle, freq), Some(330.0));
+    assert_eq!(
+        params.get_value(&handle, ClapId::new(expected_id("nope"))),
+        None
+    );
+}
+
+#[test]
+fn an_effect_has_an_audio_input_of_the_channels_it_reads_and_no_note_port() {
+    let dir = temp_dir("plugin-effect");
+    let scene = r#"{ "version": "1.0",
+      "plugin": { "id": "com.example.crush", "name": "Crush", "vendor": "Example", "features": ["audio-effect", "distortion"] },
+      "nodes": [
+        { "id": "l", "op": "input", "params": { "channel": 0 } },
+        { "id": "r", "op": "input", "params": { "channel": 1 } },
+        { "id": "g", "op": "gain", "params": { "gain": "-6dB" } } ],
+      "edges": [{ "from": "l", "to": "g" }],
+      "outputs": { "main": ["g", "r"] } }"#;
+    let scene_text = scene;
+    let path = write_plugin(&dir, scene, "crush");
+    let (entry, id) = load(&path);
+    assert_eq!(id.to_str().unwrap(), "com.example.crush");
+    let factory = entry.get_plugin_factory().unwrap();
+    let d = factory.plugin_descriptors().next().unwrap();
+    assert_eq!(d.name().unwrap().to_str().unwrap(), "Crush");
+    assert_eq!(d.vendor().unwrap().to_str().unwrap(), "Example");
+    let features: Vec<&str> = d.features().map(|f| f.to_str().unwrap()).collect();
+    assert_eq!(features, ["audio-effect", "distortion"]);
+    let mut plugin = instance(&entry, &id);
+    let handle = plugin.plugin_handle();
+    let ports = handle.get_extension::<PluginAudioPorts>().unwrap();
+    assert_eq!(ports.count(&handle, true), 1);
+    let mut buf = AudioPortInfoBuffer::new();
+    assert_eq!(
+        ports.get(&handle, 0, true, &mut buf).unwrap().channel_count,
+        2
+    );
+    assert!(handle.get_extension::<PluginNotePorts>().is_none());
+    // Every other command reads the `plugin` object without a warning.
+    let scene = dir.join("crush-check.json");
+    std::fs::write(&scene, scene_text).unwrap();
+    let o = morphrt(&["check", scene.to_str().unwrap()]);
+    assert!(
+        o.status.success() && !stderr(&o).contains("plugin"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_bad_plugin_object_or_scene_exits_2_naming_it_and_writes_nothing() {
+    let dir = temp_dir("plugin-bad");
+    let scene = dir.join("s.json");
+    let out = dir.join("s.clap");
+    let lib = library().to_str().unwrap().to_string();
+    let run = |text: &str| {
+        std::fs::write(&scene, text).unwrap();
+        morphrt(&[
+            "plugin",
+            scene.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--library",
+            &lib,
+        ])
+    };
+    let bad = SCENE.replace(
+        r#""seed": 3,"#,
+        r#""seed": 3, "plugin": { "features": "synth" },"#,
+    );
+    let o = run(&bad);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("`plugin.features`"), "{}", stderr(&o));
+    let o = run(&SCENE.replace("\"sine\"", "\"sinus\""));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sinus"), "{}", stderr(&o));
+    assert!(!out.exists());
+    let o = morphrt(&[
+        "plugin",
+        "scenes/drone.json",
+        "-o",
+        out.to_str().unwrap(),
+        "--library",
+        dir.join("missing.so").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cargo build --release -p morphrt-clap"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// What a host does at one frame.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    /// Param `id` (a ParamList id string's index in SCENE's list) to a value.
+    Param(&'static str, f64),
+    On(u8, f64),
+    Off(u8),
+    /// The `profile` param to a value (0 strict, 1 repro, 2 live).
+    Profile(f64),
+    /// A MIDI note on (velocity 127) or off.
+    Midi(u8, bool),
+}
+
+/// The host's changes, by frame: notes, and automation of the tone.
+fn script() -> Vec<(u64, Change)> {
+    vec![
+        (5, Change::Param("tone.freq", 440.0)),
+        (700, Change::On(60, 0.75)),
+        (700, Change::On(64, 0.5)),
+        (1301, Change::Param("tone.freq", 523.25)),
+        (2000, Change::Off(60)),
+        (2000, Change::Off(64)),
+        (2500, Change::Param("tone.amp", 0.125)),
+        (3003, Change::On(67, 1.0)),
+        (4500, Change::Off(67)),
+        (6001, Change::Param("tone.freq", 300.0)),
+        (7777, Change::On(48, 1.0)),
+        (8500, Change::Off(48)),
+    ]
+}
+
+/// SCENE at `rate` with the script as scene events.
+fn scene_with_events(rate: u32) -> String {
+    let events: Vec<String> = script()
+        .iter()
+        .map(|(at, c)| match *c {
+            Change::Param(id, v) => {
+                let (node, param) = id.split_once('.').unwrap();
+                format!(r#"{{ "time": "{at}samples", "node": "{node}", "param": "{param}", "value": {v} }}"#)
+            }
+            Change::On(key, vel) => format!(
+                r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "velocity": {vel} }}"#
+            ),
+            Change::Off(key) => {
+                format!(r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "off": true }}"#)
+            }
+            Change::Midi(key, true) => format!(
+                r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "velocity": 1 }}"#
+            ),
+            Change::Midi(key, false) => {
+                format!(r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "off": true }}"#)
+            }
+            Change::Profile(_) => unreachable!("a render keeps its profile"),
+        })
+        .collect();
+    SCENE
+        .replace(
+            "\"sample_rate\": 48000",
+            &format!("\"sample_rate\": {rate}"),
+        )
+        .replace(
+            "\"controls\"",
+            &format!("\"events\": [{}],\n  \"controls\"", events.join(",\n")),
+        )
+}
+
+/// `morphrt render` of `text`, `frames` long, as f32 bits, channel-interleaved.
+fn render_bits(dir: &Path, text: &str, frames: usize) -> Vec<u32> {
+    let scene = dir.join("render.json");
+    std::fs::write(&scene, text).unwrap();
+    let wav = dir.join("render.wav");
+    let d = format!("{frames}samples");
+    let o = crate::support::render(&scene, &wav, &["-d", &d, "--format", "f32"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut r = hound::WavReader::open(&wav).unwrap();
+    r.samples::<f32>().map(|s| s.unwrap().to_bits()).collect()
+}
+
+/// A deterministic generator of buffer sizes.
+struct Sizes(u64);
+impl Sizes {
+    fn next(&mut self, max: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        1 + ((self.0 >> 33) as usize % max)
+    }
+}
+
+/// Plays the script through the plugin at `rate` in buffers of 1…`max`
+/// frames (and a 0-frame buffer now and then); returns the output,
+/// channel-interleaved f32 bits, and the plugin's latency.
+fn play(
+    path: &Path,
+    rate: u32,
+    max: usize,
+    frames: usize,
+    seed: u64,
+    script: &[(u64, Change)],
+) -> (Vec<u32>, usize, f64) {
+    let (entry, id) = load(path);
+    let mut plugin = instance(&entry, &id);
+    let handle = plugin.plugin_handle();
+    let params = handle.get_extension::<PluginParams>().unwrap();
+    let mut ids = std::collections::HashMap::new();
+    for i in 0..params.count(&handle) {
+        let mut b = ParamInfoBuffer::new();
+        let info = params.get_info(&handle, i, &mut b).unwrap();
+        ids.insert(String::from_utf8(info.name.to_vec()).unwrap(), info.id);
+    }
+    let config = PluginAudioConfiguration {
+        sample_rate: rate as f64,
+        min_frames_count: 1,
+        max_frames_count: max as u32,
+    };
+    let processor = plugin.activate(|_, _| (), config).unwrap();
+    let latency = {
+        let handle = plugin.plugin_handle();
+        let ext = handle.get_extension::<PluginLatency>().unwrap();
+        ext.get(&handle) as usize
+    };
+    let mut processor = processor.start_processing().unwrap();
+    let mut sizes = Sizes(seed);
+    let (mut left, mut right) = (vec![0f32; max], vec![0f32; max]);
+    let mut out = Vec::with_capacity(frames * 2);
+    let mut outs = AudioPorts::with_capacity(2, 1);
+    let mut done = 0usize;
+    let mut k = 0;
+    while done < frames {
+        let n = if k % 7 == 3 {
+            0
+        } else {
+            sizes.next(max).min(frames - done)
+        };
+        k += 1;
+        let mut events = EventBuffer::new();
+        for (at, c) in script {
+            let at = *at as usize;
+            if at < done || at >= done + n {
+                continue;
+            }
+            let t = (at - done) as u32;
+            match *c {
+                Change::Param(p, v) => {
+                    events.push(&ParamValueEvent::new(t, ids[p], Pckn::match_all(), v))
+                }
+                Change::On(key, vel) => events.push(&NoteOnEvent::new(
+                    t,
+                    Pckn::new(0u16, 0u16, key as u16, 0u32),
+                    vel,
+                )),
+                Change::Midi(key, on) => {
+                    let data = if on { [0x90, key, 127] } else { [0x80, key, 0] };
+                    events.push(&MidiEvent::new(t, 0, data))
+                }
+                Change::Profile(v) => events.push(&ParamValueEvent::new(
+                    t,
+                    ids["profile"],
+                    Pckn::match_all(),
+                    v,
+                )),
+                Change::Off(key) => events.push(&NoteOffEvent::new(
+                    t,
+                    Pckn::new(0u16, 0u16, key as u16, 0u32),
+                    0.0,
+                )),
+            }
+        }
+        let input_audio = InputAudioBuffers::empty();
+        let mut output_audio = outs.with_output_buffers([AudioPortBuffer {
+            latency: 0,
+            channels: AudioPortBufferType::f32_output_only(
+                [&mut left[..n], &mut right[..n]].into_iter(),
+            ),
+        }]);
+        let input_events = InputEvents::from_buffer(&events);
+        let mut output_events = EventBuffer::new();
+        let mut output_events = OutputEvents::from_buffer(&mut output_events);
+        processor
+            .process(
+                &input_audio,
+                &mut output_audio,
+                &input_events,
+                &mut output_events,
+                None,
+                None,
+            )
+            .unwrap();
+        for i in 0..n {
+            out.push(left[i].to_bits());
+            out.push(right[i].to_bits());
+        }
+        done += n;
+        // A host calls the main thread back when the plugin asks (this
+        // one after every buffer).
+        plugin.call_on_main_thread_callback();
+    }
+    plugin.deactivate(processor.stop_processing());
+    let handle = plugin.plugin_handle();
+    let profile = params.get_value(&handle, ids["profile"]).unwrap();
+    (out, latency, profile)
+}
+
+#[test]
+fn the_plugin_plays_what_render_writes_bit_for_bit_at_any_buffer_size_and_rate() {
+    let dir = temp_dir("plugin-render");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let frames = 9000;
+    for (rate, max, seed) in [(48_000, 2048, 1), (44_100, 2048, 2), (48_000, 37, 3)] {
+        let want = render_bits(&dir, &scene_with_events(rate), frames);
+        let (got, latency, _) = play(&path, rate, max, frames + 1024, seed, &script());
+        // The processor runs one engine block behind the host.
+        assert!(latency > 0 && latency <= 1024, "{latency}");
+        assert!(got[..latency * 2].iter().all(|b| f32::from_bits(*b) == 0.0));
+        let got = &got[latency * 2..latency * 2 + frames * 2];
+        if let Some(i) = got.iter().zip(&want).position(|(a, b)| a != b) {
+            panic!(
+                "at {rate} Hz in buffers up to {max}: frame {} channel {} differs: {} vs render's {}",
+                i / 2,
+                i % 2,
+                f32::from_bits(got[i]),
+                f32::from_bits(want[i])
+            );
+        }
+        assert!(
+            want.iter().any(|b| f32::from_bits(*b).abs() > 0.01),
+            "it plays"
+        );
+    }
+}
+
+#[test]
+fn midi_notes_play_as_the_scene_s_note_events() {
+    let dir = temp_dir("plugin-midi");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let script = vec![
+        (100, Change::Midi(57, true)),
+        (1500, Change::Midi(61, true)),
+        (2100, Change::Midi(57, false)),
+        (3000, Change::Midi(61, false)),
+    ];
+    let frames = 4000;
+    let text = scene_with_events(48_000);
+    // The scene's own events replaced by the MIDI script's.
+    let events: Vec<String> = script
+        .iter()
+        .map(|(at, c)| match *c {
+            Change::Midi(key, true) => format!(
+                r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "velocity": 1 }}"#
+            ),
+            Change::Midi(key, false) => format!(
+                r#"{{ "time": "{at}samples", "module": "pad", "note": {key}, "off": true }}"#
+            ),
+            _ => unreachable!(),
+        })
+        .collect();
+    let start = text.find("\"events\": [").unwrap();
+    let end = start + text[start..].find("],\n  \"controls\"").unwrap() + 1;
+    let text = format!(
+        "{}\"events\": [{}]{}",
+        &text[..start],
+        events.join(", "),
+        &text[end..]
+    );
+    let want = render_bits(&dir, &text, frames);
+    let (got, latency, _) = play(&path, 48_000, 512, frames + 1024, 6, &script);
+    assert!(got[latency * 2..latency * 2 + frames * 2] == want[..]);
+    let without = render_bits(&dir, SCENE, frames);
+    assert!(without != want, "the notes are heard");
+}
+
+#[test]
+fn the_profile_param_switches_profile_while_a_note_sounds() {
+    let dir = temp_dir("plugin-switch");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let frames = 9000;
+    let strict = render_bits(&dir, &scene_with_events(48_000), frames);
+    let mut script = script();
+    // To repro while note 67 sounds.
+    script.push((4000, Change::Profile(1.0)));
+    script.sort_by_key(|(at, _)| *at);
+    let (got, latency, profile) = play(&path, 48_000, 300, frames + 1024, 5, &script);
+    assert_eq!(profile, 1.0, "the param reads repro");
+    let got = &got[latency * 2..latency * 2 + frames * 2];
+    // Strict until the switch, bit for bit.
+    assert!(got[..4000 * 2] == strict[..4000 * 2]);
+    // Then repro: other bits; once the note sounding at the switch has
+    // ended, within repro's bound of strict (the tone's phase, the filter
+    // and the host's param values carried across).
+    assert!(got[4000 * 2..] != strict[4000 * 2..], "the switch happened");
+    let chans = |bits: &[u32]| -> Vec<Vec<f64>> {
+        (0..2)
+            .map(|c| {
+                bits.iter()
+                    .skip(c)
+                    .step_by(2)
+                    .map(|b| f32::from_bits(*b) as f64)
+                    .collect()
+            })
+            .collect()
+    };
+    let err = crate::support::rel_rms(&chans(&strict), &chans(got), 6000, frames as u64, &[]);
+    assert!(err < 1e-3, "repro after the switch is {err} from strict");
+}
+
+#[test]
+fn the_plugin_carries_its_resources_and_plays_them_with_the_folder_gone() {
+    let dir = temp_dir("plugin-resources");
+    std::fs::create_dir_all(dir.join("resources")).unwrap();
+    std::fs::copy(
+        crate::support::root().join("resources/kick.wav"),
+        dir.join("resources/kick.wav"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(crate::support::root().join("scenes/sampler-groove.json"))
+        .unwrap()
+        .replace(r#""profile": "repro""#, r#""profile": "strict""#);
+    let frames = 30_000;
+    let want = render_bits(&dir, &text, frames);
+    let path = write_plugin(&dir, &text, "groove");
+    std::fs::remove_dir_all(dir.join("resources")).unwrap();
+    let (got, latency, _) = play(&path, 48_000, 1024, frames + 1024, 4, &[]);
+    assert!(
+        got[latency * 2..latency * 2 + frames * 2] == want[..],
+        "the plugin plays render's bits"
+    );
+    assert!(
+        want.iter().any(|b| f32::from_bits(*b).abs() > 0.1),
+        "the kick plays"
+    );
+}
+
+#[test]
+fn the_plugin_process_never_allocates_or_frees() {
+    let dir = temp_dir("plugin-alloc");
+    let path = write_plugin(&dir, SCENE, "pad");
+    // The plugin linked into this binary (its allocations are this
+    // binary's), with the entry reading the file written above.
+    let c = CString::new(path.to_str().unwrap()).unwrap();
+    let entry = PluginEntry::load_from_clack::<morphrt_clap::Entry>(&c).expect("the entry loads");
+    let id = CString::new("morphrt.pad").unwrap();
+    let mut plugin = instance(&entry, &id);
+    let handle = plugin.plugin_handle();
+    let params = handle.get_extension::<PluginParams>().unwrap();
+    let mut b = ParamInfoBuffer::new();
+    let freq = (0..params.count(&handle))
+        .find_map(|i| {
+            let info = params.get_info(&handle, i, &mut b)?;
+            (info.name == b"tone.freq").then_some(info.id)
+        })
+        .unwrap();
+    let config = PluginAudioConfiguration {
+        sample_rate: 48_000.0,
+        min_frames_count: 1,
+        max_frames_count: 512,
+    };
+    let processor = plugin.activate(|_, _| (), config).unwrap();
+    let mut processor = processor.start_processing().unwrap();
+    let (mut left, mut right) = (vec![0f32; 512], vec![0f32; 512]);
+    let mut outs = AudioPorts::with_capacity(2, 1);
+    let mut events = EventBuffer::with_capacity(4096);
+    let mut out_events = EventBuffer::with_capacity(64);
+    let mut sizes = Sizes(9);
+    let before = counting::counts();
+    for k in 0..400 {
+        let n = if k % 50 == 0 { 0 } else { sizes.next(512) };
+        events.clear();
+        for i in 0..n.min(3) as u32 {
+            events.push(&ParamValueEvent::new(
+                i,
+                freq,
+                Pckn::match_all(),
+                300.0 + k as f64,
+            ));
+        }
+        if n > 10 && k % 5 == 0 {
+            events.push(&NoteOnEvent::new(
+                5,
+                Pckn::new(0u16, 0u16, (40 + k % 40) as u16, 0u32),
+                0.5,
+            ));
+        }
+        if n > 10 && k % 5 == 2 {
+            events.push(&NoteOffEvent::new(
+                7,
+                Pckn::new(0u16, 0u16, (40 + (k - 2) % 40) as u16, 0u32),
+                0.0,
+            ));
+        }
+        let input_audio = InputAudioBuffers::empty();
+        let mut output_audio = outs.with_output_buffers([AudioPortBuffer {
+            latency: 0,
+            channels: AudioPortBufferType::f32_output_only(
+                [&mut left[..n], &mut right[..n]].into_iter(),
+            ),
+        }]);
+        let input_events = InputEvents::from_buffer(&events);
+        out_events.clear();
+        let mut output_events = OutputEvents::from_buffer(&mut out_events);
+        counting::realtime(|| {
+            processor
+                .process(
+                    &input_audio,
+                    &mut output_audio,
+                    &input_events,
+                    &mut output_events,
+                    None,
+                    None,
+                )
+                .unwrap()
+        });
+    }
+    assert_eq!(
+        counting::counts(),
+        before,
+        "allocations and frees in process"
+    );
+    plugin.deactivate(processor.stop_processing());
+}
