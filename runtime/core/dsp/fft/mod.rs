@@ -17,8 +17,8 @@ mod rust;
 #[cfg(test)]
 mod tests;
 
-pub use reference::{ReferenceFft, MAX_SIZE as REFERENCE_MAX_SIZE};
-pub use rust::RustRealFft;
+pub(crate) use reference::ReferenceFft;
+pub(crate) use rust::RustRealFft;
 pub use rustfft::num_complex::Complex;
 
 use super::Sample;
@@ -32,15 +32,15 @@ pub enum FftProvider {
 
 impl FftProvider {
     /// Every provider, for the names a scene may give.
-    pub const ALL: [FftProvider; 2] = [FftProvider::Reference, FftProvider::RustFft];
+    pub(crate) const ALL: [FftProvider; 2] = [FftProvider::Reference, FftProvider::RustFft];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FftProvider::Reference => "reference",
             FftProvider::RustFft => "rustfft",
         }
     }
-    pub fn parse(s: &str) -> Option<FftProvider> {
+    pub(crate) fn parse(s: &str) -> Option<FftProvider> {
         match s {
             "reference" => Some(FftProvider::Reference),
             "rustfft" => Some(FftProvider::RustFft),
@@ -58,14 +58,14 @@ pub enum FftNorm {
 }
 
 impl FftNorm {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FftNorm::Backward => "backward",
             FftNorm::Ortho => "ortho",
             FftNorm::Forward => "forward",
         }
     }
-    pub fn parse(s: &str) -> Option<FftNorm> {
+    pub(crate) fn parse(s: &str) -> Option<FftNorm> {
         match s {
             "backward" => Some(FftNorm::Backward),
             "ortho" => Some(FftNorm::Ortho),
@@ -75,7 +75,7 @@ impl FftNorm {
     }
 
     /// (forward scale, inverse scale) for size `n`, computed with `sqrt` only.
-    pub fn scales(self, n: usize) -> (f64, f64) {
+    pub(crate) fn scales(self, n: usize) -> (f64, f64) {
         let nf = n as f64;
         match self {
             FftNorm::Backward => (1.0, 1.0 / nf),

@@ -25,7 +25,7 @@
 mod library;
 mod polyphase;
 
-pub use library::Library;
+pub(crate) use library::Library;
 pub use polyphase::{prototype, ratio, Polyphase, CUTOFF, KAISER_BETA, MAX_PHASES, TAPS_PER_RATIO};
 
 use std::fmt;
