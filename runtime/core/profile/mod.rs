@@ -83,7 +83,7 @@ pub enum EventTiming {
 
 /// What happens to an event time that is not a whole number of samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OffGrid {
+pub(crate) enum OffGrid {
     Error,
     SnapNearest,
     AtBlock,
@@ -91,7 +91,7 @@ pub enum OffGrid {
 
 /// Which precision changes may happen without an explicit `cast` node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CastRule {
+pub(crate) enum CastRule {
     /// None: every precision change needs a `cast` node.
     ExplicitOnly,
     /// f32 → f64 is implicit (exact); f64 → f32 needs a `cast` node.
@@ -126,14 +126,14 @@ impl Profile {
             .ok_or_else(|| format!("`{s}` is not a profile (valid: strict, repro, live)"))
     }
 
-    pub fn default_precision(self) -> Precision {
+    pub(crate) fn default_precision(self) -> Precision {
         match self {
             Profile::Strict => Precision::F64,
             Profile::Repro | Profile::Live => Precision::F32,
         }
     }
 
-    pub fn math(self) -> MathKind {
+    pub(crate) fn math(self) -> MathKind {
         match self {
             Profile::Strict => MathKind::Strict,
             Profile::Repro => MathKind::Std,
@@ -142,11 +142,11 @@ impl Profile {
     }
 
     /// Flush-to-zero / denormals-are-zero.
-    pub fn flush_to_zero(self) -> bool {
+    pub(crate) fn flush_to_zero(self) -> bool {
         !matches!(self, Profile::Strict)
     }
 
-    pub fn default_block_size(self) -> usize {
+    pub(crate) fn default_block_size(self) -> usize {
         match self {
             Profile::Strict | Profile::Live => 64,
             Profile::Repro => 128,
@@ -160,7 +160,7 @@ impl Profile {
         }
     }
 
-    pub fn off_grid(self) -> OffGrid {
+    pub(crate) fn off_grid(self) -> OffGrid {
         match self {
             Profile::Strict => OffGrid::Error,
             Profile::Repro => OffGrid::SnapNearest,
@@ -168,7 +168,7 @@ impl Profile {
         }
     }
 
-    pub fn cast_rule(self) -> CastRule {
+    pub(crate) fn cast_rule(self) -> CastRule {
         match self {
             Profile::Strict => CastRule::ExplicitOnly,
             Profile::Repro => CastRule::WidenOnly,
@@ -177,12 +177,12 @@ impl Profile {
     }
 
     /// Whether a param unit of the wrong dimension is an error (else a warning).
-    pub fn unit_errors(self) -> bool {
+    pub(crate) fn unit_errors(self) -> bool {
         !matches!(self, Profile::Live)
     }
 
     /// Whether randomness needs an explicit seed (live auto-seeds).
-    pub fn requires_seed(self) -> bool {
+    pub(crate) fn requires_seed(self) -> bool {
         !matches!(self, Profile::Live)
     }
 
@@ -197,7 +197,7 @@ impl Profile {
 
     /// Iterative solvers: default max iterations and tolerance (strict runs
     /// every iteration; tolerance `None` means no early exit).
-    pub fn solver_tolerance(self) -> Option<f64> {
+    pub(crate) fn solver_tolerance(self) -> Option<f64> {
         match self {
             Profile::Strict => None,
             Profile::Repro => Some(1e-6),
@@ -206,7 +206,7 @@ impl Profile {
     }
 
     /// What the profile guarantees, in one line (for `check`).
-    pub fn guarantee_text(self) -> &'static str {
+    pub(crate) fn guarantee_text(self) -> &'static str {
         match self {
             Profile::Strict => "bit-exact across runs, builds, opt levels, block sizes",
             Profile::Repro => "deterministic on the same build and CPU feature level",
@@ -225,18 +225,18 @@ impl std::fmt::Display for Profile {
 /// may set. All optional; `None` inherits.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Overrides {
-    pub profile: Option<Profile>,
-    pub precision: Option<Precision>,
-    pub fft_provider: Option<String>,
-    pub fft_norm: Option<String>,
-    pub oversampling: Option<u32>,
-    pub solver_tolerance: Option<f64>,
-    pub max_iterations: Option<u32>,
+    pub(crate) profile: Option<Profile>,
+    pub(crate) precision: Option<Precision>,
+    pub(crate) fft_provider: Option<String>,
+    pub(crate) fft_norm: Option<String>,
+    pub(crate) oversampling: Option<u32>,
+    pub(crate) solver_tolerance: Option<f64>,
+    pub(crate) max_iterations: Option<u32>,
 }
 
 impl Overrides {
     /// Keys allowed at every level.
-    pub const KEYS: [&'static str; 7] = [
+    pub(crate) const KEYS: [&'static str; 7] = [
         "profile",
         "precision",
         "fft_provider",
@@ -246,10 +246,11 @@ impl Overrides {
         "max_iterations",
     ];
     /// Keys allowed only in the scene's top-level `profile_config`.
-    pub const SCENE_ONLY_KEYS: [&'static str; 3] = ["block_size", "flush_to_zero", "rng_seed"];
+    pub(crate) const SCENE_ONLY_KEYS: [&'static str; 3] =
+        ["block_size", "flush_to_zero", "rng_seed"];
 
     /// `self` where set, else `base`.
-    pub fn over(&self, base: &Overrides) -> Overrides {
+    pub(crate) fn over(&self, base: &Overrides) -> Overrides {
         Overrides {
             profile: self.profile.or(base.profile),
             precision: self.precision.or(base.precision),
@@ -270,19 +271,19 @@ impl Overrides {
 pub struct NodeProfile {
     pub profile: Profile,
     pub precision: Precision,
-    pub math: MathKind,
-    pub flush_to_zero: bool,
-    pub oversampling: Option<u32>,
-    pub solver_tolerance: Option<f64>,
-    pub max_iterations: u32,
-    pub fft_provider: Option<String>,
-    pub fft_norm: Option<String>,
+    pub(crate) math: MathKind,
+    pub(crate) flush_to_zero: bool,
+    pub(crate) oversampling: Option<u32>,
+    pub(crate) solver_tolerance: Option<f64>,
+    pub(crate) max_iterations: u32,
+    pub(crate) fft_provider: Option<String>,
+    pub(crate) fft_norm: Option<String>,
 }
 
 impl NodeProfile {
     /// Resolves a profile plus overrides. `flush_to_zero` is the scene-level
     /// setting, applied to non-strict nodes only (strict keeps IEEE denormals).
-    pub fn resolve(profile: Profile, o: &Overrides, scene_ftz: Option<bool>) -> NodeProfile {
+    pub(crate) fn resolve(profile: Profile, o: &Overrides, scene_ftz: Option<bool>) -> NodeProfile {
         NodeProfile {
             profile,
             precision: o.precision.unwrap_or(profile.default_precision()),
@@ -303,7 +304,7 @@ impl NodeProfile {
 impl NodeProfile {
     /// The FFT implementation: the override, else strict → reference,
     /// repro/live → rustfft.
-    pub fn fft_provider(&self) -> FftProvider {
+    pub(crate) fn fft_provider(&self) -> FftProvider {
         self.fft_provider
             .as_deref()
             .and_then(FftProvider::parse)
@@ -314,7 +315,7 @@ impl NodeProfile {
     }
 
     /// FFT normalisation: the override, else strict/repro → ortho, live → backward.
-    pub fn fft_norm(&self) -> FftNorm {
+    pub(crate) fn fft_norm(&self) -> FftNorm {
         self.fft_norm
             .as_deref()
             .and_then(FftNorm::parse)
@@ -327,7 +328,7 @@ impl NodeProfile {
     /// Oversampling factor for a nonlinear node: the node's own param, else
     /// the override, else the profile's rule (strict 1×, repro 2×, live 1×
     /// unless the node is marked `critical`, then 2×).
-    pub fn oversampling_factor(&self, node_param: Option<u32>, critical: bool) -> u32 {
+    pub(crate) fn oversampling_factor(&self, node_param: Option<u32>, critical: bool) -> u32 {
         node_param
             .or(self.oversampling)
             .unwrap_or(match self.profile {
