@@ -37,7 +37,7 @@ pub enum Severity {
 /// One error or warning about a scene.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
-    pub severity: Severity,
+    pub(crate) severity: Severity,
     pub file: String,
     pub loc: Option<Loc>,
     pub node: Option<String>,
@@ -60,19 +60,19 @@ impl Diagnostic {
     }
 
     #[cold]
-    pub fn warning(file: &str, loc: Option<Loc>, message: impl Into<String>) -> Diagnostic {
+    pub(crate) fn warning(file: &str, loc: Option<Loc>, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Warning,
             ..Diagnostic::error(file, loc, message)
         }
     }
 
-    pub fn with_node(mut self, node: impl Into<String>) -> Diagnostic {
+    pub(crate) fn with_node(mut self, node: impl Into<String>) -> Diagnostic {
         self.node = Some(node.into());
         self
     }
 
-    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
     }
@@ -115,7 +115,7 @@ impl std::error::Error for Diagnostic {}
 
 impl Severity {
     /// `"error"` or `"warning"`, as printed and in JSON.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -187,7 +187,7 @@ impl Diagnostic {
     /// The diagnostic as one JSON object, with the fields the human form
     /// shows: `severity`, `file`, `line` and `column` (null when only the
     /// path is known), `path`, `node`, `message`, `help`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let (path, line, col) = match &self.loc {
             Some(l) => (
                 (!l.path.is_empty()).then(|| l.path.clone()),
@@ -214,10 +214,10 @@ impl Diagnostic {
 /// printer and the JSON report both read it, so they show the same ones.
 #[derive(Clone, Debug)]
 pub struct Shown<'a> {
-    pub errors: Vec<&'a Diagnostic>,
-    pub warnings: Vec<&'a Diagnostic>,
-    pub more_errors: usize,
-    pub more_warnings: usize,
+    pub(crate) errors: Vec<&'a Diagnostic>,
+    pub(crate) warnings: Vec<&'a Diagnostic>,
+    pub(crate) more_errors: usize,
+    pub(crate) more_warnings: usize,
 }
 
 impl<'a> Shown<'a> {
