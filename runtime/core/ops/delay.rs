@@ -293,7 +293,7 @@ fn delay_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     }]
 }
 
-pub static DELAY: OpSpec = OpSpec {
+pub(crate) static DELAY: OpSpec = OpSpec {
     name: "delay",
     doc: "Fractional delay line with linear interpolation and feedback: \
           out = (1−mix)·in + mix·wet, the line is fed in + feedback·wet. \

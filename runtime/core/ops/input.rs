@@ -44,7 +44,7 @@ impl Operator for InputOp {
 }
 
 /// `input`: reads one channel of the session's input.
-pub static INPUT: OpSpec = OpSpec {
+pub(crate) static INPUT: OpSpec = OpSpec {
     name: "input",
     doc: "One channel of the session's audio input: `render --input FILE.wav` (or `-` for stdin) offline; the capture device, or `run --input FILE.wav`, live. Sample n of the input is sample n of `out`; the input itself is recorded in the journal, so a session with input replays bit for bit.",
     inputs: &[],

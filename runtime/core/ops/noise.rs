@@ -81,7 +81,7 @@ impl Operator for NoiseOp {
 }
 
 /// `noise`: white noise, uniform in [-1, 1) before `amp`; see the module docs.
-pub static NOISE: OpSpec = OpSpec {
+pub(crate) static NOISE: OpSpec = OpSpec {
     name: "noise",
     doc: "White noise, uniform in [-amp, amp): Philox 4x32-10 keyed by (global seed, node id, seed), \
           a pure function of the sample index (the locked formula: scenes/README.md, \

@@ -245,7 +245,7 @@ fn saturator_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     }
 }
 
-pub static SATURATOR: OpSpec = OpSpec {
+pub(crate) static SATURATOR: OpSpec = OpSpec {
     name: "saturator",
     doc: "tanh(drive·in), oversampled with linear-phase half-band filters; \
           latency is the 4× path's in every profile.",
@@ -677,7 +677,7 @@ fn diode_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     }
 }
 
-pub static DIODE_CLIPPER: OpSpec = OpSpec {
+pub(crate) static DIODE_CLIPPER: OpSpec = OpSpec {
     name: "diode_clipper",
     doc: "RC low-pass (C = 10 nF, R from `cutoff`) into an antiparallel diode pair; \
           trapezoidal rule, damped Newton–Raphson per sample; input voltage = drive·in, \

@@ -527,7 +527,7 @@ fn reverb_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-pub static REVERB: OpSpec = OpSpec {
+pub(crate) static REVERB: OpSpec = OpSpec {
     name: "reverb",
     doc: "Algorithmic reverb: a 16-line feedback delay network (lengths distinct primes, \
           15 … 55 ms × size; feedback ¼·Hadamard, orthogonal), each line damped by a \

@@ -223,7 +223,7 @@ impl Operator for SamplerOp {
 }
 
 /// `sampler`: plays an audio file at a variable rate, optionally looping.
-pub static SAMPLER: OpSpec = OpSpec {
+pub(crate) static SAMPLER: OpSpec = OpSpec {
     name: "sampler",
     doc: "Plays a WAV resource from its first frame at `rate` (1 = original speed, negative = \
           backwards), linearly interpolated, times `amp`; silence after the end unless `loop`. \

@@ -20,7 +20,7 @@ use crate::scene::{Dimension, Rational};
 use std::marker::PhantomData;
 
 /// The most steps a `steps` array may hold.
-pub const MAX_STEPS: usize = 4096;
+pub(crate) const MAX_STEPS: usize = 4096;
 pub(crate) const OUTPUT_MODES: &[&str] = &["value", "hz"];
 
 const STEPS: usize = SEQUENCER.index_of("steps");
@@ -355,7 +355,7 @@ impl Operator for SequencerOp {
     }
 }
 
-pub static SEQUENCER: OpSpec = OpSpec {
+pub(crate) static SEQUENCER: OpSpec = OpSpec {
     name: "sequencer",
     doc: "Step sequencer on the beat grid: step k starts at round_half_even((k + s_k)·L) samples, L the exact step length (`rate` × the sample rate) and s_k the `swing` on odd steps; `value` holds the current step's value (a `null` rest keeps the previous one, 0 before the first), `gate` is 1 from a step's start for `gate` × L samples (at least 1) and 0 from the sample before the next step's start at the latest (a swung step is shorter), so every step retriggers; only a gate of 1 ties into the next step. `output: \"hz\"` turns note numbers into Hz (440·2^((n−69)/12)) for an oscillator's `freq`. A tempo edit while playing re-anchors the grid where it applies.",
     inputs: &[],

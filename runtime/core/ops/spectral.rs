@@ -216,7 +216,7 @@ impl Operator for SpectralGateOp {
     }
 }
 
-pub static SPECTRAL_GATE: OpSpec = OpSpec {
+pub(crate) static SPECTRAL_GATE: OpSpec = OpSpec {
     name: "spectral_gate",
     doc: "STFT noise gate: bins below `threshold` fade out; latency = fft_size samples.",
     inputs: &["in"],

@@ -44,7 +44,7 @@ impl Operator for DcOp {
 const DC_VALUE: usize = DC.index_of("value");
 
 /// `dc`: a constant signal; modulating `value` adds to it.
-pub static DC: OpSpec = OpSpec {
+pub(crate) static DC: OpSpec = OpSpec {
     name: "dc",
     doc: "A constant signal: out = value (plus any signal on the `value` port).",
     inputs: &[],
@@ -110,7 +110,7 @@ impl Operator for GainOp {
 const GAIN_GAIN: usize = GAIN.index_of("gain");
 
 /// `gain`: multiplies its input by a linear gain (given linear or in dB).
-pub static GAIN: OpSpec = OpSpec {
+pub(crate) static GAIN: OpSpec = OpSpec {
     name: "gain",
     doc: "Scales the input: out = gain · in (gain linear or in dB; 0dB = 1).",
     inputs: &["in"],
@@ -197,7 +197,7 @@ impl Operator for MixOp {
 const MIX_GAINS: usize = MIX.index_of("gains");
 
 /// `mix`: sums `in0 … inN`, each scaled by its entry of `gains`.
-pub static MIX: OpSpec = OpSpec {
+pub(crate) static MIX: OpSpec = OpSpec {
     name: "mix",
     doc: "Sums inputs in0 … inN in index order, each times its entry of `gains` \
           (missing entries are 1.0): out = g0·in0 + g1·in1 + …, left to right.",
@@ -252,7 +252,7 @@ impl Operator for MultiplyOp {
 }
 
 /// `multiply`: the product of two signals.
-pub static MULTIPLY: OpSpec = OpSpec {
+pub(crate) static MULTIPLY: OpSpec = OpSpec {
     name: "multiply",
     doc: "The product of two signals: out = a · b.",
     inputs: &["a", "b"],
@@ -332,7 +332,7 @@ impl Operator for PanOp {
 const PAN_POS: usize = PAN.index_of("pos");
 
 /// `pan`: equal-power panning of a mono input to `left`/`right`.
-pub static PAN: OpSpec = OpSpec {
+pub(crate) static PAN: OpSpec = OpSpec {
     name: "pan",
     doc: "Equal-power pan: θ = (pos+1)·π/4, left = cos θ · in, right = sin θ · in \
           (computed as cos((1−pos)·π/4) so the law is exactly symmetric); pos is clamped to −1…1.",
@@ -382,7 +382,7 @@ impl Operator for CastOp {
 }
 
 /// `cast`: the explicit precision change between f32 and f64 nodes.
-pub static CAST: OpSpec = OpSpec {
+pub(crate) static CAST: OpSpec = OpSpec {
     name: "cast",
     doc: "The explicit precision change: an identity node that runs at precision `to`; \
           the engine rounds (f64→f32) or widens (f32→f64, exact) on its edges.",

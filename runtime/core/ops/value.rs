@@ -43,7 +43,7 @@ impl PartialEq for Value {
 
 impl Value {
     /// The number, if this is a number param's value.
-    pub fn as_number(&self) -> Option<f64> {
+    pub(crate) fn as_number(&self) -> Option<f64> {
         match self {
             Value::Number(x) => Some(*x),
             _ => None,

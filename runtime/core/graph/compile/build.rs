@@ -65,9 +65,7 @@ pub(super) fn build_nodes(
                 .unwrap_or(0);
         let connected: Vec<bool> = d.audio_in.iter().map(|s| !s.is_empty()).collect();
         let bcx = BuildCtx {
-            node_id: &decl.id,
             sample_rate: session.sample_rate as f64,
-            max_block: session.block_size,
             values: &d.values,
             n_inputs: d.n_inputs,
             connected: &connected,

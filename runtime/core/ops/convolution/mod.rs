@@ -483,7 +483,7 @@ fn convolution_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     }
 }
 
-pub static CONVOLUTION: OpSpec = OpSpec {
+pub(crate) static CONVOLUTION: OpSpec = OpSpec {
     name: "convolution",
     doc: "Convolves the input with an impulse response (a WAV resource) with no added latency: \
           out = (1−mix)·in + mix·gain·(in ∗ ir). `out` uses IR channel 0, `out_r` channel 1 \

@@ -844,7 +844,7 @@ fn biquad_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-pub static BIQUAD: OpSpec = OpSpec {
+pub(crate) static BIQUAD: OpSpec = OpSpec {
     name: "biquad",
     doc: "RBJ cookbook biquad (lowpass, highpass, bandpass with 0 dB peak, notch, peak, allpass, lowshelf, highshelf) in transposed direct form II, its recursion and state in f64 at every precision: at f32 within 1e-3 relative RMS of strict from 10 Hz to 20 kHz at Q 0.5 to 20, its cutoff moving or not.",
     inputs: &["in"],

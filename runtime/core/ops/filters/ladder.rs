@@ -385,7 +385,7 @@ impl Operator for LadderOp {
     }
 }
 
-pub static LADDER: OpSpec = OpSpec {
+pub(crate) static LADDER: OpSpec = OpSpec {
     name: "ladder",
     doc: "4-pole transistor ladder lowpass (−24 dB/octave), zero-delay feedback with the \
           tanh of its input stage, solved per sample; self-oscillates at the cutoff from \

@@ -138,7 +138,7 @@ fn onepole_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-pub static ONEPOLE: OpSpec = OpSpec {
+pub(crate) static ONEPOLE: OpSpec = OpSpec {
     name: "onepole",
     doc: "One-pole lowpass y += a·(x − y) with a = 1 − exp(−2π·cutoff/sr); highpass = input − lowpass.",
     inputs: &["in"],

@@ -200,7 +200,7 @@ fn svf_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-pub static SVF: OpSpec = OpSpec {
+pub(crate) static SVF: OpSpec = OpSpec {
     name: "svf",
     doc: "Topology-preserving state-variable filter (Simper/Cytomic): lowpass, highpass, bandpass (peak gain q), notch.",
     inputs: &["in"],

@@ -146,7 +146,7 @@ pub(super) fn depth_lints(values: &[Value], depth: usize, delay: usize) -> Vec<L
     }]
 }
 
-pub static CHORUS: OpSpec = OpSpec {
+pub(crate) static CHORUS: OpSpec = OpSpec {
     name: "chorus",
     doc: "Chorus: `voices` taps of one delay line (linear interpolation), each swept by a sine \
           LFO around `delay` by ±`depth`, the voices' LFO phases spread evenly over `spread` of \

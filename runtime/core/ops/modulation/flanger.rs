@@ -124,7 +124,7 @@ impl Operator for FlangerOp {
     }
 }
 
-pub static FLANGER: OpSpec = OpSpec {
+pub(crate) static FLANGER: OpSpec = OpSpec {
     name: "flanger",
     doc: "Flanger: a short delay (linear interpolation) swept by a sine LFO around `delay` by \
           ±`depth`, its output fed back into it by `feedback`: the comb's peaks, every 1/delay \

@@ -171,7 +171,7 @@ fn phaser_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     out
 }
 
-pub static PHASER: OpSpec = OpSpec {
+pub(crate) static PHASER: OpSpec = OpSpec {
     name: "phaser",
     doc: "Phaser: `stages` first-order allpass filters in series, their break frequency (where \
           each shifts the phase by 90°) swept by a sine LFO over center·2^(±depth), with \

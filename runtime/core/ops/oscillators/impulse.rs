@@ -68,7 +68,7 @@ impl Operator for ImpulseOp {
     }
 }
 
-pub static IMPULSE: OpSpec = OpSpec {
+pub(crate) static IMPULSE: OpSpec = OpSpec {
     name: "impulse",
     doc: "Impulse train at `freq`; 0 Hz gives a single impulse at sample 0.",
     inputs: &[],

@@ -287,7 +287,7 @@ fn lfo_cost(p: &crate::profile::NodeProfile, values: &[Value]) -> f64 {
     by_profile(p, ns)
 }
 
-pub static LFO: OpSpec = OpSpec {
+pub(crate) static LFO: OpSpec = OpSpec {
     name: "lfo",
     doc: "Low-frequency oscillator for modulation: out = offset + amount · shape, the shape \
           −1 … 1 (`bipolar`, the default) or 0 … 1. Shapes: sine (sin 2πt), triangle (0 rising \
