@@ -27,7 +27,7 @@ pub enum ControlValue {
 impl ControlValue {
     /// The param value it stands for (no allocation: never a resource or
     /// an array).
-    pub fn to_value(self) -> Value {
+    pub(crate) fn to_value(self) -> Value {
         match self {
             ControlValue::Number(x) => Value::Number(x),
             ControlValue::Integer(i) => Value::Integer(i),
@@ -176,7 +176,7 @@ impl ControlTarget {
 
 impl ControlTarget {
     /// `lp.cutoff 200 … 8000 Hz exp` (the range a position 0…1 spans).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let range = match self.range {
             TargetRange::Number {
                 min,
@@ -203,7 +203,7 @@ impl ControlTarget {
     }
 
     /// The same as JSON, for `check --json`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::json!({ "node": self.node, "param": self.param });
         match self.range {
             TargetRange::Number {
@@ -294,7 +294,7 @@ impl ControlMap {
 
     /// One line for `check`: `osc /f/c → lp.cutoff 200 … 8000 Hz exp,
     /// ramp 480 samples`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts = vec![match (&self.target, &self.module) {
             (Some(t), _) if self.raw => format!("{}.{} (raw, in its own unit)", t.node, t.param),
             (Some(t), _) => t.describe(),
@@ -323,7 +323,7 @@ impl ControlMap {
     }
 
     /// The same as JSON, for `check --json`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "source": self.source_text(),
             "target": self.target.as_ref().map(ControlTarget::to_json),
@@ -339,7 +339,7 @@ impl ControlMap {
 
     /// How the source reads in `check` and the monitor: `osc /f/c`,
     /// `midi cc 74 ch 1`, `midi note any`.
-    pub fn source_text(&self) -> String {
+    pub(crate) fn source_text(&self) -> String {
         match &self.source {
             ControlSource::Osc(a) => format!("osc {a}"),
             ControlSource::Midi(m) => midi_source_text(m),
@@ -348,7 +348,7 @@ impl ControlMap {
 }
 
 /// A MIDI source in words: `midi cc 74 ch 1`, `midi cc 1+33 (14-bit)`.
-pub fn midi_source_text(m: &MidiSource) -> String {
+pub(crate) fn midi_source_text(m: &MidiSource) -> String {
     let ch = |c: &Option<u8>| c.map_or(String::new(), |c| format!(" ch {c}"));
     match m {
         MidiSource::Cc {
@@ -374,7 +374,7 @@ pub fn midi_source_text(m: &MidiSource) -> String {
 }
 
 /// The range a param's kind gives a control that names no `min`/`max`.
-pub fn default_range(kind: &ParamKind) -> Option<TargetRange> {
+pub(crate) fn default_range(kind: &ParamKind) -> Option<TargetRange> {
     Some(match *kind {
         ParamKind::Number { dim, min, max, .. } => TargetRange::Number {
             min,

@@ -11,15 +11,12 @@
 //! returned only when there is none (never a partial scene).
 
 mod compile;
-pub mod controls;
+pub(crate) mod controls;
 mod report;
 pub mod schema;
 mod voice_report;
 
-pub use compile::{
-    compile, midi_note_hz, note_hz, voice_node_id, CompileOptions, Resolved, Resolver,
-    DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS, MAX_MAIN_CHANNELS,
-};
+pub use compile::{compile, midi_note_hz, voice_node_id, CompileOptions, Resolved, Resolver};
 pub use controls::{
     ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange, VoiceParam,
     DEFAULT_BEND_SEMITONES,
@@ -58,7 +55,7 @@ impl SourceRef {
 pub struct PlanNode {
     pub id: String,
     pub op: &'static OpSpec,
-    pub module: Option<String>,
+    pub(crate) module: Option<String>,
     pub profile: NodeProfile,
     /// The weakest profile among this node and everything upstream of it.
     pub guarantee: Profile,
@@ -74,9 +71,9 @@ pub struct PlanNode {
     pub latency: usize,
     /// Samples from the scene's sources to this node's output, after
     /// compensation (the latest of its inputs plus its own latency).
-    pub output_latency: usize,
+    pub(crate) output_latency: usize,
     /// Samples over which a live edit of this node's params glides.
-    pub edit_ramp: u64,
+    pub(crate) edit_ramp: u64,
 }
 
 /// What an event does to its param.
@@ -92,19 +89,19 @@ pub enum EventAction {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlanEvent {
     pub sample: u64,
-    pub node: usize,
-    pub param: usize,
+    pub(crate) node: usize,
+    pub(crate) param: usize,
     pub action: EventAction,
     /// Where the event is written (`events[3]`), for diagnostics.
-    pub loc: crate::scene::Loc,
+    pub(crate) loc: crate::scene::Loc,
     /// Its beat, when its time is in beats or bars: a tempo edit while
     /// playing moves it on the beat grid (`engine::TempoMap`).
-    pub beat: Option<crate::scene::Rational>,
+    pub(crate) beat: Option<crate::scene::Rational>,
     /// Whether its node's profile moves it to its block's start.
-    pub at_block: bool,
+    pub(crate) at_block: bool,
     /// Its place in the plan's events as compiled (which a tempo edit may
     /// reorder).
-    pub order: usize,
+    pub(crate) order: usize,
 }
 
 /// A voice module (`"voices": N`), compiled: its voices' nodes by schedule
@@ -112,33 +109,33 @@ pub struct PlanEvent {
 /// node (declaration order); its copy for voice `v` has the id `id#v`, which
 /// is also the id its noise is keyed by.
 #[derive(Clone, Debug, PartialEq)]
-pub struct VoicePool {
-    pub module: String,
+pub(crate) struct VoicePool {
+    pub(crate) module: String,
     /// The template's node ids, in declaration order.
-    pub template: Vec<String>,
+    pub(crate) template: Vec<String>,
     /// Per voice, the schedule index of each template node.
-    pub nodes: Vec<Vec<usize>>,
+    pub(crate) nodes: Vec<Vec<usize>>,
     /// The template node whose outputs are a voice's sound.
-    pub out: usize,
+    pub(crate) out: usize,
     /// (template node, param index) a note's pitch (Hz), gate (1 while
     /// held, 0 after) and velocity (0…1) set.
-    pub pitch: Option<(usize, usize)>,
-    pub gate: Option<(usize, usize)>,
-    pub velocity: Option<(usize, usize)>,
+    pub(crate) pitch: Option<(usize, usize)>,
+    pub(crate) gate: Option<(usize, usize)>,
+    pub(crate) velocity: Option<(usize, usize)>,
     /// The template node whose silence after the gate closes frees a voice
     /// at once (otherwise: the voice's sound stays below
     /// [`VOICE_SILENCE`] for `free_after` samples).
-    pub release_end: Option<usize>,
+    pub(crate) release_end: Option<usize>,
     /// Samples a stolen voice fades out over before its new note starts.
-    pub steal_fade: u64,
+    pub(crate) steal_fade: u64,
     /// Samples of silence after the gate closes that free a voice.
-    pub free_after: u64,
+    pub(crate) free_after: u64,
     /// A repeated note plays on the voice that holds it.
-    pub reuse_same_note: bool,
+    pub(crate) reuse_same_note: bool,
 }
 
 /// −100 dBFS: a released voice whose sound stays below this is free.
-pub const VOICE_SILENCE: f64 = 1e-5;
+pub(crate) const VOICE_SILENCE: f64 = 1e-5;
 
 /// A note for a voice module, placed on the sample clock.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -191,17 +188,17 @@ pub enum NoteAction {
 }
 
 /// Milliseconds a pitch bend glides over.
-pub const BEND_GLIDE_MS: f64 = 5.0;
+pub(crate) const BEND_GLIDE_MS: f64 = 5.0;
 
 impl NoteAction {
     /// The rank of note-ons (the last).
-    pub const ON_RANK: u8 = 2;
+    pub(crate) const ON_RANK: u8 = 2;
 
     /// The order of notes on one sample: note-offs, then the pedal and
     /// bends, then note-ons, pressures and panics (each kind in the order
     /// given; a panic after a note-on on one sample ends it, a pressure
     /// after it reaches its voice).
-    pub fn rank(&self) -> u8 {
+    pub(crate) fn rank(&self) -> u8 {
         match self {
             NoteAction::Off { .. } => 0,
             NoteAction::Sustain(_) | NoteAction::Bend(_) => 1,
@@ -272,7 +269,7 @@ pub enum SeedSource {
 }
 
 impl SeedSource {
-    pub fn value(self) -> u64 {
+    pub(crate) fn value(self) -> u64 {
         match self {
             SeedSource::None => 0,
             SeedSource::Given(s) | SeedSource::Auto(s) => s,
@@ -302,12 +299,12 @@ pub struct Plan {
     /// The scene's `controls`, resolved (in file order).
     pub controls: Vec<ControlMap>,
     /// Voice modules, in the scene's module order.
-    pub voices: Vec<VoicePool>,
+    pub(crate) voices: Vec<VoicePool>,
     /// The scene's notes, sorted by sample, then [`NoteAction::rank`],
     /// then file order.
-    pub notes: Vec<PlanNote>,
+    pub(crate) notes: Vec<PlanNote>,
     /// Samples over which a structural edit or profile switch crossfades.
-    pub crossfade: u64,
+    pub(crate) crossfade: u64,
     /// Every resource reference (`@resource:NAME`) and the file it read.
     pub resources: Vec<(String, std::path::PathBuf)>,
     pub warnings: Vec<Diagnostic>,
@@ -347,7 +344,7 @@ impl Plan {
     }
 
     /// The weakest guarantee of anything feeding the main bus.
-    pub fn guarantee(&self) -> Profile {
+    pub(crate) fn guarantee(&self) -> Profile {
         self.main
             .iter()
             .map(|s| self.nodes[s.node].guarantee)

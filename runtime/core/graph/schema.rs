@@ -35,7 +35,7 @@ use crate::scene::{
 use serde_json::{json, Map, Value};
 
 /// The JSON Schema dialect the generated schema is written in.
-pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+pub(crate) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// An exact decimal as the unit parser reads it: `440`, `-12.5`, `.5`, `1e3`.
 const DECIMAL: &str = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?";

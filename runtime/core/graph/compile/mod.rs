@@ -49,13 +49,12 @@ use edges::{reject_cycles, resolve_casts, resolve_edges, schedule, wire_inputs, 
 use events::{edit_timing, place_events};
 use gates::dead_gates;
 use nodes::{declare_nodes, session_settings, unused_gains};
-pub use outputs::MAX_MAIN_CHANNELS;
 use outputs::{choose_seed, resolve_outputs};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use steps::step_lints;
-pub use voices::{midi_note_hz, note_hz, voice_node_id, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS};
+pub use voices::{midi_note_hz, voice_node_id};
 
 /// Settings from the command line that override the scene.
 #[derive(Clone, Debug, Default)]
