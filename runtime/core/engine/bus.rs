@@ -48,14 +48,14 @@ impl<S: Sample> BusT<S> {
 
 impl Bus {
     /// One channel per entry of `delays` (each channel's alignment delay).
-    pub fn new(p: Precision, delays: &[usize], block: usize) -> Bus {
+    pub(crate) fn new(p: Precision, delays: &[usize], block: usize) -> Bus {
         match p {
             Precision::F32 => Bus::F32(new_t(delays, block)),
             Precision::F64 => Bus::F64(new_t(delays, block)),
         }
     }
 
-    pub fn precision(&self) -> Precision {
+    pub(crate) fn precision(&self) -> Precision {
         match self {
             Bus::F32(_) => Precision::F32,
             Bus::F64(_) => Precision::F64,
@@ -63,7 +63,7 @@ impl Bus {
     }
 
     #[inline]
-    pub fn write<T: Sample>(&mut self, ch: usize, offset: usize, src: &[T]) {
+    pub(crate) fn write<T: Sample>(&mut self, ch: usize, offset: usize, src: &[T]) {
         match self {
             Bus::F32(b) => b.write(ch, offset, src),
             Bus::F64(b) => b.write(ch, offset, src),
@@ -71,7 +71,7 @@ impl Bus {
     }
 
     /// Hard limit to ±`limit` (live's main-bus stage).
-    pub fn clamp(&mut self, frames: usize, limit: f64) {
+    pub(crate) fn clamp(&mut self, frames: usize, limit: f64) {
         match self {
             Bus::F32(b) => b.ch.iter_mut().for_each(|c| {
                 c[..frames]
@@ -86,7 +86,7 @@ impl Bus {
         }
     }
 
-    pub fn as_ref(&self, frames: usize) -> BusRef<'_> {
+    pub(crate) fn as_ref(&self, frames: usize) -> BusRef<'_> {
         match self {
             Bus::F32(b) => BusRef::F32(&b.ch, frames),
             Bus::F64(b) => BusRef::F64(&b.ch, frames),

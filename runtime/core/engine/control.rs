@@ -224,7 +224,7 @@ impl Engine {
     }
 
     /// The index of `param` in the operator of schedule index `node`.
-    pub fn param_index(&self, node: usize, param: &str) -> Option<usize> {
+    pub(crate) fn param_index(&self, node: usize, param: &str) -> Option<usize> {
         crate::ops::lookup(self.slots.get(node)?.op)?.param_index(param)
     }
 
@@ -264,7 +264,7 @@ impl Engine {
     /// every voice's copy of a voice module's template node (`osc` of a
     /// module whose voices play `osc#0`, `osc#1`, …). Empty when neither
     /// plays. Call it off the audio thread.
-    pub fn node_copies(&self, node: &str) -> Vec<usize> {
+    pub(crate) fn node_copies(&self, node: &str) -> Vec<usize> {
         if let Some(i) = self.slots.iter().position(|s| s.id == node) {
             return vec![i];
         }
@@ -343,11 +343,6 @@ impl Engine {
     /// Adds a report for the host (real-time safe: within capacity).
     pub(super) fn report_control(&mut self, seq: u64, outcome: Outcome) {
         self.controls.report(seq, outcome);
-    }
-
-    /// Reports that found the list full since the engine was built.
-    pub fn lost_control_reports(&self) -> u64 {
-        self.controls.lost_reports
     }
 
     /// Applies the records due at `pos` (called by the block loop).

@@ -429,7 +429,7 @@ impl Engine {
     }
 
     /// The crossfade length for a structural swap into this engine, in samples.
-    pub fn crossfade_len(&self) -> u64 {
+    pub(crate) fn crossfade_len(&self) -> u64 {
         self.crossfade
     }
 

@@ -129,9 +129,9 @@ fn plan_seed(plan: &Plan) -> Option<u64> {
 /// its `sample_rate`, `profile_config.block_size` and `seed`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Asked {
-    pub sample_rate: u32,
-    pub block_size: Option<usize>,
-    pub seed: Option<u64>,
+    pub(crate) sample_rate: u32,
+    pub(crate) block_size: Option<usize>,
+    pub(crate) seed: Option<u64>,
 }
 
 impl Asked {
@@ -389,6 +389,8 @@ pub fn switch_warning(from: Profile, to: Profile) -> Option<String> {
 /// crossfade, and what migrated.
 #[derive(Clone, Debug)]
 pub struct Applied {
+    /// The capture sample N: the state the incoming engine starts from is
+    /// the playing engine's at this sample.
     pub captured_at: u64,
     pub swap_at: u64,
     pub fade: u64,
@@ -497,10 +499,6 @@ impl Scripted {
             }
         }
         self.deck.take_control_reports(|_| {});
-    }
-
-    pub fn clock(&self) -> u64 {
-        self.deck.clock()
     }
 
     /// The sample the output starts at (the first engine's clock).

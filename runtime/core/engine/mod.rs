@@ -61,7 +61,7 @@ pub(crate) use ring::Ring;
 
 use crate::dsp::fpmode::FpGuard;
 use crate::dsp::Precision;
-use crate::graph::{EventAction, Plan, PlanEvent, SeedSource, SourceRef};
+use crate::graph::{EventAction, Plan, PlanEvent, SourceRef};
 use crate::ops::{ParamState, Ramp};
 use crate::profile::Profile;
 use feedback::Feed;
@@ -87,7 +87,6 @@ pub struct Engine {
     bus: Bus,
     frames: usize,
     limit_main: bool,
-    seed: SeedSource,
     stats: EngineStats,
     /// Payloads of the panics caught while running, kept until the engine
     /// is dropped (off the audio thread).
@@ -242,7 +241,6 @@ impl Engine {
             main: std::mem::take(&mut plan.main),
             frames: 0,
             limit_main: session == Profile::Live,
-            seed: plan.seed,
             stats: EngineStats::default(),
             caught: caught::Caught::new(),
             main_sig,
@@ -285,9 +283,6 @@ impl Engine {
     pub fn profile(&self) -> Profile {
         self.session
     }
-    pub fn seed(&self) -> SeedSource {
-        self.seed
-    }
     pub fn stats(&self) -> &EngineStats {
         &self.stats
     }
@@ -308,7 +303,7 @@ impl Engine {
     }
     /// Iterative-solver steps (e.g. `diode_clipper`'s Newton iterations) a
     /// node by schedule index has taken since the engine was built or reset.
-    pub fn node_iterations(&self, i: usize) -> u64 {
+    pub(crate) fn node_iterations(&self, i: usize) -> u64 {
         match &self.slots[i].core {
             Core::F32(t) => t.node.iterations(),
             Core::F64(t) => t.node.iterations(),

@@ -113,7 +113,7 @@ pub struct EngineStats {
     /// The first node that panicked, and the sample where it did.
     pub first_panic: Option<(usize, u64)>,
     /// Input samples that were NaN or infinite, read as silence.
-    pub input_scrubbed: u64,
+    pub(crate) input_scrubbed: u64,
 }
 
 fn new_typed<S: Sample>(

@@ -464,7 +464,7 @@ impl Engine {
     }
 
     /// Room left in the queue of notes from outside.
-    pub fn note_room(&self) -> usize {
+    pub(crate) fn note_room(&self) -> usize {
         self.voices.room - self.voices.incoming.len()
     }
 
