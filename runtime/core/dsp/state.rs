@@ -36,7 +36,7 @@ pub struct NodeState {
 }
 
 /// How far a state copy spread over several calls has come (see
-/// `Processor::capture_part` in `ops`): a capture at block boundary N must
+/// `NodeProcessor::capture_part` in `ops`): a capture at block boundary N must
 /// not copy a 30 s delay line in one audio callback, so long histories are
 /// copied in parts over the next blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub(crate) fn ring_part(
 }
 
 /// Zeroes a node's buffers a part at a time, for a reset spread over
-/// blocks (see `Processor::reset_part` in `ops`): the buffers, visited in
+/// blocks (see `NodeProcessor::reset_part` in `ops`): the buffers, visited in
 /// the same order on every call, are one long sequence, and a call zeroes
 /// its `[done, done + budget)`.
 pub struct PartClear {

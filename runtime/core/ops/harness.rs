@@ -4,8 +4,8 @@
 //! way in).
 
 use super::{
-    default_value, AnyNode, BuildCtx, Io, NodeState, OpSpec, ParamSpec, ParamState, Params,
-    Processor, Value,
+    default_value, AnyNode, BuildCtx, Io, NodeProcessor, NodeState, OpSpec, ParamSpec, ParamState,
+    Params, Value,
 };
 use crate::dsp::{fpmode::FpGuard, Sample};
 use crate::profile::{NodeProfile, Overrides, Profile};
@@ -161,7 +161,7 @@ struct Rig<'a> {
 
 /// Runs `node` on `rig` as [`NodeRunner::run`] describes.
 fn run_typed<S: Sample>(
-    node: &mut dyn Processor<S>,
+    node: &mut dyn NodeProcessor<S>,
     rig: Rig<'_>,
     inputs: &[Vec<f64>],
     mods: &[(usize, Vec<f64>)],

@@ -9,8 +9,8 @@
 //! for it, and the journal keeps the input itself.
 
 use super::{
-    build_any, by_profile, no_choices, no_lints, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, BuildCtx, Io, NodeProcessor, NodeState, OpSpec,
+    Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -23,7 +23,7 @@ pub const MAX_INPUT_CHANNEL: i64 = 63;
 /// Copies the session input it is given to `out`.
 struct Input<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Input<S> {
+impl<S: Sample> NodeProcessor<S> for Input<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let out = &mut io.outputs[0][..n];
@@ -38,7 +38,7 @@ impl<S: Sample> Processor<S> for Input<S> {
 
 struct InputOp;
 impl Operator for InputOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Input::<S>(PhantomData)))
     }
 }

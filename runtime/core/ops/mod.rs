@@ -114,7 +114,7 @@ pub struct ParamSpec {
     /// is settable exactly when it is modulatable (an event ramps the same
     /// per-sample value modulation adds to; a size such as `max_time` is read
     /// once at build). A discrete param is settable when the node applies it
-    /// live in [`Processor::set_discrete`]. A resource or a gains array never
+    /// live in [`NodeProcessor::set_discrete`]. A resource or a gains array never
     /// is. The compiler rejects events on every other param.
     pub settable_by_events: bool,
 }
@@ -610,7 +610,7 @@ pub struct Io<'a, S> {
     pub(crate) params: Params<'a, S>,
 }
 
-/// One node of a lane group for one chunk (see [`Processor::lanes`]): its
+/// One node of a lane group for one chunk (see [`NodeProcessor::lanes`]): its
 /// processor, its param states (constant over the chunk: no ramp in
 /// progress and no modulation signal, so each param's `value` holds for
 /// every frame), its gathered inputs and its outputs.
@@ -658,7 +658,7 @@ impl<S: Sample> LaneSum<'_, S> {
 }
 
 /// Runs `frames` frames from absolute sample `start` of every member, all
-/// of one concrete processor type (the one whose [`Processor::lanes`]
+/// of one concrete processor type (the one whose [`NodeProcessor::lanes`]
 /// gave the kernel). Each member's outputs must be exactly the bits its
 /// own `process` would write with the same params, whatever the number of
 /// members: lanes never change a node's operations or their order. With a
@@ -683,7 +683,7 @@ pub type LaneKernel<S> = fn(
 ) -> u64;
 
 /// What a fused group's kernel keeps of its members between chunks
-/// ([`Processor::steady_lanes`]), so that a chunk in which nothing about
+/// ([`NodeProcessor::steady_lanes`]), so that a chunk in which nothing about
 /// any member changed — no event, control or edit reached it, every member
 /// is healthy and ran in the kernel the chunk before — runs with each
 /// member's node alone at hand: not its params, buffers or health, which
@@ -728,7 +728,7 @@ pub(crate) const MAX_LANES: usize = 64;
 /// whole group instead of one per node. Right for nodes whose kernel is
 /// already vectorised over time (oscillators, noise), where a group saves
 /// the engine's per-node work.
-pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
+pub fn serial_lanes<S: Sample, T: NodeProcessor<S> + 'static>(
     members: &mut [LaneMember<'_, S>],
     frames: usize,
     start: u64,
@@ -759,7 +759,7 @@ pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
 /// Lifecycle: built (may allocate) → `process` / `reset` on the audio thread
 /// (never allocate, lock, block or do I/O; bounded time) → dropped off the
 /// audio thread.
-pub trait Processor<S: Sample>: Send + std::any::Any {
+pub trait NodeProcessor<S: Sample>: Send + std::any::Any {
     /// Renders `io.frames` frames. Real-time safe.
     fn process(&mut self, io: &mut Io<'_, S>);
     /// Returns to the state right after build. Real-time safe.
@@ -837,8 +837,8 @@ pub trait Processor<S: Sample>: Send + std::any::Any {
 
 /// A built node at its precision.
 pub enum AnyNode {
-    F32(Box<dyn Processor<f32>>),
-    F64(Box<dyn Processor<f64>>),
+    F32(Box<dyn NodeProcessor<f32>>),
+    F64(Box<dyn NodeProcessor<f64>>),
 }
 
 impl AnyNode {
@@ -900,7 +900,7 @@ impl AnyNode {
 
 /// An operator generic over sample type and math policy.
 pub(crate) trait Operator {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String>;
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String>;
 }
 
 /// Monomorphises `O` for the requested precision and math policy.

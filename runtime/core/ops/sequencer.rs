@@ -12,8 +12,8 @@
 
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::{Dimension, Rational};
@@ -217,7 +217,7 @@ impl<S: Sample, M: Math> Sequencer<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for Sequencer<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Sequencer<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let gate = io.params.get(GATE);
@@ -332,7 +332,7 @@ impl<S: Sample, M: Math> Processor<S> for Sequencer<S, M> {
 
 struct SequencerOp;
 impl Operator for SequencerOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let steps = step_outputs(cx.values);
         let looping = !matches!(cx.values[LOOP], Value::Bool(false));
         Ok(Box::new(Sequencer::<S, M> {

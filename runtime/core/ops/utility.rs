@@ -5,8 +5,8 @@
 //! frame from that frame's inputs and param values only.
 
 use super::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -18,7 +18,7 @@ use std::marker::PhantomData;
 /// A constant (plus its modulation): `out = value`.
 struct Dc<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Dc<S> {
+impl<S: Sample> NodeProcessor<S> for Dc<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let value = io.params.get(DC_VALUE);
         let out = &mut io.outputs[0][..io.frames];
@@ -36,7 +36,7 @@ impl<S: Sample> Processor<S> for Dc<S> {
 
 struct DcOp;
 impl Operator for DcOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Dc::<S>(PhantomData)))
     }
 }
@@ -74,7 +74,7 @@ pub(crate) static DC: OpSpec = OpSpec {
 /// `out = gain · in`.
 struct Gain<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Gain<S> {
+impl<S: Sample> NodeProcessor<S> for Gain<S> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
     fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
@@ -102,7 +102,7 @@ impl<S: Sample> Processor<S> for Gain<S> {
 
 struct GainOp;
 impl Operator for GainOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Gain::<S>(PhantomData)))
     }
 }
@@ -150,7 +150,7 @@ impl<S: Sample> Mix<S> {
     }
 }
 
-impl<S: Sample> Processor<S> for Mix<S> {
+impl<S: Sample> NodeProcessor<S> for Mix<S> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
     fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
@@ -182,7 +182,7 @@ impl<S: Sample> Processor<S> for Mix<S> {
 
 struct MixOp;
 impl Operator for MixOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let given: &[f64] = match cx.values.get(MIX_GAINS) {
             Some(Value::Gains(g)) => g,
             _ => &[],
@@ -226,7 +226,7 @@ pub(crate) static MIX: OpSpec = OpSpec {
 /// `out = a · b` (ring modulation, VCA).
 struct Multiply<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Multiply<S> {
+impl<S: Sample> NodeProcessor<S> for Multiply<S> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
     fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
@@ -246,7 +246,7 @@ impl<S: Sample> Processor<S> for Multiply<S> {
 
 struct MultiplyOp;
 impl Operator for MultiplyOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Multiply::<S>(PhantomData)))
     }
 }
@@ -297,7 +297,7 @@ fn pan_gains<S: Sample, M: Math>(pos: f64) -> (S, S) {
 /// Equal-power mono-to-stereo panner.
 struct Pan<S, M>(PhantomData<fn() -> (S, M)>);
 
-impl<S: Sample, M: Math> Processor<S> for Pan<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Pan<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let pos = io.params.get(PAN_POS);
@@ -324,7 +324,7 @@ impl<S: Sample, M: Math> Processor<S> for Pan<S, M> {
 
 struct PanOp;
 impl Operator for PanOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Pan::<S, M>(PhantomData)))
     }
 }
@@ -364,7 +364,7 @@ pub(crate) static PAN: OpSpec = OpSpec {
 /// the node (the node itself runs at the target precision).
 struct Cast<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Cast<S> {
+impl<S: Sample> NodeProcessor<S> for Cast<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let (x, out) = (&io.inputs[0][..n], &mut io.outputs[0][..n]);
@@ -376,7 +376,7 @@ impl<S: Sample> Processor<S> for Cast<S> {
 
 struct CastOp;
 impl Operator for CastOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Cast::<S>(PhantomData)))
     }
 }

@@ -35,7 +35,7 @@ pub(super) fn propagate_guarantees(upstream: &[Vec<usize>], own: &[Profile]) -> 
     guarantees
 }
 
-/// Pass 14, build (the node lifecycle of [`crate::ops::Processor`]): every
+/// Pass 14, build (the node lifecycle of [`crate::ops::NodeProcessor`]): every
 /// node prepared at its precision and math policy, in schedule order, with
 /// its noise hash from the session seed, its id and its local `seed` param.
 /// Skipped for `check` (nothing is built, latencies read 0). Indexed by

@@ -64,8 +64,8 @@ mod direct;
 mod partitioned;
 
 use super::{
-    build_any, fft_choice, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind,
-    ParamSpec, PartClear, Processor, Progress, StateError, Value,
+    build_any, fft_choice, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState, OpSpec,
+    Operator, ParamKind, ParamSpec, PartClear, Progress, StateError, Value,
 };
 use crate::dsp::fft::{FftNorm, FftProvider};
 use crate::dsp::{Math, Sample};
@@ -338,7 +338,7 @@ impl<S: Sample> Conv<S> {
     }
 }
 
-impl<S: Sample> Processor<S> for Conv<S> {
+impl<S: Sample> NodeProcessor<S> for Conv<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let frames = io.frames;
         let mix = io.params.get(MIX);
@@ -447,7 +447,7 @@ impl<S: Sample> Processor<S> for Conv<S> {
 
 struct ConvolutionOp;
 impl Operator for ConvolutionOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let Some(Value::Resource(ir)) = cx.values.get(IR) else {
             return Err("`ir` must be an audio resource (\"@resource:NAME\")".to_string());
         };

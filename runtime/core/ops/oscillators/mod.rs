@@ -17,8 +17,8 @@ pub(crate) use saw_square_triangle::{SAW, SQUARE, TRIANGLE};
 pub(crate) use sine::SINE;
 
 use super::{
-    frequency_lint, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator, OutputBound,
-    ParamSpec, Processor, StateError, Value,
+    frequency_lint, number, BuildCtx, Io, Lint, NodeProcessor, NodeState, OpSpec, Operator,
+    OutputBound, ParamSpec, StateError, Value,
 };
 use super::{serial_lanes, LaneKernel, LaneMember, LaneSum, ParamState, SteadyLanes, MAX_LANES};
 use crate::dsp::strict_sin;
@@ -281,7 +281,7 @@ struct Osc<S, M, W> {
     _p: Marker<S, M, W>,
 }
 
-impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
+impl<S: Sample, M: Math, W: Shape> NodeProcessor<S> for Osc<S, M, W> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let freq = io.params.get(FREQ);
@@ -667,7 +667,7 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
 
 struct OscOp<W>(PhantomData<W>);
 impl<W: Shape> Operator for OscOp<W> {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Osc::<S, M, W> {
             phasor: Phasor::default(),
             sample_rate: cx.sample_rate,
