@@ -87,6 +87,8 @@
 //!   (`api/player/`). The per-node state every operator builds implements
 //!   [`ops::NodeProcessor`].
 
+#![deny(missing_docs)]
+
 pub mod api;
 pub mod dsp;
 pub mod engine;

@@ -6,7 +6,7 @@
 //! - the node's key is [low 32 bits, high 32 bits] of
 //!   [`hash64`]`(global_seed, node_id, local_seed)` =
 //!   `mix64(mix64(mix64(global_seed) ^ fnv1a64(node_id)) ^ local_seed)`,
-//!   with [`fnv1a64`] FNV-1a 64 over the UTF-8 bytes and [`mix64`] the
+//!   with `fnv1a64` FNV-1a 64 over the UTF-8 bytes and [`mix64`] the
 //!   SplitMix64 finalizer; `local_seed` is the node's `seed` param;
 //! - sample `n` of stream `s` is word `n % 4` of Philox 4×32-10 at counter
 //!   [(n/4) low 32, (n/4) high 32, s, 0] ([`NoiseStream`]), so noise is

@@ -116,8 +116,11 @@ pub enum StateError {
     Missing(&'static str),
     /// An array of another length (a node built with other sizes).
     Shape {
+        /// The entry's name.
         name: &'static str,
+        /// The length this node holds.
         expected: usize,
+        /// The length the state holds.
         found: usize,
     },
     /// An entry of another kind (a number where samples were expected).

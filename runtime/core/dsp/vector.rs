@@ -27,12 +27,12 @@ pub(crate) enum Isa {
     Avx512,
 }
 
-/// The instruction set a kernel runs with: an [`Isa`] this CPU is known to
+/// The instruction set a kernel runs with: an `Isa` this CPU is known to
 /// have. Its field is private and every constructor checks the CPU
-/// ([`detect`](Self::detect), [`at_most`](Self::at_most),
+/// (`detect`, `at_most`,
 /// [`available`](Self::available)) or asks for nothing
-/// ([`BASE`](Self::BASE)), so a kernel that takes a `SimdLevel` may enter
-/// `#[target_feature]` code for its [`isa`](Self::isa) soundly.
+/// (`BASE`), so a kernel that takes a `SimdLevel` may enter
+/// `#[target_feature]` code for its `isa` soundly.
 ///
 /// ```compile_fail
 /// use morphrt::dsp::vector::{Isa, SimdLevel};

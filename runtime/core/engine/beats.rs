@@ -14,7 +14,9 @@ use crate::scene::Rational;
 /// Beat `beat` at sample `sample`, then `spb` samples a beat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TempoMap {
+    /// The sample the anchor beat falls on.
     pub sample: u64,
+    /// The beat at `sample` (0 is the scene's start).
     pub beat: Rational,
     /// Samples a beat lasts, > 0.
     pub spb: Rational,

@@ -12,14 +12,18 @@ pub struct BusT<S> {
 
 /// Owned bus buffers, one per channel.
 pub enum Bus {
+    /// Buffers of f32 samples.
     F32(BusT<f32>),
+    /// Buffers of f64 samples.
     F64(BusT<f64>),
 }
 
 /// A view of the bus after a block.
 #[derive(Clone, Copy)]
 pub enum BusRef<'a> {
+    /// Per-channel f32 buffers and the frame count of the block.
     F32(&'a [Vec<f32>], usize),
+    /// Per-channel f64 buffers and the frame count of the block.
     F64(&'a [Vec<f64>], usize),
 }
 
@@ -185,12 +189,14 @@ impl Bus {
     }
 }
 impl BusRef<'_> {
+    /// Frames of the last block.
     pub fn frames(&self) -> usize {
         match self {
             BusRef::F32(_, n) | BusRef::F64(_, n) => *n,
         }
     }
 
+    /// Channels of the main bus.
     pub fn channels(&self) -> usize {
         match self {
             BusRef::F32(b, _) => b.len(),

@@ -53,6 +53,7 @@ pub struct ControlRecord {
     pub node: u32,
     /// Index of the param in the node's operator.
     pub param: u16,
+    /// The value the param moves to.
     pub value: ControlValue,
     /// Samples a number glides over (0: a step).
     pub ramp: u64,
@@ -67,7 +68,14 @@ pub struct ControlRecord {
 pub enum Outcome {
     /// It took effect at sample `at`, on schedule index `node` of the
     /// engine playing then (`engine`).
-    Applied { at: u64, node: u32, engine: u64 },
+    Applied {
+        /// The sample it took effect at.
+        at: u64,
+        /// The schedule index of its node (or pool).
+        node: u32,
+        /// The [`Engine::id`] of the engine it landed on.
+        engine: u64,
+    },
     /// It was resolved for an engine that no longer plays: resolve again.
     Stale,
     /// Its node left the scene with an edit before it landed.
@@ -82,7 +90,9 @@ pub enum Outcome {
 /// A record's outcome, by its `seq`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControlReport {
+    /// The sender's number of the record.
     pub seq: u64,
+    /// What became of it.
     pub outcome: Outcome,
 }
 
@@ -481,6 +491,7 @@ fn carry_params(from: &Slot, to: &mut Slot, mask: u64) {
 /// thread (see [`Engine::control_table`]).
 #[derive(Clone, Debug, Default)]
 pub struct ControlTable {
+    /// The [`Engine::id`] of the engine these nodes belong to.
     pub engine: u64,
     nodes: std::collections::HashMap<String, (usize, &'static str)>,
     /// Each node's values as the scene gives them, by schedule index.
@@ -529,7 +540,7 @@ impl ControlTable {
     }
 
     /// The ids of the nodes a change of `node` moves: `node` itself, or
-    /// every voice's copy of a template node (see [`Engine::node_copies`]);
+    /// every voice's copy of a template node (see `Engine::node_copies`);
     /// empty when neither plays.
     pub fn copies(&self, node: &str) -> Vec<String> {
         if self.nodes.contains_key(node) {

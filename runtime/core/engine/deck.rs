@@ -340,7 +340,7 @@ fn map_bus(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
 /// The device output stage, one definition for `run` and `replay`: an
 /// engine sample as the device gets it (f32, clipped to ±1 for hearing
 /// safety). Its result depends on the FP mode (an f32 denormal flushes
-/// under FTZ): call it under the engine's, as [`Deck::device_output`] does.
+/// under FTZ): call it under the engine's, as `Deck::device_output` does.
 #[inline]
 pub fn device_sample(x: f64) -> f32 {
     (x as f32).clamp(-1.0, 1.0)

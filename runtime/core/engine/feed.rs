@@ -18,10 +18,15 @@ use std::collections::VecDeque;
 /// looked up in the engine playing when it lands.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScriptedControl {
+    /// The sample it lands at.
     pub sample: u64,
+    /// The id of the node it moves.
     pub node: String,
+    /// The name of the param it moves.
     pub param: String,
+    /// The value the param moves to.
     pub value: crate::graph::ControlValue,
+    /// Samples a number glides over (0: a step).
     pub ramp: u64,
 }
 
@@ -70,8 +75,11 @@ impl ScriptedControl {
 /// looked up by id in the engine playing when it lands.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScriptedNote {
+    /// The sample it plays at.
     pub sample: u64,
+    /// The id of the voice module that plays it.
     pub module: String,
+    /// What the note does.
     pub action: NoteAction,
 }
 

@@ -394,7 +394,7 @@ impl Engine {
 
     /// Runs the engine's checks and its lane kernels with the instruction
     /// set of `level` (by default the widest this CPU has,
-    /// [`SimdLevel::detect`]), re-planning the lane groups if they are on:
+    /// `SimdLevel::detect`), re-planning the lane groups if they are on:
     /// for tests and benchmarks that compare the levels. What the engine
     /// plays is the same bits at every level. Allocates: call it off the
     /// audio thread, between blocks.

@@ -267,12 +267,15 @@ impl Engine {
         engine
     }
 
+    /// Frames per block: the most one `process_block` renders.
     pub fn block_size(&self) -> usize {
         self.block_size
     }
+    /// Samples per second, in Hz.
     pub fn sample_rate(&self) -> u32 {
         self.sample_rate
     }
+    /// Channels of the main bus.
     pub fn channels(&self) -> usize {
         self.main.len()
     }
@@ -280,9 +283,11 @@ impl Engine {
     pub fn clock(&self) -> u64 {
         self.clock
     }
+    /// The session profile it was compiled under.
     pub fn profile(&self) -> Profile {
         self.session
     }
+    /// Counters of what happened while it ran (recoveries, NaN, panics).
     pub fn stats(&self) -> &EngineStats {
         &self.stats
     }
@@ -313,6 +318,7 @@ impl Engine {
     pub fn solver_iterations(&self) -> u64 {
         (0..self.slots.len()).map(|i| self.node_iterations(i)).sum()
     }
+    /// The precision the main bus is mixed at.
     pub fn bus_precision(&self) -> Precision {
         self.bus.precision()
     }

@@ -449,7 +449,9 @@ pub struct Recovery {
 /// then its incoming edges' delay lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResetPart {
+    /// The node's own state, with this much progress so far.
     Node(u64),
+    /// The delay lines of its incoming edges, with this much progress so far.
     Lines(u64),
 }
 

@@ -11,7 +11,9 @@ use super::{Engine, Run};
 pub struct NodeTime {
     /// Schedule index.
     pub(crate) index: usize,
+    /// The node's id in the scene.
     pub id: String,
+    /// The name of its operator.
     pub op: &'static str,
     /// Wall time in the node, its input gathering included.
     pub ns: u64,

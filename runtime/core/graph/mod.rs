@@ -35,8 +35,11 @@ use crate::scene::Diagnostic;
 /// destination (latency compensation; 0 almost always).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SourceRef {
+    /// The source node's schedule index.
     pub node: usize,
+    /// The index of its output port.
     pub port: usize,
+    /// Samples of delay that align it with the other inputs (0 almost always).
     pub delay: usize,
     /// A feedback edge (the scene's `"delay"`): the source's output from
     /// this many samples ago (≥ 1). The source may run later in the
@@ -53,9 +56,12 @@ impl SourceRef {
 
 /// A compiled node, in schedule order.
 pub struct PlanNode {
+    /// The node's id in the scene.
     pub id: String,
+    /// Its operator.
     pub op: &'static OpSpec,
     pub(crate) module: Option<String>,
+    /// Its resolved execution settings.
     pub profile: NodeProfile,
     /// The weakest profile among this node and everything upstream of it.
     pub guarantee: Profile,
@@ -80,7 +86,12 @@ pub struct PlanNode {
 #[derive(Clone, Debug, PartialEq)]
 pub enum EventAction {
     /// A number param moves to `value`, linearly over `ramp` samples (0 = a step).
-    Set { value: f64, ramp: u64 },
+    Set {
+        /// The value it moves to, in the param's canonical unit.
+        value: f64,
+        /// Samples it glides over (0: a step).
+        ramp: u64,
+    },
     /// An enum, integer or boolean param changes.
     Discrete(Value),
 }
@@ -88,9 +99,11 @@ pub enum EventAction {
 /// An event placed on the absolute sample clock.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlanEvent {
+    /// The sample it takes effect at.
     pub sample: u64,
     pub(crate) node: usize,
     pub(crate) param: usize,
+    /// What it does.
     pub action: EventAction,
     /// Where the event is written (`events[3]`), for diagnostics.
     pub(crate) loc: crate::scene::Loc,
@@ -140,9 +153,11 @@ pub(crate) const VOICE_SILENCE: f64 = 1e-5;
 /// A note for a voice module, placed on the sample clock.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PlanNote {
+    /// The sample it takes effect at.
     pub sample: u64,
-    /// Index into [`Plan::voices`].
+    /// Index into `Plan::voices`.
     pub pool: usize,
+    /// What it does.
     pub action: NoteAction,
 }
 
@@ -154,19 +169,28 @@ pub enum NoteAction {
     /// in Hz), for its note-off and a repeat; `tag` (not 0) ties it to the
     /// note-off its `duration` placed.
     On {
+        /// Which note it is: the bits of its pitch in Hz.
         key: u64,
+        /// The tag that ties it to its note-off (0: none).
         tag: u64,
+        /// Its pitch, in Hz.
         pitch_hz: f64,
+        /// Its velocity, 0…1.
         velocity: f64,
     },
     /// The note `key` ends (tag 0: whichever voice holds it; otherwise
     /// only the voice the note with that tag started).
-    Off { key: u64, tag: u64 },
+    Off {
+        /// Which note ends: the bits of its pitch in Hz.
+        key: u64,
+        /// The tag of the note it ends (0: any).
+        tag: u64,
+    },
     /// The sustain pedal goes down (true) or up.
     Sustain(bool),
     /// Every sounding voice, and every note started after, plays this
     /// many semitones off its pitch (a pitch bend); it glides there over
-    /// [`BEND_GLIDE_MS`].
+    /// `BEND_GLIDE_MS`.
     Bend(f64),
     /// Every held note is released (MIDI CC 123, `/morphrt/panic`), the
     /// pedal too.
@@ -176,10 +200,15 @@ pub enum NoteAction {
     /// that plays `key` moves to `value`, gliding over `ramp` samples
     /// when it is a number; no other voice moves.
     Touch {
+        /// The pressed note: the bits of its pitch in Hz.
         key: u64,
+        /// The node's place in the voice module's template.
         node: u32,
+        /// The param's index in the node's operator.
         param: u16,
+        /// The value it moves to.
         value: ControlValue,
+        /// Samples a number glides over (0: a step).
         ramp: u64,
     },
     /// Every voice stops at once, without its release (MIDI CC 120,
@@ -279,10 +308,15 @@ impl SeedSource {
 
 /// A compiled scene, ready for the engine.
 pub struct Plan {
+    /// The file the scene came from (or a label such as `<string>`).
     pub file: String,
+    /// The profile the session runs under.
     pub session_profile: Profile,
+    /// Samples per second, in Hz.
     pub sample_rate: u32,
+    /// Frames per block.
     pub block_size: usize,
+    /// Where the seed of its random streams comes from.
     pub seed: SeedSource,
     /// The scene's `duration`, in samples.
     pub duration: Option<u64>,
@@ -307,13 +341,16 @@ pub struct Plan {
     pub(crate) crossfade: u64,
     /// Every resource reference (`@resource:NAME`) and the file it read.
     pub resources: Vec<(String, std::path::PathBuf)>,
+    /// What compiling the scene warned about.
     pub warnings: Vec<Diagnostic>,
 }
 
 /// An `input` node and the session input channel it reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputUse {
+    /// The id of the `input` node.
     pub node: String,
+    /// The session input channel it reads (0-based).
     pub channel: usize,
 }
 

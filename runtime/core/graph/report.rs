@@ -138,7 +138,7 @@ impl DeadlineRisk {
     }
 }
 
-/// A node's estimated cost per sample, in nanoseconds ([`crate::ops::CostFn`]).
+/// A node's estimated cost per sample, in nanoseconds (`crate::ops::CostFn`).
 pub fn node_cost_ns(n: &PlanNode) -> f64 {
     (n.op.cost)(&n.profile, &n.values)
 }
@@ -312,6 +312,8 @@ pub fn check_warnings(plan: &Plan) -> Vec<Diagnostic> {
     all
 }
 
+/// The table `morphrt check` prints: one row per node (id, operator,
+/// module, profile, precision, …).
 pub fn check_table(plan: &Plan) -> String {
     let mut rows = vec![[
         "node".to_string(),

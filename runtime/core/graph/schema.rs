@@ -19,7 +19,7 @@
 //! accepts. An unknown *param* is an error in the runtime, and in the schema,
 //! and so is a module's own `modules` (modules do not nest).
 //!
-//! The schema is built from [`crate::scene::TOP_KEYS`] and the other field
+//! The schema is built from `crate::scene::TOP_KEYS` and the other field
 //! lists, [`crate::ops::registry`] and the profile tables: adding a field or
 //! an operator changes it with no table here to keep in step (a test checks
 //! that every field the loader knows is described).

@@ -10,7 +10,7 @@
 //!
 //! Port numbering seen by a processor: audio inputs `0..inputs.len()` in
 //! [`Io::inputs`]; outputs in [`Io::outputs`]; every param by its index in
-//! `OpSpec::params` through [`Io::params`] (numbers may be modulated).
+//! `OpSpec::params` through `Io::params` (numbers may be modulated).
 
 #[cfg(test)]
 pub(crate) mod conformance;
@@ -67,22 +67,36 @@ pub enum ParamKind {
     /// A continuous number in a canonical unit. Always also an input port of
     /// the same name unless `modulatable` is false (sizes such as `max_time`).
     Number {
+        /// The physical dimension, which decides the units a scene may write.
         dim: Dimension,
+        /// The value when the scene gives none, in the canonical unit.
         default: f64,
+        /// The smallest value accepted, in the canonical unit.
         min: f64,
+        /// The largest value accepted, in the canonical unit.
         max: f64,
+        /// Whether it is also an audio-rate input port.
         modulatable: bool,
     },
+    /// An integer in `min…max`.
     Integer {
+        /// The value when the scene gives none.
         default: i64,
+        /// The smallest value accepted.
         min: i64,
+        /// The largest value accepted.
         max: i64,
     },
+    /// One of a fixed list of names.
     Enum {
+        /// The names accepted, in index order.
         choices: &'static [&'static str],
+        /// The name when the scene gives none.
         default: &'static str,
     },
+    /// True or false.
     Bool {
+        /// The value when the scene gives none.
         default: bool,
     },
     /// An `@resource:NAME` audio file; required.
@@ -92,12 +106,14 @@ pub enum ParamKind {
     /// An array of step values, numbers or `null` rests (`sequencer.steps`),
     /// at most `max`; resolved to [`Value::Gains`] with NaN for a rest.
     Steps {
+        /// The most steps accepted.
         max: usize,
     },
     /// A step length (`sequencer.rate`): a note value (`"1/16"`), beats or
     /// bars, or a time; resolved to exact seconds, [`Value::Span`]. The
     /// default is `default_ms`, or a sixteenth note in a scene with a tempo.
     StepLength {
+        /// The step length in milliseconds when the scene gives none and has no tempo.
         default_ms: u32,
     },
 }
@@ -107,6 +123,7 @@ pub enum ParamKind {
 pub struct ParamSpec {
     /// The name scenes, events and ports use.
     pub name: &'static str,
+    /// What it accepts.
     pub kind: ParamKind,
     /// One line for `morphrt ops`.
     pub(crate) doc: &'static str,
@@ -145,10 +162,11 @@ pub(crate) type BuildFn = fn(&BuildCtx<'_>, Precision, MathKind) -> Result<AnyNo
 pub(crate) type ChoicesFn = fn(&NodeProfile, &[Value]) -> Vec<(&'static str, String)>;
 
 /// A setting that will not do what it says, found by an operator's
-/// [`LintFn`]: the param it is about, what happens instead, and what to do.
+/// `LintFn`: the param it is about, what happens instead, and what to do.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lint {
     pub(crate) param: &'static str,
+    /// What is wrong, in one sentence.
     pub message: String,
     pub(crate) help: Option<String>,
     /// What the node plays instead, when that is one value of `param`.
@@ -452,6 +470,7 @@ impl BuildCtx<'_> {
 pub struct ParamState {
     /// The target value (the value once any ramp has finished).
     pub value: f64,
+    /// The ramp in progress towards `value`, if any.
     pub ramp: Option<Ramp>,
 }
 
@@ -459,8 +478,11 @@ pub struct ParamState {
 /// param's `value` at `start + len`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ramp {
+    /// The value at `start`.
     pub from: f64,
+    /// The absolute sample the ramp starts at.
     pub start: u64,
+    /// Its length in samples (> 0).
     pub len: u64,
 }
 
@@ -615,9 +637,11 @@ pub struct Io<'a, S> {
 /// progress and no modulation signal, so each param's `value` holds for
 /// every frame), its gathered inputs and its outputs.
 pub struct LaneMember<'a, S> {
+    /// The member's processor, to downcast to the kernel's concrete type.
     pub node: &'a mut dyn std::any::Any,
     pub(crate) params: &'a [ParamState],
     pub(crate) inputs: &'a [Vec<S>],
+    /// Its output buffers, one per port, written for the chunk's frames.
     pub outputs: &'a mut [Vec<S>],
     /// False on entry. A kernel sets it once the member is finished: its
     /// state advanced over the chunk and its outputs written, as its own
@@ -670,7 +694,7 @@ impl<S: Sample> LaneSum<'_, S> {
 /// **If it panics**, every member must be either untouched (its state as
 /// at the call; a cache derived from the params alone, such as
 /// coefficients, may have been updated) or finished and marked
-/// [`LaneMember::done`]. The engine then keeps the finished members' outputs
+/// `LaneMember::done`. The engine then keeps the finished members' outputs
 /// and runs the untouched ones alone, each once, so a member's state never
 /// advances twice over one chunk. So a kernel either writes its members'
 /// state back in a last pass that cannot panic, after every output and the
@@ -837,7 +861,9 @@ pub trait NodeProcessor<S: Sample>: Send + std::any::Any {
 
 /// A built node at its precision.
 pub enum AnyNode {
+    /// A node that runs at f32.
     F32(Box<dyn NodeProcessor<f32>>),
+    /// A node that runs at f64.
     F64(Box<dyn NodeProcessor<f64>>),
 }
 

@@ -4,7 +4,7 @@
 //! top-level `profile`, else repro (in `run` the keys s/r/l change it while
 //! playing). A module's `profile` and a node's `profile_overrides` pin
 //! nodes and win over it: node > module > scene > the profile's defaults
-//! ([`Overrides::over`]). The block size is `--block-size`, else the
+//! (`Overrides::over`). The block size is `--block-size`, else the
 //! scene's `profile_config.block_size`, else the session profile's default,
 //! fixed for the session; `--seed` replaces the scene's `seed`. A node's
 //! *guarantee* is the weakest profile among itself and everything upstream
@@ -16,17 +16,17 @@
 //! | default precision | f64 | f32 | f32 |
 //! | flush-to-zero / DAZ | off (IEEE denormals) | on | on |
 //! | FMA | never | allowed | allowed |
-//! | math ([`MathKind`]) | the pinned `libm`; `+ − × ÷ sqrt` | `std` | fast approximations (error ≤ 1e-4) on the signal path, never on coefficients |
+//! | math (`MathKind`) | the pinned `libm`; `+ − × ÷ sqrt` | `std` | fast approximations (error ≤ 1e-4) on the signal path, never on coefficients |
 //! | FFT provider, norm ([`FftProvider`], [`FftNorm`]) | the reference FFT, `ortho` | rustfft, `ortho` | rustfft, `backward` |
 //! | FFT accuracy (rel. L2 vs an f64 naive DFT) | reproducible bit for bit; ≤ 1e-12 | ≤ 1e-6 (f32), 1e-12 (f64) | ≤ 1e-4 |
 //! | noise seed (when a node draws noise) | required | required | taken from the clock if none, printed and journaled |
 //! | default block size | 64 | 128 | 64 (`calibrate` chooses among 32 … 256) |
 //! | oversampling (nonlinear ops) | 1× unless the node sets it | 2× | 1× unless the node is `critical` (then 2×) |
 //! | iterative solvers | always `max_iterations` (default 32) | stop at 1e-6 | stop at 1e-4 |
-//! | implicit precision casts ([`CastRule`]) | none: a `cast` node is required | f32 → f64 only | all; narrowing ones warned |
+//! | implicit precision casts (`CastRule`) | none: a `cast` node is required | f32 → f64 only | all; narrowing ones warned |
 //! | a unit of the wrong dimension | error | error | warning |
 //! | events ([`EventTiming`]) | sample-accurate | sample-accurate | block-accurate |
-//! | an event between samples ([`OffGrid`]) | error | snapped to the nearest sample | applied at its block |
+//! | an event between samples (`OffGrid`) | error | snapped to the nearest sample | applied at its block |
 //! | parity bound vs strict (relative RMS) | — (the golden's hash) | 1e-3 | 3e-2 |
 //!
 //! **Events.** Sample-accurate: the param changes at exactly sample n.
@@ -67,8 +67,11 @@ pub const MAX_BLOCK_SIZE: usize = 8192;
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
+    /// Lowest latency: f32, fast approximations, block-accurate events.
     Live,
+    /// Deterministic f32: the same bits on the same build and CPU feature level.
     Repro,
+    /// Bit-exact f64 across runs, builds, opt levels and block sizes.
     Strict,
 }
 
@@ -101,8 +104,10 @@ pub(crate) enum CastRule {
 }
 
 impl Profile {
+    /// Every profile, strongest first.
     pub const ALL: [Profile; 3] = [Profile::Strict, Profile::Repro, Profile::Live];
 
+    /// The name scenes and the command line use (`strict`, `repro`, `live`).
     pub fn name(self) -> &'static str {
         match self {
             Profile::Strict => "strict",
@@ -111,6 +116,7 @@ impl Profile {
         }
     }
 
+    /// The profile of a name from [`Profile::name`], if it is one.
     pub fn parse(s: &str) -> Option<Profile> {
         match s {
             "strict" => Some(Profile::Strict),
@@ -153,6 +159,7 @@ impl Profile {
         }
     }
 
+    /// Whether events land on their sample or at the start of their block.
     pub fn event_timing(self) -> EventTiming {
         match self {
             Profile::Strict | Profile::Repro => EventTiming::SampleAccurate,
@@ -269,7 +276,9 @@ impl Overrides {
 /// A node's fully resolved execution settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeProfile {
+    /// The profile the node runs under.
     pub profile: Profile,
+    /// The precision it runs at.
     pub precision: Precision,
     pub(crate) math: MathKind,
     pub(crate) flush_to_zero: bool,

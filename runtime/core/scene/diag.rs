@@ -8,12 +8,16 @@ use std::fmt;
 /// and 1-based line:column of the value (0:0 when unknown).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Loc {
+    /// The JSON path (`nodes[2].params.cutoff`).
     pub path: String,
+    /// The 1-based line of the value (0 when unknown).
     pub line: u32,
+    /// The 1-based column of the value (0 when unknown).
     pub col: u32,
 }
 
 impl Loc {
+    /// A location at `line`:`col` of `path` (1-based; 0:0 when unknown).
     pub fn new(path: impl Into<String>, line: u32, col: u32) -> Loc {
         Loc {
             path: path.into(),
@@ -29,8 +33,11 @@ impl Loc {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How bad a diagnostic is.
 pub enum Severity {
+    /// The scene is refused.
     Error,
+    /// The scene runs; the user should know.
     Warning,
 }
 
@@ -38,9 +45,13 @@ pub enum Severity {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
     pub(crate) severity: Severity,
+    /// The file the scene came from (or a label such as `<string>`).
     pub file: String,
+    /// Where in the file, when known.
     pub loc: Option<Loc>,
+    /// The id of the node it is about, if any.
     pub node: Option<String>,
+    /// What is wrong, in one sentence.
     pub message: String,
     /// What would be valid, or what to do.
     pub help: Option<String>,
@@ -48,6 +59,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     #[cold]
+    /// An error about `file` at `loc`.
     pub fn error(file: &str, loc: Option<Loc>, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
@@ -77,6 +89,7 @@ impl Diagnostic {
         self
     }
 
+    /// Whether it refuses the scene (an error, not a warning).
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
@@ -221,6 +234,7 @@ pub struct Shown<'a> {
 }
 
 impl<'a> Shown<'a> {
+    /// The diagnostics of `diags` to show: errors first, each list capped.
     pub fn new(diags: &'a [Diagnostic]) -> Shown<'a> {
         let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
         let warnings: Vec<&Diagnostic> = diags.iter().filter(|d| !d.is_error()).collect();

@@ -33,12 +33,16 @@ use std::path::PathBuf;
 pub enum RawValue {
     /// A JSON number, with its literal text (times are exact decimals).
     Number {
+        /// The number.
         value: f64,
+        /// Its text as written (times are read from it exactly).
         literal: String,
     },
     /// A JSON string: a quantity with a unit, an enum value, a resource.
     Text(String),
+    /// A JSON boolean.
     Bool(bool),
+    /// A JSON array.
     Array(Vec<RawValue>),
     /// JSON null or an object: never valid for a param; kept for the error.
     Other(&'static str),
@@ -266,24 +270,41 @@ pub enum MidiSource {
     /// A controller (`cc` 0…127); with `lsb`, a 14-bit pair whose fine
     /// part comes on controller `lsb`.
     Cc {
+        /// The controller number, 0…127 (the coarse part of a 14-bit pair).
         cc: u8,
+        /// The controller of the fine part of a 14-bit pair, 0…127.
         lsb: Option<u8>,
+        /// The channel, 1…16; `None` is any.
         channel: Option<u8>,
     },
     /// Note on/off: `note` `None` is any note.
     Note {
+        /// The note number, 0…127; `None` is any.
         note: Option<u8>,
+        /// The channel, 1…16; `None` is any.
         channel: Option<u8>,
     },
     /// Pitch bend (14-bit, centre 8192).
-    Bend { channel: Option<u8> },
+    Bend {
+        /// The channel, 1…16; `None` is any.
+        channel: Option<u8>,
+    },
     /// Channel pressure (channel aftertouch, 0…127).
-    Aftertouch { channel: Option<u8> },
+    Aftertouch {
+        /// The channel, 1…16; `None` is any.
+        channel: Option<u8>,
+    },
     /// Polyphonic key pressure (poly aftertouch, 0…127 per note): onto a
     /// voice module's param, only the voice playing the pressed note moves.
-    PolyAftertouch { channel: Option<u8> },
+    PolyAftertouch {
+        /// The channel, 1…16; `None` is any.
+        channel: Option<u8>,
+    },
     /// Program change (0…127).
-    Program { channel: Option<u8> },
+    Program {
+        /// The channel, 1…16; `None` is any.
+        channel: Option<u8>,
+    },
 }
 
 /// Scene-level `profile_config`.
@@ -314,9 +335,11 @@ pub struct Scene {
     /// Directory holding the scene file, for `@resource:` resolution.
     pub(crate) dir: Option<PathBuf>,
     pub(crate) version: String,
+    /// The scene's top-level `profile`, if it names one.
     pub profile: Option<Profile>,
     pub(crate) seed: Option<u64>,
     pub(crate) seed_loc: Option<Loc>,
+    /// Samples per second, in Hz.
     pub sample_rate: u32,
     pub(crate) duration: Option<TimeSpec>,
     /// `tempo` and `meter`: the beat grid that beats and bars are read on.

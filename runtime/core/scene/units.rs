@@ -10,7 +10,9 @@ use std::io::Write;
 /// An exact rational number, always reduced, denominator > 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rational {
+    /// The numerator.
     pub num: i128,
+    /// The denominator (> 0).
     pub den: i128,
 }
 
@@ -35,22 +37,34 @@ pub enum Dimension {
 /// A unit suffix, case-sensitive as written in scenes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Unit {
+    /// Hertz.
     Hz,
+    /// Kilohertz.
     KHz,
+    /// Seconds.
     S,
+    /// Milliseconds.
     Ms,
+    /// Microseconds.
     Us,
+    /// Samples at the scene's rate.
     Samples,
+    /// Decibels.
     DB,
+    /// Radians.
     Rad,
+    /// Degrees.
     Deg,
+    /// A MIDI note number (69 is 440 Hz).
     Midi,
 }
 
 /// A time: seconds or samples, exact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeSpec {
+    /// Seconds.
     Seconds(Rational),
+    /// Samples at the scene's rate.
     Samples(Rational),
 }
 
@@ -234,6 +248,7 @@ impl Rational {
         }
     }
 
+    /// Whether it is below zero.
     pub fn is_negative(self) -> bool {
         self.num < 0
     }
@@ -503,7 +518,7 @@ fn parse_f64(number: &str, shift: i32) -> Result<f64, UnitError> {
 
 impl TimeSpec {
     /// Parses a time string: `"1.5s"`, `"250ms"`, `"20us"`, `"4800samples"`.
-    /// Beats and bars need a tempo: see [`TimeSpec::parse_in`].
+    /// Beats and bars need a tempo: see `TimeSpec::parse_in`.
     pub fn parse(text: &str) -> Result<TimeSpec, UnitError> {
         TimeSpec::parse_in(text, None)
     }

@@ -26,7 +26,11 @@ use super::Sample;
 /// Which FFT implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FftProvider {
+    /// morphrt's own FFT, bit-exact across runs, builds, opt levels and
+    /// targets (the strict profile's).
     Reference,
+    /// The `rustfft` and `realfft` crates: faster, not bit-exact across
+    /// builds and CPUs.
     RustFft,
 }
 
@@ -52,8 +56,11 @@ impl FftProvider {
 /// NumPy's normalisation conventions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FftNorm {
+    /// Forward unscaled, inverse scaled by 1/n (NumPy's default).
     Backward,
+    /// Both directions scaled by 1/√n.
     Ortho,
+    /// Forward scaled by 1/n, inverse unscaled.
     Forward,
 }
 
