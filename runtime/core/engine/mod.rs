@@ -68,6 +68,31 @@ use feedback::Feed;
 use node::{Core, Slot};
 
 /// Runs a compiled plan.
+///
+/// Scheduled events land on their exact sample under the strict and repro
+/// profiles, whatever the block size:
+///
+/// ```
+/// use morphrt_core::engine::{render_to_vec, Engine};
+/// use morphrt_core::graph::{compile, CompileOptions};
+///
+/// let text = r#"{
+///     "version": "1.0",
+///     "sample_rate": 48000,
+///     "profile": "strict",
+///     "nodes": [{ "id": "level", "op": "dc", "params": { "value": 0.25 } }],
+///     "outputs": { "main": ["level"] },
+///     "events": [{ "time": "100samples", "node": "level", "param": "value", "value": 0.5 }]
+/// }"#;
+/// let scene = morphrt_core::scene::load_str(text, "level.json", None).expect("a valid scene");
+/// let plan = compile(&scene, &CompileOptions::default()).expect("it compiles");
+/// let mut engine = Engine::new(plan);
+/// assert_eq!(engine.channels(), 1);
+/// let out = render_to_vec(&mut engine, 200);
+/// assert_eq!(out[0][99], 0.25);
+/// assert_eq!(out[0][100], 0.5);
+/// assert_eq!(engine.clock(), 200);
+/// ```
 pub struct Engine {
     slots: Vec<Slot>,
     runs: Vec<Run>,
