@@ -84,8 +84,10 @@
 //!   [`Processor`] (`process` with host buffers of any size, one block
 //!   late) in `api/controller.rs` and `api/processor.rs`, events
 //!   `api/event.rs`; the callback body both rest on, [`api::player`]
-//!   (`api/player/`). [`Processor`] here is the embedding API's; the
-//!   operator trait of the same name is [`ops::Processor`].
+//!   (`api/player/`). The per-node state every operator builds implements
+//!   [`ops::NodeProcessor`].
+
+#![deny(missing_docs)]
 
 pub mod api;
 pub mod dsp;

@@ -369,11 +369,11 @@ fn paths_of_different_latency_are_aligned_where_they_meet() {
 #[test]
 fn restore_runs_under_each_nodes_fp_mode() {
     use morphrt::dsp::fpmode::{flush_is_on, FpGuard};
-    use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
+    use morphrt::ops::{AnyNode, Io, NodeProcessor, NodeState, StateError};
     use std::sync::atomic::{AtomicU8, Ordering};
     use std::sync::Arc;
     struct Spy(Arc<AtomicU8>);
-    impl<S: morphrt::dsp::Sample> Processor<S> for Spy {
+    impl<S: morphrt::dsp::Sample> NodeProcessor<S> for Spy {
         fn process(&mut self, io: &mut Io<'_, S>) {
             for o in io.outputs[0][..io.frames].iter_mut() {
                 *o = S::ZERO;

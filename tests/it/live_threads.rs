@@ -11,7 +11,7 @@ use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions, Plan};
 use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
 use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
-use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
+use morphrt::ops::{AnyNode, Io, NodeProcessor, NodeState, StateError};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,7 +43,7 @@ struct Probe {
     panic_at: Option<u64>,
 }
 
-impl<S: Sample> Processor<S> for Probe {
+impl<S: Sample> NodeProcessor<S> for Probe {
     fn process(&mut self, io: &mut Io<'_, S>) {
         if self
             .panic_at

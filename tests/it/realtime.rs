@@ -597,7 +597,7 @@ mod callback_events {
     };
     use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use morphrt::host::live::tap::TapWriter;
-    use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
+    use morphrt::ops::{AnyNode, Io, NodeProcessor, NodeState, StateError};
     use morphrt::profile::Profile;
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
@@ -622,7 +622,7 @@ mod callback_events {
         panic_at: Option<u64>,
     }
 
-    impl<S: Sample> Processor<S> for Faulty {
+    impl<S: Sample> NodeProcessor<S> for Faulty {
         fn process(&mut self, io: &mut Io<'_, S>) {
             let span = io.start..io.start + io.frames as u64;
             if self.panic_at.is_some_and(|p| span.contains(&p)) {
@@ -1942,7 +1942,7 @@ mod fatal_panics {
     use morphrt::host::live::player::{
         install_panic_hook, Controls, Meters, Player, PlayerCell, ToAudio,
     };
-    use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError, Value};
+    use morphrt::ops::{AnyNode, Io, NodeProcessor, NodeState, StateError, Value};
     use morphrt::profile::Profile;
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
@@ -2019,7 +2019,7 @@ mod fatal_panics {
     /// callback, a control carried at the swap sets it there.
     struct BadMode;
 
-    impl<S: morphrt::dsp::Sample> Processor<S> for BadMode {
+    impl<S: morphrt::dsp::Sample> NodeProcessor<S> for BadMode {
         fn process(&mut self, io: &mut Io<'_, S>) {
             let n = io.frames;
             io.outputs[0][..n].fill(S::ZERO);

@@ -14,7 +14,7 @@ use morphrt::dsp::Sample;
 use morphrt::engine::render_to_vec;
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
+use morphrt::ops::{AnyNode, Io, NodeProcessor, NodeState, StateError};
 use morphrt::profile::Profile;
 use std::path::Path;
 
@@ -25,7 +25,7 @@ struct Burst {
     sign: f64,
 }
 
-impl<S: Sample> Processor<S> for Burst {
+impl<S: Sample> NodeProcessor<S> for Burst {
     fn process(&mut self, io: &mut Io<'_, S>) {
         for i in 0..io.frames {
             let n = io.start + i as u64;
@@ -164,7 +164,7 @@ fn every_operator_recovers_from_an_overflow_at_its_input() {
 }
 
 /// The modulation effects with a running LFO. Recovery resets the node, and
-/// `reset` returns it to its state right after build (the `Processor`
+/// `reset` returns it to its state right after build (the `NodeProcessor`
 /// contract, as for the oscillators, whose phase also restarts at 0): the
 /// LFO starts again at phase 0 at the block after the burst. A second
 /// later the effect is therefore out of phase with an undisturbed run, and

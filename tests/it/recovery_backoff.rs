@@ -16,7 +16,7 @@ use crate::support as common;
 use morphrt::engine::render_to_vec;
 use morphrt::engine::{Engine, Notice};
 use morphrt::graph::Plan;
-use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
+use morphrt::ops::{AnyNode, Io, NodeProcessor, NodeState, StateError};
 use morphrt::profile::Profile;
 use std::path::{Path, PathBuf};
 
@@ -226,7 +226,7 @@ struct PanicsAt {
     at: u64,
 }
 
-impl<S: morphrt::dsp::Sample> Processor<S> for PanicsAt {
+impl<S: morphrt::dsp::Sample> NodeProcessor<S> for PanicsAt {
     fn process(&mut self, io: &mut Io<'_, S>) {
         assert!(io.start < self.at, "a broken node");
         io.outputs[0][..io.frames].fill(S::from_f64(0.25));

@@ -202,7 +202,7 @@ fn a_convolution_history_is_captured_in_parts_exactly_as_at_n() {
 /// nodes `ids` replaced by `make()`'s processors.
 fn with_nodes<P>(text: &str, profile: Profile, ids: &[&str], make: impl Fn() -> P) -> Engine
 where
-    P: morphrt::ops::Processor<f32> + morphrt::ops::Processor<f64> + 'static,
+    P: morphrt::ops::NodeProcessor<f32> + morphrt::ops::NodeProcessor<f64> + 'static,
 {
     use morphrt::ops::AnyNode;
     let mut plan = common::plan(text, Some(profile), 64);
@@ -334,7 +334,7 @@ struct Burst {
     value: Option<f64>,
 }
 
-impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Burst {
+impl<S: morphrt::dsp::Sample> morphrt::ops::NodeProcessor<S> for Burst {
     fn process(&mut self, io: &mut morphrt::ops::Io<'_, S>) {
         let big = self.value.unwrap_or(3.0e38);
         for i in 0..io.frames {

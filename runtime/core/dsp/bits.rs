@@ -2,12 +2,12 @@
 //! files store them.
 
 /// Each value as 16 hex digits of its bit pattern.
-pub fn to_hex(v: &[f64]) -> Vec<String> {
+pub(crate) fn to_hex(v: &[f64]) -> Vec<String> {
     v.iter().map(|x| format!("{:016x}", x.to_bits())).collect()
 }
 
 /// The value whose bit pattern the hex digits spell, if they do.
-pub fn from_hex(s: &str) -> Option<f64> {
+pub(crate) fn from_hex(s: &str) -> Option<f64> {
     u64::from_str_radix(s, 16).ok().map(f64::from_bits)
 }
 

@@ -14,7 +14,7 @@ mod arch {
     const FTZ_DAZ: u32 = (1 << 15) | (1 << 6);
 
     #[inline]
-    pub fn read() -> u32 {
+    pub(crate) fn read() -> u32 {
         let mut v: u32 = 0;
         // SAFETY: stmxcsr stores the 32-bit MXCSR to the given address.
         unsafe {
@@ -24,7 +24,7 @@ mod arch {
     }
 
     #[inline]
-    pub fn write(v: u32) {
+    pub(crate) fn write(v: u32) {
         // SAFETY: ldmxcsr loads MXCSR; only the FTZ/DAZ bits are changed by callers.
         unsafe {
             std::arch::asm!("ldmxcsr [{}]", in(reg) &v, options(nostack, readonly, preserves_flags));
@@ -32,7 +32,7 @@ mod arch {
     }
 
     #[inline]
-    pub fn with_flush(v: u32, flush: bool) -> u32 {
+    pub(crate) fn with_flush(v: u32, flush: bool) -> u32 {
         if flush {
             v | FTZ_DAZ
         } else {
@@ -40,7 +40,7 @@ mod arch {
         }
     }
 
-    pub fn is_flush(v: u32) -> bool {
+    pub(crate) fn is_flush(v: u32) -> bool {
         v & FTZ_DAZ == FTZ_DAZ
     }
 }
@@ -50,7 +50,7 @@ mod arch {
     const FZ: u64 = 1 << 24;
 
     #[inline]
-    pub fn read() -> u64 {
+    pub(crate) fn read() -> u64 {
         let v: u64;
         // SAFETY: reading FPCR has no side effects.
         unsafe {
@@ -60,7 +60,7 @@ mod arch {
     }
 
     #[inline]
-    pub fn write(v: u64) {
+    pub(crate) fn write(v: u64) {
         // SAFETY: only the FZ bit is changed by callers.
         unsafe {
             std::arch::asm!("msr fpcr, {}", in(reg) v, options(nomem, nostack, preserves_flags));
@@ -68,7 +68,7 @@ mod arch {
     }
 
     #[inline]
-    pub fn with_flush(v: u64, flush: bool) -> u64 {
+    pub(crate) fn with_flush(v: u64, flush: bool) -> u64 {
         if flush {
             v | FZ
         } else {
@@ -76,21 +76,21 @@ mod arch {
         }
     }
 
-    pub fn is_flush(v: u64) -> bool {
+    pub(crate) fn is_flush(v: u64) -> bool {
         v & FZ == FZ
     }
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod arch {
-    pub fn read() -> u32 {
+    pub(crate) fn read() -> u32 {
         0
     }
-    pub fn write(_v: u32) {}
-    pub fn with_flush(v: u32, _flush: bool) -> u32 {
+    pub(crate) fn write(_v: u32) {}
+    pub(crate) fn with_flush(v: u32, _flush: bool) -> u32 {
         v
     }
-    pub fn is_flush(_v: u32) -> bool {
+    pub(crate) fn is_flush(_v: u32) -> bool {
         false
     }
 }
@@ -116,7 +116,7 @@ impl FpGuard {
     /// Switches mode inside the guarded section (between runs of nodes whose
     /// pinned profiles need different modes).
     #[inline]
-    pub fn set_flush(&self, flush: bool) {
+    pub(crate) fn set_flush(&self, flush: bool) {
         arch::write(arch::with_flush(arch::read(), flush));
     }
 }

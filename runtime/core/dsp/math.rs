@@ -24,7 +24,7 @@ pub enum MathKind {
 }
 
 impl MathKind {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             MathKind::Strict => "libm",
             MathKind::Std => "std",
@@ -67,7 +67,7 @@ macro_rules! per_precision {
 }
 
 /// The pinned `libm` for everything.
-pub struct StrictMath;
+pub(crate) struct StrictMath;
 
 impl Math for StrictMath {
     const KIND: MathKind = MathKind::Strict;
@@ -108,7 +108,7 @@ impl Math for StrictMath {
 }
 
 /// `std` for everything.
-pub struct StdMath;
+pub(crate) struct StdMath;
 
 impl Math for StdMath {
     const KIND: MathKind = MathKind::Std;
@@ -149,7 +149,7 @@ impl Math for StdMath {
 }
 
 /// Approximations on the signal path, `std` for coefficients.
-pub struct FastMath;
+pub(crate) struct FastMath;
 
 const PI: f64 = core::f64::consts::PI;
 

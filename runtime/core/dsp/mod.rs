@@ -3,19 +3,20 @@
 //! streams and their vectorised Philox kernel, sample-rate conversion, and
 //! the named-array form in which any of them snapshots state.
 
-pub mod bits;
+#[cfg(test)]
+pub(crate) mod bits;
 pub mod fft;
 pub mod fpmode;
-pub mod math;
-pub mod oversample;
-pub mod philox;
+pub(crate) mod math;
+pub(crate) mod oversample;
+pub(crate) mod philox;
 pub mod resample;
 pub mod rng;
-pub mod sample;
-pub mod state;
-pub mod strict_sin;
+pub(crate) mod sample;
+pub(crate) mod state;
+pub(crate) mod strict_sin;
 pub mod vector;
-pub mod window;
+pub(crate) mod window;
 
-pub use math::{FastMath, Math, MathKind, StdMath, StrictMath};
+pub(crate) use math::{FastMath, Math, MathKind, StdMath, StrictMath};
 pub use sample::{Precision, Sample};

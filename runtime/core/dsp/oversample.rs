@@ -54,20 +54,20 @@ use super::sample::Sample;
 use super::state::{NodeState, StateError};
 
 /// Length of the first (2·fs) half-band stage.
-pub const STAGE1_LEN: usize = 79;
+pub(crate) const STAGE1_LEN: usize = 79;
 /// Kaiser β of the first stage.
-pub const STAGE1_BETA: f64 = 9.6;
+pub(crate) const STAGE1_BETA: f64 = 9.6;
 /// Length of the second (4·fs) half-band stage.
-pub const STAGE2_LEN: usize = 23;
+pub(crate) const STAGE2_LEN: usize = 23;
 /// Kaiser β of the second stage.
-pub const STAGE2_BETA: f64 = 9.6;
+pub(crate) const STAGE2_BETA: f64 = 9.6;
 
 /// The oversampling factors supported.
-pub const FACTORS: [u32; 3] = [1, 2, 4];
+pub(crate) const FACTORS: [u32; 3] = [1, 2, 4];
 
 /// Modified Bessel function of the first kind, order 0, by its power series
 /// `Σ ((x/2)^k / k!)²`, summed until the term no longer changes the sum.
-pub fn bessel_i0(x: f64) -> f64 {
+pub(crate) fn bessel_i0(x: f64) -> f64 {
     let half = x / 2.0;
     let mut term = 1.0;
     let mut sum = 1.0;
@@ -86,7 +86,7 @@ pub fn bessel_i0(x: f64) -> f64 {
 
 /// A Kaiser-windowed half-band lowpass of odd length `len = 4K + 3` (cutoff
 /// at a quarter of its sample rate). Returns all `len` taps.
-pub fn design_halfband(len: usize, beta: f64) -> Vec<f64> {
+pub(crate) fn design_halfband(len: usize, beta: f64) -> Vec<f64> {
     assert!(len % 4 == 3, "half-band length must be 4K + 3, got {len}");
     let c = (len - 1) / 2;
     let i0_beta = bessel_i0(beta);
@@ -120,17 +120,17 @@ pub fn design_halfband(len: usize, beta: f64) -> Vec<f64> {
 }
 
 /// The taps of stage 1 (`STAGE1_LEN` of them).
-pub fn stage1_taps() -> Vec<f64> {
+pub(crate) fn stage1_taps() -> Vec<f64> {
     design_halfband(STAGE1_LEN, STAGE1_BETA)
 }
 
 /// The taps of stage 2 (`STAGE2_LEN` of them).
-pub fn stage2_taps() -> Vec<f64> {
+pub(crate) fn stage2_taps() -> Vec<f64> {
     design_halfband(STAGE2_LEN, STAGE2_BETA)
 }
 
 /// Latency in base-rate samples of the up → down path at `factor` (1, 2 or 4).
-pub const fn latency_samples(factor: u32) -> usize {
+pub(crate) const fn latency_samples(factor: u32) -> usize {
     let c1 = (STAGE1_LEN - 1) / 2;
     let c2 = (STAGE2_LEN - 1) / 2;
     match factor {
@@ -142,12 +142,12 @@ pub const fn latency_samples(factor: u32) -> usize {
 }
 
 /// The latency every [`Oversampler`] reports, whatever its factor.
-pub const MAX_LATENCY: usize = latency_samples(4);
+pub(crate) const MAX_LATENCY: usize = latency_samples(4);
 
 /// Base-rate inputs kept for re-priming another factor's path after a
 /// restore: longer than every filter history plus the latency ring, with
 /// room for a stateful nonlinearity to settle.
-pub const INPUT_HISTORY: usize = 256;
+pub(crate) const INPUT_HISTORY: usize = 256;
 
 /// A history of the last `P` samples, newest first, as a contiguous slice
 /// (a doubled ring: each sample is written twice).
@@ -267,7 +267,7 @@ impl<S: Sample> Down<S> {
 /// A 1×/2×/4× oversampling wrapper around a per-sample nonlinearity, whose
 /// output is always delayed by [`MAX_LATENCY`] base samples.
 #[derive(Clone, Debug)]
-pub struct Oversampler<S> {
+pub(crate) struct Oversampler<S> {
     factor: u32,
     s1: Stage<S>,
     s2: Stage<S>,
@@ -292,7 +292,7 @@ pub struct Oversampler<S> {
 impl<S: Sample> Oversampler<S> {
     /// Designs the filters and allocates every buffer (any factor can later
     /// be selected without allocating).
-    pub fn new(factor: u32) -> Oversampler<S> {
+    pub(crate) fn new(factor: u32) -> Oversampler<S> {
         let s1 = Stage::new(&stage1_taps());
         let s2 = Stage::new(&stage2_taps());
         let (p1, p2) = (s1.phase_len(), s2.phase_len());
@@ -331,7 +331,7 @@ impl<S: Sample> Oversampler<S> {
         }
     }
 
-    pub fn factor(&self) -> u32 {
+    pub(crate) fn factor(&self) -> u32 {
         self.factor
     }
 
@@ -341,7 +341,7 @@ impl<S: Sample> Oversampler<S> {
     /// input history at the next [`process`](Self::process) (see the module
     /// documentation), so the output continues instead of going silent for
     /// the latency. Allocation-free.
-    pub fn set_factor(&mut self, factor: u32) {
+    pub(crate) fn set_factor(&mut self, factor: u32) {
         let f = Self::valid(factor);
         if f == self.factor {
             return;
@@ -355,11 +355,11 @@ impl<S: Sample> Oversampler<S> {
     }
 
     /// The output delay in base samples (the same for every factor).
-    pub fn latency(&self) -> usize {
+    pub(crate) fn latency(&self) -> usize {
         MAX_LATENCY
     }
 
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.clear_path();
         self.comp.clear();
         self.input.clear();
@@ -381,7 +381,7 @@ impl<S: Sample> Oversampler<S> {
 
     /// True after a restore from another factor until the next
     /// [`process`](Self::process) or [`prime`](Self::prime).
-    pub fn needs_prime(&self) -> bool {
+    pub(crate) fn needs_prime(&self) -> bool {
         self.prime_pending
     }
 
@@ -391,7 +391,7 @@ impl<S: Sample> Oversampler<S> {
     /// where they come due. Does nothing unless [`needs_prime`](Self::needs_prime).
     /// A caller whose `f` has state it must not advance (a solver) passes a
     /// copy of it here before calling `process`. Allocation-free.
-    pub fn prime<F: FnMut(S) -> S>(&mut self, mut f: F) {
+    pub(crate) fn prime<F: FnMut(S) -> S>(&mut self, mut f: F) {
         if !self.prime_pending {
             return;
         }
@@ -444,7 +444,7 @@ impl<S: Sample> Oversampler<S> {
     /// `factor` samples in time order, decimate, and delay the result to
     /// [`MAX_LATENCY`].
     #[inline]
-    pub fn process<F: FnMut(S) -> S>(&mut self, x: S, mut f: F) -> S {
+    pub(crate) fn process<F: FnMut(S) -> S>(&mut self, x: S, mut f: F) -> S {
         if self.prime_pending {
             self.prime(&mut f);
         }
@@ -457,7 +457,7 @@ impl<S: Sample> Oversampler<S> {
     /// Writes the filter histories (every stage, whatever the factor, so the
     /// state has one shape) under `os_*` names, with the factor (`os_factor`)
     /// and the base-rate input history (`os_in`, position `os_in_pos`).
-    pub fn snapshot(&self, st: &mut NodeState) {
+    pub(crate) fn snapshot(&self, st: &mut NodeState) {
         st.put_u64("os_factor", self.factor as u64);
         st.put_samples("os_in", &self.input.buf);
         st.put_u64("os_in_pos", self.input.pos as u64);
@@ -489,7 +489,7 @@ impl<S: Sample> Oversampler<S> {
     /// A state from the same factor (or one without `os_factor`) is loaded
     /// as it is. A state from another factor keeps time: see the module
     /// documentation.
-    pub fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+    pub(crate) fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
         let old = match st.get_u64("os_factor") {
             Ok(f) if f <= 4 && FACTORS.contains(&(f as u32)) => f as u32,
             Ok(f) => {

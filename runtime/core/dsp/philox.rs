@@ -24,7 +24,7 @@
 use super::vector::{Isa, SimdLevel};
 
 /// Blocks computed by one [`blocks`] call (a 64-frame block of noise).
-pub const BLOCKS: usize = 16;
+pub(crate) const BLOCKS: usize = 16;
 
 const M0: u64 = 0xD251_1F53;
 const M1: u64 = 0xCD9E_8D57;
@@ -113,7 +113,7 @@ unsafe fn blocks_avx512(key: [u32; 2], upper: [u32; 2], q0: u64, out: &mut [[u32
 /// `out[i]` = Philox4x32-10 at counter `[(q0 + i) lo, (q0 + i) hi, upper[0],
 /// upper[1]]` with `key`, for `i` in `0..BLOCKS` (`q0 + i` wrapping): the same
 /// words at every level.
-pub fn blocks(
+pub(crate) fn blocks(
     level: SimdLevel,
     key: [u32; 2],
     upper: [u32; 2],

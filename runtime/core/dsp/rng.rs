@@ -6,7 +6,7 @@
 //! - the node's key is [low 32 bits, high 32 bits] of
 //!   [`hash64`]`(global_seed, node_id, local_seed)` =
 //!   `mix64(mix64(mix64(global_seed) ^ fnv1a64(node_id)) ^ local_seed)`,
-//!   with [`fnv1a64`] FNV-1a 64 over the UTF-8 bytes and [`mix64`] the
+//!   with `fnv1a64` FNV-1a 64 over the UTF-8 bytes and [`mix64`] the
 //!   SplitMix64 finalizer; `local_seed` is the node's `seed` param;
 //! - sample `n` of stream `s` is word `n % 4` of Philox 4×32-10 at counter
 //!   [(n/4) low 32, (n/4) high 32, s, 0] ([`NoiseStream`]), so noise is
@@ -21,7 +21,7 @@ use super::sample::Sample;
 use super::vector::{Isa, SimdLevel};
 
 /// FNV-1a 64 over the UTF-8 bytes.
-pub fn fnv1a64(s: &str) -> u64 {
+pub(crate) fn fnv1a64(s: &str) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
     for b in s.as_bytes() {
         h ^= *b as u64;
@@ -65,7 +65,7 @@ impl NoiseStream {
 
     /// [`new`](Self::new) with [`fill`](Self::fill) at `level` (the same
     /// words at every level).
-    pub fn with_level(hash: u64, stream: u32, level: SimdLevel) -> NoiseStream {
+    pub(crate) fn with_level(hash: u64, stream: u32, level: SimdLevel) -> NoiseStream {
         let key = [hash as u32, (hash >> 32) as u32];
         let block = Self::compute(key, stream, 0);
         NoiseStream {
@@ -84,7 +84,7 @@ impl NoiseStream {
 
     /// The raw word for absolute sample `n`.
     #[inline]
-    pub fn word(&mut self, n: u64) -> u32 {
+    pub(crate) fn word(&mut self, n: u64) -> u32 {
         let b = n / 4;
         if b != self.block_index {
             self.block = Self::compute(self.key, self.stream, b);
@@ -106,13 +106,13 @@ impl NoiseStream {
     /// stream's [`SimdLevel`] (a run of at most [`FEW`](Self::FEW) blocks is
     /// computed block by block), and are mapped in one plain loop. No
     /// allocation.
-    pub fn fill<S: Sample>(&mut self, start: u64, out: &mut [S]) {
+    pub(crate) fn fill<S: Sample>(&mut self, start: u64, out: &mut [S]) {
         self.fill_at::<S, false>(start, out, S::ONE)
     }
 
     /// [`fill`](Self::fill)'s samples times `amp` (`amp · sample`, the same
     /// bits as filling and then scaling), in one pass.
-    pub fn fill_scaled<S: Sample>(&mut self, start: u64, out: &mut [S], amp: S) {
+    pub(crate) fn fill_scaled<S: Sample>(&mut self, start: u64, out: &mut [S], amp: S) {
         self.fill_at::<S, true>(start, out, amp)
     }
 

@@ -7,7 +7,9 @@ use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 /// The numeric precision a node runs at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Precision {
+    /// IEEE-754 single precision (`f32`).
     F32,
+    /// IEEE-754 double precision (`f64`): the strict profile's.
     F64,
 }
 
@@ -50,8 +52,11 @@ pub trait Sample:
     + SubAssign
     + MulAssign
 {
+    /// The precision this type is.
     const PRECISION: Precision;
+    /// Zero.
     const ZERO: Self;
+    /// One.
     const ONE: Self;
     /// The smallest positive normal number; below it lie the subnormals.
     const MIN_POSITIVE: Self;
@@ -64,10 +69,13 @@ pub trait Sample:
     fn from_f32(v: f32) -> Self;
     /// Rounds to nearest (f64) or is exact (f32).
     fn to_f32(self) -> f32;
+    /// Neither infinite nor NaN.
     fn is_finite(self) -> bool;
+    /// The absolute value (exact).
     fn abs(self) -> Self;
     /// IEEE-754 correctly rounded square root (allowed on strict paths).
     fn sqrt(self) -> Self;
+    /// The largest integer not above it (exact).
     fn floor(self) -> Self;
     /// The locked Philox word → sample mapping of [`crate::dsp::rng`] (exact):
     /// f64 `u * 2^-31 - 1`, f32 `(u >> 8) * 2^-23 - 1`.
@@ -100,10 +108,12 @@ pub trait Sample:
     /// Plans a rustfft/realfft transform at this precision.
     fn plan_rustfft(n: usize, norm: FftNorm) -> Box<dyn RealFft<Self>>;
 
+    /// The nearest value to `v` (through f64).
     #[inline]
     fn from_usize(v: usize) -> Self {
         Self::from_f64(v as f64)
     }
+    /// The larger of the two; `other` when they compare unordered (NaN).
     #[inline]
     fn max(self, other: Self) -> Self {
         if self > other {
@@ -112,6 +122,7 @@ pub trait Sample:
             other
         }
     }
+    /// The smaller of the two; `other` when they compare unordered (NaN).
     #[inline]
     fn min(self, other: Self) -> Self {
         if self < other {
@@ -120,6 +131,7 @@ pub trait Sample:
             other
         }
     }
+    /// Limited to `lo…hi` (`lo` ≤ `hi`): `max(lo)`, then `min(hi)`.
     #[inline]
     fn clamp(self, lo: Self, hi: Self) -> Self {
         self.max(lo).min(hi)

@@ -36,7 +36,7 @@ pub struct NodeState {
 }
 
 /// How far a state copy spread over several calls has come (see
-/// `Processor::capture_part` in `ops`): a capture at block boundary N must
+/// `NodeProcessor::capture_part` in `ops`): a capture at block boundary N must
 /// not copy a 30 s delay line in one audio callback, so long histories are
 /// copied in parts over the next blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +52,7 @@ pub enum Progress {
 /// read oldest first from index `start` (where the next frame writes), as
 /// at most two contiguous index ranges, and where the copy stands after it
 /// (≥ `len`: complete).
-pub fn ring_part(
+pub(crate) fn ring_part(
     len: usize,
     start: usize,
     done: usize,
@@ -69,7 +69,7 @@ pub fn ring_part(
 }
 
 /// Zeroes a node's buffers a part at a time, for a reset spread over
-/// blocks (see `Processor::reset_part` in `ops`): the buffers, visited in
+/// blocks (see `NodeProcessor::reset_part` in `ops`): the buffers, visited in
 /// the same order on every call, are one long sequence, and a call zeroes
 /// its `[done, done + budget)`.
 pub struct PartClear {
@@ -81,7 +81,7 @@ pub struct PartClear {
 
 impl PartClear {
     /// The part `[done, done + budget)` of the sequence.
-    pub fn new(done: usize, budget: usize) -> PartClear {
+    pub(crate) fn new(done: usize, budget: usize) -> PartClear {
         PartClear {
             from: done,
             to: done.saturating_add(budget),
@@ -91,7 +91,7 @@ impl PartClear {
 
     /// Zeroes this buffer's share of the part; call for every buffer, in
     /// the same order each time.
-    pub fn zero<T: Copy>(&mut self, buf: &mut [T], zero: T) {
+    pub(crate) fn zero<T: Copy>(&mut self, buf: &mut [T], zero: T) {
         let lo = self.from.clamp(self.base, self.base + buf.len()) - self.base;
         let hi = self.to.clamp(self.base, self.base + buf.len()) - self.base;
         buf[lo..hi].fill(zero);
@@ -99,7 +99,7 @@ impl PartClear {
     }
 
     /// After every buffer: complete, or where the next part starts.
-    pub fn progress(&self) -> Progress {
+    pub(crate) fn progress(&self) -> Progress {
         if self.to >= self.base {
             Progress::Done
         } else {
@@ -116,8 +116,11 @@ pub enum StateError {
     Missing(&'static str),
     /// An array of another length (a node built with other sizes).
     Shape {
+        /// The entry's name.
         name: &'static str,
+        /// The length this node holds.
         expected: usize,
+        /// The length the state holds.
         found: usize,
     },
     /// An entry of another kind (a number where samples were expected).
@@ -161,7 +164,7 @@ impl NodeState {
     }
 
     /// Writes an array of samples at the sample type's precision.
-    pub fn put_samples<S: Sample>(&mut self, name: &'static str, data: &[S]) {
+    pub(crate) fn put_samples<S: Sample>(&mut self, name: &'static str, data: &[S]) {
         let slot = self.slot(name);
         match S::PRECISION {
             Precision::F64 => {
@@ -192,7 +195,7 @@ impl NodeState {
     /// sample type's precision, which allocates: the audio thread only ever
     /// writes parts into a state an earlier full write shaped. A part that
     /// would run past `total` is cut there.
-    pub fn put_samples_part<S: Sample>(
+    pub(crate) fn put_samples_part<S: Sample>(
         &mut self,
         name: &'static str,
         total: usize,
@@ -231,7 +234,7 @@ impl NodeState {
     /// indices (see [`put_samples_part`](Self::put_samples_part) and
     /// [`ring_part`]). Returns where the copy stands (≥ `buf.len()`:
     /// complete).
-    pub fn put_ring_part<S: Sample>(
+    pub(crate) fn put_ring_part<S: Sample>(
         &mut self,
         name: &'static str,
         buf: &[S],
@@ -252,27 +255,27 @@ impl NodeState {
     }
 
     /// Writes one sample-precision scalar (an array of length 1).
-    pub fn put_sample<S: Sample>(&mut self, name: &'static str, v: S) {
+    pub(crate) fn put_sample<S: Sample>(&mut self, name: &'static str, v: S) {
         self.put_samples(name, &[v]);
     }
 
     /// Writes a counter or fixed-point value, kept exact across precisions.
-    pub fn put_u64(&mut self, name: &'static str, v: u64) {
+    pub(crate) fn put_u64(&mut self, name: &'static str, v: u64) {
         *self.slot(name) = StateValue::U64(v);
     }
 
     /// Writes a signed counter, kept exact across precisions.
-    pub fn put_i64(&mut self, name: &'static str, v: i64) {
+    pub(crate) fn put_i64(&mut self, name: &'static str, v: i64) {
         *self.slot(name) = StateValue::I64(v);
     }
 
     /// Writes a flag.
-    pub fn put_bool(&mut self, name: &'static str, v: bool) {
+    pub(crate) fn put_bool(&mut self, name: &'static str, v: bool) {
         *self.slot(name) = StateValue::Bool(v);
     }
 
     /// Reads an array into `out`, converting precision; the lengths must match.
-    pub fn get_samples<S: Sample>(
+    pub(crate) fn get_samples<S: Sample>(
         &self,
         name: &'static str,
         out: &mut [S],
@@ -305,14 +308,14 @@ impl NodeState {
     }
 
     /// Reads a scalar written by [`put_sample`](Self::put_sample), converting precision.
-    pub fn get_sample<S: Sample>(&self, name: &'static str) -> Result<S, StateError> {
+    pub(crate) fn get_sample<S: Sample>(&self, name: &'static str) -> Result<S, StateError> {
         let mut v = [S::ZERO];
         self.get_samples(name, &mut v)?;
         Ok(v[0])
     }
 
     /// Reads a value written by [`put_u64`](Self::put_u64).
-    pub fn get_u64(&self, name: &'static str) -> Result<u64, StateError> {
+    pub(crate) fn get_u64(&self, name: &'static str) -> Result<u64, StateError> {
         match self.get(name)? {
             StateValue::U64(v) => Ok(*v),
             _ => Err(StateError::Kind(name)),
@@ -320,7 +323,7 @@ impl NodeState {
     }
 
     /// Reads a value written by [`put_i64`](Self::put_i64).
-    pub fn get_i64(&self, name: &'static str) -> Result<i64, StateError> {
+    pub(crate) fn get_i64(&self, name: &'static str) -> Result<i64, StateError> {
         match self.get(name)? {
             StateValue::I64(v) => Ok(*v),
             _ => Err(StateError::Kind(name)),
@@ -328,7 +331,7 @@ impl NodeState {
     }
 
     /// Reads a flag written by [`put_bool`](Self::put_bool).
-    pub fn get_bool(&self, name: &'static str) -> Result<bool, StateError> {
+    pub(crate) fn get_bool(&self, name: &'static str) -> Result<bool, StateError> {
         match self.get(name)? {
             StateValue::Bool(v) => Ok(*v),
             _ => Err(StateError::Kind(name)),

@@ -151,7 +151,7 @@ unsafe fn sin_lanes_avx512<S: Sample>(x: &mut [S]) {
 /// `x[i] = libm::sin(x[i])` for every element, the same bits as the call,
 /// at every [`SimdLevel`]. Only for f64 samples: an f32 `S` would round the
 /// argument and the result (strict f32 uses `libm::sinf`).
-pub fn sin_block<S: Sample>(level: SimdLevel, x: &mut [S]) {
+pub(crate) fn sin_block<S: Sample>(level: SimdLevel, x: &mut [S]) {
     #[cfg(target_arch = "x86_64")]
     if level.isa() == Isa::Avx512 {
         // SAFETY: a `SimdLevel` is only ever an ISA this CPU has (AVX-512F

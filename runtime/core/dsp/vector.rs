@@ -11,13 +11,13 @@
 use super::sample::Sample;
 
 /// Samples a kernel computes side by side.
-pub const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 /// The instruction sets a kernel can run with, narrowest first: a name to
 /// ask for ([`SimdLevel::at_most`]) and to dispatch on ([`SimdLevel::isa`]).
 /// Holding one proves nothing about the CPU; a [`SimdLevel`] does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Isa {
+pub(crate) enum Isa {
     /// The build's own target (SSE2 on a default x86-64 build).
     Base,
     /// x86-64 with AVX2.
@@ -27,12 +27,12 @@ pub enum Isa {
     Avx512,
 }
 
-/// The instruction set a kernel runs with: an [`Isa`] this CPU is known to
+/// The instruction set a kernel runs with: an `Isa` this CPU is known to
 /// have. Its field is private and every constructor checks the CPU
-/// ([`detect`](Self::detect), [`at_most`](Self::at_most),
+/// (`detect`, `at_most`,
 /// [`available`](Self::available)) or asks for nothing
-/// ([`BASE`](Self::BASE)), so a kernel that takes a `SimdLevel` may enter
-/// `#[target_feature]` code for its [`isa`](Self::isa) soundly.
+/// (`BASE`), so a kernel that takes a `SimdLevel` may enter
+/// `#[target_feature]` code for its `isa` soundly.
 ///
 /// ```compile_fail
 /// use morphrt::dsp::vector::{Isa, SimdLevel};
@@ -84,31 +84,33 @@ impl Features {
 
 impl SimdLevel {
     /// The build's own target: every CPU the binary runs on has it.
-    pub const BASE: SimdLevel = SimdLevel(Isa::Base);
+    pub(crate) const BASE: SimdLevel = SimdLevel(Isa::Base);
 
     /// The widest level this CPU runs. Call it while building a node, not per
     /// block.
-    pub fn detect() -> SimdLevel {
+    pub(crate) fn detect() -> SimdLevel {
         SimdLevel(Features::of_cpu().top())
     }
 
     /// `requested`, or the widest level this CPU runs if that is narrower:
     /// never a level the CPU lacks.
-    pub fn at_most(requested: Isa) -> SimdLevel {
+    #[cfg(test)]
+    pub(crate) fn at_most(requested: Isa) -> SimdLevel {
         Self::at_most_with(requested, Features::of_cpu())
     }
 
+    #[cfg(test)]
     fn at_most_with(requested: Isa, cpu: Features) -> SimdLevel {
         SimdLevel(requested.min(cpu.top()))
     }
 
     /// The instruction set, to dispatch on.
-    pub fn isa(self) -> Isa {
+    pub(crate) fn isa(self) -> Isa {
         self.0
     }
 
     /// Whether this level runs AVX2 code (`Avx2` and `Avx512`).
-    pub fn has_avx2(self) -> bool {
+    pub(crate) fn has_avx2(self) -> bool {
         self.0 >= Isa::Avx2
     }
 
@@ -136,7 +138,7 @@ const K9: f32 = (TAU * TAU * TAU * TAU * TAU * TAU * TAU * TAU * TAU / 362880.0)
 /// polynomial to v⁹ (absolute error ≤ 4e-6; live's fast math, see
 /// [`crate::dsp::math`], allows 1e-4).
 #[inline(always)]
-pub fn sin_turns(t: f32) -> f32 {
+pub(crate) fn sin_turns(t: f32) -> f32 {
     // sin(2πt) = sin(π − 2πt) = sin(2πw), w ∈ (−½, ½].
     let w = 0.5 - t;
     // sin(2πw) = sin(2π(±½ − w)): fold |w| > ¼ into [−¼, ¼].
@@ -150,14 +152,14 @@ pub fn sin_turns(t: f32) -> f32 {
 /// bits, exact in f32 (the same value as `f32::from_phase`, through a 32-bit
 /// conversion the vector units have).
 #[inline(always)]
-pub fn phase_turns(phase: u64) -> f32 {
+pub(crate) fn phase_turns(phase: u64) -> f32 {
     ((phase >> 40) as u32 as i32) as f32 * (1.0 / 16777216.0)
 }
 
 /// A phase offset in turns (any finite number; NaN counts as 0) as a u64
 /// fixed-point fraction of a cycle, to 2^-32 of a cycle. No call, no branch.
 #[inline]
-pub fn turns_to_phase(turns: f64) -> u64 {
+pub(crate) fn turns_to_phase(turns: f64) -> u64 {
     let whole = turns as i64;
     let frac = turns - whole as f64;
     ((frac * 4294967296.0) as i64 as u64) << 32
@@ -218,7 +220,7 @@ const FINE: f32 = (TAU / 4294967296.0) as f32;
 /// against the exact phase ≤ 4e-7 per component (a test measures it; the
 /// phase below 2^-32 of a cycle is dropped, ≤ 1.5e-9 of it).
 #[inline(always)]
-pub fn turn_cis(phase: u64) -> (f32, f32) {
+pub(crate) fn turn_cis(phase: u64) -> (f32, f32) {
     let [c0, s0] = CIS256[(phase >> 56) as usize];
     let d = (((phase >> 32) as u32 & 0x00ff_ffff) as i32) as f32 * FINE;
     let d2 = d * d;
@@ -228,10 +230,10 @@ pub fn turn_cis(phase: u64) -> (f32, f32) {
 }
 
 /// Samples between two re-seeds of [`sine_block`]: the grid of anchors.
-pub const SEGMENT: usize = 64;
+pub(crate) const SEGMENT: usize = 64;
 
 /// Steps within a quarter of a segment: the j of w^j a sample reads.
-pub const QUARTER: usize = 16;
+pub(crate) const QUARTER: usize = 16;
 
 /// What [`sine_block`] needs of an increment, computed once per frequency
 /// change (no allocation; kept in the node): `w^j = e^{2πi·j·inc/2^64}`
@@ -241,7 +243,7 @@ pub const QUARTER: usize = 16;
 /// fields a kernel reads first.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
-pub struct SineSteps {
+pub(crate) struct SineSteps {
     /// Re and Im of w^j, j < 16.
     re: [f32; QUARTER],
     im: [f32; QUARTER],
@@ -265,9 +267,9 @@ impl Default for SineSteps {
 impl SineSteps {
     /// Where the increment and the grid's fields lie in the struct (the
     /// line a kernel reads before the steps themselves).
-    pub const HEADER: usize = std::mem::offset_of!(SineSteps, inc);
+    pub(crate) const HEADER: usize = std::mem::offset_of!(SineSteps, inc);
 
-    pub fn new(inc: u64) -> SineSteps {
+    pub(crate) fn new(inc: u64) -> SineSteps {
         // The steps of `inc = 0` (w = 1), then those of `inc`.
         let mut s = SineSteps {
             re: [1.0; QUARTER],
@@ -284,14 +286,14 @@ impl SineSteps {
 
     /// The increment the steps are for.
     #[inline]
-    pub fn inc(&self) -> u64 {
+    pub(crate) fn inc(&self) -> u64 {
         self.inc
     }
 
     /// Recompute the steps for `inc` (a no-op when it is the current one's).
     /// Bounded work: one `libm::sincos` and 48 complex products in f64.
     #[inline]
-    pub fn set(&mut self, inc: u64) {
+    pub(crate) fn set(&mut self, inc: u64) {
         if inc != self.inc {
             self.recompute(inc);
         }
@@ -351,7 +353,7 @@ impl SineSteps {
     /// period are, and the rest do not change the output: the anchor
     /// phase and the steps repeat with the period).
     #[inline(always)]
-    pub fn position(&self, phase: u64) -> usize {
+    pub(crate) fn position(&self, phase: u64) -> usize {
         ((phase >> self.shift).wrapping_mul(self.inv) & (SEGMENT as u64 - 1)) as usize
     }
 }
@@ -484,7 +486,7 @@ fn sine_block_at<S: Sample, const ADD: bool>(
 /// carried from sample to sample (≤ 1e-6 against sin of the exact phase; a
 /// test measures it). Two products and a sum per sample, the same
 /// operations at every level, so the same bits.
-pub fn sine_block<S: Sample>(
+pub(crate) fn sine_block<S: Sample>(
     level: SimdLevel,
     steps: &SineSteps,
     phase: u64,
@@ -498,7 +500,7 @@ pub fn sine_block<S: Sample>(
 /// [`sine_block`]'s samples added to `out` (`out[i] = out[i] + sample`,
 /// the sample rounded to `S` first): the same bits as writing them to a
 /// buffer of their own and adding that buffer, without the buffer.
-pub fn sine_block_add<S: Sample>(
+pub(crate) fn sine_block_add<S: Sample>(
     level: SimdLevel,
     steps: &SineSteps,
     phase: u64,
@@ -513,15 +515,15 @@ pub fn sine_block_add<S: Sample>(
 /// (which must be on the grid of anchors: [`SineSteps::position`] 0), its
 /// phase offset and its amp.
 #[derive(Clone, Copy)]
-pub struct SineMember<'a> {
-    pub steps: &'a SineSteps,
-    pub phase: u64,
-    pub offset: u64,
-    pub amp: f32,
+pub(crate) struct SineMember<'a> {
+    pub(crate) steps: &'a SineSteps,
+    pub(crate) phase: u64,
+    pub(crate) offset: u64,
+    pub(crate) amp: f32,
 }
 
 /// Where [`sine_group`] puts its members' samples.
-pub enum SineOut<'a, 'b, S> {
+pub(crate) enum SineOut<'a, 'b, S> {
     /// Member k's samples written to `outs[k]`.
     Each(&'a mut [&'b mut [S]]),
     /// Every member's samples added to one buffer in member order (the
@@ -638,7 +640,7 @@ unsafe fn sine_group_avx512<S: Sample>(
 /// chunk's seeds for all members side by side, then each member's samples.
 /// Every member's phase must be on the grid (position 0), so each chunk
 /// is one anchor's.
-pub fn sine_group<S: Sample>(
+pub(crate) fn sine_group<S: Sample>(
     level: SimdLevel,
     members: &[SineMember<'_>],
     n: usize,
@@ -662,7 +664,7 @@ pub fn sine_group<S: Sample>(
 /// so the engine's NaN/Inf rule names and silences the same node in every
 /// profile.
 #[inline(always)]
-pub fn fits_f32<S: Sample>(x: S) -> bool {
+pub(crate) fn fits_f32<S: Sample>(x: S) -> bool {
     x.abs() <= S::from_f64(f32::MAX as f64)
 }
 
@@ -670,7 +672,7 @@ pub fn fits_f32<S: Sample>(x: S) -> bool {
 /// `x` and NaN otherwise, summed in [`LANES`] lanes (one plain vector loop,
 /// no branch); in f64 a comparison per sample, in lanes too.
 #[inline]
-pub fn all_finite<S: Sample>(x: &[S]) -> bool {
+pub(crate) fn all_finite<S: Sample>(x: &[S]) -> bool {
     if S::PRECISION == crate::dsp::Precision::F64 {
         let mut ok = [true; LANES];
         let mut chunks = x.chunks_exact(LANES);
@@ -705,7 +707,8 @@ pub fn all_finite<S: Sample>(x: &[S]) -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-pub unsafe fn transpose16_avx512(m: &mut [[f32; 16]; 16]) {
+#[cfg(test)]
+pub(crate) unsafe fn transpose16_avx512(m: &mut [[f32; 16]; 16]) {
     use std::arch::x86_64::*;
     let p = m.as_mut_ptr() as *mut f32;
     let r: [__m512; 16] = core::array::from_fn(|i| _mm512_loadu_ps(p.add(16 * i)));
@@ -912,7 +915,7 @@ unsafe fn all_finite_avx2<S: Sample>(x: &[S]) -> bool {
 
 /// [`all_finite`] with the instruction set of `level`: the same answer.
 #[inline]
-pub fn all_finite_at<S: Sample>(level: SimdLevel, x: &[S]) -> bool {
+pub(crate) fn all_finite_at<S: Sample>(level: SimdLevel, x: &[S]) -> bool {
     #[cfg(target_arch = "x86_64")]
     if level.has_avx2() {
         // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.

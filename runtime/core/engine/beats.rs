@@ -14,7 +14,9 @@ use crate::scene::Rational;
 /// Beat `beat` at sample `sample`, then `spb` samples a beat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TempoMap {
+    /// The sample the anchor beat falls on.
     pub sample: u64,
+    /// The beat at `sample` (0 is the scene's start).
     pub beat: Rational,
     /// Samples a beat lasts, > 0.
     pub spb: Rational,
@@ -22,7 +24,7 @@ pub struct TempoMap {
 
 impl TempoMap {
     /// The map of a scene played from sample 0: beat b at b·spb.
-    pub fn from_start(spb: Rational) -> TempoMap {
+    pub(crate) fn from_start(spb: Rational) -> TempoMap {
         TempoMap {
             sample: 0,
             beat: Rational::ZERO,
@@ -31,13 +33,13 @@ impl TempoMap {
     }
 
     /// The beat the map stands at at sample `at` (exact).
-    pub fn beat_at(&self, at: u64) -> Option<Rational> {
+    pub(crate) fn beat_at(&self, at: u64) -> Option<Rational> {
         let since = Rational::from_int(at as i128 - self.sample as i128);
         self.beat.checked_add(since.checked_div(self.spb)?)
     }
 
     /// The exact sample beat `b` lands on.
-    pub fn exact_sample(&self, b: Rational) -> Option<Rational> {
+    pub(crate) fn exact_sample(&self, b: Rational) -> Option<Rational> {
         Rational::from_int(self.sample as i128)
             .checked_add(b.checked_sub(self.beat)?.checked_mul(self.spb)?)
     }
@@ -45,7 +47,7 @@ impl TempoMap {
     /// The map after a handover swapped at `at` to `spb` samples a beat:
     /// the same map when the tempo does not change, else one anchored at
     /// (`at`, the beat this map stands at there).
-    pub fn edited(self, at: u64, spb: Rational) -> Option<TempoMap> {
+    pub(crate) fn edited(self, at: u64, spb: Rational) -> Option<TempoMap> {
         if spb == self.spb {
             return Some(self);
         }
@@ -60,7 +62,7 @@ impl TempoMap {
 /// Where beat `b` lands when `old` played until the swap and `new` plays
 /// from it: before the new anchor's beat on the old map (already played,
 /// it does not move), from it on the new one; rounded half to even.
-pub fn beat_sample(old: &TempoMap, new: &TempoMap, b: Rational) -> Option<u64> {
+pub(crate) fn beat_sample(old: &TempoMap, new: &TempoMap, b: Rational) -> Option<u64> {
     let map = if b.checked_sub(new.beat)?.is_negative() {
         old
     } else {

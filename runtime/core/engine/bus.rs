@@ -12,14 +12,18 @@ pub struct BusT<S> {
 
 /// Owned bus buffers, one per channel.
 pub enum Bus {
+    /// Buffers of f32 samples.
     F32(BusT<f32>),
+    /// Buffers of f64 samples.
     F64(BusT<f64>),
 }
 
 /// A view of the bus after a block.
 #[derive(Clone, Copy)]
 pub enum BusRef<'a> {
+    /// Per-channel f32 buffers and the frame count of the block.
     F32(&'a [Vec<f32>], usize),
+    /// Per-channel f64 buffers and the frame count of the block.
     F64(&'a [Vec<f64>], usize),
 }
 
@@ -48,14 +52,14 @@ impl<S: Sample> BusT<S> {
 
 impl Bus {
     /// One channel per entry of `delays` (each channel's alignment delay).
-    pub fn new(p: Precision, delays: &[usize], block: usize) -> Bus {
+    pub(crate) fn new(p: Precision, delays: &[usize], block: usize) -> Bus {
         match p {
             Precision::F32 => Bus::F32(new_t(delays, block)),
             Precision::F64 => Bus::F64(new_t(delays, block)),
         }
     }
 
-    pub fn precision(&self) -> Precision {
+    pub(crate) fn precision(&self) -> Precision {
         match self {
             Bus::F32(_) => Precision::F32,
             Bus::F64(_) => Precision::F64,
@@ -63,7 +67,7 @@ impl Bus {
     }
 
     #[inline]
-    pub fn write<T: Sample>(&mut self, ch: usize, offset: usize, src: &[T]) {
+    pub(crate) fn write<T: Sample>(&mut self, ch: usize, offset: usize, src: &[T]) {
         match self {
             Bus::F32(b) => b.write(ch, offset, src),
             Bus::F64(b) => b.write(ch, offset, src),
@@ -71,7 +75,7 @@ impl Bus {
     }
 
     /// Hard limit to ±`limit` (live's main-bus stage).
-    pub fn clamp(&mut self, frames: usize, limit: f64) {
+    pub(crate) fn clamp(&mut self, frames: usize, limit: f64) {
         match self {
             Bus::F32(b) => b.ch.iter_mut().for_each(|c| {
                 c[..frames]
@@ -86,7 +90,7 @@ impl Bus {
         }
     }
 
-    pub fn as_ref(&self, frames: usize) -> BusRef<'_> {
+    pub(crate) fn as_ref(&self, frames: usize) -> BusRef<'_> {
         match self {
             Bus::F32(b) => BusRef::F32(&b.ch, frames),
             Bus::F64(b) => BusRef::F64(&b.ch, frames),
@@ -185,12 +189,14 @@ impl Bus {
     }
 }
 impl BusRef<'_> {
+    /// Frames of the last block.
     pub fn frames(&self) -> usize {
         match self {
             BusRef::F32(_, n) | BusRef::F64(_, n) => *n,
         }
     }
 
+    /// Channels of the main bus.
     pub fn channels(&self) -> usize {
         match self {
             BusRef::F32(b, _) => b.len(),

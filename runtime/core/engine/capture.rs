@@ -7,7 +7,7 @@
 //! block budgets at 64 frames. [`Engine::begin_capture`] copies at N what
 //! is short (oscillators, filters, params, event cursors) and the oldest
 //! part of every long history — a node's own (`delay`'s line,
-//! `convolution`'s input history, through `Processor::capture_part`), its
+//! `convolution`'s input history, through `NodeProcessor::capture_part`), its
 //! incoming edges' delay lines, the main bus's alignment lines;
 //! [`Engine::continue_capture`] copies the next parts before each of the
 //! following blocks. Every such history is written one sample per frame at

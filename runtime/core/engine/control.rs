@@ -53,6 +53,7 @@ pub struct ControlRecord {
     pub node: u32,
     /// Index of the param in the node's operator.
     pub param: u16,
+    /// The value the param moves to.
     pub value: ControlValue,
     /// Samples a number glides over (0: a step).
     pub ramp: u64,
@@ -67,7 +68,14 @@ pub struct ControlRecord {
 pub enum Outcome {
     /// It took effect at sample `at`, on schedule index `node` of the
     /// engine playing then (`engine`).
-    Applied { at: u64, node: u32, engine: u64 },
+    Applied {
+        /// The sample it took effect at.
+        at: u64,
+        /// The schedule index of its node (or pool).
+        node: u32,
+        /// The [`Engine::id`] of the engine it landed on.
+        engine: u64,
+    },
     /// It was resolved for an engine that no longer plays: resolve again.
     Stale,
     /// Its node left the scene with an edit before it landed.
@@ -82,7 +90,9 @@ pub enum Outcome {
 /// A record's outcome, by its `seq`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControlReport {
+    /// The sender's number of the record.
     pub seq: u64,
+    /// What became of it.
     pub outcome: Outcome,
 }
 
@@ -254,7 +264,7 @@ impl Engine {
     }
 
     /// The index of `param` in the operator of schedule index `node`.
-    pub fn param_index(&self, node: usize, param: &str) -> Option<usize> {
+    pub(crate) fn param_index(&self, node: usize, param: &str) -> Option<usize> {
         crate::ops::lookup(self.slots.get(node)?.op)?.param_index(param)
     }
 
@@ -294,7 +304,7 @@ impl Engine {
     /// every voice's copy of a voice module's template node (`osc` of a
     /// module whose voices play `osc#0`, `osc#1`, …). Empty when neither
     /// plays. Call it off the audio thread.
-    pub fn node_copies(&self, node: &str) -> Vec<usize> {
+    pub(crate) fn node_copies(&self, node: &str) -> Vec<usize> {
         if let Some(i) = self.slots.iter().position(|s| s.id == node) {
             return vec![i];
         }
@@ -373,11 +383,6 @@ impl Engine {
     /// Adds a report for the host (real-time safe: within capacity).
     pub(super) fn report_control(&mut self, seq: u64, outcome: Outcome) {
         self.controls.report(seq, outcome);
-    }
-
-    /// Reports that found the list full since the engine was built.
-    pub fn lost_control_reports(&self) -> u64 {
-        self.controls.lost_reports
     }
 
     /// Applies the records due at `pos` (called by the block loop).
@@ -516,6 +521,7 @@ fn carry_params(from: &Slot, to: &mut Slot, mask: u64) {
 /// thread (see [`Engine::control_table`]).
 #[derive(Clone, Debug, Default)]
 pub struct ControlTable {
+    /// The [`Engine::id`] of the engine these nodes belong to.
     pub engine: u64,
     nodes: std::collections::HashMap<String, (usize, &'static str)>,
     /// Each node's values as the scene gives them, by schedule index.
@@ -564,7 +570,7 @@ impl ControlTable {
     }
 
     /// The ids of the nodes a change of `node` moves: `node` itself, or
-    /// every voice's copy of a template node (see [`Engine::node_copies`]);
+    /// every voice's copy of a template node (see `Engine::node_copies`);
     /// empty when neither plays.
     pub fn copies(&self, node: &str) -> Vec<String> {
         if self.nodes.contains_key(node) {

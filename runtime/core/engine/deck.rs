@@ -52,7 +52,7 @@ pub enum SwapRefused {
 }
 
 impl SwapRefused {
-    pub fn into_engine(self) -> Box<Engine> {
+    pub(crate) fn into_engine(self) -> Box<Engine> {
         match self {
             SwapRefused::WrongClock(e) | SwapRefused::Busy(e) => e,
         }
@@ -77,11 +77,11 @@ impl Deck {
     }
 
     /// The absolute sample of the next block's first frame.
-    pub fn clock(&self) -> u64 {
+    pub(crate) fn clock(&self) -> u64 {
         self.current.clock()
     }
 
-    pub fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.current
     }
 
@@ -91,23 +91,23 @@ impl Deck {
         &mut self.current
     }
 
-    pub fn channels(&self) -> usize {
+    pub(crate) fn channels(&self) -> usize {
         self.channels
     }
 
-    pub fn block_size(&self) -> usize {
+    pub(crate) fn block_size(&self) -> usize {
         self.block_frames
     }
 
     /// Whether the playing engine's session profile flushes denormals to
     /// zero: the FP mode of everything the deck and the device stage compute.
-    pub fn flush_to_zero(&self) -> bool {
+    pub(crate) fn flush_to_zero(&self) -> bool {
         self.current.session_flush
     }
 
     /// Turns per-node timing of the playing engine on or off; turning it on
     /// zeroes its counters first. Real-time safe.
-    pub fn set_node_timing(&mut self, on: bool) {
+    pub(crate) fn set_node_timing(&mut self, on: bool) {
         if on && !self.current.node_timing() {
             self.current.clear_node_times();
         }
@@ -115,7 +115,7 @@ impl Deck {
     }
 
     /// Whether a crossfade is in progress.
-    pub fn is_fading(&self) -> bool {
+    pub(crate) fn is_fading(&self) -> bool {
         self.fading.is_some()
     }
 
@@ -157,7 +157,7 @@ impl Deck {
     /// restored snapshot: the deck's clock becomes `next`'s), cutting the
     /// current one, which is retired. Given back while a fade runs or a
     /// retired engine has not been taken. Real-time safe.
-    pub fn replace(&mut self, next: Box<Engine>) -> Result<(), Box<Engine>> {
+    pub(crate) fn replace(&mut self, next: Box<Engine>) -> Result<(), Box<Engine>> {
         if self.fading.is_some() || self.retired.is_some() {
             return Err(next);
         }
@@ -169,13 +169,13 @@ impl Deck {
 
     /// Starts a capture of the playing engine spread over blocks (see
     /// [`Engine::begin_capture`]); true if it is already complete.
-    pub fn begin_capture(&mut self, st: &mut super::EngineState) -> bool {
+    pub(crate) fn begin_capture(&mut self, st: &mut super::EngineState) -> bool {
         self.current.begin_capture(st)
     }
 
     /// Copies the capture's next part (see [`Engine::continue_capture`]);
     /// true once complete.
-    pub fn continue_capture(&mut self, st: &mut super::EngineState) -> bool {
+    pub(crate) fn continue_capture(&mut self, st: &mut super::EngineState) -> bool {
         self.current.continue_capture(st)
     }
 
@@ -184,7 +184,7 @@ impl Deck {
     /// of `width` channels (each engine takes the channels it reads; those
     /// `src` lacks are silence). For hosts that load input themselves (the
     /// callback); real-time safe.
-    pub fn load_input(&mut self, src: &[f64], width: usize, frames: usize) {
+    pub(crate) fn load_input(&mut self, src: &[f64], width: usize, frames: usize) {
         self.current
             .input_block(frames)
             .load_interleaved(src, width);
@@ -195,44 +195,47 @@ impl Deck {
 
     /// Queues a control record on the playing engine (real-time safe; see
     /// [`Engine::push_control`]).
-    pub fn push_control(&mut self, r: super::ControlRecord) -> Result<(), super::ControlReport> {
+    pub(crate) fn push_control(
+        &mut self,
+        r: super::ControlRecord,
+    ) -> Result<(), super::ControlReport> {
         self.current.push_control(r)
     }
 
     /// Queues a note record on the playing engine (real-time safe; see
     /// [`Engine::push_note_record`]).
-    pub fn push_note(&mut self, r: super::NoteRecord) -> Result<(), super::ControlReport> {
+    pub(crate) fn push_note(&mut self, r: super::NoteRecord) -> Result<(), super::ControlReport> {
         self.current.push_note_record(r)
     }
 
     /// Queues a note on the playing engine (real-time safe; see
     /// [`Engine::push_note`]).
-    pub fn push_plan_note(&mut self, n: crate::graph::PlanNote) -> bool {
+    pub(crate) fn push_plan_note(&mut self, n: crate::graph::PlanNote) -> bool {
         self.current.push_note(n)
     }
 
     /// Room in the playing engine's queue of notes from outside.
-    pub fn note_room(&self) -> usize {
+    pub(crate) fn note_room(&self) -> usize {
         self.current.note_room()
     }
 
     /// Room in the playing engine's control queue.
-    pub fn control_room(&self) -> usize {
+    pub(crate) fn control_room(&self) -> usize {
         self.current.control_room()
     }
 
     /// Hands the playing engine's control reports to `f` (real-time safe).
-    pub fn take_control_reports(&mut self, f: impl FnMut(super::ControlReport)) {
+    pub(crate) fn take_control_reports(&mut self, f: impl FnMut(super::ControlReport)) {
         self.current.take_control_reports(f);
     }
 
     /// Takes the engine that stopped playing, to be dropped off the audio thread.
-    pub fn take_retired(&mut self) -> Option<Box<Engine>> {
+    pub(crate) fn take_retired(&mut self) -> Option<Box<Engine>> {
         self.retired.take()
     }
 
     /// Renders `frames` (≤ the block size) into [`output`](Self::output).
-    pub fn process(&mut self, frames: usize) {
+    pub(crate) fn process(&mut self, frames: usize) {
         let frames = frames.min(self.block_frames);
         let ch = self.channels;
         let start = self.current.clock();
@@ -262,14 +265,14 @@ impl Deck {
     }
 
     /// The last block, interleaved: `frames() × channels()` samples.
-    pub fn output(&self) -> &[f64] {
+    pub(crate) fn output(&self) -> &[f64] {
         &self.out[..self.frames * self.channels]
     }
 
     /// The last block as the device gets it ([`device_sample`]), into `dst`
     /// (at most `frames() × channels()` samples), under the playing
     /// engine's FP mode. Returns the peak |sample|. Real-time safe.
-    pub fn device_output(&self, dst: &mut [f32]) -> f32 {
+    pub(crate) fn device_output(&self, dst: &mut [f32]) -> f32 {
         let _fp = FpGuard::new(self.current.session_flush);
         let mut peak = 0.0f32;
         for (d, x) in dst.iter_mut().zip(self.output()) {
@@ -283,7 +286,7 @@ impl Deck {
     /// with an output stage of its own), into `dst` (at most `frames() ×
     /// channels()` samples), under the playing engine's FP mode. Returns
     /// the peak |sample|. Real-time safe.
-    pub fn plain_output(&self, dst: &mut [f32]) -> f32 {
+    pub(crate) fn plain_output(&self, dst: &mut [f32]) -> f32 {
         let _fp = FpGuard::new(self.current.session_flush);
         let mut peak = 0.0f32;
         for (d, x) in dst.iter_mut().zip(self.output()) {
@@ -294,7 +297,7 @@ impl Deck {
     }
 
     /// Frames of the last block.
-    pub fn frames(&self) -> usize {
+    pub(crate) fn frames(&self) -> usize {
         self.frames
     }
 
@@ -343,7 +346,7 @@ fn map_bus(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
 /// The device output stage, one definition for `run` and `replay`: an
 /// engine sample as the device gets it (f32, clipped to ±1 for hearing
 /// safety). Its result depends on the FP mode (an f32 denormal flushes
-/// under FTZ): call it under the engine's, as [`Deck::device_output`] does.
+/// under FTZ): call it under the engine's, as `Deck::device_output` does.
 #[inline]
 pub fn device_sample(x: f64) -> f32 {
     (x as f32).clamp(-1.0, 1.0)

@@ -18,17 +18,22 @@ use std::collections::VecDeque;
 /// looked up in the engine playing when it lands.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScriptedControl {
+    /// The sample it lands at.
     pub sample: u64,
+    /// The id of the node it moves.
     pub node: String,
+    /// The name of the param it moves.
     pub param: String,
+    /// The value the param moves to.
     pub value: crate::graph::ControlValue,
+    /// Samples a number glides over (0: a step).
     pub ramp: u64,
 }
 
 impl ScriptedControl {
     /// The record for `engine`, numbered `seq`, or why its node or param
     /// is not there.
-    pub fn resolve(&self, engine: &Engine, seq: u64) -> Result<ControlRecord, String> {
+    pub(crate) fn resolve(&self, engine: &Engine, seq: u64) -> Result<ControlRecord, String> {
         let Some((node, _)) = engine.find_param(&self.node, &self.param) else {
             return Err(self.missing());
         };
@@ -37,7 +42,7 @@ impl ScriptedControl {
 
     /// The record for schedule index `node` of `engine` (a node, or one
     /// copy of a template node: see [`Engine::node_copies`]).
-    pub fn resolve_at(
+    pub(crate) fn resolve_at(
         &self,
         engine: &Engine,
         node: usize,
@@ -70,14 +75,17 @@ impl ScriptedControl {
 /// looked up by id in the engine playing when it lands.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScriptedNote {
+    /// The sample it plays at.
     pub sample: u64,
+    /// The id of the voice module that plays it.
     pub module: String,
+    /// What the note does.
     pub action: NoteAction,
 }
 
 impl ScriptedNote {
     /// The note for `engine`, or why its module is not there.
-    pub fn resolve(&self, engine: &Engine) -> Result<PlanNote, String> {
+    pub(crate) fn resolve(&self, engine: &Engine) -> Result<PlanNote, String> {
         match engine.voice_pool(&self.module) {
             Some(pool) => Ok(PlanNote {
                 sample: self.sample,
@@ -92,7 +100,7 @@ impl ScriptedNote {
     }
 
     /// Queues it on `engine` (false: the queue is full), or says why not.
-    pub fn push(&self, engine: &mut Engine) -> Result<bool, String> {
+    pub(crate) fn push(&self, engine: &mut Engine) -> Result<bool, String> {
         Ok(engine.push_note(self.resolve(engine)?))
     }
 }
@@ -109,14 +117,8 @@ pub struct ControlFeed {
 }
 
 impl ControlFeed {
-    /// The changes to land, in any order: kept by sample, ties in the
-    /// order given.
-    pub fn new(list: Vec<ScriptedControl>) -> ControlFeed {
-        ControlFeed::with_notes(list, Vec::new())
-    }
-
-    /// [`ControlFeed::new`] with notes for voice modules too (kept by
-    /// sample likewise).
+    /// The changes to land, in any order, and notes for voice modules,
+    /// each kept by sample, ties in the order given.
     pub fn with_notes(mut list: Vec<ScriptedControl>, mut notes: Vec<ScriptedNote>) -> ControlFeed {
         list.sort_by_key(|c| c.sample);
         notes.sort_by_key(|n| n.sample);
@@ -142,7 +144,7 @@ impl ControlFeed {
     /// Queues on `engine` the changes due before `to` (the end of the
     /// block about to play) and returns where the block may end: `to`, or
     /// earlier when the queue filled up.
-    pub fn push_due(&mut self, engine: &mut Engine, to: u64) -> u64 {
+    pub(crate) fn push_due(&mut self, engine: &mut Engine, to: u64) -> u64 {
         let to = self.push_notes(engine, to);
         let clock = engine.clock();
         while let Some(c) = self.due.front() {

@@ -21,30 +21,56 @@ use crate::ops::{ParamState, Ramp, StateError, Value};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Notice {
     /// The node is new in this scene: it starts fresh.
-    Added { id: String },
+    Added {
+        /// The node's id.
+        id: String,
+    },
     /// The node is gone from the scene.
-    Removed { id: String },
+    Removed {
+        /// The node's id.
+        id: String,
+    },
     /// Same id, another operator: the node starts fresh.
     OpChanged {
+        /// The node's id.
         id: String,
+        /// The operator it had.
         from: &'static str,
+        /// The operator it has now.
         to: &'static str,
     },
     /// The node's state did not fit (e.g. another delay size or impulse
     /// response): it starts fresh.
-    StateNotCarried { id: String, error: StateError },
+    StateNotCarried {
+        /// The node's id.
+        id: String,
+        /// Why the state did not fit.
+        error: StateError,
+    },
     /// A param the edit changed glides to its new value from the swap sample.
     Ramped {
+        /// The node's id.
         id: String,
+        /// The param's name.
         param: &'static str,
+        /// The value it glides from, in the param's canonical unit.
         from: f64,
+        /// The value it glides to, in the param's canonical unit.
         to: f64,
     },
     /// A discrete param (mode, loop, …) the edit changed switches at the swap sample.
-    Switched { id: String, param: &'static str },
+    Switched {
+        /// The node's id.
+        id: String,
+        /// The param's name.
+        param: &'static str,
+    },
     /// The node had panicked (and was silent): it starts fresh, as its
     /// state may be broken.
-    Revived { id: String },
+    Revived {
+        /// The node's id.
+        id: String,
+    },
 }
 
 impl std::fmt::Display for Notice {
@@ -137,6 +163,7 @@ pub fn voices_suffix(copies: usize) -> String {
 pub struct Migration {
     /// Nodes whose state carried over.
     pub carried: usize,
+    /// What the user should know about the migration, node by node.
     pub notices: Vec<Notice>,
     /// True when the new engine does not compute what the old one would
     /// (nodes added, removed, retyped or fresh, other wiring, outputs or
@@ -429,7 +456,7 @@ impl Engine {
     }
 
     /// The crossfade length for a structural swap into this engine, in samples.
-    pub fn crossfade_len(&self) -> u64 {
+    pub(crate) fn crossfade_len(&self) -> u64 {
         self.crossfade
     }
 

@@ -47,7 +47,9 @@ use std::sync::Arc;
 /// What stays fixed for a whole session, whatever the edits and switches.
 #[derive(Clone, Debug)]
 pub struct SessionFixed {
+    /// Frames per block.
     pub block_size: usize,
+    /// Samples per second, in Hz.
     pub sample_rate: u32,
     /// The session seed (a live auto-seed becomes it), if any.
     pub seed: Option<u64>,
@@ -129,9 +131,9 @@ fn plan_seed(plan: &Plan) -> Option<u64> {
 /// its `sample_rate`, `profile_config.block_size` and `seed`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Asked {
-    pub sample_rate: u32,
-    pub block_size: Option<usize>,
-    pub seed: Option<u64>,
+    pub(crate) sample_rate: u32,
+    pub(crate) block_size: Option<usize>,
+    pub(crate) seed: Option<u64>,
 }
 
 impl Asked {
@@ -174,8 +176,11 @@ pub fn only_fixed_differ(a: &str, b: &str) -> bool {
 /// param, its sample and what it does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventKey {
+    /// The id of the event's node.
     pub node: String,
+    /// The name of the param it sets.
     pub param: &'static str,
+    /// The sample it is placed at.
     pub sample: u64,
     /// The action, spelt out (`Set { value: 0.5, ramp: 0 }`).
     pub action: String,
@@ -237,13 +242,17 @@ pub fn past_events<'a>(
 /// A built engine waiting to be handed over, with the capture buffer shaped
 /// for it (used when the engine after it takes over).
 pub struct Incoming {
+    /// The engine, built and prepared.
     pub engine: Box<Engine>,
+    /// The buffer the playing engine's state is captured into, shaped for it.
     pub capture: Box<EngineState>,
+    /// The profile it runs under.
     pub profile: Profile,
     /// The scene's top-level `profile`, if it names one.
     pub file_profile: Option<Profile>,
     /// Resource references the scene uses and the files they read.
     pub resources: Vec<(String, PathBuf)>,
+    /// What compiling the scene warned about.
     pub warnings: Vec<Diagnostic>,
     /// What the scene asks of the session's fixed settings.
     pub asked: Asked,
@@ -389,9 +398,14 @@ pub fn switch_warning(from: Profile, to: Profile) -> Option<String> {
 /// crossfade, and what migrated.
 #[derive(Clone, Debug)]
 pub struct Applied {
+    /// The capture sample N: the state the incoming engine starts from is
+    /// the playing engine's at this sample.
     pub captured_at: u64,
+    /// The swap sample S: the first frame the new engine plays.
     pub swap_at: u64,
+    /// Frames of the crossfade (0: a cut).
     pub fade: u64,
+    /// What carried over from the old engine, and what did not.
     pub migration: Migration,
 }
 
@@ -499,15 +513,12 @@ impl Scripted {
         self.deck.take_control_reports(|_| {});
     }
 
-    pub fn clock(&self) -> u64 {
-        self.deck.clock()
-    }
-
     /// The sample the output starts at (the first engine's clock).
     pub fn start(&self) -> u64 {
         self.start
     }
 
+    /// The engine playing now.
     pub fn engine(&self) -> &Engine {
         self.deck.engine()
     }
@@ -626,6 +637,7 @@ impl Scripted {
         &self.out
     }
 
+    /// Everything played, interleaved, taken out of the loop.
     pub fn into_output(self) -> Vec<f64> {
         self.out
     }

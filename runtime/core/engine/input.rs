@@ -44,12 +44,6 @@ impl InputBlock<'_> {
         let at = c * self.stride;
         &mut self.data[at..at + self.frames]
     }
-    /// Every channel silent.
-    pub fn silence(&mut self) {
-        for c in 0..self.channels() {
-            self.channel_mut(c).fill(0.0);
-        }
-    }
     /// Loads `frames` interleaved frames of `width` channels from `src`:
     /// channel c takes column c, channels the source lacks are silent.
     pub fn load_interleaved<T: Copy + Into<f64>>(&mut self, src: &[T], width: usize) {
@@ -137,12 +131,6 @@ impl Engine {
         self.inputs.feed = Some(feed);
     }
 
-    /// Takes the feed back, so the engine can be handed to the callback
-    /// (which loads input itself and must not drop a feed).
-    pub fn take_input_feed(&mut self) -> Option<Box<dyn InputFeed>> {
-        self.inputs.feed.take()
-    }
-
     /// The buffers of the next `frames`-frame block, for a host that loads
     /// input itself (the callback). Without a feed, `process_block` reads
     /// whatever was loaded last. Real-time safe.
@@ -156,7 +144,8 @@ impl Engine {
     }
 
     /// Samples of the input that were not finite and were read as silence.
-    pub fn input_scrubbed(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn input_scrubbed(&self) -> u64 {
         self.stats.input_scrubbed
     }
 }

@@ -1,6 +1,6 @@
 //! Lane groups: nodes of one concrete processor type (one operator, math
 //! and precision) that may run at one position of the schedule, run by one
-//! kernel call instead of one engine dispatch each ([`Processor::lanes`]).
+//! kernel call instead of one engine dispatch each ([`NodeProcessor::lanes`]).
 //!
 //! **Grouping** (at build, off the audio thread; see [`plan`]). Nodes run
 //! in level order within each FP-mode run, and the nodes of one level and
@@ -83,7 +83,7 @@ pub(super) struct Group {
     /// control, an edit, a restore) and by any chunk that runs otherwise.
     pub(super) is_steady: bool,
     /// The members' outputs are finite by construction
-    /// ([`Processor::always_finite`](crate::ops::Processor::always_finite)):
+    /// ([`NodeProcessor::always_finite`](crate::ops::NodeProcessor::always_finite)):
     /// no NaN check after the kernel.
     pub(super) finite: bool,
     /// The kernel panicked and no member did when run alone: every member
@@ -394,7 +394,7 @@ impl Engine {
 
     /// Runs the engine's checks and its lane kernels with the instruction
     /// set of `level` (by default the widest this CPU has,
-    /// [`SimdLevel::detect`]), re-planning the lane groups if they are on:
+    /// `SimdLevel::detect`), re-planning the lane groups if they are on:
     /// for tests and benchmarks that compare the levels. What the engine
     /// plays is the same bits at every level. Allocates: call it off the
     /// audio thread, between blocks.

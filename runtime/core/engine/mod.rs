@@ -61,13 +61,38 @@ pub(crate) use ring::Ring;
 
 use crate::dsp::fpmode::FpGuard;
 use crate::dsp::Precision;
-use crate::graph::{EventAction, Plan, PlanEvent, SeedSource, SourceRef};
+use crate::graph::{EventAction, Plan, PlanEvent, SourceRef};
 use crate::ops::{ParamState, Ramp};
 use crate::profile::Profile;
 use feedback::Feed;
 use node::{Core, Slot};
 
 /// Runs a compiled plan.
+///
+/// Scheduled events land on their exact sample under the strict and repro
+/// profiles, whatever the block size:
+///
+/// ```
+/// use morphrt_core::engine::{render_to_vec, Engine};
+/// use morphrt_core::graph::{compile, CompileOptions};
+///
+/// let text = r#"{
+///     "version": "1.0",
+///     "sample_rate": 48000,
+///     "profile": "strict",
+///     "nodes": [{ "id": "level", "op": "dc", "params": { "value": 0.25 } }],
+///     "outputs": { "main": ["level"] },
+///     "events": [{ "time": "100samples", "node": "level", "param": "value", "value": 0.5 }]
+/// }"#;
+/// let scene = morphrt_core::scene::load_str(text, "level.json", None).expect("a valid scene");
+/// let plan = compile(&scene, &CompileOptions::default()).expect("it compiles");
+/// let mut engine = Engine::new(plan);
+/// assert_eq!(engine.channels(), 1);
+/// let out = render_to_vec(&mut engine, 200);
+/// assert_eq!(out[0][99], 0.25);
+/// assert_eq!(out[0][100], 0.5);
+/// assert_eq!(engine.clock(), 200);
+/// ```
 pub struct Engine {
     slots: Vec<Slot>,
     runs: Vec<Run>,
@@ -87,7 +112,6 @@ pub struct Engine {
     bus: Bus,
     frames: usize,
     limit_main: bool,
-    seed: SeedSource,
     stats: EngineStats,
     /// Payloads of the panics caught while running, kept until the engine
     /// is dropped (off the audio thread).
@@ -246,7 +270,6 @@ impl Engine {
             main: std::mem::take(&mut plan.main),
             frames: 0,
             limit_main: session == Profile::Live,
-            seed: plan.seed,
             stats: EngineStats::default(),
             caught: caught::Caught::new(),
             main_sig,
@@ -273,12 +296,15 @@ impl Engine {
         engine
     }
 
+    /// Frames per block: the most one `process_block` renders.
     pub fn block_size(&self) -> usize {
         self.block_size
     }
+    /// Samples per second, in Hz.
     pub fn sample_rate(&self) -> u32 {
         self.sample_rate
     }
+    /// Channels of the main bus.
     pub fn channels(&self) -> usize {
         self.main.len()
     }
@@ -286,12 +312,11 @@ impl Engine {
     pub fn clock(&self) -> u64 {
         self.clock
     }
+    /// The session profile it was compiled under.
     pub fn profile(&self) -> Profile {
         self.session
     }
-    pub fn seed(&self) -> SeedSource {
-        self.seed
-    }
+    /// Counters of what happened while it ran (recoveries, NaN, panics).
     pub fn stats(&self) -> &EngineStats {
         &self.stats
     }
@@ -312,7 +337,7 @@ impl Engine {
     }
     /// Iterative-solver steps (e.g. `diode_clipper`'s Newton iterations) a
     /// node by schedule index has taken since the engine was built or reset.
-    pub fn node_iterations(&self, i: usize) -> u64 {
+    pub(crate) fn node_iterations(&self, i: usize) -> u64 {
         match &self.slots[i].core {
             Core::F32(t) => t.node.iterations(),
             Core::F64(t) => t.node.iterations(),
@@ -322,6 +347,7 @@ impl Engine {
     pub fn solver_iterations(&self) -> u64 {
         (0..self.slots.len()).map(|i| self.node_iterations(i)).sum()
     }
+    /// The precision the main bus is mixed at.
     pub fn bus_precision(&self) -> Precision {
         self.bus.precision()
     }

@@ -13,7 +13,7 @@ use crate::dsp::vector::{all_finite_at, fits_f32, SimdLevel};
 use crate::dsp::{Precision, Sample};
 use crate::graph::{PlanNode, SourceRef};
 use crate::ops::{
-    AnyNode, Io, ParamSpec, ParamState, Params, PartClear, Processor, Progress, Value,
+    AnyNode, Io, NodeProcessor, ParamSpec, ParamState, Params, PartClear, Progress, Value,
 };
 
 /// A node's processor and buffers at its precision.
@@ -21,7 +21,7 @@ use crate::ops::{
 /// its buffers) comes first, on the slot's first lines.
 #[repr(C)]
 pub(super) struct Typed<S> {
-    pub(super) node: Box<dyn Processor<S>>,
+    pub(super) node: Box<dyn NodeProcessor<S>>,
     /// Audio inputs (always allocated; silence when unconnected).
     pub(super) ins: Vec<Vec<S>>,
     pub(super) outs: Vec<Vec<S>>,
@@ -113,11 +113,11 @@ pub struct EngineStats {
     /// The first node that panicked, and the sample where it did.
     pub first_panic: Option<(usize, u64)>,
     /// Input samples that were NaN or infinite, read as silence.
-    pub input_scrubbed: u64,
+    pub(crate) input_scrubbed: u64,
 }
 
 fn new_typed<S: Sample>(
-    node: Box<dyn Processor<S>>,
+    node: Box<dyn NodeProcessor<S>>,
     n_in: usize,
     n_out: usize,
     sig_ports: &[bool],
@@ -265,7 +265,7 @@ impl Slot {
     }
 
     /// How many samples of state a reset spread over blocks zeroes: the
-    /// node's own ([`Processor::reset_part`](crate::ops::Processor::reset_part)
+    /// node's own ([`NodeProcessor::reset_part`](crate::ops::NodeProcessor::reset_part)
     /// complete from there with no budget), then its edge delay lines.
     /// [`reset_step`](Self::reset_step) calls whose budgets add up to it
     /// complete a reset. Call on a node fresh from its build (it is
@@ -445,11 +445,13 @@ pub struct Recovery {
 }
 
 /// How far a reset spread over blocks got: the node's own state (its
-/// [`Processor::reset_part`](crate::ops::Processor::reset_part) progress),
+/// [`NodeProcessor::reset_part`](crate::ops::NodeProcessor::reset_part) progress),
 /// then its incoming edges' delay lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResetPart {
+    /// The node's own state, with this much progress so far.
     Node(u64),
+    /// The delay lines of its incoming edges, with this much progress so far.
     Lines(u64),
 }
 

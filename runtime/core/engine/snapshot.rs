@@ -11,8 +11,11 @@ use crate::profile::Profile;
 /// every param's current value (with any ramp in progress).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineState {
+    /// The sample clock: the absolute sample of the next block.
     pub clock: u64,
+    /// Index of the next scheduled event not yet applied.
     pub next_event: usize,
+    /// Every node's part, in schedule order.
     pub nodes: Vec<NodeSnapshot>,
     /// Main-bus alignment delay lines.
     pub main: Vec<(Vec<f64>, usize)>,
@@ -37,8 +40,11 @@ pub struct EngineState {
 /// One node's part of an [`EngineState`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeSnapshot {
+    /// The node's id in the scene.
     pub id: String,
+    /// The name of its operator.
     pub op: &'static str,
+    /// What its processor carries between blocks.
     pub state: NodeState,
     /// Number params: current value and any ramp in progress.
     pub params: Vec<ParamState>,

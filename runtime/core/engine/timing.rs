@@ -10,8 +10,10 @@ use super::{Engine, Run};
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeTime {
     /// Schedule index.
-    pub index: usize,
+    pub(crate) index: usize,
+    /// The node's id in the scene.
     pub id: String,
+    /// The name of its operator.
     pub op: &'static str,
     /// Wall time in the node, its input gathering included.
     pub ns: u64,
@@ -27,7 +29,7 @@ impl NodeTime {
     /// The table of nodes given by schedule index as (id, op, ns,
     /// iterations), timed over `frames` frames: shares and times per
     /// sample filled in, most expensive first (ties in schedule order).
-    pub fn table<'a>(
+    pub(crate) fn table<'a>(
         nodes: impl Iterator<Item = (&'a str, &'static str, u64, u64)>,
         frames: u64,
     ) -> Vec<NodeTime> {

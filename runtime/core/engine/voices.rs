@@ -71,6 +71,7 @@ pub const SHORT_STATE: u64 = CLEAR_PER_SAMPLE;
 /// ([`ControlReport`], `node` the pool) says where it landed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NoteRecord {
+    /// The note and the sample it is for.
     pub note: PlanNote,
     /// The [`Engine::id`] it was resolved against.
     pub engine: u64,
@@ -95,9 +96,13 @@ pub enum Phase {
 /// A note waiting for a stolen voice to fade out.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Pending {
+    /// Which note it is (the bits of its pitch in Hz).
     pub key: u64,
+    /// The tag that ties it to its note-off (0: none).
     pub tag: u64,
+    /// Its pitch, in Hz.
     pub pitch_hz: f64,
+    /// Its velocity, 0…1.
     pub velocity: f64,
     /// Its note-off came before it started: the voice goes free instead.
     pub cancelled: bool,
@@ -106,13 +111,16 @@ pub struct Pending {
 /// One voice's allocator state.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Voice {
+    /// Where the voice is in its life.
     pub phase: Phase,
     /// The note it plays (the bits of its pitch in Hz) and its tag.
     pub key: u64,
+    /// The tag of the note it plays (0: none).
     pub tag: u64,
     /// When its note started and when it was released, as the pool's
     /// note count: smaller is older.
     pub started: u64,
+    /// When its note was released, as the pool's note count.
     pub released: u64,
     /// Its note-off came while the pedal was down.
     pub sustained: bool,
@@ -120,6 +128,7 @@ pub struct Voice {
     pub quiet: u64,
     /// While stealing: the sample its next note starts at.
     pub restart_at: u64,
+    /// While stealing: the note it starts at `restart_at`.
     pub next: Pending,
     /// Its nodes are clean (as built) from this sample on; they are being
     /// cleared until then (0: clean). Only in a module with long state.
@@ -132,8 +141,11 @@ pub struct Voice {
 /// A voice module's allocator state, as snapshots and handovers carry it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PoolState {
+    /// The id of the voice module.
     pub module: String,
+    /// Every voice, in voice order.
     pub voices: Vec<Voice>,
+    /// The sustain pedal is down.
     pub sustain: bool,
     /// Notes started so far (the age counter).
     pub seq: u64,
@@ -464,7 +476,7 @@ impl Engine {
     }
 
     /// Room left in the queue of notes from outside.
-    pub fn note_room(&self) -> usize {
+    pub(crate) fn note_room(&self) -> usize {
         self.voices.room - self.voices.incoming.len()
     }
 

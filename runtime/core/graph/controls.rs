@@ -17,17 +17,20 @@ use crate::scene::{Curve, Dimension, Loc, MidiSource};
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ControlValue {
+    /// A number, in the param's canonical unit.
     Number(f64),
+    /// An integer.
     Integer(i64),
     /// Index into the enum's choices.
     Enum(usize),
+    /// A boolean.
     Bool(bool),
 }
 
 impl ControlValue {
     /// The param value it stands for (no allocation: never a resource or
     /// an array).
-    pub fn to_value(self) -> Value {
+    pub(crate) fn to_value(self) -> Value {
         match self {
             ControlValue::Number(x) => Value::Number(x),
             ControlValue::Integer(i) => Value::Integer(i),
@@ -50,7 +53,9 @@ impl ControlValue {
 /// What a control's source is, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ControlSource {
+    /// An OSC address.
     Osc(String),
+    /// A MIDI message kind.
     Midi(MidiSource),
 }
 
@@ -60,30 +65,44 @@ pub enum TargetRange {
     /// `min…max` in the param's canonical unit; `lo…hi` is what the param
     /// itself accepts (a raw value is checked against it).
     Number {
+        /// The value at position 0, in the param's canonical unit.
         min: f64,
+        /// The value at position 1, in the param's canonical unit.
         max: f64,
+        /// How the position maps onto `min…max`.
         curve: Curve,
+        /// The smallest value the param accepts.
         lo: f64,
+        /// The largest value the param accepts.
         hi: f64,
+        /// The param's dimension (which units a raw value may carry).
         dim: Dimension,
     },
+    /// An integer param: the position picks one of `min…max`.
     Integer {
+        /// The value at position 0.
         min: i64,
+        /// The value at position 1.
         max: i64,
     },
     /// An enum of `choices` values: the position picks one, a raw value
     /// is its index.
     Enum {
+        /// How many choices the enum has.
         choices: usize,
     },
+    /// A boolean param: on at positions of 0.5 and above, off below.
     Bool,
 }
 
 /// A node's param a control moves.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ControlTarget {
+    /// The id of the node.
     pub node: String,
+    /// The name of the param.
     pub param: &'static str,
+    /// How a position becomes its value.
     pub range: TargetRange,
 }
 
@@ -176,7 +195,7 @@ impl ControlTarget {
 
 impl ControlTarget {
     /// `lp.cutoff 200 … 8000 Hz exp` (the range a position 0…1 spans).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let range = match self.range {
             TargetRange::Number {
                 min,
@@ -203,7 +222,7 @@ impl ControlTarget {
     }
 
     /// The same as JSON, for `check --json`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::json!({ "node": self.node, "param": self.param });
         match self.range {
             TargetRange::Number {
@@ -231,6 +250,7 @@ pub const DEFAULT_BEND_SEMITONES: f64 = 2.0;
 /// aftertouch moves on the one voice that plays its note.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VoiceParam {
+    /// The id of the voice module.
     pub module: String,
     /// The node's place in the module's template (declaration order).
     pub node: u32,
@@ -241,13 +261,16 @@ pub struct VoiceParam {
 /// A `controls` entry, resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ControlMap {
+    /// What the control listens to.
     pub source: ControlSource,
     /// What the source moves (for a note: the gate, its max on note-on and
     /// its min on note-off); `None` for a note routed to a voice module.
     pub target: Option<ControlTarget>,
     /// A voice module notes play (`module`).
     pub module: Option<String>,
+    /// A voice module's note: the param its pitch sets, if any.
     pub pitch: Option<ControlTarget>,
+    /// A voice module's note: the param its velocity sets, if any.
     pub velocity: Option<ControlTarget>,
     /// Samples each change glides over (0: a step).
     pub ramp: u64,
@@ -262,6 +285,7 @@ pub struct ControlMap {
     pub touch: Option<VoiceParam>,
     /// Position in the scene's `controls`.
     pub index: usize,
+    /// Where the entry is written, for diagnostics.
     pub loc: Loc,
 }
 
@@ -294,7 +318,7 @@ impl ControlMap {
 
     /// One line for `check`: `osc /f/c → lp.cutoff 200 … 8000 Hz exp,
     /// ramp 480 samples`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts = vec![match (&self.target, &self.module) {
             (Some(t), _) if self.raw => format!("{}.{} (raw, in its own unit)", t.node, t.param),
             (Some(t), _) => t.describe(),
@@ -323,7 +347,7 @@ impl ControlMap {
     }
 
     /// The same as JSON, for `check --json`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "source": self.source_text(),
             "target": self.target.as_ref().map(ControlTarget::to_json),
@@ -339,7 +363,7 @@ impl ControlMap {
 
     /// How the source reads in `check` and the monitor: `osc /f/c`,
     /// `midi cc 74 ch 1`, `midi note any`.
-    pub fn source_text(&self) -> String {
+    pub(crate) fn source_text(&self) -> String {
         match &self.source {
             ControlSource::Osc(a) => format!("osc {a}"),
             ControlSource::Midi(m) => midi_source_text(m),
@@ -348,7 +372,7 @@ impl ControlMap {
 }
 
 /// A MIDI source in words: `midi cc 74 ch 1`, `midi cc 1+33 (14-bit)`.
-pub fn midi_source_text(m: &MidiSource) -> String {
+pub(crate) fn midi_source_text(m: &MidiSource) -> String {
     let ch = |c: &Option<u8>| c.map_or(String::new(), |c| format!(" ch {c}"));
     match m {
         MidiSource::Cc {
@@ -374,7 +398,7 @@ pub fn midi_source_text(m: &MidiSource) -> String {
 }
 
 /// The range a param's kind gives a control that names no `min`/`max`.
-pub fn default_range(kind: &ParamKind) -> Option<TargetRange> {
+pub(crate) fn default_range(kind: &ParamKind) -> Option<TargetRange> {
     Some(match *kind {
         ParamKind::Number { dim, min, max, .. } => TargetRange::Number {
             min,

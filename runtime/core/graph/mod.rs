@@ -11,15 +11,12 @@
 //! returned only when there is none (never a partial scene).
 
 mod compile;
-pub mod controls;
+pub(crate) mod controls;
 mod report;
 pub mod schema;
 mod voice_report;
 
-pub use compile::{
-    compile, midi_note_hz, note_hz, voice_node_id, CompileOptions, Resolved, Resolver,
-    DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS, MAX_MAIN_CHANNELS,
-};
+pub use compile::{compile, midi_note_hz, voice_node_id, CompileOptions, Resolved, Resolver};
 pub use controls::{
     ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange, VoiceParam,
     DEFAULT_BEND_SEMITONES,
@@ -38,8 +35,11 @@ use crate::scene::Diagnostic;
 /// destination (latency compensation; 0 almost always).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SourceRef {
+    /// The source node's schedule index.
     pub node: usize,
+    /// The index of its output port.
     pub port: usize,
+    /// Samples of delay that align it with the other inputs (0 almost always).
     pub delay: usize,
     /// A feedback edge (the scene's `"delay"`): the source's output from
     /// this many samples ago (≥ 1). The source may run later in the
@@ -56,9 +56,12 @@ impl SourceRef {
 
 /// A compiled node, in schedule order.
 pub struct PlanNode {
+    /// The node's id in the scene.
     pub id: String,
+    /// Its operator.
     pub op: &'static OpSpec,
-    pub module: Option<String>,
+    pub(crate) module: Option<String>,
+    /// Its resolved execution settings.
     pub profile: NodeProfile,
     /// The weakest profile among this node and everything upstream of it.
     pub guarantee: Profile,
@@ -74,16 +77,21 @@ pub struct PlanNode {
     pub latency: usize,
     /// Samples from the scene's sources to this node's output, after
     /// compensation (the latest of its inputs plus its own latency).
-    pub output_latency: usize,
+    pub(crate) output_latency: usize,
     /// Samples over which a live edit of this node's params glides.
-    pub edit_ramp: u64,
+    pub(crate) edit_ramp: u64,
 }
 
 /// What an event does to its param.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EventAction {
     /// A number param moves to `value`, linearly over `ramp` samples (0 = a step).
-    Set { value: f64, ramp: u64 },
+    Set {
+        /// The value it moves to, in the param's canonical unit.
+        value: f64,
+        /// Samples it glides over (0: a step).
+        ramp: u64,
+    },
     /// An enum, integer or boolean param changes.
     Discrete(Value),
 }
@@ -91,20 +99,22 @@ pub enum EventAction {
 /// An event placed on the absolute sample clock.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlanEvent {
+    /// The sample it takes effect at.
     pub sample: u64,
-    pub node: usize,
-    pub param: usize,
+    pub(crate) node: usize,
+    pub(crate) param: usize,
+    /// What it does.
     pub action: EventAction,
     /// Where the event is written (`events[3]`), for diagnostics.
-    pub loc: crate::scene::Loc,
+    pub(crate) loc: crate::scene::Loc,
     /// Its beat, when its time is in beats or bars: a tempo edit while
     /// playing moves it on the beat grid (`engine::TempoMap`).
-    pub beat: Option<crate::scene::Rational>,
+    pub(crate) beat: Option<crate::scene::Rational>,
     /// Whether its node's profile moves it to its block's start.
-    pub at_block: bool,
+    pub(crate) at_block: bool,
     /// Its place in the plan's events as compiled (which a tempo edit may
     /// reorder).
-    pub order: usize,
+    pub(crate) order: usize,
 }
 
 /// A voice module (`"voices": N`), compiled: its voices' nodes by schedule
@@ -112,40 +122,42 @@ pub struct PlanEvent {
 /// node (declaration order); its copy for voice `v` has the id `id#v`, which
 /// is also the id its noise is keyed by.
 #[derive(Clone, Debug, PartialEq)]
-pub struct VoicePool {
-    pub module: String,
+pub(crate) struct VoicePool {
+    pub(crate) module: String,
     /// The template's node ids, in declaration order.
-    pub template: Vec<String>,
+    pub(crate) template: Vec<String>,
     /// Per voice, the schedule index of each template node.
-    pub nodes: Vec<Vec<usize>>,
+    pub(crate) nodes: Vec<Vec<usize>>,
     /// The template node whose outputs are a voice's sound.
-    pub out: usize,
+    pub(crate) out: usize,
     /// (template node, param index) a note's pitch (Hz), gate (1 while
     /// held, 0 after) and velocity (0…1) set.
-    pub pitch: Option<(usize, usize)>,
-    pub gate: Option<(usize, usize)>,
-    pub velocity: Option<(usize, usize)>,
+    pub(crate) pitch: Option<(usize, usize)>,
+    pub(crate) gate: Option<(usize, usize)>,
+    pub(crate) velocity: Option<(usize, usize)>,
     /// The template node whose silence after the gate closes frees a voice
     /// at once (otherwise: the voice's sound stays below
     /// [`VOICE_SILENCE`] for `free_after` samples).
-    pub release_end: Option<usize>,
+    pub(crate) release_end: Option<usize>,
     /// Samples a stolen voice fades out over before its new note starts.
-    pub steal_fade: u64,
+    pub(crate) steal_fade: u64,
     /// Samples of silence after the gate closes that free a voice.
-    pub free_after: u64,
+    pub(crate) free_after: u64,
     /// A repeated note plays on the voice that holds it.
-    pub reuse_same_note: bool,
+    pub(crate) reuse_same_note: bool,
 }
 
 /// −100 dBFS: a released voice whose sound stays below this is free.
-pub const VOICE_SILENCE: f64 = 1e-5;
+pub(crate) const VOICE_SILENCE: f64 = 1e-5;
 
 /// A note for a voice module, placed on the sample clock.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PlanNote {
+    /// The sample it takes effect at.
     pub sample: u64,
-    /// Index into [`Plan::voices`].
+    /// Index into `Plan::voices`.
     pub pool: usize,
+    /// What it does.
     pub action: NoteAction,
 }
 
@@ -157,19 +169,28 @@ pub enum NoteAction {
     /// in Hz), for its note-off and a repeat; `tag` (not 0) ties it to the
     /// note-off its `duration` placed.
     On {
+        /// Which note it is: the bits of its pitch in Hz.
         key: u64,
+        /// The tag that ties it to its note-off (0: none).
         tag: u64,
+        /// Its pitch, in Hz.
         pitch_hz: f64,
+        /// Its velocity, 0…1.
         velocity: f64,
     },
     /// The note `key` ends (tag 0: whichever voice holds it; otherwise
     /// only the voice the note with that tag started).
-    Off { key: u64, tag: u64 },
+    Off {
+        /// Which note ends: the bits of its pitch in Hz.
+        key: u64,
+        /// The tag of the note it ends (0: any).
+        tag: u64,
+    },
     /// The sustain pedal goes down (true) or up.
     Sustain(bool),
     /// Every sounding voice, and every note started after, plays this
     /// many semitones off its pitch (a pitch bend); it glides there over
-    /// [`BEND_GLIDE_MS`].
+    /// `BEND_GLIDE_MS`.
     Bend(f64),
     /// Every held note is released (MIDI CC 123, `/morphrt/panic`), the
     /// pedal too.
@@ -179,10 +200,15 @@ pub enum NoteAction {
     /// that plays `key` moves to `value`, gliding over `ramp` samples
     /// when it is a number; no other voice moves.
     Touch {
+        /// The pressed note: the bits of its pitch in Hz.
         key: u64,
+        /// The node's place in the voice module's template.
         node: u32,
+        /// The param's index in the node's operator.
         param: u16,
+        /// The value it moves to.
         value: ControlValue,
+        /// Samples a number glides over (0: a step).
         ramp: u64,
     },
     /// Every voice stops at once, without its release (MIDI CC 120,
@@ -191,17 +217,17 @@ pub enum NoteAction {
 }
 
 /// Milliseconds a pitch bend glides over.
-pub const BEND_GLIDE_MS: f64 = 5.0;
+pub(crate) const BEND_GLIDE_MS: f64 = 5.0;
 
 impl NoteAction {
     /// The rank of note-ons (the last).
-    pub const ON_RANK: u8 = 2;
+    pub(crate) const ON_RANK: u8 = 2;
 
     /// The order of notes on one sample: note-offs, then the pedal and
     /// bends, then note-ons, pressures and panics (each kind in the order
     /// given; a panic after a note-on on one sample ends it, a pressure
     /// after it reaches its voice).
-    pub fn rank(&self) -> u8 {
+    pub(crate) fn rank(&self) -> u8 {
         match self {
             NoteAction::Off { .. } => 0,
             NoteAction::Sustain(_) | NoteAction::Bend(_) => 1,
@@ -272,7 +298,7 @@ pub enum SeedSource {
 }
 
 impl SeedSource {
-    pub fn value(self) -> u64 {
+    pub(crate) fn value(self) -> u64 {
         match self {
             SeedSource::None => 0,
             SeedSource::Given(s) | SeedSource::Auto(s) => s,
@@ -282,10 +308,15 @@ impl SeedSource {
 
 /// A compiled scene, ready for the engine.
 pub struct Plan {
+    /// The file the scene came from (or a label such as `<string>`).
     pub file: String,
+    /// The profile the session runs under.
     pub session_profile: Profile,
+    /// Samples per second, in Hz.
     pub sample_rate: u32,
+    /// Frames per block.
     pub block_size: usize,
+    /// Where the seed of its random streams comes from.
     pub seed: SeedSource,
     /// The scene's `duration`, in samples.
     pub duration: Option<u64>,
@@ -302,17 +333,18 @@ pub struct Plan {
     /// The scene's `controls`, resolved (in file order).
     pub controls: Vec<ControlMap>,
     /// Voice modules, in the scene's module order.
-    pub voices: Vec<VoicePool>,
+    pub(crate) voices: Vec<VoicePool>,
     /// The scene's notes, sorted by sample, then [`NoteAction::rank`],
     /// then file order.
-    pub notes: Vec<PlanNote>,
+    pub(crate) notes: Vec<PlanNote>,
     /// Samples over which a structural edit or profile switch crossfades.
-    pub crossfade: u64,
+    pub(crate) crossfade: u64,
     /// Every resource reference (`@resource:NAME`) and the file it read.
     pub resources: Vec<(String, std::path::PathBuf)>,
     /// Every resource whose file is at another rate than the session's,
     /// converted once, while the scene compiled.
     pub conversions: Vec<Conversion>,
+    /// What compiling the scene warned about.
     pub warnings: Vec<Diagnostic>,
 }
 
@@ -344,7 +376,9 @@ impl std::fmt::Display for Conversion {
 /// An `input` node and the session input channel it reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputUse {
+    /// The id of the `input` node.
     pub node: String,
+    /// The session input channel it reads (0-based).
     pub channel: usize,
 }
 
@@ -375,7 +409,7 @@ impl Plan {
     }
 
     /// The weakest guarantee of anything feeding the main bus.
-    pub fn guarantee(&self) -> Profile {
+    pub(crate) fn guarantee(&self) -> Profile {
         self.main
             .iter()
             .map(|s| self.nodes[s.node].guarantee)

@@ -89,16 +89,16 @@ fn feedback_edges(plan: &Plan) -> Vec<FeedbackEdge> {
 /// What one iterative-solver step costs on a nominal machine (a Newton step
 /// with one `exp`, about 40 cycles at 2 GHz). Only for the worst-case
 /// estimate below; real costs are what `morphrt bench` measures.
-pub const NOMINAL_NS_PER_SOLVER_STEP: f64 = 20.0;
+pub(crate) const NOMINAL_NS_PER_SOLVER_STEP: f64 = 20.0;
 
 /// A node whose worst case per block exceeds the block's deadline.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeadlineRisk {
-    pub node: String,
+    pub(crate) node: String,
     /// Worst-case solver steps per sample (iterations × oversampling).
-    pub steps_per_sample: u64,
-    pub worst_us: f64,
-    pub deadline_us: f64,
+    pub(crate) steps_per_sample: u64,
+    pub(crate) worst_us: f64,
+    pub(crate) deadline_us: f64,
 }
 
 impl std::fmt::Display for DeadlineRisk {
@@ -138,7 +138,7 @@ impl DeadlineRisk {
     }
 }
 
-/// A node's estimated cost per sample, in nanoseconds ([`crate::ops::CostFn`]).
+/// A node's estimated cost per sample, in nanoseconds (`crate::ops::CostFn`).
 pub fn node_cost_ns(n: &PlanNode) -> f64 {
     (n.op.cost)(&n.profile, &n.values)
 }
@@ -312,6 +312,8 @@ pub fn check_warnings(plan: &Plan) -> Vec<Diagnostic> {
     all
 }
 
+/// The table `morphrt check` prints: one row per node (id, operator,
+/// module, profile, precision, …).
 pub fn check_table(plan: &Plan) -> String {
     let mut rows = vec![[
         "node".to_string(),
@@ -596,7 +598,7 @@ fn event_count(plan: &Plan) -> String {
 
 /// `tempo 120bpm, meter 4/4: 24000 samples a beat, 96000 a bar`; a count
 /// that is not whole is given exactly and to two decimals.
-pub fn tempo_line(t: &crate::scene::Tempo, sample_rate: u32) -> String {
+pub(crate) fn tempo_line(t: &crate::scene::Tempo, sample_rate: u32) -> String {
     let spb = t.samples_per_beat(sample_rate);
     let bar = spb.checked_mul(t.bar_beats());
     let count = |r: crate::scene::Rational| {

@@ -19,7 +19,7 @@
 //! accepts. An unknown *param* is an error in the runtime, and in the schema,
 //! and so is a module's own `modules` (modules do not nest).
 //!
-//! The schema is built from [`crate::scene::TOP_KEYS`] and the other field
+//! The schema is built from `crate::scene::TOP_KEYS` and the other field
 //! lists, [`crate::ops::registry`] and the profile tables: adding a field or
 //! an operator changes it with no table here to keep in step (a test checks
 //! that every field the loader knows is described).
@@ -35,7 +35,7 @@ use crate::scene::{
 use serde_json::{json, Map, Value};
 
 /// The JSON Schema dialect the generated schema is written in.
-pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+pub(crate) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// An exact decimal as the unit parser reads it: `440`, `-12.5`, `.5`, `1e3`.
 const DECIMAL: &str = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?";

@@ -40,10 +40,10 @@ fn gate_signal(frames: usize) -> Vec<f64> {
 }
 
 pub(crate) struct Case {
-    pub op: &'static str,
-    pub params: Vec<(&'static str, Value)>,
-    pub n_inputs: usize,
-    pub mods: Vec<(&'static str, Vec<f64>)>,
+    pub(crate) op: &'static str,
+    pub(crate) params: Vec<(&'static str, Value)>,
+    pub(crate) n_inputs: usize,
+    pub(crate) mods: Vec<(&'static str, Vec<f64>)>,
 }
 
 fn case(op: &'static str, params: Vec<(&'static str, Value)>) -> Case {

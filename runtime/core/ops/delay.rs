@@ -16,8 +16,8 @@
 //! the ring and its write index; `reset` zeroes the ring in place.
 
 use super::{
-    build_any, by_profile, no_choices, number, BuildCtx, Held, Io, Lint, NodeState, OpSpec,
-    Operator, ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
+    build_any, by_profile, no_choices, number, BuildCtx, Held, Io, Lint, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, PartClear, Progress, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -202,7 +202,7 @@ impl<S: Sample> Delay<S> {
     }
 }
 
-impl<S: Sample> Processor<S> for Delay<S> {
+impl<S: Sample> NodeProcessor<S> for Delay<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let (time, feedback, mix) = (
@@ -260,7 +260,7 @@ impl<S: Sample> Processor<S> for Delay<S> {
 
 struct DelayOp;
 impl Operator for DelayOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Delay::<S> {
             line: Ring::new(cx.number(MAX_TIME), cx.sample_rate)?,
             sample_rate: cx.sample_rate,
@@ -293,7 +293,7 @@ fn delay_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     }]
 }
 
-pub static DELAY: OpSpec = OpSpec {
+pub(crate) static DELAY: OpSpec = OpSpec {
     name: "delay",
     doc: "Fractional delay line with linear interpolation and feedback: \
           out = (1−mix)·in + mix·wet, the line is fed in + feedback·wet. \

@@ -87,7 +87,7 @@ fn units_text(dim: crate::scene::Dimension) -> String {
 }
 
 /// What "tier" means, for the listing.
-pub const TIER_NOTE: &str = "tier: the strongest profile an operator can honour \
+pub(crate) const TIER_NOTE: &str = "tier: the strongest profile an operator can honour \
      (strict = bit-exact, repro = deterministic on one build, live = replayable); \
      under strict, a node whose operator's tier is weaker is an error";
 
@@ -121,7 +121,7 @@ const MATH: [&str; 3] = [
 /// [`OpSpec::algorithms`] for an operator whose signal path uses none of
 /// the fast approximations: under live its math (coefficients, levels in
 /// dB, if any) is `std`'s, as under repro.
-pub const NO_FAST_MATH: [&str; 3] = [
+pub(crate) const NO_FAST_MATH: [&str; 3] = [
     "f64, libm",
     "f32, std math",
     "f32, std math (no fast approximations on its path)",
@@ -130,7 +130,7 @@ pub const NO_FAST_MATH: [&str; 3] = [
 /// [`OpSpec::algorithms`] for `biquad`: its recursion in f64 at every
 /// precision; under live it is reassociated (it rounds differently from
 /// repro).
-pub const BIQUAD_MATH: [&str; 3] = [
+pub(crate) const BIQUAD_MATH: [&str; 3] = [
     "f64, libm",
     "f32 samples, std math; the TDF-II recursion and its state in f64 (within 1e-3 relative RMS of strict from 10 Hz to 20 kHz at Q 0.5 to 20), its multiply-adds fused on AVX-512",
     "f32 samples, std coefficient math (no fast approximations); the f64 TDF-II recursion reassociated for a shorter dependency chain, its multiply-adds fused on AVX-512",

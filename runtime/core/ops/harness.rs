@@ -4,15 +4,15 @@
 //! way in).
 
 use super::{
-    default_value, AnyNode, BuildCtx, Io, NodeState, OpSpec, ParamSpec, ParamState, Params,
-    Processor, Value,
+    default_value, AnyNode, BuildCtx, Io, NodeProcessor, NodeState, OpSpec, ParamSpec, ParamState,
+    Params, Value,
 };
 use crate::dsp::{fpmode::FpGuard, Sample};
 use crate::profile::{NodeProfile, Overrides, Profile};
 
 /// A node plus the buffers and param states the engine would give it.
-pub struct NodeRunner {
-    pub spec: &'static OpSpec,
+pub(crate) struct NodeRunner {
+    pub(crate) spec: &'static OpSpec,
     node: AnyNode,
     params: Vec<ParamState>,
     n_inputs: usize,
@@ -20,11 +20,11 @@ pub struct NodeRunner {
     clock: u64,
     flush: bool,
     /// Fill value for output buffers before each block (tests of dirty buffers).
-    pub dirty_fill: f64,
+    pub(crate) dirty_fill: f64,
 }
 
 /// Param values for `spec`: defaults, replaced by `set` (name, value) pairs.
-pub fn values_with(spec: &OpSpec, set: &[(&str, Value)]) -> Vec<Value> {
+pub(crate) fn values_with(spec: &OpSpec, set: &[(&str, Value)]) -> Vec<Value> {
     spec.params
         .iter()
         .map(|p| {
@@ -40,7 +40,7 @@ pub fn values_with(spec: &OpSpec, set: &[(&str, Value)]) -> Vec<Value> {
 impl NodeRunner {
     /// Builds `spec` under `profile` (default precision and math of that
     /// profile unless `precision` overrides it).
-    pub fn new(
+    pub(crate) fn new(
         spec: &'static OpSpec,
         values: Vec<Value>,
         profile: Profile,
@@ -60,9 +60,7 @@ impl NodeRunner {
         // The first `n_inputs` audio inputs are fed (those a test passes).
         let connected = vec![true; n_inputs];
         let cx = BuildCtx {
-            node_id: "node",
             sample_rate,
-            max_block,
             values: &values,
             n_inputs,
             connected: &connected,
@@ -97,37 +95,33 @@ impl NodeRunner {
         })
     }
 
-    pub fn node(&mut self) -> &mut AnyNode {
+    pub(crate) fn node(&mut self) -> &mut AnyNode {
         &mut self.node
     }
 
-    pub fn param_state(&mut self, i: usize) -> &mut ParamState {
+    pub(crate) fn param_state(&mut self, i: usize) -> &mut ParamState {
         &mut self.params[i]
     }
 
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.node.reset();
         self.clock = 0;
     }
 
-    pub fn snapshot(&self) -> NodeState {
+    pub(crate) fn snapshot(&self) -> NodeState {
         let mut st = NodeState::default();
         self.node.snapshot(&mut st);
         st
     }
 
-    pub fn clock(&self) -> u64 {
-        self.clock
-    }
-
-    pub fn set_clock(&mut self, clock: u64) {
+    pub(crate) fn set_clock(&mut self, clock: u64) {
         self.clock = clock;
     }
 
     /// Renders `inputs[0].len()` frames (or `frames` when there are no inputs)
     /// in blocks whose sizes cycle through `blocks`. `mods` are modulation
     /// signals by param index. Returns one f64 vector per output.
-    pub fn run(
+    pub(crate) fn run(
         &mut self,
         inputs: &[Vec<f64>],
         mods: &[(usize, Vec<f64>)],
@@ -167,7 +161,7 @@ struct Rig<'a> {
 
 /// Runs `node` on `rig` as [`NodeRunner::run`] describes.
 fn run_typed<S: Sample>(
-    node: &mut dyn Processor<S>,
+    node: &mut dyn NodeProcessor<S>,
     rig: Rig<'_>,
     inputs: &[Vec<f64>],
     mods: &[(usize, Vec<f64>)],
@@ -233,7 +227,7 @@ fn run_typed<S: Sample>(
 
 /// Block sizes of the conformance suite: 1, 7, 64, 128, 4096 and a
 /// deterministic pseudo-random mix.
-pub fn conformance_block_sizes() -> Vec<Vec<usize>> {
+pub(crate) fn conformance_block_sizes() -> Vec<Vec<usize>> {
     let mut random = Vec::new();
     let mut x: u64 = 0x9e3779b97f4a7c15;
     for _ in 0..64 {
@@ -244,7 +238,7 @@ pub fn conformance_block_sizes() -> Vec<Vec<usize>> {
 }
 
 /// Bitwise equality of two renders, with the first difference on failure.
-pub fn first_difference(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<String> {
+pub(crate) fn first_difference(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<String> {
     for (c, (x, y)) in a.iter().zip(b).enumerate() {
         if x.len() != y.len() {
             return Some(format!("output {c}: length {} vs {}", x.len(), y.len()));

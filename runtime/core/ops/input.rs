@@ -9,8 +9,8 @@
 //! for it, and the journal keeps the input itself.
 
 use super::{
-    build_any, by_profile, no_choices, no_lints, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, BuildCtx, Io, NodeProcessor, NodeState, OpSpec,
+    Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -23,7 +23,7 @@ pub const MAX_INPUT_CHANNEL: i64 = 63;
 /// Copies the session input it is given to `out`.
 struct Input<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Input<S> {
+impl<S: Sample> NodeProcessor<S> for Input<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let out = &mut io.outputs[0][..n];
@@ -38,13 +38,13 @@ impl<S: Sample> Processor<S> for Input<S> {
 
 struct InputOp;
 impl Operator for InputOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Input::<S>(PhantomData)))
     }
 }
 
 /// `input`: reads one channel of the session's input.
-pub static INPUT: OpSpec = OpSpec {
+pub(crate) static INPUT: OpSpec = OpSpec {
     name: "input",
     doc: "One channel of the session's audio input: `render --input FILE.wav` (or `-` for stdin) offline; the capture device, or `run --input FILE.wav`, live. Sample n of the input is sample n of `out`; the input itself is recorded in the journal, so a session with input replays bit for bit.",
     inputs: &[],

@@ -10,14 +10,15 @@
 //!
 //! Port numbering seen by a processor: audio inputs `0..inputs.len()` in
 //! [`Io::inputs`]; outputs in [`Io::outputs`]; every param by its index in
-//! `OpSpec::params` through [`Io::params`] (numbers may be modulated).
+//! `OpSpec::params` through `Io::params` (numbers may be modulated).
 
 #[cfg(test)]
 pub(crate) mod conformance;
 pub mod describe;
 #[cfg(test)]
 mod golden;
-pub mod harness;
+#[cfg(test)]
+pub(crate) mod harness;
 mod value;
 
 /// The no-op state methods of a node without state (the utilities,
@@ -48,7 +49,7 @@ mod nonlinear;
 mod oscillators;
 mod reverb;
 mod sampler;
-pub mod sequencer;
+pub(crate) mod sequencer;
 mod spectral;
 mod utility;
 
@@ -66,22 +67,36 @@ pub enum ParamKind {
     /// A continuous number in a canonical unit. Always also an input port of
     /// the same name unless `modulatable` is false (sizes such as `max_time`).
     Number {
+        /// The physical dimension, which decides the units a scene may write.
         dim: Dimension,
+        /// The value when the scene gives none, in the canonical unit.
         default: f64,
+        /// The smallest value accepted, in the canonical unit.
         min: f64,
+        /// The largest value accepted, in the canonical unit.
         max: f64,
+        /// Whether it is also an audio-rate input port.
         modulatable: bool,
     },
+    /// An integer in `min…max`.
     Integer {
+        /// The value when the scene gives none.
         default: i64,
+        /// The smallest value accepted.
         min: i64,
+        /// The largest value accepted.
         max: i64,
     },
+    /// One of a fixed list of names.
     Enum {
+        /// The names accepted, in index order.
         choices: &'static [&'static str],
+        /// The name when the scene gives none.
         default: &'static str,
     },
+    /// True or false.
     Bool {
+        /// The value when the scene gives none.
         default: bool,
     },
     /// An `@resource:NAME` audio file; required.
@@ -91,12 +106,14 @@ pub enum ParamKind {
     /// An array of step values, numbers or `null` rests (`sequencer.steps`),
     /// at most `max`; resolved to [`Value::Gains`] with NaN for a rest.
     Steps {
+        /// The most steps accepted.
         max: usize,
     },
     /// A step length (`sequencer.rate`): a note value (`"1/16"`), beats or
     /// bars, or a time; resolved to exact seconds, [`Value::Span`]. The
     /// default is `default_ms`, or a sixteenth note in a scene with a tempo.
     StepLength {
+        /// The step length in milliseconds when the scene gives none and has no tempo.
         default_ms: u32,
     },
 }
@@ -106,21 +123,22 @@ pub enum ParamKind {
 pub struct ParamSpec {
     /// The name scenes, events and ports use.
     pub name: &'static str,
+    /// What it accepts.
     pub kind: ParamKind,
     /// One line for `morphrt ops`.
-    pub doc: &'static str,
+    pub(crate) doc: &'static str,
     /// Whether an event may change the param while the node runs. A number
     /// is settable exactly when it is modulatable (an event ramps the same
     /// per-sample value modulation adds to; a size such as `max_time` is read
     /// once at build). A discrete param is settable when the node applies it
-    /// live in [`Processor::set_discrete`]. A resource or a gains array never
+    /// live in [`NodeProcessor::set_discrete`]. A resource or a gains array never
     /// is. The compiler rejects events on every other param.
     pub settable_by_events: bool,
 }
 
 impl ParamSpec {
     /// Whether this param is also an input port.
-    pub fn is_port(&self) -> bool {
+    pub(crate) fn is_port(&self) -> bool {
         matches!(
             self.kind,
             ParamKind::Number {
@@ -132,26 +150,27 @@ impl ParamSpec {
 }
 
 /// Worst-case solver steps per sample of a node with these settings.
-pub type SolverStepsFn = fn(&NodeProfile, &[Value]) -> u64;
+pub(crate) type SolverStepsFn = fn(&NodeProfile, &[Value]) -> u64;
 
 /// Builds a node at a precision and math policy.
-pub type BuildFn = fn(&BuildCtx<'_>, Precision, MathKind) -> Result<AnyNode, String>;
+pub(crate) type BuildFn = fn(&BuildCtx<'_>, Precision, MathKind) -> Result<AnyNode, String>;
 
 /// The implementation choices a node makes from its resolved profile and
 /// static param values, beyond precision and math policy, as (what, choice)
 /// pairs such as `("conv", "uniform")`. An operator's build reaches the same
 /// choices through the same functions, so what `check` reports is what runs.
-pub type ChoicesFn = fn(&NodeProfile, &[Value]) -> Vec<(&'static str, String)>;
+pub(crate) type ChoicesFn = fn(&NodeProfile, &[Value]) -> Vec<(&'static str, String)>;
 
 /// A setting that will not do what it says, found by an operator's
-/// [`LintFn`]: the param it is about, what happens instead, and what to do.
+/// `LintFn`: the param it is about, what happens instead, and what to do.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lint {
-    pub param: &'static str,
+    pub(crate) param: &'static str,
+    /// What is wrong, in one sentence.
     pub message: String,
-    pub help: Option<String>,
+    pub(crate) help: Option<String>,
     /// What the node plays instead, when that is one value of `param`.
-    pub held: Option<Held>,
+    pub(crate) held: Option<Held>,
 }
 
 /// The value a node plays for a param it holds elsewhere than asked (a
@@ -186,10 +205,10 @@ pub fn played(
 }
 
 /// The [`Lint`]s of a node with these static param values at this sample rate.
-pub type LintFn = fn(&[Value], f64) -> Vec<Lint>;
+pub(crate) type LintFn = fn(&[Value], f64) -> Vec<Lint>;
 
 /// [`LintFn`] of the operators that accept every in-range setting as written.
-pub fn no_lints(_: &[Value], _: f64) -> Vec<Lint> {
+pub(crate) fn no_lints(_: &[Value], _: f64) -> Vec<Lint> {
     Vec::new()
 }
 
@@ -227,7 +246,7 @@ pub fn lint_of_setting(
 /// `ratio · sample_rate` (Nyquist is `0.5 · sample_rate`); `instead` says
 /// what the operator does with it, and `plays` is the function its
 /// processing calls for the frequency it plays (`plays(hz, sample_rate)`).
-pub fn frequency_lint(
+pub(crate) fn frequency_lint(
     values: &[Value],
     index: usize,
     name: &'static str,
@@ -265,7 +284,11 @@ pub fn frequency_lint(
 /// magnitude never exceeds `peak` while each of `params` keeps its static
 /// value (no edge into it, no event on it). Only the oscillators declare
 /// one (`|amp|`, see `oscillators::output_bound`); `None` for the rest.
-pub fn output_bound(op: &OpSpec, profile: &NodeProfile, values: &[Value]) -> Option<OutputBound> {
+pub(crate) fn output_bound(
+    op: &OpSpec,
+    profile: &NodeProfile,
+    values: &[Value],
+) -> Option<OutputBound> {
     oscillators::output_bound(op, profile, values)
 }
 
@@ -273,16 +296,16 @@ pub fn output_bound(op: &OpSpec, profile: &NodeProfile, values: &[Value]) -> Opt
 /// rounded to the node's precision never passes it: `false` when it
 /// allows for rounding or an approximation), and the params it rests on.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OutputBound {
-    pub peak: f64,
-    pub exact: bool,
-    pub params: &'static [&'static str],
+pub(crate) struct OutputBound {
+    pub(crate) peak: f64,
+    pub(crate) exact: bool,
+    pub(crate) params: &'static [&'static str],
 }
 
 /// A param that switches the node on only above a threshold (`adsr`'s
 /// `gate`, on while `> 0.5`): the param and the threshold; `None` for
 /// operators with no such param.
-pub fn gate_threshold(op: &OpSpec) -> Option<(&'static str, f64)> {
+pub(crate) fn gate_threshold(op: &OpSpec) -> Option<(&'static str, f64)> {
     dynamics::gate_threshold(op)
 }
 
@@ -291,11 +314,11 @@ pub fn gate_threshold(op: &OpSpec) -> Option<(&'static str, f64)> {
 /// build (per-node ns/sample) on the machine named in
 /// `benches/costs.md`; they are for the warning that a render will be slower
 /// than real time, not a measurement.
-pub type CostFn = fn(&NodeProfile, &[Value]) -> f64;
+pub(crate) type CostFn = fn(&NodeProfile, &[Value]) -> f64;
 
 /// A cost that depends only on the profile: `ns` is (strict, repro, live),
 /// nanoseconds per sample as `morphrt bench` measured them (`benches/costs.md`).
-pub fn by_profile(p: &NodeProfile, ns: [f64; 3]) -> f64 {
+pub(crate) fn by_profile(p: &NodeProfile, ns: [f64; 3]) -> f64 {
     match p.profile {
         Profile::Strict => ns[0],
         Profile::Repro => ns[1],
@@ -304,13 +327,13 @@ pub fn by_profile(p: &NodeProfile, ns: [f64; 3]) -> f64 {
 }
 
 /// [`ChoicesFn`] of the operators whose only choices are precision and math.
-pub fn no_choices(_: &NodeProfile, _: &[Value]) -> Vec<(&'static str, String)> {
+pub(crate) fn no_choices(_: &NodeProfile, _: &[Value]) -> Vec<(&'static str, String)> {
     Vec::new()
 }
 
 /// The FFT a node runs with, as `provider/norm` (e.g. `rustfft/ortho`): the
 /// same [`NodeProfile`] methods an FFT-using operator builds its plan from.
-pub fn fft_choice(p: &NodeProfile) -> String {
+pub(crate) fn fft_choice(p: &NodeProfile) -> String {
     format!("{}/{}", p.fft_provider().name(), p.fft_norm().name())
 }
 
@@ -319,7 +342,7 @@ pub struct OpSpec {
     /// The name scenes use in `"op"`.
     pub name: &'static str,
     /// One paragraph for `morphrt ops`.
-    pub doc: &'static str,
+    pub(crate) doc: &'static str,
     /// Audio input ports (params that are ports are not listed here).
     pub inputs: &'static [&'static str],
     /// Output ports; a bare source endpoint means the first, `out`.
@@ -327,38 +350,38 @@ pub struct OpSpec {
     /// Params in the order processors index them.
     pub params: &'static [ParamSpec],
     /// The strongest profile the operator can honour.
-    pub tier: Profile,
+    pub(crate) tier: Profile,
     /// Inputs are `in0 … inN` (N from the edges and params), not `inputs`.
     pub variadic_inputs: bool,
     /// Whether the node draws from the seeded noise streams.
-    pub uses_rng: bool,
+    pub(crate) uses_rng: bool,
     /// The param (an enum of precision names) that sets the node's
     /// precision whatever its profile says: `cast`'s `to`. Such a node is
     /// an explicit precision change, so the implicit-cast rules do not apply
     /// to the edges into it.
-    pub precision_param: Option<&'static str>,
+    pub(crate) precision_param: Option<&'static str>,
     /// Worst-case iterative-solver steps per base-rate sample (iterations ×
     /// oversampling), for operators with a solver: `check` and `run` compare
     /// it with the block's deadline.
-    pub solver_steps: Option<SolverStepsFn>,
+    pub(crate) solver_steps: Option<SolverStepsFn>,
     /// What this node runs with under its profile and params (see
     /// [`ChoicesFn`]); `check` prints it.
-    pub choices: ChoicesFn,
+    pub(crate) choices: ChoicesFn,
     /// Settings the operator accepts but that will not do what they say
     /// (a cutoff above Nyquist, a delay longer than its buffer): the
     /// compiler turns each into a located warning.
-    pub lints: LintFn,
+    pub(crate) lints: LintFn,
     /// Estimated cost per base-rate sample, in nanoseconds, under the
     /// node's profile and params (see [`CostFn`]); `check` prints it.
-    pub cost: CostFn,
+    pub(crate) cost: CostFn,
     /// What the operator runs under strict, repro and live, in words, for
     /// `morphrt ops`; `None` when only precision and math policy differ
     /// and its signal path calls the math policy's sin, cos, tanh or exp
     /// (fast approximations under live);
     /// [`describe::NO_FAST_MATH`] when it calls none of them.
-    pub algorithms: Option<[&'static str; 3]>,
+    pub(crate) algorithms: Option<[&'static str; 3]>,
     /// Builds a node (may allocate).
-    pub build: BuildFn,
+    pub(crate) build: BuildFn,
 }
 
 impl OpSpec {
@@ -371,7 +394,7 @@ impl OpSpec {
     /// params by (`const CUTOFF: usize = BIQUAD.index_of("cutoff")`).
     /// Evaluated at compile time, so a name the spec does not declare fails
     /// the build, and an index cannot drift from the declaration.
-    pub const fn index_of(&self, name: &str) -> usize {
+    pub(crate) const fn index_of(&self, name: &str) -> usize {
         let mut i = 0;
         while i < self.params.len() {
             if const_str_eq(self.params[i].name, name) {
@@ -384,7 +407,7 @@ impl OpSpec {
 
     /// The precision a node of this operator runs at when its own params
     /// decide it ([`precision_param`](Self::precision_param)).
-    pub fn own_precision(&self, values: &[Value]) -> Option<Precision> {
+    pub(crate) fn own_precision(&self, values: &[Value]) -> Option<Precision> {
         let i = self.param_index(self.precision_param?)?;
         match (self.params[i].kind, values.get(i)?) {
             (ParamKind::Enum { choices, .. }, Value::Enum(k)) => Precision::parse(choices.get(*k)?),
@@ -410,34 +433,31 @@ const fn const_str_eq(a: &str, b: &str) -> bool {
 }
 
 /// Everything a node may look at while it is built (may allocate).
-pub struct BuildCtx<'a> {
-    pub node_id: &'a str,
-    pub sample_rate: f64,
-    /// The largest block `process` will ever be asked for.
-    pub max_block: usize,
+pub(crate) struct BuildCtx<'a> {
+    pub(crate) sample_rate: f64,
     /// Static param values, in `OpSpec::params` order.
-    pub values: &'a [Value],
+    pub(crate) values: &'a [Value],
     /// Audio input count (for variadic operators).
-    pub n_inputs: usize,
+    pub(crate) n_inputs: usize,
     /// Per audio input (`OpSpec::inputs` order, or `in0 … inN`), whether an
     /// edge feeds it. An unconnected input reads silence; a node that treats
     /// an unconnected input differently (`compressor`'s `sidechain` keys from
     /// `in` instead) decides at build, and an edit that wires it rebuilds the
     /// node. Shorter than the inputs when a caller knows nothing: read it
     /// with [`input_connected`](Self::input_connected).
-    pub connected: &'a [bool],
+    pub(crate) connected: &'a [bool],
     /// `hash64(global seed, node id, local seed)` for nodes that use noise.
-    pub noise_hash: u64,
-    pub profile: &'a NodeProfile,
+    pub(crate) noise_hash: u64,
+    pub(crate) profile: &'a NodeProfile,
 }
 
 impl BuildCtx<'_> {
     /// Whether audio input `i` has an edge (see [`connected`](Self::connected)).
-    pub fn input_connected(&self, i: usize) -> bool {
+    pub(crate) fn input_connected(&self, i: usize) -> bool {
         self.connected.get(i).copied().unwrap_or(false)
     }
 
-    pub fn number(&self, i: usize) -> f64 {
+    pub(crate) fn number(&self, i: usize) -> f64 {
         match &self.values[i] {
             Value::Number(v) => *v,
             other => panic!("param {i} is not a number: {other:?}"),
@@ -450,6 +470,7 @@ impl BuildCtx<'_> {
 pub struct ParamState {
     /// The target value (the value once any ramp has finished).
     pub value: f64,
+    /// The ramp in progress towards `value`, if any.
     pub ramp: Option<Ramp>,
 }
 
@@ -457,20 +478,23 @@ pub struct ParamState {
 /// param's `value` at `start + len`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ramp {
+    /// The value at `start`.
     pub from: f64,
+    /// The absolute sample the ramp starts at.
     pub start: u64,
+    /// Its length in samples (> 0).
     pub len: u64,
 }
 
 impl ParamState {
-    pub fn constant(value: f64) -> ParamState {
+    pub(crate) fn constant(value: f64) -> ParamState {
         ParamState { value, ramp: None }
     }
 
     /// The static value at absolute sample `n`: a pure function of `n`, so
     /// block size never changes it.
     #[inline]
-    pub fn at(&self, n: u64) -> f64 {
+    pub(crate) fn at(&self, n: u64) -> f64 {
         match self.ramp {
             Some(r) if n < r.start + r.len => {
                 let k = n.saturating_sub(r.start) as f64 / r.len as f64;
@@ -482,7 +506,7 @@ impl ParamState {
 }
 
 /// Read access to a node's params for one block.
-pub struct Params<'a, S> {
+pub(crate) struct Params<'a, S> {
     pub(crate) states: &'a [ParamState],
     /// Modulation signals by param index; empty when unconnected.
     pub(crate) signals: &'a [Vec<S>],
@@ -502,7 +526,7 @@ pub struct Params<'a, S> {
 /// drives its ports. A value inside the range is returned unchanged, bit for
 /// bit (no `min`/`max`, whose choice between −0 and +0 is the compiler's).
 #[derive(Clone, Copy)]
-pub struct Param<'a, S> {
+pub(crate) struct Param<'a, S> {
     state: &'a ParamState,
     signal: Option<&'a [S]>,
     start: u64,
@@ -514,7 +538,7 @@ pub struct Param<'a, S> {
 impl<'a, S: Sample> Params<'a, S> {
     /// `specs` are the params' declarations (the operator's
     /// [`OpSpec::params`]); a param with a signal must have one.
-    pub fn new(
+    pub(crate) fn new(
         states: &'a [ParamState],
         signals: &'a [Vec<S>],
         start: u64,
@@ -529,7 +553,7 @@ impl<'a, S: Sample> Params<'a, S> {
     }
 
     #[inline]
-    pub fn get(&self, i: usize) -> Param<'a, S> {
+    pub(crate) fn get(&self, i: usize) -> Param<'a, S> {
         let signal = self
             .signals
             .get(i)
@@ -552,7 +576,7 @@ impl<'a, S: Sample> Params<'a, S> {
 impl<S: Sample> Param<'_, S> {
     /// True when the value is the same for every frame of this block.
     #[inline]
-    pub fn is_const(&self) -> bool {
+    pub(crate) fn is_const(&self) -> bool {
         self.signal.is_none()
             && self
                 .state
@@ -563,13 +587,13 @@ impl<S: Sample> Param<'_, S> {
     /// The value at the block start (the value for the whole block when
     /// [`is_const`](Self::is_const)).
     #[inline]
-    pub fn value(&self) -> f64 {
+    pub(crate) fn value(&self) -> f64 {
         self.at(0)
     }
 
     /// The value at frame `i` of the block.
     #[inline]
-    pub fn at(&self, i: usize) -> f64 {
+    pub(crate) fn at(&self, i: usize) -> f64 {
         let base = self.state.at(self.start + i as u64);
         match self.signal {
             Some(s) => held(base, base + s[i].to_f64(), self.lo, self.hi),
@@ -605,22 +629,24 @@ pub struct Io<'a, S> {
     /// Outputs, each at least `frames` long; may hold stale data on entry,
     /// so every frame must be written.
     pub outputs: &'a mut [Vec<S>],
-    pub params: Params<'a, S>,
+    pub(crate) params: Params<'a, S>,
 }
 
-/// One node of a lane group for one chunk (see [`Processor::lanes`]): its
+/// One node of a lane group for one chunk (see [`NodeProcessor::lanes`]): its
 /// processor, its param states (constant over the chunk: no ramp in
 /// progress and no modulation signal, so each param's `value` holds for
 /// every frame), its gathered inputs and its outputs.
 pub struct LaneMember<'a, S> {
+    /// The member's processor, to downcast to the kernel's concrete type.
     pub node: &'a mut dyn std::any::Any,
-    pub params: &'a [ParamState],
-    pub inputs: &'a [Vec<S>],
+    pub(crate) params: &'a [ParamState],
+    pub(crate) inputs: &'a [Vec<S>],
+    /// Its output buffers, one per port, written for the chunk's frames.
     pub outputs: &'a mut [Vec<S>],
     /// False on entry. A kernel sets it once the member is finished: its
     /// state advanced over the chunk and its outputs written, as its own
     /// `process` would. Read only when the kernel panics ([`LaneKernel`]).
-    pub done: bool,
+    pub(crate) done: bool,
 }
 
 /// The one input every member of a group feeds, and that nothing else
@@ -636,7 +662,7 @@ pub struct LaneSum<'a, S> {
     pub first: bool,
     /// The members' output 0 must be written as well (the engine checks
     /// them for NaN); when false the kernel may leave it unwritten.
-    pub outputs: bool,
+    pub(crate) outputs: bool,
 }
 
 impl<S: Sample> LaneSum<'_, S> {
@@ -656,7 +682,7 @@ impl<S: Sample> LaneSum<'_, S> {
 }
 
 /// Runs `frames` frames from absolute sample `start` of every member, all
-/// of one concrete processor type (the one whose [`Processor::lanes`]
+/// of one concrete processor type (the one whose [`NodeProcessor::lanes`]
 /// gave the kernel). Each member's outputs must be exactly the bits its
 /// own `process` would write with the same params, whatever the number of
 /// members: lanes never change a node's operations or their order. With a
@@ -668,7 +694,7 @@ impl<S: Sample> LaneSum<'_, S> {
 /// **If it panics**, every member must be either untouched (its state as
 /// at the call; a cache derived from the params alone, such as
 /// coefficients, may have been updated) or finished and marked
-/// [`LaneMember::done`]. The engine then keeps the finished members' outputs
+/// `LaneMember::done`. The engine then keeps the finished members' outputs
 /// and runs the untouched ones alone, each once, so a member's state never
 /// advances twice over one chunk. So a kernel either writes its members'
 /// state back in a last pass that cannot panic, after every output and the
@@ -681,7 +707,7 @@ pub type LaneKernel<S> = fn(
 ) -> u64;
 
 /// What a fused group's kernel keeps of its members between chunks
-/// ([`Processor::steady_lanes`]), so that a chunk in which nothing about
+/// ([`NodeProcessor::steady_lanes`]), so that a chunk in which nothing about
 /// any member changed — no event, control or edit reached it, every member
 /// is healthy and ran in the kernel the chunk before — runs with each
 /// member's node alone at hand: not its params, buffers or health, which
@@ -719,14 +745,14 @@ pub trait SteadyLanes<S: Sample>: Send {
 }
 
 /// The most members one [`LaneKernel`] call receives.
-pub const MAX_LANES: usize = 64;
+pub(crate) const MAX_LANES: usize = 64;
 
 /// A [`LaneKernel`] that runs each member's own `process` in turn, called
 /// statically: no lanes across nodes, but one engine dispatch for the
 /// whole group instead of one per node. Right for nodes whose kernel is
 /// already vectorised over time (oscillators, noise), where a group saves
 /// the engine's per-node work.
-pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
+pub fn serial_lanes<S: Sample, T: NodeProcessor<S> + 'static>(
     members: &mut [LaneMember<'_, S>],
     frames: usize,
     start: u64,
@@ -757,7 +783,7 @@ pub fn serial_lanes<S: Sample, T: Processor<S> + 'static>(
 /// Lifecycle: built (may allocate) → `process` / `reset` on the audio thread
 /// (never allocate, lock, block or do I/O; bounded time) → dropped off the
 /// audio thread.
-pub trait Processor<S: Sample>: Send + std::any::Any {
+pub trait NodeProcessor<S: Sample>: Send + std::any::Any {
     /// Renders `io.frames` frames. Real-time safe.
     fn process(&mut self, io: &mut Io<'_, S>);
     /// Returns to the state right after build. Real-time safe.
@@ -835,60 +861,62 @@ pub trait Processor<S: Sample>: Send + std::any::Any {
 
 /// A built node at its precision.
 pub enum AnyNode {
-    F32(Box<dyn Processor<f32>>),
-    F64(Box<dyn Processor<f64>>),
+    /// A node that runs at f32.
+    F32(Box<dyn NodeProcessor<f32>>),
+    /// A node that runs at f64.
+    F64(Box<dyn NodeProcessor<f64>>),
 }
 
 impl AnyNode {
-    pub fn precision(&self) -> Precision {
-        match self {
-            AnyNode::F32(_) => Precision::F32,
-            AnyNode::F64(_) => Precision::F64,
-        }
-    }
-    pub fn reset(&mut self) {
-        match self {
-            AnyNode::F32(n) => n.reset(),
-            AnyNode::F64(n) => n.reset(),
-        }
-    }
-    pub fn snapshot(&self, st: &mut NodeState) {
-        match self {
-            AnyNode::F32(n) => n.snapshot(st),
-            AnyNode::F64(n) => n.snapshot(st),
-        }
-    }
-    pub fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
-        match self {
-            AnyNode::F32(n) => n.capture_part(st, done, budget),
-            AnyNode::F64(n) => n.capture_part(st, done, budget),
-        }
-    }
-    pub fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
-        match self {
-            AnyNode::F32(n) => n.reset_part(done, budget),
-            AnyNode::F64(n) => n.reset_part(done, budget),
-        }
-    }
-    pub fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
-        match self {
-            AnyNode::F32(n) => n.restore(st),
-            AnyNode::F64(n) => n.restore(st),
-        }
-    }
-    pub fn set_discrete(&mut self, param: usize, value: &Value) {
-        match self {
-            AnyNode::F32(n) => n.set_discrete(param, value),
-            AnyNode::F64(n) => n.set_discrete(param, value),
-        }
-    }
-    pub fn latency(&self) -> usize {
+    /// The node's latency in samples.
+    pub(crate) fn latency(&self) -> usize {
         match self {
             AnyNode::F32(n) => n.latency(),
             AnyNode::F64(n) => n.latency(),
         }
     }
-    pub fn iterations(&self) -> u64 {
+}
+
+/// Both precisions behind one call, for the tests' node runner.
+#[cfg(test)]
+impl AnyNode {
+    pub(crate) fn reset(&mut self) {
+        match self {
+            AnyNode::F32(n) => n.reset(),
+            AnyNode::F64(n) => n.reset(),
+        }
+    }
+    pub(crate) fn snapshot(&self, st: &mut NodeState) {
+        match self {
+            AnyNode::F32(n) => n.snapshot(st),
+            AnyNode::F64(n) => n.snapshot(st),
+        }
+    }
+    pub(crate) fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        match self {
+            AnyNode::F32(n) => n.capture_part(st, done, budget),
+            AnyNode::F64(n) => n.capture_part(st, done, budget),
+        }
+    }
+    pub(crate) fn reset_part(&mut self, done: usize, budget: usize) -> Progress {
+        match self {
+            AnyNode::F32(n) => n.reset_part(done, budget),
+            AnyNode::F64(n) => n.reset_part(done, budget),
+        }
+    }
+    pub(crate) fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
+        match self {
+            AnyNode::F32(n) => n.restore(st),
+            AnyNode::F64(n) => n.restore(st),
+        }
+    }
+    pub(crate) fn set_discrete(&mut self, param: usize, value: &Value) {
+        match self {
+            AnyNode::F32(n) => n.set_discrete(param, value),
+            AnyNode::F64(n) => n.set_discrete(param, value),
+        }
+    }
+    pub(crate) fn iterations(&self) -> u64 {
         match self {
             AnyNode::F32(n) => n.iterations(),
             AnyNode::F64(n) => n.iterations(),
@@ -897,12 +925,12 @@ impl AnyNode {
 }
 
 /// An operator generic over sample type and math policy.
-pub trait Operator {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String>;
+pub(crate) trait Operator {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String>;
 }
 
 /// Monomorphises `O` for the requested precision and math policy.
-pub fn build_any<O: Operator>(
+pub(crate) fn build_any<O: Operator>(
     cx: &BuildCtx<'_>,
     precision: Precision,
     math: MathKind,
@@ -963,7 +991,7 @@ pub fn lookup(name: &str) -> Option<&'static OpSpec> {
 }
 
 /// Shorthand for declaring a number param.
-pub const fn number(
+pub(crate) const fn number(
     name: &'static str,
     dim: Dimension,
     default: f64,

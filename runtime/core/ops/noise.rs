@@ -11,8 +11,8 @@
 //! is rebuilt (a scene edit), not through `set_discrete`.
 
 use super::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError,
 };
 use super::{serial_lanes, LaneKernel};
 use crate::dsp::rng::NoiseStream;
@@ -32,7 +32,7 @@ struct Noise<S> {
     _p: PhantomData<fn() -> S>,
 }
 
-impl<S: Sample> Processor<S> for Noise<S> {
+impl<S: Sample> NodeProcessor<S> for Noise<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let amp = io.params.get(AMP);
         let start = io.start;
@@ -72,7 +72,7 @@ impl<S: Sample> Processor<S> for Noise<S> {
 
 struct NoiseOp;
 impl Operator for NoiseOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Noise::<S> {
             stream: NoiseStream::new(cx.noise_hash, STREAM),
             _p: PhantomData,
@@ -81,7 +81,7 @@ impl Operator for NoiseOp {
 }
 
 /// `noise`: white noise, uniform in [-1, 1) before `amp`; see the module docs.
-pub static NOISE: OpSpec = OpSpec {
+pub(crate) static NOISE: OpSpec = OpSpec {
     name: "noise",
     doc: "White noise, uniform in [-amp, amp): Philox 4x32-10 keyed by (global seed, node id, seed), \
           a pure function of the sample index (the locked formula: scenes/README.md, \

@@ -46,11 +46,11 @@
 //!
 //! `max_iterations`: the node's param when it differs from its default (32),
 //! else the profile's `max_iterations` (default 32). Newton steps taken are
-//! counted and exposed through [`Processor::iterations`].
+//! counted and exposed through [`NodeProcessor::iterations`].
 
 use super::{
-    build_any, frequency_lint, no_lints, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, frequency_lint, no_lints, number, BuildCtx, Io, Lint, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::dsp::oversample::Oversampler;
 use crate::dsp::{Math, Sample};
@@ -176,7 +176,7 @@ struct Saturator<S, M> {
     _m: PhantomData<fn() -> M>,
 }
 
-impl<S: Sample, M: Math> Processor<S> for Saturator<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Saturator<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let drive = io.params.get(SAT_DRIVE);
@@ -225,7 +225,7 @@ fn saturator_choices(profile: &NodeProfile, values: &[Value]) -> Vec<(&'static s
     vec![FactorRule::new(profile, values, SAT_OVERSAMPLING, SAT_CRITICAL).choice()]
 }
 impl Operator for SaturatorOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let rule = FactorRule::new(cx.profile, cx.values, SAT_OVERSAMPLING, SAT_CRITICAL);
         Ok(Box::new(Saturator::<S, M> {
             os: Oversampler::new(rule.factor()),
@@ -245,7 +245,7 @@ fn saturator_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     }
 }
 
-pub static SATURATOR: OpSpec = OpSpec {
+pub(crate) static SATURATOR: OpSpec = OpSpec {
     name: "saturator",
     doc: "tanh(drive·in), oversampled with linear-phase half-band filters; \
           latency is the 4× path's in every profile.",
@@ -435,7 +435,7 @@ impl<S: Sample, M: Math> DiodeClipper<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for DiodeClipper<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for DiodeClipper<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let cutoff = io.params.get(DC_CUTOFF);
@@ -622,7 +622,7 @@ fn diode_worst_steps(profile: &NodeProfile, values: &[Value]) -> u64 {
 
 struct DiodeClipperOp;
 impl Operator for DiodeClipperOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let rule = FactorRule::new(cx.profile, cx.values, DC_OVERSAMPLING, DC_CRITICAL);
         let (max_iterations, tolerance) = solver_rule(cx.profile, cx.values);
         let solver = DiodeSolver::<S, M> {
@@ -677,7 +677,7 @@ fn diode_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     }
 }
 
-pub static DIODE_CLIPPER: OpSpec = OpSpec {
+pub(crate) static DIODE_CLIPPER: OpSpec = OpSpec {
     name: "diode_clipper",
     doc: "RC low-pass (C = 10 nF, R from `cutoff`) into an antiparallel diode pair; \
           trapezoidal rule, damped Newton–Raphson per sample; input voltage = drive·in, \

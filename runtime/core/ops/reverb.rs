@@ -52,8 +52,8 @@
 //! in parts.
 
 use super::{
-    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeState,
-    OpSpec, Operator, ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
+    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeProcessor,
+    NodeState, OpSpec, Operator, ParamKind, ParamSpec, PartClear, Progress, StateError, Value,
 };
 use crate::dsp::state::ring_part;
 use crate::dsp::{Math, Sample};
@@ -341,7 +341,7 @@ impl<S: Sample, M: Math> Reverb<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for Reverb<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let p = &io.params;
@@ -453,7 +453,7 @@ impl<S: Sample, M: Math> Processor<S> for Reverb<S, M> {
 
 struct ReverbOp;
 impl Operator for ReverbOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let len = line_lengths(cx.sample_rate, cx.number(SIZE))?;
         let mut off = [0usize; LINES];
         let mut total = 0;
@@ -527,7 +527,7 @@ fn reverb_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-pub static REVERB: OpSpec = OpSpec {
+pub(crate) static REVERB: OpSpec = OpSpec {
     name: "reverb",
     doc: "Algorithmic reverb: a 16-line feedback delay network (lengths distinct primes, \
           15 … 55 ms × size; feedback ¼·Hadamard, orthogonal), each line damped by a \

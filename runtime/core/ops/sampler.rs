@@ -19,8 +19,8 @@
 //! boundary, a handover or a resume is seen once.
 
 use super::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -133,7 +133,7 @@ impl<S: Sample> Sampler<S> {
     }
 }
 
-impl<S: Sample> Processor<S> for Sampler<S> {
+impl<S: Sample> NodeProcessor<S> for Sampler<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let rate = io.params.get(RATE);
@@ -193,7 +193,7 @@ impl<S: Sample> Processor<S> for Sampler<S> {
 
 struct SamplerOp;
 impl Operator for SamplerOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let Some(Value::Resource(file)) = cx.values.get(FILE) else {
             return Err("`file` must be an audio resource (\"@resource:NAME\")".to_string());
         };
@@ -223,7 +223,7 @@ impl Operator for SamplerOp {
 }
 
 /// `sampler`: plays an audio file at a variable rate, optionally looping.
-pub static SAMPLER: OpSpec = OpSpec {
+pub(crate) static SAMPLER: OpSpec = OpSpec {
     name: "sampler",
     doc: "Plays a WAV resource from its first frame at `rate` (1 = original speed, negative = \
           backwards), linearly interpolated, times `amp`; silence after the end unless `loop`. \

@@ -12,15 +12,15 @@
 
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::{Dimension, Rational};
 use std::marker::PhantomData;
 
 /// The most steps a `steps` array may hold.
-pub const MAX_STEPS: usize = 4096;
+pub(crate) const MAX_STEPS: usize = 4096;
 pub(crate) const OUTPUT_MODES: &[&str] = &["value", "hz"];
 
 const STEPS: usize = SEQUENCER.index_of("steps");
@@ -217,7 +217,7 @@ impl<S: Sample, M: Math> Sequencer<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for Sequencer<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Sequencer<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let gate = io.params.get(GATE);
@@ -332,7 +332,7 @@ impl<S: Sample, M: Math> Processor<S> for Sequencer<S, M> {
 
 struct SequencerOp;
 impl Operator for SequencerOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let steps = step_outputs(cx.values);
         let looping = !matches!(cx.values[LOOP], Value::Bool(false));
         Ok(Box::new(Sequencer::<S, M> {
@@ -355,7 +355,7 @@ impl Operator for SequencerOp {
     }
 }
 
-pub static SEQUENCER: OpSpec = OpSpec {
+pub(crate) static SEQUENCER: OpSpec = OpSpec {
     name: "sequencer",
     doc: "Step sequencer on the beat grid: step k starts at round_half_even((k + s_k)·L) samples, L the exact step length (`rate` × the sample rate) and s_k the `swing` on odd steps; `value` holds the current step's value (a `null` rest keeps the previous one, 0 before the first), `gate` is 1 from a step's start for `gate` × L samples (at least 1) and 0 from the sample before the next step's start at the latest (a swung step is shorter), so every step retriggers; only a gate of 1 ties into the next step. `output: \"hz\"` turns note numbers into Hz (440·2^((n−69)/12)) for an oscillator's `freq`. A tempo edit while playing re-anchors the grid where it applies.",
     inputs: &[],

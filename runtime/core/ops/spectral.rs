@@ -10,8 +10,8 @@
 //! `smoothing`. The FFT provider and norm come from the node's profile.
 
 use super::{
-    build_any, by_profile, fft_choice, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, fft_choice, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::dsp::fft::{plan_real, Complex, RealFft};
 use crate::dsp::window::{self, Window};
@@ -91,7 +91,7 @@ impl<S: Sample, M: Math> SpectralGate<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for SpectralGate<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for SpectralGate<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let threshold = io.params.get(THRESHOLD);
         let smoothing = io.params.get(SMOOTHING);
@@ -157,7 +157,7 @@ fn spectral_choices(profile: &NodeProfile, _: &[Value]) -> Vec<(&'static str, St
 }
 
 impl Operator for SpectralGateOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let int = |i: usize| match cx.values[i] {
             Value::Integer(v) => v as usize,
             _ => 0,
@@ -216,7 +216,7 @@ impl Operator for SpectralGateOp {
     }
 }
 
-pub static SPECTRAL_GATE: OpSpec = OpSpec {
+pub(crate) static SPECTRAL_GATE: OpSpec = OpSpec {
     name: "spectral_gate",
     doc: "STFT noise gate: bins below `threshold` fade out; latency = fft_size samples.",
     inputs: &["in"],

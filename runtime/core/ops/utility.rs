@@ -5,8 +5,8 @@
 //! frame from that frame's inputs and param values only.
 
 use super::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -18,7 +18,7 @@ use std::marker::PhantomData;
 /// A constant (plus its modulation): `out = value`.
 struct Dc<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Dc<S> {
+impl<S: Sample> NodeProcessor<S> for Dc<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let value = io.params.get(DC_VALUE);
         let out = &mut io.outputs[0][..io.frames];
@@ -36,7 +36,7 @@ impl<S: Sample> Processor<S> for Dc<S> {
 
 struct DcOp;
 impl Operator for DcOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Dc::<S>(PhantomData)))
     }
 }
@@ -44,7 +44,7 @@ impl Operator for DcOp {
 const DC_VALUE: usize = DC.index_of("value");
 
 /// `dc`: a constant signal; modulating `value` adds to it.
-pub static DC: OpSpec = OpSpec {
+pub(crate) static DC: OpSpec = OpSpec {
     name: "dc",
     doc: "A constant signal: out = value (plus any signal on the `value` port).",
     inputs: &[],
@@ -74,7 +74,7 @@ pub static DC: OpSpec = OpSpec {
 /// `out = gain · in`.
 struct Gain<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Gain<S> {
+impl<S: Sample> NodeProcessor<S> for Gain<S> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
     fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
@@ -102,7 +102,7 @@ impl<S: Sample> Processor<S> for Gain<S> {
 
 struct GainOp;
 impl Operator for GainOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Gain::<S>(PhantomData)))
     }
 }
@@ -110,7 +110,7 @@ impl Operator for GainOp {
 const GAIN_GAIN: usize = GAIN.index_of("gain");
 
 /// `gain`: multiplies its input by a linear gain (given linear or in dB).
-pub static GAIN: OpSpec = OpSpec {
+pub(crate) static GAIN: OpSpec = OpSpec {
     name: "gain",
     doc: "Scales the input: out = gain · in (gain linear or in dB; 0dB = 1).",
     inputs: &["in"],
@@ -150,7 +150,7 @@ impl<S: Sample> Mix<S> {
     }
 }
 
-impl<S: Sample> Processor<S> for Mix<S> {
+impl<S: Sample> NodeProcessor<S> for Mix<S> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
     fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
@@ -182,7 +182,7 @@ impl<S: Sample> Processor<S> for Mix<S> {
 
 struct MixOp;
 impl Operator for MixOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let given: &[f64] = match cx.values.get(MIX_GAINS) {
             Some(Value::Gains(g)) => g,
             _ => &[],
@@ -197,7 +197,7 @@ impl Operator for MixOp {
 const MIX_GAINS: usize = MIX.index_of("gains");
 
 /// `mix`: sums `in0 … inN`, each scaled by its entry of `gains`.
-pub static MIX: OpSpec = OpSpec {
+pub(crate) static MIX: OpSpec = OpSpec {
     name: "mix",
     doc: "Sums inputs in0 … inN in index order, each times its entry of `gains` \
           (missing entries are 1.0): out = g0·in0 + g1·in1 + …, left to right.",
@@ -226,7 +226,7 @@ pub static MIX: OpSpec = OpSpec {
 /// `out = a · b` (ring modulation, VCA).
 struct Multiply<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Multiply<S> {
+impl<S: Sample> NodeProcessor<S> for Multiply<S> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
     fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
@@ -246,13 +246,13 @@ impl<S: Sample> Processor<S> for Multiply<S> {
 
 struct MultiplyOp;
 impl Operator for MultiplyOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Multiply::<S>(PhantomData)))
     }
 }
 
 /// `multiply`: the product of two signals.
-pub static MULTIPLY: OpSpec = OpSpec {
+pub(crate) static MULTIPLY: OpSpec = OpSpec {
     name: "multiply",
     doc: "The product of two signals: out = a · b.",
     inputs: &["a", "b"],
@@ -297,7 +297,7 @@ fn pan_gains<S: Sample, M: Math>(pos: f64) -> (S, S) {
 /// Equal-power mono-to-stereo panner.
 struct Pan<S, M>(PhantomData<fn() -> (S, M)>);
 
-impl<S: Sample, M: Math> Processor<S> for Pan<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Pan<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let pos = io.params.get(PAN_POS);
@@ -324,7 +324,7 @@ impl<S: Sample, M: Math> Processor<S> for Pan<S, M> {
 
 struct PanOp;
 impl Operator for PanOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Pan::<S, M>(PhantomData)))
     }
 }
@@ -332,7 +332,7 @@ impl Operator for PanOp {
 const PAN_POS: usize = PAN.index_of("pos");
 
 /// `pan`: equal-power panning of a mono input to `left`/`right`.
-pub static PAN: OpSpec = OpSpec {
+pub(crate) static PAN: OpSpec = OpSpec {
     name: "pan",
     doc: "Equal-power pan: θ = (pos+1)·π/4, left = cos θ · in, right = sin θ · in \
           (computed as cos((1−pos)·π/4) so the law is exactly symmetric); pos is clamped to −1…1.",
@@ -364,7 +364,7 @@ pub static PAN: OpSpec = OpSpec {
 /// the node (the node itself runs at the target precision).
 struct Cast<S>(PhantomData<fn() -> S>);
 
-impl<S: Sample> Processor<S> for Cast<S> {
+impl<S: Sample> NodeProcessor<S> for Cast<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let (x, out) = (&io.inputs[0][..n], &mut io.outputs[0][..n]);
@@ -376,13 +376,13 @@ impl<S: Sample> Processor<S> for Cast<S> {
 
 struct CastOp;
 impl Operator for CastOp {
-    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(_cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Cast::<S>(PhantomData)))
     }
 }
 
 /// `cast`: the explicit precision change between f32 and f64 nodes.
-pub static CAST: OpSpec = OpSpec {
+pub(crate) static CAST: OpSpec = OpSpec {
     name: "cast",
     doc: "The explicit precision change: an identity node that runs at precision `to`; \
           the engine rounds (f64→f32) or widens (f32→f64, exact) on its edges.",

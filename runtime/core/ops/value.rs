@@ -13,11 +13,15 @@ use std::sync::Arc;
 pub enum Value {
     /// In the param's canonical unit.
     Number(f64),
+    /// An integer.
     Integer(i64),
     /// Index into the enum's `choices`.
     Enum(usize),
+    /// A boolean.
     Bool(bool),
+    /// A decoded audio file (`@resource:NAME`).
     Resource(Arc<AudioData>),
+    /// An array of numbers: gains, or a sequencer's steps (NaN for a rest).
     Gains(Vec<f64>),
     /// A length of time in exact seconds (a sequencer's step).
     Span(Rational),
@@ -43,7 +47,7 @@ impl PartialEq for Value {
 
 impl Value {
     /// The number, if this is a number param's value.
-    pub fn as_number(&self) -> Option<f64> {
+    pub(crate) fn as_number(&self) -> Option<f64> {
         match self {
             Value::Number(x) => Some(*x),
             _ => None,
@@ -54,8 +58,11 @@ impl Value {
 /// A decoded audio file (a resource), channels as exact f64 samples.
 #[derive(Debug, PartialEq)]
 pub struct AudioData {
+    /// The file it was read from.
     pub path: PathBuf,
+    /// Its sample rate, in Hz.
     pub sample_rate: u32,
+    /// The samples of each channel.
     pub channels: Vec<Vec<f64>>,
 }
 
@@ -74,7 +81,9 @@ pub enum ParamError {
     WrongUnit(UnitError),
     /// Anything else: wrong JSON type, bad syntax, out of range, unknown choice.
     Invalid {
+        /// What is wrong.
         message: String,
+        /// What would be valid, if there is something to say.
         help: Option<String>,
     },
 }

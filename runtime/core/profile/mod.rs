@@ -4,7 +4,7 @@
 //! top-level `profile`, else repro (in `run` the keys s/r/l change it while
 //! playing). A module's `profile` and a node's `profile_overrides` pin
 //! nodes and win over it: node > module > scene > the profile's defaults
-//! ([`Overrides::over`]). The block size is `--block-size`, else the
+//! (`Overrides::over`). The block size is `--block-size`, else the
 //! scene's `profile_config.block_size`, else the session profile's default,
 //! fixed for the session; `--seed` replaces the scene's `seed`. A node's
 //! *guarantee* is the weakest profile among itself and everything upstream
@@ -16,17 +16,17 @@
 //! | default precision | f64 | f32 | f32 |
 //! | flush-to-zero / DAZ | off (IEEE denormals) | on | on |
 //! | FMA | never | allowed | allowed |
-//! | math ([`MathKind`]) | the pinned `libm`; `+ − × ÷ sqrt` | `std` | fast approximations (error ≤ 1e-4) on the signal path, never on coefficients |
+//! | math (`MathKind`) | the pinned `libm`; `+ − × ÷ sqrt` | `std` | fast approximations (error ≤ 1e-4) on the signal path, never on coefficients |
 //! | FFT provider, norm ([`FftProvider`], [`FftNorm`]) | the reference FFT, `ortho` | rustfft, `ortho` | rustfft, `backward` |
 //! | FFT accuracy (rel. L2 vs an f64 naive DFT) | reproducible bit for bit; ≤ 1e-12 | ≤ 1e-6 (f32), 1e-12 (f64) | ≤ 1e-4 |
 //! | noise seed (when a node draws noise) | required | required | taken from the clock if none, printed and journaled |
 //! | default block size | 64 | 128 | 64 (`calibrate` chooses among 32 … 256) |
 //! | oversampling (nonlinear ops) | 1× unless the node sets it | 2× | 1× unless the node is `critical` (then 2×) |
 //! | iterative solvers | always `max_iterations` (default 32) | stop at 1e-6 | stop at 1e-4 |
-//! | implicit precision casts ([`CastRule`]) | none: a `cast` node is required | f32 → f64 only | all; narrowing ones warned |
+//! | implicit precision casts (`CastRule`) | none: a `cast` node is required | f32 → f64 only | all; narrowing ones warned |
 //! | a unit of the wrong dimension | error | error | warning |
 //! | events ([`EventTiming`]) | sample-accurate | sample-accurate | block-accurate |
-//! | an event between samples ([`OffGrid`]) | error | snapped to the nearest sample | applied at its block |
+//! | an event between samples (`OffGrid`) | error | snapped to the nearest sample | applied at its block |
 //! | parity bound vs strict (relative RMS) | — (the golden's hash) | 1e-3 | 3e-2 |
 //!
 //! **Events.** Sample-accurate: the param changes at exactly sample n.
@@ -67,8 +67,11 @@ pub const MAX_BLOCK_SIZE: usize = 8192;
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
+    /// Lowest latency: f32, fast approximations, block-accurate events.
     Live,
+    /// Deterministic f32: the same bits on the same build and CPU feature level.
     Repro,
+    /// Bit-exact f64 across runs, builds, opt levels and block sizes.
     Strict,
 }
 
@@ -83,7 +86,7 @@ pub enum EventTiming {
 
 /// What happens to an event time that is not a whole number of samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OffGrid {
+pub(crate) enum OffGrid {
     Error,
     SnapNearest,
     AtBlock,
@@ -91,7 +94,7 @@ pub enum OffGrid {
 
 /// Which precision changes may happen without an explicit `cast` node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CastRule {
+pub(crate) enum CastRule {
     /// None: every precision change needs a `cast` node.
     ExplicitOnly,
     /// f32 → f64 is implicit (exact); f64 → f32 needs a `cast` node.
@@ -101,8 +104,10 @@ pub enum CastRule {
 }
 
 impl Profile {
+    /// Every profile, strongest first.
     pub const ALL: [Profile; 3] = [Profile::Strict, Profile::Repro, Profile::Live];
 
+    /// The name scenes and the command line use (`strict`, `repro`, `live`).
     pub fn name(self) -> &'static str {
         match self {
             Profile::Strict => "strict",
@@ -111,6 +116,7 @@ impl Profile {
         }
     }
 
+    /// The profile of a name from [`Profile::name`], if it is one.
     pub fn parse(s: &str) -> Option<Profile> {
         match s {
             "strict" => Some(Profile::Strict),
@@ -126,14 +132,14 @@ impl Profile {
             .ok_or_else(|| format!("`{s}` is not a profile (valid: strict, repro, live)"))
     }
 
-    pub fn default_precision(self) -> Precision {
+    pub(crate) fn default_precision(self) -> Precision {
         match self {
             Profile::Strict => Precision::F64,
             Profile::Repro | Profile::Live => Precision::F32,
         }
     }
 
-    pub fn math(self) -> MathKind {
+    pub(crate) fn math(self) -> MathKind {
         match self {
             Profile::Strict => MathKind::Strict,
             Profile::Repro => MathKind::Std,
@@ -142,17 +148,18 @@ impl Profile {
     }
 
     /// Flush-to-zero / denormals-are-zero.
-    pub fn flush_to_zero(self) -> bool {
+    pub(crate) fn flush_to_zero(self) -> bool {
         !matches!(self, Profile::Strict)
     }
 
-    pub fn default_block_size(self) -> usize {
+    pub(crate) fn default_block_size(self) -> usize {
         match self {
             Profile::Strict | Profile::Live => 64,
             Profile::Repro => 128,
         }
     }
 
+    /// Whether events land on their sample or at the start of their block.
     pub fn event_timing(self) -> EventTiming {
         match self {
             Profile::Strict | Profile::Repro => EventTiming::SampleAccurate,
@@ -160,7 +167,7 @@ impl Profile {
         }
     }
 
-    pub fn off_grid(self) -> OffGrid {
+    pub(crate) fn off_grid(self) -> OffGrid {
         match self {
             Profile::Strict => OffGrid::Error,
             Profile::Repro => OffGrid::SnapNearest,
@@ -168,7 +175,7 @@ impl Profile {
         }
     }
 
-    pub fn cast_rule(self) -> CastRule {
+    pub(crate) fn cast_rule(self) -> CastRule {
         match self {
             Profile::Strict => CastRule::ExplicitOnly,
             Profile::Repro => CastRule::WidenOnly,
@@ -177,12 +184,12 @@ impl Profile {
     }
 
     /// Whether a param unit of the wrong dimension is an error (else a warning).
-    pub fn unit_errors(self) -> bool {
+    pub(crate) fn unit_errors(self) -> bool {
         !matches!(self, Profile::Live)
     }
 
     /// Whether randomness needs an explicit seed (live auto-seeds).
-    pub fn requires_seed(self) -> bool {
+    pub(crate) fn requires_seed(self) -> bool {
         !matches!(self, Profile::Live)
     }
 
@@ -197,7 +204,7 @@ impl Profile {
 
     /// Iterative solvers: default max iterations and tolerance (strict runs
     /// every iteration; tolerance `None` means no early exit).
-    pub fn solver_tolerance(self) -> Option<f64> {
+    pub(crate) fn solver_tolerance(self) -> Option<f64> {
         match self {
             Profile::Strict => None,
             Profile::Repro => Some(1e-6),
@@ -206,7 +213,7 @@ impl Profile {
     }
 
     /// What the profile guarantees, in one line (for `check`).
-    pub fn guarantee_text(self) -> &'static str {
+    pub(crate) fn guarantee_text(self) -> &'static str {
         match self {
             Profile::Strict => "bit-exact across runs, builds, opt levels, block sizes",
             Profile::Repro => "deterministic on the same build and CPU feature level",
@@ -225,18 +232,18 @@ impl std::fmt::Display for Profile {
 /// may set. All optional; `None` inherits.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Overrides {
-    pub profile: Option<Profile>,
-    pub precision: Option<Precision>,
-    pub fft_provider: Option<String>,
-    pub fft_norm: Option<String>,
-    pub oversampling: Option<u32>,
-    pub solver_tolerance: Option<f64>,
-    pub max_iterations: Option<u32>,
+    pub(crate) profile: Option<Profile>,
+    pub(crate) precision: Option<Precision>,
+    pub(crate) fft_provider: Option<String>,
+    pub(crate) fft_norm: Option<String>,
+    pub(crate) oversampling: Option<u32>,
+    pub(crate) solver_tolerance: Option<f64>,
+    pub(crate) max_iterations: Option<u32>,
 }
 
 impl Overrides {
     /// Keys allowed at every level.
-    pub const KEYS: [&'static str; 7] = [
+    pub(crate) const KEYS: [&'static str; 7] = [
         "profile",
         "precision",
         "fft_provider",
@@ -246,10 +253,11 @@ impl Overrides {
         "max_iterations",
     ];
     /// Keys allowed only in the scene's top-level `profile_config`.
-    pub const SCENE_ONLY_KEYS: [&'static str; 3] = ["block_size", "flush_to_zero", "rng_seed"];
+    pub(crate) const SCENE_ONLY_KEYS: [&'static str; 3] =
+        ["block_size", "flush_to_zero", "rng_seed"];
 
     /// `self` where set, else `base`.
-    pub fn over(&self, base: &Overrides) -> Overrides {
+    pub(crate) fn over(&self, base: &Overrides) -> Overrides {
         Overrides {
             profile: self.profile.or(base.profile),
             precision: self.precision.or(base.precision),
@@ -268,21 +276,23 @@ impl Overrides {
 /// A node's fully resolved execution settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeProfile {
+    /// The profile the node runs under.
     pub profile: Profile,
+    /// The precision it runs at.
     pub precision: Precision,
-    pub math: MathKind,
-    pub flush_to_zero: bool,
-    pub oversampling: Option<u32>,
-    pub solver_tolerance: Option<f64>,
-    pub max_iterations: u32,
-    pub fft_provider: Option<String>,
-    pub fft_norm: Option<String>,
+    pub(crate) math: MathKind,
+    pub(crate) flush_to_zero: bool,
+    pub(crate) oversampling: Option<u32>,
+    pub(crate) solver_tolerance: Option<f64>,
+    pub(crate) max_iterations: u32,
+    pub(crate) fft_provider: Option<String>,
+    pub(crate) fft_norm: Option<String>,
 }
 
 impl NodeProfile {
     /// Resolves a profile plus overrides. `flush_to_zero` is the scene-level
     /// setting, applied to non-strict nodes only (strict keeps IEEE denormals).
-    pub fn resolve(profile: Profile, o: &Overrides, scene_ftz: Option<bool>) -> NodeProfile {
+    pub(crate) fn resolve(profile: Profile, o: &Overrides, scene_ftz: Option<bool>) -> NodeProfile {
         NodeProfile {
             profile,
             precision: o.precision.unwrap_or(profile.default_precision()),
@@ -303,7 +313,7 @@ impl NodeProfile {
 impl NodeProfile {
     /// The FFT implementation: the override, else strict → reference,
     /// repro/live → rustfft.
-    pub fn fft_provider(&self) -> FftProvider {
+    pub(crate) fn fft_provider(&self) -> FftProvider {
         self.fft_provider
             .as_deref()
             .and_then(FftProvider::parse)
@@ -314,7 +324,7 @@ impl NodeProfile {
     }
 
     /// FFT normalisation: the override, else strict/repro → ortho, live → backward.
-    pub fn fft_norm(&self) -> FftNorm {
+    pub(crate) fn fft_norm(&self) -> FftNorm {
         self.fft_norm
             .as_deref()
             .and_then(FftNorm::parse)
@@ -327,7 +337,7 @@ impl NodeProfile {
     /// Oversampling factor for a nonlinear node: the node's own param, else
     /// the override, else the profile's rule (strict 1×, repro 2×, live 1×
     /// unless the node is marked `critical`, then 2×).
-    pub fn oversampling_factor(&self, node_param: Option<u32>, critical: bool) -> u32 {
+    pub(crate) fn oversampling_factor(&self, node_param: Option<u32>, critical: bool) -> u32 {
         node_param
             .or(self.oversampling)
             .unwrap_or(match self.profile {

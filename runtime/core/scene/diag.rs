@@ -8,12 +8,16 @@ use std::fmt;
 /// and 1-based line:column of the value (0:0 when unknown).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Loc {
+    /// The JSON path (`nodes[2].params.cutoff`).
     pub path: String,
+    /// The 1-based line of the value (0 when unknown).
     pub line: u32,
+    /// The 1-based column of the value (0 when unknown).
     pub col: u32,
 }
 
 impl Loc {
+    /// A location at `line`:`col` of `path` (1-based; 0:0 when unknown).
     pub fn new(path: impl Into<String>, line: u32, col: u32) -> Loc {
         Loc {
             path: path.into(),
@@ -29,18 +33,25 @@ impl Loc {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How bad a diagnostic is.
 pub enum Severity {
+    /// The scene is refused.
     Error,
+    /// The scene runs; the user should know.
     Warning,
 }
 
 /// One error or warning about a scene.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
-    pub severity: Severity,
+    pub(crate) severity: Severity,
+    /// The file the scene came from (or a label such as `<string>`).
     pub file: String,
+    /// Where in the file, when known.
     pub loc: Option<Loc>,
+    /// The id of the node it is about, if any.
     pub node: Option<String>,
+    /// What is wrong, in one sentence.
     pub message: String,
     /// What would be valid, or what to do.
     pub help: Option<String>,
@@ -48,6 +59,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     #[cold]
+    /// An error about `file` at `loc`.
     pub fn error(file: &str, loc: Option<Loc>, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
@@ -60,23 +72,24 @@ impl Diagnostic {
     }
 
     #[cold]
-    pub fn warning(file: &str, loc: Option<Loc>, message: impl Into<String>) -> Diagnostic {
+    pub(crate) fn warning(file: &str, loc: Option<Loc>, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Warning,
             ..Diagnostic::error(file, loc, message)
         }
     }
 
-    pub fn with_node(mut self, node: impl Into<String>) -> Diagnostic {
+    pub(crate) fn with_node(mut self, node: impl Into<String>) -> Diagnostic {
         self.node = Some(node.into());
         self
     }
 
-    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
     }
 
+    /// Whether it refuses the scene (an error, not a warning).
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
@@ -115,7 +128,7 @@ impl std::error::Error for Diagnostic {}
 
 impl Severity {
     /// `"error"` or `"warning"`, as printed and in JSON.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -187,7 +200,7 @@ impl Diagnostic {
     /// The diagnostic as one JSON object, with the fields the human form
     /// shows: `severity`, `file`, `line` and `column` (null when only the
     /// path is known), `path`, `node`, `message`, `help`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let (path, line, col) = match &self.loc {
             Some(l) => (
                 (!l.path.is_empty()).then(|| l.path.clone()),
@@ -214,13 +227,14 @@ impl Diagnostic {
 /// printer and the JSON report both read it, so they show the same ones.
 #[derive(Clone, Debug)]
 pub struct Shown<'a> {
-    pub errors: Vec<&'a Diagnostic>,
-    pub warnings: Vec<&'a Diagnostic>,
-    pub more_errors: usize,
-    pub more_warnings: usize,
+    pub(crate) errors: Vec<&'a Diagnostic>,
+    pub(crate) warnings: Vec<&'a Diagnostic>,
+    pub(crate) more_errors: usize,
+    pub(crate) more_warnings: usize,
 }
 
 impl<'a> Shown<'a> {
+    /// The diagnostics of `diags` to show: errors first, each list capped.
     pub fn new(diags: &'a [Diagnostic]) -> Shown<'a> {
         let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
         let warnings: Vec<&Diagnostic> = diags.iter().filter(|d| !d.is_error()).collect();

@@ -10,17 +10,17 @@ mod load;
 mod pos;
 pub mod resource;
 pub mod suggest;
-pub mod units;
+pub(crate) mod units;
 
 pub use diag::{
     capped_list, escape_invisible, Diagnostic, Loc, Severity, Shown, LIST_SHOWN, MAX_SHOWN,
 };
 pub use load::{load_file, load_str, read_scene_text};
 /// The loader's field lists and limits, which `morphrt schema` describes.
-pub use load::{
+pub(crate) use load::{
     CONTROL_KEYS, DEFAULT_SAMPLE_RATE, EDGE_KEYS, EDIT_KEYS, EVENT_KEYS, FFT_NORMS,
     MAX_BEND_SEMITONES, MAX_ITERATIONS, MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS,
-    NOTE_EVENT_KEYS, NOTE_KEYS, PRECISIONS, PROFILES, TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
+    NOTE_EVENT_KEYS, PRECISIONS, PROFILES, TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
 pub use units::{seed_arg, Dimension, Musical, Quantity, Rational, Tempo, TimeArg, TimeSpec, Unit};
 
@@ -33,12 +33,16 @@ use std::path::PathBuf;
 pub enum RawValue {
     /// A JSON number, with its literal text (times are exact decimals).
     Number {
+        /// The number.
         value: f64,
+        /// Its text as written (times are read from it exactly).
         literal: String,
     },
     /// A JSON string: a quantity with a unit, an enum value, a resource.
     Text(String),
+    /// A JSON boolean.
     Bool(bool),
+    /// A JSON array.
     Array(Vec<RawValue>),
     /// JSON null or an object: never valid for a param; kept for the error.
     Other(&'static str),
@@ -46,9 +50,9 @@ pub enum RawValue {
 
 /// `"node"` or `"node:port"`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Endpoint {
-    pub node: String,
-    pub port: Option<String>,
+pub(crate) struct Endpoint {
+    pub(crate) node: String,
+    pub(crate) port: Option<String>,
 }
 
 impl std::fmt::Display for Endpoint {
@@ -61,62 +65,61 @@ impl std::fmt::Display for Endpoint {
 }
 
 #[derive(Clone, Debug)]
-pub struct Param {
-    pub name: String,
-    pub value: RawValue,
-    pub loc: Loc,
+pub(crate) struct Param {
+    pub(crate) name: String,
+    pub(crate) value: RawValue,
+    pub(crate) loc: Loc,
 }
 
 #[derive(Clone, Debug)]
-pub struct NodeDecl {
-    pub id: String,
-    pub op: String,
-    pub params: Vec<Param>,
+pub(crate) struct NodeDecl {
+    pub(crate) id: String,
+    pub(crate) op: String,
+    pub(crate) params: Vec<Param>,
     /// How long a live edit of this node's params glides (`"ramp"`);
     /// overrides the scene's `edit.ramp`.
-    pub ramp: Option<TimeSpec>,
+    pub(crate) ramp: Option<TimeSpec>,
     /// Index into `Scene::modules`, if the node is declared inside one.
-    pub module: Option<usize>,
-    pub overrides: Overrides,
+    pub(crate) module: Option<usize>,
+    pub(crate) overrides: Overrides,
     /// Location of the node object; `op_loc` of its `op` value.
-    pub loc: Loc,
-    pub op_loc: Loc,
-    pub overrides_loc: Option<Loc>,
+    pub(crate) loc: Loc,
+    pub(crate) op_loc: Loc,
+    pub(crate) overrides_loc: Option<Loc>,
 }
 
 #[derive(Clone, Debug)]
-pub struct ModuleDecl {
-    pub id: String,
+pub(crate) struct ModuleDecl {
+    pub(crate) id: String,
     /// The module's `profile` merged with its `profile_overrides`, if any.
-    pub overrides: Overrides,
-    pub loc: Loc,
+    pub(crate) overrides: Overrides,
+    pub(crate) loc: Loc,
     /// `"voices": N`: the module is a voice template played by notes.
-    pub voices: Option<VoicesDecl>,
+    pub(crate) voices: Option<VoicesDecl>,
 }
 
 /// A voice module's settings (`scenes/README.md`, *Voices*): how many
 /// voices, what a note drives, which node's outputs are the voice's sound,
 /// and how a voice is stolen and freed.
 #[derive(Clone, Debug)]
-pub struct VoicesDecl {
+pub(crate) struct VoicesDecl {
     /// 1…[`MAX_VOICES`].
-    pub count: usize,
-    pub count_loc: Loc,
+    pub(crate) count: usize,
     /// `note.pitch`, `note.gate`, `note.velocity`: `"node.param"` each.
-    pub pitch: Option<NoteTarget>,
-    pub gate: Option<NoteTarget>,
-    pub velocity: Option<NoteTarget>,
+    pub(crate) pitch: Option<NoteTarget>,
+    pub(crate) gate: Option<NoteTarget>,
+    pub(crate) velocity: Option<NoteTarget>,
     /// `"out"`: the node whose outputs are a voice's sound (default: the
     /// module's last node).
-    pub out: Option<(String, Loc)>,
+    pub(crate) out: Option<(String, Loc)>,
     /// `"release_end"`: a node whose output reaching silence after the
     /// gate closes frees the voice at once.
-    pub release_end: Option<(String, Loc)>,
+    pub(crate) release_end: Option<(String, Loc)>,
     /// `"steal_fade"`: how long a stolen voice fades out (default 5 ms).
-    pub steal_fade: Option<(TimeSpec, Loc)>,
+    pub(crate) steal_fade: Option<(TimeSpec, Loc)>,
     /// `"same_note"`: `reuse` (default) plays a repeated note on the voice
     /// that already holds it; `new` takes another voice.
-    pub reuse_same_note: bool,
+    pub(crate) reuse_same_note: bool,
 }
 
 /// The most voices a module may have.
@@ -124,27 +127,27 @@ pub const MAX_VOICES: usize = 256;
 
 /// A `"node.param"` a note drives.
 #[derive(Clone, Debug)]
-pub struct NoteTarget {
-    pub node: String,
-    pub param: String,
-    pub loc: Loc,
+pub(crate) struct NoteTarget {
+    pub(crate) node: String,
+    pub(crate) param: String,
+    pub(crate) loc: Loc,
 }
 
 /// A note event: `{"time", "module", "note", "velocity", "duration"}`, a
 /// note-off (`"off": true`) or the sustain pedal (`"sustain": true|false`).
 #[derive(Clone, Debug)]
-pub struct NoteEventDecl {
-    pub time: TimeSpec,
-    pub module: String,
-    pub kind: NoteKind,
+pub(crate) struct NoteEventDecl {
+    pub(crate) time: TimeSpec,
+    pub(crate) module: String,
+    pub(crate) kind: NoteKind,
     /// Position in the file's `events` array.
-    pub index: usize,
-    pub loc: Loc,
+    pub(crate) index: usize,
+    pub(crate) loc: Loc,
 }
 
 /// What a note event does.
 #[derive(Clone, Debug)]
-pub enum NoteKind {
+pub(crate) enum NoteKind {
     /// A note starts; with a `duration` it ends by itself.
     On {
         pitch: RawValue,
@@ -158,73 +161,73 @@ pub enum NoteKind {
 }
 
 #[derive(Clone, Debug)]
-pub struct EdgeDecl {
-    pub from: Endpoint,
-    pub to: Endpoint,
+pub(crate) struct EdgeDecl {
+    pub(crate) from: Endpoint,
+    pub(crate) to: Endpoint,
     /// `"delay"`: a feedback edge, which reads its source's output from this
     /// long ago (a whole number of samples, checked by the graph compiler
     /// at the session's sample rate). Only such edges may close a loop.
-    pub delay: Option<TimeSpec>,
-    pub loc: Loc,
+    pub(crate) delay: Option<TimeSpec>,
+    pub(crate) loc: Loc,
     /// Location of the `delay` value, when there is one.
-    pub delay_loc: Option<Loc>,
+    pub(crate) delay_loc: Option<Loc>,
 }
 
 #[derive(Clone, Debug)]
-pub struct OutputBus {
-    pub name: String,
-    pub channels: Vec<(Endpoint, Loc)>,
-    pub loc: Loc,
+pub(crate) struct OutputBus {
+    pub(crate) name: String,
+    pub(crate) channels: Vec<(Endpoint, Loc)>,
+    pub(crate) loc: Loc,
 }
 
 #[derive(Clone, Debug)]
-pub struct EventDecl {
-    pub time: TimeSpec,
+pub(crate) struct EventDecl {
+    pub(crate) time: TimeSpec,
     /// The time in beats, when it is written in beats or bars: a tempo
     /// edit while playing moves the event with the beat grid.
-    pub beat: Option<Rational>,
-    pub node: String,
-    pub param: String,
-    pub value: RawValue,
-    pub ramp: Option<TimeSpec>,
+    pub(crate) beat: Option<Rational>,
+    pub(crate) node: String,
+    pub(crate) param: String,
+    pub(crate) value: RawValue,
+    pub(crate) ramp: Option<TimeSpec>,
     /// Position in the file's `events` array (ties keep file order).
-    pub index: usize,
-    pub loc: Loc,
+    pub(crate) index: usize,
+    pub(crate) loc: Loc,
 }
 
 /// A `controls` entry: a source (an OSC address or a MIDI message) mapped
 /// onto a node's param, scaled from the source's range to `min…max`.
 #[derive(Clone, Debug)]
-pub struct ControlDecl {
-    pub source: ControlSourceDecl,
+pub(crate) struct ControlDecl {
+    pub(crate) source: ControlSourceDecl,
     /// The param the source moves (for a note: the gate).
-    pub target: Option<TargetDecl>,
+    pub(crate) target: Option<TargetDecl>,
     /// A voice module a note source plays (the `module` key).
-    pub module: Option<(String, Loc)>,
+    pub(crate) module: Option<(String, Loc)>,
     /// Note sources only: where the note's pitch and velocity go.
-    pub pitch: Option<TargetDecl>,
-    pub velocity: Option<TargetDecl>,
-    pub ramp: Option<TimeSpec>,
+    pub(crate) pitch: Option<TargetDecl>,
+    pub(crate) velocity: Option<TargetDecl>,
+    pub(crate) ramp: Option<TimeSpec>,
     /// OSC: the argument is in the param's own unit, not 0…1.
-    pub raw: bool,
+    pub(crate) raw: bool,
     /// A MIDI note control playing a voice module: semitones the pitch
     /// bend wheel's full throw bends its voices, as written (the `bend`
     /// key beside `midi`).
-    pub bend: Option<(f64, Loc)>,
+    pub(crate) bend: Option<(f64, Loc)>,
     /// Position in the file's `controls` array.
-    pub index: usize,
-    pub loc: Loc,
+    pub(crate) index: usize,
+    pub(crate) loc: Loc,
 }
 
 /// A node and param a control moves, with its range and curve as written.
 #[derive(Clone, Debug)]
-pub struct TargetDecl {
-    pub node: String,
-    pub param: String,
-    pub min: Option<(RawValue, Loc)>,
-    pub max: Option<(RawValue, Loc)>,
-    pub curve: Option<Curve>,
-    pub loc: Loc,
+pub(crate) struct TargetDecl {
+    pub(crate) node: String,
+    pub(crate) param: String,
+    pub(crate) min: Option<(RawValue, Loc)>,
+    pub(crate) max: Option<(RawValue, Loc)>,
+    pub(crate) curve: Option<Curve>,
+    pub(crate) loc: Loc,
 }
 
 /// How a control's 0…1 position maps onto `min…max`.
@@ -240,10 +243,10 @@ pub enum Curve {
 }
 
 /// The curves a control may name.
-pub const CURVES: [&str; 3] = ["linear", "exp", "db"];
+pub(crate) const CURVES: [&str; 3] = ["linear", "exp", "db"];
 
 impl Curve {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Curve::Linear => "linear",
             Curve::Exp => "exp",
@@ -254,7 +257,7 @@ impl Curve {
 
 /// Where a control's values come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ControlSourceDecl {
+pub(crate) enum ControlSourceDecl {
     /// An OSC address (`/filter/cutoff`).
     Osc(String),
     Midi(MidiSource),
@@ -267,43 +270,60 @@ pub enum MidiSource {
     /// A controller (`cc` 0…127); with `lsb`, a 14-bit pair whose fine
     /// part comes on controller `lsb`.
     Cc {
+        /// The controller number, 0…127 (the coarse part of a 14-bit pair).
         cc: u8,
+        /// The controller of the fine part of a 14-bit pair, 0…127.
         lsb: Option<u8>,
+        /// The channel, 1…16; `None` is any.
         channel: Option<u8>,
     },
     /// Note on/off: `note` `None` is any note.
     Note {
+        /// The note number, 0…127; `None` is any.
         note: Option<u8>,
+        /// The channel, 1…16; `None` is any.
         channel: Option<u8>,
     },
     /// Pitch bend (14-bit, centre 8192).
-    Bend { channel: Option<u8> },
+    Bend {
+        /// The channel, 1…16; `None` is any.
+        channel: Option<u8>,
+    },
     /// Channel pressure (channel aftertouch, 0…127).
-    Aftertouch { channel: Option<u8> },
+    Aftertouch {
+        /// The channel, 1…16; `None` is any.
+        channel: Option<u8>,
+    },
     /// Polyphonic key pressure (poly aftertouch, 0…127 per note): onto a
     /// voice module's param, only the voice playing the pressed note moves.
-    PolyAftertouch { channel: Option<u8> },
+    PolyAftertouch {
+        /// The channel, 1…16; `None` is any.
+        channel: Option<u8>,
+    },
     /// Program change (0…127).
-    Program { channel: Option<u8> },
+    Program {
+        /// The channel, 1…16; `None` is any.
+        channel: Option<u8>,
+    },
 }
 
 /// Scene-level `profile_config`.
 #[derive(Clone, Debug, Default)]
-pub struct SceneConfig {
-    pub overrides: Overrides,
-    pub block_size: Option<usize>,
-    pub flush_to_zero: Option<bool>,
+pub(crate) struct SceneConfig {
+    pub(crate) overrides: Overrides,
+    pub(crate) block_size: Option<usize>,
+    pub(crate) flush_to_zero: Option<bool>,
 }
 
 /// Top-level `edit`: how a live edit of the file is applied while playing.
 #[derive(Clone, Debug, Default)]
-pub struct EditConfig {
+pub(crate) struct EditConfig {
     /// A changed param glides from its running value to the new one over
     /// this long (default 10 ms).
-    pub ramp: Option<TimeSpec>,
+    pub(crate) ramp: Option<TimeSpec>,
     /// Structural edits and profile switches crossfade old → new over this
     /// long (default 20 ms).
-    pub crossfade: Option<TimeSpec>,
+    pub(crate) crossfade: Option<TimeSpec>,
 }
 
 /// A parsed scene. Nothing here is validated against the operator registry
@@ -313,34 +333,36 @@ pub struct Scene {
     /// The file the scene came from (or a label such as `<string>`).
     pub file: String,
     /// Directory holding the scene file, for `@resource:` resolution.
-    pub dir: Option<PathBuf>,
-    pub version: String,
+    pub(crate) dir: Option<PathBuf>,
+    pub(crate) version: String,
+    /// The scene's top-level `profile`, if it names one.
     pub profile: Option<Profile>,
-    pub seed: Option<u64>,
-    pub seed_loc: Option<Loc>,
+    pub(crate) seed: Option<u64>,
+    pub(crate) seed_loc: Option<Loc>,
+    /// Samples per second, in Hz.
     pub sample_rate: u32,
     /// Whether the scene writes `sample_rate` (else it is the default, and
     /// a render takes its input's rate).
     pub sample_rate_set: bool,
-    pub duration: Option<TimeSpec>,
+    pub(crate) duration: Option<TimeSpec>,
     /// `tempo` and `meter`: the beat grid that beats and bars are read on.
-    pub tempo: Option<Tempo>,
+    pub(crate) tempo: Option<Tempo>,
     /// Where `duration` is written.
-    pub duration_loc: Option<Loc>,
-    pub config: SceneConfig,
-    pub modules: Vec<ModuleDecl>,
-    pub nodes: Vec<NodeDecl>,
-    pub edges: Vec<EdgeDecl>,
-    pub outputs: Vec<OutputBus>,
-    pub outputs_loc: Option<Loc>,
-    pub events: Vec<EventDecl>,
+    pub(crate) duration_loc: Option<Loc>,
+    pub(crate) config: SceneConfig,
+    pub(crate) modules: Vec<ModuleDecl>,
+    pub(crate) nodes: Vec<NodeDecl>,
+    pub(crate) edges: Vec<EdgeDecl>,
+    pub(crate) outputs: Vec<OutputBus>,
+    pub(crate) outputs_loc: Option<Loc>,
+    pub(crate) events: Vec<EventDecl>,
     /// The `events` that play a voice module (with `module`).
-    pub notes: Vec<NoteEventDecl>,
+    pub(crate) notes: Vec<NoteEventDecl>,
     /// `controls`: OSC and MIDI sources mapped onto params.
-    pub controls: Vec<ControlDecl>,
-    pub edit: EditConfig,
+    pub(crate) controls: Vec<ControlDecl>,
+    pub(crate) edit: EditConfig,
     /// Warnings found while loading (unknown fields, …).
-    pub warnings: Vec<Diagnostic>,
+    pub(crate) warnings: Vec<Diagnostic>,
 }
 
 /// The longest length of audio any command renders or plays: 24 hours.
@@ -363,8 +385,10 @@ pub fn duration_limit_text(sample_rate: u32) -> String {
     )
 }
 
+#[cfg(test)]
 impl Scene {
-    pub fn node(&self, id: &str) -> Option<&NodeDecl> {
+    /// The node declared with `id`.
+    pub(crate) fn node(&self, id: &str) -> Option<&NodeDecl> {
         self.nodes.iter().find(|n| n.id == id)
     }
 }

@@ -17,10 +17,10 @@ use std::collections::HashMap;
 /// `end` is exact for scalars; for arrays and objects it is the opener only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Span {
-    pub line: u32,
-    pub col: u32,
-    pub start: usize,
-    pub end: usize,
+    pub(crate) line: u32,
+    pub(crate) col: u32,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 /// Positions of every value and key in one JSON text.

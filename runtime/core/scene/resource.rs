@@ -13,7 +13,7 @@ use std::path::Path;
 pub const PREFIX: &str = "@resource:";
 
 /// Whether a string value is a resource reference.
-pub fn is_resource(s: &str) -> bool {
+pub(crate) fn is_resource(s: &str) -> bool {
     s.starts_with(PREFIX)
 }
 

@@ -10,7 +10,9 @@ use std::io::Write;
 /// An exact rational number, always reduced, denominator > 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rational {
+    /// The numerator.
     pub num: i128,
+    /// The denominator (> 0).
     pub den: i128,
 }
 
@@ -35,22 +37,34 @@ pub enum Dimension {
 /// A unit suffix, case-sensitive as written in scenes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Unit {
+    /// Hertz.
     Hz,
+    /// Kilohertz.
     KHz,
+    /// Seconds.
     S,
+    /// Milliseconds.
     Ms,
+    /// Microseconds.
     Us,
+    /// Samples at the scene's rate.
     Samples,
+    /// Decibels.
     DB,
+    /// Radians.
     Rad,
+    /// Degrees.
     Deg,
+    /// A MIDI note number (69 is 440 Hz).
     Midi,
 }
 
 /// A time: seconds or samples, exact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeSpec {
+    /// Seconds.
     Seconds(Rational),
+    /// Samples at the scene's rate.
     Samples(Rational),
 }
 
@@ -58,12 +72,12 @@ pub enum TimeSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Quantity {
     /// The decimal text as written (`"-12"`, `"1.5"`, `"-inf"`).
-    pub number: String,
-    pub unit: Option<Unit>,
+    pub(crate) number: String,
+    pub(crate) unit: Option<Unit>,
 }
 
 impl Rational {
-    pub const ZERO: Rational = Rational { num: 0, den: 1 };
+    pub(crate) const ZERO: Rational = Rational { num: 0, den: 1 };
 
     /// `num/den` reduced. Returns `None` for a zero denominator.
     pub fn new(num: i128, den: i128) -> Option<Rational> {
@@ -78,13 +92,13 @@ impl Rational {
         })
     }
 
-    pub fn from_int(v: i128) -> Rational {
+    pub(crate) fn from_int(v: i128) -> Rational {
         Rational { num: v, den: 1 }
     }
 
     /// Parses an exact decimal: `-?digits[.digits][(e|E)[+-]digits]`.
     /// Returns `None` for anything else or for magnitudes that do not fit.
-    pub fn parse_decimal(s: &str) -> Option<Rational> {
+    pub(crate) fn parse_decimal(s: &str) -> Option<Rational> {
         let (mant, exp) = match s.find(['e', 'E']) {
             Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
             None => (s, 0),
@@ -132,15 +146,15 @@ impl Rational {
         Rational::new(num, den)
     }
 
-    pub fn checked_mul_int(self, k: i128) -> Option<Rational> {
+    pub(crate) fn checked_mul_int(self, k: i128) -> Option<Rational> {
         Rational::new(self.num.checked_mul(k)?, self.den)
     }
 
-    pub fn checked_div_int(self, k: i128) -> Option<Rational> {
+    pub(crate) fn checked_div_int(self, k: i128) -> Option<Rational> {
         Rational::new(self.num, self.den.checked_mul(k)?)
     }
 
-    pub fn checked_mul(self, o: Rational) -> Option<Rational> {
+    pub(crate) fn checked_mul(self, o: Rational) -> Option<Rational> {
         let g1 = gcd(self.num.unsigned_abs(), o.den.unsigned_abs()).max(1) as i128;
         let g2 = gcd(o.num.unsigned_abs(), self.den.unsigned_abs()).max(1) as i128;
         Rational::new(
@@ -150,14 +164,14 @@ impl Rational {
     }
 
     /// `self / o`; `None` when `o` is zero or on overflow.
-    pub fn checked_div(self, o: Rational) -> Option<Rational> {
+    pub(crate) fn checked_div(self, o: Rational) -> Option<Rational> {
         if o.num == 0 {
             return None;
         }
         self.checked_mul(Rational::new(o.den, o.num)?)
     }
 
-    pub fn checked_add(self, o: Rational) -> Option<Rational> {
+    pub(crate) fn checked_add(self, o: Rational) -> Option<Rational> {
         let g = gcd(self.den.unsigned_abs(), o.den.unsigned_abs()).max(1) as i128;
         let den = (self.den / g).checked_mul(o.den)?;
         let num = self
@@ -167,7 +181,7 @@ impl Rational {
         Rational::new(num, den)
     }
 
-    pub fn checked_sub(self, o: Rational) -> Option<Rational> {
+    pub(crate) fn checked_sub(self, o: Rational) -> Option<Rational> {
         self.checked_add(Rational {
             num: o.num.checked_neg()?,
             den: o.den,
@@ -175,7 +189,7 @@ impl Rational {
     }
 
     /// A short text: `120`, `96.5`, or `2880000/97` when not a finite decimal.
-    pub fn decimal_text(self) -> String {
+    pub(crate) fn decimal_text(self) -> String {
         if self.den == 1 {
             return self.num.to_string();
         }
@@ -208,11 +222,11 @@ impl Rational {
         format!("{}{i}.{f}", if neg { "-" } else { "" })
     }
 
-    pub fn is_integer(self) -> bool {
+    pub(crate) fn is_integer(self) -> bool {
         self.den == 1
     }
 
-    pub fn floor(self) -> i128 {
+    pub(crate) fn floor(self) -> i128 {
         self.num.div_euclid(self.den)
     }
 
@@ -234,13 +248,14 @@ impl Rational {
         }
     }
 
+    /// Whether it is below zero.
     pub fn is_negative(self) -> bool {
         self.num < 0
     }
 
     /// The nearest f64 (exact for the values scenes use; correctly rounded
     /// through the decimal text otherwise).
-    pub fn to_f64(self) -> f64 {
+    pub(crate) fn to_f64(self) -> f64 {
         self.num as f64 / self.den as f64
     }
 }
@@ -255,7 +270,7 @@ fn gcd(mut a: u128, mut b: u128) -> u128 {
 }
 
 impl Unit {
-    pub const ALL: [Unit; 10] = [
+    pub(crate) const ALL: [Unit; 10] = [
         Unit::Hz,
         Unit::KHz,
         Unit::S,
@@ -268,7 +283,7 @@ impl Unit {
         Unit::Midi,
     ];
 
-    pub fn suffix(self) -> &'static str {
+    pub(crate) fn suffix(self) -> &'static str {
         match self {
             Unit::Hz => "Hz",
             Unit::KHz => "kHz",
@@ -283,11 +298,11 @@ impl Unit {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Unit> {
+    pub(crate) fn parse(s: &str) -> Option<Unit> {
         Unit::ALL.into_iter().find(|u| u.suffix() == s)
     }
 
-    pub fn dimension(self) -> Dimension {
+    pub(crate) fn dimension(self) -> Dimension {
         match self {
             Unit::Hz | Unit::KHz | Unit::Midi => Dimension::Frequency,
             Unit::S | Unit::Ms | Unit::Us | Unit::Samples => Dimension::Time,
@@ -299,7 +314,7 @@ impl Unit {
 
 impl Dimension {
     /// Units this dimension accepts, for "what would be valid" messages.
-    pub fn units(self) -> &'static [&'static str] {
+    pub(crate) fn units(self) -> &'static [&'static str] {
         match self {
             Dimension::Frequency => &["Hz", "kHz", "midi", "beats", "bars"],
             Dimension::Time => &["s", "ms", "us", "samples", "beats", "bars"],
@@ -310,7 +325,7 @@ impl Dimension {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Dimension::Frequency => "frequency",
             Dimension::Time => "time",
@@ -374,7 +389,7 @@ impl std::fmt::Display for UnitError {
 impl Quantity {
     /// Parses `<decimal><unit>` (an optional space before the unit), e.g.
     /// `"110Hz"`, `"-12dB"`, `"-inf dB"`, `"1.5kHz"`, `"250ms"`, `"0.5"`.
-    pub fn parse(text: &str) -> Result<Quantity, UnitError> {
+    pub(crate) fn parse(text: &str) -> Result<Quantity, UnitError> {
         let t = text.trim();
         let split = t
             .char_indices()
@@ -438,7 +453,7 @@ impl Quantity {
     /// The value in the canonical unit of `dim`. `sample_rate` converts
     /// `samples` to seconds. Conversions use the pinned libm, so every profile
     /// sees the same static values.
-    pub fn to_canonical(&self, dim: Dimension, sample_rate: u32) -> Result<f64, UnitError> {
+    pub(crate) fn to_canonical(&self, dim: Dimension, sample_rate: u32) -> Result<f64, UnitError> {
         let unit = match self.unit {
             None => return parse_f64(&self.number, 0),
             Some(u) => u,
@@ -503,14 +518,14 @@ fn parse_f64(number: &str, shift: i32) -> Result<f64, UnitError> {
 
 impl TimeSpec {
     /// Parses a time string: `"1.5s"`, `"250ms"`, `"20us"`, `"4800samples"`.
-    /// Beats and bars need a tempo: see [`TimeSpec::parse_in`].
+    /// Beats and bars need a tempo: see `TimeSpec::parse_in`.
     pub fn parse(text: &str) -> Result<TimeSpec, UnitError> {
         TimeSpec::parse_in(text, None)
     }
 
     /// [`TimeSpec::parse`], with beats and bars (`"1.5beats"`, `"2bars"`,
     /// `"1/8beat"`) at `tempo`, as exact seconds.
-    pub fn parse_in(text: &str, tempo: Option<&Tempo>) -> Result<TimeSpec, UnitError> {
+    pub(crate) fn parse_in(text: &str, tempo: Option<&Tempo>) -> Result<TimeSpec, UnitError> {
         if let Some(m) = Musical::parse(text) {
             let m = m?;
             let tempo = tempo.ok_or_else(|| UnitError::NoTempo(text.trim().to_string()))?;
@@ -547,7 +562,7 @@ impl TimeSpec {
     }
 
     /// A JSON number's literal text, in seconds.
-    pub fn from_seconds_literal(literal: &str) -> Result<TimeSpec, UnitError> {
+    pub(crate) fn from_seconds_literal(literal: &str) -> Result<TimeSpec, UnitError> {
         Rational::parse_decimal(literal)
             .map(TimeSpec::Seconds)
             .ok_or_else(|| UnitError::Syntax(format!("`{literal}` is not an exact decimal time")))
@@ -561,7 +576,7 @@ impl TimeSpec {
         }
     }
 
-    pub fn is_negative(self) -> bool {
+    pub(crate) fn is_negative(self) -> bool {
         match self {
             TimeSpec::Seconds(r) | TimeSpec::Samples(r) => r.is_negative(),
         }
@@ -577,31 +592,31 @@ impl TimeSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tempo {
     /// Quarter notes a minute, > 0.
-    pub bpm: Rational,
+    pub(crate) bpm: Rational,
     /// Numerator and denominator of the meter (4/4 when not given).
-    pub meter: (u32, u32),
+    pub(crate) meter: (u32, u32),
 }
 
 /// A count of beats or bars, as written (`"1.5beats"`, `"2bars"`, `"1/8beat"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Musical {
-    pub count: Rational,
-    pub bars: bool,
+    pub(crate) count: Rational,
+    pub(crate) bars: bool,
 }
 
 /// The largest tempo a scene may give.
-pub const MAX_BPM: i128 = 10_000;
+pub(crate) const MAX_BPM: i128 = 10_000;
 /// The meter's denominators (note values) a scene may give.
-pub const METER_DENOMINATORS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+pub(crate) const METER_DENOMINATORS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// The largest meter numerator.
-pub const MAX_METER_BEATS: u32 = 64;
+pub(crate) const MAX_METER_BEATS: u32 = 64;
 /// What a tempo and a meter look like, for errors.
-pub const TEMPO_HELP: &str = "a tempo is a string `<number>bpm` greater than 0 and at most 10000, e.g. `\"tempo\": \"120bpm\"` or `\"96.5bpm\"`";
-pub const METER_HELP: &str = "a meter is `<beats>/<note value>`: beats 1 … 64 and a note value 1, 2, 4, 8, 16, 32 or 64, e.g. `\"4/4\"`, `\"3/4\"`, `\"6/8\"`";
+pub(crate) const TEMPO_HELP: &str = "a tempo is a string `<number>bpm` greater than 0 and at most 10000, e.g. `\"tempo\": \"120bpm\"` or `\"96.5bpm\"`";
+pub(crate) const METER_HELP: &str = "a meter is `<beats>/<note value>`: beats 1 … 64 and a note value 1, 2, 4, 8, 16, 32 or 64, e.g. `\"4/4\"`, `\"3/4\"`, `\"6/8\"`";
 
 impl Tempo {
     /// Parses a tempo, `"120bpm"` (a space before `bpm` allowed).
-    pub fn parse_bpm(text: &str) -> Result<Rational, String> {
+    pub(crate) fn parse_bpm(text: &str) -> Result<Rational, String> {
         let t = text.trim();
         let Some(n) = t.strip_suffix("bpm").or_else(|| t.strip_suffix("BPM")) else {
             return Err(format!("`{text}` is not a tempo"));
@@ -616,7 +631,7 @@ impl Tempo {
     }
 
     /// Parses a meter, `"4/4"`, `"6/8"`.
-    pub fn parse_meter(text: &str) -> Result<(u32, u32), String> {
+    pub(crate) fn parse_meter(text: &str) -> Result<(u32, u32), String> {
         let bad = || format!("`{text}` is not a meter");
         let (a, b) = text.trim().split_once('/').ok_or_else(bad)?;
         let num: u32 = a.trim().parse().map_err(|_| bad())?;
@@ -635,12 +650,12 @@ impl Tempo {
     }
 
     /// Beats (quarter notes) in a bar: `num · 4 / den`.
-    pub fn bar_beats(&self) -> Rational {
+    pub(crate) fn bar_beats(&self) -> Rational {
         Rational::new(self.meter.0 as i128 * 4, self.meter.1 as i128).expect("den > 0")
     }
 
     /// The beats a count of beats or bars is.
-    pub fn beats(&self, m: Musical) -> Option<Rational> {
+    pub(crate) fn beats(&self, m: Musical) -> Option<Rational> {
         if m.bars {
             m.count.checked_mul(self.bar_beats())
         } else {
@@ -649,25 +664,25 @@ impl Tempo {
     }
 
     /// Seconds a count of beats is: `beats · 60 / bpm`, exact.
-    pub fn beats_to_seconds(&self, beats: Rational) -> Option<Rational> {
+    pub(crate) fn beats_to_seconds(&self, beats: Rational) -> Option<Rational> {
         beats.checked_mul_int(60)?.checked_div(self.bpm)
     }
 
     /// Seconds of a count of beats or bars, exact.
-    pub fn seconds(&self, m: Musical) -> Option<Rational> {
+    pub(crate) fn seconds(&self, m: Musical) -> Option<Rational> {
         self.beats_to_seconds(self.beats(m)?)
     }
 
     /// Samples a beat lasts at `sample_rate`: `sample_rate · 60 / bpm`
     /// (120 bpm at 48 kHz: 24000 exactly; 97 bpm: 2880000/97).
-    pub fn samples_per_beat(&self, sample_rate: u32) -> Rational {
+    pub(crate) fn samples_per_beat(&self, sample_rate: u32) -> Rational {
         Rational::from_int(sample_rate as i128 * 60)
             .checked_div(self.bpm)
             .expect("bpm > 0 and small")
     }
 
     /// The tempo as written, `120bpm`.
-    pub fn bpm_text(&self) -> String {
+    pub(crate) fn bpm_text(&self) -> String {
         format!("{}bpm", self.bpm.decimal_text())
     }
 }
@@ -677,7 +692,7 @@ impl Musical {
     /// `bars` and the count a decimal or a fraction `a/b` (`"1/8beat"`).
     /// `None` when the text does not end in one of those units; an error
     /// when it does but the count is not a number.
-    pub fn parse(text: &str) -> Option<Result<Musical, UnitError>> {
+    pub(crate) fn parse(text: &str) -> Option<Result<Musical, UnitError>> {
         let t = text.trim();
         let (count, bars) = [
             ("beats", false),
@@ -707,7 +722,7 @@ impl Musical {
     }
 
     /// The unit as a user writes it, for messages.
-    pub fn unit(&self) -> &'static str {
+    pub(crate) fn unit(&self) -> &'static str {
         if self.bars {
             "bars"
         } else {
@@ -717,12 +732,12 @@ impl Musical {
 }
 
 /// The error for beats or bars in a scene without a tempo.
-pub fn no_tempo_message(text: &str) -> String {
+pub(crate) fn no_tempo_message(text: &str) -> String {
     format!("`{text}` is in beats or bars, but the scene has no `tempo`")
 }
 
 /// The help for [`no_tempo_message`].
-pub const NO_TEMPO_HELP: &str = "add `\"tempo\": \"120bpm\"` (and optionally `\"meter\": \"4/4\"`) at the top level of the scene, or give the time in s, ms or samples";
+pub(crate) const NO_TEMPO_HELP: &str = "add `\"tempo\": \"120bpm\"` (and optionally `\"meter\": \"4/4\"`) at the top level of the scene, or give the time in s, ms or samples";
 
 /// A time given on the command line (`-d`, `--duration`, `--until`,
 /// `--snapshot-at`, `--from`, `--to`): `10s`, `250ms`, `4800samples`,

@@ -7,8 +7,8 @@
 use morphrt::dsp::Sample;
 use morphrt::engine::Engine;
 use morphrt::ops::{
-    serial_lanes, AnyNode, Io, LaneKernel, LaneMember, LaneSum, NodeState, ParamState, Processor,
-    StateError, SteadyLanes,
+    serial_lanes, AnyNode, Io, LaneKernel, LaneMember, LaneSum, NodeProcessor, NodeState,
+    ParamState, StateError, SteadyLanes,
 };
 use morphrt::profile::Profile;
 
@@ -75,7 +75,9 @@ fn checking_lanes<S: Sample, const F: bool, const SE: bool, const ST: bool>(
     0
 }
 
-impl<S: Sample, const F: bool, const SE: bool, const ST: bool> Processor<S> for Counter<F, SE, ST> {
+impl<S: Sample, const F: bool, const SE: bool, const ST: bool> NodeProcessor<S>
+    for Counter<F, SE, ST>
+{
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         self.check(io.start, n, "member");
@@ -176,7 +178,7 @@ impl<S: Sample, const F: bool, const SE: bool, const ST: bool> SteadyLanes<S>
 }
 
 /// A counter of `kind` as a boxed processor.
-fn counter<S: Sample>(kind: Kind, step: f64, bomb: u64) -> Box<dyn Processor<S>> {
+fn counter<S: Sample>(kind: Kind, step: f64, bomb: u64) -> Box<dyn NodeProcessor<S>> {
     macro_rules! make {
         ($($f:literal, $se:literal, $st:literal);*) => {
             match (kind.finite, kind.serial, kind.steady) {

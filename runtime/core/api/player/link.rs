@@ -17,21 +17,34 @@ pub enum ToAudio {
     /// As [`ToAudio::Capture`], from the first block boundary at or after
     /// sample `at` (the capture of a timetagged switch): the state at
     /// `at` itself when `at` is on the block grid. Requests behind it wait.
-    CaptureFrom { state: Box<EngineState>, at: u64 },
+    CaptureFrom {
+        /// The buffer to copy into, shaped for the playing engine.
+        state: Box<EngineState>,
+        /// The sample the capture starts at or after.
+        at: u64,
+    },
     /// As [`ToAudio::Capture`], of the state at sample `at` exactly (a
     /// timetagged snapshot): the block that holds `at` is cut in two
     /// there. A playing engine whose profile is block-accurate (live) is
     /// captured at the start of that block instead, and one whose clock
     /// has passed `at` at the next block boundary. Requests behind it wait.
-    CaptureAt { state: Box<EngineState>, at: u64 },
+    CaptureAt {
+        /// The buffer to copy into, shaped for the playing engine.
+        state: Box<EngineState>,
+        /// The sample whose state is captured.
+        at: u64,
+    },
     /// Play `engine` from sample `at`, crossfading over `fade` frames (0:
     /// a cut). Refused if the clock has passed `at`. The engine stands at
     /// `at` (a block boundary), or at the start of the block that holds
     /// `at` (a timetagged switch): the callback then runs it up to `at`
     /// beside the first part of that block, cut at `at`, and swaps there.
     Offer {
+        /// The engine to play, standing at `at`.
         engine: Box<Engine>,
+        /// The sample it takes over at (S).
         at: u64,
+        /// Frames of the crossfade from the playing engine (0: a cut).
         fade: u64,
     },
     /// Play `engine`, which reads the session's input and stands at `from`
@@ -46,9 +59,13 @@ pub enum ToAudio {
     /// the block that holds `at`, and is then offered as
     /// [`ToAudio::Offer`] offers one.
     CatchUp {
+        /// The engine to play, reading the session's input.
         engine: Box<Engine>,
+        /// The block boundary it stands at.
         from: u64,
+        /// Frames of the crossfade from the playing engine (0: a cut).
         fade: u64,
+        /// The sample of a timetagged switch; `None` swaps as soon as it has caught up.
         at: Option<u64>,
     },
     /// Play `engine` from the next block boundary on, at its own clock (a
@@ -83,11 +100,24 @@ pub const CATCH_UP_PER_BLOCK: usize = 2;
 /// A reply from the audio thread.
 pub enum FromAudio {
     /// The state at block boundary `at` (N; the buffer's clock).
-    Captured { state: Box<EngineState>, at: u64 },
+    Captured {
+        /// The engine's state at `at`.
+        state: Box<EngineState>,
+        /// The sample the state is at (N).
+        at: u64,
+    },
     /// The offered engine plays from `at` (S).
-    Swapped { at: u64 },
+    Swapped {
+        /// The sample the offered engine's first output frame is at (S).
+        at: u64,
+    },
     /// The offer came too late: the clock was already at `clock`.
-    Refused { engine: Box<Engine>, clock: u64 },
+    Refused {
+        /// The offered engine, sent back to be dropped off the audio thread.
+        engine: Box<Engine>,
+        /// The audio clock when the offer arrived.
+        clock: u64,
+    },
     /// An engine that stopped playing (after its fade), to be dropped here.
     Retired(Box<Engine>),
 }

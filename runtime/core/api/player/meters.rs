@@ -9,15 +9,18 @@ pub struct Meters {
     pub frames: AtomicU64,
     /// Every frame the device asked for, silence included (the load denominator).
     pub device_frames: AtomicU64,
+    /// Callbacks run.
     pub callbacks: AtomicU64,
     /// Nanoseconds spent in the callback (sum, and max since the last read).
     pub busy_ns: AtomicU64,
+    /// The longest callback since the last read, in nanoseconds (see `take_busy_max_ns`).
     pub busy_max_ns: AtomicU64,
     /// Callbacks that took longer than their real-time budget, or started
     /// more than 1.5 periods after the previous one.
     pub xruns: AtomicU64,
     /// Of those: callbacks that started late, and callbacks that overran.
     pub late: AtomicU64,
+    /// Callbacks that took longer than their real-time budget.
     pub overruns: AtomicU64,
     /// Peak |sample| since the last read, as f32 bits.
     pub peak_bits: AtomicU32,
@@ -35,6 +38,7 @@ pub struct Meters {
     /// Nodes that panicked (each muted), and callbacks that panicked
     /// outside any node (the callback wrote silence).
     pub node_panics: AtomicU64,
+    /// Callbacks that panicked outside any node.
     pub callback_panics: AtomicU64,
     /// Swaps performed (handovers that reached the audio thread).
     pub swaps: AtomicU64,
@@ -115,6 +119,7 @@ impl Meters {
     pub fn take_peak(&self) -> f32 {
         f32::from_bits(self.peak_bits.swap(0, Ordering::Relaxed))
     }
+    /// The longest callback since the last call, in nanoseconds, and starts a new maximum.
     pub fn take_busy_max_ns(&self) -> u64 {
         self.busy_max_ns.swap(0, Ordering::Relaxed)
     }

@@ -17,8 +17,8 @@ mod rust;
 #[cfg(test)]
 mod tests;
 
-pub use reference::{ReferenceFft, MAX_SIZE as REFERENCE_MAX_SIZE};
-pub use rust::RustRealFft;
+pub(crate) use reference::ReferenceFft;
+pub(crate) use rust::RustRealFft;
 pub use rustfft::num_complex::Complex;
 
 use super::Sample;
@@ -26,21 +26,25 @@ use super::Sample;
 /// Which FFT implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FftProvider {
+    /// morphrt's own FFT, bit-exact across runs, builds, opt levels and
+    /// targets (the strict profile's).
     Reference,
+    /// The `rustfft` and `realfft` crates: faster, not bit-exact across
+    /// builds and CPUs.
     RustFft,
 }
 
 impl FftProvider {
     /// Every provider, for the names a scene may give.
-    pub const ALL: [FftProvider; 2] = [FftProvider::Reference, FftProvider::RustFft];
+    pub(crate) const ALL: [FftProvider; 2] = [FftProvider::Reference, FftProvider::RustFft];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FftProvider::Reference => "reference",
             FftProvider::RustFft => "rustfft",
         }
     }
-    pub fn parse(s: &str) -> Option<FftProvider> {
+    pub(crate) fn parse(s: &str) -> Option<FftProvider> {
         match s {
             "reference" => Some(FftProvider::Reference),
             "rustfft" => Some(FftProvider::RustFft),
@@ -52,20 +56,23 @@ impl FftProvider {
 /// NumPy's normalisation conventions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FftNorm {
+    /// Forward unscaled, inverse scaled by 1/n (NumPy's default).
     Backward,
+    /// Both directions scaled by 1/√n.
     Ortho,
+    /// Forward scaled by 1/n, inverse unscaled.
     Forward,
 }
 
 impl FftNorm {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FftNorm::Backward => "backward",
             FftNorm::Ortho => "ortho",
             FftNorm::Forward => "forward",
         }
     }
-    pub fn parse(s: &str) -> Option<FftNorm> {
+    pub(crate) fn parse(s: &str) -> Option<FftNorm> {
         match s {
             "backward" => Some(FftNorm::Backward),
             "ortho" => Some(FftNorm::Ortho),
@@ -75,7 +82,7 @@ impl FftNorm {
     }
 
     /// (forward scale, inverse scale) for size `n`, computed with `sqrt` only.
-    pub fn scales(self, n: usize) -> (f64, f64) {
+    pub(crate) fn scales(self, n: usize) -> (f64, f64) {
         let nf = n as f64;
         match self {
             FftNorm::Backward => (1.0, 1.0 / nf),

@@ -38,10 +38,10 @@ use super::{Complex, FftNorm, RealFft};
 use crate::dsp::Sample;
 
 /// Largest supported size.
-pub const MAX_SIZE: usize = 1 << 16;
+pub(crate) const MAX_SIZE: usize = 1 << 16;
 
 /// A planned reference real FFT of one size, norm and precision.
-pub struct ReferenceFft<S: Sample> {
+pub(crate) struct ReferenceFft<S: Sample> {
     n: usize,
     /// W_N^k for k in 0..N/2, rounded to `S`.
     twiddles: Vec<Complex<S>>,
@@ -55,7 +55,7 @@ pub struct ReferenceFft<S: Sample> {
 
 impl<S: Sample> ReferenceFft<S> {
     /// Plans a transform of size `n` (a power of two, 2 ≤ n ≤ 65536).
-    pub fn new(n: usize, norm: FftNorm) -> ReferenceFft<S> {
+    pub(crate) fn new(n: usize, norm: FftNorm) -> ReferenceFft<S> {
         assert!(
             (2..=MAX_SIZE).contains(&n) && n.is_power_of_two(),
             "reference FFT size must be a power of two in 2..=65536, got {n}"

@@ -6,7 +6,7 @@ use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use std::sync::Arc;
 
 /// realfft plans plus their scratch, owned so the hot path never allocates.
-pub struct RustRealFft<S: Sample + realfft::FftNum> {
+pub(crate) struct RustRealFft<S: Sample + realfft::FftNum> {
     n: usize,
     fwd: Arc<dyn RealToComplex<S>>,
     inv: Arc<dyn ComplexToReal<S>>,
@@ -17,7 +17,7 @@ pub struct RustRealFft<S: Sample + realfft::FftNum> {
 }
 
 impl<S: Sample + realfft::FftNum> RustRealFft<S> {
-    pub fn new(n: usize, norm: FftNorm) -> RustRealFft<S> {
+    pub(crate) fn new(n: usize, norm: FftNorm) -> RustRealFft<S> {
         assert!(
             n >= 2 && n.is_power_of_two(),
             "FFT size must be a power of two ≥ 2"

@@ -27,11 +27,11 @@ use rubato::{Fft, FixedSync, Resampler, WindowFunction};
 /// rubato's filter and so its transition band (at least 100 dB of
 /// rejection from the lower Nyquist with the passband flat to 0.9 × it, as
 /// the tests measure).
-pub const BLOCK_FRAMES: usize = 1024;
+pub(crate) const BLOCK_FRAMES: usize = 1024;
 
 /// rubato's FFT resampler behind [`RateConverter`]. `new` allocates;
 /// `push`, `pull`, `finish` and `reset` do not.
-pub struct Library {
+pub(crate) struct Library {
     inner: Fft<f64>,
     up: usize,
     down: usize,
@@ -68,7 +68,7 @@ impl std::fmt::Debug for Library {
 impl Library {
     /// A converter from `from_hz` to `to_hz` that accepts up to `capacity`
     /// frames per push between pulls.
-    pub fn new(
+    pub(crate) fn new(
         from_hz: u32,
         to_hz: u32,
         channels: usize,
@@ -115,11 +115,6 @@ impl Library {
         };
         conv.reset();
         Ok(conv)
-    }
-
-    /// Input frames per block rubato converts.
-    pub fn block_frames(&self) -> usize {
-        self.block_in
     }
 
     /// Output frames the caller has yet to receive in all: unbounded until

@@ -9,7 +9,7 @@
 //!   and one summation order, so its output is the same bits on every run,
 //!   build and CPU and whatever the sizes of the pushes and pulls. The
 //!   strict profile converts with it.
-//! - [`Method::Library`] ([`Library`]), the `rubato` crate's FFT
+//! - [`Method::Library`] (`Library`), the `rubato` crate's FFT
 //!   resampler, which repro and live may use (see its docs for the
 //!   determinism it keeps).
 //!
@@ -25,7 +25,7 @@
 mod library;
 mod polyphase;
 
-pub use library::Library;
+pub(crate) use library::Library;
 pub use polyphase::{prototype, ratio, Polyphase, CUTOFF, KAISER_BETA, MAX_PHASES, TAPS_PER_RATIO};
 
 use std::fmt;
@@ -73,7 +73,7 @@ pub trait RateConverter: Send {
 pub enum Method {
     /// morphrt's own polyphase filter, bit-exact ([`Polyphase`]).
     Polyphase,
-    /// The `rubato` crate's FFT resampler ([`Library`]).
+    /// The `rubato` crate's FFT resampler (`Library`).
     Library,
 }
 
@@ -107,12 +107,21 @@ pub fn converter(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RateError {
     /// A rate of 0 Hz.
-    ZeroRate { from_hz: u32, to_hz: u32 },
+    ZeroRate {
+        /// The input rate in Hz.
+        from_hz: u32,
+        /// The output rate in Hz.
+        to_hz: u32,
+    },
     /// The ratio in lowest terms needs more than [`MAX_PHASES`] phases.
     RatioTooFine {
+        /// The input rate in Hz.
         from_hz: u32,
+        /// The output rate in Hz.
         to_hz: u32,
+        /// The upsampling factor of the reduced ratio.
         up: u64,
+        /// The downsampling factor of the reduced ratio.
         down: u64,
     },
     /// A converter of no channels.

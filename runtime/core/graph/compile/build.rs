@@ -35,7 +35,7 @@ pub(super) fn propagate_guarantees(upstream: &[Vec<usize>], own: &[Profile]) -> 
     guarantees
 }
 
-/// Pass 14, build (the node lifecycle of [`crate::ops::Processor`]): every
+/// Pass 14, build (the node lifecycle of [`crate::ops::NodeProcessor`]): every
 /// node prepared at its precision and math policy, in schedule order, with
 /// its noise hash from the session seed, its id and its local `seed` param.
 /// Skipped for `check` (nothing is built, latencies read 0). Indexed by
@@ -65,9 +65,7 @@ pub(super) fn build_nodes(
                 .unwrap_or(0);
         let connected: Vec<bool> = d.audio_in.iter().map(|s| !s.is_empty()).collect();
         let bcx = BuildCtx {
-            node_id: &decl.id,
             sample_rate: session.sample_rate as f64,
-            max_block: session.block_size,
             values: &d.values,
             n_inputs: d.n_inputs,
             connected: &connected,

@@ -163,7 +163,7 @@ pub(super) fn resolve_edges(
 
 /// The longest feedback delay, in seconds of audio: a bound on what one
 /// edge's delay line may allocate.
-pub const MAX_FEEDBACK_DELAY_S: u64 = 60;
+pub(crate) const MAX_FEEDBACK_DELAY_S: u64 = 60;
 
 /// A feedback edge's `delay` in samples at the session's rate: exact, a
 /// whole number, at least 1 (a loop needs one sample to be computable) and

@@ -11,9 +11,9 @@ use crate::scene::{duration_limit_text, max_duration_samples, EventDecl, Loc};
 use std::collections::HashMap;
 
 /// A live edit of a param glides over this long unless the scene says otherwise.
-pub const DEFAULT_EDIT_RAMP_MS: u64 = 10;
+pub(crate) const DEFAULT_EDIT_RAMP_MS: u64 = 10;
 /// Structural edits and profile switches crossfade over this long by default.
-pub const DEFAULT_CROSSFADE_MS: u64 = 20;
+pub(crate) const DEFAULT_CROSSFADE_MS: u64 = 20;
 
 /// The scene's lengths in samples: its default render length, and how long
 /// live edits glide and crossfade.

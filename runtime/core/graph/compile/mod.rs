@@ -49,13 +49,12 @@ use edges::{reject_cycles, resolve_casts, resolve_edges, schedule, wire_inputs, 
 use events::{edit_timing, place_events};
 use gates::dead_gates;
 use nodes::{declare_nodes, session_settings, unused_gains};
-pub use outputs::MAX_MAIN_CHANNELS;
 use outputs::{choose_seed, resolve_outputs};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use steps::step_lints;
-pub use voices::{midi_note_hz, note_hz, voice_node_id, DEFAULT_STEAL_FADE_MS, FREE_AFTER_MS};
+pub use voices::{midi_note_hz, voice_node_id};
 
 /// Settings from the command line that override the scene.
 #[derive(Clone, Debug, Default)]
@@ -207,6 +206,26 @@ struct Session {
 }
 
 /// Compiles a scene. On failure, every error found (and the warnings).
+///
+/// ```
+/// use morphrt_core::graph::{compile, CompileOptions};
+///
+/// // Two problems in one scene: both are reported, each located.
+/// let text = r#"{
+///     "version": "1.0",
+///     "nodes": [
+///         { "id": "a", "op": "sine", "params": { "freq": "1kHz" } },
+///         { "id": "b", "op": "gain", "params": { "gain": 0.5 } }
+///     ],
+///     "edges": [{ "from": "a", "to": "c" }, { "from": "x", "to": "b" }],
+///     "outputs": { "main": ["b"] }
+/// }"#;
+/// let scene = morphrt_core::scene::load_str(text, "two.json", None).expect("it parses");
+/// let errors = compile(&scene, &CompileOptions::default()).err().expect("it does not compile");
+/// let errors: Vec<_> = errors.iter().filter(|d| d.is_error()).collect();
+/// assert_eq!(errors.len(), 2);
+/// assert!(errors.iter().all(|d| d.loc.is_some()));
+/// ```
 ///
 /// The passes run in the order below, each a function of its own. Every
 /// problem up to the events is collected before anything is built, so one

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 /// The most channels the `main` bus may have: what a WAV file (a render, a
 /// capture) can hold. `check`, `render` and `run` all refuse more here.
-pub const MAX_MAIN_CHANNELS: usize = u16::MAX as usize;
+pub(crate) const MAX_MAIN_CHANNELS: usize = u16::MAX as usize;
 
 /// Pass 9, outputs (`scenes/README.md`, *Reference: every field*): the
 /// `main` bus must exist and have channels (at most [`MAX_MAIN_CHANNELS`]),

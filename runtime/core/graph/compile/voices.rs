@@ -30,9 +30,9 @@ use crate::scene::{
 use std::collections::HashMap;
 
 /// A stolen voice fades out over this long unless the module says.
-pub const DEFAULT_STEAL_FADE_MS: u64 = 5;
+pub(crate) const DEFAULT_STEAL_FADE_MS: u64 = 5;
 /// A released voice is free once its sound has stayed below −100 dBFS this long.
-pub const FREE_AFTER_MS: u64 = 50;
+pub(crate) const FREE_AFTER_MS: u64 = 50;
 /// The longest `steal_fade`.
 const MAX_STEAL_FADE_MS: u64 = 1000;
 
@@ -682,7 +682,7 @@ pub fn midi_note_hz(note: f64) -> f64 {
 
 /// A note's pitch in Hz: a MIDI note number 0…127 ([`midi_note_hz`];
 /// fractions are microtones) or a frequency with its unit (`"440Hz"`).
-pub fn note_hz(pitch: &RawValue, sample_rate: u32) -> Result<f64, String> {
+pub(crate) fn note_hz(pitch: &RawValue, sample_rate: u32) -> Result<f64, String> {
     let hz = match pitch {
         RawValue::Number { value, .. } => {
             if !(0.0..=127.0).contains(value) {

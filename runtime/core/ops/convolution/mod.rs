@@ -21,7 +21,7 @@
 //!   any vector width (the kernel dispatches to AVX2 when the CPU has it; AVX
 //!   and SSE give identical IEEE results for `×` and `+`). Spans of taps
 //!   whose products are exact zeros, or provably absorbed by the rounding of
-//!   every accumulator, are skipped without changing a bit ([`skippable`](direct::skippable)):
+//!   every accumulator, are skipped without changing a bit (`skippable`):
 //!   real signals ring down into subnormals and zeros between notes, which
 //!   strict keeps and some CPUs compute slowly.
 //! - **repro — uniformly partitioned.** A direct head of the first P taps
@@ -29,7 +29,7 @@
 //!   with a frequency-domain delay line: each partition's spectrum is
 //!   multiplied into one accumulator, in ascending order, then one inverse
 //!   FFT per P samples. P is the power of two in 64…4096 that minimises the
-//!   estimated work per sample for the IR's length ([`uniform_partition`](partitioned::uniform_partition):
+//!   estimated work per sample for the IR's length (`uniform_partition`:
 //!   1024 for a 2 s IR at 48 kHz), never the block size, so small blocks do
 //!   not multiply the partitions (at 64-sample blocks a 2 s IR would need
 //!   1500 of them). The tail of P output samples only needs the input up to
@@ -64,8 +64,8 @@ mod direct;
 mod partitioned;
 
 use super::{
-    build_any, fft_choice, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator, ParamKind,
-    ParamSpec, PartClear, Processor, Progress, StateError, Value,
+    build_any, fft_choice, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState, OpSpec,
+    Operator, ParamKind, ParamSpec, PartClear, Progress, StateError, Value,
 };
 use crate::dsp::fft::{FftNorm, FftProvider};
 use crate::dsp::{Math, Sample};
@@ -338,7 +338,7 @@ impl<S: Sample> Conv<S> {
     }
 }
 
-impl<S: Sample> Processor<S> for Conv<S> {
+impl<S: Sample> NodeProcessor<S> for Conv<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let frames = io.frames;
         let mix = io.params.get(MIX);
@@ -447,7 +447,7 @@ impl<S: Sample> Processor<S> for Conv<S> {
 
 struct ConvolutionOp;
 impl Operator for ConvolutionOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let Some(Value::Resource(ir)) = cx.values.get(IR) else {
             return Err("`ir` must be an audio resource (\"@resource:NAME\")".to_string());
         };
@@ -483,7 +483,7 @@ fn convolution_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     }
 }
 
-pub static CONVOLUTION: OpSpec = OpSpec {
+pub(crate) static CONVOLUTION: OpSpec = OpSpec {
     name: "convolution",
     doc: "Convolves the input with an impulse response (a WAV resource) with no added latency: \
           out = (1−mix)·in + mix·gain·(in ∗ ir). `out` uses IR channel 0, `out_r` channel 1 \
@@ -533,6 +533,7 @@ pub static CONVOLUTION: OpSpec = OpSpec {
 
 /// Seeds of the shipped IRs (`resources/hall.wav`, `resources/room.wav`).
 pub const HALL_SEED: u64 = 2024;
+/// Seed of `resources/room.wav`.
 pub const ROOM_SEED: u64 = 7;
 /// Seed of `resources/bench-ir.wav`, the mono 2 s (96,000-tap) IR of the
 /// convolution benchmark scene (`scenes/bench/w2.json`).

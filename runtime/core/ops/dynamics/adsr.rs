@@ -33,8 +33,8 @@
 
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamSpec, Processor, StateError,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamSpec, StateError,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -158,7 +158,7 @@ struct Adsr<S> {
     _p: PhantomData<fn() -> S>,
 }
 
-impl<S: Sample> Processor<S> for Adsr<S> {
+impl<S: Sample> NodeProcessor<S> for Adsr<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let p = &io.params;
         let (a, d, s, r, g) = (
@@ -217,7 +217,7 @@ impl<S: Sample> Processor<S> for Adsr<S> {
 
 struct AdsrOp;
 impl Operator for AdsrOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Adsr::<S> {
             env: Envelope::IDLE,
             sample_rate: cx.sample_rate,

@@ -33,8 +33,8 @@ use super::follower::{mode, DETECTOR_PARAM};
 use super::{db_to_lin, lin_to_db, lookahead_samples, DbCache};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, PartClear, Progress, StateError,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -145,7 +145,7 @@ impl<S: Sample, M: Math> Compressor<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for Compressor<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Compressor<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let p = &io.params;
@@ -252,7 +252,7 @@ impl<S: Sample, M: Math> Processor<S> for Compressor<S, M> {
 
 struct CompressorOp;
 impl Operator for CompressorOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let lookahead = lookahead_samples(cx.number(LOOKAHEAD), cx.sample_rate)?;
         Ok(Box::new(Compressor::<S, M> {
             det: Detector::new(mode(cx.values, DETECTOR)),

@@ -5,8 +5,8 @@
 use super::detector::{Detector, Mode, DETECTORS};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -22,7 +22,7 @@ struct Follower<S, M> {
     _p: PhantomData<fn() -> (S, M)>,
 }
 
-impl<S: Sample, M: Math> Processor<S> for Follower<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Follower<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let (a, r) = (io.params.get(ATTACK), io.params.get(RELEASE));
@@ -75,7 +75,7 @@ pub(super) const DETECTOR_PARAM: ParamSpec = ParamSpec {
 
 struct FollowerOp;
 impl Operator for FollowerOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Follower::<S, M> {
             det: Detector::new(mode(cx.values, DETECTOR)),
             sample_rate: cx.sample_rate,

@@ -60,8 +60,8 @@ use super::detector::Coef;
 use super::{db_to_lin, lookahead_samples};
 use crate::dsp::{Math, Precision, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
+    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, PartClear, Progress, StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -381,7 +381,7 @@ impl<S: Sample, M: Math> Limiter<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for Limiter<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Limiter<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let rel = io.params.get(RELEASE);
@@ -538,7 +538,7 @@ fn limiter_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
 
 struct LimiterOp;
 impl Operator for LimiterOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let lookahead = lookahead_samples(cx.number(LOOKAHEAD), cx.sample_rate)?.max(1);
         let w = lookahead + 1;
         let ceiling = db_to_lin::<M>(cx.number(CEILING));

@@ -29,7 +29,7 @@ use crate::dsp::vector::{Isa, SimdLevel};
 use crate::dsp::{Math, MathKind, Precision, Sample};
 use crate::ops::{
     build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, LaneKernel,
-    LaneMember, LaneSum, Lint, NodeState, OpSpec, Operator, ParamKind, ParamSpec, Processor,
+    LaneMember, LaneSum, Lint, NodeProcessor, NodeState, OpSpec, Operator, ParamKind, ParamSpec,
     StateError, Value,
 };
 use crate::profile::Profile;
@@ -339,7 +339,7 @@ impl<S: Sample, M: Math> Biquad<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for Biquad<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Biquad<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         #[cfg(target_arch = "x86_64")]
         if self.fused {
@@ -813,7 +813,7 @@ fn biquad_lanes_avx512<S: Sample, M: Math, const FUSED: bool>(
 
 struct BiquadOp;
 impl Operator for BiquadOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Biquad::<S, M> {
             mode: BiquadMode::from_index(built_enum(cx, BQ_MODE, BIQUAD_MODES.len())),
             sample_rate: cx.sample_rate,
@@ -844,7 +844,7 @@ fn biquad_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-pub static BIQUAD: OpSpec = OpSpec {
+pub(crate) static BIQUAD: OpSpec = OpSpec {
     name: "biquad",
     doc: "RBJ cookbook biquad (lowpass, highpass, bandpass with 0 dB peak, notch, peak, allpass, lowshelf, highshelf) in transposed direct form II, its recursion and state in f64 at every precision: at f32 within 1e-3 relative RMS of strict from 10 Hz to 20 kHz at Q 0.5 to 20, its cutoff moving or not.",
     inputs: &["in"],

@@ -41,8 +41,8 @@ use super::PI;
 use crate::dsp::oversample::Oversampler;
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, frequency_lint, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator, ParamKind,
-    ParamSpec, Processor, StateError, Value,
+    build_any, frequency_lint, number, BuildCtx, Io, Lint, NodeProcessor, NodeState, OpSpec,
+    Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::profile::{NodeProfile, Profile};
 use crate::scene::Dimension;
@@ -223,7 +223,7 @@ fn feedback<S: Sample>(resonance: f64) -> S {
     S::from_f64(4.0 * r)
 }
 
-impl<S: Sample, M: Math> Processor<S> for Ladder<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Ladder<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let cutoff = io.params.get(CUTOFF);
@@ -367,7 +367,7 @@ fn ladder_cost(p: &NodeProfile, values: &[Value]) -> f64 {
 
 struct LadderOp;
 impl Operator for LadderOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let rule = FactorRule::new(cx.profile, cx.values, OVERSAMPLING, CRITICAL);
         let (max_iterations, tolerance) = solver_rule(cx.profile, cx.values);
         let os = Oversampler::new(rule.factor());
@@ -385,7 +385,7 @@ impl Operator for LadderOp {
     }
 }
 
-pub static LADDER: OpSpec = OpSpec {
+pub(crate) static LADDER: OpSpec = OpSpec {
     name: "ladder",
     doc: "4-pole transistor ladder lowpass (−24 dB/octave), zero-delay feedback with the \
           tanh of its input stage, solved per sample; self-oscillates at the cutoff from \

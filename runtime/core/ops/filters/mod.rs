@@ -20,10 +20,10 @@ mod svf;
 #[cfg(test)]
 mod sweep_tests;
 
-pub use biquad::BIQUAD;
-pub use ladder::LADDER;
-pub use onepole::ONEPOLE;
-pub use svf::SVF;
+pub(crate) use biquad::BIQUAD;
+pub(crate) use ladder::LADDER;
+pub(crate) use onepole::ONEPOLE;
+pub(crate) use svf::SVF;
 
 use super::{number, BuildCtx, ParamSpec, Value};
 use crate::scene::Dimension;

@@ -4,8 +4,8 @@
 use super::{built_enum, enum_index, limit, DesignCache, TWO_PI};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeState,
-    OpSpec, Operator, ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeProcessor,
+    NodeState, OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -57,7 +57,7 @@ impl<S: Sample, M: Math> OnePole<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for OnePole<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for OnePole<S, M> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
     fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
@@ -109,7 +109,7 @@ impl<S: Sample, M: Math> Processor<S> for OnePole<S, M> {
 
 struct OnePoleOp;
 impl Operator for OnePoleOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(OnePole::<S, M> {
             highpass: built_enum(cx, OP_MODE, ONEPOLE_MODES.len()) == 1,
             sample_rate: cx.sample_rate,
@@ -138,7 +138,7 @@ fn onepole_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-pub static ONEPOLE: OpSpec = OpSpec {
+pub(crate) static ONEPOLE: OpSpec = OpSpec {
     name: "onepole",
     doc: "One-pole lowpass y += a·(x − y) with a = 1 − exp(−2π·cutoff/sr); highpass = input − lowpass.",
     inputs: &["in"],

@@ -7,8 +7,8 @@ use super::{
 };
 use crate::dsp::{Math, Precision, Sample};
 use crate::ops::{
-    build_any, by_profile, frequency_lint, no_choices, BuildCtx, Io, Lint, NodeState, OpSpec,
-    Operator, ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, frequency_lint, no_choices, BuildCtx, Io, Lint, NodeProcessor,
+    NodeState, OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::profile::Profile;
 use std::marker::PhantomData;
@@ -110,7 +110,7 @@ impl<S: Sample, M: Math> Svf<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for Svf<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Svf<S, M> {
     /// Runs in a lane group through its own `process`: one engine dispatch for the group.
     fn lanes(&self, _: crate::dsp::vector::SimdLevel) -> Option<crate::ops::LaneKernel<S>> {
         Some(crate::ops::serial_lanes::<S, Self>)
@@ -169,7 +169,7 @@ impl<S: Sample, M: Math> Processor<S> for Svf<S, M> {
 
 struct SvfOp;
 impl Operator for SvfOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Svf::<S, M> {
             mode: SvfMode::from_index(built_enum(cx, SVF_MODE, SVF_MODES.len())),
             sample_rate: cx.sample_rate,
@@ -200,7 +200,7 @@ fn svf_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-pub static SVF: OpSpec = OpSpec {
+pub(crate) static SVF: OpSpec = OpSpec {
     name: "svf",
     doc: "Topology-preserving state-variable filter (Simper/Cytomic): lowpass, highpass, bandpass (peak gain q), notch.",
     inputs: &["in"],

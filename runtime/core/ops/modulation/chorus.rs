@@ -16,8 +16,8 @@ use super::super::delay::Ring;
 use super::{clamp_or, mix_param, phase_param, rate_param, Lfo, Sweep, TWO_PI};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, PartClear, Processor, Progress, StateError, Value,
+    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, PartClear, Progress, StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -42,7 +42,7 @@ struct Chorus<S, M> {
     _math: PhantomData<fn() -> M>,
 }
 
-impl<S: Sample, M: Math> Processor<S> for Chorus<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Chorus<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let params = [RATE, DEPTH, DELAY, SPREAD, PHASE, MIX];
         let (line, count) = (&mut self.line, self.voices);
@@ -110,7 +110,7 @@ impl<S: Sample, M: Math> Processor<S> for Chorus<S, M> {
 
 struct ChorusOp;
 impl Operator for ChorusOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let voices = match cx.values[VOICES] {
             Value::Integer(v) if (1..=MAX_VOICES).contains(&v) => v as usize,
             ref other => return Err(format!("`voices` must be 1 … {MAX_VOICES}, not {other:?}")),
@@ -146,7 +146,7 @@ pub(super) fn depth_lints(values: &[Value], depth: usize, delay: usize) -> Vec<L
     }]
 }
 
-pub static CHORUS: OpSpec = OpSpec {
+pub(crate) static CHORUS: OpSpec = OpSpec {
     name: "chorus",
     doc: "Chorus: `voices` taps of one delay line (linear interpolation), each swept by a sine \
           LFO around `delay` by ±`depth`, the voices' LFO phases spread evenly over `spread` of \

@@ -18,8 +18,8 @@ use super::chorus::depth_lints;
 use super::{clamp_or, mix_param, phase_param, rate_param, Lfo, Sweep, MAX_FEEDBACK};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    PartClear, Processor, Progress, StateError,
+    build_any, by_profile, no_choices, number, BuildCtx, Io, NodeProcessor, NodeState, OpSpec,
+    Operator, PartClear, Progress, StateError,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -42,7 +42,7 @@ struct Flanger<S, M> {
     _math: PhantomData<fn() -> M>,
 }
 
-impl<S: Sample, M: Math> Processor<S> for Flanger<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Flanger<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let params = [RATE, DEPTH, DELAY, FEEDBACK, PHASE, MIX];
         let (left, right) = (&mut self.left, &mut self.right);
@@ -114,7 +114,7 @@ impl<S: Sample, M: Math> Processor<S> for Flanger<S, M> {
 
 struct FlangerOp;
 impl Operator for FlangerOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Flanger::<S, M> {
             left: Ring::new(MAX_DELAY + MAX_DEPTH, cx.sample_rate)?,
             right: Ring::new(MAX_DELAY + MAX_DEPTH, cx.sample_rate)?,
@@ -124,7 +124,7 @@ impl Operator for FlangerOp {
     }
 }
 
-pub static FLANGER: OpSpec = OpSpec {
+pub(crate) static FLANGER: OpSpec = OpSpec {
     name: "flanger",
     doc: "Flanger: a short delay (linear interpolation) swept by a sine LFO around `delay` by \
           ±`depth`, its output fed back into it by `feedback`: the comb's peaks, every 1/delay \

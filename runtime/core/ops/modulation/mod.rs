@@ -32,9 +32,9 @@ mod phaser;
 #[cfg(test)]
 mod tests;
 
-pub use chorus::CHORUS;
-pub use flanger::FLANGER;
-pub use phaser::PHASER;
+pub(crate) use chorus::CHORUS;
+pub(crate) use flanger::FLANGER;
+pub(crate) use phaser::PHASER;
 
 use super::oscillators::Phasor;
 use super::{number, Io, NodeState, Param, ParamSpec, StateError};

@@ -21,8 +21,8 @@
 use super::{clamp_or, mix_param, phase_param, rate_param, Lfo, Sweep, MAX_FEEDBACK};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeProcessor, NodeState,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -75,7 +75,7 @@ fn chain<S: Sample>(s: &mut [S], a: S, fb: S, x: S) -> S {
     y
 }
 
-impl<S: Sample, M: Math> Processor<S> for Phaser<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Phaser<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let params = [RATE, DEPTH, CENTER, FEEDBACK, PHASE, MIX];
         let (sl, sr_states) = self.s[..2 * self.stages].split_at_mut(self.stages);
@@ -123,7 +123,7 @@ fn stages(v: &Value) -> Result<usize, String> {
 
 struct PhaserOp;
 impl Operator for PhaserOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Phaser::<S, M> {
             s: [S::ZERO; 2 * MAX_STAGES],
             stages: stages(&cx.values[STAGES])?,
@@ -171,7 +171,7 @@ fn phaser_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     out
 }
 
-pub static PHASER: OpSpec = OpSpec {
+pub(crate) static PHASER: OpSpec = OpSpec {
     name: "phaser",
     doc: "Phaser: `stages` first-order allpass filters in series, their break frequency (where \
           each shifts the phase by 90°) swept by a sine LFO over center·2^(±depth), with \

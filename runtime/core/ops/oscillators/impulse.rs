@@ -4,8 +4,8 @@
 use super::{freq_lints, Phasor, AMP, AMP_PARAM, FREQ};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, no_choices, number, BuildCtx, Io, NodeState, OpSpec, Operator,
-    Processor, StateError,
+    build_any, by_profile, no_choices, number, BuildCtx, Io, NodeProcessor, NodeState, OpSpec,
+    Operator, StateError,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -22,7 +22,7 @@ struct Impulse<S> {
     _p: PhantomData<fn() -> S>,
 }
 
-impl<S: Sample> Processor<S> for Impulse<S> {
+impl<S: Sample> NodeProcessor<S> for Impulse<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let freq = io.params.get(FREQ);
         let amp = io.params.get(AMP);
@@ -58,7 +58,7 @@ impl<S: Sample> Processor<S> for Impulse<S> {
 
 struct ImpulseOp;
 impl Operator for ImpulseOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Impulse::<S> {
             phasor: Phasor::default(),
             sample_rate: cx.sample_rate,
@@ -68,7 +68,7 @@ impl Operator for ImpulseOp {
     }
 }
 
-pub static IMPULSE: OpSpec = OpSpec {
+pub(crate) static IMPULSE: OpSpec = OpSpec {
     name: "impulse",
     doc: "Impulse train at `freq`; 0 Hz gives a single impulse at sample 0.",
     inputs: &[],

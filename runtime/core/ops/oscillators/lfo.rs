@@ -18,8 +18,8 @@ use super::{phase_offset, Phasor, PHASE_PARAM, TWO_PI};
 use crate::dsp::rng::NoiseStream;
 use crate::dsp::{Math, Sample};
 use crate::ops::{
-    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeState,
-    OpSpec, Operator, ParamKind, ParamSpec, Processor, StateError, Value,
+    build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeProcessor,
+    NodeState, OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -199,7 +199,7 @@ impl<S: Sample, M: Math> Lfo<S, M> {
     }
 }
 
-impl<S: Sample, M: Math> Processor<S> for Lfo<S, M> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Lfo<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         match self.shape {
             SH_SINE => self.render::<SH_SINE>(io),
@@ -231,7 +231,7 @@ impl<S: Sample, M: Math> Processor<S> for Lfo<S, M> {
 
 struct LfoOp;
 impl Operator for LfoOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let shape = match cx.values[SHAPE] {
             Value::Enum(k) if k < SHAPES.len() => k as u8,
             ref other => return Err(format!("`shape` is not a shape: {other:?}")),
@@ -287,7 +287,7 @@ fn lfo_cost(p: &crate::profile::NodeProfile, values: &[Value]) -> f64 {
     by_profile(p, ns)
 }
 
-pub static LFO: OpSpec = OpSpec {
+pub(crate) static LFO: OpSpec = OpSpec {
     name: "lfo",
     doc: "Low-frequency oscillator for modulation: out = offset + amount · shape, the shape \
           −1 … 1 (`bipolar`, the default) or 0 … 1. Shapes: sine (sin 2πt), triangle (0 rising \

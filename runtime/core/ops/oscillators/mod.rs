@@ -11,14 +11,14 @@ mod lfo;
 mod saw_square_triangle;
 mod sine;
 
-pub use impulse::IMPULSE;
-pub use lfo::LFO;
-pub use saw_square_triangle::{SAW, SQUARE, TRIANGLE};
-pub use sine::SINE;
+pub(crate) use impulse::IMPULSE;
+pub(crate) use lfo::LFO;
+pub(crate) use saw_square_triangle::{SAW, SQUARE, TRIANGLE};
+pub(crate) use sine::SINE;
 
 use super::{
-    frequency_lint, number, BuildCtx, Io, Lint, NodeState, OpSpec, Operator, OutputBound,
-    ParamSpec, Processor, StateError, Value,
+    frequency_lint, number, BuildCtx, Io, Lint, NodeProcessor, NodeState, OpSpec, Operator,
+    OutputBound, ParamSpec, StateError, Value,
 };
 use super::{serial_lanes, LaneKernel, LaneMember, LaneSum, ParamState, SteadyLanes, MAX_LANES};
 use crate::dsp::strict_sin;
@@ -40,8 +40,8 @@ const TWO_POW_64: f64 = 18446744073709551616.0;
 /// A fixed-point phase accumulator.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Phasor {
-    pub phase: u64,
-    pub inc: u64,
+    pub(crate) phase: u64,
+    pub(crate) inc: u64,
     freq: f64,
 }
 
@@ -50,7 +50,7 @@ impl Phasor {
     /// negative frequencies. Only `÷`, `floor` and an exact power-of-two
     /// scale: identical in every profile.
     #[inline]
-    pub fn increment(freq: f64, sample_rate: f64) -> u64 {
+    pub(crate) fn increment(freq: f64, sample_rate: f64) -> u64 {
         let cycles = freq / sample_rate;
         if !cycles.is_finite() {
             return 0;
@@ -66,7 +66,7 @@ impl Phasor {
     /// sample late. Here the quotient is corrected with the division's exact
     /// remainder. Only `+ − × ÷`, `trunc`, `floor`, `ceil` and exact
     /// power-of-two scales: identical in every profile.
-    pub fn increment_exact(freq: f64, sample_rate: f64) -> u64 {
+    pub(crate) fn increment_exact(freq: f64, sample_rate: f64) -> u64 {
         let cycles = freq / sample_rate;
         if !cycles.is_finite() {
             return 0;
@@ -85,7 +85,7 @@ impl Phasor {
     }
 
     #[inline]
-    pub fn set_freq(&mut self, freq: f64, sample_rate: f64) {
+    pub(crate) fn set_freq(&mut self, freq: f64, sample_rate: f64) {
         if freq != self.freq || self.inc == 0 && freq != 0.0 {
             self.freq = freq;
             self.inc = Phasor::increment(freq, sample_rate);
@@ -94,7 +94,7 @@ impl Phasor {
 
     /// [`set_freq`](Self::set_freq) with [`increment_exact`](Self::increment_exact).
     #[inline]
-    pub fn set_freq_exact(&mut self, freq: f64, sample_rate: f64) {
+    pub(crate) fn set_freq_exact(&mut self, freq: f64, sample_rate: f64) {
         if freq != self.freq || self.inc == 0 && freq != 0.0 {
             self.freq = freq;
             self.inc = Phasor::increment_exact(freq, sample_rate);
@@ -106,7 +106,7 @@ impl Phasor {
     /// traverses the waveform backwards, and PolyBLEP's residual is the same
     /// for either direction given |dt|.
     #[inline]
-    pub fn dt<S: Sample>(&self) -> S {
+    pub(crate) fn dt<S: Sample>(&self) -> S {
         let inc = if self.inc > 1 << 63 {
             self.inc.wrapping_neg()
         } else {
@@ -116,7 +116,7 @@ impl Phasor {
     }
 
     #[inline]
-    pub fn advance(&mut self) {
+    pub(crate) fn advance(&mut self) {
         self.phase = self.phase.wrapping_add(self.inc);
     }
 }
@@ -281,7 +281,7 @@ struct Osc<S, M, W> {
     _p: Marker<S, M, W>,
 }
 
-impl<S: Sample, M: Math, W: Shape> Processor<S> for Osc<S, M, W> {
+impl<S: Sample, M: Math, W: Shape> NodeProcessor<S> for Osc<S, M, W> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let freq = io.params.get(FREQ);
@@ -667,7 +667,7 @@ fn fast_sine_lanes<S: Sample, M: Math, W: Shape>(
 
 struct OscOp<W>(PhantomData<W>);
 impl<W: Shape> Operator for OscOp<W> {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn Processor<S>>, String> {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         Ok(Box::new(Osc::<S, M, W> {
             phasor: Phasor::default(),
             sample_rate: cx.sample_rate,

@@ -70,7 +70,7 @@ impl Shape for TriangleShape {
     }
 }
 
-pub static SAW: OpSpec = OpSpec {
+pub(crate) static SAW: OpSpec = OpSpec {
     name: "saw",
     doc: "Band-limited (PolyBLEP) sawtooth, rising from -amp to amp; `phase` (rad, like sine's) starts it that far into its cycle.",
     inputs: &[],
@@ -88,7 +88,7 @@ pub static SAW: OpSpec = OpSpec {
     build: build_any::<OscOp<SawShape>>,
 };
 
-pub static SQUARE: OpSpec = OpSpec {
+pub(crate) static SQUARE: OpSpec = OpSpec {
     name: "square",
     doc: "Band-limited (PolyBLEP) square/pulse wave; `duty` is the high fraction of a cycle; `phase` (rad, like sine's) starts it that far into its cycle.",
     inputs: &[],
@@ -118,7 +118,7 @@ pub static SQUARE: OpSpec = OpSpec {
     build: build_any::<OscOp<SquareShape>>,
 };
 
-pub static TRIANGLE: OpSpec = OpSpec {
+pub(crate) static TRIANGLE: OpSpec = OpSpec {
     name: "triangle",
     doc: "Triangle wave starting at 0 and rising (not band-limited; its harmonics fall at 12 dB/octave); `phase` (rad, like sine's) starts it that far into its cycle.",
     inputs: &[],

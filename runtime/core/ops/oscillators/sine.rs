@@ -30,7 +30,7 @@ impl Shape for SineShape {
     }
 }
 
-pub static SINE: OpSpec = OpSpec {
+pub(crate) static SINE: OpSpec = OpSpec {
     name: "sine",
     doc: "Sine oscillator: amp · sin(2π·phase + phase offset).",
     inputs: &[],

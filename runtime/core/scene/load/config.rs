@@ -13,10 +13,10 @@ use crate::scene::{Diagnostic, Loc, Scene, SceneConfig};
 use serde_json::{Map, Value};
 
 /// Top-level scene fields that people may try to set per node or module.
-pub const TOP_LEVEL_SETTINGS: [&str; 3] = ["sample_rate", "seed", "duration"];
-pub const FFT_NORMS: [&str; 3] = ["backward", "ortho", "forward"];
-pub const PRECISIONS: [&str; 2] = ["f32", "f64"];
-pub const MAX_ITERATIONS: u64 = 10_000;
+pub(crate) const TOP_LEVEL_SETTINGS: [&str; 3] = ["sample_rate", "seed", "duration"];
+pub(crate) const FFT_NORMS: [&str; 3] = ["backward", "ortho", "forward"];
+pub(crate) const PRECISIONS: [&str; 2] = ["f32", "f64"];
+pub(crate) const MAX_ITERATIONS: u64 = 10_000;
 
 /// Scene-only `profile_config` settings.
 #[derive(Default)]

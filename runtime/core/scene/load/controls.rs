@@ -8,12 +8,12 @@ use crate::scene::{ControlDecl, ControlSourceDecl, Curve, Loc, MidiSource, Targe
 use serde_json::{Map, Value};
 
 /// Fields of a `controls` entry.
-pub const CONTROL_KEYS: [&str; 14] = [
+pub(crate) const CONTROL_KEYS: [&str; 14] = [
     "osc", "midi", "node", "param", "module", "min", "max", "curve", "ramp", "raw", "pitch",
     "velocity", "bend", "comment",
 ];
 /// Fields of a control's `midi` object.
-pub const MIDI_KEYS: [&str; 8] = [
+pub(crate) const MIDI_KEYS: [&str; 8] = [
     "cc",
     "lsb",
     "note",
@@ -34,9 +34,9 @@ const MIDI_MESSAGES: [&str; 6] = [
 ];
 /// The widest bend range a note control takes, in semitones (four
 /// octaves, as MPE's default per-note range).
-pub const MAX_BEND_SEMITONES: f64 = 48.0;
+pub(crate) const MAX_BEND_SEMITONES: f64 = 48.0;
 /// Fields of a note control's `pitch` and `velocity` targets.
-pub const TARGET_KEYS: [&str; 5] = ["node", "param", "min", "max", "curve"];
+pub(crate) const TARGET_KEYS: [&str; 5] = ["node", "param", "min", "max", "curve"];
 
 impl Loader<'_> {
     /// `controls`, each with its position in the array.

@@ -5,7 +5,7 @@ use crate::scene::pos::child_key;
 use crate::scene::EdgeDecl;
 use serde_json::Value;
 
-pub const EDGE_KEYS: [&str; 3] = ["from", "to", "delay"];
+pub(crate) const EDGE_KEYS: [&str; 3] = ["from", "to", "delay"];
 
 impl Loader<'_> {
     /// `edges`.

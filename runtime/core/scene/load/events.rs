@@ -6,9 +6,9 @@ use crate::scene::pos::child_key;
 use crate::scene::{EventDecl, NoteEventDecl, NoteKind};
 use serde_json::Value;
 
-pub const EVENT_KEYS: [&str; 5] = ["time", "node", "param", "value", "ramp"];
+pub(crate) const EVENT_KEYS: [&str; 5] = ["time", "node", "param", "value", "ramp"];
 /// The keys of a note event (one that names a `module`).
-pub const NOTE_EVENT_KEYS: [&str; 7] = [
+pub(crate) const NOTE_EVENT_KEYS: [&str; 7] = [
     "time", "module", "note", "velocity", "duration", "off", "sustain",
 ];
 

@@ -30,13 +30,13 @@ mod report;
 mod testing;
 mod top;
 
-pub use config::{FFT_NORMS, MAX_ITERATIONS, PRECISIONS, TOP_LEVEL_SETTINGS};
-pub use controls::{CONTROL_KEYS, MAX_BEND_SEMITONES, MIDI_KEYS, TARGET_KEYS};
-pub use edges::EDGE_KEYS;
-pub use events::{EVENT_KEYS, NOTE_EVENT_KEYS};
-pub use nodes::{MODULE_KEYS, NODE_KEYS, NOTE_KEYS};
-pub use read::PROFILES;
-pub use top::{DEFAULT_SAMPLE_RATE, EDIT_KEYS, MAX_SAMPLE_RATE, TOP_KEYS};
+pub(crate) use config::{FFT_NORMS, MAX_ITERATIONS, PRECISIONS, TOP_LEVEL_SETTINGS};
+pub(crate) use controls::{CONTROL_KEYS, MAX_BEND_SEMITONES, MIDI_KEYS, TARGET_KEYS};
+pub(crate) use edges::EDGE_KEYS;
+pub(crate) use events::{EVENT_KEYS, NOTE_EVENT_KEYS};
+pub(crate) use nodes::{MODULE_KEYS, NODE_KEYS};
+pub(crate) use read::PROFILES;
+pub(crate) use top::{DEFAULT_SAMPLE_RATE, EDIT_KEYS, MAX_SAMPLE_RATE, TOP_KEYS};
 
 use super::pos::Positions;
 use super::{Diagnostic, Loc, Scene};

@@ -11,8 +11,8 @@ use crate::scene::{Loc, ModuleDecl, NodeDecl, NoteTarget, Param, Scene, VoicesDe
 use serde_json::Value;
 use std::collections::HashMap;
 
-pub const NODE_KEYS: [&str; 5] = ["id", "op", "params", "profile_overrides", "ramp"];
-pub const MODULE_KEYS: [&str; 10] = [
+pub(crate) const NODE_KEYS: [&str; 5] = ["id", "op", "params", "profile_overrides", "ramp"];
+pub(crate) const MODULE_KEYS: [&str; 10] = [
     "id",
     "profile",
     "profile_overrides",
@@ -25,7 +25,7 @@ pub const MODULE_KEYS: [&str; 10] = [
     "same_note",
 ];
 /// The keys of a voice module's `note` map.
-pub const NOTE_KEYS: [&str; 3] = ["pitch", "gate", "velocity"];
+pub(crate) const NOTE_KEYS: [&str; 3] = ["pitch", "gate", "velocity"];
 
 /// A module's keys, and `modules`, which is refused with its own error
 /// rather than warned about as unknown.
@@ -243,7 +243,6 @@ impl Loader<'_> {
         };
         Some(VoicesDecl {
             count: count? as usize,
-            count_loc: self.pos.loc(&vp),
             pitch,
             gate,
             velocity,

@@ -11,7 +11,7 @@ use crate::scene::units::TimeSpec;
 use crate::scene::{suggest, Endpoint, RawValue};
 use serde_json::{Map, Value};
 
-pub const PROFILES: [&str; 3] = ["strict", "repro", "live"];
+pub(crate) const PROFILES: [&str; 3] = ["strict", "repro", "live"];
 
 pub(super) const ID_HELP: &str = "ids use only letters, digits, `_`, `.` and `-`";
 const ENDPOINT_HELP: &str =

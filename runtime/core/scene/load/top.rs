@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// Fields of the scene object. `$schema` names the JSON Schema an editor
 /// validates the file with (`morphrt schema`); the runtime ignores its value.
-pub const TOP_KEYS: [&str; 17] = [
+pub(crate) const TOP_KEYS: [&str; 17] = [
     "$schema",
     "version",
     "profile",
@@ -33,10 +33,10 @@ pub const TOP_KEYS: [&str; 17] = [
     "plugin",
 ];
 /// Fields of the top-level `edit` object (how live edits are applied).
-pub const EDIT_KEYS: [&str; 2] = ["ramp", "crossfade"];
+pub(crate) const EDIT_KEYS: [&str; 2] = ["ramp", "crossfade"];
 
-pub const DEFAULT_SAMPLE_RATE: u32 = 48_000;
-pub const MAX_SAMPLE_RATE: u64 = 768_000;
+pub(crate) const DEFAULT_SAMPLE_RATE: u32 = 48_000;
+pub(crate) const MAX_SAMPLE_RATE: u64 = 768_000;
 const DEFAULT_VERSION: &str = "1.0";
 
 /// A scene with nothing read yet: every field at its default.
