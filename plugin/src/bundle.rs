@@ -168,7 +168,7 @@ impl Bundle {
         let plan = loaded.plan();
         let inputs = plan.input_width();
         let outputs = plan.main.len();
-        let voice_modules = plan.voices.len();
+        let voice_modules = plan.voice_modules();
         let latency = plan.latency;
         let describe = Describe::of(&payload.scene, &payload.name, voice_modules > 0, inputs > 0)?;
         let (_, params) = loaded.into_parts();

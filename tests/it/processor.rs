@@ -777,7 +777,7 @@ struct Probe {
     panic_at: u64,
 }
 
-impl<S: morphrt::dsp::Sample> morphrt::ops::Processor<S> for Probe {
+impl<S: morphrt::dsp::Sample> morphrt::ops::NodeProcessor<S> for Probe {
     fn process(&mut self, io: &mut morphrt::ops::Io<'_, S>) {
         if io.start + io.frames as u64 > self.panic_at {
             panic!("probe: a bug inside a node");

@@ -354,8 +354,11 @@ pub struct Plan {
 pub struct Conversion {
     /// What was converted, as messages name it: `` resource `@resource:hall.wav` ``.
     pub what: String,
+    /// The rate of the file, in Hz.
     pub from_hz: u32,
+    /// The session's rate it was converted to, in Hz.
     pub to_hz: u32,
+    /// The converter: polyphase (strict, morphrt's own) or the library's.
     pub method: crate::dsp::resample::Method,
 }
 
@@ -396,6 +399,12 @@ impl Plan {
             .collect();
         v.sort_by(|a, b| (a.channel, &a.node).cmp(&(b.channel, &b.node)));
         v
+    }
+
+    /// How many voice modules the scene has (modules with `"voices"`):
+    /// a host that takes notes offers a note port when there is one.
+    pub fn voice_modules(&self) -> usize {
+        self.voices.len()
     }
 
     /// Input channels the plan reads: the highest channel read plus one

@@ -385,6 +385,19 @@ pub fn duration_limit_text(sample_rate: u32) -> String {
     )
 }
 
+impl Scene {
+    /// The directory `@resource:` references resolve against (the scene
+    /// file's own), if the scene came from a file.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.dir.as_deref()
+    }
+
+    /// Whether any node of the scene reads the session input (op `input`).
+    pub fn reads_input(&self) -> bool {
+        self.nodes.iter().any(|n| n.op == "input")
+    }
+}
+
 #[cfg(test)]
 impl Scene {
     /// The node declared with `id`.

@@ -209,10 +209,7 @@ pub fn open_early(
         return None;
     };
     let stdin = path.as_os_str() == "-";
-    if scene.sample_rate_set
-        || (stdin && scene_from_stdin)
-        || !scene.nodes.iter().any(|n| n.op == "input")
-    {
+    if scene.sample_rate_set || (stdin && scene_from_stdin) || !scene.reads_input() {
         return None;
     }
     Some(if stdin {

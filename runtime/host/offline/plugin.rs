@@ -143,7 +143,7 @@ pub fn plugin(opts: &PluginOptions, log: &mut dyn Write) -> Result<(), HostError
     let described = morphrt_clap::bundle::Describe::of(
         &text,
         &name,
-        !plan.voices.is_empty(),
+        plan.voice_modules() > 0,
         plan.input_width() > 0,
     )
     .map_err(|e| {

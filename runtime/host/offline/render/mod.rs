@@ -91,7 +91,8 @@ fn with_sets(
             format!("--set {e}"),
         )])
     })?;
-    let scene = scene::load_str(&edited, &name, scene.dir.clone()).map_err(HostError::Input)?;
+    let scene =
+        scene::load_str(&edited, &name, scene.dir().map(Into::into)).map_err(HostError::Input)?;
     Ok((edited, scene))
 }
 
