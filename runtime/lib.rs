@@ -45,7 +45,7 @@
 //! | [`scene`] | core | dsp, profile | the scene format, units, command-line times, resources, located errors |
 //! | [`ops`] | core | dsp … scene | the operator registry, one file or folder per family |
 //! | [`graph`] | core | dsp … ops | compile: scene → plan, and `check`'s report |
-//! | [`engine`] | core | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
+//! | [`engine`] | core | dsp … graph | the block processor, handover (save, migration, the incoming engine), the deck, offline loops |
 //! | [`api`] | core | dsp … engine | the embedding API: the real-time player and what hosts plug into it |
 //! | [`host`] | morphrt | dsp … engine | the outside world, in wings: files, machine, record, control, offline, live |
 //! | [`bench`] | morphrt | dsp … host | timing, parity, calibration |
@@ -59,9 +59,9 @@
 //! engine, handover) are mapped in `morphrt-core`'s crate documentation
 //! (`runtime/core/lib.rs`); paths below are relative to `runtime/`.
 //!
-//! - **Handover**: capture and migration `engine/handover.rs`; the audio
-//!   thread's capture of long state in parts over blocks
-//!   `engine/capture.rs`; the control side's steps (compile, capture,
+//! - **Handover**: save and migration `engine/handover.rs`; the audio
+//!   thread's save of long state in parts over blocks
+//!   `engine/save.rs`; the control side's steps (compile, save,
 //!   migrate, fast-forward, offer), shared by `run` and offline scripts,
 //!   `engine/incoming.rs`; hot edits and
 //!   profile switches against the audio thread `host/live/session/` (what

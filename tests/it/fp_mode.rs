@@ -72,7 +72,7 @@ fn a_crossfade_of_denormals_is_the_same_under_the_callers_ftz_and_daz() {
 /// Frames the callback plays before its stop fade ends.
 const PLAYED: usize = 20 * 48 + 240;
 
-/// Plays `first`, a handover to `next` captured at 0 and swapped at 128
+/// Plays `first`, a handover to `next` saved at 0 and swapped at 128
 /// with a 256-frame crossfade, and a stop fade from the 21st callback
 /// through the real callback; returns what the device got until the fade
 /// ended.

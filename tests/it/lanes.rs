@@ -322,7 +322,7 @@ fn edit_scene(retune: bool, drop: bool, add: bool) -> String {
     )
 }
 
-/// Plays `first`, then hands over to each of `edits` in turn (captured a
+/// Plays `first`, then hands over to each of `edits` in turn (saved a
 /// block before its swap), with lanes on or off in every engine; returns
 /// the output by channel.
 fn played(

@@ -371,7 +371,7 @@ fn a_profile_switch_carries_the_sines_phase_as_the_replayed_handover_does() {
     ctl.set_profile(Profile::Repro).unwrap();
     let notices = run(&mut ctl, &mut p, 9000, 77, &mut out);
     let Some(Notice::Swapped {
-        captured_at,
+        saved_at,
         swap_at,
         fade,
         ..
@@ -395,7 +395,7 @@ fn a_profile_switch_carries_the_sines_phase_as_the_replayed_handover_does() {
     };
     let mut scripted = Scripted::new(fixed(Profile::Strict), 2);
     scripted
-        .handover_at(fixed(Profile::Repro), captured_at, swap_at, fade)
+        .handover_at(fixed(Profile::Repro), saved_at, swap_at, fade)
         .unwrap();
     let total = out[0].len() as u64;
     scripted.play_to(total - b);

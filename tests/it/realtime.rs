@@ -77,23 +77,23 @@ fn process_block_never_allocates_or_frees() {
                 "{} under {p}: allocations/frees inside process_block",
                 path.display()
             );
-            // A handover captures state on the audio thread: copies into a
+            // A handover saves state on the audio thread: copies into a
             // buffer shaped beforehand, no allocation.
             let mut st = e.snapshot();
             e.process_block(bs);
             let (a0, f0) = counts();
-            realtime(|| e.capture_into(&mut st));
+            realtime(|| e.save_into(&mut st));
             let (a1, f1) = counts();
             assert_eq!(
                 (a1 - a0, f1 - f0),
                 (0, 0),
-                "{} under {p}: capture allocated",
+                "{} under {p}: save allocated",
                 path.display()
             );
             assert_eq!(
                 st,
                 e.snapshot(),
-                "{}: capture_into equals a snapshot",
+                "{}: save_into equals a snapshot",
                 path.display()
             );
         }
@@ -473,7 +473,7 @@ fn handovers_never_allocate_in_the_callback_for_any_scene() {
 /// Timetagged profile switches and snapshots asked for samples inside a
 /// block, through the real callback, a block of 64 (samples 37 and 21
 /// past a boundary): the callback cuts the block there, runs the incoming
-/// engine up to the swap beside the first part, swaps or captures, and
+/// engine up to the swap beside the first part, swaps or saves, and
 /// plays the rest, without allocating or freeing. Under strict and repro
 /// playing they land at exactly their samples, under live at the start
 /// of their block.
@@ -841,16 +841,16 @@ mod callback_events {
             }
         };
         let mut requests = 0;
-        while link.send(ToAudio::Capture(Box::new(shape.clone()))).is_ok() {
+        while link.send(ToAudio::Save(Box::new(shape.clone()))).is_ok() {
             requests += 1;
         }
         play(1);
-        // A swap (and its retired engine) behind more captures, while the
+        // A swap (and its retired engine) behind more saves, while the
         // replies of the first ones still fill the ring.
         let mut next = morphrt::engine::Engine::new(plan(&text, p));
         morphrt::engine::incoming::advance_to(&mut next, 64 * 10);
         for _ in 0..4 {
-            assert!(link.send(ToAudio::Capture(Box::new(shape.clone()))).is_ok());
+            assert!(link.send(ToAudio::Save(Box::new(shape.clone()))).is_ok());
         }
         let offer = ToAudio::Offer {
             engine: Box::new(next),
@@ -858,7 +858,7 @@ mod callback_events {
             fade: 128,
         };
         assert!(link.send(offer).is_ok());
-        while link.send(ToAudio::Capture(Box::new(shape.clone()))).is_ok() {
+        while link.send(ToAudio::Save(Box::new(shape.clone()))).is_ok() {
             requests += 1;
         }
         play(300);
@@ -869,7 +869,7 @@ mod callback_events {
         }
         let kinds = |k: fn(&FromAudio) -> bool| replies.iter().filter(|m| k(m)).count();
         assert_eq!(
-            kinds(|m| matches!(m, FromAudio::Captured { .. })),
+            kinds(|m| matches!(m, FromAudio::Saved { .. })),
             requests + 4
         );
         // The offer swaps at its sample, or, held while replies wait, comes
@@ -1213,10 +1213,10 @@ mod input_history {
         for _ in 0..40 {
             fill(&mut played);
         }
-        link.send(ToAudio::Capture(first.capture)).ok().unwrap();
+        link.send(ToAudio::Save(first.saved)).ok().unwrap();
         let (state, n) = loop {
             fill(&mut played);
-            if let Some(FromAudio::Captured { state, at }) = link.receive() {
+            if let Some(FromAudio::Saved { state, at }) = link.receive() {
                 break (state, at);
             }
         };
@@ -1348,10 +1348,10 @@ mod input_history {
         for _ in 0..600 {
             fill(&mut played);
         }
-        link.send(ToAudio::Capture(first.capture)).ok().unwrap();
+        link.send(ToAudio::Save(first.saved)).ok().unwrap();
         let (state, n) = loop {
             fill(&mut played);
-            if let Some(FromAudio::Captured { state, at }) = link.receive() {
+            if let Some(FromAudio::Saved { state, at }) = link.receive() {
                 break (state, at);
             }
         };
@@ -1490,10 +1490,10 @@ mod input_history {
         for _ in 0..300 {
             fill(&mut played);
         }
-        link.send(ToAudio::Capture(first.capture)).ok().unwrap();
+        link.send(ToAudio::Save(first.saved)).ok().unwrap();
         let (state, n) = loop {
             fill(&mut played);
-            if let Some(FromAudio::Captured { state, at }) = link.receive() {
+            if let Some(FromAudio::Saved { state, at }) = link.receive() {
                 break (state, at);
             }
         };

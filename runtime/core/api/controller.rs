@@ -2,7 +2,7 @@
 //! scene. It compiles, prepares profile switches and edits, and asks for
 //! snapshots; the processor takes what it prepares wait-free at a block
 //! boundary, through the same handover as the command line's live
-//! session (capture → migrate → fast-forward → offer).
+//! session (save → migrate → fast-forward → offer).
 
 use super::player::{FromAudio, Link, Meters, ToAudio};
 use super::processor::{param_slots, Processor};
@@ -164,7 +164,7 @@ impl Activation {
         }
         let Incoming {
             engine,
-            capture,
+            saved,
             profile,
             ..
         } = first;
@@ -182,7 +182,7 @@ impl Activation {
             profile,
             source,
             params,
-            capture: Some(capture),
+            saved: Some(saved),
             job: Job::Idle,
             notices: Vec::new(),
         };
@@ -193,12 +193,12 @@ impl Activation {
 /// What the controller reports from [`Controller::poll`].
 #[derive(Debug)]
 pub enum Notice {
-    /// A profile switch or an edit took over: captured at engine sample
-    /// `captured_at` (N), playing from `swap_at` (S) with a crossfade of
+    /// A profile switch or an edit took over: saved at engine sample
+    /// `saved_at` (N), playing from `swap_at` (S) with a crossfade of
     /// `fade` frames, with what migrated.
     Swapped {
-        /// The capture sample N.
-        captured_at: u64,
+        /// The save sample N.
+        saved_at: u64,
         /// The swap sample S.
         swap_at: u64,
         /// The crossfade, in frames (0: a cut).
@@ -258,24 +258,24 @@ impl std::error::Error for ControlError {}
 enum Job {
     Idle,
     /// The engine to hand over to waits for the playing one's state.
-    Capturing {
+    Saving {
         next: Box<Incoming>,
         text: Option<String>,
     },
-    /// Offered; its capture buffer waits for the swap.
+    /// Offered; its save buffer waits for the swap.
     Offered {
-        capture: Box<EngineState>,
+        saved: Box<EngineState>,
         profile: Profile,
         text: Option<String>,
-        captured_at: u64,
+        saved_at: u64,
         fade: u64,
         migration: Migration,
     },
     /// A snapshot was asked for.
     Snapshot,
-    /// A restored engine was sent; its capture buffer waits.
+    /// A restored engine was sent; its save buffer waits.
     Restoring {
-        capture: Box<EngineState>,
+        saved: Box<EngineState>,
     },
 }
 
@@ -327,9 +327,9 @@ pub struct Controller {
     source: Option<(String, String)>,
     /// Every param an event may set: node id and param name.
     params: Vec<(String, &'static str)>,
-    /// A capture buffer shaped for the playing engine (`None` while the
+    /// A save buffer shaped for the playing engine (`None` while the
     /// audio thread holds it).
-    capture: Option<Box<EngineState>>,
+    saved: Option<Box<EngineState>>,
     job: Job,
     notices: Vec<Notice>,
 }
@@ -396,12 +396,12 @@ impl Controller {
             return Err(ControlError::Busy);
         }
         let next = self.compile(text, profile)?;
-        let capture = self.capture.take().ok_or(ControlError::Busy)?;
-        if let Err(ToAudio::Capture(c)) = self.link.send(ToAudio::Capture(capture)) {
-            self.capture = Some(c);
+        let saved = self.saved.take().ok_or(ControlError::Busy)?;
+        if let Err(ToAudio::Save(c)) = self.link.send(ToAudio::Save(saved)) {
+            self.saved = Some(c);
             return Err(ControlError::Busy);
         }
-        self.job = Job::Capturing {
+        self.job = Job::Saving {
             next: Box::new(next),
             text: new_text,
         };
@@ -424,9 +424,9 @@ impl Controller {
         if self.busy() {
             return Err(ControlError::Busy);
         }
-        let capture = self.capture.take().ok_or(ControlError::Busy)?;
-        if let Err(ToAudio::Capture(c)) = self.link.send(ToAudio::Capture(capture)) {
-            self.capture = Some(c);
+        let saved = self.saved.take().ok_or(ControlError::Busy)?;
+        if let Err(ToAudio::Save(c)) = self.link.send(ToAudio::Save(saved)) {
+            self.saved = Some(c);
             return Err(ControlError::Busy);
         }
         self.job = Job::Snapshot;
@@ -451,17 +451,17 @@ impl Controller {
         next.engine
             .restore(state)
             .map_err(|(id, e)| ControlError::State(format!("node `{id}`: {e}")))?;
-        let capture = next.capture;
+        let saved = next.saved;
         if let Err(ToAudio::Restore(engine)) = self.link.send(ToAudio::Restore(next.engine)) {
             drop(engine);
             return Err(ControlError::Busy);
         }
         self.profile = state.profile;
-        self.job = Job::Restoring { capture };
+        self.job = Job::Restoring { saved };
         Ok(())
     }
 
-    /// Moves a request on (off the audio thread): migrates a captured
+    /// Moves a request on (off the audio thread): migrates a saved
     /// state into the next engine, fast-forwards it to a swap sample
     /// ahead of the audio clock and offers it (again, further ahead, if
     /// the clock passed it), and drops every engine the processor
@@ -479,11 +479,11 @@ impl Controller {
                 drop(engine);
                 self.job = job;
             }
-            (FromAudio::Captured { state, .. }, Job::Snapshot) => {
-                self.capture = Some(state.clone());
+            (FromAudio::Saved { state, .. }, Job::Snapshot) => {
+                self.saved = Some(state.clone());
                 self.notices.push(Notice::Snapshot(state));
             }
-            (FromAudio::Captured { state, at }, Job::Capturing { mut next, text }) => {
+            (FromAudio::Saved { state, at }, Job::Saving { mut next, text }) => {
                 let migration = next.engine.migrate(&state, at);
                 let fade = fade_for(&migration, &next.engine);
                 let block = self.fixed.block_size as u64;
@@ -493,10 +493,10 @@ impl Controller {
                 let next = *next;
                 self.offer(next.engine, s, fade);
                 self.job = Job::Offered {
-                    capture: next.capture,
+                    saved: next.saved,
                     profile: next.profile,
                     text,
-                    captured_at: at,
+                    saved_at: at,
                     fade,
                     migration,
                 };
@@ -506,28 +506,28 @@ impl Controller {
             (
                 FromAudio::Swapped { at },
                 Job::Offered {
-                    capture,
+                    saved,
                     profile,
                     text,
-                    captured_at,
+                    saved_at,
                     fade,
                     migration,
                 },
             ) => {
-                self.capture = Some(capture);
+                self.saved = Some(saved);
                 self.profile = profile;
                 if let (Some(t), Some((old, _))) = (text, &mut self.source) {
                     *old = t;
                 }
                 self.notices.push(Notice::Swapped {
-                    captured_at,
+                    saved_at,
                     swap_at: at,
                     fade,
                     migration,
                 });
             }
-            (FromAudio::Swapped { at }, Job::Restoring { capture }) => {
-                self.capture = Some(capture);
+            (FromAudio::Swapped { at }, Job::Restoring { saved }) => {
+                self.saved = Some(saved);
                 self.notices.push(Notice::Restored { at });
             }
             (FromAudio::Refused { mut engine, clock }, job @ Job::Offered { fade, .. }) => {

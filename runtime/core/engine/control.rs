@@ -403,7 +403,7 @@ impl Engine {
                 };
             }
             other => {
-                self.capture.spoil();
+                self.save.spoil();
                 set_discrete(slot, pi, &other.to_value());
             }
         }

@@ -161,16 +161,16 @@ impl Deck {
         Ok(())
     }
 
-    /// Starts a capture of the playing engine spread over blocks (see
-    /// [`Engine::begin_capture`]); true if it is already complete.
-    pub fn begin_capture(&mut self, st: &mut super::EngineState) -> bool {
-        self.current.begin_capture(st)
+    /// Starts a save of the playing engine spread over blocks (see
+    /// [`Engine::begin_save`]); true if it is already complete.
+    pub fn begin_save(&mut self, st: &mut super::EngineState) -> bool {
+        self.current.begin_save(st)
     }
 
-    /// Copies the capture's next part (see [`Engine::continue_capture`]);
+    /// Copies the save's next part (see [`Engine::continue_save`]);
     /// true once complete.
-    pub fn continue_capture(&mut self, st: &mut super::EngineState) -> bool {
-        self.current.continue_capture(st)
+    pub fn continue_save(&mut self, st: &mut super::EngineState) -> bool {
+        self.current.continue_save(st)
     }
 
     /// Loads the next block's session input into the playing engine and

@@ -2,7 +2,7 @@
 //! resumes, as the control side runs it. `run` runs it against the audio
 //! thread (`host::live::session`); offline renders with scripted edits and
 //! profile switches, and `replay`, run it against a [`Deck`] driven in place
-//! ([`Scripted`]). Each handover is fixed by its capture sample N, its swap
+//! ([`Scripted`]). Each handover is fixed by its save sample N, its swap
 //! sample S and its crossfade, which the journal records, so a replay redoes
 //! it exactly ([`Scripted::handover_at`]).
 //!
@@ -11,7 +11,7 @@
 //!    the session's ([`SessionFixed`]) and never change: an edit of them is
 //!    said to be not applied ([`SessionFixed::unapplied`]), and an edit that
 //!    changes nothing else has nothing to hand over ([`only_fixed_differ`]).
-//! 2. Capture: at the next block boundary N the playing engine copies every
+//! 2. Save: at the next block boundary N the playing engine copies every
 //!    node's state into a buffer shaped for it in advance (copies only).
 //! 3. Migrate, off the audio thread ([`Engine::migrate`]): nodes match by
 //!    (id, op), precision converts (f64 → f32 rounds, f32 → f64 is exact),
@@ -31,7 +31,7 @@
 //!
 //! A param-only edit under the same profile swaps without a crossfade: until
 //! S the new engine computes exactly what the old one would, then each
-//! changed param ramps from its captured value ([`fade_for`]). Structural
+//! changed param ramps from its saved value ([`fade_for`]). Structural
 //! edits and profile switches crossfade old → new from S. One handover runs
 //! at a time; edits that arrive during a fade wait for it to end.
 
@@ -198,7 +198,7 @@ fn event_keys(plan: &Plan) -> Vec<EventKey> {
 }
 
 /// The events of `new` that `old` did not have (an edit added or moved
-/// them) placed before `clock`, where a handover captured at `clock`
+/// them) placed before `clock`, where a handover saved at `clock`
 /// starts the new engine's events: they never fire. An event of `old`
 /// within `block` samples of one of `new` (the same node, param and
 /// action) is the same event: a profile switch moves a scene's events
@@ -234,11 +234,11 @@ pub fn past_events<'a>(
         .collect()
 }
 
-/// A built engine waiting to be handed over, with the capture buffer shaped
+/// A built engine waiting to be handed over, with the save buffer shaped
 /// for it (used when the engine after it takes over).
 pub struct Incoming {
     pub engine: Box<Engine>,
-    pub capture: Box<EngineState>,
+    pub saved: Box<EngineState>,
     pub profile: Profile,
     /// The scene's top-level `profile`, if it names one.
     pub file_profile: Option<Profile>,
@@ -289,11 +289,11 @@ impl Incoming {
         };
         let controls = std::sync::Arc::new(std::mem::take(&mut plan.controls));
         let engine = Box::new(Engine::new(plan));
-        let capture = Box::new(engine.snapshot());
+        let saved = Box::new(engine.snapshot());
         let table = std::sync::Arc::new(engine.control_table());
         Incoming {
             engine,
-            capture,
+            saved,
             profile,
             file_profile,
             resources,
@@ -385,11 +385,11 @@ pub fn switch_warning(from: Profile, to: Profile) -> Option<String> {
     }
 }
 
-/// A handover as it happened: the capture sample N, the swap sample S, the
+/// A handover as it happened: the save sample N, the swap sample S, the
 /// crossfade, and what migrated.
 #[derive(Clone, Debug)]
 pub struct Applied {
-    pub captured_at: u64,
+    pub saved_at: u64,
     pub swap_at: u64,
     pub fade: u64,
     pub migration: Migration,
@@ -400,7 +400,7 @@ pub struct Applied {
 /// them.
 pub struct Scripted {
     deck: Deck,
-    capture: Box<EngineState>,
+    saved: Box<EngineState>,
     out: Vec<f64>,
     /// The clock of the first engine (0 unless it resumed from a snapshot).
     start: u64,
@@ -426,7 +426,7 @@ impl Scripted {
             start: deck.clock(),
             modes: vec![(deck.clock(), deck.flush_to_zero())],
             deck,
-            capture: first.capture,
+            saved: first.saved,
             out: Vec::new(),
             controls: std::collections::VecDeque::new(),
             notes: std::collections::VecDeque::new(),
@@ -541,7 +541,7 @@ impl Scripted {
         self.deck.take_control_reports(|_| {});
     }
 
-    /// Hands over to `next`: captures now (N, a block boundary), migrates,
+    /// Hands over to `next`: saves now (N, a block boundary), migrates,
     /// keeps playing the old engine while the new one fast-forwards to
     /// S = N + `lead` (rounded up to the block grid from the first
     /// engine's clock, as the audio thread's), and swaps there.
@@ -552,8 +552,8 @@ impl Scripted {
             self.play_to(self.deck.clock() + b);
         }
         let n = self.deck.clock();
-        self.deck.engine().capture_into(&mut self.capture);
-        let migration = next.engine.migrate(&self.capture, n);
+        self.deck.engine().save_into(&mut self.saved);
+        let migration = next.engine.migrate(&self.saved, n);
         let b = self.deck.block_size() as u64;
         let s = on_grid(n.saturating_add(lead), self.start, b);
         self.play_to(s);
@@ -566,16 +566,16 @@ impl Scripted {
         }
         self.modes.push((s, self.deck.flush_to_zero()));
         drop(self.deck.take_retired());
-        self.capture = next.capture;
+        self.saved = next.saved;
         Applied {
-            captured_at: n,
+            saved_at: n,
             swap_at: s,
             fade,
             migration,
         }
     }
 
-    /// Redoes a recorded handover exactly: captures at `n`, migrates, plays
+    /// Redoes a recorded handover exactly: saves at `n`, migrates, plays
     /// the old engine to `s` while the new one fast-forwards there, and swaps
     /// with `fade` (a journal's N, S and fade). N is a block boundary; S may
     /// lie inside a block (a timetagged switch under a sample-accurate
@@ -598,8 +598,8 @@ impl Scripted {
             ));
         }
         self.play_to(n);
-        self.deck.engine().capture_into(&mut self.capture);
-        let migration = next.engine.migrate(&self.capture, n);
+        self.deck.engine().save_into(&mut self.saved);
+        let migration = next.engine.migrate(&self.saved, n);
         self.play_to(s);
         if self.deck.is_fading() {
             return Err(format!(
@@ -612,9 +612,9 @@ impl Scripted {
             .swap(next.engine, fade)
             .map_err(|_| format!("the swap at {s} was refused"))?;
         self.modes.push((s, self.deck.flush_to_zero()));
-        self.capture = next.capture;
+        self.saved = next.saved;
         Ok(Applied {
-            captured_at: n,
+            saved_at: n,
             swap_at: s,
             fade,
             migration,

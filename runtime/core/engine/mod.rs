@@ -9,18 +9,17 @@
 //! lives beside it: nodes and their NaN/panic recovery in `node.rs`, input
 //! and main-bus mixing in `mix.rs`, delay lines in `ring.rs`, feedback
 //! edges in `feedback.rs`, per-node timing in `timing.rs`, snapshots and
-//! reset in `snapshot.rs`, the audio thread's capture in parts over
-//! blocks in `capture.rs`; the offline loops (N frames, stops, into
+//! reset in `snapshot.rs`, the audio thread's save in parts over
+//! blocks in `save.rs`; the offline loops (N frames, stops, into
 //! memory) in `blocks.rs`, with control changes scheduled for them in
 //! `feed.rs`; the two-pass loop of a graph with voice modules, where a
 //! change cuts only the nodes it changes, in `split.rs`; the control
 //! side's handover steps (compile,
-//! capture, migrate, fast-forward, offer) in `incoming.rs`.
+//! save, migrate, fast-forward, offer) in `incoming.rs`.
 
 mod beats;
 mod blocks;
 mod bus;
-mod capture;
 mod caught;
 mod control;
 mod deck;
@@ -33,6 +32,7 @@ mod lanes;
 mod mix;
 mod node;
 mod ring;
+mod save;
 mod snapshot;
 mod split;
 mod timing;
@@ -43,13 +43,13 @@ pub use blocks::{
     render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_fed, try_run_blocks_with_stops,
 };
 pub use bus::{Bus, BusRef};
-pub use capture::PART_SAMPLES;
 pub use control::{ControlRecord, ControlReport, ControlTable, Outcome, CONTROL_QUEUE};
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
 pub use feed::{ControlFeed, ScriptedControl, ScriptedNote};
 pub use handover::{fold_voice_copies, voices_suffix, Migration, Notice};
 pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
+pub use save::PART_SAMPLES;
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
 pub use voices::{
@@ -116,8 +116,8 @@ pub struct Engine {
     /// delay (u64::MAX without feedback), so that everything a feedback
     /// edge reads within a chunk was written before it.
     max_chunk: u64,
-    /// A capture spread over blocks, in progress or not.
-    capture: capture::Cursor,
+    /// A save spread over blocks, in progress or not.
+    save: save::Cursor,
     /// The session input's buffers for this block (see `input.rs`).
     inputs: input::Inputs,
     /// Control records waiting for their sample (see `control.rs`).
@@ -259,7 +259,7 @@ impl Engine {
                 .min()
                 .unwrap_or(u64::MAX),
             feeds,
-            capture: capture::Cursor::new(slots.len()),
+            save: save::Cursor::new(slots.len()),
             controls: control::Controls::new(slots.len()),
             slots,
             split: split::Split::default(),
@@ -448,7 +448,7 @@ impl Engine {
                     };
                 }
                 EventAction::Discrete(v) => {
-                    self.capture.spoil();
+                    self.save.spoil();
                     match &mut slot.core {
                         Core::F32(t) => t.node.set_discrete(e.param, v),
                         Core::F64(t) => t.node.set_discrete(e.param, v),

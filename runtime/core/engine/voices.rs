@@ -59,7 +59,7 @@ pub const NOTE_QUEUE: usize = 1024;
 
 /// Samples of state a voice's node is cleared by per sample of time (see
 /// the module docs): at 64 frames a block, 32768 a node, the budget NaN
-/// recovery and captures spend per block.
+/// recovery and saves spend per block.
 pub const CLEAR_PER_SAMPLE: u64 = 512;
 
 /// A voice whose every node holds at most this many samples of state is
@@ -873,7 +873,7 @@ impl Engine {
                 slot.reset_state();
                 slot.recovery = Default::default();
             }
-            self.capture.spoil();
+            self.save.spoil();
         } else {
             if matches!(
                 self.voices.pools[p].state.voices[v].phase,
@@ -916,7 +916,7 @@ impl Engine {
             slot.recovery = Default::default();
             slot.begin_reset();
         }
-        self.capture.spoil();
+        self.save.spoil();
     }
 
     /// Completes what is left of voice `v`'s clearing, as its note starts:
@@ -927,7 +927,7 @@ impl Engine {
             let slot = &mut self.slots[i];
             if slot.recovery.resetting.is_some() {
                 slot.reset_step(usize::MAX);
-                self.capture.spoil();
+                self.save.spoil();
             }
             slot.recovery = Default::default();
         }

@@ -13,17 +13,17 @@ pub enum ToAudio {
     /// this buffer (shaped for that engine) and send it back: long
     /// histories are copied in parts over the following blocks, so the
     /// reply may come a few blocks after N, holding the state at N.
-    Capture(Box<EngineState>),
-    /// As [`ToAudio::Capture`], from the first block boundary at or after
-    /// sample `at` (the capture of a timetagged switch): the state at
+    Save(Box<EngineState>),
+    /// As [`ToAudio::Save`], from the first block boundary at or after
+    /// sample `at` (the save of a timetagged switch): the state at
     /// `at` itself when `at` is on the block grid. Requests behind it wait.
-    CaptureFrom { state: Box<EngineState>, at: u64 },
-    /// As [`ToAudio::Capture`], of the state at sample `at` exactly (a
+    SaveFrom { state: Box<EngineState>, at: u64 },
+    /// As [`ToAudio::Save`], of the state at sample `at` exactly (a
     /// timetagged snapshot): the block that holds `at` is cut in two
     /// there. A playing engine whose profile is block-accurate (live) is
-    /// captured at the start of that block instead, and one whose clock
+    /// saved at the start of that block instead, and one whose clock
     /// has passed `at` at the next block boundary. Requests behind it wait.
-    CaptureAt { state: Box<EngineState>, at: u64 },
+    SaveAt { state: Box<EngineState>, at: u64 },
     /// Play `engine` from sample `at`, crossfading over `fade` frames (0:
     /// a cut). Refused if the clock has passed `at`. The engine stands at
     /// `at` (a block boundary), or at the start of the block that holds
@@ -63,7 +63,7 @@ pub enum ToAudio {
 /// when it arrives.
 ///
 /// Why the audio thread catches up at all: the new engine's fast-forward
-/// from the capture N to the swap S needs the input of N..S, and the
+/// from the save N to the swap S needs the input of N..S, and the
 /// input of a live source arrives only as the clock gets there. The
 /// control thread fast-forwards through the history as far as it reaches
 /// (a clock M the audio thread has passed, by a block or two once the
@@ -83,7 +83,7 @@ pub const CATCH_UP_PER_BLOCK: usize = 2;
 /// A reply from the audio thread.
 pub enum FromAudio {
     /// The state at block boundary `at` (N; the buffer's clock).
-    Captured { state: Box<EngineState>, at: u64 },
+    Saved { state: Box<EngineState>, at: u64 },
     /// The offered engine plays from `at` (S).
     Swapped { at: u64 },
     /// The offer came too late: the clock was already at `clock`.

@@ -51,10 +51,10 @@ pub struct Player<I: InputSource + ?Sized = dyn InputSource> {
     /// An engine catching up with the clock through the input history
     /// (its `at` is where it stands).
     catching_up: Option<HeldOffer>,
-    /// A capture being copied in parts, one before each block.
-    capturing: Option<Box<EngineState>>,
-    /// A capture asked from a sample ahead, until the clock reaches it.
-    capture_from: Option<Waiting>,
+    /// A save being copied in parts, one before each block.
+    saving: Option<Box<EngineState>>,
+    /// A save asked from a sample ahead, until the clock reaches it.
+    save_from: Option<Waiting>,
     /// Replies the full queue did not take yet, oldest first (capacity
     /// reserved up front).
     outbox: VecDeque<FromAudio>,
@@ -116,8 +116,8 @@ impl<I: InputSource + ?Sized> Player<I> {
             timing: timing_pair().1,
             held: None,
             catching_up: None,
-            capturing: None,
-            capture_from: None,
+            saving: None,
+            save_from: None,
             outbox: VecDeque::with_capacity(OUTBOX),
             fifo: vec![0.0; block * device_channels],
             fifo_pos: 0,

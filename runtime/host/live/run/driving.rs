@@ -448,7 +448,7 @@ impl LiveControl {
                 from,
                 to,
                 profile: h.profile,
-                captured_at: h.captured_at,
+                saved_at: h.saved_at,
                 swap_at: h.swap_at,
                 fade: h.fade,
                 text: h.text.to_string(),

@@ -356,7 +356,7 @@ impl Live {
         let first = Playing {
             profile,
             file_profile,
-            capture: incoming.capture,
+            saved: incoming.saved,
             resources: incoming.resources,
             asked: incoming.asked,
             events: incoming.events,

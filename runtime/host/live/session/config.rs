@@ -64,8 +64,8 @@ pub struct Playing {
     pub profile: Profile,
     /// Its scene's top-level `profile`, if it names one.
     pub file_profile: Option<Profile>,
-    /// A buffer shaped for its state, which the audio thread captures into.
-    pub capture: Box<EngineState>,
+    /// A buffer shaped for its state, which the audio thread saves into.
+    pub saved: Box<EngineState>,
     /// Resource references its scene uses and the files they read.
     pub resources: Vec<(String, PathBuf)>,
     /// What its scene asks of the session's fixed settings.
@@ -82,7 +82,7 @@ impl Playing {
     pub fn split(incoming: Incoming) -> (Box<Engine>, Playing) {
         let Incoming {
             engine,
-            capture,
+            saved,
             profile,
             file_profile,
             resources,
@@ -95,7 +95,7 @@ impl Playing {
         let playing = Playing {
             profile,
             file_profile,
-            capture,
+            saved,
             resources,
             asked,
             events,

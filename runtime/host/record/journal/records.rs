@@ -100,13 +100,14 @@ pub enum Record {
     /// The session resumed from a snapshot (kept beside the journal) before
     /// it started playing.
     Resume { snapshot: KeptResource, clock: u64 },
-    /// An applied edit or profile switch: captured at N, swapped at S.
+    /// An applied edit or profile switch: saved at N, swapped at S.
     Handover {
         reason: String,
         from: Option<Profile>,
         to: Option<Profile>,
         profile: Profile,
-        captured_at: u64,
+        #[serde(rename = "captured_at")]
+        saved_at: u64,
         swap_at: u64,
         fade: u64,
         text: String,

@@ -232,7 +232,7 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
             }
             Record::Handover {
                 profile,
-                captured_at,
+                saved_at,
                 swap_at,
                 fade,
                 text,
@@ -243,11 +243,11 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
                     let problem = Problem::BeforeScene("a handover");
                     return Err(JournalError::new(path, problem).into());
                 };
-                if until.is_some_and(|u| *captured_at >= u) {
+                if until.is_some_and(|u| *saved_at >= u) {
                     break;
                 }
                 let inc = rebuild.compile(text, resources, *profile)?;
-                if let Err(e) = d.handover_at(inc, *captured_at, *swap_at, *fade) {
+                if let Err(e) = d.handover_at(inc, *saved_at, *swap_at, *fade) {
                     return Err(JournalError::new(path, Problem::Handover(e)).into());
                 }
             }
