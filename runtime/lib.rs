@@ -77,12 +77,12 @@
 //!   control loop `host/live/control.rs`; backends behind one seam
 //!   `host/live/device/mod.rs` (cpal's host `host/live/device/cpal/mod.rs`,
 //!   the clock device `host/live/device/clock.rs`); audio input: what the callback reads
-//!   `host/live/input/`, the ring from a capture stream
+//!   `host/live/input/`, the ring from an input stream
 //!   `host/live/input/ring.rs` with its drift control
-//!   `host/live/input/drift.rs`, the capture stream's control side and
-//!   rebuilds `host/live/device/capture.rs`, cpal's capture stream
+//!   `host/live/input/drift.rs`, the input stream's control side and
+//!   rebuilds `host/live/device/input.rs`, cpal's input stream
 //!   `host/live/device/cpal/input.rs`, and `run`'s input
-//!   `host/live/run/capture.rs`;
+//!   `host/live/run/input_device.rs`;
 //!   `morphrt run` `host/live/run/` (its setup `host/live/run/setup.rs`, what
 //!   drives it `host/live/run/driving.rs`), keys `host/live/keys.rs`, the tap that
 //!   records what the device played `host/live/tap.rs`; the session's input

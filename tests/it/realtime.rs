@@ -943,16 +943,16 @@ mod callback_events {
     }
 }
 
-mod capture_input {
-    //! The callback reading a capture input: blocks read from the ring,
+mod input_device {
+    //! The callback reading an input device: blocks read from the ring,
     //! drift corrections (a frame dropped, a frame repeated), an underrun,
-    //! an overrun, and a rebuilt capture stream (a new ring swapped in) —
+    //! an overrun, and a rebuilt input stream (a new ring swapped in) —
     //! with a test double for the device, pushing from this thread as the
-    //! capture thread would, and allocations and frees counted in the
+    //! input thread would, and allocations and frees counted in the
     //! callback and in every push.
 
     use super::{common, counts, realtime};
-    use morphrt::host::live::device::capture::{CaptureInput, CaptureSource};
+    use morphrt::host::live::device::input::{InputDevice, InputStreamSource};
     use morphrt::host::live::device::{DeviceError, Stream, StreamEvents, StreamFault};
     use morphrt::host::live::input::ring::{InputMeters, RingShape, RingWriter};
     use morphrt::host::live::input::InputFormat;
@@ -974,7 +974,7 @@ mod capture_input {
     struct FakeStream;
     impl Stream for FakeStream {}
 
-    impl CaptureSource for FakeSource {
+    impl InputStreamSource for FakeSource {
         fn prepare(&mut self, _fallback: bool) -> Result<usize, DeviceError> {
             Ok(1)
         }
@@ -1020,7 +1020,7 @@ mod capture_input {
     }
 
     impl Rig {
-        /// One capture chunk of `frames` (a counter, so every value is
+        /// One input chunk of `frames` (a counter, so every value is
         /// distinct), then one callback of a block.
         fn block(&mut self, frames: usize) {
             let chunk: Vec<f32> = (0..frames)
@@ -1039,7 +1039,7 @@ mod capture_input {
     }
 
     #[test]
-    fn reading_correcting_and_rebuilding_a_capture_input_never_allocates_in_the_callback() {
+    fn reading_correcting_and_rebuilding_an_input_device_never_allocates_in_the_callback() {
         let engine = common::engine(THROUGH, None, 64);
         let mut player = common::player(engine, 240);
         let opened = Arc::new(Mutex::new(Opened::default()));
@@ -1050,9 +1050,9 @@ mod capture_input {
             block: 64,
         };
         let source = Box::new(FakeSource(opened.clone()));
-        let mut capture = CaptureInput::start(source, shape, Duration::from_secs(3600)).unwrap();
-        player.set_input(capture.take_input().unwrap());
-        let meters: Arc<InputMeters> = capture.meters().clone();
+        let mut device = InputDevice::start(source, shape, Duration::from_secs(3600)).unwrap();
+        player.set_input(device.take_input().unwrap());
+        let meters: Arc<InputMeters> = device.meters().clone();
         let writer = opened.lock().unwrap().writer.take().unwrap();
         let mut rig = Rig {
             cell: PlayerCell::new(player),
@@ -1061,7 +1061,7 @@ mod capture_input {
             next: 1,
             total: (0, 0),
         };
-        // In step, then the capture clock runs fast, then slow.
+        // In step, then the input clock runs fast, then slow.
         for _ in 0..400 {
             rig.block(64);
         }
@@ -1079,9 +1079,9 @@ mod capture_input {
         let events = opened.lock().unwrap().events.clone().unwrap();
         events.report(StreamFault::DeviceNotAvailable);
         let mut log = Vec::new();
-        capture.poll(&mut log);
+        device.poll(&mut log);
         let log = String::from_utf8(log).unwrap();
-        assert_eq!(capture.rebuilds(), 1, "{log}");
+        assert_eq!(device.rebuilds(), 1, "{log}");
         assert!(log.contains("reopened `test:fake`"), "{log}");
         let old = std::mem::replace(
             &mut rig.writer,
@@ -1092,7 +1092,7 @@ mod capture_input {
             rig.block(64);
         }
         assert_eq!(load(&meters.swaps), 1, "the new ring was swapped in");
-        capture.poll(&mut Vec::new());
+        device.poll(&mut Vec::new());
         assert!(rig.buf.iter().any(|&x| x != 0.0), "the new ring plays");
         // Nothing arrives for a while (an underrun), then far too much (an
         // overrun: the ring is full).

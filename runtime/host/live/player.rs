@@ -1,5 +1,5 @@
 //! The real-time player as `run` uses it: the core's callback body
-//! ([`crate::api::player`]) playing a [`LiveInput`] (a capture device, a
+//! ([`crate::api::player`]) playing a [`LiveInput`] (an input device, a
 //! file played as one), with the input history and the tap of this crate
 //! plugged into it.
 
