@@ -29,7 +29,7 @@ use morphrt::host::live::input::history::{history, HISTORY_SECONDS};
 use morphrt::host::live::input::record::InputRecorder;
 use morphrt::host::live::input::ring::{input_ring, InputMeters, RingShape};
 use morphrt::host::live::input::{InputFormat, LiveInput};
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
 use morphrt::host::live::tap::Existing;
 use morphrt::profile::Profile;
 use std::sync::Arc;
@@ -70,7 +70,7 @@ fn player(engine: Engine) -> Player {
         None,
         240,
         Arc::new(Meters::default()),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         Instant::now(),
     )
 }

@@ -47,7 +47,7 @@
 //! | [`graph`] | core | dsp … ops | compile: scene → plan, and `check`'s report |
 //! | [`engine`] | core | dsp … graph | the block processor, handover (save, migration, the incoming engine), the deck, offline loops |
 //! | [`api`] | core | dsp … engine | the embedding API: the real-time player and what hosts plug into it |
-//! | [`host`] | morphrt | dsp … engine | the outside world, in wings: files, machine, record, control, offline, live |
+//! | [`host`] | morphrt | dsp … engine | the outside world, in wings: files, machine, record, remote, offline, live |
 //! | [`bench`] | morphrt | dsp … host | timing, parity, calibration |
 //! | [`cli`] | morphrt | all | one clap options type per command, and the dispatch |
 //!
@@ -89,18 +89,18 @@
 //!   `host/live/input/` (a file played as one `host/live/input/file.rs`, the
 //!   history handovers catch up through `host/live/input/history.rs`, its
 //!   recording beside the journal `host/live/input/record.rs`).
-//! - **Control in** (`host/control/`): the messages transports send,
-//!   and how a change becomes an engine's record, `host/control/mod.rs`;
-//!   OSC packets decoded `host/control/osc.rs`; MIDI messages onto a
-//!   scene's `controls` `host/control/midi.rs`; MIDI files as exactly
-//!   timed messages `host/control/midi_file.rs`; `render --midi`
+//! - **Remote in** (`host/remote/`): the messages transports send,
+//!   and how a change becomes an engine's record, `host/remote/mod.rs`;
+//!   OSC packets decoded `host/remote/osc.rs`; MIDI messages onto a
+//!   scene's `controls` `host/remote/midi.rs`; MIDI files as exactly
+//!   timed messages `host/remote/midi_file.rs`; `render --midi`
 //!   `host/offline/midi.rs`, landing scheduled changes in offline loops
 //!   `engine/feed.rs`; the control thread's hub every transport sends to
 //!   (resolving, the ring to the callback, the journal, replies)
-//!   `host/live/control_in.rs`; `run --osc`'s socket and thread
+//!   `host/live/remote_in.rs`; `run --osc`'s socket and thread
 //!   `host/live/osc_in.rs`; MIDI ports and the `file:` port for `run`
 //!   `host/live/midi.rs`; the records the engine lands at their sample
-//!   `engine/control.rs`; a scene's `controls` loaded
+//!   `engine/changes.rs`; a scene's `controls` loaded
 //!   `scene/load/controls.rs`, resolved `graph/compile/controls.rs` into
 //!   the scaling of `graph/controls.rs`.
 //! - **Files** (`host/files/`): the output rules every written file obeys

@@ -9,7 +9,7 @@ use morphrt::dsp::fpmode::FpGuard;
 use morphrt::engine::incoming::{Incoming, Scripted};
 use morphrt::engine::{Deck, Engine};
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::live::player::{Controls, Meters, Player};
+use morphrt::host::live::player::{Meters, Player, Switches};
 use morphrt::profile::Profile;
 use std::sync::Arc;
 
@@ -77,7 +77,7 @@ const PLAYED: usize = 20 * 48 + 240;
 /// through the real callback; returns what the device got until the fade
 /// ended.
 fn callback_output(first: Engine, next: Engine) -> Vec<f32> {
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let mut player = Player::new(
         first,
         2,

@@ -9,7 +9,7 @@ use morphrt::dsp::Sample;
 use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions, Plan};
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
 use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
 use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError};
 use morphrt::profile::Profile;
@@ -101,7 +101,7 @@ fn session_on(
         None,
         240,
         meters.clone(),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         std::time::Instant::now(),
     );
     let session = LiveSession::new(
@@ -178,7 +178,7 @@ fn a_panicking_node_is_muted_and_playback_goes_on() {
         None,
         240,
         meters.clone(),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         std::time::Instant::now(),
     );
     let cell = PlayerCell::new(player);

@@ -7,7 +7,7 @@ use crate::support::counting;
 use morphrt::api::{Activation, Controller, Event, Notice, ProcessError, Processor};
 use morphrt::engine::incoming::{Incoming, Scripted};
 use morphrt::engine::{
-    try_run_blocks_fed, ControlFeed, InputBlock, InputFeed, ScriptedControl, ScriptedNote,
+    try_run_blocks_fed, ChangeFeed, InputBlock, InputFeed, ScriptedChange, ScriptedNote,
 };
 use morphrt::graph::{compile, midi_note_hz, CompileOptions, ControlValue, NoteAction};
 use morphrt::profile::Profile;
@@ -151,7 +151,7 @@ fn offline(frames: usize) -> Vec<Vec<u32>> {
             action,
         };
         match e {
-            EventSpec::Freq(hz) => controls.push(ScriptedControl {
+            EventSpec::Freq(hz) => controls.push(ScriptedChange {
                 sample: f,
                 node: "tone".into(),
                 param: "freq".into(),
@@ -174,7 +174,7 @@ fn offline(frames: usize) -> Vec<Vec<u32>> {
             EventSpec::Pedal(down) => notes.push(note(NoteAction::Sustain(down))),
         }
     }
-    let mut feed = ControlFeed::with_notes(controls, notes);
+    let mut feed = ChangeFeed::with_notes(controls, notes);
     let mut out = vec![Vec::new(); engine.channels()];
     try_run_blocks_fed::<()>(
         &mut engine,

@@ -242,7 +242,7 @@ fn node_timing_never_allocates_and_changes_no_sample() {
 /// device period that differs from the block size so the FIFO splits blocks.
 #[test]
 fn the_callback_never_allocates_over_10000_blocks_of_every_scene() {
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use std::sync::Arc;
     for path in common::shipped_scenes() {
         let scene = morphrt::scene::load_file(&path).unwrap();
@@ -258,7 +258,7 @@ fn the_callback_never_allocates_over_10000_blocks_of_every_scene() {
         let block = plan.block_size;
         let engine = Engine::new(plan);
         let meters = Arc::new(Meters::default());
-        let controls = Arc::new(Controls::default());
+        let controls = Arc::new(Switches::default());
         let player = Player::new(
             engine,
             2,
@@ -321,7 +321,7 @@ fn with_extra(text: &str, value: Option<f64>) -> String {
 /// between callbacks on the same thread, outside the counted section.
 fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, usize, usize) {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use std::sync::Arc;
     let text = std::fs::read_to_string(scene).unwrap();
@@ -359,7 +359,7 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
     let first = Incoming::from_plan(first_plan, file_profile, Vec::new());
     let reads_input = first.engine.input_channels() > 0;
     let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let (engine, first) = Playing::split(first);
     let mut player = Player::new(
         *engine,
@@ -480,7 +480,7 @@ fn handovers_never_allocate_in_the_callback_for_any_scene() {
 #[test]
 fn timetagged_switches_and_snapshots_inside_a_block_never_allocate_in_the_callback() {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
@@ -510,7 +510,7 @@ fn timetagged_switches_and_snapshots_inside_a_block_never_allocate_in_the_callba
     );
     let first = Incoming::from_plan(plan, None, Vec::new());
     let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let (engine, first) = Playing::split(first);
     let mut player = Player::new(
         *engine,
@@ -593,7 +593,7 @@ mod callback_events {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
     use morphrt::graph::{compile, CompileOptions, Plan};
     use morphrt::host::live::player::{
-        Controls, FromAudio, Meters, NodeTimes, Player, PlayerCell, ToAudio,
+        FromAudio, Meters, NodeTimes, Player, PlayerCell, Switches, ToAudio,
     };
     use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use morphrt::host::live::tap::TapWriter;
@@ -722,7 +722,7 @@ mod callback_events {
         let fixed = SessionFixed::from_plan(&first, None);
         let first = Incoming::from_plan(first, None, Vec::new());
         let meters = Arc::new(Meters::default());
-        let controls = Arc::new(Controls::default());
+        let controls = Arc::new(Switches::default());
         controls.node_timing.store(true, Ordering::Relaxed);
         let (engine, first) = Playing::split(first);
         let mut player = Player::new(
@@ -908,7 +908,7 @@ mod callback_events {
                     None,
                     240,
                     meters.clone(),
-                    Arc::new(Controls::default()),
+                    Arc::new(Switches::default()),
                     std::time::Instant::now(),
                 );
                 let cell = PlayerCell::new(player);
@@ -1126,7 +1126,7 @@ mod input_history {
     use morphrt::engine::{InputBlock, InputFeed};
     use morphrt::host::live::input::history::{fast_forward_through, history};
     use morphrt::host::live::input::{InputFormat, LiveInput};
-    use morphrt::host::live::player::{Controls, FromAudio, Meters, Player, PlayerCell, ToAudio};
+    use morphrt::host::live::player::{FromAudio, Meters, Player, PlayerCell, Switches, ToAudio};
     use morphrt::profile::Profile;
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
@@ -1195,7 +1195,7 @@ mod input_history {
             None,
             240,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             std::time::Instant::now(),
         );
         player.set_input(Box::new(Source(0)));
@@ -1329,7 +1329,7 @@ mod input_history {
             None,
             240,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             std::time::Instant::now(),
         );
         player.set_input(Box::new(Source(0)));
@@ -1472,7 +1472,7 @@ mod input_history {
             None,
             240,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             std::time::Instant::now(),
         );
         player.set_input(Box::new(Source(0)));
@@ -1556,7 +1556,7 @@ mod input_history {
     }
 }
 
-/// A flood of control records through a player's ring while it plays: the
+/// A flood of change records through a player's ring while it plays: the
 /// ring filled to the brim and left full for a hundred blocks with no
 /// report drained, then thousands more pushed as fast as they are taken —
 /// records for the next block, for samples ahead (the engine's queue
@@ -1565,7 +1565,7 @@ mod input_history {
 /// lost: no allocation or free in the callback under any profile.
 #[test]
 fn a_flood_of_control_records_never_allocates_in_the_callback() {
-    use morphrt::engine::ControlRecord;
+    use morphrt::engine::ChangeRecord;
     use morphrt::graph::ControlValue;
     use std::sync::atomic::Ordering;
     let text = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.1}}],
@@ -1576,7 +1576,7 @@ fn a_flood_of_control_records_never_allocates_in_the_callback() {
         let id = engine.id();
         let filled = flood(engine, p, |link, meters, seq| {
             let clock = meters.clock.load(Ordering::Relaxed);
-            let record = ControlRecord {
+            let record = ChangeRecord {
                 // Every fifth lands 1…40 blocks ahead, off the block grid.
                 sample: if seq % 5 == 0 {
                     clock + 64 * (1 + seq % 40) + seq % 64
@@ -1608,17 +1608,17 @@ fn flood(
     engine: morphrt::engine::Engine,
     p: Profile,
     mut push: impl FnMut(
-        &mut morphrt::host::live::player::ControlLink,
+        &mut morphrt::host::live::player::ChangeLink,
         &morphrt::host::live::player::Meters,
         u64,
     ) -> bool,
 ) -> u64 {
     use morphrt::engine::Outcome;
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
     let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let mut player = Player::new(
         engine,
         2,
@@ -1647,7 +1647,7 @@ fn flood(
     let filled = seq;
     play(100, &mut total);
     let (mut applied, mut stale, mut other) = (0u64, 0u64, 0u64);
-    let mut drain = |link: &mut morphrt::host::live::player::ControlLink| {
+    let mut drain = |link: &mut morphrt::host::live::player::ChangeLink| {
         while let Ok(r) = link.reports.pop() {
             match r.outcome {
                 Outcome::Applied { .. } => applied += 1,
@@ -1893,13 +1893,13 @@ fn grouped_plans_and_their_regrouping_handovers_never_allocate_in_the_callback()
     }
 }
 
-/// A control record of the wrong kind for `mix`'s gains array (an
+/// A change record of the wrong kind for `mix`'s gains array (an
 /// integer), queued and played in the real-time section: refused when it
 /// is queued, so nothing is freed (applied, it would replace the array and
 /// free it on the audio thread).
 #[test]
 fn a_record_of_the_wrong_kind_frees_nothing_on_the_audio_thread() {
-    use morphrt::engine::{ControlRecord, Outcome};
+    use morphrt::engine::{ChangeRecord, Outcome};
     use morphrt::graph::ControlValue;
     let text = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.1}},
                     {"id": "m", "op": "mix", "params": {"gains": [0.5, 0.25, 2.0]}}],
@@ -1907,7 +1907,7 @@ fn a_record_of_the_wrong_kind_frees_nothing_on_the_audio_thread() {
     for p in Profile::ALL {
         let mut e = common::engine(text, Some(p), 64);
         let (node, param) = e.find_param("m", "gains").unwrap();
-        let record = ControlRecord {
+        let record = ChangeRecord {
             sample: 0,
             node: node as u32,
             param: param as u16,
@@ -1918,7 +1918,7 @@ fn a_record_of_the_wrong_kind_frees_nothing_on_the_audio_thread() {
         };
         let (a0, f0) = counts();
         let pushed = realtime(|| {
-            let pushed = e.push_control(record);
+            let pushed = e.push_change(record);
             for _ in 0..4 {
                 e.process_block(64);
             }
@@ -1936,11 +1936,11 @@ mod fatal_panics {
     //! engine, and a panic that would recur each callback happens once.
 
     use super::{common, counts, realtime};
-    use morphrt::engine::{ControlRecord, Engine};
+    use morphrt::engine::{ChangeRecord, Engine};
     use morphrt::graph::ControlValue;
     use morphrt::host::live::input::{InputFormat, LiveInput};
     use morphrt::host::live::player::{
-        install_panic_hook, Controls, Meters, Player, PlayerCell, ToAudio,
+        install_panic_hook, Meters, Player, PlayerCell, Switches, ToAudio,
     };
     use morphrt::ops::{AnyNode, Io, NodeState, Processor, StateError, Value};
     use morphrt::profile::Profile;
@@ -1962,7 +1962,7 @@ mod fatal_panics {
             None,
             64,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             std::time::Instant::now(),
         );
         (player, meters)
@@ -2059,7 +2059,7 @@ mod fatal_panics {
             // A control moves the old engine's mode after the snapshot: the
             // swap carries it into the new engine's node, which panics.
             let (node, param) = old.find_param("f", "mode").unwrap();
-            let record = ControlRecord {
+            let record = ChangeRecord {
                 sample: 256,
                 node: node as u32,
                 param: param as u16,
@@ -2068,7 +2068,7 @@ mod fatal_panics {
                 engine: old.id(),
                 seq: 1,
             };
-            old.push_control(record).unwrap();
+            old.push_change(record).unwrap();
             common::play(&mut old, 320, 0);
             morphrt::engine::incoming::advance_to(&mut new, 320);
             let new_id = new.id();

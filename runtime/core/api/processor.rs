@@ -5,8 +5,8 @@
 //! slices its buffers.
 
 use super::event::{Event, EventKind};
-use super::player::{Controls, Meters, Player};
-use crate::engine::{ControlRecord, Engine, NoteRecord};
+use super::player::{Meters, Player, Switches};
+use crate::engine::{ChangeRecord, Engine, NoteRecord};
 use crate::graph::{midi_note_hz, ControlValue, NoteAction, PlanNote};
 use std::sync::Arc;
 use std::time::Instant;
@@ -192,7 +192,7 @@ impl Processor {
             None,
             1,
             Arc::new(Meters::default()),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             Instant::now(),
         );
         player.set_input_width(inputs);
@@ -257,7 +257,7 @@ impl Processor {
 
     /// Events that did not land: an unknown param index or voice module,
     /// a node an edit removed, a value of the wrong kind, or a full queue
-    /// (the engine holds [`CONTROL_QUEUE`](crate::engine::CONTROL_QUEUE)
+    /// (the engine holds [`CHANGE_QUEUE`](crate::engine::CHANGE_QUEUE)
     /// param changes and [`NOTE_QUEUE`](crate::engine::NOTE_QUEUE) notes
     /// waiting for their sample).
     pub fn refused_events(&self) -> u64 {
@@ -428,7 +428,7 @@ impl Processor {
                     .and_then(|s| Some((s.at?, s.index)))
                 {
                     Some((node, index)) => deck
-                        .push_control(ControlRecord {
+                        .push_change(ChangeRecord {
                             sample,
                             node,
                             param: index,

@@ -1,7 +1,7 @@
 //! Engine loops for offline use: exactly N frames of a plan, in blocks on
 //! the absolute grid, stopping at chosen samples, or into memory.
 
-use crate::engine::{BusRef, ControlFeed, Engine};
+use crate::engine::{BusRef, ChangeFeed, Engine};
 
 /// Runs the engine for exactly `frames` frames, calling `sink` with each block.
 pub fn run_blocks(
@@ -65,12 +65,12 @@ pub fn try_run_blocks_with_stops<E>(
 
 /// [`try_run_blocks_with_stops`] landing the control changes of `feed`
 /// at their samples on the way (a block the queue cannot hold the changes
-/// of is cut short: see [`ControlFeed`]).
+/// of is cut short: see [`ChangeFeed`]).
 pub fn try_run_blocks_fed<E>(
     engine: &mut Engine,
     frames: u64,
     stops: &[u64],
-    mut feed: Option<&mut ControlFeed>,
+    mut feed: Option<&mut ChangeFeed>,
     mut at_stop: impl FnMut(&Engine) -> Result<(), E>,
     mut sink: impl FnMut(BusRef<'_>) -> Result<(), E>,
     mut progress: impl FnMut(u64),

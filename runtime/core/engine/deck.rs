@@ -187,15 +187,15 @@ impl Deck {
         }
     }
 
-    /// Queues a control record on the playing engine (real-time safe; see
-    /// [`Engine::push_control`]).
-    pub fn push_control(&mut self, r: super::ControlRecord) -> Result<(), super::ControlReport> {
-        self.current.push_control(r)
+    /// Queues a change record on the playing engine (real-time safe; see
+    /// [`Engine::push_change`]).
+    pub fn push_change(&mut self, r: super::ChangeRecord) -> Result<(), super::ChangeReport> {
+        self.current.push_change(r)
     }
 
     /// Queues a note record on the playing engine (real-time safe; see
     /// [`Engine::push_note_record`]).
-    pub fn push_note(&mut self, r: super::NoteRecord) -> Result<(), super::ControlReport> {
+    pub fn push_note(&mut self, r: super::NoteRecord) -> Result<(), super::ChangeReport> {
         self.current.push_note_record(r)
     }
 
@@ -216,8 +216,8 @@ impl Deck {
     }
 
     /// Hands the playing engine's control reports to `f` (real-time safe).
-    pub fn take_control_reports(&mut self, f: impl FnMut(super::ControlReport)) {
-        self.current.take_control_reports(f);
+    pub fn take_change_reports(&mut self, f: impl FnMut(super::ChangeReport)) {
+        self.current.take_change_reports(f);
     }
 
     /// Takes the engine that stopped playing, to be dropped off the audio thread.

@@ -302,7 +302,7 @@ impl Engine {
         }
     }
 
-    /// Control records resolved for the saved engine land on this one:
+    /// Change records resolved for the saved engine land on this one:
     /// its nodes by index, mapped onto ours by id and op.
     fn follow_saved_controls(&mut self, st: &EngineState) {
         let ours: std::collections::HashMap<(&str, &str), usize> = self
@@ -319,7 +319,7 @@ impl Engine {
                     .map_or(u32::MAX, |&i| i as u32)
             })
             .collect();
-        self.controls.follow(st.engine, map);
+        self.changes.follow(st.engine, map);
     }
 
     /// Carries each node's saved state into its slot, matched by id
@@ -349,7 +349,7 @@ impl Engine {
             let mut edits = Edits {
                 node: si,
                 pending: &mut self.pending,
-                edited: &mut self.controls.edited[si],
+                edited: &mut self.changes.edited[si],
                 notices: &mut m.notices,
             };
             carry_discrete(s, snap, &mut edits);

@@ -35,7 +35,7 @@
 //! edits and profile switches crossfade old → new from S. One handover runs
 //! at a time; edits that arrive during a fade wait for it to end.
 
-pub use super::feed::{ScriptedControl, ScriptedNote};
+pub use super::feed::{ScriptedChange, ScriptedNote};
 use super::{device_sample, faded, stop_fade_gain, Deck, Engine, EngineState, Migration};
 use crate::dsp::fpmode::FpGuard;
 use crate::graph::{compile, CompileOptions, Plan, Resolver, SeedSource};
@@ -251,8 +251,8 @@ pub struct Incoming {
     pub events: Vec<EventKey>,
     /// The scene's `controls`, resolved.
     pub controls: std::sync::Arc<Vec<crate::graph::ControlMap>>,
-    /// Its engine's nodes, to resolve control records against it.
-    pub table: std::sync::Arc<super::ControlTable>,
+    /// Its engine's nodes, to resolve change records against it.
+    pub table: std::sync::Arc<super::NodeTable>,
 }
 
 impl Incoming {
@@ -290,7 +290,7 @@ impl Incoming {
         let controls = std::sync::Arc::new(std::mem::take(&mut plan.controls));
         let engine = Box::new(Engine::new(plan));
         let saved = Box::new(engine.snapshot());
-        let table = std::sync::Arc::new(engine.control_table());
+        let table = std::sync::Arc::new(engine.node_table());
         Incoming {
             engine,
             saved,
@@ -408,7 +408,7 @@ pub struct Scripted {
     /// what the device stage converts its frames under.
     modes: Vec<(u64, bool)>,
     /// Control changes still to land, by sample (see [`Scripted::schedule`]).
-    controls: std::collections::VecDeque<ScriptedControl>,
+    controls: std::collections::VecDeque<ScriptedChange>,
     notes: std::collections::VecDeque<ScriptedNote>,
     /// Those that could not land: what went wrong, by sample.
     control_errors: Vec<(u64, String)>,
@@ -449,7 +449,7 @@ impl Scripted {
     /// sample, on the engine playing then (after a swap at the same
     /// sample, as the audio thread swaps before it takes records). Kept in
     /// sample order with those already scheduled (ties in the order given).
-    pub fn schedule(&mut self, list: impl IntoIterator<Item = ScriptedControl>) {
+    pub fn schedule(&mut self, list: impl IntoIterator<Item = ScriptedChange>) {
         self.controls.extend(list);
         self.controls.make_contiguous().sort_by_key(|c| c.sample);
     }
@@ -491,12 +491,12 @@ impl Scripted {
                     continue;
                 }
             };
-            if let Err(report) = self.deck.push_control(r) {
+            if let Err(report) = self.deck.push_change(r) {
                 self.control_errors
                     .push((c.sample, format!("{:?}", report.outcome)));
             }
         }
-        self.deck.take_control_reports(|_| {});
+        self.deck.take_change_reports(|_| {});
     }
 
     pub fn clock(&self) -> u64 {
@@ -538,7 +538,7 @@ impl Scripted {
             let v = self.deck.render(end - clock);
             self.out.extend_from_slice(&v);
         }
-        self.deck.take_control_reports(|_| {});
+        self.deck.take_change_reports(|_| {});
     }
 
     /// Hands over to `next`: saves now (N, a block boundary), migrates,

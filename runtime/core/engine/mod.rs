@@ -21,7 +21,7 @@ mod beats;
 mod blocks;
 mod bus;
 mod caught;
-mod control;
+mod changes;
 mod deck;
 mod feed;
 mod feedback;
@@ -43,9 +43,9 @@ pub use blocks::{
     render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_fed, try_run_blocks_with_stops,
 };
 pub use bus::{Bus, BusRef};
-pub use control::{ControlRecord, ControlReport, ControlTable, Outcome, CONTROL_QUEUE};
+pub use changes::{ChangeRecord, ChangeReport, NodeTable, Outcome, CHANGE_QUEUE};
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
-pub use feed::{ControlFeed, ScriptedControl, ScriptedNote};
+pub use feed::{ChangeFeed, ScriptedChange, ScriptedNote};
 pub use handover::{fold_voice_copies, voices_suffix, Migration, Notice};
 pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
@@ -120,8 +120,8 @@ pub struct Engine {
     save: save::Cursor,
     /// The session input's buffers for this block (see `input.rs`).
     inputs: input::Inputs,
-    /// Control records waiting for their sample (see `control.rs`).
-    controls: control::Controls,
+    /// Change records waiting for their sample (see `control.rs`).
+    changes: changes::Changes,
     /// Voice modules and their notes (see `voices.rs`).
     voices: voices::Voices,
     /// The two-pass block loop's plan and state (see `split.rs`).
@@ -260,7 +260,7 @@ impl Engine {
                 .unwrap_or(u64::MAX),
             feeds,
             save: save::Cursor::new(slots.len()),
-            controls: control::Controls::new(slots.len()),
+            changes: changes::Changes::new(slots.len()),
             slots,
             split: split::Split::default(),
             stage_at: 0,
@@ -361,7 +361,7 @@ impl Engine {
     }
 
     /// The block `clock..end` in one pass: every node cut at every sample
-    /// an event, a control record or a note lands on.
+    /// an event, a change record or a note lands on.
     fn process_chunks(&mut self, guard: &FpGuard, end: u64) {
         let mut pos = self.clock;
         let mut offset = 0;
@@ -369,7 +369,7 @@ impl Engine {
             self.apply_events(pos);
             self.apply_controls(pos);
             self.apply_notes(pos);
-            // Chunks end at events, control records and notes
+            // Chunks end at events, change records and notes
             // (sample-accurate) and are never longer than the shortest
             // feedback delay.
             let next = self
@@ -377,7 +377,7 @@ impl Engine {
                 .get(self.next_event)
                 .map_or(end, |e| e.sample.clamp(pos + 1, end))
                 .min(
-                    self.controls
+                    self.changes
                         .next_sample()
                         .map_or(end, |s| s.clamp(pos + 1, end)),
                 )

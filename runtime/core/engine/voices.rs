@@ -47,7 +47,7 @@
 //!   another note. A free voice costs nothing.
 
 use super::node::{Core, Slot, Typed, VoiceOf};
-use super::{ControlReport, Engine, Outcome};
+use super::{ChangeReport, Engine, Outcome};
 use crate::dsp::Sample;
 use crate::graph::{NoteAction, PlanNote, VoicePool, BEND_GLIDE_MS, VOICE_SILENCE};
 use crate::ops::{ParamState, Ramp};
@@ -67,8 +67,8 @@ pub const CLEAR_PER_SAMPLE: u64 = 512;
 pub const SHORT_STATE: u64 = CLEAR_PER_SAMPLE;
 
 /// A note from outside (OSC, MIDI) resolved against one engine: what
-/// crosses to the audio thread beside the control records. Its report
-/// ([`ControlReport`], `node` the pool) says where it landed.
+/// crosses to the audio thread beside the change records. Its report
+/// ([`ChangeReport`], `node` the pool) says where it landed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NoteRecord {
     pub note: PlanNote,
@@ -445,11 +445,11 @@ impl Engine {
     }
 
     /// Queues a note resolved against this engine (real-time safe); its
-    /// [`ControlReport`] says where it landed. A note resolved for another
+    /// [`ChangeReport`] says where it landed. A note resolved for another
     /// engine is reported [`Outcome::Stale`], for the sender to resolve
     /// again.
-    pub fn push_note_record(&mut self, r: NoteRecord) -> Result<(), ControlReport> {
-        let refuse = |outcome| ControlReport {
+    pub fn push_note_record(&mut self, r: NoteRecord) -> Result<(), ChangeReport> {
+        let refuse = |outcome| ChangeReport {
             seq: r.seq,
             outcome,
         };

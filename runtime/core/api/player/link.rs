@@ -2,7 +2,7 @@
 //! messages of the handover that travel through them.
 
 use super::Meters;
-use crate::engine::{ControlRecord, ControlReport, Engine, EngineState, NoteRecord};
+use crate::engine::{ChangeRecord, ChangeReport, Engine, EngineState, NoteRecord};
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::sync::atomic::Ordering;
 
@@ -136,31 +136,31 @@ pub(super) fn link_pair() -> (Link, AudioLink) {
     )
 }
 
-/// The control thread's ends of the rings that carry control records to
-/// the callback and their reports back (see [`crate::engine::ControlRecord`]).
-pub struct ControlLink {
-    /// Control records for the playing engine.
-    pub records: Producer<ControlRecord>,
+/// The control thread's ends of the rings that carry change records to
+/// the callback and their reports back (see [`crate::engine::ChangeRecord`]).
+pub struct ChangeLink {
+    /// Change records for the playing engine.
+    pub records: Producer<ChangeRecord>,
     /// Notes for voice modules, beside the records; their reports come
     /// back on `reports` too.
     pub notes: Producer<NoteRecord>,
     /// The report of every record and note the callback took or refused.
-    pub reports: Consumer<ControlReport>,
+    pub reports: Consumer<ChangeReport>,
 }
 
-/// The callback's ends of a [`ControlLink`].
-pub(super) struct AudioControls {
-    pub(super) records: Consumer<ControlRecord>,
+/// The callback's ends of a [`ChangeLink`].
+pub(super) struct AudioChanges {
+    pub(super) records: Consumer<ChangeRecord>,
     pub(super) notes: Consumer<NoteRecord>,
-    pub(super) reports: Producer<ControlReport>,
+    pub(super) reports: Producer<ChangeReport>,
 }
 
 /// Records in flight to the callback; reports in flight back (each
 /// record, and each record waiting in the engine, has room for its report).
-pub const CONTROL_RING: usize = 4096;
+pub const CHANGE_RING: usize = 4096;
 /// The most records the callback takes before one block: what one block
 /// spends on control input is bounded, whatever arrives.
-pub const CONTROLS_PER_BLOCK: usize = 256;
+pub const CHANGES_PER_BLOCK: usize = 256;
 /// Note records in flight to the callback.
 pub const NOTE_RING: usize = 1024;
 /// The most note records the callback takes before one block.
@@ -171,9 +171,9 @@ pub const NOTES_PER_BLOCK: usize = 256;
 pub(super) fn take_ring<T>(
     ring: &mut Consumer<T>,
     budget: usize,
-    reports: &mut Producer<ControlReport>,
+    reports: &mut Producer<ChangeReport>,
     meters: &Meters,
-    mut push: impl FnMut(T) -> Result<(), ControlReport>,
+    mut push: impl FnMut(T) -> Result<(), ChangeReport>,
 ) {
     for _ in 0..budget {
         let Ok(r) = ring.pop() else {

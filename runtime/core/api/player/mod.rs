@@ -20,15 +20,15 @@ mod timing;
 pub use cell::{install_panic_hook, PlayerCell};
 pub use io::{InputHistory, InputSource, OutputTap};
 pub use link::{
-    ControlLink, FromAudio, Link, ToAudio, CATCH_UP_LIMIT, CATCH_UP_PER_BLOCK, CONTROLS_PER_BLOCK,
-    CONTROL_RING, NOTES_PER_BLOCK, NOTE_RING,
+    ChangeLink, FromAudio, Link, ToAudio, CATCH_UP_LIMIT, CATCH_UP_PER_BLOCK, CHANGES_PER_BLOCK,
+    CHANGE_RING, NOTES_PER_BLOCK, NOTE_RING,
 };
-pub use meters::{Controls, Meters};
+pub use meters::{Meters, Switches};
 pub use timing::{NodeTimes, TimingLink};
 
 use crate::dsp::fpmode::FpGuard;
-use crate::engine::{faded, stop_fade_gain, Deck, Engine, EngineState, CONTROL_QUEUE, NOTE_QUEUE};
-use link::{link_pair, take_ring, AudioControls, AudioLink, OUTBOX};
+use crate::engine::{faded, stop_fade_gain, Deck, Engine, EngineState, CHANGE_QUEUE, NOTE_QUEUE};
+use link::{link_pair, take_ring, AudioChanges, AudioLink, OUTBOX};
 use rtrb::RingBuffer;
 use serve::{HeldOffer, Waiting};
 use std::collections::VecDeque;
@@ -72,7 +72,7 @@ pub struct Player<I: InputSource + ?Sized = dyn InputSource> {
     /// Frames left in a stop fade; `None` when not fading.
     fade_left_frames: Option<u64>,
     meters: Arc<Meters>,
-    controls: Arc<Controls>,
+    switches: Arc<Switches>,
     origin: Instant,
     period_ns: u64,
     last_start_ns: u64,
@@ -90,8 +90,8 @@ pub struct Player<I: InputSource + ?Sized = dyn InputSource> {
     /// Where each block of input is kept after it is read, for handovers
     /// and the journal's recorded input.
     history: Option<Box<dyn InputHistory>>,
-    /// Control records in, their reports out (see [`Player::control_link`]).
-    controls_in: Option<AudioControls>,
+    /// Change records in, their reports out (see [`Player::control_link`]).
+    changes_in: Option<AudioChanges>,
     /// Whether the output skips the device's clip to ±1.
     unclipped: bool,
 }
@@ -105,7 +105,7 @@ impl<I: InputSource + ?Sized> Player<I> {
         limit: Option<u64>,
         fade_frames: u64,
         meters: Arc<Meters>,
-        controls: Arc<Controls>,
+        switches: Arc<Switches>,
         origin: Instant,
     ) -> Player<I> {
         let block = engine.block_size();
@@ -128,7 +128,7 @@ impl<I: InputSource + ?Sized> Player<I> {
             fade_frames: fade_frames.max(1),
             fade_left_frames: None,
             meters,
-            controls,
+            switches,
             origin,
             period_ns: 0,
             last_start_ns: 0,
@@ -140,50 +140,50 @@ impl<I: InputSource + ?Sized> Player<I> {
             input_width: 0,
             input_buf: Vec::new(),
             history: None,
-            controls_in: None,
+            changes_in: None,
             unclipped: false,
         }
     }
 
     /// Connects a control input: the control thread's ends of new rings
-    /// for control records and their reports (call it before the player
+    /// for change records and their reports (call it before the player
     /// goes to the callback; a link made before is cut off).
-    pub fn control_link(&mut self) -> ControlLink {
-        let (records, audio_records) = RingBuffer::new(CONTROL_RING);
+    pub fn control_link(&mut self) -> ChangeLink {
+        let (records, audio_records) = RingBuffer::new(CHANGE_RING);
         let (notes, audio_notes) = RingBuffer::new(NOTE_RING);
         let (audio_reports, reports) =
-            RingBuffer::new(CONTROL_RING + CONTROL_QUEUE + NOTE_RING + NOTE_QUEUE);
-        self.controls_in = Some(AudioControls {
+            RingBuffer::new(CHANGE_RING + CHANGE_QUEUE + NOTE_RING + NOTE_QUEUE);
+        self.changes_in = Some(AudioChanges {
             records: audio_records,
             notes: audio_notes,
             reports: audio_reports,
         });
-        ControlLink {
+        ChangeLink {
             records,
             notes,
             reports,
         }
     }
 
-    /// Takes control records for the next block: at most
-    /// [`CONTROLS_PER_BLOCK`] and [`NOTES_PER_BLOCK`] note records, and
+    /// Takes change records for the next block: at most
+    /// [`CHANGES_PER_BLOCK`] and [`NOTES_PER_BLOCK`] note records, and
     /// only as many as the engine's queues and the report ring have room
     /// for (a record that arrives to a full queue waits in the ring, never
     /// dropped here). Real-time safe.
     fn take_controls(&mut self) {
-        let Some(c) = &mut self.controls_in else {
+        let Some(c) = &mut self.changes_in else {
             return;
         };
         let room = self.deck.control_room();
         let notes_room = self.deck.note_room();
         // Every record waiting in the engine has room for its report.
-        let waiting = CONTROL_QUEUE - room + NOTE_QUEUE.saturating_sub(notes_room);
-        let budget = CONTROLS_PER_BLOCK
+        let waiting = CHANGE_QUEUE - room + NOTE_QUEUE.saturating_sub(notes_room);
+        let budget = CHANGES_PER_BLOCK
             .min(room)
             .min(c.reports.slots().saturating_sub(waiting + 1));
         let (deck, meters) = (&mut self.deck, &self.meters);
         take_ring(&mut c.records, budget, &mut c.reports, meters, |r| {
-            deck.push_control(r)
+            deck.push_change(r)
         });
         let budget = NOTES_PER_BLOCK
             .min(notes_room)
@@ -195,12 +195,12 @@ impl<I: InputSource + ?Sized> Player<I> {
 
     /// Sends the reports of the records that landed in the last block.
     fn send_control_reports(&mut self) {
-        let Some(c) = &mut self.controls_in else {
-            self.deck.take_control_reports(|_| {});
+        let Some(c) = &mut self.changes_in else {
+            self.deck.take_change_reports(|_| {});
             return;
         };
         let meters = &self.meters;
-        self.deck.take_control_reports(|r| {
+        self.deck.take_change_reports(|r| {
             if c.reports.push(r).is_err() {
                 meters.control_reports_lost.fetch_add(1, Ordering::Relaxed);
             }
@@ -252,7 +252,7 @@ impl<I: InputSource + ?Sized> Player<I> {
 
     /// Whether a stop (fade out) was requested.
     pub fn stop_requested(&self) -> bool {
-        self.controls.stop.load(Ordering::Relaxed)
+        self.switches.stop.load(Ordering::Relaxed)
     }
 
     /// Forgets callback timing, so that the first callback of a rebuilt
@@ -398,11 +398,11 @@ impl<I: InputSource + ?Sized> Player<I> {
             .store(self.deck.clock(), Ordering::Relaxed);
     }
 
-    /// Follows [`Controls::node_timing`] and answers a request for the
+    /// Follows [`Switches::node_timing`] and answers a request for the
     /// per-node times, once per block. A request is taken only when its
     /// reply has room, so the reply never has to be dropped here.
     fn serve_timing(&mut self) {
-        let on = self.controls.node_timing.load(Ordering::Relaxed);
+        let on = self.switches.node_timing.load(Ordering::Relaxed);
         self.deck.set_node_timing(on);
         if self.timing.replies.slots() == 0 {
             return;
@@ -419,11 +419,11 @@ impl<I: InputSource + ?Sized> Player<I> {
         let start = self.origin.elapsed().as_nanos() as u64;
         let dc = self.device_channels;
         let frames = out.len() / dc;
-        if self.controls.stop.load(Ordering::Relaxed) && self.fade_left_frames.is_none() {
+        if self.switches.stop.load(Ordering::Relaxed) && self.fade_left_frames.is_none() {
             self.fade_left_frames = Some(self.fade_frames);
         }
         let written_before = self.written_frames;
-        let stop_frame = self.controls.stop_frame();
+        let stop_frame = self.switches.stop_frame();
         // The stop fade's gain runs under the engine's FP mode, as the
         // conversion to f32 does: the caller's MXCSR changes nothing.
         let fp = FpGuard::new(self.deck.flush_to_zero());
@@ -440,7 +440,7 @@ impl<I: InputSource + ?Sized> Player<I> {
             {
                 // A timed stop, from this very frame.
                 self.fade_left_frames = Some(self.fade_frames);
-                self.controls.stop.store(true, Ordering::Relaxed);
+                self.switches.stop.store(true, Ordering::Relaxed);
             }
             if self.fifo_pos >= self.fifo_len {
                 self.refill();

@@ -4,9 +4,9 @@
 //! about it — input latency (the ring's fill), round-trip latency (input
 //! fill + engine block + output period) and what was lost or corrected.
 
-use super::driving::LiveControl;
+use super::driving::LiveDriver;
 use super::RunOptions;
-use crate::host::live::control::Control;
+use crate::host::live::control::Driver;
 use crate::host::live::device::input::InputDevice;
 use crate::host::live::device::{self, Need};
 use crate::host::live::input::ring::InputMeters;
@@ -82,12 +82,12 @@ impl Latency {
 /// is polled (and rebuilt) every iteration, and the status line says its
 /// latency and counters.
 pub(super) struct WithInput<'a> {
-    pub(super) control: &'a mut LiveControl,
+    pub(super) control: &'a mut LiveDriver,
     pub(super) device: Option<&'a mut InputDevice>,
     pub(super) latency: Latency,
 }
 
-impl Control for WithInput<'_> {
+impl Driver for WithInput<'_> {
     fn tick(&mut self, log: &mut dyn Write) {
         if let Some(c) = &mut self.device {
             c.poll(log);

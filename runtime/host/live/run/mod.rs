@@ -18,17 +18,17 @@ use crate::graph::SeedSource;
 use crate::host::files::rules::Inputs;
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
-use crate::host::live::control_in::{AudioClock, ControlHub, Inlet};
 use crate::host::live::device::input::InputDevice;
 use crate::host::live::input;
-use crate::host::live::player::{self, Controls, Meters, Player};
+use crate::host::live::player::{self, Meters, Player, Switches};
+use crate::host::live::remote_in::{AudioClock, Inlet, RemoteHub};
 use crate::host::live::session::{LiveSession, Playing, PlayingControls, SessionConfig};
 use crate::host::live::tap::{TapReport, TapWriter};
 use crate::host::live::transport::Transport;
 use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::TimeArg;
-use driving::LiveControl;
+use driving::LiveDriver;
 use setup::*;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -272,7 +272,7 @@ fn open_inputs(
 /// driving it, and what the end needs.
 struct Live {
     player: Player,
-    control: LiveControl,
+    control: LiveDriver,
     out: ChosenDevice,
     input_device: Option<InputDevice>,
     tap_writer: Option<TapWriter>,
@@ -316,7 +316,7 @@ impl Live {
         } = FirstEngine::new(opts, compiled, log)?;
         let profile = incoming.profile;
         let meters = Arc::new(Meters::default());
-        let controls = Arc::new(Controls::default());
+        let controls = Arc::new(Switches::default());
         let origin = Instant::now();
         let fade = (sr as u64 * 5 / 1000).max(1);
         // Caught from before the capture's file exists: from here on a stop
@@ -345,7 +345,7 @@ impl Live {
             sample_rate: sr,
             stamped_latency: (block + period) as u64,
         };
-        let hub = ControlHub::with_inlet(inlet, link, first_controls, clock);
+        let hub = RemoteHub::with_inlet(inlet, link, first_controls, clock);
         let transports = start_transports(transports, log)?;
         let tap_writer = tap.map(|(writer, tap)| {
             p.set_tap(tap);
@@ -387,7 +387,7 @@ impl Live {
             hub,
             transports,
         };
-        let control = LiveControl::start(
+        let control = LiveDriver::start(
             opts,
             session,
             shared,
@@ -590,7 +590,7 @@ fn summary(
     r: &RunReport,
     sr: u32,
     xruns: &str,
-    control: &LiveControl,
+    control: &LiveDriver,
     meters: &Meters,
     tap_report: Option<TapReport>,
     log: &mut dyn Write,
@@ -629,7 +629,7 @@ fn summary(
 
 /// The three most expensive nodes when per-node timing was on at the end
 /// (`t`), else how to turn it on.
-fn nodes_summary(control: &LiveControl) -> String {
+fn nodes_summary(control: &LiveDriver) -> String {
     if !control.timing.is_on() {
         return "per-node timing was off; `t` while playing turns it on (a second `t` shows the table)".to_string();
     }

@@ -4,7 +4,7 @@
 //! player plays.
 
 use crate::engine::incoming::{Asked, EventKey, Incoming, SessionFixed};
-use crate::engine::{ControlTable, Engine, EngineState};
+use crate::engine::{Engine, EngineState, NodeTable};
 use crate::graph::ControlMap;
 use crate::host::files::rules::Inputs;
 use crate::host::live::input::history::History;
@@ -114,8 +114,8 @@ impl Playing {
 pub struct PlayingControls {
     /// The scene's `controls`, resolved.
     pub maps: Arc<Vec<ControlMap>>,
-    /// The engine's nodes, to resolve control records against.
-    pub table: Arc<ControlTable>,
+    /// The engine's nodes, to resolve change records against.
+    pub table: Arc<NodeTable>,
 }
 
 impl PlayingControls {

@@ -26,7 +26,7 @@ mod write;
 pub use options::RenderOptions;
 pub use write::{render_hash, render_to_wav, RenderReport};
 
-use crate::engine::ControlFeed;
+use crate::engine::ChangeFeed;
 use crate::engine::Engine;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::files::signals::InterruptGuard;
@@ -120,7 +120,7 @@ pub fn render(
     let mut written = Vec::new();
     let mut feed = midi
         .as_ref()
-        .map(|m| ControlFeed::with_notes(m.changes.clone(), m.notes.clone()));
+        .map(|m| ChangeFeed::with_notes(m.changes.clone(), m.notes.clone()));
     let mut tail = length.tail(start, latency, sr);
     if let (None, Some((t, _)), Length::Tail { input: Some(n), .. }) = (&input, &mut tail, length) {
         // The MIDI file's end is known before the render: the tail starts there.

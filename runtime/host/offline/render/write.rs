@@ -4,7 +4,7 @@
 //! did ([`RenderReport`]).
 
 use super::plan::over_limit;
-use crate::engine::{run_blocks, try_run_blocks_fed, ControlFeed};
+use crate::engine::{run_blocks, try_run_blocks_fed, ChangeFeed};
 use crate::engine::{BusRef, Engine};
 use crate::host::files::digest::hex;
 use crate::host::files::rules::{Inputs, Kind, Output};
@@ -153,7 +153,7 @@ pub(super) fn write_wav(
     what: &str,
     layout: &WavLayout,
     opts: &WriteOptions<'_>,
-    feed: Option<&mut ControlFeed>,
+    feed: Option<&mut ChangeFeed>,
     mut at_stop: impl FnMut(&Engine) -> Result<(), HostError>,
 ) -> Result<(RenderReport, Option<Tail>), HostError> {
     let aftermath = sink.aftermath();

@@ -6,7 +6,7 @@
 use super::error::{JournalError, Problem};
 use super::read::{read, Session};
 use super::{control_changes, note_changes, KeptResource, Record};
-use crate::engine::incoming::{Incoming, Scripted, ScriptedControl, ScriptedNote, SessionFixed};
+use crate::engine::incoming::{Incoming, Scripted, ScriptedChange, ScriptedNote, SessionFixed};
 use crate::graph::Resolver;
 use crate::host::files::digest::sha256_hex;
 use crate::host::files::resources::Folders;
@@ -79,7 +79,7 @@ struct Rebuild<'a> {
     fixed: SessionFixed,
     channels: usize,
     recorded: Option<RecordedInputFile>,
-    changes: Vec<ScriptedControl>,
+    changes: Vec<ScriptedChange>,
     notes: Vec<ScriptedNote>,
     /// The samples of snapshots taken inside a block: the replay cuts
     /// its blocks there too.
