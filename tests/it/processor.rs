@@ -4,11 +4,10 @@
 //! handover `replay` redoes; a restored snapshot resumes bit for bit.
 
 use crate::support::counting;
+use morphrt::api::player::offline_player;
 use morphrt::api::{Activation, Controller, Event, Notice, ProcessError, Processor};
 use morphrt::engine::incoming::{Incoming, Scripted};
-use morphrt::engine::{
-    try_run_blocks_fed, ChangeFeed, InputBlock, InputFeed, ScriptedChange, ScriptedNote,
-};
+use morphrt::engine::{ChangeFeed, InputBlock, InputFeed, ScriptedChange, ScriptedNote};
 use morphrt::graph::{compile, midi_note_hz, CompileOptions, ControlValue, NoteAction};
 use morphrt::profile::Profile;
 
@@ -132,7 +131,7 @@ fn play(sizes: &[usize]) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// The same scene, input and events rendered offline by the engine's
+/// The same scene, input and events rendered offline by the player's
 /// block loop (as `morphrt render` runs it), as f32 bits.
 fn offline(frames: usize) -> Vec<Vec<u32>> {
     let scene = morphrt::scene::load_str(SCENE, "host.json", None).unwrap();
@@ -176,21 +175,21 @@ fn offline(frames: usize) -> Vec<Vec<u32>> {
     }
     let mut feed = ChangeFeed::with_notes(controls, notes);
     let mut out = vec![Vec::new(); engine.channels()];
-    try_run_blocks_fed::<()>(
-        &mut engine,
-        frames as u64,
-        &[],
-        Some(&mut feed),
-        |_| Ok(()),
-        |bus| {
-            for (c, o) in out.iter_mut().enumerate() {
-                o.extend((0..bus.frames()).map(|i| (bus.get(c, i) as f32).to_bits()));
-            }
-            Ok(())
-        },
-        |_| {},
-    )
-    .unwrap();
+    offline_player(engine)
+        .play_frames::<()>(
+            frames as u64,
+            &[],
+            Some(&mut feed),
+            |_| Ok(()),
+            |bus| {
+                for (c, o) in out.iter_mut().enumerate() {
+                    o.extend((0..bus.frames()).map(|i| (bus.get(c, i) as f32).to_bits()));
+                }
+                Ok(())
+            },
+            |_| {},
+        )
+        .unwrap();
     assert!(feed.errors().is_empty(), "{:?}", feed.errors());
     out
 }

@@ -85,6 +85,12 @@ impl Deck {
         &self.current
     }
 
+    /// The playing engine, for an offline host that queues scheduled
+    /// changes on it between blocks.
+    pub(crate) fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.current
+    }
+
     pub fn channels(&self) -> usize {
         self.channels
     }

@@ -39,9 +39,7 @@ mod timing;
 mod voices;
 
 pub use beats::TempoMap;
-pub use blocks::{
-    render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_fed, try_run_blocks_with_stops,
-};
+pub use blocks::{render_to_vec, run_blocks, run_blocks_with_stops};
 pub use bus::{Bus, BusRef};
 pub use changes::{ChangeRecord, ChangeReport, NodeTable, Outcome, CHANGE_QUEUE};
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};

@@ -14,6 +14,7 @@ mod cell;
 mod io;
 mod link;
 mod meters;
+mod offline;
 mod serve;
 mod timing;
 
@@ -24,6 +25,7 @@ pub use link::{
     CHANGE_RING, NOTES_PER_BLOCK, NOTE_RING,
 };
 pub use meters::{Meters, Switches};
+pub use offline::offline_player;
 pub use timing::{NodeTimes, TimingLink};
 
 use crate::dsp::fpmode::FpGuard;
@@ -332,23 +334,47 @@ impl<I: InputSource + ?Sized> Player<I> {
 
     /// Plays the block whose input is in `input_buf` into the FIFO (device
     /// layout, under the engine's FP mode), keeping the input in the
-    /// history. The block is cut where a timetagged snapshot or switch
-    /// asks (see [`Player::next_cut`]), each part under the FP mode of the
-    /// engine playing it.
+    /// history.
     fn play_block(&mut self) {
-        let block = self.deck.block_size();
+        let end = self.deck.clock() + self.deck.block_size() as u64;
+        let dc = self.device_channels;
+        let mut peak = 0.0f32;
+        let done = self.play_parts(end, |p, done, frames| {
+            let part = &mut p.fifo[done * dc..(done + frames) * dc];
+            peak = peak.max(if p.unclipped {
+                p.deck.plain_output(part)
+            } else {
+                p.deck.device_output(part)
+            });
+            Ok::<(), std::convert::Infallible>(())
+        });
+        let Ok(done) = done;
+        self.fifo_pos = 0;
+        self.fifo_len = done * dc;
+        self.note_block(peak);
+    }
+
+    /// Plays from the clock to `end` (at most one block on) the input in
+    /// `input_buf`, keeping it in the history, and calls `part` after each
+    /// part with the frames played before it and its own: the block is
+    /// cut where a timetagged save or switch asks (see
+    /// [`Player::next_cut`]), each part under the FP mode of the engine
+    /// playing it. Returns the frames played, or `part`'s first error.
+    fn play_parts<E>(
+        &mut self,
+        end: u64,
+        mut part: impl FnMut(&mut Self, usize, usize) -> Result<(), E>,
+    ) -> Result<usize, E> {
         let width = self.input_width;
+        let start = self.deck.clock();
+        let len = (end - start) as usize;
         if width > 0 {
             if let Some(history) = &mut self.history {
-                history.push(&self.input_buf);
+                history.push(&self.input_buf[..len * width]);
             }
         }
-        let start = self.deck.clock();
-        let end = start + block as u64;
         self.advance_held(start, end);
-        let dc = self.device_channels;
         let mut done = 0;
-        let mut peak = 0.0f32;
         loop {
             let pos = start + done as u64;
             let cut = self.next_cut(pos, end);
@@ -359,12 +385,7 @@ impl<I: InputSource + ?Sized> Player<I> {
             }
             self.deck.process(n);
             let frames = self.deck.frames();
-            let part = &mut self.fifo[done * dc..(done + frames) * dc];
-            peak = peak.max(if self.unclipped {
-                self.deck.plain_output(part)
-            } else {
-                self.deck.device_output(part)
-            });
+            part(self, done, frames)?;
             done += frames;
             self.send_control_reports();
             if let Some(old) = self.deck.take_retired() {
@@ -375,8 +396,12 @@ impl<I: InputSource + ?Sized> Player<I> {
             }
             self.at_cut(cut);
         }
-        self.fifo_pos = 0;
-        self.fifo_len = done * dc;
+        Ok(done)
+    }
+
+    /// Reports a block played: its peak, the engine's NaN events and
+    /// panics since the last, and the clock.
+    fn note_block(&mut self, peak: f32) {
         self.meters.note_peak(peak);
         let stats = self.deck.engine().stats();
         let nans = stats.nan_events;

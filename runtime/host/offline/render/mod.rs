@@ -26,6 +26,7 @@ mod write;
 pub use options::RenderOptions;
 pub use write::{render_hash, render_to_wav, RenderReport};
 
+use crate::api::player::offline_player;
 use crate::engine::ChangeFeed;
 use crate::engine::Engine;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
@@ -117,6 +118,7 @@ pub fn render(
     if let Some(i) = &input {
         engine.set_input_feed(i.feed());
     }
+    let mut player = offline_player(engine);
     let mut written = Vec::new();
     let mut feed = midi
         .as_ref()
@@ -135,7 +137,7 @@ pub fn render(
     let mut no_stdout = std::io::sink();
     let sink = output.start(if to_stdout { &mut *out } else { &mut no_stdout })?;
     let (report, tail) = write_wav(
-        &mut engine,
+        &mut player,
         sink,
         &what,
         &layout,
@@ -150,6 +152,7 @@ pub fn render(
         snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
     )?;
     drop(guard);
+    let engine = player.engine();
     let layout = WavLayout {
         frames: report.frames,
         ..layout
@@ -168,7 +171,7 @@ pub fn render(
     };
     report_snapshots(&written, &stops, sr, log);
     report_render(
-        &engine,
+        engine,
         &report,
         &layout,
         start,
@@ -177,7 +180,7 @@ pub fn render(
         log,
     );
     let json = opts.json.then(|| {
-        let mut summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
+        let mut summary = json_summary(opts, engine, &report, &layout, start, &warnings);
         if let (Some(i), Some(m)) = (&input, summary.as_object_mut()) {
             m.insert("input".into(), input_json(i, tail.as_ref(), &report, sr));
         }
@@ -213,11 +216,11 @@ fn snapshot_writer<'a>(
             return Ok(());
         };
         let path = numbered_path(base, e.clock(), several);
-        let captured = Instant::now();
+        let saving = Instant::now();
         let st = e.snapshot();
-        let capture = captured.elapsed();
+        let saved = saving.elapsed();
         let w = cx.write(&st, &path, inputs)?;
-        written.push((e.clock(), w, capture));
+        written.push((e.clock(), w, saved));
         Ok(())
     }
 }

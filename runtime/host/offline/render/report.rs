@@ -125,14 +125,14 @@ pub(super) fn report_snapshots(
             *at as f64 / sr as f64
         );
     }
-    for (at, w, capture) in written {
+    for (at, w, saved) in written {
         let _ = writeln!(
             log,
             "snapshot at sample {at} ({:.3}s) written to {}: {} bytes, captured in {:.2} ms, written in {:.2} ms",
             *at as f64 / sr as f64,
             w.path.display(),
             w.bytes,
-            capture.as_secs_f64() * 1e3,
+            saved.as_secs_f64() * 1e3,
             w.elapsed.as_secs_f64() * 1e3
         );
     }
