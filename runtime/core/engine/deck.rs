@@ -236,13 +236,18 @@ impl Deck {
         let frames = frames.min(self.block_frames);
         let ch = self.channels;
         let start = self.current.clock();
-        let _fp = FpGuard::new(self.current.session_flush);
+        // Each engine runs its block under its own FP modes and reads its
+        // input feed under the caller's; the crossfade runs under the
+        // playing engine's.
         self.current.process_block(frames);
+        if let Some(f) = &mut self.fading {
+            f.engine.process_block(frames);
+        }
+        let _fp = FpGuard::new(self.current.session_flush);
         self.frames = self.current.bus().frames();
         match &mut self.fading {
             None => map_bus(self.current.bus(), ch, &mut self.out),
             Some(f) => {
-                f.engine.process_block(frames);
                 map_bus(f.engine.bus(), ch, &mut self.out);
                 map_bus(self.current.bus(), ch, &mut self.scratch);
                 let len = f.len_frames as f64;
