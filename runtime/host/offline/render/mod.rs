@@ -13,7 +13,7 @@
 //! |---|---|
 //! | `options` | the command's arguments, [`RenderOptions`] |
 //! | `plan` | the plan, the length, the warnings and snapshots decided before the first block |
-//! | `write` | the render loop into the WAV ([`render_to_wav`], [`render_hash`]) |
+//! | `write` | what the player plays offline into the WAV ([`render_to_wav`], [`render_hash`]) |
 //! | `report` | the summary, the input's and MIDI file's lines, `--json` |
 //!
 //! This file holds the command itself, [`render`].
