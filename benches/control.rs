@@ -20,11 +20,11 @@
 mod stats;
 
 use morphrt::engine::incoming::Incoming;
-use morphrt::engine::{ControlRecord, Engine};
+use morphrt::engine::{ChangeRecord, Engine};
 use morphrt::graph::{compile, CompileOptions, ControlValue};
-use morphrt::host::live::control_in::{AudioClock, ControlHub};
 use morphrt::host::live::osc_in;
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
+use morphrt::host::live::remote_in::{AudioClock, RemoteHub};
 use morphrt::host::live::session::PlayingControls;
 use morphrt::profile::Profile;
 use rosc::{OscMessage, OscPacket, OscType};
@@ -73,7 +73,7 @@ fn player(engine: Engine, meters: Arc<Meters>, origin: Instant) -> Player {
         None,
         240,
         meters,
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         origin,
     )
 }
@@ -101,7 +101,7 @@ fn latency(messages: usize) {
         stamped_latency: 2 * BLOCK as u64,
         first_sample: 0,
     };
-    let mut hub = ControlHub::new(p.control_link(), controls, clock);
+    let mut hub = RemoteHub::new(p.control_link(), controls, clock);
     let socket = osc_in::bind("0", &mut std::io::sink()).expect("bind");
     let port = socket.addr.port();
     let _server = socket.start(hub.sender(), hub.mappings()).unwrap();
@@ -208,7 +208,7 @@ fn cost() {
             for _ in 0..blocks {
                 for _ in 0..*n {
                     seq += 1;
-                    let r = ControlRecord {
+                    let r = ChangeRecord {
                         sample: 0,
                         node: node as u32,
                         param: param as u16,

@@ -96,7 +96,7 @@ fn time_steady(
             .restore(&state)
             .expect("the state fits its own scene");
         let t = Instant::now();
-        hash = render_hash(&mut engine, seconds * rate);
+        hash = render_hash(engine, seconds * rate);
         best = best.min(t.elapsed().as_secs_f64());
     }
     (best, hash)

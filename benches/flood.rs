@@ -6,7 +6,7 @@
 //! beside it:
 //!
 //! - **Flood**: `scenes/poly-pad.json` under live, repro and strict, one
-//!   engine each, their blocks interleaved, with 256 control records (the
+//!   engine each, their blocks interleaved, with 256 change records (the
 //!   delay's `mix` and the template's `lp.cutoff`) and 256 notes (ons and
 //!   offs of 128 keys) pushed every block, each for a sample of the next
 //!   block in a scrambled order: under repro and strict each record lands
@@ -21,7 +21,7 @@
 //!
 //! `cargo bench --bench flood [-- BLOCKS]`
 
-use morphrt::engine::{ControlRecord, Engine};
+use morphrt::engine::{ChangeRecord, Engine};
 use morphrt::graph::{compile, CompileOptions, ControlValue, NoteAction, PlanNote};
 use morphrt::profile::Profile;
 use std::time::Instant;
@@ -131,7 +131,7 @@ impl Flooded {
         }
     }
 
-    /// Block `b`: 256 control records and 256 notes, then the block.
+    /// Block `b`: 256 change records and 256 notes, then the block.
     fn block(&mut self, b: u64) {
         let e = &mut self.e;
         let id = e.id();
@@ -139,7 +139,7 @@ impl Flooded {
         let (t, c) = (Instant::now(), cpu_us());
         for k in 0..256u64 {
             let (node, param) = self.targets[(k % 2) as usize];
-            let _ = e.push_control(ControlRecord {
+            let _ = e.push_change(ChangeRecord {
                 sample: next + scrambled(k),
                 node: node as u32,
                 param: param as u16,

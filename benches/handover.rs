@@ -176,7 +176,7 @@ fn run(case: &Case, profile: Profile) {
     let windows: Vec<(u64, u64)> = session
         .applied
         .iter()
-        .map(|r| (r.captured_at, r.swap_at + r.fade + BLOCK as u64))
+        .map(|r| (r.saved_at, r.swap_at + r.fade + BLOCK as u64))
         .collect();
     let warm_frames = (case.warm.as_secs_f64() * RATE) as u64 / 2;
     let (mut during, mut outside): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
@@ -224,7 +224,7 @@ fn run(case: &Case, profile: Profile) {
                 .map(|r| {
                     format!(
                         "N{:+} S{:+}",
-                        *c as i64 - r.captured_at as i64,
+                        *c as i64 - r.saved_at as i64,
                         *c as i64 - r.swap_at as i64
                     )
                 })

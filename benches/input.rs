@@ -3,7 +3,7 @@
 //!
 //! 1. Input-to-output latency. A source thread stands in for a capture
 //!    device: every 64 frames of real time it pushes a period of input into
-//!    the ring a capture stream feeds (with its drift control: primed to a
+//!    the ring an input stream feeds (with its drift control: primed to a
 //!    period, a block and a margin, single frames dropped or repeated to
 //!    hold the fill), noting when; the callback reads one block of it per block of
 //!    output (as `run` does) through an identity scene (input → main,
@@ -29,7 +29,7 @@ use morphrt::host::live::input::history::{history, HISTORY_SECONDS};
 use morphrt::host::live::input::record::InputRecorder;
 use morphrt::host::live::input::ring::{input_ring, InputMeters, RingShape};
 use morphrt::host::live::input::{InputFormat, LiveInput};
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
 use morphrt::host::live::tap::Existing;
 use morphrt::profile::Profile;
 use std::sync::Arc;
@@ -70,7 +70,7 @@ fn player(engine: Engine) -> Player {
         None,
         240,
         Arc::new(Meters::default()),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         Instant::now(),
     )
 }
@@ -95,8 +95,8 @@ fn latency(seconds: f64) {
         "nodes":[{"id":"mic","op":"input","params":{"channel":0}}],
         "outputs":{"main":["mic"]}}"#;
     let periods = (seconds * RATE) as usize / BLOCK;
-    // The ring a capture device feeds, with its drift control, primed
-    // to one capture period (64 frames here) plus one block.
+    // The ring an input device feeds, with its drift control, primed
+    // to one input period (64 frames here) plus one block.
     let meters = Arc::new(InputMeters::default());
     let shape = RingShape {
         channels: 1,

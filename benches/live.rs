@@ -139,7 +139,7 @@ fn main() {
         // Callbacks from each capture to the end of its fade.
         let windows: Vec<(u64, u64)> = sel
             .iter()
-            .map(|r| (r.captured_at, r.swap_at + r.fade + block))
+            .map(|r| (r.saved_at, r.swap_at + r.fade + block))
             .collect();
         let mut during: Vec<f64> = times
             .iter()

@@ -9,7 +9,7 @@ use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::host::live::control::{run_loop, LoopConfig, StatusMode};
 use morphrt::host::live::device::clock::ClockDevice;
-use morphrt::host::live::player::{Controls, Meters, Player};
+use morphrt::host::live::player::{Meters, Player, Switches};
 use morphrt::profile::Profile;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,7 +47,7 @@ fn main() {
         Some(frames),
         240,
         meters.clone(),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         origin,
     );
     let mut out = ClockDevice {

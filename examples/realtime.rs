@@ -69,13 +69,13 @@ pub fn play(text: &str, seconds: f64) -> Result<Played, String> {
     while !audio.is_finished() {
         for notice in controller.poll() {
             if let Notice::Swapped {
-                captured_at,
+                saved_at,
                 swap_at,
                 fade,
                 ..
             } = notice
             {
-                switch = Some((captured_at, swap_at, fade));
+                switch = Some((saved_at, swap_at, fade));
             }
         }
         std::thread::sleep(Duration::from_millis(2));

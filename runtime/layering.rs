@@ -276,7 +276,7 @@ fn violations(root: &Path) -> Vec<String> {
 /// the one error a command returns holds each wing's own error, and the
 /// wings name it only through the face (`crate::host::HostError`).
 const HOST_WINGS: [&str; 8] = [
-    "term", "files", "machine", "record", "control", "offline", "live", "error",
+    "term", "files", "machine", "record", "remote", "offline", "live", "error",
 ];
 
 /// A source file's module path under `runtime/`: `host/live/run.rs` is

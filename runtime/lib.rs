@@ -45,9 +45,9 @@
 //! | [`scene`] | core | dsp, profile | the scene format, units, command-line times, resources, located errors |
 //! | [`ops`] | core | dsp … scene | the operator registry, one file or folder per family |
 //! | [`graph`] | core | dsp … ops | compile: scene → plan, and `check`'s report |
-//! | [`engine`] | core | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
+//! | [`engine`] | core | dsp … graph | the block processor, handover (save, migration, the incoming engine), the deck, offline loops |
 //! | [`api`] | core | dsp … engine | the embedding API: the real-time player and what hosts plug into it |
-//! | [`host`] | morphrt | dsp … engine | the outside world, in wings: files, machine, record, control, offline, live |
+//! | [`host`] | morphrt | dsp … engine | the outside world, in wings: files, machine, record, remote, offline, live |
 //! | [`bench`] | morphrt | dsp … host | timing, parity, calibration |
 //! | [`cli`] | morphrt | all | one clap options type per command, and the dispatch |
 //!
@@ -59,9 +59,9 @@
 //! engine, handover) are mapped in `morphrt-core`'s crate documentation
 //! (`runtime/core/lib.rs`); paths below are relative to `runtime/`.
 //!
-//! - **Handover**: capture and migration `engine/handover.rs`; the audio
-//!   thread's capture of long state in parts over blocks
-//!   `engine/capture.rs`; the control side's steps (compile, capture,
+//! - **Handover**: save and migration `engine/handover.rs`; the audio
+//!   thread's save of long state in parts over blocks
+//!   `engine/save.rs`; the control side's steps (compile, save,
 //!   migrate, fast-forward, offer), shared by `run` and offline scripts,
 //!   `engine/incoming.rs`; hot edits and
 //!   profile switches against the audio thread `host/live/session/` (what
@@ -77,30 +77,30 @@
 //!   control loop `host/live/control.rs`; backends behind one seam
 //!   `host/live/device/mod.rs` (cpal's host `host/live/device/cpal/mod.rs`,
 //!   the clock device `host/live/device/clock.rs`); audio input: what the callback reads
-//!   `host/live/input/`, the ring from a capture stream
+//!   `host/live/input/`, the ring from an input stream
 //!   `host/live/input/ring.rs` with its drift control
-//!   `host/live/input/drift.rs`, the capture stream's control side and
-//!   rebuilds `host/live/device/capture.rs`, cpal's capture stream
+//!   `host/live/input/drift.rs`, the input stream's control side and
+//!   rebuilds `host/live/device/input.rs`, cpal's input stream
 //!   `host/live/device/cpal/input.rs`, and `run`'s input
-//!   `host/live/run/capture.rs`;
+//!   `host/live/run/input_device.rs`;
 //!   `morphrt run` `host/live/run/` (its setup `host/live/run/setup.rs`, what
 //!   drives it `host/live/run/driving.rs`), keys `host/live/keys.rs`, the tap that
 //!   records what the device played `host/live/tap.rs`; the session's input
 //!   `host/live/input/` (a file played as one `host/live/input/file.rs`, the
 //!   history handovers catch up through `host/live/input/history.rs`, its
 //!   recording beside the journal `host/live/input/record.rs`).
-//! - **Control in** (`host/control/`): the messages transports send,
-//!   and how a change becomes an engine's record, `host/control/mod.rs`;
-//!   OSC packets decoded `host/control/osc.rs`; MIDI messages onto a
-//!   scene's `controls` `host/control/midi.rs`; MIDI files as exactly
-//!   timed messages `host/control/midi_file.rs`; `render --midi`
+//! - **Remote in** (`host/remote/`): the messages transports send,
+//!   and how a change becomes an engine's record, `host/remote/mod.rs`;
+//!   OSC packets decoded `host/remote/osc.rs`; MIDI messages onto a
+//!   scene's `controls` `host/remote/midi.rs`; MIDI files as exactly
+//!   timed messages `host/remote/midi_file.rs`; `render --midi`
 //!   `host/offline/midi.rs`, landing scheduled changes in offline loops
 //!   `engine/feed.rs`; the control thread's hub every transport sends to
 //!   (resolving, the ring to the callback, the journal, replies)
-//!   `host/live/control_in.rs`; `run --osc`'s socket and thread
+//!   `host/live/remote_in.rs`; `run --osc`'s socket and thread
 //!   `host/live/osc_in.rs`; MIDI ports and the `file:` port for `run`
 //!   `host/live/midi.rs`; the records the engine lands at their sample
-//!   `engine/control.rs`; a scene's `controls` loaded
+//!   `engine/changes.rs`; a scene's `controls` loaded
 //!   `scene/load/controls.rs`, resolved `graph/compile/controls.rs` into
 //!   the scaling of `graph/controls.rs`.
 //! - **Files** (`host/files/`): the output rules every written file obeys

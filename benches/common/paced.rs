@@ -4,7 +4,7 @@
 
 use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::host::files::resources::Folders;
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
 use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
 use morphrt::profile::Profile;
 use std::path::{Path, PathBuf};
@@ -89,7 +89,7 @@ pub fn session(
         None,
         240,
         meters.clone(),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         Instant::now(),
     );
     let session = LiveSession::new(

@@ -41,7 +41,7 @@
 //! | [`scene`] | dsp, profile | the scene format, units, command-line times, resources, located errors |
 //! | [`ops`] | dsp … scene | the operator registry, one file or folder per family |
 //! | [`graph`] | dsp … ops | compile: scene → plan, and `check`'s report |
-//! | [`engine`] | dsp … graph | the block processor, handover (capture, migration, the incoming engine), the deck, offline loops |
+//! | [`engine`] | dsp … graph | the block processor, handover (save, migration, the incoming engine), the deck, offline loops |
 //! | [`api`] | dsp … engine | the embedding API: scenes loaded for a host with their params by stable id, the real-time player, the controller and processor a host plays through |
 //!
 //! # Where each concept lives
@@ -74,9 +74,9 @@
 //!   `engine/timing.rs`; the main bus `engine/bus.rs`; deck, crossfade and
 //!   the device output stage (clip, stop fade) [`engine::Deck`] in
 //!   `engine/deck.rs`; offline loops [`engine::run_blocks`] `engine/blocks.rs`.
-//! - **Handover**: capture and migration `engine/handover.rs`; the audio
-//!   thread's capture of long state in parts over blocks
-//!   `engine/capture.rs`; the control side's steps (compile, capture,
+//! - **Handover**: save and migration `engine/handover.rs`; the audio
+//!   thread's save of long state in parts over blocks
+//!   `engine/save.rs`; the control side's steps (compile, save,
 //!   migrate, fast-forward, offer), shared by every host,
 //!   `engine/incoming.rs`.
 //! - **Embedding API**: [`Activation`] gives a [`Controller`] (profile

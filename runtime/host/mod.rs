@@ -16,13 +16,13 @@
 //! `error` may use every wing, which reach it only as `crate::host::HostError`),
 //! checked by a test in `runtime/lib.rs`.
 
-pub mod control;
 mod error;
 pub mod files;
 pub mod live;
 pub mod machine;
 pub mod offline;
 pub mod record;
+pub mod remote;
 pub mod term;
 
 pub use error::HostError;

@@ -1,4 +1,4 @@
-//! Control records on the engine: they land at their sample (strict,
+//! Change records on the engine: they land at their sample (strict,
 //! repro) or their block (live), past ones at the next block, in
 //! `(sample, seq)` order after the plan's events; across a handover they
 //! follow the nodes by id, and the params they moved carry unless the
@@ -7,14 +7,14 @@
 use crate::support as common;
 
 use common::{engine, play};
-use morphrt::engine::incoming::{Incoming, Scripted, ScriptedControl, SessionFixed};
-use morphrt::engine::{ControlRecord, Outcome};
+use morphrt::engine::incoming::{Incoming, Scripted, ScriptedChange, SessionFixed};
+use morphrt::engine::{ChangeRecord, Outcome};
 use morphrt::graph::ControlValue;
 use morphrt::profile::Profile;
 
-fn set(e: &morphrt::engine::Engine, sample: u64, v: f64, seq: u64) -> ControlRecord {
+fn set(e: &morphrt::engine::Engine, sample: u64, v: f64, seq: u64) -> ChangeRecord {
     let (node, param) = e.find_param("d", "value").unwrap();
-    ControlRecord {
+    ChangeRecord {
         sample,
         node: node as u32,
         param: param as u16,
@@ -39,7 +39,7 @@ fn a_record_lands_at_its_sample_under_strict_and_repro_and_at_its_block_under_li
     ] {
         let mut e = engine(common::DC, Some(profile), 64);
         let r = set(&e, 100, 0.5, 1);
-        e.push_control(r).unwrap();
+        e.push_change(r).unwrap();
         let out = play(&mut e, 256, 0);
         let at = change_at(&out, out[0]).unwrap();
         assert_eq!(at, expect, "{profile}");
@@ -48,7 +48,7 @@ fn a_record_lands_at_its_sample_under_strict_and_repro_and_at_its_block_under_li
             "{profile}"
         );
         let mut reports = Vec::new();
-        e.take_control_reports(|r| reports.push(r));
+        e.take_change_reports(|r| reports.push(r));
         assert_eq!(reports.len(), 1);
         assert!(
             matches!(reports[0].outcome, Outcome::Applied { at, .. } if at == expect as u64),
@@ -62,16 +62,16 @@ fn a_late_record_lands_at_the_next_block_and_ties_keep_their_seq_order() {
     let mut e = engine(common::DC, Some(Profile::Strict), 64);
     play(&mut e, 128, 0);
     // Meant for sample 10, long past: it lands at 128.
-    e.push_control(set(&e, 10, 0.5, 2)).unwrap();
+    e.push_change(set(&e, 10, 0.5, 2)).unwrap();
     // Two records for one sample, pushed out of order: seq 3 lands last.
-    e.push_control(set(&e, 200, 0.75, 4)).unwrap();
-    e.push_control(set(&e, 200, 0.125, 3)).unwrap();
+    e.push_change(set(&e, 200, 0.75, 4)).unwrap();
+    e.push_change(set(&e, 200, 0.125, 3)).unwrap();
     let out = play(&mut e, 256, 0);
     assert_eq!(out[0], 0.5);
     assert_eq!(out[200 - 128 - 1], 0.5);
     assert_eq!(out[200 - 128], 0.75);
     let mut at = Vec::new();
-    e.take_control_reports(|r| at.push((r.seq, r.outcome)));
+    e.take_change_reports(|r| at.push((r.seq, r.outcome)));
     let samples: Vec<(u64, u64)> = at
         .iter()
         .map(|(s, o)| match o {
@@ -87,14 +87,14 @@ fn a_record_for_another_engine_is_stale_and_a_full_queue_refuses() {
     let mut a = engine(common::DC, Some(Profile::Strict), 64);
     let b = engine(common::DC, Some(Profile::Strict), 64);
     assert_ne!(a.id(), b.id());
-    let err = a.push_control(set(&b, 10, 0.5, 1)).unwrap_err();
+    let err = a.push_change(set(&b, 10, 0.5, 1)).unwrap_err();
     assert_eq!(err.outcome, Outcome::Stale);
-    for i in 0..morphrt::engine::CONTROL_QUEUE as u64 {
-        a.push_control(set(&a, 1000 + i, 0.5, i)).unwrap();
+    for i in 0..morphrt::engine::CHANGE_QUEUE as u64 {
+        a.push_change(set(&a, 1000 + i, 0.5, i)).unwrap();
     }
     assert_eq!(a.control_room(), 0);
     assert_eq!(
-        a.push_control(set(&a, 10, 0.5, 9999)).unwrap_err().outcome,
+        a.push_change(set(&a, 10, 0.5, 9999)).unwrap_err().outcome,
         Outcome::Full
     );
 }
@@ -115,7 +115,7 @@ const TWO: &str = r#"{"version": "1.0", "nodes": [
 /// A session of `TWO` whose `d` a control sets to 0.5 at sample 300.
 fn controlled_at_300() -> Scripted {
     let mut s = Scripted::new(edit(TWO, Profile::Strict), 1);
-    s.schedule([ScriptedControl {
+    s.schedule([ScriptedChange {
         sample: 300,
         node: "d".into(),
         param: "value".into(),
@@ -165,7 +165,7 @@ fn a_record_queued_for_the_old_engine_lands_on_the_new_one_at_its_sample() {
     let st = old.snapshot();
     new.migrate(&st, 256);
     let (on, op) = old.find_param("d", "value").unwrap();
-    let r = ControlRecord {
+    let r = ChangeRecord {
         sample: 300,
         node: on as u32,
         param: op as u16,
@@ -175,14 +175,14 @@ fn a_record_queued_for_the_old_engine_lands_on_the_new_one_at_its_sample() {
         seq: 7,
     };
     // A record resolved for the engine `new` migrated from lands on it.
-    new.push_control(r).unwrap();
+    new.push_change(r).unwrap();
     let out = play(&mut new, 512, 0);
     assert_eq!(out[300 - 256 - 1], 0.25);
     assert_eq!(out[300 - 256], 0.5);
     // One resolved for an engine two generations back is stale.
     let mut newer = engine(TWO, Some(Profile::Strict), 64);
     newer.migrate(&new.snapshot(), 512);
-    assert_eq!(newer.push_control(r).unwrap_err().outcome, Outcome::Stale);
+    assert_eq!(newer.push_change(r).unwrap_err().outcome, Outcome::Stale);
 }
 
 #[test]
@@ -199,7 +199,7 @@ fn scheduled_controls_are_bit_identical_across_block_sizes_under_strict() {
         let inc =
             Incoming::compile(scene, std::path::Path::new("t.json"), &f, Profile::Strict).unwrap();
         let mut s = Scripted::new(inc, 1);
-        s.schedule((0..40).map(|i| ScriptedControl {
+        s.schedule((0..40).map(|i| ScriptedChange {
             sample: 97 + i * 331,
             node: "lp".into(),
             param: "cutoff".into(),
@@ -250,7 +250,7 @@ fn a_record_of_the_wrong_kind_is_refused_and_changes_nothing() {
         ];
         for (seq, (node, param, value)) in wrong.into_iter().enumerate() {
             let (n, p) = e.find_param(node, param).unwrap();
-            let r = ControlRecord {
+            let r = ChangeRecord {
                 sample: 100,
                 node: n as u32,
                 param: p as u16,
@@ -259,21 +259,21 @@ fn a_record_of_the_wrong_kind_is_refused_and_changes_nothing() {
                 engine: e.id(),
                 seq: seq as u64,
             };
-            let err = e.push_control(r).unwrap_err();
+            let err = e.push_change(r).unwrap_err();
             assert_eq!(err.outcome, Outcome::WrongKind, "{node}:{param} {value:?}");
         }
         // The right kind for each is still taken.
         let (n, p) = e.find_param("f", "mode").unwrap();
         let mut r = set(&e, 100, 0.0, 99);
         (r.node, r.param, r.value) = (n as u32, p as u16, ControlValue::Enum(0));
-        e.push_control(r).unwrap();
+        e.push_change(r).unwrap();
         r.engine = want.id();
-        want.push_control(r).unwrap();
+        want.push_change(r).unwrap();
         let (got, want) = (play(&mut e, 512, 0), play(&mut want, 512, 0));
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&want), "{profile}");
         let mut reports = Vec::new();
-        e.take_control_reports(|r| reports.push(r));
+        e.take_change_reports(|r| reports.push(r));
         assert_eq!(reports.len(), 1, "{profile}: {reports:?}");
         assert_eq!(reports[0].seq, 99);
     }

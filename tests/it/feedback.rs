@@ -41,7 +41,7 @@ fn same_bits_at_every_block_size(name: &str, text: &str, frames: u64) {
         .map(|b| {
             (
                 b,
-                render_hash(&mut engine(text, Some(Profile::Strict), b), frames),
+                render_hash(engine(text, Some(Profile::Strict), b), frames),
             )
         })
         .collect();

@@ -1,4 +1,4 @@
-//! The block loop under a flood of control records and notes from outside,
+//! The block loop under a flood of change records and notes from outside,
 //! each landing at its own sample of the block: what the engine plays is
 //! the same bits as the same engine driven one sample per block (where
 //! nothing can be cut anywhere but at a sample's start) and as the
@@ -9,7 +9,7 @@
 use crate::support as common;
 
 use common::counting::{counts, realtime};
-use morphrt::engine::{ControlRecord, Engine, Outcome};
+use morphrt::engine::{ChangeRecord, Engine, Outcome};
 use morphrt::graph::{ControlValue, NoteAction, PlanNote};
 use morphrt::profile::Profile;
 
@@ -52,7 +52,7 @@ const PAD: &str = r#"{ "version": "1.0", "sample_rate": 48000, "seed": 11,
 /// What one block receives from outside, the same for every engine driven.
 #[derive(Clone, Copy, Debug)]
 enum Push {
-    /// A control record for `(node, param)` at sample `at` of the block.
+    /// A change record for `(node, param)` at sample `at` of the block.
     Control {
         at: u64,
         node: &'static str,
@@ -240,7 +240,7 @@ fn drive(
                             .iter()
                             .find(|(t, _)| *t == (node, param))
                             .expect("a target");
-                        let r = ControlRecord {
+                        let r = ChangeRecord {
                             sample: clock + at,
                             node: *n as u32,
                             param: *pi as u16,
@@ -249,7 +249,7 @@ fn drive(
                             engine: id,
                             seq: *seq,
                         };
-                        e.push_control(r).expect("room in the queue");
+                        e.push_change(r).expect("room in the queue");
                     }
                     Push::Note { at, action } => {
                         let note = morphrt::engine::NoteRecord {
@@ -284,7 +284,7 @@ fn drive(
             run(e, &mut seq);
         }
         played.bits.extend(frame.iter().map(|x| x.to_bits()));
-        e.take_control_reports(|r| match r.outcome {
+        e.take_change_reports(|r| match r.outcome {
             Outcome::Applied { at, node, .. } => played.reports.push((r.seq, at, node)),
             other => panic!("report {}: {other:?}", r.seq),
         });
@@ -382,7 +382,7 @@ fn a_flood_on_poly_pad_never_allocates_in_the_callback() {
                 let id = e.id();
                 for k in 0..256u64 {
                     let (node, param) = targets[(k % 2) as usize];
-                    let _ = e.push_control(ControlRecord {
+                    let _ = e.push_change(ChangeRecord {
                         sample: next + (k * 37 + 11) % BLOCK as u64,
                         node: node as u32,
                         param: param as u16,
@@ -403,7 +403,7 @@ fn a_flood_on_poly_pad_never_allocates_in_the_callback() {
                     });
                 }
                 e.process_block(BLOCK);
-                e.take_control_reports(|_| {});
+                e.take_change_reports(|_| {});
             }
         });
         let after = counts();

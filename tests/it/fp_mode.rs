@@ -9,7 +9,7 @@ use morphrt::dsp::fpmode::FpGuard;
 use morphrt::engine::incoming::{Incoming, Scripted};
 use morphrt::engine::{Deck, Engine};
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::live::player::{Controls, Meters, Player};
+use morphrt::host::live::player::{Meters, Player, Switches};
 use morphrt::profile::Profile;
 use std::sync::Arc;
 
@@ -72,12 +72,12 @@ fn a_crossfade_of_denormals_is_the_same_under_the_callers_ftz_and_daz() {
 /// Frames the callback plays before its stop fade ends.
 const PLAYED: usize = 20 * 48 + 240;
 
-/// Plays `first`, a handover to `next` captured at 0 and swapped at 128
+/// Plays `first`, a handover to `next` saved at 0 and swapped at 128
 /// with a 256-frame crossfade, and a stop fade from the 21st callback
 /// through the real callback; returns what the device got until the fade
 /// ended.
 fn callback_output(first: Engine, next: Engine) -> Vec<f32> {
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let mut player = Player::new(
         first,
         2,

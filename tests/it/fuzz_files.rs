@@ -657,8 +657,8 @@ fn mutated_goldens_check_or_are_refused_cleanly() {
     let dir = common::temp_dir("fuzz-goldens");
     let (scene, golden, out) = (dir.join("tone.json"), dir.join("g.json"), dir.join("none"));
     std::fs::write(&scene, TONE).unwrap();
-    let mut strict = common::engine(TONE, Some(morphrt::profile::Profile::Strict), 64);
-    let sha = morphrt::host::offline::render_hash(&mut strict, 4800);
+    let strict = common::engine(TONE, Some(morphrt::profile::Profile::Strict), 64);
+    let sha = morphrt::host::offline::render_hash(strict, 4800);
     let base = serde_json::to_string_pretty(&serde_json::json!({
         "scene": "tone.json", "frames": 4800, "sample_rate": 48000,
         "sha256": sha, "parity": { "repro": 1e-3, "live": 3e-2 }

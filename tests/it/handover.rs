@@ -1,5 +1,5 @@
 //! Hot edits and profile switches through the handover that `run` uses
-//! (capture at N → migrate → fast-forward → swap at S), driven offline so
+//! (save at N → migrate → fast-forward → swap at S), driven offline so
 //! the results are exact and repeatable.
 
 use crate::support as common;

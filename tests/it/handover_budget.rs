@@ -9,7 +9,7 @@ use morphrt::engine::incoming::{Asked, Incoming, SessionFixed};
 use morphrt::graph::{compile, plan_cost_ns, CompileOptions};
 use morphrt::host::live::input::history::history;
 use morphrt::host::live::input::{InputFormat, LiveInput};
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell, CATCH_UP_PER_BLOCK};
+use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches, CATCH_UP_PER_BLOCK};
 use morphrt::host::live::session::{LiveSession, Playing, SessionConfig, HANDOVER_BUDGET};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -113,7 +113,7 @@ impl Session {
             None,
             240,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             Instant::now(),
         );
         player.set_input(Box::new(Source(0)));

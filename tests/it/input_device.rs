@@ -1,6 +1,6 @@
-//! `morphrt run` recording from a real cpal capture stream on ALSA, with no
+//! `morphrt run` recording from a real cpal input stream on ALSA, with no
 //! sound card: the project-local `tests/alsa/input.conf` defines a device
-//! `recorded` (the ALSA `file` plugin over `null`) whose capture stream
+//! `recorded` (the ALSA `file` plugin over `null`) whose input stream
 //! returns the raw samples of `$INFILE`. It is unpaced (it records far
 //! faster than real time), so the ring overflows and the reader skips to
 //! catch up all the time: the tests assert what survives that — the known
@@ -12,7 +12,7 @@ use crate::support as common;
 
 use common::{root, stderr, stdout, temp_dir};
 use cpal::{SampleFormat, SupportedBufferSize, SupportedStreamConfigRange};
-use morphrt::host::live::device::cpal::input::{choose, CaptureSample, Choice};
+use morphrt::host::live::device::cpal::input::{choose, Choice, InputSample};
 use morphrt::host::live::device::Need;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -100,7 +100,7 @@ fn counter(log: &str, name: &str) -> u64 {
 }
 
 #[test]
-fn a_constant_recorded_by_a_capture_stream_is_what_plays() {
+fn a_constant_recorded_by_an_input_stream_is_what_plays() {
     let (played, log) = play_recording("in-const", &vec![0.25f32; 2_000_000], "1s");
     assert_eq!(played.len(), 48_000, "{log}");
     // Silence only where the ring was priming or ran short; else the input.
@@ -292,7 +292,7 @@ fn a_device_that_cannot_record_for_the_session_says_what_it_lacks() {
 }
 
 #[test]
-fn integer_capture_samples_scale_as_integer_wav_input_does() {
+fn integer_input_samples_scale_as_integer_wav_input_does() {
     assert_eq!(i16::MAX.to_f64(), 1.0);
     assert_eq!((-i16::MAX).to_f64(), -1.0);
     assert_eq!(16_384i16.to_f64(), 16_384.0 / 32_767.0);
@@ -304,12 +304,12 @@ fn integer_capture_samples_scale_as_integer_wav_input_does() {
     assert_eq!(0.375f32.to_f64(), 0.375);
 }
 
-/// What a capture device recorded is kept like a file input's: an edit
+/// What an input device recorded is kept like a file input's: an edit
 /// and a profile switch while it plays apply (their new engines catch up
 /// through the input history), the journal records the input beside it,
 /// and the replay is the capture bit for bit.
 #[test]
-fn edits_and_switches_while_a_capture_device_plays_apply_and_replay() {
+fn edits_and_switches_while_an_input_device_plays_apply_and_replay() {
     let dir = temp_dir("capture-edits");
     let scene_text = |gain: &str| {
         format!(

@@ -13,8 +13,8 @@ use common::engine;
 use counters::{counters, counters_with, Kind};
 use morphrt::dsp::rng::mix64;
 use morphrt::dsp::vector::SimdLevel;
-use morphrt::engine::incoming::{Incoming, Scripted, ScriptedControl};
-use morphrt::engine::{render_to_vec, ControlRecord, Engine};
+use morphrt::engine::incoming::{Incoming, Scripted, ScriptedChange};
+use morphrt::engine::{render_to_vec, ChangeRecord, Engine};
 use morphrt::graph::ControlValue;
 use morphrt::profile::Profile;
 
@@ -322,7 +322,7 @@ fn edit_scene(retune: bool, drop: bool, add: bool) -> String {
     )
 }
 
-/// Plays `first`, then hands over to each of `edits` in turn (captured a
+/// Plays `first`, then hands over to each of `edits` in turn (saved a
 /// block before its swap), with lanes on or off in every engine; returns
 /// the output by channel.
 fn played(
@@ -637,7 +637,7 @@ fn a_steady_group_follows_every_change_to_its_members() {
             for (k, ramp) in [(0, 0), (count / 2, 300)] {
                 for e in [&mut on, &mut off] {
                     let (node, param) = e.find_param(&format!("s{k}"), "freq").unwrap();
-                    let r = ControlRecord {
+                    let r = ChangeRecord {
                         sample: e.clock() + 10,
                         node: node as u32,
                         param: param as u16,
@@ -646,7 +646,7 @@ fn a_steady_group_follows_every_change_to_its_members() {
                         engine: e.id(),
                         seq: k as u64,
                     };
-                    e.push_control(r).unwrap();
+                    e.push_change(r).unwrap();
                 }
                 both(&mut on, &mut off, 1500);
             }
@@ -781,7 +781,7 @@ fn sines_and_x(noise: bool) -> String {
 fn a_control_carried_across_an_edit_reaches_a_steady_group() {
     let run = |lanes: bool| {
         let mut s = Scripted::new(edit(&sines_and_x(false), Profile::Live, lanes), 2);
-        s.schedule([ScriptedControl {
+        s.schedule([ScriptedChange {
             sample: 300,
             node: "s0".into(),
             param: "freq".into(),

@@ -14,7 +14,7 @@ use crate::support as common;
 
 use morphrt::engine::incoming::{Asked, Incoming, SessionFixed};
 use morphrt::graph::{compile, CompileOptions};
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
 use morphrt::host::live::session::{LiveSession, Playing, Reason, SessionConfig};
 use morphrt::profile::Profile;
 use std::io::Write;
@@ -186,7 +186,7 @@ impl Session {
             None,
             240,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             Instant::now(),
         );
         let session = LiveSession::new(

@@ -9,7 +9,7 @@ use morphrt::dsp::Sample;
 use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions, Plan};
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
 use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
 use morphrt::ops::{AnyNode, Io, NodeProcessor, NodeState, StateError};
 use morphrt::profile::Profile;
@@ -101,7 +101,7 @@ fn session_on(
         None,
         240,
         meters.clone(),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         std::time::Instant::now(),
     );
     let session = LiveSession::new(
@@ -178,7 +178,7 @@ fn a_panicking_node_is_muted_and_playback_goes_on() {
         None,
         240,
         meters.clone(),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         std::time::Instant::now(),
     );
     let cell = PlayerCell::new(player);
@@ -223,11 +223,11 @@ fn replies_held_in_the_outbox_arrive_in_order() {
   "outputs": { "main": ["o"] } }"#;
     let mut player = common::player(common::engine(scene, None, 64), 64);
     let mut link = player.link();
-    // Captures fill the reply ring while the control side does not drain it.
+    // Saves fill the reply ring while the control side does not drain it.
     let engine = common::engine(scene, None, 64);
     let mut fillers = 0;
     while link
-        .send(ToAudio::Capture(Box::new(engine.snapshot())))
+        .send(ToAudio::Save(Box::new(engine.snapshot())))
         .is_ok()
     {
         fillers += 1;
@@ -248,7 +248,7 @@ fn replies_held_in_the_outbox_arrive_in_order() {
     for _ in 0..fillers {
         assert!(matches!(
             link.receive(),
-            Some(FromAudio::Captured { at: 0, .. })
+            Some(FromAudio::Saved { at: 0, .. })
         ));
     }
     player.fill(&mut out);
@@ -256,7 +256,7 @@ fn replies_held_in_the_outbox_arrive_in_order() {
         .map(|m| match m {
             FromAudio::Swapped { .. } => "swapped",
             FromAudio::Retired(_) => "retired",
-            FromAudio::Captured { .. } => "captured",
+            FromAudio::Saved { .. } => "saved",
             FromAudio::Refused { .. } => "refused",
         })
         .collect();
@@ -367,7 +367,7 @@ fn with_amp(amp: f64) -> String {
 }
 
 // The control thread offers late: its view of the audio clock is stale
-// (meters that never move), and it handles the capture 200 ms after it
+// (meters that never move), and it handles the save 200 ms after it
 // was made, so the swap sample it picks has been played already. The
 // callback refuses the offer; the session places it again from the clock
 // the refusal reports, with more headroom, and the edit applies.
@@ -378,8 +378,8 @@ fn a_late_offer_is_refused_placed_again_and_applied() {
     t.wait_clock(4_800);
     assert!(t.peak_over(4_800) > 0.45, "the first engine plays amp 0.5");
     t.edit(&with_amp(0.25));
-    // This tick asks for the capture; the next one, 200 ms of audio later,
-    // offers at the capture's sample plus the lead: in the past.
+    // This tick asks for the save; the next one, 200 ms of audio later,
+    // offers at the save's sample plus the lead: in the past.
     t.session.tick(&mut t.log);
     let asked = t.clock();
     t.wait_clock(asked + 9_600);

@@ -381,8 +381,8 @@ fn controls() -> Vec<morphrt::graph::ControlMap> {
 #[test]
 fn a_file_port_sends_stamped_messages_in_order() {
     use morphrt::graph::ControlValue;
-    use morphrt::host::control::{Change, Command, When};
     use morphrt::host::live::midi::{open_midi, MidiControls, MidiSpec};
+    use morphrt::host::remote::{Change, Command, When};
     use std::time::Duration;
     let dir = temp_dir("midi-port");
     let mid = dir.join("seq.mid");

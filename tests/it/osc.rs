@@ -100,7 +100,7 @@ fn landed(reply: &(String, String)) -> u64 {
         .unwrap_or_else(|| panic!("no sample in {reply:?}"))
 }
 
-/// The journal's control records: (at, value, from).
+/// The journal's change records: (at, value, from).
 fn journaled(journal: &Path) -> Vec<(u64, f64, String)> {
     std::fs::read_to_string(journal)
         .unwrap()
@@ -168,7 +168,7 @@ fn a_session_over_osc_lands_every_change_where_the_journal_says_and_replays() {
     let ahead = SystemTime::now() + Duration::from_millis(500);
     let bundle = |t: SystemTime, v: f64| {
         OscPacket::Bundle(OscBundle {
-            timetag: morphrt::host::control::osc::timetag(t),
+            timetag: morphrt::host::remote::osc::timetag(t),
             content: vec![param("d", "value", OscType::Double(v))],
         })
     };
@@ -435,10 +435,10 @@ fn a_non_loopback_address_is_warned_about() {
 /// feeding it, its clock read from meters no callback writes.
 fn hub_of_scene() -> (
     morphrt::host::live::player::Player,
-    morphrt::host::live::control_in::ControlHub,
+    morphrt::host::live::remote_in::RemoteHub,
 ) {
-    use morphrt::host::live::control_in::{AudioClock, ControlHub};
     use morphrt::host::live::player::Meters;
+    use morphrt::host::live::remote_in::{AudioClock, RemoteHub};
     use morphrt::host::live::session::PlayingControls;
     use std::sync::Arc;
     let incoming = morphrt::engine::incoming::Incoming::from_plan(
@@ -455,7 +455,7 @@ fn hub_of_scene() -> (
         stamped_latency: 0,
         first_sample: 0,
     };
-    let hub = ControlHub::new(player.control_link(), controls, clock);
+    let hub = RemoteHub::new(player.control_link(), controls, clock);
     (player, hub)
 }
 
@@ -464,14 +464,14 @@ fn hub_of_scene() -> (
 /// and answered with an error, and the hub never blocks.
 #[test]
 fn the_backlog_is_bounded_and_what_it_drops_is_counted_and_answered() {
-    use morphrt::host::control::{Change, Command, Message, When};
-    use morphrt::host::live::control_in::BACKLOG;
+    use morphrt::host::live::remote_in::BACKLOG;
+    use morphrt::host::remote::{Change, Command, Message, When};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let (player, mut hub) = hub_of_scene();
     let refused = Arc::new(AtomicUsize::new(0));
     let tx = hub.sender();
-    let ring = morphrt::host::live::player::CONTROL_RING;
+    let ring = morphrt::host::live::player::CHANGE_RING;
     let sent = ring + BACKLOG + 1000;
     for i in 0..sent {
         let refused = refused.clone();
@@ -509,8 +509,8 @@ fn the_backlog_is_bounded_and_what_it_drops_is_counted_and_answered() {
 /// refused; one within it is held and lands.
 #[test]
 fn a_timetag_too_far_ahead_is_refused_at_once() {
-    use morphrt::host::control::{Change, Command, Message, When};
-    use morphrt::host::live::control_in::MAX_AHEAD;
+    use morphrt::host::live::remote_in::MAX_AHEAD;
+    use morphrt::host::remote::{Change, Command, Message, When};
     use std::sync::{Arc, Mutex};
     let (mut player, mut hub) = hub_of_scene();
     let answers: Arc<Mutex<Vec<Result<String, String>>>> = Arc::default();
@@ -590,7 +590,7 @@ fn timed_commands(profile: &str, to: &str, exact: bool) {
     let now = SystemTime::now();
     let tagged = |ms: u64, content: Vec<OscPacket>| {
         OscPacket::Bundle(OscBundle {
-            timetag: morphrt::host::control::osc::timetag(now + Duration::from_millis(ms)),
+            timetag: morphrt::host::remote::osc::timetag(now + Duration::from_millis(ms)),
             content,
         })
     };
@@ -730,7 +730,7 @@ fn a_timetagged_switch_of_a_scene_reading_the_input_lands_at_exactly_its_sample(
     let c = Client::new(port);
     let tagged = |ms: u64, content: Vec<OscPacket>| {
         OscPacket::Bundle(OscBundle {
-            timetag: morphrt::host::control::osc::timetag(
+            timetag: morphrt::host::remote::osc::timetag(
                 SystemTime::now() + Duration::from_millis(ms),
             ),
             content,
@@ -896,7 +896,7 @@ fn a_reply_states_the_delay_and_cutoff_that_play_and_why_they_differ_from_the_as
     // land at one sample.
     let ahead = SystemTime::now() + Duration::from_millis(300);
     c.send(&OscPacket::Bundle(OscBundle {
-        timetag: morphrt::host::control::osc::timetag(ahead),
+        timetag: morphrt::host::remote::osc::timetag(ahead),
         content: vec![
             param("echo", "time", OscType::Double(2.0)),
             param("f", "cutoff", OscType::Double(30_000.0)),

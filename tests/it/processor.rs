@@ -4,11 +4,10 @@
 //! handover `replay` redoes; a restored snapshot resumes bit for bit.
 
 use crate::support::counting;
+use morphrt::api::player::offline_player;
 use morphrt::api::{Activation, Controller, Event, Notice, ProcessError, Processor};
 use morphrt::engine::incoming::{Incoming, Scripted};
-use morphrt::engine::{
-    try_run_blocks_fed, ControlFeed, InputBlock, InputFeed, ScriptedControl, ScriptedNote,
-};
+use morphrt::engine::{ChangeFeed, InputBlock, InputFeed, ScriptedChange, ScriptedNote};
 use morphrt::graph::{compile, midi_note_hz, CompileOptions, ControlValue, NoteAction};
 use morphrt::profile::Profile;
 
@@ -132,7 +131,7 @@ fn play(sizes: &[usize]) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// The same scene, input and events rendered offline by the engine's
+/// The same scene, input and events rendered offline by the player's
 /// block loop (as `morphrt render` runs it), as f32 bits.
 fn offline(frames: usize) -> Vec<Vec<u32>> {
     let scene = morphrt::scene::load_str(SCENE, "host.json", None).unwrap();
@@ -151,7 +150,7 @@ fn offline(frames: usize) -> Vec<Vec<u32>> {
             action,
         };
         match e {
-            EventSpec::Freq(hz) => controls.push(ScriptedControl {
+            EventSpec::Freq(hz) => controls.push(ScriptedChange {
                 sample: f,
                 node: "tone".into(),
                 param: "freq".into(),
@@ -174,23 +173,23 @@ fn offline(frames: usize) -> Vec<Vec<u32>> {
             EventSpec::Pedal(down) => notes.push(note(NoteAction::Sustain(down))),
         }
     }
-    let mut feed = ControlFeed::with_notes(controls, notes);
+    let mut feed = ChangeFeed::with_notes(controls, notes);
     let mut out = vec![Vec::new(); engine.channels()];
-    try_run_blocks_fed::<()>(
-        &mut engine,
-        frames as u64,
-        &[],
-        Some(&mut feed),
-        |_| Ok(()),
-        |bus| {
-            for (c, o) in out.iter_mut().enumerate() {
-                o.extend((0..bus.frames()).map(|i| (bus.get(c, i) as f32).to_bits()));
-            }
-            Ok(())
-        },
-        |_| {},
-    )
-    .unwrap();
+    offline_player(engine)
+        .play_frames::<()>(
+            frames as u64,
+            &[],
+            Some(&mut feed),
+            |_| Ok(()),
+            |bus| {
+                for (c, o) in out.iter_mut().enumerate() {
+                    o.extend((0..bus.frames()).map(|i| (bus.get(c, i) as f32).to_bits()));
+                }
+                Ok(())
+            },
+            |_| {},
+        )
+        .unwrap();
     assert!(feed.errors().is_empty(), "{:?}", feed.errors());
     out
 }
@@ -371,7 +370,7 @@ fn a_profile_switch_carries_the_sines_phase_as_the_replayed_handover_does() {
     ctl.set_profile(Profile::Repro).unwrap();
     let notices = run(&mut ctl, &mut p, 9000, 77, &mut out);
     let Some(Notice::Swapped {
-        captured_at,
+        saved_at,
         swap_at,
         fade,
         ..
@@ -395,7 +394,7 @@ fn a_profile_switch_carries_the_sines_phase_as_the_replayed_handover_does() {
     };
     let mut scripted = Scripted::new(fixed(Profile::Strict), 2);
     scripted
-        .handover_at(fixed(Profile::Repro), captured_at, swap_at, fade)
+        .handover_at(fixed(Profile::Repro), saved_at, swap_at, fade)
         .unwrap();
     let total = out[0].len() as u64;
     scripted.play_to(total - b);
@@ -579,7 +578,7 @@ fn a_param_event_in_the_call_of_a_swap_lands_on_the_new_engine_at_its_sample() {
         vec![Event::param(511, freq, 660.0)]
     });
     let Some(Notice::Swapped {
-        captured_at,
+        saved_at,
         swap_at,
         fade,
         ..
@@ -600,7 +599,7 @@ fn a_param_event_in_the_call_of_a_swap_lands_on_the_new_engine_at_its_sample() {
     );
     let mut scripted = Scripted::new(incoming(SINE), 2);
     scripted
-        .handover_at(incoming(&with_event), captured_at, swap_at, fade)
+        .handover_at(incoming(&with_event), saved_at, swap_at, fade)
         .unwrap();
     scripted.play_to((out[0].len() - b) as u64);
     assert_late_equal(&out, scripted.output(), b, "the event after the swap");
@@ -608,7 +607,7 @@ fn a_param_event_in_the_call_of_a_swap_lands_on_the_new_engine_at_its_sample() {
     // Not a coincidence: without the event the output differs.
     let mut without = Scripted::new(incoming(SINE), 2);
     without
-        .handover_at(incoming(&edited), captured_at, swap_at, fade)
+        .handover_at(incoming(&edited), saved_at, swap_at, fade)
         .unwrap();
     without.play_to((out[0].len() - b) as u64);
     assert!(without.output() != scripted.output());
@@ -737,13 +736,13 @@ fn an_input_reading_scene_edited_while_processing_catches_up_with_the_real_input
         }
         for n in ctl.poll() {
             if let Notice::Swapped {
-                captured_at,
+                saved_at,
                 swap_at,
                 fade,
                 ..
             } = n
             {
-                swap = Some((captured_at, swap_at, fade));
+                swap = Some((saved_at, swap_at, fade));
             }
         }
     }

@@ -77,23 +77,23 @@ fn process_block_never_allocates_or_frees() {
                 "{} under {p}: allocations/frees inside process_block",
                 path.display()
             );
-            // A handover captures state on the audio thread: copies into a
+            // A handover saves state on the audio thread: copies into a
             // buffer shaped beforehand, no allocation.
             let mut st = e.snapshot();
             e.process_block(bs);
             let (a0, f0) = counts();
-            realtime(|| e.capture_into(&mut st));
+            realtime(|| e.save_into(&mut st));
             let (a1, f1) = counts();
             assert_eq!(
                 (a1 - a0, f1 - f0),
                 (0, 0),
-                "{} under {p}: capture allocated",
+                "{} under {p}: save allocated",
                 path.display()
             );
             assert_eq!(
                 st,
                 e.snapshot(),
-                "{}: capture_into equals a snapshot",
+                "{}: save_into equals a snapshot",
                 path.display()
             );
         }
@@ -242,7 +242,7 @@ fn node_timing_never_allocates_and_changes_no_sample() {
 /// device period that differs from the block size so the FIFO splits blocks.
 #[test]
 fn the_callback_never_allocates_over_10000_blocks_of_every_scene() {
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use std::sync::Arc;
     for path in common::shipped_scenes() {
         let scene = morphrt::scene::load_file(&path).unwrap();
@@ -258,7 +258,7 @@ fn the_callback_never_allocates_over_10000_blocks_of_every_scene() {
         let block = plan.block_size;
         let engine = Engine::new(plan);
         let meters = Arc::new(Meters::default());
-        let controls = Arc::new(Controls::default());
+        let controls = Arc::new(Switches::default());
         let player = Player::new(
             engine,
             2,
@@ -321,7 +321,7 @@ fn with_extra(text: &str, value: Option<f64>) -> String {
 /// between callbacks on the same thread, outside the counted section.
 fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, usize, usize) {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use std::sync::Arc;
     let text = std::fs::read_to_string(scene).unwrap();
@@ -359,7 +359,7 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
     let first = Incoming::from_plan(first_plan, file_profile, Vec::new());
     let reads_input = first.engine.input_channels() > 0;
     let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let (engine, first) = Playing::split(first);
     let mut player = Player::new(
         *engine,
@@ -473,14 +473,14 @@ fn handovers_never_allocate_in_the_callback_for_any_scene() {
 /// Timetagged profile switches and snapshots asked for samples inside a
 /// block, through the real callback, a block of 64 (samples 37 and 21
 /// past a boundary): the callback cuts the block there, runs the incoming
-/// engine up to the swap beside the first part, swaps or captures, and
+/// engine up to the swap beside the first part, swaps or saves, and
 /// plays the rest, without allocating or freeing. Under strict and repro
 /// playing they land at exactly their samples, under live at the start
 /// of their block.
 #[test]
 fn timetagged_switches_and_snapshots_inside_a_block_never_allocate_in_the_callback() {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
@@ -510,7 +510,7 @@ fn timetagged_switches_and_snapshots_inside_a_block_never_allocate_in_the_callba
     );
     let first = Incoming::from_plan(plan, None, Vec::new());
     let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let (engine, first) = Playing::split(first);
     let mut player = Player::new(
         *engine,
@@ -593,7 +593,7 @@ mod callback_events {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
     use morphrt::graph::{compile, CompileOptions, Plan};
     use morphrt::host::live::player::{
-        Controls, FromAudio, Meters, NodeTimes, Player, PlayerCell, ToAudio,
+        FromAudio, Meters, NodeTimes, Player, PlayerCell, Switches, ToAudio,
     };
     use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use morphrt::host::live::tap::TapWriter;
@@ -722,7 +722,7 @@ mod callback_events {
         let fixed = SessionFixed::from_plan(&first, None);
         let first = Incoming::from_plan(first, None, Vec::new());
         let meters = Arc::new(Meters::default());
-        let controls = Arc::new(Controls::default());
+        let controls = Arc::new(Switches::default());
         controls.node_timing.store(true, Ordering::Relaxed);
         let (engine, first) = Playing::split(first);
         let mut player = Player::new(
@@ -841,16 +841,16 @@ mod callback_events {
             }
         };
         let mut requests = 0;
-        while link.send(ToAudio::Capture(Box::new(shape.clone()))).is_ok() {
+        while link.send(ToAudio::Save(Box::new(shape.clone()))).is_ok() {
             requests += 1;
         }
         play(1);
-        // A swap (and its retired engine) behind more captures, while the
+        // A swap (and its retired engine) behind more saves, while the
         // replies of the first ones still fill the ring.
         let mut next = morphrt::engine::Engine::new(plan(&text, p));
         morphrt::engine::incoming::advance_to(&mut next, 64 * 10);
         for _ in 0..4 {
-            assert!(link.send(ToAudio::Capture(Box::new(shape.clone()))).is_ok());
+            assert!(link.send(ToAudio::Save(Box::new(shape.clone()))).is_ok());
         }
         let offer = ToAudio::Offer {
             engine: Box::new(next),
@@ -858,7 +858,7 @@ mod callback_events {
             fade: 128,
         };
         assert!(link.send(offer).is_ok());
-        while link.send(ToAudio::Capture(Box::new(shape.clone()))).is_ok() {
+        while link.send(ToAudio::Save(Box::new(shape.clone()))).is_ok() {
             requests += 1;
         }
         play(300);
@@ -869,7 +869,7 @@ mod callback_events {
         }
         let kinds = |k: fn(&FromAudio) -> bool| replies.iter().filter(|m| k(m)).count();
         assert_eq!(
-            kinds(|m| matches!(m, FromAudio::Captured { .. })),
+            kinds(|m| matches!(m, FromAudio::Saved { .. })),
             requests + 4
         );
         // The offer swaps at its sample, or, held while replies wait, comes
@@ -908,7 +908,7 @@ mod callback_events {
                     None,
                     240,
                     meters.clone(),
-                    Arc::new(Controls::default()),
+                    Arc::new(Switches::default()),
                     std::time::Instant::now(),
                 );
                 let cell = PlayerCell::new(player);
@@ -943,16 +943,16 @@ mod callback_events {
     }
 }
 
-mod capture_input {
-    //! The callback reading a capture input: blocks read from the ring,
+mod input_device {
+    //! The callback reading an input device: blocks read from the ring,
     //! drift corrections (a frame dropped, a frame repeated), an underrun,
-    //! an overrun, and a rebuilt capture stream (a new ring swapped in) —
+    //! an overrun, and a rebuilt input stream (a new ring swapped in) —
     //! with a test double for the device, pushing from this thread as the
-    //! capture thread would, and allocations and frees counted in the
+    //! input thread would, and allocations and frees counted in the
     //! callback and in every push.
 
     use super::{common, counts, realtime};
-    use morphrt::host::live::device::capture::{CaptureInput, CaptureSource};
+    use morphrt::host::live::device::input::{InputDevice, InputStreamSource};
     use morphrt::host::live::device::{DeviceError, Stream, StreamEvents, StreamFault};
     use morphrt::host::live::input::ring::{InputMeters, RingShape, RingWriter};
     use morphrt::host::live::input::InputFormat;
@@ -974,7 +974,7 @@ mod capture_input {
     struct FakeStream;
     impl Stream for FakeStream {}
 
-    impl CaptureSource for FakeSource {
+    impl InputStreamSource for FakeSource {
         fn prepare(&mut self, _fallback: bool) -> Result<usize, DeviceError> {
             Ok(1)
         }
@@ -1020,7 +1020,7 @@ mod capture_input {
     }
 
     impl Rig {
-        /// One capture chunk of `frames` (a counter, so every value is
+        /// One input chunk of `frames` (a counter, so every value is
         /// distinct), then one callback of a block.
         fn block(&mut self, frames: usize) {
             let chunk: Vec<f32> = (0..frames)
@@ -1039,7 +1039,7 @@ mod capture_input {
     }
 
     #[test]
-    fn reading_correcting_and_rebuilding_a_capture_input_never_allocates_in_the_callback() {
+    fn reading_correcting_and_rebuilding_an_input_device_never_allocates_in_the_callback() {
         let engine = common::engine(THROUGH, None, 64);
         let mut player = common::player(engine, 240);
         let opened = Arc::new(Mutex::new(Opened::default()));
@@ -1050,9 +1050,9 @@ mod capture_input {
             block: 64,
         };
         let source = Box::new(FakeSource(opened.clone()));
-        let mut capture = CaptureInput::start(source, shape, Duration::from_secs(3600)).unwrap();
-        player.set_input(capture.take_input().unwrap());
-        let meters: Arc<InputMeters> = capture.meters().clone();
+        let mut device = InputDevice::start(source, shape, Duration::from_secs(3600)).unwrap();
+        player.set_input(device.take_input().unwrap());
+        let meters: Arc<InputMeters> = device.meters().clone();
         let writer = opened.lock().unwrap().writer.take().unwrap();
         let mut rig = Rig {
             cell: PlayerCell::new(player),
@@ -1061,7 +1061,7 @@ mod capture_input {
             next: 1,
             total: (0, 0),
         };
-        // In step, then the capture clock runs fast, then slow.
+        // In step, then the input clock runs fast, then slow.
         for _ in 0..400 {
             rig.block(64);
         }
@@ -1079,9 +1079,9 @@ mod capture_input {
         let events = opened.lock().unwrap().events.clone().unwrap();
         events.report(StreamFault::DeviceNotAvailable);
         let mut log = Vec::new();
-        capture.poll(&mut log);
+        device.poll(&mut log);
         let log = String::from_utf8(log).unwrap();
-        assert_eq!(capture.rebuilds(), 1, "{log}");
+        assert_eq!(device.rebuilds(), 1, "{log}");
         assert!(log.contains("reopened `test:fake`"), "{log}");
         let old = std::mem::replace(
             &mut rig.writer,
@@ -1092,7 +1092,7 @@ mod capture_input {
             rig.block(64);
         }
         assert_eq!(load(&meters.swaps), 1, "the new ring was swapped in");
-        capture.poll(&mut Vec::new());
+        device.poll(&mut Vec::new());
         assert!(rig.buf.iter().any(|&x| x != 0.0), "the new ring plays");
         // Nothing arrives for a while (an underrun), then far too much (an
         // overrun: the ring is full).
@@ -1126,7 +1126,7 @@ mod input_history {
     use morphrt::engine::{InputBlock, InputFeed};
     use morphrt::host::live::input::history::{fast_forward_through, history};
     use morphrt::host::live::input::{InputFormat, LiveInput};
-    use morphrt::host::live::player::{Controls, FromAudio, Meters, Player, PlayerCell, ToAudio};
+    use morphrt::host::live::player::{FromAudio, Meters, Player, PlayerCell, Switches, ToAudio};
     use morphrt::profile::Profile;
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
@@ -1195,7 +1195,7 @@ mod input_history {
             None,
             240,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             std::time::Instant::now(),
         );
         player.set_input(Box::new(Source(0)));
@@ -1213,10 +1213,10 @@ mod input_history {
         for _ in 0..40 {
             fill(&mut played);
         }
-        link.send(ToAudio::Capture(first.capture)).ok().unwrap();
+        link.send(ToAudio::Save(first.saved)).ok().unwrap();
         let (state, n) = loop {
             fill(&mut played);
-            if let Some(FromAudio::Captured { state, at }) = link.receive() {
+            if let Some(FromAudio::Saved { state, at }) = link.receive() {
                 break (state, at);
             }
         };
@@ -1329,7 +1329,7 @@ mod input_history {
             None,
             240,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             std::time::Instant::now(),
         );
         player.set_input(Box::new(Source(0)));
@@ -1348,10 +1348,10 @@ mod input_history {
         for _ in 0..600 {
             fill(&mut played);
         }
-        link.send(ToAudio::Capture(first.capture)).ok().unwrap();
+        link.send(ToAudio::Save(first.saved)).ok().unwrap();
         let (state, n) = loop {
             fill(&mut played);
-            if let Some(FromAudio::Captured { state, at }) = link.receive() {
+            if let Some(FromAudio::Saved { state, at }) = link.receive() {
                 break (state, at);
             }
         };
@@ -1472,7 +1472,7 @@ mod input_history {
             None,
             240,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             std::time::Instant::now(),
         );
         player.set_input(Box::new(Source(0)));
@@ -1490,10 +1490,10 @@ mod input_history {
         for _ in 0..300 {
             fill(&mut played);
         }
-        link.send(ToAudio::Capture(first.capture)).ok().unwrap();
+        link.send(ToAudio::Save(first.saved)).ok().unwrap();
         let (state, n) = loop {
             fill(&mut played);
-            if let Some(FromAudio::Captured { state, at }) = link.receive() {
+            if let Some(FromAudio::Saved { state, at }) = link.receive() {
                 break (state, at);
             }
         };
@@ -1556,7 +1556,7 @@ mod input_history {
     }
 }
 
-/// A flood of control records through a player's ring while it plays: the
+/// A flood of change records through a player's ring while it plays: the
 /// ring filled to the brim and left full for a hundred blocks with no
 /// report drained, then thousands more pushed as fast as they are taken —
 /// records for the next block, for samples ahead (the engine's queue
@@ -1565,7 +1565,7 @@ mod input_history {
 /// lost: no allocation or free in the callback under any profile.
 #[test]
 fn a_flood_of_control_records_never_allocates_in_the_callback() {
-    use morphrt::engine::ControlRecord;
+    use morphrt::engine::ChangeRecord;
     use morphrt::graph::ControlValue;
     use std::sync::atomic::Ordering;
     let text = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.1}}],
@@ -1576,7 +1576,7 @@ fn a_flood_of_control_records_never_allocates_in_the_callback() {
         let id = engine.id();
         let filled = flood(engine, p, |link, meters, seq| {
             let clock = meters.clock.load(Ordering::Relaxed);
-            let record = ControlRecord {
+            let record = ChangeRecord {
                 // Every fifth lands 1…40 blocks ahead, off the block grid.
                 sample: if seq % 5 == 0 {
                     clock + 64 * (1 + seq % 40) + seq % 64
@@ -1608,17 +1608,17 @@ fn flood(
     engine: morphrt::engine::Engine,
     p: Profile,
     mut push: impl FnMut(
-        &mut morphrt::host::live::player::ControlLink,
+        &mut morphrt::host::live::player::ChangeLink,
         &morphrt::host::live::player::Meters,
         u64,
     ) -> bool,
 ) -> u64 {
     use morphrt::engine::Outcome;
-    use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
     let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let mut player = Player::new(
         engine,
         2,
@@ -1647,7 +1647,7 @@ fn flood(
     let filled = seq;
     play(100, &mut total);
     let (mut applied, mut stale, mut other) = (0u64, 0u64, 0u64);
-    let mut drain = |link: &mut morphrt::host::live::player::ControlLink| {
+    let mut drain = |link: &mut morphrt::host::live::player::ChangeLink| {
         while let Ok(r) = link.reports.pop() {
             match r.outcome {
                 Outcome::Applied { .. } => applied += 1,
@@ -1893,13 +1893,13 @@ fn grouped_plans_and_their_regrouping_handovers_never_allocate_in_the_callback()
     }
 }
 
-/// A control record of the wrong kind for `mix`'s gains array (an
+/// A change record of the wrong kind for `mix`'s gains array (an
 /// integer), queued and played in the real-time section: refused when it
 /// is queued, so nothing is freed (applied, it would replace the array and
 /// free it on the audio thread).
 #[test]
 fn a_record_of_the_wrong_kind_frees_nothing_on_the_audio_thread() {
-    use morphrt::engine::{ControlRecord, Outcome};
+    use morphrt::engine::{ChangeRecord, Outcome};
     use morphrt::graph::ControlValue;
     let text = r#"{"version": "1.0", "nodes": [{"id": "d", "op": "dc", "params": {"value": 0.1}},
                     {"id": "m", "op": "mix", "params": {"gains": [0.5, 0.25, 2.0]}}],
@@ -1907,7 +1907,7 @@ fn a_record_of_the_wrong_kind_frees_nothing_on_the_audio_thread() {
     for p in Profile::ALL {
         let mut e = common::engine(text, Some(p), 64);
         let (node, param) = e.find_param("m", "gains").unwrap();
-        let record = ControlRecord {
+        let record = ChangeRecord {
             sample: 0,
             node: node as u32,
             param: param as u16,
@@ -1918,7 +1918,7 @@ fn a_record_of_the_wrong_kind_frees_nothing_on_the_audio_thread() {
         };
         let (a0, f0) = counts();
         let pushed = realtime(|| {
-            let pushed = e.push_control(record);
+            let pushed = e.push_change(record);
             for _ in 0..4 {
                 e.process_block(64);
             }
@@ -1936,11 +1936,11 @@ mod fatal_panics {
     //! engine, and a panic that would recur each callback happens once.
 
     use super::{common, counts, realtime};
-    use morphrt::engine::{ControlRecord, Engine};
+    use morphrt::engine::{ChangeRecord, Engine};
     use morphrt::graph::ControlValue;
     use morphrt::host::live::input::{InputFormat, LiveInput};
     use morphrt::host::live::player::{
-        install_panic_hook, Controls, Meters, Player, PlayerCell, ToAudio,
+        install_panic_hook, Meters, Player, PlayerCell, Switches, ToAudio,
     };
     use morphrt::ops::{AnyNode, Io, NodeProcessor, NodeState, StateError, Value};
     use morphrt::profile::Profile;
@@ -1962,7 +1962,7 @@ mod fatal_panics {
             None,
             64,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             std::time::Instant::now(),
         );
         (player, meters)
@@ -2059,7 +2059,7 @@ mod fatal_panics {
             // A control moves the old engine's mode after the snapshot: the
             // swap carries it into the new engine's node, which panics.
             let (node, param) = old.find_param("f", "mode").unwrap();
-            let record = ControlRecord {
+            let record = ChangeRecord {
                 sample: 256,
                 node: node as u32,
                 param: param as u16,
@@ -2068,7 +2068,7 @@ mod fatal_panics {
                 engine: old.id(),
                 seq: 1,
             };
-            old.push_control(record).unwrap();
+            old.push_change(record).unwrap();
             common::play(&mut old, 320, 0);
             morphrt::engine::incoming::advance_to(&mut new, 320);
             let new_id = new.id();

@@ -55,9 +55,9 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
             peak > 0.01 && peak <= 1.0,
             "{name}: strict peak {peak} should be audible and within ±1"
         );
-        let h64 = render_hash(&mut common::fed(Engine::new(p64)), n);
+        let h64 = render_hash(common::fed(Engine::new(p64)), n);
         let h4096 = render_hash(
-            &mut common::fed(Engine::new(plan(path, Profile::Strict, Some(4096)))),
+            common::fed(Engine::new(plan(path, Profile::Strict, Some(4096)))),
             n,
         );
         assert_eq!(

@@ -1,8 +1,8 @@
 //! Long state handled in parts over blocks, never all in one callback.
 //!
-//! A handover's capture: the audio thread copies long state (delay lines,
+//! A handover's save: the audio thread copies long state (delay lines,
 //! convolution histories, edge and main-bus lines) in parts before each
-//! block after N, and ends up with exactly the state at N, as a capture of
+//! block after N, and ends up with exactly the state at N, as a save of
 //! everything at once would have; a node reset while it runs starts it
 //! again; the callback never allocates while it runs.
 //!
@@ -44,7 +44,7 @@ fn engine_of(path: &Path, text: &str, profile: Profile, block: usize) -> Engine 
 }
 
 /// Two engines of one scene, both run to `n` (a block boundary): one
-/// captures everything at once, the other in parts while it keeps playing.
+/// saves everything at once, the other in parts while it keeps playing.
 /// Returns both states and the blocks the parts took.
 fn both_ways(
     path: &Path,
@@ -60,14 +60,14 @@ fn both_ways(
     let mut in_parts = parts.snapshot();
     whole.fast_forward(n);
     parts.fast_forward(n);
-    whole.capture_into(&mut at_once);
+    whole.save_into(&mut at_once);
     let mut blocks = 0;
-    let mut done = parts.begin_capture(&mut in_parts);
+    let mut done = parts.begin_save(&mut in_parts);
     while !done {
         parts.process_block(block);
         blocks += 1;
-        done = parts.continue_capture(&mut in_parts);
-        assert!(blocks < 1_000_000, "the capture never completes");
+        done = parts.continue_save(&mut in_parts);
+        assert!(blocks < 1_000_000, "the save never completes");
     }
     // Two engines: the states are alike but for the engine each names.
     in_parts.engine = at_once.engine;
@@ -104,8 +104,8 @@ fn long_scene(max: &str) -> String {
 }
 
 #[test]
-fn long_delay_lines_are_captured_in_parts_exactly_as_at_n() {
-    let dir = common::temp_dir("capture-parts");
+fn long_delay_lines_are_saved_in_parts_exactly_as_at_n() {
+    let dir = common::temp_dir("save-parts");
     // Lines of 2 s have wrapped by 3 s (every slot holds signal, the
     // oldest where the next frame writes); lines of 30 s have not.
     for (max, lines) in [("2s", 2 * 48_000 + 2), ("30s", 30 * 48_000 + 2)] {
@@ -136,7 +136,7 @@ fn long_delay_lines_are_captured_in_parts_exactly_as_at_n() {
 }
 
 #[test]
-fn shipped_scenes_are_captured_in_parts_exactly_as_at_n() {
+fn shipped_scenes_are_saved_in_parts_exactly_as_at_n() {
     let mut scenes: Vec<PathBuf> = common::shipped_scenes();
     scenes.push(common::root().join("scenes/bench/long-delays.json"));
     for path in scenes {
@@ -160,8 +160,8 @@ fn shipped_scenes_are_captured_in_parts_exactly_as_at_n() {
 }
 
 #[test]
-fn a_convolution_history_is_captured_in_parts_exactly_as_at_n() {
-    let dir = common::temp_dir("capture-parts-conv");
+fn a_convolution_history_is_saved_in_parts_exactly_as_at_n() {
+    let dir = common::temp_dir("save-parts-conv");
     std::fs::create_dir_all(dir.join("resources")).unwrap();
     // A 3 s mono IR: a decaying sequence, enough to span many parts.
     let ir: Vec<f32> = (0..144_000)
@@ -226,9 +226,9 @@ fn spiking(text: &str, profile: Profile, at: u64) -> Engine {
 }
 
 #[test]
-fn a_reset_during_the_capture_starts_it_again_at_a_later_boundary() {
-    // A node overflows at 3.01 s, while the capture begun at 3 s is still
-    // copying the 30 s line: the engine resets it, and the capture starts
+fn a_reset_during_the_save_starts_it_again_at_a_later_boundary() {
+    // A node overflows at 3.01 s, while the save begun at 3 s is still
+    // copying the 30 s line: the engine resets it, and the save starts
     // again from the next boundary.
     let text = r#"{
   "version": "1.0",
@@ -251,10 +251,10 @@ fn a_reset_during_the_capture_starts_it_again_at_a_later_boundary() {
         let mut e = spiking(text, profile, at);
         let mut st = e.snapshot();
         e.fast_forward(3 * 48_000);
-        let mut done = e.begin_capture(&mut st);
+        let mut done = e.begin_save(&mut st);
         while !done {
             e.process_block(64);
-            done = e.continue_capture(&mut st);
+            done = e.continue_save(&mut st);
         }
         assert_eq!(
             e.stats().nan_events,
@@ -264,22 +264,22 @@ fn a_reset_during_the_capture_starts_it_again_at_a_later_boundary() {
         let restarted_at = st.clock;
         assert!(
             restarted_at > at,
-            "{profile}: the capture did not start again ({restarted_at})"
+            "{profile}: the save did not start again ({restarted_at})"
         );
         let mut whole = spiking(text, profile, at);
         let mut at_once = whole.snapshot();
         whole.fast_forward(restarted_at);
-        whole.capture_into(&mut at_once);
+        whole.save_into(&mut at_once);
         at_once.engine = st.engine;
         assert!(
             at_once == st,
-            "{profile}: the restarted capture differs from the state at {restarted_at}"
+            "{profile}: the restarted save differs from the state at {restarted_at}"
         );
     }
 }
 
 #[test]
-fn the_callback_never_allocates_while_a_capture_runs_in_parts() {
+fn the_callback_never_allocates_while_a_save_runs_in_parts() {
     use morphrt::host::live::player::{FromAudio, ToAudio};
     let path = common::root().join("scenes/bench/long-delays.json");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -293,7 +293,7 @@ fn the_callback_never_allocates_while_a_capture_runs_in_parts() {
             player.fill(&mut buf);
         }
         let n = player.engine().clock();
-        assert!(link.send(ToAudio::Capture(shaped)).is_ok());
+        assert!(link.send(ToAudio::Save(shaped)).is_ok());
         let before = counts();
         let mut callbacks = 0;
         let reply = loop {
@@ -311,11 +311,11 @@ fn the_callback_never_allocates_while_a_capture_runs_in_parts() {
             "{profile}: the callback allocated or freed"
         );
         match reply {
-            FromAudio::Captured { at, state } => {
+            FromAudio::Saved { at, state } => {
                 assert_eq!(at, n, "{profile}: the state is not the one at N");
                 assert_eq!(state.clock, n);
             }
-            _ => panic!("{profile}: expected the captured state"),
+            _ => panic!("{profile}: expected the saved state"),
         }
         assert!(
             callbacks > 10,
@@ -467,7 +467,7 @@ fn a_long_delay_line_is_reset_in_parts_while_silent_and_a_snapshot_half_way_resu
 #[test]
 fn a_session_of_long_delay_lines_hands_over_and_replays_bit_for_bit() {
     // Three 30 s lines (scenes/bench/long-delays.json) at blocks of 64:
-    // each capture takes over a hundred blocks. An edit, a switch and a
+    // each save takes over a hundred blocks. An edit, a switch and a
     // snapshot while it plays; the journal replays what the device got.
     let dir = common::temp_dir("long-session");
     let text = std::fs::read_to_string(common::root().join("scenes/bench/long-delays.json"))

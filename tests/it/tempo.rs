@@ -36,7 +36,7 @@ fn rises(gate: &[f64]) -> Vec<usize> {
 fn played_with_edit() -> Vec<f64> {
     let mut s = Scripted::new(edit(&scene("120bpm")), 1);
     s.play_to(20_480);
-    // Captured at 20480, swapped at 20992 to 97 bpm.
+    // Saved at 20480, swapped at 20992 to 97 bpm.
     s.handover_at(edit(&scene("97bpm")), 20_480, 20_992, 0)
         .unwrap();
     s.play_to(60_000);
@@ -456,7 +456,7 @@ fn render_resume_continues_on_the_re_anchored_grid_and_refuses_a_bad_one() {
 /// `run --resume` of such a file (the dc at b/100, so the device does not
 /// clip it), an edit that keeps the tempo, and a snapshot by `w`: every
 /// beat plays on the file's grid, before and after the edit (a live
-/// capture copies the grid; without it the edit's engine would take the one
+/// save copies the grid; without it the edit's engine would take the one
 /// its buffer was shaped with, the scene's from sample 0, and its beats
 /// would jump there); the edit's beats are compared with the resumed engine's
 /// on that grid, so none is said to be in the past; the snapshot `w`
@@ -532,18 +532,18 @@ fn a_resumed_session_keeps_the_files_grid_through_an_edit_and_a_snapshot() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A capture spread over blocks (the audio thread's) holds the grid the
+/// A save spread over blocks (the audio thread's) holds the grid the
 /// engine plays on, as a snapshot does, also after a handover moved it.
 #[test]
-fn a_capture_holds_the_grid_a_tempo_edit_moved() {
+fn a_save_holds_the_grid_a_tempo_edit_moved() {
     let mut old = edit(&beat_scene("120bpm", "10s")).engine;
     old.fast_forward(S1 - 512);
     let mut next = edit(&beat_scene("97bpm", "10s"));
     next.engine.migrate(&old.snapshot(), S1 - 512);
     morphrt::engine::incoming::advance_to(&mut next.engine, S1);
     let mut e = next.engine;
-    let mut st = next.capture;
-    assert!(e.begin_capture(&mut st), "a dc's state is short");
+    let mut st = next.saved;
+    assert!(e.begin_save(&mut st), "a dc's state is short");
     let map = e.snapshot().tempo_map.unwrap();
     assert_eq!(map.sample, S1);
     assert_eq!(st.tempo_map, Some(map));
@@ -687,7 +687,7 @@ fn a_tempo_edit_caught_up_through_the_input_history_re_anchors_at_the_swap() {
         .collect();
     // The session reads an input (recorded beside the journal), and the
     // edited scene reads it: its handover went through the history. The
-    // journal records it as any handover, by its capture and swap samples.
+    // journal records it as any handover, by its save and swap samples.
     assert!(
         records.iter().any(|r| r["type"] == "input"),
         "no input record; log:\n{log}"

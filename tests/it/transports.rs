@@ -6,12 +6,12 @@
 use crate::support as common;
 
 use morphrt::graph::ControlValue;
-use morphrt::host::control::{Change, Command, Mappings, Message, When};
-use morphrt::host::live::control_in::{AudioClock, ControlHub, Inlet};
 use morphrt::host::live::player::Meters;
+use morphrt::host::live::remote_in::{AudioClock, Inlet, RemoteHub};
 use morphrt::host::live::session::PlayingControls;
 use morphrt::host::live::transport::Transport;
 use morphrt::host::record::journal::Record;
+use morphrt::host::remote::{Change, Command, Mappings, Message, When};
 use morphrt::host::HostError;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -94,7 +94,7 @@ fn a_transport_written_outside_the_crate_delivers_into_the_hub_and_is_journaled_
         maps: incoming.controls.clone(),
         table: incoming.table.clone(),
     };
-    let mut hub = ControlHub::with_inlet(inlet, player.control_link(), controls, clock);
+    let mut hub = RemoteHub::with_inlet(inlet, player.control_link(), controls, clock);
     for t in &mut transports {
         assert_eq!(t.start().unwrap(), "fake: listening");
     }
@@ -104,8 +104,7 @@ fn a_transport_written_outside_the_crate_delivers_into_the_hub_and_is_journaled_
         args: vec![rosc::OscType::Float(0.5)],
     }))
     .unwrap();
-    for d in morphrt::host::control::osc::decode(&packet, "127.0.0.1:9", &hub.mappings().current())
-    {
+    for d in morphrt::host::remote::osc::decode(&packet, "127.0.0.1:9", &hub.mappings().current()) {
         hub.sender()
             .send(Message {
                 command: d.command,

@@ -523,7 +523,7 @@ fn note_packet(v: f32, at: Option<std::time::SystemTime>) -> Vec<u8> {
     });
     let p = match at {
         Some(t) => OscPacket::Bundle(rosc::OscBundle {
-            timetag: morphrt::host::control::osc::timetag(t),
+            timetag: morphrt::host::remote::osc::timetag(t),
             content: vec![m],
         }),
         None => m,

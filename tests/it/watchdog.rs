@@ -9,7 +9,7 @@ use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::host::live::control::{run_loop, LoopConfig, StatusMode};
 use morphrt::host::live::device::{Device, DeviceError, Stream, StreamEvents, StreamFault};
-use morphrt::host::live::player::{Controls, Meters, Player, PlayerCell};
+use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -137,7 +137,7 @@ fn play(
     let rate = e.sample_rate() as f64;
     let frames = (seconds * rate) as u64;
     let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let origin = Instant::now();
     let player = Player::new(e, 2, Some(frames), 240, meters.clone(), controls, origin);
     let mut out = Scripted {
@@ -248,7 +248,7 @@ fn a_stop_request_fades_out_without_a_click_and_ends_the_run() {
     let e = engine();
     let rate = e.sample_rate() as f64;
     let meters = Arc::new(Meters::default());
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let player = Player::new(
         e,
         2,
@@ -297,7 +297,7 @@ fn a_one_channel_device_gets_the_mean_of_a_stereo_bus() {
         None,
         240,
         Arc::new(Meters::default()),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         Instant::now(),
     );
     let cell = PlayerCell::new(player);
@@ -313,7 +313,7 @@ fn a_one_channel_device_gets_the_mean_of_a_stereo_bus() {
         None,
         240,
         Arc::new(Meters::default()),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         Instant::now(),
     );
     let cell = PlayerCell::new(player);
@@ -351,7 +351,7 @@ fn a_panic_in_the_callback_outside_every_node_ends_the_session() {
     let meters = Arc::new(Meters::default());
     let origin = Instant::now();
     let frames = (20.0 * rate) as u64;
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::new(Switches::default());
     let mut player = Player::new(e, 2, Some(frames), 240, meters.clone(), controls, origin);
     player.set_input(Box::new(Broken));
     let mut out = Scripted {

@@ -2,7 +2,7 @@
 //! scene. It compiles, prepares profile switches and edits, and asks for
 //! snapshots; the processor takes what it prepares wait-free at a block
 //! boundary, through the same handover as the command line's live
-//! session (capture → migrate → fast-forward → offer).
+//! session (save → migrate → fast-forward → offer).
 
 use super::params::ParamList;
 use super::player::history::{fast_forward_through, history, History, HISTORY_SECONDS};
@@ -179,7 +179,7 @@ impl Activation {
         }
         let Incoming {
             engine,
-            capture,
+            saved,
             profile,
             ..
         } = first;
@@ -208,7 +208,7 @@ impl Activation {
             asked,
             wanted: None,
             panics_seen: (0, 0),
-            capture: Some(capture),
+            saved: Some(saved),
             job: Job::Idle,
             notices: Vec::new(),
         };
@@ -219,12 +219,12 @@ impl Activation {
 /// What the controller reports from [`Controller::poll`].
 #[derive(Debug)]
 pub enum Notice {
-    /// A profile switch or an edit took over: captured at engine sample
-    /// `captured_at` (N), playing from `swap_at` (S) with a crossfade of
+    /// A profile switch or an edit took over: saved at engine sample
+    /// `saved_at` (N), playing from `swap_at` (S) with a crossfade of
     /// `fade` frames, with what migrated.
     Swapped {
-        /// The capture sample N.
-        captured_at: u64,
+        /// The save sample N.
+        saved_at: u64,
         /// The swap sample S.
         swap_at: u64,
         /// The crossfade, in frames (0: a cut).
@@ -314,29 +314,29 @@ impl std::error::Error for ControlError {}
 enum Job {
     Idle,
     /// The engine to hand over to waits for the playing one's state.
-    Capturing {
+    Saving {
         next: Box<Incoming>,
         text: Option<String>,
     },
-    /// Offered; its capture buffer waits for the swap.
+    /// Offered; its save buffer waits for the swap.
     Offered {
-        capture: Box<EngineState>,
+        saved: Box<EngineState>,
         profile: Profile,
         text: Option<String>,
-        captured_at: u64,
+        saved_at: u64,
         fade: u64,
         migration: Migration,
         /// Offered to catch up through the input history.
         catching_up: bool,
-        /// The capture buffer of the engine playing, kept until the swap
+        /// The save buffer of the engine playing, kept until the swap
         /// (its own again if the handover is dropped).
         old: Box<EngineState>,
     },
     /// A snapshot was asked for.
     Snapshot,
-    /// A restored engine was sent; its capture buffer waits.
+    /// A restored engine was sent; its save buffer waits.
     Restoring {
-        capture: Box<EngineState>,
+        saved: Box<EngineState>,
     },
 }
 
@@ -399,9 +399,9 @@ pub struct Controller {
     wanted: Option<ProfileAsk>,
     /// Node and processor panics reported so far.
     panics_seen: (u64, u64),
-    /// A capture buffer shaped for the playing engine (`None` while the
+    /// A save buffer shaped for the playing engine (`None` while the
     /// audio thread holds it).
-    capture: Option<Box<EngineState>>,
+    saved: Option<Box<EngineState>>,
     job: Job,
     notices: Vec<Notice>,
 }
@@ -463,12 +463,12 @@ impl Controller {
             return Err(ControlError::Busy);
         }
         let next = self.compile(text, profile)?;
-        let capture = self.capture.take().ok_or(ControlError::Busy)?;
-        if let Err(ToAudio::Capture(c)) = self.link.send(ToAudio::Capture(capture)) {
-            self.capture = Some(c);
+        let saved = self.saved.take().ok_or(ControlError::Busy)?;
+        if let Err(ToAudio::Save(c)) = self.link.send(ToAudio::Save(saved)) {
+            self.saved = Some(c);
             return Err(ControlError::Busy);
         }
-        self.job = Job::Capturing {
+        self.job = Job::Saving {
             next: Box::new(next),
             text: new_text,
         };
@@ -498,9 +498,9 @@ impl Controller {
         if self.busy() {
             return Err(ControlError::Busy);
         }
-        let capture = self.capture.take().ok_or(ControlError::Busy)?;
-        if let Err(ToAudio::Capture(c)) = self.link.send(ToAudio::Capture(capture)) {
-            self.capture = Some(c);
+        let saved = self.saved.take().ok_or(ControlError::Busy)?;
+        if let Err(ToAudio::Save(c)) = self.link.send(ToAudio::Save(saved)) {
+            self.saved = Some(c);
             return Err(ControlError::Busy);
         }
         self.job = Job::Snapshot;
@@ -525,17 +525,17 @@ impl Controller {
         next.engine
             .restore(state)
             .map_err(|(id, e)| ControlError::State(format!("node `{id}`: {e}")))?;
-        let capture = next.capture;
+        let saved = next.saved;
         if let Err(ToAudio::Restore(engine)) = self.link.send(ToAudio::Restore(next.engine)) {
             drop(engine);
             return Err(ControlError::Busy);
         }
         self.profile = state.profile;
-        self.job = Job::Restoring { capture };
+        self.job = Job::Restoring { saved };
         Ok(())
     }
 
-    /// Moves a request on (off the audio thread): migrates a captured
+    /// Moves a request on (off the audio thread): migrates a saved
     /// state into the next engine, fast-forwards it to a swap sample
     /// ahead of the audio clock and offers it (again, further ahead, if
     /// the clock passed it), and drops every engine the processor
@@ -614,11 +614,11 @@ impl Controller {
                 drop(engine);
                 self.job = job;
             }
-            (FromAudio::Captured { state, .. }, Job::Snapshot) => {
-                self.capture = Some(state.clone());
+            (FromAudio::Saved { state, .. }, Job::Snapshot) => {
+                self.saved = Some(state.clone());
                 self.notices.push(Notice::Snapshot(state));
             }
-            (FromAudio::Captured { state, at }, Job::Capturing { mut next, text }) => {
+            (FromAudio::Saved { state, at }, Job::Saving { mut next, text }) => {
                 let migration = next.engine.migrate(&state, at);
                 let fade = fade_for(&migration, &next.engine);
                 let catching_up = self.catches_up(&next.engine);
@@ -626,7 +626,7 @@ impl Controller {
                     Ok(s) => s,
                     Err(reason) => {
                         // The playing engine keeps its buffer.
-                        self.capture = Some(state);
+                        self.saved = Some(state);
                         self.notices.push(Notice::Dropped { reason });
                         return;
                     }
@@ -634,10 +634,10 @@ impl Controller {
                 let next = *next;
                 self.offer(next.engine, s, fade, catching_up);
                 self.job = Job::Offered {
-                    capture: next.capture,
+                    saved: next.saved,
                     profile: next.profile,
                     text,
-                    captured_at: at,
+                    saved_at: at,
                     fade,
                     migration,
                     catching_up,
@@ -647,29 +647,29 @@ impl Controller {
             (
                 FromAudio::Swapped { at },
                 Job::Offered {
-                    capture,
+                    saved,
                     profile,
                     text,
-                    captured_at,
+                    saved_at,
                     fade,
                     migration,
                     ..
                 },
             ) => {
-                self.capture = Some(capture);
+                self.saved = Some(saved);
                 self.profile = profile;
                 if let (Some(t), Some((old, _))) = (text, &mut self.source) {
                     *old = t;
                 }
                 self.notices.push(Notice::Swapped {
-                    captured_at,
+                    saved_at,
                     swap_at: at,
                     fade,
                     migration,
                 });
             }
-            (FromAudio::Swapped { at }, Job::Restoring { capture }) => {
-                self.capture = Some(capture);
+            (FromAudio::Swapped { at }, Job::Restoring { saved }) => {
+                self.saved = Some(saved);
                 self.notices.push(Notice::Restored { at });
             }
             (
@@ -688,7 +688,7 @@ impl Controller {
                         drop(engine);
                         if let Job::Offered { old, .. } = job {
                             // The buffer shaped for the engine that plays on.
-                            self.capture = Some(old);
+                            self.saved = Some(old);
                         }
                         self.notices.push(Notice::Dropped { reason });
                     }

@@ -19,7 +19,7 @@ pub use load::{Diagnostics, Loaded};
 pub use overrides::{parse_set, set_params};
 pub use params::{Param, ParamList, ParamRange, ParamRefused, ParamRoutes};
 pub use player::{
-    install_panic_hook, Controls, InputHistory, InputSource, Meters, NodeTimes, OutputTap, Player,
-    PlayerCell,
+    install_panic_hook, InputHistory, InputSource, Meters, NodeTimes, OutputTap, Player,
+    PlayerCell, Switches,
 };
 pub use processor::{Metering, ProcessError, Processor};

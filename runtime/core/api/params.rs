@@ -7,7 +7,7 @@
 //! A [`ParamList`] describes the params of one compiled [`Plan`]; it
 //! holds no engine. [`ParamRoutes`] resolves it against the engine that
 //! plays the plan, once, off the audio thread, so that a host's param
-//! change becomes the engine's [`ControlRecord`]s on the audio thread
+//! change becomes the engine's [`ChangeRecord`]s on the audio thread
 //! without a lookup or an allocation.
 //!
 //! A param's value is an `f64` in the param's own terms: a number in its
@@ -16,7 +16,7 @@
 //! position from 0 to 1 (its curve maps the position onto its target's
 //! range, as an OSC message's argument is mapped).
 
-use crate::engine::{ControlRecord, Engine};
+use crate::engine::{ChangeRecord, Engine};
 use crate::graph::{ControlMap, ControlSource, ControlTarget, ControlValue, Plan};
 use crate::ops::{OpSpec, ParamKind, Value};
 use crate::profile::Profile;
@@ -461,7 +461,7 @@ impl ParamRoutes {
         value: f64,
         sample: u64,
         seq: u64,
-        mut each: impl FnMut(ControlRecord),
+        mut each: impl FnMut(ChangeRecord),
     ) -> Result<(), ParamRefused> {
         if index == ParamList::PROFILE {
             return Err(ParamRefused::Profile);
@@ -483,7 +483,7 @@ impl ParamRoutes {
                 How::Direct(range) => range.value(value).ok_or(ParamRefused::OutOfRange)?,
                 How::Scaled(c) => self.scales[c].scale(value),
             };
-            each(ControlRecord {
+            each(ChangeRecord {
                 sample,
                 node: m.node,
                 param: m.param,
@@ -824,7 +824,7 @@ mod tests {
                 routes
                     .records(i, 660.0, 480, 7, |r| {
                         assert_eq!((r.engine, r.seq, r.ramp), (engine.id(), 7, 0));
-                        engine.push_control(r).unwrap();
+                        engine.push_change(r).unwrap();
                         n += 1;
                     })
                     .unwrap();

@@ -7,7 +7,7 @@
 use super::event::{Event, EventKind};
 use super::params::{ParamList, ParamRoutes};
 use super::player::history::HistoryWriter;
-use super::player::{Controls, Meters, PanicGuard, Player};
+use super::player::{Meters, PanicGuard, Player, Switches};
 use crate::engine::{Engine, NoteRecord};
 use crate::graph::{midi_note_hz, NoteAction, PlanNote};
 use crate::profile::Profile;
@@ -267,7 +267,7 @@ impl Processor {
             None,
             1,
             meters.clone(),
-            Arc::new(Controls::default()),
+            Arc::new(Switches::default()),
             Instant::now(),
         );
         player.set_input_width(inputs);
@@ -341,7 +341,7 @@ impl Processor {
     /// kind, or a full queue (more than [`PENDING_EVENTS`] events in one
     /// engine block, more `profile` changes than the controller took, or
     /// more than the engine holds waiting for their sample:
-    /// [`CONTROL_QUEUE`](crate::engine::CONTROL_QUEUE) param changes and
+    /// [`CHANGE_QUEUE`](crate::engine::CHANGE_QUEUE) param changes and
     /// [`NOTE_QUEUE`](crate::engine::NOTE_QUEUE) notes).
     pub fn refused_events(&self) -> u64 {
         self.shared.refused.load(Ordering::Relaxed)
@@ -559,7 +559,7 @@ fn land(
             .with_attached::<ParamRoutes, _>(|routes, engine| {
                 let mut landed = true;
                 let made = routes?.records(param as usize, value, sample, seq, |r| {
-                    landed &= engine.push_control(r).is_ok();
+                    landed &= engine.push_change(r).is_ok();
                 });
                 Some(made.is_ok() && landed)
             })

@@ -27,7 +27,7 @@ pub enum StateValue {
 /// A node's state: an ordered list of named values. Operators name entries
 /// with static strings (borrowed, so re-snapshotting into an existing
 /// `NodeState` of the same shape does not allocate); a state read back from
-/// a snapshot file owns its names, and capturing into it finds each entry
+/// a snapshot file owns its names, and saving into it finds each entry
 /// by name without allocating either.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeState {
@@ -36,7 +36,7 @@ pub struct NodeState {
 }
 
 /// How far a state copy spread over several calls has come (see
-/// `NodeProcessor::capture_part` in `ops`): a capture at block boundary N must
+/// `NodeProcessor::save_part` in `ops`): a save at block boundary N must
 /// not copy a 30 s delay line in one audio callback, so long histories are
 /// copied in parts over the next blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,9 @@
-//! Engine loops for offline use: exactly N frames of a plan, in blocks on
-//! the absolute grid, stopping at chosen samples, or into memory.
+//! Engine loops without a player, for tests and library users that hold
+//! an engine: exactly N frames of a plan, in blocks on the absolute grid,
+//! stopping at chosen samples, or into memory. The command line's offline
+//! hosts play through the player instead (`Player::play_frames`).
 
-use crate::engine::{BusRef, ControlFeed, Engine};
+use crate::engine::{BusRef, Engine};
 
 /// Runs the engine for exactly `frames` frames, calling `sink` with each block.
 pub fn run_blocks(
@@ -33,46 +35,8 @@ pub fn run_blocks_with_stops<E>(
     engine: &mut Engine,
     frames: u64,
     stops: &[u64],
-    at_stop: impl FnMut(&Engine) -> Result<(), E>,
-    mut sink: impl FnMut(BusRef<'_>),
-    progress: impl FnMut(u64),
-) -> Result<(), E> {
-    try_run_blocks_with_stops(
-        engine,
-        frames,
-        stops,
-        at_stop,
-        |bus| {
-            sink(bus);
-            Ok(())
-        },
-        progress,
-    )
-}
-
-/// [`run_blocks_with_stops`] with a sink that can fail: its error (a full
-/// disk, a signal) ends the render at once instead of after the last block.
-pub fn try_run_blocks_with_stops<E>(
-    engine: &mut Engine,
-    frames: u64,
-    stops: &[u64],
-    at_stop: impl FnMut(&Engine) -> Result<(), E>,
-    sink: impl FnMut(BusRef<'_>) -> Result<(), E>,
-    progress: impl FnMut(u64),
-) -> Result<(), E> {
-    try_run_blocks_fed(engine, frames, stops, None, at_stop, sink, progress)
-}
-
-/// [`try_run_blocks_with_stops`] landing the control changes of `feed`
-/// at their samples on the way (a block the queue cannot hold the changes
-/// of is cut short: see [`ControlFeed`]).
-pub fn try_run_blocks_fed<E>(
-    engine: &mut Engine,
-    frames: u64,
-    stops: &[u64],
-    mut feed: Option<&mut ControlFeed>,
     mut at_stop: impl FnMut(&Engine) -> Result<(), E>,
-    mut sink: impl FnMut(BusRef<'_>) -> Result<(), E>,
+    mut sink: impl FnMut(BusRef<'_>),
     mut progress: impl FnMut(u64),
 ) -> Result<(), E> {
     let block = engine.block_size() as u64;
@@ -91,16 +55,12 @@ pub fn try_run_blocks_fed<E>(
         if clock >= end {
             return Ok(());
         }
-        let mut to = (clock / block + 1) * block;
-        to = to.min(end);
+        let mut to = ((clock / block + 1) * block).min(end);
         if let Some(s) = stops.peek() {
             to = to.min(*s);
         }
-        if let Some(f) = feed.as_deref_mut() {
-            to = f.push_due(engine, to);
-        }
         engine.process_block((to - clock) as usize);
-        sink(engine.bus())?;
+        sink(engine.bus());
         progress(to - start);
     }
 }

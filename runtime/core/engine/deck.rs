@@ -167,16 +167,16 @@ impl Deck {
         Ok(())
     }
 
-    /// Starts a capture of the playing engine spread over blocks (see
-    /// [`Engine::begin_capture`]); true if it is already complete.
-    pub(crate) fn begin_capture(&mut self, st: &mut super::EngineState) -> bool {
-        self.current.begin_capture(st)
+    /// Starts a save of the playing engine spread over blocks (see
+    /// [`Engine::begin_save`]); true if it is already complete.
+    pub(crate) fn begin_save(&mut self, st: &mut super::EngineState) -> bool {
+        self.current.begin_save(st)
     }
 
-    /// Copies the capture's next part (see [`Engine::continue_capture`]);
+    /// Copies the save's next part (see [`Engine::continue_save`]);
     /// true once complete.
-    pub(crate) fn continue_capture(&mut self, st: &mut super::EngineState) -> bool {
-        self.current.continue_capture(st)
+    pub(crate) fn continue_save(&mut self, st: &mut super::EngineState) -> bool {
+        self.current.continue_save(st)
     }
 
     /// Loads the next block's session input into the playing engine and
@@ -194,17 +194,17 @@ impl Deck {
     }
 
     /// Queues a control record on the playing engine (real-time safe; see
-    /// [`Engine::push_control`]).
-    pub(crate) fn push_control(
+    /// [`Engine::push_change`]).
+    pub(crate) fn push_change(
         &mut self,
-        r: super::ControlRecord,
-    ) -> Result<(), super::ControlReport> {
-        self.current.push_control(r)
+        r: super::ChangeRecord,
+    ) -> Result<(), super::ChangeReport> {
+        self.current.push_change(r)
     }
 
     /// Queues a note record on the playing engine (real-time safe; see
     /// [`Engine::push_note_record`]).
-    pub(crate) fn push_note(&mut self, r: super::NoteRecord) -> Result<(), super::ControlReport> {
+    pub(crate) fn push_note(&mut self, r: super::NoteRecord) -> Result<(), super::ChangeReport> {
         self.current.push_note_record(r)
     }
 
@@ -225,8 +225,8 @@ impl Deck {
     }
 
     /// Hands the playing engine's control reports to `f` (real-time safe).
-    pub(crate) fn take_control_reports(&mut self, f: impl FnMut(super::ControlReport)) {
-        self.current.take_control_reports(f);
+    pub(crate) fn take_change_reports(&mut self, f: impl FnMut(super::ChangeReport)) {
+        self.current.take_change_reports(f);
     }
 
     /// Takes the engine that stopped playing, to be dropped off the audio thread.
@@ -239,13 +239,18 @@ impl Deck {
         let frames = frames.min(self.block_frames);
         let ch = self.channels;
         let start = self.current.clock();
-        let _fp = FpGuard::new(self.current.session_flush);
+        // Each engine runs its block under its own FP modes and reads its
+        // input feed under the caller's; the crossfade runs under the
+        // playing engine's.
         self.current.process_block(frames);
+        if let Some(f) = &mut self.fading {
+            f.engine.process_block(frames);
+        }
+        let _fp = FpGuard::new(self.current.session_flush);
         self.frames = self.current.bus().frames();
         match &mut self.fading {
             None => map_bus(self.current.bus(), ch, &mut self.out),
             Some(f) => {
-                f.engine.process_block(frames);
                 map_bus(f.engine.bus(), ch, &mut self.out);
                 map_bus(self.current.bus(), ch, &mut self.scratch);
                 let len = f.len_frames as f64;

@@ -3,13 +3,13 @@
 //! queued, so each lands at its sample (its block under live), as a live
 //! session's records do.
 //!
-//! The engine's queue holds [`super::CONTROL_QUEUE`] records; when more
+//! The engine's queue holds [`super::CHANGE_QUEUE`] records; when more
 //! are due in one block, the block is cut short before the first that
 //! does not fit, so none is lost or late (only a record whose sample is
 //! the block's own first one and that still found the queue full lands
 //! one sample later).
 
-use super::{ControlRecord, Engine};
+use super::{ChangeRecord, Engine};
 use crate::graph::{NoteAction, PlanNote};
 use std::collections::VecDeque;
 
@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 /// record of one, or a MIDI file's mapped message. Its node and param are
 /// looked up in the engine playing when it lands.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ScriptedControl {
+pub struct ScriptedChange {
     /// The sample it lands at.
     pub sample: u64,
     /// The id of the node it moves.
@@ -30,10 +30,10 @@ pub struct ScriptedControl {
     pub ramp: u64,
 }
 
-impl ScriptedControl {
+impl ScriptedChange {
     /// The record for `engine`, numbered `seq`, or why its node or param
     /// is not there.
-    pub(crate) fn resolve(&self, engine: &Engine, seq: u64) -> Result<ControlRecord, String> {
+    pub(crate) fn resolve(&self, engine: &Engine, seq: u64) -> Result<ChangeRecord, String> {
         let Some((node, _)) = engine.find_param(&self.node, &self.param) else {
             return Err(self.missing());
         };
@@ -47,11 +47,11 @@ impl ScriptedControl {
         engine: &Engine,
         node: usize,
         seq: u64,
-    ) -> Result<ControlRecord, String> {
+    ) -> Result<ChangeRecord, String> {
         let Some(param) = engine.param_index(node, &self.param) else {
             return Err(self.missing());
         };
-        Ok(ControlRecord {
+        Ok(ChangeRecord {
             sample: self.sample,
             node: node as u32,
             param: param as u16,
@@ -108,21 +108,21 @@ impl ScriptedNote {
 /// Scheduled control changes and notes, and what became of those that
 /// could not land.
 #[derive(Debug, Default)]
-pub struct ControlFeed {
-    due: VecDeque<ScriptedControl>,
+pub struct ChangeFeed {
+    due: VecDeque<ScriptedChange>,
     notes: VecDeque<ScriptedNote>,
     /// Changes that could not land, with their samples.
     errors: Vec<(u64, String)>,
     seq: u64,
 }
 
-impl ControlFeed {
+impl ChangeFeed {
     /// The changes to land, in any order, and notes for voice modules,
     /// each kept by sample, ties in the order given.
-    pub fn with_notes(mut list: Vec<ScriptedControl>, mut notes: Vec<ScriptedNote>) -> ControlFeed {
+    pub fn with_notes(mut list: Vec<ScriptedChange>, mut notes: Vec<ScriptedNote>) -> ChangeFeed {
         list.sort_by_key(|c| c.sample);
         notes.sort_by_key(|n| n.sample);
-        ControlFeed {
+        ChangeFeed {
             due: list.into(),
             notes: notes.into(),
             errors: Vec::new(),
@@ -169,13 +169,13 @@ impl ControlFeed {
                         break;
                     }
                 };
-                if let Err(report) = engine.push_control(r) {
+                if let Err(report) = engine.push_change(r) {
                     self.errors
                         .push((c.sample, format!("{:?}", report.outcome)));
                 }
             }
         }
-        engine.take_control_reports(|_| {});
+        engine.take_change_reports(|_| {});
         to
     }
 

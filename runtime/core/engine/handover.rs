@@ -3,12 +3,12 @@
 //!
 //! The control thread builds a new engine for an edited scene or another
 //! profile, the audio thread copies the running engine's state into a
-//! buffer at block boundary N ([`Engine::capture_into`]), and
+//! buffer at block boundary N ([`Engine::save_into`]), and
 //! [`Engine::migrate`] carries that state into the new engine off the audio
 //! thread: nodes match by (id, op), precision converts (f64 → f32 rounds,
 //! f32 → f64 is exact), derived state (FFT partitions, oversampler history)
 //! is rebuilt under each node's FP mode. Until the swap sample S the new
-//! engine keeps the captured param values, so fast-forwarding it from N to
+//! engine keeps the saved param values, so fast-forwarding it from N to
 //! S computes what the old one computes; at S each param the edit changed
 //! ramps from its running value to the new one.
 
@@ -266,7 +266,7 @@ pub(super) fn main_sig(plan: &Plan) -> u64 {
 }
 
 impl Engine {
-    /// Carries `st` (captured from the running engine at its clock N) into
+    /// Carries `st` (saved from the running engine at its clock N) into
     /// this freshly built engine, which then stands at N. Runs on the
     /// control thread; may allocate.
     ///
@@ -290,7 +290,7 @@ impl Engine {
             ..Migration::default()
         };
         self.stand_at(st, swap_at);
-        self.follow_captured_controls(st);
+        self.follow_saved_controls(st);
         self.carry_nodes(st, &mut m);
         let ids: std::collections::HashSet<&str> =
             self.slots.iter().map(|s| s.id.as_str()).collect();
@@ -305,13 +305,13 @@ impl Engine {
         m
     }
 
-    /// Puts this engine where the captured one stands: its clock, event
+    /// Puts this engine where the saved one stands: its clock, event
     /// cursor, voices and beat grid, the edit's changes due at `swap_at`
     /// (never before the clock), and the main bus's delay lines when they
     /// hold the same signals.
     fn stand_at(&mut self, st: &EngineState, swap_at: u64) {
         self.clock = st.clock;
-        // The captured params may carry ramps in progress.
+        // The saved params may carry ramps in progress.
         self.ramps_live = true;
         self.next_event = self.events.partition_point(|e| e.sample < st.clock);
         self.voices.seek(st.clock);
@@ -329,9 +329,9 @@ impl Engine {
         }
     }
 
-    /// Control records resolved for the captured engine land on this one:
+    /// Change records resolved for the saved engine land on this one:
     /// its nodes by index, mapped onto ours by id and op.
-    fn follow_captured_controls(&mut self, st: &EngineState) {
+    fn follow_saved_controls(&mut self, st: &EngineState) {
         let ours: std::collections::HashMap<(&str, &str), usize> = self
             .slots
             .iter()
@@ -346,10 +346,10 @@ impl Engine {
                     .map_or(u32::MAX, |&i| i as u32)
             })
             .collect();
-        self.controls.follow(st.engine, map);
+        self.changes.follow(st.engine, map);
     }
 
-    /// Carries each node's captured state into its slot, matched by id
+    /// Carries each node's saved state into its slot, matched by id
     /// ([`carry_state`]), and the params the edit left or changed
     /// ([`carry_discrete`], [`carry_numbers`]); tells `m` of each node
     /// that starts fresh and of each that is new.
@@ -376,7 +376,7 @@ impl Engine {
             let mut edits = Edits {
                 node: si,
                 pending: &mut self.pending,
-                edited: &mut self.controls.edited[si],
+                edited: &mut self.changes.edited[si],
                 notices: &mut m.notices,
             };
             carry_discrete(s, snap, &mut edits);
@@ -390,7 +390,7 @@ impl Engine {
     pub fn set_swap_sample(&mut self, at: u64) {
         let moved = at != self.pending.at;
         self.pending.at = at;
-        // Without a tempo change the grid is the captured one whatever S
+        // Without a tempo change the grid is the saved one whatever S
         // is: the events stay where the migration placed them, and a
         // catch-up's swap costs nothing here (no arithmetic, no sort).
         if moved && self.tempo_changes() {
@@ -398,7 +398,7 @@ impl Engine {
         }
     }
 
-    /// Whether this engine's tempo differs from the captured engine's
+    /// Whether this engine's tempo differs from the saved engine's
     /// grid, so that where its events in beats land depends on S.
     fn tempo_changes(&self) -> bool {
         matches!((self.prior_map, self.spb), (Some(old), Some(spb)) if old.spb != spb)
@@ -412,11 +412,11 @@ impl Engine {
 
     /// Places the events in beats on the beat grid of a handover swapped
     /// at the pending swap sample S (`beats.rs`): beats before the one the
-    /// captured engine's map stands at at S stay on that map (they play
+    /// saved engine's map stands at at S stay on that map (they play
     /// before S), later ones land on this engine's tempo re-anchored at S.
     /// An engine migrated from one without a beat grid (or from a snapshot
     /// file without one) keeps its own; a snapshot file's grid is the
-    /// captured engine's, swapped at the file's clock. Every event that
+    /// saved engine's, swapped at the file's clock. Every event that
     /// already fired is before S on the old map, so re-placing the rest as
     /// S moves later never fires an event twice.
     fn retime_beats(&mut self) {
@@ -527,10 +527,10 @@ fn restore_slot(s: &mut Slot, snap: &super::NodeSnapshot) -> Result<(), StateErr
     Ok(())
 }
 
-/// Restores a node's captured state `snap` into its slot `s` under the
+/// Restores a node's saved state `snap` into its slot `s` under the
 /// node's FP mode (`guard` set to it), its failure state with it: a muted
 /// or backing-off node stays so, as the cut changes nothing about when it
-/// is retried. Returns whether the node computes what the captured one
+/// is retried. Returns whether the node computes what the saved one
 /// did: the same structure, and the same arrays and resources built into
 /// it. The error is why it starts fresh instead: another operator, a
 /// panic (its state may be broken), or a state that does not fit (never

@@ -2,7 +2,7 @@
 //! resumes, as the control side runs it. `run` runs it against the audio
 //! thread (`host::live::session`); offline renders with scripted edits and
 //! profile switches, and `replay`, run it against a [`Deck`] driven in place
-//! ([`Scripted`]). Each handover is fixed by its capture sample N, its swap
+//! ([`Scripted`]). Each handover is fixed by its save sample N, its swap
 //! sample S and its crossfade, which the journal records, so a replay redoes
 //! it exactly ([`Scripted::handover_at`]).
 //!
@@ -11,7 +11,7 @@
 //!    the session's ([`SessionFixed`]) and never change: an edit of them is
 //!    said to be not applied ([`SessionFixed::unapplied`]), and an edit that
 //!    changes nothing else has nothing to hand over ([`only_fixed_differ`]).
-//! 2. Capture: at the next block boundary N the playing engine copies every
+//! 2. Save: at the next block boundary N the playing engine copies every
 //!    node's state into a buffer shaped for it in advance (copies only).
 //! 3. Migrate, off the audio thread ([`Engine::migrate`]): nodes match by
 //!    (id, op), precision converts (f64 → f32 rounds, f32 → f64 is exact),
@@ -31,11 +31,11 @@
 //!
 //! A param-only edit under the same profile swaps without a crossfade: until
 //! S the new engine computes exactly what the old one would, then each
-//! changed param ramps from its captured value ([`fade_for`]). Structural
+//! changed param ramps from its saved value ([`fade_for`]). Structural
 //! edits and profile switches crossfade old → new from S. One handover runs
 //! at a time; edits that arrive during a fade wait for it to end.
 
-pub use super::feed::{ScriptedControl, ScriptedNote};
+pub use super::feed::{ScriptedChange, ScriptedNote};
 use super::{device_sample, faded, stop_fade_gain, Deck, Engine, EngineState, Migration};
 use crate::dsp::fpmode::FpGuard;
 use crate::graph::{compile, CompileOptions, Plan, Resolver, SeedSource};
@@ -203,7 +203,7 @@ fn event_keys(plan: &Plan) -> Vec<EventKey> {
 }
 
 /// The events of `new` that `old` did not have (an edit added or moved
-/// them) placed before `clock`, where a handover captured at `clock`
+/// them) placed before `clock`, where a handover saved at `clock`
 /// starts the new engine's events: they never fire. An event of `old`
 /// within `block` samples of one of `new` (the same node, param and
 /// action) is the same event: a profile switch moves a scene's events
@@ -239,13 +239,13 @@ pub fn past_events<'a>(
         .collect()
 }
 
-/// A built engine waiting to be handed over, with the capture buffer shaped
+/// A built engine waiting to be handed over, with the save buffer shaped
 /// for it (used when the engine after it takes over).
 pub struct Incoming {
     /// The engine, built and prepared.
     pub engine: Box<Engine>,
-    /// The buffer the playing engine's state is captured into, shaped for it.
-    pub capture: Box<EngineState>,
+    /// The buffer the playing engine's state is saved into, shaped for it.
+    pub saved: Box<EngineState>,
     /// The profile it runs under.
     pub profile: Profile,
     /// The scene's top-level `profile`, if it names one.
@@ -260,8 +260,8 @@ pub struct Incoming {
     pub events: Vec<EventKey>,
     /// The scene's `controls`, resolved.
     pub controls: std::sync::Arc<Vec<crate::graph::ControlMap>>,
-    /// Its engine's nodes, to resolve control records against it.
-    pub table: std::sync::Arc<super::ControlTable>,
+    /// Its engine's nodes, to resolve change records against it.
+    pub table: std::sync::Arc<super::NodeTable>,
 }
 
 impl Incoming {
@@ -298,11 +298,11 @@ impl Incoming {
         };
         let controls = std::sync::Arc::new(std::mem::take(&mut plan.controls));
         let engine = Box::new(Engine::new(plan));
-        let capture = Box::new(engine.snapshot());
-        let table = std::sync::Arc::new(engine.control_table());
+        let saved = Box::new(engine.snapshot());
+        let table = std::sync::Arc::new(engine.node_table());
         Incoming {
             engine,
-            capture,
+            saved,
             profile,
             file_profile,
             resources,
@@ -394,13 +394,13 @@ pub fn switch_warning(from: Profile, to: Profile) -> Option<String> {
     }
 }
 
-/// A handover as it happened: the capture sample N, the swap sample S, the
+/// A handover as it happened: the save sample N, the swap sample S, the
 /// crossfade, and what migrated.
 #[derive(Clone, Debug)]
 pub struct Applied {
-    /// The capture sample N: the state the incoming engine starts from is
+    /// The save sample N: the state the incoming engine starts from is
     /// the playing engine's at this sample.
-    pub captured_at: u64,
+    pub saved_at: u64,
     /// The swap sample S: the first frame the new engine plays.
     pub swap_at: u64,
     /// Frames of the crossfade (0: a cut).
@@ -414,7 +414,7 @@ pub struct Applied {
 /// them.
 pub struct Scripted {
     deck: Deck,
-    capture: Box<EngineState>,
+    saved: Box<EngineState>,
     out: Vec<f64>,
     /// The clock of the first engine (0 unless it resumed from a snapshot).
     start: u64,
@@ -422,7 +422,7 @@ pub struct Scripted {
     /// what the device stage converts its frames under.
     modes: Vec<(u64, bool)>,
     /// Control changes still to land, by sample (see [`Scripted::schedule`]).
-    controls: std::collections::VecDeque<ScriptedControl>,
+    controls: std::collections::VecDeque<ScriptedChange>,
     notes: std::collections::VecDeque<ScriptedNote>,
     /// Those that could not land: what went wrong, by sample.
     control_errors: Vec<(u64, String)>,
@@ -440,7 +440,7 @@ impl Scripted {
             start: deck.clock(),
             modes: vec![(deck.clock(), deck.flush_to_zero())],
             deck,
-            capture: first.capture,
+            saved: first.saved,
             out: Vec::new(),
             controls: std::collections::VecDeque::new(),
             notes: std::collections::VecDeque::new(),
@@ -463,7 +463,7 @@ impl Scripted {
     /// sample, on the engine playing then (after a swap at the same
     /// sample, as the audio thread swaps before it takes records). Kept in
     /// sample order with those already scheduled (ties in the order given).
-    pub fn schedule(&mut self, list: impl IntoIterator<Item = ScriptedControl>) {
+    pub fn schedule(&mut self, list: impl IntoIterator<Item = ScriptedChange>) {
         self.controls.extend(list);
         self.controls.make_contiguous().sort_by_key(|c| c.sample);
     }
@@ -505,12 +505,12 @@ impl Scripted {
                     continue;
                 }
             };
-            if let Err(report) = self.deck.push_control(r) {
+            if let Err(report) = self.deck.push_change(r) {
                 self.control_errors
                     .push((c.sample, format!("{:?}", report.outcome)));
             }
         }
-        self.deck.take_control_reports(|_| {});
+        self.deck.take_change_reports(|_| {});
     }
 
     /// The sample the output starts at (the first engine's clock).
@@ -549,10 +549,10 @@ impl Scripted {
             let v = self.deck.render(end - clock);
             self.out.extend_from_slice(&v);
         }
-        self.deck.take_control_reports(|_| {});
+        self.deck.take_change_reports(|_| {});
     }
 
-    /// Hands over to `next`: captures now (N, a block boundary), migrates,
+    /// Hands over to `next`: saves now (N, a block boundary), migrates,
     /// keeps playing the old engine while the new one fast-forwards to
     /// S = N + `lead` (rounded up to the block grid from the first
     /// engine's clock, as the audio thread's), and swaps there.
@@ -563,8 +563,8 @@ impl Scripted {
             self.play_to(self.deck.clock() + b);
         }
         let n = self.deck.clock();
-        self.deck.engine().capture_into(&mut self.capture);
-        let migration = next.engine.migrate(&self.capture, n);
+        self.deck.engine().save_into(&mut self.saved);
+        let migration = next.engine.migrate(&self.saved, n);
         let b = self.deck.block_size() as u64;
         let s = on_grid(n.saturating_add(lead), self.start, b);
         self.play_to(s);
@@ -577,16 +577,16 @@ impl Scripted {
         }
         self.modes.push((s, self.deck.flush_to_zero()));
         drop(self.deck.take_retired());
-        self.capture = next.capture;
+        self.saved = next.saved;
         Applied {
-            captured_at: n,
+            saved_at: n,
             swap_at: s,
             fade,
             migration,
         }
     }
 
-    /// Redoes a recorded handover exactly: captures at `n`, migrates, plays
+    /// Redoes a recorded handover exactly: saves at `n`, migrates, plays
     /// the old engine to `s` while the new one fast-forwards there, and swaps
     /// with `fade` (a journal's N, S and fade). N is a block boundary; S may
     /// lie inside a block (a timetagged switch under a sample-accurate
@@ -609,8 +609,8 @@ impl Scripted {
             ));
         }
         self.play_to(n);
-        self.deck.engine().capture_into(&mut self.capture);
-        let migration = next.engine.migrate(&self.capture, n);
+        self.deck.engine().save_into(&mut self.saved);
+        let migration = next.engine.migrate(&self.saved, n);
         self.play_to(s);
         if self.deck.is_fading() {
             return Err(format!(
@@ -623,9 +623,9 @@ impl Scripted {
             .swap(next.engine, fade)
             .map_err(|_| format!("the swap at {s} was refused"))?;
         self.modes.push((s, self.deck.flush_to_zero()));
-        self.capture = next.capture;
+        self.saved = next.saved;
         Ok(Applied {
-            captured_at: n,
+            saved_at: n,
             swap_at: s,
             fade,
             migration,

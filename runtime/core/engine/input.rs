@@ -1,7 +1,7 @@
 //! The session's audio input as the engine reads it: one buffer per input
 //! channel up to the highest one an `input` node reads, loaded for each
 //! block before the nodes run, either by the host (the live callback loads
-//! what the capture ring gives it) or by an [`InputFeed`] the engine owns
+//! what the input ring gives it) or by an [`InputFeed`] the engine owns
 //! (offline: a WAV file, a journal's recorded input, the history a handover
 //! fast-forwards through).
 //!

@@ -365,6 +365,22 @@ fn fuse(slots: &mut [Slot], runs: &[Run], main: &[SourceRef], groups: &mut [Grou
     }
 }
 
+/// What [`Engine::check_members`] looks at after `kernel` ran `batch`
+/// over `start..start + n`.
+#[derive(Clone, Copy)]
+struct MemberCheck<'a> {
+    kernel: GroupKernel,
+    /// The kernel's outputs are finite by construction: none is scrubbed.
+    finite: bool,
+    batch: &'a [usize],
+    /// Members (bit j: member j) the kernel knows finite in f32.
+    known: u64,
+    /// Members to check.
+    among: u64,
+    start: u64,
+    n: usize,
+}
+
 impl Engine {
     /// Turns lane groups on (the default) or off: off, every node runs
     /// alone. What the engine plays is the same bits either way; this is
@@ -684,27 +700,35 @@ impl Engine {
                 return self.after_panic(kernel, finite, batch, done, start, n);
             }
         };
-        if self.check_members(kernel, finite, batch, known, !0, start, n) {
+        let check = MemberCheck {
+            kernel,
+            finite,
+            batch,
+            known,
+            among: !0,
+            start,
+            n,
+        };
+        if self.check_members(check) {
             Ran::Clean
         } else {
             Ran::Dirty
         }
     }
 
-    /// Each member of `batch` in `among` (bit j: member j) after the
-    /// kernel ran it: its outputs checked for NaN (unless `finite`, or
-    /// `known` finite), its health updated. True if all ran clean.
-    #[allow(clippy::too_many_arguments)]
-    fn check_members(
-        &mut self,
-        kernel: GroupKernel,
-        finite: bool,
-        batch: &[usize],
-        known: u64,
-        among: u64,
-        start: u64,
-        n: usize,
-    ) -> bool {
+    /// Each member of `c.batch` in `c.among` (bit j: member j) after the
+    /// kernel ran it: its outputs checked for NaN (unless `c.finite`, or
+    /// `c.known` finite), its health updated. True if all ran clean.
+    fn check_members(&mut self, c: MemberCheck<'_>) -> bool {
+        let MemberCheck {
+            kernel,
+            finite,
+            batch,
+            known,
+            among,
+            start,
+            n,
+        } = c;
         let end = start + n as u64;
         let mut all_clean = true;
         for (j, &i) in batch.iter().enumerate() {
@@ -749,7 +773,15 @@ impl Engine {
     ) -> Ran {
         for (j, &i) in batch.iter().enumerate() {
             if done >> j & 1 != 0 {
-                self.check_members(kernel, finite, batch, 0, 1 << j, start, n);
+                self.check_members(MemberCheck {
+                    kernel,
+                    finite,
+                    batch,
+                    known: 0,
+                    among: 1 << j,
+                    start,
+                    n,
+                });
             } else {
                 self.rerun_alone(i, start, n);
             }

@@ -9,20 +9,19 @@
 //! lives beside it: nodes and their NaN/panic recovery in `node.rs`, input
 //! and main-bus mixing in `mix.rs`, delay lines in `ring.rs`, feedback
 //! edges in `feedback.rs`, per-node timing in `timing.rs`, snapshots and
-//! reset in `snapshot.rs`, the audio thread's capture in parts over
-//! blocks in `capture.rs`; the offline loops (N frames, stops, into
+//! reset in `snapshot.rs`, the audio thread's save in parts over
+//! blocks in `save.rs`; the offline loops (N frames, stops, into
 //! memory) in `blocks.rs`, with control changes scheduled for them in
 //! `feed.rs`; the two-pass loop of a graph with voice modules, where a
 //! change cuts only the nodes it changes, in `split.rs`; the control
 //! side's handover steps (compile,
-//! capture, migrate, fast-forward, offer) in `incoming.rs`.
+//! save, migrate, fast-forward, offer) in `incoming.rs`.
 
 mod beats;
 mod blocks;
 mod bus;
-mod capture;
 mod caught;
-mod control;
+mod changes;
 mod deck;
 mod feed;
 mod feedback;
@@ -33,23 +32,22 @@ mod lanes;
 mod mix;
 mod node;
 mod ring;
+mod save;
 mod snapshot;
 mod split;
 mod timing;
 mod voices;
 
 pub use beats::TempoMap;
-pub use blocks::{
-    render_to_vec, run_blocks, run_blocks_with_stops, try_run_blocks_fed, try_run_blocks_with_stops,
-};
+pub use blocks::{render_to_vec, run_blocks, run_blocks_with_stops};
 pub use bus::{Bus, BusRef};
-pub use capture::PART_SAMPLES;
-pub use control::{ControlRecord, ControlReport, ControlTable, Outcome, CONTROL_QUEUE};
+pub use changes::{ChangeRecord, ChangeReport, NodeTable, Outcome, CHANGE_QUEUE};
 pub use deck::{device_sample, faded, stop_fade_gain, Deck};
-pub use feed::{ControlFeed, ScriptedControl, ScriptedNote};
+pub use feed::{ChangeFeed, ScriptedChange, ScriptedNote};
 pub use handover::{fold_voice_copies, voices_suffix, Migration, Notice};
 pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
+pub use save::PART_SAMPLES;
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
 pub use voices::{
@@ -140,12 +138,12 @@ pub struct Engine {
     /// delay (u64::MAX without feedback), so that everything a feedback
     /// edge reads within a chunk was written before it.
     max_chunk: u64,
-    /// A capture spread over blocks, in progress or not.
-    capture: capture::Cursor,
+    /// A save spread over blocks, in progress or not.
+    save: save::Cursor,
     /// The session input's buffers for this block (see `input.rs`).
     inputs: input::Inputs,
-    /// Control records waiting for their sample (see `control.rs`).
-    controls: control::Controls,
+    /// Change records waiting for their sample (see `control.rs`).
+    changes: changes::Changes,
     /// Voice modules and their notes (see `voices.rs`).
     voices: voices::Voices,
     /// The two-pass block loop's plan and state (see `split.rs`).
@@ -286,8 +284,8 @@ impl Engine {
                 .min()
                 .unwrap_or(u64::MAX),
             feeds,
-            capture: capture::Cursor::new(slots.len()),
-            controls: control::Controls::new(slots.len()),
+            save: save::Cursor::new(slots.len()),
+            changes: changes::Changes::new(slots.len()),
             slots,
             split: split::Split::default(),
             stage_at: 0,
@@ -391,7 +389,7 @@ impl Engine {
     }
 
     /// The block `clock..end` in one pass: every node cut at every sample
-    /// an event, a control record or a note lands on.
+    /// an event, a change record or a note lands on.
     fn process_chunks(&mut self, guard: &FpGuard, end: u64) {
         let mut pos = self.clock;
         let mut offset = 0;
@@ -399,7 +397,7 @@ impl Engine {
             self.apply_events(pos);
             self.apply_controls(pos);
             self.apply_notes(pos);
-            // Chunks end at events, control records and notes
+            // Chunks end at events, change records and notes
             // (sample-accurate) and are never longer than the shortest
             // feedback delay.
             let next = self
@@ -407,7 +405,7 @@ impl Engine {
                 .get(self.next_event)
                 .map_or(end, |e| e.sample.clamp(pos + 1, end))
                 .min(
-                    self.controls
+                    self.changes
                         .next_sample()
                         .map_or(end, |s| s.clamp(pos + 1, end)),
                 )
@@ -478,7 +476,7 @@ impl Engine {
                     };
                 }
                 EventAction::Discrete(v) => {
-                    self.capture.spoil();
+                    self.save.spoil();
                     match &mut slot.core {
                         Core::F32(t) => t.node.set_discrete(e.param, v),
                         Core::F64(t) => t.node.set_discrete(e.param, v),

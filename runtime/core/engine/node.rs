@@ -321,7 +321,7 @@ impl Engine {
             // About PART_SAMPLES per block, whatever the chunks.
             let budget = (2 * n).max(super::PART_SAMPLES * n / self.block_size.max(1));
             slot.reset_step(budget);
-            self.capture.spoil();
+            self.save.spoil();
         }
         if let Some(c) = slot.feed {
             let offset = (start - self.clock) as usize;
@@ -394,7 +394,7 @@ impl Engine {
             s.begin_reset();
             let budget = (2 * self.block_size).max(super::PART_SAMPLES);
             s.reset_step(budget);
-            self.capture.spoil();
+            self.save.spoil();
         }
     }
 }

@@ -99,7 +99,7 @@ impl<S: Sample> Ring<S> {
     /// Returns where the copy stands (≥ the line's length: complete). The
     /// line moves one sample per frame from that position, so copying at
     /// least as many samples per part as frames run between parts gives
-    /// the line as it was at the first part (see `Engine::begin_capture`).
+    /// the line as it was at the first part (see `Engine::begin_save`).
     pub(crate) fn save_part(
         &self,
         (data, pos): &mut (Vec<f64>, usize),

@@ -1,5 +1,5 @@
 //! The engine's state as data: [`EngineState`] and [`NodeSnapshot`], taking
-//! them ([`Engine::snapshot`], [`Engine::capture_into`]), continuing from
+//! them ([`Engine::snapshot`], [`Engine::save_into`]), continuing from
 //! them ([`Engine::restore`], by way of migration) and going back to the
 //! post-build state ([`Engine::reset`]).
 
@@ -27,7 +27,7 @@ pub struct EngineState {
     /// The main bus's sources and alignment alone: its delay lines carry
     /// when this matches, whatever the profile.
     pub main_wiring: u64,
-    /// The [`Engine::id`] of the engine captured (0: none, e.g. read from
+    /// The [`Engine::id`] of the engine saved (0: none, e.g. read from
     /// a snapshot file): the engine migrated from it maps its nodes.
     pub engine: u64,
     /// Each voice module's allocator: which voice plays which note.
@@ -90,8 +90,8 @@ impl Engine {
         self.pending.clear();
     }
 
-    /// Captures the clock, node states and param states. Allocates: on the
-    /// audio thread use [`capture_into`](Self::capture_into) with a buffer
+    /// Saves the clock, node states and param states. Allocates: on the
+    /// audio thread use [`save_into`](Self::save_into) with a buffer
     /// from this method instead.
     pub fn snapshot(&self) -> EngineState {
         let mut st = EngineState {
@@ -134,7 +134,7 @@ impl Engine {
                 recovery: s.recovery,
             });
         }
-        self.capture_into(&mut st);
+        self.save_into(&mut st);
         st
     }
 
@@ -143,7 +143,7 @@ impl Engine {
     /// no allocation or free, so the audio thread can do it at a block
     /// boundary. The scene values and signatures in `st` never change while
     /// an engine runs and are left as they are.
-    pub fn capture_into(&self, st: &mut EngineState) {
+    pub fn save_into(&self, st: &mut EngineState) {
         debug_assert_eq!(st.nodes.len(), self.slots.len());
         st.clock = self.clock;
         st.next_event = self.next_event;

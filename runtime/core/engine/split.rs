@@ -2,13 +2,13 @@
 //! modules, where a change cuts only the nodes it changes.
 //!
 //! Under a sample-accurate profile every distinct sample an event, a
-//! control record or a note lands on cuts the block there. Cutting the
+//! change record or a note lands on cuts the block there. Cutting the
 //! whole graph at each would run every node once per such sample: a flood
 //! of notes and records on 64 distinct samples runs every node 64 times
 //! for one sample each. Here a block runs in two passes instead, and each
 //! node is cut only where something of its own changes:
 //!
-//! 1. **Voices.** The block's events, control records and notes are taken
+//! 1. **Voices.** The block's events, change records and notes are taken
 //!    in sample order, as the one-pass loop takes them. A voice's nodes
 //!    run, as one unit in schedule order, only up to a sample at which
 //!    something of that voice changes, right before the change: one of its
@@ -42,7 +42,7 @@
 //! reset at the end of the chunk it ran, as in the one-pass loop; where
 //! the two loops cut it differently, that end differs.
 
-use super::control::{ControlRecord, CONTROL_QUEUE};
+use super::changes::{ChangeRecord, CHANGE_QUEUE};
 use super::lanes::Step;
 use super::node::{Core, Recovery, Slot, Typed};
 use super::Engine;
@@ -68,9 +68,9 @@ pub(super) struct Split {
     outer: Vec<(usize, bool)>,
     /// Main-bus channels fed by a voice's sound node.
     main: Vec<bool>,
-    /// Control records for nodes outside voices, with the sample they
-    /// landed at, for the second pass (within [`CONTROL_QUEUE`]).
-    deferred: Vec<(u64, ControlRecord)>,
+    /// Change records for nodes outside voices, with the sample they
+    /// landed at, for the second pass (within [`CHANGE_QUEUE`]).
+    deferred: Vec<(u64, ChangeRecord)>,
 }
 
 impl Split {
@@ -138,7 +138,7 @@ impl Split {
         }
         let mut split = Split {
             eligible,
-            deferred: Vec::with_capacity(CONTROL_QUEUE),
+            deferred: Vec::with_capacity(CHANGE_QUEUE),
             ..Split::default()
         };
         for pool in &engine.voices.pools {
@@ -206,7 +206,7 @@ impl Engine {
                 .get(self.next_event)
                 .map_or(end, |e| e.sample.clamp(pos + 1, end))
                 .min(
-                    self.controls
+                    self.changes
                         .next_sample()
                         .map_or(end, |s| s.clamp(pos + 1, end)),
                 )
@@ -288,9 +288,9 @@ impl Engine {
         }
     }
 
-    /// In the first pass, a control record for a node outside voices waits
+    /// In the first pass, a change record for a node outside voices waits
     /// for the second: true when `r`, landing at `pos`, was kept for it.
-    pub(super) fn defer_control(&mut self, r: ControlRecord, pos: u64) -> bool {
+    pub(super) fn defer_control(&mut self, r: ChangeRecord, pos: u64) -> bool {
         if !self.split.active || self.slots[r.node as usize].voice.is_some() {
             return false;
         }

@@ -47,7 +47,7 @@
 //!   another note. A free voice costs nothing.
 
 use super::node::{Core, Slot, Typed, VoiceOf};
-use super::{ControlReport, Engine, Outcome};
+use super::{ChangeReport, Engine, Outcome};
 use crate::dsp::Sample;
 use crate::graph::{NoteAction, PlanNote, VoicePool, BEND_GLIDE_MS, VOICE_SILENCE};
 use crate::ops::{ParamState, Ramp};
@@ -59,7 +59,7 @@ pub const NOTE_QUEUE: usize = 1024;
 
 /// Samples of state a voice's node is cleared by per sample of time (see
 /// the module docs): at 64 frames a block, 32768 a node, the budget NaN
-/// recovery and captures spend per block.
+/// recovery and saves spend per block.
 pub const CLEAR_PER_SAMPLE: u64 = 512;
 
 /// A voice whose every node holds at most this many samples of state is
@@ -67,8 +67,8 @@ pub const CLEAR_PER_SAMPLE: u64 = 512;
 pub const SHORT_STATE: u64 = CLEAR_PER_SAMPLE;
 
 /// A note from outside (OSC, MIDI) resolved against one engine: what
-/// crosses to the audio thread beside the control records. Its report
-/// ([`ControlReport`], `node` the pool) says where it landed.
+/// crosses to the audio thread beside the change records. Its report
+/// ([`ChangeReport`], `node` the pool) says where it landed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NoteRecord {
     /// The note and the sample it is for.
@@ -457,11 +457,11 @@ impl Engine {
     }
 
     /// Queues a note resolved against this engine (real-time safe); its
-    /// [`ControlReport`] says where it landed. A note resolved for another
+    /// [`ChangeReport`] says where it landed. A note resolved for another
     /// engine is reported [`Outcome::Stale`], for the sender to resolve
     /// again.
-    pub fn push_note_record(&mut self, r: NoteRecord) -> Result<(), ControlReport> {
-        let refuse = |outcome| ControlReport {
+    pub fn push_note_record(&mut self, r: NoteRecord) -> Result<(), ChangeReport> {
+        let refuse = |outcome| ChangeReport {
             seq: r.seq,
             outcome,
         };
@@ -885,7 +885,7 @@ impl Engine {
                 slot.reset_state();
                 slot.recovery = Default::default();
             }
-            self.capture.spoil();
+            self.save.spoil();
         } else {
             if matches!(
                 self.voices.pools[p].state.voices[v].phase,
@@ -928,7 +928,7 @@ impl Engine {
             slot.recovery = Default::default();
             slot.begin_reset();
         }
-        self.capture.spoil();
+        self.save.spoil();
     }
 
     /// Completes what is left of voice `v`'s clearing, as its note starts:
@@ -939,7 +939,7 @@ impl Engine {
             let slot = &mut self.slots[i];
             if slot.recovery.resetting.is_some() {
                 slot.reset_step(usize::MAX);
-                self.capture.spoil();
+                self.save.spoil();
             }
             slot.recovery = Default::default();
         }

@@ -215,7 +215,7 @@ pub(crate) fn cases() -> Vec<Case> {
         },
     ];
     // The smallest room, so the golden's 256 frames hear the network; the
-    // largest (97 k samples of lines), captured in parts, with every
+    // largest (97 k samples of lines), saved in parts, with every
     // modulatable param modulated.
     v.push(Case {
         n_inputs: 1,
@@ -595,8 +595,8 @@ pub(crate) fn cases() -> Vec<Case> {
 /// are locked; these cover params added since).
 fn extra_cases() -> Vec<Case> {
     vec![
-        // A lookahead longer than a capture part (2400 samples): the
-        // limiter's rings are captured over several blocks. (Longer than
+        // A lookahead longer than a save part (2400 samples): the
+        // limiter's rings are saved over several blocks. (Longer than
         // a golden vector's 256 frames, so no golden.)
         Case {
             n_inputs: 1,
@@ -733,14 +733,14 @@ fn check_case(c: &Case, profile: Profile, precision: Precision) {
     if let Some(d) = first_difference(&want, &tail) {
         panic!("{label}: after restore(snapshot()): {d}");
     }
-    // A capture in parts while the node keeps running (as the audio
+    // A save in parts while the node keeps running (as the audio
     // thread spreads one over blocks) is the state at its first part:
     // parts of 2000 samples, 100 frames run between them (the input wraps
     // around if the state is long).
     let mut running = runner(c, profile, precision);
     running.run(&head_in, &head_mods, split, &[100]);
     let mut parts = st.clone();
-    let mut p = running.node().capture_part(&mut parts, 0, 2000);
+    let mut p = running.node().save_part(&mut parts, 0, 2000);
     let mut at = split;
     while let super::Progress::Copied(done) = p {
         let at_k = at % (FRAMES - 100);
@@ -751,10 +751,10 @@ fn check_case(c: &Case, profile: Profile, precision: Precision) {
             .collect();
         running.run(&ins_k, &ms_k, 100, &[100]);
         at += 100;
-        p = running.node().capture_part(&mut parts, done, 2000);
+        p = running.node().save_part(&mut parts, done, 2000);
     }
     if parts != st {
-        panic!("{label}: a capture in parts differs from the snapshot at its start");
+        panic!("{label}: a save in parts differs from the snapshot at its start");
     }
 }
 

@@ -130,7 +130,7 @@ impl<S: Sample> Ring<S> {
     /// from the write index at N (the next frame overwrites it), then the
     /// write index (at the first call); returns where the copy stands
     /// (complete when ≥ [`len`](Self::len)).
-    pub(super) fn capture_part(
+    pub(super) fn save_part(
         &self,
         st: &mut NodeState,
         buf: &'static str,
@@ -244,8 +244,8 @@ impl<S: Sample> NodeProcessor<S> for Delay<S> {
 
     /// The ring, oldest sample first from the write index at N (the next
     /// frame overwrites it), then the write index.
-    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
-        let next = self.line.capture_part(st, "buffer", "write", done, budget);
+    fn save_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        let next = self.line.save_part(st, "buffer", "write", done, budget);
         if next >= self.line.len() {
             Progress::Done
         } else {

@@ -1,7 +1,7 @@
 //! `input`: one channel of the session's audio input.
 //!
 //! The input is host data, not math: a WAV file offline (`render --input`),
-//! a capture device or a file live (`run`). The engine hands the node the
+//! an input device or a file live (`run`). The engine hands the node the
 //! channel named by `channel` (0-based) as its one audio input, block by
 //! block; the node copies it to `out`, rounding to its precision (f32 keeps
 //! an f32 or 16/24-bit source exactly). It has no state: what came in is the

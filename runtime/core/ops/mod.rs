@@ -802,8 +802,8 @@ pub trait NodeProcessor<S: Sample>: Send + std::any::Any {
         Progress::Done
     }
     /// Writes the same state as [`snapshot`](Self::snapshot), in parts,
-    /// for a capture spread over blocks: the first call (`done` = 0) is at
-    /// the capture sample N; each later call passes what the previous one
+    /// for a save spread over blocks: the first call (`done` = 0) is at
+    /// the save sample N; each later call passes what the previous one
     /// returned and comes before the node runs again. Each call copies
     /// at least `budget` more samples of every long history (or the rest of
     /// it), and the node runs at most `budget` frames between two calls;
@@ -812,7 +812,7 @@ pub trait NodeProcessor<S: Sample>: Send + std::any::Any {
     /// after a frame overwrote it: the result is the state at N exactly.
     /// Real-time safe on a state shaped by an earlier `snapshot`. The
     /// default writes everything at once, for nodes with short state.
-    fn capture_part(&self, st: &mut NodeState, _done: usize, _budget: usize) -> Progress {
+    fn save_part(&self, st: &mut NodeState, _done: usize, _budget: usize) -> Progress {
         self.snapshot(st);
         Progress::Done
     }
@@ -892,10 +892,10 @@ impl AnyNode {
             AnyNode::F64(n) => n.snapshot(st),
         }
     }
-    pub(crate) fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+    pub(crate) fn save_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
         match self {
-            AnyNode::F32(n) => n.capture_part(st, done, budget),
-            AnyNode::F64(n) => n.capture_part(st, done, budget),
+            AnyNode::F32(n) => n.save_part(st, done, budget),
+            AnyNode::F64(n) => n.save_part(st, done, budget),
         }
     }
     pub(crate) fn reset_part(&mut self, done: usize, budget: usize) -> Progress {

@@ -48,7 +48,7 @@
 //! **State.** The lines (one flat array, line i at its offset), the
 //! damping filters' and DC blockers' states, the predelay ring and the frame count since
 //! reset (every ring's write index is the frame count modulo its length).
-//! The lines and the predelay ring are long histories, captured and reset
+//! The lines and the predelay ring are long histories, saved and reset
 //! in parts.
 
 use super::{
@@ -403,7 +403,7 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
     /// Every line and the predelay ring oldest sample first from its write
     /// index at N (the sample the next frame reads, then overwrites); the
     /// damping states and the frame count at N in the first part.
-    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+    fn save_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
         let budget = budget.max(1);
         let frames = if done == 0 {
             self.frames

@@ -2,7 +2,7 @@
 //! standard T30 method (Schroeder backward integration of a band the test
 //! filters out itself), the straightness of that decay, the stereo tail's
 //! correlation, the line lengths, and state that migrates between
-//! precisions and is captured in parts.
+//! precisions and is saved in parts.
 
 use super::*;
 use crate::dsp::Precision;
@@ -443,11 +443,11 @@ fn state_migrates_between_precisions() {
     }
 }
 
-/// At size 4 (97 k samples of lines at 48 kHz) a capture in small parts,
+/// At size 4 (97 k samples of lines at 48 kHz) a save in small parts,
 /// the node running between them, is the snapshot at its first part; a
 /// reset in parts is a reset.
 #[test]
-fn long_state_is_captured_and_reset_in_parts() {
+fn long_state_is_saved_and_reset_in_parts() {
     let x = test_signal(9, 40000);
     let params = [("size", 4.0), ("predelay", 0.1)];
     let mut a = runner(&params, Profile::Strict, Precision::F64);
@@ -455,14 +455,14 @@ fn long_state_is_captured_and_reset_in_parts() {
     let st = a.snapshot();
     let mut parts = st.clone();
     let budget = 512;
-    let mut p = a.node().capture_part(&mut parts, 0, budget);
+    let mut p = a.node().save_part(&mut parts, 0, budget);
     let mut at = 10000;
     let mut calls = 1;
     while let Progress::Copied(done) = p {
         a.run(&[x[at..at + budget].to_vec()], &[], budget, &[budget]);
         at += budget;
         calls += 1;
-        p = a.node().capture_part(&mut parts, done, budget);
+        p = a.node().save_part(&mut parts, done, budget);
     }
     assert_eq!(parts, st);
     assert!(calls > 20, "{calls} parts");

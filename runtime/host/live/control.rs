@@ -84,7 +84,7 @@ impl std::error::Error for RunFailure {}
 
 /// What the control loop drives besides the device: hot reload, keys,
 /// profile switches. Called from the control thread, never the callback.
-pub trait Control {
+pub trait Driver {
     /// Called every loop iteration (about every 5 ms, sooner when a
     /// control message arrives).
     fn tick(&mut self, log: &mut dyn Write);
@@ -104,8 +104,8 @@ pub trait Control {
 }
 
 /// No control: the scene plays as loaded.
-struct NoControl;
-impl Control for NoControl {
+struct NoDriver;
+impl Driver for NoDriver {
     fn tick(&mut self, _log: &mut dyn Write) {}
 }
 
@@ -119,10 +119,10 @@ pub fn run_loop(
     cfg: &LoopConfig,
     log: &mut dyn Write,
 ) -> Result<RunReport, RunFailure> {
-    run_loop_with(device, player, meters, origin, cfg, log, &mut NoControl)
+    run_loop_with(device, player, meters, origin, cfg, log, &mut NoDriver)
 }
 
-/// [`run_loop`] with a [`Control`] ticked on every iteration.
+/// [`run_loop`] with a [`Driver`] ticked on every iteration.
 pub fn run_loop_with(
     device: &mut dyn Device,
     player: Player,
@@ -130,7 +130,7 @@ pub fn run_loop_with(
     origin: Instant,
     cfg: &LoopConfig,
     log: &mut dyn Write,
-    control: &mut dyn Control,
+    control: &mut dyn Driver,
 ) -> Result<RunReport, RunFailure> {
     let mut playing = Playing::open(device, player, meters, origin, cfg)?;
     loop {
@@ -413,7 +413,7 @@ impl<'a> Playing<'a> {
     }
 
     /// The status line, when the mode says one is due.
-    fn status_if_due(&mut self, control: &dyn Control, log: &mut dyn Write) {
+    fn status_if_due(&mut self, control: &dyn Driver, log: &mut dyn Write) {
         let due = match self.cfg.status {
             StatusMode::Live => self.last_status.elapsed() >= Duration::from_millis(100),
             StatusMode::Log { every } => self.last_status.elapsed() >= every,
@@ -431,7 +431,7 @@ impl<'a> Playing<'a> {
     }
 
     /// The status line followed by the control's text.
-    fn status(&self, control: &dyn Control) -> String {
+    fn status(&self, control: &dyn Driver) -> String {
         let period = self.device.period_frames();
         let line = status_line(
             &self.meters,
@@ -445,7 +445,7 @@ impl<'a> Playing<'a> {
 
     /// Stops the stream, hands the player to `control`, and reports the run
     /// (with a last status line).
-    fn finish(mut self, control: &mut dyn Control, log: &mut dyn Write) -> RunReport {
+    fn finish(mut self, control: &mut dyn Driver, log: &mut dyn Write) -> RunReport {
         drop(self.stream.take());
         if let Some(p) = take_player(&self.cell) {
             control.finished(&p);

@@ -6,7 +6,7 @@
 //! command also reaches the control thread through a channel, never the
 //! audio thread.
 
-use crate::host::live::player::Controls;
+use crate::host::live::player::Switches;
 use std::io::{BufRead, IsTerminal, Read};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
@@ -111,7 +111,7 @@ impl KeyListener {
     /// Starts reading commands from stdin (keys on a terminal, lines
     /// otherwise). Commands arrive on the returned receiver, for the control
     /// thread to poll.
-    pub fn start(controls: Arc<Controls>) -> (KeyListener, Receiver<Input>) {
+    pub fn start(controls: Arc<Switches>) -> (KeyListener, Receiver<Input>) {
         let (tx, rx) = std::sync::mpsc::channel();
         let stdin = std::io::stdin();
         if !stdin.is_terminal() {
@@ -163,7 +163,7 @@ impl Drop for KeyListener {
 /// stops even if no one reads the channel. Returns whether to read on
 /// (not after `q`: playback is ending). A closed channel is not an error,
 /// so `q` keeps working when the receiver is gone.
-fn deliver(cmd: Command, tx: &Sender<Input>, controls: &Controls) -> bool {
+fn deliver(cmd: Command, tx: &Sender<Input>, controls: &Switches) -> bool {
     if cmd == Command::Quit {
         controls.stop.store(true, Ordering::Relaxed);
     }
@@ -178,7 +178,7 @@ fn deliver(cmd: Command, tx: &Sender<Input>, controls: &Controls) -> bool {
 pub fn spawn_key_reader<R: Read + Send + 'static>(
     mut input: R,
     tx: Sender<Input>,
-    controls: Arc<Controls>,
+    controls: Arc<Switches>,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut b = [0u8; 1];
@@ -207,7 +207,7 @@ pub fn spawn_key_reader<R: Read + Send + 'static>(
 pub fn spawn_line_reader<R: BufRead + Send + 'static>(
     mut input: R,
     tx: Sender<Input>,
-    controls: Arc<Controls>,
+    controls: Arc<Switches>,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -258,12 +258,12 @@ mod tests {
     }
 
     /// `spawn_line_reader` or `spawn_key_reader` over test bytes.
-    type Spawn = fn(Cursor<Vec<u8>>, Sender<Input>, Arc<Controls>) -> JoinHandle<()>;
+    type Spawn = fn(Cursor<Vec<u8>>, Sender<Input>, Arc<Switches>) -> JoinHandle<()>;
 
     /// Runs a reader over `input` to its end and returns what it sent and
     /// whether the stop flag is set.
     fn run(spawn: Spawn, input: &[u8]) -> (Vec<Input>, bool) {
-        let controls = Arc::new(Controls::default());
+        let controls = Arc::new(Switches::default());
         let (tx, rx) = std::sync::mpsc::channel();
         spawn(Cursor::new(input.to_vec()), tx, controls.clone())
             .join()
@@ -342,7 +342,7 @@ mod tests {
 
     #[test]
     fn q_still_stops_when_no_one_reads_the_channel() {
-        let controls = Arc::new(Controls::default());
+        let controls = Arc::new(Switches::default());
         let (tx, rx) = std::sync::mpsc::channel();
         drop(rx);
         spawn_line_reader(Cursor::new(b"s\nq\n".to_vec()), tx, controls.clone())

@@ -1,7 +1,7 @@
 //! MIDI in while `run` plays (`run --midi PORT|all|file:PATH.mid`), a
 //! [`Transport`] per `--midi`: every
 //! channel message from a port goes through the scene's MIDI `controls`
-//! ([`crate::host::control::midi`]) and is sent to the session as a
+//! ([`crate::host::remote::midi`]) and is sent to the session as a
 //! [`Message`] stamped with the instant it arrived, for the control side
 //! to land at the sample that instant maps to.
 //!
@@ -12,7 +12,7 @@
 //! - `file:PATH.mid` plays a standard MIDI file into the session in real
 //!   time, as if a sequencer sent it: each message is stamped at the
 //!   instant the port opened plus its time in the file
-//!   ([`crate::host::control::midi_file`]), and sent when that instant
+//!   ([`crate::host::remote::midi_file`]), and sent when that instant
 //!   comes, through the same mapper and the same messages as a port. It
 //!   plays a prepared sequence into a live session, and lets a session
 //!   (or a test) take MIDI without any MIDI system.
@@ -29,11 +29,11 @@
 //! sensing, sysex) are not sent either.
 
 use crate::graph::ControlMap;
-use crate::host::control::midi::{control_entry, decode, describe, Mapper};
-use crate::host::control::midi_file::MidiFile;
-use crate::host::control::{Command, Mappings, Message, Sender, When};
-use crate::host::live::control_in::Inlet;
+use crate::host::live::remote_in::Inlet;
 use crate::host::live::transport::Transport;
+use crate::host::remote::midi::{control_entry, decode, describe, Mapper};
+use crate::host::remote::midi_file::MidiFile;
+use crate::host::remote::{Command, Mappings, Message, Sender, When};
 use crate::host::HostError;
 use std::io::Write;
 use std::path::PathBuf;

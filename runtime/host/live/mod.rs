@@ -7,13 +7,13 @@
 //! records what the device played.
 
 pub mod control;
-pub mod control_in;
 pub mod device;
 pub mod input;
 pub mod keys;
 pub mod midi;
 pub mod osc_in;
 pub mod player;
+pub mod remote_in;
 pub mod run;
 pub mod session;
 pub mod tap;

@@ -1,15 +1,15 @@
 //! `run --osc`, a [`Transport`]: the UDP socket OSC arrives on and the
-//! thread that reads it. Each packet is decoded ([`crate::host::control::osc`]) against the
+//! thread that reads it. Each packet is decoded ([`crate::host::remote::osc`]) against the
 //! mapping of the engine playing now and sent to the control hub
-//! ([`super::control_in`]) as [`Message`]s whose reply goes back to the
+//! ([`super::remote_in`]) as [`Message`]s whose reply goes back to the
 //! sender's address from the bound socket (`/morphrt/reply ok|error
 //! "…"`). A packet that cannot be read is a message with an error, never
 //! the end of the thread.
 
-use crate::host::control::osc::{decode, reply_packet, REPLY_ADDRESS};
-use crate::host::control::{Mappings, Message};
-use crate::host::live::control_in::Inlet;
+use crate::host::live::remote_in::Inlet;
 use crate::host::live::transport::Transport;
+use crate::host::remote::osc::{decode, reply_packet, REPLY_ADDRESS};
+use crate::host::remote::{Mappings, Message};
 use crate::host::HostError;
 use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};

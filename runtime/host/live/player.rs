@@ -1,11 +1,11 @@
 //! The real-time player as `run` uses it: the core's callback body
-//! ([`crate::api::player`]) playing a [`LiveInput`] (a capture device, a
+//! ([`crate::api::player`]) playing a [`LiveInput`] (an input device, a
 //! file played as one), with the input history and the tap of this crate
 //! plugged into it.
 
 pub use crate::api::player::{
-    install_panic_hook, ControlLink, Controls, FromAudio, Link, Meters, NodeTimes, TimingLink,
-    ToAudio, CATCH_UP_LIMIT, CATCH_UP_PER_BLOCK, CONTROLS_PER_BLOCK, CONTROL_RING, NOTES_PER_BLOCK,
+    install_panic_hook, ChangeLink, FromAudio, Link, Meters, NodeTimes, Switches, TimingLink,
+    ToAudio, CATCH_UP_LIMIT, CATCH_UP_PER_BLOCK, CHANGES_PER_BLOCK, CHANGE_RING, NOTES_PER_BLOCK,
     NOTE_RING,
 };
 use crate::host::live::input::LiveInput;

@@ -1,8 +1,8 @@
 //! The transport seam: a [`Transport`] is a control input of a playing
 //! session (the OSC socket, MIDI ports, a MIDI file played in real time).
 //! Each reads the outside world on its own thread and sends
-//! [`Message`](crate::host::control::Message)s through the hub's
-//! [`Inlet`](crate::host::live::control_in::Inlet), decoding against the
+//! [`Message`](crate::host::remote::Message)s through the hub's
+//! [`Inlet`](crate::host::live::remote_in::Inlet), decoding against the
 //! mappings the hub keeps current; the hub resolves, lands, journals and
 //! answers them whatever sent them.
 //!

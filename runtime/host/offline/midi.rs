@@ -1,7 +1,7 @@
 //! `render --midi FILE.mid`: a standard MIDI file drives the scene's MIDI
 //! `controls` offline (params, and notes for voice modules), through the same mapper a live port uses
-//! ([`crate::host::control::midi`]). Every message is timed exactly and
-//! lands on its sample ([`crate::host::control::midi_file`]: nearest,
+//! ([`crate::host::remote::midi`]). Every message is timed exactly and
+//! lands on its sample ([`crate::host::remote::midi_file`]: nearest,
 //! halves up); the changes it maps to land there (sample-accurate under
 //! strict and repro, at the start of their block under live), so a render
 //! is the same bits at every block size under strict.
@@ -11,12 +11,12 @@
 //! `--input` does after the input ends: until the main bus stayed below
 //! −100 dBFS for 100 ms, at most 60 s.
 
-use crate::engine::{ScriptedControl, ScriptedNote};
+use crate::engine::{ScriptedChange, ScriptedNote};
 use crate::graph::{ControlSource, ControlValue, Plan};
-use crate::host::control::midi::{decode, describe, Event, Mapper};
-use crate::host::control::midi_file::MidiFile;
-use crate::host::control::Change;
 use crate::host::files::rules::Inputs;
+use crate::host::remote::midi::{decode, describe, Event, Mapper};
+use crate::host::remote::midi_file::MidiFile;
+use crate::host::remote::Change;
 use crate::host::HostError;
 use std::path::{Path, PathBuf};
 
@@ -35,7 +35,7 @@ pub struct RenderMidi {
     pub mapped: usize,
     /// The changes they map to, at their samples (those before the
     /// render's first sample are left out).
-    pub changes: Vec<ScriptedControl>,
+    pub changes: Vec<ScriptedChange>,
     /// The notes for voice modules they map to, likewise.
     pub notes: Vec<ScriptedNote>,
     /// The sample of the file's last event.
@@ -221,7 +221,7 @@ fn map_file(file: &MidiFile, shown: &str, plan: &Plan, start: u64) -> RenderMidi
                 action: n.action,
             }));
         out.changes
-            .extend(mapped.changes.into_iter().map(|c| ScriptedControl {
+            .extend(mapped.changes.into_iter().map(|c| ScriptedChange {
                 sample,
                 node: c.node,
                 param: c.param,

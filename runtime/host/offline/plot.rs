@@ -36,7 +36,7 @@
 //! renders, a regular file written under a temporary name and renamed into
 //! place.
 
-use crate::engine::try_run_blocks_with_stops;
+use crate::api::player::offline_player;
 use crate::engine::Engine;
 use crate::graph::{compile, CompileOptions};
 use crate::host::files::rules::{check_extension, Inputs, Kind, Output};
@@ -404,29 +404,30 @@ fn render_scene(
     let half = fft_size(sr) as u64 / 2;
     let first = from.saturating_sub(half);
     let end = (to + half).min(total);
-    let mut engine = Engine::new(plan);
+    let engine = Engine::new(plan);
     let mut channels = vec![Vec::with_capacity((end - first) as usize); engine.channels()];
     let mut clock = 0u64;
-    try_run_blocks_with_stops(
-        &mut engine,
-        end,
-        &[],
-        |_| Ok::<(), ()>(()),
-        |bus| {
-            for i in 0..bus.frames() {
-                let n = clock + i as u64;
-                if n >= first {
-                    for (c, ch) in channels.iter_mut().enumerate() {
-                        ch.push(bus.get(c, i));
+    offline_player(engine)
+        .play_frames(
+            end,
+            &[],
+            None,
+            |_| Ok::<(), ()>(()),
+            |bus| {
+                for i in 0..bus.frames() {
+                    let n = clock + i as u64;
+                    if n >= first {
+                        for (c, ch) in channels.iter_mut().enumerate() {
+                            ch.push(bus.get(c, i));
+                        }
                     }
                 }
-            }
-            clock += bus.frames() as u64;
-            Ok(())
-        },
-        |_| {},
-    )
-    .expect("the sink does not fail");
+                clock += bus.frames() as u64;
+                Ok(())
+            },
+            |_| {},
+        )
+        .expect("the sink does not fail");
     Ok((
         output,
         Audio {

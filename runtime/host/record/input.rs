@@ -11,7 +11,7 @@
 //!
 //! Every engine of the replay reads the file through its own
 //! [`RecordedFeed`], which seeks to the engine's clock: a handover's new
-//! engine fast-forwards from its capture sample N with the input of N..S,
+//! engine fast-forwards from its save sample N with the input of N..S,
 //! as the live one did.
 //!
 //! [`Record::Input`]: super::journal::Record::Input

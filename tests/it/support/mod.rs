@@ -154,7 +154,7 @@ pub fn play(e: &mut morphrt::engine::Engine, to: u64, ch: usize) -> Vec<f64> {
 /// A player of `engine` on two device channels with a stop fade of `fade`
 /// frames, its own meters and controls, no limit.
 pub fn player(engine: morphrt::engine::Engine, fade: u64) -> morphrt::host::live::player::Player {
-    use morphrt::host::live::player::{Controls, Meters, Player};
+    use morphrt::host::live::player::{Meters, Player, Switches};
     use std::sync::Arc;
     Player::new(
         engine,
@@ -162,7 +162,7 @@ pub fn player(engine: morphrt::engine::Engine, fade: u64) -> morphrt::host::live
         None,
         fade,
         Arc::new(Meters::default()),
-        Arc::new(Controls::default()),
+        Arc::new(Switches::default()),
         Instant::now(),
     )
 }

@@ -1,7 +1,7 @@
 //! The cell a device callback runs the player from, without a lock, and
 //! the panic hook that keeps the audio thread quiet.
 
-use super::{Controls, InputSource, Meters, Player};
+use super::{InputSource, Meters, Player, Switches};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,7 +16,7 @@ pub struct PlayerCell<I: InputSource + ?Sized = dyn InputSource> {
     /// the player again.
     guard: UnsafeCell<PanicGuard>,
     busy: AtomicBool,
-    controls: Arc<Controls>,
+    switches: Arc<Switches>,
     meters: Arc<Meters>,
 }
 
@@ -87,13 +87,13 @@ unsafe impl<I: InputSource + ?Sized> Sync for PlayerCell<I> {}
 impl<I: InputSource + ?Sized> PlayerCell<I> {
     /// A cell holding `p`, shared by the callback and the control thread.
     pub fn new(p: Player<I>) -> Arc<PlayerCell<I>> {
-        let controls = p.controls.clone();
+        let switches = p.switches.clone();
         let meters = p.meters.clone();
         Arc::new(PlayerCell {
             player: UnsafeCell::new(Some(p)),
             guard: UnsafeCell::new(PanicGuard::default()),
             busy: AtomicBool::new(false),
-            controls,
+            switches,
             meters,
         })
     }
@@ -106,7 +106,7 @@ impl<I: InputSource + ?Sized> PlayerCell<I> {
 
     /// Whether a stop was requested (Ctrl-C, `q`).
     pub fn stop_requested(&self) -> bool {
-        self.controls.stop.load(Ordering::Relaxed)
+        self.switches.stop.load(Ordering::Relaxed)
     }
 
     /// Runs the player's callback unless another call holds it (then writes

@@ -19,7 +19,7 @@ use crate::engine::InputBlock;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// What the history holds, in seconds: enough for a capture in parts, a
+/// What the history holds, in seconds: enough for a save in parts, a
 /// migration and a fast-forward to catch up with the audio clock (a
 /// handover gives up after 2 s), and for the recorded input's writer to
 /// stall on a slow disk.

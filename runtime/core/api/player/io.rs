@@ -5,7 +5,7 @@
 
 use crate::engine::InputBlock;
 
-/// A source of input frames for the callback: a capture device's ring, a
+/// A source of input frames for the callback: an input device's ring, a
 /// file played as if it were one, a test double.
 ///
 /// A source fed by another thread hands frames over through a wait-free

@@ -2,7 +2,7 @@
 //! messages of the handover that travel through them.
 
 use super::Meters;
-use crate::engine::{ControlRecord, ControlReport, Engine, EngineState, NoteRecord};
+use crate::engine::{ChangeRecord, ChangeReport, Engine, EngineState, NoteRecord};
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::sync::atomic::Ordering;
 
@@ -13,25 +13,25 @@ pub enum ToAudio {
     /// this buffer (shaped for that engine) and send it back: long
     /// histories are copied in parts over the following blocks, so the
     /// reply may come a few blocks after N, holding the state at N.
-    Capture(Box<EngineState>),
-    /// As [`ToAudio::Capture`], from the first block boundary at or after
-    /// sample `at` (the capture of a timetagged switch): the state at
+    Save(Box<EngineState>),
+    /// As [`ToAudio::Save`], from the first block boundary at or after
+    /// sample `at` (the save of a timetagged switch): the state at
     /// `at` itself when `at` is on the block grid. Requests behind it wait.
-    CaptureFrom {
+    SaveFrom {
         /// The buffer to copy into, shaped for the playing engine.
         state: Box<EngineState>,
-        /// The sample the capture starts at or after.
+        /// The sample the save starts at or after.
         at: u64,
     },
-    /// As [`ToAudio::Capture`], of the state at sample `at` exactly (a
+    /// As [`ToAudio::Save`], of the state at sample `at` exactly (a
     /// timetagged snapshot): the block that holds `at` is cut in two
     /// there. A playing engine whose profile is block-accurate (live) is
-    /// captured at the start of that block instead, and one whose clock
+    /// saved at the start of that block instead, and one whose clock
     /// has passed `at` at the next block boundary. Requests behind it wait.
-    CaptureAt {
+    SaveAt {
         /// The buffer to copy into, shaped for the playing engine.
         state: Box<EngineState>,
-        /// The sample whose state is captured.
+        /// The sample whose state is saved.
         at: u64,
     },
     /// Play `engine` from sample `at`, crossfading over `fade` frames (0:
@@ -80,7 +80,7 @@ pub enum ToAudio {
 /// when it arrives.
 ///
 /// Why the audio thread catches up at all: the new engine's fast-forward
-/// from the capture N to the swap S needs the input of N..S, and the
+/// from the save N to the swap S needs the input of N..S, and the
 /// input of a live source arrives only as the clock gets there. The
 /// control thread fast-forwards through the history as far as it reaches
 /// (a clock M the audio thread has passed, by a block or two once the
@@ -100,7 +100,7 @@ pub const CATCH_UP_PER_BLOCK: usize = 2;
 /// A reply from the audio thread.
 pub enum FromAudio {
     /// The state at block boundary `at` (N; the buffer's clock).
-    Captured {
+    Saved {
         /// The engine's state at `at`.
         state: Box<EngineState>,
         /// The sample the state is at (N).
@@ -166,31 +166,31 @@ pub(super) fn link_pair() -> (Link, AudioLink) {
     )
 }
 
-/// The control thread's ends of the rings that carry control records to
-/// the callback and their reports back (see [`crate::engine::ControlRecord`]).
-pub struct ControlLink {
-    /// Control records for the playing engine.
-    pub records: Producer<ControlRecord>,
+/// The control thread's ends of the rings that carry change records to
+/// the callback and their reports back (see [`crate::engine::ChangeRecord`]).
+pub struct ChangeLink {
+    /// Change records for the playing engine.
+    pub records: Producer<ChangeRecord>,
     /// Notes for voice modules, beside the records; their reports come
     /// back on `reports` too.
     pub notes: Producer<NoteRecord>,
     /// The report of every record and note the callback took or refused.
-    pub reports: Consumer<ControlReport>,
+    pub reports: Consumer<ChangeReport>,
 }
 
-/// The callback's ends of a [`ControlLink`].
-pub(super) struct AudioControls {
-    pub(super) records: Consumer<ControlRecord>,
+/// The callback's ends of a [`ChangeLink`].
+pub(super) struct AudioChanges {
+    pub(super) records: Consumer<ChangeRecord>,
     pub(super) notes: Consumer<NoteRecord>,
-    pub(super) reports: Producer<ControlReport>,
+    pub(super) reports: Producer<ChangeReport>,
 }
 
 /// Records in flight to the callback; reports in flight back (each
 /// record, and each record waiting in the engine, has room for its report).
-pub const CONTROL_RING: usize = 4096;
+pub const CHANGE_RING: usize = 4096;
 /// The most records the callback takes before one block: what one block
 /// spends on control input is bounded, whatever arrives.
-pub const CONTROLS_PER_BLOCK: usize = 256;
+pub const CHANGES_PER_BLOCK: usize = 256;
 /// Note records in flight to the callback.
 pub const NOTE_RING: usize = 1024;
 /// The most note records the callback takes before one block.
@@ -201,9 +201,9 @@ pub const NOTES_PER_BLOCK: usize = 256;
 pub(super) fn take_ring<T>(
     ring: &mut Consumer<T>,
     budget: usize,
-    reports: &mut Producer<ControlReport>,
+    reports: &mut Producer<ChangeReport>,
     meters: &Meters,
-    mut push: impl FnMut(T) -> Result<(), ControlReport>,
+    mut push: impl FnMut(T) -> Result<(), ChangeReport>,
 ) {
     for _ in 0..budget {
         let Ok(r) = ring.pop() else {

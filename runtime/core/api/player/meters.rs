@@ -127,12 +127,12 @@ impl Meters {
 
 /// What the control thread asks of the callback.
 #[derive(Default)]
-pub struct Controls {
+pub struct Switches {
     /// Fade out and finish (Ctrl-C, `q`).
     pub stop: AtomicBool,
     /// Fade out and finish from this device frame on, plus one (0: no
     /// such stop): a timetagged `/morphrt/stop` (see
-    /// [`Controls::stop_at_frame`]).
+    /// [`Switches::stop_at_frame`]).
     stop_frame: AtomicU64,
     /// Time each node of the playing engine (the `t` key). Read once per
     /// block: turning it on zeroes the engine's counters first, so a table
@@ -142,9 +142,9 @@ pub struct Controls {
     pub node_timing: AtomicBool,
 }
 
-impl Controls {
+impl Switches {
     /// Starts the stop fade at device frame `frame` exactly (at once if
-    /// it has passed), as [`Controls::stop`] does at the next callback.
+    /// it has passed), as [`Switches::stop`] does at the next callback.
     pub fn stop_at_frame(&self, frame: u64) {
         self.stop_frame
             .store(frame.saturating_add(1), Ordering::Relaxed);

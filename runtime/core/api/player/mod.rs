@@ -16,6 +16,7 @@ pub mod history;
 mod io;
 mod link;
 mod meters;
+mod offline;
 mod serve;
 mod timing;
 
@@ -23,15 +24,16 @@ pub(crate) use cell::PanicGuard;
 pub use cell::{install_panic_hook, PlayerCell};
 pub use io::{InputHistory, InputSource, OutputTap};
 pub use link::{
-    ControlLink, FromAudio, Link, ToAudio, CATCH_UP_LIMIT, CATCH_UP_PER_BLOCK, CONTROLS_PER_BLOCK,
-    CONTROL_RING, NOTES_PER_BLOCK, NOTE_RING,
+    ChangeLink, FromAudio, Link, ToAudio, CATCH_UP_LIMIT, CATCH_UP_PER_BLOCK, CHANGES_PER_BLOCK,
+    CHANGE_RING, NOTES_PER_BLOCK, NOTE_RING,
 };
-pub use meters::{Controls, Meters};
+pub use meters::{Meters, Switches};
+pub use offline::offline_player;
 pub use timing::{NodeTimes, TimingLink};
 
 use crate::dsp::fpmode::FpGuard;
-use crate::engine::{faded, stop_fade_gain, Deck, Engine, EngineState, CONTROL_QUEUE, NOTE_QUEUE};
-use link::{link_pair, take_ring, AudioControls, AudioLink, OUTBOX};
+use crate::engine::{faded, stop_fade_gain, Deck, Engine, EngineState, CHANGE_QUEUE, NOTE_QUEUE};
+use link::{link_pair, take_ring, AudioChanges, AudioLink, OUTBOX};
 use rtrb::RingBuffer;
 use serve::{HeldOffer, Waiting};
 use std::collections::VecDeque;
@@ -54,10 +56,10 @@ pub struct Player<I: InputSource + ?Sized = dyn InputSource> {
     /// An engine catching up with the clock through the input history
     /// (its `at` is where it stands).
     catching_up: Option<HeldOffer>,
-    /// A capture being copied in parts, one before each block.
-    capturing: Option<Box<EngineState>>,
-    /// A capture asked from a sample ahead, until the clock reaches it.
-    capture_from: Option<Waiting>,
+    /// A save being copied in parts, one before each block.
+    saving: Option<Box<EngineState>>,
+    /// A save asked from a sample ahead, until the clock reaches it.
+    save_from: Option<Waiting>,
     /// Replies the full queue did not take yet, oldest first (capacity
     /// reserved up front).
     outbox: VecDeque<FromAudio>,
@@ -75,7 +77,7 @@ pub struct Player<I: InputSource + ?Sized = dyn InputSource> {
     /// Frames left in a stop fade; `None` when not fading.
     fade_left_frames: Option<u64>,
     meters: Arc<Meters>,
-    controls: Arc<Controls>,
+    switches: Arc<Switches>,
     origin: Instant,
     period_ns: u64,
     last_start_ns: u64,
@@ -93,8 +95,8 @@ pub struct Player<I: InputSource + ?Sized = dyn InputSource> {
     /// Where each block of input is kept after it is read, for handovers
     /// and the journal's recorded input.
     history: Option<Box<dyn InputHistory>>,
-    /// Control records in, their reports out (see [`Player::control_link`]).
-    controls_in: Option<AudioControls>,
+    /// Change records in, their reports out (see [`Player::control_link`]).
+    changes_in: Option<AudioChanges>,
     /// Whether the output skips the device's clip to ±1.
     unclipped: bool,
 }
@@ -108,7 +110,7 @@ impl<I: InputSource + ?Sized> Player<I> {
         limit: Option<u64>,
         fade_frames: u64,
         meters: Arc<Meters>,
-        controls: Arc<Controls>,
+        switches: Arc<Switches>,
         origin: Instant,
     ) -> Player<I> {
         let block = engine.block_size();
@@ -119,8 +121,8 @@ impl<I: InputSource + ?Sized> Player<I> {
             timing: timing_pair().1,
             held: None,
             catching_up: None,
-            capturing: None,
-            capture_from: None,
+            saving: None,
+            save_from: None,
             outbox: VecDeque::with_capacity(OUTBOX),
             fifo: vec![0.0; block * device_channels],
             fifo_pos: 0,
@@ -131,7 +133,7 @@ impl<I: InputSource + ?Sized> Player<I> {
             fade_frames: fade_frames.max(1),
             fade_left_frames: None,
             meters,
-            controls,
+            switches,
             origin,
             period_ns: 0,
             last_start_ns: 0,
@@ -143,50 +145,50 @@ impl<I: InputSource + ?Sized> Player<I> {
             input_width: 0,
             input_buf: Vec::new(),
             history: None,
-            controls_in: None,
+            changes_in: None,
             unclipped: false,
         }
     }
 
     /// Connects a control input: the control thread's ends of new rings
-    /// for control records and their reports (call it before the player
+    /// for change records and their reports (call it before the player
     /// goes to the callback; a link made before is cut off).
-    pub fn control_link(&mut self) -> ControlLink {
-        let (records, audio_records) = RingBuffer::new(CONTROL_RING);
+    pub fn control_link(&mut self) -> ChangeLink {
+        let (records, audio_records) = RingBuffer::new(CHANGE_RING);
         let (notes, audio_notes) = RingBuffer::new(NOTE_RING);
         let (audio_reports, reports) =
-            RingBuffer::new(CONTROL_RING + CONTROL_QUEUE + NOTE_RING + NOTE_QUEUE);
-        self.controls_in = Some(AudioControls {
+            RingBuffer::new(CHANGE_RING + CHANGE_QUEUE + NOTE_RING + NOTE_QUEUE);
+        self.changes_in = Some(AudioChanges {
             records: audio_records,
             notes: audio_notes,
             reports: audio_reports,
         });
-        ControlLink {
+        ChangeLink {
             records,
             notes,
             reports,
         }
     }
 
-    /// Takes control records for the next block: at most
-    /// [`CONTROLS_PER_BLOCK`] and [`NOTES_PER_BLOCK`] note records, and
+    /// Takes change records for the next block: at most
+    /// [`CHANGES_PER_BLOCK`] and [`NOTES_PER_BLOCK`] note records, and
     /// only as many as the engine's queues and the report ring have room
     /// for (a record that arrives to a full queue waits in the ring, never
     /// dropped here). Real-time safe.
     fn take_controls(&mut self) {
-        let Some(c) = &mut self.controls_in else {
+        let Some(c) = &mut self.changes_in else {
             return;
         };
         let room = self.deck.control_room();
         let notes_room = self.deck.note_room();
         // Every record waiting in the engine has room for its report.
-        let waiting = CONTROL_QUEUE - room + NOTE_QUEUE.saturating_sub(notes_room);
-        let budget = CONTROLS_PER_BLOCK
+        let waiting = CHANGE_QUEUE - room + NOTE_QUEUE.saturating_sub(notes_room);
+        let budget = CHANGES_PER_BLOCK
             .min(room)
             .min(c.reports.slots().saturating_sub(waiting + 1));
         let (deck, meters) = (&mut self.deck, &self.meters);
         take_ring(&mut c.records, budget, &mut c.reports, meters, |r| {
-            deck.push_control(r)
+            deck.push_change(r)
         });
         let budget = NOTES_PER_BLOCK
             .min(notes_room)
@@ -198,12 +200,12 @@ impl<I: InputSource + ?Sized> Player<I> {
 
     /// Sends the reports of the records that landed in the last block.
     fn send_control_reports(&mut self) {
-        let Some(c) = &mut self.controls_in else {
-            self.deck.take_control_reports(|_| {});
+        let Some(c) = &mut self.changes_in else {
+            self.deck.take_change_reports(|_| {});
             return;
         };
         let meters = &self.meters;
-        self.deck.take_control_reports(|r| {
+        self.deck.take_change_reports(|r| {
             if c.reports.push(r).is_err() {
                 meters.control_reports_lost.fetch_add(1, Ordering::Relaxed);
             }
@@ -255,7 +257,7 @@ impl<I: InputSource + ?Sized> Player<I> {
 
     /// Whether a stop (fade out) was requested.
     pub fn stop_requested(&self) -> bool {
-        self.controls.stop.load(Ordering::Relaxed)
+        self.switches.stop.load(Ordering::Relaxed)
     }
 
     /// Forgets callback timing, so that the first callback of a rebuilt
@@ -337,23 +339,47 @@ impl<I: InputSource + ?Sized> Player<I> {
 
     /// Plays the block whose input is in `input_buf` into the FIFO (device
     /// layout, under the engine's FP mode), keeping the input in the
-    /// history. The block is cut where a timetagged snapshot or switch
-    /// asks (see [`Player::next_cut`]), each part under the FP mode of the
-    /// engine playing it.
+    /// history.
     fn play_block(&mut self) {
-        let block = self.deck.block_size();
+        let end = self.deck.clock() + self.deck.block_size() as u64;
+        let dc = self.device_channels;
+        let mut peak = 0.0f32;
+        let done = self.play_parts(end, |p, done, frames| {
+            let part = &mut p.fifo[done * dc..(done + frames) * dc];
+            peak = peak.max(if p.unclipped {
+                p.deck.plain_output(part)
+            } else {
+                p.deck.device_output(part)
+            });
+            Ok::<(), std::convert::Infallible>(())
+        });
+        let Ok(done) = done;
+        self.fifo_pos = 0;
+        self.fifo_len = done * dc;
+        self.note_block(peak);
+    }
+
+    /// Plays from the clock to `end` (at most one block on) the input in
+    /// `input_buf`, keeping it in the history, and calls `part` after each
+    /// part with the frames played before it and its own: the block is
+    /// cut where a timetagged save or switch asks (see
+    /// [`Player::next_cut`]), each part under the FP mode of the engine
+    /// playing it. Returns the frames played, or `part`'s first error.
+    fn play_parts<E>(
+        &mut self,
+        end: u64,
+        mut part: impl FnMut(&mut Self, usize, usize) -> Result<(), E>,
+    ) -> Result<usize, E> {
         let width = self.input_width;
+        let start = self.deck.clock();
+        let len = (end - start) as usize;
         if width > 0 {
             if let Some(history) = &mut self.history {
-                history.push(&self.input_buf);
+                history.push(&self.input_buf[..len * width]);
             }
         }
-        let start = self.deck.clock();
-        let end = start + block as u64;
         self.advance_held(start, end);
-        let dc = self.device_channels;
         let mut done = 0;
-        let mut peak = 0.0f32;
         loop {
             let pos = start + done as u64;
             let cut = self.next_cut(pos, end);
@@ -364,12 +390,7 @@ impl<I: InputSource + ?Sized> Player<I> {
             }
             self.deck.process(n);
             let frames = self.deck.frames();
-            let part = &mut self.fifo[done * dc..(done + frames) * dc];
-            peak = peak.max(if self.unclipped {
-                self.deck.plain_output(part)
-            } else {
-                self.deck.device_output(part)
-            });
+            part(self, done, frames)?;
             done += frames;
             self.send_control_reports();
             if let Some(old) = self.deck.take_retired() {
@@ -380,8 +401,12 @@ impl<I: InputSource + ?Sized> Player<I> {
             }
             self.at_cut(cut);
         }
-        self.fifo_pos = 0;
-        self.fifo_len = done * dc;
+        Ok(done)
+    }
+
+    /// Reports a block played: its peak, the engine's NaN events and
+    /// panics since the last, and the clock.
+    fn note_block(&mut self, peak: f32) {
         self.meters.note_peak(peak);
         let stats = self.deck.engine().stats();
         let nans = stats.nan_events;
@@ -403,11 +428,11 @@ impl<I: InputSource + ?Sized> Player<I> {
             .store(self.deck.clock(), Ordering::Relaxed);
     }
 
-    /// Follows [`Controls::node_timing`] and answers a request for the
+    /// Follows [`Switches::node_timing`] and answers a request for the
     /// per-node times, once per block. A request is taken only when its
     /// reply has room, so the reply never has to be dropped here.
     fn serve_timing(&mut self) {
-        let on = self.controls.node_timing.load(Ordering::Relaxed);
+        let on = self.switches.node_timing.load(Ordering::Relaxed);
         self.deck.set_node_timing(on);
         if self.timing.replies.slots() == 0 {
             return;
@@ -424,11 +449,11 @@ impl<I: InputSource + ?Sized> Player<I> {
         let start = self.origin.elapsed().as_nanos() as u64;
         let dc = self.device_channels;
         let frames = out.len() / dc;
-        if self.controls.stop.load(Ordering::Relaxed) && self.fade_left_frames.is_none() {
+        if self.switches.stop.load(Ordering::Relaxed) && self.fade_left_frames.is_none() {
             self.fade_left_frames = Some(self.fade_frames);
         }
         let written_before = self.written_frames;
-        let stop_frame = self.controls.stop_frame();
+        let stop_frame = self.switches.stop_frame();
         // The stop fade's gain runs under the engine's FP mode, as the
         // conversion to f32 does: the caller's MXCSR changes nothing.
         let fp = FpGuard::new(self.deck.flush_to_zero());
@@ -445,7 +470,7 @@ impl<I: InputSource + ?Sized> Player<I> {
             {
                 // A timed stop, from this very frame.
                 self.fade_left_frames = Some(self.fade_frames);
-                self.controls.stop.store(true, Ordering::Relaxed);
+                self.switches.stop.store(true, Ordering::Relaxed);
             }
             if self.fifo_pos >= self.fifo_len {
                 self.refill();

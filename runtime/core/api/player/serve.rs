@@ -1,5 +1,5 @@
 //! The handover as the callback serves it at block boundaries: state
-//! captures (whole, from a sample, at a sample), offers that swap exactly
+//! saves (whole, from a sample, at a sample), offers that swap exactly
 //! at their sample or come back refused, and engines catching up with the
 //! clock through the input history.
 
@@ -22,12 +22,12 @@ pub(super) struct HeldOffer {
     swap_at: Option<u64>,
 }
 
-/// A capture asked for a sample ahead ([`ToAudio::CaptureFrom`],
-/// [`ToAudio::CaptureAt`]).
+/// A save asked for a sample ahead ([`ToAudio::SaveFrom`],
+/// [`ToAudio::SaveAt`]).
 pub(super) struct Waiting {
     state: Box<EngineState>,
     at: u64,
-    /// At `at` exactly, cutting its block there (`CaptureAt`); else at
+    /// At `at` exactly, cutting its block there (`SaveAt`); else at
     /// the first block boundary from `at`.
     exact: bool,
 }
@@ -45,7 +45,7 @@ impl<I: InputSource + ?Sized> Player<I> {
         }
     }
 
-    /// Serves the control thread at a block boundary: state captures,
+    /// Serves the control thread at a block boundary: state saves,
     /// offers (swap exactly at their sample, refuse late ones), and engines
     /// to send back.
     pub(super) fn serve(&mut self) {
@@ -56,21 +56,21 @@ impl<I: InputSource + ?Sized> Player<I> {
             }
         }
         let clock = self.deck.clock();
-        // A capture buffer stays in `capturing` while the engine copies into
+        // A save buffer stays in `saving` while the engine copies into
         // it: a panic then unwinds through no box that owns it.
-        if let Some(state) = &mut self.capturing {
-            if !self.deck.continue_capture(state) {
-                // Requests wait behind the capture.
+        if let Some(state) = &mut self.saving {
+            if !self.deck.continue_save(state) {
+                // Requests wait behind the save.
                 return;
             }
         }
-        if let Some(state) = self.capturing.take() {
+        if let Some(state) = self.saving.take() {
             let at = state.clock;
-            self.send(FromAudio::Captured { state, at });
+            self.send(FromAudio::Saved { state, at });
         }
-        if let Some(w) = self.capture_from.take() {
-            self.capture_at(w, clock);
-            if self.capture_from.is_some() || self.capturing.is_some() {
+        if let Some(w) = self.save_from.take() {
+            self.save_at(w, clock);
+            if self.save_from.is_some() || self.saving.is_some() {
                 return;
             }
         }
@@ -82,23 +82,23 @@ impl<I: InputSource + ?Sized> Player<I> {
         }
         while self.held.is_none()
             && self.catching_up.is_none()
-            && self.capturing.is_none()
-            && self.capture_from.is_none()
+            && self.saving.is_none()
+            && self.save_from.is_none()
             && self.outbox.len() + 2 < OUTBOX
         {
             let Ok(req) = self.link.requests.pop() else {
                 break;
             };
             match req {
-                ToAudio::Capture(state) => {
-                    let state = self.capturing.insert(state);
-                    if self.deck.begin_capture(state) {
-                        if let Some(state) = self.capturing.take() {
-                            self.send(FromAudio::Captured { state, at: clock });
+                ToAudio::Save(state) => {
+                    let state = self.saving.insert(state);
+                    if self.deck.begin_save(state) {
+                        if let Some(state) = self.saving.take() {
+                            self.send(FromAudio::Saved { state, at: clock });
                         }
                     }
                 }
-                ToAudio::CaptureFrom { state, at } => self.capture_at(
+                ToAudio::SaveFrom { state, at } => self.save_at(
                     Waiting {
                         state,
                         at,
@@ -106,7 +106,7 @@ impl<I: InputSource + ?Sized> Player<I> {
                     },
                     clock,
                 ),
-                ToAudio::CaptureAt { state, at } => {
+                ToAudio::SaveAt { state, at } => {
                     // Block-accurate: at the start of the block holding `at`.
                     let at = match self.deck.engine().profile().event_timing() {
                         EventTiming::SampleAccurate => at,
@@ -115,7 +115,7 @@ impl<I: InputSource + ?Sized> Player<I> {
                             at.saturating_sub(at.saturating_sub(clock) % b)
                         }
                     };
-                    self.capture_at(
+                    self.save_at(
                         Waiting {
                             state,
                             at,
@@ -152,28 +152,28 @@ impl<I: InputSource + ?Sized> Player<I> {
         }
     }
 
-    /// Begins the capture `w` asks for once the clock has reached its
-    /// sample (`clock` is a block boundary, or the sample an exact capture
+    /// Begins the save `w` asks for once the clock has reached its
+    /// sample (`clock` is a block boundary, or the sample an exact save
     /// cut its block at); keeps it until then. Real-time safe.
-    fn capture_at(&mut self, w: Waiting, clock: u64) {
+    fn save_at(&mut self, w: Waiting, clock: u64) {
         let Waiting { mut state, at, .. } = w;
         if clock < at {
-            self.capture_from = Some(Waiting { state, ..w });
-        } else if self.deck.begin_capture(&mut state) {
-            self.send(FromAudio::Captured { state, at: clock });
+            self.save_from = Some(Waiting { state, ..w });
+        } else if self.deck.begin_save(&mut state) {
+            self.send(FromAudio::Saved { state, at: clock });
         } else {
-            self.capturing = Some(state);
+            self.saving = Some(state);
         }
     }
 
     /// Where the block ending at `end` is cut next after `pos`: at an
-    /// exact capture's sample, or at the sample a held offer swaps at
+    /// exact save's sample, or at the sample a held offer swaps at
     /// once its engine stands there ([`Player::advance_held`]); `end` when
     /// neither lies inside.
     pub(super) fn next_cut(&self, pos: u64, end: u64) -> u64 {
         let inside = |at: u64| (pos < at && at < end).then_some(at);
-        let capture = self
-            .capture_from
+        let saved = self
+            .save_from
             .as_ref()
             .filter(|w| w.exact)
             .and_then(|w| inside(w.at));
@@ -182,24 +182,24 @@ impl<I: InputSource + ?Sized> Player<I> {
             .as_ref()
             .filter(|h| h.engine.clock() == h.at)
             .and_then(|h| inside(h.at));
-        capture.into_iter().chain(swap).min().unwrap_or(end)
+        saved.into_iter().chain(swap).min().unwrap_or(end)
     }
 
-    /// At the sample `at` a block was cut at: the exact capture asked for
+    /// At the sample `at` a block was cut at: the exact save asked for
     /// it begins (of the engine that played up to it), then the held
-    /// offer for it swaps, unless a capture is still being copied.
+    /// offer for it swaps, unless a save is still being copied.
     /// Real-time safe.
     pub(super) fn at_cut(&mut self, at: u64) {
         if self
-            .capture_from
+            .save_from
             .as_ref()
             .is_some_and(|w| w.exact && w.at == at)
         {
-            let w = self.capture_from.take().expect("checked");
-            self.capture_at(w, at);
+            let w = self.save_from.take().expect("checked");
+            self.save_at(w, at);
         }
         let due = self.held.as_ref().is_some_and(|h| h.at == at);
-        if due && self.capturing.is_none() {
+        if due && self.saving.is_none() {
             let h = self.held.take().expect("checked");
             self.offer(h.engine, at, h.fade_frames, at);
         }
@@ -309,10 +309,10 @@ impl<I: InputSource + ?Sized> Player<I> {
     /// (a timetagged switch) from the block's start, where it stands, up
     /// to its swap sample, in one part as a fast-forward to that sample
     /// runs it (`replay` does): the block is then cut there and it swaps.
-    /// Not while a capture is copied (the offer is refused once the clock
+    /// Not while a save is copied (the offer is refused once the clock
     /// passes its sample). Real-time safe; bounded by one block of it.
     pub(super) fn advance_held(&mut self, start: u64, end: u64) {
-        if self.capturing.is_some() {
+        if self.saving.is_some() {
             return;
         }
         let width = self.input_width;

@@ -391,7 +391,7 @@ impl<S: Sample> NodeProcessor<S> for Conv<S> {
     /// the history at N is the input at `pos(N) − keep + j`; it stays in
     /// `hist` until `j + 1` more frames have arrived, so copying oldest
     /// first at least as fast as frames arrive reads it before it goes.
-    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+    fn save_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
         let keep = self.keep;
         let at_n = if done == 0 {
             self.pos

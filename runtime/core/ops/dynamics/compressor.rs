@@ -214,7 +214,7 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Compressor<S, M> {
 
     /// The detector and write index at N, then the ring oldest first from
     /// the write index (as `delay` does).
-    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+    fn save_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
         let start = if done == 0 {
             self.det.snapshot(st);
             st.put_u64("write", self.write as u64);

@@ -440,7 +440,7 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Limiter<S, M> {
 
     /// The scalars at N, then the rings oldest first from `n % W` (the slot
     /// the next frame writes).
-    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+    fn save_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
         let n = if done == 0 {
             self.put_scalars(st);
             self.n

@@ -668,17 +668,27 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
             s2[b].store(&mut z2[16 * b..16 * b + 16]);
         }
     }
-    let mut finite = 0u64;
-    if sum.is_some() {
+    (whole, finite_members::<L>(&check, k, sum.is_some()))
+}
+
+/// The mask of members (bit `l`: member `l`) whose checks in the first
+/// `k` blocks of `check` (`x · 0` summed: 0 while finite) stayed 0: with
+/// a sum, its one check in `check[0]` says for every member at once.
+#[inline(always)]
+fn finite_members<const L: usize>(check: &[[f32; 16]], k: usize, summed: bool) -> u64 {
+    if summed {
         if check[0].iter().all(|c| *c == 0.0) {
-            finite = u64::MAX >> (64 - L);
+            u64::MAX >> (64 - L)
+        } else {
+            0
         }
     } else {
+        let mut finite = 0u64;
         for (l, c) in check[..k].iter().flatten().enumerate() {
             finite |= u64::from(*c == 0.0) << l;
         }
+        finite
     }
-    (whole, finite)
 }
 
 /// Each member's output 0 into `sum`, in member order, from frame `from`

@@ -86,10 +86,10 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Chorus<S, M> {
         p
     }
 
-    /// The line as `delay` captures its own, then the LFO phase (at the
+    /// The line as `delay` saves its own, then the LFO phase (at the
     /// first call, the phase at N).
-    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
-        let next = self.line.capture_part(st, "buffer", "write", done, budget);
+    fn save_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        let next = self.line.save_part(st, "buffer", "write", done, budget);
         if done == 0 {
             self.sweep.snapshot(st);
         }

@@ -85,13 +85,13 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Flanger<S, M> {
         p
     }
 
-    /// Both lines as `delay` captures its own (the same part of each per
+    /// Both lines as `delay` saves its own (the same part of each per
     /// call), then the LFO phase at N.
-    fn capture_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
-        let a = self.left.capture_part(st, "buffer", "write", done, budget);
+    fn save_part(&self, st: &mut NodeState, done: usize, budget: usize) -> Progress {
+        let a = self.left.save_part(st, "buffer", "write", done, budget);
         let b = self
             .right
-            .capture_part(st, "buffer_r", "write_r", done, budget);
+            .save_part(st, "buffer_r", "write_r", done, budget);
         if done == 0 {
             self.sweep.snapshot(st);
         }

@@ -21,7 +21,7 @@
 //! params to ±0.99 (NaN from modulation reads 0), so modulation cannot make
 //! a loop unstable. The delay lines are `delay`'s ([`Ring`]: linear
 //! interpolation, 1 sample at the shortest), sized at build for the longest
-//! `delay + depth` the param ranges allow; long state is captured and reset
+//! `delay + depth` the param ranges allow; long state is saved and reset
 //! in parts as `delay`'s is.
 //!
 //! [`Ring`]: super::delay::Ring

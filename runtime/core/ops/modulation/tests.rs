@@ -3,7 +3,7 @@
 //! or sampled LFO puts a delayed impulse, where a flanger's comb peaks, and
 //! where a phaser's notches fall. Then state: snapshots migrate between
 //! precisions (the conformance suite checks restore at one precision, the
-//! capture and reset in parts, and every block size).
+//! save and reset in parts, and every block size).
 
 use super::{CHORUS, FLANGER, PHASER};
 use crate::dsp::Precision;

@@ -3,7 +3,7 @@
 //! play on a machine without a sound card. It has no inputs and no
 //! default device: it plays only when asked for by name.
 
-use crate::host::live::device::capture::CaptureInput;
+use crate::host::live::device::input::InputDevice;
 use crate::host::live::device::{
     names, Device, DeviceError, DeviceInfo, Direction, Host, Need, Opened, Request, Stream,
     StreamEvents,
@@ -69,7 +69,7 @@ impl Host for ClockHost {
         })
     }
 
-    fn open_input(&self, id: Option<&str>, _need: Need) -> Result<CaptureInput, DeviceError> {
+    fn open_input(&self, id: Option<&str>, _need: Need) -> Result<InputDevice, DeviceError> {
         let available = names(Direction::Input);
         Err(match id {
             Some(id) => DeviceError::NoInput {

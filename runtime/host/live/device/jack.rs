@@ -20,7 +20,7 @@
 //! libjack is loaded when the backend is first used, so `morphrt` runs on
 //! a machine without JACK (the backend then says it is not installed).
 
-use crate::host::live::device::capture::{CaptureInput, CaptureSource};
+use crate::host::live::device::input::{InputDevice, InputStreamSource};
 use crate::host::live::device::{
     names, Device, DeviceError, DeviceInfo, Direction, Host, Need, Opened, Request, Stream,
     StreamEvents, StreamFault,
@@ -214,7 +214,7 @@ impl Host for JackHost {
         })
     }
 
-    fn open_input(&self, id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceError> {
+    fn open_input(&self, id: Option<&str>, need: Need) -> Result<InputDevice, DeviceError> {
         let Some(capture) = CAPTURE.lock().ok().and_then(|c| c.clone()) else {
             // Input ports belong to the output's client: none without it.
             let available = names(Direction::Input);
@@ -242,7 +242,7 @@ impl Host for JackHost {
             capacity_frames: super::cpal::input::ring_frames(Some(period), need.block),
             block: need.block,
         };
-        CaptureInput::start(Box::new(source), shape, STALL)
+        InputDevice::start(Box::new(source), shape, STALL)
     }
 }
 
@@ -278,7 +278,7 @@ struct JackCapture {
     id: String,
 }
 
-impl CaptureSource for JackCapture {
+impl InputStreamSource for JackCapture {
     fn prepare(&mut self, _fallback: bool) -> Result<usize, DeviceError> {
         Ok(self.channels)
     }
@@ -668,7 +668,7 @@ fn midi_wanted() -> Option<rtrb::Producer<MidiEvent>> {
 /// `--midi jack`: a [`Transport`](crate::host::live::transport::Transport)
 /// fed from the JACK process callback. A thread maps each event through
 /// the scene's MIDI controls and sends it to land at its output frame plus
-/// one block and one period ([`When::Frame`](crate::host::control::When)).
+/// one block and one period ([`When::Frame`](crate::host::remote::When)).
 pub struct JackMidi {
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -678,7 +678,7 @@ pub struct JackMidi {
 /// (the transport's start says so when no JACK device plays).
 pub fn open_midi(
     mut follower: crate::host::live::midi::Follower,
-    sender: crate::host::control::Sender,
+    sender: crate::host::remote::Sender,
 ) -> JackMidi {
     let (producer, mut consumer) = rtrb::RingBuffer::new(MIDI_RING);
     if let Ok(mut slot) = MIDI_SLOT.lock() {
@@ -692,7 +692,7 @@ pub fn open_midi(
             while !stopping.load(Ordering::Relaxed) {
                 while let Ok(e) = consumer.pop() {
                     let bytes = &e.bytes[..e.len as usize];
-                    let when = crate::host::control::When::Frame(e.frame);
+                    let when = crate::host::remote::When::Frame(e.frame);
                     let m =
                         crate::host::live::midi::message_when(&mut follower, "jack", bytes, when);
                     if let Some(m) = m {

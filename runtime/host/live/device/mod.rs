@@ -3,13 +3,13 @@
 //! file (cpal's split of host, device and stream is the model): listing
 //! its devices, its errors ([`DeviceError`]), and opening an output
 //! ([`Device`], whose [`Stream`] runs the callbacks) or an input
-//! ([`capture::CaptureInput`]).
+//! ([`input::InputDevice`]).
 //!
 //! - [`cpal`]: cpal's default host (ALSA on Linux): listing, choosing an
 //!   output configuration, playing, and its input streams.
 //! - [`clock`]: the headless clock device, paced in real time.
 //! - [`jack`]: a JACK client, its ports patched into the server's graph.
-//! - [`capture`]: the control side of an input, whichever backend
+//! - [`input`]: the control side of an input, whichever backend
 //!   records, and its rebuilds.
 //!
 //! `--device ID` goes to the first backend (in [`Backend::ALL`]'s order)
@@ -17,15 +17,15 @@
 //! first backend's that has one. Every error that names what exists lists
 //! the devices of every backend.
 
-use crate::host::live::device::capture::CaptureInput;
+use crate::host::live::device::input::InputDevice;
 use crate::host::live::player::PlayerCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-pub mod capture;
 pub mod clock;
 pub mod cpal;
 mod error;
+pub mod input;
 pub mod jack;
 
 pub use self::error::{Cause, DeviceError};
@@ -93,7 +93,7 @@ pub trait Host: Sync {
     /// Opens the input `id` (`None`: its default input, or
     /// [`DeviceError::NoDefaultInput`] when it has none) for `need`; its
     /// stream starts at once.
-    fn open_input(&self, id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceError>;
+    fn open_input(&self, id: Option<&str>, need: Need) -> Result<InputDevice, DeviceError>;
 }
 
 /// One device as `morphrt devices` shows it.
@@ -146,7 +146,7 @@ pub struct Need {
     pub sample_rate: u32,
     /// The scene's input width: the highest channel an `input` node reads, plus one.
     pub min_channels: usize,
-    /// The engine block: the capture period asked for.
+    /// The engine block: the input period asked for.
     pub block: usize,
 }
 
@@ -200,7 +200,7 @@ pub fn open_input(
     id: Option<&str>,
     need: Need,
     output: Option<&str>,
-) -> Result<CaptureInput, DeviceError> {
+) -> Result<InputDevice, DeviceError> {
     if let (None, Some(b)) = (id, output.and_then(owner)) {
         match b.host().open_input(None, need) {
             Err(DeviceError::NoDefaultInput { .. }) => {}

@@ -1,6 +1,6 @@
-//! Holding a capture ring's fill level steady between two clocks.
+//! Holding an input ring's fill level steady between two clocks.
 //!
-//! A capture device and an output device each run on their own crystal:
+//! An input device and an output device each run on their own crystal:
 //! one always runs a little faster, so the frames waiting in the ring
 //! between them creep up (latency grows until the ring overflows) or down
 //! (until the callback finds too few). [`Drift`] watches the fill before
@@ -10,7 +10,7 @@
 //! underrun). It is pure arithmetic, with no clock of its own, so a test
 //! can drive it frame by frame.
 //!
-//! The fill saws up and down by the capture period between reads, so one
+//! The fill saws up and down by the input period between reads, so one
 //! reading says little: the mean over a window of reads is compared with
 //! the mean of the first window after priming (the set point), and a
 //! difference beyond the threshold is corrected one frame per read, a
@@ -77,7 +77,7 @@ impl Drift {
     }
 
     /// Decides the next read of `frames` frames, with `avail` frames in
-    /// the ring, `period` the largest capture chunk seen (0: none yet) and
+    /// the ring, `period` the largest input chunk seen (0: none yet) and
     /// `capacity` the ring's size in frames.
     pub fn step(&mut self, avail: usize, frames: usize, period: usize, capacity: usize) -> Step {
         let target = target_fill(frames, period);
@@ -144,7 +144,7 @@ impl Drift {
                 let err = mean - sp;
                 // Well above the noise of a window's mean (a wake-up a
                 // few hundred µs late moves it by a few frames), well below
-                // a capture period: real drift (tens of ppm) reaches it
+                // an input period: real drift (tens of ppm) reaches it
                 // within seconds, jitter alone does not.
                 let threshold = (period.max(frames) as f64 / 2.0).max(4.0);
                 if err.abs() > threshold {
@@ -170,7 +170,7 @@ impl Drift {
     }
 }
 
-/// The fill a ring is primed to and held at: a capture period (the fill
+/// The fill a ring is primed to and held at: an input period (the fill
 /// saws by that much between reads), a block (what one read takes) and a
 /// margin of the larger of the two, so that a capture or output callback
 /// woken late by up to that much does not run the ring dry.
@@ -204,9 +204,9 @@ mod tests {
     use super::*;
 
     /// Reads of 64 frames every 64 frames of time against pushes of a
-    /// 64-frame capture period due just after each read, each pushed up
+    /// 64-frame input period due just after each read, each pushed up
     /// to `jitter` frames late
-    /// (deterministic pseudo-random), the capture clock `ppm` fast: the
+    /// (deterministic pseudo-random), the input clock `ppm` fast: the
     /// underruns, the drift corrections (drops − repeats) and the highest
     /// fill seen after the start.
     fn simulate(jitter: u64, ppm: f64, reads: u64) -> (u64, i64, usize) {
@@ -258,8 +258,8 @@ mod tests {
         (underruns, net, highest)
     }
 
-    /// Capture periods that come late by up to almost three periods (a
-    /// capture thread woken late) never run the ring dry, and jitter alone
+    /// Input periods that come late by up to almost three periods (a
+    /// input thread woken late) never run the ring dry, and jitter alone
     /// is not taken for a drift: what it corrects, it corrects back.
     #[test]
     fn late_pushes_within_the_margin_never_underrun() {
@@ -268,10 +268,10 @@ mod tests {
         assert!(net.abs() <= 40, "{net} net corrections for no drift");
     }
 
-    /// A capture clock 200 ppm fast (about 3.4 frames a second here) is
+    /// An input clock 200 ppm fast (about 3.4 frames a second here) is
     /// taken out frame by frame, and the fill stays near its target.
     #[test]
-    fn a_fast_capture_clock_is_corrected_by_single_frames() {
+    fn a_fast_input_clock_is_corrected_by_single_frames() {
         let reads = 60_000; // 80 s of 64-frame blocks
         let (underruns, net, highest) = simulate(16, 200.0, reads);
         let drift = reads as f64 * 64.0 * 200e-6;

@@ -1,5 +1,5 @@
 //! A WAV file played as the session's input (`run --input FILE.wav`), as
-//! if it were a capture device: a reader thread decodes the file
+//! if it were an input device: a reader thread decodes the file
 //! ([`WavInput`]) into a wait-free ring of f64 frames and keeps the ring
 //! full; the callback takes one block from it per block of output. The
 //! ring is filled before the session plays and holds two seconds, so the

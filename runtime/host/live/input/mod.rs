@@ -1,7 +1,7 @@
 //! Live audio input: where the callback takes one block of input per block
-//! of output. Every source — a capture device, a file played as if it were
+//! of output. Every source — an input device, a file played as if it were
 //! one (`run --input FILE.wav`), a test double — implements [`LiveInput`];
-//! the player never knows which it has. A capture device reaches the
+//! the player never knows which it has. An input device reaches the
 //! callback through a wait-free ring ([`ring`]) whose fill level is held
 //! steady against the drift between the two devices' clocks ([`drift`]).
 //!
@@ -18,7 +18,7 @@ pub use crate::host::files::wav_in::InputFormat;
 /// A source of input frames for the callback.
 ///
 /// `read` runs on the audio thread: it never allocates, frees, locks,
-/// blocks or does I/O. A source fed by another thread (a capture stream, a
+/// blocks or does I/O. A source fed by another thread (an input stream, a
 /// file reader) hands frames over through a wait-free ring and counts what
 /// it could not deliver instead of waiting for it.
 pub trait LiveInput: Send {

@@ -1,13 +1,13 @@
-//! The wait-free ring that joins a capture stream to the callback (cpal has
+//! The wait-free ring that joins an input stream to the callback (cpal has
 //! no duplex stream: input and output are two streams on two threads).
 //!
 //! Three ends, made together by [`input_ring`]:
-//! - [`RingWriter`], on the capture thread: pushes whole frames, converted
+//! - [`RingWriter`], on the input thread: pushes whole frames, converted
 //!   to f64; a full ring drops what does not fit (an overrun, counted).
 //! - [`RingInput`], the [`LiveInput`] the player reads one block from per
 //!   block of output; [`Drift`] holds its fill level steady, and a block
 //!   it cannot fill is completed with silence (an underrun, counted).
-//! - [`RingControl`], on the control thread: when the capture stream is
+//! - [`RingControl`], on the control thread: when the input stream is
 //!   rebuilt it makes a new ring, hands its reading end to the
 //!   [`RingInput`] (which swaps it in at its next read and primes it) and
 //!   drops the old one when it comes back, so the audio thread never
@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Counters of a session's capture input, written by the capture thread
+/// Counters of a session's input device, written by the input thread
 /// and the callback, read by the control thread.
 #[derive(Debug, Default)]
 pub struct InputMeters {
@@ -32,7 +32,7 @@ pub struct InputMeters {
     /// The sum of `fill` over all reads, and the number of reads (for the mean).
     pub fill_sum: AtomicU64,
     pub reads: AtomicU64,
-    /// Frames the capture side could not push because the ring was full.
+    /// Frames the input side could not push because the ring was full.
     pub overruns: AtomicU64,
     /// Frames of silence the callback played for want of input.
     pub underruns: AtomicU64,
@@ -42,14 +42,14 @@ pub struct InputMeters {
     /// Frames skipped to bring a ring that ran far ahead (the output
     /// stalled) back to its set point.
     pub skipped: AtomicU64,
-    /// The largest chunk the capture side pushed at once (its period).
+    /// The largest chunk the input side pushed at once (its period).
     pub period: AtomicU64,
-    /// Frames the capture side pushed.
-    pub captured: AtomicU64,
-    /// When the capture side last pushed: nanoseconds since the writer's
+    /// Frames the input side pushed.
+    pub pushed: AtomicU64,
+    /// When the input side last pushed: nanoseconds since the writer's
     /// origin, plus one (0: never).
     pub last_push_ns: AtomicU64,
-    /// Rings the callback took over (one per rebuilt capture stream).
+    /// Rings the callback took over (one per rebuilt input stream).
     pub swaps: AtomicU64,
     /// Set at the callback's first read: a ring that fills up before the
     /// callback starts loses nothing the session would have played.
@@ -67,7 +67,7 @@ impl InputMeters {
     }
 }
 
-/// The capture thread's end: pushes frames of the device's channels as
+/// The input thread's end: pushes frames of the device's channels as
 /// frames of the ring's channels (extra device channels are left out,
 /// missing ones are silence).
 pub struct RingWriter {
@@ -97,7 +97,7 @@ impl RingWriter {
         if m.reading.load(Ordering::Relaxed) {
             m.overruns.fetch_add((frames - n) as u64, Ordering::Relaxed);
         }
-        m.captured.fetch_add(n as u64, Ordering::Relaxed);
+        m.pushed.fetch_add(n as u64, Ordering::Relaxed);
         m.period.fetch_max(frames as u64, Ordering::Relaxed);
         let now = self.origin.elapsed().as_nanos() as u64 + 1;
         m.last_push_ns.store(now, Ordering::Release);
@@ -123,7 +123,7 @@ pub struct RingInput {
     meters: Arc<InputMeters>,
 }
 
-/// The control thread's end: replaces the ring when the capture stream is
+/// The control thread's end: replaces the ring when the input stream is
 /// rebuilt.
 pub struct RingControl {
     swaps: Producer<Consumer<f64>>,
@@ -188,7 +188,7 @@ pub fn input_ring(
 }
 
 impl RingControl {
-    /// A new ring for a rebuilt capture stream that delivers
+    /// A new ring for a rebuilt input stream that delivers
     /// `device_channels`: its writer, while its reading end goes to the
     /// callback. `None` while the callback has not taken the previous one
     /// yet (try again later).

@@ -2,29 +2,29 @@
 //! watcher, the journal (with a progress record every second of audio, so
 //! a session cut off by a crash replays up to its last second), the keys,
 //! `w` snapshots, `t` per-node timing ([`super::timing`]) and the stop signals (SIGINT, SIGTERM, SIGHUP stop the
-//! session as `q` does), as the control loop's [`Control`].
+//! session as `q` does), as the control loop's [`Driver`].
 
 use super::timing::NodeTiming;
 use super::*;
 use crate::engine::incoming::block_start;
-use crate::host::control::{Command as ControlCommand, Reply};
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
-use crate::host::live::control::Control;
-use crate::host::live::control_in::ControlHub;
+use crate::host::live::control::Driver;
 use crate::host::live::input::file::FileInputStatus;
 use crate::host::live::input::history::{history, History, HISTORY_SECONDS};
 use crate::host::live::input::record::{stored_format, InputRecorder};
 use crate::host::live::input::{InputFormat, LiveInput};
 use crate::host::live::keys::{Command, Input, KeyListener};
-use crate::host::live::player::{Controls, Meters, Player, TimingLink};
+use crate::host::live::player::{Meters, Player, Switches, TimingLink};
+use crate::host::live::remote_in::RemoteHub;
 use crate::host::live::session::{LiveSession, Reason};
 use crate::host::live::tap::Existing;
 use crate::host::live::transport::Transport;
 use crate::host::live::watch::FileWatcher;
 use crate::host::record::input::recorded_name;
 use crate::host::record::journal::{Journal, Record};
+use crate::host::remote::{Command as RemoteCommand, Reply};
 use crate::host::HostError;
 use crate::profile::{EventTiming, Profile};
 use std::io::Write;
@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The control side of a `run`: the live session plus the watcher and keys.
-pub(super) struct LiveControl {
+pub(super) struct LiveDriver {
     pub(super) session: LiveSession,
     pub(super) journal: Option<Journal>,
     /// Handovers, rejections and snapshots already journaled.
@@ -44,7 +44,7 @@ pub(super) struct LiveControl {
     pub(super) snapshot_stem: PathBuf,
     pub(super) watcher: Option<FileWatcher>,
     pub(super) commands: Option<Receiver<Input>>,
-    pub(super) controls: Arc<Controls>,
+    pub(super) controls: Arc<Switches>,
     pub(super) scene: PathBuf,
     pub(super) watched: Vec<PathBuf>,
     /// The playing engine's nodes by time, read when playback ended with
@@ -65,10 +65,10 @@ pub(super) struct LiveControl {
     /// The session's input, its history and its recording, if it has one.
     pub(super) input: Option<SessionInput>,
     /// Control in: what the transports send.
-    pub(super) hub: ControlHub,
+    pub(super) hub: RemoteHub,
     /// Timetagged profile switches and snapshots, with the sample they
     /// ask for, until the clock comes near it.
-    pub(super) timed: Vec<(u64, ControlCommand, Option<Reply>)>,
+    pub(super) timed: Vec<(u64, RemoteCommand, Option<Reply>)>,
     /// Snapshots asked for over control in, answered with the file once
     /// one is written; and the snapshots written when they were asked.
     pub(super) snapshot_replies: Vec<Reply>,
@@ -197,7 +197,7 @@ warning: input `{}`: {late} frames came too late from the disk and were read as 
     }
 }
 
-impl Control for LiveControl {
+impl Driver for LiveDriver {
     fn wait(&mut self, max: std::time::Duration) {
         self.hub.wait(max);
     }
@@ -223,7 +223,7 @@ impl Control for LiveControl {
                 }
             }
         }
-        self.control_in(log);
+        self.remote_in(log);
         if let Some(w) = &mut self.watcher {
             let changes = w.take_changes();
             if !changes.is_empty() {
@@ -283,7 +283,7 @@ impl Control for LiveControl {
     }
 }
 
-impl LiveControl {
+impl LiveDriver {
     /// The first stop signal stops the session as `q` does (a fade, then
     /// the capture and the journal are finished); a second one ends the
     /// process at once.
@@ -301,14 +301,14 @@ impl LiveControl {
 
     /// Serves control in: the hub follows the engine playing, lands what
     /// arrived, and the session commands among it act as their keys do.
-    fn control_in(&mut self, log: &mut dyn Write) {
+    fn remote_in(&mut self, log: &mut dyn Write) {
         // A `file:` MIDI port starts with the session's first tick.
         self.transports.iter_mut().for_each(|t| t.tick());
         self.hub.follow(self.session.playing_controls());
         let rate = self.session.fixed().sample_rate as f64;
         for (command, at, reply) in self.hub.tick(log) {
             let answer = match command {
-                ControlCommand::Stop if at > 0 => {
+                RemoteCommand::Stop if at > 0 => {
                     // The device's frame 0 is the session's `clock_start`.
                     self.controls
                         .stop_at_frame(at.saturating_sub(self.clock_start));
@@ -317,24 +317,24 @@ impl LiveControl {
                         at as f64 / rate
                     ))
                 }
-                ControlCommand::Profile(_) | ControlCommand::Snapshot if at > 0 => {
+                RemoteCommand::Profile(_) | RemoteCommand::Snapshot if at > 0 => {
                     self.timed.push((at, command, reply));
                     continue;
                 }
-                ControlCommand::Profile(p) => {
+                RemoteCommand::Profile(p) => {
                     self.session.switch_profile(p, log);
                     Ok(format!("switching to {p}"))
                 }
-                ControlCommand::Snapshot => {
+                RemoteCommand::Snapshot => {
                     self.session.request_snapshot(self.snapshot_stem.clone());
                     self.snapshot_replies.extend(reply);
                     continue;
                 }
-                ControlCommand::Stop => {
+                RemoteCommand::Stop => {
                     self.controls.stop.store(true, Ordering::Relaxed);
                     Ok("stopping".to_string())
                 }
-                ControlCommand::Changes(_) | ControlCommand::Notes { .. } => {
+                RemoteCommand::Changes(_) | RemoteCommand::Notes { .. } => {
                     Err("changes and notes are the hub's".to_string())
                 }
             };
@@ -360,7 +360,7 @@ impl LiveControl {
         self.timed = later;
         for (at, command, reply) in due {
             match command {
-                ControlCommand::Profile(p) => {
+                RemoteCommand::Profile(p) => {
                     self.session.switch_profile_at(p, Some(at), log);
                     let when = match self.session.profile().event_timing() {
                         EventTiming::SampleAccurate => format!("at sample {at}"),
@@ -448,7 +448,7 @@ impl LiveControl {
                 from,
                 to,
                 profile: h.profile,
-                captured_at: h.captured_at,
+                saved_at: h.saved_at,
                 swap_at: h.swap_at,
                 fade: h.fade,
                 text: h.text.to_string(),
@@ -494,7 +494,7 @@ pub(super) fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-impl LiveControl {
+impl LiveDriver {
     /// Starts what drives `session` from the control thread: the file
     /// watcher, the journal (`snap_clock`: where a resumed session
     /// started), the keys, and the stop signals `shared` catches.
@@ -506,7 +506,7 @@ impl LiveControl {
         (channels, mut input): (usize, Option<SessionInput>),
         snap_clock: Option<u64>,
         log: &mut dyn Write,
-    ) -> Result<LiveControl, HostError> {
+    ) -> Result<LiveDriver, HostError> {
         let watched = session.watched_files();
         let watcher = start_watcher(opts, &watched, log);
         let journal = match journal_output {
@@ -545,7 +545,7 @@ impl LiveControl {
         let (keys, commands) = KeyListener::start(controls.clone());
         let clock_start = snap_clock.unwrap_or(0);
         let progress_every = session.fixed().sample_rate as u64;
-        Ok(LiveControl {
+        Ok(LiveDriver {
             session,
             journal,
             journaled: (0, 0, 0),
@@ -614,7 +614,7 @@ impl LiveControl {
     }
 }
 
-impl LiveControl {
+impl LiveDriver {
     /// Finishes the recorded input (the callback has stopped): its end
     /// record for the journal, said with what it holds.
     fn finish_input(&mut self, log: &mut dyn Write) -> Option<Record> {
@@ -651,12 +651,12 @@ impl LiveControl {
 /// (installed before the capture's file is created), and the rings through
 /// which it asks for per-node times.
 pub(super) struct Shared {
-    pub(super) controls: Arc<Controls>,
+    pub(super) controls: Arc<Switches>,
     pub(super) meters: Arc<Meters>,
     pub(super) signals: InterruptGuard,
     pub(super) timing: TimingLink,
     /// Control in: the hub, and the transports delivering to it.
-    pub(super) hub: ControlHub,
+    pub(super) hub: RemoteHub,
     pub(super) transports: Vec<Box<dyn Transport>>,
 }
 

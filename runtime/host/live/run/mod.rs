@@ -8,8 +8,8 @@
 //! ([`crate::host::live::tap`]) and the journal replays up to its last
 //! progress record ([`crate::host::record::journal`]).
 
-mod capture;
 mod driving;
+mod input_device;
 mod setup;
 mod timing;
 mod transports;
@@ -18,17 +18,17 @@ use crate::graph::SeedSource;
 use crate::host::files::rules::Inputs;
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
-use crate::host::live::control_in::{AudioClock, ControlHub, Inlet};
-use crate::host::live::device::capture::CaptureInput;
+use crate::host::live::device::input::InputDevice;
 use crate::host::live::input;
-use crate::host::live::player::{self, Controls, Meters, Player};
+use crate::host::live::player::{self, Meters, Player, Switches};
+use crate::host::live::remote_in::{AudioClock, Inlet, RemoteHub};
 use crate::host::live::session::{LiveSession, Playing, PlayingControls, SessionConfig};
 use crate::host::live::tap::{TapReport, TapWriter};
 use crate::host::live::transport::Transport;
 use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::TimeArg;
-use driving::LiveControl;
+use driving::LiveDriver;
 use setup::*;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -80,7 +80,7 @@ pub struct RunOptions {
     /// has; an id that is no input device exits 2 listing the inputs). A
     /// scene without `input` nodes opens no input (`--input-device` then
     /// warns). The two devices' clocks drift apart: the input waits in a
-    /// ring held at about one capture period, one block and a margin of the
+    /// ring held at about one input period, one block and a margin of the
     /// larger of the two (a callback woken late by that much does not run
     /// it dry), and when it drifts a single frame is left out or played
     /// twice where the block is quietest. The status line and the summary
@@ -225,9 +225,9 @@ struct Prepared {
     transports: Vec<Box<dyn Transport>>,
     files: SessionFiles,
     out: ChosenDevice,
-    /// `--input FILE`, else the capture input, if the scene reads input.
+    /// `--input FILE`, else the input device, if the scene reads input.
     input: Option<input::file::Opened>,
-    capture: Option<CaptureInput>,
+    input_device: Option<InputDevice>,
     frames: Option<u64>,
 }
 
@@ -242,7 +242,7 @@ impl Prepared {
         // Where the session writes is checked before the device opens.
         let files = session_files(opts, &compiled.plan, log)?;
         let out = open_device(opts, &mut compiled, log)?;
-        let (input, capture) = open_inputs(opts, &compiled.plan, log)?;
+        let (input, input_device) = open_inputs(opts, &compiled.plan, log)?;
         let frames = duration_frames(opts, &compiled.plan, log)?;
         show_warnings(opts, &mut compiled.plan, frames, log);
         Ok(Prepared {
@@ -252,21 +252,21 @@ impl Prepared {
             files,
             out,
             input,
-            capture,
+            input_device,
             frames,
         })
     }
 }
 
-/// The session's input: `--input FILE` wins over a capture device.
+/// The session's input: `--input FILE` wins over an input device.
 fn open_inputs(
     opts: &RunOptions,
     plan: &crate::graph::Plan,
     log: &mut dyn Write,
-) -> Result<(Option<input::file::Opened>, Option<CaptureInput>), HostError> {
+) -> Result<(Option<input::file::Opened>, Option<InputDevice>), HostError> {
     let input = file_input(opts, plan, log)?;
-    let capture = match &input {
-        None => capture::open_input(opts, plan, log)?,
+    let input_device = match &input {
+        None => input_device::open_input(opts, plan, log)?,
         Some(_) => {
             if let Some(id) = &opts.input_device {
                 let _ = writeln!(
@@ -277,16 +277,16 @@ fn open_inputs(
             None
         }
     };
-    Ok((input, capture))
+    Ok((input, input_device))
 }
 
 /// A session started and ready to play: the player, the control side
 /// driving it, and what the end needs.
 struct Live {
     player: Player,
-    control: LiveControl,
+    control: LiveDriver,
     out: ChosenDevice,
-    capture: Option<CaptureInput>,
+    input_device: Option<InputDevice>,
     tap_writer: Option<TapWriter>,
     meters: Arc<Meters>,
     origin: Instant,
@@ -313,7 +313,7 @@ impl Live {
             files,
             out,
             input,
-            mut capture,
+            mut input_device,
             frames,
         } = prepared;
         let sr = compiled.plan.sample_rate;
@@ -328,7 +328,7 @@ impl Live {
         } = FirstEngine::new(opts, compiled, log)?;
         let profile = incoming.profile;
         let meters = Arc::new(Meters::default());
-        let controls = Arc::new(Controls::default());
+        let controls = Arc::new(Switches::default());
         let origin = Instant::now();
         let fade = (sr as u64 * 5 / 1000).max(1);
         // Caught from before the capture's file exists: from here on a stop
@@ -358,18 +358,18 @@ impl Live {
             stamped_latency: (block + period) as u64,
             first_sample: snap_clock.unwrap_or(0),
         };
-        let hub = ControlHub::with_inlet(inlet, link, first_controls, clock);
+        let hub = RemoteHub::with_inlet(inlet, link, first_controls, clock);
         let transports = start_transports(transports, log)?;
         let tap_writer = tap.map(|(writer, tap)| {
             p.set_tap(tap);
             writer
         });
-        let input = attach_input(opts, &mut p, input, capture.as_mut());
+        let input = attach_input(opts, &mut p, input, input_device.as_mut());
         player::install_panic_hook();
         let first = Playing {
             profile,
             file_profile,
-            capture: incoming.capture,
+            saved: incoming.saved,
             resources: incoming.resources,
             asked: incoming.asked,
             events: incoming.events,
@@ -400,7 +400,7 @@ impl Live {
             hub,
             transports,
         };
-        let control = LiveControl::start(
+        let control = LiveDriver::start(
             opts,
             session,
             shared,
@@ -413,7 +413,7 @@ impl Live {
             player: p,
             control,
             out,
-            capture,
+            input_device,
             tap_writer,
             meters,
             origin,
@@ -432,7 +432,7 @@ impl Live {
             player,
             mut control,
             mut out,
-            mut capture,
+            mut input_device,
             tap_writer,
             meters,
             origin,
@@ -445,7 +445,7 @@ impl Live {
         let tty = std::io::stderr().is_terminal();
         let cfg = loop_config(tty, label, block);
         say_playing(opts, profile, tty, log);
-        let latency = capture::Latency {
+        let latency = input_device::Latency {
             output_frames: block + out.device.period_frames().unwrap_or(0),
             sample_rate: sr,
         };
@@ -456,9 +456,9 @@ impl Live {
             origin,
             &cfg,
             log,
-            &mut capture::WithInput {
+            &mut input_device::WithInput {
                 control: &mut control,
-                capture: capture.as_mut(),
+                device: input_device.as_mut(),
                 latency,
             },
         );
@@ -471,8 +471,8 @@ impl Live {
         let r = result.map_err(|e| HostError::Runtime(e.message))?;
         let xruns = xruns_text(&r, out.device.xrun_summary());
         summary(&r, sr, &xruns, &control, &meters, tap_report, log);
-        if let Some(c) = &capture {
-            let _ = writeln!(log, "{}", capture::summary_line(c, latency));
+        if let Some(c) = &input_device {
+            let _ = writeln!(log, "{}", input_device::summary_line(c, latency));
         }
         outcome(control.stop_signal(), capture_error, r.frames, sr, log)
     }
@@ -491,12 +491,12 @@ fn start_transports(
 }
 
 /// Gives the session's input to the player: the file of `--input`, else
-/// the capture input's ring; the control side keeps its history.
+/// the input device's ring; the control side keeps its history.
 fn attach_input(
     opts: &RunOptions,
     p: &mut Player,
     input: Option<input::file::Opened>,
-    capture: Option<&mut CaptureInput>,
+    input_device: Option<&mut InputDevice>,
 ) -> Option<driving::SessionInput> {
     match input {
         Some((live, status)) => {
@@ -508,7 +508,7 @@ fn attach_input(
                 source.to_string(),
             ))
         }
-        None => capture.and_then(|c| {
+        None => input_device.and_then(|c| {
             let source = format!("input device {}", c.id());
             c.take_input()
                 .map(|live| driving::SessionInput::attach(p, live, None, source))
@@ -603,7 +603,7 @@ fn summary(
     r: &RunReport,
     sr: u32,
     xruns: &str,
-    control: &LiveControl,
+    control: &LiveDriver,
     meters: &Meters,
     tap_report: Option<TapReport>,
     log: &mut dyn Write,
@@ -642,7 +642,7 @@ fn summary(
 
 /// The three most expensive nodes when per-node timing was on at the end
 /// (`t`), else how to turn it on.
-fn nodes_summary(control: &LiveControl) -> String {
+fn nodes_summary(control: &LiveDriver) -> String {
     if !control.timing.is_on() {
         return "per-node timing was off; `t` while playing turns it on (a second `t` shows the table)".to_string();
     }

@@ -1,13 +1,13 @@
 //! The `t` key: per-node timing of the playing engine, off by default
 //! (it reads the clock once per node per chunk). The first `t` turns it on
-//! through [`Controls::node_timing`], which the callback reads once per
+//! through [`Switches::node_timing`], which the callback reads once per
 //! block, zeroing the counters as it starts; the second turns it off and
 //! prints where the time went meanwhile, from a copy the callback makes
 //! into a buffer sent from here ([`TimingLink`]). The final summary shows
 //! the table when timing is still on at the end, else how to turn it on.
 
 use crate::engine::NodeTime;
-use crate::host::live::player::{Controls, Meters, NodeTimes, TimingLink};
+use crate::host::live::player::{Meters, NodeTimes, Switches, TimingLink};
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ const TABLE_NODES: usize = 10;
 
 /// The control side of per-node timing.
 pub(super) struct NodeTiming {
-    controls: Arc<Controls>,
+    controls: Arc<Switches>,
     meters: Arc<Meters>,
     link: TimingLink,
     sample_rate: u32,
@@ -31,7 +31,7 @@ pub(super) struct NodeTiming {
 
 impl NodeTiming {
     pub(super) fn new(
-        controls: Arc<Controls>,
+        controls: Arc<Switches>,
         meters: Arc<Meters>,
         link: TimingLink,
         sample_rate: u32,

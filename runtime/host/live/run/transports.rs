@@ -3,7 +3,7 @@
 //! flags as one field of [`TransportArgs`], its `open` as one line of
 //! [`open_transports`].
 
-use crate::host::live::control_in::Inlet;
+use crate::host::live::remote_in::Inlet;
 use crate::host::live::transport::Transport;
 use crate::host::live::{midi, osc_in};
 use crate::host::HostError;

@@ -4,7 +4,7 @@
 //! player plays.
 
 use crate::engine::incoming::{Asked, EventKey, Incoming, SessionFixed};
-use crate::engine::{ControlTable, Engine, EngineState};
+use crate::engine::{Engine, EngineState, NodeTable};
 use crate::graph::ControlMap;
 use crate::host::files::rules::Inputs;
 use crate::host::live::input::history::History;
@@ -64,8 +64,8 @@ pub struct Playing {
     pub profile: Profile,
     /// Its scene's top-level `profile`, if it names one.
     pub file_profile: Option<Profile>,
-    /// A buffer shaped for its state, which the audio thread captures into.
-    pub capture: Box<EngineState>,
+    /// A buffer shaped for its state, which the audio thread saves into.
+    pub saved: Box<EngineState>,
     /// Resource references its scene uses and the files they read.
     pub resources: Vec<(String, PathBuf)>,
     /// What its scene asks of the session's fixed settings.
@@ -82,7 +82,7 @@ impl Playing {
     pub fn split(incoming: Incoming) -> (Box<Engine>, Playing) {
         let Incoming {
             engine,
-            capture,
+            saved,
             profile,
             file_profile,
             resources,
@@ -95,7 +95,7 @@ impl Playing {
         let playing = Playing {
             profile,
             file_profile,
-            capture,
+            saved,
             resources,
             asked,
             events,
@@ -114,8 +114,8 @@ impl Playing {
 pub struct PlayingControls {
     /// The scene's `controls`, resolved.
     pub maps: Arc<Vec<ControlMap>>,
-    /// The engine's nodes, to resolve control records against.
-    pub table: Arc<ControlTable>,
+    /// The engine's nodes, to resolve change records against.
+    pub table: Arc<NodeTable>,
 }
 
 impl PlayingControls {

@@ -182,7 +182,7 @@ impl LiveSession {
             return (j.incoming.profile, j.incoming.file_profile);
         }
         match &self.phase {
-            Phase::Capturing(j) => (j.incoming.profile, j.incoming.file_profile),
+            Phase::Saving(j) => (j.incoming.profile, j.incoming.file_profile),
             Phase::Offered(o) => (o.next.profile, o.next.file_profile),
             _ => (self.profile, self.file_profile),
         }

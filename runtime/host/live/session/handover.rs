@@ -1,5 +1,5 @@
 //! The handover job's phases, driven by [`LiveSession::tick`]: a queued
-//! job asks the audio thread for a capture; the captured state is migrated
+//! job asks the audio thread for a save; the saved state is migrated
 //! into the new engine, which is placed (`place.rs`) and offered; the
 //! audio thread swaps it in (or refuses it, having passed the swap sample,
 //! and it is placed again), and the old engine comes back to be dropped
@@ -22,7 +22,7 @@ impl LiveSession {
     pub fn tick(&mut self, log: &mut dyn Write) {
         while let Some(msg) = self.link.receive() {
             match msg {
-                FromAudio::Captured { state, at } => self.captured(state, at, log),
+                FromAudio::Saved { state, at } => self.saved(state, at, log),
                 FromAudio::Swapped { at } => self.swapped(at, log),
                 FromAudio::Refused { engine, clock } => self.refused(engine, clock, log),
                 FromAudio::Retired(old) => {
@@ -39,8 +39,8 @@ impl LiveSession {
     }
 
     /// Starts the queued job when nothing is in flight: asks the audio
-    /// thread for the capture it migrates from (the job stays queued while
-    /// the capture buffer is out, or the request does not get through).
+    /// thread for the save it migrates from (the job stays queued while
+    /// the save buffer is out, or the request does not get through).
     fn start_queued(&mut self) {
         if !matches!(self.phase, Phase::Idle) {
             return;
@@ -48,7 +48,7 @@ impl LiveSession {
         let Some(job) = self.queued.take() else {
             return;
         };
-        // A timed switch is captured a little before its sample,
+        // A timed switch is saved a little before its sample,
         // so that the new engine is placed there in time: a fifth
         // of a second at least, which a busy control thread still
         // migrates and fast-forwards through in time; two leads
@@ -60,11 +60,11 @@ impl LiveSession {
             (2 * self.lead).max(self.fixed.sample_rate as u64 / 5)
         };
         let from = job.at.map(|at| at.saturating_sub(ahead));
-        match self.capture.take() {
-            Some(buf) => match self.link.send(capture_request(buf, from)) {
-                Ok(()) => self.phase = Phase::Capturing(job),
-                Err(ToAudio::Capture(buf) | ToAudio::CaptureFrom { state: buf, .. }) => {
-                    self.capture = Some(buf);
+        match self.saved.take() {
+            Some(buf) => match self.link.send(save_request(buf, from)) {
+                Ok(()) => self.phase = Phase::Saving(job),
+                Err(ToAudio::Save(buf) | ToAudio::SaveFrom { state: buf, .. }) => {
+                    self.saved = Some(buf);
                     self.queued = Some(job);
                 }
                 Err(_) => unreachable!("pushed a capture"),
@@ -73,17 +73,17 @@ impl LiveSession {
         }
     }
 
-    fn captured(&mut self, state: Box<EngineState>, at: u64, log: &mut dyn Write) {
+    fn saved(&mut self, state: Box<EngineState>, at: u64, log: &mut dyn Write) {
         let job = match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Capturing(job) => job,
+            Phase::Saving(job) => job,
             Phase::Snapshotting(stem) => {
                 self.write_snapshot(&state, at, &stem, log);
-                self.capture = Some(state);
+                self.saved = Some(state);
                 return;
             }
             other => {
                 self.phase = other;
-                self.capture = Some(state);
+                self.saved = Some(state);
                 return;
             }
         };
@@ -105,7 +105,7 @@ impl LiveSession {
         let s = match self.place_any(&mut incoming.engine, at, wanted, catching_up) {
             Ok(s) => s,
             Err(why) => {
-                self.capture = Some(state);
+                self.saved = Some(state);
                 self.dropped(&reason, incoming.profile, &text, why, log);
                 return;
             }
@@ -119,20 +119,20 @@ impl LiveSession {
             // The queue holds 16 and a handover uses 2: cannot happen; keep
             // the session consistent anyway.
             drop(e);
-            self.capture = Some(state);
+            self.saved = Some(state);
             let _ = writeln!(
                 log,
                 "\nwarning: the audio thread is not taking requests; edit dropped"
             );
             return;
         }
-        self.capture = Some(state);
+        self.saved = Some(state);
         self.phase = Phase::Offered(Offered {
             reason,
             text,
             next,
             past,
-            captured_at: at,
+            saved_at: at,
             at: s,
             fade,
             migration,
@@ -151,7 +151,7 @@ impl LiveSession {
     }
 
     /// The offered engine's events (`keys`) against the playing one's, for
-    /// a handover captured at `at`: a warning for each the edit added
+    /// a handover saved at `at`: a warning for each the edit added
     /// before it, which never fires.
     fn past_event_warnings(&self, keys: &[EventKey], at: u64) -> Vec<String> {
         let sr = self.fixed.sample_rate as f64;
@@ -170,7 +170,7 @@ impl LiveSession {
     }
 
     /// A handover that could not be placed: the new engine is dropped (the
-    /// capture buffer is back), one that could not keep up is said and
+    /// save buffer is back), one that could not keep up is said and
     /// recorded as rejected, and the text playing is the latest good one
     /// again unless a newer change waits.
     fn dropped(
@@ -256,7 +256,7 @@ impl LiveSession {
             text,
             next,
             past,
-            captured_at,
+            saved_at,
             at: offered,
             fade,
             migration,
@@ -302,7 +302,7 @@ impl LiveSession {
         let Playing {
             profile,
             file_profile,
-            capture,
+            saved,
             resources,
             asked,
             events,
@@ -313,13 +313,13 @@ impl LiveSession {
         self.playing_text = text.clone();
         self.playing_asked = asked;
         self.events = events;
-        self.capture = Some(capture);
+        self.saved = Some(saved);
         self.controls = controls;
         self.applied.push(HandoverRecord {
             reason,
             text,
             profile,
-            captured_at,
+            saved_at,
             swap_at: at,
             fade,
             migration,
@@ -333,12 +333,12 @@ impl LiveSession {
     }
 }
 
-/// The request for a handover's capture into `buf`: at the next block
+/// The request for a handover's save into `buf`: at the next block
 /// boundary, or at the first one at or after `from`.
-fn capture_request(buf: Box<EngineState>, from: Option<u64>) -> ToAudio {
+fn save_request(buf: Box<EngineState>, from: Option<u64>) -> ToAudio {
     match from {
-        Some(at) => ToAudio::CaptureFrom { state: buf, at },
-        None => ToAudio::Capture(buf),
+        Some(at) => ToAudio::SaveFrom { state: buf, at },
+        None => ToAudio::Save(buf),
     }
 }
 

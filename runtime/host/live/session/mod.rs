@@ -5,7 +5,7 @@
 //! milliseconds. A change (a save, a key) is read, parsed, validated,
 //! compiled and built here; only a complete engine is ever offered. The
 //! handover then runs the steps of [`crate::engine::incoming`] against the
-//! audio thread through the player's [`Link`]: capture at N, migrate,
+//! audio thread through the player's [`Link`]: save at N, migrate,
 //! fast-forward to S, offer, and the old engine comes back on the return
 //! queue to be dropped here. One handover at a time: changes that arrive
 //! meanwhile coalesce into the latest, which starts once the running one
@@ -67,7 +67,7 @@ pub struct HandoverRecord {
     /// The scene text the new engine was built from.
     pub text: Arc<String>,
     pub profile: Profile,
-    pub captured_at: u64,
+    pub saved_at: u64,
     pub swap_at: u64,
     pub fade: u64,
     pub migration: Migration,
@@ -114,10 +114,10 @@ struct Offered {
     /// What the session keeps of the offered engine, which it plays once
     /// it swaps.
     next: Playing,
-    /// Warnings about events the edit added before the capture (they
+    /// Warnings about events the edit added before the save (they
     /// never fire).
     past: Vec<String>,
-    captured_at: u64,
+    saved_at: u64,
     /// The swap sample S offered (M, where it stands, when catching up).
     at: u64,
     fade: u64,
@@ -135,13 +135,13 @@ struct Offered {
 
 enum Phase {
     Idle,
-    /// Waiting for the audio thread's capture.
-    Capturing(Job),
+    /// Waiting for the audio thread's save.
+    Saving(Job),
     /// Offered; waiting for the swap (or a refusal).
     Offered(Offered),
     /// Swapped; waiting for the old engine to come back (after its fade).
     Retiring,
-    /// Waiting for the audio thread's capture, to write a snapshot file
+    /// Waiting for the audio thread's save, to write a snapshot file
     /// (`w`) whose name starts with this stem.
     Snapshotting(PathBuf),
 }
@@ -173,8 +173,8 @@ pub struct LiveSession {
     resources: Vec<(String, PathBuf)>,
     link: Link,
     meters: Arc<Meters>,
-    /// Shaped for the engine playing now; out while a capture is in flight.
-    capture: Option<Box<EngineState>>,
+    /// Shaped for the engine playing now; out while a save is in flight.
+    saved: Option<Box<EngineState>>,
     phase: Phase,
     queued: Option<Job>,
     /// Samples of headroom between the audio clock and an offered S.
@@ -215,7 +215,7 @@ impl LiveSession {
         let Playing {
             profile,
             file_profile,
-            capture,
+            saved,
             resources,
             asked,
             events,
@@ -244,7 +244,7 @@ impl LiveSession {
             resources,
             link,
             meters,
-            capture: Some(capture),
+            saved: Some(saved),
             phase: Phase::Idle,
             queued: None,
             lead,

@@ -20,7 +20,7 @@ pub(super) enum Unplaced {
 }
 
 impl LiveSession {
-    /// Places `engine`, captured or refused at `from`: ahead of the audio
+    /// Places `engine`, saved or refused at `from`: ahead of the audio
     /// clock ([`place`](Self::place)), or through the input history when
     /// `catching_up` ([`place_behind`](Self::place_behind)). Returns the
     /// sample to offer it at.
@@ -114,7 +114,7 @@ impl LiveSession {
 
     /// Picks the swap sample S ahead of the audio clock and fast-forwards
     /// the engine to it. Returns S. `from` is a clock the audio thread
-    /// reported at a block boundary (a capture, a refusal): S is on its
+    /// reported at a block boundary (a save, a refusal): S is on its
     /// block grid, which a resumed session does not start at a multiple of
     /// the block. The lead doubles while the audio thread keeps up, so the
     /// loop ends once fast-forwarding outruns it; it gives up when it does

@@ -1,5 +1,5 @@
 //! Snapshots asked for while playing (`w`, or a timetagged request): the
-//! audio thread captures the playing engine between handovers, and its
+//! audio thread saves the playing engine between handovers, and its
 //! state is written here, off the audio thread, as a snapshot file of the
 //! engine playing.
 
@@ -20,39 +20,39 @@ impl LiveSession {
     /// state at `at` exactly under a sample-accurate profile (the audio
     /// thread cuts its block there), at the start of its block under a
     /// block-accurate one, or at the next block boundary if the clock has
-    /// passed it ([`ToAudio::CaptureAt`]).
+    /// passed it ([`ToAudio::SaveAt`]).
     pub fn request_snapshot_at(&mut self, stem: PathBuf, at: u64) {
         self.snapshot_wanted = Some((stem, Some(at)));
     }
 
-    /// Asks the audio thread for the capture of a snapshot asked for, when
+    /// Asks the audio thread for the save of a snapshot asked for, when
     /// nothing is in flight or queued (it waits for the buffer otherwise,
     /// and stays asked for when the request does not get through).
     pub(super) fn start_snapshot(&mut self) {
         if !matches!(self.phase, Phase::Idle)
             || self.queued.is_some()
             || self.snapshot_wanted.is_none()
-            || self.capture.is_none()
+            || self.saved.is_none()
         {
             return;
         }
         let (stem, at) = self.snapshot_wanted.take().expect("checked");
-        let buf = self.capture.take().expect("checked");
+        let buf = self.saved.take().expect("checked");
         let request = match at {
-            Some(at) => ToAudio::CaptureAt { state: buf, at },
-            None => ToAudio::Capture(buf),
+            Some(at) => ToAudio::SaveAt { state: buf, at },
+            None => ToAudio::Save(buf),
         };
         match self.link.send(request) {
             Ok(()) => self.phase = Phase::Snapshotting(stem),
-            Err(ToAudio::Capture(buf) | ToAudio::CaptureAt { state: buf, .. }) => {
-                self.capture = Some(buf);
+            Err(ToAudio::Save(buf) | ToAudio::SaveAt { state: buf, .. }) => {
+                self.saved = Some(buf);
                 self.snapshot_wanted = Some((stem, at));
             }
             Err(_) => unreachable!("pushed a capture"),
         }
     }
 
-    /// Writes the captured state as a snapshot file (off the audio thread).
+    /// Writes the saved state as a snapshot file (off the audio thread).
     pub(super) fn write_snapshot(
         &mut self,
         state: &EngineState,
@@ -61,7 +61,7 @@ impl LiveSession {
         log: &mut dyn Write,
     ) {
         let path = PathBuf::from(format!("{}.{at}.snapshot.json", stem.display()));
-        // The engine captured is the one playing: its text, profile and
+        // The engine saved is the one playing: its text, profile and
         // resources, not those of a change queued meanwhile.
         let result = (|| -> Result<u64, String> {
             let mut opts = self.fixed.options(self.profile);

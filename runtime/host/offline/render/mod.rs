@@ -13,7 +13,7 @@
 //! |---|---|
 //! | `options` | the command's arguments, [`RenderOptions`] |
 //! | `plan` | the plan, the length, the warnings and snapshots decided before the first block |
-//! | `write` | the render loop into the WAV ([`render_to_wav`], [`render_hash`]) |
+//! | `write` | what the player plays offline into the WAV ([`render_to_wav`], [`render_hash`]) |
 //! | `report` | the summary, the input's and MIDI file's lines, `--json` |
 //!
 //! This file holds the command itself, [`render`].
@@ -26,7 +26,8 @@ mod write;
 pub use options::{Container, RenderOptions};
 pub use write::{render_hash, render_to_wav, RenderReport};
 
-use crate::engine::ControlFeed;
+use crate::api::player::offline_player;
+use crate::engine::ChangeFeed;
 use crate::engine::Engine;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::files::signals::InterruptGuard;
@@ -185,10 +186,11 @@ pub fn render(
     if let Some(i) = &input {
         engine.set_input_feed(i.feed());
     }
+    let mut player = offline_player(engine);
     let mut written = Vec::new();
     let mut feed = midi
         .as_ref()
-        .map(|m| ControlFeed::with_notes(m.changes.clone(), m.notes.clone()));
+        .map(|m| ChangeFeed::with_notes(m.changes.clone(), m.notes.clone()));
     let mut tail = length.tail(start, latency, sr);
     if let (None, Some((t, _)), Length::Tail { input: Some(n), .. }) = (&input, &mut tail, length) {
         // The MIDI file's end is known before the render: the tail starts there.
@@ -203,7 +205,7 @@ pub fn render(
     let mut no_stdout = std::io::sink();
     let sink = output.start(if to_stdout { &mut *out } else { &mut no_stdout })?;
     let (report, tail) = write_wav(
-        &mut engine,
+        &mut player,
         sink,
         &what,
         &layout,
@@ -219,6 +221,7 @@ pub fn render(
         snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
     )?;
     drop(guard);
+    let engine = player.engine();
     let layout = WavLayout {
         frames: report.frames,
         ..layout
@@ -240,7 +243,7 @@ pub fn render(
         let _ = writeln!(log, "converted: {c}");
     }
     report_render(
-        &engine,
+        engine,
         &report,
         &layout,
         start,
@@ -249,7 +252,7 @@ pub fn render(
         log,
     );
     let json = opts.json.then(|| {
-        let mut summary = json_summary(opts, &engine, &report, &layout, start, &warnings);
+        let mut summary = json_summary(opts, engine, &report, &layout, start, &warnings);
         summary["conversions"] = conversions
             .iter()
             .map(crate::graph::conversion_json)
@@ -289,11 +292,11 @@ fn snapshot_writer<'a>(
             return Ok(());
         };
         let path = numbered_path(base, e.clock(), several);
-        let captured = Instant::now();
+        let saving = Instant::now();
         let st = e.snapshot();
-        let capture = captured.elapsed();
+        let saved = saving.elapsed();
         let w = cx.write(&st, &path, inputs)?;
-        written.push((e.clock(), w, capture));
+        written.push((e.clock(), w, saved));
         Ok(())
     }
 }

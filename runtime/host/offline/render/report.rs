@@ -4,7 +4,7 @@
 
 use super::options::RenderOptions;
 use super::write::RenderReport;
-use crate::engine::ControlFeed;
+use crate::engine::ChangeFeed;
 use crate::engine::Engine;
 use crate::host::files::wav::WavLayout;
 use crate::host::offline::input::{RenderInput, Tail};
@@ -48,13 +48,13 @@ pub(super) fn length_line(
 /// the length (`-d`, the scene's duration, or the last event and the tail).
 pub(super) fn midi_lines(
     midi: &RenderMidi,
-    feed: Option<&ControlFeed>,
+    feed: Option<&ChangeFeed>,
     tail: Option<&Tail>,
     report: &RenderReport,
     sr: u32,
 ) -> String {
     let mut lines = midi.error_lines();
-    let lost = feed.map_or(&[][..], ControlFeed::errors);
+    let lost = feed.map_or(&[][..], ChangeFeed::errors);
     for (at, e) in lost.iter().take(5) {
         lines.push(format!(
             "warning: a MIDI change at sample {at} did not land: {e}"
@@ -67,7 +67,7 @@ pub(super) fn midi_lines(
         ));
     }
     let s = |n: u64| n as f64 / sr as f64;
-    if let Some(n) = feed.map(ControlFeed::pending).filter(|n| *n > 0) {
+    if let Some(n) = feed.map(ChangeFeed::pending).filter(|n| *n > 0) {
         lines.push(format!(
             "warning: {n} MIDI changes come after the render's end and did not play (the file's last event is at {:.3} s)",
             s(midi.end)
@@ -125,14 +125,14 @@ pub(super) fn report_snapshots(
             *at as f64 / sr as f64
         );
     }
-    for (at, w, capture) in written {
+    for (at, w, saved) in written {
         let _ = writeln!(
             log,
             "snapshot at sample {at} ({:.3}s) written to {}: {} bytes, captured in {:.2} ms, written in {:.2} ms",
             *at as f64 / sr as f64,
             w.path.display(),
             w.bytes,
-            capture.as_secs_f64() * 1e3,
+            saved.as_secs_f64() * 1e3,
             w.elapsed.as_secs_f64() * 1e3
         );
     }

@@ -1,11 +1,12 @@
-//! The render loop: blocks from the engine through the encoder into the
-//! WAV's body, stopping cleanly on a signal, a failed input or output, or
+//! The render's sink: blocks the player plays offline
+//! ([`Player::play_frames`]) through the encoder into the WAV's body, stopping cleanly on a signal, a failed input or output, or
 //! a snapshot that cannot be written ([`write_wav`]), and what a render
 //! did ([`RenderReport`]).
 
 use super::plan::over_limit;
-use crate::engine::{run_blocks, try_run_blocks_fed, ControlFeed};
-use crate::engine::{BusRef, Engine};
+use crate::api::player::offline_player;
+use crate::api::Player;
+use crate::engine::{BusRef, ChangeFeed, Engine};
 use crate::host::files::digest::hex;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
@@ -47,13 +48,18 @@ pub(super) fn hash_block(hasher: &mut Sha256, bytes: &mut Vec<u8>, bus: BusRef<'
 }
 
 /// Renders and hashes without writing a file.
-pub fn render_hash(engine: &mut Engine, frames: u64) -> String {
+pub fn render_hash(engine: Engine, frames: u64) -> String {
     let mut hasher = Sha256::new();
     let mut bytes = Vec::new();
-    run_blocks(
-        engine,
+    let _ = offline_player(engine).play_frames(
         frames,
-        |bus| hash_block(&mut hasher, &mut bytes, bus),
+        &[],
+        None,
+        |_| Ok::<(), ()>(()),
+        |bus| {
+            hash_block(&mut hasher, &mut bytes, bus);
+            Ok(())
+        },
         |_| {},
     );
     hex(&hasher.finalize())
@@ -65,7 +71,7 @@ pub fn render_hash(engine: &mut Engine, frames: u64) -> String {
 /// failed render never leaves a truncated file or destroys an existing one.
 /// Installs no signal handlers; [`render`](super::render) does.
 pub fn render_to_wav(
-    engine: &mut Engine,
+    engine: Engine,
     path: &Path,
     frames: u64,
     format: WavFormat,
@@ -78,7 +84,7 @@ pub fn render_to_wav(
     let mut stdout = std::io::stdout();
     let sink = output.start(&mut stdout)?;
     write_wav(
-        engine,
+        &mut offline_player(engine),
         sink,
         &what,
         &layout,
@@ -151,12 +157,12 @@ pub(super) enum Abort {
 /// into place, flush) only when all went well; otherwise the sink is
 /// dropped, which removes a temporary file.
 pub(super) fn write_wav(
-    engine: &mut Engine,
+    player: &mut Player,
     sink: Sink<'_>,
     what: &str,
     layout: &WavLayout,
     opts: &WriteOptions<'_>,
-    feed: Option<&mut ControlFeed>,
+    feed: Option<&mut ChangeFeed>,
     mut at_stop: impl FnMut(&Engine) -> Result<(), HostError>,
 ) -> Result<(RenderReport, Option<Tail>), HostError> {
     let aftermath = sink.aftermath();
@@ -169,6 +175,7 @@ pub(super) fn write_wav(
     } else {
         Body::open(sink, layout, tail.is_none())?
     };
+    let engine = player.engine();
     let f32_bus = matches!(engine.bus(), BusRef::F32(..));
     let mut enc = Encoder::new(engine.channels(), layout.format, f32_bus);
     let mut framer = Framer::new(engine.clock(), engine.channels(), tail);
@@ -177,8 +184,7 @@ pub(super) fn write_wav(
     let first = engine.clock();
     let start = Instant::now();
     let caught = || opts.interrupt.and_then(InterruptGuard::caught);
-    let mut result = try_run_blocks_fed(
-        engine,
+    let mut result = player.play_frames(
         frames,
         opts.stops,
         feed,
@@ -208,7 +214,7 @@ pub(super) fn write_wav(
     if matches!(result, Err(Abort::Done)) {
         result = Ok(());
     } else if result.is_ok() && opts.tail.is_some() {
-        result = input_within_limit(opts.input, frames, engine.sample_rate());
+        result = input_within_limit(opts.input, frames, player.engine().sample_rate());
     }
     if result.is_ok() {
         // A signal during the last block still stops the render: the user
@@ -219,6 +225,7 @@ pub(super) fn write_wav(
     }
     let elapsed = start.elapsed();
     progress.finish();
+    let engine = player.engine();
     if let Err(stop) = result {
         // Dropping the body removes a temporary file; the buffered tail is
         // not written anywhere.

@@ -6,7 +6,7 @@
 //! complete record: [`read`] drops a last line cut short with a warning
 //! naming it, and [`rerender`] plays a journal without an end record up to
 //! its last record's sample, saying so. The journal holds what the handover did (see [`crate::engine::incoming`]:
-//! the capture sample N, the swap sample S and the fade of every edit and
+//! the save sample N, the swap sample S and the fade of every edit and
 //! profile switch, with the full scene text), every rejected edit, the
 //! stop fade and the end sample, and a copy of every resource beside it,
 //! stored by SHA-256 so that many sessions on one impulse response keep it

@@ -2,7 +2,7 @@
 //! beside it ([`KeptResource`]), and the control changes and notes a
 //! replay schedules from them.
 
-use crate::engine::incoming::{ScriptedControl, ScriptedNote};
+use crate::engine::incoming::{ScriptedChange, ScriptedNote};
 use crate::graph::NoteAction;
 use crate::profile::Profile;
 use serde::{Deserialize, Serialize};
@@ -24,8 +24,8 @@ fn is_zero(n: &u64) -> bool {
 
 /// The control changes of a journal, in sample order (journal order
 /// within a sample), for a scripted replay to land where they landed.
-pub fn control_changes(records: &[Record]) -> Vec<ScriptedControl> {
-    let mut v: Vec<ScriptedControl> = records
+pub fn control_changes(records: &[Record]) -> Vec<ScriptedChange> {
+    let mut v: Vec<ScriptedChange> = records
         .iter()
         .filter_map(|r| match r {
             Record::Control {
@@ -35,7 +35,7 @@ pub fn control_changes(records: &[Record]) -> Vec<ScriptedControl> {
                 value,
                 ramp,
                 ..
-            } => Some(ScriptedControl {
+            } => Some(ScriptedChange {
                 sample: *at,
                 node: node.clone(),
                 param: param.clone(),
@@ -100,13 +100,14 @@ pub enum Record {
     /// The session resumed from a snapshot (kept beside the journal) before
     /// it started playing.
     Resume { snapshot: KeptResource, clock: u64 },
-    /// An applied edit or profile switch: captured at N, swapped at S.
+    /// An applied edit or profile switch: saved at N, swapped at S.
     Handover {
         reason: String,
         from: Option<Profile>,
         to: Option<Profile>,
         profile: Profile,
-        captured_at: u64,
+        #[serde(rename = "captured_at")]
+        saved_at: u64,
         swap_at: u64,
         fade: u64,
         text: String,

@@ -6,7 +6,7 @@
 use super::error::{JournalError, Problem};
 use super::read::{read, Session};
 use super::{control_changes, note_changes, KeptResource, Record};
-use crate::engine::incoming::{Incoming, Scripted, ScriptedControl, ScriptedNote, SessionFixed};
+use crate::engine::incoming::{Incoming, Scripted, ScriptedChange, ScriptedNote, SessionFixed};
 use crate::graph::Resolver;
 use crate::host::files::digest::sha256_hex;
 use crate::host::files::resources::Folders;
@@ -79,7 +79,7 @@ struct Rebuild<'a> {
     fixed: SessionFixed,
     channels: usize,
     recorded: Option<RecordedInputFile>,
-    changes: Vec<ScriptedControl>,
+    changes: Vec<ScriptedChange>,
     notes: Vec<ScriptedNote>,
     /// The samples of snapshots taken inside a block: the replay cuts
     /// its blocks there too.
@@ -232,7 +232,7 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
             }
             Record::Handover {
                 profile,
-                captured_at,
+                saved_at,
                 swap_at,
                 fade,
                 text,
@@ -243,11 +243,11 @@ pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
                     let problem = Problem::BeforeScene("a handover");
                     return Err(JournalError::new(path, problem).into());
                 };
-                if until.is_some_and(|u| *captured_at >= u) {
+                if until.is_some_and(|u| *saved_at >= u) {
                     break;
                 }
                 let inc = rebuild.compile(text, resources, *profile)?;
-                if let Err(e) = d.handover_at(inc, *captured_at, *swap_at, *fade) {
+                if let Err(e) = d.handover_at(inc, *saved_at, *swap_at, *fade) {
                     return Err(JournalError::new(path, Problem::Handover(e)).into());
                 }
             }

@@ -75,7 +75,7 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
                 reason,
                 from,
                 to,
-                captured_at,
+                saved_at,
                 swap_at,
                 fade,
                 ..
@@ -84,7 +84,7 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
                     ("switch", Some(f), Some(t)) => format!("switch {f} → {t}"),
                     _ => "edit".to_string(),
                 };
-                let (n, s) = (session(*captured_at), session(*swap_at));
+                let (n, s) = (session(*saved_at), session(*swap_at));
                 format!(
                     "{}  {what} (captured at {n}, swapped at {s}, fade {fade})",
                     t(s, rate)

@@ -209,7 +209,7 @@ impl SnapshotFile {
                 .iter()
                 .map(|p| self.pool_state(p))
                 .collect::<Result<_, _>>()?,
-            // The grid the captured engine played on: a resume into the
+            // The grid the saved engine played on: a resume into the
             // same tempo keeps it, another tempo re-anchors at the clock
             // (`Engine::migrate`). Without one, a resume plays its scene's
             // grid from sample 0.

@@ -1,7 +1,7 @@
 //! A snapshot matched to a scene: [`SnapshotContext`] records what the
 //! engine state does not hold (the scene's identity and topology, the
 //! session constants, each node's profile and precision, the resources'
-//! SHA-256), turns a captured state into a file, and resumes a file into
+//! SHA-256), turns a saved state into a file, and resumes a file into
 //! an engine by the handover's carry rules, saying what does not simply
 //! continue.
 
@@ -32,7 +32,7 @@ struct NodeInfo {
 /// scene's identity, the session constants, each node's resolved profile
 /// and precision, and the resources' SHA-256. Built once per compiled plan
 /// (off the audio thread: it hashes the resource files), it turns any
-/// [`EngineState`] captured from that plan's engine into a file, and
+/// [`EngineState`] saved from that plan's engine into a file, and
 /// resumes a snapshot into that engine.
 #[derive(Clone, Debug)]
 pub struct SnapshotContext {
@@ -51,7 +51,7 @@ pub struct Written {
     pub path: PathBuf,
     /// The file's size.
     pub bytes: u64,
-    /// From the captured state to a durable file: conversion, JSON, write,
+    /// From the saved state to a durable file: conversion, JSON, write,
     /// fsync and rename.
     pub elapsed: Duration,
 }
@@ -160,7 +160,7 @@ impl SnapshotContext {
         &self.scene.sha256
     }
 
-    /// The file for `st`, a state captured from this context's engine.
+    /// The file for `st`, a state saved from this context's engine.
     pub fn file(&self, st: &EngineState) -> Result<SnapshotFile, SnapshotError> {
         if st.nodes.len() != self.nodes.len()
             || st
@@ -202,7 +202,7 @@ impl SnapshotContext {
         })
     }
 
-    /// Writes `st` (captured from this context's engine) to `path`
+    /// Writes `st` (saved from this context's engine) to `path`
     /// through the one writer, never over one of `inputs`. Allocates and
     /// does I/O: never on the audio thread.
     pub fn write(

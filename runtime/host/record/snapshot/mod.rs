@@ -91,7 +91,7 @@ pub enum SnapshotError {
     File(FileError),
     /// A resource file could not be read to hash it.
     Resource { file: String, error: io::Error },
-    /// The captured state does not come from the engine of this context's
+    /// The saved state does not come from the engine of this context's
     /// plan (a host bug, not the user's).
     Mismatch(String),
 }

@@ -1,7 +1,7 @@
-//! cpal's capture stream: choosing an input configuration (the output's
+//! cpal's input stream: choosing an input configuration (the output's
 //! rate, at least the scene's input channels, a sample format morphrt
 //! reads), converting what the device records to f64 on the capture
-//! thread, and [`open_capture`], which `run` calls.
+//! thread, and [`open_input`], which `run` calls.
 //!
 //! Integer samples of `b` bits become `v / (2^(b−1) − 1)`, as an integer
 //! WAV input does ([`int_to_sample`]); unsigned ones are centred first;
@@ -10,7 +10,7 @@
 
 use super::{fault_of, find, id_of};
 use crate::host::files::wav_in::int_to_sample;
-use crate::host::live::device::capture::{CaptureInput, CaptureSource};
+use crate::host::live::device::input::{InputDevice, InputStreamSource};
 use crate::host::live::device::{DeviceError, Direction, Need, Stream, StreamEvents};
 use crate::host::live::input::ring::{RingShape, RingWriter};
 use crate::host::live::input::InputFormat;
@@ -19,49 +19,49 @@ use cpal::{SampleFormat, SupportedStreamConfigRange};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A sample type a capture stream delivers, and how it becomes f64.
-pub trait CaptureSample: cpal::SizedSample + Send + 'static {
+/// A sample type an input stream delivers, and how it becomes f64.
+pub trait InputSample: cpal::SizedSample + Send + 'static {
     /// The sample as the engine reads it (±1 full scale).
     fn to_f64(self) -> f64;
 }
 
-impl CaptureSample for f32 {
+impl InputSample for f32 {
     fn to_f64(self) -> f64 {
         self as f64
     }
 }
 
-impl CaptureSample for i32 {
+impl InputSample for i32 {
     fn to_f64(self) -> f64 {
         int_to_sample(self, 32)
     }
 }
 
-impl CaptureSample for cpal::I24 {
+impl InputSample for cpal::I24 {
     fn to_f64(self) -> f64 {
         int_to_sample(self.inner(), 24)
     }
 }
 
-impl CaptureSample for i16 {
+impl InputSample for i16 {
     fn to_f64(self) -> f64 {
         int_to_sample(self as i32, 16)
     }
 }
 
-impl CaptureSample for i8 {
+impl InputSample for i8 {
     fn to_f64(self) -> f64 {
         int_to_sample(self as i32, 8)
     }
 }
 
-impl CaptureSample for u16 {
+impl InputSample for u16 {
     fn to_f64(self) -> f64 {
         int_to_sample(self as i32 - 32768, 16)
     }
 }
 
-impl CaptureSample for u8 {
+impl InputSample for u8 {
     fn to_f64(self) -> f64 {
         int_to_sample(self as i32 - 128, 8)
     }
@@ -95,14 +95,14 @@ const PREFERRED: [SampleFormat; 7] = [
 pub struct Choice {
     pub channels: u16,
     pub format: SampleFormat,
-    /// The capture period, when the device takes the block size.
+    /// The input period, when the device takes the block size.
     pub fixed: Option<usize>,
 }
 
 /// Chooses an input configuration among `ranges`: the session's rate, the
 /// fewest channels that hold the scene's input width, the device's default
 /// sample format when morphrt reads it (else f32, then the widest
-/// integers), and a capture period of one block when the device allows it.
+/// integers), and an input period of one block when the device allows it.
 /// The error says what the device lacks.
 pub fn choose(
     ranges: &[SupportedStreamConfigRange],
@@ -192,7 +192,7 @@ fn list(items: impl Iterator<Item = String>) -> String {
 }
 
 /// A cpal input device and the configuration chosen for it.
-pub struct CpalCapture {
+pub struct CpalInput {
     /// The id asked for (`--input-device`), or `None` for the default.
     asked: Option<String>,
     device: cpal::Device,
@@ -201,17 +201,17 @@ pub struct CpalCapture {
     choice: Choice,
 }
 
-impl CpalCapture {
+impl CpalInput {
     /// Finds the input device `id` (or the default input) and chooses its
     /// configuration for `need`.
-    pub fn find(id: Option<&str>, need: Need) -> Result<CpalCapture, DeviceError> {
+    pub fn find(id: Option<&str>, need: Need) -> Result<CpalInput, DeviceError> {
         let device = find(id, Direction::Input)?;
         let device_id = id_of(&device);
         let choice = configure(&device, &need).map_err(|why| DeviceError::CannotRecord {
             id: device_id.clone(),
             why,
         })?;
-        Ok(CpalCapture {
+        Ok(CpalInput {
             asked: id.map(str::to_string),
             device,
             id: device_id,
@@ -231,7 +231,7 @@ impl CpalCapture {
     }
 
     /// Starts the stream for samples of type `T`.
-    fn build<T: CaptureSample>(
+    fn build<T: InputSample>(
         &self,
         mut writer: RingWriter,
         events: Arc<StreamEvents>,
@@ -273,15 +273,15 @@ fn configure(device: &cpal::Device, need: &Need) -> Result<Choice, String> {
 struct CpalStream(#[allow(dead_code)] cpal::Stream);
 impl Stream for CpalStream {}
 
-impl CaptureSource for CpalCapture {
+impl InputStreamSource for CpalInput {
     fn prepare(&mut self, fallback: bool) -> Result<usize, DeviceError> {
         let asked = if fallback {
             None
         } else {
             self.asked.as_deref()
         };
-        let again = CpalCapture::find(asked, self.need)?;
-        *self = CpalCapture {
+        let again = CpalInput::find(asked, self.need)?;
+        *self = CpalInput {
             asked: self.asked.take(),
             ..again
         };
@@ -325,19 +325,19 @@ impl CaptureSource for CpalCapture {
     }
 }
 
-/// Frames a capture ring holds: room for several capture periods and
+/// Frames an input ring holds: room for several input periods and
 /// blocks (a device without a fixed period is assumed to deliver up to
 /// 4096 frames at once), and never less than 16384.
 pub fn ring_frames(period: Option<usize>, block: usize) -> usize {
     (8 * (period.unwrap_or(4096) + block)).max(16384)
 }
 
-/// Opens the capture input `run` records from: the input device `id` (as
+/// Opens the input device `run` records from: the input device `id` (as
 /// `morphrt devices` shows it) or the default input, at the output's rate,
 /// with at least the channels `need` asks (one at least), its ring read
 /// one block per block of output. The stream starts at once; what it
 /// records before the callback starts is not played.
-pub fn open_capture(id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceError> {
+pub fn open_input(id: Option<&str>, need: Need) -> Result<InputDevice, DeviceError> {
     let Need {
         sample_rate, block, ..
     } = need;
@@ -345,7 +345,7 @@ pub fn open_capture(id: Option<&str>, need: Need) -> Result<CaptureInput, Device
         min_channels: need.min_channels.max(1),
         ..need
     };
-    let source = CpalCapture::find(id, need)?;
+    let source = CpalInput::find(id, need)?;
     let period = source.choice.fixed;
     let shape = RingShape {
         channels: source.channels(),
@@ -356,5 +356,5 @@ pub fn open_capture(id: Option<&str>, need: Need) -> Result<CaptureInput, Device
     // A lost stream: no push for 8 periods, and never sooner than 0.5 s.
     let period_s = period.unwrap_or(4096) as f64 / sample_rate.max(1) as f64;
     let stall = Duration::from_secs_f64(period_s * 8.0).max(Duration::from_millis(500));
-    CaptureInput::start(Box::new(source), shape, stall)
+    InputDevice::start(Box::new(source), shape, stall)
 }

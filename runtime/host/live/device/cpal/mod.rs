@@ -3,8 +3,7 @@
 //! configuration, and [`CpalDevice`], the [`Device`] that plays through
 //! one; its input streams are [`input`].
 
-use self::input::open_capture;
-use crate::host::live::device::capture::CaptureInput;
+use crate::host::live::device::input::InputDevice;
 use crate::host::live::device::{
     names, Device, DeviceError, DeviceInfo, Direction, Host, Need, Opened, Request, Stream,
     StreamEvents, StreamFault,
@@ -80,8 +79,8 @@ impl Host for CpalHost {
         open(id, request)
     }
 
-    fn open_input(&self, id: Option<&str>, need: Need) -> Result<CaptureInput, DeviceError> {
-        open_capture(id, need)
+    fn open_input(&self, id: Option<&str>, need: Need) -> Result<InputDevice, DeviceError> {
+        input::open_input(id, need)
     }
 }
 

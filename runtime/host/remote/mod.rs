@@ -1,4 +1,4 @@
-//! Control in: what OSC and MIDI (live, or a MIDI file offline) ask of a
+//! Remote in: what OSC and MIDI (live, or a MIDI file offline) ask of a
 //! session, once a transport has read and parsed it — param changes by
 //! name, profile switches, snapshots, stops — and how a change becomes a
 //! record for the engine playing now.
@@ -12,7 +12,7 @@
 pub mod midi;
 pub mod midi_file;
 
-use crate::engine::{ControlRecord, ControlTable, NoteRecord};
+use crate::engine::{ChangeRecord, NodeTable, NoteRecord};
 use crate::graph::{short_number, ControlMap, ControlValue, NoteAction, PlanNote};
 use crate::ops::ParamSpec;
 use crate::profile::Profile;
@@ -184,7 +184,7 @@ pub type Sender = std::sync::mpsc::Sender<Message>;
 /// plays: its schedule index, its index and its declaration; else what is
 /// wrong, with a did-you-mean.
 pub fn param_spec(
-    table: &ControlTable,
+    table: &NodeTable,
     node: &str,
     param: &str,
 ) -> Result<(usize, usize, &'static ParamSpec), String> {
@@ -231,10 +231,10 @@ pub fn param_spec(
 /// range again, whatever resolved them.
 pub fn record(
     change: &Change,
-    table: &ControlTable,
+    table: &NodeTable,
     sample: u64,
     seq: u64,
-) -> Result<ControlRecord, String> {
+) -> Result<ChangeRecord, String> {
     let (node, param, spec) = param_spec(table, &change.node, &change.param)?;
     let fits = match (spec.kind, change.value) {
         (crate::ops::ParamKind::Number { min, max, .. }, ControlValue::Number(v)) => {
@@ -256,7 +256,7 @@ pub fn record(
     if change.ramp > 0 && !matches!(change.value, ControlValue::Number(_)) {
         return Err(format!("param `{}` cannot ramp", spec.name));
     }
-    Ok(ControlRecord {
+    Ok(ChangeRecord {
         sample,
         node: node as u32,
         param: param as u16,
@@ -271,7 +271,7 @@ pub fn record(
 /// `sample` (or the next block): its module by id.
 pub fn note_record(
     note: &Note,
-    table: &ControlTable,
+    table: &NodeTable,
     sample: u64,
     seq: u64,
 ) -> Result<NoteRecord, String> {
@@ -297,7 +297,7 @@ pub fn note_record(
 /// number, or a node or param the `table` does not have.
 pub fn change_lint(
     change: &Change,
-    table: &ControlTable,
+    table: &NodeTable,
     sample_rate: u32,
 ) -> Option<crate::ops::Lint> {
     let ControlValue::Number(v) = change.value else {
@@ -312,7 +312,7 @@ pub fn change_lint(
 /// for a node that plays, one change per voice for a voice module's
 /// template node (`osc` → `osc#0`, `osc#1`, …); unchanged when neither
 /// plays (resolving it then says what is wrong).
-pub fn fan_out(change: Change, table: &ControlTable) -> Vec<Change> {
+pub fn fan_out(change: Change, table: &NodeTable) -> Vec<Change> {
     let copies = table.copies(&change.node);
     if copies.len() <= 1 {
         return vec![change];
@@ -331,7 +331,7 @@ pub fn fan_out(change: Change, table: &ControlTable) -> Vec<Change> {
 #[derive(Clone)]
 pub struct Mapping {
     pub controls: Arc<Vec<ControlMap>>,
-    pub table: Arc<ControlTable>,
+    pub table: Arc<NodeTable>,
     pub sample_rate: u32,
 }
 
@@ -370,7 +370,7 @@ impl Mappings {
 /// plays otherwise than asked (a delay past its `max_time`, a cutoff the
 /// filter designs below Nyquist) is said as it plays, with what was asked
 /// and why: `echo.time = 0.5 s (asked 2 s; max_time is 0.5 s)`.
-pub fn change_text(change: &Change, table: &ControlTable, sample_rate: u32) -> String {
+pub fn change_text(change: &Change, table: &NodeTable, sample_rate: u32) -> String {
     let spec = param_spec(table, &change.node, &change.param).ok();
     let in_unit = |v: f64, dim: crate::scene::Dimension| match dim.canonical() {
         "" | "linear" => short_number(v),
@@ -423,7 +423,7 @@ mod tests {
           "outputs": {"main": ["mic"]}}"#;
         let scene = crate::scene::load_str(text, "t.json", None).unwrap();
         let plan = crate::graph::compile(&scene, &Default::default()).unwrap();
-        let table = crate::engine::Engine::new(plan).control_table();
+        let table = crate::engine::Engine::new(plan).node_table();
         let e = param_spec(&table, "mic", "gain").unwrap_err();
         assert!(!e.contains("valid: "), "{e}");
         assert!(

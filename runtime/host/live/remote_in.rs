@@ -1,8 +1,8 @@
-//! Control in, on the control thread: every transport (the OSC socket,
+//! Remote in, on the control thread: every transport (the OSC socket,
 //! MIDI ports, a MIDI file; `host/live/transport.rs`) sends its
-//! [`Message`]s through the hub's [`Inlet`] to one [`ControlHub`], which
+//! [`Message`]s through the hub's [`Inlet`] to one [`RemoteHub`], which
 //! the run loop ticks. Changes are resolved against the engine playing now
-//! into [`ControlRecord`]s with a fresh `seq`, pushed through the
+//! into [`ChangeRecord`]s with a fresh `seq`, pushed through the
 //! player's wait-free ring, and journaled at the sample the engine
 //! reports they landed on, so `replay` lands them there too. Profile
 //! switches, snapshots and stops are handed back to the session, as its
@@ -38,12 +38,12 @@
 //! at the next block; under strict and repro one ahead lands at exactly
 //! its sample, under live at the start of its block.
 
-use crate::engine::{ControlRecord, NoteRecord, Outcome};
+use crate::engine::{ChangeRecord, NoteRecord, Outcome};
 use crate::graph::ControlMap;
-use crate::host::control::{self, Change, Command, Mapping, Mappings, Message, Note, Reply, When};
-use crate::host::live::player::{ControlLink, Meters};
+use crate::host::live::player::{ChangeLink, Meters};
 use crate::host::live::session::PlayingControls;
 use crate::host::record::journal::Record;
+use crate::host::remote::{self, Change, Command, Mapping, Mappings, Message, Note, Reply, When};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -69,7 +69,7 @@ const WARN_EVERY: Duration = Duration::from_secs(1);
 
 /// What the hub has done, for the status line and the summary.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ControlCounts {
+pub struct RemoteCounts {
     /// Messages that arrived.
     pub received: u64,
     /// Param changes that landed.
@@ -196,13 +196,13 @@ pub type SessionCommand = (Command, u64, Option<Reply>);
 
 /// A record resolved for the audio thread, waiting for room in its ring.
 enum Resolved {
-    Control(ControlRecord),
+    Control(ChangeRecord),
     Note(NoteRecord),
 }
 
 /// The control thread's end of control in (see the module docs).
-pub struct ControlHub {
-    link: ControlLink,
+pub struct RemoteHub {
+    link: ChangeLink,
     tx: Sender<Message>,
     rx: Receiver<Message>,
     mappings: Mappings,
@@ -217,11 +217,11 @@ pub struct ControlHub {
     answers: HashMap<u64, Answer>,
     /// Journal records not yet taken.
     journal: Vec<Record>,
-    pub counts: ControlCounts,
+    pub counts: RemoteCounts,
     last_warning: Option<Instant>,
     unsaid: u64,
     /// Nodes (a voice module's template node for its copies) a change has
-    /// been warned about (see [`ControlHub::lint`]): once each a session.
+    /// been warned about (see [`RemoteHub::lint`]): once each a session.
     linted: HashSet<String>,
     /// A message [`wait`](Self::wait) received, for the next tick.
     early: Option<Message>,
@@ -247,22 +247,22 @@ impl Inlet {
             receiver,
             mappings: Mappings::new(Mapping {
                 controls: Arc::new(controls.to_vec()),
-                table: Arc::new(crate::engine::ControlTable::default()),
+                table: Arc::new(crate::engine::NodeTable::default()),
                 sample_rate,
             }),
         }
     }
 }
 
-impl ControlHub {
-    /// [`ControlHub::new`] over the channel and mappings of `inlet`.
+impl RemoteHub {
+    /// [`RemoteHub::new`] over the channel and mappings of `inlet`.
     pub fn with_inlet(
         inlet: Inlet,
-        link: ControlLink,
+        link: ChangeLink,
         first: PlayingControls,
         clock: AudioClock,
-    ) -> ControlHub {
-        let mut hub = ControlHub::new(link, first, clock);
+    ) -> RemoteHub {
+        let mut hub = RemoteHub::new(link, first, clock);
         hub.tx = inlet.sender;
         hub.rx = inlet.receiver;
         inlet.mappings.set((*hub.current).clone());
@@ -274,14 +274,14 @@ impl ControlHub {
     /// callback), resolving against `first` (the first engine's controls
     /// and nodes) at the clock's sample rate; the audio clock is read as
     /// `clock` says.
-    pub fn new(link: ControlLink, first: PlayingControls, clock: AudioClock) -> ControlHub {
+    pub fn new(link: ChangeLink, first: PlayingControls, clock: AudioClock) -> RemoteHub {
         let (tx, rx) = channel();
         let first = Mapping {
             controls: first.maps,
             table: first.table,
             sample_rate: clock.sample_rate,
         };
-        ControlHub {
+        RemoteHub {
             link,
             tx,
             rx,
@@ -294,7 +294,7 @@ impl ControlHub {
             in_flight: HashMap::new(),
             answers: HashMap::new(),
             journal: Vec::new(),
-            counts: ControlCounts::default(),
+            counts: RemoteCounts::default(),
             last_warning: None,
             unsaid: 0,
             linted: HashSet::new(),
@@ -445,7 +445,7 @@ impl ControlHub {
         };
         let (notes, changes) = match command {
             Err(e) => {
-                if control::is_malformed(&e) {
+                if remote::is_malformed(&e) {
                     self.counts.malformed += 1;
                 } else {
                     self.counts.refused += 1;
@@ -464,7 +464,7 @@ impl ControlHub {
         let table = self.current.table.clone();
         let items: Vec<Item> = changes
             .into_iter()
-            .flat_map(|c| control::fan_out(c, &table))
+            .flat_map(|c| remote::fan_out(c, &table))
             .map(Item::Change)
             .chain(notes.into_iter().map(Item::Note))
             .collect();
@@ -515,8 +515,8 @@ impl ControlHub {
         let seq = self.next_seq;
         let table = &self.current.table;
         let resolved = match &f.item {
-            Item::Change(c) => control::record(c, table, f.sample, seq).map(Resolved::Control),
-            Item::Note(n) => control::note_record(n, table, f.sample, seq).map(Resolved::Note),
+            Item::Change(c) => remote::record(c, table, f.sample, seq).map(Resolved::Control),
+            Item::Note(n) => remote::note_record(n, table, f.sample, seq).map(Resolved::Note),
         };
         match resolved {
             Ok(r) => {
@@ -602,7 +602,7 @@ impl ControlHub {
             Item::Change(change) => {
                 self.lint(&change, at, &from, log);
                 let text =
-                    control::change_text(&change, &self.current.table, self.current.sample_rate);
+                    remote::change_text(&change, &self.current.table, self.current.sample_rate);
                 self.journal.push(Record::Control {
                     at,
                     node: change.node,
@@ -629,7 +629,7 @@ impl ControlHub {
 
     /// Warns a change that landed with a value its node will not play as
     /// set (an oscillator's `freq` above Nyquist plays its alias; the rule
-    /// of [`control::change_lint`]), the first time only for each node: a
+    /// of [`remote::change_lint`]), the first time only for each node: a
     /// controller sending thousands of such values draws one line. The
     /// copies of a voice module's template node count as that node.
     fn lint(&mut self, change: &Change, at: u64, from: &str, log: &mut dyn Write) {
@@ -637,8 +637,7 @@ impl ControlHub {
         if self.linted.contains(node) {
             return;
         }
-        let Some(lint) =
-            control::change_lint(change, &self.current.table, self.current.sample_rate)
+        let Some(lint) = remote::change_lint(change, &self.current.table, self.current.sample_rate)
         else {
             return;
         };

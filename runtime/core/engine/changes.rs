@@ -12,7 +12,7 @@
 //! records in `(sample, seq)` order, ties in the order they came.
 //! Under a sample-accurate profile each distinct sample a record or a
 //! note from outside lands on cuts the block there, one cut each at most:
-//! the queues bound those cuts to [`CONTROL_QUEUE`] +
+//! the queues bound those cuts to [`CHANGE_QUEUE`] +
 //! [`NOTE_QUEUE`](super::NOTE_QUEUE) a block (a block-accurate profile
 //! lands them all at the block's start). A cut splits the chunks of the
 //! nodes it reaches: in a graph with voice modules, most often only those
@@ -39,14 +39,14 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Records an engine holds waiting for their sample.
-pub const CONTROL_QUEUE: usize = 512;
+pub const CHANGE_QUEUE: usize = 512;
 
 /// No node: a node of the predecessor the new engine does not have.
 const NONE: u32 = u32::MAX;
 
 /// A control change resolved against one engine.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ControlRecord {
+pub struct ChangeRecord {
     /// The sample it is meant for; a past one lands at the next block.
     pub sample: u64,
     /// Schedule index of the node in the engine `engine`.
@@ -59,7 +59,7 @@ pub struct ControlRecord {
     pub ramp: u64,
     /// The [`Engine::id`] it was resolved against.
     pub engine: u64,
-    /// The sender's number for it, returned in its [`ControlReport`].
+    /// The sender's number for it, returned in its [`ChangeReport`].
     pub seq: u64,
 }
 
@@ -89,7 +89,7 @@ pub enum Outcome {
 
 /// A record's outcome, by its `seq`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ControlReport {
+pub struct ChangeReport {
     /// The sender's number of the record.
     pub seq: u64,
     /// What became of it.
@@ -98,7 +98,7 @@ pub struct ControlReport {
 
 /// An engine's controls: its queue, its reports, and what it needs to take
 /// over from its predecessor.
-pub(super) struct Controls {
+pub(super) struct Changes {
     pub(super) id: u64,
     /// Waiting records, by `(sample, seq)` then arrival (a heap: a record
     /// arriving early for its sample costs a few swaps, not a shift).
@@ -106,7 +106,7 @@ pub(super) struct Controls {
     /// Records queued so far: the arrival order.
     arrived: u64,
     /// Outcomes since the host last took them.
-    reports: Vec<ControlReport>,
+    reports: Vec<ChangeReport>,
     /// Reports that found the list full (the host drains it every block,
     /// so this stays 0 in a running session).
     pub(super) lost_reports: u64,
@@ -124,13 +124,13 @@ pub(super) struct Controls {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-impl Controls {
-    pub(super) fn new(nodes: usize) -> Controls {
-        Controls {
+impl Changes {
+    pub(super) fn new(nodes: usize) -> Changes {
+        Changes {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            queue: BinaryHeap::with_capacity(CONTROL_QUEUE),
+            queue: BinaryHeap::with_capacity(CHANGE_QUEUE),
             arrived: 0,
-            reports: Vec::with_capacity(2 * CONTROL_QUEUE + super::NOTE_QUEUE),
+            reports: Vec::with_capacity(2 * CHANGE_QUEUE + super::NOTE_QUEUE),
             lost_reports: 0,
             prev: None,
             from_prev: Vec::new(),
@@ -145,7 +145,7 @@ impl Controls {
     }
 
     /// The next waiting record, if it is due at `pos`.
-    fn pop_due(&mut self, pos: u64) -> Option<ControlRecord> {
+    fn pop_due(&mut self, pos: u64) -> Option<ChangeRecord> {
         if self.next_sample()? > pos {
             return None;
         }
@@ -162,7 +162,7 @@ impl Controls {
 
     fn report(&mut self, seq: u64, outcome: Outcome) {
         if self.reports.len() < self.reports.capacity() {
-            self.reports.push(ControlReport { seq, outcome });
+            self.reports.push(ChangeReport { seq, outcome });
         } else {
             self.lost_reports += 1;
         }
@@ -170,8 +170,8 @@ impl Controls {
 
     /// Queues `r` after the records of the same `(sample, seq)` already
     /// waiting (within capacity: no allocation).
-    fn insert(&mut self, record: ControlRecord) -> bool {
-        if self.queue.len() >= CONTROL_QUEUE {
+    fn insert(&mut self, record: ChangeRecord) -> bool {
+        if self.queue.len() >= CHANGE_QUEUE {
             return false;
         }
         self.arrived += 1;
@@ -187,7 +187,7 @@ impl Controls {
 /// A record waiting for its sample.
 #[derive(Clone, Copy, Debug)]
 struct Queued {
-    record: ControlRecord,
+    record: ChangeRecord,
     arrival: u64,
 }
 
@@ -251,12 +251,12 @@ impl Engine {
     /// A number no other engine of this process has: records name the
     /// engine they were resolved against.
     pub fn id(&self) -> u64 {
-        self.controls.id
+        self.changes.id
     }
 
     /// The schedule index and param index of `node`'s `param`, for a
     /// control thread resolving a record (a scan: call it off the audio
-    /// thread, or build a [`ControlTable`]).
+    /// thread, or build a [`NodeTable`]).
     pub fn find_param(&self, node: &str, param: &str) -> Option<(usize, usize)> {
         let si = self.slots.iter().position(|s| s.id == node)?;
         let op = crate::ops::lookup(self.slots[si].op)?;
@@ -270,14 +270,14 @@ impl Engine {
 
     /// Every node's id with its schedule index and operator, for resolving
     /// records off the audio thread while this engine plays.
-    pub fn control_table(&self) -> ControlTable {
+    pub fn node_table(&self) -> NodeTable {
         let mut templates = std::collections::HashMap::new();
         for p in &self.voices.pools {
             for id in &p.plan.template {
                 templates.insert(id.clone(), p.plan.nodes.len());
             }
         }
-        ControlTable {
+        NodeTable {
             engine: self.id(),
             nodes: self
                 .slots
@@ -319,20 +319,20 @@ impl Engine {
     /// Queues a record (real-time safe). A record for this engine's
     /// predecessor is mapped onto this engine. Given back as a report when
     /// it cannot be queued.
-    pub fn push_control(&mut self, mut r: ControlRecord) -> Result<(), ControlReport> {
-        let refuse = |outcome| ControlReport {
+    pub fn push_change(&mut self, mut r: ChangeRecord) -> Result<(), ChangeReport> {
+        let refuse = |outcome| ChangeReport {
             seq: r.seq,
             outcome,
         };
-        if r.engine != self.controls.id {
-            if Some(r.engine) != self.controls.prev {
+        if r.engine != self.changes.id {
+            if Some(r.engine) != self.changes.prev {
                 return Err(refuse(Outcome::Stale));
             }
-            match self.controls.from_prev.get(r.node as usize) {
+            match self.changes.from_prev.get(r.node as usize) {
                 Some(&n) if n != NONE => r.node = n,
                 _ => return Err(refuse(Outcome::Removed)),
             }
-            r.engine = self.controls.id;
+            r.engine = self.changes.id;
         }
         let Some(current) = self
             .slots
@@ -348,7 +348,7 @@ impl Engine {
             return Err(refuse(Outcome::WrongKind));
         }
         r.sample = self.landing_sample(r.sample);
-        if self.controls.insert(r) {
+        if self.changes.insert(r) {
             Ok(())
         } else {
             Err(refuse(Outcome::Full))
@@ -357,7 +357,7 @@ impl Engine {
 
     /// Room left in the queue.
     pub fn control_room(&self) -> usize {
-        CONTROL_QUEUE - self.controls.queue.len()
+        CHANGE_QUEUE - self.changes.queue.len()
     }
 
     /// Where a record meant for `sample` lands: not before the next block,
@@ -374,29 +374,29 @@ impl Engine {
     }
 
     /// Hands every report since the last call to `f` (real-time safe).
-    pub fn take_control_reports(&mut self, mut f: impl FnMut(ControlReport)) {
-        for r in self.controls.reports.drain(..) {
+    pub fn take_change_reports(&mut self, mut f: impl FnMut(ChangeReport)) {
+        for r in self.changes.reports.drain(..) {
             f(r);
         }
     }
 
     /// Adds a report for the host (real-time safe: within capacity).
     pub(super) fn report_control(&mut self, seq: u64, outcome: Outcome) {
-        self.controls.report(seq, outcome);
+        self.changes.report(seq, outcome);
     }
 
     /// Applies the records due at `pos` (called by the block loop).
     pub(super) fn apply_controls(&mut self, pos: u64) {
-        while let Some(r) = self.controls.pop_due(pos) {
+        while let Some(r) = self.changes.pop_due(pos) {
             if !self.defer_control(r, pos) {
                 self.set_param(r.node as usize, r.param as usize, r.value, r.ramp, pos);
             }
             let outcome = Outcome::Applied {
                 at: pos,
                 node: r.node,
-                engine: self.controls.id,
+                engine: self.changes.id,
             };
-            self.controls.report(r.seq, outcome);
+            self.changes.report(r.seq, outcome);
         }
     }
 
@@ -438,12 +438,12 @@ impl Engine {
                 };
             }
             other => {
-                self.capture.spoil();
+                self.save.spoil();
                 set_discrete(slot, pi, &other.to_value());
             }
         }
         if pi < 64 {
-            self.controls.touched[i] |= 1 << pi;
+            self.changes.touched[i] |= 1 << pi;
         }
     }
 
@@ -452,31 +452,31 @@ impl Engine {
     /// control moved in `old` that the edit did not change in the file,
     /// and the records still waiting in `old`'s queue. Real-time safe.
     pub(super) fn carry_controls_from(&mut self, old: &mut Engine) {
-        if self.controls.prev != Some(old.controls.id) {
+        if self.changes.prev != Some(old.changes.id) {
             return;
         }
         // Carried params change members of lane groups behind their kept
         // copies.
         self.unsteady_all();
-        for (oi, &ni) in self.controls.from_prev.iter().enumerate() {
+        for (oi, &ni) in self.changes.from_prev.iter().enumerate() {
             if ni == NONE {
                 continue;
             }
             let (ni, mask) = (
                 ni as usize,
-                old.controls.touched[oi] & !self.controls.edited[ni as usize],
+                old.changes.touched[oi] & !self.changes.edited[ni as usize],
             );
             if mask == 0 {
                 continue;
             }
             let (from, to) = (&old.slots[oi], &mut self.slots[ni]);
             carry_params(from, to, mask);
-            self.controls.touched[ni] |= mask;
+            self.changes.touched[ni] |= mask;
             self.ramps_live = true;
         }
-        while let Some(Reverse(Queued { record: r, .. })) = old.controls.queue.pop() {
-            if let Err(report) = self.push_control(r) {
-                self.controls.report(report.seq, report.outcome);
+        while let Some(Reverse(Queued { record: r, .. })) = old.changes.queue.pop() {
+            if let Err(report) = self.push_change(r) {
+                self.changes.report(report.seq, report.outcome);
             }
         }
     }
@@ -518,9 +518,9 @@ fn carry_params(from: &Slot, to: &mut Slot, mask: u64) {
 }
 
 /// The nodes of one engine by id, for resolving records off the audio
-/// thread (see [`Engine::control_table`]).
+/// thread (see [`Engine::node_table`]).
 #[derive(Clone, Debug, Default)]
-pub struct ControlTable {
+pub struct NodeTable {
     /// The [`Engine::id`] of the engine these nodes belong to.
     pub engine: u64,
     nodes: std::collections::HashMap<String, (usize, &'static str)>,
@@ -532,7 +532,7 @@ pub struct ControlTable {
     pools: Vec<String>,
 }
 
-impl ControlTable {
+impl NodeTable {
     /// `node`'s schedule index and the index of its `param` (for a voice
     /// module's template node: its first voice's copy's; see
     /// [`copies`](Self::copies)).

@@ -1,13 +1,13 @@
-//! `run`'s capture input: the input device opened when the scene reads
+//! `run`'s input device: the input device opened when the scene reads
 //! input (`--input-device ID`, else the default input), watched and rebuilt
 //! from the control loop, and what the status line and the summary say
 //! about it — input latency (the ring's fill), round-trip latency (input
 //! fill + engine block + output period) and what was lost or corrected.
 
-use super::driving::LiveControl;
+use super::driving::LiveDriver;
 use super::RunOptions;
-use crate::host::live::control::Control;
-use crate::host::live::device::capture::CaptureInput;
+use crate::host::live::control::Driver;
+use crate::host::live::device::input::InputDevice;
 use crate::host::live::device::{self, Need};
 use crate::host::live::input::ring::InputMeters;
 use crate::host::live::player::Player;
@@ -15,7 +15,7 @@ use crate::host::HostError;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 
-/// Opens the capture input when the scene has `input` nodes: the device
+/// Opens the input device when the scene has `input` nodes: the device
 /// `--input-device` names, else the default input, at the session's rate
 /// (the output's). A scene without input nodes records nothing, and
 /// `--input-device` then warns. An id that names no input device is bad
@@ -25,7 +25,7 @@ pub(super) fn open_input(
     opts: &RunOptions,
     plan: &crate::graph::Plan,
     log: &mut dyn Write,
-) -> Result<Option<CaptureInput>, HostError> {
+) -> Result<Option<InputDevice>, HostError> {
     let width = plan.input_width();
     if width == 0 {
         if let Some(id) = &opts.input_device {
@@ -41,7 +41,7 @@ pub(super) fn open_input(
         min_channels: width,
         block: plan.block_size,
     };
-    let capture = device::open_input(opts.input_device.as_deref(), need, opts.device.as_deref())
+    let device = device::open_input(opts.input_device.as_deref(), need, opts.device.as_deref())
         .map_err(|e| {
             if e.is_bad_id() {
                 HostError::Usage(format!("--input-device: {e}"))
@@ -52,17 +52,17 @@ pub(super) fn open_input(
     let _ = writeln!(
         log,
         "input: {} ({} ch, {}, {} Hz, capture period {})",
-        capture.id(),
-        capture.channels(),
-        capture.format().describe(),
+        device.id(),
+        device.channels(),
+        device.format().describe(),
         plan.sample_rate,
-        capture
+        device
             .period_frames()
             .map_or("chosen by the device".to_string(), |p| format!(
                 "{p} frames"
             ))
     );
-    Ok(Some(capture))
+    Ok(Some(device))
 }
 
 /// The latencies around the input, in frames: the output side's (engine
@@ -79,18 +79,18 @@ impl Latency {
     }
 }
 
-/// The session's control with the capture input's watch added: the input
+/// The session's control with the input device's watch added: the input
 /// is polled (and rebuilt) every iteration, and the status line says its
 /// latency and counters.
 pub(super) struct WithInput<'a> {
-    pub(super) control: &'a mut LiveControl,
-    pub(super) capture: Option<&'a mut CaptureInput>,
+    pub(super) control: &'a mut LiveDriver,
+    pub(super) device: Option<&'a mut InputDevice>,
     pub(super) latency: Latency,
 }
 
-impl Control for WithInput<'_> {
+impl Driver for WithInput<'_> {
     fn tick(&mut self, log: &mut dyn Write) {
-        if let Some(c) = &mut self.capture {
+        if let Some(c) = &mut self.device {
             c.poll(log);
         }
         self.control.tick(log);
@@ -101,7 +101,7 @@ impl Control for WithInput<'_> {
     }
 
     fn status(&self) -> String {
-        let input = match &self.capture {
+        let input = match &self.device {
             Some(c) => status_text(c.meters(), self.latency),
             None => String::new(),
         };
@@ -130,16 +130,16 @@ fn status_text(m: &InputMeters, latency: Latency) -> String {
 
 /// The summary's input line: the device, the mean latencies, and every
 /// frame lost or corrected, with the rebuilds.
-pub(super) fn summary_line(capture: &CaptureInput, latency: Latency) -> String {
-    let m = capture.meters();
+pub(super) fn summary_line(device: &InputDevice, latency: Latency) -> String {
+    let m = device.meters();
     let fill = m.mean_fill();
     let count = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let skipped = count(&m.skipped);
     format!(
         "input {} ({} ch, {}): latency mean {:.1} ms (ring fill), round trip {:.1} ms; overruns {} frames, underruns {} frames, drift corrections {} dropped, {} repeated{}{}",
-        capture.id(),
-        capture.channels(),
-        capture.format().describe(),
+        device.id(),
+        device.channels(),
+        device.format().describe(),
         latency.ms(fill),
         latency.ms(fill + latency.output_frames as f64),
         count(&m.overruns),
@@ -151,7 +151,7 @@ pub(super) fn summary_line(capture: &CaptureInput, latency: Latency) -> String {
         } else {
             String::new()
         },
-        match capture.rebuilds() {
+        match device.rebuilds() {
             0 => String::new(),
             n => format!("; capture stream rebuilt {n} time(s)"),
         }

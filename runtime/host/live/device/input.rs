@@ -1,10 +1,10 @@
-//! The control side of a capture input: [`CaptureInput`] owns the capture
+//! The control side of an input device: [`InputDevice`] owns the capture
 //! stream and the ring's control end, watches the stream from the control
 //! thread, and rebuilds a lost one as the output is rebuilt — the stream's
 //! error callback reports, or the pushes stop; the same device is opened
 //! again, else the default input, into a new ring that the callback primes
 //! before it plays from it. The stream itself comes from a
-//! [`CaptureSource`]: cpal's (`cpal/input.rs`) or a test double.
+//! [`InputStreamSource`]: cpal's (`cpal/input.rs`) or a test double.
 
 use crate::host::live::device::{DeviceError, Stream, StreamEvents};
 use crate::host::live::input::ring::{
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Something that records: a cpal input device, or a test double.
-pub trait CaptureSource {
+pub trait InputStreamSource {
     /// Finds the device again and chooses its configuration for a
     /// rebuild: the same device, or (`fallback`) the default input.
     /// Returns the channels it will deliver.
@@ -31,13 +31,13 @@ pub trait CaptureSource {
     ) -> Result<Box<dyn Stream>, DeviceError>;
     /// The device's id, as `morphrt devices` shows it.
     fn id(&self) -> String;
-    /// Frames per capture callback, when fixed.
+    /// Frames per input callback, when fixed.
     fn period_frames(&self) -> Option<usize>;
 }
 
-/// A session's capture input (see the module docs).
-pub struct CaptureInput {
-    source: Box<dyn CaptureSource>,
+/// A session's input device (see the module docs).
+pub struct InputDevice {
+    source: Box<dyn InputStreamSource>,
     stream: Option<Box<dyn Stream>>,
     events: Arc<StreamEvents>,
     rings: RingControl,
@@ -57,20 +57,20 @@ pub struct CaptureInput {
     retry_at: Instant,
 }
 
-impl CaptureInput {
+impl InputDevice {
     /// Opens the first stream of `source` into a new ring of `shape`; a
     /// stream that pushes nothing for `stall_after` is rebuilt.
     pub fn start(
-        mut source: Box<dyn CaptureSource>,
+        mut source: Box<dyn InputStreamSource>,
         shape: RingShape,
         stall_after: Duration,
-    ) -> Result<CaptureInput, DeviceError> {
+    ) -> Result<InputDevice, DeviceError> {
         let origin = Instant::now();
         let meters = Arc::new(InputMeters::default());
         let (writer, input, rings) = input_ring(shape, meters.clone(), origin);
         let events = Arc::new(StreamEvents::default());
         let stream = source.open(writer, events.clone())?;
-        Ok(CaptureInput {
+        Ok(InputDevice {
             source,
             stream: Some(stream),
             events,
@@ -92,12 +92,12 @@ impl CaptureInput {
         self.input.take().map(|i| Box::new(i) as Box<dyn LiveInput>)
     }
 
-    /// What the capture side and the callback counted.
+    /// What the input side and the callback counted.
     pub fn meters(&self) -> &Arc<InputMeters> {
         &self.meters
     }
 
-    /// Capture streams rebuilt so far.
+    /// Input streams rebuilt so far.
     pub fn rebuilds(&self) -> u32 {
         self.rebuilds
     }
@@ -117,7 +117,7 @@ impl CaptureInput {
         self.shape.format
     }
 
-    /// Frames per capture callback: fixed, else the largest chunk seen.
+    /// Frames per input callback: fixed, else the largest chunk seen.
     pub fn period_frames(&self) -> Option<usize> {
         self.source.period_frames().or_else(|| {
             let p = self.meters.period.load(Ordering::Relaxed) as usize;

@@ -741,7 +741,7 @@ mod tests {
         let engine = crate::engine::Engine::new(plan);
         Mapping {
             controls,
-            table: Arc::new(engine.control_table()),
+            table: Arc::new(engine.node_table()),
             sample_rate: 48_000,
         }
     }

@@ -1,26 +1,26 @@
-//! A capture spread over blocks: the audio thread's copy of the playing
+//! A save spread over blocks: the audio thread's copy of the playing
 //! engine's state at a block boundary N, in parts small enough for one
 //! callback whatever the state's size.
 //!
-//! [`Engine::capture_into`] copies everything at once: for a saw into three
+//! [`Engine::save_into`] copies everything at once: for a saw into three
 //! delays of 30 s that is 4.3 million samples in one callback, several
-//! block budgets at 64 frames. [`Engine::begin_capture`] copies at N what
+//! block budgets at 64 frames. [`Engine::begin_save`] copies at N what
 //! is short (oscillators, filters, params, event cursors) and the oldest
 //! part of every long history — a node's own (`delay`'s line,
-//! `convolution`'s input history, through `NodeProcessor::capture_part`), its
+//! `convolution`'s input history, through `NodeProcessor::save_part`), its
 //! incoming edges' delay lines, the main bus's alignment lines;
-//! [`Engine::continue_capture`] copies the next parts before each of the
+//! [`Engine::continue_save`] copies the next parts before each of the
 //! following blocks. Every such history is written one sample per frame at
 //! a moving position, and each part copies at least two blocks' worth of
 //! each, oldest first from where the next frame writes, so no sample is
 //! copied after a frame overwrote it: the buffer ends up holding the state
-//! at N exactly, as `capture_into` at N would (the tests compare the two).
+//! at N exactly, as `save_into` at N would (the tests compare the two).
 //!
 //! The copy per block is bounded: about [`PART_SAMPLES`] samples shared by
 //! the histories still open, and never less than two blocks each. A node
 //! reset while the copy runs (NaN recovery, itself spread over blocks the
 //! same way) or a discrete param changed by an event would break that
-//! reasoning: the capture then starts again from the current boundary,
+//! reasoning: the save then starts again from the current boundary,
 //! which becomes N.
 
 use super::{Core, Engine, EngineState};
@@ -35,7 +35,7 @@ pub const PART_SAMPLES: usize = 32_768;
 /// A part that is complete.
 const DONE: usize = usize::MAX;
 
-/// Where a capture spread over blocks stands. Allocated with the engine.
+/// Where a save spread over blocks stands. Allocated with the engine.
 pub(super) struct Cursor {
     active: bool,
     /// A node was reset or switched since N: start again.
@@ -59,19 +59,19 @@ impl Cursor {
     }
 
     /// A node's state changed other than by running (a reset, a discrete
-    /// switch): a capture in progress starts again.
+    /// switch): a save in progress starts again.
     pub(super) fn spoil(&mut self) {
         self.spoiled |= self.active;
     }
 }
 
 impl Engine {
-    /// Starts capturing the state at this block boundary (N) into `st`, a
+    /// Starts saving the state at this block boundary (N) into `st`, a
     /// buffer [`snapshot`](Self::snapshot) of this engine shaped. Returns
-    /// true if the capture is already complete (short state); otherwise
-    /// call [`continue_capture`](Self::continue_capture) before each next
+    /// true if the save is already complete (short state); otherwise
+    /// call [`continue_save`](Self::continue_save) before each next
     /// block until it returns true. Real-time safe and bounded.
-    pub fn begin_capture(&mut self, st: &mut EngineState) -> bool {
+    pub fn begin_save(&mut self, st: &mut EngineState) -> bool {
         debug_assert_eq!(st.nodes.len(), self.slots.len());
         st.clock = self.clock;
         st.next_event = self.next_event;
@@ -88,40 +88,40 @@ impl Engine {
                 v.clone_from(&s.values[*i]);
             }
         }
-        let c = &mut self.capture;
+        let c = &mut self.save;
         c.parts.iter_mut().for_each(|p| *p = (0, 0));
         c.bus = 0;
         c.active = true;
         c.spoiled = false;
         // Until the first part tells, every slot may hold two histories.
         c.open = 2 * self.slots.len() + 1;
-        self.capture_part(st)
+        self.save_part(st)
     }
 
-    /// Copies the next part of a capture begun with
-    /// [`begin_capture`](Self::begin_capture); call before each block.
+    /// Copies the next part of a save begun with
+    /// [`begin_save`](Self::begin_save); call before each block.
     /// Returns true once `st` holds the state at its `clock`, which is the
-    /// sample the capture began at unless a node was reset meanwhile (then
-    /// it began again at this boundary). True at once if no capture runs.
-    pub fn continue_capture(&mut self, st: &mut EngineState) -> bool {
-        if !self.capture.active {
+    /// sample the save began at unless a node was reset meanwhile (then
+    /// it began again at this boundary). True at once if no save runs.
+    pub fn continue_save(&mut self, st: &mut EngineState) -> bool {
+        if !self.save.active {
             return true;
         }
-        if self.capture.spoiled {
-            return self.begin_capture(st);
+        if self.save.spoiled {
+            return self.begin_save(st);
         }
-        self.capture_part(st)
+        self.save_part(st)
     }
 
-    fn capture_part(&mut self, st: &mut EngineState) -> bool {
-        let per = (2 * self.block_size).max(PART_SAMPLES / self.capture.open.max(1));
+    fn save_part(&mut self, st: &mut EngineState) -> bool {
+        let per = (2 * self.block_size).max(PART_SAMPLES / self.save.open.max(1));
         let mut open = 0;
-        let parts = self.capture.parts.iter_mut();
+        let parts = self.save.parts.iter_mut();
         for ((s, snap), part) in self.slots.iter().zip(st.nodes.iter_mut()).zip(parts) {
             if part.0 != DONE {
                 let p = match &s.core {
-                    Core::F32(t) => t.node.capture_part(&mut snap.state, part.0, per),
-                    Core::F64(t) => t.node.capture_part(&mut snap.state, part.0, per),
+                    Core::F32(t) => t.node.save_part(&mut snap.state, part.0, per),
+                    Core::F64(t) => t.node.save_part(&mut snap.state, part.0, per),
                 };
                 part.0 = match p {
                     Progress::Done => DONE,
@@ -144,17 +144,17 @@ impl Engine {
                 };
             }
         }
-        if self.capture.bus != DONE {
-            let (next, complete) = self.bus.save_part(&mut st.main, self.capture.bus, per);
-            self.capture.bus = if complete {
+        if self.save.bus != DONE {
+            let (next, complete) = self.bus.save_part(&mut st.main, self.save.bus, per);
+            self.save.bus = if complete {
                 DONE
             } else {
                 open += 1;
                 next
             };
         }
-        self.capture.open = open;
-        self.capture.active = open > 0;
+        self.save.open = open;
+        self.save.active = open > 0;
         open == 0
     }
 }
