@@ -338,7 +338,7 @@ impl Processor {
     /// Events that did not land: an unknown param index or voice module,
     /// a value out of the param's range, a param whose node an edit
     /// removed (or every target of whose control), a value of the wrong
-    /// kind, or a full queue (more than [`PENDING_EVENTS`] events in one
+    /// kind, or a full queue (more than `PENDING_EVENTS` (1024) events in one
     /// engine block, more `profile` changes than the controller took, or
     /// more than the engine holds waiting for their sample:
     /// [`CHANGE_QUEUE`](crate::engine::CHANGE_QUEUE) param changes and

@@ -12,7 +12,7 @@ impl<I: InputSource + ?Sized> Player<I> {
     /// offline host: serves the control side, takes change records, queues
     /// the changes of `feed` due before the end (the part ends earlier
     /// when the engine's queue cannot hold them: see
-    /// [`ChangeFeed::push_due`]), reads the input of these frames, and
+    /// `ChangeFeed::push_due`), reads the input of these frames, and
     /// plays them as the callback does, handing `sink` the playing
     /// engine's main bus after each part (an engine fading out under a
     /// switch is not in it). Returns the sample it played to, or `sink`'s
