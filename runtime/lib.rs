@@ -87,7 +87,7 @@
 //!   drives it `host/live/run/driving.rs`), keys `host/live/keys.rs`, the tap that
 //!   records what the device played `host/live/tap.rs`; the session's input
 //!   `host/live/input/` (a file played as one `host/live/input/file.rs`, the
-//!   history handovers catch up through `host/live/input/history.rs`, its
+//!   history handovers catch up through is morphrt-core's `InputHistory`; its
 //!   recording beside the journal `host/live/input/record.rs`).
 //! - **Remote in** (`host/remote/`): the messages transports send,
 //!   and how a change becomes an engine's record, `host/remote/mod.rs`;

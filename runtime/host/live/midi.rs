@@ -66,7 +66,7 @@ pub struct MidiArgs {
     /// message is printed as it arrives, an
     /// unmapped one with the `controls` entry that would map it, ready to
     /// paste.
-    #[arg(long = "midi", value_name = "PORT|all|jack|file:PATH.mid")]
+    #[arg(long = "midi", value_name = "SOURCE")]
     pub midi: Vec<String>,
 }
 
@@ -98,10 +98,21 @@ pub fn open(
     args.midi
         .iter()
         .map(|m| match MidiSpec::parse(m) {
-            MidiSpec::Jack => Ok(Box::new(crate::host::live::device::jack::open_midi(
-                controls.follower(),
-                inlet.sender.clone(),
-            )) as Box<dyn Transport>),
+            MidiSpec::Jack => {
+                let mut follower = controls.follower();
+                let sender = inlet.sender.clone();
+                let deliver = move |bytes: &[u8], frame: u64| {
+                    let when = crate::host::remote::When::Frame(frame);
+                    match message_when(&mut follower, "jack", bytes, when) {
+                        Some(m) => sender.send(m).is_ok(),
+                        None => true,
+                    }
+                };
+                Ok(
+                    Box::new(crate::host::live::device::jack::open_midi(deliver))
+                        as Box<dyn Transport>,
+                )
+            }
             spec => open_midi(&spec, &controls, inlet.sender.clone())
                 .map(|i| Box::new(i) as Box<dyn Transport>),
         })

@@ -33,7 +33,7 @@ pub struct PluginOptions {
     #[arg(long = "resources")]
     pub resources: Vec<PathBuf>,
     /// The plugin library to copy (default: `libmorphrt_clap.so` next to
-    /// the `morphrt` executable).
+    /// the `morphrt` executable, or in the `deps/` folder beside it).
     #[arg(long, value_name = "FILE")]
     pub library: Option<PathBuf>,
 }
@@ -83,14 +83,24 @@ impl Resolver for Recording {
 }
 
 /// Where the plugin library is: `--library`, else next to the running
-/// executable. A missing one is an error naming the build command.
+/// executable, else in cargo's `deps/` folder beside it (where `cargo
+/// test` leaves it). A missing one is an error naming the build command.
 fn library(opts: &PluginOptions) -> Result<PathBuf, HostError> {
     let path = match &opts.library {
         Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .ok()
-            .and_then(|e| e.parent().map(|d| d.join(LIBRARY)))
-            .unwrap_or_else(|| PathBuf::from(LIBRARY)),
+        None => {
+            let dir = std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(PathBuf::from))
+                .unwrap_or_default();
+            let beside = dir.join(LIBRARY);
+            let deps = dir.join("deps").join(LIBRARY);
+            if !beside.is_file() && deps.is_file() {
+                deps
+            } else {
+                beside
+            }
+        }
     };
     if path.is_file() {
         Ok(path)

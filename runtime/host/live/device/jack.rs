@@ -675,11 +675,10 @@ pub struct JackMidi {
 }
 
 /// Opens `--midi jack`: its ring waits for the JACK device to take it
-/// (the transport's start says so when no JACK device plays).
-pub fn open_midi(
-    mut follower: crate::host::live::midi::Follower,
-    sender: crate::host::remote::Sender,
-) -> JackMidi {
+/// (the transport's start says so when no JACK device plays). A thread
+/// hands `deliver` each message with its output frame; `deliver` maps it
+/// and sends it on, and returns false when nothing takes messages any more.
+pub fn open_midi(mut deliver: impl FnMut(&[u8], u64) -> bool + Send + 'static) -> JackMidi {
     let (producer, mut consumer) = rtrb::RingBuffer::new(MIDI_RING);
     if let Ok(mut slot) = MIDI_SLOT.lock() {
         *slot = Some(producer);
@@ -691,14 +690,8 @@ pub fn open_midi(
         .spawn(move || {
             while !stopping.load(Ordering::Relaxed) {
                 while let Ok(e) = consumer.pop() {
-                    let bytes = &e.bytes[..e.len as usize];
-                    let when = crate::host::remote::When::Frame(e.frame);
-                    let m =
-                        crate::host::live::midi::message_when(&mut follower, "jack", bytes, when);
-                    if let Some(m) = m {
-                        if sender.send(m).is_err() {
-                            return;
-                        }
+                    if !deliver(&e.bytes[..e.len as usize], e.frame) {
+                        return;
                     }
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
