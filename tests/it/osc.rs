@@ -489,6 +489,7 @@ fn the_backlog_is_bounded_and_what_it_drops_is_counted_and_answered() {
                     refused.fetch_add(1, Ordering::Relaxed);
                 }
             })),
+            batch_rest: 0,
         })
         .unwrap();
     }
@@ -527,6 +528,7 @@ fn a_timetag_too_far_ahead_is_refused_at_once() {
                 when: When::At(SystemTime::now() + ahead),
                 from: "test".into(),
                 reply: Some(Box::new(move |r| answers.lock().unwrap().push(r))),
+                batch_rest: 0,
             })
             .unwrap();
     };
@@ -976,4 +978,90 @@ fn a_reply_states_the_delay_and_cutoff_that_play_and_why_they_differ_from_the_as
     let offline: Vec<f32> = (0..n).map(|i| rendered[2 * i + 1]).collect();
     assert_eq!(live, offline, "{all}");
     assert_replays(&dir.join("j.jsonl"), &dir.join("cap.wav"), &all);
+}
+
+/// The messages of one packet (an OSC bundle) are taken in one tick even
+/// when the rest of the packet reaches the hub after the tick began, so
+/// the packet is published whole and lands at one block.
+#[test]
+fn a_packets_messages_are_taken_in_one_tick_when_the_rest_comes_late() {
+    use morphrt::host::remote::{Change, Command, Message, When};
+    let (player, mut hub) = hub_of_scene();
+    let message = |value: f64, batch_rest: usize| Message {
+        command: Ok(Command::Changes(vec![Change {
+            node: "d".into(),
+            param: "value".into(),
+            value: morphrt::graph::ControlValue::Number(value),
+            ramp: 0,
+        }])),
+        when: When::Now,
+        from: format!("test {value}"),
+        reply: None,
+        batch_rest,
+    };
+    let tx = hub.sender();
+    tx.send(message(0.5, 1)).unwrap();
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        tx.send(message(0.25, 0)).unwrap();
+    });
+    let mut log = Vec::new();
+    hub.tick(&mut log);
+    assert_eq!(hub.counts.received, 2, "the packet's second message");
+    late.join().unwrap();
+    drop(player);
+}
+
+/// Once a link publishes, the callback takes only records and notes up
+/// to the last published `seq`: a record pushed but not yet published
+/// waits, so a batch pushed one record at a time is never split by a
+/// block that starts between two pushes.
+#[test]
+fn records_pushed_but_not_published_wait_for_the_publish() {
+    use morphrt::engine::{ChangeRecord, Outcome};
+    use morphrt::graph::ControlValue;
+    let engine = common::engine(SCENE, None, 64);
+    let (node, param) = engine.find_param("d", "value").unwrap();
+    let id = engine.id();
+    let mut player = common::player(engine, 64);
+    let mut link = player.control_link();
+    let record = |seq: u64, value: f64| ChangeRecord {
+        sample: 0,
+        node: node as u32,
+        param: param as u16,
+        value: ControlValue::Number(value),
+        ramp: 0,
+        engine: id,
+        seq,
+    };
+    let mut out = vec![0.0f32; 128];
+    let applied = |link: &mut morphrt::host::live::player::ChangeLink| {
+        let mut landed = Vec::new();
+        while let Ok(r) = link.reports.pop() {
+            match r.outcome {
+                Outcome::Applied { at, .. } => landed.push((r.seq, at)),
+                other => panic!("{other:?}"),
+            }
+        }
+        landed
+    };
+    // Unpublished: every record passes as it is pushed.
+    link.records.push(record(1, 0.2)).unwrap();
+    player.fill(&mut out);
+    player.fill(&mut out);
+    assert_eq!(applied(&mut link), [(1, 0)]);
+    // Published up to 1: records 2 and 3 wait until 3 is published.
+    link.publish(1);
+    link.records.push(record(2, 0.3)).unwrap();
+    player.fill(&mut out);
+    link.records.push(record(3, 0.4)).unwrap();
+    player.fill(&mut out);
+    player.fill(&mut out);
+    assert_eq!(applied(&mut link), [], "held back");
+    link.publish(3);
+    player.fill(&mut out);
+    player.fill(&mut out);
+    let landed = applied(&mut link);
+    assert_eq!(landed.len(), 2, "{landed:?}");
+    assert_eq!(landed[0].1, landed[1].1, "in one block: {landed:?}");
 }

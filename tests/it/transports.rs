@@ -61,6 +61,7 @@ impl Transport for Fake {
                 when: When::Now,
                 from: "fake d.value 0.5".into(),
                 reply: Some(Box::new(move |r| replies.lock().unwrap().push(r))),
+                batch_rest: 0,
             })
             .map_err(|e| HostError::Runtime(e.to_string()))?;
         Ok("fake: listening".into())
@@ -111,6 +112,7 @@ fn a_transport_written_outside_the_crate_delivers_into_the_hub_and_is_journaled_
                 when: d.when,
                 from: d.from,
                 reply: None,
+                batch_rest: 0,
             })
             .unwrap();
     }

@@ -378,6 +378,7 @@ pub fn message_when(
         when,
         from: format!("midi {port} {what}"),
         reply: None,
+        batch_rest: 0,
     })
 }
 

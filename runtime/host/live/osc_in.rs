@@ -207,7 +207,9 @@ fn serve(socket: &Arc<UdpSocket>, tx: &Sender<Message>, mappings: &Mappings, sto
             }
         };
         let mapping = mappings.current();
-        for d in decode(&buf[..n], &peer.to_string(), &mapping) {
+        let decoded = decode(&buf[..n], &peer.to_string(), &mapping);
+        let count = decoded.len();
+        for (i, d) in decoded.into_iter().enumerate() {
             let replies = socket.clone();
             let message = Message {
                 command: d.command,
@@ -217,6 +219,7 @@ fn serve(socket: &Arc<UdpSocket>, tx: &Sender<Message>, mappings: &Mappings, sto
                     // Best effort: a sender that went away misses its answer.
                     let _ = replies.send_to(&reply_packet(&r), peer);
                 })),
+                batch_rest: count - 1 - i,
             };
             if tx.send(message).is_err() {
                 return;

@@ -59,6 +59,10 @@ pub const BACKLOG: usize = 65_536;
 /// (answered at once), not held for the session's whole length.
 pub const MAX_AHEAD: Duration = Duration::from_secs(10);
 
+/// The longest the hub waits for the rest of a packet whose first
+/// message arrived (the transport sends them back to back).
+const BATCH_WAIT: Duration = Duration::from_millis(100);
+
 /// Times a record is resolved again after a handover made it stale
 /// before it is refused.
 const MAX_RESENDS: u32 = 8;
@@ -275,6 +279,8 @@ impl RemoteHub {
     /// and nodes) at the clock's sample rate; the audio clock is read as
     /// `clock` says.
     pub fn new(link: ChangeLink, first: PlayingControls, clock: AudioClock) -> RemoteHub {
+        // Records pushed from here on wait for their tick's publish.
+        link.publish(0);
         let (tx, rx) = channel();
         let first = Mapping {
             controls: first.maps,
@@ -337,15 +343,19 @@ impl RemoteHub {
         self.take_reports(log);
         let mut session = Vec::new();
         let reading = self.clock.read();
-        if let Some(m) = self.early.take() {
+        let mut next = self.early.take().or_else(|| self.rx.try_recv().ok());
+        while let Some(m) = next {
+            // The rest of a packet follows at once: wait for it, so the
+            // packet is published in one piece.
+            let rest = m.batch_rest;
             if let Some(c) = self.take(m, &reading, log) {
                 session.push(c);
             }
-        }
-        while let Ok(m) = self.rx.try_recv() {
-            if let Some(c) = self.take(m, &reading, log) {
-                session.push(c);
-            }
+            next = if rest > 0 {
+                self.rx.recv_timeout(BATCH_WAIT).ok()
+            } else {
+                self.rx.try_recv().ok()
+            };
         }
         self.flush();
         session
@@ -427,6 +437,7 @@ impl RemoteHub {
             when,
             from,
             reply,
+            ..
         } = m;
         let too_far = match (&command, when) {
             (Ok(_), When::At(t)) => t
@@ -532,23 +543,36 @@ impl RemoteHub {
         }
     }
 
-    /// Pushes waiting records into the ring while it has room.
+    /// Pushes waiting records into the rings while they have room, then
+    /// publishes them together: what one tick took (an OSC bundle's
+    /// notes and changes) lands at one block.
     fn flush(&mut self) {
+        let mut last = None;
         while let Some(r) = self.backlog.pop_front() {
-            let full = match r {
-                Resolved::Control(c) => match self.link.records.push(c) {
-                    Err(rtrb::PushError::Full(c)) => Some(Resolved::Control(c)),
-                    Ok(()) => None,
-                },
-                Resolved::Note(n) => match self.link.notes.push(n) {
-                    Err(rtrb::PushError::Full(n)) => Some(Resolved::Note(n)),
-                    Ok(()) => None,
-                },
+            let (seq, full) = match r {
+                Resolved::Control(c) => (
+                    c.seq,
+                    match self.link.records.push(c) {
+                        Err(rtrb::PushError::Full(c)) => Some(Resolved::Control(c)),
+                        Ok(()) => None,
+                    },
+                ),
+                Resolved::Note(n) => (
+                    n.seq,
+                    match self.link.notes.push(n) {
+                        Err(rtrb::PushError::Full(n)) => Some(Resolved::Note(n)),
+                        Ok(()) => None,
+                    },
+                ),
             };
             if let Some(r) = full {
                 self.backlog.push_front(r);
                 break;
             }
+            last = Some(seq);
+        }
+        if let Some(seq) = last {
+            self.link.publish(seq);
         }
     }
 

@@ -137,6 +137,10 @@ pub struct Message {
     pub from: String,
     /// Where the answer goes, if the transport can answer.
     pub reply: Option<Reply>,
+    /// How many messages of the same packet (an OSC bundle) the
+    /// transport sends right after this one: the hub takes them all in
+    /// one tick, so they land at one block. 0 for a message alone.
+    pub batch_rest: usize,
 }
 
 impl std::fmt::Debug for Message {
@@ -146,6 +150,7 @@ impl std::fmt::Debug for Message {
             .field("when", &self.when)
             .field("from", &self.from)
             .field("reply", &self.reply.is_some())
+            .field("batch_rest", &self.batch_rest)
             .finish()
     }
 }

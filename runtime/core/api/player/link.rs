@@ -4,7 +4,8 @@
 use super::Meters;
 use crate::engine::{ChangeRecord, ChangeReport, Engine, EngineState, NoteRecord};
 use rtrb::{Consumer, Producer, RingBuffer};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// A request from the control thread to the audio thread (the handover of
 /// [`crate::engine::incoming`]).
@@ -168,6 +169,13 @@ pub(super) fn link_pair() -> (Link, AudioLink) {
 
 /// The control thread's ends of the rings that carry change records to
 /// the callback and their reports back (see [`crate::engine::ChangeRecord`]).
+///
+/// Records and notes the callback may take as soon as they are pushed,
+/// until [`ChangeLink::publish`] is first called: from then on it takes
+/// only those whose `seq` is at most the last published, so a sender
+/// that pushes a batch (an OSC bundle's notes and changes) and then
+/// publishes its last `seq` has the whole batch land at one block,
+/// never split by a block that started between two pushes.
 pub struct ChangeLink {
     /// Change records for the playing engine.
     pub records: Producer<ChangeRecord>,
@@ -176,6 +184,16 @@ pub struct ChangeLink {
     pub notes: Producer<NoteRecord>,
     /// The report of every record and note the callback took or refused.
     pub reports: Consumer<ChangeReport>,
+    published: Arc<AtomicU64>,
+}
+
+impl ChangeLink {
+    /// The callback takes records and notes with a `seq` up to `seq`
+    /// only (records pushed before, in increasing `seq` in each ring):
+    /// call it after the last push of a batch.
+    pub fn publish(&self, seq: u64) {
+        self.published.store(seq, Ordering::Release);
+    }
 }
 
 /// The callback's ends of a [`ChangeLink`].
@@ -183,6 +201,55 @@ pub(super) struct AudioChanges {
     pub(super) records: Consumer<ChangeRecord>,
     pub(super) notes: Consumer<NoteRecord>,
     pub(super) reports: Producer<ChangeReport>,
+    /// The last `seq` published ([`UNPUBLISHED`]: every record passes).
+    pub(super) published: Arc<AtomicU64>,
+}
+
+/// What a link publishes before its first [`ChangeLink::publish`].
+pub(super) const UNPUBLISHED: u64 = u64::MAX;
+
+/// A record's number, for the publish gate.
+pub(super) trait Sequenced {
+    fn seq(&self) -> u64;
+}
+
+impl Sequenced for ChangeRecord {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Sequenced for NoteRecord {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+/// Connected ends of the change rings (allocates: call it off the audio
+/// thread).
+pub(super) fn change_pair(
+    records: usize,
+    notes: usize,
+    reports: usize,
+) -> (ChangeLink, AudioChanges) {
+    let (records, audio_records) = RingBuffer::new(records);
+    let (notes, audio_notes) = RingBuffer::new(notes);
+    let (audio_reports, reports) = RingBuffer::new(reports);
+    let published = Arc::new(AtomicU64::new(UNPUBLISHED));
+    (
+        ChangeLink {
+            records,
+            notes,
+            reports,
+            published: published.clone(),
+        },
+        AudioChanges {
+            records: audio_records,
+            notes: audio_notes,
+            reports: audio_reports,
+            published,
+        },
+    )
 }
 
 /// Records in flight to the callback; reports in flight back (each
@@ -196,16 +263,21 @@ pub const NOTE_RING: usize = 1024;
 /// The most note records the callback takes before one block.
 pub const NOTES_PER_BLOCK: usize = 256;
 
-/// Takes at most `budget` records from `ring` into `push`, sending the
-/// report of each it refuses (real-time safe).
-pub(super) fn take_ring<T>(
+/// Takes at most `budget` records with a `seq` up to `published` from
+/// `ring` into `push`, sending the report of each it refuses (real-time
+/// safe).
+pub(super) fn take_ring<T: Sequenced>(
     ring: &mut Consumer<T>,
     budget: usize,
+    published: u64,
     reports: &mut Producer<ChangeReport>,
     meters: &Meters,
     mut push: impl FnMut(T) -> Result<(), ChangeReport>,
 ) {
     for _ in 0..budget {
+        if !ring.peek().is_ok_and(|r| r.seq() <= published) {
+            break;
+        }
         let Ok(r) = ring.pop() else {
             break;
         };

@@ -33,8 +33,7 @@ pub use timing::{NodeTimes, TimingLink};
 
 use crate::dsp::fpmode::FpGuard;
 use crate::engine::{faded, stop_fade_gain, Deck, Engine, EngineState, CHANGE_QUEUE, NOTE_QUEUE};
-use link::{link_pair, take_ring, AudioChanges, AudioLink, OUTBOX};
-use rtrb::RingBuffer;
+use link::{change_pair, link_pair, take_ring, AudioChanges, AudioLink, OUTBOX};
 use serve::{HeldOffer, Waiting};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -154,20 +153,13 @@ impl<I: InputSource + ?Sized> Player<I> {
     /// for change records and their reports (call it before the player
     /// goes to the callback; a link made before is cut off).
     pub fn control_link(&mut self) -> ChangeLink {
-        let (records, audio_records) = RingBuffer::new(CHANGE_RING);
-        let (notes, audio_notes) = RingBuffer::new(NOTE_RING);
-        let (audio_reports, reports) =
-            RingBuffer::new(CHANGE_RING + CHANGE_QUEUE + NOTE_RING + NOTE_QUEUE);
-        self.changes_in = Some(AudioChanges {
-            records: audio_records,
-            notes: audio_notes,
-            reports: audio_reports,
-        });
-        ChangeLink {
-            records,
-            notes,
-            reports,
-        }
+        let (link, audio) = change_pair(
+            CHANGE_RING,
+            NOTE_RING,
+            CHANGE_RING + CHANGE_QUEUE + NOTE_RING + NOTE_QUEUE,
+        );
+        self.changes_in = Some(audio);
+        link
     }
 
     /// Takes change records for the next block: at most
@@ -187,15 +179,26 @@ impl<I: InputSource + ?Sized> Player<I> {
             .min(room)
             .min(c.reports.slots().saturating_sub(waiting + 1));
         let (deck, meters) = (&mut self.deck, &self.meters);
-        take_ring(&mut c.records, budget, &mut c.reports, meters, |r| {
-            deck.push_change(r)
-        });
+        let published = c.published.load(Ordering::Acquire);
+        take_ring(
+            &mut c.records,
+            budget,
+            published,
+            &mut c.reports,
+            meters,
+            |r| deck.push_change(r),
+        );
         let budget = NOTES_PER_BLOCK
             .min(notes_room)
             .min(c.reports.slots().saturating_sub(waiting + budget + 1));
-        take_ring(&mut c.notes, budget, &mut c.reports, meters, |r| {
-            deck.push_note(r)
-        });
+        take_ring(
+            &mut c.notes,
+            budget,
+            published,
+            &mut c.reports,
+            meters,
+            |r| deck.push_note(r),
+        );
     }
 
     /// Sends the reports of the records that landed in the last block.
