@@ -437,6 +437,16 @@ fn hub_of_scene() -> (
     morphrt::host::live::player::Player,
     morphrt::host::live::remote_in::RemoteHub,
 ) {
+    hub_of_scene_from(std::time::Instant::now())
+}
+
+/// [`hub_of_scene`] with the player's times counted from `origin`.
+fn hub_of_scene_from(
+    origin: std::time::Instant,
+) -> (
+    morphrt::host::live::player::Player,
+    morphrt::host::live::remote_in::RemoteHub,
+) {
     use morphrt::host::live::player::Meters;
     use morphrt::host::live::remote_in::{AudioClock, RemoteHub};
     use morphrt::host::live::session::PlayingControls;
@@ -450,7 +460,7 @@ fn hub_of_scene() -> (
     let mut player = common::player(*incoming.engine, 64);
     let clock = AudioClock {
         meters: Arc::new(Meters::default()),
-        origin: std::time::Instant::now(),
+        origin,
         sample_rate: 48_000,
         stamped_latency: 0,
         first_sample: 0,
@@ -1064,4 +1074,38 @@ fn records_pushed_but_not_published_wait_for_the_publish() {
     let landed = applied(&mut link);
     assert_eq!(landed.len(), 2, "{landed:?}");
     assert_eq!(landed[0].1, landed[1].1, "in one block: {landed:?}");
+}
+
+/// A message stamped before the first callback lands at the first
+/// blocks, however long after the player's origin the device started:
+/// the clock's sample 0 plays no earlier than the first callback.
+#[test]
+fn a_message_stamped_before_the_first_callback_lands_at_the_first_blocks() {
+    use morphrt::host::remote::{Change, Command, Message, When};
+    use std::time::Instant;
+    // The device took a second to start after the origin.
+    let origin = Instant::now() - Duration::from_secs(1);
+    let (mut player, mut hub) = hub_of_scene_from(origin);
+    hub.sender()
+        .send(Message {
+            command: Ok(Command::Changes(vec![Change {
+                node: "d".into(),
+                param: "value".into(),
+                value: morphrt::graph::ControlValue::Number(0.5),
+                ramp: 0,
+            }])),
+            when: When::Stamped(Instant::now()),
+            from: "test".into(),
+            reply: None,
+            batch_rest: 0,
+        })
+        .unwrap();
+    let mut log = Vec::new();
+    hub.tick(&mut log);
+    let mut out = vec![0.0f32; 128];
+    for _ in 0..4 {
+        player.fill(&mut out);
+        hub.tick(&mut log);
+    }
+    assert_eq!(hub.counts.applied, 1, "landed within 512 samples");
 }

@@ -33,8 +33,8 @@
 //! message at, plus the same latency: exact, whatever the jitter)
 //! map to a sample through the audio clock: the engine clock the last
 //! callback left (`Meters::clock`) at the time it ended
-//! (`Meters::last_callback_ns` after the player's origin), plus the time
-//! from then at the sample rate. A time that maps before the clock lands
+//! (`Meters::last_callback_ns` after the player's origin; before the
+//! first callback, now), plus the time from then at the sample rate. A time that maps before the clock lands
 //! at the next block; under strict and repro one ahead lands at exactly
 //! its sample, under live at the start of its block.
 
@@ -146,10 +146,19 @@ struct Reading {
 impl AudioClock {
     fn read(&self) -> Reading {
         let last_ns = self.meters.last_callback_ns.load(Ordering::Acquire);
+        let now = Instant::now();
+        // Before the first callback the clock's sample 0 has not played:
+        // it plays no earlier than now, however long the device took to
+        // start after the origin.
+        let started = last_ns > 0;
         Reading {
             clock: self.meters.clock.load(Ordering::Relaxed),
-            last: self.origin + Duration::from_nanos(last_ns),
-            now: Instant::now(),
+            last: if started {
+                self.origin + Duration::from_nanos(last_ns)
+            } else {
+                now
+            },
+            now,
             now_wall: SystemTime::now(),
         }
     }
