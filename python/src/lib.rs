@@ -341,15 +341,14 @@ impl<'py> RenderArgs<'py> {
 }
 
 /// The keyword argument `name` as a `T`; the error of a value that is
-/// not one carries the note "while processing 'name'", as Python's own
-/// arguments' errors do.
+/// not one carries the note "while processing 'name'", as PyO3's errors
+/// for a function's own arguments do.
 fn keyword<'py, T: FromPyObjectOwned<'py>>(name: &str, value: &Bound<'py, PyAny>) -> PyResult<T> {
     let extracted: PyResult<T> = value.extract::<T>().map_err(Into::into);
-    extracted.map_err(|e| {
+    extracted.inspect_err(|e| {
         let note = format!("while processing '{name}'");
         // `add_note` is Python 3.11's: before it the error goes as it is.
         let _ = e.value(value.py()).call_method1("add_note", (note,));
-        e
     })
 }
 
