@@ -17,7 +17,7 @@
 #[path = "common/paced.rs"]
 mod paced;
 
-use morphrt::host::live::session::Reason;
+use morphrt::host::live::session::{HandoverRecord, Reason};
 use morphrt::host::live::watch::FileWatcher;
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,8 +115,18 @@ fn main() {
     let times = audio.join().unwrap();
     drop(watcher);
 
+    report(&session.applied, &times, rate, profile);
+    if !session.rejected.is_empty() {
+        println!("rejected edits: {}", session.rejected.len());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Prints the latencies, the control thread's times and the callbacks
+/// during handovers of each kind of handover in `recs`, then all
+/// callbacks' times (`times`: clock, ns, frames per callback).
+fn report(recs: &[HandoverRecord], times: &[(u64, u32, u32)], rate: f64, profile: Profile) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let recs = &session.applied;
     let block = 64u64;
     for (label, pick) in [
         ("param edits", 0),
@@ -179,8 +189,4 @@ fn main() {
         percentile(&mut all.clone(), 0.99),
         percentile(&mut all, 1.0),
     );
-    if !session.rejected.is_empty() {
-        println!("rejected edits: {}", session.rejected.len());
-    }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -21,6 +21,7 @@ use morphrt_core::graph::CompileOptions;
 use morphrt_core::profile::Profile;
 use numpy::ndarray::Array2;
 use numpy::{PyArrayMethods, PyUntypedArrayMethods, ToPyArray};
+use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -294,27 +295,97 @@ fn frames_of(
         .map_err(|e| PyValueError::new_err(format!("duration: {e}")))
 }
 
+/// `render`'s keyword arguments, read by name from its `**kwargs`: each
+/// optional; an unknown one, or one of the wrong type, is refused as
+/// PyO3 refuses a function's own keywords.
+#[derive(Default)]
+struct RenderArgs<'py> {
+    duration: Option<Bound<'py, PyAny>>,
+    input: Option<Bound<'py, PyAny>>,
+    sample_rate: Option<u32>,
+    profile: Option<String>,
+    seed: Option<u64>,
+    block_size: Option<usize>,
+    params: Option<Bound<'py, PyDict>>,
+    events: Option<Bound<'py, PyList>>,
+    dtype: Option<Bound<'py, PyAny>>,
+    resources: Option<Bound<'py, PyDict>>,
+}
+
+impl<'py> RenderArgs<'py> {
+    fn from_kwargs(kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<RenderArgs<'py>> {
+        let mut a = RenderArgs::default();
+        for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
+            let name: String = key.extract()?;
+            let any = || (!value.is_none()).then(|| value.clone());
+            match name.as_str() {
+                "duration" => a.duration = any(),
+                "input" => a.input = any(),
+                "sample_rate" => a.sample_rate = keyword(&name, &value)?,
+                "profile" => a.profile = Some(keyword(&name, &value)?),
+                "seed" => a.seed = keyword(&name, &value)?,
+                "block_size" => a.block_size = keyword(&name, &value)?,
+                "params" => a.params = keyword(&name, &value)?,
+                "events" => a.events = keyword(&name, &value)?,
+                "dtype" => a.dtype = any(),
+                "resources" => a.resources = keyword(&name, &value)?,
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "render() got an unexpected keyword argument '{name}'"
+                    )))
+                }
+            }
+        }
+        Ok(a)
+    }
+}
+
+/// The keyword argument `name` as a `T`; the error of a value that is
+/// not one carries the note "while processing 'name'", as PyO3's errors
+/// for a function's own arguments do.
+fn keyword<'py, T: FromPyObjectOwned<'py>>(name: &str, value: &Bound<'py, PyAny>) -> PyResult<T> {
+    let extracted: PyResult<T> = value.extract::<T>().map_err(Into::into);
+    extracted.inspect_err(|e| {
+        let note = format!("while processing '{name}'");
+        // `add_note` is Python 3.11's: before it the error goes as it is.
+        let _ = e.value(value.py()).call_method1("add_note", (note,));
+    })
+}
+
 /// Renders `scene` and returns its main bus as an array
 /// `(channels, frames)`: float64 under strict, float32 under repro and
 /// live (the engine's own samples, converted exactly), or `dtype`.
 #[pyfunction]
-#[pyo3(signature = (scene, *, duration=None, input=None, sample_rate=None, profile="strict", seed=None, block_size=None, params=None, events=None, dtype=None, resources=None))]
-// Python keyword arguments, each optional: the signature is the interface.
-#[allow(clippy::too_many_arguments)]
+#[pyo3(
+    signature = (scene, **kwargs),
+    text_signature = "(scene, *, duration=None, input=None, sample_rate=None, profile=\"strict\", seed=None, block_size=None, params=None, events=None, dtype=None, resources=None)"
+)]
 fn render<'py>(
     py: Python<'py>,
     scene: &Bound<'py, PyAny>,
-    duration: Option<&Bound<'py, PyAny>>,
-    input: Option<&Bound<'py, PyAny>>,
-    sample_rate: Option<u32>,
-    profile: &str,
-    seed: Option<u64>,
-    block_size: Option<usize>,
-    params: Option<&Bound<'py, PyDict>>,
-    events: Option<&Bound<'py, PyList>>,
-    dtype: Option<&Bound<'py, PyAny>>,
-    resources: Option<&Bound<'py, PyDict>>,
+    kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let RenderArgs {
+        duration,
+        input,
+        sample_rate,
+        profile,
+        seed,
+        block_size,
+        params,
+        events,
+        dtype,
+        resources,
+    } = RenderArgs::from_kwargs(kwargs)?;
+    let profile = profile.as_deref().unwrap_or("strict");
+    let (duration, input, params, events, dtype, resources) = (
+        duration.as_ref(),
+        input.as_ref(),
+        params.as_ref(),
+        events.as_ref(),
+        dtype.as_ref(),
+        resources.as_ref(),
+    );
     let profile = Profile::parse_arg(profile).map_err(PyValueError::new_err)?;
     let src = source(py, scene)?;
     let text = edited(py, &src, params, events)?;

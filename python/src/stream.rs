@@ -403,10 +403,7 @@ impl Processor {
     /// `render` does. A scene with errors raises `SceneError`.
     #[new]
     #[pyo3(signature = (scene, sample_rate=None, block_size=None, profile="strict", *, seed=None, max_frames=4096, resources=None))]
-    // Python keyword arguments, each optional: the signature is the interface.
-    #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
         scene: &Bound<'_, PyAny>,
         sample_rate: Option<u32>,
         block_size: Option<usize>,
@@ -415,6 +412,7 @@ impl Processor {
         max_frames: usize,
         resources: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Processor> {
+        let py = scene.py();
         let profile = Profile::parse_arg(profile).map_err(PyValueError::new_err)?;
         let src = source(py, scene)?;
         let rate = crate::scene_rate(&src, sample_rate);

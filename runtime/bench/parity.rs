@@ -13,7 +13,7 @@
 //! use these functions, so the numbers in the goldens' `measured_parity`
 //! are the numbers `bench` prints.
 
-use crate::engine::run_blocks;
+use crate::api::player::offline_player;
 use crate::engine::{BusRef, Engine};
 use crate::graph::{compile, CompileOptions, EventAction, Plan};
 use crate::host::HostError;
@@ -224,13 +224,15 @@ struct Rendered {
 
 fn render(plan: Plan, frames: u64, keep: bool) -> Rendered {
     let latency = plan.latency;
-    let mut engine = Engine::new(plan);
-    let mut channels = vec![Vec::new(); if keep { engine.channels() } else { 0 }];
+    let mut player = offline_player(Engine::new(plan));
+    let mut channels = vec![Vec::new(); if keep { player.engine().channels() } else { 0 }];
     let mut hasher = Sha256::new();
     let mut bytes = Vec::new();
-    run_blocks(
-        &mut engine,
+    let played = player.play_frames(
         frames,
+        &[],
+        None,
+        |_| Ok(()),
         |bus: BusRef<'_>| {
             bytes.clear();
             bus.write_le_interleaved(&mut bytes);
@@ -238,9 +240,11 @@ fn render(plan: Plan, frames: u64, keep: bool) -> Rendered {
             for (c, o) in channels.iter_mut().enumerate() {
                 o.extend((0..bus.frames()).map(|i| bus.get(c, i)));
             }
+            Ok::<(), std::convert::Infallible>(())
         },
         |_| {},
     );
+    let Ok(()) = played;
     Rendered {
         channels,
         sha256: crate::host::files::digest::hex(&hasher.finalize()),

@@ -73,7 +73,8 @@
 //!   `engine/node.rs`; mixing `engine/mix.rs`; per-node timing
 //!   `engine/timing.rs`; the main bus `engine/bus.rs`; deck, crossfade and
 //!   the device output stage (clip, stop fade) [`engine::Deck`] in
-//!   `engine/deck.rs`; offline loops [`engine::run_blocks`] `engine/blocks.rs`.
+//!   `engine/deck.rs`; loops over a bare engine for tests and library
+//!   users [`engine::run_blocks`] `engine/blocks.rs`.
 //! - **Handover**: save and migration `engine/handover.rs`; the audio
 //!   thread's save of long state in parts over blocks
 //!   `engine/save.rs`; the control side's steps (compile, save,
@@ -84,8 +85,10 @@
 //!   [`Processor`] (`process` with host buffers of any size, one block
 //!   late) in `api/controller.rs` and `api/processor.rs`, events
 //!   `api/event.rs`; the callback body both rest on, [`api::player`]
-//!   (`api/player/`). The per-node state every operator builds implements
-//!   [`ops::NodeProcessor`].
+//!   (`api/player/`), which offline hosts play through too
+//!   (`api/player/offline.rs`; scripted handovers and `replay`
+//!   [`api::player::Scripted`] `api/player/scripted.rs`). The per-node
+//!   state every operator builds implements [`ops::NodeProcessor`].
 
 #![deny(missing_docs)]
 

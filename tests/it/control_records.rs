@@ -7,7 +7,8 @@
 use crate::support as common;
 
 use common::{engine, play};
-use morphrt::engine::incoming::{Incoming, Scripted, ScriptedChange, SessionFixed};
+use morphrt::api::player::Scripted;
+use morphrt::engine::incoming::{Incoming, ScriptedChange, SessionFixed};
 use morphrt::engine::{ChangeRecord, Outcome};
 use morphrt::graph::ControlValue;
 use morphrt::profile::Profile;

@@ -62,7 +62,8 @@ mod realtime_example;
 /// `replay` redoes of a journal's switch), one block late, bit for bit.
 #[test]
 fn the_core_only_realtime_example_switches_profile_as_the_replayed_handover_does() {
-    use morphrt::engine::incoming::{Incoming, Scripted};
+    use morphrt::api::player::Scripted;
+    use morphrt::engine::incoming::Incoming;
     use morphrt::graph::{compile, CompileOptions};
     use morphrt::profile::Profile;
     let path = common::root().join("scenes/drone.json");

@@ -5,9 +5,10 @@
 
 use crate::support as common;
 
+use morphrt::api::player::Scripted;
 use morphrt::dsp::fpmode::FpGuard;
-use morphrt::engine::incoming::{Incoming, Scripted};
-use morphrt::engine::{Deck, Engine};
+use morphrt::engine::incoming::Incoming;
+use morphrt::engine::Engine;
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::host::live::player::{Meters, Player, Switches};
 use morphrt::profile::Profile;
@@ -42,12 +43,24 @@ fn bits32(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
+/// A scene compiled under `p` at block 64, to be handed over.
+fn incoming(text: &str, p: Profile) -> Incoming {
+    let sc = morphrt::scene::load_str(text, "t.json", None).unwrap();
+    let opts = CompileOptions {
+        profile: Some(p),
+        block_size: Some(64),
+        ..morphrt::host::files::resources::compile_options()
+    };
+    Incoming::from_plan(compile(&sc, &opts).unwrap(), None, Vec::new())
+}
+
 /// A crossfade between engines of f64 denormals (strict keeps them).
 fn crossfade(p: Profile) -> Vec<f64> {
-    let mut deck = Deck::new(Box::new(engine(&scene(1e-310, 3e-310), p)), 2);
-    let next = engine(&scene(2e-310, -1e-309), p);
-    assert!(deck.swap(Box::new(next), 256).is_ok());
-    deck.render(512)
+    let mut s = Scripted::new(incoming(&scene(1e-310, 3e-310), p), 2);
+    let next = incoming(&scene(2e-310, -1e-309), p);
+    assert!(s.handover_at(next, 0, 0, 256).is_ok());
+    s.play_to(512);
+    s.into_output()
 }
 
 #[test]

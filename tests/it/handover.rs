@@ -4,7 +4,8 @@
 
 use crate::support as common;
 
-use morphrt::engine::incoming::{Incoming, Scripted, SessionFixed};
+use morphrt::api::player::Scripted;
+use morphrt::engine::incoming::{Incoming, SessionFixed};
 use morphrt::graph::{compile, CompileOptions, EventAction, Plan};
 use morphrt::profile::Profile;
 use morphrt::scene;

@@ -11,9 +11,10 @@ use crate::support::counters;
 
 use common::engine;
 use counters::{counters, counters_with, Kind};
+use morphrt::api::player::Scripted;
 use morphrt::dsp::rng::mix64;
 use morphrt::dsp::vector::SimdLevel;
-use morphrt::engine::incoming::{Incoming, Scripted, ScriptedChange};
+use morphrt::engine::incoming::{Incoming, ScriptedChange};
 use morphrt::engine::{render_to_vec, ChangeRecord, Engine};
 use morphrt::graph::ControlValue;
 use morphrt::profile::Profile;

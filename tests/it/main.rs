@@ -64,6 +64,7 @@ mod resample;
 mod resume_live;
 mod reverb;
 mod scenes;
+mod scripted_render;
 mod set_params;
 mod snapshot;
 mod state_in_parts;

@@ -8,7 +8,8 @@
 
 use crate::support as common;
 
-use morphrt::engine::incoming::{Scripted, SessionFixed};
+use morphrt::api::player::Scripted;
+use morphrt::engine::incoming::SessionFixed;
 use morphrt::profile::Profile;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

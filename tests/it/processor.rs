@@ -5,8 +5,9 @@
 
 use crate::support::counting;
 use morphrt::api::player::offline_player;
+use morphrt::api::player::Scripted;
 use morphrt::api::{Activation, Controller, Event, Notice, ProcessError, Processor};
-use morphrt::engine::incoming::{Incoming, Scripted};
+use morphrt::engine::incoming::Incoming;
 use morphrt::engine::{ChangeFeed, InputBlock, InputFeed, ScriptedChange, ScriptedNote};
 use morphrt::graph::{compile, midi_note_hz, CompileOptions, ControlValue, NoteAction};
 use morphrt::profile::Profile;

@@ -1122,7 +1122,8 @@ mod input_history {
     //! the journal's N and S, bit for bit.
 
     use super::{common, counts, realtime};
-    use morphrt::engine::incoming::{Incoming, Scripted};
+    use morphrt::api::player::Scripted;
+    use morphrt::engine::incoming::Incoming;
     use morphrt::engine::{InputBlock, InputFeed};
     use morphrt::host::live::input::history::{fast_forward_through, history};
     use morphrt::host::live::input::{InputFormat, LiveInput};

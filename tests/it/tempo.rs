@@ -4,7 +4,8 @@
 
 use crate::support as common;
 
-use morphrt::engine::incoming::{Incoming, Scripted};
+use morphrt::api::player::Scripted;
+use morphrt::engine::incoming::Incoming;
 use morphrt::profile::Profile;
 
 /// `text` compiled under strict as an edit of the test session.

@@ -91,10 +91,6 @@ impl Deck {
         &mut self.current
     }
 
-    pub(crate) fn channels(&self) -> usize {
-        self.channels
-    }
-
     pub(crate) fn block_size(&self) -> usize {
         self.block_frames
     }
@@ -208,12 +204,6 @@ impl Deck {
         self.current.push_note_record(r)
     }
 
-    /// Queues a note on the playing engine (real-time safe; see
-    /// [`Engine::push_note`]).
-    pub(crate) fn push_plan_note(&mut self, n: crate::graph::PlanNote) -> bool {
-        self.current.push_note(n)
-    }
-
     /// Room in the playing engine's queue of notes from outside.
     pub(crate) fn note_room(&self) -> usize {
         self.current.note_room()
@@ -304,22 +294,6 @@ impl Deck {
     /// Frames of the last block.
     pub(crate) fn frames(&self) -> usize {
         self.frames
-    }
-
-    /// Renders `frames` frames in blocks and returns them interleaved (for
-    /// offline use; allocates).
-    pub fn render(&mut self, frames: u64) -> Vec<f64> {
-        let mut v = Vec::with_capacity(frames as usize * self.channels);
-        let mut done = 0;
-        while done < frames {
-            let n = (frames - done).min(self.block_frames as u64) as usize;
-            self.process(n);
-            v.extend_from_slice(self.output());
-            done += n as u64;
-            // Nothing on this path is real-time; drop what finished.
-            drop(self.take_retired());
-        }
-        v
     }
 }
 

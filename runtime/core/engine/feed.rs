@@ -31,15 +31,6 @@ pub struct ScriptedChange {
 }
 
 impl ScriptedChange {
-    /// The record for `engine`, numbered `seq`, or why its node or param
-    /// is not there.
-    pub(crate) fn resolve(&self, engine: &Engine, seq: u64) -> Result<ChangeRecord, String> {
-        let Some((node, _)) = engine.find_param(&self.node, &self.param) else {
-            return Err(self.missing());
-        };
-        self.resolve_at(engine, node, seq)
-    }
-
     /// The record for schedule index `node` of `engine` (a node, or one
     /// copy of a template node: see [`Engine::node_copies`]).
     pub(crate) fn resolve_at(
@@ -128,6 +119,20 @@ impl ChangeFeed {
             errors: Vec::new(),
             seq: 0,
         }
+    }
+
+    /// Adds changes and notes to those waiting, each kept by sample
+    /// behind those of the same sample already there (ties in the order
+    /// given).
+    pub(crate) fn extend(
+        &mut self,
+        list: impl IntoIterator<Item = ScriptedChange>,
+        notes: impl IntoIterator<Item = ScriptedNote>,
+    ) {
+        self.due.extend(list);
+        self.due.make_contiguous().sort_by_key(|c| c.sample);
+        self.notes.extend(notes);
+        self.notes.make_contiguous().sort_by_key(|n| n.sample);
     }
 
     /// Changes and notes still waiting.

@@ -17,6 +17,7 @@ mod io;
 mod link;
 mod meters;
 mod offline;
+mod scripted;
 mod serve;
 mod timing;
 
@@ -29,6 +30,7 @@ pub use link::{
 };
 pub use meters::{Meters, Switches};
 pub use offline::offline_player;
+pub use scripted::Scripted;
 pub use timing::{NodeTimes, TimingLink};
 
 use crate::dsp::fpmode::FpGuard;

@@ -23,6 +23,32 @@ impl<I: InputSource + ?Sized> Player<I> {
         feed: Option<&mut ChangeFeed>,
         mut sink: impl FnMut(BusRef<'_>) -> Result<(), E>,
     ) -> Result<u64, E> {
+        self.play_offline(end, feed, |p| sink(p.deck.engine().bus()))
+    }
+
+    /// As [`play_bus`](Self::play_bus), handing `sink` what the outputs
+    /// get after each part instead: the main bus of the playing engine,
+    /// crossfaded with the one fading out under a switch, mapped onto the
+    /// player's outputs, interleaved at f64 before the device stage. A
+    /// scripted session ([`Scripted`](crate::engine::incoming::Scripted))
+    /// plays through it.
+    pub(crate) fn play_mix<E>(
+        &mut self,
+        end: u64,
+        feed: Option<&mut ChangeFeed>,
+        mut sink: impl FnMut(&[f64]) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        self.play_offline(end, feed, |p| sink(p.deck.output()))
+    }
+
+    /// The body of [`play_bus`](Self::play_bus), calling `part` with the
+    /// player after each part.
+    fn play_offline<E>(
+        &mut self,
+        end: u64,
+        feed: Option<&mut ChangeFeed>,
+        mut part: impl FnMut(&mut Self) -> Result<(), E>,
+    ) -> Result<u64, E> {
         self.serve();
         self.serve_timing();
         self.take_controls();
@@ -35,7 +61,7 @@ impl<I: InputSource + ?Sized> Player<I> {
         if let Some(input) = &mut self.input {
             input.read(&mut self.input_buf[..(end - start) as usize * width]);
         }
-        self.play_parts(end, |p, _, _| sink(p.deck.engine().bus()))?;
+        self.play_parts(end, |p, _, _| part(p))?;
         self.note_block(0.0);
         Ok(self.deck.clock())
     }

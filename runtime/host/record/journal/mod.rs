@@ -11,7 +11,7 @@
 //! stop fade and the end sample, and a copy of every resource beside it,
 //! stored by SHA-256 so that many sessions on one impulse response keep it
 //! once. `replay` renders it offline through the same handover code
-//! ([`Scripted`](crate::engine::incoming::Scripted)) and the same device output stage, and reproduces the
+//! ([`Scripted`](crate::api::player::Scripted)) and the same device output stage, and reproduces the
 //! device output bit for bit on the same build and CPU feature level.
 //!
 //! | file | what it holds |

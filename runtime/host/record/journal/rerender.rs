@@ -6,7 +6,8 @@
 use super::error::{JournalError, Problem};
 use super::read::{read, Session};
 use super::{control_changes, note_changes, KeptResource, Record};
-use crate::engine::incoming::{Incoming, Scripted, ScriptedChange, ScriptedNote, SessionFixed};
+use crate::api::player::Scripted;
+use crate::engine::incoming::{Incoming, ScriptedChange, ScriptedNote, SessionFixed};
 use crate::graph::Resolver;
 use crate::host::files::digest::sha256_hex;
 use crate::host::files::resources::Folders;
