@@ -67,6 +67,7 @@ mod scenes;
 mod set_params;
 mod snapshot;
 mod state_in_parts;
+mod switch_events;
 mod take_names;
 mod takes;
 mod tempo;

@@ -193,24 +193,43 @@ impl Deck {
         }
     }
 
+    /// The engine fading out under the playing one during a crossfade.
+    pub(crate) fn fading_mut(&mut self) -> Option<&mut Engine> {
+        self.fading.as_mut().map(|f| &mut *f.engine)
+    }
+
     /// Queues a control record on the playing engine (real-time safe; see
-    /// [`Engine::push_change`]).
+    /// [`Engine::push_change`]), and during a crossfade on the engine
+    /// fading out too, at the same sample, so that both play it.
     pub(crate) fn push_change(
         &mut self,
         r: super::ChangeRecord,
     ) -> Result<(), super::ChangeReport> {
+        if let Some(f) = &mut self.fading {
+            f.engine.push_change_as(&self.current, r);
+        }
         self.current.push_change(r)
     }
 
     /// Queues a note record on the playing engine (real-time safe; see
-    /// [`Engine::push_note_record`]).
+    /// [`Engine::push_note_record`]), and during a crossfade on the engine
+    /// fading out too, at the same sample.
     pub(crate) fn push_note(&mut self, r: super::NoteRecord) -> Result<(), super::ChangeReport> {
+        if let Some(f) = &mut self.fading {
+            if r.engine == self.current.id() {
+                f.engine.push_note_as(&self.current, r.note);
+            }
+        }
         self.current.push_note_record(r)
     }
 
     /// Queues a note on the playing engine (real-time safe; see
-    /// [`Engine::push_note`]).
+    /// [`Engine::push_note`]), and during a crossfade on the engine fading
+    /// out too, at the same sample.
     pub(crate) fn push_plan_note(&mut self, n: crate::graph::PlanNote) -> bool {
+        if let Some(f) = &mut self.fading {
+            f.engine.push_note_as(&self.current, n);
+        }
         self.current.push_note(n)
     }
 
@@ -225,7 +244,12 @@ impl Deck {
     }
 
     /// Hands the playing engine's control reports to `f` (real-time safe).
+    /// The engine fading out reports nothing: what it was given, the
+    /// playing engine reports.
     pub(crate) fn take_change_reports(&mut self, f: impl FnMut(super::ChangeReport)) {
+        if let Some(fading) = &mut self.fading {
+            fading.engine.take_change_reports(|_| {});
+        }
         self.current.take_change_reports(f);
     }
 

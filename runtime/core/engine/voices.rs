@@ -527,6 +527,29 @@ impl Engine {
         }
     }
 
+    /// Queues `note`, resolved against `other` (its pool is one of
+    /// `other`'s), on this engine's voice module of the same id, without a
+    /// report: the engine fading out under `other` hears what `other`
+    /// hears. Whether it was queued (false: no such module, or the queue
+    /// is full). Real-time safe.
+    pub(super) fn push_note_as(&mut self, other: &Engine, mut note: PlanNote) -> bool {
+        let Some(module) = other.voices.pools.get(note.pool).map(|p| &p.plan.module) else {
+            return false;
+        };
+        match self
+            .voices
+            .pools
+            .iter()
+            .position(|p| &p.plan.module == module)
+        {
+            Some(pool) => {
+                note.pool = pool;
+                self.queue_note(note, 0)
+            }
+            None => false,
+        }
+    }
+
     /// The voice module `module`'s index for [`push_note`](Self::push_note).
     pub fn voice_pool(&self, module: &str) -> Option<usize> {
         self.voices
