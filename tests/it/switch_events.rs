@@ -190,3 +190,28 @@ fn a_note_off_a_note_on_and_a_param_change_in_a_switch_crossfade_reach_both_engi
         }
     }
 }
+
+#[test]
+fn a_note_off_between_the_save_and_the_swap_does_not_leave_the_note_held() {
+    for (from, to) in [
+        (Profile::Strict, Profile::Repro),
+        (Profile::Repro, Profile::Strict),
+    ] {
+        let s = handover(from, to);
+        let off = (s.saved_at + s.swap_at) / 2;
+        let events = [(500, Spec::On(57)), (off, Spec::Off(57))];
+        let (switched, _) = play(from, &events, Some((SWITCH_AT, to)));
+        let rms = |x: &[f64]| (x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64).sqrt();
+        let held = rms(&switched[1000..2000]);
+        // The release (10 ms) is long over once the crossfade has ended.
+        let from_ = (s.swap_at + s.fade + 1000) as usize;
+        let after = rms(&switched[from_..from_ + 3000]);
+        assert!(held > 0.05, "the note sounds: {held}");
+        assert!(
+            after < 1e-6 * held,
+            "{from:?} → {to:?}: the note off at {off} (save {}, swap {}) left it sounding at {after:.2e} (held {held:.2e})",
+            s.saved_at,
+            s.swap_at
+        );
+    }
+}

@@ -149,6 +149,7 @@ impl Deck {
         };
         self.current.set_node_timing(old.node_timing());
         self.current.carry_controls_from(old);
+        self.current.take_notes_since_save(old);
         self.current.carry_notes_from(old);
         Ok(())
     }
@@ -165,6 +166,13 @@ impl Deck {
         let old = self.retired.insert(old);
         self.current.set_node_timing(old.node_timing());
         Ok(())
+    }
+
+    /// The playing engine was saved now (by the caller, whole): the notes
+    /// from outside it takes from here reach the engine migrated from
+    /// that save at its swap.
+    pub(crate) fn saved_now(&mut self) {
+        self.current.notes_from_save();
     }
 
     /// Starts a save of the playing engine spread over blocks (see

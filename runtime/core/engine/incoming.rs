@@ -564,6 +564,7 @@ impl Scripted {
         }
         let n = self.deck.clock();
         self.deck.engine().save_into(&mut self.saved);
+        self.deck.saved_now();
         let migration = next.engine.migrate(&self.saved, n);
         let b = self.deck.block_size() as u64;
         let s = on_grid(n.saturating_add(lead), self.start, b);
@@ -610,6 +611,7 @@ impl Scripted {
         }
         self.play_to(n);
         self.deck.engine().save_into(&mut self.saved);
+        self.deck.saved_now();
         let migration = next.engine.migrate(&self.saved, n);
         self.play_to(s);
         if self.deck.is_fading() {
