@@ -20,6 +20,7 @@
 
 pub mod bundle;
 pub mod payload;
+pub mod watch;
 
 use bundle::Bundle;
 use clack_extensions::audio_ports::{
@@ -83,6 +84,8 @@ pub struct Shared {
     switch: AtomicBool,
     /// A switch is under way: the controller needs polling.
     busy: AtomicBool,
+    /// A `--watch` build's source scene file.
+    watch: watch::Watch,
 }
 
 impl PluginShared<'_> for Shared {}
@@ -95,11 +98,12 @@ impl Shared {
             .map(|p| AtomicU64::new(p.default_value().to_bits()))
             .collect();
         Shared {
-            bundle,
             values,
             block: AtomicU32::new(0),
             switch: AtomicBool::new(false),
             busy: AtomicBool::new(false),
+            watch: watch::Watch::new(bundle.payload.watch.clone()),
+            bundle,
         }
     }
 
@@ -115,6 +119,7 @@ impl Shared {
 /// The main thread's half of an instance: the controller while active.
 pub struct MainThread<'a> {
     shared: &'a Shared,
+    host: HostMainThreadHandle<'a>,
     controller: RefCell<Option<Controller>>,
 }
 
@@ -127,6 +132,9 @@ impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {
             return;
         };
         c.poll();
+        if let Some(e) = self.shared.watch.apply(c) {
+            watch::log(&self.host.shared(), &e);
+        }
         if !c.busy() && self.shared.switch.swap(false, Ordering::AcqRel) {
             let wanted = ParamList::profile(self.shared.value(ParamList::PROFILE));
             if let Some(p) = wanted.filter(|p| *p != c.profile()) {
@@ -183,6 +191,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
             .activate_scene(&bundle.payload.scene, &bundle.payload.scene_name)
             .map_err(|e| PluginError::Error(Box::new(e)))?;
         *main_thread.controller.borrow_mut() = Some(controller);
+        shared.watch.start(&bundle.payload.scene);
         shared
             .block
             .store(processor.latency() as u32, Ordering::Relaxed);
@@ -234,7 +243,11 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
             }
         }
         self.run(start, frames);
-        if self.shared.switch.load(Ordering::Relaxed) || self.shared.busy.load(Ordering::Relaxed) {
+        let shared = self.shared;
+        if shared.switch.load(Ordering::Relaxed)
+            || shared.busy.load(Ordering::Relaxed)
+            || shared.watch.due()
+        {
             // The main thread starts and moves the switch on.
             self.host.request_callback();
         }
@@ -252,6 +265,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
     }
 
     fn deactivate(self, main_thread: &MainThread<'a>) {
+        main_thread.shared.watch.stop();
         main_thread.controller.borrow_mut().take();
     }
 }
@@ -522,9 +536,10 @@ impl PluginFactoryImpl for Factory {
             host_info,
             &self.descriptor,
             move |_host| Ok(Shared::new(bundle)),
-            |_host, shared| {
+            |host, shared| {
                 Ok(MainThread {
                     shared,
+                    host,
                     controller: RefCell::new(None),
                 })
             },

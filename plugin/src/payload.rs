@@ -13,6 +13,7 @@
 //! | scene file name | string |
 //! | scene text | string |
 //! | resources | u32 count, then each: reference (`@resource:NAME`), file name, u32 sample rate, u32 channels, u64 frames, the samples (f64 bits, channel after channel) |
+//! | watched scene (only in a `--watch` build) | string: the source scene's absolute path |
 //!
 //! A string is a u32 byte length and UTF-8 bytes; every number is
 //! little-endian. Resources are stored decoded, so the plugin plays
@@ -39,6 +40,9 @@ pub struct Payload {
     pub scene: String,
     /// Every `@resource:` reference the scene reads, with its audio.
     pub resources: Vec<(String, AudioData)>,
+    /// A development build's source scene file (absolute), which each
+    /// instance watches and applies saves of ([`crate::watch`]).
+    pub watch: Option<PathBuf>,
 }
 
 /// FNV-1a, 64 bits: the payload's checksum and the scene's identity in a
@@ -120,6 +124,9 @@ impl Payload {
                 }
             }
         }
+        if let Some(path) = &self.watch {
+            put_str(&mut out, &path.to_string_lossy());
+        }
         out
     }
 
@@ -185,9 +192,14 @@ impl Payload {
                 },
             ));
         }
+        let watch = if r.at < bytes.len() {
+            Some(PathBuf::from(r.str()?))
+        } else {
+            None
+        };
         if r.at != bytes.len() {
             return Err(format!(
-                "the payload has {} bytes after its last resource",
+                "the payload has {} bytes after its last field",
                 bytes.len() - r.at
             ));
         }
@@ -196,6 +208,7 @@ impl Payload {
             scene_name,
             scene,
             resources,
+            watch,
         })
     }
 
@@ -307,6 +320,7 @@ mod tests {
                     channels: vec![vec![0.5, -0.25, 1e-300], vec![f64::MIN_POSITIVE, 0.0, -0.0]],
                 },
             )],
+            watch: None,
         }
     }
 
@@ -337,6 +351,18 @@ mod tests {
         assert_eq!(hash, fnv1a(&p.to_bytes()));
         assert_eq!(Payload::library_len(&file), lib);
         assert_eq!(Payload::library_len(&file[..lib]), lib);
+        assert_eq!(back.watch, None);
+    }
+
+    #[test]
+    fn a_watch_builds_payload_reads_back_the_scene_path() {
+        let p = Payload {
+            watch: Some(PathBuf::from("/home/me/scenes/dub.json")),
+            ..sample()
+        };
+        let (back, _) = Payload::from_file_bytes(&p.to_appendix()).unwrap();
+        assert_eq!(back.watch, p.watch);
+        assert_eq!(back.scene, p.scene);
     }
 
     #[test]

@@ -52,7 +52,7 @@ const SCENE: &str = r#"{
 /// The plugin library of this build: the test binary depends on the
 /// plugin crate, so cargo builds its library with the test, in `deps/`
 /// (a build of the workspace also places it next to `morphrt`).
-fn library() -> &'static Path {
+pub(crate) fn library() -> &'static Path {
     static FOUND: OnceLock<PathBuf> = OnceLock::new();
     FOUND.get_or_init(|| {
         let bin = PathBuf::from(env!("CARGO_BIN_EXE_morphrt"));

@@ -554,16 +554,27 @@ fn land(
                 None => false,
             }
         }
-        EventKind::Param { param, value } => deck
-            .engine_mut()
-            .with_attached::<ParamRoutes, _>(|routes, engine| {
-                let mut landed = true;
-                let made = routes?.records(param as usize, value, sample, seq, |r| {
-                    landed &= engine.push_change(r).is_ok();
+        EventKind::Param { param, value } => {
+            // During a crossfade the engine fading out takes the change at
+            // the same sample, through its own routes.
+            if let Some(fading) = deck.fading_mut() {
+                fading.with_attached::<ParamRoutes, _>(|routes, engine| {
+                    let made = routes?.records(param as usize, value, sample, 0, |r| {
+                        let _ = engine.push_change(r);
+                    });
+                    made.ok()
                 });
-                Some(made.is_ok() && landed)
-            })
-            .unwrap_or(false),
+            }
+            deck.engine_mut()
+                .with_attached::<ParamRoutes, _>(|routes, engine| {
+                    let mut landed = true;
+                    let made = routes?.records(param as usize, value, sample, seq, |r| {
+                        landed &= engine.push_change(r).is_ok();
+                    });
+                    Some(made.is_ok() && landed)
+                })
+                .unwrap_or(false)
+        }
         EventKind::NoteOn {
             module,
             key,

@@ -355,6 +355,26 @@ impl Engine {
         }
     }
 
+    /// Queues `r`, resolved against `next` (the engine that took over
+    /// from this one) or against this one, on this engine: its node mapped
+    /// back through `next`'s map of this engine's nodes. The engine fading
+    /// out under `next` hears what `next` hears; its reports are
+    /// discarded. Whether it was queued (false: a node the edit added, or
+    /// a full queue). Real-time safe.
+    pub(super) fn push_change_as(&mut self, next: &Engine, mut r: ChangeRecord) -> bool {
+        if r.engine == next.changes.id {
+            if next.changes.prev != Some(self.changes.id) {
+                return false;
+            }
+            let Some(old) = next.changes.from_prev.iter().position(|&n| n == r.node) else {
+                return false;
+            };
+            r.node = old as u32;
+            r.engine = self.changes.id;
+        }
+        self.push_change(r).is_ok()
+    }
+
     /// Room left in the queue.
     pub fn control_room(&self) -> usize {
         CHANGE_QUEUE - self.changes.queue.len()

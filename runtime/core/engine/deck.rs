@@ -145,6 +145,7 @@ impl Deck {
         };
         self.current.set_node_timing(old.node_timing());
         self.current.carry_controls_from(old);
+        self.current.take_notes_since_save(old);
         self.current.carry_notes_from(old);
         Ok(())
     }
@@ -161,6 +162,13 @@ impl Deck {
         let old = self.retired.insert(old);
         self.current.set_node_timing(old.node_timing());
         Ok(())
+    }
+
+    /// The playing engine was saved now (by the caller, whole): the notes
+    /// from outside it takes from here reach the engine migrated from
+    /// that save at its swap.
+    pub(crate) fn saved_now(&mut self) {
+        self.current.notes_from_save();
     }
 
     /// Starts a save of the playing engine spread over blocks (see
@@ -189,18 +197,33 @@ impl Deck {
         }
     }
 
+    /// The engine fading out under the playing one during a crossfade.
+    pub(crate) fn fading_mut(&mut self) -> Option<&mut Engine> {
+        self.fading.as_mut().map(|f| &mut *f.engine)
+    }
+
     /// Queues a control record on the playing engine (real-time safe; see
-    /// [`Engine::push_change`]).
+    /// [`Engine::push_change`]), and during a crossfade on the engine
+    /// fading out too, at the same sample, so that both play it.
     pub(crate) fn push_change(
         &mut self,
         r: super::ChangeRecord,
     ) -> Result<(), super::ChangeReport> {
+        if let Some(f) = &mut self.fading {
+            f.engine.push_change_as(&self.current, r);
+        }
         self.current.push_change(r)
     }
 
     /// Queues a note record on the playing engine (real-time safe; see
-    /// [`Engine::push_note_record`]).
+    /// [`Engine::push_note_record`]), and during a crossfade on the engine
+    /// fading out too, at the same sample.
     pub(crate) fn push_note(&mut self, r: super::NoteRecord) -> Result<(), super::ChangeReport> {
+        if let Some(f) = &mut self.fading {
+            if r.engine == self.current.id() {
+                f.engine.push_note_as(&self.current, r.note);
+            }
+        }
         self.current.push_note_record(r)
     }
 
@@ -215,7 +238,12 @@ impl Deck {
     }
 
     /// Hands the playing engine's control reports to `f` (real-time safe).
+    /// The engine fading out reports nothing: what it was given, the
+    /// playing engine reports.
     pub(crate) fn take_change_reports(&mut self, f: impl FnMut(super::ChangeReport)) {
+        if let Some(fading) = &mut self.fading {
+            fading.engine.take_change_reports(|_| {});
+        }
         self.current.take_change_reports(f);
     }
 

@@ -73,6 +73,7 @@ impl Engine {
     /// block until it returns true. Real-time safe and bounded.
     pub fn begin_save(&mut self, st: &mut EngineState) -> bool {
         debug_assert_eq!(st.nodes.len(), self.slots.len());
+        self.notes_from_save();
         st.clock = self.clock;
         st.next_event = self.next_event;
         st.engine = self.id();

@@ -186,6 +186,10 @@ pub(super) struct Voices {
     batch: Batch,
     /// Some module clears its voices over time.
     clears: bool,
+    /// The notes from outside taken since the last save began, at the
+    /// samples they took effect (preallocated to `room`): an engine
+    /// migrated from that save has not heard them.
+    since_save: Vec<PlanNote>,
 }
 
 /// A note from outside waiting for its sample, with the `seq` its report
@@ -296,6 +300,7 @@ impl Voices {
             arrived: 0,
             batch: Batch::with_capacity(queue),
             clears: false,
+            since_save: Vec::with_capacity(queue),
         }
     }
 
@@ -496,6 +501,25 @@ impl Engine {
         true
     }
 
+    /// A save begins: the notes from outside are counted from here.
+    /// Real-time safe.
+    pub(super) fn notes_from_save(&mut self) {
+        self.voices.since_save.clear();
+    }
+
+    /// At the swap to this engine from `old`, migrated from `old`'s last
+    /// save: the notes from outside `old` took since that save, which
+    /// this engine has not heard, land here at the swap sample, in their
+    /// order (a note off between the save and the swap would otherwise
+    /// leave its note held). Real-time safe.
+    pub(super) fn take_notes_since_save(&mut self, old: &mut Engine) {
+        for i in 0..old.voices.since_save.len() {
+            let n = old.voices.since_save[i];
+            self.push_note_as(old, n);
+        }
+        old.voices.since_save.clear();
+    }
+
     /// At the swap to this engine from `old`: the notes still waiting in
     /// `old`'s queue move here, to the voice module of the same id (a
     /// note whose module the edit removed is reported removed). Real-time
@@ -524,6 +548,29 @@ impl Engine {
             if seq != 0 {
                 self.report_control(seq, outcome);
             }
+        }
+    }
+
+    /// Queues `note`, resolved against `other` (its pool is one of
+    /// `other`'s), on this engine's voice module of the same id, without a
+    /// report: the engine fading out under `other` hears what `other`
+    /// hears. Whether it was queued (false: no such module, or the queue
+    /// is full). Real-time safe.
+    pub(super) fn push_note_as(&mut self, other: &Engine, mut note: PlanNote) -> bool {
+        let Some(module) = other.voices.pools.get(note.pool).map(|p| &p.plan.module) else {
+            return false;
+        };
+        match self
+            .voices
+            .pools
+            .iter()
+            .position(|p| &p.plan.module == module)
+        {
+            Some(pool) => {
+                note.pool = pool;
+                self.queue_note(note, 0)
+            }
+            None => false,
         }
     }
 
@@ -633,6 +680,10 @@ impl Engine {
 
     fn take_incoming(&mut self, n: PlanNote, seq: u64, pos: u64) {
         self.take_note(n.pool, n.action, pos);
+        let log = &mut self.voices.since_save;
+        if log.len() < log.capacity() {
+            log.push(PlanNote { sample: pos, ..n });
+        }
         if seq != 0 {
             let outcome = Outcome::Applied {
                 at: pos,

@@ -36,6 +36,12 @@ pub struct PluginOptions {
     /// the `morphrt` executable, or in the `deps/` folder beside it).
     #[arg(long, value_name = "FILE")]
     pub library: Option<PathBuf>,
+    /// A development build: the plugin also watches the scene file and
+    /// applies each save as `run` does (state carried, changed params
+    /// glide, structural edits crossfade); a bad save is reported through
+    /// the host's log and the plugin keeps playing.
+    #[arg(long)]
+    pub watch: bool,
 }
 
 /// `plugin -o`: a CLAP plugin file.
@@ -164,11 +170,19 @@ pub fn plugin(opts: &PluginOptions, log: &mut dyn Write) -> Result<(), HostError
         )])
     })?;
     let resources = std::mem::take(&mut *recording.read.lock().unwrap_or_else(|e| e.into_inner()));
+    let watch = if opts.watch {
+        Some(std::fs::canonicalize(&opts.scene).map_err(|e| {
+            HostError::Runtime(format!("cannot watch `{}`: {e}", opts.scene.display()))
+        })?)
+    } else {
+        None
+    };
     let payload = Payload {
         name,
         scene_name,
         scene: text,
         resources,
+        watch,
     };
     let lib_path = library(opts)?;
     let lib = std::fs::read(&lib_path).map_err(|e| {
@@ -197,5 +211,12 @@ pub fn plugin(opts: &PluginOptions, log: &mut dyn Write) -> Result<(), HostError
         crate::host::files::rules::format_bytes(bytes.len() as u64),
         payload.resources.len()
     );
+    if let Some(path) = &payload.watch {
+        let _ = writeln!(
+            log,
+            "a development build: it applies each save of `{}` while it plays",
+            path.display()
+        );
+    }
     Ok(())
 }

@@ -178,6 +178,7 @@ impl Scripted {
         }
         let n = self.clock();
         self.player.engine().save_into(&mut self.saved);
+        self.player.deck_mut().saved_now();
         let migration = next.engine.migrate(&self.saved, n);
         let s = on_grid(n.saturating_add(lead), self.start, b);
         self.play_to(s);
@@ -221,6 +222,7 @@ impl Scripted {
         }
         self.play_to(n);
         self.player.engine().save_into(&mut self.saved);
+        self.player.deck_mut().saved_now();
         let migration = next.engine.migrate(&self.saved, n);
         self.play_to(s);
         if self.player.deck_mut().is_fading() {
