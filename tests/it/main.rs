@@ -63,6 +63,7 @@ mod replay;
 mod resample;
 mod resume_live;
 mod reverb;
+mod run_rates;
 mod scenes;
 mod set_params;
 mod snapshot;
