@@ -183,10 +183,19 @@ fn main() {
         ("rubato (repro/live) vs sox rate -h", Method::Library, "-h"),
     ];
     for (name, method, quality) in rows {
-        let ours = best(|| Some(morphrt_seconds(method, &input))).unwrap();
+        let ours = best(|| Some(morphrt_seconds(make(method, false), &input).0)).unwrap();
         let sox = best(|| sox_seconds(&path, quality));
         println!("{name}");
         row(&format!("morphrt {}", method.name()), ours);
+        if method == Method::Polyphase {
+            let (_, hash) = morphrt_seconds(make(method, false), &input);
+            assert_eq!(hash, portable_hash, "the two kernels give the same bits");
+            row("  portable kernel", portable.unwrap());
+            println!(
+                "  portable / picked kernel: {:.2} cpu (the same bits)",
+                portable.unwrap().1 / ours.1
+            );
+        }
         match sox {
             Some(s) => {
                 row(&format!("sox rate {quality}"), s);
