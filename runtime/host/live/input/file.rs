@@ -2,11 +2,12 @@
 //! were an input device: a reader thread decodes the file ([`WavInput`])
 //! and, when its rate is not the session's, converts it as `render
 //! --input` does ([`Source`]), into a wait-free ring of f64 frames at the
-//! session's rate, and keeps the ring full; the callback takes one block from it per block of output. The
-//! ring is filled before the session plays and holds two seconds, so the
-//! file is paced by the output (the clock device included) and the
-//! callback never waits for the disk. After the file's last frame the
-//! input is silence ([`FileInputStatus::ended`] says when).
+//! session's rate, and keeps the ring full; the callback takes one block
+//! from it per block of output. The ring is filled before the session
+//! plays and holds two seconds, so the file is paced by the output (the
+//! clock device included) and the callback never waits for the disk.
+//! After the file's last frame the input is silence
+//! ([`FileInputStatus::ended`] says when).
 
 use super::LiveInput;
 use crate::graph::Plan;
