@@ -20,6 +20,13 @@
 //!    pushing each block into the input history with the recorded input's
 //!    writer thread copying it to a WAV file, the other without; the ratio
 //!    of their mean (and median) callback times is the tap's cost.
+//! 3. The cost of converting a device's rate: the input thread's push of
+//!    one block's worth of a stereo device (64 frames at 48 kHz), into a
+//!    ring of a 48 kHz session, from a 48 kHz device (no conversion) and
+//!    from a 44.1 kHz device (58.8 frames a push, converted by the strict
+//!    polyphase converter before the ring), the callback's end read after
+//!    each push; mean and median time per push, and the converted push as
+//!    a share of the 64-frame block's 1.33 ms.
 //!
 //! `cargo bench --bench input [-- SECONDS]` (default 5 s of audio each).
 
@@ -27,7 +34,9 @@ use morphrt::engine::Engine;
 use morphrt::host::files::rules::{Inputs, Kind, Output};
 use morphrt::host::live::input::history::{history, HISTORY_SECONDS};
 use morphrt::host::live::input::record::InputRecorder;
-use morphrt::host::live::input::ring::{input_ring, InputMeters, RingShape};
+use morphrt::host::live::input::ring::{
+    input_ring, input_ring_at, InputMeters, InputRates, RingShape,
+};
 use morphrt::host::live::input::{InputFormat, LiveInput};
 use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
 use morphrt::host::live::tap::Existing;
@@ -233,6 +242,61 @@ fn tap_cost(seconds: f64) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Nanoseconds of each push of `periods` pushes of a stereo device at
+/// `device_hz` into a 48 kHz ring (converted when the rates differ), the
+/// frames of one 64-frame block at 48 kHz a push, the ring read after each.
+fn push_times(device_hz: u32, periods: usize) -> Vec<f64> {
+    let shape = RingShape {
+        channels: 2,
+        format: InputFormat::F32,
+        capacity_frames: BLOCK * 64,
+        block: BLOCK,
+    };
+    let rates = (device_hz != RATE as u32).then_some(InputRates {
+        device_hz,
+        session_hz: RATE as u32,
+    });
+    let meters = Arc::new(InputMeters::default());
+    let (mut writer, mut reader, _control) = input_ring_at(shape, rates, meters, Instant::now());
+    let recorded: Vec<f32> = (0..device_hz as usize * 2)
+        .map(|i| (libm::sin(i as f64 * 0.013) * 0.5) as f32)
+        .collect();
+    let mut block = vec![0.0f64; BLOCK * 2];
+    let mut times = Vec::with_capacity(periods);
+    let mut pushed = 0usize;
+    for p in 1..=periods {
+        let due = p * BLOCK * device_hz as usize / RATE as usize;
+        let from = pushed % device_hz as usize;
+        let n = (due - pushed).min(device_hz as usize - from);
+        let chunk = &recorded[from * 2..(from + n) * 2];
+        pushed = due;
+        let s = Instant::now();
+        writer.push(chunk, |x| x as f64);
+        times.push(s.elapsed().as_nanos() as f64);
+        reader.read(&mut block);
+    }
+    times
+}
+
+fn conversion_cost(seconds: f64) {
+    let periods = (seconds * RATE) as usize / BLOCK;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let mut plain = push_times(48_000, periods);
+    let mut converted = push_times(44_100, periods);
+    let (mp, mc) = (mean(&plain), mean(&converted));
+    let (pp, pc) = (percentile(&mut plain, 0.5), percentile(&mut converted, 0.5));
+    let deadline_ns = BLOCK as f64 / RATE * 1e9;
+    println!(
+        "input rate conversion (stereo 44.1 → 48 kHz, strict polyphase) per 64-frame block, {seconds} s: push mean {:.2} µs converted, {:.2} µs at 48 kHz unconverted; median {:.2} / {:.2} µs; the conversion takes {:.2} % of the block's {:.0} µs",
+        mc / 1e3,
+        mp / 1e3,
+        pc / 1e3,
+        pp / 1e3,
+        (mc - mp) / deadline_ns * 100.0,
+        deadline_ns / 1e3
+    );
+}
+
 fn main() {
     let seconds: f64 = std::env::args()
         .skip(1)
@@ -242,4 +306,5 @@ fn main() {
     println!("cargo bench --bench input -- {seconds}");
     latency(seconds);
     tap_cost(seconds);
+    conversion_cost(seconds);
 }

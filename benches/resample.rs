@@ -12,9 +12,12 @@
 //! that morphrt reads into memory once, then converts in pushes of 4096
 //! frames, pulling into a scratch buffer. Each row gives wall time and CPU
 //! time (this process's, or sox's as a child); on a shared machine the CPU
-//! times are the ones to compare.
+//! times are the ones to compare. The strict converter runs twice: with
+//! the kernel this CPU picks (AVX where it has it) and with the portable
+//! kernel (one dot product at a time, what a CPU without AVX runs); both
+//! give the same bits, which this checks.
 
-use morphrt::dsp::resample::{converter, Method, RateConverter};
+use morphrt::dsp::resample::{converter, Method, Polyphase, RateConverter};
 use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
@@ -69,14 +72,30 @@ fn children_cpu() -> f64 {
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
-/// (Wall, CPU) seconds morphrt's `method` takes to convert `input`.
-fn morphrt_seconds(method: Method, input: &[f32]) -> (f64, f64) {
-    const PUSH: usize = 4096;
-    let mut conv: Box<dyn RateConverter> =
-        converter(method, FROM_HZ, TO_HZ, CHANNELS, PUSH).expect("44.1 → 48 kHz converts");
+const PUSH: usize = 4096;
+
+/// The converter a row measures: `method`, or (`portable`) the strict one
+/// with its portable kernel.
+fn make(method: Method, portable: bool) -> Box<dyn RateConverter> {
+    if portable {
+        let p = Polyphase::new(FROM_HZ, TO_HZ, CHANNELS, PUSH).expect("44.1 → 48 kHz converts");
+        return Box::new(p.portable());
+    }
+    converter(method, FROM_HZ, TO_HZ, CHANNELS, PUSH).expect("44.1 → 48 kHz converts")
+}
+
+/// (Wall, CPU) seconds `conv` takes to convert `input`, and a hash of its
+/// output's bits.
+fn morphrt_seconds(mut conv: Box<dyn RateConverter>, input: &[f32]) -> ((f64, f64), u64) {
     let mut chunk = vec![0.0f64; PUSH * CHANNELS];
     let mut out = vec![0.0f64; 2 * PUSH * CHANNELS];
     let mut produced = 0u64;
+    let mut hash = 0xcbf29ce484222325u64;
+    let mut fold = |out: &[f64]| {
+        for v in out {
+            hash = (hash ^ v.to_bits()).wrapping_mul(0x100000001b3);
+        }
+    };
     let cpu = process_cpu();
     let t = Instant::now();
     for block in input.chunks(PUSH * CHANNELS) {
@@ -90,7 +109,7 @@ fn morphrt_seconds(method: Method, input: &[f32]) -> (f64, f64) {
             loop {
                 let n = conv.pull(&mut out);
                 produced += n as u64;
-                black_box(&out);
+                fold(black_box(&out[..n * CHANNELS]));
                 if n == 0 {
                     break;
                 }
@@ -101,6 +120,7 @@ fn morphrt_seconds(method: Method, input: &[f32]) -> (f64, f64) {
     loop {
         let n = conv.pull(&mut out);
         produced += n as u64;
+        fold(&out[..n * CHANNELS]);
         if n == 0 {
             break;
         }
@@ -108,7 +128,7 @@ fn morphrt_seconds(method: Method, input: &[f32]) -> (f64, f64) {
     let secs = (t.elapsed().as_secs_f64(), process_cpu() - cpu);
     let frames = (input.len() / CHANNELS) as u64;
     assert_eq!(produced, conv.output_frames(frames));
-    secs
+    (secs, hash)
 }
 
 /// (Wall, CPU) seconds `sox` takes to convert the file at `path` with
@@ -156,15 +176,26 @@ fn main() {
     std::fs::write(&path, bytes).unwrap();
 
     println!("{SECONDS} s of stereo {FROM_HZ} → {TO_HZ} Hz, best of {ROUNDS}");
+    let portable = best(|| Some(morphrt_seconds(make(Method::Polyphase, true), &input).0));
+    let (_, portable_hash) = morphrt_seconds(make(Method::Polyphase, true), &input);
     let rows: [(&str, Method, &str); 2] = [
         ("strict polyphase vs sox rate -v", Method::Polyphase, "-v"),
         ("rubato (repro/live) vs sox rate -h", Method::Library, "-h"),
     ];
     for (name, method, quality) in rows {
-        let ours = best(|| Some(morphrt_seconds(method, &input))).unwrap();
+        let ours = best(|| Some(morphrt_seconds(make(method, false), &input).0)).unwrap();
         let sox = best(|| sox_seconds(&path, quality));
         println!("{name}");
         row(&format!("morphrt {}", method.name()), ours);
+        if method == Method::Polyphase {
+            let (_, hash) = morphrt_seconds(make(method, false), &input);
+            assert_eq!(hash, portable_hash, "the two kernels give the same bits");
+            row("  portable kernel", portable.unwrap());
+            println!(
+                "  portable / picked kernel: {:.2} cpu (the same bits)",
+                portable.unwrap().1 / ours.1
+            );
+        }
         match sox {
             Some(s) => {
                 row(&format!("sox rate {quality}"), s);

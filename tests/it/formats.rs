@@ -30,7 +30,7 @@ fn soundfile(args: &[&str]) {
 }
 
 /// Writes `dir/name` with libsndfile: FORMAT/SUBTYPE, 44.1 kHz, stereo.
-fn write(dir: &Path, name: &str, format: &str, subtype: &str, frames: usize) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, format: &str, subtype: &str, frames: usize) -> PathBuf {
     let p = dir.join(name);
     let frames = frames.to_string();
     soundfile(&[

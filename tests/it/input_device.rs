@@ -257,6 +257,7 @@ fn the_configuration_keeps_the_devices_format_and_the_fewest_channels_that_hold_
         range(2, (44_100, 48_000), SampleFormat::F64),
     ];
     let want = |channels, format| Choice {
+        sample_rate: 48_000,
         channels,
         format,
         fixed: Some(64),
@@ -280,15 +281,44 @@ fn a_device_that_cannot_record_for_the_session_says_what_it_lacks() {
         e.contains("1 input channel(s)") && e.contains("the scene reads 2"),
         "{e}"
     );
-    let slow = [range(2, (44_100, 44_100), SampleFormat::I16)];
-    let e = choose(&slow, None, &NEED).unwrap_err();
+    // 44 101 Hz to 48 000 Hz needs 48 000 filter phases: no conversion.
+    let odd_rate = [range(2, (44_101, 44_101), SampleFormat::I16)];
+    let e = choose(&odd_rate, None, &NEED).unwrap_err();
     assert!(
-        e.contains("cannot record at 48000 Hz") && e.contains("44100 Hz"),
+        e.contains("cannot record at 48000 Hz") && e.contains("44101 Hz"),
         "{e}"
     );
     let odd = [range(2, (48_000, 48_000), SampleFormat::F64)];
     let e = choose(&odd, None, &NEED).unwrap_err();
     assert!(e.contains("no sample format morphrt reads"), "{e}");
+}
+
+/// A device that cannot record at the session's rate records at the
+/// nearest rate it can (the higher of two as near), which the input then
+/// converts; the session's rate wins wherever a device has it.
+#[test]
+fn a_device_without_the_sessions_rate_records_at_the_nearest_it_has() {
+    let at = |ranges: &[SupportedStreamConfigRange]| {
+        choose(ranges, None, &NEED).map(|c| (c.sample_rate, c.channels))
+    };
+    let slow = [range(2, (44_100, 44_100), SampleFormat::I16)];
+    assert_eq!(at(&slow), Ok((44_100, 2)));
+    let both = [
+        range(2, (44_100, 44_100), SampleFormat::I16),
+        range(2, (96_000, 96_000), SampleFormat::I16),
+        range(2, (50_000, 50_000), SampleFormat::I16),
+    ];
+    assert_eq!(at(&both), Ok((50_000, 2)));
+    let tie = [
+        range(2, (47_000, 47_000), SampleFormat::I16),
+        range(2, (49_000, 49_000), SampleFormat::I16),
+    ];
+    assert_eq!(at(&tie), Ok((49_000, 2)));
+    let wide = [
+        range(2, (44_100, 44_100), SampleFormat::I16),
+        range(2, (8_000, 192_000), SampleFormat::I16),
+    ];
+    assert_eq!(at(&wide), Ok((48_000, 2)));
 }
 
 #[test]

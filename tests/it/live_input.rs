@@ -254,46 +254,27 @@ fn a_recorded_i16_input_is_stored_as_16_bit_integers_exactly() {
 }
 
 #[test]
-fn an_input_at_another_rate_or_with_too_few_channels_is_refused() {
+fn an_input_with_too_few_channels_is_refused() {
     let dir = common::temp_dir("input-refused");
     let path = dir.join("scene.json");
     std::fs::write(&path, scene("1.5kHz", false)).unwrap();
     let mono = dir.join("mono.wav");
     common::write_mono_f32(&mono, &[0.1; 4800]);
-    let slow = dir.join("slow.wav");
-    let spec = hound::WavSpec {
-        channels: 2,
-        sample_rate: 44_100,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut w = hound::WavWriter::create(&slow, spec).unwrap();
-    (0..200).for_each(|_| w.write_sample(0i16).unwrap());
-    w.finalize().unwrap();
-    for (file, says) in [
-        (&mono, ["1 channel", "at least 2 channels"]),
-        (&slow, ["44100 Hz", "48000 Hz"]),
-    ] {
-        let o = common::morphrt(&[
-            "run",
-            path.to_str().unwrap(),
-            "--device",
-            "clock",
-            "--input",
-            file.to_str().unwrap(),
-            "--no-journal",
-            "--duration",
-            "0.1s",
-        ]);
-        let err = common::stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(file.file_name().unwrap().to_str().unwrap()),
-            "{err}"
-        );
-        for s in says {
-            assert!(err.contains(s), "`{s}` in: {err}");
-        }
+    let o = common::morphrt(&[
+        "run",
+        path.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--input",
+        mono.to_str().unwrap(),
+        "--no-journal",
+        "--duration",
+        "0.1s",
+    ]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for s in ["mono.wav", "1 channel", "at least 2 channels"] {
+        assert!(err.contains(s), "`{s}` in: {err}");
     }
 }
 

@@ -64,6 +64,7 @@ mod replay;
 mod resample;
 mod resume_live;
 mod reverb;
+mod run_rates;
 mod scenes;
 mod scripted_render;
 mod set_params;

@@ -1112,6 +1112,82 @@ mod input_device {
         );
         assert_eq!(opened.lock().unwrap().streams, 2);
     }
+
+    /// A device recording at 44.1 kHz into a 48 kHz session: the input
+    /// thread converts what it pushes (the strict polyphase converter),
+    /// the drift control holds the converted stream, and what the
+    /// callback plays is the offline conversion of what the device
+    /// recorded, sample for sample; no push or callback allocates or frees.
+    #[test]
+    fn a_44k_device_plays_converted_into_a_48k_session_and_never_allocates() {
+        use morphrt::dsp::resample::{Polyphase, RateConverter};
+        use morphrt::host::live::input::ring::InputRates;
+        let engine = common::engine(THROUGH, None, 64);
+        let mut player = common::player(engine, 240);
+        let opened = Arc::new(Mutex::new(Opened::default()));
+        let shape = RingShape {
+            channels: 1,
+            format: InputFormat::F32,
+            capacity_frames: 16_384,
+            block: 64,
+        };
+        let rates = InputRates {
+            device_hz: 44_100,
+            session_hz: 48_000,
+        };
+        let source = Box::new(FakeSource(opened.clone()));
+        let mut device =
+            InputDevice::start_at(source, shape, Some(rates), Duration::from_secs(3600)).unwrap();
+        let input = device.take_input().unwrap();
+        assert_eq!(input.format(), InputFormat::F64, "converted frames are f64");
+        player.set_input(input);
+        let meters: Arc<InputMeters> = device.meters().clone();
+        let mut writer = opened.lock().unwrap().writer.take().unwrap();
+        let cell = PlayerCell::new(player);
+        let recorded = |k: usize| (libm::sin(k as f64 * 0.031) * 0.5) as f32;
+        let (mut buf, mut played) = (vec![0.0f32; 64 * 2], Vec::new());
+        let mut total = (0, 0);
+        let mut pushed = 0;
+        for b in 1..=3000usize {
+            // The device's frames due by the end of this block of output:
+            // 147 for every 160 the session plays.
+            let due = b * 64 * 147 / 160;
+            let chunk: Vec<f32> = (pushed..due).map(recorded).collect();
+            pushed = due;
+            counted(&mut total, || writer.push(&chunk, |x| x as f64));
+            counted(&mut total, || cell.fill(&mut buf));
+            played.extend(buf.iter().step_by(2).copied());
+        }
+        assert_eq!(total, (0, 0), "the callback or a push allocated or freed");
+        assert_eq!(
+            (load(&meters.dropped), load(&meters.repeated)),
+            (0, 0),
+            "the converted stream keeps pace: {meters:?}"
+        );
+        // The offline conversion of everything the device recorded.
+        let all: Vec<f64> = (0..pushed).map(|k| recorded(k) as f64).collect();
+        let mut conv = Polyphase::new(44_100, 48_000, 1, all.len()).unwrap();
+        assert_eq!(conv.push(&all), all.len());
+        let mut want = vec![0.0; all.len() * 2];
+        let n = conv.pull(&mut want);
+        let want: Vec<f32> = want[..n].iter().map(|&x| x as f32).collect();
+        // After the ring primed, the session plays a run of the
+        // conversion (the ring's fill is its delay) to the end.
+        let start = played
+            .iter()
+            .position(|&x| x != 0.0)
+            .expect("the input plays");
+        let heard = &played[start..];
+        assert!(heard.len() > 100_000, "{} frames heard", heard.len());
+        let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+        let at = (0..4096)
+            .find(|&j| same(&heard[..16], &want[j..j + 16]))
+            .expect("the first frames heard are frames of the conversion");
+        assert!(
+            same(heard, &want[at..]),
+            "the session plays the offline conversion of the recording"
+        );
+    }
 }
 
 mod input_history {

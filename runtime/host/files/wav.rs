@@ -122,7 +122,7 @@ impl WavLayout {
         let block_align = bytes * self.channels as u32;
         let tag: u16 = match (self.extensible(), self.format) {
             (true, _) => 0xfffe,
-            (false, WavFormat::F32) => 3,
+            (false, WavFormat::F32 | WavFormat::F64) => 3,
             (false, _) => 1,
         };
         push_u16(&mut h, tag);
@@ -136,7 +136,7 @@ impl WavLayout {
             push_u16(&mut h, self.bits());
             push_u32(&mut h, channel_mask(self.channels));
             h.extend_from_slice(match self.format {
-                WavFormat::F32 => &SUBTYPE_FLOAT,
+                WavFormat::F32 | WavFormat::F64 => &SUBTYPE_FLOAT,
                 _ => &SUBTYPE_PCM,
             });
         }
@@ -180,12 +180,17 @@ pub enum WavFormat {
     /// source, kept exactly (not a render format).
     #[value(skip)]
     U8,
+    /// 64-bit IEEE float: a recorded input converted to the session's
+    /// rate, kept exactly (not a render format).
+    #[value(skip)]
+    F64,
 }
 
 impl WavFormat {
     /// Bytes per sample of one channel.
     pub fn bytes_per_sample(self) -> usize {
         match self {
+            WavFormat::F64 => 8,
             WavFormat::F32 | WavFormat::I32 => 4,
             WavFormat::I24 => 3,
             WavFormat::I16 => 2,
@@ -201,6 +206,7 @@ impl WavFormat {
             WavFormat::I16 => "i16",
             WavFormat::I32 => "i32",
             WavFormat::U8 => "u8",
+            WavFormat::F64 => "f64",
         }
     }
 }
@@ -210,7 +216,7 @@ impl WavFormat {
 /// (beyond ±1 an f32 sample keeps its value, but counts as clipping).
 #[inline]
 pub fn encode_sample(x: f64, format: WavFormat, out: &mut Vec<u8>) -> bool {
-    let mut b = [0u8; 4];
+    let mut b = [0u8; 8];
     let w = format.bytes_per_sample();
     let clipped = encode_sample_into(x, format, &mut b[..w]);
     out.extend_from_slice(&b[..w]);
@@ -224,6 +230,10 @@ pub fn encode_sample_into(x: f64, format: WavFormat, out: &mut [u8]) -> bool {
     match format {
         WavFormat::F32 => {
             out.copy_from_slice(&(x as f32).to_le_bytes());
+            x.abs() > 1.0
+        }
+        WavFormat::F64 => {
+            out.copy_from_slice(&x.to_le_bytes());
             x.abs() > 1.0
         }
         WavFormat::I32 => {
@@ -338,6 +348,7 @@ mod tests {
                         WavFormat::I24 | WavFormat::I32 => w.write_sample(0i32).unwrap(),
                         WavFormat::I16 => w.write_sample(0i16).unwrap(),
                         WavFormat::U8 => w.write_sample(0i8).unwrap(),
+                        WavFormat::F64 => unreachable!("hound writes no 64-bit float"),
                     }
                 }
                 w.finalize().unwrap();

@@ -407,18 +407,6 @@ fn channels_text(a: usize, b: usize) -> String {
     }
 }
 
-/// Checks that an input at `rate` plays at the scene's rate, where nothing
-/// converts it: the error names both rates and the fix.
-pub fn check_rate(shown: &str, rate: u32, plan: &crate::graph::Plan) -> Result<(), String> {
-    if rate != plan.sample_rate {
-        return Err(format!(
-            "{shown} is at {rate} Hz, but scene `{}` runs at {} Hz, and morphrt does not resample: set \"sample_rate\": {rate} in the scene, or convert the file to {} Hz (e.g. `sox in.wav -r {} out.wav`)",
-            plan.file, plan.sample_rate, plan.sample_rate, plan.sample_rate
-        ));
-    }
-    Ok(())
-}
-
 /// Checks an input (`shown` as messages name it, with `has` channels)
 /// against the scene of `plan`: it must have every channel a node reads;
 /// channels no node reads are ignored, with a note on `log`.

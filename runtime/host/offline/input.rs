@@ -108,8 +108,9 @@ impl InputFeed for SharedFeed {
 const CHUNK_FRAMES: usize = 4096;
 
 /// The input as the engine reads it: the file's frames, converted to the
-/// session's rate when the file has another.
-struct Source {
+/// session's rate when the file has another. `run --input` plays the same
+/// source, so a session hears what a render reads.
+pub(crate) struct Source {
     wav: WavInput,
     rate: Option<Converting>,
     /// One block of interleaved session frames.
@@ -126,9 +127,60 @@ struct Converting {
     len: usize,
     /// The file ended and the converter was told.
     finished: bool,
+    /// The converter gave its last frame after `finished`.
+    drained: bool,
 }
 
 impl Source {
+    /// `wav` (`shown` as messages name it) as `plan`'s session reads it,
+    /// and the conversion it goes through when its rate is not the
+    /// session's (see [`converting`]).
+    pub(crate) fn new(
+        shown: &str,
+        wav: WavInput,
+        plan: &Plan,
+    ) -> Result<(Source, Option<Conversion>), HostError> {
+        let rate = converting(shown, &wav, plan)?;
+        let conversion = rate.as_ref().map(|r| r.1.clone());
+        let source = Source {
+            rate: rate.map(|r| r.0),
+            wav,
+            scratch: Vec::new(),
+        };
+        Ok((source, conversion))
+    }
+
+    /// Channels per frame.
+    pub(crate) fn channels(&self) -> usize {
+        self.wav.channels()
+    }
+
+    /// The format of the frames it delivers: the file's own, or 64-bit
+    /// float once converted (the converter's output is f64).
+    pub(crate) fn format(&self) -> InputFormat {
+        if self.rate.is_some() {
+            InputFormat::F64
+        } else {
+            self.wav.format()
+        }
+    }
+
+    /// The session frames it delivered in all, once it has delivered its
+    /// last (the file ended and, when converting, the converter's tail
+    /// was pulled).
+    pub(crate) fn ended(&self) -> Option<u64> {
+        let n = self.wav.ended()?;
+        match &self.rate {
+            None => Some(n),
+            Some(r) => r.drained.then(|| r.conv.output_frames(n)),
+        }
+    }
+
+    /// The file's error, if reading it failed.
+    pub(crate) fn error(&self) -> Option<String> {
+        self.wav.error().map(|e| e.to_string())
+    }
+
     /// Session frames for `n` file frames.
     fn session_frames(&self, n: u64) -> u64 {
         self.rate.as_ref().map_or(n, |r| r.conv.output_frames(n))
@@ -136,7 +188,7 @@ impl Source {
 
     /// Fills `dst` with the next `dst.len() / channels` session frames,
     /// interleaved; returns how many there were (silence after them).
-    fn read_interleaved(&mut self, dst: &mut [f64]) -> usize {
+    pub(crate) fn read_interleaved(&mut self, dst: &mut [f64]) -> usize {
         let Some(r) = &mut self.rate else {
             return self.wav.read_interleaved(dst);
         };
@@ -152,6 +204,7 @@ impl Source {
             if r.at == r.len {
                 if r.finished {
                     // Pulled to the end of the finished input.
+                    r.drained = true;
                     return done;
                 }
                 r.len = self.wav.read_interleaved(&mut r.chunk);
@@ -277,13 +330,7 @@ pub fn open_input(
         wav.name().to_string()
     };
     check_fits(&shown, wav.channels(), plan, log).map_err(HostError::Usage)?;
-    let rate = converting(&shown, &wav, plan)?;
-    let conversion = rate.as_ref().map(|r| r.1.clone());
-    let source = Source {
-        rate: rate.map(|r| r.0),
-        wav,
-        scratch: Vec::new(),
-    };
+    let (source, conversion) = Source::new(&shown, wav, plan)?;
     let frames = source
         .wav
         .length_known()
@@ -336,6 +383,7 @@ fn converting(
         at: 0,
         len: 0,
         finished: false,
+        drained: false,
     };
     Ok(Some((rate, conversion)))
 }

@@ -164,15 +164,18 @@ impl RecordedInputFile {
                 });
             }
         }
-        let spec = match hound::WavReader::open(&path) {
-            Ok(r) => r.spec(),
-            Err(source) => {
-                return Err(RecordedInputError::NotWav {
-                    path,
-                    source,
-                    feed: false,
-                })
-            }
+        let spec = match F64Wav::open(&path) {
+            Ok(Some(f)) => f.spec,
+            _ => match hound::WavReader::open(&path) {
+                Ok(r) => r.spec(),
+                Err(source) => {
+                    return Err(RecordedInputError::NotWav {
+                        path,
+                        source,
+                        feed: false,
+                    })
+                }
+            },
         };
         if spec.channels as usize != channels || spec.sample_rate != sample_rate {
             return Err(RecordedInputError::Shape {
@@ -191,6 +194,15 @@ impl RecordedInputFile {
 
     /// A feed of the file for one engine (its own reader).
     pub fn feed(&self) -> Result<Box<dyn InputFeed>, RecordedInputError> {
+        if let Ok(Some(f)) = F64Wav::open(&self.path) {
+            return Ok(Box::new(F64Feed {
+                origin: self.origin,
+                pos: self.origin,
+                scratch: Vec::new(),
+                bytes: Vec::new(),
+                file: f,
+            }));
+        }
         let reader =
             hound::WavReader::open(&self.path).map_err(|source| RecordedInputError::NotWav {
                 path: self.path.clone(),
@@ -271,6 +283,126 @@ impl InputFeed for RecordedFeed {
         self.fill(start, frames);
         let scratch = std::mem::take(&mut self.scratch);
         block.load_interleaved(&scratch, self.spec.channels as usize);
+        self.scratch = scratch;
+    }
+}
+
+/// A recorded input of 64-bit float samples (a converted input), which
+/// hound does not read: its shape and where its samples are.
+struct F64Wav {
+    file: BufReader<std::fs::File>,
+    spec: hound::WavSpec,
+    /// Byte offset of the first sample.
+    data: u64,
+    frames: u64,
+}
+
+impl F64Wav {
+    /// `Some` when `path` is a RIFF WAV of 64-bit IEEE float samples (the
+    /// plain or the extensible `fmt `), `None` when it is another WAV.
+    fn open(path: &Path) -> io::Result<Option<F64Wav>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = BufReader::new(std::fs::File::open(path)?);
+        let mut riff = [0u8; 12];
+        file.read_exact(&mut riff)?;
+        if &riff[..4] != b"RIFF" || &riff[8..] != b"WAVE" {
+            return Ok(None);
+        }
+        let mut spec = None;
+        loop {
+            let mut head = [0u8; 8];
+            file.read_exact(&mut head)?;
+            let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as u64;
+            match &head[..4] {
+                b"fmt " if len >= 16 => {
+                    let mut fmt = vec![0u8; len as usize];
+                    file.read_exact(&mut fmt)?;
+                    let u16_at = |i: usize| u16::from_le_bytes([fmt[i], fmt[i + 1]]);
+                    let tag = match u16_at(0) {
+                        0xfffe if len >= 26 => u16_at(24),
+                        t => t,
+                    };
+                    if tag != 3 || u16_at(14) != 64 {
+                        return Ok(None);
+                    }
+                    spec = Some(hound::WavSpec {
+                        channels: u16_at(2),
+                        sample_rate: u32::from_le_bytes([fmt[4], fmt[5], fmt[6], fmt[7]]),
+                        bits_per_sample: 64,
+                        sample_format: hound::SampleFormat::Float,
+                    });
+                    file.seek(SeekFrom::Current((len & 1) as i64))?;
+                }
+                b"data" => {
+                    let Some(spec) = spec.filter(|s| s.channels > 0) else {
+                        return Ok(None);
+                    };
+                    let data = file.stream_position()?;
+                    let frames = len / (8 * spec.channels as u64);
+                    return Ok(Some(F64Wav {
+                        file,
+                        spec,
+                        data,
+                        frames,
+                    }));
+                }
+                _ => {
+                    file.seek(SeekFrom::Current((len + (len & 1)) as i64))?;
+                }
+            }
+        }
+    }
+}
+
+/// One engine's reader of a 64-bit float recorded input, as
+/// [`RecordedFeed`] reads the others: frame `n − origin` at engine sample
+/// `n`, silence outside the file.
+struct F64Feed {
+    file: F64Wav,
+    origin: u64,
+    /// The engine sample of the frame the reader yields next.
+    pos: u64,
+    scratch: Vec<f64>,
+    bytes: Vec<u8>,
+}
+
+impl F64Feed {
+    fn fill(&mut self, start: u64, frames: usize) {
+        use std::io::{Read, Seek, SeekFrom};
+        let ch = self.file.spec.channels as usize;
+        self.scratch.clear();
+        self.scratch.resize(frames * ch, 0.0);
+        let Some(first) = start.checked_sub(self.origin) else {
+            return;
+        };
+        if first >= self.file.frames {
+            return;
+        }
+        if start != self.pos {
+            let at = self.file.data + first * ch as u64 * 8;
+            if self.file.file.seek(SeekFrom::Start(at)).is_err() {
+                return;
+            }
+        }
+        let n = (self.file.frames - first).min(frames as u64) as usize * ch;
+        self.bytes.resize(n * 8, 0);
+        if self.file.file.read_exact(&mut self.bytes).is_err() {
+            self.pos = u64::MAX;
+            return;
+        }
+        for (d, b) in self.scratch.iter_mut().zip(self.bytes.chunks_exact(8)) {
+            *d = f64::from_le_bytes(b.try_into().expect("8 bytes"));
+        }
+        self.pos = start + (n / ch) as u64;
+    }
+}
+
+impl InputFeed for F64Feed {
+    fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
+        let frames = block.frames();
+        self.fill(start, frames);
+        let scratch = std::mem::take(&mut self.scratch);
+        block.load_interleaved(&scratch, self.file.spec.channels as usize);
         self.scratch = scratch;
     }
 }

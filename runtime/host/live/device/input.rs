@@ -8,7 +8,7 @@
 
 use crate::host::live::device::{DeviceError, Stream, StreamEvents};
 use crate::host::live::input::ring::{
-    input_ring, InputMeters, RingControl, RingInput, RingShape, RingWriter,
+    input_ring_at, InputMeters, InputRates, RingControl, RingInput, RingShape, RingWriter,
 };
 use crate::host::live::input::{InputFormat, LiveInput};
 use std::io::Write;
@@ -45,6 +45,7 @@ pub struct InputDevice {
     /// The callback's end, until the player takes it.
     input: Option<RingInput>,
     shape: RingShape,
+    rates: Option<InputRates>,
     origin: Instant,
     /// The stream opened (or was last reopened) at this time.
     opened_at: Instant,
@@ -61,13 +62,26 @@ impl InputDevice {
     /// Opens the first stream of `source` into a new ring of `shape`; a
     /// stream that pushes nothing for `stall_after` is rebuilt.
     pub fn start(
+        source: Box<dyn InputStreamSource>,
+        shape: RingShape,
+        stall_after: Duration,
+    ) -> Result<InputDevice, DeviceError> {
+        InputDevice::start_at(source, shape, None, stall_after)
+    }
+
+    /// [`start`](Self::start) for a source recording at another rate than
+    /// the session's (`rates`): what it records is converted to the
+    /// session's rate on the input thread, before the ring, so the drift
+    /// control works on the converted stream.
+    pub fn start_at(
         mut source: Box<dyn InputStreamSource>,
         shape: RingShape,
+        rates: Option<InputRates>,
         stall_after: Duration,
     ) -> Result<InputDevice, DeviceError> {
         let origin = Instant::now();
         let meters = Arc::new(InputMeters::default());
-        let (writer, input, rings) = input_ring(shape, meters.clone(), origin);
+        let (writer, input, rings) = input_ring_at(shape, rates, meters.clone(), origin);
         let events = Arc::new(StreamEvents::default());
         let stream = source.open(writer, events.clone())?;
         Ok(InputDevice {
@@ -78,6 +92,7 @@ impl InputDevice {
             meters,
             input: Some(input),
             shape,
+            rates,
             origin,
             opened_at: Instant::now(),
             stall_after,
@@ -110,6 +125,11 @@ impl InputDevice {
     /// Channels per frame the callback gets.
     pub fn channels(&self) -> usize {
         self.shape.channels
+    }
+
+    /// The device's rate and the session's, when the input converts.
+    pub fn rates(&self) -> Option<InputRates> {
+        self.rates
     }
 
     /// The device's own sample format.

@@ -1,15 +1,18 @@
-//! A WAV file played as the session's input (`run --input FILE.wav`), as
-//! if it were an input device: a reader thread decodes the file
-//! ([`WavInput`]) into a wait-free ring of f64 frames and keeps the ring
-//! full; the callback takes one block from it per block of output. The
-//! ring is filled before the session plays and holds two seconds, so the
-//! file is paced by the output (the clock device included) and the
-//! callback never waits for the disk. After the file's last frame the
-//! input is silence ([`FileInputStatus::ended`] says when).
+//! A file played as the session's input (`run --input FILE`), as if it
+//! were an input device: a reader thread decodes the file ([`WavInput`])
+//! and, when its rate is not the session's, converts it as `render
+//! --input` does ([`Source`]), into a wait-free ring of f64 frames at the
+//! session's rate, and keeps the ring full; the callback takes one block
+//! from it per block of output. The ring is filled before the session
+//! plays and holds two seconds, so the file is paced by the output (the
+//! clock device included) and the callback never waits for the disk.
+//! After the file's last frame the input is silence
+//! ([`FileInputStatus::ended`] says when).
 
 use super::LiveInput;
 use crate::graph::Plan;
-use crate::host::files::wav_in::{check_fits, check_rate, InputFormat, WavInput};
+use crate::host::files::wav_in::{check_fits, InputFormat, WavInput};
+use crate::host::offline::input::Source;
 use crate::host::HostError;
 use crate::scene::Diagnostic;
 use rtrb::{Consumer, Producer, RingBuffer};
@@ -29,7 +32,7 @@ const TOP_UP_INTERVAL: Duration = Duration::from_millis(5);
 pub struct FileInputStatus {
     /// Set once the file's frames have all been delivered to the ring.
     done: AtomicBool,
-    /// Frames the file had (valid once `done`).
+    /// Frames the file had at the session's rate (valid once `done`).
     frames: AtomicU64,
     /// Set once the callback has taken the last frame: from then on the
     /// input is silence.
@@ -90,8 +93,9 @@ impl Drop for Reader {
 pub type Opened = (Box<dyn LiveInput>, Arc<FileInputStatus>);
 
 /// Opens `path` as the input of a session playing `plan`: the file must
-/// play at the scene's rate and have every channel a node reads (exit 2,
-/// naming both; see [`check_fits`]). The ring is full when this returns.
+/// have every channel a node reads (exit 2, naming both; see
+/// [`check_fits`]); at another rate than the session's it is converted,
+/// which `log` is told. The ring is full when this returns.
 pub fn open(path: &Path, plan: &Plan, log: &mut dyn std::io::Write) -> Result<Opened, HostError> {
     let refused = |msg: String| {
         HostError::Input(vec![Diagnostic::error(
@@ -107,16 +111,20 @@ pub fn open(path: &Path, plan: &Plan, log: &mut dyn std::io::Write) -> Result<Op
     }
     let wav = WavInput::open(path).map_err(|e| refused(e.to_string()))?;
     // The diagnostic names the file; the message calls it what it is.
-    check_rate("the input file", wav.sample_rate(), plan).map_err(refused)?;
     check_fits("the input file", wav.channels(), plan, log).map_err(refused)?;
+    let shown = format!("`{}`", wav.name());
+    let (source, conversion) = Source::new(&shown, wav, plan)?;
+    if let Some(c) = conversion {
+        let _ = writeln!(log, "converted: {c}");
+    }
     let sample_rate = plan.sample_rate;
-    let width = wav.channels();
-    let format = wav.format();
+    let width = source.channels();
+    let format = source.format();
     let capacity = (RING_SECONDS * sample_rate as f64).ceil() as usize * width;
     let (mut producer, ring) = RingBuffer::new(capacity);
     let status = Arc::new(FileInputStatus::default());
     let mut feeder = Feeder {
-        wav,
+        source,
         scratch: Vec::new(),
         status: status.clone(),
     };
@@ -144,7 +152,7 @@ pub fn open(path: &Path, plan: &Plan, log: &mut dyn std::io::Write) -> Result<Op
 
 /// The reader thread's state: the file and a buffer of decoded frames.
 struct Feeder {
-    wav: WavInput,
+    source: Source,
     scratch: Vec<f64>,
     status: Arc<FileInputStatus>,
 }
@@ -160,20 +168,20 @@ impl Feeder {
     /// Fills the ring's free room with whole frames of the file; at its
     /// end, says so.
     fn top_up(&mut self, producer: &mut Producer<f64>) {
-        let width = self.wav.channels();
+        let width = self.source.channels();
         let room = producer.slots() / width * width;
         if room == 0 || self.status.done.load(Ordering::Relaxed) {
             return;
         }
         self.scratch.resize(room, 0.0);
-        let frames = self.wav.read_interleaved(&mut self.scratch);
+        let frames = self.source.read_interleaved(&mut self.scratch);
         if let Ok(chunk) = producer.write_chunk_uninit(frames * width) {
             chunk.fill_from_iter(self.scratch[..frames * width].iter().copied());
         }
-        if let Some(total) = self.wav.ended() {
-            if let Some(e) = self.wav.error() {
+        if let Some(total) = self.source.ended() {
+            if let Some(e) = self.source.error() {
                 if let Ok(mut slot) = self.status.error.lock() {
-                    *slot = Some(e.to_string());
+                    *slot = Some(e);
                 }
             }
             self.status.frames.store(total, Ordering::Relaxed);

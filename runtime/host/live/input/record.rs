@@ -5,8 +5,9 @@
 //! The file is stored in the source's own format
 //! ([`super::LiveInput::format`]): 16- and 24-bit integer sources as
 //! integers, through the output rule ([`to_int`]) that exactly inverts the
-//! input rule ([`crate::host::files::wav_in::int_to_sample`]); float
-//! sources as 32-bit float. Like the capture ([`crate::host::live::tap`]) it
+//! input rule ([`crate::host::files::wav_in::int_to_sample`]); 32-bit
+//! float sources as 32-bit float, and an input converted to the session's
+//! rate (64-bit float frames) as 64-bit float. Like the capture ([`crate::host::live::tap`]) it
 //! grows under its final name with its header's sizes kept current twice a
 //! second, so a crash leaves a valid WAV of all but the last second, and
 //! [`InputRecorder::durable_until`] says how far that reaches (the journal's
@@ -34,9 +35,9 @@ const COPY_INTERVAL: Duration = Duration::from_millis(5);
 const CHUNK_FRAMES: u64 = 4096;
 
 /// The WAV format a source of `format` is stored in, and whether that
-/// keeps every value exactly: integers of 8, 16, 24 and 32 bits and f32
-/// are stored as they came; another width, or 64-bit float, is stored as
-/// 32-bit float, which rounds it.
+/// keeps every value exactly: integers of 8, 16, 24 and 32 bits, f32 and
+/// f64 (a converted input) are stored as they came; another integer width
+/// is stored as 32-bit float, which rounds it.
 pub fn stored_format(format: InputFormat) -> (WavFormat, bool) {
     match format {
         InputFormat::Int(8) => (WavFormat::U8, true),
@@ -44,7 +45,8 @@ pub fn stored_format(format: InputFormat) -> (WavFormat, bool) {
         InputFormat::Int(24) => (WavFormat::I24, true),
         InputFormat::Int(32) => (WavFormat::I32, true),
         InputFormat::F32 => (WavFormat::F32, true),
-        InputFormat::Int(_) | InputFormat::F64 => (WavFormat::F32, false),
+        InputFormat::F64 => (WavFormat::F64, true),
+        InputFormat::Int(_) => (WavFormat::F32, false),
     }
 }
 

@@ -3,7 +3,9 @@
 //!
 //! Three ends, made together by [`input_ring`]:
 //! - [`RingWriter`], on the input thread: pushes whole frames, converted
-//!   to f64; a full ring drops what does not fit (an overrun, counted).
+//!   to f64 and, from a device at another rate than the session's, to the
+//!   session's rate ([`InputRates`]); a full ring drops what does not fit
+//!   (an overrun, counted).
 //! - [`RingInput`], the [`LiveInput`] the player reads one block from per
 //!   block of output; [`Drift`] holds its fill level steady, and a block
 //!   it cannot fill is completed with silence (an underrun, counted).
@@ -16,6 +18,7 @@
 //! What both sides see is counted in [`InputMeters`], atomics the status
 //! line and the summary read.
 
+use crate::dsp::resample::{Polyphase, RateConverter};
 use crate::host::live::input::drift::{quietest_frame, Adjust, Drift, Step};
 use crate::host::live::input::{InputFormat, LiveInput};
 use rtrb::{Consumer, Producer, RingBuffer};
@@ -67,38 +70,121 @@ impl InputMeters {
     }
 }
 
+/// An input device recording at another rate than the session plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InputRates {
+    /// The device's rate, in Hz.
+    pub device_hz: u32,
+    /// The session's rate, in Hz.
+    pub session_hz: u32,
+}
+
+/// Device frames converted at a time.
+const CONVERT_FRAMES: usize = 256;
+
+/// The input side's rate conversion: morphrt's polyphase converter (its
+/// lookahead is a few milliseconds, and its output the same bits on every
+/// machine), with buffers made when the ring is.
+struct Converting {
+    conv: Polyphase,
+    /// Device frames as f64 at the ring's channels.
+    frames: Vec<f64>,
+    /// Converted frames.
+    out: Vec<f64>,
+}
+
+impl Converting {
+    /// Allocates: call it off the audio thread.
+    fn new(rates: InputRates, channels: usize) -> Converting {
+        let conv = Polyphase::new(rates.device_hz, rates.session_hz, channels, CONVERT_FRAMES)
+            .expect("input rates are checked when the device is chosen");
+        let out_frames = conv.output_frames(CONVERT_FRAMES as u64) as usize + 1;
+        Converting {
+            conv,
+            frames: vec![0.0; CONVERT_FRAMES * channels],
+            out: vec![0.0; out_frames * channels],
+        }
+    }
+}
+
 /// The input thread's end: pushes frames of the device's channels as
 /// frames of the ring's channels (extra device channels are left out,
-/// missing ones are silence).
+/// missing ones are silence), converted to the session's rate when the
+/// device records at another.
 pub struct RingWriter {
     tx: Producer<f64>,
     device_channels: usize,
     channels: usize,
+    rate: Option<Converting>,
     meters: Arc<InputMeters>,
     origin: Instant,
 }
 
+/// Writes the whole frames of `samples` that fit into `tx`; returns how
+/// many frames it wrote.
+fn write_frames(tx: &mut Producer<f64>, samples: &[f64], channels: usize) -> usize {
+    let n = (samples.len() / channels).min(tx.slots() / channels);
+    if let Ok(chunk) = tx.write_chunk_uninit(n * channels) {
+        chunk.fill_from_iter(samples[..n * channels].iter().copied());
+    }
+    n
+}
+
 impl RingWriter {
     /// Pushes the whole frames of `data` (interleaved, the device's
-    /// channels), each sample through `convert`. Real-time safe.
+    /// channels), each sample through `convert`, converted to the
+    /// session's rate when the device has another. Real-time safe: never
+    /// allocates, whatever the size of `data`.
     pub fn push<T: Copy>(&mut self, data: &[T], convert: impl Fn(T) -> f64) {
         let (dc, rc) = (self.device_channels.max(1), self.channels);
         let frames = data.len() / dc;
-        let n = frames.min(self.tx.slots() / rc);
-        if let Ok(chunk) = self.tx.write_chunk_uninit(n * rc) {
-            let convert = &convert;
-            let samples = (0..n).flat_map(|f| {
-                let frame = &data[f * dc..(f + 1) * dc];
-                (0..rc).map(move |c| frame.get(c).map_or(0.0, |&x| convert(x)))
-            });
-            chunk.fill_from_iter(samples);
-        }
+        let sample = |frame: &[T], c: usize| frame.get(c).map_or(0.0, |&x| convert(x));
+        // Frames offered to the ring (at the session's rate) and written.
+        let (offered, n) = match &mut self.rate {
+            None => {
+                let n = frames.min(self.tx.slots() / rc);
+                if let Ok(chunk) = self.tx.write_chunk_uninit(n * rc) {
+                    let samples = (0..n).flat_map(|f| {
+                        let frame = &data[f * dc..(f + 1) * dc];
+                        (0..rc).map(move |c| sample(frame, c))
+                    });
+                    chunk.fill_from_iter(samples);
+                }
+                (frames, n)
+            }
+            Some(r) => {
+                let (mut offered, mut n) = (0, 0);
+                for part in data[..frames * dc].chunks(CONVERT_FRAMES * dc) {
+                    let pf = part.len() / dc;
+                    for (f, dst) in r.frames[..pf * rc].chunks_exact_mut(rc).enumerate() {
+                        let frame = &part[f * dc..(f + 1) * dc];
+                        for (c, d) in dst.iter_mut().enumerate() {
+                            *d = sample(frame, c);
+                        }
+                    }
+                    let mut at = 0;
+                    while at < pf {
+                        at += r.conv.push(&r.frames[at * rc..pf * rc]);
+                        loop {
+                            let got = r.conv.pull(&mut r.out);
+                            if got == 0 {
+                                break;
+                            }
+                            offered += got;
+                            n += write_frames(&mut self.tx, &r.out[..got * rc], rc);
+                        }
+                    }
+                }
+                (offered, n)
+            }
+        };
         let m = &self.meters;
         if m.reading.load(Ordering::Relaxed) {
-            m.overruns.fetch_add((frames - n) as u64, Ordering::Relaxed);
+            m.overruns
+                .fetch_add((offered - n) as u64, Ordering::Relaxed);
         }
         m.pushed.fetch_add(n as u64, Ordering::Relaxed);
-        m.period.fetch_max(frames as u64, Ordering::Relaxed);
+        m.period.fetch_max(offered as u64, Ordering::Relaxed);
         let now = self.origin.elapsed().as_nanos() as u64 + 1;
         m.last_push_ns.store(now, Ordering::Release);
     }
@@ -129,6 +215,7 @@ pub struct RingControl {
     swaps: Producer<Consumer<f64>>,
     retired: Consumer<Consumer<f64>>,
     channels: usize,
+    rates: Option<InputRates>,
     capacity_frames: usize,
     meters: Arc<InputMeters>,
     origin: Instant,
@@ -154,6 +241,19 @@ pub fn input_ring(
     meters: Arc<InputMeters>,
     origin: Instant,
 ) -> (RingWriter, RingInput, RingControl) {
+    input_ring_at(shape, None, meters, origin)
+}
+
+/// [`input_ring`] for a device recording at another rate than the
+/// session's (`rates`): the writer converts what it pushes, and the
+/// callback reads 64-bit float frames at the session's rate (the format a
+/// journal then keeps them in, exactly).
+pub fn input_ring_at(
+    shape: RingShape,
+    rates: Option<InputRates>,
+    meters: Arc<InputMeters>,
+    origin: Instant,
+) -> (RingWriter, RingInput, RingControl) {
     let ch = shape.channels.max(1);
     let (tx, rx) = RingBuffer::new(shape.capacity_frames * ch);
     let (swap_tx, swap_rx) = RingBuffer::new(1);
@@ -162,13 +262,18 @@ pub fn input_ring(
         tx,
         device_channels: ch,
         channels: ch,
+        rate: rates.map(|r| Converting::new(r, ch)),
         meters: meters.clone(),
         origin,
     };
     let input = RingInput {
         rx,
         channels: ch,
-        format: shape.format,
+        format: if rates.is_some() {
+            InputFormat::F64
+        } else {
+            shape.format
+        },
         capacity_frames: shape.capacity_frames,
         drift: Drift::default(),
         scratch: vec![0.0; (shape.block + 1) * ch],
@@ -180,6 +285,7 @@ pub fn input_ring(
         swaps: swap_tx,
         retired: retired_rx,
         channels: ch,
+        rates,
         capacity_frames: shape.capacity_frames,
         meters,
         origin,
@@ -206,6 +312,7 @@ impl RingControl {
             tx,
             device_channels: device_channels.max(1),
             channels: self.channels,
+            rate: self.rates.map(|r| Converting::new(r, self.channels)),
             meters: self.meters.clone(),
             origin: self.origin,
         })

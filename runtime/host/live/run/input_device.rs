@@ -17,7 +17,8 @@ use std::sync::atomic::Ordering;
 
 /// Opens the input device when the scene has `input` nodes: the device
 /// `--input-device` names, else the default input, at the session's rate
-/// (the output's). A scene without input nodes records nothing, and
+/// (the output's), or converted to it from the nearest rate the device
+/// records (said on the `input:` line). A scene without input nodes records nothing, and
 /// `--input-device` then warns. An id that names no input device is bad
 /// input (exit 2, listing the input devices); a device that cannot record
 /// is the machine's failure (exit 1).
@@ -49,13 +50,19 @@ pub(super) fn open_input(
                 HostError::from(e)
             }
         })?;
+    let rate = match device.rates() {
+        Some(r) => format!(
+            "{} Hz converted to {} Hz (polyphase)",
+            r.device_hz, r.session_hz
+        ),
+        None => format!("{} Hz", plan.sample_rate),
+    };
     let _ = writeln!(
         log,
-        "input: {} ({} ch, {}, {} Hz, capture period {})",
+        "input: {} ({} ch, {}, {rate}, capture period {})",
         device.id(),
         device.channels(),
         device.format().describe(),
-        plan.sample_rate,
         device
             .period_frames()
             .map_or("chosen by the device".to_string(), |p| format!(

@@ -74,8 +74,12 @@ pub struct RunOptions {
     /// read; default: the default input. Opened only when the scene has
     /// `input` nodes.
     ///
-    /// The input records at the output's rate, in the device's own sample
-    /// format (integer samples scale as an integer WAV input's do), with at
+    /// The input records at the output's rate (a device that cannot
+    /// records at the nearest rate it can, converted to the output's on the
+    /// capture thread by the strict polyphase converter before the drift
+    /// control), in the device's own sample format (integer samples scale
+    /// as an integer WAV input's do; a converted input is journaled as
+    /// 64-bit float), with at
     /// least the channels the scene reads (else it says what the device
     /// has; an id that is no input device exits 2 listing the inputs). A
     /// scene without `input` nodes opens no input (`--input-device` then
@@ -172,20 +176,22 @@ pub struct RunOptions {
     /// grid.
     #[arg(long)]
     pub resume: Option<PathBuf>,
-    /// Play this WAV file into the scene's `input` nodes, as a capture
-    /// device would (at the session's rate, with at least the channels the
-    /// scene reads; silence after its end).
+    /// Play this audio file (any format `render --input` reads) into the
+    /// scene's `input` nodes, as a capture device would (with at least the
+    /// channels the scene reads; silence after its end).
     ///
     /// Paced by the output, so `--device clock` runs a whole session
-    /// without a sound card. A file at another rate or with too few
-    /// channels exits 2, naming both; the end of the input is said once.
-    /// What the session plays is what an offline render with the same
-    /// input writes, bit for bit. While input plays, an edit or switch
+    /// without a sound card. A file with too few channels exits 2, naming
+    /// both; a file at another rate is converted to the session's as
+    /// `render --input` converts it (said as `converted: …`); the end of
+    /// the input is said once. What the session plays is what an offline
+    /// render with the same input writes, bit for bit. While input plays, an edit or switch
     /// whose new engine reads the input catches up with the audio clock
     /// through the last 8 s of input the callback read, and swaps where it
     /// reaches the clock. A journaled session records the input beside the
     /// journal (`take.jsonl` → `take.input.wav`, in the source's format: 8-,
-    /// 16-, 24- and 32-bit integers kept exactly) with its SHA-256, and
+    /// 16-, 24- and 32-bit integers kept exactly, a converted input as
+    /// 64-bit float) with its SHA-256, and
     /// `replay` feeds it back; a recorded input that is missing or changed
     /// is refused, naming it (exit 2). `--input` wins over an input device
     /// (`--input-device` then warns).

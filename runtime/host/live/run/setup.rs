@@ -289,8 +289,8 @@ impl FirstEngine {
     }
 }
 
-/// The session's input from `--input FILE.wav`, played as a capture
-/// device would deliver it (checked against the session's rate and the
+/// The session's input from `--input FILE`, played as a capture device
+/// would deliver it (converted to the session's rate, checked against the
 /// channels `plan` reads), with what it tells the control thread; `None`
 /// without `--input`.
 pub(super) fn file_input(

@@ -1,7 +1,8 @@
 //! cpal's input stream: choosing an input configuration (the output's
-//! rate, at least the scene's input channels, a sample format morphrt
-//! reads), converting what the device records to f64 on the capture
-//! thread, and [`open_input`], which `run` calls.
+//! rate, else the nearest the device records, at least the scene's input
+//! channels, a sample format morphrt reads), converting what the device
+//! records to f64 (and to the session's rate) on the capture thread, and
+//! [`open_input`], which `run` calls.
 //!
 //! Integer samples of `b` bits become `v / (2^(b−1) − 1)`, as an integer
 //! WAV input does ([`int_to_sample`]); unsigned ones are centred first;
@@ -12,7 +13,7 @@ use super::{fault_of, find, id_of};
 use crate::host::files::wav_in::int_to_sample;
 use crate::host::live::device::input::{InputDevice, InputStreamSource};
 use crate::host::live::device::{DeviceError, Direction, Need, Stream, StreamEvents};
-use crate::host::live::input::ring::{RingShape, RingWriter};
+use crate::host::live::input::ring::{InputRates, RingShape, RingWriter};
 use crate::host::live::input::InputFormat;
 use cpal::traits::{DeviceTrait, StreamTrait};
 use cpal::{SampleFormat, SupportedStreamConfigRange};
@@ -93,14 +94,18 @@ const PREFERRED: [SampleFormat; 7] = [
 /// The configuration [`choose`] picked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Choice {
+    /// The rate it records at: the session's when it can, else the one
+    /// the input converts from.
+    pub sample_rate: u32,
     pub channels: u16,
     pub format: SampleFormat,
     /// The input period, when the device takes the block size.
     pub fixed: Option<usize>,
 }
 
-/// Chooses an input configuration among `ranges`: the session's rate, the
-/// fewest channels that hold the scene's input width, the device's default
+/// Chooses an input configuration among `ranges`: the session's rate
+/// (else the nearest rate the device records that converts to it, the
+/// higher of two as near), the fewest channels that hold the scene's input width, the device's default
 /// sample format when morphrt reads it (else f32, then the widest
 /// integers), and an input period of one block when the device allows it.
 /// The error says what the device lacks.
@@ -119,14 +124,21 @@ pub fn choose(
             list(ranges.iter().map(|r| r.sample_format().to_string()))
         ));
     }
-    let rate = need.sample_rate;
+    let session = need.sample_rate;
+    let convertible = |r: u32| crate::dsp::resample::ratio(r, session).is_ok();
+    let rate = readable
+        .iter()
+        .map(|r| session.clamp(r.min_sample_rate(), r.max_sample_rate()))
+        .filter(|r| convertible(*r))
+        .min_by_key(|r| (r.abs_diff(session), u32::MAX - r))
+        .unwrap_or(session);
     let at_rate: Vec<_> = readable
         .iter()
         .filter(|r| r.min_sample_rate() <= rate && rate <= r.max_sample_rate())
         .collect();
     if at_rate.is_empty() {
         return Err(format!(
-            "it cannot record at {rate} Hz, the output's rate (it records {})",
+            "it cannot record at {rate} Hz, the output's rate, nor at a rate morphrt converts to it (it records {})",
             list(
                 readable
                     .iter()
@@ -174,6 +186,7 @@ pub fn choose(
         _ => None,
     };
     Ok(Choice {
+        sample_rate: rate,
         channels: best.channels(),
         format: best.sample_format(),
         fixed,
@@ -238,7 +251,7 @@ impl CpalInput {
     ) -> Result<cpal::Stream, cpal::Error> {
         let config = cpal::StreamConfig {
             channels: self.choice.channels,
-            sample_rate: self.need.sample_rate,
+            sample_rate: self.choice.sample_rate,
             buffer_size: match self.choice.fixed {
                 Some(n) => cpal::BufferSize::Fixed(n as u32),
                 None => cpal::BufferSize::Default,
@@ -281,6 +294,16 @@ impl InputStreamSource for CpalInput {
             self.asked.as_deref()
         };
         let again = CpalInput::find(asked, self.need)?;
+        if again.choice.sample_rate != self.choice.sample_rate {
+            // The ring converts from the rate the session started with.
+            return Err(DeviceError::CannotRecord {
+                id: again.id,
+                why: format!(
+                    "it records at {} Hz, not at {} Hz, the rate the session's input converts from",
+                    again.choice.sample_rate, self.choice.sample_rate
+                ),
+            });
+        }
         *self = CpalInput {
             asked: self.asked.take(),
             ..again
@@ -333,8 +356,8 @@ pub fn ring_frames(period: Option<usize>, block: usize) -> usize {
 }
 
 /// Opens the input device `run` records from: the input device `id` (as
-/// `morphrt devices` shows it) or the default input, at the output's rate,
-/// with at least the channels `need` asks (one at least), its ring read
+/// `morphrt devices` shows it) or the default input, at the output's rate
+/// (else converted from the nearest rate it records), with at least the channels `need` asks (one at least), its ring read
 /// one block per block of output. The stream starts at once; what it
 /// records before the callback starts is not played.
 pub fn open_input(id: Option<&str>, need: Need) -> Result<InputDevice, DeviceError> {
@@ -347,6 +370,10 @@ pub fn open_input(id: Option<&str>, need: Need) -> Result<InputDevice, DeviceErr
     };
     let source = CpalInput::find(id, need)?;
     let period = source.choice.fixed;
+    let rates = (source.choice.sample_rate != sample_rate).then_some(InputRates {
+        device_hz: source.choice.sample_rate,
+        session_hz: sample_rate,
+    });
     let shape = RingShape {
         channels: source.channels(),
         format: source.format(),
@@ -356,5 +383,5 @@ pub fn open_input(id: Option<&str>, need: Need) -> Result<InputDevice, DeviceErr
     // A lost stream: no push for 8 periods, and never sooner than 0.5 s.
     let period_s = period.unwrap_or(4096) as f64 / sample_rate.max(1) as f64;
     let stall = Duration::from_secs_f64(period_s * 8.0).max(Duration::from_millis(500));
-    InputDevice::start(Box::new(source), shape, stall)
+    InputDevice::start_at(Box::new(source), shape, rates, stall)
 }
