@@ -70,6 +70,21 @@ pub struct RunOptions {
     /// A pattern no input port matches exits 1, listing the input ports.
     #[arg(long)]
     pub connect: Option<String>,
+    /// `follow`: with `--device jack`, the scene's beat clock follows the
+    /// JACK transport: its tempo is the transport's, and it plays only
+    /// while the transport rolls.
+    ///
+    /// The scene needs a `tempo` (else exit 2). While the transport is
+    /// stopped, morphrt plays silence and the scene stands still (its
+    /// clock, the beat grid, events, sequencers, `--duration`); it goes on
+    /// from there when the transport rolls again. When the tempo of the
+    /// transport's bar-beat-tick position (its timebase master's) differs
+    /// from the scene's, the scene is handed over to the same text with
+    /// that `tempo`, as an edit of it would be: the beat grid re-anchors at
+    /// the swap sample, the journal keeps the text and the sample, and
+    /// `replay` plays it bit for bit. The scene starts at its own tempo.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub transport: Option<TransportMode>,
     /// Input device id (see `morphrt devices`) the scene's `input` nodes
     /// read; default: the default input. Opened only when the scene has
     /// `input` nodes.
@@ -208,6 +223,13 @@ pub struct RunOptions {
     pub transports: TransportArgs,
 }
 
+/// What `run --transport` does with the JACK transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransportMode {
+    /// The scene's tempo and clock follow it.
+    Follow,
+}
+
 /// Plays a scene until `q`, Ctrl-C or the duration ends: opens what it
 /// needs, starts the session, plays it.
 pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
@@ -239,6 +261,7 @@ impl Prepared {
         // hub, which takes the inlet over and keeps its mappings current.
         let inlet = Inlet::new(&compiled.plan.controls, compiled.plan.sample_rate);
         let transports = open_transports(&opts.transports, &inlet, log)?;
+        setup::follow_transport(opts, &compiled.plan)?;
         // Where the session writes is checked before the device opens.
         let files = session_files(opts, &compiled.plan, log)?;
         let out = open_device(opts, &mut compiled, log)?;
