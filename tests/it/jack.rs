@@ -71,22 +71,25 @@ impl Server {
         }
         let slot = Slot::take();
         let name = format!("morphrt-it-{}", slot.0);
-        let child = Command::new("jackd")
-            // A client late by up to 10 s is waited for, not skipped: on a
-            // busy machine without real-time scheduling the recorder must
-            // still get every cycle.
-            .args(["--no-realtime", "-S", "-t", "10000", "-n", &name])
-            .args(["-d", "dummy"])
-            .args(["-r", &rate.to_string(), "-p", &period.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start jackd");
+        let child = jackd(&name, rate, period);
         let server = Server {
             child,
             name,
             _slot: slot,
         };
+        server.wait_ready();
+        Some(server)
+    }
+
+    /// Starts the stopped server again, under the same name.
+    fn restart(&mut self, rate: u32, period: u32) {
+        self.child = jackd(&self.name, rate, period);
+        self.wait_ready();
+    }
+
+    /// Waits until the server takes clients.
+    fn wait_ready(&self) {
+        let server = self;
         let deadline = Instant::now() + Duration::from_secs(20);
         while !server.ports().iter().any(|p| p == "system:playback_1") {
             assert!(
@@ -96,7 +99,6 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Some(server)
     }
 
     /// `program`, talking to this server.
@@ -231,6 +233,22 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// `jackd -n NAME -d dummy -r RATE -p PERIOD` (synchronous, no real-time
+/// scheduling, a long client timeout).
+fn jackd(name: &str, rate: u32, period: u32) -> std::process::Child {
+    Command::new("jackd")
+        // A client late by up to 10 s is waited for, not skipped: on a
+        // busy machine without real-time scheduling the recorder must
+        // still get every cycle.
+        .args(["--no-realtime", "-S", "-t", "10000", "-n", name])
+        .args(["-d", "dummy"])
+        .args(["-r", &rate.to_string(), "-p", &period.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start jackd")
 }
 
 impl Drop for Server {
@@ -1051,4 +1069,65 @@ fn the_output_ports_are_named_after_the_scenes_channel_names() {
         "{:?}",
         server.ports()
     );
+}
+
+#[test]
+fn with_reconnect_a_server_that_stops_and_returns_is_played_on_without_a_gap() {
+    let Some(mut server) = Server::start(48_000, 64) else {
+        return;
+    };
+    let dir = temp_dir("reconnect");
+    let (cap, journal, ren) = (
+        dir.join("take.wav"),
+        dir.join("take.jsonl"),
+        dir.join("render.wav"),
+    );
+    let mut child = server.spawn(&[
+        "scenes/pan-sweep.json",
+        "--device",
+        "jack",
+        "--reconnect",
+        "--duration",
+        "3s",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let lines = common::stderr_lines(&mut child);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing", &mut log);
+    std::thread::sleep(Duration::from_millis(1000));
+    server.stop();
+    common::wait_line(
+        &lines,
+        "warning: the audio device is gone; waiting for it to return (--reconnect)",
+        &mut log,
+    );
+    // Gone for a while: the session waits rather than ending.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "{}", log.join("\n"));
+    server.restart(48_000, 64);
+    common::wait_line(&lines, "the audio device is back after ", &mut log);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "morphrt did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    log.extend(lines.try_iter());
+    let log = log.join("\n");
+    assert!(status.success(), "{log}");
+    // The take is the whole 3 s, without a gap: the render's bits.
+    let r = render("scenes/pan-sweep.json", &ren, &["-d", "3s"]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let (played, rendered) = (read_f32(&cap), read_f32(&ren));
+    assert_eq!(played.len(), rendered.len(), "{log}");
+    assert!(
+        played == rendered,
+        "the take differs from the render; {log}"
+    );
+    common::assert_replays(&journal, &cap, &log);
 }

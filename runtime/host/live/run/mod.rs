@@ -85,6 +85,16 @@ pub struct RunOptions {
     /// `replay` plays it bit for bit. The scene starts at its own tempo.
     #[arg(long, value_enum, value_name = "MODE")]
     pub transport: Option<TransportMode>,
+    /// When the output device is lost and cannot be reopened (a JACK
+    /// server that stops), wait for it to return and play on, instead of
+    /// ending the session (exit 1).
+    ///
+    /// While it waits the session's clock is held: the capture and the
+    /// journal go on from the same sample when the device returns, so the
+    /// take has no gap and `replay` plays it bit for bit. It says when the
+    /// device went and when it came back; `q` or Ctrl-C ends the wait.
+    #[arg(long)]
+    pub reconnect: bool,
     /// Input device id (see `morphrt devices`) the scene's `input` nodes
     /// read; default: the default input. Opened only when the scene has
     /// `input` nodes.
@@ -466,7 +476,7 @@ impl Live {
             fade,
         } = self;
         let tty = std::io::stderr().is_terminal();
-        let cfg = loop_config(tty, label, block);
+        let cfg = loop_config(tty, label, block, opts.reconnect);
         say_playing(opts, profile, tty, log);
         let latency = input_device::Latency {
             output_frames: block + out.device.period_frames().unwrap_or(0),
@@ -583,7 +593,7 @@ fn status_label(plan: &crate::graph::Plan, device_id: &str) -> String {
 
 /// The control loop's settings: a live status line on a terminal, else a
 /// log line every 5 s.
-fn loop_config(tty: bool, label: String, block: usize) -> LoopConfig {
+fn loop_config(tty: bool, label: String, block: usize, reconnect: bool) -> LoopConfig {
     LoopConfig {
         status: if tty {
             StatusMode::Live
@@ -595,6 +605,7 @@ fn loop_config(tty: bool, label: String, block: usize) -> LoopConfig {
         stall_periods: 4,
         stall_min: Duration::from_millis(200),
         max_rebuilds: 3,
+        reconnect,
         label,
         fifo_latency: block,
     }
