@@ -380,7 +380,7 @@ impl<'a> Playing<'a> {
                     "warning: the audio device is gone; waiting for it to return (--reconnect), the session's clock held"
                 );
                 let now = Instant::now();
-                self.waiting = Some((p, now, now));
+                self.waiting = Some((*p, now, now));
                 Ok(())
             }
             Err(_) => {
@@ -436,7 +436,7 @@ impl<'a> Playing<'a> {
         &mut self,
         player: Player,
         log: &mut dyn Write,
-    ) -> Result<Box<dyn Stream>, Option<Player>> {
+    ) -> Result<Box<dyn Stream>, Option<Box<Player>>> {
         let mut player = Some(player);
         for attempt in 0..self.cfg.max_rebuilds {
             let c = PlayerCell::new(player.take().expect("player present"));
@@ -456,7 +456,7 @@ impl<'a> Playing<'a> {
                 }
             }
         }
-        Err(player)
+        Err(player.map(Box::new))
     }
 
     /// At the first xrun, what an xrun means on this device, if it says.
