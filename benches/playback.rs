@@ -62,6 +62,7 @@ fn main() {
         stall_periods: 4,
         stall_min: Duration::from_millis(200),
         max_rebuilds: 0,
+        reconnect: false,
         label: format!("{name} live block 64"),
         fifo_latency: 64,
     };

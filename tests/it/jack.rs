@@ -71,22 +71,25 @@ impl Server {
         }
         let slot = Slot::take();
         let name = format!("morphrt-it-{}", slot.0);
-        let child = Command::new("jackd")
-            // A client late by up to 10 s is waited for, not skipped: on a
-            // busy machine without real-time scheduling the recorder must
-            // still get every cycle.
-            .args(["--no-realtime", "-S", "-t", "10000", "-n", &name])
-            .args(["-d", "dummy"])
-            .args(["-r", &rate.to_string(), "-p", &period.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start jackd");
+        let child = jackd(&name, rate, period);
         let server = Server {
             child,
             name,
             _slot: slot,
         };
+        server.wait_ready();
+        Some(server)
+    }
+
+    /// Starts the stopped server again, under the same name.
+    fn restart(&mut self, rate: u32, period: u32) {
+        self.child = jackd(&self.name, rate, period);
+        self.wait_ready();
+    }
+
+    /// Waits until the server takes clients.
+    fn wait_ready(&self) {
+        let server = self;
         let deadline = Instant::now() + Duration::from_secs(20);
         while !server.ports().iter().any(|p| p == "system:playback_1") {
             assert!(
@@ -96,7 +99,6 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Some(server)
     }
 
     /// `program`, talking to this server.
@@ -231,6 +233,22 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// `jackd -n NAME -d dummy -r RATE -p PERIOD` (synchronous, no real-time
+/// scheduling, a long client timeout).
+fn jackd(name: &str, rate: u32, period: u32) -> std::process::Child {
+    Command::new("jackd")
+        // A client late by up to 10 s is waited for, not skipped: on a
+        // busy machine without real-time scheduling the recorder must
+        // still get every cycle.
+        .args(["--no-realtime", "-S", "-t", "10000", "-n", name])
+        .args(["-d", "dummy"])
+        .args(["-r", &rate.to_string(), "-p", &period.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start jackd")
 }
 
 impl Drop for Server {
@@ -823,4 +841,293 @@ fn midi_jack_without_device_jack_is_refused() {
         log.contains("--midi jack reads the MIDI port of the JACK client: it needs --device jack"),
         "{log}"
     );
+}
+
+/// A sixteenth-note sequencer's gate alone on the main bus, at 120 bpm: a
+/// step every 6000 samples at 48 kHz.
+const SIXTEENTHS: &str = r#"{"version": "1.0", "tempo": "120bpm", "nodes": [
+  {"id": "seq", "op": "sequencer", "params": {"steps": [1], "rate": "1/16", "gate": 0.5}}],
+ "outputs": {"main": "seq:gate"}}"#;
+
+/// `jack_transport` as the server's timebase master, reading commands
+/// from its stdin (`play`, `stop`, `tempo 150`).
+struct TimebaseMaster {
+    child: KillOnDrop,
+}
+
+impl TimebaseMaster {
+    fn start(server: &Server) -> TimebaseMaster {
+        let child = server
+            .command("jack_transport")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map(KillOnDrop)
+            .expect("start jack_transport");
+        let mut master = TimebaseMaster { child };
+        master.say("master");
+        master
+    }
+
+    fn say(&mut self, command: &str) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("piped stdin");
+        writeln!(stdin, "{command}").expect("jack_transport reads commands");
+        stdin.flush().unwrap();
+    }
+}
+
+/// The samples where a gate (channel 0 of a stereo capture) rises.
+fn rises(stereo: &[f32]) -> Vec<u64> {
+    let gate: Vec<f32> = stereo.chunks(2).map(|f| f[0]).collect();
+    (0..gate.len())
+        .filter(|&i| gate[i] >= 0.5 && (i == 0 || gate[i - 1] < 0.5))
+        .map(|i| i as u64)
+        .collect()
+}
+
+#[test]
+fn transport_follow_holds_the_scene_while_stopped_and_moves_the_steps_to_a_tempo_change() {
+    let Some(server) = Server::start(48_000, 64) else {
+        return;
+    };
+    let dir = temp_dir("transport");
+    let scene = dir.join("steps.json");
+    std::fs::write(&scene, SIXTEENTHS).unwrap();
+    let (cap, journal) = (dir.join("take.wav"), dir.join("take.jsonl"));
+    let mut master = TimebaseMaster::start(&server);
+    let mut child = server.spawn(&[
+        scene.to_str().unwrap(),
+        "--device",
+        "jack",
+        "--transport",
+        "follow",
+        "--profile",
+        "repro",
+        "--duration",
+        "3s",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let lines = common::stderr_lines(&mut child);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing", &mut log);
+    // Stopped: the 3 s session does not advance.
+    std::thread::sleep(Duration::from_millis(4000));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the session ended while the transport was stopped: {}",
+        log.join("\n")
+    );
+    master.say("play");
+    std::thread::sleep(Duration::from_millis(1000));
+    master.say("tempo 150");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "morphrt did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    log.extend(lines.try_iter());
+    let log = log.join("\n");
+    assert!(status.success(), "{log}");
+    assert!(log.contains("tempo 150bpm applied at "), "{log}");
+    let handovers: Vec<serde_json::Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["type"] == "handover")
+        .collect();
+    assert_eq!(handovers.len(), 1, "{handovers:?}\n{log}");
+    assert_eq!(handovers[0]["reason"], "tempo", "{handovers:?}");
+    let text: serde_json::Value =
+        serde_json::from_str(handovers[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["tempo"], "150bpm");
+    let s = handovers[0]["swap_at"].as_u64().unwrap();
+    let played = read_f32(&cap);
+    // The whole 3 s played, from the scene's start: none of it while the
+    // transport was stopped.
+    assert_eq!(played.len(), 2 * 144_000, "{log}");
+    let got = rises(&played);
+    // Before S: a step every 6000 samples. From S, 150 bpm: 4800, the
+    // step position at S kept, so step k is at S + (k − S/6000) · 4800 =
+    // 4800·k + S/5 (rounded; S/5 is never a tie).
+    let want: Vec<u64> = (0..)
+        .map(|k: u64| {
+            if k * 6000 < s {
+                k * 6000
+            } else {
+                4800 * k + (s as f64 / 5.0).round() as u64
+            }
+        })
+        .take_while(|&at| at < 144_000)
+        .collect();
+    assert_eq!(got, want, "swap at {s}\n{log}");
+    assert!(
+        want.iter().filter(|&&at| at < s).count() >= 4 && want.iter().any(|&at| at > s),
+        "S {s}: {want:?}"
+    );
+    common::assert_replays(&journal, &cap, &log);
+}
+
+#[test]
+fn transport_follow_needs_device_jack_and_a_scene_tempo() {
+    let o = common::morphrt(&[
+        "run",
+        "scenes/drone.json",
+        "--device",
+        "clock",
+        "--transport",
+        "follow",
+        "--duration",
+        "200ms",
+        "--no-journal",
+    ]);
+    let log = described(&o);
+    assert_eq!(o.status.code(), Some(2), "{log}");
+    assert!(
+        log.contains("--transport follow follows the JACK transport: it needs --device jack"),
+        "{log}"
+    );
+    let o = common::morphrt(&[
+        "run",
+        "scenes/drone.json",
+        "--device",
+        "jack",
+        "--transport",
+        "follow",
+        "--duration",
+        "200ms",
+        "--no-journal",
+    ]);
+    let log = described(&o);
+    assert_eq!(o.status.code(), Some(2), "{log}");
+    assert!(
+        log.contains("--transport follow sets the scene's tempo, and scenes/drone.json has no `tempo`: add `\"tempo\": \"120bpm\"` at its top level"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_output_ports_are_named_after_the_scenes_channel_names() {
+    let Some(server) = Server::start(48_000, 64) else {
+        return;
+    };
+    let dir = temp_dir("port-names");
+    let stereo = dir.join("stereo.json");
+    std::fs::write(
+        &stereo,
+        common::DC
+            .replace("\"main\": \"d\"", "\"main\": [\"d\", \"d\"]")
+            .replace(
+                "{\"version\"",
+                "{\"channel_names\": [\"left\", \"right\"], \"version\"",
+            ),
+    )
+    .unwrap();
+    let _child = server.spawn(&[stereo.to_str().unwrap(), "--device", "jack", "--no-journal"]);
+    // A mono bus plays on two ports: its one name, numbered.
+    let mono = dir.join("mono.json");
+    std::fs::write(
+        &mono,
+        common::DC.replace("{\"version\"", "{\"channel_names\": [\"pad\"], \"version\""),
+    )
+    .unwrap();
+    let _mono = server.spawn(&[
+        mono.to_str().unwrap(),
+        "--device",
+        "jack",
+        "--no-journal",
+        "--name",
+        "m",
+        "--connect",
+        "none",
+    ]);
+    server.wait_port("m:pad_2");
+    assert!(server.ports().iter().any(|p| p == "m:pad_1"));
+    server.wait_port("morphrt:right");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.connections().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut c = server.connections();
+    c.sort();
+    assert_eq!(
+        c,
+        [
+            ("morphrt:left".to_string(), "system:playback_1".to_string()),
+            ("morphrt:right".to_string(), "system:playback_2".to_string())
+        ]
+    );
+    assert!(
+        !server.ports().iter().any(|p| p.starts_with("morphrt:out_")),
+        "{:?}",
+        server.ports()
+    );
+}
+
+#[test]
+fn with_reconnect_a_server_that_stops_and_returns_is_played_on_without_a_gap() {
+    let Some(mut server) = Server::start(48_000, 64) else {
+        return;
+    };
+    let dir = temp_dir("reconnect");
+    let (cap, journal, ren) = (
+        dir.join("take.wav"),
+        dir.join("take.jsonl"),
+        dir.join("render.wav"),
+    );
+    let mut child = server.spawn(&[
+        "scenes/pan-sweep.json",
+        "--device",
+        "jack",
+        "--reconnect",
+        "--duration",
+        "3s",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let lines = common::stderr_lines(&mut child);
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing", &mut log);
+    std::thread::sleep(Duration::from_millis(1000));
+    server.stop();
+    common::wait_line(
+        &lines,
+        "warning: the audio device is gone; waiting for it to return (--reconnect)",
+        &mut log,
+    );
+    // Gone for a while: the session waits rather than ending.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "{}", log.join("\n"));
+    server.restart(48_000, 64);
+    common::wait_line(&lines, "the audio device is back after ", &mut log);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "morphrt did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    log.extend(lines.try_iter());
+    let log = log.join("\n");
+    assert!(status.success(), "{log}");
+    // The take is the whole 3 s, without a gap: the render's bits.
+    let r = render("scenes/pan-sweep.json", &ren, &["-d", "3s"]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let (played, rendered) = (read_f32(&cap), read_f32(&ren));
+    assert_eq!(played.len(), rendered.len(), "{log}");
+    assert!(
+        played == rendered,
+        "the take differs from the render; {log}"
+    );
+    common::assert_replays(&journal, &cap, &log);
 }

@@ -154,6 +154,7 @@ fn play(
         stall_periods: 4,
         stall_min: Duration::from_millis(200),
         max_rebuilds: 3,
+        reconnect: false,
         label: String::new(),
         fifo_latency: 64,
     };
@@ -368,6 +369,7 @@ fn a_panic_in_the_callback_outside_every_node_ends_the_session() {
         stall_periods: 4,
         stall_min: Duration::from_millis(200),
         max_rebuilds: 3,
+        reconnect: false,
         label: String::new(),
         fifo_latency: 64,
     };

@@ -116,6 +116,12 @@ fn top_field(key: &str) -> Option<Value> {
             "default": "4/4",
             "description": "Beats a bar / note value (`\"4/4\"`, `\"6/8\"`): a bar is num·4/den beats (quarter notes). Needs a `tempo`."
         }),
+        "channel_names" => json!({
+            "type": "array",
+            "items": { "type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[^:\\u0000-\\u001f\\u007f-\\u009f]+$" },
+            "uniqueItems": true,
+            "description": "A name for each channel of `outputs.main`, in its order: `run --device jack` names its output ports after them."
+        }),
         "profile_config" => json!({ "$ref": "#/$defs/profile_config" }),
         "modules" => json!({
             "type": "array",

@@ -355,6 +355,9 @@ pub struct Scene {
     pub(crate) edges: Vec<EdgeDecl>,
     pub(crate) outputs: Vec<OutputBus>,
     pub(crate) outputs_loc: Option<Loc>,
+    /// `channel_names`: a name for each channel of the `main` bus (empty:
+    /// none given), which `run --device jack` names its ports after.
+    pub channel_names: Vec<String>,
     pub(crate) events: Vec<EventDecl>,
     /// The `events` that play a voice module (with `module`).
     pub(crate) notes: Vec<NoteEventDecl>,

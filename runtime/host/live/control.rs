@@ -32,8 +32,12 @@ pub struct LoopConfig {
     pub stall_periods: u32,
     /// … and never sooner than this.
     pub stall_min: Duration,
-    /// Attempts to rebuild a failed stream before giving up.
+    /// Attempts to rebuild a failed stream before giving up …
     pub max_rebuilds: u32,
+    /// … or, set, before waiting for the device to return (`run
+    /// --reconnect`): a new attempt every half second, the player held,
+    /// until one opens or a stop is asked for.
+    pub reconnect: bool,
     /// Text for the status line: profile, block size, rate, seed…
     pub label: String,
     /// Frames of latency the FIFO adds (reported).
@@ -136,6 +140,13 @@ pub fn run_loop_with(
     loop {
         control.wait(Duration::from_millis(5));
         control.tick(log);
+        if playing.waiting.is_some() {
+            if stopping(&playing.cell) {
+                break;
+            }
+            playing.retry(log);
+            continue;
+        }
         let period = playing.period_s();
         let health = playing.health(period);
         if playing.meters.finished.load(Ordering::Acquire) {
@@ -249,6 +260,9 @@ struct Playing<'a> {
     windows: LoadWindows,
     /// Whether the device's meaning of an xrun has been said.
     xrun_noted: bool,
+    /// `--reconnect`: the player while no stream can be opened, and when
+    /// the wait began and the last attempt was made.
+    waiting: Option<(Player, Instant, Instant)>,
 }
 
 impl<'a> Playing<'a> {
@@ -288,6 +302,7 @@ impl<'a> Playing<'a> {
             last_status,
             windows,
             xrun_noted: false,
+            waiting: None,
         })
     }
 
@@ -351,7 +366,7 @@ impl<'a> Playing<'a> {
         let mut p = p;
         p.reset_timing();
         match self.reopen(p, log) {
-            Some(s) => {
+            Ok(s) => {
                 self.report.rebuilds += 1;
                 self.stream = Some(s);
                 self.meters
@@ -359,7 +374,16 @@ impl<'a> Playing<'a> {
                     .store(self.origin.elapsed().as_nanos() as u64, Ordering::Release);
                 Ok(())
             }
-            None => {
+            Err(Some(p)) if self.cfg.reconnect => {
+                let _ = writeln!(
+                    log,
+                    "warning: the audio device is gone; waiting for it to return (--reconnect), the session's clock held"
+                );
+                let now = Instant::now();
+                self.waiting = Some((*p, now, now));
+                Ok(())
+            }
+            Err(_) => {
                 self.report.frames = self.meters.frames.load(Ordering::Relaxed);
                 self.report.clock = self.meters.clock.load(Ordering::Relaxed);
                 Err(RunFailure::new(
@@ -373,17 +397,53 @@ impl<'a> Playing<'a> {
         }
     }
 
+    /// `--reconnect`: every half second, one attempt to open a stream for
+    /// the player held; once one opens the session plays on.
+    fn retry(&mut self, log: &mut dyn Write) {
+        let Some((player, since, last)) = self.waiting.take() else {
+            return;
+        };
+        if last.elapsed() < Duration::from_millis(500) {
+            self.waiting = Some((player, since, last));
+            return;
+        }
+        let c = PlayerCell::new(player);
+        match self.device.open(c.clone(), self.events.clone()) {
+            Ok(s) => {
+                let _ = writeln!(
+                    log,
+                    "the audio device is back after {:.1} s; playing on",
+                    since.elapsed().as_secs_f64()
+                );
+                self.cell = c;
+                self.stream = Some(s);
+                self.report.rebuilds += 1;
+                self.meters
+                    .last_callback_ns
+                    .store(self.origin.elapsed().as_nanos() as u64, Ordering::Release);
+            }
+            Err(_) => match take_player(&c) {
+                Some(p) => self.waiting = Some((p, since, Instant::now())),
+                None => self.cell = c,
+            },
+        }
+    }
+
     /// Up to `max_rebuilds` attempts to open a stream for `player`, waiting
     /// longer after each failure; on success the new cell is the one
-    /// playing.
-    fn reopen(&mut self, player: Player, log: &mut dyn Write) -> Option<Box<dyn Stream>> {
+    /// playing, else the player comes back (unless a callback kept it).
+    fn reopen(
+        &mut self,
+        player: Player,
+        log: &mut dyn Write,
+    ) -> Result<Box<dyn Stream>, Option<Box<Player>>> {
         let mut player = Some(player);
         for attempt in 0..self.cfg.max_rebuilds {
             let c = PlayerCell::new(player.take().expect("player present"));
             match self.device.open(c.clone(), self.events.clone()) {
                 Ok(s) => {
                     self.cell = c;
-                    return Some(s);
+                    return Ok(s);
                 }
                 Err(e) => {
                     let _ = writeln!(
@@ -396,7 +456,7 @@ impl<'a> Playing<'a> {
                 }
             }
         }
-        None
+        Err(player.map(Box::new))
     }
 
     /// At the first xrun, what an xrun means on this device, if it says.
@@ -447,7 +507,9 @@ impl<'a> Playing<'a> {
     /// (with a last status line).
     fn finish(mut self, control: &mut dyn Driver, log: &mut dyn Write) -> RunReport {
         drop(self.stream.take());
-        if let Some(p) = take_player(&self.cell) {
+        if let Some((p, _, _)) = &self.waiting {
+            control.finished(p);
+        } else if let Some(p) = take_player(&self.cell) {
             control.finished(&p);
         }
         let meters = &self.meters;

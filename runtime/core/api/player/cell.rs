@@ -134,6 +134,19 @@ impl<I: InputSource + ?Sized> PlayerCell<I> {
         self.busy.store(false, Ordering::Release);
     }
 
+    /// [`Player::hold`] from the callback: a cycle that plays nothing
+    /// (the buffer is left to the caller). Wait-free.
+    pub fn hold(&self) {
+        if self.busy.swap(true, Ordering::Acquire) {
+            return;
+        }
+        // SAFETY: `busy` was false, so no one else is inside.
+        if let Some(p) = unsafe { &mut *self.player.get() } {
+            p.hold();
+        }
+        self.busy.store(false, Ordering::Release);
+    }
+
     /// Takes the player back. Call only when no stream can run the callback
     /// (after the stream is dropped); returns `None` if a call is in flight.
     pub fn take(&self) -> Option<Player<I>> {

@@ -102,9 +102,101 @@ impl Loader<'_> {
     }
 }
 
+/// The longest name `channel_names` takes, in characters.
+const MAX_CHANNEL_NAME: usize = 64;
+
+impl Loader<'_> {
+    /// `channel_names`: one name per channel of the `main` bus, each 1 to
+    /// [`MAX_CHANNEL_NAME`] characters without `:` or control characters
+    /// (a JACK port name is `client:port`), no two the same.
+    pub(super) fn channel_names(&mut self, v: &Value, scene: &mut Scene) {
+        let p = "channel_names";
+        let Some(items) = self.array(v, p, p, None) else {
+            return;
+        };
+        let main = scene
+            .outputs
+            .iter()
+            .find(|b| b.name == "main")
+            .map(|b| b.channels.len());
+        if let Some(n) = main.filter(|n| *n != items.len()) {
+            self.error(
+                p,
+                None,
+                format!(
+                    "`channel_names` has {} name{} and the `main` bus {n} channel{}",
+                    items.len(),
+                    if items.len() == 1 { "" } else { "s" },
+                    if n == 1 { "" } else { "s" }
+                ),
+                "give one name per channel of `outputs.main`, in its order".to_string(),
+            );
+            return;
+        }
+        let mut names: Vec<String> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let ip = child_index(p, i);
+            let Some(name) = self.string(item, &ip, p, None) else {
+                continue;
+            };
+            let why = if name.is_empty() {
+                Some("is empty".to_string())
+            } else if name.chars().count() > MAX_CHANNEL_NAME {
+                Some(format!("is longer than {MAX_CHANNEL_NAME} characters"))
+            } else if name.contains(':') || name.chars().any(char::is_control) {
+                Some("has a `:` or a control character".to_string())
+            } else if names.iter().any(|n| n == name) {
+                Some("is given twice".to_string())
+            } else {
+                None
+            };
+            match why {
+                Some(why) => self.error(
+                    &ip,
+                    None,
+                    format!("channel name `{}` {why}", name.escape_debug()),
+                    format!("a channel name is 1 to {MAX_CHANNEL_NAME} characters without `:` or control characters, each one different, e.g. `[\"left\", \"right\"]`"),
+                ),
+                None => names.push(name.to_string()),
+            }
+        }
+        if names.len() == items.len() {
+            scene.channel_names = names;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testing::*;
+
+    #[test]
+    fn channel_names_name_each_main_channel_or_are_refused_where_they_are_wrong() {
+        let two = |names: &str| {
+            format!(
+                "{{\"version\": \"1.0\", \"nodes\": [{{\"id\": \"a\", \"op\": \"sine\"}}],\n\"outputs\": {{\"main\": [\"a\", \"a\"]}},\n\"channel_names\": {names}}}"
+            )
+        };
+        let s = load(&two(r#"["left", "right"]"#)).unwrap();
+        assert_eq!(s.channel_names, ["left", "right"]);
+        assert!(load(&scene_with("")).unwrap().channel_names.is_empty());
+        let e = one_error(
+            &two(r#"["left"]"#),
+            "`channel_names` has 1 name and the `main` bus 2 channels",
+        );
+        assert_eq!((path(&e), at(&e)), ("channel_names", (3, 18)));
+        let e = one_error(&two(r#"["left", "a:b"]"#), "channel name `a:b` has a `:`");
+        assert_eq!((path(&e), at(&e)), ("channel_names[1]", (3, 27)));
+        let e = one_error(&two(r#"["l", "l"]"#), "channel name `l` is given twice");
+        assert_eq!(path(&e), "channel_names[1]");
+        let e = one_error(&two(r#"["", "r"]"#), "channel name `` is empty");
+        assert_eq!(path(&e), "channel_names[0]");
+        let long = format!(r#"["{}", "r"]"#, "x".repeat(65));
+        one_error(&two(&long), "is longer than 64 characters");
+        let e = one_error(&two(r#"["l", 2]"#), "channel_names");
+        assert_eq!(path(&e), "channel_names[1]");
+        one_error(&two(r#""left""#), "channel_names");
+    }
 
     #[test]
     fn outputs_rules() {

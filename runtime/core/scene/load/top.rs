@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// Fields of the scene object. `$schema` names the JSON Schema an editor
 /// validates the file with (`morphrt schema`); the runtime ignores its value.
-pub(crate) const TOP_KEYS: [&str; 17] = [
+pub(crate) const TOP_KEYS: [&str; 18] = [
     "$schema",
     "version",
     "profile",
@@ -27,6 +27,7 @@ pub(crate) const TOP_KEYS: [&str; 17] = [
     "nodes",
     "edges",
     "outputs",
+    "channel_names",
     "events",
     "controls",
     "edit",
@@ -59,6 +60,7 @@ fn empty_scene(file: &str, dir: Option<PathBuf>) -> Scene {
         edges: Vec::new(),
         outputs: Vec::new(),
         outputs_loc: None,
+        channel_names: Vec::new(),
         events: Vec::new(),
         notes: Vec::new(),
         controls: Vec::new(),
@@ -126,6 +128,7 @@ impl Loader<'_> {
                 "events" => self.events(v, p, &mut scene.events, &mut scene.notes),
                 "controls" => self.controls(v, p, &mut scene.controls),
                 "tempo" | "meter" => {} // read first, above
+                "channel_names" => {}   // read after `outputs`, below
                 "$schema" => {}         // for editors: which JSON Schema validates the file
                 "plugin" => {}          // read by `morphrt plugin`: the CLAP descriptor
                 _ => {}                 // warned above
@@ -143,6 +146,9 @@ impl Loader<'_> {
         }
         self.rng_seed_alias(rng_seed, &mut scene);
         self.main_bus(top.get("outputs"));
+        if let Some(v) = top.get("channel_names") {
+            self.channel_names(v, &mut scene);
+        }
         Some(scene)
     }
 

@@ -1,6 +1,7 @@
 //! The JACK backend, [`JackHost`]: `--device jack` registers a JACK client
 //! (`morphrt`, or `--name NAME`; JACK numbers a second one, `morphrt-01`)
-//! with one output port per device channel (`out_1`, `out_2`, …),
+//! with one output port per device channel (`out_1`, `out_2`, …, or the
+//! scene's `channel_names`; [`port_names`]),
 //! connected to the server's physical playback ports (`--connect none`
 //! leaves them unconnected, `--connect PATTERN` connects them to the
 //! input ports whose names match that regular expression, in order).
@@ -16,6 +17,12 @@
 //! port, `midi_in`, read in the same process callback: each event is
 //! stamped with the output frame it arrived at, so it lands at that frame
 //! plus a fixed latency whatever the callback's jitter.
+//!
+//! With `--transport follow` ([`follow_transport`]) the process callback
+//! reads the JACK transport each cycle: while it is not rolling the
+//! callback plays silence and the player holds (the scene's clock stands
+//! still), and the tempo of its bar-beat-tick position is kept for the
+//! control thread ([`transport_bpm`]), which hands the scene over to it.
 //!
 //! libjack is loaded when the backend is first used, so `morphrt` runs on
 //! a machine without JACK (the backend then says it is not installed).
@@ -182,6 +189,7 @@ impl Host for JackHost {
             )));
         }
         let channels = request.channels_wanted();
+        let ports = port_names(&request.channel_names, channels);
         let targets = peers(&c, request.connect.as_deref(), jack::PortFlags::IS_INPUT)?;
         let sources = peers(&c, request.connect.as_deref(), jack::PortFlags::IS_OUTPUT)?;
         let id = format!("jack:{}", c.name());
@@ -200,6 +208,7 @@ impl Host for JackHost {
                 client: Some(c),
                 asked: asked.to_string(),
                 channels,
+                ports,
                 targets,
                 sources,
                 period,
@@ -325,6 +334,17 @@ impl InputStreamSource for JackCapture {
 struct NoStream;
 impl Stream for NoStream {}
 
+/// The output ports of `channels` device channels: `out_1`, `out_2`, …,
+/// or the scene's `names`, one per channel of its main bus (a mono bus,
+/// which plays on two ports, names them `NAME_1` and `NAME_2`).
+fn port_names(names: &[String], channels: usize) -> Vec<String> {
+    match names {
+        [mono] if channels == 2 => vec![format!("{mono}_1"), format!("{mono}_2")],
+        names if names.len() == channels => names.to_vec(),
+        _ => (1..=channels).map(|i| format!("out_{i}")).collect(),
+    }
+}
+
 /// The other clients' ports on one side (`IS_INPUT`: what the output
 /// ports connect to; `IS_OUTPUT`: what the input ports connect from), in
 /// order: the physical ports (`None`), none (`none`), or those whose names
@@ -371,6 +391,8 @@ pub struct JackDevice {
     /// The name asked for.
     asked: String,
     channels: usize,
+    /// The names of the output ports, one per channel.
+    ports: Vec<String>,
     /// The input ports `out_1`, `out_2`, … connect to, in order.
     targets: Vec<String>,
     /// The output ports `in_1`, `in_2`, … connect from, in order.
@@ -448,6 +470,8 @@ struct Process {
     /// silence and the player does not run, so no frame is lost to ports
     /// that lead nowhere yet.
     connected: Arc<AtomicBool>,
+    /// The server's transport, read each cycle under `--transport follow`.
+    transport: Option<jack::Transport>,
 }
 
 impl jack::ProcessHandler for Process {
@@ -462,6 +486,13 @@ impl jack::ProcessHandler for Process {
         }
         if let Some(midi) = &mut self.midi {
             midi.read(ps, self.cell.meters().frames.load(Ordering::Relaxed));
+        }
+        if !self.rolling() {
+            for port in &mut self.outs {
+                port.as_mut_slice(ps).fill(0.0);
+            }
+            self.cell.hold();
+            return jack::Control::Continue;
         }
         self.capture(ps, n);
         let Some(buf) = self.scratch.get_mut(..n * ch) else {
@@ -495,6 +526,19 @@ impl jack::ProcessHandler for Process {
 }
 
 impl Process {
+    /// Whether this cycle plays: always, unless the transport is followed
+    /// and is not rolling (a stop asked for still plays its fade). Keeps
+    /// the transport's tempo for [`transport_bpm`].
+    fn rolling(&self) -> bool {
+        let Some(Ok(now)) = self.transport.as_ref().map(jack::Transport::query) else {
+            return true;
+        };
+        if let Some(bbt) = now.pos.bbt() {
+            TRANSPORT_BPM.store(bbt.bpm.to_bits(), Ordering::Relaxed);
+        }
+        now.state == jack::TransportState::Rolling || self.cell.stop_requested()
+    }
+
     /// Pushes this cycle's input ports into the capture ring (taking a
     /// new ring when the control side hands one over, and giving the old
     /// one back to be freed there).
@@ -533,8 +577,10 @@ impl Device for JackDevice {
             Some(c) => c,
             None => client(&self.asked).map_err(DeviceError::stream_refused)?,
         };
-        let outs = (1..=self.channels)
-            .map(|i| c.register_port(&format!("out_{i}"), jack::AudioOut::default()))
+        let outs = self
+            .ports
+            .iter()
+            .map(|name| c.register_port(name, jack::AudioOut::default()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| DeviceError::stream("cannot register the JACK output ports", e))?;
         let names: Vec<String> = outs.iter().filter_map(|p| p.name().ok()).collect();
@@ -561,7 +607,9 @@ impl Device for JackDevice {
         self.period
             .store(c.buffer_size() as usize, Ordering::Relaxed);
         let connected = Arc::new(AtomicBool::new(false));
+        let transport = FOLLOWING.load(Ordering::Relaxed).then(|| c.transport());
         let process = Process {
+            transport,
             cell: cell.clone(),
             outs,
             scratch: vec![0.0; MAX_PERIOD.max(c.buffer_size() as usize) * self.channels],
@@ -614,6 +662,28 @@ impl Device for JackDevice {
 
     fn xrun_summary(&self) -> Option<&'static str> {
         Some(XRUN_SUMMARY)
+    }
+}
+
+/// Set by `--transport follow`: the next client reads the transport.
+static FOLLOWING: AtomicBool = AtomicBool::new(false);
+
+/// The tempo of the transport's last bar-beat-tick position, as f64 bits
+/// (0: none yet).
+static TRANSPORT_BPM: AtomicU64 = AtomicU64::new(0);
+
+/// `--transport follow`: the clients opened from here on read the JACK
+/// transport (see the module docs).
+pub fn follow_transport() {
+    FOLLOWING.store(true, Ordering::Relaxed);
+}
+
+/// The tempo in beats a minute of the transport's last bar-beat-tick
+/// position, once a followed transport has had one.
+pub fn transport_bpm() -> Option<f64> {
+    match TRANSPORT_BPM.load(Ordering::Relaxed) {
+        0 => None,
+        bits => Some(f64::from_bits(bits)),
     }
 }
 

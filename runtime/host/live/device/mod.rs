@@ -126,6 +126,9 @@ pub struct Request {
     /// Where a backend whose ports are patched connects them
     /// (`--connect`): `none`, or a pattern of port names.
     pub connect: Option<String>,
+    /// The scene's names of the main bus's channels (`channel_names`;
+    /// empty: none), for a backend that names its ports.
+    pub channel_names: Vec<String>,
 }
 
 impl Request {

@@ -11,6 +11,7 @@ use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::Driver;
+use crate::host::live::device::jack;
 use crate::host::live::input::file::FileInputStatus;
 use crate::host::live::input::history::{history, History, HISTORY_SECONDS};
 use crate::host::live::input::record::{stored_format, InputRecorder};
@@ -76,6 +77,9 @@ pub(super) struct LiveDriver {
     /// The transports running (`--osc`, `--midi`), ticked with the
     /// session and stopped when dropped.
     pub(super) transports: Vec<Box<dyn Transport>>,
+    /// `--transport follow`: the bits of the JACK transport's tempo last
+    /// handed to the session (0: none yet).
+    pub(super) transport_tempo: Option<u64>,
     /// Reads the keys until dropped (after everything above).
     pub(super) _keys: KeyListener,
 }
@@ -224,6 +228,7 @@ impl Driver for LiveDriver {
             }
         }
         self.remote_in(log);
+        self.follow_transport(log);
         if let Some(w) = &mut self.watcher {
             let changes = w.take_changes();
             if !changes.is_empty() {
@@ -296,6 +301,18 @@ impl LiveDriver {
             self.signals.release();
             self.controls.stop.store(true, Ordering::Relaxed);
             let _ = writeln!(log, "\n{}: stopping", signal_name(s));
+        }
+    }
+
+    /// `--transport follow`: a tempo of the JACK transport's that has not
+    /// been handed to the session yet is.
+    fn follow_transport(&mut self, log: &mut dyn Write) {
+        let (Some(seen), Some(bpm)) = (&mut self.transport_tempo, jack::transport_bpm()) else {
+            return;
+        };
+        if bpm.to_bits() != *seen {
+            *seen = bpm.to_bits();
+            self.session.follow_tempo(bpm, log);
         }
     }
 
@@ -442,6 +459,7 @@ impl LiveDriver {
             let (reason, from, to) = match h.reason {
                 Reason::Edit => ("edit", None, None),
                 Reason::Switch { from, to } => ("switch", Some(from), Some(to)),
+                Reason::Tempo(_) => ("tempo", None, None),
             };
             records.push(Record::Handover {
                 reason: reason.to_string(),
@@ -569,6 +587,7 @@ impl LiveDriver {
             snapshot_replies: Vec::new(),
             snapshots_seen: 0,
             transports,
+            transport_tempo: opts.transport.map(|_| 0),
             _keys: keys,
         })
     }

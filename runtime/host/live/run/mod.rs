@@ -70,6 +70,31 @@ pub struct RunOptions {
     /// A pattern no input port matches exits 1, listing the input ports.
     #[arg(long)]
     pub connect: Option<String>,
+    /// `follow`: with `--device jack`, the scene's beat clock follows the
+    /// JACK transport: its tempo is the transport's, and it plays only
+    /// while the transport rolls.
+    ///
+    /// The scene needs a `tempo` (else exit 2). While the transport is
+    /// stopped, morphrt plays silence and the scene stands still (its
+    /// clock, the beat grid, events, sequencers, `--duration`); it goes on
+    /// from there when the transport rolls again. When the tempo of the
+    /// transport's bar-beat-tick position (its timebase master's) differs
+    /// from the scene's, the scene is handed over to the same text with
+    /// that `tempo`, as an edit of it would be: the beat grid re-anchors at
+    /// the swap sample, the journal keeps the text and the sample, and
+    /// `replay` plays it bit for bit. The scene starts at its own tempo.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub transport: Option<TransportMode>,
+    /// When the output device is lost and cannot be reopened (a JACK
+    /// server that stops), wait for it to return and play on, instead of
+    /// ending the session (exit 1).
+    ///
+    /// While it waits the session's clock is held: the capture and the
+    /// journal go on from the same sample when the device returns, so the
+    /// take has no gap and `replay` plays it bit for bit. It says when the
+    /// device went and when it came back; `q` or Ctrl-C ends the wait.
+    #[arg(long)]
+    pub reconnect: bool,
     /// Input device id (see `morphrt devices`) the scene's `input` nodes
     /// read; default: the default input. Opened only when the scene has
     /// `input` nodes.
@@ -214,6 +239,13 @@ pub struct RunOptions {
     pub transports: TransportArgs,
 }
 
+/// What `run --transport` does with the JACK transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransportMode {
+    /// The scene's tempo and clock follow it.
+    Follow,
+}
+
 /// Plays a scene until `q`, Ctrl-C or the duration ends: opens what it
 /// needs, starts the session, plays it.
 pub fn run(opts: &RunOptions, log: &mut dyn Write) -> Result<(), HostError> {
@@ -245,6 +277,7 @@ impl Prepared {
         // hub, which takes the inlet over and keeps its mappings current.
         let inlet = Inlet::new(&compiled.plan.controls, compiled.plan.sample_rate);
         let transports = open_transports(&opts.transports, &inlet, log)?;
+        setup::follow_transport(opts, &compiled.plan)?;
         // Where the session writes is checked before the device opens.
         let files = session_files(opts, &compiled.plan, log)?;
         let out = open_device(opts, &mut compiled, log)?;
@@ -449,7 +482,7 @@ impl Live {
             fade,
         } = self;
         let tty = std::io::stderr().is_terminal();
-        let cfg = loop_config(tty, label, block);
+        let cfg = loop_config(tty, label, block, opts.reconnect);
         say_playing(opts, profile, tty, log);
         let latency = input_device::Latency {
             output_frames: block + out.device.period_frames().unwrap_or(0),
@@ -566,7 +599,7 @@ fn status_label(plan: &crate::graph::Plan, device_id: &str) -> String {
 
 /// The control loop's settings: a live status line on a terminal, else a
 /// log line every 5 s.
-fn loop_config(tty: bool, label: String, block: usize) -> LoopConfig {
+fn loop_config(tty: bool, label: String, block: usize, reconnect: bool) -> LoopConfig {
     LoopConfig {
         status: if tty {
             StatusMode::Live
@@ -578,6 +611,7 @@ fn loop_config(tty: bool, label: String, block: usize) -> LoopConfig {
         stall_periods: 4,
         stall_min: Duration::from_millis(200),
         max_rebuilds: 3,
+        reconnect,
         label,
         fifo_latency: block,
     }

@@ -158,6 +158,7 @@ pub(super) fn open_device(
             rate_pinned,
             name: opts.name.clone(),
             connect: opts.connect.clone(),
+            channel_names: scene.channel_names.clone(),
         },
     )?;
     for w in &opened.warnings {
@@ -185,6 +186,30 @@ pub(super) fn open_device(
         channels: opened.channels,
         id: opened.id,
     })
+}
+
+/// `--transport follow`: refused without `--device jack` or a scene
+/// `tempo`; else the JACK client opened next reads the transport.
+pub(super) fn follow_transport(
+    opts: &RunOptions,
+    plan: &crate::graph::Plan,
+) -> Result<(), HostError> {
+    if opts.transport.is_none() {
+        return Ok(());
+    }
+    if opts.device.as_deref() != Some(device::jack::JACK_DEVICE) {
+        return Err(HostError::Usage(
+            "--transport follow follows the JACK transport: it needs --device jack".to_string(),
+        ));
+    }
+    if plan.tempo.is_none() {
+        return Err(HostError::Usage(format!(
+            "--transport follow sets the scene's tempo, and {} has no `tempo`: add `\"tempo\": \"120bpm\"` at its top level",
+            opts.scene.display()
+        )));
+    }
+    device::jack::follow_transport();
+    Ok(())
 }
 
 /// `--duration` in frames at the scene's rate.

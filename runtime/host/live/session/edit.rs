@@ -35,6 +35,7 @@ impl LiveSession {
                 return;
             }
         };
+        let text = self.with_followed_tempo(text);
         if !force && self.last_text.as_deref().is_some_and(|t| *t == text) {
             return;
         }
@@ -171,7 +172,7 @@ impl LiveSession {
     }
 
     /// The profile the session will have once what is queued has run.
-    fn queued_profile(&self) -> Profile {
+    pub(super) fn queued_profile(&self) -> Profile {
         self.queued_profiles().0
     }
 
@@ -188,7 +189,7 @@ impl LiveSession {
         }
     }
 
-    fn queue(&mut self, job: Job) {
+    pub(super) fn queue(&mut self, job: Job) {
         // Rapid changes coalesce: only the latest waits. A switch that the
         // replaced job carried is still a switch.
         let job = match (self.queued.take(), job) {
@@ -227,7 +228,7 @@ impl LiveSession {
     /// (every stage off the audio thread), as [`Incoming::compile`] does,
     /// and refuses an engine whose estimate is over the handover budget
     /// unless `run --force`. The error is the message to show.
-    fn build(&self, text: &str, profile: Profile) -> Result<Incoming, String> {
+    pub(super) fn build(&self, text: &str, profile: Profile) -> Result<Incoming, String> {
         let (scene, mut plan) = self.compile_plan(text, &self.fixed.options(profile))?;
         self.check_input(&plan)?;
         let reads_input = plan

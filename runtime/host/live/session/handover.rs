@@ -192,6 +192,7 @@ impl LiveSession {
         let what = match reason {
             Reason::Edit => format!("the edit under {profile}"),
             Reason::Switch { to, .. } => format!("the switch to {to}"),
+            Reason::Tempo(t) => format!("the transport's tempo {t}"),
         };
         let _ = writeln!(
             log,
@@ -281,6 +282,7 @@ impl LiveSession {
                 }
                 format!("switched {from} → {to} at {:.3} s", at as f64 / sr)
             }
+            Reason::Tempo(t) => format!("tempo {t} applied at {:.3} s", at as f64 / sr),
         };
         if fade > 0 {
             line += &format!(", crossfade {:.0} ms", fade as f64 / sr * 1e3);

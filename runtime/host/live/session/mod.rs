@@ -34,6 +34,7 @@
 
 mod config;
 mod edit;
+mod follow;
 mod handover;
 mod place;
 mod snapshot;
@@ -58,6 +59,8 @@ pub enum Reason {
     Edit,
     /// A profile switch, by key or by the file's `profile`.
     Switch { from: Profile, to: Profile },
+    /// The followed JACK transport's tempo changed to this (`140bpm`).
+    Tempo(String),
 }
 
 /// A handover the session completed, for reports and the journal.
@@ -197,6 +200,9 @@ pub struct LiveSession {
     history: Option<History>,
     /// The `controls` and nodes of the engine playing now.
     controls: PlayingControls,
+    /// The tempo a followed transport set (`140bpm`), which every scene
+    /// text the session plays then has.
+    tempo: Option<String>,
 }
 
 impl LiveSession {
@@ -256,6 +262,7 @@ impl LiveSession {
             protected,
             history,
             controls,
+            tempo: None,
         }
     }
 

@@ -82,6 +82,7 @@ pub fn timeline(path: &Path) -> Result<String, HostError> {
             } => {
                 let what = match (reason.as_str(), from, to) {
                     ("switch", Some(f), Some(t)) => format!("switch {f} → {t}"),
+                    ("tempo", _, _) => "the transport's tempo".to_string(),
                     _ => "edit".to_string(),
                 };
                 let (n, s) = (session(*saved_at), session(*swap_at));
