@@ -23,8 +23,10 @@ struct Server {
 /// machine and frees the entry of a server that died without cleaning up
 /// (SIGKILL) only when a server of the same name starts: so the servers
 /// here take their names from [`SERVERS_AT_ONCE`] places, `morphrt-it-0`
-/// to `morphrt-it-3`, and at most that many run together.
-const SERVERS_AT_ONCE: usize = 4;
+/// and `morphrt-it-1`, and at most that many run together: two, so that
+/// on a machine of two cores running other tests beside them, the
+/// recorders that compare what JACK played do not lose cycles.
+const SERVERS_AT_ONCE: usize = 2;
 
 static PLACES: (
     std::sync::Mutex<[bool; SERVERS_AT_ONCE]>,
