@@ -26,6 +26,9 @@ pub enum FileError {
         writer: &'static str,
         what: &'static str,
     },
+    /// A FLAC output asked for a sample format FLAC does not hold
+    /// (`format`: `f32`); exit 2.
+    FlacFormat { format: &'static str },
     /// The name says another format than the command writes (exit 2).
     Extension { path: PathBuf, message: String },
     /// A second output of the command is one of its inputs or its first
@@ -93,6 +96,7 @@ impl FileError {
             | FileError::StdoutIsInput { .. }
             | FileError::StdoutNotAllowed { .. }
             | FileError::Extension { .. }
+            | FileError::FlacFormat { .. }
             | FileError::Clash { .. } => 2,
             FileError::Unsuitable { .. }
             | FileError::NoDirectory { .. }
@@ -117,6 +121,10 @@ impl std::fmt::Display for FileError {
             FileError::IsInput { shown, input, .. } => write!(
                 f,
                 "{shown} is {input}; morphrt never writes over what it reads: choose another output file"
+            ),
+            FileError::FlacFormat { format } => write!(
+                f,
+                "FLAC holds 16- or 24-bit integer samples, not {format}: give --format i16 or --format i24, or write {format} to a .wav"
             ),
             FileError::StdoutIsTerminal => f.write_str(
                 "`-o -` writes to standard output, which is a terminal; redirect it (`> out.wav`, `| program`) or give -o FILE",
