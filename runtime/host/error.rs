@@ -22,7 +22,10 @@ pub enum HostError {
     Input(Vec<Diagnostic>),
     /// Bad command-line usage that is not a scene problem (exit code 2).
     Usage(String),
-    /// The machine let us down: I/O, devices (exit code 1).
+    /// The machine let us down and its text is the whole of what is known
+    /// (exit code 1): a failure whose cause is typed (an `io::Error`, a
+    /// device's, a transport's) has its own variant above, which keeps
+    /// that cause as its source.
     Runtime(String),
     /// A signal stopped the command after it cleaned up; the exit code is
     /// 128 + the signal's number, as a shell reports a process the signal
