@@ -55,6 +55,9 @@ pub enum HostError {
     Transport(TransportError),
     /// A MIDI file that cannot be played (exit 2).
     MidiFile(MidiFileError),
+    /// A calibration store that cannot be read or is not one this build
+    /// reads (exit 1); one that cannot be written is a [`HostError::File`].
+    Store(crate::host::machine::calibration::StoreError),
     /// Writing the command's report to standard output failed (exit 1):
     /// `context` says what was being written ("cannot write the
     /// operator list").
@@ -80,7 +83,10 @@ impl HostError {
             | HostError::Journal(_)
             | HostError::MidiFile(_) => 2,
             HostError::Transport(e) => e.exit_code(),
-            HostError::Runtime(_) | HostError::Stdout { .. } | HostError::Device(_) => 1,
+            HostError::Runtime(_)
+            | HostError::Stdout { .. }
+            | HostError::Device(_)
+            | HostError::Store(_) => 1,
             HostError::Interrupted { signal, .. } => 128 + signal,
             HostError::Reported(code) => *code,
             HostError::File(e) => e.exit_code(),
@@ -114,6 +120,7 @@ impl HostError {
                 HostError::Device(e) => e.to_string(),
                 HostError::Transport(e) => e.to_string(),
                 HostError::MidiFile(e) => e.to_string(),
+                HostError::Store(e) => e.to_string(),
                 HostError::Stdout { context, source } => format!("{context}: {source}"),
                 HostError::Stopped { cause, aftermath } => {
                     format!("{}{aftermath}", cause.message())
@@ -163,6 +170,7 @@ impl std::error::Error for HostError {
             HostError::Device(e) => Some(e),
             HostError::Transport(e) => Some(e),
             HostError::MidiFile(e) => Some(e),
+            HostError::Store(e) => Some(e),
             HostError::Stdout { source, .. } => Some(source),
             HostError::Stopped { cause, .. } => Some(&**cause),
             HostError::Input(_)
