@@ -12,6 +12,7 @@ use crate::host::live::tap::TapError;
 use crate::host::offline::error::RenderError;
 use crate::host::record::journal::JournalError;
 use crate::host::record::snapshot::SnapshotError;
+use crate::host::remote::{MidiFileError, TransportError};
 use crate::scene::{self, Diagnostic};
 
 /// A failure a command can report, with the exit code it maps to.
@@ -21,7 +22,10 @@ pub enum HostError {
     Input(Vec<Diagnostic>),
     /// Bad command-line usage that is not a scene problem (exit code 2).
     Usage(String),
-    /// The machine let us down: I/O, devices (exit code 1).
+    /// The machine let us down and its text is the whole of what is known
+    /// (exit code 1): a failure whose cause is typed (an `io::Error`, a
+    /// device's, a transport's) has its own variant above, which keeps
+    /// that cause as its source.
     Runtime(String),
     /// A signal stopped the command after it cleaned up; the exit code is
     /// 128 + the signal's number, as a shell reports a process the signal
@@ -46,6 +50,14 @@ pub enum HostError {
     /// An audio device that cannot be found, opened or played (exit 1):
     /// the backend's own error is its source.
     Device(DeviceError),
+    /// A transport (OSC, MIDI ports) that cannot start: exit 2 for an OSC
+    /// port that cannot be listened on, else 1.
+    Transport(TransportError),
+    /// A MIDI file that cannot be played (exit 2).
+    MidiFile(MidiFileError),
+    /// A calibration store that cannot be read or is not one this build
+    /// reads (exit 1); one that cannot be written is a [`HostError::File`].
+    Store(crate::host::machine::calibration::StoreError),
     /// Writing the command's report to standard output failed (exit 1):
     /// `context` says what was being written ("cannot write the
     /// operator list").
@@ -66,8 +78,15 @@ impl HostError {
     /// The process exit code for this failure.
     pub fn exit_code(&self) -> i32 {
         match self {
-            HostError::Input(_) | HostError::Usage(_) | HostError::Journal(_) => 2,
-            HostError::Runtime(_) | HostError::Stdout { .. } | HostError::Device(_) => 1,
+            HostError::Input(_)
+            | HostError::Usage(_)
+            | HostError::Journal(_)
+            | HostError::MidiFile(_) => 2,
+            HostError::Transport(e) => e.exit_code(),
+            HostError::Runtime(_)
+            | HostError::Stdout { .. }
+            | HostError::Device(_)
+            | HostError::Store(_) => 1,
             HostError::Interrupted { signal, .. } => 128 + signal,
             HostError::Reported(code) => *code,
             HostError::File(e) => e.exit_code(),
@@ -99,6 +118,9 @@ impl HostError {
                 HostError::Tap(e) => e.to_string(),
                 HostError::Render(e) => e.to_string(),
                 HostError::Device(e) => e.to_string(),
+                HostError::Transport(e) => e.to_string(),
+                HostError::MidiFile(e) => e.to_string(),
+                HostError::Store(e) => e.to_string(),
                 HostError::Stdout { context, source } => format!("{context}: {source}"),
                 HostError::Stopped { cause, aftermath } => {
                     format!("{}{aftermath}", cause.message())
@@ -146,6 +168,9 @@ impl std::error::Error for HostError {
             HostError::Tap(e) => Some(e),
             HostError::Render(e) => Some(e),
             HostError::Device(e) => Some(e),
+            HostError::Transport(e) => Some(e),
+            HostError::MidiFile(e) => Some(e),
+            HostError::Store(e) => Some(e),
             HostError::Stdout { source, .. } => Some(source),
             HostError::Stopped { cause, .. } => Some(&**cause),
             HostError::Input(_)
@@ -191,6 +216,18 @@ impl From<RenderError> for HostError {
 impl From<DeviceError> for HostError {
     fn from(e: DeviceError) -> HostError {
         HostError::Device(e)
+    }
+}
+
+impl From<TransportError> for HostError {
+    fn from(e: TransportError) -> HostError {
+        HostError::Transport(e)
+    }
+}
+
+impl From<MidiFileError> for HostError {
+    fn from(e: MidiFileError) -> HostError {
+        HostError::MidiFile(e)
     }
 }
 
@@ -249,6 +286,44 @@ mod tests {
         assert_eq!(
             io_cause(&e).and_then(io::Error::raw_os_error),
             Some(libc::EBUSY)
+        );
+    }
+
+    #[test]
+    fn an_osc_port_in_use_keeps_its_io_error_exits_2_and_says_what_to_do() {
+        let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let Err(e) = crate::host::live::osc_in::bind(&port.to_string(), &mut Vec::new()) else {
+            panic!("a second socket bound port {port}");
+        };
+        assert!(matches!(e, HostError::Transport(_)), "{e:?}");
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "error: --osc {port}: cannot listen for OSC on 127.0.0.1:{port}: the port is in use (another program, or another session, listens there)\n  help: choose another port (`--osc 9001`), or stop what listens there"
+            )
+        );
+        assert_eq!(
+            io_cause(&e).map(io::Error::kind),
+            Some(io::ErrorKind::AddrInUse)
+        );
+    }
+
+    #[test]
+    fn a_midi_file_that_cannot_be_read_keeps_its_io_error_and_exits_2() {
+        let path = std::path::Path::new("/nonexistent-morphrt-dir/take.mid");
+        let e = HostError::from(
+            crate::host::remote::midi_file::MidiFile::read(path).expect_err("no such file"),
+        );
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            "error: MIDI file `/nonexistent-morphrt-dir/take.mid` does not exist"
+        );
+        assert_eq!(
+            io_cause(&e).map(io::Error::kind),
+            Some(io::ErrorKind::NotFound)
         );
     }
 

@@ -163,7 +163,8 @@ fn resource_links_cannot_escape_the_resources_dir() {
     std::fs::write(dir.join("secret.wav"), b"RIFF").unwrap();
     let _ = std::os::unix::fs::symlink(dir.join("secret.wav"), dir.join("resources/link.wav"));
     let err = morphrt::host::files::resources::resolve("@resource:link.wav", Some(&dir), &[])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("outside"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -26,6 +26,9 @@ pub enum FileError {
         writer: &'static str,
         what: &'static str,
     },
+    /// A FLAC output asked for a sample format FLAC does not hold
+    /// (`format`: `f32`); exit 2.
+    FlacFormat { format: &'static str },
     /// The name says another format than the command writes (exit 2).
     Extension { path: PathBuf, message: String },
     /// A second output of the command is one of its inputs or its first
@@ -93,6 +96,7 @@ impl FileError {
             | FileError::StdoutIsInput { .. }
             | FileError::StdoutNotAllowed { .. }
             | FileError::Extension { .. }
+            | FileError::FlacFormat { .. }
             | FileError::Clash { .. } => 2,
             FileError::Unsuitable { .. }
             | FileError::NoDirectory { .. }
@@ -117,6 +121,10 @@ impl std::fmt::Display for FileError {
             FileError::IsInput { shown, input, .. } => write!(
                 f,
                 "{shown} is {input}; morphrt never writes over what it reads: choose another output file"
+            ),
+            FileError::FlacFormat { format } => write!(
+                f,
+                "FLAC holds 16- or 24-bit integer samples, not {format}: give --format i16 or --format i24, or write {format} to a .wav"
             ),
             FileError::StdoutIsTerminal => f.write_str(
                 "`-o -` writes to standard output, which is a terminal; redirect it (`> out.wav`, `| program`) or give -o FILE",
@@ -163,6 +171,122 @@ impl std::fmt::Display for FileError {
 impl std::error::Error for FileError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.io_error().map(|e| e as _)
+    }
+}
+
+/// Why a scene's `@resource:NAME` cannot be played: the name, where it
+/// was looked for, or the file it names. `searched` and `tried` are the
+/// directories and paths in words, as the message lists them.
+#[derive(Debug)]
+pub enum ResourceError {
+    /// The reference does not start with `@resource:`.
+    NotAReference {
+        reference: String,
+        prefix: &'static str,
+    },
+    /// `@resource:` with no name after it.
+    NoName {
+        reference: String,
+        prefix: &'static str,
+        searched: String,
+    },
+    /// The name is an absolute path.
+    Absolute { name: String, searched: String },
+    /// The name holds `..`.
+    Escapes { name: String, searched: String },
+    /// There is no directory to look in.
+    NowhereToLook { name: String, searched: String },
+    /// The file found is a link that leads out of its resource directory.
+    OutsideThroughLink {
+        name: String,
+        target: PathBuf,
+        dir: PathBuf,
+    },
+    /// What the name finds is not a file (`kind`: a directory, a FIFO…).
+    NotAFile {
+        name: String,
+        path: PathBuf,
+        kind: &'static str,
+        tried: String,
+    },
+    /// No resource directory holds the name.
+    NotFound { name: String, tried: String },
+    /// The file cannot be read as audio: the reader's error, which keeps
+    /// its `io::Error`.
+    Read(super::wav_in::WavInError),
+    /// The audio holds a NaN or an infinity.
+    NonFinite {
+        path: PathBuf,
+        frame: usize,
+        channel: usize,
+    },
+}
+
+impl std::fmt::Display for ResourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResourceError::NotAReference { reference, prefix } => write!(
+                f,
+                "`{reference}` is not a resource reference (expected `{prefix}NAME`)"
+            ),
+            ResourceError::NoName {
+                reference,
+                prefix,
+                searched,
+            } => write!(
+                f,
+                "`{reference}` names no file (expected `{prefix}NAME`, NAME relative to a resource directory; {searched})"
+            ),
+            ResourceError::Absolute { name, searched } => write!(
+                f,
+                "resource `{name}` is an absolute path; resource names are relative to a resource directory ({searched})"
+            ),
+            ResourceError::Escapes { name, searched } => write!(
+                f,
+                "resource `{name}` contains `..`; resources may not escape their directory ({searched})"
+            ),
+            ResourceError::NowhereToLook { name, searched } => {
+                write!(f, "resource `{name}` not found: {searched}")
+            }
+            ResourceError::OutsideThroughLink { name, target, dir } => write!(
+                f,
+                "resource `{name}` resolves to `{}`, outside `{}` (through a link); resources may not escape their directory",
+                target.display(),
+                dir.display()
+            ),
+            ResourceError::NotAFile {
+                name,
+                path,
+                kind,
+                tried,
+            } => write!(
+                f,
+                "resource `{name}` is not a file: `{}` is {kind}; tried {tried}",
+                path.display()
+            ),
+            ResourceError::NotFound { name, tried } => {
+                write!(f, "resource `{name}` not found; tried {tried}")
+            }
+            ResourceError::Read(e) => write!(f, "{e}"),
+            ResourceError::NonFinite {
+                path,
+                frame,
+                channel,
+            } => write!(
+                f,
+                "`{}` holds a non-finite sample (NaN or infinity) at frame {frame}, channel {channel}",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ResourceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ResourceError::Read(e) => Some(e),
+            _ => None,
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 //! NAME must stay inside those directories: absolute paths and `..`
 //! components are errors.
 
+pub use super::error::ResourceError;
 use crate::graph::{Resolved, Resolver};
 use crate::ops::AudioData;
 use crate::scene::capped_list;
@@ -72,6 +73,8 @@ impl Resolver for Folders {
         out
     }
 
+    /// The core's resolver hands its error on as the text of a scene
+    /// diagnostic, so the typed [`ResourceError`] becomes its message here.
     fn resolve(&self, reference: &str, scene_dir: Option<&Path>) -> Result<Resolved, String> {
         let pinned = self
             .pinned
@@ -80,9 +83,9 @@ impl Resolver for Folders {
             .map(|(_, p)| p.clone());
         let path = match pinned {
             Some(p) => p,
-            None => resolve(reference, scene_dir, &self.dirs)?,
+            None => resolve(reference, scene_dir, &self.dirs).map_err(|e| e.to_string())?,
         };
-        let audio = read_wav(&path)?;
+        let audio = read_wav(&path).map_err(|e| e.to_string())?;
         Ok(Resolved { path, audio })
     }
 }
@@ -119,18 +122,20 @@ pub fn resolve(
     reference: &str,
     scene_dir: Option<&Path>,
     extra_dirs: &[PathBuf],
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ResourceError> {
     let dirs = search_dirs(scene_dir, extra_dirs);
     let Some(name) = reference.strip_prefix(PREFIX) else {
-        return Err(format!(
-            "`{reference}` is not a resource reference (expected `{PREFIX}NAME`)"
-        ));
+        return Err(ResourceError::NotAReference {
+            reference: reference.to_string(),
+            prefix: PREFIX,
+        });
     };
     if name.is_empty() {
-        return Err(format!(
-            "`{reference}` names no file (expected `{PREFIX}NAME`, NAME relative to a resource directory; {})",
-            list(&dirs)
-        ));
+        return Err(ResourceError::NoName {
+            reference: reference.to_string(),
+            prefix: PREFIX,
+            searched: list(&dirs),
+        });
     }
     let path = Path::new(name);
     // `/x`, `C:\x`, `\x`: anything rooted, on any platform.
@@ -144,22 +149,25 @@ pub fn resolve(
             && name.as_bytes()[1] == b':'
             && name.as_bytes()[0].is_ascii_alphabetic());
     if rooted {
-        return Err(format!(
-            "resource `{name}` is an absolute path; resource names are relative to a resource directory ({})",
-            list(&dirs)
-        ));
+        return Err(ResourceError::Absolute {
+            name: name.to_string(),
+            searched: list(&dirs),
+        });
     }
     // Check `..` on both separators, so a scene means the same on every OS.
     if name.split(['/', '\\']).any(|part| part == "..")
         || path.components().any(|c| c == Component::ParentDir)
     {
-        return Err(format!(
-            "resource `{name}` contains `..`; resources may not escape their directory ({})",
-            list(&dirs)
-        ));
+        return Err(ResourceError::Escapes {
+            name: name.to_string(),
+            searched: list(&dirs),
+        });
     }
     if dirs.is_empty() {
-        return Err(format!("resource `{name}` not found: {}", list(&dirs)));
+        return Err(ResourceError::NowhereToLook {
+            name: name.to_string(),
+            searched: list(&dirs),
+        });
     }
     let tried: Vec<PathBuf> = dirs.iter().map(|d| d.join(path)).collect();
     // Something there that is not a file (a directory, a FIFO), found by
@@ -180,21 +188,26 @@ pub fn resolve(
             _ => false,
         };
         if !inside {
-            return Err(format!(
-                "resource `{name}` resolves to `{}`, outside `{}` (through a link); resources may not escape their directory",
-                found.canonicalize().unwrap_or_else(|_| found.clone()).display(),
-                dir.display()
-            ));
+            return Err(ResourceError::OutsideThroughLink {
+                name: name.to_string(),
+                target: found.canonicalize().unwrap_or_else(|_| found.clone()),
+                dir: dir.clone(),
+            });
         }
         return Ok(found.clone());
     }
     let names = capped_list(tried.iter().map(|p| format!("`{}`", p.display())), ", ");
     Err(match not_a_file {
-        Some((p, kind)) => format!(
-            "resource `{name}` is not a file: `{}` is {kind}; tried {names}",
-            p.display()
-        ),
-        None => format!("resource `{name}` not found; tried {names}"),
+        Some((p, kind)) => ResourceError::NotAFile {
+            name: name.to_string(),
+            path: p.clone(),
+            kind,
+            tried: names,
+        },
+        None => ResourceError::NotFound {
+            name: name.to_string(),
+            tried: names,
+        },
     })
 }
 
@@ -205,8 +218,8 @@ pub fn resolve(
 /// its metadata before it is opened, and checked again on the open file:
 /// reading a FIFO would wait for a writer), an empty file, another file, a
 /// format not read, a file cut short or damaged (and where).
-pub fn read_wav(path: &Path) -> Result<AudioData, String> {
-    let (sample_rate, channels) = super::wav_in::read_all(path).map_err(|e| e.to_string())?;
+pub fn read_wav(path: &Path) -> Result<AudioData, ResourceError> {
+    let (sample_rate, channels) = super::wav_in::read_all(path).map_err(ResourceError::Read)?;
     let nch = channels.len();
     let first_bad = channels
         .iter()
@@ -214,10 +227,11 @@ pub fn read_wav(path: &Path) -> Result<AudioData, String> {
         .filter_map(|(c, ch)| ch.iter().position(|x| !x.is_finite()).map(|f| (f, c)))
         .min();
     if let Some((frame, c)) = first_bad {
-        return Err(format!(
-            "`{}` holds a non-finite sample (NaN or infinity) at frame {frame}, channel {c}",
-            path.display(),
-        ));
+        return Err(ResourceError::NonFinite {
+            path: path.to_path_buf(),
+            frame,
+            channel: c,
+        });
     }
     debug_assert!(nch > 0);
     Ok(AudioData {
@@ -230,6 +244,25 @@ pub fn read_wav(path: &Path) -> Result<AudioData, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resource_that_cannot_be_read_keeps_its_io_error_under_its_message() {
+        use std::error::Error;
+        let path = Path::new("/nonexistent-morphrt-dir/hall.wav");
+        let e = read_wav(path).unwrap_err();
+        assert!(matches!(e, ResourceError::Read(_)), "{e:?}");
+        assert!(e.to_string().starts_with("cannot read "), "{e}");
+        let mut next: Option<&(dyn Error + 'static)> = Some(&e);
+        let mut io = None;
+        while let Some(err) = next {
+            io = io.or(err.downcast_ref::<std::io::Error>());
+            next = err.source();
+        }
+        assert_eq!(
+            io.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound)
+        );
+    }
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A fresh directory under the system temp dir, removed on drop.
@@ -304,7 +337,9 @@ mod tests {
     fn a_directory_is_not_a_resource() {
         let scene = TempDir::new();
         std::fs::create_dir_all(scene.0.join("resources/sub")).unwrap();
-        let e = resolve("@resource:sub", Some(&scene.0), &[]).unwrap_err();
+        let e = resolve("@resource:sub", Some(&scene.0), &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("is not a file:") && e.contains("` is a directory"),
             "{e}"
@@ -329,13 +364,16 @@ mod tests {
             Some(&scene.0),
             std::slice::from_ref(&extra.0),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("not found"), "{e}");
         let first = scene.0.join("resources").join("none.wav");
         let second = extra.0.join("none.wav");
         assert!(e.contains(&first.display().to_string()), "{e}");
         assert!(e.contains(&second.display().to_string()), "{e}");
-        let e = resolve("@resource:none.wav", None, &[]).unwrap_err();
+        let e = resolve("@resource:none.wav", None, &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no directories"), "{e}");
     }
 
@@ -350,7 +388,7 @@ mod tests {
             "@resource:..",
             "@resource:a\\..\\b.wav",
         ] {
-            let e = resolve(bad, dir, &[]).unwrap_err();
+            let e = resolve(bad, dir, &[]).unwrap_err().to_string();
             assert!(e.contains("`..`"), "{bad}: {e}");
             assert!(e.contains("searched directories"), "{bad}: {e}");
         }
@@ -359,12 +397,12 @@ mod tests {
             "@resource:\\x.wav",
             "@resource:C:\\x.wav",
         ] {
-            let e = resolve(bad, dir, &[]).unwrap_err();
+            let e = resolve(bad, dir, &[]).unwrap_err().to_string();
             assert!(e.contains("absolute"), "{bad}: {e}");
         }
-        let e = resolve("@resource:", dir, &[]).unwrap_err();
+        let e = resolve("@resource:", dir, &[]).unwrap_err().to_string();
         assert!(e.contains("names no file"), "{e}");
-        let e = resolve("hall.wav", dir, &[]).unwrap_err();
+        let e = resolve("hall.wav", dir, &[]).unwrap_err().to_string();
         assert!(e.contains("not a resource reference"), "{e}");
     }
 

@@ -33,7 +33,7 @@ use crate::host::live::remote_in::Inlet;
 use crate::host::live::transport::Transport;
 use crate::host::remote::midi::{control_entry, decode, describe, Mapper};
 use crate::host::remote::midi_file::MidiFile;
-use crate::host::remote::{Command, Mappings, Message, Sender, When};
+use crate::host::remote::{Command, Mappings, Message, RemoteError, Sender, TransportError, When};
 use crate::host::HostError;
 use std::io::Write;
 use std::path::PathBuf;
@@ -287,7 +287,7 @@ pub fn open_midi(
 ) -> Result<MidiInput, HostError> {
     match spec {
         MidiSpec::File(path) => {
-            let file = MidiFile::read(path).map_err(HostError::Usage)?;
+            let file = MidiFile::read(path)?;
             let name = format!("file:{}", path.display());
             let player = play_file(file, name.clone(), controls.follower(), sender);
             Ok(MidiInput {
@@ -360,8 +360,8 @@ pub fn message_when(
         // The port's own thread, never the audio thread.
         eprintln!("{}", monitor_line(port, bytes, mapped.matched));
     }
-    let command = if !mapped.errors.is_empty() {
-        Err(mapped.errors.join("; "))
+    let command = if let Some(e) = RemoteError::joined(mapped.errors) {
+        Err(e)
     } else if mapped.matched && mapped.notes.is_empty() {
         Ok(Command::Changes(mapped.changes))
     } else if mapped.matched {
@@ -393,7 +393,7 @@ pub fn monitor_line(port: &str, bytes: &[u8], mapped: bool) -> String {
 }
 
 /// The MIDI system's input names, or why there are none to list.
-pub fn list_inputs() -> Result<Vec<String>, String> {
+pub fn list_inputs() -> Result<Vec<String>, TransportError> {
     let midi = system()?;
     Ok(midi
         .ports()
@@ -403,9 +403,9 @@ pub fn list_inputs() -> Result<Vec<String>, String> {
 }
 
 /// The MIDI system, or a clear error.
-fn system() -> Result<midir::MidiInput, String> {
+fn system() -> Result<midir::MidiInput, TransportError> {
     crate::host::live::device::cpal::quiet_alsa();
-    let mut midi = midir::MidiInput::new("morphrt").map_err(|e| {
+    let mut midi = midir::MidiInput::new("morphrt").map_err(|source| {
         let seq = std::path::Path::new("/dev/snd/seq");
         let why = if cfg!(target_os = "linux") && !seq.exists() {
             " (no ALSA sequencer: /dev/snd/seq does not exist; `modprobe snd-seq` loads it)"
@@ -413,7 +413,7 @@ fn system() -> Result<midir::MidiInput, String> {
         } else {
             String::new()
         };
-        format!("no MIDI system: {e}{why}; a MIDI file plays without one as `--midi file:PATH.mid`")
+        TransportError::MidiSystem { source, why }
     })?;
     midi.ignore(midir::Ignore::All);
     Ok(midi)
@@ -425,7 +425,7 @@ fn open_ports(
     controls: &MidiControls<'_>,
     sender: Sender,
 ) -> Result<MidiInput, HostError> {
-    let probe = system().map_err(HostError::Runtime)?;
+    let probe = system()?;
     let ports: Vec<(midir::MidiInputPort, String)> = probe
         .ports()
         .into_iter()
@@ -438,7 +438,7 @@ fn open_ports(
         names: Vec::new(),
     };
     for port in chosen {
-        let midi = system().map_err(HostError::Runtime)?;
+        let midi = system()?;
         let conn = connect(midi, port, controls.follower(), sender.clone())?;
         input.connections.push(conn);
         input.names.push(port.1.clone());
@@ -459,7 +459,7 @@ fn choose<'a>(
     };
     let wanted = match spec {
         MidiSpec::All if ports.is_empty() => {
-            return Err(HostError::Runtime(format!("--midi all: {listed}")))
+            return Err(TransportError::NoMidiInputs { listed }.into())
         }
         MidiSpec::All => return Ok(ports.iter().collect()),
         MidiSpec::Port(w) => w,
@@ -515,7 +515,13 @@ fn connect(
         },
         (),
     )
-    .map_err(|e| HostError::Runtime(format!("cannot open MIDI input `{name}`: {e}")))
+    .map_err(|e| {
+        TransportError::MidiPort {
+            name: name.clone(),
+            source: midir::ConnectError::new(e.kind(), ()),
+        }
+        .into()
+    })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 use crate::host::live::remote_in::Inlet;
 use crate::host::live::transport::Transport;
 use crate::host::remote::osc::{decode, reply_packet, REPLY_ADDRESS};
-use crate::host::remote::{Mappings, Message};
+use crate::host::remote::{Mappings, Message, TransportError};
 use crate::host::HostError;
 use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
@@ -76,7 +76,7 @@ struct OscTransport {
 impl Transport for OscTransport {
     fn start(&mut self) -> Result<String, HostError> {
         let Some(socket) = self.socket.take() else {
-            return Err(HostError::Runtime("OSC started twice".to_string()));
+            return Err(TransportError::StartedTwice("OSC").into());
         };
         let server = socket.start(self.sender.clone(), self.mappings.clone())?;
         let said = format!(
@@ -101,21 +101,18 @@ pub struct OscSocket {
 /// an error before anything plays (exit 2).
 pub fn bind(spec: &str, log: &mut dyn Write) -> Result<OscSocket, HostError> {
     let addr = parse_addr(spec)?;
-    let socket = UdpSocket::bind(addr).map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::AddrInUse => {
-                "the port is in use (another program, or another session, listens there)".to_string()
-            }
-            _ => e.to_string(),
-        };
-        HostError::Usage(format!(
-            "--osc {spec}: cannot listen for OSC on {addr}: {why}\n  help: choose another port (`--osc 9001`), or stop what listens there"
-        ))
+    let socket = UdpSocket::bind(addr).map_err(|source| TransportError::Bind {
+        spec: spec.to_string(),
+        addr,
+        source,
     })?;
     let addr = socket.local_addr().unwrap_or(addr);
     socket
         .set_read_timeout(Some(POLL))
-        .map_err(|e| HostError::Runtime(format!("--osc {spec}: {e}")))?;
+        .map_err(|source| TransportError::Socket {
+            spec: spec.to_string(),
+            source,
+        })?;
     grow_receive_buffer(&socket);
     if !addr.ip().is_loopback() {
         let _ = writeln!(
@@ -182,7 +179,10 @@ impl OscSocket {
         let thread = std::thread::Builder::new()
             .name("morphrt-osc".to_string())
             .spawn(move || serve(&socket, &tx, &mappings, &flag))
-            .map_err(|e| HostError::Runtime(format!("cannot start the OSC thread: {e}")))?;
+            .map_err(|source| TransportError::Thread {
+                what: "OSC",
+                source,
+            })?;
         Ok(OscServer {
             stop,
             thread: Some(thread),
@@ -215,7 +215,7 @@ fn serve(socket: &Arc<UdpSocket>, tx: &Sender<Message>, mappings: &Mappings, sto
                 command: d.command,
                 when: d.when,
                 from: d.from,
-                reply: Some(Box::new(move |r: Result<String, String>| {
+                reply: Some(Box::new(move |r| {
                     // Best effort: a sender that went away misses its answer.
                     let _ = replies.send_to(&reply_packet(&r), peer);
                 })),

@@ -43,7 +43,9 @@ use crate::graph::ControlMap;
 use crate::host::live::player::{ChangeLink, Meters};
 use crate::host::live::session::PlayingControls;
 use crate::host::record::journal::Record;
-use crate::host::remote::{self, Change, Command, Mapping, Mappings, Message, Note, Reply, When};
+use crate::host::remote::{
+    self, Change, Command, Mapping, Mappings, Message, Note, RemoteError, Reply, When,
+};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -396,7 +398,9 @@ impl RemoteHub {
                 self.counts.dropped += 1;
                 self.answer(
                     f.message,
-                    Err("the session stopped before it landed".to_string()),
+                    Err(RemoteError::NotLanded(
+                        "the session stopped before it landed".to_string(),
+                    )),
                 );
             }
         }
@@ -456,23 +460,22 @@ impl RemoteHub {
             _ => None,
         };
         let command = match too_far {
-            Some(ahead) => Err(format!(
-                "its timetag lies {:.1} s ahead: at most {} s ahead is held (is the sender's clock right?)",
-                ahead.as_secs_f64(),
-                MAX_AHEAD.as_secs()
-            )),
+            Some(ahead) => Err(RemoteError::TooFarAhead {
+                ahead,
+                max: MAX_AHEAD,
+            }),
             None => command,
         };
         let (notes, changes) = match command {
             Err(e) => {
-                if remote::is_malformed(&e) {
+                if e.is_malformed() {
                     self.counts.malformed += 1;
                 } else {
                     self.counts.refused += 1;
                 }
                 self.refusal(&from, &e, log);
                 if let Some(r) = reply {
-                    r(Err(e));
+                    r(Err(e.to_string()));
                 }
                 return None;
             }
@@ -526,9 +529,9 @@ impl RemoteHub {
             self.counts.dropped += 1;
             self.answer(
                 f.message,
-                Err(format!(
+                Err(RemoteError::NotLanded(format!(
                     "dropped: {BACKLOG} changes are waiting for the audio thread already"
-                )),
+                ))),
             );
             return;
         }
@@ -598,29 +601,33 @@ impl RemoteHub {
                     f.resends += 1;
                     self.submit(f, log);
                 }
-                Outcome::Stale | Outcome::Full => {
-                    self.refused(f, "the engine changed under it too often".to_string(), log)
-                }
+                Outcome::Stale | Outcome::Full => self.refused(
+                    f,
+                    RemoteError::NotLanded("the engine changed under it too often".to_string()),
+                    log,
+                ),
                 Outcome::WrongKind => {
                     let e = match &f.item {
-                        Item::Change(c) => {
-                            format!("{:?} is not a value param `{}` takes", c.value, c.param)
+                        Item::Change(c) => RemoteError::Value(format!(
+                            "{:?} is not a value param `{}` takes",
+                            c.value, c.param
+                        )),
+                        Item::Note(n) => {
+                            RemoteError::Value(format!("a note for `{}` was refused", n.module))
                         }
-                        Item::Note(n) => format!("a note for `{}` was refused", n.module),
                     };
                     self.refused(f, e, log);
                 }
                 Outcome::Removed => {
                     let e = match &f.item {
-                        Item::Change(c) => {
-                            format!("node `{}` left the scene before it landed", c.node)
-                        }
-                        Item::Note(n) => {
-                            format!(
-                                "voice module `{}` left the scene before it landed",
-                                n.module
-                            )
-                        }
+                        Item::Change(c) => RemoteError::NotLanded(format!(
+                            "node `{}` left the scene before it landed",
+                            c.node
+                        )),
+                        Item::Note(n) => RemoteError::NotLanded(format!(
+                            "voice module `{}` left the scene before it landed",
+                            n.module
+                        )),
                     };
                     self.refused(f, e, log);
                 }
@@ -682,7 +689,7 @@ impl RemoteHub {
         );
     }
 
-    fn refused(&mut self, f: InFlight, error: String, log: &mut dyn Write) {
+    fn refused(&mut self, f: InFlight, error: RemoteError, log: &mut dyn Write) {
         self.counts.refused += 1;
         self.refusal(&f.from, &error, log);
         self.answer(f.message, Err(error));
@@ -690,7 +697,7 @@ impl RemoteHub {
 
     /// Journals a message that changed nothing and warns (at most once
     /// per [`WARN_EVERY`], counting those not said).
-    fn refusal(&mut self, from: &str, error: &str, log: &mut dyn Write) {
+    fn refusal(&mut self, from: &str, error: &RemoteError, log: &mut dyn Write) {
         self.journal.push(Record::ControlError {
             at: self.clock.meters.clock.load(Ordering::Relaxed),
             from: from.to_string(),
@@ -709,15 +716,15 @@ impl RemoteHub {
     }
 
     /// Records one change's outcome for its message; the reply goes once
-    /// every change of it is in.
-    fn answer(&mut self, message: u64, outcome: Result<String, String>) {
+    /// every change of it is in, as text (see [`Reply`]).
+    fn answer(&mut self, message: u64, outcome: Result<String, RemoteError>) {
         let Some(a) = self.answers.get_mut(&message) else {
             return;
         };
         match outcome {
             Ok(t) if !t.is_empty() => a.done.push(t),
             Ok(_) => {}
-            Err(e) => a.errors.push(e),
+            Err(e) => a.errors.push(e.to_string()),
         }
         a.left = a.left.saturating_sub(1);
         if a.left > 0 {

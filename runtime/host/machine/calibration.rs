@@ -86,13 +86,21 @@ impl std::fmt::Display for StoreError {
     }
 }
 
-impl std::error::Error for StoreError {}
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Read { source, .. } => Some(source),
+            StoreError::Write(e) => Some(e),
+            StoreError::Format { .. } => None,
+        }
+    }
+}
 
 impl From<StoreError> for crate::host::HostError {
     fn from(e: StoreError) -> crate::host::HostError {
         match e {
             StoreError::Write(f) => f.into(),
-            other => crate::host::HostError::Runtime(other.to_string()),
+            other => crate::host::HostError::Store(other),
         }
     }
 }
@@ -208,6 +216,25 @@ pub fn save(path: &Path, cal: &Calibration) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_that_cannot_be_read_keeps_its_io_error_and_exits_1() {
+        use std::error::Error;
+        let e = crate::host::HostError::from(StoreError::Read {
+            path: "cal.json".into(),
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        });
+        assert_eq!(e.exit_code(), 1);
+        assert!(
+            e.to_string().starts_with("error: cannot read `cal.json`: "),
+            "{e}"
+        );
+        let io = e
+            .source()
+            .and_then(Error::source)
+            .and_then(|s| s.downcast_ref::<io::Error>());
+        assert_eq!(io.and_then(io::Error::raw_os_error), Some(libc::EACCES));
+    }
 
     fn cal(scene_sha256: &str, block_size: usize) -> Calibration {
         Calibration {

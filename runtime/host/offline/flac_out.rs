@@ -18,13 +18,12 @@ use std::io::{self, Read, Seek, Write};
 const BLOCK_FRAMES: usize = 4096;
 
 /// What FLAC output refuses: a sample format it does not hold.
-pub fn check_format(format: WavFormat) -> Result<(), String> {
+pub fn check_format(format: WavFormat) -> Result<(), crate::host::files::error::FileError> {
     match format {
         WavFormat::I16 | WavFormat::I24 => Ok(()),
-        other => Err(format!(
-            "FLAC holds 16- or 24-bit integer samples, not {0}: give --format i16 or --format i24, or write {0} to a .wav",
-            other.name()
-        )),
+        other => Err(crate::host::files::error::FileError::FlacFormat {
+            format: other.name(),
+        }),
     }
 }
 

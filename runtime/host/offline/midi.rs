@@ -138,7 +138,7 @@ pub fn open_midi(
             )))
         }
     };
-    let file = MidiFile::read(path).map_err(HostError::Usage)?;
+    let file = MidiFile::read(path)?;
     let has_midi = plan
         .controls
         .iter()

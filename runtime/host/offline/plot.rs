@@ -325,7 +325,7 @@ fn read_wav(
     inputs.add("the WAV file", &opts.input);
     let file = opts.input.display().to_string();
     let data = crate::host::files::resources::read_wav(&opts.input)
-        .map_err(|e| HostError::Input(vec![Diagnostic::error(&file, None, e)]))?;
+        .map_err(|e| HostError::Input(vec![Diagnostic::error(&file, None, e.to_string())]))?;
     let total = data.frames() as u64;
     if total == 0 {
         return Err(HostError::Input(vec![Diagnostic::error(

@@ -77,7 +77,7 @@ pub struct Mapped {
     /// nothing still counts, though it changes nothing).
     pub matched: bool,
     /// Values a control could not set (a program number out of range).
-    pub errors: Vec<String>,
+    pub errors: Vec<super::RemoteError>,
 }
 
 /// A channel message, decoded.
@@ -456,7 +456,9 @@ impl Control {
             TargetRange::Integer { .. } | TargetRange::Enum { .. } => {
                 match t.raw(f64::from(program)) {
                     Ok(v) => out.changes.push(self.change(t, v)),
-                    Err(e) => out.errors.push(format!("program {program}: {e}")),
+                    Err(e) => out.errors.push(
+                        super::RemoteError::OutOfRange(e).within(format!("program {program}")),
+                    ),
                 }
             }
             _ => out
@@ -661,7 +663,11 @@ mod tests {
         assert_eq!(values(&p), [("f.mode".to_string(), ControlValue::Enum(2))]);
         let bad = m.map(&[0xc0, 3]);
         assert!(bad.matched && bad.changes.is_empty());
-        assert!(bad.errors[0].contains("program 3"), "{:?}", bad.errors);
+        assert!(
+            bad.errors[0].to_string().contains("program 3"),
+            "{:?}",
+            bad.errors
+        );
         // A number target takes p/127.
         let mut m = Mapper::new(&[control(program, Some(unit("a", "value")))]);
         assert_eq!(values(&m.map(&[0xc0, 127])), [n("a.value", 1.0)]);

@@ -18,6 +18,7 @@
 //! **Order.** All tracks are merged by time; events at the same time keep
 //! track order, then their order in the track.
 
+use super::MidiFileError;
 use std::path::Path;
 
 /// The largest MIDI file read (64 MiB: hours of dense performance).
@@ -59,58 +60,44 @@ pub struct MidiFile {
 impl MidiFile {
     /// Reads and times the file at `path`; the error says what is wrong
     /// (missing, unreadable, not a MIDI file and what it is instead).
-    pub fn read(path: &Path) -> Result<MidiFile, String> {
+    pub fn read(path: &Path) -> Result<MidiFile, MidiFileError> {
         if path == Path::new("-") {
-            return Err(
-                "a MIDI file is read from a path, not from standard input: give the .mid file's path"
-                    .to_string(),
-            );
+            return Err(MidiFileError::Stdin);
         }
         if let Ok(m) = std::fs::metadata(path) {
             if !m.is_file() {
-                return Err(format!(
-                    "MIDI file `{}` is not a regular file (a directory, FIFO or device): give a .mid file",
-                    path.display()
-                ));
+                return Err(MidiFileError::NotAFile(path.to_path_buf()));
             }
             if m.len() > MAX_BYTES {
-                return Err(format!(
-                    "MIDI file `{}` is {} bytes: over the {MAX_BYTES} a MIDI file may be here",
-                    path.display(),
-                    m.len()
-                ));
+                return Err(MidiFileError::TooBig {
+                    path: path.to_path_buf(),
+                    bytes: m.len(),
+                    max: MAX_BYTES,
+                });
             }
         }
-        let bytes = std::fs::read(path).map_err(|e| {
-            let what = if e.kind() == std::io::ErrorKind::NotFound {
-                "does not exist".to_string()
-            } else {
-                format!("cannot be read: {e}")
-            };
-            format!("MIDI file `{}` {what}", path.display())
+        let bytes = std::fs::read(path).map_err(|source| MidiFileError::Read {
+            path: path.to_path_buf(),
+            source,
         })?;
-        MidiFile::parse(&bytes).map_err(|e| format!("`{}` {e}", path.display()))
+        MidiFile::parse(&bytes).map_err(|e| MidiFileError::At {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
     }
 
     /// Times the messages of a standard MIDI file's bytes.
-    pub fn parse(bytes: &[u8]) -> Result<MidiFile, String> {
+    pub fn parse(bytes: &[u8]) -> Result<MidiFile, MidiFileError> {
         if !bytes.starts_with(b"MThd") {
-            return Err(format!(
-                "is not a standard MIDI file: {}",
-                what_it_is(bytes)
-            ));
+            return Err(MidiFileError::NotMidi {
+                what: what_it_is(bytes),
+            });
         }
-        let smf = midly::Smf::parse(bytes).map_err(|e| format!("is a damaged MIDI file ({e})"))?;
+        let smf = midly::Smf::parse(bytes).map_err(MidiFileError::Damaged)?;
         let format = match smf.header.format {
             midly::Format::SingleTrack => 0,
             midly::Format::Parallel => 1,
-            midly::Format::Sequential => {
-                return Err(
-                    "is a format 2 MIDI file (independent sequences), which is not \
-                     supported: save it as format 0 or 1"
-                        .to_string(),
-                )
-            }
+            midly::Format::Sequential => return Err(MidiFileError::Format2),
         };
         let clock = Clock::new(smf.header.timing, &smf.tracks)?;
         let (messages, end_tick) = merged(&smf.tracks);
@@ -225,12 +212,12 @@ struct Clock {
 }
 
 impl Clock {
-    fn new(timing: midly::Timing, tracks: &[midly::Track<'_>]) -> Result<Clock, String> {
+    fn new(timing: midly::Timing, tracks: &[midly::Track<'_>]) -> Result<Clock, MidiFileError> {
         match timing {
             midly::Timing::Metrical(ppq) => {
                 let ppq = ppq.as_int();
                 if ppq == 0 {
-                    return Err("has a division of 0 ticks per quarter note".to_string());
+                    return Err(MidiFileError::ZeroDivision { smpte: false });
                 }
                 Ok(Clock {
                     den: u128::from(ppq) * 1_000_000,
@@ -241,7 +228,7 @@ impl Clock {
             }
             midly::Timing::Timecode(fps, tpf) => {
                 if tpf == 0 {
-                    return Err("has an SMPTE division of 0 ticks per frame".to_string());
+                    return Err(MidiFileError::ZeroDivision { smpte: true });
                 }
                 let tpf = u128::from(tpf);
                 let (den, per_tick, rate) = match fps {
@@ -354,12 +341,19 @@ mod tests {
         let f = MidiFile::parse(&smf(1, [0, 96], &[b, a])).unwrap();
         let v: Vec<u8> = f.messages.iter().map(|m| m.bytes[2]).collect();
         assert_eq!(v, [2, 3, 1]);
-        assert!(MidiFile::parse(b"RIFF....").unwrap_err().contains("RIFF"));
-        assert!(MidiFile::parse(b"").unwrap_err().contains("empty"));
+        assert!(MidiFile::parse(b"RIFF....")
+            .unwrap_err()
+            .to_string()
+            .contains("RIFF"));
+        assert!(MidiFile::parse(b"")
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
         assert!(MidiFile::parse(b"MThd\0\0")
             .unwrap_err()
+            .to_string()
             .contains("damaged"));
         let e = MidiFile::parse(&smf(2, [0, 96], &[a])).unwrap_err();
-        assert!(e.contains("format 2"), "{e}");
+        assert!(e.to_string().contains("format 2"), "{e}");
     }
 }

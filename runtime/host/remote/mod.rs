@@ -9,8 +9,11 @@
 //! thread through a wait-free ring, and journals each change with the
 //! sample it landed on.
 
+pub mod error;
 pub mod midi;
 pub mod midi_file;
+
+pub use error::{MidiFileError, RemoteError, TransportError};
 
 use crate::engine::{ChangeRecord, NodeTable, NoteRecord};
 use crate::graph::{short_number, ControlMap, ControlValue, NoteAction, PlanNote};
@@ -124,13 +127,16 @@ pub enum When {
 }
 
 /// An answer to the sender of a message: the applied change, or why not.
+/// Both are text because the answer goes out on the wire as it is (an
+/// OSC `/morphrt/reply ok|error "…"`): the hub turns a [`RemoteError`]
+/// into its message where it answers.
 pub type Reply = Box<dyn FnOnce(Result<String, String>) + Send>;
 
 /// One message from a transport.
 pub struct Message {
     /// What it asks, or why it cannot be done (an unknown address, a
     /// wrong argument): counted, journaled and answered, never fatal.
-    pub command: Result<Command, String>,
+    pub command: Result<Command, RemoteError>,
     pub when: When,
     /// The message as it arrived, for the journal, errors and the
     /// monitor: `osc 127.0.0.1:50000 /filter/cutoff 0.5`.
@@ -153,16 +159,6 @@ impl std::fmt::Debug for Message {
             .field("batch_rest", &self.batch_rest)
             .finish()
     }
-}
-
-/// How the error of a message that could not be read at all starts (not
-/// OSC, a bundle nested too deep): counted as malformed; every other
-/// error is a refusal.
-pub const MALFORMED: &str = "malformed";
-
-/// Whether a message's error says it could not be read at all.
-pub fn is_malformed(error: &str) -> bool {
-    error.starts_with(MALFORMED)
 }
 
 /// How many characters of a name or address a message echoes.
@@ -192,11 +188,14 @@ pub fn param_spec(
     table: &NodeTable,
     node: &str,
     param: &str,
-) -> Result<(usize, usize, &'static ParamSpec), String> {
+) -> Result<(usize, usize, &'static ParamSpec), RemoteError> {
     let Some(op) = table.op(node) else {
         let help = crate::scene::suggest::closest(node, table.ids())
             .map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
-        return Err(format!("no node `{}` is playing{help}", clip(node)));
+        return Err(RemoteError::NotPlaying(format!(
+            "no node `{}` is playing{help}",
+            clip(node)
+        )));
     };
     let Some((si, pi)) = table.find(node, param) else {
         let names: Vec<&str> = op
@@ -213,19 +212,19 @@ pub fn param_spec(
             ),
             None => format!("valid: {}", names.join(", ")),
         };
-        return Err(format!(
+        return Err(RemoteError::NotPlaying(format!(
             "`{}` ({}) has no param `{}`; {help}",
             clip(node),
             op.name,
             clip(param)
-        ));
+        )));
     };
     let spec = &op.params[pi];
     if !spec.settable_by_events {
-        return Err(format!(
+        return Err(RemoteError::NotPlaying(format!(
             "param `{}` of `{node}` is fixed when the node is built",
             spec.name
-        ));
+        )));
     }
     Ok((si, pi, spec))
 }
@@ -239,7 +238,7 @@ pub fn record(
     table: &NodeTable,
     sample: u64,
     seq: u64,
-) -> Result<ChangeRecord, String> {
+) -> Result<ChangeRecord, RemoteError> {
     let (node, param, spec) = param_spec(table, &change.node, &change.param)?;
     let fits = match (spec.kind, change.value) {
         (crate::ops::ParamKind::Number { min, max, .. }, ControlValue::Number(v)) => {
@@ -253,13 +252,16 @@ pub fn record(
         _ => false,
     };
     if !fits {
-        return Err(format!(
+        return Err(RemoteError::Value(format!(
             "{:?} does not fit param `{}` of `{}`",
             change.value, spec.name, change.node
-        ));
+        )));
     }
     if change.ramp > 0 && !matches!(change.value, ControlValue::Number(_)) {
-        return Err(format!("param `{}` cannot ramp", spec.name));
+        return Err(RemoteError::Value(format!(
+            "param `{}` cannot ramp",
+            spec.name
+        )));
     }
     Ok(ChangeRecord {
         sample,
@@ -279,9 +281,12 @@ pub fn note_record(
     table: &NodeTable,
     sample: u64,
     seq: u64,
-) -> Result<NoteRecord, String> {
+) -> Result<NoteRecord, RemoteError> {
     let Some(pool) = table.pool(&note.module) else {
-        return Err(format!("no voice module `{}` is playing", note.module));
+        return Err(RemoteError::NotPlaying(format!(
+            "no voice module `{}` is playing",
+            note.module
+        )));
     };
     Ok(NoteRecord {
         note: PlanNote {
@@ -429,7 +434,7 @@ mod tests {
         let scene = crate::scene::load_str(text, "t.json", None).unwrap();
         let plan = crate::graph::compile(&scene, &Default::default()).unwrap();
         let table = crate::engine::Engine::new(plan).node_table();
-        let e = param_spec(&table, "mic", "gain").unwrap_err();
+        let e = param_spec(&table, "mic", "gain").unwrap_err().to_string();
         assert!(!e.contains("valid: "), "{e}");
         assert!(
             e.contains("no param of a `input` can be set while it plays"),

@@ -167,8 +167,7 @@ pub fn render(
     protect_midi(&mut inputs, &opts.midi);
     let flac = opts.container() == Container::Flac;
     if flac {
-        crate::host::offline::flac_out::check_format(opts.sample_format())
-            .map_err(HostError::Usage)?;
+        crate::host::offline::flac_out::check_format(opts.sample_format())?;
     }
     let layout = wav_layout(plan.main.len(), sr, opts.sample_format(), length.least())?;
     let output = prepare_outputs(opts, &layout, &inputs, &stops, several)?;
