@@ -157,6 +157,41 @@ impl SnapshotContext {
         })
     }
 
+    /// As [`new`](Self::new), for a host whose resources are not files (a
+    /// plugin's bundle, a Python dict): each resource is hashed as
+    /// `resolver` decodes it (its sample rate, then every channel's
+    /// samples as little-endian f64 bits), not as a file's bytes.
+    pub fn from_resolver(
+        plan: &Plan,
+        scene_text: &str,
+        resolver: &dyn Resolver,
+    ) -> Result<SnapshotContext, SnapshotError> {
+        let mut decoded = Vec::with_capacity(plan.resources.len());
+        for (reference, path) in &plan.resources {
+            let audio = resolver
+                .resolve(reference, None)
+                .map_err(|e| SnapshotError::Resource {
+                    file: display(path),
+                    error: std::io::Error::other(e),
+                })?
+                .audio;
+            let mut bytes = audio.sample_rate.to_le_bytes().to_vec();
+            for ch in audio.channels.iter() {
+                for x in ch.iter() {
+                    bytes.extend_from_slice(&x.to_bits().to_le_bytes());
+                }
+            }
+            decoded.push((path.clone(), bytes));
+        }
+        let read = |p: &Path| -> std::io::Result<Vec<u8>> {
+            let found = decoded.iter().find(|(q, _)| q == p);
+            found.map(|(_, b)| b.clone()).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, "not resolved")
+            })
+        };
+        SnapshotContext::new(plan, scene_text, &read)
+    }
+
     /// SHA-256 of the scene text this context was built from.
     pub fn scene_sha256(&self) -> &str {
         &self.scene.sha256
@@ -221,6 +256,7 @@ impl SnapshotContext {
             nodes,
             voices: st.voices.iter().map(pool_record).collect(),
             tempo: st.tempo_map.as_ref().map(tempo_record),
+            host: None,
             origin: None,
         })
     }

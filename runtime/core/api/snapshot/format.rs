@@ -64,6 +64,13 @@ pub struct SnapshotFile {
     /// sample 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tempo: Option<TempoRecord>,
+    /// What a host keeps beside the engine state to continue its own
+    /// stream, under a key naming the host (the Python module's
+    /// `Processor.snapshot()`: `{"python": …}`, the frames of the block
+    /// under way). Absent from the command line's files; a host ignores
+    /// what is not its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<serde_json::Value>,
     /// Where the file was read from, for messages.
     #[serde(skip)]
     pub(super) origin: Option<String>,

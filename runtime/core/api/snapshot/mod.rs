@@ -20,7 +20,9 @@
 //! the engine played on when the scene has a tempo (`tempo`: the anchor
 //! sample, the beat there and the samples a beat lasts, the last two exact
 //! rationals `"num/den"`; absent without a tempo, and a snapshot without
-//! it resumes on its scene's grid from sample 0). Sample arrays are hex
+//! it resumes on its scene's grid from sample 0), and what a host keeps
+//! beside the engine state to continue its own stream (`host`, under a
+//! key naming the host; absent from the command line's files). Sample arrays are hex
 //! strings of IEEE bit patterns (16 digits per f64, 8 per f32, most
 //! significant first): exact for every value including NaN, infinities
 //! and -0, and compact. Scalar params are JSON numbers, which round-trip
