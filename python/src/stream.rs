@@ -596,10 +596,11 @@ impl Processor {
         self.with(|s| switch(py, s, profile))
     }
 
-    /// Everything needed to continue the stream from here, as bytes
-    /// (this build reads them): the engine's state at the last block
-    /// boundary, the input since, and the output still to come from the
-    /// block playing. `Processor.resume(scene, bytes)` continues bit for
+    /// Everything needed to continue the stream from here, as a morphrt
+    /// snapshot file (the core's format, which `morphrt render --resume`
+    /// reads): the engine's state at the last block boundary and, under
+    /// `host.python`, the input since and the output still to come from
+    /// the block playing. `Processor.resume(scene, bytes)` continues bit for
     /// bit. Refused while a switch is under way, and when a param or note
     /// landed in the engine block under way (process to the next multiple
     /// of `latency` first).
@@ -613,6 +614,8 @@ impl Processor {
     /// first frame is what the snapshotted processor would have played
     /// next, bit for bit, given the same input and events. Params and
     /// notes set in its first `latency` frames land at the end of them.
+    /// A snapshot file `morphrt render --snapshot-out` wrote has no block
+    /// under way: `latency` frames of silence come first.
     #[staticmethod]
     #[pyo3(signature = (scene, snapshot, *, resources=None))]
     fn resume(
