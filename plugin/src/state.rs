@@ -85,7 +85,11 @@ fn check(shared: &Shared, bytes: &[u8]) -> Result<SnapshotFile, String> {
 
 /// Hands `snap` to `controller`: the processor plays it from its next
 /// block boundary. The host's `profile` param follows it.
-fn restore(shared: &Shared, controller: &mut Controller, snap: &SnapshotFile) -> Result<(), String> {
+fn restore(
+    shared: &Shared,
+    controller: &mut Controller,
+    snap: &SnapshotFile,
+) -> Result<(), String> {
     let rate = controller.params().sample_rate();
     if snap.sample_rate != rate {
         return Err(format!(
@@ -120,7 +124,9 @@ fn wait_idle(controller: &mut Controller) -> Result<(), String> {
     while controller.busy() {
         controller.poll();
         if start.elapsed() > SAVE_WAIT {
-            return Err("a profile switch or restore is still under way: is the plugin processing?".into());
+            return Err(
+                "a profile switch or restore is still under way: is the plugin processing?".into(),
+            );
         }
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -140,7 +146,10 @@ impl MainThread<'_> {
             let profile = ParamList::profile(self.shared.value(ParamList::PROFILE));
             let (cx, plan) = self.context(rate, None, profile)?;
             let engine = morphrt_core::engine::Engine::new(plan);
-            return Ok(cx.file(&engine.snapshot()).map_err(|e| e.to_string())?.to_bytes());
+            return Ok(cx
+                .file(&engine.snapshot())
+                .map_err(|e| e.to_string())?
+                .to_bytes());
         };
         wait_idle(c)?;
         c.snapshot().map_err(|e| e.to_string())?;

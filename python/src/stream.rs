@@ -347,8 +347,8 @@ impl Stream {
             skip_build: true,
             ..CompileOptions::default()
         };
-        let scene = morphrt_core::scene::load_str(&s.text, &s.name, None)
-            .map_err(|d| d[0].to_string())?;
+        let scene =
+            morphrt_core::scene::load_str(&s.text, &s.name, None).map_err(|d| d[0].to_string())?;
         let plan = compile(&scene, &options).map_err(|d| d[0].to_string())?;
         let cx = match &s.resolver {
             Some(r) => SnapshotContext::from_resolver(&plan, &s.text, &**r),

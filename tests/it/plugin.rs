@@ -858,7 +858,10 @@ fn a_state_saved_mid_note_resumes_bit_for_bit_in_a_new_instance() {
         h.get_extension::<PluginLatency>().unwrap().get(&h) as usize
     };
     let mut processor = processor.start_processing().unwrap();
-    let (progress, saved) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+    let (progress, saved) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let audio = {
         let (progress, saved) = (progress.clone(), saved.clone());
         std::thread::spawn(move || {
@@ -880,13 +883,19 @@ fn a_state_saved_mid_note_resumes_bit_for_bit_in_a_new_instance() {
     let mut state = Vec::new();
     {
         let mut h = a.plugin_handle();
-        let ext = h.get_extension::<PluginState>().expect("the state extension");
+        let ext = h
+            .get_extension::<PluginState>()
+            .expect("the state extension");
         ext.save(&mut h, &mut state).expect("the state saves");
     }
     saved.store(true, Ordering::Release);
     let (processor, whole, counts) = audio.join().unwrap();
     a.deactivate(processor.stop_processing());
-    assert_eq!(counts, (0, 0), "allocations and frees in process across a save");
+    assert_eq!(
+        counts,
+        (0, 0),
+        "allocations and frees in process across a save"
+    );
 
     // A snapshot of this scene, mid-note.
     let snap = morphrt::host::record::snapshot::SnapshotFile::from_bytes(&state, "state").unwrap();
@@ -896,7 +905,10 @@ fn a_state_saved_mid_note_resumes_bit_for_bit_in_a_new_instance() {
     assert!(clock >= 5_000 && clock % latency == 0, "{clock}");
     use morphrt::host::record::snapshot::PhaseRecord;
     assert!(
-        snap.voices[0].voices.iter().any(|v| v.phase == PhaseRecord::Held),
+        snap.voices[0]
+            .voices
+            .iter()
+            .any(|v| v.phase == PhaseRecord::Held),
         "a note is held in the state"
     );
 
@@ -910,7 +922,9 @@ fn a_state_saved_mid_note_resumes_bit_for_bit_in_a_new_instance() {
     let processor = b.activate(|_, _| (), strict_config(512)).unwrap();
     let mut processor = processor.start_processing().unwrap();
     let frames = 20_000;
-    let (got, _) = run_audio(&mut processor, 512, 12, None, |done| done < latency + frames);
+    let (got, _) = run_audio(&mut processor, 512, 12, None, |done| {
+        done < latency + frames
+    });
     b.deactivate(processor.stop_processing());
     assert!(logged(&b).is_empty(), "{:?}", logged(&b));
     let want = &whole[(clock + latency) * 2..(clock + latency + frames) * 2];
@@ -931,7 +945,9 @@ fn a_state_saved_mid_note_resumes_bit_for_bit_in_a_new_instance() {
     let (_entry_c, mut c) = linked_instance(&path);
     let processor = c.activate(|_, _| (), strict_config(512)).unwrap();
     let mut processor = processor.start_processing().unwrap();
-    let (fresh, _) = run_audio(&mut processor, 512, 12, None, |done| done < latency + frames);
+    let (fresh, _) = run_audio(&mut processor, 512, 12, None, |done| {
+        done < latency + frames
+    });
     c.deactivate(processor.stop_processing());
     assert!(&fresh[latency * 2..(latency + frames) * 2] != got);
 }
@@ -961,19 +977,24 @@ fn a_state_of_another_scene_or_a_damaged_one_is_refused_in_the_host_s_log() {
     let (_e, mut p) = linked_instance(&path);
     let mut h = p.plugin_handle();
     let ext = h.get_extension::<PluginState>().unwrap();
-    ext.load(&mut h, &mut &ours[..]).expect("its own state loads");
+    ext.load(&mut h, &mut &ours[..])
+        .expect("its own state loads");
     for (bytes, says) in [
         (&theirs[..], "saved by another scene"),
         (&ours[..ours.len() / 2], "truncated"),
         (&b"\x00\x01 not json"[..], "is corrupted: not valid JSON"),
         (&b"{\"presets\": [1, 2]}"[..], "not a morphrt snapshot"),
-        (&b"{\"format\": \"morphrt-snapshot\", \"version\": 9}"[..], "format version 9"),
+        (
+            &b"{\"format\": \"morphrt-snapshot\", \"version\": 9}"[..],
+            "format version 9",
+        ),
     ] {
         let mut h = p.plugin_handle();
         assert!(ext.load(&mut h, &mut &bytes[..]).is_err(), "{says}");
         let log = logged(&p);
         assert!(
-            log.last().is_some_and(|m| m.contains("state load refused") && m.contains(says)),
+            log.last()
+                .is_some_and(|m| m.contains("state load refused") && m.contains(says)),
             "{says}: {log:?}"
         );
     }

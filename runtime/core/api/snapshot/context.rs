@@ -185,9 +185,9 @@ impl SnapshotContext {
         }
         let read = |p: &Path| -> std::io::Result<Vec<u8>> {
             let found = decoded.iter().find(|(q, _)| q == p);
-            found.map(|(_, b)| b.clone()).ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotFound, "not resolved")
-            })
+            found
+                .map(|(_, b)| b.clone())
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "not resolved"))
         };
         SnapshotContext::new(plan, scene_text, &read)
     }
@@ -213,7 +213,12 @@ impl SnapshotContext {
             .resources
             .iter()
             .filter(|r| !self.resources.iter().any(|o| o.sha256 == r.sha256))
-            .map(|r| (r.path.clone(), read(Path::new(&r.path)).ok().map(|b| sha256_hex(&b))))
+            .map(|r| {
+                (
+                    r.path.clone(),
+                    read(Path::new(&r.path)).ok().map(|b| sha256_hex(&b)),
+                )
+            })
             .collect();
         self
     }

@@ -1,5 +1,5 @@
 //! Snapshot files: the core's snapshot format
-//! ([`morphrt_core::api::snapshot`], format `morphrt-snapshot`, version 1)
+//! ([`crate::api::snapshot`], format `morphrt-snapshot`, version 1)
 //! on disk, so that a render or a session can stop and continue later —
 //! bit for bit on the same build, or carried into an edited scene or
 //! another profile by the handover's carry rules. The format, its checks
@@ -10,13 +10,14 @@
 //! the final name), hashes resources from the file system, and resolves a
 //! resumed scene's resources from folders.
 
-pub use morphrt_core::api::snapshot::{
+pub use crate::api::snapshot::{
     sha256_hex, topology_sha256, BusRecord, DelayRecord, HexF32, HexF64, NodeRecord, NoteRecord,
-    Num, ParamRecord, PhaseRecord, PoolRecord, RampRecord, RecoveryRecord, ResourceRecord,
-    Resumed, SceneRecord, SnapshotError, StateEntry, StateRecord, TempoRecord, ValueRecord,
-    VoiceRecord, FORMAT, MAX_CLOCK, VERSION,
+    Num, ParamRecord, PhaseRecord, PoolRecord, RampRecord, RecoveryRecord, ResourceRecord, Resumed,
+    SceneRecord, SnapshotError, StateEntry, StateRecord, TempoRecord, ValueRecord, VoiceRecord,
+    FORMAT, MAX_CLOCK, VERSION,
 };
 
+use crate::api::snapshot as core;
 use crate::engine::incoming::SessionFixed;
 use crate::engine::{Engine, EngineState};
 use crate::graph::{CompileOptions, Plan};
@@ -26,7 +27,6 @@ use crate::host::files::resources::Folders;
 use crate::host::files::rules::{Inputs, Kind};
 use crate::host::files::write::write_file;
 use crate::profile::Profile;
-use morphrt_core::api::snapshot as core;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
