@@ -626,7 +626,12 @@ impl Processor {
     ) -> PyResult<Processor> {
         let src = source(py, scene)?;
         let bad = |e: String| PyValueError::new_err(format!("snapshot: {e}"));
+        let json = snapshot.trim_ascii_start().starts_with(b"{");
         let snap = SnapshotFile::from_bytes(snapshot, "<bytes>").map_err(|e| match e {
+            SnapshotError::Syntax { .. } if !json => bad(
+                "not the bytes of a morphrt snapshot (from `Processor.snapshot()` or a snapshot file)"
+                    .to_string(),
+            ),
             SnapshotError::NotASnapshot { .. } => bad(
                 "not the bytes of a morphrt snapshot (from `Processor.snapshot()` or a snapshot file)"
                     .to_string(),
