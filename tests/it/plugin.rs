@@ -882,11 +882,11 @@ fn a_state_saved_mid_note_resumes_bit_for_bit_in_a_new_instance() {
     }
     let mut state = Vec::new();
     {
-        let mut h = a.plugin_handle();
+        let h = a.plugin_handle();
         let ext = h
             .get_extension::<PluginState>()
             .expect("the state extension");
-        ext.save(&mut h, &mut state).expect("the state saves");
+        ext.save(&h, &mut state).expect("the state saves");
     }
     saved.store(true, Ordering::Release);
     let (processor, whole, counts) = audio.join().unwrap();
@@ -902,7 +902,7 @@ fn a_state_saved_mid_note_resumes_bit_for_bit_in_a_new_instance() {
     let sha = morphrt::host::files::digest::sha256_hex(SCENE.as_bytes());
     assert_eq!(snap.scene.sha256, sha);
     let clock = snap.clock as usize;
-    assert!(clock >= 5_000 && clock % latency == 0, "{clock}");
+    assert!(clock >= 5_000 && clock.is_multiple_of(latency), "{clock}");
     use morphrt::host::record::snapshot::PhaseRecord;
     assert!(
         snap.voices[0]
@@ -915,9 +915,9 @@ fn a_state_saved_mid_note_resumes_bit_for_bit_in_a_new_instance() {
     // Loaded into a new instance before it activates.
     let (_entry_b, mut b) = linked_instance(&path);
     {
-        let mut h = b.plugin_handle();
+        let h = b.plugin_handle();
         let ext = h.get_extension::<PluginState>().unwrap();
-        ext.load(&mut h, &mut &state[..]).expect("the state loads");
+        ext.load(&h, &mut &state[..]).expect("the state loads");
     }
     let processor = b.activate(|_, _| (), strict_config(512)).unwrap();
     let mut processor = processor.start_processing().unwrap();
@@ -963,11 +963,11 @@ fn a_state_of_another_scene_or_a_damaged_one_is_refused_in_the_host_s_log() {
     let other = write_plugin(&dir, &SCENE.replace("330Hz", "440Hz"), "other");
     let save = |p: &Path| {
         let (_e, mut i) = linked_instance(p);
-        let mut h = i.plugin_handle();
+        let h = i.plugin_handle();
         let mut state = Vec::new();
         h.get_extension::<PluginState>()
             .unwrap()
-            .save(&mut h, &mut state)
+            .save(&h, &mut state)
             .expect("an inactive instance saves its fresh state");
         state
     };
@@ -975,10 +975,9 @@ fn a_state_of_another_scene_or_a_damaged_one_is_refused_in_the_host_s_log() {
     let theirs = save(&other);
     // Ours loads.
     let (_e, mut p) = linked_instance(&path);
-    let mut h = p.plugin_handle();
+    let h = p.plugin_handle();
     let ext = h.get_extension::<PluginState>().unwrap();
-    ext.load(&mut h, &mut &ours[..])
-        .expect("its own state loads");
+    ext.load(&h, &mut &ours[..]).expect("its own state loads");
     for (bytes, says) in [
         (&theirs[..], "saved by another scene"),
         (&ours[..ours.len() / 2], "truncated"),
@@ -989,8 +988,8 @@ fn a_state_of_another_scene_or_a_damaged_one_is_refused_in_the_host_s_log() {
             "format version 9",
         ),
     ] {
-        let mut h = p.plugin_handle();
-        assert!(ext.load(&mut h, &mut &bytes[..]).is_err(), "{says}");
+        let h = p.plugin_handle();
+        assert!(ext.load(&h, &mut &bytes[..]).is_err(), "{says}");
         let log = logged(&p);
         assert!(
             log.last()
