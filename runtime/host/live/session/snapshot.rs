@@ -76,7 +76,7 @@ impl LiveSession {
             }
             cx.write(state, &path, &inputs)
                 .map(|w| w.bytes)
-                .map_err(|e| e.message())
+                .map_err(|e| e.to_string())
         })();
         match result {
             Ok(bytes) => {

@@ -21,7 +21,6 @@ use crate::api::snapshot as core;
 use crate::engine::incoming::SessionFixed;
 use crate::engine::{Engine, EngineState};
 use crate::graph::{CompileOptions, Plan};
-use crate::host::error::HostError;
 use crate::host::files::error::FileError;
 use crate::host::files::resources::Folders;
 use crate::host::files::rules::{Inputs, Kind};
@@ -118,6 +117,33 @@ fn read_resource(path: &Path) -> std::io::Result<Vec<u8>> {
     std::fs::read(path)
 }
 
+/// Why a snapshot file was not written.
+#[derive(Debug)]
+pub enum WriteError {
+    /// The state does not come from the context's engine (a host bug).
+    Snapshot(SnapshotError),
+    /// The output rules refuse the path, or the file system failed.
+    File(FileError),
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::Snapshot(e) => write!(f, "{e}"),
+            WriteError::File(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WriteError::Snapshot(e) => Some(e),
+            WriteError::File(e) => Some(e),
+        }
+    }
+}
+
 /// A snapshot written to disk.
 #[derive(Clone, Debug)]
 pub struct Written {
@@ -145,10 +171,10 @@ impl SnapshotContext {
         st: &EngineState,
         path: &Path,
         inputs: &Inputs,
-    ) -> Result<Written, HostError> {
+    ) -> Result<Written, WriteError> {
         let start = Instant::now();
-        let file = SnapshotFile(self.0.file(st)?);
-        let bytes = file.write_file(path, inputs)?;
+        let file = SnapshotFile(self.0.file(st).map_err(WriteError::Snapshot)?);
+        let bytes = file.write_file(path, inputs).map_err(WriteError::File)?;
         Ok(Written {
             path: path.to_path_buf(),
             bytes,
