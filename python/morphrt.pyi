@@ -121,8 +121,9 @@ class Processor:
         carried; the following `process` calls hand over at a block
         boundary with a crossfade (`switching` is True until then)."""
     def snapshot(self) -> bytes:
-        """Everything needed to continue from here, as bytes this build
-        reads. Raises ValueError while a switch or its crossfade is under
+        """Everything needed to continue from here: a morphrt snapshot file
+        (JSON; `morphrt render --resume` reads it) with the block under way
+        beside the engine state. Raises ValueError while a switch or its crossfade is under
         way, and when a param or note landed in the engine block under way
         (process to the next multiple of `latency` first)."""
     @staticmethod
@@ -133,7 +134,8 @@ class Processor:
         given the same input and events, its output from its first frame is
         what the snapshotted processor would have played next, bit for bit.
         Params and notes set in its first `latency` frames land at the end
-        of them."""
+        of them. A snapshot `morphrt render --snapshot-out` wrote plays
+        `latency` frames of silence, then the render's continuation."""
     def reset(self) -> None:
         """Returns to the state at activation."""
     @property

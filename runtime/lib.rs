@@ -124,11 +124,10 @@
 //!   `host/record/journal/` (records, the writer, reading back, the
 //!   re-render, the timeline, the command, and its errors
 //!   `host/record/journal/error.rs`); the recorded input replay feeds back
-//!   `host/record/input.rs`; snapshots and resume `host/record/snapshot/`
-//!   (the versioned format `host/record/snapshot/format.rs`, exact numbers
-//!   `host/record/snapshot/numbers.rs`, state ↔ records
-//!   `host/record/snapshot/codec.rs`, matching a plan and resuming
-//!   `host/record/snapshot/context.rs`).
+//!   `host/record/input.rs`; snapshot files `host/record/snapshot/`
+//!   (reading, writing under the output rules, resources from folders;
+//!   the format, its codec and resuming are the core's
+//!   `core/api/snapshot/`).
 //! - **Measuring**: the machine and build a timing belongs to, and stored
 //!   calibrations, `host/machine/`; `bench` and `calibrate` in [`bench`].
 //! - **Command line**: [`cli::Command`] in `cli/mod.rs`; `check`

@@ -20,6 +20,7 @@
 
 pub mod bundle;
 pub mod payload;
+pub mod state;
 pub mod watch;
 
 use bundle::Bundle;
@@ -65,7 +66,8 @@ impl Plugin for Morphrt {
         builder
             .register::<PluginAudioPorts>()
             .register::<PluginParams>()
-            .register::<PluginLatency>();
+            .register::<PluginLatency>()
+            .register::<clack_extensions::state::PluginState>();
         if shared.is_none_or(|s| s.bundle.voice_modules > 0) {
             builder.register::<PluginNotePorts>();
         }
@@ -121,6 +123,7 @@ pub struct MainThread<'a> {
     shared: &'a Shared,
     host: HostMainThreadHandle<'a>,
     controller: RefCell<Option<Controller>>,
+    pending: state::Pending,
 }
 
 impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {
@@ -187,9 +190,10 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
         let max = (config.max_frames_count as usize).max(1);
         let mut activation = Activation::new(rate as u32, max).resolver(bundle.resolver.clone());
         activation.profile = ParamList::profile(shared.value(ParamList::PROFILE));
-        let (controller, processor) = activation
+        let (mut controller, processor) = activation
             .activate_scene(&bundle.payload.scene, &bundle.payload.scene_name)
             .map_err(|e| PluginError::Error(Box::new(e)))?;
+        state::restore_pending(main_thread, &mut controller);
         *main_thread.controller.borrow_mut() = Some(controller);
         shared.watch.start(&bundle.payload.scene);
         shared
@@ -541,6 +545,7 @@ impl PluginFactoryImpl for Factory {
                     shared,
                     host,
                     controller: RefCell::new(None),
+                    pending: Default::default(),
                 })
             },
         ))

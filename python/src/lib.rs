@@ -7,11 +7,10 @@
 //! A scene with errors raises `morphrt.SceneError`, which carries every
 //! located diagnostic; a bad argument raises `ValueError`/`TypeError`
 //! naming what was expected. The GIL is released while audio renders.
-//! `Scene` and `Processor` (`stream.rs`) stream a scene block by block;
-//! `codec.rs` is a processor's snapshot as bytes; `resources.rs` supplies
+//! `Scene` and `Processor` (`stream.rs`) stream a scene block by block,
+//! their snapshots in the core's snapshot format; `resources.rs` supplies
 //! `@resource:` files from a dict.
 
-mod codec;
 mod resources;
 mod stream;
 

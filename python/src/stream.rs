@@ -3,13 +3,13 @@
 //! [`Controller`] and [`CoreProcessor`], with params, notes, profile
 //! switches and snapshots.
 
-use crate::codec::{self, In, Out};
 use crate::{catch, channels_f32, scene_error, source, Source};
+use morphrt_core::api::snapshot::{HexF32, SnapshotContext, SnapshotError, SnapshotFile};
 use morphrt_core::api::{
     ActivateError, Activation, ControlError, Controller, Diagnostics, Event, EventKind, Loaded,
     Notice, ParamList, ParamRange, Processor as CoreProcessor,
 };
-use morphrt_core::graph::{CompileOptions, Resolver};
+use morphrt_core::graph::{compile, CompileOptions, Resolver};
 use morphrt_core::profile::Profile;
 use numpy::ndarray::Array2;
 use numpy::ToPyArray;
@@ -338,35 +338,58 @@ impl Stream {
             }
         }
         let s = &self.settings;
-        let mut o = Out::default();
-        o.0.extend_from_slice(MAGIC);
-        o.u64(VERSION);
-        o.u64(s.sample_rate as u64);
-        o.u64(s.max_frames as u64);
-        o.u64(s.block_size.map_or(0, |x| x as u64));
-        o.bool(s.seed.is_some());
-        o.u64(s.seed.unwrap_or(0));
-        o.u8(codec::profile_code(s.profile));
-        o.u8(codec::profile_code(self.profile));
-        o.u64(b);
-        o.u64(f);
-        o.u64(self.block_input.len() as u64);
-        for ch in &self.block_input {
-            o.f32s(ch);
+        let options = CompileOptions {
+            profile: Some(self.profile),
+            sample_rate: Some(s.sample_rate),
+            block_size: Some(b as usize),
+            seed: s.seed,
+            resolver: s.resolver.clone(),
+            skip_build: true,
+        };
+        let scene =
+            morphrt_core::scene::load_str(&s.text, &s.name, None).map_err(|d| d[0].to_string())?;
+        let plan = compile(&scene, &options).map_err(|d| d[0].to_string())?;
+        let cx = match &s.resolver {
+            Some(r) => SnapshotContext::from_resolver(&plan, &s.text, &**r),
+            None => SnapshotContext::new(&plan, &s.text, &|_| unreachable!("no resources")),
         }
-        o.u64(tail.len() as u64);
-        for ch in &tail {
-            o.f32s(ch);
-        }
-        codec::write_state(&mut o, &engine.snapshot());
-        Ok(o.0)
+        .map_err(|e| e.to_string())?;
+        let mut file = cx.file(&engine.snapshot()).map_err(|e| e.to_string())?;
+        let part = StreamPart {
+            max_frames: s.max_frames,
+            profile: s.profile.name().to_string(),
+            frame: f,
+            input: self.block_input.iter().map(|c| HexF32(c.clone())).collect(),
+            tail: tail.into_iter().map(HexF32).collect(),
+        };
+        let part = serde_json::to_value(part).expect("the stream part serializes");
+        file.host = Some(serde_json::json!({ HOST: part }));
+        Ok(file.to_bytes())
     }
 }
 
-/// The first bytes of a snapshot.
-const MAGIC: &[u8] = b"morphrt-python-snapshot\0";
-/// Its layout's version.
-const VERSION: u64 = 1;
+/// The key of a snapshot's `host` object under which `Processor.snapshot()`
+/// keeps its [`StreamPart`].
+const HOST: &str = "python";
+
+/// What a processor keeps beside the engine state in its snapshot (the
+/// core's `morphrt-snapshot` format, under `host.python`): how it was
+/// created and the block under way. The engine state is at the last engine
+/// block boundary; `frame` frames of the next block had been given since.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StreamPart {
+    /// The most frames one call to the core took.
+    max_frames: usize,
+    /// The profile it was created with (what `reset()` returns to).
+    profile: String,
+    /// Frames of the block under way.
+    frame: u64,
+    /// Their input, per input channel (f32 bit patterns).
+    input: Vec<HexF32>,
+    /// The output still to come from the last block played, per output
+    /// channel: `latency - frame` frames.
+    tail: Vec<HexF32>,
+}
 
 /// A scene streamed block by block, as a plugin or an audio callback plays
 /// it: `process(block)` takes any number of frames and returns as many,
@@ -570,10 +593,11 @@ impl Processor {
         self.with(|s| switch(py, s, profile))
     }
 
-    /// Everything needed to continue the stream from here, as bytes
-    /// (this build reads them): the engine's state at the last block
-    /// boundary, the input since, and the output still to come from the
-    /// block playing. `Processor.resume(scene, bytes)` continues bit for
+    /// Everything needed to continue the stream from here, as a morphrt
+    /// snapshot file (the core's format, which `morphrt render --resume`
+    /// reads): the engine's state at the last block boundary and, under
+    /// `host.python`, the input since and the output still to come from
+    /// the block playing. `Processor.resume(scene, bytes)` continues bit for
     /// bit. Refused while a switch is under way, and when a param or note
     /// landed in the engine block under way (process to the next multiple
     /// of `latency` first).
@@ -587,6 +611,8 @@ impl Processor {
     /// first frame is what the snapshotted processor would have played
     /// next, bit for bit, given the same input and events. Params and
     /// notes set in its first `latency` frames land at the end of them.
+    /// A snapshot file `morphrt render --snapshot-out` wrote has no block
+    /// under way: `latency` frames of silence come first.
     #[staticmethod]
     #[pyo3(signature = (scene, snapshot, *, resources=None))]
     fn resume(
@@ -597,51 +623,48 @@ impl Processor {
     ) -> PyResult<Processor> {
         let src = source(py, scene)?;
         let bad = |e: String| PyValueError::new_err(format!("snapshot: {e}"));
-        if !snapshot.starts_with(MAGIC) {
-            return Err(bad(
-                "not the bytes of a morphrt.Processor snapshot".to_string()
-            ));
-        }
-        let mut i = In::new(&snapshot[MAGIC.len()..]);
-        let version = i.u64().map_err(bad)?;
-        if version != VERSION {
-            return Err(bad(format!(
-                "layout version {version}; this build reads version {VERSION}"
-            )));
-        }
-        let head = (|| -> codec::Read<_> {
-            let rate = i.u64()? as u32;
-            let max_frames = i.u64()? as usize;
-            let block = i.u64()? as usize;
-            let seeded = i.bool()?;
-            let seed = i.u64()?;
-            let first = codec::profile_of(i.u8()?)?;
-            let now = codec::profile_of(i.u8()?)?;
-            let b = i.u64()?;
-            let f = i.u64()?;
-            let n = i.len(8)?;
-            let input = (0..n).map(|_| i.f32s()).collect::<codec::Read<Vec<_>>>()?;
-            let n = i.len(8)?;
-            let tail = (0..n).map(|_| i.f32s()).collect::<codec::Read<Vec<_>>>()?;
-            let state = codec::read_state(&mut i)?;
-            if !i.done() {
-                return Err("bytes follow the engine state".to_string());
-            }
-            Ok((
-                rate,
-                max_frames,
-                (block > 0).then_some(block),
-                seeded.then_some(seed),
-                first,
-                now,
-                (b, f),
-                input,
-                tail,
-                state,
-            ))
-        })();
-        let (rate, max_frames, block_size, seed, first, now, (b, f), input, tail, state) =
-            head.map_err(bad)?;
+        let json = snapshot.trim_ascii_start().starts_with(b"{");
+        let snap = SnapshotFile::from_bytes(snapshot, "<bytes>").map_err(|e| match e {
+            SnapshotError::Syntax { .. } if !json => bad(
+                "not the bytes of a morphrt snapshot (from `Processor.snapshot()` or a snapshot file)"
+                    .to_string(),
+            ),
+            SnapshotError::NotASnapshot { .. } => bad(
+                "not the bytes of a morphrt snapshot (from `Processor.snapshot()` or a snapshot file)"
+                    .to_string(),
+            ),
+            e => bad(e.to_string()),
+        })?;
+        let part: Option<StreamPart> = match snap.host.as_ref().and_then(|h| h.get(HOST)) {
+            Some(v) => Some(
+                serde_json::from_value(v.clone())
+                    .map_err(|e| bad(format!("`host.{HOST}`: {e}")))?,
+            ),
+            None => None,
+        };
+        let state = snap.state().map_err(|e| bad(e.to_string()))?;
+        let (rate, block_size, seed, now) = (
+            snap.sample_rate,
+            Some(snap.block_size),
+            snap.seed,
+            snap.session_profile,
+        );
+        let b = snap.block_size as u64;
+        // A snapshot file (`morphrt render --snapshot-out`) has nothing of
+        // a block under way: `latency` frames of silence come first.
+        let (max_frames, first, f, given) = match part {
+            Some(p) => (
+                p.max_frames,
+                Profile::parse(&p.profile)
+                    .ok_or_else(|| bad(format!("`{}` is not a profile", p.profile)))?,
+                p.frame,
+                Some((
+                    p.input.into_iter().map(|c| c.0).collect::<Vec<_>>(),
+                    p.tail.into_iter().map(|c| c.0).collect::<Vec<_>>(),
+                )),
+            ),
+            None => (4096, now, 0, None),
+        };
         let settings = Settings {
             text: src.text,
             name: src.name,
@@ -653,6 +676,12 @@ impl Processor {
             resolver: crate::resolver_of(resources, rate)?,
         };
         let mut s = Stream::new(py, settings, now)?;
+        let (input, tail) = given.unwrap_or_else(|| {
+            (
+                vec![Vec::new(); s.core.input_channels()],
+                vec![vec![0.0; b as usize]; s.core.output_channels()],
+            )
+        });
         if s.block() != b || input.len() != s.core.input_channels() {
             return Err(bad(format!(
                 "taken with engine blocks of {b} frames and {} input channel(s); this scene plays blocks of {} with {}",

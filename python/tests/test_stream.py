@@ -368,3 +368,35 @@ def test_set_param_sets_a_choice_and_a_control_as_scene_events_and_osc_would():
     r.set_param("lp.cutoff", "4kHz")
     assert same_bits(q.process(4000), r.process(4000))
     assert q.refused_events == 0
+
+
+def test_one_snapshot_format_a_processor_s_resumes_under_morphrt_render_and_render_s_in_a_processor(tmp_path):
+    import scipy.io.wavfile
+    scene, snap_file, out = tmp_path / "tone.json", tmp_path / "p.snapshot.json", tmp_path / "out.wav"
+    scene.write_text(json.dumps(TONE))
+    p = morphrt.Processor(str(scene), profile="strict", block_size=128)
+    p.process(1234)
+    p.process(3766)
+    snap = p.snapshot()
+    doc = json.loads(snap)
+    assert doc["format"] == "morphrt-snapshot" and doc["clock"] == 4992
+    snap_file.write_bytes(snap)
+    rest = p.process(6000)
+    subprocess.run([BIN, "render", str(scene), "--resume", str(snap_file), "-d", "5000samples",
+                    "-o", str(out), "-q"], check=True)
+    _, cli = scipy.io.wavfile.read(out)
+    # The processor's frame 5000 + j is engine sample 5000 + j - latency;
+    # the continuation's sample k is engine sample 4992 + k.
+    assert p.latency == 128
+    assert same_bits(rest[:, 120:5120], np.ascontiguousarray(cli.T))
+    assert np.abs(cli).max() > 0.01
+
+    # The other way: a snapshot `morphrt render` writes, in a processor.
+    full, cut = tmp_path / "full.wav", tmp_path / "cut.json"
+    subprocess.run([BIN, "render", str(scene), "--snapshot-at", "4992samples", "--snapshot-out",
+                    str(cut), "-d", "12000samples", "-o", str(full), "-q"], check=True)
+    _, whole = scipy.io.wavfile.read(full)
+    q = morphrt.Processor.resume(str(scene), cut.read_bytes())
+    got = q.process(6000)
+    assert not got[:, :128].any(), "the latency's silence first"
+    assert same_bits(got[:, 128:], np.ascontiguousarray(whole.T[:, 4992:4992 + 6000 - 128]))

@@ -11,7 +11,7 @@ use crate::host::live::device::DeviceError;
 use crate::host::live::tap::TapError;
 use crate::host::offline::error::RenderError;
 use crate::host::record::journal::JournalError;
-use crate::host::record::snapshot::SnapshotError;
+use crate::host::record::snapshot::{SnapshotError, WriteError};
 use crate::host::remote::{MidiFileError, TransportError};
 use crate::scene::{self, Diagnostic};
 
@@ -198,6 +198,15 @@ impl From<FileError> for HostError {
 impl From<SnapshotError> for HostError {
     fn from(e: SnapshotError) -> HostError {
         HostError::Snapshot(e)
+    }
+}
+
+impl From<WriteError> for HostError {
+    fn from(e: WriteError) -> HostError {
+        match e {
+            WriteError::Snapshot(e) => HostError::Snapshot(e),
+            WriteError::File(e) => HostError::File(e),
+        }
     }
 }
 

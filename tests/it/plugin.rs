@@ -718,3 +718,294 @@ fn the_plugin_process_never_allocates_or_frees() {
     );
     plugin.deactivate(processor.stop_processing());
 }
+
+/// A host with the log extension: what the plugin logs, kept.
+struct Logged(std::sync::Mutex<Vec<String>>);
+impl SharedHandler<'_> for Logged {
+    fn request_restart(&self) {}
+    fn request_process(&self) {}
+    fn request_callback(&self) {}
+}
+impl clack_extensions::log::HostLogImpl for Logged {
+    fn log(&self, _: clack_extensions::log::LogSeverity, message: &str) {
+        self.0.lock().unwrap().push(message.to_string());
+    }
+}
+
+struct LogHost;
+impl HostHandlers for LogHost {
+    type Shared<'a> = Logged;
+    type MainThread<'a> = ();
+    type AudioProcessor<'a> = ();
+    fn declare_extensions(builder: &mut HostExtensions<Self>, _: &Logged) {
+        builder.register::<clack_extensions::log::HostLog>();
+    }
+}
+
+/// An instance of the plugin file at `path` linked into this binary (its
+/// allocations are this binary's, which the counting allocator sees), in
+/// a host that keeps what the plugin logs.
+fn linked_instance(path: &Path) -> (PluginEntry, PluginInstance<LogHost>) {
+    let c = CString::new(path.to_str().unwrap()).unwrap();
+    let entry = PluginEntry::load_from_clack::<morphrt_clap::Entry>(&c).expect("the entry loads");
+    let id = {
+        let factory = entry.get_plugin_factory().expect("a plugin factory");
+        let d = factory.plugin_descriptors().next().expect("one descriptor");
+        CString::from(d.id().unwrap())
+    };
+    let plugin = PluginInstance::<LogHost>::new(
+        |_| Logged(Default::default()),
+        |_| (),
+        &entry,
+        &id,
+        &host_info(),
+    )
+    .expect("an instance");
+    (entry, plugin)
+}
+
+fn logged(plugin: &PluginInstance<LogHost>) -> Vec<String> {
+    plugin.access_shared_handler(|s| s.0.lock().unwrap().clone())
+}
+
+/// Processes `frames` frames (in buffers of 1…`max`, note `on` at frame
+/// `on.0` if any) on `processor` as real-time code, calling `tick` with
+/// the frames done after each buffer; returns the output, interleaved f32
+/// bits, and the allocations and frees counted in `process`.
+fn run_audio(
+    processor: &mut StartedPluginAudioProcessor<LogHost>,
+    max: usize,
+    seed: u64,
+    note: Option<(usize, u8)>,
+    mut more: impl FnMut(usize) -> bool,
+) -> (Vec<u32>, (usize, usize)) {
+    let (mut left, mut right) = (vec![0f32; max], vec![0f32; max]);
+    let mut outs = AudioPorts::with_capacity(2, 1);
+    let mut events = EventBuffer::with_capacity(16);
+    let mut out_events = EventBuffer::with_capacity(64);
+    let mut sizes = Sizes(seed);
+    let mut out = Vec::new();
+    let mut done = 0usize;
+    let before = counting::counts();
+    while more(done) {
+        let n = sizes.next(max);
+        out.reserve(2 * n);
+        events.clear();
+        if let Some((at, key)) = note.filter(|(at, _)| (done..done + n).contains(at)) {
+            events.push(&NoteOnEvent::new(
+                (at - done) as u32,
+                Pckn::new(0u16, 0u16, key as u16, 0u32),
+                0.8,
+            ));
+        }
+        let input_audio = InputAudioBuffers::empty();
+        let mut output_audio = outs.with_output_buffers([AudioPortBuffer {
+            latency: 0,
+            channels: AudioPortBufferType::f32_output_only(
+                [&mut left[..n], &mut right[..n]].into_iter(),
+            ),
+        }]);
+        let input_events = InputEvents::from_buffer(&events);
+        out_events.clear();
+        let mut output_events = OutputEvents::from_buffer(&mut out_events);
+        counting::realtime(|| {
+            processor
+                .process(
+                    &input_audio,
+                    &mut output_audio,
+                    &input_events,
+                    &mut output_events,
+                    None,
+                    None,
+                )
+                .unwrap()
+        });
+        for i in 0..n {
+            out.push(left[i].to_bits());
+            out.push(right[i].to_bits());
+        }
+        done += n;
+    }
+    let after = counting::counts();
+    (out, (after.0 - before.0, after.1 - before.1))
+}
+
+fn strict_config(max: usize) -> PluginAudioConfiguration {
+    PluginAudioConfiguration {
+        sample_rate: 48_000.0,
+        min_frames_count: 1,
+        max_frames_count: max as u32,
+    }
+}
+
+/// The state saved while a note is held, on the main thread while the
+/// audio thread plays, is a morphrt snapshot of the scene; loaded into a
+/// new instance, it plays on bit for bit what the saved instance played
+/// after the block boundary it was taken at (under strict, one latency
+/// after the new instance starts). The save allocates nothing in
+/// `process`.
+#[test]
+fn a_state_saved_mid_note_resumes_bit_for_bit_in_a_new_instance() {
+    use clack_extensions::state::PluginState;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = temp_dir("plugin-state");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let (_entry, mut a) = linked_instance(&path);
+    let processor = a.activate(|_, _| (), strict_config(300)).unwrap();
+    let latency = {
+        let h = a.plugin_handle();
+        h.get_extension::<PluginLatency>().unwrap().get(&h) as usize
+    };
+    let mut processor = processor.start_processing().unwrap();
+    let (progress, saved) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let audio = {
+        let (progress, saved) = (progress.clone(), saved.clone());
+        std::thread::spawn(move || {
+            let mut saved_at = None;
+            let (out, counts) = run_audio(&mut processor, 300, 11, Some((100, 60)), |done| {
+                progress.store(done, Ordering::Release);
+                // Until the save is done, then far enough past it.
+                if saved_at.is_none() && saved.load(Ordering::Acquire) {
+                    saved_at = Some(done);
+                }
+                saved_at.is_none_or(|at| done < at + 30_000)
+            });
+            (processor, out, counts)
+        })
+    };
+    while progress.load(Ordering::Acquire) < 5_000 {
+        std::thread::yield_now();
+    }
+    let mut state = Vec::new();
+    {
+        let h = a.plugin_handle();
+        let ext = h
+            .get_extension::<PluginState>()
+            .expect("the state extension");
+        ext.save(&h, &mut state).expect("the state saves");
+    }
+    saved.store(true, Ordering::Release);
+    let (processor, whole, counts) = audio.join().unwrap();
+    a.deactivate(processor.stop_processing());
+    assert_eq!(
+        counts,
+        (0, 0),
+        "allocations and frees in process across a save"
+    );
+
+    // A snapshot of this scene, mid-note.
+    let snap = morphrt::host::record::snapshot::SnapshotFile::from_bytes(&state, "state").unwrap();
+    let sha = morphrt::host::files::digest::sha256_hex(SCENE.as_bytes());
+    assert_eq!(snap.scene.sha256, sha);
+    let clock = snap.clock as usize;
+    assert!(clock >= 5_000 && clock.is_multiple_of(latency), "{clock}");
+    use morphrt::host::record::snapshot::PhaseRecord;
+    assert!(
+        snap.voices[0]
+            .voices
+            .iter()
+            .any(|v| v.phase == PhaseRecord::Held),
+        "a note is held in the state"
+    );
+
+    // Loaded into a new instance before it activates.
+    let (_entry_b, mut b) = linked_instance(&path);
+    {
+        let h = b.plugin_handle();
+        let ext = h.get_extension::<PluginState>().unwrap();
+        ext.load(&h, &mut &state[..]).expect("the state loads");
+    }
+    let processor = b.activate(|_, _| (), strict_config(512)).unwrap();
+    let mut processor = processor.start_processing().unwrap();
+    let frames = 20_000;
+    let (got, _) = run_audio(&mut processor, 512, 12, None, |done| {
+        done < latency + frames
+    });
+    b.deactivate(processor.stop_processing());
+    assert!(logged(&b).is_empty(), "{:?}", logged(&b));
+    let want = &whole[(clock + latency) * 2..(clock + latency + frames) * 2];
+    let got = &got[latency * 2..(latency + frames) * 2];
+    if let Some(i) = got.iter().zip(want).position(|(x, y)| x != y) {
+        panic!(
+            "frame {} after the state's clock differs: {} vs {}",
+            i / 2,
+            f32::from_bits(got[i]),
+            f32::from_bits(want[i])
+        );
+    }
+    assert!(
+        want.iter().any(|b| f32::from_bits(*b).abs() > 0.01),
+        "it plays"
+    );
+    // Not a coincidence: a fresh instance plays something else there.
+    let (_entry_c, mut c) = linked_instance(&path);
+    let processor = c.activate(|_, _| (), strict_config(512)).unwrap();
+    let mut processor = processor.start_processing().unwrap();
+    let (fresh, _) = run_audio(&mut processor, 512, 12, None, |done| {
+        done < latency + frames
+    });
+    c.deactivate(processor.stop_processing());
+    assert!(&fresh[latency * 2..(latency + frames) * 2] != got);
+}
+
+/// A state of another scene, one cut short and bytes that are no state
+/// are refused: the load fails, the host's log says why, and the
+/// instance plays on as a fresh one.
+#[test]
+fn a_state_of_another_scene_or_a_damaged_one_is_refused_in_the_host_s_log() {
+    use clack_extensions::state::PluginState;
+    let dir = temp_dir("plugin-bad-state");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let other = write_plugin(&dir, &SCENE.replace("330Hz", "440Hz"), "other");
+    let save = |p: &Path| {
+        let (_e, mut i) = linked_instance(p);
+        let h = i.plugin_handle();
+        let mut state = Vec::new();
+        h.get_extension::<PluginState>()
+            .unwrap()
+            .save(&h, &mut state)
+            .expect("an inactive instance saves its fresh state");
+        state
+    };
+    let ours = save(&path);
+    let theirs = save(&other);
+    // Ours loads.
+    let (_e, mut p) = linked_instance(&path);
+    let h = p.plugin_handle();
+    let ext = h.get_extension::<PluginState>().unwrap();
+    ext.load(&h, &mut &ours[..]).expect("its own state loads");
+    for (bytes, says) in [
+        (&theirs[..], "saved by another scene"),
+        (&ours[..ours.len() / 2], "truncated"),
+        (&b"\x00\x01 not json"[..], "is corrupted: not valid JSON"),
+        (&b"{\"presets\": [1, 2]}"[..], "not a morphrt snapshot"),
+        (
+            &b"{\"format\": \"morphrt-snapshot\", \"version\": 9}"[..],
+            "format version 9",
+        ),
+    ] {
+        let h = p.plugin_handle();
+        assert!(ext.load(&h, &mut &bytes[..]).is_err(), "{says}");
+        let log = logged(&p);
+        assert!(
+            log.last()
+                .is_some_and(|m| m.contains("state load refused") && m.contains(says)),
+            "{says}: {log:?}"
+        );
+    }
+    // It plays on: what a fresh instance plays.
+    let processor = p.activate(|_, _| (), strict_config(256)).unwrap();
+    let mut processor = processor.start_processing().unwrap();
+    let (got, _) = run_audio(&mut processor, 256, 3, Some((10, 64)), |d| d < 6_000);
+    p.deactivate(processor.stop_processing());
+    let (_e2, mut q) = linked_instance(&path);
+    let processor = q.activate(|_, _| (), strict_config(256)).unwrap();
+    let mut processor = processor.start_processing().unwrap();
+    let (want, _) = run_audio(&mut processor, 256, 3, Some((10, 64)), |d| d < 6_000);
+    q.deactivate(processor.stop_processing());
+    assert!(got == want);
+}

@@ -3,7 +3,8 @@
 //! [`Loaded`] reads a scene with located [`Diagnostics`] and lists its
 //! params by stable id ([`ParamList`]); [`Activation`] turns a scene into
 //! a [`Controller`] (any thread) and a [`Processor`] (the audio thread);
-//! the [`player`] is the callback body the command line's devices run.
+//! the [`player`] is the callback body the command line's devices run;
+//! [`snapshot`] is the one snapshot format every host reads and writes.
 
 mod controller;
 mod event;
@@ -12,6 +13,7 @@ mod overrides;
 mod params;
 pub mod player;
 mod processor;
+pub mod snapshot;
 
 pub use controller::{ActivateError, Activation, ControlError, Controller, Notice};
 pub use event::{Event, EventKind};

@@ -1,267 +1,200 @@
-//! Snapshot files: an engine's whole state at one sample, as versioned JSON,
-//! so that a render or a session can stop and continue later — bit for bit
-//! on the same build, or carried into an edited scene or another profile by
-//! the handover's carry rules ([`crate::engine::incoming`]: nodes match by
-//! id and operator, the rest start fresh, each named).
-//!
-//! A file (format `morphrt-snapshot`, version 1) holds the morphrt version
-//! that wrote it, the scene's SHA-256 and topology hash, the session
-//! profile, sample rate, block size, seed and sample clock, the SHA-256 of
-//! every resource, the main bus's alignment delays, and per node its id,
-//! operator, resolved profile and precision, named state, params (scene
-//! value, running value, ramp in progress, discrete value an event set),
-//! edge delay lines and, for a node that failed, its mute and backoff, and
-//! per voice module its allocator (every voice's phase, note, ages and
-//! quiet count, the pedal; absent when the scene has none, so older files
-//! read as before, every voice free), and the beat grid the engine played on
-//! when the scene has a tempo (`tempo`: the anchor sample, the beat there
-//! and the samples a beat lasts, the last two exact rationals `"num/den"`;
-//! absent without a tempo, and a file without it resumes on its scene's
-//! grid from sample 0). Sample arrays are hex strings of IEEE bit patterns
-//! (16 digits per f64, 8 per f32, most significant first): exact for every
-//! value including NaN, infinities and -0, and compact. Scalar params are
-//! JSON numbers, which round-trip exactly with serde_json's
-//! `float_roundtrip`.
-//!
-//! Files are written through the one writer ([`crate::host::files::write`])
-//! under the output rules: never over an input, and a crash or a full disk
-//! never leaves a partial snapshot under the final name.
-//!
-//! | part | what lives there |
-//! |---|---|
-//! | `format.rs` | the versioned JSON types, reading and checking a file |
-//! | `codec.rs` | engine state ↔ those types: exact sample arrays and numbers |
-//! | `context.rs` | [`SnapshotContext`]: a snapshot matched to a scene's plan, written and resumed |
+//! Snapshot files: the core's snapshot format
+//! ([`crate::api::snapshot`], format `morphrt-snapshot`, version 1)
+//! on disk, so that a render or a session can stop and continue later —
+//! bit for bit on the same build, or carried into an edited scene or
+//! another profile by the handover's carry rules. The format, its checks
+//! and the codec live in the core, shared with every other host; this
+//! module reads a file's bytes, writes files through the one writer
+//! ([`crate::host::files::write`]) under the output rules (never over an
+//! input, and a crash or a full disk never leaves a partial snapshot under
+//! the final name), hashes resources from the file system, and resolves a
+//! resumed scene's resources from folders.
 
-mod codec;
-mod context;
-mod format;
-mod numbers;
-
-pub use context::{Resumed, SnapshotContext, Written};
-pub use format::{
-    BusRecord, DelayRecord, NodeRecord, NoteRecord, ParamRecord, PhaseRecord, PoolRecord,
-    RampRecord, RecoveryRecord, ResourceRecord, SceneRecord, SnapshotFile, StateEntry, StateRecord,
-    TempoRecord, ValueRecord, VoiceRecord, FORMAT, MAX_CLOCK, VERSION,
+pub use crate::api::snapshot::{
+    sha256_hex, topology_sha256, BusRecord, DelayRecord, HexF32, HexF64, NodeRecord, NoteRecord,
+    Num, ParamRecord, PhaseRecord, PoolRecord, RampRecord, RecoveryRecord, ResourceRecord, Resumed,
+    SceneRecord, SnapshotError, StateEntry, StateRecord, TempoRecord, ValueRecord, VoiceRecord,
+    FORMAT, MAX_CLOCK, VERSION,
 };
-pub use numbers::{HexF32, HexF64, Num};
 
+use crate::api::snapshot as core;
+use crate::engine::incoming::SessionFixed;
+use crate::engine::{Engine, EngineState};
+use crate::graph::{CompileOptions, Plan};
 use crate::host::files::error::FileError;
-use crate::scene::{Diagnostic, Loc};
-use std::io;
+use crate::host::files::resources::Folders;
+use crate::host::files::rules::{Inputs, Kind};
+use crate::host::files::write::write_file;
+use crate::profile::Profile;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-/// Why a snapshot could not be read, written or resumed.
-#[derive(Debug)]
-pub enum SnapshotError {
-    /// The snapshot file could not be read.
-    Read { file: String, error: io::Error },
-    /// The file ends before the JSON does: cut short or not completely written.
-    /// `source` is the JSON reader's error, which says where it stopped.
-    Truncated {
-        file: String,
-        source: serde_json::Error,
-    },
-    /// The file is not JSON: `source` is the JSON reader's error.
-    Syntax {
-        file: String,
-        source: serde_json::Error,
-    },
-    /// JSON, but not a morphrt snapshot.
-    NotASnapshot { file: String },
-    /// A snapshot of a format version this build does not read.
-    Version { file: String, found: String },
-    /// A version-1 snapshot whose content does not fit the format or this
-    /// build's operators; `at` is the line and column, when the JSON
-    /// reader knows it.
-    Invalid {
-        file: String,
-        message: String,
-        at: Option<(usize, usize)>,
-    },
-    /// The scene runs at another sample rate than the snapshot was taken at.
-    SampleRate {
-        file: String,
-        snapshot: u32,
-        scene: u32,
-    },
-    /// No node of the snapshot is in the scene (same id and operator).
-    NothingMatches { file: String },
-    /// The snapshot could not be written (or the rules refuse its path).
-    File(FileError),
-    /// A resource file could not be read to hash it.
-    Resource { file: String, error: io::Error },
-    /// The saved state does not come from the engine of this context's
-    /// plan (a host bug, not the user's).
-    Mismatch(String),
-}
+/// A snapshot read from a file or made from an engine: the core's
+/// [`core::SnapshotFile`] (its fields and methods through `Deref`), and
+/// what the command line does with one on disk.
+#[derive(Clone, Debug)]
+pub struct SnapshotFile(core::SnapshotFile);
 
-impl SnapshotError {
-    /// 2 for bad input (the snapshot, or a scene it does not fit), 1 for I/O
-    /// failures while writing and for host bugs.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            SnapshotError::File(e) => e.exit_code(),
-            SnapshotError::Mismatch(_) => 1,
-            _ => 2,
-        }
+impl std::ops::Deref for SnapshotFile {
+    type Target = core::SnapshotFile;
+    fn deref(&self) -> &core::SnapshotFile {
+        &self.0
     }
 }
 
-impl std::fmt::Display for SnapshotError {
+impl std::ops::DerefMut for SnapshotFile {
+    fn deref_mut(&mut self) -> &mut core::SnapshotFile {
+        &mut self.0
+    }
+}
+
+impl From<core::SnapshotFile> for SnapshotFile {
+    fn from(f: core::SnapshotFile) -> SnapshotFile {
+        SnapshotFile(f)
+    }
+}
+
+impl SnapshotFile {
+    /// Reads and checks a snapshot file (see
+    /// [`core::SnapshotFile::from_bytes`]).
+    pub fn read(path: &Path) -> Result<SnapshotFile, SnapshotError> {
+        let file = path.display().to_string();
+        let bytes =
+            crate::scene::resource::read_regular(path).map_err(|error| SnapshotError::Read {
+                file: file.clone(),
+                error,
+            })?;
+        SnapshotFile::from_bytes(&bytes, &file)
+    }
+
+    /// Parses and checks snapshot bytes; `file` names them in errors.
+    pub fn from_bytes(bytes: &[u8], file: &str) -> Result<SnapshotFile, SnapshotError> {
+        core::SnapshotFile::from_bytes(bytes, file).map(SnapshotFile)
+    }
+
+    /// Writes the file to `path` through the one writer, never over one
+    /// of `inputs` (a regular file, renamed into place when complete and
+    /// synced); returns its size in bytes.
+    pub fn write_file(&self, path: &Path, inputs: &Inputs) -> Result<u64, FileError> {
+        let bytes = self.to_bytes();
+        write_file(path, inputs, &Kind::SNAPSHOT, |w| w.write_all(&bytes))
+    }
+
+    /// Compile options for an offline engine that resumes this snapshot:
+    /// its block size and seed, under `profile` (default: the snapshot's),
+    /// at the scene's own sample rate, resources from `resource_dirs`.
+    pub fn compile_options(
+        &self,
+        profile: Option<Profile>,
+        resource_dirs: Vec<PathBuf>,
+    ) -> CompileOptions {
+        self.0
+            .compile_options(profile, Folders::shared(resource_dirs))
+    }
+
+    /// The session constants a resumed `run` keeps: the snapshot's block
+    /// size, sample rate and seed.
+    pub fn session_fixed(&self, resource_dirs: Vec<PathBuf>) -> SessionFixed {
+        self.0.session_fixed(Folders::shared(resource_dirs))
+    }
+}
+
+/// The core's [`core::SnapshotContext`] (its methods through `Deref`)
+/// with resources hashed from the file system, and snapshots written to
+/// files.
+#[derive(Clone, Debug)]
+pub struct SnapshotContext(core::SnapshotContext);
+
+impl std::ops::Deref for SnapshotContext {
+    type Target = core::SnapshotContext;
+    fn deref(&self) -> &core::SnapshotContext {
+        &self.0
+    }
+}
+
+/// A resource's bytes, from the file its resolver found.
+fn read_resource(path: &Path) -> std::io::Result<Vec<u8>> {
+    std::fs::read(path)
+}
+
+/// Why a snapshot file was not written.
+#[derive(Debug)]
+pub enum WriteError {
+    /// The state does not come from the context's engine (a host bug).
+    Snapshot(SnapshotError),
+    /// The output rules refuse the path, or the file system failed.
+    File(FileError),
+}
+
+impl std::fmt::Display for WriteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SnapshotError::Read { file, error } => {
-                write!(f, "cannot read snapshot `{file}`: {error}")
-            }
-            SnapshotError::Truncated { file, source } => write!(
-                f,
-                "snapshot `{file}` is truncated: it ends at line {}, column {}, before the JSON does (was it cut short or not completely written?)",
-                source.line(),
-                source.column()
-            ),
-            SnapshotError::Syntax { file, source } => write!(
-                f,
-                "snapshot `{file}` is corrupted: not valid JSON at line {}, column {}: {}",
-                source.line(),
-                source.column(),
-                format::strip_position(&source.to_string())
-            ),
-            SnapshotError::NotASnapshot { file } => write!(
-                f,
-                "`{file}` is not a morphrt snapshot (it has no `\"format\": \"{FORMAT}\"`)"
-            ),
-            SnapshotError::Version { file, found } => write!(
-                f,
-                "snapshot `{file}` has format version {found}; this morphrt ({}) reads version {VERSION}",
-                env!("CARGO_PKG_VERSION")
-            ),
-            SnapshotError::Invalid { file, message, at } => match at {
-                Some((line, column)) => write!(
-                    f,
-                    "snapshot `{file}` is invalid at line {line}, column {column}: {message}"
-                ),
-                None => write!(f, "snapshot `{file}` is invalid: {message}"),
-            },
-            SnapshotError::SampleRate {
-                file,
-                snapshot,
-                scene,
-            } => write!(
-                f,
-                "snapshot `{file}` was taken at {snapshot} Hz but the scene runs at {scene} Hz; state cannot carry across sample rates"
-            ),
-            SnapshotError::NothingMatches { file } => write!(
-                f,
-                "snapshot `{file}` has no node of this scene (no node with the same id and operator): it was taken from another scene"
-            ),
-            SnapshotError::File(e) => write!(f, "{e}"),
-            SnapshotError::Resource { file, error } => {
-                write!(f, "cannot read resource `{file}` to hash it: {error}")
-            }
-            SnapshotError::Mismatch(m) => write!(f, "snapshot: {m}"),
+            WriteError::Snapshot(e) => write!(f, "{e}"),
+            WriteError::File(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl std::error::Error for SnapshotError {
+impl std::error::Error for WriteError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            SnapshotError::Read { error, .. } | SnapshotError::Resource { error, .. } => {
-                Some(error)
-            }
-            SnapshotError::Truncated { source, .. } | SnapshotError::Syntax { source, .. } => {
-                Some(source)
-            }
-            SnapshotError::File(e) => Some(e),
-            SnapshotError::NotASnapshot { .. }
-            | SnapshotError::Version { .. }
-            | SnapshotError::Invalid { .. }
-            | SnapshotError::SampleRate { .. }
-            | SnapshotError::NothingMatches { .. }
-            | SnapshotError::Mismatch(_) => None,
+            WriteError::Snapshot(e) => Some(e),
+            WriteError::File(e) => Some(e),
         }
     }
 }
 
-impl SnapshotError {
-    /// A problem with the snapshot file (or the scene it does not fit) as a
-    /// diagnostic located in the file: its path, and the line and column
-    /// where the JSON reader stopped. `None` for writing failures and host
-    /// bugs, which are not the input's.
-    pub fn diagnostic(&self) -> Option<Diagnostic> {
-        let at = |file: &str, line: usize, column: usize, message: String| {
-            Diagnostic::error(
-                file,
-                Some(Loc::new("", line as u32, column as u32)),
-                message,
-            )
-        };
-        Some(match self {
-            SnapshotError::Read { file, error } => {
-                Diagnostic::error(file, None, format!("cannot read snapshot file: {error}"))
-            }
-            SnapshotError::Truncated { file, source } => at(
-                file,
-                source.line(),
-                source.column(),
-                "the snapshot is truncated: it ends before the JSON does (was it cut short or not completely written?)".to_string(),
-            ),
-            SnapshotError::Syntax { file, source } => at(
-                file,
-                source.line(),
-                source.column(),
-                format!(
-                    "the snapshot is corrupted: not valid JSON: {}",
-                    format::strip_position(&source.to_string())
-                ),
-            ),
-            SnapshotError::NotASnapshot { file } => Diagnostic::error(
-                file,
-                None,
-                format!("this is not a morphrt snapshot (it has no `\"format\": \"{FORMAT}\"`)"),
-            ),
-            SnapshotError::Version { file, found } => Diagnostic::error(
-                file,
-                Some(Loc::path("version")),
-                format!(
-                    "the snapshot has format version {found}; this morphrt ({}) reads version {VERSION}",
-                    env!("CARGO_PKG_VERSION")
-                ),
-            ),
-            SnapshotError::Invalid { file, message, at: pos } => {
-                let message = format!("the snapshot is invalid: {message}");
-                match pos {
-                    Some((line, column)) => at(file, *line, *column, message),
-                    None => Diagnostic::error(file, None, message),
-                }
-            }
-            SnapshotError::SampleRate {
-                file,
-                snapshot,
-                scene,
-            } => Diagnostic::error(
-                file,
-                Some(Loc::path("sample_rate")),
-                format!(
-                    "the snapshot was taken at {snapshot} Hz but the scene runs at {scene} Hz; state cannot carry across sample rates"
-                ),
-            ),
-            SnapshotError::NothingMatches { file } => Diagnostic::error(
-                file,
-                Some(Loc::path("nodes")),
-                "the snapshot has no node of this scene (no node with the same id and operator): it was taken from another scene",
-            ),
-            SnapshotError::Resource { file, error } => {
-                Diagnostic::error(file, None, format!("cannot read the resource to hash it: {error}"))
-            }
-            SnapshotError::File(_) | SnapshotError::Mismatch(_) => return None,
-        })
-    }
+/// A snapshot written to disk.
+#[derive(Clone, Debug)]
+pub struct Written {
+    /// Where the snapshot now is.
+    pub path: PathBuf,
+    /// The file's size.
+    pub bytes: u64,
+    /// From the saved state to a durable file: conversion, JSON, write,
+    /// fsync and rename.
+    pub elapsed: Duration,
 }
 
-fn display(p: &Path) -> String {
-    p.display().to_string()
+impl SnapshotContext {
+    /// Records `plan` (before it is moved into its [`Engine`]) and the text
+    /// of the scene file it was compiled from; hashes the resource files.
+    pub fn new(plan: &Plan, scene_text: &str) -> Result<SnapshotContext, SnapshotError> {
+        core::SnapshotContext::new(plan, scene_text, &read_resource).map(SnapshotContext)
+    }
+
+    /// Writes `st` (saved from this context's engine) to `path`
+    /// through the one writer, never over one of `inputs`. Allocates and
+    /// does I/O: never on the audio thread.
+    pub fn write(
+        &self,
+        st: &EngineState,
+        path: &Path,
+        inputs: &Inputs,
+    ) -> Result<Written, WriteError> {
+        let start = Instant::now();
+        let file = SnapshotFile(self.0.file(st).map_err(WriteError::Snapshot)?);
+        let bytes = file.write_file(path, inputs).map_err(WriteError::File)?;
+        Ok(Written {
+            path: path.to_path_buf(),
+            bytes,
+            elapsed: start.elapsed(),
+        })
+    }
+
+    /// Resumes `snap` into `engine` ([`core::SnapshotContext::resume`]),
+    /// a resource of the snapshot this scene does not read looked up on
+    /// disk, so a message says whether it is missing or changed.
+    pub fn resume(
+        &self,
+        snap: &core::SnapshotFile,
+        engine: &mut Engine,
+    ) -> Result<Resumed, SnapshotError> {
+        self.0
+            .clone()
+            .with_other_resources(snap, &read_resource)
+            .resume(snap, engine)
+    }
 }
 
 /// Where the snapshot taken at `sample` goes: `out` itself when it is the
@@ -338,5 +271,134 @@ mod tests {
             numbered_path(Path::new("snap"), 7, true),
             Path::new("snap.7")
         );
+    }
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::fixture::{build, SCENE};
+    use super::*;
+    use crate::engine::Engine;
+
+    #[test]
+    fn bad_files_are_named_for_what_is_wrong() {
+        let (plan, text) = build(Profile::Live);
+        let cx = SnapshotContext::new(&plan, &text).unwrap();
+        let good =
+            String::from_utf8(cx.file(&Engine::new(plan).snapshot()).unwrap().to_bytes()).unwrap();
+        let err = |s: &str| SnapshotFile::from_bytes(s.as_bytes(), "x.snap").unwrap_err();
+        let e = err(&good[..good.len() / 2]);
+        assert!(matches!(e, SnapshotError::Truncated { .. }), "{e}");
+        assert!(e.to_string().contains("`x.snap` is truncated"), "{e}");
+        let e = err(&good.replacen("\"clock\":", "\"clock\";", 1));
+        assert!(matches!(e, SnapshotError::Syntax { .. }), "{e}");
+        let e = err(&good.replacen("\"version\": 1,", "\"version\": 2,", 1));
+        assert!(e.to_string().contains("format version 2"), "{e}");
+        assert!(matches!(err(SCENE), SnapshotError::NotASnapshot { .. }));
+        assert!(matches!(err("[1, 2]"), SnapshotError::NotASnapshot { .. }));
+        let e = err(&good.replacen("\"op\": \"biquad\"", "\"op\": \"biquadd\"", 1));
+        assert!(e.to_string().contains("no operator `biquadd`"), "{e}");
+        let e = err(&good.replacen("\"name\": \"cutoff\"", "\"name\": \"cut\"", 1));
+        assert!(e.to_string().contains("node `lp`"), "{e}");
+        let e = err(&good.replacen("\"enum\": \"lowpass\"", "\"enum\": \"lowpas\"", 1));
+        assert!(e.to_string().contains("`lowpas` is not a `mode`"), "{e}");
+        let e = err(&good.replacen("\"f32\": \"", "\"f32\": \"z", 1));
+        assert!(e.to_string().contains("not a whole number"), "{e}");
+        let e = err(&good.replacen(
+            "\"session_profile\": \"live\"",
+            "\"session_profile\": \"fast\"",
+            1,
+        ));
+        assert!(e.to_string().contains("`fast` is not a profile"), "{e}");
+        for e in [
+            err(&good[..10]),
+            err(&good.replacen("\"version\": 1,", "\"version\": 2,", 1)),
+        ] {
+            assert_eq!(e.exit_code(), 2);
+        }
+    }
+}
+
+#[cfg(test)]
+mod codec_tests {
+    use super::fixture::build;
+    use super::*;
+    use crate::engine::Engine;
+    use crate::ops::Value;
+
+    #[test]
+    fn state_round_trips_through_the_file_exactly() {
+        let (plan, text) = build(Profile::Repro);
+        let cx = SnapshotContext::new(&plan, &text).unwrap();
+        let mut e = Engine::new(plan);
+        crate::engine::render_to_vec(&mut e, 1500);
+        let st = e.snapshot();
+        // What the scene exercises is really in the state.
+        let osc = &st.nodes.iter().find(|n| n.id == "osc").unwrap().params[0];
+        assert!(osc.ramp.is_some(), "the freq ramp is in progress");
+        let lp = st.nodes.iter().find(|n| n.id == "lp").unwrap();
+        assert_eq!(
+            lp.discrete[0],
+            (0, Value::Enum(1)),
+            "the event set highpass"
+        );
+        let file = cx.file(&st).unwrap();
+        assert_eq!(file.resources.len(), 1);
+        let bytes = file.to_bytes();
+        let back = SnapshotFile::from_bytes(&bytes, "t.snap").unwrap();
+        assert_eq!(back.to_bytes(), bytes, "read and written again: same bytes");
+        let mut got = back.state().unwrap();
+        // Cursors are recomputed on restore; resources come back as placeholders.
+        got.next_event = st.next_event;
+        // The engine the state came from is not kept in the file.
+        assert_eq!(got.engine, 0);
+        got.engine = st.engine;
+        for (g, s) in got.nodes.iter_mut().zip(&st.nodes) {
+            for (gv, sv) in g.scene_values.iter_mut().zip(&s.scene_values) {
+                if let (Value::Resource(a), Value::Resource(b)) = (&*gv, sv) {
+                    assert_eq!(a.path, b.path);
+                    *gv = sv.clone();
+                }
+            }
+        }
+        assert_eq!(got, st);
+    }
+}
+
+#[cfg(test)]
+mod context_tests {
+    use super::fixture::build;
+    use super::*;
+
+    #[test]
+    fn a_restored_engine_continues_bit_for_bit_and_snapshots_identically() {
+        for profile in Profile::ALL {
+            let (plan, text) = build(profile);
+            let cx = SnapshotContext::new(&plan, &text).unwrap();
+            let mut a = Engine::new(plan);
+            crate::engine::render_to_vec(&mut a, 1500);
+            let bytes = cx.file(&a.snapshot()).unwrap().to_bytes();
+            let snap = SnapshotFile::from_bytes(&bytes, "t.snap").unwrap();
+            let (plan, _) = build(profile);
+            let mut b = Engine::new(plan);
+            let r = cx.resume(&snap, &mut b).unwrap();
+            assert!(r.messages.is_empty(), "{profile}: {:?}", r.messages);
+            assert_eq!(r.migration.carried, 6);
+            assert_eq!(
+                cx.file(&b.snapshot()).unwrap().to_bytes(),
+                bytes,
+                "{profile}: restored then snapshotted again"
+            );
+            let want = crate::engine::render_to_vec(&mut a, 3000);
+            let got = crate::engine::render_to_vec(&mut b, 3000);
+            assert!(want[0].iter().any(|x| *x != 0.0));
+            assert!(
+                want.iter()
+                    .flatten()
+                    .zip(got.iter().flatten())
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{profile}: the restored engine continues differently"
+            );
+        }
     }
 }

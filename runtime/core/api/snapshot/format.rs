@@ -3,15 +3,11 @@
 //! written, and reading one back, its format and version checked first.
 
 use super::numbers::{precision_name, profile_name, HexF32, HexF64, Num};
-use super::{display, SnapshotError};
+use super::SnapshotError;
 use crate::dsp::Precision;
-use crate::host::files::rules::{Inputs, Kind};
-use crate::host::files::write::write_file;
 use crate::profile::Profile;
 use crate::scene::Rational;
 use serde::{Deserialize, Serialize};
-use std::io::{self, Write};
-use std::path::Path;
 
 /// The `format` field every snapshot file starts with.
 pub const FORMAT: &str = "morphrt-snapshot";
@@ -68,6 +64,13 @@ pub struct SnapshotFile {
     /// sample 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tempo: Option<TempoRecord>,
+    /// What a host keeps beside the engine state to continue its own
+    /// stream, under a key naming the host (the Python module's
+    /// `Processor.snapshot()`: `{"python": …}`, the frames of the block
+    /// under way). Absent from the command line's files; a host ignores
+    /// what is not its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<serde_json::Value>,
     /// Where the file was read from, for messages.
     #[serde(skip)]
     pub(super) origin: Option<String>,
@@ -102,6 +105,7 @@ pub struct BusRecord {
     /// Fingerprint of its sources and alignment alone: its delay lines carry
     /// when it matches.
     pub wiring: u64,
+    /// Its delay lines, one per channel.
     pub delays: Vec<DelayRecord>,
 }
 
@@ -121,11 +125,13 @@ pub struct DelayRecord {
 pub struct NodeRecord {
     /// Nodes match by id and operator when a snapshot resumes.
     pub id: String,
+    /// The node's operator.
     pub op: String,
     /// The node's resolved profile and precision when the state was taken
     /// (state converts when it is restored at another).
     #[serde(with = "profile_name")]
     pub profile: Profile,
+    /// The node's resolved precision.
     #[serde(with = "precision_name")]
     pub precision: Precision,
     /// Structure fingerprint (op, profile, precision, wiring).
@@ -160,6 +166,7 @@ pub struct RecoveryRecord {
     /// state done so far, or (once that is complete) of its edge delay lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reset_node: Option<u64>,
+    /// The parts of the edge delay lines reset so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reset_lines: Option<u64>,
 }
@@ -169,6 +176,7 @@ pub struct RecoveryRecord {
 pub struct StateEntry {
     /// The operator's name for the entry (state is restored by name).
     pub name: String,
+    /// Its value.
     #[serde(flatten)]
     pub value: StateRecord,
 }
@@ -177,10 +185,15 @@ pub struct StateEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StateRecord {
+    /// f32 samples.
     F32(HexF32),
+    /// f64 samples.
     F64(HexF64),
+    /// An unsigned counter.
     U64(u64),
+    /// A signed integer.
     I64(i64),
+    /// A flag.
     Bool(bool),
 }
 
@@ -194,6 +207,7 @@ pub struct ParamRecord {
     pub scene: ValueRecord,
     /// The running value of a number param (0 for other kinds).
     pub value: Num,
+    /// A ramp in progress toward `value`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<RampRecord>,
     /// The running value of a discrete param (enum, integer, bool), which
@@ -205,6 +219,7 @@ pub struct ParamRecord {
 /// A ramp in progress: `from` at `start` to the param's value at `start + len`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RampRecord {
+    /// The value it started from.
     pub from: Num,
     /// Absolute sample where the ramp began.
     pub start: u64,
@@ -246,21 +261,28 @@ fn is_false(x: &bool) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PhaseRecord {
+    /// Plays nothing.
     Free,
+    /// Its note is held.
     Held,
+    /// Its note was released; it sounds until it is quiet.
     Released,
+    /// Fading out for another note.
     Stealing,
 }
 
 /// One voice (the fields of [`crate::engine::Voice`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VoiceRecord {
+    /// Where it is in its life.
     pub phase: PhaseRecord,
-    /// The note it plays (the bit pattern of its pitch in Hz) and its tag.
+    /// The note it plays (the bit pattern of its pitch in Hz).
     pub key: u64,
+    /// The tag of its note.
     pub tag: u64,
-    /// The age counter when its note started and when it was released.
+    /// The age counter when its note started.
     pub started: u64,
+    /// The age counter when its note was released.
     pub released: u64,
     /// Its note-off came while the pedal was down.
     pub sustained: bool,
@@ -281,9 +303,13 @@ pub struct VoiceRecord {
 /// A note waiting for a stolen voice (the fields of [`crate::engine::Pending`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NoteRecord {
+    /// The note (the bit pattern of its pitch in Hz).
     pub key: u64,
+    /// Its tag.
     pub tag: u64,
+    /// Its pitch.
     pub pitch_hz: Num,
+    /// Its velocity, 0 … 1.
     pub velocity: Num,
     /// Its note-off came before it started: the voice goes free instead.
     pub cancelled: bool,
@@ -298,10 +324,13 @@ pub struct NoteRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TempoRecord {
+    /// The anchor's absolute sample.
     #[serde(deserialize_with = "anchor_sample")]
     pub sample: u64,
+    /// The beat at the anchor.
     #[serde(serialize_with = "write_rational", deserialize_with = "beat")]
     pub beat: Rational,
+    /// Samples a beat lasts.
     #[serde(serialize_with = "write_rational", deserialize_with = "beat_length")]
     pub samples_per_beat: Rational,
 }
@@ -360,31 +389,27 @@ pub(super) fn parse_rational(t: &str) -> Option<Rational> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ValueRecord {
+    /// A number param.
     Number(Num),
+    /// An integer param.
     Integer(i64),
+    /// An enum param, by choice name.
     Enum(String),
+    /// A bool param.
     Bool(bool),
+    /// A resource, by the path it resolved to.
     Resource(String),
+    /// A mixer's gains.
     Gains(Vec<Num>),
     /// A step length in exact seconds, `"num/den"`.
     Span(String),
 }
 
 impl SnapshotFile {
-    /// Reads and checks a snapshot file: its format and version first (so
-    /// a newer file is named as such, not as malformed), then every field,
-    /// every operator and param against this build's registry.
-    pub fn read(path: &Path) -> Result<SnapshotFile, SnapshotError> {
-        let file = display(path);
-        let bytes =
-            crate::scene::resource::read_regular(path).map_err(|error| SnapshotError::Read {
-                file: file.clone(),
-                error,
-            })?;
-        SnapshotFile::from_bytes(&bytes, &file)
-    }
-
-    /// Parses and checks snapshot bytes; `file` names them in errors.
+    /// Parses and checks snapshot bytes: their format and version first
+    /// (so a newer snapshot is named as such, not as malformed), then
+    /// every field, every operator and param against this build's
+    /// registry. `file` names them in errors.
     pub fn from_bytes(bytes: &[u8], file: &str) -> Result<SnapshotFile, SnapshotError> {
         #[derive(Deserialize)]
         struct Header {
@@ -440,25 +465,12 @@ impl SnapshotFile {
         Ok(snap)
     }
 
-    /// The serialized file: pretty-printed JSON and a final newline. The
-    /// same value always gives the same bytes.
+    /// The serialized snapshot: pretty-printed JSON and a final newline.
+    /// The same value always gives the same bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_json(&mut out).expect("writing to memory");
+        let mut out = serde_json::to_vec_pretty(self).expect("a snapshot serializes");
+        out.push(b'\n');
         out
-    }
-
-    fn write_json(&self, w: &mut dyn Write) -> io::Result<()> {
-        serde_json::to_writer_pretty(&mut *w, self)?;
-        w.write_all(b"\n")
-    }
-
-    /// Writes the file to `path` through the one writer, never over one
-    /// of `inputs` (a regular file, renamed into place when complete and
-    /// synced); returns its size in bytes.
-    pub fn write_file(&self, path: &Path, inputs: &Inputs) -> Result<u64, SnapshotError> {
-        write_file(path, inputs, &Kind::SNAPSHOT, |w| self.write_json(w))
-            .map_err(SnapshotError::File)
     }
 
     /// The session profile the snapshot was taken under.
@@ -466,14 +478,15 @@ impl SnapshotFile {
         self.session_profile
     }
 
-    /// The file the snapshot was read from, or a label when it was built in memory.
+    /// What the snapshot's bytes were named when read, or a label when it
+    /// was built in memory.
     pub fn origin(&self) -> String {
         self.origin
             .clone()
             .unwrap_or_else(|| "<snapshot>".to_string())
     }
 
-    pub(super) fn invalid(&self, message: String) -> SnapshotError {
+    pub(crate) fn invalid(&self, message: String) -> SnapshotError {
         SnapshotError::Invalid {
             file: self.origin(),
             message,
@@ -515,51 +528,5 @@ pub(super) fn strip_position(msg: &str) -> String {
     match msg.rfind(" at line ") {
         Some(i) => msg[..i].to_string(),
         None => msg.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::fixture::{build, SCENE};
-    use super::super::SnapshotContext;
-    use super::*;
-    use crate::engine::Engine;
-
-    #[test]
-    fn bad_files_are_named_for_what_is_wrong() {
-        let (plan, text) = build(Profile::Live);
-        let cx = SnapshotContext::new(&plan, &text).unwrap();
-        let good =
-            String::from_utf8(cx.file(&Engine::new(plan).snapshot()).unwrap().to_bytes()).unwrap();
-        let err = |s: &str| SnapshotFile::from_bytes(s.as_bytes(), "x.snap").unwrap_err();
-        let e = err(&good[..good.len() / 2]);
-        assert!(matches!(e, SnapshotError::Truncated { .. }), "{e}");
-        assert!(e.to_string().contains("`x.snap` is truncated"), "{e}");
-        let e = err(&good.replacen("\"clock\":", "\"clock\";", 1));
-        assert!(matches!(e, SnapshotError::Syntax { .. }), "{e}");
-        let e = err(&good.replacen("\"version\": 1,", "\"version\": 2,", 1));
-        assert!(e.to_string().contains("format version 2"), "{e}");
-        assert!(matches!(err(SCENE), SnapshotError::NotASnapshot { .. }));
-        assert!(matches!(err("[1, 2]"), SnapshotError::NotASnapshot { .. }));
-        let e = err(&good.replacen("\"op\": \"biquad\"", "\"op\": \"biquadd\"", 1));
-        assert!(e.to_string().contains("no operator `biquadd`"), "{e}");
-        let e = err(&good.replacen("\"name\": \"cutoff\"", "\"name\": \"cut\"", 1));
-        assert!(e.to_string().contains("node `lp`"), "{e}");
-        let e = err(&good.replacen("\"enum\": \"lowpass\"", "\"enum\": \"lowpas\"", 1));
-        assert!(e.to_string().contains("`lowpas` is not a `mode`"), "{e}");
-        let e = err(&good.replacen("\"f32\": \"", "\"f32\": \"z", 1));
-        assert!(e.to_string().contains("not a whole number"), "{e}");
-        let e = err(&good.replacen(
-            "\"session_profile\": \"live\"",
-            "\"session_profile\": \"fast\"",
-            1,
-        ));
-        assert!(e.to_string().contains("`fast` is not a profile"), "{e}");
-        for e in [
-            err(&good[..10]),
-            err(&good.replacen("\"version\": 1,", "\"version\": 2,", 1)),
-        ] {
-            assert_eq!(e.exit_code(), 2);
-        }
     }
 }

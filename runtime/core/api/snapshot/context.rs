@@ -1,23 +1,25 @@
 //! A snapshot matched to a scene: [`SnapshotContext`] records what the
 //! engine state does not hold (the scene's identity and topology, the
 //! session constants, each node's profile and precision, the resources'
-//! SHA-256), turns a saved state into a file, and resumes a file into
-//! an engine by the handover's carry rules, saying what does not simply
-//! continue.
+//! SHA-256), turns a saved state into a snapshot, and resumes a snapshot
+//! into an engine by the handover's carry rules, saying what does not
+//! simply continue.
 
 use super::codec::{delay_record, node_record, pool_record, tempo_record};
 use super::format::{BusRecord, ResourceRecord, SceneRecord, SnapshotFile, FORMAT, VERSION};
-use super::{display, SnapshotError};
+use super::{display, sha256_hex, SnapshotError};
 use crate::dsp::Precision;
 use crate::engine::incoming::{switch_warning, SessionFixed};
 use crate::engine::{fold_voice_copies, voices_suffix, Engine, EngineState, Migration, Notice};
-use crate::graph::{CompileOptions, Plan, SeedSource};
-use crate::host::files::digest::sha256_hex;
-use crate::host::files::resources::Folders;
-use crate::host::files::rules::Inputs;
+use crate::graph::{CompileOptions, Plan, Resolver, SeedSource};
 use crate::profile::Profile;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::sync::Arc;
+
+/// How a host reads a resource's bytes by the path its resolver gave it
+/// (a file, a plugin's bundle, a dictionary), so that a snapshot records
+/// each resource's SHA-256 and a resume tells a changed one.
+pub type ReadResource<'a> = &'a dyn Fn(&Path) -> std::io::Result<Vec<u8>>;
 
 /// What a node looked like when its plan was compiled.
 #[derive(Clone, Debug)]
@@ -37,23 +39,15 @@ struct NodeInfo {
 #[derive(Clone, Debug)]
 pub struct SnapshotContext {
     scene: SceneRecord,
+    /// Each resource's bytes as they are now, hashed (`None`: missing),
+    /// for a resume's messages: a resource of the snapshot the scene does
+    /// not read is named as missing, changed or not read.
+    resources_now: Vec<(String, Option<String>)>,
     sample_rate: u32,
     block_size: usize,
     seed: Option<u64>,
     nodes: Vec<NodeInfo>,
     resources: Vec<ResourceRecord>,
-}
-
-/// A snapshot written to disk.
-#[derive(Clone, Debug)]
-pub struct Written {
-    /// Where the snapshot now is.
-    pub path: PathBuf,
-    /// The file's size.
-    pub bytes: u64,
-    /// From the saved state to a durable file: conversion, JSON, write,
-    /// fsync and rename.
-    pub elapsed: Duration,
 }
 
 /// What resuming a snapshot did.
@@ -68,9 +62,11 @@ pub struct Resumed {
     pub messages: Vec<String>,
 }
 
-/// The scene's structure as text lines: node ids and operators, edges by
-/// port name, and the main bus.
-fn topology_sha256(plan: &Plan) -> String {
+/// The SHA-256 of the scene's structure as text lines (node ids and
+/// operators, edges by port name, and the main bus): equal for two plans
+/// whose scenes differ only in param values. A snapshot records it, so a
+/// resume into an edited scene says whether its nodes and edges changed.
+pub fn topology_sha256(plan: &Plan) -> String {
     let mut lines = Vec::new();
     let src = |s: &crate::graph::SourceRef| {
         let n = &plan.nodes[s.node];
@@ -116,11 +112,16 @@ fn topology_sha256(plan: &Plan) -> String {
 
 impl SnapshotContext {
     /// Records `plan` (before it is moved into its [`Engine`]) and the text
-    /// of the scene file it was compiled from; hashes the resource files.
-    pub fn new(plan: &Plan, scene_text: &str) -> Result<SnapshotContext, SnapshotError> {
+    /// of the scene it was compiled from; hashes every resource of the
+    /// plan, its bytes read by `read` (off the audio thread).
+    pub fn new(
+        plan: &Plan,
+        scene_text: &str,
+        read: ReadResource<'_>,
+    ) -> Result<SnapshotContext, SnapshotError> {
         let mut resources = Vec::new();
         for (_, path) in &plan.resources {
-            let bytes = std::fs::read(path).map_err(|error| SnapshotError::Resource {
+            let bytes = read(path).map_err(|error| SnapshotError::Resource {
                 file: display(path),
                 error,
             })?;
@@ -130,6 +131,7 @@ impl SnapshotContext {
             });
         }
         Ok(SnapshotContext {
+            resources_now: Vec::new(),
             scene: SceneRecord {
                 file: plan.file.clone(),
                 sha256: sha256_hex(scene_text.as_bytes()),
@@ -155,9 +157,70 @@ impl SnapshotContext {
         })
     }
 
-    /// SHA-256 of the scene file this context was built from.
+    /// As [`new`](Self::new), for a host whose resources are not files (a
+    /// plugin's bundle, a Python dict): each resource is hashed as
+    /// `resolver` decodes it (its sample rate, then every channel's
+    /// samples as little-endian f64 bits), not as a file's bytes.
+    pub fn from_resolver(
+        plan: &Plan,
+        scene_text: &str,
+        resolver: &dyn Resolver,
+    ) -> Result<SnapshotContext, SnapshotError> {
+        let mut decoded = Vec::with_capacity(plan.resources.len());
+        for (reference, path) in &plan.resources {
+            let audio = resolver
+                .resolve(reference, None)
+                .map_err(|e| SnapshotError::Resource {
+                    file: display(path),
+                    error: std::io::Error::other(e),
+                })?
+                .audio;
+            let mut bytes = audio.sample_rate.to_le_bytes().to_vec();
+            for ch in audio.channels.iter() {
+                for x in ch.iter() {
+                    bytes.extend_from_slice(&x.to_bits().to_le_bytes());
+                }
+            }
+            decoded.push((path.clone(), bytes));
+        }
+        let read = |p: &Path| -> std::io::Result<Vec<u8>> {
+            let found = decoded.iter().find(|(q, _)| q == p);
+            found
+                .map(|(_, b)| b.clone())
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "not resolved"))
+        };
+        SnapshotContext::new(plan, scene_text, &read)
+    }
+
+    /// SHA-256 of the scene text this context was built from.
     pub fn scene_sha256(&self) -> &str {
         &self.scene.sha256
+    }
+
+    /// SHA-256 of the topology of the plan it was built from
+    /// ([`topology_sha256`]).
+    pub fn topology_sha256(&self) -> &str {
+        &self.scene.topology_sha256
+    }
+
+    /// The same context, told how to read a resource a snapshot names
+    /// that this scene does not read (`read` by its path), so that
+    /// [`resume`](Self::resume) says whether it is missing, changed or
+    /// just not read here. Without it, such a resource is named as not
+    /// read by this scene.
+    pub fn with_other_resources(mut self, snap: &SnapshotFile, read: ReadResource<'_>) -> Self {
+        self.resources_now = snap
+            .resources
+            .iter()
+            .filter(|r| !self.resources.iter().any(|o| o.sha256 == r.sha256))
+            .map(|r| {
+                (
+                    r.path.clone(),
+                    read(Path::new(&r.path)).ok().map(|b| sha256_hex(&b)),
+                )
+            })
+            .collect();
+        self
     }
 
     /// The file for `st`, a state saved from this context's engine.
@@ -198,26 +261,8 @@ impl SnapshotContext {
             nodes,
             voices: st.voices.iter().map(pool_record).collect(),
             tempo: st.tempo_map.as_ref().map(tempo_record),
+            host: None,
             origin: None,
-        })
-    }
-
-    /// Writes `st` (saved from this context's engine) to `path`
-    /// through the one writer, never over one of `inputs`. Allocates and
-    /// does I/O: never on the audio thread.
-    pub fn write(
-        &self,
-        st: &EngineState,
-        path: &Path,
-        inputs: &Inputs,
-    ) -> Result<Written, SnapshotError> {
-        let start = Instant::now();
-        let file = self.file(st)?;
-        let bytes = file.write_file(path, inputs)?;
-        Ok(Written {
-            path: path.to_path_buf(),
-            bytes,
-            elapsed: start.elapsed(),
         })
     }
 
@@ -297,16 +342,13 @@ impl SnapshotContext {
                 continue;
             }
             let short: String = r.sha256.chars().take(12).collect();
-            let what = match std::fs::read(&r.path) {
-                Err(_) => "which is missing".to_string(),
-                Ok(b) => {
-                    let now = sha256_hex(&b);
-                    if now == r.sha256 {
-                        "which this scene does not read".to_string()
-                    } else {
-                        format!("which has changed since (sha256 now {})", &now[..12])
-                    }
+            let now = self.resources_now.iter().find(|(p, _)| *p == r.path);
+            let what = match now.map(|(_, h)| h) {
+                Some(None) => "which is missing".to_string(),
+                Some(Some(now)) if *now != r.sha256 => {
+                    format!("which has changed since (sha256 now {})", &now[..12])
                 }
+                _ => "which this scene does not read".to_string(),
             };
             messages.push(warn(format!(
                 "taken with resource `{}` (sha256 {short}…), {what}; nodes that read it carry state computed from the old file",
@@ -339,70 +381,33 @@ fn seed_text(s: Option<u64>) -> String {
 }
 
 impl SnapshotFile {
-    /// Compile options for an offline engine that resumes this snapshot:
-    /// its block size and seed, under `profile` (default: the snapshot's),
-    /// at the scene's own sample rate (a render writes at the scene's rate;
-    /// [`SnapshotContext::resume`] refuses another rate than the snapshot's).
+    /// Compile options for an engine that resumes this snapshot: its block
+    /// size and seed, under `profile` (default: the snapshot's), resources
+    /// from `resolver`, at the scene's own sample rate
+    /// ([`SnapshotContext::resume`] refuses another rate than the
+    /// snapshot's).
     pub fn compile_options(
         &self,
         profile: Option<Profile>,
-        resource_dirs: Vec<PathBuf>,
+        resolver: Option<Arc<dyn Resolver>>,
     ) -> CompileOptions {
         CompileOptions {
             profile: Some(profile.unwrap_or(self.session_profile)),
             block_size: Some(self.block_size),
             seed: self.seed,
-            resolver: Folders::shared(resource_dirs),
+            resolver,
             ..CompileOptions::default()
         }
     }
 
-    /// The session constants a resumed `run` keeps: the snapshot's block
-    /// size, sample rate and seed.
-    pub fn session_fixed(&self, resource_dirs: Vec<PathBuf>) -> SessionFixed {
+    /// The session constants a resumed session keeps: the snapshot's block
+    /// size, sample rate and seed, resources from `resolver`.
+    pub fn session_fixed(&self, resolver: Option<Arc<dyn Resolver>>) -> SessionFixed {
         SessionFixed {
             block_size: self.block_size,
             sample_rate: self.sample_rate,
             seed: self.seed,
-            resolver: Folders::shared(resource_dirs),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::fixture::build;
-    use super::*;
-
-    #[test]
-    fn a_restored_engine_continues_bit_for_bit_and_snapshots_identically() {
-        for profile in Profile::ALL {
-            let (plan, text) = build(profile);
-            let cx = SnapshotContext::new(&plan, &text).unwrap();
-            let mut a = Engine::new(plan);
-            crate::engine::render_to_vec(&mut a, 1500);
-            let bytes = cx.file(&a.snapshot()).unwrap().to_bytes();
-            let snap = SnapshotFile::from_bytes(&bytes, "t.snap").unwrap();
-            let (plan, _) = build(profile);
-            let mut b = Engine::new(plan);
-            let r = cx.resume(&snap, &mut b).unwrap();
-            assert!(r.messages.is_empty(), "{profile}: {:?}", r.messages);
-            assert_eq!(r.migration.carried, 6);
-            assert_eq!(
-                cx.file(&b.snapshot()).unwrap().to_bytes(),
-                bytes,
-                "{profile}: restored then snapshotted again"
-            );
-            let want = crate::engine::render_to_vec(&mut a, 3000);
-            let got = crate::engine::render_to_vec(&mut b, 3000);
-            assert!(want[0].iter().any(|x| *x != 0.0));
-            assert!(
-                want.iter()
-                    .flatten()
-                    .zip(got.iter().flatten())
-                    .all(|(x, y)| x.to_bits() == y.to_bits()),
-                "{profile}: the restored engine continues differently"
-            );
+            resolver,
         }
     }
 }

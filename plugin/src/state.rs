@@ -1,0 +1,204 @@
+//! The CLAP state extension. A plugin's state is a morphrt snapshot, in
+//! the core's format ([`morphrt_core::api::snapshot`]: the bytes
+//! `morphrt render --resume` reads), which records the SHA-256 of the
+//! scene it was taken from. Loaded into an instance of the same scene, it
+//! resumes bit for bit under strict; a state of another scene, cut short
+//! or not a snapshot is refused, with the reason in the host's log, and
+//! the instance plays on as it was.
+//!
+//! Saving takes the engine's state through the controller
+//! ([`Controller::snapshot`]): the audio thread copies it at its next
+//! block boundary, in parts, into a buffer made beforehand (it never
+//! allocates nor waits); the main thread waits for it, polling, for at
+//! most [`SAVE_WAIT`]. Loading while inactive keeps the state until
+//! [`Activate`](clack_plugin::prelude::PluginAudioProcessor::activate):
+//! the first block the processor plays is then the state's.
+
+use crate::{profile_value, MainThread, Shared};
+use clack_extensions::state::PluginStateImpl;
+use clack_plugin::prelude::*;
+use clack_plugin::stream::{InputStream, OutputStream};
+use morphrt_core::api::snapshot::{sha256_hex, SnapshotContext, SnapshotError, SnapshotFile};
+use morphrt_core::api::{Controller, Notice, ParamList};
+use morphrt_core::graph::{compile, CompileOptions};
+use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// The longest a save waits for the audio thread's copy of the state.
+pub const SAVE_WAIT: Duration = Duration::from_secs(2);
+
+/// A state loaded while the instance was inactive, until it activates.
+#[derive(Default)]
+pub struct Pending(RefCell<Option<Box<SnapshotFile>>>);
+
+impl PluginStateImpl for MainThread<'_> {
+    fn save(&self, output: &mut OutputStream) -> Result<(), PluginError> {
+        let bytes = self.state_bytes().map_err(refused("save"))?;
+        output
+            .write_all(&bytes)
+            .map_err(|e| refused("save")(e.to_string()))
+    }
+
+    fn load(&self, input: &mut InputStream) -> Result<(), PluginError> {
+        let mut bytes = Vec::new();
+        input
+            .read_to_end(&mut bytes)
+            .map_err(|e| refused("load")(e.to_string()))?;
+        let snap = check(self.shared, &bytes).map_err(refused("load"))?;
+        let mut controller = self.controller.borrow_mut();
+        match controller.as_mut() {
+            Some(c) => restore(self.shared, c, &snap).map_err(refused("load"))?,
+            None => *self.pending.0.borrow_mut() = Some(Box::new(snap)),
+        }
+        Ok(())
+    }
+}
+
+/// The error a host logs for a refused save or load.
+fn refused(what: &'static str) -> impl Fn(String) -> PluginError {
+    move |e| PluginError::Error(format!("morphrt: state {what} refused: {e}").into())
+}
+
+/// Reads `bytes` as a state of this plugin's scene.
+fn check(shared: &Shared, bytes: &[u8]) -> Result<SnapshotFile, String> {
+    let snap = SnapshotFile::from_bytes(bytes, "the state").map_err(|e| match e {
+        SnapshotError::NotASnapshot { .. } => {
+            "the state is not a morphrt snapshot (garbage, or another plugin's)".to_string()
+        }
+        e => e.to_string(),
+    })?;
+    let payload = &shared.bundle.payload;
+    let ours = sha256_hex(payload.scene.as_bytes());
+    if snap.scene.sha256 != ours {
+        return Err(format!(
+            "the state was saved by another scene (`{}`, sha256 {}…); this plugin plays `{}` (sha256 {}…)",
+            snap.scene.file,
+            &snap.scene.sha256[..snap.scene.sha256.len().min(12)],
+            payload.scene_name,
+            &ours[..12]
+        ));
+    }
+    Ok(snap)
+}
+
+/// Hands `snap` to `controller`: the processor plays it from its next
+/// block boundary. The host's `profile` param follows it.
+fn restore(
+    shared: &Shared,
+    controller: &mut Controller,
+    snap: &SnapshotFile,
+) -> Result<(), String> {
+    let rate = controller.params().sample_rate();
+    if snap.sample_rate != rate {
+        return Err(format!(
+            "the state was taken at {} Hz and the host runs the plugin at {rate} Hz; state cannot carry across sample rates",
+            snap.sample_rate
+        ));
+    }
+    let state = snap.state().map_err(|e| e.to_string())?;
+    wait_idle(controller)?;
+    controller.restore(&state).map_err(|e| e.to_string())?;
+    shared.set_value(ParamList::PROFILE, profile_value(snap.session_profile));
+    // The audio thread asks for a callback, whose poll completes it.
+    shared.busy.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Restores a state loaded before activation into the new `controller`
+/// (a state that does not fit is dropped, with the reason on standard
+/// error: activation goes on with a fresh engine).
+pub fn restore_pending(main: &MainThread<'_>, controller: &mut Controller) {
+    if let Some(snap) = main.pending.0.borrow_mut().take() {
+        if let Err(e) = restore(main.shared, controller, &snap) {
+            eprintln!("morphrt: the loaded state is dropped at activation: {e}");
+        }
+    }
+}
+
+/// Polls `controller` until no request is under way, for at most
+/// [`SAVE_WAIT`].
+fn wait_idle(controller: &mut Controller) -> Result<(), String> {
+    let start = Instant::now();
+    while controller.busy() {
+        controller.poll();
+        if start.elapsed() > SAVE_WAIT {
+            return Err(
+                "a profile switch or restore is still under way: is the plugin processing?".into(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+impl MainThread<'_> {
+    /// The state: the playing engine's snapshot while active, else the
+    /// state loaded and not yet played, else a fresh engine's.
+    fn state_bytes(&self) -> Result<Vec<u8>, String> {
+        let mut controller = self.controller.borrow_mut();
+        let Some(c) = controller.as_mut() else {
+            if let Some(snap) = self.pending.0.borrow().as_ref() {
+                return Ok(snap.to_bytes());
+            }
+            let rate = self.shared.bundle.params.sample_rate();
+            let profile = ParamList::profile(self.shared.value(ParamList::PROFILE));
+            let (cx, plan) = self.context(rate, None, profile)?;
+            let engine = morphrt_core::engine::Engine::new(plan);
+            return Ok(cx
+                .file(&engine.snapshot())
+                .map_err(|e| e.to_string())?
+                .to_bytes());
+        };
+        wait_idle(c)?;
+        c.snapshot().map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let state = loop {
+            if let Some(Notice::Snapshot(state)) = c
+                .poll()
+                .into_iter()
+                .find(|n| matches!(n, Notice::Snapshot(_)))
+            {
+                break state;
+            }
+            if start.elapsed() > SAVE_WAIT {
+                return Err(format!(
+                    "the audio thread did not reach a block boundary within {} s: is the plugin processing?",
+                    SAVE_WAIT.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let rate = c.params().sample_rate();
+        let block = self.shared.block.load(Ordering::Relaxed) as usize;
+        let (cx, _) = self.context(rate, Some(block), Some(state.profile))?;
+        Ok(cx.file(&state).map_err(|e| e.to_string())?.to_bytes())
+    }
+
+    /// The snapshot context of the scene compiled as an activation at
+    /// `rate` compiles it, and the plan.
+    fn context(
+        &self,
+        rate: u32,
+        block_size: Option<usize>,
+        profile: Option<morphrt_core::profile::Profile>,
+    ) -> Result<(SnapshotContext, morphrt_core::graph::Plan), String> {
+        let bundle = &self.shared.bundle;
+        let payload = &bundle.payload;
+        let scene = morphrt_core::scene::load_str(&payload.scene, &payload.scene_name, None)
+            .map_err(|d| d[0].to_string())?;
+        let resolver: std::sync::Arc<dyn morphrt_core::graph::Resolver> = bundle.resolver.clone();
+        let options = CompileOptions {
+            profile,
+            block_size,
+            sample_rate: Some(rate),
+            resolver: Some(resolver),
+            ..CompileOptions::default()
+        };
+        let plan = compile(&scene, &options).map_err(|d| d[0].to_string())?;
+        let cx = SnapshotContext::from_resolver(&plan, &payload.scene, &*bundle.resolver)
+            .map_err(|e| e.to_string())?;
+        Ok((cx, plan))
+    }
+}
