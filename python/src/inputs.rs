@@ -49,6 +49,17 @@ pub(crate) fn input_of(v: &Bound<'_, PyAny>) -> PyResult<Input> {
     }
 }
 
+/// An input opened for a render.
+pub(crate) struct Opened {
+    /// What the engine reads.
+    pub(crate) feed: Box<dyn InputFeed>,
+    /// The frames it holds at the scene's rate (`None` when a file does
+    /// not say before it is read).
+    pub(crate) frames: Option<u64>,
+    /// A file's reader, to ask afterwards whether it failed.
+    pub(crate) file: Option<RenderInput>,
+}
+
 impl Input {
     /// The rate a scene that sets no `sample_rate` renders at: its input
     /// file's, as on the command line (`None`: the scene's own rate).
@@ -63,31 +74,36 @@ impl Input {
         }
     }
 
-    /// Opens the input for `plan`: the feed the engine reads, the frames
-    /// it holds at the scene's rate (`None` when the file does not say
-    /// before it is read) and, for a file, the reader to ask afterwards
-    /// whether it failed. The command line's warnings become Python
-    /// warnings.
-    pub(crate) fn open(
-        self,
-        py: Python<'_>,
-        plan: &Plan,
-    ) -> PyResult<(Box<dyn InputFeed>, Option<u64>, Option<RenderInput>)> {
+    /// Opens the input for `plan`. The command line's warnings become
+    /// Python warnings.
+    pub(crate) fn open(self, py: Python<'_>, plan: &Plan) -> PyResult<Opened> {
         match self {
             Input::Array(channels) => {
                 let frames = channels.first().map_or(0, |c| c.len() as u64);
-                Ok((Box::new(ArrayInput { channels }), Some(frames), None))
+                Ok(Opened {
+                    feed: Box::new(ArrayInput { channels }),
+                    frames: Some(frames),
+                    file: None,
+                })
             }
             Input::File(path) => {
                 let mut log = Vec::new();
                 let opened = open_input(&[path], plan, false, None, &mut log)
                     .map_err(|e| host_error("input", e));
                 warn_lines(py, &String::from_utf8_lossy(&log))?;
-                match opened? {
-                    Some(file) => Ok((file.feed(), file.frames, Some(file))),
+                Ok(match opened? {
+                    Some(file) => Opened {
+                        feed: file.feed(),
+                        frames: file.frames,
+                        file: Some(file),
+                    },
                     // The scene reads no input (warned): nothing to feed.
-                    None => Ok((Box::new(ArrayInput { channels: vec![] }), None, None)),
-                }
+                    None => Opened {
+                        feed: Box::new(ArrayInput { channels: vec![] }),
+                        frames: None,
+                        file: None,
+                    },
+                })
             }
         }
     }

@@ -331,8 +331,8 @@ fn render<'py>(
     let rate = plan.sample_rate;
     let (feed, input_frames, file) = match input {
         Some(i) => {
-            let (feed, frames, file) = i.open(py, plan)?;
-            (Some(feed), frames, file)
+            let o = i.open(py, plan)?;
+            (Some(o.feed), o.frames, o.file)
         }
         None => (None, None, None),
     };
