@@ -2,7 +2,7 @@
 //! effects chain of `benches/vs_pedalboard.py` (biquad highpass 80 Hz →
 //! compressor −20 dB 4:1 → reverb, one input channel, stereo out), its
 //! input 22 s of `scenes/pluck-delay.json`, best of 5, under live and
-//! strict. `benches/vs_pedalboard.py` times `morphrt.Processor.process` on the
+//! strict in f32 buffers, and under strict in f64 buffers (`process_f64`). `benches/vs_pedalboard.py` times `morphrt.Processor.process` on the
 //! same scene and input: the difference per call is what the Python
 //! module adds.
 //!
@@ -51,26 +51,38 @@ fn input(frames: u64) -> Vec<f32> {
 
 fn main() {
     let x = input((BLOCK * CALLS) as u64);
-    for profile in [Profile::Live, Profile::Strict] {
+    let x64: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    for (profile, wide) in [
+        (Profile::Live, false),
+        (Profile::Strict, false),
+        (Profile::Strict, true),
+    ] {
         let mut best = f64::INFINITY;
         for _ in 0..RUNS {
             let mut a = Activation::new(48_000, BLOCK).profile(profile);
             a.block_size = Some(BLOCK);
             let (_controller, mut p) = a.activate_scene(CHAIN, "chain.json").expect("it compiles");
-            let mut l = vec![0.0f32; BLOCK];
-            let mut r = vec![0.0f32; BLOCK];
+            let (mut l, mut r) = (vec![0.0f32; BLOCK], vec![0.0f32; BLOCK]);
+            let (mut l64, mut r64) = (vec![0.0f64; BLOCK], vec![0.0f64; BLOCK]);
             let t = Instant::now();
             for k in 0..CALLS {
-                let ins = [&x[k * BLOCK..(k + 1) * BLOCK]];
-                p.process(&ins, &mut [&mut l[..], &mut r[..]], &[], BLOCK)
-                    .expect("a valid call");
+                let span = k * BLOCK..(k + 1) * BLOCK;
+                if wide {
+                    let ins = [&x64[span]];
+                    p.process_f64(&ins, &mut [&mut l64[..], &mut r64[..]], &[], BLOCK)
+                } else {
+                    let ins = [&x[span]];
+                    p.process(&ins, &mut [&mut l[..], &mut r[..]], &[], BLOCK)
+                }
+                .expect("a valid call");
             }
             best = best.min(t.elapsed().as_secs_f64());
-            std::hint::black_box(&l);
+            std::hint::black_box((&l, &l64));
         }
         let seconds = (BLOCK * CALLS) as f64 / 48_000.0;
         println!(
-            "Processor::process (Rust), block 64, {:6}: {:7.0} ns a call ({:.1} x real time)",
+            "Processor::process{} (Rust), block 64, {:6}: {:7.0} ns a call ({:.1} x real time)",
+            if wide { "_f64" } else { "    " },
             profile.name(),
             best / CALLS as f64 * 1e9,
             seconds / best

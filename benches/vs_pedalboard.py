@@ -74,8 +74,8 @@ def chains(x):
 
 def calls(x):
     frames = 64 * 2 ** 14  # 22 s at 48 kHz in calls of 64 frames
-    block = x[:1, :frames]
-    for profile in ["live", "strict"]:
+    for profile, dtype in [("live", np.float32), ("strict", np.float32), ("strict", np.float64)]:
+        block = np.ascontiguousarray(x[:1, :frames], dtype=dtype)
         p = morphrt.Processor(CHAIN, profile=profile, block_size=64)
 
         def run():
@@ -83,8 +83,8 @@ def calls(x):
                 p.process(block[:, at:at + 64])
 
         t = best(run)
-        print(f"Processor.process, block 64, {profile:6}: {t / (frames // 64) * 1e9:7.0f} ns a call "
-              f"({frames / RATE / t:.1f} x real time)")
+        print(f"Processor.process, block 64, {profile:6} {np.dtype(dtype).name}: "
+              f"{t / (frames // 64) * 1e9:7.0f} ns a call ({frames / RATE / t:.1f} x real time)")
 
 
 def main(argv):

@@ -25,7 +25,7 @@ def render(
     scene: SceneLike,
     *,
     duration: Optional[Time] = None,
-    input: Optional[npt.NDArray[Union[np.float32, np.float64]]] = None,
+    input: Optional[Union[Audio, str, "os.PathLike[str]"]] = None,
     sample_rate: Optional[int] = None,
     profile: str = "strict",
     seed: Optional[int] = None,
@@ -34,14 +34,20 @@ def render(
     events: Optional[Sequence[Mapping[str, Any]]] = None,
     dtype: Optional[npt.DTypeLike] = None,
     resources: Optional[Resources] = None,
+    midi: Optional[Union[str, "os.PathLike[str]", bytes]] = None,
 ) -> npt.NDArray[Any]:
     """Renders `scene` and returns its main bus, shape (channels, frames):
     float64 under strict, float32 under repro and live, or `dtype`.
 
     `scene` is a path, a JSON string or a dict. `duration` is seconds or a
     time such as "2.5s", "480ms", "4bars"; without it, the scene's
-    `duration`, else the input's length. `input` is (channels, frames) or
-    (frames,), float32 or float64, read by the scene's `input` nodes.
+    `duration`, else the input's length, else the MIDI file's last event.
+    `input` is (channels, frames) or (frames,), float32 or float64, read
+    by the scene's `input` nodes, or the path of an audio file of any
+    format `morphrt render --input` reads, converted to the scene's rate
+    as it converts it. `midi` is the path or the bytes of a standard MIDI
+    file that plays the scene's MIDI controls as `morphrt render --midi`
+    does.
     `params` sets node params before compiling ({"lp.cutoff": "900Hz"});
     `events` are added to the scene's events. `resources` supplies the
     scene's `@resource:` files. The GIL is released while the audio
@@ -81,8 +87,8 @@ class Scene:
 class Processor:
     """A scene streamed block by block: `process(block)` takes any number
     of frames and returns as many, `latency` frames behind; under strict
-    the output is the offline render delayed by `latency`, bit for bit
-    (float32), however the calls are sliced. Params, notes and profile
+    the output is the offline render delayed by `latency`, bit for bit,
+    however the calls are sliced. Params, notes and profile
     switches land at the first frame of the next `process` call. The GIL
     is released while audio is processed."""
 
@@ -102,11 +108,15 @@ class Processor:
         the scene's, else the profile's); `process` calls are split into
         calls of at most `max_frames` to the engine's processor. A scene
         with errors raises SceneError."""
-    def process(self, block: Union[Audio, int]) -> npt.NDArray[np.float32]:
+    def process(
+        self, block: Union[Audio, int], *, dtype: Optional[npt.DTypeLike] = None
+    ) -> npt.NDArray[Any]:
         """Processes `block`, (input_channels, frames) or (frames,) float32
-        or float64 (float64 is rounded to float32), or a number of frames
-        for a scene that reads no input; returns (output_channels, frames)
-        float32."""
+        or float64, or a number of frames for a scene that reads no input;
+        returns (output_channels, frames) of the block's dtype (a float64
+        block is processed at the engine's precision, a float32 one in
+        float32 buffers), for a number of frames float64 under strict and
+        float32 otherwise, or `dtype`."""
     def set_param(self, id: str, value: Union[float, str]) -> None:
         """Sets param `id` (as Scene.params() lists it) to a number in its
         canonical unit or text it parses ("900Hz", "-6dB", "lowpass");

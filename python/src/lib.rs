@@ -3,19 +3,25 @@
 //!
 //! The scene is a path, a JSON string or a dict; `params` overrides node
 //! params before compiling (`{"lp.cutoff": "900Hz"}`); `events` are added
-//! to the scene's; `input` is an array the scene's `input` nodes read.
+//! to the scene's; `input` is an array or an audio file the scene's `input`
+//! nodes read, and `midi` a MIDI file that plays its MIDI controls
+//! (`inputs.rs`, through the command line's readers).
 //! A scene with errors raises `morphrt.SceneError`, which carries every
 //! located diagnostic; a bad argument raises `ValueError`/`TypeError`
 //! naming what was expected. The GIL is released while audio renders.
 //! `Scene` and `Processor` (`stream.rs`) stream a scene block by block,
-//! their snapshots in the core's snapshot format; `resources.rs` supplies
-//! `@resource:` files from a dict.
+//! in float32 or float64 (`sample.rs`), their snapshots in the core's
+//! snapshot format; `inputs.rs` reads audio and MIDI files as the command
+//! line does; `resources.rs` supplies `@resource:` files from a dict.
 
+mod inputs;
 mod resources;
+mod sample;
 mod stream;
 
+use morphrt_core::api::player::offline_player;
 use morphrt_core::api::{Diagnostics, Loaded};
-use morphrt_core::engine::{run_blocks, Engine, InputBlock, InputFeed};
+use morphrt_core::engine::{ChangeFeed, Engine, InputBlock, InputFeed};
 use morphrt_core::graph::CompileOptions;
 use morphrt_core::profile::Profile;
 use numpy::ndarray::Array2;
@@ -157,8 +163,8 @@ pub(crate) fn scene_error(py: Python<'_>, d: Diagnostics) -> PyErr {
 
 /// Input channels held in memory, read by the scene's `input` nodes;
 /// silence past their end.
-struct ArrayInput {
-    channels: Vec<Vec<f64>>,
+pub(crate) struct ArrayInput {
+    pub(crate) channels: Vec<Vec<f64>>,
 }
 
 impl InputFeed for ArrayInput {
@@ -176,12 +182,6 @@ impl InputFeed for ArrayInput {
             }
         }
     }
-}
-
-/// The `input` argument as channels of f64: an array `(channels, frames)`
-/// or `(frames,)` of float32 or float64, finite.
-fn input_channels(input: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<f64>>> {
-    channels_f64(input, "input")
 }
 
 /// Argument `what` as channels of f64: an array `(channels, frames)` or
@@ -213,15 +213,6 @@ pub(crate) fn channels_f64(input: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec
         }
     }
     Ok(rows)
-}
-
-/// Argument `what` as channels of f32, as [`channels_f64`] reads it; a
-/// float64 sample is rounded to the nearest float32.
-pub(crate) fn channels_f32(input: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Vec<f32>>> {
-    Ok(channels_f64(input, what)?
-        .into_iter()
-        .map(|c| c.into_iter().map(|x| x as f32).collect())
-        .collect())
 }
 
 /// Runs `f`, a panic in it becoming an error with the panic's message.
@@ -309,6 +300,7 @@ struct RenderArgs<'py> {
     events: Option<Bound<'py, PyList>>,
     dtype: Option<Bound<'py, PyAny>>,
     resources: Option<Bound<'py, PyDict>>,
+    midi: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> RenderArgs<'py> {
@@ -328,6 +320,7 @@ impl<'py> RenderArgs<'py> {
                 "events" => a.events = keyword(&name, &value)?,
                 "dtype" => a.dtype = any(),
                 "resources" => a.resources = keyword(&name, &value)?,
+                "midi" => a.midi = any(),
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "render() got an unexpected keyword argument '{name}'"
@@ -354,10 +347,12 @@ fn keyword<'py, T: FromPyObjectOwned<'py>>(name: &str, value: &Bound<'py, PyAny>
 /// Renders `scene` and returns its main bus as an array
 /// `(channels, frames)`: float64 under strict, float32 under repro and
 /// live (the engine's own samples, converted exactly), or `dtype`.
+/// `input` is an array or an audio file's path; `midi` a MIDI file's path
+/// or bytes (see `inputs.rs`).
 #[pyfunction]
 #[pyo3(
     signature = (scene, **kwargs),
-    text_signature = "(scene, *, duration=None, input=None, sample_rate=None, profile=\"strict\", seed=None, block_size=None, params=None, events=None, dtype=None, resources=None)"
+    text_signature = "(scene, *, duration=None, input=None, sample_rate=None, profile=\"strict\", seed=None, block_size=None, params=None, events=None, dtype=None, resources=None, midi=None)"
 )]
 fn render<'py>(
     py: Python<'py>,
@@ -375,20 +370,26 @@ fn render<'py>(
         events,
         dtype,
         resources,
+        midi,
     } = RenderArgs::from_kwargs(kwargs)?;
     let profile = profile.as_deref().unwrap_or("strict");
-    let (duration, input, params, events, dtype, resources) = (
+    let (duration, input, params, events, dtype, resources, midi) = (
         duration.as_ref(),
         input.as_ref(),
         params.as_ref(),
         events.as_ref(),
         dtype.as_ref(),
         resources.as_ref(),
+        midi.as_ref(),
     );
     let profile = Profile::parse_arg(profile).map_err(PyValueError::new_err)?;
     let src = source(py, scene)?;
     let text = edited(py, &src, params, events)?;
-    let input = input.map(input_channels).transpose()?;
+    let input = input.map(inputs::input_of).transpose()?;
+    let sample_rate = sample_rate.or_else(|| {
+        let i = input.as_ref()?;
+        i.scene_rate(&text, &src.name, src.dir.as_deref())
+    });
     let options = CompileOptions {
         profile: Some(profile),
         block_size,
@@ -401,46 +402,50 @@ fn render<'py>(
         .map_err(|d| scene_error(py, d))?;
     let plan = loaded.plan();
     let rate = plan.sample_rate;
-    let frames =
-        match (duration, plan.duration, &input) {
-            (Some(d), _, _) => frames_of(d, rate, plan.tempo.as_ref())?,
-            (None, Some(f), _) => f,
-            (None, None, Some(i)) => i.first().map_or(0, |c| c.len() as u64),
-            (None, None, None) => return Err(PyValueError::new_err(
-                "duration: the scene sets none; give duration= (seconds or a time such as \"2s\")",
-            )),
-        };
+    let (feed, input_frames, file) = match input {
+        Some(i) => {
+            let o = i.open(py, plan)?;
+            (Some(o.feed), o.frames, o.file)
+        }
+        None => (None, None, None),
+    };
+    let midi = midi.map(|m| inputs::midi_of(py, m, plan)).transpose()?;
+    let frames = match (duration, plan.duration, input_frames, &midi) {
+        (Some(d), _, _, _) => frames_of(d, rate, plan.tempo.as_ref())?,
+        (None, Some(f), _, _) => f,
+        (None, None, Some(f), _) => f,
+        (None, None, None, Some((_, end))) => *end,
+        (None, None, None, None) if feed.is_some() => return Err(PyValueError::new_err(
+            "duration: the input file does not say how long it is before it is read; give duration= (seconds or a time such as \"2s\")",
+        )),
+        (None, None, None, None) => return Err(PyValueError::new_err(
+            "duration: the scene sets none; give duration= (seconds or a time such as \"2s\")",
+        )),
+    };
     let (plan, _) = loaded.into_parts();
     let strict = profile == Profile::Strict;
-    let out: Array2<f64> = py
+    let (out, errors) = py
         .detach(move || {
             catch(move || {
                 let mut engine = Engine::new(plan);
-                if let Some(channels) = input {
-                    engine.set_input_feed(Box::new(ArrayInput { channels }));
+                if let Some(feed) = feed {
+                    engine.set_input_feed(feed);
                 }
-                let width = engine.channels();
-                let mut data = vec![0.0f64; width * frames as usize];
-                let mut at = 0usize;
-                run_blocks(
-                    &mut engine,
-                    frames,
-                    |bus| {
-                        let n = bus.frames();
-                        for c in 0..width {
-                            for i in 0..n {
-                                data[c * frames as usize + at + i] = bus.get(c, i);
-                            }
-                        }
-                        at += n;
-                    },
-                    |_| {},
-                );
-                Array2::from_shape_vec((width, frames as usize), data)
-                    .expect("the shape holds the data")
+                play(engine, frames, midi.map(|m| m.0))
             })
         })
         .map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
+    if let Some(e) = file.and_then(|f| f.state().err()) {
+        return Err(inputs::host_error("input", e.into()));
+    }
+    let lines: Vec<String> = errors
+        .iter()
+        .map(|(at, e)| {
+            let at = *at as f64 / f64::from(rate);
+            format!("warning: midi: a change at {at:.3} s did not land: {e}")
+        })
+        .collect();
+    inputs::warn_lines(py, &lines.join("\n"))?;
     let array = if strict {
         out.to_pyarray(py).into_any()
     } else {
@@ -450,6 +455,41 @@ fn render<'py>(
         Some(d) => array.call_method1("astype", (d,)),
         None => Ok(array),
     }
+}
+
+/// Plays `frames` frames of `engine` as `morphrt render` does (its
+/// offline player, `feed`'s changes and notes landing at their samples):
+/// the main bus `(channels, frames)`, and the changes that could not land.
+fn play(
+    engine: Engine,
+    frames: u64,
+    mut feed: Option<ChangeFeed>,
+) -> (Array2<f64>, Vec<(u64, String)>) {
+    let width = engine.channels();
+    let mut player = offline_player(engine);
+    let mut data = vec![0.0f64; width * frames as usize];
+    let mut at = 0usize;
+    let played = player.play_frames(
+        frames,
+        &[],
+        feed.as_mut(),
+        |_| Ok::<(), std::convert::Infallible>(()),
+        |bus| {
+            let n = bus.frames();
+            for c in 0..width {
+                for i in 0..n {
+                    data[c * frames as usize + at + i] = bus.get(c, i);
+                }
+            }
+            at += n;
+            Ok(())
+        },
+        |_| {},
+    );
+    let Ok(()) = played;
+    let out =
+        Array2::from_shape_vec((width, frames as usize), data).expect("the shape holds the data");
+    (out, feed.map(|f| f.errors().to_vec()).unwrap_or_default())
 }
 
 /// Checks a scene as `morphrt check` does: returns its warnings (as

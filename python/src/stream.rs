@@ -3,16 +3,16 @@
 //! [`Controller`] and [`CoreProcessor`], with params, notes, profile
 //! switches and snapshots.
 
-use crate::{catch, channels_f32, scene_error, source, Source};
-use morphrt_core::api::snapshot::{HexF32, SnapshotContext, SnapshotError, SnapshotFile};
+use crate::sample::Sample;
+use crate::{catch, channels_f64, scene_error, source, Source};
+use morphrt_core::api::snapshot::{HexF64, SnapshotContext, SnapshotError, SnapshotFile};
 use morphrt_core::api::{
     ActivateError, Activation, ControlError, Controller, Diagnostics, Event, EventKind, Loaded,
     Notice, ParamList, ParamRange, Processor as CoreProcessor,
 };
 use morphrt_core::graph::{compile, CompileOptions, Resolver};
 use morphrt_core::profile::Profile;
-use numpy::ndarray::Array2;
-use numpy::ToPyArray;
+use numpy::{PyArray2, PyArrayDyn, PyArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -166,12 +166,12 @@ struct Stream {
     /// Frames the core took before the caller's: a resume's saved input.
     lead: u64,
     /// The caller's input since the last engine block boundary.
-    block_input: Vec<Vec<f32>>,
+    block_input: Vec<Vec<f64>>,
     /// Whether an event landed since the last engine block boundary.
     block_events: bool,
     /// A resume's output for the caller's first frames (the rest of the
     /// block that was playing when the snapshot was taken).
-    tail: Vec<Vec<f32>>,
+    tail: Vec<Vec<f64>>,
     /// The internal frame a resume's restore plays from; events asked for
     /// before it land there.
     restore_at: u64,
@@ -223,11 +223,15 @@ impl Stream {
     /// Runs `frames` frames of `input` (one buffer per input channel)
     /// through the core in calls of at most its maximum (of at most one
     /// engine block while a switch is under way, so that it is polled at
-    /// every boundary), and returns the output.
-    fn run(&mut self, input: &[Vec<f32>], frames: usize) -> Result<Vec<Vec<f32>>, String> {
+    /// every boundary), writing the output into `out` (one buffer per
+    /// output channel).
+    fn run<S: Sample>(
+        &mut self,
+        input: &[&[S]],
+        out: &mut [&mut [S]],
+        frames: usize,
+    ) -> Result<(), String> {
         let b = self.block();
-        let oc = self.core.output_channels();
-        let mut out = vec![vec![0.0f32; frames]; oc];
         let mut done = 0;
         while done < frames {
             let mut n = (frames - done).min(self.settings.max_frames);
@@ -246,12 +250,9 @@ impl Stream {
                     .map(|kind| Event { offset: 0, kind })
                     .collect()
             };
-            let ins: Vec<&[f32]> = input.iter().map(|c| &c[done..done + n]).collect();
-            let mut outs: Vec<&mut [f32]> =
-                out.iter_mut().map(|c| &mut c[done..done + n]).collect();
-            self.core
-                .process(&ins, &mut outs, &events, n)
-                .map_err(|e| e.to_string())?;
+            let ins: Vec<&[S]> = input.iter().map(|c| &c[done..done + n]).collect();
+            let mut outs: Vec<&mut [S]> = out.iter_mut().map(|c| &mut c[done..done + n]).collect();
+            S::process(&mut self.core, &ins, &mut outs, &events, n).map_err(|e| e.to_string())?;
             let start = self.internal;
             self.internal += n as u64;
             // The block under way: what a snapshot must carry.
@@ -260,12 +261,14 @@ impl Stream {
                 let keep = (self.internal % b) as usize;
                 for (c, ch) in input.iter().enumerate() {
                     self.block_input[c].clear();
-                    self.block_input[c].extend_from_slice(&ch[done + n - keep..done + n]);
+                    let kept = &ch[done + n - keep..done + n];
+                    self.block_input[c].extend(kept.iter().map(|x| x.to_f64()));
                 }
                 self.block_events = false;
             } else {
                 for (c, ch) in input.iter().enumerate() {
-                    self.block_input[c].extend_from_slice(&ch[done..done + n]);
+                    let part = &ch[done..done + n];
+                    self.block_input[c].extend(part.iter().map(|x| x.to_f64()));
                 }
                 self.block_events |= !events.is_empty();
             }
@@ -275,14 +278,14 @@ impl Stream {
                 let k = start + i;
                 if k >= self.lead && k < self.lead + tail_len {
                     for (c, o) in out.iter_mut().enumerate() {
-                        o[done + i as usize] = self.tail[c][(k - self.lead) as usize];
+                        o[done + i as usize] = S::of_f64(self.tail[c][(k - self.lead) as usize]);
                     }
                 }
             }
             done += n;
             self.poll();
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Moves the controller's request on.
@@ -322,7 +325,7 @@ impl Stream {
         }
         let f = self.internal % b;
         let oc = self.core.output_channels();
-        let mut tail = vec![vec![0.0f32; (b - f) as usize]; oc];
+        let mut tail = vec![vec![0.0f64; (b - f) as usize]; oc];
         if self.internal >= b {
             let bus = engine.bus();
             if bus.frames() as u64 != b {
@@ -333,7 +336,7 @@ impl Stream {
             }
             for (c, t) in tail.iter_mut().enumerate() {
                 for (i, x) in t.iter_mut().enumerate() {
-                    *x = bus.get(c, f as usize + i) as f32;
+                    *x = bus.get(c, f as usize + i);
                 }
             }
         }
@@ -359,8 +362,8 @@ impl Stream {
             max_frames: s.max_frames,
             profile: s.profile.name().to_string(),
             frame: f,
-            input: self.block_input.iter().map(|c| HexF32(c.clone())).collect(),
-            tail: tail.into_iter().map(HexF32).collect(),
+            input: self.block_input.iter().map(|c| HexF64(c.clone())).collect(),
+            tail: tail.into_iter().map(HexF64).collect(),
         };
         let part = serde_json::to_value(part).expect("the stream part serializes");
         file.host = Some(serde_json::json!({ HOST: part }));
@@ -384,11 +387,11 @@ struct StreamPart {
     profile: String,
     /// Frames of the block under way.
     frame: u64,
-    /// Their input, per input channel (f32 bit patterns).
-    input: Vec<HexF32>,
+    /// Their input, per input channel (f64 bit patterns).
+    input: Vec<HexF64>,
     /// The output still to come from the last block played, per output
     /// channel: `latency - frame` frames.
-    tail: Vec<HexF32>,
+    tail: Vec<HexF64>,
 }
 
 /// A scene streamed block by block, as a plugin or an audio callback plays
@@ -397,7 +400,8 @@ struct StreamPart {
 /// calls, so how the calls are sliced changes nothing: under strict the
 /// output is the offline render, bit for bit, delayed by `latency`).
 ///
-/// The output is float32, (output_channels, frames). Params, notes and
+/// The output is (output_channels, frames), float32 or float64 as
+/// `process` says. Params, notes and
 /// profile switches take effect at the first frame of the next `process`
 /// call. The GIL is released while audio is processed; one processor is
 /// used by one thread at a time (a second waits).
@@ -414,6 +418,87 @@ impl Processor {
             )
         })?;
         f(&mut g)
+    }
+}
+
+impl Processor {
+    /// Processes an array block of samples `S`: checked (rank, channels,
+    /// every sample finite) and read in place.
+    fn process_array<'py, S: Sample>(
+        &self,
+        py: Python<'py>,
+        block: &Bound<'py, PyAny>,
+        array: &Bound<'py, PyArrayDyn<S>>,
+        inputs: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ro = array.readonly();
+        let view = ro.as_array();
+        let (channels, frames) = match *view.shape() {
+            [f] => (1, f),
+            [c, f] => (c, f),
+            _ => {
+                channels_f64(block, "block")?;
+                return Err(PyValueError::new_err("block: expected (channels, frames)"));
+            }
+        };
+        if channels != inputs {
+            return Err(PyValueError::new_err(format!(
+                "block: the scene reads {inputs} input channel(s), got an array of {channels} (expected shape ({inputs}, frames){})",
+                if inputs == 0 { ", or a number of frames" } else if inputs == 1 { " or (frames,)" } else { "" }
+            )));
+        }
+        let data = view.as_standard_layout();
+        let flat = data.as_slice().expect("a standard layout");
+        let rows: Vec<&[S]> = if frames == 0 {
+            vec![&[][..]; channels]
+        } else {
+            flat.chunks(frames).collect()
+        };
+        for (c, row) in rows.iter().enumerate() {
+            if let Some(i) = row.iter().position(|x| !x.to_f64().is_finite()) {
+                return Err(PyValueError::new_err(format!(
+                    "block: channel {c}, frame {i} is {} (not a finite number)",
+                    row[i].to_f64()
+                )));
+            }
+        }
+        self.process_as(py, &rows, frames)
+    }
+
+    /// Runs `frames` frames of `input` through the stream, the GIL
+    /// released, into a new array (output_channels, frames) of `S`.
+    fn process_as<'py, S: Sample>(
+        &self,
+        py: Python<'py>,
+        input: &[&[S]],
+        frames: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let outputs = self.with(|s| Ok(s.core.output_channels()))?;
+        let array = PyArray2::<S>::zeros(py, [outputs, frames], false);
+        {
+            let mut rw = array.readwrite();
+            let flat = rw.as_slice_mut().expect("a new C-contiguous array");
+            let mut rows: Vec<&mut [S]> = if frames == 0 {
+                Vec::new()
+            } else {
+                flat.chunks_mut(frames).collect()
+            };
+            let done = py.detach(|| {
+                catch(|| {
+                    let mut g = self.inner.lock().map_err(|_| {
+                        "the processor stopped after a panic in the engine: create another"
+                            .to_string()
+                    })?;
+                    if frames == 0 {
+                        return Ok(());
+                    }
+                    g.run(input, &mut rows, frames)
+                })
+            });
+            done.map_err(PyRuntimeError::new_err)?
+                .map_err(PyValueError::new_err)?;
+        }
+        Ok(array.into_any())
     }
 }
 
@@ -454,58 +539,57 @@ impl Processor {
         })
     }
 
-    /// Processes `block` and returns as many frames of output, float32
+    /// Processes `block` and returns as many frames of output,
     /// (output_channels, frames). `block` is a float32 or float64 array
     /// (input_channels, frames), or (frames,) for one channel; for a
     /// scene that reads no input, the number of frames (an int) or an
-    /// array of shape (0, frames).
+    /// array of shape (0, frames). A float32 block is processed through
+    /// float32 buffers and a float64 block at the engine's precision, in
+    /// place (a C-contiguous block is not copied); the output has the
+    /// block's dtype, or for a number of frames float64 under strict and
+    /// float32 under repro and live (the profile the processor was created
+    /// with), or `dtype`. Under strict a float64 stream is the offline
+    /// render bit for bit, `latency` frames late.
+    #[pyo3(signature = (block, *, dtype=None))]
     fn process<'py>(
         &self,
         py: Python<'py>,
         block: &Bound<'py, PyAny>,
+        dtype: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (inputs, outputs) =
-            self.with(|s| Ok((s.core.input_channels(), s.core.output_channels())))?;
-        let (input, frames) = if let Ok(n) = block.extract::<usize>() {
+        let (inputs, strict) = self.with(|s| {
+            Ok((
+                s.core.input_channels(),
+                s.settings.profile == Profile::Strict,
+            ))
+        })?;
+        let out = if let Ok(n) = block.extract::<usize>() {
             if inputs > 0 {
                 return Err(PyValueError::new_err(format!(
                     "block: the scene reads {inputs} input channel(s): pass an array of shape ({inputs}, frames), not a number of frames"
                 )));
             }
-            (Vec::new(), n)
-        } else {
-            let rows = channels_f32(block, "block")?;
-            let frames = block
-                .getattr("shape")?
-                .extract::<Vec<usize>>()?
-                .last()
-                .copied()
-                .unwrap_or(0);
-            if rows.len() != inputs {
-                return Err(PyValueError::new_err(format!(
-                    "block: the scene reads {inputs} input channel(s), got an array of {} (expected shape ({inputs}, frames){})",
-                    rows.len(),
-                    if inputs == 0 { ", or a number of frames" } else if inputs == 1 { " or (frames,)" } else { "" }
-                )));
+            if strict {
+                self.process_as::<f64>(py, &[], n)?
+            } else {
+                self.process_as::<f32>(py, &[], n)?
             }
-            (rows, frames)
+        } else if let Ok(a) = block.cast::<PyArrayDyn<f64>>() {
+            self.process_array(py, block, a, inputs)?
+        } else if let Ok(a) = block.cast::<PyArrayDyn<f32>>() {
+            self.process_array(py, block, a, inputs)?
+        } else {
+            // Not a float array: the reader of arrays says what was expected.
+            channels_f64(block, "block")?;
+            return Err(PyValueError::new_err(
+                "block: expected a float32 or float64 array",
+            ));
         };
-        let out = py.detach(|| {
-            catch(|| {
-                let mut g = self.inner.lock().map_err(|_| {
-                    "the processor stopped after a panic in the engine: create another".to_string()
-                })?;
-                g.run(&input, frames)
-            })
-        });
-        let out = out
-            .map_err(PyRuntimeError::new_err)?
-            .map_err(PyValueError::new_err)?;
-        let flat: Vec<f32> = out.into_iter().flatten().collect();
-        let a = Array2::from_shape_vec((outputs, frames), flat).expect("the shape holds the data");
-        Ok(a.to_pyarray(py).into_any())
+        match dtype {
+            Some(d) => out.call_method1("astype", (d,)),
+            None => Ok(out),
+        }
     }
-
     /// Sets param `id` (as `Scene.params()` lists it: `node.param`, a
     /// control's source, or `profile`) to `value`: a number in the param's
     /// canonical unit (Hz, s, linear amplitude, dB for a level; a choice's
@@ -706,7 +790,11 @@ impl Processor {
             return Err(bad("its block under way is damaged".to_string()));
         }
         s.restore_at = b;
-        s.run(&input, f as usize).map_err(PyValueError::new_err)?;
+        let ins: Vec<&[f64]> = input.iter().map(Vec::as_slice).collect();
+        let mut scratch = vec![vec![0.0f64; f as usize]; s.core.output_channels()];
+        let mut outs: Vec<&mut [f64]> = scratch.iter_mut().map(Vec::as_mut_slice).collect();
+        s.run(&ins, &mut outs, f as usize)
+            .map_err(PyValueError::new_err)?;
         s.lead = f;
         s.tail = tail;
         Ok(Processor {

@@ -40,3 +40,5 @@ def test_the_python_readme_blocks_run_as_written():
     assert scope["audio"].shape == (1, 96000) and str(scope["audio"].dtype) == "float64"
     assert scope["out"].shape == (2, 512) and str(scope["out"].dtype) == "float32"
     assert scope["wet"].shape == (2, 48000) and str(scope["wet"].dtype) == "float32"
+    # The MIDI file plays the keys.
+    assert scope["keys"].shape == (1, 96000) and abs(scope["keys"]).max() > 0.01

@@ -103,7 +103,7 @@ def test_a_generator_scene_takes_a_number_of_frames():
     assert p.input_channels == 0 and p.latency == 64 and p.sample_rate == 48000
     got = np.concatenate([p.process(n) for n in [10, 500, 64, 2000]], axis=1)
     offline = morphrt.render(TONE, duration="2574samples", block_size=64)
-    assert same_bits(got[:, 64:], offline[:, :-64].astype(np.float32))
+    assert same_bits(got[:, 64:], offline[:, :-64])
     assert p.frames == 2574
 
 
@@ -118,7 +118,7 @@ def test_set_param_lands_at_the_first_frame_of_the_next_call_as_a_scene_event_do
               {"time": "3000samples", "node": "osc", "param": "freq", "value": "220Hz"}]
     offline = morphrt.render(TONE, duration="6000samples", events=events)
     lat = p.latency
-    assert same_bits(got[:, lat:], offline[:, :-lat].astype(np.float32))
+    assert same_bits(got[:, lat:], offline[:, :-lat])
     plain = morphrt.render(TONE, duration="6000samples")
     assert not np.array_equal(offline, plain), "the events change the sound"
     assert p.refused_events == 0
@@ -168,7 +168,7 @@ def test_a_profile_switch_mid_stream_hands_over_with_state_carried():
     lat = p.latency
     # Strict bits up to the switch, then repro within its bound of strict:
     # the oscillator's phase and the filters' state went on.
-    assert same_bits(got[:, lat:4800], strict[:, :4800 - lat].astype(np.float32))
+    assert same_bits(got[:, lat:4800], strict[:, :4800 - lat])
     late = got[:, 7200:].astype(np.float64)
     ref = strict[:, 7200 - lat:9600 - lat]
     rel = np.sqrt(np.mean((late - ref) ** 2) / np.mean(ref ** 2))
@@ -204,7 +204,7 @@ def test_notes_land_where_the_scene_events_of_the_same_notes_do():
              {"time": "4800samples", "module": "pad", "note": 64, "velocity": 0.25, "duration": "1s"}]
     offline = morphrt.render(pad, duration="24000samples", events=notes)
     lat = p.latency
-    assert same_bits(got[:, lat:], offline[:, :-lat].astype(np.float32))
+    assert same_bits(got[:, lat:], offline[:, :-lat])
     assert not a.any() and np.abs(b).max() > 0.05
     assert p.refused_events == 0
 
@@ -306,13 +306,64 @@ def test_resources_come_from_a_dict_as_the_command_line_reads_them_from_a_folder
         morphrt.render(scene, duration=0.1, resources={"room.wav": ir})
     p = morphrt.Processor(scene, profile="strict", resources={"hall.wav": (ir, rate)})
     got = np.concatenate([p.process(1000) for _ in range(24)], axis=1)
-    assert same_bits(got[:, p.latency:], by_array[:, :24000 - p.latency].astype(np.float32))
+    assert same_bits(got[:, p.latency:], by_array[:, :24000 - p.latency])
 
 
-def test_float64_blocks_are_rounded_to_float32():
-    x = np.random.default_rng(5).standard_normal((1, 3000)) * 0.1
-    p, q = morphrt.Processor(FX), morphrt.Processor(FX)
-    assert same_bits(p.process(x), q.process(x.astype(np.float32)))
+def test_a_float64_stream_is_the_offline_render_of_the_same_float64_input_bit_for_bit():
+    # Not representable in float32: rounding the input would change the bits.
+    x = np.random.default_rng(5).standard_normal((1, 24000)) * 0.1
+    assert not np.array_equal(x, x.astype(np.float32).astype(np.float64))
+    p = morphrt.Processor(FX, profile="strict")
+    got = stream(p, x, [1, 64, 333, 5000])
+    assert got.dtype == np.float64 and got.shape == (2, 24000)
+    offline = morphrt.render(FX, input=x, duration="24000samples")
+    b = p.latency
+    assert same_bits(got[:, b:], offline[:, :-b])
+    assert np.abs(got).max() > 0.01
+
+
+def test_a_float32_block_gives_float32_the_float64_output_rounded():
+    x = noise(6000, seed=11)[None, :]
+    p, q = morphrt.Processor(FX, profile="strict"), morphrt.Processor(FX, profile="strict")
+    a = stream(p, x, [100, 700])
+    b = stream(q, x.astype(np.float64), [100, 700])
+    assert a.dtype == np.float32 and b.dtype == np.float64
+    assert same_bits(a, b.astype(np.float32))
+    assert not np.array_equal(a.astype(np.float64), b), "float64 keeps the engine's bits"
+
+
+def test_a_number_of_frames_returns_float64_under_strict_float32_otherwise_or_the_dtype_asked():
+    for profile, dtype in [("strict", np.float64), ("repro", np.float32), ("live", np.float32)]:
+        p = morphrt.Processor(TONE, profile=profile, block_size=64)
+        assert p.process(100).dtype == dtype, profile
+        assert p.process(100, dtype=np.float32).dtype == np.float32
+        assert p.process(100, dtype="float64").dtype == np.float64
+    p = morphrt.Processor(TONE, profile="repro", block_size=64)
+    q = morphrt.Processor(TONE, profile="repro", block_size=64)
+    # The repro engine's samples are float32: float64 output holds them exactly.
+    assert same_bits(p.process(1000, dtype=np.float64).astype(np.float32), q.process(1000))
+
+
+def test_blocks_that_are_views_and_mixed_dtypes_stream_as_one():
+    x = np.random.default_rng(12).standard_normal((1, 8000)) * 0.1
+    wide = np.zeros((1, 16000))
+    wide[:, ::2] = x
+    p = morphrt.Processor(FX, profile="strict")
+    got = np.concatenate([p.process(wide[:, :6000:2]), p.process(x[0, 3000:]),
+                          p.process(np.asfortranarray(x[:, :0]))], axis=1)
+    offline = morphrt.render(FX, input=x, duration="8000samples")
+    assert same_bits(got[:, p.latency:], offline[:, :-p.latency])
+
+
+def test_a_float64_stream_resumes_from_a_snapshot_bit_for_bit():
+    x = np.random.default_rng(13).standard_normal((1, 20000)) * 0.1
+    p = morphrt.Processor(FX, profile="strict", block_size=128)
+    stream(p, x[:, :4100], [1, 50, 300])
+    snap = p.snapshot()
+    rest = stream(p, x[:, 4100:], [64, 900], seed=1)
+    q = morphrt.Processor.resume(FX, snap)
+    resumed = stream(q, x[:, 4100:], [5, 1000], seed=2)
+    assert resumed.dtype == np.float64 and same_bits(resumed, rest)
 
 
 def test_a_param_set_just_after_a_resume_lands_where_the_snapshot_block_ends():
@@ -354,7 +405,7 @@ def test_set_param_sets_a_choice_and_a_control_as_scene_events_and_osc_would():
     got = np.concatenate([a, p.process(3000)], axis=1)
     ev = [{"time": "3000samples", "node": "lp", "param": "mode", "value": "highpass"}]
     offline = morphrt.render(TONE, duration="6000samples", block_size=64, events=ev)
-    assert same_bits(got[:, 64:], offline[:, :-64].astype(np.float32))
+    assert same_bits(got[:, 64:], offline[:, :-64])
     assert p.refused_events == 0
     # A control moves its target through its curve: position 1 of
     # /cutoff is the top of its range, as the cutoff itself set there.

@@ -907,3 +907,78 @@ fn the_controller_reads_the_peak_of_each_channel_and_the_load() {
     // Taken: the next read covers only what played since.
     assert_eq!(ctl.meters().peaks, vec![0.0, 0.0]);
 }
+
+/// Input sample `n` at full f64 precision (not exact in f32).
+fn input_f64(n: u64) -> f64 {
+    let t = n as f64 / 48_000.0;
+    0.4 * libm::sin(2.0 * std::f64::consts::PI * 510.0 * t) + (n % 97) as f64 / 970.1
+}
+
+struct FeedF64;
+impl InputFeed for FeedF64 {
+    fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
+        for (i, d) in block.channel_mut(0).iter_mut().enumerate() {
+            *d = input_f64(start + i as u64);
+        }
+    }
+}
+
+#[test]
+fn process_f64_takes_and_gives_the_engines_samples_as_the_offline_render_does() {
+    let (_, mut p) = activate(SCENE);
+    let b = p.latency();
+    let ins: Vec<f64> = (0..FRAMES as u64).map(input_f64).collect();
+    assert!(
+        ins.iter().any(|x| *x as f32 as f64 != *x),
+        "not exact in f32"
+    );
+    let mut out = vec![vec![0.0f64; FRAMES]; p.output_channels()];
+    let sizes = [1usize, 37, 64, 129, MAX, 3];
+    let (mut at, mut k) = (0, 0);
+    let (a0, f0) = counting::counts();
+    counting::realtime(|| {
+        while at < FRAMES {
+            let n = sizes[k % sizes.len()].min(FRAMES - at);
+            k += 1;
+            let (l, r) = out.split_at_mut(1);
+            let outs = &mut [&mut l[0][at..at + n], &mut r[0][at..at + n]];
+            p.process_f64(&[&ins[at..at + n]], outs, &[], n)
+                .expect("a valid call");
+            at += n;
+        }
+    });
+    let (a1, f1) = counting::counts();
+    assert_eq!((a1 - a0, f1 - f0), (0, 0), "process_f64 allocated or freed");
+    let scene = morphrt::scene::load_str(SCENE, "host.json", None).unwrap();
+    let mut engine =
+        morphrt::engine::Engine::new(compile(&scene, &CompileOptions::default()).unwrap());
+    engine.set_input_feed(Box::new(FeedF64));
+    let mut offline = vec![Vec::new(); engine.channels()];
+    offline_player(engine)
+        .play_frames::<()>(
+            (FRAMES - b) as u64,
+            &[],
+            None,
+            |_| Ok(()),
+            |bus| {
+                for (c, o) in offline.iter_mut().enumerate() {
+                    o.extend((0..bus.frames()).map(|i| bus.get(c, i).to_bits()));
+                }
+                Ok(())
+            },
+            |_| {},
+        )
+        .unwrap();
+    for (c, (host, off)) in out.iter().zip(&offline).enumerate() {
+        assert!(
+            host[..b].iter().all(|x| *x == 0.0),
+            "the latency is silence"
+        );
+        let host: Vec<u64> = host[b..].iter().map(|x| x.to_bits()).collect();
+        assert!(
+            host == *off,
+            "channel {c}: one block late, the offline render's f64 bits"
+        );
+    }
+    assert!(out[0].iter().any(|x| x.abs() > 0.01));
+}

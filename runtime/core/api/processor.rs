@@ -121,8 +121,9 @@ impl std::error::Error for ProcessError {}
 /// controller reports both, see [`Notice`](super::Notice)): a panic never
 /// unwinds into the host.
 ///
-/// The output is the main bus converted to f32, without the command
-/// line's clip to ±1 (a host has its own output stage).
+/// The output is the main bus converted to f32 ([`process`](Self::process))
+/// or as the engine made it ([`process_f64`](Self::process_f64)), without
+/// the command line's clip to ±1 (a host has its own output stage).
 ///
 /// ```
 /// use morphrt_core::api::{Activation, Event};
@@ -359,10 +360,10 @@ impl Processor {
     }
 
     /// Checks a call's buffers and events against the activation.
-    fn check(
+    fn check<S: HostSample>(
         &self,
-        inputs: &[&[f32]],
-        outputs: &[&mut [f32]],
+        inputs: &[&[S]],
+        outputs: &[&mut [S]],
         events: &[Event],
         frames: usize,
     ) -> Result<(), ProcessError> {
@@ -418,9 +419,33 @@ impl Processor {
         events: &[Event],
         frames: usize,
     ) -> Result<(), ProcessError> {
+        self.process_as(inputs, outputs, events, frames)
+    }
+
+    /// [`process`](Self::process) on f64 buffers, for a host that works at
+    /// the engine's precision: the input reaches the engine as given, and
+    /// the output is the main bus unconverted (under strict, an offline
+    /// render's samples bit for bit, `latency` frames late).
+    pub fn process_f64(
+        &mut self,
+        inputs: &[&[f64]],
+        outputs: &mut [&mut [f64]],
+        events: &[Event],
+        frames: usize,
+    ) -> Result<(), ProcessError> {
+        self.process_as(inputs, outputs, events, frames)
+    }
+
+    fn process_as<S: HostSample>(
+        &mut self,
+        inputs: &[&[S]],
+        outputs: &mut [&mut [S]],
+        events: &[Event],
+        frames: usize,
+    ) -> Result<(), ProcessError> {
         if let Err(e) = self.check(inputs, outputs, events, frames) {
             for out in outputs.iter_mut() {
-                out.fill(0.0);
+                out.fill(S::default());
             }
             return Err(e);
         }
@@ -434,11 +459,13 @@ impl Processor {
             let n = (b - pos).min(frames - done);
             if self.primed && !self.guard.tripped() {
                 let played = self.player.rendered();
+                let exact = self.player.rendered_f64();
                 for (c, out) in outputs.iter_mut().enumerate() {
                     let mut peak = 0.0f32;
                     for i in 0..n {
-                        let x = played.get((pos + i) * oc + c).copied().unwrap_or(0.0);
-                        out[done + i] = x;
+                        let j = (pos + i) * oc + c;
+                        let x = played.get(j).copied().unwrap_or(0.0);
+                        out[done + i] = S::played(x, exact.get(j).copied().unwrap_or(0.0));
                         peak = peak.max(x.abs());
                     }
                     if let Some(p) = self.shared.peaks.get(c) {
@@ -447,13 +474,13 @@ impl Processor {
                 }
             } else {
                 for out in outputs.iter_mut() {
-                    out[done..done + n].fill(0.0);
+                    out[done..done + n].fill(S::default());
                 }
             }
             let buf = self.player.input_block();
             for (c, input) in inputs.iter().enumerate() {
                 for i in 0..n {
-                    buf[(pos + i) * ic + c] = input[done + i] as f64;
+                    buf[(pos + i) * ic + c] = input[done + i].to_f64();
                 }
             }
             for e in events {
@@ -523,6 +550,34 @@ impl Processor {
             // Nothing plays from here on; the FIFO keeps the last block.
             self.primed = false;
         }
+    }
+}
+
+/// A sample of a host's buffers: f32 ([`Processor::process`]) or f64
+/// ([`Processor::process_f64`]).
+trait HostSample: Copy + Default {
+    /// The sample as the engine reads it.
+    fn to_f64(self) -> f64;
+    /// The output sample, from the block played in f32 and at the engine's
+    /// precision.
+    fn played(f32: f32, exact: f64) -> Self;
+}
+
+impl HostSample for f32 {
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn played(f32: f32, _: f64) -> f32 {
+        f32
+    }
+}
+
+impl HostSample for f64 {
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn played(_: f32, exact: f64) -> f64 {
+        exact
     }
 }
 

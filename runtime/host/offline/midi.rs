@@ -139,18 +139,29 @@ pub fn open_midi(
         }
     };
     let file = MidiFile::read(path)?;
+    map_midi(&file, &shown(path), plan, start).map(Some)
+}
+
+/// Maps `file` (named `shown` in messages: `` `song.mid` ``) onto
+/// `plan`'s MIDI controls as [`open_midi`] does, for a render starting at
+/// sample `start`; an error for a scene no MIDI moves.
+pub fn map_midi(
+    file: &MidiFile,
+    shown: &str,
+    plan: &Plan,
+    start: u64,
+) -> Result<RenderMidi, HostError> {
     let has_midi = plan
         .controls
         .iter()
         .any(|c| matches!(c.source, ControlSource::Midi(_)));
     if !has_midi {
         return Err(HostError::Usage(format!(
-            "scene `{}` maps no MIDI (its `controls` have no `midi` source), so `{}` would move nothing: add a control such as {{\"midi\": {{\"cc\": 74}}, \"node\": \"NODE\", \"param\": \"PARAM\"}} (scenes/README.md, Controls), or render without --midi",
+            "scene `{}` maps no MIDI (its `controls` have no `midi` source), so {shown} would move nothing: add a control such as {{\"midi\": {{\"cc\": 74}}, \"node\": \"NODE\", \"param\": \"PARAM\"}} (scenes/README.md, Controls), or render without --midi",
             plan.file,
-            path.display()
         )));
     }
-    Ok(Some(map_file(&file, &shown(path), plan, start)))
+    Ok(map_file(file, shown, plan, start))
 }
 
 /// The file as messages name it.

@@ -100,6 +100,9 @@ pub struct Player<I: InputSource + ?Sized = dyn InputSource> {
     changes_in: Option<AudioChanges>,
     /// Whether the output skips the device's clip to ±1.
     unclipped: bool,
+    /// The frames of the last block at the engine's precision, interleaved
+    /// like `fifo` (kept only for an unclipped host: empty otherwise).
+    plain: Vec<f64>,
 }
 
 impl<I: InputSource + ?Sized> Player<I> {
@@ -148,6 +151,7 @@ impl<I: InputSource + ?Sized> Player<I> {
             history: None,
             changes_in: None,
             unclipped: false,
+            plain: Vec::new(),
         }
     }
 
@@ -341,15 +345,23 @@ impl<I: InputSource + ?Sized> Player<I> {
         &self.fifo[..self.fifo_len]
     }
 
+    /// The same frames at the engine's precision (an unclipped player's).
+    pub(crate) fn rendered_f64(&self) -> &[f64] {
+        &self.plain[..self.fifo_len.min(self.plain.len())]
+    }
+
     /// The deck, to queue records on its playing engine.
     pub(crate) fn deck_mut(&mut self) -> &mut Deck {
         &mut self.deck
     }
 
     /// Plays the main bus as it is, converted to f32 without the device's
-    /// clip to ±1 (a host with its own output stage).
+    /// clip to ±1 (a host with its own output stage), and keeps each block
+    /// at the engine's precision too ([`rendered_f64`](Self::rendered_f64)).
+    /// Allocates: before playing.
     pub(crate) fn set_unclipped(&mut self) {
         self.unclipped = true;
+        self.plain = vec![0.0; self.fifo.len()];
     }
 
     /// Plays the block whose input is in `input_buf` into the FIFO (device
@@ -362,6 +374,8 @@ impl<I: InputSource + ?Sized> Player<I> {
         let done = self.play_parts(end, |p, done, frames| {
             let part = &mut p.fifo[done * dc..(done + frames) * dc];
             peak = peak.max(if p.unclipped {
+                p.plain[done * dc..(done + frames) * dc]
+                    .copy_from_slice(&p.deck.output()[..frames * dc]);
                 p.deck.plain_output(part)
             } else {
                 p.deck.device_output(part)
