@@ -48,8 +48,9 @@ use std::sync::Arc;
 /// The most channels a port may have (the processor's buffers are
 /// gathered on the stack).
 pub const MAX_CHANNELS: usize = 64;
-/// Events one `process` call hands the processor at once; a call with
-/// more is split at the frame of the first one that does not fit.
+/// Events one `process` call gathers before handing them to the
+/// processor; a call with more is split at the frame of the first one
+/// that does not fit (see `Audio::hand_over`).
 pub const EVENT_CAPACITY: usize = 4096;
 
 /// The plugin type.
@@ -214,22 +215,22 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
                 }
             }
         }
+        // Events are gathered up to the list's capacity; a full list is
+        // handed over up to the frame of the event that did not fit, and
+        // the call goes on from that frame, so none is lost however many
+        // come at one frame. A host's events come in time order (an
+        // earlier one after a later lands at the later's frame).
         let mut start = 0usize;
         self.events.clear();
         for e in events.input {
-            let at = (e.header().time() as usize).min(frames.saturating_sub(1));
+            let at = (e.header().time() as usize)
+                .min(frames.saturating_sub(1))
+                .max(start);
             if self.events.len() == self.events.capacity() {
-                if at > start {
-                    self.run(start, at);
-                    start = at;
-                }
-                self.events.clear();
+                self.hand_over(start, at);
+                start = at;
             }
-            if frames == 0 || self.events.len() == self.events.capacity() {
-                continue;
-            }
-            let offset = (at - start) as u32;
-            if let Some(event) = self.event(e, offset) {
+            if let Some(event) = self.event(e, (at - start) as u32) {
                 self.events.push(event);
             }
         }
@@ -257,9 +258,35 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
 }
 
 impl Audio<'_> {
+    /// Hands the events gathered from frame `from` to the processor up
+    /// to frame `at`: those before it with the call for `from..at`, those
+    /// at it queued for the frame the next call starts with.
+    fn hand_over(&mut self, from: usize, at: usize) {
+        let split = self
+            .events
+            .partition_point(|e| (e.offset as usize) < at - from);
+        if at > from {
+            self.call(from, at, split);
+        }
+        self.processor.queue(&self.events[split..]);
+        self.events.clear();
+    }
+
     /// The processor's call for host frames `from..to`, with the events
-    /// gathered (their offsets counted from `from`).
+    /// gathered (their offsets counted from `from`); with no frames, the
+    /// events are queued for the next call's first frame.
     fn run(&mut self, from: usize, to: usize) {
+        if to == from {
+            self.processor.queue(&self.events);
+        } else {
+            self.call(from, to, self.events.len());
+        }
+        self.events.clear();
+    }
+
+    /// The processor's call for host frames `from..to` with the first
+    /// `count` events gathered.
+    fn call(&mut self, from: usize, to: usize, count: usize) {
         let n = to - from;
         let (ni, no) = (self.inputs.len(), self.outputs.len());
         let empty: &[f32] = &[];
@@ -275,8 +302,7 @@ impl Audio<'_> {
         // leaves silence in the outputs, which is all it can do.
         let _ = self
             .processor
-            .process(&ins[..ni], &mut outs[..no], &self.events, n);
-        self.events.clear();
+            .process(&ins[..ni], &mut outs[..no], &self.events[..count], n);
     }
 
     /// The processor's event for CLAP event `e` at `offset`.

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 /// A strict instrument: a voice module, a tone whose frequency and level
 /// a host automates, a filter an OSC control moves.
-const SCENE: &str = r#"{
+pub(super) const SCENE: &str = r#"{
   "version": "1.0",
   "profile": "strict",
   "sample_rate": 48000,
@@ -66,7 +66,7 @@ fn library() -> &'static Path {
 }
 
 /// `morphrt plugin` of scene `text` as `dir/NAME.clap`.
-fn write_plugin(dir: &Path, text: &str, name: &str) -> PathBuf {
+pub(super) fn write_plugin(dir: &Path, text: &str, name: &str) -> PathBuf {
     let scene = dir.join(format!("{name}.json"));
     std::fs::write(&scene, text).unwrap();
     let out = dir.join(format!("{name}.clap"));
@@ -86,14 +86,14 @@ fn write_plugin(dir: &Path, text: &str, name: &str) -> PathBuf {
     out
 }
 
-struct Shared;
+pub(super) struct Shared;
 impl SharedHandler<'_> for Shared {
     fn request_restart(&self) {}
     fn request_process(&self) {}
     fn request_callback(&self) {}
 }
 
-struct TestHost;
+pub(super) struct TestHost;
 impl HostHandlers for TestHost {
     type Shared<'a> = Shared;
     type MainThread<'a> = ();
@@ -105,7 +105,7 @@ fn host_info() -> HostInfo {
 }
 
 /// The plugin file at `path` loaded as a DAW loads it, and its one id.
-fn load(path: &Path) -> (PluginEntry, CString) {
+pub(super) fn load(path: &Path) -> (PluginEntry, CString) {
     // SAFETY: the file is the plugin `morphrt plugin` just wrote.
     let entry = unsafe { PluginEntry::load(path) }.expect("the plugin loads");
     let id = {
@@ -116,7 +116,7 @@ fn load(path: &Path) -> (PluginEntry, CString) {
     (entry, id)
 }
 
-fn instance(entry: &PluginEntry, id: &CString) -> PluginInstance<TestHost> {
+pub(super) fn instance(entry: &PluginEntry, id: &CString) -> PluginInstance<TestHost> {
     PluginInstance::<TestHost>::new(|_| Shared, |_| (), entry, id, &host_info())
         .expect("an instance")
 }
@@ -365,7 +365,7 @@ fn scene_with_events(rate: u32) -> String {
 }
 
 /// `morphrt render` of `text`, `frames` long, as f32 bits, channel-interleaved.
-fn render_bits(dir: &Path, text: &str, frames: usize) -> Vec<u32> {
+pub(super) fn render_bits(dir: &Path, text: &str, frames: usize) -> Vec<u32> {
     let scene = dir.join("render.json");
     std::fs::write(&scene, text).unwrap();
     let wav = dir.join("render.wav");
@@ -377,9 +377,9 @@ fn render_bits(dir: &Path, text: &str, frames: usize) -> Vec<u32> {
 }
 
 /// A deterministic generator of buffer sizes.
-struct Sizes(u64);
+pub(super) struct Sizes(pub(super) u64);
 impl Sizes {
-    fn next(&mut self, max: usize) -> usize {
+    pub(super) fn next(&mut self, max: usize) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)

@@ -8,7 +8,7 @@ use super::event::{Event, EventKind};
 use super::params::{ParamList, ParamRoutes};
 use super::player::history::HistoryWriter;
 use super::player::{Meters, PanicGuard, Player, Switches};
-use crate::engine::{Engine, NoteRecord};
+use crate::engine::{Deck, Engine, NoteRecord};
 use crate::graph::{midi_note_hz, NoteAction, PlanNote};
 use crate::profile::Profile;
 use rtrb::Producer;
@@ -338,11 +338,16 @@ impl Processor {
     /// Events that did not land: an unknown param index or voice module,
     /// a value out of the param's range, a param whose node an edit
     /// removed (or every target of whose control), a value of the wrong
-    /// kind, or a full queue (more than `PENDING_EVENTS` (1024) events in one
-    /// engine block, more `profile` changes than the controller took, or
-    /// more than the engine holds waiting for their sample:
-    /// [`CHANGE_QUEUE`](crate::engine::CHANGE_QUEUE) param changes and
-    /// [`NOTE_QUEUE`](crate::engine::NOTE_QUEUE) notes).
+    /// kind, or a full queue: more than `PENDING_EVENTS` (1024) events in
+    /// one engine block (changes of one param at one sample count once:
+    /// the last is kept), more `profile` changes than the controller
+    /// took, or, at the block's last sample, more than the engine holds
+    /// waiting ([`CHANGE_QUEUE`](crate::engine::CHANGE_QUEUE) node param
+    /// changes, [`NOTE_QUEUE`](crate::engine::NOTE_QUEUE) notes). Before
+    /// that sample a full engine queue only cuts the block: it plays up to
+    /// the sample of the first event that does not fit, and the event
+    /// lands there (a sample late only when the changes of that one sample
+    /// fill the queue alone).
     pub fn refused_events(&self) -> u64 {
         self.shared.refused.load(Ordering::Relaxed)
     }
@@ -484,9 +489,39 @@ impl Processor {
         Ok(())
     }
 
-    /// Keeps one event until its block runs (refused when the block holds
-    /// [`PENDING_EVENTS`] already).
+    /// Lands `events` at the first frame of the next call, whatever their
+    /// offsets, in their order: as if that call had been given them at
+    /// offset 0 before its own. A host with more events for one frame than
+    /// it gathers at once hands them over in parts this way (`process`
+    /// with 0 frames cannot take an event). Never allocates, frees, locks
+    /// or blocks.
+    pub fn queue(&mut self, events: &[Event]) {
+        let next = self.player.engine().clock() + self.filled as u64;
+        for e in events {
+            self.hold(next, e.kind);
+        }
+    }
+
+    /// Keeps one event until its block runs. A param event replaces one
+    /// for the same param at the same sample (the engine would apply both
+    /// there, in order, and keep the last), so any number of changes at
+    /// one sample takes one place; refused when the block holds
+    /// [`PENDING_EVENTS`] others already.
     fn hold(&mut self, sample: u64, kind: EventKind) {
+        if let EventKind::Param { param, .. } = kind {
+            let same = self
+                .pending
+                .iter()
+                .rev()
+                .take_while(|(s, _)| *s == sample)
+                .position(|(_, k)| matches!(k, EventKind::Param { param: p, .. } if *p == param));
+            if let Some(back) = same {
+                // Out of its place, to the end: it follows every change
+                // that came before it, as the last one does.
+                let i = self.pending.len() - 1 - back;
+                self.pending.remove(i);
+            }
+        }
         if self.pending.len() < self.pending.capacity() {
             self.pending.push((sample, kind));
         } else {
@@ -510,13 +545,28 @@ impl Processor {
         } = self;
         let ran = guard.run(meters, || {
             player.begin_block();
-            for &(sample, kind) in pending.iter() {
-                *seq += 1;
-                if !land(player, profiles, sample, kind, *seq) {
-                    shared.refused.fetch_add(1, Ordering::Relaxed);
+            // The events land in order as long as the engine's queues
+            // have room; the block is played up to the first that does
+            // not fit, and lands it then (one sample late only when
+            // its own sample's changes fill the queue alone).
+            let mut next = 0;
+            player.end_block(|deck, pos, end| {
+                while let Some(&(sample, kind)) = pending.get(next) {
+                    *seq += 1;
+                    match land(deck, profiles, sample, kind, *seq) {
+                        Landing::Full => return sample.max(pos + 1).min(end),
+                        Landing::Landed => {}
+                        Landing::Refused => {
+                            shared.refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    next += 1;
                 }
-            }
-            player.end_block();
+                end
+            });
+            // What found the queues full at the block's last sample.
+            let left = pending.len().saturating_sub(next) as u64;
+            shared.refused.fetch_add(left, Ordering::Relaxed);
         });
         pending.clear();
         if ran.is_none() {
@@ -526,17 +576,35 @@ impl Processor {
     }
 }
 
-/// Queues one event on the engine `player` plays at engine sample
-/// `sample`; a `profile` change goes to the controller. Whether it
-/// landed. Real-time safe: the param routes travel with the engine.
+/// What became of an event handed to the engine.
+enum Landing {
+    Landed,
+    /// Not now: the engine's queue has no room for it.
+    Full,
+    /// Never: see [`Processor::refused_events`].
+    Refused,
+}
+
+impl From<bool> for Landing {
+    fn from(landed: bool) -> Landing {
+        if landed {
+            Landing::Landed
+        } else {
+            Landing::Refused
+        }
+    }
+}
+
+/// Queues one event on the engine `deck` plays at engine sample
+/// `sample`; a `profile` change goes to the controller. Real-time safe:
+/// the param routes travel with the engine.
 fn land(
-    player: &mut Player,
+    deck: &mut Deck,
     profiles: &mut Producer<ProfileAsk>,
     sample: u64,
     kind: EventKind,
     seq: u64,
-) -> bool {
-    let deck = player.deck_mut();
+) -> Landing {
     let engine = deck.engine().id();
     let note = |module: u16, action| NoteRecord {
         note: PlanNote {
@@ -550,20 +618,24 @@ fn land(
     match kind {
         EventKind::Param { param, value } if param as usize == ParamList::PROFILE => {
             match ParamList::profile(value) {
-                Some(p) => profiles.push((sample, p)).is_ok(),
-                None => false,
+                Some(p) => profiles.push((sample, p)).is_ok().into(),
+                None => Landing::Refused,
             }
         }
         EventKind::Param { param, value } => deck
             .engine_mut()
             .with_attached::<ParamRoutes, _>(|routes, engine| {
+                let routes = routes?;
+                if engine.control_room() < routes.moves(param as usize) {
+                    return Some(Landing::Full);
+                }
                 let mut landed = true;
-                let made = routes?.records(param as usize, value, sample, seq, |r| {
+                let made = routes.records(param as usize, value, sample, seq, |r| {
                     landed &= engine.push_change(r).is_ok();
                 });
-                Some(made.is_ok() && landed)
+                Some((made.is_ok() && landed).into())
             })
-            .unwrap_or(false),
+            .unwrap_or(Landing::Refused),
         EventKind::NoteOn {
             module,
             key,
@@ -576,15 +648,23 @@ fn land(
                 pitch_hz: hz,
                 velocity: velocity as f64,
             };
-            deck.push_note(note(module, action)).is_ok()
+            push_note(deck, note(module, action))
         }
         EventKind::NoteOff { module, key } => {
             let key = midi_note_hz(key as f64).to_bits();
             let action = NoteAction::Off { key, tag: 0 };
-            deck.push_note(note(module, action)).is_ok()
+            push_note(deck, note(module, action))
         }
-        EventKind::Sustain { module, down } => deck
-            .push_note(note(module, NoteAction::Sustain(down)))
-            .is_ok(),
+        EventKind::Sustain { module, down } => {
+            push_note(deck, note(module, NoteAction::Sustain(down)))
+        }
     }
+}
+
+/// Queues note record `r` on the playing engine of `deck`.
+fn push_note(deck: &mut Deck, r: NoteRecord) -> Landing {
+    if deck.note_room() == 0 {
+        return Landing::Full;
+    }
+    deck.push_note(r).is_ok().into()
 }
