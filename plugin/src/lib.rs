@@ -12,14 +12,18 @@
 //! | params | the [`ParamList`](morphrt_core::api::ParamList): `profile`, the scene's `controls`, the nodes' params; ids are hashes of the param ids ([`bundle::clap_id`]) |
 //! | audio ports | an input of the channels the scene reads (if any), the main bus out |
 //! | note port | when the scene has a voice module: CLAP notes and MIDI, to voice module 0 |
-//! | latency | the processor's block plus the scene's own latency |
+//! | latency | the processor's block plus the scene's own latency, at the host's rate |
+//! | tail | the latency plus each reverb's decay and each delay's echoes to −100 dB ([`Engine::tail`](morphrt_core::engine::Engine::tail)) |
+//! | note ends | a note-end event when a voice stops sounding ([`Processor::take_note_ends`]) |
 //! | process | CLAP events at their sample offsets become [`Event`]s |
 //!
 //! Every scene compiles at load; a scene that does not fails the entry's
 //! `init`, with the diagnostics on standard error.
 
 pub mod bundle;
+pub mod notes;
 pub mod payload;
+mod tail;
 
 use bundle::Bundle;
 use clack_extensions::audio_ports::{
@@ -65,7 +69,8 @@ impl Plugin for Morphrt {
         builder
             .register::<PluginAudioPorts>()
             .register::<PluginParams>()
-            .register::<PluginLatency>();
+            .register::<PluginLatency>()
+            .register::<clack_extensions::tail::PluginTail>();
         if shared.is_none_or(|s| s.bundle.voice_modules > 0) {
             builder.register::<PluginNotePorts>();
         }
@@ -78,7 +83,8 @@ pub struct Shared {
     bundle: Arc<Bundle>,
     /// Each param's value (f64 bits), by its index.
     values: Vec<AtomicU64>,
-    /// The processor's latency (its engine block), set at activation.
+    /// The latency (the processor's engine block and the scene's own),
+    /// set at activation.
     block: AtomicU32,
     /// The `profile` param moved: the main thread switches.
     switch: AtomicBool,
@@ -143,6 +149,12 @@ impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {
     }
 }
 
+/// The latency of `processor`: its engine block and the scene's own, at
+/// the rate it was activated at.
+fn latency(processor: &Processor) -> u32 {
+    (processor.latency() + processor.engine().latency()) as u32
+}
+
 /// The `profile` param's value naming `p`.
 fn profile_value(p: morphrt_core::profile::Profile) -> f64 {
     (0..3)
@@ -158,6 +170,7 @@ pub struct Audio<'a> {
     host: HostAudioProcessorHandle<'a>,
     processor: Processor,
     events: Vec<Event>,
+    notes: notes::NoteIds,
     inputs: Vec<Vec<f32>>,
     outputs: Vec<Vec<f32>>,
 }
@@ -183,14 +196,28 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
         let (controller, processor) = activation
             .activate_scene(&bundle.payload.scene, &bundle.payload.scene_name)
             .map_err(|e| PluginError::Error(Box::new(e)))?;
+        // The host's values hold across activations: every param it
+        // moved lands at the first frame.
+        let moved: Vec<Event> = (0..bundle.params.len())
+            .filter(|&i| i != ParamList::PROFILE)
+            .filter(|&i| {
+                shared.values[i].load(Ordering::Relaxed)
+                    != bundle
+                        .params
+                        .get(i)
+                        .map_or(0, |p| p.default_value().to_bits())
+            })
+            .map(|i| Event::param(0, i as u32, shared.value(i)))
+            .collect();
+        let mut processor = processor;
+        processor.queue(&moved);
         *main_thread.controller.borrow_mut() = Some(controller);
-        shared
-            .block
-            .store(processor.latency() as u32, Ordering::Relaxed);
+        shared.block.store(latency(&processor), Ordering::Relaxed);
         Ok(Audio {
             shared,
             host,
             events: Vec::with_capacity(EVENT_CAPACITY),
+            notes: notes::NoteIds::default(),
             inputs: vec![vec![0.0; max]; processor.input_channels()],
             outputs: vec![vec![0.0; max]; processor.output_channels()],
             processor,
@@ -204,6 +231,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
         events: Events,
     ) -> Result<ProcessStatus, PluginError> {
         let frames = (audio.frames_count() as usize).min(self.processor.max_frames());
+        let first = self.processor.frames();
         // The input, copied (the host may hand the same buffer out).
         if let Some(port) = audio.input_port(0) {
             if let Some(chans) = port.channels()?.into_f32() {
@@ -235,6 +263,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
             }
         }
         self.run(start, frames);
+        (self.notes).write_ends(&mut self.processor, first, frames, events.output);
         if self.shared.switch.load(Ordering::Relaxed) || self.shared.busy.load(Ordering::Relaxed) {
             // The main thread starts and moves the switch on.
             self.host.request_callback();
@@ -306,7 +335,7 @@ impl Audio<'_> {
     }
 
     /// The processor's event for CLAP event `e` at `offset`.
-    fn event(&self, e: &UnknownEvent, offset: u32) -> Option<Event> {
+    fn event(&mut self, e: &UnknownEvent, offset: u32) -> Option<Event> {
         match e.as_core_event()? {
             CoreEventSpace::ParamValue(p) => {
                 let index = self.shared.bundle.index_of(p.param_id()?.get())?;
@@ -319,6 +348,8 @@ impl Audio<'_> {
             }
             CoreEventSpace::NoteOn(n) => {
                 let key = u8::try_from(n.pckn().raw_key()).ok()?;
+                let p = n.pckn();
+                self.notes.on(key, p.raw_channel(), p.raw_note_id());
                 Some(Event::note_on(
                     offset,
                     key.min(127),
@@ -336,11 +367,14 @@ impl Audio<'_> {
             CoreEventSpace::Midi(m) => {
                 let [status, a, b] = m.data();
                 match status & 0xf0 {
-                    0x90 if b > 0 => Some(Event::note_on(
-                        offset,
-                        a & 0x7f,
-                        f32::from(b & 0x7f) / 127.0,
-                    )),
+                    0x90 if b > 0 => {
+                        self.notes.on(a & 0x7f, i16::from(status & 0x0f), -1);
+                        Some(Event::note_on(
+                            offset,
+                            a & 0x7f,
+                            f32::from(b & 0x7f) / 127.0,
+                        ))
+                    }
                     0x80 | 0x90 => Some(Event::note_off(offset, a & 0x7f)),
                     0xb0 if a == 64 => Some(Event::sustain(offset, b >= 64)),
                     _ => None,
@@ -490,7 +524,7 @@ impl PluginNotePortsImpl for MainThread<'_> {
 
 impl PluginLatencyImpl for MainThread<'_> {
     fn get(&self) -> u32 {
-        self.shared.block.load(Ordering::Relaxed) + self.shared.bundle.latency as u32
+        self.shared.block.load(Ordering::Relaxed)
     }
 }
 

@@ -8,7 +8,7 @@ use super::event::{Event, EventKind};
 use super::params::{ParamList, ParamRoutes};
 use super::player::history::HistoryWriter;
 use super::player::{Meters, PanicGuard, Player, Switches};
-use crate::engine::{Deck, Engine, NoteRecord};
+use crate::engine::{Deck, Engine, NoteRecord, NOTE_QUEUE};
 use crate::graph::{midi_note_hz, NoteAction, PlanNote};
 use crate::profile::Profile;
 use rtrb::Producer;
@@ -172,6 +172,24 @@ pub struct Processor {
     pending: Vec<(u64, EventKind)>,
     /// `profile` param changes, to the controller.
     profiles: Producer<ProfileAsk>,
+    /// Notes that ended, by the host frame whose output carries their
+    /// end, until handed over (capacity [`NOTE_QUEUE`], sorted).
+    ends: Vec<NoteEnd>,
+}
+
+/// A note whose sound ended (its voice went free, its note was stolen,
+/// or every sound of its module stopped), as
+/// [`Processor::take_note_ends`] hands it to the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoteEnd {
+    /// The host frame, counted from activation like
+    /// [`Processor::frames`], whose output is the first without it (the
+    /// engine sample it ended at, plus the latency).
+    pub frame: u64,
+    /// Its voice module (its index among the scene's voice modules).
+    pub module: u16,
+    /// Its MIDI note number (the nearest one to its pitch).
+    pub key: u8,
 }
 
 /// The most events one engine block holds between calls; more are refused.
@@ -291,6 +309,7 @@ impl Processor {
             seq: 0,
             pending: Vec::with_capacity(PENDING_EVENTS),
             profiles,
+            ends: Vec::with_capacity(NOTE_QUEUE),
         }
     }
 
@@ -502,6 +521,35 @@ impl Processor {
         }
     }
 
+    /// Hands `f` the notes that ended up to the output put out so far: each
+    /// at most once, in the order of their frames, from the first call
+    /// whose output reaches its end (so a host that asks after every
+    /// call gets each within the call whose frames carry it). A
+    /// processor keeps [`NOTE_QUEUE`] ends not yet handed over; more are
+    /// not kept. Never allocates, frees, locks or blocks.
+    pub fn take_note_ends(&mut self, mut f: impl FnMut(NoteEnd)) {
+        let due = self.ends.partition_point(|e| e.frame < self.frames);
+        for e in self.ends.drain(..due) {
+            f(e);
+        }
+    }
+
+    /// Keeps the engine's note ends, by the host frame that carries them.
+    fn keep_note_ends(deck: &mut Deck, ends: &mut Vec<NoteEnd>, latency: u64) {
+        deck.engine_mut().take_note_ends(|e| {
+            if ends.len() == ends.capacity() {
+                return;
+            }
+            let end = NoteEnd {
+                frame: e.sample + latency,
+                module: e.pool as u16,
+                key: midi_key(e.key),
+            };
+            let at = ends.partition_point(|x| x.frame <= end.frame);
+            ends.insert(at, end);
+        });
+    }
+
     /// Keeps one event until its block runs. A param event replaces one
     /// for the same param at the same sample (the engine would apply both
     /// there, in order, and keep the last), so any number of changes at
@@ -541,8 +589,11 @@ impl Processor {
             pending,
             profiles,
             seq,
+            ends,
+            block,
             ..
         } = self;
+        let latency = *block as u64;
         let ran = guard.run(meters, || {
             player.begin_block();
             // The events land in order as long as the engine's queues
@@ -551,6 +602,7 @@ impl Processor {
             // its own sample's changes fill the queue alone).
             let mut next = 0;
             player.end_block(|deck, pos, end| {
+                Processor::keep_note_ends(deck, ends, latency);
                 while let Some(&(sample, kind)) = pending.get(next) {
                     *seq += 1;
                     match land(deck, profiles, sample, kind, *seq) {
@@ -564,6 +616,7 @@ impl Processor {
                 }
                 end
             });
+            Processor::keep_note_ends(player.deck_mut(), ends, latency);
             // What found the queues full at the block's last sample.
             let left = pending.len().saturating_sub(next) as u64;
             shared.refused.fetch_add(left, Ordering::Relaxed);
@@ -574,6 +627,17 @@ impl Processor {
             self.primed = false;
         }
     }
+}
+
+/// The MIDI note nearest to the pitch whose f64 bits are `key`.
+fn midi_key(key: u64) -> u8 {
+    let hz = f64::from_bits(key);
+    (0..=127u8)
+        .min_by(|a, b| {
+            let d = |k: u8| (midi_note_hz(k as f64) - hz).abs();
+            d(*a).total_cmp(&d(*b))
+        })
+        .unwrap_or(0)
 }
 
 /// What became of an event handed to the engine.

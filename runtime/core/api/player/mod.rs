@@ -331,6 +331,11 @@ impl<I: InputSource + ?Sized> Player<I> {
         &self.fifo[..self.fifo_len]
     }
 
+    /// The deck, to take what its playing engine reports.
+    pub(crate) fn deck_mut(&mut self) -> &mut Deck {
+        &mut self.deck
+    }
+
     /// Plays the main bus as it is, converted to f32 without the device's
     /// clip to ±1 (a host with its own output stage).
     pub(crate) fn set_unclipped(&mut self) {
