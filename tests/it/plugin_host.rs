@@ -212,6 +212,12 @@ fn activation(
 /// SCENE at `rate` with `acts` as scene events (note ids and channels
 /// have no scene form: the key is the note).
 pub(super) fn scene_with(rate: u32, acts: &[(u64, Act)]) -> String {
+    scene_from(SCENE, rate, acts)
+}
+
+/// Scene `base` (SCENE or a variant) at `rate` with `acts` as scene
+/// events.
+fn scene_from(base: &str, rate: u32, acts: &[(u64, Act)]) -> String {
     let events: Vec<String> = acts
         .iter()
         .map(|(at, a)| match *a {
@@ -227,15 +233,14 @@ pub(super) fn scene_with(rate: u32, acts: &[(u64, Act)]) -> String {
             }
         })
         .collect();
-    SCENE
-        .replace(
-            "\"sample_rate\": 48000",
-            &format!("\"sample_rate\": {rate}"),
-        )
-        .replace(
-            "\"controls\"",
-            &format!("\"events\": [{}],\n  \"controls\"", events.join(",\n")),
-        )
+    base.replace(
+        "\"sample_rate\": 48000",
+        &format!("\"sample_rate\": {rate}"),
+    )
+    .replace(
+        "\"controls\"",
+        &format!("\"events\": [{}],\n  \"controls\"", events.join(",\n")),
+    )
 }
 
 /// The first frame where `got` (after the latency) and `want` differ.
@@ -304,4 +309,177 @@ fn an_automation_flood_lands_every_change_at_its_sample_without_allocating() {
     // 1000, the output differs.
     let fewer: Vec<_> = acts.iter().filter(|(at, _)| *at != 1000).copied().collect();
     assert!(render_bits(&dir, &scene_with(48_000, &fewer), frames) != want);
+}
+
+/// SCENE with the voices alone on both channels.
+fn voices_alone() -> String {
+    let text = SCENE.replace(
+        r#""outputs": { "main": ["sum", "tone"] }"#,
+        r#""outputs": { "main": ["pad", "pad"] }"#,
+    );
+    assert!(text != SCENE);
+    text
+}
+
+#[test]
+fn a_note_end_is_reported_when_the_voice_goes_free() {
+    let dir = temp_dir("plugin-note-end");
+    let text = voices_alone();
+    let path = write_plugin(&dir, &text, "pad");
+    let acts = [
+        (100, Act::On(60, 0.75, 7, 3)),
+        (2000, Act::Off(60, 7, 3)),
+        (8000, Act::On(67, 1.0, 9, 1)),
+        (9000, Act::Off(67, 9, 1)),
+    ];
+    let frames = 16_000;
+    let want = render_bits(&dir, &scene_from(&text, 48_000, &acts), frames);
+    // The oracle: a released voice is free once its sound has stayed
+    // below −100 dBFS for 50 ms (2400 samples at 48 kHz); its sound is
+    // silence from there on.
+    let left: Vec<f32> = want.iter().step_by(2).map(|b| f32::from_bits(*b)).collect();
+    let free_at = |from: usize, to: usize| {
+        let last_loud = (from..to).rev().find(|&i| left[i].abs() >= 1e-5).unwrap();
+        assert!(left[last_loud + 2400..to].iter().all(|x| *x == 0.0));
+        (last_loud + 1 + 2400) as u64
+    };
+    let (a, b) = (free_at(2000, 8000), free_at(9000, frames));
+    let run = Activation {
+        rate: 48_000,
+        max: 700,
+        frames: frames + 1024,
+        acts: &acts,
+        zero_every: 4,
+        seed: 21,
+    };
+    let heard = host(&path, false, &[run]).remove(0);
+    assert!(first_difference(&heard, &want, frames).is_none());
+    let l = heard.latency as u64;
+    assert_eq!(heard.ends, [(a + l, 60, 3, 7), (b + l, 67, 1, 9)]);
+}
+
+#[test]
+fn latency_and_tail_come_from_the_scene_at_the_host_s_rate() {
+    let dir = temp_dir("plugin-tail");
+    let scene = r#"{ "version": "1.0", "profile": "strict",
+      "nodes": [
+        { "id": "in", "op": "input", "params": { "channel": 0 } },
+        { "id": "echo", "op": "delay", "params": { "time": "100ms", "feedback": 0.5, "mix": 0.5 } },
+        { "id": "room", "op": "reverb", "params": { "rt60_low": "2s", "rt60_high": "1s", "predelay": "20ms" } },
+        { "id": "duck", "op": "compressor", "params": { "lookahead": "4ms" } } ],
+      "edges": [{ "from": "in", "to": "echo" }, { "from": "echo", "to": "room" }, { "from": "room", "to": "duck" }],
+      "outputs": { "main": ["duck", "duck"] } }"#;
+    let path = write_plugin(&dir, scene, "room");
+    for rate in [48_000u32, 44_100] {
+        let runs = [Activation {
+            rate,
+            max: 256,
+            frames: 0,
+            acts: &[],
+            zero_every: 0,
+            seed: 1,
+        }];
+        let heard = host(&path, false, &runs).remove(0);
+        // Strict's 64-frame block, then the compressor's lookahead.
+        let lookahead = (0.004 * rate as f64).round() as usize;
+        assert_eq!(heard.latency, 64 + lookahead, "at {rate} Hz");
+        // The echoes fall 100 dB in ⌈ln 1e-5 / ln 0.5⌉ = 17 repeats;
+        // the reverb in 100/60 of its longer rt60, after its predelay.
+        let echoes = (1e-5f64.ln() / 0.5f64.ln()).ceil();
+        assert_eq!(echoes, 17.0);
+        let secs = 0.1 * echoes + 0.02 + 2.0 * 100.0 / 60.0;
+        let want = heard.latency as u64 + (secs * rate as f64).ceil() as u64;
+        assert_eq!(
+            heard.tail,
+            Some(TailLength::Finite(want as u32)),
+            "at {rate} Hz"
+        );
+    }
+    // A scene with a tone of its own sounds on forever.
+    let path = write_plugin(&dir, SCENE, "pad");
+    let runs = [Activation {
+        rate: 48_000,
+        max: 256,
+        frames: 0,
+        acts: &[],
+        zero_every: 0,
+        seed: 1,
+    }];
+    assert_eq!(
+        host(&path, false, &runs)[0].tail,
+        Some(TailLength::Infinite)
+    );
+}
+
+#[test]
+fn reactivated_at_another_rate_the_plugin_starts_the_scene_again_with_the_host_s_values() {
+    let dir = temp_dir("plugin-reactivate");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let first = [
+        (5, Act::Param("tone.freq", 440.0)),
+        (300, Act::On(60, 0.75, 1, 0)),
+        (2000, Act::Param("tone.amp", 0.125)),
+    ];
+    let second = [(700, Act::On(64, 0.5, 2, 0)), (3000, Act::Off(64, 2, 0))];
+    let frames = 6000;
+    let runs = [
+        Activation {
+            rate: 48_000,
+            max: 512,
+            frames: 4000,
+            acts: &first,
+            zero_every: 3,
+            seed: 31,
+        },
+        Activation {
+            rate: 44_100,
+            max: 300,
+            frames: frames + 1024,
+            acts: &second,
+            zero_every: 3,
+            seed: 32,
+        },
+    ];
+    for linked in [false, true] {
+        let heard = host(&path, linked, &runs);
+        // The first as render plays it.
+        let want = render_bits(&dir, &scene_with(48_000, &first), 3000);
+        assert!(first_difference(&heard[0], &want, 3000).is_none());
+        // The second from the scene's start at 44.1 kHz, with the values
+        // the host gave the params (its note still sounding is gone).
+        let mut acts = vec![
+            (0, Act::Param("tone.freq", 440.0)),
+            (0, Act::Param("tone.amp", 0.125)),
+        ];
+        acts.extend(second);
+        let want = render_bits(&dir, &scene_with(44_100, &acts), frames);
+        if let Some(f) = first_difference(&heard[1], &want, frames) {
+            panic!("after reactivation, frame {f} differs from render's");
+        }
+        assert!(heard.iter().all(|h| h.allocs == (0, 0)));
+    }
+}
+
+#[test]
+fn a_profile_switch_while_notes_sound_does_not_allocate_in_process() {
+    let dir = temp_dir("plugin-switch-alloc");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let acts = [
+        (100, Act::On(60, 0.75, 1, 0)),
+        (400, Act::Param("profile", 1.0)),
+        (2500, Act::Param("profile", 2.0)),
+        (4000, Act::Off(60, 1, 0)),
+        (5000, Act::Param("profile", 0.0)),
+    ];
+    let runs = [Activation {
+        rate: 48_000,
+        max: 128,
+        frames: 8000,
+        acts: &acts,
+        zero_every: 6,
+        seed: 41,
+    }];
+    let heard = host(&path, true, &runs).remove(0);
+    assert_eq!(heard.allocs, (0, 0));
+    assert!(heard.out.iter().any(|b| f32::from_bits(*b).abs() > 0.01));
 }
