@@ -5,6 +5,28 @@
 //! scene with the same changes written as scene events; `process` with
 //! no allocation (through the plugin linked in, so the test's counting
 //! allocator sees it).
+//!
+//! clap-validator's checks that apply, and the tests that make them here
+//! and in `plugin_host.rs`:
+//! - descriptor fields, features (a main category, no duplicates), the
+//!   factory's one plugin: `the_plugin_lists_its_scene_descriptor_ports_and_params`,
+//!   `an_effect_has_an_audio_input_of_the_channels_it_reads_and_no_note_port`;
+//! - create-id-with-trailing-garbage: `an_id_with_trailing_garbage_makes_no_instance`;
+//! - query-nonexistent-extension: the effect's missing note ports;
+//! - param-conversions (value → text → value): the descriptor test;
+//! - param-fuzz-basic, process with events: `an_automation_flood_lands_every_change_at_its_sample_without_allocating`
+//!   and the render comparisons (notes, MIDI, automation, a profile switch);
+//! - process-note-out-of-place-basic: `the_plugin_plays_what_render_writes_bit_for_bit_at_any_buffer_size_and_rate`;
+//! - process without events, activate/deactivate cycles at other rates:
+//!   `the_plugin_carries_its_resources_and_plays_them_with_the_folder_gone`,
+//!   `reactivated_at_another_rate_the_plugin_starts_the_scene_again_with_the_host_s_values`;
+//! - thread checks: the host calls main-thread functions (params, ports,
+//!   latency, activate) on the test's thread and `process` apart from
+//!   them; clack's types keep each half on its thread.
+//!
+//! Not made here: state checks (the state extension's), audio-in
+//! out-of-place processing of random input, note events for keys never
+//! started.
 
 use crate::support::{counting, morphrt, stderr, temp_dir};
 use clack_extensions::audio_ports::{AudioPortInfoBuffer, PluginAudioPorts};
@@ -717,4 +739,19 @@ fn the_plugin_process_never_allocates_or_frees() {
         "allocations and frees in process"
     );
     plugin.deactivate(processor.stop_processing());
+}
+
+#[test]
+fn an_id_with_trailing_garbage_makes_no_instance() {
+    let dir = temp_dir("plugin-id-garbage");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let (entry, id) = load(&path);
+    let mut garbage = id.to_bytes().to_vec();
+    garbage.extend_from_slice(b"-garbage");
+    let garbage = CString::new(garbage).unwrap();
+    assert!(
+        PluginInstance::<TestHost>::new(|_| Shared, |_| (), &entry, &garbage, &host_info())
+            .is_err()
+    );
+    instance(&entry, &id);
 }

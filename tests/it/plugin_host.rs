@@ -385,7 +385,12 @@ fn latency_and_tail_come_from_the_scene_at_the_host_s_rate() {
         assert_eq!(heard.latency, 64 + lookahead, "at {rate} Hz");
         // The echoes fall 100 dB in ⌈ln 1e-5 / ln 0.5⌉ = 17 repeats;
         // the reverb in 100/60 of its longer rt60, after its predelay.
-        let echoes = (1e-5f64.ln() / 0.5f64.ln()).ceil();
+        // Counted: halve until below 1e-5.
+        let (mut level, mut echoes) = (1.0f64, 0.0);
+        while level >= 1e-5 {
+            level *= 0.5;
+            echoes += 1.0;
+        }
         assert_eq!(echoes, 17.0);
         let secs = 0.1 * echoes + 0.02 + 2.0 * 100.0 / 60.0;
         let want = heard.latency as u64 + (secs * rate as f64).ceil() as u64;
