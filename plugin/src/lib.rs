@@ -12,15 +12,19 @@
 //! | params | the [`ParamList`](morphrt_core::api::ParamList): `profile`, the scene's `controls`, the nodes' params; ids are hashes of the param ids ([`bundle::clap_id`]) |
 //! | audio ports | an input of the channels the scene reads (if any), the main bus out |
 //! | note port | when the scene has a voice module: CLAP notes and MIDI, to voice module 0 |
-//! | latency | the processor's block plus the scene's own latency |
+//! | latency | the processor's block plus the scene's own latency, at the host's rate |
+//! | tail | the latency plus each reverb's decay and each delay's echoes to −100 dB ([`Engine::tail`](morphrt_core::engine::Engine::tail)) |
+//! | note ends | a note-end event when a voice stops sounding ([`Processor::take_note_ends`]) |
 //! | process | CLAP events at their sample offsets become [`Event`]s |
 //!
 //! Every scene compiles at load; a scene that does not fails the entry's
 //! `init`, with the diagnostics on standard error.
 
 pub mod bundle;
+pub mod notes;
 pub mod payload;
 pub mod state;
+mod tail;
 pub mod watch;
 
 use bundle::Bundle;
@@ -50,8 +54,9 @@ use std::sync::Arc;
 /// The most channels a port may have (the processor's buffers are
 /// gathered on the stack).
 pub const MAX_CHANNELS: usize = 64;
-/// Events one `process` call hands the processor at once; a call with
-/// more is split at the frame of the first one that does not fit.
+/// Events one `process` call gathers before handing them to the
+/// processor; a call with more is split at the frame of the first one
+/// that does not fit (see `Audio::hand_over`).
 pub const EVENT_CAPACITY: usize = 4096;
 
 /// The plugin type.
@@ -67,7 +72,8 @@ impl Plugin for Morphrt {
             .register::<PluginAudioPorts>()
             .register::<PluginParams>()
             .register::<PluginLatency>()
-            .register::<clack_extensions::state::PluginState>();
+            .register::<clack_extensions::state::PluginState>()
+            .register::<clack_extensions::tail::PluginTail>();
         if shared.is_none_or(|s| s.bundle.voice_modules > 0) {
             builder.register::<PluginNotePorts>();
         }
@@ -80,7 +86,8 @@ pub struct Shared {
     bundle: Arc<Bundle>,
     /// Each param's value (f64 bits), by its index.
     values: Vec<AtomicU64>,
-    /// The processor's latency (its engine block), set at activation.
+    /// The latency (the processor's engine block and the scene's own),
+    /// set at activation.
     block: AtomicU32,
     /// The `profile` param moved: the main thread switches.
     switch: AtomicBool,
@@ -153,6 +160,12 @@ impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {
     }
 }
 
+/// The latency of `processor`: its engine block and the scene's own, at
+/// the rate it was activated at.
+fn latency(processor: &Processor) -> u32 {
+    (processor.latency() + processor.engine().latency()) as u32
+}
+
 /// The `profile` param's value naming `p`.
 fn profile_value(p: morphrt_core::profile::Profile) -> f64 {
     (0..3)
@@ -168,6 +181,7 @@ pub struct Audio<'a> {
     host: HostAudioProcessorHandle<'a>,
     processor: Processor,
     events: Vec<Event>,
+    notes: notes::NoteIds,
     inputs: Vec<Vec<f32>>,
     outputs: Vec<Vec<f32>>,
 }
@@ -194,15 +208,29 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
             .activate_scene(&bundle.payload.scene, &bundle.payload.scene_name)
             .map_err(|e| PluginError::Error(Box::new(e)))?;
         state::restore_pending(main_thread, &mut controller);
+        // The host's values hold across activations: every param it
+        // moved lands at the first frame.
+        let moved: Vec<Event> = (0..bundle.params.len())
+            .filter(|&i| i != ParamList::PROFILE)
+            .filter(|&i| {
+                shared.values[i].load(Ordering::Relaxed)
+                    != bundle
+                        .params
+                        .get(i)
+                        .map_or(0, |p| p.default_value().to_bits())
+            })
+            .map(|i| Event::param(0, i as u32, shared.value(i)))
+            .collect();
+        let mut processor = processor;
+        processor.queue(&moved);
         *main_thread.controller.borrow_mut() = Some(controller);
         shared.watch.start(&bundle.payload.scene);
-        shared
-            .block
-            .store(processor.latency() as u32, Ordering::Relaxed);
+        shared.block.store(latency(&processor), Ordering::Relaxed);
         Ok(Audio {
             shared,
             host,
             events: Vec::with_capacity(EVENT_CAPACITY),
+            notes: notes::NoteIds::default(),
             inputs: vec![vec![0.0; max]; processor.input_channels()],
             outputs: vec![vec![0.0; max]; processor.output_channels()],
             processor,
@@ -216,6 +244,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
         events: Events,
     ) -> Result<ProcessStatus, PluginError> {
         let frames = (audio.frames_count() as usize).min(self.processor.max_frames());
+        let first = self.processor.frames();
         // The input, copied (the host may hand the same buffer out).
         if let Some(port) = audio.input_port(0) {
             if let Some(chans) = port.channels()?.into_f32() {
@@ -227,26 +256,27 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
                 }
             }
         }
+        // Events are gathered up to the list's capacity; a full list is
+        // handed over up to the frame of the event that did not fit, and
+        // the call goes on from that frame, so none is lost however many
+        // come at one frame. A host's events come in time order (an
+        // earlier one after a later lands at the later's frame).
         let mut start = 0usize;
         self.events.clear();
         for e in events.input {
-            let at = (e.header().time() as usize).min(frames.saturating_sub(1));
+            let at = (e.header().time() as usize)
+                .min(frames.saturating_sub(1))
+                .max(start);
             if self.events.len() == self.events.capacity() {
-                if at > start {
-                    self.run(start, at);
-                    start = at;
-                }
-                self.events.clear();
+                self.hand_over(start, at);
+                start = at;
             }
-            if frames == 0 || self.events.len() == self.events.capacity() {
-                continue;
-            }
-            let offset = (at - start) as u32;
-            if let Some(event) = self.event(e, offset) {
+            if let Some(event) = self.event(e, (at - start) as u32) {
                 self.events.push(event);
             }
         }
         self.run(start, frames);
+        (self.notes).write_ends(&mut self.processor, first, frames, events.output);
         let shared = self.shared;
         if shared.switch.load(Ordering::Relaxed)
             || shared.busy.load(Ordering::Relaxed)
@@ -275,9 +305,35 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
 }
 
 impl Audio<'_> {
+    /// Hands the events gathered from frame `from` to the processor up
+    /// to frame `at`: those before it with the call for `from..at`, those
+    /// at it queued for the frame the next call starts with.
+    fn hand_over(&mut self, from: usize, at: usize) {
+        let split = self
+            .events
+            .partition_point(|e| (e.offset as usize) < at - from);
+        if at > from {
+            self.call(from, at, split);
+        }
+        self.processor.queue(&self.events[split..]);
+        self.events.clear();
+    }
+
     /// The processor's call for host frames `from..to`, with the events
-    /// gathered (their offsets counted from `from`).
+    /// gathered (their offsets counted from `from`); with no frames, the
+    /// events are queued for the next call's first frame.
     fn run(&mut self, from: usize, to: usize) {
+        if to == from {
+            self.processor.queue(&self.events);
+        } else {
+            self.call(from, to, self.events.len());
+        }
+        self.events.clear();
+    }
+
+    /// The processor's call for host frames `from..to` with the first
+    /// `count` events gathered.
+    fn call(&mut self, from: usize, to: usize, count: usize) {
         let n = to - from;
         let (ni, no) = (self.inputs.len(), self.outputs.len());
         let empty: &[f32] = &[];
@@ -293,12 +349,11 @@ impl Audio<'_> {
         // leaves silence in the outputs, which is all it can do.
         let _ = self
             .processor
-            .process(&ins[..ni], &mut outs[..no], &self.events, n);
-        self.events.clear();
+            .process(&ins[..ni], &mut outs[..no], &self.events[..count], n);
     }
 
     /// The processor's event for CLAP event `e` at `offset`.
-    fn event(&self, e: &UnknownEvent, offset: u32) -> Option<Event> {
+    fn event(&mut self, e: &UnknownEvent, offset: u32) -> Option<Event> {
         match e.as_core_event()? {
             CoreEventSpace::ParamValue(p) => {
                 let index = self.shared.bundle.index_of(p.param_id()?.get())?;
@@ -311,6 +366,8 @@ impl Audio<'_> {
             }
             CoreEventSpace::NoteOn(n) => {
                 let key = u8::try_from(n.pckn().raw_key()).ok()?;
+                let p = n.pckn();
+                self.notes.on(key, p.raw_channel(), p.raw_note_id());
                 Some(Event::note_on(
                     offset,
                     key.min(127),
@@ -328,11 +385,14 @@ impl Audio<'_> {
             CoreEventSpace::Midi(m) => {
                 let [status, a, b] = m.data();
                 match status & 0xf0 {
-                    0x90 if b > 0 => Some(Event::note_on(
-                        offset,
-                        a & 0x7f,
-                        f32::from(b & 0x7f) / 127.0,
-                    )),
+                    0x90 if b > 0 => {
+                        self.notes.on(a & 0x7f, i16::from(status & 0x0f), -1);
+                        Some(Event::note_on(
+                            offset,
+                            a & 0x7f,
+                            f32::from(b & 0x7f) / 127.0,
+                        ))
+                    }
                     0x80 | 0x90 => Some(Event::note_off(offset, a & 0x7f)),
                     0xb0 if a == 64 => Some(Event::sustain(offset, b >= 64)),
                     _ => None,
@@ -482,7 +542,7 @@ impl PluginNotePortsImpl for MainThread<'_> {
 
 impl PluginLatencyImpl for MainThread<'_> {
     fn get(&self) -> u32 {
-        self.shared.block.load(Ordering::Relaxed) + self.shared.bundle.latency as u32
+        self.shared.block.load(Ordering::Relaxed)
     }
 }
 

@@ -52,6 +52,7 @@ mod oversampling_edit;
 mod playback;
 mod playing;
 mod plugin;
+mod plugin_host;
 mod plugin_watch;
 mod processor;
 mod rates;

@@ -5,6 +5,28 @@
 //! scene with the same changes written as scene events; `process` with
 //! no allocation (through the plugin linked in, so the test's counting
 //! allocator sees it).
+//!
+//! clap-validator's checks that apply, and the tests that make them here
+//! and in `plugin_host.rs`:
+//! - descriptor fields, features (a main category, no duplicates), the
+//!   factory's one plugin: `the_plugin_lists_its_scene_descriptor_ports_and_params`,
+//!   `an_effect_has_an_audio_input_of_the_channels_it_reads_and_no_note_port`;
+//! - create-id-with-trailing-garbage: `an_id_with_trailing_garbage_makes_no_instance`;
+//! - query-nonexistent-extension: the effect's missing note ports;
+//! - param-conversions (value → text → value): the descriptor test;
+//! - param-fuzz-basic, process with events: `an_automation_flood_lands_every_change_at_its_sample_without_allocating`
+//!   and the render comparisons (notes, MIDI, automation, a profile switch);
+//! - process-note-out-of-place-basic: `the_plugin_plays_what_render_writes_bit_for_bit_at_any_buffer_size_and_rate`;
+//! - process without events, activate/deactivate cycles at other rates:
+//!   `the_plugin_carries_its_resources_and_plays_them_with_the_folder_gone`,
+//!   `reactivated_at_another_rate_the_plugin_starts_the_scene_again_with_the_host_s_values`;
+//! - thread checks: the host calls main-thread functions (params, ports,
+//!   latency, activate) on the test's thread and `process` apart from
+//!   them; clack's types keep each half on its thread.
+//!
+//! Not made here: state checks (the state extension's), audio-in
+//! out-of-place processing of random input, note events for keys never
+//! started.
 
 use crate::support::{counting, morphrt, stderr, temp_dir};
 use clack_extensions::audio_ports::{AudioPortInfoBuffer, PluginAudioPorts};
@@ -19,7 +41,7 @@ use std::sync::OnceLock;
 
 /// A strict instrument: a voice module, a tone whose frequency and level
 /// a host automates, a filter an OSC control moves.
-const SCENE: &str = r#"{
+pub(super) const SCENE: &str = r#"{
   "version": "1.0",
   "profile": "strict",
   "sample_rate": 48000,
@@ -66,7 +88,7 @@ pub(crate) fn library() -> &'static Path {
 }
 
 /// `morphrt plugin` of scene `text` as `dir/NAME.clap`.
-fn write_plugin(dir: &Path, text: &str, name: &str) -> PathBuf {
+pub(super) fn write_plugin(dir: &Path, text: &str, name: &str) -> PathBuf {
     let scene = dir.join(format!("{name}.json"));
     std::fs::write(&scene, text).unwrap();
     let out = dir.join(format!("{name}.clap"));
@@ -86,14 +108,14 @@ fn write_plugin(dir: &Path, text: &str, name: &str) -> PathBuf {
     out
 }
 
-struct Shared;
+pub(super) struct Shared;
 impl SharedHandler<'_> for Shared {
     fn request_restart(&self) {}
     fn request_process(&self) {}
     fn request_callback(&self) {}
 }
 
-struct TestHost;
+pub(super) struct TestHost;
 impl HostHandlers for TestHost {
     type Shared<'a> = Shared;
     type MainThread<'a> = ();
@@ -105,7 +127,7 @@ fn host_info() -> HostInfo {
 }
 
 /// The plugin file at `path` loaded as a DAW loads it, and its one id.
-fn load(path: &Path) -> (PluginEntry, CString) {
+pub(super) fn load(path: &Path) -> (PluginEntry, CString) {
     // SAFETY: the file is the plugin `morphrt plugin` just wrote.
     let entry = unsafe { PluginEntry::load(path) }.expect("the plugin loads");
     let id = {
@@ -116,7 +138,7 @@ fn load(path: &Path) -> (PluginEntry, CString) {
     (entry, id)
 }
 
-fn instance(entry: &PluginEntry, id: &CString) -> PluginInstance<TestHost> {
+pub(super) fn instance(entry: &PluginEntry, id: &CString) -> PluginInstance<TestHost> {
     PluginInstance::<TestHost>::new(|_| Shared, |_| (), entry, id, &host_info())
         .expect("an instance")
 }
@@ -365,7 +387,7 @@ fn scene_with_events(rate: u32) -> String {
 }
 
 /// `morphrt render` of `text`, `frames` long, as f32 bits, channel-interleaved.
-fn render_bits(dir: &Path, text: &str, frames: usize) -> Vec<u32> {
+pub(super) fn render_bits(dir: &Path, text: &str, frames: usize) -> Vec<u32> {
     let scene = dir.join("render.json");
     std::fs::write(&scene, text).unwrap();
     let wav = dir.join("render.wav");
@@ -377,9 +399,9 @@ fn render_bits(dir: &Path, text: &str, frames: usize) -> Vec<u32> {
 }
 
 /// A deterministic generator of buffer sizes.
-struct Sizes(u64);
+pub(super) struct Sizes(pub(super) u64);
 impl Sizes {
-    fn next(&mut self, max: usize) -> usize {
+    pub(super) fn next(&mut self, max: usize) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)
@@ -1008,4 +1030,19 @@ fn a_state_of_another_scene_or_a_damaged_one_is_refused_in_the_host_s_log() {
     let (want, _) = run_audio(&mut processor, 256, 3, Some((10, 64)), |d| d < 6_000);
     q.deactivate(processor.stop_processing());
     assert!(got == want);
+}
+
+#[test]
+fn an_id_with_trailing_garbage_makes_no_instance() {
+    let dir = temp_dir("plugin-id-garbage");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let (entry, id) = load(&path);
+    let mut garbage = id.to_bytes().to_vec();
+    garbage.extend_from_slice(b"-garbage");
+    let garbage = CString::new(garbage).unwrap();
+    assert!(
+        PluginInstance::<TestHost>::new(|_| Shared, |_| (), &entry, &garbage, &host_info())
+            .is_err()
+    );
+    instance(&entry, &id);
 }

@@ -24,4 +24,4 @@ pub use player::{
     install_panic_hook, InputHistory, InputSource, Meters, NodeTimes, OutputTap, Player,
     PlayerCell, Switches,
 };
-pub use processor::{Metering, ProcessError, Processor};
+pub use processor::{Metering, NoteEnd, ProcessError, Processor};

@@ -449,6 +449,12 @@ impl ParamRoutes {
         self.engine
     }
 
+    /// How many records a change of param `index` makes (0: no such
+    /// param, or none of its nodes plays).
+    pub(crate) fn moves(&self, index: usize) -> usize {
+        self.spans.get(index).map_or(0, |(start, end)| end - start)
+    }
+
     /// The records that set param `index` to `value` at `sample`, each
     /// passed to `each`: one per node the param moves (every voice's copy
     /// of a template node's param; for a control, through its curve onto

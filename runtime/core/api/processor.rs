@@ -8,7 +8,7 @@ use super::event::{Event, EventKind};
 use super::params::{ParamList, ParamRoutes};
 use super::player::history::HistoryWriter;
 use super::player::{Meters, PanicGuard, Player, Switches};
-use crate::engine::{Engine, NoteRecord};
+use crate::engine::{Deck, Engine, NoteRecord, NOTE_QUEUE};
 use crate::graph::{midi_note_hz, NoteAction, PlanNote};
 use crate::profile::Profile;
 use rtrb::Producer;
@@ -173,6 +173,24 @@ pub struct Processor {
     pending: Vec<(u64, EventKind)>,
     /// `profile` param changes, to the controller.
     profiles: Producer<ProfileAsk>,
+    /// Notes that ended, by the host frame whose output carries their
+    /// end, until handed over (capacity [`NOTE_QUEUE`], sorted).
+    ends: Vec<NoteEnd>,
+}
+
+/// A note whose sound ended (its voice went free, its note was stolen,
+/// or every sound of its module stopped), as
+/// [`Processor::take_note_ends`] hands it to the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoteEnd {
+    /// The host frame, counted from activation like
+    /// [`Processor::frames`], whose output is the first without it (the
+    /// engine sample it ended at, plus the latency).
+    pub frame: u64,
+    /// Its voice module (its index among the scene's voice modules).
+    pub module: u16,
+    /// Its MIDI note number (the nearest one to its pitch).
+    pub key: u8,
 }
 
 /// The most events one engine block holds between calls; more are refused.
@@ -292,6 +310,7 @@ impl Processor {
             seq: 0,
             pending: Vec::with_capacity(PENDING_EVENTS),
             profiles,
+            ends: Vec::with_capacity(NOTE_QUEUE),
         }
     }
 
@@ -339,11 +358,16 @@ impl Processor {
     /// Events that did not land: an unknown param index or voice module,
     /// a value out of the param's range, a param whose node an edit
     /// removed (or every target of whose control), a value of the wrong
-    /// kind, or a full queue (more than `PENDING_EVENTS` (1024) events in one
-    /// engine block, more `profile` changes than the controller took, or
-    /// more than the engine holds waiting for their sample:
-    /// [`CHANGE_QUEUE`](crate::engine::CHANGE_QUEUE) param changes and
-    /// [`NOTE_QUEUE`](crate::engine::NOTE_QUEUE) notes).
+    /// kind, or a full queue: more than `PENDING_EVENTS` (1024) events in
+    /// one engine block (changes of one param at one sample count once:
+    /// the last is kept), more `profile` changes than the controller
+    /// took, or, at the block's last sample, more than the engine holds
+    /// waiting ([`CHANGE_QUEUE`](crate::engine::CHANGE_QUEUE) node param
+    /// changes, [`NOTE_QUEUE`](crate::engine::NOTE_QUEUE) notes). Before
+    /// that sample a full engine queue only cuts the block: it plays up to
+    /// the sample of the first event that does not fit, and the event
+    /// lands there (a sample late only when the changes of that one sample
+    /// fill the queue alone).
     pub fn refused_events(&self) -> u64 {
         self.shared.refused.load(Ordering::Relaxed)
     }
@@ -511,9 +535,68 @@ impl Processor {
         Ok(())
     }
 
-    /// Keeps one event until its block runs (refused when the block holds
-    /// [`PENDING_EVENTS`] already).
+    /// Lands `events` at the first frame of the next call, whatever their
+    /// offsets, in their order: as if that call had been given them at
+    /// offset 0 before its own. A host with more events for one frame than
+    /// it gathers at once hands them over in parts this way (`process`
+    /// with 0 frames cannot take an event). Never allocates, frees, locks
+    /// or blocks.
+    pub fn queue(&mut self, events: &[Event]) {
+        let next = self.player.engine().clock() + self.filled as u64;
+        for e in events {
+            self.hold(next, e.kind);
+        }
+    }
+
+    /// Hands `f` the notes that ended up to the output put out so far: each
+    /// at most once, in the order of their frames, from the first call
+    /// whose output reaches its end (so a host that asks after every
+    /// call gets each within the call whose frames carry it). A
+    /// processor keeps [`NOTE_QUEUE`] ends not yet handed over; more are
+    /// not kept. Never allocates, frees, locks or blocks.
+    pub fn take_note_ends(&mut self, mut f: impl FnMut(NoteEnd)) {
+        let due = self.ends.partition_point(|e| e.frame < self.frames);
+        for e in self.ends.drain(..due) {
+            f(e);
+        }
+    }
+
+    /// Keeps the engine's note ends, by the host frame that carries them.
+    fn keep_note_ends(deck: &mut Deck, ends: &mut Vec<NoteEnd>, latency: u64) {
+        deck.engine_mut().take_note_ends(|e| {
+            if ends.len() == ends.capacity() {
+                return;
+            }
+            let end = NoteEnd {
+                frame: e.sample + latency,
+                module: e.pool as u16,
+                key: midi_key(e.key),
+            };
+            let at = ends.partition_point(|x| x.frame <= end.frame);
+            ends.insert(at, end);
+        });
+    }
+
+    /// Keeps one event until its block runs. A param event replaces one
+    /// for the same param at the same sample (the engine would apply both
+    /// there, in order, and keep the last), so any number of changes at
+    /// one sample takes one place; refused when the block holds
+    /// [`PENDING_EVENTS`] others already.
     fn hold(&mut self, sample: u64, kind: EventKind) {
+        if let EventKind::Param { param, .. } = kind {
+            let same = self
+                .pending
+                .iter()
+                .rev()
+                .take_while(|(s, _)| *s == sample)
+                .position(|(_, k)| matches!(k, EventKind::Param { param: p, .. } if *p == param));
+            if let Some(back) = same {
+                // Out of its place, to the end: it follows every change
+                // that came before it, as the last one does.
+                let i = self.pending.len() - 1 - back;
+                self.pending.remove(i);
+            }
+        }
         if self.pending.len() < self.pending.capacity() {
             self.pending.push((sample, kind));
         } else {
@@ -533,17 +616,37 @@ impl Processor {
             pending,
             profiles,
             seq,
+            ends,
+            block,
             ..
         } = self;
+        let latency = *block as u64;
         let ran = guard.run(meters, || {
             player.begin_block();
-            for &(sample, kind) in pending.iter() {
-                *seq += 1;
-                if !land(player, profiles, sample, kind, *seq) {
-                    shared.refused.fetch_add(1, Ordering::Relaxed);
+            // The events land in order as long as the engine's queues
+            // have room; the block is played up to the first that does
+            // not fit, and lands it then (one sample late only when
+            // its own sample's changes fill the queue alone).
+            let mut next = 0;
+            player.end_block(|deck, pos, end| {
+                Processor::keep_note_ends(deck, ends, latency);
+                while let Some(&(sample, kind)) = pending.get(next) {
+                    *seq += 1;
+                    match land(deck, profiles, sample, kind, *seq) {
+                        Landing::Full => return sample.max(pos + 1).min(end),
+                        Landing::Landed => {}
+                        Landing::Refused => {
+                            shared.refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    next += 1;
                 }
-            }
-            player.end_block();
+                end
+            });
+            Processor::keep_note_ends(player.deck_mut(), ends, latency);
+            // What found the queues full at the block's last sample.
+            let left = pending.len().saturating_sub(next) as u64;
+            shared.refused.fetch_add(left, Ordering::Relaxed);
         });
         pending.clear();
         if ran.is_none() {
@@ -581,17 +684,46 @@ impl HostSample for f64 {
     }
 }
 
-/// Queues one event on the engine `player` plays at engine sample
-/// `sample`; a `profile` change goes to the controller. Whether it
-/// landed. Real-time safe: the param routes travel with the engine.
+/// The MIDI note nearest to the pitch whose f64 bits are `key`.
+fn midi_key(key: u64) -> u8 {
+    let hz = f64::from_bits(key);
+    (0..=127u8)
+        .min_by(|a, b| {
+            let d = |k: u8| (midi_note_hz(k as f64) - hz).abs();
+            d(*a).total_cmp(&d(*b))
+        })
+        .unwrap_or(0)
+}
+
+/// What became of an event handed to the engine.
+enum Landing {
+    Landed,
+    /// Not now: the engine's queue has no room for it.
+    Full,
+    /// Never: see [`Processor::refused_events`].
+    Refused,
+}
+
+impl From<bool> for Landing {
+    fn from(landed: bool) -> Landing {
+        if landed {
+            Landing::Landed
+        } else {
+            Landing::Refused
+        }
+    }
+}
+
+/// Queues one event on the engine `deck` plays at engine sample
+/// `sample`; a `profile` change goes to the controller. Real-time safe:
+/// the param routes travel with the engine.
 fn land(
-    player: &mut Player,
+    deck: &mut Deck,
     profiles: &mut Producer<ProfileAsk>,
     sample: u64,
     kind: EventKind,
     seq: u64,
-) -> bool {
-    let deck = player.deck_mut();
+) -> Landing {
     let engine = deck.engine().id();
     let note = |module: u16, action| NoteRecord {
         note: PlanNote {
@@ -605,30 +737,39 @@ fn land(
     match kind {
         EventKind::Param { param, value } if param as usize == ParamList::PROFILE => {
             match ParamList::profile(value) {
-                Some(p) => profiles.push((sample, p)).is_ok(),
-                None => false,
+                Some(p) => profiles.push((sample, p)).is_ok().into(),
+                None => Landing::Refused,
             }
         }
         EventKind::Param { param, value } => {
-            // During a crossfade the engine fading out takes the change at
-            // the same sample, through its own routes.
-            if let Some(fading) = deck.fading_mut() {
-                fading.with_attached::<ParamRoutes, _>(|routes, engine| {
-                    let made = routes?.records(param as usize, value, sample, 0, |r| {
-                        let _ = engine.push_change(r);
-                    });
-                    made.ok()
-                });
-            }
-            deck.engine_mut()
+            let landing = deck
+                .engine_mut()
                 .with_attached::<ParamRoutes, _>(|routes, engine| {
+                    let routes = routes?;
+                    if engine.control_room() < routes.moves(param as usize) {
+                        return Some(Landing::Full);
+                    }
                     let mut landed = true;
-                    let made = routes?.records(param as usize, value, sample, seq, |r| {
+                    let made = routes.records(param as usize, value, sample, seq, |r| {
                         landed &= engine.push_change(r).is_ok();
                     });
-                    Some(made.is_ok() && landed)
+                    Some((made.is_ok() && landed).into())
                 })
-                .unwrap_or(false)
+                .unwrap_or(Landing::Refused);
+            // During a crossfade the engine fading out takes the change at
+            // the same sample, through its own routes (once: not while the
+            // playing engine has no room and the event waits).
+            if !matches!(landing, Landing::Full) {
+                if let Some(fading) = deck.fading_mut() {
+                    fading.with_attached::<ParamRoutes, _>(|routes, engine| {
+                        let made = routes?.records(param as usize, value, sample, 0, |r| {
+                            let _ = engine.push_change(r);
+                        });
+                        made.ok()
+                    });
+                }
+            }
+            landing
         }
         EventKind::NoteOn {
             module,
@@ -642,15 +783,23 @@ fn land(
                 pitch_hz: hz,
                 velocity: velocity as f64,
             };
-            deck.push_note(note(module, action)).is_ok()
+            push_note(deck, note(module, action))
         }
         EventKind::NoteOff { module, key } => {
             let key = midi_note_hz(key as f64).to_bits();
             let action = NoteAction::Off { key, tag: 0 };
-            deck.push_note(note(module, action)).is_ok()
+            push_note(deck, note(module, action))
         }
-        EventKind::Sustain { module, down } => deck
-            .push_note(note(module, NoteAction::Sustain(down)))
-            .is_ok(),
+        EventKind::Sustain { module, down } => {
+            push_note(deck, note(module, NoteAction::Sustain(down)))
+        }
     }
+}
+
+/// Queues note record `r` on the playing engine of `deck`.
+fn push_note(deck: &mut Deck, r: NoteRecord) -> Landing {
+    if deck.note_room() == 0 {
+        return Landing::Full;
+    }
+    deck.push_note(r).is_ok().into()
 }

@@ -35,6 +35,7 @@ mod ring;
 mod save;
 mod snapshot;
 mod split;
+mod tail;
 mod timing;
 mod voices;
 
@@ -51,7 +52,8 @@ pub use save::PART_SAMPLES;
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
 pub use voices::{
-    NoteRecord, Pending, Phase, PoolState, Voice, CLEAR_PER_SAMPLE, NOTE_QUEUE, SHORT_STATE,
+    NoteEnd, NoteRecord, Pending, Phase, PoolState, Voice, CLEAR_PER_SAMPLE, NOTE_QUEUE,
+    SHORT_STATE,
 };
 
 pub(crate) use mix::convert;
@@ -93,6 +95,9 @@ use node::{Core, Slot};
 /// ```
 pub struct Engine {
     slots: Vec<Slot>,
+    /// The main bus's latency relative to the sources, in samples (the
+    /// plan's).
+    latency: usize,
     runs: Vec<Run>,
     /// Every run's steps in order: nodes alone and lane groups (`lanes.rs`).
     steps: Vec<lanes::Step>,
@@ -243,6 +248,7 @@ impl Engine {
         let (steps, groups) = lanes::plan(&mut slots, &mut runs, &plan.main, simd);
         let spb = plan.tempo.map(|t| t.samples_per_beat(plan.sample_rate));
         let mut engine = Engine {
+            latency: plan.latency,
             steps,
             groups,
             simd,
@@ -356,6 +362,12 @@ impl Engine {
     /// Number of nodes (schedule indices are `0..node_count()`).
     pub fn node_count(&self) -> usize {
         self.slots.len()
+    }
+
+    /// The main bus's latency relative to the sources, in samples (the
+    /// operators' own, aligned across paths: see `morphrt check`).
+    pub fn latency(&self) -> usize {
+        self.latency
     }
 
     /// Renders `frames` (1 ≤ frames ≤ block size) into the main bus.

@@ -79,6 +79,21 @@ pub struct NoteRecord {
     pub seq: u64,
 }
 
+/// A note whose sound ended: its voice went free, or the note was
+/// stolen (at the end of the steal fade, or at once without one), or
+/// every sound of its module stopped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NoteEnd {
+    /// The first sample it no longer sounds at.
+    pub sample: u64,
+    /// Its voice module (the pool's index).
+    pub pool: usize,
+    /// Which note it was (the bits of its pitch in Hz).
+    pub key: u64,
+    /// The tag that tied it to its note-off (0: none).
+    pub tag: u64,
+}
+
 /// Where a voice is in its life.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Phase {
@@ -190,6 +205,9 @@ pub(super) struct Voices {
     /// samples they took effect (preallocated to `room`): an engine
     /// migrated from that save has not heard them.
     since_save: Vec<PlanNote>,
+    /// The notes that ended since they were last taken (preallocated:
+    /// more are not kept).
+    ended: Vec<NoteEnd>,
 }
 
 /// A note from outside waiting for its sample, with the `seq` its report
@@ -301,6 +319,7 @@ impl Voices {
             batch: Batch::with_capacity(queue),
             clears: false,
             since_save: Vec::with_capacity(queue),
+            ended: Vec::with_capacity(queue),
         }
     }
 
@@ -635,6 +654,7 @@ impl Engine {
                     if !voice.clearing {
                         // Its fade is over: it stops running here.
                         self.begin_clear(p, v, pos);
+                        self.note_ended(p, voice, pos);
                     }
                     if voice.next.cancelled {
                         self.free_voice(p, v);
@@ -763,7 +783,11 @@ impl Engine {
         self.settle_released(p, pos);
         self.voices.pools[p].state.sustain = false;
         for v in 0..self.voices.pools[p].state.voices.len() {
-            if self.voices.pools[p].state.voices[v].phase != Phase::Free {
+            let voice = self.voices.pools[p].state.voices[v];
+            if voice.phase != Phase::Free {
+                if !voice.clearing {
+                    self.note_ended(p, voice, pos);
+                }
                 self.settle(p, v, pos);
                 self.free_voice(p, v);
             }
@@ -930,6 +954,11 @@ impl Engine {
     /// silent, as a stolen one does).
     fn start_voice(&mut self, p: usize, v: usize, note: Pending, pos: u64) {
         self.settle(p, v, pos);
+        let voice = self.voices.pools[p].state.voices[v];
+        if matches!(voice.phase, Phase::Held | Phase::Released) {
+            // Stolen without a fade: its note ends here.
+            self.note_ended(p, voice, pos);
+        }
         if self.voices.pools[p].clear_len == 0 {
             for &i in &self.voices.pools[p].plan.nodes[v] {
                 let slot = &mut self.slots[i];
@@ -1069,6 +1098,29 @@ impl Engine {
         }
     }
 
+    /// The note `voice` of pool `p` plays ends at `sample` (kept while
+    /// the list has room).
+    fn note_ended(&mut self, p: usize, voice: Voice, sample: u64) {
+        let ended = &mut self.voices.ended;
+        if ended.len() < ended.capacity() {
+            ended.push(NoteEnd {
+                sample,
+                pool: p,
+                key: voice.key,
+                tag: voice.tag,
+            });
+        }
+    }
+
+    /// Hands every note that ended since the last call to `f`, in the
+    /// order they ended within each chunk the engine ran (real-time
+    /// safe). An engine keeps [`NOTE_QUEUE`] of them between calls.
+    pub fn take_note_ends(&mut self, mut f: impl FnMut(NoteEnd)) {
+        for e in self.voices.ended.drain(..) {
+            f(e);
+        }
+    }
+
     /// Voice `v` is free: its sound is silence until it plays again (a
     /// free voice's sound node is silenced chunk by chunk, not run).
     fn free_voice(&mut self, p: usize, v: usize) {
@@ -1125,6 +1177,7 @@ impl Engine {
                         Core::F32(t) => silence_from(t, at),
                         Core::F64(t) => silence_from(t, at),
                     }
+                    self.note_ended(p, voice, start + at as u64);
                     self.free_voice(p, v);
                     self.begin_clear(p, v, start + at as u64);
                 }

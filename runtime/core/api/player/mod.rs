@@ -307,7 +307,7 @@ impl<I: InputSource + ?Sized> Player<I> {
         if let Some(input) = &mut self.input {
             input.read(&mut self.input_buf);
         }
-        self.play_block();
+        self.play_block(|_, _, end| end);
     }
 
     /// For a host that writes each block's input itself
@@ -322,9 +322,14 @@ impl<I: InputSource + ?Sized> Player<I> {
     }
 
     /// The second half: plays the block whose input the host wrote into
-    /// [`input_block`](Self::input_block). Real-time safe.
-    pub(crate) fn end_block(&mut self) {
-        self.play_block();
+    /// [`input_block`](Self::input_block), calling `feed` with the deck,
+    /// the sample a part starts at and the block's end before each part:
+    /// `feed` queues what it has for the engine and returns where the part
+    /// must end at the latest (after the part's start; the block's end
+    /// when everything fit), so that a queue that fills up is played down
+    /// before more lands. Real-time safe.
+    pub(crate) fn end_block(&mut self, feed: impl FnMut(&mut Deck, u64, u64) -> u64) {
+        self.play_block(feed);
     }
 
     /// The input of the next block, interleaved (`block × input channels`),
@@ -367,11 +372,11 @@ impl<I: InputSource + ?Sized> Player<I> {
     /// Plays the block whose input is in `input_buf` into the FIFO (device
     /// layout, under the engine's FP mode), keeping the input in the
     /// history.
-    fn play_block(&mut self) {
+    fn play_block(&mut self, feed: impl FnMut(&mut Deck, u64, u64) -> u64) {
         let end = self.deck.clock() + self.deck.block_size() as u64;
         let dc = self.device_channels;
         let mut peak = 0.0f32;
-        let done = self.play_parts(end, |p, done, frames| {
+        let done = self.play_parts(end, feed, |p, done, frames| {
             let part = &mut p.fifo[done * dc..(done + frames) * dc];
             peak = peak.max(if p.unclipped {
                 p.plain[done * dc..(done + frames) * dc]
@@ -392,11 +397,14 @@ impl<I: InputSource + ?Sized> Player<I> {
     /// `input_buf`, keeping it in the history, and calls `part` after each
     /// part with the frames played before it and its own: the block is
     /// cut where a timetagged save or switch asks (see
-    /// [`Player::next_cut`]), each part under the FP mode of the engine
-    /// playing it. Returns the frames played, or `part`'s first error.
+    /// [`Player::next_cut`]) or where `feed` (called before each part
+    /// with the deck, the part's start and `end`) asks, each part under
+    /// the FP mode of the engine playing it. Returns the frames played,
+    /// or `part`'s first error.
     fn play_parts<E>(
         &mut self,
         end: u64,
+        mut feed: impl FnMut(&mut Deck, u64, u64) -> u64,
         mut part: impl FnMut(&mut Self, usize, usize) -> Result<(), E>,
     ) -> Result<usize, E> {
         let width = self.input_width;
@@ -411,7 +419,8 @@ impl<I: InputSource + ?Sized> Player<I> {
         let mut done = 0;
         loop {
             let pos = start + done as u64;
-            let cut = self.next_cut(pos, end);
+            let fed = feed(&mut self.deck, pos, end).max(pos + 1).min(end);
+            let cut = self.next_cut(pos, end).min(fed);
             let n = (cut - pos) as usize;
             if width > 0 {
                 let from = (done * width).min(self.input_buf.len());

@@ -61,7 +61,7 @@ impl<I: InputSource + ?Sized> Player<I> {
         if let Some(input) = &mut self.input {
             input.read(&mut self.input_buf[..(end - start) as usize * width]);
         }
-        self.play_parts(end, |p, _, _| part(p))?;
+        self.play_parts(end, |_, _, end| end, |p, _, _| part(p))?;
         self.note_block(0.0);
         Ok(self.deck.clock())
     }
