@@ -90,6 +90,7 @@ fn main() {
         scene_name: "pluck.json".into(),
         scene: text.clone(),
         resources: Vec::new(),
+        watch: None,
     };
     std::fs::write(&file, payload.to_appendix()).unwrap();
     let c = CString::new(file.to_str().unwrap()).unwrap();
