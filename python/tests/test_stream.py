@@ -437,9 +437,11 @@ def test_one_snapshot_format_a_processor_s_resumes_under_morphrt_render_and_rend
                     "-o", str(out), "-q"], check=True)
     _, cli = scipy.io.wavfile.read(out)
     # The processor's frame 5000 + j is engine sample 5000 + j - latency;
-    # the continuation's sample k is engine sample 4992 + k.
+    # the continuation's sample k is engine sample 4992 + k. The file holds
+    # the strict samples rounded to float32.
     assert p.latency == 128
-    assert same_bits(rest[:, 120:5120], np.ascontiguousarray(cli.T))
+    assert rest.dtype == np.float64
+    assert same_bits(rest[:, 120:5120].astype(np.float32), np.ascontiguousarray(cli.T))
     assert np.abs(cli).max() > 0.01
 
     # The other way: a snapshot `morphrt render` writes, in a processor.
@@ -450,4 +452,5 @@ def test_one_snapshot_format_a_processor_s_resumes_under_morphrt_render_and_rend
     q = morphrt.Processor.resume(str(scene), cut.read_bytes())
     got = q.process(6000)
     assert not got[:, :128].any(), "the latency's silence first"
-    assert same_bits(got[:, 128:], np.ascontiguousarray(whole.T[:, 4992:4992 + 6000 - 128]))
+    assert same_bits(got[:, 128:].astype(np.float32),
+                     np.ascontiguousarray(whole.T[:, 4992:4992 + 6000 - 128]))
