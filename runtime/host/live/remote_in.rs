@@ -36,7 +36,10 @@
 //! (`Meters::last_callback_ns` after the player's origin; before the
 //! first callback, now), plus the time from then at the sample rate. A time that maps before the clock lands
 //! at the next block; under strict and repro one ahead lands at exactly
-//! its sample, under live at the start of its block.
+//! its sample, under live at the start of its block. A time mapped again
+//! (two datagrams timetagged for one instant, resolved in two ticks) lands
+//! on the sample it did the first time, and a later time never before an
+//! earlier one ([`Mapped`]).
 
 use crate::engine::{ChangeRecord, NoteRecord, Outcome};
 use crate::graph::ControlMap;
@@ -240,6 +243,73 @@ pub struct RemoteHub {
     linted: HashSet<String>,
     /// A message [`wait`](Self::wait) received, for the next tick.
     early: Option<Message>,
+    /// The samples recent timed messages landed at.
+    mapped: Mapped,
+}
+
+/// How many timed messages [`Mapped`] remembers.
+const MAPPED: usize = 64;
+
+/// The samples the most recent timed messages ([`When::At`],
+/// [`When::Stamped`]) were mapped to. Two messages are often resolved in
+/// two ticks whose clock readings round a time to samples one apart: a
+/// time mapped again (two datagrams timetagged for one instant) lands on
+/// the sample it did the first time, and a later time never lands before
+/// an earlier one, so a note-on and its note-off sent for one instant
+/// land on one sample, in the order they came.
+#[derive(Default)]
+struct Mapped {
+    recent: VecDeque<(When, u64)>,
+}
+
+impl Mapped {
+    /// The sample `when` lands at, given the sample `fresh` the clock
+    /// reading maps it to (0: the next block).
+    fn land(&mut self, when: When, fresh: u64) -> u64 {
+        let key = match when {
+            When::At(t) => Timed::At(t),
+            When::Stamped(t) => Timed::Stamped(t),
+            When::Now | When::Frame(_) => return fresh,
+        };
+        let mut sample = fresh;
+        for &(w, s) in &self.recent {
+            if w == when {
+                return s;
+            }
+            let other = match w {
+                When::At(t) => Timed::At(t),
+                When::Stamped(t) => Timed::Stamped(t),
+                When::Now | When::Frame(_) => continue,
+            };
+            match key.partial_cmp(&other) {
+                Some(std::cmp::Ordering::Greater) if s > sample => sample = s,
+                Some(std::cmp::Ordering::Less) if s != 0 && s < sample => sample = s,
+                _ => {}
+            }
+        }
+        if self.recent.len() == MAPPED {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((when, sample));
+        sample
+    }
+}
+
+/// A time a message is timed by; times of two kinds are not ordered.
+#[derive(Clone, Copy, PartialEq)]
+enum Timed {
+    At(SystemTime),
+    Stamped(Instant),
+}
+
+impl PartialOrd for Timed {
+    fn partial_cmp(&self, other: &Timed) -> Option<std::cmp::Ordering> {
+        match (self, other) {
+            (Timed::At(a), Timed::At(b)) => a.partial_cmp(b),
+            (Timed::Stamped(a), Timed::Stamped(b)) => a.partial_cmp(b),
+            _ => None,
+        }
+    }
 }
 
 /// The hub's end transports deliver to: the channel they send on and the
@@ -316,6 +386,7 @@ impl RemoteHub {
             unsaid: 0,
             linted: HashSet::new(),
             early: None,
+            mapped: Mapped::default(),
         }
     }
 
@@ -481,7 +552,10 @@ impl RemoteHub {
             }
             Ok(Command::Changes(v)) => (Vec::new(), v),
             Ok(Command::Notes { notes, changes }) => (notes, changes),
-            Ok(other) => return Some((other, self.clock.sample_for(reading, when), reply)),
+            Ok(other) => {
+                let sample = self.clock.sample_for(reading, when);
+                return Some((other, self.mapped.land(when, sample), reply));
+            }
         };
         // A voice module's template node: one change per voice's copy.
         let table = self.current.table.clone();
@@ -503,7 +577,7 @@ impl RemoteHub {
             },
         );
         let from: Arc<str> = from.into();
-        let sample = self.clock.sample_for(reading, when);
+        let sample = self.mapped.land(when, self.clock.sample_for(reading, when));
         for item in items {
             self.submit(
                 InFlight {
@@ -738,5 +812,49 @@ impl RemoteHub {
                 Err(a.errors.join("; "))
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_mapped_again_lands_where_it_did_and_later_times_never_before_it() {
+        let mut m = Mapped::default();
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let ms = Duration::from_millis(1);
+        assert_eq!(m.land(When::At(t), 48_000), 48_000);
+        // The next tick's reading rounds the same instant one sample off.
+        assert_eq!(m.land(When::At(t), 47_999), 48_000);
+        assert_eq!(m.land(When::At(t), 48_001), 48_000);
+        // A later time the reading puts a sample early lands with it, not
+        // before; an earlier one put late lands with it, not after.
+        assert_eq!(m.land(When::At(t + ms / 10), 47_999), 48_000);
+        assert_eq!(m.land(When::At(t - ms / 10), 48_002), 48_000);
+        // Times far enough apart keep what the reading says.
+        assert_eq!(m.land(When::At(t + ms * 10), 48_480), 48_480);
+        assert_eq!(m.land(When::At(t - ms * 10), 47_520), 47_520);
+        // Now and frames are exact already: not remembered.
+        assert_eq!(m.land(When::Now, 0), 0);
+        assert_eq!(m.land(When::Frame(5), 77), 77);
+        // A MIDI stamp is not ordered against a timetag.
+        let i = Instant::now();
+        assert_eq!(m.land(When::Stamped(i), 10), 10);
+        assert_eq!(m.land(When::Stamped(i), 11), 10);
+    }
+
+    #[test]
+    fn only_the_most_recent_times_are_remembered() {
+        let mut m = Mapped::default();
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let s = Duration::from_secs(1);
+        for k in 0..=MAPPED as u32 {
+            m.land(When::At(t + s * k), 1_000 + u64::from(k) * 48_000);
+        }
+        assert_eq!(m.recent.len(), MAPPED);
+        // The second is remembered; the first is forgotten: mapped afresh.
+        assert_eq!(m.land(When::At(t + s), 5), 49_000);
+        assert_eq!(m.land(When::At(t), 900), 900);
     }
 }
