@@ -21,7 +21,10 @@ enum Style {
     HalfThenComplete,
 }
 
-fn save(path: &Path, text: &str, style: Style) {
+/// Saves `text` to `path` as `style` does; a half-written save waits for
+/// the session to read and refuse the half (a line in `lines`) before it
+/// writes the rest, however slow the machine.
+fn save(path: &Path, text: &str, style: Style, lines: &Receiver<String>, log: &mut Vec<String>) {
     let tmp = path.with_extension("json.tmp");
     let backup = path.with_extension("json~");
     match style {
@@ -47,8 +50,11 @@ fn save(path: &Path, text: &str, style: Style) {
             let half = text.len() / 2;
             f.write_all(&text.as_bytes()[..half]).unwrap();
             f.flush().unwrap();
-            // Longer than the debounce: the half-written file is read.
-            std::thread::sleep(Duration::from_millis(120));
+            assert!(
+                wait_for(lines, |l| l.starts_with("edit rejected"), log),
+                "the half-written file was not refused; log:\n{}",
+                log[log.len().saturating_sub(30)..].join("\n")
+            );
             f.write_all(&text.as_bytes()[half..]).unwrap();
         }
     }
@@ -58,11 +64,20 @@ fn save(path: &Path, text: &str, style: Style) {
 fn wait_applied(lines: &Receiver<String>, to: f64, log: &mut Vec<String>) -> bool {
     let want = "`out.gain` glides ";
     let value = format!("→ {to}");
-    let deadline = Instant::now() + Duration::from_secs(10);
+    wait_for(
+        lines,
+        |l| l.contains(want) && l.trim_end().ends_with(&value),
+        log,
+    )
+}
+
+/// Waits up to 20 s for a line `hit` accepts, keeping every line in `log`.
+fn wait_for(lines: &Receiver<String>, hit: impl Fn(&str) -> bool, log: &mut Vec<String>) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match lines.recv_timeout(left) {
             Ok(l) => {
-                let hit = l.contains(want) && l.trim_end().ends_with(&value);
+                let hit = hit(&l);
                 log.push(l);
                 if hit {
                     return true;
@@ -111,7 +126,7 @@ fn every_save_style_is_applied_and_nothing_partial_is_committed() {
             // A new value every save: 0.5 + k/10000, exact in decimal.
             let gain = 0.5 + k as f64 / 10_000.0;
             let text = common::osc_into_gain("sine", 48_000, 64, gain, "");
-            save(&path, &text, style);
+            save(&path, &text, style, &lines, &mut log);
             assert!(
                 wait_applied(&lines, gain, &mut log),
                 "save {k} ({style:?}, gain {gain}) was not applied; log:\n{}",

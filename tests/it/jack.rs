@@ -538,7 +538,8 @@ fn a_server_that_stops_ends_the_session_keeping_the_take_and_the_journal() {
     let lines = common::stderr_lines(&mut child);
     let mut log = Vec::new();
     common::wait_line(&lines, "playing", &mut log);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Half a second and more played (audio, not wall time).
+    common::wait_captured(&cap, 30_000, 2);
     server.stop();
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
@@ -635,7 +636,7 @@ fn jack_midi_lands_each_note_at_the_frame_it_was_sent_and_replays() {
         "--block-size",
         "1024",
         "--duration",
-        "4s",
+        "8s",
         "--capture",
         cap.to_str().unwrap(),
         "--journal",
@@ -925,7 +926,8 @@ fn transport_follow_holds_the_scene_while_stopped_and_moves_the_steps_to_a_tempo
         log.join("\n")
     );
     master.say("play");
-    std::thread::sleep(Duration::from_millis(1000));
+    // Three quarters of a second played (audio, not wall time).
+    common::wait_captured(&cap, 36_000, 2);
     master.say("tempo 150");
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
@@ -1099,7 +1101,7 @@ fn with_reconnect_a_server_that_stops_and_returns_is_played_on_without_a_gap() {
     let lines = common::stderr_lines(&mut child);
     let mut log = Vec::new();
     common::wait_line(&lines, "playing", &mut log);
-    std::thread::sleep(Duration::from_millis(1000));
+    common::wait_captured(&cap, 24_000, 2);
     server.stop();
     common::wait_line(
         &lines,

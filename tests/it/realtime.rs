@@ -319,13 +319,18 @@ fn with_extra(text: &str, value: Option<f64>) -> String {
 /// in turn — and counts allocations and frees inside the callback. The
 /// control side (compile, migrate, fast-forward, dropping old engines) runs
 /// between callbacks on the same thread, outside the counted section.
-fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, usize, usize) {
+/// `tag` names the test's own temporary directory (tests run side by side).
+fn handovers_in_the_callback(
+    scene: &std::path::Path,
+    blocks: u64,
+    tag: &str,
+) -> (usize, usize, usize) {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
     use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
     use std::sync::Arc;
     let text = std::fs::read_to_string(scene).unwrap();
-    let dir = common::temp_dir(&format!("rt-{}", common::stem(scene)));
+    let dir = common::temp_dir(&format!("rt-{tag}-{}", common::stem(scene)));
     let path = dir.join("scene.json");
     let variants = [
         with_extra(&text, Some(0.0)),
@@ -450,7 +455,7 @@ fn handovers_in_the_callback(scene: &std::path::Path, blocks: u64) -> (usize, us
 #[test]
 fn a_handover_every_100_blocks_never_allocates_in_the_callback_over_10000_blocks() {
     let scene = common::root().join("scenes/pluck-delay.json");
-    let (allocs, frees, changes) = handovers_in_the_callback(&scene, 10_000);
+    let (allocs, frees, changes) = handovers_in_the_callback(&scene, 10_000, "every-100");
     assert!(changes >= 99, "{changes} handovers");
     assert_eq!((allocs, frees), (0, 0), "the callback allocated or freed");
 }
@@ -459,7 +464,7 @@ fn a_handover_every_100_blocks_never_allocates_in_the_callback_over_10000_blocks
 #[test]
 fn handovers_never_allocate_in_the_callback_for_any_scene() {
     for path in common::shipped_scenes() {
-        let (allocs, frees, changes) = handovers_in_the_callback(&path, 1_200);
+        let (allocs, frees, changes) = handovers_in_the_callback(&path, 1_200, "any-scene");
         assert!(changes >= 11, "{}: {changes} handovers", path.display());
         assert_eq!(
             (allocs, frees),
@@ -1960,7 +1965,7 @@ fn grouped_plans_and_their_regrouping_handovers_never_allocate_in_the_callback()
                 "{name} under {p}: {grouped} nodes in groups"
             );
         }
-        let (allocs, frees, changes) = handovers_in_the_callback(&path, 1_200);
+        let (allocs, frees, changes) = handovers_in_the_callback(&path, 1_200, "bench-scene");
         assert!(changes >= 11, "{name}: {changes} handovers");
         assert_eq!(
             (allocs, frees),

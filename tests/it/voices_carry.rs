@@ -248,7 +248,6 @@ fn held_notes_sound_on_through_edits_and_switches() {
         common::run_clock(&path, &["--capture", s(&capture), "--journal", s(&journal)]);
     let mut log = Vec::new();
     common::wait_line(&lines, "playing ", &mut log);
-    let pause = Duration::from_millis(400);
     // A param inside the module, and the pitch the notes set (which they
     // keep), then the pool grown and shrunk.
     let edits = [
@@ -256,19 +255,27 @@ fn held_notes_sound_on_through_edits_and_switches() {
         held(4, "900Hz", "330Hz"),
         held(1, "900Hz", "330Hz"),
     ];
+    // Each change waits until the capture holds 400 ms of audio past the
+    // last one (not 400 ms of wall time: a loaded machine plays late), so
+    // the windows measured around each are steady.
+    let mut last = 0;
+    let quiet = 400 * 48;
     for text in &edits {
-        common::save_as_editor(&path, text, pause);
+        common::wait_captured(&capture, last + quiet, 2);
+        common::save_as_editor(&path, text, Duration::ZERO);
         common::wait_line(&lines, "edit applied", &mut log);
+        last = landed(log.last().unwrap(), 48_000.0);
     }
     for (key, answer) in [
         ("l", "switched strict → live"),
         ("s", "switched live → strict"),
     ] {
-        std::thread::sleep(pause);
+        common::wait_captured(&capture, last + quiet, 2);
         writeln!(child.stdin.as_mut().unwrap(), "{key}").unwrap();
         common::wait_line(&lines, answer, &mut log);
+        last = landed(log.last().unwrap(), 48_000.0);
     }
-    std::thread::sleep(pause);
+    common::wait_captured(&capture, last + quiet, 2);
     let log = common::press_then_quit(&mut child, &lines, log, &[]);
     // A template node's copies are told once, with how many voices.
     assert!(

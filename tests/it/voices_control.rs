@@ -256,8 +256,6 @@ fn osc_notes_are_journaled_and_replay_bit_for_bit() {
     let scene = dir.join("pad.json");
     std::fs::write(&scene, SCENE).unwrap();
     let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
-    let port = common::free_port();
-    let port_text = port.to_string();
     let (mut child, lines) = run_clock(
         &scene,
         &[
@@ -268,11 +266,12 @@ fn osc_notes_are_journaled_and_replay_bit_for_bit() {
             "--journal",
             journal.to_str().unwrap(),
             "--osc",
-            &port_text,
+            "0",
         ],
     );
     let mut log = Vec::new();
     wait_line(&lines, "playing", &mut log);
+    let port = common::osc_port(&log);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket
         .set_read_timeout(Some(Duration::from_secs(20)))
@@ -473,8 +472,6 @@ fn osc_strike_and_release(name: &str, send: impl FnOnce(&UdpSocket, u16)) {
     let scene = dir.join("pad.json");
     std::fs::write(&scene, SCENE).unwrap();
     let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
-    let port = common::free_port();
-    let port_text = port.to_string();
     let (mut child, lines) = run_clock(
         &scene,
         &[
@@ -485,11 +482,12 @@ fn osc_strike_and_release(name: &str, send: impl FnOnce(&UdpSocket, u16)) {
             "--journal",
             journal.to_str().unwrap(),
             "--osc",
-            &port_text,
+            "0",
         ],
     );
     let mut log = Vec::new();
     wait_line(&lines, "playing", &mut log);
+    let port = common::osc_port(&log);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket
         .set_read_timeout(Some(Duration::from_secs(20)))
@@ -549,9 +547,9 @@ fn read_reply(socket: &UdpSocket) -> (String, String) {
 fn a_note_on_and_off_in_two_osc_datagrams_on_one_sample_never_sticks() {
     osc_strike_and_release("vc-zero-osc-two", |socket, port| {
         // Two datagrams, each timetagged for the same instant: one sample
-        // (a second ahead, so that a loaded machine still delivers both
+        // (2.5 s ahead, so that a loaded machine still delivers both
         // before it).
-        let t = std::time::SystemTime::now() + Duration::from_millis(1000);
+        let t = std::time::SystemTime::now() + Duration::from_millis(2500);
         for v in [0.8, 0.0] {
             socket
                 .send_to(&note_packet(v, Some(t)), ("127.0.0.1", port))
@@ -733,8 +731,6 @@ fn osc_panic_releases_every_voice_and_panic_sound_silences_at_once() {
     let scene = dir.join("pad.json");
     std::fs::write(&scene, SCENE).unwrap();
     let (cap, journal) = (dir.join("cap.wav"), dir.join("j.jsonl"));
-    let port = common::free_port();
-    let port_text = port.to_string();
     let (mut child, lines) = run_clock(
         &scene,
         &[
@@ -745,11 +741,12 @@ fn osc_panic_releases_every_voice_and_panic_sound_silences_at_once() {
             "--journal",
             journal.to_str().unwrap(),
             "--osc",
-            &port_text,
+            "0",
         ],
     );
     let mut log = Vec::new();
     wait_line(&lines, "playing", &mut log);
+    let port = common::osc_port(&log);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket
         .set_read_timeout(Some(Duration::from_secs(20)))

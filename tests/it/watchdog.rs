@@ -198,13 +198,16 @@ fn a_stalled_device_is_detected_and_the_stream_rebuilt() {
     let quiet = out.went_quiet.lock().unwrap()[0];
     let detected = out.opened_at[1].duration_since(quiet);
     // Bound: max(4 × 64 frames, 200 ms) = 200 ms, plus polling and the
-    // time the first callback after a rebuild takes.
+    // time the first callback after a rebuild takes. `quiet` is stamped
+    // after the device thread's last fill and its pacing sleep, which a
+    // loaded machine stretches: the lower bound tells the 200 ms floor
+    // from four periods (5 ms) with that margin.
     assert!(
-        detected >= Duration::from_millis(190),
+        detected >= Duration::from_millis(100),
         "detected too early: {detected:?}"
     );
     assert!(
-        detected < Duration::from_millis(1500),
+        detected < Duration::from_millis(5000),
         "detected too late: {detected:?}"
     );
     assert_continuous(&out.played.lock().unwrap(), 28800);
@@ -218,7 +221,7 @@ fn a_stream_error_is_detected_and_the_stream_rebuilt() {
     let quiet = out.went_quiet.lock().unwrap()[0];
     let detected = out.opened_at[1].duration_since(quiet);
     assert!(
-        detected < Duration::from_millis(500),
+        detected < Duration::from_millis(2000),
         "error noticed after {detected:?}"
     );
     assert_continuous(&out.played.lock().unwrap(), 19200);

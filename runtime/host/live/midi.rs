@@ -310,8 +310,18 @@ fn play_file(file: MidiFile, port: String, mut mapper: Follower, sender: Sender)
             let Ok(start) = stopped.recv() else {
                 return;
             };
-            for m in &file.messages {
-                let at = start + file.duration(m.num);
+            // Messages of one instant (a note's on and off in one tick,
+            // a chord) go as one batch, so the hub resolves them in one
+            // tick against one clock reading: they land on one sample.
+            let mut batch = Vec::new();
+            let mut first = 0;
+            while first < file.messages.len() {
+                let num = file.messages[first].num;
+                let last = file.messages[first..]
+                    .iter()
+                    .position(|m| m.num != num)
+                    .map_or(file.messages.len(), |n| first + n);
+                let at = start + file.duration(num);
                 loop {
                     let wait = at.saturating_duration_since(Instant::now());
                     if wait == Duration::ZERO {
@@ -322,12 +332,20 @@ fn play_file(file: MidiFile, port: String, mut mapper: Follower, sender: Sender)
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     }
                 }
-                let Some(msg) = message(&mut mapper, &port, m.message(), at) else {
-                    continue;
-                };
-                if sender.send(msg).is_err() {
-                    return;
+                batch.clear();
+                batch.extend(
+                    file.messages[first..last]
+                        .iter()
+                        .filter_map(|m| message(&mut mapper, &port, m.message(), at)),
+                );
+                let n = batch.len();
+                for (i, mut msg) in batch.drain(..).enumerate() {
+                    msg.batch_rest = n - 1 - i;
+                    if sender.send(msg).is_err() {
+                        return;
+                    }
                 }
+                first = last;
             }
         })
         .ok();

@@ -439,13 +439,31 @@ pub fn midi_vlq(mut n: u32) -> Vec<u8> {
     out
 }
 
-/// A port nothing listens on now: bound to 127.0.0.1:0, read, released.
-pub fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Waits until the WAV file `capture` (a session's `--capture`, its
+/// header kept current while it plays) counts more than `frames` frames of
+/// `channels` channels: audio played, not wall time passed.
+pub fn wait_captured(capture: &Path, frames: usize, channels: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while hound::WavReader::open(capture).map_or(0, |r| r.len() as usize / channels) <= frames {
+        assert!(
+            Instant::now() < deadline,
+            "`{}` never reached {frames} frames",
+            capture.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The port a session started with `--osc 0` listens on, from its
+/// `OSC: listening on ADDRESS:PORT` line in `log` (said before `playing`):
+/// the system chose it, so no other test can take it meanwhile.
+pub fn osc_port(log: &[String]) -> u16 {
+    let line = log
+        .iter()
+        .find_map(|l| l.strip_prefix("OSC: listening on "))
+        .unwrap_or_else(|| panic!("no `OSC: listening on` line: {}", log.join("\n")));
+    let addr = line.split(' ').next().unwrap();
+    addr.rsplit_once(':').unwrap().1.parse().unwrap()
 }
 
 /// A scene of one oscillator `op` (220 Hz, amplitude 0.5) into a gain of

@@ -91,19 +91,32 @@ fn server_name() -> String {
 /// name is taken), never starting a server.
 fn client(name: &str) -> Result<jack::Client, String> {
     library()?;
-    jack::Client::new(name, jack::ClientOptions::NO_START_SERVER)
-        .map(|(c, _)| c)
-        .map_err(|e| match e {
-            jack::Error::ClientError(status)
-                if status.contains(jack::ClientStatus::SERVER_FAILED) =>
+    // A server busy with other clients can fail a request it would take a
+    // moment later (SERVER_ERROR: its answer came too late): asked again
+    // twice before giving up.
+    let open = || jack::Client::new(name, jack::ClientOptions::NO_START_SERVER);
+    let mut opened = open();
+    for _ in 0..2 {
+        match &opened {
+            Err(jack::Error::ClientError(status))
+                if status.contains(jack::ClientStatus::SERVER_ERROR)
+                    && !status.contains(jack::ClientStatus::SERVER_FAILED) =>
             {
-                format!(
-                    "no JACK server `{}` is running (start one, e.g. `jackd -d alsa`)",
-                    server_name()
-                )
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                opened = open();
             }
-            e => format!("cannot open a JACK client: {e}"),
-        })
+            _ => break,
+        }
+    }
+    opened.map(|(c, _)| c).map_err(|e| match e {
+        jack::Error::ClientError(status) if status.contains(jack::ClientStatus::SERVER_FAILED) => {
+            format!(
+                "no JACK server `{}` is running (start one, e.g. `jackd -d alsa`)",
+                server_name()
+            )
+        }
+        e => format!("cannot open a JACK client: {e}"),
+    })
 }
 
 /// The server as `morphrt devices` shows it, with the ports of one side.
