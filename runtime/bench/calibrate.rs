@@ -110,7 +110,7 @@ pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<Calibrate
                 None => DEFAULT_SECONDS * plan.sample_rate as u64,
             };
             let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)
-                .map_err(HostError::Runtime)?;
+                .map_err(super::error::BenchError::from)?;
             first = Some((frames, plan.sample_rate, sha));
         }
         let (frames, sample_rate, _) = first.as_ref().expect("set by the first candidate");
@@ -241,7 +241,7 @@ pub fn calibrate(
     } else {
         write!(out, "{}", report.text())
     };
-    written.map_err(|e| HostError::Runtime(format!("cannot write the report: {e}")))
+    written.map_err(HostError::stdout("cannot write the report"))
 }
 
 #[cfg(test)]

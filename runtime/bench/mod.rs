@@ -9,6 +9,7 @@
 //! a scene that fails it.
 
 pub mod calibrate;
+pub mod error;
 pub mod parity;
 pub mod timing;
 
@@ -17,6 +18,7 @@ use crate::host::machine::{self, MachineKey};
 use crate::host::HostError;
 use crate::profile::Profile;
 use crate::scene::TimeArg;
+use error::BenchError;
 use parity::{GoldenSource, ParityReport};
 use serde::Serialize;
 use std::io::Write;
@@ -50,7 +52,7 @@ impl ComparisonKey {
         Ok(ComparisonKey {
             scene: scene.to_string(),
             scene_sha256: machine::scene_sha256(scene_text, &plan.resources)
-                .map_err(HostError::Runtime)?,
+                .map_err(BenchError::from)?,
             profile: plan.session_profile,
             block_size: plan.block_size,
             sample_rate: plan.sample_rate,
@@ -406,12 +408,12 @@ pub fn bench(
     } else {
         write!(out, "{}", report.text())
     };
-    written.map_err(|e| HostError::Runtime(format!("cannot write the report: {e}")))?;
+    written.map_err(HostError::stdout("cannot write the report"))?;
     if !report.parity.passed {
-        return Err(HostError::Runtime(format!(
-            "parity failed, nothing was timed: {}",
-            report.parity.summary
-        )));
+        return Err(BenchError::Parity {
+            summary: report.parity.summary,
+        }
+        .into());
     }
     if let Some(ci) = report.ci.filter(|c| !c.passed) {
         let misses: Vec<String> = ci
@@ -420,7 +422,7 @@ pub fn bench(
             .filter(|c| !c.passed)
             .map(|c| c.summary.clone())
             .collect();
-        return Err(HostError::Runtime(format!("--ci: {}", misses.join("; "))));
+        return Err(BenchError::Ci { misses }.into());
     }
     Ok(())
 }

@@ -13,6 +13,7 @@
 //! use these functions, so the numbers in the goldens' `measured_parity`
 //! are the numbers `bench` prints.
 
+use super::error::{BenchError, GoldenError};
 use crate::api::player::offline_player;
 use crate::engine::{BusRef, Engine};
 use crate::graph::{compile, CompileOptions, EventAction, Plan};
@@ -137,21 +138,26 @@ impl Bounds {
 
 impl Golden {
     /// Reads a golden file.
-    pub fn load(path: &Path) -> Result<Golden, String> {
+    pub fn load(path: &Path) -> Result<Golden, GoldenError> {
         // Bytes, not a string: a byte that is not UTF-8 is then located by
         // the JSON reader like any other error.
-        let bytes = std::fs::read(path)
-            .map_err(|e| format!("cannot read golden `{}`: {e}", path.display()))?;
-        let g: Golden = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("`{}` is not a scene golden: {e}", path.display()))?;
+        let bytes = std::fs::read(path).map_err(|source| GoldenError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let g: Golden =
+            serde_json::from_slice(&bytes).map_err(|source| GoldenError::NotGolden {
+                path: path.to_path_buf(),
+                source,
+            })?;
         let limit = crate::scene::max_duration_samples(g.sample_rate);
         if g.frames == 0 || g.frames > limit {
-            return Err(format!(
-                "golden `{}` covers {} frames; a golden covers 1 … {limit} ({})",
-                path.display(),
-                g.frames,
-                crate::scene::duration_limit_text(g.sample_rate)
-            ));
+            return Err(GoldenError::Frames {
+                path: path.to_path_buf(),
+                frames: g.frames,
+                limit,
+                limit_text: crate::scene::duration_limit_text(g.sample_rate),
+            });
         }
         Ok(g)
     }
@@ -366,12 +372,18 @@ impl FoundGolden {
 fn find_golden(source: &GoldenSource) -> Result<FoundGolden, HostError> {
     let (golden, path, missing) = match source {
         GoldenSource::File(p) => (
-            Some(Golden::load(p).map_err(HostError::Usage)?),
+            Some(Golden::load(p).map_err(|source| BenchError::Golden {
+                source,
+                named: true,
+            })?),
             Some(p),
             None,
         ),
         GoldenSource::Default(p) if p.exists() => (
-            Some(Golden::load(p).map_err(HostError::Runtime)?),
+            Some(Golden::load(p).map_err(|source| BenchError::Golden {
+                source,
+                named: false,
+            })?),
             Some(p),
             None,
         ),

@@ -7,13 +7,22 @@
 //! the wing's own.
 
 use crate::host::files::error::FileError;
+use crate::host::live::control::RunFailure;
 use crate::host::live::device::DeviceError;
 use crate::host::live::tap::TapError;
 use crate::host::offline::error::RenderError;
+use crate::host::offline::plugin::PluginError;
 use crate::host::record::journal::JournalError;
 use crate::host::record::snapshot::{SnapshotError, WriteError};
 use crate::host::remote::{MidiFileError, TransportError};
 use crate::scene::{self, Diagnostic};
+
+/// The typed error of a layer above the host (`bench`), which a
+/// [`HostError::Layer`] holds whole.
+pub trait LayerError: std::error::Error + Send + Sync + 'static {
+    /// The process exit code for this failure.
+    fn exit_code(&self) -> i32;
+}
 
 /// A failure a command can report, with the exit code it maps to.
 #[derive(Debug)]
@@ -22,10 +31,10 @@ pub enum HostError {
     Input(Vec<Diagnostic>),
     /// Bad command-line usage that is not a scene problem (exit code 2).
     Usage(String),
-    /// The machine let us down and its text is the whole of what is known
-    /// (exit code 1): a failure whose cause is typed (an `io::Error`, a
-    /// device's, a transport's) has its own variant above, which keeps
-    /// that cause as its source.
+    /// A failure of code outside the crate (a transport written
+    /// elsewhere) whose text is the whole of what is known (exit code 1).
+    /// The host's own failures each have a typed variant, which keeps
+    /// their cause as its source.
     Runtime(String),
     /// A signal stopped the command after it cleaned up; the exit code is
     /// 128 + the signal's number, as a shell reports a process the signal
@@ -58,6 +67,20 @@ pub enum HostError {
     /// A calibration store that cannot be read or is not one this build
     /// reads (exit 1); one that cannot be written is a [`HostError::File`].
     Store(crate::host::machine::calibration::StoreError),
+    /// Playback stopped beyond recovery: the device's stream could not be
+    /// opened, or the device failed and could not be reopened (exit 1).
+    Playback(Box<RunFailure>),
+    /// A failure of a layer above the host (`bench`, `calibrate`), which
+    /// gives its own exit code.
+    Layer(Box<dyn LayerError>),
+    /// `morphrt plugin` cannot build the plugin (exit 1).
+    Plugin(PluginError),
+    /// A thread the command needs (`what`: `the input reader`) could not
+    /// start (exit 1).
+    Thread {
+        what: &'static str,
+        source: std::io::Error,
+    },
     /// Writing the command's report to standard output failed (exit 1):
     /// `context` says what was being written ("cannot write the
     /// operator list").
@@ -83,7 +106,11 @@ impl HostError {
             | HostError::Journal(_)
             | HostError::MidiFile(_) => 2,
             HostError::Transport(e) => e.exit_code(),
+            HostError::Layer(e) => e.exit_code(),
             HostError::Runtime(_)
+            | HostError::Playback(_)
+            | HostError::Plugin(_)
+            | HostError::Thread { .. }
             | HostError::Stdout { .. }
             | HostError::Device(_)
             | HostError::Store(_) => 1,
@@ -121,6 +148,10 @@ impl HostError {
                 HostError::Transport(e) => e.to_string(),
                 HostError::MidiFile(e) => e.to_string(),
                 HostError::Store(e) => e.to_string(),
+                HostError::Playback(e) => e.to_string(),
+                HostError::Layer(e) => e.to_string(),
+                HostError::Plugin(e) => e.to_string(),
+                HostError::Thread { what, source } => format!("cannot start {what}: {source}"),
                 HostError::Stdout { context, source } => format!("{context}: {source}"),
                 HostError::Stopped { cause, aftermath } => {
                     format!("{}{aftermath}", cause.message())
@@ -171,6 +202,10 @@ impl std::error::Error for HostError {
             HostError::Transport(e) => Some(e),
             HostError::MidiFile(e) => Some(e),
             HostError::Store(e) => Some(e),
+            HostError::Playback(e) => Some(&**e),
+            HostError::Layer(e) => Some(&**e),
+            HostError::Plugin(e) => Some(e),
+            HostError::Thread { source, .. } => Some(source),
             HostError::Stdout { source, .. } => Some(source),
             HostError::Stopped { cause, .. } => Some(&**cause),
             HostError::Input(_)
@@ -237,6 +272,18 @@ impl From<TransportError> for HostError {
 impl From<MidiFileError> for HostError {
     fn from(e: MidiFileError) -> HostError {
         HostError::MidiFile(e)
+    }
+}
+
+impl From<RunFailure> for HostError {
+    fn from(e: RunFailure) -> HostError {
+        HostError::Playback(Box::new(e))
+    }
+}
+
+impl From<PluginError> for HostError {
+    fn from(e: PluginError) -> HostError {
+        HostError::Plugin(e)
     }
 }
 
@@ -363,6 +410,105 @@ mod tests {
         assert_eq!(
             bad_input.to_string(),
             "error: the input is cut short; no file was written"
+        );
+    }
+
+    #[test]
+    fn a_playback_failure_keeps_the_device_error_and_exits_1() {
+        use crate::host::live::control::{RunReport, Stop};
+        let e = HostError::from(RunFailure {
+            cause: Stop::Device(Box::new(DeviceError::Stream {
+                what: "cannot start the output stream".to_string(),
+                source: Some(Box::new(io::Error::from_raw_os_error(libc::EBUSY))),
+            })),
+            report: RunReport::default(),
+        });
+        assert_eq!(e.exit_code(), 1);
+        assert!(
+            e.to_string()
+                .starts_with("error: cannot start the output stream: "),
+            "{e}"
+        );
+        assert_eq!(
+            io_cause(&e).and_then(io::Error::raw_os_error),
+            Some(libc::EBUSY)
+        );
+        let lost = HostError::from(RunFailure {
+            cause: Stop::Lost { attempts: 3 },
+            report: RunReport::default(),
+        });
+        assert_eq!(
+            lost.to_string(),
+            "error: the audio device failed and could not be reopened after 3 attempts"
+        );
+        assert!(io_cause(&lost).is_none());
+    }
+
+    #[test]
+    fn a_thread_that_cannot_start_keeps_its_io_error_and_exits_1() {
+        let e = HostError::Thread {
+            what: "the input reader",
+            source: io::Error::from_raw_os_error(libc::EAGAIN),
+        };
+        assert_eq!(e.exit_code(), 1);
+        assert!(
+            e.to_string()
+                .starts_with("error: cannot start the input reader: "),
+            "{e}"
+        );
+        assert_eq!(
+            io_cause(&e).and_then(io::Error::raw_os_error),
+            Some(libc::EAGAIN)
+        );
+    }
+
+    #[test]
+    fn a_plugin_library_that_cannot_be_read_keeps_its_io_error_and_exits_1() {
+        let e = HostError::from(PluginError::Read {
+            path: "/nonexistent-morphrt-dir/libmorphrt_clap.so".into(),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        });
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().starts_with(
+            "error: cannot read the plugin library `/nonexistent-morphrt-dir/libmorphrt_clap.so`: "
+        ));
+        assert_eq!(
+            io_cause(&e).map(io::Error::kind),
+            Some(io::ErrorKind::NotFound)
+        );
+    }
+
+    #[test]
+    fn an_input_without_a_channel_the_scene_reads_is_the_cause_of_the_render_error() {
+        use crate::host::files::wav_in::MissingChannel;
+        let missing = MissingChannel {
+            shown: "`in.wav`".to_string(),
+            has: 1,
+            node: "mic".to_string(),
+            channel: 1,
+        };
+        let e = HostError::from(RenderError::InputChannels(missing.clone()));
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            "error: node `mic` reads input channel 1, but `in.wav` has 1 channel (0 … 0): give a WAV with at least 2 channels, or read a channel it has"
+        );
+        let cause = e
+            .source()
+            .and_then(Error::source)
+            .and_then(|c| c.downcast_ref::<MissingChannel>());
+        assert_eq!(cause, Some(&missing));
+    }
+
+    #[test]
+    fn a_wav_too_wide_to_write_is_a_file_error_that_exits_1() {
+        let e = HostError::from(FileError::WavChannels(70_000));
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(e.to_string(), "error: 70000 channels do not fit a WAV file");
+        let e = HostError::from(FileError::WavFrames(u64::MAX));
+        assert_eq!(
+            e.to_string(),
+            format!("error: {} frames do not fit any WAV file", u64::MAX)
         );
     }
 }

@@ -25,5 +25,5 @@ pub mod record;
 pub mod remote;
 pub mod term;
 
-pub use error::HostError;
+pub use error::{HostError, LayerError};
 pub use files::scene::{load_engine, load_plan, read_scene, verbose_plan};

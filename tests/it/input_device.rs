@@ -276,20 +276,20 @@ fn the_configuration_keeps_the_devices_format_and_the_fewest_channels_that_hold_
 #[test]
 fn a_device_that_cannot_record_for_the_session_says_what_it_lacks() {
     let mono = [range(1, (8_000, 96_000), SampleFormat::I16)];
-    let e = choose(&mono, None, &NEED).unwrap_err();
+    let e = choose(&mono, None, &NEED).unwrap_err().to_string();
     assert!(
         e.contains("1 input channel(s)") && e.contains("the scene reads 2"),
         "{e}"
     );
     // 44 101 Hz to 48 000 Hz needs 48 000 filter phases: no conversion.
     let odd_rate = [range(2, (44_101, 44_101), SampleFormat::I16)];
-    let e = choose(&odd_rate, None, &NEED).unwrap_err();
+    let e = choose(&odd_rate, None, &NEED).unwrap_err().to_string();
     assert!(
         e.contains("cannot record at 48000 Hz") && e.contains("44101 Hz"),
         "{e}"
     );
     let odd = [range(2, (48_000, 48_000), SampleFormat::F64)];
-    let e = choose(&odd, None, &NEED).unwrap_err();
+    let e = choose(&odd, None, &NEED).unwrap_err().to_string();
     assert!(e.contains("no sample format morphrt reads"), "{e}");
 }
 

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A `jackd` of its own (dummy driver), stopped by its PID when dropped.
-struct Server {
+pub(crate) struct Server {
     child: std::process::Child,
     name: String,
     _slot: Slot,
@@ -66,7 +66,7 @@ impl Server {
     /// real-time scheduling, a long client timeout) and waits until it
     /// takes clients; `None`
     /// (saying so) when `jackd` is not installed.
-    fn start(rate: u32, period: u32) -> Option<Server> {
+    pub(crate) fn start(rate: u32, period: u32) -> Option<Server> {
         if Command::new("jackd").arg("--version").output().is_err() {
             eprintln!("skipped: jackd is not installed (apt-get install jackd2 jack-tools)");
             return None;
@@ -104,7 +104,7 @@ impl Server {
     }
 
     /// `program`, talking to this server.
-    fn command(&self, program: &str) -> Command {
+    pub(crate) fn command(&self, program: &str) -> Command {
         let mut c = Command::new(program);
         c.env("JACK_DEFAULT_SERVER", &self.name);
         c

@@ -35,6 +35,7 @@ mod hot_reload;
 mod input_device;
 mod inputs;
 mod jack;
+mod jack_callback;
 mod lanes;
 mod lfo;
 mod live_input;

@@ -159,7 +159,7 @@ fn play(
         fifo_latency: 64,
     };
     let mut log = Vec::new();
-    let r = run_loop(&mut out, player, meters, origin, &cfg, &mut log).map_err(|e| e.message);
+    let r = run_loop(&mut out, player, meters, origin, &cfg, &mut log).map_err(|e| e.to_string());
     (r, out)
 }
 

@@ -70,6 +70,10 @@ pub enum FileError {
         source: io::Error,
         after: String,
     },
+    /// More channels than a WAV file holds (exit 1).
+    WavChannels(usize),
+    /// More frames than any WAV file holds (exit 1).
+    WavFrames(u64),
 }
 
 impl FileError {
@@ -102,7 +106,9 @@ impl FileError {
             | FileError::NoDirectory { .. }
             | FileError::Exists { .. }
             | FileError::InUse { .. }
-            | FileError::Io { .. } => 1,
+            | FileError::Io { .. }
+            | FileError::WavChannels(_)
+            | FileError::WavFrames(_) => 1,
         }
     }
 
@@ -164,6 +170,8 @@ impl std::fmt::Display for FileError {
                 after,
                 ..
             } => write!(f, "{context}: {source}{after}"),
+            FileError::WavChannels(n) => write!(f, "{n} channels do not fit a WAV file"),
+            FileError::WavFrames(n) => write!(f, "{n} frames do not fit any WAV file"),
         }
     }
 }

@@ -407,6 +407,36 @@ fn channels_text(a: usize, b: usize) -> String {
     }
 }
 
+/// An input without a channel a node of the scene reads: `node` reads
+/// `channel`, and the input (`shown` as messages name it) has `has`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MissingChannel {
+    pub shown: String,
+    pub has: usize,
+    pub node: String,
+    pub channel: usize,
+}
+
+impl std::fmt::Display for MissingChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let MissingChannel {
+            shown,
+            has,
+            node,
+            channel,
+        } = self;
+        write!(
+            f,
+            "node `{node}` reads input channel {channel}, but {shown} has {has} channel{} (0 … {}): give a WAV with at least {} channels, or read a channel it has",
+            if *has == 1 { "" } else { "s" },
+            has.saturating_sub(1),
+            channel + 1
+        )
+    }
+}
+
+impl std::error::Error for MissingChannel {}
+
 /// Checks an input (`shown` as messages name it, with `has` channels)
 /// against the scene of `plan`: it must have every channel a node reads;
 /// channels no node reads are ignored, with a note on `log`.
@@ -415,17 +445,14 @@ pub fn check_fits(
     has: usize,
     plan: &crate::graph::Plan,
     log: &mut dyn std::io::Write,
-) -> Result<(), String> {
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
+) -> Result<(), MissingChannel> {
     if let Some(u) = plan.inputs().into_iter().find(|u| u.channel >= has) {
-        return Err(format!(
-            "node `{}` reads input channel {}, but {shown} has {has} channel{} (0 … {}): give a WAV with at least {} channels, or read a channel it has",
-            u.node,
-            u.channel,
-            plural(has),
-            has.saturating_sub(1),
-            u.channel + 1
-        ));
+        return Err(MissingChannel {
+            shown: shown.to_string(),
+            has,
+            node: u.node,
+            channel: u.channel,
+        });
     }
     let width = plan.input_width();
     if width > 0 && has > width {

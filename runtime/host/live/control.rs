@@ -6,7 +6,7 @@
 //! with the same engine (state and sample clock continue), and stops
 //! cleanly on request.
 
-use crate::host::live::device::{Device, Stream, StreamEvents, StreamFault};
+use crate::host::live::device::{Device, DeviceError, Stream, StreamEvents, StreamFault};
 use crate::host::live::player::{Meters, Player, PlayerCell};
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -65,26 +65,57 @@ pub struct RunReport {
     pub clock: u64,
 }
 
+/// Why playback stopped beyond recovery.
+#[derive(Debug)]
+pub enum Stop {
+    /// The device's stream could not be opened.
+    Device(Box<DeviceError>),
+    /// The audio callback did not hand the player back.
+    Stuck,
+    /// The device failed and could not be reopened in `attempts` tries.
+    Lost { attempts: u32 },
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Device(e) => write!(f, "{e}"),
+            Stop::Stuck => f.write_str("the audio callback did not return; cannot recover"),
+            Stop::Lost { attempts } => write!(
+                f,
+                "the audio device failed and could not be reopened after {attempts} attempts"
+            ),
+        }
+    }
+}
+
 /// Playback that failed beyond recovery, with what had happened until then.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RunFailure {
-    pub message: String,
+    pub cause: Stop,
     pub report: RunReport,
 }
 
 impl RunFailure {
-    fn new(message: String, report: RunReport) -> RunFailure {
-        RunFailure { message, report }
+    fn new(cause: Stop, report: RunReport) -> RunFailure {
+        RunFailure { cause, report }
     }
 }
 
 impl std::fmt::Display for RunFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+        write!(f, "{}", self.cause)
     }
 }
 
-impl std::error::Error for RunFailure {}
+impl std::error::Error for RunFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.cause {
+            Stop::Device(e) => Some(&**e),
+            Stop::Stuck | Stop::Lost { .. } => None,
+        }
+    }
+}
 
 /// What the control loop drives besides the device: hot reload, keys,
 /// profile switches. Called from the control thread, never the callback.
@@ -282,7 +313,7 @@ impl<'a> Playing<'a> {
         let stream = Some(
             device
                 .open(cell.clone(), events.clone())
-                .map_err(|e| RunFailure::new(e.to_string(), report.clone()))?,
+                .map_err(|e| RunFailure::new(Stop::Device(Box::new(e)), report.clone()))?,
         );
         let started = Instant::now();
         let last_status = Instant::now();
@@ -359,7 +390,7 @@ impl<'a> Playing<'a> {
         drop(self.stream.take());
         let Some(p) = take_player(&self.cell) else {
             return Err(RunFailure::new(
-                "the audio callback did not return; cannot recover".to_string(),
+                Stop::Stuck,
                 std::mem::take(&mut self.report),
             ));
         };
@@ -387,10 +418,9 @@ impl<'a> Playing<'a> {
                 self.report.frames = self.meters.frames.load(Ordering::Relaxed);
                 self.report.clock = self.meters.clock.load(Ordering::Relaxed);
                 Err(RunFailure::new(
-                    format!(
-                        "the audio device failed and could not be reopened after {} attempts",
-                        self.cfg.max_rebuilds
-                    ),
+                    Stop::Lost {
+                        attempts: self.cfg.max_rebuilds,
+                    },
                     std::mem::take(&mut self.report),
                 ))
             }

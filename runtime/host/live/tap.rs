@@ -196,7 +196,7 @@ impl crate::api::player::OutputTap for Tap {
 }
 
 /// What a finished capture wrote.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct TapReport {
     /// Where the recording is (the `path` given to `start`).
     pub path: PathBuf,
@@ -211,7 +211,7 @@ pub struct TapReport {
     pub overflow_samples: u64,
     /// The write error that stopped the file early, if one did; the file
     /// keeps every whole frame before it, with correct sizes.
-    pub error: Option<String>,
+    pub error: Option<FileError>,
     /// Channels in the file, for the caller's message.
     pub channels: u16,
     /// Sample rate of the file, for the caller's message and `duration_s`.
@@ -367,7 +367,7 @@ impl TapWriter {
             frames: written.frames,
             dropped_samples: self.dropped.load(Ordering::Relaxed),
             overflow_samples: written.overflow_samples,
-            error: written.error.map(|e| e.to_string()),
+            error: written.error,
             channels: self.channels,
             sample_rate: self.sample_rate,
         })

@@ -51,15 +51,48 @@ pub fn build_profile() -> &'static str {
     }
 }
 
+/// A resource of the scene that cannot be read for its digest: the
+/// reference (`@resource:ir.wav`), the file, and the I/O error.
+#[derive(Debug)]
+pub struct ResourceDigestError {
+    pub name: String,
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for ResourceDigestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot read resource `{}` ({}): {}",
+            self.name,
+            self.path.display(),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for ResourceDigestError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// SHA-256 (lower-case hex) of the scene file's bytes followed by the
 /// SHA-256 of each resource it reads, in the plan's order: a changed
 /// impulse response changes the work as much as a changed scene does.
-pub fn scene_sha256(scene_text: &[u8], resources: &[(String, PathBuf)]) -> Result<String, String> {
+pub fn scene_sha256(
+    scene_text: &[u8],
+    resources: &[(String, PathBuf)],
+) -> Result<String, ResourceDigestError> {
     let mut h = Sha256::new();
     h.update(scene_text);
     for (name, path) in resources {
-        let bytes = std::fs::read(path)
-            .map_err(|e| format!("cannot read resource `{name}` ({}): {e}", path.display()))?;
+        let bytes = std::fs::read(path).map_err(|source| ResourceDigestError {
+            name: name.clone(),
+            path: path.clone(),
+            source,
+        })?;
         h.update(Sha256::digest(&bytes));
     }
     Ok(hex(&h.finalize()))
@@ -133,7 +166,19 @@ mod tests {
         std::fs::write(&ir, b"two").unwrap();
         assert_ne!(a, scene_sha256(b"{}", &res).unwrap());
         std::fs::remove_file(&ir).unwrap();
-        assert!(scene_sha256(b"{}", &res).is_err());
+        let e = scene_sha256(b"{}", &res).unwrap_err();
+        assert!(
+            e.to_string().starts_with(&format!(
+                "cannot read resource `@resource:ir.wav` ({}): ",
+                ir.display()
+            )),
+            "{e}"
+        );
+        let cause = std::error::Error::source(&e).and_then(|c| c.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            cause.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound)
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!
 //! [`FileError`]: crate::host::files::error::FileError
 
-use crate::host::files::wav_in::WavInError;
+use crate::host::files::wav_in::{MissingChannel, WavInError};
 use std::io;
 use std::path::PathBuf;
 
@@ -17,6 +17,8 @@ pub enum RenderError {
     /// The input WAV (`--input`) cannot be read, or failed part-way
     /// (exit 2: it is the input's fault).
     Input(WavInError),
+    /// The input lacks a channel a node of the scene reads (exit 2).
+    InputChannels(MissingChannel),
     /// The input WAV ended without a frame (exit 2); `shown` names it.
     NoAudio { shown: String },
     /// The temporary file that holds a render streamed with a tail, until
@@ -133,6 +135,7 @@ impl RenderError {
         match self {
             RenderError::Spool { .. } | RenderError::Picture(_) => 1,
             RenderError::Input(_)
+            | RenderError::InputChannels(_)
             | RenderError::NoAudio { .. }
             | RenderError::ConflictsWithSnapshot { .. }
             | RenderError::TooLong { .. }
@@ -157,6 +160,7 @@ impl std::fmt::Display for RenderError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RenderError::Input(e) => write!(f, "{e}"),
+            RenderError::InputChannels(e) => write!(f, "{e}"),
             RenderError::NoAudio { shown } => write!(
                 f,
                 "{shown} holds no audio (0 frames): there is nothing to run through the scene"
@@ -264,6 +268,7 @@ impl std::error::Error for RenderError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RenderError::Input(e) => Some(e),
+            RenderError::InputChannels(e) => Some(e),
             RenderError::Spool { source, .. } => Some(source),
             RenderError::Picture(e) => Some(e),
             RenderError::NoAudio { .. }

@@ -329,7 +329,7 @@ pub fn open_input(
     } else {
         wav.name().to_string()
     };
-    check_fits(&shown, wav.channels(), plan, log).map_err(HostError::Usage)?;
+    check_fits(&shown, wav.channels(), plan, log).map_err(RenderError::InputChannels)?;
     let (source, conversion) = Source::new(&shown, wav, plan)?;
     let frames = source
         .wav

@@ -88,10 +88,56 @@ impl Resolver for Recording {
     }
 }
 
+/// Why `morphrt plugin` cannot build the plugin (exit 1).
+#[derive(Debug)]
+pub enum PluginError {
+    /// The plugin library is not at `path`.
+    NoLibrary(PathBuf),
+    /// The scene's path cannot be made absolute for `--watch`.
+    Watch {
+        scene: PathBuf,
+        source: std::io::Error,
+    },
+    /// The plugin library at `path` cannot be read.
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for PluginError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PluginError::NoLibrary(path) => write!(
+                f,
+                "the plugin library `{}` is not there: build it with `cargo build --release -p morphrt-clap` (it is written next to the `morphrt` executable), or name one with --library",
+                path.display()
+            ),
+            PluginError::Watch { scene, source } => {
+                write!(f, "cannot watch `{}`: {source}", scene.display())
+            }
+            PluginError::Read { path, source } => write!(
+                f,
+                "cannot read the plugin library `{}`: {source}",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PluginError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PluginError::NoLibrary(_) => None,
+            PluginError::Watch { source, .. } | PluginError::Read { source, .. } => Some(source),
+        }
+    }
+}
+
 /// Where the plugin library is: `--library`, else next to the running
 /// executable, else in cargo's `deps/` folder beside it (where `cargo
 /// test` leaves it). A missing one is an error naming the build command.
-fn library(opts: &PluginOptions) -> Result<PathBuf, HostError> {
+fn library(opts: &PluginOptions) -> Result<PathBuf, PluginError> {
     let path = match &opts.library {
         Some(p) => p.clone(),
         None => {
@@ -111,10 +157,7 @@ fn library(opts: &PluginOptions) -> Result<PathBuf, HostError> {
     if path.is_file() {
         Ok(path)
     } else {
-        Err(HostError::Runtime(format!(
-            "the plugin library `{}` is not there: build it with `cargo build --release -p morphrt-clap` (it is written next to the `morphrt` executable), or name one with --library",
-            path.display()
-        )))
+        Err(PluginError::NoLibrary(path))
     }
 }
 
@@ -171,9 +214,12 @@ pub fn plugin(opts: &PluginOptions, log: &mut dyn Write) -> Result<(), HostError
     })?;
     let resources = std::mem::take(&mut *recording.read.lock().unwrap_or_else(|e| e.into_inner()));
     let watch = if opts.watch {
-        Some(std::fs::canonicalize(&opts.scene).map_err(|e| {
-            HostError::Runtime(format!("cannot watch `{}`: {e}", opts.scene.display()))
-        })?)
+        Some(
+            std::fs::canonicalize(&opts.scene).map_err(|source| PluginError::Watch {
+                scene: opts.scene.clone(),
+                source,
+            })?,
+        )
     } else {
         None
     };
@@ -185,11 +231,9 @@ pub fn plugin(opts: &PluginOptions, log: &mut dyn Write) -> Result<(), HostError
         watch,
     };
     let lib_path = library(opts)?;
-    let lib = std::fs::read(&lib_path).map_err(|e| {
-        HostError::Runtime(format!(
-            "cannot read the plugin library `{}`: {e}",
-            lib_path.display()
-        ))
+    let lib = std::fs::read(&lib_path).map_err(|source| PluginError::Read {
+        path: lib_path.clone(),
+        source,
     })?;
     let mut bytes = lib[..Payload::library_len(&lib)].to_vec();
     bytes.extend(payload.to_appendix());

@@ -1,11 +1,23 @@
 //! A counting global allocator for the real-time tests: allocations and
 //! frees are counted per thread, and only inside [`realtime`] sections.
 //! It is the allocator of the whole test binary: what other tests (other
-//! threads) and code outside a section allocate is not counted.
+//! threads) and code outside a section allocate is not counted. Threads
+//! the test does not run its own code on (a JACK process thread, which
+//! libjack creates) are counted whole while [`watch`]ed, by their OS
+//! thread id.
 #![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+/// Threads counted whole, by OS thread id (0: a free place).
+const WATCHED_AT_ONCE: usize = 8;
+static WATCHED: [AtomicI32; WATCHED_AT_ONCE] = [const { AtomicI32::new(0) }; WATCHED_AT_ONCE];
+static WATCHED_ALLOCS: [AtomicUsize; WATCHED_AT_ONCE] =
+    [const { AtomicUsize::new(0) }; WATCHED_AT_ONCE];
+static WATCHED_FREES: [AtomicUsize; WATCHED_AT_ONCE] =
+    [const { AtomicUsize::new(0) }; WATCHED_AT_ONCE];
 
 struct Counting;
 
@@ -21,6 +33,78 @@ fn count(c: &'static std::thread::LocalKey<Cell<usize>>) {
     c.with(|c| c.set(c.get() + 1));
 }
 
+thread_local! {
+    /// This thread's OS id, once asked (0: not yet).
+    static TID: Cell<i32> = const { Cell::new(0) };
+}
+
+/// The place of the calling thread among the watched ones, if it is one.
+fn watched_place() -> Option<usize> {
+    if WATCHED.iter().all(|w| w.load(Ordering::Relaxed) == 0) {
+        return None;
+    }
+    let tid = TID
+        .try_with(|t| {
+            if t.get() == 0 {
+                // SAFETY: gettid has no preconditions.
+                t.set(unsafe { libc::gettid() });
+            }
+            t.get()
+        })
+        .ok()?;
+    WATCHED
+        .iter()
+        .position(|w| w.load(Ordering::Relaxed) == tid)
+}
+
+/// Counts every allocation and free of the OS threads `tids` from now
+/// on, wherever they run, until [`unwatch`]; returns their places, for
+/// [`watched_counts`].
+pub fn watch(tids: &[i32]) -> Vec<usize> {
+    tids.iter()
+        .map(|&tid| {
+            (0..WATCHED_AT_ONCE)
+                .find(|&i| {
+                    if WATCHED[i].load(Ordering::SeqCst) != 0 {
+                        return false;
+                    }
+                    WATCHED_ALLOCS[i].store(0, Ordering::Relaxed);
+                    WATCHED_FREES[i].store(0, Ordering::Relaxed);
+                    WATCHED[i]
+                        .compare_exchange(0, tid, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok()
+                })
+                .expect("a free place to watch a thread")
+        })
+        .collect()
+}
+
+/// Allocations and frees counted on the watched threads at `places`
+/// since [`watch`].
+pub fn watched_counts(places: &[usize]) -> (usize, usize) {
+    places.iter().fold((0, 0), |(a, f), &i| {
+        (
+            a + WATCHED_ALLOCS[i].load(Ordering::SeqCst),
+            f + WATCHED_FREES[i].load(Ordering::SeqCst),
+        )
+    })
+}
+
+/// Stops counting the threads at `places`.
+pub fn unwatch(places: &[usize]) {
+    for &i in places {
+        WATCHED[i].store(0, Ordering::SeqCst);
+    }
+}
+
+/// The OS ids of this process's threads now (`/proc/self/task`).
+pub fn thread_ids() -> Vec<i32> {
+    std::fs::read_dir("/proc/self/task")
+        .expect("read /proc/self/task")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
 /// Allocations and frees counted on this thread so far.
 pub fn counts() -> (usize, usize) {
     (ALLOCS.with(Cell::get), FREES.with(Cell::get))
@@ -31,17 +115,26 @@ unsafe impl GlobalAlloc for Counting {
         if IN_RT.with(|f| f.get()) {
             count(&ALLOCS);
         }
+        if let Some(i) = watched_place() {
+            WATCHED_ALLOCS[i].fetch_add(1, Ordering::Relaxed);
+        }
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if IN_RT.with(|f| f.get()) {
             count(&FREES);
         }
+        if let Some(i) = watched_place() {
+            WATCHED_FREES[i].fetch_add(1, Ordering::Relaxed);
+        }
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if IN_RT.with(|f| f.get()) {
             count(&ALLOCS);
+        }
+        if let Some(i) = watched_place() {
+            WATCHED_ALLOCS[i].fetch_add(1, Ordering::Relaxed);
         }
         unsafe { System.realloc(ptr, layout, new_size) }
     }

@@ -34,13 +34,23 @@ pub enum DeviceError {
     /// Opening or starting a stream failed: what failed, and the
     /// backend's reason when it gave one.
     Stream { what: String, source: Option<Cause> },
+    /// The backend's own error, whose text says what failed.
+    Backend(Cause),
     /// No input device has that id (`--input-device`).
     NoInput { id: String, available: String },
     /// No backend has a default input.
     NoDefaultInput { available: String },
     /// The input device cannot record what the session needs (its rate,
     /// its input channels, a sample format morphrt reads).
-    CannotRecord { id: String, why: String },
+    CannotRecord { id: String, why: Cause },
+    /// The device plays at `device_hz`, not the scene's `scene_hz`, and
+    /// the scene does not compile at the device's rate (`why`: its first
+    /// error).
+    SceneRate {
+        device_hz: u32,
+        scene_hz: u32,
+        why: String,
+    },
 }
 
 const DEVICE_HELP: &str = "help: pick one with --device ID (see `morphrt devices`), play without a device with --device clock, or render to a file with `morphrt render SCENE -o out.wav`";
@@ -113,6 +123,7 @@ impl std::fmt::Display for DeviceError {
                 f,
                 "device `{id}` does not accept f32 samples; available: {available}"
             ),
+            DeviceError::Backend(e) => write!(f, "{e}"),
             DeviceError::Stream { what, source } => match source {
                 Some(s) => write!(f, "{what}: {s}"),
                 None => f.write_str(what),
@@ -129,6 +140,14 @@ impl std::fmt::Display for DeviceError {
                 f,
                 "the input device `{id}` cannot record for this session: {why}\n  help: pick another with --input-device ID (see `morphrt devices`)"
             ),
+            DeviceError::SceneRate {
+                device_hz,
+                scene_hz,
+                why,
+            } => write!(
+                f,
+                "the device plays {device_hz} Hz, not the scene's {scene_hz} Hz, and the scene cannot run at {device_hz} Hz: {why}\n  help: choose a device that supports {scene_hz} Hz (see `morphrt devices`), or render to a file"
+            ),
         }
     }
 }
@@ -139,6 +158,8 @@ impl std::error::Error for DeviceError {
             DeviceError::List { source }
             | DeviceError::BadId { source, .. }
             | DeviceError::CannotPlay { source, .. }
+            | DeviceError::CannotRecord { why: source, .. }
+            | DeviceError::Backend(source)
             | DeviceError::Stream {
                 source: Some(source),
                 ..

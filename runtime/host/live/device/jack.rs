@@ -29,7 +29,7 @@
 
 use crate::host::live::device::input::{InputDevice, InputStreamSource};
 use crate::host::live::device::{
-    names, Device, DeviceError, DeviceInfo, Direction, Host, Need, Opened, Request, Stream,
+    names, Cause, Device, DeviceError, DeviceInfo, Direction, Host, Need, Opened, Request, Stream,
     StreamEvents, StreamFault,
 };
 use crate::host::live::input::ring::{RingShape, RingWriter};
@@ -66,11 +66,52 @@ pub const XRUN_SUMMARY: &str =
 /// The JACK backend (see the module docs).
 pub struct JackHost;
 
+/// Why the JACK backend cannot serve a session.
+#[derive(Debug)]
+pub enum JackError {
+    /// libjack cannot be loaded.
+    NotInstalled(Cause),
+    /// No server of that name runs; `source` is the client's refusal.
+    NoServer { server: String, source: jack::Error },
+    /// The server refused the client.
+    Client(jack::Error),
+    /// Input ports were asked for without `--device jack`, whose client
+    /// owns them.
+    NoOutputClient,
+}
+
+impl std::fmt::Display for JackError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JackError::NotInstalled(e) => {
+                write!(f, "JACK is not installed (libjack cannot be loaded: {e})")
+            }
+            JackError::NoServer { server, .. } => write!(
+                f,
+                "no JACK server `{server}` is running (start one, e.g. `jackd -d alsa`)"
+            ),
+            JackError::Client(e) => write!(f, "cannot open a JACK client: {e}"),
+            JackError::NoOutputClient => f.write_str(
+                "the JACK input ports belong to the client of `--device jack`, which this session does not play through",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for JackError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            JackError::NotInstalled(e) => Some(e.as_ref()),
+            JackError::NoServer { source, .. } | JackError::Client(source) => Some(source),
+            JackError::NoOutputClient => None,
+        }
+    }
+}
+
 /// libjack loaded, its messages silenced (unless `-v`), or why not.
-fn library() -> Result<(), String> {
+fn library() -> Result<(), JackError> {
     static QUIET: std::sync::Once = std::sync::Once::new();
-    jack::jack_sys::library()
-        .map_err(|e| format!("JACK is not installed (libjack cannot be loaded: {e})"))?;
+    jack::jack_sys::library().map_err(|e| JackError::NotInstalled(Box::new(e)))?;
     QUIET.call_once(|| {
         if !crate::host::term::verbose() {
             jack::set_logger(jack::LoggerType::None);
@@ -89,7 +130,7 @@ fn server_name() -> String {
 
 /// A client of the running server named `name` (JACK numbers it when the
 /// name is taken), never starting a server.
-fn client(name: &str) -> Result<jack::Client, String> {
+fn client(name: &str) -> Result<jack::Client, JackError> {
     library()?;
     // A server busy with other clients can fail a request it would take a
     // moment later (SERVER_ERROR: its answer came too late): asked again
@@ -110,12 +151,12 @@ fn client(name: &str) -> Result<jack::Client, String> {
     }
     opened.map(|(c, _)| c).map_err(|e| match e {
         jack::Error::ClientError(status) if status.contains(jack::ClientStatus::SERVER_FAILED) => {
-            format!(
-                "no JACK server `{}` is running (start one, e.g. `jackd -d alsa`)",
-                server_name()
-            )
+            JackError::NoServer {
+                server: server_name(),
+                source: e,
+            }
         }
-        e => format!("cannot open a JACK client: {e}"),
+        e => JackError::Client(e),
     })
 }
 
@@ -172,7 +213,7 @@ impl Host for JackHost {
     }
 
     fn note(&self) -> Option<String> {
-        client("morphrt-list").err()
+        client("morphrt-list").err().map(|e| e.to_string())
     }
 
     fn owns(&self, id: &str) -> bool {
@@ -188,7 +229,7 @@ impl Host for JackHost {
         let asked = request.name.as_deref().unwrap_or(DEFAULT_NAME);
         let c = client(asked).map_err(|why| DeviceError::CannotPlay {
             id: JACK_DEVICE.to_string(),
-            source: why.into(),
+            source: Box::new(why),
             available: names(Direction::Output),
         })?;
         let rate = c.sample_rate();
@@ -243,7 +284,7 @@ impl Host for JackHost {
             return Err(match id {
                 Some(_) => DeviceError::CannotRecord {
                     id: JACK_DEVICE.to_string(),
-                    why: "the JACK input ports belong to the client of `--device jack`, which this session does not play through".to_string(),
+                    why: Box::new(JackError::NoOutputClient),
                 },
                 None => DeviceError::NoDefaultInput { available },
             });
@@ -588,7 +629,7 @@ impl Device for JackDevice {
     ) -> Result<Box<dyn Stream>, DeviceError> {
         let c = match self.client.take() {
             Some(c) => c,
-            None => client(&self.asked).map_err(DeviceError::stream_refused)?,
+            None => client(&self.asked).map_err(|e| DeviceError::Backend(Box::new(e)))?,
         };
         let outs = self
             .ports

@@ -111,7 +111,7 @@ pub fn open(path: &Path, plan: &Plan, log: &mut dyn std::io::Write) -> Result<Op
     }
     let wav = WavInput::open(path).map_err(|e| refused(e.to_string()))?;
     // The diagnostic names the file; the message calls it what it is.
-    check_fits("the input file", wav.channels(), plan, log).map_err(refused)?;
+    check_fits("the input file", wav.channels(), plan, log).map_err(|e| refused(e.to_string()))?;
     let shown = format!("`{}`", wav.name());
     let (source, conversion) = Source::new(&shown, wav, plan)?;
     if let Some(c) = conversion {
@@ -135,7 +135,10 @@ pub fn open(path: &Path, plan: &Plan, log: &mut dyn std::io::Write) -> Result<Op
         std::thread::Builder::new()
             .name("morphrt-input-file".into())
             .spawn(move || feeder.run(producer, &stop))
-            .map_err(|e| HostError::Runtime(format!("cannot start the input reader: {e}")))?
+            .map_err(|source| HostError::Thread {
+                what: "the input reader",
+                source,
+            })?
     };
     let input = FileInput {
         ring,

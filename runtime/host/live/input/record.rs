@@ -51,7 +51,7 @@ pub fn stored_format(format: InputFormat) -> (WavFormat, bool) {
 }
 
 /// What a finished recording holds.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct RecordedInput {
     pub path: PathBuf,
     /// Frames in the file, from the session's first.
@@ -62,7 +62,41 @@ pub struct RecordedInput {
     /// SHA-256 of the whole file, as `replay` checks it.
     pub sha256: String,
     /// The write error that stopped the file early, if one did.
-    pub error: Option<String>,
+    pub error: Option<FileError>,
+}
+
+/// Why the recorded input cannot be finished.
+#[derive(Debug)]
+pub enum RecordError {
+    /// The writer thread panicked.
+    Panicked,
+    /// The file cannot be read back to hash it.
+    ReadBack {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Panicked => f.write_str("the recorded input's writer thread panicked"),
+            RecordError::ReadBack { path, source } => write!(
+                f,
+                "cannot read back the recorded input `{}`: {source}",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecordError::Panicked => None,
+            RecordError::ReadBack { source, .. } => Some(source),
+        }
+    }
 }
 
 /// The thread writing the recorded input.
@@ -137,27 +171,25 @@ impl InputRecorder {
 
     /// Copies what the history holds beyond the file, writes the final
     /// sizes and hashes the file. Call once the callback has stopped.
-    pub fn finish(mut self) -> Result<RecordedInput, String> {
+    pub fn finish(mut self) -> Result<RecordedInput, RecordError> {
         self.stop.store(true, Ordering::Release);
         let copier = self
             .thread
             .take()
             .and_then(|t| t.join().ok())
-            .ok_or_else(|| "the recorded input's writer thread panicked".to_string())?;
+            .ok_or(RecordError::Panicked)?;
         let Copier { take, lost, .. } = copier;
         let (frames, error) = take.map(Take::finish).unwrap_or((0, None));
-        let sha256 = file_sha256_hex(&self.path).map_err(|e| {
-            format!(
-                "cannot read back the recorded input `{}`: {e}",
-                self.path.display()
-            )
+        let sha256 = file_sha256_hex(&self.path).map_err(|source| RecordError::ReadBack {
+            path: self.path.clone(),
+            source,
         })?;
         Ok(RecordedInput {
             path: self.path.clone(),
             frames,
             lost_frames: lost,
             sha256,
-            error: error.map(|e| e.to_string()),
+            error,
         })
     }
 }

@@ -15,6 +15,7 @@ mod timing;
 mod transports;
 
 use crate::graph::SeedSource;
+use crate::host::files::error::FileError;
 use crate::host::files::rules::Inputs;
 use crate::host::files::signals::{signal_name, InterruptGuard};
 use crate::host::live::control::{self, LoopConfig, RunReport, StatusMode};
@@ -23,7 +24,7 @@ use crate::host::live::input;
 use crate::host::live::player::{self, Meters, Player, Switches};
 use crate::host::live::remote_in::{AudioClock, Inlet, RemoteHub};
 use crate::host::live::session::{LiveSession, Playing, PlayingControls, SessionConfig};
-use crate::host::live::tap::{TapReport, TapWriter};
+use crate::host::live::tap::{TapError, TapReport, TapWriter};
 use crate::host::live::transport::Transport;
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -506,10 +507,10 @@ impl Live {
             Some(w) => Some(w.finish()?),
             None => None,
         };
-        let capture_error = tap_report.as_ref().and_then(|t| t.error.clone());
-        let r = result.map_err(|e| HostError::Runtime(e.message))?;
+        let r = result?;
         let xruns = xruns_text(&r, out.device.xrun_summary());
-        summary(&r, sr, &xruns, &control, &meters, tap_report, log);
+        summary(&r, sr, &xruns, &control, &meters, tap_report.as_ref(), log);
+        let capture_error = tap_report.and_then(|t| t.error);
         if let Some(c) = &input_device {
             let _ = writeln!(log, "{}", input_device::summary_line(c, latency));
         }
@@ -559,7 +560,7 @@ fn attach_input(
 /// ended it, else 1 when the capture hit a write error, else 0.
 fn outcome(
     signal: Option<i32>,
-    capture_error: Option<String>,
+    capture_error: Option<FileError>,
     frames: u64,
     sr: u32,
     log: &mut dyn Write,
@@ -578,7 +579,7 @@ fn outcome(
                 ),
             })
         }
-        (None, Some(e)) => Err(HostError::Runtime(e)),
+        (None, Some(e)) => Err(TapError::File(e).into()),
         (None, None) => Ok(()),
     }
 }
@@ -645,7 +646,7 @@ fn summary(
     xruns: &str,
     control: &LiveDriver,
     meters: &Meters,
-    tap_report: Option<TapReport>,
+    tap_report: Option<&TapReport>,
     log: &mut dyn Write,
 ) {
     let panics =
@@ -676,7 +677,7 @@ fn summary(
         let _ = writeln!(log, "{}", control.hub.summary());
     }
     if let Some(rep) = tap_report {
-        captured(&rep, log);
+        captured(rep, log);
     }
 }
 

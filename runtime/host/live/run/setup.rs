@@ -8,7 +8,7 @@ use crate::engine::incoming::{Asked, Incoming, SessionFixed};
 use crate::graph::{compile, CompileOptions};
 use crate::host::files::error::FileError;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
-use crate::host::live::device::{self, Device};
+use crate::host::live::device::{self, Device, DeviceError};
 use crate::host::live::input;
 use crate::host::live::session::LiveSession;
 use crate::host::live::tap::{Existing, Tap, TapWriter};
@@ -175,10 +175,11 @@ pub(super) fn open_device(
                 .find(|d| d.is_error())
                 .map(|d| d.message.clone())
                 .unwrap_or_default();
-            HostError::Runtime(format!(
-                "the device plays {} Hz, not the scene's {scene_rate} Hz, and the scene cannot run at {} Hz: {first}\n  help: choose a device that supports {scene_rate} Hz (see `morphrt devices`), or render to a file",
-                opened.sample_rate, opened.sample_rate
-            ))
+            HostError::Device(DeviceError::SceneRate {
+                device_hz: opened.sample_rate,
+                scene_hz: scene_rate,
+                why: first,
+            })
         })?;
     }
     Ok(ChosenDevice {
@@ -366,13 +367,11 @@ pub(super) fn calibrated_block_size(
     plan: &crate::graph::Plan,
     log: &mut dyn Write,
 ) -> Option<usize> {
-    let found = (|| {
-        let path = calibration::store_path()
-            .ok_or_else(|| "no cache directory on this system".to_string())?;
+    let found = (|| -> Result<_, Box<dyn std::error::Error>> {
+        let path = calibration::store_path().ok_or("no cache directory on this system")?;
         let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)?;
-        calibration::lookup(&path, &MachineKey::current(), &sha, plan.sample_rate)
-            .map(|c| c.map(|c| (c, path)))
-            .map_err(|e| e.to_string())
+        let found = calibration::lookup(&path, &MachineKey::current(), &sha, plan.sample_rate)?;
+        Ok(found.map(|c| (c, path)))
     })();
     match found {
         Ok(Some((c, path))) => {

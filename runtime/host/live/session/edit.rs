@@ -5,10 +5,9 @@
 //! engine the nominal estimate puts over [`HANDOVER_BUDGET`] is refused
 //! with the reason, and the engine playing keeps playing.
 
-use super::{Job, LiveSession, Phase, Reason, Rejected};
+use super::{EditError, Job, LiveSession, Phase, Reason, Rejected};
 use crate::engine::incoming::{only_fixed_differ, parent_dir, Asked, Incoming};
 use crate::profile::Profile;
-use crate::scene::Diagnostic;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -91,7 +90,7 @@ impl LiveSession {
                 self.last_result = "last edit rejected (see above)".to_string();
                 self.rejected.push(Rejected {
                     text,
-                    error,
+                    error: error.to_string(),
                     at: self.meters.clock.load(Ordering::Relaxed),
                 });
             }
@@ -216,19 +215,19 @@ impl LiveSession {
         &self,
         text: &str,
         opts: &crate::graph::CompileOptions,
-    ) -> Result<(crate::scene::Scene, crate::graph::Plan), String> {
+    ) -> Result<(crate::scene::Scene, crate::graph::Plan), EditError> {
         let file = self.path.display().to_string();
         let scene = crate::scene::load_str(text, &file, Some(parent_dir(&self.path)))
-            .map_err(|d| format_diagnostics(&d))?;
-        let plan = crate::graph::compile(&scene, opts).map_err(|d| format_diagnostics(&d))?;
+            .map_err(EditError::Scene)?;
+        let plan = crate::graph::compile(&scene, opts).map_err(EditError::Scene)?;
         Ok((scene, plan))
     }
 
     /// Parses, validates, compiles and builds scene text under `profile`
     /// (every stage off the audio thread), as [`Incoming::compile`] does,
     /// and refuses an engine whose estimate is over the handover budget
-    /// unless `run --force`. The error is the message to show.
-    pub(super) fn build(&self, text: &str, profile: Profile) -> Result<Incoming, String> {
+    /// unless `run --force`. The error's text is the message to show.
+    pub(super) fn build(&self, text: &str, profile: Profile) -> Result<Incoming, EditError> {
         let (scene, mut plan) = self.compile_plan(text, &self.fixed.options(profile))?;
         self.check_input(&plan)?;
         let reads_input = plan
@@ -237,7 +236,7 @@ impl LiveSession {
             .any(|n| crate::ops::is_session_input(n.op));
         if !self.force && self.history.is_some() && reads_input {
             if let Some(why) = catch_up_over_budget(&plan, self.playing_cost_ns()) {
-                return Err(why);
+                return Err(EditError::OverBudget(why));
             }
         }
         if !self.force {
@@ -245,7 +244,7 @@ impl LiveSession {
                 // A session that plays over the budget already (started so,
                 // or forced) still takes edits that cost no more.
                 if crate::graph::plan_cost_ns(&plan) > self.playing_cost_ns() * 1.05 {
-                    return Err(why);
+                    return Err(EditError::OverBudget(why));
                 }
             }
         }
@@ -257,23 +256,25 @@ impl LiveSession {
     /// session's input does not have, or reads any input when the session
     /// started without one: the check `run` makes of a scene at start-up
     /// (there an exit 2), so that an edit never silences the input.
-    fn check_input(&self, plan: &crate::graph::Plan) -> Result<(), String> {
+    fn check_input(&self, plan: &crate::graph::Plan) -> Result<(), EditError> {
         let Some(first) = plan.inputs().into_iter().next() else {
             return Ok(());
         };
-        let error = |e: String| format!("error: {}: {e}", plan.file);
         match &self.history {
-            None => Err(error(format!(
-                "node `{}` reads the session's input, but this session started without one (its scene had no `input` node): an input is opened when the session starts (`run --input FILE.wav`, or the input device); restart it to read one",
-                first.node
-            ))),
+            None => Err(EditError::NoInput {
+                file: plan.file.clone(),
+                node: first.node,
+            }),
             Some(h) => crate::host::files::wav_in::check_fits(
                 "the session's input",
                 h.width(),
                 plan,
                 &mut std::io::sink(),
             )
-            .map_err(error),
+            .map_err(|source| EditError::InputChannels {
+                file: plan.file.clone(),
+                source,
+            }),
         }
     }
 
@@ -368,8 +369,4 @@ fn over_budget(plan: &crate::graph::Plan) -> Option<String> {
 fn peek_profile(text: &str) -> Option<Profile> {
     let v: serde_json::Value = serde_json::from_str(text).ok()?;
     Profile::parse(v.get("profile")?.as_str()?)
-}
-
-fn format_diagnostics(diags: &[Diagnostic]) -> String {
-    crate::host::HostError::Input(diags.to_vec()).to_string()
 }

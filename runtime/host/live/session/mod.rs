@@ -34,6 +34,7 @@
 
 mod config;
 mod edit;
+mod error;
 mod follow;
 mod handover;
 mod place;
@@ -41,6 +42,7 @@ mod snapshot;
 
 pub use config::{Playing, PlayingControls, SessionConfig};
 pub use edit::HANDOVER_BUDGET;
+pub use error::{EditError, SnapshotFailure};
 
 use crate::engine::incoming::{Asked, EventKey, Incoming, SessionFixed};
 use crate::engine::{EngineState, Migration};

@@ -3,9 +3,10 @@
 //! state is written here, off the audio thread, as a snapshot file of the
 //! engine playing.
 
-use super::{LiveSession, Phase};
+use super::{LiveSession, Phase, SnapshotFailure};
 use crate::engine::EngineState;
 use crate::host::live::player::ToAudio;
+use crate::host::record::snapshot::WriteError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -63,20 +64,18 @@ impl LiveSession {
         let path = PathBuf::from(format!("{}.{at}.snapshot.json", stem.display()));
         // The engine saved is the one playing: its text, profile and
         // resources, not those of a change queued meanwhile.
-        let result = (|| -> Result<u64, String> {
+        let result = (|| -> Result<u64, SnapshotFailure> {
             let mut opts = self.fixed.options(self.profile);
             opts.skip_build = true;
             let (_, plan) = self.compile_plan(&self.playing_text, &opts)?;
             let cx = crate::host::record::snapshot::SnapshotContext::new(&plan, &self.playing_text)
-                .map_err(|e| e.to_string())?;
+                .map_err(WriteError::Snapshot)?;
             let mut inputs = self.protected.clone();
             inputs.add("the scene", &self.path);
             for (reference, file) in &self.resources {
                 inputs.add(&format!("resource `{reference}`, read from"), file);
             }
-            cx.write(state, &path, &inputs)
-                .map(|w| w.bytes)
-                .map_err(|e| e.to_string())
+            Ok(cx.write(state, &path, &inputs)?.bytes)
         })();
         match result {
             Ok(bytes) => {

@@ -7,6 +7,7 @@ use super::read::{read, Session};
 use super::rerender::{check_length, rerender, Replay};
 use super::timeline::timeline;
 use super::{KeptResource, Record};
+use crate::host::files::error::FileError;
 use crate::host::files::rules::{Inputs, Kind, Output};
 use crate::host::files::wav::{WavFormat, WavLayout};
 use crate::host::HostError;
@@ -20,16 +21,12 @@ use std::path::{Path, PathBuf};
 /// hound writes).
 pub fn write_wav(r: &Replay, output: Output, stdout: &mut dyn Write) -> Result<(), HostError> {
     let layout = WavLayout {
-        channels: u16::try_from(r.channels).map_err(|_| {
-            HostError::Runtime(format!("{} channels do not fit a WAV file", r.channels))
-        })?,
+        channels: u16::try_from(r.channels).map_err(|_| FileError::WavChannels(r.channels))?,
         sample_rate: r.sample_rate,
         format: WavFormat::F32,
         frames: r.samples.len() as u64 / r.channels.max(1) as u64,
     };
-    let header = layout.header().ok_or_else(|| {
-        HostError::Runtime(format!("{} frames do not fit any WAV file", layout.frames))
-    })?;
+    let header = layout.header().ok_or(FileError::WavFrames(layout.frames))?;
     output.write_with(stdout, |w| {
         w.write_all(&header)?;
         for chunk in r.samples.chunks(1 << 14) {

@@ -12,7 +12,7 @@
 use super::{fault_of, find, id_of};
 use crate::host::files::wav_in::int_to_sample;
 use crate::host::live::device::input::{InputDevice, InputStreamSource};
-use crate::host::live::device::{DeviceError, Direction, Need, Stream, StreamEvents};
+use crate::host::live::device::{Cause, DeviceError, Direction, Need, Stream, StreamEvents};
 use crate::host::live::input::ring::{InputRates, RingShape, RingWriter};
 use crate::host::live::input::InputFormat;
 use cpal::traits::{DeviceTrait, StreamTrait};
@@ -103,6 +103,65 @@ pub struct Choice {
     pub fixed: Option<usize>,
 }
 
+/// What an input device lacks to record for the session; the text
+/// completes "the input device `ID` cannot record for this session: ".
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lacks {
+    /// No sample format morphrt reads: `offered` lists the device's.
+    Format { offered: String },
+    /// Neither the session's rate nor one converted to it: `offered`
+    /// lists the rates the device records in a format morphrt reads.
+    Rate { rate: u32, offered: String },
+    /// At most `most` input channels at `rate`, and the scene reads
+    /// `needs`.
+    Channels { most: u16, rate: u32, needs: usize },
+    /// Reopened, it records at `now` Hz, not at `then`, the rate the
+    /// session's input converts from.
+    RateChanged { now: u32, then: u32 },
+}
+
+impl std::fmt::Display for Lacks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lacks::Format { offered } => write!(
+                f,
+                "it offers no sample format morphrt reads (it has {offered}; morphrt reads f32, i32, i24, i16, u16, i8, u8)"
+            ),
+            Lacks::Rate { rate, offered } => write!(
+                f,
+                "it cannot record at {rate} Hz, the output's rate, nor at a rate morphrt converts to it (it records {offered})"
+            ),
+            Lacks::Channels { most, rate, needs } => write!(
+                f,
+                "it has {most} input channel(s) at {rate} Hz, and the scene reads {needs} (input channels 0…{})",
+                needs - 1
+            ),
+            Lacks::RateChanged { now, then } => write!(
+                f,
+                "it records at {now} Hz, not at {then} Hz, the rate the session's input converts from"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Lacks {}
+
+/// The device's input configurations cannot be read.
+#[derive(Debug)]
+struct NoConfigs(cpal::Error);
+
+impl std::fmt::Display for NoConfigs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "it cannot record ({})", self.0)
+    }
+}
+
+impl std::error::Error for NoConfigs {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
 /// Chooses an input configuration among `ranges`: the session's rate
 /// (else the nearest rate the device records that converts to it, the
 /// higher of two as near), the fewest channels that hold the scene's input width, the device's default
@@ -113,16 +172,15 @@ pub fn choose(
     ranges: &[SupportedStreamConfigRange],
     default_format: Option<SampleFormat>,
     need: &Need,
-) -> Result<Choice, String> {
+) -> Result<Choice, Lacks> {
     let readable: Vec<&SupportedStreamConfigRange> = ranges
         .iter()
         .filter(|r| input_format(r.sample_format()).is_some())
         .collect();
     if readable.is_empty() {
-        return Err(format!(
-            "it offers no sample format morphrt reads (it has {}; morphrt reads f32, i32, i24, i16, u16, i8, u8)",
-            list(ranges.iter().map(|r| r.sample_format().to_string()))
-        ));
+        return Err(Lacks::Format {
+            offered: list(ranges.iter().map(|r| r.sample_format().to_string())),
+        });
     }
     let session = need.sample_rate;
     let convertible = |r: u32| crate::dsp::resample::ratio(r, session).is_ok();
@@ -137,18 +195,16 @@ pub fn choose(
         .filter(|r| r.min_sample_rate() <= rate && rate <= r.max_sample_rate())
         .collect();
     if at_rate.is_empty() {
-        return Err(format!(
-            "it cannot record at {rate} Hz, the output's rate, nor at a rate morphrt converts to it (it records {})",
-            list(
-                readable
-                    .iter()
-                    .map(|r| if r.min_sample_rate() == r.max_sample_rate() {
-                        format!("{} Hz", r.min_sample_rate())
-                    } else {
-                        format!("{}…{} Hz", r.min_sample_rate(), r.max_sample_rate())
-                    })
-            )
-        ));
+        return Err(Lacks::Rate {
+            rate,
+            offered: list(readable.iter().map(|r| {
+                if r.min_sample_rate() == r.max_sample_rate() {
+                    format!("{} Hz", r.min_sample_rate())
+                } else {
+                    format!("{}…{} Hz", r.min_sample_rate(), r.max_sample_rate())
+                }
+            })),
+        });
     }
     let wide: Vec<_> = at_rate
         .iter()
@@ -158,11 +214,11 @@ pub fn choose(
         unreachable!("at_rate is not empty");
     };
     if wide.is_empty() {
-        return Err(format!(
-            "it has {most} input channel(s) at {rate} Hz, and the scene reads {} (input channels 0…{})",
-            need.min_channels,
-            need.min_channels - 1
-        ));
+        return Err(Lacks::Channels {
+            most,
+            rate,
+            needs: need.min_channels,
+        });
     }
     let rank = |f: SampleFormat| {
         let preferred = PREFERRED
@@ -271,16 +327,16 @@ impl CpalInput {
 }
 
 /// The configuration of `device` for `need`.
-fn configure(device: &cpal::Device, need: &Need) -> Result<Choice, String> {
+fn configure(device: &cpal::Device, need: &Need) -> Result<Choice, Cause> {
     let ranges: Vec<SupportedStreamConfigRange> = device
         .supported_input_configs()
-        .map_err(|e| format!("it cannot record ({e})"))?
+        .map_err(NoConfigs)?
         .collect();
     let default = device
         .default_input_config()
         .ok()
         .map(|c| c.sample_format());
-    choose(&ranges, default, need)
+    Ok(choose(&ranges, default, need)?)
 }
 
 struct CpalStream(#[allow(dead_code)] cpal::Stream);
@@ -298,10 +354,10 @@ impl InputStreamSource for CpalInput {
             // The ring converts from the rate the session started with.
             return Err(DeviceError::CannotRecord {
                 id: again.id,
-                why: format!(
-                    "it records at {} Hz, not at {} Hz, the rate the session's input converts from",
-                    again.choice.sample_rate, self.choice.sample_rate
-                ),
+                why: Box::new(Lacks::RateChanged {
+                    now: again.choice.sample_rate,
+                    then: self.choice.sample_rate,
+                }),
             });
         }
         *self = CpalInput {
