@@ -352,10 +352,8 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         let (g_hi, g_diff, in_gain) = (self.g_hi, self.g_diff, self.in_gain);
         let (out_l, out_r) = (self.out_l, self.out_r);
         let (mut dc, mut damp, mut pos) = (self.dc, self.damp, self.pos);
-        let (start, mut end) = (self.off, [0usize; LINES]);
-        for i in 0..LINES {
-            end[i] = self.off[i] + self.len[i];
-        }
+        let start = self.off;
+        let end: [usize; LINES] = std::array::from_fn(|i| self.off[i] + self.len[i]);
         let lines = &mut self.lines[..];
         let pre = &mut self.pre[..];
         let mut pre_w = self.pre_w;
