@@ -56,6 +56,7 @@ use super::{
     NodeState, OpSpec, Operator, ParamKind, ParamSpec, PartClear, Progress, StateError, Value,
 };
 use crate::dsp::state::ring_part;
+use crate::dsp::vector::SimdLevel;
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -182,25 +183,48 @@ const fn walsh(row: usize, i: usize) -> f64 {
 }
 
 /// `v ← ¼·H16·v`, the Sylvester Hadamard matrix in four butterfly stages:
-/// orthogonal exactly (up to the rounding of the sums).
-#[inline]
+/// orthogonal exactly (up to the rounding of the sums). Stage `h` (1, 2,
+/// 4, 8) pairs lines `j` and `j + h` (bit `h` of `j` clear) into `a + b` and
+/// `a − b`; each stage is written lane-wise, one operation for all sixteen
+/// lines, so it compiles to vector adds and shuffles.
+#[inline(always)]
 fn hadamard<S: Sample>(v: &mut [S; LINES]) {
-    let mut h = 1;
-    while h < LINES {
-        let mut i = 0;
-        while i < LINES {
-            for j in i..i + h {
-                let (a, b) = (v[j], v[j + h]);
-                v[j] = a + b;
-                v[j + h] = a - b;
-            }
-            i += 2 * h;
-        }
-        h *= 2;
-    }
+    butterfly_swapped::<S, 1>(v);
+    butterfly_swapped::<S, 2>(v);
+    butterfly_halves::<S, 4>(v);
+    butterfly_halves::<S, 8>(v);
     let q = S::from_f64(QUARTER);
     for x in v.iter_mut() {
         *x *= q;
+    }
+}
+
+/// One butterfly stage as `v[j ^ H] ± v[j]`: `v[j + H] + v[j]` where bit
+/// `H` of `j` is clear (the same sum as `v[j] + v[j + H]`), `v[j − H] +
+/// (−v[j])` where it is set (the same as `v[j − H] − v[j]`). For a stride
+/// inside one vector register (1, 2), this form is a shuffle and an add.
+#[inline(always)]
+fn butterfly_swapped<S: Sample, const H: usize>(v: &mut [S; LINES]) {
+    let mut swapped = [S::ZERO; LINES];
+    for (j, s) in swapped.iter_mut().enumerate() {
+        *s = v[j ^ H];
+    }
+    for (j, x) in v.iter_mut().enumerate() {
+        *x = swapped[j] + if j & H == 0 { *x } else { -*x };
+    }
+}
+
+/// One butterfly stage on runs of `H` lines (4, 8): `a + b`, `a − b` over
+/// whole runs, which are whole vector registers or halves of them.
+#[inline(always)]
+fn butterfly_halves<S: Sample, const H: usize>(v: &mut [S; LINES]) {
+    for pair in v.chunks_exact_mut(2 * H) {
+        let (lo, hi) = pair.split_at_mut(H);
+        for (a, b) in lo.iter_mut().zip(hi.iter_mut()) {
+            let (x, y) = (*a, *b);
+            *a = x + y;
+            *b = x - y;
+        }
     }
 }
 
@@ -216,8 +240,9 @@ struct Reverb<S, M> {
     lines: Vec<S>,
     off: [usize; LINES],
     len: [usize; LINES],
-    /// Where line i reads and then writes: `frames mod len[i]`.
-    w: [usize; LINES],
+    /// Where line i reads and then writes, as an index into `lines`:
+    /// `off[i] + frames mod len[i]`.
+    pos: [usize; LINES],
     /// The damping lowpasses' states (transposed direct form II).
     damp: [S; LINES],
     /// The DC blockers' states (transposed direct form II) and coefficients:
@@ -243,6 +268,8 @@ struct Reverb<S, M> {
     sample_rate: f64,
     /// The longest predelay in samples (`pre.len() − 2`).
     max_pre: f64,
+    /// The instruction set [`Reverb::run`] uses (the same bits at every one).
+    level: SimdLevel,
     _m: PhantomData<fn() -> M>,
 }
 
@@ -270,62 +297,127 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         }
     }
 
-    /// One sample: (out, out_r); `predelay` in seconds, `mix` as given.
+    /// `x` through the network into `left`, `right` (as long as `x`), with
+    /// `predelay` (seconds) and `mix` (as given) held for the run, at the
+    /// instruction set `level` allows.
     #[inline]
-    fn tick(&mut self, x: S, predelay: f64, mix: f64) -> (S, S) {
-        // Predelay: written first, so 0 s passes the input through.
+    fn run(
+        &mut self,
+        level: SimdLevel,
+        x: &[S],
+        left: &mut [S],
+        right: &mut [S],
+        predelay: f64,
+        mix: f64,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if level.has_avx2() {
+            // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
+            return unsafe { self.run_avx2(x, left, right, predelay, mix) };
+        }
+        let _ = level;
+        self.run_lanes(x, left, right, predelay, mix)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn run_avx2(
+        &mut self,
+        x: &[S],
+        left: &mut [S],
+        right: &mut [S],
+        predelay: f64,
+        mix: f64,
+    ) {
+        self.run_lanes(x, left, right, predelay, mix)
+    }
+
+    /// The network sample by sample, each step written for all sixteen
+    /// lines at once (fixed-size arrays the compiler turns into vector
+    /// operations: two AVX2 registers of f32, four of f64). Every lane does
+    /// the operations of the formulas in the module docs in that order, and
+    /// the two wet sums add the lines in order 0 … 15, so the bits are the
+    /// same at every instruction set and block size.
+    #[inline(always)]
+    fn run_lanes(&mut self, x: &[S], left: &mut [S], right: &mut [S], predelay: f64, mix: f64) {
         let plen = self.pre.len();
-        self.pre[self.pre_w] = x;
         let d = limit(predelay * self.sample_rate, 0.0, self.max_pre);
         let whole = d.floor();
         let frac = S::from_f64(d - whole);
         let k = whole as usize; // 0 ≤ k ≤ plen − 2
-        let a = self.pre[(self.pre_w + plen - k) % plen];
-        let b = self.pre[(self.pre_w + plen - k - 1) % plen];
-        let u = a + frac * (b - a);
-        self.pre_w += 1;
-        if self.pre_w == plen {
-            self.pre_w = 0;
-        }
-
-        let mut y = [S::ZERO; LINES];
-        let (b, a) = (self.dc_b, self.dc_alpha);
-        for (i, y) in y.iter_mut().enumerate() {
-            let by = b * self.lines[self.off[i] + self.w[i]];
-            *y = by + self.dc[i];
-            self.dc[i] = a * *y - by;
-        }
-        let (mut wet_l, mut wet_r) = (S::ZERO, S::ZERO);
-        for (i, &y) in y.iter().enumerate() {
-            wet_l += self.out_l[i] * y;
-            wet_r += self.out_r[i] * y;
-        }
-        let mut v = [S::ZERO; LINES];
-        let (alpha, beta) = (self.alpha, self.beta);
-        for i in 0..LINES {
-            let lp = beta * y[i] + self.damp[i];
-            self.damp[i] = beta * y[i] + alpha * lp;
-            v[i] = self.g_hi[i] * y[i] + self.g_diff[i] * lp;
-        }
-        hadamard(&mut v);
-        for (i, v) in v.iter().enumerate() {
-            self.lines[self.off[i] + self.w[i]] = *v + self.in_gain[i] * u;
-            self.w[i] += 1;
-            if self.w[i] == self.len[i] {
-                self.w[i] = 0;
-            }
-        }
-        self.frames += 1;
-
         let mix = limit(mix, 0.0, 1.0);
         let (dry, wet) = (S::from_f64(1.0 - mix), S::from_f64(mix));
-        (dry * x + wet * wet_l, dry * x + wet * wet_r)
+        let (b, a) = (self.dc_b, self.dc_alpha);
+        let (alpha, beta) = (self.alpha, self.beta);
+        let (g_hi, g_diff, in_gain) = (self.g_hi, self.g_diff, self.in_gain);
+        let (out_l, out_r) = (self.out_l, self.out_r);
+        let (mut dc, mut damp, mut pos) = (self.dc, self.damp, self.pos);
+        let start = self.off;
+        let end: [usize; LINES] = std::array::from_fn(|i| self.off[i] + self.len[i]);
+        let lines = &mut self.lines[..];
+        let pre = &mut self.pre[..];
+        let mut pre_w = self.pre_w;
+        for ((&x, l), r) in x.iter().zip(left.iter_mut()).zip(right.iter_mut()) {
+            // Predelay: written first, so 0 s passes the input through.
+            pre[pre_w] = x;
+            let mut at = pre_w + plen - k;
+            if at >= plen {
+                at -= plen;
+            }
+            let before = if at == 0 { plen - 1 } else { at - 1 };
+            let (pa, pb) = (pre[at], pre[before]);
+            let u = pa + frac * (pb - pa);
+            pre_w += 1;
+            if pre_w == plen {
+                pre_w = 0;
+            }
+
+            let mut y = [S::ZERO; LINES];
+            for (y, &p) in y.iter_mut().zip(&pos) {
+                *y = lines[p];
+            }
+            let (mut tap_l, mut tap_r) = ([S::ZERO; LINES], [S::ZERO; LINES]);
+            let mut v = [S::ZERO; LINES];
+            for i in 0..LINES {
+                let by = b * y[i];
+                let yi = by + dc[i];
+                dc[i] = a * yi - by;
+                tap_l[i] = out_l[i] * yi;
+                tap_r[i] = out_r[i] * yi;
+                let lp = beta * yi + damp[i];
+                damp[i] = beta * yi + alpha * lp;
+                v[i] = g_hi[i] * yi + g_diff[i] * lp;
+            }
+            let (mut wet_l, mut wet_r) = (S::ZERO, S::ZERO);
+            for i in 0..LINES {
+                wet_l += tap_l[i];
+                wet_r += tap_r[i];
+            }
+            hadamard(&mut v);
+            for i in 0..LINES {
+                v[i] += in_gain[i] * u;
+            }
+            for (&v, &p) in v.iter().zip(&pos) {
+                lines[p] = v;
+            }
+            for i in 0..LINES {
+                let next = pos[i] + 1;
+                pos[i] = if next == end[i] { start[i] } else { next };
+            }
+            *l = dry * x + wet * wet_l;
+            *r = dry * x + wet * wet_r;
+        }
+        self.dc = dc;
+        self.damp = damp;
+        self.pos = pos;
+        self.pre_w = pre_w;
+        self.frames += x.len() as u64;
     }
 
     /// Every ring's write index from the frame count.
     fn set_positions(&mut self) {
         for i in 0..LINES {
-            self.w[i] = (self.frames % self.len[i] as u64) as usize;
+            self.pos[i] = self.off[i] + (self.frames % self.len[i] as u64) as usize;
         }
         self.pre_w = (self.frames % self.pre.len() as u64) as usize;
     }
@@ -357,14 +449,12 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
         let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
         if rl.is_const() && rh.is_const() && xo.is_const() && pd.is_const() && mix.is_const() {
             self.design(rl.value(), rh.value(), xo.value());
-            let (pd, mix) = (pd.value(), mix.value());
-            for i in 0..n {
-                (left[i], right[i]) = self.tick(x[i], pd, mix);
-            }
+            self.run(self.level, x, left, right, pd.value(), mix.value());
         } else {
             for i in 0..n {
                 self.design(rl.at(i), rh.at(i), xo.at(i));
-                (left[i], right[i]) = self.tick(x[i], pd.at(i), mix.at(i));
+                let (l, r) = (&mut left[i..i + 1], &mut right[i..i + 1]);
+                self.run(self.level, &x[i..i + 1], l, r, pd.at(i), mix.at(i));
             }
         }
     }
@@ -451,9 +541,10 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
     }
 }
 
-struct ReverbOp;
-impl Operator for ReverbOp {
-    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
+impl<S: Sample, M: Math> Reverb<S, M> {
+    /// The node `cx` describes, silent, its shelf designed for the static
+    /// params.
+    fn new(cx: &BuildCtx<'_>) -> Result<Reverb<S, M>, String> {
         let len = line_lengths(cx.sample_rate, cx.number(SIZE))?;
         let mut off = [0usize; LINES];
         let mut total = 0;
@@ -475,7 +566,7 @@ impl Operator for ReverbOp {
             lines: vec![S::ZERO; total],
             off,
             len,
-            w: [0; LINES],
+            pos: off,
             damp: [S::ZERO; LINES],
             dc: [S::ZERO; LINES],
             dc_b: S::from_f64(1.0 / (1.0 + k_dc)),
@@ -493,6 +584,7 @@ impl Operator for ReverbOp {
             out_r: std::array::from_fn(|i| S::from_f64(OUT_SIGNS[i] * walsh(RIGHT_ROW, i) * q)),
             sample_rate: cx.sample_rate,
             max_pre: max_pre as f64,
+            level: SimdLevel::detect(),
             _m: PhantomData,
         };
         node.design(
@@ -500,7 +592,14 @@ impl Operator for ReverbOp {
             cx.number(RT60_HIGH),
             cx.number(CROSSOVER),
         );
-        Ok(Box::new(node))
+        Ok(node)
+    }
+}
+
+struct ReverbOp;
+impl Operator for ReverbOp {
+    fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
+        Ok(Box::new(Reverb::<S, M>::new(cx)?))
     }
 }
 
