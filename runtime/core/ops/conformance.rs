@@ -941,7 +941,7 @@ const EXTREMES: [f64; 5] = [1e30, -1e30, f64::INFINITY, f64::NEG_INFINITY, f64::
 ///   0.999; `flanger` and `phaser` the same with 0.99;
 /// - `sequencer`: its largest step (the case's steps as Hz);
 /// - `scale`, `clip`, `quantise`: a level param's ±1e6 (an output range,
-///   a bound, a step);
+///   a bound, a step); `lag` and `slew`: their `value`, ±1e9, plus `in`;
 /// - everything else (envelopes, followers, the limiter, pan, saturation,
 ///   the chorus, the reverb, the spectral gate) is at most unity gain: 4
 ///   leaves room for an oversampling filter's or a network's overshoot.
@@ -968,6 +968,8 @@ fn port_drive_bound(op: &str) -> f64 {
         // Their ranges' ends are levels (a `scale`'s output range, a
         // `clip`'s bounds, a `quantise` step up to 1e6).
         "scale" | "clip" | "quantise" => level,
+        // `value` is added to the input, within ±1e9.
+        "lag" | "slew" => 1e9 + 1.0,
         _ => 4.0,
     }
 }

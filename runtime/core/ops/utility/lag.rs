@@ -2,9 +2,12 @@
 //! rise and fall times, SuperCollider's `LagUD`) and `slew` (a linear slew
 //! limiter, SuperCollider's `Slew`).
 //!
-//! Both start on their first input sample (`out[0] = in[0]`, as
-//! SuperCollider's do), so a voice's pitch through a lag starts on its
-//! note and only a change glides: portamento. Their state, the output
+//! Both follow `in + value`: `value` is a param (a frequency, so a note's
+//! pitch can set it: `"note": { "pitch": "glide.value" }`) that events and
+//! notes move, `in` a signal. Both start on their first sample
+//! (`out[0] = in[0] + value`, as SuperCollider's start on their input), so
+//! a voice's pitch through a lag starts on its note and only a change
+//! glides: portamento. Their state, the output
 //! so far, is kept in f64 at every precision (the output is rounded to the
 //! node's), so it migrates between precisions exactly. A state that is
 //! not finite (a NaN or an infinity came through) restarts on the input.
@@ -74,10 +77,23 @@ impl Held {
     }
 }
 
+/// `value`, added to `in`: what a note's pitch or an event sets.
+const fn target_param() -> crate::ops::ParamSpec {
+    number(
+        "value",
+        Dimension::Frequency,
+        0.0,
+        -1e9,
+        1e9,
+        "added to `in` (a note's pitch can set it: a frequency, or any number)",
+    )
+}
+
 // ---------------------------------------------------------------- lag
 
 const LAG_UP: usize = LAG.index_of("up");
 const LAG_DOWN: usize = LAG.index_of("down");
+const LAG_VALUE: usize = LAG.index_of("value");
 
 /// `lag` at one precision and math policy.
 struct Lag<S, M> {
@@ -92,10 +108,11 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Lag<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let (up, down) = (io.params.get(LAG_UP), io.params.get(LAG_DOWN));
+        let value = io.params.get(LAG_VALUE);
         let sr = self.sample_rate;
         let x = &io.inputs[0][..n];
         for (i, (o, x)) in io.outputs[0][..n].iter_mut().zip(x).enumerate() {
-            let x = x.to_f64();
+            let x = x.to_f64() + value.at(i);
             let y = match self.y.0 {
                 Some(y) if y.is_finite() => {
                     let b = if x > y {
@@ -142,9 +159,10 @@ impl Operator for LagOp {
 /// `lag`: a one-pole lag with separate rise and fall times.
 pub(crate) static LAG: OpSpec = OpSpec {
     name: "lag",
-    doc: "One-pole lag (SuperCollider's LagUD): y = in + b·(y − in), b = e^(ln 0.001 / (time·sr)) \
-          with time `up` while in > y and `down` otherwise, so a step comes within 60 dB of its \
-          end in that time; starts on the first input sample; a time of 0 passes the input.",
+    doc: "One-pole lag (SuperCollider's LagUD) of x = in + value: y = x + b·(y − x), \
+          b = e^(ln 0.001 / (time·sr)) with time `up` while x > y and `down` otherwise, so a step \
+          comes within 60 dB of its end in that time; starts on the first sample's x; a time of 0 \
+          passes x.",
     inputs: &["in"],
     outputs: &["out"],
     params: &[
@@ -164,6 +182,7 @@ pub(crate) static LAG: OpSpec = OpSpec {
             3600.0,
             "60 dB time of a fall",
         ),
+        target_param(),
     ],
     tier: Profile::Strict,
     variadic_inputs: false,
@@ -181,6 +200,7 @@ pub(crate) static LAG: OpSpec = OpSpec {
 
 const SLEW_UP: usize = SLEW.index_of("up");
 const SLEW_DOWN: usize = SLEW.index_of("down");
+const SLEW_VALUE: usize = SLEW.index_of("value");
 
 /// `slew` at one precision.
 struct Slew<S> {
@@ -193,10 +213,11 @@ impl<S: Sample> NodeProcessor<S> for Slew<S> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let n = io.frames;
         let (up, down) = (io.params.get(SLEW_UP), io.params.get(SLEW_DOWN));
+        let value = io.params.get(SLEW_VALUE);
         let sr = self.sample_rate;
         let x = &io.inputs[0][..n];
         for (i, (o, x)) in io.outputs[0][..n].iter_mut().zip(x).enumerate() {
-            let x = x.to_f64();
+            let x = x.to_f64() + value.at(i);
             let y = match self.y.0 {
                 Some(y) if y.is_finite() => {
                     let (rise, fall) = (up.at(i) / sr, down.at(i) / sr);
@@ -244,9 +265,10 @@ impl Operator for SlewOp {
 /// `slew`: a linear slew limiter.
 pub(crate) static SLEW: OpSpec = OpSpec {
     name: "slew",
-    doc: "Linear slew limiter (SuperCollider's Slew): each sample the output moves towards `in` \
-          by at most up/sr rising and down/sr falling (units per second), reaching it when \
-          closer; starts on the first input sample; a rate of 0 holds that direction still.",
+    doc: "Linear slew limiter (SuperCollider's Slew) of x = in + value: each sample the output \
+          moves towards x by at most up/sr rising and down/sr falling (units per second), \
+          reaching it when closer; starts on the first sample's x; a rate of 0 holds that \
+          direction still.",
     inputs: &["in"],
     outputs: &["out"],
     params: &[
@@ -266,6 +288,7 @@ pub(crate) static SLEW: OpSpec = OpSpec {
             1e12,
             "largest fall, in the input's units per second",
         ),
+        target_param(),
     ],
     tier: Profile::Strict,
     variadic_inputs: false,
@@ -365,6 +388,40 @@ mod tests {
         assert!(y[108] < 1.0 && y[110] == 1.0 && y[209] == 1.0);
         // 2 units down at 0.02 a sample: 100 samples.
         assert!(y[308] > -1.0 && y[310] == -1.0);
+    }
+
+    #[test]
+    fn value_adds_to_the_input_and_an_event_step_on_it_glides() {
+        // `value` 220 from the start, stepping to 440 at sample 100 (as an
+        // event or a note's pitch sets it); `in` silent.
+        let steps: Vec<f64> = (0..1000)
+            .map(|i| if i < 100 { 0.0 } else { 220.0 })
+            .collect();
+        let x = vec![0.0; 1000];
+        let y = run(
+            &LAG,
+            &[("value", 220.0), ("up", 0.01)],
+            &x,
+            &[(LAG_VALUE, steps.clone())],
+            &[64],
+        );
+        assert!(y[..100].iter().all(|v| *v == 220.0));
+        let b = libm::exp(libm::log(0.001) / (0.01 * SR));
+        for k in 1..900 {
+            let want = 440.0 - 220.0 * libm::pow(b, k as f64);
+            assert!((y[99 + k] - want).abs() < 1e-9, "{k}");
+        }
+        let y = run(
+            &SLEW,
+            &[("value", 220.0), ("up", 4800.0)],
+            &x,
+            &[(SLEW_VALUE, steps)],
+            &[64],
+        );
+        // 4800 units/s at 48 kHz is 0.1 a sample: 2200 samples to cover 220.
+        for k in 1..900 {
+            assert!((y[99 + k] - (220.0 + 0.1 * k as f64)).abs() < 1e-9, "{k}");
+        }
     }
 
     #[test]
