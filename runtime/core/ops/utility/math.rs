@@ -484,7 +484,7 @@ mod tests {
             assert_eq!(y_max[i], if a[i] >= b[i] { a[i] } else { b[i] });
             assert_eq!(y_clip[i], a[i].clamp(-0.25, 0.5));
         }
-        assert!(y_clip.iter().any(|v| *v == 0.5) && y_clip.iter().any(|v| *v == -0.25));
+        assert!(y_clip.contains(&0.5) && y_clip.contains(&-0.25));
         let nan = run(&MAX, &[], &[vec![f64::NAN, 1.0], vec![0.0, f64::NAN]]);
         assert!(nan.iter().all(|v| v.is_nan()));
     }
