@@ -388,6 +388,11 @@ mod tests {
         assert!(y[108] < 1.0 && y[110] == 1.0 && y[209] == 1.0);
         // 2 units down at 0.02 a sample: 100 samples.
         assert!(y[308] > -1.0 && y[310] == -1.0);
+        // A rate of 0 holds that direction still: it never rises, and
+        // falls at its other rate.
+        let y = run(&SLEW, &[("up", 0.0), ("down", 960.0)], &x, &[], &[64]);
+        assert!(y[..210].iter().all(|v| *v == 0.0));
+        assert!(y[210] < 0.0 && y[260] == -1.0);
     }
 
     #[test]
