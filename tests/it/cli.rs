@@ -301,7 +301,15 @@ fn ops_lists_every_operator() {
     let o = morphrt(&["ops", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let ops = v.as_array().unwrap();
-    assert_eq!(ops.len(), 33);
+    assert_eq!(ops.len(), morphrt::ops::registry().len());
+    for spec in morphrt::ops::registry() {
+        assert!(
+            s.lines().any(|l| l.starts_with(spec.name)),
+            "missing {}:\n{s}",
+            spec.name
+        );
+        assert!(ops.iter().any(|o| o["name"] == spec.name), "{}", spec.name);
+    }
     let biquad = ops.iter().find(|o| o["name"] == "biquad").unwrap();
     assert_eq!(biquad["tier"], "strict");
     assert_eq!(biquad["inputs"], serde_json::json!(["in"]));

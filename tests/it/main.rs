@@ -19,6 +19,7 @@ mod controls_scene;
 mod docs;
 mod dynamics;
 mod engine;
+mod envelopes_and_utilities;
 mod errors;
 mod examples;
 mod expression;

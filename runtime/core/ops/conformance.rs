@@ -574,6 +574,7 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         )
     });
+    v.extend(envelope_and_utility_cases());
     for mode in ["lowpass", "highpass", "bandpass", "notch"] {
         v.push(Case {
             n_inputs: 1,
@@ -589,6 +590,132 @@ pub(crate) fn cases() -> Vec<Case> {
         });
     }
     v
+}
+
+/// `env`, `adsr`'s curve, and the signal utilities, their ports modulated.
+fn envelope_and_utility_cases() -> Vec<Case> {
+    let gains = |v: &[f64]| Value::Gains(v.to_vec());
+    let with = |n_inputs: usize, mods: Vec<(&'static str, Vec<f64>)>, c: Case| Case {
+        n_inputs,
+        mods,
+        ..c
+    };
+    vec![
+        with(
+            0,
+            vec![("gate", gate_signal(FRAMES))],
+            case(
+                "adsr",
+                vec![
+                    ("attack", num(0.002)),
+                    ("decay", num(0.005)),
+                    ("sustain", num(0.5)),
+                    ("release", num(0.004)),
+                    ("curve", num(-4.0)),
+                ],
+            ),
+        ),
+        // Curved segments, a sustain node and a loop.
+        with(
+            0,
+            vec![("gate", gate_signal(FRAMES))],
+            case(
+                "env",
+                vec![
+                    ("levels", gains(&[0.0, 1.0, 0.2, 0.6, 0.0])),
+                    ("times", gains(&[0.0015, 0.001, 0.0007, 0.003])),
+                    ("curves", gains(&[-3.0, 2.0, 0.0, -5.0])),
+                    ("sustain", Value::Integer(3)),
+                    ("loop", Value::Integer(1)),
+                ],
+            ),
+        ),
+        // Exponential segments, no sustain: one pass per rising gate.
+        with(
+            0,
+            vec![("gate", gate_signal(FRAMES))],
+            case(
+                "env",
+                vec![
+                    ("levels", gains(&[0.001, 1.0, 0.05])),
+                    ("times", gains(&[0.002, 0.004])),
+                    ("exponential", Value::Bool(true)),
+                ],
+            ),
+        ),
+        with(
+            1,
+            vec![("down", control_signal(FRAMES, 0.001))],
+            case("lag", vec![("up", num(0.0005)), ("down", num(0.003))]),
+        ),
+        with(
+            1,
+            vec![("up", control_signal(FRAMES, 100.0))],
+            case("slew", vec![("up", num(200.0)), ("down", num(50.0))]),
+        ),
+        with(1, vec![], case("abs", vec![])),
+        with(
+            1,
+            vec![("hi", control_signal(FRAMES, 0.2))],
+            case("clip", vec![("lo", num(-0.3)), ("hi", num(0.25))]),
+        ),
+        with(2, vec![], case("min", vec![])),
+        with(2, vec![], case("max", vec![])),
+        with(
+            1,
+            vec![("out_hi", control_signal(FRAMES, 500.0))],
+            case(
+                "scale",
+                vec![
+                    ("in_lo", num(-0.5)),
+                    ("in_hi", num(0.5)),
+                    ("out_lo", num(100.0)),
+                    ("out_hi", num(2000.0)),
+                    ("curve", Value::Enum(1)),
+                ],
+            ),
+        ),
+        with(
+            1,
+            vec![("in_lo", control_signal(FRAMES, 0.3))],
+            case("scale", vec![("out_lo", num(-2.0)), ("out_hi", num(3.0))]),
+        ),
+        with(
+            1,
+            vec![("step", control_signal(FRAMES, 0.05))],
+            case("quantise", vec![("step", num(0.125))]),
+        ),
+        with(
+            1,
+            vec![],
+            case(
+                "quantise",
+                // A quarter tone above 0, so the test signal (within
+                // ±0.7 semitones of 0) lands on two notes.
+                vec![("scale", gains(&[0.0, 0.5, 3.0, 7.0, 10.0]))],
+            ),
+        ),
+        with(
+            1,
+            vec![("trig", gate_signal(FRAMES))],
+            case("sample_hold", vec![]),
+        ),
+        with(
+            2,
+            vec![("mix", control_signal(FRAMES, 0.4))],
+            case("crossfade", vec![("mix", num(0.5))]),
+        ),
+        with(
+            2,
+            vec![("pos", control_signal(FRAMES, 0.8))],
+            case("balance", vec![("pos", num(0.2))]),
+        ),
+        with(
+            2,
+            vec![("width", control_signal(FRAMES, 0.5))],
+            case("width", vec![("width", num(1.4))]),
+        ),
+    ]
 }
 
 /// Cases the conformance suite runs that have no golden vector (the goldens
@@ -813,6 +940,8 @@ const EXTREMES: [f64; 5] = [1e30, -1e30, f64::INFINITY, f64::NEG_INFINITY, f64::
 /// - `delay`: a comb's peak gain 1 / (1 − |feedback|) with |feedback| ≤
 ///   0.999; `flanger` and `phaser` the same with 0.99;
 /// - `sequencer`: its largest step (the case's steps as Hz);
+/// - `scale`, `clip`, `quantise`: a level param's ±1e6 (an output range,
+///   a bound, a step); `lag` and `slew`: their `value`, ±1e9, plus `in`;
 /// - everything else (envelopes, followers, the limiter, pan, saturation,
 ///   the chorus, the reverb, the spectral gate) is at most unity gain: 4
 ///   leaves room for an oversampling filter's or a network's overshoot.
@@ -836,6 +965,11 @@ fn port_drive_bound(op: &str) -> f64 {
         "delay" => 1.0 / (1.0 - 0.999),
         "flanger" | "phaser" => 1.0 / (1.0 - 0.99),
         "sequencer" => 440.0 * libm::exp2((127.0 - 69.0) / 12.0),
+        // Their ranges' ends are levels (a `scale`'s output range, a
+        // `clip`'s bounds, a `quantise` step up to 1e6).
+        "scale" | "clip" | "quantise" => level,
+        // `value` is added to the input, within ±1e9.
+        "lag" | "slew" => 1e9 + 1.0,
         _ => 4.0,
     }
 }

@@ -947,7 +947,7 @@ pub(crate) fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 33] = [
+    static ALL: [&OpSpec; 46] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -963,6 +963,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &filters::SVF,
         &filters::LADDER,
         &dynamics::ADSR,
+        &dynamics::ENV,
         &dynamics::FOLLOWER,
         &dynamics::COMPRESSOR,
         &dynamics::LIMITER,
@@ -970,6 +971,18 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::MIX,
         &utility::MULTIPLY,
         &utility::PAN,
+        &utility::BALANCE,
+        &utility::WIDTH,
+        &utility::LAG,
+        &utility::SLEW,
+        &utility::ABS,
+        &utility::CLIP,
+        &utility::MIN,
+        &utility::MAX,
+        &utility::SCALE,
+        &utility::QUANTISE,
+        &utility::SAMPLE_HOLD,
+        &utility::CROSSFADE,
         &utility::CAST,
         &delay::DELAY,
         &modulation::CHORUS,

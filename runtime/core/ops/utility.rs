@@ -3,6 +3,21 @@
 //! None of them carries state between blocks, so `reset`, `snapshot` and
 //! `restore` are no-ops and block-size invariance follows from computing each
 //! frame from that frame's inputs and param values only.
+//!
+//! The submodules hold the signal utilities: [`math`] (`abs`, `clip`,
+//! `min`, `max`, `scale`, `quantise`), [`control`] (`sample_hold`,
+//! `crossfade`), [`lag`] (`lag`, `slew`, which keep state) and [`stereo`]
+//! (`balance`, `width`).
+
+mod control;
+mod lag;
+mod math;
+mod stereo;
+
+pub(crate) use control::{CROSSFADE, SAMPLE_HOLD};
+pub(crate) use lag::{LAG, SLEW};
+pub(crate) use math::{ABS, CLIP, MAX, MIN, QUANTISE, SCALE};
+pub(crate) use stereo::{BALANCE, WIDTH_OP as WIDTH};
 
 use super::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,

@@ -24,17 +24,28 @@
 //!    NaN) completes its stage in that sample (an instant jump). `sustain`
 //!    is clamped to 0…1 per sample.
 //!
+//! **Curve.** With `curve` c (`|c| ≥ 0.001`; below that the rules above,
+//! bit for bit) each stage follows SuperCollider's curvature shape
+//! `g(x) = (1 − e^(c·x))/(1 − e^c)` of a linear progress x that runs 0 → 1
+//! at 1/time per second: attack `g(x)`, decay `1 − (1 − sustain)·g(x)`,
+//! release `from·(1 − g(x))` (`from` the gate-off level). An attack that
+//! starts from a level y (a retrigger) starts at `x = g⁻¹(y)`, so the
+//! output never jumps. Negative c moves fast first (an analog-style
+//! attack and exponential-like decays), positive c slowly first.
+//!
 //! The output is the level after the advance, so with `attack = 0` the gate's
 //! first sample outputs 1. Rates are computed in f64 and the level is kept in
 //! f64 at every precision (the output is rounded to the node's precision):
 //! a control envelope then migrates between f32 and f64 without drift, and
 //! the f32 and f64 envelopes differ only by the final rounding. The state is
-//! the level, the stage and the release step.
+//! the level, the stage and the release step (with a curve, the gate-off
+//! level), and the curved stages' progress.
 
+use super::env::{curve, curve_inverse, LINEAR_BELOW};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
-    OpSpec, Operator, ParamSpec, StateError,
+    OpSpec, Operator, ParamKind, ParamSpec, StateError,
 };
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -45,6 +56,7 @@ const DECAY: usize = ADSR.index_of("decay");
 const SUSTAIN: usize = ADSR.index_of("sustain");
 const RELEASE: usize = ADSR.index_of("release");
 const GATE: usize = ADSR.index_of("gate");
+const CURVE: usize = ADSR.index_of("curve");
 
 /// The gate is on above this value.
 const GATE_THRESHOLD: f64 = 0.5;
@@ -83,6 +95,8 @@ struct Envelope {
     level: f64,
     stage: Stage,
     release_step: f64,
+    /// A curved stage's linear progress, 0 → 1.
+    progress: f64,
 }
 
 impl Envelope {
@@ -90,6 +104,7 @@ impl Envelope {
         level: 0.0,
         stage: Stage::Idle,
         release_step: 0.0,
+        progress: 0.0,
     };
 
     /// One sample: gate edges, then the stage's advance. Times in samples.
@@ -149,17 +164,84 @@ impl Envelope {
         }
         self.level
     }
+
+    /// One sample with curvature `c` (`|c| ≥ LINEAR_BELOW`): the same
+    /// edges and stages as [`tick`](Self::tick), each stage's level the
+    /// curve of its linear progress; `release_step` holds the gate-off level.
+    #[inline]
+    fn tick_curved<M: Math>(&mut self, gate: f64, times: [f64; 3], sustain: f64, c: f64) -> f64 {
+        let [attack, decay, release] = times;
+        let on = gate > GATE_THRESHOLD;
+        match self.stage {
+            Stage::Idle | Stage::Release if on => {
+                self.stage = Stage::Attack;
+                let y = self.level.clamp(0.0, 1.0);
+                let x = curve_inverse::<M>(c, y);
+                self.progress = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
+            }
+            Stage::Attack | Stage::Decay | Stage::Sustain if !on => {
+                self.stage = Stage::Release;
+                self.release_step = self.level;
+                self.progress = 0.0;
+            }
+            _ => {}
+        }
+        let sustain = if sustain.is_nan() {
+            sustain
+        } else {
+            sustain.clamp(0.0, 1.0)
+        };
+        let advance = |x: &mut f64, len: f64| {
+            *x = if len > 0.0 { *x + 1.0 / len } else { 1.0 };
+            *x >= 1.0
+        };
+        match self.stage {
+            Stage::Idle => {}
+            Stage::Attack => {
+                if advance(&mut self.progress, attack) {
+                    self.level = 1.0;
+                    self.stage = Stage::Decay;
+                    self.progress = 0.0;
+                } else {
+                    self.level = curve::<M>(c, self.progress);
+                }
+            }
+            Stage::Decay => {
+                if advance(&mut self.progress, decay) {
+                    self.level = sustain;
+                    self.stage = Stage::Sustain;
+                } else {
+                    self.level = 1.0 - (1.0 - sustain) * curve::<M>(c, self.progress);
+                }
+            }
+            Stage::Sustain => self.level = sustain,
+            Stage::Release => {
+                if advance(&mut self.progress, release) || self.level.is_nan() {
+                    self.level = 0.0;
+                    self.stage = Stage::Idle;
+                } else {
+                    self.level = self.release_step * (1.0 - curve::<M>(c, self.progress));
+                }
+            }
+        }
+        self.level
+    }
 }
 
 /// `adsr` at one precision.
-struct Adsr<S> {
+struct Adsr<S, M> {
     env: Envelope,
     sample_rate: f64,
-    _p: PhantomData<fn() -> S>,
+    /// The curvature; linear (the plain rules) below `LINEAR_BELOW`.
+    curve: f64,
+    _p: PhantomData<fn() -> (S, M)>,
 }
 
-impl<S: Sample> NodeProcessor<S> for Adsr<S> {
+impl<S: Sample, M: Math> NodeProcessor<S> for Adsr<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
+        if self.curve.abs() >= LINEAR_BELOW {
+            return self.process_curved(io);
+        }
         let p = &io.params;
         let (a, d, s, r, g) = (
             p.get(ATTACK),
@@ -195,32 +277,62 @@ impl<S: Sample> NodeProcessor<S> for Adsr<S> {
         self.env = Envelope::IDLE;
     }
 
-    /// The level and release step are f64 at every precision (exact migration).
+    /// The level and release step are f64 at every precision (exact
+    /// migration); a curved envelope's progress too.
     fn snapshot(&self, st: &mut NodeState) {
         st.put_sample::<f64>("level", self.env.level);
         st.put_i64("stage", self.env.stage as i64);
         st.put_sample::<f64>("release_step", self.env.release_step);
+        if self.curve.abs() >= LINEAR_BELOW {
+            st.put_sample::<f64>("progress", self.env.progress);
+        }
     }
 
+    /// A state without a progress (a linear envelope's) starts the
+    /// current stage's progress at 0.
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
         let level = st.get_sample::<f64>("level")?;
         let stage = Stage::from_i64(st.get_i64("stage")?).ok_or(StateError::Kind("stage"))?;
         let release_step = st.get_sample::<f64>("release_step")?;
+        let progress = st.get_sample::<f64>("progress").unwrap_or(0.0);
         self.env = Envelope {
             level,
             stage,
             release_step,
+            progress,
         };
         Ok(())
+    }
+}
+
+impl<S: Sample, M: Math> Adsr<S, M> {
+    /// `process` with a curve (see the module docs).
+    fn process_curved(&mut self, io: &mut Io<'_, S>) {
+        let p = &io.params;
+        let (a, d, s, r, g) = (
+            p.get(ATTACK),
+            p.get(DECAY),
+            p.get(SUSTAIN),
+            p.get(RELEASE),
+            p.get(GATE),
+        );
+        let (sr, c) = (self.sample_rate, self.curve);
+        let out = &mut io.outputs[0][..io.frames];
+        for (i, o) in out.iter_mut().enumerate() {
+            let times = [a.at(i) * sr, d.at(i) * sr, r.at(i) * sr];
+            let level = self.env.tick_curved::<M>(g.at(i), times, s.at(i), c);
+            *o = S::from_f64(level);
+        }
     }
 }
 
 struct AdsrOp;
 impl Operator for AdsrOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
-        Ok(Box::new(Adsr::<S> {
+        Ok(Box::new(Adsr::<S, M> {
             env: Envelope::IDLE,
             sample_rate: cx.sample_rate,
+            curve: cx.number(CURVE),
             _p: PhantomData,
         }))
     }
@@ -233,9 +345,10 @@ const fn time_param(name: &'static str, default: f64, doc: &'static str) -> Para
 /// `adsr`: a linear envelope driven by its `gate` param or port.
 pub(crate) static ADSR: OpSpec = OpSpec {
     name: "adsr",
-    doc: "Linear ADSR envelope in 0…1. The gate is on while `gate` > 0.5; attack rises at \
+    doc: "ADSR envelope in 0…1. The gate is on while `gate` > 0.5; attack rises at \
           1/attack per second from the current level, decay falls to sustain, release falls \
-          from the gate-off level to 0 in `release` seconds.",
+          from the gate-off level to 0 in `release` seconds; linear, or each stage shaped by \
+          `curve` c: g(x) = (1 − e^(c·x))/(1 − e^c) of its linear progress x.",
     inputs: &[],
     outputs: &["out"],
     params: &[
@@ -258,6 +371,18 @@ pub(crate) static ADSR: OpSpec = OpSpec {
             1e6,
             "on while > 0.5 (set by events or a signal)",
         ),
+        ParamSpec {
+            name: "curve",
+            kind: ParamKind::Number {
+                dim: Dimension::Scalar,
+                default: 0.0,
+                min: -50.0,
+                max: 50.0,
+                modulatable: false,
+            },
+            doc: "curvature of every stage, as SuperCollider's Env: 0 linear, < 0 fast first, > 0 slow first",
+            settable_by_events: false,
+        },
     ],
     tier: Profile::Strict,
     variadic_inputs: false,
@@ -487,6 +612,82 @@ mod tests {
         let out = node.run(&[], &[(GATE, gate(6, &[(2, 4)]))], 6, &[6]);
         // Attack jumps to 1 then decay jumps to sustain on the next sample.
         assert_eq!(out[0], [0.0, 0.0, 1.0, 0.3, 0.0, 0.0]);
+    }
+
+    /// SuperCollider's curvature shape, written out in the test.
+    fn g(c: f64, x: f64) -> f64 {
+        (1.0 - libm::exp(c * x)) / (1.0 - libm::exp(c))
+    }
+
+    #[test]
+    fn a_curve_shapes_each_stage_and_a_retrigger_starts_where_the_level_is() {
+        // At 1024 Hz, n/1024 s is exactly n samples.
+        let c = -4.0;
+        let mut node = NodeRunner::new(
+            &ADSR,
+            values_with(
+                &ADSR,
+                &[
+                    ("attack", Value::Number(8.0 / 1024.0)),
+                    ("decay", Value::Number(8.0 / 1024.0)),
+                    ("sustain", Value::Number(0.5)),
+                    ("release", Value::Number(8.0 / 1024.0)),
+                    ("curve", Value::Number(c)),
+                ],
+            ),
+            Profile::Strict,
+            None,
+            1024.0,
+            64,
+            0,
+        )
+        .unwrap();
+        // On for 20 samples, off for 4, on again.
+        let gates = gate(40, &[(0, 20), (24, 40)]);
+        let out = node.run(&[], &[(GATE, gates)], 40, &[5]);
+        let close = |got: f64, want: f64, what: &str| {
+            assert!((got - want).abs() <= 1e-12, "{what}: {got} vs {want}");
+        };
+        for j in 1..8 {
+            close(out[0][j - 1], g(c, j as f64 / 8.0), "attack");
+        }
+        assert_eq!(out[0][7], 1.0);
+        for j in 1..8 {
+            close(out[0][7 + j], 1.0 - 0.5 * g(c, j as f64 / 8.0), "decay");
+        }
+        assert!(out[0][15..20].iter().all(|y| *y == 0.5));
+        for j in 1..=4 {
+            close(
+                out[0][19 + j],
+                0.5 * (1.0 - g(c, j as f64 / 8.0)),
+                "release",
+            );
+        }
+        // Retriggered at the level y after 4 release samples: the attack's
+        // progress starts where g reaches y, so the next sample is one step on.
+        let y = out[0][23];
+        let x0 = libm::log(1.0 - y * (1.0 - libm::exp(c))) / c;
+        close(g(c, x0), y, "the inverse");
+        close(out[0][24], g(c, x0 + 1.0 / 8.0), "retrigger");
+        assert!(out[0][24] > y);
+        // A curved negative attack rises faster than the linear one.
+        assert!(out[0][0] > 1.0 / 8.0);
+    }
+
+    #[test]
+    fn a_curve_below_a_thousandth_is_the_linear_envelope_bit_for_bit() {
+        let set = [("attack", 0.003), ("decay", 0.01), ("release", 0.02)];
+        let g = gate(3000, &[(10, 1000), (1500, 1600)]);
+        let mut linear = runner(&set, Precision::F64);
+        let want = linear.run(&[], &[(GATE, g.clone())], 3000, &[64]);
+        let mut set = set.to_vec();
+        set.push(("curve", 0.0009));
+        let mut nearly = runner(&set, Precision::F64);
+        assert_eq!(nearly.run(&[], &[(GATE, g.clone())], 3000, &[64]), want);
+        set.pop();
+        set.push(("curve", 0.5));
+        let mut curved = runner(&set, Precision::F64);
+        assert_ne!(curved.run(&[], &[(GATE, g)], 3000, &[64]), want);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Envelopes and dynamics: `adsr`, and the level-driven operators
-//! `follower`, `compressor` and `limiter`.
+//! Envelopes and dynamics: `adsr` and `env`, and the level-driven
+//! operators `follower`, `compressor` and `limiter`.
 //!
 //! `follower` and `compressor` measure level with one [`detector::Detector`]
 //! (peak or RMS, attack/release ballistics); `limiter` has its own lookahead
@@ -11,11 +11,13 @@
 mod adsr;
 mod compressor;
 mod detector;
+mod env;
 mod follower;
 mod limiter;
 
 pub(crate) use adsr::{gate_threshold, ADSR};
 pub(crate) use compressor::COMPRESSOR;
+pub(crate) use env::ENV;
 pub(crate) use follower::FOLLOWER;
 pub(crate) use limiter::LIMITER;
 
