@@ -38,15 +38,21 @@ macro_rules! stateless {
     };
 }
 
+mod allpass;
+mod comb;
 pub mod convolution;
 mod delay;
+mod dust;
 mod dynamics;
 mod filters;
+mod fracline;
 mod input;
 mod modulation;
 mod noise;
+mod noise_color;
 mod nonlinear;
 mod oscillators;
+mod pluck;
 mod reverb;
 mod sampler;
 pub(crate) mod sequencer;
@@ -947,17 +953,19 @@ pub(crate) fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 33] = [
+    static ALL: [&OpSpec; 37] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
         &oscillators::TRIANGLE,
         &noise::NOISE,
+        &dust::DUST,
         &oscillators::IMPULSE,
         &oscillators::LFO,
         &utility::DC,
         &input::INPUT,
         &sampler::SAMPLER,
+        &pluck::PLUCK,
         &filters::BIQUAD,
         &filters::ONEPOLE,
         &filters::SVF,
@@ -972,6 +980,8 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::PAN,
         &utility::CAST,
         &delay::DELAY,
+        &comb::COMB,
+        &allpass::ALLPASS,
         &modulation::CHORUS,
         &modulation::FLANGER,
         &modulation::PHASER,
