@@ -49,7 +49,10 @@ pub(super) fn held_delay(d: f64, max_delay: f64, interp: Interp) -> f64 {
 }
 
 /// A line of `max_time` seconds at `sample_rate` and its longest delay in samples.
-pub(super) fn line_for<S: Sample>(max_time: f64, sample_rate: f64) -> Result<(Line<S>, f64), String> {
+pub(super) fn line_for<S: Sample>(
+    max_time: f64,
+    sample_rate: f64,
+) -> Result<(Line<S>, f64), String> {
     let max_delay = max_delay_samples(max_time, sample_rate)?.max(2);
     Ok((Line::new(max_delay + 1), max_delay as f64))
 }
@@ -318,4 +321,4 @@ pub(crate) static COMB: OpSpec = OpSpec {
 
 #[cfg(test)]
 #[path = "comb_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -10,11 +10,11 @@
 //! the hash the compiler computes, so a new seed takes effect when the node
 //! is rebuilt (a scene edit), not through `set_discrete`.
 
+use super::noise_color::{ColorFilter, Colored};
 use super::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
     OpSpec, Operator, ParamKind, ParamSpec, StateError,
 };
-use super::noise_color::{ColorFilter, Colored};
 use super::{serial_lanes, LaneKernel, Value};
 use crate::dsp::rng::NoiseStream;
 use crate::dsp::{Math, Sample};

@@ -64,7 +64,11 @@ impl ColorFilter {
     /// Pink at `sample_rate`.
     pub(super) fn pink<M: Math>(sample_rate: f64) -> ColorFilter {
         let at = |hz: f64, k: usize| {
-            let hz = if k == 6 { hz * sample_rate / 48000.0 } else { hz };
+            let hz = if k == 6 {
+                hz * sample_rate / 48000.0
+            } else {
+                hz
+            };
             M::coef_exp(-2.0 * core::f64::consts::PI * hz / sample_rate)
         };
         let poles: Vec<f64> = (0..7).map(|k| at(PINK_POLES_HZ[k], k)).collect();
@@ -198,3 +202,7 @@ impl<S: Sample> NodeProcessor<S> for Colored<S> {
         true
     }
 }
+
+#[cfg(test)]
+#[path = "noise_color_tests.rs"]
+mod tests;

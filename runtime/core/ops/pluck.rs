@@ -19,11 +19,18 @@
 //!   for a phase delay of exactly `f` at the fundamental `ω = 2π/L` (a
 //!   Thiran allpass's `(1 − f)/(1 + f)` is exact only at DC, a few cents
 //!   off at 4 kHz). The loop's phase at `ω` is then exactly `2π`.
+//! - **Damping's pull.** A loop that loses more at higher frequencies
+//!   rings slightly flat of its phase's frequency (by up to half a cent
+//!   for a dark note at 3 kHz). The line is shortened by
+//!   `δ = ln(g·H(ω))/L · (H′(ω)/H(ω)) / ω` samples (both factors negative), `H′(ω) = −2a·sin ω`
+//!   (the pole's shift off the unit circle, to first order): `N` and `f`
+//!   are taken from `L − δ` and `η` still for the fundamental `ω`.
 //! - **Decay.** The fundamental loses `10^(−3/(decay·freq))` per pass, so
 //!   it falls 60 dB in `decay` seconds: `g = 10^(−3·L/(decay·sr)) / H(ω)`
 //!   with `H(ω) = 1 − 2a + 2a·cos ω` the loop filter's gain there. `g` is
-//!   held to 0.99999 (a note too high and dark for its decay rings
-//!   shorter). Partial `k` loses `g·H(k·ω)` per pass: `brightness` 1 lets
+//!   held to 0.99999, the loop's gain at DC: a note too high and dark for
+//!   its decay loses at least `H(ω)` per pass and rings shorter (brightness
+//!   0 at 3.3 kHz: about 1400 dB/s, whatever `decay` says). Partial `k` loses `g·H(k·ω)` per pass: `brightness` 1 lets
 //!   every partial ring as long as the fundamental; 0 damps them as the
 //!   classic two-point average does.
 //! - **Excitation.** A rising edge of `trigger` (≤ 0 to > 0, by an event,
@@ -38,11 +45,11 @@
 //! line, its write index, the loop filter's and allpass's last values,
 //! the trigger's level and the burst's remaining length.
 
+use super::fracline::Line;
 use super::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
     OpSpec, Operator, ParamKind, ParamSpec, PartClear, Progress, StateError,
 };
-use super::fracline::Line;
 use crate::dsp::rng::NoiseStream;
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
@@ -93,10 +100,7 @@ pub(super) fn tuning<M: Math>(
     if len < SHORTEST {
         len = SHORTEST;
     }
-    let n = (len - 1.5).floor();
-    let f = len - 1.0 - n;
     let w = 2.0 * core::f64::consts::PI / len;
-    let eta = M::coef_sin((1.0 - f) * w * 0.5) / M::coef_sin((1.0 + f) * w * 0.5);
     let b = if brightness.is_nan() {
         1.0
     } else {
@@ -110,6 +114,13 @@ pub(super) fn tuning<M: Math>(
     if g.is_nan() || g > MAX_LOOP_GAIN {
         g = MAX_LOOP_GAIN;
     }
+    // A loop whose gain falls with frequency rings a little below the
+    // frequency its phase says: shorten it by that much.
+    let slope = -2.0 * a * M::coef_sin(w) / h;
+    let loop_len = len - M::coef_ln(g * h) / len * slope / w;
+    let n = (loop_len - 1.5).floor();
+    let f = loop_len - 1.0 - n;
+    let eta = M::coef_sin((1.0 - f) * w * 0.5) / M::coef_sin((1.0 + f) * w * 0.5);
     Tuning {
         n: n as usize,
         a,
@@ -141,7 +152,11 @@ impl<S: Sample, M: Math> Pluck<S, M> {
     #[inline]
     fn retune(&mut self, freq: f64, decay: f64, brightness: f64) {
         let key = [freq, decay, brightness];
-        if key.iter().zip(&self.key).all(|(a, b)| a.to_bits() == b.to_bits()) {
+        if key
+            .iter()
+            .zip(&self.key)
+            .all(|(a, b)| a.to_bits() == b.to_bits())
+        {
             return;
         }
         self.key = key;
