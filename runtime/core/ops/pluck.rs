@@ -24,7 +24,7 @@
 //!   for a dark note at 3 kHz). The line is shortened by
 //!   `δ = ln(g·H(ω))/L · (H′(ω)/H(ω)) / ω` samples (both factors negative), `H′(ω) = −2a·sin ω`
 //!   (the pole's shift off the unit circle, to first order): `N` and `f`
-//!   are taken from `L − δ` and `η` still for the fundamental `ω`.
+//!   are taken from `L − δ` (at least 2.5) and `η` still for the fundamental `ω`.
 //! - **Decay.** The fundamental loses `10^(−3/(decay·freq))` per pass, so
 //!   it falls 60 dB in `decay` seconds: `g = 10^(−3·L/(decay·sr)) / H(ω)`
 //!   with `H(ω) = 1 − 2a + 2a·cos ω` the loop filter's gain there. `g` is
@@ -117,7 +117,10 @@ pub(super) fn tuning<M: Math>(
     // A loop whose gain falls with frequency rings a little below the
     // frequency its phase says: shorten it by that much.
     let slope = -2.0 * a * M::coef_sin(w) / h;
-    let loop_len = len - M::coef_ln(g * h) / len * slope / w;
+    let mut loop_len = len - M::coef_ln(g * h) / len * slope / w;
+    if !(loop_len >= SHORTEST) {
+        loop_len = SHORTEST;
+    }
     let n = (loop_len - 1.5).floor();
     let f = loop_len - 1.0 - n;
     let eta = M::coef_sin((1.0 - f) * w * 0.5) / M::coef_sin((1.0 + f) * w * 0.5);

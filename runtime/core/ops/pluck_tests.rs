@@ -48,8 +48,9 @@ fn oracle(x: &[f64], freq: f64, decay: f64, bright: f64, amp: f64, trig: &[f64])
     let h = 1.0 - 2.0 * a + 2.0 * a * libm::cos(w);
     let g = (libm::pow(10.0, -3.0 * l / (decay * SR)) / h).min(0.99999);
     let delta = libm::log(g * h) / l * (-2.0 * a * libm::sin(w) / h) / w;
-    let n0 = (l - delta - 1.5).floor();
-    let f = l - delta - 1.0 - n0;
+    let ll = (l - delta).max(2.5);
+    let n0 = (ll - 1.5).floor();
+    let f = ll - 1.0 - n0;
     let eta = libm::sin((1.0 - f) * w / 2.0) / libm::sin((1.0 + f) * w / 2.0);
     let n0 = n0 as usize;
     let mut y: Vec<f64> = Vec::new();
