@@ -25,11 +25,11 @@
 //!   walk does. Near Nyquist the slope eases (the sampled integrator's
 //!   `1/(2·sin(πf/sr))`), +0.4 dB at 8 kHz at 48 kHz.
 //!
-//! The output is `amp·g·t` of the last section, `g` scaled so that the RMS is `amp/5` (−14 dBFS at amp 1):
-//! the gain is set from the filter's power gain `Σ h[n]²` in closed form
-//! (partial fractions), times the words' variance 1/3. Their peaks can
-//! pass `amp` (about once in 10⁶ samples); they are bounded by
-//! `amp·Σ|h[n]|`. The state is the sections' last inputs and outputs;
+//! The output is `amp·g·t` of the last section, `g` scaled so that the
+//! RMS is `amp/5` (−14 dBFS at amp 1): `g` comes from the filter's power
+//! gain `Σ h[n]²` in closed form (partial fractions), times the words'
+//! variance 1/3. A rare peak may pass `amp`; every sample is bounded by
+//! `amp·g·Σ|h[n]|`. The state is the sections' last inputs and outputs;
 //! `reset` zeroes it.
 
 use super::{NodeProcessor, NodeState, StateError};
