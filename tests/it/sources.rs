@@ -99,7 +99,10 @@ fn strict_output_is_the_same_bits_at_every_block_size() {
     let want = render(SCENE, Profile::Strict, 4096, frames);
     assert!(want.iter().all(|c| c.iter().any(|v| *v != 0.0)));
     for block in [1, 64] {
-        assert!(render(SCENE, Profile::Strict, block, frames) == want, "block {block}");
+        assert!(
+            render(SCENE, Profile::Strict, block, frames) == want,
+            "block {block}"
+        );
     }
 }
 
@@ -109,7 +112,10 @@ fn strict_output_is_the_same_bits_at_every_block_size() {
 #[test]
 fn their_state_carries_through_a_hot_edit_of_another_node() {
     let path = common::root().join("scenes/sources.json");
-    let edited = SCENE.replace(r#""freq": "90Hz", "amp": 0.2"#, r#""freq": "90Hz", "amp": 0.3"#);
+    let edited = SCENE.replace(
+        r#""freq": "90Hz", "amp": 0.2"#,
+        r#""freq": "90Hz", "amp": 0.3"#,
+    );
     assert_ne!(edited, SCENE);
     let fixed = SessionFixed::from_plan(
         &common::plan(SCENE, Some(Profile::Strict), 64),
@@ -132,9 +138,18 @@ fn their_state_carries_through_a_hot_edit_of_another_node() {
         assert!(!a.migration.structural, "{p}: a param edit");
         s.play_to(total);
         let got = split(s.output());
-        for (c, what) in ["pink", "brown", "dust, comb, allpass", "plucks"].iter().enumerate() {
-            assert!(got[c] == want[c], "{p}: {what} changed by an unrelated edit");
-            assert!(want[c][at as usize..].iter().any(|v| *v != 0.0), "{p}: {what} sounds");
+        for (c, what) in ["pink", "brown", "dust, comb, allpass", "plucks"]
+            .iter()
+            .enumerate()
+        {
+            assert!(
+                got[c] == want[c],
+                "{p}: {what} changed by an unrelated edit"
+            );
+            assert!(
+                want[c][at as usize..].iter().any(|v| *v != 0.0),
+                "{p}: {what} sounds"
+            );
         }
         assert_ne!(got[4], want[4], "{p}: the edited node changed");
     }

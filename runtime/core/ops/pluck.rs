@@ -118,7 +118,7 @@ pub(super) fn tuning<M: Math>(
     // frequency its phase says: shorten it by that much.
     let slope = -2.0 * a * M::coef_sin(w) / h;
     let mut loop_len = len - M::coef_ln(g * h) / len * slope / w;
-    if !(loop_len >= SHORTEST) {
+    if loop_len.is_nan() || loop_len < SHORTEST {
         loop_len = SHORTEST;
     }
     let n = (loop_len - 1.5).floor();
@@ -287,7 +287,7 @@ struct PluckOp;
 impl Operator for PluckOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
         let longest = longest_loop(cx.sample_rate);
-        if !(longest < (1u64 << 32) as f64) {
+        if longest.is_nan() || longest >= (1u64 << 32) as f64 {
             return Err(format!("the sample rate {} Hz is too high", cx.sample_rate));
         }
         let mut node = Pluck::<S, M> {
