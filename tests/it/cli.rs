@@ -292,6 +292,10 @@ fn ops_lists_every_operator() {
         "saturator",
         "diode_clipper",
         "input",
+        "dust",
+        "pluck",
+        "comb",
+        "allpass",
     ] {
         assert!(
             s.lines().any(|l| l.starts_with(name)),

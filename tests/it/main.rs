@@ -72,6 +72,7 @@ mod scenes;
 mod scripted_render;
 mod set_params;
 mod snapshot;
+mod sources;
 mod state_in_parts;
 mod switch_events;
 mod take_names;

@@ -589,6 +589,106 @@ pub(crate) fn cases() -> Vec<Case> {
             )
         });
     }
+    // The sources and resonators of the second wave: coloured noise, dust
+    // (dense enough for 256 frames to hold impulses), a string plucked
+    // by a gate and one driven by its input, combs and allpasses read
+    // both ways with their delays modulated.
+    v.extend([
+        case(
+            "noise",
+            vec![
+                ("amp", num(0.5)),
+                ("color", enum_ix("noise", "color", "pink")),
+            ],
+        ),
+        case(
+            "noise",
+            vec![
+                ("amp", num(0.5)),
+                ("color", enum_ix("noise", "color", "brown")),
+            ],
+        ),
+        Case {
+            mods: vec![("density", control_signal(FRAMES, 1500.0))],
+            ..case("dust", vec![("density", num(2000.0))])
+        },
+        case(
+            "dust",
+            vec![
+                ("density", num(4000.0)),
+                ("bipolar", Value::Bool(true)),
+                ("seed", Value::Integer(5)),
+            ],
+        ),
+        Case {
+            mods: vec![
+                ("trigger", gate_signal(FRAMES)),
+                ("freq", control_signal(FRAMES, 30.0)),
+            ],
+            ..case(
+                "pluck",
+                vec![
+                    ("freq", num(330.0)),
+                    ("decay", num(0.3)),
+                    ("brightness", num(0.3)),
+                ],
+            )
+        },
+        Case {
+            n_inputs: 1,
+            ..case(
+                "pluck",
+                vec![
+                    ("freq", num(1234.5)),
+                    ("decay", num(0.05)),
+                    ("trigger", num(1.0)),
+                ],
+            )
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![("time", control_signal(FRAMES, 0.001))],
+            ..case(
+                "comb",
+                vec![
+                    ("time", num(0.0021)),
+                    ("gain", num(0.8)),
+                    ("max_time", num(0.01)),
+                ],
+            )
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![("gain", control_signal(FRAMES, 0.3))],
+            ..case(
+                "comb",
+                vec![
+                    ("time", num(0.00123)),
+                    ("gain", num(-0.6)),
+                    ("mode", enum_ix("comb", "mode", "feedforward")),
+                    ("interp", enum_ix("comb", "interp", "allpass")),
+                    ("max_time", num(0.01)),
+                ],
+            )
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![("time", control_signal(FRAMES, 0.0005))],
+            ..case(
+                "allpass",
+                vec![
+                    ("time", num(0.0017)),
+                    ("gain", num(0.6)),
+                    ("interp", enum_ix("allpass", "interp", "allpass")),
+                    ("max_time", num(0.01)),
+                ],
+            )
+        },
+        Case {
+            n_inputs: 1,
+            ..case("allpass", vec![("time", num(0.0005)), ("gain", num(-0.7))])
+        },
+    ]);
     v
 }
 
@@ -937,8 +1037,13 @@ const EXTREMES: [f64; 5] = [1e30, -1e30, f64::INFINITY, f64::NEG_INFINITY, f64::
 /// - `svf`: its resonance, about `q` ≤ 1000, times 4 for a broadband
 ///   input's transients;
 /// - `compressor`: `makeup` ≤ 48 dB (its gain reduction never gains);
-/// - `delay`: a comb's peak gain 1 / (1 − |feedback|) with |feedback| ≤
-///   0.999; `flanger` and `phaser` the same with 0.99;
+/// - `delay` and `comb`: a comb's peak gain 1 / (1 − |feedback|) with
+///   |feedback| ≤ 0.999; `flanger` and `phaser` the same with 0.99;
+/// - `noise`: pink's and brown's filters sum |h[n]| to at most 20 (brown's
+///   leaky integrator, 19.3 at 48 kHz; pink's 10) times `amp`;
+/// - `pluck`: a burst of `amp` at each of the gate's two rising edges in
+///   2000 frames, its loop's gain at most 1 per pass at every frequency
+///   (8 leaves room for the bursts overlapping the ringing);
 /// - `sequencer`: its largest step (the case's steps as Hz);
 /// - `scale`, `clip`, `quantise`: a level param's ±1e6 (an output range,
 ///   a bound, a step); `lag` and `slew`: their `value`, ±1e9, plus `in`;
@@ -948,8 +1053,11 @@ const EXTREMES: [f64; 5] = [1e30, -1e30, f64::INFINITY, f64::NEG_INFINITY, f64::
 fn port_drive_bound(op: &str) -> f64 {
     let level = 1e6;
     match op {
-        "sine" | "saw" | "square" | "triangle" | "noise" | "impulse" | "dc" | "sampler"
-        | "gain" => level * (1.0 + 1e-5),
+        "sine" | "saw" | "square" | "triangle" | "impulse" | "dc" | "sampler" | "gain" | "dust" => {
+            level * (1.0 + 1e-5)
+        }
+        "noise" => level * 20.0,
+        "pluck" => level * 8.0,
         "lfo" => 2.0 * level * (1.0 + 1e-5),
         "convolution" => {
             let ir = test_audio();
@@ -962,7 +1070,7 @@ fn port_drive_bound(op: &str) -> f64 {
         "biquad" => level * 1000.0,
         "svf" => 4.0 * 1000.0,
         "compressor" => libm::pow(10.0, 48.0 / 20.0),
-        "delay" => 1.0 / (1.0 - 0.999),
+        "delay" | "comb" => 1.0 / (1.0 - 0.999),
         "flanger" | "phaser" => 1.0 / (1.0 - 0.99),
         "sequencer" => 440.0 * libm::exp2((127.0 - 69.0) / 12.0),
         // Their ranges' ends are levels (a `scale`'s output range, a

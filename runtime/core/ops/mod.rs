@@ -38,15 +38,21 @@ macro_rules! stateless {
     };
 }
 
+mod allpass;
+mod comb;
 pub mod convolution;
 mod delay;
+mod dust;
 mod dynamics;
 mod filters;
+mod fracline;
 mod input;
 mod modulation;
 mod noise;
+mod noise_color;
 mod nonlinear;
 mod oscillators;
+mod pluck;
 mod reverb;
 mod sampler;
 pub(crate) mod sequencer;
@@ -947,17 +953,19 @@ pub(crate) fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 46] = [
+    static ALL: &[&OpSpec] = &[
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
         &oscillators::TRIANGLE,
         &noise::NOISE,
+        &dust::DUST,
         &oscillators::IMPULSE,
         &oscillators::LFO,
         &utility::DC,
         &input::INPUT,
         &sampler::SAMPLER,
+        &pluck::PLUCK,
         &filters::BIQUAD,
         &filters::ONEPOLE,
         &filters::SVF,
@@ -985,6 +993,8 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::CROSSFADE,
         &utility::CAST,
         &delay::DELAY,
+        &comb::COMB,
+        &allpass::ALLPASS,
         &modulation::CHORUS,
         &modulation::FLANGER,
         &modulation::PHASER,
@@ -995,7 +1005,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &nonlinear::DIODE_CLIPPER,
         &sequencer::SEQUENCER,
     ];
-    &ALL
+    ALL
 }
 
 /// Looks an operator up by name.

@@ -10,18 +10,20 @@
 //! the hash the compiler computes, so a new seed takes effect when the node
 //! is rebuilt (a scene edit), not through `set_discrete`.
 
+use super::noise_color::{ColorFilter, Colored};
 use super::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
     OpSpec, Operator, ParamKind, ParamSpec, StateError,
 };
-use super::{serial_lanes, LaneKernel};
+use super::{serial_lanes, LaneKernel, Value};
 use crate::dsp::rng::NoiseStream;
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
 
-const AMP: usize = NOISE.index_of("amp");
+pub(super) const AMP: usize = NOISE.index_of("amp");
+const COLOR: usize = NOISE.index_of("color");
 
 /// The stream index noise draws from (the only one `noise` uses).
 const STREAM: u32 = 0;
@@ -73,10 +75,18 @@ impl<S: Sample> NodeProcessor<S> for Noise<S> {
 struct NoiseOp;
 impl Operator for NoiseOp {
     fn build<S: Sample, M: Math>(cx: &BuildCtx<'_>) -> Result<Box<dyn NodeProcessor<S>>, String> {
-        Ok(Box::new(Noise::<S> {
-            stream: NoiseStream::new(cx.noise_hash, STREAM),
-            _p: PhantomData,
-        }))
+        let stream = NoiseStream::new(cx.noise_hash, STREAM);
+        let filter = match cx.values[COLOR] {
+            Value::Enum(1) => ColorFilter::pink::<M>(cx.sample_rate),
+            Value::Enum(2) => ColorFilter::brown::<M>(cx.sample_rate),
+            _ => {
+                return Ok(Box::new(Noise::<S> {
+                    stream,
+                    _p: PhantomData,
+                }))
+            }
+        };
+        Ok(Box::new(Colored::<S>::new(stream, &filter)))
     }
 }
 
@@ -85,7 +95,8 @@ pub(crate) static NOISE: OpSpec = OpSpec {
     name: "noise",
     doc: "White noise, uniform in [-amp, amp): Philox 4x32-10 keyed by (global seed, node id, seed), \
           a pure function of the sample index (the locked formula: scenes/README.md, \
-          \"Randomness\").",
+          \"Randomness\"). `color` pink (−3 dB/octave) or brown (−6 dB/octave) filters those \
+          words, to an RMS of amp/5.",
     inputs: &[],
     outputs: &["out"],
     params: &[
@@ -105,6 +116,15 @@ pub(crate) static NOISE: OpSpec = OpSpec {
                 max: i64::MAX,
             },
             doc: "local seed, mixed with the global seed and the node id",
+            settable_by_events: false,
+        },
+        ParamSpec {
+            name: "color",
+            kind: ParamKind::Enum {
+                choices: &["white", "pink", "brown"],
+                default: "white",
+            },
+            doc: "white (flat), pink (−3 dB/octave) or brown (−6 dB/octave, a leaky integrator)",
             settable_by_events: false,
         },
     ],
