@@ -39,6 +39,7 @@ macro_rules! stateless {
 }
 
 pub mod convolution;
+mod crush;
 mod delay;
 mod dynamics;
 mod filters;
@@ -50,6 +51,7 @@ mod oscillators;
 mod reverb;
 mod sampler;
 pub(crate) mod sequencer;
+mod shaper;
 mod spectral;
 mod utility;
 
@@ -947,7 +949,7 @@ pub(crate) fn build_any<O: Operator>(
 
 /// Every operator, in the order `morphrt ops` lists them.
 pub fn registry() -> &'static [&'static OpSpec] {
-    static ALL: [&OpSpec; 33] = [
+    static ALL: [&OpSpec; 36] = [
         &oscillators::SINE,
         &oscillators::SAW,
         &oscillators::SQUARE,
@@ -966,6 +968,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &dynamics::FOLLOWER,
         &dynamics::COMPRESSOR,
         &dynamics::LIMITER,
+        &dynamics::GATE,
         &utility::GAIN,
         &utility::MIX,
         &utility::MULTIPLY,
@@ -980,6 +983,8 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &spectral::SPECTRAL_GATE,
         &nonlinear::SATURATOR,
         &nonlinear::DIODE_CLIPPER,
+        &shaper::SHAPER,
+        &crush::CRUSH,
         &sequencer::SEQUENCER,
     ];
     &ALL
