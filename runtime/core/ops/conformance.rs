@@ -119,6 +119,38 @@ pub(crate) fn cases() -> Vec<Case> {
             "sampler",
             vec![("file", Value::Resource(test_audio())), ("rate", num(1.0))],
         ),
+        // Loop points: ping-pong from a start offset with the pitch
+        // modulated, and a crossfaded forward loop against a root note.
+        Case {
+            mods: vec![("pitch", control_signal(FRAMES, 60.0))],
+            ..case(
+                "sampler",
+                vec![
+                    ("file", Value::Resource(test_audio())),
+                    ("rate", num(1.3)),
+                    ("loop", Value::Bool(true)),
+                    ("loop_mode", enum_ix("sampler", "loop_mode", "ping_pong")),
+                    ("start", num(50.0 / SR)),
+                    ("loop_start", num(10.0 / SR)),
+                    ("loop_end", num(90.0 / SR)),
+                ],
+            )
+        },
+        Case {
+            mods: vec![("root", control_signal(FRAMES, 40.0))],
+            ..case(
+                "sampler",
+                vec![
+                    ("file", Value::Resource(test_audio())),
+                    ("rate", num(1.5)),
+                    ("loop", Value::Bool(true)),
+                    ("loop_start", num(40.0 / SR)),
+                    ("loop_end", num(140.0 / SR)),
+                    ("crossfade", num(30.0 / SR)),
+                    ("pitch", num(330.0)),
+                ],
+            )
+        },
         Case {
             n_inputs: 1,
             ..case("convolution", vec![("ir", Value::Resource(test_audio()))])
