@@ -69,6 +69,7 @@ mod run_rates;
 mod scenes;
 mod scripted_render;
 mod set_params;
+mod shapers;
 mod snapshot;
 mod state_in_parts;
 mod switch_events;

@@ -124,7 +124,11 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Crush<S, M> {
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
         let phase = st.get_sample::<f64>("phase")?;
         let held = st.get_sample::<f64>("held")?;
-        self.phase = if (0.0..2.0).contains(&phase) { phase } else { 1.0 };
+        self.phase = if (0.0..2.0).contains(&phase) {
+            phase
+        } else {
+            1.0
+        };
         self.held = if held.is_finite() { held } else { 0.0 };
         Ok(())
     }

@@ -135,8 +135,16 @@ fn repro_and_live_are_strict_rounded_to_f32() {
         for (n, (a, b)) in got.iter().zip(&want).enumerate() {
             assert!((a - b).abs() <= q * (1.0 + 1e-6), "{profile} frame {n}");
         }
-        let same = got.iter().zip(&want).filter(|(a, b)| (*a - *b).abs() < 1e-6).count();
-        assert!(same >= x.len() - 5, "{profile}: {same} of {} agree", x.len());
+        let same = got
+            .iter()
+            .zip(&want)
+            .filter(|(a, b)| (*a - *b).abs() < 1e-6)
+            .count();
+        assert!(
+            same >= x.len() - 5,
+            "{profile}: {same} of {} agree",
+            x.len()
+        );
     }
 }
 

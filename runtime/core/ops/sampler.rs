@@ -174,12 +174,12 @@ impl<S: Sample> Sampler<S> {
         let f = S::from_f64((pos & (ONE_FRAME - 1)) as f64 * TWO_POW_NEG_32);
         let a = data[i];
         let r = self.region;
-        let next = if self.looping && !self.ping_pong && pos >= r.ls && i + 1 == (r.le >> 32) as usize
-        {
-            (r.ls >> 32) as usize
-        } else {
-            i + 1
-        };
+        let next =
+            if self.looping && !self.ping_pong && pos >= r.ls && i + 1 == (r.le >> 32) as usize {
+                (r.ls >> 32) as usize
+            } else {
+                i + 1
+            };
         let b = match data.get(next) {
             Some(b) => *b,
             None => S::ZERO,
@@ -465,7 +465,8 @@ pub(crate) static SAMPLER: OpSpec = OpSpec {
                 choices: LOOP_MODES,
                 default: "forward",
             },
-            doc: "forward: from loop_end back to loop_start; ping_pong: back and forth between them",
+            doc:
+                "forward: from loop_end back to loop_start; ping_pong: back and forth between them",
             settable_by_events: false,
         },
         static_time(

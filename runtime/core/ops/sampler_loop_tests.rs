@@ -133,7 +133,10 @@ fn pitch_over_root_sets_the_speed_in_equal_temperament() {
     // An octave over the root plays at twice the speed.
     let out = runner(
         &l,
-        &[("pitch", Value::Number(midi(69.0))), ("root", Value::Number(midi(57.0)))],
+        &[
+            ("pitch", Value::Number(midi(69.0))),
+            ("root", Value::Number(midi(57.0))),
+        ],
     )
     .run(&[], &[], 150, &[64]);
     for n in 0..150 {
@@ -252,7 +255,10 @@ fn loop_mode_edits_and_a_restore_keep_the_position_inside_the_loop() {
     // Ping-pong from frame 15: 15 … 19, then back down.
     r.node().set_discrete(LOOP_MODE, &Value::Enum(1));
     let out = r.run(&[], &[], 8, &[8]);
-    assert_eq!(out[0], [l[15], l[16], l[17], l[18], l[19], l[18], l[17], l[16]]);
+    assert_eq!(
+        out[0],
+        [l[15], l[16], l[17], l[18], l[19], l[18], l[17], l[16]]
+    );
     // The direction is state: a fresh node restored from it goes on down.
     let st = r.snapshot();
     assert!(st.get_bool("backwards").unwrap());

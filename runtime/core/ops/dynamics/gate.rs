@@ -114,7 +114,11 @@ impl<S: Sample, M: Math> Gate<S, M> {
         };
         let level = self.det.tick::<M>(key, attack, DETECT_TIME, sr);
         let open_at = self.open_at.get::<M>(s.threshold);
-        let hysteresis = if s.hysteresis > 0.0 { s.hysteresis } else { 0.0 };
+        let hysteresis = if s.hysteresis > 0.0 {
+            s.hysteresis
+        } else {
+            0.0
+        };
         let close_at = self.close_at.get::<M>(s.threshold - hysteresis);
         let hold = s.hold * sr;
         let hold = if hold > 0.0 { hold.round() as u64 } else { 0 };

@@ -55,7 +55,11 @@ fn simulate(
     let mut gains = Vec::new();
     for (xi, ki) in x.iter().zip(key) {
         let r = ki.abs();
-        e = if r > e { r } else { r + detect_release * (e - r) };
+        e = if r > e {
+            r
+        } else {
+            r + detect_release * (e - r)
+        };
         if e < 1e-30 {
             e = 0.0;
         }
@@ -72,7 +76,11 @@ fn simulate(
             }
         }
         let target = if open { 1.0 } else { floor };
-        let c = if target > g { coef(attack) } else { coef(release) };
+        let c = if target > g {
+            coef(attack)
+        } else {
+            coef(release)
+        };
         g = target + c * (g - target);
         out.push(xi * g);
         gains.push(g);
@@ -150,9 +158,14 @@ fn it_opens_on_a_burst_holds_then_releases_to_the_floor() {
     assert!(g[..2000 + hold_n].iter().skip(200).all(|v| *v == 1.0));
     // The detector (5 ms release from at most 0.5) is below the close
     // threshold (−46 dB) by `below`; the gate closes `hold` after that.
-    let below = 2000 + libm::ceil(0.005 * SR * libm::log(0.5 / libm::pow(10.0, -46.0 / 20.0))) as usize;
+    let below =
+        2000 + libm::ceil(0.005 * SR * libm::log(0.5 / libm::pow(10.0, -46.0 / 20.0))) as usize;
     let closed = (2000..x.len()).find(|&n| g[n] < 1.0).expect("closes");
-    assert!(closed <= below + hold_n + 2, "closes at {closed}, by {}", below + hold_n + 2);
+    assert!(
+        closed <= below + hold_n + 2,
+        "closes at {closed}, by {}",
+        below + hold_n + 2
+    );
     // One release time later: 1 − 1/e of the way down to 0.01.
     let k = closed - 1 + (release * SR) as usize;
     let want = 0.01 + 0.99 * libm::exp(-1.0);
@@ -188,7 +201,11 @@ fn a_level_inside_the_hysteresis_band_changes_nothing() {
     assert!(out[1][2400..].iter().all(|g| *g == 1.0), "stays open");
     // And −35 dB closes it.
     let mut x = tone(libm::pow(10.0, -10.0 / 20.0), 2400);
-    x.extend(tone(libm::pow(10.0, -35.0 / 20.0), 9600).into_iter().skip(2400));
+    x.extend(
+        tone(libm::pow(10.0, -35.0 / 20.0), 9600)
+            .into_iter()
+            .skip(2400),
+    );
     let mut r = runner(&params, 1, Profile::Strict);
     let out = r.run(&[x], &[], 9600, &[64]);
     assert!(out[1][9599] < 1e-3, "closed: {}", out[1][9599]);
