@@ -117,7 +117,7 @@ fn the_gate_matches_its_formulas_simulated_in_the_test() {
     let (want, want_g) = simulate(&x, &x, -30.0, 60.0, 8.0, 0.0005, 0.01, 0.02);
     for blocks in [vec![1], vec![64], vec![4096]] {
         let mut r = runner(&params, 1, Profile::Strict);
-        let out = r.run(&[x.clone()], &[], x.len(), &blocks);
+        let out = r.run(std::slice::from_ref(&x), &[], x.len(), &blocks);
         for n in 0..x.len() {
             assert!((out[0][n] - want[n]).abs() <= 1e-12, "frame {n}");
             assert!((out[1][n] - want_g[n]).abs() <= 1e-12, "gain, frame {n}");
@@ -126,7 +126,7 @@ fn the_gate_matches_its_formulas_simulated_in_the_test() {
     // Repro and live (f32 signal, f64 level and gain) stay within 1e-6.
     for profile in [Profile::Repro, Profile::Live] {
         let mut r = runner(&params, 1, profile);
-        let out = r.run(&[x.clone()], &[], x.len(), &[64]);
+        let out = r.run(std::slice::from_ref(&x), &[], x.len(), &[64]);
         for n in 0..x.len() {
             assert!((out[1][n] - want_g[n]).abs() <= 1e-6, "{profile} frame {n}");
         }
@@ -149,7 +149,7 @@ fn it_opens_on_a_burst_holds_then_releases_to_the_floor() {
         1,
         Profile::Strict,
     );
-    let out = r.run(&[x.clone()], &[], x.len(), &[128]);
+    let out = r.run(std::slice::from_ref(&x), &[], x.len(), &[128]);
     let g = &out[1];
     assert!((g[0] - 0.01).abs() < 1e-12, "starts closed at −40 dB");
     assert!(g[200] > 0.999_999, "open within the burst");
@@ -245,7 +245,7 @@ fn a_detector_edit_applies_in_place() {
     let params = [("threshold", num(-20.0)), ("hold", num(0.0))];
     let mut r = runner(&params, 1, Profile::Strict);
     r.node().set_discrete(DETECTOR, &Value::Enum(1));
-    let out = r.run(&[x.clone()], &[], 4800, &[64]);
+    let out = r.run(std::slice::from_ref(&x), &[], 4800, &[64]);
     assert!(out[1].iter().all(|g| *g < 1e-3), "rms stays closed");
     let mut r = runner(&params, 1, Profile::Strict);
     let out = r.run(&[x], &[], 4800, &[64]);
