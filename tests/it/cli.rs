@@ -292,6 +292,9 @@ fn ops_lists_every_operator() {
         "saturator",
         "diode_clipper",
         "input",
+        "shaper",
+        "crush",
+        "gate",
     ] {
         assert!(
             s.lines().any(|l| l.starts_with(name)),
@@ -301,7 +304,7 @@ fn ops_lists_every_operator() {
     let o = morphrt(&["ops", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let ops = v.as_array().unwrap();
-    assert_eq!(ops.len(), 33);
+    assert_eq!(ops.len(), 36);
     let biquad = ops.iter().find(|o| o["name"] == "biquad").unwrap();
     assert_eq!(biquad["tier"], "strict");
     assert_eq!(biquad["inputs"], serde_json::json!(["in"]));
