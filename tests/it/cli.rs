@@ -296,6 +296,9 @@ fn ops_lists_every_operator() {
         "pluck",
         "comb",
         "allpass",
+        "shaper",
+        "crush",
+        "gate",
     ] {
         assert!(
             s.lines().any(|l| l.starts_with(name)),

@@ -71,6 +71,7 @@ mod run_rates;
 mod scenes;
 mod scripted_render;
 mod set_params;
+mod shapers;
 mod snapshot;
 mod sources;
 mod state_in_parts;

@@ -119,6 +119,38 @@ pub(crate) fn cases() -> Vec<Case> {
             "sampler",
             vec![("file", Value::Resource(test_audio())), ("rate", num(1.0))],
         ),
+        // Loop points: ping-pong from a start offset with the pitch
+        // modulated, and a crossfaded forward loop against a root note.
+        Case {
+            mods: vec![("pitch", control_signal(FRAMES, 60.0))],
+            ..case(
+                "sampler",
+                vec![
+                    ("file", Value::Resource(test_audio())),
+                    ("rate", num(1.3)),
+                    ("loop", Value::Bool(true)),
+                    ("loop_mode", enum_ix("sampler", "loop_mode", "ping_pong")),
+                    ("start", num(50.0 / SR)),
+                    ("loop_start", num(10.0 / SR)),
+                    ("loop_end", num(90.0 / SR)),
+                ],
+            )
+        },
+        Case {
+            mods: vec![("root", control_signal(FRAMES, 40.0))],
+            ..case(
+                "sampler",
+                vec![
+                    ("file", Value::Resource(test_audio())),
+                    ("rate", num(1.5)),
+                    ("loop", Value::Bool(true)),
+                    ("loop_start", num(40.0 / SR)),
+                    ("loop_end", num(140.0 / SR)),
+                    ("crossfade", num(30.0 / SR)),
+                    ("pitch", num(330.0)),
+                ],
+            )
+        },
         Case {
             n_inputs: 1,
             ..case("convolution", vec![("ir", Value::Resource(test_audio()))])
@@ -398,6 +430,73 @@ pub(crate) fn cases() -> Vec<Case> {
     v.push(Case {
         n_inputs: 1,
         ..case("diode_clipper", vec![("drive", num(8.0))])
+    });
+    // The shaper: each curve, one at each factor, its drive and level
+    // modulated.
+    for (curve, factor) in [
+        ("tanh", "default"),
+        ("hard_clip", "2"),
+        ("soft_clip", "4"),
+        ("chebyshev", "1"),
+        ("fold", "2"),
+    ] {
+        v.push(Case {
+            n_inputs: 1,
+            mods: vec![
+                ("drive", control_signal(FRAMES, 1.5)),
+                ("level", control_signal(FRAMES, 0.3)),
+            ],
+            ..case(
+                "shaper",
+                vec![
+                    ("curve", enum_ix("shaper", "curve", curve)),
+                    ("drive", num(3.0)),
+                    ("order", Value::Integer(5)),
+                    ("level", num(0.8)),
+                    ("oversampling", enum_ix("shaper", "oversampling", factor)),
+                ],
+            )
+        });
+    }
+    // The crusher: a fractional rate and depth, then both modulated.
+    v.push(Case {
+        n_inputs: 1,
+        ..case("crush", vec![("bits", num(4.5)), ("rate", num(7000.0))])
+    });
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![
+            ("bits", control_signal(FRAMES, 3.0)),
+            ("rate", control_signal(FRAMES, 5000.0)),
+        ],
+        ..case("crush", vec![("bits", num(6.0)), ("rate", num(12000.0))])
+    });
+    // The gate: opening and closing on the test signal, self-keyed and
+    // keyed by a second input, its threshold modulated.
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![("threshold", control_signal(FRAMES, 10.0))],
+        ..case(
+            "gate",
+            vec![
+                ("threshold", num(-6.0)),
+                ("range", num(30.0)),
+                ("hold", num(0.002)),
+                ("release", num(0.01)),
+            ],
+        )
+    });
+    v.push(Case {
+        n_inputs: 2,
+        ..case(
+            "gate",
+            vec![
+                ("detector", enum_ix("gate", "detector", "rms")),
+                ("threshold", num(-12.0)),
+                ("hysteresis", num(3.0)),
+                ("hold", num(0.001)),
+            ],
+        )
     });
     v.push(Case {
         n_inputs: 1,

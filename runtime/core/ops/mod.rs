@@ -41,6 +41,7 @@ macro_rules! stateless {
 mod allpass;
 mod comb;
 pub mod convolution;
+mod crush;
 mod delay;
 mod dust;
 mod dynamics;
@@ -56,6 +57,7 @@ mod pluck;
 mod reverb;
 mod sampler;
 pub(crate) mod sequencer;
+mod shaper;
 mod spectral;
 mod utility;
 
@@ -975,6 +977,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &dynamics::FOLLOWER,
         &dynamics::COMPRESSOR,
         &dynamics::LIMITER,
+        &dynamics::GATE,
         &utility::GAIN,
         &utility::MIX,
         &utility::MULTIPLY,
@@ -1003,6 +1006,8 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &spectral::SPECTRAL_GATE,
         &nonlinear::SATURATOR,
         &nonlinear::DIODE_CLIPPER,
+        &shaper::SHAPER,
+        &crush::CRUSH,
         &sequencer::SEQUENCER,
     ];
     ALL

@@ -1,20 +1,40 @@
-//! `sampler`: plays an audio file (a resource) at a variable rate.
+//! `sampler`: plays an audio file (a resource) at a variable rate, from a
+//! start offset, optionally looping a region forward or ping-pong, pitched
+//! by a note.
 //!
 //! The play position is a signed 32.32 fixed-point frame index, advanced by
-//! `round(rate · 2^32)` per sample (the increment computed in f64 once per
-//! rate change), so position never drifts and migrates exactly between
-//! precisions. Output at position `p = i + f` (frame `i`, fraction `f`) is
-//! `amp · (s[i] + f·(s[i+1] − s[i]))`, where outside the file `s` is 0 (not
-//! looping) or wraps (looping). Not looping, any position outside
-//! `[0, frames)` is silence, and the position stops one frame past either end
-//! (so a negative rate later plays back from the end); looping, it wraps
-//! modulo the file length. `out` plays channel 0 and `out_r` channel 1
-//! (channel 0 again for a mono file).
+//! `round(speed · 2^32)` per sample with `speed = rate · pitch / root` (the
+//! increment computed in f64 once per change; `pitch` and `root` default
+//! to the same note, so the speed is `rate` exactly), so position never
+//! drifts and migrates exactly between precisions. Output at position
+//! `p = i + f` (frame `i`, fraction `f`) is `amp · (s[i] + f·(s[i+1] − s[i]))`,
+//! where outside the file `s` is 0, and inside a forward loop the frame
+//! after the loop's last is its first. `out` plays channel 0 and `out_r`
+//! channel 1 (channel 0 again for a mono file).
+//!
+//! **Start and loops.** `start`, `loop_start`, `loop_end` (0: the file's
+//! end) and `crossfade` are seconds, rounded to whole frames at build, the
+//! loop at least one frame long. Playback starts at `start`. Not looping,
+//! any position outside `[0, frames)` is silence, and the position stops
+//! one frame past either end (so a negative rate later plays back from the
+//! end). Looping forward, a position before the loop (from a `start`
+//! before `loop_start`) plays on into it, and one that leaves the loop
+//! wraps modulo its length; ping-pong, it reflects at the loop's first and
+//! last frames and the direction turns (state: snapshotted). With the
+//! defaults the loop is the whole file, as a sampler without loop points.
+//!
+//! **Crossfade.** A forward loop's seam jumps from the loop's last frame
+//! to its first, a click unless the material matches. With `crossfade` of
+//! `X` frames (at most `loop_start` and the loop's length), a position `p`
+//! in the loop's last `X` frames plays `(1 − w)·s(p) + w·s(p − len)`,
+//! `w = (p − (loop_end − X)) / X`, `len` the loop's length: the end fades
+//! into the frames just before `loop_start`, which lead into `loop_start`
+//! itself, so the output is continuous across the wrap.
 //!
 //! `trigger` restarts playback: at a sample where it rises from ≤ 0 to > 0
 //! (static value plus its port, so an event or a signal edge alike) the
-//! position returns to frame 0 before that sample is read, so the sample
-//! plays from its first frame exactly there. Whether the trigger was high
+//! position returns to `start` before that sample is read, so the sample
+//! plays from there exactly at that sample. Whether the trigger was high
 //! at the last sample is state (snapshotted), so an edge across a block
 //! boundary, a handover or a resume is seen once.
 
@@ -31,6 +51,13 @@ const RATE: usize = SAMPLER.index_of("rate");
 const LOOP: usize = SAMPLER.index_of("loop");
 const AMP: usize = SAMPLER.index_of("amp");
 const TRIGGER: usize = SAMPLER.index_of("trigger");
+const LOOP_MODE: usize = SAMPLER.index_of("loop_mode");
+const START: usize = SAMPLER.index_of("start");
+const LOOP_START: usize = SAMPLER.index_of("loop_start");
+const LOOP_END: usize = SAMPLER.index_of("loop_end");
+const CROSSFADE: usize = SAMPLER.index_of("crossfade");
+const PITCH: usize = SAMPLER.index_of("pitch");
+const ROOT: usize = SAMPLER.index_of("root");
 
 /// One frame in 32.32 fixed point.
 const ONE_FRAME: i64 = 1 << 32;
@@ -39,12 +66,69 @@ const TWO_POW_32: f64 = 4294967296.0;
 /// 2^-32 as f64 (exact).
 const TWO_POW_NEG_32: f64 = 1.0 / 4294967296.0;
 
+/// The pitch of MIDI note 60 (middle C), 440 · 2^(−9/12) Hz: the default
+/// of `pitch` and `root`, whose ratio is then exactly 1.
+pub(crate) const MIDDLE_C_HZ: f64 = 261.625_565_300_598_6;
+
+/// The `loop_mode` choices, in index order.
+const LOOP_MODES: &[&str] = &["forward", "ping_pong"];
+
+/// Where a node loops, in 32.32 fixed point (whole frames), from its static
+/// params and the file's length.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Region {
+    /// Where playback starts (and `trigger` restarts it).
+    start: i64,
+    /// The loop's first frame.
+    ls: i64,
+    /// One past the loop's last frame.
+    le: i64,
+    /// The crossfade's length before `le`.
+    xfade: i64,
+}
+
+impl Region {
+    /// `start`, `loop_start`, `loop_end` (0: the file's end) and
+    /// `crossfade` in seconds at `sample_rate`, for a file of `frames`.
+    fn new(values: &[Value], sample_rate: f64, frames: i64) -> Region {
+        let at = |i: usize| -> i64 {
+            let s = match values.get(i) {
+                Some(Value::Number(v)) => *v,
+                _ => 0.0,
+            };
+            let n = (s * sample_rate).round();
+            if n.is_finite() && n > 0.0 {
+                (n as i64).min(frames)
+            } else {
+                0
+            }
+        };
+        let le = match at(LOOP_END) {
+            0 => frames,
+            n => n,
+        };
+        let ls = at(LOOP_START).min((le - 1).max(0));
+        let xfade = at(CROSSFADE).min(ls).min(le - ls);
+        Region {
+            start: at(START) << 32,
+            ls: ls << 32,
+            le: le << 32,
+            xfade: xfade << 32,
+        }
+    }
+}
+
 /// `sampler` at one precision.
 struct Sampler<S> {
     left: Vec<S>,
     /// Channel 1, or `None` for a mono file (`out_r` repeats `out`).
     right: Option<Vec<S>>,
     looping: bool,
+    /// Ping-pong rather than forward looping.
+    ping_pong: bool,
+    /// Playing backwards after an odd number of ping-pong turns.
+    backwards: bool,
+    region: Region,
     /// Position in 32.32 fixed-point frames.
     pos: i64,
     /// The file length in 32.32 fixed point.
@@ -78,21 +162,94 @@ impl<S: Sample> Sampler<S> {
         }
     }
 
-    /// Channel value at the current position, before `amp`.
+    /// Channel value at position `pos`, before `amp`: linear between frame
+    /// `i` and the next one, which inside a forward loop is the loop's
+    /// first frame after its last.
     #[inline]
-    fn read(&self, data: &[S]) -> S {
-        if self.pos < 0 || self.pos >= self.end {
+    fn read_at(&self, data: &[S], pos: i64) -> S {
+        if pos < 0 || pos >= self.end {
             return S::ZERO;
         }
-        let i = (self.pos >> 32) as usize;
-        let f = S::from_f64((self.pos & (ONE_FRAME - 1)) as f64 * TWO_POW_NEG_32);
+        let i = (pos >> 32) as usize;
+        let f = S::from_f64((pos & (ONE_FRAME - 1)) as f64 * TWO_POW_NEG_32);
         let a = data[i];
-        let b = match data.get(i + 1) {
+        let r = self.region;
+        let next =
+            if self.looping && !self.ping_pong && pos >= r.ls && i + 1 == (r.le >> 32) as usize {
+                (r.ls >> 32) as usize
+            } else {
+                i + 1
+            };
+        let b = match data.get(next) {
             Some(b) => *b,
-            None if self.looping => data[0],
             None => S::ZERO,
         };
         a + f * (b - a)
+    }
+
+    /// Channel value at the current position, crossfaded near a forward
+    /// loop's end with the frames as far before its start.
+    #[inline]
+    fn read(&self, data: &[S]) -> S {
+        let a = self.read_at(data, self.pos);
+        let r = self.region;
+        let fade_from = r.le - r.xfade;
+        if r.xfade == 0 || !self.looping || self.ping_pong || self.pos < fade_from.max(r.ls) {
+            return a;
+        }
+        let b = self.read_at(data, self.pos - (r.le - r.ls));
+        let w = S::from_f64((self.pos - fade_from) as f64 / r.xfade as f64);
+        a + w * (b - a)
+    }
+
+    /// A forward loop's position `p` reached from `from`: a position before
+    /// the loop plays on into it (from `start`), anything past its ends
+    /// wraps into it.
+    #[inline]
+    fn wrap(&self, p: i64, from: i64) -> i64 {
+        let r = self.region;
+        let lo = r.start.min(r.ls);
+        if p >= r.le || p < lo || (from >= r.ls && p < r.ls) {
+            r.ls + (p - r.ls).rem_euclid(r.le - r.ls)
+        } else {
+            p
+        }
+    }
+
+    /// A ping-pong loop's position `p` reached from `from`: reflected at
+    /// the loop's first and last frames, turning the direction at each.
+    #[inline]
+    fn fold(&mut self, p: i64, from: i64) -> i64 {
+        let r = self.region;
+        let last = r.le - ONE_FRAME;
+        if from < r.ls && p >= r.start.min(r.ls) && p < r.ls {
+            return p;
+        }
+        let span = last - r.ls;
+        if span <= 0 {
+            return r.ls;
+        }
+        let q = (p - r.ls).rem_euclid(2 * span);
+        if q <= span {
+            r.ls + q
+        } else {
+            self.backwards = !self.backwards;
+            r.ls + 2 * span - q
+        }
+    }
+
+    /// The position held to where the node may play: inside its loop (or
+    /// before it, from `start`) when looping, else within one frame of the
+    /// file's ends.
+    fn confine(&mut self, pos: i64) -> i64 {
+        if !self.looping || self.end == 0 {
+            return pos.clamp(-ONE_FRAME, self.end);
+        }
+        if self.ping_pong {
+            self.fold(pos, pos)
+        } else {
+            self.wrap(pos, pos)
+        }
     }
 
     #[inline]
@@ -100,21 +257,25 @@ impl<S: Sample> Sampler<S> {
         if self.end == 0 {
             return;
         }
-        let p = self.pos + self.inc;
-        self.pos = if self.looping {
-            p.rem_euclid(self.end)
-        } else {
+        let step = if self.backwards { -self.inc } else { self.inc };
+        let p = self.pos + step;
+        self.pos = if !self.looping {
             p.clamp(-ONE_FRAME, self.end)
+        } else if self.ping_pong {
+            self.fold(p, self.pos)
+        } else {
+            self.wrap(p, self.pos)
         };
     }
 
-    /// Restarts from frame 0 on a rising edge of `trigger` (≤ 0 to > 0; NaN
+    /// Restarts from `start` on a rising edge of `trigger` (≤ 0 to > 0; NaN
     /// counts as low).
     #[inline]
     fn trigger(&mut self, trigger: f64) {
         let high = trigger > 0.0;
         if high && !self.trigger_high {
-            self.pos = 0;
+            self.backwards = false;
+            self.pos = self.confine(self.region.start);
         }
         self.trigger_high = high;
     }
@@ -139,54 +300,64 @@ impl<S: Sample> NodeProcessor<S> for Sampler<S> {
         let rate = io.params.get(RATE);
         let amp = io.params.get(AMP);
         let trigger = io.params.get(TRIGGER);
+        let (pitch, root) = (io.params.get(PITCH), io.params.get(ROOT));
         let (left, right) = io.outputs.split_at_mut(1);
         let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
-        if rate.is_const() && amp.is_const() && trigger.is_const() {
+        let steady = [rate, amp, trigger, pitch, root];
+        if steady.iter().all(|p| p.is_const()) {
             // A constant trigger can only rise at the block's first frame.
             self.trigger(trigger.value());
-            let (r, a) = (rate.value(), S::from_f64(amp.value()));
+            let r = rate.value() * (pitch.value() / root.value());
+            let a = S::from_f64(amp.value());
             for i in 0..n {
                 (left[i], right[i]) = self.tick(r, a);
             }
         } else {
             for i in 0..n {
                 self.trigger(trigger.at(i));
-                (left[i], right[i]) = self.tick(rate.at(i), S::from_f64(amp.at(i)));
+                let r = rate.at(i) * (pitch.at(i) / root.at(i));
+                (left[i], right[i]) = self.tick(r, S::from_f64(amp.at(i)));
             }
         }
     }
 
     fn reset(&mut self) {
-        self.pos = 0;
+        self.backwards = false;
+        self.pos = self.confine(self.region.start);
         self.trigger_high = false;
     }
 
     fn snapshot(&self, st: &mut NodeState) {
         st.put_i64("position", self.pos);
         st.put_bool("trigger_high", self.trigger_high);
+        st.put_bool("backwards", self.backwards);
     }
 
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
         let pos = st.get_i64("position")?;
-        // A snapshot from before `trigger` existed has no edge state: low.
-        self.trigger_high = match st.get_bool("trigger_high") {
-            Err(StateError::Missing(_)) => false,
-            other => other?,
+        // A snapshot from before `trigger` or ping-pong existed has no edge
+        // state (low) and no direction (forwards).
+        let missing_is_false = |name| match st.get_bool(name) {
+            Err(StateError::Missing(_)) => Ok(false),
+            other => other,
         };
-        self.pos = if self.looping && self.end > 0 {
-            pos.rem_euclid(self.end)
-        } else {
-            pos.clamp(-ONE_FRAME, self.end)
-        };
+        self.trigger_high = missing_is_false("trigger_high")?;
+        self.backwards = missing_is_false("backwards")? && self.looping && self.ping_pong;
+        self.pos = self.confine(pos);
         Ok(())
     }
 
     fn set_discrete(&mut self, param: usize, value: &Value) {
-        if let (LOOP, Value::Bool(looping)) = (param, value) {
-            self.looping = *looping;
-            if self.looping && self.end > 0 {
-                self.pos = self.pos.rem_euclid(self.end);
-            }
+        match (param, value) {
+            (LOOP, Value::Bool(looping)) => self.looping = *looping,
+            (LOOP_MODE, Value::Enum(i)) if *i < LOOP_MODES.len() => self.ping_pong = *i == 1,
+            _ => return,
+        }
+        if !(self.looping && self.ping_pong) {
+            self.backwards = false;
+        }
+        if self.looping {
+            self.pos = self.confine(self.pos);
         }
     }
 }
@@ -208,29 +379,54 @@ impl Operator for SamplerOp {
         let left = file.channels.first().map(convert).unwrap_or_default();
         let right = file.channels.get(1).map(convert);
         let looping = matches!(cx.values.get(LOOP), Some(Value::Bool(true)));
+        let ping_pong = matches!(cx.values.get(LOOP_MODE), Some(Value::Enum(1)));
         let rate = cx.number(RATE);
-        Ok(Box::new(Sampler::<S> {
+        let mut node = Sampler::<S> {
             left,
             right,
             looping,
+            ping_pong,
+            backwards: false,
+            region: Region::new(cx.values, cx.sample_rate, frames as i64),
             pos: 0,
             end: (frames as i64) << 32,
             inc: Sampler::<S>::increment(rate),
             rate,
             trigger_high: false,
-        }))
+        };
+        node.reset();
+        Ok(Box::new(node))
+    }
+}
+
+/// A time param read once at build (not a port).
+const fn static_time(name: &'static str, max: f64, doc: &'static str) -> ParamSpec {
+    ParamSpec {
+        name,
+        kind: ParamKind::Number {
+            dim: Dimension::Time,
+            default: 0.0,
+            min: 0.0,
+            max,
+            modulatable: false,
+        },
+        doc,
+        settable_by_events: false,
     }
 }
 
 /// `sampler`: plays an audio file at a variable rate, optionally looping.
 pub(crate) static SAMPLER: OpSpec = OpSpec {
     name: "sampler",
-    doc: "Plays a WAV resource from its first frame at `rate` (1 = original speed, negative = \
-          backwards), linearly interpolated, times `amp`; silence after the end unless `loop`. \
-          A rising edge of `trigger` (from ≤ 0 to > 0, by an event or a signal) restarts it from \
-          the first frame at exactly that sample. `out` is channel 0, `out_r` channel 1 \
-          (channel 0 for mono files). To loop without clicks, use a sample that starts and ends \
-          at zero (cut at zero crossings, or with short fades in and out).",
+    doc: "Plays a WAV resource from `start` at `rate` · pitch/root (1 = original speed, \
+          negative = backwards), linearly interpolated, times `amp`; silence after the end \
+          unless `loop`. Looping repeats `loop_start` … `loop_end` (the whole file by \
+          default), forward or ping-pong; a forward loop may crossfade its last `crossfade` \
+          seconds with as many before `loop_start`, so the seam does not click. A rising \
+          edge of `trigger` (from ≤ 0 to > 0, by an event or a signal) restarts it from \
+          `start` at exactly that sample. In a voice module, point `note.pitch` at `pitch`: \
+          the sample plays at its recorded pitch on the note `root`. `out` is channel 0, \
+          `out_r` channel 1 (channel 0 for mono files).",
     inputs: &[],
     outputs: &["out", "out_r"],
     params: &[
@@ -251,7 +447,7 @@ pub(crate) static SAMPLER: OpSpec = OpSpec {
         ParamSpec {
             name: "loop",
             kind: ParamKind::Bool { default: false },
-            doc: "wrap around at the ends instead of stopping",
+            doc: "repeat the loop (loop_start … loop_end) instead of stopping at the end",
             settable_by_events: true,
         },
         number("amp", Dimension::Amplitude, 1.0, -1e6, 1e6, "output gain"),
@@ -261,7 +457,54 @@ pub(crate) static SAMPLER: OpSpec = OpSpec {
             0.0,
             -1e6,
             1e6,
-            "restarts from the first frame where it rises from ≤ 0 to > 0",
+            "restarts from `start` where it rises from ≤ 0 to > 0",
+        ),
+        ParamSpec {
+            name: "loop_mode",
+            kind: ParamKind::Enum {
+                choices: LOOP_MODES,
+                default: "forward",
+            },
+            doc:
+                "forward: from loop_end back to loop_start; ping_pong: back and forth between them",
+            settable_by_events: false,
+        },
+        static_time(
+            "start",
+            1e5,
+            "where playback starts and `trigger` restarts it, from the file's start",
+        ),
+        static_time(
+            "loop_start",
+            1e5,
+            "the loop's first frame, from the file's start",
+        ),
+        static_time(
+            "loop_end",
+            1e5,
+            "the end of the loop (its last frame + 1); 0 = the file's end",
+        ),
+        static_time(
+            "crossfade",
+            10.0,
+            "a forward loop's last crossfade seconds fade into as many before loop_start \
+             (at most loop_start and the loop's length)",
+        ),
+        number(
+            "pitch",
+            Dimension::Frequency,
+            MIDDLE_C_HZ,
+            1.0,
+            1e5,
+            "the pitch to play (a voice's note.pitch); the speed is rate · pitch / root",
+        ),
+        number(
+            "root",
+            Dimension::Frequency,
+            MIDDLE_C_HZ,
+            1.0,
+            1e5,
+            "the pitch the sample was recorded at (\"60midi\" is middle C, the default)",
         ),
     ],
     tier: Profile::Strict,
@@ -275,6 +518,10 @@ pub(crate) static SAMPLER: OpSpec = OpSpec {
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<SamplerOp>,
 };
+
+#[cfg(test)]
+#[path = "sampler_loop_tests.rs"]
+mod loop_tests;
 
 #[cfg(test)]
 mod tests {

@@ -13,12 +13,14 @@ mod compressor;
 mod detector;
 mod env;
 mod follower;
+mod gate;
 mod limiter;
 
 pub(crate) use adsr::{gate_threshold, ADSR};
 pub(crate) use compressor::COMPRESSOR;
 pub(crate) use env::ENV;
 pub(crate) use follower::FOLLOWER;
+pub(crate) use gate::GATE;
 pub(crate) use limiter::LIMITER;
 
 use crate::dsp::Math;
