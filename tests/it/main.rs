@@ -76,6 +76,7 @@ mod take_names;
 mod takes;
 mod tempo;
 mod term;
+mod threads;
 mod tools;
 mod transports;
 mod voices;

@@ -626,6 +626,9 @@ pub(super) struct Effects {
     pub(super) spoil: bool,
     /// Session input samples that were not finite.
     pub(super) scrubbed: u64,
+    /// A voice's sound node ran: what follows its sound is still to do
+    /// ([`Engine::voice_sound`]).
+    pub(super) sound: bool,
 }
 
 /// What every node of a chunk reads of the engine (never writes).

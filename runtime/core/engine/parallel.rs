@@ -28,7 +28,7 @@
 
 use super::lanes::Step;
 use super::mix::Sources;
-use super::node::{run_one, take_inputs_raw, Ambient, Effects, Slot};
+use super::node::{run_one, take_inputs_raw, Ambient, Core, Effects, Slot};
 use super::workers::{Job, Workers, MAX_STEPS};
 use super::Engine;
 use crate::dsp::fpmode::FpGuard;
@@ -245,6 +245,152 @@ impl Engine {
     }
 }
 
+/// What a worker needs to run voice `f` of the two-pass loop's first pass
+/// up to the block's end (`run_voice`).
+struct VoiceJob<'a> {
+    base: *mut Slot,
+    effects: *mut Effects,
+    nodes: &'a [Vec<usize>],
+    done: &'a [u64],
+    voices: &'a super::voices::Voices,
+    ambient: Ambient<'a>,
+    to: u64,
+}
+
+/// Runs voice `f` of the job `data` (a [`VoiceJob`]) from where it is up
+/// to the block's end, as `Engine::settle_voice` does, but leaves what
+/// follows its sound, and a staged sound node's unstaging, to the engine's
+/// thread ([`Effects::sound`]).
+///
+/// # Safety
+/// `data` is a live `VoiceJob` whose pointers are the engine's slots and
+/// effects, `f` is a voice of it, and no two calls run the same `f` at once.
+unsafe fn run_voice(data: *const (), f: usize) {
+    // SAFETY: the contract above.
+    let job = unsafe { &*(data as *const VoiceJob<'_>) };
+    let from = job.done[f];
+    if from >= job.to {
+        return;
+    }
+    let n = (job.to - from) as usize;
+    let at = (from - job.ambient.clock) as usize;
+    for &i in &job.nodes[f] {
+        #[cfg(test)]
+        delay::wait(i);
+        // SAFETY: a voice's nodes are its own (the two-pass loop runs only
+        // graphs whose voices read nothing but their own nodes), so slot
+        // `i`, its effects and the slots it reads (earlier nodes of its
+        // voice, run just before on this thread) are this call's alone.
+        let (slot, fx) = unsafe { (&mut *job.base.add(i), &mut *job.effects.add(i)) };
+        let _mode = FpGuard::new(slot.flush);
+        let tag = slot.voice;
+        let out = tag.is_some_and(|t| t.out);
+        if at > 0 && out {
+            match &mut slot.core {
+                Core::F32(t) => std::mem::swap(&mut t.outs, &mut t.spare),
+                Core::F64(t) => std::mem::swap(&mut t.outs, &mut t.spare),
+            }
+        }
+        if job.voices.idle(tag) {
+            if out {
+                match &mut slot.core {
+                    Core::F32(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
+                    Core::F64(t) => t.outs.iter_mut().for_each(|o| o[..n].fill(0.0)),
+                }
+            }
+            continue;
+        }
+        // SAFETY: as above; a stolen input's source is read by node `i`
+        // alone.
+        unsafe {
+            if slot.steal != 0 {
+                take_inputs_raw(job.base, i, slot, n);
+            }
+            *fx = run_one(slot, Sources::from_raw(job.base, i), &job.ambient, from, n);
+        }
+        fx.sound = out;
+    }
+}
+
+impl Engine {
+    /// The two-pass loop's voices, each from where it is to `end`, spread
+    /// over `workers`; false (nothing ran) when fewer than two voices sound
+    /// or their estimated work is under the pool's threshold.
+    pub(super) fn spread_voices(&mut self, workers: &Workers, end: u64) -> bool {
+        let count = self.split.nodes.len();
+        let mut sounding = 0;
+        let mut work = 0.0;
+        for f in 0..count {
+            let Some(&lead) = self.split.nodes[f].first() else {
+                continue;
+            };
+            let from = self.split.done[f];
+            if from < end && !self.voices.idle(self.slots[lead].voice) {
+                sounding += 1;
+                let cost: f64 = self.split.nodes[f].iter().map(|&i| self.costs[i]).sum();
+                work += cost * (end - from) as f64;
+            }
+        }
+        if sounding < 2 || work < workers.min_work_ns() as f64 || count > MAX_STEPS {
+            return false;
+        }
+        let job = VoiceJob {
+            base: self.slots.as_mut_ptr(),
+            effects: self.levels.effects.as_mut_ptr(),
+            nodes: &self.split.nodes,
+            done: &self.split.done,
+            voices: &self.voices,
+            ambient: Ambient {
+                clock: self.clock,
+                block_size: self.block_size,
+                simd: self.simd,
+                stage_at: self.stage_at,
+                inputs: &self.inputs,
+            },
+            to: end,
+        };
+        // SAFETY: `job` outlives the call; each voice is one step, and the
+        // engine's thread touches the slots and effects only through `job`
+        // until it returns.
+        unsafe {
+            workers.run(
+                Job {
+                    run: run_voice,
+                    data: &job as *const VoiceJob<'_> as *const (),
+                },
+                count,
+            );
+        }
+        self.levels.spread += 1;
+        // In voice order, node by node, as `settle_voice` would have.
+        for f in 0..count {
+            let from = self.split.done[f];
+            if from >= end {
+                continue;
+            }
+            let n = (end - from) as usize;
+            let at = (from - self.clock) as usize;
+            for k in 0..self.split.nodes[f].len() {
+                let i = self.split.nodes[f][k];
+                let fx = std::mem::take(&mut self.levels.effects[i]);
+                let sound = fx.sound;
+                self.apply_effects(i, fx, from, n);
+                if sound {
+                    self.voice_sound(i, from, n);
+                }
+                if at > 0 && self.slots[i].voice.is_some_and(|t| t.out) {
+                    match &mut self.slots[i].core {
+                        Core::F32(t) => super::split::unstage(t, at, n),
+                        Core::F64(t) => super::split::unstage(t, at, n),
+                    }
+                }
+            }
+            self.split.done[f] = end;
+        }
+        true
+    }
+}
+
 /// A test-only hook: a delay before a worker runs a node, to show that
 /// the order in which the nodes of a level finish changes no bit.
 #[cfg(test)]
@@ -284,9 +430,14 @@ mod tests {
     use crate::profile::Profile;
 
     const DUB: &str = include_str!("../../../scenes/dub-chain.json");
+    const PAD: &str = include_str!("../../../scenes/poly-pad.json");
 
     fn engine(profile: Profile, block: usize, threads: usize) -> Engine {
-        let scene = crate::scene::load_str(DUB, "dub-chain.json", None).unwrap();
+        engine_of(DUB, profile, block, threads)
+    }
+
+    fn engine_of(text: &str, profile: Profile, block: usize, threads: usize) -> Engine {
+        let scene = crate::scene::load_str(text, "scene.json", None).unwrap();
         let plan = compile(
             &scene,
             &CompileOptions {
@@ -330,6 +481,20 @@ mod tests {
                 let mut e = engine(profile, 64, threads);
                 assert_eq!(play(&mut e, 60), alone, "{profile:?} at {threads} threads");
                 assert!(e.levels.spread > 0, "some level ran spread");
+            }
+        }
+    }
+
+    #[test]
+    fn voices_spread_over_the_workers_play_the_bits_of_one_thread() {
+        for profile in [Profile::Strict, Profile::Live] {
+            let mut one = engine_of(PAD, profile, 256, 1);
+            assert!(one.split.eligible, "the voices run in their own chunks");
+            let alone = play(&mut one, 120);
+            for threads in [2, 3] {
+                let mut e = engine_of(PAD, profile, 256, threads);
+                assert_eq!(play(&mut e, 120), alone, "{profile:?} at {threads} threads");
+                assert!(e.levels.spread > 0, "some voices ran spread");
             }
         }
     }
