@@ -1,7 +1,8 @@
 //! `--threads`: the same bytes at every thread count, in every profile and
 //! at every block size; a live session at two threads replays at one.
 
-use crate::common;
+use crate::support as common;
+use crate::support::counting::{counts, realtime};
 use morphrt::engine::{Engine, Workers};
 use morphrt::graph::{compile, CompileOptions};
 use morphrt::host::offline::render_hash;
@@ -165,4 +166,100 @@ fn a_session_at_two_threads_with_an_edit_and_a_switch_replays_at_one() {
     let all = common::press_then_quit(&mut child, &lines, log, &[("l", "switched repro → live")]);
     // `replay` renders the journal on one thread.
     common::assert_replays(&journal, &capture, &all);
+}
+
+/// The real callback path (`PlayerCell::fill`) of a scene with branches
+/// and of a scene with voices, their nodes and voices spread over two
+/// threads: the callback's thread never allocates or frees.
+#[test]
+fn the_callback_with_workers_never_allocates() {
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
+    use std::sync::Arc;
+    let workers = Workers::new(2);
+    workers.set_min_work_ns(0);
+    for name in ["dub-chain", "poly-pad"] {
+        let path = common::root().join(format!("scenes/{name}.json"));
+        let scene = morphrt::scene::load_file(&path).unwrap();
+        let plan = compile(
+            &scene,
+            &CompileOptions {
+                profile: Some(Profile::Live),
+                block_size: Some(64),
+                ..morphrt::host::files::resources::compile_options()
+            },
+        )
+        .unwrap();
+        let mut engine = Engine::new(plan);
+        engine.set_workers(Some(workers.clone()));
+        let meters = Arc::new(Meters::default());
+        let player = Player::new(
+            engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            Arc::new(Switches::default()),
+            std::time::Instant::now(),
+        );
+        let cell = PlayerCell::new(player);
+        let mut buf = vec![0.0f32; 48 * 2];
+        let before = counts();
+        realtime(|| {
+            for _ in 0..4_000 {
+                cell.fill(&mut buf);
+            }
+        });
+        let after = counts();
+        assert_eq!(
+            (after.0 - before.0, after.1 - before.1),
+            (0, 0),
+            "{name}: the callback allocated or freed"
+        );
+        assert!(meters.clock.load(std::sync::atomic::Ordering::Relaxed) >= 4_000 * 48);
+    }
+}
+
+#[test]
+fn check_threads_deals_every_node_once_and_promises_a_speed_up() {
+    let o = common::morphrt(&["check", "scenes/dub-chain.json", "--threads", "2", "--json"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    let t = &v["threads"];
+    let mut dealt: Vec<String> = t["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l.as_array().unwrap().iter())
+        .map(|n| {
+            assert!(n["thread"].as_u64().unwrap() < 2);
+            n["node"].as_str().unwrap().to_string()
+        })
+        .collect();
+    dealt.sort();
+    let text = std::fs::read_to_string(common::root().join("scenes/dub-chain.json")).unwrap();
+    let scene: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut ids: Vec<String> = scene["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(dealt, ids);
+    let (total, critical) = (
+        t["cost_ns_per_sample"].as_f64().unwrap(),
+        t["critical_path_ns_per_sample"].as_f64().unwrap(),
+    );
+    assert!(critical < total);
+    let speedup = t["expected_speedup"].as_f64().unwrap();
+    assert!(
+        speedup > 1.0 && speedup <= 2.0 && speedup <= total / critical + 1e-9,
+        "{t}"
+    );
+    let o = common::morphrt(&["check", "scenes/dub-chain.json", "--threads", "2"]);
+    let out = common::stdout(&o);
+    assert!(
+        out.contains("threads: 2, ") && out.contains("expected speed-up at 2 threads"),
+        "{out}"
+    );
 }

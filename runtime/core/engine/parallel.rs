@@ -1,5 +1,6 @@
 //! Independent nodes side by side: the levels of each FP-mode run, and how
-//! a level's nodes are spread over the worker pool (`workers.rs`).
+//! a level's nodes, and the voices of a voice module, are spread over the
+//! worker pool (`workers.rs`).
 //!
 //! **Levels.** The lane plan (`lanes.rs`) puts each run's nodes in level
 //! order: a node's level is one more than the highest level among the
@@ -8,6 +9,13 @@
 //! lane groups run on the engine's thread first. A run holding a voice
 //! module's nodes keeps the schedule's order and runs on the engine's
 //! thread.
+//!
+//! **Voices.** In the two-pass loop (`split.rs`) each voice reads only its
+//! own nodes; once the first pass has taken the block's changes, the
+//! sounding voices run to the block's end one per worker, each voice's
+//! nodes in schedule order; what follows a voice's sound (a steal's fade,
+//! a release's silence count) is then done on the engine's thread, voice
+//! by voice in order, as the one-thread loop does.
 //!
 //! **Why the bits are the same at any thread count.** A node computes
 //! exactly what it computes alone: it reads its own state, params and

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::thread::{JoinHandle, Thread};
 
 /// Spins of an idle worker before it parks.
-const IDLE_SPINS: u32 = 1 << 14;
+const IDLE_SPINS: u32 = 1 << 11;
 /// Spins of the waiting audio thread before it yields its time slice.
 const WAIT_SPINS: u32 = 1 << 10;
 
@@ -75,6 +75,9 @@ struct Shared {
     done: AtomicUsize,
     job: UnsafeCell<Job>,
     quit: AtomicBool,
+    /// A thread is publishing levels (`Workers::run`): another thread
+    /// that calls then runs its steps alone.
+    busy: AtomicBool,
     /// Estimated nanoseconds of work a level's other steps must add up to
     /// before it is spread over the workers.
     min_work_ns: AtomicU64,
@@ -119,6 +122,7 @@ impl Workers {
                 data: std::ptr::null(),
             }),
             quit: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
             min_work_ns: AtomicU64::new(MIN_WORK_NS),
         });
         let mut handles = Vec::new();
@@ -159,8 +163,10 @@ impl Workers {
 
     /// Runs `job` for steps `0..steps` on this thread and the workers;
     /// returns when every step is done. Real-time safe: no allocation,
-    /// lock or blocking call. Engines sharing the pool call it from one
-    /// thread at a time.
+    /// lock or blocking call. The engines of a session share one pool: while
+    /// one thread runs a job on it (the audio thread), a job another thread
+    /// brings (the control thread fast-forwarding an incoming engine) runs
+    /// on that thread alone.
     ///
     /// # Safety
     /// `job.run(job.data, k)` must be safe to call for each `k` in
@@ -169,6 +175,16 @@ impl Workers {
     pub(super) unsafe fn run(&self, job: Job, steps: usize) {
         debug_assert!(steps <= MAX_STEPS);
         let s = &*self.inner.shared;
+        if s.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            for k in 0..steps {
+                // SAFETY: the caller's contract.
+                unsafe { (job.run)(job.data, k) };
+            }
+            return;
+        }
         let (epoch, _, _) = unpack(s.word.load(Ordering::Relaxed));
         let epoch = (epoch + 1) & ((1 << 24) - 1);
         // SAFETY: every step of the previous level is done (this function
@@ -192,6 +208,7 @@ impl Workers {
                 std::thread::yield_now();
             }
         }
+        s.busy.store(false, Ordering::Release);
     }
 }
 
