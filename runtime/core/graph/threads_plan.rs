@@ -109,7 +109,7 @@ mod tests {
     }
 
     #[test]
-    fn two_equal_branches_promise_twice_the_speed_at_two_threads() {
+    fn two_branches_go_to_two_threads_and_the_critical_path_is_one_branch_and_the_mix() {
         let p = plan(
             r#"{ "version": "1.0", "sample_rate": 48000, "nodes": [
                 { "id": "a", "op": "sine", "params": { "freq": 100 } },
