@@ -91,6 +91,10 @@ pub struct BenchOptions {
     /// Block size in frames (default: the scene's, else the profile's).
     #[arg(long = "block-size")]
     pub block_size: Option<usize>,
+    // `--threads`: timed at N threads (default 1); the plan at N threads
+    // goes to stderr first.
+    #[command(flatten)]
+    pub threads: crate::host::files::threads::ThreadArgs,
     /// Timed runs.
     #[arg(long, default_value_t = DEFAULT_RUNS)]
     pub runs: usize,
@@ -215,7 +219,15 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
             ci: None,
         });
     }
+    if let Some(t) = opts.threads.threads {
+        let _ = write!(
+            log,
+            "{}",
+            crate::host::files::threads::threads_text(&plan, usize::from(t))
+        );
+    }
     let mut engine = crate::engine::Engine::new(plan);
+    engine.set_workers(opts.threads.workers(1));
     let timing = timing::time_engine(&mut engine, frames, opts.runs, log);
     let ci = opts.ci.then(|| ci_checks(opts, &timing));
     Ok(BenchReport {

@@ -42,6 +42,12 @@ pub struct CheckOptions {
     /// and a warning for each note it leaves on.
     #[arg(long)]
     pub midi: Option<PathBuf>,
+    /// Also show the plan at N threads (`render --threads`): the graph's
+    /// levels, which nodes share one, the thread each is dealt to, the
+    /// critical path and the speed-up the cost estimates promise (with
+    /// `--json`: the `threads` object).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// Runs `check`. The table (or JSON) goes to `out`, warnings to `log`. With
@@ -98,6 +104,9 @@ pub fn check(
             .iter()
             .map(|r| r.to_string())
             .collect();
+        if let Some(t) = opts.threads {
+            v["threads"] = threads_json(&plan, usize::from(t));
+        }
         writeln!(out, "{}", pretty(&v)).map_err(io_error)?;
     } else {
         if !warnings.is_empty() {
@@ -107,8 +116,40 @@ pub fn check(
             let _ = writeln!(log, "{}", crate::host::verbose_plan(&plan));
         }
         write!(out, "{}", check_table(&plan)).map_err(io_error)?;
+        if let Some(t) = opts.threads {
+            write!(
+                out,
+                "{}",
+                crate::host::files::threads::threads_text(&plan, usize::from(t))
+            )
+            .map_err(io_error)?;
+        }
     }
     Ok(())
+}
+
+/// The plan at `threads` threads, as `check --json` gives it.
+fn threads_json(plan: &crate::graph::Plan, threads: usize) -> serde_json::Value {
+    let t = crate::graph::threads_plan(plan, threads);
+    let levels: Vec<serde_json::Value> = t
+        .levels
+        .iter()
+        .zip(&t.assigned)
+        .map(|(nodes, to)| {
+            nodes
+                .iter()
+                .zip(to)
+                .map(|(&i, &w)| serde_json::json!({ "node": plan.nodes[i].id, "thread": w }))
+                .collect()
+        })
+        .collect();
+    serde_json::json!({
+        "threads": threads,
+        "levels": levels,
+        "critical_path_ns_per_sample": t.critical_ns,
+        "cost_ns_per_sample": t.total_ns,
+        "expected_speedup": t.speedup(),
+    })
 }
 
 fn pretty(v: &serde_json::Value) -> String {

@@ -80,6 +80,7 @@ mod take_names;
 mod takes;
 mod tempo;
 mod term;
+mod threads;
 mod tools;
 mod transports;
 mod voices;

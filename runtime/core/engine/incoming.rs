@@ -55,6 +55,9 @@ pub struct SessionFixed {
     pub seed: Option<u64>,
     /// Where the session's resources come from.
     pub resolver: Option<Arc<dyn Resolver>>,
+    /// The pool every engine of the session runs its independent nodes
+    /// on (see [`Engine::set_workers`]); `None`: one thread.
+    pub workers: Option<super::Workers>,
 }
 
 impl SessionFixed {
@@ -65,6 +68,7 @@ impl SessionFixed {
             sample_rate: plan.sample_rate,
             seed: plan_seed(plan),
             resolver,
+            workers: None,
         }
     }
 
@@ -277,7 +281,10 @@ impl Incoming {
         let scene = scene::load_str(text, &path.display().to_string(), Some(parent_dir(path)))?;
         let mut plan = compile(&scene, &fixed.options(profile))?;
         let warnings = std::mem::take(&mut plan.warnings);
-        Ok(Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene)))
+        let mut incoming =
+            Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene));
+        incoming.engine.set_workers(fixed.workers.clone());
+        Ok(incoming)
     }
 
     /// Builds the engine of a compiled plan. It asks of the fixed settings

@@ -42,7 +42,7 @@
 //! freed on the audio thread.
 
 use super::caught::Payload;
-use super::mix::{gather, NO_RING};
+use super::mix::{gather, Sources, NO_RING};
 use super::node::{take_inputs, Core, Slot, NO_GROUP};
 use super::{Engine, Run};
 use crate::dsp::vector::{all_finite_at, fits_f32, SimdLevel};
@@ -879,14 +879,28 @@ impl Engine {
             Core::F32(t) => {
                 for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs.iter()).enumerate() {
                     if !srcs.is_empty() && !skip(k) {
-                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp, at);
+                        gather(
+                            &mut buf[..n],
+                            srcs,
+                            Sources::of(before),
+                            &mut t.rings,
+                            &mut t.tmp,
+                            at,
+                        );
                     }
                 }
             }
             Core::F64(t) => {
                 for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs.iter()).enumerate() {
                     if !srcs.is_empty() && !skip(k) {
-                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp, at);
+                        gather(
+                            &mut buf[..n],
+                            srcs,
+                            Sources::of(before),
+                            &mut t.rings,
+                            &mut t.tmp,
+                            at,
+                        );
                     }
                 }
             }

@@ -21,6 +21,53 @@ pub(super) struct EdgeIn {
 
 pub(super) const NO_RING: usize = usize::MAX;
 
+/// The nodes scheduled before the one being gathered, which its
+/// (non-feedback) edges read: a slice on the engine's own thread, or the
+/// engine's slots seen from a worker, where only the node's sources, which
+/// no thread writes while it runs, are ever read (`parallel.rs`).
+#[derive(Clone, Copy)]
+pub(super) struct Sources<'a> {
+    base: *const Slot,
+    len: usize,
+    _slots: std::marker::PhantomData<&'a [Slot]>,
+}
+
+impl<'a> Sources<'a> {
+    /// The slots of `before`.
+    #[inline]
+    pub(super) fn of(before: &'a [Slot]) -> Sources<'a> {
+        Sources {
+            base: before.as_ptr(),
+            len: before.len(),
+            _slots: std::marker::PhantomData,
+        }
+    }
+
+    /// The first `len` slots from `base`, as a worker sees them.
+    ///
+    /// # Safety
+    /// Every slot [`get`](Self::get) is asked for must stay valid and
+    /// unwritten for `'a`: the sources of a node running in a level are in
+    /// earlier levels, which no thread writes while the level runs.
+    #[inline]
+    pub(super) unsafe fn from_raw(base: *const Slot, len: usize) -> Sources<'a> {
+        Sources {
+            base,
+            len,
+            _slots: std::marker::PhantomData,
+        }
+    }
+
+    /// Slot `i` (`i` below the count given).
+    #[inline]
+    pub(super) fn get(&self, i: usize) -> &'a Slot {
+        assert!(i < self.len, "a source is scheduled before its reader");
+        // SAFETY: `i` is in bounds; the constructors' contracts say the
+        // slot is valid and unwritten for `'a`.
+        unsafe { &*self.base.add(i) }
+    }
+}
+
 impl Engine {
     /// Writes the `n` frames just run of each main-bus source into its
     /// channel at `offset` (the bus converts precision and aligns); a
@@ -53,7 +100,7 @@ impl Engine {
 pub(super) fn gather<S: Sample>(
     dst: &mut [S],
     edges: &[EdgeIn],
-    before: &[Slot],
+    before: Sources<'_>,
     rings: &mut [Ring<S>],
     tmp: &mut [S],
     at: usize,
@@ -85,13 +132,13 @@ pub(super) fn gather<S: Sample>(
             rings[e.ring].read(tmp);
             add_into(dst, tmp, k == 0);
         } else if e.ring == NO_RING {
-            match &before[src.node].core {
+            match &before.get(src.node).core {
                 Core::F32(t) => add_into(dst, &t.outs[src.port][span], k == 0),
                 Core::F64(t) => add_into(dst, &t.outs[src.port][span], k == 0),
             }
         } else {
             let tmp = &mut tmp[..n];
-            match &before[src.node].core {
+            match &before.get(src.node).core {
                 Core::F32(t) => add_into(tmp, &t.outs[src.port][span], true),
                 Core::F64(t) => add_into(tmp, &t.outs[src.port][span], true),
             }
@@ -110,14 +157,14 @@ const FAN: usize = 8;
 #[inline]
 fn same_precision_source<'a, S: Sample>(
     e: &EdgeIn,
-    before: &'a [Slot],
+    before: Sources<'a>,
     n: usize,
     at: usize,
 ) -> Option<&'a [S]> {
     if e.ring != NO_RING || e.src.is_feedback() {
         return None;
     }
-    let out: &dyn std::any::Any = match &before[e.src.node].core {
+    let out: &dyn std::any::Any = match &before.get(e.src.node).core {
         Core::F32(t) => &t.outs[e.src.port],
         Core::F64(t) => &t.outs[e.src.port],
     };

@@ -31,6 +31,7 @@ mod input;
 mod lanes;
 mod mix;
 mod node;
+mod parallel;
 mod ring;
 mod save;
 mod snapshot;
@@ -38,6 +39,7 @@ mod split;
 mod tail;
 mod timing;
 mod voices;
+mod workers;
 
 pub use beats::TempoMap;
 pub use blocks::{render_to_vec, run_blocks, run_blocks_with_stops};
@@ -55,6 +57,7 @@ pub use voices::{
     NoteEnd, NoteRecord, Pending, Phase, PoolState, Voice, CLEAR_PER_SAMPLE, NOTE_QUEUE,
     SHORT_STATE,
 };
+pub use workers::{Workers, MIN_WORK_NS};
 
 pub(crate) use mix::convert;
 pub(crate) use ring::Ring;
@@ -167,6 +170,13 @@ pub struct Engine {
     /// What a host attached to travel with the engine (see
     /// [`Engine::attach`]); the engine never reads it.
     attached: Option<Box<dyn std::any::Any + Send>>,
+    /// The pool that runs independent nodes side by side (`parallel.rs`),
+    /// if the host gave one.
+    workers: Option<Workers>,
+    /// Each run's levels (`parallel.rs`).
+    levels: parallel::Levels,
+    /// Each node's estimated cost per sample, in ns (as `check` prints it).
+    costs: Vec<f64>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -194,6 +204,7 @@ impl Engine {
     /// (`split.rs`): at build and whenever the steps change.
     fn plan_two_passes(&mut self) {
         split::Split::plan(self);
+        self.levels = parallel::Levels::plan(self);
     }
 
     /// Takes the built nodes out of `plan` and allocates every buffer.
@@ -207,6 +218,7 @@ impl Engine {
             .collect();
         let main_sig = handover::main_sig(&plan);
         let main_wiring = handover::main_wiring(&plan);
+        let costs: Vec<f64> = plan.nodes.iter().map(crate::graph::node_cost_ns).collect();
         let mut slots = Vec::with_capacity(plan.nodes.len());
         let mut feeds = Vec::new();
         for (dst, ((pn, sig), wiring)) in plan.nodes.iter_mut().zip(sigs).zip(wirings).enumerate() {
@@ -295,8 +307,11 @@ impl Engine {
             slots,
             split: split::Split::default(),
             stage_at: 0,
+            workers: None,
+            levels: parallel::Levels::default(),
+            costs,
         };
-        split::Split::plan(&mut engine);
+        engine.plan_two_passes();
         engine
     }
 
@@ -405,6 +420,9 @@ impl Engine {
     fn process_chunks(&mut self, guard: &FpGuard, end: u64) {
         let mut pos = self.clock;
         let mut offset = 0;
+        // Moved out for the block (no count changes hands), so that a
+        // level can borrow the engine and the pool at once.
+        let workers = self.workers.take();
         while pos < end {
             self.apply_events(pos);
             self.apply_controls(pos);
@@ -429,6 +447,8 @@ impl Engine {
                 guard.set_flush(run.flush);
                 if self.node_timing {
                     self.process_run_timed(run, pos, n);
+                } else if let Some(w) = &workers {
+                    self.run_levels(w, guard, r, pos, n);
                 } else {
                     for k in run.steps.0..run.steps.1 {
                         self.run_step(k, pos, n);
@@ -444,6 +464,19 @@ impl Engine {
             pos = next;
             offset += n;
         }
+        self.workers = workers;
+    }
+
+    /// Runs independent nodes of each block side by side on `workers`
+    /// (`None`: all on the calling thread). What the engine plays is the
+    /// same bits either way. Call it between blocks.
+    pub fn set_workers(&mut self, workers: Option<Workers>) {
+        self.workers = workers;
+    }
+
+    /// The pool set by [`set_workers`](Self::set_workers), if any.
+    pub fn workers(&self) -> Option<&Workers> {
+        self.workers.as_ref()
     }
 
     /// The main bus after the last `process_block`.

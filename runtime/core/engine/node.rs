@@ -7,7 +7,7 @@
 //! [`EngineStats`].
 
 use super::feedback::Feed;
-use super::mix::{gather, EdgeIn, NO_RING};
+use super::mix::{gather, EdgeIn, Sources, NO_RING};
 use super::{Engine, Ring};
 use crate::dsp::vector::{all_finite_at, fits_f32, SimdLevel};
 use crate::dsp::{Precision, Sample};
@@ -313,51 +313,32 @@ impl Engine {
     fn run_slot(&mut self, i: usize, start: u64, n: usize) {
         let (before, rest) = self.slots.split_at_mut(i);
         let slot = &mut rest[0];
-        if slot.recovery.retry_due(start) {
-            slot.begin_reset();
-        }
-        let resetting = slot.recovery.resetting.is_some();
-        if resetting {
-            // About PART_SAMPLES per block, whatever the chunks.
-            let budget = (2 * n).max(super::PART_SAMPLES * n / self.block_size.max(1));
-            slot.reset_step(budget);
-            self.save.spoil();
-        }
-        if let Some(c) = slot.feed {
-            let offset = (start - self.clock) as usize;
-            self.stats.input_scrubbed += match &mut slot.core {
-                Core::F32(t) => self.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
-                Core::F64(t) => self.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
-            };
-        }
         if slot.steal != 0 {
             take_inputs(before, slot, n);
         }
-        let call = Call {
-            before,
-            inputs: &slot.inputs,
-            param_inputs: &slot.param_inputs,
-            params: &slot.params,
-            specs: slot.param_specs,
-            start,
-            n,
-            muted: slot.recovery.muted_until != 0 || slot.recovery.resetting.is_some(),
-            dead: slot.recovery.dead,
+        let at = Ambient {
+            clock: self.clock,
+            block_size: self.block_size,
             simd: self.simd,
-            prefilled: slot.prefilled,
-            at: self.stage_at,
+            stage_at: self.stage_at,
+            inputs: &self.inputs,
         };
-        let outcome = match &mut slot.core {
-            Core::F32(t) => run_typed(t, &call),
-            Core::F64(t) => run_typed(t, &call),
-        };
-        slot.prefilled = 0;
-        let end = start + n as u64;
-        match outcome {
-            // A node silent while its reset completes has not run clean.
-            Outcome::Ok if slot.recovery.resetting.is_some() => {}
-            Outcome::Ok => slot.recovery.ran_clean(end),
-            Outcome::NonFinite => self.report_nan(i, start, end),
+        let fx = run_one(slot, Sources::of(before), &at, start, n);
+        self.apply_effects(i, fx, start, n);
+    }
+
+    /// Applies to the engine what running node `i` over `start..start + n`
+    /// left for it ([`Effects`]): a spoilt save, scrubbed input samples, a
+    /// NaN or a panic to report.
+    #[inline]
+    pub(super) fn apply_effects(&mut self, i: usize, fx: Effects, start: u64, n: usize) {
+        if fx.spoil {
+            self.save.spoil();
+        }
+        self.stats.input_scrubbed += fx.scrubbed;
+        match fx.outcome {
+            Outcome::Ok => {}
+            Outcome::NonFinite => self.report_nan(i, start, start + n as u64),
             Outcome::Panicked(p) => {
                 self.caught.keep(p);
                 self.report_panic(i, start);
@@ -581,6 +562,39 @@ pub(super) fn take_inputs(before: &mut [Slot], slot: &mut Slot, n: usize) {
     }
 }
 
+/// [`take_inputs`] on a worker, where node `i` (`slot`) reaches its sources
+/// through `base`, the engine's slots.
+///
+/// # Safety
+/// `base` points at the engine's slots, `slot` is the `i`-th, and no other
+/// thread touches the source of a stolen input while the call runs: it is
+/// in an earlier level than node `i`, and node `i` is its only reader (the
+/// lane plan steals an input only then).
+pub(super) unsafe fn take_inputs_raw(base: *mut Slot, i: usize, slot: &mut Slot, n: usize) {
+    let mut bits = slot.steal;
+    while bits != 0 {
+        let k = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let Some(e) = slot.inputs.get(k).and_then(|l| l.first()) else {
+            continue;
+        };
+        if e.src.node >= i {
+            continue;
+        }
+        // SAFETY: in bounds (below `i`) and touched by no other thread:
+        // the contract above.
+        let src = unsafe { &mut *base.add(e.src.node) };
+        let swapped = match (&mut src.core, &mut slot.core) {
+            (Core::F32(a), Core::F32(b)) => swap_block(&mut a.outs, e.src.port, &mut b.ins, k, n),
+            (Core::F64(a), Core::F64(b)) => swap_block(&mut a.outs, e.src.port, &mut b.ins, k, n),
+            _ => false,
+        };
+        if swapped {
+            slot.prefilled |= 1 << k;
+        }
+    }
+}
+
 /// Swaps `outs[p]` and `ins[k]` when both hold at least `n` frames.
 fn swap_block<S>(outs: &mut [Vec<S>], p: usize, ins: &mut [Vec<S>], k: usize, n: usize) -> bool {
     match (outs.get_mut(p), ins.get_mut(k)) {
@@ -593,7 +607,9 @@ fn swap_block<S>(outs: &mut [Vec<S>], p: usize, ins: &mut [Vec<S>], k: usize, n:
 }
 
 /// What happened when a node ran.
-enum Outcome {
+#[derive(Default)]
+pub(super) enum Outcome {
+    #[default]
     Ok,
     /// It produced NaN/Inf (replaced by silence).
     NonFinite,
@@ -601,10 +617,89 @@ enum Outcome {
     Panicked(super::caught::Payload),
 }
 
+/// What running one node leaves for the engine to apply ([`Engine::apply_effects`]),
+/// so that a worker running it touches nothing but the node.
+#[derive(Default)]
+pub(super) struct Effects {
+    pub(super) outcome: Outcome,
+    /// A reset step ran: a save in progress is spoilt.
+    pub(super) spoil: bool,
+    /// Session input samples that were not finite.
+    pub(super) scrubbed: u64,
+    /// A voice's sound node ran: what follows its sound is still to do
+    /// ([`Engine::voice_sound`]).
+    pub(super) sound: bool,
+}
+
+/// What every node of a chunk reads of the engine (never writes).
+pub(super) struct Ambient<'a> {
+    pub(super) clock: u64,
+    pub(super) block_size: usize,
+    pub(super) simd: SimdLevel,
+    pub(super) stage_at: usize,
+    pub(super) inputs: &'a super::input::Inputs,
+}
+
+/// Runs node `slot` over `start..start + n` (its stolen inputs already
+/// taken), reading its sources from `before`: a retry or a reset step due,
+/// its session input, its inputs gathered, the node called; a clean run
+/// is recorded in its recovery, anything else is returned.
+pub(super) fn run_one(
+    slot: &mut Slot,
+    before: Sources<'_>,
+    at: &Ambient<'_>,
+    start: u64,
+    n: usize,
+) -> Effects {
+    let mut fx = Effects::default();
+    if slot.recovery.retry_due(start) {
+        slot.begin_reset();
+    }
+    if slot.recovery.resetting.is_some() {
+        // About PART_SAMPLES per block, whatever the chunks.
+        let budget = (2 * n).max(super::PART_SAMPLES * n / at.block_size.max(1));
+        slot.reset_step(budget);
+        fx.spoil = true;
+    }
+    if let Some(c) = slot.feed {
+        let offset = (start - at.clock) as usize;
+        fx.scrubbed = match &mut slot.core {
+            Core::F32(t) => at.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
+            Core::F64(t) => at.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
+        };
+    }
+    let call = Call {
+        before,
+        inputs: &slot.inputs,
+        param_inputs: &slot.param_inputs,
+        params: &slot.params,
+        specs: slot.param_specs,
+        start,
+        n,
+        muted: slot.recovery.muted_until != 0 || slot.recovery.resetting.is_some(),
+        dead: slot.recovery.dead,
+        simd: at.simd,
+        prefilled: slot.prefilled,
+        at: at.stage_at,
+    };
+    let outcome = match &mut slot.core {
+        Core::F32(t) => run_typed(t, &call),
+        Core::F64(t) => run_typed(t, &call),
+    };
+    slot.prefilled = 0;
+    match outcome {
+        // A node silent while its reset completes has not run clean.
+        Outcome::Ok if slot.recovery.resetting.is_some() => {}
+        Outcome::Ok => slot.recovery.ran_clean(start + n as u64),
+        other => fx.outcome = other,
+    }
+    fx
+}
+
 /// What one call of a node reads besides its own buffers.
 struct Call<'a> {
     /// The nodes scheduled before it: its (non-feedback) sources.
-    before: &'a [Slot],
+    before: Sources<'a>,
     inputs: &'a [Vec<EdgeIn>],
     param_inputs: &'a [Vec<EdgeIn>],
     params: &'a [ParamState],

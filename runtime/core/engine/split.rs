@@ -59,10 +59,10 @@ pub(super) struct Split {
     active: bool,
     /// Each voice's nodes in schedule order (its sound node last), voices
     /// numbered module after module from `first[pool]`.
-    nodes: Vec<Vec<usize>>,
+    pub(super) nodes: Vec<Vec<usize>>,
     first: Vec<usize>,
     /// Each voice's nodes have run up to this sample in the current block.
-    done: Vec<u64>,
+    pub(super) done: Vec<u64>,
     /// The steps of the nodes outside voices, in order, each with its FP
     /// mode.
     outer: Vec<(usize, bool)>,
@@ -212,8 +212,13 @@ impl Engine {
                 )
                 .min(self.voices.next_sample().clamp(pos + 1, end));
         }
-        for f in 0..self.split.done.len() {
-            self.settle_voice(f, end);
+        let workers = self.workers.take();
+        let spread = workers.as_ref().is_some_and(|w| self.spread_voices(w, end));
+        self.workers = workers;
+        if !spread {
+            for f in 0..self.split.done.len() {
+                self.settle_voice(f, end);
+            }
         }
         self.split.active = false;
 
@@ -365,7 +370,7 @@ impl Engine {
 
 /// A chunk just run into the spare buffers (swapped in as the outputs)
 /// moves to offset `at` of the block-long outputs, swapped back.
-fn unstage<S: Copy>(t: &mut Typed<S>, at: usize, n: usize) {
+pub(super) fn unstage<S: Copy>(t: &mut Typed<S>, at: usize, n: usize) {
     std::mem::swap(&mut t.outs, &mut t.spare);
     for (out, chunk) in t.outs.iter_mut().zip(&t.spare) {
         out[at..at + n].copy_from_slice(&chunk[..n]);

@@ -379,6 +379,19 @@ impl Voices {
         self.pools.is_empty()
     }
 
+    /// Whether a node of voice `tag` (if any) is idle: its voice is free
+    /// or being cleared.
+    #[inline]
+    pub(super) fn idle(&self, tag: Option<super::node::VoiceOf>) -> bool {
+        match tag {
+            Some(t) => {
+                let v = &self.pools[t.pool as usize].state.voices[t.voice as usize];
+                v.phase == Phase::Free || v.clearing
+            }
+            None => false,
+        }
+    }
+
     /// Whether some module clears its voices over time (long state).
     pub(super) fn clears(&self) -> bool {
         self.clears
@@ -627,13 +640,7 @@ impl Engine {
     /// Whether slot `i` belongs to a free voice (and so is not run).
     #[inline]
     pub(super) fn voice_idle(&self, i: usize) -> bool {
-        match self.slots[i].voice {
-            Some(t) => {
-                let v = &self.voices.pools[t.pool as usize].state.voices[t.voice as usize];
-                v.phase == Phase::Free || v.clearing
-            }
-            None => false,
-        }
+        self.voices.idle(self.slots[i].voice)
     }
 
     /// Takes the notes due at `pos`: stolen voices whose fade ended start

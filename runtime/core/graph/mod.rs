@@ -13,6 +13,8 @@
 mod compile;
 pub(crate) mod controls;
 mod report;
+mod threads_plan;
+pub use threads_plan::{threads_plan, ThreadsPlan};
 pub mod schema;
 mod voice_report;
 

@@ -13,6 +13,7 @@ pub mod resources;
 pub mod rules;
 pub mod scene;
 pub mod signals;
+pub mod threads;
 pub mod wav;
 pub mod wav_in;
 pub mod write;

@@ -518,6 +518,7 @@ pub fn session_fixed(seed: Option<u64>) -> morphrt::engine::incoming::SessionFix
         sample_rate: 48_000,
         seed,
         resolver: morphrt::host::files::resources::Folders::shared(Vec::new()),
+        workers: None,
     }
 }
 

@@ -408,6 +408,7 @@ impl SnapshotFile {
             sample_rate: self.sample_rate,
             seed: self.seed,
             resolver,
+            workers: None,
         }
     }
 }

@@ -45,6 +45,8 @@ pub use transports::TransportArgs;
 pub struct RunOptions {
     /// The scene file (JSON).
     pub scene: PathBuf,
+    #[command(flatten)]
+    pub threads: crate::host::files::threads::ThreadArgs,
     /// Session profile: strict, repro or live (default: the scene's, else repro).
     #[arg(long, value_parser = Profile::parse_arg)]
     pub profile: Option<Profile>,

@@ -278,16 +278,18 @@ impl FirstEngine {
             ..
         } = compiled;
         let sr = plan.sample_rate;
-        let fixed = SessionFixed::from_plan(
+        let mut fixed = SessionFixed::from_plan(
             &plan,
             crate::host::files::resources::Folders::shared(opts.resources.clone()),
         );
+        fixed.workers = opts.threads.workers(1);
         let context = match &snap {
             Some(_) => Some(SnapshotContext::new(&plan, &text)?),
             None => None,
         };
         let mut incoming =
             Incoming::from_plan(plan, scene.profile, Vec::new()).asking(Asked::of(&scene));
+        incoming.engine.set_workers(fixed.workers.clone());
         if let (Some(s), Some(cx)) = (&snap, &context) {
             let resumed = cx.resume(s, &mut incoming.engine)?;
             // Its events in beats are on the file's grid now: an edit's

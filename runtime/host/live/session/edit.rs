@@ -249,7 +249,10 @@ impl LiveSession {
             }
         }
         let warnings = std::mem::take(&mut plan.warnings);
-        Ok(Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene)))
+        let mut incoming =
+            Incoming::from_plan(plan, scene.profile, warnings).asking(Asked::of(&scene));
+        incoming.engine.set_workers(self.fixed.workers.clone());
+        Ok(incoming)
     }
 
     /// Refuses `plan` when an `input` node of it reads a channel the

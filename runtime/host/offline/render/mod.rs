@@ -179,6 +179,10 @@ pub fn render(
     };
     let latency = plan.latency;
     let mut engine = Engine::new(plan);
+    engine.set_workers(
+        opts.threads
+            .workers(crate::host::files::threads::all_cores()),
+    );
     if let (Some(s), Some(cx)) = (&snap, &context) {
         resume_from(s, cx, &mut engine, log)?;
     }

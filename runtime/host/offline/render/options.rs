@@ -72,6 +72,8 @@ pub struct RenderOptions {
     /// resuming it must agree with the snapshot's).
     #[arg(long = "block-size")]
     pub block_size: Option<usize>,
+    #[command(flatten)]
+    pub threads: crate::host::files::threads::ThreadArgs,
     /// Print the SHA-256 of the main-bus samples at engine precision.
     ///
     /// The hash is of the interleaved little-endian main-bus samples at

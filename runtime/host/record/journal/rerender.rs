@@ -130,6 +130,7 @@ impl<'a> Rebuild<'a> {
                 sample_rate,
                 seed,
                 resolver: None,
+                workers: None,
             },
             channels,
             recorded,

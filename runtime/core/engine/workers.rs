@@ -1,0 +1,288 @@
+//! The worker pool: threads spawned once, when a host asks for more than
+//! one ([`Workers::new`]), that run the independent nodes of a level beside
+//! the audio thread (`parallel.rs` says what they run and why the bits are
+//! the same at any thread count).
+//!
+//! **Waking.** A level is published in one atomic word: an epoch, the
+//! level's step count and the next step to claim. Each thread, the audio
+//! thread among them, claims steps by compare-and-swap until none is left,
+//! so which thread runs which step depends on timing and nothing else
+//! does. An idle worker spins a bounded number of times watching the word,
+//! then parks (`std::thread::park`, a futex on Linux: no lock, no
+//! allocation); publishing a level unparks every worker, which costs an
+//! atomic swap for a worker that is not parked.
+//!
+//! **Waiting.** The audio thread, done claiming, spins on the count of
+//! finished steps (yielding its time slice after a bounded spin) until the
+//! last worker's step is done: no mutex, no allocation.
+//!
+//! **The job.** What a level's steps need (the engine's buffers, the chunk)
+//! is written by the audio thread before it publishes the level and read
+//! by a worker only after its claim succeeds, which synchronises with the
+//! publication; the audio thread writes the next job only after every
+//! step of this one is done.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{JoinHandle, Thread};
+
+/// Spins of an idle worker before it parks.
+const IDLE_SPINS: u32 = 1 << 11;
+/// Spins of the waiting audio thread before it yields its time slice.
+const WAIT_SPINS: u32 = 1 << 10;
+
+/// What a worker runs for each step it claims: `run(data, step)`.
+#[derive(Clone, Copy)]
+pub(super) struct Job {
+    pub(super) run: unsafe fn(*const (), usize),
+    pub(super) data: *const (),
+}
+
+/// A pool of worker threads shared by the engines of a session (cheap to
+/// clone). The threads end when the last clone is dropped.
+///
+/// ```
+/// use morphrt_core::engine::Workers;
+///
+/// let w = Workers::new(3);
+/// assert_eq!(w.threads(), 3);
+/// ```
+#[derive(Clone)]
+pub struct Workers {
+    inner: Arc<Pool>,
+}
+
+impl std::fmt::Debug for Workers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workers")
+            .field("threads", &self.threads())
+            .field("min_work_ns", &self.min_work_ns())
+            .finish()
+    }
+}
+
+struct Pool {
+    shared: Arc<Shared>,
+    threads: Vec<Thread>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+struct Shared {
+    /// epoch (24 bits) | steps (20 bits) | next step to claim (20 bits).
+    word: AtomicU64,
+    /// Steps of the current level finished.
+    done: AtomicUsize,
+    job: UnsafeCell<Job>,
+    quit: AtomicBool,
+    /// A thread is publishing levels (`Workers::run`): another thread
+    /// that calls then runs its steps alone.
+    busy: AtomicBool,
+    /// Estimated nanoseconds of work a level's other steps must add up to
+    /// before it is spread over the workers.
+    min_work_ns: AtomicU64,
+}
+
+// SAFETY: `job` is written only by the thread that publishes a level,
+// before publishing it (Release), and while no step of the previous level
+// is unfinished; a worker reads it only after a claim in that level
+// succeeded (Acquire). The pointer in the job is to data the publishing
+// thread keeps alive and unaliased until every step is done.
+unsafe impl Sync for Shared {}
+unsafe impl Send for Shared {}
+
+const STEP_BITS: u32 = 20;
+const STEP_MASK: u64 = (1 << STEP_BITS) - 1;
+
+fn unpack(word: u64) -> (u64, usize, usize) {
+    (
+        word >> (2 * STEP_BITS),
+        ((word >> STEP_BITS) & STEP_MASK) as usize,
+        (word & STEP_MASK) as usize,
+    )
+}
+
+/// The most steps one level may publish.
+pub(super) const MAX_STEPS: usize = STEP_MASK as usize;
+
+/// The default of [`Workers::min_work_ns`]: about what waking a parked
+/// worker and handing it a level costs, several times over.
+pub const MIN_WORK_NS: u64 = 20_000;
+
+impl Workers {
+    /// A pool for `threads` threads in all: the caller's and `threads − 1`
+    /// workers (none for 0 or 1). Spawns the workers (allocates): call it
+    /// off the audio thread, once per session.
+    pub fn new(threads: usize) -> Workers {
+        let shared = Arc::new(Shared {
+            word: AtomicU64::new(0),
+            done: AtomicUsize::new(0),
+            job: UnsafeCell::new(Job {
+                run: noop,
+                data: std::ptr::null(),
+            }),
+            quit: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            min_work_ns: AtomicU64::new(MIN_WORK_NS),
+        });
+        let mut handles = Vec::new();
+        for k in 1..threads.max(1) {
+            let s = shared.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("morphrt-worker-{k}"))
+                .spawn(move || worker(&s))
+                .expect("the system spawns a worker thread");
+            handles.push(h);
+        }
+        let threads = handles.iter().map(|h| h.thread().clone()).collect();
+        Workers {
+            inner: Arc::new(Pool {
+                shared,
+                threads,
+                handles,
+            }),
+        }
+    }
+
+    /// Threads in all, the caller's included.
+    pub fn threads(&self) -> usize {
+        self.inner.threads.len() + 1
+    }
+
+    /// Estimated nanoseconds a level's work must save before it is spread
+    /// over the workers (a smaller level runs on the calling thread alone).
+    pub fn min_work_ns(&self) -> u64 {
+        self.inner.shared.min_work_ns.load(Ordering::Relaxed)
+    }
+
+    /// Sets [`min_work_ns`](Self::min_work_ns) (0: every level of more
+    /// than one step is spread).
+    pub fn set_min_work_ns(&self, ns: u64) {
+        self.inner.shared.min_work_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// Runs `job` for steps `0..steps` on this thread and the workers;
+    /// returns when every step is done. Real-time safe: no allocation,
+    /// lock or blocking call. The engines of a session share one pool: while
+    /// one thread runs a job on it (the audio thread), a job another thread
+    /// brings (the control thread fast-forwarding an incoming engine) runs
+    /// on that thread alone.
+    ///
+    /// # Safety
+    /// `job.run(job.data, k)` must be safe to call for each `k` in
+    /// `0..steps`, from any thread, concurrently with the calls for the
+    /// other steps.
+    pub(super) unsafe fn run(&self, job: Job, steps: usize) {
+        debug_assert!(steps <= MAX_STEPS);
+        let s = &*self.inner.shared;
+        if s.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            for k in 0..steps {
+                // SAFETY: the caller's contract.
+                unsafe { (job.run)(job.data, k) };
+            }
+            return;
+        }
+        let (epoch, _, _) = unpack(s.word.load(Ordering::Relaxed));
+        let epoch = (epoch + 1) & ((1 << 24) - 1);
+        // SAFETY: every step of the previous level is done (this function
+        // returned), so no worker reads the job now; see `Shared`.
+        unsafe { *s.job.get() = job };
+        s.done.store(0, Ordering::Relaxed);
+        s.word.store(
+            epoch << (2 * STEP_BITS) | (steps as u64) << STEP_BITS,
+            Ordering::Release,
+        );
+        for t in &self.inner.threads {
+            t.unpark();
+        }
+        let mine = claim_all(s, epoch);
+        let mut spins = 0u32;
+        while s.done.load(Ordering::Acquire) + mine < steps {
+            if spins < WAIT_SPINS {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        s.busy.store(false, Ordering::Release);
+    }
+}
+
+unsafe fn noop(_: *const (), _: usize) {}
+
+/// Claims and runs steps of level `epoch` until none is left; returns how
+/// many this thread ran (the caller counts its own; a worker adds its
+/// steps to `done`).
+fn claim_all(s: &Shared, epoch: u64) -> usize {
+    let mut ran = 0;
+    let mut word = s.word.load(Ordering::Acquire);
+    loop {
+        let (e, steps, next) = unpack(word);
+        if e != epoch || next >= steps {
+            return ran;
+        }
+        match s
+            .word
+            .compare_exchange_weak(word, word + 1, Ordering::Acquire, Ordering::Acquire)
+        {
+            Ok(_) => {
+                // SAFETY: the claim succeeded in `epoch`, whose job was
+                // written before it was published; see `Shared`.
+                let job = unsafe { *s.job.get() };
+                // SAFETY: step `next` of this level is claimed by this
+                // thread alone; `Workers::run`'s contract.
+                unsafe { (job.run)(job.data, next) };
+                ran += 1;
+                word = s.word.load(Ordering::Acquire);
+            }
+            Err(w) => word = w,
+        }
+    }
+}
+
+fn worker(s: &Shared) {
+    let mut seen = 0u64;
+    loop {
+        let mut spins = 0u32;
+        let epoch = loop {
+            if s.quit.load(Ordering::Acquire) {
+                return;
+            }
+            let (e, steps, next) = unpack(s.word.load(Ordering::Acquire));
+            if e != seen && next < steps {
+                break e;
+            }
+            if e != seen {
+                // A level published and already claimed: nothing to do.
+                seen = e;
+            }
+            if spins < IDLE_SPINS {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::park();
+            }
+        };
+        seen = epoch;
+        let ran = claim_all(s, epoch);
+        if ran > 0 {
+            s.done.fetch_add(ran, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shared.quit.store(true, Ordering::Release);
+        for t in &self.threads {
+            t.unpark();
+        }
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The plan `check --threads N` shows: which nodes may run side by side
+//! (the graph's levels), the critical path and the speed-up the operators'
+//! cost estimates promise at N threads.
+
+use super::{node_cost_ns, Plan};
+
+/// The levels of a plan and what they promise at some thread count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadsPlan {
+    /// Schedule indices by level: a node's level is one more than the
+    /// highest level among the nodes it reads (feedback edges aside, which
+    /// read delay lines), so the nodes of a level never read each other.
+    pub levels: Vec<Vec<usize>>,
+    /// The estimated cost of every node, ns per sample.
+    pub total_ns: f64,
+    /// The dearest node of each level, added up: no thread count runs a
+    /// sample faster.
+    pub critical_ns: f64,
+    /// Threads the estimate is for.
+    pub threads: usize,
+    /// Each level's nodes dealt over the threads, dearest first onto the
+    /// least loaded: `assigned[level][k]` is the thread of `levels[level][k]`.
+    pub assigned: Vec<Vec<usize>>,
+    /// The estimated cost per sample at `threads`: each level as long as its
+    /// most loaded thread.
+    pub spread_ns: f64,
+}
+
+impl ThreadsPlan {
+    /// `total_ns / spread_ns`: the speed-up the estimates promise (1 for an
+    /// empty plan).
+    pub fn speedup(&self) -> f64 {
+        if self.spread_ns > 0.0 {
+            self.total_ns / self.spread_ns
+        } else {
+            1.0
+        }
+    }
+}
+
+/// The levels of `plan` and their estimate at `threads` threads.
+pub fn threads_plan(plan: &Plan, threads: usize) -> ThreadsPlan {
+    let threads = threads.max(1);
+    let n = plan.nodes.len();
+    let mut level = vec![0usize; n];
+    for i in 0..n {
+        let node = &plan.nodes[i];
+        level[i] = node
+            .inputs
+            .iter()
+            .chain(&node.param_inputs)
+            .flatten()
+            .filter(|s| !s.is_feedback() && s.node < i)
+            .map(|s| level[s.node] + 1)
+            .max()
+            .unwrap_or(0);
+    }
+    let depth = level.iter().max().map_or(0, |m| m + 1);
+    let mut levels = vec![Vec::new(); depth];
+    for (i, &l) in level.iter().enumerate() {
+        levels[l].push(i);
+    }
+    let cost: Vec<f64> = plan.nodes.iter().map(node_cost_ns).collect();
+    let total_ns = cost.iter().sum();
+    let mut critical_ns = 0.0;
+    let mut spread_ns = 0.0;
+    let mut assigned = Vec::with_capacity(depth);
+    for nodes in &levels {
+        critical_ns += nodes.iter().map(|&i| cost[i]).fold(0.0, f64::max);
+        let mut order: Vec<usize> = (0..nodes.len()).collect();
+        order.sort_by(|&a, &b| cost[nodes[b]].total_cmp(&cost[nodes[a]]));
+        let mut load = vec![0.0f64; threads];
+        let mut to = vec![0usize; nodes.len()];
+        for k in order {
+            let t = (0..threads)
+                .min_by(|&a, &b| load[a].total_cmp(&load[b]))
+                .unwrap_or(0);
+            load[t] += cost[nodes[k]];
+            to[k] = t;
+        }
+        spread_ns += load.iter().copied().fold(0.0, f64::max);
+        assigned.push(to);
+    }
+    ThreadsPlan {
+        levels,
+        total_ns,
+        critical_ns,
+        threads,
+        assigned,
+        spread_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{compile, CompileOptions};
+
+    fn plan(text: &str) -> Plan {
+        let scene = crate::scene::load_str(text, "t.json", None).unwrap();
+        compile(
+            &scene,
+            &CompileOptions {
+                skip_build: true,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn two_branches_go_to_two_threads_and_the_critical_path_is_one_branch_and_the_mix() {
+        let p = plan(
+            r#"{ "version": "1.0", "sample_rate": 48000, "nodes": [
+                { "id": "a", "op": "sine", "params": { "freq": 100 } },
+                { "id": "b", "op": "sine", "params": { "freq": 200 } },
+                { "id": "m", "op": "mix", "params": { "gains": [0.5, 0.5] } }],
+              "edges": [{ "from": "a", "to": "m:in0" }, { "from": "b", "to": "m:in1" }],
+              "outputs": { "main": ["m"] } }"#,
+        );
+        let t = threads_plan(&p, 2);
+        let id = |i: usize| p.nodes[i].id.as_str();
+        let names: Vec<Vec<&str>> = t
+            .levels
+            .iter()
+            .map(|l| l.iter().map(|&i| id(i)).collect())
+            .collect();
+        assert_eq!(names, vec![vec!["a", "b"], vec!["m"]]);
+        // The two sines on two threads; the mix alone.
+        assert_ne!(t.assigned[0][0], t.assigned[0][1]);
+        let (sine, mix) = (node_cost_ns(&p.nodes[0]), node_cost_ns(&p.nodes[2]));
+        assert_eq!(t.total_ns, 2.0 * sine + mix);
+        assert_eq!(t.critical_ns, sine + mix);
+        assert_eq!(t.spread_ns, sine + mix);
+        assert_eq!(threads_plan(&p, 1).speedup(), 1.0);
+        assert!((t.speedup() - (2.0 * sine + mix) / (sine + mix)).abs() < 1e-12);
+    }
+}

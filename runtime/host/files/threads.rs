@@ -1,0 +1,65 @@
+//! `--threads`: the worker pool `render` and `run` give their engines.
+
+use crate::engine::Workers;
+
+/// `--threads` and its threshold, as `render` and `run` take them.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ThreadArgs {
+    /// Threads that compute each block: this one and N − 1 workers that
+    /// run independent nodes side by side (default: every core for
+    /// `render`, 1 for `run`).
+    ///
+    /// The output is the same bytes at every thread count, in every
+    /// profile and at every block size: each node computes exactly what it
+    /// computes alone, and a node's inputs are summed in the graph's fixed
+    /// order. `morphrt check` shows which nodes may run side by side.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Estimated nanoseconds of work a level of the graph must save before
+    /// it is spread over the threads.
+    #[arg(long = "thread-min-work-ns", hide = true)]
+    pub min_work_ns: Option<u64>,
+}
+
+impl ThreadArgs {
+    /// The pool for `--threads`, or for `default` threads without it;
+    /// `None` for one thread.
+    pub fn workers(&self, default: usize) -> Option<Workers> {
+        let n = self.threads.map_or(default, usize::from);
+        if n <= 1 {
+            return None;
+        }
+        let w = Workers::new(n);
+        if let Some(ns) = self.min_work_ns {
+            w.set_min_work_ns(ns);
+        }
+        Some(w)
+    }
+}
+
+/// Every core of the machine (1 when it cannot be told).
+pub fn all_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// The plan at `threads` threads, as text: one line per level of two
+/// nodes or more, then the critical path and the promised speed-up.
+pub fn threads_text(plan: &crate::graph::Plan, threads: usize) -> String {
+    let t = crate::graph::threads_plan(plan, threads);
+    let mut s = format!("\nthreads: {threads}, {} levels\n", t.levels.len());
+    for (l, nodes) in t.levels.iter().enumerate() {
+        let dealt: Vec<String> = nodes
+            .iter()
+            .zip(&t.assigned[l])
+            .map(|(&i, &w)| format!("{}@{w}", plan.nodes[i].id))
+            .collect();
+        s.push_str(&format!("  level {l}: {}\n", dealt.join(" ")));
+    }
+    s.push_str(&format!(
+        "critical path: {:.1} of {:.1} ns/sample; expected speed-up at {threads} threads: {:.2}x\n",
+        t.critical_ns,
+        t.total_ns,
+        t.speedup()
+    ));
+    s
+}

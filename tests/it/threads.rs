@@ -1,0 +1,265 @@
+//! `--threads`: the same bytes at every thread count, in every profile and
+//! at every block size; a live session at two threads replays at one.
+
+use crate::support as common;
+use crate::support::counting::{counts, realtime};
+use morphrt::engine::{Engine, Workers};
+use morphrt::graph::{compile, CompileOptions};
+use morphrt::host::offline::render_hash;
+use morphrt::profile::Profile;
+
+/// Frames of a render at `block`: short at block 1, which is slow.
+fn frames(block: usize) -> u64 {
+    if block == 1 {
+        2_400
+    } else {
+        14_400
+    }
+}
+
+/// The hash of `frames` of `path` under `profile` at `block`, its nodes
+/// spread over `workers` (every level of two nodes or more) or on one
+/// thread.
+fn hash(
+    path: &std::path::Path,
+    profile: Profile,
+    block: usize,
+    workers: Option<&Workers>,
+) -> String {
+    let scene = morphrt::scene::load_file(path).unwrap();
+    let plan = compile(
+        &scene,
+        &CompileOptions {
+            profile: Some(profile),
+            block_size: Some(block),
+            ..morphrt::host::files::resources::compile_options()
+        },
+    )
+    .unwrap();
+    let mut engine = Engine::new(plan);
+    engine.set_workers(workers.cloned());
+    render_hash(common::fed(engine), frames(block))
+}
+
+#[test]
+fn every_shipped_scene_hashes_the_same_at_one_two_three_and_eight_threads() {
+    let pools: Vec<Workers> = [2, 3, 8]
+        .into_iter()
+        .map(|n| {
+            let w = Workers::new(n);
+            w.set_min_work_ns(0);
+            w
+        })
+        .collect();
+    for path in common::shipped_scenes() {
+        for profile in [Profile::Strict, Profile::Repro, Profile::Live] {
+            for block in [1, 64, 4096] {
+                let one = hash(&path, profile, block, None);
+                for w in &pools {
+                    assert_eq!(
+                        hash(&path, profile, block, Some(w)),
+                        one,
+                        "{} under {profile:?} at block {block}, {} threads",
+                        path.display(),
+                        w.threads()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `render SCENE --hash --duration 0.3s ARGS…` at `threads`, every level
+/// of two nodes or more spread: its hash line.
+fn cli_hash(scene: &str, threads: &str, args: &[&str]) -> String {
+    let dir = common::temp_dir("cli-hash");
+    let out = dir.join(format!("{}-{threads}.wav", scene.replace('/', "-")));
+    let mut all = vec![
+        "--hash",
+        "--duration",
+        "0.3s",
+        "--threads",
+        threads,
+        "--thread-min-work-ns",
+        "0",
+    ];
+    all.extend_from_slice(args);
+    let o = common::render(common::root().join(scene), &out, &all);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    assert!(text.contains(char::is_alphanumeric), "a hash: {text}");
+    text
+}
+
+#[test]
+fn render_threads_gives_the_same_hash_for_voices_feedback_input_and_events() {
+    let dir = common::temp_dir("cli-input");
+    let input = dir.join("in.wav");
+    let tone: Vec<f32> = (0..14_400)
+        .map(|k| ((k % 97) as f32 / 97.0 - 0.5) * 0.5)
+        .collect();
+    common::write_mono_f32(&input, &tone);
+    let input_args = ["--input", input.to_str().unwrap()];
+    for (scene, args) in [
+        ("scenes/poly-pad.json", &[][..]),
+        ("scenes/ping-pong.json", &[][..]),
+        ("scenes/pan-sweep.json", &["--profile", "strict"][..]),
+        ("scenes/dub-chain.json", &["--block-size", "1"][..]),
+        ("scenes/input-hall.json", &input_args[..]),
+    ] {
+        let one = cli_hash(scene, "1", args);
+        for threads in ["2", "3", "8"] {
+            assert_eq!(
+                cli_hash(scene, threads, args),
+                one,
+                "{scene} at {threads} threads"
+            );
+        }
+    }
+}
+
+#[test]
+fn render_refuses_zero_threads() {
+    let dir = common::temp_dir("zero-threads");
+    let o = common::render(
+        common::root().join("scenes/drone.json"),
+        &dir.join("o.wav"),
+        &["--threads", "0"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        common::stderr(&o).contains("--threads"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+#[test]
+fn a_session_at_two_threads_with_an_edit_and_a_switch_replays_at_one() {
+    let dir = common::temp_dir("two-threads");
+    let text = std::fs::read_to_string(common::root().join("scenes/dub-chain.json")).unwrap();
+    let path = dir.join("dub.json");
+    std::fs::write(&path, &text).unwrap();
+    let journal = dir.join("j").join("dub.jsonl");
+    let capture = dir.join("cap.wav");
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--threads",
+            "2",
+            "--thread-min-work-ns",
+            "0",
+            "--capture",
+            capture.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    common::save_as_editor(
+        &path,
+        &text.replace("\"gains\": [0.5, 0.5]", "\"gains\": [0.4, 0.6]"),
+        std::time::Duration::from_millis(500),
+    );
+    common::wait_line(&lines, "edit applied", &mut log);
+    let all = common::press_then_quit(&mut child, &lines, log, &[("l", "switched repro → live")]);
+    // `replay` renders the journal on one thread.
+    common::assert_replays(&journal, &capture, &all);
+}
+
+/// The real callback path (`PlayerCell::fill`) of a scene with branches
+/// and of a scene with voices, their nodes and voices spread over two
+/// threads: the callback's thread never allocates or frees.
+#[test]
+fn the_callback_with_workers_never_allocates() {
+    use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
+    use std::sync::Arc;
+    let workers = Workers::new(2);
+    workers.set_min_work_ns(0);
+    for name in ["dub-chain", "poly-pad"] {
+        let path = common::root().join(format!("scenes/{name}.json"));
+        let scene = morphrt::scene::load_file(&path).unwrap();
+        let plan = compile(
+            &scene,
+            &CompileOptions {
+                profile: Some(Profile::Live),
+                block_size: Some(64),
+                ..morphrt::host::files::resources::compile_options()
+            },
+        )
+        .unwrap();
+        let mut engine = Engine::new(plan);
+        engine.set_workers(Some(workers.clone()));
+        let meters = Arc::new(Meters::default());
+        let player = Player::new(
+            engine,
+            2,
+            None,
+            240,
+            meters.clone(),
+            Arc::new(Switches::default()),
+            std::time::Instant::now(),
+        );
+        let cell = PlayerCell::new(player);
+        let mut buf = vec![0.0f32; 48 * 2];
+        let before = counts();
+        realtime(|| {
+            for _ in 0..4_000 {
+                cell.fill(&mut buf);
+            }
+        });
+        let after = counts();
+        assert_eq!(
+            (after.0 - before.0, after.1 - before.1),
+            (0, 0),
+            "{name}: the callback allocated or freed"
+        );
+        assert!(meters.clock.load(std::sync::atomic::Ordering::Relaxed) >= 4_000 * 48);
+    }
+}
+
+#[test]
+fn check_threads_deals_every_node_once_and_promises_a_speed_up() {
+    let o = common::morphrt(&["check", "scenes/dub-chain.json", "--threads", "2", "--json"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    let t = &v["threads"];
+    let mut dealt: Vec<String> = t["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l.as_array().unwrap().iter())
+        .map(|n| {
+            assert!(n["thread"].as_u64().unwrap() < 2);
+            n["node"].as_str().unwrap().to_string()
+        })
+        .collect();
+    dealt.sort();
+    let text = std::fs::read_to_string(common::root().join("scenes/dub-chain.json")).unwrap();
+    let scene: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut ids: Vec<String> = scene["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(dealt, ids);
+    let (total, critical) = (
+        t["cost_ns_per_sample"].as_f64().unwrap(),
+        t["critical_path_ns_per_sample"].as_f64().unwrap(),
+    );
+    assert!(critical < total);
+    let speedup = t["expected_speedup"].as_f64().unwrap();
+    assert!(
+        speedup > 1.0 && speedup <= 2.0 && speedup <= total / critical + 1e-9,
+        "{t}"
+    );
+    let o = common::morphrt(&["check", "scenes/dub-chain.json", "--threads", "2"]);
+    let out = common::stdout(&o);
+    assert!(
+        out.contains("threads: 2, ") && out.contains("expected speed-up at 2 threads"),
+        "{out}"
+    );
+}
