@@ -1,4 +1,5 @@
-//! `saw` and `square` (band-limited by PolyBLEP) and `triangle` (naive):
+//! `saw` and `square` (band-limited by PolyBLEP, with hard sync) and
+//! `triangle` (naive, or band-limited by PolyBLAMP with `band_limited`):
 //! the piecewise-linear shapes of the shape oscillator.
 
 use super::{
@@ -6,7 +7,7 @@ use super::{
     TRIANGLE_PHASE,
 };
 use crate::dsp::{Math, Sample};
-use crate::ops::{build_any, by_profile, no_choices, number, OpSpec};
+use crate::ops::{build_any, by_profile, no_choices, number, OpSpec, ParamKind, ParamSpec, Value};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 
@@ -31,9 +32,14 @@ struct SawShape;
 impl Shape for SawShape {
     const HAS_EXTRA: bool = false;
     const PHASE: Option<usize> = Some(SAW_PHASE);
+    const SYNC: bool = true;
     #[inline]
     fn value<S: Sample, M: Math>(t: S, dt: S, _: f64) -> S {
         t + t - S::ONE - poly_blep(t, dt)
+    }
+    #[inline]
+    fn naive<S: Sample>(t: S, _: f64) -> S {
+        t + t - S::ONE
     }
 }
 
@@ -41,6 +47,15 @@ struct SquareShape;
 impl Shape for SquareShape {
     const HAS_EXTRA: bool = true;
     const PHASE: Option<usize> = Some(SQUARE_PHASE);
+    const SYNC: bool = true;
+    #[inline]
+    fn naive<S: Sample>(t: S, duty: f64) -> S {
+        if t < S::from_f64(duty.clamp(0.0, 1.0)) {
+            S::ONE
+        } else {
+            -S::ONE
+        }
+    }
     #[inline]
     fn value<S: Sample, M: Math>(t: S, dt: S, duty: f64) -> S {
         let d = S::from_f64(duty.clamp(0.0, 1.0));
@@ -52,6 +67,69 @@ impl Shape for SquareShape {
         naive + poly_blep(t, dt) - poly_blep(t2, dt)
     }
 }
+
+/// PolyBLAMP residual of a unit change of slope (per sample) at signed
+/// distance `d` samples from the corner: (1 − |d|)³/6 within a sample of
+/// it, 0 elsewhere (the integral of PolyBLEP's residual).
+#[inline]
+fn poly_blamp<S: Sample>(d: S) -> S {
+    let u = S::ONE - d.abs();
+    if u > S::ZERO {
+        u * u * u / S::from_f64(6.0)
+    } else {
+        S::ZERO
+    }
+}
+
+/// Signed distance of phase `t` from a corner at `e`, in cycles, within
+/// (−0.5, 0.5].
+#[inline]
+fn from_corner<S: Sample>(t: S, e: S) -> S {
+    let half = S::from_f64(0.5);
+    let mut d = t - e;
+    if d > half {
+        d -= S::ONE;
+    } else if d <= -half {
+        d += S::ONE;
+    }
+    d
+}
+
+/// The triangle with PolyBLAMP at its corners (`band_limited`): the slope,
+/// ±4 a cycle, changes by −8·dt a sample at the peak (t = ¼) and by +8·dt
+/// at the trough (t = ¾); each corner adds that change times
+/// [`poly_blamp`] of the distance in samples.
+struct BandLimitedTriangleShape;
+impl Shape for BandLimitedTriangleShape {
+    const HAS_EXTRA: bool = false;
+    const PHASE: Option<usize> = Some(TRIANGLE_PHASE);
+    #[inline]
+    fn value<S: Sample, M: Math>(t: S, dt: S, e: f64) -> S {
+        let naive = TriangleShape::value::<S, M>(t, dt, e);
+        if dt <= S::ZERO {
+            return naive;
+        }
+        let change = S::from_f64(8.0) * dt;
+        let peak = poly_blamp(from_corner(t, S::from_f64(0.25)) / dt);
+        let trough = poly_blamp(from_corner(t, S::from_f64(0.75)) / dt);
+        naive + change * (trough - peak)
+    }
+}
+
+/// `triangle`: the naive shape, or with `band_limited` the PolyBLAMP one.
+fn build_triangle(
+    cx: &crate::ops::BuildCtx<'_>,
+    precision: crate::dsp::Precision,
+    math: crate::dsp::MathKind,
+) -> Result<crate::ops::AnyNode, String> {
+    if matches!(cx.values.get(TRIANGLE_BAND_LIMITED), Some(Value::Bool(true))) {
+        build_any::<OscOp<BandLimitedTriangleShape>>(cx, precision, math)
+    } else {
+        build_any::<OscOp<TriangleShape>>(cx, precision, math)
+    }
+}
+
+const TRIANGLE_BAND_LIMITED: usize = TRIANGLE.index_of("band_limited");
 
 struct TriangleShape;
 impl Shape for TriangleShape {
@@ -72,8 +150,8 @@ impl Shape for TriangleShape {
 
 pub(crate) static SAW: OpSpec = OpSpec {
     name: "saw",
-    doc: "Band-limited (PolyBLEP) sawtooth, rising from -amp to amp; `phase` (rad, like sine's) starts it that far into its cycle.",
-    inputs: &[],
+    doc: "Band-limited (PolyBLEP) sawtooth, rising from -amp to amp; `phase` (rad, like sine's) starts it that far into its cycle. Hard sync: where the `sync` input rises through 0 (a master `square`'s phase wrap, a trigger) the phase restarts, the jump band-limited by PolyBLEP; with `sync` connected the output is one sample late.",
+    inputs: &["sync"],
     outputs: &["out"],
     params: &[FREQ_PARAM, AMP_PARAM, PHASE_PARAM],
     tier: Profile::Strict,
@@ -90,8 +168,8 @@ pub(crate) static SAW: OpSpec = OpSpec {
 
 pub(crate) static SQUARE: OpSpec = OpSpec {
     name: "square",
-    doc: "Band-limited (PolyBLEP) square/pulse wave; `duty` is the high fraction of a cycle; `phase` (rad, like sine's) starts it that far into its cycle.",
-    inputs: &[],
+    doc: "Band-limited (PolyBLEP) square/pulse wave; `duty` is the high fraction of a cycle; `phase` (rad, like sine's) starts it that far into its cycle. Hard sync by the `sync` input as `saw`'s.",
+    inputs: &["sync"],
     outputs: &["out"],
     params: &[
         FREQ_PARAM,
@@ -120,10 +198,20 @@ pub(crate) static SQUARE: OpSpec = OpSpec {
 
 pub(crate) static TRIANGLE: OpSpec = OpSpec {
     name: "triangle",
-    doc: "Triangle wave starting at 0 and rising (not band-limited; its harmonics fall at 12 dB/octave); `phase` (rad, like sine's) starts it that far into its cycle.",
+    doc: "Triangle wave starting at 0 and rising; `phase` (rad, like sine's) starts it that far into its cycle. Naive by default (its harmonics fall at 12 dB/octave and alias); `band_limited: true` rounds its corners by PolyBLAMP.",
     inputs: &[],
     outputs: &["out"],
-    params: &[FREQ_PARAM, AMP_PARAM, PHASE_PARAM],
+    params: &[
+        FREQ_PARAM,
+        AMP_PARAM,
+        PHASE_PARAM,
+        ParamSpec {
+            name: "band_limited",
+            kind: ParamKind::Bool { default: false },
+            doc: "PolyBLAMP at the corners: far less aliasing",
+            settable_by_events: false,
+        },
+    ],
     tier: Profile::Strict,
     variadic_inputs: false,
     uses_rng: false,
@@ -133,7 +221,7 @@ pub(crate) static TRIANGLE: OpSpec = OpSpec {
     lints: freq_lints,
     cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
-    build: build_any::<OscOp<TriangleShape>>,
+    build: build_triangle,
 };
 
 #[cfg(test)]
