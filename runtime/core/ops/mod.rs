@@ -55,7 +55,9 @@ mod utility;
 
 pub use crate::dsp::state::{NodeState, PartClear, Progress, StateError, StateValue};
 pub use input::{input_channel, is_session_input, MAX_INPUT_CHANNEL};
-pub use value::{default_value, no_audio, number_value, resolve_param, AudioData, ParamError, Value};
+pub use value::{
+    default_value, no_audio, number_value, resolve_param, AudioData, ParamError, Value,
+};
 
 use crate::dsp::{FastMath, Math, MathKind, Precision, Sample, StdMath, StrictMath};
 use crate::profile::{NodeProfile, Profile};

@@ -327,9 +327,7 @@ pub(super) fn spectra(values: &[Value]) -> Result<Spectra, String> {
         _ => default,
     };
     match file {
-        Some(_) if !harmonics.is_empty() => {
-            Err("give `file` or `harmonics`, not both".to_string())
-        }
+        Some(_) if !harmonics.is_empty() => Err("give `file` or `harmonics`, not both".to_string()),
         Some(f) => Spectra::from_audio(f, int(TABLE_SIZE, 2048)),
         None => Spectra::from_harmonics(harmonics, int(TABLES, 1)),
     }
