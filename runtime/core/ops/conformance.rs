@@ -601,7 +601,9 @@ pub(crate) fn cases() -> Vec<Case> {
                 ("position", num(0.5)),
                 (
                     "harmonics",
-                    Value::Gains(vec![1.0, 0.5, 0.33, 0.25, 1.0, 0.0, 0.33, 0.0, 0.0, 1.0, 0.0, 0.5]),
+                    Value::Gains(vec![
+                        1.0, 0.5, 0.33, 0.25, 1.0, 0.0, 0.33, 0.0, 0.0, 1.0, 0.0, 0.5,
+                    ]),
                 ),
                 ("tables", Value::Integer(3)),
             ],
