@@ -865,13 +865,13 @@ mod tests {
                 })
                 .collect();
             let mut checked = 0;
-            for k in LONG..frames {
+            for (k, y) in got.iter().enumerate().skip(LONG) {
                 let (t, since) = phase_at(k - 1);
                 let wrap = signed_distance(t, 0.0).abs() / dt;
                 let next = phase_at(k).1;
                 if since > 2.0 && next > 2.0 && wrap > 2.0 {
                     let want = 2.0 * t - 1.0;
-                    assert!((got[k] - want).abs() < 1e-9, "k {k}: {} vs {want}", got[k]);
+                    assert!((y - want).abs() < 1e-9, "k {k}: {y} vs {want}");
                     checked += 1;
                 }
             }

@@ -79,7 +79,7 @@ pub(super) fn level_harmonics(j: usize) -> usize {
 /// above Nyquist (the fundamental alone, which aliases as a sine does).
 pub(super) fn level_of(freq: f64, sample_rate: f64, levels: usize) -> usize {
     let ratio = 0.5 * sample_rate / freq.abs();
-    if !(ratio >= 1.0) {
+    if ratio.is_nan() || ratio < 1.0 {
         return 0;
     }
     if ratio.is_infinite() {
@@ -100,7 +100,7 @@ impl Spectra {
     /// of `tables` equal runs is `a_k·sin(2πk·phase)`, so `X_k = −i·a_k/2`.
     pub(super) fn from_harmonics(amps: &[f64], tables: usize) -> Result<Spectra, String> {
         let amps: &[f64] = if amps.is_empty() { &[1.0] } else { amps };
-        if tables == 0 || amps.len() % tables != 0 {
+        if tables == 0 || !amps.len().is_multiple_of(tables) {
             return Err(format!(
                 "`harmonics` has {} amplitudes, which do not split into `tables` = {tables} equal runs",
                 amps.len()
@@ -133,7 +133,7 @@ impl Spectra {
             ));
         }
         let frames = file.frames();
-        if frames == 0 || frames % size != 0 {
+        if frames == 0 || !frames.is_multiple_of(size) {
             return Err(format!(
                 "`{name}` has {frames} frames, not a whole number of tables of `table_size` = {size} frames"
             ));
