@@ -414,6 +414,7 @@ pub(crate) fn default_range(kind: &ParamKind) -> Option<TargetRange> {
         },
         ParamKind::Bool { .. } => TargetRange::Bool,
         ParamKind::Resource
+        | ParamKind::OptionalResource
         | ParamKind::Gains
         | ParamKind::Steps { .. }
         | ParamKind::StepLength { .. } => return None,

@@ -622,7 +622,9 @@ fn param_schema(p: &ParamSpec) -> Value {
         ParamKind::Bool { default } => json!({
             "type": "boolean", "default": default, "description": p.doc
         }),
-        ParamKind::Resource => json!({ "$ref": "#/$defs/resource", "description": p.doc }),
+        ParamKind::Resource | ParamKind::OptionalResource => {
+            json!({ "$ref": "#/$defs/resource", "description": p.doc })
+        }
         ParamKind::Gains => json!({
             "type": "array",
             "items": number_schema(Dimension::Amplitude, f64::NEG_INFINITY, f64::INFINITY),

@@ -788,6 +788,27 @@ pub(crate) fn cases() -> Vec<Case> {
             ..case("allpass", vec![("time", num(0.0005)), ("gain", num(-0.7))])
         },
     ]);
+    // Three tables of harmonics, the position swept across them.
+    v.push(Case {
+        mods: vec![
+            ("position", control_signal(FRAMES, 0.5)),
+            ("freq", control_signal(FRAMES, 300.0)),
+        ],
+        ..case(
+            "wavetable",
+            vec![
+                ("freq", num(2500.0)),
+                ("position", num(0.5)),
+                (
+                    "harmonics",
+                    Value::Gains(vec![
+                        1.0, 0.5, 0.33, 0.25, 1.0, 0.0, 0.33, 0.0, 0.0, 1.0, 0.0, 0.5,
+                    ]),
+                ),
+                ("tables", Value::Integer(3)),
+            ],
+        )
+    });
     v
 }
 
@@ -933,6 +954,41 @@ fn extra_cases() -> Vec<Case> {
                     ("release", num(0.05)),
                     ("lookahead", num(0.05)),
                 ],
+            )
+        },
+        // A wavetable from a WAV of two 64-frame tables.
+        case(
+            "wavetable",
+            vec![
+                ("freq", num(700.0)),
+                ("position", num(0.3)),
+                (
+                    "file",
+                    Value::Resource(Arc::new(AudioData {
+                        path: "tables.wav".into(),
+                        sample_rate: 48000,
+                        channels: vec![test_signal(13, 128)],
+                    })),
+                ),
+                ("table_size", Value::Integer(64)),
+            ],
+        ),
+        // Hard sync: a saw and a square restarted by a square wave.
+        Case {
+            n_inputs: 1,
+            ..case("saw", vec![("freq", num(1700.0))])
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![("freq", control_signal(FRAMES, 400.0))],
+            ..case("square", vec![("freq", num(900.0)), ("duty", num(0.4))])
+        },
+        // The band-limited triangle.
+        Case {
+            mods: vec![("freq", control_signal(FRAMES, 500.0))],
+            ..case(
+                "triangle",
+                vec![("freq", num(3000.5)), ("band_limited", Value::Bool(true))],
             )
         },
         // Retriggered by a gate: restarts at every rising edge.
@@ -1157,6 +1213,9 @@ fn port_drive_bound(op: &str) -> f64 {
         }
         "noise" => level * 20.0,
         "pluck" => level * 8.0,
+        // Its tables' largest sum of |harmonics| (or of |samples|) times
+        // Hermite's worst sum of |weights|, 1.25.
+        "wavetable" => level * 2.6 * 1.25,
         "lfo" => 2.0 * level * (1.0 + 1e-5),
         "convolution" => {
             let ir = test_audio();

@@ -47,6 +47,12 @@ fn kind_text(k: &ParamKind) -> (String, String, String, String) {
             "(required)".into(),
             "@resource:NAME".into(),
         ),
+        ParamKind::OptionalResource => (
+            "resource".into(),
+            String::new(),
+            "(none)".into(),
+            "@resource:NAME".into(),
+        ),
         ParamKind::Gains => (
             "gains".into(),
             "linear".into(),
@@ -215,6 +221,9 @@ pub fn json(spec: &OpSpec) -> serde_json::Value {
             }),
             ParamKind::Resource => json!({
                 "name": p.name, "type": "resource", "required": true, "port": false, "doc": p.doc
+            }),
+            ParamKind::OptionalResource => json!({
+                "name": p.name, "type": "resource", "required": false, "port": false, "doc": p.doc
             }),
             ParamKind::Gains => json!({
                 "name": p.name, "type": "gains", "unit": "linear", "default": "all 1.0", "port": false, "doc": p.doc

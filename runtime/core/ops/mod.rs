@@ -63,7 +63,9 @@ mod utility;
 
 pub use crate::dsp::state::{NodeState, PartClear, Progress, StateError, StateValue};
 pub use input::{input_channel, is_session_input, MAX_INPUT_CHANNEL};
-pub use value::{default_value, number_value, resolve_param, AudioData, ParamError, Value};
+pub use value::{
+    default_value, no_audio, number_value, resolve_param, AudioData, ParamError, Value,
+};
 
 use crate::dsp::{FastMath, Math, MathKind, Precision, Sample, StdMath, StrictMath};
 use crate::profile::{NodeProfile, Profile};
@@ -109,6 +111,9 @@ pub enum ParamKind {
     },
     /// An `@resource:NAME` audio file; required.
     Resource,
+    /// An `@resource:NAME` audio file the node can do without; absent, it
+    /// is an empty [`AudioData`] (no channels, [`no_audio`]).
+    OptionalResource,
     /// An array of amplitudes (`mix.gains`); default: all 1.0.
     Gains,
     /// An array of step values, numbers or `null` rests (`sequencer.steps`),
@@ -960,6 +965,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &oscillators::SAW,
         &oscillators::SQUARE,
         &oscillators::TRIANGLE,
+        &oscillators::WAVETABLE,
         &noise::NOISE,
         &dust::DUST,
         &oscillators::IMPULSE,
@@ -1158,7 +1164,7 @@ mod tests {
                     ParamKind::Number { modulatable, .. } => {
                         assert_eq!(p.settable_by_events, modulatable, "{why}")
                     }
-                    ParamKind::Resource | ParamKind::Gains => {
+                    ParamKind::Resource | ParamKind::OptionalResource | ParamKind::Gains => {
                         assert!(!p.settable_by_events, "{why}")
                     }
                     _ => {}

@@ -323,7 +323,7 @@ pub fn resolve_param(
         },
         ParamKind::Steps { max } => steps_value(spec, raw, max, sample_rate, tempo),
         ParamKind::StepLength { .. } => step_length(spec, raw, tempo),
-        ParamKind::Resource => Err(ParamError::invalid(
+        ParamKind::Resource | ParamKind::OptionalResource => Err(ParamError::invalid(
             format!("`{}` is resolved by the compiler", spec.name),
             None,
         )),
@@ -495,6 +495,17 @@ pub fn default_value(spec: &ParamSpec) -> Option<Value> {
             Value::Span(Rational::new(default_ms as i128, 1000).expect("den > 0"))
         }
         ParamKind::Resource => return None,
+        ParamKind::OptionalResource => Value::Resource(no_audio()),
+    })
+}
+
+/// The value of an [`OptionalResource`](ParamKind::OptionalResource) param
+/// a scene does not give: no file, no channels.
+pub fn no_audio() -> Arc<AudioData> {
+    Arc::new(AudioData {
+        path: PathBuf::new(),
+        sample_rate: 0,
+        channels: Vec::new(),
     })
 }
 

@@ -446,7 +446,8 @@ impl SnapshotFile {
                 _ => return Err(format!("`{}` is not an enum param", p.name)),
             },
             ValueRecord::Resource(path) => {
-                if !self.resources.iter().any(|r| r.path == *path) {
+                // An empty path: an optional resource the scene does not give.
+                if !path.is_empty() && !self.resources.iter().any(|r| r.path == *path) {
                     return Err(format!(
                         "`{}` reads resource `{path}`, which the file's `resources` does not list",
                         p.name

@@ -165,6 +165,7 @@ fn event_action(
     let sr = session.sample_rate;
     match spec.kind {
         ParamKind::Resource
+        | ParamKind::OptionalResource
         | ParamKind::Gains
         | ParamKind::Steps { .. }
         | ParamKind::StepLength { .. } => {

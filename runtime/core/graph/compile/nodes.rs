@@ -257,7 +257,7 @@ fn resolve_params(
             continue;
         };
         let spec = &op.params[pi];
-        if matches!(spec.kind, ParamKind::Resource) {
+        if matches!(spec.kind, ParamKind::Resource | ParamKind::OptionalResource) {
             match load_resource(cx, &p.value, &p.loc, &node.id, opts, audio_cache) {
                 Some(a) => values[pi] = Some(Value::Resource(a)),
                 None => values[pi] = None,

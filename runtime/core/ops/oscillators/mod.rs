@@ -1,5 +1,5 @@
-//! Oscillators: `sine`, `saw`, `square`, `triangle`, `impulse`, and `lfo`,
-//! a modulation source on the same phase accumulator.
+//! Oscillators: `sine`, `saw`, `square`, `triangle`, `impulse`, `wavetable`,
+//! and `lfo`, a modulation source on the same phase accumulator.
 //!
 //! Phase is a u64 fixed-point fraction of a cycle in every profile; the
 //! increment is computed in f64 once per frequency change (per sample only
@@ -10,11 +10,13 @@ mod impulse;
 mod lfo;
 mod saw_square_triangle;
 mod sine;
+mod wavetable;
 
 pub(crate) use impulse::IMPULSE;
 pub(crate) use lfo::LFO;
 pub(crate) use saw_square_triangle::{SAW, SQUARE, TRIANGLE};
 pub(crate) use sine::SINE;
+pub(crate) use wavetable::WAVETABLE;
 
 use super::{
     frequency_lint, number, BuildCtx, Io, Lint, NodeProcessor, NodeState, OpSpec, Operator,
@@ -262,6 +264,13 @@ trait Shape: Send + 'static {
     /// Under fast math with constant params, the block is rendered by the
     /// vector sine kernel straight from the u64 phase (`dsp::vector`).
     const FAST_SINE: bool = false;
+    /// The shape has a `sync` input (input 0): see [`Osc::process_sync`].
+    const SYNC: bool = false;
+    /// The shape without its band-limiting correction at phase `t`, for
+    /// the jump a sync reset makes (shapes with [`SYNC`](Self::SYNC)).
+    fn naive<S: Sample>(_t: S, _extra: f64) -> S {
+        S::ZERO
+    }
 }
 
 /// Ties a processor to its sample type, math policy and shape without storing them.
@@ -279,10 +288,87 @@ struct Osc<S, M, W> {
     /// The instruction set of the fast sine kernel (chosen at build).
     simd: SimdLevel,
     _p: Marker<S, M, W>,
+    /// An edge feeds the `sync` input: the output runs one sample late
+    /// ([`Osc::process_sync`]), with this state.
+    sync: Option<Sync<S>>,
+}
+
+/// A synced oscillator's state between samples: the last `sync` input
+/// and the sample not yet written (the one before a reset is corrected
+/// once the reset is seen).
+#[derive(Clone, Copy)]
+struct Sync<S> {
+    last: f64,
+    pending: S,
+}
+
+impl<S: Sample, M: Math, W: Shape> Osc<S, M, W> {
+    /// Hard sync: where `sync` rises from ≤ 0 to > 0, between samples n − 1
+    /// and n at the fraction τ of a sample where a line through the two
+    /// crosses 0, the phase restarts from 0 (plus `phase`); the wave jumps
+    /// there by J, the naive shape after the restart less the naive shape
+    /// at the phase it had reached. PolyBLEP spreads the jump over the two
+    /// samples around it: sample n − 1 gains (J/2)·(1 − τ)², sample n
+    /// loses (J/2)·τ² (and is read without the shape's own correction of
+    /// an edge at phase 0, which the restart replaces). The output is
+    /// therefore one sample late: sample n − 1 is written at n.
+    fn process_sync(&mut self, io: &mut Io<'_, S>) {
+        let Some(mut sync) = self.sync else {
+            return;
+        };
+        let n = io.frames;
+        let freq = io.params.get(FREQ);
+        let amp = io.params.get(AMP);
+        let extra = io.params.get(EXTRA);
+        let offset = W::PHASE.map(|i| io.params.get(i));
+        let input = &io.inputs[0][..n];
+        let out = &mut io.outputs[0][..n];
+        let half = S::from_f64(0.5);
+        for (i, o) in out.iter_mut().enumerate() {
+            self.phasor.set_freq(freq.at(i), self.sample_rate);
+            let a = S::from_f64(amp.at(i));
+            let e = if W::HAS_EXTRA { extra.at(i) } else { 0.0 };
+            let off = offset.map_or(0, |o| phase_offset(o.at(i)));
+            let dt = self.phasor.dt::<S>();
+            let s = input[i].to_f64();
+            let mut y = None;
+            if sync.last <= 0.0 && s > 0.0 {
+                let tau = -sync.last / (s - sync.last);
+                let tau = if tau >= 0.0 { tau.min(1.0) } else { 0.0 };
+                let inc = self.phasor.inc as i64 as f64;
+                let before = self.phasor.phase.wrapping_sub(self.phasor.inc);
+                let edge = before.wrapping_add((inc * tau) as i64 as u64);
+                let jump = W::naive::<S>(S::from_phase(off), e)
+                    - W::naive::<S>(S::from_phase(edge.wrapping_add(off)), e);
+                let (tau, rest) = (S::from_f64(tau), S::from_f64(1.0 - tau));
+                sync.pending += a * (half * jump * rest * rest);
+                self.phasor.phase = (inc * (1.0 - tau.to_f64())) as i64 as u64;
+                let t = S::from_phase(self.phasor.phase.wrapping_add(off));
+                let base = if t < dt {
+                    W::naive::<S>(t, e)
+                } else {
+                    W::value::<S, M>(t, dt, e)
+                };
+                y = Some(a * (base - half * jump * tau * tau));
+            }
+            sync.last = s;
+            let y = y.unwrap_or_else(|| {
+                let t = S::from_phase(self.phasor.phase.wrapping_add(off));
+                a * W::value::<S, M>(t, dt, e)
+            });
+            *o = sync.pending;
+            sync.pending = y;
+            self.phasor.advance();
+        }
+        self.sync = Some(sync);
+    }
 }
 
 impl<S: Sample, M: Math, W: Shape> NodeProcessor<S> for Osc<S, M, W> {
     fn process(&mut self, io: &mut Io<'_, S>) {
+        if W::SYNC && self.sync.is_some() {
+            return self.process_sync(io);
+        }
         let n = io.frames;
         let freq = io.params.get(FREQ);
         let amp = io.params.get(AMP);
@@ -359,15 +445,40 @@ impl<S: Sample, M: Math, W: Shape> NodeProcessor<S> for Osc<S, M, W> {
 
     fn reset(&mut self) {
         self.phasor.phase = 0;
+        if let Some(sync) = &mut self.sync {
+            *sync = Sync {
+                last: 0.0,
+                pending: S::ZERO,
+            };
+        }
     }
 
     fn snapshot(&self, st: &mut NodeState) {
         st.put_u64("phase", self.phasor.phase);
+        if let Some(sync) = &self.sync {
+            st.put_samples::<f64>("sync_last", &[sync.last]);
+            st.put_sample("sync_pending", sync.pending);
+        }
     }
 
+    /// A synced node restored from an unsynced one's state starts with
+    /// its sync state at rest.
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
         self.phasor.phase = st.get_u64("phase")?;
+        if let Some(sync) = &mut self.sync {
+            let mut last = [0.0f64];
+            if st.get_samples("sync_last", &mut last).is_err() {
+                last[0] = 0.0;
+            }
+            sync.last = last[0];
+            sync.pending = st.get_sample("sync_pending").unwrap_or(S::ZERO);
+        }
         Ok(())
+    }
+
+    /// One sample late while synced (the correction before a reset).
+    fn latency(&self) -> usize {
+        usize::from(self.sync.is_some())
     }
 
     /// Its kernel is already vectorised over time: a group saves the
@@ -674,6 +785,10 @@ impl<W: Shape> Operator for OscOp<W> {
             simd: SimdLevel::detect(),
             steps: SineSteps::default(),
             _p: PhantomData,
+            sync: (W::SYNC && cx.input_connected(0)).then_some(Sync {
+                last: 0.0,
+                pending: S::ZERO,
+            }),
         }))
     }
 }
