@@ -127,14 +127,6 @@ pub(crate) const NO_FAST_MATH: [&str; 3] = [
     "f32, std math (no fast approximations on its path)",
 ];
 
-/// [`OpSpec::algorithms`] for `compressor`: levels in dB by `std` under
-/// live as under repro, the gain back to linear by the fast exp.
-pub(crate) const COMPRESSOR_MATH: [&str; 3] = [
-    "f64, libm",
-    "f32, std math",
-    "f32, std math; the gain from dB by the fast exp (relative error ≤ 1e-5)",
-];
-
 /// [`OpSpec::algorithms`] for `biquad`: its recursion in f64 at every
 /// precision; under live it is reassociated (it rounds differently from
 /// repro).

@@ -11,7 +11,7 @@
 //! gr    = 0                                  if 2·over < −knee
 //!       = (1/ratio − 1)·(over + knee/2)² / (2·knee)   if 2·|over| ≤ knee (knee > 0)
 //!       = (1/ratio − 1)·over                 otherwise
-//! gain  = 10^(gr/20)                         (≤ 1; 1 = no reduction; live: the fast exp)
+//! gain  = 10^(gr/20)                         (≤ 1; 1 = no reduction)
 //! out   = in[n − lookahead] · gain · 10^(makeup/20)
 //! ```
 //!
@@ -30,7 +30,7 @@
 
 use super::detector::Detector;
 use super::follower::{mode, DETECTOR_PARAM};
-use super::{db_to_lin, lin_to_db, lookahead_samples, DbCache, DB_TO_LN};
+use super::{db_to_lin, lin_to_db, lookahead_samples, DbCache};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
@@ -102,9 +102,7 @@ impl Curve {
         if gr.is_nan() {
             1.0
         } else {
-            // The signal path's exp: the profile's `coef_exp` under strict
-            // and repro (the same function), the fast one under live.
-            M::exp(gr * DB_TO_LN)
+            db_to_lin::<M>(gr)
         }
     }
 }
@@ -350,7 +348,7 @@ pub(crate) static COMPRESSOR: OpSpec = OpSpec {
     choices: no_choices,
     lints: no_lints,
     cost: |p, _| by_profile(p, [24.0, 21.0, 21.0]),
-    algorithms: Some(crate::ops::describe::COMPRESSOR_MATH),
+    algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<CompressorOp>,
 };
 
