@@ -4,7 +4,8 @@
 //! the reported latency later, a biquad and a convolution match oracles
 //! computed by scipy and numpy (`tests/oracles/`), standard input streams
 //! with a true or a streaming header, the length is the input's plus the
-//! tail, and every bad input is refused (exit 2) leaving nothing behind.
+//! tail (cut at the same frame at every block size), and every bad input
+//! is refused (exit 2) leaving nothing behind.
 
 use crate::support as common;
 
@@ -498,6 +499,76 @@ fn the_length_is_the_inputs_plus_the_tail_or_exactly_d() {
         after.iter().all(|s| s.abs() < 1e-5),
         "nothing above -100 dBFS was cut"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An echo's tail through quiet gaps, its input ending mid-block: at block
+/// sizes 1, 64 and 4096 the output is the `-d` render's first frames up to
+/// its last frame at or above −100 dBFS before 100 ms below it (the rule
+/// applied here to the `-d` render, frame by frame), silent gaps shorter
+/// than that kept.
+#[test]
+fn an_echo_tail_is_cut_at_the_same_frame_at_every_block_size() {
+    let dir = temp_dir("audio-in-echo-tail");
+    let n = 3001; // the last block is partial at 64 and 4096
+    let x: Vec<f32> = signal(n).iter().map(|&v| v as f32).collect();
+    let input = dir.join("in.wav");
+    write_f32(&input, 1, &x);
+    // An 80 ms echo of a 63 ms burst: 839 quiet frames between echoes.
+    let scene = write_scene(
+        &dir,
+        "echo.json",
+        r#"{"version":"1.0","sample_rate":48000,
+        "nodes":[{"id":"mic","op":"input"},
+          {"id":"echo","op":"delay","params":{"time":"80ms","feedback":0.3,"mix":0.5}}],
+        "edges":[{"from":"mic","to":"echo"}],"outputs":{"main":["echo"]}}"#,
+    );
+    // Live runs an f32 bus: the f32 file holds the values the tail measured.
+    let args = |block: &'static str| {
+        [
+            "--profile",
+            "live",
+            "--format",
+            "f32",
+            "--block-size",
+            block,
+        ]
+    };
+    let long_out = dir.join("long.wav");
+    let mut a = args("64").to_vec();
+    a.extend(["-d", "2s"]);
+    ok(&render_in(&scene, &input, &long_out, &a), "-d 2s");
+    let long = common::read_f32(&long_out);
+    assert_eq!(long.len(), 96_000);
+    let window = 4_800; // 100 ms
+    let (mut end, mut quiet, mut gaps) = (n, 0, 0);
+    for (i, s) in long.iter().enumerate().skip(n) {
+        if s.abs() >= 1e-5 {
+            gaps += (quiet > 0) as usize;
+            end = i + 1;
+            quiet = 0;
+        } else {
+            quiet += 1;
+            if quiet == window {
+                break;
+            }
+        }
+    }
+    assert!(quiet == window, "the -d render outlasts the tail");
+    assert!(end > n + 3 * 3_840, "several echoes: {end}");
+    assert!(gaps >= 3, "quiet gaps inside the tail: {gaps}");
+    for block in ["1", "64", "4096"] {
+        let out = dir.join(format!("out-{block}.wav"));
+        ok(&render_in(&scene, &input, &out, &args(block)), block);
+        let got = common::read_f32(&out);
+        assert_eq!(got.len(), end, "block {block}: length");
+        assert!(
+            got.iter()
+                .zip(&long)
+                .all(|(g, l)| g.to_bits() == l.to_bits()),
+            "block {block}: the -d render's samples"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

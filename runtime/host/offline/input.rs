@@ -464,6 +464,12 @@ impl Tail {
         self.floor.get_or_insert(self.start + frames + self.latency);
     }
 
+    /// The absolute sample before which every frame is [`Step::Write`]:
+    /// the floor once the input ended, no bound before.
+    pub fn writes_before(&self) -> u64 {
+        self.floor.unwrap_or(u64::MAX)
+    }
+
     /// The most frames this render may take after the input's `frames`.
     pub fn most_after(&self) -> u64 {
         self.latency + self.max
@@ -510,7 +516,9 @@ mod tests {
     fn the_tail_follows_the_bus() {
         let mut t = Tail::new(100, 2, 1000); // 100-frame window
         assert_eq!(t.step(100, false), Step::Write);
+        assert_eq!(t.writes_before(), u64::MAX);
         t.input_ended(10); // floor 112
+        assert_eq!(t.writes_before(), 112);
         assert_eq!(t.step(111, false), Step::Write);
         assert_eq!(t.step(112, false), Step::Hold);
         assert_eq!(t.step(113, true), Step::Write);

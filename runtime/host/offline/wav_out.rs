@@ -252,12 +252,18 @@ impl Framer {
     /// render ends here (the tail ended).
     pub fn block(&mut self, bus: BusRef<'_>, enc: &mut Encoder) -> bool {
         let n = bus.frames();
+        // Frames before the tail's floor are all written, and none is held
+        // before it: those go in one run, the rest frame by frame.
+        let run = match &self.tail {
+            None => n,
+            Some(tail) => tail.writes_before().saturating_sub(self.at).min(n as u64) as usize,
+        };
+        enc.frames_of(bus, 0, run);
         let Some(tail) = &mut self.tail else {
-            enc.frames_of(bus, 0, n);
             self.at += n as u64;
             return false;
         };
-        for i in 0..n {
+        for i in run..n {
             let loud = (0..self.channels).any(|c| bus.get(c, i).abs() >= TAIL_THRESHOLD);
             match tail.step(self.at + i as u64, loud) {
                 Step::Write => {
