@@ -133,7 +133,12 @@ mod tests {
     #[test]
     fn a_golden_that_cannot_be_read_keeps_its_io_error_and_exits_2_when_named() {
         let path = std::path::Path::new("/nonexistent-morphrt-dir/drone.json");
-        let source = crate::bench::parity::Golden::load(path).expect_err("no such file");
+        // What the golden's loader returns for a file it cannot read.
+        let unreadable = || GoldenError::Read {
+            path: path.to_path_buf(),
+            source: std::fs::read(path).expect_err("no such file"),
+        };
+        let source = unreadable();
         let named = HostError::from(BenchError::Golden {
             source,
             named: true,
@@ -155,7 +160,7 @@ mod tests {
             Some(std::io::ErrorKind::NotFound)
         );
         let found = HostError::from(BenchError::Golden {
-            source: crate::bench::parity::Golden::load(path).expect_err("no such file"),
+            source: unreadable(),
             named: false,
         });
         assert_eq!(found.exit_code(), 1);

@@ -86,7 +86,7 @@ impl Operator for NoiseOp {
                 }))
             }
         };
-        Ok(Box::new(Colored::<S>::new(stream, &filter)))
+        Ok(Box::new(Colored::<S>::new(stream, AMP, &filter)))
     }
 }
 

@@ -123,6 +123,8 @@ const MAX_SECTIONS: usize = 7;
 /// Pink or brown noise at one precision.
 pub(super) struct Colored<S> {
     stream: NoiseStream,
+    /// The index of the node's `amp` param.
+    amp: usize,
     sections: usize,
     poles: [S; MAX_SECTIONS],
     zeros: [S; MAX_SECTIONS],
@@ -133,7 +135,8 @@ pub(super) struct Colored<S> {
 }
 
 impl<S: Sample> Colored<S> {
-    pub(super) fn new(stream: NoiseStream, filter: &ColorFilter) -> Colored<S> {
+    /// Colours `stream` through `filter`, scaled by the param at `amp`.
+    pub(super) fn new(stream: NoiseStream, amp: usize, filter: &ColorFilter) -> Colored<S> {
         let mut poles = [S::ZERO; MAX_SECTIONS];
         let mut zeros = [S::ZERO; MAX_SECTIONS];
         for (k, (p, z)) in filter.poles.iter().zip(&filter.zeros).enumerate() {
@@ -142,6 +145,7 @@ impl<S: Sample> Colored<S> {
         }
         Colored {
             stream,
+            amp,
             sections: filter.poles.len(),
             poles,
             zeros,
@@ -167,7 +171,7 @@ impl<S: Sample> Colored<S> {
 
 impl<S: Sample> NodeProcessor<S> for Colored<S> {
     fn process(&mut self, io: &mut super::Io<'_, S>) {
-        let amp = io.params.get(super::noise::AMP);
+        let amp = io.params.get(self.amp);
         let start = io.start;
         let out = &mut io.outputs[0][..io.frames];
         if amp.is_const() {
