@@ -101,13 +101,12 @@ for a in "$@"; do
   esac
 done
 if [ $run = yes ] && [ $device = no ]; then
-  export ALSA_CONFIG_PATH='{alsa}' INFILE=/dev/zero RECORDED='{recorded}'
+  export ALSA_CONFIG_PATH='{alsa}' INFILE=/dev/zero RECORDED=/dev/null
   exec '{exe}' "$@" --device clock --input-device alsa:recorded --duration 2s
 fi
 exec '{exe}' "$@"
 "#,
             alsa = alsa.display(),
-            recorded = dir.join("recorded.raw").display(),
             exe = env!("CARGO_BIN_EXE_morphrt"),
         ),
     );

@@ -91,7 +91,48 @@ pub fn temp_dir(name: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
+    cleanup::remove_when_the_thread_ends(&d);
     d
+}
+
+/// A test's directories are removed when its thread ends, unless that
+/// thread panicked (a failed test keeps its files to look at) or
+/// `MORPHRT_KEEP_TEST_DIRS` is set. The test harness runs each test on a
+/// thread of its own.
+mod cleanup {
+    use std::cell::{Cell, RefCell};
+    use std::path::{Path, PathBuf};
+    use std::sync::Once;
+
+    struct Dirs(RefCell<Vec<PathBuf>>);
+
+    impl Drop for Dirs {
+        fn drop(&mut self) {
+            if PANICKED.with(Cell::get) || std::env::var_os("MORPHRT_KEEP_TEST_DIRS").is_some() {
+                return;
+            }
+            for d in self.0.borrow().iter() {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+
+    thread_local! {
+        static DIRS: Dirs = const { Dirs(RefCell::new(Vec::new())) };
+        static PANICKED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub fn remove_when_the_thread_ends(dir: &Path) {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                let _ = PANICKED.try_with(|p| p.set(true));
+                previous(info);
+            }));
+        });
+        DIRS.with(|d| d.0.borrow_mut().push(dir.to_path_buf()));
+    }
 }
 
 /// Every shipped scene (scenes/*.json, not scenes/bench/).
@@ -569,4 +610,28 @@ pub fn rel_rms(
         }
     }
     (num / den.max(1e-300)).sqrt()
+}
+
+#[test]
+fn a_test_directory_is_removed_when_its_test_passes_and_kept_when_it_fails() {
+    if std::env::var_os("MORPHRT_KEEP_TEST_DIRS").is_some() {
+        return;
+    }
+    let passed = std::thread::spawn(|| temp_dir("cleanup-passed"))
+        .join()
+        .unwrap();
+    assert!(!passed.exists(), "{} is left behind", passed.display());
+    let failed = std::thread::spawn(|| {
+        let d = temp_dir("cleanup-failed");
+        std::fs::write(d.join("evidence"), "x").unwrap();
+        let _ = std::panic::catch_unwind(|| panic!("a failing test"));
+        d
+    })
+    .join()
+    .unwrap();
+    assert!(
+        failed.join("evidence").exists(),
+        "a failed test's files are gone"
+    );
+    std::fs::remove_dir_all(failed).unwrap();
 }
