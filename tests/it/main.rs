@@ -38,6 +38,7 @@ mod inputs;
 mod jack;
 mod jack_callback;
 mod lanes;
+mod legato;
 mod lfo;
 mod live_input;
 mod live_switch;
