@@ -69,6 +69,7 @@ mod resample;
 mod resume_live;
 mod reverb;
 mod run_rates;
+mod sc_peers;
 mod scenes;
 mod scripted_render;
 mod set_params;
