@@ -311,3 +311,38 @@ fn the_legato_example_of_the_scene_reference_glides_both_ways() {
     }
     assert!(y[at(1.8)..].iter().all(|&v| v.abs() < 1e-4), "released");
 }
+
+/// Every legato note ends once, when it stops for good: the newer note
+/// when its release returns the voice to the older, a note forgotten
+/// underneath at its release, the last one when its voice goes free.
+#[test]
+fn each_legato_note_ends_once_when_it_stops_for_good() {
+    let ends = |events: &str| {
+        let mut e = common::engine(
+            &glide_scene(LEGATO, 0.05, 0.05, events),
+            Some(Profile::Strict),
+            64,
+        );
+        let mut got = Vec::new();
+        while e.clock() < SR as u64 {
+            e.process_block(64);
+            e.take_note_ends(|n| got.push((f64::from_bits(n.key), n.sample)));
+        }
+        got
+    };
+    // 330 Hz leaves at its release (0.5 s); 220 Hz when the voice goes free
+    // 50 ms after its release at 0.75 s (its sound is silent at once).
+    let free = at(0.75) as u64 + 48_000 * 50 / 1000;
+    assert_eq!(
+        ends(TWO_NOTES),
+        vec![(330.0, at(0.5) as u64), (220.0, free)]
+    );
+    // 220 Hz forgotten underneath at its release (0.4 s); 330 Hz when free.
+    let events = r#"
+    { "time": "0s", "module": "lead", "note": "220Hz" },
+    { "time": "0.25s", "module": "lead", "note": "330Hz" },
+    { "time": "0.4s", "module": "lead", "note": "220Hz", "off": true },
+    { "time": "0.5s", "module": "lead", "note": "330Hz", "off": true }"#;
+    let free = at(0.5) as u64 + 48_000 * 50 / 1000;
+    assert_eq!(ends(events), vec![(220.0, at(0.4) as u64), (330.0, free)]);
+}

@@ -47,7 +47,10 @@
 //!   note-off of the sounding note returns to the newest note still held,
 //!   or, with none, releases the voice; a note-off of a note underneath
 //!   only forgets it (last-note priority). A note-on while the voice is
-//!   released or free starts it as any module does.
+//!   released or free starts it as any module does. Each note ends
+//!   ([`NoteEnd`]) once: the one a note-off leaves and one forgotten
+//!   underneath at once, the one sounding when its voice goes free, those
+//!   underneath when the voice is released.
 //! - A released voice is free once its sound has stayed below −100 dBFS
 //!   for [`FREE_AFTER_MS`](crate::graph::FREE_AFTER_MS) (or, with
 //!   `release_end`, once that node's output is that quiet): its sound ends
@@ -93,7 +96,8 @@ pub struct NoteRecord {
 
 /// A note whose sound ended: its voice went free, or the note was
 /// stolen (at the end of the steal fade, or at once without one), or
-/// every sound of its module stopped.
+/// every sound of its module stopped, or a legato voice left it for good
+/// (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NoteEnd {
     /// The first sample it no longer sounds at.
@@ -496,6 +500,27 @@ impl Voices {
         }
     }
 
+    /// A note of pool `p` ended at `sample` (kept while the list has
+    /// room).
+    fn end(&mut self, p: usize, key: u64, tag: u64, sample: u64) {
+        if self.ended.len() < self.ended.capacity() {
+            self.ended.push(NoteEnd {
+                sample,
+                pool: p,
+                key,
+                tag,
+            });
+        }
+    }
+
+    /// A legato pool `p`'s notes underneath end at `sample`: its voice is
+    /// released or silenced.
+    fn drop_held(&mut self, p: usize, sample: u64) {
+        while let Some(n) = self.pools[p].state.held.pop() {
+            self.end(p, n.key, n.tag, sample);
+        }
+    }
+
     /// Puts every voice back to free (the engine's reset).
     pub(super) fn reset(&mut self) {
         for p in &mut self.pools {
@@ -824,6 +849,7 @@ impl Engine {
     /// Every voice of pool `p` is free at once: silent from this sample.
     fn all_sound_off(&mut self, p: usize, pos: u64) {
         self.settle_released(p, pos);
+        self.voices.drop_held(p, pos);
         self.voices.pools[p].state.sustain = false;
         for v in 0..self.voices.pools[p].state.voices.len() {
             let voice = self.voices.pools[p].state.voices[v];
@@ -961,7 +987,8 @@ impl Engine {
         if let Some(i) = held.iter().rposition(|n| matches(n.key, n.tag)) {
             // A note underneath a legato voice's: forgotten, nothing sounds
             // different.
-            held.remove(i);
+            let gone = held.remove(i);
+            self.voices.end(p, gone.key, gone.tag, pos);
             return;
         }
         let n = self.voices.pools[p].state.voices.len();
@@ -992,17 +1019,27 @@ impl Engine {
     /// moves there (the gate, the velocity and every node's state stay),
     /// and the note it played waits underneath unless it was only held by
     /// the pedal.
+    ///
+    /// A note that leaves for good — the pedal's, one struck again, the
+    /// oldest past [`HELD_NOTES`] — ends here ([`NoteEnd`]).
     fn legato_on(&mut self, p: usize, note: Pending, pos: u64) {
         self.settle(p, 0, pos);
-        let pool = &mut self.voices.pools[p];
-        let voice = pool.state.voices[0];
-        let held = &mut pool.state.held;
+        let voices = &mut self.voices;
+        let voice = voices.pools[p].state.voices[0];
+        let held = &mut voices.pools[p].state.held;
+        let mut gone = [None; 2];
         if let Some(i) = held.iter().position(|n| n.key == note.key) {
-            held.remove(i);
+            gone[0] = Some(held.remove(i));
         }
-        if !voice.sustained {
+        if voice.sustained {
+            gone[1] = Some(Pending {
+                key: voice.key,
+                tag: voice.tag,
+                ..Pending::default()
+            });
+        } else {
             if held.len() == HELD_NOTES {
-                held.remove(0);
+                gone[1] = Some(held.remove(0));
             }
             held.push(Pending {
                 key: voice.key,
@@ -1011,6 +1048,9 @@ impl Engine {
                 velocity: 0.0,
                 cancelled: false,
             });
+        }
+        for n in gone.into_iter().flatten() {
+            voices.end(p, n.key, n.tag, pos);
         }
         self.retune(p, note);
     }
@@ -1022,6 +1062,8 @@ impl Engine {
             return false;
         };
         self.settle(p, 0, pos);
+        let left = self.voices.pools[p].state.voices[0];
+        self.voices.end(p, left.key, left.tag, pos);
         self.retune(p, note);
         true
     }
@@ -1203,7 +1245,8 @@ impl Engine {
         voice.quiet = 0;
         voice.released = pool.state.seq;
         pool.state.seq += 1;
-        pool.state.held.clear();
+        self.voices.drop_held(p, pos);
+        let pool = &mut self.voices.pools[p];
         if let Some((k, pi)) = pool.plan.gate {
             self.slots[pool.plan.nodes[v][k]].params[pi] = ParamState::constant(0.0);
         }
@@ -1212,15 +1255,7 @@ impl Engine {
     /// The note `voice` of pool `p` plays ends at `sample` (kept while
     /// the list has room).
     fn note_ended(&mut self, p: usize, voice: Voice, sample: u64) {
-        let ended = &mut self.voices.ended;
-        if ended.len() < ended.capacity() {
-            ended.push(NoteEnd {
-                sample,
-                pool: p,
-                key: voice.key,
-                tag: voice.tag,
-            });
-        }
+        self.voices.end(p, voice.key, voice.tag, sample);
     }
 
     /// Hands every note that ended since the last call to `f`, in the
