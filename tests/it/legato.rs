@@ -346,3 +346,34 @@ fn each_legato_note_ends_once_when_it_stops_for_good() {
     let free = at(0.5) as u64 + 48_000 * 50 / 1000;
     assert_eq!(ends(events), vec![(220.0, at(0.4) as u64), (330.0, free)]);
 }
+
+/// The newest 32 notes are kept underneath: with 34 held, releasing them
+/// newest first walks the voice back through 32 of them, and the oldest,
+/// forgotten, is not returned to: the gate closes instead.
+#[test]
+fn the_newest_32_notes_are_kept_underneath() {
+    let hz = |k: usize| 200.0 + 10.0 * k as f64;
+    let on = |k: usize| (5 * k, k, false);
+    let off = |k: usize| (300 + 5 * (33 - k), k, true);
+    let events: Vec<String> = (0..34)
+        .map(on)
+        .chain((0..34).rev().map(off))
+        .map(|(t, k, off)| {
+            format!(
+                r#"{{ "time": "{t}ms", "module": "lead", "note": "{}Hz"{} }}"#,
+                hz(k),
+                if off { r#", "off": true"# } else { "" }
+            )
+        })
+        .collect();
+    let y = render(&glide_scene(LEGATO, 0.0, 0.0, &events.join(",\n")), 64);
+    assert_eq!(y[at(0.29)], hz(33), "the newest note sounds");
+    for k in (1..33).rev() {
+        // Note k + 1 released: the voice plays note k.
+        let t = 0.3 + 0.005 * (33 - k) as f64 - 0.0025;
+        assert_eq!(y[at(t)], hz(k), "after note {} was released", k + 1);
+    }
+    // Note 1 released: note 0, past the 32 kept, is not returned to.
+    let t = 0.3 + 0.005 * 33.0 - 0.0025;
+    assert_eq!(y[at(t)], 0.0, "the forgotten oldest note sounded");
+}
