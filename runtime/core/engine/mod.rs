@@ -54,8 +54,8 @@ pub use save::PART_SAMPLES;
 pub use snapshot::{EngineState, NodeSnapshot};
 pub use timing::NodeTime;
 pub use voices::{
-    NoteEnd, NoteRecord, Pending, Phase, PoolState, Voice, CLEAR_PER_SAMPLE, NOTE_QUEUE,
-    SHORT_STATE,
+    NoteEnd, NoteRecord, Pending, Phase, PoolState, Voice, CLEAR_PER_SAMPLE, HELD_NOTES,
+    NOTE_QUEUE, SHORT_STATE,
 };
 pub use workers::{Workers, MIN_WORK_NS};
 

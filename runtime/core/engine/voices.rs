@@ -40,6 +40,17 @@
 //!   play its note (held or released), in the order it came among the
 //!   note-ons of its sample, so a pressure right after its note-on reaches
 //!   the voice that note took; a bend glides every sounding voice's pitch.
+//! - **Legato** (a module with `"legato": true`, one voice): a note-on
+//!   while the voice holds a note retunes it — its pitch param alone moves
+//!   to the new note, the gate stays open, nothing is reset — and the note
+//!   it held waits underneath (the newest [`HELD_NOTES`] are kept). A
+//!   note-off of the sounding note returns to the newest note still held,
+//!   or, with none, releases the voice; a note-off of a note underneath
+//!   only forgets it (last-note priority). A note-on while the voice is
+//!   released or free starts it as any module does. Each note ends
+//!   ([`NoteEnd`]) once: the one a note-off leaves and one forgotten
+//!   underneath at once, the one sounding when its voice goes free, those
+//!   underneath when the voice is released.
 //! - A released voice is free once its sound has stayed below −100 dBFS
 //!   for [`FREE_AFTER_MS`](crate::graph::FREE_AFTER_MS) (or, with
 //!   `release_end`, once that node's output is that quiet): its sound ends
@@ -56,6 +67,10 @@ use std::collections::BinaryHeap;
 
 /// Notes from outside (OSC, MIDI) that may wait at once for their sample.
 pub const NOTE_QUEUE: usize = 1024;
+
+/// Notes a legato module keeps underneath the one it sounds (the newest:
+/// a note struck past these forgets the oldest).
+pub const HELD_NOTES: usize = 32;
 
 /// Samples of state a voice's node is cleared by per sample of time (see
 /// the module docs): at 64 frames a block, 32768 a node, the budget NaN
@@ -81,7 +96,8 @@ pub struct NoteRecord {
 
 /// A note whose sound ended: its voice went free, or the note was
 /// stolen (at the end of the steal fade, or at once without one), or
-/// every sound of its module stopped.
+/// every sound of its module stopped, or a legato voice left it for good
+/// (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NoteEnd {
     /// The first sample it no longer sounds at.
@@ -171,6 +187,9 @@ pub struct PoolState {
     pub clear_until: u64,
     /// The pitch bend, in semitones (0: none).
     pub bend: f64,
+    /// A legato module's notes held under the one it sounds, oldest
+    /// first (at most [`HELD_NOTES`]; empty otherwise).
+    pub held: Vec<Pending>,
 }
 
 /// A voice module in the engine.
@@ -304,6 +323,7 @@ impl Voices {
                     state: PoolState {
                         module: plan.module.clone(),
                         voices: vec![Voice::default(); plan.nodes.len()],
+                        held: Vec::with_capacity(HELD_NOTES),
                         ..PoolState::default()
                     },
                     plan,
@@ -424,7 +444,14 @@ impl Voices {
 
     /// Every pool's allocator state.
     pub(super) fn states(&self) -> Vec<PoolState> {
-        self.pools.iter().map(|p| p.state.clone()).collect()
+        self.pools
+            .iter()
+            .map(|p| {
+                let mut s = p.state.clone();
+                s.held.reserve_exact(HELD_NOTES - s.held.len());
+                s
+            })
+            .collect()
     }
 
     /// Copies the allocator states into `out` (shaped by [`states`]):
@@ -437,6 +464,8 @@ impl Voices {
             o.dropped = p.state.dropped;
             o.clear_until = p.state.clear_until;
             o.bend = p.state.bend;
+            o.held.clear();
+            o.held.extend_from_slice(&p.state.held);
         }
     }
 
@@ -455,12 +484,40 @@ impl Voices {
             p.state.dropped = s.dropped;
             p.state.clear_until = s.clear_until;
             p.state.bend = s.bend;
+            p.state.held.clear();
+            if p.plan.legato && p.state.voices[0].phase == Phase::Held {
+                let keep = s.held.len().min(HELD_NOTES);
+                p.state
+                    .held
+                    .extend_from_slice(&s.held[s.held.len() - keep..]);
+            }
             p.stealing = p
                 .state
                 .voices
                 .iter()
                 .filter(|v| v.phase == Phase::Stealing)
                 .count();
+        }
+    }
+
+    /// A note of pool `p` ended at `sample` (kept while the list has
+    /// room).
+    fn end(&mut self, p: usize, key: u64, tag: u64, sample: u64) {
+        if self.ended.len() < self.ended.capacity() {
+            self.ended.push(NoteEnd {
+                sample,
+                pool: p,
+                key,
+                tag,
+            });
+        }
+    }
+
+    /// A legato pool `p`'s notes underneath end at `sample`: its voice is
+    /// released or silenced.
+    fn drop_held(&mut self, p: usize, sample: u64) {
+        while let Some(n) = self.pools[p].state.held.pop() {
+            self.end(p, n.key, n.tag, sample);
         }
     }
 
@@ -476,6 +533,7 @@ impl Voices {
             p.state.dropped = 0;
             p.state.clear_until = 0;
             p.state.bend = 0.0;
+            p.state.held.clear();
             p.stealing = 0;
         }
         self.next = 0;
@@ -746,7 +804,10 @@ impl Engine {
                 if !down {
                     for v in 0..pool.state.voices.len() {
                         let voice = self.voices.pools[p].state.voices[v];
-                        if voice.phase == Phase::Held && voice.sustained {
+                        if voice.phase == Phase::Held
+                            && voice.sustained
+                            && !self.legato_return(p, pos)
+                        {
                             self.release_voice(p, v, pos);
                         }
                     }
@@ -788,6 +849,7 @@ impl Engine {
     /// Every voice of pool `p` is free at once: silent from this sample.
     fn all_sound_off(&mut self, p: usize, pos: u64) {
         self.settle_released(p, pos);
+        self.voices.drop_held(p, pos);
         self.voices.pools[p].state.sustain = false;
         for v in 0..self.voices.pools[p].state.voices.len() {
             let voice = self.voices.pools[p].state.voices[v];
@@ -863,6 +925,10 @@ impl Engine {
         self.settle_released(p, pos);
         let pool = &self.voices.pools[p];
         let voices = &pool.state.voices;
+        if pool.plan.legato && voices[0].phase == Phase::Held {
+            self.legato_on(p, note, pos);
+            return;
+        }
         if pool.plan.reuse_same_note {
             if let Some(v) = voices
                 .iter()
@@ -916,6 +982,15 @@ impl Engine {
     }
 
     fn note_off(&mut self, p: usize, key: u64, tag: u64, pos: u64) {
+        let matches = |k: u64, t: u64| k == key && (tag == 0 || t == tag);
+        let held = &mut self.voices.pools[p].state.held;
+        if let Some(i) = held.iter().rposition(|n| matches(n.key, n.tag)) {
+            // A note underneath a legato voice's: forgotten, nothing sounds
+            // different.
+            let gone = held.remove(i);
+            self.voices.end(p, gone.key, gone.tag, pos);
+            return;
+        }
         let n = self.voices.pools[p].state.voices.len();
         for v in 0..n {
             let pool = &mut self.voices.pools[p];
@@ -925,7 +1000,7 @@ impl Engine {
                 Phase::Held if matches(voice.key, voice.tag) => {
                     if pool.state.sustain {
                         voice.sustained = true;
-                    } else {
+                    } else if !self.legato_return(p, pos) {
                         self.release_voice(p, v, pos);
                     }
                     if tag == 0 {
@@ -937,6 +1012,76 @@ impl Engine {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Legato pool `p`'s held voice takes `note` at `pos`: its pitch param
+    /// moves there (the gate, the velocity and every node's state stay),
+    /// and the note it played waits underneath unless it was only held by
+    /// the pedal.
+    ///
+    /// A note that leaves for good — the pedal's, one struck again, the
+    /// oldest past [`HELD_NOTES`] — ends here ([`NoteEnd`]).
+    fn legato_on(&mut self, p: usize, note: Pending, pos: u64) {
+        self.settle(p, 0, pos);
+        let voices = &mut self.voices;
+        let voice = voices.pools[p].state.voices[0];
+        let held = &mut voices.pools[p].state.held;
+        let mut gone = [None; 2];
+        if let Some(i) = held.iter().position(|n| n.key == note.key) {
+            gone[0] = Some(held.remove(i));
+        }
+        if voice.sustained {
+            gone[1] = Some(Pending {
+                key: voice.key,
+                tag: voice.tag,
+                ..Pending::default()
+            });
+        } else {
+            if held.len() == HELD_NOTES {
+                gone[1] = Some(held.remove(0));
+            }
+            held.push(Pending {
+                key: voice.key,
+                tag: voice.tag,
+                pitch_hz: f64::from_bits(voice.key),
+                velocity: 0.0,
+                cancelled: false,
+            });
+        }
+        for n in gone.into_iter().flatten() {
+            voices.end(p, n.key, n.tag, pos);
+        }
+        self.retune(p, note);
+    }
+
+    /// A note-off took legato pool `p`'s sounding note: it returns to the
+    /// newest note still held underneath (true), or has none (false).
+    fn legato_return(&mut self, p: usize, pos: u64) -> bool {
+        let Some(note) = self.voices.pools[p].state.held.pop() else {
+            return false;
+        };
+        self.settle(p, 0, pos);
+        let left = self.voices.pools[p].state.voices[0];
+        self.voices.end(p, left.key, left.tag, pos);
+        self.retune(p, note);
+        true
+    }
+
+    /// Legato pool `p`'s voice plays `note` from where it is: its key, tag
+    /// and pitch param change, nothing else.
+    fn retune(&mut self, p: usize, note: Pending) {
+        let pool = &mut self.voices.pools[p];
+        let voice = &mut pool.state.voices[0];
+        voice.key = note.key;
+        voice.tag = note.tag;
+        voice.sustained = false;
+        voice.started = pool.state.seq;
+        pool.state.seq += 1;
+        if let Some((k, pi)) = pool.plan.pitch {
+            let ratio = bend_ratio(pool.state.bend);
+            self.slots[pool.plan.nodes[0][k]].params[pi] =
+                ParamState::constant(note.pitch_hz * ratio);
         }
     }
 
@@ -1100,6 +1245,8 @@ impl Engine {
         voice.quiet = 0;
         voice.released = pool.state.seq;
         pool.state.seq += 1;
+        self.voices.drop_held(p, pos);
+        let pool = &mut self.voices.pools[p];
         if let Some((k, pi)) = pool.plan.gate {
             self.slots[pool.plan.nodes[v][k]].params[pi] = ParamState::constant(0.0);
         }
@@ -1108,15 +1255,7 @@ impl Engine {
     /// The note `voice` of pool `p` plays ends at `sample` (kept while
     /// the list has room).
     fn note_ended(&mut self, p: usize, voice: Voice, sample: u64) {
-        let ended = &mut self.voices.ended;
-        if ended.len() < ended.capacity() {
-            ended.push(NoteEnd {
-                sample,
-                pool: p,
-                key: voice.key,
-                tag: voice.tag,
-            });
-        }
+        self.voices.end(p, voice.key, voice.tag, sample);
     }
 
     /// Hands every note that ended since the last call to `f`, in the
@@ -1132,6 +1271,7 @@ impl Engine {
     /// free voice's sound node is silenced chunk by chunk, not run).
     fn free_voice(&mut self, p: usize, v: usize) {
         let pool = &mut self.voices.pools[p];
+        pool.state.held.clear();
         pool.state.voices[v] = Voice {
             started: pool.state.voices[v].started,
             released: pool.state.voices[v].released,

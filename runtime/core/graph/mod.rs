@@ -147,6 +147,10 @@ pub(crate) struct VoicePool {
     pub(crate) free_after: u64,
     /// A repeated note plays on the voice that holds it.
     pub(crate) reuse_same_note: bool,
+    /// A note-on while a note is held retunes the held voice (its pitch
+    /// alone), the gate staying open; a note-off returns to the newest
+    /// note still held.
+    pub(crate) legato: bool,
 }
 
 /// −100 dBFS: a released voice whose sound stays below this is free.

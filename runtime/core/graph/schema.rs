@@ -324,6 +324,9 @@ fn module_field(key: &str) -> Option<Value> {
         "same_note" => {
             json!({ "enum": ["reuse", "new"], "description": "A repeated note plays on the voice that holds it (`reuse`, default) or takes another (`new`)." })
         }
+        "legato" => {
+            json!({ "type": "boolean", "description": "With `voices: 1`: a note played while another is held retunes the voice without retriggering its gate; releasing it returns to the newest note still held." })
+        }
         _ => return None,
     })
 }

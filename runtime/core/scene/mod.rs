@@ -120,6 +120,9 @@ pub(crate) struct VoicesDecl {
     /// `"same_note"`: `reuse` (default) plays a repeated note on the voice
     /// that already holds it; `new` takes another voice.
     pub(crate) reuse_same_note: bool,
+    /// `"legato"` (one voice only): a note-on while a note is held
+    /// retunes the sounding voice instead of starting it again.
+    pub(crate) legato: bool,
 }
 
 /// The most voices a module may have.

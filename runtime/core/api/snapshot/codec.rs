@@ -37,6 +37,7 @@ pub(super) fn pool_record(p: &PoolState) -> PoolRecord {
         clear_until: p.clear_until,
         bend: (p.bend != 0.0).then_some(Num(p.bend)),
         voices: p.voices.iter().map(voice_record).collect(),
+        held: p.held.iter().map(note_record).collect(),
     }
 }
 
@@ -66,13 +67,17 @@ fn voice_record(v: &Voice) -> VoiceRecord {
         restart_at: v.restart_at,
         clean_at: v.clean_at,
         clearing: v.clearing,
-        next: NoteRecord {
-            key: v.next.key,
-            tag: v.next.tag,
-            pitch_hz: Num(v.next.pitch_hz),
-            velocity: Num(v.next.velocity),
-            cancelled: v.next.cancelled,
-        },
+        next: note_record(&v.next),
+    }
+}
+
+fn note_record(n: &Pending) -> NoteRecord {
+    NoteRecord {
+        key: n.key,
+        tag: n.tag,
+        pitch_hz: Num(n.pitch_hz),
+        velocity: Num(n.velocity),
+        cancelled: n.cancelled,
     }
 }
 
@@ -276,6 +281,22 @@ impl SnapshotFile {
                 },
             });
         }
+        let mut held = Vec::with_capacity(crate::engine::HELD_NOTES);
+        for n in r.held.iter().rev().take(crate::engine::HELD_NOTES).rev() {
+            if !(n.pitch_hz.0.is_finite() && n.pitch_hz.0 >= 0.0) {
+                return Err(bad(format!(
+                    "a held note has pitch {} Hz (a pitch is a finite number of Hz, 0 or more)",
+                    n.pitch_hz.0
+                )));
+            }
+            held.push(Pending {
+                key: n.key,
+                tag: n.tag,
+                pitch_hz: n.pitch_hz.0,
+                velocity: n.velocity.0,
+                cancelled: n.cancelled,
+            });
+        }
         Ok(PoolState {
             module: r.module.clone(),
             voices,
@@ -284,6 +305,7 @@ impl SnapshotFile {
             dropped: r.dropped,
             clear_until: r.clear_until,
             bend: r.bend.as_ref().map_or(0.0, |b| b.0),
+            held,
         })
     }
 

@@ -247,6 +247,10 @@ pub struct PoolRecord {
     pub bend: Option<Num>,
     /// Every voice, in voice-index order.
     pub voices: Vec<VoiceRecord>,
+    /// A legato module's notes held under the one it sounds, oldest first
+    /// (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<NoteRecord>,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -52,6 +52,7 @@ struct PoolLayout {
     release_end: Option<usize>,
     steal_fade: TimeSpec,
     reuse_same_note: bool,
+    legato: bool,
 }
 
 /// The id of voice `v`'s copy of template node `id`.
@@ -482,6 +483,7 @@ fn lay_out_module(
             release_end,
             steal_fade,
             reuse_same_note: v.reuse_same_note,
+            legato: v.legato,
         },
         ports,
     })
@@ -669,6 +671,7 @@ pub(super) fn resolve(layout: &Layout, plan: &Plan) -> Vec<VoicePool> {
             steal_fade: time_to_samples(p.steal_fade, sr).unwrap_or(0),
             free_after: (sr as u64 * FREE_AFTER_MS / 1000).max(1),
             reuse_same_note: p.reuse_same_note,
+            legato: p.legato,
         })
         .collect()
 }

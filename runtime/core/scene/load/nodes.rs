@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 pub(crate) const NODE_KEYS: [&str; 5] = ["id", "op", "params", "profile_overrides", "ramp"];
-pub(crate) const MODULE_KEYS: [&str; 10] = [
+pub(crate) const MODULE_KEYS: [&str; 11] = [
     "id",
     "profile",
     "profile_overrides",
@@ -23,6 +23,7 @@ pub(crate) const MODULE_KEYS: [&str; 10] = [
     "release_end",
     "steal_fade",
     "same_note",
+    "legato",
 ];
 /// The keys of a voice module's `note` map.
 pub(crate) const NOTE_KEYS: [&str; 3] = ["pitch", "gate", "velocity"];
@@ -41,7 +42,14 @@ const MODULE_KEYS_AND_NESTED: [&str; MODULE_KEYS.len() + 1] = {
 };
 
 /// The keys only a voice module (one with `voices`) may have.
-const VOICE_ONLY_KEYS: [&str; 5] = ["note", "out", "release_end", "steal_fade", "same_note"];
+const VOICE_ONLY_KEYS: [&str; 6] = [
+    "note",
+    "out",
+    "release_end",
+    "steal_fade",
+    "same_note",
+    "legato",
+];
 
 impl Loader<'_> {
     /// The top-level `nodes` (outside any module).
@@ -241,6 +249,23 @@ impl Loader<'_> {
                 ) != Some("new")
             }
         };
+        let legato = match obj.get("legato") {
+            None => false,
+            Some(x) => {
+                let lp = child_key(mp, "legato");
+                let legato = self.boolean(x, &lp, "legato", None) == Some(true);
+                if legato && count.is_some_and(|c| c != 1) {
+                    self.error(
+                        &lp,
+                        None,
+                        format!("{context} is `legato` with more than one voice"),
+                        "a legato module plays one note at a time: give it `\"voices\": 1`"
+                            .to_string(),
+                    );
+                }
+                legato
+            }
+        };
         Some(VoicesDecl {
             count: count? as usize,
             pitch,
@@ -250,6 +275,7 @@ impl Loader<'_> {
             release_end,
             steal_fade,
             reuse_same_note,
+            legato,
         })
     }
 
