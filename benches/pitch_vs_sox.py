@@ -1,6 +1,7 @@
 """`pitch_shift` beside sox's `pitch` effect, measured on the same sines:
-3 s of a sine at 0.5 (440 Hz, and 1010 Hz, where morphrt's two taps, 50½
-periods apart at the default 100 ms window, meet in antiphase) shifted by
+3 s of a sine at 0.5 (440 Hz, where morphrt's two taps, 2400 samples
+apart at the default 100 ms window, meet in phase; 1005 Hz, a quarter
+period apart; 1010 Hz, in antiphase) shifted by
 −12, −5, +3.5, +7 and +12 semitones (`sox in.wav out.wav pitch CENTS`,
 its defaults; morphrt at its defaults, strict). The steady state (0.3 s
 to 2.7 s) of each is measured by:
@@ -32,11 +33,12 @@ SHIFTS = [-12.0, -5.0, 3.5, 7.0, 12.0]
 
 
 def binary():
-    for build in ["release", "debug"]:
-        b = ROOT / "target" / build / "morphrt"
-        if b.exists():
-            return b
-    sys.exit("build morphrt first: cargo build --release")
+    """The most recently built morphrt, release or debug."""
+    built = [ROOT / "target" / b / "morphrt" for b in ["release", "debug"]]
+    built = [b for b in built if b.exists()]
+    if not built:
+        sys.exit("build morphrt first: cargo build --release")
+    return max(built, key=lambda b: b.stat().st_mtime)
 
 
 def zc_hz(y):
@@ -86,7 +88,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         (d / "resources").mkdir()
-        for hz in [440.0, 1010.0]:
+        for hz in [440.0, 1005.0, 1010.0]:
             t = np.arange(3 * SR) / SR
             x = (0.5 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
             wav.write(d / "resources" / "sine.wav", SR, x)

@@ -341,7 +341,7 @@ pub(crate) static PITCH_SHIFT: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [12.0, 10.0, 10.0]),
+    cost: |p, _| by_profile(p, [20.0, 20.0, 20.0]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<PitchShiftOp>,
 };
