@@ -106,14 +106,7 @@ pub(super) fn wrap(p: f64) -> f64 {
 pub(super) fn weight(p: f64, c: f64) -> f64 {
     let e = 0.25 - (p - 0.5).abs();
     let u = if c > 0.0 {
-        let u = 0.5 + e / c;
-        if u < 0.0 {
-            0.0
-        } else if u > 1.0 {
-            1.0
-        } else {
-            u
-        }
+        (0.5 + e / c).clamp(0.0, 1.0)
     } else if e > 0.0 {
         1.0
     } else {
@@ -250,11 +243,7 @@ impl<S: Sample, M: Math> NodeProcessor<S> for PitchShift<S, M> {
     fn restore(&mut self, st: &NodeState) -> Result<(), StateError> {
         let phase: f64 = st.get_sample("phase")?;
         if !(0.0..1.0).contains(&phase) {
-            return Err(StateError::Shape {
-                name: "phase",
-                expected: 1,
-                found: 0,
-            });
+            return Err(StateError::Kind("phase"));
         }
         self.line.restore(st)?;
         self.phase = phase;
@@ -288,8 +277,8 @@ impl Operator for PitchShiftOp {
 pub(crate) static PITCH_SHIFT: OpSpec = OpSpec {
     name: "pitch_shift",
     doc: "Time-domain pitch shifter: two taps read a delay line of `in` at 2^(semitones/12) \
-          times its speed, each jumping back by `window` where the other has taken over in a \
-          smoothstep crossfade of `crossfade` (at most half a cycle), so their weights sum to \
+          times its speed, each jumping by `window` where its phase wraps, after the other has \
+          taken over in a smoothstep crossfade of `crossfade` (at most half a cycle), so their weights sum to \
           1. The taps' delays average window/2 (plus 2 samples), reported as latency, so the \
           plan aligns the paths that meet it; `mix` blends in the input delayed as much.",
     inputs: &["in"],

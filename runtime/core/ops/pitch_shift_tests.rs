@@ -67,8 +67,8 @@ fn oracle(x: &[f64], semitones: &[f64], window: f64, crossfade: f64, mix: f64) -
     };
     let mut p = 0.0f64;
     let mut y = Vec::with_capacity(x.len());
-    for n in 0..x.len() {
-        let s = 1.0 - libm::pow(2.0, semitones[n] / 12.0);
+    for (n, st) in semitones.iter().enumerate() {
+        let s = 1.0 - libm::pow(2.0, st / 12.0);
         p += s / l;
         if p >= 1.0 {
             p -= 1.0;
@@ -151,7 +151,7 @@ fn a_modulated_shift_follows_the_equations_sample_by_sample() {
     );
     let y = r
         .run(
-            &[x.clone()],
+            std::slice::from_ref(&x),
             &[(SEMITONES, sweep.clone())],
             frames,
             &[64, 7],
@@ -288,7 +288,9 @@ fn the_latency_is_half_the_window_plus_two_samples_and_no_shift_is_that_delay() 
         for (window, latency) in [(0.1, 2402), (0.01, 242), (0.002, 50)] {
             let mut r = runner(&[("window", window)], profile, None);
             assert_eq!(r.node().latency(), latency, "{profile} window {window}");
-            let y = r.run(&[x.clone()], &[], x.len(), &[64]).remove(0);
+            let y = r
+                .run(std::slice::from_ref(&x), &[], x.len(), &[64])
+                .remove(0);
             for (n, v) in y.iter().enumerate() {
                 let want = if n >= latency { x[n - latency] } else { 0.0 };
                 // The input rounded to the node's precision, exactly.
@@ -314,7 +316,7 @@ fn mix_zero_is_the_input_delayed_by_the_latency() {
 }
 
 /// Repro and live (f32 samples, the phase in f64) stay within 2e-6 of
-/// strict on a full-scale input, and the shifted sine's pitch is the same
+/// strict on a signal that peaks near 0.7, and the shifted sine's pitch is the same
 /// within 0.01 cent.
 #[test]
 fn repro_and_live_stay_near_strict() {
@@ -325,12 +327,16 @@ fn repro_and_live_stay_near_strict() {
     let pitch_strict = zero_crossing_hz(&shifted(&s, &[("semitones", -5.0)])[9600..]);
     for profile in [Profile::Repro, Profile::Live] {
         let mut r = runner(&params, profile, None);
-        let got = r.run(&[x.clone()], &[], x.len(), &[256]).remove(0);
+        let got = r
+            .run(std::slice::from_ref(&x), &[], x.len(), &[256])
+            .remove(0);
         let w = worst(&got, &want);
         eprintln!("pitch_shift {profile}: worst difference from strict {w:e}");
         assert!(w <= 2e-6, "{profile}: {w:e}");
         let mut r = runner(&[("semitones", -5.0)], profile, None);
-        let y = r.run(&[s.clone()], &[], s.len(), &[256]).remove(0);
+        let y = r
+            .run(std::slice::from_ref(&s), &[], s.len(), &[256])
+            .remove(0);
         let cents = 1200.0 * libm::log2(zero_crossing_hz(&y[9600..]) / pitch_strict);
         assert!(cents.abs() < 0.01, "{profile}: {cents} cents");
     }
@@ -341,10 +347,21 @@ fn repro_and_live_stay_near_strict() {
 fn a_snapshot_of_another_window_is_refused() {
     let x = test_signal(1, 500);
     let mut a = runner(&[("window", 0.01)], Profile::Strict, None);
-    a.run(&[x.clone()], &[], 500, &[64]);
+    a.run(std::slice::from_ref(&x), &[], 500, &[64]);
     let st = a.snapshot();
     let mut b = runner(&[("window", 0.02)], Profile::Strict, None);
     assert!(b.node().restore(&st).is_err());
     let mut c = runner(&[("window", 0.01)], Profile::Strict, None);
     assert!(c.node().restore(&st).is_ok());
+}
+
+/// A phase outside [0, 1) is not a state this node can be in: refused.
+#[test]
+fn a_snapshot_with_a_phase_out_of_its_cycle_is_refused() {
+    let a = runner(&[("window", 0.01)], Profile::Strict, None);
+    let mut st = a.snapshot();
+    let mut b = runner(&[("window", 0.01)], Profile::Strict, None);
+    assert!(b.node().restore(&st).is_ok());
+    st.put_sample("phase", 1.5f64);
+    assert!(b.node().restore(&st).is_err());
 }
