@@ -52,6 +52,7 @@ mod osc;
 mod oscillator_phase;
 mod output_rules;
 mod oversampling_edit;
+mod pitch;
 mod playback;
 mod playing;
 mod plugin;

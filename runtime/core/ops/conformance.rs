@@ -788,6 +788,20 @@ pub(crate) fn cases() -> Vec<Case> {
             ..case("allpass", vec![("time", num(0.0005)), ("gain", num(-0.7))])
         },
     ]);
+    // The pitch shifter: a window short enough for the golden's 256
+    // frames to hear both taps, its shift modulated across octaves.
+    v.push(Case {
+        n_inputs: 1,
+        mods: vec![("semitones", control_signal(FRAMES, 10.0))],
+        ..case(
+            "pitch_shift",
+            vec![
+                ("semitones", num(7.0)),
+                ("window", num(0.003)),
+                ("crossfade", num(0.0004)),
+            ],
+        )
+    });
     // Three tables of harmonics, the position swept across them.
     v.push(Case {
         mods: vec![
@@ -989,6 +1003,23 @@ fn extra_cases() -> Vec<Case> {
             ..case(
                 "triangle",
                 vec![("freq", num(3000.5)), ("band_limited", Value::Bool(true))],
+            )
+        },
+        // The pitch shifter at its default window (latency 2402 samples),
+        // its crossfade and mix modulated.
+        Case {
+            n_inputs: 1,
+            mods: vec![
+                ("crossfade", control_signal(FRAMES, 0.003)),
+                ("mix", control_signal(FRAMES, 0.3)),
+            ],
+            ..case(
+                "pitch_shift",
+                vec![
+                    ("semitones", num(-5.5)),
+                    ("crossfade", num(0.004)),
+                    ("mix", num(0.6)),
+                ],
             )
         },
         // Retriggered by a gate: restarts at every rising edge.

@@ -53,6 +53,7 @@ mod noise;
 mod noise_color;
 mod nonlinear;
 mod oscillators;
+mod pitch_shift;
 mod pluck;
 mod reverb;
 mod sampler;
@@ -1004,6 +1005,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &delay::DELAY,
         &comb::COMB,
         &allpass::ALLPASS,
+        &pitch_shift::PITCH_SHIFT,
         &modulation::CHORUS,
         &modulation::FLANGER,
         &modulation::PHASER,
