@@ -283,12 +283,12 @@ impl FirstEngine {
             crate::host::files::resources::Folders::shared(opts.resources.clone()),
         );
         fixed.workers = opts.threads.workers(1);
-        if let Some(w) = fixed.workers.as_ref().filter(|w| !w.realtime()) {
-            let _ = writeln!(
-                log,
-                "note: the {} worker threads run at normal priority: the system does not allow real-time scheduling",
-                w.threads() - 1
-            );
+        if let Some(note) = fixed
+            .workers
+            .as_ref()
+            .and_then(crate::host::files::threads::priority_note)
+        {
+            let _ = writeln!(log, "{note}");
         }
         let context = match &snap {
             Some(_) => Some(SnapshotContext::new(&plan, &text)?),
