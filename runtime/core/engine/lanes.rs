@@ -100,7 +100,7 @@ pub(super) struct Group {
 
 /// How one kernel call over a batch went.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Ran {
+pub(super) enum Ran {
     /// Every member clean.
     Clean,
     /// Some member's output was not finite (scrubbed, reported).
@@ -454,7 +454,7 @@ impl Engine {
     /// Whether node `i` may run in its group's kernel for the chunk at
     /// `start`: healthy (not muted, resetting, dead or due a retry) and
     /// every param constant over the chunk.
-    fn lane_ready(&self, i: usize, start: u64) -> bool {
+    pub(super) fn lane_ready(&self, i: usize, start: u64) -> bool {
         let s = &self.slots[i];
         let r = &s.recovery;
         r.muted_until == 0
@@ -762,7 +762,7 @@ impl Engine {
     /// alone, once, so no member's state advances twice over the chunk.
     #[cold]
     #[inline(never)]
-    fn after_panic(
+    pub(super) fn after_panic(
         &mut self,
         kernel: GroupKernel,
         finite: bool,
@@ -867,40 +867,34 @@ impl Engine {
         if rest[0].steal != 0 {
             take_inputs(before, &mut rest[0], n);
         }
+        gather_slot(&mut rest[0], Sources::of(before), n, at);
+    }
+}
+
+/// Sums `slot`'s audio inputs (those not prefilled) from its sources in
+/// `before` into its input buffers, as a node run alone does.
+pub(super) fn gather_slot(slot: &mut Slot, before: Sources<'_>, n: usize, at: usize) {
+    {
         let Slot {
             core,
             inputs,
             prefilled,
             ..
-        } = &mut rest[0];
+        } = slot;
         let done = std::mem::take(prefilled);
         let skip = |k: usize| k < 64 && done >> k & 1 != 0;
         match core {
             Core::F32(t) => {
                 for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs.iter()).enumerate() {
                     if !srcs.is_empty() && !skip(k) {
-                        gather(
-                            &mut buf[..n],
-                            srcs,
-                            Sources::of(before),
-                            &mut t.rings,
-                            &mut t.tmp,
-                            at,
-                        );
+                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp, at);
                     }
                 }
             }
             Core::F64(t) => {
                 for (k, (buf, srcs)) in t.ins.iter_mut().zip(inputs.iter()).enumerate() {
                     if !srcs.is_empty() && !skip(k) {
-                        gather(
-                            &mut buf[..n],
-                            srcs,
-                            Sources::of(before),
-                            &mut t.rings,
-                            &mut t.tmp,
-                            at,
-                        );
+                        gather(&mut buf[..n], srcs, before, &mut t.rings, &mut t.tmp, at);
                     }
                 }
             }
@@ -913,7 +907,7 @@ impl Engine {
 const HOT_SLOT_LINES: usize = std::mem::offset_of!(Slot, id).div_ceil(64);
 
 /// A precision's view of a slot's processor and buffers, for the kernel.
-trait Typed: Sample {
+pub(super) trait Typed: Sample {
     fn member<'a>(s: &'a mut Slot) -> Option<LaneMember<'a, Self>>;
     /// The slot's processor, if it is at this precision.
     fn node(s: &mut Slot) -> Option<&mut dyn std::any::Any>;
@@ -1027,18 +1021,45 @@ fn call_kernel<S: Typed>(
         }),
         _ => None,
     };
+    // SAFETY: `before` is borrowed for the call and the batch's indices
+    // are distinct (a node is in one group, once).
+    unsafe {
+        kernel_at(
+            before.as_mut_ptr(),
+            before.len(),
+            f,
+            batch,
+            start,
+            n,
+            lane_sum.as_mut(),
+        )
+    }
+}
+
+/// [`call_kernel`] over the first `count` slots from `base`, with `sum`.
+///
+/// # Safety
+/// The slots of `batch` below `count` are valid, distinct, and touched by
+/// no other code until the call returns.
+pub(super) unsafe fn kernel_at<S: Typed>(
+    base: *mut Slot,
+    count: usize,
+    f: LaneKernel<S>,
+    batch: &[usize],
+    start: u64,
+    n: usize,
+    sum: Option<&mut LaneSum<'_, S>>,
+) -> Result<u64, (Payload, u64)> {
     let mut buf: [MaybeUninit<LaneMember<'_, S>>; MAX_LANES] =
         [const { MaybeUninit::uninit() }; MAX_LANES];
     let mut len = 0;
-    let (base, count) = (before.as_mut_ptr(), before.len());
     for &i in batch.iter().take(MAX_LANES) {
         if i >= count {
             break;
         }
         // SAFETY: `i` is in bounds, and the indices of a batch are
-        // distinct (a node is in one group, once), so each slot is borrowed
-        // once, through `base`; the borrows end with `members`, below,
-        // before `before` is used again.
+        // distinct, so each slot is borrowed once, through `base`; the
+        // borrows end with `members`, below (the contract above).
         let slot: &mut Slot = unsafe { &mut *base.add(i) };
         if let Some(m) = S::member(slot) {
             buf[len].write(m);
@@ -1050,7 +1071,7 @@ fn call_kernel<S: Typed>(
     let members: &mut [LaneMember<'_, S>] =
         unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), len) };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        f(&mut *members, n, start, lane_sum.as_mut())
+        f(&mut *members, n, start, sum)
     }))
     .map_err(|payload| {
         let done = members
@@ -1160,7 +1181,7 @@ const STEADY_BATCH: usize = 256;
 
 /// Replaces non-finite output samples by silence, as for a node run
 /// alone; false if there were any.
-fn scrub<S: Sample>(level: SimdLevel, outs: &mut [Vec<S>], n: usize) -> bool {
+pub(super) fn scrub<S: Sample>(level: SimdLevel, outs: &mut [Vec<S>], n: usize) -> bool {
     let mut clean = true;
     for out in outs.iter_mut() {
         if !all_finite_at(level, &out[..n]) {

@@ -36,6 +36,7 @@ mod ring;
 mod save;
 mod snapshot;
 mod split;
+mod spread_groups;
 mod tail;
 mod timing;
 mod voices;

@@ -6,7 +6,8 @@
 //! order: a node's level is one more than the highest level among the
 //! nodes of its run it reads, so the nodes of one level never read each
 //! other. Each level's plain nodes may run on any thread in any order; its
-//! lane groups run on the engine's thread first. A run holding a voice
+//! lane groups run first, each on the engine's thread or split in parts
+//! over the workers (`spread_groups.rs`). A run holding a voice
 //! module's nodes keeps the schedule's order and runs on the engine's
 //! thread.
 //!
@@ -63,8 +64,13 @@ pub(super) struct Levels {
     pub(super) runs: Vec<(usize, usize)>,
     /// What each node left to apply while its level ran spread.
     pub(super) effects: Vec<Effects>,
-    /// Levels run spread over the workers so far.
+    /// What each part of a lane group split over the workers left
+    /// (`spread_groups.rs`): as many as the largest group has members.
+    pub(super) parts: Vec<super::spread_groups::PartOut>,
+    /// Levels, voice passes and groups run spread over the workers so far.
     pub(super) spread: u64,
+    /// Lane groups run split over the workers so far.
+    pub(super) split: u64,
 }
 
 impl Levels {
@@ -128,7 +134,16 @@ impl Levels {
             levels,
             runs,
             effects: (0..slots.len()).map(|_| Effects::default()).collect(),
+            parts: (0..engine
+                .groups
+                .iter()
+                .map(|g| g.members.len())
+                .max()
+                .unwrap_or(0))
+                .map(|_| Default::default())
+                .collect(),
             spread: 0,
+            split: 0,
         }
     }
 }
@@ -203,7 +218,15 @@ impl Engine {
         for l in lo..hi {
             for g in 0..self.levels.levels[l].groups.len() {
                 let k = self.levels.levels[l].groups[g];
-                self.run_step(k, start, n);
+                let split = match self.steps[k] {
+                    Step::Group(group) => self.spread_group(workers, group, run.flush, start, n),
+                    Step::Slot(_) => false,
+                };
+                if split {
+                    guard.set_flush(run.flush);
+                } else {
+                    self.run_step(k, start, n);
+                }
             }
             let level = &self.levels.levels[l];
             let count = level.nodes.len();
@@ -409,7 +432,7 @@ pub(super) mod delay {
     pub(in crate::engine) static SEED: AtomicU64 = AtomicU64::new(0);
 
     /// Spins for a pseudo-random while, up to about 50 µs, when delays are on.
-    pub(super) fn wait(node: usize) {
+    pub(in crate::engine) fn wait(node: usize) {
         let seed = SEED.load(Ordering::Relaxed);
         if seed == 0 {
             return;

@@ -12,6 +12,10 @@
 //! allocation); publishing a level unparks every worker, which costs an
 //! atomic swap for a worker that is not parked.
 //!
+//! **Priority.** Each worker is put under real-time scheduling
+//! (`SCHED_FIFO`) when the pool is made, where the system allows it
+//! ([`Workers::realtime`] says whether it did).
+//!
 //! **Waiting.** The audio thread, done claiming, spins on the count of
 //! finished steps (yielding its time slice after a bounded spin) until the
 //! last worker's step is done: no mutex, no allocation.
@@ -66,6 +70,8 @@ struct Pool {
     shared: Arc<Shared>,
     threads: Vec<Thread>,
     handles: Vec<JoinHandle<()>>,
+    /// Every worker runs under real-time scheduling ([`raise_priority`]).
+    realtime: bool,
 }
 
 struct Shared {
@@ -135,13 +141,24 @@ impl Workers {
             handles.push(h);
         }
         let threads = handles.iter().map(|h| h.thread().clone()).collect();
+        let realtime = handles.iter().all(raise_priority);
         Workers {
             inner: Arc::new(Pool {
                 shared,
                 threads,
                 handles,
+                realtime,
             }),
         }
+    }
+
+    /// Whether every worker runs under real-time scheduling (`SCHED_FIFO`
+    /// at [`WORKER_PRIORITY`]), as the system allowed when the pool was
+    /// made; false where it does not (no privilege, no such policy), and
+    /// the workers then run at their normal priority. True for a pool
+    /// without workers.
+    pub fn realtime(&self) -> bool {
+        self.inner.realtime
     }
 
     /// Threads in all, the caller's included.
@@ -214,6 +231,28 @@ impl Workers {
 
 unsafe fn noop(_: *const (), _: usize) {}
 
+/// The `SCHED_FIFO` priority the workers ask for: above every thread of
+/// normal priority, below the system's own real-time threads.
+pub const WORKER_PRIORITY: i32 = 10;
+
+/// Puts the thread of `h` under `SCHED_FIFO` at [`WORKER_PRIORITY`]:
+/// false if the system does not allow it.
+#[cfg(unix)]
+fn raise_priority(h: &JoinHandle<()>) -> bool {
+    use std::os::unix::thread::JoinHandleExt;
+    let param = libc::sched_param {
+        sched_priority: WORKER_PRIORITY,
+    };
+    // SAFETY: the thread of `h` is alive (its handle is held, not joined)
+    // and `param` is a valid `sched_param`.
+    unsafe { libc::pthread_setschedparam(h.as_pthread_t(), libc::SCHED_FIFO, &param) == 0 }
+}
+
+#[cfg(not(unix))]
+fn raise_priority(_: &JoinHandle<()>) -> bool {
+    false
+}
+
 /// Claims and runs steps of level `epoch` until none is left; returns how
 /// many this thread ran (the caller counts its own; a worker adds its
 /// steps to `done`).
@@ -284,5 +323,46 @@ impl Drop for Pool {
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// Whether the system lets a thread of this process take `SCHED_FIFO`
+    /// at the workers' priority, asked on a thread of the test's own.
+    fn fifo_allowed() -> bool {
+        std::thread::spawn(|| {
+            let param = libc::sched_param {
+                sched_priority: WORKER_PRIORITY,
+            };
+            // SAFETY: this thread's own handle and a valid `sched_param`.
+            unsafe {
+                libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0
+            }
+        })
+        .join()
+        .unwrap()
+    }
+
+    #[test]
+    fn workers_run_under_fifo_exactly_when_the_system_allows_it() {
+        use std::os::unix::thread::JoinHandleExt;
+        let w = Workers::new(3);
+        assert_eq!(w.realtime(), fifo_allowed());
+        for h in &w.inner.handles {
+            let mut policy = 0;
+            let mut param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: a live worker's handle, valid out-pointers.
+            let rc =
+                unsafe { libc::pthread_getschedparam(h.as_pthread_t(), &mut policy, &mut param) };
+            assert_eq!(rc, 0);
+            assert_eq!(policy == libc::SCHED_FIFO, w.realtime());
+            if w.realtime() {
+                assert_eq!(param.sched_priority, WORKER_PRIORITY);
+            }
+        }
+        assert!(Workers::new(1).realtime(), "no worker to raise");
     }
 }

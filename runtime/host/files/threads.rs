@@ -37,6 +37,17 @@ impl ThreadArgs {
     }
 }
 
+/// The line `run` says when the system kept `workers` at normal
+/// priority (`None` when they run under real-time scheduling).
+pub fn priority_note(workers: &Workers) -> Option<String> {
+    (!workers.realtime()).then(|| {
+        format!(
+            "note: the {} worker threads run at normal priority: the system does not allow real-time scheduling",
+            workers.threads() - 1
+        )
+    })
+}
+
 /// Every core of the machine (1 when it cannot be told).
 pub fn all_cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
@@ -62,4 +73,22 @@ pub fn threads_text(plan: &crate::graph::Plan, threads: usize) -> String {
         t.speedup()
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_priority_note_is_said_exactly_when_the_workers_are_not_real_time() {
+        let w = Workers::new(3);
+        match priority_note(&w) {
+            Some(line) => {
+                assert!(!w.realtime());
+                assert!(line.starts_with("note: the 2 worker threads run at normal priority"));
+                assert_eq!(line.lines().count(), 1);
+            }
+            None => assert!(w.realtime()),
+        }
+    }
 }

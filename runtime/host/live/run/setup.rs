@@ -283,6 +283,13 @@ impl FirstEngine {
             crate::host::files::resources::Folders::shared(opts.resources.clone()),
         );
         fixed.workers = opts.threads.workers(1);
+        if let Some(note) = fixed
+            .workers
+            .as_ref()
+            .and_then(crate::host::files::threads::priority_note)
+        {
+            let _ = writeln!(log, "{note}");
+        }
         let context = match &snap {
             Some(_) => Some(SnapshotContext::new(&plan, &text)?),
             None => None,

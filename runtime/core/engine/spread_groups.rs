@@ -1,0 +1,357 @@
+//! A lane group's members dealt to the worker pool (`workers.rs`) in
+//! parts: each part gathers its members' inputs and runs them through the
+//! group's kernel in one call, writing every member's own outputs, on
+//! whichever thread claims it.
+//!
+//! **Why the bits are the same.** A kernel writes each member exactly the
+//! bits its own `process` would, whatever the other members of its call
+//! ([`LaneKernel`](crate::ops::LaneKernel)), so which part a member is in
+//! changes nothing it computes. A fused group's sum is not made by the
+//! parts: its node gathers the members' outputs itself, in the order of
+//! its edges, the same additions in the same order as the kernel's sum
+//! (`lanes.rs`). What a part leaves for the engine — which members'
+//! outputs were not finite, a kernel's panic — is kept per part and
+//! applied on the engine's thread, part by part in member order, once
+//! every part is done, as the one-thread loop applies it batch by batch.
+//!
+//! **When.** A group is split only when every member may run in the
+//! kernel for the chunk ([`Engine::lane_ready`]), the group's kernel has
+//! not panicked, it has no steady path (a kept copy that sums the members
+//! with no per-member work, cheaper on one thread than any split), and its members' estimated work over the chunk, less the share
+//! one thread keeps, reaches the pool's [`Workers::min_work_ns`].
+
+use super::caught::Payload;
+use super::lanes::{gather_slot, kernel_at, scrub, GroupKernel, Ran, Typed};
+use super::mix::Sources;
+use super::node::{take_inputs_raw, Core, Slot};
+use super::workers::{Job, Workers};
+use super::Engine;
+use crate::dsp::fpmode::FpGuard;
+use crate::dsp::vector::SimdLevel;
+use crate::ops::{LaneKernel, MAX_LANES};
+
+/// What one part of a split group left for the engine.
+#[derive(Default)]
+pub(super) enum PartOut {
+    /// The kernel ran every member clean.
+    #[default]
+    Ran,
+    /// Some outputs were not finite: bit j for member j.
+    Dirty(u64),
+    /// The kernel panicked, having finished the members in the mask (the
+    /// others are as they were at the call).
+    Panicked(Payload, u64),
+}
+
+/// What a worker needs to run part `k` of a group (`run_part`).
+struct PartJob {
+    base: *mut Slot,
+    count: usize,
+    members: *const usize,
+    len: usize,
+    per: usize,
+    kernel: GroupKernel,
+    finite: bool,
+    simd: SimdLevel,
+    flush: bool,
+    stage_at: usize,
+    outs: *mut PartOut,
+    start: u64,
+    n: usize,
+}
+
+/// Runs part `k` of the split group `data` (a [`PartJob`]): members
+/// `k·per..` (at most `per`), inputs gathered, kernel called, outputs
+/// checked.
+///
+/// # Safety
+/// `data` is a live `PartJob` whose pointers are the engine's slots, the
+/// group's members and one [`PartOut`] per part; `k` is a part of it, and
+/// no two calls run the same `k` at once.
+unsafe fn run_part(data: *const (), k: usize) {
+    // SAFETY: the contract above.
+    let job = unsafe { &*(data as *const PartJob) };
+    let from = k * job.per;
+    let to = (from + job.per).min(job.len);
+    // SAFETY: `from..to` is within the member list.
+    let batch = unsafe { std::slice::from_raw_parts(job.members.add(from), to - from) };
+    let _mode = FpGuard::new(job.flush);
+    #[cfg(test)]
+    super::parallel::delay::wait(batch[0]);
+    for &i in batch {
+        // SAFETY: the members of a group are distinct and of one level: slot
+        // `i` is this part's alone, its sources are in earlier levels
+        // (written by no thread while the level runs), and a stolen
+        // input's source is read by member `i` alone.
+        unsafe {
+            let slot = &mut *job.base.add(i);
+            if slot.inputs.is_empty() {
+                continue;
+            }
+            if slot.steal != 0 {
+                take_inputs_raw(job.base, i, slot, job.n);
+            }
+            gather_slot(slot, Sources::from_raw(job.base, i), job.n, job.stage_at);
+        }
+    }
+    let out = match job.kernel {
+        // SAFETY: the part's members are its own (as above).
+        GroupKernel::F32(f) => unsafe { part_kernel(job, f, batch) },
+        // SAFETY: as above.
+        GroupKernel::F64(f) => unsafe { part_kernel(job, f, batch) },
+    };
+    // SAFETY: part `k`'s entry is this call's alone.
+    unsafe { *job.outs.add(k) = out };
+}
+
+/// The kernel over `batch` with no sum, then each member's outputs
+/// checked (unless finite by construction or known finite).
+///
+/// # Safety
+/// As [`run_part`]'s: the members of `batch` are this call's alone.
+unsafe fn part_kernel<S: Typed>(job: &PartJob, f: LaneKernel<S>, batch: &[usize]) -> PartOut {
+    // SAFETY: the caller's contract.
+    let known = match unsafe { kernel_at(job.base, job.count, f, batch, job.start, job.n, None) } {
+        Ok(known) => known,
+        Err((payload, done)) => return PartOut::Panicked(payload, done),
+    };
+    if job.finite {
+        return PartOut::Ran;
+    }
+    let f32_kernel = matches!(job.kernel, GroupKernel::F32(_));
+    let mut dirty = 0u64;
+    for (j, &i) in batch.iter().enumerate() {
+        if f32_kernel && known >> j & 1 != 0 {
+            continue;
+        }
+        // SAFETY: as above.
+        let slot = unsafe { &mut *job.base.add(i) };
+        let clean = match &mut slot.core {
+            Core::F32(t) => scrub(job.simd, &mut t.outs, job.n),
+            Core::F64(t) => scrub(job.simd, &mut t.outs, job.n),
+        };
+        if !clean {
+            dirty |= 1 << j;
+        }
+    }
+    if dirty == 0 {
+        PartOut::Ran
+    } else {
+        PartOut::Dirty(dirty)
+    }
+}
+
+impl Engine {
+    /// Runs lane group `g` for the chunk `start..start + n` split over
+    /// `workers` (in the FP mode `flush`), when that is worth it and safe;
+    /// false (nothing ran) otherwise.
+    pub(super) fn spread_group(
+        &mut self,
+        workers: &Workers,
+        g: usize,
+        flush: bool,
+        start: u64,
+        n: usize,
+    ) -> bool {
+        let threads = workers.threads();
+        let group = &self.groups[g];
+        let len = group.members.len();
+        let steady = group.steady.is_some() && !group.steady_failed;
+        if threads < 2 || len < 2 || group.broken || steady {
+            return false;
+        }
+        let cost: f64 = group.members.iter().map(|&i| self.costs[i]).sum();
+        let saved = cost * n as f64 * (threads - 1) as f64 / threads as f64;
+        if saved < workers.min_work_ns() as f64 {
+            return false;
+        }
+        if !(0..len).all(|k| self.lane_ready(self.groups[g].members[k], start)) {
+            return false;
+        }
+        let per = len.div_ceil(threads).clamp(1, MAX_LANES);
+        let parts = len.div_ceil(per);
+        if self.levels.parts.len() < parts {
+            return false;
+        }
+        let group = &self.groups[g];
+        let job = PartJob {
+            base: self.slots.as_mut_ptr(),
+            count: self.slots.len(),
+            members: group.members.as_ptr(),
+            len,
+            per,
+            kernel: group.kernel,
+            finite: group.finite,
+            simd: self.simd,
+            flush,
+            stage_at: self.stage_at,
+            outs: self.levels.parts.as_mut_ptr(),
+            start,
+            n,
+        };
+        // SAFETY: `job` outlives the call (which returns when every part is
+        // done); its parts are distinct members of one level and distinct
+        // entries of `parts` (`run_part`'s contract), and the engine's
+        // thread touches the slots and parts only through `job` until then.
+        unsafe {
+            workers.run(
+                Job {
+                    run: run_part,
+                    data: &job as *const PartJob as *const (),
+                },
+                parts,
+            );
+        }
+        self.levels.spread += 1;
+        self.levels.split += 1;
+        let kernel = self.groups[g].kernel;
+        let finite = self.groups[g].finite;
+        let end = start + n as u64;
+        for k in 0..parts {
+            let from = k * per;
+            let to = (from + per).min(len);
+            let mut batch = [0usize; MAX_LANES];
+            batch[..to - from].copy_from_slice(&self.groups[g].members[from..to]);
+            let batch = &batch[..to - from];
+            match std::mem::take(&mut self.levels.parts[k]) {
+                PartOut::Ran => {
+                    for &i in batch {
+                        self.slots[i].recovery.ran_clean(end);
+                    }
+                }
+                PartOut::Dirty(dirty) => {
+                    for (j, &i) in batch.iter().enumerate() {
+                        if dirty >> j & 1 != 0 {
+                            self.report_nan(i, start, end);
+                        } else {
+                            self.slots[i].recovery.ran_clean(end);
+                        }
+                    }
+                }
+                PartOut::Panicked(payload, done) => {
+                    self.caught.keep(payload);
+                    if self.after_panic(kernel, finite, batch, done, start, n)
+                        == (Ran::Alone { found: false })
+                    {
+                        self.groups[g].broken = true;
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{compile, CompileOptions};
+    use crate::profile::Profile;
+
+    /// `count` seeded noises, each through its own bandpass, summed into
+    /// one gain: two lane groups, the second fused into the gain's input.
+    fn chains(count: usize) -> String {
+        let mut nodes = Vec::new();
+        let mut edges = Vec::new();
+        for k in 0..count {
+            nodes.push(format!(
+                r#"{{ "id": "n{k}", "op": "noise", "params": {{ "amp": 0.25 }} }}"#
+            ));
+            nodes.push(format!(
+                r#"{{ "id": "b{k}", "op": "biquad", "params": {{ "mode": "bandpass", "q": 10, "cutoff": {} }} }}"#,
+                200 + 61 * k
+            ));
+            edges.push(format!(r#"{{ "from": "n{k}", "to": "b{k}" }}"#));
+            edges.push(format!(r#"{{ "from": "b{k}", "to": "g" }}"#));
+        }
+        format!(
+            r#"{{ "version": "1.0", "seed": 9, "sample_rate": 48000, "nodes": [{},
+            {{ "id": "g", "op": "gain", "params": {{ "gain": 0.125 }} }}],
+            "edges": [{}], "outputs": {{ "main": ["g"] }} }}"#,
+            nodes.join(", "),
+            edges.join(", ")
+        )
+    }
+
+    fn engine(text: &str, profile: Profile, block: usize, threads: usize) -> Engine {
+        let scene = crate::scene::load_str(text, "scene.json", None).unwrap();
+        let plan = compile(
+            &scene,
+            &CompileOptions {
+                profile: Some(profile),
+                block_size: Some(block),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+        let mut e = Engine::new(plan);
+        if threads > 1 {
+            let w = Workers::new(threads);
+            w.set_min_work_ns(0);
+            e.set_workers(Some(w));
+        }
+        e
+    }
+
+    fn play(e: &mut Engine, blocks: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        for _ in 0..blocks {
+            e.process_block(e.block_size());
+            let bus = e.bus();
+            for k in 0..bus.frames() {
+                out.push(bus.get(0, k).to_bits());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn groups_split_over_the_workers_play_the_bits_of_one_thread_in_every_profile() {
+        let text = chains(40);
+        for profile in [Profile::Strict, Profile::Repro, Profile::Live] {
+            for block in [1, 64, 300] {
+                let mut one = engine(&text, profile, block, 1);
+                assert_eq!(one.lane_groups().len(), 2, "noises and bandpasses");
+                assert!(
+                    one.lane_sums()[1].is_some(),
+                    "the bandpasses sum into the gain"
+                );
+                let blocks = 1200 / block;
+                let alone = play(&mut one, blocks);
+                assert!(alone.iter().any(|&b| f64::from_bits(b) != 0.0));
+                for threads in [2, 3, 8] {
+                    let mut e = engine(&text, profile, block, threads);
+                    let what = format!("{profile:?}, block {block}, {threads} threads");
+                    assert!(play(&mut e, blocks) == alone, "{what}");
+                    assert_eq!(
+                        e.levels.split,
+                        2 * blocks as u64,
+                        "{what}: both groups split"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_group_below_the_threshold_runs_whole_on_the_calling_thread() {
+        let text = chains(8);
+        let mut e = engine(&text, Profile::Live, 64, 2);
+        e.workers().unwrap().set_min_work_ns(u64::MAX);
+        play(&mut e, 4);
+        assert_eq!(e.levels.split, 0);
+    }
+
+    #[test]
+    fn random_delays_in_the_parts_change_no_bit() {
+        let text = chains(24);
+        let mut one = engine(&text, Profile::Live, 16, 1);
+        let alone = play(&mut one, 2000);
+        let mut e = engine(&text, Profile::Live, 16, 3);
+        super::super::parallel::delay::SEED.store(0x5eed, std::sync::atomic::Ordering::Relaxed);
+        let split = play(&mut e, 2000);
+        super::super::parallel::delay::SEED.store(0, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(e.levels.split, 4000);
+        assert!(split == alone, "the same bits with delays");
+    }
+}
