@@ -117,9 +117,21 @@ pub const MIN_WORK_NS: u64 = 20_000;
 
 impl Workers {
     /// A pool for `threads` threads in all: the caller's and `threads − 1`
-    /// workers (none for 0 or 1). Spawns the workers (allocates): call it
-    /// off the audio thread, once per session.
+    /// workers (none for 0 or 1), at normal priority (an offline render's).
+    /// Spawns the workers (allocates): call it off the audio thread, once
+    /// per session.
     pub fn new(threads: usize) -> Workers {
+        Workers::spawn(threads, false)
+    }
+
+    /// [`new`](Self::new) for a real-time session: the workers ask for
+    /// `SCHED_FIFO` at [`WORKER_PRIORITY`] ([`realtime`](Self::realtime)
+    /// says whether the system allowed it).
+    pub fn new_realtime(threads: usize) -> Workers {
+        Workers::spawn(threads, true)
+    }
+
+    fn spawn(threads: usize, raise: bool) -> Workers {
         let shared = Arc::new(Shared {
             word: AtomicU64::new(0),
             done: AtomicUsize::new(0),
@@ -141,7 +153,7 @@ impl Workers {
             handles.push(h);
         }
         let threads = handles.iter().map(|h| h.thread().clone()).collect();
-        let realtime = handles.iter().all(raise_priority);
+        let realtime = raise && handles.iter().all(raise_priority) || handles.is_empty();
         Workers {
             inner: Arc::new(Pool {
                 shared,
@@ -153,10 +165,11 @@ impl Workers {
     }
 
     /// Whether every worker runs under real-time scheduling (`SCHED_FIFO`
-    /// at [`WORKER_PRIORITY`]), as the system allowed when the pool was
-    /// made; false where it does not (no privilege, no such policy), and
-    /// the workers then run at their normal priority. True for a pool
-    /// without workers.
+    /// at [`WORKER_PRIORITY`]), as asked by [`new_realtime`](Self::new_realtime)
+    /// and allowed by the system when the pool was made; false for
+    /// [`new`](Self::new)'s pool and where the system does not allow it
+    /// (no privilege, no such policy), the workers then running at their
+    /// normal priority. True for a pool without workers.
     pub fn realtime(&self) -> bool {
         self.inner.realtime
     }
@@ -346,23 +359,42 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn workers_run_under_fifo_exactly_when_the_system_allows_it() {
+    /// Each worker's scheduling policy and priority.
+    fn policies(w: &Workers) -> Vec<(i32, i32)> {
         use std::os::unix::thread::JoinHandleExt;
-        let w = Workers::new(3);
+        w.inner
+            .handles
+            .iter()
+            .map(|h| {
+                let mut policy = 0;
+                let mut param = libc::sched_param { sched_priority: 0 };
+                // SAFETY: a live worker's handle, valid out-pointers.
+                let rc = unsafe {
+                    libc::pthread_getschedparam(h.as_pthread_t(), &mut policy, &mut param)
+                };
+                assert_eq!(rc, 0);
+                (policy, param.sched_priority)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn realtime_workers_run_under_fifo_exactly_when_the_system_allows_it() {
+        let w = Workers::new_realtime(3);
         assert_eq!(w.realtime(), fifo_allowed());
-        for h in &w.inner.handles {
-            let mut policy = 0;
-            let mut param = libc::sched_param { sched_priority: 0 };
-            // SAFETY: a live worker's handle, valid out-pointers.
-            let rc =
-                unsafe { libc::pthread_getschedparam(h.as_pthread_t(), &mut policy, &mut param) };
-            assert_eq!(rc, 0);
+        for (policy, priority) in policies(&w) {
             assert_eq!(policy == libc::SCHED_FIFO, w.realtime());
             if w.realtime() {
-                assert_eq!(param.sched_priority, WORKER_PRIORITY);
+                assert_eq!(priority, WORKER_PRIORITY);
             }
         }
-        assert!(Workers::new(1).realtime(), "no worker to raise");
+        assert!(Workers::new_realtime(1).realtime(), "no worker to raise");
+    }
+
+    #[test]
+    fn an_offline_pool_keeps_its_workers_at_normal_priority() {
+        let w = Workers::new(3);
+        assert!(!w.realtime());
+        assert_eq!(policies(&w), vec![(libc::SCHED_OTHER, 0); 2]);
     }
 }

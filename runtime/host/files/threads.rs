@@ -23,13 +23,18 @@ pub struct ThreadArgs {
 
 impl ThreadArgs {
     /// The pool for `--threads`, or for `default` threads without it;
-    /// `None` for one thread.
-    pub fn workers(&self, default: usize) -> Option<Workers> {
+    /// `None` for one thread. Its workers run at normal priority, or ask
+    /// for real-time scheduling when `realtime` (a live session's).
+    pub fn workers(&self, default: usize, realtime: bool) -> Option<Workers> {
         let n = self.threads.map_or(default, usize::from);
         if n <= 1 {
             return None;
         }
-        let w = Workers::new(n);
+        let w = if realtime {
+            Workers::new_realtime(n)
+        } else {
+            Workers::new(n)
+        };
         if let Some(ns) = self.min_work_ns {
             w.set_min_work_ns(ns);
         }
@@ -81,7 +86,7 @@ mod tests {
 
     #[test]
     fn the_priority_note_is_said_exactly_when_the_workers_are_not_real_time() {
-        let w = Workers::new(3);
+        let w = Workers::new_realtime(3);
         match priority_note(&w) {
             Some(line) => {
                 assert!(!w.realtime());

@@ -282,7 +282,7 @@ impl FirstEngine {
             &plan,
             crate::host::files::resources::Folders::shared(opts.resources.clone()),
         );
-        fixed.workers = opts.threads.workers(1);
+        fixed.workers = opts.threads.workers(1, true);
         if let Some(note) = fixed
             .workers
             .as_ref()

@@ -181,7 +181,7 @@ pub fn render(
     let mut engine = Engine::new(plan);
     engine.set_workers(
         opts.threads
-            .workers(crate::host::files::threads::all_cores()),
+            .workers(crate::host::files::threads::all_cores(), false),
     );
     if let (Some(s), Some(cx)) = (&snap, &context) {
         resume_from(s, cx, &mut engine, log)?;
