@@ -516,3 +516,84 @@ fn phaser_gives_the_reference_kernels_bits() {
         200.0,
     );
 }
+
+/// The line of `comb`, `allpass` and `pluck` as it was: `⌊d⌋` by `floor`,
+/// every tap by `%`.
+struct OldLine<S> {
+    buf: Vec<S>,
+    write: usize,
+}
+
+impl<S: Sample> OldLine<S> {
+    fn tap(&self, k: usize) -> S {
+        let len = self.buf.len();
+        self.buf[(self.write + len - k) % len]
+    }
+
+    fn push(&mut self, x: S) {
+        self.buf[self.write] = x;
+        self.write += 1;
+        if self.write == self.buf.len() {
+            self.write = 0;
+        }
+    }
+
+    fn linear(&self, d: f64) -> S {
+        let whole = d.floor();
+        let f = S::from_f64(d - whole);
+        let k = whole as usize;
+        let a = self.tap(k);
+        a + f * (self.tap(k + 1) - a)
+    }
+
+    fn allpass(&self, d: f64, prev: &mut S) -> S {
+        let k = (d - 0.5).floor();
+        let f = d - k;
+        let eta = S::from_f64((1.0 - f) / (1.0 + f));
+        let k = k as usize;
+        let y = eta * self.tap(k) + self.tap(k + 1) - eta * *prev;
+        *prev = y;
+        y
+    }
+}
+
+/// Every tap, linear and allpass read of the fractional line, on the
+/// signal, its delay swept over the whole line (whole numbers included),
+/// at both precisions: the bits of the reference line.
+fn fractional_line_matches<S: Sample>() {
+    use crate::ops::fracline::Line;
+    let x = pluck_delay_signal();
+    let longest = 999;
+    let mut line = Line::<S>::new(longest);
+    let mut old = OldLine::<S> {
+        buf: vec![S::ZERO; longest + 1],
+        write: 0,
+    };
+    let (mut prev, mut old_prev) = (S::ZERO, S::ZERO);
+    for (i, &v) in x.iter().enumerate() {
+        let s = 0.5 + 0.5 * libm::sin(i as f64 * 0.001);
+        let d = 1.5 + (longest as f64 - 2.5) * s;
+        let d = if i % 5 == 0 { d.round() } else { d };
+        let k = 1 + i % longest;
+        let pairs = [
+            (line.tap(k), old.tap(k)),
+            (line.linear(d), old.linear(d)),
+            (line.allpass(d, &mut prev), old.allpass(d, &mut old_prev)),
+        ];
+        for (what, (got, want)) in ["tap", "linear", "allpass"].iter().zip(pairs) {
+            assert_eq!(
+                got.to_f64().to_bits(),
+                want.to_f64().to_bits(),
+                "{what} at frame {i}, d {d}, k {k}"
+            );
+        }
+        line.push(S::from_f64(v));
+        old.push(S::from_f64(v));
+    }
+}
+
+#[test]
+fn fractional_lines_read_the_reference_bits() {
+    fractional_line_matches::<f64>();
+    fractional_line_matches::<f32>();
+}
