@@ -388,7 +388,7 @@ pub(crate) static DELAY: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: delay_lints,
-    cost: |p, _| by_profile(p, [6.4, 4.4, 4.4]),
+    cost: |p, _| by_profile(p, [3.3, 3.2, 2.8]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<DelayOp>,
 };

@@ -360,8 +360,8 @@ fn ladder_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     let factor = FactorRule::new(p, values, OVERSAMPLING, CRITICAL).factor() as f64;
     let (max_iterations, _) = solver_rule(p, values);
     match p.profile {
-        Profile::Strict => 20.0 * max_iterations as f64 * factor,
-        Profile::Repro | Profile::Live => 15.0 * (max_iterations as f64).min(3.0) * factor,
+        Profile::Strict => 126.0 * max_iterations as f64 * factor,
+        Profile::Repro | Profile::Live => 120.0 * (max_iterations as f64).min(3.0) * factor,
     }
 }
 

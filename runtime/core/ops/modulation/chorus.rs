@@ -211,13 +211,14 @@ pub(crate) static CHORUS: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: |v, _| depth_lints(v, DEPTH, DELAY),
-    // benches/costs.md: per voice, two LFO sines and two line reads.
+    // benches/costs.md: per voice, two LFO sines and two line reads
+    // (measured at 3 voices).
     cost: |p, v| {
         let voices = match v.get(VOICES) {
             Some(Value::Integer(n)) => *n as f64,
             _ => 3.0,
         };
-        by_profile(p, [10.0, 35.0, 35.0]) + voices * by_profile(p, [73.0, 72.0, 55.0])
+        10.0 + voices * by_profile(p, [53.0, 49.0, 58.0])
     },
     algorithms: None,
     build: build_any::<ChorusOp>,

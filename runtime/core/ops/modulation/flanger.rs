@@ -175,7 +175,7 @@ pub(crate) static FLANGER: OpSpec = OpSpec {
     choices: no_choices,
     lints: |v, _| depth_lints(v, DEPTH, DELAY),
     // benches/costs.md.
-    cost: |p, _| by_profile(p, [82.0, 71.0, 76.0]),
+    cost: |p, _| by_profile(p, [48.4, 42.0, 29.1]),
     algorithms: None,
     build: build_any::<FlangerOp>,
 };

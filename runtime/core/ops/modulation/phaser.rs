@@ -240,7 +240,7 @@ pub(crate) static PHASER: OpSpec = OpSpec {
             Some(Value::Integer(n)) => *n as f64,
             _ => 4.0,
         };
-        by_profile(p, [110.0, 120.0, 90.0]) + n * by_profile(p, [9.0, 6.0, 7.0])
+        by_profile(p, [190.0, 145.0, 93.0]) + n * by_profile(p, [9.0, 6.0, 7.0])
     },
     algorithms: None,
     build: build_any::<PhaserOp>,
