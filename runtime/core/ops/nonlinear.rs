@@ -236,8 +236,9 @@ impl Operator for SaturatorOp {
 }
 
 /// `saturator`: oversampled tanh.
-/// Nanoseconds per sample (`benches/costs.md`): ≈ 14 at 1×; oversampled,
-/// the half-band filters dominate, ≈ 26 per oversampled sample.
+/// Nanoseconds per sample (`benches/costs.md`): at 1× ≈ 63 under strict
+/// (libm `tanh`), ≈ 16 under repro and live; oversampled, the half-band
+/// filters dominate, ≈ 88 per oversampled sample.
 fn saturator_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     match FactorRule::new(p, values, SAT_OVERSAMPLING, SAT_CRITICAL).factor() {
         1 => by_profile(p, [63.0, 16.0, 16.0]),
@@ -665,8 +666,8 @@ fn diode_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
 }
 
 /// Nanoseconds per sample (`benches/costs.md`): each Newton step costs
-/// ≈ 44 ns under strict (libm `exp`, every one of `max_iterations` taken)
-/// and ≈ 30 ns under repro and live, which stop at their tolerance after
+/// ≈ 180 ns under strict (libm `exp`, every one of `max_iterations` taken)
+/// and ≈ 145 ns under repro and live, which stop at their tolerance after
 /// ≈ 2.5 steps per oversampled sample on a typical signal.
 fn diode_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     let factor = FactorRule::new(p, values, DC_OVERSAMPLING, DC_CRITICAL).factor() as f64;

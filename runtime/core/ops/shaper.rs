@@ -220,8 +220,9 @@ fn shaper_choices(profile: &NodeProfile, values: &[Value]) -> Vec<(&'static str,
     vec![FactorRule::new(profile, values, OVERSAMPLING, CRITICAL).choice()]
 }
 
-/// Nanoseconds per sample: as `saturator` (`benches/costs.md`), whose
-/// half-band filters dominate once oversampled.
+/// Nanoseconds per sample (`benches/costs.md`): at 1× ≈ 64 under strict
+/// (the `tanh` curve), ≈ 16 under repro and live; oversampled, the
+/// half-band filters dominate, ≈ 100 per oversampled sample.
 fn shaper_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     match FactorRule::new(p, values, OVERSAMPLING, CRITICAL).factor() {
         1 => by_profile(p, [64.0, 16.0, 16.0]),
