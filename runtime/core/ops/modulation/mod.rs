@@ -146,7 +146,7 @@ impl Sweep {
                 let values = &mut self.sines[j * w..(j + 1) * w];
                 offsets(&p, values);
                 for v in values.iter_mut() {
-                    *v = arg + *v;
+                    *v += arg;
                 }
                 self.params[j] = p;
                 self.lfo.advance(p[0], sample_rate);
