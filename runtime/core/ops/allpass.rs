@@ -123,7 +123,7 @@ pub(crate) static ALLPASS: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: |v, sr| time_lints(v, sr, TIME, MAX_TIME),
-    cost: |p, _| by_profile(p, [6.4, 4.4, 4.4]),
+    cost: |p, _| by_profile(p, [3.7, 3.6, 3.6]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<AllpassOp>,
 };

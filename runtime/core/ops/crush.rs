@@ -182,7 +182,7 @@ pub(crate) static CRUSH: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [6.0, 6.0, 6.0]),
+    cost: |p, _| by_profile(p, [5.0, 4.8, 4.8]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<CrushOp>,
 };

@@ -84,14 +84,34 @@ impl<S: Sample> Ring<S> {
     /// 1): `x[n−⌊d⌋] + f·(x[n−⌊d⌋−1] − x[n−⌊d⌋])`, `f = d − ⌊d⌋`.
     #[inline]
     pub(super) fn read(&self, d: f64) -> S {
+        self.read_held(held_delay(d, self.max_delay))
+    }
+
+    /// [`read`](Self::read) of a delay already held to 1 … `max_delay`
+    /// ([`held`](Self::held)). `⌊d⌋` is the truncating conversion (d ≥ 1,
+    /// so the same value, without a call to `floor`), and the two slots
+    /// wrap by one comparison each instead of a division.
+    #[inline]
+    pub(super) fn read_held(&self, d: f64) -> S {
         let len = self.buf.len();
-        let d = held_delay(d, self.max_delay);
-        let whole = d.floor();
-        let frac = S::from_f64(d - whole);
-        let k = whole as usize; // 1 ≤ k ≤ len − 2
-        let a = self.buf[(self.write + len - k) % len];
-        let b = self.buf[(self.write + len - k - 1) % len];
+        let k = d as usize; // ⌊d⌋: 1 ≤ k ≤ len − 2
+        let frac = S::from_f64(d - k as f64);
+        // write + len − k < 2·len: at most one wrap.
+        let mut ia = self.write + len - k;
+        if ia >= len {
+            ia -= len;
+        }
+        let ib = if ia == 0 { len - 1 } else { ia - 1 };
+        let a = self.buf[ia];
+        let b = self.buf[ib];
         a + frac * (b - a)
+    }
+
+    /// `d` held to 1 … `max_delay` (NaN reads 1), as [`read`](Self::read)
+    /// holds it.
+    #[inline]
+    pub(super) fn held(&self, d: f64) -> f64 {
+        held_delay(d, self.max_delay)
     }
 
     /// Writes this frame's sample and moves on to the next frame.
@@ -182,23 +202,45 @@ struct Delay<S> {
     sample_rate: f64,
 }
 
+/// One frame's params as a [`Delay`] applies them: the delay in samples
+/// held to the ring, the feedback factor and the dry and wet gains.
+#[derive(Clone, Copy)]
+struct Taps<S> {
+    delay: f64,
+    feedback: S,
+    dry: S,
+    wet: S,
+}
+
 impl<S: Sample> Delay<S> {
-    /// One sample; `time` in seconds, the other params as given.
+    /// The [`Taps`] of `time` (seconds), `feedback` and `mix` (clamped,
+    /// NaN read as 0).
     #[inline]
-    fn tick(&mut self, x: S, time: f64, feedback: f64, mix: f64) -> S {
-        let wet = self.line.read(time * self.sample_rate);
-        let fb = S::from_f64(if feedback.is_nan() {
+    fn taps(&self, time: f64, feedback: f64, mix: f64) -> Taps<S> {
+        let fb = if feedback.is_nan() {
             0.0
         } else {
             feedback.clamp(-MAX_FEEDBACK, MAX_FEEDBACK)
-        });
+        };
         let mix = if mix.is_nan() {
             0.0
         } else {
             mix.clamp(0.0, 1.0)
         };
-        self.line.push(x + fb * wet);
-        S::from_f64(1.0 - mix) * x + S::from_f64(mix) * wet
+        Taps {
+            delay: self.line.held(time * self.sample_rate),
+            feedback: S::from_f64(fb),
+            dry: S::from_f64(1.0 - mix),
+            wet: S::from_f64(mix),
+        }
+    }
+
+    /// One sample.
+    #[inline]
+    fn tick(&mut self, x: S, t: &Taps<S>) -> S {
+        let wet = self.line.read_held(t.delay);
+        self.line.push(x + t.feedback * wet);
+        t.dry * x + t.wet * wet
     }
 }
 
@@ -213,13 +255,14 @@ impl<S: Sample> NodeProcessor<S> for Delay<S> {
         let x = &io.inputs[0][..n];
         let out = &mut io.outputs[0][..n];
         if time.is_const() && feedback.is_const() && mix.is_const() {
-            let (t, f, m) = (time.value(), feedback.value(), mix.value());
+            let t = self.taps(time.value(), feedback.value(), mix.value());
             for (o, x) in out.iter_mut().zip(x) {
-                *o = self.tick(*x, t, f, m);
+                *o = self.tick(*x, &t);
             }
         } else {
             for (i, (o, x)) in out.iter_mut().zip(x).enumerate() {
-                *o = self.tick(*x, time.at(i), feedback.at(i), mix.at(i));
+                let t = self.taps(time.at(i), feedback.at(i), mix.at(i));
+                *o = self.tick(*x, &t);
             }
         }
     }
@@ -345,7 +388,7 @@ pub(crate) static DELAY: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: delay_lints,
-    cost: |p, _| by_profile(p, [6.4, 4.4, 4.4]),
+    cost: |p, _| by_profile(p, [3.3, 3.2, 2.8]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<DelayOp>,
 };

@@ -176,7 +176,7 @@ pub(crate) static DUST: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [8.0, 7.0, 7.0]),
+    cost: |p, _| by_profile(p, [6.2, 6.2, 6.1]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<DustOp>,
 };

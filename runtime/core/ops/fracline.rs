@@ -69,7 +69,9 @@ impl<S: Sample> Line<S> {
     #[inline(always)]
     pub(super) fn tap(&self, k: usize) -> S {
         let len = self.buf.len();
-        self.buf[(self.write + len - k) % len]
+        // write + len − k < 2·len: at most one wrap, no division.
+        let i = self.write + len - k;
+        self.buf[if i >= len { i - len } else { i }]
     }
 
     /// Writes this frame's sample and moves on to the next frame.
@@ -85,9 +87,9 @@ impl<S: Sample> Line<S> {
     /// `d` samples back by linear interpolation; `1 ≤ d ≤ longest − 1`.
     #[inline(always)]
     pub(super) fn linear(&self, d: f64) -> S {
-        let whole = d.floor();
-        let f = S::from_f64(d - whole);
-        let k = whole as usize;
+        // d ≥ 1: truncation is ⌊d⌋, without a call to `floor`.
+        let k = d as usize;
+        let f = S::from_f64(d - k as f64);
         let a = self.tap(k);
         a + f * (self.tap(k + 1) - a)
     }
@@ -96,10 +98,10 @@ impl<S: Sample> Line<S> {
     /// (updated); `1.5 ≤ d ≤ longest`.
     #[inline(always)]
     pub(super) fn allpass(&self, d: f64, prev: &mut S) -> S {
-        let k = (d - 0.5).floor();
-        let f = d - k;
+        // d ≥ 3⁄2: truncation is ⌊d − ½⌋, without a call to `floor`.
+        let k = (d - 0.5) as usize;
+        let f = d - k as f64;
         let eta = S::from_f64((1.0 - f) / (1.0 + f));
-        let k = k as usize;
         let y = eta * self.tap(k) + self.tap(k + 1) - eta * *prev;
         *prev = y;
         y

@@ -66,7 +66,7 @@ pub(crate) static INPUT: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [0.5, 0.5, 0.5]),
+    cost: |p, _| by_profile(p, [1.7, 1.8, 1.8]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<InputOp>,
 };

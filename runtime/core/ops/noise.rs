@@ -135,7 +135,7 @@ pub(crate) static NOISE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [6.3, 5.6, 5.6]),
+    cost: |p, _| by_profile(p, [2.2, 2.0, 2.0]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<NoiseOp>,
 };

@@ -49,8 +49,8 @@
 //! counted and exposed through [`NodeProcessor::iterations`].
 
 use super::{
-    build_any, frequency_lint, no_lints, number, BuildCtx, Io, Lint, NodeProcessor, NodeState,
-    OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
+    build_any, by_profile, frequency_lint, no_lints, number, BuildCtx, Io, Lint, NodeProcessor,
+    NodeState, OpSpec, Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::dsp::oversample::Oversampler;
 use crate::dsp::{Math, Sample};
@@ -236,12 +236,13 @@ impl Operator for SaturatorOp {
 }
 
 /// `saturator`: oversampled tanh.
-/// Nanoseconds per sample (`benches/costs.md`): ≈ 14 at 1×; oversampled,
-/// the half-band filters dominate, ≈ 26 per oversampled sample.
+/// Nanoseconds per sample (`benches/costs.md`): at 1× ≈ 63 under strict
+/// (libm `tanh`), ≈ 16 under repro and live; oversampled, the half-band
+/// filters dominate, ≈ 88 per oversampled sample.
 fn saturator_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     match FactorRule::new(p, values, SAT_OVERSAMPLING, SAT_CRITICAL).factor() {
-        1 => 14.0,
-        f => 26.0 * f as f64,
+        1 => by_profile(p, [63.0, 16.0, 16.0]),
+        f => 88.0 * f as f64,
     }
 }
 
@@ -665,15 +666,15 @@ fn diode_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
 }
 
 /// Nanoseconds per sample (`benches/costs.md`): each Newton step costs
-/// ≈ 44 ns under strict (libm `exp`, every one of `max_iterations` taken)
-/// and ≈ 30 ns under repro and live, which stop at their tolerance after
+/// ≈ 180 ns under strict (libm `exp`, every one of `max_iterations` taken)
+/// and ≈ 145 ns under repro and live, which stop at their tolerance after
 /// ≈ 2.5 steps per oversampled sample on a typical signal.
 fn diode_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     let factor = FactorRule::new(p, values, DC_OVERSAMPLING, DC_CRITICAL).factor() as f64;
     let (max_iterations, _) = solver_rule(p, values);
     match p.profile {
-        Profile::Strict => 44.0 * max_iterations as f64 * factor,
-        Profile::Repro | Profile::Live => 30.0 * (max_iterations as f64).min(2.5) * factor,
+        Profile::Strict => 180.0 * max_iterations as f64 * factor,
+        Profile::Repro | Profile::Live => 145.0 * (max_iterations as f64).min(2.5) * factor,
     }
 }
 

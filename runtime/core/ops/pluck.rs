@@ -379,7 +379,7 @@ pub(crate) static PLUCK: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [9.0, 7.0, 7.0]),
+    cost: |p, _| by_profile(p, [7.3, 7.3, 7.7]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<PluckOp>,
 };

@@ -514,7 +514,7 @@ pub(crate) static SAMPLER: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [6.8, 5.5, 5.5]),
+    cost: |p, _| by_profile(p, [9.1, 7.8, 7.9]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<SamplerOp>,
 };

@@ -412,7 +412,7 @@ pub(crate) static SEQUENCER: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [4.9, 4.3, 4.3]),
+    cost: |p, _| by_profile(p, [3.2, 2.2, 2.3]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<SequencerOp>,
 };

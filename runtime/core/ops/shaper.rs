@@ -28,8 +28,8 @@
 
 use super::nonlinear::{limit_drive, FactorRule, CRITICAL_PARAM, MAX_DRIVE, OVERSAMPLING_PARAM};
 use super::{
-    build_any, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState, OpSpec, Operator,
-    ParamKind, ParamSpec, StateError, Value,
+    build_any, by_profile, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState, OpSpec,
+    Operator, ParamKind, ParamSpec, StateError, Value,
 };
 use crate::dsp::oversample::Oversampler;
 use crate::dsp::{Math, Sample};
@@ -220,12 +220,13 @@ fn shaper_choices(profile: &NodeProfile, values: &[Value]) -> Vec<(&'static str,
     vec![FactorRule::new(profile, values, OVERSAMPLING, CRITICAL).choice()]
 }
 
-/// Nanoseconds per sample: as `saturator` (`benches/costs.md`), whose
-/// half-band filters dominate once oversampled.
+/// Nanoseconds per sample (`benches/costs.md`): at 1× ≈ 64 under strict
+/// (the `tanh` curve), ≈ 16 under repro and live; oversampled, the
+/// half-band filters dominate, ≈ 100 per oversampled sample.
 fn shaper_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     match FactorRule::new(p, values, OVERSAMPLING, CRITICAL).factor() {
-        1 => 14.0,
-        f => 26.0 * f as f64,
+        1 => by_profile(p, [64.0, 16.0, 16.0]),
+        f => 100.0 * f as f64,
     }
 }
 

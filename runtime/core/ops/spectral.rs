@@ -266,7 +266,7 @@ pub(crate) static SPECTRAL_GATE: OpSpec = OpSpec {
     solver_steps: None,
     choices: spectral_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [47.0, 11.0, 11.0]),
+    cost: |p, _| by_profile(p, [135.0, 13.8, 13.5]),
     algorithms: Some([
         "reference radix-2 FFT, ortho",
         "rustfft, ortho",

@@ -79,7 +79,7 @@ pub(crate) static DC: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [1.0, 1.0, 1.0]),
+    cost: |p, _| by_profile(p, [1.3, 0.9, 0.9]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<DcOp>,
 };
@@ -231,7 +231,7 @@ pub(crate) static MIX: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [4.0, 3.5, 3.5]),
+    cost: |p, _| by_profile(p, [2.1, 1.8, 1.7]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<MixOp>,
 };
@@ -280,7 +280,7 @@ pub(crate) static MULTIPLY: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [1.5, 1.2, 1.2]),
+    cost: |p, _| by_profile(p, [1.8, 1.6, 1.6]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<MultiplyOp>,
 };
@@ -368,7 +368,7 @@ pub(crate) static PAN: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [2.5, 2.0, 2.0]),
+    cost: |p, _| by_profile(p, [2.5, 1.6, 1.9]),
     algorithms: None,
     build: build_any::<PanOp>,
 };
@@ -419,7 +419,7 @@ pub(crate) static CAST: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [1.0, 1.0, 1.0]),
+    cost: |p, _| by_profile(p, [1.5, 1.8, 1.7]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<CastOp>,
 };

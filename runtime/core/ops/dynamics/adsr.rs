@@ -391,7 +391,7 @@ pub(crate) static ADSR: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [4.0, 3.3, 3.3]),
+    cost: |p, _| by_profile(p, [9.4, 8.0, 7.9]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<AdsrOp>,
 };

@@ -465,7 +465,7 @@ pub(crate) static ENV: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints,
-    cost: |p, _| by_profile(p, [12.0, 9.0, 9.0]),
+    cost: |p, _| by_profile(p, [5.5, 5.7, 4.9]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<EnvOp>,
 };

@@ -119,7 +119,7 @@ pub(crate) static FOLLOWER: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [10.0, 10.0, 10.0]),
+    cost: |p, _| by_profile(p, [7.3, 7.5, 7.3]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<FollowerOp>,
 };

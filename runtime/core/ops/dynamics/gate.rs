@@ -307,7 +307,7 @@ pub(crate) static GATE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [20.0, 18.0, 18.0]),
+    cost: |p, _| by_profile(p, [12.4, 11.8, 18.6]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<GateOp>,
 };

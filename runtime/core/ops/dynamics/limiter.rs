@@ -628,7 +628,7 @@ pub(crate) static LIMITER: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: limiter_lints,
-    cost: |p, _| by_profile(p, [22.0, 22.0, 22.0]),
+    cost: |p, _| by_profile(p, [11.4, 15.7, 19.9]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<LimiterOp>,
 };

@@ -350,18 +350,16 @@ fn ladder_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     .collect()
 }
 
-/// Nanoseconds per sample, estimated from the diode clipper's measured
-/// figures (`benches/costs.md`; one `tanh` per solver step where the diode
-/// takes an `exp` and a division), not yet measured on its own
-/// (`benches/costs/ladder.json` is the scene to measure it with): ≈ 20 ns
-/// per step under strict, every one of `max_iterations` taken; repro and
-/// live stop at their tolerance after about 3 steps per oversampled sample.
+/// Nanoseconds per sample (`benches/costs.md`): ≈ 126 ns per solver step
+/// under strict, every one of `max_iterations` taken; ≈ 120 under repro
+/// and live, which stop at their tolerance after about 3 steps per
+/// oversampled sample.
 fn ladder_cost(p: &NodeProfile, values: &[Value]) -> f64 {
     let factor = FactorRule::new(p, values, OVERSAMPLING, CRITICAL).factor() as f64;
     let (max_iterations, _) = solver_rule(p, values);
     match p.profile {
-        Profile::Strict => 20.0 * max_iterations as f64 * factor,
-        Profile::Repro | Profile::Live => 15.0 * (max_iterations as f64).min(3.0) * factor,
+        Profile::Strict => 126.0 * max_iterations as f64 * factor,
+        Profile::Repro | Profile::Live => 120.0 * (max_iterations as f64).min(3.0) * factor,
     }
 }
 

@@ -169,7 +169,7 @@ pub(crate) static ONEPOLE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: onepole_lints,
-    cost: |p, _| by_profile(p, [3.5, 3.2, 3.2]),
+    cost: |p, _| by_profile(p, [4.0, 4.1, 4.1]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<OnePoleOp>,
 };

@@ -225,7 +225,7 @@ pub(crate) static SVF: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: svf_lints,
-    cost: |p, _| by_profile(p, [6.5, 5.8, 5.8]),
+    cost: |p, _| by_profile(p, [6.8, 7.8, 7.8]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<SvfOp>,
 };

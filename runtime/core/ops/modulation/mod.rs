@@ -30,6 +30,8 @@ mod chorus;
 mod flanger;
 mod phaser;
 #[cfg(test)]
+mod reference_tests;
+#[cfg(test)]
 mod tests;
 
 pub(crate) use chorus::CHORUS;
@@ -38,7 +40,9 @@ pub(crate) use phaser::PHASER;
 
 use super::oscillators::Phasor;
 use super::{number, Io, NodeState, Param, ParamSpec, StateError};
-use crate::dsp::{Math, Sample};
+use crate::dsp::strict_sin::sin_block;
+use crate::dsp::vector::SimdLevel;
+use crate::dsp::{Math, MathKind, Sample};
 use crate::scene::Dimension;
 
 const TWO_PI: f64 = 2.0 * core::f64::consts::PI;
@@ -59,12 +63,6 @@ impl Lfo {
         f64::from_phase(self.phase)
     }
 
-    /// The LFO value at this frame for a channel's `offset` (rad).
-    #[inline]
-    fn value<M: Math>(turns: f64, offset: f64) -> f64 {
-        M::sin::<f64>(TWO_PI * turns + offset)
-    }
-
     /// On to the next frame at `rate` Hz.
     #[inline]
     fn advance(&mut self, rate: f64, sample_rate: f64) {
@@ -74,21 +72,30 @@ impl Lfo {
     }
 }
 
+/// Frames whose LFO values are computed together (see [`Sweep::process`]).
+const CHUNK: usize = 64;
+
+/// The most LFO values one frame needs: two channels of `chorus`'s 8 voices.
+const MAX_SINES: usize = 16;
+
 /// What the three effects share: the LFO and the sample rate it advances
 /// at, and the frame loop around each effect's own wet signal.
 struct Sweep {
     lfo: Lfo,
     sample_rate: f64,
+    /// The CPU's vector level, for strict's sines in lanes.
+    simd: SimdLevel,
+    /// One chunk's LFO values: frame j's `w` values at `j·w .. (j+1)·w`.
+    sines: [f64; CHUNK * MAX_SINES],
+    /// One chunk's params, per frame (`[rate, depth, own₀, own₁, phase, mix]`).
+    params: [[f64; 6]; CHUNK],
 }
 
-/// One frame as an effect's wet signal sees it: the LFO phase (turns) and
-/// the params read at that frame, `own` being the effect's two of its own
-/// (see [`Sweep::process`]).
+/// One frame as an effect's wet signal sees it: the params read at that
+/// frame, `own` being the effect's two of its own (see [`Sweep::process`]).
 struct Frame {
-    turns: f64,
     depth: f64,
     own: [f64; 2],
-    phase: f64,
     sample_rate: f64,
 }
 
@@ -98,21 +105,31 @@ impl Sweep {
         Sweep {
             lfo: Lfo::default(),
             sample_rate,
+            simd: SimdLevel::detect(),
+            sines: [0.0; CHUNK * MAX_SINES],
+            params: [[0.0; 6]; CHUNK],
         }
     }
 
     /// One block. `params` are the indices of `[rate, depth, own₀, own₁,
-    /// phase, mix]`, read per frame ([`Frames`]); per frame, `wet` gets the
-    /// input and the [`Frame`] and returns the left and right wet values
-    /// (updating the effect's own state), the outputs are their
-    /// [`blend`] with the input by `mix`, and the LFO then advances by
-    /// `rate`.
+    /// phase, mix]`, read per frame ([`Frames`]). Per frame, `offsets` gets
+    /// those params and writes the `w` (≤ [`MAX_SINES`]) phase offsets (rad)
+    /// of the LFO values the effect reads; the values are
+    /// `sin(2π·phase + offset)` through the math policy, computed for a
+    /// chunk of frames at a time (under strict by
+    /// [`sin_block`](crate::dsp::strict_sin::sin_block): `libm::sin`'s bits,
+    /// in lanes). Then per frame `wet` gets the input, the [`Frame`] and
+    /// the frame's `w` LFO values and returns the left and right wet values
+    /// (updating the effect's own state); the outputs are their [`blend`]
+    /// with the input by `mix`. The LFO advances by `rate` after each frame.
     #[inline]
-    fn process<S: Sample>(
+    fn process<S: Sample, M: Math>(
         &mut self,
         io: &mut Io<'_, S>,
         params: [usize; 6],
-        mut wet: impl FnMut(S, &Frame) -> (S, S),
+        w: usize,
+        offsets: impl Fn(&[f64; 6], &mut [f64]),
+        mut wet: impl FnMut(S, &Frame, &[f64]) -> (S, S),
     ) {
         let n = io.frames;
         let frames = Frames::new(params.map(|k| io.params.get(k)));
@@ -120,19 +137,34 @@ impl Sweep {
         let (left, right) = io.outputs.split_at_mut(1);
         let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
         let sample_rate = self.sample_rate;
-        for i in 0..n {
-            let [rate, depth, own0, own1, phase, mix] = frames.at(i);
-            let frame = Frame {
-                turns: self.lfo.turns(),
-                depth,
-                own: [own0, own1],
-                phase,
-                sample_rate,
-            };
-            let (wl, wr) = wet(x[i], &frame);
-            left[i] = blend(x[i], wl, mix);
-            right[i] = blend(x[i], wr, mix);
-            self.lfo.advance(rate, sample_rate);
+        let mut i0 = 0;
+        while i0 < n {
+            let m = (n - i0).min(CHUNK);
+            for j in 0..m {
+                let p = frames.at(i0 + j);
+                let arg = TWO_PI * self.lfo.turns();
+                let values = &mut self.sines[j * w..(j + 1) * w];
+                offsets(&p, values);
+                for v in values.iter_mut() {
+                    *v += arg;
+                }
+                self.params[j] = p;
+                self.lfo.advance(p[0], sample_rate);
+            }
+            sines::<M>(self.simd, &mut self.sines[..m * w]);
+            for j in 0..m {
+                let i = i0 + j;
+                let [_, depth, own0, own1, _, mix] = self.params[j];
+                let frame = Frame {
+                    depth,
+                    own: [own0, own1],
+                    sample_rate,
+                };
+                let (wl, wr) = wet(x[i], &frame, &self.sines[j * w..(j + 1) * w]);
+                left[i] = blend(x[i], wl, mix);
+                right[i] = blend(x[i], wr, mix);
+            }
+            i0 += m;
         }
     }
 
@@ -154,6 +186,19 @@ impl Sweep {
 
     fn set(&mut self, phase: u64) {
         self.lfo.phase = phase;
+    }
+}
+
+/// `x[i] = sin(x[i])` through the math policy `M`, in f64: under strict
+/// in lanes, the same bits as `libm::sin` of each.
+#[inline]
+fn sines<M: Math>(simd: SimdLevel, x: &mut [f64]) {
+    if M::KIND == MathKind::Strict {
+        sin_block(simd, x);
+    } else {
+        for v in x.iter_mut() {
+            *v = M::sin::<f64>(*v);
+        }
     }
 }
 

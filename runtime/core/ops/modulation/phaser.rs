@@ -18,7 +18,7 @@
 //! N/2 notches, where the chain's phase is an odd multiple of π:
 //! `f_k = (sr/π)·atan(t·tan((2k+1)·π/(2N)))`, k = 0 … N/2−1.
 
-use super::{clamp_or, mix_param, phase_param, rate_param, Lfo, Sweep, MAX_FEEDBACK};
+use super::{clamp_or, mix_param, phase_param, rate_param, Sweep, MAX_FEEDBACK};
 use crate::dsp::{Math, Sample};
 use crate::ops::{
     build_any, by_profile, no_choices, number, BuildCtx, Io, Lint, NodeProcessor, NodeState,
@@ -79,16 +79,21 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Phaser<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         let params = [RATE, DEPTH, CENTER, FEEDBACK, PHASE, MIX];
         let (sl, sr_states) = self.s[..2 * self.stages].split_at_mut(self.stages);
-        self.sweep.process(io, params, |x, f| {
-            let [center, feedback] = f.own;
-            let fb = S::from_f64(clamp_or(feedback, -MAX_FEEDBACK, MAX_FEEDBACK, 0.0));
-            let (depth, sr) = (f.depth, f.sample_rate);
-            let al = coefficient::<M>(center, depth, Lfo::value::<M>(f.turns, 0.0), sr);
-            let ar = coefficient::<M>(center, depth, Lfo::value::<M>(f.turns, f.phase), sr);
-            let yl = chain(sl, S::from_f64(al), fb, x);
-            let yr = chain(sr_states, S::from_f64(ar), fb, x);
-            (yl, yr)
-        });
+        let offsets = |p: &[f64; 6], out: &mut [f64]| {
+            out[0] = 0.0;
+            out[1] = p[4];
+        };
+        self.sweep
+            .process::<S, M>(io, params, 2, offsets, |x, f, lfo| {
+                let [center, feedback] = f.own;
+                let fb = S::from_f64(clamp_or(feedback, -MAX_FEEDBACK, MAX_FEEDBACK, 0.0));
+                let (depth, sr) = (f.depth, f.sample_rate);
+                let al = coefficient::<M>(center, depth, lfo[0], sr);
+                let ar = coefficient::<M>(center, depth, lfo[1], sr);
+                let yl = chain(sl, S::from_f64(al), fb, x);
+                let yr = chain(sr_states, S::from_f64(ar), fb, x);
+                (yl, yr)
+            });
     }
 
     fn reset(&mut self) {
@@ -235,7 +240,7 @@ pub(crate) static PHASER: OpSpec = OpSpec {
             Some(Value::Integer(n)) => *n as f64,
             _ => 4.0,
         };
-        by_profile(p, [110.0, 120.0, 90.0]) + n * by_profile(p, [9.0, 6.0, 7.0])
+        by_profile(p, [190.0, 145.0, 93.0]) + n * by_profile(p, [9.0, 6.0, 7.0])
     },
     algorithms: None,
     build: build_any::<PhaserOp>,

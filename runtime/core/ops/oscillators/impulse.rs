@@ -91,7 +91,7 @@ pub(crate) static IMPULSE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: freq_lints,
-    cost: |p, _| by_profile(p, [2.0, 1.5, 1.5]),
+    cost: |p, _| by_profile(p, [3.0, 2.8, 2.9]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<ImpulseOp>,
 };

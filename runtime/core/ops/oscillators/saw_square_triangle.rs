@@ -164,7 +164,7 @@ pub(crate) static SAW: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: freq_lints,
-    cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
+    cost: |p, _| by_profile(p, [2.2, 1.9, 1.9]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<OscOp<SawShape>>,
 };
@@ -194,7 +194,7 @@ pub(crate) static SQUARE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: freq_lints,
-    cost: |p, _| by_profile(p, [4.2, 3.0, 3.0]),
+    cost: |p, _| by_profile(p, [4.0, 3.3, 3.3]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<OscOp<SquareShape>>,
 };
@@ -222,7 +222,7 @@ pub(crate) static TRIANGLE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: freq_lints,
-    cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
+    cost: |p, _| by_profile(p, [3.0, 1.9, 1.9]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_triangle,
 };

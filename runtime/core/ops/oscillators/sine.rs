@@ -43,7 +43,7 @@ pub(crate) static SINE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: freq_lints,
-    cost: |p, _| by_profile(p, [9.7, 4.7, 4.7]),
+    cost: |p, _| by_profile(p, [5.5, 5.6, 1.7]),
     algorithms: None,
     build: build_any::<OscOp<SineShape>>,
 };

@@ -409,7 +409,7 @@ pub(crate) static WAVETABLE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: freq_lints,
-    cost: |p, _| by_profile(p, [9.0, 7.0, 7.0]),
+    cost: |p, _| by_profile(p, [10.1, 9.6, 9.6]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<WavetableOp>,
 };

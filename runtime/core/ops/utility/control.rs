@@ -91,7 +91,7 @@ pub(crate) static SAMPLE_HOLD: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [2.0, 1.5, 1.5]),
+    cost: |p, _| by_profile(p, [3.2, 3.3, 3.3]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<SampleHoldOp>,
 };
@@ -174,7 +174,7 @@ pub(crate) static CROSSFADE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
+    cost: |p, _| by_profile(p, [2.5, 2.2, 2.4]),
     algorithms: None,
     build: build_any::<CrossfadeOp>,
 };

@@ -191,7 +191,7 @@ pub(crate) static LAG: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [4.0, 3.5, 3.5]),
+    cost: |p, _| by_profile(p, [5.4, 5.7, 5.4]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<LagOp>,
 };
@@ -297,7 +297,7 @@ pub(crate) static SLEW: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [3.0, 2.5, 2.5]),
+    cost: |p, _| by_profile(p, [8.8, 7.5, 8.1]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<SlewOp>,
 };

@@ -86,7 +86,7 @@ pub(crate) static BALANCE: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [2.0, 1.5, 1.5]),
+    cost: |p, _| by_profile(p, [3.9, 3.2, 3.3]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<BalanceOp>,
 };
@@ -145,7 +145,7 @@ pub(crate) static WIDTH_OP: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [2.5, 2.0, 2.0]),
+    cost: |p, _| by_profile(p, [3.7, 3.1, 2.9]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<WidthOp>,
 };
