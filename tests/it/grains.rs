@@ -73,7 +73,11 @@ fn the_granular_examples_of_the_scene_reference_play_under_every_profile() {
         .skip(1)
         .filter_map(|b| b.split("```").next())
         .collect();
-    assert_eq!(blocks.len(), 2, "an example from the input and one from a file");
+    assert_eq!(
+        blocks.len(),
+        2,
+        "an example from the input and one from a file"
+    );
     for json in blocks {
         let strict = render(json, Profile::Strict, 64, 48_000);
         let peak = strict.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -158,7 +162,10 @@ fn grains_carry_through_a_hot_edit_of_another_node() {
         s.play_to(total);
         let got = split(s.output());
         for c in 0..4 {
-            assert!(got[c] == want[c], "{p}: channel {c} changed by an unrelated edit");
+            assert!(
+                got[c] == want[c],
+                "{p}: channel {c} changed by an unrelated edit"
+            );
             assert!(
                 want[c][at as usize..].iter().any(|v| *v != 0.0),
                 "{p}: channel {c} sounds"
@@ -174,8 +181,22 @@ fn morphrt_ops_grains_describes_it() {
     assert!(o.status.success(), "{}", common::stderr(&o));
     let s = common::stdout(&o);
     for word in [
-        "grains", "Philox", "position", "size", "density", "pitch", "spread", "pan_spread",
-        "window", "hann", "trapezoid", "amp", "buffer", "max_grains", "seed", "out_r",
+        "grains",
+        "Philox",
+        "position",
+        "size",
+        "density",
+        "pitch",
+        "spread",
+        "pan_spread",
+        "window",
+        "hann",
+        "trapezoid",
+        "amp",
+        "buffer",
+        "max_grains",
+        "seed",
+        "out_r",
     ] {
         assert!(s.contains(word), "`ops grains` lacks {word}:\n{s}");
     }

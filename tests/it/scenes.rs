@@ -183,7 +183,9 @@ fn strict_renders_match_goldens_and_profiles_stay_within_parity() {
         {
             let name = common::stem(path);
             assert!(
-                common::root().join(format!("golden/scenes/{name}.json")).exists(),
+                common::root()
+                    .join(format!("golden/scenes/{name}.json"))
+                    .exists(),
                 "a scene (that reads no input) without a golden: {name}"
             );
         }

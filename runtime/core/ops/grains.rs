@@ -398,6 +398,18 @@ impl Operator for GrainsOp {
     }
 }
 
+/// ns a sample: the onset draw, plus each grain sounding on average
+/// (`density · size`, at most `max_grains`), as `bench` measured them.
+fn grains_cost(p: &crate::profile::NodeProfile, values: &[Value]) -> f64 {
+    let number = |i: usize| values.get(i).and_then(Value::as_number).unwrap_or(0.0);
+    let most = match values.get(MAX_GRAINS) {
+        Some(Value::Integer(m)) => *m as f64,
+        _ => 32.0,
+    };
+    let sounding = (number(DENSITY) * number(SIZE)).clamp(0.0, most.max(1.0));
+    by_profile(p, [13.0, 12.0, 12.0]) + by_profile(p, [15.0, 15.0, 14.0]) * sounding
+}
+
 /// `grains`: granular playback; see the module docs.
 pub(crate) static GRAINS: OpSpec = OpSpec {
     name: "grains",
@@ -517,7 +529,7 @@ pub(crate) static GRAINS: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [30.0, 30.0, 30.0]),
+    cost: grains_cost,
     algorithms: Some([
         "f64, libm",
         "f64 grains over f32 samples, libm at each grain's start",

@@ -73,24 +73,61 @@ fn at(x: &[f64], t: f64) -> f64 {
     get(i) + (t - i) * (get(i + 1.0) - get(i))
 }
 
+/// Modulation signals by param name.
+type Mods<'a> = &'a [(&'a str, Vec<f64>)];
+
+/// Param `name` at sample `n`: `base`, plus its modulation if any, held to
+/// the param's range (NaN: `base`).
+fn param(mods: Mods, name: &str, base: f64, n: usize) -> f64 {
+    let Some((_, sig)) = mods.iter().find(|(m, _)| *m == name) else {
+        return base;
+    };
+    let ParamKind::Number { min, max, .. } = GRAINS.params[GRAINS.param_index(name).unwrap()].kind
+    else {
+        unreachable!()
+    };
+    let v = base + sig[n];
+    if v < min {
+        min
+    } else if v > max {
+        max
+    } else if v.is_nan() {
+        base
+    } else {
+        v
+    }
+}
+
 /// `frames` of both outputs, and how many grains were skipped because
 /// the pool was full.
 fn simulate(src: &Src, s: &Setup, frames: usize) -> (Vec<Vec<f64>>, usize) {
+    simulate_modulated(src, s, &[], frames)
+}
+
+/// [`simulate`] with params modulated.
+fn simulate_modulated(src: &Src, s: &Setup, mods: Mods, frames: usize) -> (Vec<Vec<f64>>, usize) {
     let mut grains: Vec<Grain> = Vec::new();
     let mut skipped = 0;
     let mut out = vec![vec![0.0; frames]; 2];
     for n in 0..frames {
-        if (word(0, n as u64) as f64) < s.density / SR * 4294967296.0 {
+        let density = param(mods, "density", s.density, n);
+        if (word(0, n as u64) as f64) < density / SR * 4294967296.0 {
             if grains.len() == s.max_grains {
                 skipped += 1;
             } else {
-                let len = ((s.size * SR).round() as usize).max(1);
-                let rate = libm::exp2(s.pitch / 12.0);
+                let size = param(mods, "size", s.size, n);
+                let len = ((size * SR).round() as usize).max(1);
+                let rate = libm::exp2(param(mods, "pitch", s.pitch, n) / 12.0);
                 let j = word(1, n as u64) as f64 / 2147483648.0 - 1.0;
-                let place = (s.position + s.spread * j).clamp(0.0, 1.0);
+                let (position, spread) = (
+                    param(mods, "position", s.position, n),
+                    param(mods, "spread", s.spread, n),
+                );
+                let place = (position + spread * j).clamp(0.0, 1.0);
                 let q = word(2, n as u64) as f64 / 2147483648.0 - 1.0;
-                let theta = std::f64::consts::FRAC_PI_4 * (1.0 + q * s.pan_spread);
-                let gains = if q * s.pan_spread == 0.0 {
+                let pan_spread = param(mods, "pan_spread", s.pan_spread, n);
+                let theta = std::f64::consts::FRAC_PI_4 * (1.0 + q * pan_spread);
+                let gains = if q * pan_spread == 0.0 {
                     (1.0, 1.0)
                 } else {
                     (
@@ -127,8 +164,9 @@ fn simulate(src: &Src, s: &Setup, frames: usize) -> (Vec<Vec<f64>>, usize) {
                 Src::File(ch) => (at(&ch[0], t), at(ch.last().unwrap(), t)),
                 Src::Input { x, .. } => (at(x, t), at(x, t)),
             };
-            out[0][n] += s.amp * g.gains.0 * w * a;
-            out[1][n] += s.amp * g.gains.1 * w * b;
+            let amp = param(mods, "amp", s.amp, n);
+            out[0][n] += amp * g.gains.0 * w * a;
+            out[1][n] += amp * g.gains.1 * w * b;
             g.age += 1;
         }
         grains.retain(|g| g.age < g.len);
@@ -205,7 +243,10 @@ fn file_grains_are_the_documented_simulation() {
             max_grains: 6,
         };
         let (want, skipped) = simulate(&Src::File(&file), &s, 9000);
-        assert!(skipped > 20, "{window}: the pool filled ({skipped} skipped)");
+        assert!(
+            skipped > 20,
+            "{window}: the pool filled ({skipped} skipped)"
+        );
         let mut p = params(&s);
         p.push(("file", Value::Resource(audio(file.clone()))));
         for blocks in [vec![64], vec![1], vec![37, 500, 3]] {
@@ -275,7 +316,10 @@ fn the_grain_count_over_a_long_run_is_the_density() {
     assert!((count - count.round()).abs() < 1e-6, "{count}");
     let p = 100.0 / SR;
     let (mean, sd) = (frames as f64 * p, (frames as f64 * p * (1.0 - p)).sqrt());
-    assert!((count - mean).abs() < 5.0 * sd, "{count} grains, expected {mean}");
+    assert!(
+        (count - mean).abs() < 5.0 * sd,
+        "{count} grains, expected {mean}"
+    );
 }
 
 /// With one slot and a grain due at every sample, each grain plays to its
@@ -379,4 +423,86 @@ fn a_file_and_a_connected_input_is_an_error() {
         r.err().as_deref(),
         Some("give `file` or connect `in`, not both")
     );
+}
+
+/// Every case of `golden/ops/grains.json` (its params, input and
+/// modulation as stored) is what the simulation plays, to rounding.
+#[test]
+fn the_golden_vectors_are_the_documented_simulation() {
+    use crate::dsp::bits::from_hex;
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../golden/ops/grains.json");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let hex = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| from_hex(h.as_str().unwrap()).unwrap())
+            .collect()
+    };
+    let cases = doc["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for case in cases {
+        let p = &case["params"];
+        let number =
+            |name: &str, default: f64| p[name].as_str().map_or(default, |h| from_hex(h).unwrap());
+        let s = Setup {
+            position: number("position", 0.0),
+            size: number("size", 0.1),
+            density: number("density", 10.0),
+            pitch: number("pitch", 0.0),
+            spread: number("spread", 0.0),
+            pan_spread: number("pan_spread", 0.0),
+            window: WINDOWS
+                .iter()
+                .find(|w| Some(**w) == p["window"].as_str())
+                .unwrap_or(&"hann"),
+            amp: number("amp", 1.0),
+            max_grains: p["max_grains"].as_u64().unwrap_or(32) as usize,
+        };
+        let mods: Vec<(&str, Vec<f64>)> = case["modulation"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["param"].as_str().unwrap(), hex(&m["signal"])))
+            .collect();
+        let inputs: Vec<Vec<f64>> = case["inputs"].as_array().unwrap().iter().map(hex).collect();
+        let file = crate::ops::conformance::test_audio().channels.clone();
+        let src = if p["file"].is_null() {
+            Src::Input {
+                x: &inputs[0],
+                buffer: (number("buffer", 4.0) * SR).ceil() as usize,
+            }
+        } else {
+            Src::File(&file)
+        };
+        let (want, _) = simulate_modulated(&src, &s, &mods, 256);
+        let got = [hex(&case["outputs"]["out"]), hex(&case["outputs"]["out_r"])];
+        assert!(want[0].iter().any(|v| *v != 0.0));
+        let err = largest_difference(&want, &got);
+        assert!(err < 1e-9, "{p}: {err:e}");
+    }
+}
+
+/// The declared cost grows with the grains sounding on average, `density
+/// · size`, and stops growing at `max_grains`.
+#[test]
+fn the_cost_follows_the_grains_sounding_up_to_the_pool() {
+    use crate::profile::{NodeProfile, Overrides};
+    let cost = |density: f64, max_grains: i64| {
+        let v = values_with(
+            &GRAINS,
+            &[
+                ("density", Value::Number(density)),
+                ("max_grains", Value::Integer(max_grains)),
+            ],
+        );
+        (GRAINS.cost)(
+            &NodeProfile::resolve(Profile::Strict, &Overrides::default(), None),
+            &v,
+        )
+    };
+    assert!(cost(300.0, 64) > 5.0 * cost(30.0, 64));
+    assert_eq!(cost(3000.0, 8), cost(300.0, 8));
 }
