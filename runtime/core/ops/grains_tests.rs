@@ -108,8 +108,9 @@ fn simulate(src: &Src, s: &Setup, frames: usize) -> (Vec<Vec<f64>>, usize) {
 fn simulate_modulated(src: &Src, s: &Setup, mods: Mods, frames: usize) -> (Vec<Vec<f64>>, usize) {
     let mut grains: Vec<Grain> = Vec::new();
     let mut skipped = 0;
-    let mut out = vec![vec![0.0; frames]; 2];
+    let mut out = vec![Vec::with_capacity(frames), Vec::with_capacity(frames)];
     for n in 0..frames {
+        let (mut left, mut right) = (0.0, 0.0);
         let density = param(mods, "density", s.density, n);
         if (word(0, n as u64) as f64) < density / SR * 4294967296.0 {
             if grains.len() == s.max_grains {
@@ -165,11 +166,13 @@ fn simulate_modulated(src: &Src, s: &Setup, mods: Mods, frames: usize) -> (Vec<V
                 Src::Input { x, .. } => (at(x, t), at(x, t)),
             };
             let amp = param(mods, "amp", s.amp, n);
-            out[0][n] += amp * g.gains.0 * w * a;
-            out[1][n] += amp * g.gains.1 * w * b;
+            left += amp * g.gains.0 * w * a;
+            right += amp * g.gains.1 * w * b;
             g.age += 1;
         }
         grains.retain(|g| g.age < g.len);
+        out[0].push(left);
+        out[1].push(right);
     }
     (out, skipped)
 }
@@ -285,7 +288,7 @@ fn input_grains_are_the_documented_simulation() {
         let (want, _) = simulate(&Src::Input { x: &x, buffer }, &s, 12000);
         let mut p = params(&s);
         p.push(("buffer", Value::Number(buffer as f64 / SR)));
-        let got = runner(&p, 1, Precision::F64).run(&[x.clone()], &[], 12000, &[64, 7]);
+        let got = runner(&p, 1, Precision::F64).run(std::slice::from_ref(&x), &[], 12000, &[64, 7]);
         let err = largest_difference(&want, &got);
         assert!(err < 1e-9, "{window}: {err:e}");
         assert!(want[0].iter().any(|v| *v != 0.0));
@@ -361,7 +364,7 @@ fn f32_is_within_a_millionth_of_strict() {
         ("position", Value::Number(0.1)),
         ("buffer", Value::Number(0.5)),
     ];
-    let strict = runner(&p, 1, Precision::F64).run(&[x.clone()], &[], 20000, &[64]);
+    let strict = runner(&p, 1, Precision::F64).run(std::slice::from_ref(&x), &[], 20000, &[64]);
     for profile in [Profile::Repro, Profile::Live] {
         let mut r = NodeRunner::new(
             &GRAINS,
@@ -373,7 +376,7 @@ fn f32_is_within_a_millionth_of_strict() {
             1,
         )
         .unwrap();
-        let got = r.run(&[x.clone()], &[], 20000, &[128]);
+        let got = r.run(std::slice::from_ref(&x), &[], 20000, &[128]);
         let err = largest_difference(&strict, &got);
         assert!(err > 0.0 && err < 1e-6, "{profile}: {err:e}");
     }
