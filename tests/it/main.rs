@@ -30,6 +30,7 @@ mod formats;
 mod fp_mode;
 mod fuzz_files;
 mod fuzz_scenes;
+mod grains;
 mod handover;
 mod handover_budget;
 mod hot_reload;

@@ -823,6 +823,48 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         )
     });
+    // Grains of the test file, pitch and position modulated, panned and
+    // jittered, a pool small enough to fill; and grains of the input,
+    // their size and density modulated.
+    v.extend([
+        Case {
+            mods: vec![
+                ("pitch", control_signal(FRAMES, 12.0)),
+                ("position", control_signal(FRAMES, 0.3)),
+            ],
+            ..case(
+                "grains",
+                vec![
+                    ("file", Value::Resource(test_audio())),
+                    ("position", num(0.4)),
+                    ("size", num(0.003)),
+                    ("density", num(4000.0)),
+                    ("spread", num(0.2)),
+                    ("pan_spread", num(0.7)),
+                    ("max_grains", Value::Integer(8)),
+                ],
+            )
+        },
+        Case {
+            n_inputs: 1,
+            mods: vec![
+                ("size", control_signal(FRAMES, 0.002)),
+                ("density", control_signal(FRAMES, 1000.0)),
+            ],
+            ..case(
+                "grains",
+                vec![
+                    ("size", num(0.004)),
+                    ("density", num(3000.0)),
+                    ("pitch", num(-5.0)),
+                    ("spread", num(0.5)),
+                    ("window", enum_ix("grains", "window", "triangle")),
+                    ("buffer", num(0.02)),
+                    ("max_grains", Value::Integer(8)),
+                ],
+            )
+        },
+    ]);
     v
 }
 
@@ -1230,6 +1272,8 @@ const EXTREMES: [f64; 5] = [1e30, -1e30, f64::INFINITY, f64::NEG_INFINITY, f64::
 /// - `pluck`: a burst of `amp` at each of the gate's two rising edges in
 ///   2000 frames, its loop's gain at most 1 per pass at every frequency
 ///   (8 leaves room for the bursts overlapping the ringing);
+/// - `grains`: `max_grains` (8 in its cases) windows at most 1, at gains
+///   at most √2, times `amp` and samples within ±1;
 /// - `sequencer`: its largest step (the case's steps as Hz);
 /// - `scale`, `clip`, `quantise`: a level param's ±1e6 (an output range,
 ///   a bound, a step); `lag` and `slew`: their `value`, ±1e9, plus `in`;
@@ -1247,6 +1291,9 @@ fn port_drive_bound(op: &str) -> f64 {
         // Its tables' largest sum of |harmonics| (or of |samples|) times
         // Hermite's worst sum of |weights|, 1.25.
         "wavetable" => level * 2.6 * 1.25,
+        // At most `max_grains` (8 in its cases) windows of at most 1 at
+        // equal-power gains of at most √2, over samples within ±1.
+        "grains" => level * 8.0 * core::f64::consts::SQRT_2,
         "lfo" => 2.0 * level * (1.0 + 1e-5),
         "convolution" => {
             let ir = test_audio();

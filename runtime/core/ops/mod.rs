@@ -47,6 +47,7 @@ mod dust;
 mod dynamics;
 mod filters;
 mod fracline;
+mod grains;
 mod input;
 mod modulation;
 mod noise;
@@ -974,6 +975,7 @@ pub fn registry() -> &'static [&'static OpSpec] {
         &utility::DC,
         &input::INPUT,
         &sampler::SAMPLER,
+        &grains::GRAINS,
         &pluck::PLUCK,
         &filters::BIQUAD,
         &filters::ONEPOLE,
