@@ -792,7 +792,10 @@ fn lanes_match_the_scalar_network_bit_for_bit() {
 /// The wet (out, out_r) of the reverb with `in_r` fed, strict f64, for
 /// the left and right inputs given, at block `block`.
 fn stereo_wet(left: &[f64], right: &[f64], block: usize) -> Vec<Vec<f64>> {
-    let set = [("mix", Value::Number(1.0)), ("predelay", Value::Number(0.0))];
+    let set = [
+        ("mix", Value::Number(1.0)),
+        ("predelay", Value::Number(0.0)),
+    ];
     let mut r = NodeRunner::new(
         &REVERB,
         values_with(&REVERB, &set),
@@ -867,7 +870,9 @@ fn a_stereo_input_feeds_the_lines_through_distinct_taps() {
 fn a_stereo_input_is_the_same_at_every_block_size() {
     let x = pluck_delay_signal();
     let n = x.len();
-    let x_r: Vec<f64> = (0..n).map(|i| if i >= 1 { x[i - 1] } else { 0.0 }).collect();
+    let x_r: Vec<f64> = (0..n)
+        .map(|i| if i >= 1 { x[i - 1] } else { 0.0 })
+        .collect();
     let want = stereo_wet(&x, &x_r, 1);
     for block in [7, 64, 4096] {
         let got = stereo_wet(&x, &x_r, block);
