@@ -13,6 +13,12 @@
 //! out  = (1 − mix)·x + mix·wet,   out_r = (1 − mix)·x + mix·wet_r
 //! ```
 //!
+//! **Stereo input.** When an edge feeds `in_r` (`x_r`), it has its own
+//! predelay (`u_r`), line i is fed `v_i + b_i·u + b_i·w'_i·u_r` (`w'`:
+//! Walsh row 9, so the right input's taps are orthogonal to the left's)
+//! and `out_r = (1 − mix)·x_r + mix·wet_r`. Without that edge the network
+//! is the mono one above, operation for operation.
+//!
 //! **Lengths.** Line i is nominally `BASE_S[i]·size` seconds (15 … 55 ms at
 //! size 1); its length `L_i` in samples is the smallest prime at least that
 //! many samples and above `L_{i−1}`, so the sixteen lengths are distinct
@@ -92,6 +98,13 @@ const OUT_SIGNS: [f64; LINES] = [
 /// The Walsh row (`(−1)^popcount(i & RIGHT_ROW)`) that turns `out`'s
 /// signs into `out_r`'s.
 const RIGHT_ROW: usize = 6;
+
+/// The Walsh row (`(−1)^popcount(i & IN_RIGHT_ROW)`) that turns the input's
+/// signs into the right input's, which makes the two orthogonal.
+const IN_RIGHT_ROW: usize = 9;
+
+/// The most samples the network runs before it adds up the wet sums.
+const CHUNK: usize = 64;
 
 /// ¼ = 1/√16: the Hadamard matrix's scale, and the input and output taps'.
 const QUARTER: f64 = 0.25;
@@ -253,6 +266,12 @@ struct Reverb<S, M> {
     /// The predelay ring and where it writes (`frames mod pre.len()`).
     pre: Vec<S>,
     pre_w: usize,
+    /// The right input's predelay ring (as long as `pre`, written at
+    /// `pre_w`) when an edge feeds `in_r`; empty otherwise.
+    pre_r: Vec<S>,
+    /// The lines' outputs (after the DC blockers) of the current run, line
+    /// by line: scratch for the wet sums, not state.
+    ys: Box<[[S; CHUNK]; LINES]>,
     /// Frames since build or reset.
     frames: u64,
     /// The designed shelf: `g_hi`, `g_lo − g_hi` per line, and `α`, `β`.
@@ -263,6 +282,8 @@ struct Reverb<S, M> {
     /// The (rt60_low, rt60_high, crossover) bits last designed for.
     key: Option<[u64; 3]>,
     in_gain: [S; LINES],
+    /// The right input's taps into the lines (used when `in_r` is fed).
+    in_gain_r: [S; LINES],
     out_l: [S; LINES],
     out_r: [S; LINES],
     sample_rate: f64,
@@ -297,14 +318,16 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         }
     }
 
-    /// `x` through the network into `left`, `right` (as long as `x`), with
-    /// `predelay` (seconds) and `mix` (as given) held for the run, at the
-    /// instruction set `level` allows.
+    /// `x` (and `x_r`, when `in_r` is fed) through the network into `left`,
+    /// `right` (as long as `x`), with `predelay` (seconds) and `mix` (as
+    /// given) held for the run, at the instruction set `level` allows.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
         level: SimdLevel,
         x: &[S],
+        x_r: Option<&[S]>,
         left: &mut [S],
         right: &mut [S],
         predelay: f64,
@@ -313,10 +336,10 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         #[cfg(target_arch = "x86_64")]
         if level.has_avx2() {
             // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
-            return unsafe { self.run_avx2(x, left, right, predelay, mix) };
+            return unsafe { self.run_avx2(x, x_r, left, right, predelay, mix) };
         }
         let _ = level;
-        self.run_lanes(x, left, right, predelay, mix)
+        self.run_any(x, x_r, left, right, predelay, mix)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -324,22 +347,53 @@ impl<S: Sample, M: Math> Reverb<S, M> {
     unsafe fn run_avx2(
         &mut self,
         x: &[S],
+        x_r: Option<&[S]>,
         left: &mut [S],
         right: &mut [S],
         predelay: f64,
         mix: f64,
     ) {
-        self.run_lanes(x, left, right, predelay, mix)
+        self.run_any(x, x_r, left, right, predelay, mix)
     }
 
-    /// The network sample by sample, each step written for all sixteen
-    /// lines at once (fixed-size arrays the compiler turns into vector
-    /// operations: two AVX2 registers of f32, four of f64). Every lane does
-    /// the operations of the formulas in the module docs in that order, and
-    /// the two wet sums add the lines in order 0 … 15, so the bits are the
-    /// same at every instruction set and block size.
+    /// The mono network, or the stereo one when `x_r` is given.
     #[inline(always)]
-    fn run_lanes(&mut self, x: &[S], left: &mut [S], right: &mut [S], predelay: f64, mix: f64) {
+    fn run_any(
+        &mut self,
+        x: &[S],
+        x_r: Option<&[S]>,
+        left: &mut [S],
+        right: &mut [S],
+        predelay: f64,
+        mix: f64,
+    ) {
+        match x_r {
+            None => self.run_lanes::<false>(x, x, left, right, predelay, mix),
+            Some(x_r) => self.run_lanes::<true>(x, x_r, left, right, predelay, mix),
+        }
+    }
+
+    /// The network in runs of at most [`CHUNK`] samples in which no line's
+    /// ring wraps. Each sample's step is written for all sixteen lines at
+    /// once (fixed-size arrays the compiler turns into vector operations:
+    /// two AVX2 registers of f32, four of f64); the lines' outputs of the
+    /// run are kept line by line, and the two wet sums then add them line
+    /// by line for every sample of the run at once (the samples side by
+    /// side in vector lanes). Every lane does the operations of the
+    /// formulas in the module docs in that order, and each wet sum adds
+    /// the lines in order 0 … 15, so the bits are the same at every
+    /// instruction set and block size. `STEREO` feeds `x_r` into the
+    /// lines through the right input's taps and into `out_r`'s dry part.
+    #[inline(always)]
+    fn run_lanes<const STEREO: bool>(
+        &mut self,
+        x: &[S],
+        x_r: &[S],
+        left: &mut [S],
+        right: &mut [S],
+        predelay: f64,
+        mix: f64,
+    ) {
         let plen = self.pre.len();
         let d = limit(predelay * self.sample_rate, 0.0, self.max_pre);
         let whole = d.floor();
@@ -349,69 +403,110 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         let (dry, wet) = (S::from_f64(1.0 - mix), S::from_f64(mix));
         let (b, a) = (self.dc_b, self.dc_alpha);
         let (alpha, beta) = (self.alpha, self.beta);
-        let (g_hi, g_diff, in_gain) = (self.g_hi, self.g_diff, self.in_gain);
+        let (g_hi, g_diff, in_gain, in_gain_r) =
+            (self.g_hi, self.g_diff, self.in_gain, self.in_gain_r);
         let (out_l, out_r) = (self.out_l, self.out_r);
         let (mut dc, mut damp, mut pos) = (self.dc, self.damp, self.pos);
         let start = self.off;
         let end: [usize; LINES] = std::array::from_fn(|i| self.off[i] + self.len[i]);
         let lines = &mut self.lines[..];
         let pre = &mut self.pre[..];
+        let pre_r = &mut self.pre_r[..];
+        let ys = &mut *self.ys;
         let mut pre_w = self.pre_w;
-        for ((&x, l), r) in x.iter().zip(left.iter_mut()).zip(right.iter_mut()) {
-            // Predelay: written first, so 0 s passes the input through.
-            pre[pre_w] = x;
-            let mut at = pre_w + plen - k;
-            if at >= plen {
-                at -= plen;
+        let n = x.len();
+        let mut done = 0;
+        while done < n {
+            // A run no ring wraps in: line i reads and writes `pos[i] + j`.
+            let mut m = (n - done).min(CHUNK);
+            for i in 0..LINES {
+                m = m.min(end[i] - pos[i]);
             }
-            let before = if at == 0 { plen - 1 } else { at - 1 };
-            let (pa, pb) = (pre[at], pre[before]);
-            let u = pa + frac * (pb - pa);
-            pre_w += 1;
-            if pre_w == plen {
-                pre_w = 0;
-            }
+            let xs = &x[done..done + m];
+            let xs_r = &x_r[done..done + m];
+            for j in 0..m {
+                // Predelay: written first, so 0 s passes the input through.
+                pre[pre_w] = xs[j];
+                let mut at = pre_w + plen - k;
+                if at >= plen {
+                    at -= plen;
+                }
+                let before = if at == 0 { plen - 1 } else { at - 1 };
+                let (pa, pb) = (pre[at], pre[before]);
+                let u = pa + frac * (pb - pa);
+                let u_r = if STEREO {
+                    pre_r[pre_w] = xs_r[j];
+                    let (pa, pb) = (pre_r[at], pre_r[before]);
+                    pa + frac * (pb - pa)
+                } else {
+                    S::ZERO
+                };
+                pre_w += 1;
+                if pre_w == plen {
+                    pre_w = 0;
+                }
 
-            let mut y = [S::ZERO; LINES];
-            for (y, &p) in y.iter_mut().zip(&pos) {
-                *y = lines[p];
+                let mut y = [S::ZERO; LINES];
+                for i in 0..LINES {
+                    debug_assert!(pos[i] + j < end[i] && end[i] <= lines.len());
+                    // SAFETY: `pos[i] + j < pos[i] + m ≤ end[i] ≤ lines.len()`
+                    // (the run ends before any ring wraps).
+                    y[i] = unsafe { *lines.get_unchecked(pos[i] + j) };
+                }
+                let mut v = [S::ZERO; LINES];
+                for i in 0..LINES {
+                    let by = b * y[i];
+                    let yi = by + dc[i];
+                    dc[i] = a * yi - by;
+                    ys[i][j] = yi;
+                    let lp = beta * yi + damp[i];
+                    damp[i] = beta * yi + alpha * lp;
+                    v[i] = g_hi[i] * yi + g_diff[i] * lp;
+                }
+                hadamard(&mut v);
+                for i in 0..LINES {
+                    v[i] += in_gain[i] * u;
+                }
+                if STEREO {
+                    for i in 0..LINES {
+                        v[i] += in_gain_r[i] * u_r;
+                    }
+                }
+                for i in 0..LINES {
+                    // SAFETY: as for the read above.
+                    unsafe { *lines.get_unchecked_mut(pos[i] + j) = v[i] };
+                }
             }
-            let (mut tap_l, mut tap_r) = ([S::ZERO; LINES], [S::ZERO; LINES]);
-            let mut v = [S::ZERO; LINES];
             for i in 0..LINES {
-                let by = b * y[i];
-                let yi = by + dc[i];
-                dc[i] = a * yi - by;
-                tap_l[i] = out_l[i] * yi;
-                tap_r[i] = out_r[i] * yi;
-                let lp = beta * yi + damp[i];
-                damp[i] = beta * yi + alpha * lp;
-                v[i] = g_hi[i] * yi + g_diff[i] * lp;
+                pos[i] += m;
+                if pos[i] == end[i] {
+                    pos[i] = start[i];
+                }
             }
-            let (mut wet_l, mut wet_r) = (S::ZERO, S::ZERO);
+            // The wet sums, line by line, for the whole run at once.
+            let l = &mut left[done..done + m];
+            let r = &mut right[done..done + m];
+            l.fill(S::ZERO);
+            r.fill(S::ZERO);
             for i in 0..LINES {
-                wet_l += tap_l[i];
-                wet_r += tap_r[i];
+                let (cl, cr) = (out_l[i], out_r[i]);
+                let yi = &ys[i][..m];
+                for ((l, r), &y) in l.iter_mut().zip(r.iter_mut()).zip(yi) {
+                    *l += cl * y;
+                    *r += cr * y;
+                }
             }
-            hadamard(&mut v);
-            for i in 0..LINES {
-                v[i] += in_gain[i] * u;
+            for ((l, r), (&x, &x_r)) in l.iter_mut().zip(r.iter_mut()).zip(xs.iter().zip(xs_r)) {
+                *l = dry * x + wet * *l;
+                *r = dry * if STEREO { x_r } else { x } + wet * *r;
             }
-            for (&v, &p) in v.iter().zip(&pos) {
-                lines[p] = v;
-            }
-            for i in 0..LINES {
-                let next = pos[i] + 1;
-                pos[i] = if next == end[i] { start[i] } else { next };
-            }
-            *l = dry * x + wet * wet_l;
-            *r = dry * x + wet * wet_r;
+            done += m;
         }
         self.dc = dc;
         self.damp = damp;
         self.pos = pos;
         self.pre_w = pre_w;
-        self.frames += x.len() as u64;
+        self.frames += n as u64;
     }
 
     /// Every ring's write index from the frame count.
@@ -445,16 +540,18 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
             p.get(MIX),
         );
         let x = &io.inputs[0][..n];
+        let x_r = (!self.pre_r.is_empty()).then(|| &io.inputs[1][..n]);
         let (left, right) = io.outputs.split_at_mut(1);
         let (left, right) = (&mut left[0][..n], &mut right[0][..n]);
         if rl.is_const() && rh.is_const() && xo.is_const() && pd.is_const() && mix.is_const() {
             self.design(rl.value(), rh.value(), xo.value());
-            self.run(self.level, x, left, right, pd.value(), mix.value());
+            self.run(self.level, x, x_r, left, right, pd.value(), mix.value());
         } else {
             for i in 0..n {
                 self.design(rl.at(i), rh.at(i), xo.at(i));
                 let (l, r) = (&mut left[i..i + 1], &mut right[i..i + 1]);
-                self.run(self.level, &x[i..i + 1], l, r, pd.at(i), mix.at(i));
+                let x_r = x_r.map(|x_r| &x_r[i..i + 1]);
+                self.run(self.level, &x[i..i + 1], x_r, l, r, pd.at(i), mix.at(i));
             }
         }
     }
@@ -462,6 +559,7 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
     fn reset(&mut self) {
         self.lines.fill(S::ZERO);
         self.pre.fill(S::ZERO);
+        self.pre_r.fill(S::ZERO);
         self.damp = [S::ZERO; LINES];
         self.dc = [S::ZERO; LINES];
         self.frames = 0;
@@ -473,6 +571,9 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
         st.put_samples("damp", &self.damp);
         st.put_samples("dc", &self.dc);
         st.put_samples("predelay", &self.pre);
+        if !self.pre_r.is_empty() {
+            st.put_samples("predelay_r", &self.pre_r);
+        }
         st.put_u64("frames", self.frames);
     }
 
@@ -480,6 +581,7 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
         let mut part = PartClear::new(done, budget.max(1));
         part.zero(&mut self.lines, S::ZERO);
         part.zero(&mut self.pre, S::ZERO);
+        part.zero(&mut self.pre_r, S::ZERO);
         let p = part.progress();
         if p == Progress::Done {
             self.damp = [S::ZERO; LINES];
@@ -518,6 +620,9 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
         }
         let pstart = (frames % self.pre.len() as u64) as usize;
         st.put_ring_part("predelay", &self.pre, pstart, done, budget);
+        if !self.pre_r.is_empty() {
+            st.put_ring_part("predelay_r", &self.pre_r, pstart, done, budget);
+        }
         if done == 0 {
             st.put_u64("frames", frames);
         }
@@ -535,6 +640,9 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Reverb<S, M> {
         st.get_samples("damp", &mut self.damp)?;
         st.get_samples("dc", &mut self.dc)?;
         st.get_samples("predelay", &mut self.pre)?;
+        if !self.pre_r.is_empty() {
+            st.get_samples("predelay_r", &mut self.pre_r)?;
+        }
         self.frames = frames;
         self.set_positions();
         Ok(())
@@ -573,6 +681,12 @@ impl<S: Sample, M: Math> Reverb<S, M> {
             dc_alpha: S::from_f64((1.0 - k_dc) / (1.0 + k_dc)),
             pre: vec![S::ZERO; max_pre + 2],
             pre_w: 0,
+            pre_r: if cx.input_connected(1) {
+                vec![S::ZERO; max_pre + 2]
+            } else {
+                Vec::new()
+            },
+            ys: Box::new([[S::ZERO; CHUNK]; LINES]),
             frames: 0,
             g_hi: [S::ZERO; LINES],
             g_diff: [S::ZERO; LINES],
@@ -580,6 +694,9 @@ impl<S: Sample, M: Math> Reverb<S, M> {
             beta: S::ZERO,
             key: None,
             in_gain: IN_SIGNS.map(|s| S::from_f64(s * q)),
+            in_gain_r: std::array::from_fn(|i| {
+                S::from_f64(IN_SIGNS[i] * walsh(IN_RIGHT_ROW, i) * q)
+            }),
             out_l: OUT_SIGNS.map(|s| S::from_f64(s * q)),
             out_r: std::array::from_fn(|i| S::from_f64(OUT_SIGNS[i] * walsh(RIGHT_ROW, i) * q)),
             sample_rate: cx.sample_rate,
@@ -634,8 +751,10 @@ pub(crate) static REVERB: OpSpec = OpSpec {
           in rt60_high above it; a DC blocker (a 5 Hz highpass) on every line keeps an \
           offset out of the wet signal. The input is predelayed; out and out_r read the lines \
           through orthogonal sign vectors (a decorrelated stereo tail); \
-          out = (1−mix)·in + mix·wet.",
-    inputs: &["in"],
+          out = (1−mix)·in + mix·wet. When an edge feeds in_r, the input is stereo: in_r is \
+          predelayed too and enters the lines through its own sign vector (orthogonal to in's), \
+          and out_r = (1−mix)·in_r + mix·wet_r; without it, in feeds both.",
+    inputs: &["in", "in_r"],
     outputs: &["out", "out_r"],
     params: &[
         number(

@@ -788,3 +788,108 @@ fn lanes_match_the_scalar_network_bit_for_bit() {
         }
     }
 }
+
+/// The wet (out, out_r) of the reverb with `in_r` fed, strict f64, for
+/// the left and right inputs given, at block `block`.
+fn stereo_wet(left: &[f64], right: &[f64], block: usize) -> Vec<Vec<f64>> {
+    let set = [
+        ("mix", Value::Number(1.0)),
+        ("predelay", Value::Number(0.0)),
+    ];
+    let mut r = NodeRunner::new(
+        &REVERB,
+        values_with(&REVERB, &set),
+        Profile::Strict,
+        Some(Precision::F64),
+        SR,
+        4096,
+        2,
+    )
+    .unwrap();
+    r.run(&[left.to_vec(), right.to_vec()], &[], left.len(), &[block])
+}
+
+fn energy(x: &[f64]) -> f64 {
+    x.iter().map(|v| v * v).sum()
+}
+
+fn correlation(a: &[f64], b: &[f64]) -> f64 {
+    let ab: f64 = a.iter().zip(b).map(|(p, q)| p * q).sum();
+    ab / libm::sqrt(energy(a) * energy(b))
+}
+
+/// With `in_r` fed, an impulse on the left and one on the right enter the
+/// lines through orthogonal taps: their tails are decorrelated from each
+/// other on each output, each carries the energy of the mono network's
+/// impulse response (within 0.5 dB), and the network is linear in the
+/// two inputs (both at once is the sum of each alone).
+#[test]
+fn a_stereo_input_feeds_the_lines_through_distinct_taps() {
+    let n = (1.5 * SR) as usize;
+    let mut imp = vec![0.0; n];
+    imp[0] = 1.0;
+    let silent = vec![0.0; n];
+    let from_left = stereo_wet(&imp, &silent, 512);
+    let from_right = stereo_wet(&silent, &imp, 512);
+    let (mono_l, mono_r) = impulse_response(&[], 1.5);
+    let mono = energy(&mono_l) + energy(&mono_r);
+    let tail = (0.1 * SR) as usize;
+    for (name, a, b) in [
+        ("out", &from_left[0], &from_right[0]),
+        ("out_r", &from_left[1], &from_right[1]),
+    ] {
+        let rho = correlation(&a[tail..], &b[tail..]);
+        eprintln!("{name}: left-only vs right-only tail correlation {rho:+.4}");
+        assert!(rho.abs() < 0.3, "{name}: correlation {rho}");
+        assert!(a != b, "{name}: the two inputs give one output");
+    }
+    for (name, y) in [("left", &from_left), ("right", &from_right)] {
+        let e = energy(&y[0]) + energy(&y[1]);
+        let db = 10.0 * libm::log10(e / mono);
+        eprintln!("{name} input: wet energy {db:+.3} dB re the mono input's");
+        assert!(db.abs() < 0.5, "{name}: {db} dB");
+    }
+    // The left input alone is the mono network (its taps are the mono
+    // input's), bit for bit.
+    assert_eq!(from_left[0], mono_l);
+    let x = test_signal(11, n);
+    let x_r = test_signal(12, n);
+    let both = stereo_wet(&x, &x_r, 64);
+    let (a, b) = (stereo_wet(&x, &silent, 64), stereo_wet(&silent, &x_r, 64));
+    for c in 0..2 {
+        let err: f64 = (0..n)
+            .map(|i| both[c][i] - (a[c][i] + b[c][i]))
+            .fold(0.0, |m, d: f64| m.max(d.abs()));
+        assert!(err < 1e-12, "channel {c}: not linear ({err:e})");
+    }
+}
+
+/// The stereo network's bits do not depend on the block size, and the dry
+/// part of `out_r` is `in_r`.
+#[test]
+fn a_stereo_input_is_the_same_at_every_block_size() {
+    let x = pluck_delay_signal();
+    let n = x.len();
+    let x_r: Vec<f64> = (0..n)
+        .map(|i| if i >= 1 { x[i - 1] } else { 0.0 })
+        .collect();
+    let want = stereo_wet(&x, &x_r, 1);
+    for block in [7, 64, 4096] {
+        let got = stereo_wet(&x, &x_r, block);
+        assert_eq!(first_difference(&got, &want), None, "block {block}");
+    }
+    let set = [("mix", Value::Number(0.0))];
+    let mut dry = NodeRunner::new(
+        &REVERB,
+        values_with(&REVERB, &set),
+        Profile::Strict,
+        Some(Precision::F64),
+        SR,
+        4096,
+        2,
+    )
+    .unwrap();
+    let out = dry.run(&[x.clone(), x_r.clone()], &[], n, &[64]);
+    assert_eq!(out[0], x);
+    assert_eq!(out[1], x_r);
+}

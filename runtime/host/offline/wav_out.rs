@@ -40,7 +40,8 @@ pub struct Encoder {
     f32_bus: bool,
     /// Peak, clipping and DC offset of what was encoded.
     pub levels: Levels,
-    hasher: Sha256,
+    /// The hash of what was encoded, when one was asked for.
+    hasher: Option<Sha256>,
     hash_bytes: Vec<u8>,
     bytes: Vec<u8>,
     /// Frames encoded so far.
@@ -48,13 +49,14 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    /// An encoder for `channels` channels of a bus at f32 (`f32_bus`) or f64.
-    pub fn new(channels: usize, format: WavFormat, f32_bus: bool) -> Encoder {
+    /// An encoder for `channels` channels of a bus at f32 (`f32_bus`) or
+    /// f64, hashing what it encodes when `hash` says so.
+    pub fn new(channels: usize, format: WavFormat, f32_bus: bool, hash: bool) -> Encoder {
         Encoder {
             format,
             f32_bus,
             levels: Levels::new(channels, format),
-            hasher: Sha256::new(),
+            hasher: hash.then(Sha256::new),
             hash_bytes: Vec::new(),
             bytes: Vec::new(),
             frames: 0,
@@ -65,7 +67,7 @@ impl Encoder {
     fn frame(&mut self, samples: impl Iterator<Item = f64>) {
         for (c, x) in samples.enumerate() {
             // (f32 at f32 is hashed from the encoded bytes, in `take`.)
-            if !self.hash_is_body() {
+            if self.hash_is_separate() {
                 if self.f32_bus {
                     self.hash_bytes.extend_from_slice(&(x as f32).to_le_bytes());
                 } else {
@@ -97,7 +99,7 @@ impl Encoder {
         let w = format.bytes_per_sample();
         // The samples at engine precision are hashed; for f32 at f32 they
         // are the encoded bytes themselves (see `take`).
-        if !self.hash_is_body() {
+        if self.hash_is_separate() {
             let at = self.hash_bytes.len();
             self.hash_bytes.resize(at + len * width * S::BYTES, 0);
             let put = |x: S, o: &mut [u8]| {
@@ -142,15 +144,25 @@ impl Encoder {
         self.f32_bus && self.format == WavFormat::F32
     }
 
-    /// The bytes encoded since the last call (hashed now); [`clear`](Self::clear)
-    /// them once written, before encoding more (for f32 at f32 the hash
-    /// reads them from here).
+    /// Whether the samples are hashed from bytes of their own (a hash was
+    /// asked for, and the encoded bytes are not the samples at engine
+    /// precision).
+    fn hash_is_separate(&self) -> bool {
+        self.hasher.is_some() && !self.hash_is_body()
+    }
+
+    /// The bytes encoded since the last call (hashed now, when hashing);
+    /// [`clear`](Self::clear) them once written, before encoding more (for
+    /// f32 at f32 the hash reads them from here).
     pub fn take(&mut self) -> &[u8] {
-        if self.hash_is_body() {
-            self.hasher.update(&self.bytes);
-        } else {
-            self.hasher.update(&self.hash_bytes);
-            self.hash_bytes.clear();
+        let body = self.hash_is_body();
+        if let Some(hasher) = &mut self.hasher {
+            if body {
+                hasher.update(&self.bytes);
+            } else {
+                hasher.update(&self.hash_bytes);
+                self.hash_bytes.clear();
+            }
         }
         &self.bytes
     }
@@ -160,9 +172,10 @@ impl Encoder {
         self.bytes.clear();
     }
 
-    /// The hex SHA-256 of every frame encoded.
-    pub fn hash(self) -> String {
-        crate::host::files::digest::hex(&self.hasher.finalize())
+    /// The hex SHA-256 of every frame encoded, when hashing.
+    pub fn hash(self) -> Option<String> {
+        self.hasher
+            .map(|h| crate::host::files::digest::hex(&h.finalize()))
     }
 }
 
@@ -518,9 +531,10 @@ mod tests {
                         BusRef::F64(&chans, n)
                     }
                 };
-                let (mut one, mut run) = (
-                    Encoder::new(3, format, f32_bus),
-                    Encoder::new(3, format, f32_bus),
+                let (mut one, mut run, mut unhashed) = (
+                    Encoder::new(3, format, f32_bus, true),
+                    Encoder::new(3, format, f32_bus, true),
+                    Encoder::new(3, format, f32_bus, false),
                 );
                 let (mut a, mut b) = (Vec::new(), Vec::new());
                 for i in 0..200 {
@@ -528,16 +542,24 @@ mod tests {
                     a.extend_from_slice(one.take());
                     one.clear();
                 }
+                let mut c = Vec::new();
                 for (from, to) in [(0, 1), (1, 64), (64, 65), (65, 200)] {
                     run.frames_of(bus(200), from, to);
                     b.extend_from_slice(run.take());
                     run.clear();
+                    unhashed.frames_of(bus(200), from, to);
+                    c.extend_from_slice(unhashed.take());
+                    unhashed.clear();
                 }
                 assert_eq!(a, b, "{format:?}, f32 bus {f32_bus}");
+                // Without a hash the bytes and levels are the same.
+                assert_eq!(a, c, "{format:?}, f32 bus {f32_bus}, unhashed");
+                assert_eq!(unhashed.levels, run.levels);
+                assert_eq!(unhashed.hash(), None);
                 assert_eq!(one.frames, run.frames);
                 assert_eq!(one.levels, run.levels);
                 assert!(run.levels.clipped() > 0);
-                assert_eq!(one.hash(), run.hash());
+                assert!(one.hash().is_some_and(|h| Some(h) == run.hash()));
             }
         }
     }

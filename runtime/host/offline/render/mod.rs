@@ -219,6 +219,7 @@ pub fn render(
             input: input.as_ref(),
             tail,
             flac,
+            hash: opts.hash || opts.json,
         },
         feed.as_mut(),
         snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
@@ -268,7 +269,7 @@ pub fn render(
         }
         serde_json::to_string_pretty(&summary).expect("json")
     });
-    let asked = json.or_else(|| opts.hash.then(|| report.hash.clone()));
+    let asked = json.or_else(|| report.hash.clone().filter(|_| opts.hash));
     if let Some(text) = asked {
         // Standard output carries the WAV with `-o -`: the hash and the
         // summary go to the log then, or straight to stderr under `-q`,

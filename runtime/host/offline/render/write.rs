@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 pub struct RenderReport {
     pub frames: u64,
     pub channels: usize,
-    /// Lower-case hex SHA-256 of the interleaved LE main-bus samples.
-    pub hash: String,
+    /// Lower-case hex SHA-256 of the interleaved LE main-bus samples, when
+    /// the render was asked for it (`--hash`, `--json`).
+    pub hash: Option<String>,
     pub elapsed: Duration,
     /// Peak, clipping and DC offset of what was written.
     pub levels: Levels,
@@ -95,6 +96,7 @@ pub fn render_to_wav(
             input: None,
             tail: None,
             flac: false,
+            hash: true,
         },
         None,
         |_| Ok(()),
@@ -136,6 +138,9 @@ pub(super) struct WriteOptions<'a> {
     pub(super) tail: Option<(Tail, u64)>,
     /// Write FLAC instead of WAV (`layout`'s format is then i16 or i24).
     pub(super) flac: bool,
+    /// Hash the samples (for `--hash` and `--json`); a render that prints
+    /// no hash does not compute one.
+    pub(super) hash: bool,
 }
 
 /// Why a render stopped early.
@@ -177,7 +182,7 @@ pub(super) fn write_wav(
     };
     let engine = player.engine();
     let f32_bus = matches!(engine.bus(), BusRef::F32(..));
-    let mut enc = Encoder::new(engine.channels(), layout.format, f32_bus);
+    let mut enc = Encoder::new(engine.channels(), layout.format, f32_bus, opts.hash);
     let mut framer = Framer::new(engine.clock(), engine.channels(), tail);
     let mut progress = crate::host::term::Progress::new(layout.frames.max(1), opts.progress);
     let sr = engine.sample_rate() as f64;
