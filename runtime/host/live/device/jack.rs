@@ -528,10 +528,13 @@ struct Process {
     /// ports are connected to a peer. The server applies a connection to
     /// the graph at the start of a later cycle, one connection at a time,
     /// so after `connected` is set the callback still plays silence until
-    /// this cycle's graph holds every one of them; then `linked` is set.
+    /// this cycle's graph holds every one of them, or for at most
+    /// `link_wait` frames (a connection someone removed meanwhile does not
+    /// keep the stream silent); then `linked` is set.
     outs_to_link: usize,
     ins_to_link: usize,
     linked: bool,
+    link_wait: usize,
     /// The server's transport, read each cycle under `--transport follow`.
     transport: Option<jack::Transport>,
 }
@@ -540,8 +543,9 @@ impl jack::ProcessHandler for Process {
     fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
         let n = ps.n_frames() as usize;
         let ch = self.outs.len();
-        if !self.linked {
-            self.linked = self.connected.load(Ordering::Acquire) && self.links_in_graph();
+        if !self.linked && self.connected.load(Ordering::Acquire) {
+            self.linked = self.link_wait == 0 || self.links_in_graph();
+            self.link_wait = self.link_wait.saturating_sub(n);
         }
         if !self.linked {
             for port in &mut self.outs {
@@ -701,6 +705,9 @@ impl Device for JackDevice {
             outs_to_link: names.len().min(self.targets.len()),
             ins_to_link: in_names.len().min(self.sources.len()),
             linked: false,
+            // Half a second: many cycles more than the server takes to
+            // apply a connection, even under load.
+            link_wait: c.sample_rate() as usize / 2,
         };
         let notices = Notices {
             events,
