@@ -721,7 +721,9 @@ pub(crate) unsafe fn transpose16_avx512(m: &mut [[f32; 16]; 16]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn transpose16_regs(r: [std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64::__m512; 16] {
+pub(crate) unsafe fn transpose16_regs(
+    r: [std::arch::x86_64::__m512; 16],
+) -> [std::arch::x86_64::__m512; 16] {
     use std::arch::x86_64::*;
     // Pairs of rows interleaved by element, then by pairs of elements.
     let mut t = [_mm512_setzero_ps(); 16];
