@@ -63,7 +63,6 @@ use super::{
 };
 use crate::dsp::state::ring_part;
 use crate::dsp::vector::{Isa, SimdLevel};
-use crate::dsp::Precision;
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -285,28 +284,6 @@ fn predelay_step<S: Sample, const STEREO: bool>(
     (u, u_r)
 }
 
-/// `x` as the f32 array it is.
-///
-/// # Panics
-/// When `S` is not f32 (a caller checks `S::PRECISION` first).
-#[cfg(target_arch = "x86_64")]
-fn as_f32_array_mut<S: Sample>(x: &mut [S; LINES]) -> &mut [f32; LINES] {
-    assert!(S::PRECISION == Precision::F32);
-    // SAFETY: the f32 `Sample` is f32 itself: the same size and layout.
-    unsafe { &mut *(x as *mut [S; LINES] as *mut [f32; LINES]) }
-}
-
-/// `x` as the f32 slice it is.
-///
-/// # Panics
-/// When `S` is not f32 (a caller checks `S::PRECISION` first).
-#[cfg(target_arch = "x86_64")]
-fn as_f32_slice_mut<S: Sample>(x: &mut [S]) -> &mut [f32] {
-    assert!(S::PRECISION == Precision::F32);
-    // SAFETY: the f32 `Sample` is f32 itself: the same size and layout.
-    unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut f32, x.len()) }
-}
-
 /// `reverb` at one precision and math policy.
 struct Reverb<S, M> {
     /// Every line, line i at `off[i] .. off[i] + len[i]`.
@@ -473,21 +450,20 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         let pre_r = &mut self.pre_r[..];
         let ys = &mut *self.ys;
         let mut pre_w = self.pre_w;
-        // Sixteen samples at a time where the CPU and precision allow it
+        // Groups of samples at a time where the CPU allows it
         // (`reverb_lanes.rs`): the same bits as the step below.
-        let groups = cfg!(target_arch = "x86_64")
-            && S::PRECISION == Precision::F32
-            && self.level.isa() == Isa::Avx512;
-        let coefs32 = groups.then(|| lanes::Coefs32 {
-            dc_b: b.to_f32(),
-            dc_alpha: a.to_f32(),
-            alpha: alpha.to_f32(),
-            beta: beta.to_f32(),
-            g_hi: g_hi.map(|g| g.to_f32()),
-            g_diff: g_diff.map(|g| g.to_f32()),
-            in_gain: in_gain.map(|g| g.to_f32()),
-            in_gain_r: in_gain_r.map(|g| g.to_f32()),
-        });
+        let group = lanes::group_len::<S>(self.level.isa() == Isa::Avx512);
+        let groups = group > 0;
+        let mut coefs = lanes::Coefs {
+            dc_b: b,
+            dc_alpha: a,
+            alpha,
+            beta,
+            g_hi,
+            g_diff,
+            in_gain,
+            in_gain_r,
+        };
         let n = x.len();
         let mut done = 0;
         while done < n {
@@ -505,11 +481,11 @@ impl<S: Sample, M: Math> Reverb<S, M> {
             let mut j = 0;
             while j < m {
                 #[cfg(target_arch = "x86_64")]
-                if groups && m - j >= lanes::GROUP {
-                    let mut u = [0.0f32; lanes::GROUP];
-                    let mut u_r = [0.0f32; lanes::GROUP];
-                    for t in 0..lanes::GROUP {
-                        let (a, b) = predelay_step::<S, STEREO>(
+                if groups && m - j >= group {
+                    let mut u = [S::ZERO; lanes::MAX_GROUP];
+                    let mut u_r = [S::ZERO; lanes::MAX_GROUP];
+                    for t in 0..group {
+                        (u[t], u_r[t]) = predelay_step::<S, STEREO>(
                             pre,
                             pre_r,
                             &mut pre_w,
@@ -517,36 +493,36 @@ impl<S: Sample, M: Math> Reverb<S, M> {
                             xs[j + t],
                             xs_r[j + t],
                         );
-                        (u[t], u_r[t]) = (a.to_f32(), b.to_f32());
                     }
-                    let mut st = lanes::State32 {
-                        dc: as_f32_array_mut(&mut dc),
-                        damp: as_f32_array_mut(&mut damp),
+                    let mut net = lanes::Net {
+                        lines: &mut *lines,
+                        pos: &pos,
+                        start: &start,
+                        end: &end,
+                        dc: &mut dc,
+                        damp: &mut damp,
                     };
-                    let coefs = coefs32.as_ref().expect("groups run in f32");
-                    let ys_at = ys.as_mut_ptr() as *mut f32;
-                    // SAFETY: `groups` holds only for f32 on a CPU with
-                    // AVX-512F; `lines` and `pos`, `start`, `end` are the
-                    // lines' own; `ys` has `CHUNK` samples per line and
-                    // `j + 16 ≤ m ≤ CHUNK`.
+                    let ys_at = ys.as_mut_ptr() as *mut S;
+                    // SAFETY: `group` is not 0 only on a CPU with AVX-512F;
+                    // `pos`, `start` and `end` are the lines' own rings (each
+                    // longer than a group); `ys` has `CHUNK` samples per
+                    // line and `j + group ≤ m ≤ CHUNK`.
                     unsafe {
-                        lanes::step16_avx512::<STEREO>(
-                            as_f32_slice_mut(lines),
-                            (&pos, &start, &end),
-                            (&u, &u_r),
-                            coefs,
-                            &mut st,
+                        lanes::step::<S, STEREO>(
+                            &mut net,
+                            (&mut u, &mut u_r),
+                            &mut coefs,
                             ys_at.add(j),
                             CHUNK,
                         );
                     }
                     for i in 0..LINES {
-                        pos[i] += lanes::GROUP;
+                        pos[i] += group;
                         if pos[i] >= end[i] {
                             pos[i] -= end[i] - start[i];
                         }
                     }
-                    j += lanes::GROUP;
+                    j += group;
                     continue;
                 }
                 let (u, u_r) =

@@ -1,43 +1,162 @@
-//! The reverb's network sixteen samples at a time in f32 with AVX-512: all
-//! sixteen lines in one register.
+//! The reverb's network several samples at a time with AVX-512: all
+//! sixteen lines in one register in f32 (sixteen samples a group), in two
+//! in f64 (eight samples a group).
 //!
-//! The lines are read and written as rows: sixteen loads of sixteen
-//! consecutive samples of each line, one 16 × 16 transpose
-//! ([`transpose16_regs`]) turns them into one register per sample holding
-//! every line's output, the step of the module docs runs on that register
-//! for each sample in turn, and two transposes turn the sixteen results
-//! (what is written back into each line, and each line's output for the
-//! wet sums) back into rows. Only data moves differ from the scalar step
-//! (`Reverb::run_lanes`): every lane does the same operations on the same
-//! operands in the same order, so the bits are the same. Sixteen samples
-//! of a line never read what they write: a line is longer than that.
+//! The lines are read and written as rows: loads of a group's consecutive
+//! samples of each line, transposes ([`transpose16_regs`], [`transpose8`])
+//! that turn them into registers per sample holding every line's output,
+//! the step of the module docs on those registers for each sample in turn,
+//! and transposes that turn the results (what is written back into each
+//! line, and each line's output for the wet sums) back into rows. Only
+//! data moves differ from the scalar step (`Reverb::run_lanes`): every lane
+//! does the same operations on the same operands in the same order, so the
+//! bits are the same. A group's samples of a line never read what they
+//! write: a line is longer than a group.
 
+use super::LINES;
 #[cfg(target_arch = "x86_64")]
 use crate::dsp::vector::transpose16_regs;
+use crate::dsp::{Precision, Sample};
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 #[cfg(target_arch = "x86_64")]
 use std::mem::MaybeUninit;
 
-/// Samples (and lines) per group.
-pub(super) const GROUP: usize = 16;
+/// The most samples a group holds (f32's).
+pub(super) const MAX_GROUP: usize = 16;
 
-/// The network's coefficients for [`step16_avx512`], in f32.
-pub(super) struct Coefs32 {
-    pub(super) dc_b: f32,
-    pub(super) dc_alpha: f32,
-    pub(super) alpha: f32,
-    pub(super) beta: f32,
-    pub(super) g_hi: [f32; GROUP],
-    pub(super) g_diff: [f32; GROUP],
-    pub(super) in_gain: [f32; GROUP],
-    pub(super) in_gain_r: [f32; GROUP],
+/// The samples a group of `S` holds at `isa`, 0 where there are no groups.
+pub(super) fn group_len<S: Sample>(avx512: bool) -> usize {
+    match (cfg!(target_arch = "x86_64") && avx512, S::PRECISION) {
+        (false, _) => 0,
+        (true, Precision::F32) => 16,
+        (true, Precision::F64) => 8,
+    }
 }
 
-/// The state a group carries from sample to sample.
-pub(super) struct State32<'a> {
-    pub(super) dc: &'a mut [f32; GROUP],
-    pub(super) damp: &'a mut [f32; GROUP],
+/// The network's coefficients, at the lines' precision.
+#[repr(C)]
+pub(super) struct Coefs<S> {
+    pub(super) dc_b: S,
+    pub(super) dc_alpha: S,
+    pub(super) alpha: S,
+    pub(super) beta: S,
+    pub(super) g_hi: [S; LINES],
+    pub(super) g_diff: [S; LINES],
+    pub(super) in_gain: [S; LINES],
+    pub(super) in_gain_r: [S; LINES],
+}
+
+/// The lines, their rings and the state a group carries from sample to
+/// sample.
+pub(super) struct Net<'a, S> {
+    pub(super) lines: &'a mut [S],
+    /// Where each line reads and then writes next, and its ring's bounds.
+    pub(super) pos: &'a [usize; LINES],
+    pub(super) start: &'a [usize; LINES],
+    pub(super) end: &'a [usize; LINES],
+    pub(super) dc: &'a mut [S; LINES],
+    pub(super) damp: &'a mut [S; LINES],
+}
+
+/// `T` as the `U` it is: `S` is f32 or f64 and the caller matched on
+/// `S::PRECISION`.
+///
+/// # Safety
+/// `T` and `U` are the same type.
+#[cfg(target_arch = "x86_64")]
+unsafe fn same<T, U>(x: &mut T) -> &mut U {
+    debug_assert_eq!(std::any::type_name::<T>(), std::any::type_name::<U>());
+    // SAFETY: the contract.
+    unsafe { &mut *(x as *mut T as *mut U) }
+}
+
+/// One group ([`group_len`] samples) of the network: line `i` reads and
+/// then writes its samples from `net.pos[i]` on, wrapping from `end[i]` to
+/// `start[i]`, fed `u.0[t]` (and `u.1[t]` when `STEREO`) at sample `t`;
+/// each line's output (after its DC blocker) goes to `ys[i·stride + t]`.
+///
+/// # Safety
+/// The CPU has AVX-512F (and group_len is not 0); for every line
+/// `start[i] ≤ pos[i] < end[i] ≤ lines.len()`, `end[i] − start[i]` is at
+/// least a group, and the lines' ranges are disjoint; `ys[i·stride ..
+/// i·stride + group]` are in bounds for every line.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn step<S: Sample, const STEREO: bool>(
+    net: &mut Net<'_, S>,
+    u: (&mut [S; MAX_GROUP], &mut [S; MAX_GROUP]),
+    c: &mut Coefs<S>,
+    ys: *mut S,
+    stride: usize,
+) {
+    // SAFETY: `S` is the type its precision names; the rest is the
+    // contract.
+    unsafe {
+        match S::PRECISION {
+            Precision::F32 => step16_avx512::<STEREO>(
+                same(net),
+                (same(u.0), same(u.1)),
+                same(c),
+                ys as *mut f32,
+                stride,
+            ),
+            Precision::F64 => step8_avx512::<STEREO>(
+                same(net),
+                (same(u.0), same(u.1)),
+                same(c),
+                ys as *mut f64,
+                stride,
+            ),
+        }
+    }
+}
+
+/// Where the `n` samples of line `i` from `pos[i]` on are (`base`: the
+/// lines' start): in the line, or copied into `wrapped` (room for `n`)
+/// where they wrap.
+///
+/// # Safety
+/// As [`step`]'s, `n` ≤ 16.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn row_in<S: Copy>(
+    base: *mut S,
+    net: &Net<'_, S>,
+    i: usize,
+    n: usize,
+    wrapped: *mut S,
+) -> *mut S {
+    let head = net.end[i] - net.pos[i];
+    // SAFETY: `pos[i] .. end[i]` and `start[i] .. start[i] + n − head` are
+    // within line i (it is longer than `n`).
+    unsafe {
+        if head >= n {
+            base.add(net.pos[i])
+        } else {
+            let w = wrapped;
+            core::ptr::copy_nonoverlapping(base.add(net.pos[i]), w, head);
+            core::ptr::copy_nonoverlapping(base.add(net.start[i]), w.add(head), n - head);
+            w
+        }
+    }
+}
+
+/// After [`row_in`] gave `at` and the row was stored there: copies a
+/// wrapped row back into the line.
+///
+/// # Safety
+/// As [`row_in`]'s.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn row_out<S: Copy>(base: *mut S, net: &Net<'_, S>, i: usize, n: usize, at: *const S) {
+    let head = net.end[i] - net.pos[i];
+    if head < n {
+        // SAFETY: as in `row_in`.
+        unsafe {
+            core::ptr::copy_nonoverlapping(at, base.add(net.pos[i]), head);
+            core::ptr::copy_nonoverlapping(at.add(head), base.add(net.start[i]), n - head);
+        }
+    }
 }
 
 /// One butterfly stage of the Hadamard matrix on the sixteen lanes: lane
@@ -75,49 +194,27 @@ unsafe fn hadamard(v: __m512, quarter: __m512) -> __m512 {
     _mm512_mul_ps(v, quarter)
 }
 
-/// Sixteen samples of the network: line `i` reads and then writes the
-/// sixteen samples from `pos[i]` on, wrapping from `end[i]` to `start[i]`,
-/// fed `u.0[t]` (and `u.1[t]` when `STEREO`) at sample `t`; each line's
-/// output (after its DC blocker) goes to `ys[i·stride + t]`.
-///
-/// # Safety
-/// The CPU has AVX-512F; for every line `start[i] ≤ pos[i] < end[i] ≤
-/// lines.len()`, `end[i] − start[i] ≥ 16`, and the lines' ranges are
-/// disjoint; `ys[i·stride .. i·stride + 16]` are in bounds for every line.
+/// [`step`] in f32: sixteen samples, the sixteen lines in one register.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn step16_avx512<const STEREO: bool>(
-    lines: &mut [f32],
-    ring: (&[usize; GROUP], &[usize; GROUP], &[usize; GROUP]),
-    u: (&[f32; GROUP], &[f32; GROUP]),
-    c: &Coefs32,
-    st: &mut State32<'_>,
+unsafe fn step16_avx512<const STEREO: bool>(
+    net: &mut Net<'_, f32>,
+    u: (&[f32; 16], &[f32; 16]),
+    c: &Coefs<f32>,
     ys: *mut f32,
     stride: usize,
 ) {
-    let (pos, start, end) = ring;
-    let (u, u_r) = u;
-    // A line whose sixteen samples wrap is copied into `wrapped` and back.
+    const N: usize = 16;
     // (Not zeroed: a row is written before it is read.)
-    let mut wrapped = [const { MaybeUninit::<[f32; GROUP]>::uninit() }; GROUP];
-    debug_assert!(
-        (0..GROUP).all(|i| start[i] <= pos[i] && pos[i] < end[i] && end[i] <= lines.len())
-    );
-    let base = lines.as_mut_ptr();
-    let mut rows = [_mm512_setzero_ps(); GROUP];
-    for i in 0..GROUP {
-        let head = end[i] - pos[i];
-        rows[i] = if head >= GROUP {
-            // SAFETY: `pos[i] + 16 ≤ end[i] ≤ lines.len()`.
-            _mm512_loadu_ps(base.add(pos[i]))
-        } else {
-            let w = wrapped[i].as_mut_ptr() as *mut f32;
-            // SAFETY: `pos[i] .. end[i]` and `start[i] .. start[i] + 16 −
-            // head` are within line i (it is at least 16 long).
-            core::ptr::copy_nonoverlapping(base.add(pos[i]), w, head);
-            core::ptr::copy_nonoverlapping(base.add(start[i]), w.add(head), GROUP - head);
-            _mm512_loadu_ps(w)
-        };
+    let mut wrapped = [const { MaybeUninit::<[f32; MAX_GROUP]>::uninit() }; LINES];
+    let base = net.lines.as_mut_ptr();
+    let spare = wrapped.as_mut_ptr() as *mut f32;
+    let mut at = [core::ptr::null_mut::<f32>(); LINES];
+    let mut rows = [_mm512_setzero_ps(); LINES];
+    for i in 0..LINES {
+        // SAFETY (this and every load and store below): `step`'s contract.
+        at[i] = row_in(base, net, i, N, spare.add(i * MAX_GROUP));
+        rows[i] = _mm512_loadu_ps(at[i]);
     }
     let y = transpose16_regs(rows);
     let (b, a) = (_mm512_set1_ps(c.dc_b), _mm512_set1_ps(c.dc_alpha));
@@ -127,11 +224,11 @@ pub(super) unsafe fn step16_avx512<const STEREO: bool>(
     let in_gain = _mm512_loadu_ps(c.in_gain.as_ptr());
     let in_gain_r = _mm512_loadu_ps(c.in_gain_r.as_ptr());
     let quarter = _mm512_set1_ps(0.25);
-    let mut dc = _mm512_loadu_ps(st.dc.as_ptr());
-    let mut damp = _mm512_loadu_ps(st.damp.as_ptr());
-    let mut out = [_mm512_setzero_ps(); GROUP];
-    let mut wet = [_mm512_setzero_ps(); GROUP];
-    for t in 0..GROUP {
+    let mut dc = _mm512_loadu_ps(net.dc.as_ptr());
+    let mut damp = _mm512_loadu_ps(net.damp.as_ptr());
+    let mut out = [_mm512_setzero_ps(); N];
+    let mut wet = [_mm512_setzero_ps(); N];
+    for t in 0..N {
         let by = _mm512_mul_ps(b, y[t]);
         let yi = _mm512_add_ps(by, dc);
         dc = _mm512_sub_ps(_mm512_mul_ps(a, yi), by);
@@ -140,29 +237,155 @@ pub(super) unsafe fn step16_avx512<const STEREO: bool>(
         damp = _mm512_add_ps(_mm512_mul_ps(beta, yi), _mm512_mul_ps(alpha, lp));
         let v = _mm512_add_ps(_mm512_mul_ps(g_hi, yi), _mm512_mul_ps(g_diff, lp));
         let mut v = hadamard(v, quarter);
-        v = _mm512_add_ps(v, _mm512_mul_ps(in_gain, _mm512_set1_ps(u[t])));
+        v = _mm512_add_ps(v, _mm512_mul_ps(in_gain, _mm512_set1_ps(u.0[t])));
         if STEREO {
-            v = _mm512_add_ps(v, _mm512_mul_ps(in_gain_r, _mm512_set1_ps(u_r[t])));
+            v = _mm512_add_ps(v, _mm512_mul_ps(in_gain_r, _mm512_set1_ps(u.1[t])));
         }
         out[t] = v;
     }
-    _mm512_storeu_ps(st.dc.as_mut_ptr(), dc);
-    _mm512_storeu_ps(st.damp.as_mut_ptr(), damp);
+    _mm512_storeu_ps(net.dc.as_mut_ptr(), dc);
+    _mm512_storeu_ps(net.damp.as_mut_ptr(), damp);
     for (i, row) in transpose16_regs(out).into_iter().enumerate() {
-        let head = end[i] - pos[i];
-        if head >= GROUP {
-            // SAFETY: as for the load.
-            _mm512_storeu_ps(base.add(pos[i]), row);
-        } else {
-            let w = wrapped[i].as_mut_ptr() as *mut f32;
-            _mm512_storeu_ps(w, row);
-            // SAFETY: as for the load.
-            core::ptr::copy_nonoverlapping(w, base.add(pos[i]), head);
-            core::ptr::copy_nonoverlapping(w.add(head), base.add(start[i]), GROUP - head);
-        }
+        _mm512_storeu_ps(at[i], row);
+        row_out(base, net, i, N, at[i]);
     }
     for (i, row) in transpose16_regs(wet).into_iter().enumerate() {
-        // SAFETY: the contract above.
         _mm512_storeu_ps(ys.add(i * stride), row);
+    }
+}
+
+/// An 8 × 8 transpose of f64 rows in registers: `out[t]` holds element
+/// `t` of every row, in row order. Moves data only.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn transpose8(r: [__m512d; 8]) -> [__m512d; 8] {
+    // Pairs of rows interleaved: t[2k] = (r[2k][e], r[2k+1][e]) for even e,
+    // t[2k+1] the same for odd e, one 128-bit block per element pair.
+    let t: [__m512d; 8] = core::array::from_fn(|k| {
+        if k % 2 == 0 {
+            _mm512_unpacklo_pd(r[k], r[k + 1])
+        } else {
+            _mm512_unpackhi_pd(r[k - 1], r[k])
+        }
+    });
+    // Blocks: [a.b0, a.b2, b.b0, b.b2] (0x88) and [a.b1, a.b3, b.b1, b.b3] (0xDD).
+    let mut out = [_mm512_setzero_pd(); 8];
+    for odd in 0..2 {
+        let (t0, t2, t4, t6) = (t[odd], t[2 + odd], t[4 + odd], t[6 + odd]);
+        let v0 = _mm512_shuffle_f64x2::<0x88>(t0, t2);
+        let v1 = _mm512_shuffle_f64x2::<0xDD>(t0, t2);
+        let w0 = _mm512_shuffle_f64x2::<0x88>(t4, t6);
+        let w1 = _mm512_shuffle_f64x2::<0xDD>(t4, t6);
+        out[odd] = _mm512_shuffle_f64x2::<0x88>(v0, w0);
+        out[4 + odd] = _mm512_shuffle_f64x2::<0xDD>(v0, w0);
+        out[2 + odd] = _mm512_shuffle_f64x2::<0x88>(v1, w1);
+        out[6 + odd] = _mm512_shuffle_f64x2::<0xDD>(v1, w1);
+    }
+    out
+}
+
+/// One butterfly stage on eight f64 lanes, as [`butterfly`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn butterfly_pd(
+    v: __m512d,
+    swapped: __m512d,
+    high: __mmask8,
+    swapped_first: bool,
+) -> __m512d {
+    let sum = if swapped_first {
+        _mm512_add_pd(swapped, v)
+    } else {
+        _mm512_add_pd(v, swapped)
+    };
+    _mm512_mask_sub_pd(sum, high, swapped, v)
+}
+
+/// `v ← ¼·H16·v` on lines 0–7 (`lo`) and 8–15 (`hi`), as the scalar
+/// `hadamard` computes it.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn hadamard_pd(lo: __m512d, hi: __m512d, quarter: __m512d) -> (__m512d, __m512d) {
+    let stage = |v: __m512d| {
+        let v = butterfly_pd(v, _mm512_permute_pd::<0x55>(v), 0xAA, true);
+        let v = butterfly_pd(v, _mm512_permutex_pd::<0x4E>(v), 0xCC, true);
+        butterfly_pd(v, _mm512_shuffle_f64x2::<0x4E>(v, v), 0xF0, false)
+    };
+    let (lo, hi) = (stage(lo), stage(hi));
+    let (lo, hi) = (_mm512_add_pd(lo, hi), _mm512_sub_pd(lo, hi));
+    (_mm512_mul_pd(lo, quarter), _mm512_mul_pd(hi, quarter))
+}
+
+/// [`step`] in f64: eight samples, lines 0–7 and 8–15 in two registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn step8_avx512<const STEREO: bool>(
+    net: &mut Net<'_, f64>,
+    u: (&[f64; 16], &[f64; 16]),
+    c: &Coefs<f64>,
+    ys: *mut f64,
+    stride: usize,
+) {
+    const N: usize = 8;
+    // (Not zeroed: a row is written before it is read.)
+    let mut wrapped = [const { MaybeUninit::<[f64; MAX_GROUP]>::uninit() }; LINES];
+    let base = net.lines.as_mut_ptr();
+    let spare = wrapped.as_mut_ptr() as *mut f64;
+    let mut at = [core::ptr::null_mut::<f64>(); LINES];
+    let mut rows = [_mm512_setzero_pd(); LINES];
+    for i in 0..LINES {
+        // SAFETY (this and every load and store below): `step`'s contract.
+        at[i] = row_in(base, net, i, N, spare.add(i * MAX_GROUP));
+        rows[i] = _mm512_loadu_pd(at[i]);
+    }
+    let y_lo = transpose8(core::array::from_fn(|i| rows[i]));
+    let y_hi = transpose8(core::array::from_fn(|i| rows[8 + i]));
+    let (b, a) = (_mm512_set1_pd(c.dc_b), _mm512_set1_pd(c.dc_alpha));
+    let (alpha, beta) = (_mm512_set1_pd(c.alpha), _mm512_set1_pd(c.beta));
+    let half = |x: &[f64; LINES], h: usize| _mm512_loadu_pd(x[8 * h..].as_ptr());
+    let g_hi = [half(&c.g_hi, 0), half(&c.g_hi, 1)];
+    let g_diff = [half(&c.g_diff, 0), half(&c.g_diff, 1)];
+    let in_gain = [half(&c.in_gain, 0), half(&c.in_gain, 1)];
+    let in_gain_r = [half(&c.in_gain_r, 0), half(&c.in_gain_r, 1)];
+    let quarter = _mm512_set1_pd(0.25);
+    let mut dc = [half(net.dc, 0), half(net.dc, 1)];
+    let mut damp = [half(net.damp, 0), half(net.damp, 1)];
+    let mut out = [[_mm512_setzero_pd(); N]; 2];
+    let mut wet = [[_mm512_setzero_pd(); N]; 2];
+    for t in 0..N {
+        let mut v = [_mm512_setzero_pd(); 2];
+        for h in 0..2 {
+            let y = if h == 0 { y_lo[t] } else { y_hi[t] };
+            let by = _mm512_mul_pd(b, y);
+            let yi = _mm512_add_pd(by, dc[h]);
+            dc[h] = _mm512_sub_pd(_mm512_mul_pd(a, yi), by);
+            wet[h][t] = yi;
+            let lp = _mm512_add_pd(_mm512_mul_pd(beta, yi), damp[h]);
+            damp[h] = _mm512_add_pd(_mm512_mul_pd(beta, yi), _mm512_mul_pd(alpha, lp));
+            v[h] = _mm512_add_pd(_mm512_mul_pd(g_hi[h], yi), _mm512_mul_pd(g_diff[h], lp));
+        }
+        let (lo, hi) = hadamard_pd(v[0], v[1], quarter);
+        for (h, mut v) in [lo, hi].into_iter().enumerate() {
+            v = _mm512_add_pd(v, _mm512_mul_pd(in_gain[h], _mm512_set1_pd(u.0[t])));
+            if STEREO {
+                v = _mm512_add_pd(v, _mm512_mul_pd(in_gain_r[h], _mm512_set1_pd(u.1[t])));
+            }
+            out[h][t] = v;
+        }
+    }
+    for h in 0..2 {
+        _mm512_storeu_pd(net.dc[8 * h..].as_mut_ptr(), dc[h]);
+        _mm512_storeu_pd(net.damp[8 * h..].as_mut_ptr(), damp[h]);
+        for (k, row) in transpose8(out[h]).into_iter().enumerate() {
+            let i = 8 * h + k;
+            _mm512_storeu_pd(at[i], row);
+            row_out(base, net, i, N, at[i]);
+        }
+        for (k, row) in transpose8(wet[h]).into_iter().enumerate() {
+            _mm512_storeu_pd(ys.add((8 * h + k) * stride), row);
+        }
     }
 }

@@ -894,22 +894,27 @@ fn a_stereo_input_is_the_same_at_every_block_size() {
     assert_eq!(out[1], x_r);
 }
 
-/// The stereo network in f32 gives the same bits at every instruction set
-/// this CPU runs (the widest runs sixteen samples at a time, the narrowest
-/// one), at block sizes 7, 64 and 4096, on 1.5 s of a shipped scene's
-/// output on the left and a filtered copy of it on the right, with a
-/// predelay between samples.
+/// The stereo network gives the same bits at every instruction set this
+/// CPU runs (the widest runs groups of samples, sixteen in f32 and eight in
+/// f64; the narrowest one sample at a time), at block sizes 7, 64 and
+/// 4096, on 1.5 s of a shipped scene's output on the left and a filtered
+/// copy of it on the right, with a predelay between samples.
 #[test]
 fn the_stereo_network_is_the_same_at_every_instruction_set() {
+    stereo_at_every_instruction_set::<f32, crate::dsp::math::FastMath>(Profile::Live);
+    stereo_at_every_instruction_set::<f64, crate::dsp::math::StrictMath>(Profile::Strict);
+}
+
+fn stereo_at_every_instruction_set<S: Sample, M: Math>(profile: Profile) {
     let x = pluck_delay_signal();
     let n = x.len();
-    let left: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-    let right: Vec<f32> = (0..n)
-        .map(|i| (0.5 * x[i] + 0.5 * if i >= 3 { x[i - 3] } else { 0.0 }) as f32)
+    let left: Vec<S> = x.iter().map(|&v| S::from_f64(v)).collect();
+    let right: Vec<S> = (0..n)
+        .map(|i| S::from_f64(0.5 * x[i] + 0.5 * if i >= 3 { x[i - 3] } else { 0.0 }))
         .collect();
-    let np = crate::profile::NodeProfile::resolve(Profile::Live, &Default::default(), None);
+    let np = crate::profile::NodeProfile::resolve(profile, &Default::default(), None);
     let values = values_with(&REVERB, &[]);
-    let render = |level: SimdLevel, block: usize| -> (Vec<f32>, Vec<f32>) {
+    let render = |level: SimdLevel, block: usize| -> (Vec<S>, Vec<S>) {
         let cx = BuildCtx {
             sample_rate: SR,
             values: &values,
@@ -918,8 +923,8 @@ fn the_stereo_network_is_the_same_at_every_instruction_set() {
             noise_hash: 0,
             profile: &np,
         };
-        let mut r = Reverb::<f32, crate::dsp::math::FastMath>::new(&cx).unwrap();
-        let (mut l, mut rr) = (vec![0.0f32; n], vec![0.0f32; n]);
+        let mut r = Reverb::<S, M>::new(&cx).unwrap();
+        let (mut l, mut rr) = (vec![S::ZERO; n], vec![S::ZERO; n]);
         let mut at = 0;
         while at < n {
             let m = block.min(n - at);
@@ -939,21 +944,24 @@ fn the_stereo_network_is_the_same_at_every_instruction_set() {
     };
     let want = render(SimdLevel::BASE, 64);
     assert!(
-        want.0.iter().any(|v| v.abs() > 0.01),
+        want.0.iter().any(|v| v.to_f64().abs() > 0.01),
         "the output is silent"
     );
+    let same = |a: &[S], b: &[S]| {
+        a.iter()
+            .zip(b)
+            .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())
+    };
     for level in SimdLevel::available() {
         for block in [7, 64, 4096] {
             let got = render(level, block);
-            let same =
-                |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits());
             assert!(
                 same(&got.0, &want.0),
-                "{level:?}, block {block}: out differs"
+                "{profile:?}, {level:?}, block {block}: out differs"
             );
             assert!(
                 same(&got.1, &want.1),
-                "{level:?}, block {block}: out_r differs"
+                "{profile:?}, {level:?}, block {block}: out_r differs"
             );
         }
     }
