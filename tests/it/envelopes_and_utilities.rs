@@ -36,9 +36,11 @@ fn the_examples_of_the_envelope_smoothing_utility_and_stereo_sections_play_under
         "### Signal utilities",
         "### Stereo pairs: `balance` and `width`",
     ] {
+        // The section's first example (a later one, the legato lead of
+        // "Smoothing", is played by `legato::`).
         let scenes = examples(heading);
-        assert_eq!(scenes.len(), 1, "{heading}");
-        for json in scenes {
+        assert!(!scenes.is_empty(), "{heading} has no example");
+        for json in scenes.into_iter().take(1) {
             for p in Profile::ALL {
                 let channels = common::engine(&json, Some(p), 64).bus().channels();
                 for ch in 0..channels {

@@ -197,7 +197,7 @@ fn fast_sin<S: Sample>(x: S) -> S {
 }
 
 /// e^x through 2^(x·log2 e): integer part into the exponent bits, a degree-6
-/// polynomial for the fraction (relative error ≤ 2e-7). Saturates outside ±700.
+/// polynomial for the fraction (relative error ≤ 1.2e-5, measured 8.3e-6). Saturates outside ±700.
 #[inline]
 fn fast_exp<S: Sample>(x: S) -> S {
     let xf = x.to_f64().clamp(-700.0, 700.0);

@@ -23,6 +23,8 @@ mod bus;
 mod caught;
 mod changes;
 mod deck;
+#[cfg(test)]
+mod delay;
 mod feed;
 mod feedback;
 mod handover;

@@ -172,7 +172,7 @@ unsafe fn run_node(data: *const (), k: usize) {
     let i = unsafe { *job.nodes.add(k) };
     let guard = FpGuard::new(job.flush);
     #[cfg(test)]
-    delay::wait(i);
+    super::delay::wait(i);
     // SAFETY: the nodes of a level are distinct, so slot `i` and its
     // effects are this call's alone; the slots below `i` it reads (its
     // sources, in earlier levels) and the stolen inputs' sources (read by
@@ -307,7 +307,7 @@ unsafe fn run_voice(data: *const (), f: usize) {
     let at = (from - job.ambient.clock) as usize;
     for &i in &job.nodes[f] {
         #[cfg(test)]
-        delay::wait(i);
+        super::delay::wait(i);
         // SAFETY: a voice's nodes are its own (the two-pass loop runs only
         // graphs whose voices read nothing but their own nodes), so slot
         // `i`, its effects and the slots it reads (earlier nodes of its
@@ -422,38 +422,6 @@ impl Engine {
     }
 }
 
-/// A test-only hook: a delay before a worker runs a node, to show that
-/// the order in which the nodes of a level finish changes no bit.
-#[cfg(test)]
-pub(super) mod delay {
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    /// The seed of the delays (0: none).
-    pub(in crate::engine) static SEED: AtomicU64 = AtomicU64::new(0);
-
-    /// Spins for a pseudo-random while, up to about 50 µs, when delays are on.
-    pub(in crate::engine) fn wait(node: usize) {
-        let seed = SEED.load(Ordering::Relaxed);
-        if seed == 0 {
-            return;
-        }
-        // A fresh value per call: the seed, the node and a per-thread count.
-        thread_local!(static COUNT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) });
-        let c = COUNT.with(|c| {
-            c.set(c.get().wrapping_add(1));
-            c.get()
-        });
-        let mut x = seed ^ (node as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ c << 32;
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^= x >> 33;
-        let until = std::time::Instant::now() + std::time::Duration::from_nanos(x % 50_000);
-        while std::time::Instant::now() < until {
-            std::hint::spin_loop();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,9 +511,9 @@ mod tests {
         let mut one = engine(Profile::Strict, 4, 1);
         let alone = play(&mut one, 10_000);
         let mut e = engine(Profile::Strict, 4, 3);
-        delay::SEED.store(0x5eed, std::sync::atomic::Ordering::Relaxed);
+        super::super::delay::SEED.store(0x5eed, std::sync::atomic::Ordering::Relaxed);
         let spread = play(&mut e, 10_000);
-        delay::SEED.store(0, std::sync::atomic::Ordering::Relaxed);
+        super::super::delay::SEED.store(0, std::sync::atomic::Ordering::Relaxed);
         assert!(e.levels.spread >= 10_000);
         assert!(spread == alone, "the same bits with delays");
     }

@@ -77,7 +77,7 @@ unsafe fn run_part(data: *const (), k: usize) {
     let batch = unsafe { std::slice::from_raw_parts(job.members.add(from), to - from) };
     let _mode = FpGuard::new(job.flush);
     #[cfg(test)]
-    super::parallel::delay::wait(batch[0]);
+    super::delay::wait(batch[0]);
     for &i in batch {
         // SAFETY: the members of a group are distinct and of one level: slot
         // `i` is this part's alone, its sources are in earlier levels
@@ -348,9 +348,9 @@ mod tests {
         let mut one = engine(&text, Profile::Live, 16, 1);
         let alone = play(&mut one, 2000);
         let mut e = engine(&text, Profile::Live, 16, 3);
-        super::super::parallel::delay::SEED.store(0x5eed, std::sync::atomic::Ordering::Relaxed);
+        super::super::delay::SEED.store(0x5eed, std::sync::atomic::Ordering::Relaxed);
         let split = play(&mut e, 2000);
-        super::super::parallel::delay::SEED.store(0, std::sync::atomic::Ordering::Relaxed);
+        super::super::delay::SEED.store(0, std::sync::atomic::Ordering::Relaxed);
         assert_eq!(e.levels.split, 4000);
         assert!(split == alone, "the same bits with delays");
     }

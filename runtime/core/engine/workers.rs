@@ -149,7 +149,7 @@ impl Workers {
     }
 
     /// [`new`](Self::new) for a real-time session: the workers ask for
-    /// `SCHED_FIFO` at [`WORKER_PRIORITY`] ([`realtime`](Self::realtime)
+    /// `SCHED_FIFO` at priority 10 ([`realtime`](Self::realtime)
     /// says whether the system allowed it).
     pub fn new_realtime(threads: usize) -> Workers {
         Workers::spawn(threads, true)
@@ -208,7 +208,7 @@ impl Workers {
     }
 
     /// Whether every worker runs under real-time scheduling (`SCHED_FIFO`
-    /// at [`WORKER_PRIORITY`]), as asked by [`new_realtime`](Self::new_realtime)
+    /// at priority 10), as asked by [`new_realtime`](Self::new_realtime)
     /// and allowed by the system when the pool was made; false for
     /// [`new`](Self::new)'s pool and where the system does not allow it
     /// (no privilege, no such policy), the workers then running at their
@@ -339,7 +339,7 @@ unsafe fn noop(_: *const (), _: usize) {}
 /// normal priority, below the system's own real-time threads.
 pub const WORKER_PRIORITY: i32 = 10;
 
-/// Puts the thread of `h` under `SCHED_FIFO` at [`WORKER_PRIORITY`]:
+/// Puts the thread of `h` under `SCHED_FIFO` at priority 10:
 /// false if the system does not allow it.
 #[cfg(unix)]
 fn raise_priority(h: &JoinHandle<()>) -> bool {

@@ -524,6 +524,17 @@ struct Process {
     /// silence and the player does not run, so no frame is lost to ports
     /// that lead nowhere yet.
     connected: Arc<AtomicBool>,
+    /// How many of the output ports (the first ones) and of the input
+    /// ports are connected to a peer. The server applies a connection to
+    /// the graph at the start of a later cycle, one connection at a time,
+    /// so after `connected` is set the callback still plays silence until
+    /// this cycle's graph holds every one of them, or for at most
+    /// `link_wait` frames (a connection someone removed meanwhile does not
+    /// keep the stream silent); then `linked` is set.
+    outs_to_link: usize,
+    ins_to_link: usize,
+    linked: bool,
+    link_wait: usize,
     /// The server's transport, read each cycle under `--transport follow`.
     transport: Option<jack::Transport>,
 }
@@ -532,7 +543,11 @@ impl jack::ProcessHandler for Process {
     fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
         let n = ps.n_frames() as usize;
         let ch = self.outs.len();
-        if !self.connected.load(Ordering::Acquire) {
+        if !self.linked && self.connected.load(Ordering::Acquire) {
+            self.linked = self.link_wait == 0 || self.links_in_graph();
+            self.link_wait = self.link_wait.saturating_sub(n);
+        }
+        if !self.linked {
             for port in &mut self.outs {
                 port.as_mut_slice(ps).fill(0.0);
             }
@@ -580,6 +595,19 @@ impl jack::ProcessHandler for Process {
 }
 
 impl Process {
+    /// Whether the graph of this cycle has every connection asked for
+    /// (`jack_port_connected` reads the graph the server runs, without
+    /// locking or allocating).
+    fn links_in_graph(&self) -> bool {
+        let linked = |n: Result<usize, jack::Error>| n.is_ok_and(|n| n > 0);
+        self.outs[..self.outs_to_link]
+            .iter()
+            .all(|p| linked(p.connected_count()))
+            && self.ins[..self.ins_to_link]
+                .iter()
+                .all(|p| linked(p.connected_count()))
+    }
+
     /// Whether this cycle plays: always, unless the transport is followed
     /// and is not rolling (a stop asked for still plays its fade). Keeps
     /// the transport's tempo for [`transport_bpm`].
@@ -674,6 +702,12 @@ impl Device for JackDevice {
             writer,
             writers: Some((from_control, to_control)),
             connected: connected.clone(),
+            outs_to_link: names.len().min(self.targets.len()),
+            ins_to_link: in_names.len().min(self.sources.len()),
+            linked: false,
+            // Half a second: many cycles more than the server takes to
+            // apply a connection, even under load.
+            link_wait: c.sample_rate() as usize / 2,
         };
         let notices = Notices {
             events,
