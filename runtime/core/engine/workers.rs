@@ -107,6 +107,9 @@ struct Shared {
     origin: std::time::Instant,
     /// One per worker, worker `k` at `k − 1`.
     tallies: Box<[Tally]>,
+    /// Workers that have started their loop (an atomic count, so that a
+    /// worker frees nothing once it has said so).
+    started: AtomicUsize,
     /// A test-only hook: a worker (its number; 0: none) that sleeps
     /// `delay_ns` after claiming each step, as a preempted worker would.
     #[cfg(test)]
@@ -169,31 +172,29 @@ impl Workers {
             deadline_ns: AtomicU64::new(0),
             origin: std::time::Instant::now(),
             tallies: (1..threads.max(1)).map(|_| Tally::default()).collect(),
+            started: AtomicUsize::new(0),
             #[cfg(test)]
             delay: (AtomicUsize::new(0), AtomicU64::new(0)),
         });
         let mut handles = Vec::new();
-        let (told, ids) = std::sync::mpsc::channel();
         for k in 1..threads.max(1) {
             let s = shared.clone();
-            let told = told.clone();
             let h = std::thread::Builder::new()
                 .name(format!("morphrt-worker-{k}"))
                 .spawn(move || {
                     s.tallies[k - 1]
                         .os_id
                         .store(os_thread_id(), Ordering::Relaxed);
-                    let _ = told.send(());
-                    drop(told);
+                    s.started.fetch_add(1, Ordering::Release);
                     worker(&s, k)
                 })
                 .expect("the system spawns a worker thread");
             handles.push(h);
         }
-        drop(told);
-        // Every worker has written its id before the pool is handed out.
-        for _ in &handles {
-            let _ = ids.recv();
+        // Every worker has written its id and is in its loop, where it
+        // neither allocates nor frees, before the pool is handed out.
+        while shared.started.load(Ordering::Acquire) < handles.len() {
+            std::thread::yield_now();
         }
         let threads = handles.iter().map(|h| h.thread().clone()).collect();
         let realtime = raise && handles.iter().all(raise_priority) || handles.is_empty();
