@@ -110,9 +110,8 @@ struct Shared {
     /// Workers that have started their loop (an atomic count, so that a
     /// worker frees nothing once it has said so).
     started: AtomicUsize,
-    /// A test-only hook: a worker (its number; 0: none) that sleeps
+    /// A hook for tests: a worker (its number; 0: none) that sleeps
     /// `delay_ns` after claiming each step, as a preempted worker would.
-    #[cfg(test)]
     delay: (AtomicUsize, AtomicU64),
 }
 
@@ -173,7 +172,6 @@ impl Workers {
             origin: std::time::Instant::now(),
             tallies: (1..threads.max(1)).map(|_| Tally::default()).collect(),
             started: AtomicUsize::new(0),
-            #[cfg(test)]
             delay: (AtomicUsize::new(0), AtomicU64::new(0)),
         });
         let mut handles = Vec::new();
@@ -274,10 +272,11 @@ impl Workers {
         s.deadline_ns.store(at, Ordering::Relaxed);
     }
 
-    /// The test-only delay hook: worker `k` (0: none) sleeps `ns` after
-    /// each step it claims.
-    #[cfg(test)]
-    pub(super) fn delay_worker(&self, k: usize, ns: u64) {
+    /// A hook for tests (`run --thread-test-delay`): worker `k` (0: none)
+    /// sleeps `ns` after each step it claims, as a preempted worker would,
+    /// so that it misses the callback's deadline.
+    #[doc(hidden)]
+    pub fn delay_worker(&self, k: usize, ns: u64) {
         let d = &self.inner.shared.delay;
         d.1.store(ns, Ordering::Relaxed);
         d.0.store(k, Ordering::Relaxed);
@@ -364,8 +363,6 @@ fn raise_priority(_: &JoinHandle<()>) -> bool {
 /// `k`: the worker number of the calling thread (0: the caller of
 /// [`Workers::run`]).
 fn claim_all(s: &Shared, epoch: u64, k: usize) -> usize {
-    #[cfg(not(test))]
-    let _ = k;
     let mut ran = 0;
     let mut word = s.word.load(Ordering::Acquire);
     loop {
@@ -381,7 +378,6 @@ fn claim_all(s: &Shared, epoch: u64, k: usize) -> usize {
                 // SAFETY: the claim succeeded in `epoch`, whose job was
                 // written before it was published; see `Shared`.
                 let job = unsafe { *s.job.get() };
-                #[cfg(test)]
                 if k != 0 && s.delay.0.load(Ordering::Relaxed) == k {
                     std::thread::sleep(std::time::Duration::from_nanos(
                         s.delay.1.load(Ordering::Relaxed),
