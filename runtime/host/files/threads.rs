@@ -29,7 +29,10 @@ pub struct ThreadArgs {
 fn worker_delay(s: &str) -> Result<(usize, u64), String> {
     let bad = || format!("`{s}` is not K:NS (a worker number and nanoseconds, e.g. 2:20000000)");
     let (k, ns) = s.split_once(':').ok_or_else(bad)?;
-    Ok((k.parse().map_err(|_| bad())?, ns.parse().map_err(|_| bad())?))
+    Ok((
+        k.parse().map_err(|_| bad())?,
+        ns.parse().map_err(|_| bad())?,
+    ))
 }
 
 impl ThreadArgs {
