@@ -538,6 +538,11 @@ impl<I: InputSource + ?Sized> Player<I> {
             self.written_frames += 1;
         }
         drop(fp);
+        if let Some(w) = self.deck.engine().workers() {
+            // What the control thread runs on the pool between callbacks
+            // (fast-forwarding an incoming engine) has no deadline.
+            w.set_deadline_after(0);
+        }
         if let Some(tap) = &mut self.tap {
             // The performance frames lead the buffer; silence after the end is not recorded.
             let played = (self.written_frames - written_before) as usize;
