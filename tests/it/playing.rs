@@ -2,8 +2,8 @@
 //! the real binary: an edit of a setting the session fixes is said to be
 //! not applied (and replays bit for bit), an event an edit adds in the past
 //! is said never to fire, a resource edit's latency runs from the edit, a
-//! resumed session's timeline has one timebase, and the clock device says
-//! what its xruns are.
+//! resumed session's timeline has one timebase, the clock device says
+//! what its xruns are, and a worker late for the callback is named.
 
 use crate::support as common;
 
@@ -334,6 +334,54 @@ fn the_clock_device_says_what_its_xruns_are() {
         ),
         "{summary}"
     );
+}
+
+/// A worker that finishes its work after the callback's deadline is named
+/// with its xruns, in the status line and in the summary: worker 2 of
+/// three threads sleeps 20 ms after each step it claims (the hidden test
+/// hook `--thread-test-delay`), far past a callback's budget.
+#[test]
+fn a_worker_past_the_callback_s_deadline_is_named_with_its_xruns() {
+    let scene = common::root().join("scenes/dub-chain.json");
+    let mut s = Session::start(
+        &scene,
+        &[
+            "--no-journal",
+            "--no-watch",
+            "--threads",
+            "3",
+            "--thread-min-work-ns",
+            "0",
+            "--thread-test-delay",
+            "2:20000000",
+        ],
+    );
+    // The status line (every 5 s) once worker 2 has been late: it may
+    // take a while on a loaded machine, where the caller and worker 1 can
+    // claim every step of many levels before worker 2 is scheduled.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let l = s
+            .lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no status naming worker 2; log:\n{}", s.log.join("\n")));
+        s.log.push(l.clone());
+        if l.contains("worker xruns: ") && l.contains(" on worker 2") {
+            break l;
+        }
+    };
+    assert!(!status.contains("worker 3"), "two workers: {status}");
+    let all = s.quit();
+    let summary = all
+        .lines()
+        .find(|l| l.starts_with("played "))
+        .unwrap_or_else(|| panic!("no summary:\n{all}"));
+    let late = summary
+        .split("worker xruns (callbacks a worker kept past their deadline): ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no worker xruns: {summary}"));
+    assert!(late.contains(" on worker 2"), "{summary}");
 }
 
 /// A profile switch moves a scene's events to its own grid (to their

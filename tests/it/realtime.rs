@@ -325,6 +325,17 @@ fn handovers_in_the_callback(
     blocks: u64,
     tag: &str,
 ) -> (usize, usize, usize) {
+    handovers_with_workers(scene, blocks, tag, None)
+}
+
+/// [`handovers_in_the_callback`] with every engine of the session (the
+/// playing one, the incoming ones) spreading its work over `workers`.
+fn handovers_with_workers(
+    scene: &std::path::Path,
+    blocks: u64,
+    tag: &str,
+    workers: Option<&morphrt::engine::Workers>,
+) -> (usize, usize, usize) {
     use morphrt::engine::incoming::{Incoming, SessionFixed};
     use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use morphrt::host::live::session::{LiveSession, Playing, SessionConfig};
@@ -354,14 +365,16 @@ fn handovers_in_the_callback(
         )
         .unwrap()
     };
-    let fixed = SessionFixed::from_plan(
+    let mut fixed = SessionFixed::from_plan(
         &first_plan,
         morphrt::host::files::resources::Folders::shared(resources),
     );
+    fixed.workers = workers.cloned();
     let file_profile = morphrt::scene::load_str(&text, "scene.json", None)
         .unwrap()
         .profile;
-    let first = Incoming::from_plan(first_plan, file_profile, Vec::new());
+    let mut first = Incoming::from_plan(first_plan, file_profile, Vec::new());
+    first.engine.set_workers(workers.cloned());
     let reads_input = first.engine.input_channels() > 0;
     let meters = Arc::new(Meters::default());
     let controls = Arc::new(Switches::default());
@@ -458,6 +471,76 @@ fn a_handover_every_100_blocks_never_allocates_in_the_callback_over_10000_blocks
     let (allocs, frees, changes) = handovers_in_the_callback(&scene, 10_000, "every-100");
     assert!(changes >= 99, "{changes} handovers");
     assert_eq!((allocs, frees), (0, 0), "the callback allocated or freed");
+}
+
+/// The handovers of [`handovers_in_the_callback`] (state migrated
+/// through structural and param edits, a profile switch) with the levels,
+/// lane groups and voices of a scene with branches and of a scene with
+/// voices spread over three threads: neither the callback nor any
+/// worker allocates or frees, and the workers did run steps. A failure
+/// names the first allocation or free on a worker, with its backtrace.
+#[test]
+fn handovers_never_allocate_in_the_callback_or_on_any_worker() {
+    use crate::support::counting::{unwatch, watch, watched_counts, watched_first};
+    let workers = morphrt::engine::Workers::new(3);
+    workers.set_min_work_ns(0);
+    for name in ["dub-chain", "poly-pad"] {
+        let scene = common::root().join(format!("scenes/{name}.json"));
+        let steps = |w: &morphrt::engine::Workers| (1..3).map(|k| w.steps_run(k)).sum::<u64>();
+        let before = steps(&workers);
+        let places = watch(&workers.worker_os_ids());
+        let (allocs, frees, changes) =
+            handovers_with_workers(&scene, 600, "workers", Some(&workers));
+        let on_workers = watched_counts(&places);
+        unwatch(&places);
+        let first = watched_first().unwrap_or_default();
+        assert!(changes >= 5, "{name}: {changes} handovers");
+        assert!(steps(&workers) > before, "{name}: the workers ran steps");
+        assert_eq!(
+            (allocs, frees),
+            (0, 0),
+            "{name}: the callback allocated or freed"
+        );
+        assert_eq!(
+            on_workers,
+            (0, 0),
+            "{name}: a worker allocated or freed, first {first}"
+        );
+    }
+}
+
+/// A pool's workers neither allocate nor free once the pool is handed
+/// out: what starting a worker allocates and frees is done before
+/// `Workers::new` returns. Two hundred pools, each watched from the moment
+/// it is made until it has run levels of steps on its workers.
+#[test]
+fn a_new_pool_s_workers_neither_allocate_nor_free_once_it_is_handed_out() {
+    use crate::support::counting::{unwatch, watch, watched_counts, watched_first};
+    let scene = common::root().join("scenes/dub-chain.json");
+    let text = std::fs::read_to_string(scene).unwrap();
+    let mut engine = common::engine(&text, Some(Profile::Strict), 64);
+    for round in 0..200 {
+        let workers = morphrt::engine::Workers::new(3);
+        let places = watch(&workers.worker_os_ids());
+        workers.set_min_work_ns(0);
+        engine.set_workers(Some(workers.clone()));
+        // A few blocks, and a moment in which a worker still starting up
+        // would free what it started with (the passing case waits for
+        // nothing).
+        for _ in 0..4 {
+            engine.process_block(64);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let counts = watched_counts(&places);
+        unwatch(&places);
+        engine.set_workers(None);
+        let first = watched_first().unwrap_or_default();
+        assert_eq!(
+            counts,
+            (0, 0),
+            "pool {round}: a worker allocated or freed, first {first}"
+        );
+    }
 }
 
 /// The same with every shipped scene, over 1,200 blocks (12 handovers each).

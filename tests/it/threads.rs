@@ -168,6 +168,36 @@ fn a_session_at_two_threads_with_an_edit_and_a_switch_replays_at_one() {
     common::assert_replays(&journal, &capture, &all);
 }
 
+/// A job another thread runs on the pool between two callbacks (as the
+/// control side fast-forwards an incoming engine) has no deadline: a
+/// worker slow in it counts no xrun, although it starts well inside the
+/// budget of the callback before (a second).
+#[test]
+fn a_worker_slow_in_a_job_between_callbacks_counts_no_xrun() {
+    let text = std::fs::read_to_string(common::root().join("scenes/dub-chain.json")).unwrap();
+    let workers = Workers::new(3);
+    workers.set_min_work_ns(0);
+    let xruns = |w: &Workers| (1..3).map(|k| w.xruns(k)).collect::<Vec<_>>();
+    let mut playing = common::engine(&text, Some(Profile::Strict), 64);
+    playing.set_workers(Some(workers.clone()));
+    let mut player = common::player(playing, 240);
+    player.fill(&mut vec![0.0f32; 48_000 * 2]);
+    let before = xruns(&workers);
+    // Worker 2 sleeps 1.5 s after each step it claims, past the end of
+    // that callback's budget.
+    workers.delay_worker(2, 1_500_000_000);
+    let mut other = common::engine(&text, Some(Profile::Strict), 64);
+    other.set_workers(Some(workers.clone()));
+    let steps = workers.steps_run(2);
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while workers.steps_run(2) == steps && std::time::Instant::now() < give_up {
+        other.process_block(64);
+    }
+    workers.delay_worker(0, 0);
+    assert!(workers.steps_run(2) > steps, "worker 2 ran a step");
+    assert_eq!(xruns(&workers), before, "no xrun outside a callback");
+}
+
 /// The real callback path (`PlayerCell::fill`) of a scene with branches
 /// and of a scene with voices, their nodes and voices spread over two
 /// threads: the callback's thread never allocates or frees.

@@ -517,4 +517,50 @@ mod tests {
         assert!(e.levels.spread >= 10_000);
         assert!(spread == alone, "the same bits with delays");
     }
+
+    /// Plays blocks of `e`, each with a deadline `deadline_ms` after its
+    /// start, until worker `k` has run a step in `blocks` of them (at most
+    /// 20 s): each worker's xruns. The bits are those of `one`, the same
+    /// engine on one thread.
+    fn xruns_after(
+        e: &mut Engine,
+        one: &mut Engine,
+        deadline_ms: u64,
+        k: usize,
+        blocks: u64,
+    ) -> Vec<u64> {
+        let w = e.workers().unwrap().clone();
+        let (mut with_steps, mut last) = (0, w.steps_run(k));
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while with_steps < blocks && std::time::Instant::now() < give_up {
+            w.set_deadline_after(deadline_ms * 1_000_000);
+            assert!(play(e, 1) == play(one, 1), "the bits of one thread");
+            if w.steps_run(k) > last {
+                with_steps += 1;
+                last = w.steps_run(k);
+            }
+        }
+        assert_eq!(
+            with_steps, blocks,
+            "worker {k} ran steps in {blocks} blocks"
+        );
+        (1..w.threads()).map(|k| w.xruns(k)).collect()
+    }
+
+    #[test]
+    fn a_worker_that_finishes_after_the_deadline_counts_an_xrun_of_its_own() {
+        let mut e = engine(Profile::Strict, 64, 3);
+        let mut one = engine(Profile::Strict, 64, 1);
+        // Generous deadlines and no delay: no worker is late.
+        assert_eq!(xruns_after(&mut e, &mut one, 2_000, 1, 3), vec![0, 0]);
+        // Worker 2 sleeps 300 ms after each claim; the deadline is 100 ms.
+        // Worker 1, running the block's later levels after the deadline,
+        // made no one wait: no xrun of its own.
+        let w = e.workers().unwrap().clone();
+        w.delay_worker(2, 300_000_000);
+        let xruns = xruns_after(&mut e, &mut one, 100, 2, 2);
+        assert_eq!(xruns, vec![0, 2], "one xrun per late block, on worker 2");
+        w.set_deadline_after(0);
+        w.delay_worker(0, 0);
+    }
 }

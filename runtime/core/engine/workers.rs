@@ -27,7 +27,7 @@
 //! step of this one is done.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::{JoinHandle, Thread};
 
@@ -74,6 +74,20 @@ struct Pool {
     realtime: bool,
 }
 
+/// What one worker counts, written by that worker alone (preallocated:
+/// counting is an atomic add).
+#[derive(Default)]
+struct Tally {
+    /// The worker's OS thread id (0 where there is none).
+    os_id: AtomicI32,
+    /// Steps it ran.
+    steps: AtomicU64,
+    /// Blocks in which it finished a step after the deadline.
+    xruns: AtomicU64,
+    /// The deadline of the block it last counted an xrun in.
+    late_at: AtomicU64,
+}
+
 struct Shared {
     /// epoch (24 bits) | steps (20 bits) | next step to claim (20 bits).
     word: AtomicU64,
@@ -87,6 +101,18 @@ struct Shared {
     /// Estimated nanoseconds of work a level's other steps must add up to
     /// before it is spread over the workers.
     min_work_ns: AtomicU64,
+    /// The current block's deadline, in nanoseconds after `origin` (0:
+    /// none), set by [`Workers::set_deadline_after`].
+    deadline_ns: AtomicU64,
+    origin: std::time::Instant,
+    /// One per worker, worker `k` at `k − 1`.
+    tallies: Box<[Tally]>,
+    /// Workers that have started their loop (an atomic count, so that a
+    /// worker frees nothing once it has said so).
+    started: AtomicUsize,
+    /// A hook for tests: a worker (its number; 0: none) that sleeps
+    /// `delay_ns` after claiming each step, as a preempted worker would.
+    delay: (AtomicUsize, AtomicU64),
 }
 
 // SAFETY: `job` is written only by the thread that publishes a level,
@@ -142,15 +168,31 @@ impl Workers {
             quit: AtomicBool::new(false),
             busy: AtomicBool::new(false),
             min_work_ns: AtomicU64::new(MIN_WORK_NS),
+            deadline_ns: AtomicU64::new(0),
+            origin: std::time::Instant::now(),
+            tallies: (1..threads.max(1)).map(|_| Tally::default()).collect(),
+            started: AtomicUsize::new(0),
+            delay: (AtomicUsize::new(0), AtomicU64::new(0)),
         });
         let mut handles = Vec::new();
         for k in 1..threads.max(1) {
             let s = shared.clone();
             let h = std::thread::Builder::new()
                 .name(format!("morphrt-worker-{k}"))
-                .spawn(move || worker(&s))
+                .spawn(move || {
+                    s.tallies[k - 1]
+                        .os_id
+                        .store(os_thread_id(), Ordering::Relaxed);
+                    s.started.fetch_add(1, Ordering::Release);
+                    worker(&s, k)
+                })
                 .expect("the system spawns a worker thread");
             handles.push(h);
+        }
+        // Every worker has written its id and is in its loop, where it
+        // neither allocates nor frees, before the pool is handed out.
+        while shared.started.load(Ordering::Acquire) < handles.len() {
+            std::thread::yield_now();
         }
         let threads = handles.iter().map(|h| h.thread().clone()).collect();
         let realtime = raise && handles.iter().all(raise_priority) || handles.is_empty();
@@ -191,6 +233,55 @@ impl Workers {
         self.inner.shared.min_work_ns.store(ns, Ordering::Relaxed);
     }
 
+    /// The OS thread ids of the workers, worker 1 first (Linux; 0
+    /// elsewhere): for tests that watch what those threads do (count
+    /// their allocations).
+    pub fn worker_os_ids(&self) -> Vec<i32> {
+        let t = &self.inner.shared.tallies;
+        t.iter().map(|t| t.os_id.load(Ordering::Relaxed)).collect()
+    }
+
+    /// Steps (nodes of a level, lane groups, voices) worker `k` (1 to
+    /// `threads() − 1`) has run.
+    pub fn steps_run(&self, k: usize) -> u64 {
+        self.inner.shared.tallies[k - 1]
+            .steps
+            .load(Ordering::Acquire)
+    }
+
+    /// Xruns of worker `k` (1 to `threads() − 1`): blocks in which it
+    /// took up a level before the deadline
+    /// [`set_deadline_after`](Self::set_deadline_after) gave and finished
+    /// its steps after it, so that the caller waited for it past its
+    /// budget.
+    pub fn xruns(&self, k: usize) -> u64 {
+        self.inner.shared.tallies[k - 1]
+            .xruns
+            .load(Ordering::Acquire)
+    }
+
+    /// Sets the deadline of the block about to run: `ns` nanoseconds from
+    /// now (0: none). Real-time safe (a clock read and an atomic store);
+    /// the callback calls it as it starts, with its budget.
+    pub fn set_deadline_after(&self, ns: u64) {
+        let s = &*self.inner.shared;
+        let at = match ns {
+            0 => 0,
+            ns => (s.origin.elapsed().as_nanos() as u64 + ns).max(1),
+        };
+        s.deadline_ns.store(at, Ordering::Relaxed);
+    }
+
+    /// A hook for tests (`run --thread-test-delay`): worker `k` (0: none)
+    /// sleeps `ns` after each step it claims, as a preempted worker would,
+    /// so that it misses the callback's deadline.
+    #[doc(hidden)]
+    pub fn delay_worker(&self, k: usize, ns: u64) {
+        let d = &self.inner.shared.delay;
+        d.1.store(ns, Ordering::Relaxed);
+        d.0.store(k, Ordering::Relaxed);
+    }
+
     /// Runs `job` for steps `0..steps` on this thread and the workers;
     /// returns when every step is done. Real-time safe: no allocation,
     /// lock or blocking call. The engines of a session share one pool: while
@@ -228,7 +319,7 @@ impl Workers {
         for t in &self.inner.threads {
             t.unpark();
         }
-        let mine = claim_all(s, epoch);
+        let mine = claim_all(s, epoch, 0);
         let mut spins = 0u32;
         while s.done.load(Ordering::Acquire) + mine < steps {
             if spins < WAIT_SPINS {
@@ -269,7 +360,9 @@ fn raise_priority(_: &JoinHandle<()>) -> bool {
 /// Claims and runs steps of level `epoch` until none is left; returns how
 /// many this thread ran (the caller counts its own; a worker adds its
 /// steps to `done`).
-fn claim_all(s: &Shared, epoch: u64) -> usize {
+/// `k`: the worker number of the calling thread (0: the caller of
+/// [`Workers::run`]).
+fn claim_all(s: &Shared, epoch: u64, k: usize) -> usize {
     let mut ran = 0;
     let mut word = s.word.load(Ordering::Acquire);
     loop {
@@ -285,6 +378,11 @@ fn claim_all(s: &Shared, epoch: u64) -> usize {
                 // SAFETY: the claim succeeded in `epoch`, whose job was
                 // written before it was published; see `Shared`.
                 let job = unsafe { *s.job.get() };
+                if k != 0 && s.delay.0.load(Ordering::Relaxed) == k {
+                    std::thread::sleep(std::time::Duration::from_nanos(
+                        s.delay.1.load(Ordering::Relaxed),
+                    ));
+                }
                 // SAFETY: step `next` of this level is claimed by this
                 // thread alone; `Workers::run`'s contract.
                 unsafe { (job.run)(job.data, next) };
@@ -296,7 +394,18 @@ fn claim_all(s: &Shared, epoch: u64) -> usize {
     }
 }
 
-fn worker(s: &Shared) {
+/// The calling thread's OS id (Linux), 0 elsewhere.
+fn os_thread_id() -> i32 {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no preconditions.
+    return unsafe { libc::gettid() };
+    #[cfg(not(target_os = "linux"))]
+    return 0;
+}
+
+/// Worker `k`'s loop.
+fn worker(s: &Shared, k: usize) {
+    let tally = &s.tallies[k - 1];
     let mut seen = 0u64;
     loop {
         let mut spins = 0u32;
@@ -320,8 +429,22 @@ fn worker(s: &Shared) {
             }
         };
         seen = epoch;
-        let ran = claim_all(s, epoch);
+        let woke = s.origin.elapsed().as_nanos() as u64;
+        let ran = claim_all(s, epoch, k);
         if ran > 0 {
+            tally.steps.fetch_add(ran as u64, Ordering::Release);
+            // Late: woken before the deadline, done after it (a worker
+            // that starts a level after the deadline made no one wait
+            // past it). Counted before the steps are marked done, so the
+            // caller sees the xrun when it returns.
+            let deadline = s.deadline_ns.load(Ordering::Relaxed);
+            if deadline != 0
+                && woke <= deadline
+                && s.origin.elapsed().as_nanos() as u64 > deadline
+                && tally.late_at.swap(deadline, Ordering::Relaxed) != deadline
+            {
+                tally.xruns.fetch_add(1, Ordering::Release);
+            }
             s.done.fetch_add(ran, Ordering::Release);
         }
     }

@@ -19,6 +19,20 @@ pub struct ThreadArgs {
     /// it is spread over the threads.
     #[arg(long = "thread-min-work-ns", hide = true)]
     pub min_work_ns: Option<u64>,
+    /// A hook for tests, `K:NS`: worker K sleeps NS nanoseconds after each
+    /// step it claims, as a preempted worker would.
+    #[arg(long = "thread-test-delay", hide = true, value_parser = worker_delay)]
+    pub test_delay: Option<(usize, u64)>,
+}
+
+/// `K:NS` of `--thread-test-delay`.
+fn worker_delay(s: &str) -> Result<(usize, u64), String> {
+    let bad = || format!("`{s}` is not K:NS (a worker number and nanoseconds, e.g. 2:20000000)");
+    let (k, ns) = s.split_once(':').ok_or_else(bad)?;
+    Ok((
+        k.parse().map_err(|_| bad())?,
+        ns.parse().map_err(|_| bad())?,
+    ))
 }
 
 impl ThreadArgs {
@@ -38,6 +52,9 @@ impl ThreadArgs {
         if let Some(ns) = self.min_work_ns {
             w.set_min_work_ns(ns);
         }
+        if let Some((k, ns)) = self.test_delay {
+            w.delay_worker(k, ns);
+        }
         Some(w)
     }
 }
@@ -51,6 +68,18 @@ pub fn priority_note(workers: &Workers) -> Option<String> {
             workers.threads() - 1
         )
     })
+}
+
+/// The xruns the workers caused, worker by worker: `3 on worker 2, 1 on
+/// worker 3`, each a callback the worker kept past its deadline (it
+/// finished its work after the callback's budget ran out); `None` when no
+/// worker was late. Reads atomics only.
+pub fn worker_xruns_text(workers: &Workers) -> Option<String> {
+    let late: Vec<String> = (1..workers.threads())
+        .filter(|&k| workers.xruns(k) > 0)
+        .map(|k| format!("{} on worker {k}", workers.xruns(k)))
+        .collect();
+    (!late.is_empty()).then(|| late.join(", "))
 }
 
 /// Every core of the machine (1 when it cannot be told).

@@ -38,9 +38,14 @@ thread_local! {
     static TID: Cell<i32> = const { Cell::new(0) };
 }
 
-/// The place of the calling thread among the watched ones, if it is one.
+/// The place of the calling thread among the watched ones, if it is one
+/// (none while this thread records a backtrace: what that allocates is
+/// the test's, not the thread's).
 fn watched_place() -> Option<usize> {
     if WATCHED.iter().all(|w| w.load(Ordering::Relaxed) == 0) {
+        return None;
+    }
+    if RECORDING.try_with(Cell::get).unwrap_or(true) {
         return None;
     }
     let tid = TID
@@ -57,10 +62,42 @@ fn watched_place() -> Option<usize> {
         .position(|w| w.load(Ordering::Relaxed) == tid)
 }
 
+thread_local! {
+    /// This thread is recording a backtrace ([`record_first`]).
+    static RECORDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Where a watched thread first allocated or freed since [`watch`]
+/// (`kind` and a backtrace), for the message of a failed test.
+static FIRST: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Records, the first time a watched thread allocates or frees since
+/// [`watch`], what it did and its backtrace; what recording allocates is
+/// not counted.
+fn record_first(kind: &str) {
+    if RECORDING.try_with(|r| r.replace(true)).unwrap_or(true) {
+        return;
+    }
+    if let Ok(mut first) = FIRST.try_lock() {
+        if first.is_none() {
+            let trace = std::backtrace::Backtrace::force_capture();
+            *first = Some(format!("{kind}\n{trace}"));
+        }
+    }
+    RECORDING.with(|r| r.set(false));
+}
+
+/// What the watched threads first allocated or freed since [`watch`], with
+/// its backtrace (none if nothing).
+pub fn watched_first() -> Option<String> {
+    FIRST.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 /// Counts every allocation and free of the OS threads `tids` from now
 /// on, wherever they run, until [`unwatch`]; returns their places, for
 /// [`watched_counts`].
 pub fn watch(tids: &[i32]) -> Vec<usize> {
+    *FIRST.lock().unwrap_or_else(|e| e.into_inner()) = None;
     tids.iter()
         .map(|&tid| {
             (0..WATCHED_AT_ONCE)
@@ -117,6 +154,7 @@ unsafe impl GlobalAlloc for Counting {
         }
         if let Some(i) = watched_place() {
             WATCHED_ALLOCS[i].fetch_add(1, Ordering::Relaxed);
+            record_first("an allocation");
         }
         unsafe { System.alloc(layout) }
     }
@@ -126,6 +164,7 @@ unsafe impl GlobalAlloc for Counting {
         }
         if let Some(i) = watched_place() {
             WATCHED_FREES[i].fetch_add(1, Ordering::Relaxed);
+            record_first("a free");
         }
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -135,6 +174,7 @@ unsafe impl GlobalAlloc for Counting {
         }
         if let Some(i) = watched_place() {
             WATCHED_ALLOCS[i].fetch_add(1, Ordering::Relaxed);
+            record_first("a reallocation");
         }
         unsafe { System.realloc(ptr, layout, new_size) }
     }

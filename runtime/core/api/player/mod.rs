@@ -487,6 +487,11 @@ impl<I: InputSource + ?Sized> Player<I> {
         let start = self.origin.elapsed().as_nanos() as u64;
         let dc = self.device_channels;
         let frames = out.len() / dc;
+        if let Some(w) = self.deck.engine().workers() {
+            // A worker that keeps this callback past its budget counts an
+            // xrun of its own.
+            w.set_deadline_after((frames as f64 / self.sample_rate * 1e9) as u64);
+        }
         if self.switches.stop.load(Ordering::Relaxed) && self.fade_left_frames.is_none() {
             self.fade_left_frames = Some(self.fade_frames);
         }
@@ -533,6 +538,11 @@ impl<I: InputSource + ?Sized> Player<I> {
             self.written_frames += 1;
         }
         drop(fp);
+        if let Some(w) = self.deck.engine().workers() {
+            // What the control thread runs on the pool between callbacks
+            // (fast-forwarding an incoming engine) has no deadline.
+            w.set_deadline_after(0);
+        }
         if let Some(tap) = &mut self.tap {
             // The performance frames lead the buffer; silence after the end is not recorded.
             let played = (self.written_frames - written_before) as usize;

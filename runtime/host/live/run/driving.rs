@@ -279,6 +279,9 @@ impl Driver for LiveDriver {
 
     fn status(&self) -> String {
         let mut s = format!("  [{}]", self.session.profile());
+        if let Some(late) = self.worker_xruns() {
+            s += &format!("  worker xruns: {late}");
+        }
         s += &self.hub.status();
         if !self.session.last_result.is_empty() {
             s += "  ";
@@ -289,6 +292,13 @@ impl Driver for LiveDriver {
 }
 
 impl LiveDriver {
+    /// The xruns the session's workers caused, worker by worker (`None`
+    /// without workers or when none was late).
+    pub(super) fn worker_xruns(&self) -> Option<String> {
+        let workers = self.session.fixed().workers.as_ref()?;
+        crate::host::files::threads::worker_xruns_text(workers)
+    }
+
     /// The first stop signal stops the session as `q` does (a fade, then
     /// the capture and the journal are finished); a second one ends the
     /// process at once.

@@ -510,7 +510,11 @@ impl Live {
             None => None,
         };
         let r = result?;
-        let xruns = xruns_text(&r, out.device.xrun_summary());
+        let mut xruns = xruns_text(&r, out.device.xrun_summary());
+        if let Some(late) = control.worker_xruns() {
+            xruns +=
+                &format!("; worker xruns (callbacks a worker kept past their deadline): {late}");
+        }
         summary(&r, sr, &xruns, &control, &meters, tap_report.as_ref(), log);
         let capture_error = tap_report.and_then(|t| t.error);
         if let Some(c) = &input_device {
