@@ -410,17 +410,20 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         }
     }
 
-    /// The network in runs of at most [`CHUNK`] samples in which no line's
-    /// ring wraps. Each sample's step is written for all sixteen lines at
-    /// once (fixed-size arrays the compiler turns into vector operations:
-    /// two AVX2 registers of f32, four of f64); the lines' outputs of the
-    /// run are kept line by line, and the two wet sums then add them line
-    /// by line for every sample of the run at once (the samples side by
-    /// side in vector lanes). Every lane does the operations of the
-    /// formulas in the module docs in that order, and each wet sum adds
-    /// the lines in order 0 … 15, so the bits are the same at every
-    /// instruction set and block size. `STEREO` feeds `x_r` into the
-    /// lines through the right input's taps and into `out_r`'s dry part.
+    /// The network in runs of at most [`CHUNK`] samples (without AVX-512,
+    /// runs in which no line's ring wraps). Each sample's step is written
+    /// for all sixteen lines at once (fixed-size arrays the compiler turns
+    /// into vector operations: two AVX2 registers of f32, four of f64);
+    /// with AVX-512, groups of sixteen samples (f32) or eight (f64) run
+    /// through `reverb_lanes.rs`, which reads and writes each line's
+    /// samples as a row and transposes them. The lines' outputs of the run
+    /// are kept line by line, and the two wet sums then add them line by
+    /// line for every sample of the run at once (the samples side by side
+    /// in vector lanes). Every lane does the operations of the formulas in
+    /// the module docs in that order, and each wet sum adds the lines in
+    /// order 0 … 15, so the bits are the same at every instruction set and
+    /// block size. `STEREO` feeds `x_r` into the lines through the right
+    /// input's taps and into `out_r`'s dry part.
     #[inline(always)]
     fn run_lanes<const STEREO: bool>(
         &mut self,
