@@ -329,23 +329,46 @@ impl Deck {
 /// feeds output d; a mono bus also feeds output 1; a one-channel output
 /// gets the mean of all bus channels; other outputs are silent.
 fn map_bus(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
-    let n = bus.frames();
-    let bc = bus.channels();
-    for i in 0..n {
-        for d in 0..ch {
-            out[i * ch + d] = if ch == 1 && bc > 1 {
-                let mut sum = 0.0;
-                for c in 0..bc {
-                    sum += bus.get(c, i);
-                }
-                sum / bc as f64
-            } else if d < bc {
-                bus.get(d, i)
-            } else if bc == 1 && d == 1 {
-                bus.get(0, i)
-            } else {
-                0.0
-            };
+    match bus {
+        BusRef::F32(b, n) => map_channels(b, n, ch, out),
+        BusRef::F64(b, n) => map_channels(b, n, ch, out),
+    }
+}
+
+/// [`map_bus`] of the first `n` frames of `bus`, an output channel at a time.
+fn map_channels<S: Copy + Into<f64>>(bus: &[Vec<S>], n: usize, ch: usize, out: &mut [f64]) {
+    let bc = bus.len();
+    let out = &mut out[..n * ch];
+    if ch == 1 && bc > 1 {
+        for (i, o) in out.iter_mut().enumerate() {
+            let mut sum = 0.0;
+            for c in bus {
+                sum += c[i].into();
+            }
+            *o = sum / bc as f64;
+        }
+        return;
+    }
+    if ch == 2 && bc >= 1 {
+        let right = &bus[if bc == 1 { 0 } else { 1 }][..n];
+        for ((o, &l), &r) in out.chunks_exact_mut(2).zip(&bus[0][..n]).zip(right) {
+            o[0] = l.into();
+            o[1] = r.into();
+        }
+        return;
+    }
+    for d in 0..ch {
+        let from = if d < bc {
+            Some(d)
+        } else if bc == 1 && d == 1 {
+            Some(0)
+        } else {
+            None
+        };
+        let to = out[d..].iter_mut().step_by(ch);
+        match from {
+            Some(c) => to.zip(&bus[c][..n]).for_each(|(o, &x)| *o = x.into()),
+            None => to.for_each(|o| *o = 0.0),
         }
     }
 }

@@ -24,7 +24,7 @@
 use super::input::{Step, Tail, TAIL_THRESHOLD};
 use super::levels::Levels;
 use crate::engine::BusRef;
-use crate::host::files::wav::{encode_sample, encode_sample_into, WavFormat, WavLayout};
+use crate::host::files::wav::{encode_sample, to_int_clipped, WavFormat, WavLayout};
 use crate::host::files::write::Sink;
 use crate::host::offline::error::RenderError;
 use crate::host::HostError;
@@ -44,6 +44,8 @@ pub struct Encoder {
     hasher: Option<Sha256>,
     hash_bytes: Vec<u8>,
     bytes: Vec<u8>,
+    /// Each channel's clipped samples in a run.
+    clips: Vec<u64>,
     /// Frames encoded so far.
     pub frames: u64,
 }
@@ -59,6 +61,7 @@ impl Encoder {
             hasher: hash.then(Sha256::new),
             hash_bytes: Vec::new(),
             bytes: Vec::new(),
+            clips: Vec::with_capacity(channels),
             frames: 0,
         }
     }
@@ -102,40 +105,47 @@ impl Encoder {
         if self.hash_is_separate() {
             let at = self.hash_bytes.len();
             self.hash_bytes.resize(at + len * width * S::BYTES, 0);
-            let put = |x: S, o: &mut [u8]| {
-                x.put_le(o);
-                false
-            };
-            interleave(
-                &mut self.hash_bytes[at..],
-                chans,
-                from..to,
-                S::BYTES,
-                put,
-                |_, _| {},
-            );
+            let out = &mut self.hash_bytes[at..];
+            match S::BYTES {
+                4 => interleave::<S, 4>(out, chans, from..to, |_, _| {}, |x| (x.le4(), false)),
+                _ => interleave::<S, 8>(out, chans, from..to, |_, _| {}, |x| (x.le8(), false)),
+            }
         }
         let at = self.bytes.len();
         self.bytes.resize(at + len * width * w, 0);
         let out = &mut self.bytes[at..];
-        let levels = &mut self.levels;
-        let counted = |c: usize, clipped: u64| {
-            levels.add_run(c, chans[c][from..to].iter().map(|x| x.to_f64()), clipped)
-        };
+        let mut clips = std::mem::take(&mut self.clips);
+        clips.clear();
+        let counted = |_, clipped| clips.push(clipped);
         match format {
-            WavFormat::F32 => {
-                let put = |x: S, o: &mut [u8]| {
-                    let x = x.to_f64();
-                    o.copy_from_slice(&(x as f32).to_le_bytes());
-                    x.abs() > 1.0
-                };
-                interleave(out, chans, from..to, 4, put, counted)
-            }
-            _ => {
-                let put = |x: S, o: &mut [u8]| encode_sample_into(x.to_f64(), format, o);
-                interleave(out, chans, from..to, w, put, counted)
-            }
+            WavFormat::F32 => interleave::<S, 4>(out, chans, from..to, counted, |x| {
+                let x = x.to_f64();
+                ((x as f32).to_le_bytes(), x.abs() > 1.0)
+            }),
+            WavFormat::F64 => interleave::<S, 8>(out, chans, from..to, counted, |x| {
+                let x = x.to_f64();
+                (x.to_le_bytes(), x.abs() > 1.0)
+            }),
+            WavFormat::I32 => interleave::<S, 4>(out, chans, from..to, counted, |x| {
+                let (v, c) = to_int_clipped(x.to_f64(), 32);
+                (v.to_le_bytes(), c)
+            }),
+            WavFormat::I24 => interleave::<S, 3>(out, chans, from..to, counted, |x| {
+                let (v, c) = to_int_clipped(x.to_f64(), 24);
+                let b = v.to_le_bytes();
+                ([b[0], b[1], b[2]], c)
+            }),
+            WavFormat::I16 => interleave::<S, 2>(out, chans, from..to, counted, |x| {
+                let (v, c) = to_int_clipped(x.to_f64(), 16);
+                ((v as i16).to_le_bytes(), c)
+            }),
+            WavFormat::U8 => interleave::<S, 1>(out, chans, from..to, counted, |x| {
+                let (v, c) = to_int_clipped(x.to_f64(), 8);
+                ([(v + 128) as u8], c)
+            }),
         }
+        self.levels.add_frames(chans, from..to, |c| clips[c]);
+        self.clips = clips;
         self.frames += len as u64;
     }
 
@@ -180,10 +190,13 @@ impl Encoder {
 }
 
 /// A bus sample: its exact f64 value and its little-endian bytes.
-trait BusSample: Copy {
+trait BusSample: Copy + Into<f64> {
     const BYTES: usize;
     fn to_f64(self) -> f64;
-    fn put_le(self, out: &mut [u8]);
+    /// The bytes of an f32 sample (unused for f64).
+    fn le4(self) -> [u8; 4];
+    /// The bytes of an f64 sample (unused for f32).
+    fn le8(self) -> [u8; 8];
 }
 
 impl BusSample for f32 {
@@ -193,8 +206,12 @@ impl BusSample for f32 {
         self as f64
     }
     #[inline]
-    fn put_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes())
+    fn le4(self) -> [u8; 4] {
+        self.to_le_bytes()
+    }
+    #[inline]
+    fn le8(self) -> [u8; 8] {
+        unreachable!("an f32 sample is hashed as 4 bytes")
     }
 }
 
@@ -205,28 +222,33 @@ impl BusSample for f64 {
         self
     }
     #[inline]
-    fn put_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes())
+    fn le4(self) -> [u8; 4] {
+        unreachable!("an f64 sample is hashed as 8 bytes")
+    }
+    #[inline]
+    fn le8(self) -> [u8; 8] {
+        self.to_le_bytes()
     }
 }
 
-/// Frames `frames` of `chans` into `out`, frame by frame and channel by
-/// channel, `w` bytes a sample written by `put`, which says whether the
-/// sample clipped; `counted(c, clipped)` after each channel `c`.
+/// Frames `frames` of `chans` into `out`, interleaved, `W` bytes a sample
+/// made by `put` (which also says whether the sample clipped), channel by
+/// channel; `counted(c, clipped)` after each channel `c`.
 #[inline]
-fn interleave<S: Copy>(
+fn interleave<S: Copy, const W: usize>(
     out: &mut [u8],
     chans: &[Vec<S>],
     frames: std::ops::Range<usize>,
-    w: usize,
-    put: impl Fn(S, &mut [u8]) -> bool,
     mut counted: impl FnMut(usize, u64),
+    put: impl Fn(S) -> ([u8; W], bool),
 ) {
-    let stride = w * chans.len();
+    let stride = W * chans.len();
     for (c, ch) in chans.iter().enumerate() {
         let mut clipped = 0u64;
         for (frame, &x) in out.chunks_exact_mut(stride).zip(&ch[frames.clone()]) {
-            clipped += put(x, &mut frame[c * w..(c + 1) * w]) as u64;
+            let (b, clip) = put(x);
+            frame[c * W..(c + 1) * W].copy_from_slice(&b);
+            clipped += clip as u64;
         }
         counted(c, clipped);
     }
@@ -266,32 +288,47 @@ impl Framer {
     pub fn block(&mut self, bus: BusRef<'_>, enc: &mut Encoder) -> bool {
         let n = bus.frames();
         // Frames before the tail's floor are all written, and none is held
-        // before it: those go in one run, the rest frame by frame.
+        // before it.
         let run = match &self.tail {
             None => n,
             Some(tail) => tail.writes_before().saturating_sub(self.at).min(n as u64) as usize,
         };
-        enc.frames_of(bus, 0, run);
         let Some(tail) = &mut self.tail else {
+            enc.frames_of(bus, 0, n);
             self.at += n as u64;
             return false;
         };
+        // Frames to write go in runs: from `start` while none is held.
+        let mut start = self.held.is_empty().then_some(0);
         for i in run..n {
             let loud = (0..self.channels).any(|c| bus.get(c, i).abs() >= TAIL_THRESHOLD);
             match tail.step(self.at + i as u64, loud) {
                 Step::Write => {
-                    for f in self.held.chunks(self.channels) {
-                        enc.frame(f.iter().copied());
+                    if start.is_none() {
+                        for f in self.held.chunks(self.channels) {
+                            enc.frame(f.iter().copied());
+                        }
+                        self.held.clear();
+                        start = Some(i);
                     }
-                    self.held.clear();
-                    enc.frame((0..self.channels).map(|c| bus.get(c, i)));
                 }
-                Step::Hold => self.held.extend((0..self.channels).map(|c| bus.get(c, i))),
+                Step::Hold => {
+                    if let Some(s) = start.take() {
+                        enc.frames_of(bus, s, i);
+                    }
+                    self.held.extend((0..self.channels).map(|c| bus.get(c, i)));
+                }
                 Step::End => {
+                    if let Some(s) = start {
+                        enc.frames_of(bus, s, i);
+                    }
                     self.held.clear();
                     return true;
                 }
             }
+        }
+        if let Some(s) = start {
+            enc.frames_of(bus, s, n);
         }
         self.at += n as u64;
         false
