@@ -1308,4 +1308,127 @@ mod tests {
         assert_eq!(input.read_interleaved(&mut buf), 3);
         assert_eq!(buf, [1.0, -1.0, 1.0 / i32::MAX as f64]);
     }
+
+    /// A WAVE_FORMAT_EXTENSIBLE header (`tag` the sub-format) for `data`.
+    fn extensible(tag: u16, channels: u16, bits: u16, valid: u16, data: &[u8]) -> Vec<u8> {
+        let align = channels * bits / 8;
+        let mut b = Vec::new();
+        b.extend_from_slice(b"RIFF");
+        b.extend_from_slice(&(60 + data.len() as u32).to_le_bytes());
+        b.extend_from_slice(b"WAVEfmt \x28\0\0\0\xfe\xff");
+        b.extend_from_slice(&channels.to_le_bytes());
+        b.extend_from_slice(&44100u32.to_le_bytes());
+        b.extend_from_slice(&(44100 * align as u32).to_le_bytes());
+        b.extend_from_slice(&align.to_le_bytes());
+        b.extend_from_slice(&bits.to_le_bytes());
+        b.extend_from_slice(&22u16.to_le_bytes());
+        b.extend_from_slice(&valid.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&tag.to_le_bytes());
+        b.extend_from_slice(b"\0\0\0\0\x10\0\x80\0\0\xaa\0\x38\x9b\x71");
+        b.extend_from_slice(b"data");
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(data);
+        b
+    }
+
+    /// Every PCM sample format decoded from its bytes (read interleaved
+    /// in pieces of any length, and into an engine block with fewer or
+    /// more channels than the file) gives the values of Symphonia's PCM
+    /// decoder for the same bytes: random bytes, so every bit pattern
+    /// (NaNs, infinities, the most negative integers, samples with bits
+    /// below the valid ones) occurs, under both scales.
+    #[test]
+    fn pcm_samples_decode_as_symphonia_decodes_them() {
+        let formats: &[(u16, u16, &[u16])] = &[
+            (1, 8, &[8, 5]),
+            (1, 16, &[16, 12]),
+            (1, 24, &[24, 20]),
+            (1, 32, &[32, 24]),
+            (3, 32, &[32]),
+            (3, 64, &[64]),
+            (6, 8, &[8]),
+            (7, 8, &[8]),
+        ];
+        let mut z = 3u64;
+        for &(tag, bits, valids) in formats {
+            for &valid in valids {
+                for channels in [1u16, 2, 3] {
+                    let frames = 301;
+                    let len = frames * (channels * bits / 8) as usize;
+                    let data: Vec<u8> = (0..len)
+                        .map(|_| {
+                            z = rand_philox::splitmix64(z);
+                            (z >> 56) as u8
+                        })
+                        .collect();
+                    let what = format!("tag {tag}, {bits} bits ({valid} valid), {channels} ch");
+                    let bytes = extensible(tag, channels, bits, valid, &data);
+                    for scale in [Scale::Input, Scale::Resource] {
+                        // Symphonia's decoder, the whole data at once.
+                        let input = stream(bytes.clone()).unwrap();
+                        let Source::Wav { header, .. } = &input.source else {
+                            panic!("{what}: not read as a WAV")
+                        };
+                        let mut pcm = pcm_decoder(header, "x").unwrap();
+                        let packet = PacketRef::new(
+                            0,
+                            Timestamp::new(0),
+                            Duration::new(frames as u64),
+                            &data,
+                        );
+                        let mut want = vec![0.0; len / (bits as usize / 8)];
+                        let buf = pcm.decode_ref(&packet).unwrap();
+                        interleave(&buf, header.codec.bits, scale, &mut want);
+                        let ch = channels as usize;
+                        let same = |a: &[f64], b: &[f64]| {
+                            a.len() == b.len()
+                                && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+                        };
+                        // Interleaved, in pieces.
+                        let mut input = stream(bytes.clone()).unwrap();
+                        input.scale = scale;
+                        let mut got = Vec::new();
+                        for piece in [1, 7, 64, 1000].iter().cycle() {
+                            let mut buf = vec![0.0; piece * ch];
+                            let n = input.read_interleaved(&mut buf);
+                            got.extend_from_slice(&buf[..n * ch]);
+                            if n == 0 {
+                                break;
+                            }
+                        }
+                        assert!(same(&got, &want), "{what}, {scale:?}, interleaved");
+                        assert!(input.error().is_none(), "{what}");
+                        // Into engine blocks of 64 frames, with one channel
+                        // fewer and one more than the file.
+                        for width in [ch - 1, ch + 1] {
+                            let mut input = stream(bytes.clone()).unwrap();
+                            input.scale = scale;
+                            let mut data = vec![f64::NAN; width * 64];
+                            for block in 0..6 {
+                                data.fill(f64::NAN);
+                                let mut b = InputBlock::new(&mut data, 64, 64);
+                                InputFeed::read(&mut input, 0, &mut b);
+                                for c in 0..width {
+                                    for i in 0..64 {
+                                        let f = block * 64 + i;
+                                        let x = if c < ch && f < frames {
+                                            want[f * ch + c]
+                                        } else {
+                                            0.0
+                                        };
+                                        assert_eq!(
+                                            data[c * 64 + i].to_bits(),
+                                            x.to_bits(),
+                                            "{what}, {scale:?}, block of {width} channels, channel {c} frame {f}"
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
