@@ -809,8 +809,8 @@ mod tests {
         let floor = 300;
         let gaps = |i: usize| !(350..400).contains(&i) && !(500..700).contains(&i);
         let always = |_: usize| true;
-        let cases: [(usize, &dyn Fn(usize) -> bool, u64); 2] =
-            [(2000, &gaps, 500), (60_500, &always, 60_300)];
+        type Loud<'a> = &'a dyn Fn(usize) -> bool;
+        let cases: [(usize, Loud, u64); 2] = [(2000, &gaps, 500), (60_500, &always, 60_300)];
         for (frames, loud, written) in cases {
             let chans: Vec<Vec<f64>> = (0..2)
                 .map(|c| {
