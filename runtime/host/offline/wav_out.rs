@@ -243,6 +243,21 @@ fn interleave<S: Copy, const W: usize>(
     put: impl Fn(S) -> ([u8; W], bool),
 ) {
     let stride = W * chans.len();
+    if let [l, r] = chans {
+        // Stereo, the common case: a frame at a time.
+        let (mut a, mut b) = (0u64, 0u64);
+        let (l, r) = (&l[frames.clone()], &r[frames]);
+        for ((frame, &x), &y) in out.chunks_exact_mut(2 * W).zip(l).zip(r) {
+            let ((bx, cx), (by, cy)) = (put(x), put(y));
+            frame[..W].copy_from_slice(&bx);
+            frame[W..2 * W].copy_from_slice(&by);
+            a += cx as u64;
+            b += cy as u64;
+        }
+        counted(0, a);
+        counted(1, b);
+        return;
+    }
     for (c, ch) in chans.iter().enumerate() {
         let mut clipped = 0u64;
         for (frame, &x) in out.chunks_exact_mut(stride).zip(&ch[frames.clone()]) {
