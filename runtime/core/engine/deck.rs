@@ -349,6 +349,12 @@ fn map_channels<S: Copy + Into<f64>>(bus: &[Vec<S>], n: usize, ch: usize, out: &
         }
         return;
     }
+    if ch == 1 && bc == 1 {
+        for (o, &x) in out.iter_mut().zip(&bus[0][..n]) {
+            *o = x.into();
+        }
+        return;
+    }
     if ch == 2 && bc >= 1 {
         let right = &bus[if bc == 1 { 0 } else { 1 }][..n];
         for ((o, &l), &r) in out.chunks_exact_mut(2).zip(&bus[0][..n]).zip(right) {

@@ -243,8 +243,18 @@ fn interleave<S: Copy, const W: usize>(
     put: impl Fn(S) -> ([u8; W], bool),
 ) {
     let stride = W * chans.len();
+    // Mono and stereo, the common cases, a frame at a time.
+    if let [m] = chans {
+        let mut clipped = 0u64;
+        for (o, &x) in out.chunks_exact_mut(W).zip(&m[frames]) {
+            let (b, c) = put(x);
+            o.copy_from_slice(&b);
+            clipped += c as u64;
+        }
+        counted(0, clipped);
+        return;
+    }
     if let [l, r] = chans {
-        // Stereo, the common case: a frame at a time.
         let (mut a, mut b) = (0u64, 0u64);
         let (l, r) = (&l[frames.clone()], &r[frames]);
         for ((frame, &x), &y) in out.chunks_exact_mut(2 * W).zip(l).zip(r) {
