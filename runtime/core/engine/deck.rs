@@ -329,23 +329,52 @@ impl Deck {
 /// feeds output d; a mono bus also feeds output 1; a one-channel output
 /// gets the mean of all bus channels; other outputs are silent.
 fn map_bus(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
-    let n = bus.frames();
-    let bc = bus.channels();
-    for i in 0..n {
-        for d in 0..ch {
-            out[i * ch + d] = if ch == 1 && bc > 1 {
-                let mut sum = 0.0;
-                for c in 0..bc {
-                    sum += bus.get(c, i);
-                }
-                sum / bc as f64
-            } else if d < bc {
-                bus.get(d, i)
-            } else if bc == 1 && d == 1 {
-                bus.get(0, i)
-            } else {
-                0.0
-            };
+    match bus {
+        BusRef::F32(b, n) => map_channels(b, n, ch, out),
+        BusRef::F64(b, n) => map_channels(b, n, ch, out),
+    }
+}
+
+/// [`map_bus`] of the first `n` frames of `bus`, an output channel at a time.
+fn map_channels<S: Copy + Into<f64>>(bus: &[Vec<S>], n: usize, ch: usize, out: &mut [f64]) {
+    let bc = bus.len();
+    let out = &mut out[..n * ch];
+    if ch == 1 && bc > 1 {
+        for (i, o) in out.iter_mut().enumerate() {
+            let mut sum = 0.0;
+            for c in bus {
+                sum += c[i].into();
+            }
+            *o = sum / bc as f64;
+        }
+        return;
+    }
+    if ch == 1 && bc == 1 {
+        for (o, &x) in out.iter_mut().zip(&bus[0][..n]) {
+            *o = x.into();
+        }
+        return;
+    }
+    if ch == 2 && bc >= 1 {
+        let right = &bus[if bc == 1 { 0 } else { 1 }][..n];
+        for ((o, &l), &r) in out.chunks_exact_mut(2).zip(&bus[0][..n]).zip(right) {
+            o[0] = l.into();
+            o[1] = r.into();
+        }
+        return;
+    }
+    for d in 0..ch {
+        let from = if d < bc {
+            Some(d)
+        } else if bc == 1 && d == 1 {
+            Some(0)
+        } else {
+            None
+        };
+        let to = out[d..].iter_mut().step_by(ch);
+        match from {
+            Some(c) => to.zip(&bus[c][..n]).for_each(|(o, &x)| *o = x.into()),
+            None => to.for_each(|o| *o = 0.0),
         }
     }
 }
@@ -373,5 +402,70 @@ pub fn faded(v: f32, gain: f32) -> f32 {
         v
     } else {
         v * gain
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bus mapped onto every output width, for every bus width and
+    /// precision, is the rule of [`map_bus`] taken sample by sample: bus
+    /// channel d on output d, a mono bus on outputs 0 and 1, the mean of
+    /// the bus (summed in channel order) on a one-channel output, silence
+    /// elsewhere; only the block's frames are written.
+    #[test]
+    fn the_bus_maps_onto_outputs_by_the_rule() {
+        let n = 37;
+        for bc in 0..4usize {
+            let wide: Vec<Vec<f64>> = (0..bc)
+                .map(|c| {
+                    (0..n + 3)
+                        .map(|i| ((i * 13 + c * 5) % 17) as f64 / 7.0 - 1.1)
+                        .collect()
+                })
+                .collect();
+            let narrow: Vec<Vec<f32>> = wide
+                .iter()
+                .map(|c| c.iter().map(|&x| x as f32).collect())
+                .collect();
+            for ch in 1..5usize {
+                for f32_bus in [false, true] {
+                    let bus = if f32_bus {
+                        BusRef::F32(&narrow, n)
+                    } else {
+                        BusRef::F64(&wide, n)
+                    };
+                    let x = |c: usize, i: usize| {
+                        if f32_bus {
+                            narrow[c][i] as f64
+                        } else {
+                            wide[c][i]
+                        }
+                    };
+                    let mut out = vec![f64::NAN; (n + 3) * ch];
+                    map_bus(bus, ch, &mut out);
+                    for i in 0..n {
+                        for d in 0..ch {
+                            let want = if ch == 1 && bc > 1 {
+                                (0..bc).fold(0.0, |s, c| s + x(c, i)) / bc as f64
+                            } else if d < bc {
+                                x(d, i)
+                            } else if bc == 1 && d == 1 {
+                                x(0, i)
+                            } else {
+                                0.0
+                            };
+                            assert_eq!(
+                                out[i * ch + d].to_bits(),
+                                want.to_bits(),
+                                "bus of {bc}, {ch} outputs, f32 {f32_bus}, frame {i} output {d}"
+                            );
+                        }
+                    }
+                    assert!(out[n * ch..].iter().all(|x| x.is_nan()));
+                }
+            }
+        }
     }
 }

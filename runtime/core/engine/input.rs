@@ -31,6 +31,15 @@ pub struct InputBlock<'a> {
 }
 
 impl InputBlock<'_> {
+    /// A block over `data`: a buffer of `stride` samples per channel, of
+    /// which the first `frames` are this block's (`frames` ≤ `stride`).
+    pub fn new(data: &mut [f64], stride: usize, frames: usize) -> InputBlock<'_> {
+        InputBlock {
+            data,
+            stride,
+            frames: frames.min(stride),
+        }
+    }
     /// Channels the engine reads (the highest `input` channel + 1).
     pub fn channels(&self) -> usize {
         self.data.len() / self.stride.max(1)

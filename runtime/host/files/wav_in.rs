@@ -777,8 +777,15 @@ impl WavInput {
     /// Reads up to `dst.len() / channels()` frames, interleaved; returns
     /// the frames read. Past the end (or after a failure) it returns 0.
     pub fn read_interleaved(&mut self, dst: &mut [f64]) -> usize {
+        let want = dst.len() / self.channels;
+        self.read_frames(want, Out::Interleaved(dst))
+    }
+
+    /// Reads up to `want` frames into `out`; returns the frames read. Past
+    /// the end (or after a failure) it returns 0. A block gets the frames
+    /// read in its channels the input has, and nothing else is written.
+    fn read_frames(&mut self, want: usize, mut out: Out<'_, '_>) -> usize {
         let ch = self.channels;
-        let want = dst.len() / ch;
         if self.ended.is_some() || want == 0 {
             return 0;
         }
@@ -807,28 +814,60 @@ impl WavInput {
                     }
                 };
                 let frames = got / fb;
-                if frames > 0 {
-                    let packet = PacketRef::new(
-                        0,
-                        Timestamp::new(0),
-                        Duration::new(frames as u64),
-                        &bytes[..frames * fb],
-                    );
-                    match pcm.decode_ref(&packet) {
-                        Ok(buf) => interleave(&buf, header.codec.bits, self.scale, dst),
-                        Err(e) => {
-                            self.error = Some(WavInError::Refused(format!(
-                                "{} cannot be decoded at frame {}: {}",
-                                self.shown,
-                                self.read,
-                                what(&e)
-                            )));
+                let stored = &bytes[..frames * fb];
+                let bits = header.codec.bits;
+                match Pcm::of(header.codec.id) {
+                    _ if frames == 0 => {}
+                    Some(kind) => match &mut out {
+                        Out::Interleaved(dst) => (0..ch).for_each(|c| {
+                            let dst = dst[c..frames * ch].iter_mut().step_by(ch);
+                            kind.decode(bits, self.scale, stored, ch, c, dst)
+                        }),
+                        Out::Block(block) => (0..ch.min(block.channels())).for_each(|c| {
+                            let dst = block.channel_mut(c).iter_mut();
+                            kind.decode(bits, self.scale, stored, ch, c, dst)
+                        }),
+                    },
+                    None => {
+                        let packet = PacketRef::new(
+                            0,
+                            Timestamp::new(0),
+                            Duration::new(frames as u64),
+                            stored,
+                        );
+                        match pcm.decode_ref(&packet) {
+                            Ok(buf) => match &mut out {
+                                Out::Interleaved(dst) => interleave(&buf, bits, self.scale, dst),
+                                Out::Block(block) => {
+                                    self.scratch.resize(frames * ch, 0.0);
+                                    interleave(&buf, bits, self.scale, &mut self.scratch);
+                                    load(block, &self.scratch[..frames * ch], ch);
+                                }
+                            },
+                            Err(e) => {
+                                self.error = Some(WavInError::Refused(format!(
+                                    "{} cannot be decoded at frame {}: {}",
+                                    self.shown,
+                                    self.read,
+                                    what(&e)
+                                )));
+                            }
                         }
                     }
                 }
                 (frames, Some((got % fb, fb)))
             }
-            Source::Media(_) => (self.read_media(&mut dst[..limit * ch]), None),
+            Source::Media(_) => match &mut out {
+                Out::Interleaved(dst) => (self.read_media(&mut dst[..limit * ch]), None),
+                Out::Block(block) => {
+                    let mut buf = std::mem::take(&mut self.scratch);
+                    buf.resize(limit * ch, 0.0);
+                    let n = self.read_media(&mut buf);
+                    load(block, &buf[..n * ch], ch);
+                    self.scratch = buf;
+                    (n, None)
+                }
+            },
         };
         self.read += frames as u64;
         if frames < limit || self.frames == Some(self.read) {
@@ -1009,20 +1048,107 @@ impl InputFeed for WavInput {
     /// the engine's clock: the first block read is input frame 0.
     fn read(&mut self, _start: u64, block: &mut InputBlock<'_>) {
         let frames = block.frames();
-        let ch = self.channels();
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.resize(frames * ch, 0.0);
-        let got = self.read_interleaved(&mut buf);
+        let got = self.read_frames(frames, Out::Block(block));
+        let ch = self.channels;
         for c in 0..block.channels() {
-            for (i, d) in block.channel_mut(c).iter_mut().enumerate() {
-                *d = if i < got && c < ch {
-                    buf[i * ch + c]
-                } else {
-                    0.0
-                };
-            }
+            let from = if c < ch { got } else { 0 };
+            block.channel_mut(c)[from..].fill(0.0);
         }
-        self.scratch = buf;
+    }
+}
+
+/// Where [`WavInput::read_frames`] puts the frames it reads.
+enum Out<'a, 'b> {
+    /// Interleaved, from the start.
+    Interleaved(&'a mut [f64]),
+    /// A buffer per channel, in the channels the block and the input both have.
+    Block(&'a mut InputBlock<'b>),
+}
+
+/// `frames` interleaved frames of `ch` channels (`src`) into the channels
+/// of `block` the input has.
+fn load(block: &mut InputBlock<'_>, src: &[f64], ch: usize) {
+    for c in 0..ch.min(block.channels()) {
+        let dst = block.channel_mut(c).iter_mut();
+        dst.zip(src[c..].iter().step_by(ch))
+            .for_each(|(d, &x)| *d = x);
+    }
+}
+
+/// A WAV's stored samples that are decoded here, straight from their
+/// bytes, to the values Symphonia's PCM decoder and
+/// [`interleave`] give (μ-law and A-law go through the decoder).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pcm {
+    U8,
+    S16,
+    S24,
+    S32,
+    F32,
+    F64,
+}
+
+impl Pcm {
+    /// The samples of `id`, when decoded here.
+    fn of(id: symphonia::core::codecs::audio::AudioCodecId) -> Option<Pcm> {
+        Some(match id {
+            CODEC_ID_PCM_U8 => Pcm::U8,
+            CODEC_ID_PCM_S16LE => Pcm::S16,
+            CODEC_ID_PCM_S24LE => Pcm::S24,
+            CODEC_ID_PCM_S32LE => Pcm::S32,
+            CODEC_ID_PCM_F32LE => Pcm::F32,
+            CODEC_ID_PCM_F64LE => Pcm::F64,
+            _ => return None,
+        })
+    }
+
+    /// Channel `c` of the whole frames of `stored` (`ch` channels) into
+    /// `dst`, a sample each: integers of `bits` significant bits (all
+    /// when `None`) scaled by `scale`, as [`interleave`] does.
+    fn decode<'a>(
+        self,
+        bits: Option<u32>,
+        scale: Scale,
+        stored: &[u8],
+        ch: usize,
+        c: usize,
+        dst: impl Iterator<Item = &'a mut f64>,
+    ) {
+        let int = |v: i32, width: u32| {
+            let b = bits.unwrap_or(width).clamp(2, width);
+            scale.int(v >> (width - b), b)
+        };
+        match self {
+            Pcm::U8 => column(stored, ch, c, dst, |[s]: [u8; 1]| {
+                int((s as i32 - 128) << 24, 32)
+            }),
+            Pcm::S16 => column(stored, ch, c, dst, |b| {
+                int(i16::from_le_bytes(b) as i32, 16)
+            }),
+            Pcm::S24 => column(stored, ch, c, dst, |[x, y, z]: [u8; 3]| {
+                int(i32::from_le_bytes([0, x, y, z]) >> 8, 24)
+            }),
+            Pcm::S32 => column(stored, ch, c, dst, |b| int(i32::from_le_bytes(b), 32)),
+            Pcm::F32 => column(stored, ch, c, dst, |b| f32::from_le_bytes(b) as f64),
+            Pcm::F64 => column(stored, ch, c, dst, f64::from_le_bytes),
+        }
+    }
+}
+
+/// Channel `c` of the `W`-byte samples of `stored` (`ch` channels a
+/// frame) into `dst`, each through `f`.
+#[inline]
+fn column<'a, const W: usize>(
+    stored: &[u8],
+    ch: usize,
+    c: usize,
+    dst: impl Iterator<Item = &'a mut f64>,
+    f: impl Fn([u8; W]) -> f64,
+) {
+    for (frame, d) in stored.chunks_exact(W * ch).zip(dst) {
+        let mut b = [0u8; W];
+        b.copy_from_slice(&frame[c * W..(c + 1) * W]);
+        *d = f(b);
     }
 }
 
@@ -1181,5 +1307,128 @@ mod tests {
         let mut input = stream(b).unwrap();
         assert_eq!(input.read_interleaved(&mut buf), 3);
         assert_eq!(buf, [1.0, -1.0, 1.0 / i32::MAX as f64]);
+    }
+
+    /// A WAVE_FORMAT_EXTENSIBLE header (`tag` the sub-format) for `data`.
+    fn extensible(tag: u16, channels: u16, bits: u16, valid: u16, data: &[u8]) -> Vec<u8> {
+        let align = channels * bits / 8;
+        let mut b = Vec::new();
+        b.extend_from_slice(b"RIFF");
+        b.extend_from_slice(&(60 + data.len() as u32).to_le_bytes());
+        b.extend_from_slice(b"WAVEfmt \x28\0\0\0\xfe\xff");
+        b.extend_from_slice(&channels.to_le_bytes());
+        b.extend_from_slice(&44100u32.to_le_bytes());
+        b.extend_from_slice(&(44100 * align as u32).to_le_bytes());
+        b.extend_from_slice(&align.to_le_bytes());
+        b.extend_from_slice(&bits.to_le_bytes());
+        b.extend_from_slice(&22u16.to_le_bytes());
+        b.extend_from_slice(&valid.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&tag.to_le_bytes());
+        b.extend_from_slice(b"\0\0\0\0\x10\0\x80\0\0\xaa\0\x38\x9b\x71");
+        b.extend_from_slice(b"data");
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(data);
+        b
+    }
+
+    /// Every PCM sample format decoded from its bytes (read interleaved
+    /// in pieces of any length, and into an engine block with fewer or
+    /// more channels than the file) gives the values of Symphonia's PCM
+    /// decoder for the same bytes: random bytes, so every bit pattern
+    /// (NaNs, infinities, the most negative integers, samples with bits
+    /// below the valid ones) occurs, under both scales.
+    #[test]
+    fn pcm_samples_decode_as_symphonia_decodes_them() {
+        let formats: &[(u16, u16, &[u16])] = &[
+            (1, 8, &[8, 5]),
+            (1, 16, &[16, 12]),
+            (1, 24, &[24, 20]),
+            (1, 32, &[32, 24]),
+            (3, 32, &[32]),
+            (3, 64, &[64]),
+            (6, 8, &[8]),
+            (7, 8, &[8]),
+        ];
+        let mut z = 3u64;
+        for &(tag, bits, valids) in formats {
+            for &valid in valids {
+                for channels in [1u16, 2, 3] {
+                    let frames = 301;
+                    let len = frames * (channels * bits / 8) as usize;
+                    let data: Vec<u8> = (0..len)
+                        .map(|_| {
+                            z = rand_philox::splitmix64(z);
+                            (z >> 56) as u8
+                        })
+                        .collect();
+                    let what = format!("tag {tag}, {bits} bits ({valid} valid), {channels} ch");
+                    let bytes = extensible(tag, channels, bits, valid, &data);
+                    for scale in [Scale::Input, Scale::Resource] {
+                        // Symphonia's decoder, the whole data at once.
+                        let input = stream(bytes.clone()).unwrap();
+                        let Source::Wav { header, .. } = &input.source else {
+                            panic!("{what}: not read as a WAV")
+                        };
+                        let mut pcm = pcm_decoder(header, "x").unwrap();
+                        let packet = PacketRef::new(
+                            0,
+                            Timestamp::new(0),
+                            Duration::new(frames as u64),
+                            &data,
+                        );
+                        let mut want = vec![0.0; len / (bits as usize / 8)];
+                        let buf = pcm.decode_ref(&packet).unwrap();
+                        interleave(&buf, header.codec.bits, scale, &mut want);
+                        let ch = channels as usize;
+                        let same = |a: &[f64], b: &[f64]| {
+                            a.len() == b.len()
+                                && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+                        };
+                        // Interleaved, in pieces.
+                        let mut input = stream(bytes.clone()).unwrap();
+                        input.scale = scale;
+                        let mut got = Vec::new();
+                        for piece in [1, 7, 64, 1000].iter().cycle() {
+                            let mut buf = vec![0.0; piece * ch];
+                            let n = input.read_interleaved(&mut buf);
+                            got.extend_from_slice(&buf[..n * ch]);
+                            if n == 0 {
+                                break;
+                            }
+                        }
+                        assert!(same(&got, &want), "{what}, {scale:?}, interleaved");
+                        assert!(input.error().is_none(), "{what}");
+                        // Into engine blocks of 64 frames, with one channel
+                        // fewer and one more than the file.
+                        for width in [ch - 1, ch + 1] {
+                            let mut input = stream(bytes.clone()).unwrap();
+                            input.scale = scale;
+                            let mut data = vec![f64::NAN; width * 64];
+                            for block in 0..6 {
+                                data.fill(f64::NAN);
+                                let mut b = InputBlock::new(&mut data, 64, 64);
+                                InputFeed::read(&mut input, 0, &mut b);
+                                for c in 0..width {
+                                    for i in 0..64 {
+                                        let f = block * 64 + i;
+                                        let x = if c < ch && f < frames {
+                                            want[f * ch + c]
+                                        } else {
+                                            0.0
+                                        };
+                                        assert_eq!(
+                                            data[c * 64 + i].to_bits(),
+                                            x.to_bits(),
+                                            "{what}, {scale:?}, block of {width} channels, channel {c} frame {f}"
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

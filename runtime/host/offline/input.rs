@@ -229,7 +229,10 @@ impl Source {
 
 impl InputFeed for Source {
     /// Session frames in order from the first; silence after the end.
-    fn read(&mut self, _start: u64, block: &mut InputBlock<'_>) {
+    fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
+        if self.rate.is_none() {
+            return self.wav.read(start, block);
+        }
         let frames = block.frames();
         let ch = self.wav.channels();
         let mut buf = std::mem::take(&mut self.scratch);

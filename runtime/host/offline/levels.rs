@@ -44,6 +44,27 @@ pub struct Levels {
     pub channels: Vec<ChannelLevels>,
 }
 
+/// The larger of `m` and every |x| of `xs` (NaNs are no peak, as in
+/// `f64::max`), in lanes.
+#[inline]
+fn peak<S: Copy + Into<f64>>(m: f64, xs: &[S]) -> f64 {
+    const LANES: usize = 8;
+    let mut peaks = [0.0f64; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (p, &x) in peaks.iter_mut().zip(chunk) {
+            let a = x.into().abs();
+            *p = if a > *p { a } else { *p };
+        }
+    }
+    for (p, &x) in peaks.iter_mut().zip(rest) {
+        let a = x.into().abs();
+        *p = if a > *p { a } else { *p };
+    }
+    peaks.iter().fold(m, |m, &p| m.max(p))
+}
+
 /// `20·log10(x)`, or `None` for 0 (silence has no level in dB).
 pub fn dbfs(x: f64) -> Option<f64> {
     (x > 0.0).then(|| 20.0 * libm::log10(x))
@@ -69,17 +90,36 @@ impl Levels {
         ch.frames += 1;
     }
 
-    /// Counts a run of channel `c`'s samples, in order, of which `clipped`
-    /// clipped: the same as [`add`](Self::add) for each.
-    #[inline]
-    pub fn add_run(&mut self, c: usize, xs: impl Iterator<Item = f64>, clipped: u64) {
-        let ch = &mut self.channels[c];
-        for x in xs {
-            ch.peak = ch.peak.max(x.abs());
-            ch.sum += x;
-            ch.frames += 1;
+    /// Counts samples `frames` of every channel of `chans` (one buffer
+    /// per channel, in order), of which `clipped[c]` clipped in channel
+    /// `c`: the same as [`add`](Self::add) for each sample in order (the
+    /// peak, a maximum, is taken in lanes; each sum in order, two
+    /// channels side by side).
+    pub fn add_frames<S: Copy + Into<f64>>(
+        &mut self,
+        chans: &[Vec<S>],
+        frames: std::ops::Range<usize>,
+        clipped: impl Fn(usize) -> u64,
+    ) {
+        for (c, (ch, xs)) in self.channels.iter_mut().zip(chans).enumerate() {
+            ch.peak = peak(ch.peak, &xs[frames.clone()]);
+            ch.frames += frames.len() as u64;
+            ch.clipped += clipped(c);
         }
-        ch.clipped += clipped;
+        let mut pairs = self.channels.chunks_exact_mut(2).zip(chans.chunks_exact(2));
+        for (ch, xs) in pairs.by_ref() {
+            let (mut a, mut b) = (ch[0].sum, ch[1].sum);
+            for (&x, &y) in xs[0][frames.clone()].iter().zip(&xs[1][frames.clone()]) {
+                a += x.into();
+                b += y.into();
+            }
+            (ch[0].sum, ch[1].sum) = (a, b);
+        }
+        if self.channels.len() % 2 == 1 {
+            let c = self.channels.len() - 1;
+            let ch = &mut self.channels[c];
+            ch.sum = chans[c][frames].iter().fold(ch.sum, |s, &x| s + x.into());
+        }
     }
 
     /// The highest sample peak of any channel.

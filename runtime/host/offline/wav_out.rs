@@ -24,7 +24,7 @@
 use super::input::{Step, Tail, TAIL_THRESHOLD};
 use super::levels::Levels;
 use crate::engine::BusRef;
-use crate::host::files::wav::{encode_sample, encode_sample_into, WavFormat, WavLayout};
+use crate::host::files::wav::{encode_sample, to_int_clipped, WavFormat, WavLayout};
 use crate::host::files::write::Sink;
 use crate::host::offline::error::RenderError;
 use crate::host::HostError;
@@ -44,6 +44,8 @@ pub struct Encoder {
     hasher: Option<Sha256>,
     hash_bytes: Vec<u8>,
     bytes: Vec<u8>,
+    /// Each channel's clipped samples in a run.
+    clips: Vec<u64>,
     /// Frames encoded so far.
     pub frames: u64,
 }
@@ -59,6 +61,7 @@ impl Encoder {
             hasher: hash.then(Sha256::new),
             hash_bytes: Vec::new(),
             bytes: Vec::new(),
+            clips: Vec::with_capacity(channels),
             frames: 0,
         }
     }
@@ -102,40 +105,47 @@ impl Encoder {
         if self.hash_is_separate() {
             let at = self.hash_bytes.len();
             self.hash_bytes.resize(at + len * width * S::BYTES, 0);
-            let put = |x: S, o: &mut [u8]| {
-                x.put_le(o);
-                false
-            };
-            interleave(
-                &mut self.hash_bytes[at..],
-                chans,
-                from..to,
-                S::BYTES,
-                put,
-                |_, _| {},
-            );
+            let out = &mut self.hash_bytes[at..];
+            match S::BYTES {
+                4 => interleave::<S, 4>(out, chans, from..to, |_, _| {}, |x| (x.le4(), false)),
+                _ => interleave::<S, 8>(out, chans, from..to, |_, _| {}, |x| (x.le8(), false)),
+            }
         }
         let at = self.bytes.len();
         self.bytes.resize(at + len * width * w, 0);
         let out = &mut self.bytes[at..];
-        let levels = &mut self.levels;
-        let counted = |c: usize, clipped: u64| {
-            levels.add_run(c, chans[c][from..to].iter().map(|x| x.to_f64()), clipped)
-        };
+        let mut clips = std::mem::take(&mut self.clips);
+        clips.clear();
+        let counted = |_, clipped| clips.push(clipped);
         match format {
-            WavFormat::F32 => {
-                let put = |x: S, o: &mut [u8]| {
-                    let x = x.to_f64();
-                    o.copy_from_slice(&(x as f32).to_le_bytes());
-                    x.abs() > 1.0
-                };
-                interleave(out, chans, from..to, 4, put, counted)
-            }
-            _ => {
-                let put = |x: S, o: &mut [u8]| encode_sample_into(x.to_f64(), format, o);
-                interleave(out, chans, from..to, w, put, counted)
-            }
+            WavFormat::F32 => interleave::<S, 4>(out, chans, from..to, counted, |x| {
+                let x = x.to_f64();
+                ((x as f32).to_le_bytes(), x.abs() > 1.0)
+            }),
+            WavFormat::F64 => interleave::<S, 8>(out, chans, from..to, counted, |x| {
+                let x = x.to_f64();
+                (x.to_le_bytes(), x.abs() > 1.0)
+            }),
+            WavFormat::I32 => interleave::<S, 4>(out, chans, from..to, counted, |x| {
+                let (v, c) = to_int_clipped(x.to_f64(), 32);
+                (v.to_le_bytes(), c)
+            }),
+            WavFormat::I24 => interleave::<S, 3>(out, chans, from..to, counted, |x| {
+                let (v, c) = to_int_clipped(x.to_f64(), 24);
+                let b = v.to_le_bytes();
+                ([b[0], b[1], b[2]], c)
+            }),
+            WavFormat::I16 => interleave::<S, 2>(out, chans, from..to, counted, |x| {
+                let (v, c) = to_int_clipped(x.to_f64(), 16);
+                ((v as i16).to_le_bytes(), c)
+            }),
+            WavFormat::U8 => interleave::<S, 1>(out, chans, from..to, counted, |x| {
+                let (v, c) = to_int_clipped(x.to_f64(), 8);
+                ([(v + 128) as u8], c)
+            }),
         }
+        self.levels.add_frames(chans, from..to, |c| clips[c]);
+        self.clips = clips;
         self.frames += len as u64;
     }
 
@@ -180,10 +190,13 @@ impl Encoder {
 }
 
 /// A bus sample: its exact f64 value and its little-endian bytes.
-trait BusSample: Copy {
+trait BusSample: Copy + Into<f64> {
     const BYTES: usize;
     fn to_f64(self) -> f64;
-    fn put_le(self, out: &mut [u8]);
+    /// The bytes of an f32 sample (unused for f64).
+    fn le4(self) -> [u8; 4];
+    /// The bytes of an f64 sample (unused for f32).
+    fn le8(self) -> [u8; 8];
 }
 
 impl BusSample for f32 {
@@ -193,8 +206,12 @@ impl BusSample for f32 {
         self as f64
     }
     #[inline]
-    fn put_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes())
+    fn le4(self) -> [u8; 4] {
+        self.to_le_bytes()
+    }
+    #[inline]
+    fn le8(self) -> [u8; 8] {
+        unreachable!("an f32 sample is hashed as 4 bytes")
     }
 }
 
@@ -205,28 +222,58 @@ impl BusSample for f64 {
         self
     }
     #[inline]
-    fn put_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes())
+    fn le4(self) -> [u8; 4] {
+        unreachable!("an f64 sample is hashed as 8 bytes")
+    }
+    #[inline]
+    fn le8(self) -> [u8; 8] {
+        self.to_le_bytes()
     }
 }
 
-/// Frames `frames` of `chans` into `out`, frame by frame and channel by
-/// channel, `w` bytes a sample written by `put`, which says whether the
-/// sample clipped; `counted(c, clipped)` after each channel `c`.
+/// Frames `frames` of `chans` into `out`, interleaved, `W` bytes a sample
+/// made by `put` (which also says whether the sample clipped), channel by
+/// channel; `counted(c, clipped)` after each channel `c`.
 #[inline]
-fn interleave<S: Copy>(
+fn interleave<S: Copy, const W: usize>(
     out: &mut [u8],
     chans: &[Vec<S>],
     frames: std::ops::Range<usize>,
-    w: usize,
-    put: impl Fn(S, &mut [u8]) -> bool,
     mut counted: impl FnMut(usize, u64),
+    put: impl Fn(S) -> ([u8; W], bool),
 ) {
-    let stride = w * chans.len();
+    let stride = W * chans.len();
+    // Mono and stereo, the common cases, a frame at a time.
+    if let [m] = chans {
+        let mut clipped = 0u64;
+        for (o, &x) in out.chunks_exact_mut(W).zip(&m[frames]) {
+            let (b, c) = put(x);
+            o.copy_from_slice(&b);
+            clipped += c as u64;
+        }
+        counted(0, clipped);
+        return;
+    }
+    if let [l, r] = chans {
+        let (mut a, mut b) = (0u64, 0u64);
+        let (l, r) = (&l[frames.clone()], &r[frames]);
+        for ((frame, &x), &y) in out.chunks_exact_mut(2 * W).zip(l).zip(r) {
+            let ((bx, cx), (by, cy)) = (put(x), put(y));
+            frame[..W].copy_from_slice(&bx);
+            frame[W..2 * W].copy_from_slice(&by);
+            a += cx as u64;
+            b += cy as u64;
+        }
+        counted(0, a);
+        counted(1, b);
+        return;
+    }
     for (c, ch) in chans.iter().enumerate() {
         let mut clipped = 0u64;
         for (frame, &x) in out.chunks_exact_mut(stride).zip(&ch[frames.clone()]) {
-            clipped += put(x, &mut frame[c * w..(c + 1) * w]) as u64;
+            let (b, clip) = put(x);
+            frame[c * W..(c + 1) * W].copy_from_slice(&b);
+            clipped += clip as u64;
         }
         counted(c, clipped);
     }
@@ -266,32 +313,47 @@ impl Framer {
     pub fn block(&mut self, bus: BusRef<'_>, enc: &mut Encoder) -> bool {
         let n = bus.frames();
         // Frames before the tail's floor are all written, and none is held
-        // before it: those go in one run, the rest frame by frame.
+        // before it.
         let run = match &self.tail {
             None => n,
             Some(tail) => tail.writes_before().saturating_sub(self.at).min(n as u64) as usize,
         };
-        enc.frames_of(bus, 0, run);
         let Some(tail) = &mut self.tail else {
+            enc.frames_of(bus, 0, n);
             self.at += n as u64;
             return false;
         };
+        // Frames to write go in runs: from `start` while none is held.
+        let mut start = self.held.is_empty().then_some(0);
         for i in run..n {
             let loud = (0..self.channels).any(|c| bus.get(c, i).abs() >= TAIL_THRESHOLD);
             match tail.step(self.at + i as u64, loud) {
                 Step::Write => {
-                    for f in self.held.chunks(self.channels) {
-                        enc.frame(f.iter().copied());
+                    if start.is_none() {
+                        for f in self.held.chunks(self.channels) {
+                            enc.frame(f.iter().copied());
+                        }
+                        self.held.clear();
+                        start = Some(i);
                     }
-                    self.held.clear();
-                    enc.frame((0..self.channels).map(|c| bus.get(c, i)));
                 }
-                Step::Hold => self.held.extend((0..self.channels).map(|c| bus.get(c, i))),
+                Step::Hold => {
+                    if let Some(s) = start.take() {
+                        enc.frames_of(bus, s, i);
+                    }
+                    self.held.extend((0..self.channels).map(|c| bus.get(c, i)));
+                }
                 Step::End => {
+                    if let Some(s) = start {
+                        enc.frames_of(bus, s, i);
+                    }
                     self.held.clear();
                     return true;
                 }
             }
+        }
+        if let Some(s) = start {
+            enc.frames_of(bus, s, n);
         }
         self.at += n as u64;
         false
@@ -560,6 +622,284 @@ mod tests {
                 assert_eq!(one.levels, run.levels);
                 assert!(run.levels.clipped() > 0);
                 assert!(one.hash().is_some_and(|h| Some(h) == run.hash()));
+            }
+        }
+    }
+
+    /// Samples that test every conversion rule: in range, over full scale,
+    /// exactly ±1, halfway between integer steps, signed zeros, denormals,
+    /// infinities and NaN.
+    fn awkward(channels: usize, frames: usize, seed: u64) -> Vec<Vec<f64>> {
+        let special = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            1.0000001,
+            -1.0000001,
+            0.5 / 32767.0,
+            -1.5 / 32767.0,
+            2.5 / 8388607.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1e-310,
+            -3.0,
+        ];
+        let mut z = seed;
+        (0..channels)
+            .map(|c| {
+                (0..frames)
+                    .map(|i| {
+                        z = rand_philox::splitmix64(z);
+                        if (i + c) % 5 == 0 {
+                            special[(z % special.len() as u64) as usize]
+                        } else {
+                            ((z >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2.6
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The `data` chunk's body of a RIFF file.
+    fn data_chunk(file: &[u8]) -> &[u8] {
+        let mut at = 12;
+        loop {
+            let len = u32::from_le_bytes(file[at + 4..at + 8].try_into().unwrap()) as usize;
+            if &file[at..at + 4] == b"data" {
+                return &file[at + 8..at + 8 + len];
+            }
+            at += 8 + len + (len & 1);
+        }
+    }
+
+    /// What the writer encodes, for every sample format, both bus
+    /// precisions, odd channel and frame counts, and blocks of 1, 7, 64
+    /// and odd lengths, is what hound writes for the same samples
+    /// converted by the integer rule (scale by 2^(b−1)−1, round half to
+    /// even, clamp; NaN is 0), and the levels count what clipped: beyond
+    /// full scale (NaN included) in integer formats, |x| > 1 in float
+    /// ones. f64 output (which hound does not write) is the samples'
+    /// little-endian bytes.
+    #[test]
+    fn the_writer_encodes_every_format_as_hound_writes_it() {
+        let formats = [
+            (WavFormat::F32, 32, hound::SampleFormat::Float),
+            (WavFormat::I32, 32, hound::SampleFormat::Int),
+            (WavFormat::I24, 24, hound::SampleFormat::Int),
+            (WavFormat::I16, 16, hound::SampleFormat::Int),
+            (WavFormat::U8, 8, hound::SampleFormat::Int),
+            (WavFormat::F64, 64, hound::SampleFormat::Float),
+        ];
+        let blocks = [1usize, 7, 64, 63, 4096, 5, 64];
+        let frames: usize = blocks.iter().sum();
+        for channels in [1usize, 2, 3] {
+            let wide = awkward(channels, frames, channels as u64);
+            let narrow: Vec<Vec<f32>> = wide
+                .iter()
+                .map(|c| c.iter().map(|&x| x as f32).collect())
+                .collect();
+            for (format, bits, kind) in formats {
+                for f32_bus in [false, true] {
+                    let what = format!("{format:?}, {channels} channels, f32 bus {f32_bus}");
+                    let x = |c: usize, i: usize| {
+                        if f32_bus {
+                            narrow[c][i] as f64
+                        } else {
+                            wide[c][i]
+                        }
+                    };
+                    // The writer, block by block.
+                    let mut enc = Encoder::new(channels, format, f32_bus, false);
+                    let mut framer = Framer::new(0, channels, None);
+                    let mut got = Vec::new();
+                    let mut at = 0;
+                    for n in blocks {
+                        let w: Vec<Vec<f64>> =
+                            wide.iter().map(|c| c[at..at + n].to_vec()).collect();
+                        let f: Vec<Vec<f32>> =
+                            narrow.iter().map(|c| c[at..at + n].to_vec()).collect();
+                        let bus = if f32_bus {
+                            BusRef::F32(&f, n)
+                        } else {
+                            BusRef::F64(&w, n)
+                        };
+                        assert!(!framer.block(bus, &mut enc));
+                        got.extend_from_slice(enc.take());
+                        enc.clear();
+                        at += n;
+                    }
+                    assert_eq!(enc.frames, frames as u64, "{what}");
+                    // The reference: hound, and the conversion rule.
+                    let full = ((1i64 << (bits.min(32) - 1)) - 1) as f64;
+                    let int = |x: f64| -> (i32, bool) {
+                        if x.is_nan() {
+                            return (0, true);
+                        }
+                        let v = (x * full).round_ties_even();
+                        if v > full {
+                            (full as i32, true)
+                        } else if v < -full - 1.0 {
+                            ((-full - 1.0) as i32, true)
+                        } else {
+                            (v as i32, false)
+                        }
+                    };
+                    let mut clipped = vec![0u64; channels];
+                    let want = if format == WavFormat::F64 {
+                        let mut b = Vec::new();
+                        for i in 0..frames {
+                            for (c, n) in clipped.iter_mut().enumerate() {
+                                b.extend_from_slice(&x(c, i).to_le_bytes());
+                                *n += (x(c, i).abs() > 1.0) as u64;
+                            }
+                        }
+                        b
+                    } else {
+                        let spec = hound::WavSpec {
+                            channels: channels as u16,
+                            sample_rate: 48000,
+                            bits_per_sample: bits as u16,
+                            sample_format: kind,
+                        };
+                        let mut file = std::io::Cursor::new(Vec::new());
+                        let mut w = hound::WavWriter::new(&mut file, spec).unwrap();
+                        for i in 0..frames {
+                            for (c, n) in clipped.iter_mut().enumerate() {
+                                let x = x(c, i);
+                                match format {
+                                    WavFormat::F32 => {
+                                        *n += (x.abs() > 1.0) as u64;
+                                        w.write_sample(x as f32).unwrap()
+                                    }
+                                    WavFormat::I16 => {
+                                        let (v, cl) = int(x);
+                                        *n += cl as u64;
+                                        w.write_sample(v as i16).unwrap()
+                                    }
+                                    WavFormat::U8 => {
+                                        let (v, cl) = int(x);
+                                        *n += cl as u64;
+                                        w.write_sample(v as i8).unwrap()
+                                    }
+                                    _ => {
+                                        let (v, cl) = int(x);
+                                        *n += cl as u64;
+                                        w.write_sample(v).unwrap()
+                                    }
+                                }
+                            }
+                        }
+                        w.finalize().unwrap();
+                        data_chunk(file.get_ref()).to_vec()
+                    };
+                    assert_eq!(got.len(), want.len(), "{what}");
+                    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+                        let w = format.bytes_per_sample();
+                        let s = i / w;
+                        panic!(
+                            "{what}: byte {i} differs (frame {}, channel {}, sample {:e})",
+                            s / channels,
+                            s % channels,
+                            x(s % channels, s / channels)
+                        );
+                    }
+                    for (c, l) in enc.levels.channels.iter().enumerate() {
+                        let peak = (0..frames).map(|i| x(c, i).abs()).fold(0.0, f64::max);
+                        let sum = (0..frames).fold(0.0, |s, i| s + x(c, i));
+                        assert_eq!(l.clipped, clipped[c], "{what}, channel {c}");
+                        assert_eq!(l.peak, peak, "{what}, channel {c}");
+                        assert_eq!(
+                            l.dc_offset().to_bits(),
+                            (sum / frames as f64).to_bits(),
+                            "{what}, channel {c}"
+                        );
+                    }
+                    assert!(enc.levels.clipped() > 0, "{what}");
+                }
+            }
+        }
+    }
+
+    /// With a tail, the frames written (those before the floor, loud ones
+    /// after it with the quiet ones between them, none after the tail
+    /// ended) are those [`Tail::step`] decides frame by frame, whatever
+    /// the block size.
+    #[test]
+    fn a_tail_writes_the_frames_its_steps_decide_in_any_blocks() {
+        // At 1 kHz the tail ends after 100 quiet frames, or 60 000 frames
+        // after the floor.
+        let floor = 300;
+        let gaps = |i: usize| !(350..400).contains(&i) && !(500..700).contains(&i);
+        let always = |_: usize| true;
+        type Loud<'a> = &'a dyn Fn(usize) -> bool;
+        let cases: [(usize, Loud, u64); 2] = [(2000, &gaps, 500), (60_500, &always, 60_300)];
+        for (frames, loud, written) in cases {
+            let chans: Vec<Vec<f64>> = (0..2)
+                .map(|c| {
+                    (0..frames)
+                        .map(|i| {
+                            let x = ((i * 7 + c * 3) % 23) as f64 / 23.0 - 0.4;
+                            if loud(i) || i < floor {
+                                x
+                            } else {
+                                x * 1e-7
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            // Frame by frame, as the steps decide.
+            let mut tail = Tail::new(0, 0, 1000);
+            tail.input_ended(floor as u64);
+            let mut want = Encoder::new(2, WavFormat::I24, false, true);
+            let mut held = Vec::new();
+            let mut expected = Vec::new();
+            for i in 0..frames {
+                let frame = [chans[0][i], chans[1][i]];
+                let is_loud = frame.iter().any(|x| x.abs() >= TAIL_THRESHOLD);
+                match tail.step(i as u64, is_loud) {
+                    Step::Write => {
+                        for f in held.drain(..) {
+                            want.frame([chans[0][f], chans[1][f]].into_iter());
+                        }
+                        want.frame(frame.into_iter());
+                    }
+                    Step::Hold => held.push(i),
+                    Step::End => break,
+                }
+                expected.extend_from_slice(want.take());
+                want.clear();
+            }
+            assert_eq!(want.frames, written);
+            let (levels, hash) = (want.levels.clone(), want.hash());
+            for block in [1, 7, 64, 100, 4096] {
+                let mut enc = Encoder::new(2, WavFormat::I24, false, true);
+                let mut framer = Framer::new(0, 2, Some(Tail::new(0, 0, 1000)));
+                let mut got = Vec::new();
+                let mut at = 0;
+                loop {
+                    let n = block.min(frames - at);
+                    if at + n >= floor {
+                        framer.tail_mut().unwrap().input_ended(floor as u64);
+                    }
+                    let part: Vec<Vec<f64>> =
+                        chans.iter().map(|c| c[at..at + n].to_vec()).collect();
+                    let done = framer.block(BusRef::F64(&part, n), &mut enc);
+                    got.extend_from_slice(enc.take());
+                    enc.clear();
+                    at += n;
+                    if done || at == frames {
+                        break;
+                    }
+                }
+                let what = format!("{frames} frames in blocks of {block}");
+                assert_eq!(enc.frames, written, "{what}");
+                assert!(got == expected, "{what}");
+                assert_eq!(enc.levels, levels, "{what}");
+                assert_eq!(enc.hash(), hash, "{what}");
             }
         }
     }
