@@ -273,9 +273,20 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Compressor<S, M> {
             let curve = Curve::new::<M>(th.value(), ra.value(), kn.value());
             let (a, r) = (clamp_time(at.value()), clamp_time(re.value()));
             let makeup = self.makeup.get::<M>(mk.value());
+            if M::KIND != MathKind::Fast {
+                // One pass: the detector's recursion overlaps the curve's
+                // library calls.
+                for i in 0..n {
+                    let level = self.det.tick::<M>(key[i].to_f64(), a, r, sr);
+                    let g = curve.gain::<M>(level);
+                    let d = self.delay(x[i]);
+                    out[i] = S::from_f64(d.to_f64() * (g * makeup));
+                    gain_out[i] = S::from_f64(g);
+                }
+                return;
+            }
             // In chunks, each in three passes: the detector (a recursion),
-            // the gain (independent per sample: in lanes under fast math),
-            // the output.
+            // the gain (independent per sample, in lanes), the output.
             let mut level = [0.0f64; CHUNK];
             let mut gain = [0.0f64; CHUNK];
             let mut start = 0;

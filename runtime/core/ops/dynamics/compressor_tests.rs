@@ -442,7 +442,7 @@ fn dub_chain_duck_inputs() -> (Vec<f64>, Vec<f64>) {
 
 /// The compressor computed sample by sample as written in the module
 /// docs, with the detector's ballistics spelled out (as `c·e + (1 − c)·r`
-/// under std and fast math) and the curve's
+/// under fast math) and the curve's
 /// `gain` (exact under strict and std math, the fast curve under fast
 /// math): `(out, gain)` with the inputs and outputs rounded to `S`, in the
 /// FP mode the node runs in.
@@ -471,7 +471,7 @@ fn reference<S: Sample, M: Math>(
         let k = round(key[i]);
         let r = if rms { k * k } else { k.abs() };
         let c = if r > e { ca } else { cr };
-        e = if M::KIND == crate::dsp::MathKind::Strict {
+        e = if M::KIND != crate::dsp::MathKind::Fast {
             r + c * (e - r)
         } else {
             c * e + (1.0 - c) * r

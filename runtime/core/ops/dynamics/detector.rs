@@ -15,8 +15,8 @@
 //! ballistics act on the mean square (power): a sine of amplitude A settles
 //! at A/√2. A state that is not finite (a NaN or infinite input) restarts
 //! at 0, and a state below 1e-30 is 0 (no subnormals). The state is `e`,
-//! f64 at every precision. The compressor under std and fast math computes
-//! the step as `e = c·e + (1 − c)·r` (the same value, rounded otherwise).
+//! f64 at every precision. The compressor under fast math computes the
+//! step as `e = c·e + (1 − c)·r` (the same value, rounded otherwise).
 
 use crate::dsp::{Math, MathKind, Sample};
 use crate::ops::{NodeState, StateError};
@@ -75,10 +75,14 @@ impl Coef {
 #[inline(always)]
 fn step(r: f64, e: f64, rise: f64, fall: f64) -> f64 {
     let c = if r > e { rise } else { fall };
-    let next = r + c * (e - r);
-    // Not finite (NaN, ±∞) or below TINY: both comparisons false for NaN.
-    if (TINY..=f64::MAX).contains(&next) {
-        next
+    flush(r + c * (e - r))
+}
+
+/// A state not finite (NaN, ±∞) or below [`TINY`] as 0.
+#[inline(always)]
+fn flush(e: f64) -> f64 {
+    if (TINY..=f64::MAX).contains(&e) {
+        e
     } else {
         0.0
     }
@@ -161,8 +165,8 @@ impl Detector {
     }
 
     /// The level after each sample of `key`, with the times held, into
-    /// `level`. Under strict math these are the bits `tick` gives sample by
-    /// sample. Under std and fast math each step is written
+    /// `level`. Under strict and std math these are the bits `tick` gives
+    /// sample by sample. Under fast math each step is written
     /// `c·e + (1 − c)·r`, both coefficients' results computed and one
     /// chosen: the same value, rounded otherwise, with a shorter chain
     /// from one sample's state to the next.
@@ -182,7 +186,7 @@ impl Detector {
             self.attack.get::<M>(attack, sr),
             self.release.get::<M>(release, sr),
         );
-        let split = M::KIND != MathKind::Strict;
+        let split = M::KIND == MathKind::Fast;
         let e0 = self.state;
         let rms = self.mode == Mode::Rms;
         let mut e = match (rms, split) {
@@ -228,7 +232,7 @@ impl Detector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dsp::math::{StdMath, StrictMath};
+    use crate::dsp::math::{FastMath, StdMath, StrictMath};
 
     /// A key with a burst, a NaN, then silence long enough for the state
     /// to decay below 1e-30 (so the flush happens at both ends).
@@ -263,9 +267,9 @@ mod tests {
             .collect()
     }
 
-    /// `run` over chunks of any length gives the stepwise bits: strict's
-    /// are `tick`'s, sample by sample; std math's the split form's; through
-    /// a NaN and a decay into the flush.
+    /// `run` over chunks of any length gives the stepwise bits: under
+    /// strict and std math `tick`'s; under fast math the split form's;
+    /// through a NaN and a decay into the flush.
     #[test]
     fn a_run_is_the_stepwise_detector_through_nan_and_flush() {
         let x = key();
@@ -291,21 +295,21 @@ mod tests {
                 "the split form rounds otherwise"
             );
             for chunk in [1, 7, 64, 4096] {
-                for (strict, want) in [(true, &exact), (false, &split)] {
+                for (kind, want) in [
+                    (MathKind::Strict, &exact),
+                    (MathKind::Std, &exact),
+                    (MathKind::Fast, &split),
+                ] {
                     let mut d = Detector::new(mode);
                     let mut got = vec![0.0; x.len()];
                     for (k, l) in x.chunks(chunk).zip(got.chunks_mut(chunk)) {
-                        if strict {
-                            d.run::<f64, StrictMath>(k, attack, release, sr, l);
-                        } else {
-                            d.run::<f64, StdMath>(k, attack, release, sr, l);
+                        match kind {
+                            MathKind::Strict => d.run::<f64, StrictMath>(k, attack, release, sr, l),
+                            MathKind::Std => d.run::<f64, StdMath>(k, attack, release, sr, l),
+                            MathKind::Fast => d.run::<f64, FastMath>(k, attack, release, sr, l),
                         }
                     }
-                    assert_eq!(
-                        bits(&got),
-                        bits(want),
-                        "{mode:?} strict {strict} chunk {chunk}"
-                    );
+                    assert_eq!(bits(&got), bits(want), "{mode:?} {kind:?} chunk {chunk}");
                 }
             }
         }
