@@ -217,6 +217,51 @@ fn fast_exp<S: Sample>(x: S) -> S {
     p * S::from_f64(scale)
 }
 
+/// log2(x) for a positive normal x, without a call or a branch (so a loop of
+/// it vectorises): the exponent from the bits, the mantissa folded into
+/// [√2/2, √2), and ln of it as 2·atanh(s), s = (m − 1)/(m + 1), to s⁹.
+/// Absolute error ≤ 2e-9 (measured 1.0e-9 from 1e-30 to 1e30). Zero gives a
+/// finite value far below log2 of any normal number; negative, subnormal,
+/// infinite or NaN x give an unspecified finite or NaN value.
+#[inline(always)]
+pub(crate) fn fast_log2(x: f64) -> f64 {
+    // The bits of √2/2: mantissas at or above √2 carry into the exponent.
+    const HALF_SQRT2: u64 = 0x3fe6_a09e_667f_3bcd;
+    const MANTISSA: u64 = 0x000f_ffff_ffff_ffff;
+    // 2^52: an exponent field e in its low mantissa bits reads 2^52 + e.
+    const TWO52: u64 = 0x4330_0000_0000_0000;
+    let ix = x.to_bits().wrapping_add(0x3ff0_0000_0000_0000 - HALF_SQRT2);
+    let k = f64::from_bits((ix >> 52) | TWO52) - (4503599627370496.0 + 1023.0);
+    let m = f64::from_bits((ix & MANTISSA) + HALF_SQRT2);
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let s2 = s * s;
+    let atanh =
+        s * (1.0 + s2 * (1.0 / 3.0 + s2 * (1.0 / 5.0 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0)))));
+    k + atanh * (2.0 * core::f64::consts::LOG2_E)
+}
+
+/// 2^x for x in [−1022, 1023], without a call or a branch: x rounded to the
+/// nearest integer n by adding and subtracting 1.5·2^52 (n is then the low
+/// bits of the sum, moved into the exponent field), and 2^(x − n) on
+/// [−1/2, 1/2] as the Taylor series of e^y to y⁷. Relative error ≤ 1e-8
+/// (measured 7.0e-9). Outside that range the exponent wraps: clamp first.
+#[inline(always)]
+pub(crate) fn fast_exp2(x: f64) -> f64 {
+    const SHIFT: f64 = 6755399441055744.0;
+    let t = x + SHIFT;
+    let n = t - SHIFT;
+    let scale = f64::from_bits(t.to_bits().wrapping_sub(SHIFT.to_bits()).wrapping_add(1023) << 52);
+    let y = (x - n) * core::f64::consts::LN_2;
+    let p = 1.0
+        + y * (1.0
+            + y * (1.0 / 2.0
+                + y * (1.0 / 6.0
+                    + y * (1.0 / 24.0
+                        + y * (1.0 / 120.0 + y * (1.0 / 720.0 + y * (1.0 / 5040.0)))))));
+    p * scale
+}
+
 #[inline]
 fn fast_tanh<S: Sample>(x: S) -> S {
     let lim = S::from_f64(9.0);
@@ -293,6 +338,52 @@ mod tests {
         }
         // Measured 8.3e-6; the profile allows 1e-4.
         assert!(worst <= 1.2e-5, "worst error {worst}");
+    }
+
+    #[test]
+    fn fast_log2_within_documented_error_of_libm() {
+        let mut worst = 0.0f64;
+        // Geometric steps from 1e-30 to 1e30, plus random mantissas.
+        let mut x = 1e-30f64;
+        while x < 1e30 {
+            worst = worst.max((fast_log2(x) - libm::log2(x)).abs());
+            x *= 1.000_37;
+        }
+        let mut z = 3u64;
+        for _ in 0..200_000 {
+            z = crate::dsp::rng::mix64(z);
+            let x = f64::from_bits((z >> 12) | (((z & 0xff) + 920) << 52));
+            worst = worst.max((fast_log2(x) - libm::log2(x)).abs());
+        }
+        for x in [
+            1.0,
+            2.0,
+            0.5,
+            core::f64::consts::SQRT_2,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+        ] {
+            worst = worst.max((fast_log2(x) - libm::log2(x)).abs());
+        }
+        eprintln!("fast_log2: worst absolute error {worst:e}");
+        assert!(worst <= 2e-9, "worst error {worst:e}");
+        assert!(fast_log2(0.0) < -1000.0);
+    }
+
+    #[test]
+    fn fast_exp2_within_documented_error_of_libm() {
+        let mut worst = 0.0f64;
+        for i in -1_022_000..=1_023_000 {
+            let x = i as f64 * 0.001 + 0.000_37;
+            let exact = libm::exp2(x);
+            worst = worst.max((fast_exp2(x) - exact).abs() / exact);
+        }
+        for x in [-1022.0, 1023.0, 0.0, 0.5, -0.5, 1.5, -2.5] {
+            let exact = libm::exp2(x);
+            worst = worst.max((fast_exp2(x) - exact).abs() / exact);
+        }
+        eprintln!("fast_exp2: worst relative error {worst:e}");
+        assert!(worst <= 1e-8, "worst error {worst:e}");
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! peak hold, because a brickwall needs the peak before it arrives. Levels
 //! are kept in f64 at every precision, and every dB ↔ linear conversion and
 //! coefficient goes through the node's `M: Math` (`coef_exp`, `coef_ln`),
-//! so all four are strict.
+//! so all four are strict. Under fast math the compressor's per-sample
+//! curve uses the polynomial `fast_log2` and `fast_exp2` instead.
 
 mod adsr;
 mod compressor;
