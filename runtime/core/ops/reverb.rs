@@ -416,10 +416,11 @@ impl<S: Sample, M: Math> Reverb<S, M> {
     /// into vector operations: two AVX2 registers of f32, four of f64);
     /// with AVX-512, groups of sixteen samples (f32) or eight (f64) run
     /// through `reverb_lanes.rs`, which reads and writes each line's
-    /// samples as a row and transposes them. The lines' outputs of the run
-    /// are kept line by line, and the two wet sums then add them line by
-    /// line for every sample of the run at once (the samples side by side
-    /// in vector lanes). Every lane does the operations of the formulas in
+    /// samples as a row and transposes them, and adds the group's wet sums
+    /// itself. Otherwise the lines' outputs of the run are kept line by
+    /// line, and the two wet sums then add them line by line for every
+    /// sample of the run at once (the samples side by side in vector
+    /// lanes). Every lane does the operations of the formulas in
     /// the module docs in that order, and each wet sum adds the lines in
     /// order 0 … 15, so the bits are the same at every instruction set and
     /// block size. `STEREO` feeds `x_r` into the lines through the right
@@ -466,6 +467,8 @@ impl<S: Sample, M: Math> Reverb<S, M> {
             g_diff,
             in_gain,
             in_gain_r,
+            out_l,
+            out_r,
         };
         let n = x.len();
         let mut done = 0;
@@ -505,18 +508,18 @@ impl<S: Sample, M: Math> Reverb<S, M> {
                         dc: &mut dc,
                         damp: &mut damp,
                     };
-                    let ys_at = ys.as_mut_ptr() as *mut S;
+                    let wet_l = left[done + j..].as_mut_ptr();
+                    let wet_r = right[done + j..].as_mut_ptr();
                     // SAFETY: `group` is not 0 only on a CPU with AVX-512F;
                     // `pos`, `start` and `end` are the lines' own rings (each
-                    // longer than a group); `ys` has `CHUNK` samples per
-                    // line and `j + group ≤ m ≤ CHUNK`.
+                    // longer than a group); `left` and `right` hold
+                    // `done + m ≥ done + j + group` samples.
                     unsafe {
                         lanes::step::<S, STEREO>(
                             &mut net,
                             (&mut u, &mut u_r),
                             &mut coefs,
-                            ys_at.add(j),
-                            CHUNK,
+                            (wet_l, wet_r),
                         );
                     }
                     for i in 0..LINES {
@@ -585,15 +588,17 @@ impl<S: Sample, M: Math> Reverb<S, M> {
                     }
                 }
             }
-            // The wet sums, line by line, for the whole run at once.
+            // The wet sums of the samples no group ran (the groups wrote
+            // theirs), line by line, for all of them at once.
+            let tail = if groups { m - (m % group) } else { 0 };
             let l = &mut left[done..done + m];
             let r = &mut right[done..done + m];
-            l.fill(S::ZERO);
-            r.fill(S::ZERO);
+            l[tail..].fill(S::ZERO);
+            r[tail..].fill(S::ZERO);
             for i in 0..LINES {
                 let (cl, cr) = (out_l[i], out_r[i]);
-                let yi = &ys[i][..m];
-                for ((l, r), &y) in l.iter_mut().zip(r.iter_mut()).zip(yi) {
+                let yi = &ys[i][tail..m];
+                for ((l, r), &y) in l[tail..].iter_mut().zip(r[tail..].iter_mut()).zip(yi) {
                     *l += cl * y;
                     *r += cr * y;
                 }

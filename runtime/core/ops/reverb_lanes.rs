@@ -7,7 +7,8 @@
 //! that turn them into registers per sample holding every line's output,
 //! the step of the module docs on those registers for each sample in turn,
 //! and transposes that turn the results (what is written back into each
-//! line, and each line's output for the wet sums) back into rows. Only
+//! line, and each line's output) back into rows; the wet sums add the
+//! output rows, line 0 first, sixteen or eight samples at once. Only
 //! data moves differ from the scalar step (`Reverb::run_lanes`): every lane
 //! does the same operations on the same operands in the same order, so the
 //! bits are the same. A group's samples of a line never read what they
@@ -45,6 +46,8 @@ pub(super) struct Coefs<S> {
     pub(super) g_diff: [S; LINES],
     pub(super) in_gain: [S; LINES],
     pub(super) in_gain_r: [S; LINES],
+    pub(super) out_l: [S; LINES],
+    pub(super) out_r: [S; LINES],
 }
 
 /// The lines, their rings and the state a group carries from sample to
@@ -74,20 +77,21 @@ unsafe fn same<T, U>(x: &mut T) -> &mut U {
 /// One group ([`group_len`] samples) of the network: line `i` reads and
 /// then writes its samples from `net.pos[i]` on, wrapping from `end[i]` to
 /// `start[i]`, fed `u.0[t]` (and `u.1[t]` when `STEREO`) at sample `t`;
-/// each line's output (after its DC blocker) goes to `ys[i·stride + t]`.
+/// the wet sums of its samples (`Σ out_l[i]·y_i`, `Σ out_r[i]·y_i`, the
+/// lines in order from 0, as the scalar sums add them) go to
+/// `wet.0[t]` and `wet.1[t]`.
 ///
 /// # Safety
 /// The CPU has AVX-512F (and group_len is not 0); for every line
 /// `start[i] ≤ pos[i] < end[i] ≤ lines.len()`, `end[i] − start[i]` is at
-/// least a group, and the lines' ranges are disjoint; `ys[i·stride ..
-/// i·stride + group]` are in bounds for every line.
+/// least a group, and the lines' ranges are disjoint; `wet.0` and `wet.1`
+/// have room for a group's samples.
 #[cfg(target_arch = "x86_64")]
 pub(super) unsafe fn step<S: Sample, const STEREO: bool>(
     net: &mut Net<'_, S>,
     u: (&mut [S; MAX_GROUP], &mut [S; MAX_GROUP]),
     c: &mut Coefs<S>,
-    ys: *mut S,
-    stride: usize,
+    wet: (*mut S, *mut S),
 ) {
     // SAFETY: `S` is the type its precision names; the rest is the
     // contract.
@@ -97,15 +101,13 @@ pub(super) unsafe fn step<S: Sample, const STEREO: bool>(
                 same(net),
                 (same(u.0), same(u.1)),
                 same(c),
-                ys as *mut f32,
-                stride,
+                (wet.0 as *mut f32, wet.1 as *mut f32),
             ),
             Precision::F64 => step8_avx512::<STEREO>(
                 same(net),
                 (same(u.0), same(u.1)),
                 same(c),
-                ys as *mut f64,
-                stride,
+                (wet.0 as *mut f64, wet.1 as *mut f64),
             ),
         }
     }
@@ -201,8 +203,7 @@ unsafe fn step16_avx512<const STEREO: bool>(
     net: &mut Net<'_, f32>,
     u: (&[f32; 16], &[f32; 16]),
     c: &Coefs<f32>,
-    ys: *mut f32,
-    stride: usize,
+    sums: (*mut f32, *mut f32),
 ) {
     const N: usize = 16;
     // (Not zeroed: a row is written before it is read.)
@@ -249,9 +250,13 @@ unsafe fn step16_avx512<const STEREO: bool>(
         _mm512_storeu_ps(at[i], row);
         row_out(base, net, i, N, at[i]);
     }
+    let (mut l, mut r) = (_mm512_setzero_ps(), _mm512_setzero_ps());
     for (i, row) in transpose16_regs(wet).into_iter().enumerate() {
-        _mm512_storeu_ps(ys.add(i * stride), row);
+        l = _mm512_add_ps(l, _mm512_mul_ps(_mm512_set1_ps(c.out_l[i]), row));
+        r = _mm512_add_ps(r, _mm512_mul_ps(_mm512_set1_ps(c.out_r[i]), row));
     }
+    _mm512_storeu_ps(sums.0, l);
+    _mm512_storeu_ps(sums.1, r);
 }
 
 /// An 8 × 8 transpose of f64 rows in registers: `out[t]` holds element
@@ -326,8 +331,7 @@ unsafe fn step8_avx512<const STEREO: bool>(
     net: &mut Net<'_, f64>,
     u: (&[f64; 16], &[f64; 16]),
     c: &Coefs<f64>,
-    ys: *mut f64,
-    stride: usize,
+    sums: (*mut f64, *mut f64),
 ) {
     const N: usize = 8;
     // (Not zeroed: a row is written before it is read.)
@@ -376,6 +380,7 @@ unsafe fn step8_avx512<const STEREO: bool>(
             out[h][t] = v;
         }
     }
+    let (mut l, mut r) = (_mm512_setzero_pd(), _mm512_setzero_pd());
     for h in 0..2 {
         _mm512_storeu_pd(net.dc[8 * h..].as_mut_ptr(), dc[h]);
         _mm512_storeu_pd(net.damp[8 * h..].as_mut_ptr(), damp[h]);
@@ -385,7 +390,11 @@ unsafe fn step8_avx512<const STEREO: bool>(
             row_out(base, net, i, N, at[i]);
         }
         for (k, row) in transpose8(wet[h]).into_iter().enumerate() {
-            _mm512_storeu_pd(ys.add((8 * h + k) * stride), row);
+            let i = 8 * h + k;
+            l = _mm512_add_pd(l, _mm512_mul_pd(_mm512_set1_pd(c.out_l[i]), row));
+            r = _mm512_add_pd(r, _mm512_mul_pd(_mm512_set1_pd(c.out_r[i]), row));
         }
     }
+    _mm512_storeu_pd(sums.0, l);
+    _mm512_storeu_pd(sums.1, r);
 }
