@@ -254,3 +254,89 @@ pub(crate) fn first_difference(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<String>
     }
     None
 }
+
+/// Seconds 3 to 4.5 of the graph of `scenes/pluck-delay.json` (its
+/// events left out), played node by node under strict: plucked notes and
+/// their echoes, the delay line full (a steady state, not a start from
+/// silence).
+pub(crate) fn pluck_delay_signal(sample_rate: f64) -> Vec<f64> {
+    let n = (4.5 * sample_rate) as usize;
+    let num = Value::Number;
+    let run = |name: &str,
+               set: &[(&str, Value)],
+               inputs: &[Vec<f64>],
+               mods: Vec<(&str, Vec<f64>)>|
+     -> Vec<f64> {
+        let spec = crate::ops::lookup(name).unwrap();
+        let values = values_with(spec, set);
+        let mut r = NodeRunner::new(
+            spec,
+            values,
+            Profile::Strict,
+            None,
+            sample_rate,
+            64,
+            inputs.len(),
+        )
+        .unwrap();
+        let mods: Vec<(usize, Vec<f64>)> = mods
+            .into_iter()
+            .map(|(p, x)| (spec.param_index(p).unwrap(), x))
+            .collect();
+        r.run(inputs, &mods, n, &[64]).swap_remove(0)
+    };
+    let lowpass = {
+        let spec = crate::ops::lookup("biquad").unwrap();
+        match spec.params[spec.param_index("mode").unwrap()].kind {
+            crate::ops::ParamKind::Enum { choices, .. } => {
+                Value::Enum(choices.iter().position(|c| *c == "lowpass").unwrap())
+            }
+            _ => unreachable!("biquad's mode is an enum"),
+        }
+    };
+    let clock = run(
+        "square",
+        &[("freq", num(2.0)), ("amp", num(0.5)), ("duty", num(0.1))],
+        &[],
+        vec![],
+    );
+    let env = run(
+        "adsr",
+        &[
+            ("attack", num(0.002)),
+            ("decay", num(0.18)),
+            ("sustain", num(0.0)),
+            ("release", num(0.06)),
+            ("gate", num(0.5)),
+        ],
+        &[],
+        vec![("gate", clock)],
+    );
+    let tone = run(
+        "saw",
+        &[("freq", num(220.0)), ("amp", num(0.6))],
+        &[],
+        vec![],
+    );
+    let vca = run("multiply", &[], &[env, tone], vec![]);
+    let lp = run(
+        "biquad",
+        &[("mode", lowpass), ("cutoff", num(2400.0)), ("q", num(0.9))],
+        &[vca],
+        vec![],
+    );
+    let echo = run(
+        "delay",
+        &[
+            ("time", num(0.375)),
+            ("feedback", num(0.55)),
+            ("mix", num(0.4)),
+            ("max_time", num(1.0)),
+        ],
+        &[lp],
+        vec![],
+    );
+    let x = echo[(3.0 * sample_rate) as usize..].to_vec();
+    assert!(x.iter().any(|v| v.abs() > 0.1), "the signal is not silent");
+    x
+}

@@ -617,84 +617,6 @@ fn reference_render<S: Sample, M: Math>(
     vec![l, rr]
 }
 
-/// Seconds 3 to 4.5 of the graph of `scenes/pluck-delay.json` (its
-/// events left out), played node by node under strict: plucked notes and
-/// their echoes, the delay line full (a steady state, not a start from
-/// silence).
-fn pluck_delay_signal() -> Vec<f64> {
-    let n = (4.5 * SR) as usize;
-    let num = Value::Number;
-    let run = |name: &str,
-               set: &[(&str, Value)],
-               inputs: &[Vec<f64>],
-               mods: Vec<(&str, Vec<f64>)>|
-     -> Vec<f64> {
-        let spec = crate::ops::lookup(name).unwrap();
-        let values = values_with(spec, set);
-        let mut r =
-            NodeRunner::new(spec, values, Profile::Strict, None, SR, 64, inputs.len()).unwrap();
-        let mods: Vec<(usize, Vec<f64>)> = mods
-            .into_iter()
-            .map(|(p, x)| (spec.param_index(p).unwrap(), x))
-            .collect();
-        r.run(inputs, &mods, n, &[64]).swap_remove(0)
-    };
-    let lowpass = {
-        let spec = crate::ops::lookup("biquad").unwrap();
-        match spec.params[spec.param_index("mode").unwrap()].kind {
-            crate::ops::ParamKind::Enum { choices, .. } => {
-                Value::Enum(choices.iter().position(|c| *c == "lowpass").unwrap())
-            }
-            _ => unreachable!("biquad's mode is an enum"),
-        }
-    };
-    let clock = run(
-        "square",
-        &[("freq", num(2.0)), ("amp", num(0.5)), ("duty", num(0.1))],
-        &[],
-        vec![],
-    );
-    let env = run(
-        "adsr",
-        &[
-            ("attack", num(0.002)),
-            ("decay", num(0.18)),
-            ("sustain", num(0.0)),
-            ("release", num(0.06)),
-            ("gate", num(0.5)),
-        ],
-        &[],
-        vec![("gate", clock)],
-    );
-    let tone = run(
-        "saw",
-        &[("freq", num(220.0)), ("amp", num(0.6))],
-        &[],
-        vec![],
-    );
-    let vca = run("multiply", &[], &[env, tone], vec![]);
-    let lp = run(
-        "biquad",
-        &[("mode", lowpass), ("cutoff", num(2400.0)), ("q", num(0.9))],
-        &[vca],
-        vec![],
-    );
-    let echo = run(
-        "delay",
-        &[
-            ("time", num(0.375)),
-            ("feedback", num(0.55)),
-            ("mix", num(0.4)),
-            ("max_time", num(1.0)),
-        ],
-        &[lp],
-        vec![],
-    );
-    let x = echo[(3.0 * SR) as usize..].to_vec();
-    assert!(x.iter().any(|v| v.abs() > 0.1), "the signal is not silent");
-    x
-}
-
 /// The lanes compute what the scalar network computes, bit for bit, under
 /// every profile, at block sizes 1, 7, 64 and 4096, with the params
 /// constant and with `mix` modulated (the per-sample path, at blocks 1 and
@@ -703,7 +625,7 @@ fn pluck_delay_signal() -> Vec<f64> {
 /// of strict.
 #[test]
 fn lanes_match_the_scalar_network_bit_for_bit() {
-    let x = pluck_delay_signal();
+    let x = crate::ops::harness::pluck_delay_signal(SR);
     let n = x.len();
     let wobble: Vec<f64> = (0..n)
         .map(|i| 0.2 * libm::sin(i as f64 * 2.0 * PI * 0.7 / SR))
@@ -868,7 +790,7 @@ fn a_stereo_input_feeds_the_lines_through_distinct_taps() {
 /// part of `out_r` is `in_r`.
 #[test]
 fn a_stereo_input_is_the_same_at_every_block_size() {
-    let x = pluck_delay_signal();
+    let x = crate::ops::harness::pluck_delay_signal(SR);
     let n = x.len();
     let x_r: Vec<f64> = (0..n)
         .map(|i| if i >= 1 { x[i - 1] } else { 0.0 })
@@ -906,7 +828,7 @@ fn the_stereo_network_is_the_same_at_every_instruction_set() {
 }
 
 fn stereo_at_every_instruction_set<S: Sample, M: Math>(profile: Profile) {
-    let x = pluck_delay_signal();
+    let x = crate::ops::harness::pluck_delay_signal(SR);
     let n = x.len();
     let left: Vec<S> = x.iter().map(|&v| S::from_f64(v)).collect();
     let right: Vec<S> = (0..n)

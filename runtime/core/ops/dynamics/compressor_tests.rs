@@ -405,38 +405,20 @@ fn fast_gains_in_lanes_are_the_scalar_bits_at_every_instruction_set() {
     }
 }
 
-/// Seconds 2 to 6 of the music and the kick that feed `duck_l` in
-/// `scenes/dub-chain.json`, rendered by the engine under strict: the
-/// filtered plucks through the chorus, and the kick that keys the duck (a
-/// steady groove, neither silence nor a start).
-fn dub_chain_duck_inputs() -> (Vec<f64>, Vec<f64>) {
-    use crate::engine::Engine;
-    use crate::graph::{compile, CompileOptions};
-    const DUB: &str = include_str!("../../../../scenes/dub-chain.json");
-    let text = DUB.replace(
-        r#""main": ["out_l", "out_r"]"#,
-        r#""main": ["wide:out", "kick"]"#,
-    );
-    assert_ne!(text, DUB, "the scene's outputs are replaced");
-    let scene = crate::scene::load_str(&text, "dub-chain.json", None).unwrap();
-    let options = CompileOptions {
-        profile: Some(Profile::Strict),
-        block_size: Some(64),
-        ..CompileOptions::default()
-    };
-    let mut e = Engine::new(compile(&scene, &options).unwrap());
-    let (start, end) = (2 * SR as usize / 64, 6 * SR as usize / 64);
-    let (mut music, mut kick) = (Vec::new(), Vec::new());
-    for b in 0..end {
-        e.process_block(64);
-        if b >= start {
-            let bus = e.bus();
-            for k in 0..64 {
-                music.push(bus.get(0, k));
-                kick.push(bus.get(1, k));
-            }
-        }
-    }
+/// A groove to duck: the plucked notes and echoes of
+/// `scenes/pluck-delay.json` played node by node (1.5 s in steady state),
+/// and a kick on every beat at 120 bpm keying it — a 55 Hz sine under an
+/// exponential decay (30 ms) with a 1 ms attack ramp, at 0.9.
+fn duck_inputs() -> (Vec<f64>, Vec<f64>) {
+    let music = crate::ops::harness::pluck_delay_signal(SR);
+    let beat = (0.5 * SR) as usize;
+    let kick = (0..music.len())
+        .map(|i| {
+            let t = (i % beat) as f64 / SR;
+            let ramp = (t / 0.001).min(1.0);
+            0.9 * ramp * libm::exp(-t / 0.03) * libm::sin(2.0 * std::f64::consts::PI * 55.0 * t)
+        })
+        .collect();
     (music, kick)
 }
 
@@ -492,15 +474,15 @@ fn reference<S: Sample, M: Math>(
     vec![out, gain]
 }
 
-/// On four seconds of a shipped scene's groove, in two settings (the
-/// scene's keyed peak duck with a soft knee; an RMS hard-knee compressor
+/// On a groove (a shipped scene's plucks, keyed by a kick), in two
+/// settings (a keyed peak duck with a soft knee; an RMS hard-knee compressor
 /// of the music itself with makeup and lookahead): every profile gives
 /// the bits of the sample-by-sample reference at block sizes 1, 7, 64 and
 /// 4096, strict's being the exact curve through libm; and repro and live
 /// stay within their parity bound of strict, their gain within 1e-5.
 #[test]
 fn every_profile_is_its_per_sample_reference_at_any_block_size_on_a_scene() {
-    let (music, kick) = dub_chain_duck_inputs();
+    let (music, kick) = duck_inputs();
     let n = music.len();
     assert!(music.iter().any(|v| v.abs() > 0.05) && kick.iter().any(|v| v.abs() > 0.5));
     // (keyed, rms, threshold, ratio, knee, attack, release, makeup, lookahead s)
