@@ -216,6 +216,9 @@ unsafe fn step16_avx512<const STEREO: bool>(
         // SAFETY (this and every load and store below): `step`'s contract.
         at[i] = row_in(base, net, i, N, spare.add(i * MAX_GROUP));
         rows[i] = _mm512_loadu_ps(at[i]);
+        // The line's samples two groups on, towards L1 (a hint: an
+        // address past the line's end is never read).
+        _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(net.pos[i] + 2 * N) as *const i8);
     }
     let y = transpose16_regs(rows);
     let (b, a) = (_mm512_set1_ps(c.dc_b), _mm512_set1_ps(c.dc_alpha));
@@ -344,6 +347,8 @@ unsafe fn step8_avx512<const STEREO: bool>(
         // SAFETY (this and every load and store below): `step`'s contract.
         at[i] = row_in(base, net, i, N, spare.add(i * MAX_GROUP));
         rows[i] = _mm512_loadu_pd(at[i]);
+        // As in `step16_avx512`.
+        _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(net.pos[i] + 2 * N) as *const i8);
     }
     let y_lo = transpose8(core::array::from_fn(|i| rows[i]));
     let y_hi = transpose8(core::array::from_fn(|i| rows[8 + i]));
