@@ -924,7 +924,7 @@ pub(crate) static REVERB: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: reverb_lints,
-    cost: |p, _| by_profile(p, [72.0, 63.0, 59.0]),
+    cost: |p, _| by_profile(p, [31.0, 18.0, 19.0]),
     algorithms: Some(crate::ops::describe::NO_FAST_MATH),
     build: build_any::<ReverbOp>,
 };

@@ -484,7 +484,7 @@ pub(crate) static COMPRESSOR: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: no_lints,
-    cost: |p, _| by_profile(p, [24.0, 21.0, 21.0]),
+    cost: |p, _| by_profile(p, [34.0, 24.0, 12.0]),
     algorithms: Some([
         "f64, libm",
         "f32 samples, std math; levels and the curve in f64",

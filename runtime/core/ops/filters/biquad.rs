@@ -887,7 +887,7 @@ pub(crate) static BIQUAD: OpSpec = OpSpec {
     solver_steps: None,
     choices: no_choices,
     lints: biquad_lints,
-    cost: |p, _| by_profile(p, [5.6, 4.2, 4.2]),
+    cost: |p, _| by_profile(p, [4.8, 4.7, 4.6]),
     algorithms: Some(crate::ops::describe::BIQUAD_MATH),
     build: build_any::<BiquadOp>,
 };
