@@ -198,16 +198,17 @@ fn a_worker_slow_in_a_job_between_callbacks_counts_no_xrun() {
     assert_eq!(xruns(&workers), before, "no xrun outside a callback");
 }
 
-/// The real callback path (`PlayerCell::fill`) of a scene with branches
-/// and of a scene with voices, their nodes and voices spread over two
-/// threads: the callback's thread never allocates or frees.
+/// The real callback path (`PlayerCell::fill`) of a scene with branches,
+/// of a scene with voices and of one whose steady sines are summed in
+/// spans, their nodes, voices and spans spread over two threads: the
+/// callback's thread never allocates or frees.
 #[test]
 fn the_callback_with_workers_never_allocates() {
     use morphrt::host::live::player::{Meters, Player, PlayerCell, Switches};
     use std::sync::Arc;
     let workers = Workers::new(2);
     workers.set_min_work_ns(0);
-    for name in ["dub-chain", "poly-pad"] {
+    for name in ["dub-chain", "poly-pad", "bench/w1"] {
         let path = common::root().join(format!("scenes/{name}.json"));
         let scene = morphrt::scene::load_file(&path).unwrap();
         let plan = compile(

@@ -636,6 +636,148 @@ unsafe fn sine_group_avx512<S: Sample>(
     sine_group_lanes(members, n, out)
 }
 
+/// Full quarters `q0..q0 + NQ` of one segment of every member summed into
+/// `dst` (`NQ`·16 frames), the sum kept in registers across the members,
+/// as [`sum_segment`] sums a whole segment: the same additions in member
+/// order.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn sum_quarters<S: Sample, const NQ: usize>(
+    members: &[SineMember<'_>],
+    (sa, sb): (&[f32; 64], &[f32; 64]),
+    q0: usize,
+    dst: &mut [S],
+    first: bool,
+) {
+    let len = NQ * QUARTER;
+    let mut acc = [S::ZERO; SEGMENT];
+    acc[..len].copy_from_slice(&dst[..len]);
+    for (k, m) in members.iter().enumerate().take(64) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ahead) = members.get(k + 4) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let at = (ahead.steps as *const SineSteps).cast::<u8>();
+            for line in 0..3 {
+                // SAFETY: prefetches only hint the cache (in bounds here).
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64 * line).cast()) };
+            }
+        }
+        let st = m.steps;
+        for q in 0..NQ {
+            let (a, b) = quarter(st, (sa[k], sb[k]), q0 + q);
+            let acc = &mut acc[QUARTER * q..QUARTER * (q + 1)];
+            if k == 0 && first {
+                for j in 0..QUARTER {
+                    acc[j] = S::from_f32(a * st.im[j] + b * st.re[j]);
+                }
+            } else {
+                for j in 0..QUARTER {
+                    acc[j] += S::from_f32(a * st.im[j] + b * st.re[j]);
+                }
+            }
+        }
+    }
+    dst[..len].copy_from_slice(&acc[..len]);
+}
+
+#[inline(always)]
+fn sine_span_lanes<S: Sample>(
+    members: &[SineMember<'_>],
+    from: usize,
+    to: usize,
+    dst: &mut [S],
+    first: bool,
+) {
+    let len = members.len().min(64);
+    let (mut sa, mut sb) = ([0f32; 64], [0f32; 64]);
+    let mut at = from;
+    while at < to {
+        let c = at / SEGMENT;
+        let end = ((c + 1) * SEGMENT).min(to);
+        for k in 0..len {
+            let m = &members[k];
+            let anchor = m
+                .phase
+                .wrapping_add(m.steps.inc.wrapping_mul((c * SEGMENT) as u64));
+            (sa[k], sb[k]) = seed(anchor, m.offset, m.amp);
+        }
+        let q0 = (at - c * SEGMENT) / QUARTER;
+        let part = &mut dst[at - from..end - from];
+        let seeds = (&sa, &sb);
+        let whole = part.len() / QUARTER;
+        match whole {
+            4 => sum_quarters::<S, 4>(&members[..len], seeds, q0, part, first),
+            3 => sum_quarters::<S, 3>(&members[..len], seeds, q0, part, first),
+            2 => sum_quarters::<S, 2>(&members[..len], seeds, q0, part, first),
+            1 => sum_quarters::<S, 1>(&members[..len], seeds, q0, part, first),
+            _ => {}
+        }
+        // A last quarter cut short by the chunk's end, member by member.
+        let rest = &mut part[whole * QUARTER..];
+        if !rest.is_empty() {
+            for (k, m) in members[..len].iter().enumerate() {
+                let ab = quarter(m.steps, (sa[k], sb[k]), q0 + whole);
+                if first && k == 0 {
+                    quarter_samples::<S, false>(m.steps, ab, 0, rest);
+                } else {
+                    quarter_samples::<S, true>(m.steps, ab, 0, rest);
+                }
+            }
+        }
+        at = end;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sine_span_avx2<S: Sample>(
+    members: &[SineMember<'_>],
+    from: usize,
+    to: usize,
+    dst: &mut [S],
+    first: bool,
+) {
+    sine_span_lanes(members, from, to, dst, first)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f")]
+unsafe fn sine_span_avx512<S: Sample>(
+    members: &[SineMember<'_>],
+    from: usize,
+    to: usize,
+    dst: &mut [S],
+    first: bool,
+) {
+    sine_span_lanes(members, from, to, dst, first)
+}
+
+/// Frames `from..to` of a chunk of up to 64 members on the grid of anchors
+/// (each `phase` its phase at the chunk's first frame, position 0) summed
+/// into `dst` (`to − from` frames) in member order, the first member's
+/// written when `first`: the same bits as those frames of [`sine_group`]'s
+/// sum over the whole chunk, so a chunk may be cut into spans summed apart
+/// (on different threads). `from` must be a multiple of 16 (a quarter).
+pub(crate) fn sine_group_span<S: Sample>(
+    level: SimdLevel,
+    members: &[SineMember<'_>],
+    (from, to): (usize, usize),
+    dst: &mut [S],
+    first: bool,
+) {
+    debug_assert!(members.iter().all(|m| m.steps.position(m.phase) == 0));
+    debug_assert!(from.is_multiple_of(QUARTER) && dst.len() == to - from);
+    #[cfg(target_arch = "x86_64")]
+    match level.isa() {
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
+        Isa::Avx2 => return unsafe { sine_span_avx2(members, from, to, dst, first) },
+        Isa::Avx512 => return unsafe { sine_span_avx512(members, from, to, dst, first) },
+        Isa::Base => {}
+    }
+    let _ = level;
+    sine_span_lanes(members, from, to, dst, first)
+}
+
 /// [`sine_block`] for up to 64 nodes at once, the same bits: each 64-frame
 /// chunk's seeds for all members side by side, then each member's samples.
 /// Every member's phase must be on the grid (position 0), so each chunk

@@ -1105,35 +1105,15 @@ fn steady_call<S: Typed>(
         first: true,
         outputs: false,
     };
-    let mut nodes: [MaybeUninit<&mut dyn std::any::Any>; STEADY_BATCH] =
-        [const { MaybeUninit::uninit() }; STEADY_BATCH];
     let (base, count) = (before.as_mut_ptr(), before.len());
     if members.iter().any(|&i| i >= count) {
         return Ok(false);
     }
-    // Batch `k0`'s nodes in `nodes`, borrowed for one call.
-    let mut lend = |k0: usize, f: &mut dyn FnMut(&mut [&mut dyn std::any::Any]) -> bool| {
-        let batch = &members[k0..(k0 + STEADY_BATCH).min(members.len())];
-        for (k, &i) in batch.iter().enumerate() {
-            // SAFETY: `i` is in bounds (checked above) and the members are
-            // distinct (a node is in one group, once), so each slot is
-            // borrowed once, through `base`, and the borrows end with the
-            // call below; `before` is not used meanwhile.
-            let slot: &mut Slot = unsafe { &mut *base.add(i) };
-            let Some(node) = S::node(slot) else {
-                return false;
-            };
-            nodes[k].write(node);
-        }
-        // SAFETY: the first `batch.len()` entries were written just above;
-        // they are references (nothing to drop).
-        let lent = unsafe {
-            std::slice::from_raw_parts_mut(
-                nodes.as_mut_ptr().cast::<&mut dyn std::any::Any>(),
-                batch.len(),
-            )
-        };
-        f(lent)
+    // SAFETY: every member is in bounds (checked above) and the members
+    // are distinct (a node is in one group, once); `before` is not used
+    // while a batch is lent.
+    let lend = |k0: usize, f: &mut dyn FnMut(&mut [&mut dyn std::any::Any]) -> bool| unsafe {
+        lend_batch::<S>(base, members, k0, f)
     };
     // The batch running: the ones before it ran whole.
     let mut at = 0;
@@ -1175,9 +1155,45 @@ fn steady_call<S: Typed>(
     ran
 }
 
+/// The nodes of `members[k0..]` (at most [`STEADY_BATCH`] of them) lent
+/// to `f` for one call, from the stack; false, without calling it, when
+/// one of them is not at precision `S`.
+///
+/// # Safety
+/// Every member indexes a slot under `base`, the members are distinct, and
+/// nothing else borrows their slots during the call.
+pub(super) unsafe fn lend_batch<S: Typed>(
+    base: *mut Slot,
+    members: &[usize],
+    k0: usize,
+    f: &mut dyn FnMut(&mut [&mut dyn std::any::Any]) -> bool,
+) -> bool {
+    let mut nodes: [MaybeUninit<&mut dyn std::any::Any>; STEADY_BATCH] =
+        [const { MaybeUninit::uninit() }; STEADY_BATCH];
+    let batch = &members[k0..(k0 + STEADY_BATCH).min(members.len())];
+    for (k, &i) in batch.iter().enumerate() {
+        // SAFETY: the contract above: each slot is borrowed once, through
+        // `base`, and the borrows end with the call below.
+        let slot: &mut Slot = unsafe { &mut *base.add(i) };
+        let Some(node) = S::node(slot) else {
+            return false;
+        };
+        nodes[k].write(node);
+    }
+    // SAFETY: the first `batch.len()` entries were written just above;
+    // they are references (nothing to drop).
+    let lent = unsafe {
+        std::slice::from_raw_parts_mut(
+            nodes.as_mut_ptr().cast::<&mut dyn std::any::Any>(),
+            batch.len(),
+        )
+    };
+    f(lent)
+}
+
 /// Members whose nodes a steady chunk lends its kept copy at once (from
 /// the stack: 16 bytes each).
-const STEADY_BATCH: usize = 256;
+pub(super) const STEADY_BATCH: usize = 256;
 
 /// Replaces non-finite output samples by silence, as for a node run
 /// alone; false if there were any.

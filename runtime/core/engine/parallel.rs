@@ -71,6 +71,8 @@ pub(super) struct Levels {
     pub(super) spread: u64,
     /// Lane groups run split over the workers so far.
     pub(super) split: u64,
+    /// Steady chunks cut into spans summed over the workers so far.
+    pub(super) spans: u64,
 }
 
 impl Levels {
@@ -144,6 +146,7 @@ impl Levels {
                 .collect(),
             spread: 0,
             split: 0,
+            spans: 0,
         }
     }
 }

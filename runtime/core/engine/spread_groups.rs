@@ -21,14 +21,17 @@
 //! one thread keeps, reaches the pool's [`Workers::min_work_ns`].
 
 use super::caught::Payload;
-use super::lanes::{gather_slot, kernel_at, scrub, GroupKernel, Ran, Typed};
+use super::lanes::{
+    gather_slot, kernel_at, lend_batch, scrub, GroupKernel, GroupSteady, Ran, Typed, STEADY_BATCH,
+};
 use super::mix::Sources;
 use super::node::{take_inputs_raw, Core, Slot};
 use super::workers::{Job, Workers};
 use super::Engine;
 use crate::dsp::fpmode::FpGuard;
 use crate::dsp::vector::SimdLevel;
-use crate::ops::{LaneKernel, MAX_LANES};
+use crate::dsp::Sample;
+use crate::ops::{LaneKernel, SteadyLanes, MAX_LANES};
 
 /// What one part of a split group left for the engine.
 #[derive(Default)]
@@ -157,6 +160,9 @@ impl Engine {
         let group = &self.groups[g];
         let len = group.members.len();
         let steady = group.steady.is_some() && !group.steady_failed;
+        if steady && group.is_steady && threads >= 2 {
+            return self.spread_steady(workers, g, flush, n);
+        }
         if threads < 2 || len < 2 || group.broken || steady {
             return false;
         }
@@ -240,6 +246,237 @@ impl Engine {
         }
         true
     }
+}
+
+/// The most spans a steady chunk is cut into.
+const MAX_SPANS: usize = 16;
+
+/// What a worker needs to sum span `k` of a steady chunk (`run_span`).
+struct SpanJob<S: Sample> {
+    steady: *const dyn SteadyLanes<S>,
+    dst: *mut S,
+    /// Span k is frames `bounds[k]..bounds[k + 1]` of the chunk.
+    bounds: [usize; MAX_SPANS + 1],
+    flush: bool,
+    outs: *mut PartOut,
+}
+
+/// Sums span `k` of the steady chunk `data` (a [`SpanJob`]) into its part
+/// of the sum.
+///
+/// # Safety
+/// `data` is a live `SpanJob` whose kept copy nothing changes until every
+/// span is done, whose `dst` holds the chunk's frames and whose `outs`
+/// one [`PartOut`] per span; `k` is a span of it, and no two calls run the
+/// same `k` at once.
+unsafe fn run_span<S: Sample>(data: *const (), k: usize) {
+    // SAFETY: the contract above.
+    let job = unsafe { &*(data as *const SpanJob<S>) };
+    let (from, to) = (job.bounds[k], job.bounds[k + 1]);
+    let _mode = FpGuard::new(job.flush);
+    #[cfg(test)]
+    super::delay::wait(k);
+    // SAFETY: spans are disjoint frames of `dst`; the kept copy is only
+    // read (`SteadyLanes::span` takes it shared and is `Sync`).
+    let (dst, steady) = unsafe {
+        (
+            std::slice::from_raw_parts_mut(job.dst.add(from), to - from),
+            &*job.steady,
+        )
+    };
+    let out =
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| steady.span(from, to, dst)))
+        {
+            Ok(()) => PartOut::Ran,
+            Err(payload) => PartOut::Panicked(payload, 0),
+        };
+    // SAFETY: span `k`'s entry is this call's alone.
+    unsafe { *job.outs.add(k) = out };
+}
+
+/// Where the spans of an `n`-frame chunk cut it for `threads` threads: on
+/// quarters of the sines' grid (16 frames) where it can, at most
+/// [`MAX_SPANS`]; returns the bounds and the span count (0: not worth a
+/// cut).
+fn span_bounds(n: usize, threads: usize) -> ([usize; MAX_SPANS + 1], usize) {
+    const GRAIN: usize = 16;
+    let mut bounds = [0usize; MAX_SPANS + 1];
+    let want = threads.min(MAX_SPANS).min(n / GRAIN);
+    let mut count = 0;
+    for k in 1..want {
+        let at = n * k / want / GRAIN * GRAIN;
+        if at > bounds[count] {
+            count += 1;
+            bounds[count] = at;
+        }
+    }
+    count += 1;
+    bounds[count] = n;
+    if count < 2 {
+        return (bounds, 0);
+    }
+    (bounds, count)
+}
+
+impl Engine {
+    /// A steady chunk of fused group `g` cut into spans of frames summed
+    /// side by side over `workers` ([`SteadyLanes::span`]): every member
+    /// checked unchanged, the spans summed, every member advanced — the
+    /// bits and state of the one-thread steady chunk, since each frame's
+    /// sum is the same additions in member order whichever thread makes
+    /// it. False (nothing ran) when the group's copy cannot cut a chunk,
+    /// the chunk is too short or its work under the pool's threshold, or a
+    /// member changed; the chunk then runs on this thread. A span that
+    /// panics turns the steady path off, as a panic in `run` does.
+    pub(super) fn spread_steady(
+        &mut self,
+        workers: &Workers,
+        g: usize,
+        flush: bool,
+        n: usize,
+    ) -> bool {
+        let group = &self.groups[g];
+        let Some((c, p)) = group.sum else {
+            return false;
+        };
+        if c >= self.slots.len() || self.levels.parts.len() < 2 {
+            return false;
+        }
+        let threads = workers.threads();
+        let cost: f64 = group.members.iter().map(|&i| self.costs[i]).sum();
+        let saved = cost * n as f64 * (threads - 1) as f64 / threads as f64;
+        if saved < workers.min_work_ns() as f64 {
+            return false;
+        }
+        let (bounds, spans) = span_bounds(n, threads.min(self.levels.parts.len()));
+        if spans == 0 {
+            return false;
+        }
+        let group = &mut self.groups[g];
+        let (slots, parts) = (&mut self.slots, &mut self.levels.parts);
+        let cut = (bounds, spans);
+        let ran = match (&mut group.steady, &group.members) {
+            (Some(GroupSteady::F32(st)), members) => spread_spans(
+                workers,
+                &mut **st,
+                members,
+                slots,
+                (c, p),
+                cut,
+                flush,
+                parts,
+            ),
+            (Some(GroupSteady::F64(st)), members) => spread_spans(
+                workers,
+                &mut **st,
+                members,
+                slots,
+                (c, p),
+                cut,
+                flush,
+                parts,
+            ),
+            (None, _) => Ok(false),
+        };
+        match ran {
+            Ok(true) => {
+                self.slots[c].prefilled |= 1 << p;
+                self.levels.spread += 1;
+                self.levels.spans += 1;
+                true
+            }
+            Ok(false) => false,
+            Err(payload) => {
+                self.caught.keep(payload);
+                let group = &mut self.groups[g];
+                group.is_steady = false;
+                group.steady_failed = true;
+                false
+            }
+        }
+    }
+}
+
+/// [`Engine::spread_steady`] at precision `S`: whether the chunk ran, or
+/// the payload of a panic (nothing advanced then).
+#[allow(clippy::too_many_arguments)]
+fn spread_spans<S: Typed>(
+    workers: &Workers,
+    st: &mut (dyn SteadyLanes<S> + 'static),
+    members: &[usize],
+    slots: &mut [Slot],
+    (c, p): (usize, usize),
+    (bounds, spans): ([usize; MAX_SPANS + 1], usize),
+    flush: bool,
+    parts: &mut [PartOut],
+) -> Result<bool, Payload> {
+    if !st.spans() || members.iter().any(|&i| i >= c) {
+        return Ok(false);
+    }
+    let n = bounds[spans];
+    let (before, after) = slots.split_at_mut(c);
+    let Some(dst) = S::input(&mut after[0], p) else {
+        return Ok(false);
+    };
+    if dst.len() < n {
+        return Ok(false);
+    }
+    let base = before.as_mut_ptr();
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        (0..members.len()).step_by(STEADY_BATCH).all(|k0| {
+            // SAFETY: every member is below `c` (checked above), so under
+            // `before`, and the members of a group are distinct.
+            unsafe { lend_batch::<S>(base, members, k0, &mut |nodes| st.unchanged(k0, nodes)) }
+        })
+    }));
+    match checked {
+        Ok(true) => {}
+        Ok(false) => return Ok(false),
+        Err(payload) => return Err(payload),
+    }
+    let job = SpanJob::<S> {
+        steady: st as *const dyn SteadyLanes<S>,
+        dst: dst.as_mut_ptr(),
+        bounds,
+        flush,
+        outs: parts.as_mut_ptr(),
+    };
+    // SAFETY: `job` outlives the call, which returns when every span is
+    // done; the spans are disjoint frames of the sum, each with its own
+    // entry of `parts`, and nothing touches the kept copy, the sum or
+    // `parts` but through `job` until then.
+    unsafe {
+        workers.run(
+            Job {
+                run: run_span::<S>,
+                data: &job as *const SpanJob<S> as *const (),
+            },
+            spans,
+        );
+    }
+    let mut failed = None;
+    for part in parts.iter_mut().take(spans) {
+        if let PartOut::Panicked(payload, _) = std::mem::take(part) {
+            match failed {
+                None => failed = Some(payload),
+                // A second payload is leaked, never freed here.
+                Some(_) => std::mem::forget(payload),
+            }
+        }
+    }
+    if let Some(payload) = failed {
+        return Err(payload);
+    }
+    for k0 in (0..members.len()).step_by(STEADY_BATCH) {
+        // SAFETY: as for the check above.
+        unsafe {
+            lend_batch::<S>(base, members, k0, &mut |nodes| {
+                st.advance(k0, nodes, n);
+                true
+            })
+        };
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -331,6 +568,89 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `count` live sines at spread frequencies (some with a phase
+    /// offset) summed into a lowpass, one of them retuned at `retune_s`:
+    /// a fused group with a steady path.
+    fn sines(count: usize, retune_s: f64) -> String {
+        let nodes: Vec<String> = (0..count)
+            .map(|k| {
+                let phase = if k % 5 == 1 { r#", "phase": 1.3"# } else { "" };
+                format!(
+                    r#"{{ "id": "s{k}", "op": "sine", "params": {{ "freq": {}, "amp": 0.01{phase} }} }}"#,
+                    100.0 + 7.3 * k as f64
+                )
+            })
+            .collect();
+        let edges: Vec<String> = (0..count)
+            .map(|k| format!(r#"{{ "from": "s{k}", "to": "lp" }}"#))
+            .collect();
+        format!(
+            r#"{{ "version": "1.0", "sample_rate": 48000, "nodes": [{},
+            {{ "id": "lp", "op": "biquad", "params": {{ "mode": "lowpass", "cutoff": 2000 }} }}],
+            "edges": [{}], "outputs": {{ "main": ["lp"] }},
+            "events": [{{ "time": "{retune_s}s", "node": "s3", "param": "freq", "value": 431 }}] }}"#,
+            nodes.join(", "),
+            edges.join(", ")
+        )
+    }
+
+    #[test]
+    fn steady_sines_cut_into_spans_play_the_bits_of_one_thread() {
+        let text = sines(150, 0.021);
+        for block in [1, 7, 16, 64, 100, 4096] {
+            let blocks = 6000usize.div_ceil(block);
+            let mut one = engine(&text, Profile::Live, block, 1);
+            assert!(
+                one.lane_sums()[0].is_some(),
+                "the sines sum into the lowpass"
+            );
+            let alone = play(&mut one, blocks);
+            assert!(alone.iter().any(|&b| f64::from_bits(b) != 0.0));
+            for threads in [2, 3, 8] {
+                let mut e = engine(&text, Profile::Live, block, threads);
+                let what = format!("block {block}, {threads} threads");
+                assert!(play(&mut e, blocks) == alone, "{what}");
+                if block >= 32 {
+                    assert!(e.levels.spans > 0, "{what}: steady chunks cut into spans");
+                } else {
+                    assert_eq!(e.levels.spans, 0, "{what}: chunks too short to cut");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_delays_in_the_spans_change_no_bit() {
+        let text = sines(70, 0.5);
+        let mut one = engine(&text, Profile::Live, 64, 1);
+        let alone = play(&mut one, 1500);
+        let mut e = engine(&text, Profile::Live, 64, 3);
+        super::super::delay::SEED.store(0x5eed, std::sync::atomic::Ordering::Relaxed);
+        let cut = play(&mut e, 1500);
+        super::super::delay::SEED.store(0, std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            e.levels.spans > 1000,
+            "{} steady chunks cut",
+            e.levels.spans
+        );
+        assert!(cut == alone, "the same bits with delays");
+    }
+
+    #[test]
+    fn spans_cut_chunks_on_quarters() {
+        let cut = |n, t| {
+            let (b, count) = span_bounds(n, t);
+            b[..=count].to_vec()
+        };
+        assert_eq!(cut(64, 2), [0, 32, 64]);
+        assert_eq!(cut(64, 3), [0, 16, 32, 64]);
+        assert_eq!(cut(64, 8), [0, 16, 32, 48, 64]);
+        assert_eq!(cut(100, 2), [0, 48, 100]);
+        assert_eq!(cut(4096, 2), [0, 2048, 4096]);
+        assert_eq!(span_bounds(31, 2).1, 0, "too short to cut");
+        assert_eq!(span_bounds(64, 1).1, 0, "one thread");
     }
 
     #[test]

@@ -729,7 +729,7 @@ pub type LaneKernel<S> = fn(
 /// are as they were. The engine decides when a chunk is steady; the kept
 /// copy checks that each node is in the state it kept, so a change it was
 /// not told of makes the chunk run as usual instead of wrongly.
-pub trait SteadyLanes<S: Sample>: Send {
+pub trait SteadyLanes<S: Sample>: Send + Sync {
     /// Member `k` (in the group's order) ran in its kernel in the chunk
     /// that just ended, with `params` (constant over it): keeps what a
     /// steady chunk needs of it. False when the member cannot run steady
@@ -757,6 +757,38 @@ pub trait SteadyLanes<S: Sample>: Send {
     /// done is taken back (a member it had not reached is left as it is).
     /// Real-time safe.
     fn undo(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], frames: usize);
+
+    /// Whether a steady chunk may instead be cut into spans of frames
+    /// summed apart, on several threads: [`unchanged`](Self::unchanged)
+    /// for every batch of members, then [`span`](Self::span) for each
+    /// span, then [`advance`](Self::advance) for every batch — the bits
+    /// and state of `run`.
+    fn spans(&self) -> bool {
+        false
+    }
+
+    /// Members `k0..k0 + nodes.len()` (their nodes): whether each is in
+    /// the state kept for it, as `run` checks. Changes nothing.
+    fn unchanged(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) -> bool {
+        let _ = (k0, nodes);
+        false
+    }
+
+    /// Frames `from..to` of the chunk of every member, summed into `dst`
+    /// (`to − from` frames) in member order, the first member's written:
+    /// exactly those frames of `run`'s sum. Reads the kept copy alone and
+    /// changes nothing, so spans of one chunk may run on several threads
+    /// at once. Real-time safe.
+    fn span(&self, from: usize, to: usize, dst: &mut [S]) {
+        let _ = (from, to, dst);
+    }
+
+    /// Members `k0..` (their nodes) moved on by `frames`, as `run` leaves
+    /// them, once every span of the chunk is summed. Plain state updates:
+    /// never panics. Real-time safe.
+    fn advance(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], frames: usize) {
+        let _ = (k0, nodes, frames);
+    }
 }
 
 /// The most members one [`LaneKernel`] call receives.

@@ -25,8 +25,8 @@ use super::{
 use super::{serial_lanes, LaneKernel, LaneMember, LaneSum, ParamState, SteadyLanes, MAX_LANES};
 use crate::dsp::strict_sin;
 use crate::dsp::vector::{
-    phase_turns, sin_turns, sine_block, sine_block_add, sine_group, SimdLevel, SineMember, SineOut,
-    SineSteps,
+    phase_turns, sin_turns, sine_block, sine_block_add, sine_group, sine_group_span, SimdLevel,
+    SineMember, SineOut, SineSteps, QUARTER,
 };
 use crate::dsp::{Math, MathKind, Sample};
 use crate::profile::NodeProfile;
@@ -503,6 +503,9 @@ impl<S: Sample, M: Math, W: Shape> NodeProcessor<S> for Osc<S, M, W> {
         if W::FAST_SINE && M::KIND == MathKind::Fast {
             Some(Box::new(SteadySines::<S, M, W> {
                 kept: vec![Kept::default(); members],
+                steps: vec![SineSteps::default(); members],
+                simd: SimdLevel::BASE,
+                since: 0,
                 advanced: 0,
                 _p: PhantomData,
             }))
@@ -512,21 +515,66 @@ impl<S: Sample, M: Math, W: Shape> NodeProcessor<S> for Osc<S, M, W> {
     }
 }
 
-/// What [`SteadySines`] keeps of one member: its phase at the next chunk,
+/// What [`SteadySines`] keeps of one member: its phase when it was kept,
 /// its increment, offset and amp.
 #[derive(Clone, Copy, Default)]
 struct Kept {
-    phase: u64,
+    base: u64,
     inc: u64,
     offset: u64,
     amp: f32,
+    /// The member's node when it was kept.
+    node: NodeId,
+}
+
+/// Which object a node is: its address and vtable as the engine lent it
+/// when it was kept (found then to be an `Osc<S, M, W>`). A node lent later
+/// with the same pointer is that `Osc` still, without asking its type
+/// again (a dynamic call per node and chunk). Only ever compared, never
+/// read through.
+#[derive(Clone, Copy)]
+struct NodeId(*const dyn std::any::Any);
+
+impl Default for NodeId {
+    fn default() -> Self {
+        NodeId(std::ptr::null::<()>() as *const dyn std::any::Any)
+    }
+}
+
+// SAFETY: the pointer is only compared, never dereferenced.
+unsafe impl Send for NodeId {}
+// SAFETY: as above.
+unsafe impl std::marker::Sync for NodeId {}
+
+impl NodeId {
+    /// `node` as an `Osc<S, M, W>` when it is the node kept.
+    #[inline]
+    fn osc<S, M, W>(self, node: &mut dyn std::any::Any) -> Option<&mut Osc<S, M, W>> {
+        let at: *mut dyn std::any::Any = node;
+        if std::ptr::eq(at as *const dyn std::any::Any, self.0) {
+            // SAFETY: the same object, with the same vtable, as the node
+            // found to be an `Osc<S, M, W>` when it was kept.
+            Some(unsafe { &mut *at.cast::<Osc<S, M, W>>() })
+        } else {
+            None
+        }
+    }
 }
 
 /// The live sine's steady chunks ([`SteadyLanes`]): [`fast_sine_lanes`]
 /// for members on the grid of anchors summed into a fused input, from the
-/// kept params.
+/// kept params. What it keeps is written when it is kept, never in a
+/// steady chunk (only the frame count moves), so threads summing spans of
+/// a chunk read it where it lies.
 struct SteadySines<S, M, W> {
     kept: Vec<Kept>,
+    /// Each member's steps, copied when kept (what a span reads instead
+    /// of the node).
+    steps: Vec<SineSteps>,
+    simd: SimdLevel,
+    /// Frames every member has run steady since it was kept: member k's
+    /// phase is `base + inc·since`.
+    since: u64,
     /// The members before this one have been advanced by the chunk's
     /// runs so far (runs go in member order): what `undo` may take back,
     /// also after a run that panicked part way.
@@ -535,34 +583,65 @@ struct SteadySines<S, M, W> {
 }
 
 impl<S: Sample, M: Math, W: Shape> SteadySines<S, M, W> {
+    /// Member `k`'s phase at the chunk's start.
+    fn phase(&self, k: &Kept) -> u64 {
+        k.base.wrapping_add(k.inc.wrapping_mul(self.since))
+    }
+
     /// Whether members `k0..` are sines as kept: phasor and steps.
     fn check(&self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) -> bool {
         let Some(kept) = self.kept.get(k0..k0 + nodes.len()) else {
             return false;
         };
         nodes.iter_mut().zip(kept).all(|(node, kept)| {
-            node.downcast_mut::<Osc<S, M, W>>().is_some_and(|o| {
-                o.phasor.phase == kept.phase
+            kept.node.osc::<S, M, W>(&mut **node).is_some_and(|o| {
+                o.phasor.phase == self.phase(kept)
                     && o.phasor.inc == kept.inc
                     && o.steps.inc() == kept.inc
             })
         })
     }
+
+    /// Members `k0..` (their nodes) moved on by `n` frames; the frame
+    /// count moves once the last member has.
+    fn advance_nodes(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], n: usize) {
+        let end = (k0 + nodes.len()).min(self.kept.len());
+        for (node, kept) in nodes.iter_mut().zip(&self.kept[k0.min(end)..end]) {
+            if let Some(o) = kept.node.osc::<S, M, W>(&mut **node) {
+                o.phasor.phase = self
+                    .phase(kept)
+                    .wrapping_add(kept.inc.wrapping_mul(n as u64));
+            }
+        }
+        self.advanced = end;
+        if end == self.kept.len() {
+            self.since = self.since.wrapping_add(n as u64);
+        }
+    }
 }
 
 impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
     fn load(&mut self, k: usize, node: &mut dyn std::any::Any, params: &[ParamState]) -> bool {
-        let (Some(o), Some(kept)) = (node.downcast_mut::<Osc<S, M, W>>(), self.kept.get_mut(k))
-        else {
+        // The node as it is lent (its vtable the one every lending gives).
+        let id = NodeId(&*node);
+        let (Some(o), Some(kept), Some(steps)) = (
+            node.downcast_mut::<Osc<S, M, W>>(),
+            self.kept.get_mut(k),
+            self.steps.get_mut(k),
+        ) else {
             return false;
         };
         let e = params[EXTRA].value;
         *kept = Kept {
-            phase: o.phasor.phase,
+            node: id,
+            base: o.phasor.phase,
             inc: o.phasor.inc,
             offset: if e == 0.0 { 0 } else { offset_phase(0, e) },
             amp: params[AMP].value as f32,
         };
+        steps.clone_from(&o.steps);
+        self.simd = o.simd;
+        self.since = 0;
         // The steps must be the increment's (the kernel set both from
         // these params).
         o.steps.inc() == o.phasor.inc && o.phasor.freq == params[FREQ].value
@@ -581,53 +660,123 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         if !self.check(k0, nodes) {
             return false;
         }
-        let Some(kept) = self.kept.get_mut(k0..k0 + nodes.len()) else {
-            return false;
-        };
-        // Each batch of members as kernel members, their phases advanced.
-        let mut advanced = k0;
-        for (nodes, kept) in nodes.chunks_mut(MAX_LANES).zip(kept.chunks_mut(MAX_LANES)) {
-            let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
-                [const { MaybeUninit::uninit() }; MAX_LANES];
-            let mut simd = SimdLevel::BASE;
-            for (k, (node, kept)) in nodes.iter_mut().zip(kept.iter_mut()).enumerate() {
-                // SAFETY: `check` found every node to be an `Osc<S, M, W>`,
-                // and `nodes` is borrowed exclusively since.
-                let o =
-                    unsafe { &mut *(&mut **node as *mut dyn std::any::Any).cast::<Osc<S, M, W>>() };
-                simd = o.simd;
-                group[k].write(SineMember {
-                    steps: &o.steps,
-                    phase: kept.phase,
-                    offset: kept.offset,
-                    amp: kept.amp,
-                });
-                kept.phase = kept.phase.wrapping_add(kept.inc.wrapping_mul(n as u64));
-                o.phasor.phase = kept.phase;
-            }
-            advanced += nodes.len();
-            self.advanced = advanced;
-            // SAFETY: the first `nodes.len()` entries were written above;
-            // they hold only a reference and plain values (nothing to drop).
-            let group = unsafe {
-                std::slice::from_raw_parts(group.as_ptr().cast::<SineMember<'_>>(), nodes.len())
-            };
-            sum_sines(simd, group, n, sum);
+        let end = k0 + nodes.len();
+        for b in (k0..end).step_by(MAX_LANES) {
+            let to = (b + MAX_LANES).min(end);
+            self.sum_batch(b..to, (0, n), sum.dst, sum.first);
+            sum.first = false;
         }
+        self.advance_nodes(k0, nodes, n);
         true
     }
 
-    fn undo(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], n: usize) {
+    fn undo(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], _n: usize) {
+        // The frame count moves with the chunk's last member, after which
+        // nothing is taken back: the members' phases are as at its start.
         let end = (k0 + nodes.len()).min(self.advanced);
-        let Some(kept) = self.kept.get_mut(k0..end.max(k0)) else {
+        let Some(kept) = self.kept.get(k0..end.max(k0)) else {
             return;
         };
-        for (node, kept) in nodes.iter_mut().zip(kept.iter_mut()) {
-            kept.phase = kept.phase.wrapping_sub(kept.inc.wrapping_mul(n as u64));
-            if let Some(o) = node.downcast_mut::<Osc<S, M, W>>() {
-                o.phasor.phase = kept.phase;
+        for (node, kept) in nodes.iter_mut().zip(kept) {
+            if let Some(o) = kept.node.osc::<S, M, W>(&mut **node) {
+                o.phasor.phase = self.phase(kept);
             }
         }
+    }
+
+    fn spans(&self) -> bool {
+        true
+    }
+
+    fn unchanged(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) -> bool {
+        self.check(k0, nodes)
+    }
+
+    fn span(&self, from: usize, to: usize, dst: &mut [S]) {
+        let count = self.kept.len();
+        for b in (0..count).step_by(MAX_LANES) {
+            self.sum_batch(b..(b + MAX_LANES).min(count), (from, to), dst, b == 0);
+        }
+    }
+
+    fn advance(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], n: usize) {
+        self.advance_nodes(k0, nodes, n);
+    }
+}
+
+impl<S: Sample, M: Math, W: Shape> SteadySines<S, M, W> {
+    /// Frames `from..to` of the chunk of members `batch` (at most
+    /// [`MAX_LANES`]) summed into `dst` (`to − from` frames), from the kept
+    /// copy: the bits [`fast_sine_lanes`] sums for those frames.
+    fn sum_batch(
+        &self,
+        batch: std::ops::Range<usize>,
+        (from, to): (usize, usize),
+        dst: &mut [S],
+        first: bool,
+    ) {
+        let mut group: [MaybeUninit<SineMember<'_>>; MAX_LANES] =
+            [const { MaybeUninit::uninit() }; MAX_LANES];
+        let count = batch.len().min(MAX_LANES);
+        for (slot, k) in group.iter_mut().zip(batch.take(count)) {
+            let kept = &self.kept[k];
+            slot.write(SineMember {
+                steps: &self.steps[k],
+                phase: self.phase(kept),
+                offset: kept.offset,
+                amp: kept.amp,
+            });
+        }
+        // SAFETY: the first `count` entries were written above; they hold
+        // only a reference and plain values (nothing to drop).
+        let group =
+            unsafe { std::slice::from_raw_parts(group.as_ptr().cast::<SineMember<'_>>(), count) };
+        sum_sines_span(self.simd, group, (from, to), dst, first);
+    }
+}
+
+/// Frames `from..to` of a chunk of live sine members (each `phase` its
+/// phase at the chunk's start) summed into `dst` (`to − from` frames) in
+/// member order, the first written when `first`: runs of members on the
+/// grid through [`sine_group_span`] when `from` is on a quarter, the
+/// others one by one from their phase at `from`. The same bits as those
+/// frames of [`sum_sines`] over the whole chunk.
+fn sum_sines_span<S: Sample>(
+    simd: SimdLevel,
+    members: &[SineMember<'_>],
+    (from, to): (usize, usize),
+    dst: &mut [S],
+    mut first: bool,
+) {
+    let dst = &mut dst[..to - from];
+    let quartered = from.is_multiple_of(QUARTER);
+    let mut k = 0;
+    while k < members.len() {
+        let run = if quartered {
+            members[k..]
+                .iter()
+                .take_while(|m| m.steps.position(m.phase) == 0)
+                .count()
+        } else {
+            0
+        };
+        if run > 0 {
+            sine_group_span(simd, &members[k..k + run], (from, to), dst, first);
+            first = false;
+            k += run;
+            continue;
+        }
+        let m = &members[k];
+        let phase = m
+            .phase
+            .wrapping_add(m.steps.inc().wrapping_mul(from as u64));
+        if first {
+            sine_block(simd, m.steps, phase, m.offset, m.amp, dst);
+            first = false;
+        } else {
+            sine_block_add(simd, m.steps, phase, m.offset, m.amp, dst);
+        }
+        k += 1;
     }
 }
 
