@@ -611,14 +611,25 @@ fn a_sum_read_elsewhere_too_is_not_fused() {
 /// nothing changes its members; every way a member can change — an event,
 /// a ramp, a control, a restore of an earlier state, a reset — takes it
 /// off that path for the chunk, and it plays the same bits as lanes off
-/// throughout, at block sizes that keep the grid and ones that do not.
+/// throughout, at block sizes that keep the grid and ones that do not, on
+/// one thread and with its steady chunks summed in spans on three.
 #[test]
 fn a_steady_group_follows_every_change_to_its_members() {
+    let three = morphrt::engine::Workers::new(3);
+    three.set_min_work_ns(0);
     // 300: the nodes are lent in two batches.
-    for (count, seed) in [(3, 11), (64, 12), (200, 13), (300, 14)] {
+    for (count, seed, workers) in [
+        (3, 11, None),
+        (64, 12, None),
+        (200, 13, None),
+        (300, 14, None),
+        (64, 15, Some(&three)),
+        (300, 16, Some(&three)),
+    ] {
         let text = fused_scene(count, seed, true);
         for block in [64, 7, 256] {
             let mut on = engine(&text, Some(Profile::Live), block);
+            on.set_workers(workers.cloned());
             let mut off = engine(&text, Some(Profile::Live), block);
             off.set_lanes(false);
             let both = |on: &mut Engine, off: &mut Engine, frames: u64| {

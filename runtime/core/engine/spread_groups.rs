@@ -251,47 +251,75 @@ impl Engine {
 /// The most spans a steady chunk is cut into.
 const MAX_SPANS: usize = 16;
 
-/// What a worker needs to sum span `k` of a steady chunk (`run_span`).
+/// What a worker needs for step `k` of a steady chunk (`run_span`): to
+/// settle members `ranges[k]..ranges[k + 1]` and sum frames
+/// `bounds[k]..bounds[k + 1]`.
 struct SpanJob<S: Sample> {
     steady: *const dyn SteadyLanes<S>,
+    base: *mut Slot,
+    members: *const usize,
+    count: usize,
+    ranges: [usize; MAX_SPANS + 1],
+    n: usize,
     dst: *mut S,
-    /// Span k is frames `bounds[k]..bounds[k + 1]` of the chunk.
     bounds: [usize; MAX_SPANS + 1],
     flush: bool,
+    /// Per step: how many of its members it settled.
+    settled: *mut usize,
     outs: *mut PartOut,
 }
 
-/// Sums span `k` of the steady chunk `data` (a [`SpanJob`]) into its part
-/// of the sum.
+/// Step `k` of the steady chunk `data` (a [`SpanJob`]): its range of
+/// members settled, then its span summed into its part of the sum.
 ///
 /// # Safety
 /// `data` is a live `SpanJob` whose kept copy nothing changes until every
-/// span is done, whose `dst` holds the chunk's frames and whose `outs`
-/// one [`PartOut`] per span; `k` is a span of it, and no two calls run the
-/// same `k` at once.
-unsafe fn run_span<S: Sample>(data: *const (), k: usize) {
+/// step is done, whose members index distinct slots under `base` that
+/// nothing else touches meanwhile, whose `dst` holds the chunk's frames,
+/// and whose `settled` and `outs` hold one entry per step; `k` is a step
+/// of it, and no two calls run the same `k` at once.
+unsafe fn run_span<S: Typed>(data: *const (), k: usize) {
     // SAFETY: the contract above.
     let job = unsafe { &*(data as *const SpanJob<S>) };
     let (from, to) = (job.bounds[k], job.bounds[k + 1]);
     let _mode = FpGuard::new(job.flush);
     #[cfg(test)]
     super::delay::wait(k);
-    // SAFETY: spans are disjoint frames of `dst`; the kept copy is only
-    // read (`SteadyLanes::span` takes it shared and is `Sync`).
-    let (dst, steady) = unsafe {
+    // SAFETY: spans are disjoint frames of `dst`, ranges disjoint members;
+    // the kept copy is only read (`span` and `settle` take it shared, and
+    // it is `Sync`).
+    let (dst, steady, members) = unsafe {
         (
             std::slice::from_raw_parts_mut(job.dst.add(from), to - from),
             &*job.steady,
+            std::slice::from_raw_parts(job.members, job.count),
         )
     };
-    let out =
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| steady.span(from, to, dst)))
-        {
-            Ok(()) => PartOut::Ran,
-            Err(payload) => PartOut::Panicked(payload, 0),
-        };
-    // SAFETY: span `k`'s entry is this call's alone.
-    unsafe { *job.outs.add(k) = out };
+    let (lo, hi) = (job.ranges[k], job.ranges[k + 1]);
+    let mut settled = 0;
+    let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut k0 = lo;
+        while k0 < hi && settled == k0 - lo {
+            let end = (k0 + STEADY_BATCH).min(hi);
+            // SAFETY: members `k0..end` are this step's alone (the contract).
+            unsafe {
+                lend_batch::<S>(job.base, &members[..end], k0, &mut |nodes| {
+                    settled += steady.settle(k0, nodes, job.n);
+                    true
+                })
+            };
+            k0 = end;
+        }
+        steady.span(from, to, dst)
+    })) {
+        Ok(()) => PartOut::Ran,
+        Err(payload) => PartOut::Panicked(payload, 0),
+    };
+    // SAFETY: step `k`'s entries are this call's alone.
+    unsafe {
+        *job.settled.add(k) = settled;
+        *job.outs.add(k) = out;
+    }
 }
 
 /// Where the spans of an `n`-frame chunk cut it for `threads` threads: on
@@ -398,7 +426,7 @@ impl Engine {
 }
 
 /// [`Engine::spread_steady`] at precision `S`: whether the chunk ran, or
-/// the payload of a panic (nothing advanced then).
+/// the payload of a panic (every member then as at the chunk's start).
 #[allow(clippy::too_many_arguments)]
 fn spread_spans<S: Typed>(
     workers: &Workers,
@@ -421,30 +449,32 @@ fn spread_spans<S: Typed>(
     if dst.len() < n {
         return Ok(false);
     }
-    let base = before.as_mut_ptr();
-    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        (0..members.len()).step_by(STEADY_BATCH).all(|k0| {
-            // SAFETY: every member is below `c` (checked above), so under
-            // `before`, and the members of a group are distinct.
-            unsafe { lend_batch::<S>(base, members, k0, &mut |nodes| st.unchanged(k0, nodes)) }
-        })
-    }));
-    match checked {
-        Ok(true) => {}
-        Ok(false) => return Ok(false),
-        Err(payload) => return Err(payload),
+    let count = members.len();
+    let mut ranges = [0usize; MAX_SPANS + 1];
+    for (k, r) in ranges.iter_mut().enumerate().take(spans + 1) {
+        *r = count * k / spans;
     }
+    let mut settled = [0usize; MAX_SPANS];
+    let base = before.as_mut_ptr();
     let job = SpanJob::<S> {
-        steady: st as *const dyn SteadyLanes<S>,
+        steady: &*st as *const dyn SteadyLanes<S>,
+        base,
+        members: members.as_ptr(),
+        count,
+        ranges,
+        n,
         dst: dst.as_mut_ptr(),
         bounds,
         flush,
+        settled: settled.as_mut_ptr(),
         outs: parts.as_mut_ptr(),
     };
-    // SAFETY: `job` outlives the call, which returns when every span is
-    // done; the spans are disjoint frames of the sum, each with its own
-    // entry of `parts`, and nothing touches the kept copy, the sum or
-    // `parts` but through `job` until then.
+    // SAFETY: `job` outlives the call, which returns when every step is
+    // done; the steps' spans are disjoint frames of the sum and their
+    // ranges disjoint members (all below `c`, so under `before`, and
+    // distinct: a node is in one group, once), each step with its own
+    // entries of `settled` and `parts`; nothing touches the kept copy, the
+    // members' slots, the sum or those entries but through `job` until then.
     unsafe {
         workers.run(
             Job {
@@ -464,19 +494,30 @@ fn spread_spans<S: Typed>(
             }
         }
     }
-    if let Some(payload) = failed {
-        return Err(payload);
+    let whole = (0..spans).all(|k| settled[k] == ranges[k + 1] - ranges[k]);
+    if whole && failed.is_none() {
+        st.settled(n);
+        return Ok(true);
     }
-    for k0 in (0..members.len()).step_by(STEADY_BATCH) {
-        // SAFETY: as for the check above.
-        unsafe {
-            lend_batch::<S>(base, members, k0, &mut |nodes| {
-                st.advance(k0, nodes, n);
-                true
-            })
-        };
+    // A member changed, or a step panicked: every member settled is put
+    // back, and the chunk runs the usual way.
+    for k in 0..spans {
+        let (lo, hi) = (ranges[k], ranges[k] + settled[k]);
+        for k0 in (lo..hi).step_by(STEADY_BATCH) {
+            let end = (k0 + STEADY_BATCH).min(hi);
+            // SAFETY: as above; the steps are done.
+            unsafe {
+                lend_batch::<S>(base, &members[..end], k0, &mut |nodes| {
+                    st.unsettle(k0, nodes);
+                    true
+                })
+            };
+        }
     }
-    Ok(true)
+    match failed {
+        Some(payload) => Err(payload),
+        None => Ok(false),
+    }
 }
 
 #[cfg(test)]

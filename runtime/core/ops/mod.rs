@@ -759,35 +759,44 @@ pub trait SteadyLanes<S: Sample>: Send + Sync {
     fn undo(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], frames: usize);
 
     /// Whether a steady chunk may instead be cut into spans of frames
-    /// summed apart, on several threads: [`unchanged`](Self::unchanged)
-    /// for every batch of members, then [`span`](Self::span) for each
-    /// span, then [`advance`](Self::advance) for every batch — the bits
-    /// and state of `run`.
+    /// summed apart, on several threads at once: each thread sums a span
+    /// ([`span`](Self::span)) and settles a range of members
+    /// ([`settle`](Self::settle)); once all are done, either every member
+    /// was settled and [`settled`](Self::settled) is called — the bits and
+    /// state of `run` — or the settled ones are taken back
+    /// ([`unsettle`](Self::unsettle)) and the chunk runs the usual way.
     fn spans(&self) -> bool {
-        false
-    }
-
-    /// Members `k0..k0 + nodes.len()` (their nodes): whether each is in
-    /// the state kept for it, as `run` checks. Changes nothing.
-    fn unchanged(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) -> bool {
-        let _ = (k0, nodes);
         false
     }
 
     /// Frames `from..to` of the chunk of every member, summed into `dst`
     /// (`to − from` frames) in member order, the first member's written:
     /// exactly those frames of `run`'s sum. Reads the kept copy alone and
-    /// changes nothing, so spans of one chunk may run on several threads
-    /// at once. Real-time safe.
+    /// changes nothing. Real-time safe.
     fn span(&self, from: usize, to: usize, dst: &mut [S]) {
         let _ = (from, to, dst);
     }
 
-    /// Members `k0..` (their nodes) moved on by `frames`, as `run` leaves
-    /// them, once every span of the chunk is summed. Plain state updates:
-    /// never panics. Real-time safe.
-    fn advance(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], frames: usize) {
+    /// Members `k0..k0 + nodes.len()` (their nodes): each in turn checked
+    /// to be in the state kept for it, as `run` checks, and moved on by
+    /// `frames` as `run` leaves it; returns how many were, stopping at the
+    /// first changed one. Changes only the nodes lent, so ranges of
+    /// members may settle on several threads at once. Real-time safe.
+    fn settle(&self, k0: usize, nodes: &mut [&mut dyn std::any::Any], frames: usize) -> usize {
         let _ = (k0, nodes, frames);
+        0
+    }
+
+    /// Members `k0..` (their nodes, all settled by this chunk's `settle`)
+    /// put back as they were at the chunk's start. Real-time safe.
+    fn unsettle(&self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) {
+        let _ = (k0, nodes);
+    }
+
+    /// Every member settled `frames` on: the kept copy moves on with
+    /// them. Real-time safe.
+    fn settled(&mut self, frames: usize) {
+        let _ = frames;
     }
 }
 

@@ -688,10 +688,6 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         true
     }
 
-    fn unchanged(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) -> bool {
-        self.check(k0, nodes)
-    }
-
     fn span(&self, from: usize, to: usize, dst: &mut [S]) {
         let count = self.kept.len();
         for b in (0..count).step_by(MAX_LANES) {
@@ -699,8 +695,41 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         }
     }
 
-    fn advance(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], n: usize) {
-        self.advance_nodes(k0, nodes, n);
+    fn settle(&self, k0: usize, nodes: &mut [&mut dyn std::any::Any], n: usize) -> usize {
+        let Some(kept) = self.kept.get(k0..k0 + nodes.len()) else {
+            return 0;
+        };
+        let mut done = 0;
+        for (node, kept) in nodes.iter_mut().zip(kept) {
+            let phase = self.phase(kept);
+            match kept.node.osc::<S, M, W>(&mut **node) {
+                Some(o)
+                    if o.phasor.phase == phase
+                        && o.phasor.inc == kept.inc
+                        && o.steps.inc() == kept.inc =>
+                {
+                    o.phasor.phase = phase.wrapping_add(kept.inc.wrapping_mul(n as u64));
+                }
+                _ => break,
+            }
+            done += 1;
+        }
+        done
+    }
+
+    fn unsettle(&self, k0: usize, nodes: &mut [&mut dyn std::any::Any]) {
+        let Some(kept) = self.kept.get(k0..k0 + nodes.len()) else {
+            return;
+        };
+        for (node, kept) in nodes.iter_mut().zip(kept) {
+            if let Some(o) = kept.node.osc::<S, M, W>(&mut **node) {
+                o.phasor.phase = self.phase(kept);
+            }
+        }
+    }
+
+    fn settled(&mut self, n: usize) {
+        self.since = self.since.wrapping_add(n as u64);
     }
 }
 
