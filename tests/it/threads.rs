@@ -92,7 +92,7 @@ fn cli_hash(scene: &str, threads: &str, args: &[&str]) -> String {
 }
 
 #[test]
-fn render_threads_gives_the_same_hash_for_voices_feedback_input_and_events() {
+fn render_threads_gives_the_same_hash_for_voices_feedback_input_events_and_sine_spans() {
     let dir = common::temp_dir("cli-input");
     let input = dir.join("in.wav");
     let tone: Vec<f32> = (0..14_400)
@@ -106,6 +106,11 @@ fn render_threads_gives_the_same_hash_for_voices_feedback_input_and_events() {
         ("scenes/pan-sweep.json", &["--profile", "strict"][..]),
         ("scenes/dub-chain.json", &["--block-size", "1"][..]),
         ("scenes/input-hall.json", &input_args[..]),
+        // 256 steady live sines into one filter: blocks cut into spans.
+        (
+            "scenes/bench/w1.json",
+            &["--profile", "live", "--block-size", "1024"][..],
+        ),
     ] {
         let one = cli_hash(scene, "1", args);
         for threads in ["2", "3", "8"] {
