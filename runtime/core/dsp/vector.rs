@@ -572,9 +572,6 @@ fn sine_group_lanes<S: Sample>(members: &[SineMember<'_>], n: usize, mut out: Si
 /// A whole segment of every member summed into `dst` (64 frames), the
 /// sum kept in registers across the members: the same additions, in
 /// member order, as adding each member's samples to `dst` in turn.
-// Indexed loops of a constant length: the compiler keeps the sum in
-// registers (with iterators over the slices it does not, ~35 % slower).
-#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn sum_segment<S: Sample>(
     members: &[SineMember<'_>],
@@ -583,37 +580,9 @@ fn sum_segment<S: Sample>(
     dst: &mut [S],
     first: bool,
 ) {
-    let Ok(dst) = <&mut [S; SEGMENT]>::try_from(dst) else {
-        return;
-    };
-    let mut acc = *dst;
-    for (k, m) in members.iter().enumerate().take(64) {
-        // The steps a few members on, on their way to the cache.
-        #[cfg(target_arch = "x86_64")]
-        if let Some(ahead) = members.get(k + 4) {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let at = (ahead.steps as *const SineSteps).cast::<u8>();
-            for line in 0..3 {
-                // SAFETY: prefetches only hint the cache (in bounds here).
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64 * line).cast()) };
-            }
-        }
-        let st = m.steps;
-        for q in 0..SEGMENT / QUARTER {
-            let (a, b) = quarter(st, (sa[k], sb[k]), q);
-            let acc = &mut acc[QUARTER * q..QUARTER * (q + 1)];
-            if k == 0 && first {
-                for j in 0..QUARTER {
-                    acc[j] = S::from_f32(a * st.im[j] + b * st.re[j]);
-                }
-            } else {
-                for j in 0..QUARTER {
-                    acc[j] += S::from_f32(a * st.im[j] + b * st.re[j]);
-                }
-            }
-        }
+    if dst.len() == SEGMENT {
+        sum_quarters::<S, 4>(members, (sa, sb), 0, dst, first);
     }
-    *dst = acc;
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -637,9 +606,11 @@ unsafe fn sine_group_avx512<S: Sample>(
 }
 
 /// Full quarters `q0..q0 + NQ` of one segment of every member summed into
-/// `dst` (`NQ`·16 frames), the sum kept in registers across the members,
-/// as [`sum_segment`] sums a whole segment: the same additions in member
-/// order.
+/// `dst` (`NQ`·16 frames), the sum kept in registers across the members:
+/// the same additions, in member order, as adding each member's samples
+/// to `dst` in turn.
+// Indexed loops of a constant length: the compiler keeps the sum in
+// registers (with iterators over the slices it does not, ~35 % slower).
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn sum_quarters<S: Sample, const NQ: usize>(

@@ -646,6 +646,18 @@ impl Engine {
                 n,
             ),
         };
+        self.steady_ran(g, (c, p), ran)
+    }
+
+    /// What a steady chunk of group `g` (summing into node `c`'s input
+    /// `p`) came to: the sum marked made when it ran; a panic's payload
+    /// kept and the steady path off from then on. Whether it ran.
+    pub(super) fn steady_ran(
+        &mut self,
+        g: usize,
+        (c, p): (usize, usize),
+        ran: Result<bool, Payload>,
+    ) -> bool {
         match ran {
             Ok(true) => {
                 self.slots[c].prefilled |= 1 << p;

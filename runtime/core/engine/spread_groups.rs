@@ -406,22 +406,12 @@ impl Engine {
             ),
             (None, _) => Ok(false),
         };
-        match ran {
-            Ok(true) => {
-                self.slots[c].prefilled |= 1 << p;
-                self.levels.spread += 1;
-                self.levels.spans += 1;
-                true
-            }
-            Ok(false) => false,
-            Err(payload) => {
-                self.caught.keep(payload);
-                let group = &mut self.groups[g];
-                group.is_steady = false;
-                group.steady_failed = true;
-                false
-            }
+        let ran = self.steady_ran(g, (c, p), ran);
+        if ran {
+            self.levels.spread += 1;
+            self.levels.spans += 1;
         }
+        ran
     }
 }
 
