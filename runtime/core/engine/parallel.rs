@@ -73,6 +73,8 @@ pub(super) struct Levels {
     pub(super) split: u64,
     /// Steady chunks cut into spans summed over the workers so far.
     pub(super) spans: u64,
+    /// Each lane group's estimated ns per sample, all members.
+    pub(super) group_costs: Vec<f64>,
 }
 
 impl Levels {
@@ -147,6 +149,11 @@ impl Levels {
             spread: 0,
             split: 0,
             spans: 0,
+            group_costs: engine
+                .groups
+                .iter()
+                .map(|g| g.members.iter().map(|&i| engine.costs[i]).sum())
+                .collect(),
         }
     }
 }

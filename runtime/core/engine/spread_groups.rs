@@ -166,7 +166,7 @@ impl Engine {
         if threads < 2 || len < 2 || group.broken || steady {
             return false;
         }
-        let cost: f64 = group.members.iter().map(|&i| self.costs[i]).sum();
+        let cost = self.levels.group_costs.get(g).copied().unwrap_or(0.0);
         let saved = cost * n as f64 * (threads - 1) as f64 / threads as f64;
         if saved < workers.min_work_ns() as f64 {
             return false;
@@ -371,7 +371,7 @@ impl Engine {
             return false;
         }
         let threads = workers.threads();
-        let cost: f64 = group.members.iter().map(|&i| self.costs[i]).sum();
+        let cost = self.levels.group_costs.get(g).copied().unwrap_or(0.0);
         let saved = cost * n as f64 * (threads - 1) as f64 / threads as f64;
         if saved < workers.min_work_ns() as f64 {
             return false;

@@ -789,6 +789,12 @@ fn sum_sines_span<S: Sample>(
         } else {
             0
         };
+        if run > 0 && from == 0 {
+            sine_group(simd, &members[k..k + run], to, SineOut::Sum(dst, first));
+            first = false;
+            k += run;
+            continue;
+        }
         if run > 0 {
             sine_group_span(simd, &members[k..k + run], (from, to), dst, first);
             first = false;
