@@ -546,21 +546,6 @@ unsafe impl Send for NodeId {}
 // SAFETY: as above.
 unsafe impl std::marker::Sync for NodeId {}
 
-impl NodeId {
-    /// `node` as an `Osc<S, M, W>` when it is the node kept.
-    #[inline]
-    fn osc<S, M, W>(self, node: &mut dyn std::any::Any) -> Option<&mut Osc<S, M, W>> {
-        let at: *mut dyn std::any::Any = node;
-        if std::ptr::eq(at as *const dyn std::any::Any, self.0) {
-            // SAFETY: the same object, with the same vtable, as the node
-            // found to be an `Osc<S, M, W>` when it was kept.
-            Some(unsafe { &mut *at.cast::<Osc<S, M, W>>() })
-        } else {
-            None
-        }
-    }
-}
-
 /// The live sine's steady chunks ([`SteadyLanes`]): [`fast_sine_lanes`]
 /// for members on the grid of anchors summed into a fused input, from the
 /// kept params. What it keeps is written when it is kept, never in a
@@ -583,6 +568,21 @@ struct SteadySines<S, M, W> {
 }
 
 impl<S: Sample, M: Math, W: Shape> SteadySines<S, M, W> {
+    /// `node` as an `Osc<S, M, W>` when it is the node `kept` was kept
+    /// for.
+    #[inline]
+    fn osc<'a>(kept: &Kept, node: &'a mut dyn std::any::Any) -> Option<&'a mut Osc<S, M, W>> {
+        let at: *mut dyn std::any::Any = node;
+        if std::ptr::eq(at as *const dyn std::any::Any, kept.node.0) {
+            // SAFETY: the same object, with the same vtable, as the node
+            // this kept copy (of these `S`, `M`, `W`) found to be an
+            // `Osc<S, M, W>` when it kept it.
+            Some(unsafe { &mut *at.cast::<Osc<S, M, W>>() })
+        } else {
+            None
+        }
+    }
+
     /// Member `k`'s phase at the chunk's start.
     fn phase(&self, k: &Kept) -> u64 {
         k.base.wrapping_add(k.inc.wrapping_mul(self.since))
@@ -594,7 +594,7 @@ impl<S: Sample, M: Math, W: Shape> SteadySines<S, M, W> {
             return false;
         };
         nodes.iter_mut().zip(kept).all(|(node, kept)| {
-            kept.node.osc::<S, M, W>(&mut **node).is_some_and(|o| {
+            Self::osc(kept, &mut **node).is_some_and(|o| {
                 o.phasor.phase == self.phase(kept)
                     && o.phasor.inc == kept.inc
                     && o.steps.inc() == kept.inc
@@ -607,7 +607,7 @@ impl<S: Sample, M: Math, W: Shape> SteadySines<S, M, W> {
     fn advance_nodes(&mut self, k0: usize, nodes: &mut [&mut dyn std::any::Any], n: usize) {
         let end = (k0 + nodes.len()).min(self.kept.len());
         for (node, kept) in nodes.iter_mut().zip(&self.kept[k0.min(end)..end]) {
-            if let Some(o) = kept.node.osc::<S, M, W>(&mut **node) {
+            if let Some(o) = Self::osc(kept, &mut **node) {
                 o.phasor.phase = self
                     .phase(kept)
                     .wrapping_add(kept.inc.wrapping_mul(n as u64));
@@ -678,7 +678,7 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
             return;
         };
         for (node, kept) in nodes.iter_mut().zip(kept) {
-            if let Some(o) = kept.node.osc::<S, M, W>(&mut **node) {
+            if let Some(o) = Self::osc(kept, &mut **node) {
                 o.phasor.phase = self.phase(kept);
             }
         }
@@ -702,7 +702,7 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
         let mut done = 0;
         for (node, kept) in nodes.iter_mut().zip(kept) {
             let phase = self.phase(kept);
-            match kept.node.osc::<S, M, W>(&mut **node) {
+            match Self::osc(kept, &mut **node) {
                 Some(o)
                     if o.phasor.phase == phase
                         && o.phasor.inc == kept.inc
@@ -722,7 +722,7 @@ impl<S: Sample, M: Math, W: Shape> SteadyLanes<S> for SteadySines<S, M, W> {
             return;
         };
         for (node, kept) in nodes.iter_mut().zip(kept) {
-            if let Some(o) = kept.node.osc::<S, M, W>(&mut **node) {
+            if let Some(o) = Self::osc(kept, &mut **node) {
                 o.phasor.phase = self.phase(kept);
             }
         }
