@@ -293,7 +293,8 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Compressor<S, M> {
             while start < n {
                 let end = n.min(start + CHUNK);
                 let (level, gain) = (&mut level[..end - start], &mut gain[..end - start]);
-                self.det.run::<S, M>(&key[start..end], a, r, sr, level);
+                self.det
+                    .run::<S, M>(self.simd, &key[start..end], (a, r), sr, level);
                 curve.gains::<M>(self.simd, level, gain);
                 let (x, out) = (&x[start..end], &mut out[start..end]);
                 let gain_out = &mut gain_out[start..end];

@@ -16,10 +16,15 @@
 //! at A/√2. A state that is not finite (a NaN or infinite input) restarts
 //! at 0, and a state below 1e-30 is 0 (no subnormals). The state is `e`,
 //! f64 at every precision. The compressor under fast math computes the
-//! step as `e = c·e + (1 − c)·r` (the same value, rounded otherwise).
+//! step as `e = c·e + (1 − c)·r` (the same value, rounded otherwise), on
+//! AVX-512 with the multiply-add fused, `e = fma(c, e, (1 − c)·r)`.
 
+use crate::dsp::vector::{Isa, SimdLevel};
 use crate::dsp::{Math, MathKind, Sample};
 use crate::ops::{NodeState, StateError};
+// Whether a sample rises above the state follows the signal's waveform, so
+// a branch on it is mispredicted often: every choice is a select.
+use std::hint::select_unpredictable;
 
 /// The detector's choices, in the order the `detector` enum declares them.
 pub(super) const DETECTORS: &[&str] = &["peak", "rms"];
@@ -74,7 +79,7 @@ impl Coef {
 /// finite, or below [`TINY`], is 0.
 #[inline(always)]
 fn step(r: f64, e: f64, rise: f64, fall: f64) -> f64 {
-    let c = if r > e { rise } else { fall };
+    let c = select_unpredictable(r > e, rise, fall);
     flush(r + c * (e - r))
 }
 
@@ -90,10 +95,18 @@ fn flush(e: f64) -> f64 {
 
 /// The detector's states after each sample of `key` from state `e`, into
 /// `state`, with `(rise, fall)` coefficients: the rectifier `x²` (`RMS`)
-/// or `|x|`, each step [`step`]'s formula (`SPLIT`: as `c·e + (1 − c)·r`),
-/// the flush in every step only with `FLUSH`. Returns the last state.
+/// or `|x|`, each step [`step`]'s formula (`SPLIT`: as `c·e + (1 − c)·r`,
+/// with `FUSED` as `fma(c, e, (1 − c)·r)`), the flush in every step only
+/// with `FLUSH`. Returns the last state.
 #[inline(always)]
-fn ballistics<S: Sample, const RMS: bool, const SPLIT: bool, const FLUSH: bool>(
+#[allow(clippy::disallowed_methods)] // `FUSED`: live only (`Detector::run`)
+fn ballistics<
+    S: Sample,
+    const RMS: bool,
+    const SPLIT: bool,
+    const FLUSH: bool,
+    const FUSED: bool,
+>(
     key: &[S],
     mut e: f64,
     (rise, fall): (f64, f64),
@@ -104,15 +117,17 @@ fn ballistics<S: Sample, const RMS: bool, const SPLIT: bool, const FLUSH: bool>(
         let x = k.to_f64();
         let r = if RMS { x * x } else { x.abs() };
         let next = if SPLIT {
-            let up = rise * e + keep_rise * r;
-            let down = fall * e + keep_fall * r;
-            if r > e {
-                up
+            let (up, down) = if FUSED {
+                (
+                    rise.mul_add(e, keep_rise * r),
+                    fall.mul_add(e, keep_fall * r),
+                )
             } else {
-                down
-            }
+                (rise * e + keep_rise * r, fall * e + keep_fall * r)
+            };
+            select_unpredictable(r > e, up, down)
         } else {
-            let c = if r > e { rise } else { fall };
+            let c = select_unpredictable(r > e, rise, fall);
             r + c * (e - r)
         };
         e = if !FLUSH || (TINY..=f64::MAX).contains(&next) {
@@ -123,6 +138,54 @@ fn ballistics<S: Sample, const RMS: bool, const SPLIT: bool, const FLUSH: bool>(
         *s = e;
     }
     e
+}
+
+/// [`ballistics`] for the detector's mode (`rms`) and math (`split`; with
+/// `fused`, on a CPU with AVX-512F).
+#[allow(clippy::too_many_arguments)]
+fn run_ballistics<S: Sample, const FLUSH: bool>(
+    rms: bool,
+    split: bool,
+    fused: bool,
+    key: &[S],
+    e: f64,
+    c: (f64, f64),
+    state: &mut [f64],
+) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if fused {
+        // SAFETY: `fused` only where `SimdLevel` saw AVX-512F.
+        return unsafe {
+            if rms {
+                ballistics_fused::<S, true, FLUSH>(key, e, c, state)
+            } else {
+                ballistics_fused::<S, false, FLUSH>(key, e, c, state)
+            }
+        };
+    }
+    let _ = fused;
+    match (rms, split) {
+        (false, false) => ballistics::<S, false, false, FLUSH, false>(key, e, c, state),
+        (false, true) => ballistics::<S, false, true, FLUSH, false>(key, e, c, state),
+        (true, false) => ballistics::<S, true, false, FLUSH, false>(key, e, c, state),
+        (true, true) => ballistics::<S, true, true, FLUSH, false>(key, e, c, state),
+    }
+}
+
+/// The split form fused, with the instructions of AVX-512F (which include
+/// FMA and a select by mask).
+///
+/// # Safety
+/// The CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f")]
+unsafe fn ballistics_fused<S: Sample, const RMS: bool, const FLUSH: bool>(
+    key: &[S],
+    e: f64,
+    c: (f64, f64),
+    state: &mut [f64],
+) -> f64 {
+    ballistics::<S, RMS, true, FLUSH, true>(key, e, c, state)
 }
 
 /// Peak or RMS level with attack/release ballistics (see the module docs).
@@ -152,12 +215,9 @@ impl Detector {
             Mode::Peak => x.abs(),
             Mode::Rms => x * x,
         };
-        let c = if r > self.state {
-            self.attack.get::<M>(attack, sr)
-        } else {
-            self.release.get::<M>(release, sr)
-        };
-        self.state = step(r, self.state, c, c);
+        let rise = self.attack.get::<M>(attack, sr);
+        let fall = self.release.get::<M>(release, sr);
+        self.state = step(r, self.state, rise, fall);
         match self.mode {
             Mode::Peak => self.state,
             Mode::Rms => self.state.sqrt(),
@@ -165,7 +225,7 @@ impl Detector {
     }
 
     /// The level after each sample of `key`, with the times held, into
-    /// `level`. Under strict and std math these are the bits `tick` gives
+    /// `levels`. Under strict and std math these are the bits `tick` gives
     /// sample by sample. Under fast math each step is written
     /// `c·e + (1 − c)·r`, both coefficients' results computed and one
     /// chosen: the same value, rounded otherwise, with a shorter chain
@@ -174,42 +234,38 @@ impl Detector {
     /// The flush of a state below 1e-30 or not finite is checked after the
     /// chunk: when some state of it needed one, the chunk runs again with
     /// the flush in each step, so the result is always the stepwise one.
+    ///
+    /// On a CPU of `level` AVX-512 (whose every CPU has FMA), fast math
+    /// fuses each step's multiply-add, `fma(c, e, (1 − c)·r)`: rounded
+    /// once, and the chain from one state to the next is one fused
+    /// multiply-add and a select.
     pub(super) fn run<S: Sample, M: Math>(
         &mut self,
+        level: SimdLevel,
         key: &[S],
-        attack: f64,
-        release: f64,
+        (attack, release): (f64, f64),
         sr: f64,
-        level: &mut [f64],
+        levels: &mut [f64],
     ) {
         let c = (
             self.attack.get::<M>(attack, sr),
             self.release.get::<M>(release, sr),
         );
         let split = M::KIND == MathKind::Fast;
+        let fused = split && cfg!(target_arch = "x86_64") && level.isa() == Isa::Avx512;
         let e0 = self.state;
         let rms = self.mode == Mode::Rms;
-        let mut e = match (rms, split) {
-            (false, false) => ballistics::<S, false, false, false>(key, e0, c, level),
-            (false, true) => ballistics::<S, false, true, false>(key, e0, c, level),
-            (true, false) => ballistics::<S, true, false, false>(key, e0, c, level),
-            (true, true) => ballistics::<S, true, true, false>(key, e0, c, level),
-        };
+        let mut e = run_ballistics::<S, false>(rms, split, fused, key, e0, c, levels);
         // A state the flush changes: below TINY but not 0, or not finite.
-        let flushed = level.iter().fold(false, |any, e| {
+        let flushed = levels.iter().fold(false, |any, e| {
             any | (!(TINY..=f64::MAX).contains(e) & (*e != 0.0))
         });
         if flushed {
-            e = match (rms, split) {
-                (false, false) => ballistics::<S, false, false, true>(key, e0, c, level),
-                (false, true) => ballistics::<S, false, true, true>(key, e0, c, level),
-                (true, false) => ballistics::<S, true, false, true>(key, e0, c, level),
-                (true, true) => ballistics::<S, true, true, true>(key, e0, c, level),
-            };
+            e = run_ballistics::<S, true>(rms, split, fused, key, e0, c, levels);
         }
         self.state = e;
         if rms {
-            for l in level.iter_mut() {
+            for l in levels.iter_mut() {
                 *l = l.sqrt();
             }
         }
@@ -243,17 +299,29 @@ mod tests {
         x
     }
 
-    /// The step of the module docs; `split`: as `c·e + (1 − c)·r`.
-    fn stepwise(key: &[f64], rms: bool, split: bool, (ca, cr): (f64, f64)) -> Vec<f64> {
+    /// How the step of the module docs is written.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Form {
+        /// `r + c·(e − r)`.
+        Exact,
+        /// `c·e + (1 − c)·r`.
+        Split,
+        /// `fma(c, e, (1 − c)·r)`.
+        Fused,
+    }
+
+    /// The step of the module docs, written as `form` says.
+    #[allow(clippy::disallowed_methods)] // the fused oracle
+    fn stepwise(key: &[f64], rms: bool, form: Form, (ca, cr): (f64, f64)) -> Vec<f64> {
         let mut e = 0.0f64;
         key.iter()
             .map(|x| {
                 let r = if rms { x * x } else { x.abs() };
                 let c = if r > e { ca } else { cr };
-                e = if split {
-                    c * e + (1.0 - c) * r
-                } else {
-                    r + c * (e - r)
+                e = match form {
+                    Form::Exact => r + c * (e - r),
+                    Form::Split => c * e + (1.0 - c) * r,
+                    Form::Fused => c.mul_add(e, (1.0 - c) * r),
                 };
                 if !e.is_finite() || e < 1e-30 {
                     e = 0.0;
@@ -268,8 +336,9 @@ mod tests {
     }
 
     /// `run` over chunks of any length gives the stepwise bits: under
-    /// strict and std math `tick`'s; under fast math the split form's;
-    /// through a NaN and a decay into the flush.
+    /// strict and std math `tick`'s; under fast math the split form's,
+    /// fused on AVX-512 (at every level this CPU runs); through a NaN and
+    /// a decay into the flush.
     #[test]
     fn a_run_is_the_stepwise_detector_through_nan_and_flush() {
         let x = key();
@@ -285,8 +354,9 @@ mod tests {
                 .iter()
                 .map(|v| ticked.tick::<StrictMath>(*v, attack, release, sr))
                 .collect();
-            let exact = stepwise(&x, rms, false, c);
-            let split = stepwise(&x, rms, true, c);
+            let exact = stepwise(&x, rms, Form::Exact, c);
+            let split = stepwise(&x, rms, Form::Split, c);
+            let fused = stepwise(&x, rms, Form::Fused, c);
             assert_eq!(bits(&by_tick), bits(&exact));
             assert!(exact[1234] == 0.0 && exact[1300] > 0.0 && *exact.last().unwrap() == 0.0);
             assert_ne!(
@@ -294,22 +364,34 @@ mod tests {
                 bits(&exact),
                 "the split form rounds otherwise"
             );
-            for chunk in [1, 7, 64, 4096] {
+            assert_ne!(bits(&fused), bits(&split), "fused rounds otherwise");
+            let levels = [Isa::Base, Isa::Avx2, Isa::Avx512].map(SimdLevel::at_most);
+            for (level, chunk) in levels
+                .into_iter()
+                .flat_map(|l| [1, 7, 64, 4096].map(|c| (l, c)))
+            {
+                let fast = if level.isa() == Isa::Avx512 {
+                    &fused
+                } else {
+                    &split
+                };
                 for (kind, want) in [
                     (MathKind::Strict, &exact),
                     (MathKind::Std, &exact),
-                    (MathKind::Fast, &split),
+                    (MathKind::Fast, fast),
                 ] {
                     let mut d = Detector::new(mode);
                     let mut got = vec![0.0; x.len()];
+                    let t = (attack, release);
                     for (k, l) in x.chunks(chunk).zip(got.chunks_mut(chunk)) {
                         match kind {
-                            MathKind::Strict => d.run::<f64, StrictMath>(k, attack, release, sr, l),
-                            MathKind::Std => d.run::<f64, StdMath>(k, attack, release, sr, l),
-                            MathKind::Fast => d.run::<f64, FastMath>(k, attack, release, sr, l),
+                            MathKind::Strict => d.run::<f64, StrictMath>(level, k, t, sr, l),
+                            MathKind::Std => d.run::<f64, StdMath>(level, k, t, sr, l),
+                            MathKind::Fast => d.run::<f64, FastMath>(level, k, t, sr, l),
                         }
                     }
-                    assert_eq!(bits(&got), bits(want), "{mode:?} {kind:?} chunk {chunk}");
+                    let what = format!("{mode:?} {kind:?} at {level:?}, chunk {chunk}");
+                    assert_eq!(bits(&got), bits(want), "{what}");
                 }
             }
         }
