@@ -14,18 +14,26 @@ pub struct ChannelLevels {
     /// formats; in f32, samples over 0 dBFS (kept in the file, but they
     /// clip when played or converted).
     pub clipped: u64,
-    /// Sum of the samples, for the DC offset.
-    sum: f64,
+    /// Sums of the samples for the DC offset: frame `n` of the render
+    /// (from 0) is added to `sums[n % SUMS]`, each sum in frame order, so
+    /// no block size changes them and the sums run side by side.
+    sums: [f64; SUMS],
     frames: u64,
 }
 
+/// How many sums a channel's DC offset is added in.
+const SUMS: usize = 4;
+
 impl ChannelLevels {
-    /// The mean sample value (0 for an empty render).
+    /// The mean sample value (0 for an empty render): the sums of frames
+    /// `n % 4` = 0, 1, 2, 3 added as `(s0 + s1) + (s2 + s3)`, over the
+    /// frames.
     pub fn dc_offset(&self) -> f64 {
         if self.frames == 0 {
             0.0
         } else {
-            self.sum / self.frames as f64
+            let s = &self.sums;
+            ((s[0] + s[1]) + (s[2] + s[3])) / self.frames as f64
         }
     }
 
@@ -85,7 +93,7 @@ impl Levels {
     pub fn add(&mut self, c: usize, x: f64, clipped: bool) {
         let ch = &mut self.channels[c];
         ch.peak = ch.peak.max(x.abs());
-        ch.sum += x;
+        ch.sums[(ch.frames % SUMS as u64) as usize] += x;
         ch.clipped += clipped as u64;
         ch.frames += 1;
     }
@@ -93,8 +101,7 @@ impl Levels {
     /// Counts samples `frames` of every channel of `chans` (one buffer
     /// per channel, in order), of which `clipped[c]` clipped in channel
     /// `c`: the same as [`add`](Self::add) for each sample in order (the
-    /// peak, a maximum, is taken in lanes; each sum in order, two
-    /// channels side by side).
+    /// peak, a maximum, is taken in lanes; the sums side by side).
     pub fn add_frames<S: Copy + Into<f64>>(
         &mut self,
         chans: &[Vec<S>],
@@ -102,23 +109,27 @@ impl Levels {
         clipped: impl Fn(usize) -> u64,
     ) {
         for (c, (ch, xs)) in self.channels.iter_mut().zip(chans).enumerate() {
-            ch.peak = peak(ch.peak, &xs[frames.clone()]);
-            ch.frames += frames.len() as u64;
-            ch.clipped += clipped(c);
-        }
-        let mut pairs = self.channels.chunks_exact_mut(2).zip(chans.chunks_exact(2));
-        for (ch, xs) in pairs.by_ref() {
-            let (mut a, mut b) = (ch[0].sum, ch[1].sum);
-            for (&x, &y) in xs[0][frames.clone()].iter().zip(&xs[1][frames.clone()]) {
-                a += x.into();
-                b += y.into();
+            let xs = &xs[frames.clone()];
+            ch.peak = peak(ch.peak, xs);
+            // Sample `i` of the run is frame `first + i`, so it goes to
+            // `mine[i % SUMS]`.
+            let first = (ch.frames % SUMS as u64) as usize;
+            let mut mine: [f64; SUMS] = std::array::from_fn(|k| ch.sums[(first + k) % SUMS]);
+            let quads = xs.chunks_exact(SUMS);
+            let rest = quads.remainder();
+            for quad in quads {
+                for (m, &x) in mine.iter_mut().zip(quad) {
+                    *m += x.into();
+                }
             }
-            (ch[0].sum, ch[1].sum) = (a, b);
-        }
-        if self.channels.len() % 2 == 1 {
-            let c = self.channels.len() - 1;
-            let ch = &mut self.channels[c];
-            ch.sum = chans[c][frames].iter().fold(ch.sum, |s, &x| s + x.into());
+            for (m, &x) in mine.iter_mut().zip(rest) {
+                *m += x.into();
+            }
+            for (k, m) in mine.into_iter().enumerate() {
+                ch.sums[(first + k) % SUMS] = m;
+            }
+            ch.frames += xs.len() as u64;
+            ch.clipped += clipped(c);
         }
     }
 
