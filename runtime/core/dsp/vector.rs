@@ -782,10 +782,12 @@ pub(crate) fn fits_f32<S: Sample>(x: S) -> bool {
 }
 
 /// Whether every sample [`fits_f32`]. In f32: `x · 0` is ±0 for a finite
-/// `x` and NaN otherwise, summed in [`LANES`] lanes (one plain vector loop,
-/// no branch); in f64 a comparison per sample, in lanes too.
+/// `x` and NaN otherwise, summed in four times [`LANES`] lanes (one plain
+/// vector loop, no branch, four sums in flight so a block's check is not
+/// one chain of additions); in f64 a comparison per sample, in lanes too.
 #[inline]
 pub(crate) fn all_finite<S: Sample>(x: &[S]) -> bool {
+    const SUMS: usize = 4 * LANES;
     if S::PRECISION == crate::dsp::Precision::F64 {
         let mut ok = [true; LANES];
         let mut chunks = x.chunks_exact(LANES);
@@ -796,8 +798,8 @@ pub(crate) fn all_finite<S: Sample>(x: &[S]) -> bool {
         }
         return chunks.remainder().iter().all(|v| fits_f32(*v)) && ok.iter().all(|o| *o);
     }
-    let mut acc = [S::ZERO; LANES];
-    let mut chunks = x.chunks_exact(LANES);
+    let mut acc = [S::ZERO; SUMS];
+    let mut chunks = x.chunks_exact(SUMS);
     for c in &mut chunks {
         for (a, v) in acc.iter_mut().zip(c) {
             *a += *v * S::ZERO;
@@ -1570,7 +1572,7 @@ mod tests {
 
     #[test]
     fn all_finite_finds_any_nan_or_infinity() {
-        let mut x = vec![0.5f32; 67];
+        let mut x = vec![0.5f32; 99];
         x[3] = f32::MAX;
         x[4] = -f32::MAX;
         x[5] = f32::MIN_POSITIVE / 2.0;
@@ -1583,6 +1585,8 @@ mod tests {
             (66, f32::INFINITY),
             (31, f32::NEG_INFINITY),
             (64, -f32::NAN),
+            (98, f32::NAN),
+            (95, f32::INFINITY),
         ] {
             x[i] = bad;
             assert!(!all_finite(&x), "{bad} at {i}");
