@@ -781,13 +781,13 @@ pub(crate) fn fits_f32<S: Sample>(x: S) -> bool {
     x.abs() <= S::from_f64(f32::MAX as f64)
 }
 
-/// Whether every sample [`fits_f32`]. In f32: `x · 0` is ±0 for a finite
-/// `x` and NaN otherwise, summed in four times [`LANES`] lanes (one plain
-/// vector loop, no branch, four sums in flight so a block's check is not
-/// one chain of additions); in f64 a comparison per sample, in lanes too.
-#[inline]
+/// Whether every sample [`fits_f32`]. In f32: the largest magnitude's bits
+/// (sign cleared) below infinity's, taken in four times [`LANES`] lanes of
+/// integers (one plain vector loop, no branch); in f64 a comparison per
+/// sample, in lanes. Always inlined, so the AVX2 caller's copy is built
+/// with AVX2.
+#[inline(always)]
 pub(crate) fn all_finite<S: Sample>(x: &[S]) -> bool {
-    const SUMS: usize = 4 * LANES;
     if S::PRECISION == crate::dsp::Precision::F64 {
         let mut ok = [true; LANES];
         let mut chunks = x.chunks_exact(LANES);
@@ -798,18 +798,23 @@ pub(crate) fn all_finite<S: Sample>(x: &[S]) -> bool {
         }
         return chunks.remainder().iter().all(|v| fits_f32(*v)) && ok.iter().all(|o| *o);
     }
-    let mut acc = [S::ZERO; SUMS];
-    let mut chunks = x.chunks_exact(SUMS);
+    const WIDE: usize = 4 * LANES;
+    const MAGNITUDE: u32 = 0x7fff_ffff;
+    // SAFETY: `S` is f32 (its precision says so), which has u32's size
+    // and alignment, and every bit pattern is a u32.
+    let bits = unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<u32>(), x.len()) };
+    let mut top = [0u32; WIDE];
+    let mut chunks = bits.chunks_exact(WIDE);
     for c in &mut chunks {
-        for (a, v) in acc.iter_mut().zip(c) {
-            *a += *v * S::ZERO;
+        for (t, b) in top.iter_mut().zip(c) {
+            *t = (*t).max(b & MAGNITUDE);
         }
     }
-    let mut sum = S::ZERO;
-    for v in chunks.remainder() {
-        sum += *v * S::ZERO;
-    }
-    sum == S::ZERO && acc.iter().all(|a| *a == S::ZERO)
+    let rest = chunks
+        .remainder()
+        .iter()
+        .fold(0, |t, b| t.max(b & MAGNITUDE));
+    top.iter().fold(rest, |t, &b| t.max(b)) < f32::INFINITY.to_bits()
 }
 
 /// Transposes a 16 × 16 block of f32 in place (`m[i][j]` ↔ `m[j][i]`):

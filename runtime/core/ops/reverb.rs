@@ -284,6 +284,52 @@ fn predelay_step<S: Sample, const STEREO: bool>(
     (u, u_r)
 }
 
+/// [`predelay_step`] for each sample of `x` (and `x_r`) in turn, the
+/// results into `u` (and `u_r`): the same bits. Where the run's writes do
+/// not wrap (`w + n ≤ len`) and its reads do not either (`w > k`), every
+/// read is of a sample written before the run or by an earlier step of it
+/// (`w − k + t ≤ w + t`), so the run writes its samples first and then
+/// reads and interpolates them all, with no test per sample.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn predelay_run<S: Sample, const STEREO: bool>(
+    pre: &mut [S],
+    pre_r: &mut [S],
+    w: &mut usize,
+    delay: (usize, S),
+    x: &[S],
+    x_r: &[S],
+    u: &mut [S],
+    u_r: &mut [S],
+) {
+    let (k, frac) = delay;
+    let (n, plen) = (x.len(), pre.len());
+    if *w <= k || *w + n > plen {
+        for t in 0..n {
+            (u[t], u_r[t]) = predelay_step::<S, STEREO>(pre, pre_r, w, delay, x[t], x_r[t]);
+        }
+        return;
+    }
+    let at = *w - k;
+    let through = |pre: &mut [S], x: &[S], u: &mut [S]| {
+        pre[*w..*w + n].copy_from_slice(x);
+        let (now, before) = (&pre[at..at + n], &pre[at - 1..at - 1 + n]);
+        for ((u, &pa), &pb) in u[..n].iter_mut().zip(now).zip(before) {
+            *u = pa + frac * (pb - pa);
+        }
+    };
+    through(pre, x, u);
+    if STEREO {
+        through(pre_r, x_r, u_r);
+    } else {
+        u_r[..n].fill(S::ZERO);
+    }
+    *w += n;
+    if *w == plen {
+        *w = 0;
+    }
+}
+
 /// `reverb` at one precision and math policy.
 struct Reverb<S, M> {
     /// Every line, line i at `off[i] .. off[i] + len[i]`.
@@ -484,22 +530,27 @@ impl<S: Sample, M: Math> Reverb<S, M> {
             }
             let xs = &x[done..done + m];
             let xs_r = &x_r[done..done + m];
+            // The run's predelayed input, what the lines are fed.
+            let mut us = [S::ZERO; CHUNK];
+            let mut us_r = [S::ZERO; CHUNK];
+            predelay_run::<S, STEREO>(
+                pre,
+                pre_r,
+                &mut pre_w,
+                (k, frac),
+                xs,
+                xs_r,
+                &mut us,
+                &mut us_r,
+            );
             let mut j = 0;
             while j < m {
                 #[cfg(target_arch = "x86_64")]
                 if groups && m - j >= group {
                     let mut u = [S::ZERO; lanes::MAX_GROUP];
                     let mut u_r = [S::ZERO; lanes::MAX_GROUP];
-                    for t in 0..group {
-                        (u[t], u_r[t]) = predelay_step::<S, STEREO>(
-                            pre,
-                            pre_r,
-                            &mut pre_w,
-                            (k, frac),
-                            xs[j + t],
-                            xs_r[j + t],
-                        );
-                    }
+                    u[..group].copy_from_slice(&us[j..j + group]);
+                    u_r[..group].copy_from_slice(&us_r[j..j + group]);
                     let mut net = lanes::Net {
                         lines: &mut *lines,
                         pos: &pos,
@@ -531,8 +582,7 @@ impl<S: Sample, M: Math> Reverb<S, M> {
                     j += group;
                     continue;
                 }
-                let (u, u_r) =
-                    predelay_step::<S, STEREO>(pre, pre_r, &mut pre_w, (k, frac), xs[j], xs_r[j]);
+                let (u, u_r) = (us[j], us_r[j]);
                 let at: [usize; LINES] = if groups {
                     pos
                 } else {

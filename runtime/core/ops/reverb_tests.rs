@@ -888,3 +888,80 @@ fn stereo_at_every_instruction_set<S: Sample, M: Math>(profile: Profile) {
         }
     }
 }
+
+/// A run of the predelay gives, sample for sample, what stepping it one
+/// sample at a time gives (the rings and write index too): mono and stereo,
+/// at delays from 0 to the ring's longest (so reads wrap, and the run meets
+/// samples it writes), fractions between samples, and runs of every length
+/// up to a chunk that start anywhere in the ring.
+#[test]
+fn a_predelay_run_is_its_steps_one_at_a_time() {
+    fn check<const STEREO: bool>() {
+        let plen = 301;
+        let x = test_signal(3, 4000);
+        let x_r: Vec<f64> = x.iter().map(|v| 0.5 - v).collect();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % m as u64) as usize
+        };
+        for k in [
+            0,
+            1,
+            2,
+            15,
+            16,
+            63,
+            64,
+            65,
+            150,
+            plen - 66,
+            plen - 3,
+            plen - 2,
+        ] {
+            let frac = 0.3125;
+            let (mut a, mut a_r) = (vec![0.0f64; plen], vec![0.0f64; plen]);
+            let (mut b, mut b_r) = (a.clone(), a_r.clone());
+            let (mut wa, mut wb) = (0, 0);
+            let mut at = 0;
+            while at + CHUNK < x.len() {
+                let n = 1 + next(CHUNK);
+                let (xs, xs_r) = (&x[at..at + n], &x_r[at..at + n]);
+                let (mut u, mut u_r) = ([0.0; CHUNK], [0.0; CHUNK]);
+                let pa_r: &mut [f64] = if STEREO { &mut a_r } else { &mut [] };
+                predelay_run::<f64, STEREO>(
+                    &mut a,
+                    pa_r,
+                    &mut wa,
+                    (k, frac),
+                    xs,
+                    xs_r,
+                    &mut u,
+                    &mut u_r,
+                );
+                for t in 0..n {
+                    let pb_r: &mut [f64] = if STEREO { &mut b_r } else { &mut [] };
+                    let (v, v_r) = predelay_step::<f64, STEREO>(
+                        &mut b,
+                        pb_r,
+                        &mut wb,
+                        (k, frac),
+                        xs[t],
+                        xs_r[t],
+                    );
+                    let what = format!("delay {k}, stereo {STEREO}, sample {}", at + t);
+                    assert_eq!(u[t].to_bits(), v.to_bits(), "{what}");
+                    assert_eq!(u_r[t].to_bits(), v_r.to_bits(), "{what}, right");
+                }
+                assert_eq!(wa, wb, "delay {k}: write index");
+                at += n;
+            }
+            assert_eq!(a, b, "delay {k}: ring");
+            assert_eq!(a_r, b_r, "delay {k}: right ring");
+        }
+    }
+    check::<false>();
+    check::<true>();
+}
