@@ -191,8 +191,16 @@ impl Curve {
     }
 }
 
+/// [`Curve::fast_gain`] of each level; a run whose every level is at or
+/// below the floor is 1 throughout, as `fast_gain` gives it, without the
+/// curve.
 #[inline(always)]
 fn fast_gains(curve: &Curve, level: &[f64], gain: &mut [f64]) {
+    let floor = curve.floor;
+    if level.iter().fold(true, |below, &l| below & (l <= floor)) {
+        gain[..level.len()].fill(1.0);
+        return;
+    }
     for (g, l) in gain.iter_mut().zip(level) {
         *g = curve.fast_gain(*l);
     }

@@ -383,12 +383,31 @@ fn the_fast_curve_is_within_2e_8_of_the_exact_curve() {
 
 /// The fast gains computed in vector lanes are the bits of the scalar
 /// fast curve at every instruction set this CPU runs, at every length
-/// (whole vectors and remainders).
+/// (whole vectors and remainders), also for runs whose every level is at
+/// or below the floor (with a NaN among them, or one level over).
 #[test]
 fn fast_gains_in_lanes_are_the_scalar_bits_at_every_instruction_set() {
     use crate::dsp::vector::SimdLevel;
     for knee in [0.0, 6.0] {
         let curve = Curve::new::<FastMath>(-24.0, 3.0, knee);
+        let quiet: Vec<f64> = (0..64).map(|i| curve.floor * i as f64 / 63.0).collect();
+        let mut with_nan = quiet.clone();
+        with_nan[9] = f64::NAN;
+        let mut one_over = quiet.clone();
+        one_over[40] = curve.floor * 1.5;
+        for levels in [&quiet, &with_nan, &one_over] {
+            let want: Vec<u64> = levels
+                .iter()
+                .map(|l| curve.fast_gain(*l).to_bits())
+                .collect();
+            for simd in SimdLevel::available() {
+                let mut gain = vec![0.0; levels.len()];
+                curve.gains::<FastMath>(simd, levels, &mut gain);
+                let got: Vec<u64> = gain.iter().map(|g| g.to_bits()).collect();
+                assert_eq!(got, want, "{simd:?}, knee {knee}, quiet run");
+            }
+        }
+        assert!(curve.fast_gain(one_over[40]) < 1.0, "knee {knee}");
         let levels = level_sweep(&curve);
         let want: Vec<u64> = levels
             .iter()
