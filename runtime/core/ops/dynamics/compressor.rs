@@ -237,6 +237,9 @@ struct Compressor<S, M> {
     keyed: bool,
     sample_rate: f64,
     makeup: DbCache,
+    /// The curve of the last settings a block held constant, with their
+    /// bits (threshold, ratio, knee): a pure function of them, not state.
+    curve: Option<([u64; 3], Curve)>,
     /// The instruction set the gain's lanes run with (fast math only).
     simd: SimdLevel,
     _p: PhantomData<fn() -> M>,
@@ -278,7 +281,15 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Compressor<S, M> {
         let gain_out = &mut rest[0][..n];
         let constant = [th, ra, kn, at, re, mk].iter().all(|p| p.is_const());
         if constant {
-            let curve = Curve::new::<M>(th.value(), ra.value(), kn.value());
+            let bits = [th.value(), ra.value(), kn.value()].map(f64::to_bits);
+            let curve = match self.curve {
+                Some((held, curve)) if held == bits => curve,
+                _ => {
+                    let curve = Curve::new::<M>(th.value(), ra.value(), kn.value());
+                    self.curve = Some((bits, curve));
+                    curve
+                }
+            };
             let (a, r) = (clamp_time(at.value()), clamp_time(re.value()));
             let makeup = self.makeup.get::<M>(mk.value());
             if M::KIND != MathKind::Fast {
@@ -406,6 +417,7 @@ impl Operator for CompressorOp {
             keyed: cx.input_connected(1),
             sample_rate: cx.sample_rate,
             makeup: DbCache::NEW,
+            curve: None,
             simd: SimdLevel::detect(),
             _p: PhantomData,
         }))

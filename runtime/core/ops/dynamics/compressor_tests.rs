@@ -443,11 +443,11 @@ fn duck_inputs() -> (Vec<f64>, Vec<f64>) {
 
 /// The compressor computed sample by sample as written in the module
 /// docs, with the detector's ballistics spelled out (as `c·e + (1 − c)·r`
-/// under fast math) and the curve's
+/// under fast math, fused on AVX-512) and the curve's
 /// `gain` (exact under strict and std math, the fast curve under fast
 /// math): `(out, gain)` with the inputs and outputs rounded to `S`, in the
 /// FP mode the node runs in.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::disallowed_methods)] // the fused oracle
 fn reference<S: Sample, M: Math>(
     music: &[f64],
     key: &[f64],
@@ -466,6 +466,8 @@ fn reference<S: Sample, M: Math>(
         M::coef_exp(-1.0 / (release * SR)),
     );
     let round = |v: f64| S::from_f64(v).to_f64();
+    // The node fuses the fast step on AVX-512 (`Detector::run`).
+    let fused = crate::dsp::vector::SimdLevel::detect().isa() == crate::dsp::vector::Isa::Avx512;
     let mut e = 0.0f64;
     let (mut out, mut gain) = (Vec::new(), Vec::new());
     for i in 0..music.len() {
@@ -474,6 +476,8 @@ fn reference<S: Sample, M: Math>(
         let c = if r > e { ca } else { cr };
         e = if M::KIND != crate::dsp::MathKind::Fast {
             r + c * (e - r)
+        } else if fused {
+            c.mul_add(e, (1.0 - c) * r)
         } else {
             c * e + (1.0 - c) * r
         };
@@ -613,5 +617,45 @@ fn every_profile_is_its_per_sample_reference_at_any_block_size_on_a_scene() {
                 }
             }
         }
+    }
+}
+
+/// A threshold held for three blocks at a time, then another, then the
+/// first again: each block compresses by the curve of its own settings
+/// (the curve kept from the block before is not reused once they change)
+/// — the bits of the same thresholds as a modulation, which computes the
+/// curve every sample — under strict and repro, whose held and modulated
+/// paths step alike.
+#[test]
+fn a_setting_changed_between_blocks_changes_the_curve() {
+    let x = duck_inputs().0[..64 * 12].to_vec();
+    let n = x.len();
+    let thresholds = [-30.0, -12.0, -30.0, -40.0];
+    for profile in [Profile::Strict, Profile::Repro] {
+        let node = || {
+            let values = values_with(&COMPRESSOR, &[]);
+            NodeRunner::new(&COMPRESSOR, values, profile, None, SR, 4096, 1).unwrap()
+        };
+        let mut held = node();
+        let mut got = Vec::new();
+        for b in 0..12 {
+            *held.param_state(THRESHOLD) = crate::ops::ParamState::constant(thresholds[b / 3]);
+            let y = held.run(&[x[b * 64..(b + 1) * 64].to_vec()], &[], 64, &[64]);
+            got.extend(y[0].iter().copied());
+        }
+        let mut moved = node();
+        *moved.param_state(THRESHOLD) = crate::ops::ParamState::constant(0.0);
+        let signal: Vec<f64> = (0..n).map(|i| thresholds[i / 192]).collect();
+        let want = moved.run(std::slice::from_ref(&x), &[(THRESHOLD, signal)], n, &[64]);
+        let bits = |v: &[f64]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want[0]), "{profile:?}");
+        let mut fixed = node();
+        *fixed.param_state(THRESHOLD) = crate::ops::ParamState::constant(-30.0);
+        let first = fixed.run(std::slice::from_ref(&x), &[], n, &[64]);
+        assert_ne!(
+            bits(&got),
+            bits(&first[0]),
+            "{profile:?}: the change matters"
+        );
     }
 }
