@@ -1225,7 +1225,7 @@ pub(super) fn scrub<S: Sample>(level: SimdLevel, outs: &mut [Vec<S>], n: usize) 
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::engine::render_to_vec;
     use crate::graph::{compile, CompileOptions};
@@ -1245,13 +1245,22 @@ mod tests {
         Engine::new(plan)
     }
 
-    /// `count` live sines summed into one lowpass.
-    fn sines(count: usize) -> String {
+    /// `count` live sines summed into one lowpass (a fused group with a
+    /// steady path): sine `k` at `freq(k)` Hz and amplitude 0.01, with the
+    /// further params `extra(k)` (JSON members, each after a comma), the
+    /// scene's events the JSON array `events`.
+    pub(in crate::engine) fn sines_into_lowpass(
+        count: usize,
+        freq: impl Fn(usize) -> f64,
+        extra: impl Fn(usize) -> &'static str,
+        events: &str,
+    ) -> String {
         let nodes: Vec<String> = (0..count)
             .map(|k| {
                 format!(
-                    r#"{{ "id": "s{k}", "op": "sine", "params": {{ "freq": {}, "amp": 0.01 }} }}"#,
-                    50 + 37 * k
+                    r#"{{ "id": "s{k}", "op": "sine", "params": {{ "freq": {}, "amp": 0.01{} }} }}"#,
+                    freq(k),
+                    extra(k)
                 )
             })
             .collect();
@@ -1261,10 +1270,15 @@ mod tests {
         format!(
             r#"{{ "version": "1.0", "sample_rate": 48000, "nodes": [{},
             {{ "id": "lp", "op": "biquad", "params": {{ "mode": "lowpass", "cutoff": 2000 }} }}],
-            "edges": [{}], "outputs": {{ "main": ["lp"] }} }}"#,
+            "edges": [{}], "outputs": {{ "main": ["lp"] }}, "events": {events} }}"#,
             nodes.join(", "),
             edges.join(", ")
         )
+    }
+
+    /// `count` live sines summed into one lowpass.
+    fn sines(count: usize) -> String {
+        sines_into_lowpass(count, |k| (50 + 37 * k) as f64, |_| "", "[]")
     }
 
     /// A member's state changed behind the engine's back (here its node

@@ -605,25 +605,15 @@ mod tests {
     /// offset) summed into a lowpass, one of them retuned at `retune_s`:
     /// a fused group with a steady path.
     fn sines(count: usize, retune_s: f64) -> String {
-        let nodes: Vec<String> = (0..count)
-            .map(|k| {
-                let phase = if k % 5 == 1 { r#", "phase": 1.3"# } else { "" };
-                format!(
-                    r#"{{ "id": "s{k}", "op": "sine", "params": {{ "freq": {}, "amp": 0.01{phase} }} }}"#,
-                    100.0 + 7.3 * k as f64
-                )
-            })
-            .collect();
-        let edges: Vec<String> = (0..count)
-            .map(|k| format!(r#"{{ "from": "s{k}", "to": "lp" }}"#))
-            .collect();
-        format!(
-            r#"{{ "version": "1.0", "sample_rate": 48000, "nodes": [{},
-            {{ "id": "lp", "op": "biquad", "params": {{ "mode": "lowpass", "cutoff": 2000 }} }}],
-            "edges": [{}], "outputs": {{ "main": ["lp"] }},
-            "events": [{{ "time": "{retune_s}s", "node": "s3", "param": "freq", "value": 431 }}] }}"#,
-            nodes.join(", "),
-            edges.join(", ")
+        let phase = |k| if k % 5 == 1 { r#", "phase": 1.3"# } else { "" };
+        let retune = format!(
+            r#"[{{ "time": "{retune_s}s", "node": "s3", "param": "freq", "value": 431 }}]"#
+        );
+        crate::engine::lanes::tests::sines_into_lowpass(
+            count,
+            |k| 100.0 + 7.3 * k as f64,
+            phase,
+            &retune,
         )
     }
 

@@ -142,7 +142,6 @@ fn ballistics<
 
 /// [`ballistics`] for the detector's mode (`rms`) and math (`split`; with
 /// `fused`, on a CPU with AVX-512F).
-#[allow(clippy::too_many_arguments)]
 fn run_ballistics<S: Sample, const FLUSH: bool>(
     rms: bool,
     split: bool,
