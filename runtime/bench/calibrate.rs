@@ -6,10 +6,21 @@
 //! percentile of its block times stays under [`TARGET_LOAD`] of its
 //! deadline: the other half is left for the device, the OS and whatever
 //! else the machine does.
+//!
+//! At the block size chosen, it then measures the scene with more threads
+//! (up to every core, at most [`MAX_CALIBRATED_THREADS`]): first what
+//! handing the worker pool a level costs on this machine
+//! ([`Workers::handoff_ns`]), then the scene at each thread count with
+//! the pool's threshold ([`Workers::min_work_ns`]) at
+//! [`THRESHOLD_MULTIPLES`] of that cost, the counts in turn, round after
+//! round. More threads are recommended only when their p99 is under
+//! [`THREAD_GAIN`] of one thread's; `run` plays with the recommended count
+//! and threshold when `--threads` is not given.
 
 use super::timing::{time_blocks, BlockStats};
+use crate::engine::Workers;
 use crate::graph::{compile, CompileOptions};
-use crate::host::machine::calibration::{self, BlockP99, Calibration};
+use crate::host::machine::calibration::{self, BlockP99, Calibration, ThreadP99};
 use crate::host::machine::{self, MachineKey};
 use crate::host::HostError;
 use crate::profile::Profile;
@@ -28,6 +39,19 @@ pub const TARGET_LOAD: f64 = 0.5;
 pub const DEFAULT_SECONDS: u64 = 5;
 /// Runs per block size unless `--runs` says otherwise.
 pub const DEFAULT_RUNS: usize = 2;
+
+/// The most threads calibrate tries.
+pub const MAX_CALIBRATED_THREADS: usize = 8;
+/// More threads are recommended only when their p99 is under this
+/// fraction of one thread's.
+pub const THREAD_GAIN: f64 = 0.9;
+/// The pool thresholds tried with each thread count, as multiples of the
+/// measured hand-off.
+pub const THRESHOLD_MULTIPLES: [f64; 3] = [1.0, 4.0, 16.0];
+/// Hand-offs measured, each a level of one step per thread.
+const HANDOFF_ROUNDS: usize = 2000;
+/// What each step of a measured hand-off does, in nanoseconds of spinning.
+const HANDOFF_STEP_NS: u64 = 2000;
 
 /// What `morphrt calibrate` was asked to do: the command's arguments.
 #[derive(Clone, Debug, clap::Args)]
@@ -76,6 +100,98 @@ pub fn recommend(blocks: &[BlockP99]) -> Option<(usize, bool)> {
         .find(|b| b.p99_us < TARGET_LOAD * b.deadline_us)
         .map(|b| (b.block_size, true))
         .or_else(|| blocks.last().map(|b| (b.block_size, false)))
+}
+
+/// The recommended threads and threshold: the measurement with more than
+/// one thread whose p99 is lowest, when it is under [`THREAD_GAIN`] of one
+/// thread's; else one thread.
+pub fn recommend_threads(runs: &[ThreadP99]) -> (usize, Option<u64>) {
+    let one = runs.iter().find(|r| r.threads == 1).map(|r| r.p99_us);
+    let best = runs
+        .iter()
+        .filter(|r| r.threads > 1)
+        .min_by(|a, b| a.p99_us.total_cmp(&b.p99_us));
+    match (one, best) {
+        (Some(one), Some(b)) if b.p99_us < THREAD_GAIN * one => (b.threads, b.min_work_ns),
+        _ => (1, None),
+    }
+}
+
+/// The scene at `block` on 1 … `max_threads` threads, each count with each
+/// threshold of [`THRESHOLD_MULTIPLES`] of the pool's measured hand-off,
+/// `runs` rounds taking the settings in turn. Returns the hand-off (None
+/// with one thread) and every setting's p99.
+fn measure_threads(
+    plan: crate::graph::Plan,
+    frames: u64,
+    runs: usize,
+    max_threads: usize,
+    log: &mut dyn Write,
+) -> (Option<f64>, Vec<ThreadP99>) {
+    let (block, sample_rate) = (plan.block_size, plan.sample_rate);
+    let mut settings: Vec<(Option<Workers>, ThreadP99)> = vec![(
+        None,
+        ThreadP99 {
+            threads: 1,
+            min_work_ns: None,
+            p99_us: 0.0,
+        },
+    )];
+    let mut handoff = None;
+    for threads in 2..=max_threads {
+        let pool = Workers::new(threads);
+        let h = pool.handoff_ns(HANDOFF_ROUNDS, HANDOFF_STEP_NS);
+        let _ = writeln!(
+            log,
+            "calibrate: {threads} threads: handing the pool a level takes {:.1} µs",
+            h / 1e3
+        );
+        if threads == 2 {
+            handoff = Some(h);
+        }
+        for m in THRESHOLD_MULTIPLES {
+            settings.push((
+                Some(pool.clone()),
+                ThreadP99 {
+                    threads,
+                    min_work_ns: Some((h * m).round().max(1.0) as u64),
+                    p99_us: 0.0,
+                },
+            ));
+        }
+    }
+    let mut engine = crate::engine::Engine::new(plan);
+    let mut times: Vec<Vec<u64>> = vec![Vec::new(); settings.len()];
+    for _ in 0..runs {
+        for (k, (pool, t)) in settings.iter().enumerate() {
+            if let (Some(p), Some(ns)) = (pool, t.min_work_ns) {
+                p.set_min_work_ns(ns);
+            }
+            engine.set_workers(pool.clone());
+            engine.reset();
+            time_blocks(&mut engine, frames, &mut times[k]);
+        }
+    }
+    engine.set_workers(None);
+    let runs = settings
+        .into_iter()
+        .zip(&mut times)
+        .map(|((_, mut t), times)| {
+            t.p99_us = BlockStats::from_times(times, block, sample_rate).p99_us;
+            let _ = writeln!(
+                log,
+                "calibrate: block {block:>3}, {} thread{}{}: p99 {:.1} µs",
+                t.threads,
+                if t.threads == 1 { "" } else { "s" },
+                t.min_work_ns
+                    .map(|ns| format!(", threshold {:.1} µs", ns as f64 / 1e3))
+                    .unwrap_or_default(),
+                t.p99_us
+            );
+            t
+        })
+        .collect();
+    (handoff, runs)
 }
 
 /// Measures every candidate block size under live and stores the choice.
@@ -134,8 +250,26 @@ pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<Calibrate
             deadline_us: stats.deadline_us,
         });
     }
-    let (_, sample_rate, scene_sha256) = first.expect("there are candidates");
+    let (frames, sample_rate, scene_sha256) = first.expect("there are candidates");
     let (block_size, meets_target) = recommend(&blocks).expect("there are candidates");
+    let max_threads = crate::host::files::threads::all_cores().min(MAX_CALIBRATED_THREADS);
+    let (handoff_ns, thread_runs) = if max_threads >= 2 {
+        let plan = compile(
+            &scene,
+            &CompileOptions {
+                profile: Some(Profile::Live),
+                block_size: Some(block_size),
+                seed: opts.seed,
+                resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
+                ..CompileOptions::default()
+            },
+        )
+        .map_err(HostError::Input)?;
+        measure_threads(plan, frames, opts.runs, max_threads, log)
+    } else {
+        (None, Vec::new())
+    };
+    let (threads, min_work_ns) = recommend_threads(&thread_runs);
     let calibration = Calibration {
         machine: MachineKey::current(),
         scene: opts.scene.display().to_string(),
@@ -144,6 +278,10 @@ pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<Calibrate
         block_size,
         meets_target,
         blocks,
+        threads,
+        min_work_ns,
+        handoff_ns,
+        thread_runs,
         measured_at: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -217,8 +355,39 @@ impl CalibrateReport {
                 self.target_load * 100.0
             )
         };
+        if !c.thread_runs.is_empty() {
+            s += &format!(
+                "  at block {}: handing the worker pool a level takes {:.1} µs\n  threads  threshold (µs)  p99 (µs)\n",
+                c.block_size,
+                c.handoff_ns.unwrap_or(0.0) / 1e3
+            );
+            for t in &c.thread_runs {
+                let chosen = t.threads == c.threads && t.min_work_ns == c.min_work_ns;
+                s += &format!(
+                    "  {:>7}  {:>14}  {:>8.1}{}\n",
+                    t.threads,
+                    t.min_work_ns
+                        .map(|ns| format!("{:.1}", ns as f64 / 1e3))
+                        .unwrap_or_else(|| "-".to_string()),
+                    t.p99_us,
+                    if chosen { "  ←" } else { "" }
+                );
+            }
+            s += &if c.threads > 1 {
+                format!(
+                    "recommended threads: {} (p99 under {:.0} % of one thread's)\n",
+                    c.threads,
+                    THREAD_GAIN * 100.0
+                )
+            } else {
+                format!(
+                    "recommended threads: 1 (no thread count brought p99 under {:.0} % of one thread's)\n",
+                    THREAD_GAIN * 100.0
+                )
+            };
+        }
         match &self.stored {
-            Some(p) => s += &format!("stored in {p}; `morphrt run --block-size auto` uses it\n"),
+            Some(p) => s += &format!("stored in {p}; `morphrt run --block-size auto` uses its block size, `run` without `--threads` its threads\n"),
             None => s += "not stored\n",
         }
         s
@@ -273,5 +442,42 @@ mod tests {
         assert_eq!(recommend(&[half, b(64, 1.0)]), Some((64, true)));
         assert_eq!(recommend(&[b(32, 900.0), b(64, 1500.0)]), Some((64, false)));
         assert_eq!(recommend(&[]), None);
+    }
+
+    fn t(threads: usize, min_work_ns: Option<u64>, p99_us: f64) -> ThreadP99 {
+        ThreadP99 {
+            threads,
+            min_work_ns,
+            p99_us,
+        }
+    }
+
+    #[test]
+    fn more_threads_are_recommended_only_under_nine_tenths_of_one_thread_s_p99() {
+        let one = t(1, None, 100.0);
+        // The lowest p99 wins, with its threshold.
+        let runs = [
+            one.clone(),
+            t(2, Some(500), 80.0),
+            t(2, Some(2000), 60.0),
+            t(4, Some(500), 70.0),
+        ];
+        assert_eq!(recommend_threads(&runs), (2, Some(2000)));
+        // Exactly 90 % is not under it; just under is.
+        assert_eq!(
+            recommend_threads(&[one.clone(), t(2, Some(9), 90.0)]),
+            (1, None)
+        );
+        assert_eq!(
+            recommend_threads(&[one.clone(), t(3, Some(9), 89.9)]),
+            (3, Some(9))
+        );
+        // Slower with threads, or nothing but one thread measured: one.
+        assert_eq!(
+            recommend_threads(&[one.clone(), t(2, Some(9), 150.0)]),
+            (1, None)
+        );
+        assert_eq!(recommend_threads(&[one]), (1, None));
+        assert_eq!(recommend_threads(&[]), (1, None));
     }
 }

@@ -546,6 +546,140 @@ fn run_auto_briefly(scene: &str, cache: &Path) -> Output {
     )
 }
 
+/// `run` on the clock device for a moment, with the cache `cache` and
+/// `args` after the scene.
+fn run_briefly(scene: &str, args: &[&str], cache: &Path) -> Output {
+    let mut all = vec![
+        "run",
+        scene,
+        "--device",
+        "clock",
+        "--duration",
+        "0.1s",
+        "--no-watch",
+        "--no-journal",
+    ];
+    all.extend_from_slice(args);
+    morphrt_with_cache(&all, cache)
+}
+
+/// `calibrate` measures the scene at its chosen block size on every thread
+/// count up to the machine's cores (at most 8), each with three pool
+/// thresholds, recommends by its rule, and `run` without `--threads` plays
+/// with the stored count; `--threads` overrides it, and a damaged count is
+/// warned about and not played.
+#[test]
+fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
+    let cache = temp_dir("calibrate-threads");
+    let o = morphrt_with_cache(
+        &[
+            "calibrate",
+            "scenes/drone.json",
+            "-d",
+            "0.1s",
+            "--runs",
+            "1",
+            "--json",
+        ],
+        &cache,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c = json(&o)["calibration"].clone();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let runs = c["thread_runs"].as_array().unwrap();
+    let counts: Vec<u64> = runs
+        .iter()
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    let mut want = Vec::new();
+    if cores >= 2 {
+        want.push(1);
+        for n in 2..=cores.min(8) as u64 {
+            want.extend([n, n, n]);
+        }
+    }
+    assert_eq!(counts, want);
+    let p99 = |r: &Value| r["p99_us"].as_f64().unwrap();
+    for r in runs {
+        assert_eq!(r["min_work_ns"].is_null(), r["threads"] == 1, "{r}");
+        assert!(p99(r) > 0.0, "{r}");
+    }
+    // The choice follows the rule from the numbers it reports.
+    let (threads, min_work) = match (
+        runs.iter().find(|r| r["threads"] == 1),
+        runs.iter()
+            .filter(|r| r["threads"].as_u64() > Some(1))
+            .min_by(|a, b| p99(a).total_cmp(&p99(b))),
+    ) {
+        (Some(one), Some(best)) if p99(best) < 0.9 * p99(one) => (
+            best["threads"].as_u64().unwrap(),
+            best["min_work_ns"].clone(),
+        ),
+        _ => (1, Value::Null),
+    };
+    assert_eq!(
+        (c["threads"].as_u64().unwrap(), &c["min_work_ns"]),
+        (threads, &min_work)
+    );
+    if cores >= 2 {
+        assert!(c["handoff_ns"].as_f64().unwrap() > 0.0, "{c}");
+    }
+
+    let o = run_briefly("scenes/drone.json", &[], &cache);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "threads {threads} (calibrated for this scene and machine"
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        err.contains(&format!(" on {threads} threads")),
+        threads > 1,
+        "{err}"
+    );
+
+    // The stored count and threshold are what `run` plays with.
+    let store = cache.join("morphrt/calibration.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    v["entries"][0]["threads"] = Value::from(3);
+    v["entries"][0]["min_work_ns"] = Value::from(0);
+    std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let o = run_briefly("scenes/drone.json", &[], &cache);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("threads 3 (calibrated"), "{err}");
+    assert!(
+        err.contains("playing scenes/drone.json (repro) on 3 threads"),
+        "{err}"
+    );
+    // `--threads` wins over the store.
+    let o = run_briefly("scenes/drone.json", &["--threads", "2"], &cache);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("(calibrated"), "{err}");
+    assert!(err.contains("(repro) on 2 threads"), "{err}");
+    // A damaged count is named and not played.
+    v["entries"][0]["threads"] = Value::from(0);
+    std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let o = run_briefly("scenes/drone.json", &[], &cache);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("warning: threads 1 (cannot read calibrations"),
+        "{err}"
+    );
+    assert!(
+        err.contains("recommends 0 threads; a thread count is 1 … 65535"),
+        "{err}"
+    );
+    assert!(
+        err.contains("playing scenes/drone.json (repro) — "),
+        "{err}"
+    );
+}
+
 /// A stored calibration whose block size is damaged is not played (nor
 /// refused as if `--block-size 0` had been typed): `run --block-size auto`
 /// warns naming the store and plays the default.

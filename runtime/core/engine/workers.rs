@@ -260,6 +260,46 @@ impl Workers {
             .load(Ordering::Acquire)
     }
 
+    /// What the pool adds to a level: publishing it, waking the workers,
+    /// their claims and the wait for the last one. Each of `rounds` levels
+    /// has one step per thread, each step busy for `step_ns`; the result
+    /// is the median of (the level's time − `step_ns`), in nanoseconds (0
+    /// for a pool without workers). Takes the pool for the calling thread
+    /// while it runs: for `calibrate`, not for an audio thread.
+    pub fn handoff_ns(&self, rounds: usize, step_ns: u64) -> f64 {
+        let steps = self.threads();
+        if steps < 2 || rounds == 0 {
+            return 0.0;
+        }
+        unsafe fn busy(data: *const (), _: usize) {
+            // SAFETY: `data` is the `u64` below, alive for the whole level.
+            let ns = unsafe { *(data as *const u64) };
+            let t = std::time::Instant::now();
+            while (t.elapsed().as_nanos() as u64) < ns {
+                std::hint::spin_loop();
+            }
+        }
+        let mut times: Vec<f64> = (0..rounds)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                // SAFETY: `busy` only reads `step_ns`, which outlives the
+                // call, from any thread.
+                unsafe {
+                    self.run(
+                        Job {
+                            run: busy,
+                            data: &step_ns as *const u64 as *const (),
+                        },
+                        steps,
+                    )
+                };
+                t.elapsed().as_nanos() as f64 - step_ns as f64
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2].max(0.0)
+    }
+
     /// Sets the deadline of the block about to run: `ns` nanoseconds from
     /// now (0: none). Real-time safe (a clock read and an atomic store);
     /// the callback calls it as it starts, with its budget.

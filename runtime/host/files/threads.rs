@@ -7,7 +7,8 @@ use crate::engine::Workers;
 pub struct ThreadArgs {
     /// Threads that compute each block: this one and N − 1 workers that
     /// run independent nodes side by side (default: every core for
-    /// `render`, 1 for `run`).
+    /// `render`; for `run`, the count `morphrt calibrate` chose for the
+    /// scene on this machine, else 1).
     ///
     /// The output is the same bytes at every thread count, in every
     /// profile and at every block size: each node computes exactly what it

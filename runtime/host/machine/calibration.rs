@@ -1,5 +1,7 @@
 //! Stored calibrations: the live block size `morphrt calibrate` chose for a
-//! scene on this machine, which `run --block-size auto` plays with.
+//! scene on this machine, which `run --block-size auto` plays with, and the
+//! thread count and threshold it chose at that block size, which `run`
+//! plays with when `--threads` is not given.
 //!
 //! One small JSON file in the platform's cache directory
 //! (`$XDG_CACHE_HOME/morphrt/calibration.json` on Linux) holds one entry per
@@ -30,6 +32,18 @@ pub struct BlockP99 {
     pub deadline_us: f64,
 }
 
+/// One thread count's measurement at the recommended block size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThreadP99 {
+    /// Threads in all (1: the audio thread alone).
+    pub threads: usize,
+    /// The pool's threshold ([`crate::engine::Workers::min_work_ns`]) it
+    /// ran with; `None` for one thread.
+    pub min_work_ns: Option<u64>,
+    /// 99th percentile of the time to process one block, in microseconds.
+    pub p99_us: f64,
+}
+
 /// A stored calibration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
@@ -47,9 +61,30 @@ pub struct Calibration {
     pub meets_target: bool,
     /// Every candidate's measurement, smallest block first.
     pub blocks: Vec<BlockP99>,
+    /// The recommended thread count (1 in a calibration stored before
+    /// threads were measured).
+    #[serde(default = "one")]
+    pub threads: usize,
+    /// The pool's threshold chosen with `threads` (`None` for one thread).
+    #[serde(default)]
+    pub min_work_ns: Option<u64>,
+    /// What handing an empty level to the pool and waiting for it took,
+    /// in nanoseconds (the median; `None` on a one-core machine).
+    #[serde(default)]
+    pub handoff_ns: Option<f64>,
+    /// Every thread count and threshold measured at `block_size`.
+    #[serde(default)]
+    pub thread_runs: Vec<ThreadP99>,
     /// Seconds since the Unix epoch.
     pub measured_at: u64,
 }
+
+fn one() -> usize {
+    1
+}
+
+/// The most threads a stored calibration may recommend.
+pub const MAX_THREADS: usize = u16::MAX as usize;
 
 #[derive(Serialize, Deserialize)]
 struct StoreFile {
@@ -164,6 +199,19 @@ pub fn load(path: &Path) -> Result<Vec<Calibration>, StoreError> {
             c.block_size
         )));
     }
+    if let Some((k, c)) = file
+        .entries
+        .iter()
+        .enumerate()
+        .find(|(_, c)| !(1..=MAX_THREADS).contains(&c.threads))
+    {
+        return Err(format(format!(
+            "`{}`: entry {k} (`{}`) recommends {} threads; a thread count is 1 … {MAX_THREADS}",
+            path.display(),
+            c.scene,
+            c.threads
+        )));
+    }
     Ok(file.entries)
 }
 
@@ -249,6 +297,10 @@ mod tests {
                 p99_us: 10.0,
                 deadline_us: 1000.0,
             }],
+            threads: 1,
+            min_work_ns: None,
+            handoff_ns: None,
+            thread_runs: Vec::new(),
             measured_at: 0,
         }
     }

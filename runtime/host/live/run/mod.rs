@@ -337,6 +337,8 @@ struct Live {
     sr: u32,
     block: usize,
     fade: u64,
+    /// Threads that compute each block (1: no workers).
+    threads: usize,
 }
 
 impl Live {
@@ -420,6 +422,7 @@ impl Live {
                 table: incoming.table,
             },
         };
+        let threads = fixed.workers.as_ref().map_or(1, |w| w.threads());
         let mut protected = Inputs::default();
         if let Some(p) = &opts.resume {
             protected.add("the snapshot resumed from", p);
@@ -464,6 +467,7 @@ impl Live {
             sr,
             block,
             fade,
+            threads,
         })
     }
 
@@ -483,10 +487,11 @@ impl Live {
             sr,
             block,
             fade,
+            threads,
         } = self;
         let tty = std::io::stderr().is_terminal();
         let cfg = loop_config(tty, label, block, opts.reconnect);
-        say_playing(opts, profile, tty, log);
+        say_playing(opts, profile, threads, tty, log);
         let latency = input_device::Latency {
             output_frames: block + out.device.period_frames().unwrap_or(0),
             sample_rate: sr,
@@ -624,12 +629,24 @@ fn loop_config(tty: bool, label: String, block: usize, reconnect: bool) -> LoopC
     }
 }
 
-/// `playing scene.json (repro), watching for edits — keys: …`
-fn say_playing(opts: &RunOptions, profile: Profile, tty: bool, log: &mut dyn Write) {
+/// `playing scene.json (repro) on 2 threads, watching for edits — keys: …`
+/// (the threads said when there is more than one).
+fn say_playing(
+    opts: &RunOptions,
+    profile: Profile,
+    threads: usize,
+    tty: bool,
+    log: &mut dyn Write,
+) {
     let _ = writeln!(
         log,
-        "playing {} ({profile}){} — {}",
+        "playing {} ({profile}){}{} — {}",
         opts.scene.display(),
+        if threads > 1 {
+            format!(" on {threads} threads")
+        } else {
+            String::new()
+        },
         if !opts.no_watch {
             ", watching for edits"
         } else {

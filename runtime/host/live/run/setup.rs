@@ -31,6 +31,9 @@ pub(super) struct Compiled {
     pub(super) copts: CompileOptions,
     pub(super) plan: crate::graph::Plan,
     pub(super) snap: Option<SnapshotFile>,
+    /// The thread count and pool threshold of the scene's calibration,
+    /// when `--threads` is not given and there is one.
+    pub(super) threads: Option<(usize, Option<u64>)>,
 }
 
 impl Compiled {
@@ -55,8 +58,29 @@ impl Compiled {
         let (text, scene) = crate::host::read_scene(&opts.scene)?;
         let snap = resume_snapshot(opts, block_size, &mut copts)?;
         let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
+        let found = if auto || opts.threads.threads.is_none() {
+            stored_calibration(&text, &plan)
+        } else {
+            Ok(None)
+        };
+        let threads = match (&found, opts.threads.threads) {
+            (Ok(Some((c, path))), None) => {
+                let _ = writeln!(
+                    log,
+                    "threads {} (calibrated for this scene and machine, {})",
+                    c.threads,
+                    path.display()
+                );
+                Some((c.threads, c.min_work_ns))
+            }
+            (Err(e), None) if !auto => {
+                let _ = writeln!(log, "warning: threads 1 (cannot read calibrations: {e})");
+                None
+            }
+            _ => None,
+        };
         if auto {
-            if let Some(b) = calibrated_block_size(&text, &plan, log) {
+            if let Some(b) = calibrated_block_size(&found, &plan, log) {
                 if b != plan.block_size {
                     copts.block_size = Some(b);
                     plan = compile(&scene, &copts).map_err(HostError::Input)?;
@@ -70,6 +94,7 @@ impl Compiled {
             copts,
             plan,
             snap,
+            threads,
         })
     }
 }
@@ -275,6 +300,7 @@ impl FirstEngine {
             scene,
             plan,
             snap,
+            threads,
             ..
         } = compiled;
         let sr = plan.sample_rate;
@@ -282,7 +308,11 @@ impl FirstEngine {
             &plan,
             crate::host::files::resources::Folders::shared(opts.resources.clone()),
         );
-        fixed.workers = opts.threads.workers(1, true);
+        let (default, min_work_ns) = threads.unwrap_or((1, None));
+        fixed.workers = opts.threads.workers(default, true);
+        if let (Some(w), Some(ns), None) = (&fixed.workers, min_work_ns, opts.threads.min_work_ns) {
+            w.set_min_work_ns(ns);
+        }
         if let Some(note) = fixed
             .workers
             .as_ref()
@@ -367,21 +397,35 @@ pub(super) fn start_tap(
     Ok(tap)
 }
 
-/// The block size stored by `morphrt calibrate` for this scene (text and
-/// resources), sample rate and machine, saying where it came from; `None`
-/// (with a hint) when there is none. Never measures: calibrating takes
-/// seconds the user did not ask for.
-pub(super) fn calibrated_block_size(
+/// The calibration `morphrt calibrate` stored for this scene (text and
+/// resources), sample rate and machine, and the store's path; `None` when
+/// there is none; why the store cannot be read. Never measures:
+/// calibrating takes seconds the user did not ask for.
+pub(super) fn stored_calibration(
     text: &str,
     plan: &crate::graph::Plan,
-    log: &mut dyn Write,
-) -> Option<usize> {
-    let found = (|| -> Result<_, Box<dyn std::error::Error>> {
+) -> Result<Option<(calibration::Calibration, PathBuf)>, String> {
+    (|| -> Result<_, Box<dyn std::error::Error>> {
         let path = calibration::store_path().ok_or("no cache directory on this system")?;
+        if !path.exists() {
+            // No store: nothing to hash the scene's resources for.
+            return Ok(None);
+        }
         let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)?;
         let found = calibration::lookup(&path, &MachineKey::current(), &sha, plan.sample_rate)?;
         Ok(found.map(|c| (c, path)))
-    })();
+    })()
+    .map_err(|e| e.to_string())
+}
+
+/// The block size of the stored calibration `found`, saying where it came
+/// from; `None` (with a hint, or a warning when the store cannot be read)
+/// when there is none.
+pub(super) fn calibrated_block_size(
+    found: &Result<Option<(calibration::Calibration, PathBuf)>, String>,
+    plan: &crate::graph::Plan,
+    log: &mut dyn Write,
+) -> Option<usize> {
     match found {
         Ok(Some((c, path))) => {
             let _ = writeln!(
