@@ -12,6 +12,15 @@
 //! allocation); publishing a level unparks every worker, which costs an
 //! atomic swap for a worker that is not parked.
 //!
+//! **Between callbacks.** Waking a parked worker can take longer than the
+//! level it is woken for (tens of microseconds where the core it runs on
+//! has gone idle). So a callback that sets its deadline
+//! ([`Workers::set_deadline_after`]) also says when the next callback is
+//! due, and a worker that has spun out parks only until
+//! [`WAKE_EARLY_NS`] before then, then spins up to [`WAKE_SPIN_NS`] for
+//! that callback's first level; it parks for good (until a level is
+//! published) when no callback is due.
+//!
 //! **Priority.** Each worker is put under real-time scheduling
 //! (`SCHED_FIFO`) when the pool is made, where the system allows it
 //! ([`Workers::realtime`] says whether it did).
@@ -35,6 +44,15 @@ use std::thread::{JoinHandle, Thread};
 const IDLE_SPINS: u32 = 1 << 11;
 /// Spins of the waiting audio thread before it yields its time slice.
 const WAIT_SPINS: u32 = 1 << 10;
+
+/// How long before the next callback is due a worker wakes to spin for its
+/// first level.
+pub const WAKE_EARLY_NS: u64 = 150_000;
+/// How long a worker woken for a callback spins for its first level before
+/// it parks again.
+pub const WAKE_SPIN_NS: u64 = 400_000;
+/// A worker parks until a callback only when that is at least this far off.
+const MIN_TIMED_PARK_NS: u64 = 20_000;
 
 /// What a worker runs for each step it claims: `run(data, step)`.
 #[derive(Clone, Copy)]
@@ -104,6 +122,9 @@ struct Shared {
     /// The current block's deadline, in nanoseconds after `origin` (0:
     /// none), set by [`Workers::set_deadline_after`].
     deadline_ns: AtomicU64,
+    /// When a worker that has spun out should be awake again for the next
+    /// callback, in nanoseconds after `origin` (0: no callback due).
+    wake_at_ns: AtomicU64,
     origin: std::time::Instant,
     /// One per worker, worker `k` at `k − 1`.
     tallies: Box<[Tally]>,
@@ -169,6 +190,7 @@ impl Workers {
             busy: AtomicBool::new(false),
             min_work_ns: AtomicU64::new(MIN_WORK_NS),
             deadline_ns: AtomicU64::new(0),
+            wake_at_ns: AtomicU64::new(0),
             origin: std::time::Instant::now(),
             tallies: (1..threads.max(1)).map(|_| Tally::default()).collect(),
             started: AtomicUsize::new(0),
@@ -301,8 +323,10 @@ impl Workers {
     }
 
     /// Sets the deadline of the block about to run: `ns` nanoseconds from
-    /// now (0: none). Real-time safe (a clock read and an atomic store);
-    /// the callback calls it as it starts, with its budget.
+    /// now (0: none). Real-time safe (a clock read and atomic stores);
+    /// the callback calls it as it starts, with its budget, which is also
+    /// when the next callback is due: a worker that has spun out by then
+    /// wakes [`WAKE_EARLY_NS`] before it.
     pub fn set_deadline_after(&self, ns: u64) {
         let s = &*self.inner.shared;
         let at = match ns {
@@ -310,6 +334,10 @@ impl Workers {
             ns => (s.origin.elapsed().as_nanos() as u64 + ns).max(1),
         };
         s.deadline_ns.store(at, Ordering::Relaxed);
+        if at != 0 {
+            s.wake_at_ns
+                .store(at.saturating_sub(WAKE_EARLY_NS).max(1), Ordering::Relaxed);
+        }
     }
 
     /// A hook for tests (`run --thread-test-delay`): worker `k` (0: none)
@@ -449,6 +477,8 @@ fn worker(s: &Shared, k: usize) {
     let mut seen = 0u64;
     loop {
         let mut spins = 0u32;
+        // After a timed wake: spin for a level until then (ns after `origin`).
+        let mut spin_until = 0u64;
         let epoch = loop {
             if s.quit.load(Ordering::Acquire) {
                 return;
@@ -464,8 +494,29 @@ fn worker(s: &Shared, k: usize) {
             if spins < IDLE_SPINS {
                 spins += 1;
                 std::hint::spin_loop();
+                continue;
+            }
+            let now = s.origin.elapsed().as_nanos() as u64;
+            if now < spin_until {
+                std::hint::spin_loop();
+                continue;
+            }
+            let wake_at = s.wake_at_ns.load(Ordering::Relaxed);
+            if wake_at > now + MIN_TIMED_PARK_NS {
+                // Asleep until just before the next callback, then spinning
+                // for its first level; woken earlier (a level published, or
+                // an unpark left from one), it looks for a level and parks
+                // again without spinning.
+                std::thread::park_timeout(std::time::Duration::from_nanos(wake_at - now));
+                let woke = s.origin.elapsed().as_nanos() as u64;
+                if woke + MIN_TIMED_PARK_NS >= wake_at {
+                    spin_until = woke + WAKE_SPIN_NS;
+                    spins = 0;
+                }
             } else {
                 std::thread::park();
+                spin_until = 0;
+                spins = 0;
             }
         };
         seen = epoch;
@@ -559,5 +610,72 @@ mod tests {
         let w = Workers::new(3);
         assert!(!w.realtime());
         assert_eq!(policies(&w), vec![(libc::SCHED_OTHER, 0); 2]);
+    }
+
+    /// CPU time worker 1 of `w` has used.
+    fn worker_cpu(w: &Workers) -> std::time::Duration {
+        use std::os::unix::thread::JoinHandleExt;
+        let mut clock: libc::clockid_t = 0;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a live worker's handle and valid out-pointers.
+        unsafe {
+            assert_eq!(
+                libc::pthread_getcpuclockid(w.inner.handles[0].as_pthread_t(), &mut clock),
+                0
+            );
+            assert_eq!(libc::clock_gettime(clock, &mut ts), 0);
+        }
+        std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// Callbacks 10 ms apart, each a level of two steps of 300 µs: the
+    /// worker sleeps between them (it wakes shortly before each is due
+    /// rather than spinning through the gap), and is awake to take a step
+    /// of some of them.
+    #[test]
+    fn between_callbacks_a_worker_sleeps_until_the_next_is_due() {
+        const PERIOD: std::time::Duration = std::time::Duration::from_millis(10);
+        let w = Workers::new(2);
+        unsafe fn busy(_: *const (), _: usize) {
+            let t = std::time::Instant::now();
+            while t.elapsed() < std::time::Duration::from_micros(300) {
+                std::hint::spin_loop();
+            }
+        }
+        let start = std::time::Instant::now();
+        let cpu = worker_cpu(&w);
+        let callbacks = 40;
+        for k in 1..=callbacks {
+            w.set_deadline_after(PERIOD.as_nanos() as u64);
+            // SAFETY: `busy` touches nothing.
+            unsafe {
+                w.run(
+                    Job {
+                        run: busy,
+                        data: std::ptr::null(),
+                    },
+                    2,
+                )
+            };
+            w.set_deadline_after(0);
+            if let Some(left) = (PERIOD * k).checked_sub(start.elapsed()) {
+                std::thread::sleep(left);
+            }
+        }
+        let wall = start.elapsed();
+        let used = worker_cpu(&w) - cpu;
+        // Per callback: at most its step, its bounded spin after it, and
+        // the spin from its early wake to the next callback's level.
+        assert!(
+            used < wall / 2,
+            "the worker used {used:?} of CPU in {wall:?}: it spins between callbacks"
+        );
+        assert!(
+            w.steps_run(1) > 0,
+            "the worker took no step of {callbacks} callbacks"
+        );
     }
 }

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Render speed at 1, 2, 4 and 8 threads, and the same bytes at each.
+
+Each scene renders 30 s under `--profile live` at block 64 (as
+`../peers`-style comparisons do) with `--threads N`, whole process, the
+thread counts in turn, ROUNDS rounds; the table gives the best wall time
+at each count as a real-time factor and the speed-up over one thread. Every
+output is compared with the one-thread output byte for byte: a difference
+is reported and fails the script.
+
+The scenes: the bench workloads W1 (256 sines -> lowpass) and W4 (64 noises
+-> bandpass -> sum), a voice module of 16 sounding voices (two saws, noise,
+a ladder filter, an envelope each; written to a temporary file), and the
+shipped `dub-chain`, `hall-reverb` and `poly-pad`.
+
+With `--clock`, it plays instead: the voice module with 8 … 64 sounding
+voices on `run --device clock` (the real-time clock without a sound card)
+for 10 s at block 64 under live, at each thread count, and gives the DSP
+load (mean, p99) and the xruns, split into callbacks that overran their
+budget (the engine's doing) and callbacks that started late (the
+machine's scheduler's); the heaviest count with no overrun is the figure.
+
+Run from the top of the repository after `cargo build --release`:
+
+    python3 benches/threads.py [ROUNDS] [--block-size N] [--threads 1,2,4,8]
+    python3 benches/threads.py --clock [--threads 1,2]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = "target/release/morphrt"
+
+
+def voices16(count=16):
+    """A voice module with `count` voices, all sounding from the start."""
+    notes = ", ".join(
+        f'{{ "time": "0s", "module": "pad", "note": {30 + k}, "velocity": 0.5 }}'
+        for k in range(count)
+    )
+    return f"""{{ "version": "1.0", "sample_rate": 48000, "seed": 1,
+  "modules": [ {{ "id": "pad", "voices": {count},
+      "note": {{ "pitch": "osc.freq", "gate": "env.gate", "velocity": "vel.gain" }},
+      "nodes": [
+        {{ "id": "osc", "op": "saw", "params": {{ "amp": 0.05 }} }},
+        {{ "id": "osc2", "op": "saw", "params": {{ "freq": 221.3, "amp": 0.05 }} }},
+        {{ "id": "air", "op": "noise", "params": {{ "amp": 0.003 }} }},
+        {{ "id": "tone", "op": "mix" }},
+        {{ "id": "lp", "op": "ladder", "params": {{ "cutoff": "1.5kHz", "resonance": 0.4 }} }},
+        {{ "id": "env", "op": "adsr", "params": {{ "attack": "5ms", "sustain": 0.7 }} }},
+        {{ "id": "vca", "op": "multiply" }},
+        {{ "id": "vel", "op": "gain" }} ] }} ],
+  "edges": [ {{ "from": "osc", "to": "tone:in0" }}, {{ "from": "osc2", "to": "tone:in1" }},
+             {{ "from": "air", "to": "tone:in2" }}, {{ "from": "tone", "to": "lp" }},
+             {{ "from": "lp", "to": "vca:a" }}, {{ "from": "env", "to": "vca:b" }},
+             {{ "from": "vca", "to": "vel" }} ],
+  "outputs": {{ "main": ["pad"] }},
+  "events": [ {notes} ] }}"""
+
+
+def clock(counts, tmp):
+    """The voice module at growing sizes on the clock device."""
+    import re
+    print("run --device clock -d 10s --profile live --block-size 64, voices all sounding")
+    print("voices  threads  load mean  load p99  overran  started late  worker xruns")
+    for voices in [8, 16, 24, 32, 48, 64]:
+        scene = os.path.join(tmp, f"voices{voices}.json")
+        with open(scene, "w") as f:
+            f.write(voices16(voices))
+        for n in counts:
+            cmd = [BIN, "run", scene, "--device", "clock", "--duration", "10s", "--no-watch",
+                   "--no-journal", "--block-size", "64", "--profile", "live", "--threads", str(n)]
+            r = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL)
+            err = r.stderr.decode()
+            played = next((l for l in err.splitlines() if l.startswith("played ")), None)
+            if r.returncode != 0 or played is None:
+                sys.exit(f"failed: {' '.join(cmd)}\n{err[-600:]}")
+            num = lambda pat: int(m.group(1)) if (m := re.search(pat, played)) else 0
+            load = re.search(r"DSP load mean ([\d.]+)%, p99 ([\d.]+)%", played)
+            worker = re.search(r"worker xruns \([^)]*\): ([^;]*)", played)
+            overran, late = num(r"(\d+) overran"), num(r"(\d+) started late")
+            workers = worker.group(1) if worker else "-"
+            print(f"{voices:>6}  {n:>7}  {load.group(1):>8}%  {load.group(2):>7}%  "
+                  f"{overran:>7}  {late:>12}  {workers}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("rounds", nargs="?", type=int, default=5)
+    ap.add_argument("--block-size", type=int, default=64)
+    ap.add_argument("--threads", default="1,2,4,8")
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--clock", action="store_true")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="morphrt-threads-")
+    if a.clock:
+        clock([int(t) for t in (a.threads if a.threads != "1,2,4,8" else "1,2").split(",")], tmp)
+        return
+    counts = [int(t) for t in a.threads.split(",")]
+    v16 = os.path.join(tmp, "voices16.json")
+    with open(v16, "w") as f:
+        f.write(voices16())
+    scenes = [
+        ("W1", "scenes/bench/w1.json"),
+        ("W4", "scenes/bench/w4.json"),
+        ("16 voices", v16),
+        ("dub-chain", "scenes/dub-chain.json"),
+        ("hall-reverb", "scenes/hall-reverb.json"),
+        ("poly-pad", "scenes/poly-pad.json"),
+    ]
+    print(
+        f"render -d {a.seconds:g}s --profile live --block-size {a.block_size} --threads N, "
+        f"best of {a.rounds}, {os.cpu_count()} cores"
+    )
+    print("scene        " + "".join(f"{f'{n} thr x rt':>14}" for n in counts) + "   speed-up over 1")
+    bad = False
+    for name, scene in scenes:
+        best = {n: float("inf") for n in counts}
+        outs = {n: os.path.join(tmp, f"{n}.wav") for n in counts}
+        for _ in range(a.rounds):
+            for n in counts:
+                cmd = [BIN, "render", scene, "-d", f"{a.seconds}s", "--profile", "live",
+                       "--block-size", str(a.block_size), "--threads", str(n), "--format", "f32",
+                       "-q", "-o", outs[n]]
+                t = time.perf_counter()
+                r = subprocess.run(cmd, capture_output=True)
+                dt = time.perf_counter() - t
+                if r.returncode != 0:
+                    sys.exit(f"failed: {' '.join(cmd)}\n{r.stderr.decode()[-600:]}")
+                best[n] = min(best[n], dt)
+        ref = open(outs[counts[0]], "rb").read()
+        same = all(open(outs[n], "rb").read() == ref for n in counts)
+        bad |= not same
+        rtf = {n: a.seconds / best[n] for n in counts}
+        print(
+            f"{name:<13}" + "".join(f"{rtf[n]:>14.1f}" for n in counts) + "   "
+            + " ".join(f"{rtf[n] / rtf[counts[0]]:.2f}" for n in counts[1:])
+            + ("" if same else "   OUTPUTS DIFFER")
+        )
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
