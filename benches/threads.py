@@ -23,6 +23,7 @@ machine's scheduler's); the heaviest count with no overrun is the figure.
 Run from the top of the repository after `cargo build --release`:
 
     python3 benches/threads.py [ROUNDS] [--block-size N] [--threads 1,2,4,8]
+                               [--profile P] [--scenes W1,W4]
     python3 benches/threads.py --clock [--threads 1,2]
 """
 
@@ -95,6 +96,8 @@ def main():
     ap.add_argument("--threads", default="1,2,4,8")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--clock", action="store_true")
+    ap.add_argument("--profile", default="live")
+    ap.add_argument("--scenes", help="comma-separated names of the table's scenes to run")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="morphrt-threads-")
     if a.clock:
@@ -113,17 +116,19 @@ def main():
         ("poly-pad", "scenes/poly-pad.json"),
     ]
     print(
-        f"render -d {a.seconds:g}s --profile live --block-size {a.block_size} --threads N, "
+        f"render -d {a.seconds:g}s --profile {a.profile} --block-size {a.block_size} --threads N, "
         f"best of {a.rounds}, {os.cpu_count()} cores"
     )
     print("scene        " + "".join(f"{f'{n} thr x rt':>14}" for n in counts) + "   speed-up over 1")
     bad = False
+    if a.scenes:
+        scenes = [(n, p) for n, p in scenes if n in a.scenes.split(",")]
     for name, scene in scenes:
         best = {n: float("inf") for n in counts}
         outs = {n: os.path.join(tmp, f"{n}.wav") for n in counts}
         for _ in range(a.rounds):
             for n in counts:
-                cmd = [BIN, "render", scene, "-d", f"{a.seconds}s", "--profile", "live",
+                cmd = [BIN, "render", scene, "-d", f"{a.seconds}s", "--profile", a.profile,
                        "--block-size", str(a.block_size), "--threads", str(n), "--format", "f32",
                        "-q", "-o", outs[n]]
                 t = time.perf_counter()
