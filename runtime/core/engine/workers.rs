@@ -21,6 +21,10 @@
 //! that callback's first level; it parks for good (until a level is
 //! published) when no callback is due.
 //!
+//! **More threads than cores.** Then no thread spins: an idle worker
+//! parks at once and the waiting caller yields at once, since a spinning
+//! thread would hold a core that a thread with work needs.
+//!
 //! **Priority.** Each worker is put under real-time scheduling
 //! (`SCHED_FIFO`) when the pool is made, where the system allows it
 //! ([`Workers::realtime`] says whether it did).
@@ -131,6 +135,11 @@ struct Shared {
     /// Workers that have started their loop (an atomic count, so that a
     /// worker frees nothing once it has said so).
     started: AtomicUsize,
+    /// Spins of an idle worker before it parks, and of the waiting caller
+    /// before it yields: [`IDLE_SPINS`] and [`WAIT_SPINS`], or none when
+    /// the pool has more threads than the machine has cores, where a
+    /// spinning thread takes the core a busy one needs.
+    spins: (u32, u32),
     /// A hook for tests: a worker (its number; 0: none) that sleeps
     /// `delay_ns` after claiming each step, as a preempted worker would.
     delay: (AtomicUsize, AtomicU64),
@@ -194,6 +203,11 @@ impl Workers {
             origin: std::time::Instant::now(),
             tallies: (1..threads.max(1)).map(|_| Tally::default()).collect(),
             started: AtomicUsize::new(0),
+            spins: if threads > std::thread::available_parallelism().map_or(1, usize::from) {
+                (0, 0)
+            } else {
+                (IDLE_SPINS, WAIT_SPINS)
+            },
             delay: (AtomicUsize::new(0), AtomicU64::new(0)),
         });
         let mut handles = Vec::new();
@@ -390,7 +404,7 @@ impl Workers {
         let mine = claim_all(s, epoch, 0);
         let mut spins = 0u32;
         while s.done.load(Ordering::Acquire) + mine < steps {
-            if spins < WAIT_SPINS {
+            if spins < s.spins.1 {
                 spins += 1;
                 std::hint::spin_loop();
             } else {
@@ -491,7 +505,7 @@ fn worker(s: &Shared, k: usize) {
                 // A level published and already claimed: nothing to do.
                 seen = e;
             }
-            if spins < IDLE_SPINS {
+            if spins < s.spins.0 {
                 spins += 1;
                 std::hint::spin_loop();
                 continue;
@@ -501,7 +515,11 @@ fn worker(s: &Shared, k: usize) {
                 std::hint::spin_loop();
                 continue;
             }
-            let wake_at = s.wake_at_ns.load(Ordering::Relaxed);
+            // An oversubscribed pool does not spin for callbacks either.
+            let wake_at = match s.spins.0 {
+                0 => 0,
+                _ => s.wake_at_ns.load(Ordering::Relaxed),
+            };
             if wake_at > now + MIN_TIMED_PARK_NS {
                 // Asleep until just before the next callback, then spinning
                 // for its first level; woken earlier (a level published, or
@@ -677,5 +695,44 @@ mod tests {
             w.steps_run(1) > 0,
             "the worker took no step of {callbacks} callbacks"
         );
+    }
+
+    /// A pool with more threads than cores neither spins its idle workers
+    /// nor its waiting caller; one within the cores does both.
+    #[test]
+    fn only_a_pool_within_the_cores_spins() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        for threads in [2, cores, cores + 1, 2 * cores + 3] {
+            let w = Workers::new(threads);
+            let want = if threads > cores {
+                (0, 0)
+            } else {
+                (IDLE_SPINS, WAIT_SPINS)
+            };
+            assert_eq!(
+                w.inner.shared.spins, want,
+                "{threads} threads on {cores} cores"
+            );
+            // Either way a level runs every step, once.
+            let counts: Vec<AtomicUsize> = (0..64).map(|_| AtomicUsize::new(0)).collect();
+            unsafe fn count(data: *const (), k: usize) {
+                // SAFETY: `data` is `counts`, alive for the level.
+                let counts = unsafe { &*(data as *const Vec<AtomicUsize>) };
+                counts[k].fetch_add(1, Ordering::Relaxed);
+            }
+            for _ in 0..100 {
+                // SAFETY: `count` only adds to `counts`, which outlives the level.
+                unsafe {
+                    w.run(
+                        Job {
+                            run: count,
+                            data: &counts as *const Vec<AtomicUsize> as *const (),
+                        },
+                        counts.len(),
+                    )
+                };
+            }
+            assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 100));
+        }
     }
 }
