@@ -130,7 +130,7 @@ pub fn check(
 
 /// The plan at `threads` threads, as `check --json` gives it.
 fn threads_json(plan: &crate::graph::Plan, threads: usize) -> serde_json::Value {
-    let t = crate::graph::threads_plan(plan, threads);
+    let t = crate::graph::threads_plan(plan, threads, crate::engine::MIN_WORK_NS);
     let levels: Vec<serde_json::Value> = t
         .levels
         .iter()
@@ -149,6 +149,8 @@ fn threads_json(plan: &crate::graph::Plan, threads: usize) -> serde_json::Value 
         "critical_path_ns_per_sample": t.critical_ns,
         "cost_ns_per_sample": t.total_ns,
         "expected_speedup": t.speedup(),
+        "min_work_ns": crate::engine::MIN_WORK_NS,
+        "one_thread_levels": (0..t.levels.len()).filter(|&l| t.one_thread[l]).collect::<Vec<_>>(),
     })
 }
 

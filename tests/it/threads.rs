@@ -256,7 +256,7 @@ fn the_callback_with_workers_never_allocates() {
 }
 
 #[test]
-fn check_threads_deals_every_node_once_and_promises_a_speed_up() {
+fn check_threads_deals_every_node_once_and_promises_a_speed_up_only_over_the_threshold() {
     let o = common::morphrt(&["check", "scenes/dub-chain.json", "--threads", "2", "--json"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
@@ -289,9 +289,24 @@ fn check_threads_deals_every_node_once_and_promises_a_speed_up() {
     assert!(critical < total);
     let speedup = t["expected_speedup"].as_f64().unwrap();
     assert!(
-        speedup > 1.0 && speedup <= 2.0 && speedup <= total / critical + 1e-9,
+        (1.0..=2.0).contains(&speedup) && speedup <= total / critical + 1e-9,
         "{t}"
     );
+    // Levels whose work is under the pool's threshold are on thread 0.
+    let levels = t["levels"].as_array().unwrap();
+    for l in t["one_thread_levels"].as_array().unwrap() {
+        let level = levels[l.as_u64().unwrap() as usize].as_array().unwrap();
+        assert!(level.iter().all(|n| n["thread"] == 0), "{t}");
+    }
+    // dub-chain's levels are all cheap but its reverb's (alone in its level).
+    assert_eq!(speedup, 1.0, "{t}");
+    // W1's 256 sines are one level far over the threshold: split evenly
+    // (its lowpass is a level of its own, one thread's).
+    let o = common::morphrt(&["check", "scenes/bench/w1.json", "--threads", "2", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    let w1 = &v["threads"];
+    assert_eq!(w1["one_thread_levels"], serde_json::json!([1]), "{w1}");
+    assert!(w1["expected_speedup"].as_f64().unwrap() > 1.9, "{w1}");
     let o = common::morphrt(&["check", "scenes/dub-chain.json", "--threads", "2"]);
     let out = common::stdout(&o);
     assert!(

@@ -21,6 +21,9 @@ pub struct ThreadsPlan {
     /// Each level's nodes dealt over the threads, dearest first onto the
     /// least loaded: `assigned[level][k]` is the thread of `levels[level][k]`.
     pub assigned: Vec<Vec<usize>>,
+    /// Levels whose work over a block, less their dearest node's, is under
+    /// the pool's threshold: the engine runs them on one thread (thread 0).
+    pub one_thread: Vec<bool>,
     /// The estimated cost per sample at `threads`: each level as long as its
     /// most loaded thread.
     pub spread_ns: f64,
@@ -38,8 +41,10 @@ impl ThreadsPlan {
     }
 }
 
-/// The levels of `plan` and their estimate at `threads` threads.
-pub fn threads_plan(plan: &Plan, threads: usize) -> ThreadsPlan {
+/// The levels of `plan` and their estimate at `threads` threads, with a
+/// pool that spreads a level only when its estimated work over a block,
+/// less its dearest node's, reaches `min_work_ns` (as the engine does).
+pub fn threads_plan(plan: &Plan, threads: usize, min_work_ns: u64) -> ThreadsPlan {
     let threads = threads.max(1);
     let n = plan.nodes.len();
     let mut level = vec![0usize; n];
@@ -65,8 +70,18 @@ pub fn threads_plan(plan: &Plan, threads: usize) -> ThreadsPlan {
     let mut critical_ns = 0.0;
     let mut spread_ns = 0.0;
     let mut assigned = Vec::with_capacity(depth);
+    let mut one_thread = Vec::with_capacity(depth);
     for nodes in &levels {
-        critical_ns += nodes.iter().map(|&i| cost[i]).fold(0.0, f64::max);
+        let dearest = nodes.iter().map(|&i| cost[i]).fold(0.0, f64::max);
+        let sum: f64 = nodes.iter().map(|&i| cost[i]).sum();
+        critical_ns += dearest;
+        if threads > 1 && (sum - dearest) * (plan.block_size as f64) < min_work_ns as f64 {
+            spread_ns += sum;
+            assigned.push(vec![0; nodes.len()]);
+            one_thread.push(true);
+            continue;
+        }
+        one_thread.push(false);
         let mut order: Vec<usize> = (0..nodes.len()).collect();
         order.sort_by(|&a, &b| cost[nodes[b]].total_cmp(&cost[nodes[a]]));
         let mut load = vec![0.0f64; threads];
@@ -87,6 +102,7 @@ pub fn threads_plan(plan: &Plan, threads: usize) -> ThreadsPlan {
         critical_ns,
         threads,
         assigned,
+        one_thread,
         spread_ns,
     }
 }
@@ -118,7 +134,7 @@ mod tests {
               "edges": [{ "from": "a", "to": "m:in0" }, { "from": "b", "to": "m:in1" }],
               "outputs": { "main": ["m"] } }"#,
         );
-        let t = threads_plan(&p, 2);
+        let t = threads_plan(&p, 2, 0);
         let id = |i: usize| p.nodes[i].id.as_str();
         let names: Vec<Vec<&str>> = t
             .levels
@@ -132,7 +148,20 @@ mod tests {
         assert_eq!(t.total_ns, 2.0 * sine + mix);
         assert_eq!(t.critical_ns, sine + mix);
         assert_eq!(t.spread_ns, sine + mix);
-        assert_eq!(threads_plan(&p, 1).speedup(), 1.0);
+        assert_eq!(threads_plan(&p, 1, 0).speedup(), 1.0);
+        assert_eq!(t.one_thread, [false, false]);
         assert!((t.speedup() - (2.0 * sine + mix) / (sine + mix)).abs() < 1e-12);
+        // With a threshold over the sines' work at the plan's block size,
+        // they stay on one thread and nothing is promised.
+        let over = (sine * p.block_size as f64).ceil() as u64 + 1;
+        let t = threads_plan(&p, 2, over);
+        // (A level of one node is one thread's whatever the threshold.)
+        assert_eq!(t.one_thread, [true, true]);
+        assert_eq!(t.assigned[0], [0, 0]);
+        assert_eq!(t.spread_ns, t.total_ns);
+        assert_eq!(t.speedup(), 1.0);
+        // Exactly at the threshold it spreads.
+        let at = (sine * p.block_size as f64).floor() as u64;
+        assert_eq!(threads_plan(&p, 2, at).one_thread, [false, true]);
     }
 }

@@ -88,10 +88,11 @@ pub fn all_cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-/// The plan at `threads` threads, as text: one line per level of two
-/// nodes or more, then the critical path and the promised speed-up.
+/// The plan at `threads` threads, as text: one line per level (those
+/// under the pool's default threshold marked as run on one thread), then
+/// the critical path and the promised speed-up.
 pub fn threads_text(plan: &crate::graph::Plan, threads: usize) -> String {
-    let t = crate::graph::threads_plan(plan, threads);
+    let t = crate::graph::threads_plan(plan, threads, crate::engine::MIN_WORK_NS);
     let mut s = format!("\nthreads: {threads}, {} levels\n", t.levels.len());
     for (l, nodes) in t.levels.iter().enumerate() {
         let dealt: Vec<String> = nodes
@@ -99,7 +100,12 @@ pub fn threads_text(plan: &crate::graph::Plan, threads: usize) -> String {
             .zip(&t.assigned[l])
             .map(|(&i, &w)| format!("{}@{w}", plan.nodes[i].id))
             .collect();
-        s.push_str(&format!("  level {l}: {}\n", dealt.join(" ")));
+        let alone = if t.one_thread[l] && nodes.len() > 1 {
+            " (one thread: under the threshold)"
+        } else {
+            ""
+        };
+        s.push_str(&format!("  level {l}{alone}: {}\n", dealt.join(" ")));
     }
     s.push_str(&format!(
         "critical path: {:.1} of {:.1} ns/sample; expected speed-up at {threads} threads: {:.2}x\n",
