@@ -51,10 +51,10 @@ const WAIT_SPINS: u32 = 1 << 10;
 
 /// How long before the next callback is due a worker wakes to spin for its
 /// first level.
-pub const WAKE_EARLY_NS: u64 = 150_000;
+pub(super) const WAKE_EARLY_NS: u64 = 150_000;
 /// How long a worker woken for a callback spins for its first level before
 /// it parks again.
-pub const WAKE_SPIN_NS: u64 = 400_000;
+pub(super) const WAKE_SPIN_NS: u64 = 400_000;
 /// A worker parks until a callback only when that is at least this far off.
 const MIN_TIMED_PARK_NS: u64 = 20_000;
 
@@ -340,7 +340,7 @@ impl Workers {
     /// now (0: none). Real-time safe (a clock read and atomic stores);
     /// the callback calls it as it starts, with its budget, which is also
     /// when the next callback is due: a worker that has spun out by then
-    /// wakes [`WAKE_EARLY_NS`] before it.
+    /// wakes 150 µs (`WAKE_EARLY_NS`) before it.
     pub fn set_deadline_after(&self, ns: u64) {
         let s = &*self.inner.shared;
         let at = match ns {
