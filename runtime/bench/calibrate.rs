@@ -194,6 +194,25 @@ fn measure_threads(
     (handoff, runs)
 }
 
+/// The scene compiled under live at `block`.
+fn live_plan(
+    scene: &crate::scene::Scene,
+    opts: &CalibrateOptions,
+    block: usize,
+) -> Result<crate::graph::Plan, HostError> {
+    compile(
+        scene,
+        &CompileOptions {
+            profile: Some(Profile::Live),
+            block_size: Some(block),
+            seed: opts.seed,
+            resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
+            ..CompileOptions::default()
+        },
+    )
+    .map_err(HostError::Input)
+}
+
 /// Measures every candidate block size under live and stores the choice.
 pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<CalibrateReport, HostError> {
     if opts.runs == 0 {
@@ -203,17 +222,7 @@ pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<Calibrate
     let mut blocks = Vec::new();
     let mut first = None;
     for (i, &block) in CANDIDATES.iter().enumerate() {
-        let mut plan = compile(
-            &scene,
-            &CompileOptions {
-                profile: Some(Profile::Live),
-                block_size: Some(block),
-                seed: opts.seed,
-                resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
-                ..CompileOptions::default()
-            },
-        )
-        .map_err(HostError::Input)?;
+        let mut plan = live_plan(&scene, opts, block)?;
         let warnings = std::mem::take(&mut plan.warnings);
         if i == 0 {
             if !warnings.is_empty() {
@@ -254,17 +263,7 @@ pub fn measure(opts: &CalibrateOptions, log: &mut dyn Write) -> Result<Calibrate
     let (block_size, meets_target) = recommend(&blocks).expect("there are candidates");
     let max_threads = crate::host::files::threads::all_cores().min(MAX_CALIBRATED_THREADS);
     let (handoff_ns, thread_runs) = if max_threads >= 2 {
-        let plan = compile(
-            &scene,
-            &CompileOptions {
-                profile: Some(Profile::Live),
-                block_size: Some(block_size),
-                seed: opts.seed,
-                resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
-                ..CompileOptions::default()
-            },
-        )
-        .map_err(HostError::Input)?;
+        let plan = live_plan(&scene, opts, block_size)?;
         measure_threads(plan, frames, opts.runs, max_threads, log)
     } else {
         (None, Vec::new())

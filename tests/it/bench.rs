@@ -372,23 +372,7 @@ fn bad_bench_input_exits_2() {
 #[test]
 fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
     let cache = temp_dir("calibrate-cache");
-    let run_auto = || {
-        morphrt_with_cache(
-            &[
-                "run",
-                "scenes/drone.json",
-                "--device",
-                "clock",
-                "--duration",
-                "0.2s",
-                "--block-size",
-                "auto",
-                "--no-watch",
-                "--no-journal",
-            ],
-            &cache,
-        )
-    };
+    let run_auto = || run_auto_briefly("scenes/drone.json", &cache);
     // Before any calibration: a hint and the default block size.
     let o = run_auto();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -399,18 +383,7 @@ fn calibrate_stores_a_block_size_that_run_auto_plays_with() {
     );
     assert!(stderr(&o).contains("block 128"), "{}", stderr(&o));
 
-    let o = morphrt_with_cache(
-        &[
-            "calibrate",
-            "scenes/drone.json",
-            "-d",
-            "0.1s",
-            "--runs",
-            "1",
-            "--json",
-        ],
-        &cache,
-    );
+    let o = calibrate_drone(&cache, &["--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let r = json(&o);
     let c = &r["calibration"];
@@ -529,21 +502,7 @@ fn a_golden_of_impossible_length_is_refused() {
 
 /// `run SCENE --block-size auto` for 0.1 s with `cache`.
 fn run_auto_briefly(scene: &str, cache: &Path) -> Output {
-    morphrt_with_cache(
-        &[
-            "run",
-            scene,
-            "--device",
-            "clock",
-            "--duration",
-            "0.1s",
-            "--block-size",
-            "auto",
-            "--no-watch",
-            "--no-journal",
-        ],
-        cache,
-    )
+    run_briefly(scene, &["--block-size", "auto"], cache)
 }
 
 /// `run` on the clock device for a moment, with the cache `cache` and
@@ -563,6 +522,21 @@ fn run_briefly(scene: &str, args: &[&str], cache: &Path) -> Output {
     morphrt_with_cache(&all, cache)
 }
 
+/// `calibrate scenes/drone.json` for 0.1 s, one run, with the cache
+/// `cache` and `args`.
+fn calibrate_drone(cache: &Path, args: &[&str]) -> Output {
+    let mut all = vec![
+        "calibrate",
+        "scenes/drone.json",
+        "-d",
+        "0.1s",
+        "--runs",
+        "1",
+    ];
+    all.extend_from_slice(args);
+    morphrt_with_cache(&all, cache)
+}
+
 /// `calibrate` measures the scene at its chosen block size on every thread
 /// count up to the machine's cores (at most 8), each with three pool
 /// thresholds, recommends by its rule, and `run` without `--threads` plays
@@ -571,18 +545,7 @@ fn run_briefly(scene: &str, args: &[&str], cache: &Path) -> Output {
 #[test]
 fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
     let cache = temp_dir("calibrate-threads");
-    let o = morphrt_with_cache(
-        &[
-            "calibrate",
-            "scenes/drone.json",
-            "-d",
-            "0.1s",
-            "--runs",
-            "1",
-            "--json",
-        ],
-        &cache,
-    );
+    let o = calibrate_drone(&cache, &["--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let c = json(&o)["calibration"].clone();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
@@ -686,17 +649,7 @@ fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
 #[test]
 fn a_damaged_calibration_is_warned_about_and_not_played() {
     let cache = temp_dir("calibrate-damaged");
-    let o = morphrt_with_cache(
-        &[
-            "calibrate",
-            "scenes/drone.json",
-            "-d",
-            "0.1s",
-            "--runs",
-            "1",
-        ],
-        &cache,
-    );
+    let o = calibrate_drone(&cache, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let store = cache.join("morphrt/calibration.json");
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
