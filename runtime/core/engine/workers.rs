@@ -691,10 +691,14 @@ mod tests {
             used < wall / 2,
             "the worker used {used:?} of CPU in {wall:?}: it spins between callbacks"
         );
-        assert!(
-            w.steps_run(1) > 0,
-            "the worker took no step of {callbacks} callbacks"
-        );
+        // On one core the caller may finish every level before the worker
+        // is scheduled at all.
+        if std::thread::available_parallelism().map_or(1, usize::from) >= 2 {
+            assert!(
+                w.steps_run(1) > 0,
+                "the worker took no step of {callbacks} callbacks"
+            );
+        }
     }
 
     /// A pool with more threads than cores neither spins its idle workers
