@@ -298,7 +298,19 @@ fn check_threads_deals_every_node_once_and_promises_a_speed_up_only_over_the_thr
         let level = levels[l.as_u64().unwrap() as usize].as_array().unwrap();
         assert!(level.iter().all(|n| n["thread"] == 0), "{t}");
     }
-    // dub-chain's levels are all cheap but its reverb's (alone in its level).
+    // dub-chain's levels of more than one node are all under the
+    // threshold: nothing is promised.
+    let alone: Vec<u64> = t["one_thread_levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_u64().unwrap())
+        .collect();
+    for (l, level) in levels.iter().enumerate() {
+        if level.as_array().unwrap().len() > 1 {
+            assert!(alone.contains(&(l as u64)), "level {l}: {t}");
+        }
+    }
     assert_eq!(speedup, 1.0, "{t}");
     // W1's 256 sines are one level far over the threshold: split evenly
     // (its lowpass is a level of its own, one thread's).

@@ -73,7 +73,8 @@ impl Compiled {
                 );
                 Some((c.threads, c.min_work_ns))
             }
-            (Err(e), None) if !auto => {
+            // Without a cache directory there is no store to speak of.
+            (Err(e), None) if !auto && calibration::store_path().is_some() => {
                 let _ = writeln!(log, "warning: threads 1 (cannot read calibrations: {e})");
                 None
             }
