@@ -20,7 +20,7 @@ pub struct SchemaOptions {
 /// `morphrt schema`: the scene format's JSON Schema, pretty-printed, to
 /// `out` or to `-o` under the output rules (written whole under a
 /// temporary name and renamed into place).
-pub fn schema(opts: &SchemaOptions, out: &mut dyn Write) -> Result<(), HostError> {
+pub fn schema(opts: &SchemaOptions, out: &mut (dyn Write + Send)) -> Result<(), HostError> {
     let text = serde_json::to_string_pretty(&crate::graph::schema::scene_schema())
         .expect("a JSON value serialises")
         + "\n";

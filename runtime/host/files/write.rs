@@ -36,6 +36,10 @@ pub struct TempFile {
     named: String,
     replaces: bool,
     committed: bool,
+    /// Where the next write lands, and where the bytes not yet sent to
+    /// the disk begin ([`TempFile::write`]).
+    at: u64,
+    unsent: u64,
     /// Removes the file when a stop signal ends the process.
     _signal: Option<TempRegistration>,
 }
@@ -90,6 +94,8 @@ impl TempFile {
             named: named.to_string(),
             replaces: replaces.is_some(),
             committed: false,
+            at: 0,
+            unsent: 0,
         };
         if let Some(m) = replaces {
             // Giving a file away needs root; elsewhere this keeps what it can
@@ -223,9 +229,22 @@ fn process_is_running(pid: u32) -> bool {
     alive || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// How many bytes a temporary file gathers before they are sent on their
+/// way to the disk.
+const WRITEBACK_BYTES: u64 = 4 << 20;
+
 impl Write for TempFile {
+    /// Writes, and every [`WRITEBACK_BYTES`] starts their write-back to the
+    /// disk without waiting for it, so the sync that completes the file
+    /// waits only for its last few megabytes.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file.write(buf)
+        let n = self.file.write(buf)?;
+        self.at += n as u64;
+        if self.at >= self.unsent + WRITEBACK_BYTES {
+            start_writeback(&self.file, self.unsent, self.at - self.unsent);
+            self.unsent = self.at;
+        }
+        Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
@@ -234,9 +253,32 @@ impl Write for TempFile {
 
 impl Seek for TempFile {
     fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
-        self.file.seek(pos)
+        let at = self.file.seek(pos)?;
+        self.at = at;
+        self.unsent = self.unsent.min(at);
+        Ok(at)
     }
 }
+
+/// Starts writing `len` bytes of `file` from `offset` to the disk and
+/// returns at once; a failure is only a missed head start (the sync in
+/// [`TempFile::commit`] reports errors).
+#[cfg(target_os = "linux")]
+fn start_writeback(file: &File, offset: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid descriptor; the call only schedules write-back.
+    unsafe {
+        libc::sync_file_range(
+            file.as_raw_fd(),
+            offset as libc::off64_t,
+            len as libc::off64_t,
+            libc::SYNC_FILE_RANGE_WRITE,
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_writeback(_: &File, _: u64, _: u64) {}
 
 impl Drop for TempFile {
     fn drop(&mut self) {
@@ -249,7 +291,7 @@ impl Drop for TempFile {
 /// Where an open output's bytes go.
 enum To<'a> {
     /// The caller's standard output.
-    Stdout(&'a mut dyn Write),
+    Stdout(&'a mut (dyn Write + Send)),
     /// A FIFO or character device.
     Stream(File),
     /// A temporary file, renamed into place by [`Sink::finish`].
@@ -349,7 +391,7 @@ impl<W: Write> Write for Counting<W> {
 impl Output {
     /// Opens the writer: the caller's `stdout`, the stream, or a new
     /// temporary file beside the target (with the replaced file's mode).
-    pub fn start<'a>(self, stdout: &'a mut dyn Write) -> Result<Sink<'a>, FileError> {
+    pub fn start<'a>(self, stdout: &'a mut (dyn Write + Send)) -> Result<Sink<'a>, FileError> {
         let named = self.named();
         let path = self.shown.clone();
         let to = match self.dest {
@@ -368,7 +410,7 @@ impl Output {
     /// replaced file is unchanged.
     pub fn write_with(
         self,
-        stdout: &mut dyn Write,
+        stdout: &mut (dyn Write + Send),
         write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     ) -> Result<u64, FileError> {
         let sink = self.start(stdout)?;
@@ -396,7 +438,7 @@ impl Output {
     }
 
     /// Writes `bytes` whole and completes the output (see [`write_with`](Self::write_with)).
-    pub fn write_all(self, bytes: &[u8], stdout: &mut dyn Write) -> Result<(), FileError> {
+    pub fn write_all(self, bytes: &[u8], stdout: &mut (dyn Write + Send)) -> Result<(), FileError> {
         self.write_with(stdout, |w| w.write_all(bytes)).map(drop)
     }
 

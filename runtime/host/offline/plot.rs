@@ -159,7 +159,11 @@ impl Audio {
 
 /// `morphrt plot`: checks the output, renders or reads the audio, draws it
 /// and writes the PNG; a summary goes to `log`.
-pub fn plot(opts: &PlotOptions, out: &mut dyn Write, log: &mut dyn Write) -> Result<(), HostError> {
+pub fn plot(
+    opts: &PlotOptions,
+    out: &mut (dyn Write + Send),
+    log: &mut dyn Write,
+) -> Result<(), HostError> {
     check_extension(&opts.output, &Kind::PLOT)?;
     for (what, v, (lo, hi)) in [
         ("--width", opts.width, WIDTH_RANGE),

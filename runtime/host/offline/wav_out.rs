@@ -67,7 +67,7 @@ impl Encoder {
     }
 
     /// One frame, channel by channel.
-    fn frame(&mut self, samples: impl Iterator<Item = f64>) {
+    fn one_frame(&mut self, samples: impl Iterator<Item = f64>) {
         for (c, x) in samples.enumerate() {
             // (f32 at f32 is hashed from the encoded bytes, in `take`.)
             if self.hash_is_separate() {
@@ -83,14 +83,14 @@ impl Encoder {
         self.frames += 1;
     }
 
-    /// Frames `from..to` of `bus`, every one written: each channel's levels
-    /// over the run, then the run's samples interleaved (the same bytes,
-    /// hash and levels as frame by frame, with no per-sample dispatch).
-    fn frames_of(&mut self, bus: BusRef<'_>, from: usize, to: usize) {
-        match bus {
-            BusRef::F32(b, _) => self.run_of(b, from, to),
-            BusRef::F64(b, _) => self.run_of(b, from, to),
+    /// Encodes the frames gathered in `batch`, which is left empty.
+    pub fn batch(&mut self, batch: &mut Batch) {
+        let n = batch.frames;
+        match &batch.chans {
+            Chans::F32(c) => self.run_of(c, 0, n),
+            Chans::F64(c) => self.run_of(c, 0, n),
         }
+        batch.clear();
     }
 
     fn run_of<S: BusSample>(&mut self, chans: &[Vec<S>], from: usize, to: usize) {
@@ -186,6 +186,102 @@ impl Encoder {
     pub fn hash(self) -> Option<String> {
         self.hasher
             .map(|h| crate::host::files::digest::hex(&h.finalize()))
+    }
+}
+
+/// Where the frames to write go, in order: runs of a block, and single
+/// frames (held back by a tail, at bus precision in f64).
+pub trait Frames {
+    /// Frames `from..to` of `bus`.
+    fn frames_of(&mut self, bus: BusRef<'_>, from: usize, to: usize);
+    /// One frame, channel by channel.
+    fn frame(&mut self, samples: impl Iterator<Item = f64>);
+}
+
+impl Frames for Encoder {
+    /// Every frame of the run written: each channel's levels over the run,
+    /// then the run's samples interleaved (the same bytes, hash and levels
+    /// as frame by frame, with no per-sample dispatch).
+    fn frames_of(&mut self, bus: BusRef<'_>, from: usize, to: usize) {
+        match bus {
+            BusRef::F32(b, _) => self.run_of(b, from, to),
+            BusRef::F64(b, _) => self.run_of(b, from, to),
+        }
+    }
+
+    fn frame(&mut self, samples: impl Iterator<Item = f64>) {
+        self.one_frame(samples)
+    }
+}
+
+/// Frames gathered at bus precision, one buffer per channel, to be
+/// encoded elsewhere ([`Encoder::batch`]): the same bytes, hash and
+/// levels as encoding them where they were played.
+pub struct Batch {
+    chans: Chans,
+    frames: usize,
+}
+
+enum Chans {
+    F32(Vec<Vec<f32>>),
+    F64(Vec<Vec<f64>>),
+}
+
+impl Batch {
+    /// An empty batch for `channels` channels of a bus at f32 (`f32_bus`)
+    /// or f64, with room for `frames` frames.
+    pub fn new(channels: usize, f32_bus: bool, frames: usize) -> Batch {
+        let chans = if f32_bus {
+            Chans::F32(vec![Vec::with_capacity(frames); channels])
+        } else {
+            Chans::F64(vec![Vec::with_capacity(frames); channels])
+        };
+        Batch { chans, frames: 0 }
+    }
+
+    /// The frames gathered.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    fn clear(&mut self) {
+        match &mut self.chans {
+            Chans::F32(c) => c.iter_mut().for_each(Vec::clear),
+            Chans::F64(c) => c.iter_mut().for_each(Vec::clear),
+        }
+        self.frames = 0;
+    }
+}
+
+impl Frames for Batch {
+    /// Copies the run; a render's bus keeps the precision its batch was
+    /// made for.
+    fn frames_of(&mut self, bus: BusRef<'_>, from: usize, to: usize) {
+        match (bus, &mut self.chans) {
+            (BusRef::F32(b, _), Chans::F32(c)) => c
+                .iter_mut()
+                .zip(b)
+                .for_each(|(c, b)| c.extend_from_slice(&b[from..to])),
+            (BusRef::F64(b, _), Chans::F64(c)) => c
+                .iter_mut()
+                .zip(b)
+                .for_each(|(c, b)| c.extend_from_slice(&b[from..to])),
+            _ => unreachable!("a batch is made for the bus's precision"),
+        }
+        self.frames += to.saturating_sub(from);
+    }
+
+    /// A held frame's f64 values are f32 samples on an f32 bus, so the
+    /// conversion back is exact.
+    fn frame(&mut self, samples: impl Iterator<Item = f64>) {
+        match &mut self.chans {
+            Chans::F32(c) => c
+                .iter_mut()
+                .zip(samples)
+                .for_each(|(c, x)| c.push(x as f32)),
+            Chans::F64(c) => c.iter_mut().zip(samples).for_each(|(c, x)| c.push(x)),
+        }
+        self.frames += 1;
     }
 }
 
@@ -310,7 +406,7 @@ impl Framer {
 
     /// Encodes the frames of `bus` to be written; returns whether the
     /// render ends here (the tail ended).
-    pub fn block(&mut self, bus: BusRef<'_>, enc: &mut Encoder) -> bool {
+    pub fn block(&mut self, bus: BusRef<'_>, enc: &mut impl Frames) -> bool {
         let n = bus.frames();
         // Frames before the tail's floor are all written, and none is held
         // before it.

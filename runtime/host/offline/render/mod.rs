@@ -130,7 +130,7 @@ fn read_set_file(path: &std::path::Path) -> Result<Vec<(String, serde_json::Valu
 /// carries the WAV).
 pub fn render(
     opts: &RenderOptions,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
     log: &mut dyn Write,
 ) -> Result<(), HostError> {
     let from_stdin = opts.scene.as_os_str() == "-";

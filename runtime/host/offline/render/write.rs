@@ -15,10 +15,11 @@ use crate::host::files::write::Sink;
 use crate::host::offline::error::RenderError;
 use crate::host::offline::input::{InputState, RenderInput, Tail};
 use crate::host::offline::levels::Levels;
-use crate::host::offline::wav_out::{Body, BodyError, Encoder, Framer};
+use crate::host::offline::wav_out::{Batch, Body, BodyError, Encoder, Framer};
 use crate::host::HostError;
 use sha2::{Digest, Sha256};
 use std::path::Path;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// What a render did.
@@ -155,6 +156,37 @@ pub(super) enum Abort {
     Signal(i32),
     /// The tail ended: the render is complete.
     Done,
+    /// The writer thread stopped (on a failed write, which it gives when
+    /// joined).
+    Writer,
+}
+
+/// Frames a batch gathers before it goes to the writer thread (a third of
+/// a second at 48 kHz).
+const BATCH_FRAMES: usize = 16384;
+
+/// Batches sent and not yet written, at most: the engine plays ahead of
+/// the writer by no more.
+const BATCHES_IN_FLIGHT: usize = 4;
+
+/// The writer thread: encodes each batch and writes it to `body`, giving
+/// the batch back to be filled again, until the batches end or a write
+/// fails.
+fn write_batches<'a>(
+    mut enc: Encoder,
+    mut body: Body<'a>,
+    batches: mpsc::Receiver<Batch>,
+    give_back: mpsc::Sender<Batch>,
+) -> (Encoder, Body<'a>, Result<(), BodyError>) {
+    for mut batch in batches {
+        enc.batch(&mut batch);
+        if let Err(e) = body.write(enc.take()) {
+            return (enc, body, Err(e));
+        }
+        enc.clear();
+        let _ = give_back.send(batch);
+    }
+    (enc, body, Ok(()))
 }
 
 /// Writes the header and the frames from the engine to `sink` (exactly
@@ -175,47 +207,86 @@ pub(super) fn write_wav(
         Some((t, limit)) => (Some(t.clone()), *limit),
         None => (None, layout.frames),
     };
-    let mut body = if opts.flac {
+    let body = if opts.flac {
         Body::open_flac(sink)?
     } else {
         Body::open(sink, layout, tail.is_none())?
     };
     let engine = player.engine();
     let f32_bus = matches!(engine.bus(), BusRef::F32(..));
-    let mut enc = Encoder::new(engine.channels(), layout.format, f32_bus, opts.hash);
-    let mut framer = Framer::new(engine.clock(), engine.channels(), tail);
+    let channels = engine.channels();
+    let enc = Encoder::new(channels, layout.format, f32_bus, opts.hash);
+    let mut framer = Framer::new(engine.clock(), channels, tail);
     let mut progress = crate::host::term::Progress::new(layout.frames.max(1), opts.progress);
     let sr = engine.sample_rate() as f64;
     let first = engine.clock();
     let start = Instant::now();
     let caught = || opts.interrupt.and_then(InterruptGuard::caught);
-    let mut result = player.play_frames(
-        frames,
-        opts.stops,
-        feed,
-        |e| {
-            at_stop(e).map_err(|e| match e {
-                // A signal while the snapshot was written stops the render as one between blocks.
-                HostError::Interrupted { signal, .. } => Abort::Signal(signal),
-                e => Abort::Snapshot(e),
-            })
-        },
-        |bus| {
-            if let Some(signal) = caught() {
-                return Err(Abort::Signal(signal));
+    // The engine plays here; the frames to write go in batches to a thread
+    // that encodes, measures, hashes and writes them.
+    let (mut result, (enc, body, written)) = std::thread::scope(|scope| {
+        let (to_writer, batches) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+        let (give_back, spares) = mpsc::channel::<Batch>();
+        let writer = std::thread::Builder::new()
+            .name("render writer".into())
+            .spawn_scoped(scope, move || write_batches(enc, body, batches, give_back))
+            .expect("cannot start the render's writer thread");
+        let mut batch = Batch::new(channels, f32_bus, BATCH_FRAMES);
+        let send = |batch: &mut Batch| {
+            let next = spares
+                .try_recv()
+                .unwrap_or_else(|_| Batch::new(channels, f32_bus, BATCH_FRAMES));
+            // A writer that stopped has its error, given when it is joined.
+            to_writer
+                .send(std::mem::replace(batch, next))
+                .map_err(|_| Abort::Writer)
+        };
+        let mut result = player.play_frames(
+            frames,
+            opts.stops,
+            feed,
+            |e| {
+                at_stop(e).map_err(|e| match e {
+                    // A signal while the snapshot was written stops the render as one between blocks.
+                    HostError::Interrupted { signal, .. } => Abort::Signal(signal),
+                    e => Abort::Snapshot(e),
+                })
+            },
+            |bus| {
+                if let Some(signal) = caught() {
+                    return Err(Abort::Signal(signal));
+                }
+                input_after_block(opts.input, &mut framer)?;
+                let done = framer.block(bus, &mut batch);
+                if batch.frames() >= BATCH_FRAMES {
+                    send(&mut batch)?;
+                }
+                if done {
+                    Err(Abort::Done)
+                } else {
+                    Ok(())
+                }
+            },
+            |done| progress.update(done.min(layout.frames)),
+        );
+        if matches!(result, Ok(()) | Err(Abort::Done)) && batch.frames() > 0 {
+            if let Err(e) = send(&mut batch) {
+                result = Err(e);
             }
-            input_after_block(opts.input, &mut framer)?;
-            let done = framer.block(bus, &mut enc);
-            body.write(enc.take()).map_err(Abort::Write)?;
-            enc.clear();
-            if done {
-                Err(Abort::Done)
-            } else {
-                Ok(())
-            }
-        },
-        |done| progress.update(done.min(layout.frames)),
-    );
+        }
+        drop(to_writer);
+        let ended = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (result, ended)
+    });
+    // A failed write is why the render stopped, or it stops a render that
+    // had finished.
+    if let Err(e) = written {
+        if matches!(result, Ok(()) | Err(Abort::Done) | Err(Abort::Writer)) {
+            result = Err(Abort::Write(e));
+        }
+    }
     if matches!(result, Err(Abort::Done)) {
         result = Ok(());
     } else if result.is_ok() && opts.tail.is_some() {
@@ -312,6 +383,8 @@ pub(super) fn abort_error(
                 signal_name(signal),
             ),
         },
-        Abort::Done => unreachable!("a completed render is no failure"),
+        Abort::Done | Abort::Writer => {
+            unreachable!("a completed render is no failure; a writer's stop is its error")
+        }
     }
 }

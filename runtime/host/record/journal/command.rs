@@ -19,7 +19,11 @@ use std::path::{Path, PathBuf};
 /// streamed to a FIFO, a device or standard output (the header carries the
 /// final sizes up front, RF64 past 4 GiB; below that the bytes are what
 /// hound writes).
-pub fn write_wav(r: &Replay, output: Output, stdout: &mut dyn Write) -> Result<(), HostError> {
+pub fn write_wav(
+    r: &Replay,
+    output: Output,
+    stdout: &mut (dyn Write + Send),
+) -> Result<(), HostError> {
     let layout = WavLayout {
         channels: u16::try_from(r.channels).map_err(|_| FileError::WavChannels(r.channels))?,
         sample_rate: r.sample_rate,
