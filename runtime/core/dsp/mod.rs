@@ -14,6 +14,7 @@ pub mod resample;
 pub mod rng;
 pub(crate) mod sample;
 pub(crate) mod state;
+pub(crate) mod strict_explog;
 pub(crate) mod strict_sin;
 pub mod vector;
 pub(crate) mod window;

@@ -36,8 +36,10 @@
 
 use super::detector::Detector;
 use super::follower::{mode, DETECTOR_PARAM};
-use super::{db_to_lin, lin_to_db, lookahead_samples, DbCache};
+use super::{db_to_lin, lin_to_db, lookahead_samples, DbCache, DB_TO_LN};
+use crate::dsp::math::StrictMath;
 use crate::dsp::math::{fast_exp2, fast_log2};
+use crate::dsp::strict_explog::{exp_lanes, log_lanes, LANES};
 use crate::dsp::vector::{Isa, SimdLevel};
 use crate::dsp::{Math, MathKind, Sample};
 use crate::ops::{
@@ -171,6 +173,16 @@ impl Curve {
     /// vector lanes of the widest instruction set `simd` allows (the same
     /// bits at every one: no FMA).
     fn gains<M: Math>(&self, simd: SimdLevel, level: &[f64], gain: &mut [f64]) {
+        if M::KIND == MathKind::Strict {
+            #[cfg(target_arch = "x86_64")]
+            match simd.isa() {
+                // SAFETY: as for the fast gains below.
+                Isa::Avx512 => return unsafe { strict_gains_avx512(self, level, gain) },
+                Isa::Avx2 => return unsafe { strict_gains_avx2(self, level, gain) },
+                Isa::Base => {}
+            }
+            return strict_gains(self, level, gain);
+        }
         if M::KIND != MathKind::Fast {
             for (g, l) in gain.iter_mut().zip(level) {
                 *g = self.gain::<M>(*l);
@@ -189,6 +201,80 @@ impl Curve {
         let _ = simd;
         fast_gains(self, level, gain);
     }
+}
+
+/// [`Curve::gain`] under strict math of each level, the same bits, with
+/// libm's `log` and `exp` in lanes ([`crate::dsp::strict_explog`]) and the
+/// curve's branches as selects; the lanes outside those kernels' range
+/// call libm. Levels at or below the floor take no logarithm.
+#[inline(always)]
+fn strict_gains(curve: &Curve, level: &[f64], gain: &mut [f64]) {
+    let floor = curve.floor;
+    let (threshold, ratio, knee) = (curve.threshold, curve.ratio, curve.knee);
+    let mut levels = level.chunks_exact(LANES);
+    let mut gains = gain.chunks_exact_mut(LANES);
+    for (l, g) in (&mut levels).zip(&mut gains) {
+        let l: &[f64; LANES] = l.try_into().expect("a chunk of LANES");
+        if l.iter().fold(true, |below, &l| below & (l <= floor)) {
+            g.fill(1.0);
+            continue;
+        }
+        let below: [bool; LANES] = std::array::from_fn(|i| l[i] <= floor);
+        // A level that takes no logarithm gives it an argument in range.
+        let x: [f64; LANES] = std::array::from_fn(|i| if below[i] { 2.0 } else { l[i] });
+        let (mut ln, outside) = log_lanes(&x);
+        if outside != 0 {
+            for i in (0..LANES).filter(|i| outside >> i & 1 != 0) {
+                ln[i] = libm::log(x[i]);
+            }
+        }
+        let mut gr = [0.0f64; LANES];
+        let mut arg = [0.0f64; LANES];
+        for i in 0..LANES {
+            // `gain_db(lin_to_db(level))` with its branches as selects.
+            let over = ln[i] / DB_TO_LN - threshold;
+            let slope = 1.0 / ratio - 1.0;
+            let k = over + 0.5 * knee;
+            let soft = slope * k * k / (2.0 * knee);
+            let hard = slope * over;
+            gr[i] = if 2.0 * over < -knee {
+                0.0
+            } else if knee > 0.0 && 2.0 * over.abs() <= knee {
+                soft
+            } else {
+                hard
+            };
+            arg[i] = gr[i] * DB_TO_LN;
+        }
+        let (mut e, outside) = exp_lanes(&arg);
+        if outside != 0 {
+            for i in (0..LANES).filter(|i| outside >> i & 1 != 0) {
+                e[i] = libm::exp(arg[i]);
+            }
+        }
+        for i in 0..LANES {
+            g[i] = if below[i] || gr[i].is_nan() {
+                1.0
+            } else {
+                e[i]
+            };
+        }
+    }
+    for (g, l) in gains.into_remainder().iter_mut().zip(levels.remainder()) {
+        *g = curve.gain::<StrictMath>(*l);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn strict_gains_avx2(curve: &Curve, level: &[f64], gain: &mut [f64]) {
+    strict_gains(curve, level, gain);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512dq")]
+unsafe fn strict_gains_avx512(curve: &Curve, level: &[f64], gain: &mut [f64]) {
+    strict_gains(curve, level, gain);
 }
 
 /// [`Curve::fast_gain`] of each level; a run whose every level is at or
@@ -240,7 +326,7 @@ struct Compressor<S, M> {
     /// The curve of the last settings a block held constant, with their
     /// bits (threshold, ratio, knee): a pure function of them, not state.
     curve: Option<([u64; 3], Curve)>,
-    /// The instruction set the gain's lanes run with (fast math only).
+    /// The instruction set the gain's lanes run with (not under std math).
     simd: SimdLevel,
     _p: PhantomData<fn() -> M>,
 }
@@ -292,7 +378,7 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Compressor<S, M> {
             };
             let (a, r) = (clamp_time(at.value()), clamp_time(re.value()));
             let makeup = self.makeup.get::<M>(mk.value());
-            if M::KIND != MathKind::Fast {
+            if M::KIND == MathKind::Std {
                 // One pass: the detector's recursion overlaps the curve's
                 // library calls.
                 for i in 0..n {
@@ -305,7 +391,8 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Compressor<S, M> {
                 return;
             }
             // In chunks, each in three passes: the detector (a recursion),
-            // the gain (independent per sample, in lanes), the output.
+            // the gain (independent per sample, in lanes: strict's the bits
+            // of the calls one by one), the output.
             let mut level = [0.0f64; CHUNK];
             let mut gain = [0.0f64; CHUNK];
             let mut start = 0;

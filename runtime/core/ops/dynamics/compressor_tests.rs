@@ -424,6 +424,55 @@ fn fast_gains_in_lanes_are_the_scalar_bits_at_every_instruction_set() {
     }
 }
 
+/// Strict's gains computed in lanes (libm's log and exp ported) are the
+/// bits of the exact curve called level by level, at every instruction
+/// set this CPU runs and every length: over levels from −240 dB to +20 dB,
+/// for hard and soft knees, gentle to brickwall ratios, a NaN threshold,
+/// and runs with zero, subnormal, infinite and NaN levels among them.
+#[test]
+fn strict_gains_in_lanes_are_the_bits_of_the_calls_at_every_instruction_set() {
+    use crate::dsp::vector::SimdLevel;
+    for (threshold, ratio, knee) in [
+        (-24.0, 3.0, 0.0),
+        (-20.0, 4.0, 6.0),
+        (-40.0, 1.5, 12.0),
+        (-6.0, 1000.0, 0.5),
+        (f64::NAN, 4.0, 6.0),
+    ] {
+        let curve = Curve::new::<StrictMath>(threshold, ratio, knee);
+        let mut levels = level_sweep(&curve);
+        levels.extend([
+            5e-324,
+            f64::MIN_POSITIVE,
+            1.0,
+            1e300,
+            f64::INFINITY,
+            f64::NAN,
+        ]);
+        levels.extend([-1.0, 2.0, 0.0, 1e-3]);
+        let want: Vec<u64> = levels
+            .iter()
+            .map(|l| curve.gain::<StrictMath>(*l).to_bits())
+            .collect();
+        assert!(
+            threshold.is_nan() || want.iter().any(|g| f64::from_bits(*g) < 0.5),
+            "the sweep compresses"
+        );
+        for simd in SimdLevel::available() {
+            for len in [1, 7, 8, 17, levels.len()] {
+                let mut gain = vec![0.0; len];
+                curve.gains::<StrictMath>(simd, &levels[..len], &mut gain);
+                let got: Vec<u64> = gain.iter().map(|g| g.to_bits()).collect();
+                assert_eq!(
+                    got,
+                    want[..len],
+                    "{simd:?}, {len} levels, threshold {threshold}, ratio {ratio}, knee {knee}"
+                );
+            }
+        }
+    }
+}
+
 /// A groove to duck: the plucked notes and echoes of
 /// `scenes/pluck-delay.json` played node by node (1.5 s in steady state),
 /// and a kick on every beat at 120 bpm keying it — a 55 Hz sine under an

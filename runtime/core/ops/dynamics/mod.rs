@@ -27,7 +27,7 @@ pub(crate) use limiter::LIMITER;
 use crate::dsp::Math;
 
 /// `ln(10) / 20`: dB → natural-log units of amplitude.
-const DB_TO_LN: f64 = core::f64::consts::LN_10 / 20.0;
+pub(super) const DB_TO_LN: f64 = core::f64::consts::LN_10 / 20.0;
 
 /// A level in dB as a linear amplitude: `10^(db/20)`.
 #[inline]
