@@ -26,7 +26,10 @@
 //! transient arrives. `ratio` is clamped to ≥ 1, `knee` to ≥ 0 and the
 //! times to ≥ 10 µs per sample under modulation.
 //!
-//! Strict (libm) and repro (std) compute the curve as written. Live
+//! Strict and repro compute the curve as written, the level's log and the
+//! gain's exp through libm (repro too: the platform's functions differ
+//! between systems), eight samples at a time in lanes that give libm's
+//! bits ([`crate::dsp::strict_explog`]). Live
 //! computes it in log2 units of amplitude, without a library call: the
 //! polynomial `fast_log2` of the level, the same three pieces, the
 //! polynomial `fast_exp2` of the result, in vector lanes over the block;
@@ -123,7 +126,9 @@ impl Curve {
     }
 
     /// The linear gain (≤ 1) at detected level `level`: under fast math
-    /// [`Curve::fast_gain`], else through `M`'s ln and exp.
+    /// [`Curve::fast_gain`], else through libm's ln and exp — under std
+    /// math too, whose platform functions would give other bits on other
+    /// systems and cannot run in lanes ([`crate::dsp::strict_explog`]).
     #[inline]
     fn gain<M: Math>(&self, level: f64) -> f64 {
         if M::KIND == MathKind::Fast {
@@ -134,11 +139,16 @@ impl Curve {
         if level <= self.floor {
             return 1.0;
         }
-        let gr = gain_db(lin_to_db::<M>(level), self.threshold, self.ratio, self.knee);
+        let gr = gain_db(
+            lin_to_db::<StrictMath>(level),
+            self.threshold,
+            self.ratio,
+            self.knee,
+        );
         if gr.is_nan() {
             1.0
         } else {
-            db_to_lin::<M>(gr)
+            db_to_lin::<StrictMath>(gr)
         }
     }
 
@@ -173,7 +183,7 @@ impl Curve {
     /// vector lanes of the widest instruction set `simd` allows (the same
     /// bits at every one: no FMA).
     fn gains<M: Math>(&self, simd: SimdLevel, level: &[f64], gain: &mut [f64]) {
-        if M::KIND == MathKind::Strict {
+        if M::KIND != MathKind::Fast {
             #[cfg(target_arch = "x86_64")]
             match simd.isa() {
                 // SAFETY: as for the fast gains below.
@@ -182,12 +192,6 @@ impl Curve {
                 Isa::Base => {}
             }
             return strict_gains(self, level, gain);
-        }
-        if M::KIND != MathKind::Fast {
-            for (g, l) in gain.iter_mut().zip(level) {
-                *g = self.gain::<M>(*l);
-            }
-            return;
         }
         #[cfg(target_arch = "x86_64")]
         match simd.isa() {
@@ -203,7 +207,7 @@ impl Curve {
     }
 }
 
-/// [`Curve::gain`] under strict math of each level, the same bits, with
+/// [`Curve::gain`] under strict and std math of each level, the same bits, with
 /// libm's `log` and `exp` in lanes ([`crate::dsp::strict_explog`]) and the
 /// curve's branches as selects; the lanes outside those kernels' range
 /// call libm. Levels at or below the floor take no logarithm.
@@ -326,7 +330,7 @@ struct Compressor<S, M> {
     /// The curve of the last settings a block held constant, with their
     /// bits (threshold, ratio, knee): a pure function of them, not state.
     curve: Option<([u64; 3], Curve)>,
-    /// The instruction set the gain's lanes run with (not under std math).
+    /// The instruction set the gain's lanes run with.
     simd: SimdLevel,
     _p: PhantomData<fn() -> M>,
 }
@@ -378,21 +382,9 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Compressor<S, M> {
             };
             let (a, r) = (clamp_time(at.value()), clamp_time(re.value()));
             let makeup = self.makeup.get::<M>(mk.value());
-            if M::KIND == MathKind::Std {
-                // One pass: the detector's recursion overlaps the curve's
-                // library calls.
-                for i in 0..n {
-                    let level = self.det.tick::<M>(key[i].to_f64(), a, r, sr);
-                    let g = curve.gain::<M>(level);
-                    let d = self.delay(x[i]);
-                    out[i] = S::from_f64(d.to_f64() * (g * makeup));
-                    gain_out[i] = S::from_f64(g);
-                }
-                return;
-            }
             // In chunks, each in three passes: the detector (a recursion),
-            // the gain (independent per sample, in lanes: strict's the bits
-            // of the calls one by one), the output.
+            // the gain (independent per sample, in lanes: under strict and
+            // std math the bits of libm's calls one by one), the output.
             let mut level = [0.0f64; CHUNK];
             let mut gain = [0.0f64; CHUNK];
             let mut start = 0;

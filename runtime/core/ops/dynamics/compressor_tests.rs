@@ -424,13 +424,13 @@ fn fast_gains_in_lanes_are_the_scalar_bits_at_every_instruction_set() {
     }
 }
 
-/// Strict's gains computed in lanes (libm's log and exp ported) are the
-/// bits of the exact curve called level by level, at every instruction
+/// Strict's and repro's gains computed in lanes (libm's log and exp
+/// ported) are the bits of the exact curve called level by level, at every instruction
 /// set this CPU runs and every length: over levels from −240 dB to +20 dB,
 /// for hard and soft knees, gentle to brickwall ratios, a NaN threshold,
 /// and runs with zero, subnormal, infinite and NaN levels among them.
 #[test]
-fn strict_gains_in_lanes_are_the_bits_of_the_calls_at_every_instruction_set() {
+fn exact_gains_in_lanes_are_the_bits_of_the_calls_at_every_instruction_set() {
     use crate::dsp::vector::SimdLevel;
     for (threshold, ratio, knee) in [
         (-24.0, 3.0, 0.0),
@@ -468,6 +468,10 @@ fn strict_gains_in_lanes_are_the_bits_of_the_calls_at_every_instruction_set() {
                     want[..len],
                     "{simd:?}, {len} levels, threshold {threshold}, ratio {ratio}, knee {knee}"
                 );
+                // Repro's (std math) curve takes the same functions.
+                curve.gains::<crate::dsp::StdMath>(simd, &levels[..len], &mut gain);
+                let got: Vec<u64> = gain.iter().map(|g| g.to_bits()).collect();
+                assert_eq!(got, want[..len], "std math, {simd:?}, {len} levels");
             }
         }
     }

@@ -6,8 +6,9 @@
 //! peak hold, because a brickwall needs the peak before it arrives. Levels
 //! are kept in f64 at every precision, and every dB ↔ linear conversion and
 //! coefficient goes through the node's `M: Math` (`coef_exp`, `coef_ln`),
-//! so all four are strict. Under fast math the compressor's per-sample
-//! curve uses the polynomial `fast_log2` and `fast_exp2` instead.
+//! so all four are strict. The compressor's per-sample curve takes libm's
+//! log and exp under std math too, and the polynomial `fast_log2` and
+//! `fast_exp2` under fast math.
 
 mod adsr;
 mod compressor;
