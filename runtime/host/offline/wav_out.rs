@@ -924,6 +924,102 @@ mod tests {
         }
     }
 
+    /// Frames gathered in batches ([`Batch`], the render's way to its
+    /// writer thread) and encoded batch by batch give the bytes, levels
+    /// and hash of the encoder fed block by block, on f32 and f64 buses,
+    /// with a tail holding quiet frames back and letting them through.
+    #[test]
+    fn frames_gathered_in_batches_encode_as_block_by_block() {
+        let (frames, floor) = (3000usize, 300u64);
+        let signal = |c: usize, i: usize| {
+            let x = ((i * 7 + c * 3) % 23) as f64 / 23.0 - 0.4;
+            // Quiet stretches after the floor, held then let through, and
+            // the quiet that ends the tail (100 frames at 1 kHz).
+            if i > 400 && (i % 150 < 60 || i > 2500) {
+                x * 1e-7
+            } else {
+                x
+            }
+        };
+        for f32_bus in [false, true] {
+            let chans: Vec<Vec<f64>> = (0..2)
+                .map(|c| {
+                    (0..frames)
+                        .map(|i| {
+                            let x = signal(c, i);
+                            if f32_bus {
+                                x as f32 as f64
+                            } else {
+                                x
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let chans32: Vec<Vec<f32>> = chans
+                .iter()
+                .map(|c| c.iter().map(|&x| x as f32).collect())
+                .collect();
+            let format = if f32_bus {
+                WavFormat::F32
+            } else {
+                WavFormat::I24
+            };
+            for block in [7, 64] {
+                let mut direct = Encoder::new(2, format, f32_bus, true);
+                let mut batched = Encoder::new(2, format, f32_bus, true);
+                let mut framers = [0, 1].map(|_| Framer::new(0, 2, Some(Tail::new(0, 0, 1000))));
+                let mut batch = Batch::new(2, f32_bus, 64);
+                let (mut want, mut got) = (Vec::new(), Vec::new());
+                let mut at = 0;
+                while at < frames {
+                    let n = block.min(frames - at);
+                    if at as u64 + n as u64 >= floor {
+                        for f in &mut framers {
+                            f.tail_mut().unwrap().input_ended(floor);
+                        }
+                    }
+                    let p64: Vec<Vec<f64>> = chans.iter().map(|c| c[at..at + n].to_vec()).collect();
+                    let p32: Vec<Vec<f32>> =
+                        chans32.iter().map(|c| c[at..at + n].to_vec()).collect();
+                    let bus = || {
+                        if f32_bus {
+                            BusRef::F32(&p32, n)
+                        } else {
+                            BusRef::F64(&p64, n)
+                        }
+                    };
+                    let done = framers[0].block(bus(), &mut direct);
+                    want.extend_from_slice(direct.take());
+                    direct.clear();
+                    assert_eq!(framers[1].block(bus(), &mut batch), done);
+                    // Batches go at irregular sizes, as a render's at its own.
+                    if batch.frames() >= 333 || done {
+                        batched.batch(&mut batch);
+                        assert_eq!(batch.frames(), 0);
+                        got.extend_from_slice(batched.take());
+                        batched.clear();
+                    }
+                    at += n;
+                    if done {
+                        break;
+                    }
+                }
+                batched.batch(&mut batch);
+                got.extend_from_slice(batched.take());
+                let what = format!("f32 bus {f32_bus}, blocks of {block}");
+                assert!(
+                    direct.frames > floor && direct.frames < frames as u64,
+                    "{what}: a tail held some back"
+                );
+                assert_eq!(batched.frames, direct.frames, "{what}");
+                assert!(got == want, "{what}");
+                assert_eq!(batched.levels, direct.levels, "{what}");
+                assert_eq!(batched.hash(), direct.hash(), "{what}");
+            }
+        }
+    }
+
     /// With a tail, the frames written (those before the floor, loud ones
     /// after it with the quiet ones between them, none after the tail
     /// ended) are those [`Tail::step`] decides frame by frame, whatever
