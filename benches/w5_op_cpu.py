@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-ROUNDS = 3
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
 PERIOD_NS = 250000
 SECONDS = 60
 PROFILES = ["strict", "repro", "live"]
