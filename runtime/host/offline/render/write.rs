@@ -224,13 +224,18 @@ pub(super) fn write_wav(
     let caught = || opts.interrupt.and_then(InterruptGuard::caught);
     // The engine plays here; the frames to write go in batches to a thread
     // that encodes, measures, hashes and writes them.
+    // A writer thread the system refuses ends the render with that error
+    // (the body, and a temporary file, dropped with it).
     let (mut result, (enc, body, written)) = std::thread::scope(|scope| {
         let (to_writer, batches) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
         let (give_back, spares) = mpsc::channel::<Batch>();
         let writer = std::thread::Builder::new()
-            .name("render writer".into())
+            .name("morphrt-render-writer".into())
             .spawn_scoped(scope, move || write_batches(enc, body, batches, give_back))
-            .expect("cannot start the render's writer thread");
+            .map_err(|source| HostError::Thread {
+                what: "the render's writer",
+                source,
+            })?;
         let mut batch = Batch::new(channels, f32_bus, BATCH_FRAMES);
         let send = |batch: &mut Batch| {
             let next = spares
@@ -278,8 +283,8 @@ pub(super) fn write_wav(
         let ended = writer
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (result, ended)
-    });
+        Ok::<_, HostError>((result, ended))
+    })?;
     // A failed write is why the render stopped, or it stops a render that
     // had finished.
     if let Err(e) = written {
