@@ -29,9 +29,6 @@ struct Client {
 impl Client {
     fn new(port: u16) -> Client {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        socket
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
         Client { socket, port }
     }
 
@@ -48,7 +45,8 @@ impl Client {
     /// The next reply: `("ok" | "error", text)`.
     fn reply(&self) -> (String, String) {
         let mut buf = [0u8; 4096];
-        let (n, _) = self.socket.recv_from(&mut buf).expect("a reply in time");
+        let n = common::recv_within(&self.socket, &mut buf, Duration::from_secs(20))
+            .expect("a reply in time");
         reply_of(&buf[..n])
     }
 
@@ -274,14 +272,11 @@ fn last_value(n: usize) -> f64 {
 fn flood_of(c: &Client, n: usize) -> (usize, usize) {
     let reader = c.socket.try_clone().unwrap();
     grow_receive_buffer(&reader);
-    reader
-        .set_read_timeout(Some(Duration::from_secs(3)))
-        .unwrap();
     let counting = std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         let (mut oks, mut errors) = (0, 0);
         while oks + errors < n {
-            let Ok((len, _)) = reader.recv_from(&mut buf) else {
+            let Some(len) = common::recv_within(&reader, &mut buf, Duration::from_secs(3)) else {
                 break;
             };
             match reply_of(&buf[..len]).0.as_str() {
@@ -297,11 +292,7 @@ fn flood_of(c: &Client, n: usize) -> (usize, usize) {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
-    let counted = counting.join().unwrap();
-    c.socket
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    counted
+    counting.join().unwrap()
 }
 
 /// A receive buffer that holds a flood's replies (as root beyond the

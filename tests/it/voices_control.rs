@@ -239,7 +239,8 @@ fn reply(socket: &UdpSocket, port: u16, addr: &str, args: Vec<OscType>) -> (Stri
         .send_to(&rosc::encoder::encode(&p).unwrap(), ("127.0.0.1", port))
         .unwrap();
     let mut buf = [0u8; 65536];
-    let (n, _) = socket.recv_from(&mut buf).expect("a reply in time");
+    let n =
+        common::recv_within(socket, &mut buf, Duration::from_secs(20)).expect("a reply in time");
     let (_, p) = rosc::decoder::decode_udp(&buf[..n]).unwrap();
     let OscPacket::Message(m) = p else {
         panic!("{p:?}")
@@ -273,9 +274,6 @@ fn osc_notes_are_journaled_and_replay_bit_for_bit() {
     wait_line(&lines, "playing", &mut log);
     let port = common::osc_port(&log);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
     let f = OscType::Float;
     let on = reply(&socket, port, "/pad/note", vec![f(60.0), f(0.8)]);
     assert_eq!(on.0, "ok", "{on:?}");
@@ -489,9 +487,6 @@ fn osc_strike_and_release(name: &str, send: impl FnOnce(&UdpSocket, u16)) {
     wait_line(&lines, "playing", &mut log);
     let port = common::osc_port(&log);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
     send(&socket, port);
     std::thread::sleep(Duration::from_millis(1100));
     let stop = reply(&socket, port, "/morphrt/stop", vec![]);
@@ -532,7 +527,8 @@ fn note_packet(v: f32, at: Option<std::time::SystemTime>) -> Vec<u8> {
 /// Reads one reply's two strings.
 fn read_reply(socket: &UdpSocket) -> (String, String) {
     let mut buf = [0u8; 65536];
-    let (n, _) = socket.recv_from(&mut buf).expect("a reply in time");
+    let n =
+        common::recv_within(socket, &mut buf, Duration::from_secs(20)).expect("a reply in time");
     let (_, p) = rosc::decoder::decode_udp(&buf[..n]).unwrap();
     let OscPacket::Message(m) = p else {
         panic!("{p:?}")
@@ -748,9 +744,6 @@ fn osc_panic_releases_every_voice_and_panic_sound_silences_at_once() {
     wait_line(&lines, "playing", &mut log);
     let port = common::osc_port(&log);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
     let f = OscType::Float;
     let chord = || {
         for n in [60.0, 64.0] {

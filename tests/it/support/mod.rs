@@ -507,6 +507,39 @@ pub fn osc_port(log: &[String]) -> u16 {
     addr.rsplit_once(':').unwrap().1.parse().unwrap()
 }
 
+/// The next datagram on `socket` into `buf`, within `within`: its length,
+/// or `None` when nothing came. A signal to the test process (a stopped and
+/// continued process, a handler some test installed) interrupts a receive
+/// with a timeout even under `SA_RESTART`; that is no reply missing, so the
+/// wait goes on until the deadline.
+pub fn recv_within(
+    socket: &std::net::UdpSocket,
+    buf: &mut [u8],
+    within: Duration,
+) -> Option<usize> {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        socket.set_read_timeout(Some(left)).unwrap();
+        match socket.recv_from(buf) {
+            Ok((n, _)) => return Some(n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return None
+            }
+            Err(e) => panic!("receiving on {:?}: {e}", socket.local_addr()),
+        }
+    }
+}
+
 /// A scene of one oscillator `op` (220 Hz, amplitude 0.5) into a gain of
 /// `gain`, under repro at `rate` in blocks of `block`; `extra` goes after
 /// `outputs`.
