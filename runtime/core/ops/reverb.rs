@@ -62,7 +62,7 @@ use super::{
     NodeState, OpSpec, Operator, ParamKind, ParamSpec, PartClear, Progress, StateError, Value,
 };
 use crate::dsp::state::ring_part;
-use crate::dsp::vector::{Isa, SimdLevel};
+use crate::dsp::vector::SimdLevel;
 use crate::dsp::{Math, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
@@ -419,16 +419,17 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         #[cfg(target_arch = "x86_64")]
         if level.has_avx2() {
             // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
-            return unsafe { self.run_avx2(x, x_r, left, right, predelay, mix) };
+            return unsafe { self.run_avx2(level, x, x_r, left, right, predelay, mix) };
         }
-        let _ = level;
-        self.run_any(x, x_r, left, right, predelay, mix)
+        self.run_any(level, x, x_r, left, right, predelay, mix)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn run_avx2(
         &mut self,
+        level: SimdLevel,
         x: &[S],
         x_r: Option<&[S]>,
         left: &mut [S],
@@ -436,13 +437,15 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         predelay: f64,
         mix: f64,
     ) {
-        self.run_any(x, x_r, left, right, predelay, mix)
+        self.run_any(level, x, x_r, left, right, predelay, mix)
     }
 
     /// The mono network, or the stereo one when `x_r` is given.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn run_any(
         &mut self,
+        level: SimdLevel,
         x: &[S],
         x_r: Option<&[S]>,
         left: &mut [S],
@@ -451,19 +454,20 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         mix: f64,
     ) {
         match x_r {
-            None => self.run_lanes::<false>(x, x, left, right, predelay, mix),
-            Some(x_r) => self.run_lanes::<true>(x, x_r, left, right, predelay, mix),
+            None => self.run_lanes::<false>(level, x, x, left, right, predelay, mix),
+            Some(x_r) => self.run_lanes::<true>(level, x, x_r, left, right, predelay, mix),
         }
     }
 
-    /// The network in runs of at most [`CHUNK`] samples (without AVX-512,
+    /// The network in runs of at most [`CHUNK`] samples (without AVX2,
     /// runs in which no line's ring wraps). Each sample's step is written
     /// for all sixteen lines at once (fixed-size arrays the compiler turns
-    /// into vector operations: two AVX2 registers of f32, four of f64);
-    /// with AVX-512, groups of sixteen samples (f32) or eight (f64) run
-    /// through `reverb_lanes.rs`, which reads and writes each line's
-    /// samples as a row and transposes them, and adds the group's wet sums
-    /// itself. Otherwise the lines' outputs of the run are kept line by
+    /// into vector operations); with AVX2 or AVX-512 (`level`), groups of
+    /// samples (AVX-512: sixteen in f32, eight in f64; AVX2: eight in f32,
+    /// four in f64) run through `reverb_lanes.rs`, which reads and writes
+    /// each line's samples as a row and transposes them, and adds the
+    /// group's wet sums itself; the samples of a run no group holds take
+    /// the step one at a time. Otherwise the lines' outputs of the run are kept line by
     /// line, and the two wet sums then add them line by line for every
     /// sample of the run at once (the samples side by side in vector
     /// lanes). Every lane does the operations of the formulas in
@@ -472,8 +476,10 @@ impl<S: Sample, M: Math> Reverb<S, M> {
     /// block size. `STEREO` feeds `x_r` into the lines through the right
     /// input's taps and into `out_r`'s dry part.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn run_lanes<const STEREO: bool>(
         &mut self,
+        level: SimdLevel,
         x: &[S],
         x_r: &[S],
         left: &mut [S],
@@ -502,7 +508,14 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         let mut pre_w = self.pre_w;
         // Groups of samples at a time where the CPU allows it
         // (`reverb_lanes.rs`): the same bits as the step below.
-        let group = lanes::group_len::<S>(self.level.isa() == Isa::Avx512);
+        let isa = level.isa();
+        // A group reads and writes a run of each line: no groups where a
+        // line is shorter (low sample rates at small sizes), where the
+        // step one sample at a time gives the same bits.
+        let group = match lanes::group_len::<S>(isa) {
+            g if self.len.iter().any(|&l| l < g) => 0,
+            g => g,
+        };
         let groups = group > 0;
         let mut coefs = lanes::Coefs {
             dc_b: b,
@@ -561,12 +574,14 @@ impl<S: Sample, M: Math> Reverb<S, M> {
                     };
                     let wet_l = left[done + j..].as_mut_ptr();
                     let wet_r = right[done + j..].as_mut_ptr();
-                    // SAFETY: `group` is not 0 only on a CPU with AVX-512F;
+                    // SAFETY: `group` is not 0 only for an `isa` of a
+                    // `SimdLevel`, which this CPU has;
                     // `pos`, `start` and `end` are the lines' own rings (each
                     // longer than a group); `left` and `right` hold
                     // `done + m ≥ done + j + group` samples.
                     unsafe {
                         lanes::step::<S, STEREO>(
+                            isa,
                             &mut net,
                             (&mut u, &mut u_r),
                             &mut coefs,
