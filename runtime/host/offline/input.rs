@@ -5,6 +5,13 @@
 //! and the render's default length, the input's plus the scene's tail
 //! ([`Tail`]).
 //!
+//! **Reading ahead.** A thread of its own decodes (and converts) the
+//! input a chunk at a time, a few chunks ahead of the engine, which takes
+//! its blocks from them: decoding a FLAC or an MP3, or reading a WAV from
+//! the disk, runs beside the engine instead of in turn with it. The engine
+//! sees the input end, or fail, at the same block as if it read the file
+//! itself: once it has taken the last frame before the end or the failure.
+//!
 //! **Rates.** A scene that sets no `sample_rate` renders at its input's
 //! rate ([`open_early`]): nothing is converted. A scene that sets one
 //! reads an input at another rate converted as it streams: by the strict
@@ -21,6 +28,7 @@ use crate::host::offline::error::RenderError;
 use crate::host::HostError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The main bus counts as silent below −100 dBFS.
@@ -35,7 +43,7 @@ pub const TAIL_MAX_S: u64 = 60;
 /// whether it failed, after each block).
 #[derive(Clone)]
 pub struct RenderInput {
-    wav: Arc<Mutex<Source>>,
+    wav: Arc<Mutex<Ahead>>,
     /// As messages name it: `` `in.wav` `` or `standard input`.
     pub shown: String,
     /// Channels per frame.
@@ -66,7 +74,7 @@ pub enum InputState {
 }
 
 impl RenderInput {
-    fn lock(&self) -> MutexGuard<'_, Source> {
+    fn lock(&self) -> MutexGuard<'_, Ahead> {
         // A panic while holding the lock cannot leave the reader half
         // updated in a way that matters here: the render stops anyway.
         self.wav.lock().unwrap_or_else(|p| p.into_inner())
@@ -81,26 +89,167 @@ impl RenderInput {
     /// failure is reported once: it is taken out of the reader.
     pub fn state(&self) -> Result<InputState, RenderError> {
         let mut w = self.lock();
-        if let Some(e) = w.wav.take_error() {
+        if let Some(e) = w.error.take() {
             return Err(RenderError::Input(e));
         }
-        match w.wav.ended() {
+        match w.ended {
             Some(0) => Err(RenderError::NoAudio {
                 shown: self.shown.clone(),
             }),
-            Some(n) => Ok(InputState::Ended(w.session_frames(n))),
+            Some(n) => Ok(InputState::Ended(n)),
             None => Ok(InputState::Reading),
         }
     }
 }
 
 /// The engine's side of a [`RenderInput`].
-struct SharedFeed(Arc<Mutex<Source>>);
+struct SharedFeed(Arc<Mutex<Ahead>>);
 
 impl InputFeed for SharedFeed {
-    fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
+    fn read(&mut self, _start: u64, block: &mut InputBlock<'_>) {
         let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        InputFeed::read(&mut *w, start, block);
+        w.read(block);
+    }
+}
+
+/// Samples (all channels) a chunk read ahead holds at most.
+const AHEAD_SAMPLES: usize = 1 << 16;
+
+/// Chunks read ahead and not yet taken, at most.
+const AHEAD_CHUNKS: usize = 4;
+
+/// Session frames the reader thread decoded, and how the input stood
+/// after them.
+struct Chunk {
+    /// Interleaved frames.
+    samples: Vec<f64>,
+    frames: usize,
+    /// The last chunk: the input ended (or failed) after its frames.
+    last: bool,
+    /// The input's session frames in all, when it ended.
+    ended: Option<u64>,
+    /// Why it ended early, if it failed.
+    error: Option<WavInError>,
+}
+
+impl Chunk {
+    fn empty() -> Chunk {
+        Chunk {
+            samples: Vec::new(),
+            frames: 0,
+            last: false,
+            ended: None,
+            error: None,
+        }
+    }
+}
+
+/// The engine's end of the input read ahead: the chunk it is taking
+/// frames from, and where the input stands once it took the last one.
+struct Ahead {
+    chunks: Receiver<Chunk>,
+    /// Taken chunks' buffers, back to the reader to fill again.
+    spent: Sender<Vec<f64>>,
+    channels: usize,
+    current: Chunk,
+    /// Frames of `current` taken.
+    at: usize,
+    /// What the engine has seen: the end and its length, a failure.
+    ended: Option<u64>,
+    error: Option<WavInError>,
+}
+
+impl Ahead {
+    /// Starts reading `source` ahead on a thread of its own.
+    fn start(mut source: Source) -> Result<Ahead, HostError> {
+        let channels = source.channels();
+        let (tx, chunks) = mpsc::sync_channel(AHEAD_CHUNKS);
+        let (spent, spares) = mpsc::channel::<Vec<f64>>();
+        let per_chunk = (AHEAD_SAMPLES / channels).max(1);
+        std::thread::Builder::new()
+            .name("morphrt-input-reader".into())
+            .spawn(move || loop {
+                let mut samples = spares.try_recv().unwrap_or_default();
+                samples.resize(per_chunk * channels, 0.0);
+                let frames = source.read_interleaved(&mut samples);
+                let error = source.wav.take_error();
+                let ended = source.wav.ended().map(|n| source.session_frames(n));
+                let last = error.is_some() || source.ended().is_some() || frames == 0;
+                let chunk = Chunk {
+                    samples,
+                    frames,
+                    last,
+                    ended,
+                    error,
+                };
+                // The engine's end gone: the render is over.
+                if tx.send(chunk).is_err() || last {
+                    return;
+                }
+            })
+            .map_err(|source| HostError::Thread {
+                what: "the input reader",
+                source,
+            })?;
+        Ok(Ahead {
+            chunks,
+            spent,
+            channels,
+            current: Chunk::empty(),
+            at: 0,
+            ended: None,
+            error: None,
+        })
+    }
+
+    /// The next frames into `block` (the channels both have; silence in the
+    /// rest and after the end). Once it has taken the last frame of the
+    /// last chunk, the end and any failure are the engine's to see.
+    fn read(&mut self, block: &mut InputBlock<'_>) {
+        let (frames, ch) = (block.frames(), self.channels);
+        let mut done = 0;
+        while done < frames {
+            if self.at == self.current.frames {
+                if self.current.last {
+                    break;
+                }
+                let Ok(next) = self.chunks.recv() else {
+                    // The reader stopped without saying so (it panicked):
+                    // what it had not read is silence, and a failure.
+                    self.current.last = true;
+                    self.error = Some(WavInError::Refused(
+                        "the input's reader stopped unexpectedly".to_string(),
+                    ));
+                    break;
+                };
+                let old = std::mem::replace(&mut self.current, next);
+                let _ = self.spent.send(old.samples);
+                self.at = 0;
+                continue;
+            }
+            let take = (frames - done).min(self.current.frames - self.at);
+            let from = &self.current.samples[self.at * ch..(self.at + take) * ch];
+            for c in 0..ch.min(block.channels()) {
+                let dst = &mut block.channel_mut(c)[done..done + take];
+                for (d, &x) in dst.iter_mut().zip(from[c..].iter().step_by(ch)) {
+                    *d = x;
+                }
+            }
+            done += take;
+            self.at += take;
+        }
+        for c in 0..block.channels() {
+            let from = if c < ch { done } else { 0 };
+            block.channel_mut(c)[from..].fill(0.0);
+        }
+        if self.current.last && self.at == self.current.frames {
+            if self.ended.is_none() {
+                self.ended = self.current.ended;
+            }
+            if let Some(e) = self.current.error.take() {
+                self.error = Some(e);
+            }
+        }
     }
 }
 
@@ -113,8 +262,6 @@ const CHUNK_FRAMES: usize = 4096;
 pub(crate) struct Source {
     wav: WavInput,
     rate: Option<Converting>,
-    /// One block of interleaved session frames.
-    scratch: Vec<f64>,
 }
 
 /// A conversion as the input streams: file frames go in a chunk at a
@@ -145,7 +292,6 @@ impl Source {
         let source = Source {
             rate: rate.map(|r| r.0),
             wav,
-            scratch: Vec::new(),
         };
         Ok((source, conversion))
     }
@@ -224,30 +370,6 @@ impl Source {
                 return done;
             }
         }
-    }
-}
-
-impl InputFeed for Source {
-    /// Session frames in order from the first; silence after the end.
-    fn read(&mut self, start: u64, block: &mut InputBlock<'_>) {
-        if self.rate.is_none() {
-            return self.wav.read(start, block);
-        }
-        let frames = block.frames();
-        let ch = self.wav.channels();
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.resize(frames * ch, 0.0);
-        let got = self.read_interleaved(&mut buf);
-        for c in 0..block.channels() {
-            for (i, d) in block.channel_mut(c).iter_mut().enumerate() {
-                *d = if i < got && c < ch {
-                    buf[i * ch + c]
-                } else {
-                    0.0
-                };
-            }
-        }
-        self.scratch = buf;
     }
 }
 
@@ -338,13 +460,14 @@ pub fn open_input(
         .wav
         .length_known()
         .then(|| source.session_frames(source.wav.declared_frames()));
+    let (channels, format) = (source.wav.channels(), source.wav.format());
     Ok(Some(RenderInput {
         shown,
-        channels: source.wav.channels(),
-        format: source.wav.format(),
+        channels,
+        format,
         frames,
         conversion,
-        wav: Arc::new(Mutex::new(source)),
+        wav: Arc::new(Mutex::new(Ahead::start(source)?)),
     }))
 }
 
@@ -512,6 +635,106 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 3-channel 16-bit WAV of `frames` frames (a ramp per channel).
+    fn wav_bytes(frames: usize) -> Vec<u8> {
+        let spec = hound::WavSpec {
+            channels: 3,
+            sample_rate: 48000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut bytes = std::io::Cursor::new(Vec::new());
+        let mut w = hound::WavWriter::new(&mut bytes, spec).unwrap();
+        for i in 0..frames {
+            for c in 0..3 {
+                w.write_sample((((i * 7 + c * 1000) % 60_000) as i32 - 30_000) as i16)
+                    .unwrap();
+            }
+        }
+        w.finalize().unwrap();
+        bytes.into_inner()
+    }
+
+    fn opened(bytes: &[u8]) -> WavInput {
+        WavInput::from_stream(
+            Box::new(std::io::Cursor::new(bytes.to_vec())),
+            "standard input",
+        )
+        .unwrap()
+    }
+
+    /// Read ahead on its thread, the input gives the engine the blocks it
+    /// would read from the file itself, and the end and any failure after
+    /// the same block: lengths not a multiple of a chunk and a multiple of
+    /// it, a length unknown until the data ends (as from a pipe), a file
+    /// cut short inside a frame; blocks of 7, 64 and 4096 frames, into two
+    /// channels of the file's three and into four.
+    #[test]
+    fn the_input_read_ahead_is_the_file_read_block_by_block() {
+        let chunk = AHEAD_SAMPLES / 3;
+        let whole = |frames| wav_bytes(frames);
+        let unknown = |frames| {
+            let mut b = wav_bytes(frames);
+            let at = b.windows(4).position(|w| w == b"data").unwrap();
+            b[at + 4..at + 8].copy_from_slice(&0u32.to_le_bytes());
+            b
+        };
+        let cut = |frames| {
+            let mut b = wav_bytes(frames);
+            b.truncate(b.len() - 3);
+            b
+        };
+        let cases: [(&str, Vec<u8>); 5] = [
+            ("40000 frames", whole(40_000)),
+            ("two chunks exactly", whole(2 * chunk)),
+            ("unknown length, two chunks exactly", unknown(2 * chunk)),
+            ("unknown length", unknown(30_001)),
+            ("cut short", cut(30_001)),
+        ];
+        for (what, bytes) in &cases {
+            for block in [7, 64, 4096] {
+                for width in [2, 4] {
+                    let mut direct = opened(bytes);
+                    let mut ahead = Ahead::start(Source {
+                        wav: opened(bytes),
+                        rate: None,
+                    })
+                    .unwrap();
+                    let (mut a, mut b) = (vec![f64::NAN; width * block], vec![0.0; width * block]);
+                    let mut ended_at = None;
+                    for k in 0.. {
+                        a.fill(f64::NAN);
+                        b.fill(f64::NAN);
+                        InputFeed::read(&mut direct, 0, &mut InputBlock::new(&mut a, block, block));
+                        ahead.read(&mut InputBlock::new(&mut b, block, block));
+                        let same = a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits());
+                        assert!(
+                            same,
+                            "{what}, block {block}, width {width}: block {k} differs"
+                        );
+                        let direct_error = direct.take_error().map(|e| e.to_string());
+                        let ahead_error = ahead.error.take().map(|e| e.to_string());
+                        assert_eq!(
+                            direct_error, ahead_error,
+                            "{what}, block {block}: block {k}"
+                        );
+                        assert_eq!(
+                            direct.ended(),
+                            ahead.ended,
+                            "{what}, block {block}: block {k}"
+                        );
+                        if direct.ended().is_some() {
+                            ended_at.get_or_insert(k);
+                        }
+                        if ended_at.is_some_and(|e| k > e + 2) {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     /// Silence past the floor is held and dropped; a loud frame keeps what
     /// was held; the window of silence ends it; nothing before the floor counts.
