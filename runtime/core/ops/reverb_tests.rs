@@ -819,145 +819,115 @@ fn a_stereo_input_is_the_same_at_every_block_size() {
 /// The network, mono and stereo, gives the same bits at every instruction
 /// set this CPU runs (AVX-512 runs groups of sixteen samples in f32 and
 /// eight in f64, AVX2 eight and four, the build's baseline one sample at a
-/// time), at block sizes 7, 64 and 4096, on 1.5 s of a shipped scene's
+/// time), at block sizes 1, 7, 64 and 4096, on 1.5 s of a shipped scene's
 /// output on the left and a filtered copy of it on the right, with a
 /// predelay between samples.
 #[test]
 fn the_network_is_the_same_at_every_instruction_set() {
-    for stereo in [false, true] {
-        at_every_instruction_set::<f32, crate::dsp::math::FastMath>(Profile::Live, stereo);
-        at_every_instruction_set::<f64, crate::dsp::math::StrictMath>(Profile::Strict, stereo);
+    fn check<S: Sample, M: Math>(profile: Profile) {
+        let x = crate::ops::harness::pluck_delay_signal(SR);
+        let right: Vec<f64> = (0..x.len())
+            .map(|i| 0.5 * x[i] + 0.5 * if i >= 3 { x[i - 3] } else { 0.0 })
+            .collect();
+        let values = values_with(&REVERB, &[]);
+        same_at_every_instruction_set::<S, M>(profile, SR, &values, (&x, &right), (0.0137, 0.4));
     }
-}
-
-fn at_every_instruction_set<S: Sample, M: Math>(profile: Profile, stereo: bool) {
-    let x = crate::ops::harness::pluck_delay_signal(SR);
-    let n = x.len();
-    let left: Vec<S> = x.iter().map(|&v| S::from_f64(v)).collect();
-    let right: Vec<S> = (0..n)
-        .map(|i| S::from_f64(0.5 * x[i] + 0.5 * if i >= 3 { x[i - 3] } else { 0.0 }))
-        .collect();
-    let np = crate::profile::NodeProfile::resolve(profile, &Default::default(), None);
-    let values = values_with(&REVERB, &[]);
-    let render = |level: SimdLevel, block: usize| -> (Vec<S>, Vec<S>) {
-        let cx = BuildCtx {
-            sample_rate: SR,
-            values: &values,
-            n_inputs: 2,
-            connected: &[true, stereo],
-            noise_hash: 0,
-            profile: &np,
-        };
-        let mut r = Reverb::<S, M>::new(&cx).unwrap();
-        let (mut l, mut rr) = (vec![S::ZERO; n], vec![S::ZERO; n]);
-        let mut at = 0;
-        while at < n {
-            let m = block.min(n - at);
-            let span = at..at + m;
-            r.run(
-                level,
-                &left[span.clone()],
-                stereo.then(|| &right[span.clone()]),
-                &mut l[span.clone()],
-                &mut rr[span],
-                0.0137,
-                0.4,
-            );
-            at += m;
-        }
-        (l, rr)
-    };
-    let want = render(SimdLevel::BASE, 64);
-    assert!(
-        want.0.iter().any(|v| v.to_f64().abs() > 0.01),
-        "the output is silent"
-    );
-    let same = |a: &[S], b: &[S]| {
-        a.iter()
-            .zip(b)
-            .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())
-    };
-    for level in SimdLevel::available() {
-        for block in [7, 64, 4096] {
-            let got = render(level, block);
-            assert!(
-                same(&got.0, &want.0),
-                "{profile:?}, stereo {stereo}, {level:?}, block {block}: out differs"
-            );
-            assert!(
-                same(&got.1, &want.1),
-                "{profile:?}, stereo {stereo}, {level:?}, block {block}: out_r differs"
-            );
-        }
-    }
+    check::<f32, crate::dsp::math::FastMath>(Profile::Live);
+    check::<f64, crate::dsp::math::StrictMath>(Profile::Strict);
 }
 
 /// At a sample rate so low that the shortest lines hold fewer samples than
 /// a group (1 kHz at size 0.25: 5, 7, 11, … samples), every instruction
-/// set plays the bits of the step one sample at a time, at block sizes 1,
-/// 7, 64 and 4096, mono and stereo, in f32 and f64 (a group over such a
-/// line once wrote outside it).
+/// set plays the bits of the step one sample at a time, mono and stereo,
+/// in f32 and f64 (a group over such a line once wrote outside it).
 #[test]
 fn lines_shorter_than_a_group_play_the_same_bits_at_every_instruction_set() {
-    fn check<S: Sample, M: Math>(profile: Profile) {
-        const RATE: f64 = 1000.0;
-        let n = 3000;
-        let x: Vec<S> = (0..n)
-            .map(|i| S::from_f64(libm::sin(i as f64 * 0.0917) * 0.5))
-            .collect();
-        let x_r: Vec<S> = x.iter().rev().copied().collect();
-        let np = crate::profile::NodeProfile::resolve(profile, &Default::default(), None);
-        let values = values_with(&REVERB, &[("size", Value::Number(0.25))]);
-        let lens = line_lengths(RATE, 0.25).unwrap();
-        assert!(lens[0] < 8, "{lens:?}");
-        for stereo in [false, true] {
-            let render = |level: SimdLevel, block: usize| -> Vec<S> {
-                let cx = BuildCtx {
-                    sample_rate: RATE,
-                    values: &values,
-                    n_inputs: 2,
-                    connected: &[true, stereo],
-                    noise_hash: 0,
-                    profile: &np,
-                };
-                let mut r = Reverb::<S, M>::new(&cx).unwrap();
-                let (mut l, mut rr) = (vec![S::ZERO; n], vec![S::ZERO; n]);
-                let mut at = 0;
-                while at < n {
-                    let span = at..(at + block).min(n);
-                    let x_r = stereo.then(|| &x_r[span.clone()]);
-                    r.run(
-                        level,
-                        &x[span.clone()],
-                        x_r,
-                        &mut l[span.clone()],
-                        &mut rr[span.clone()],
-                        0.0,
-                        0.5,
-                    );
-                    at = span.end;
-                }
-                l.into_iter().chain(rr).collect()
+    const RATE: f64 = 1000.0;
+    assert!(line_lengths(RATE, 0.25).unwrap()[0] < 8);
+    let x: Vec<f64> = (0..3000)
+        .map(|i| libm::sin(i as f64 * 0.0917) * 0.5)
+        .collect();
+    let right: Vec<f64> = x.iter().rev().copied().collect();
+    let values = values_with(&REVERB, &[("size", Value::Number(0.25))]);
+    same_at_every_instruction_set::<f32, crate::dsp::math::FastMath>(
+        Profile::Live,
+        RATE,
+        &values,
+        (&x, &right),
+        (0.0, 0.5),
+    );
+    same_at_every_instruction_set::<f64, crate::dsp::math::StrictMath>(
+        Profile::Strict,
+        RATE,
+        &values,
+        (&x, &right),
+        (0.0, 0.5),
+    );
+}
+
+/// The reverb of `values` at `rate` under `profile`, fed `input.0` (and
+/// `input.1` on `in_r`, stereo), with `(predelay, mix)`: the same bits at
+/// every instruction set this CPU runs and at blocks of 1, 7, 64 and 4096
+/// as the baseline's at blocks of 64, mono and stereo.
+fn same_at_every_instruction_set<S: Sample, M: Math>(
+    profile: Profile,
+    rate: f64,
+    values: &[Value],
+    input: (&[f64], &[f64]),
+    (predelay, mix): (f64, f64),
+) {
+    let n = input.0.len();
+    let left: Vec<S> = input.0.iter().map(|&v| S::from_f64(v)).collect();
+    let right: Vec<S> = input.1.iter().map(|&v| S::from_f64(v)).collect();
+    let np = crate::profile::NodeProfile::resolve(profile, &Default::default(), None);
+    for stereo in [false, true] {
+        let render = |level: SimdLevel, block: usize| -> Vec<S> {
+            let cx = BuildCtx {
+                sample_rate: rate,
+                values,
+                n_inputs: 2,
+                connected: &[true, stereo],
+                noise_hash: 0,
+                profile: &np,
             };
-            let want = render(SimdLevel::BASE, 1);
-            assert!(want.iter().any(|v| v.to_f64().abs() > 0.01), "silent");
-            for level in SimdLevel::available() {
-                for block in [1, 7, 64, 4096] {
-                    let got = render(level, block);
-                    let differ = got
-                        .iter()
-                        .zip(&want)
-                        .position(|(a, b)| a.to_f64().to_bits() != b.to_f64().to_bits());
-                    assert_eq!(
-                        differ, None,
-                        "{profile:?}, stereo {stereo}, {level:?}, block {block}"
-                    );
-                }
+            let mut r = Reverb::<S, M>::new(&cx).unwrap();
+            let (mut l, mut rr) = (vec![S::ZERO; n], vec![S::ZERO; n]);
+            let mut at = 0;
+            while at < n {
+                let span = at..(at + block).min(n);
+                r.run(
+                    level,
+                    &left[span.clone()],
+                    stereo.then(|| &right[span.clone()]),
+                    &mut l[span.clone()],
+                    &mut rr[span.clone()],
+                    predelay,
+                    mix,
+                );
+                at = span.end;
+            }
+            l.into_iter().chain(rr).collect()
+        };
+        let want = render(SimdLevel::BASE, 64);
+        assert!(
+            want.iter().any(|v| v.to_f64().abs() > 0.01),
+            "the output is silent"
+        );
+        for level in SimdLevel::available() {
+            for block in [1, 7, 64, 4096] {
+                let got = render(level, block);
+                let differ = got
+                    .iter()
+                    .zip(&want)
+                    .position(|(a, b)| a.to_f64().to_bits() != b.to_f64().to_bits());
+                assert_eq!(
+                    differ, None,
+                    "{profile:?} at {rate} Hz, stereo {stereo}, {level:?}, block {block}: \
+                     first differing sample (out, then out_r)"
+                );
             }
         }
     }
-    check::<f32, crate::dsp::math::FastMath>(Profile::Live);
-    check::<f64, crate::dsp::math::StrictMath>(Profile::Strict);
 }
 
 /// A run of the predelay gives, sample for sample, what stepping it one
