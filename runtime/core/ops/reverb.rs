@@ -511,9 +511,10 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         let isa = level.isa();
         // A group reads and writes a run of each line: no groups where a
         // line is shorter (low sample rates at small sizes), where the
-        // step one sample at a time gives the same bits.
+        // step one sample at a time gives the same bits. Line 0 is the
+        // shortest ([`line_lengths`]).
         let group = match lanes::group_len::<S>(isa) {
-            g if self.len.iter().any(|&l| l < g) => 0,
+            g if self.len[0] < g => 0,
             g => g,
         };
         let groups = group > 0;

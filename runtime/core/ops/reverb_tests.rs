@@ -5,6 +5,7 @@
 //! precisions and is saved in parts.
 
 use super::*;
+use crate::dsp::math::{FastMath, StrictMath};
 use crate::dsp::Precision;
 use crate::ops::conformance::test_signal;
 use crate::ops::harness::{first_difference, values_with, NodeRunner};
@@ -836,33 +837,37 @@ fn the_network_is_the_same_at_every_instruction_set() {
     check::<f64, crate::dsp::math::StrictMath>(Profile::Strict);
 }
 
-/// At a sample rate so low that the shortest lines hold fewer samples than
-/// a group (1 kHz at size 0.25: 5, 7, 11, … samples), every instruction
-/// set plays the bits of the step one sample at a time, mono and stereo,
-/// in f32 and f64 (a group over such a line once wrote outside it).
+/// At sample rates so low that the shortest lines hold fewer samples than
+/// a group, every instruction set plays the bits of the step one sample at
+/// a time, mono and stereo, in f32 and f64 (a group over such a line once
+/// wrote outside it): at 1 kHz and size 0.25 (lines of 5, 7, 11, …
+/// samples: shorter than every group) and at 3 kHz (11, 13, …: AVX2's
+/// f32 groups of eight run, AVX-512's of sixteen do not).
 #[test]
 fn lines_shorter_than_a_group_play_the_same_bits_at_every_instruction_set() {
-    const RATE: f64 = 1000.0;
-    assert!(line_lengths(RATE, 0.25).unwrap()[0] < 8);
-    let x: Vec<f64> = (0..3000)
-        .map(|i| libm::sin(i as f64 * 0.0917) * 0.5)
-        .collect();
-    let right: Vec<f64> = x.iter().rev().copied().collect();
-    let values = values_with(&REVERB, &[("size", Value::Number(0.25))]);
-    same_at_every_instruction_set::<f32, crate::dsp::math::FastMath>(
-        Profile::Live,
-        RATE,
-        &values,
-        (&x, &right),
-        (0.0, 0.5),
-    );
-    same_at_every_instruction_set::<f64, crate::dsp::math::StrictMath>(
-        Profile::Strict,
-        RATE,
-        &values,
-        (&x, &right),
-        (0.0, 0.5),
-    );
+    for (rate, shortest) in [(1000.0, 5), (3000.0, 11)] {
+        assert_eq!(line_lengths(rate, 0.25).unwrap()[0], shortest);
+        let x: Vec<f64> = (0..3000)
+            .map(|i| libm::sin(i as f64 * 0.0917) * 0.5)
+            .collect();
+        let right: Vec<f64> = x.iter().rev().copied().collect();
+        let values = values_with(&REVERB, &[("size", Value::Number(0.25))]);
+        let input = (&x[..], &right[..]);
+        same_at_every_instruction_set::<f32, FastMath>(
+            Profile::Live,
+            rate,
+            &values,
+            input,
+            (0.0, 0.5),
+        );
+        same_at_every_instruction_set::<f64, StrictMath>(
+            Profile::Strict,
+            rate,
+            &values,
+            input,
+            (0.0, 0.5),
+        );
+    }
 }
 
 /// The reverb of `values` at `rate` under `profile`, fed `input.0` (and
