@@ -60,7 +60,19 @@ impl InputBlock<'_> {
         for c in 0..self.channels() {
             let dst = self.channel_mut(c);
             if c < width {
-                for (i, d) in dst.iter_mut().enumerate().take(frames) {
+                // Whole frames first, then what a short source holds of
+                // the rest (a frame cut short keeps its first columns).
+                let whole = (src.len() / width).min(frames);
+                if width == 1 {
+                    for (d, &x) in dst.iter_mut().zip(&src[..whole]) {
+                        *d = x.into();
+                    }
+                } else {
+                    for (d, frame) in dst.iter_mut().zip(src.chunks_exact(width).take(whole)) {
+                        *d = frame[c].into();
+                    }
+                }
+                for (i, d) in dst.iter_mut().enumerate().take(frames).skip(whole) {
                     *d = src.get(i * width + c).map_or(0.0, |&x| x.into());
                 }
             } else {
@@ -241,6 +253,36 @@ mod tests {
         assert_eq!(out[0], vec![0.5, 0.0, 0.0, 0.25]);
         assert_eq!(e.input_scrubbed(), 2);
         assert_eq!(e.stats().nan_events, 0);
+    }
+
+    /// Interleaved frames load column by column at every width: whole
+    /// frames, a frame cut short keeps the columns it has, and what the
+    /// source lacks (frames or channels) is silent.
+    #[test]
+    fn interleaved_frames_load_column_by_column() {
+        for width in 1..=4usize {
+            for len in [0, 1, 4 * width - 1, 4 * width, 9 * width + 1] {
+                let src: Vec<f32> = (0..len).map(|k| k as f32 + 0.5).collect();
+                let mut data = vec![7.0; 3 * 8];
+                InputBlock::new(&mut data, 8, 6).load_interleaved(&src, width);
+                for c in 0..3 {
+                    for i in 0..8 {
+                        let want = if i >= 6 {
+                            7.0 // beyond the block's frames: untouched
+                        } else if c < width && i * width + c < len {
+                            (i * width + c) as f64 + 0.5
+                        } else {
+                            0.0
+                        };
+                        assert_eq!(
+                            data[c * 8 + i],
+                            want,
+                            "width {width}, {len} samples, [{c}][{i}]"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// Without a feed the engine reads what the host loaded for the block.

@@ -231,8 +231,12 @@ impl Ahead {
             let from = &self.current.samples[self.at * ch..(self.at + take) * ch];
             for c in 0..ch.min(block.channels()) {
                 let dst = &mut block.channel_mut(c)[done..done + take];
-                for (d, &x) in dst.iter_mut().zip(from[c..].iter().step_by(ch)) {
-                    *d = x;
+                if ch == 1 {
+                    dst.copy_from_slice(from);
+                } else {
+                    for (d, frame) in dst.iter_mut().zip(from.chunks_exact(ch)) {
+                        *d = frame[c];
+                    }
                 }
             }
             done += take;
@@ -638,8 +642,12 @@ mod tests {
 
     /// A 3-channel 16-bit WAV of `frames` frames (a ramp per channel).
     fn wav_bytes(frames: usize) -> Vec<u8> {
+        wav_bytes_of(3, frames)
+    }
+
+    fn wav_bytes_of(channels: u16, frames: usize) -> Vec<u8> {
         let spec = hound::WavSpec {
-            channels: 3,
+            channels,
             sample_rate: 48000,
             bits_per_sample: 16,
             sample_format: hound::SampleFormat::Int,
@@ -647,7 +655,7 @@ mod tests {
         let mut bytes = std::io::Cursor::new(Vec::new());
         let mut w = hound::WavWriter::new(&mut bytes, spec).unwrap();
         for i in 0..frames {
-            for c in 0..3 {
+            for c in 0..channels as usize {
                 w.write_sample((((i * 7 + c * 1000) % 60_000) as i32 - 30_000) as i16)
                     .unwrap();
             }
@@ -685,8 +693,12 @@ mod tests {
             b.truncate(b.len() - 3);
             b
         };
-        let cases: [(&str, Vec<u8>); 5] = [
+        let cases: [(&str, Vec<u8>); 6] = [
             ("40000 frames", whole(40_000)),
+            (
+                "mono, two chunks and a bit",
+                wav_bytes_of(1, 2 * AHEAD_SAMPLES + 5),
+            ),
             ("two chunks exactly", whole(2 * chunk)),
             ("unknown length, two chunks exactly", unknown(2 * chunk)),
             ("unknown length", unknown(30_001)),
