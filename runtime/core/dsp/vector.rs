@@ -20,7 +20,8 @@ pub(crate) const LANES: usize = 8;
 pub(crate) enum Isa {
     /// The build's own target (SSE2 on a default x86-64 build).
     Base,
-    /// x86-64 with AVX2.
+    /// x86-64 with AVX2 and FMA (every AVX2 CPU has both; a kernel may
+    /// fuse multiply-adds where its profile allows, [`SimdLevel::has_fma`]).
     Avx2,
     /// x86-64 with AVX-512F and AVX-512DQ as well as AVX2. A kernel without
     /// an AVX-512 form runs its AVX2 one ([`SimdLevel::has_avx2`]).
@@ -45,6 +46,7 @@ pub struct SimdLevel(Isa);
 #[derive(Clone, Copy, Debug)]
 struct Features {
     avx2: bool,
+    fma: bool,
     avx512f: bool,
     avx512dq: bool,
 }
@@ -56,6 +58,7 @@ impl Features {
         {
             Features {
                 avx2: std::arch::is_x86_feature_detected!("avx2"),
+                fma: std::arch::is_x86_feature_detected!("fma"),
                 avx512f: std::arch::is_x86_feature_detected!("avx512f"),
                 avx512dq: std::arch::is_x86_feature_detected!("avx512dq"),
             }
@@ -63,6 +66,7 @@ impl Features {
         #[cfg(not(target_arch = "x86_64"))]
         Features {
             avx2: false,
+            fma: false,
             avx512f: false,
             avx512dq: false,
         }
@@ -73,10 +77,15 @@ impl Features {
         match self {
             Features {
                 avx2: true,
+                fma: true,
                 avx512f: true,
                 avx512dq: true,
             } => Isa::Avx512,
-            Features { avx2: true, .. } => Isa::Avx2,
+            Features {
+                avx2: true,
+                fma: true,
+                ..
+            } => Isa::Avx2,
             _ => Isa::Base,
         }
     }
@@ -111,6 +120,11 @@ impl SimdLevel {
 
     /// Whether this level runs AVX2 code (`Avx2` and `Avx512`).
     pub(crate) fn has_avx2(self) -> bool {
+        self.0 >= Isa::Avx2
+    }
+
+    /// Whether this level has FMA instructions (`Avx2` and `Avx512`).
+    pub(crate) fn has_fma(self) -> bool {
         self.0 >= Isa::Avx2
     }
 
@@ -1458,26 +1472,29 @@ mod tests {
         let (avx2, avx512) = (isa >= Isa::Avx2, isa == Isa::Avx512);
         Features {
             avx2,
+            fma: avx2,
             avx512f: avx512,
             avx512dq: avx512,
         }
     }
 
-    /// Whatever is asked for, on any CPU (every combination of the three
+    /// Whatever is asked for, on any CPU (every combination of the four
     /// features injected): the level given is one whose instructions the
     /// CPU has, the one asked for if the CPU has it, else the widest it has.
     #[test]
     fn a_level_above_the_cpus_is_clamped_to_what_it_runs() {
         let all = [Isa::Base, Isa::Avx2, Isa::Avx512];
-        for bits in 0..8u8 {
+        for bits in 0..16u8 {
             let cpu = Features {
                 avx2: bits & 1 != 0,
                 avx512f: bits & 2 != 0,
                 avx512dq: bits & 4 != 0,
+                fma: bits & 8 != 0,
             };
             let runs = |isa: Isa| {
                 let need = needs(isa);
                 (!need.avx2 || cpu.avx2)
+                    && (!need.fma || cpu.fma)
                     && (!need.avx512f || cpu.avx512f)
                     && (!need.avx512dq || cpu.avx512dq)
             };

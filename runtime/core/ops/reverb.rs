@@ -51,6 +51,14 @@
 //! **Stereo.** `out` and `out_r` read every line with orthogonal sign
 //! vectors: over a diffuse tail the two are uncorrelated.
 //!
+//! **Fused (repro and live).** In f32 on a CPU with FMA (every one with
+//! AVX2), the damping shelf, the DC blocker's state and the inputs' taps
+//! are multiply-adds rounded once (`fuses`): `dc ← a·y − b·x` (with `b·x`
+//! rounded as before), `LP ← β·y + s`, `s ← α·LP + (β·y)`, `z = g_hi·y +
+//! (g_lo − g_hi)·LP` and `v_i + b_i·u` each one rounding; the same bits
+//! at every instruction set and block size there. Strict and f64 nodes
+//! never fuse.
+//!
 //! **State.** The lines (one flat array, line i at its offset), the
 //! damping filters' and DC blockers' states, the predelay ring and the frame count since
 //! reset (every ring's write index is the frame count modulo its length).
@@ -63,7 +71,7 @@ use super::{
 };
 use crate::dsp::state::ring_part;
 use crate::dsp::vector::SimdLevel;
-use crate::dsp::{Math, Sample};
+use crate::dsp::{Math, MathKind, Precision, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
@@ -192,6 +200,26 @@ const fn walsh(row: usize, i: usize) -> f64 {
         1.0
     } else {
         -1.0
+    }
+}
+
+/// Whether the network of precision `S` under math `M` fuses its
+/// multiply-adds at `level`: f32 under repro and live on a CPU with FMA
+/// (`SimdLevel::has_fma`), the same bits there at every instruction set
+/// and block size. Strict never fuses (bit-exact everywhere), nor does f64.
+fn fuses<S: Sample, M: Math>(level: SimdLevel) -> bool {
+    S::PRECISION == Precision::F32 && M::KIND != MathKind::Strict && level.has_fma()
+}
+
+/// `a·b + c` rounded once. Call it only where FMA instructions are
+/// enabled (`Reverb::run_avx2`; elsewhere `mul_add` is a library call,
+/// the same bits, slowly).
+#[inline(always)]
+#[allow(clippy::disallowed_methods)] // f32 under repro and live only: `fuses`
+fn fused<S: Sample>(a: S, b: S, c: S) -> S {
+    match S::PRECISION {
+        Precision::F32 => S::from_f32(a.to_f32().mul_add(b.to_f32(), c.to_f32())),
+        Precision::F64 => S::from_f64(a.to_f64().mul_add(b.to_f64(), c.to_f64())),
     }
 }
 
@@ -425,7 +453,7 @@ impl<S: Sample, M: Math> Reverb<S, M> {
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
     unsafe fn run_avx2(
         &mut self,
@@ -453,9 +481,17 @@ impl<S: Sample, M: Math> Reverb<S, M> {
         predelay: f64,
         mix: f64,
     ) {
-        match x_r {
-            None => self.run_lanes::<false>(level, x, x, left, right, predelay, mix),
-            Some(x_r) => self.run_lanes::<true>(level, x, x_r, left, right, predelay, mix),
+        match (x_r, fuses::<S, M>(level)) {
+            (None, false) => {
+                self.run_lanes::<false, false>(level, x, x, left, right, predelay, mix)
+            }
+            (None, true) => self.run_lanes::<false, true>(level, x, x, left, right, predelay, mix),
+            (Some(x_r), false) => {
+                self.run_lanes::<true, false>(level, x, x_r, left, right, predelay, mix)
+            }
+            (Some(x_r), true) => {
+                self.run_lanes::<true, true>(level, x, x_r, left, right, predelay, mix)
+            }
         }
     }
 
@@ -474,10 +510,12 @@ impl<S: Sample, M: Math> Reverb<S, M> {
     /// the module docs in that order, and each wet sum adds the lines in
     /// order 0 … 15, so the bits are the same at every instruction set and
     /// block size. `STEREO` feeds `x_r` into the lines through the right
-    /// input's taps and into `out_r`'s dry part.
+    /// input's taps and into `out_r`'s dry part. `FUSED` ([`fuses`]) rounds
+    /// the module docs' multiply-adds once, in the groups and in the step
+    /// one sample at a time alike.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn run_lanes<const STEREO: bool>(
+    fn run_lanes<const STEREO: bool, const FUSED: bool>(
         &mut self,
         level: SimdLevel,
         x: &[S],
@@ -581,7 +619,7 @@ impl<S: Sample, M: Math> Reverb<S, M> {
                     // longer than a group); `left` and `right` hold
                     // `done + m ≥ done + j + group` samples.
                     unsafe {
-                        lanes::step::<S, STEREO>(
+                        lanes::step::<S, STEREO, FUSED>(
                             isa,
                             &mut net,
                             (&mut u, &mut u_r),
@@ -617,19 +655,34 @@ impl<S: Sample, M: Math> Reverb<S, M> {
                 for i in 0..LINES {
                     let by = b * y[i];
                     let yi = by + dc[i];
-                    dc[i] = a * yi - by;
                     ys[i][j] = yi;
-                    let lp = beta * yi + damp[i];
-                    damp[i] = beta * yi + alpha * lp;
-                    v[i] = g_hi[i] * yi + g_diff[i] * lp;
+                    if FUSED {
+                        dc[i] = fused(a, yi, -by);
+                        let lp = fused(beta, yi, damp[i]);
+                        damp[i] = fused(alpha, lp, beta * yi);
+                        v[i] = fused(g_hi[i], yi, g_diff[i] * lp);
+                    } else {
+                        dc[i] = a * yi - by;
+                        let lp = beta * yi + damp[i];
+                        damp[i] = beta * yi + alpha * lp;
+                        v[i] = g_hi[i] * yi + g_diff[i] * lp;
+                    }
                 }
                 hadamard(&mut v);
                 for i in 0..LINES {
-                    v[i] += in_gain[i] * u;
+                    v[i] = if FUSED {
+                        fused(in_gain[i], u, v[i])
+                    } else {
+                        v[i] + in_gain[i] * u
+                    };
                 }
                 if STEREO {
                     for i in 0..LINES {
-                        v[i] += in_gain_r[i] * u_r;
+                        v[i] = if FUSED {
+                            fused(in_gain_r[i], u_r, v[i])
+                        } else {
+                            v[i] + in_gain_r[i] * u_r
+                        };
                     }
                 }
                 for i in 0..LINES {
@@ -665,8 +718,13 @@ impl<S: Sample, M: Math> Reverb<S, M> {
                 let (cl, cr) = (out_l[i], out_r[i]);
                 let yi = &ys[i][tail..m];
                 for ((l, r), &y) in l[tail..].iter_mut().zip(r[tail..].iter_mut()).zip(yi) {
-                    *l += cl * y;
-                    *r += cr * y;
+                    if FUSED {
+                        *l = fused(cl, y, *l);
+                        *r = fused(cr, y, *r);
+                    } else {
+                        *l += cl * y;
+                        *r += cr * y;
+                    }
                 }
             }
             for ((l, r), (&x, &x_r)) in l.iter_mut().zip(r.iter_mut()).zip(xs.iter().zip(xs_r)) {

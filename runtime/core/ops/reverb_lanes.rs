@@ -12,7 +12,8 @@
 //! back into rows; the wet sums add the output rows, line 0 first, a
 //! group's samples at once. Only data moves differ from the scalar step
 //! (`Reverb::run_lanes`): every lane does the same operations on the same
-//! operands in the same order, so the bits are the same. A group's samples
+//! operands in the same order, so the bits are the same (the fused step's
+//! multiply-adds, `FUSED`, are fused in the lanes as in the scalar step). A group's samples
 //! of a line never read what they write: a line is longer than a group.
 
 use super::LINES;
@@ -92,21 +93,23 @@ unsafe fn same<T, U>(x: &mut T) -> &mut U {
 /// The CPU has `isa` (and `group_len` is not 0 for it); for every line
 /// `start[i] ≤ pos[i] < end[i] ≤ lines.len()`, `end[i] − start[i]` is at
 /// least a group, and the lines' ranges are disjoint; `wet.0` and `wet.1`
-/// have room for a group's samples.
+/// have room for a group's samples; `FUSED` only for f32 (the fused step
+/// of `Reverb::run_lanes`).
 #[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn step<S: Sample, const STEREO: bool>(
+pub(super) unsafe fn step<S: Sample, const STEREO: bool, const FUSED: bool>(
     isa: Isa,
     net: &mut Net<'_, S>,
     u: (&mut [S; MAX_GROUP], &mut [S; MAX_GROUP]),
     c: &mut Coefs<S>,
     wet: (*mut S, *mut S),
 ) {
+    debug_assert!(!FUSED || S::PRECISION == Precision::F32);
     // SAFETY: `S` is the type its precision names; the rest is the
     // contract.
     unsafe {
         match (isa, S::PRECISION) {
             (Isa::Base, _) => unreachable!("no groups without AVX2"),
-            (Isa::Avx512, Precision::F32) => step16_avx512::<STEREO>(
+            (Isa::Avx512, Precision::F32) => step16_avx512::<STEREO, FUSED>(
                 same(net),
                 (same(u.0), same(u.1)),
                 same(c),
@@ -118,7 +121,7 @@ pub(super) unsafe fn step<S: Sample, const STEREO: bool>(
                 same(c),
                 (wet.0 as *mut f64, wet.1 as *mut f64),
             ),
-            (Isa::Avx2, Precision::F32) => step8_avx2::<STEREO>(
+            (Isa::Avx2, Precision::F32) => step8_avx2::<STEREO, FUSED>(
                 same(net),
                 (same(u.0), same(u.1)),
                 same(c),
@@ -223,7 +226,7 @@ unsafe fn butterfly_signs() -> [__m512; 4] {
 /// [`step`] in f32: sixteen samples, the sixteen lines in one register.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn step16_avx512<const STEREO: bool>(
+unsafe fn step16_avx512<const STEREO: bool, const FUSED: bool>(
     net: &mut Net<'_, f32>,
     u: (&[f32; 16], &[f32; 16]),
     c: &Coefs<f32>,
@@ -260,15 +263,30 @@ unsafe fn step16_avx512<const STEREO: bool>(
     for t in 0..N {
         let by = _mm512_mul_ps(b, y[t]);
         let yi = _mm512_add_ps(by, dc);
-        dc = _mm512_sub_ps(_mm512_mul_ps(a, yi), by);
         wet[t] = yi;
-        let lp = _mm512_add_ps(_mm512_mul_ps(beta, yi), damp);
-        damp = _mm512_add_ps(_mm512_mul_ps(beta, yi), _mm512_mul_ps(alpha, lp));
-        let v = _mm512_add_ps(_mm512_mul_ps(g_hi, yi), _mm512_mul_ps(g_diff, lp));
+        let v = if FUSED {
+            // `Reverb::run_lanes`'s fused step.
+            dc = _mm512_fmsub_ps(a, yi, by);
+            let lp = _mm512_fmadd_ps(beta, yi, damp);
+            damp = _mm512_fmadd_ps(alpha, lp, _mm512_mul_ps(beta, yi));
+            _mm512_fmadd_ps(g_hi, yi, _mm512_mul_ps(g_diff, lp))
+        } else {
+            dc = _mm512_sub_ps(_mm512_mul_ps(a, yi), by);
+            let lp = _mm512_add_ps(_mm512_mul_ps(beta, yi), damp);
+            damp = _mm512_add_ps(_mm512_mul_ps(beta, yi), _mm512_mul_ps(alpha, lp));
+            _mm512_add_ps(_mm512_mul_ps(g_hi, yi), _mm512_mul_ps(g_diff, lp))
+        };
         let mut v = hadamard(v, &signs, quarter);
-        v = _mm512_add_ps(v, _mm512_mul_ps(in_gain, _mm512_set1_ps(u.0[t])));
+        let add = |v, g, u: f32| {
+            if FUSED {
+                _mm512_fmadd_ps(g, _mm512_set1_ps(u), v)
+            } else {
+                _mm512_add_ps(v, _mm512_mul_ps(g, _mm512_set1_ps(u)))
+            }
+        };
+        v = add(v, in_gain, u.0[t]);
         if STEREO {
-            v = _mm512_add_ps(v, _mm512_mul_ps(in_gain_r, _mm512_set1_ps(u.1[t])));
+            v = add(v, in_gain_r, u.1[t]);
         }
         out[t] = v;
     }
@@ -280,8 +298,14 @@ unsafe fn step16_avx512<const STEREO: bool>(
     }
     let (mut l, mut r) = (_mm512_setzero_ps(), _mm512_setzero_ps());
     for (i, row) in transpose16_regs(wet).into_iter().enumerate() {
-        l = _mm512_add_ps(l, _mm512_mul_ps(_mm512_set1_ps(c.out_l[i]), row));
-        r = _mm512_add_ps(r, _mm512_mul_ps(_mm512_set1_ps(c.out_r[i]), row));
+        let (cl, cr) = (_mm512_set1_ps(c.out_l[i]), _mm512_set1_ps(c.out_r[i]));
+        if FUSED {
+            l = _mm512_fmadd_ps(cl, row, l);
+            r = _mm512_fmadd_ps(cr, row, r);
+        } else {
+            l = _mm512_add_ps(l, _mm512_mul_ps(cl, row));
+            r = _mm512_add_ps(r, _mm512_mul_ps(cr, row));
+        }
     }
     _mm512_storeu_ps(sums.0, l);
     _mm512_storeu_ps(sums.1, r);
@@ -492,8 +516,8 @@ unsafe fn hadamard_ps(lo: __m256, hi: __m256, quarter: __m256) -> (__m256, __m25
 /// [`step`] in f32 with AVX2: eight samples, lines 0–7 and 8–15 in two
 /// registers.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn step8_avx2<const STEREO: bool>(
+#[target_feature(enable = "avx2,fma")]
+unsafe fn step8_avx2<const STEREO: bool, const FUSED: bool>(
     net: &mut Net<'_, f32>,
     u: (&[f32; 16], &[f32; 16]),
     c: &Coefs<f32>,
@@ -533,17 +557,32 @@ unsafe fn step8_avx2<const STEREO: bool>(
             let y = if h == 0 { y_lo[t] } else { y_hi[t] };
             let by = _mm256_mul_ps(b, y);
             let yi = _mm256_add_ps(by, dc[h]);
-            dc[h] = _mm256_sub_ps(_mm256_mul_ps(a, yi), by);
             wet[h][t] = yi;
-            let lp = _mm256_add_ps(_mm256_mul_ps(beta, yi), damp[h]);
-            damp[h] = _mm256_add_ps(_mm256_mul_ps(beta, yi), _mm256_mul_ps(alpha, lp));
-            v[h] = _mm256_add_ps(_mm256_mul_ps(g_hi[h], yi), _mm256_mul_ps(g_diff[h], lp));
+            v[h] = if FUSED {
+                // `Reverb::run_lanes`'s fused step.
+                dc[h] = _mm256_fmsub_ps(a, yi, by);
+                let lp = _mm256_fmadd_ps(beta, yi, damp[h]);
+                damp[h] = _mm256_fmadd_ps(alpha, lp, _mm256_mul_ps(beta, yi));
+                _mm256_fmadd_ps(g_hi[h], yi, _mm256_mul_ps(g_diff[h], lp))
+            } else {
+                dc[h] = _mm256_sub_ps(_mm256_mul_ps(a, yi), by);
+                let lp = _mm256_add_ps(_mm256_mul_ps(beta, yi), damp[h]);
+                damp[h] = _mm256_add_ps(_mm256_mul_ps(beta, yi), _mm256_mul_ps(alpha, lp));
+                _mm256_add_ps(_mm256_mul_ps(g_hi[h], yi), _mm256_mul_ps(g_diff[h], lp))
+            };
         }
         let (lo, hi) = hadamard_ps(v[0], v[1], quarter);
+        let add = |v, g, u: f32| {
+            if FUSED {
+                _mm256_fmadd_ps(g, _mm256_set1_ps(u), v)
+            } else {
+                _mm256_add_ps(v, _mm256_mul_ps(g, _mm256_set1_ps(u)))
+            }
+        };
         for (h, mut v) in [lo, hi].into_iter().enumerate() {
-            v = _mm256_add_ps(v, _mm256_mul_ps(in_gain[h], _mm256_set1_ps(u.0[t])));
+            v = add(v, in_gain[h], u.0[t]);
             if STEREO {
-                v = _mm256_add_ps(v, _mm256_mul_ps(in_gain_r[h], _mm256_set1_ps(u.1[t])));
+                v = add(v, in_gain_r[h], u.1[t]);
             }
             out[h][t] = v;
         }
@@ -559,8 +598,14 @@ unsafe fn step8_avx2<const STEREO: bool>(
         }
         for (k, row) in transpose8_ps(wet[h]).into_iter().enumerate() {
             let i = 8 * h + k;
-            l = _mm256_add_ps(l, _mm256_mul_ps(_mm256_set1_ps(c.out_l[i]), row));
-            r = _mm256_add_ps(r, _mm256_mul_ps(_mm256_set1_ps(c.out_r[i]), row));
+            let (cl, cr) = (_mm256_set1_ps(c.out_l[i]), _mm256_set1_ps(c.out_r[i]));
+            if FUSED {
+                l = _mm256_fmadd_ps(cl, row, l);
+                r = _mm256_fmadd_ps(cr, row, r);
+            } else {
+                l = _mm256_add_ps(l, _mm256_mul_ps(cl, row));
+                r = _mm256_add_ps(r, _mm256_mul_ps(cr, row));
+            }
         }
     }
     _mm256_storeu_ps(sums.0, l);

@@ -556,28 +556,40 @@ fn reference_tick<S: Sample, M: Math>(
     if r.pre_w == plen {
         r.pre_w = 0;
     }
+    // Where the node fuses (`fuses`, at this CPU's level), every `p·q + s`
+    // below is one rounding.
+    let fused = super::fuses::<S, M>(SimdLevel::detect());
+    #[allow(clippy::disallowed_methods)] // the fused network's reference
+    let fma = |p: S, q: S, s: S| {
+        if fused {
+            // (Only f32 fuses: in f32, one rounding.)
+            S::from_f32(p.to_f32().mul_add(q.to_f32(), s.to_f32()))
+        } else {
+            p * q + s
+        }
+    };
     let mut y = [S::ZERO; LINES];
     let (b, a) = (r.dc_b, r.dc_alpha);
     for (i, y) in y.iter_mut().enumerate() {
         let by = b * r.lines[r.pos[i]];
         *y = by + r.dc[i];
-        r.dc[i] = a * *y - by;
+        r.dc[i] = fma(a, *y, -by);
     }
     let (mut wet_l, mut wet_r) = (S::ZERO, S::ZERO);
     for (i, &y) in y.iter().enumerate() {
-        wet_l += r.out_l[i] * y;
-        wet_r += r.out_r[i] * y;
+        wet_l = fma(r.out_l[i], y, wet_l);
+        wet_r = fma(r.out_r[i], y, wet_r);
     }
     let mut v = [S::ZERO; LINES];
     let (alpha, beta) = (r.alpha, r.beta);
     for i in 0..LINES {
-        let lp = beta * y[i] + r.damp[i];
-        r.damp[i] = beta * y[i] + alpha * lp;
-        v[i] = r.g_hi[i] * y[i] + r.g_diff[i] * lp;
+        let lp = fma(beta, y[i], r.damp[i]);
+        r.damp[i] = fma(alpha, lp, beta * y[i]);
+        v[i] = fma(r.g_hi[i], y[i], r.g_diff[i] * lp);
     }
     reference_hadamard(&mut v);
     for (i, v) in v.iter().enumerate() {
-        r.lines[r.pos[i]] = *v + r.in_gain[i] * u;
+        r.lines[r.pos[i]] = fma(r.in_gain[i], u, *v);
         r.pos[i] += 1;
         if r.pos[i] == r.off[i] + r.len[i] {
             r.pos[i] = r.off[i];
@@ -834,6 +846,7 @@ fn the_network_is_the_same_at_every_instruction_set() {
         same_at_every_instruction_set::<S, M>(profile, SR, &values, (&x, &right), (0.0137, 0.4));
     }
     check::<f32, crate::dsp::math::FastMath>(Profile::Live);
+    check::<f32, crate::dsp::math::StdMath>(Profile::Repro);
     check::<f64, crate::dsp::math::StrictMath>(Profile::Strict);
 }
 
@@ -918,12 +931,27 @@ fn same_at_every_instruction_set<S: Sample, M: Math>(
             want.iter().any(|v| v.to_f64().abs() > 0.01),
             "the output is silent"
         );
+        // A network that fuses (`fuses`) is held to the first fusing
+        // level's one sample at a time (the scalar fused step): the groups
+        // of every level and block size give its bits.
+        let fusing = SimdLevel::available().find(|&l| super::fuses::<S, M>(l));
+        let want_fused = fusing.map(|l| render(l, 1));
+        if let Some(f) = &want_fused {
+            assert!(
+                f.iter().zip(&want).any(|(a, b)| a.to_f64() != b.to_f64()),
+                "{profile:?}: the fused network plays the unfused one's bits"
+            );
+        }
         for level in SimdLevel::available() {
+            let want = match &want_fused {
+                Some(f) if super::fuses::<S, M>(level) => f,
+                _ => &want,
+            };
             for block in [1, 7, 64, 4096] {
                 let got = render(level, block);
                 let differ = got
                     .iter()
-                    .zip(&want)
+                    .zip(want)
                     .position(|(a, b)| a.to_f64().to_bits() != b.to_f64().to_bits());
                 assert_eq!(
                     differ, None,
