@@ -583,8 +583,10 @@ impl<S: Sample, M: Math> Reverb<S, M> {
             let xs = &x[done..done + m];
             let xs_r = &x_r[done..done + m];
             // The run's predelayed input, what the lines are fed.
-            let mut us = [S::ZERO; CHUNK];
-            let mut us_r = [S::ZERO; CHUNK];
+            // (A group's inputs are read in place: room for a whole
+            // `MAX_GROUP` from any group's start.)
+            let mut us = [S::ZERO; CHUNK + lanes::MAX_GROUP];
+            let mut us_r = [S::ZERO; CHUNK + lanes::MAX_GROUP];
             predelay_run::<S, STEREO>(
                 pre,
                 pre_r,
@@ -599,10 +601,10 @@ impl<S: Sample, M: Math> Reverb<S, M> {
             while j < m {
                 #[cfg(target_arch = "x86_64")]
                 if groups && m - j >= group {
-                    let mut u = [S::ZERO; lanes::MAX_GROUP];
-                    let mut u_r = [S::ZERO; lanes::MAX_GROUP];
-                    u[..group].copy_from_slice(&us[j..j + group]);
-                    u_r[..group].copy_from_slice(&us_r[j..j + group]);
+                    let u: &mut [S; lanes::MAX_GROUP] =
+                        (&mut us[j..j + lanes::MAX_GROUP]).try_into().unwrap();
+                    let u_r: &mut [S; lanes::MAX_GROUP] =
+                        (&mut us_r[j..j + lanes::MAX_GROUP]).try_into().unwrap();
                     let mut net = lanes::Net {
                         lines: &mut *lines,
                         pos: &pos,
@@ -622,7 +624,7 @@ impl<S: Sample, M: Math> Reverb<S, M> {
                         lanes::step::<S, STEREO, FUSED>(
                             isa,
                             &mut net,
-                            (&mut u, &mut u_r),
+                            (u, u_r),
                             &mut coefs,
                             (wet_l, wet_r),
                         );
