@@ -28,6 +28,7 @@ use crate::host::offline::error::RenderError;
 use crate::host::HostError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -44,6 +45,9 @@ pub const TAIL_MAX_S: u64 = 60;
 #[derive(Clone)]
 pub struct RenderInput {
     wav: Arc<Mutex<Ahead>>,
+    /// Set once the engine has seen the end or a failure: until then
+    /// [`state`](Self::state) answers without the lock.
+    news: Arc<AtomicBool>,
     /// As messages name it: `` `in.wav` `` or `standard input`.
     pub shown: String,
     /// Channels per frame.
@@ -88,6 +92,9 @@ impl RenderInput {
     /// Where the input stands, or why it failed (bad input: exit 2). A
     /// failure is reported once: it is taken out of the reader.
     pub fn state(&self) -> Result<InputState, RenderError> {
+        if !self.news.load(Ordering::Acquire) {
+            return Ok(InputState::Reading);
+        }
         let mut w = self.lock();
         if let Some(e) = w.error.take() {
             return Err(RenderError::Input(e));
@@ -157,6 +164,8 @@ struct Ahead {
     /// What the engine has seen: the end and its length, a failure.
     ended: Option<u64>,
     error: Option<WavInError>,
+    /// Raised once `ended` or `error` is set ([`RenderInput::news`]).
+    news: Arc<AtomicBool>,
 }
 
 impl Ahead {
@@ -199,6 +208,7 @@ impl Ahead {
             at: 0,
             ended: None,
             error: None,
+            news: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -253,6 +263,9 @@ impl Ahead {
             if let Some(e) = self.current.error.take() {
                 self.error = Some(e);
             }
+        }
+        if self.ended.is_some() || self.error.is_some() {
+            self.news.store(true, Ordering::Release);
         }
     }
 }
@@ -465,13 +478,15 @@ pub fn open_input(
         .length_known()
         .then(|| source.session_frames(source.wav.declared_frames()));
     let (channels, format) = (source.wav.channels(), source.wav.format());
+    let ahead = Ahead::start(source)?;
     Ok(Some(RenderInput {
         shown,
         channels,
         format,
         frames,
         conversion,
-        wav: Arc::new(Mutex::new(Ahead::start(source)?)),
+        news: ahead.news.clone(),
+        wav: Arc::new(Mutex::new(ahead)),
     }))
 }
 
