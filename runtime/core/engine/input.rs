@@ -11,6 +11,7 @@
 //! clock.
 
 use super::Engine;
+use crate::dsp::vector::{all_finite_at, SimdLevel};
 use crate::dsp::Sample;
 
 /// Where an engine takes its input from, block by block (offline and on
@@ -119,7 +120,13 @@ impl Inputs {
     /// Writes `dst.len()` samples of channel `c` from block offset `offset`
     /// into an `input` node's buffer, at its precision; a non-finite sample
     /// (a float file can hold one) becomes silence. Returns how many were.
-    pub(super) fn copy_to<S: Sample>(&self, c: usize, offset: usize, dst: &mut [S]) -> u64 {
+    pub(super) fn copy_to<S: Sample>(
+        &self,
+        simd: SimdLevel,
+        c: usize,
+        offset: usize,
+        dst: &mut [S],
+    ) -> u64 {
         if c >= self.channels {
             dst.fill(S::ZERO);
             return 0;
@@ -127,6 +134,13 @@ impl Inputs {
         let at = c * self.block + offset;
         let mut bad = 0;
         let src = &self.data[at..at + dst.len()];
+        if all_finite_at(simd, src) {
+            // The usual block: a plain conversion, in vector lanes.
+            for (d, &x) in dst.iter_mut().zip(src) {
+                *d = S::from_f64(x);
+            }
+            return 0;
+        }
         for (d, &x) in dst.iter_mut().zip(src) {
             if x.is_finite() {
                 *d = S::from_f64(x);

@@ -664,8 +664,8 @@ pub(super) fn run_one(
     if let Some(c) = slot.feed {
         let offset = (start - at.clock) as usize;
         fx.scrubbed = match &mut slot.core {
-            Core::F32(t) => at.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
-            Core::F64(t) => at.inputs.copy_to(c, offset, &mut t.ins[0][..n]),
+            Core::F32(t) => at.inputs.copy_to(at.simd, c, offset, &mut t.ins[0][..n]),
+            Core::F64(t) => at.inputs.copy_to(at.simd, c, offset, &mut t.ins[0][..n]),
         };
     }
     let call = Call {

@@ -397,10 +397,7 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Compressor<S, M> {
                 let (x, out) = (&x[start..end], &mut out[start..end]);
                 let gain_out = &mut gain_out[start..end];
                 if self.ring.is_empty() {
-                    for (((o, go), g), x) in out.iter_mut().zip(gain_out).zip(&*gain).zip(x) {
-                        *o = S::from_f64(x.to_f64() * (g * makeup));
-                        *go = S::from_f64(*g);
-                    }
+                    apply_gains(self.simd, x, gain, makeup, out, gain_out);
                 } else {
                     for (((o, go), g), x) in out.iter_mut().zip(gain_out).zip(&*gain).zip(x) {
                         let d = self.delay(*x);
@@ -593,6 +590,43 @@ pub(crate) static COMPRESSOR: OpSpec = OpSpec {
     ]),
     build: build_any::<CompressorOp>,
 };
+
+/// `out = x·(g·makeup)` and `gain_out = g`, sample by sample, at the
+/// instruction set `level` allows (the same operations: the same bits).
+fn apply_gains<S: Sample>(
+    level: SimdLevel,
+    x: &[S],
+    gain: &[f64],
+    makeup: f64,
+    out: &mut [S],
+    gain_out: &mut [S],
+) {
+    #[inline(always)]
+    fn each<S: Sample>(x: &[S], gain: &[f64], makeup: f64, out: &mut [S], gain_out: &mut [S]) {
+        for (((o, go), g), x) in out.iter_mut().zip(gain_out).zip(gain).zip(x) {
+            *o = S::from_f64(x.to_f64() * (g * makeup));
+            *go = S::from_f64(*g);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn each_avx2<S: Sample>(
+        x: &[S],
+        gain: &[f64],
+        makeup: f64,
+        out: &mut [S],
+        gain_out: &mut [S],
+    ) {
+        each(x, gain, makeup, out, gain_out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if level.has_avx2() {
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
+        return unsafe { each_avx2(x, gain, makeup, out, gain_out) };
+    }
+    let _ = level;
+    each(x, gain, makeup, out, gain_out)
+}
 
 #[cfg(test)]
 #[path = "compressor_tests.rs"]
