@@ -119,8 +119,10 @@ impl InputFeed for SharedFeed {
     }
 }
 
-/// Samples (all channels) a chunk read ahead holds at most.
-const AHEAD_SAMPLES: usize = 1 << 16;
+/// Samples (all channels) a chunk read ahead holds at most: 64 KiB of
+/// f64, so the chunks in flight stay in cache between the reader, which
+/// writes them, and the engine, which copies them out.
+const AHEAD_SAMPLES: usize = 1 << 13;
 
 /// Chunks read ahead and not yet taken, at most.
 const AHEAD_CHUNKS: usize = 4;
