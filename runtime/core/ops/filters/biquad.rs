@@ -15,11 +15,12 @@
 //! differently from strict's TDF-II (6.5e-3 apart for a bandpass swept at
 //! 20 Hz); one recursion in f64 is strict's filter under any modulation.
 //!
-//! An f32 node under repro or live, on a CPU with AVX-512, runs the
-//! recursion with fused multiply-adds ([`Biquad::tick_fused`]), alone and
-//! in lanes alike: five operations a sample instead of nine, each rounded
-//! once (closer to exact than strict's). Strict never fuses, and f64 nodes
-//! and the other levels run the unfused recursion.
+//! An f32 node under repro or live, on a CPU with FMA (every one with
+//! AVX2), runs the recursion with fused multiply-adds
+//! ([`Biquad::tick_fused`]), alone and in lanes alike: five operations a
+//! sample instead of nine, each rounded once (closer to exact than
+//! strict's), the same bits with AVX2 as with AVX-512. Strict never fuses,
+//! and f64 nodes and CPUs without AVX2 run the unfused recursion.
 
 use super::{
     built_enum, design_cutoff_hz, enum_index, limit, DesignCache, CUTOFF_PARAM, MAX_CUTOFF_RATIO,
@@ -229,11 +230,11 @@ struct Biquad<S, M> {
 
 /// Whether a biquad of precision `S` under math `M` runs its recursion
 /// with fused multiply-adds on a CPU of `level`: f32 nodes under repro and
-/// live on AVX-512 (whose every CPU has FMA), where the lane kernel fuses
-/// too. Strict never fuses (bit-exact everywhere); f64 nodes keep the
+/// live on a CPU with FMA (a level with AVX2, [`SimdLevel::has_fma`]),
+/// where the lane kernels fuse too. Strict never fuses (bit-exact everywhere); f64 nodes keep the
 /// unfused recursion.
 fn fuses<S: Sample, M: Math>(level: SimdLevel) -> bool {
-    S::PRECISION == Precision::F32 && M::KIND != MathKind::Strict && level.isa() == Isa::Avx512
+    S::PRECISION == Precision::F32 && M::KIND != MathKind::Strict && level.has_fma()
 }
 
 impl<S: Sample, M: Math> Biquad<S, M> {
@@ -330,10 +331,10 @@ impl<S: Sample, M: Math> Biquad<S, M> {
         }
     }
 
-    /// [`run`](Self::run) fused, with the instructions of AVX-512F (which
-    /// include FMA). Call it only when `SimdLevel::detect` saw AVX-512F.
+    /// [`run`](Self::run) fused, with FMA instructions. Call it only when
+    /// `SimdLevel::detect` saw a level with FMA.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,avx512f")]
+    #[target_feature(enable = "avx2,fma")]
     unsafe fn run_fused(&mut self, io: &mut Io<'_, S>) {
         self.run::<true>(io)
     }
@@ -343,8 +344,8 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Biquad<S, M> {
     fn process(&mut self, io: &mut Io<'_, S>) {
         #[cfg(target_arch = "x86_64")]
         if self.fused {
-            // SAFETY: `fused` is set only when `SimdLevel::detect` saw
-            // AVX-512F (`fuses`).
+            // SAFETY: `fused` is set only when `SimdLevel::detect` saw a
+            // level with AVX2 and FMA (`fuses`).
             unsafe { self.run_fused(io) };
             return;
         }
@@ -373,8 +374,8 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Biquad<S, M> {
     /// Biquads run side by side, one node per lane: each lane's recursion
     /// is the node's own, with its own coefficients and state. The kernel
     /// is `level`'s, and fuses its multiply-adds exactly when the node does
-    /// ([`fuses`]): a node that fuses runs on a CPU with AVX-512F, which
-    /// has FMA, so every level's kernel can.
+    /// ([`fuses`]): a node that fuses runs on a CPU with FMA, so every
+    /// level's kernel can.
     fn lanes(&self, level: SimdLevel) -> Option<LaneKernel<S>> {
         #[cfg(target_arch = "x86_64")]
         if self.fused && !std::arch::is_x86_feature_detected!("fma") {
@@ -1185,15 +1186,15 @@ mod tests {
         }
     }
 
-    /// The recursion an f32 node runs, written out again per profile: on
-    /// AVX-512, repro and live with each multiply-add fused (rounded once),
+    /// The recursion an f32 node runs, written out again per profile: with
+    /// FMA (AVX2 or AVX-512), repro and live with each multiply-add fused (rounded once),
     /// elsewhere repro as strict's order and live reassociated; strict
     /// never fused. Outputs compared bit for bit.
     #[test]
     #[allow(clippy::disallowed_methods)] // the fused oracle
-    fn an_f32_biquad_fuses_its_multiply_adds_on_avx512_under_repro_and_live() {
+    fn an_f32_biquad_fuses_its_multiply_adds_with_fma_under_repro_and_live() {
         let x = test_signal(21, 4000);
-        let avx512 = SimdLevel::detect().isa() == Isa::Avx512;
+        let with_fma = SimdLevel::detect().has_fma();
         for (name, fc, q) in [
             ("bandpass", 200.0, 10.0),
             ("lowpass", 30.0, 5.0),
@@ -1214,7 +1215,7 @@ mod tests {
                     Profile::Repro => biquad_design::<crate::dsp::math::StdMath>(m, fc, q, 2.0, SR),
                     Profile::Live => biquad_design::<crate::dsp::math::FastMath>(m, fc, q, 2.0, SR),
                 };
-                let fused = avx512 && p != Profile::Strict;
+                let fused = with_fma && p != Profile::Strict;
                 let (mut z1, mut z2) = (0.0f64, 0.0f64);
                 let want: Vec<f64> = x
                     .iter()
