@@ -981,9 +981,9 @@ fn on_at_level_and_off(
 
 #[test]
 fn the_biquad_kernel_of_every_simd_level_plays_the_nodes_own_bits() {
-    // Every level this CPU runs, forced: on an AVX-512 CPU the f32 nodes
-    // under repro and live fuse their multiply-adds, so the AVX2 and scalar
-    // kernels must fuse too. Batches of 8 and one more, 16 and one more,
+    // Every level this CPU runs, forced: on a CPU with FMA (AVX2 or
+    // AVX-512) the f32 nodes under repro and live fuse their multiply-adds,
+    // so every level's kernel (the scalar one too) must fuse as well. Batches of 8 and one more, 16 and one more,
     // 64 and six more; sums over a batch of 64 and over 64 and six.
     let scenes = [
         (random_scene(9, 3), 9),
