@@ -17,6 +17,7 @@
 
 use super::{BusRef, Engine};
 use crate::dsp::fpmode::FpGuard;
+use crate::dsp::vector::SimdLevel;
 
 /// An engine fading out after a swap.
 struct Fade {
@@ -267,10 +268,10 @@ impl Deck {
         let _fp = FpGuard::new(self.current.session_flush);
         self.frames = self.current.bus().frames();
         match &mut self.fading {
-            None => map_bus(self.current.bus(), ch, &mut self.out),
+            None => map_bus(self.current.simd, self.current.bus(), ch, &mut self.out),
             Some(f) => {
-                map_bus(f.engine.bus(), ch, &mut self.out);
-                map_bus(self.current.bus(), ch, &mut self.scratch);
+                map_bus(f.engine.simd, f.engine.bus(), ch, &mut self.out);
+                map_bus(self.current.simd, self.current.bus(), ch, &mut self.scratch);
                 let len = f.len_frames as f64;
                 for i in 0..self.frames {
                     let k = (start + i as u64 - f.start) as f64;
@@ -327,8 +328,31 @@ impl Deck {
 
 /// Maps a main bus onto `ch` output channels, interleaved: bus channel d
 /// feeds output d; a mono bus also feeds output 1; a one-channel output
-/// gets the mean of all bus channels; other outputs are silent.
-fn map_bus(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
+/// gets the mean of all bus channels; other outputs are silent. With the
+/// instructions of `level` (the same values at every level).
+fn map_bus(level: SimdLevel, bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if level.has_avx2() {
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
+        return unsafe { map_bus_avx2(bus, ch, out) };
+    }
+    let _ = level;
+    map_bus_any(bus, ch, out)
+}
+
+/// [`map_bus`] with AVX2 instructions (the same conversions: the same
+/// values).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn map_bus_avx2(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
+    map_bus_any(bus, ch, out)
+}
+
+#[inline(always)]
+fn map_bus_any(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
     match bus {
         BusRef::F32(b, n) => map_channels(b, n, ch, out),
         BusRef::F64(b, n) => map_channels(b, n, ch, out),
@@ -336,6 +360,7 @@ fn map_bus(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
 }
 
 /// [`map_bus`] of the first `n` frames of `bus`, an output channel at a time.
+#[inline(always)]
 fn map_channels<S: Copy + Into<f64>>(bus: &[Vec<S>], n: usize, ch: usize, out: &mut [f64]) {
     let bc = bus.len();
     let out = &mut out[..n * ch];
@@ -443,27 +468,29 @@ mod tests {
                             wide[c][i]
                         }
                     };
-                    let mut out = vec![f64::NAN; (n + 3) * ch];
-                    map_bus(bus, ch, &mut out);
-                    for i in 0..n {
-                        for d in 0..ch {
-                            let want = if ch == 1 && bc > 1 {
-                                (0..bc).fold(0.0, |s, c| s + x(c, i)) / bc as f64
-                            } else if d < bc {
-                                x(d, i)
-                            } else if bc == 1 && d == 1 {
-                                x(0, i)
-                            } else {
-                                0.0
-                            };
-                            assert_eq!(
+                    for level in SimdLevel::available() {
+                        let mut out = vec![f64::NAN; (n + 3) * ch];
+                        map_bus(level, bus, ch, &mut out);
+                        for i in 0..n {
+                            for d in 0..ch {
+                                let want = if ch == 1 && bc > 1 {
+                                    (0..bc).fold(0.0, |s, c| s + x(c, i)) / bc as f64
+                                } else if d < bc {
+                                    x(d, i)
+                                } else if bc == 1 && d == 1 {
+                                    x(0, i)
+                                } else {
+                                    0.0
+                                };
+                                assert_eq!(
                                 out[i * ch + d].to_bits(),
                                 want.to_bits(),
-                                "bus of {bc}, {ch} outputs, f32 {f32_bus}, frame {i} output {d}"
+                                "bus of {bc}, {ch} outputs, f32 {f32_bus}, frame {i} output {d}, {level:?}"
                             );
+                            }
                         }
+                        assert!(out[n * ch..].iter().all(|x| x.is_nan()));
                     }
-                    assert!(out[n * ch..].iter().all(|x| x.is_nan()));
                 }
             }
         }

@@ -408,7 +408,7 @@ impl Engine {
             self.process_chunks(&guard, end);
         }
         if self.limit_main {
-            self.bus.clamp(frames, 1.0);
+            self.bus.clamp(self.simd, frames, 1.0);
         }
         if self.node_timing {
             self.timed_frames += frames as u64;
