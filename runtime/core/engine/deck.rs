@@ -42,6 +42,9 @@ pub struct Deck {
     /// The incoming engine's frames during a fade.
     scratch: Vec<f64>,
     frames: usize,
+    /// Whether `process` maps the bus into `out` (a host that reads the
+    /// engine's bus itself turns it off, [`map_output`](Self::map_output)).
+    map: bool,
 }
 
 /// Why a swap was refused (the offered engine comes back).
@@ -74,7 +77,14 @@ impl Deck {
             out: vec![0.0; block * channels],
             scratch: vec![0.0; block * channels],
             frames: 0,
+            map: true,
         }
+    }
+
+    /// Whether the following blocks are mapped onto the outputs
+    /// ([`output`](Self::output)); off, `output` keeps what it last had.
+    pub(crate) fn map_output(&mut self, on: bool) {
+        self.map = on;
     }
 
     /// The absolute sample of the next block's first frame.
@@ -268,6 +278,7 @@ impl Deck {
         let _fp = FpGuard::new(self.current.session_flush);
         self.frames = self.current.bus().frames();
         match &mut self.fading {
+            _ if !self.map => {}
             None => map_bus(self.current.simd, self.current.bus(), ch, &mut self.out),
             Some(f) => {
                 map_bus(f.engine.simd, f.engine.bus(), ch, &mut self.out);
@@ -281,9 +292,11 @@ impl Deck {
                         self.out[j] = self.out[j] * (1.0 - g) + self.scratch[j] * g;
                     }
                 }
-                if start + frames as u64 >= f.start + f.len_frames {
-                    self.retired = self.fading.take().map(|f| f.engine);
-                }
+            }
+        }
+        if let Some(f) = &self.fading {
+            if start + frames as u64 >= f.start + f.len_frames {
+                self.retired = self.fading.take().map(|f| f.engine);
             }
         }
     }
@@ -433,6 +446,52 @@ pub fn faded(v: f32, gain: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::{compile, CompileOptions};
+    use crate::profile::Profile;
+
+    fn engine(amp: f64) -> Box<Engine> {
+        let text = format!(
+            r#"{{"version":"1.0","seed":1,"sample_rate":48000,
+            "nodes":[{{"id":"n","op":"noise","params":{{"amp":{amp}}}}}],
+            "edges":[],"outputs":{{"main":["n:out"]}}}}"#
+        );
+        let scene = crate::scene::load_str(&text, "t.json", None).unwrap();
+        let options = CompileOptions {
+            profile: Some(Profile::Repro),
+            block_size: Some(64),
+            ..CompileOptions::default()
+        };
+        Box::new(Engine::new(compile(&scene, &options).unwrap()))
+    }
+
+    /// A fade ends and retires the engine fading out at the same block
+    /// whether the deck maps its output or not; unmapped, `output` is
+    /// never written (it keeps its initial silence).
+    #[test]
+    fn a_fade_retires_its_engine_at_the_same_block_mapped_or_not() {
+        let mut retired_at = Vec::new();
+        for map in [true, false] {
+            let mut deck = Deck::new(engine(0.5), 2);
+            deck.map_output(map);
+            deck.swap(engine(0.25), 100).ok().unwrap();
+            let mut at = None;
+            for k in 1..10 {
+                deck.process(64);
+                let silent = deck.output().iter().all(|&x| x == 0.0);
+                assert_eq!(silent, !map, "mapped {map}: block {k}");
+                if deck.take_retired().is_some() {
+                    at = Some(k);
+                    break;
+                }
+            }
+            retired_at.push(at.expect("the fade ended"));
+        }
+        assert_eq!(retired_at[0], retired_at[1]);
+        assert_eq!(
+            retired_at[0], 2,
+            "a fade of 100 frames ends in the second block"
+        );
+    }
 
     /// The bus mapped onto every output width, for every bus width and
     /// precision, is the rule of [`map_bus`] taken sample by sample: bus

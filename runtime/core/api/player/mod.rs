@@ -376,6 +376,7 @@ impl<I: InputSource + ?Sized> Player<I> {
         let end = self.deck.clock() + self.deck.block_size() as u64;
         let dc = self.device_channels;
         let mut peak = 0.0f32;
+        self.deck.map_output(true);
         let done = self.play_parts(end, feed, |p, done, frames| {
             let part = &mut p.fifo[done * dc..(done + frames) * dc];
             peak = peak.max(if p.unclipped {

@@ -23,7 +23,7 @@ impl<I: InputSource + ?Sized> Player<I> {
         feed: Option<&mut ChangeFeed>,
         mut sink: impl FnMut(BusRef<'_>) -> Result<(), E>,
     ) -> Result<u64, E> {
-        self.play_offline(end, feed, |p| sink(p.deck.engine().bus()))
+        self.play_offline(end, feed, false, |p| sink(p.deck.engine().bus()))
     }
 
     /// As [`play_bus`](Self::play_bus), handing `sink` what the outputs
@@ -38,17 +38,20 @@ impl<I: InputSource + ?Sized> Player<I> {
         feed: Option<&mut ChangeFeed>,
         mut sink: impl FnMut(&[f64]) -> Result<(), E>,
     ) -> Result<u64, E> {
-        self.play_offline(end, feed, |p| sink(p.deck.output()))
+        self.play_offline(end, feed, true, |p| sink(p.deck.output()))
     }
 
     /// The body of [`play_bus`](Self::play_bus), calling `part` with the
-    /// player after each part.
+    /// player after each part; `map`: whether the deck maps its output
+    /// (only `play_mix` reads it).
     fn play_offline<E>(
         &mut self,
         end: u64,
         feed: Option<&mut ChangeFeed>,
+        map: bool,
         mut part: impl FnMut(&mut Self) -> Result<(), E>,
     ) -> Result<u64, E> {
+        self.deck.map_output(map);
         self.serve();
         self.serve_timing();
         self.take_controls();
