@@ -1034,20 +1034,37 @@ pub(crate) unsafe fn biquad_step16_avx512<const FUSED: bool>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn all_finite_avx2<S: Sample>(x: &[S]) -> bool {
-    all_finite(x)
+unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// `f` compiled with AVX2 where `level` has it (a plain loop inside it
+/// vectorises eight f32 or four f64 wide), else as the build's target.
+/// Only the instructions differ: Rust never contracts `a * b + c`, so the
+/// values are the same at every level. For the passes around the nodes
+/// (conversions, copies, checks); kernels with explicit intrinsics
+/// dispatch on [`SimdLevel::isa`] themselves. Give it an
+/// `#[inline(always)]` closure: one not inlined into the AVX2 function is
+/// compiled for the build's target, as if called without it.
+#[inline(always)]
+pub(crate) fn at_level<R>(level: SimdLevel, f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if level.has_avx2() {
+        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
+        return unsafe { avx2(f) };
+    }
+    let _ = level;
+    f()
 }
 
 /// [`all_finite`] with the instruction set of `level`: the same answer.
 #[inline]
 pub(crate) fn all_finite_at<S: Sample>(level: SimdLevel, x: &[S]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if level.has_avx2() {
-        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
-        return unsafe { all_finite_avx2(x) };
-    }
-    let _ = level;
-    all_finite(x)
+    at_level(
+        level,
+        #[inline(always)]
+        || all_finite(x),
+    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! per-channel alignment delays (latency compensation between channels).
 
 use super::Ring;
-use crate::dsp::vector::SimdLevel;
+use crate::dsp::vector::{at_level, SimdLevel};
 use crate::dsp::{Precision, Sample};
 
 /// One precision's bus buffers.
@@ -78,33 +78,22 @@ impl Bus {
     /// Hard limit to ±`limit` (live's main-bus stage), with the
     /// instructions of `level` (the same values at every level).
     pub(crate) fn clamp(&mut self, level: SimdLevel, frames: usize, limit: f64) {
-        #[cfg(target_arch = "x86_64")]
-        if level.has_avx2() {
-            #[target_feature(enable = "avx2")]
-            unsafe fn clamp_avx2(bus: &mut Bus, frames: usize, limit: f64) {
-                bus.clamp_any(frames, limit)
-            }
-            // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
-            return unsafe { clamp_avx2(self, frames, limit) };
-        }
-        let _ = level;
-        self.clamp_any(frames, limit)
-    }
-
-    #[inline(always)]
-    fn clamp_any(&mut self, frames: usize, limit: f64) {
-        match self {
-            Bus::F32(b) => b.ch.iter_mut().for_each(|c| {
-                c[..frames]
-                    .iter_mut()
-                    .for_each(|x| *x = x.clamp(-limit as f32, limit as f32))
-            }),
-            Bus::F64(b) => b.ch.iter_mut().for_each(|c| {
-                c[..frames]
-                    .iter_mut()
-                    .for_each(|x| *x = x.clamp(-limit, limit))
-            }),
-        }
+        at_level(
+            level,
+            #[inline(always)]
+            || match self {
+                Bus::F32(b) => b.ch.iter_mut().for_each(|c| {
+                    c[..frames]
+                        .iter_mut()
+                        .for_each(|x| *x = x.clamp(-limit as f32, limit as f32))
+                }),
+                Bus::F64(b) => b.ch.iter_mut().for_each(|c| {
+                    c[..frames]
+                        .iter_mut()
+                        .for_each(|x| *x = x.clamp(-limit, limit))
+                }),
+            },
+        )
     }
 
     pub(crate) fn as_ref(&self, frames: usize) -> BusRef<'_> {

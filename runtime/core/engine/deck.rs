@@ -17,7 +17,7 @@
 
 use super::{BusRef, Engine};
 use crate::dsp::fpmode::FpGuard;
-use crate::dsp::vector::SimdLevel;
+use crate::dsp::vector::{at_level, SimdLevel};
 
 /// An engine fading out after a swap.
 struct Fade {
@@ -344,32 +344,14 @@ impl Deck {
 /// gets the mean of all bus channels; other outputs are silent. With the
 /// instructions of `level` (the same values at every level).
 fn map_bus(level: SimdLevel, bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    if level.has_avx2() {
-        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
-        return unsafe { map_bus_avx2(bus, ch, out) };
-    }
-    let _ = level;
-    map_bus_any(bus, ch, out)
-}
-
-/// [`map_bus`] with AVX2 instructions (the same conversions: the same
-/// values).
-///
-/// # Safety
-/// The CPU has AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn map_bus_avx2(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
-    map_bus_any(bus, ch, out)
-}
-
-#[inline(always)]
-fn map_bus_any(bus: BusRef<'_>, ch: usize, out: &mut [f64]) {
-    match bus {
-        BusRef::F32(b, n) => map_channels(b, n, ch, out),
-        BusRef::F64(b, n) => map_channels(b, n, ch, out),
-    }
+    at_level(
+        level,
+        #[inline(always)]
+        || match bus {
+            BusRef::F32(b, n) => map_channels(b, n, ch, out),
+            BusRef::F64(b, n) => map_channels(b, n, ch, out),
+        },
+    )
 }
 
 /// [`map_bus`] of the first `n` frames of `bus`, an output channel at a time.

@@ -43,7 +43,7 @@ use super::{db_to_lin, lin_to_db, lookahead_samples, DbCache, DB_TO_LN};
 use crate::dsp::math::StrictMath;
 use crate::dsp::math::{fast_exp2, fast_log2};
 use crate::dsp::strict_explog::{exp_lanes, log_lanes, LANES};
-use crate::dsp::vector::{Isa, SimdLevel};
+use crate::dsp::vector::{at_level, Isa, SimdLevel};
 use crate::dsp::{Math, MathKind, Sample};
 use crate::ops::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
@@ -601,31 +601,16 @@ fn apply_gains<S: Sample>(
     out: &mut [S],
     gain_out: &mut [S],
 ) {
-    #[inline(always)]
-    fn each<S: Sample>(x: &[S], gain: &[f64], makeup: f64, out: &mut [S], gain_out: &mut [S]) {
-        for (((o, go), g), x) in out.iter_mut().zip(gain_out).zip(gain).zip(x) {
-            *o = S::from_f64(x.to_f64() * (g * makeup));
-            *go = S::from_f64(*g);
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn each_avx2<S: Sample>(
-        x: &[S],
-        gain: &[f64],
-        makeup: f64,
-        out: &mut [S],
-        gain_out: &mut [S],
-    ) {
-        each(x, gain, makeup, out, gain_out)
-    }
-    #[cfg(target_arch = "x86_64")]
-    if level.has_avx2() {
-        // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
-        return unsafe { each_avx2(x, gain, makeup, out, gain_out) };
-    }
-    let _ = level;
-    each(x, gain, makeup, out, gain_out)
+    at_level(
+        level,
+        #[inline(always)]
+        || {
+            for (((o, go), g), x) in out.iter_mut().zip(gain_out).zip(gain).zip(x) {
+                *o = S::from_f64(x.to_f64() * (g * makeup));
+                *go = S::from_f64(*g);
+            }
+        },
+    )
 }
 
 #[cfg(test)]
