@@ -14,6 +14,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use super::sample::{Precision, Sample};
+use super::vector::SimdLevel;
 
 /// Which math policy a node runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,6 +32,16 @@ impl MathKind {
             MathKind::Fast => "fast",
         }
     }
+}
+
+/// Whether a node of precision `S` under math `M` fuses its multiply-adds
+/// (each `a·b + c` rounded once) at `level`: f32 under repro and live on a
+/// CPU with FMA (every level with AVX2, [`SimdLevel::has_fma`]), so the
+/// same bits with AVX2 as with AVX-512. Strict never fuses (bit-exact
+/// everywhere), nor does f64. The operators that fuse (`biquad`, `reverb`)
+/// ask here.
+pub(crate) fn fuses<S: Sample, M: Math>(level: SimdLevel) -> bool {
+    S::PRECISION == Precision::F32 && M::KIND != MathKind::Strict && level.has_fma()
 }
 
 /// A math policy. Implementors are zero-sized; nodes are generic over one, so

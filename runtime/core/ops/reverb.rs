@@ -69,9 +69,10 @@ use super::{
     build_any, by_profile, frequency_lint, no_choices, number, BuildCtx, Io, Lint, NodeProcessor,
     NodeState, OpSpec, Operator, ParamKind, ParamSpec, PartClear, Progress, StateError, Value,
 };
+use crate::dsp::math::fuses;
 use crate::dsp::state::ring_part;
 use crate::dsp::vector::SimdLevel;
-use crate::dsp::{Math, MathKind, Precision, Sample};
+use crate::dsp::{Math, Precision, Sample};
 use crate::profile::Profile;
 use crate::scene::Dimension;
 use std::marker::PhantomData;
@@ -201,14 +202,6 @@ const fn walsh(row: usize, i: usize) -> f64 {
     } else {
         -1.0
     }
-}
-
-/// Whether the network of precision `S` under math `M` fuses its
-/// multiply-adds at `level`: f32 under repro and live on a CPU with FMA
-/// (`SimdLevel::has_fma`), the same bits there at every instruction set
-/// and block size. Strict never fuses (bit-exact everywhere), nor does f64.
-fn fuses<S: Sample, M: Math>(level: SimdLevel) -> bool {
-    S::PRECISION == Precision::F32 && M::KIND != MathKind::Strict && level.has_fma()
 }
 
 /// `a·b + c` rounded once. Call it only where FMA instructions are

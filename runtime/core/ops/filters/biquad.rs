@@ -26,6 +26,7 @@ use super::{
     built_enum, design_cutoff_hz, enum_index, limit, DesignCache, CUTOFF_PARAM, MAX_CUTOFF_RATIO,
     MAX_Q, MIN_CUTOFF_HZ, MIN_Q, Q_PARAM, TWO_PI,
 };
+use crate::dsp::math::fuses;
 use crate::dsp::vector::{Isa, SimdLevel};
 use crate::dsp::{Math, MathKind, Precision, Sample};
 use crate::ops::{
@@ -226,15 +227,6 @@ struct Biquad<S, M> {
     /// Runs [`tick_fused`](Self::tick_fused) ([`fuses`]).
     fused: bool,
     _m: PhantomData<fn() -> (S, M)>,
-}
-
-/// Whether a biquad of precision `S` under math `M` runs its recursion
-/// with fused multiply-adds on a CPU of `level`: f32 nodes under repro and
-/// live on a CPU with FMA (a level with AVX2, [`SimdLevel::has_fma`]),
-/// where the lane kernels fuse too. Strict never fuses (bit-exact everywhere); f64 nodes keep the
-/// unfused recursion.
-fn fuses<S: Sample, M: Math>(level: SimdLevel) -> bool {
-    S::PRECISION == Precision::F32 && M::KIND != MathKind::Strict && level.has_fma()
 }
 
 impl<S: Sample, M: Math> Biquad<S, M> {
