@@ -983,12 +983,17 @@ fn on_at_level_and_off(
 fn the_biquad_kernel_of_every_simd_level_plays_the_nodes_own_bits() {
     // Every level this CPU runs, forced: on a CPU with FMA (AVX2 or
     // AVX-512) the f32 nodes under repro and live fuse their multiply-adds,
-    // so every level's kernel (the scalar one too) must fuse as well. Batches of 8 and one more, 16 and one more,
-    // 64 and six more; sums over a batch of 64 and over 64 and six.
+    // so every level's kernel (the scalar one too) must fuse as well.
+    // Batches of 8 and one more, 16 and one more, 32 and 8 (AVX2's full
+    // batch and its transposed rest), 64 and six more; sums over a batch of
+    // 32, of 64 (AVX2: two batches, the second adding to the first's sum)
+    // and over 64 and six.
     let scenes = [
         (random_scene(9, 3), 9),
         (random_scene(17, 99), 17),
+        (random_scene(40, 31), 40),
         (random_scene(70, 123), 70),
+        (fused_scene(32, 6, false), 32),
         (fused_scene(64, 4, false), 64),
         (fused_scene(70, 5, false), 70),
     ];

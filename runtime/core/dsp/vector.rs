@@ -1032,6 +1032,181 @@ pub(crate) unsafe fn biquad_step16_avx512<const FUSED: bool>(
     _mm256_storeu_ps(p.add(8), _mm512_cvtpd_ps(y[1]));
 }
 
+/// The 8 × 8 transpose of f32 rows in AVX2 registers (`r[i][j]` →
+/// `w[j][i]`): unpacks, in-lane shuffles and 128-bit lane swaps, 24 in
+/// all. Moves data only.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) unsafe fn transpose8_regs(
+    r: [std::arch::x86_64::__m256; 8],
+) -> [std::arch::x86_64::__m256; 8] {
+    use std::arch::x86_64::*;
+    let mut t = [_mm256_setzero_ps(); 8];
+    for k in 0..4 {
+        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    let mut u = [_mm256_setzero_ps(); 8];
+    for k in 0..2 {
+        let (a, b, c, d) = (t[4 * k], t[4 * k + 1], t[4 * k + 2], t[4 * k + 3]);
+        u[4 * k] = _mm256_shuffle_ps::<0x44>(a, c);
+        u[4 * k + 1] = _mm256_shuffle_ps::<0xEE>(a, c);
+        u[4 * k + 2] = _mm256_shuffle_ps::<0x44>(b, d);
+        u[4 * k + 3] = _mm256_shuffle_ps::<0xEE>(b, d);
+    }
+    let mut w = [_mm256_setzero_ps(); 8];
+    for k in 0..4 {
+        w[k] = _mm256_permute2f128_ps::<0x20>(u[k], u[4 + k]);
+        w[4 + k] = _mm256_permute2f128_ps::<0x31>(u[k], u[4 + k]);
+    }
+    w
+}
+
+/// Frames `at..at + 8` of 8 rows (`rows[l]`, at least `at + 8` long each)
+/// transposed into `m`: `m[t][l] = rows[l][at + t]`, as
+/// [`transpose16_in_avx512`] does with 16.
+///
+/// # Safety
+/// The CPU must have AVX2 (as a `SimdLevel` of [`Isa::Avx2`] or wider shows).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) unsafe fn transpose8_in_avx2(rows: &[&[f32]], at: usize, m: &mut [[f32; 8]; 8]) {
+    use std::arch::x86_64::*;
+    let r: [__m256; 8] = core::array::from_fn(|l| _mm256_loadu_ps(rows[l][at..at + 8].as_ptr()));
+    for (row, v) in m.iter_mut().zip(transpose8_regs(r)) {
+        _mm256_storeu_ps(row.as_mut_ptr(), v);
+    }
+}
+
+/// `m` transposed out to frames `at..at + 8` of 8 rows, and added into
+/// `sum` in row order from registers, as [`transpose16_out_avx512`] does
+/// with 16.
+///
+/// # Safety
+/// The CPU must have AVX2 (as a `SimdLevel` of [`Isa::Avx2`] or wider shows).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) unsafe fn transpose8_out_avx2(
+    m: &[[f32; 8]; 8],
+    rows: &mut [&mut [f32]],
+    at: usize,
+    sum: Option<&mut [f32; 8]>,
+    first: bool,
+) {
+    use std::arch::x86_64::*;
+    let r: [__m256; 8] = core::array::from_fn(|t| _mm256_loadu_ps(m[t].as_ptr()));
+    let w = transpose8_regs(r);
+    for (row, v) in rows.iter_mut().zip(w) {
+        _mm256_storeu_ps(row[at..at + 8].as_mut_ptr(), v);
+    }
+    if let Some(acc) = sum {
+        let mut a = if first {
+            w[0]
+        } else {
+            _mm256_loadu_ps(acc.as_ptr())
+        };
+        for (l, v) in w.into_iter().enumerate() {
+            if l > 0 || !first {
+                a = _mm256_add_ps(a, v);
+            }
+        }
+        _mm256_storeu_ps(acc.as_mut_ptr(), a);
+    }
+}
+
+/// Eight f64 lanes as two AVX2 vectors (lanes 0–3 and 4–7): the
+/// coefficients and state of 8 biquads side by side.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Lanes8([std::arch::x86_64::__m256d; 2]);
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes8 {
+    pub(crate) const ZERO: Lanes8 =
+        // SAFETY: eight f64 zeros are two vectors of four f64 zeros.
+        Lanes8(unsafe {
+            std::mem::transmute::<[f64; 8], [std::arch::x86_64::__m256d; 2]>([0.0; 8])
+        });
+
+    /// The 8 values of `x` (its length must be 8).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(crate) unsafe fn load(x: &[f64]) -> Lanes8 {
+        use std::arch::x86_64::*;
+        assert_eq!(x.len(), 8);
+        let p = x.as_ptr();
+        Lanes8([_mm256_loadu_pd(p), _mm256_loadu_pd(p.add(4))])
+    }
+
+    /// Writes the 8 lanes to `x` (its length must be 8).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(crate) unsafe fn store(self, x: &mut [f64]) {
+        use std::arch::x86_64::*;
+        assert_eq!(x.len(), 8);
+        let p = x.as_mut_ptr();
+        _mm256_storeu_pd(p, self.0[0]);
+        _mm256_storeu_pd(p.add(4), self.0[1]);
+    }
+}
+
+/// [`biquad_step16_avx512`] on 8 biquads with AVX2: the same operations
+/// in the same order in each lane, so the same bits.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA (as a `SimdLevel` of [`Isa::Avx2`] or
+/// wider shows).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(crate) unsafe fn biquad_step8_avx2<const FUSED: bool>(
+    short: bool,
+    c: &[Lanes8; 5],
+    z1: &mut Lanes8,
+    z2: &mut Lanes8,
+    row: &mut [f32; 8],
+) {
+    use std::arch::x86_64::*;
+    let p = row.as_mut_ptr();
+    let mut y = [
+        _mm256_cvtps_pd(_mm_loadu_ps(p)),
+        _mm256_cvtps_pd(_mm_loadu_ps(p.add(4))),
+    ];
+    for (h, yh) in y.iter_mut().enumerate() {
+        let x = *yh;
+        let [b0, b1, b2, a1, a2] = [c[0].0[h], c[1].0[h], c[2].0[h], c[3].0[h], c[4].0[h]];
+        let (s1, s2) = (z1.0[h], z2.0[h]);
+        let out = if FUSED {
+            let out = _mm256_fmadd_pd(b0, x, s1);
+            z1.0[h] = _mm256_fnmadd_pd(a1, out, _mm256_fmadd_pd(b1, x, s2));
+            z2.0[h] = _mm256_fnmadd_pd(a2, out, _mm256_mul_pd(b2, x));
+            out
+        } else {
+            let out = _mm256_add_pd(_mm256_mul_pd(b0, x), s1);
+            let (b1x, a1y) = (_mm256_mul_pd(b1, x), _mm256_mul_pd(a1, out));
+            z1.0[h] = if short {
+                _mm256_sub_pd(_mm256_add_pd(b1x, s2), a1y)
+            } else {
+                _mm256_add_pd(_mm256_sub_pd(b1x, a1y), s2)
+            };
+            z2.0[h] = _mm256_sub_pd(_mm256_mul_pd(b2, x), _mm256_mul_pd(a2, out));
+            out
+        };
+        *yh = out;
+    }
+    _mm_storeu_ps(p, _mm256_cvtpd_ps(y[0]));
+    _mm_storeu_ps(p.add(4), _mm256_cvtpd_ps(y[1]));
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
@@ -1402,17 +1577,16 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// The AVX-512 step of 16 biquads, in its three orders (fused, live's
-    /// reassociated, strict's), against each lane's recursion written out
-    /// in scalar f64: the same bits over 300 frames of random samples and
-    /// 16 different filters.
-    #[test]
+    /// `run(fused, short, c, rows)`, a vector step of `W` biquads from zero
+    /// state over `rows` (returning the rows out and the state left), in
+    /// its three orders (fused, live's reassociated, strict's), against
+    /// each lane's recursion written out in scalar f64: the same bits over
+    /// 300 frames of random samples and `W` different filters.
     #[allow(clippy::disallowed_methods)] // the fused oracle
     #[allow(clippy::needless_range_loop)] // lane l of five coefficient rows
-    fn the_avx512_biquad_step_runs_each_lanes_own_recursion_bit_for_bit() {
-        if SimdLevel::detect().isa() != Isa::Avx512 {
-            return;
-        }
+    fn biquad_step_runs_each_lanes_own_recursion<const W: usize>(
+        run: impl Fn(bool, bool, &[[f64; W]; 5], &mut [[f32; W]]) -> ([f64; W], [f64; W]),
+    ) {
         let mut r = 7u64;
         let mut uniform = move || {
             r = r
@@ -1421,8 +1595,8 @@ mod tests {
             (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
         };
         // Stable poles of radius < 1: a1 = −2ρcos θ, a2 = ρ².
-        let mut c = [[0f64; 16]; 5];
-        for l in 0..16 {
+        let mut c = [[0f64; W]; 5];
+        for l in 0..W {
             let (rho, theta) = (0.5 + 0.499 * uniform().abs(), 3.0 * uniform().abs());
             c[0][l] = uniform();
             c[1][l] = uniform();
@@ -1431,16 +1605,15 @@ mod tests {
             c[4][l] = rho * rho;
         }
         for (fused, short) in [(true, false), (false, true), (false, false)] {
-            // SAFETY: detect saw AVX-512F.
-            let cs = unsafe { c.map(|v| Lanes16::load(&v)) };
-            let (mut s1, mut s2) = (Lanes16::ZERO, Lanes16::ZERO);
-            let mut z = [[0f64; 2]; 16];
-            for _ in 0..300 {
-                let mut row = [0f32; 16];
-                row.iter_mut().for_each(|x| *x = uniform() as f32);
-                let mut want = [0f32; 16];
-                for (l, w) in want.iter_mut().enumerate() {
-                    let x = row[l] as f64;
+            let mut rows = vec![[0f32; W]; 300];
+            rows.iter_mut()
+                .flatten()
+                .for_each(|x| *x = uniform() as f32);
+            let mut want = rows.clone();
+            let mut z = [[0f64; 2]; W];
+            for row in want.iter_mut() {
+                for (l, w) in row.iter_mut().enumerate() {
+                    let x = *w as f64;
                     let [b0, b1, b2, a1, a2] = [c[0][l], c[1][l], c[2][l], c[3][l], c[4][l]];
                     let [z1, z2] = &mut z[l];
                     let y;
@@ -1459,26 +1632,119 @@ mod tests {
                     }
                     *w = y as f32;
                 }
-                // SAFETY: detect saw AVX-512F.
+            }
+            let (z1, z2) = run(fused, short, &c, &mut rows);
+            let bits = |v: &[[f32; W]]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&rows), bits(&want), "fused {fused}, short {short}");
+            for l in 0..W {
+                assert_eq!(z1[l].to_bits(), z[l][0].to_bits());
+                assert_eq!(z2[l].to_bits(), z[l][1].to_bits());
+            }
+        }
+    }
+
+    #[test]
+    fn the_avx512_biquad_step_runs_each_lanes_own_recursion_bit_for_bit() {
+        if SimdLevel::detect().isa() != Isa::Avx512 {
+            return;
+        }
+        biquad_step_runs_each_lanes_own_recursion::<16>(|fused, short, c, rows| {
+            // SAFETY (each call): detect saw AVX-512F.
+            let cs = unsafe { c.map(|v| Lanes16::load(&v)) };
+            let (mut s1, mut s2) = (Lanes16::ZERO, Lanes16::ZERO);
+            for row in rows.iter_mut() {
                 unsafe {
                     if fused {
-                        biquad_step16_avx512::<true>(short, &cs, &mut s1, &mut s2, &mut row);
+                        biquad_step16_avx512::<true>(short, &cs, &mut s1, &mut s2, row);
                     } else {
-                        biquad_step16_avx512::<false>(short, &cs, &mut s1, &mut s2, &mut row);
+                        biquad_step16_avx512::<false>(short, &cs, &mut s1, &mut s2, row);
                     }
                 }
-                let bits = |v: &[f32; 16]| v.map(f32::to_bits);
-                assert_eq!(bits(&row), bits(&want), "fused {fused}, short {short}");
             }
             let (mut z1, mut z2) = ([0f64; 16], [0f64; 16]);
-            // SAFETY: detect saw AVX-512F.
             unsafe {
                 s1.store(&mut z1);
                 s2.store(&mut z2);
             }
-            for l in 0..16 {
-                assert_eq!(z1[l].to_bits(), z[l][0].to_bits());
-                assert_eq!(z2[l].to_bits(), z[l][1].to_bits());
+            (z1, z2)
+        });
+    }
+
+    #[test]
+    fn the_avx2_biquad_step_runs_each_lanes_own_recursion_bit_for_bit() {
+        if !SimdLevel::detect().has_fma() {
+            return;
+        }
+        biquad_step_runs_each_lanes_own_recursion::<8>(|fused, short, c, rows| {
+            // SAFETY (each call): the level has AVX2 and FMA.
+            let cs = unsafe { c.map(|v| Lanes8::load(&v)) };
+            let (mut s1, mut s2) = (Lanes8::ZERO, Lanes8::ZERO);
+            for row in rows.iter_mut() {
+                unsafe {
+                    if fused {
+                        biquad_step8_avx2::<true>(short, &cs, &mut s1, &mut s2, row);
+                    } else {
+                        biquad_step8_avx2::<false>(short, &cs, &mut s1, &mut s2, row);
+                    }
+                }
+            }
+            let (mut z1, mut z2) = ([0f64; 8], [0f64; 8]);
+            unsafe {
+                s1.store(&mut z1);
+                s2.store(&mut z2);
+            }
+            (z1, z2)
+        });
+    }
+
+    /// The AVX2 transposes in and out (with and without a sum, first or
+    /// not) move each value to its place, NaN and all, and the sum adds
+    /// the rows in order.
+    #[test]
+    fn the_avx2_transposes_in_and_out_are_the_transpose() {
+        if !SimdLevel::detect().has_avx2() {
+            return;
+        }
+        let src: Vec<Vec<f32>> = (0..8)
+            .map(|l| (0..19).map(|t| (l * 100 + t) as f32 + 0.25).collect())
+            .collect();
+        let mut src = src;
+        src[5][9] = f32::NAN;
+        let rows: Vec<&[f32]> = src.iter().map(|r| r.as_slice()).collect();
+        let mut m = [[0f32; 8]; 8];
+        // SAFETY: the level has AVX2; every row is at least 3 + 8 long.
+        unsafe { transpose8_in_avx2(&rows, 3, &mut m) };
+        for (t, row) in m.iter().enumerate() {
+            for (l, x) in row.iter().enumerate() {
+                assert_eq!(
+                    x.to_bits(),
+                    src[l][3 + t].to_bits(),
+                    "in: frame {t}, row {l}"
+                );
+            }
+        }
+        for (first, start) in [(true, f32::NAN), (false, 0.5)] {
+            let mut out = vec![vec![0f32; 12]; 8];
+            let mut acc = [start; 8];
+            let mut outs: Vec<&mut [f32]> = out.iter_mut().map(|r| r.as_mut_slice()).collect();
+            // SAFETY: as above; every output is at least 4 + 8 long.
+            unsafe { transpose8_out_avx2(&m, &mut outs, 4, Some(&mut acc), first) };
+            for l in 0..8 {
+                assert_eq!(out[l][..4], [0.0; 4]);
+                for t in 0..8 {
+                    assert_eq!(out[l][4 + t].to_bits(), m[t][l].to_bits(), "out: {l}, {t}");
+                }
+            }
+            for t in 0..8 {
+                let mut want = if first { m[t][0] } else { start + m[t][0] };
+                for x in &m[t][1..] {
+                    want += x;
+                }
+                assert_eq!(
+                    acc[t].to_bits(),
+                    want.to_bits(),
+                    "sum, first {first}: frame {t}"
+                );
             }
         }
     }

@@ -27,6 +27,8 @@ use super::{
     MAX_Q, MIN_CUTOFF_HZ, MIN_Q, Q_PARAM, TWO_PI,
 };
 use crate::dsp::math::fuses;
+#[cfg(target_arch = "x86_64")]
+use crate::dsp::vector;
 use crate::dsp::vector::{Isa, SimdLevel};
 use crate::dsp::{Math, MathKind, Precision, Sample};
 use crate::ops::{
@@ -418,12 +420,165 @@ fn step_lanes<S: Sample, M: Math, const L: usize, const FUSED: bool>(
     }
 }
 
-/// The lane kernel ([`LaneKernel`]): members in batches of `L` (8: a
-/// vector of f32 with AVX2; 16 with AVX-512), each batch's input moved
-/// into a frame × lane tile, run through [`step_lanes`], and moved out to
-/// the members' outputs.
+/// A vector unit's way of running a full batch transposed
+/// ([`transposed_f32`]): `W` × `W` blocks of f32 moved between members and
+/// frames in registers, and one step of `W` biquads in f64 lanes
+/// ([`Biquad::step`] in each lane: the same bits).
+trait Tiles<const W: usize> {
+    /// Whether full batches run transposed (else through the tile alone).
+    const ON: bool = true;
+    /// `W` f64 lanes.
+    type Lanes: Copy;
+    const ZERO: Self::Lanes;
+    /// # Safety
+    /// The CPU must have the unit (as every method's).
+    unsafe fn load(x: &[f64]) -> Self::Lanes;
+    unsafe fn store(v: Self::Lanes, x: &mut [f64]);
+    unsafe fn rows_in(rows: &[&[f32]], at: usize, m: &mut [[f32; W]; W]);
+    unsafe fn rows_out(
+        m: &[[f32; W]; W],
+        rows: &mut [&mut [f32]],
+        at: usize,
+        sum: Option<&mut [f32; W]>,
+        first: bool,
+    );
+    unsafe fn step<const FUSED: bool>(
+        short: bool,
+        c: &[Self::Lanes; 5],
+        z1: &mut Self::Lanes,
+        z2: &mut Self::Lanes,
+        row: &mut [f32; W],
+    );
+}
+
+/// No transposed path: every batch through the tile.
+struct NoTiles;
+impl<const W: usize> Tiles<W> for NoTiles {
+    const ON: bool = false;
+    type Lanes = ();
+    const ZERO: () = ();
+    unsafe fn load(_: &[f64]) {}
+    unsafe fn store(_: (), _: &mut [f64]) {}
+    unsafe fn rows_in(_: &[&[f32]], _: usize, _: &mut [[f32; W]; W]) {
+        unreachable!("no transposed path")
+    }
+    unsafe fn rows_out(
+        _: &[[f32; W]; W],
+        _: &mut [&mut [f32]],
+        _: usize,
+        _: Option<&mut [f32; W]>,
+        _: bool,
+    ) {
+        unreachable!("no transposed path")
+    }
+    unsafe fn step<const FUSED: bool>(
+        _: bool,
+        _: &[(); 5],
+        _: &mut (),
+        _: &mut (),
+        _: &mut [f32; W],
+    ) {
+        unreachable!("no transposed path")
+    }
+}
+
+/// AVX-512: blocks of 16.
+#[cfg(target_arch = "x86_64")]
+struct Avx512Tiles;
+#[cfg(target_arch = "x86_64")]
+impl Tiles<16> for Avx512Tiles {
+    type Lanes = vector::Lanes16;
+    const ZERO: vector::Lanes16 = vector::Lanes16::ZERO;
+    #[inline(always)]
+    unsafe fn load(x: &[f64]) -> vector::Lanes16 {
+        vector::Lanes16::load(x)
+    }
+    #[inline(always)]
+    unsafe fn store(v: vector::Lanes16, x: &mut [f64]) {
+        v.store(x)
+    }
+    #[inline(always)]
+    unsafe fn rows_in(rows: &[&[f32]], at: usize, m: &mut [[f32; 16]; 16]) {
+        vector::transpose16_in_avx512(rows, at, m)
+    }
+    #[inline(always)]
+    unsafe fn rows_out(
+        m: &[[f32; 16]; 16],
+        rows: &mut [&mut [f32]],
+        at: usize,
+        sum: Option<&mut [f32; 16]>,
+        first: bool,
+    ) {
+        vector::transpose16_out_avx512(m, rows, at, sum, first)
+    }
+    #[inline(always)]
+    unsafe fn step<const FUSED: bool>(
+        short: bool,
+        c: &[vector::Lanes16; 5],
+        z1: &mut vector::Lanes16,
+        z2: &mut vector::Lanes16,
+        row: &mut [f32; 16],
+    ) {
+        vector::biquad_step16_avx512::<FUSED>(short, c, z1, z2, row)
+    }
+}
+
+/// AVX2 with FMA: blocks of 8.
+#[cfg(target_arch = "x86_64")]
+struct Avx2Tiles;
+#[cfg(target_arch = "x86_64")]
+impl Tiles<8> for Avx2Tiles {
+    type Lanes = vector::Lanes8;
+    const ZERO: vector::Lanes8 = vector::Lanes8::ZERO;
+    #[inline(always)]
+    unsafe fn load(x: &[f64]) -> vector::Lanes8 {
+        vector::Lanes8::load(x)
+    }
+    #[inline(always)]
+    unsafe fn store(v: vector::Lanes8, x: &mut [f64]) {
+        v.store(x)
+    }
+    #[inline(always)]
+    unsafe fn rows_in(rows: &[&[f32]], at: usize, m: &mut [[f32; 8]; 8]) {
+        vector::transpose8_in_avx2(rows, at, m)
+    }
+    #[inline(always)]
+    unsafe fn rows_out(
+        m: &[[f32; 8]; 8],
+        rows: &mut [&mut [f32]],
+        at: usize,
+        sum: Option<&mut [f32; 8]>,
+        first: bool,
+    ) {
+        vector::transpose8_out_avx2(m, rows, at, sum, first)
+    }
+    #[inline(always)]
+    unsafe fn step<const FUSED: bool>(
+        short: bool,
+        c: &[vector::Lanes8; 5],
+        z1: &mut vector::Lanes8,
+        z2: &mut vector::Lanes8,
+        row: &mut [f32; 8],
+    ) {
+        vector::biquad_step8_avx2::<FUSED>(short, c, z1, z2, row)
+    }
+}
+
+/// The lane kernel ([`LaneKernel`]): members in batches of `L`, a full
+/// batch of f32 members transposed `W` at a time by `T` where it has a
+/// transposed path, else each batch's input moved into a frame × lane
+/// tile, run through [`step_lanes`], and moved out to the members'
+/// outputs. With `sum`, full transposed batches add their outputs into it
+/// as they go (the frames they do are returned with the finite mask).
 #[inline(always)]
-fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool, const FUSED: bool>(
+fn biquad_lanes_body<
+    S: Sample,
+    M: Math,
+    const L: usize,
+    const W: usize,
+    T: Tiles<W>,
+    const FUSED: bool,
+>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
     mut sum: Option<(&mut [S], bool)>,
@@ -448,12 +603,20 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool, const 
         // Members whose f32 outputs the transposed path found finite, if it
         // ran every frame.
         let mut fits = 0u64;
-        if T16 && batch.len() == L {
+        if T::ON && batch.len() == L {
             let checked;
-            (done, checked) =
-                transposed_f32::<S, M, L, FUSED>(batch, &c, &mut z1, &mut z2, n, sum.as_mut());
-            if sum.is_some() {
+            (done, checked) = transposed_f32::<S, M, L, W, T, FUSED>(
+                batch,
+                &c,
+                &mut z1,
+                &mut z2,
+                n,
+                sum.as_mut(),
+            );
+            if let Some((_, first)) = sum.as_mut() {
                 summed = done;
+                // The next batch adds to what this one summed.
+                *first &= done == 0;
             }
             if done == n {
                 fits = checked;
@@ -505,22 +668,29 @@ fn biquad_lanes_body<S: Sample, M: Math, const L: usize, const T16: bool, const 
     (finite, summed)
 }
 
-/// The whole 16-frame spans of a full batch of `L` f32 members (`L` a
-/// multiple of 16, at most 64), through 16 × 16 blocks transposed in
-/// registers (AVX-512) rather than moved sample by sample: the frames of
+/// The whole `W`-frame spans of a full batch of `L` f32 members (`L` a
+/// multiple of `W`, at most `4·W`), through `W` × `W` blocks transposed in
+/// registers (`T`) rather than moved sample by sample: the frames of
 /// one member load as one vector, straight from its input, and store
 /// straight to its output. The recursion is [`step_lanes`] on each block
-/// of 16 members, the blocks' independent recursions interleaved frame by
+/// of `W` members, the blocks' independent recursions interleaved frame by
 /// frame. Returns the frames done (0 unless the samples are f32) and a
 /// mask of the members (bit `l`: member `l`) whose f32 outputs over them
 /// are finite: the recursion's f64 output is finite while its state is,
 /// but may round to infinity in f32. With a sum, that is every member if
 /// the sum is finite throughout (an infinite output makes it infinite or
 /// NaN for good), else none; without, each member's outputs are checked
-/// in the registers the recursion leaves them in. Call it only from an
-/// AVX-512 kernel.
+/// in the registers the recursion leaves them in. Call it only from a
+/// kernel compiled for `T`'s unit, on a CPU that has it.
 #[inline(always)]
-fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
+fn transposed_f32<
+    S: Sample,
+    M: Math,
+    const L: usize,
+    const W: usize,
+    T: Tiles<W>,
+    const FUSED: bool,
+>(
     batch: &mut [LaneMember<'_, S>],
     c: &[[f64; L]; 5],
     z1: &mut [f64; L],
@@ -530,8 +700,8 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
 ) -> (usize, u64) {
     use std::any::Any;
     const MAX: usize = 4;
-    let k = L / 16;
-    if cfg!(not(target_arch = "x86_64")) || !L.is_multiple_of(16) || k > MAX || batch.len() != L {
+    let k = L / W;
+    if !T::ON || !L.is_multiple_of(W) || k > MAX || batch.len() != L {
         return (0, 0);
     }
     if std::any::TypeId::of::<S>() != std::any::TypeId::of::<f32>() {
@@ -546,9 +716,9 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
         }
         None => None,
     };
-    let whole = n / 16 * 16;
-    let mut ins: [&[f32]; 16 * MAX] = [&[]; 16 * MAX];
-    let mut outs: [&mut [f32]; 16 * MAX] = std::array::from_fn(|_| <&mut [f32]>::default());
+    let whole = n / W * W;
+    let mut ins: [&[f32]; L] = [&[]; L];
+    let mut outs: [&mut [f32]; L] = std::array::from_fn(|_| <&mut [f32]>::default());
     for (l, m) in batch.iter_mut().enumerate() {
         let input: &dyn Any = &m.inputs[0];
         let output: &mut dyn Any = &mut m.outputs[0];
@@ -566,58 +736,42 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
     if sum.as_ref().is_some_and(|(d, _)| d.len() < whole) {
         return (0, 0);
     }
-    #[cfg(target_arch = "x86_64")]
-    use crate::dsp::vector::Lanes16;
-    // Each block of 16 members: its coefficients and state, as two vectors
-    // of eight f64 each.
-    #[cfg(target_arch = "x86_64")]
+    // Each block of `W` members: its coefficients and state in f64 lanes.
+    // SAFETY (every `T` call below): the caller is compiled for `T`'s unit
+    // and runs on a CPU that has it; each input and output is at least
+    // `whole` long, and so is the sum.
     let (cs, mut s1, mut s2) = {
-        let mut cs = [[Lanes16::ZERO; 5]; MAX];
-        let (mut s1, mut s2) = ([Lanes16::ZERO; MAX], [Lanes16::ZERO; MAX]);
+        let mut cs = [[T::ZERO; 5]; MAX];
+        let (mut s1, mut s2) = ([T::ZERO; MAX], [T::ZERO; MAX]);
         for b in 0..k {
-            let r = 16 * b..16 * b + 16;
+            let r = W * b..W * b + W;
             for j in 0..5 {
-                // SAFETY: only the AVX-512 kernel runs this (as below).
-                cs[b][j] = unsafe { Lanes16::load(&c[j][r.clone()]) };
+                cs[b][j] = unsafe { T::load(&c[j][r.clone()]) };
             }
-            // SAFETY: as above.
             unsafe {
-                s1[b] = Lanes16::load(&z1[r.clone()]);
-                s2[b] = Lanes16::load(&z2[r]);
+                s1[b] = T::load(&z1[r.clone()]);
+                s2[b] = T::load(&z2[r]);
             }
         }
         (cs, s1, s2)
     };
-    let mut blocks = [[[0f32; 16]; 16]; MAX];
+    let mut blocks = [[[0f32; W]; W]; MAX];
     // `x · 0` summed: 0 while every `x` is finite, NaN from the first that
     // is not. Per block's lanes without a sum; the sum's frames with one.
-    let mut check = [[0f32; 16]; MAX];
-    for t0 in (0..whole).step_by(16) {
+    let mut check = [[0f32; W]; MAX];
+    for t0 in (0..whole).step_by(W) {
         for (b, block) in blocks[..k].iter_mut().enumerate() {
-            // SAFETY: only the AVX-512 kernel runs this, chosen for a
-            // `SimdLevel` of AVX-512; each input is at least `whole` long.
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                crate::dsp::vector::transpose16_in_avx512(&ins[16 * b..16 * b + 16], t0, block)
-            };
+            unsafe { T::rows_in(&ins[W * b..W * b + W], t0, block) };
         }
         // Frame t of every block in turn: the blocks' recursions are
         // independent, so they overlap instead of waiting on one another.
-        // Each is `step_lanes` on 16 members, written in vectors of f64.
-        #[cfg(target_arch = "x86_64")]
+        // Each is `step_lanes` on `W` members, written in vectors of f64.
         #[allow(clippy::needless_range_loop)]
-        for t in 0..16 {
+        for t in 0..W {
             for b in 0..k {
                 let fast = M::KIND == MathKind::Fast;
-                // SAFETY: as above.
                 unsafe {
-                    crate::dsp::vector::biquad_step16_avx512::<FUSED>(
-                        fast,
-                        &cs[b],
-                        &mut s1[b],
-                        &mut s2[b],
-                        &mut blocks[b][t],
-                    )
+                    T::step::<FUSED>(fast, &cs[b], &mut s1[b], &mut s2[b], &mut blocks[b][t])
                 };
                 if sum.is_none() {
                     for (c, x) in check[b].iter_mut().zip(&blocks[b][t]) {
@@ -628,18 +782,16 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
         }
         // The blocks out to the members' outputs and, from the same
         // registers, into the sum in member order.
-        let mut acc = [0f32; 16];
+        let mut acc = [0f32; W];
         if let Some((dst, _)) = sum.as_ref() {
-            acc.copy_from_slice(&dst[t0..t0 + 16]);
+            acc.copy_from_slice(&dst[t0..t0 + W]);
         }
         for (b, block) in blocks[..k].iter().enumerate() {
             let first = b == 0 && sum.as_ref().is_some_and(|(_, first)| *first);
-            // SAFETY: as above; each output is at least `whole` long.
-            #[cfg(target_arch = "x86_64")]
             unsafe {
-                crate::dsp::vector::transpose16_out_avx512(
+                T::rows_out(
                     block,
-                    &mut outs[16 * b..16 * b + 16],
+                    &mut outs[W * b..W * b + W],
                     t0,
                     sum.is_some().then_some(&mut acc),
                     first,
@@ -647,28 +799,30 @@ fn transposed_f32<S: Sample, M: Math, const L: usize, const FUSED: bool>(
             };
         }
         if let Some((dst, _)) = sum.as_mut() {
-            dst[t0..t0 + 16].copy_from_slice(&acc);
+            dst[t0..t0 + W].copy_from_slice(&acc);
             for (c, x) in check[0].iter_mut().zip(&acc) {
                 *c += *x * 0.0;
             }
         }
     }
-    #[cfg(target_arch = "x86_64")]
     for b in 0..k {
-        // SAFETY: as above.
         unsafe {
-            s1[b].store(&mut z1[16 * b..16 * b + 16]);
-            s2[b].store(&mut z2[16 * b..16 * b + 16]);
+            T::store(s1[b], &mut z1[W * b..W * b + W]);
+            T::store(s2[b], &mut z2[W * b..W * b + W]);
         }
     }
-    (whole, finite_members::<L>(&check, k, sum.is_some()))
+    (whole, finite_members::<L, W>(&check, k, sum.is_some()))
 }
 
 /// The mask of members (bit `l`: member `l`) whose checks in the first
 /// `k` blocks of `check` (`x · 0` summed: 0 while finite) stayed 0: with
 /// a sum, its one check in `check[0]` says for every member at once.
 #[inline(always)]
-fn finite_members<const L: usize>(check: &[[f32; 16]], k: usize, summed: bool) -> u64 {
+fn finite_members<const L: usize, const W: usize>(
+    check: &[[f32; W]],
+    k: usize,
+    summed: bool,
+) -> u64 {
     if summed {
         if check[0].iter().all(|c| *c == 0.0) {
             u64::MAX >> (64 - L)
@@ -721,7 +875,7 @@ fn biquad_lanes<S: Sample, M: Math>(
     _start: u64,
     sum: Option<&mut LaneSum<'_, S>>,
 ) -> u64 {
-    let (finite, _) = biquad_lanes_body::<S, M, 8, false, false>(members, n, None);
+    let (finite, _) = biquad_lanes_body::<S, M, 8, 8, NoTiles, false>(members, n, None);
     sum_outputs(members, n, 0, sum);
     finite
 }
@@ -736,7 +890,7 @@ fn biquad_lanes_fused<S: Sample, M: Math>(
 ) -> u64 {
     #[target_feature(enable = "fma")]
     unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
-        biquad_lanes_body::<S, M, 8, false, true>(members, n, None).0
+        biquad_lanes_body::<S, M, 8, 8, NoTiles, true>(members, n, None).0
     }
     // SAFETY: chosen only for nodes that fuse, on a CPU with FMA
     // (`Biquad::lanes`).
@@ -755,7 +909,7 @@ fn biquad_lanes_avx2<S: Sample, M: Math>(
 ) -> u64 {
     #[target_feature(enable = "avx2")]
     unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
-        biquad_lanes_body::<S, M, 8, false, false>(members, n, None).0
+        biquad_lanes_body::<S, M, 8, 8, NoTiles, false>(members, n, None).0
     }
     // SAFETY: this kernel is chosen only for a `SimdLevel` of AVX2 or
     // wider, which this CPU has.
@@ -764,23 +918,55 @@ fn biquad_lanes_avx2<S: Sample, M: Math>(
     finite
 }
 
-/// The AVX2 kernel with fused multiply-adds, for nodes that fuse.
+/// The AVX2 kernel with fused multiply-adds, for nodes that fuse: f32
+/// members transposed eight at a time (four recursions interleaved).
 #[cfg(target_arch = "x86_64")]
 fn biquad_lanes_avx2_fused<S: Sample, M: Math>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
     _start: u64,
-    sum: Option<&mut LaneSum<'_, S>>,
+    mut sum: Option<&mut LaneSum<'_, S>>,
 ) -> u64 {
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn run<S: Sample, M: Math>(members: &mut [LaneMember<'_, S>], n: usize) -> u64 {
-        biquad_lanes_body::<S, M, 8, false, true>(members, n, None).0
+    unsafe fn run<S: Sample, M: Math>(
+        members: &mut [LaneMember<'_, S>],
+        n: usize,
+        sum: Option<(&mut [S], bool)>,
+    ) -> (u64, usize) {
+        tiled::<S, M, 32, 8, Avx2Tiles, true>(members, n, sum)
     }
+    let dst = sum.as_deref_mut().map(|s| (&mut *s.dst, s.first));
     // SAFETY: chosen only for a `SimdLevel` of AVX2 or wider, for nodes
     // that fuse, on a CPU with FMA (`Biquad::lanes`).
-    let finite = unsafe { run::<S, M>(members, n) };
-    sum_outputs(members, n, 0, sum);
+    let (finite, summed) = unsafe { run::<S, M>(members, n, dst) };
+    sum_outputs(members, n, summed, sum);
     finite
+}
+
+/// Members in full batches of `L` (four blocks of `W` interleaved) and the
+/// rest by `W`, transposed by `T`. When every member is in a full batch and
+/// every full batch will run transposed (f32, buffers at least `n` long),
+/// the batches add their outputs into `sum` from registers as they go, in
+/// member order. Returns the finite mask and the frames summed.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn tiled<S: Sample, M: Math, const L: usize, const W: usize, T: Tiles<W>, const FUSED: bool>(
+    members: &mut [LaneMember<'_, S>],
+    n: usize,
+    sum: Option<(&mut [S], bool)>,
+) -> (u64, usize) {
+    let whole = members.len() / L * L;
+    let (full, rest) = members.split_at_mut(whole);
+    let sums = rest.is_empty()
+        && std::any::TypeId::of::<S>() == std::any::TypeId::of::<f32>()
+        && full
+            .iter()
+            .all(|m| m.inputs[0].len() >= n && m.outputs[0].len() >= n)
+        && sum.as_ref().is_some_and(|(d, _)| d.len() >= n);
+    let sum = if sums { sum } else { None };
+    let (a, summed) = biquad_lanes_body::<S, M, L, W, T, FUSED>(full, n, sum);
+    let (b, _) = biquad_lanes_body::<S, M, W, W, T, FUSED>(rest, n, None);
+    (a | b.checked_shl(whole as u32).unwrap_or(0), summed)
 }
 
 /// The AVX-512 kernel, fused when the nodes are (`FUSED`, [`fuses`]).
@@ -797,14 +983,7 @@ fn biquad_lanes_avx512<S: Sample, M: Math, const FUSED: bool>(
         n: usize,
         sum: Option<(&mut [S], bool)>,
     ) -> (u64, usize) {
-        // Batches of 64 (four recursions interleaved), the rest by 16. A
-        // batch of exactly 64 sums from registers.
-        let whole = members.len() / 64 * 64;
-        let (full, rest) = members.split_at_mut(whole);
-        let sum = if rest.is_empty() { sum } else { None };
-        let (a, summed) = biquad_lanes_body::<S, M, 64, true, FUSED>(full, n, sum);
-        let (b, _) = biquad_lanes_body::<S, M, 16, true, FUSED>(rest, n, None);
-        (a | b.checked_shl(whole as u32).unwrap_or(0), summed)
+        tiled::<S, M, 64, 16, Avx512Tiles, FUSED>(members, n, sum)
     }
     let dst = sum.as_deref_mut().map(|s| (&mut *s.dst, s.first));
     // SAFETY: this kernel is chosen only for a `SimdLevel` of AVX-512,
