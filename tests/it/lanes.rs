@@ -1000,7 +1000,7 @@ fn the_biquad_kernel_of_every_simd_level_plays_the_nodes_own_bits() {
     for level in SimdLevel::available() {
         for (text, count) in &scenes {
             for p in PROFILES {
-                for block in [7, 64] {
+                for block in [1, 7, 64, 4096] {
                     let (mut on, mut off) = on_at_level_and_off(text, p, block, level, *count);
                     let a = render_to_vec(&mut on, 3000);
                     let b = render_to_vec(&mut off, 3000);

@@ -3,6 +3,7 @@
 //! linear amplitude, for routing into a param or metering.
 
 use super::detector::{Detector, Mode, DETECTORS};
+use crate::dsp::vector::SimdLevel;
 use crate::dsp::{Math, Sample};
 use crate::ops::{
     build_any, by_profile, no_choices, no_lints, number, BuildCtx, Io, NodeProcessor, NodeState,
@@ -19,6 +20,8 @@ const RELEASE: usize = FOLLOWER.index_of("release");
 struct Follower<S, M> {
     det: Detector,
     sample_rate: f64,
+    /// The instruction set of the detector's run (chosen at build).
+    simd: SimdLevel,
     _p: PhantomData<fn() -> (S, M)>,
 }
 
@@ -30,9 +33,17 @@ impl<S: Sample, M: Math> NodeProcessor<S> for Follower<S, M> {
         let x = &io.inputs[0][..n];
         let out = &mut io.outputs[0][..n];
         if a.is_const() && r.is_const() {
-            let (a, r) = (a.value(), r.value());
-            for (o, x) in out.iter_mut().zip(x) {
-                *o = S::from_f64(self.det.tick::<M>(x.to_f64(), a, r, sr));
+            // The compressor's detector run, in chunks: under strict and
+            // std math the bits of `tick` sample by sample.
+            const CHUNK: usize = 64;
+            let times = (a.value(), r.value());
+            let mut level = [0.0f64; CHUNK];
+            for (x, out) in x.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+                let level = &mut level[..x.len()];
+                self.det.run::<S, M>(self.simd, x, times, sr, level);
+                for (o, l) in out.iter_mut().zip(&*level) {
+                    *o = S::from_f64(*l);
+                }
             }
         } else {
             for (i, (o, x)) in out.iter_mut().zip(x).enumerate() {
@@ -79,6 +90,7 @@ impl Operator for FollowerOp {
         Ok(Box::new(Follower::<S, M> {
             det: Detector::new(mode(cx.values, DETECTOR)),
             sample_rate: cx.sample_rate,
+            simd: SimdLevel::detect(),
             _p: PhantomData,
         }))
     }
