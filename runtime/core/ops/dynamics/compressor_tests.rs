@@ -496,7 +496,7 @@ fn duck_inputs() -> (Vec<f64>, Vec<f64>) {
 
 /// The compressor computed sample by sample as written in the module
 /// docs, with the detector's ballistics spelled out (as `c·e + (1 − c)·r`
-/// under fast math, fused on AVX-512) and the curve's
+/// under fast math, fused where the CPU has FMA) and the curve's
 /// `gain` (exact under strict and std math, the fast curve under fast
 /// math): `(out, gain)` with the inputs and outputs rounded to `S`, in the
 /// FP mode the node runs in.
@@ -519,8 +519,8 @@ fn reference<S: Sample, M: Math>(
         M::coef_exp(-1.0 / (release * SR)),
     );
     let round = |v: f64| S::from_f64(v).to_f64();
-    // The node fuses the fast step on AVX-512 (`Detector::run`).
-    let fused = crate::dsp::vector::SimdLevel::detect().isa() == crate::dsp::vector::Isa::Avx512;
+    // The node fuses the fast step where the CPU has FMA (`Detector::run`).
+    let fused = crate::dsp::vector::SimdLevel::detect().has_fma();
     let mut e = 0.0f64;
     let (mut out, mut gain) = (Vec::new(), Vec::new());
     for i in 0..music.len() {

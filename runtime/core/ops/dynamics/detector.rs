@@ -15,11 +15,13 @@
 //! ballistics act on the mean square (power): a sine of amplitude A settles
 //! at A/√2. A state that is not finite (a NaN or infinite input) restarts
 //! at 0, and a state below 1e-30 is 0 (no subnormals). The state is `e`,
-//! f64 at every precision. The compressor under fast math computes the
-//! step as `e = c·e + (1 − c)·r` (the same value, rounded otherwise), on
-//! AVX-512 with the multiply-add fused, `e = fma(c, e, (1 − c)·r)`.
+//! f64 at every precision. The compressor and the follower under fast math
+//! compute the step as `e = c·e + (1 − c)·r` (the same value, rounded
+//! otherwise), on every CPU with FMA (each with AVX2) with the multiply-add
+//! fused, `e = fma(c, e, (1 − c)·r)`: the same bits with AVX2 as with
+//! AVX-512.
 
-use crate::dsp::vector::{Isa, SimdLevel};
+use crate::dsp::vector::SimdLevel;
 use crate::dsp::{Math, MathKind, Sample};
 use crate::ops::{NodeState, StateError};
 // Whether a sample rises above the state follows the signal's waveform, so
@@ -141,7 +143,7 @@ fn ballistics<
 }
 
 /// [`ballistics`] for the detector's mode (`rms`) and math (`split`; with
-/// `fused`, on a CPU with AVX-512F).
+/// `fused`, on a CPU with FMA).
 fn run_ballistics<S: Sample, const FLUSH: bool>(
     rms: bool,
     split: bool,
@@ -153,7 +155,7 @@ fn run_ballistics<S: Sample, const FLUSH: bool>(
 ) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if fused {
-        // SAFETY: `fused` only where `SimdLevel` saw AVX-512F.
+        // SAFETY: `fused` only where `SimdLevel` saw FMA.
         return unsafe {
             if rms {
                 ballistics_fused::<S, true, FLUSH>(key, e, c, state)
@@ -171,13 +173,14 @@ fn run_ballistics<S: Sample, const FLUSH: bool>(
     }
 }
 
-/// The split form fused, with the instructions of AVX-512F (which include
-/// FMA and a select by mask).
+/// The split form fused, with the instructions of AVX2 and FMA (`mul_add`
+/// rounds once whatever the instruction set: the same bits at every level
+/// with FMA).
 ///
 /// # Safety
-/// The CPU has AVX-512F.
+/// The CPU has AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn ballistics_fused<S: Sample, const RMS: bool, const FLUSH: bool>(
     key: &[S],
     e: f64,
@@ -234,7 +237,7 @@ impl Detector {
     /// chunk: when some state of it needed one, the chunk runs again with
     /// the flush in each step, so the result is always the stepwise one.
     ///
-    /// On a CPU of `level` AVX-512 (whose every CPU has FMA), fast math
+    /// On a CPU with FMA (a `level` of AVX2 or AVX-512), fast math
     /// fuses each step's multiply-add, `fma(c, e, (1 − c)·r)`: rounded
     /// once, and the chain from one state to the next is one fused
     /// multiply-add and a select.
@@ -251,7 +254,7 @@ impl Detector {
             self.release.get::<M>(release, sr),
         );
         let split = M::KIND == MathKind::Fast;
-        let fused = split && cfg!(target_arch = "x86_64") && level.isa() == Isa::Avx512;
+        let fused = split && cfg!(target_arch = "x86_64") && level.has_fma();
         let e0 = self.state;
         let rms = self.mode == Mode::Rms;
         let mut e = run_ballistics::<S, false>(rms, split, fused, key, e0, c, levels);
@@ -288,6 +291,7 @@ impl Detector {
 mod tests {
     use super::*;
     use crate::dsp::math::{FastMath, StdMath, StrictMath};
+    use crate::dsp::vector::Isa;
 
     /// A key with a burst, a NaN, then silence long enough for the state
     /// to decay below 1e-30 (so the flush happens at both ends).
@@ -369,11 +373,7 @@ mod tests {
                 .into_iter()
                 .flat_map(|l| [1, 7, 64, 4096].map(|c| (l, c)))
             {
-                let fast = if level.isa() == Isa::Avx512 {
-                    &fused
-                } else {
-                    &split
-                };
+                let fast = if level.has_fma() { &fused } else { &split };
                 for (kind, want) in [
                     (MathKind::Strict, &exact),
                     (MathKind::Std, &exact),
