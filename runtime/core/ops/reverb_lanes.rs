@@ -5,7 +5,7 @@
 //!
 //! The lines are read and written as rows: loads of a group's consecutive
 //! samples of each line, transposes ([`transpose16_regs`], [`transpose8`],
-//! [`transpose8_ps`], [`transpose4_pd`]) that turn them into registers per
+//! [`transpose8_regs`], [`transpose4_pd`]) that turn them into registers per
 //! sample holding every line's output, the step of the module docs on
 //! those registers for each sample in turn, and transposes that turn the
 //! results (what is written back into each line, and each line's output)
@@ -17,9 +17,9 @@
 //! of a line never read what they write: a line is longer than a group.
 
 use super::LINES;
-#[cfg(target_arch = "x86_64")]
-use crate::dsp::vector::transpose16_regs;
 use crate::dsp::vector::Isa;
+#[cfg(target_arch = "x86_64")]
+use crate::dsp::vector::{transpose16_regs, transpose8_regs};
 use crate::dsp::{Precision, Sample};
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -453,40 +453,6 @@ unsafe fn step8_avx512<const STEREO: bool>(
     _mm512_storeu_pd(sums.1, r);
 }
 
-/// An 8 × 8 transpose of f32 rows in registers: `out[t]` holds element
-/// `t` of every row, in row order. Moves data only.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn transpose8_ps(r: [__m256; 8]) -> [__m256; 8] {
-    // Pairs of rows interleaved: elements (0, 1 | 4, 5) and (2, 3 | 6, 7).
-    let t: [__m256; 8] = core::array::from_fn(|k| {
-        let (a, b) = (r[k & !1], r[k | 1]);
-        if k % 2 == 0 {
-            _mm256_unpacklo_ps(a, b)
-        } else {
-            _mm256_unpackhi_ps(a, b)
-        }
-    });
-    // Quads of rows: element e (in the low half) and e + 4 (in the high).
-    let q: [__m256; 8] = core::array::from_fn(|k| {
-        let (four, e) = (k / 4, k % 4);
-        let (a, b) = (t[4 * four + e / 2], t[4 * four + 2 + e / 2]);
-        if e % 2 == 0 {
-            _mm256_shuffle_ps::<0x44>(a, b)
-        } else {
-            _mm256_shuffle_ps::<0xEE>(a, b)
-        }
-    });
-    core::array::from_fn(|e| {
-        if e < 4 {
-            _mm256_permute2f128_ps::<0x20>(q[e], q[4 + e])
-        } else {
-            _mm256_permute2f128_ps::<0x31>(q[e - 4], q[e])
-        }
-    })
-}
-
 /// One butterfly stage inside a register (the scalar `butterfly_swapped`
 /// or, across its halves, `butterfly_halves`): `swapped + v` in the lanes
 /// `HIGH` leaves clear, `swapped − v` in those it sets.
@@ -537,8 +503,8 @@ unsafe fn step8_avx2<const STEREO: bool, const FUSED: bool>(
         // As in `step16_avx512`.
         _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(net.pos[i] + 2 * N) as *const i8);
     }
-    let y_lo = transpose8_ps(core::array::from_fn(|i| rows[i]));
-    let y_hi = transpose8_ps(core::array::from_fn(|i| rows[8 + i]));
+    let y_lo = transpose8_regs(core::array::from_fn(|i| rows[i]));
+    let y_hi = transpose8_regs(core::array::from_fn(|i| rows[8 + i]));
     let (b, a) = (_mm256_set1_ps(c.dc_b), _mm256_set1_ps(c.dc_alpha));
     let (alpha, beta) = (_mm256_set1_ps(c.alpha), _mm256_set1_ps(c.beta));
     let half = |x: &[f32; LINES], h: usize| _mm256_loadu_ps(x[8 * h..].as_ptr());
@@ -591,12 +557,12 @@ unsafe fn step8_avx2<const STEREO: bool, const FUSED: bool>(
     for h in 0..2 {
         _mm256_storeu_ps(net.dc[8 * h..].as_mut_ptr(), dc[h]);
         _mm256_storeu_ps(net.damp[8 * h..].as_mut_ptr(), damp[h]);
-        for (k, row) in transpose8_ps(out[h]).into_iter().enumerate() {
+        for (k, row) in transpose8_regs(out[h]).into_iter().enumerate() {
             let i = 8 * h + k;
             _mm256_storeu_ps(at[i], row);
             row_out(base, net, i, N, at[i]);
         }
-        for (k, row) in transpose8_ps(wet[h]).into_iter().enumerate() {
+        for (k, row) in transpose8_regs(wet[h]).into_iter().enumerate() {
             let i = 8 * h + k;
             let (cl, cr) = (_mm256_set1_ps(c.out_l[i]), _mm256_set1_ps(c.out_r[i]));
             if FUSED {
