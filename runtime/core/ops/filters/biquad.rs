@@ -482,87 +482,60 @@ impl<const W: usize> Tiles<W> for NoTiles {
     }
 }
 
-/// AVX-512: blocks of 16.
-#[cfg(target_arch = "x86_64")]
-struct Avx512Tiles;
-#[cfg(target_arch = "x86_64")]
-impl Tiles<16> for Avx512Tiles {
-    type Lanes = vector::Lanes16;
-    const ZERO: vector::Lanes16 = vector::Lanes16::ZERO;
-    #[inline(always)]
-    unsafe fn load(x: &[f64]) -> vector::Lanes16 {
-        vector::Lanes16::load(x)
-    }
-    #[inline(always)]
-    unsafe fn store(v: vector::Lanes16, x: &mut [f64]) {
-        v.store(x)
-    }
-    #[inline(always)]
-    unsafe fn rows_in(rows: &[&[f32]], at: usize, m: &mut [[f32; 16]; 16]) {
-        vector::transpose16_in_avx512(rows, at, m)
-    }
-    #[inline(always)]
-    unsafe fn rows_out(
-        m: &[[f32; 16]; 16],
-        rows: &mut [&mut [f32]],
-        at: usize,
-        sum: Option<&mut [f32; 16]>,
-        first: bool,
-    ) {
-        vector::transpose16_out_avx512(m, rows, at, sum, first)
-    }
-    #[inline(always)]
-    unsafe fn step<const FUSED: bool>(
-        short: bool,
-        c: &[vector::Lanes16; 5],
-        z1: &mut vector::Lanes16,
-        z2: &mut vector::Lanes16,
-        row: &mut [f32; 16],
-    ) {
-        vector::biquad_step16_avx512::<FUSED>(short, c, z1, z2, row)
-    }
+/// A unit's [`Tiles`] from `dsp::vector`'s lanes, transposes and step.
+macro_rules! tiles {
+    ($(#[$doc:meta])* $unit:ident, $w:literal, $lanes:ident, $rows_in:ident, $rows_out:ident, $step:ident) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        struct $unit;
+        #[cfg(target_arch = "x86_64")]
+        impl Tiles<$w> for $unit {
+            type Lanes = vector::$lanes;
+            const ZERO: vector::$lanes = vector::$lanes::ZERO;
+            #[inline(always)]
+            unsafe fn load(x: &[f64]) -> vector::$lanes {
+                vector::$lanes::load(x)
+            }
+            #[inline(always)]
+            unsafe fn store(v: vector::$lanes, x: &mut [f64]) {
+                v.store(x)
+            }
+            #[inline(always)]
+            unsafe fn rows_in(rows: &[&[f32]], at: usize, m: &mut [[f32; $w]; $w]) {
+                vector::$rows_in(rows, at, m)
+            }
+            #[inline(always)]
+            unsafe fn rows_out(
+                m: &[[f32; $w]; $w],
+                rows: &mut [&mut [f32]],
+                at: usize,
+                sum: Option<&mut [f32; $w]>,
+                first: bool,
+            ) {
+                vector::$rows_out(m, rows, at, sum, first)
+            }
+            #[inline(always)]
+            unsafe fn step<const FUSED: bool>(
+                short: bool,
+                c: &[vector::$lanes; 5],
+                z1: &mut vector::$lanes,
+                z2: &mut vector::$lanes,
+                row: &mut [f32; $w],
+            ) {
+                vector::$step::<FUSED>(short, c, z1, z2, row)
+            }
+        }
+    };
 }
 
-/// AVX2 with FMA: blocks of 8.
-#[cfg(target_arch = "x86_64")]
-struct Avx2Tiles;
-#[cfg(target_arch = "x86_64")]
-impl Tiles<8> for Avx2Tiles {
-    type Lanes = vector::Lanes8;
-    const ZERO: vector::Lanes8 = vector::Lanes8::ZERO;
-    #[inline(always)]
-    unsafe fn load(x: &[f64]) -> vector::Lanes8 {
-        vector::Lanes8::load(x)
-    }
-    #[inline(always)]
-    unsafe fn store(v: vector::Lanes8, x: &mut [f64]) {
-        v.store(x)
-    }
-    #[inline(always)]
-    unsafe fn rows_in(rows: &[&[f32]], at: usize, m: &mut [[f32; 8]; 8]) {
-        vector::transpose8_in_avx2(rows, at, m)
-    }
-    #[inline(always)]
-    unsafe fn rows_out(
-        m: &[[f32; 8]; 8],
-        rows: &mut [&mut [f32]],
-        at: usize,
-        sum: Option<&mut [f32; 8]>,
-        first: bool,
-    ) {
-        vector::transpose8_out_avx2(m, rows, at, sum, first)
-    }
-    #[inline(always)]
-    unsafe fn step<const FUSED: bool>(
-        short: bool,
-        c: &[vector::Lanes8; 5],
-        z1: &mut vector::Lanes8,
-        z2: &mut vector::Lanes8,
-        row: &mut [f32; 8],
-    ) {
-        vector::biquad_step8_avx2::<FUSED>(short, c, z1, z2, row)
-    }
-}
+tiles!(
+    /// AVX-512: blocks of 16.
+    Avx512Tiles, 16, Lanes16, transpose16_in_avx512, transpose16_out_avx512, biquad_step16_avx512
+);
+tiles!(
+    /// AVX2 with FMA: blocks of 8.
+    Avx2Tiles, 8, Lanes8, transpose8_in_avx2, transpose8_out_avx2, biquad_step8_avx2
+);
 
 /// The lane kernel ([`LaneKernel`]): members in batches of `L`, a full
 /// batch of f32 members transposed `W` at a time by `T` where it has a
