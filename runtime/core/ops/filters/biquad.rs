@@ -898,7 +898,7 @@ fn biquad_lanes_avx2_fused<S: Sample, M: Math>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
     _start: u64,
-    mut sum: Option<&mut LaneSum<'_, S>>,
+    sum: Option<&mut LaneSum<'_, S>>,
 ) -> u64 {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn run<S: Sample, M: Math>(
@@ -908,10 +908,25 @@ fn biquad_lanes_avx2_fused<S: Sample, M: Math>(
     ) -> (u64, usize) {
         tiled::<S, M, 32, 8, Avx2Tiles, true>(members, n, sum)
     }
-    let dst = sum.as_deref_mut().map(|s| (&mut *s.dst, s.first));
     // SAFETY: chosen only for a `SimdLevel` of AVX2 or wider, for nodes
     // that fuse, on a CPU with FMA (`Biquad::lanes`).
-    let (finite, summed) = unsafe { run::<S, M>(members, n, dst) };
+    with_sum(members, n, sum, |m, n, dst| unsafe {
+        run::<S, M>(m, n, dst)
+    })
+}
+
+/// `kernel` with the sum's buffer and whether it is the first to add to
+/// it, then what the kernel left unsummed added by [`sum_outputs`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn with_sum<'a, S: Sample>(
+    members: &mut [LaneMember<'a, S>],
+    n: usize,
+    mut sum: Option<&mut LaneSum<'_, S>>,
+    kernel: impl FnOnce(&mut [LaneMember<'a, S>], usize, Option<(&mut [S], bool)>) -> (u64, usize),
+) -> u64 {
+    let dst = sum.as_deref_mut().map(|s| (&mut *s.dst, s.first));
+    let (finite, summed) = kernel(members, n, dst);
     sum_outputs(members, n, summed, sum);
     finite
 }
@@ -948,7 +963,7 @@ fn biquad_lanes_avx512<S: Sample, M: Math, const FUSED: bool>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
     _start: u64,
-    mut sum: Option<&mut LaneSum<'_, S>>,
+    sum: Option<&mut LaneSum<'_, S>>,
 ) -> u64 {
     #[target_feature(enable = "avx2,avx512f")]
     unsafe fn run<S: Sample, M: Math, const FUSED: bool>(
@@ -958,12 +973,11 @@ fn biquad_lanes_avx512<S: Sample, M: Math, const FUSED: bool>(
     ) -> (u64, usize) {
         tiled::<S, M, 64, 16, Avx512Tiles, FUSED>(members, n, sum)
     }
-    let dst = sum.as_deref_mut().map(|s| (&mut *s.dst, s.first));
     // SAFETY: this kernel is chosen only for a `SimdLevel` of AVX-512,
     // which this CPU has.
-    let (finite, summed) = unsafe { run::<S, M, FUSED>(members, n, dst) };
-    sum_outputs(members, n, summed, sum);
-    finite
+    with_sum(members, n, sum, |m, n, dst| unsafe {
+        run::<S, M, FUSED>(m, n, dst)
+    })
 }
 
 struct BiquadOp;
