@@ -3,11 +3,16 @@
 //! the audio thread (`parallel.rs` says what they run and why the bits are
 //! the same at any thread count).
 //!
-//! **Waking.** A level is published in one atomic word: an epoch, the
-//! level's step count and the next step to claim. Each thread, the audio
-//! thread among them, claims steps by compare-and-swap until none is left,
-//! so which thread runs which step depends on timing and nothing else
-//! does. An idle worker spins a bounded number of times watching the word,
+//! **Waking.** A level is published in one atomic word per thread (its
+//! segment: an epoch, the segment's end and the next step of it to claim)
+//! and announced in one more. Thread `k` (the audio thread is 0) claims
+//! the steps of its own segment, the `k`-th of `threads` equal runs of the
+//! level's steps, by compare-and-swap, then those left in the others, in
+//! turn, until none is left. So a step tends to run on the same thread
+//! level after level (a voice, a node, a group's part keeps its state in
+//! that core's cache) while a slow thread's steps are still taken by the
+//! others; which thread runs which step depends on timing and nothing
+//! else does. An idle worker spins a bounded number of times watching the word,
 //! then parks (`std::thread::park`, a futex on Linux: no lock, no
 //! allocation); publishing a level unparks every worker, which costs an
 //! atomic swap for a worker that is not parked.
@@ -111,8 +116,11 @@ struct Tally {
 }
 
 struct Shared {
-    /// epoch (24 bits) | steps (20 bits) | next step to claim (20 bits).
+    /// The level's announcement: epoch (24 bits) | steps (20 bits) | 0.
     word: AtomicU64,
+    /// One per thread, thread `k` at `k`: epoch (24 bits) | the end of its
+    /// segment (20 bits) | the next step of it to claim (20 bits).
+    segments: Box<[AtomicU64]>,
     /// Steps of the current level finished.
     done: AtomicUsize,
     job: UnsafeCell<Job>,
@@ -147,8 +155,8 @@ struct Shared {
 
 // SAFETY: `job` is written only by the thread that publishes a level,
 // before publishing it (Release), and while no step of the previous level
-// is unfinished; a worker reads it only after a claim in that level
-// succeeded (Acquire). The pointer in the job is to data the publishing
+// is unfinished; a worker reads it only after it saw the level published
+// (Acquire) and a claim in that level succeeded. The pointer in the job is to data the publishing
 // thread keeps alive and unaliased until every step is done.
 unsafe impl Sync for Shared {}
 unsafe impl Send for Shared {}
@@ -190,6 +198,7 @@ impl Workers {
     fn spawn(threads: usize, raise: bool) -> Workers {
         let shared = Arc::new(Shared {
             word: AtomicU64::new(0),
+            segments: (0..threads.max(1)).map(|_| AtomicU64::new(0)).collect(),
             done: AtomicUsize::new(0),
             job: UnsafeCell::new(Job {
                 run: noop,
@@ -394,6 +403,14 @@ impl Workers {
         // returned), so no worker reads the job now; see `Shared`.
         unsafe { *s.job.get() = job };
         s.done.store(0, Ordering::Relaxed);
+        let segments = s.segments.len();
+        for (j, seg) in s.segments.iter().enumerate() {
+            let (from, to) = (steps * j / segments, steps * (j + 1) / segments);
+            seg.store(
+                epoch << (2 * STEP_BITS) | (to as u64) << STEP_BITS | from as u64,
+                Ordering::Release,
+            );
+        }
         s.word.store(
             epoch << (2 * STEP_BITS) | (steps as u64) << STEP_BITS,
             Ordering::Release,
@@ -439,41 +456,43 @@ fn raise_priority(_: &JoinHandle<()>) -> bool {
     false
 }
 
-/// Claims and runs steps of level `epoch` until none is left; returns how
-/// many this thread ran (the caller counts its own; a worker adds its
-/// steps to `done`).
+/// Claims and runs steps of level `epoch` until none is left, those of
+/// its own segment first; returns how many this thread ran (the caller
+/// counts its own; a worker adds its steps to `done`).
 /// `k`: the worker number of the calling thread (0: the caller of
 /// [`Workers::run`]).
 fn claim_all(s: &Shared, epoch: u64, k: usize) -> usize {
     let mut ran = 0;
-    let mut word = s.word.load(Ordering::Acquire);
-    loop {
-        let (e, steps, next) = unpack(word);
-        if e != epoch || next >= steps {
-            return ran;
-        }
-        match s
-            .word
-            .compare_exchange_weak(word, word + 1, Ordering::Acquire, Ordering::Acquire)
-        {
-            Ok(_) => {
-                // SAFETY: the claim succeeded in `epoch`, whose job was
-                // written before it was published; see `Shared`.
-                let job = unsafe { *s.job.get() };
-                if k != 0 && s.delay.0.load(Ordering::Relaxed) == k {
-                    std::thread::sleep(std::time::Duration::from_nanos(
-                        s.delay.1.load(Ordering::Relaxed),
-                    ));
-                }
-                // SAFETY: step `next` of this level is claimed by this
-                // thread alone; `Workers::run`'s contract.
-                unsafe { (job.run)(job.data, next) };
-                ran += 1;
-                word = s.word.load(Ordering::Acquire);
+    let segments = s.segments.len();
+    for j in 0..segments {
+        let seg = &s.segments[(k + j) % segments];
+        let mut word = seg.load(Ordering::Acquire);
+        loop {
+            let (e, end, next) = unpack(word);
+            if e != epoch || next >= end {
+                break;
             }
-            Err(w) => word = w,
+            match seg.compare_exchange_weak(word, word + 1, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => {
+                    // SAFETY: the claim succeeded in `epoch`, whose job was
+                    // written before it was published; see `Shared`.
+                    let job = unsafe { *s.job.get() };
+                    if k != 0 && s.delay.0.load(Ordering::Relaxed) == k {
+                        std::thread::sleep(std::time::Duration::from_nanos(
+                            s.delay.1.load(Ordering::Relaxed),
+                        ));
+                    }
+                    // SAFETY: step `next` of this level is claimed by this
+                    // thread alone; `Workers::run`'s contract.
+                    unsafe { (job.run)(job.data, next) };
+                    ran += 1;
+                    word = seg.load(Ordering::Acquire);
+                }
+                Err(w) => word = w,
+            }
         }
     }
+    ran
 }
 
 /// The calling thread's OS id (Linux), 0 elsewhere.
@@ -497,13 +516,9 @@ fn worker(s: &Shared, k: usize) {
             if s.quit.load(Ordering::Acquire) {
                 return;
             }
-            let (e, steps, next) = unpack(s.word.load(Ordering::Acquire));
-            if e != seen && next < steps {
-                break e;
-            }
+            let (e, _, _) = unpack(s.word.load(Ordering::Acquire));
             if e != seen {
-                // A level published and already claimed: nothing to do.
-                seen = e;
+                break e;
             }
             if spins < s.spins.0 {
                 spins += 1;
@@ -699,6 +714,63 @@ mod tests {
                 "the worker took no step of {callbacks} callbacks"
             );
         }
+    }
+
+    /// Each thread takes its own segment of a level first: of four steps
+    /// on two threads, the caller runs 0 and 1, the worker 2 and 3. Each
+    /// step waits (up to 10 s) until its partner in the other segment has
+    /// started (0 with 2, 1 with 3), so neither thread can finish its first
+    /// step before the other has claimed its own; with one counter for the
+    /// whole level the worker would claim step 1, and steps 0 and 1 would
+    /// each wait for a step no thread is free to start.
+    #[test]
+    fn each_thread_takes_its_own_segment_of_a_level_first() {
+        struct Seen {
+            thread: Vec<std::sync::Mutex<Option<std::thread::ThreadId>>>,
+            started: Vec<AtomicBool>,
+        }
+        unsafe fn step(data: *const (), k: usize) {
+            // SAFETY: `data` is the `Seen` below, alive for the level.
+            let seen = unsafe { &*(data as *const Seen) };
+            *seen.thread[k].lock().unwrap() = Some(std::thread::current().id());
+            seen.started[k].store(true, Ordering::Release);
+            let partner = (k + 2) % 4;
+            let t = std::time::Instant::now();
+            while !seen.started[partner].load(Ordering::Acquire)
+                && t.elapsed() < std::time::Duration::from_secs(10)
+            {
+                std::thread::yield_now();
+            }
+        }
+        let w = Workers::new(2);
+        let seen = Seen {
+            thread: (0..4).map(|_| std::sync::Mutex::new(None)).collect(),
+            started: (0..4).map(|_| AtomicBool::new(false)).collect(),
+        };
+        let t = std::time::Instant::now();
+        // SAFETY: `step` touches only `seen`, which outlives the level.
+        unsafe {
+            w.run(
+                Job {
+                    run: step,
+                    data: &seen as *const Seen as *const (),
+                },
+                4,
+            )
+        };
+        let ran: Vec<_> = seen
+            .thread
+            .iter()
+            .map(|m| m.lock().unwrap().unwrap())
+            .collect();
+        let me = std::thread::current().id();
+        assert_eq!(ran[0], me, "the caller runs step 0");
+        assert_eq!(ran[1], me, "the caller runs step 1");
+        assert!(ran[2] != me && ran[3] == ran[2], "the worker runs 2 and 3");
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "no step waited out"
+        );
     }
 
     /// A pool with more threads than cores neither spins its idle workers
