@@ -13,6 +13,14 @@ The scenes: the bench workloads W1 (256 sines -> lowpass) and W4 (64 noises
 a ladder filter, an envelope each; written to a temporary file), and the
 shipped `dub-chain`, `hall-reverb` and `poly-pad`.
 
+With `--ceiling`, each round also renders the scene at one thread twice at
+once (two processes, each alone in its work, nothing shared): the last
+column gives what the machine gives two such renders against one,
+2 × (one alone) / (both at once) — the most two threads could gain on it
+with no hand-over at all. A machine whose cores share a power or clock
+budget, or whose wide vector units slow down when both cores use them,
+gives less than 2.
+
 With `--clock`, it plays instead: the voice module with 8 … 64 sounding
 voices on `run --device clock` (the real-time clock without a sound card)
 for 10 s at block 64 under live, at each thread count, and gives the DSP
@@ -23,7 +31,7 @@ machine's scheduler's); the heaviest count with no overrun is the figure.
 Run from the top of the repository after `cargo build --release`:
 
     python3 benches/threads.py [ROUNDS] [--block-size N] [--threads 1,2,4,8]
-                               [--profile P] [--scenes W1,W4]
+                               [--profile P] [--scenes W1,W4] [--ceiling]
     python3 benches/threads.py --clock [--threads 1,2]
 """
 
@@ -98,6 +106,8 @@ def main():
     ap.add_argument("--clock", action="store_true")
     ap.add_argument("--profile", default="live")
     ap.add_argument("--scenes", help="comma-separated names of the table's scenes to run")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also time two one-thread renders at once (the machine's own limit)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="morphrt-threads-")
     if a.clock:
@@ -119,24 +129,37 @@ def main():
         f"render -d {a.seconds:g}s --profile {a.profile} --block-size {a.block_size} --threads N, "
         f"best of {a.rounds}, {os.cpu_count()} cores"
     )
-    print("scene        " + "".join(f"{f'{n} thr x rt':>14}" for n in counts) + "   speed-up over 1")
+    print("scene        " + "".join(f"{f'{n} thr x rt':>14}" for n in counts) + "   speed-up over 1"
+          + ("   two 1-thread renders at once" if a.ceiling else ""))
     bad = False
     if a.scenes:
         scenes = [(n, p) for n, p in scenes if n in a.scenes.split(",")]
     for name, scene in scenes:
         best = {n: float("inf") for n in counts}
         outs = {n: os.path.join(tmp, f"{n}.wav") for n in counts}
+
+        def cmd(n, out):
+            return [BIN, "render", scene, "-d", f"{a.seconds}s", "--profile", a.profile,
+                    "--block-size", str(a.block_size), "--threads", str(n), "--format", "f32",
+                    "-q", "-o", out]
+
+        pair = float("inf")
         for _ in range(a.rounds):
             for n in counts:
-                cmd = [BIN, "render", scene, "-d", f"{a.seconds}s", "--profile", a.profile,
-                       "--block-size", str(a.block_size), "--threads", str(n), "--format", "f32",
-                       "-q", "-o", outs[n]]
                 t = time.perf_counter()
-                r = subprocess.run(cmd, capture_output=True)
+                r = subprocess.run(cmd(n, outs[n]), capture_output=True)
                 dt = time.perf_counter() - t
                 if r.returncode != 0:
-                    sys.exit(f"failed: {' '.join(cmd)}\n{r.stderr.decode()[-600:]}")
+                    sys.exit(f"failed: {' '.join(cmd(n, outs[n]))}\n{r.stderr.decode()[-600:]}")
                 best[n] = min(best[n], dt)
+            if a.ceiling:
+                t = time.perf_counter()
+                both = [subprocess.Popen(cmd(1, os.path.join(tmp, f"pair{k}.wav")),
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                        for k in range(2)]
+                if any(p.wait() != 0 for p in both):
+                    sys.exit(f"failed: two renders of {scene} at once")
+                pair = min(pair, time.perf_counter() - t)
         ref = open(outs[counts[0]], "rb").read()
         same = all(open(outs[n], "rb").read() == ref for n in counts)
         bad |= not same
@@ -144,6 +167,7 @@ def main():
         print(
             f"{name:<13}" + "".join(f"{rtf[n]:>14.1f}" for n in counts) + "   "
             + " ".join(f"{rtf[n] / rtf[counts[0]]:.2f}" for n in counts[1:])
+            + (f"   {2 * best[1] / pair:.2f}" if a.ceiling and 1 in best else "")
             + ("" if same else "   OUTPUTS DIFFER")
         )
     sys.exit(1 if bad else 0)
