@@ -29,11 +29,16 @@
 //! nothing it computes: the FP mode is set per run on every thread that
 //! runs one of its nodes.
 //!
-//! **When.** A level is spread only if it has at least two plain nodes
-//! and the estimated cost of all but its dearest node over the chunk
+//! **When.** A level's plain nodes are spread only if there are at least
+//! two and the estimated cost of all but its dearest node over the chunk
 //! (the operators' cost estimates, as `check` prints them) reaches the
-//! pool's [`Workers::min_work_ns`]; otherwise the engine's thread runs it
-//! alone, as with one thread.
+//! level's threshold; otherwise the engine's thread runs them alone, as
+//! with one thread. The threshold is the pool's [`Workers::min_work_ns`]
+//! for a run none of whose levels (or lane groups) would save that much,
+//! and an eighth of it in a run with one that does
+//! ([`level_threshold_ns`]): the levels of a chain are spread together, and thread `k` takes the same
+//! segment of each (`workers.rs`), so a part of one level mostly reads
+//! what the same thread wrote in the level before.
 
 use super::lanes::Step;
 use super::mix::Sources;
@@ -41,6 +46,7 @@ use super::node::{run_one, take_inputs_raw, Ambient, Core, Effects, Slot};
 use super::workers::{Job, Workers, MAX_STEPS};
 use super::Engine;
 use crate::dsp::fpmode::FpGuard;
+use crate::graph::level_threshold_ns;
 
 /// One level of a run.
 #[derive(Clone, Debug, Default)]
@@ -205,6 +211,31 @@ unsafe fn run_node(data: *const (), k: usize) {
 }
 
 impl Engine {
+    /// What a level of `levels` (one run's) must save over an `n`-frame
+    /// chunk to be spread: [`level_threshold_ns`] of the most that
+    /// spreading one of them would save (a lane group all but one
+    /// thread's share of its members' work, a level's plain nodes all but
+    /// their dearest's) and the pool's threshold.
+    fn level_threshold(&self, workers: &Workers, levels: std::ops::Range<usize>, n: usize) -> f64 {
+        let threads = workers.threads() as f64;
+        let share = (threads - 1.0) / threads;
+        let most = self.levels.levels[levels]
+            .iter()
+            .flat_map(|l| {
+                l.groups
+                    .iter()
+                    .map(|&k| match self.steps[k] {
+                        Step::Group(g) => {
+                            self.levels.group_costs.get(g).copied().unwrap_or(0.0) * share
+                        }
+                        Step::Slot(_) => 0.0,
+                    })
+                    .chain([l.spread_ns])
+            })
+            .fold(0.0, f64::max);
+        level_threshold_ns(most * n as f64, workers.min_work_ns() as f64)
+    }
+
     /// Runs the FP-mode run `r`'s steps for the chunk `start..start + n`,
     /// level by level, spreading the levels that are worth it over
     /// `workers`.
@@ -224,12 +255,14 @@ impl Engine {
             }
             return;
         }
-        let min_ns = workers.min_work_ns() as f64;
+        let min_ns = self.level_threshold(workers, lo..hi, n);
         for l in lo..hi {
             for g in 0..self.levels.levels[l].groups.len() {
                 let k = self.levels.levels[l].groups[g];
                 let split = match self.steps[k] {
-                    Step::Group(group) => self.spread_group(workers, group, run.flush, start, n),
+                    Step::Group(group) => {
+                        self.spread_group(workers, group, run.flush, start, n, min_ns)
+                    }
                     Step::Slot(_) => false,
                 };
                 if split {

@@ -17,8 +17,9 @@
 //! **When.** A group is split only when every member may run in the
 //! kernel for the chunk ([`Engine::lane_ready`]), the group's kernel has
 //! not panicked, it has no steady path (a kept copy that sums the members
-//! with no per-member work, cheaper on one thread than any split), and its members' estimated work over the chunk, less the share
-//! one thread keeps, reaches the pool's [`Workers::min_work_ns`].
+//! with no per-member work, cheaper on one thread than any split), and
+//! its members' estimated work over the chunk, less the share one thread
+//! keeps, reaches its level's threshold (`parallel.rs`).
 
 use super::caught::Payload;
 use super::lanes::{
@@ -146,8 +147,9 @@ unsafe fn part_kernel<S: Typed>(job: &PartJob, f: LaneKernel<S>, batch: &[usize]
 
 impl Engine {
     /// Runs lane group `g` for the chunk `start..start + n` split over
-    /// `workers` (in the FP mode `flush`), when that is worth it and safe;
-    /// false (nothing ran) otherwise.
+    /// `workers` (in the FP mode `flush`), when that is worth it (it saves
+    /// `min_ns`, its level's threshold) and safe; false (nothing ran)
+    /// otherwise.
     pub(super) fn spread_group(
         &mut self,
         workers: &Workers,
@@ -155,20 +157,21 @@ impl Engine {
         flush: bool,
         start: u64,
         n: usize,
+        min_ns: f64,
     ) -> bool {
         let threads = workers.threads();
         let group = &self.groups[g];
         let len = group.members.len();
         let steady = group.steady.is_some() && !group.steady_failed;
         if steady && group.is_steady && threads >= 2 {
-            return self.spread_steady(workers, g, flush, n);
+            return self.spread_steady(workers, g, flush, n, min_ns);
         }
         if threads < 2 || len < 2 || group.broken || steady {
             return false;
         }
         let cost = self.levels.group_costs.get(g).copied().unwrap_or(0.0);
         let saved = cost * n as f64 * (threads - 1) as f64 / threads as f64;
-        if saved < workers.min_work_ns() as f64 {
+        if saved < min_ns {
             return false;
         }
         if !(0..len).all(|k| self.lane_ready(self.groups[g].members[k], start)) {
@@ -353,7 +356,7 @@ impl Engine {
     /// bits and state of the one-thread steady chunk, since each frame's
     /// sum is the same additions in member order whichever thread makes
     /// it. False (nothing ran) when the group's copy cannot cut a chunk,
-    /// the chunk is too short or its work under the pool's threshold, or a
+    /// the chunk is too short or its work under its level's threshold, or a
     /// member changed; the chunk then runs on this thread. A span that
     /// panics turns the steady path off, as a panic in `run` does.
     pub(super) fn spread_steady(
@@ -362,6 +365,7 @@ impl Engine {
         g: usize,
         flush: bool,
         n: usize,
+        min_ns: f64,
     ) -> bool {
         let group = &self.groups[g];
         let Some((c, p)) = group.sum else {
@@ -373,7 +377,7 @@ impl Engine {
         let threads = workers.threads();
         let cost = self.levels.group_costs.get(g).copied().unwrap_or(0.0);
         let saved = cost * n as f64 * (threads - 1) as f64 / threads as f64;
-        if saved < workers.min_work_ns() as f64 {
+        if saved < min_ns {
             return false;
         }
         let (bounds, spans) = span_bounds(n, threads.min(self.levels.parts.len()));
@@ -598,6 +602,37 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Of the chains' two groups, the bandpasses save more when split:
+    /// with the pool's threshold just at what they save, the noises (which
+    /// save less, but more than an eighth of it) are split with them, so
+    /// each thread's bandpasses read the noises it made; with the
+    /// threshold just over it, neither is. The bits are one thread's.
+    #[test]
+    fn a_chains_levels_are_split_together_once_one_of_them_is_worth_it() {
+        let text = chains(40);
+        let (block, blocks) = (256, 6);
+        let mut one = engine(&text, Profile::Live, block, 1);
+        let alone = play(&mut one, blocks);
+        let costs = one.levels.group_costs.clone();
+        assert_eq!(costs.len(), 2, "noises and bandpasses");
+        let saves = |g: usize| costs[g] * block as f64 / 2.0;
+        let (noises, bandpasses) = (saves(0), saves(1));
+        assert!(
+            bandpasses > noises && noises * 8.0 >= bandpasses,
+            "the bandpasses save more ({bandpasses} ns), the noises over an eighth of that ({noises} ns)"
+        );
+        for (min, split) in [(bandpasses.floor(), 2), (bandpasses.ceil() + 1.0, 0)] {
+            let mut e = engine(&text, Profile::Live, block, 2);
+            e.workers().unwrap().set_min_work_ns(min as u64);
+            assert!(play(&mut e, blocks) == alone, "threshold {min}");
+            assert_eq!(
+                e.levels.split,
+                split * blocks as u64,
+                "threshold {min} ns: groups split each block"
+            );
         }
     }
 

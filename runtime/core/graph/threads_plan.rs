@@ -41,9 +41,33 @@ impl ThreadsPlan {
     }
 }
 
+/// How much less than the pool's threshold a level must save to be spread
+/// once another level of its run saves the threshold
+/// ([`level_threshold_ns`]).
+pub const LEVEL_SHARE: f64 = 8.0;
+
+/// The estimated work (ns over a chunk) a level must save to be spread
+/// over the threads, where the level of its run that would save the most
+/// saves `most_ns` and the pool's threshold is `min_ns`: once one level
+/// of a run is worth spreading, each level of it that saves an eighth of
+/// the threshold is spread too, so that the levels of a chain are spread
+/// together and each thread's part of a level reads what its part of the
+/// level before wrote on the same core (spreading the dearest level alone
+/// would have the other thread read all its sources across cores); a run
+/// with no such level stays on one thread.
+pub fn level_threshold_ns(most_ns: f64, min_ns: f64) -> f64 {
+    if most_ns >= min_ns {
+        min_ns / LEVEL_SHARE
+    } else {
+        min_ns
+    }
+}
+
 /// The levels of `plan` and their estimate at `threads` threads, with a
 /// pool that spreads a level only when its estimated work over a block,
-/// less its dearest node's, reaches `min_work_ns` (as the engine does).
+/// less its dearest node's, reaches the threshold for its level
+/// ([`level_threshold_ns`] of the level that saves the most and
+/// `min_work_ns`), as the engine does.
 pub fn threads_plan(plan: &Plan, threads: usize, min_work_ns: u64) -> ThreadsPlan {
     let threads = threads.max(1);
     let n = plan.nodes.len();
@@ -71,11 +95,18 @@ pub fn threads_plan(plan: &Plan, threads: usize, min_work_ns: u64) -> ThreadsPla
     let mut spread_ns = 0.0;
     let mut assigned = Vec::with_capacity(depth);
     let mut one_thread = Vec::with_capacity(depth);
+    let saves = |nodes: &Vec<usize>| {
+        let dearest = nodes.iter().map(|&i| cost[i]).fold(0.0, f64::max);
+        let sum: f64 = nodes.iter().map(|&i| cost[i]).sum();
+        (sum - dearest) * plan.block_size as f64
+    };
+    let most = levels.iter().map(saves).fold(0.0, f64::max);
+    let min_ns = level_threshold_ns(most, min_work_ns as f64);
     for nodes in &levels {
         let dearest = nodes.iter().map(|&i| cost[i]).fold(0.0, f64::max);
         let sum: f64 = nodes.iter().map(|&i| cost[i]).sum();
         critical_ns += dearest;
-        if threads > 1 && (sum - dearest) * (plan.block_size as f64) < min_work_ns as f64 {
+        if threads > 1 && saves(nodes) < min_ns {
             spread_ns += sum;
             assigned.push(vec![0; nodes.len()]);
             one_thread.push(true);
@@ -163,5 +194,32 @@ mod tests {
         // Exactly at the threshold it spreads.
         let at = (sine * p.block_size as f64).floor() as u64;
         assert_eq!(threads_plan(&p, 2, at).one_thread, [false, true]);
+    }
+
+    /// Two sines, each through its own svf, into a mix: the filters'
+    /// level saves more than the sines'. With the threshold at what the
+    /// filters save, the sines (over an eighth of it) are spread with
+    /// them; just over it, neither level is.
+    #[test]
+    fn a_level_over_the_threshold_brings_the_other_levels_of_the_chain_with_it() {
+        let p = plan(
+            r#"{ "version": "1.0", "sample_rate": 48000, "nodes": [
+                { "id": "a", "op": "sine", "params": { "freq": 100 } },
+                { "id": "b", "op": "sine", "params": { "freq": 200 } },
+                { "id": "la", "op": "svf" }, { "id": "lb", "op": "svf" },
+                { "id": "m", "op": "mix", "params": { "gains": [0.5, 0.5] } }],
+              "edges": [{ "from": "a", "to": "la" }, { "from": "b", "to": "lb" },
+                        { "from": "la", "to": "m:in0" }, { "from": "lb", "to": "m:in1" }],
+              "outputs": { "main": ["m"] } }"#,
+        );
+        let block = p.block_size as f64;
+        let (sine, svf) = (node_cost_ns(&p.nodes[0]), node_cost_ns(&p.nodes[2]));
+        assert!(svf > sine && sine * LEVEL_SHARE >= svf, "{sine} {svf}");
+        let at = (svf * block).floor() as u64;
+        assert_eq!(threads_plan(&p, 2, at).one_thread, [false, false, true]);
+        let over = (svf * block).ceil() as u64 + 1;
+        assert_eq!(threads_plan(&p, 2, over).one_thread, [true, true, true]);
+        assert_eq!(level_threshold_ns(10.0, 80.0), 80.0);
+        assert_eq!(level_threshold_ns(80.0, 80.0), 10.0);
     }
 }
