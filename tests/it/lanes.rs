@@ -852,6 +852,37 @@ fn a_panic_in_a_lane_kernel_mutes_only_the_member_that_panics() {
     }
 }
 
+/// A fused group split over the workers in parts, with a member that
+/// panics in its part: only that member is muted, and the mix plays the
+/// bits of lanes off on one thread, the bad member first, inside or
+/// last, in two parts or three.
+#[test]
+fn a_panic_in_a_part_of_a_split_group_mutes_only_that_member_as_on_one_thread() {
+    for p in PROFILES {
+        for (count, bad) in [(70, 0), (70, 40), (70, 69), (100, 50)] {
+            for threads in [2, 3] {
+                let what = format!("{p}, {count} members, bad {bad}, {threads} threads");
+                let kind = Kind {
+                    finite: false,
+                    serial: false,
+                    steady: false,
+                };
+                let workers = morphrt::engine::Workers::new(threads);
+                workers.set_min_work_ns(0);
+                let mut on = counters(count, true, kind, bad, p);
+                on.set_workers(Some(workers.clone()));
+                let mut off = counters(count, true, kind, bad, p);
+                off.set_lanes(false);
+                let (a, b) = (render_to_vec(&mut on, 2048), render_to_vec(&mut off, 2048));
+                assert_eq!(first_difference(&a, &b), None, "{what}");
+                assert_eq!(on.stats().panics, 1, "{what}");
+                assert!(a[0][2047] != 0.0, "{what}: the others play");
+                assert!(workers.steps_run(1) > 0, "{what}: the group was split");
+            }
+        }
+    }
+}
+
 /// The scene of `counters(count, fused, kind, bad, p)` without counter
 /// `bad` (the others keep their ids, steps and order), rendered for
 /// `frames`.
