@@ -12,10 +12,10 @@
 //! level after level (a voice, a node, a group's part keeps its state in
 //! that core's cache) while a slow thread's steps are still taken by the
 //! others; which thread runs which step depends on timing and nothing
-//! else does. An idle worker spins a bounded number of times watching the word,
-//! then parks (`std::thread::park`, a futex on Linux: no lock, no
-//! allocation); publishing a level unparks every worker, which costs an
-//! atomic swap for a worker that is not parked.
+//! else does. An idle worker spins a bounded number of times watching the
+//! announcement, then parks (`std::thread::park`, a futex on Linux: no
+//! lock, no allocation); publishing a level unparks every worker, which
+//! costs an atomic swap for a worker that is not parked.
 //!
 //! **Between callbacks.** Waking a parked worker can take longer than the
 //! level it is woken for (tens of microseconds where the core it runs on
@@ -156,8 +156,9 @@ struct Shared {
 // SAFETY: `job` is written only by the thread that publishes a level,
 // before publishing it (Release), and while no step of the previous level
 // is unfinished; a worker reads it only after it saw the level published
-// (Acquire) and a claim in that level succeeded. The pointer in the job is to data the publishing
-// thread keeps alive and unaliased until every step is done.
+// (Acquire) and a claim in that level succeeded. The pointer in the job is
+// to data the publishing thread keeps alive and unaliased until every step
+// is done.
 unsafe impl Sync for Shared {}
 unsafe impl Send for Shared {}
 
