@@ -157,8 +157,10 @@ def main():
                 both = [subprocess.Popen(cmd(1, os.path.join(tmp, f"pair{k}.wav")),
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                         for k in range(2)]
-                if any(p.wait() != 0 for p in both):
-                    sys.exit(f"failed: two renders of {scene} at once")
+                errs = [p.communicate()[1] for p in both]
+                if any(p.returncode != 0 for p in both):
+                    sys.exit(f"failed: two renders of {scene} at once\n"
+                             + b"".join(errs).decode()[-600:])
                 pair = min(pair, time.perf_counter() - t)
         ref = open(outs[counts[0]], "rb").read()
         same = all(open(outs[n], "rb").read() == ref for n in counts)

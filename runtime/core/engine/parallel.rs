@@ -81,6 +81,10 @@ pub(super) struct Levels {
     pub(super) spans: u64,
     /// Each lane group's estimated ns per sample, all members.
     pub(super) group_costs: Vec<f64>,
+    /// Per run: its dearest lane group's estimated ns per sample and the
+    /// most a level of its plain nodes saves when spread (`spread_ns`),
+    /// for [`Engine::level_threshold`].
+    pub(super) most: Vec<(f64, f64)>,
 }
 
 impl Levels {
@@ -140,6 +144,29 @@ impl Levels {
             }
             runs.push((first, levels.len()));
         }
+        let group_costs: Vec<f64> = engine
+            .groups
+            .iter()
+            .map(|g| g.members.iter().map(|&i| engine.costs[i]).sum())
+            .collect();
+        let most = runs
+            .iter()
+            .map(|&(lo, hi)| {
+                levels[lo..hi]
+                    .iter()
+                    .fold((0.0f64, 0.0f64), |(g, s), l: &Level| {
+                        let dearest = l
+                            .groups
+                            .iter()
+                            .map(|&k| match engine.steps[k] {
+                                Step::Group(g) => group_costs[g],
+                                Step::Slot(_) => 0.0,
+                            })
+                            .fold(g, f64::max);
+                        (dearest, s.max(l.spread_ns))
+                    })
+            })
+            .collect();
         Levels {
             levels,
             runs,
@@ -155,11 +182,8 @@ impl Levels {
             spread: 0,
             split: 0,
             spans: 0,
-            group_costs: engine
-                .groups
-                .iter()
-                .map(|g| g.members.iter().map(|&i| engine.costs[i]).sum())
-                .collect(),
+            group_costs,
+            most,
         }
     }
 }
@@ -211,28 +235,16 @@ unsafe fn run_node(data: *const (), k: usize) {
 }
 
 impl Engine {
-    /// What a level of `levels` (one run's) must save over an `n`-frame
-    /// chunk to be spread: [`level_threshold_ns`] of the most that
-    /// spreading one of them would save (a lane group all but one
-    /// thread's share of its members' work, a level's plain nodes all but
-    /// their dearest's) and the pool's threshold.
-    fn level_threshold(&self, workers: &Workers, levels: std::ops::Range<usize>, n: usize) -> f64 {
+    /// What a level of run `r` must save over an `n`-frame chunk to be
+    /// spread: [`level_threshold_ns`] of the most that spreading one of
+    /// its levels would save (a lane group all but one thread's share of
+    /// its members' work, a level's plain nodes all but their dearest's)
+    /// and the pool's threshold. Two products and a comparison: the
+    /// maxima are the plan's ([`Levels::most`]).
+    fn level_threshold(&self, workers: &Workers, r: usize, n: usize) -> f64 {
         let threads = workers.threads() as f64;
-        let share = (threads - 1.0) / threads;
-        let most = self.levels.levels[levels]
-            .iter()
-            .flat_map(|l| {
-                l.groups
-                    .iter()
-                    .map(|&k| match self.steps[k] {
-                        Step::Group(g) => {
-                            self.levels.group_costs.get(g).copied().unwrap_or(0.0) * share
-                        }
-                        Step::Slot(_) => 0.0,
-                    })
-                    .chain([l.spread_ns])
-            })
-            .fold(0.0, f64::max);
+        let (group, plain) = self.levels.most.get(r).copied().unwrap_or_default();
+        let most = (group * (threads - 1.0) / threads).max(plain);
         level_threshold_ns(most * n as f64, workers.min_work_ns() as f64)
     }
 
@@ -255,7 +267,7 @@ impl Engine {
             }
             return;
         }
-        let min_ns = self.level_threshold(workers, lo..hi, n);
+        let min_ns = self.level_threshold(workers, r, n);
         for l in lo..hi {
             for g in 0..self.levels.levels[l].groups.len() {
                 let k = self.levels.levels[l].groups[g];
