@@ -852,7 +852,9 @@ fn a_panic_in_a_lane_kernel_mutes_only_the_member_that_panics() {
     }
 }
 
-/// A fused group split over the workers in parts, with a member that
+/// A fused group split over the workers in parts (a pool with no
+/// threshold splits every group whose members are all ready; which thread
+/// runs a part is timing, so the test does not ask), with a member that
 /// panics in its part: only that member is muted, and the mix plays the
 /// bits of lanes off on one thread, the bad member first, inside or
 /// last, in two parts or three.
@@ -877,7 +879,6 @@ fn a_panic_in_a_part_of_a_split_group_mutes_only_that_member_as_on_one_thread() 
                 assert_eq!(first_difference(&a, &b), None, "{what}");
                 assert_eq!(on.stats().panics, 1, "{what}");
                 assert!(a[0][2047] != 0.0, "{what}: the others play");
-                assert!(workers.steps_run(1) > 0, "{what}: the group was split");
             }
         }
     }
