@@ -534,6 +534,9 @@ pub(crate) fn check_source<'py>(
 /// The module.
 #[pymodule]
 fn morphrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // An instruction-set cap the core does not know would be ignored: refuse
+    // it at import, as the command line does before it builds anything.
+    morphrt_core::dsp::vector::isa_cap().map_err(PyValueError::new_err)?;
     m.add("SceneError", m.py().get_type::<SceneError>())?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;

@@ -179,3 +179,21 @@ def test_threads_render_in_parallel_the_same_bytes_as_one_after_another():
         t.join()
     assert got == serial
     assert len(set(serial)) > 1, "the seed changes the noise"
+
+
+def test_an_isa_cap_plays_the_cli_bits_under_the_same_cap_and_an_unknown_one_fails_the_import():
+    env = dict(os.environ, MORPHRT_ISA="base")
+    code = ("import hashlib, sys, numpy as np, morphrt\n"
+            "a = morphrt.render(sys.argv[1], duration=1, profile='repro')\n"
+            "print(hashlib.sha256(np.ascontiguousarray(a.T).tobytes()).hexdigest())\n")
+    scene = str(ROOT / "scenes/dub-chain.json")
+    py = subprocess.run([os.sys.executable, "-c", code, scene], env=env,
+                        capture_output=True, text=True, check=True).stdout.strip()
+    cli = subprocess.run([BIN, "render", scene, "--profile", "repro", "-d", "1s", "--hash", "-q",
+                          "-o", os.devnull], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert py == cli
+    bad = subprocess.run([os.sys.executable, "-c", "import morphrt"],
+                         env=dict(os.environ, MORPHRT_ISA="sse4"), capture_output=True, text=True)
+    assert bad.returncode != 0
+    assert "MORPHRT_ISA" in bad.stderr and "base, avx2 or avx512" in bad.stderr

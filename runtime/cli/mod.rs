@@ -400,7 +400,11 @@ pub fn main(cli: Cli) -> ExitCode {
         },
         ColorWhen::parse(&cli.color).expect("clap checked --color"),
     );
-    match dispatch(cli.command) {
+    let done = match crate::dsp::vector::isa_cap() {
+        Ok(_) => dispatch(cli.command),
+        Err(message) => Err(HostError::Usage(message)),
+    };
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let message = e.to_string();

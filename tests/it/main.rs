@@ -36,6 +36,7 @@ mod handover_budget;
 mod hot_reload;
 mod input_device;
 mod inputs;
+mod isa_cap;
 mod jack;
 mod jack_callback;
 mod lanes;

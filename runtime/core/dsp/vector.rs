@@ -91,14 +91,70 @@ impl Features {
     }
 }
 
+/// The environment variable that caps the widest instruction set the
+/// kernels use: `base`, `avx2` or `avx512` (any case). A CPU with AVX-512
+/// then runs the AVX2 kernels, say, and plays the repro and live bits a
+/// CPU with AVX2 alone plays: those depend on the level the kernels run
+/// at, strict's on nothing. It never raises the level past what the CPU
+/// has. Kernels that compute the same bits at every level (the
+/// convolution's, the strict resampler's) may still use what the CPU has.
+/// Read once, by the first node built; unset or empty caps nothing,
+/// and neither does a value this build does not know, which a host
+/// refuses with [`isa_cap`] before building anything.
+pub const ISA_VAR: &str = "MORPHRT_ISA";
+
+/// The cap [`ISA_VAR`] asks for: `None` when it is unset or empty, the
+/// level's name when it is one, and the error to show when it is not.
+pub fn isa_cap() -> Result<Option<&'static str>, String> {
+    let value = std::env::var(ISA_VAR).ok();
+    parse_cap(value.as_deref()).map(|cap| cap.map(|isa| SimdLevel(isa).name()))
+}
+
+/// `value` of [`ISA_VAR`] as a cap (`None`: no cap).
+fn parse_cap(value: Option<&str>) -> Result<Option<Isa>, String> {
+    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    match value.to_ascii_lowercase().as_str() {
+        "base" => Ok(Some(Isa::Base)),
+        "avx2" => Ok(Some(Isa::Avx2)),
+        "avx512" => Ok(Some(Isa::Avx512)),
+        _ => Err(format!(
+            "{ISA_VAR}={value:?} is not an instruction set morphrt knows: use base, avx2 or avx512, or unset it"
+        )),
+    }
+}
+
+/// The widest level [`ISA_VAR`] allows (every level when it asks for none
+/// or for one it does not name), read once per process.
+fn env_cap() -> Isa {
+    static CAP: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
+    *CAP.get_or_init(|| {
+        parse_cap(std::env::var(ISA_VAR).ok().as_deref())
+            .ok()
+            .flatten()
+            .unwrap_or(Isa::Avx512)
+    })
+}
+
 impl SimdLevel {
     /// The build's own target: every CPU the binary runs on has it.
     pub(crate) const BASE: SimdLevel = SimdLevel(Isa::Base);
 
-    /// The widest level this CPU runs. Call it while building a node, not per
-    /// block.
+    /// The widest level this CPU runs, no wider than [`ISA_VAR`] allows. Call
+    /// it while building a node, not per block.
     pub(crate) fn detect() -> SimdLevel {
-        SimdLevel(Features::of_cpu().top())
+        SimdLevel(Features::of_cpu().top().min(env_cap()))
+    }
+
+    /// The level's name as [`ISA_VAR`] spells it: `base`, `avx2` or
+    /// `avx512`.
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            Isa::Base => "base",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
     }
 
     /// `requested`, or the widest level this CPU runs if that is narrower:
@@ -1245,6 +1301,33 @@ pub(crate) fn all_finite_at<S: Sample>(level: SimdLevel, x: &[S]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_isa_variable_names_a_cap_in_any_case_and_refuses_what_it_does_not_know() {
+        assert_eq!(parse_cap(None), Ok(None));
+        assert_eq!(parse_cap(Some("")), Ok(None));
+        assert_eq!(parse_cap(Some("  ")), Ok(None));
+        assert_eq!(parse_cap(Some("base")), Ok(Some(Isa::Base)));
+        assert_eq!(parse_cap(Some("AVX2")), Ok(Some(Isa::Avx2)));
+        assert_eq!(parse_cap(Some(" avx512 ")), Ok(Some(Isa::Avx512)));
+        for bad in ["avx", "sse2", "x86-64-v3", "avx-512"] {
+            let e = parse_cap(Some(bad)).unwrap_err();
+            assert!(
+                e.contains(ISA_VAR) && e.contains(bad) && e.contains("base, avx2 or avx512"),
+                "{e}"
+            );
+        }
+        let names: Vec<&str> = [Isa::Base, Isa::Avx2, Isa::Avx512]
+            .into_iter()
+            .map(|i| SimdLevel(i).name())
+            .collect();
+        for name in names {
+            assert_eq!(
+                parse_cap(Some(name)).map(|c| c.map(|i| SimdLevel(i).name())),
+                Ok(Some(name))
+            );
+        }
+    }
 
     /// The fast sine against libm's sin over 2^20 phases spread over the
     /// cycle, including the fold points: within the 1e-4 live's fast math

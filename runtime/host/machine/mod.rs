@@ -109,7 +109,11 @@ pub fn cpu_info() -> (String, String) {
                 .map(|m| m.trim().to_string())
         })
         .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-    (model, cpu_level())
+    let level = match crate::dsp::vector::isa_cap() {
+        Ok(Some(cap)) => format!("{}, {}={cap}", cpu_level(), crate::dsp::vector::ISA_VAR),
+        _ => cpu_level(),
+    };
+    (model, level)
 }
 
 #[cfg(target_arch = "x86_64")]
