@@ -13,8 +13,21 @@
 //! most [`SAVE_WAIT`]. Loading while inactive keeps the state until
 //! [`Activate`](clack_plugin::prelude::PluginAudioProcessor::activate):
 //! the first block the processor plays is then the state's.
+//!
+//! The state also keeps the host's value of every param, in the
+//! snapshot's `host` field under `clap` (a command-line resume ignores
+//! it): `{"params": {ID: VALUE, …}, "in_engine": BOOL}`. A load sets each
+//! param to its value there (the default when the state has none, as a
+//! command-line snapshot does) and asks the host to read them again.
+//! `in_engine` says whether the engine state already plays them: a state
+//! saved while the instance played has them in its engine (and a scene's
+//! own events may have moved the same params since, which a load must not
+//! undo); one saved while inactive holds a fresh engine, so the values are
+//! applied at the first frame after the load (at activation, or at the
+//! next block once a load while active has swapped the engine in).
 
 use crate::{profile_value, MainThread, Shared};
+use clack_extensions::params::{HostParams, ParamRescanFlags};
 use clack_extensions::state::PluginStateImpl;
 use clack_plugin::prelude::*;
 use clack_plugin::stream::{InputStream, OutputStream};
@@ -49,11 +62,79 @@ impl PluginStateImpl for MainThread<'_> {
         let snap = check(self.shared, &bytes).map_err(refused("load"))?;
         let mut controller = self.controller.borrow_mut();
         match controller.as_mut() {
-            Some(c) => restore(self.shared, c, &snap).map_err(refused("load"))?,
-            None => *self.pending.0.borrow_mut() = Some(Box::new(snap)),
+            Some(c) => {
+                restore(self.shared, c, &snap).map_err(refused("load"))?;
+                let in_engine = set_values(self.shared, &snap);
+                // Not in the engine: applied once it plays the state.
+                self.resend_after.set(!in_engine);
+                if let Some(params) = self.host.shared().get_extension::<HostParams>() {
+                    params.rescan(&self.host, ParamRescanFlags::VALUES);
+                }
+            }
+            None => {
+                set_values(self.shared, &snap);
+                *self.pending.0.borrow_mut() = Some(Box::new(snap));
+            }
         }
         Ok(())
     }
+}
+
+/// The key of this plugin's part of a snapshot's `host` field.
+const HOST_KEY: &str = "clap";
+
+/// `snap` with the host's current param values, and whether its engine
+/// already plays them.
+fn with_values(shared: &Shared, mut snap: SnapshotFile, in_engine: bool) -> SnapshotFile {
+    let params: serde_json::Map<String, serde_json::Value> = (shared.bundle.params.iter())
+        .enumerate()
+        .filter(|(i, _)| *i != ParamList::PROFILE)
+        .map(|(i, p)| (p.id().to_string(), serde_json::json!(shared.value(i))))
+        .collect();
+    let mut host = match snap.host.take() {
+        Some(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    host.insert(
+        HOST_KEY.to_string(),
+        serde_json::json!({ "params": params, "in_engine": in_engine }),
+    );
+    snap.host = Some(serde_json::Value::Object(host));
+    snap
+}
+
+/// Whether `snap`'s engine plays the param values it keeps (true for a
+/// state that keeps none).
+fn in_engine(snap: &SnapshotFile) -> bool {
+    let ours = snap.host.as_ref().and_then(|h| h.get(HOST_KEY));
+    ours.and_then(|o| o.get("in_engine"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(true)
+}
+
+/// Sets every param but `profile` (which follows the state's session
+/// profile) to its value in `snap`, or its default when `snap` keeps
+/// none in range; returns [`in_engine`].
+fn set_values(shared: &Shared, snap: &SnapshotFile) -> bool {
+    let kept = snap
+        .host
+        .as_ref()
+        .and_then(|h| h.get(HOST_KEY))
+        .and_then(|o| o.get("params"))
+        .and_then(serde_json::Value::as_object);
+    for (i, p) in shared.bundle.params.iter().enumerate() {
+        if i == ParamList::PROFILE {
+            continue;
+        }
+        let (lo, hi) = p.range().bounds();
+        let v = kept
+            .and_then(|m| m.get(p.id()))
+            .and_then(serde_json::Value::as_f64)
+            .filter(|v| (lo..=hi).contains(v))
+            .unwrap_or_else(|| p.default_value());
+        shared.set_value(i, v);
+    }
+    in_engine(snap)
 }
 
 /// The error a host logs for a refused save or load.
@@ -108,11 +189,18 @@ fn restore(
 
 /// Restores a state loaded before activation into the new `controller`
 /// (a state that does not fit is dropped, with the reason on standard
-/// error: activation goes on with a fresh engine).
-pub fn restore_pending(main: &MainThread<'_>, controller: &mut Controller) {
-    if let Some(snap) = main.pending.0.borrow_mut().take() {
-        if let Err(e) = restore(main.shared, controller, &snap) {
+/// error: activation goes on with a fresh engine). Whether the engine the
+/// processor starts with plays the host's values already: true only for
+/// a restored state that has them [`in_engine`].
+pub fn restore_pending(main: &MainThread<'_>, controller: &mut Controller) -> bool {
+    let Some(snap) = main.pending.0.borrow_mut().take() else {
+        return false;
+    };
+    match restore(main.shared, controller, &snap) {
+        Ok(()) => in_engine(&snap),
+        Err(e) => {
             eprintln!("morphrt: the loaded state is dropped at activation: {e}");
+            false
         }
     }
 }
@@ -140,16 +228,15 @@ impl MainThread<'_> {
         let mut controller = self.controller.borrow_mut();
         let Some(c) = controller.as_mut() else {
             if let Some(snap) = self.pending.0.borrow().as_ref() {
-                return Ok(snap.to_bytes());
+                let carried = in_engine(snap);
+                return Ok(with_values(self.shared, (**snap).clone(), carried).to_bytes());
             }
             let rate = self.shared.bundle.params.sample_rate();
             let profile = ParamList::profile(self.shared.value(ParamList::PROFILE));
             let (cx, plan) = self.context(rate, None, profile)?;
             let engine = morphrt_core::engine::Engine::new(plan);
-            return Ok(cx
-                .file(&engine.snapshot())
-                .map_err(|e| e.to_string())?
-                .to_bytes());
+            let file = cx.file(&engine.snapshot()).map_err(|e| e.to_string())?;
+            return Ok(with_values(self.shared, file, false).to_bytes());
         };
         wait_idle(c)?;
         c.snapshot().map_err(|e| e.to_string())?;
@@ -173,7 +260,8 @@ impl MainThread<'_> {
         let rate = c.params().sample_rate();
         let block = self.shared.block.load(Ordering::Relaxed) as usize;
         let (cx, _) = self.context(rate, Some(block), Some(state.profile))?;
-        Ok(cx.file(&state).map_err(|e| e.to_string())?.to_bytes())
+        let file = cx.file(&state).map_err(|e| e.to_string())?;
+        Ok(with_values(self.shared, file, true).to_bytes())
     }
 
     /// The snapshot context of the scene compiled as an activation at

@@ -754,13 +754,33 @@ impl clack_extensions::log::HostLogImpl for Logged {
     }
 }
 
+impl clack_extensions::params::HostParamsImplShared for Logged {
+    fn request_flush(&self) {}
+}
+
+/// The host's main thread: how often the plugin asked it to read every
+/// param's value again.
+#[derive(Default)]
+struct Rescans(std::cell::Cell<usize>);
+impl MainThreadHandler<'_> for Rescans {}
+impl clack_extensions::params::HostParamsImplMainThread for Rescans {
+    fn rescan(&self, flags: clack_extensions::params::ParamRescanFlags) {
+        if flags.contains(clack_extensions::params::ParamRescanFlags::VALUES) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+    fn clear(&self, _: ClapId, _: clack_extensions::params::ParamClearFlags) {}
+}
+
 struct LogHost;
 impl HostHandlers for LogHost {
     type Shared<'a> = Logged;
-    type MainThread<'a> = ();
+    type MainThread<'a> = Rescans;
     type AudioProcessor<'a> = ();
     fn declare_extensions(builder: &mut HostExtensions<Self>, _: &Logged) {
-        builder.register::<clack_extensions::log::HostLog>();
+        builder
+            .register::<clack_extensions::log::HostLog>()
+            .register::<clack_extensions::params::HostParams>();
     }
 }
 
@@ -777,7 +797,7 @@ fn linked_instance(path: &Path) -> (PluginEntry, PluginInstance<LogHost>) {
     };
     let plugin = PluginInstance::<LogHost>::new(
         |_| Logged(Default::default()),
-        |_| (),
+        |_| Rescans::default(),
         &entry,
         &id,
         &host_info(),
@@ -1045,4 +1065,178 @@ fn an_id_with_trailing_garbage_makes_no_instance() {
             .is_err()
     );
     instance(&entry, &id);
+}
+
+/// Sets param `name` of inactive `plugin` to `v` through the params
+/// extension's main-thread flush, as a host does before activating.
+fn set_inactive(plugin: &mut PluginInstance<LogHost>, name: &str, v: f64) {
+    let params = plugin
+        .plugin_handle()
+        .get_extension::<PluginParams>()
+        .unwrap();
+    let mut events = EventBuffer::with_capacity(1);
+    events.push(&ParamValueEvent::new(
+        0,
+        ClapId::new(expected_id(name)),
+        Pckn::match_all(),
+        v,
+    ));
+    let mut handle = plugin.inactive_plugin_handle().expect("inactive");
+    params.flush(
+        &mut handle,
+        &InputEvents::from_buffer(&events),
+        &mut OutputEvents::void(),
+    );
+}
+
+/// What the host reads as param `name` of `plugin`.
+fn value_of(plugin: &mut PluginInstance<LogHost>, name: &str) -> Option<f64> {
+    let handle = plugin.plugin_handle();
+    let params = handle.get_extension::<PluginParams>().unwrap();
+    params.get_value(&handle, ClapId::new(expected_id(name)))
+}
+
+fn save_state(plugin: &mut PluginInstance<LogHost>) -> Vec<u8> {
+    use clack_extensions::state::PluginState;
+    let mut state = Vec::new();
+    let h = plugin.plugin_handle();
+    let ext = h.get_extension::<PluginState>().unwrap();
+    ext.save(&h, &mut state).expect("the state saves");
+    state
+}
+
+fn load_state(plugin: &mut PluginInstance<LogHost>, state: &[u8]) {
+    use clack_extensions::state::PluginState;
+    let h = plugin.plugin_handle();
+    let ext = h.get_extension::<PluginState>().unwrap();
+    ext.load(&h, &mut &state[..]).expect("the state loads");
+}
+
+/// 6000 frames of `plugin` from its activation, a note held from frame
+/// 100.
+fn first_frames(plugin: &mut PluginInstance<LogHost>) -> Vec<u32> {
+    let processor = plugin.activate(|_, _| (), strict_config(512)).unwrap();
+    let mut processor = processor.start_processing().unwrap();
+    let (out, _) = run_audio(&mut processor, 512, 5, Some((100, 60)), |done| done < 6000);
+    plugin.deactivate(processor.stop_processing());
+    out
+}
+
+/// A state keeps the host's param values: loaded before activation into
+/// another instance (fresh, or one whose host had moved the same param
+/// elsewhere), each param reads the state's value and the instance plays
+/// what an instance given those values plays, bit for bit. A state saved
+/// while inactive holds a fresh engine, so the values are applied at
+/// activation; one saved while playing has them in its engine.
+#[test]
+fn a_state_keeps_the_host_s_param_values_and_a_load_plays_them() {
+    let dir = temp_dir("plugin-state-values");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let (_ea, mut a) = linked_instance(&path);
+    assert_eq!(value_of(&mut a, "tone.freq"), Some(330.0));
+    set_inactive(&mut a, "tone.freq", 440.0);
+    set_inactive(&mut a, "tone.amp", 0.125);
+    let state = save_state(&mut a);
+    let want = first_frames(&mut a);
+
+    let (_eb, mut b) = linked_instance(&path);
+    load_state(&mut b, &state);
+    assert_eq!(value_of(&mut b, "tone.freq"), Some(440.0));
+    assert_eq!(value_of(&mut b, "tone.amp"), Some(0.125));
+    assert!(
+        first_frames(&mut b) == want,
+        "a fresh instance given the state"
+    );
+
+    let (_ec, mut c) = linked_instance(&path);
+    set_inactive(&mut c, "tone.freq", 550.0);
+    load_state(&mut c, &state);
+    assert_eq!(value_of(&mut c, "tone.freq"), Some(440.0));
+    assert!(
+        first_frames(&mut c) == want,
+        "the state's values, not the host's own"
+    );
+
+    // Not a coincidence: the scene's own values play something else.
+    let (_ed, mut d) = linked_instance(&path);
+    assert!(first_frames(&mut d) != want);
+
+    // A state without the host's values (a command-line snapshot of the
+    // scene) sets every param to its default.
+    let mut snap =
+        morphrt::host::record::snapshot::SnapshotFile::from_bytes(&state, "state").unwrap();
+    assert!(snap
+        .host
+        .as_ref()
+        .is_some_and(|h| h["clap"]["in_engine"] == false));
+    snap.host = None;
+    let (_ee, mut e) = linked_instance(&path);
+    set_inactive(&mut e, "tone.freq", 550.0);
+    load_state(&mut e, &snap.to_bytes());
+    assert_eq!(value_of(&mut e, "tone.freq"), Some(330.0));
+    assert!(first_frames(&mut e) == first_frames(&mut d));
+}
+
+/// A state loaded while the instance plays: the host is told to read the
+/// params again and reads the state's values, and a state saved while
+/// inactive (a fresh engine, which lacks them) plays them from the block
+/// after its engine is swapped in.
+#[test]
+fn a_state_loaded_while_playing_has_the_host_rescan_and_plays_its_values() {
+    let dir = temp_dir("plugin-state-playing");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let (_ea, mut a) = linked_instance(&path);
+    set_inactive(&mut a, "tone.freq", 440.0);
+    let state = save_state(&mut a);
+
+    let (_eb, mut b) = linked_instance(&path);
+    let processor = b.activate(|_, _| (), strict_config(256)).unwrap();
+    let mut processor = processor.start_processing().unwrap();
+    let mut heard = Vec::new();
+    let play = |processor: &mut StartedPluginAudioProcessor<LogHost>,
+                b: &mut PluginInstance<LogHost>,
+                frames: usize| {
+        let (out, counts) = run_audio(processor, 256, 9, None, |done| done < frames);
+        assert_eq!(counts, (0, 0), "allocations and frees in process");
+        b.call_on_main_thread_callback();
+        out
+    };
+    heard.extend(play(&mut processor, &mut b, 4800));
+    load_state(&mut b, &state);
+    assert_eq!(
+        b.access_handler(|h| h.0.get()),
+        1,
+        "one rescan of the values"
+    );
+    assert_eq!(value_of(&mut b, "tone.freq"), Some(440.0));
+    for _ in 0..20 {
+        heard.extend(play(&mut processor, &mut b, 480));
+    }
+    let last = play(&mut processor, &mut b, 48_000);
+    b.deactivate(processor.stop_processing());
+    assert!(logged(&b).is_empty(), "{:?}", logged(&b));
+    // The tone (no note sounds) at 440 Hz: 880 rising and falling zero
+    // crossings a second of the left channel, where 330 Hz gives 660.
+    let left: Vec<f32> = last.iter().step_by(2).map(|b| f32::from_bits(*b)).collect();
+    let crossings = left
+        .windows(2)
+        .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
+        .count();
+    assert!(
+        (875..=885).contains(&crossings),
+        "{crossings} zero crossings in 1 s"
+    );
+    let before: Vec<f32> = heard[..9600]
+        .iter()
+        .step_by(2)
+        .map(|b| f32::from_bits(*b))
+        .collect();
+    let crossings = before
+        .windows(2)
+        .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
+        .count();
+    assert!(
+        (60..=72).contains(&crossings),
+        "{crossings} zero crossings in the first 0.1 s"
+    );
 }
