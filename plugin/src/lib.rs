@@ -93,9 +93,6 @@ pub struct Shared {
     switch: AtomicBool,
     /// A switch is under way: the controller needs polling.
     busy: AtomicBool,
-    /// The engine a load swapped in lacks the host's values: the audio
-    /// thread queues them at its next block.
-    resend: AtomicBool,
     /// A `--watch` build's source scene file.
     watch: watch::Watch,
 }
@@ -114,7 +111,6 @@ impl Shared {
             block: AtomicU32::new(0),
             switch: AtomicBool::new(false),
             busy: AtomicBool::new(false),
-            resend: AtomicBool::new(false),
             watch: watch::Watch::new(bundle.payload.watch.clone()),
             bundle,
         }
@@ -135,9 +131,6 @@ pub struct MainThread<'a> {
     host: HostMainThreadHandle<'a>,
     controller: RefCell<Option<Controller>>,
     pending: state::Pending,
-    /// A state loaded while active lacks the host's values in its engine:
-    /// once the controller has swapped it in, the audio thread resends them.
-    resend_after: std::cell::Cell<bool>,
 }
 
 impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {
@@ -149,9 +142,6 @@ impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {
             return;
         };
         c.poll();
-        if !c.busy() && self.resend_after.take() {
-            self.shared.resend.store(true, Ordering::Release);
-        }
         if let Some(e) = self.shared.watch.apply(c) {
             watch::log(&self.host.shared(), &e);
         }
@@ -230,12 +220,10 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
             .activate_scene(&bundle.payload.scene, &bundle.payload.scene_name)
             .map_err(|e| PluginError::Error(Box::new(e)))?;
         // The host's values hold across activations: every param it
-        // moved lands at the first frame, unless a loaded state's engine
-        // plays them already.
-        let in_engine = state::restore_pending(main_thread, &mut controller);
-        main_thread.resend_after.set(false);
-        shared.resend.store(false, Ordering::Relaxed);
-        let moved: Vec<Event> = if in_engine {
+        // moved lands at the first frame (a loaded state's engine is given
+        // them as it is restored).
+        let restored = state::restore_pending(main_thread, &mut controller);
+        let moved: Vec<Event> = if restored {
             Vec::new()
         } else {
             moved(shared).collect()
@@ -264,18 +252,6 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
     ) -> Result<ProcessStatus, PluginError> {
         let frames = (audio.frames_count() as usize).min(self.processor.max_frames());
         let first = self.processor.frames();
-        if self.shared.resend.swap(false, Ordering::AcqRel) {
-            // At this call's first frame, before the host's own events.
-            self.events.clear();
-            for e in moved(self.shared) {
-                if self.events.len() == self.events.capacity() {
-                    self.processor.queue(&self.events);
-                    self.events.clear();
-                }
-                self.events.push(e);
-            }
-            self.processor.queue(&self.events);
-        }
         // The input, copied (the host may hand the same buffer out).
         if let Some(port) = audio.input_port(0) {
             if let Some(chans) = port.channels()?.into_f32() {
@@ -637,7 +613,6 @@ impl PluginFactoryImpl for Factory {
                     host,
                     controller: RefCell::new(None),
                     pending: Default::default(),
-                    resend_after: std::cell::Cell::new(false),
                 })
             },
         ))

@@ -22,9 +22,12 @@
 //! `in_engine` says whether the engine state already plays them: a state
 //! saved while the instance played has them in its engine (and a scene's
 //! own events may have moved the same params since, which a load must not
-//! undo); one saved while inactive holds a fresh engine, so the values are
-//! applied at the first frame after the load (at activation, or at the
-//! next block once a load while active has swapped the engine in).
+//! undo); one saved while inactive holds a fresh engine. The restored
+//! engine is given, at its first sample, every param whose host value is
+//! not what it plays (all that differ from their defaults for a fresh
+//! engine; for one that plays them, those the host moved after the load
+//! and before activation): in the engine the controller hands over, so
+//! the values land with the state whenever the host's callbacks run.
 
 use crate::{profile_value, MainThread, Shared};
 use clack_extensions::params::{HostParams, ParamRescanFlags};
@@ -60,21 +63,25 @@ impl PluginStateImpl for MainThread<'_> {
             .read_to_end(&mut bytes)
             .map_err(|e| refused("load")(e.to_string()))?;
         let snap = check(self.shared, &bytes).map_err(refused("load"))?;
-        let mut controller = self.controller.borrow_mut();
-        match controller.as_mut() {
-            Some(c) => {
-                restore(self.shared, c, &snap).map_err(refused("load"))?;
-                let in_engine = set_values(self.shared, &snap);
-                // Not in the engine: applied once it plays the state.
-                self.resend_after.set(!in_engine);
-                if let Some(params) = self.host.shared().get_extension::<HostParams>() {
-                    params.rescan(&self.host, ParamRescanFlags::VALUES);
+        {
+            let mut controller = self.controller.borrow_mut();
+            match controller.as_mut() {
+                Some(c) => {
+                    // Checked before any value moves: a refused state
+                    // changes nothing.
+                    fits(c, &snap).map_err(refused("load"))?;
+                    set_values(self.shared, &snap);
+                    restore(self.shared, c, &snap).map_err(refused("load"))?;
+                }
+                None => {
+                    set_values(self.shared, &snap);
+                    *self.pending.0.borrow_mut() = Some(Box::new(snap));
                 }
             }
-            None => {
-                set_values(self.shared, &snap);
-                *self.pending.0.borrow_mut() = Some(Box::new(snap));
-            }
+        }
+        // No borrow held: the host may call back from the rescan.
+        if let Some(params) = self.host.shared().get_extension::<HostParams>() {
+            params.rescan(&self.host, ParamRescanFlags::VALUES);
         }
         Ok(())
     }
@@ -84,7 +91,7 @@ impl PluginStateImpl for MainThread<'_> {
 const HOST_KEY: &str = "clap";
 
 /// `snap` with the host's current param values, and whether its engine
-/// already plays them.
+/// already plays them (see the module docs).
 fn with_values(shared: &Shared, mut snap: SnapshotFile, in_engine: bool) -> SnapshotFile {
     let params: serde_json::Map<String, serde_json::Value> = (shared.bundle.params.iter())
         .enumerate()
@@ -112,29 +119,56 @@ fn in_engine(snap: &SnapshotFile) -> bool {
         .unwrap_or(true)
 }
 
-/// Sets every param but `profile` (which follows the state's session
-/// profile) to its value in `snap`, or its default when `snap` keeps
-/// none in range; returns [`in_engine`].
-fn set_values(shared: &Shared, snap: &SnapshotFile) -> bool {
+/// Every param's value as `snap` keeps it (its default where `snap` keeps
+/// none in range; `profile`'s is never read).
+fn kept_values(shared: &Shared, snap: &SnapshotFile) -> Vec<f64> {
     let kept = snap
         .host
         .as_ref()
         .and_then(|h| h.get(HOST_KEY))
         .and_then(|o| o.get("params"))
         .and_then(serde_json::Value::as_object);
-    for (i, p) in shared.bundle.params.iter().enumerate() {
-        if i == ParamList::PROFILE {
-            continue;
+    (shared.bundle.params.iter())
+        .map(|p| {
+            let (lo, hi) = p.range().bounds();
+            kept.and_then(|m| m.get(p.id()))
+                .and_then(serde_json::Value::as_f64)
+                .filter(|v| (lo..=hi).contains(v))
+                .unwrap_or_else(|| p.default_value())
+        })
+        .collect()
+}
+
+/// Sets every param but `profile` (which follows the state's session
+/// profile) to its value in `snap` ([`kept_values`]).
+fn set_values(shared: &Shared, snap: &SnapshotFile) {
+    for (i, v) in kept_values(shared, snap).into_iter().enumerate() {
+        if i != ParamList::PROFILE {
+            shared.set_value(i, v);
         }
-        let (lo, hi) = p.range().bounds();
-        let v = kept
-            .and_then(|m| m.get(p.id()))
-            .and_then(serde_json::Value::as_f64)
-            .filter(|v| (lo..=hi).contains(v))
-            .unwrap_or_else(|| p.default_value());
-        shared.set_value(i, v);
     }
-    in_engine(snap)
+}
+
+/// The params the engine restored from `snap` must be given as it starts:
+/// each whose host value is not what that engine plays for it — the
+/// value `snap` keeps when its engine plays them, the default when it
+/// holds a fresh engine — as `(index, value)`.
+fn to_apply(shared: &Shared, snap: &SnapshotFile) -> Vec<(usize, f64)> {
+    let base: Vec<f64> = if in_engine(snap) {
+        kept_values(shared, snap)
+    } else {
+        shared
+            .bundle
+            .params
+            .iter()
+            .map(|p| p.default_value())
+            .collect()
+    };
+    (0..shared.bundle.params.len())
+        .filter(|&i| i != ParamList::PROFILE)
+        .filter(|&i| shared.value(i).to_bits() != base[i].to_bits())
+        .map(|i| (i, shared.value(i)))
+        .collect()
 }
 
 /// The error a host logs for a refused save or load.
@@ -171,6 +205,20 @@ fn restore(
     controller: &mut Controller,
     snap: &SnapshotFile,
 ) -> Result<(), String> {
+    fits(controller, snap)?;
+    let state = snap.state().map_err(|e| e.to_string())?;
+    wait_idle(controller)?;
+    controller
+        .restore_with(&state, &to_apply(shared, snap))
+        .map_err(|e| e.to_string())?;
+    shared.set_value(ParamList::PROFILE, profile_value(snap.session_profile));
+    // The audio thread asks for a callback, whose poll completes it.
+    shared.busy.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Whether `snap` can play in `controller`'s engine: taken at its rate.
+fn fits(controller: &Controller, snap: &SnapshotFile) -> Result<(), String> {
     let rate = controller.params().sample_rate();
     if snap.sample_rate != rate {
         return Err(format!(
@@ -178,26 +226,19 @@ fn restore(
             snap.sample_rate
         ));
     }
-    let state = snap.state().map_err(|e| e.to_string())?;
-    wait_idle(controller)?;
-    controller.restore(&state).map_err(|e| e.to_string())?;
-    shared.set_value(ParamList::PROFILE, profile_value(snap.session_profile));
-    // The audio thread asks for a callback, whose poll completes it.
-    shared.busy.store(true, Ordering::Release);
     Ok(())
 }
 
-/// Restores a state loaded before activation into the new `controller`
-/// (a state that does not fit is dropped, with the reason on standard
-/// error: activation goes on with a fresh engine). Whether the engine the
-/// processor starts with plays the host's values already: true only for
-/// a restored state that has them [`in_engine`].
+/// Restores a state loaded before activation into the new `controller`,
+/// with the host's values as they are now (a state that does not fit is
+/// dropped, with the reason on standard error: activation goes on with a
+/// fresh engine). Whether a state was restored.
 pub fn restore_pending(main: &MainThread<'_>, controller: &mut Controller) -> bool {
     let Some(snap) = main.pending.0.borrow_mut().take() else {
         return false;
     };
     match restore(main.shared, controller, &snap) {
-        Ok(()) => in_engine(&snap),
+        Ok(()) => true,
         Err(e) => {
             eprintln!("morphrt: the loaded state is dropped at activation: {e}");
             false
@@ -228,7 +269,9 @@ impl MainThread<'_> {
         let mut controller = self.controller.borrow_mut();
         let Some(c) = controller.as_mut() else {
             if let Some(snap) = self.pending.0.borrow().as_ref() {
-                let carried = in_engine(snap);
+                // Its engine plays the host's values only if it did and
+                // none has moved since the load.
+                let carried = in_engine(snap) && to_apply(self.shared, snap).is_empty();
                 return Ok(with_values(self.shared, (**snap).clone(), carried).to_bytes());
             }
             let rate = self.shared.bundle.params.sample_rate();

@@ -1177,10 +1177,30 @@ fn a_state_keeps_the_host_s_param_values_and_a_load_plays_them() {
     assert!(first_frames(&mut e) == first_frames(&mut d));
 }
 
+/// 0.1 s of `plugin` from its activation, no note played: the tone alone.
+fn tone_alone(plugin: &mut PluginInstance<LogHost>) -> Vec<u32> {
+    let processor = plugin.activate(|_, _| (), strict_config(512)).unwrap();
+    let mut processor = processor.start_processing().unwrap();
+    let (out, _) = run_audio(&mut processor, 512, 5, None, |done| done < 4800);
+    plugin.deactivate(processor.stop_processing());
+    out
+}
+
+/// Zero crossings (rising and falling) of the left channel of `out`
+/// (interleaved stereo f32 bits): the tone alone at f Hz makes 2·f a
+/// second.
+fn crossings(out: &[u32]) -> usize {
+    let left: Vec<f32> = out.iter().step_by(2).map(|b| f32::from_bits(*b)).collect();
+    left.windows(2)
+        .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
+        .count()
+}
+
 /// A state loaded while the instance plays: the host is told to read the
 /// params again and reads the state's values, and a state saved while
-/// inactive (a fresh engine, which lacks them) plays them from the block
-/// after its engine is swapped in.
+/// inactive (a fresh engine, which lacks them) plays them from the first
+/// frame of the engine swapped in, before the host's main-thread callback
+/// has run at all.
 #[test]
 fn a_state_loaded_while_playing_has_the_host_rescan_and_plays_its_values() {
     let dir = temp_dir("plugin-state-playing");
@@ -1192,16 +1212,13 @@ fn a_state_loaded_while_playing_has_the_host_rescan_and_plays_its_values() {
     let (_eb, mut b) = linked_instance(&path);
     let processor = b.activate(|_, _| (), strict_config(256)).unwrap();
     let mut processor = processor.start_processing().unwrap();
-    let mut heard = Vec::new();
-    let play = |processor: &mut StartedPluginAudioProcessor<LogHost>,
-                b: &mut PluginInstance<LogHost>,
-                frames: usize| {
+    let play = |processor: &mut StartedPluginAudioProcessor<LogHost>, frames: usize| {
         let (out, counts) = run_audio(processor, 256, 9, None, |done| done < frames);
         assert_eq!(counts, (0, 0), "allocations and frees in process");
-        b.call_on_main_thread_callback();
         out
     };
-    heard.extend(play(&mut processor, &mut b, 4800));
+    let before = play(&mut processor, 4800);
+    b.call_on_main_thread_callback();
     load_state(&mut b, &state);
     assert_eq!(
         b.access_handler(|h| h.0.get()),
@@ -1209,34 +1226,64 @@ fn a_state_loaded_while_playing_has_the_host_rescan_and_plays_its_values() {
         "one rescan of the values"
     );
     assert_eq!(value_of(&mut b, "tone.freq"), Some(440.0));
-    for _ in 0..20 {
-        heard.extend(play(&mut processor, &mut b, 480));
+    let after = play(&mut processor, 4800);
+    for _ in 0..10 {
+        play(&mut processor, 480);
+        b.call_on_main_thread_callback();
     }
-    let last = play(&mut processor, &mut b, 48_000);
+    let last = play(&mut processor, 48_000);
     b.deactivate(processor.stop_processing());
     assert!(logged(&b).is_empty(), "{:?}", logged(&b));
-    // The tone (no note sounds) at 440 Hz: 880 rising and falling zero
-    // crossings a second of the left channel, where 330 Hz gives 660.
-    let left: Vec<f32> = last.iter().step_by(2).map(|b| f32::from_bits(*b)).collect();
-    let crossings = left
-        .windows(2)
-        .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
-        .count();
+    // The tone (no note sounds): 330 Hz before, 440 Hz from the swap on.
+    let (c0, c1, c2) = (crossings(&before), crossings(&after), crossings(&last));
     assert!(
-        (875..=885).contains(&crossings),
-        "{crossings} zero crossings in 1 s"
+        (64..=68).contains(&c0),
+        "{c0} zero crossings in 0.1 s before"
     );
-    let before: Vec<f32> = heard[..9600]
-        .iter()
-        .step_by(2)
-        .map(|b| f32::from_bits(*b))
-        .collect();
-    let crossings = before
-        .windows(2)
-        .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
-        .count();
     assert!(
-        (60..=72).contains(&crossings),
-        "{crossings} zero crossings in the first 0.1 s"
+        (86..=90).contains(&c1),
+        "{c1} zero crossings in 0.1 s after"
+    );
+    assert!((875..=885).contains(&c2), "{c2} zero crossings in 1 s");
+}
+
+/// A state whose engine plays the host's values (as one saved while the
+/// instance played does), loaded before activation: a param the host
+/// moves after the load and before activating is what plays; an inactive
+/// load also has the host rescan the values.
+#[test]
+fn a_host_change_after_a_load_before_activation_is_what_plays() {
+    let dir = temp_dir("plugin-state-moved");
+    let path = write_plugin(&dir, SCENE, "pad");
+    let (_ea, mut a) = linked_instance(&path);
+    let fresh = save_state(&mut a);
+    // The fresh engine plays the scene's values: so does the state say.
+    let mut snap =
+        morphrt::host::record::snapshot::SnapshotFile::from_bytes(&fresh, "state").unwrap();
+    let host = snap.host.as_mut().unwrap();
+    assert_eq!(host["clap"]["params"]["tone.freq"], 330.0);
+    host["clap"]["in_engine"] = serde_json::Value::Bool(true);
+    let playing = snap.to_bytes();
+
+    let (_eb, mut b) = linked_instance(&path);
+    load_state(&mut b, &playing);
+    assert_eq!(
+        b.access_handler(|h| h.0.get()),
+        1,
+        "one rescan of the values"
+    );
+    set_inactive(&mut b, "tone.freq", 550.0);
+    let c = crossings(&tone_alone(&mut b));
+    assert!(
+        (108..=112).contains(&c),
+        "{c} zero crossings in 0.1 s, not 550 Hz"
+    );
+    // Left alone, it plays the state's 330 Hz.
+    let (_ec, mut c2) = linked_instance(&path);
+    load_state(&mut c2, &playing);
+    let c = crossings(&tone_alone(&mut c2));
+    assert!(
+        (64..=68).contains(&c),
+        "{c} zero crossings in 0.1 s, not 330 Hz"
     );
 }

@@ -514,6 +514,19 @@ impl Controller {
     /// what followed the snapshot, bit for bit under strict.
     /// [`poll`](Self::poll) reports [`Notice::Restored`].
     pub fn restore(&mut self, state: &EngineState) -> Result<(), ControlError> {
+        self.restore_with(state, &[])
+    }
+
+    /// [`restore`](Self::restore), with params set as the engine starts:
+    /// each `(index, value)` of [`params`](Self::params) lands at the
+    /// state's first sample, in the engine the processor swaps in (as a
+    /// host's change of that param at that sample would). A value out of
+    /// its param's range, or of a param that moves nothing, is skipped.
+    pub fn restore_with(
+        &mut self,
+        state: &EngineState,
+        values: &[(usize, f64)],
+    ) -> Result<(), ControlError> {
         if self.busy() {
             return Err(ControlError::Busy);
         }
@@ -525,6 +538,16 @@ impl Controller {
         next.engine
             .restore(state)
             .map_err(|(id, e)| ControlError::State(format!("node `{id}`: {e}")))?;
+        next.engine
+            .with_attached::<super::params::ParamRoutes, _>(|routes, engine| {
+                let Some(routes) = routes else { return };
+                let at = engine.clock();
+                for &(index, value) in values {
+                    let _ = routes.records(index, value, at, 0, |r| {
+                        let _ = engine.push_change(r);
+                    });
+                }
+            });
         let saved = next.saved;
         if let Err(ToAudio::Restore(engine)) = self.link.send(ToAudio::Restore(next.engine)) {
             drop(engine);
