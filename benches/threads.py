@@ -89,9 +89,13 @@ def halves(scene, tmp):
     import json
     with open(scene) as f:
         s = json.load(f)
+    if "nodes" not in s or "edges" not in s:
+        return []
     ins = {}
     for e in s["edges"]:
         ins.setdefault(e["to"].split(":")[0], []).append(e["from"].split(":")[0])
+    if not ins or max(len(v) for v in ins.values()) < 2:
+        return []
     sum_node = max(ins, key=lambda n: len(ins[n]))
     members = ins[sum_node]
 
@@ -199,6 +203,8 @@ def main():
 
         pair = halved = float("inf")
         parts = halves(scene, tmp) if a.halves else []
+        if a.halves and not parts:
+            print(f"{name}: no sum to cut in two (--halves skips it)")
 
         def at_once(cmds):
             t = time.perf_counter()

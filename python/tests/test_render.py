@@ -193,6 +193,13 @@ def test_an_isa_cap_plays_the_cli_bits_under_the_same_cap_and_an_unknown_one_fai
                           "-o", os.devnull], env=env, capture_output=True, text=True,
                          check=True).stdout.strip()
     assert py == cli
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if " avx2" in flags and " fma" in flags:
+        # Not a cap both ignore: without it the reverb fuses.
+        free = subprocess.run([os.sys.executable, "-c", code, scene],
+                              env={k: v for k, v in env.items() if k != "MORPHRT_ISA"},
+                              capture_output=True, text=True, check=True).stdout.strip()
+        assert free != py
     bad = subprocess.run([os.sys.executable, "-c", "import morphrt"],
                          env=dict(os.environ, MORPHRT_ISA="sse4"), capture_output=True, text=True)
     assert bad.returncode != 0

@@ -2,7 +2,8 @@
 //! plays the same bits at every cap; repro and live play the same bits
 //! with AVX2 as with AVX-512, and other bits without AVX2 on a CPU with FMA
 //! (GUIDE, "Profiles"); a value morphrt does not know is refused before
-//! anything is written; `bench` names the cap in its comparison key.
+//! anything is written; `bench`'s comparison key and a journal name the
+//! feature level the kernels play.
 
 use crate::support::{root, stderr, stdout, temp_dir};
 use std::path::Path;
@@ -46,6 +47,10 @@ fn has(feature: &str) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         match feature {
+            "avx512" => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+            }
             "avx2" => {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
@@ -115,7 +120,7 @@ fn an_unknown_isa_is_refused_before_anything_is_written() {
 }
 
 #[test]
-fn bench_names_the_cap_in_its_comparison_key() {
+fn bench_names_the_level_the_kernels_run_at_in_its_comparison_key() {
     let args = [
         "bench",
         "scenes/bench/w4.json",
@@ -131,12 +136,23 @@ fn bench_names_the_cap_in_its_comparison_key() {
         let o = morphrt_at(isa, &args);
         assert!(o.status.success(), "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
-        v.to_string()
+        v["key"].to_string()
     };
-    let capped = key(Some("avx2"));
-    assert!(capped.contains("MORPHRT_ISA=avx2"), "{capped}");
     let free = key(None);
     assert!(!free.contains("MORPHRT_ISA"), "{free}");
+    // A cap at the CPU's own level changes nothing, so splits no key.
+    assert_eq!(key(Some("avx512")), free);
+    if has("avx512") {
+        let capped = key(Some("avx2"));
+        assert!(
+            capped.contains("x86-64-v3") && !capped.contains("x86-64-v4"),
+            "{capped}"
+        );
+    }
+    if has("avx2") {
+        let capped = key(Some("base"));
+        assert!(capped.contains("x86-64-v2, MORPHRT_ISA=base"), "{capped}");
+    }
 }
 
 #[test]
@@ -182,6 +198,11 @@ fn a_session_under_a_cap_replays_bit_for_bit_under_the_same_cap_and_warns_withou
     let (same, said) = replay(Some("base"), "again.wav");
     assert!(same == played, "the same cap replays what was played");
     assert!(!said.contains("CPU feature level"), "{said}");
+    if has("avx2") {
+        let o = morphrt_at(None, &["replay", "--info", journal.to_str().unwrap()]);
+        let info = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(info.contains("x86-64-v2, MORPHRT_ISA=base"), "{info}");
+    }
     let (other, said) = replay(None, "uncapped.wav");
     assert!(said.contains("CPU feature level"), "{said}");
     if has("avx2") {

@@ -97,7 +97,9 @@ impl Features {
 /// CPU with AVX2 alone plays: those depend on the level the kernels run
 /// at, strict's on nothing. It never raises the level past what the CPU
 /// has. Kernels that compute the same bits at every level (the
-/// convolution's, the strict resampler's) may still use what the CPU has.
+/// convolution's, the strict resampler's) may still use what the CPU has,
+/// and so does the FFT library repro and live use, whose bits may then
+/// differ from a CPU without AVX under `base`.
 /// Read once, by the first node built; unset or empty caps nothing,
 /// and neither does a value this build does not know, which a host
 /// refuses with [`isa_cap`] before building anything.

@@ -110,10 +110,26 @@ pub fn cpu_info() -> (String, String) {
         })
         .unwrap_or_else(|| std::env::consts::ARCH.to_string());
     let level = match crate::dsp::vector::isa_cap() {
-        Ok(Some(cap)) => format!("{}, {}={cap}", cpu_level(), crate::dsp::vector::ISA_VAR),
+        Ok(Some(cap)) => capped_level(cpu_level(), cap),
         _ => cpu_level(),
     };
     (model, level)
+}
+
+/// The feature level whose repro and live bits the kernels play under
+/// `MORPHRT_ISA=cap` on a CPU of `level`: `avx2` on x86-64-v4 plays
+/// x86-64-v3's, a cap at or above the CPU's level changes nothing, and
+/// `base` on a CPU with AVX2 is named with the cap, since the FFT (whose
+/// library picks its own instruction set) still uses AVX there, which a
+/// CPU without it would not.
+fn capped_level(level: String, cap: &str) -> String {
+    match (level.as_str(), cap) {
+        ("x86-64-v4", "avx2") => "x86-64-v3".to_string(),
+        ("x86-64-v4" | "x86-64-v3", "base") => {
+            format!("x86-64-v2, {}=base", crate::dsp::vector::ISA_VAR)
+        }
+        _ => level,
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
