@@ -160,18 +160,6 @@ impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {
     }
 }
 
-/// A param event at frame 0 for every param but `profile` whose host value
-/// is not its default.
-fn moved(shared: &Shared) -> impl Iterator<Item = Event> + '_ {
-    (0..shared.bundle.params.len())
-        .filter(|&i| i != ParamList::PROFILE)
-        .filter(|&i| {
-            shared.values[i].load(Ordering::Relaxed)
-                != (shared.bundle.params.get(i)).map_or(0, |p| p.default_value().to_bits())
-        })
-        .map(|i| Event::param(0, i as u32, shared.value(i)))
-}
-
 /// The latency of `processor`: its engine block and the scene's own, at
 /// the rate it was activated at.
 fn latency(processor: &Processor) -> u32 {
@@ -226,7 +214,9 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Audio<'a> {
         let moved: Vec<Event> = if restored {
             Vec::new()
         } else {
-            moved(shared).collect()
+            (state::off_defaults(shared).into_iter())
+                .map(|(i, v)| Event::param(0, i as u32, v))
+                .collect()
         };
         let mut processor = processor;
         processor.queue(&moved);

@@ -154,19 +154,28 @@ fn set_values(shared: &Shared, snap: &SnapshotFile) {
 /// value `snap` keeps when its engine plays them, the default when it
 /// holds a fresh engine — as `(index, value)`.
 fn to_apply(shared: &Shared, snap: &SnapshotFile) -> Vec<(usize, f64)> {
-    let base: Vec<f64> = if in_engine(snap) {
-        kept_values(shared, snap)
+    if in_engine(snap) {
+        differing(shared, &kept_values(shared, snap))
     } else {
-        shared
-            .bundle
-            .params
-            .iter()
-            .map(|p| p.default_value())
-            .collect()
-    };
+        off_defaults(shared)
+    }
+}
+
+/// Every param but `profile` whose host value is not its default, as
+/// `(index, value)`: what a fresh engine must be given.
+pub fn off_defaults(shared: &Shared) -> Vec<(usize, f64)> {
+    let defaults: Vec<f64> = (shared.bundle.params.iter())
+        .map(|p| p.default_value())
+        .collect();
+    differing(shared, &defaults)
+}
+
+/// Every param but `profile` whose host value is not `base`'s (bit for
+/// bit), as `(index, value)`.
+fn differing(shared: &Shared, base: &[f64]) -> Vec<(usize, f64)> {
     (0..shared.bundle.params.len())
         .filter(|&i| i != ParamList::PROFILE)
-        .filter(|&i| shared.value(i).to_bits() != base[i].to_bits())
+        .filter(|&i| Some(shared.value(i).to_bits()) != base.get(i).map(|b| b.to_bits()))
         .map(|i| (i, shared.value(i)))
         .collect()
 }
