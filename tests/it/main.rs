@@ -9,6 +9,7 @@
 
 mod support;
 
+mod ahead;
 mod audio_in;
 mod backends;
 mod bench;

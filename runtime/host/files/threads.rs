@@ -24,6 +24,10 @@ pub struct ThreadArgs {
     /// step it claims, as a preempted worker would.
     #[arg(long = "thread-test-delay", hide = true, value_parser = worker_delay)]
     pub test_delay: Option<(usize, u64)>,
+    /// `render`: never render a part of the scene ahead on a thread of its
+    /// own (every thread then works block by block in the pool).
+    #[arg(long = "no-ahead", hide = true)]
+    pub no_ahead: bool,
 }
 
 /// `K:NS` of `--thread-test-delay`.
@@ -41,7 +45,17 @@ impl ThreadArgs {
     /// `None` for one thread. Its workers run at normal priority, or ask
     /// for real-time scheduling when `realtime` (a live session's).
     pub fn workers(&self, default: usize, realtime: bool) -> Option<Workers> {
-        let n = self.threads.map_or(default, usize::from);
+        self.workers_of(self.count(default), realtime)
+    }
+
+    /// The thread count: `--threads`, else `default`.
+    pub fn count(&self, default: usize) -> usize {
+        self.threads.map_or(default, usize::from)
+    }
+
+    /// The pool of `n` threads (`None` for one) with this command's
+    /// threshold and test hooks.
+    pub fn workers_of(&self, n: usize, realtime: bool) -> Option<Workers> {
         if n <= 1 {
             return None;
         }

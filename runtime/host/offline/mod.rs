@@ -7,6 +7,7 @@
 //! a render or a plot that is not a file's or the scene's fault is a
 //! [`RenderError`] (`error`).
 
+pub mod ahead;
 pub mod axes;
 pub mod canvas;
 pub mod error;

@@ -32,6 +32,7 @@ use crate::engine::Engine;
 use crate::host::files::rules::{check_side_output, Inputs, Kind, Output};
 use crate::host::files::signals::InterruptGuard;
 use crate::host::files::wav::WavLayout;
+use crate::host::offline::ahead::{self, Ahead};
 use crate::host::offline::input::{open_early, open_input, protect};
 use crate::host::offline::midi::{open_midi, protect_midi};
 use crate::host::record::snapshot::{numbered_path, SnapshotContext, SnapshotFile, Written};
@@ -178,11 +179,36 @@ pub fn render(
         Some(SnapshotContext::new(&plan, &text)?)
     };
     let latency = plan.latency;
-    let mut engine = Engine::new(plan);
-    engine.set_workers(
-        opts.threads
-            .workers(crate::host::files::threads::all_cores(), false),
-    );
+    let threads = opts.threads.count(crate::host::files::threads::all_cores());
+    // Half of a wide sum ahead on a thread of its own (`ahead.rs`), when
+    // nothing but time moves what it plays.
+    let parts = (threads >= 2
+        && snap.is_none()
+        && stops.is_empty()
+        && midi.is_none()
+        && input.is_none()
+        && !opts.threads.no_ahead)
+        .then(|| ahead_parts(opts, &plan, &text, &scene, input_rate, length.most(sr)))
+        .flatten()
+        .transpose()?;
+    let (mut engine, mut ahead) = match parts {
+        Some((ahead, rest, cut)) => {
+            if crate::host::term::verbose() {
+                let _ = writeln!(log, "{}", cut.describe());
+            }
+            (Engine::new(rest), Some(ahead))
+        }
+        None => (Engine::new(plan), None),
+    };
+    let pool = if ahead.is_some() {
+        threads - 1
+    } else {
+        threads
+    };
+    engine.set_workers(opts.threads.workers_of(pool, false));
+    if let Some(feed) = ahead.as_mut().and_then(Ahead::feed) {
+        engine.set_input_feed(feed);
+    }
     if let (Some(s), Some(cx)) = (&snap, &context) {
         resume_from(s, cx, &mut engine, log)?;
     }
@@ -225,6 +251,18 @@ pub fn render(
         snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
     )?;
     drop(guard);
+    let end = player.engine().clock();
+    let ahead = match ahead.map(|a| a.finish(end)) {
+        Some(Err(ahead::Stopped)) => {
+            return Err(HostError::Input(vec![Diagnostic::error(
+                &opts.scene.display().to_string(),
+                None,
+                "the part of the scene rendered ahead stopped before the render ended; render again with --threads 1".to_string(),
+            )]))
+        }
+        Some(Ok(report)) => report,
+        None => None,
+    };
     let engine = player.engine();
     let layout = WavLayout {
         frames: report.frames,
@@ -248,6 +286,7 @@ pub fn render(
     }
     report_render(
         engine,
+        ahead.as_ref(),
         &report,
         &layout,
         start,
@@ -281,6 +320,51 @@ pub fn render(
         };
     }
     Ok(())
+}
+
+/// The part of the scene rendered ahead (`ahead.rs`), started, and the
+/// plan of the rest; `None` when the scene cannot be cut or a part
+/// compiles to other settings than the whole (the render then plays the
+/// whole scene as it is).
+fn ahead_parts(
+    opts: &RenderOptions,
+    plan: &crate::graph::Plan,
+    text: &str,
+    scene: &scene::Scene,
+    input_rate: Option<u32>,
+    frames: u64,
+) -> Option<Result<(Ahead, crate::graph::Plan, ahead::Cut), HostError>> {
+    let cut = ahead::cut(plan, text)?;
+    let whole = ahead::Settings::of(plan);
+    let (file, dir) = (scene.file.clone(), scene.dir().map(PathBuf::from));
+    let part = {
+        let (opts, dir) = (opts.clone(), dir.clone());
+        move |text: &str, what: &str| {
+            let s = scene::load_str(text, &format!("{file} ({what})"), dir.clone()).ok()?;
+            compile_for_render(&opts, &s, None, input_rate, &mut std::io::sink()).ok()
+        }
+    };
+    // The part ahead compiles on its own thread while the rest compiles here.
+    let (ahead_text, build) = (cut.ahead.clone(), part.clone());
+    let started = Ahead::start(
+        move || build(&ahead_text, "the part ahead"),
+        whole.clone(),
+        cut.added.0.clone(),
+        frames,
+    );
+    let (ahead, fits) = match started {
+        Ok(s) => s,
+        Err(source) => {
+            return Some(Err(HostError::Thread {
+                what: "the part of the scene rendered ahead",
+                source,
+            }))
+        }
+    };
+    let rest = part(&cut.rest, "the rest").filter(|p| whole.fit(p, &cut.added.1))?;
+    fits.recv()
+        .unwrap_or(false)
+        .then_some(Ok((ahead, rest, cut)))
 }
 
 /// Writes a snapshot at each stop (`--snapshot-at`), noting what it wrote.

@@ -1,0 +1,570 @@
+//! Half of a wide sum rendered ahead on a thread of its own.
+//!
+//! A block-synchronous pool (`engine/workers.rs`) hands a level to its
+//! workers and waits for them every block; at a small block size that
+//! handover costs about as much as the level it spreads. An offline render
+//! knows everything it will play in advance, so a part of the graph that
+//! nothing changes while it renders can run ahead of the rest instead,
+//! whole chunks at a time, with nothing to wait for block by block.
+//!
+//! **The cut.** The sum taken is the node port with the most incoming
+//! edges (at least [`MIN_EDGES`]). Its first `k` edges' sources and
+//! everything upstream of them form the part rendered ahead, `k` chosen so
+//! that it costs about half of the scene's estimate (`check`'s per-node
+//! figures). That part must feed nothing but those first `k` edges, hold no
+//! `input` node, no latency and no feedback edge, and the scene must have
+//! no events, no controls and no voice modules: then what it plays is a
+//! function of time alone. The part ahead becomes a scene of its own whose
+//! main output is a node of unit gain summing those `k` edges; the rest
+//! becomes a scene in which an `input` node, fed that output, is the sum's
+//! first edge, in the place of the `k` it replaces.
+//!
+//! **Why the bits are the same.** A node's inputs are summed in the
+//! scene's order, the first copied and each next one added
+//! (`engine/mix.rs`): the part ahead adds the first `k` exactly as the
+//! whole scene would, a gain of 1 leaves that sum as it is, it reaches the
+//! rest as 64-bit floats (exact for f32 and f64 alike), and the rest adds
+//! the remaining edges to it in order. Every node keeps its id, so its
+//! random streams are the same (the seed the scene plays with is written
+//! into both parts). Both parts compile with the render's options, and the
+//! cut is dropped unless every node resolves to the same settings as in
+//! the whole scene.
+
+use crate::engine::{Engine, EngineStats, InputBlock, InputFeed};
+use crate::graph::{node_cost_ns, plan_cost_ns, Plan, SeedSource};
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, TrySendError};
+use std::sync::Arc;
+use std::thread::{JoinHandle, Thread};
+use std::time::Duration;
+
+/// The fewest edges into one port for a sum worth cutting.
+pub const MIN_EDGES: usize = 4;
+
+/// The least estimated work (ns per sample) of the smaller part: below it
+/// a second thread is not worth starting.
+const MIN_PART_NS: f64 = 20.0;
+
+/// Frames of the part ahead handed over at a time.
+const CHUNK_FRAMES: usize = 4096;
+
+/// Chunks rendered ahead and not yet taken, at most.
+const CHUNKS_AHEAD: usize = 8;
+
+/// Top-level scene fields a cut scene may have (the others, such as
+/// `events`, `controls` and `modules`, change what plays while it plays).
+const KEPT_TOP: [&str; 11] = [
+    "$schema",
+    "version",
+    "profile",
+    "seed",
+    "sample_rate",
+    "duration",
+    "tempo",
+    "meter",
+    "profile_config",
+    "edit",
+    "plugin",
+];
+
+/// A scene cut in two: the part rendered ahead and the rest, as scene
+/// texts.
+#[derive(Debug)]
+pub struct Cut {
+    /// The part rendered ahead: its main output is the partial sum.
+    pub ahead: String,
+    /// The rest, reading the partial sum through an `input` node.
+    pub rest: String,
+    /// The summing node's id.
+    pub sum: String,
+    /// Edges of the sum the part ahead takes, of how many.
+    pub taken: usize,
+    pub edges: usize,
+    /// The ids of the nodes the cut adds: the part ahead's unit gain and
+    /// the rest's `input`.
+    pub added: (String, String),
+}
+
+impl Cut {
+    /// One line for `-v`.
+    pub fn describe(&self) -> String {
+        format!(
+            "ahead: the first {} of the {} inputs of `{}` (and what feeds them) render ahead on a thread of their own",
+            self.taken, self.edges, self.sum
+        )
+    }
+}
+
+/// `plan`, compiled from `text`, cut in two as the module docs say, or
+/// `None` when it cannot be (or is not worth it).
+pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
+    if !plan.events.is_empty() || !plan.controls.is_empty() || plan.latency != 0 {
+        return None;
+    }
+    let scene: Value = serde_json::from_str(text).ok()?;
+    let top = scene.as_object()?;
+    if top.keys().any(|k| {
+        !KEPT_TOP.contains(&k.as_str())
+            && !matches!(k.as_str(), "nodes" | "edges" | "outputs" | "channel_names")
+    }) {
+        return None;
+    }
+    let nodes = top.get("nodes")?.as_array()?;
+    let edges = top.get("edges")?.as_array()?;
+    // The scene's nodes are the plan's, one for one (no module's).
+    let index: HashMap<&str, usize> = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    if nodes.len() != plan.nodes.len()
+        || nodes.iter().any(|n| {
+            n.get("id")
+                .and_then(Value::as_str)
+                .is_none_or(|id| !index.contains_key(id))
+        })
+    {
+        return None;
+    }
+    if edges.iter().any(|e| {
+        e.as_object()
+            .is_none_or(|o| o.keys().any(|k| k != "from" && k != "to"))
+    }) {
+        return None;
+    }
+    let refs = || {
+        plan.nodes.iter().enumerate().flat_map(|(i, n)| {
+            n.inputs
+                .iter()
+                .chain(&n.param_inputs)
+                .flatten()
+                .map(move |r| (i, r))
+        })
+    };
+    if refs().any(|(_, r)| r.delay > 0 || r.is_feedback()) || plan.main.iter().any(|r| r.delay > 0)
+    {
+        return None;
+    }
+    // The widest sum.
+    let (sum, port) = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| {
+            n.inputs
+                .iter()
+                .enumerate()
+                .map(move |(p, s)| (i, p, s.len()))
+        })
+        .filter(|&(_, _, n)| n >= MIN_EDGES)
+        .max_by_key(|&(i, _, n)| (n, std::cmp::Reverse(i)))
+        .map(|(i, p, _)| (i, p))?;
+    let members: Vec<usize> = plan.nodes[sum].inputs[port]
+        .iter()
+        .map(|r| r.node)
+        .collect();
+    // A sum of oscillators that can run steady (`SteadyLanes`: many live
+    // sines) has a path of its own on one thread that needs every edge to
+    // be one of them; the rest's first edge would not be.
+    let steady = |i: usize| match &plan.nodes[i].node {
+        Some(crate::ops::AnyNode::F32(n)) => n.steady_lanes(members.len()).is_some(),
+        Some(crate::ops::AnyNode::F64(n)) => n.steady_lanes(members.len()).is_some(),
+        None => false,
+    };
+    if members.iter().any(|&m| steady(m)) {
+        return None;
+    }
+    // Who reads each node (its consumers), for the closure check.
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); plan.nodes.len()];
+    for (i, r) in refs() {
+        readers[r.node].push(i);
+    }
+    let total = plan_cost_ns(plan);
+    let cost: Vec<f64> = plan.nodes.iter().map(node_cost_ns).collect();
+    // The part ahead for the first `k` edges: what feeds them.
+    let mut part = HashSet::new();
+    let mut part_ns = 0.0;
+    let mut best: Option<(usize, HashSet<usize>, f64)> = None;
+    for (k, &m) in members.iter().enumerate().take(members.len() - 1) {
+        let mut stack = vec![m];
+        while let Some(n) = stack.pop() {
+            if part.insert(n) {
+                part_ns += cost[n];
+                stack.extend(
+                    plan.nodes[n]
+                        .inputs
+                        .iter()
+                        .chain(&plan.nodes[n].param_inputs)
+                        .flatten()
+                        .map(|r| r.node),
+                );
+            }
+        }
+        let taken = k + 1;
+        let off = (part_ns - total / 2.0).abs();
+        if best
+            .as_ref()
+            .is_none_or(|b| off < (b.2 - total / 2.0).abs())
+        {
+            best = Some((taken, part.clone(), part_ns));
+        }
+        if part_ns >= total / 2.0 {
+            break;
+        }
+    }
+    let (taken, part, part_ns) = best?;
+    if part_ns.min(total - part_ns) < MIN_PART_NS || part.contains(&sum) {
+        return None;
+    }
+    // The part feeds only the sum's first `taken` edges, reads no input,
+    // adds no latency, and is not on the main bus.
+    let feeds_only_the_sum = part.iter().all(|&n| {
+        readers[n].iter().all(|&r| part.contains(&r) || r == sum)
+            && plan.nodes[sum].inputs.iter().enumerate().all(|(p, s)| {
+                s.iter()
+                    .enumerate()
+                    .all(|(j, r)| r.node != n || (p == port && j < taken))
+            })
+            && plan.nodes[sum]
+                .param_inputs
+                .iter()
+                .flatten()
+                .all(|r| r.node != n)
+    });
+    if !feeds_only_the_sum
+        || members[taken..].iter().any(|m| part.contains(m))
+        || part
+            .iter()
+            .any(|&n| plan.nodes[n].op.name == "input" || plan.nodes[n].latency != 0)
+        || plan.main.iter().any(|r| part.contains(&r.node))
+    {
+        return None;
+    }
+    let in_part = |id: &str| index.get(id).is_some_and(|i| part.contains(i));
+    let node_of =
+        |end: &Value| -> Option<String> { Some(end.as_str()?.split(':').next()?.to_string()) };
+    let fresh = |base: &str| {
+        (0..)
+            .map(|n| {
+                if n == 0 {
+                    base.to_string()
+                } else {
+                    format!("{base}_{n}")
+                }
+            })
+            .find(|id| !index.contains_key(id.as_str()))
+            .expect("an unused id")
+    };
+    let (sum_id, feed_id) = (fresh("ahead_sum"), fresh("ahead_in"));
+    let mut head = Map::new();
+    for k in KEPT_TOP {
+        if let Some(v) = top.get(k) {
+            head.insert(k.to_string(), v.clone());
+        }
+    }
+    if let SeedSource::Given(s) | SeedSource::Auto(s) = plan.seed {
+        head.insert("seed".into(), json!(s));
+    }
+    let (mut a_edges, mut b_edges) = (Vec::new(), Vec::new());
+    let mut first = true;
+    for e in edges {
+        let from = node_of(e.get("from")?)?;
+        let to = node_of(e.get("to")?)?;
+        if !in_part(&from) {
+            b_edges.push(e.clone());
+        } else if in_part(&to) {
+            a_edges.push(e.clone());
+        } else {
+            // An edge of the sum's first `taken`.
+            a_edges.push(json!({ "from": e["from"].clone(), "to": sum_id }));
+            if first {
+                b_edges.push(json!({ "from": feed_id, "to": e["to"].clone() }));
+                first = false;
+            }
+        }
+    }
+    let id_of = |n: &Value| {
+        n.get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut a_nodes: Vec<Value> = nodes
+        .iter()
+        .filter(|n| in_part(&id_of(n)))
+        .cloned()
+        .collect();
+    a_nodes.push(json!({ "id": sum_id.clone(), "op": "gain", "params": { "gain": 1 } }));
+    let mut b_nodes =
+        vec![json!({ "id": feed_id.clone(), "op": "input", "params": { "channel": 0 } })];
+    b_nodes.extend(nodes.iter().filter(|n| !in_part(&id_of(n))).cloned());
+    let mut ahead = head.clone();
+    ahead.insert("nodes".into(), Value::Array(a_nodes));
+    ahead.insert("edges".into(), Value::Array(a_edges));
+    ahead.insert("outputs".into(), json!({ "main": [sum_id.clone()] }));
+    let mut rest = head;
+    rest.insert("nodes".into(), Value::Array(b_nodes));
+    rest.insert("edges".into(), Value::Array(b_edges));
+    for k in ["outputs", "channel_names"] {
+        if let Some(v) = top.get(k) {
+            rest.insert(k.to_string(), v.clone());
+        }
+    }
+    Some(Cut {
+        ahead: Value::Object(ahead).to_string(),
+        rest: Value::Object(rest).to_string(),
+        sum: plan.nodes[sum].id.clone(),
+        taken,
+        edges: members.len(),
+        added: (sum_id, feed_id),
+    })
+}
+
+/// What every node of the whole scene resolved to, for checking that a
+/// part compiled on its own plays its nodes as the whole does.
+#[derive(Clone)]
+pub struct Settings {
+    session: (crate::profile::Profile, u32, usize, Option<u64>),
+    nodes: HashMap<String, (crate::profile::NodeProfile, usize, Vec<crate::ops::Value>)>,
+}
+
+impl Settings {
+    pub fn of(plan: &Plan) -> Settings {
+        Settings {
+            session: session(plan),
+            nodes: plan
+                .nodes
+                .iter()
+                .map(|n| {
+                    let op = n.op as *const _ as usize;
+                    (n.id.clone(), (n.profile.clone(), op, n.values.clone()))
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether `part` runs at the whole's settings and each of its nodes
+    /// but `added` (the node the cut adds) resolved as in the whole.
+    pub fn fit(&self, part: &Plan, added: &str) -> bool {
+        session(part) == self.session
+            && part.nodes.iter().filter(|n| n.id != added).all(|n| {
+                self.nodes.get(&n.id).is_some_and(|(profile, op, values)| {
+                    *profile == n.profile && *op == n.op as *const _ as usize && *values == n.values
+                })
+            })
+    }
+}
+
+fn session(p: &Plan) -> (crate::profile::Profile, u32, usize, Option<u64>) {
+    let seed = match p.seed {
+        SeedSource::None => None,
+        SeedSource::Given(s) | SeedSource::Auto(s) => Some(s),
+    };
+    (p.session_profile, p.sample_rate, p.block_size, seed)
+}
+
+/// The part ahead, rendering on its thread; the rest's engine reads it
+/// through [`Ahead::feed`].
+pub struct Ahead {
+    feed: Option<Feed>,
+    stop: Arc<AtomicBool>,
+    /// Raised by the feed when the part ahead stopped before the render
+    /// did (it cannot, short of a bug: then the render fails).
+    lost: Arc<AtomicBool>,
+    thread: Thread,
+    handle: Option<JoinHandle<Option<Rendered>>>,
+}
+
+/// The part ahead's engine once stopped, and its count of blocks with a
+/// NaN/Inf after each block that changed it (end of block, count).
+struct Rendered {
+    engine: Engine,
+    nan_counts: Vec<(u64, u64)>,
+}
+
+/// The part ahead stopped before the render ended.
+#[derive(Debug)]
+pub struct Stopped;
+
+/// What the part ahead's engine reports at the end.
+pub struct Report {
+    /// Blocks in which a node produced NaN/Inf.
+    pub nan_events: u64,
+    /// The first node that did (its id) and the sample.
+    pub first_nan: Option<(String, u64)>,
+}
+
+impl Report {
+    /// What the part ahead reported before `end`: it rendered past the
+    /// render's end, and what it met there was never heard.
+    fn before(r: &Rendered, end: u64) -> Report {
+        let s: &EngineStats = r.engine.stats();
+        Report {
+            nan_events: r
+                .nan_counts
+                .iter()
+                .take_while(|(at, _)| *at <= end)
+                .last()
+                .map_or(0, |(_, n)| *n),
+            first_nan: s
+                .first_nan
+                .filter(|(_, at)| *at < end)
+                .map(|(n, at)| (r.engine.node_id(n).to_string(), at)),
+        }
+    }
+}
+
+impl Ahead {
+    /// Starts the part ahead on a thread of its own: it compiles it
+    /// (`build`, there, so that its engine's memory is its thread's own
+    /// and shares no cache line with the rest's), says on the channel
+    /// returned whether it fits `whole` (every node as the whole resolved
+    /// it, `added` aside), and renders its first `frames` frames.
+    pub fn start(
+        build: impl FnOnce() -> Option<Plan> + Send + 'static,
+        whole: Settings,
+        added: String,
+        frames: u64,
+    ) -> std::io::Result<(Ahead, Receiver<bool>)> {
+        let (tx, chunks) = mpsc::sync_channel::<Vec<f64>>(CHUNKS_AHEAD);
+        let (spent, spares) = mpsc::channel::<Vec<f64>>();
+        let (fits, fitted) = mpsc::channel::<bool>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("morphrt-ahead".into())
+            .spawn(move || {
+                let plan = build().filter(|p| whole.fit(p, &added));
+                let _ = fits.send(plan.is_some());
+                let mut engine = Engine::new(plan?);
+                let mut nan_counts = Vec::new();
+                let block = engine.block_size();
+                'render: loop {
+                    let mut chunk = spares.try_recv().unwrap_or_default();
+                    chunk.clear();
+                    while chunk.len() < CHUNK_FRAMES {
+                        let left = frames.saturating_sub(engine.clock());
+                        if stopped.load(Ordering::Acquire) || left == 0 && chunk.is_empty() {
+                            break 'render;
+                        }
+                        if left == 0 {
+                            break;
+                        }
+                        let n = (block as u64).min(left) as usize;
+                        let nans = engine.stats().nan_events;
+                        engine.process_block(n.min(CHUNK_FRAMES - chunk.len()));
+                        if engine.stats().nan_events != nans {
+                            nan_counts.push((engine.clock(), engine.stats().nan_events));
+                        }
+                        match engine.bus() {
+                            crate::engine::BusRef::F32(ch, n) => {
+                                chunk.extend(ch[0][..n].iter().map(|&x| f64::from(x)))
+                            }
+                            crate::engine::BusRef::F64(ch, n) => {
+                                chunk.extend_from_slice(&ch[0][..n])
+                            }
+                        }
+                    }
+                    // Full: wait for the rest to take a chunk (it unparks
+                    // this thread when it does).
+                    loop {
+                        if stopped.load(Ordering::Acquire) {
+                            break 'render;
+                        }
+                        match tx.try_send(chunk) {
+                            Ok(()) => break,
+                            Err(TrySendError::Full(c)) => {
+                                chunk = c;
+                                std::thread::park_timeout(Duration::from_millis(2));
+                            }
+                            Err(TrySendError::Disconnected(_)) => break 'render,
+                        }
+                    }
+                }
+                Some(Rendered { engine, nan_counts })
+            })?;
+        let thread = handle.thread().clone();
+        let lost = Arc::new(AtomicBool::new(false));
+        let ahead = Ahead {
+            feed: Some(Feed {
+                chunks,
+                spent,
+                current: Vec::new(),
+                at: 0,
+                ahead: thread.clone(),
+                lost: lost.clone(),
+            }),
+            stop,
+            lost,
+            thread,
+            handle: Some(handle),
+        };
+        Ok((ahead, fitted))
+    }
+
+    /// The feed the rest's engine reads the part ahead from (once).
+    pub fn feed(&mut self) -> Option<Box<dyn InputFeed>> {
+        self.feed.take().map(|f| Box::new(f) as Box<dyn InputFeed>)
+    }
+
+    /// Stops the part ahead and gives its engine's report up to `end`
+    /// (the render's last frame), or `Err` when it stopped before the
+    /// render ended (what the rest read of it after that was silence).
+    pub fn finish(mut self, end: u64) -> Result<Option<Report>, Stopped> {
+        let rendered = self.stop_thread();
+        if self.lost.load(Ordering::Acquire) {
+            return Err(Stopped);
+        }
+        Ok(rendered.map(|r| Report::before(&r, end)))
+    }
+
+    fn stop_thread(&mut self) -> Option<Rendered> {
+        self.stop.store(true, Ordering::Release);
+        self.thread.unpark();
+        self.handle.take()?.join().ok().flatten()
+    }
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        let _ = self.stop_thread();
+    }
+}
+
+/// The rest's side: the part ahead's output as input channel 0.
+struct Feed {
+    chunks: Receiver<Vec<f64>>,
+    spent: mpsc::Sender<Vec<f64>>,
+    current: Vec<f64>,
+    at: usize,
+    ahead: Thread,
+    lost: Arc<AtomicBool>,
+}
+
+impl InputFeed for Feed {
+    fn read(&mut self, _start: u64, block: &mut InputBlock<'_>) {
+        let frames = block.frames();
+        let mut done = 0;
+        while done < frames {
+            if self.at == self.current.len() {
+                let Ok(next) = self.chunks.recv() else {
+                    self.lost.store(true, Ordering::Release);
+                    break;
+                };
+                let old = std::mem::replace(&mut self.current, next);
+                let _ = self.spent.send(old);
+                self.ahead.unpark();
+                self.at = 0;
+            }
+            let take = (frames - done).min(self.current.len() - self.at);
+            block.channel_mut(0)[done..done + take]
+                .copy_from_slice(&self.current[self.at..self.at + take]);
+            done += take;
+            self.at += take;
+        }
+        block.channel_mut(0)[done..].fill(0.0);
+    }
+}

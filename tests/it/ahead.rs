@@ -1,0 +1,148 @@
+//! `render --threads N`: half of a wide sum rendered ahead on a thread of
+//! its own writes the same bytes as one thread, in every profile and at
+//! every block size, reports a NaN in that half as one thread does, and is
+//! not used where something but time moves what the half plays.
+
+use crate::support as common;
+use std::path::Path;
+
+/// `render SCENE --hash -v ARGS…` at `threads` (the WAV in `dir`): its
+/// hash, whether it rendered a part ahead (`-v` says so), and its stderr.
+fn rendered(dir: &Path, scene: &Path, threads: &str, args: &[&str]) -> (String, bool, String) {
+    let stem = scene.file_stem().unwrap().to_string_lossy();
+    let out = dir.join(format!("{stem}-{threads}-{}.wav", args.join("_")));
+    let mut all = vec!["--hash", "-v", "--threads", threads];
+    all.extend_from_slice(args);
+    let o = common::render(scene, &out, &all);
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let hash = common::stdout(&o).trim().to_string();
+    assert!(hash.len() >= 64, "a hash: {hash}");
+    (hash, err.contains("ahead: the first"), err)
+}
+
+/// `n` noise → bandpass chains summed by a gain, the first chain's source
+/// given as `first` (a node object with id `src0`).
+fn chains(n: usize, first: &str, extra: &str) -> String {
+    let mut nodes = vec![first.to_string()];
+    let mut edges = Vec::new();
+    for k in 0..n {
+        if k > 0 {
+            nodes.push(format!(
+                r#"{{ "id": "src{k}", "op": "noise", "params": {{ "amp": 0.25 }} }}"#
+            ));
+        }
+        nodes.push(format!(
+            r#"{{ "id": "bp{k}", "op": "biquad", "params": {{ "mode": "bandpass", "cutoff": "{}Hz", "q": 10 }} }}"#,
+            200 + 150 * k
+        ));
+        edges.push(format!(r#"{{ "from": "src{k}", "to": "bp{k}" }}"#));
+        edges.push(format!(r#"{{ "from": "bp{k}", "to": "sum" }}"#));
+    }
+    nodes.push(r#"{ "id": "sum", "op": "gain", "params": { "gain": 0.5 } }"#.to_string());
+    format!(
+        r#"{{ "version": "1.0", "seed": 7, "sample_rate": 48000, "nodes": [{}], "edges": [{}], "outputs": {{ "main": ["sum"] }}{extra} }}"#,
+        nodes.join(", "),
+        edges.join(", ")
+    )
+}
+
+const NOISE: &str = r#"{ "id": "src0", "op": "noise", "params": { "amp": 0.25 } }"#;
+
+#[test]
+fn half_of_a_wide_sum_rendered_ahead_writes_the_same_bytes_in_every_profile_and_block_size() {
+    let dir = common::temp_dir("same");
+    let w4 = common::root().join("scenes/bench/w4.json");
+    for profile in ["strict", "repro", "live"] {
+        for (block, duration) in [("1", "0.1s"), ("64", "0.3s"), ("4096", "0.3s")] {
+            let args = ["--profile", profile, "--block-size", block, "-d", duration];
+            let (one, cut, _) = rendered(&dir, &w4, "1", &args);
+            assert!(!cut, "one thread renders nothing ahead");
+            for threads in ["2", "3"] {
+                let (hash, cut, err) = rendered(&dir, &w4, threads, &args);
+                assert!(cut, "{profile} block {block}: {err}");
+                assert_eq!(hash, one, "{profile} at block {block}, {threads} threads");
+            }
+        }
+    }
+    // Many sines into a filter under repro (no steady path there): cut
+    // near the middle of the filter's 256 inputs.
+    let w1 = common::root().join("scenes/bench/w1.json");
+    let args = ["--profile", "repro", "-d", "0.2s"];
+    let (one, _, _) = rendered(&dir, &w1, "1", &args);
+    let (two, cut, err) = rendered(&dir, &w1, "2", &args);
+    assert!(cut && err.contains("of the 256 inputs of `lp`"), "{err}");
+    assert_eq!(two, one);
+}
+
+#[test]
+fn a_nan_in_the_part_rendered_ahead_is_reported_as_on_one_thread() {
+    // The first chain's source overflows f32 at its sixth gain of 1e6:
+    // that node is silenced and named.
+    let mut first = vec![r#"{ "id": "d", "op": "dc", "params": { "value": 1e6 } }"#.to_string()];
+    let mut links = Vec::new();
+    let mut prev = "d".to_string();
+    for k in 1..=6 {
+        let id = if k == 6 {
+            "src0".to_string()
+        } else {
+            format!("g{k}")
+        };
+        first.push(format!(
+            r#"{{ "id": "{id}", "op": "gain", "params": {{ "gain": 1e6 }} }}"#
+        ));
+        links.push(format!(r#"{{ "from": "{prev}", "to": "{id}" }}"#));
+        prev = id;
+    }
+    let text = chains(16, &first.join(", "), "").replacen(
+        r#""edges": ["#,
+        &format!(r#""edges": [{}, "#, links.join(", ")),
+        1,
+    );
+    let dir = common::temp_dir("ahead-nan");
+    let scene = dir.join("nan.json");
+    std::fs::write(&scene, text).unwrap();
+    let warning = |err: &str| -> String {
+        err.lines()
+            .find(|l| l.contains("produced NaN/Inf"))
+            .unwrap_or_else(|| panic!("no NaN warning: {err}"))
+            .to_string()
+    };
+    for profile in ["strict", "live"] {
+        let args = ["--profile", profile, "-d", "0.3s"];
+        let (one, _, err1) = rendered(&dir, &scene, "1", &args);
+        let (two, cut, err2) = rendered(&dir, &scene, "2", &args);
+        assert!(cut, "{err2}");
+        assert!(warning(&err1).contains("node `src0`"), "{err1}");
+        assert_eq!(warning(&err2), warning(&err1), "{profile}");
+        assert_eq!(two, one, "{profile}");
+    }
+}
+
+#[test]
+fn nothing_renders_ahead_where_events_or_steady_sines_move_the_sum() {
+    let dir = common::temp_dir("ahead-not");
+    let plain = dir.join("plain.json");
+    std::fs::write(&plain, chains(16, NOISE, "")).unwrap();
+    let (one, _, _) = rendered(&dir, &plain, "1", &["-d", "0.2s"]);
+    let (two, cut, err) = rendered(&dir, &plain, "2", &["-d", "0.2s"]);
+    assert!(cut, "sixteen chains are cut: {err}");
+    assert_eq!(two, one);
+    // An event on a node of the first half: what that half plays is no
+    // longer a function of time alone.
+    let events = dir.join("events.json");
+    let event =
+        r#", "events": [ { "time": "0.1s", "node": "bp0", "param": "cutoff", "value": "900Hz" } ]"#;
+    std::fs::write(&events, chains(16, NOISE, event)).unwrap();
+    let (one, _, _) = rendered(&dir, &events, "1", &["-d", "0.2s"]);
+    let (two, cut, err) = rendered(&dir, &events, "2", &["-d", "0.2s"]);
+    assert!(!cut, "a scene with events is not cut: {err}");
+    assert_eq!(two, one);
+    // Steady live sines keep their own one-thread path.
+    let w1 = common::root().join("scenes/bench/w1.json");
+    let (_, cut, err) = rendered(&dir, &w1, "2", &["--profile", "live", "-d", "0.1s"]);
+    assert!(!cut, "{err}");
+    // And `--no-ahead` turns it off.
+    let (_, cut, _) = rendered(&dir, &plain, "2", &["-d", "0.2s", "--no-ahead"]);
+    assert!(!cut);
+}
