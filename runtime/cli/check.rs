@@ -54,6 +54,20 @@ pub struct CheckOptions {
 /// `json`, a scene that does not compile prints `{"ok": false,
 /// "diagnostics": […], "truncated": N}` on `out` and returns
 /// [`HostError::Reported`] with the exit code (2 for bad input).
+/// What `render --threads T` would render ahead (`ahead.rs`), for a
+/// scene read from a file.
+fn ahead_cut(
+    opts: &CheckOptions,
+    plan: &crate::graph::Plan,
+    threads: u16,
+) -> Option<crate::host::offline::ahead::Cut> {
+    if threads < 2 || opts.scene.as_os_str() == "-" {
+        return None;
+    }
+    let (text, _) = crate::host::read_scene(&opts.scene).ok()?;
+    crate::host::offline::ahead::cut(plan, &text)
+}
+
 pub fn check(
     opts: &CheckOptions,
     out: &mut dyn Write,
@@ -106,6 +120,10 @@ pub fn check(
             .collect();
         if let Some(t) = opts.threads {
             v["threads"] = threads_json(&plan, usize::from(t));
+            v["threads"]["render_ahead"] = match ahead_cut(opts, &plan, t) {
+                Some(c) => serde_json::json!({ "sum": c.sum, "taken": c.taken, "edges": c.edges }),
+                None => serde_json::Value::Null,
+            };
         }
         writeln!(out, "{}", pretty(&v)).map_err(io_error)?;
     } else {
@@ -123,6 +141,9 @@ pub fn check(
                 crate::host::files::threads::threads_text(&plan, usize::from(t))
             )
             .map_err(io_error)?;
+            if let Some(cut) = ahead_cut(opts, &plan, t) {
+                writeln!(out, "render: {}", cut.describe()).map_err(io_error)?;
+            }
         }
     }
     Ok(())

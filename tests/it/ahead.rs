@@ -10,7 +10,8 @@ use std::path::Path;
 /// hash, whether it rendered a part ahead (`-v` says so), and its stderr.
 fn rendered(dir: &Path, scene: &Path, threads: &str, args: &[&str]) -> (String, bool, String) {
     let stem = scene.file_stem().unwrap().to_string_lossy();
-    let out = dir.join(format!("{stem}-{threads}-{}.wav", args.join("_")));
+    let tag = args.join("_").replace(['/', '.'], "_");
+    let out = dir.join(format!("{stem}-{threads}-{tag}.wav"));
     let mut all = vec!["--hash", "-v", "--threads", threads];
     all.extend_from_slice(args);
     let o = common::render(scene, &out, &all);
@@ -120,7 +121,7 @@ fn a_nan_in_the_part_rendered_ahead_is_reported_as_on_one_thread() {
 }
 
 #[test]
-fn nothing_renders_ahead_where_events_or_steady_sines_move_the_sum() {
+fn nothing_renders_ahead_where_events_inputs_feedback_latency_or_steady_sines_are() {
     let dir = common::temp_dir("ahead-not");
     let plain = dir.join("plain.json");
     std::fs::write(&plain, chains(16, NOISE, "")).unwrap();
@@ -138,6 +139,45 @@ fn nothing_renders_ahead_where_events_or_steady_sines_move_the_sum() {
     let (two, cut, err) = rendered(&dir, &events, "2", &["-d", "0.2s"]);
     assert!(!cut, "a scene with events is not cut: {err}");
     assert_eq!(two, one);
+    // A feedback edge on the first half, and a limiter (latency) there.
+    let feedback = chains(16, NOISE, "").replacen(
+        r#""edges": ["#,
+        r#""edges": [{ "from": "bp1", "to": "bp0", "delay": "10ms" }, "#,
+        1,
+    );
+    let limited = chains(16, NOISE, "")
+        .replacen(
+            r#"{ "id": "bp0","#,
+            r#"{ "id": "lim", "op": "limiter" }, { "id": "bp0","#,
+            1,
+        )
+        .replacen(
+            r#"{ "from": "src0", "to": "bp0" }"#,
+            r#"{ "from": "src0", "to": "lim" }, { "from": "lim", "to": "bp0" }"#,
+            1,
+        );
+    for (name, text) in [("feedback", feedback), ("latency", limited)] {
+        let scene = dir.join(format!("{name}.json"));
+        std::fs::write(&scene, text).unwrap();
+        let (one, _, _) = rendered(&dir, &scene, "1", &["-d", "0.2s"]);
+        let (two, cut, err) = rendered(&dir, &scene, "2", &["-d", "0.2s"]);
+        assert!(!cut, "a scene with {name} is not cut: {err}");
+        assert_eq!(two, one, "{name}");
+    }
+    // An `input` node on the first half: it plays what comes in.
+    let input = dir.join("in.wav");
+    let tone: Vec<f32> = (0..14_400)
+        .map(|k| ((k % 89) as f32 / 89.0 - 0.5) * 0.5)
+        .collect();
+    common::write_mono_f32(&input, &tone);
+    let inputs = dir.join("inputs.json");
+    let mic = r#"{ "id": "src0", "op": "input", "params": { "channel": 0 } }"#;
+    std::fs::write(&inputs, chains(16, mic, "")).unwrap();
+    let args = ["-d", "0.2s", "--input", input.to_str().unwrap()];
+    let (one, _, _) = rendered(&dir, &inputs, "1", &args);
+    let (two, cut, err) = rendered(&dir, &inputs, "2", &args);
+    assert!(!cut, "a scene with an input is not cut: {err}");
+    assert_eq!(two, one);
     // Steady live sines keep their own one-thread path.
     let w1 = common::root().join("scenes/bench/w1.json");
     let (_, cut, err) = rendered(&dir, &w1, "2", &["--profile", "live", "-d", "0.1s"]);
@@ -145,4 +185,34 @@ fn nothing_renders_ahead_where_events_or_steady_sines_move_the_sum() {
     // And `--no-ahead` turns it off.
     let (_, cut, _) = rendered(&dir, &plain, "2", &["-d", "0.2s", "--no-ahead"]);
     assert!(!cut);
+}
+
+#[test]
+fn check_threads_says_what_render_puts_ahead() {
+    let o = common::morphrt(&["check", "scenes/bench/w4.json", "--threads", "2"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains(
+            "render: the first 32 of the 64 inputs of `out` (and what feeds them) render ahead"
+        ),
+        "{}",
+        common::stdout(&o)
+    );
+    let json = |scene: &str, threads: &str| -> serde_json::Value {
+        let o = common::morphrt(&["check", scene, "--threads", threads, "--json"]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+        v["threads"]["render_ahead"].clone()
+    };
+    let w4 = json("scenes/bench/w4.json", "2");
+    assert_eq!(
+        (
+            w4["sum"].as_str(),
+            w4["taken"].as_u64(),
+            w4["edges"].as_u64()
+        ),
+        (Some("out"), Some(32), Some(64))
+    );
+    assert!(json("scenes/bench/w4.json", "1").is_null());
+    assert!(json("scenes/dub-chain.json", "2").is_null());
 }

@@ -88,10 +88,10 @@ pub struct Cut {
 }
 
 impl Cut {
-    /// One line for `-v`.
+    /// What renders ahead, in words.
     pub fn describe(&self) -> String {
         format!(
-            "ahead: the first {} of the {} inputs of `{}` (and what feeds them) render ahead on a thread of their own",
+            "the first {} of the {} inputs of `{}` (and what feeds them) render ahead on a thread of their own",
             self.taken, self.edges, self.sum
         )
     }

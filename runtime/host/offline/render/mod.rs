@@ -194,7 +194,7 @@ pub fn render(
     let (mut engine, mut ahead) = match parts {
         Some((ahead, rest, cut)) => {
             if crate::host::term::verbose() {
-                let _ = writeln!(log, "{}", cut.describe());
+                let _ = writeln!(log, "ahead: {}", cut.describe());
             }
             (Engine::new(rest), Some(ahead))
         }
