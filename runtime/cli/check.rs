@@ -50,24 +50,37 @@ pub struct CheckOptions {
     pub threads: Option<u16>,
 }
 
-/// Runs `check`. The table (or JSON) goes to `out`, warnings to `log`. With
-/// `json`, a scene that does not compile prints `{"ok": false,
-/// "diagnostics": […], "truncated": N}` on `out` and returns
-/// [`HostError::Reported`] with the exit code (2 for bad input).
 /// What `render --threads T` would render ahead (`ahead.rs`), for a
 /// scene read from a file.
 fn ahead_cut(
     opts: &CheckOptions,
+    copts: &CompileOptions,
     plan: &crate::graph::Plan,
     threads: u16,
 ) -> Option<crate::host::offline::ahead::Cut> {
     if threads < 2 || opts.scene.as_os_str() == "-" {
         return None;
     }
-    let (text, _) = crate::host::read_scene(&opts.scene).ok()?;
-    crate::host::offline::ahead::cut(plan, &text)
+    let (text, scene) = crate::host::read_scene(&opts.scene).ok()?;
+    let dir = scene.dir().map(std::path::PathBuf::from);
+    let seed = match plan.seed {
+        crate::graph::SeedSource::Given(s) | crate::graph::SeedSource::Auto(s) => Some(s),
+        crate::graph::SeedSource::None => None,
+    };
+    crate::host::offline::ahead::checked_cut(plan, &text, |part| {
+        let s = crate::scene::load_str(part, &scene.file, dir.clone()).ok()?;
+        let copts = CompileOptions {
+            seed: copts.seed.or(seed),
+            ..copts.clone()
+        };
+        crate::graph::compile(&s, &copts).ok()
+    })
 }
 
+/// Runs `check`. The table (or JSON) goes to `out`, warnings to `log`. With
+/// `json`, a scene that does not compile prints `{"ok": false,
+/// "diagnostics": […], "truncated": N}` on `out` and returns
+/// [`HostError::Reported`] with the exit code (2 for bad input).
 pub fn check(
     opts: &CheckOptions,
     out: &mut dyn Write,
@@ -120,7 +133,7 @@ pub fn check(
             .collect();
         if let Some(t) = opts.threads {
             v["threads"] = threads_json(&plan, usize::from(t));
-            v["threads"]["render_ahead"] = match ahead_cut(opts, &plan, t) {
+            v["threads"]["render_ahead"] = match ahead_cut(opts, &copts, &plan, t) {
                 Some(c) => serde_json::json!({ "sum": c.sum, "taken": c.taken, "edges": c.edges }),
                 None => serde_json::Value::Null,
             };
@@ -141,7 +154,7 @@ pub fn check(
                 crate::host::files::threads::threads_text(&plan, usize::from(t))
             )
             .map_err(io_error)?;
-            if let Some(cut) = ahead_cut(opts, &plan, t) {
+            if let Some(cut) = ahead_cut(opts, &copts, &plan, t) {
                 writeln!(out, "render: {}", cut.describe()).map_err(io_error)?;
             }
         }

@@ -216,3 +216,173 @@ fn check_threads_says_what_render_puts_ahead() {
     assert!(json("scenes/bench/w4.json", "1").is_null());
     assert!(json("scenes/dub-chain.json", "2").is_null());
 }
+
+/// `chains(16)` changed by `edit` (on the scene as JSON).
+fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&chains(16, NOISE, "")).unwrap();
+    edit(&mut v);
+    v.to_string()
+}
+
+/// The node `id` of scene `v`.
+fn node<'a>(v: &'a mut serde_json::Value, id: &str) -> &'a mut serde_json::Value {
+    v["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|n| n["id"] == id)
+        .unwrap()
+}
+
+/// A chain of gains of 1e6 from a dc of 1e6 (or from `source`) to `to`.
+fn overflowing(v: &mut serde_json::Value, source: serde_json::Value, to: &[&str]) {
+    let mut nodes = vec![source];
+    let mut links = Vec::new();
+    let mut prev = "d".to_string();
+    for k in 1..=5 {
+        nodes.push(
+            serde_json::json!({ "id": format!("g{k}"), "op": "gain", "params": { "gain": 1e6 } }),
+        );
+        links.push(serde_json::json!({ "from": prev, "to": format!("g{k}") }));
+        prev = format!("g{k}");
+    }
+    v["nodes"].as_array_mut().unwrap().extend(nodes);
+    let edges = v["edges"].as_array_mut().unwrap();
+    edges.retain(|e| !to.contains(&e["to"].as_str().unwrap()));
+    edges.extend(links);
+    for t in to {
+        edges.push(serde_json::json!({ "from": prev, "to": t }));
+    }
+}
+
+#[test]
+fn the_cut_keeps_the_summing_order_the_live_bus_and_each_node_s_settings_or_is_not_made() {
+    let dir = common::temp_dir("kept");
+    let gain = |v: &mut serde_json::Value, id: &str, g: f64| {
+        node(v, id)["params"] = serde_json::json!({ "gain": g })
+    };
+    let cases: Vec<(&str, String, &[&str], bool)> = vec![
+        // Ids sorting before the rest's input would be summed before it.
+        (
+            "ids",
+            chains(16, NOISE, "").replace("\"bp", "\"a"),
+            &["--profile", "strict"],
+            true,
+        ),
+        (
+            "ids",
+            chains(16, NOISE, "").replace("\"bp", "\"A"),
+            &["--profile", "repro"],
+            true,
+        ),
+        // A partial sum above 1 under live: the part's bus is not clamped.
+        (
+            "loud",
+            edited(|v| {
+                for k in 0..16 {
+                    node(v, &format!("bp{k}"))["params"] =
+                        serde_json::json!({ "mode": "lowpass", "cutoff": "2000Hz", "q": 0.7 });
+                    if k > 0 {
+                        node(v, &format!("src{k}"))["params"]["amp"] = 1.into();
+                    }
+                }
+                node(v, "src0")["params"]["amp"] = 1.into();
+                gain(v, "sum", 0.05);
+            }),
+            &["--profile", "live"],
+            true,
+        ),
+        // The sum at its own precision: the cut's nodes would not be.
+        (
+            "precision",
+            edited(|v| {
+                node(v, "sum")["profile_overrides"] = serde_json::json!({ "precision": "f64" })
+            }),
+            &["--profile", "repro"],
+            false,
+        ),
+        // A sine that overflows f32 near its peaks, at a block size that
+        // does not divide the chunks: its recoveries fall on the same
+        // blocks.
+        (
+            "peaks",
+            edited(|v| {
+                overflowing(
+                    v,
+                    serde_json::json!({ "id": "d", "op": "sine", "params": { "freq": "37Hz", "amp": 1 } }),
+                    &["g6"],
+                );
+                let nodes = v["nodes"].as_array_mut().unwrap();
+                nodes.push(
+                    serde_json::json!({ "id": "g6", "op": "gain", "params": { "gain": 1e6 } }),
+                );
+                v["edges"]
+                    .as_array_mut()
+                    .unwrap()
+                    .retain(|e| e["to"] != "bp0" || e["from"] == "g6");
+                v["edges"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!({ "from": "g6", "to": "bp0" }));
+                gain(v, "bp0", 1000.0);
+                node(v, "bp0")["op"] = "gain".into();
+            }),
+            &["--profile", "repro", "--block-size", "1000"],
+            true,
+        ),
+    ];
+    for (name, text, args, cuts) in cases {
+        let scene = dir.join(format!("{name}.json"));
+        std::fs::write(&scene, &text).unwrap();
+        let mut all = vec!["-d", "0.2s"];
+        all.extend_from_slice(args);
+        let (one, _, _) = rendered(&dir, &scene, "1", &all);
+        let (two, cut, err) = rendered(&dir, &scene, "2", &all);
+        assert_eq!(cut, cuts, "{name} {args:?}: {err}");
+        assert_eq!(two, one, "{name} {args:?}");
+    }
+}
+
+#[test]
+fn a_partial_sum_that_overflows_renders_the_whole_scene_again() {
+    let dir = common::temp_dir("overflow");
+    // Two members of 2e38 each: their f32 sum overflows, which the whole
+    // scene reports at the sum's node.
+    let text = edited(|v| {
+        overflowing(
+            v,
+            serde_json::json!({ "id": "d", "op": "dc", "params": { "value": 1e6 } }),
+            &["bp0", "bp1"],
+        );
+        for id in ["bp0", "bp1"] {
+            node(v, id)["op"] = "gain".into();
+            node(v, id)["params"] = serde_json::json!({ "gain": 200 });
+        }
+    });
+    let scene = dir.join("over.json");
+    std::fs::write(&scene, text).unwrap();
+    for profile in ["strict", "repro"] {
+        let args = ["-d", "0.2s", "--profile", profile];
+        let (one, _, err1) = rendered(&dir, &scene, "1", &args);
+        let (two, cut, err2) = rendered(&dir, &scene, "2", &args);
+        assert!(cut, "{err2}");
+        assert!(
+            err2.contains("rendering the whole scene again as one"),
+            "{err2}"
+        );
+        // Under strict the sum (4e38 · 0.5) is in f32's range, the partial
+        // sum alone is not; under repro the sum's node overflows.
+        let nan = |err: &str| {
+            err.lines()
+                .find(|l| l.contains("produced NaN/Inf"))
+                .map(str::to_string)
+        };
+        assert_eq!(nan(&err2), nan(&err1), "{profile}");
+        assert_eq!(
+            nan(&err1).is_some_and(|l| l.contains("node `sum`")),
+            profile == "repro",
+            "{err1}"
+        );
+        assert_eq!(two, one, "{profile}");
+    }
+}

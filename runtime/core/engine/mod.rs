@@ -338,6 +338,13 @@ impl Engine {
     pub fn profile(&self) -> Profile {
         self.session
     }
+    /// Whether the main bus is clamped to ±1 after each block (under a
+    /// live session by default). A host that reads the bus as a signal to
+    /// compute on, not to play, turns it off.
+    pub fn set_main_limit(&mut self, on: bool) {
+        self.limit_main = on;
+    }
+
     /// Counters of what happened while it ran (recoveries, NaN, panics).
     pub fn stats(&self) -> &EngineStats {
         &self.stats

@@ -112,6 +112,9 @@ pub struct EngineStats {
     pub panics: u64,
     /// The first node that panicked, and the sample where it did.
     pub first_panic: Option<(usize, u64)>,
+    /// The node that last produced NaN/Inf, and the start of that block
+    /// (of the nodes that did in one block, the last in schedule order).
+    pub last_nan: Option<(usize, u64)>,
     /// Input samples that were NaN or infinite, read as silence.
     pub(crate) input_scrubbed: u64,
 }
@@ -367,6 +370,7 @@ impl Engine {
         if self.stats.first_nan.is_none() {
             self.stats.first_nan = Some((i, start));
         }
+        self.stats.last_nan = Some((i, start));
         let rate = self.sample_rate as u64;
         let s = &mut self.slots[i];
         if s.recovery.fail(end, rate) {

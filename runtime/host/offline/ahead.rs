@@ -77,8 +77,9 @@ pub struct Cut {
     pub ahead: String,
     /// The rest, reading the partial sum through an `input` node.
     pub rest: String,
-    /// The summing node's id.
+    /// The summing node's id, and the input of it that sums.
     pub sum: String,
+    pub port: usize,
     /// Edges of the sum the part ahead takes, of how many.
     pub taken: usize,
     pub edges: usize,
@@ -258,7 +259,14 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
             .find(|id| !index.contains_key(id.as_str()))
             .expect("an unused id")
     };
-    let (sum_id, feed_id) = (fresh("ahead_sum"), fresh("ahead_in"));
+    // A node's inputs sum in the order of their sources' ids (bytewise,
+    // whatever the edges' order): the rest's input must sort before every
+    // other source of the sum. `-` is the least byte an id may hold.
+    let feed_id = (1..)
+        .map(|n| "-".repeat(n))
+        .find(|id| !index.contains_key(id.as_str()))
+        .expect("an unused id");
+    let sum_id = fresh("ahead_sum");
     let mut head = Map::new();
     for k in KEPT_TOP {
         if let Some(v) = top.get(k) {
@@ -317,6 +325,7 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
         ahead: Value::Object(ahead).to_string(),
         rest: Value::Object(rest).to_string(),
         sum: plan.nodes[sum].id.clone(),
+        port,
         taken,
         edges: members.len(),
         added: (sum_id, feed_id),
@@ -328,7 +337,18 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
 #[derive(Clone)]
 pub struct Settings {
     session: (crate::profile::Profile, u32, usize, Option<u64>),
-    nodes: HashMap<String, (crate::profile::NodeProfile, usize, Vec<crate::ops::Value>)>,
+    /// By id: schedule index, settings, operator, static values.
+    nodes: HashMap<String, (usize, Resolved)>,
+}
+
+type Resolved = (crate::profile::NodeProfile, usize, Vec<crate::ops::Value>);
+
+fn resolved(n: &crate::graph::PlanNode) -> Resolved {
+    (
+        n.profile.clone(),
+        n.op as *const _ as usize,
+        n.values.clone(),
+    )
 }
 
 impl Settings {
@@ -338,24 +358,60 @@ impl Settings {
             nodes: plan
                 .nodes
                 .iter()
-                .map(|n| {
-                    let op = n.op as *const _ as usize;
-                    (n.id.clone(), (n.profile.clone(), op, n.values.clone()))
-                })
+                .enumerate()
+                .map(|(i, n)| (n.id.clone(), (i, resolved(n))))
                 .collect(),
         }
     }
 
-    /// Whether `part` runs at the whole's settings and each of its nodes
-    /// but `added` (the node the cut adds) resolved as in the whole.
-    pub fn fit(&self, part: &Plan, added: &str) -> bool {
+    /// Whether `part` runs at the whole's settings, each of its nodes
+    /// resolved as in the whole, and the node the cut adds (`added`) at
+    /// the settings of the whole's sum (`sum`), where the values it
+    /// carries were summed.
+    pub fn fit(&self, part: &Plan, added: &str, sum: &str) -> bool {
+        let Some((_, (sum_profile, _, _))) = self.nodes.get(sum) else {
+            return false;
+        };
         session(part) == self.session
-            && part.nodes.iter().filter(|n| n.id != added).all(|n| {
-                self.nodes.get(&n.id).is_some_and(|(profile, op, values)| {
-                    *profile == n.profile && *op == n.op as *const _ as usize && *values == n.values
-                })
+            && part.nodes.iter().all(|n| {
+                if n.id == added {
+                    return n.profile == *sum_profile;
+                }
+                self.nodes
+                    .get(&n.id)
+                    .is_some_and(|(_, r)| *r == resolved(n))
             })
     }
+
+    /// Where node `id` runs in the whole's schedule.
+    fn order(&self, id: &str) -> usize {
+        self.nodes.get(id).map_or(usize::MAX, |(i, _)| *i)
+    }
+}
+
+/// [`cut`], kept only when both parts, compiled by `compile`, fit the
+/// whole ([`Settings::fit`], [`sums_ahead_first`]): what `render` would
+/// put ahead (for `check`, which does not render).
+pub fn checked_cut(plan: &Plan, text: &str, compile: impl Fn(&str) -> Option<Plan>) -> Option<Cut> {
+    let cut = cut(plan, text)?;
+    let whole = Settings::of(plan);
+    let ahead = compile(&cut.ahead)?;
+    let rest = compile(&cut.rest)?;
+    (whole.fit(&ahead, &cut.added.0, &cut.sum)
+        && whole.fit(&rest, &cut.added.1, &cut.sum)
+        && sums_ahead_first(&cut, &rest))
+    .then_some(cut)
+}
+
+/// Whether `rest` sums the part ahead first into the sum's input, as the
+/// whole scene summed the part's edges first.
+pub fn sums_ahead_first(cut: &Cut, rest: &Plan) -> bool {
+    let id = |i: usize| rest.nodes.get(i).map(|n| n.id.as_str());
+    rest.nodes
+        .iter()
+        .find(|n| n.id == cut.sum)
+        .and_then(|n| n.inputs.get(cut.port)?.first())
+        .is_some_and(|r| id(r.node) == Some(cut.added.1.as_str()))
 }
 
 fn session(p: &Plan) -> (crate::profile::Profile, u32, usize, Option<u64>) {
@@ -371,9 +427,8 @@ fn session(p: &Plan) -> (crate::profile::Profile, u32, usize, Option<u64>) {
 pub struct Ahead {
     feed: Option<Feed>,
     stop: Arc<AtomicBool>,
-    /// Raised by the feed when the part ahead stopped before the render
-    /// did (it cannot, short of a bug: then the render fails).
-    lost: Arc<AtomicBool>,
+    /// See [`Ahead::spoiled`].
+    spoiled: Arc<AtomicBool>,
     thread: Thread,
     handle: Option<JoinHandle<Option<Rendered>>>,
 }
@@ -385,11 +440,12 @@ struct Rendered {
     nan_counts: Vec<(u64, u64)>,
 }
 
-/// The part ahead stopped before the render ended.
+/// The part ahead spoiled the render ([`Ahead::spoiled`]).
 #[derive(Debug)]
 pub struct Stopped;
 
 /// What the part ahead's engine reports at the end.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     /// Blocks in which a node produced NaN/Inf.
     pub nan_events: u64,
@@ -421,31 +477,38 @@ impl Ahead {
     /// Starts the part ahead on a thread of its own: it compiles it
     /// (`build`, there, so that its engine's memory is its thread's own
     /// and shares no cache line with the rest's), says on the channel
-    /// returned whether it fits `whole` (every node as the whole resolved
-    /// it, `added` aside), and renders its first `frames` frames.
+    /// returned whether it fits `whole` (see [`Settings::fit`]), and
+    /// renders its first `frames` frames, whole blocks at a time, its main
+    /// bus unclamped.
     pub fn start(
         build: impl FnOnce() -> Option<Plan> + Send + 'static,
         whole: Settings,
-        added: String,
+        cut: &Cut,
         frames: u64,
     ) -> std::io::Result<(Ahead, Receiver<bool>)> {
         let (tx, chunks) = mpsc::sync_channel::<Vec<f64>>(CHUNKS_AHEAD);
         let (spent, spares) = mpsc::channel::<Vec<f64>>();
         let (fits, fitted) = mpsc::channel::<bool>();
         let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
+        let spoiled = Arc::new(AtomicBool::new(false));
+        let (stopped, spoiling) = (stop.clone(), spoiled.clone());
+        let (added, sum) = (cut.added.0.clone(), cut.sum.clone());
         let handle = std::thread::Builder::new()
             .name("morphrt-ahead".into())
             .spawn(move || {
-                let plan = build().filter(|p| whole.fit(p, &added));
+                let plan = build().filter(|p| whole.fit(p, &added, &sum));
                 let _ = fits.send(plan.is_some());
-                let mut engine = Engine::new(plan?);
+                let plan = plan?;
+                let partial = plan.nodes.iter().position(|n| n.id == added)?;
+                let mut engine = Engine::new(plan);
+                engine.set_main_limit(false);
                 let mut nan_counts = Vec::new();
                 let block = engine.block_size();
+                let per_chunk = (CHUNK_FRAMES / block).max(1) * block;
                 'render: loop {
                     let mut chunk = spares.try_recv().unwrap_or_default();
                     chunk.clear();
-                    while chunk.len() < CHUNK_FRAMES {
+                    while chunk.len() < per_chunk {
                         let left = frames.saturating_sub(engine.clock());
                         if stopped.load(Ordering::Acquire) || left == 0 && chunk.is_empty() {
                             break 'render;
@@ -453,11 +516,16 @@ impl Ahead {
                         if left == 0 {
                             break;
                         }
-                        let n = (block as u64).min(left) as usize;
                         let nans = engine.stats().nan_events;
-                        engine.process_block(n.min(CHUNK_FRAMES - chunk.len()));
+                        engine.process_block((block as u64).min(left) as usize);
                         if engine.stats().nan_events != nans {
                             nan_counts.push((engine.clock(), engine.stats().nan_events));
+                            // The partial sum overflowed: the whole scene
+                            // would have silenced the sum's node, not it.
+                            if engine.stats().last_nan.is_some_and(|(n, _)| n == partial) {
+                                spoiling.store(true, Ordering::Release);
+                                break 'render;
+                            }
                         }
                         match engine.bus() {
                             crate::engine::BusRef::F32(ch, n) => {
@@ -487,7 +555,6 @@ impl Ahead {
                 Some(Rendered { engine, nan_counts })
             })?;
         let thread = handle.thread().clone();
-        let lost = Arc::new(AtomicBool::new(false));
         let ahead = Ahead {
             feed: Some(Feed {
                 chunks,
@@ -495,14 +562,22 @@ impl Ahead {
                 current: Vec::new(),
                 at: 0,
                 ahead: thread.clone(),
-                lost: lost.clone(),
+                spoiled: spoiled.clone(),
             }),
             stop,
-            lost,
+            spoiled,
             thread,
             handle: Some(handle),
         };
         Ok((ahead, fitted))
+    }
+
+    /// Raised when what the rest read of the part ahead is not what the
+    /// whole scene would have summed: its partial sum overflowed, or it
+    /// stopped before the render ended. The render must then not keep
+    /// its output.
+    pub fn spoiled(&self) -> Arc<AtomicBool> {
+        self.spoiled.clone()
     }
 
     /// The feed the rest's engine reads the part ahead from (once).
@@ -511,11 +586,11 @@ impl Ahead {
     }
 
     /// Stops the part ahead and gives its engine's report up to `end`
-    /// (the render's last frame), or `Err` when it stopped before the
-    /// render ended (what the rest read of it after that was silence).
+    /// (the render's last frame), or `Err` when it spoiled the render
+    /// ([`spoiled`](Self::spoiled)).
     pub fn finish(mut self, end: u64) -> Result<Option<Report>, Stopped> {
         let rendered = self.stop_thread();
-        if self.lost.load(Ordering::Acquire) {
+        if self.spoiled.load(Ordering::Acquire) {
             return Err(Stopped);
         }
         Ok(rendered.map(|r| Report::before(&r, end)))
@@ -534,6 +609,28 @@ impl Drop for Ahead {
     }
 }
 
+/// The first NaN/Inf of a render, as one thread would report it: the node
+/// (its id), the block's first sample, and the blocks it happened in. With
+/// a part rendered ahead (`ahead`, `whole` the whole scene's settings),
+/// the earlier of the two parts' first, the one earlier in the whole's
+/// schedule when they fell in one block.
+pub fn first_nan(rest: &Engine, ahead: Option<(&Report, &Settings)>) -> Option<(String, u64, u64)> {
+    let s = rest.stats();
+    let here = s.first_nan.map(|(n, at)| (rest.node_id(n).to_string(), at));
+    let Some((report, whole)) = ahead else {
+        return here.map(|(id, at)| (id, at, s.nan_events));
+    };
+    let blocks = s.nan_events + report.nan_events;
+    let first = match (here, report.first_nan.clone()) {
+        (Some(h), Some(t)) => {
+            let key = |(id, at): &(String, u64)| (*at, whole.order(id));
+            Some(if key(&t) < key(&h) { t } else { h })
+        }
+        (h, t) => h.or(t),
+    };
+    first.map(|(id, at)| (id, at, blocks))
+}
+
 /// The rest's side: the part ahead's output as input channel 0.
 struct Feed {
     chunks: Receiver<Vec<f64>>,
@@ -541,7 +638,7 @@ struct Feed {
     current: Vec<f64>,
     at: usize,
     ahead: Thread,
-    lost: Arc<AtomicBool>,
+    spoiled: Arc<AtomicBool>,
 }
 
 impl InputFeed for Feed {
@@ -551,7 +648,7 @@ impl InputFeed for Feed {
         while done < frames {
             if self.at == self.current.len() {
                 let Ok(next) = self.chunks.recv() else {
-                    self.lost.store(true, Ordering::Release);
+                    self.spoiled.store(true, Ordering::Release);
                     break;
                 };
                 let old = std::mem::replace(&mut self.current, next);

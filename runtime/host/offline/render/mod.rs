@@ -181,88 +181,132 @@ pub fn render(
     let latency = plan.latency;
     let threads = opts.threads.count(crate::host::files::threads::all_cores());
     // Half of a wide sum ahead on a thread of its own (`ahead.rs`), when
-    // nothing but time moves what it plays.
-    let parts = (threads >= 2
+    // nothing but time moves what it plays, into a file (a render whose
+    // part ahead spoils it keeps nothing and plays again without it).
+    let mut try_ahead = threads >= 2
         && snap.is_none()
         && stops.is_empty()
         && midi.is_none()
         && input.is_none()
-        && !opts.threads.no_ahead)
-        .then(|| ahead_parts(opts, &plan, &text, &scene, input_rate, length.most(sr)))
-        .flatten()
-        .transpose()?;
-    let (mut engine, mut ahead) = match parts {
-        Some((ahead, rest, cut)) => {
-            if crate::host::term::verbose() {
-                let _ = writeln!(log, "ahead: {}", cut.describe());
-            }
-            (Engine::new(rest), Some(ahead))
-        }
-        None => (Engine::new(plan), None),
-    };
-    let pool = if ahead.is_some() {
-        threads - 1
-    } else {
-        threads
-    };
-    engine.set_workers(opts.threads.workers_of(pool, false));
-    if let Some(feed) = ahead.as_mut().and_then(Ahead::feed) {
-        engine.set_input_feed(feed);
-    }
-    if let (Some(s), Some(cx)) = (&snap, &context) {
-        resume_from(s, cx, &mut engine, log)?;
-    }
-    if let Some(i) = &input {
-        engine.set_input_feed(i.feed());
-    }
-    let mut player = offline_player(engine);
+        && !opts.threads.no_ahead
+        && matches!(
+            output.dest,
+            crate::host::files::rules::Destination::File { .. }
+        );
+    let settings = try_ahead.then(|| ahead::Settings::of(&plan));
+    let mut whole = Some(plan);
+    let mut output = Some(output);
     let mut written = Vec::new();
     let mut feed = midi
         .as_ref()
         .map(|m| ChangeFeed::with_notes(m.changes.clone(), m.notes.clone()));
-    let mut tail = length.tail(start, latency, sr);
-    if let (None, Some((t, _)), Length::Tail { input: Some(n), .. }) = (&input, &mut tail, length) {
-        // The MIDI file's end is known before the render: the tail starts there.
-        t.input_ended(n);
-    }
-    let to_stdout = output.is_stdout();
-    let what = output.describe();
-    // Installed after a FIFO was opened (that open may wait for a reader,
-    // and Ctrl-C there should simply end the process) and before the
-    // temporary file exists.
-    let guard = InterruptGuard::install();
-    let mut no_stdout = std::io::sink();
-    let sink = output.start(if to_stdout { &mut *out } else { &mut no_stdout })?;
-    let (report, tail) = write_wav(
-        &mut player,
-        sink,
-        &what,
-        &layout,
-        &WriteOptions {
-            progress: true,
-            stops: &stops,
-            interrupt: Some(&guard),
-            input: input.as_ref(),
-            tail,
-            flac,
-            hash: opts.hash || opts.json,
-        },
-        feed.as_mut(),
-        snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
-    )?;
-    drop(guard);
-    let end = player.engine().clock();
-    let ahead = match ahead.map(|a| a.finish(end)) {
-        Some(Err(ahead::Stopped)) => {
-            return Err(HostError::Input(vec![Diagnostic::error(
-                &opts.scene.display().to_string(),
-                None,
-                "the part of the scene rendered ahead stopped before the render ended; render again with --threads 1".to_string(),
-            )]))
+    let (player, ahead, report, tail, what, to_stdout) = loop {
+        let output = match output.take() {
+            Some(o) => o,
+            None => prepare_outputs(opts, &layout, &inputs, &stops, several)?,
+        };
+        let plan = whole.as_ref().expect("the whole plan until it plays");
+        let parts = settings
+            .as_ref()
+            .filter(|_| try_ahead)
+            .and_then(|whole| {
+                ahead_parts(
+                    opts,
+                    plan,
+                    whole,
+                    &text,
+                    &scene,
+                    input_rate,
+                    length.most(sr),
+                )
+            })
+            .transpose()?;
+        let (mut engine, mut ahead) = match parts {
+            Some((ahead, rest, cut)) => {
+                if crate::host::term::verbose() {
+                    let _ = writeln!(log, "ahead: {}", cut.describe());
+                }
+                (Engine::new(rest), Some(ahead))
+            }
+            None => (Engine::new(whole.take().expect("the whole plan")), None),
+        };
+        let pool = if ahead.is_some() {
+            threads - 1
+        } else {
+            threads
+        };
+        engine.set_workers(opts.threads.workers_of(pool, false));
+        if let Some(feed) = ahead.as_mut().and_then(Ahead::feed) {
+            engine.set_input_feed(feed);
         }
-        Some(Ok(report)) => report,
-        None => None,
+        if let (Some(s), Some(cx)) = (&snap, &context) {
+            resume_from(s, cx, &mut engine, log)?;
+        }
+        if let Some(i) = &input {
+            engine.set_input_feed(i.feed());
+        }
+        let mut player = offline_player(engine);
+        let mut tail = length.tail(start, latency, sr);
+        if let (None, Some((t, _)), Length::Tail { input: Some(n), .. }) =
+            (&input, &mut tail, length)
+        {
+            // The MIDI file's end is known before the render: the tail starts there.
+            t.input_ended(n);
+        }
+        let to_stdout = output.is_stdout();
+        let what = output.describe();
+        let spoiled = ahead.as_ref().map(Ahead::spoiled);
+        // Installed after a FIFO was opened (that open may wait for a reader,
+        // and Ctrl-C there should simply end the process) and before the
+        // temporary file exists.
+        let guard = InterruptGuard::install();
+        let mut no_stdout = std::io::sink();
+        let sink = output.start(if to_stdout { &mut *out } else { &mut no_stdout })?;
+        let played = write_wav(
+            &mut player,
+            sink,
+            &what,
+            &layout,
+            &WriteOptions {
+                progress: true,
+                stops: &stops,
+                interrupt: Some(&guard),
+                input: input.as_ref(),
+                tail,
+                flac,
+                hash: opts.hash || opts.json,
+                spoiled: spoiled.as_deref(),
+            },
+            feed.as_mut(),
+            snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
+        );
+        drop(guard);
+        let end = player.engine().clock();
+        let finished = ahead.map(|a| a.finish(end));
+        match (played, finished) {
+            (Ok((report, tail)), Some(Ok(ahead))) => {
+                break (player, ahead, report, tail, what, to_stdout)
+            }
+            (Ok((report, tail)), None) => break (player, None, report, tail, what, to_stdout),
+            (Err(_), Some(Err(ahead::Stopped))) => {
+                // Nothing was kept: the whole scene plays on one engine.
+                let _ = writeln!(
+                    log,
+                    "note: the part of the scene rendered ahead overflowed its sum; rendering the whole scene again as one"
+                );
+                try_ahead = false;
+            }
+            (Err(e), _) => return Err(e),
+            // (write_wav checks before it keeps the file: not reached.)
+            (Ok(_), Some(Err(ahead::Stopped))) => {
+                return Err(HostError::Thread {
+                    what: "the part of the scene rendered ahead",
+                    source: std::io::Error::other("it spoiled a render already written"),
+                })
+            }
+        }
     };
+    drop(whole);
     let engine = player.engine();
     let layout = WavLayout {
         frames: report.frames,
@@ -286,7 +330,7 @@ pub fn render(
     }
     report_render(
         engine,
-        ahead.as_ref(),
+        ahead::first_nan(engine, ahead.as_ref().zip(settings.as_ref())),
         &report,
         &layout,
         start,
@@ -326,16 +370,17 @@ pub fn render(
 /// plan of the rest; `None` when the scene cannot be cut or a part
 /// compiles to other settings than the whole (the render then plays the
 /// whole scene as it is).
+#[allow(clippy::too_many_arguments)]
 fn ahead_parts(
     opts: &RenderOptions,
     plan: &crate::graph::Plan,
+    whole: &ahead::Settings,
     text: &str,
     scene: &scene::Scene,
     input_rate: Option<u32>,
     frames: u64,
 ) -> Option<Result<(Ahead, crate::graph::Plan, ahead::Cut), HostError>> {
     let cut = ahead::cut(plan, text)?;
-    let whole = ahead::Settings::of(plan);
     let (file, dir) = (scene.file.clone(), scene.dir().map(PathBuf::from));
     let part = {
         let (opts, dir) = (opts.clone(), dir.clone());
@@ -349,7 +394,7 @@ fn ahead_parts(
     let started = Ahead::start(
         move || build(&ahead_text, "the part ahead"),
         whole.clone(),
-        cut.added.0.clone(),
+        &cut,
         frames,
     );
     let (ahead, fits) = match started {
@@ -361,7 +406,8 @@ fn ahead_parts(
             }))
         }
     };
-    let rest = part(&cut.rest, "the rest").filter(|p| whole.fit(p, &cut.added.1))?;
+    let rest = part(&cut.rest, "the rest")
+        .filter(|p| whole.fit(p, &cut.added.1, &cut.sum) && ahead::sums_ahead_first(&cut, p))?;
     fits.recv()
         .unwrap_or(false)
         .then_some(Ok((ahead, rest, cut)))

@@ -138,11 +138,12 @@ pub(super) fn report_snapshots(
     }
 }
 
-/// What the render did: NaN/Inf replaced, frames, profile, speed, levels.
+/// What the render did: NaN/Inf replaced (`nan`: the first node, its
+/// sample, the blocks, as [`first_nan`](crate::host::offline::ahead::first_nan) gives them), frames, profile, speed, levels.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn report_render(
     engine: &Engine,
-    ahead: Option<&crate::host::offline::ahead::Report>,
+    nan: Option<(String, u64, u64)>,
     report: &RenderReport,
     layout: &WavLayout,
     start: u64,
@@ -151,21 +152,10 @@ pub(super) fn report_render(
     log: &mut dyn Write,
 ) {
     let sr = engine.sample_rate();
-    // The part of the scene rendered ahead reports its own nodes.
-    let here = engine
-        .stats()
-        .first_nan
-        .map(|(node, sample)| (engine.node_id(node).to_string(), sample));
-    let there = ahead.and_then(|a| a.first_nan.clone());
-    let first = match (here, there) {
-        (Some(h), Some(t)) => Some(if t.1 <= h.1 { t } else { h }),
-        (h, t) => h.or(t),
-    };
-    if let Some((node, sample)) = first {
+    if let Some((node, sample, blocks)) = nan {
         let _ = writeln!(
             log,
-            "warning: node `{node}` produced NaN/Inf (first at sample {sample}); replaced with silence ({} blocks affected)",
-            engine.stats().nan_events + ahead.map_or(0, |a| a.nan_events)
+            "warning: node `{node}` produced NaN/Inf (first at sample {sample}); replaced with silence ({blocks} blocks affected)"
         );
     }
     let from = if start > 0 {

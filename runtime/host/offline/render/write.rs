@@ -98,6 +98,7 @@ pub fn render_to_wav(
             tail: None,
             flac: false,
             hash: true,
+            spoiled: None,
         },
         None,
         |_| Ok(()),
@@ -142,6 +143,9 @@ pub(super) struct WriteOptions<'a> {
     /// Hash the samples (for `--hash` and `--json`); a render that prints
     /// no hash does not compute one.
     pub(super) hash: bool,
+    /// Stop (and keep nothing) once this is raised: a part of the scene
+    /// rendered ahead spoiled the render (`ahead.rs`).
+    pub(super) spoiled: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// Why a render stopped early.
@@ -159,6 +163,8 @@ pub(super) enum Abort {
     /// The writer thread stopped (on a failed write, which it gives when
     /// joined).
     Writer,
+    /// The part rendered ahead spoiled the render.
+    Spoiled,
 }
 
 /// Frames a batch gathers before it goes to the writer thread (a third of
@@ -222,6 +228,10 @@ pub(super) fn write_wav(
     let first = engine.clock();
     let start = Instant::now();
     let caught = || opts.interrupt.and_then(InterruptGuard::caught);
+    let spoiled = || {
+        opts.spoiled
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Acquire))
+    };
     // The engine plays here; the frames to write go in batches to a thread
     // that encodes, measures, hashes and writes them.
     // A writer thread the system refuses ends the render with that error
@@ -260,6 +270,9 @@ pub(super) fn write_wav(
             |bus| {
                 if let Some(signal) = caught() {
                     return Err(Abort::Signal(signal));
+                }
+                if spoiled() {
+                    return Err(Abort::Spoiled);
                 }
                 input_after_block(opts.input, &mut framer)?;
                 let done = framer.block(bus, &mut batch);
@@ -302,6 +315,8 @@ pub(super) fn write_wav(
         // asked for no file.
         if let Some(signal) = caught() {
             result = Err(Abort::Signal(signal));
+        } else if spoiled() {
+            result = Err(Abort::Spoiled);
         }
     }
     let elapsed = start.elapsed();
@@ -388,6 +403,10 @@ pub(super) fn abort_error(
                 signal_name(signal),
             ),
         },
+        Abort::Spoiled => with_aftermath(HostError::Thread {
+            what: "the part of the scene rendered ahead",
+            source: std::io::Error::other("what it rendered is not what the whole scene plays"),
+        }),
         Abort::Done | Abort::Writer => {
             unreachable!("a completed render is no failure; a writer's stop is its error")
         }
