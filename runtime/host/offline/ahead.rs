@@ -47,7 +47,17 @@ pub const MIN_EDGES: usize = 4;
 /// a second thread is not worth starting.
 const MIN_PART_NS: f64 = 20.0;
 
-/// Frames of the part ahead handed over at a time.
+/// How errors name the part rendered ahead.
+pub const WHAT: &str = "the part of the scene rendered ahead";
+
+/// Whether `e` is the stop of a render the part ahead spoiled (nothing
+/// kept: the whole scene plays again), not one for any other cause.
+pub fn spoiled_error(e: &crate::host::HostError) -> bool {
+    use crate::host::HostError;
+    matches!(e, HostError::Stopped { cause, .. } if matches!(**cause, HostError::Thread { what, .. } if what == WHAT))
+}
+
+/// Frames of the part ahead handed over at a time (whole blocks of about).
 const CHUNK_FRAMES: usize = 4096;
 
 /// Chunks rendered ahead and not yet taken, at most.
@@ -429,6 +439,9 @@ pub struct Ahead {
     stop: Arc<AtomicBool>,
     /// See [`Ahead::spoiled`].
     spoiled: Arc<AtomicBool>,
+    /// The first sample of the block in which the part first met a NaN
+    /// (`u64::MAX`: none yet).
+    first_nan_at: Arc<std::sync::atomic::AtomicU64>,
     thread: Thread,
     handle: Option<JoinHandle<Option<Rendered>>>,
 }
@@ -492,6 +505,8 @@ impl Ahead {
         let stop = Arc::new(AtomicBool::new(false));
         let spoiled = Arc::new(AtomicBool::new(false));
         let (stopped, spoiling) = (stop.clone(), spoiled.clone());
+        let first_nan_at = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+        let first_at = first_nan_at.clone();
         let (added, sum) = (cut.added.0.clone(), cut.sum.clone());
         let handle = std::thread::Builder::new()
             .name("morphrt-ahead".into())
@@ -520,6 +535,9 @@ impl Ahead {
                         engine.process_block((block as u64).min(left) as usize);
                         if engine.stats().nan_events != nans {
                             nan_counts.push((engine.clock(), engine.stats().nan_events));
+                            if let Some((_, at)) = engine.stats().first_nan {
+                                first_at.fetch_min(at, Ordering::AcqRel);
+                            }
                             // The partial sum overflowed: the whole scene
                             // would have silenced the sum's node, not it.
                             if engine.stats().last_nan.is_some_and(|(n, _)| n == partial) {
@@ -566,10 +584,20 @@ impl Ahead {
             }),
             stop,
             spoiled,
+            first_nan_at,
             thread,
             handle: Some(handle),
         };
         Ok((ahead, fitted))
+    }
+
+    /// Whether the render of `rest` (every frame played) may be kept: not
+    /// when both parts first met a NaN in the same block, where which one
+    /// the whole scene would name depends on the order its engine runs
+    /// them in, which neither part knows.
+    pub fn keeps(&self, rest: &Engine) -> bool {
+        let there = self.first_nan_at.load(Ordering::Acquire);
+        rest.stats().first_nan.is_none_or(|(_, here)| here != there)
     }
 
     /// Raised when what the rest read of the part ahead is not what the

@@ -196,6 +196,13 @@ pub fn render(
     let settings = try_ahead.then(|| ahead::Settings::of(&plan));
     let mut whole = Some(plan);
     let mut output = Some(output);
+    // Installed after a FIFO was opened (that open may wait for a reader,
+    // and Ctrl-C there should simply end the process) and before the
+    // temporary file exists; once for every pass, so that a signal during
+    // a pass that is played again still stops the render.
+    let guard = InterruptGuard::install();
+    // Time spent on a pass that was played again.
+    let mut wasted = Duration::ZERO;
     let mut written = Vec::new();
     let mut feed = midi
         .as_ref()
@@ -256,10 +263,8 @@ pub fn render(
         let to_stdout = output.is_stdout();
         let what = output.describe();
         let spoiled = ahead.as_ref().map(Ahead::spoiled);
-        // Installed after a FIFO was opened (that open may wait for a reader,
-        // and Ctrl-C there should simply end the process) and before the
-        // temporary file exists.
-        let guard = InterruptGuard::install();
+        let keeps = |rest: &Engine| ahead.as_ref().is_none_or(|a| a.keeps(rest));
+        let pass = Instant::now();
         let mut no_stdout = std::io::sink();
         let sink = output.start(if to_stdout { &mut *out } else { &mut no_stdout })?;
         let played = write_wav(
@@ -276,36 +281,42 @@ pub fn render(
                 flac,
                 hash: opts.hash || opts.json,
                 spoiled: spoiled.as_deref(),
+                keeps: Some(&keeps),
             },
             feed.as_mut(),
             snapshot_writer(context.as_ref(), opts, several, &inputs, &mut written),
         );
-        drop(guard);
         let end = player.engine().clock();
         let finished = ahead.map(|a| a.finish(end));
         match (played, finished) {
-            (Ok((report, tail)), Some(Ok(ahead))) => {
-                break (player, ahead, report, tail, what, to_stdout)
+            (Ok((mut report, tail)), Some(Ok(ahead))) => {
+                report.elapsed += wasted;
+                break (player, ahead, report, tail, what, to_stdout);
             }
-            (Ok((report, tail)), None) => break (player, None, report, tail, what, to_stdout),
-            (Err(_), Some(Err(ahead::Stopped))) => {
+            (Ok((mut report, tail)), None) => {
+                report.elapsed += wasted;
+                break (player, None, report, tail, what, to_stdout);
+            }
+            (Err(e), Some(_)) if ahead::spoiled_error(&e) => {
                 // Nothing was kept: the whole scene plays on one engine.
                 let _ = writeln!(
                     log,
-                    "note: the part of the scene rendered ahead overflowed its sum; rendering the whole scene again as one"
+                    "note: what the part of the scene rendered ahead gave is not what the whole scene plays here (GUIDE.md, Threads); rendering the whole scene again on one engine"
                 );
+                wasted += pass.elapsed();
                 try_ahead = false;
             }
             (Err(e), _) => return Err(e),
             // (write_wav checks before it keeps the file: not reached.)
             (Ok(_), Some(Err(ahead::Stopped))) => {
                 return Err(HostError::Thread {
-                    what: "the part of the scene rendered ahead",
+                    what: ahead::WHAT,
                     source: std::io::Error::other("it spoiled a render already written"),
                 })
             }
         }
     };
+    drop(guard);
     drop(whole);
     let engine = player.engine();
     let layout = WavLayout {

@@ -99,6 +99,7 @@ pub fn render_to_wav(
             flac: false,
             hash: true,
             spoiled: None,
+            keeps: None,
         },
         None,
         |_| Ok(()),
@@ -146,6 +147,9 @@ pub(super) struct WriteOptions<'a> {
     /// Stop (and keep nothing) once this is raised: a part of the scene
     /// rendered ahead spoiled the render (`ahead.rs`).
     pub(super) spoiled: Option<&'a std::sync::atomic::AtomicBool>,
+    /// Asked of the engine once it has played every frame, before the
+    /// output is kept: keep nothing when it says no (as when spoiled).
+    pub(super) keeps: Option<&'a dyn Fn(&Engine) -> bool>,
 }
 
 /// Why a render stopped early.
@@ -315,7 +319,7 @@ pub(super) fn write_wav(
         // asked for no file.
         if let Some(signal) = caught() {
             result = Err(Abort::Signal(signal));
-        } else if spoiled() {
+        } else if spoiled() || opts.keeps.is_some_and(|k| !k(player.engine())) {
             result = Err(Abort::Spoiled);
         }
     }
@@ -404,7 +408,7 @@ pub(super) fn abort_error(
             ),
         },
         Abort::Spoiled => with_aftermath(HostError::Thread {
-            what: "the part of the scene rendered ahead",
+            what: crate::host::offline::ahead::WHAT,
             source: std::io::Error::other("what it rendered is not what the whole scene plays"),
         }),
         Abort::Done | Abort::Writer => {
