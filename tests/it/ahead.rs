@@ -22,6 +22,13 @@ fn rendered(dir: &Path, scene: &Path, threads: &str, args: &[&str]) -> (String, 
     (hash, err.contains("ahead: the first"), err)
 }
 
+/// The render's NaN/Inf warning, if it printed one.
+fn nan_line(err: &str) -> Option<String> {
+    err.lines()
+        .find(|l| l.contains("produced NaN/Inf"))
+        .map(str::to_string)
+}
+
 /// `n` noise → bandpass chains summed by a gain, the first chain's source
 /// given as `first` (a node object with id `src0`).
 fn chains(n: usize, first: &str, extra: &str) -> String {
@@ -103,19 +110,20 @@ fn a_nan_in_the_part_rendered_ahead_is_reported_as_on_one_thread() {
     let dir = common::temp_dir("ahead-nan");
     let scene = dir.join("nan.json");
     std::fs::write(&scene, text).unwrap();
-    let warning = |err: &str| -> String {
-        err.lines()
-            .find(|l| l.contains("produced NaN/Inf"))
-            .unwrap_or_else(|| panic!("no NaN warning: {err}"))
-            .to_string()
-    };
     for profile in ["strict", "live"] {
         let args = ["--profile", profile, "-d", "0.3s"];
         let (one, _, err1) = rendered(&dir, &scene, "1", &args);
         let (two, cut, err2) = rendered(&dir, &scene, "2", &args);
         assert!(cut, "{err2}");
-        assert!(warning(&err1).contains("node `src0`"), "{err1}");
-        assert_eq!(warning(&err2), warning(&err1), "{profile}");
+        assert!(
+            nan_line(&err1).expect(&err1).contains("node `src0`"),
+            "{err1}"
+        );
+        assert_eq!(
+            nan_line(&err2).expect(&err2),
+            nan_line(&err1).expect(&err1),
+            "{profile}"
+        );
         assert_eq!(two, one, "{profile}");
     }
 }
@@ -369,14 +377,9 @@ fn a_partial_sum_that_overflows_renders_the_whole_scene_again() {
         assert!(err2.contains("rendering the whole scene again"), "{err2}");
         // Under strict the sum (4e38 · 0.5) is in f32's range, the partial
         // sum alone is not; under repro the sum's node overflows.
-        let nan = |err: &str| {
-            err.lines()
-                .find(|l| l.contains("produced NaN/Inf"))
-                .map(str::to_string)
-        };
-        assert_eq!(nan(&err2), nan(&err1), "{profile}");
+        assert_eq!(nan_line(&err2), nan_line(&err1), "{profile}");
         assert_eq!(
-            nan(&err1).is_some_and(|l| l.contains("node `sum`")),
+            nan_line(&err1).is_some_and(|l| l.contains("node `sum`")),
             profile == "repro",
             "{err1}"
         );
@@ -425,19 +428,14 @@ fn a_nan_in_both_parts_in_one_block_renders_the_whole_scene_again_to_name_the_sa
     let dir = common::temp_dir("both");
     let scene = dir.join("both.json");
     std::fs::write(&scene, v.to_string()).unwrap();
-    let nan = |err: &str| {
-        err.lines()
-            .find(|l| l.contains("produced NaN/Inf"))
-            .map(str::to_string)
-    };
     for profile in ["strict", "live"] {
         let args = ["-d", "0.2s", "--profile", profile];
         let (one, _, err1) = rendered(&dir, &scene, "1", &args);
         let (two, cut, err2) = rendered(&dir, &scene, "2", &args);
         assert!(cut, "{err2}");
         assert!(err2.contains("rendering the whole scene again"), "{err2}");
-        assert!(nan(&err1).is_some(), "{err1}");
-        assert_eq!(nan(&err2), nan(&err1), "{profile}");
+        assert!(nan_line(&err1).is_some(), "{err1}");
+        assert_eq!(nan_line(&err2), nan_line(&err1), "{profile}");
         assert_eq!(two, one, "{profile}");
     }
 }
