@@ -439,3 +439,74 @@ fn a_nan_in_both_parts_in_one_block_renders_the_whole_scene_again_to_name_the_sa
         assert_eq!(two, one, "{profile}");
     }
 }
+
+#[test]
+fn nothing_renders_ahead_into_standard_output_a_fifo_or_with_snapshots() {
+    let dir = common::temp_dir("where");
+    let w4 = common::root().join("scenes/bench/w4.json");
+    let w4s = w4.to_str().unwrap();
+    let (one, _, _) = rendered(&dir, &w4, "1", &["-d", "0.2s"]);
+    // Standard output: the WAV there is what one thread writes.
+    let file = dir.join("one.wav");
+    let o = common::render(&w4, &file, &["-d", "0.2s", "--threads", "1", "-q"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o = common::morphrt(&[
+        "render",
+        w4s,
+        "-d",
+        "0.2s",
+        "--threads",
+        "2",
+        "-v",
+        "-o",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        !common::stderr(&o).contains("ahead: the first"),
+        "{}",
+        common::stderr(&o)
+    );
+    assert_eq!(o.stdout, std::fs::read(&file).unwrap(), "standard output");
+    // A FIFO, read to its end by a thread.
+    let fifo = dir.join("out.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a path in the test's own directory.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let o = common::render(&w4, &fifo, &["-d", "0.2s", "--threads", "2", "-v"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        !common::stderr(&o).contains("ahead: the first"),
+        "{}",
+        common::stderr(&o)
+    );
+    assert_eq!(
+        reader.join().unwrap(),
+        std::fs::read(&file).unwrap(),
+        "a FIFO"
+    );
+    // Snapshots on the way, and a render resumed from one.
+    let snap = dir.join("snap.json");
+    let snap_s = snap.to_str().unwrap();
+    let (two, cut, err) = rendered(
+        &dir,
+        &w4,
+        "2",
+        &[
+            "-d",
+            "0.2s",
+            "--snapshot-at",
+            "0.1s",
+            "--snapshot-out",
+            snap_s,
+        ],
+    );
+    assert!(!cut, "{err}");
+    assert_eq!(two, one);
+    let (_, cut, err) = rendered(&dir, &w4, "2", &["-d", "0.1s", "--resume", snap_s]);
+    assert!(!cut, "{err}");
+}

@@ -8,7 +8,8 @@
 //! whole chunks at a time, with nothing to wait for block by block.
 //!
 //! **The cut.** The sum taken is the node port with the most incoming
-//! edges (at least [`MIN_EDGES`]). Its first `k` edges' sources and
+//! edges (at least [`MIN_EDGES`]). Its first `k` inputs (in summing
+//! order, below) and
 //! everything upstream of them form the part rendered ahead, `k` chosen so
 //! that it costs about half of the scene's estimate (`check`'s per-node
 //! figures). That part must feed nothing but those first `k` edges, hold no
@@ -19,16 +20,26 @@
 //! becomes a scene in which an `input` node, fed that output, is the sum's
 //! first edge, in the place of the `k` it replaces.
 //!
-//! **Why the bits are the same.** A node's inputs are summed in the
-//! scene's order, the first copied and each next one added
-//! (`engine/mix.rs`): the part ahead adds the first `k` exactly as the
-//! whole scene would, a gain of 1 leaves that sum as it is, it reaches the
-//! rest as 64-bit floats (exact for f32 and f64 alike), and the rest adds
-//! the remaining edges to it in order. Every node keeps its id, so its
+//! **Why the bits are the same.** A node's inputs are summed in the order
+//! of their sources' ids (`graph/compile/edges.rs`), the first copied and
+//! each next one added (`engine/mix.rs`): the part ahead adds the first `k`
+//! exactly as the whole scene would, a gain of 1 leaves that sum as it is,
+//! it reaches the rest as 64-bit floats (exact for f32 and f64 alike), and
+//! the rest adds the remaining inputs to it in order — its `input` node is
+//! named `-`, which sorts before any other id, and the cut is dropped
+//! unless the compiled rest sums it first. Every node keeps its id, so its
 //! random streams are the same (the seed the scene plays with is written
 //! into both parts). Both parts compile with the render's options, and the
 //! cut is dropped unless every node resolves to the same settings as in
-//! the whole scene.
+//! the whole scene, the added ones as the sum's node. The part's main bus
+//! is not clamped, and it renders whole blocks.
+//!
+//! **When it is not the same.** The part's partial sum may overflow f32
+//! where the whole scene's sum would not have been reached that way, and
+//! when both parts first meet a NaN/Inf in one block, which node the whole
+//! scene names depends on the order its engine runs them in. Then the
+//! render keeps nothing of that pass ([`Ahead::spoiled`],
+//! [`Ahead::keeps`]) and plays the whole scene again on one engine.
 
 use crate::engine::{Engine, EngineStats, InputBlock, InputFeed};
 use crate::graph::{node_cost_ns, plan_cost_ns, Plan, SeedSource};
@@ -57,7 +68,8 @@ pub fn spoiled_error(e: &crate::host::HostError) -> bool {
     matches!(e, HostError::Stopped { cause, .. } if matches!(**cause, HostError::Thread { what, .. } if what == WHAT))
 }
 
-/// Frames of the part ahead handed over at a time (whole blocks of about).
+/// About how many frames of the part ahead are handed over at a time
+/// (whole blocks: as many as fit, at least one).
 const CHUNK_FRAMES: usize = 4096;
 
 /// Chunks rendered ahead and not yet taken, at most.
@@ -81,7 +93,7 @@ const KEPT_TOP: [&str; 11] = [
 
 /// A scene cut in two: the part rendered ahead and the rest, as scene
 /// texts.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Cut {
     /// The part rendered ahead: its main output is the partial sum.
     pub ahead: String,
@@ -378,7 +390,7 @@ impl Settings {
     /// resolved as in the whole, and the node the cut adds (`added`) at
     /// the settings of the whole's sum (`sum`), where the values it
     /// carries were summed.
-    pub fn fit(&self, part: &Plan, added: &str, sum: &str) -> bool {
+    fn fit(&self, part: &Plan, added: &str, sum: &str) -> bool {
         let Some((_, (sum_profile, _, _))) = self.nodes.get(sum) else {
             return false;
         };
@@ -393,6 +405,17 @@ impl Settings {
             })
     }
 
+    /// Whether the part ahead of `cut`, compiled, plays as the whole.
+    pub fn fits_ahead(&self, cut: &Cut, ahead: &Plan) -> bool {
+        self.fit(ahead, &cut.added.0, &cut.sum)
+    }
+
+    /// Whether the rest of `cut`, compiled, plays as the whole: its nodes
+    /// as the whole's, and the part ahead summed first.
+    pub fn fits_rest(&self, cut: &Cut, rest: &Plan) -> bool {
+        self.fit(rest, &cut.added.1, &cut.sum) && sums_ahead_first(cut, rest)
+    }
+
     /// Where node `id` runs in the whole's schedule.
     fn order(&self, id: &str) -> usize {
         self.nodes.get(id).map_or(usize::MAX, |(i, _)| *i)
@@ -400,22 +423,19 @@ impl Settings {
 }
 
 /// [`cut`], kept only when both parts, compiled by `compile`, fit the
-/// whole ([`Settings::fit`], [`sums_ahead_first`]): what `render` would
-/// put ahead (for `check`, which does not render).
+/// whole ([`Settings::fits_ahead`], [`Settings::fits_rest`]): what
+/// `render` would put ahead (for `check`, which does not render).
 pub fn checked_cut(plan: &Plan, text: &str, compile: impl Fn(&str) -> Option<Plan>) -> Option<Cut> {
     let cut = cut(plan, text)?;
     let whole = Settings::of(plan);
     let ahead = compile(&cut.ahead)?;
     let rest = compile(&cut.rest)?;
-    (whole.fit(&ahead, &cut.added.0, &cut.sum)
-        && whole.fit(&rest, &cut.added.1, &cut.sum)
-        && sums_ahead_first(&cut, &rest))
-    .then_some(cut)
+    (whole.fits_ahead(&cut, &ahead) && whole.fits_rest(&cut, &rest)).then_some(cut)
 }
 
 /// Whether `rest` sums the part ahead first into the sum's input, as the
 /// whole scene summed the part's edges first.
-pub fn sums_ahead_first(cut: &Cut, rest: &Plan) -> bool {
+fn sums_ahead_first(cut: &Cut, rest: &Plan) -> bool {
     let id = |i: usize| rest.nodes.get(i).map(|n| n.id.as_str());
     rest.nodes
         .iter()
@@ -507,14 +527,14 @@ impl Ahead {
         let (stopped, spoiling) = (stop.clone(), spoiled.clone());
         let first_nan_at = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
         let first_at = first_nan_at.clone();
-        let (added, sum) = (cut.added.0.clone(), cut.sum.clone());
+        let cut = cut.clone();
         let handle = std::thread::Builder::new()
             .name("morphrt-ahead".into())
             .spawn(move || {
-                let plan = build().filter(|p| whole.fit(p, &added, &sum));
+                let plan = build().filter(|p| whole.fits_ahead(&cut, p));
                 let _ = fits.send(plan.is_some());
                 let plan = plan?;
-                let partial = plan.nodes.iter().position(|n| n.id == added)?;
+                let partial = plan.nodes.iter().position(|n| n.id == cut.added.0)?;
                 let mut engine = Engine::new(plan);
                 engine.set_main_limit(false);
                 let mut nan_counts = Vec::new();

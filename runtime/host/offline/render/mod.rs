@@ -412,13 +412,12 @@ fn ahead_parts(
         Ok(s) => s,
         Err(source) => {
             return Some(Err(HostError::Thread {
-                what: "the part of the scene rendered ahead",
+                what: ahead::WHAT,
                 source,
             }))
         }
     };
-    let rest = part(&cut.rest, "the rest")
-        .filter(|p| whole.fit(p, &cut.added.1, &cut.sum) && ahead::sums_ahead_first(&cut, p))?;
+    let rest = part(&cut.rest, "the rest").filter(|p| whole.fits_rest(&cut, p))?;
     fits.recv()
         .unwrap_or(false)
         .then_some(Ok((ahead, rest, cut)))
