@@ -73,14 +73,24 @@ fn half_of_a_wide_sum_rendered_ahead_writes_the_same_bytes_in_every_profile_and_
             }
         }
     }
-    // Many sines into a filter under repro (no steady path there): cut
-    // near the middle of the filter's 256 inputs.
+    // Many sines into a filter, cut near the middle of its 256 inputs:
+    // under live the rest's sines run their steady path onto the part's
+    // sum (its first edge), on one thread or beside a pool's.
     let w1 = common::root().join("scenes/bench/w1.json");
-    let args = ["--profile", "repro", "-d", "0.2s"];
-    let (one, _, _) = rendered(&dir, &w1, "1", &args);
-    let (two, cut, err) = rendered(&dir, &w1, "2", &args);
-    assert!(cut && err.contains("of the 256 inputs of `lp`"), "{err}");
-    assert_eq!(two, one);
+    for profile in ["repro", "live"] {
+        for (block, duration) in [("1", "0.05s"), ("64", "0.3s"), ("4096", "0.3s")] {
+            let args = ["--profile", profile, "--block-size", block, "-d", duration];
+            let (one, _, _) = rendered(&dir, &w1, "1", &args);
+            for threads in ["2", "3"] {
+                let (hash, cut, err) = rendered(&dir, &w1, threads, &args);
+                assert!(cut && err.contains("of the 256 inputs of `lp`"), "{err}");
+                assert_eq!(
+                    hash, one,
+                    "W1 {profile} at block {block}, {threads} threads"
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -129,7 +139,7 @@ fn a_nan_in_the_part_rendered_ahead_is_reported_as_on_one_thread() {
 }
 
 #[test]
-fn nothing_renders_ahead_where_events_inputs_feedback_latency_or_steady_sines_are() {
+fn nothing_renders_ahead_where_events_inputs_feedback_or_latency_are() {
     let dir = common::temp_dir("ahead-not");
     let plain = dir.join("plain.json");
     std::fs::write(&plain, chains(16, NOISE, "")).unwrap();
@@ -186,10 +196,6 @@ fn nothing_renders_ahead_where_events_inputs_feedback_latency_or_steady_sines_ar
     let (two, cut, err) = rendered(&dir, &inputs, "2", &args);
     assert!(!cut, "a scene with an input is not cut: {err}");
     assert_eq!(two, one);
-    // Steady live sines keep their own one-thread path.
-    let w1 = common::root().join("scenes/bench/w1.json");
-    let (_, cut, err) = rendered(&dir, &w1, "2", &["--profile", "live", "-d", "0.1s"]);
-    assert!(!cut, "{err}");
     // And `--no-ahead` turns it off.
     let (_, cut, _) = rendered(&dir, &plain, "2", &["-d", "0.2s", "--no-ahead"]);
     assert!(!cut);

@@ -10,7 +10,7 @@ use crate::support as common;
 use crate::support::counters;
 
 use common::engine;
-use counters::{counters, counters_with, Kind};
+use counters::{counters, counters_with, seeded_counters, Kind};
 use morphrt::api::player::Scripted;
 use morphrt::dsp::rng::mix64;
 use morphrt::dsp::vector::SimdLevel;
@@ -846,6 +846,58 @@ fn a_panic_in_a_lane_kernel_mutes_only_the_member_that_panics() {
                     assert!(a[0][2047] != 0.0, "{what}: the others play");
                     let msg = on.first_panic_message().unwrap_or_default();
                     assert!(msg.contains("a broken"), "{what}: {msg:?}");
+                }
+            }
+        }
+    }
+}
+
+/// A sum whose first edge comes from a node outside the group (a dc whose
+/// id sorts first) starts from that node's block, and the members' kernel,
+/// their steady path and the recovery from a kernel's panic add onto it:
+/// the bits of lanes off, in every profile, with no bad member or one
+/// first, inside or last, in one batch or two, on 1, 2 and 3 threads (the
+/// pool runs the dc before the group, which shares its level).
+#[test]
+fn a_sum_seeded_by_a_node_outside_its_group_plays_the_bits_of_lanes_off() {
+    let cases = [
+        (5, None),
+        (5, Some(0)),
+        (5, Some(4)),
+        (70, None),
+        (70, Some(3)),
+        (70, Some(66)),
+    ];
+    for p in PROFILES {
+        for (count, bad) in cases {
+            for (finite, steady) in [(true, false), (false, false), (true, true), (false, true)] {
+                let kind = Kind {
+                    finite,
+                    serial: false,
+                    steady,
+                };
+                let mut off = seeded_counters(count, kind, bad, p);
+                off.set_lanes(false);
+                let want = render_to_vec(&mut off, 2048);
+                for threads in [1, 2, 3] {
+                    let what = format!(
+                        "{p}, {count} members, bad {bad:?}, finite {finite}, steady {steady}, {threads} threads"
+                    );
+                    let mut on = seeded_counters(count, kind, bad, p);
+                    if threads > 1 {
+                        let workers = morphrt::engine::Workers::new(threads);
+                        workers.set_min_work_ns(0);
+                        on.set_workers(Some(workers));
+                    }
+                    assert_eq!(on.lane_seeds(), vec![on.node_index("a")], "{what}");
+                    let got = render_to_vec(&mut on, 2048);
+                    assert_eq!(first_difference(&got, &want), None, "{what}");
+                    assert!(got[0][2047] != 0.0, "{what}: it plays");
+                    if bad.is_some() {
+                        assert_eq!(on.stats().panics, 1, "{what}");
+                    } else if steady {
+                        assert_eq!(on.lane_steady(), vec![true], "{what}: steady");
+                    }
                 }
             }
         }

@@ -22,7 +22,12 @@
 //! else reads them, runs in the order of that input's edges and its
 //! kernel sums the members into the input ([`LaneSum`]) — the same
 //! additions in the same order as the input's own gathering, which is
-//! then skipped for that chunk ([`Slot::prefilled`]). A chunk in which
+//! then skipped for that chunk ([`Slot::prefilled`]). A sum whose first
+//! edge is not a member's but comes from a node that runs alone earlier
+//! in the schedule (a *seed*: the part of a sum rendered ahead on another
+//! thread reaches its rest that way) starts from that edge, copied in as
+//! the gathering would, and the kernel adds the members onto it
+//! ([`Group::seeded`]). A chunk in which
 //! some member must run alone, or a member's output was not finite, is
 //! gathered as usual. An input fed by one edge from a node nothing else
 //! reads swaps the source's output buffer in instead of copying it
@@ -42,7 +47,7 @@
 //! freed on the audio thread.
 
 use super::caught::Payload;
-use super::mix::{gather, Sources, NO_RING};
+use super::mix::{gather, EdgeIn, Sources, NO_RING};
 use super::node::{take_inputs, Core, Slot, NO_GROUP};
 use super::{Engine, Run};
 use crate::dsp::vector::{all_finite_at, fits_f32, SimdLevel};
@@ -74,6 +79,11 @@ pub(super) struct Group {
     /// The input every member feeds and nothing else reads of them, as
     /// (node, input): the kernel sums the members into it ([`LaneSum`]).
     pub(super) sum: Option<(usize, usize)>,
+    /// The sum's first edge is not a member's but a seed's: a node that
+    /// runs before the group, whose output the sum starts from (copied in
+    /// as the input's own gathering would, [`Engine::seed_sum`]); the
+    /// members are the edges after it.
+    pub(super) seeded: bool,
     pub(super) kernel: GroupKernel,
     /// For a fused group whose kernel has one, what it keeps of the
     /// members for steady chunks ([`SteadyLanes`]).
@@ -206,6 +216,7 @@ pub(super) fn plan(
                             kernel,
                             finite,
                             sum: None,
+                            seeded: false,
                             steady: None,
                             is_steady: false,
                             broken: false,
@@ -241,7 +252,7 @@ pub(super) fn plan(
             *g = renumber[*g];
         }
     }
-    fuse(slots, runs, main, &mut kept);
+    fuse(slots, runs, main, &mut kept, &steps);
     for s in slots.iter_mut() {
         s.lane_group = NO_GROUP;
     }
@@ -301,11 +312,20 @@ fn mark_steals(slots: &mut [Slot], main: &[SourceRef]) {
 /// A member qualifies when its only output is read by exactly one edge
 /// (no other edge, modulation, feedback line or main-bus channel reads
 /// it); the input qualifies when every edge into it is such a member's,
-/// undelayed, and there is one per member; its node is of the members'
-/// precision, plays in no voice and runs in the members' FP-mode run (so
-/// the sum is the same additions under the same mode). The members then
-/// run in the order of the edges, the plan's summing order.
-fn fuse(slots: &mut [Slot], runs: &[Run], main: &[SourceRef], groups: &mut [Group]) {
+/// undelayed, and there is one per member — or, seeded, when its first
+/// edge is instead an undelayed one from a node that runs alone before the
+/// group (in an earlier step of the schedule) and the others are the
+/// members'; its node is of the members' precision, plays in no voice and
+/// runs in the members' FP-mode run (so the sum is the same additions
+/// under the same mode). The members then run in the order of the edges,
+/// the plan's summing order.
+fn fuse(
+    slots: &mut [Slot],
+    runs: &[Run],
+    main: &[SourceRef],
+    groups: &mut [Group],
+    steps: &[Step],
+) {
     mark_steals(slots, main);
     // How many edges read each node, and the last audio input: (node, input).
     let readers = readers(slots, main);
@@ -317,7 +337,16 @@ fn fuse(slots: &mut [Slot], runs: &[Run], main: &[SourceRef], groups: &mut [Grou
             }
         }
     }
-    for g in groups.iter_mut() {
+    // Where each node that runs alone, and each group, is in the schedule.
+    let mut alone_at = vec![usize::MAX; slots.len()];
+    let mut group_at = vec![usize::MAX; groups.len()];
+    for (k, step) in steps.iter().enumerate() {
+        match *step {
+            Step::Slot(i) => alone_at[i] = k,
+            Step::Group(g) => group_at[g] = k,
+        }
+    }
+    for (gi, g) in groups.iter_mut().enumerate() {
         let single = |i: usize| {
             let outputs = match &slots[i].core {
                 Core::F32(t) => t.outs.len(),
@@ -334,21 +363,30 @@ fn fuse(slots: &mut [Slot], runs: &[Run], main: &[SourceRef], groups: &mut [Grou
         let edges = &slots[c].inputs[p];
         let leader = g.members[0];
         let run = runs.iter().find(|r| (r.start..r.end).contains(&leader));
+        let undelayed = |e: &EdgeIn| !e.src.is_feedback() && e.ring == NO_RING;
+        // A seed: the first edge, from a node that runs alone before the
+        // group, with every other edge a member's.
+        let seeded = edges.len() == g.members.len() + 1
+            && edges.first().is_some_and(|e| {
+                undelayed(e)
+                    && e.src.node < c
+                    && !g.members.contains(&e.src.node)
+                    && alone_at[e.src.node] < group_at[gi]
+            });
+        let from = usize::from(seeded);
         let ok = p < 64
             && slots[c].voice.is_none()
             && slots[c].feed.is_none()
             && slots[c].precision() == slots[leader].precision()
             && run.is_some_and(|r| (r.start..r.end).contains(&c))
-            && edges.len() == g.members.len()
-            && edges.iter().all(|e| {
-                !e.src.is_feedback()
-                    && e.ring == NO_RING
-                    && e.src.port == 0
-                    && g.members.contains(&e.src.node)
-            });
+            && edges.len() == g.members.len() + from
+            && edges[from..]
+                .iter()
+                .all(|e| undelayed(e) && e.src.port == 0 && g.members.contains(&e.src.node));
         if ok {
-            g.members = edges.iter().map(|e| e.src.node).collect();
+            g.members = edges[from..].iter().map(|e| e.src.node).collect();
             g.sum = Some((c, p));
+            g.seeded = seeded;
             let count = g.members.len();
             if g.finite && count > MAX_LANES {
                 let len = match &slots[c].core {
@@ -441,6 +479,20 @@ impl Engine {
         self.groups.iter().map(|g| g.is_steady).collect()
     }
 
+    /// For each lane group (as in [`lane_groups`](Self::lane_groups)), the
+    /// node whose block its fused sum starts from, if the sum's first edge
+    /// is not a member's (a seed, run before the group). Allocates.
+    pub fn lane_seeds(&self) -> Vec<Option<usize>> {
+        (0..self.groups.len()).map(|g| self.seed_of(g)).collect()
+    }
+
+    /// The node a seeded group's sum starts from ([`Group::seeded`]).
+    pub(super) fn seed_of(&self, g: usize) -> Option<usize> {
+        let group = self.groups.get(g).filter(|g| g.seeded)?;
+        let (c, p) = group.sum?;
+        Some(self.slots[c].inputs[p].first()?.src.node)
+    }
+
     /// Runs step `k` of the current run for the chunk `start..start+n`.
     #[inline]
     pub(super) fn run_step(&mut self, k: usize, start: u64, n: usize) {
@@ -482,14 +534,21 @@ impl Engine {
             return;
         }
         if let Some((c, p)) = self.groups[g].sum {
-            if self.groups[g].is_steady && self.run_steady(g, c, p, start, n) {
+            let seeded = self.groups[g].seeded;
+            if self.groups[g].is_steady
+                && (!seeded || self.seed_sum(c, p, n))
+                && self.run_steady(g, c, p, start, n)
+            {
                 return;
             }
             self.groups[g].is_steady = false;
-            if (0..count).all(|k| self.lane_ready(self.groups[g].members[k], start)) {
+            if (0..count).all(|k| self.lane_ready(self.groups[g].members[k], start))
+                && (!seeded || self.seed_sum(c, p, n))
+            {
                 let mut clean = true;
                 let mut summed = true;
-                let mut first = true;
+                // A seeded sum holds its seed already.
+                let mut first = !seeded;
                 for k in (0..count).step_by(MAX_LANES) {
                     let mut batch = [0usize; MAX_LANES];
                     let len = (count - k).min(MAX_LANES);
@@ -499,7 +558,7 @@ impl Engine {
                         input: p,
                         first,
                     });
-                    if !first && finite {
+                    if k > 0 && finite {
                         self.keep_sum(g, c, p, n, true);
                     }
                     match self.run_batch(kernel, finite, &batch[..len], start, n, sum) {
@@ -513,8 +572,12 @@ impl Engine {
                             // added again to the sum of the batches before
                             // (kept, for a finite group, whose outputs the
                             // kernel leaves unwritten).
-                            summed &= (first || self.keep_sum(g, c, p, n, false))
-                                && self.resum(kernel, &batch[..len], c, p, n, first);
+                            let before = if k == 0 {
+                                !seeded || self.seed_sum(c, p, n)
+                            } else {
+                                self.keep_sum(g, c, p, n, false)
+                            };
+                            summed &= before && self.resum(kernel, &batch[..len], c, p, n, first);
                         }
                     }
                     first = false;
@@ -631,8 +694,7 @@ impl Engine {
                 &mut **st,
                 &group.members,
                 before,
-                &mut after[0],
-                p,
+                (&mut after[0], p, !group.seeded),
                 start,
                 n,
             ),
@@ -640,8 +702,7 @@ impl Engine {
                 &mut **st,
                 &group.members,
                 before,
-                &mut after[0],
-                p,
+                (&mut after[0], p, !group.seeded),
                 start,
                 n,
             ),
@@ -852,6 +913,32 @@ impl Engine {
             Core::F64(t) => match t.ins.get_mut(p).and_then(|x| x.get_mut(..n)) {
                 Some(x) if save => saved.copy_from_slice(x),
                 Some(x) => x.copy_from_slice(saved),
+                None => return false,
+            },
+        }
+        true
+    }
+
+    /// A seeded sum's start (its first edge, [`Group::seeded`]) gathered
+    /// into node `c`'s input `p`, as the input's own gathering does: false
+    /// when `c` has no such input.
+    fn seed_sum(&mut self, c: usize, p: usize, n: usize) -> bool {
+        let at = self.stage_at;
+        let (before, rest) = self.slots.split_at_mut(c);
+        let Some(slot) = rest.first_mut() else {
+            return false;
+        };
+        let Some(edges) = slot.inputs.get(p).and_then(|e| e.get(..1)) else {
+            return false;
+        };
+        let before = Sources::of(before);
+        match &mut slot.core {
+            Core::F32(t) => match t.ins.get_mut(p) {
+                Some(buf) => gather(&mut buf[..n], edges, before, &mut t.rings, &mut t.tmp, at),
+                None => return false,
+            },
+            Core::F64(t) => match t.ins.get_mut(p) {
+                Some(buf) => gather(&mut buf[..n], edges, before, &mut t.rings, &mut t.tmp, at),
                 None => return false,
             },
         }
@@ -1096,7 +1183,7 @@ pub(super) unsafe fn kernel_at<S: Typed>(
 
 /// Runs a steady chunk through `st` for `members` (schedule indices, all
 /// before the sum's node `consumer`, whose input `p` the members sum
-/// into), in batches of [`STEADY_BATCH`] nodes lent from the stack (a
+/// into, onto what it holds unless `first`), in batches of [`STEADY_BATCH`] nodes lent from the stack (a
 /// batch that finds a change takes the ones before back: nothing runs
 /// unless all can): whether it ran, or the payload of its panic (every
 /// node then taken back to the chunk's start, [`SteadyLanes::undo`]).
@@ -1104,8 +1191,7 @@ fn steady_call<S: Typed>(
     st: &mut dyn SteadyLanes<S>,
     members: &[usize],
     before: &mut [Slot],
-    consumer: &mut Slot,
-    p: usize,
+    (consumer, p, first): (&mut Slot, usize, bool),
     start: u64,
     n: usize,
 ) -> Result<bool, Payload> {
@@ -1114,7 +1200,7 @@ fn steady_call<S: Typed>(
     };
     let mut sum = LaneSum {
         dst: &mut dst[..n],
-        first: true,
+        first,
         outputs: false,
     };
     let (base, count) = (before.as_mut_ptr(), before.len());

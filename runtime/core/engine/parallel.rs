@@ -7,7 +7,9 @@
 //! nodes of its run it reads, so the nodes of one level never read each
 //! other. Each level's plain nodes may run on any thread in any order; its
 //! lane groups run first, each on the engine's thread or split in parts
-//! over the workers (`spread_groups.rs`). A run holding a voice
+//! over the workers (`spread_groups.rs`); a group whose sum starts from a
+//! plain node of its level (a seed, `lanes.rs`) has that node moved to a
+//! level of its own just before. A run holding a voice
 //! module's nodes keeps the schedule's order and runs on the engine's
 //! thread.
 //!
@@ -132,6 +134,36 @@ impl Levels {
                     Step::Slot(i) => l.nodes.push(i),
                     Step::Group(_) => l.groups.push(k),
                 }
+            }
+            // A level's lane groups run before its plain nodes: a group
+            // whose sum starts from a plain node of its own level (a seed,
+            // `lanes.rs`) needs that node run first, in a level of its own.
+            let mut l = first;
+            while l < levels.len() {
+                let seeds: Vec<usize> = levels[l]
+                    .groups
+                    .iter()
+                    .filter_map(|&k| match engine.steps[k] {
+                        Step::Group(g) => engine.seed_of(g),
+                        Step::Slot(_) => None,
+                    })
+                    .filter(|i| levels[l].nodes.contains(i))
+                    .collect();
+                if seeds.is_empty() {
+                    l += 1;
+                    continue;
+                }
+                let level = &mut levels[l];
+                level.nodes.retain(|i| !seeds.contains(i));
+                let cost: f64 = seeds.iter().map(|&i| engine.costs[i]).sum();
+                level.cost_ns -= cost;
+                let before = Level {
+                    nodes: seeds,
+                    cost_ns: cost,
+                    ..Level::default()
+                };
+                levels.insert(l, before);
+                l += 2;
             }
             for l in &mut levels[first..] {
                 let (sum, max) = l

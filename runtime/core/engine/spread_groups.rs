@@ -356,8 +356,9 @@ impl Engine {
     /// bits and state of the one-thread steady chunk, since each frame's
     /// sum is the same additions in member order whichever thread makes
     /// it. False (nothing ran) when the group's copy cannot cut a chunk,
-    /// the chunk is too short or its work under its level's threshold, or a
-    /// member changed; the chunk then runs on this thread. A span that
+    /// its sum starts from a seed (spans are summed afresh), the chunk is
+    /// too short or its work under its level's threshold, or a member
+    /// changed; the chunk then runs on this thread. A span that
     /// panics turns the steady path off, as a panic in `run` does.
     pub(super) fn spread_steady(
         &mut self,
@@ -368,7 +369,8 @@ impl Engine {
         min_ns: f64,
     ) -> bool {
         let group = &self.groups[g];
-        let Some((c, p)) = group.sum else {
+        // Spans are summed afresh: a seeded sum runs on this thread.
+        let (Some((c, p)), false) = (group.sum, group.seeded) else {
             return false;
         };
         if c >= self.slots.len() || self.levels.parts.len() < 2 {

@@ -42,7 +42,7 @@
 //! [`Ahead::keeps`]) and plays the whole scene again on one engine.
 
 use crate::engine::{Engine, EngineStats, InputBlock, InputFeed};
-use crate::graph::{node_cost_ns, plan_cost_ns, Plan, SeedSource};
+use crate::graph::{node_cost_ns, Plan, SeedSource};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +57,12 @@ pub const MIN_EDGES: usize = 4;
 /// The least estimated work (ns per sample) of the smaller part: below it
 /// a second thread is not worth starting.
 const MIN_PART_NS: f64 = 20.0;
+
+/// How much less than its nominal figure a member of a fused group costs
+/// in the group's steady path: W1 under live (256 such sines and a
+/// lowpass) renders at about 70 ns per sample of work against 440
+/// nominal (benches/README.md).
+const STEADY_DISCOUNT: f64 = 6.0;
 
 /// How errors name the part rendered ahead.
 pub const WHAT: &str = "the part of the scene rendered ahead";
@@ -189,24 +195,33 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
         .iter()
         .map(|r| r.node)
         .collect();
-    // A sum of oscillators that can run steady (`SteadyLanes`: many live
-    // sines) has a path of its own on one thread that needs every edge to
-    // be one of them; the rest's first edge would not be.
-    let steady = |i: usize| match &plan.nodes[i].node {
-        Some(crate::ops::AnyNode::F32(n)) => n.steady_lanes(members.len()).is_some(),
-        Some(crate::ops::AnyNode::F64(n)) => n.steady_lanes(members.len()).is_some(),
-        None => false,
-    };
-    if members.iter().any(|&m| steady(m)) {
-        return None;
-    }
     // Who reads each node (its consumers), for the closure check.
     let mut readers: Vec<Vec<usize>> = vec![Vec::new(); plan.nodes.len()];
     for (i, r) in refs() {
         readers[r.node].push(i);
     }
-    let total = plan_cost_ns(plan);
-    let cost: Vec<f64> = plan.nodes.iter().map(node_cost_ns).collect();
+    // Each node's estimated cost; a member that runs in a fused group's
+    // steady path (many live sines summed, `SteadyLanes`) at a fraction of
+    // its nominal figure.
+    let steady = |i: usize| match &plan.nodes[i].node {
+        Some(crate::ops::AnyNode::F32(n)) => n.steady_lanes(members.len()).is_some(),
+        Some(crate::ops::AnyNode::F64(n)) => n.steady_lanes(members.len()).is_some(),
+        None => false,
+    };
+    let cost: Vec<f64> = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let nominal = node_cost_ns(n);
+            if members.contains(&i) && steady(i) {
+                nominal / STEADY_DISCOUNT
+            } else {
+                nominal
+            }
+        })
+        .collect();
+    let total: f64 = cost.iter().sum();
     // The part ahead for the first `k` edges: what feeds them.
     let mut part = HashSet::new();
     let mut part_ns = 0.0;

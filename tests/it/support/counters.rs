@@ -205,11 +205,29 @@ pub fn counters_with(
     bad: Option<usize>,
     p: Profile,
 ) -> Engine {
-    let nodes: Vec<String> = ids
+    counters_in(ids, fused, kind, bad, p, false)
+}
+
+/// [`counters`] all into `in0`, after a dc of 0.37 whose id (`a`) sorts
+/// first: the counters' sum starts from the dc's block (a seeded sum).
+pub fn seeded_counters(count: usize, kind: Kind, bad: Option<usize>, p: Profile) -> Engine {
+    let ids: Vec<usize> = (0..count).collect();
+    counters_in(&ids, true, kind, bad, p, true)
+}
+
+fn counters_in(
+    ids: &[usize],
+    fused: bool,
+    kind: Kind,
+    bad: Option<usize>,
+    p: Profile,
+    seeded: bool,
+) -> Engine {
+    let mut nodes: Vec<String> = ids
         .iter()
         .map(|k| format!(r#"{{"id": "c{k}", "op": "dc", "params": {{"value": 0}}}}"#))
         .collect();
-    let edges: Vec<String> = ids
+    let mut edges: Vec<String> = ids
         .iter()
         .enumerate()
         .map(|(j, k)| {
@@ -217,6 +235,13 @@ pub fn counters_with(
             format!(r#"{{"from": "c{k}", "to": "m:in{input}"}}"#)
         })
         .collect();
+    if seeded {
+        nodes.insert(
+            0,
+            r#"{"id": "a", "op": "dc", "params": {"value": 0.37}}"#.into(),
+        );
+        edges.insert(0, r#"{"from": "a", "to": "m:in0"}"#.into());
+    }
     let text = format!(
         r#"{{"version": "1.0", "nodes": [{}, {{"id": "m", "op": "mix"}}],
            "edges": [{}], "outputs": {{"main": "m"}}}}"#,
