@@ -119,10 +119,12 @@ impl InputFeed for SharedFeed {
     }
 }
 
-/// Samples (all channels) a chunk read ahead holds at most: 64 KiB of
-/// f64, so the chunks in flight stay in cache between the reader, which
-/// writes them, and the engine, which copies them out.
-const AHEAD_SAMPLES: usize = 1 << 13;
+/// Samples (all channels) a chunk read ahead holds at most: 256 KiB of
+/// f64, so the chunks in flight stay in the cache shared by the reader,
+/// which writes them, and the engine, which copies them out, and the
+/// reader (which waits when it is ahead) is woken by the engine, a system
+/// call, once per 32768 samples.
+const AHEAD_SAMPLES: usize = 1 << 15;
 
 /// Chunks read ahead and not yet taken, at most.
 const AHEAD_CHUNKS: usize = 4;
