@@ -115,6 +115,10 @@ pub struct EngineStats {
     /// The node that last produced NaN/Inf, and the start of that block
     /// (of the nodes that did in one block, the last in schedule order).
     pub last_nan: Option<(usize, u64)>,
+    /// Another node produced NaN/Inf in the same block as the first
+    /// (which of them an engine names depends on the order it runs them
+    /// in).
+    pub first_nan_shared: bool,
     /// Input samples that were NaN or infinite, read as silence.
     pub(crate) input_scrubbed: u64,
 }
@@ -367,8 +371,9 @@ impl Engine {
     #[inline(never)]
     pub(super) fn report_nan(&mut self, i: usize, start: u64, end: u64) {
         self.stats.nan_events += 1;
-        if self.stats.first_nan.is_none() {
-            self.stats.first_nan = Some((i, start));
+        match self.stats.first_nan {
+            None => self.stats.first_nan = Some((i, start)),
+            Some((first, at)) => self.stats.first_nan_shared |= at == start && first != i,
         }
         self.stats.last_nan = Some((i, start));
         let rate = self.sample_rate as u64;

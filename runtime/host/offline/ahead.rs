@@ -1,4 +1,4 @@
-//! Half of a wide sum rendered ahead on a thread of its own.
+//! Half of a scene rendered ahead on a thread of its own.
 //!
 //! A block-synchronous pool (`engine/workers.rs`) hands a level to its
 //! workers and waits for them every block; at a small block size that
@@ -7,18 +7,21 @@
 //! nothing changes while it renders can run ahead of the rest instead,
 //! whole chunks at a time, with nothing to wait for block by block.
 //!
-//! **The cut.** The sum taken is the node port with the most incoming
-//! edges (at least [`MIN_EDGES`]). Its first `k` inputs (in summing
-//! order, below) and
-//! everything upstream of them form the part rendered ahead, `k` chosen so
-//! that it costs about half of the scene's estimate (`check`'s per-node
-//! figures). That part must feed nothing but those first `k` edges, hold no
-//! `input` node, no latency and no feedback edge, and the scene must have
-//! no events, no controls and no voice modules: then what it plays is a
-//! function of time alone. The part ahead becomes a scene of its own whose
-//! main output is a node of unit gain summing those `k` edges; the rest
-//! becomes a scene in which an `input` node, fed that output, is the sum's
-//! first edge, in the place of the `k` it replaces.
+//! **The cut.** Of every node input, the first `k` edges (in summing
+//! order, below) and everything upstream of them form a candidate part;
+//! the one whose estimated cost (`check`'s per-node figures, a member of
+//! a steady sum of live sines at a sixth of its figure) is nearest half of
+//! the scene's is rendered ahead: half of a wide sum's edges (the 64
+//! bandpasses summed in W4), or the head of a chain (a recording's
+//! highpass and compressor, ahead of its reverb). That part must feed
+//! nothing but those first `k` edges, add no latency, and hold every
+//! `input` node of the scene (it then reads the render's input, and the
+//! rest none); the scene must have no events, no controls, no voice
+//! modules and no feedback edge: then what the part plays is a function
+//! of time and the input alone. The part ahead becomes a scene of its own
+//! whose main output is a node of unit gain summing those `k` edges; the
+//! rest becomes a scene in which an `input` node, fed that output, is the
+//! input's first edge, in the place of the `k` it replaces.
 //!
 //! **Why the bits are the same.** A node's inputs are summed in the order
 //! of their sources' ids (`graph/compile/edges.rs`), the first copied and
@@ -35,11 +38,13 @@
 //! is not clamped, and it renders whole blocks.
 //!
 //! **When it is not the same.** The part's partial sum may overflow f32
-//! where the whole scene's sum would not have been reached that way, and
-//! when both parts first meet a NaN/Inf in one block, which node the whole
-//! scene names depends on the order its engine runs them in. Then the
-//! render keeps nothing of that pass ([`Ahead::spoiled`],
-//! [`Ahead::keeps`]) and plays the whole scene again on one engine.
+//! where the whole scene's sum would not have been reached that way; and
+//! when both parts, or two nodes of one part, first meet a NaN/Inf in one
+//! block, which node the whole scene names depends on the order its engine
+//! runs them in (a part's levels are not the whole's). Then the render
+//! keeps nothing of that pass ([`Ahead::spoiled`], [`Ahead::keeps`]) and
+//! plays the whole scene again on one engine, reading its input again
+//! from the start (so an input from standard input is never cut).
 
 use crate::engine::{Engine, EngineStats, InputBlock, InputFeed};
 use crate::graph::{node_cost_ns, Plan, SeedSource};
@@ -51,12 +56,9 @@ use std::sync::Arc;
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
-/// The fewest edges into one port for a sum worth cutting.
-pub const MIN_EDGES: usize = 4;
-
 /// The least estimated work (ns per sample) of the smaller part: below it
 /// a second thread is not worth starting.
-const MIN_PART_NS: f64 = 20.0;
+const MIN_PART_NS: f64 = 10.0;
 
 /// How much less than its nominal figure a member of a fused group costs
 /// in the group's steady path: W1 under live (256 such sines and a
@@ -114,15 +116,25 @@ pub struct Cut {
     /// The ids of the nodes the cut adds: the part ahead's unit gain and
     /// the rest's `input`.
     pub added: (String, String),
+    /// The part ahead holds the scene's `input` nodes: it reads the
+    /// render's input (the rest reads none).
+    pub reads_input: bool,
 }
 
 impl Cut {
     /// What renders ahead, in words.
     pub fn describe(&self) -> String {
-        format!(
-            "the first {} of the {} inputs of `{}` (and what feeds them) render ahead on a thread of their own",
-            self.taken, self.edges, self.sum
-        )
+        if self.edges == 1 {
+            format!(
+                "what feeds `{}` (its input and what feeds that) renders ahead on a thread of its own",
+                self.sum
+            )
+        } else {
+            format!(
+                "the first {} of the {} inputs of `{}` (and what feeds them) render ahead on a thread of their own",
+                self.taken, self.edges, self.sum
+            )
+        }
     }
 }
 
@@ -177,44 +189,33 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
     {
         return None;
     }
-    // The widest sum.
-    let (sum, port) = plan
-        .nodes
-        .iter()
-        .enumerate()
-        .flat_map(|(i, n)| {
-            n.inputs
-                .iter()
-                .enumerate()
-                .map(move |(p, s)| (i, p, s.len()))
-        })
-        .filter(|&(_, _, n)| n >= MIN_EDGES)
-        .max_by_key(|&(i, _, n)| (n, std::cmp::Reverse(i)))
-        .map(|(i, p, _)| (i, p))?;
-    let members: Vec<usize> = plan.nodes[sum].inputs[port]
-        .iter()
-        .map(|r| r.node)
-        .collect();
     // Who reads each node (its consumers), for the closure check.
     let mut readers: Vec<Vec<usize>> = vec![Vec::new(); plan.nodes.len()];
     for (i, r) in refs() {
         readers[r.node].push(i);
     }
-    // Each node's estimated cost; a member that runs in a fused group's
-    // steady path (many live sines summed, `SteadyLanes`) at a fraction of
-    // its nominal figure.
-    let steady = |i: usize| match &plan.nodes[i].node {
-        Some(crate::ops::AnyNode::F32(n)) => n.steady_lanes(members.len()).is_some(),
-        Some(crate::ops::AnyNode::F64(n)) => n.steady_lanes(members.len()).is_some(),
-        None => false,
-    };
+    // Each node's estimated cost; a node that runs in a fused group's
+    // steady path (many live sines summed into one port, `SteadyLanes`)
+    // at a fraction of its nominal figure.
+    let mut steady = vec![false; plan.nodes.len()];
+    for n in &plan.nodes {
+        for edges in n.inputs.iter().filter(|e| e.len() > 1) {
+            for r in edges {
+                steady[r.node] |= match &plan.nodes[r.node].node {
+                    Some(crate::ops::AnyNode::F32(x)) => x.steady_lanes(edges.len()).is_some(),
+                    Some(crate::ops::AnyNode::F64(x)) => x.steady_lanes(edges.len()).is_some(),
+                    None => false,
+                };
+            }
+        }
+    }
     let cost: Vec<f64> = plan
         .nodes
         .iter()
         .enumerate()
         .map(|(i, n)| {
             let nominal = node_cost_ns(n);
-            if members.contains(&i) && steady(i) {
+            if steady[i] {
                 nominal / STEADY_DISCOUNT
             } else {
                 nominal
@@ -222,65 +223,32 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
         })
         .collect();
     let total: f64 = cost.iter().sum();
-    // The part ahead for the first `k` edges: what feeds them.
-    let mut part = HashSet::new();
-    let mut part_ns = 0.0;
-    let mut best: Option<(usize, HashSet<usize>, f64)> = None;
-    for (k, &m) in members.iter().enumerate().take(members.len() - 1) {
-        let mut stack = vec![m];
-        while let Some(n) = stack.pop() {
-            if part.insert(n) {
-                part_ns += cost[n];
-                stack.extend(
-                    plan.nodes[n]
-                        .inputs
-                        .iter()
-                        .chain(&plan.nodes[n].param_inputs)
-                        .flatten()
-                        .map(|r| r.node),
-                );
+    let inputs: Vec<usize> = (0..plan.nodes.len())
+        .filter(|&n| plan.nodes[n].op.name == "input")
+        .collect();
+    // Of every node input, the first `taken` edges whose part costs
+    // nearest half of the whole.
+    let mut best: Option<(usize, usize, usize, HashSet<usize>, f64)> = None;
+    for (sum, node) in plan.nodes.iter().enumerate() {
+        for (port, edges) in node.inputs.iter().enumerate() {
+            let members: Vec<usize> = edges.iter().map(|r| r.node).collect();
+            let Some((taken, part, part_ns)) = nearest_half(plan, &members, &cost, total) else {
+                continue;
+            };
+            let nearer = best
+                .as_ref()
+                .is_none_or(|b| (part_ns - total / 2.0).abs() < (b.4 - total / 2.0).abs());
+            if nearer
+                && part_ns.min(total - part_ns) >= MIN_PART_NS
+                && !part.contains(&sum)
+                && fits_cut(plan, &readers, &inputs, (sum, port, taken), &part)
+            {
+                best = Some((sum, port, taken, part, part_ns));
             }
         }
-        let taken = k + 1;
-        let off = (part_ns - total / 2.0).abs();
-        if best
-            .as_ref()
-            .is_none_or(|b| off < (b.2 - total / 2.0).abs())
-        {
-            best = Some((taken, part.clone(), part_ns));
-        }
-        if part_ns >= total / 2.0 {
-            break;
-        }
     }
-    let (taken, part, part_ns) = best?;
-    if part_ns.min(total - part_ns) < MIN_PART_NS || part.contains(&sum) {
-        return None;
-    }
-    // The part feeds only the sum's first `taken` edges, reads no input,
-    // adds no latency, and is not on the main bus.
-    let feeds_only_the_sum = part.iter().all(|&n| {
-        readers[n].iter().all(|&r| part.contains(&r) || r == sum)
-            && plan.nodes[sum].inputs.iter().enumerate().all(|(p, s)| {
-                s.iter()
-                    .enumerate()
-                    .all(|(j, r)| r.node != n || (p == port && j < taken))
-            })
-            && plan.nodes[sum]
-                .param_inputs
-                .iter()
-                .flatten()
-                .all(|r| r.node != n)
-    });
-    if !feeds_only_the_sum
-        || members[taken..].iter().any(|m| part.contains(m))
-        || part
-            .iter()
-            .any(|&n| plan.nodes[n].op.name == "input" || plan.nodes[n].latency != 0)
-        || plan.main.iter().any(|r| part.contains(&r.node))
-    {
-        return None;
-    }
+    let (sum, port, taken, part, _) = best?;
+    let members = &plan.nodes[sum].inputs[port];
     let in_part = |id: &str| index.get(id).is_some_and(|i| part.contains(i));
     let node_of =
         |end: &Value| -> Option<String> { Some(end.as_str()?.split(':').next()?.to_string()) };
@@ -366,7 +334,75 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
         taken,
         edges: members.len(),
         added: (sum_id, feed_id),
+        reads_input: !inputs.is_empty(),
     })
+}
+
+/// The first edges of `members` (a port's sources, in summing order)
+/// with what feeds them whose estimated cost is nearest half of `total`:
+/// how many, the part, its cost.
+fn nearest_half(
+    plan: &Plan,
+    members: &[usize],
+    cost: &[f64],
+    total: f64,
+) -> Option<(usize, HashSet<usize>, f64)> {
+    let mut part = HashSet::new();
+    let mut part_ns = 0.0;
+    let mut best: Option<(usize, HashSet<usize>, f64)> = None;
+    for (k, &m) in members.iter().enumerate() {
+        let mut stack = vec![m];
+        while let Some(n) = stack.pop() {
+            if part.insert(n) {
+                part_ns += cost[n];
+                stack.extend(
+                    plan.nodes[n]
+                        .inputs
+                        .iter()
+                        .chain(&plan.nodes[n].param_inputs)
+                        .flatten()
+                        .map(|r| r.node),
+                );
+            }
+        }
+        let off = (part_ns - total / 2.0).abs();
+        if best
+            .as_ref()
+            .is_none_or(|b| off < (b.2 - total / 2.0).abs())
+        {
+            best = Some((k + 1, part.clone(), part_ns));
+        }
+        if part_ns >= total / 2.0 {
+            break;
+        }
+    }
+    best
+}
+
+/// Whether `part` may render ahead for the first `taken` edges of node
+/// `sum`'s input `port`: it feeds nothing but those edges (no other node,
+/// port, param or main-bus channel, and none of the port's later edges
+/// comes from it), adds no latency, and holds every `input` node of the
+/// scene (the rest's session input is the part's output).
+fn fits_cut(
+    plan: &Plan,
+    readers: &[Vec<usize>],
+    inputs: &[usize],
+    (sum, port, taken): (usize, usize, usize),
+    part: &HashSet<usize>,
+) -> bool {
+    let s = &plan.nodes[sum];
+    part.iter().all(|&n| {
+        readers[n].iter().all(|&r| part.contains(&r) || r == sum)
+            && s.inputs.iter().enumerate().all(|(p, e)| {
+                e.iter()
+                    .enumerate()
+                    .all(|(j, r)| r.node != n || (p == port && j < taken))
+            })
+            && s.param_inputs.iter().flatten().all(|r| r.node != n)
+            && plan.nodes[n].latency == 0
+    }) && !plan.main.iter().any(|r| part.contains(&r.node))
+        && inputs.iter().all(|n| part.contains(n))
 }
 
 /// What every node of the whole scene resolved to, for checking that a
@@ -527,11 +563,11 @@ impl Ahead {
     /// and shares no cache line with the rest's), says on the channel
     /// returned whether it fits `whole` (see [`Settings::fit`]), and
     /// renders its first `frames` frames, whole blocks at a time, its main
-    /// bus unclamped.
+    /// bus unclamped, reading `input` (the render's) if given.
     pub fn start(
         build: impl FnOnce() -> Option<Plan> + Send + 'static,
         whole: Settings,
-        cut: &Cut,
+        (cut, input): (&Cut, Option<Box<dyn InputFeed>>),
         frames: u64,
     ) -> std::io::Result<(Ahead, Receiver<bool>)> {
         let (tx, chunks) = mpsc::sync_channel::<Vec<f64>>(CHUNKS_AHEAD);
@@ -552,6 +588,9 @@ impl Ahead {
                 let partial = plan.nodes.iter().position(|n| n.id == cut.added.0)?;
                 let mut engine = Engine::new(plan);
                 engine.set_main_limit(false);
+                if let Some(input) = input {
+                    engine.set_input_feed(input);
+                }
                 let mut nan_counts = Vec::new();
                 let block = engine.block_size();
                 let per_chunk = (CHUNK_FRAMES / block).max(1) * block;
@@ -572,6 +611,12 @@ impl Ahead {
                             nan_counts.push((engine.clock(), engine.stats().nan_events));
                             if let Some((_, at)) = engine.stats().first_nan {
                                 first_at.fetch_min(at, Ordering::AcqRel);
+                            }
+                            // Two nodes first met one in one block: which
+                            // one the whole scene names depends on its order.
+                            if engine.stats().first_nan_shared {
+                                spoiling.store(true, Ordering::Release);
+                                break 'render;
                             }
                             // The partial sum overflowed: the whole scene
                             // would have silenced the sum's node, not it.
@@ -627,17 +672,21 @@ impl Ahead {
     }
 
     /// Whether the render of `rest` (every frame played) may be kept: not
-    /// when both parts first met a NaN in the same block, where which one
-    /// the whole scene would name depends on the order its engine runs
-    /// them in, which neither part knows.
+    /// when both parts, or two nodes of one part, first met a NaN in the
+    /// same block, where which one the whole scene would name depends on
+    /// the order its engine runs them in, which neither part knows (a
+    /// part's nodes need not run in the whole's order: cut off from what
+    /// feeds them, their levels change).
     pub fn keeps(&self, rest: &Engine) -> bool {
         let there = self.first_nan_at.load(Ordering::Acquire);
-        rest.stats().first_nan.is_none_or(|(_, here)| here != there)
+        let s = rest.stats();
+        !s.first_nan_shared && s.first_nan.is_none_or(|(_, here)| here != there)
     }
 
     /// Raised when what the rest read of the part ahead is not what the
-    /// whole scene would have summed: its partial sum overflowed, or it
-    /// stopped before the render ended. The render must then not keep
+    /// whole scene would have summed (its partial sum overflowed, or it
+    /// stopped before the render ended), or when two of its nodes first
+    /// met a NaN in one block ([`keeps`](Self::keeps)). The render must then not keep
     /// its output.
     pub fn spoiled(&self) -> Arc<AtomicBool> {
         self.spoiled.clone()

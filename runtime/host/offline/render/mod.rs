@@ -149,7 +149,7 @@ pub fn render(
         _ => None,
     };
     let mut plan = compile_for_render(opts, &scene, snap.as_ref(), input_rate, log)?;
-    let input = open_input(&opts.input, &plan, from_stdin, early, log)?;
+    let mut input = open_input(&opts.input, &plan, from_stdin, early, log)?;
     let mut conversions = plan.conversions.clone();
     conversions.extend(input.as_ref().and_then(|i| i.conversion.clone()));
     let sr = plan.sample_rate;
@@ -187,7 +187,8 @@ pub fn render(
         && snap.is_none()
         && stops.is_empty()
         && midi.is_none()
-        && input.is_none()
+        // An input read twice (when the pass is played again) must be a file.
+        && opts.input.iter().all(|p| p.as_os_str() != "-")
         && !opts.threads.no_ahead
         && matches!(
             output.dest,
@@ -221,9 +222,8 @@ pub fn render(
                     opts,
                     plan,
                     whole,
-                    &text,
-                    &scene,
-                    input_rate,
+                    (&text, &scene),
+                    (input_rate, input.as_ref()),
                     length.most(sr),
                 )
             })
@@ -249,7 +249,8 @@ pub fn render(
         if let (Some(s), Some(cx)) = (&snap, &context) {
             resume_from(s, cx, &mut engine, log)?;
         }
-        if let Some(i) = &input {
+        // The part ahead reads the input when there is one (`ahead.rs`).
+        if let (Some(i), None) = (&input, &ahead) {
             engine.set_input_feed(i.feed());
         }
         let mut player = offline_player(engine);
@@ -305,6 +306,11 @@ pub fn render(
                 );
                 wasted += pass.elapsed();
                 try_ahead = false;
+                // The part ahead read the input: it is read again from its start.
+                if input.is_some() {
+                    let plan = whole.as_ref().expect("the whole plan until it plays");
+                    input = open_input(&opts.input, plan, from_stdin, None, &mut std::io::sink())?;
+                }
             }
             (Err(e), _) => return Err(e),
             // (write_wav checks before it keeps the file: not reached.)
@@ -381,17 +387,23 @@ pub fn render(
 /// plan of the rest; `None` when the scene cannot be cut or a part
 /// compiles to other settings than the whole (the render then plays the
 /// whole scene as it is).
-#[allow(clippy::too_many_arguments)]
 fn ahead_parts(
     opts: &RenderOptions,
     plan: &crate::graph::Plan,
     whole: &ahead::Settings,
-    text: &str,
-    scene: &scene::Scene,
-    input_rate: Option<u32>,
+    (text, scene): (&str, &scene::Scene),
+    (input_rate, input): (
+        Option<u32>,
+        Option<&crate::host::offline::input::RenderInput>,
+    ),
     frames: u64,
 ) -> Option<Result<(Ahead, crate::graph::Plan, ahead::Cut), HostError>> {
     let cut = ahead::cut(plan, text)?;
+    // The part ahead reads the input (and holds every `input` node), or
+    // there is none.
+    if cut.reads_input != input.is_some() {
+        return None;
+    }
     let (file, dir) = (scene.file.clone(), scene.dir().map(PathBuf::from));
     let part = {
         let (opts, dir) = (opts.clone(), dir.clone());
@@ -405,7 +417,7 @@ fn ahead_parts(
     let started = Ahead::start(
         move || build(&ahead_text, "the part ahead"),
         whole.clone(),
-        &cut,
+        (&cut, input.map(|i| i.feed())),
         frames,
     );
     let (ahead, fits) = match started {
