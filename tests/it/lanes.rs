@@ -904,6 +904,46 @@ fn a_sum_seeded_by_a_node_outside_its_group_plays_the_bits_of_lanes_off() {
     }
 }
 
+/// One node (a triangle, with state) that is the first edge of two sums
+/// whose other edges are two lane groups of its level: the pool runs it
+/// once per chunk, before both, as one thread does; the bits of lanes off
+/// on one thread in every profile, on 1, 2 and 3 threads.
+#[test]
+fn one_seed_of_two_sums_runs_once_at_any_thread_count() {
+    let text = r#"{ "version": "1.0", "seed": 3, "sample_rate": 48000, "nodes": [
+        { "id": "a", "op": "triangle", "params": { "freq": 97, "amp": 0.3 } },
+        { "id": "s0", "op": "sine", "params": { "freq": 220, "amp": 0.2 } },
+        { "id": "s1", "op": "sine", "params": { "freq": 330, "amp": 0.2 } },
+        { "id": "w0", "op": "saw", "params": { "freq": 110, "amp": 0.2 } },
+        { "id": "w1", "op": "saw", "params": { "freq": 165, "amp": 0.2 } },
+        { "id": "c1", "op": "gain", "params": { "gain": 0.5 } },
+        { "id": "c2", "op": "gain", "params": { "gain": 0.5 } } ],
+      "edges": [ { "from": "a", "to": "c1" }, { "from": "s0", "to": "c1" }, { "from": "s1", "to": "c1" },
+                 { "from": "a", "to": "c2" }, { "from": "w0", "to": "c2" }, { "from": "w1", "to": "c2" } ],
+      "outputs": { "main": ["c1", "c2"] } }"#;
+    for p in PROFILES {
+        let mut off = engine(text, Some(p), 64);
+        off.set_lanes(false);
+        let want = render_to_vec(&mut off, 4096);
+        for threads in [1, 2, 3] {
+            let mut e = engine(text, Some(p), 64);
+            let a = e.node_index("a");
+            assert_eq!(e.lane_seeds()[..2], [a, a], "{p}: both sums start from `a`");
+            if threads > 1 {
+                let w = morphrt::engine::Workers::new(threads);
+                w.set_min_work_ns(0);
+                e.set_workers(Some(w));
+            }
+            let got = render_to_vec(&mut e, 4096);
+            assert_eq!(
+                first_difference(&got, &want),
+                None,
+                "{p}, {threads} threads"
+            );
+        }
+    }
+}
+
 /// A fused group split over the workers in parts (a pool with no
 /// threshold splits every group whose members are all ready; which thread
 /// runs a part is timing, so the test does not ask), with a member that

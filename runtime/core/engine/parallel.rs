@@ -140,7 +140,7 @@ impl Levels {
             // `lanes.rs`) needs that node run first, in a level of its own.
             let mut l = first;
             while l < levels.len() {
-                let seeds: Vec<usize> = levels[l]
+                let mut seeds: Vec<usize> = levels[l]
                     .groups
                     .iter()
                     .filter_map(|&k| match engine.steps[k] {
@@ -153,6 +153,9 @@ impl Levels {
                     l += 1;
                     continue;
                 }
+                // One node may seed several groups: it runs once.
+                seeds.sort_unstable();
+                seeds.dedup();
                 let level = &mut levels[l];
                 level.nodes.retain(|i| !seeds.contains(i));
                 let cost: f64 = seeds.iter().map(|&i| engine.costs[i]).sum();
