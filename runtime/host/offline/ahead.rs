@@ -62,7 +62,7 @@ const MIN_PART_NS: f64 = 10.0;
 
 /// How much less than its nominal figure a member of a fused group costs
 /// in the group's steady path: W1 under live (256 such sines and a
-/// lowpass) renders at about 70 ns per sample of work against 440
+/// lowpass) renders at about 72 ns per sample of work against 439.8
 /// nominal (benches/README.md).
 const STEADY_DISCOUNT: f64 = 6.0;
 
