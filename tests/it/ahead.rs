@@ -599,17 +599,7 @@ fn a_chain_reading_the_input_renders_ahead_and_writes_the_same_bytes() {
     }
     // An input at another rate: the part ahead converts it as one thread does.
     let slow = dir.join("rec-44k.wav");
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: 44_100,
-        bits_per_sample: 32,
-        sample_format: hound::SampleFormat::Float,
-    };
-    let mut w = hound::WavWriter::create(&slow, spec).unwrap();
-    for x in tone(22_050) {
-        w.write_sample(x).unwrap();
-    }
-    w.finalize().unwrap();
+    common::write_mono_f32_at(&slow, 44_100, &tone(22_050));
     let args = ["--profile", "live", "--input", slow.to_str().unwrap()];
     let (one, _, _) = rendered(&dir, &scene, "1", &args);
     let (two, cut, err) = rendered(&dir, &scene, "2", &args);
@@ -632,25 +622,23 @@ fn two_nans_in_one_block_of_a_part_render_the_whole_scene_again_with_its_input()
     let mut edges = vec![r#"{ "from": "mic", "to": "comp" }"#.to_string()];
     // The input through seven gains of 1e6 (f32 overflows at the last),
     // into a reverb; a dc of 1e6 through six such gains on the side.
-    let mut prev = "comp".to_string();
-    for k in 1..=7 {
-        nodes.push(format!(
-            r#"{{ "id": "h{k}", "op": "gain", "params": {{ "gain": 1e6 }} }}"#
-        ));
-        edges.push(format!(r#"{{ "from": "{prev}", "to": "h{k}" }}"#));
-        prev = format!("h{k}");
-    }
+    // Gains of 1e6 `name1` … `name{count}` after `from`: the last's id.
+    let mut gains = |from: &str, name: &str, count: usize| {
+        let mut prev = from.to_string();
+        for k in 1..=count {
+            nodes.push(format!(
+                r#"{{ "id": "{name}{k}", "op": "gain", "params": {{ "gain": 1e6 }} }}"#
+            ));
+            edges.push(format!(r#"{{ "from": "{prev}", "to": "{name}{k}" }}"#));
+            prev = format!("{name}{k}");
+        }
+        prev
+    };
+    let last = gains("comp", "h", 7);
+    let prev = gains("dc", "r", 6);
     nodes.push(r#"{ "id": "room", "op": "reverb", "params": { "mix": 0.3 } }"#.to_string());
-    edges.push(format!(r#"{{ "from": "{prev}", "to": "room" }}"#));
+    edges.push(format!(r#"{{ "from": "{last}", "to": "room" }}"#));
     nodes.push(r#"{ "id": "dc", "op": "dc", "params": { "value": 1e6 } }"#.to_string());
-    let mut prev = "dc".to_string();
-    for k in 1..=6 {
-        nodes.push(format!(
-            r#"{{ "id": "r{k}", "op": "gain", "params": {{ "gain": 1e6 }} }}"#
-        ));
-        edges.push(format!(r#"{{ "from": "{prev}", "to": "r{k}" }}"#));
-        prev = format!("r{k}");
-    }
     let scene = dir.join("nan.json");
     std::fs::write(
         &scene,

@@ -287,9 +287,14 @@ impl Drop for KillOnDrop {
 
 /// Writes `samples` as a mono 32-bit float WAV at 48 kHz.
 pub fn write_mono_f32(path: &Path, samples: &[f32]) {
+    write_mono_f32_at(path, 48_000, samples)
+}
+
+/// Writes `samples` as a mono 32-bit float WAV at `rate` Hz.
+pub fn write_mono_f32_at(path: &Path, rate: u32, samples: &[f32]) {
     let spec = hound::WavSpec {
         channels: 1,
-        sample_rate: 48_000,
+        sample_rate: rate,
         bits_per_sample: 32,
         sample_format: hound::SampleFormat::Float,
     };
