@@ -515,6 +515,9 @@ pub struct Ahead {
     first_nan_at: Arc<std::sync::atomic::AtomicU64>,
     thread: Thread,
     handle: Option<JoinHandle<Option<Rendered>>>,
+    /// Where the render's input goes to the part, until given
+    /// ([`Ahead::read_input`]).
+    input: Option<mpsc::Sender<Box<dyn InputFeed>>>,
 }
 
 /// The part ahead's engine once stopped, and its count of blocks with a
@@ -523,10 +526,6 @@ struct Rendered {
     engine: Engine,
     nan_counts: Vec<(u64, u64)>,
 }
-
-/// The part ahead spoiled the render ([`Ahead::spoiled`]).
-#[derive(Debug)]
-pub struct Stopped;
 
 /// What the part ahead's engine reports at the end.
 #[derive(Clone, Debug, PartialEq)]
@@ -563,13 +562,15 @@ impl Ahead {
     /// and shares no cache line with the rest's), says on the channel
     /// returned whether it fits `whole` (see [`Settings::fit`]), and
     /// renders its first `frames` frames, whole blocks at a time, its main
-    /// bus unclamped, reading `input` (the render's) if given.
+    /// bus unclamped; a part that reads the input first waits for it
+    /// ([`read_input`](Self::read_input)).
     pub fn start(
         build: impl FnOnce() -> Option<Plan> + Send + 'static,
         whole: Settings,
-        (cut, input): (&Cut, Option<Box<dyn InputFeed>>),
+        cut: &Cut,
         frames: u64,
     ) -> std::io::Result<(Ahead, Receiver<bool>)> {
+        let (give, input) = mpsc::channel::<Box<dyn InputFeed>>();
         let (tx, chunks) = mpsc::sync_channel::<Vec<f64>>(CHUNKS_AHEAD);
         let (spent, spares) = mpsc::channel::<Vec<f64>>();
         let (fits, fitted) = mpsc::channel::<bool>();
@@ -588,8 +589,8 @@ impl Ahead {
                 let partial = plan.nodes.iter().position(|n| n.id == cut.added.0)?;
                 let mut engine = Engine::new(plan);
                 engine.set_main_limit(false);
-                if let Some(input) = input {
-                    engine.set_input_feed(input);
+                if cut.reads_input {
+                    engine.set_input_feed(input.recv().ok()?);
                 }
                 let mut nan_counts = Vec::new();
                 let block = engine.block_size();
@@ -667,6 +668,7 @@ impl Ahead {
             first_nan_at,
             thread,
             handle: Some(handle),
+            input: Some(give),
         };
         Ok((ahead, fitted))
     }
@@ -698,17 +700,26 @@ impl Ahead {
     }
 
     /// Stops the part ahead and gives its engine's report up to `end`
-    /// (the render's last frame), or `Err` when it spoiled the render
-    /// ([`spoiled`](Self::spoiled)).
-    pub fn finish(mut self, end: u64) -> Result<Option<Report>, Stopped> {
+    /// (the render's last frame). A render that was kept checked
+    /// [`spoiled`](Self::spoiled) after its last block: whatever the part
+    /// met since, it met past `end`, in frames nobody hears.
+    pub fn finish(mut self, end: u64) -> Option<Report> {
         let rendered = self.stop_thread();
-        if self.spoiled.load(Ordering::Acquire) {
-            return Err(Stopped);
+        rendered.map(|r| Report::before(&r, end))
+    }
+
+    /// Gives the part ahead the render's input, which it holds every
+    /// `input` node of ([`Cut::reads_input`]): it waits for it before it
+    /// renders, so that a cut given up before leaves the input unread.
+    pub fn read_input(&mut self, input: Box<dyn InputFeed>) {
+        if let Some(give) = self.input.take() {
+            let _ = give.send(input);
         }
-        Ok(rendered.map(|r| Report::before(&r, end)))
     }
 
     fn stop_thread(&mut self) -> Option<Rendered> {
+        // A part waiting for the input it will not get stops waiting.
+        self.input = None;
         self.stop.store(true, Ordering::Release);
         self.thread.unpark();
         self.handle.take()?.join().ok().flatten()

@@ -290,7 +290,7 @@ pub fn render(
         let end = player.engine().clock();
         let finished = ahead.map(|a| a.finish(end));
         match (played, finished) {
-            (Ok((mut report, tail)), Some(Ok(ahead))) => {
+            (Ok((mut report, tail)), Some(ahead)) => {
                 report.elapsed += wasted;
                 break (player, ahead, report, tail, what, to_stdout);
             }
@@ -313,13 +313,6 @@ pub fn render(
                 }
             }
             (Err(e), _) => return Err(e),
-            // (write_wav checks before it keeps the file: not reached.)
-            (Ok(_), Some(Err(ahead::Stopped))) => {
-                return Err(HostError::Thread {
-                    what: ahead::WHAT,
-                    source: std::io::Error::other("it spoiled a render already written"),
-                })
-            }
         }
     };
     drop(guard);
@@ -417,7 +410,7 @@ fn ahead_parts(
     let started = Ahead::start(
         move || build(&ahead_text, "the part ahead"),
         whole.clone(),
-        (&cut, input.map(|i| i.feed())),
+        &cut,
         frames,
     );
     let (ahead, fits) = match started {
@@ -430,9 +423,16 @@ fn ahead_parts(
         }
     };
     let rest = part(&cut.rest, "the rest").filter(|p| whole.fits_rest(&cut, p))?;
-    fits.recv()
-        .unwrap_or(false)
-        .then_some(Ok((ahead, rest, cut)))
+    if !fits.recv().unwrap_or(false) {
+        return None;
+    }
+    // Only once both parts fit: a cut given up plays the whole scene,
+    // which reads the input from its start.
+    let mut ahead = ahead;
+    if let Some(i) = input {
+        ahead.read_input(i.feed());
+    }
+    Some(Ok((ahead, rest, cut)))
 }
 
 /// Writes a snapshot at each stop (`--snapshot-at`), noting what it wrote.
