@@ -21,7 +21,10 @@
 //! of time and the input alone. The part ahead becomes a scene of its own
 //! whose main output is a node of unit gain summing those `k` edges; the
 //! rest becomes a scene in which an `input` node, fed that output, is the
-//! input's first edge, in the place of the `k` it replaces.
+//! input's first edge, in the place of the `k` it replaces. The search
+//! keeps what feeds each node as a bitset (so a chain of thousands of
+//! nodes is searched in milliseconds), tries the 256 candidates nearest
+//! half, and does not search a scene of more than 8192 nodes.
 //!
 //! **Why the bits are the same.** A node's inputs are summed in the order
 //! of their sources' ids (`graph/compile/edges.rs`), the first copied and
@@ -49,7 +52,7 @@
 use crate::engine::{Engine, EngineStats, InputBlock, InputFeed};
 use crate::graph::{node_cost_ns, Plan, SeedSource};
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, TrySendError};
 use std::sync::Arc;
@@ -65,6 +68,14 @@ const MIN_PART_NS: f64 = 10.0;
 /// lowpass) renders at about 72 ns per sample of work against 439.8
 /// nominal (benches/README.md).
 const STEADY_DISCOUNT: f64 = 6.0;
+
+/// The most nodes a scene may have for a part of it to be rendered ahead:
+/// the search keeps one bitset of nodes per node (8 MiB at this size).
+const MAX_NODES: usize = 8192;
+
+/// How many candidate parts, nearest half first, are checked for a cut
+/// before the search gives up.
+const MAX_TRIED: usize = 256;
 
 /// How errors name the part rendered ahead.
 pub const WHAT: &str = "the part of the scene rendered ahead";
@@ -226,30 +237,34 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
     let inputs: Vec<usize> = (0..plan.nodes.len())
         .filter(|&n| plan.nodes[n].op.name == "input")
         .collect();
+    let closures = Closures::of(plan)?;
     // Of every node input, the first `taken` edges whose part costs
-    // nearest half of the whole.
-    let mut best: Option<(usize, usize, usize, HashSet<usize>, f64)> = None;
+    // nearest half of the whole; the nearest that may be cut wins (ties
+    // to the earlier node and port).
+    let mut near: Vec<(f64, usize, usize, usize)> = Vec::new();
     for (sum, node) in plan.nodes.iter().enumerate() {
         for (port, edges) in node.inputs.iter().enumerate() {
             let members: Vec<usize> = edges.iter().map(|r| r.node).collect();
-            let Some((taken, part, part_ns)) = nearest_half(plan, &members, &cost, total) else {
-                continue;
-            };
-            let nearer = best
-                .as_ref()
-                .is_none_or(|b| (part_ns - total / 2.0).abs() < (b.4 - total / 2.0).abs());
-            if nearer
-                && part_ns.min(total - part_ns) >= MIN_PART_NS
-                && !part.contains(&sum)
-                && fits_cut(plan, &readers, &inputs, (sum, port, taken), &part)
-            {
-                best = Some((sum, port, taken, part, part_ns));
+            if let Some((taken, part_ns)) = nearest_half(&closures, &members, &cost, total) {
+                if part_ns.min(total - part_ns) >= MIN_PART_NS {
+                    near.push(((part_ns - total / 2.0).abs(), sum, port, taken));
+                }
             }
         }
     }
-    let (sum, port, taken, part, _) = best?;
+    near.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (sum, port, taken, part) =
+        near.iter()
+            .take(MAX_TRIED)
+            .find_map(|&(_, sum, port, taken)| {
+                let part =
+                    closures.union(plan.nodes[sum].inputs[port][..taken].iter().map(|r| r.node));
+                (!part.contains(sum)
+                    && fits_cut(plan, &readers, &inputs, (sum, port, taken), &part))
+                .then_some((sum, port, taken, part))
+            })?;
     let members = &plan.nodes[sum].inputs[port];
-    let in_part = |id: &str| index.get(id).is_some_and(|i| part.contains(i));
+    let in_part = |id: &str| index.get(id).is_some_and(|i| part.contains(*i));
     let node_of =
         |end: &Value| -> Option<String> { Some(end.as_str()?.split(':').next()?.to_string()) };
     let fresh = |base: &str| {
@@ -340,43 +355,119 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
 
 /// The first edges of `members` (a port's sources, in summing order)
 /// with what feeds them whose estimated cost is nearest half of `total`:
-/// how many, the part, its cost.
+/// how many, and their part's cost.
 fn nearest_half(
-    plan: &Plan,
+    closures: &Closures,
     members: &[usize],
     cost: &[f64],
     total: f64,
-) -> Option<(usize, HashSet<usize>, f64)> {
-    let mut part = HashSet::new();
+) -> Option<(usize, f64)> {
+    let mut part = Part::empty(closures.words);
     let mut part_ns = 0.0;
-    let mut best: Option<(usize, HashSet<usize>, f64)> = None;
+    let mut best: Option<(usize, f64)> = None;
     for (k, &m) in members.iter().enumerate() {
-        let mut stack = vec![m];
-        while let Some(n) = stack.pop() {
-            if part.insert(n) {
-                part_ns += cost[n];
-                stack.extend(
-                    plan.nodes[n]
-                        .inputs
-                        .iter()
-                        .chain(&plan.nodes[n].param_inputs)
-                        .flatten()
-                        .map(|r| r.node),
-                );
-            }
-        }
+        part_ns += part.add(closures.row(m), cost);
         let off = (part_ns - total / 2.0).abs();
-        if best
-            .as_ref()
-            .is_none_or(|b| off < (b.2 - total / 2.0).abs())
-        {
-            best = Some((k + 1, part.clone(), part_ns));
+        if best.is_none_or(|b| off < (b.1 - total / 2.0).abs()) {
+            best = Some((k + 1, part_ns));
         }
         if part_ns >= total / 2.0 {
             break;
         }
     }
     best
+}
+
+/// What feeds each node, the node included: one bitset over schedule
+/// indices per node, built once in schedule order (a node's closure is its
+/// own bit and its sources' closures), so that the search for the cut
+/// costs about `nodes² / 64` word operations, not a walk per candidate.
+struct Closures {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Closures {
+    /// `None` for a plan too large to search (see [`MAX_NODES`]) or with
+    /// an edge that does not run from an earlier node to a later one.
+    fn of(plan: &Plan) -> Option<Closures> {
+        let n = plan.nodes.len();
+        if n > MAX_NODES {
+            return None;
+        }
+        let words = n.div_ceil(64);
+        let mut bits = vec![0u64; n * words];
+        for (i, node) in plan.nodes.iter().enumerate() {
+            let (done, row) = bits.split_at_mut(i * words);
+            let row = &mut row[..words];
+            row[i / 64] |= 1 << (i % 64);
+            for r in node.inputs.iter().chain(&node.param_inputs).flatten() {
+                if r.node >= i {
+                    return None;
+                }
+                for (a, b) in row.iter_mut().zip(&done[r.node * words..][..words]) {
+                    *a |= b;
+                }
+            }
+        }
+        Some(Closures { words, bits })
+    }
+
+    fn row(&self, node: usize) -> &[u64] {
+        &self.bits[node * self.words..][..self.words]
+    }
+
+    /// The union of the closures of `nodes`.
+    fn union(&self, nodes: impl Iterator<Item = usize>) -> Part {
+        let mut part = Part::empty(self.words);
+        for n in nodes {
+            part.add(self.row(n), &[]);
+        }
+        part
+    }
+}
+
+/// A set of nodes, by schedule index.
+struct Part(Vec<u64>);
+
+impl Part {
+    fn empty(words: usize) -> Part {
+        Part(vec![0; words])
+    }
+
+    fn contains(&self, node: usize) -> bool {
+        self.0[node / 64] >> (node % 64) & 1 == 1
+    }
+
+    /// Adds `row`'s nodes; returns the summed `cost` of the nodes that were
+    /// not in it yet (0 where `cost` is empty).
+    fn add(&mut self, row: &[u64], cost: &[f64]) -> f64 {
+        let mut added = 0.0;
+        for (w, (a, &b)) in self.0.iter_mut().zip(row).enumerate() {
+            let mut new = b & !*a;
+            *a |= b;
+            if !cost.is_empty() {
+                while new != 0 {
+                    added += cost[w * 64 + new.trailing_zeros() as usize];
+                    new &= new - 1;
+                }
+            }
+        }
+        added
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    w * 64 + b
+                })
+            })
+        })
+    }
 }
 
 /// Whether `part` may render ahead for the first `taken` edges of node
@@ -389,11 +480,11 @@ fn fits_cut(
     readers: &[Vec<usize>],
     inputs: &[usize],
     (sum, port, taken): (usize, usize, usize),
-    part: &HashSet<usize>,
+    part: &Part,
 ) -> bool {
     let s = &plan.nodes[sum];
-    part.iter().all(|&n| {
-        readers[n].iter().all(|&r| part.contains(&r) || r == sum)
+    part.iter().all(|n| {
+        readers[n].iter().all(|&r| part.contains(r) || r == sum)
             && s.inputs.iter().enumerate().all(|(p, e)| {
                 e.iter()
                     .enumerate()
@@ -401,8 +492,8 @@ fn fits_cut(
             })
             && s.param_inputs.iter().flatten().all(|r| r.node != n)
             && plan.nodes[n].latency == 0
-    }) && !plan.main.iter().any(|r| part.contains(&r.node))
-        && inputs.iter().all(|n| part.contains(n))
+    }) && !plan.main.iter().any(|r| part.contains(r.node))
+        && inputs.iter().all(|n| part.contains(*n))
 }
 
 /// What every node of the whole scene resolved to, for checking that a
@@ -786,5 +877,117 @@ impl InputFeed for Feed {
             self.at += take;
         }
         block.channel_mut(0)[done..].fill(0.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// A scene of `n` nodes: sines, and gains each summing one to four
+    /// earlier nodes (picked by a fixed linear congruential sequence).
+    fn random_dag(n: usize, state: &mut u64) -> Plan {
+        let mut next = |m: usize| {
+            *state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (*state >> 33) as usize % m
+        };
+        let mut nodes = Vec::new();
+        let mut edges = Vec::new();
+        for i in 0..n {
+            let id = format!("n{i:04}");
+            if i < 3 || next(4) == 0 {
+                nodes.push(json!({ "id": id, "op": "sine", "params": { "freq": 100 + i } }));
+            } else {
+                nodes.push(json!({ "id": id, "op": "gain", "params": { "gain": 0.5 } }));
+                let from: BTreeSet<usize> = (0..1 + next(4)).map(|_| next(i)).collect();
+                for f in from {
+                    edges.push(json!({ "from": format!("n{f:04}"), "to": id }));
+                }
+            }
+        }
+        let text = json!({
+            "version": "1.0", "nodes": nodes, "edges": edges,
+            "outputs": { "main": [format!("n{:04}", n - 1)] }
+        })
+        .to_string();
+        let scene = crate::scene::load_str(&text, "<dag>", None).expect("a valid scene");
+        crate::graph::compile(&scene, &Default::default()).expect("a scene that compiles")
+    }
+
+    /// What feeds `from`, walked one node at a time.
+    fn walked(plan: &Plan, from: &[usize]) -> BTreeSet<usize> {
+        let mut seen = BTreeSet::new();
+        let mut stack = from.to_vec();
+        while let Some(n) = stack.pop() {
+            if seen.insert(n) {
+                let node = &plan.nodes[n];
+                stack.extend(
+                    node.inputs
+                        .iter()
+                        .chain(&node.param_inputs)
+                        .flatten()
+                        .map(|r| r.node),
+                );
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn the_bitset_closures_hold_what_a_walk_of_the_graph_finds_and_cost_what_it_sums() {
+        let mut state = 7;
+        for n in [1, 2, 63, 64, 65, 200] {
+            let plan = random_dag(n, &mut state);
+            let closures = Closures::of(&plan).expect("a plan in schedule order");
+            let cost: Vec<f64> = (0..n).map(|i| 1.0 + (i % 7) as f64 * 0.25).collect();
+            let total: f64 = cost.iter().sum();
+            for (i, node) in plan.nodes.iter().enumerate() {
+                let row: BTreeSet<usize> = closures.union(std::iter::once(i)).iter().collect();
+                assert_eq!(row, walked(&plan, &[i]), "node {i} of {n}");
+                for edges in &node.inputs {
+                    let members: Vec<usize> = edges.iter().map(|r| r.node).collect();
+                    // The walk's answer: each prefix's part and cost, the
+                    // nearest half kept (the first of equals), stopping once
+                    // half is reached.
+                    let mut want = None::<(usize, f64)>;
+                    for k in 1..=members.len() {
+                        let part = walked(&plan, &members[..k]);
+                        let ns: f64 = part.iter().map(|&m| cost[m]).sum();
+                        let off = (ns - total / 2.0).abs();
+                        if want.is_none_or(|w| off < (w.1 - total / 2.0).abs() - 1e-9) {
+                            want = Some((k, ns));
+                        }
+                        if ns >= total / 2.0 {
+                            break;
+                        }
+                    }
+                    let got = nearest_half(&closures, &members, &cost, total).expect("a part");
+                    let want = want.expect("a part");
+                    assert_eq!(got.0, want.0, "node {i} of {n}: {members:?}");
+                    assert!(
+                        (got.1 - want.1).abs() < 1e-9,
+                        "node {i} of {n}: {got:?} {want:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_plan_too_large_to_search_is_not_cut() {
+        let mut state = 1;
+        let plan = random_dag(40, &mut state);
+        assert!(Closures::of(&plan).is_some());
+        let nodes = (0..MAX_NODES + 1).map(|i| json!({ "id": format!("g{i}"), "op": "sine" }));
+        let text = json!({ "version": "1.0", "nodes": nodes.collect::<Vec<_>>(),
+            "outputs": { "main": ["g0"] } })
+        .to_string();
+        let scene = crate::scene::load_str(&text, "<wide>", None).expect("a valid scene");
+        let plan = crate::graph::compile(&scene, &Default::default()).expect("compiles");
+        assert!(Closures::of(&plan).is_none());
+        assert!(cut(&plan, &text).is_none());
     }
 }
