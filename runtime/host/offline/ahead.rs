@@ -208,15 +208,22 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
     // Each node's estimated cost; a node that runs in a fused group's
     // steady path (many live sines summed into one port, `SteadyLanes`)
     // at a fraction of its nominal figure.
+    // (Asked of a group of one: whether a node may run steady does not
+    // depend on how many it sums with, and a group's state grows with it.)
+    let may_run_steady: Vec<bool> = plan
+        .nodes
+        .iter()
+        .map(|n| match &n.node {
+            Some(crate::ops::AnyNode::F32(x)) => x.steady_lanes(1).is_some(),
+            Some(crate::ops::AnyNode::F64(x)) => x.steady_lanes(1).is_some(),
+            None => false,
+        })
+        .collect();
     let mut steady = vec![false; plan.nodes.len()];
     for n in &plan.nodes {
         for edges in n.inputs.iter().filter(|e| e.len() > 1) {
             for r in edges {
-                steady[r.node] |= match &plan.nodes[r.node].node {
-                    Some(crate::ops::AnyNode::F32(x)) => x.steady_lanes(edges.len()).is_some(),
-                    Some(crate::ops::AnyNode::F64(x)) => x.steady_lanes(edges.len()).is_some(),
-                    None => false,
-                };
+                steady[r.node] |= may_run_steady[r.node];
             }
         }
     }

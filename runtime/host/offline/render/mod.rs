@@ -233,7 +233,7 @@ pub fn render(
                 if crate::host::term::verbose() {
                     let _ = writeln!(log, "ahead: {}", cut.describe());
                 }
-                (Engine::new(rest), Some(ahead))
+                (rest, Some(ahead))
             }
             None => (Engine::new(whole.take().expect("the whole plan")), None),
         };
@@ -390,7 +390,7 @@ fn ahead_parts(
         Option<&crate::host::offline::input::RenderInput>,
     ),
     frames: u64,
-) -> Option<Result<(Ahead, crate::graph::Plan, ahead::Cut), HostError>> {
+) -> Option<Result<(Ahead, Engine, ahead::Cut), HostError>> {
     let cut = ahead::cut(plan, text)?;
     // The part ahead reads the input (and holds every `input` node), or
     // there is none.
@@ -423,6 +423,8 @@ fn ahead_parts(
         }
     };
     let rest = part(&cut.rest, "the rest").filter(|p| whole.fits_rest(&cut, p))?;
+    // Built while the part ahead compiles and checks itself.
+    let rest = Engine::new(rest);
     if !fits.recv().unwrap_or(false) {
         return None;
     }
