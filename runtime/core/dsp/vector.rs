@@ -667,16 +667,6 @@ unsafe fn sine_group_avx2<S: Sample>(
     sine_group_lanes(members, n, out)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f")]
-unsafe fn sine_group_avx512<S: Sample>(
-    members: &[SineMember<'_>],
-    n: usize,
-    out: SineOut<'_, '_, S>,
-) {
-    sine_group_lanes(members, n, out)
-}
-
 /// Full quarters `q0..q0 + NQ` of one segment of every member summed into
 /// `dst` (`NQ`·16 frames), the sum kept in registers across the members:
 /// the same additions, in member order, as adding each member's samples
@@ -783,18 +773,6 @@ unsafe fn sine_span_avx2<S: Sample>(
     sine_span_lanes(members, from, to, dst, first)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f")]
-unsafe fn sine_span_avx512<S: Sample>(
-    members: &[SineMember<'_>],
-    from: usize,
-    to: usize,
-    dst: &mut [S],
-    first: bool,
-) {
-    sine_span_lanes(members, from, to, dst, first)
-}
-
 /// Frames `from..to` of a chunk of up to 64 members on the grid of anchors
 /// (each `phase` its phase at the chunk's first frame, position 0) summed
 /// into `dst` (`to − from` frames) in member order, the first member's
@@ -813,8 +791,8 @@ pub(crate) fn sine_group_span<S: Sample>(
     #[cfg(target_arch = "x86_64")]
     match level.isa() {
         // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
-        Isa::Avx2 => return unsafe { sine_span_avx2(members, from, to, dst, first) },
-        Isa::Avx512 => return unsafe { sine_span_avx512(members, from, to, dst, first) },
+        // The AVX2 build on AVX-512 too: see `sine_group`.
+        Isa::Avx2 | Isa::Avx512 => return unsafe { sine_span_avx2(members, from, to, dst, first) },
         Isa::Base => {}
     }
     let _ = level;
@@ -835,8 +813,11 @@ pub(crate) fn sine_group<S: Sample>(
     #[cfg(target_arch = "x86_64")]
     match level.isa() {
         // SAFETY: a `SimdLevel` is only ever an ISA this CPU has.
-        Isa::Avx2 => return unsafe { sine_group_avx2(members, n, out) },
-        Isa::Avx512 => return unsafe { sine_group_avx512(members, n, out) },
+        // The AVX2 build on AVX-512 too: the same operations (no FMA in
+        // either), and the 512-bit build of this kernel, one register per
+        // quarter, rendered W1 under live 11 % slower than the 256-bit one
+        // on an AVX-512 Xeon (benches/README.md, Threads).
+        Isa::Avx2 | Isa::Avx512 => return unsafe { sine_group_avx2(members, n, out) },
         Isa::Base => {}
     }
     let _ = level;
