@@ -118,11 +118,17 @@ def scene(op):
     }
 
 
+def one_thread():
+    """`--threads 1`, or nothing for a build older than the flag (one thread then)."""
+    help_text = subprocess.run([MORPHRT, "bench", "--help"], capture_output=True, text=True).stdout
+    return ["--threads", "1"] if "--threads" in help_text else []
+
+
 def bench(path, profile, duration, golden=None):
     """bench's JSON report, or an error string."""
     cmd = [
         MORPHRT, "bench", path, "--profile", profile, "--block-size", "64",
-        "-d", duration, "--runs", "1", "--json", "-q", "--threads", "1",
+        "-d", duration, "--runs", "1", "--json", "-q", *one_thread(),
         "--resources", "resources",
     ]
     if golden:
