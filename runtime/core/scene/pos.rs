@@ -71,11 +71,12 @@ pub(crate) fn child_index(parent: &str, index: usize) -> String {
 impl Positions {
     /// Scans `text`, which serde_json has already accepted.
     pub(crate) fn scan(text: &str) -> Positions {
-        // About one value per `:` or `,` (an estimate, to spare rehashing).
-        let values = text.bytes().filter(|&b| b == b':' || b == b',').count() + 1;
+        // One key per `:` at most (some are in strings), and as many values
+        // at least: sized once, the maps spare most of their rehashing.
+        let keys = text.bytes().filter(|&b| b == b':').count();
         let mut p = Positions {
-            values: HashMap::with_capacity_and_hasher(values, RandomState::default()),
-            keys: HashMap::with_capacity_and_hasher(values, RandomState::default()),
+            values: HashMap::with_capacity_and_hasher(keys + 1, RandomState::default()),
+            keys: HashMap::with_capacity_and_hasher(keys, RandomState::default()),
             duplicates: Vec::new(),
         };
         Scanner {

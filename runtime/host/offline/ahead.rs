@@ -23,8 +23,9 @@
 //! rest becomes a scene in which an `input` node, fed that output, is the
 //! input's first edge, in the place of the `k` it replaces. The search
 //! keeps what feeds each node as a bitset (so a chain of thousands of
-//! nodes is searched in milliseconds), tries the 256 candidates nearest
-//! half, and does not search a scene of more than 8192 nodes.
+//! nodes is searched in milliseconds), tries the candidates nearest half
+//! first within a bounded amount of work, and does not search a scene of
+//! more than 8192 nodes.
 //!
 //! **Why the bits are the same.** A node's inputs are summed in the order
 //! of their sources' ids (`graph/compile/edges.rs`), the first copied and
@@ -73,9 +74,10 @@ const STEADY_DISCOUNT: f64 = 6.0;
 /// the search keeps one bitset of nodes per node (8 MiB at this size).
 const MAX_NODES: usize = 8192;
 
-/// How many candidate parts, nearest half first, are checked for a cut
-/// before the search gives up.
-const MAX_TRIED: usize = 256;
+/// How much work (words of the bitsets and nodes visited) the search may
+/// spend checking candidate parts, nearest half first, before it gives up
+/// (a few milliseconds at most).
+const SEARCH_WORK: usize = 1 << 22;
 
 /// How errors name the part rendered ahead.
 pub const WHAT: &str = "the part of the scene rendered ahead";
@@ -260,16 +262,27 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
         }
     }
     near.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (sum, port, taken, part) =
-        near.iter()
-            .take(MAX_TRIED)
-            .find_map(|&(_, sum, port, taken)| {
-                let part =
-                    closures.union(plan.nodes[sum].inputs[port][..taken].iter().map(|r| r.node));
-                (!part.contains(sum)
-                    && fits_cut(plan, &readers, &inputs, (sum, port, taken), &part))
-                .then_some((sum, port, taken, part))
-            })?;
+    let mut budget = SEARCH_WORK;
+    let mut chosen = None;
+    for &(_, sum, port, taken) in &near {
+        let members = &plan.nodes[sum].inputs[port][..taken];
+        budget = budget.checked_sub(closures.words * (taken + 1))?;
+        let part = closures.union(members.iter().map(|r| r.node));
+        if !part.contains(sum)
+            && fits_cut(
+                plan,
+                &readers,
+                &inputs,
+                (sum, port, taken),
+                &part,
+                &mut budget,
+            )?
+        {
+            chosen = Some((sum, port, taken, part));
+            break;
+        }
+    }
+    let (sum, port, taken, part) = chosen?;
     let members = &plan.nodes[sum].inputs[port];
     let in_part = |id: &str| index.get(id).is_some_and(|i| part.contains(*i));
     let node_of =
@@ -481,26 +494,46 @@ impl Part {
 /// `sum`'s input `port`: it feeds nothing but those edges (no other node,
 /// port, param or main-bus channel, and none of the port's later edges
 /// comes from it), adds no latency, and holds every `input` node of the
-/// scene (the rest's session input is the part's output).
+/// scene (the rest's session input is the part's output). `None` once
+/// the search's `budget` of work is spent.
 fn fits_cut(
     plan: &Plan,
     readers: &[Vec<usize>],
     inputs: &[usize],
     (sum, port, taken): (usize, usize, usize),
     part: &Part,
-) -> bool {
+    budget: &mut usize,
+) -> Option<bool> {
     let s = &plan.nodes[sum];
-    part.iter().all(|n| {
-        readers[n].iter().all(|&r| part.contains(r) || r == sum)
-            && s.inputs.iter().enumerate().all(|(p, e)| {
-                e.iter()
-                    .enumerate()
-                    .all(|(j, r)| r.node != n || (p == port && j < taken))
-            })
-            && s.param_inputs.iter().flatten().all(|r| r.node != n)
-            && plan.nodes[n].latency == 0
-    }) && !plan.main.iter().any(|r| part.contains(r.node))
-        && inputs.iter().all(|n| part.contains(*n))
+    let sum_edges = s
+        .inputs
+        .iter()
+        .chain(&s.param_inputs)
+        .map(Vec::len)
+        .sum::<usize>();
+    *budget = budget.checked_sub(sum_edges + part.0.len())?;
+    let from_part_only_there = s.inputs.iter().enumerate().all(|(p, e)| {
+        e.iter()
+            .enumerate()
+            .all(|(j, r)| !part.contains(r.node) || (p == port && j < taken))
+    }) && s
+        .param_inputs
+        .iter()
+        .flatten()
+        .all(|r| !part.contains(r.node));
+    if !from_part_only_there
+        || plan.main.iter().any(|r| part.contains(r.node))
+        || !inputs.iter().all(|n| part.contains(*n))
+    {
+        return Some(false);
+    }
+    for n in part.iter() {
+        *budget = budget.checked_sub(1 + readers[n].len())?;
+        if plan.nodes[n].latency != 0 || !readers[n].iter().all(|&r| part.contains(r) || r == sum) {
+            return Some(false);
+        }
+    }
+    Some(true)
 }
 
 /// What every node of the whole scene resolved to, for checking that a
@@ -984,16 +1017,58 @@ mod tests {
     }
 
     #[test]
-    fn a_plan_too_large_to_search_is_not_cut() {
-        let mut state = 1;
-        let plan = random_dag(40, &mut state);
-        assert!(Closures::of(&plan).is_some());
-        let nodes = (0..MAX_NODES + 1).map(|i| json!({ "id": format!("g{i}"), "op": "sine" }));
-        let text = json!({ "version": "1.0", "nodes": nodes.collect::<Vec<_>>(),
-            "outputs": { "main": ["g0"] } })
+    fn a_part_that_fits_is_found_behind_hundreds_nearer_half_that_do_not() {
+        // A chain of 1000 gains, each also read by `mix` (no part of it
+        // fits), and beside it a chain of 680 read by `mix` at its end.
+        let mut nodes = vec![json!({ "id": "mix", "op": "gain" })];
+        let mut edges = Vec::new();
+        for (chain, len, tapped) in [("t", 1000, true), ("c", 680, false)] {
+            nodes.push(json!({ "id": format!("{chain}src"), "op": "saw" }));
+            for i in 0..len {
+                let (id, from) = (format!("{chain}{i:04}"), format!("{chain}{:04}", i - 1));
+                nodes.push(json!({ "id": id, "op": "gain" }));
+                let from = if i == 0 { format!("{chain}src") } else { from };
+                edges.push(json!({ "from": from, "to": id }));
+                if tapped || i == len - 1 {
+                    edges.push(json!({ "from": id, "to": "mix" }));
+                }
+            }
+        }
+        let text = json!({ "version": "1.0", "nodes": nodes, "edges": edges,
+            "outputs": { "main": ["mix"] } })
+        .to_string();
+        let scene = crate::scene::load_str(&text, "<taps>", None).expect("a valid scene");
+        let plan = crate::graph::compile(&scene, &Default::default()).expect("compiles");
+        let cut = cut(&plan, &text).expect("the chain beside the taps is cut");
+        assert!(
+            cut.ahead.contains("c0678") && !cut.ahead.contains("t0000"),
+            "{}",
+            cut.describe()
+        );
+    }
+
+    /// `sines` sines summed into one gain, and the scene's text.
+    fn wide(sines: usize) -> (Plan, String) {
+        let mut nodes: Vec<_> = (0..sines)
+            .map(|i| json!({ "id": format!("s{i}"), "op": "sine" }))
+            .collect();
+        nodes.push(json!({ "id": "sum", "op": "gain" }));
+        let edges: Vec<_> = (0..sines)
+            .map(|i| json!({ "from": format!("s{i}"), "to": "sum" }))
+            .collect();
+        let text = json!({ "version": "1.0", "nodes": nodes, "edges": edges,
+            "outputs": { "main": ["sum"] } })
         .to_string();
         let scene = crate::scene::load_str(&text, "<wide>", None).expect("a valid scene");
         let plan = crate::graph::compile(&scene, &Default::default()).expect("compiles");
+        (plan, text)
+    }
+
+    #[test]
+    fn a_plan_too_large_to_search_is_not_cut() {
+        let (plan, text) = wide(MAX_NODES - 1);
+        assert!(cut(&plan, &text).is_some(), "the largest plan searched");
+        let (plan, text) = wide(MAX_NODES);
         assert!(Closures::of(&plan).is_none());
         assert!(cut(&plan, &text).is_none());
     }
