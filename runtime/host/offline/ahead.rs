@@ -151,10 +151,20 @@ impl Cut {
     }
 }
 
+/// Whether [`cut`] may find a cut in `plan` at all: no events, controls
+/// or latency, and not too many nodes to search (a cheap test, made before
+/// anything is prepared for the search).
+pub fn may_cut(plan: &Plan) -> bool {
+    plan.events.is_empty()
+        && plan.controls.is_empty()
+        && plan.latency == 0
+        && plan.nodes.len() <= MAX_NODES
+}
+
 /// `plan`, compiled from `text`, cut in two as the module docs say, or
 /// `None` when it cannot be (or is not worth it).
 pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
-    if !plan.events.is_empty() || !plan.controls.is_empty() || plan.latency != 0 {
+    if !may_cut(plan) {
         return None;
     }
     let scene: Value = serde_json::from_str(text).ok()?;

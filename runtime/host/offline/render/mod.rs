@@ -194,7 +194,7 @@ pub fn render(
             output.dest,
             crate::host::files::rules::Destination::File { .. }
         );
-    let settings = try_ahead.then(|| ahead::Settings::of(&plan));
+    let settings = (try_ahead && ahead::may_cut(&plan)).then(|| ahead::Settings::of(&plan));
     let mut whole = Some(plan);
     let mut output = Some(output);
     // Installed after a FIFO was opened (that open may wait for a reader,
