@@ -52,6 +52,7 @@
 
 use crate::engine::{Engine, EngineStats, InputBlock, InputFeed};
 use crate::graph::{node_cost_ns, Plan, SeedSource};
+use fixedbitset::FixedBitSet;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -276,7 +277,7 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
     let mut chosen = None;
     for &(_, sum, port, taken) in &near {
         let members = &plan.nodes[sum].inputs[port][..taken];
-        budget = budget.checked_sub(closures.words * (taken + 1))?;
+        budget = budget.checked_sub(closures.words() * (taken + 1))?;
         let part = closures.union(members.iter().map(|r| r.node));
         if !part.contains(sum)
             && fits_cut(
@@ -392,11 +393,13 @@ fn nearest_half(
     cost: &[f64],
     total: f64,
 ) -> Option<(usize, f64)> {
-    let mut part = Part::empty(closures.words);
+    let mut part = FixedBitSet::with_capacity(closures.rows.len());
     let mut part_ns = 0.0;
     let mut best: Option<(usize, f64)> = None;
     for (k, &m) in members.iter().enumerate() {
-        part_ns += part.add(closures.row(m), cost);
+        let row = &closures.rows[m];
+        part_ns += row.difference(&part).map(|n| cost[n]).sum::<f64>();
+        part.union_with(row);
         let off = (part_ns - total / 2.0).abs();
         if best.is_none_or(|b| off < (b.1 - total / 2.0).abs()) {
             best = Some((k + 1, part_ns));
@@ -413,8 +416,7 @@ fn nearest_half(
 /// own bit and its sources' closures), so that the search for the cut
 /// costs about `nodes² / 64` word operations, not a walk per candidate.
 struct Closures {
-    words: usize,
-    bits: Vec<u64>,
+    rows: Vec<FixedBitSet>,
 }
 
 impl Closures {
@@ -425,78 +427,30 @@ impl Closures {
         if n > MAX_NODES {
             return None;
         }
-        let words = n.div_ceil(64);
-        let mut bits = vec![0u64; n * words];
+        let mut rows: Vec<FixedBitSet> = Vec::with_capacity(n);
         for (i, node) in plan.nodes.iter().enumerate() {
-            let (done, row) = bits.split_at_mut(i * words);
-            let row = &mut row[..words];
-            row[i / 64] |= 1 << (i % 64);
+            let mut row = FixedBitSet::with_capacity(n);
+            row.insert(i);
             for r in node.inputs.iter().chain(&node.param_inputs).flatten() {
-                if r.node >= i {
-                    return None;
-                }
-                for (a, b) in row.iter_mut().zip(&done[r.node * words..][..words]) {
-                    *a |= b;
-                }
+                row.union_with(rows.get(r.node)?);
             }
+            rows.push(row);
         }
-        Some(Closures { words, bits })
+        Some(Closures { rows })
     }
 
-    fn row(&self, node: usize) -> &[u64] {
-        &self.bits[node * self.words..][..self.words]
+    /// Words of 64 bits in a set of nodes.
+    fn words(&self) -> usize {
+        self.rows.len().div_ceil(64)
     }
 
     /// The union of the closures of `nodes`.
-    fn union(&self, nodes: impl Iterator<Item = usize>) -> Part {
-        let mut part = Part::empty(self.words);
+    fn union(&self, nodes: impl Iterator<Item = usize>) -> FixedBitSet {
+        let mut part = FixedBitSet::with_capacity(self.rows.len());
         for n in nodes {
-            part.add(self.row(n), &[]);
+            part.union_with(&self.rows[n]);
         }
         part
-    }
-}
-
-/// A set of nodes, by schedule index.
-struct Part(Vec<u64>);
-
-impl Part {
-    fn empty(words: usize) -> Part {
-        Part(vec![0; words])
-    }
-
-    fn contains(&self, node: usize) -> bool {
-        self.0[node / 64] >> (node % 64) & 1 == 1
-    }
-
-    /// Adds `row`'s nodes; returns the summed `cost` of the nodes that were
-    /// not in it yet (0 where `cost` is empty).
-    fn add(&mut self, row: &[u64], cost: &[f64]) -> f64 {
-        let mut added = 0.0;
-        for (w, (a, &b)) in self.0.iter_mut().zip(row).enumerate() {
-            let mut new = b & !*a;
-            *a |= b;
-            if !cost.is_empty() {
-                while new != 0 {
-                    added += cost[w * 64 + new.trailing_zeros() as usize];
-                    new &= new - 1;
-                }
-            }
-        }
-        added
-    }
-
-    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.0.iter().enumerate().flat_map(|(w, &word)| {
-            let mut bits = word;
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let b = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    w * 64 + b
-                })
-            })
-        })
     }
 }
 
@@ -511,7 +465,7 @@ fn fits_cut(
     readers: &[Vec<usize>],
     inputs: &[usize],
     (sum, port, taken): (usize, usize, usize),
-    part: &Part,
+    part: &FixedBitSet,
     budget: &mut usize,
 ) -> Option<bool> {
     let s = &plan.nodes[sum];
@@ -521,7 +475,7 @@ fn fits_cut(
         .chain(&s.param_inputs)
         .map(Vec::len)
         .sum::<usize>();
-    *budget = budget.checked_sub(sum_edges + part.0.len())?;
+    *budget = budget.checked_sub(sum_edges + part.len().div_ceil(64))?;
     let from_part_only_there = s.inputs.iter().enumerate().all(|(p, e)| {
         e.iter()
             .enumerate()
@@ -537,7 +491,7 @@ fn fits_cut(
     {
         return Some(false);
     }
-    for n in part.iter() {
+    for n in part.ones() {
         *budget = budget.checked_sub(1 + readers[n].len())?;
         if plan.nodes[n].latency != 0 || !readers[n].iter().all(|&r| part.contains(r) || r == sum) {
             return Some(false);
@@ -995,7 +949,7 @@ mod tests {
             let cost: Vec<f64> = (0..n).map(|i| 1.0 + (i % 7) as f64 * 0.25).collect();
             let total: f64 = cost.iter().sum();
             for (i, node) in plan.nodes.iter().enumerate() {
-                let row: BTreeSet<usize> = closures.union(std::iter::once(i)).iter().collect();
+                let row: BTreeSet<usize> = closures.union(std::iter::once(i)).ones().collect();
                 assert_eq!(row, walked(&plan, &[i]), "node {i} of {n}");
                 for edges in &node.inputs {
                     let members: Vec<usize> = edges.iter().map(|r| r.node).collect();
