@@ -61,19 +61,9 @@ fn ahead_cut(
     if threads < 2 || opts.scene.as_os_str() == "-" {
         return None;
     }
-    let (text, scene) = crate::host::read_scene(&opts.scene).ok()?;
-    let dir = scene.dir().map(std::path::PathBuf::from);
-    let seed = match plan.seed {
-        crate::graph::SeedSource::Given(s) | crate::graph::SeedSource::Auto(s) => Some(s),
-        crate::graph::SeedSource::None => None,
-    };
-    crate::host::offline::ahead::checked_cut(plan, &text, |part| {
-        let s = crate::scene::load_str(part, &scene.file, dir.clone()).ok()?;
-        let copts = CompileOptions {
-            seed: copts.seed.or(seed),
-            ..copts.clone()
-        };
-        crate::graph::compile(&s, &copts).ok()
+    let (_, scene) = crate::host::read_scene(&opts.scene).ok()?;
+    crate::host::offline::ahead::checked_cut(plan, &scene, |part| {
+        crate::graph::compile(part, copts).ok()
     })
 }
 

@@ -9,6 +9,7 @@ mod diag;
 mod load;
 mod pos;
 pub mod resource;
+mod split;
 pub mod suggest;
 pub(crate) mod units;
 
@@ -22,6 +23,7 @@ pub(crate) use load::{
     MAX_BEND_SEMITONES, MAX_ITERATIONS, MAX_SAMPLE_RATE, MIDI_KEYS, MODULE_KEYS, NODE_KEYS,
     NOTE_EVENT_KEYS, PRECISIONS, PROFILES, TARGET_KEYS, TOP_KEYS, TOP_LEVEL_SETTINGS,
 };
+pub use split::Split;
 pub use units::{seed_arg, Dimension, Musical, Quantity, Rational, Tempo, TimeArg, TimeSpec, Unit};
 
 use crate::profile::{Overrides, Profile};

@@ -52,8 +52,8 @@
 
 use crate::engine::{Engine, EngineStats, InputBlock, InputFeed};
 use crate::graph::{node_cost_ns, Plan, SeedSource};
+use crate::scene::{Scene, Split};
 use fixedbitset::FixedBitSet;
-use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, TrySendError};
@@ -97,30 +97,11 @@ const CHUNK_FRAMES: usize = 4096;
 /// Chunks rendered ahead and not yet taken, at most.
 const CHUNKS_AHEAD: usize = 8;
 
-/// Top-level scene fields a cut scene may have (the others, such as
-/// `events`, `controls` and `modules`, change what plays while it plays).
-const KEPT_TOP: [&str; 11] = [
-    "$schema",
-    "version",
-    "profile",
-    "seed",
-    "sample_rate",
-    "duration",
-    "tempo",
-    "meter",
-    "profile_config",
-    "edit",
-    "plugin",
-];
-
-/// A scene cut in two: the part rendered ahead and the rest, as scene
-/// texts.
+/// Where a scene is cut in two ([`cut`] gives the two scenes: the part
+/// rendered ahead, whose main output is the partial sum, and the rest,
+/// which reads it through an `input` node).
 #[derive(Clone, Debug)]
 pub struct Cut {
-    /// The part rendered ahead: its main output is the partial sum.
-    pub ahead: String,
-    /// The rest, reading the partial sum through an `input` node.
-    pub rest: String,
     /// The summing node's id, and the input of it that sums.
     pub sum: String,
     pub port: usize,
@@ -162,22 +143,12 @@ pub fn may_cut(plan: &Plan) -> bool {
         && plan.nodes.len() <= MAX_NODES
 }
 
-/// `plan`, compiled from `text`, cut in two as the module docs say, or
+/// `plan`, compiled from `scene`, cut in two as the module docs say, or
 /// `None` when it cannot be (or is not worth it).
-pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
-    if !may_cut(plan) {
+pub fn cut(plan: &Plan, scene: &Scene) -> Option<(Cut, Split)> {
+    if !may_cut(plan) || !scene.only_nodes_and_edges() {
         return None;
     }
-    let scene: Value = serde_json::from_str(text).ok()?;
-    let top = scene.as_object()?;
-    if top.keys().any(|k| {
-        !KEPT_TOP.contains(&k.as_str())
-            && !matches!(k.as_str(), "nodes" | "edges" | "outputs" | "channel_names")
-    }) {
-        return None;
-    }
-    let nodes = top.get("nodes")?.as_array()?;
-    let edges = top.get("edges")?.as_array()?;
     // The scene's nodes are the plan's, one for one (no module's).
     let index: HashMap<&str, usize> = plan
         .nodes
@@ -185,19 +156,9 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
         .enumerate()
         .map(|(i, n)| (n.id.as_str(), i))
         .collect();
-    if nodes.len() != plan.nodes.len()
-        || nodes.iter().any(|n| {
-            n.get("id")
-                .and_then(Value::as_str)
-                .is_none_or(|id| !index.contains_key(id))
-        })
+    if scene.node_ids().count() != plan.nodes.len()
+        || scene.node_ids().any(|id| !index.contains_key(id))
     {
-        return None;
-    }
-    if edges.iter().any(|e| {
-        e.as_object()
-            .is_none_or(|o| o.keys().any(|k| k != "from" && k != "to"))
-    }) {
         return None;
     }
     let refs = || {
@@ -296,8 +257,6 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
     let (sum, port, taken, part) = chosen?;
     let members = &plan.nodes[sum].inputs[port];
     let in_part = |id: &str| index.get(id).is_some_and(|i| part.contains(*i));
-    let node_of =
-        |end: &Value| -> Option<String> { Some(end.as_str()?.split(':').next()?.to_string()) };
     let fresh = |base: &str| {
         (0..)
             .map(|n| {
@@ -318,70 +277,20 @@ pub fn cut(plan: &Plan, text: &str) -> Option<Cut> {
         .find(|id| !index.contains_key(id.as_str()))
         .expect("an unused id");
     let sum_id = fresh("ahead_sum");
-    let mut head = Map::new();
-    for k in KEPT_TOP {
-        if let Some(v) = top.get(k) {
-            head.insert(k.to_string(), v.clone());
-        }
-    }
-    if let SeedSource::Given(s) | SeedSource::Auto(s) = plan.seed {
-        head.insert("seed".into(), json!(s));
-    }
-    let (mut a_edges, mut b_edges) = (Vec::new(), Vec::new());
-    let mut first = true;
-    for e in edges {
-        let from = node_of(e.get("from")?)?;
-        let to = node_of(e.get("to")?)?;
-        if !in_part(&from) {
-            b_edges.push(e.clone());
-        } else if in_part(&to) {
-            a_edges.push(e.clone());
-        } else {
-            // An edge of the sum's first `taken`.
-            a_edges.push(json!({ "from": e["from"].clone(), "to": sum_id }));
-            if first {
-                b_edges.push(json!({ "from": feed_id, "to": e["to"].clone() }));
-                first = false;
-            }
-        }
-    }
-    let id_of = |n: &Value| {
-        n.get("id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
+    let seed = match plan.seed {
+        SeedSource::Given(s) | SeedSource::Auto(s) => Some(s),
+        SeedSource::None => None,
     };
-    let mut a_nodes: Vec<Value> = nodes
-        .iter()
-        .filter(|n| in_part(&id_of(n)))
-        .cloned()
-        .collect();
-    a_nodes.push(json!({ "id": sum_id.clone(), "op": "gain", "params": { "gain": 1 } }));
-    let mut b_nodes =
-        vec![json!({ "id": feed_id.clone(), "op": "input", "params": { "channel": 0 } })];
-    b_nodes.extend(nodes.iter().filter(|n| !in_part(&id_of(n))).cloned());
-    let mut ahead = head.clone();
-    ahead.insert("nodes".into(), Value::Array(a_nodes));
-    ahead.insert("edges".into(), Value::Array(a_edges));
-    ahead.insert("outputs".into(), json!({ "main": [sum_id.clone()] }));
-    let mut rest = head;
-    rest.insert("nodes".into(), Value::Array(b_nodes));
-    rest.insert("edges".into(), Value::Array(b_edges));
-    for k in ["outputs", "channel_names"] {
-        if let Some(v) = top.get(k) {
-            rest.insert(k.to_string(), v.clone());
-        }
-    }
-    Some(Cut {
-        ahead: Value::Object(ahead).to_string(),
-        rest: Value::Object(rest).to_string(),
+    let split = scene.split(in_part, &sum_id, &feed_id, seed);
+    let cut = Cut {
         sum: plan.nodes[sum].id.clone(),
         port,
         taken,
         edges: members.len(),
         added: (sum_id, feed_id),
         reads_input: !inputs.is_empty(),
-    })
+    };
+    Some((cut, split))
 }
 
 /// The first edges of `members` (a port's sources, in summing order)
@@ -571,11 +480,15 @@ impl Settings {
 /// [`cut`], kept only when both parts, compiled by `compile`, fit the
 /// whole ([`Settings::fits_ahead`], [`Settings::fits_rest`]): what
 /// `render` would put ahead (for `check`, which does not render).
-pub fn checked_cut(plan: &Plan, text: &str, compile: impl Fn(&str) -> Option<Plan>) -> Option<Cut> {
-    let cut = cut(plan, text)?;
+pub fn checked_cut(
+    plan: &Plan,
+    scene: &Scene,
+    compile: impl Fn(&Scene) -> Option<Plan>,
+) -> Option<Cut> {
+    let (cut, split) = cut(plan, scene)?;
     let whole = Settings::of(plan);
-    let ahead = compile(&cut.ahead)?;
-    let rest = compile(&cut.rest)?;
+    let ahead = compile(&split.part)?;
+    let rest = compile(&split.rest)?;
     (whole.fits_ahead(&cut, &ahead) && whole.fits_rest(&cut, &rest)).then_some(cut)
 }
 
@@ -887,6 +800,7 @@ impl InputFeed for Feed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::collections::BTreeSet;
 
     /// A scene of `n` nodes: sines, and gains each summing one to four
@@ -1003,16 +917,17 @@ mod tests {
         .to_string();
         let scene = crate::scene::load_str(&text, "<taps>", None).expect("a valid scene");
         let plan = crate::graph::compile(&scene, &Default::default()).expect("compiles");
-        let cut = cut(&plan, &text).expect("the chain beside the taps is cut");
+        let (cut, split) = cut(&plan, &scene).expect("the chain beside the taps is cut");
+        let ahead: Vec<&str> = split.part.node_ids().collect();
         assert!(
-            cut.ahead.contains("c0678") && !cut.ahead.contains("t0000"),
+            ahead.contains(&"c0678") && !ahead.contains(&"t0000"),
             "{}",
             cut.describe()
         );
     }
 
-    /// `sines` sines summed into one gain, and the scene's text.
-    fn wide(sines: usize) -> (Plan, String) {
+    /// `sines` sines summed into one gain, and the scene.
+    fn wide(sines: usize) -> (Plan, Scene) {
         let mut nodes: Vec<_> = (0..sines)
             .map(|i| json!({ "id": format!("s{i}"), "op": "sine" }))
             .collect();
@@ -1025,15 +940,15 @@ mod tests {
         .to_string();
         let scene = crate::scene::load_str(&text, "<wide>", None).expect("a valid scene");
         let plan = crate::graph::compile(&scene, &Default::default()).expect("compiles");
-        (plan, text)
+        (plan, scene)
     }
 
     #[test]
     fn a_plan_too_large_to_search_is_not_cut() {
-        let (plan, text) = wide(MAX_NODES - 1);
-        assert!(cut(&plan, &text).is_some(), "the largest plan searched");
-        let (plan, text) = wide(MAX_NODES);
+        let (plan, scene) = wide(MAX_NODES - 1);
+        assert!(cut(&plan, &scene).is_some(), "the largest plan searched");
+        let (plan, scene) = wide(MAX_NODES);
         assert!(Closures::of(&plan).is_none());
-        assert!(cut(&plan, &text).is_none());
+        assert!(cut(&plan, &scene).is_none());
     }
 }

@@ -222,7 +222,7 @@ pub fn render(
                     opts,
                     plan,
                     whole,
-                    (&text, &scene),
+                    &scene,
                     (input_rate, input.as_ref()),
                     length.most(sr),
                 )
@@ -384,35 +384,26 @@ fn ahead_parts(
     opts: &RenderOptions,
     plan: &crate::graph::Plan,
     whole: &ahead::Settings,
-    (text, scene): (&str, &scene::Scene),
+    scene: &scene::Scene,
     (input_rate, input): (
         Option<u32>,
         Option<&crate::host::offline::input::RenderInput>,
     ),
     frames: u64,
 ) -> Option<Result<(Ahead, Engine, ahead::Cut), HostError>> {
-    let cut = ahead::cut(plan, text)?;
+    let (cut, split) = ahead::cut(plan, scene)?;
     // The part ahead reads the input (and holds every `input` node), or
     // there is none.
     if cut.reads_input != input.is_some() {
         return None;
     }
-    let (file, dir) = (scene.file.clone(), scene.dir().map(PathBuf::from));
-    let part = {
-        let (opts, dir) = (opts.clone(), dir.clone());
-        move |text: &str, what: &str| {
-            let s = scene::load_str(text, &format!("{file} ({what})"), dir.clone()).ok()?;
-            compile_for_render(&opts, &s, None, input_rate, &mut std::io::sink()).ok()
-        }
+    let opts = opts.clone();
+    let compile = move |part: &scene::Scene| {
+        compile_for_render(&opts, part, None, input_rate, &mut std::io::sink()).ok()
     };
     // The part ahead compiles on its own thread while the rest compiles here.
-    let (ahead_text, build) = (cut.ahead.clone(), part.clone());
-    let started = Ahead::start(
-        move || build(&ahead_text, "the part ahead"),
-        whole.clone(),
-        &cut,
-        frames,
-    );
+    let (part, build) = (split.part, compile.clone());
+    let started = Ahead::start(move || build(&part), whole.clone(), &cut, frames);
     let (ahead, fits) = match started {
         Ok(s) => s,
         Err(source) => {
@@ -422,7 +413,7 @@ fn ahead_parts(
             }))
         }
     };
-    let rest = part(&cut.rest, "the rest").filter(|p| whole.fits_rest(&cut, p))?;
+    let rest = compile(&split.rest).filter(|p| whole.fits_rest(&cut, p))?;
     // Built while the part ahead compiles and checks itself.
     let rest = Engine::new(rest);
     if !fits.recv().unwrap_or(false) {
