@@ -199,23 +199,39 @@ impl Pending {
     }
 }
 
-/// FNV-1a 64 over text: a stable fingerprint for structure comparisons.
-fn fingerprint(text: &str) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for b in text.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+/// FNV-1a 64 over text written to it: a stable fingerprint for structure
+/// comparisons (snapshots keep them), taken as the text is formatted,
+/// without building it.
+struct Fingerprint(u64);
+
+impl Fingerprint {
+    fn of(args: std::fmt::Arguments<'_>) -> u64 {
+        let mut h = Fingerprint(0xcbf2_9ce4_8422_2325);
+        std::fmt::Write::write_fmt(&mut h, args).expect("hashing cannot fail");
+        h.0
     }
-    h
+}
+
+impl std::fmt::Write for Fingerprint {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        for b in text.bytes() {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        Ok(())
+    }
 }
 
 /// Sources by id, port, alignment delay and feedback delay, so reordering
 /// the schedule does not change them.
-fn named_sources(plan: &Plan, list: &[Vec<SourceRef>]) -> Vec<Vec<(String, usize, usize, usize)>> {
+fn named_sources<'a>(
+    plan: &'a Plan,
+    list: &[Vec<SourceRef>],
+) -> Vec<Vec<(&'a str, usize, usize, usize)>> {
     list.iter()
         .map(|l| {
             l.iter()
-                .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay, s.feedback))
+                .map(|s| (plan.nodes[s.node].id.as_str(), s.port, s.delay, s.feedback))
                 .collect()
         })
         .collect()
@@ -228,7 +244,7 @@ fn named_sources(plan: &Plan, list: &[Vec<SourceRef>]) -> Vec<Vec<(String, usize
 /// line like a `delay` node's buffer).
 pub(super) fn node_wiring(plan: &Plan, i: usize) -> u64 {
     let n = &plan.nodes[i];
-    fingerprint(&format!(
+    Fingerprint::of(format_args!(
         "{}|{:?}|{:?}",
         n.inputs.len(),
         named_sources(plan, &n.inputs),
@@ -238,31 +254,31 @@ pub(super) fn node_wiring(plan: &Plan, i: usize) -> u64 {
 
 /// A node's structure: what must be equal for an engine built from another
 /// scene to compute what this node computes, given the same state and
-/// params: its operator, resolved profile and wiring.
-pub(super) fn node_sig(plan: &Plan, i: usize) -> u64 {
+/// params: its operator, resolved profile and wiring (`wiring`, its
+/// [`node_wiring`]).
+pub(super) fn node_sig(plan: &Plan, i: usize, wiring: u64) -> u64 {
     let n = &plan.nodes[i];
-    fingerprint(&format!(
-        "{}|{:?}|{}",
-        n.op.name,
-        n.profile,
-        node_wiring(plan, i)
-    ))
+    Fingerprint::of(format_args!("{}|{:?}|{}", n.op.name, n.profile, wiring))
 }
 
 /// The main bus's sources (by id) and alignment: its delay lines carry
 /// when this matches.
 pub(super) fn main_wiring(plan: &Plan) -> u64 {
-    let srcs: Vec<(String, usize, usize)> = plan
+    let srcs: Vec<(&str, usize, usize)> = plan
         .main
         .iter()
-        .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay))
+        .map(|s| (plan.nodes[s.node].id.as_str(), s.port, s.delay))
         .collect();
-    fingerprint(&format!("{srcs:?}"))
+    Fingerprint::of(format_args!("{srcs:?}"))
 }
 
 /// The main bus's structure: its wiring under the session profile.
 pub(super) fn main_sig(plan: &Plan) -> u64 {
-    fingerprint(&format!("{:?}|{}", plan.session_profile, main_wiring(plan)))
+    Fingerprint::of(format_args!(
+        "{:?}|{}",
+        plan.session_profile,
+        main_wiring(plan)
+    ))
 }
 
 impl Engine {
@@ -757,5 +773,88 @@ mod carry_tests {
         let m = new_step.migrate(&st, st.clock);
         assert!(m.structural, "{:?}", m.notices);
         assert_eq!(m.carried, 1);
+    }
+}
+
+#[cfg(test)]
+mod fingerprint_tests {
+    use super::*;
+
+    /// FNV-1a 64 over a built text: how the fingerprints were first taken.
+    fn fnv(text: &str) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for b in text.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    }
+
+    fn owned_sources(
+        plan: &Plan,
+        list: &[Vec<SourceRef>],
+    ) -> Vec<Vec<(String, usize, usize, usize)>> {
+        list.iter()
+            .map(|l| {
+                l.iter()
+                    .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay, s.feedback))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Snapshots keep these fingerprints: taken as the text is written,
+    /// they are the values the built texts gave, on every shipped scene
+    /// that compiles without resource files (feedback edges, param inputs,
+    /// voice modules, stereo buses).
+    #[test]
+    fn fingerprints_taken_while_formatting_equal_those_of_the_built_text() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenes");
+        let mut nodes = 0;
+        for entry in std::fs::read_dir(&dir).expect("scenes/") {
+            let path = entry.expect("an entry").path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let scene = crate::scene::load_file(&path).expect("a shipped scene loads");
+            // (Scenes that read resource files need a host that supplies them.)
+            let Ok(plan) = crate::graph::compile(&scene, &Default::default()) else {
+                continue;
+            };
+            for (i, n) in plan.nodes.iter().enumerate() {
+                let wiring = fnv(&format!(
+                    "{}|{:?}|{:?}",
+                    n.inputs.len(),
+                    owned_sources(&plan, &n.inputs),
+                    owned_sources(&plan, &n.param_inputs)
+                ));
+                assert_eq!(
+                    node_wiring(&plan, i),
+                    wiring,
+                    "{}: {}",
+                    path.display(),
+                    n.id
+                );
+                let sig = fnv(&format!("{}|{:?}|{}", n.op.name, n.profile, wiring));
+                assert_eq!(
+                    node_sig(&plan, i, wiring),
+                    sig,
+                    "{}: {}",
+                    path.display(),
+                    n.id
+                );
+                nodes += 1;
+            }
+            let srcs: Vec<(String, usize, usize)> = plan
+                .main
+                .iter()
+                .map(|s| (plan.nodes[s.node].id.clone(), s.port, s.delay))
+                .collect();
+            let wiring = fnv(&format!("{srcs:?}"));
+            assert_eq!(main_wiring(&plan), wiring, "{}", path.display());
+            let sig = fnv(&format!("{:?}|{}", plan.session_profile, wiring));
+            assert_eq!(main_sig(&plan), sig, "{}", path.display());
+        }
+        assert!(nodes > 100, "{nodes} nodes compared");
     }
 }

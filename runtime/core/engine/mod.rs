@@ -213,11 +213,11 @@ impl Engine {
     /// Takes the built nodes out of `plan` and allocates every buffer.
     pub fn new(mut plan: Plan) -> Engine {
         let block = plan.block_size;
-        let sigs: Vec<u64> = (0..plan.nodes.len())
-            .map(|i| handover::node_sig(&plan, i))
-            .collect();
         let wirings: Vec<u64> = (0..plan.nodes.len())
             .map(|i| handover::node_wiring(&plan, i))
+            .collect();
+        let sigs: Vec<u64> = (0..plan.nodes.len())
+            .map(|i| handover::node_sig(&plan, i, wirings[i]))
             .collect();
         let main_sig = handover::main_sig(&plan);
         let main_wiring = handover::main_wiring(&plan);
