@@ -97,6 +97,96 @@ const CHUNK_FRAMES: usize = 4096;
 /// Chunks rendered ahead and not yet taken, at most.
 const CHUNKS_AHEAD: usize = 8;
 
+/// How long the render keeps asking whether the part ahead compiled to
+/// what the whole scene plays before it sleeps (W1's part compiles in
+/// half a millisecond): the part's thread is running on another core, and
+/// a thread that sleeps can take a millisecond to wake on a virtual
+/// machine whose other core has gone idle.
+pub const SPIN_FITS: Duration = Duration::from_millis(5);
+
+/// The next message on `rx`, asked for without sleeping for up to `spin`
+/// (giving the core away between asks, to a sender that may be waiting
+/// for it), then waited for.
+pub fn next<T>(rx: &Receiver<T>, spin: Duration) -> Result<T, mpsc::RecvError> {
+    let until = std::time::Instant::now() + spin;
+    loop {
+        match rx.try_recv() {
+            Ok(x) => return Ok(x),
+            Err(mpsc::TryRecvError::Disconnected) => return Err(mpsc::RecvError),
+            Err(mpsc::TryRecvError::Empty) => {}
+        }
+        if std::time::Instant::now() >= until {
+            return rx.recv();
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Keeps the calling thread off one core until dropped (Linux): a thread
+/// just started runs on the core of the thread that started it on some
+/// systems (on a 2-core virtual machine the part ahead compiled on the
+/// render's core, the render's thread waiting, for a millisecond while the
+/// other core idled). Dropped, the thread may run anywhere it could.
+struct Elsewhere {
+    #[cfg(target_os = "linux")]
+    allowed: Option<libc::cpu_set_t>,
+}
+
+impl Elsewhere {
+    /// The core the calling thread runs on, if the system says.
+    fn core() -> Option<usize> {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: no arguments; returns -1 on failure.
+            let core = unsafe { libc::sched_getcpu() };
+            usize::try_from(core).ok()
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
+    }
+
+    /// Moves the calling thread off `core`, when it may run on another.
+    fn leave(core: Option<usize>) -> Elsewhere {
+        #[cfg(target_os = "linux")]
+        {
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            let allowed = core.and_then(|core| {
+                // SAFETY: a zeroed cpu_set_t is an empty set; the calls
+                // read and write only the set given, of the size given.
+                unsafe {
+                    let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+                    if core >= 8 * size
+                        || libc::sched_getaffinity(0, size, &mut allowed) != 0
+                        || !libc::CPU_ISSET(core, &allowed)
+                        || libc::CPU_COUNT(&allowed) < 2
+                    {
+                        return None;
+                    }
+                    let mut others = allowed;
+                    libc::CPU_CLR(core, &mut others);
+                    (libc::sched_setaffinity(0, size, &others) == 0).then_some(allowed)
+                }
+            });
+            Elsewhere { allowed }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = core;
+            Elsewhere {}
+        }
+    }
+}
+
+impl Drop for Elsewhere {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(allowed) = &self.allowed {
+            // SAFETY: restores the set read in `leave`.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), allowed) };
+        }
+    }
+}
+
 /// Where a scene is cut in two ([`cut`] gives the two scenes: the part
 /// rendered ahead, whose main output is the partial sum, and the rest,
 /// which reads it through an `input` node).
@@ -582,20 +672,25 @@ impl Ahead {
         let (tx, chunks) = mpsc::sync_channel::<Vec<f64>>(CHUNKS_AHEAD);
         let (spent, spares) = mpsc::channel::<Vec<f64>>();
         let (fits, fitted) = mpsc::channel::<bool>();
+
         let stop = Arc::new(AtomicBool::new(false));
         let spoiled = Arc::new(AtomicBool::new(false));
         let (stopped, spoiling) = (stop.clone(), spoiled.clone());
         let first_nan_at = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
         let first_at = first_nan_at.clone();
         let cut = cut.clone();
+        let starter = Elsewhere::core();
         let handle = std::thread::Builder::new()
             .name("morphrt-ahead".into())
             .spawn(move || {
+                // Off the render's core while both compile; then anywhere.
+                let elsewhere = Elsewhere::leave(starter);
                 let plan = build().filter(|p| whole.fits_ahead(&cut, p));
                 let _ = fits.send(plan.is_some());
                 let plan = plan?;
                 let partial = plan.nodes.iter().position(|n| n.id == cut.added.0)?;
                 let mut engine = Engine::new(plan);
+                drop(elsewhere);
                 engine.set_main_limit(false);
                 if cut.reads_input {
                     engine.set_input_feed(input.recv().ok()?);
@@ -924,6 +1019,52 @@ mod tests {
             "{}",
             cut.describe()
         );
+    }
+
+    #[test]
+    fn next_gets_a_message_sent_during_or_after_its_spin_and_sees_a_closed_channel() {
+        for after in [Duration::ZERO, Duration::from_millis(20)] {
+            let (tx, rx) = mpsc::channel();
+            let sender = std::thread::spawn(move || {
+                std::thread::sleep(after);
+                tx.send(7).expect("the receiver waits");
+            });
+            assert_eq!(next(&rx, Duration::from_millis(2)), Ok(7));
+            sender.join().expect("sent");
+            assert_eq!(next(&rx, Duration::from_millis(2)), Err(mpsc::RecvError));
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_kept_elsewhere_runs_off_that_core_and_anywhere_after() {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let allowed = move || {
+            // SAFETY: reads the calling thread's set into a zeroed one.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
+                set
+            }
+        };
+        std::thread::spawn(move || {
+            let before = allowed();
+            let core = Elsewhere::core().expect("Linux says which core");
+            let away = Elsewhere::leave(Some(core));
+            // SAFETY: both are plain sets.
+            if unsafe { libc::CPU_COUNT(&before) } < 2 {
+                assert!(away.allowed.is_none(), "one core: nowhere else to go");
+                return;
+            }
+            assert_ne!(Elsewhere::core(), Some(core), "moved off core {core}");
+            assert!(!unsafe { libc::CPU_ISSET(core, &allowed()) });
+            drop(away);
+            let after = allowed();
+            assert!((0..8 * size)
+                .all(|c| unsafe { libc::CPU_ISSET(c, &after) == libc::CPU_ISSET(c, &before) }));
+        })
+        .join()
+        .expect("the thread's checks pass");
     }
 
     /// `sines` sines summed into one gain, and the scene.

@@ -416,7 +416,7 @@ fn ahead_parts(
     let rest = compile(&split.rest).filter(|p| whole.fits_rest(&cut, p))?;
     // Built while the part ahead compiles and checks itself.
     let rest = Engine::new(rest);
-    if !fits.recv().unwrap_or(false) {
+    if !ahead::next(&fits, ahead::SPIN_FITS).unwrap_or(false) {
         return None;
     }
     // Only once both parts fit: a cut given up plays the whole scene,
