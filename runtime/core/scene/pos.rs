@@ -26,10 +26,19 @@ pub(crate) struct Span {
 /// Positions of every value and key in one JSON text.
 #[derive(Debug, Default)]
 pub(crate) struct Positions {
-    values: HashMap<String, Span, RandomState>,
-    keys: HashMap<String, Span, RandomState>,
+    /// By path: where its value and, for an object member, its key are
+    /// written (one entry for both: a scene of a million nodes has
+    /// millions of members).
+    spans: HashMap<String, Spans, RandomState>,
     /// Paths of object members written more than once (each repeat).
     duplicates: Vec<String>,
+}
+
+/// Where the value at one path, and its key, are written.
+#[derive(Clone, Copy, Debug, Default)]
+struct Spans {
+    value: Option<Span>,
+    key: Option<Span>,
 }
 
 /// Whether a key can be written `a.key` in a path (else `a["key"]`).
@@ -71,12 +80,12 @@ pub(crate) fn child_index(parent: &str, index: usize) -> String {
 impl Positions {
     /// Scans `text`, which serde_json has already accepted.
     pub(crate) fn scan(text: &str) -> Positions {
-        // One key per `:` at most (some are in strings), and as many values
-        // at least: sized once, the maps spare most of their rehashing.
-        let keys = text.bytes().filter(|&b| b == b':').count();
+        // One member per `:` at most (some are in strings), and a few
+        // more values (array elements, the root): sized once, the map
+        // spares most of its rehashing.
+        let members = text.bytes().filter(|&b| b == b':').count();
         let mut p = Positions {
-            values: HashMap::with_capacity_and_hasher(keys + 1, RandomState::default()),
-            keys: HashMap::with_capacity_and_hasher(keys, RandomState::default()),
+            spans: HashMap::with_capacity_and_hasher(members + 1, RandomState::default()),
             duplicates: Vec::new(),
         };
         Scanner {
@@ -92,12 +101,28 @@ impl Positions {
 
     /// The span of the value at `path` (`""` is the root).
     pub(crate) fn value(&self, path: &str) -> Option<Span> {
-        self.values.get(path).copied()
+        self.spans.get(path)?.value
     }
 
     /// The span of the key of the object member at `path`.
     pub(crate) fn key(&self, path: &str) -> Option<Span> {
-        self.keys.get(path).copied()
+        self.spans.get(path)?.key
+    }
+
+    /// Records where the value at `path` is written.
+    fn set_value(&mut self, path: &str, span: Span) {
+        match self.spans.get_mut(path) {
+            Some(s) => s.value = Some(span),
+            None => {
+                self.spans.insert(
+                    path.to_string(),
+                    Spans {
+                        value: Some(span),
+                        key: None,
+                    },
+                );
+            }
+        }
     }
 
     /// The location of the value at `path` (0:0 if unknown).
@@ -219,12 +244,15 @@ impl Scanner<'_> {
         let raw = self.text.get(span.start..span.end)?;
         // Most keys have no escapes: take them as written (a scene of a
         // million nodes has millions of keys); decode the others.
-        let key: String = match raw.get(1..raw.len().saturating_sub(1)) {
-            Some(inner) if raw.len() >= 2 && !inner.contains('\\') => inner.to_string(),
-            _ => serde_json::from_str(raw).unwrap_or_else(|_| raw.trim_matches('"').to_string()),
+        let key: std::borrow::Cow<'_, str> = match raw.get(1..raw.len().saturating_sub(1)) {
+            Some(inner) if raw.len() >= 2 && !inner.contains('\\') => inner.into(),
+            _ => serde_json::from_str::<String>(raw)
+                .unwrap_or_else(|_| raw.trim_matches('"').to_string())
+                .into(),
         };
         let path = child_key(parent, &key);
-        if p.keys.insert(path.clone(), span).is_some() {
+        let spans = p.spans.entry(path.clone()).or_default();
+        if spans.key.replace(span).is_some() {
             p.duplicates.push(path.clone());
         }
         self.skip_ws();
@@ -247,7 +275,7 @@ impl Scanner<'_> {
                 Some(b'{') => {
                     self.bump();
                     span.end = self.i;
-                    p.values.insert(path.clone(), span);
+                    p.set_value(&path, span);
                     self.skip_ws();
                     if self.peek() == Some(b'}') {
                         self.bump();
@@ -264,7 +292,7 @@ impl Scanner<'_> {
                 Some(b'[') => {
                     self.bump();
                     span.end = self.i;
-                    p.values.insert(path.clone(), span);
+                    p.set_value(&path, span);
                     self.skip_ws();
                     if self.peek() == Some(b']') {
                         self.bump();
@@ -279,14 +307,14 @@ impl Scanner<'_> {
                         return;
                     }
                     span.end = self.i;
-                    p.values.insert(path.clone(), span);
+                    p.set_value(&path, span);
                 }
                 Some(_) => {
                     if !self.scalar() {
                         return;
                     }
                     span.end = self.i;
-                    p.values.insert(path.clone(), span);
+                    p.set_value(&path, span);
                 }
             }
             // After a complete value: a separator or closers.

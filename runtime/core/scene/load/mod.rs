@@ -90,7 +90,7 @@ pub fn load_str(text: &str, file: &str, dir: Option<PathBuf>) -> Result<Scene, V
         text,
         pos: Positions::scan(text),
         diags: Vec::new(),
-        ids: HashMap::new(),
+        ids: HashMap::default(),
         tempo: None,
         tempo_bad: false,
         last_beats: None,
@@ -154,7 +154,7 @@ struct Loader<'a> {
     pos: Positions,
     diags: Vec<Diagnostic>,
     /// Every node id declared so far, with where.
-    ids: HashMap<String, Loc>,
+    ids: HashMap<String, Loc, foldhash::fast::RandomState>,
     /// The scene's `tempo` and `meter`, read before anything else.
     tempo: Option<super::Tempo>,
     /// The `tempo` or `meter` is written but wrong (already reported).
