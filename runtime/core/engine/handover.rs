@@ -806,7 +806,8 @@ mod fingerprint_tests {
     /// Snapshots keep these fingerprints: taken as the text is written,
     /// they are the values the built texts gave, on every shipped scene
     /// that compiles without resource files (feedback edges, param inputs,
-    /// voice modules, stereo buses).
+    /// voice modules, stereo buses). Scene ids hold no character that
+    /// `Debug` escapes; `&str` and `String` format alike either way.
     #[test]
     fn fingerprints_taken_while_formatting_equal_those_of_the_built_text() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenes");

@@ -5,6 +5,7 @@
 //! of its own (`runtime/host/offline/ahead.rs`, which decides the cut and
 //! checks that both parts compile to what the whole scene plays).
 
+use super::load::empty_scene;
 use super::{EdgeDecl, Endpoint, Loc, NodeDecl, OutputBus, Param, RawValue, Scene};
 
 /// The two scenes of [`Scene::split`].
@@ -86,30 +87,21 @@ impl Scene {
         feed: &str,
         seed: Option<u64>,
     ) -> Split {
+        // The scene's settings, no outputs, nothing that plays by time.
         let kept = |nodes: Vec<NodeDecl>, edges: Vec<EdgeDecl>| Scene {
-            file: self.file.clone(),
-            dir: self.dir.clone(),
             version: self.version.clone(),
             profile: self.profile,
             seed: seed.or(self.seed),
-            seed_loc: None,
             sample_rate: self.sample_rate,
             sample_rate_set: self.sample_rate_set,
             duration: self.duration,
             tempo: self.tempo,
             duration_loc: self.duration_loc.clone(),
             config: self.config.clone(),
-            modules: Vec::new(),
             nodes,
             edges,
-            outputs: Vec::new(),
-            outputs_loc: None,
-            channel_names: Vec::new(),
-            events: Vec::new(),
-            notes: Vec::new(),
-            controls: Vec::new(),
             edit: self.edit.clone(),
-            warnings: Vec::new(),
+            ..empty_scene(&self.file, self.dir.clone())
         };
         let (mut a_edges, mut b_edges) = (Vec::new(), Vec::new());
         let mut first = true;

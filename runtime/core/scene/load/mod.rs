@@ -36,7 +36,7 @@ pub(crate) use edges::EDGE_KEYS;
 pub(crate) use events::{EVENT_KEYS, NOTE_EVENT_KEYS};
 pub(crate) use nodes::{MODULE_KEYS, NODE_KEYS};
 pub(crate) use read::PROFILES;
-pub(crate) use top::{DEFAULT_SAMPLE_RATE, EDIT_KEYS, MAX_SAMPLE_RATE, TOP_KEYS};
+pub(crate) use top::{empty_scene, DEFAULT_SAMPLE_RATE, EDIT_KEYS, MAX_SAMPLE_RATE, TOP_KEYS};
 
 use super::pos::Positions;
 use super::{Diagnostic, Loc, Scene};

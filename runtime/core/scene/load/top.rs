@@ -41,7 +41,7 @@ pub(crate) const MAX_SAMPLE_RATE: u64 = 768_000;
 const DEFAULT_VERSION: &str = "1.0";
 
 /// A scene with nothing read yet: every field at its default.
-fn empty_scene(file: &str, dir: Option<PathBuf>) -> Scene {
+pub(crate) fn empty_scene(file: &str, dir: Option<PathBuf>) -> Scene {
     Scene {
         file: file.to_string(),
         dir,
