@@ -87,21 +87,48 @@ impl Scene {
         feed: &str,
         seed: Option<u64>,
     ) -> Split {
-        // The scene's settings, no outputs, nothing that plays by time.
+        // Every field named (a new one does not compile until it is
+        // placed): the scene's settings are kept, what plays by time is
+        // not (`only_nodes_and_edges`), the outputs go as the docs say.
+        let Scene {
+            file,
+            dir,
+            version,
+            profile,
+            seed: own_seed,
+            seed_loc: _,
+            sample_rate,
+            sample_rate_set,
+            duration,
+            tempo,
+            duration_loc,
+            config,
+            modules: _,
+            nodes: _,
+            edges: _,
+            outputs,
+            outputs_loc,
+            channel_names,
+            events: _,
+            notes: _,
+            controls: _,
+            edit,
+            warnings: _,
+        } = self;
         let kept = |nodes: Vec<NodeDecl>, edges: Vec<EdgeDecl>| Scene {
-            version: self.version.clone(),
-            profile: self.profile,
-            seed: seed.or(self.seed),
-            sample_rate: self.sample_rate,
-            sample_rate_set: self.sample_rate_set,
-            duration: self.duration,
-            tempo: self.tempo,
-            duration_loc: self.duration_loc.clone(),
-            config: self.config.clone(),
+            version: version.clone(),
+            profile: *profile,
+            seed: seed.or(*own_seed),
+            sample_rate: *sample_rate,
+            sample_rate_set: *sample_rate_set,
+            duration: *duration,
+            tempo: *tempo,
+            duration_loc: duration_loc.clone(),
+            config: config.clone(),
             nodes,
             edges,
-            edit: self.edit.clone(),
-            ..empty_scene(&self.file, self.dir.clone())
+            edit: edit.clone(),
+            ..empty_scene(file, dir.clone())
         };
         let (mut a_edges, mut b_edges) = (Vec::new(), Vec::new());
         let mut first = true;
@@ -141,9 +168,9 @@ impl Scene {
             loc: Loc::default(),
         }];
         let mut rest = kept(b_nodes, b_edges);
-        rest.outputs = self.outputs.clone();
-        rest.outputs_loc = self.outputs_loc.clone();
-        rest.channel_names = self.channel_names.clone();
+        rest.outputs = outputs.clone();
+        rest.outputs_loc = outputs_loc.clone();
+        rest.channel_names = channel_names.clone();
         Split { part, rest }
     }
 }
