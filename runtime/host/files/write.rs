@@ -230,8 +230,11 @@ fn process_is_running(pid: u32) -> bool {
 }
 
 /// How many bytes a temporary file gathers before they are sent on their
-/// way to the disk.
-const WRITEBACK_BYTES: u64 = 4 << 20;
+/// way to the disk. The sync at the end waits for what is not yet on its
+/// way and for the file system's journal: on an ext4 disk, a 5.8 MB file
+/// synced at once took 2.4 ms, sent on in steps of 4 MiB 1.4–2.2 ms, in
+/// steps of 256 KiB 0.6–1.1 ms (the journal's part).
+const WRITEBACK_BYTES: u64 = 256 << 10;
 
 impl Write for TempFile {
     /// Writes, and every [`WRITEBACK_BYTES`] starts their write-back to the

@@ -492,7 +492,10 @@ impl<'a> Body<'a> {
     ) -> Result<Body<'a>, HostError> {
         let header = layout.header().expect("wav_layout() checked the size");
         if final_length || sink.temp_file().is_some() {
-            let mut w = BufWriter::with_capacity(1 << 20, sink);
+            // The render's writer writes batches of at least 64 KiB: they
+            // go through at once, so that what is left for the end (to be
+            // written, and synced) is only the last batch.
+            let mut w = BufWriter::with_capacity(1 << 16, sink);
             if let Err(e) = w.write_all(&header) {
                 return Err(w.into_parts().0.write_error(e).into());
             }
