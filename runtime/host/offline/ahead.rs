@@ -1092,6 +1092,85 @@ mod tests {
         (plan, scene)
     }
 
+    /// An input that counts the frames read from it (silence).
+    struct Counted(Arc<std::sync::atomic::AtomicU64>);
+
+    impl InputFeed for Counted {
+        fn read(&mut self, _start: u64, block: &mut InputBlock<'_>) {
+            self.0.fetch_add(block.frames() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// `ahead` dropped on a thread of its own: whether the drop returned
+    /// within ten seconds (a part left waiting would hang it).
+    fn dropped_in_time(ahead: Ahead) -> bool {
+        let (done, returned) = mpsc::channel();
+        std::thread::spawn(move || {
+            drop(ahead);
+            let _ = done.send(());
+        });
+        returned.recv_timeout(Duration::from_secs(10)).is_ok()
+    }
+
+    #[test]
+    fn a_part_reading_the_input_waits_for_it_reads_every_frame_and_stops_when_given_none() {
+        let text = json!({
+            "version": "1.0",
+            "nodes": [
+                { "id": "mic", "op": "input" },
+                { "id": "hp", "op": "biquad", "params": { "mode": "highpass", "cutoff": "80Hz" } },
+                { "id": "comp", "op": "compressor" },
+                { "id": "room", "op": "reverb" }
+            ],
+            "edges": [
+                { "from": "mic", "to": "hp" }, { "from": "hp", "to": "comp" },
+                { "from": "comp", "to": "room" }
+            ],
+            "outputs": { "main": ["room:out", "room:out_r"] }
+        })
+        .to_string();
+        let scene = crate::scene::load_str(&text, "<chain>", None).expect("a valid scene");
+        let plan = crate::graph::compile(&scene, &Default::default()).expect("compiles");
+        let (cut, split) = cut(&plan, &scene).expect("a chain is cut");
+        assert!(cut.reads_input, "the part holds the input node");
+        let whole = Settings::of(&plan);
+        let frames = 10_000;
+        let start = || {
+            let part = split.part.clone();
+            let build = move || crate::graph::compile(&part, &Default::default()).ok();
+            let (ahead, fits) = Ahead::start(build, whole.clone(), &cut, frames).expect("a thread");
+            assert_eq!(next(&fits, SPIN_FITS), Ok(true), "the part fits");
+            ahead
+        };
+        // A cut given up before the input was given: the part, waiting
+        // for it, stops, and the drop returns.
+        assert!(dropped_in_time(start()), "the part went on waiting");
+        // Given the input, the part renders every frame from it, and
+        // finishes with its report.
+        let mut ahead = start();
+        let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        ahead.read_input(Box::new(Counted(read.clone())));
+        let mut feed = ahead.feed().expect("the rest's feed");
+        let mut buf = vec![0.0; 64];
+        for at in (0..frames).step_by(64) {
+            let n = 64.min(frames - at) as usize;
+            feed.read(at, &mut InputBlock::new(&mut buf, 64, n));
+        }
+        assert!(!ahead.spoiled().load(Ordering::Acquire));
+        let report = ahead.finish(frames).expect("the part's report");
+        assert_eq!(report.nan_events, 0);
+        assert_eq!(
+            read.load(Ordering::Relaxed),
+            frames,
+            "frames read from the input"
+        );
+        // Given the input and dropped before the rest read anything: it
+        // stops too.
+        let mut ahead = start();
+        ahead.read_input(Box::new(Counted(Arc::default())));
+        assert!(dropped_in_time(ahead), "the part went on rendering");
+    }
+
     #[test]
     fn a_plan_too_large_to_search_is_not_cut() {
         let (plan, scene) = wide(MAX_NODES - 1);
