@@ -236,16 +236,22 @@ fn process_is_running(pid: u32) -> bool {
 /// steps of 256 KiB 0.6–1.1 ms (the journal's part).
 const WRITEBACK_BYTES: u64 = 256 << 10;
 
+/// The page size write-back goes by (that of x86-64 and most Linux
+/// systems; on a larger one a step may still end inside a page).
+const PAGE_BYTES: u64 = 4096;
+
 impl Write for TempFile {
-    /// Writes, and every [`WRITEBACK_BYTES`] starts their write-back to the
-    /// disk without waiting for it, so the sync that completes the file
-    /// waits only for its last few megabytes.
+    /// Writes, and every [`WRITEBACK_BYTES`] starts the write-back of
+    /// their whole pages to the disk without waiting for it (a page still
+    /// filling would go twice), so the sync that completes the file waits
+    /// only for its last few hundred kilobytes.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.file.write(buf)?;
         self.at += n as u64;
         if self.at >= self.unsent + WRITEBACK_BYTES {
-            start_writeback(&self.file, self.unsent, self.at - self.unsent);
-            self.unsent = self.at;
+            let whole = self.at & !(PAGE_BYTES - 1);
+            start_writeback(&self.file, self.unsent, whole - self.unsent);
+            self.unsent = whole;
         }
         Ok(n)
     }
