@@ -597,3 +597,49 @@ fn render_reports_levels_and_clipping() {
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(j["clipped"], 4800);
 }
+
+/// The library's `render_to_wav` writes the bytes `render` writes, replaces
+/// an existing file whole, and leaves a target it cannot replace as it
+/// was, with nothing partial beside it.
+#[test]
+fn render_to_wav_writes_what_render_writes_and_leaves_what_it_cannot_replace() {
+    use morphrt::host::offline::render::render_to_wav;
+    use morphrt::host::offline::WavFormat;
+    let dir = temp_dir("render-to-wav");
+    let tone = scene(&dir, "tone.json", "0.5s");
+    let text = std::fs::read_to_string(&tone).unwrap();
+    let strict = Some(morphrt::profile::Profile::Strict);
+    let o = run(morphrt_in(&dir).args([
+        "render",
+        "tone.json",
+        "--profile",
+        "strict",
+        "--format",
+        "f32",
+        "-q",
+        "-o",
+        "cli.wav",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cli = std::fs::read(dir.join("cli.wav")).unwrap();
+    // Over an existing file of other content.
+    let lib = dir.join("lib.wav");
+    std::fs::write(&lib, b"not a wav").unwrap();
+    let engine = common::engine(&text, strict, 64);
+    let report = render_to_wav(engine, &lib, 24_000, WavFormat::F32, false).expect("renders");
+    assert_eq!(report.frames, 24_000);
+    assert_eq!(
+        std::fs::read(&lib).unwrap(),
+        cli,
+        "the bytes `render` writes"
+    );
+    // A directory where the file would go: refused, left as it was.
+    let taken = dir.join("taken.wav");
+    std::fs::create_dir(&taken).unwrap();
+    std::fs::write(taken.join("inside"), b"kept").unwrap();
+    let engine = common::engine(&text, strict, 64);
+    let refused = render_to_wav(engine, &taken, 24_000, WavFormat::F32, false);
+    assert!(refused.is_err(), "a directory is not replaced");
+    assert_eq!(std::fs::read(taken.join("inside")).unwrap(), b"kept");
+    assert!(partials(&dir).is_empty(), "{:?}", partials(&dir));
+}
