@@ -139,7 +139,13 @@ fn measure_threads(
     )];
     let mut handoff = None;
     for threads in 2..=max_threads {
-        let pool = Workers::new(threads);
+        let pool = match Workers::try_new(threads) {
+            Ok(pool) => pool,
+            Err(e) => {
+                let _ = writeln!(log, "calibrate: {threads} threads: not measured: {e}");
+                break;
+            }
+        };
         let h = pool.handoff_ns(HANDOFF_ROUNDS, HANDOFF_STEP_NS);
         let _ = writeln!(
             log,

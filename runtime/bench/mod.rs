@@ -227,7 +227,7 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
         );
     }
     let mut engine = crate::engine::Engine::new(plan);
-    engine.set_workers(opts.threads.workers(1, false));
+    engine.set_workers(opts.threads.workers(1, false)?);
     let timing = timing::time_engine(&mut engine, frames, opts.runs, log);
     let ci = opts.ci.then(|| ci_checks(opts, &timing));
     Ok(BenchReport {

@@ -124,18 +124,71 @@ fn render_threads_gives_the_same_hash_for_voices_feedback_input_events_and_sine_
 }
 
 #[test]
-fn render_refuses_zero_threads() {
+fn render_refuses_zero_threads_and_more_than_1024() {
     let dir = common::temp_dir("zero-threads");
-    let o = common::render(
-        common::root().join("scenes/drone.json"),
-        &dir.join("o.wav"),
-        &["--threads", "0"],
-    );
-    assert!(!o.status.success());
+    for (threads, says) in [("0", "--threads"), ("1025", "1..=1024")] {
+        let o = common::render(
+            common::root().join("scenes/drone.json"),
+            &dir.join("o.wav"),
+            &["--threads", threads],
+        );
+        assert_eq!(o.status.code(), Some(2), "{threads}");
+        assert!(
+            common::stderr(&o).contains(says),
+            "{threads}: {}",
+            common::stderr(&o)
+        );
+    }
+    assert!(!dir.join("o.wav").exists());
+}
+
+/// A system that will not start as many threads as asked (here an
+/// address space too small for their stacks) gets an error that says so,
+/// not a panic, and no file.
+#[test]
+fn threads_the_system_refuses_are_an_error_that_says_how_many_it_started() {
+    use std::os::unix::process::CommandExt;
+    let dir = common::temp_dir("refused-threads");
+    let out = dir.join("o.wav");
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    c.args([
+        "render",
+        "--no-ahead",
+        "--threads",
+        "1000",
+        "-d",
+        "0.1s",
+        "-q",
+        "-o",
+    ])
+    .arg(&out)
+    .arg(common::root().join("scenes/drone.json"));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            // 1000 threads' stacks alone take about 2 GB.
+            let space = libc::rlimit {
+                rlim_cur: 512 << 20,
+                rlim_max: 512 << 20,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &space);
+            Ok(())
+        });
+    }
+    let o = c.output().expect("run morphrt");
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        common::stderr(&o).contains("--threads"),
-        "{}",
-        common::stderr(&o)
+        err.starts_with("error: cannot start the worker threads: the system started ")
+            && err.contains(" of the 999 worker threads asked for, then refused one: ")
+            && err.contains("; ask for fewer with `--threads`"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    assert!(
+        common::partials(&dir).is_empty(),
+        "{:?}",
+        common::partials(&dir)
     );
 }
 

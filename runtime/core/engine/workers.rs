@@ -185,18 +185,39 @@ impl Workers {
     /// workers (none for 0 or 1), at normal priority (an offline render's).
     /// Spawns the workers (allocates): call it off the audio thread, once
     /// per session.
+    ///
+    /// # Panics
+    /// When the system refuses to start a worker; [`try_new`](Self::try_new)
+    /// returns its refusal.
     pub fn new(threads: usize) -> Workers {
-        Workers::spawn(threads, false)
+        Workers::try_new(threads).expect("the system starts the worker threads")
     }
 
     /// [`new`](Self::new) for a real-time session: the workers ask for
     /// `SCHED_FIFO` at priority 10 ([`realtime`](Self::realtime)
     /// says whether the system allowed it).
+    ///
+    /// # Panics
+    /// When the system refuses to start a worker
+    /// ([`try_new_realtime`](Self::try_new_realtime) returns its refusal).
     pub fn new_realtime(threads: usize) -> Workers {
+        Workers::try_new_realtime(threads).expect("the system starts the worker threads")
+    }
+
+    /// [`new`](Self::new), or the system's refusal to start a worker (too
+    /// many threads for its limits): the workers started before it are
+    /// stopped and joined, and the error says how many of how many.
+    pub fn try_new(threads: usize) -> std::io::Result<Workers> {
+        Workers::spawn(threads, false)
+    }
+
+    /// [`new_realtime`](Self::new_realtime), or the system's refusal to
+    /// start a worker, as [`try_new`](Self::try_new).
+    pub fn try_new_realtime(threads: usize) -> std::io::Result<Workers> {
         Workers::spawn(threads, true)
     }
 
-    fn spawn(threads: usize, raise: bool) -> Workers {
+    fn spawn(threads: usize, raise: bool) -> std::io::Result<Workers> {
         let shared = Arc::new(Shared {
             word: AtomicU64::new(0),
             segments: (0..threads.max(1)).map(|_| AtomicU64::new(0)).collect(),
@@ -223,7 +244,7 @@ impl Workers {
         let mut handles = Vec::new();
         for k in 1..threads.max(1) {
             let s = shared.clone();
-            let h = std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(format!("morphrt-worker-{k}"))
                 .spawn(move || {
                     s.tallies[k - 1]
@@ -231,9 +252,27 @@ impl Workers {
                         .store(os_thread_id(), Ordering::Relaxed);
                     s.started.fetch_add(1, Ordering::Release);
                     worker(&s, k)
-                })
-                .expect("the system spawns a worker thread");
-            handles.push(h);
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    let started = handles.len();
+                    // The pool's drop stops and joins the workers started.
+                    drop(Pool {
+                        shared,
+                        threads: handles.iter().map(|h| h.thread().clone()).collect(),
+                        handles,
+                        realtime: false,
+                    });
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "the system started {started} of the {} worker threads asked for, then refused one: {e}",
+                            threads - 1
+                        ),
+                    ));
+                }
+            }
         }
         // Every worker has written its id and is in its loop, where it
         // neither allocates nor frees, before the pool is handed out.
@@ -242,14 +281,14 @@ impl Workers {
         }
         let threads = handles.iter().map(|h| h.thread().clone()).collect();
         let realtime = raise && handles.iter().all(raise_priority) || handles.is_empty();
-        Workers {
+        Ok(Workers {
             inner: Arc::new(Pool {
                 shared,
                 threads,
                 handles,
                 realtime,
             }),
-        }
+        })
     }
 
     /// Whether every worker runs under real-time scheduling (`SCHED_FIFO`

@@ -1,20 +1,21 @@
 //! `--threads`: the worker pool `render` and `run` give their engines.
 
 use crate::engine::Workers;
+use crate::host::HostError;
 
 /// `--threads` and its threshold, as `render` and `run` take them.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ThreadArgs {
-    /// Threads that compute each block: this one and N − 1 workers that
-    /// run independent nodes side by side (default: every core for
-    /// `render`; for `run`, the count `morphrt calibrate` chose for the
-    /// scene on this machine, else 1).
+    /// Threads that compute each block (1 to 1024): this one and N − 1
+    /// workers that run independent nodes side by side (default: every
+    /// core for `render`; for `run`, the count `morphrt calibrate` chose
+    /// for the scene on this machine, else 1).
     ///
     /// The output is the same bytes at every thread count, in every
     /// profile and at every block size: each node computes exactly what it
     /// computes alone, and a node's inputs are summed in the graph's fixed
     /// order. `morphrt check` shows which nodes may run side by side.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
     pub threads: Option<u16>,
     /// Estimated nanoseconds of work a level of the graph must save before
     /// it is spread over the threads.
@@ -30,6 +31,12 @@ pub struct ThreadArgs {
     pub no_ahead: bool,
 }
 
+/// The most threads `--threads` asks for (and the most `render` takes by
+/// default): far more than any level of a scene keeps busy, and few enough
+/// that the system's limits on threads and memory are not the first to say
+/// no.
+pub const MAX_THREADS: u16 = 1024;
+
 /// `K:NS` of `--thread-test-delay`.
 fn worker_delay(s: &str) -> Result<(usize, u64), String> {
     let bad = || format!("`{s}` is not K:NS (a worker number and nanoseconds, e.g. 2:20000000)");
@@ -44,7 +51,8 @@ impl ThreadArgs {
     /// The pool for `--threads`, or for `default` threads without it;
     /// `None` for one thread. Its workers run at normal priority, or ask
     /// for real-time scheduling when `realtime` (a live session's).
-    pub fn workers(&self, default: usize, realtime: bool) -> Option<Workers> {
+    /// A system that refuses a worker thread is an error.
+    pub fn workers(&self, default: usize, realtime: bool) -> Result<Option<Workers>, HostError> {
         self.workers_of(self.count(default), realtime)
     }
 
@@ -54,23 +62,28 @@ impl ThreadArgs {
     }
 
     /// The pool of `n` threads (`None` for one) with this command's
-    /// threshold and test hooks.
-    pub fn workers_of(&self, n: usize, realtime: bool) -> Option<Workers> {
+    /// threshold and test hooks; a system that refuses a worker thread is
+    /// an error, which says how many it started.
+    pub fn workers_of(&self, n: usize, realtime: bool) -> Result<Option<Workers>, HostError> {
         if n <= 1 {
-            return None;
+            return Ok(None);
         }
         let w = if realtime {
-            Workers::new_realtime(n)
+            Workers::try_new_realtime(n)
         } else {
-            Workers::new(n)
-        };
+            Workers::try_new(n)
+        }
+        .map_err(|e| HostError::Thread {
+            what: "the worker threads",
+            source: std::io::Error::new(e.kind(), format!("{e}; ask for fewer with `--threads`")),
+        })?;
         if let Some(ns) = self.min_work_ns {
             w.set_min_work_ns(ns);
         }
         if let Some((k, ns)) = self.test_delay {
             w.delay_worker(k, ns);
         }
-        Some(w)
+        Ok(Some(w))
     }
 }
 
@@ -97,9 +110,10 @@ pub fn worker_xruns_text(workers: &Workers) -> Option<String> {
     (!late.is_empty()).then(|| late.join(", "))
 }
 
-/// Every core of the machine (1 when it cannot be told).
+/// Every core of the machine (1 when it cannot be told), at most
+/// [`MAX_THREADS`].
 pub fn all_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(usize::from(MAX_THREADS)))
 }
 
 /// The plan at `threads` threads, as text: one line per level (those

@@ -310,7 +310,7 @@ impl FirstEngine {
             crate::host::files::resources::Folders::shared(opts.resources.clone()),
         );
         let (default, min_work_ns) = threads.unwrap_or((1, None));
-        fixed.workers = opts.threads.workers(default, true);
+        fixed.workers = opts.threads.workers(default, true)?;
         if let (Some(w), Some(ns), None) = (&fixed.workers, min_work_ns, opts.threads.min_work_ns) {
             w.set_min_work_ns(ns);
         }

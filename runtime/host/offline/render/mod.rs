@@ -242,7 +242,7 @@ pub fn render(
         } else {
             threads
         };
-        engine.set_workers(opts.threads.workers_of(pool, false));
+        engine.set_workers(opts.threads.workers_of(pool, false)?);
         if let Some(feed) = ahead.as_mut().and_then(Ahead::feed) {
             engine.set_input_feed(feed);
         }
