@@ -46,7 +46,7 @@ pub struct CheckOptions {
     /// levels, which nodes share one, the thread each is dealt to, the
     /// critical path and the speed-up the cost estimates promise (with
     /// `--json`: the `threads` object).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=crate::host::files::threads::MAX_THREADS as i64))]
     pub threads: Option<u16>,
 }
 

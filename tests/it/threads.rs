@@ -124,7 +124,7 @@ fn render_threads_gives_the_same_hash_for_voices_feedback_input_events_and_sine_
 }
 
 #[test]
-fn render_refuses_zero_threads_and_more_than_1024() {
+fn render_and_check_refuse_zero_threads_and_more_than_1024() {
     let dir = common::temp_dir("zero-threads");
     for (threads, says) in [("0", "--threads"), ("1025", "1..=1024")] {
         let o = common::render(
@@ -140,6 +140,13 @@ fn render_refuses_zero_threads_and_more_than_1024() {
         );
     }
     assert!(!dir.join("o.wav").exists());
+    let o = common::morphrt(&["check", "scenes/drone.json", "--threads", "1025"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::stderr(&o).contains("1..=1024"),
+        "{}",
+        common::stderr(&o)
+    );
 }
 
 /// A system that will not start as many threads as asked (here an

@@ -37,14 +37,24 @@ pub struct ThreadArgs {
 /// no.
 pub const MAX_THREADS: u16 = 1024;
 
+/// The longest delay `--thread-test-delay` takes: a second per step
+/// already stalls a render for as long as anyone waits on a test, and a
+/// stalled step holds off a stop signal until it ends.
+const MAX_TEST_DELAY_NS: u64 = 1_000_000_000;
+
 /// `K:NS` of `--thread-test-delay`.
 fn worker_delay(s: &str) -> Result<(usize, u64), String> {
-    let bad = || format!("`{s}` is not K:NS (a worker number and nanoseconds, e.g. 2:20000000)");
+    let bad = || {
+        format!(
+            "`{s}` is not K:NS (a worker number and nanoseconds up to {MAX_TEST_DELAY_NS}, e.g. 2:20000000)"
+        )
+    };
     let (k, ns) = s.split_once(':').ok_or_else(bad)?;
-    Ok((
-        k.parse().map_err(|_| bad())?,
-        ns.parse().map_err(|_| bad())?,
-    ))
+    let ns: u64 = ns.parse().map_err(|_| bad())?;
+    if ns > MAX_TEST_DELAY_NS {
+        return Err(bad());
+    }
+    Ok((k.parse().map_err(|_| bad())?, ns))
 }
 
 impl ThreadArgs {
@@ -147,6 +157,16 @@ pub fn threads_text(plan: &crate::graph::Plan, threads: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_test_delay_is_a_worker_and_at_most_a_second() {
+        assert_eq!(worker_delay("2:20000000"), Ok((2, 20_000_000)));
+        assert_eq!(worker_delay("1:1000000000"), Ok((1, MAX_TEST_DELAY_NS)));
+        for bad in ["1:1000000001", "1:18446744073709551615", "1", "x:5", "1:-5"] {
+            let e = worker_delay(bad).expect_err(bad);
+            assert!(e.contains("up to 1000000000"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn the_priority_note_is_said_exactly_when_the_workers_are_not_real_time() {
