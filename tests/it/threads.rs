@@ -1,5 +1,5 @@
-//! `--threads`: the same bytes at every thread count, in every profile and
-//! at every block size; a live session at two threads replays at one.
+//! `--threads`: in every profile and at any block size, the same bytes at
+//! every thread count; a live session at two threads replays at one.
 
 use crate::support as common;
 use crate::support::counting::{counts, realtime};

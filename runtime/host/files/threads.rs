@@ -11,8 +11,8 @@ pub struct ThreadArgs {
     /// core for `render`; for `run`, the count `morphrt calibrate` chose
     /// for the scene on this machine, else 1).
     ///
-    /// The output is the same bytes at every thread count, in every
-    /// profile and at every block size: each node computes exactly what it
+    /// In every profile and at any block size, the output is the same
+    /// bytes at every thread count: each node computes exactly what it
     /// computes alone, and a node's inputs are summed in the graph's fixed
     /// order. `morphrt check` shows which nodes may run side by side.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
