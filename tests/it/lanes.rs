@@ -1111,15 +1111,23 @@ fn the_biquad_kernel_of_every_simd_level_plays_the_nodes_own_bits() {
     // Batches of 8 and one more, 16 and one more, 32 and 8 (AVX2's full
     // batch and its transposed rest), 64 and six more; sums over a batch of
     // 32, of 64 (AVX2: two batches, the second adding to the first's sum)
-    // and over 64 and six.
+    // and over 64 and six. Sums over batches of different widths, each
+    // adding to the one before: 16 alone; 48 (AVX-512: 32 then 16; AVX2:
+    // 32 then 16); 96 (64 then 32; AVX2: 32, 32, 32); 112 (64, 32, 16;
+    // AVX2: 32, 32, 32, 16); 120 (64, 32, 16 and eight not transposed).
     let scenes = [
         (random_scene(9, 3), 9),
         (random_scene(17, 99), 17),
         (random_scene(40, 31), 40),
         (random_scene(70, 123), 70),
+        (fused_scene(16, 7, false), 16),
         (fused_scene(32, 6, false), 32),
+        (fused_scene(48, 8, false), 48),
         (fused_scene(64, 4, false), 64),
         (fused_scene(70, 5, false), 70),
+        (fused_scene(96, 9, false), 96),
+        (fused_scene(112, 10, false), 112),
+        (fused_scene(120, 11, false), 120),
     ];
     for level in SimdLevel::available() {
         for (text, count) in &scenes {
@@ -1196,8 +1204,16 @@ fn an_f32_member_that_overflows_in_a_wide_batch_is_found_at_every_simd_level() {
     // The AVX-512 kernel checks the f32 outputs of batches of 16 and 64
     // itself (each lane, or the sum), so the engine skips its own check
     // of members it reports finite: the overflow must still be found, in
-    // the member that overflows alone.
-    for (count, summed) in [(16, false), (64, false), (64, true)] {
+    // the member that overflows alone, also where the sum runs over
+    // batches of different widths (48: the overflow in the batch of 32;
+    // 112: in the batch of 64, the others adding to the sum after it).
+    for (count, summed) in [
+        (16, false),
+        (64, false),
+        (64, true),
+        (48, true),
+        (112, true),
+    ] {
         let text = overflow_group(count, summed);
         for level in SimdLevel::available() {
             for p in [Profile::Repro, Profile::Live] {

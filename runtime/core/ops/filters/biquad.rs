@@ -906,7 +906,7 @@ fn biquad_lanes_avx2_fused<S: Sample, M: Math>(
         n: usize,
         sum: Option<(&mut [S], bool)>,
     ) -> (u64, usize) {
-        tiled::<S, M, 32, 8, Avx2Tiles, true>(members, n, sum)
+        tiled::<S, M, 32, 16, 8, Avx2Tiles, true>(members, n, sum)
     }
     // SAFETY: chosen only for a `SimdLevel` of AVX2 or wider, for nodes
     // that fuse, on a CPU with FMA (`Biquad::lanes`).
@@ -931,30 +931,67 @@ fn with_sum<'a, S: Sample>(
     finite
 }
 
-/// Members in full batches of `L` (four blocks of `W` interleaved) and the
-/// rest by `W`, transposed by `T`. When every member is in a full batch and
-/// every full batch will run transposed (f32, buffers at least `n` long),
-/// the batches add their outputs into `sum` from registers as they go, in
-/// member order. Returns the finite mask and the frames summed.
+/// Members in full batches of `L` (four blocks of `W` interleaved), then
+/// one batch of `H` (two blocks) if as many are left, and the rest by `W`,
+/// transposed by `T`. When every member is in one of these batches (their
+/// count a multiple of `W`) and every batch will run transposed (f32,
+/// buffers at least `n` long), the batches add their outputs into `sum`
+/// from registers as they go, in member order, each after the one before.
+/// Returns the finite mask and the frames summed.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn tiled<S: Sample, M: Math, const L: usize, const W: usize, T: Tiles<W>, const FUSED: bool>(
+fn tiled<
+    S: Sample,
+    M: Math,
+    const L: usize,
+    const H: usize,
+    const W: usize,
+    T: Tiles<W>,
+    const FUSED: bool,
+>(
     members: &mut [LaneMember<'_, S>],
     n: usize,
     sum: Option<(&mut [S], bool)>,
 ) -> (u64, usize) {
-    let whole = members.len() / L * L;
-    let (full, rest) = members.split_at_mut(whole);
-    let sums = rest.is_empty()
+    debug_assert!(L == 2 * H && H == 2 * W);
+    let sums = members.len().is_multiple_of(W)
         && std::any::TypeId::of::<S>() == std::any::TypeId::of::<f32>()
-        && full
+        && members
             .iter()
             .all(|m| m.inputs[0].len() >= n && m.outputs[0].len() >= n)
         && sum.as_ref().is_some_and(|(d, _)| d.len() >= n);
-    let sum = if sums { sum } else { None };
-    let (a, summed) = biquad_lanes_body::<S, M, L, W, T, FUSED>(full, n, sum);
-    let (b, _) = biquad_lanes_body::<S, M, W, W, T, FUSED>(rest, n, None);
-    (a | b.checked_shl(whole as u32).unwrap_or(0), summed)
+    let mut sum = if sums { sum } else { None };
+    let whole = members.len() / L * L;
+    let half = if members.len() - whole >= H { H } else { 0 };
+    let (full, rest) = members.split_at_mut(whole);
+    let (middle, rest) = rest.split_at_mut(half);
+    // Each part adds to what the one before summed. Every part with
+    // members sums the same frames: all run transposed or none does.
+    let mut summed = 0;
+    let mut after = |done: usize, sum: &mut Option<(&mut [S], bool)>, members: usize| {
+        if let Some((_, first)) = sum.as_mut() {
+            if members > 0 {
+                debug_assert!(summed == 0 || done == summed, "parts summed alike");
+                summed = done;
+                *first &= done == 0;
+            }
+        }
+    };
+    let (a, done) = biquad_lanes_body::<S, M, L, W, T, FUSED>(full, n, reborrow(&mut sum));
+    after(done, &mut sum, full.len());
+    let (b, done) = biquad_lanes_body::<S, M, H, W, T, FUSED>(middle, n, reborrow(&mut sum));
+    after(done, &mut sum, middle.len());
+    let (c, done) = biquad_lanes_body::<S, M, W, W, T, FUSED>(rest, n, reborrow(&mut sum));
+    after(done, &mut sum, rest.len());
+    let shifted = |mask: u64, by: usize| mask.checked_shl(by as u32).unwrap_or(0);
+    (a | shifted(b, whole) | shifted(c, whole + half), summed)
+}
+
+/// The sum lent to one part of [`tiled`], with its `first` as it is now.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn reborrow<'a, S>(sum: &'a mut Option<(&mut [S], bool)>) -> Option<(&'a mut [S], bool)> {
+    sum.as_mut().map(|(d, f)| (&mut **d, *f))
 }
 
 /// The AVX-512 kernel, fused when the nodes are (`FUSED`, [`fuses`]).
@@ -971,7 +1008,7 @@ fn biquad_lanes_avx512<S: Sample, M: Math, const FUSED: bool>(
         n: usize,
         sum: Option<(&mut [S], bool)>,
     ) -> (u64, usize) {
-        tiled::<S, M, 64, 16, Avx512Tiles, FUSED>(members, n, sum)
+        tiled::<S, M, 64, 32, 16, Avx512Tiles, FUSED>(members, n, sum)
     }
     // SAFETY: this kernel is chosen only for a `SimdLevel` of AVX-512,
     // which this CPU has.
