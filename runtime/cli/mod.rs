@@ -147,8 +147,9 @@ pub enum Command {
     /// It plays on the default output (or `--device ID`) with the same
     /// engine that renders offline: what you hear is bit for bit what
     /// `render` writes (clipped at ±1 for safety). A status line shows
-    /// time, profile, block size, rate, latency, DSP load, xruns, peak
-    /// level and NaN events. A node that outputs NaN/Inf — or, in f64, a
+    /// time, profile, block size, rate, latency, DSP load (the last
+    /// second's mean and longest callback; the last line, the session's,
+    /// as the summary gives them), xruns, peak level and NaN events. A node that outputs NaN/Inf — or, in f64, a
     /// value beyond f32's range, so strict silences and names the same node
     /// repro and live do, and never writes an infinity — is silenced and
     /// reset; one that keeps failing is muted and retried after 10 ms, the

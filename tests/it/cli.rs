@@ -678,3 +678,51 @@ fn a_million_node_chain_checks_and_a_100k_chain_renders() {
         assert!((*x as f64 - want).abs() < 1e-6, "sample {k}: {x} vs {want}");
     }
 }
+
+/// The last status line of a session gives the session's DSP load, as the
+/// summary does: a session shorter than the status line's one-second
+/// window has none of its own to show, and must not show 0 %.
+#[test]
+fn the_last_status_line_gives_the_load_the_summary_gives() {
+    let scene = root().join("scenes/bench/w1.json");
+    let o = morphrt(&[
+        "run",
+        scene.to_str().unwrap(),
+        "--device",
+        "clock",
+        "--duration",
+        "0.3s",
+        "--no-journal",
+        "--no-watch",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let after = |text: &str, key: &str| -> f64 {
+        let at = text
+            .find(key)
+            .unwrap_or_else(|| panic!("{key:?} in {text}"))
+            + key.len();
+        let s = text[at..].trim_start();
+        let end = s
+            .find('%')
+            .unwrap_or_else(|| panic!("% after {key:?} in {text}"));
+        s[..end].trim().parse().unwrap()
+    };
+    let status = err
+        .split(['\r', '\n'])
+        .rfind(|l| l.contains("load ") && l.contains("(max "))
+        .unwrap_or_else(|| panic!("a status line in {err}"));
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("played "))
+        .and_then(|l| l.find("DSP load").map(|at| &l[at..]))
+        .unwrap_or_else(|| panic!("a summary with the load in {err}"));
+    let (mean, max) = (after(status, "load "), after(status, "(max "));
+    assert!(mean > 0.0, "{status}");
+    assert_eq!(
+        mean,
+        after(summary, "DSP load mean "),
+        "{status}\n{summary}"
+    );
+    assert_eq!(max, after(summary, "max "), "{status}\n{summary}");
+}

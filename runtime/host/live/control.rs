@@ -230,8 +230,11 @@ struct LoadWindows {
     busy: u64,
     frames: u64,
     loads: Vec<f64>,
-    /// The last window's load, for the status line.
+    /// The last window's load, for the status line; until the first
+    /// window closes, the open window's so far.
     now: Load,
+    /// The worst callback of the open window so far.
+    open_worst: f64,
     worst_callback: f64,
 }
 
@@ -243,6 +246,7 @@ impl LoadWindows {
             frames: 0,
             loads: Vec::new(),
             now: Load::default(),
+            open_worst: 0.0,
             worst_callback: 0.0,
         }
     }
@@ -250,25 +254,27 @@ impl LoadWindows {
     /// Closes the window once a second has passed; `period` is the
     /// device period in seconds.
     fn update(&mut self, meters: &Meters, sample_rate: f64, period: f64) {
+        let longest = meters.take_busy_max_ns() as f64 / 1e9 / period.max(1e-9);
+        self.open_worst = self.open_worst.max(longest);
+        self.worst_callback = self.worst_callback.max(longest);
+        let busy = meters.busy_ns.load(Ordering::Relaxed);
+        let frames = meters.frames.load(Ordering::Relaxed);
+        let audio = frames.saturating_sub(self.frames) as f64 / sample_rate;
+        let open = Load {
+            mean: busy.saturating_sub(self.busy) as f64 / 1e9 / audio,
+            worst: self.open_worst,
+        };
         if self.start.elapsed() >= Duration::from_secs(1) {
-            let busy = meters.busy_ns.load(Ordering::Relaxed);
-            let frames = meters.frames.load(Ordering::Relaxed);
-            let wall = self.start.elapsed().as_secs_f64();
-            let audio = (frames - self.frames) as f64 / sample_rate;
             if audio > 0.0 {
-                let load = (busy - self.busy) as f64 / 1e9 / audio;
-                let max = meters.take_busy_max_ns() as f64 / 1e9 / period.max(1e-9);
-                self.loads.push(load);
-                self.worst_callback = self.worst_callback.max(max);
-                self.now = Load {
-                    mean: load,
-                    worst: max,
-                };
-                let _ = wall;
+                self.loads.push(open.mean);
+                self.now = open;
             }
             self.start = Instant::now();
             self.busy = busy;
             self.frames = frames;
+            self.open_worst = 0.0;
+        } else if self.loads.is_empty() && audio > 0.0 {
+            self.now = open;
         }
     }
 }
@@ -563,6 +569,12 @@ impl<'a> Playing<'a> {
             .windows
             .worst_callback
             .max(meters.take_busy_max_ns() as f64 / 1e9 / period_s);
+        // The last line gives the whole session's figures, as the summary
+        // does (a session shorter than a window has no window of its own).
+        self.windows.now = Load {
+            mean: report.load_mean,
+            worst: report.load_max,
+        };
         if matches!(self.cfg.status, StatusMode::Live) {
             let _ = writeln!(log);
         }
