@@ -1114,7 +1114,9 @@ fn the_biquad_kernel_of_every_simd_level_plays_the_nodes_own_bits() {
     // and over 64 and six. Sums over batches of different widths, each
     // adding to the one before: 16 alone; 48 (AVX-512: 32 then 16; AVX2:
     // 32 then 16); 96 (64 then 32; AVX2: 32, 32, 32); 112 (64, 32, 16;
-    // AVX2: 32, 32, 32, 16); 120 (64, 32, 16 and eight not transposed).
+    // AVX2: 32, 32, 32, 16); 120 (AVX-512: 64, 32, 16 and eight through
+    // the scalar tile, so the sum is added after the kernel; AVX2: 32,
+    // 32, 32, 16 and 8, all summed in registers).
     let scenes = [
         (random_scene(9, 3), 9),
         (random_scene(17, 99), 17),
@@ -1201,8 +1203,8 @@ fn overflow_group(count: usize, summed: bool) -> String {
 
 #[test]
 fn an_f32_member_that_overflows_in_a_wide_batch_is_found_at_every_simd_level() {
-    // The AVX-512 kernel checks the f32 outputs of batches of 16 and 64
-    // itself (each lane, or the sum), so the engine skips its own check
+    // The AVX-512 kernel checks the f32 outputs of batches of 16, 32 and
+    // 64 itself (each lane, or the sum), so the engine skips its own check
     // of members it reports finite: the overflow must still be found, in
     // the member that overflows alone, also where the sum runs over
     // batches of different widths (48: the overflow in the batch of 32;
