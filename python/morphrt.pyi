@@ -35,6 +35,7 @@ def render(
     dtype: Optional[npt.DTypeLike] = None,
     resources: Optional[Resources] = None,
     midi: Optional[Union[str, "os.PathLike[str]", bytes]] = None,
+    threads: int = 1,
 ) -> npt.NDArray[Any]:
     """Renders `scene` and returns its main bus, shape (channels, frames):
     float64 under strict, float32 under repro and live, or `dtype`.
@@ -50,8 +51,9 @@ def render(
     does.
     `params` sets node params before compiling ({"lp.cutoff": "900Hz"});
     `events` are added to the scene's events. `resources` supplies the
-    scene's `@resource:` files. The GIL is released while the audio
-    renders.
+    scene's `@resource:` files. `threads` computes each block on that
+    many threads (1 to 1024), the same bytes at every count. The GIL is
+    released while the audio renders.
     """
 
 def check(

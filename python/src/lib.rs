@@ -19,9 +19,10 @@ mod resources;
 mod sample;
 mod stream;
 
+use ::morphrt::host::files::threads::MAX_THREADS;
 use morphrt_core::api::player::offline_player;
 use morphrt_core::api::{Diagnostics, Loaded};
-use morphrt_core::engine::{ChangeFeed, Engine, InputBlock, InputFeed};
+use morphrt_core::engine::{ChangeFeed, Engine, InputBlock, InputFeed, Workers};
 use morphrt_core::graph::CompileOptions;
 use morphrt_core::profile::Profile;
 use numpy::ndarray::Array2;
@@ -301,6 +302,7 @@ struct RenderArgs<'py> {
     dtype: Option<Bound<'py, PyAny>>,
     resources: Option<Bound<'py, PyDict>>,
     midi: Option<Bound<'py, PyAny>>,
+    threads: Option<usize>,
 }
 
 impl<'py> RenderArgs<'py> {
@@ -321,6 +323,7 @@ impl<'py> RenderArgs<'py> {
                 "dtype" => a.dtype = any(),
                 "resources" => a.resources = keyword(&name, &value)?,
                 "midi" => a.midi = any(),
+                "threads" => a.threads = keyword(&name, &value)?,
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "render() got an unexpected keyword argument '{name}'"
@@ -352,7 +355,7 @@ fn keyword<'py, T: FromPyObjectOwned<'py>>(name: &str, value: &Bound<'py, PyAny>
 #[pyfunction]
 #[pyo3(
     signature = (scene, **kwargs),
-    text_signature = "(scene, *, duration=None, input=None, sample_rate=None, profile=\"strict\", seed=None, block_size=None, params=None, events=None, dtype=None, resources=None, midi=None)"
+    text_signature = "(scene, *, duration=None, input=None, sample_rate=None, profile=\"strict\", seed=None, block_size=None, params=None, events=None, dtype=None, resources=None, midi=None, threads=1)"
 )]
 fn render<'py>(
     py: Python<'py>,
@@ -371,7 +374,9 @@ fn render<'py>(
         dtype,
         resources,
         midi,
+        threads,
     } = RenderArgs::from_kwargs(kwargs)?;
+    let threads = threads_in_range(threads.unwrap_or(1))?;
     let profile = profile.as_deref().unwrap_or("strict");
     let (duration, input, params, events, dtype, resources, midi) = (
         duration.as_ref(),
@@ -424,10 +429,12 @@ fn render<'py>(
     };
     let (plan, _) = loaded.into_parts();
     let strict = profile == Profile::Strict;
+    let workers = workers_of(threads)?;
     let (out, errors) = py
         .detach(move || {
             catch(move || {
                 let mut engine = Engine::new(plan);
+                engine.set_workers(workers);
                 if let Some(feed) = feed {
                     engine.set_input_feed(feed);
                 }
@@ -455,6 +462,28 @@ fn render<'py>(
         Some(d) => array.call_method1("astype", (d,)),
         None => Ok(array),
     }
+}
+
+/// `threads` when `morphrt render --threads` would take it.
+fn threads_in_range(threads: usize) -> PyResult<usize> {
+    let most = usize::from(MAX_THREADS);
+    if !(1..=most).contains(&threads) {
+        return Err(PyValueError::new_err(format!(
+            "threads: {threads} is not in 1..={most} (as `morphrt render --threads` takes)"
+        )));
+    }
+    Ok(threads)
+}
+
+/// The worker pool of a render on `threads` threads (none for one), as
+/// `morphrt render --threads` starts it; the same bytes at every count.
+fn workers_of(threads: usize) -> PyResult<Option<Workers>> {
+    if threads == 1 {
+        return Ok(None);
+    }
+    Workers::try_new(threads).map(Some).map_err(|e| {
+        pyo3::exceptions::PyRuntimeError::new_err(format!("threads: {e}; ask for fewer"))
+    })
 }
 
 /// Plays `frames` frames of `engine` as `morphrt render` does (its

@@ -18,7 +18,7 @@ TONE = {
 KEYWORDS = {
     "duration": None, "input": None, "sample_rate": None, "profile": "strict",
     "seed": None, "block_size": None, "params": None, "events": None,
-    "dtype": None, "resources": None,
+    "dtype": None, "resources": None, "threads": 1,
 }
 
 
@@ -58,6 +58,8 @@ def test_an_unknown_keyword_raises_naming_it():
     ("events", {}, TypeError, "'dict' object is not an instance of 'list'"),
     ("profile", None, TypeError, "'None' is not an instance of 'str'"),
     ("resources", "x", TypeError, "'str' object is not an instance of 'dict'"),
+    ("threads", 1.5, TypeError, "'float' object cannot be interpreted as an integer"),
+    ("threads", -1, OverflowError, "can't convert negative int to unsigned"),
 ])
 def test_a_mistyped_keyword_raises_what_was_expected_noting_its_name(name, value, exc, words):
     with pytest.raises(exc) as e:

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +139,8 @@ def test_a_scene_with_errors_raises_scene_error_with_its_locations():
     ({"input": np.zeros(10, np.int16)}, ValueError, "float32 or float64"),
     ({"input": np.array([0.0, np.nan])}, ValueError, "frame 1"),
     ({"input": [0.0, 1.0]}, TypeError, "numpy array"),
+    ({"threads": 0}, ValueError, "threads: 0 is not in 1..=1024"),
+    ({"threads": 1025}, ValueError, "threads: 1025 is not in 1..=1024"),
 ])
 def test_bad_arguments_raise_exceptions_naming_what_was_expected(kwargs, exc, words):
     args = {"duration": 0.1, **kwargs}
@@ -179,6 +182,63 @@ def test_threads_render_in_parallel_the_same_bytes_as_one_after_another():
         t.join()
     assert got == serial
     assert len(set(serial)) > 1, "the seed changes the noise"
+
+
+@pytest.mark.parametrize("scene,seconds,profile", [
+    ("scenes/bench/w4.json", 0.5, "live"),
+    ("scenes/bench/w4.json", 0.5, "strict"),
+    ("scenes/poly-pad.json", 1, "repro"),
+])
+def test_a_render_on_more_threads_gives_the_bytes_of_one_and_of_the_cli(scene, seconds, profile):
+    one = array_hash(morphrt.render(ROOT / scene, duration=seconds, profile=profile))
+    for n in (2, 3, 8):
+        got = morphrt.render(ROOT / scene, duration=seconds, profile=profile, threads=n)
+        assert array_hash(got) == one, f"threads={n}"
+    assert cli_hash(ROOT / scene, seconds, profile, "--threads", "2") == one
+
+
+def test_threads_renders_on_its_workers_and_one_starts_none():
+    """`threads=N` renders on the calling thread and N - 1 workers: each
+    worker's time on a CPU, read from /proc while the render runs by a
+    watcher thread, is that of a share of the work (an idle worker spins
+    for microseconds before it sleeps). At block 512, W4's 64 bandpasses
+    are worth spreading (at 64 they are not: waking a worker costs more)."""
+    if not Path("/proc/thread-self/schedstat").exists():
+        pytest.skip("reads the threads' CPU time in /proc")
+
+    def new_threads_cpu_ns(**kwargs):
+        before = set(os.listdir("/proc/self/task"))
+        cpu, stop = {}, threading.Event()
+
+        def watch():
+            own = str(threading.get_native_id())
+            while not stop.is_set():
+                for tid in os.listdir("/proc/self/task"):
+                    if tid in before or tid == own:
+                        continue
+                    try:
+                        with open(f"/proc/self/task/{tid}/schedstat") as f:
+                            ns = int(f.read().split()[0])
+                    except (OSError, ValueError, IndexError):
+                        continue
+                    cpu[tid] = max(cpu.get(tid, 0), ns)
+                time.sleep(0.0005)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            morphrt.render(ROOT / "scenes/bench/w4.json", duration=2, profile="live",
+                           block_size=512, **kwargs)
+        finally:
+            stop.set()
+            watcher.join()
+        return sorted(cpu.values(), reverse=True)
+
+    workers = new_threads_cpu_ns(threads=4)
+    assert len(workers) == 3, workers
+    assert min(workers) > 500_000, f"each worker ran a share of W4 (ns on a CPU: {workers})"
+    assert new_threads_cpu_ns(threads=1) == []
+    assert new_threads_cpu_ns() == []
 
 
 def test_an_isa_cap_plays_the_cli_bits_under_the_same_cap_and_an_unknown_one_fails_the_import():
