@@ -234,11 +234,13 @@ def test_threads_renders_on_its_workers_and_one_starts_none():
             watcher.join()
         return sorted(cpu.values(), reverse=True)
 
+    # (A thread something else in the process starts meanwhile does no
+    # share of the render: only the workers are held to one.)
     workers = new_threads_cpu_ns(threads=4)
-    assert len(workers) == 3, workers
-    assert min(workers) > 500_000, f"each worker ran a share of W4 (ns on a CPU: {workers})"
-    assert new_threads_cpu_ns(threads=1) == []
-    assert new_threads_cpu_ns() == []
+    assert len(workers) >= 3 and workers[2] > 500_000, \
+        f"three workers each ran a share of W4 (ns on a CPU: {workers})"
+    for alone in (new_threads_cpu_ns(threads=1), new_threads_cpu_ns()):
+        assert all(ns < 500_000 for ns in alone), f"no thread ran a share: {alone}"
 
 
 def test_an_isa_cap_plays_the_cli_bits_under_the_same_cap_and_an_unknown_one_fails_the_import():
