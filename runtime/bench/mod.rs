@@ -219,14 +219,14 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
             ci: None,
         });
     }
+    let mut engine = crate::engine::Engine::new(plan);
     if let Some(t) = opts.threads.threads {
         let _ = write!(
             log,
             "{}",
-            crate::host::files::threads::threads_text(&plan, usize::from(t))
+            crate::host::files::threads::threads_text(&engine, usize::from(t))
         );
     }
-    let mut engine = crate::engine::Engine::new(plan);
     engine.set_workers(opts.threads.workers(1, false)?);
     let timing = timing::time_engine(&mut engine, frames, opts.runs, log);
     let ci = opts.ci.then(|| ci_checks(opts, &timing));

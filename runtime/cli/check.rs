@@ -42,10 +42,12 @@ pub struct CheckOptions {
     /// and a warning for each note it leaves on.
     #[arg(long)]
     pub midi: Option<PathBuf>,
-    /// Also show the plan at N threads (`render --threads`): the graph's
-    /// levels, which nodes share one, the thread each is dealt to, the
-    /// critical path and the speed-up the cost estimates promise (with
-    /// `--json`: the `threads` object).
+    /// Also show the plan at N threads: what the engine spreads over a
+    /// pool of N threads (`run --threads`), level by level, with the
+    /// thread each node is dealt to first, how each lane group runs, the
+    /// critical path and the speed-up the cost estimates promise, and what
+    /// a render into a file puts ahead (with `--json`: the `threads`
+    /// object).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=crate::host::files::threads::MAX_THREADS as i64))]
     pub threads: Option<u16>,
 }
@@ -122,8 +124,9 @@ pub fn check(
             .map(|r| r.to_string())
             .collect();
         if let Some(t) = opts.threads {
-            v["threads"] = threads_json(&plan, usize::from(t));
-            v["threads"]["render_ahead"] = match ahead_cut(opts, &copts, &plan, t) {
+            let cut = ahead_cut(opts, &copts, &plan, t);
+            v["threads"] = threads_json(&crate::engine::Engine::new(plan), usize::from(t));
+            v["threads"]["render_ahead"] = match cut {
                 Some(c) => serde_json::json!({ "sum": c.sum, "taken": c.taken, "edges": c.edges }),
                 None => serde_json::Value::Null,
             };
@@ -138,13 +141,15 @@ pub fn check(
         }
         write!(out, "{}", check_table(&plan)).map_err(io_error)?;
         if let Some(t) = opts.threads {
+            let cut = ahead_cut(opts, &copts, &plan, t);
+            let engine = crate::engine::Engine::new(plan);
             write!(
                 out,
                 "{}",
-                crate::host::files::threads::threads_text(&plan, usize::from(t))
+                crate::host::files::threads::threads_text(&engine, usize::from(t))
             )
             .map_err(io_error)?;
-            if let Some(cut) = ahead_cut(opts, &copts, &plan, t) {
+            if let Some(cut) = cut {
                 writeln!(out, "render: {}", cut.describe()).map_err(io_error)?;
             }
         }
@@ -152,29 +157,69 @@ pub fn check(
     Ok(())
 }
 
-/// The plan at `threads` threads, as `check --json` gives it.
-fn threads_json(plan: &crate::graph::Plan, threads: usize) -> serde_json::Value {
-    let t = crate::graph::threads_plan(plan, threads, crate::engine::MIN_WORK_NS);
-    let levels: Vec<serde_json::Value> = t
+/// The plan at `threads` threads, as `check --json` gives it: what
+/// `engine` would spread over a pool of that size.
+fn threads_json(engine: &crate::engine::Engine, threads: usize) -> serde_json::Value {
+    use crate::engine::{GroupSpread, LevelKind};
+    let t = engine.threads_report(threads, crate::engine::MIN_WORK_NS);
+    let id = |i: usize| engine.node_id(i);
+    let mut levels = Vec::new();
+    let mut groups = Vec::new();
+    let mut one_thread = Vec::new();
+    for (l, level) in t.levels.iter().enumerate() {
+        let mut dealt = Vec::new();
+        for g in &level.groups {
+            for (&i, &w) in g.members.iter().zip(&g.threads) {
+                let w = match g.how {
+                    GroupSpread::Spans { .. } => serde_json::Value::Null,
+                    _ => w.into(),
+                };
+                dealt.push(serde_json::json!({ "node": id(i), "thread": w }));
+            }
+            let (how, parts) = match g.how {
+                GroupSpread::OneThread => ("one_thread", 1),
+                GroupSpread::Parts { parts, .. } => ("parts", parts),
+                GroupSpread::Spans { spans } => ("spans", spans),
+            };
+            groups.push(serde_json::json!({
+                "level": l,
+                "members": g.members.iter().map(|&i| id(i)).collect::<Vec<_>>(),
+                "sum": g.sum.map(id),
+                "cost_ns_per_sample": g.cost_ns,
+                "saves_ns": g.saves_ns,
+                "threshold_ns": level.threshold_ns,
+                "how": how,
+                "parts": parts,
+            }));
+        }
+        for (&i, &w) in level.nodes.iter().zip(&level.threads) {
+            dealt.push(serde_json::json!({ "node": id(i), "thread": w }));
+        }
+        if !level.spread && level.groups.iter().all(|g| g.how == GroupSpread::OneThread) {
+            one_thread.push(l);
+        }
+        levels.push(serde_json::Value::Array(dealt));
+    }
+    let kinds: Vec<&str> = t
         .levels
         .iter()
-        .zip(&t.assigned)
-        .map(|(nodes, to)| {
-            nodes
-                .iter()
-                .zip(to)
-                .map(|(&i, &w)| serde_json::json!({ "node": plan.nodes[i].id, "thread": w }))
-                .collect()
+        .map(|l| match l.kind {
+            LevelKind::Level => "level",
+            LevelKind::Schedule => "schedule",
+            LevelKind::Voices => "voices",
         })
         .collect();
     serde_json::json!({
         "threads": threads,
+        "block_frames": t.frames,
         "levels": levels,
+        "level_kinds": kinds,
+        "lane_groups": groups,
         "critical_path_ns_per_sample": t.critical_ns,
         "cost_ns_per_sample": t.total_ns,
         "expected_speedup": t.speedup(),
-        "min_work_ns": crate::engine::MIN_WORK_NS,
-        "one_thread_levels": (0..t.levels.len()).filter(|&l| t.one_thread[l]).collect::<Vec<_>>(),
+        "min_work_ns": t.min_work_ns,
+        "one_thread_levels": one_thread,
     })
 }
 

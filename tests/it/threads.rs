@@ -316,7 +316,7 @@ fn the_callback_with_workers_never_allocates() {
 }
 
 #[test]
-fn check_threads_deals_every_node_once_and_promises_a_speed_up_only_over_the_threshold() {
+fn check_threads_deals_every_node_once_and_promises_a_speed_up_only_where_the_engine_spreads() {
     let o = common::morphrt(&["check", "scenes/dub-chain.json", "--threads", "2", "--json"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
@@ -379,6 +379,24 @@ fn check_threads_deals_every_node_once_and_promises_a_speed_up_only_over_the_thr
     let w1 = &v["threads"];
     assert_eq!(w1["one_thread_levels"], serde_json::json!([1]), "{w1}");
     assert!(w1["expected_speedup"].as_f64().unwrap() > 1.9, "{w1}");
+    assert_eq!(w1["lane_groups"][0]["how"], "parts", "{w1}");
+    // W4's 64 bandpasses at its block of 128: splitting them in two would
+    // save half their work, under the pool's threshold, so the engine's
+    // pool keeps them on one thread and nothing is promised (a render
+    // into a file cuts the scene in two instead).
+    let o = common::morphrt(&["check", "scenes/bench/w4.json", "--threads", "2", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    let w4 = &v["threads"];
+    let bandpasses = &w4["lane_groups"][1];
+    assert_eq!(bandpasses["members"].as_array().unwrap().len(), 64, "{w4}");
+    assert_eq!(bandpasses["how"], "one_thread", "{w4}");
+    let (saves, needs) = (
+        bandpasses["saves_ns"].as_f64().unwrap(),
+        bandpasses["threshold_ns"].as_f64().unwrap(),
+    );
+    assert!(saves < needs && saves > 0.9 * needs, "{w4}");
+    assert_eq!(w4["expected_speedup"], 1.0, "{w4}");
+    assert_eq!(w4["render_ahead"]["taken"], 32, "{w4}");
     let o = common::morphrt(&["check", "scenes/dub-chain.json", "--threads", "2"]);
     let out = common::stdout(&o);
     assert!(

@@ -40,6 +40,7 @@ mod snapshot;
 mod split;
 mod spread_groups;
 mod tail;
+mod threads_report;
 mod timing;
 mod voices;
 mod workers;
@@ -55,6 +56,7 @@ pub use input::{InputBlock, InputFeed};
 pub use node::{EngineStats, Recovery, ResetPart};
 pub use save::PART_SAMPLES;
 pub use snapshot::{EngineState, NodeSnapshot};
+pub use threads_report::{GroupReport, GroupSpread, LevelKind, LevelReport, ThreadsReport};
 pub use timing::NodeTime;
 pub use voices::{
     NoteEnd, NoteRecord, Pending, Phase, PoolState, Voice, CLEAR_PER_SAMPLE, HELD_NOTES,

@@ -48,7 +48,28 @@ use super::node::{run_one, take_inputs_raw, Ambient, Core, Effects, Slot};
 use super::workers::{Job, Workers, MAX_STEPS};
 use super::Engine;
 use crate::dsp::fpmode::FpGuard;
-use crate::graph::level_threshold_ns;
+
+/// How much less than the pool's threshold a level must save to be spread
+/// once another level of its run saves the threshold
+/// ([`level_threshold_ns`]).
+pub(super) const LEVEL_SHARE: f64 = 8.0;
+
+/// The estimated work (ns over a chunk) a level must save to be spread
+/// over the threads, where the level of its run that would save the most
+/// saves `most_ns` and the pool's threshold is `min_ns`: once one level
+/// of a run is worth spreading, each level of it that saves an eighth of
+/// the threshold is spread too, so that the levels of a chain are spread
+/// together and each thread's part of a level reads what its part of the
+/// level before wrote on the same core (spreading the dearest level alone
+/// would have the other thread read all its sources across cores); a run
+/// with no such level stays on one thread.
+pub(super) fn level_threshold_ns(most_ns: f64, min_ns: f64) -> f64 {
+    if most_ns >= min_ns {
+        min_ns / LEVEL_SHARE
+    } else {
+        min_ns
+    }
+}
 
 /// One level of a run.
 #[derive(Clone, Debug, Default)]
@@ -62,6 +83,15 @@ pub(super) struct Level {
     pub(super) spread_ns: f64,
     /// Estimated ns per sample of all its nodes.
     pub(super) cost_ns: f64,
+}
+
+impl Level {
+    /// Whether its plain nodes are spread over the workers for an
+    /// `n`-frame chunk whose threshold is `min_ns`: at least two, and all
+    /// but the dearest reach it.
+    pub(super) fn spreads(&self, n: usize, min_ns: f64) -> bool {
+        self.nodes.len() >= 2 && self.spread_ns * n as f64 >= min_ns
+    }
 }
 
 /// The levels of every run (a run's are `Levels::runs[r]`, empty for a run
@@ -277,10 +307,16 @@ impl Engine {
     /// and the pool's threshold. Two products and a comparison: the
     /// maxima are the plan's ([`Levels::most`]).
     fn level_threshold(&self, workers: &Workers, r: usize, n: usize) -> f64 {
-        let threads = workers.threads() as f64;
+        self.threshold_at(workers.threads(), workers.min_work_ns(), r, n)
+    }
+
+    /// [`level_threshold`](Self::level_threshold) for a pool of `threads`
+    /// threads whose threshold is `min_work_ns`.
+    pub(super) fn threshold_at(&self, threads: usize, min_work_ns: u64, r: usize, n: usize) -> f64 {
+        let threads = threads as f64;
         let (group, plain) = self.levels.most.get(r).copied().unwrap_or_default();
         let most = (group * (threads - 1.0) / threads).max(plain);
-        level_threshold_ns(most * n as f64, workers.min_work_ns() as f64)
+        level_threshold_ns(most * n as f64, min_work_ns as f64)
     }
 
     /// Runs the FP-mode run `r`'s steps for the chunk `start..start + n`,
@@ -320,7 +356,7 @@ impl Engine {
             }
             let level = &self.levels.levels[l];
             let count = level.nodes.len();
-            if count < 2 || level.spread_ns * (n as f64) < min_ns {
+            if !level.spreads(n, min_ns) {
                 for j in 0..count {
                     let i = self.levels.levels[l].nodes[j];
                     self.process_slot(i, start, n);
@@ -586,6 +622,13 @@ mod tests {
                 assert!(e.levels.spread > 0, "some voices ran spread");
             }
         }
+    }
+
+    #[test]
+    fn a_level_is_held_to_an_eighth_of_the_threshold_once_one_of_its_run_reaches_it() {
+        assert_eq!(level_threshold_ns(10.0, 80.0), 80.0);
+        assert_eq!(level_threshold_ns(80.0, 80.0), 10.0);
+        assert_eq!(level_threshold_ns(0.0, 0.0), 0.0);
     }
 
     #[test]

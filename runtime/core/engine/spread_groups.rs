@@ -145,7 +145,53 @@ unsafe fn part_kernel<S: Typed>(job: &PartJob, f: LaneKernel<S>, batch: &[usize]
     }
 }
 
+/// A group of `len` members split over `threads` threads: members per
+/// part (at most a kernel call's) and parts.
+pub(super) fn parts_of(len: usize, threads: usize) -> (usize, usize) {
+    let per = len.div_ceil(threads.max(1)).clamp(1, MAX_LANES);
+    (per, len.div_ceil(per))
+}
+
+/// The spans a steady chunk of `n` frames is cut into over `threads`
+/// threads (0: it is not cut), where `parts` part records are kept.
+pub(super) fn spans_of(n: usize, threads: usize, parts: usize) -> usize {
+    span_bounds(n, threads.min(parts)).1
+}
+
 impl Engine {
+    /// Whether lane group `g` has a steady path that may still run.
+    pub(super) fn has_steady(&self, g: usize) -> bool {
+        let group = &self.groups[g];
+        group.steady.is_some() && !group.steady_failed
+    }
+
+    /// Whether lane group `g` may be split in parts over `threads`
+    /// threads (its steady path, if it has one, runs on one thread instead
+    /// when the group is not steady).
+    pub(super) fn may_split(&self, g: usize, threads: usize) -> bool {
+        let group = &self.groups[g];
+        threads >= 2 && group.members.len() >= 2 && !group.broken && !self.has_steady(g)
+    }
+
+    /// Whether a steady chunk of lane group `g` may be cut into spans: its
+    /// sum is fused and not seeded.
+    pub(super) fn may_span(&self, g: usize) -> bool {
+        let group = &self.groups[g];
+        match (group.sum, group.seeded) {
+            (Some((c, _)), false) => c < self.slots.len() && self.levels.parts.len() >= 2,
+            _ => false,
+        }
+    }
+
+    /// What spreading lane group `g` over `threads` threads saves over an
+    /// `n`-frame chunk, in estimated ns: all but one thread's share of its
+    /// members' work.
+    pub(super) fn group_saves(&self, g: usize, threads: usize, n: usize) -> f64 {
+        let cost = self.levels.group_costs.get(g).copied().unwrap_or(0.0);
+        let threads = threads.max(1);
+        cost * n as f64 * (threads - 1) as f64 / threads as f64
+    }
+
     /// Runs lane group `g` for the chunk `start..start + n` split over
     /// `workers` (in the FP mode `flush`), when that is worth it (it saves
     /// `min_ns`, its level's threshold) and safe; false (nothing ran)
@@ -162,23 +208,16 @@ impl Engine {
         let threads = workers.threads();
         let group = &self.groups[g];
         let len = group.members.len();
-        let steady = group.steady.is_some() && !group.steady_failed;
-        if steady && group.is_steady && threads >= 2 {
+        if self.has_steady(g) && group.is_steady && threads >= 2 {
             return self.spread_steady(workers, g, flush, n, min_ns);
         }
-        if threads < 2 || len < 2 || group.broken || steady {
-            return false;
-        }
-        let cost = self.levels.group_costs.get(g).copied().unwrap_or(0.0);
-        let saved = cost * n as f64 * (threads - 1) as f64 / threads as f64;
-        if saved < min_ns {
+        if !self.may_split(g, threads) || self.group_saves(g, threads, n) < min_ns {
             return false;
         }
         if !(0..len).all(|k| self.lane_ready(self.groups[g].members[k], start)) {
             return false;
         }
-        let per = len.div_ceil(threads).clamp(1, MAX_LANES);
-        let parts = len.div_ceil(per);
+        let (per, parts) = parts_of(len, threads);
         if self.levels.parts.len() < parts {
             return false;
         }
@@ -373,13 +412,8 @@ impl Engine {
         let (Some((c, p)), false) = (group.sum, group.seeded) else {
             return false;
         };
-        if c >= self.slots.len() || self.levels.parts.len() < 2 {
-            return false;
-        }
         let threads = workers.threads();
-        let cost = self.levels.group_costs.get(g).copied().unwrap_or(0.0);
-        let saved = cost * n as f64 * (threads - 1) as f64 / threads as f64;
-        if saved < min_ns {
+        if !self.may_span(g) || self.group_saves(g, threads, n) < min_ns {
             return false;
         }
         let (bounds, spans) = span_bounds(n, threads.min(self.levels.parts.len()));
@@ -517,14 +551,14 @@ fn spread_spans<S: Typed>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::graph::{compile, CompileOptions};
     use crate::profile::Profile;
 
     /// `count` seeded noises, each through its own bandpass, summed into
     /// one gain: two lane groups, the second fused into the gain's input.
-    fn chains(count: usize) -> String {
+    pub(in crate::engine) fn chains(count: usize) -> String {
         let mut nodes = Vec::new();
         let mut edges = Vec::new();
         for k in 0..count {
@@ -547,7 +581,12 @@ mod tests {
         )
     }
 
-    fn engine(text: &str, profile: Profile, block: usize, threads: usize) -> Engine {
+    pub(in crate::engine) fn engine(
+        text: &str,
+        profile: Profile,
+        block: usize,
+        threads: usize,
+    ) -> Engine {
         let scene = crate::scene::load_str(text, "scene.json", None).unwrap();
         let plan = compile(
             &scene,
@@ -641,7 +680,7 @@ mod tests {
     /// `count` live sines at spread frequencies (some with a phase
     /// offset) summed into a lowpass, one of them retuned at `retune_s`:
     /// a fused group with a steady path.
-    fn sines(count: usize, retune_s: f64) -> String {
+    pub(in crate::engine) fn sines(count: usize, retune_s: f64) -> String {
         let phase = |k| if k % 5 == 1 { r#", "phase": 1.3"# } else { "" };
         let retune = format!(
             r#"[{{ "time": "{retune_s}s", "node": "s3", "param": "freq", "value": 431 }}]"#

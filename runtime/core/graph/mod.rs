@@ -13,8 +13,6 @@
 mod compile;
 pub(crate) mod controls;
 mod report;
-mod threads_plan;
-pub use threads_plan::{level_threshold_ns, threads_plan, ThreadsPlan, LEVEL_SHARE};
 pub mod schema;
 mod voice_report;
 

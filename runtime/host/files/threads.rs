@@ -1,6 +1,6 @@
 //! `--threads`: the worker pool `render` and `run` give their engines.
 
-use crate::engine::Workers;
+use crate::engine::{Engine, GroupSpread, LevelKind, Workers};
 use crate::host::HostError;
 
 /// `--threads` and its threshold, as `render` and `run` take them.
@@ -126,24 +126,72 @@ pub fn all_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(usize::from(MAX_THREADS)))
 }
 
-/// The plan at `threads` threads, as text: one line per level (those
-/// under the pool's default threshold marked as run on one thread), then
-/// the critical path and the promised speed-up.
-pub fn threads_text(plan: &crate::graph::Plan, threads: usize) -> String {
-    let t = crate::graph::threads_plan(plan, threads, crate::engine::MIN_WORK_NS);
-    let mut s = format!("\nthreads: {threads}, {} levels\n", t.levels.len());
-    for (l, nodes) in t.levels.iter().enumerate() {
-        let dealt: Vec<String> = nodes
-            .iter()
-            .zip(&t.assigned[l])
-            .map(|(&i, &w)| format!("{}@{w}", plan.nodes[i].id))
-            .collect();
-        let alone = if t.one_thread[l] && nodes.len() > 1 {
-            " (one thread: under the threshold)"
-        } else {
-            ""
+/// The plan at `threads` threads, as text: what `engine` would spread
+/// over a pool of that size ([`Engine::threads_report`]), level by level
+/// (each node as `id@thread`, the thread it is dealt to first; a lane
+/// group's line says how it runs; a level nothing of which is spread is
+/// marked as run on one thread), then the critical path and the promised
+/// speed-up.
+pub fn threads_text(engine: &Engine, threads: usize) -> String {
+    let t = engine.threads_report(threads, crate::engine::MIN_WORK_NS);
+    let us = |ns: f64| ns / 1000.0;
+    let mut s = format!(
+        "\nthreads: {threads}, {} levels (for a {}-frame block; the pool's threshold {:.1} µs)\n",
+        t.levels.len(),
+        t.frames,
+        us(t.min_work_ns as f64)
+    );
+    for (l, level) in t.levels.iter().enumerate() {
+        let id = |i: usize| engine.node_id(i);
+        let mut dealt: Vec<String> = Vec::new();
+        for g in &level.groups {
+            for (&i, &w) in g.members.iter().zip(&g.threads) {
+                match g.how {
+                    GroupSpread::Spans { .. } => dealt.push(format!("{}@*", id(i))),
+                    _ => dealt.push(format!("{}@{w}", id(i))),
+                }
+            }
+        }
+        for (&i, &w) in level.nodes.iter().zip(&level.threads) {
+            dealt.push(format!("{}@{w}", id(i)));
+        }
+        let count = level.nodes.len() + level.groups.iter().map(|g| g.members.len()).sum::<usize>();
+        let split = level.groups.iter().any(|g| g.how != GroupSpread::OneThread);
+        let note = match level.kind {
+            LevelKind::Schedule => " (in schedule order, one thread)",
+            LevelKind::Voices if level.spread => " (the voices, one per step, each in order)",
+            LevelKind::Voices => " (the voices, one thread: under the threshold)",
+            LevelKind::Level if count > 1 && !split && !level.spread => {
+                " (one thread: under the threshold)"
+            }
+            LevelKind::Level => "",
         };
-        s.push_str(&format!("  level {l}{alone}: {}\n", dealt.join(" ")));
+        s.push_str(&format!("  level {l}{note}: {}\n", dealt.join(" ")));
+        for g in &level.groups {
+            let (first, last) = (g.members[0], g.members[g.members.len() - 1]);
+            let into = g
+                .sum
+                .map_or(String::new(), |c| format!(", summed into `{}`", id(c)));
+            let how = match g.how {
+                GroupSpread::OneThread => format!(
+                    "one thread (spreading it would save {:.1} µs a block, under the {:.1} µs its level needs)",
+                    us(g.saves_ns),
+                    us(level.threshold_ns)
+                ),
+                GroupSpread::Parts { per, parts } => {
+                    format!("{parts} parts of up to {per}, each one kernel call")
+                }
+                GroupSpread::Spans { spans } => format!(
+                    "while steady, the block cut into {spans} spans of frames, each summing every member (@*); otherwise one thread"
+                ),
+            };
+            s.push_str(&format!(
+                "    lane group `{}`..`{}` ({} nodes{into}): {how}\n",
+                id(first),
+                id(last),
+                g.members.len()
+            ));
+        }
     }
     s.push_str(&format!(
         "critical path: {:.1} of {:.1} ns/sample; expected speed-up at {threads} threads: {:.2}x\n",
