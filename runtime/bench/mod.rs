@@ -224,7 +224,13 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
         let _ = write!(
             log,
             "{}",
-            crate::host::files::threads::threads_text(&engine, usize::from(t))
+            crate::host::files::threads::threads_text(
+                &engine,
+                usize::from(t),
+                opts.threads
+                    .min_work_ns
+                    .unwrap_or(crate::engine::MIN_WORK_NS)
+            )
         );
     }
     engine.set_workers(opts.threads.workers(1, false)?);

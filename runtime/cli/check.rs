@@ -146,7 +146,11 @@ pub fn check(
             write!(
                 out,
                 "{}",
-                crate::host::files::threads::threads_text(&engine, usize::from(t))
+                crate::host::files::threads::threads_text(
+                    &engine,
+                    usize::from(t),
+                    crate::engine::MIN_WORK_NS
+                )
             )
             .map_err(io_error)?;
             if let Some(cut) = cut {

@@ -404,3 +404,42 @@ fn check_threads_deals_every_node_once_and_promises_a_speed_up_only_where_the_en
         "{out}"
     );
 }
+
+/// `bench --threads` shows the plan at the pool's threshold it runs with:
+/// W4's two lane groups stay on one thread at the default, and are split
+/// in two parts each with `--thread-min-work-ns 0`.
+#[test]
+fn bench_threads_shows_the_plan_at_the_threshold_it_runs_with() {
+    let bench = |extra: &[&str]| {
+        let mut args = vec!["bench", "scenes/bench/w4.json", "-d", "0.5s", "--runs", "1"];
+        args.extend_from_slice(&["--threads", "2"]);
+        args.extend_from_slice(extra);
+        let o = common::morphrt(&args);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        format!("{}{}", common::stdout(&o), common::stderr(&o))
+    };
+    let groups = |text: &str| {
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("lane group `"))
+            .map(|l| l.split("): ").nth(1).unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    let default = bench(&[]);
+    let hows = groups(&default);
+    assert_eq!(hows.len(), 2, "{default}");
+    assert!(
+        hows.iter().all(|h| h.starts_with("one thread")),
+        "{default}"
+    );
+    assert!(
+        default.contains("expected speed-up at 2 threads: 1.00x"),
+        "{default}"
+    );
+    let zero = bench(&["--thread-min-work-ns", "0"]);
+    let hows = groups(&zero);
+    assert_eq!(hows.len(), 2, "{zero}");
+    assert!(
+        hows.iter().all(|h| h.starts_with("2 parts of up to 32")),
+        "{zero}"
+    );
+}

@@ -127,13 +127,13 @@ pub fn all_cores() -> usize {
 }
 
 /// The plan at `threads` threads, as text: what `engine` would spread
-/// over a pool of that size ([`Engine::threads_report`]), level by level
+/// over a pool of that size and threshold ([`Engine::threads_report`]), level by level
 /// (each node as `id@thread`, the thread it is dealt to first; a lane
 /// group's line says how it runs; a level nothing of which is spread is
 /// marked as run on one thread), then the critical path and the promised
 /// speed-up.
-pub fn threads_text(engine: &Engine, threads: usize) -> String {
-    let t = engine.threads_report(threads, crate::engine::MIN_WORK_NS);
+pub fn threads_text(engine: &Engine, threads: usize, min_work_ns: u64) -> String {
+    let t = engine.threads_report(threads, min_work_ns);
     let us = |ns: f64| ns / 1000.0;
     let mut s = format!(
         "\nthreads: {threads}, {} levels (for a {}-frame block; the pool's threshold {:.1} µs)\n",
