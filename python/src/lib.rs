@@ -22,11 +22,11 @@ mod stream;
 use ::morphrt::host::files::threads::MAX_THREADS;
 use morphrt_core::api::player::offline_player;
 use morphrt_core::api::{Diagnostics, Loaded};
-use morphrt_core::engine::{ChangeFeed, Engine, InputBlock, InputFeed, Workers};
+use morphrt_core::engine::{BusRef, ChangeFeed, Engine, InputBlock, InputFeed, Workers};
 use morphrt_core::graph::CompileOptions;
 use morphrt_core::profile::Profile;
 use numpy::ndarray::Array2;
-use numpy::{PyArrayMethods, PyUntypedArrayMethods, ToPyArray};
+use numpy::{IntoPyArray, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -438,7 +438,7 @@ fn render<'py>(
                 if let Some(feed) = feed {
                     engine.set_input_feed(feed);
                 }
-                play(engine, frames, midi.map(|m| m.0))
+                play(engine, frames, midi.map(|m| m.0), strict)
             })
         })
         .map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
@@ -453,10 +453,9 @@ fn render<'py>(
         })
         .collect();
     inputs::warn_lines(py, &lines.join("\n"))?;
-    let array = if strict {
-        out.to_pyarray(py).into_any()
-    } else {
-        out.mapv(|x| x as f32).to_pyarray(py).into_any()
+    let array = match out {
+        Samples::F32(a) => a.into_pyarray(py).into_any(),
+        Samples::F64(a) => a.into_pyarray(py).into_any(),
     };
     match dtype {
         Some(d) => array.call_method1("astype", (d,)),
@@ -486,38 +485,89 @@ fn workers_of(threads: usize) -> PyResult<Option<Workers>> {
     })
 }
 
+/// A render's samples, `(channels, frames)`: f64 under strict, f32
+/// otherwise (the main bus's precision, so exact either way).
+enum Samples {
+    F32(Array2<f32>),
+    F64(Array2<f64>),
+}
+
+/// Copies the frames of `bus` into each channel's row of `data` (rows
+/// `frames` long) at frame `at`: row by row where the bus holds `T`
+/// (`rows`), sample by sample through `sample` otherwise.
+fn copy_bus<T: Copy>(
+    data: &mut [T],
+    frames: usize,
+    at: usize,
+    bus: &BusRef<'_>,
+    rows: Option<&[Vec<T>]>,
+    sample: impl Fn(f64) -> T,
+) {
+    let n = bus.frames();
+    for c in 0..bus.channels() {
+        let row = &mut data[c * frames + at..][..n];
+        match rows {
+            Some(r) => row.copy_from_slice(&r[c][..n]),
+            None => row
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, x)| *x = sample(bus.get(c, i))),
+        }
+    }
+}
+
 /// Plays `frames` frames of `engine` as `morphrt render` does (its
 /// offline player, `feed`'s changes and notes landing at their samples):
-/// the main bus `(channels, frames)`, and the changes that could not land.
+/// the main bus `(channels, frames)` (f64 when `strict`, else f32), and
+/// the changes that could not land.
 fn play(
     engine: Engine,
     frames: u64,
     mut feed: Option<ChangeFeed>,
-) -> (Array2<f64>, Vec<(u64, String)>) {
+    strict: bool,
+) -> (Samples, Vec<(u64, String)>) {
     let width = engine.channels();
+    let frames = frames as usize;
     let mut player = offline_player(engine);
-    let mut data = vec![0.0f64; width * frames as usize];
+    let (mut wide, mut narrow) = match strict {
+        true => (vec![0.0f64; width * frames], Vec::new()),
+        false => (Vec::new(), vec![0.0f32; width * frames]),
+    };
     let mut at = 0usize;
     let played = player.play_frames(
-        frames,
+        frames as u64,
         &[],
         feed.as_mut(),
         |_| Ok::<(), std::convert::Infallible>(()),
         |bus| {
-            let n = bus.frames();
-            for c in 0..width {
-                for i in 0..n {
-                    data[c * frames as usize + at + i] = bus.get(c, i);
-                }
+            if strict {
+                let rows = match &bus {
+                    BusRef::F64(rows, _) => Some(&rows[..]),
+                    BusRef::F32(..) => None,
+                };
+                copy_bus(&mut wide, frames, at, &bus, rows, |x| x);
+            } else {
+                let rows = match &bus {
+                    BusRef::F32(rows, _) => Some(&rows[..]),
+                    BusRef::F64(..) => None,
+                };
+                copy_bus(&mut narrow, frames, at, &bus, rows, |x| x as f32);
             }
-            at += n;
+            at += bus.frames();
             Ok(())
         },
         |_| {},
     );
     let Ok(()) = played;
-    let out =
-        Array2::from_shape_vec((width, frames as usize), data).expect("the shape holds the data");
+    let shape = (width, frames);
+    let out = match strict {
+        true => {
+            Samples::F64(Array2::from_shape_vec(shape, wide).expect("the shape holds the data"))
+        }
+        false => {
+            Samples::F32(Array2::from_shape_vec(shape, narrow).expect("the shape holds the data"))
+        }
+    };
     (out, feed.map(|f| f.errors().to_vec()).unwrap_or_default())
 }
 
