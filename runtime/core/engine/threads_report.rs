@@ -78,6 +78,21 @@ pub struct LevelReport {
     pub threshold_ns: f64,
 }
 
+impl LevelReport {
+    /// `nodes` run in schedule order on the engine's thread.
+    fn schedule(nodes: Vec<usize>, min_work_ns: u64) -> LevelReport {
+        LevelReport {
+            kind: LevelKind::Schedule,
+            groups: Vec::new(),
+            threads: vec![0; nodes.len()],
+            nodes,
+            spread: false,
+            saves_ns: 0.0,
+            threshold_ns: min_work_ns as f64,
+        }
+    }
+}
+
 /// What a level is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LevelKind {
@@ -164,35 +179,19 @@ impl Engine {
             // Two passes (`split.rs`): the voices, then every other node in
             // schedule order on the engine's thread.
             self.report_voices(threads, min_work_ns, &mut levels);
-            let nodes: Vec<usize> = (0..self.slots.len())
-                .filter(|&i| self.slots[i].voice.is_none())
-                .collect();
-            levels.push(LevelReport {
-                kind: LevelKind::Schedule,
-                groups: Vec::new(),
-                threads: vec![0; nodes.len()],
-                nodes,
-                spread: false,
-                saves_ns: 0.0,
-                threshold_ns: min_work_ns as f64,
-            });
+            let nodes = (0..self.slots.len()).filter(|&i| self.slots[i].voice.is_none());
+            levels.push(LevelReport::schedule(nodes.collect(), min_work_ns));
         }
-        for (r, run) in self.runs.iter().enumerate() {
+        let runs = if self.split.eligible {
+            &[][..]
+        } else {
+            &self.runs[..]
+        };
+        for (r, run) in runs.iter().enumerate() {
             let (lo, hi) = self.levels.runs[r];
-            if self.split.eligible {
-                break;
-            }
             if lo == hi {
-                let nodes: Vec<usize> = (run.start..run.end).collect();
-                levels.push(LevelReport {
-                    kind: LevelKind::Schedule,
-                    groups: Vec::new(),
-                    threads: vec![0; nodes.len()],
-                    nodes,
-                    spread: false,
-                    saves_ns: 0.0,
-                    threshold_ns: min_work_ns as f64,
-                });
+                let nodes = (run.start..run.end).collect();
+                levels.push(LevelReport::schedule(nodes, min_work_ns));
                 continue;
             }
             let min_ns = self.threshold_at(threads, min_work_ns, r, n);
