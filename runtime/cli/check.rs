@@ -127,7 +127,14 @@ pub fn check(
             let cut = ahead_cut(opts, &copts, &plan, t);
             v["threads"] = threads_json(&crate::engine::Engine::new(plan), usize::from(t));
             v["threads"]["render_ahead"] = match cut {
-                Some(c) => serde_json::json!({ "sum": c.sum, "taken": c.taken, "edges": c.edges }),
+                Some(c) => serde_json::json!({
+                    "sum": c.sum,
+                    "taken": c.taken,
+                    "edges": c.edges,
+                    "part_ns_per_sample": c.part_ns,
+                    "cost_ns_per_sample": c.total_ns,
+                    "expected_speedup": c.speedup(),
+                }),
                 None => serde_json::Value::Null,
             };
         }

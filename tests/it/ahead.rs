@@ -241,7 +241,7 @@ fn check_threads_says_what_render_puts_ahead() {
     assert!(
         common::stdout(&o).contains(
             "render: the first 32 of the 64 inputs of `out` (and what feeds them) render ahead"
-        ),
+        ) && common::stdout(&o).contains(" ns/sample: 1.99x on two threads)"),
         "{}",
         common::stdout(&o)
     );
@@ -260,6 +260,36 @@ fn check_threads_says_what_render_puts_ahead() {
         ),
         (Some("out"), Some(32), Some(64))
     );
+    // The estimates: the part ahead is what check gives its nodes (the
+    // first 32 noises and bandpasses), the whole every node's.
+    let o = common::morphrt(&["check", "scenes/bench/w4.json", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    let cost = |ahead: bool| -> f64 {
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| {
+                let id = n["id"].as_str().unwrap();
+                let k: Option<u32> = id.trim_start_matches(['n', 'b', 'p']).parse().ok();
+                !ahead || k.is_some_and(|k| k < 32)
+            })
+            .map(|n| n["cost_ns_per_sample"].as_f64().unwrap())
+            .sum()
+    };
+    let (part, total) = (
+        w4["part_ns_per_sample"].as_f64().unwrap(),
+        w4["cost_ns_per_sample"].as_f64().unwrap(),
+    );
+    assert!((part - cost(true)).abs() < 1e-9, "{part} {}", cost(true));
+    assert!(
+        (total - cost(false)).abs() < 1e-9,
+        "{total} {}",
+        cost(false)
+    );
+    let speedup = w4["expected_speedup"].as_f64().unwrap();
+    assert_eq!(speedup, total / part.max(total - part));
+    assert!(speedup > 1.9, "{speedup}");
     assert!(json("scenes/bench/w4.json", "1").is_null());
     assert!(json("scenes/dub-chain.json", "2").is_null());
 }
