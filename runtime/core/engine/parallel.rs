@@ -87,10 +87,11 @@ pub(super) struct Level {
 
 impl Level {
     /// Whether its plain nodes are spread over the workers for an
-    /// `n`-frame chunk whose threshold is `min_ns`: at least two, and all
-    /// but the dearest reach it.
+    /// `n`-frame chunk whose threshold is `min_ns`: at least two and no
+    /// more than a level may publish ([`MAX_STEPS`]; a wider level runs
+    /// on one thread), and all but the dearest reach it.
     pub(super) fn spreads(&self, n: usize, min_ns: f64) -> bool {
-        self.nodes.len() >= 2 && self.spread_ns * n as f64 >= min_ns
+        (2..=MAX_STEPS).contains(&self.nodes.len()) && self.spread_ns * n as f64 >= min_ns
     }
 }
 
@@ -205,7 +206,6 @@ impl Levels {
                     .map(|&i| engine.costs[i])
                     .fold((0.0, 0.0f64), |(s, m), c| (s + c, m.max(c)));
                 l.spread_ns = sum - max;
-                l.nodes.truncate(MAX_STEPS);
             }
             runs.push((first, levels.len()));
         }
@@ -629,6 +629,18 @@ mod tests {
         assert_eq!(level_threshold_ns(10.0, 80.0), 80.0);
         assert_eq!(level_threshold_ns(80.0, 80.0), 10.0);
         assert_eq!(level_threshold_ns(0.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn a_level_wider_than_a_pool_publishes_runs_on_one_thread() {
+        let level = |count: usize| Level {
+            nodes: (0..count).collect(),
+            spread_ns: 1.0,
+            ..Level::default()
+        };
+        assert!(level(MAX_STEPS).spreads(64, 0.0));
+        assert!(!level(MAX_STEPS + 1).spreads(64, 0.0));
+        assert!(!level(1).spreads(64, 0.0));
     }
 
     #[test]
