@@ -229,7 +229,12 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
                 usize::from(t),
                 opts.threads
                     .min_work_ns
-                    .unwrap_or(crate::engine::MIN_WORK_NS)
+                    .unwrap_or(crate::engine::MIN_WORK_NS),
+                if opts.threads.min_work_ns.is_some() {
+                    "as asked"
+                } else {
+                    "the default"
+                }
             )
         );
     }

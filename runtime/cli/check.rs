@@ -50,6 +50,33 @@ pub struct CheckOptions {
     /// object).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=crate::host::files::threads::MAX_THREADS as i64))]
     pub threads: Option<u16>,
+    /// Block size in frames (default: the scene's, else the profile's):
+    /// the plan at `--threads` is for blocks of this size.
+    #[arg(long = "block-size")]
+    pub block_size: Option<usize>,
+    /// The pool's threshold for the plan at `--threads`, as `run` and
+    /// `bench` take it (default: the one `morphrt calibrate` stored for
+    /// the scene on this machine with that thread count, else 20 µs).
+    #[arg(long = "thread-min-work-ns", hide = true)]
+    pub min_work_ns: Option<u64>,
+}
+
+/// The threshold the plan at `threads` threads is shown with: the one
+/// asked for, else the scene's calibration's at that count, else the
+/// default (as `run` plays it).
+fn threshold(
+    opts: &CheckOptions,
+    plan: &crate::graph::Plan,
+    threads: u16,
+) -> crate::host::machine::calibration::Threshold {
+    use crate::host::machine::calibration::{stored_for, Threshold};
+    let stored = match opts.min_work_ns {
+        None if opts.scene.as_os_str() != "-" => crate::host::read_scene(&opts.scene)
+            .ok()
+            .and_then(|(text, _)| stored_for(&text, plan).ok().flatten()),
+        _ => None,
+    };
+    Threshold::of(opts.min_work_ns, usize::from(threads), stored.as_ref())
 }
 
 /// What `render --threads T` would render ahead (`ahead.rs`), for a
@@ -80,6 +107,7 @@ pub fn check(
 ) -> Result<(), HostError> {
     let copts = CompileOptions {
         profile: opts.profile,
+        block_size: opts.block_size,
         resolver: crate::host::files::resources::Folders::shared(opts.resources.clone()),
         ..CompileOptions::default()
     };
@@ -125,7 +153,8 @@ pub fn check(
             .collect();
         if let Some(t) = opts.threads {
             let cut = ahead_cut(opts, &copts, &plan, t);
-            v["threads"] = threads_json(&crate::engine::Engine::new(plan), usize::from(t));
+            let at = threshold(opts, &plan, t);
+            v["threads"] = threads_json(&crate::engine::Engine::new(plan), usize::from(t), &at);
             v["threads"]["render_ahead"] = match cut {
                 Some(c) => serde_json::json!({
                     "sum": c.sum,
@@ -149,6 +178,7 @@ pub fn check(
         write!(out, "{}", check_table(&plan)).map_err(io_error)?;
         if let Some(t) = opts.threads {
             let cut = ahead_cut(opts, &copts, &plan, t);
+            let at = threshold(opts, &plan, t);
             let engine = crate::engine::Engine::new(plan);
             write!(
                 out,
@@ -156,7 +186,8 @@ pub fn check(
                 crate::host::files::threads::threads_text(
                     &engine,
                     usize::from(t),
-                    crate::engine::MIN_WORK_NS
+                    at.ns,
+                    at.whence()
                 )
             )
             .map_err(io_error)?;
@@ -169,10 +200,14 @@ pub fn check(
 }
 
 /// The plan at `threads` threads, as `check --json` gives it: what
-/// `engine` would spread over a pool of that size.
-fn threads_json(engine: &crate::engine::Engine, threads: usize) -> serde_json::Value {
+/// `engine` would spread over a pool of that size and threshold.
+fn threads_json(
+    engine: &crate::engine::Engine,
+    threads: usize,
+    at: &crate::host::machine::calibration::Threshold,
+) -> serde_json::Value {
     use crate::engine::{GroupSpread, LevelKind};
-    let t = engine.threads_report(threads, crate::engine::MIN_WORK_NS);
+    let t = engine.threads_report(threads, at.ns);
     let id = |i: usize| engine.node_id(i);
     let mut levels = Vec::new();
     let mut groups = Vec::new();
@@ -230,6 +265,7 @@ fn threads_json(engine: &crate::engine::Engine, threads: usize) -> serde_json::V
         "cost_ns_per_sample": t.total_ns,
         "expected_speedup": t.speedup(),
         "min_work_ns": t.min_work_ns,
+        "min_work_from": at.key(),
         "one_thread_levels": one_thread,
     })
 }

@@ -617,12 +617,49 @@ fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
         err.contains("playing scenes/drone.json (repro) on 3 threads"),
         "{err}"
     );
-    // `--threads` wins over the store.
+    assert!(
+        err.contains("thread threshold 0.0 µs (calibrated for this scene and machine)"),
+        "{err}"
+    );
+    // `--threads` wins over the store; asking for the stored count plays
+    // with the stored threshold too.
     let o = run_briefly("scenes/drone.json", &["--threads", "2"], &cache);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(!err.contains("(calibrated"), "{err}");
     assert!(err.contains("(repro) on 2 threads"), "{err}");
+    let o = run_briefly("scenes/drone.json", &["--threads", "3"], &cache);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("threads 3 (calibrated"), "{err}");
+    assert!(
+        err.contains("thread threshold 0.0 µs (calibrated for this scene and machine)"),
+        "{err}"
+    );
+    // `check` shows the plan at the threshold `run` plays with.
+    let plan = |args: &[&str]| {
+        let mut all = vec!["check", "scenes/drone.json", "--json"];
+        all.extend_from_slice(args);
+        let o = morphrt_with_cache(&all, &cache);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let t = json(&o)["threads"].clone();
+        (
+            t["min_work_ns"].as_u64().unwrap(),
+            t["min_work_from"].clone(),
+        )
+    };
+    assert_eq!(plan(&["--threads", "3"]), (0, Value::from("calibration")));
+    assert_eq!(plan(&["--threads", "2"]), (20_000, Value::from("default")));
+    assert_eq!(
+        plan(&["--threads", "3", "--thread-min-work-ns", "7000"]),
+        (7000, Value::from("option"))
+    );
+    let o = morphrt_with_cache(&["check", "scenes/drone.json", "--threads", "3"], &cache);
+    assert!(
+        stdout(&o).contains("the pool's threshold 0.0 µs, calibrated for this scene and machine)"),
+        "{}",
+        stdout(&o)
+    );
     // A damaged count is named and not played.
     v["entries"][0]["threads"] = Value::from(0);
     std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();

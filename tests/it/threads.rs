@@ -397,6 +397,30 @@ fn check_threads_deals_every_node_once_and_promises_a_speed_up_only_where_the_en
     assert!(saves < needs && saves > 0.9 * needs, "{w4}");
     assert_eq!(w4["expected_speedup"], 1.0, "{w4}");
     assert_eq!(w4["render_ahead"]["taken"], 32, "{w4}");
+    assert_eq!(
+        (w4["block_frames"].as_u64(), &w4["min_work_from"]),
+        (Some(128), &serde_json::json!("default")),
+        "{w4}"
+    );
+    // At a block of 64 the plan is for 64 frames: the bandpasses save half
+    // as much a block as at 128.
+    let o = common::morphrt(&[
+        "check",
+        "scenes/bench/w4.json",
+        "--threads",
+        "2",
+        "--json",
+        "--block-size",
+        "64",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    let at64 = &v["threads"];
+    assert_eq!(at64["block_frames"], 64, "{at64}");
+    let saves64 = at64["lane_groups"][1]["saves_ns"].as_f64().unwrap();
+    assert!(
+        (saves64 / saves - 0.5).abs() < 1e-9,
+        "{saves64} against {saves}"
+    );
     let o = common::morphrt(&["check", "scenes/dub-chain.json", "--threads", "2"]);
     let out = common::stdout(&o);
     assert!(

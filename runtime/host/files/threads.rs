@@ -131,12 +131,12 @@ pub fn all_cores() -> usize {
 /// (each node as `id@thread`, the thread it is dealt to first; a lane
 /// group's line says how it runs; a level nothing of which is spread is
 /// marked as run on one thread), then the critical path and the promised
-/// speed-up.
-pub fn threads_text(engine: &Engine, threads: usize, min_work_ns: u64) -> String {
+/// speed-up. `whence` says where the threshold comes from (`the default`).
+pub fn threads_text(engine: &Engine, threads: usize, min_work_ns: u64, whence: &str) -> String {
     let t = engine.threads_report(threads, min_work_ns);
     let us = |ns: f64| ns / 1000.0;
     let mut s = format!(
-        "\nthreads: {threads}, {} levels (for a {}-frame block; the pool's threshold {:.1} µs)\n",
+        "\nthreads: {threads}, {} levels (for a {}-frame block; the pool's threshold {:.1} µs, {whence})\n",
         t.levels.len(),
         t.frames,
         us(t.min_work_ns as f64)

@@ -227,6 +227,96 @@ pub fn lookup(
     }))
 }
 
+/// The calibration stored on this machine for the scene of `text`
+/// (compiled to `plan`: its resources and rate), with the store's path;
+/// `None` without a store or an entry for it. The error says why the store
+/// could not be read (or that the system has no cache directory). Never
+/// measures: calibrating takes seconds nobody asked for.
+pub fn stored_for(
+    text: &str,
+    plan: &crate::graph::Plan,
+) -> Result<Option<(Calibration, PathBuf)>, String> {
+    (|| -> Result<_, Box<dyn std::error::Error>> {
+        let path = store_path().ok_or("no cache directory on this system")?;
+        if !path.exists() {
+            // No store: nothing to hash the scene's resources for.
+            return Ok(None);
+        }
+        let sha = crate::host::machine::scene_sha256(text.as_bytes(), &plan.resources)?;
+        let found = lookup(&path, &MachineKey::current(), &sha, plan.sample_rate)?;
+        Ok(found.map(|c| (c, path)))
+    })()
+    .map_err(|e| e.to_string())
+}
+
+/// The threshold of a pool ([`crate::engine::Workers::min_work_ns`]) and
+/// where it comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    pub ns: u64,
+    pub from: ThresholdFrom,
+}
+
+/// Where a pool's threshold comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ThresholdFrom {
+    /// `--thread-min-work-ns`.
+    Asked,
+    /// The scene's calibration on this machine (the store's path), which
+    /// chose the same thread count.
+    Calibrated(PathBuf),
+    /// [`crate::engine::MIN_WORK_NS`].
+    Default,
+}
+
+impl Threshold {
+    /// The threshold a pool of `threads` threads plays a scene with: the
+    /// one asked for; else the one `calibrate` measured and stored for the
+    /// scene (`stored`) when it chose this thread count; else the default.
+    pub fn of(
+        asked: Option<u64>,
+        threads: usize,
+        stored: Option<&(Calibration, PathBuf)>,
+    ) -> Threshold {
+        if let Some(ns) = asked {
+            return Threshold {
+                ns,
+                from: ThresholdFrom::Asked,
+            };
+        }
+        match stored {
+            Some((c, path)) if c.threads == threads && c.min_work_ns.is_some() => Threshold {
+                ns: c.min_work_ns.unwrap_or(crate::engine::MIN_WORK_NS),
+                from: ThresholdFrom::Calibrated(path.clone()),
+            },
+            _ => Threshold {
+                ns: crate::engine::MIN_WORK_NS,
+                from: ThresholdFrom::Default,
+            },
+        }
+    }
+
+    /// Where it comes from, in words: `the default`, `as asked`,
+    /// `calibrated for this scene and machine`.
+    pub fn whence(&self) -> &'static str {
+        match self.from {
+            ThresholdFrom::Asked => "as asked",
+            ThresholdFrom::Calibrated(_) => "calibrated for this scene and machine",
+            ThresholdFrom::Default => "the default",
+        }
+    }
+
+    /// Where it comes from, as `check --json` names it: `option`,
+    /// `calibration`, `default`.
+    pub fn key(&self) -> &'static str {
+        match self.from {
+            ThresholdFrom::Asked => "option",
+            ThresholdFrom::Calibrated(_) => "calibration",
+            ThresholdFrom::Default => "default",
+        }
+    }
+}
+
 /// Adds `cal` to the store, replacing an entry with the same key. The file
 /// goes through the one writer (a temporary name, synced and renamed into
 /// place), so a failed write never loses the other entries. An unreadable

@@ -16,11 +16,14 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs the real `morphrt` binary.
+/// Runs the real `morphrt` binary, away from the calibrations stored on
+/// this machine (a thread count or threshold `morphrt calibrate` chose for
+/// a scene would change what `run` and `check` say).
 pub fn morphrt(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_morphrt"))
         .args(args)
         .current_dir(root())
+        .env("XDG_CACHE_HOME", "/nonexistent/morphrt-test-cache")
         .output()
         .expect("run morphrt")
 }

@@ -12,8 +12,8 @@ use crate::host::live::device::{self, Device, DeviceError};
 use crate::host::live::input;
 use crate::host::live::session::LiveSession;
 use crate::host::live::tap::{Existing, Tap, TapWriter};
+use crate::host::machine;
 use crate::host::machine::calibration;
-use crate::host::machine::{self, MachineKey};
 use crate::host::record::journal::{self, Journal, Record};
 use crate::host::record::snapshot::{SnapshotContext, SnapshotFile};
 use crate::host::HostError;
@@ -32,7 +32,8 @@ pub(super) struct Compiled {
     pub(super) plan: crate::graph::Plan,
     pub(super) snap: Option<SnapshotFile>,
     /// The thread count and pool threshold of the scene's calibration,
-    /// when `--threads` is not given and there is one.
+    /// when there is one and `--threads` is not given or asks for the
+    /// count it chose.
     pub(super) threads: Option<(usize, Option<u64>)>,
 }
 
@@ -58,11 +59,7 @@ impl Compiled {
         let (text, scene) = crate::host::read_scene(&opts.scene)?;
         let snap = resume_snapshot(opts, block_size, &mut copts)?;
         let mut plan = compile(&scene, &copts).map_err(HostError::Input)?;
-        let found = if auto || opts.threads.threads.is_none() {
-            stored_calibration(&text, &plan)
-        } else {
-            Ok(None)
-        };
+        let found = calibration::stored_for(&text, &plan);
         let threads = match (&found, opts.threads.threads) {
             (Ok(Some((c, path))), None) => {
                 let _ = writeln!(
@@ -71,6 +68,10 @@ impl Compiled {
                     c.threads,
                     path.display()
                 );
+                Some((c.threads, c.min_work_ns))
+            }
+            // `--threads` as calibrated: the threshold measured with it.
+            (Ok(Some((c, _))), Some(n)) if c.threads == usize::from(n) => {
                 Some((c.threads, c.min_work_ns))
             }
             // Without a cache directory there is no store to speak of.
@@ -313,6 +314,11 @@ impl FirstEngine {
         fixed.workers = opts.threads.workers(default, true)?;
         if let (Some(w), Some(ns), None) = (&fixed.workers, min_work_ns, opts.threads.min_work_ns) {
             w.set_min_work_ns(ns);
+            let _ = writeln!(
+                log,
+                "thread threshold {:.1} µs (calibrated for this scene and machine)",
+                ns as f64 / 1e3
+            );
         }
         if let Some(note) = fixed
             .workers
@@ -396,27 +402,6 @@ pub(super) fn start_tap(
         None => None,
     };
     Ok(tap)
-}
-
-/// The calibration `morphrt calibrate` stored for this scene (text and
-/// resources), sample rate and machine, and the store's path; `None` when
-/// there is none; why the store cannot be read. Never measures:
-/// calibrating takes seconds the user did not ask for.
-pub(super) fn stored_calibration(
-    text: &str,
-    plan: &crate::graph::Plan,
-) -> Result<Option<(calibration::Calibration, PathBuf)>, String> {
-    (|| -> Result<_, Box<dyn std::error::Error>> {
-        let path = calibration::store_path().ok_or("no cache directory on this system")?;
-        if !path.exists() {
-            // No store: nothing to hash the scene's resources for.
-            return Ok(None);
-        }
-        let sha = machine::scene_sha256(text.as_bytes(), &plan.resources)?;
-        let found = calibration::lookup(&path, &MachineKey::current(), &sha, plan.sample_rate)?;
-        Ok(found.map(|c| (c, path)))
-    })()
-    .map_err(|e| e.to_string())
 }
 
 /// The block size of the stored calibration `found`, saying where it came
