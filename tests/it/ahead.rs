@@ -453,7 +453,60 @@ fn a_partial_sum_that_overflows_renders_the_whole_scene_again() {
             "{err1}"
         );
         assert_eq!(two, one, "{profile}");
+        // The pass that played is the whole scene's: nothing went ahead.
+        let o = common::render(
+            &scene,
+            &dir.join(format!("over-{profile}.wav")),
+            &[
+                "--json",
+                "--threads",
+                "2",
+                "-d",
+                "0.2s",
+                "--profile",
+                profile,
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+        assert_eq!(
+            (&v["threads"], &v["ahead"]),
+            (&2.into(), &serde_json::Value::Null),
+            "{v}"
+        );
     }
+}
+
+/// `render` uses every core unless told otherwise, and `--json` says how
+/// many threads it rendered with and what it put ahead.
+#[test]
+fn render_uses_every_core_by_default_and_says_what_it_put_ahead() {
+    let dir = common::temp_dir("cores");
+    let scene = Path::new("scenes/bench/w4.json");
+    let cores = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(1024);
+    let json = |threads: &[&str]| {
+        let out = dir.join(format!("w4{}.wav", threads.join("")));
+        let mut args = vec!["--json", "-d", "0.1s"];
+        args.extend_from_slice(threads);
+        let o = common::render(scene, &out, &args);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+        (v["threads"].as_u64().unwrap() as usize, v["ahead"].clone())
+    };
+    let half = serde_json::json!({ "sum": "out", "taken": 32, "edges": 64 });
+    let (n, ahead) = json(&[]);
+    assert_eq!(n, cores);
+    assert_eq!(
+        ahead,
+        if cores >= 2 {
+            half.clone()
+        } else {
+            serde_json::Value::Null
+        }
+    );
+    assert_eq!(json(&["--threads", "1"]), (1, serde_json::Value::Null));
+    assert_eq!(json(&["--threads", "3"]), (3, half));
 }
 
 #[test]

@@ -208,6 +208,8 @@ pub fn render(
     let mut feed = midi
         .as_ref()
         .map(|m| ChangeFeed::with_notes(m.changes.clone(), m.notes.clone()));
+    // The cut of the pass that played (`--json`'s `ahead`).
+    let mut played_cut: Option<ahead::Cut>;
     let (player, ahead, report, tail, what, to_stdout) = loop {
         let output = match output.take() {
             Some(o) => o,
@@ -233,9 +235,13 @@ pub fn render(
                 if crate::host::term::verbose() {
                     let _ = writeln!(log, "ahead: {}", cut.describe());
                 }
+                played_cut = Some(cut);
                 (rest, Some(ahead))
             }
-            None => (Engine::new(whole.take().expect("the whole plan")), None),
+            None => {
+                played_cut = None;
+                (Engine::new(whole.take().expect("the whole plan")), None)
+            }
         };
         let pool = if ahead.is_some() {
             threads - 1
@@ -350,6 +356,11 @@ pub fn render(
     );
     let json = opts.json.then(|| {
         let mut summary = json_summary(opts, engine, &report, &layout, start, &warnings);
+        summary["threads"] = threads.into();
+        summary["ahead"] = played_cut.as_ref().map_or(
+            serde_json::Value::Null,
+            |c| serde_json::json!({ "sum": c.sum, "taken": c.taken, "edges": c.edges }),
+        );
         summary["conversions"] = conversions
             .iter()
             .map(crate::graph::conversion_json)

@@ -88,8 +88,10 @@ pub struct RenderOptions {
     /// `peak_dbfs`, `clipped`, `per_channel` (`peak`, `peak_dbfs`,
     /// `clipped`, `dc_offset`), `time_s` and `rtf` (wall time / audio time;
     /// below 1 is faster than real time), with `format`, `rf64`, `bytes`,
-    /// `profile` and `block_size`; stdout then holds only that object (no
-    /// `--hash` line). With `-o -` it goes to stderr.
+    /// `profile`, `block_size`, `threads` (the count it rendered with) and
+    /// `ahead` (what it rendered ahead on a thread of its own: `sum`,
+    /// `taken`, `edges`; `null` when nothing); stdout then holds only that
+    /// object (no `--hash` line). With `-o -` it goes to stderr.
     #[arg(long)]
     pub json: bool,
     /// Extra directories to look up "@resource:NAME" in (repeatable).
