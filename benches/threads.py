@@ -38,6 +38,16 @@ could gain on this machine, each thread running ahead on its half with
 nothing handed over (the process, the file and the per-block work are
 paid by both).
 
+With `--supernova DIR`, each round also renders W1 and W4 with
+SuperCollider's multi-core server, `supernova -T N` in non-real-time
+mode, at each thread count, from the scores `DIR/w1_par.osc` and
+`DIR/w4_par.osc` (the same work as 8 synths in a `ParGroup`, 48 kHz,
+block 64, 32-bit float, as the peers' comparison script writes them): a
+line under the scene gives its real-time factor at each count, its
+speed-up over one thread, and how many different sets of samples its
+renders wrote at each count and in all (their `data` chunks; morphrt's
+whole files are compared as above).
+
 With `--clock`, it plays instead: the voice module with 8 … 64 sounding
 voices on `run --device clock` (the real-time clock without a sound card)
 for 10 s at block 64 under live, at each thread count, and gives the DSP
@@ -49,10 +59,12 @@ Run from the top of the repository after `cargo build --release`:
 
     python3 benches/threads.py [ROUNDS] [--block-size N] [--threads 1,2,4,8]
                                [--profile P] [--scenes W1,W4] [--ceiling] [--halves]
+                               [--supernova DIR]
     python3 benches/threads.py --clock [--threads 1,2]
 """
 
 import argparse
+import hashlib
 import os
 import re
 import subprocess
@@ -87,6 +99,20 @@ def voices16(count=16):
              {{ "from": "vca", "to": "vel" }} ],
   "outputs": {{ "main": ["pad"] }},
   "events": [ {notes} ] }}"""
+
+
+def wav_data(path):
+    """The bytes of a WAV file's `data` chunk (the samples, without the
+    header chunks a writer may stamp with the time)."""
+    with open(path, "rb") as f:
+        b = f.read()
+    at = 12
+    while at + 8 <= len(b):
+        tag, size = b[at:at + 4], int.from_bytes(b[at + 4:at + 8], "little")
+        if tag == b"data":
+            return b[at + 8:at + 8 + size]
+        at += 8 + size + (size & 1)
+    sys.exit(f"no data chunk in {path}")
 
 
 def halves(scene, tmp):
@@ -173,7 +199,12 @@ def main():
                     help="also time two one-thread renders at once (the machine's own limit)")
     ap.add_argument("--halves", action="store_true",
                     help="also time the scene's two halves at once (any split's limit)")
+    ap.add_argument("--supernova", metavar="DIR",
+                    help="also time supernova -T N on DIR/w1_par.osc and DIR/w4_par.osc")
     a = ap.parse_args()
+    if a.supernova and subprocess.run(["sh", "-c", "command -v supernova"],
+                                      capture_output=True).returncode != 0:
+        sys.exit("--supernova: no `supernova` on PATH (Debian: supercollider-supernova)")
     tmp = tempfile.mkdtemp(prefix="morphrt-threads-")
     if a.clock:
         clock([int(t) for t in (a.threads if a.threads != "1,2,4,8" else "1,2").split(",")], tmp)
@@ -214,6 +245,25 @@ def main():
                     "--block-size", str(a.block_size), "--threads", str(n), "--format", "f32",
                     "-o", out]
 
+        score = {"W1": "w1_par.osc", "W4": "w4_par.osc"}.get(name)
+        score = os.path.join(a.supernova, score) if a.supernova and score else None
+        if score and not os.path.isfile(score):
+            sys.exit(f"--supernova: no score `{score}`")
+        peer = {n: float("inf") for n in counts}
+        peer_outputs = {n: set() for n in counts}
+
+        def supernova(n):
+            out = os.path.join(tmp, f"sn{n}.wav")
+            c = ["supernova", "-T", str(n), "-N", score, "_", out, str(48000), "WAV", "float",
+                 "-o", "1", "-i", "0", "-z", str(a.block_size), "-m", "131072", "-D", "0"]
+            t = time.perf_counter()
+            r = subprocess.run(c, capture_output=True)
+            dt = time.perf_counter() - t
+            if r.returncode != 0:
+                sys.exit(f"failed: {' '.join(c)}\n{r.stderr.decode()[-600:]}")
+            peer_outputs[n].add(hashlib.sha256(wav_data(out)).hexdigest())
+            return dt
+
         pair = halved = float("inf")
         parts = halves(scene, tmp) if a.halves else []
         if a.halves and not parts:
@@ -238,6 +288,9 @@ def main():
                 best[n] = min(best[n], dt)
                 own[n] = min(own[n], a.seconds / float(
                     re.search(rb"\(([0-9.]+)x real time\)", r.stderr).group(1)))
+            if score:
+                for n in counts:
+                    peer[n] = min(peer[n], supernova(n))
             if a.ceiling:
                 pair = min(pair, at_once([cmd(1, os.path.join(tmp, f"pair{k}.wav"))
                                           for k in range(2)]))
@@ -257,6 +310,16 @@ def main():
             + (f"   {best[1] / halved:.2f}" if parts and 1 in best else "")
             + ("" if same else "   OUTPUTS DIFFER")
         )
+        if score:
+            # The score's length is the scene's 30 s.
+            prt = {n: 30.0 / peer[n] for n in counts}
+            print(
+                f"{'  supernova':<13}" + "".join(f"{prt[n]:>14.1f}" for n in counts) + "   "
+                + " ".join(f"{prt[n] / prt[counts[0]]:.2f}" for n in counts[1:])
+                + "   different samples in " + ", ".join(
+                    f"{len(peer_outputs[n])} of {a.rounds} at {n}" for n in counts)
+                + f"; {len(set().union(*peer_outputs.values()))} in all"
+            )
     sys.exit(1 if bad else 0)
 
 
