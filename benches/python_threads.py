@@ -7,12 +7,11 @@ time of each and their ratios. Every render's samples are compared with
 the first one's: a difference fails the script.
 
 The scenes: a voice module of 16 sounding voices (the one
-`benches/threads.py` renders), W4 at block 512, where its level of 64
-bandpasses is worth spreading, and at block 64, where it is not (its
-level's work is under the pool's threshold: it stays on one thread),
-and the shipped `poly-pad`. The module renders with the engine's worker
-pool only: it does not cut a scene in two as `morphrt render` into a
-file does (GUIDE.md, Threads).
+`benches/threads.py` renders), W1 and W4 at block 64, cut in two as
+`morphrt render` into a file cuts them (half of the sum ahead on a
+thread of its own; GUIDE.md, Threads), W4 at block 512, where its level
+of 64 bandpasses is worth spreading, and the shipped `poly-pad`, a voice
+module whose voices stay under the pool's threshold.
 
 Run from the top of the repository with the module installed
 (`python3 -m pip install ./python`):
@@ -50,8 +49,9 @@ def main():
         f.write(voices16())
     cases = [
         ("16 voices, block 64", v16, 5, 64),
-        ("W4, block 512", "scenes/bench/w4.json", 30, 512),
+        ("W1, block 64", "scenes/bench/w1.json", 30, 64),
         ("W4, block 64", "scenes/bench/w4.json", 30, 64),
+        ("W4, block 512", "scenes/bench/w4.json", 30, 512),
         ("poly-pad, block 64", "scenes/poly-pad.json", 30, 64),
     ]
     n = a.threads

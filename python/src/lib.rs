@@ -20,6 +20,7 @@ mod sample;
 mod stream;
 
 use ::morphrt::host::files::threads::MAX_THREADS;
+use ::morphrt::host::offline::ahead;
 use morphrt_core::api::player::offline_player;
 use morphrt_core::api::{Diagnostics, Loaded};
 use morphrt_core::engine::{BusRef, ChangeFeed, Engine, InputBlock, InputFeed, Workers};
@@ -429,18 +430,54 @@ fn render<'py>(
     };
     let (plan, _) = loaded.into_parts();
     let strict = profile == Profile::Strict;
-    let workers = workers_of(threads)?;
+    // Half of a wide sum (or the head of a chain) on a thread of its own,
+    // as `morphrt render` into a file does (`ahead.rs` of the command
+    // line): a scene without an input or MIDI to read.
+    let parts = (threads >= 2 && feed.is_none() && midi.is_none() && ahead::may_cut(&plan))
+        .then(|| {
+            let scene = morphrt_core::scene::load_str(&text, &src.name, src.dir.clone()).ok()?;
+            let options = options.clone();
+            let compile = move |part: &morphrt_core::scene::Scene| {
+                morphrt_core::graph::compile(part, &options).ok()
+            };
+            ahead::start_parts(&plan, &scene, compile, false, frames)
+        })
+        .flatten()
+        .transpose()
+        .map_err(|e| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("threads: {e}; ask for fewer"))
+        })?;
+    let rest_workers = match parts {
+        Some(_) => workers_of(threads - 1)?,
+        None => None,
+    };
     let (out, errors) = py
         .detach(move || {
             catch(move || {
+                if let Some((mut ahead, mut rest, _)) = parts {
+                    rest.set_workers(rest_workers);
+                    if let Some(feed) = ahead.feed() {
+                        rest.set_input_feed(feed);
+                    }
+                    let spoiled = ahead.spoiled();
+                    let keeps = |rest: &Engine| ahead.keeps(rest);
+                    if let Some(played) = play(rest, frames, None, strict, Some((&spoiled, &keeps)))
+                    {
+                        return Ok(played);
+                    }
+                    // What the part ahead gave is not what the whole scene
+                    // plays: nothing is kept, the whole scene plays.
+                }
                 let mut engine = Engine::new(plan);
-                engine.set_workers(workers);
+                engine.set_workers(workers_of(threads).map_err(|e| e.to_string())?);
                 if let Some(feed) = feed {
                     engine.set_input_feed(feed);
                 }
-                play(engine, frames, midi.map(|m| m.0), strict)
+                Ok(play(engine, frames, midi.map(|m| m.0), strict, None)
+                    .expect("a render without a part ahead plays to its end"))
             })
         })
+        .and_then(|r: Result<_, String>| r)
         .map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
     if let Some(e) = file.and_then(|f| f.state().err()) {
         return Err(inputs::host_error("input", e.into()));
@@ -516,16 +553,29 @@ fn copy_bus<T: Copy>(
     }
 }
 
+/// Whether a render whose part ahead is on a thread of its own may keep
+/// what it played: the flag `ahead.rs` raises when the part spoiled it,
+/// and the check of the rest's engine once every frame played.
+type Kept<'a> = (
+    &'a std::sync::atomic::AtomicBool,
+    &'a dyn Fn(&Engine) -> bool,
+);
+
 /// Plays `frames` frames of `engine` as `morphrt render` does (its
 /// offline player, `feed`'s changes and notes landing at their samples):
 /// the main bus `(channels, frames)` (f64 when `strict`, else f32), and
-/// the changes that could not land.
+/// the changes that could not land; `None` when `kept` says the render
+/// may not keep it (it stops at the first block after the part ahead
+/// spoiled it).
 fn play(
     engine: Engine,
     frames: u64,
     mut feed: Option<ChangeFeed>,
     strict: bool,
-) -> (Samples, Vec<(u64, String)>) {
+    kept: Option<Kept<'_>>,
+) -> Option<(Samples, Vec<(u64, String)>)> {
+    use std::sync::atomic::Ordering;
+    let spoiled = || kept.is_some_and(|(s, _)| s.load(Ordering::Acquire));
     let width = engine.channels();
     let frames = frames as usize;
     let mut player = offline_player(engine);
@@ -538,8 +588,11 @@ fn play(
         frames as u64,
         &[],
         feed.as_mut(),
-        |_| Ok::<(), std::convert::Infallible>(()),
+        |_| Ok::<(), ()>(()),
         |bus| {
+            if spoiled() {
+                return Err(());
+            }
             if strict {
                 let rows = match &bus {
                     BusRef::F64(rows, _) => Some(&rows[..]),
@@ -558,7 +611,9 @@ fn play(
         },
         |_| {},
     );
-    let Ok(()) = played;
+    if played.is_err() || spoiled() || kept.is_some_and(|(_, keeps)| !keeps(player.engine())) {
+        return None;
+    }
     let shape = (width, frames);
     let out = match strict {
         true => {
@@ -568,7 +623,7 @@ fn play(
             Samples::F32(Array2::from_shape_vec(shape, narrow).expect("the shape holds the data"))
         }
     };
-    (out, feed.map(|f| f.errors().to_vec()).unwrap_or_default())
+    Some((out, feed.map(|f| f.errors().to_vec()).unwrap_or_default()))
 }
 
 /// Checks a scene as `morphrt check` does: returns its warnings (as

@@ -197,50 +197,118 @@ def test_a_render_on_more_threads_gives_the_bytes_of_one_and_of_the_cli(scene, s
     assert cli_hash(ROOT / scene, seconds, profile, "--threads", "2") == one
 
 
+def new_threads(scene, **kwargs):
+    """Renders `scene` and gives each thread the render started: its name
+    and its time on a CPU in ns, read from /proc while the render runs by
+    a watcher thread, dearest first."""
+    before = set(os.listdir("/proc/self/task"))
+    cpu, names, stop = {}, {}, threading.Event()
+
+    def watch():
+        own = str(threading.get_native_id())
+        while not stop.is_set():
+            for tid in os.listdir("/proc/self/task"):
+                if tid in before or tid == own:
+                    continue
+                try:
+                    with open(f"/proc/self/task/{tid}/schedstat") as f:
+                        ns = int(f.read().split()[0])
+                    with open(f"/proc/self/task/{tid}/comm") as f:
+                        names[tid] = f.read().strip()
+                except (OSError, ValueError, IndexError):
+                    continue
+                cpu[tid] = max(cpu.get(tid, 0), ns)
+            time.sleep(0.0005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        out = morphrt.render(scene, **kwargs)
+    finally:
+        stop.set()
+        watcher.join()
+    return out, sorted(((names.get(t, "?"), ns) for t, ns in cpu.items()),
+                       key=lambda x: -x[1])
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/thread-self/schedstat").exists(),
+                                reason="reads the threads' CPU time in /proc")
+
+
+@needs_proc
 def test_threads_renders_on_its_workers_and_one_starts_none():
-    """`threads=N` renders on the calling thread and N - 1 workers: each
-    worker's time on a CPU, read from /proc while the render runs by a
-    watcher thread, is that of a share of the work (an idle worker spins
-    for microseconds before it sleeps). At block 512, W4's 64 bandpasses
-    are worth spreading (at 64 they are not: waking a worker costs more)."""
-    if not Path("/proc/thread-self/schedstat").exists():
-        pytest.skip("reads the threads' CPU time in /proc")
+    """`threads=N` renders on the calling thread and N - 1 others: the
+    pool's workers, and the thread that renders half of a wide sum ahead
+    (below). Each one's time on a CPU is that of a share of the work (an
+    idle worker spins for microseconds before it sleeps). At block 512,
+    W4's bandpasses are worth spreading (at 64 they are not: waking a
+    worker costs more). (A thread something else in the process starts
+    meanwhile does no share of the render: only the threads are held to
+    one.)"""
+    w4 = ROOT / "scenes/bench/w4.json"
+    _, started = new_threads(w4, duration=2, profile="live", block_size=512, threads=4)
+    assert len(started) >= 3 and started[2][1] > 500_000, \
+        f"three threads each ran a share of W4 (ns on a CPU: {started})"
+    for kwargs in ({"threads": 1}, {}):
+        _, alone = new_threads(w4, duration=2, profile="live", block_size=512, **kwargs)
+        assert all(ns < 500_000 for _, ns in alone), f"no thread ran a share: {alone}"
 
-    def new_threads_cpu_ns(**kwargs):
-        before = set(os.listdir("/proc/self/task"))
-        cpu, stop = {}, threading.Event()
 
-        def watch():
-            own = str(threading.get_native_id())
-            while not stop.is_set():
-                for tid in os.listdir("/proc/self/task"):
-                    if tid in before or tid == own:
-                        continue
-                    try:
-                        with open(f"/proc/self/task/{tid}/schedstat") as f:
-                            ns = int(f.read().split()[0])
-                    except (OSError, ValueError, IndexError):
-                        continue
-                    cpu[tid] = max(cpu.get(tid, 0), ns)
-                time.sleep(0.0005)
+def chains(n, extra=None):
+    """`n` noise -> bandpass chains summed by a gain of 0.5."""
+    nodes, edges = [], []
+    for k in range(n):
+        nodes += [{"id": f"src{k}", "op": "noise", "params": {"amp": 0.25}},
+                  {"id": f"bp{k}", "op": "biquad",
+                   "params": {"mode": "bandpass", "cutoff": f"{200 + 150 * k}Hz", "q": 10}}]
+        edges += [{"from": f"src{k}", "to": f"bp{k}"}, {"from": f"bp{k}", "to": "sum"}]
+    nodes.append({"id": "sum", "op": "gain", "params": {"gain": 0.5}})
+    scene = {"version": "1.0", "seed": 7, "sample_rate": 48000, "nodes": nodes,
+             "edges": edges, "outputs": {"main": ["sum"]}}
+    scene.update(extra or {})
+    return scene
 
-        watcher = threading.Thread(target=watch)
-        watcher.start()
-        try:
-            morphrt.render(ROOT / "scenes/bench/w4.json", duration=2, profile="live",
-                           block_size=512, **kwargs)
-        finally:
-            stop.set()
-            watcher.join()
-        return sorted(cpu.values(), reverse=True)
 
-    # (A thread something else in the process starts meanwhile does no
-    # share of the render: only the workers are held to one.)
-    workers = new_threads_cpu_ns(threads=4)
-    assert len(workers) >= 3 and workers[2] > 500_000, \
-        f"three workers each ran a share of W4 (ns on a CPU: {workers})"
-    for alone in (new_threads_cpu_ns(threads=1), new_threads_cpu_ns()):
-        assert all(ns < 500_000 for ns in alone), f"no thread ran a share: {alone}"
+@needs_proc
+@pytest.mark.parametrize("profile", ["strict", "repro", "live"])
+def test_half_of_a_wide_sum_renders_ahead_on_a_thread_of_its_own_with_the_bytes_of_one(profile):
+    """As `morphrt render` into a file does: the first half of the sum's
+    inputs, with what feeds them, renders ahead on a thread named
+    `morphrt-ahead`, and the rest adds its half onto theirs, in order."""
+    scene = chains(16)
+    one = morphrt.render(scene, duration=1, profile=profile)
+    two, started = new_threads(scene, duration=1, profile=profile, threads=2)
+    assert array_hash(two) == array_hash(one)
+    ahead = [ns for name, ns in started if name == "morphrt-ahead"]
+    assert len(ahead) == 1 and ahead[0] > 1_000_000, f"the part ahead ran: {started}"
+    # Events (what the part plays would not be a function of time alone):
+    # no part ahead, the same bytes.
+    moved = chains(16, {"events": [{"time": "0.5s", "node": "bp3", "param": "cutoff",
+                                    "value": "900Hz"}]})
+    one = morphrt.render(moved, duration=1, profile=profile)
+    two, started = new_threads(moved, duration=1, profile=profile, threads=2)
+    assert array_hash(two) == array_hash(one)
+    assert not any(name == "morphrt-ahead" for name, _ in started), started
+
+
+@pytest.mark.parametrize("profile", ["strict", "repro"])
+def test_a_partial_sum_that_overflows_renders_the_whole_scene_again(profile):
+    """Two members of 2e38 each: their partial sum ahead overflows f32
+    where the whole scene's sum need not; the render keeps nothing of that
+    pass and plays the whole scene again: the bytes of one thread, and of
+    the command line's render into a file."""
+    scene = chains(16)
+    scene["nodes"] += [{"id": "d", "op": "dc", "params": {"value": 1e6}}] + [
+        {"id": f"g{k}", "op": "gain", "params": {"gain": 1e6}} for k in range(1, 6)]
+    scene["edges"] = [e for e in scene["edges"] if e["to"] not in ("bp0", "bp1")] + [
+        {"from": a, "to": b} for a, b in zip(["d", "g1", "g2", "g3", "g4"],
+                                             ["g1", "g2", "g3", "g4", "g5"])] + [
+        {"from": "g5", "to": "bp0"}, {"from": "g5", "to": "bp1"}]
+    for bp in ("bp0", "bp1"):
+        node = next(n for n in scene["nodes"] if n["id"] == bp)
+        node["op"], node["params"] = "gain", {"gain": 200}
+    one = array_hash(morphrt.render(scene, duration=0.2, profile=profile))
+    assert array_hash(morphrt.render(scene, duration=0.2, profile=profile, threads=2)) == one
 
 
 def test_an_isa_cap_plays_the_cli_bits_under_the_same_cap_and_an_unknown_one_fails_the_import():

@@ -615,6 +615,42 @@ pub fn checked_cut(
     (whole.fits_ahead(&cut, &ahead) && whole.fits_rest(&cut, &rest)).then_some(cut)
 }
 
+/// `plan`, compiled from `scene`, cut in two ([`cut`]) and both parts
+/// compiled by `compile` with the whole's options: the part ahead started
+/// on its thread ([`Ahead::start`], to render the first `frames` frames),
+/// the rest's engine built here meanwhile, and the cut. `None` when the
+/// scene is not cut, when the part would read the input and `input` is
+/// false (or the other way round), or when a part compiles to other
+/// settings than the whole's: then the whole scene plays as it is. A part
+/// that reads the input waits for it ([`Ahead::read_input`]); the rest
+/// reads the part through [`Ahead::feed`].
+pub fn start_parts(
+    plan: &Plan,
+    scene: &Scene,
+    compile: impl Fn(&Scene) -> Option<Plan> + Clone + Send + 'static,
+    input: bool,
+    frames: u64,
+) -> Option<std::io::Result<(Ahead, Engine, Cut)>> {
+    let (cut, split) = cut(plan, scene)?;
+    if cut.reads_input != input {
+        return None;
+    }
+    let whole = Settings::of(plan);
+    // The part ahead compiles on its own thread while the rest compiles here.
+    let (part, build) = (split.part, compile.clone());
+    let (ahead, fits) = match Ahead::start(move || build(&part), whole.clone(), &cut, frames) {
+        Ok(started) => started,
+        Err(e) => return Some(Err(e)),
+    };
+    let rest = compile(&split.rest).filter(|p| whole.fits_rest(&cut, p))?;
+    // Built while the part ahead compiles and checks itself.
+    let rest = Engine::new(rest);
+    if !next(&fits, SPIN_FITS).unwrap_or(false) {
+        return None;
+    }
+    Some(Ok((ahead, rest, cut)))
+}
+
 /// Whether `rest` sums the part ahead first into the sum's input, as the
 /// whole scene summed the part's edges first.
 fn sums_ahead_first(cut: &Cut, rest: &Plan) -> bool {

@@ -219,11 +219,10 @@ pub fn render(
         let parts = settings
             .as_ref()
             .filter(|_| try_ahead)
-            .and_then(|whole| {
+            .and_then(|_| {
                 ahead_parts(
                     opts,
                     plan,
-                    whole,
                     &scene,
                     (input_rate, input.as_ref()),
                     length.most(sr),
@@ -394,7 +393,6 @@ pub fn render(
 fn ahead_parts(
     opts: &RenderOptions,
     plan: &crate::graph::Plan,
-    whole: &ahead::Settings,
     scene: &scene::Scene,
     (input_rate, input): (
         Option<u32>,
@@ -402,20 +400,12 @@ fn ahead_parts(
     ),
     frames: u64,
 ) -> Option<Result<(Ahead, Engine, ahead::Cut), HostError>> {
-    let (cut, split) = ahead::cut(plan, scene)?;
-    // The part ahead reads the input (and holds every `input` node), or
-    // there is none.
-    if cut.reads_input != input.is_some() {
-        return None;
-    }
     let opts = opts.clone();
     let compile = move |part: &scene::Scene| {
         compile_for_render(&opts, part, None, input_rate, &mut std::io::sink()).ok()
     };
-    // The part ahead compiles on its own thread while the rest compiles here.
-    let (part, build) = (split.part, compile.clone());
-    let started = Ahead::start(move || build(&part), whole.clone(), &cut, frames);
-    let (ahead, fits) = match started {
+    let started = ahead::start_parts(plan, scene, compile, input.is_some(), frames)?;
+    let (mut ahead, rest, cut) = match started {
         Ok(s) => s,
         Err(source) => {
             return Some(Err(HostError::Thread {
@@ -424,15 +414,8 @@ fn ahead_parts(
             }))
         }
     };
-    let rest = compile(&split.rest).filter(|p| whole.fits_rest(&cut, p))?;
-    // Built while the part ahead compiles and checks itself.
-    let rest = Engine::new(rest);
-    if !ahead::next(&fits, ahead::SPIN_FITS).unwrap_or(false) {
-        return None;
-    }
     // Only once both parts fit: a cut given up plays the whole scene,
     // which reads the input from its start.
-    let mut ahead = ahead;
     if let Some(i) = input {
         ahead.read_input(i.feed());
     }
