@@ -433,43 +433,40 @@ fn render<'py>(
     // Half of a wide sum (or the head of a chain) on a thread of its own,
     // as `morphrt render` into a file does (`ahead.rs` of the command
     // line): a scene without an input or MIDI to read.
-    let parts = (threads >= 2 && feed.is_none() && midi.is_none() && ahead::may_cut(&plan))
-        .then(|| {
-            let scene = morphrt_core::scene::load_str(&text, &src.name, src.dir.clone()).ok()?;
-            let options = options.clone();
-            let compile = move |part: &morphrt_core::scene::Scene| {
-                morphrt_core::graph::compile(part, &options).ok()
-            };
-            ahead::start_parts(&plan, &scene, compile, false, frames)
-        })
-        .flatten()
-        .transpose()
-        .map_err(|e| {
-            pyo3::exceptions::PyRuntimeError::new_err(format!("threads: {e}; ask for fewer"))
-        })?;
-    let rest_workers = match parts {
-        Some(_) => workers_of(threads - 1)?,
-        None => None,
-    };
+    let may_cut = threads >= 2 && feed.is_none() && midi.is_none() && ahead::may_cut(&plan);
+    let (name, dir) = (src.name.clone(), src.dir.clone());
     let (out, errors) = py
         .detach(move || {
             catch(move || {
-                if let Some((mut ahead, mut rest, _)) = parts {
-                    rest.set_workers(rest_workers);
-                    if let Some(feed) = ahead.feed() {
-                        rest.set_input_feed(feed);
+                let scene = may_cut
+                    .then(|| morphrt_core::scene::load_str(&text, &name, dir).ok())
+                    .flatten();
+                let compile = move |part: &morphrt_core::scene::Scene| {
+                    morphrt_core::graph::compile(part, &options).ok()
+                };
+                let parts = scene
+                    .and_then(|scene| ahead::start_parts(&plan, &scene, compile, false, frames));
+                let ask_fewer = |e: &dyn std::fmt::Display| format!("threads: {e}; ask for fewer");
+                match parts {
+                    Some(Ok((mut ahead, mut rest, _))) => {
+                        rest.set_workers(workers_of(threads - 1).map_err(|e| ask_fewer(&e))?);
+                        if let Some(feed) = ahead.feed() {
+                            rest.set_input_feed(feed);
+                        }
+                        let spoiled = ahead.spoiled();
+                        let keeps = |rest: &Engine| ahead.keeps(rest);
+                        let kept = Some((&*spoiled, &keeps as &dyn Fn(&Engine) -> bool));
+                        if let Some(played) = play(rest, frames, None, strict, kept) {
+                            return Ok(played);
+                        }
+                        // What the part ahead gave is not what the whole
+                        // scene plays: nothing is kept, the whole scene plays.
                     }
-                    let spoiled = ahead.spoiled();
-                    let keeps = |rest: &Engine| ahead.keeps(rest);
-                    if let Some(played) = play(rest, frames, None, strict, Some((&spoiled, &keeps)))
-                    {
-                        return Ok(played);
-                    }
-                    // What the part ahead gave is not what the whole scene
-                    // plays: nothing is kept, the whole scene plays.
+                    Some(Err(e)) => return Err(ask_fewer(&e)),
+                    None => {}
                 }
                 let mut engine = Engine::new(plan);
-                engine.set_workers(workers_of(threads).map_err(|e| e.to_string())?);
+                engine.set_workers(workers_of(threads).map_err(|e| ask_fewer(&e))?);
                 if let Some(feed) = feed {
                     engine.set_input_feed(feed);
                 }
@@ -513,13 +510,11 @@ fn threads_in_range(threads: usize) -> PyResult<usize> {
 
 /// The worker pool of a render on `threads` threads (none for one), as
 /// `morphrt render --threads` starts it; the same bytes at every count.
-fn workers_of(threads: usize) -> PyResult<Option<Workers>> {
+fn workers_of(threads: usize) -> std::io::Result<Option<Workers>> {
     if threads == 1 {
         return Ok(None);
     }
-    Workers::try_new(threads).map(Some).map_err(|e| {
-        pyo3::exceptions::PyRuntimeError::new_err(format!("threads: {e}; ask for fewer"))
-    })
+    Workers::try_new(threads).map(Some)
 }
 
 /// A render's samples, `(channels, frames)`: f64 under strict, f32
