@@ -219,26 +219,32 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
             ci: None,
         });
     }
+    // The pool's threshold as `run` plays the scene with it: the one asked
+    // for, else the one `calibrate` stored for this count, else the default.
+    let threshold = opts.threads.threads.map(|t| {
+        use crate::host::machine::calibration::{stored_for, Threshold};
+        let stored = match opts.threads.min_work_ns {
+            None => stored_for(&text, &plan).ok().flatten(),
+            Some(_) => None,
+        };
+        (
+            t,
+            Threshold::of(opts.threads.min_work_ns, usize::from(t), stored.as_ref()),
+        )
+    });
     let mut engine = crate::engine::Engine::new(plan);
-    if let Some(t) = opts.threads.threads {
+    let workers = opts.threads.workers(1, false)?;
+    if let Some((t, at)) = &threshold {
         let _ = write!(
             log,
             "{}",
-            crate::host::files::threads::threads_text(
-                &engine,
-                usize::from(t),
-                opts.threads
-                    .min_work_ns
-                    .unwrap_or(crate::engine::MIN_WORK_NS),
-                if opts.threads.min_work_ns.is_some() {
-                    "as asked"
-                } else {
-                    "the default"
-                }
-            )
+            crate::host::files::threads::threads_text(&engine, usize::from(*t), at.ns, at.whence())
         );
+        if let Some(w) = &workers {
+            w.set_min_work_ns(at.ns);
+        }
     }
-    engine.set_workers(opts.threads.workers(1, false)?);
+    engine.set_workers(workers);
     let timing = timing::time_engine(&mut engine, frames, opts.runs, log);
     let ci = opts.ci.then(|| ci_checks(opts, &timing));
     Ok(BenchReport {

@@ -660,6 +660,26 @@ fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
         "{}",
         stdout(&o)
     );
+    // `bench` times the pool at that threshold, and says so.
+    let o = morphrt_with_cache(
+        &[
+            "bench",
+            "scenes/drone.json",
+            "-d",
+            "0.1s",
+            "--runs",
+            "1",
+            "--threads",
+            "3",
+        ],
+        &cache,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the pool's threshold 0.0 µs, calibrated for this scene and machine)"),
+        "{}",
+        stderr(&o)
+    );
     // A damaged count is named and not played.
     v["entries"][0]["threads"] = Value::from(0);
     std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();
