@@ -6,10 +6,22 @@
 //! from a plugin file written here), each in calls of 64 frames, best of
 //! 5, in ns a block.
 //!
+//! Then the plugin's longest call under a flood, as a host automating
+//! every param and playing chords sends it: `scenes/poly-pad.json` (six
+//! voices) under live, one call of 64 frames after another, each call's
+//! time taken apart; quiet (a chord held, no events), then with 256 param
+//! changes in every call (each param in turn, four at each frame) and a
+//! note on or off at every eighth frame, so that voices are stolen all
+//! the time: the median, 99th percentile and longest call of each, and
+//! the deadline (64 frames at 48 kHz, 1333 µs).
+//!
 //! Measures only; asserts nothing.
 //!
 //! `cargo bench --bench plugin`
 
+use clack_extensions::params::{ParamInfoBuffer, PluginParams};
+use clack_host::events::event_types::{NoteOffEvent, NoteOnEvent, ParamValueEvent};
+use clack_host::events::Pckn;
 use clack_host::prelude::*;
 use morphrt::api::{Activation, Loaded};
 use morphrt::engine::Engine;
@@ -132,6 +144,8 @@ fn main() {
         }
     });
     plugin.deactivate(processor_.stop_processing());
+
+    let flood = flood(&entry_of(&dir, "poly-pad"));
     let _ = std::fs::remove_dir_all(&dir);
 
     println!("{SCENE}, strict, block {BLOCK}, best of {RUNS} runs of {BLOCKS} blocks:");
@@ -144,4 +158,147 @@ fn main() {
         "  the plugin's process {plugin_ns:8.0} ns a block ({:.2} x render)",
         plugin_ns / render
     );
+    let deadline = BLOCK as f64 / 48_000.0 * 1e6;
+    println!(
+        "{FLOOD_SCENE}, live, {FLOOD_CALLS} calls of {BLOCK} frames each (deadline {deadline:.0} µs):"
+    );
+    for (what, mut times) in flood {
+        times.sort_by(f64::total_cmp);
+        let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+        println!(
+            "  {what:<44} median {:7.1} µs  p99 {:7.1} µs  longest {:7.1} µs",
+            at(0.5),
+            at(0.99),
+            at(1.0)
+        );
+    }
+}
+
+const FLOOD_SCENE: &str = "scenes/poly-pad.json";
+const FLOOD_CALLS: usize = 20_000;
+
+/// The plugin file of `FLOOD_SCENE` under live, written into `dir`, and
+/// its entry.
+fn entry_of(dir: &std::path::Path, name: &str) -> PluginEntry {
+    let text = std::fs::read_to_string(FLOOD_SCENE)
+        .expect("the shipped scene")
+        .replace(r#""profile": "repro""#, r#""profile": "live""#);
+    let file = dir.join(format!("{name}.clap"));
+    let payload = Payload {
+        name: name.into(),
+        scene_name: format!("{name}.json"),
+        scene: text,
+        resources: Vec::new(),
+        watch: None,
+    };
+    std::fs::write(&file, payload.to_appendix()).unwrap();
+    let c = CString::new(file.to_str().unwrap()).unwrap();
+    PluginEntry::load_from_clack::<morphrt_clap::Entry>(&c).expect("the entry loads")
+}
+
+/// Each call's time in µs, quiet and under the flood (see the crate doc).
+fn flood(entry: &PluginEntry) -> Vec<(&'static str, Vec<f64>)> {
+    let info = HostInfo::new("bench", "morphrt", "https://example.invalid", "1.0").unwrap();
+    let id = {
+        let factory = entry.get_plugin_factory().unwrap();
+        let d = factory.plugin_descriptors().next().unwrap();
+        CString::from(d.id().unwrap())
+    };
+    let mut plugin =
+        PluginInstance::<Bench>::new(|_| Shared, |_| (), entry, &id, &info).expect("an instance");
+    // Every param, with its range.
+    let params = {
+        let handle = plugin.plugin_handle();
+        let ext = handle.get_extension::<PluginParams>().expect("params");
+        (0..ext.count(&handle))
+            .map(|i| {
+                let mut b = ParamInfoBuffer::new();
+                let p = ext.get_info(&handle, i, &mut b).unwrap();
+                (p.id, p.min_value, p.max_value)
+            })
+            .collect::<Vec<_>>()
+    };
+    let config = PluginAudioConfiguration {
+        sample_rate: 48_000.0,
+        min_frames_count: 1,
+        max_frames_count: BLOCK as u32,
+    };
+    let mut processor = plugin
+        .activate(|_, _| (), config)
+        .unwrap()
+        .start_processing()
+        .unwrap();
+    let (mut left, mut right) = (vec![0f32; BLOCK], vec![0f32; BLOCK]);
+    let mut ports = AudioPorts::with_capacity(2, 1);
+    let mut events = EventBuffer::with_capacity(1024);
+    let mut out_events = EventBuffer::with_capacity(1024);
+    let mut runs = Vec::new();
+    let mut k = 0u64;
+    for (what, flooded) in [
+        ("quiet (a chord held)", false),
+        ("256 param changes and 8 notes a call", true),
+    ] {
+        let mut times = Vec::with_capacity(FLOOD_CALLS);
+        for call in 0..FLOOD_CALLS {
+            events.clear();
+            if call == 0 {
+                for (n, key) in [48u16, 55, 60, 64].into_iter().enumerate() {
+                    events.push(&NoteOnEvent::new(
+                        0,
+                        Pckn::new(0u16, 0u16, key, n as u32),
+                        0.6,
+                    ));
+                }
+            }
+            if flooded {
+                for t in 0..BLOCK as u32 {
+                    if t % 8 == 0 {
+                        // A note on or off at every eighth frame: keys move
+                        // up and wrap, more of them sounding than voices.
+                        k += 1;
+                        let key = 36 + (k % 48) as u16;
+                        let pckn = Pckn::new(0u16, 0u16, key, k as u32);
+                        if k % 3 == 0 {
+                            events.push(&NoteOffEvent::new(t, pckn, 0.0));
+                        } else {
+                            events.push(&NoteOnEvent::new(t, pckn, 0.5));
+                        }
+                    }
+                    for j in 0..4u64 {
+                        let (id, lo, hi) = params[((k * 4 + j) as usize) % params.len()];
+                        let x = ((call as u64 * 31 + u64::from(t) * 7 + j) % 101) as f64 / 100.0;
+                        events.push(&ParamValueEvent::new(
+                            t,
+                            id,
+                            Pckn::match_all(),
+                            lo + (hi - lo) * x,
+                        ));
+                    }
+                }
+            }
+            let mut output = ports.with_output_buffers([AudioPortBuffer {
+                latency: 0,
+                channels: AudioPortBufferType::f32_output_only(
+                    [&mut left[..], &mut right[..]].into_iter(),
+                ),
+            }]);
+            out_events.clear();
+            let input_events = InputEvents::from_buffer(&events);
+            let t = Instant::now();
+            processor
+                .process(
+                    &InputAudioBuffers::empty(),
+                    &mut output,
+                    &input_events,
+                    &mut OutputEvents::from_buffer(&mut out_events),
+                    None,
+                    None,
+                )
+                .unwrap();
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        runs.push((what, times));
+    }
+    plugin.deactivate(processor.stop_processing());
+    runs
 }
