@@ -252,13 +252,13 @@ fn flood(entry: &PluginEntry) -> Vec<(&'static str, Vec<f64>)> {
             }
             if flooded {
                 for t in 0..BLOCK as u32 {
-                    if t % 8 == 0 {
+                    if t.is_multiple_of(8) {
                         // A note on or off at every eighth frame: keys move
                         // up and wrap, more of them sounding than voices.
                         k += 1;
                         let key = 36 + (k % 48) as u16;
                         let pckn = Pckn::new(0u16, 0u16, key, k as u32);
-                        if k % 3 == 0 {
+                        if k.is_multiple_of(3) {
                             events.push(&NoteOffEvent::new(t, pckn, 0.0));
                         } else {
                             events.push(&NoteOnEvent::new(t, pckn, 0.5));
