@@ -202,6 +202,8 @@ def main():
     ap.add_argument("--supernova", metavar="DIR",
                     help="also time supernova -T N on DIR/w1_par.osc and DIR/w4_par.osc")
     a = ap.parse_args()
+    if a.supernova and (a.clock or a.seconds != 30.0):
+        sys.exit("--supernova times the 30 s scores beside 30 s renders: without --clock or --seconds")
     if a.supernova and subprocess.run(["sh", "-c", "command -v supernova"],
                                       capture_output=True).returncode != 0:
         sys.exit("--supernova: no `supernova` on PATH (Debian: supercollider-supernova)")

@@ -292,7 +292,7 @@ def test_half_of_a_wide_sum_renders_ahead_on_a_thread_of_its_own_with_the_bytes_
 
 
 @pytest.mark.parametrize("profile", ["strict", "repro"])
-def test_a_partial_sum_that_overflows_renders_the_whole_scene_again(profile):
+def test_a_partial_sum_that_overflows_renders_the_whole_scene_again(profile, tmp_path):
     """Two members of 2e38 each: their partial sum ahead overflows f32
     where the whole scene's sum need not; the render keeps nothing of that
     pass and plays the whole scene again: the bytes of one thread, and of
@@ -308,7 +308,12 @@ def test_a_partial_sum_that_overflows_renders_the_whole_scene_again(profile):
         node = next(n for n in scene["nodes"] if n["id"] == bp)
         node["op"], node["params"] = "gain", {"gain": 200}
     one = array_hash(morphrt.render(scene, duration=0.2, profile=profile))
+    # (Kept, the pass ahead would give other bytes: its part stops at the
+    # overflow, too soon for a watcher of the threads to see it run.)
     assert array_hash(morphrt.render(scene, duration=0.2, profile=profile, threads=2)) == one
+    path = tmp_path / "over.json"
+    path.write_text(json.dumps(scene))
+    assert cli_hash(path, 0.2, profile, "--threads", "2") == one
 
 
 def test_an_isa_cap_plays_the_cli_bits_under_the_same_cap_and_an_unknown_one_fails_the_import():

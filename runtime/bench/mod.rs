@@ -163,6 +163,17 @@ pub struct BenchReport {
     pub timing: Option<Timing>,
     /// `None` without `--ci`.
     pub ci: Option<CiReport>,
+    /// The worker pool the timing ran with; `None` on one thread.
+    pub pool: Option<PoolReport>,
+}
+
+/// `bench --threads N`'s pool: its threads and threshold, and where the
+/// threshold comes from (`option`, `calibration`, `default`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PoolReport {
+    pub threads: usize,
+    pub min_work_ns: u64,
+    pub min_work_from: &'static str,
 }
 
 /// Checks parity and, when it holds, times the scene. Parity failing is
@@ -217,6 +228,7 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
             parity,
             timing: None,
             ci: None,
+            pool: None,
         });
     }
     // The pool's threshold as `run` plays the scene with it: the one asked
@@ -247,11 +259,17 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
     engine.set_workers(workers);
     let timing = timing::time_engine(&mut engine, frames, opts.runs, log);
     let ci = opts.ci.then(|| ci_checks(opts, &timing));
+    let pool = threshold.filter(|(t, _)| *t > 1).map(|(t, at)| PoolReport {
+        threads: usize::from(t),
+        min_work_ns: at.ns,
+        min_work_from: at.key(),
+    });
     Ok(BenchReport {
         key,
         parity,
         timing: Some(timing),
         ci,
+        pool,
     })
 }
 

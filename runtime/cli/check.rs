@@ -51,7 +51,8 @@ pub struct CheckOptions {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=crate::host::files::threads::MAX_THREADS as i64))]
     pub threads: Option<u16>,
     /// Block size in frames (default: the scene's, else the profile's):
-    /// the plan at `--threads` is for blocks of this size.
+    /// the scene is checked compiled at it (the report's `block_size`, its
+    /// deadline warnings, and the plan at `--threads`).
     #[arg(long = "block-size")]
     pub block_size: Option<usize>,
     /// The pool's threshold for the plan at `--threads`, as `run` and

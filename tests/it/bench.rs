@@ -661,25 +661,34 @@ fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
         stdout(&o)
     );
     // `bench` times the pool at that threshold, and says so.
-    let o = morphrt_with_cache(
-        &[
+    let bench = |args: &[&str]| {
+        let mut all = vec![
             "bench",
             "scenes/drone.json",
             "-d",
             "0.1s",
             "--runs",
             "1",
-            "--threads",
-            "3",
-        ],
-        &cache,
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+            "--json",
+        ];
+        all.extend_from_slice(args);
+        let o = morphrt_with_cache(&all, &cache);
+        assert!(o.status.success(), "{}", stderr(&o));
+        (json(&o)["pool"].clone(), stderr(&o))
+    };
+    let (pool, err) = bench(&["--threads", "3"]);
     assert!(
-        stderr(&o).contains("the pool's threshold 0.0 µs, calibrated for this scene and machine)"),
-        "{}",
-        stderr(&o)
+        err.contains("the pool's threshold 0.0 µs, calibrated for this scene and machine)"),
+        "{err}"
     );
+    let want = |n: u64, ns: u64, from: &str| serde_json::json!({ "threads": n, "min_work_ns": ns, "min_work_from": from });
+    assert_eq!(pool, want(3, 0, "calibration"));
+    assert_eq!(bench(&["--threads", "2"]).0, want(2, 20_000, "default"));
+    assert_eq!(
+        bench(&["--threads", "3", "--thread-min-work-ns", "5"]).0,
+        want(3, 5, "option")
+    );
+    assert_eq!(bench(&[]).0, Value::Null);
     // A damaged count is named and not played.
     v["entries"][0]["threads"] = Value::from(0);
     std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();

@@ -1,7 +1,9 @@
 //! Stored calibrations: the live block size `morphrt calibrate` chose for a
 //! scene on this machine, which `run --block-size auto` plays with, and the
 //! thread count and threshold it chose at that block size, which `run`
-//! plays with when `--threads` is not given.
+//! plays with when `--threads` is not given (and the threshold when
+//! `--threads` asks for that count; `check` and `bench` show and time the
+//! pool with it).
 //!
 //! One small JSON file in the platform's cache directory
 //! (`$XDG_CACHE_HOME/morphrt/calibration.json` on Linux) holds one entry per
