@@ -96,31 +96,9 @@ fn main() {
     // The plugin, through a host.
     let dir = std::env::temp_dir().join(format!("morphrt-bench-plugin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("pluck.clap");
-    let payload = Payload {
-        name: "pluck".into(),
-        scene_name: "pluck.json".into(),
-        scene: text.clone(),
-        resources: Vec::new(),
-        watch: None,
-    };
-    std::fs::write(&file, payload.to_appendix()).unwrap();
-    let c = CString::new(file.to_str().unwrap()).unwrap();
-    let entry = PluginEntry::load_from_clack::<morphrt_clap::Entry>(&c).expect("the entry loads");
-    let info = HostInfo::new("bench", "morphrt", "https://example.invalid", "1.0").unwrap();
-    let id = CString::new("morphrt.pluck").unwrap();
-    let mut plugin =
-        PluginInstance::<Bench>::new(|_| Shared, |_| (), &entry, &id, &info).expect("an instance");
-    let config = PluginAudioConfiguration {
-        sample_rate: 48_000.0,
-        min_frames_count: 1,
-        max_frames_count: BLOCK as u32,
-    };
-    let mut processor_ = plugin
-        .activate(|_, _| (), config)
-        .unwrap()
-        .start_processing()
-        .unwrap();
+    let entry = entry_of(&dir, "pluck", text.clone());
+    let mut plugin = instance(&entry);
+    let mut processor_ = started(&mut plugin);
     let mut ports = AudioPorts::with_capacity(1, 1);
     let events = EventBuffer::new();
     let mut out_events = EventBuffer::with_capacity(64);
@@ -145,7 +123,10 @@ fn main() {
     });
     plugin.deactivate(processor_.stop_processing());
 
-    let flood = flood(&entry_of(&dir, "poly-pad"));
+    let poly = std::fs::read_to_string(FLOOD_SCENE)
+        .expect("the shipped scene")
+        .replace(r#""profile": "repro""#, r#""profile": "live""#);
+    let flood = flood(&entry_of(&dir, "poly-pad", poly));
     let _ = std::fs::remove_dir_all(&dir);
 
     println!("{SCENE}, strict, block {BLOCK}, best of {RUNS} runs of {BLOCKS} blocks:");
@@ -177,12 +158,9 @@ fn main() {
 const FLOOD_SCENE: &str = "scenes/poly-pad.json";
 const FLOOD_CALLS: usize = 20_000;
 
-/// The plugin file of `FLOOD_SCENE` under live, written into `dir`, and
-/// its entry.
-fn entry_of(dir: &std::path::Path, name: &str) -> PluginEntry {
-    let text = std::fs::read_to_string(FLOOD_SCENE)
-        .expect("the shipped scene")
-        .replace(r#""profile": "repro""#, r#""profile": "live""#);
+/// The plugin file of scene `text`, written into `dir` as `NAME.clap`,
+/// and its entry (the plugin linked in).
+fn entry_of(dir: &std::path::Path, name: &str, text: String) -> PluginEntry {
     let file = dir.join(format!("{name}.clap"));
     let payload = Payload {
         name: name.into(),
@@ -196,16 +174,35 @@ fn entry_of(dir: &std::path::Path, name: &str) -> PluginEntry {
     PluginEntry::load_from_clack::<morphrt_clap::Entry>(&c).expect("the entry loads")
 }
 
-/// Each call's time in µs, quiet and under the flood (see the crate doc).
-fn flood(entry: &PluginEntry) -> Vec<(&'static str, Vec<f64>)> {
+/// An instance of the entry's plugin.
+fn instance(entry: &PluginEntry) -> PluginInstance<Bench> {
     let info = HostInfo::new("bench", "morphrt", "https://example.invalid", "1.0").unwrap();
     let id = {
         let factory = entry.get_plugin_factory().unwrap();
         let d = factory.plugin_descriptors().next().unwrap();
         CString::from(d.id().unwrap())
     };
-    let mut plugin =
-        PluginInstance::<Bench>::new(|_| Shared, |_| (), entry, &id, &info).expect("an instance");
+    PluginInstance::<Bench>::new(|_| Shared, |_| (), entry, &id, &info).expect("an instance")
+}
+
+/// The instance activated at 48 kHz for calls of up to `BLOCK` frames,
+/// processing.
+fn started(plugin: &mut PluginInstance<Bench>) -> StartedPluginAudioProcessor<Bench> {
+    let config = PluginAudioConfiguration {
+        sample_rate: 48_000.0,
+        min_frames_count: 1,
+        max_frames_count: BLOCK as u32,
+    };
+    plugin
+        .activate(|_, _| (), config)
+        .unwrap()
+        .start_processing()
+        .unwrap()
+}
+
+/// Each call's time in µs, quiet and under the flood (see the crate doc).
+fn flood(entry: &PluginEntry) -> Vec<(&'static str, Vec<f64>)> {
+    let mut plugin = instance(entry);
     // Every param, with its range.
     let params = {
         let handle = plugin.plugin_handle();
@@ -218,16 +215,7 @@ fn flood(entry: &PluginEntry) -> Vec<(&'static str, Vec<f64>)> {
             })
             .collect::<Vec<_>>()
     };
-    let config = PluginAudioConfiguration {
-        sample_rate: 48_000.0,
-        min_frames_count: 1,
-        max_frames_count: BLOCK as u32,
-    };
-    let mut processor = plugin
-        .activate(|_, _| (), config)
-        .unwrap()
-        .start_processing()
-        .unwrap();
+    let mut processor = started(&mut plugin);
     let (mut left, mut right) = (vec![0f32; BLOCK], vec![0f32; BLOCK]);
     let mut ports = AudioPorts::with_capacity(2, 1);
     let mut events = EventBuffer::with_capacity(1024);

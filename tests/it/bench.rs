@@ -10,11 +10,11 @@ use crate::support as common;
 use common::{root, stderr, stdout, temp_dir};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// Runs `morphrt` with a private cache directory (calibrations).
 fn morphrt_with_cache(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    common::bin()
         .args(args)
         .current_dir(root())
         .env("XDG_CACHE_HOME", cache)

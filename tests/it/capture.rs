@@ -310,7 +310,7 @@ fn push_never_allocates_or_frees_even_when_the_ring_is_full() {
 
 /// `morphrt run SCENE --device clock --duration 0.1s` with more arguments, in `dir`.
 fn run_in(dir: &Path, scene: &str, more: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    common::bin()
         .args([
             "run",
             scene,
@@ -446,7 +446,7 @@ fn a_write_error_keeps_what_was_written_with_correct_sizes() {
     let dir = temp_dir("capture-write-error");
     std::fs::copy(common::root().join("scenes/drone.json"), dir.join("s.json")).unwrap();
     let limit: u64 = 200_000;
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    let mut c = common::bin();
     c.args(["run", "s.json", "--device", "clock", "--duration", "1s"])
         .args([
             "--no-watch",
@@ -478,7 +478,7 @@ fn a_write_error_keeps_what_was_written_with_correct_sizes() {
     let (_, got) = read_back(&dir.join("take.wav"));
     assert_eq!(got.len() as u64, 2 * frames);
     // What it kept is what played: the journal replays it.
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args(["replay", "j.jsonl", "-o", "r.wav"])
         .current_dir(&dir)
         .output()

@@ -115,7 +115,7 @@ fn command(args: &[&str]) -> impl FnOnce(&mut Vec<u8>) -> Result<(), HostError> 
 
 /// The real binary, killed after [`TIMEOUT`].
 fn binary(args: &[&str], env: &[(&str, &Path)]) -> Outcome {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    let mut cmd = common::bin();
     cmd.args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -398,7 +398,7 @@ fn mutated_snapshots_are_resumed_or_refused_cleanly() {
 /// into `dir/j/base.jsonl` (its resource store beside it).
 fn record_journal(dir: &Path) -> PathBuf {
     let journal = dir.join("j/base.jsonl");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let mut child = common::bin()
         .args([
             "run",
             s(&dir.join("s.json")),

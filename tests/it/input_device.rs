@@ -15,7 +15,7 @@ use cpal::{SampleFormat, SupportedBufferSize, SupportedStreamConfigRange};
 use morphrt::host::live::device::cpal::input::{choose, Choice, InputSample};
 use morphrt::host::live::device::Need;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// A scene that plays input channel 0 as it is.
 const THROUGH: &str = r#"{ "version": "1.0", "sample_rate": 48000,
@@ -32,7 +32,7 @@ fn run_recording(dir: &Path, infile: &Path, args: &[&str]) -> Output {
     } else {
         dir.join("tee.raw")
     };
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args(args)
         .current_dir(root())
         .env("ALSA_CONFIG_PATH", root().join("tests/alsa/input.conf"))
@@ -165,7 +165,7 @@ fn a_recorded_sequence_comes_out_in_order() {
 
 #[test]
 fn devices_lists_the_input_devices() {
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .arg("devices")
         .env("ALSA_CONFIG_PATH", root().join("tests/alsa/input.conf"))
         .output()
@@ -362,7 +362,7 @@ fn edits_and_switches_while_an_input_device_plays_apply_and_replay() {
     }
     let capture = dir.join("take.wav");
     let journal = dir.join("j").join("take.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let mut child = common::bin()
         .arg("run")
         .arg(&scene)
         .args(["--device", "clock", "--input-device", "alsa:recorded"])

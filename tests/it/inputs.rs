@@ -7,13 +7,13 @@ use crate::support as common;
 
 use common::{is_root, memory_devices, root, temp_dir};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Runs the binary in `dir` with a deadline, so a command that would wait
 /// on a FIFO for ever fails the test instead of hanging it.
 fn morphrt_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let mut child = common::bin()
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -106,7 +106,7 @@ fn a_scene_that_is_not_a_regular_file_is_refused_saying_what_it_is() {
 fn a_scene_on_standard_input_still_renders() {
     let dir = temp_dir("inputs-stdin");
     let scene = std::fs::File::open(root().join("scenes/drone.json")).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args(["render", "-", "-o", "out.wav", "-d", "0.1s"])
         .current_dir(&dir)
         .stdin(scene)

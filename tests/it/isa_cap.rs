@@ -7,11 +7,11 @@
 
 use crate::support::{root, stderr, stdout, temp_dir};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// `morphrt ARGS` with `MORPHRT_ISA` set to `isa`, or unset.
 fn morphrt_at(isa: Option<&str>, args: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    let mut c = crate::support::bin();
     c.args(args).current_dir(root());
     match isa {
         Some(v) => c.env("MORPHRT_ISA", v),

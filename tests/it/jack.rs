@@ -594,7 +594,7 @@ fn devices_lists_the_jack_server_and_its_ports() {
 
 #[test]
 fn devices_says_so_in_one_line_when_no_jack_server_runs() {
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .arg("devices")
         .env("JACK_DEFAULT_SERVER", "morphrt-it-no-such-server")
         .output()
@@ -809,7 +809,7 @@ fn xruns_the_server_reports_count_in_the_summary() {
 
 #[test]
 fn without_a_server_jack_is_refused_saying_none_runs() {
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args(["run", "scenes/drone.json", "--device", "jack"])
         .args(["--duration", "200ms", "--no-journal"])
         .env("JACK_DEFAULT_SERVER", "morphrt-it-no-such-server")

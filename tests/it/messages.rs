@@ -424,7 +424,7 @@ fn a_unit_in_the_wrong_case_gets_the_right_one() {
 fn check_sampler(dir: &Path) -> (Option<i32>, String) {
     let node = r#"{"id": "p", "op": "sampler", "params": {"file": "@resource:x.wav"}}"#;
     let path = write(dir, "s.json", &scene("", &[node], &[], r#""p""#));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let mut child = common::bin()
         .args(["check", &path])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

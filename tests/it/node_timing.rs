@@ -6,11 +6,11 @@ use crate::support as common;
 
 use common::{stderr_lines, wait_line, KillOnDrop};
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// `morphrt run scenes/drone.json --device clock`, commands on stdin.
 fn start() -> KillOnDrop {
-    Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    common::bin()
         .args([
             "run",
             "scenes/drone.json",

@@ -12,7 +12,7 @@ use common::{file_size_limit, is_root, memory_devices, partials, root, stderr, t
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// One command that writes a file, and what its file must be.
@@ -180,7 +180,7 @@ fn fixture(name: &str) -> PathBuf {
 /// if it has not ended after a minute, so a writer that blocks on a FIFO
 /// fails instead of hanging the suite.
 fn morphrt_in(dir: &Path, args: &[String], fsize: Option<u64>) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    let mut c = common::bin();
     c.current_dir(dir)
         .args(args)
         .stdin(Stdio::null())
@@ -501,7 +501,7 @@ fn the_calibration_store_obeys_the_rules_too() {
     let store = store_dir.join("calibration.json");
     let calibrate = |fsize| {
         let args = strings(&["calibrate", "s.json", "-d", "0.05s", "--runs", "1"]);
-        let mut c = Command::new(env!("CARGO_BIN_EXE_morphrt"));
+        let mut c = common::bin();
         c.current_dir(&dir)
             .args(&args)
             .env("XDG_CACHE_HOME", dir.join("cache"));

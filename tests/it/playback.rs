@@ -6,10 +6,10 @@
 use crate::support as common;
 
 use common::{root, stderr, temp_dir};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn run_captured(args: &[&str], capture: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    common::bin()
         .args(args)
         .current_dir(root())
         .env("ALSA_CONFIG_PATH", root().join("tests/alsa/capture.conf"))
@@ -125,7 +125,7 @@ fn without_a_sound_card_run_explains_and_exits_1() {
         eprintln!("skipped: this machine has a default output (MORPHRT_TEST_AUDIO=1 plays on it)");
         return;
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args([
             "run",
             "--no-journal",

@@ -9,7 +9,7 @@ use crate::support as common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ struct Session {
 
 impl Session {
     fn start(scene: &Path, args: &[&str]) -> Session {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        let mut child = common::bin()
             .arg("run")
             .arg(scene)
             .args(["--device", "clock"])
@@ -315,7 +315,7 @@ fn the_clock_device_says_what_its_xruns_are() {
     let dir = common::temp_dir("clock-xruns");
     let path: PathBuf = dir.join("scene.json");
     std::fs::write(&path, common::osc_into_gain("saw", 48000, 64, 0.5, "")).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .arg("run")
         .arg(&path)
         .args(["--device", "clock", "--duration", "0.3s", "--no-journal"])

@@ -23,7 +23,7 @@ const NOBODY: u32 = 65534;
 /// that accepts a 30-year scene) fails these tests instead of filling the
 /// disk or running for days.
 fn morphrt_in(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    let mut c = common::bin();
     c.current_dir(dir);
     file_size_limit(&mut c, 64 << 20);
     // SAFETY: only async-signal-safe calls between fork and exec.

@@ -6,7 +6,7 @@ use crate::support as common;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 fn write_ir(path: &Path, seed: u32) {
@@ -66,10 +66,7 @@ fn wav(path: &Path) -> Vec<f32> {
 }
 
 fn morphrt(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_morphrt"))
-        .args(args)
-        .output()
-        .unwrap()
+    common::bin().args(args).output().unwrap()
 }
 
 /// A recorded session: every kind of edit, then `q`.
@@ -81,7 +78,7 @@ fn record(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let journal = dir.join("journal").join("session.jsonl");
     let capture = dir.join("cap.wav");
     std::fs::write(&path, scene("repro", 0.5, false, false)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let mut child = common::bin()
         .args(["run", path.to_str().unwrap(), "--device", "clock"])
         .arg("--capture")
         .arg(&capture)
@@ -255,7 +252,7 @@ fn w_writes_a_snapshot_and_run_resumes_from_it() {
     let path = dir.join("scene.json");
     std::fs::copy(common::root().join("scenes/pluck-delay.json"), &path).unwrap();
     let journal = dir.join("j").join("first.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let mut child = common::bin()
         .args([
             "run",
             path.to_str().unwrap(),
@@ -301,7 +298,7 @@ fn w_writes_a_snapshot_and_run_resumes_from_it() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let cap = dir.join("cap.wav");
     let second = dir.join("j").join("second.jsonl");
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args([
             "run",
             path.to_str().unwrap(),
@@ -356,7 +353,7 @@ fn short_session(dir: &Path) -> std::path::PathBuf {
     let scene = dir.join("groove.json");
     std::fs::copy(common::root().join("scenes/sampler-groove.json"), &scene).unwrap();
     let journal = dir.join("j").join("session.jsonl");
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args(["run", scene.to_str().unwrap(), "--device", "clock"])
         .args(["--duration", "0.1s", "--no-watch", "--journal"])
         .arg(&journal)
@@ -369,7 +366,7 @@ fn short_session(dir: &Path) -> std::path::PathBuf {
 
 /// `morphrt replay JOURNAL -o OUT` in `dir`, as `uid` when given.
 fn replay_to(dir: &Path, journal: &Path, out: &Path, uid: Option<u32>) -> std::process::Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    let mut c = common::bin();
     c.arg("replay")
         .arg(journal)
         .arg("-o")
@@ -456,7 +453,7 @@ fn replay_streams_to_devices_and_reports_write_errors() {
     assert!(common::partials(Path::new("/dev")).is_empty());
 
     // Standard output takes the same bytes as the file.
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args(["replay", journal.to_str().unwrap(), "-o", "-"])
         .stderr(Stdio::null())
         .output()

@@ -738,7 +738,7 @@ fn a_bad_snapshot_is_bad_input_located_in_the_file() {
     located(&o, &cut, lines, "the snapshot is truncated");
     let o = resume(&dir, "scenes/drone.json", &corrupt);
     located(&o, &corrupt, clock_line, "not valid JSON");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args([
             "run",
             "scenes/drone.json",

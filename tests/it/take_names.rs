@@ -9,11 +9,11 @@ use crate::support as common;
 
 use common::{partials, stderr_lines, temp_dir, wait_line, KillOnDrop};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn morphrt_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    common::bin()
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -126,7 +126,7 @@ fn a_taken_name_moves_on_to_the_next_number_unless_overwrite() {
 fn a_journal_is_locked_by_the_session_that_writes_it() {
     let dir = scene_dir("takes-lock");
     let mut first = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        common::bin()
             .args(["run", "s.json", "--device", "clock", "--no-watch"])
             .args(["--journal", "j.jsonl"])
             .current_dir(&dir)
@@ -181,7 +181,7 @@ fn a_dead_renders_partial_file_is_removed_by_the_next_render() {
     let scene = common::root().join("scenes/hall-reverb.json");
     let scene = scene.to_str().unwrap();
     let mut long = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_morphrt"))
+        common::bin()
             .args(["render", scene, "--profile", "strict", "-d", "3m"])
             .args(["-o", "x.wav"])
             .current_dir(&dir)

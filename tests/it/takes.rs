@@ -9,7 +9,7 @@ use crate::support as common;
 use common::KillOnDrop;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ const SECOND: usize = 48_000;
 /// the test runner's were, except `ignore`.
 fn start(dir: &Path, ignore: Option<libc::c_int>) -> (KillOnDrop, Receiver<String>) {
     std::fs::copy(common::root().join("scenes/drone.json"), dir.join("s.json")).unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    let mut c = common::bin();
     c.args(["run", "s.json", "--device", "clock"])
         .args(["--capture", "take.wav", "--journal", "j/take.jsonl"])
         .current_dir(dir)
@@ -89,7 +89,7 @@ fn wav(path: &Path) -> Vec<u32> {
 
 /// `morphrt replay` (`args` after the subcommand) in `dir`.
 fn replay(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    common::bin()
         .arg("replay")
         .args(args)
         .current_dir(dir)

@@ -111,7 +111,7 @@ fn quiet_keeps_errors_and_asked_for_output_only() {
     assert_eq!(stdout(&quiet), stdout(&loud), "the hash still prints");
     assert_eq!(stdout(&quiet).trim().len(), 64);
     // With the WAV on stdout (`-o -`) the hash goes to stderr, even under -q.
-    let o = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let o = common::bin()
         .args(["-q", "render", &scene, "-o", "-", "-d", "0.1s", "--hash"])
         .current_dir(root())
         .output()

@@ -157,7 +157,7 @@ fn threads_the_system_refuses_are_an_error_that_says_how_many_it_started() {
     use std::os::unix::process::CommandExt;
     let dir = common::temp_dir("refused-threads");
     let out = dir.join("o.wav");
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    let mut c = common::bin();
     c.args([
         "render",
         "--no-ahead",

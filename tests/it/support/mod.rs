@@ -16,14 +16,21 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs the real `morphrt` binary, away from the calibrations stored on
-/// this machine (a thread count or threshold `morphrt calibrate` chose for
-/// a scene would change what `run` and `check` say).
+/// The real `morphrt` binary, away from the calibrations stored on this
+/// machine (a thread count or threshold `morphrt calibrate` chose for a
+/// scene would change what `run`, `check` and `bench` do and say); a test
+/// of the store gives it a cache of its own.
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_morphrt"));
+    c.env("XDG_CACHE_HOME", "/nonexistent/morphrt-test-cache");
+    c
+}
+
+/// Runs the real `morphrt` binary ([`bin`]).
 pub fn morphrt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    bin()
         .args(args)
         .current_dir(root())
-        .env("XDG_CACHE_HOME", "/nonexistent/morphrt-test-cache")
         .output()
         .expect("run morphrt")
 }
@@ -225,7 +232,7 @@ pub fn run_piped(args: &[&str], input: &[u8], deadline: Duration) -> Output {
     use std::io::Write;
     use std::process::Stdio;
     use std::sync::atomic::{AtomicBool, Ordering};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let mut child = bin()
         .args(args)
         .current_dir(root())
         .stdin(Stdio::piped())
@@ -336,7 +343,7 @@ pub fn stderr_lines(child: &mut std::process::Child) -> Receiver<String> {
 /// Starts `morphrt run SCENE --device clock ARGS…` with stdin piped and
 /// stdout discarded; its stderr comes line by line ([`stderr_lines`]).
 pub fn run_clock(scene: &Path, args: &[&str]) -> (KillOnDrop, Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_morphrt"))
+    let mut child = bin()
         .arg("run")
         .arg(scene)
         .args(["--device", "clock"])
