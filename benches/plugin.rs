@@ -10,10 +10,12 @@
 //! every param and playing chords sends it: `scenes/poly-pad.json` (six
 //! voices) under live, one call of 64 frames after another, each call's
 //! time taken apart; quiet (a chord held, no events), then with 256 param
-//! changes in every call (each param in turn, four at each frame) and a
-//! note on or off at every eighth frame, so that voices are stolen all
-//! the time: the median, 99th percentile and longest call of each, and
-//! the deadline (64 frames at 48 kHz, 1333 µs).
+//! changes in every call (every param but the profile in turn, four at
+//! each frame) and a note on or off at every eighth frame, so that voices
+//! are stolen all the time, then the same with a switch of the profile
+//! param in every 100th call (strict, repro, live in turn): the median,
+//! 99th percentile and longest call of each, and the deadline (64 frames
+//! at 48 kHz, 1333 µs).
 //!
 //! Measures only; asserts nothing.
 //!
@@ -203,17 +205,28 @@ fn started(plugin: &mut PluginInstance<Bench>) -> StartedPluginAudioProcessor<Be
 /// Each call's time in µs, quiet and under the flood (see the crate doc).
 fn flood(entry: &PluginEntry) -> Vec<(&'static str, Vec<f64>)> {
     let mut plugin = instance(entry);
-    // Every param, with its range.
-    let params = {
+    // Every param but the profile, with its range; and the profile's id.
+    let (params, profile) = {
         let handle = plugin.plugin_handle();
         let ext = handle.get_extension::<PluginParams>().expect("params");
-        (0..ext.count(&handle))
+        let all: Vec<_> = (0..ext.count(&handle))
             .map(|i| {
                 let mut b = ParamInfoBuffer::new();
                 let p = ext.get_info(&handle, i, &mut b).unwrap();
-                (p.id, p.min_value, p.max_value)
+                (p.name.to_vec(), p.id, p.min_value, p.max_value)
             })
-            .collect::<Vec<_>>()
+            .collect();
+        let profile = all
+            .iter()
+            .find(|p| p.0 == b"profile")
+            .expect("a profile param")
+            .1;
+        let rest: Vec<_> = all
+            .into_iter()
+            .filter(|p| p.0 != b"profile")
+            .map(|(_, id, lo, hi)| (id, lo, hi))
+            .collect();
+        (rest, profile)
     };
     let mut processor = started(&mut plugin);
     let (mut left, mut right) = (vec![0f32; BLOCK], vec![0f32; BLOCK]);
@@ -221,10 +234,11 @@ fn flood(entry: &PluginEntry) -> Vec<(&'static str, Vec<f64>)> {
     let mut events = EventBuffer::with_capacity(1024);
     let mut out_events = EventBuffer::with_capacity(1024);
     let mut runs = Vec::new();
-    let mut k = 0u64;
-    for (what, flooded) in [
-        ("quiet (a chord held)", false),
-        ("256 param changes and 8 notes a call", true),
+    let (mut k, mut m) = (0u64, 0usize);
+    for (what, flooded, switches) in [
+        ("quiet (a chord held)", false, false),
+        ("256 param changes and 8 notes a call", true, false),
+        ("the same, and a profile switch every 100th", true, true),
     ] {
         let mut times = Vec::with_capacity(FLOOD_CALLS);
         for call in 0..FLOOD_CALLS {
@@ -253,7 +267,8 @@ fn flood(entry: &PluginEntry) -> Vec<(&'static str, Vec<f64>)> {
                         }
                     }
                     for j in 0..4u64 {
-                        let (id, lo, hi) = params[((k * 4 + j) as usize) % params.len()];
+                        m += 1;
+                        let (id, lo, hi) = params[m % params.len()];
                         let x = ((call as u64 * 31 + u64::from(t) * 7 + j) % 101) as f64 / 100.0;
                         events.push(&ParamValueEvent::new(
                             t,
@@ -263,6 +278,11 @@ fn flood(entry: &PluginEntry) -> Vec<(&'static str, Vec<f64>)> {
                         ));
                     }
                 }
+            }
+            if switches && call % 100 == 50 {
+                // strict, repro, live in turn (the choice's indices).
+                let to = [0.0, 1.0, 2.0][(call / 100) % 3];
+                events.push(&ParamValueEvent::new(32, profile, Pckn::match_all(), to));
             }
             let mut output = ports.with_output_buffers([AudioPortBuffer {
                 latency: 0,
