@@ -58,6 +58,9 @@ pub(crate) struct Opened {
     pub(crate) frames: Option<u64>,
     /// A file's reader, to ask afterwards whether it failed.
     pub(crate) file: Option<RenderInput>,
+    /// A second feed of the same samples, from the start (an array's), for
+    /// a render that may read its input twice; `None` for a file.
+    pub(crate) spare: Option<Box<dyn InputFeed>>,
 }
 
 impl Input {
@@ -80,10 +83,14 @@ impl Input {
         match self {
             Input::Array(channels) => {
                 let frames = channels.first().map_or(0, |c| c.len() as u64);
+                let channels = std::sync::Arc::new(channels);
                 Ok(Opened {
-                    feed: Box::new(ArrayInput { channels }),
+                    feed: Box::new(ArrayInput {
+                        channels: channels.clone(),
+                    }),
                     frames: Some(frames),
                     file: None,
+                    spare: Some(Box::new(ArrayInput { channels })),
                 })
             }
             Input::File(path) => {
@@ -96,12 +103,16 @@ impl Input {
                         feed: file.feed(),
                         frames: file.frames,
                         file: Some(file),
+                        spare: None,
                     },
                     // The scene reads no input (warned): nothing to feed.
                     None => Opened {
-                        feed: Box::new(ArrayInput { channels: vec![] }),
+                        feed: Box::new(ArrayInput {
+                            channels: Default::default(),
+                        }),
                         frames: None,
                         file: None,
+                        spare: None,
                     },
                 })
             }

@@ -166,7 +166,7 @@ pub(crate) fn scene_error(py: Python<'_>, d: Diagnostics) -> PyErr {
 /// Input channels held in memory, read by the scene's `input` nodes;
 /// silence past their end.
 pub(crate) struct ArrayInput {
-    pub(crate) channels: Vec<Vec<f64>>,
+    pub(crate) channels: std::sync::Arc<Vec<Vec<f64>>>,
 }
 
 impl InputFeed for ArrayInput {
@@ -408,12 +408,12 @@ fn render<'py>(
         .map_err(|d| scene_error(py, d))?;
     let plan = loaded.plan();
     let rate = plan.sample_rate;
-    let (feed, input_frames, file) = match input {
+    let (feed, input_frames, file, spare) = match input {
         Some(i) => {
             let o = i.open(py, plan)?;
-            (Some(o.feed), o.frames, o.file)
+            (Some(o.feed), o.frames, o.file, o.spare)
         }
-        None => (None, None, None),
+        None => (None, None, None, None),
     };
     let midi = midi.map(|m| inputs::midi_of(py, m, plan)).transpose()?;
     let frames = match (duration, plan.duration, input_frames, &midi) {
@@ -432,8 +432,14 @@ fn render<'py>(
     let strict = profile == Profile::Strict;
     // Half of a wide sum (or the head of a chain) on a thread of its own,
     // as `morphrt render` into a file does (`ahead.rs` of the command
-    // line): a scene without an input or MIDI to read.
-    let may_cut = threads >= 2 && feed.is_none() && midi.is_none() && ahead::may_cut(&plan);
+    // line): a scene without MIDI to read, whose input (if any) can be
+    // read again from its start should the whole scene play again (an
+    // array).
+    let may_cut = threads >= 2
+        && midi.is_none()
+        && (feed.is_none() || spare.is_some())
+        && ahead::may_cut(&plan);
+    let has_input = feed.is_some();
     let (name, dir) = (src.name.clone(), src.dir.clone());
     let (out, errors) = py
         .detach(move || {
@@ -444,14 +450,23 @@ fn render<'py>(
                 let compile = move |part: &morphrt_core::scene::Scene| {
                     morphrt_core::graph::compile(part, &options).ok()
                 };
-                let parts = scene
-                    .and_then(|scene| ahead::start_parts(&plan, &scene, compile, false, frames));
+                let parts = scene.and_then(|scene| {
+                    ahead::start_parts(&plan, &scene, compile, has_input, frames)
+                });
+                let mut feed = feed;
                 let ask_fewer = |e: &dyn std::fmt::Display| format!("threads: {e}; ask for fewer");
                 match parts {
                     Some(Ok((mut ahead, mut rest, _))) => {
                         rest.set_workers(workers_of(threads - 1).map_err(|e| ask_fewer(&e))?);
                         if let Some(feed) = ahead.feed() {
                             rest.set_input_feed(feed);
+                        }
+                        // The part ahead holds every `input` node; the
+                        // whole scene, should it play again, reads the
+                        // spare from the start.
+                        if let Some(input) = feed.take() {
+                            ahead.read_input(input);
+                            feed = spare;
                         }
                         let spoiled = ahead.spoiled();
                         let keeps = |rest: &Engine| ahead.keeps(rest);
