@@ -234,14 +234,11 @@ pub fn measure(opts: &BenchOptions, log: &mut dyn Write) -> Result<BenchReport, 
     // The pool's threshold as `run` plays the scene with it: the one asked
     // for, else the one `calibrate` stored for this count, else the default.
     let threshold = opts.threads.threads.map(|t| {
-        use crate::host::machine::calibration::{stored_for, Threshold};
-        let stored = match opts.threads.min_work_ns {
-            None => stored_for(&text, &plan).ok().flatten(),
-            Some(_) => None,
-        };
+        use crate::host::machine::calibration::Threshold;
+        let asked = opts.threads.min_work_ns;
         (
             t,
-            Threshold::of(opts.threads.min_work_ns, usize::from(t), stored.as_ref()),
+            Threshold::for_scene(asked, usize::from(t), Some(&text), &plan),
         )
     });
     let mut engine = crate::engine::Engine::new(plan);

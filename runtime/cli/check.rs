@@ -62,39 +62,45 @@ pub struct CheckOptions {
     pub min_work_ns: Option<u64>,
 }
 
-/// The threshold the plan at `threads` threads is shown with: the one
-/// asked for, else the scene's calibration's at that count, else the
-/// default (as `run` plays it).
-fn threshold(
-    opts: &CheckOptions,
-    plan: &crate::graph::Plan,
-    threads: u16,
-) -> crate::host::machine::calibration::Threshold {
-    use crate::host::machine::calibration::{stored_for, Threshold};
-    let stored = match opts.min_work_ns {
-        None if opts.scene.as_os_str() != "-" => crate::host::read_scene(&opts.scene)
-            .ok()
-            .and_then(|(text, _)| stored_for(&text, plan).ok().flatten()),
-        _ => None,
-    };
-    Threshold::of(opts.min_work_ns, usize::from(threads), stored.as_ref())
+/// The scene file's text and scene, read again for the plan at
+/// `--threads` (none from standard input, already read).
+fn reread(opts: &CheckOptions) -> Option<(String, crate::scene::Scene)> {
+    (opts.scene.as_os_str() != "-")
+        .then(|| crate::host::read_scene(&opts.scene).ok())
+        .flatten()
 }
 
 /// What `render --threads T` would render ahead (`ahead.rs`), for a
 /// scene read from a file.
 fn ahead_cut(
-    opts: &CheckOptions,
+    scene: Option<&crate::scene::Scene>,
     copts: &CompileOptions,
     plan: &crate::graph::Plan,
     threads: u16,
 ) -> Option<crate::host::offline::ahead::Cut> {
-    if threads < 2 || opts.scene.as_os_str() == "-" {
+    if threads < 2 {
         return None;
     }
-    let (_, scene) = crate::host::read_scene(&opts.scene).ok()?;
-    crate::host::offline::ahead::checked_cut(plan, &scene, |part| {
+    crate::host::offline::ahead::checked_cut(plan, scene?, |part| {
         crate::graph::compile(part, copts).ok()
     })
+}
+
+/// The threshold the plan at `threads` threads is shown with: the one
+/// asked for, else the scene's calibration's at that count, else the
+/// default (as `run` plays it).
+fn threshold(
+    opts: &CheckOptions,
+    text: Option<&str>,
+    plan: &crate::graph::Plan,
+    threads: u16,
+) -> crate::host::machine::calibration::Threshold {
+    crate::host::machine::calibration::Threshold::for_scene(
+        opts.min_work_ns,
+        usize::from(threads),
+        text,
+        plan,
+    )
 }
 
 /// Runs `check`. The table (or JSON) goes to `out`, warnings to `log`. With
@@ -153,8 +159,9 @@ pub fn check(
             .map(|r| r.to_string())
             .collect();
         if let Some(t) = opts.threads {
-            let cut = ahead_cut(opts, &copts, &plan, t);
-            let at = threshold(opts, &plan, t);
+            let file = reread(opts);
+            let cut = ahead_cut(file.as_ref().map(|f| &f.1), &copts, &plan, t);
+            let at = threshold(opts, file.as_ref().map(|f| f.0.as_str()), &plan, t);
             v["threads"] = threads_json(&crate::engine::Engine::new(plan), usize::from(t), &at);
             v["threads"]["render_ahead"] = match cut {
                 Some(c) => serde_json::json!({
@@ -178,8 +185,9 @@ pub fn check(
         }
         write!(out, "{}", check_table(&plan)).map_err(io_error)?;
         if let Some(t) = opts.threads {
-            let cut = ahead_cut(opts, &copts, &plan, t);
-            let at = threshold(opts, &plan, t);
+            let file = reread(opts);
+            let cut = ahead_cut(file.as_ref().map(|f| &f.1), &copts, &plan, t);
+            let at = threshold(opts, file.as_ref().map(|f| f.0.as_str()), &plan, t);
             let engine = crate::engine::Engine::new(plan);
             write!(
                 out,

@@ -298,6 +298,22 @@ impl Threshold {
         }
     }
 
+    /// [`of`](Self::of) for the scene of `text` compiled to `plan` (none:
+    /// read from standard input), its calibration looked up only when no
+    /// threshold is asked for.
+    pub fn for_scene(
+        asked: Option<u64>,
+        threads: usize,
+        text: Option<&str>,
+        plan: &crate::graph::Plan,
+    ) -> Threshold {
+        let stored = match (asked, text) {
+            (None, Some(text)) => stored_for(text, plan).ok().flatten(),
+            _ => None,
+        };
+        Threshold::of(asked, threads, stored.as_ref())
+    }
+
     /// Where it comes from, in words: `the default`, `as asked`,
     /// `calibrated for this scene and machine`.
     pub fn whence(&self) -> &'static str {
