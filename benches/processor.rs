@@ -6,11 +6,18 @@
 //! same scene and input: the difference per call is what the Python
 //! module adds.
 //!
+//! Then a host that sends all its param changes at a call's first frame
+//! (as many hosts send automation): a scene of 1100 `dc` nodes summed,
+//! under live, in calls of 64 frames, quiet and with 256 and with 1024
+//! changes of distinct params at offset 0 in every call (1024 is the
+//! most one block holds): each call's mean and longest time, 4000 calls
+//! each.
+//!
 //! Measures only; asserts nothing.
 //!
 //! `cargo bench --bench processor`
 
-use morphrt::api::{Activation, Loaded};
+use morphrt::api::{Activation, Event, Loaded};
 use morphrt::engine::{run_blocks, Engine};
 use morphrt::graph::CompileOptions;
 use morphrt::profile::Profile;
@@ -86,6 +93,60 @@ fn main() {
             profile.name(),
             best / CALLS as f64 * 1e9,
             seconds / best
+        );
+    }
+    changes_at_one_frame();
+}
+
+/// Every call's time with `n` param changes at its first frame (see the
+/// crate doc).
+fn changes_at_one_frame() {
+    let nodes: Vec<String> = (0..1100)
+        .map(|k| format!(r#"{{"id": "d{k}", "op": "dc", "params": {{"value": 0}}}}"#))
+        .collect();
+    let edges: Vec<String> = (0..1100)
+        .map(|k| format!(r#"{{"from": "d{k}", "to": "out"}}"#))
+        .collect();
+    let text = format!(
+        r#"{{"version": "1.0", "sample_rate": 48000,
+  "nodes": [{}, {{"id": "out", "op": "gain", "params": {{"gain": 1}}}}],
+  "edges": [{}], "outputs": {{"main": ["out"]}}}}"#,
+        nodes.join(", "),
+        edges.join(", ")
+    );
+    for n in [0usize, 256, 1024] {
+        let (ctl, mut p) = Activation::new(48_000, BLOCK)
+            .profile(Profile::Live)
+            .activate_scene(&text, "dcs.json")
+            .expect("it compiles");
+        let params: Vec<u32> = (0..n)
+            .map(|k| {
+                ctl.params()
+                    .index_of(&format!("d{k}.value"))
+                    .expect("a param") as u32
+            })
+            .collect();
+        let mut out = vec![0.0f32; BLOCK];
+        let (mut total, mut longest) = (0.0f64, 0.0f64);
+        const TIMED: usize = 4000;
+        let mut events = Vec::with_capacity(n);
+        for call in 0..TIMED {
+            events.clear();
+            let v = (call % 5) as f64 / 1e4;
+            events.extend(params.iter().map(|&i| Event::param(0, i, v)));
+            let t = Instant::now();
+            p.process(&[], &mut [&mut out[..]], &events, BLOCK)
+                .expect("a valid call");
+            let took = t.elapsed().as_secs_f64() * 1e6;
+            total += took;
+            longest = longest.max(took);
+        }
+        std::hint::black_box(&out);
+        println!(
+            "1100 dc nodes, live, block 64, {n:4} param changes at offset 0 a call: mean {:6.1} µs, longest {:6.1} µs ({} refused)",
+            total / TIMED as f64,
+            longest,
+            p.refused_events()
         );
     }
 }

@@ -982,3 +982,88 @@ fn process_f64_takes_and_gives_the_engines_samples_as_the_offline_render_does() 
     }
     assert!(out[0].iter().any(|x| x.abs() > 0.01));
 }
+
+/// `n` dc nodes (`d0` … at 0) summed into `out`, strict, with a control
+/// `/level` on `d0`'s value from 0 to 1.
+fn dcs(n: usize) -> String {
+    let nodes: Vec<String> = (0..n)
+        .map(|k| format!(r#"{{ "id": "d{k}", "op": "dc", "params": {{ "value": 0 }} }}"#))
+        .collect();
+    let edges: Vec<String> = (0..n)
+        .map(|k| format!(r#"{{ "from": "d{k}", "to": "out" }}"#))
+        .collect();
+    format!(
+        r#"{{ "version": "1.0", "profile": "strict", "sample_rate": 48000,
+  "nodes": [{}, {{ "id": "out", "op": "gain", "params": {{ "gain": 1 }} }}],
+  "edges": [{}],
+  "controls": [{{ "osc": "/level", "node": "d0", "param": "value", "min": 0, "max": 1 }}],
+  "outputs": {{ "main": ["out"] }} }}"#,
+        nodes.join(", "),
+        edges.join(", ")
+    )
+}
+
+/// Plays `text` for 256 frames in calls of 64 with `events` (by param
+/// name) at the first frame; the last output sample and the events
+/// refused.
+fn after_one_sample(text: &str, events: &[(String, f64)]) -> (f32, u64) {
+    let (ctl, mut p) = Activation::new(48_000, 64)
+        .activate_scene(text, "dcs.json")
+        .expect("the scene activates");
+    let events: Vec<Event> = events
+        .iter()
+        .map(|(name, v)| Event::param(0, ctl.params().index_of(name).unwrap() as u32, *v))
+        .collect();
+    let mut out = vec![0.0f32; 64];
+    for call in 0..4 {
+        let given = if call == 0 { &events[..] } else { &[] };
+        p.process(&[], &mut [&mut out[..]], given, 64)
+            .expect("a valid call");
+    }
+    (out[63], p.refused_events())
+}
+
+#[test]
+fn changes_at_one_sample_take_one_place_a_param_and_the_last_of_a_param_lands_last() {
+    let small = dcs(3);
+    let ev = |name: &str, v: f64| (name.to_string(), v);
+    // A change of a param that one at its sample already holds takes its
+    // place at the end, after the control's change of the same value.
+    assert_eq!(
+        after_one_sample(
+            &small,
+            &[
+                ev("d0.value", 0.25),
+                ev("/level", 0.5),
+                ev("d0.value", 0.125)
+            ]
+        ),
+        (0.125, 0)
+    );
+    assert_eq!(
+        after_one_sample(
+            &small,
+            &[ev("/level", 0.5), ev("d0.value", 0.25), ev("/level", 0.75)]
+        ),
+        (0.75, 0)
+    );
+    // 1024 params at one sample all land; a 1025th is refused.
+    let big = dcs(1100);
+    let each = |n: usize| -> Vec<(String, f64)> {
+        (0..n)
+            .map(|k| ev(&format!("d{k}.value"), (k + 1) as f64 / 1024.0))
+            .collect()
+    };
+    assert_eq!(after_one_sample(&big, &each(1024)), (512.5, 0));
+    let (_, refused) = after_one_sample(&big, &each(1025));
+    assert_eq!(refused, 1);
+    // Any number of changes of three params at one sample take three places.
+    let value = |round: usize| (round % 7) as f64 / 8.0;
+    let mut many = Vec::new();
+    for round in 0..3000 {
+        for k in 0..3 {
+            many.push(ev(&format!("d{k}.value"), value(round)));
+        }
+    }
+    assert_eq!(after_one_sample(&big, &many), (3.0 * value(2999) as f32, 0));
+}

@@ -193,7 +193,14 @@ impl Activation {
         };
         let (asks, asked) = RingBuffer::new(PROFILE_RING);
         let shared = Arc::new(ProcessorMeters::new(engine.channels()));
-        let mut processor = Processor::new(*engine, self.max_frames, asks, shared.clone(), writer);
+        let mut processor = Processor::new(
+            *engine,
+            self.max_frames,
+            params.len(),
+            asks,
+            shared.clone(),
+            writer,
+        );
         let link = processor.player_mut().link();
         let meters = processor.meters();
         let controller = Controller {

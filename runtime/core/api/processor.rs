@@ -171,6 +171,13 @@ pub struct Processor {
     /// The events of the block being filled, by engine sample, until the
     /// block runs (capacity [`PENDING_EVENTS`], reserved at activation).
     pending: Vec<(u64, EventKind)>,
+    /// Where in `pending` each param's last change is, by its index in
+    /// the param list (`u32::MAX`: none held), so that a change replacing
+    /// one at its sample finds it at once, however many others that
+    /// sample holds (reserved at activation).
+    held: Vec<u32>,
+    /// Where the last run of `pending` at one sample starts.
+    run: usize,
     /// `profile` param changes, to the controller.
     profiles: Producer<ProfileAsk>,
     /// Notes that ended, by the host frame whose output carries their
@@ -265,12 +272,13 @@ pub struct Metering {
 
 impl Processor {
     /// A processor playing `engine` in host calls of at most `max_frames`,
-    /// sending `profile` param changes to `profiles`, reporting through
+    /// taking changes of `params` params, sending `profile` param changes to `profiles`, reporting through
     /// `shared`, and keeping its input in `history` (a scene that reads
     /// the input).
     pub(crate) fn new(
         engine: Engine,
         max_frames: usize,
+        params: usize,
         profiles: Producer<ProfileAsk>,
         shared: Arc<ProcessorMeters>,
         history: Option<HistoryWriter>,
@@ -309,6 +317,8 @@ impl Processor {
             frames: 0,
             seq: 0,
             pending: Vec::with_capacity(PENDING_EVENTS),
+            held: vec![u32::MAX; params],
+            run: 0,
             profiles,
             ends: Vec::with_capacity(NOTE_QUEUE),
         }
@@ -583,21 +593,43 @@ impl Processor {
     /// one sample takes one place; refused when the block holds
     /// [`PENDING_EVENTS`] others already.
     fn hold(&mut self, sample: u64, kind: EventKind) {
+        if self.pending.last().is_none_or(|(s, _)| *s != sample) {
+            self.run = self.pending.len();
+        }
         if let EventKind::Param { param, .. } = kind {
-            let same = self
-                .pending
-                .iter()
-                .rev()
-                .take_while(|(s, _)| *s == sample)
-                .position(|(_, k)| matches!(k, EventKind::Param { param: p, .. } if *p == param));
-            if let Some(back) = same {
+            // The one change of this param in the last run at `sample`.
+            let same = match self.held.get(param as usize) {
+                Some(&at) => Some(at as usize).filter(|&i| {
+                    i >= self.run
+                        && matches!(self.pending.get(i),
+                            Some((s, EventKind::Param { param: p, .. })) if *s == sample && *p == param)
+                }),
+                // Not a param of the list (refused when it lands).
+                None => self.pending[self.run..].iter().position(
+                    |(_, k)| matches!(k, EventKind::Param { param: p, .. } if *p == param),
+                ).map(|i| self.run + i),
+            };
+            if let Some(i) = same {
                 // Out of its place, to the end: it follows every change
                 // that came before it, as the last one does.
-                let i = self.pending.len() - 1 - back;
                 self.pending.remove(i);
+                for (j, (_, k)) in self.pending.iter().enumerate().skip(i) {
+                    if let EventKind::Param { param: p, .. } = k {
+                        if let Some(at) = self.held.get_mut(*p as usize) {
+                            if *at as usize == j + 1 {
+                                *at = j as u32;
+                            }
+                        }
+                    }
+                }
             }
         }
         if self.pending.len() < self.pending.capacity() {
+            if let EventKind::Param { param, .. } = kind {
+                if let Some(at) = self.held.get_mut(param as usize) {
+                    *at = self.pending.len() as u32;
+                }
+            }
             self.pending.push((sample, kind));
         } else {
             self.shared.refused.fetch_add(1, Ordering::Relaxed);
