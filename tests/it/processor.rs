@@ -1007,12 +1007,18 @@ fn dcs(n: usize) -> String {
 /// name) at the first frame; the last output sample and the events
 /// refused.
 fn after_one_sample(text: &str, events: &[(String, f64)]) -> (f32, u64) {
+    let at_first: Vec<_> = events.iter().map(|(n, v)| (0, n.clone(), *v)).collect();
+    after_one_call(text, &at_first)
+}
+
+/// [`after_one_sample`] with each event's offset in the first call given.
+fn after_one_call(text: &str, events: &[(u32, String, f64)]) -> (f32, u64) {
     let (ctl, mut p) = Activation::new(48_000, 64)
         .activate_scene(text, "dcs.json")
         .expect("the scene activates");
     let events: Vec<Event> = events
         .iter()
-        .map(|(name, v)| Event::param(0, ctl.params().index_of(name).unwrap() as u32, *v))
+        .map(|(at, name, v)| Event::param(*at, ctl.params().index_of(name).unwrap() as u32, *v))
         .collect();
     let mut out = vec![0.0f32; 64];
     for call in 0..4 {
@@ -1057,6 +1063,14 @@ fn changes_at_one_sample_take_one_place_a_param_and_the_last_of_a_param_lands_la
     assert_eq!(after_one_sample(&big, &each(1024)), (512.5, 0));
     let (_, refused) = after_one_sample(&big, &each(1025));
     assert_eq!(refused, 1);
+    // A full block still takes a change replacing one, after a change
+    // for a later frame was refused (a host's events need not come in
+    // the order of their frames).
+    let mut back: Vec<(u32, String, f64)> =
+        each(1024).into_iter().map(|(n, v)| (0, n, v)).collect();
+    back.push((1, "d1.value".into(), 0.0));
+    back.push((0, "d0.value".into(), 0.5));
+    assert_eq!(after_one_call(&big, &back), (512.5 - 1.0 / 1024.0 + 0.5, 1));
     // Any number of changes of three params at one sample take three places.
     let value = |round: usize| (round % 7) as f64 / 8.0;
     let mut many = Vec::new();

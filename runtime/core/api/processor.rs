@@ -171,12 +171,15 @@ pub struct Processor {
     /// The events of the block being filled, by engine sample, until the
     /// block runs (capacity [`PENDING_EVENTS`], reserved at activation).
     pending: Vec<(u64, EventKind)>,
-    /// Where in `pending` each param's last change is, by its index in
-    /// the param list (`u32::MAX`: none held), so that a change replacing
+    /// Where in `pending` each param's last change went, by its index in
+    /// the param list (`u32::MAX`: none yet), so that a change replacing
     /// one at its sample finds it at once, however many others that
-    /// sample holds (reserved at activation).
+    /// sample holds (reserved at activation). An entry may be left from
+    /// an earlier block: it is trusted only where `pending` holds that
+    /// param's change at that sample there.
     held: Vec<u32>,
-    /// Where the last run of `pending` at one sample starts.
+    /// Where the last run of `pending` at one sample starts (as of the
+    /// last change held; stale once `pending` is cleared).
     run: usize,
     /// `profile` param changes, to the controller.
     profiles: Producer<ProfileAsk>,
@@ -271,8 +274,8 @@ pub struct Metering {
 }
 
 impl Processor {
-    /// A processor playing `engine` in host calls of at most `max_frames`,
-    /// taking changes of `params` params, sending `profile` param changes to `profiles`, reporting through
+    /// A processor playing `engine` in host calls of at most `max_frames`
+    /// (changes of `params` params, the activation's list), sending `profile` param changes to `profiles`, reporting through
     /// `shared`, and keeping its input in `history` (a scene that reads
     /// the input).
     pub(crate) fn new(
@@ -593,21 +596,23 @@ impl Processor {
     /// one sample takes one place; refused when the block holds
     /// [`PENDING_EVENTS`] others already.
     fn hold(&mut self, sample: u64, kind: EventKind) {
-        if self.pending.last().is_none_or(|(s, _)| *s != sample) {
-            self.run = self.pending.len();
-        }
+        // Where the run at `sample` starts (recorded once something lands in it).
+        let run = match self.pending.last() {
+            Some((s, _)) if *s == sample => self.run,
+            _ => self.pending.len(),
+        };
         if let EventKind::Param { param, .. } = kind {
             // The one change of this param in the last run at `sample`.
             let same = match self.held.get(param as usize) {
                 Some(&at) => Some(at as usize).filter(|&i| {
-                    i >= self.run
+                    i >= run
                         && matches!(self.pending.get(i),
                             Some((s, EventKind::Param { param: p, .. })) if *s == sample && *p == param)
                 }),
                 // Not a param of the list (refused when it lands).
-                None => self.pending[self.run..].iter().position(
+                None => self.pending[run..].iter().position(
                     |(_, k)| matches!(k, EventKind::Param { param: p, .. } if *p == param),
-                ).map(|i| self.run + i),
+                ).map(|i| run + i),
             };
             if let Some(i) = same {
                 // Out of its place, to the end: it follows every change
@@ -630,6 +635,7 @@ impl Processor {
                     *at = self.pending.len() as u32;
                 }
             }
+            self.run = run;
             self.pending.push((sample, kind));
         } else {
             self.shared.refused.fetch_add(1, Ordering::Relaxed);
