@@ -10,8 +10,9 @@
 //! (as many hosts send automation): a scene of 1100 `dc` nodes summed,
 //! under live, in calls of 64 frames, quiet and with 256 and with 1024
 //! changes of distinct params at offset 0 in every call (1024 is the
-//! most one block holds): each call's mean and longest time, 4000 calls
-//! each.
+//! most one block holds), and with those 1024 changed twice (each second
+//! change replaces the first): each call's mean and longest time, 4000
+//! calls each.
 //!
 //! Measures only; asserts nothing.
 //!
@@ -114,7 +115,7 @@ fn changes_at_one_frame() {
         nodes.join(", "),
         edges.join(", ")
     );
-    for n in [0usize, 256, 1024] {
+    for (n, twice) in [(0usize, false), (256, false), (1024, false), (1024, true)] {
         let (ctl, mut p) = Activation::new(48_000, BLOCK)
             .profile(Profile::Live)
             .activate_scene(&text, "dcs.json")
@@ -129,11 +130,14 @@ fn changes_at_one_frame() {
         let mut out = vec![0.0f32; BLOCK];
         let (mut total, mut longest) = (0.0f64, 0.0f64);
         const TIMED: usize = 4000;
-        let mut events = Vec::with_capacity(n);
+        let mut events = Vec::with_capacity(2 * n);
         for call in 0..TIMED {
             events.clear();
             let v = (call % 5) as f64 / 1e4;
             events.extend(params.iter().map(|&i| Event::param(0, i, v)));
+            if twice {
+                events.extend(params.iter().map(|&i| Event::param(0, i, v / 2.0)));
+            }
             let t = Instant::now();
             p.process(&[], &mut [&mut out[..]], &events, BLOCK)
                 .expect("a valid call");
@@ -143,7 +147,8 @@ fn changes_at_one_frame() {
         }
         std::hint::black_box(&out);
         println!(
-            "1100 dc nodes, live, block 64, {n:4} param changes at offset 0 a call: mean {:6.1} µs, longest {:6.1} µs ({} refused)",
+            "1100 dc nodes, live, block 64, {n:4} param changes at offset 0 a call{}: mean {:6.1} µs, longest {:6.1} µs ({} refused)",
+            if twice { ", each twice" } else { "" },
             total / TIMED as f64,
             longest,
             p.refused_events()

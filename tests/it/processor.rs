@@ -1063,6 +1063,30 @@ fn changes_at_one_sample_take_one_place_a_param_and_the_last_of_a_param_lands_la
     assert_eq!(after_one_sample(&big, &each(1024)), (512.5, 0));
     let (_, refused) = after_one_sample(&big, &each(1025));
     assert_eq!(refused, 1);
+    // A param beyond the list is refused at once and takes no place: a
+    // full block still holds the 1024 others.
+    let (ctl, mut p) = Activation::new(48_000, 64)
+        .activate_scene(&big, "dcs.json")
+        .expect("the scene activates");
+    let beyond = ctl.params().len() as u32;
+    let mut events = vec![Event::param(0, beyond, 1.0); 5];
+    events.extend((0..1024).map(|k| {
+        let i = ctl.params().index_of(&format!("d{k}.value")).unwrap() as u32;
+        Event::param(0, i, 1.0 / 1024.0)
+    }));
+    let mut out = vec![0.0f32; 64];
+    for call in 0..4 {
+        let given = if call == 0 { &events[..] } else { &[] };
+        p.process(&[], &mut [&mut out[..]], given, 64)
+            .expect("a valid call");
+    }
+    assert_eq!((out[63], p.refused_events()), (1.0, 5));
+    // A full block takes as many changes replacing its own, and squeezes
+    // out the places they leave (its room is twice what it holds).
+    let mut twice = each(1024);
+    twice.extend(each(1024).into_iter().map(|(n, v)| (n, v / 2.0)));
+    twice.extend(each(1024).into_iter().map(|(n, v)| (n, v / 4.0)));
+    assert_eq!(after_one_sample(&big, &twice), (512.5 / 4.0, 0));
     // A full block still takes a change replacing one, after a change
     // for a later frame was refused (a host's events need not come in
     // the order of their frames).

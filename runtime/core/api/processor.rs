@@ -169,8 +169,14 @@ pub struct Processor {
     frames: u64,
     seq: u64,
     /// The events of the block being filled, by engine sample, until the
-    /// block runs (capacity [`PENDING_EVENTS`], reserved at activation).
-    pending: Vec<(u64, EventKind)>,
+    /// block runs: at most [`PENDING_EVENTS`] held (`Some`), and the
+    /// places of changes a later one replaced (`None`), squeezed out when
+    /// the room runs short (capacity twice [`PENDING_EVENTS`], reserved
+    /// at activation, so that a squeeze comes at most once in
+    /// [`PENDING_EVENTS`] events).
+    pending: Vec<(u64, Option<EventKind>)>,
+    /// How many of `pending` are held.
+    holding: usize,
     /// Where in `pending` each param's last change went, by its index in
     /// the param list (`u32::MAX`: none yet), so that a change replacing
     /// one at its sample finds it at once, however many others that
@@ -319,7 +325,8 @@ impl Processor {
             primed: false,
             frames: 0,
             seq: 0,
-            pending: Vec::with_capacity(PENDING_EVENTS),
+            pending: Vec::with_capacity(2 * PENDING_EVENTS),
+            holding: 0,
             held: vec![u32::MAX; params],
             run: 0,
             profiles,
@@ -593,53 +600,72 @@ impl Processor {
     /// Keeps one event until its block runs. A param event replaces one
     /// for the same param at the same sample (the engine would apply both
     /// there, in order, and keep the last), so any number of changes at
-    /// one sample takes one place; refused when the block holds
+    /// one sample takes one place; refused at once when it is not a
+    /// param of the activation's list, and when the block holds
     /// [`PENDING_EVENTS`] others already.
     fn hold(&mut self, sample: u64, kind: EventKind) {
-        // Where the run at `sample` starts (recorded once something lands in it).
+        // Where the run at `sample` starts (recorded once something is
+        // held in it). The last of `pending` is always held.
         let run = match self.pending.last() {
             Some((s, _)) if *s == sample => self.run,
             _ => self.pending.len(),
         };
         if let EventKind::Param { param, .. } = kind {
-            // The one change of this param in the last run at `sample`.
-            let same = match self.held.get(param as usize) {
-                Some(&at) => Some(at as usize).filter(|&i| {
-                    i >= run
-                        && matches!(self.pending.get(i),
-                            Some((s, EventKind::Param { param: p, .. })) if *s == sample && *p == param)
-                }),
-                // Not a param of the list (refused when it lands).
-                None => self.pending[run..].iter().position(
-                    |(_, k)| matches!(k, EventKind::Param { param: p, .. } if *p == param),
-                ).map(|i| run + i),
+            let this = |k: &Option<EventKind>| matches!(k, Some(EventKind::Param { param: p, .. }) if *p == param);
+            // Not a param of the list: it would be refused where it lands.
+            let Some(&at) = self.held.get(param as usize) else {
+                self.shared.refused.fetch_add(1, Ordering::Relaxed);
+                return;
             };
+            // The one change of this param in the last run at `sample`.
+            let same = Some(at as usize).filter(|&i| {
+                i >= run
+                    && self
+                        .pending
+                        .get(i)
+                        .is_some_and(|(s, k)| *s == sample && this(k))
+            });
             if let Some(i) = same {
                 // Out of its place, to the end: it follows every change
                 // that came before it, as the last one does.
-                self.pending.remove(i);
-                for (j, (_, k)) in self.pending.iter().enumerate().skip(i) {
-                    if let EventKind::Param { param: p, .. } = k {
-                        if let Some(at) = self.held.get_mut(*p as usize) {
-                            if *at as usize == j + 1 {
-                                *at = j as u32;
-                            }
-                        }
-                    }
-                }
+                self.pending[i].1 = None;
+                self.holding -= 1;
             }
         }
-        if self.pending.len() < self.pending.capacity() {
-            if let EventKind::Param { param, .. } = kind {
-                if let Some(at) = self.held.get_mut(param as usize) {
-                    *at = self.pending.len() as u32;
-                }
-            }
-            self.run = run;
-            self.pending.push((sample, kind));
-        } else {
+        if self.holding == PENDING_EVENTS {
             self.shared.refused.fetch_add(1, Ordering::Relaxed);
+            return;
         }
+        let run = if self.pending.len() == self.pending.capacity() {
+            self.squeeze(run)
+        } else {
+            run
+        };
+        if let EventKind::Param { param, .. } = kind {
+            self.held[param as usize] = self.pending.len() as u32;
+        }
+        self.run = run;
+        self.holding += 1;
+        self.pending.push((sample, Some(kind)));
+    }
+
+    /// Squeezes the places of replaced changes out of `pending`, keeping
+    /// the order, and points `held` at the new places; the new place of
+    /// `run`. In place: never allocates.
+    fn squeeze(&mut self, run: usize) -> usize {
+        let run = self.pending[..run]
+            .iter()
+            .filter(|(_, k)| k.is_some())
+            .count();
+        self.pending.retain(|(_, k)| k.is_some());
+        for (j, (_, k)) in self.pending.iter().enumerate() {
+            if let Some(EventKind::Param { param, .. }) = k {
+                if let Some(at) = self.held.get_mut(*param as usize) {
+                    *at = j as u32;
+                }
+            }
+        }
+        run
     }
 
     /// Runs the block whose input is complete, under the panic guard:
@@ -652,6 +678,7 @@ impl Processor {
             meters,
             shared,
             pending,
+            holding,
             profiles,
             seq,
             ends,
@@ -669,6 +696,11 @@ impl Processor {
             player.end_block(|deck, pos, end| {
                 Processor::keep_note_ends(deck, ends, latency);
                 while let Some(&(sample, kind)) = pending.get(next) {
+                    let Some(kind) = kind else {
+                        // A change a later one replaced.
+                        next += 1;
+                        continue;
+                    };
                     *seq += 1;
                     match land(deck, profiles, sample, kind, *seq) {
                         Landing::Full => return sample.max(pos + 1).min(end),
@@ -683,10 +715,13 @@ impl Processor {
             });
             Processor::keep_note_ends(player.deck_mut(), ends, latency);
             // What found the queues full at the block's last sample.
-            let left = pending.len().saturating_sub(next) as u64;
+            let left = pending.get(next..).map_or(0, |left| {
+                left.iter().filter(|(_, k)| k.is_some()).count() as u64
+            });
             shared.refused.fetch_add(left, Ordering::Relaxed);
         });
         pending.clear();
+        *holding = 0;
         if ran.is_none() {
             // Nothing plays from here on; the FIFO keeps the last block.
             self.primed = false;
