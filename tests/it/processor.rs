@@ -1005,7 +1005,8 @@ fn dcs(n: usize) -> String {
 
 /// Plays `text` for 256 frames in calls of 64 with `events` (by param
 /// name) at the first frame; the last output sample and the events
-/// refused.
+/// refused. The calls allocate and free nothing (replaced changes
+/// squeezed out included).
 fn after_one_sample(text: &str, events: &[(String, f64)]) -> (f32, u64) {
     let at_first: Vec<_> = events.iter().map(|(n, v)| (0, n.clone(), *v)).collect();
     after_one_call(text, &at_first)
@@ -1021,11 +1022,16 @@ fn after_one_call(text: &str, events: &[(u32, String, f64)]) -> (f32, u64) {
         .map(|(at, name, v)| Event::param(*at, ctl.params().index_of(name).unwrap() as u32, *v))
         .collect();
     let mut out = vec![0.0f32; 64];
-    for call in 0..4 {
-        let given = if call == 0 { &events[..] } else { &[] };
-        p.process(&[], &mut [&mut out[..]], given, 64)
-            .expect("a valid call");
-    }
+    let (a0, f0) = counting::counts();
+    counting::realtime(|| {
+        for call in 0..4 {
+            let given = if call == 0 { &events[..] } else { &[] };
+            p.process(&[], &mut [&mut out[..]], given, 64)
+                .expect("a valid call");
+        }
+    });
+    let (a1, f1) = counting::counts();
+    assert_eq!((a1 - a0, f1 - f0), (0, 0), "process allocated or freed");
     (out[63], p.refused_events())
 }
 

@@ -281,9 +281,9 @@ pub struct Metering {
 
 impl Processor {
     /// A processor playing `engine` in host calls of at most `max_frames`
-    /// (changes of `params` params, the activation's list), sending `profile` param changes to `profiles`, reporting through
-    /// `shared`, and keeping its input in `history` (a scene that reads
-    /// the input).
+    /// (changes of `params` params, the activation's list), sending
+    /// `profile` param changes to `profiles`, reporting through `shared`,
+    /// and keeping its input in `history` (a scene that reads the input).
     pub(crate) fn new(
         engine: Engine,
         max_frames: usize,
@@ -660,9 +660,8 @@ impl Processor {
         self.pending.retain(|(_, k)| k.is_some());
         for (j, (_, k)) in self.pending.iter().enumerate() {
             if let Some(EventKind::Param { param, .. }) = k {
-                if let Some(at) = self.held.get_mut(*param as usize) {
-                    *at = j as u32;
-                }
+                // Every param held is one of the list's (`hold`).
+                self.held[*param as usize] = j as u32;
             }
         }
         run
