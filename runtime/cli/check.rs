@@ -55,8 +55,8 @@ pub struct CheckOptions {
     /// deadline warnings, and the plan at `--threads`).
     #[arg(long = "block-size")]
     pub block_size: Option<usize>,
-    /// The pool's threshold for the plan at `--threads`, as `run` and
-    /// `bench` take it (default: the one `morphrt calibrate` stored for
+    /// The pool's threshold for the plan at `--threads`, as `run`,
+    /// `render` and `bench` take it (default: the one `morphrt calibrate` stored for
     /// the scene on this machine with that thread count, else 20 µs).
     #[arg(long = "thread-min-work-ns", hide = true)]
     pub min_work_ns: Option<u64>,
@@ -88,7 +88,7 @@ fn ahead_cut(
 
 /// The threshold the plan at `threads` threads is shown with: the one
 /// asked for, else the scene's calibration's at that count, else the
-/// default (as `run` plays it).
+/// default (as `run` and `render` play it).
 fn threshold(
     opts: &CheckOptions,
     text: Option<&str>,

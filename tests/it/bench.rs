@@ -689,6 +689,42 @@ fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
         want(3, 5, "option")
     );
     assert_eq!(bench(&[]).0, Value::Null);
+    // `render` at the calibrated count renders with that threshold too,
+    // and says so; the bytes are one thread's.
+    let out = cache.join("drone.wav");
+    let render = |threads: &str, more: &[&str]| {
+        let mut all = vec![
+            "render",
+            "scenes/drone.json",
+            "-d",
+            "0.5s",
+            "--threads",
+            threads,
+            "--json",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        all.extend_from_slice(more);
+        let o = morphrt_with_cache(&all, &cache);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let said =
+            stderr(&o).contains("thread threshold 0.0 µs (calibrated for this scene and machine)");
+        (
+            json(&o)["thread_min_work_ns"].clone(),
+            said,
+            std::fs::read(&out).unwrap(),
+        )
+    };
+    let (ns, said, one) = render("1", &[]);
+    assert_eq!((ns, said), (Value::Null, false));
+    let (ns, said, three) = render("3", &["--no-ahead"]);
+    assert_eq!((ns, said), (Value::from(0), true));
+    assert!(one == three, "the bytes at three threads are one thread's");
+    let (ns, said, two) = render("2", &["--no-ahead"]);
+    assert_eq!((ns, said), (Value::from(20_000), false));
+    assert!(one == two);
+    let (ns, said, _) = render("3", &["--no-ahead", "--thread-min-work-ns", "5"]);
+    assert_eq!((ns, said), (Value::from(5), false));
     // A damaged count is named and not played.
     v["entries"][0]["threads"] = Value::from(0);
     std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();

@@ -195,6 +195,11 @@ pub fn render(
             crate::host::files::rules::Destination::File { .. }
         );
     let settings = (try_ahead && ahead::may_cut(&plan)).then(|| ahead::Settings::of(&plan));
+    // The pool's threshold `calibrate` measured for the scene on this
+    // machine at this thread count, as `run` plays with it (`check` shows
+    // the plan at it).
+    let calibrated = calibrated_threshold(opts, threads, (!from_stdin).then_some(&*text), &plan);
+    let mut threshold_said = false;
     let mut whole = Some(plan);
     let mut output = Some(output);
     // Installed after a FIFO was opened (that open may wait for a reader,
@@ -247,7 +252,18 @@ pub fn render(
         } else {
             threads
         };
-        engine.set_workers(opts.threads.workers_of(pool, false)?);
+        let workers = opts.threads.workers_of(pool, false)?;
+        if let (Some(w), Some(ns)) = (&workers, calibrated) {
+            w.set_min_work_ns(ns);
+            if !std::mem::replace(&mut threshold_said, true) {
+                let _ = writeln!(
+                    log,
+                    "thread threshold {:.1} µs (calibrated for this scene and machine)",
+                    ns as f64 / 1e3
+                );
+            }
+        }
+        engine.set_workers(workers);
         if let Some(feed) = ahead.as_mut().and_then(Ahead::feed) {
             engine.set_input_feed(feed);
         }
@@ -356,6 +372,11 @@ pub fn render(
     let json = opts.json.then(|| {
         let mut summary = json_summary(opts, engine, &report, &layout, start, &warnings);
         summary["threads"] = threads.into();
+        // The threshold of the pool the render's blocks ran on (none: one
+        // thread, or two with a part ahead).
+        summary["thread_min_work_ns"] = engine
+            .workers()
+            .map_or(serde_json::Value::Null, |w| w.min_work_ns().into());
         summary["ahead"] = played_cut.as_ref().map_or(
             serde_json::Value::Null,
             |c| serde_json::json!({ "sum": c.sum, "taken": c.taken, "edges": c.edges }),
@@ -420,6 +441,23 @@ fn ahead_parts(
         ahead.read_input(i.feed());
     }
     Some(Ok((ahead, rest, cut)))
+}
+
+/// The pool's threshold `calibrate` stored for the scene of `text`
+/// compiled to `plan` on this machine, when it chose `threads` threads and
+/// no `--thread-min-work-ns` is given (`None`: the pool keeps its own).
+fn calibrated_threshold(
+    opts: &RenderOptions,
+    threads: usize,
+    text: Option<&str>,
+    plan: &crate::graph::Plan,
+) -> Option<u64> {
+    use crate::host::machine::calibration::{Threshold, ThresholdFrom};
+    if threads < 2 || opts.threads.min_work_ns.is_some() {
+        return None;
+    }
+    let t = Threshold::for_scene(None, threads, text, plan);
+    matches!(t.from, ThresholdFrom::Calibrated(_)).then_some(t.ns)
 }
 
 /// Writes a snapshot at each stop (`--snapshot-at`), noting what it wrote.
