@@ -1,5 +1,6 @@
 //! `--threads`: in every profile and at any block size, the same bytes at
-//! every thread count; a live session at two threads replays at one.
+//! every thread count; a live session at two threads replays at one,
+//! two and three.
 
 use crate::support as common;
 use crate::support::counting::{counts, realtime};
@@ -200,7 +201,7 @@ fn threads_the_system_refuses_are_an_error_that_says_how_many_it_started() {
 }
 
 #[test]
-fn a_session_at_two_threads_with_an_edit_and_a_switch_replays_at_one() {
+fn a_session_at_two_threads_with_an_edit_and_a_switch_replays_at_one_two_and_three() {
     let dir = common::temp_dir("two-threads");
     let text = std::fs::read_to_string(common::root().join("scenes/dub-chain.json")).unwrap();
     let path = dir.join("dub.json");
@@ -229,8 +230,13 @@ fn a_session_at_two_threads_with_an_edit_and_a_switch_replays_at_one() {
     );
     common::wait_line(&lines, "edit applied", &mut log);
     let all = common::press_then_quit(&mut child, &lines, log, &[("l", "switched repro → live")]);
-    // `replay` renders the journal on one thread.
+    // `replay` renders the journal on every core, on one thread, or on
+    // three, the same bytes each time.
     common::assert_replays(&journal, &capture, &all);
+    for threads in ["1", "3"] {
+        let args = ["--threads", threads, "--thread-min-work-ns", "0"];
+        common::assert_replays_with(&journal, &capture, &all, &args);
+    }
 }
 
 /// A job another thread runs on the pool between two callbacks (as the

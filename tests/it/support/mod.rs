@@ -393,13 +393,20 @@ pub fn press_then_quit(
 /// Replays `journal` and checks it gives what `capture` recorded bit for
 /// bit (`log`: the session's output, shown on failure).
 pub fn assert_replays(journal: &Path, capture: &Path, log: &str) {
+    assert_replays_with(journal, capture, log, &[]);
+}
+
+/// [`assert_replays`] with more arguments to `replay` (`--threads 1`).
+pub fn assert_replays_with(journal: &Path, capture: &Path, log: &str, more: &[&str]) {
     let replayed = journal.with_extension("replayed.wav");
-    let o = morphrt(&[
+    let mut args = vec![
         "replay",
         journal.to_str().unwrap(),
         "-o",
         replayed.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(more);
+    let o = morphrt(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let played = read_f32(capture);
     assert!(!played.is_empty(), "nothing was captured; log:\n{log}");

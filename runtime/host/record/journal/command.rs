@@ -88,6 +88,17 @@ pub struct ReplayOptions {
     /// from a snapshot says once where on the scene's timeline it started.
     #[arg(long)]
     pub info: bool,
+    /// Threads that render each block (1 to 1024; default: every core).
+    ///
+    /// The same bytes at every count, whatever count the session played
+    /// at: as `render --threads`, each node computes what it computes
+    /// alone and a node's inputs are summed in the graph's fixed order.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=crate::host::files::threads::MAX_THREADS as i64))]
+    pub threads: Option<u16>,
+    /// Estimated nanoseconds of work a level of the graph must save before
+    /// it is spread over the threads.
+    #[arg(long = "thread-min-work-ns", hide = true)]
+    pub min_work_ns: Option<u64>,
 }
 
 /// The size of the WAV a replay writes, when the journal says how long the
@@ -155,7 +166,14 @@ pub fn replay(opts: &ReplayOptions, log: &mut dyn Write) -> Result<(), HostError
     let output = Output::prepare(out, &inputs(journal, &session), needed, &Kind::REPLAY)?;
     let what = output.describe();
     let t0 = std::time::Instant::now();
-    let r = rerender(journal, until)?;
+    let threads = crate::host::files::threads::ThreadArgs {
+        threads: opts.threads,
+        min_work_ns: opts.min_work_ns,
+        ..Default::default()
+    };
+    let workers = threads.workers(crate::host::files::threads::all_cores(), false)?;
+    let threads = workers.as_ref().map_or(1, |w| w.threads());
+    let r = rerender(journal, until, workers)?;
     for w in &r.warnings {
         let _ = writeln!(log, "warning: {w}");
     }
@@ -163,9 +181,13 @@ pub fn replay(opts: &ReplayOptions, log: &mut dyn Write) -> Result<(), HostError
     let secs = r.frames as f64 / r.sample_rate as f64;
     let _ = writeln!(
         log,
-        "replayed {} frames ({secs:.2}s, {} ch) to {what} in {:.2}s ({:.1}x real time)",
+        "replayed {} frames ({secs:.2}s, {} ch) to {what}{} in {:.2}s ({:.1}x real time)",
         r.frames,
         r.channels,
+        match threads {
+            1 => String::new(),
+            n => format!(" on {n} threads"),
+        },
         t0.elapsed().as_secs_f64(),
         secs / t0.elapsed().as_secs_f64().max(1e-9)
     );

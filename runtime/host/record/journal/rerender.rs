@@ -197,11 +197,17 @@ impl<'a> Rebuild<'a> {
 }
 
 /// Renders a journal offline: the same handovers at the same N and S with
-/// the same fades, the same device output stage and stop fade.
-pub fn rerender(path: &Path, until: Option<u64>) -> Result<Replay, HostError> {
+/// the same fades, the same device output stage and stop fade; every
+/// engine on `workers` when given (the same bytes at any count).
+pub fn rerender(
+    path: &Path,
+    until: Option<u64>,
+    workers: Option<crate::engine::Workers>,
+) -> Result<Replay, HostError> {
     let session = read(path)?;
     let mut warnings = session.warnings.clone();
     let (mut rebuild, profile) = Rebuild::new(path, &session)?;
+    rebuild.fixed.workers = workers;
     let mut deck: Option<Scripted> = None;
     let mut end: Option<u64> = None;
     let mut stop: Option<(u64, u64)> = None;
