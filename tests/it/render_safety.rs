@@ -517,6 +517,81 @@ fn sigint_and_sigterm_remove_the_partial_file() {
     assert_eq!(std::fs::read(dir.join("existing.wav")).unwrap(), b"old");
 }
 
+// A signal did not stop a render into a FIFO or pipe whose reader had
+// stopped reading (its writer waited in a write that never ended), and
+// stopped one into a slow reader only once everything queued was written,
+// seconds later.
+#[test]
+fn a_signal_stops_a_render_into_a_stream_that_is_read_slowly_or_not_at_all() {
+    use std::time::{Duration, Instant};
+    let dir = temp_dir("safety-signal-stream");
+    scene(&dir, "scene.json", "600s");
+    for (name, slow) in [("stuck.wav", false), ("slow.wav", true)] {
+        let fifo = dir.join(name);
+        let c = std::ffi::CString::new(s(&fifo)).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        // Read-write, the FIFO has a reader that never reads: the render's
+        // open does not wait, and its writes fill the pipe and wait.
+        let keep = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        // The slow reader takes 4 KiB every 50 ms (80 KiB/s).
+        let mut read_end = std::fs::File::open(&fifo).unwrap();
+        let reading = slow.then(|| {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while read_end.read(&mut buf).is_ok_and(|n| n > 0) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            })
+        });
+        let mut c = morphrt_in(&dir);
+        c.args(["render", "scene.json", "-o", name, "--threads", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: only async-signal-safe calls between fork and exec (see
+        // `sigint_and_sigterm_remove_the_partial_file`).
+        unsafe {
+            c.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = c.spawn().unwrap();
+        // Time to fill the pipe and the batches queued behind it.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the render ended early"
+        );
+        // SAFETY: kill() with our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let signalled = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if signalled.elapsed() > Duration::from_secs(5) {
+                let _ = child.kill();
+                panic!("{name}: the render was still running 5 s after SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(130), "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("interrupted by SIGINT"),
+            "{name}: {}",
+            stderr(&o)
+        );
+        drop(keep);
+        if let Some(r) = reading {
+            r.join().unwrap();
+        }
+    }
+    assert!(partials(&dir).is_empty(), "{:?}", partials(&dir));
+}
+
 // A missing output directory or an output that is a directory failed only
 // after the full render, naming the hidden temp file instead of the user's
 // path. A snapshot due during the render shows whether it started.

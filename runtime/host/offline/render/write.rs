@@ -181,16 +181,28 @@ const BATCH_FRAMES: usize = 65536;
 /// the writer by no more.
 const BATCHES_IN_FLIGHT: usize = 4;
 
+/// How long a render stopped by a signal waits for its writer to finish
+/// the write it is in, when the output is a stream (a pipe, a FIFO,
+/// standard output): a reader that stopped reading never lets that write
+/// end, and nothing of a stream needs cleaning up, so the process then
+/// ends.
+const STREAM_STOP_GRACE: Duration = Duration::from_millis(500);
+
 /// The writer thread: encodes each batch and writes it to `body`, giving
-/// the batch back to be filled again, until the batches end or a write
-/// fails.
+/// the batch back to be filled again, until the batches end, a write
+/// fails, or (when `watch`) a stop signal was caught: what is queued then
+/// is not written.
 fn write_batches<'a>(
     mut enc: Encoder,
     mut body: Body<'a>,
     batches: mpsc::Receiver<Batch>,
     give_back: mpsc::Sender<Batch>,
+    watch: bool,
 ) -> (Encoder, Body<'a>, Result<(), BodyError>) {
     for mut batch in batches {
+        if watch && crate::host::files::signals::stop_caught() {
+            break;
+        }
         enc.batch(&mut batch);
         if let Err(e) = body.write(enc.take()) {
             return (enc, body, Err(e));
@@ -215,6 +227,7 @@ pub(super) fn write_wav(
     mut at_stop: impl FnMut(&Engine) -> Result<(), HostError>,
 ) -> Result<(RenderReport, Option<Tail>), HostError> {
     let aftermath = sink.aftermath();
+    let stream = sink.temp_file().is_none();
     let (tail, frames) = match &opts.tail {
         Some((t, limit)) => (Some(t.clone()), *limit),
         None => (None, layout.frames),
@@ -245,9 +258,15 @@ pub(super) fn write_wav(
     let (mut result, (enc, body, written)) = std::thread::scope(|scope| {
         let (to_writer, batches) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
         let (give_back, spares) = mpsc::channel::<Batch>();
+        let (wrote, written) = mpsc::channel::<()>();
+        let watch = opts.interrupt.is_some();
         let writer = std::thread::Builder::new()
             .name("morphrt-render-writer".into())
-            .spawn_scoped(scope, move || write_batches(enc, body, batches, give_back))
+            .spawn_scoped(scope, move || {
+                let ended = write_batches(enc, body, batches, give_back, watch);
+                drop(wrote);
+                ended
+            })
             .map_err(|source| HostError::Thread {
                 what: "the render's writer",
                 source,
@@ -257,10 +276,26 @@ pub(super) fn write_wav(
             let next = spares
                 .try_recv()
                 .unwrap_or_else(|_| Batch::new(channels, f32_bus, BATCH_FRAMES));
-            // A writer that stopped has its error, given when it is joined.
-            to_writer
-                .send(std::mem::replace(batch, next))
-                .map_err(|_| Abort::Writer)
+            // A writer that stopped has its error, given when it is joined,
+            // or stopped on a signal. A writer behind (a slow disk, a
+            // stream read slowly or not at all) is waited for while no
+            // stop signal comes.
+            let mut full = std::mem::replace(batch, next);
+            loop {
+                match to_writer.try_send(full) {
+                    Ok(()) => return Ok(()),
+                    Err(mpsc::TrySendError::Disconnected(_)) => {
+                        return Err(caught().map_or(Abort::Writer, Abort::Signal))
+                    }
+                    Err(mpsc::TrySendError::Full(b)) => {
+                        if let Some(signal) = caught() {
+                            return Err(Abort::Signal(signal));
+                        }
+                        full = b;
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            }
         };
         let mut result = player.play_frames(
             frames,
@@ -299,6 +334,13 @@ pub(super) fn write_wav(
             }
         }
         drop(to_writer);
+        if watch && stream {
+            wait_for_stream_writer(&written, caught, || {
+                let at_s = (player.engine().clock() - first) as f64 / sr;
+                let of_s = layout.frames as f64 / sr;
+                interrupted_message(caught().unwrap_or(libc::SIGINT), what, "", at_s, of_s)
+            });
+        }
         let ended = writer
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -386,6 +428,46 @@ pub(super) fn input_within_limit(
     }
 }
 
+/// What a render stopped by `signal` says.
+fn interrupted_message(signal: i32, what: &str, aftermath: &str, at_s: f64, of_s: f64) -> String {
+    format!(
+        "interrupted by {} at {at_s:.2}s of {of_s:.2}s; stopped writing {what}{aftermath}",
+        signal_name(signal),
+    )
+}
+
+/// Waits for the writer of a stream to end (`written` disconnects). Once a
+/// stop signal is caught, it waits [`STREAM_STOP_GRACE`] more: a writer
+/// still in its write then writes to a reader that stopped reading, and
+/// the process ends there, saying `message()` and exiting 128 + the
+/// signal's number as an interrupted render does (without flushing
+/// standard output, whose reader would never take it).
+fn wait_for_stream_writer(
+    written: &mpsc::Receiver<()>,
+    caught: impl Fn() -> Option<i32>,
+    message: impl Fn() -> String,
+) {
+    let mut since: Option<Instant> = None;
+    loop {
+        match written.recv_timeout(Duration::from_millis(50)) {
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let Some(signal) = caught() else { continue };
+        let at = *since.get_or_insert_with(Instant::now);
+        if at.elapsed() >= STREAM_STOP_GRACE {
+            let _ = std::io::Write::write_fmt(
+                &mut crate::host::term::errors(),
+                format_args!("{}\n", message()),
+            );
+            // SAFETY: ends the process at once; nothing of a stream is
+            // left to clean up, and the temporary files of snapshots are
+            // complete or removed by then (they are written between blocks).
+            unsafe { libc::_exit(128 + signal) };
+        }
+    }
+}
+
 /// The error a stopped render reports, saying what became of the output.
 pub(super) fn abort_error(
     stop: Abort,
@@ -404,10 +486,7 @@ pub(super) fn abort_error(
         Abort::Snapshot(e) | Abort::Input(e) => with_aftermath(e),
         Abort::Signal(signal) => HostError::Interrupted {
             signal,
-            message: format!(
-                "interrupted by {} at {at_s:.2}s of {of_s:.2}s; stopped writing {what}{aftermath}",
-                signal_name(signal),
-            ),
+            message: interrupted_message(signal, what, aftermath, at_s, of_s),
         },
         Abort::Spoiled => with_aftermath(HostError::Thread {
             what: crate::host::offline::ahead::WHAT,
