@@ -641,6 +641,34 @@ fn push_and_pull_never_allocate() {
     }
 }
 
+/// rubato's FFT refused a block holding a NaN or an infinity, and the
+/// input's reader thread panicked: the library converter reads one as
+/// silence; the strict one passes it through its filter.
+#[test]
+fn the_library_converter_reads_a_nan_or_an_infinity_as_silence() {
+    let clean = noise(2 * 8000, 5);
+    let mut spoiled = clean.clone();
+    let mut zeroed = clean.clone();
+    for (at, v) in [
+        (2 * 3000, f64::NAN),
+        (2 * 5000 + 1, f64::INFINITY),
+        (2 * 7001, f64::NEG_INFINITY),
+    ] {
+        spoiled[at] = v;
+        zeroed[at] = 0.0;
+    }
+    let got = convert(Method::Library, 44100, 48000, 2, &spoiled);
+    let want = convert(Method::Library, 44100, 48000, 2, &zeroed);
+    assert!(!got.is_empty() && got.iter().all(|v| v.is_finite()));
+    assert!(got
+        .iter()
+        .map(|v| v.to_bits())
+        .eq(want.iter().map(|v| v.to_bits())));
+    assert!(got != convert(Method::Library, 44100, 48000, 2, &clean));
+    let strict = convert(Method::Polyphase, 44100, 48000, 2, &spoiled);
+    assert!(strict.iter().any(|v| v.is_nan()));
+}
+
 #[test]
 fn equal_rates_pass_frames_through_unchanged() {
     let input = noise(2 * 1000, 4);

@@ -10,6 +10,10 @@
 //! from the front of the output, so output frame 0 is input time 0 as with
 //! [`Polyphase`](super::Polyphase).
 //!
+//! **NaN and infinity.** A sample that is not finite is converted as
+//! silence (rubato's FFT cannot take one); the strict converter passes it
+//! through its filter, so the output frames it reaches are NaN.
+//!
 //! **Determinism it keeps.** The same input gives the same bytes on one
 //! machine and build, whatever the push and pull sizes, because the blocks
 //! fed to rubato do not depend on them. Not across CPUs or builds: rubato
@@ -153,6 +157,13 @@ impl Library {
             }
             // After `finish` the rest of the block is silence.
             self.gather[self.gathered * self.channels..].fill(0.0);
+            // rubato's inverse FFT refuses a block holding a NaN or an
+            // infinity (it panics): such a sample is read as silence.
+            for x in &mut self.gather {
+                if !x.is_finite() {
+                    *x = 0.0;
+                }
+            }
             let ch = self.channels;
             let input = InterleavedSlice::new(&self.gather[..], ch, self.block_in)
                 .expect("the gather buffer holds one block");
