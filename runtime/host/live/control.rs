@@ -562,13 +562,14 @@ impl<'a> Playing<'a> {
                 / 1e9
                 / (device_frames as f64 / self.sample_rate);
         }
-        // Per callback, from the histogram (1 % resolution, upper bucket edge).
-        report.load_p99 = meters.load_quantile(0.99);
         let period_s = self.period_s();
         report.load_max = self
             .windows
             .worst_callback
             .max(meters.take_busy_max_ns() as f64 / 1e9 / period_s);
+        // Per callback, from the histogram (1 % resolution, upper bucket
+        // edge), and no more than the slowest callback measured.
+        report.load_p99 = meters.load_quantile(0.99).min(report.load_max);
         // The last line gives the whole session's figures, as the summary
         // does (a session shorter than a window has no window of its own).
         self.windows.now = Load {
