@@ -48,7 +48,7 @@ pub struct CheckOptions {
     /// critical path and the speed-up the cost estimates promise, and what
     /// a render into a file puts ahead (with `--json`: the `threads`
     /// object).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=crate::host::files::threads::MAX_THREADS as i64))]
+    #[arg(long, value_parser = crate::host::files::threads::thread_count, allow_negative_numbers = true)]
     pub threads: Option<u16>,
     /// Block size in frames (default: the scene's, else the profile's):
     /// the scene is checked compiled at it (the report's `block_size`, its

@@ -9,13 +9,13 @@ pub struct ThreadArgs {
     /// Threads that compute each block (1 to 1024): this one and N − 1
     /// workers that run independent nodes side by side (default: every
     /// core for `render`; for `run`, the count `morphrt calibrate` chose
-    /// for the scene on this machine, else 1).
+    /// for the scene on this machine, else 1; for `bench`, 1).
     ///
     /// In every profile and at any block size, the output is the same
     /// bytes at every thread count: each node computes exactly what it
     /// computes alone, and a node's inputs are summed in the graph's fixed
     /// order. `morphrt check` shows which nodes may run side by side.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
+    #[arg(long, value_parser = thread_count, allow_negative_numbers = true)]
     pub threads: Option<u16>,
     /// Estimated nanoseconds of work a level of the graph must save before
     /// it is spread over the threads.
@@ -36,6 +36,17 @@ pub struct ThreadArgs {
 /// that the system's limits on threads and memory are not the first to say
 /// no.
 pub const MAX_THREADS: u16 = 1024;
+
+/// A value of `--threads`: a whole number from 1 to [`MAX_THREADS`].
+pub fn thread_count(s: &str) -> Result<u16, String> {
+    s.trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|n| (1..=MAX_THREADS).contains(n))
+        .ok_or_else(|| {
+            format!("`{s}` is not a thread count: give a whole number from 1 to {MAX_THREADS}")
+        })
+}
 
 /// The longest delay `--thread-test-delay` takes: a second per step
 /// already stalls a render for as long as anyone waits on a test, and a
@@ -101,10 +112,11 @@ impl ThreadArgs {
 /// priority (`None` when they run under real-time scheduling).
 pub fn priority_note(workers: &Workers) -> Option<String> {
     (!workers.realtime()).then(|| {
-        format!(
-            "note: the {} worker threads run at normal priority: the system does not allow real-time scheduling",
-            workers.threads() - 1
-        )
+        let who = match workers.threads() - 1 {
+            1 => "the worker thread runs".to_string(),
+            n => format!("the {n} worker threads run"),
+        };
+        format!("note: {who} at normal priority: the system does not allow real-time scheduling")
     })
 }
 
@@ -194,9 +206,10 @@ pub fn threads_text(engine: &Engine, threads: usize, min_work_ns: u64, whence: &
         }
     }
     s.push_str(&format!(
-        "critical path: {:.1} of {:.1} ns/sample; expected speed-up at {threads} threads: {:.2}x\n",
+        "critical path: {:.1} of {:.1} ns/sample; expected speed-up at {threads} thread{}: {:.2}x\n",
         t.critical_ns,
         t.total_ns,
+        if threads == 1 { "" } else { "s" },
         t.speedup()
     ));
     s

@@ -93,7 +93,7 @@ pub struct ReplayOptions {
     /// The same bytes at every count, whatever count the session played
     /// at: as `render --threads`, each node computes what it computes
     /// alone and a node's inputs are summed in the graph's fixed order.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=crate::host::files::threads::MAX_THREADS as i64))]
+    #[arg(long, value_parser = crate::host::files::threads::thread_count, allow_negative_numbers = true)]
     pub threads: Option<u16>,
     /// Estimated nanoseconds of work a level of the graph must save before
     /// it is spread over the threads.
