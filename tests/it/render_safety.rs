@@ -592,6 +592,58 @@ fn a_signal_stops_a_render_into_a_stream_that_is_read_slowly_or_not_at_all() {
     assert!(partials(&dir).is_empty(), "{:?}", partials(&dir));
 }
 
+// A render stopped after writing a snapshot said "nothing was written",
+// and kept the snapshot without saying so.
+#[test]
+fn a_signal_after_a_snapshot_says_the_snapshot_is_kept() {
+    let dir = temp_dir("safety-signal-snapshot");
+    scene(&dir, "scene.json", "20000s");
+    let mut c = morphrt_in(&dir);
+    c.args([
+        "render",
+        "scene.json",
+        "-o",
+        "o.wav",
+        "--format",
+        "i16",
+        "--snapshot-at",
+        "1s",
+        "--snapshot-out",
+        "snap.json",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    file_size_limit(&mut c, 1 << 30);
+    // SAFETY: only async-signal-safe calls between fork and exec (see
+    // `sigint_and_sigterm_remove_the_partial_file`).
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = c.spawn().unwrap();
+    while !dir.join("snap.json").exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the render ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // SAFETY: kill() with our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("; the snapshot written before it kept: `snap.json` (at 1.00s)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(dir.join("snap.json").exists());
+    assert!(!dir.join("o.wav").exists());
+    assert!(partials(&dir).is_empty(), "{:?}", partials(&dir));
+}
+
 // A missing output directory or an output that is a directory failed only
 // after the full render, naming the hidden temp file instead of the user's
 // path. A snapshot due during the render shows whether it started.

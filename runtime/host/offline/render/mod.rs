@@ -333,7 +333,7 @@ pub fn render(
                     input = open_input(&opts.input, plan, from_stdin, None, &mut std::io::sink())?;
                 }
             }
-            (Err(e), _) => return Err(e),
+            (Err(e), _) => return Err(with_snapshots_kept(e, &written, sr)),
         }
     };
     drop(guard);
@@ -458,6 +458,30 @@ fn calibrated_threshold(
     }
     let t = Threshold::for_scene(None, threads, text, plan);
     matches!(t.from, ThresholdFrom::Calibrated(_)).then_some(t.ns)
+}
+
+/// A render stopped by a signal after writing snapshots says they are
+/// kept, and where (its output is not).
+fn with_snapshots_kept(e: HostError, written: &[(u64, Written, Duration)], sr: u32) -> HostError {
+    match e {
+        HostError::Interrupted { signal, message } if !written.is_empty() => {
+            let kept: Vec<String> = written
+                .iter()
+                .map(|(at, w, _)| {
+                    format!("`{}` (at {:.2}s)", w.path.display(), *at as f64 / sr as f64)
+                })
+                .collect();
+            let s = if kept.len() == 1 { "" } else { "s" };
+            HostError::Interrupted {
+                signal,
+                message: format!(
+                    "{message}; the snapshot{s} written before it kept: {}",
+                    kept.join(", ")
+                ),
+            }
+        }
+        other => other,
+    }
 }
 
 /// Writes a snapshot at each stop (`--snapshot-at`), noting what it wrote.
