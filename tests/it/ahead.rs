@@ -19,7 +19,10 @@ fn rendered(dir: &Path, scene: &Path, threads: &str, args: &[&str]) -> (String, 
     assert!(o.status.success(), "{err}");
     let hash = common::stdout(&o).trim().to_string();
     assert!(hash.len() >= 64, "a hash: {hash}");
-    (hash, err.lines().any(|l| l.starts_with("ahead: ")), err)
+    let cut = err
+        .lines()
+        .any(|l| l.starts_with("ahead: ") && !l.starts_with("ahead: nothing"));
+    (hash, cut, err)
 }
 
 /// The render's NaN/Inf warning, if it printed one.
@@ -225,13 +228,14 @@ fn nothing_renders_ahead_where_events_feedback_latency_or_inputs_it_cannot_read_
     };
     let ((one, _), (two, err)) = (piped("1"), piped("2"));
     assert!(
-        !err.contains("ahead: "),
+        err.contains("ahead: nothing (the input is standard input); 2 threads play every block"),
         "standard input is read once: {err}"
     );
     assert!(two == one);
     // And `--no-ahead` turns it off.
-    let (_, cut, _) = rendered(&dir, &plain, "2", &["-d", "0.2s", "--no-ahead"]);
+    let (_, cut, err) = rendered(&dir, &plain, "2", &["-d", "0.2s", "--no-ahead"]);
     assert!(!cut);
+    assert!(err.contains("ahead: nothing (--no-ahead)"), "{err}");
 }
 
 #[test]
@@ -585,7 +589,7 @@ fn nothing_renders_ahead_into_standard_output_a_fifo_or_with_snapshots() {
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert!(
-        !common::stderr(&o).contains("ahead: the first"),
+        common::stderr(&o).contains("ahead: nothing (the output is not a regular file)"),
         "{}",
         common::stderr(&o)
     );
@@ -627,10 +631,25 @@ fn nothing_renders_ahead_into_standard_output_a_fifo_or_with_snapshots() {
             snap_s,
         ],
     );
-    assert!(!cut, "{err}");
+    assert!(
+        !cut && err.contains("ahead: nothing (--snapshot-at)"),
+        "{err}"
+    );
     assert_eq!(two, one);
     let (_, cut, err) = rendered(&dir, &w4, "2", &["-d", "0.1s", "--resume", snap_s]);
-    assert!(!cut, "{err}");
+    assert!(!cut && err.contains("ahead: nothing (--resume)"), "{err}");
+    // A scene with events, and one thread.
+    let dub = common::root().join("scenes/dub-chain.json");
+    let (_, cut, err) = rendered(&dir, &dub, "2", &["-d", "0.1s"]);
+    assert!(
+        !cut && err.contains("ahead: nothing (the scene has events, controls or latency"),
+        "{err}"
+    );
+    let (_, cut, err) = rendered(&dir, &w4, "1", &["-d", "0.1s"]);
+    assert!(
+        !cut && err.contains("ahead: nothing (one thread); one thread plays every block"),
+        "{err}"
+    );
 }
 
 /// A mono test signal of `frames` frames (a sawtooth at ±0.25).
@@ -749,7 +768,30 @@ fn two_nans_in_one_block_of_a_part_render_the_whole_scene_again_with_its_input()
         err.contains("rendering the whole scene again on one engine"),
         "{err}"
     );
+    assert!(
+        err.contains(
+            "ahead: nothing (what the part ahead gave was not what the whole scene plays)"
+        ),
+        "{err}"
+    );
     assert_eq!(two, one);
+    // `--json` says which cut was given up, and that none played.
+    let o = common::render(
+        &scene,
+        &dir.join("json.wav"),
+        &[&args[..], &["--threads", "2", "--json"]].concat(),
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    assert_eq!(v["ahead"], serde_json::Value::Null, "{v}");
+    let sum = v["ahead_given_up"]["sum"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("ahead: ") && l.contains(&format!("`{sum}`"))),
+        "{sum}: {err}"
+    );
     let line = nan_line(&err_one);
     assert!(
         line.as_deref().is_some_and(|l| l.contains("`r6`")),

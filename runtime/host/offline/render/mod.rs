@@ -183,18 +183,32 @@ pub fn render(
     // Half of a wide sum ahead on a thread of its own (`ahead.rs`), when
     // nothing but time moves what it plays, into a file (a render whose
     // part ahead spoils it keeps nothing and plays again without it).
-    let mut try_ahead = threads >= 2
-        && snap.is_none()
-        && stops.is_empty()
-        && midi.is_none()
+    // Why nothing is put ahead, as `-v` says it (`None`: something may be).
+    let mut not_ahead: Option<&str> = if threads < 2 {
+        Some("one thread")
+    } else if opts.threads.no_ahead {
+        Some("--no-ahead")
+    } else if snap.is_some() {
+        Some("--resume")
+    } else if !stops.is_empty() {
+        Some("--snapshot-at")
+    } else if midi.is_some() {
+        Some("--midi")
+    } else if opts.input.iter().any(|p| p.as_os_str() == "-") {
         // An input read twice (when the pass is played again) must be a file.
-        && opts.input.iter().all(|p| p.as_os_str() != "-")
-        && !opts.threads.no_ahead
-        && matches!(
-            output.dest,
-            crate::host::files::rules::Destination::File { .. }
-        );
-    let settings = (try_ahead && ahead::may_cut(&plan)).then(|| ahead::Settings::of(&plan));
+        Some("the input is standard input")
+    } else if !matches!(
+        output.dest,
+        crate::host::files::rules::Destination::File { .. }
+    ) {
+        Some("the output is not a regular file")
+    } else if !ahead::may_cut(&plan) {
+        Some("the scene has events, controls or latency, or more than 8192 nodes")
+    } else {
+        None
+    };
+    let mut try_ahead = not_ahead.is_none();
+    let settings = try_ahead.then(|| ahead::Settings::of(&plan));
     // The pool's threshold `calibrate` measured for the scene on this
     // machine at this thread count, as `run` plays with it (`check` shows
     // the plan at it).
@@ -213,8 +227,10 @@ pub fn render(
     let mut feed = midi
         .as_ref()
         .map(|m| ChangeFeed::with_notes(m.changes.clone(), m.notes.clone()));
-    // The cut of the pass that played (`--json`'s `ahead`).
+    // The cut of the pass that played (`--json`'s `ahead`), and of one
+    // given up (`ahead_given_up`).
     let mut played_cut: Option<ahead::Cut>;
+    let mut given_up: Option<ahead::Cut> = None;
     let (player, ahead, report, tail, what, to_stdout) = loop {
         let output = match output.take() {
             Some(o) => o,
@@ -244,6 +260,16 @@ pub fn render(
             }
             None => {
                 played_cut = None;
+                if crate::host::term::verbose() {
+                    let why = not_ahead.unwrap_or(
+                        "no part of the scene is cut off as GUIDE.md (Threads) says, or none pays",
+                    );
+                    let who = match threads {
+                        1 => "one thread plays".to_string(),
+                        n => format!("{n} threads play"),
+                    };
+                    let _ = writeln!(log, "ahead: nothing ({why}); {who} every block");
+                }
                 (Engine::new(whole.take().expect("the whole plan")), None)
             }
         };
@@ -327,6 +353,8 @@ pub fn render(
                 );
                 wasted += pass.elapsed();
                 try_ahead = false;
+                not_ahead = Some("what the part ahead gave was not what the whole scene plays");
+                given_up = played_cut.take();
                 // The part ahead read the input: it is read again from its start.
                 if input.is_some() {
                     let plan = whole.as_ref().expect("the whole plan until it plays");
@@ -377,10 +405,14 @@ pub fn render(
         summary["thread_min_work_ns"] = engine
             .workers()
             .map_or(serde_json::Value::Null, |w| w.min_work_ns().into());
-        summary["ahead"] = played_cut.as_ref().map_or(
-            serde_json::Value::Null,
-            |c| serde_json::json!({ "sum": c.sum, "taken": c.taken, "edges": c.edges }),
-        );
+        let cut_json = |c: &Option<ahead::Cut>| {
+            c.as_ref().map_or(
+                serde_json::Value::Null,
+                |c| serde_json::json!({ "sum": c.sum, "taken": c.taken, "edges": c.edges }),
+            )
+        };
+        summary["ahead"] = cut_json(&played_cut);
+        summary["ahead_given_up"] = cut_json(&given_up);
         summary["conversions"] = conversions
             .iter()
             .map(crate::graph::conversion_json)
