@@ -86,6 +86,20 @@ fn ahead_cut(
     })
 }
 
+/// Why a render at `threads` threads puts nothing ahead, when [`ahead_cut`]
+/// finds nothing.
+fn not_ahead_because(opts: &CheckOptions, plan: &crate::graph::Plan, threads: u16) -> &'static str {
+    if threads < 2 {
+        "one thread"
+    } else if opts.scene.as_os_str() == "-" {
+        "the scene is read from standard input here"
+    } else if !crate::host::offline::ahead::may_cut(plan) {
+        "the scene has events, controls or latency, or more than 8192 nodes"
+    } else {
+        "no part of the scene is cut off as GUIDE.md (Threads) says, or none pays"
+    }
+}
+
 /// The threshold the plan at `threads` threads is shown with: the one
 /// asked for, else the scene's calibration's at that count, else the
 /// default (as `run` and `render` play it).
@@ -162,7 +176,9 @@ pub fn check(
             let file = reread(opts);
             let cut = ahead_cut(file.as_ref().map(|f| &f.1), &copts, &plan, t);
             let at = threshold(opts, file.as_ref().map(|f| f.0.as_str()), &plan, t);
+            let why = cut.is_none().then(|| not_ahead_because(opts, &plan, t));
             v["threads"] = threads_json(&crate::engine::Engine::new(plan), usize::from(t), &at);
+            v["threads"]["render_not_ahead"] = why.into();
             v["threads"]["render_ahead"] = match cut {
                 Some(c) => serde_json::json!({
                     "sum": c.sum,
@@ -188,6 +204,7 @@ pub fn check(
             let file = reread(opts);
             let cut = ahead_cut(file.as_ref().map(|f| &f.1), &copts, &plan, t);
             let at = threshold(opts, file.as_ref().map(|f| f.0.as_str()), &plan, t);
+            let why = cut.is_none().then(|| not_ahead_because(opts, &plan, t));
             let engine = crate::engine::Engine::new(plan);
             write!(
                 out,
@@ -200,9 +217,12 @@ pub fn check(
                 )
             )
             .map_err(io_error)?;
-            if let Some(cut) = cut {
-                writeln!(out, "render: {}", cut.describe()).map_err(io_error)?;
+            match (cut, why) {
+                (Some(cut), _) => writeln!(out, "render: {}", cut.describe()),
+                (None, Some(why)) => writeln!(out, "render: nothing ahead ({why})"),
+                (None, None) => Ok(()),
             }
+            .map_err(io_error)?;
         }
     }
     Ok(())

@@ -296,6 +296,33 @@ fn check_threads_says_what_render_puts_ahead() {
     assert!(speedup > 1.9, "{speedup}");
     assert!(json("scenes/bench/w4.json", "1").is_null());
     assert!(json("scenes/dub-chain.json", "2").is_null());
+    // And why nothing is put ahead.
+    for (scene, threads, why) in [
+        ("scenes/bench/w4.json", "1", "one thread"),
+        (
+            "scenes/dub-chain.json",
+            "2",
+            "the scene has events, controls or latency, or more than 8192 nodes",
+        ),
+        (
+            "scenes/drone.json",
+            "2",
+            "no part of the scene is cut off as GUIDE.md (Threads) says, or none pays",
+        ),
+    ] {
+        let o = common::morphrt(&["check", scene, "--threads", threads]);
+        assert!(
+            common::stdout(&o).contains(&format!("render: nothing ahead ({why})")),
+            "{scene}: {}",
+            common::stdout(&o)
+        );
+        let o = common::morphrt(&["check", scene, "--threads", threads, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+        assert_eq!(v["threads"]["render_not_ahead"], why, "{scene}");
+    }
+    let o = common::morphrt(&["check", "scenes/bench/w4.json", "--threads", "2", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    assert!(v["threads"]["render_not_ahead"].is_null(), "{v}");
 }
 
 /// `chains(16)` changed by `edit` (on the scene as JSON).
