@@ -276,8 +276,11 @@ def test_half_of_a_wide_sum_renders_ahead_on_a_thread_of_its_own_with_the_bytes_
     inputs, with what feeds them, renders ahead on a thread named
     `morphrt-ahead`, and the rest adds its half onto theirs, in order."""
     scene = chains(16)
-    one = morphrt.render(scene, duration=1, profile=profile)
-    two, started = new_threads(scene, duration=1, profile=profile, threads=2)
+    # Four seconds: the part's work under live (a few ms a second) is then
+    # well over the 1 ms asked, whenever the watcher last reads its time
+    # (it shares two cores with both threads of the render).
+    one = morphrt.render(scene, duration=4, profile=profile)
+    two, started = new_threads(scene, duration=4, profile=profile, threads=2)
     assert array_hash(two) == array_hash(one)
     ahead = [ns for name, ns in started if name == "morphrt-ahead"]
     assert len(ahead) == 1 and ahead[0] > 1_000_000, f"the part ahead ran: {started}"
