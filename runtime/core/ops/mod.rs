@@ -272,13 +272,18 @@ pub(crate) fn frequency_lint(
 ) -> Option<Lint> {
     let hz = values.get(index)?.as_number()?;
     let limit = ratio * sample_rate;
+    if hz.is_nan() || hz.abs() <= limit {
+        // Nothing to say, and no message formatted (a scene's every
+        // oscillator and filter is checked as it loads).
+        return None;
+    }
     let nyquist = 0.5 * sample_rate;
     let above = if hz.abs() > nyquist {
         format!("above Nyquist ({nyquist} Hz at {sample_rate} Hz)")
     } else {
         format!("above this operator's design limit of {ratio} × the sample rate ({limit} Hz; Nyquist is {nyquist} Hz)")
     };
-    (hz.abs() > limit).then(|| Lint {
+    Some(Lint {
         param: name,
         message: format!("`{name}` {hz} Hz is {above}: {instead} {limit} Hz"),
         help: Some(format!(

@@ -258,6 +258,10 @@ fn rate_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     let Some(hz) = values.get(RATE).and_then(Value::as_number) else {
         return Vec::new();
     };
+    if hz.abs() <= 0.5 * sample_rate {
+        // Within Nyquist: no lint, and no message to format.
+        return Vec::new();
+    }
     let alias = super::alias_hz(hz, sample_rate);
     let instead = format!("the lfo runs at its alias, {alias} Hz, since nothing runs faster than");
     frequency_lint(

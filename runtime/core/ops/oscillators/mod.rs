@@ -195,6 +195,10 @@ fn freq_lints(values: &[Value], sample_rate: f64) -> Vec<Lint> {
     let Some(hz) = values.get(FREQ).and_then(Value::as_number) else {
         return Vec::new();
     };
+    if hz.abs() <= 0.5 * sample_rate {
+        // Within Nyquist: no lint, and no message to format.
+        return Vec::new();
+    }
     let alias = alias_hz(hz, sample_rate);
     let instead =
         format!("the oscillator plays its alias, {alias} Hz, since nothing renders above");
