@@ -65,6 +65,33 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// Makes a FIFO at `path`.
+fn make_fifo(path: &Path) {
+    let c = std::ffi::CString::new(s(path)).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+/// `morphrt ARGS` started in `dir` (see [`morphrt_in`]), to be stopped by
+/// a signal: its standard error piped, files it writes held under 1 GiB
+/// (the signal comes within seconds; the whole render would be far
+/// larger), and SIGINT at its default action (a test runner may have been
+/// started with it ignored, as a background job is; a user's Ctrl-C
+/// reaches a foreground render).
+fn spawn_to_signal(dir: &Path, args: &[&str]) -> std::process::Child {
+    let mut c = morphrt_in(dir);
+    c.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+    file_size_limit(&mut c, 1 << 30);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    c.spawn().unwrap()
+}
+
 fn wav_frames(bytes: &[u8]) -> u32 {
     hound::WavReader::new(std::io::Cursor::new(bytes))
         .unwrap()
@@ -251,9 +278,7 @@ fn a_fifo_is_streamed_to_without_a_temporary_file() {
     let dir = temp_dir("safety-fifo");
     scene(&dir, "scene.json", "1s");
     let fifo = dir.join("pipe.wav");
-    let c = std::ffi::CString::new(s(&fifo)).unwrap();
-    // SAFETY: mkfifo on a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    make_fifo(&fifo);
     // Opened read-write first, the FIFO has a writer and a reader at once:
     // neither open blocks, and the reader sees the end of the stream only
     // when `keep` closes too, whatever the render did.
@@ -474,31 +499,20 @@ fn sigint_and_sigterm_remove_the_partial_file() {
         (libc::SIGTERM, "new.wav", 143),
         (libc::SIGINT, "existing.wav", 130),
     ] {
-        let mut c = morphrt_in(&dir);
-        c.args([
-            "render",
-            "scene.json",
-            "-o",
-            out,
-            "-d",
-            "20000s",
-            "--format",
-            "i16",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
         // The signal comes within milliseconds; the whole render would be 320 MB.
-        file_size_limit(&mut c, 1 << 30);
-        // SAFETY: only async-signal-safe calls between fork and exec. A test
-        // runner may have been started with SIGINT ignored (a background
-        // job); a user's Ctrl-C reaches a foreground render.
-        unsafe {
-            c.pre_exec(|| {
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                Ok(())
-            });
-        }
-        let mut child = c.spawn().unwrap();
+        let mut child = spawn_to_signal(
+            &dir,
+            &[
+                "render",
+                "scene.json",
+                "-o",
+                out,
+                "-d",
+                "20000s",
+                "--format",
+                "i16",
+            ],
+        );
         while partials(&dir).is_empty() {
             assert!(
                 child.try_wait().unwrap().is_none(),
@@ -528,9 +542,7 @@ fn a_signal_stops_a_render_into_a_stream_that_is_read_slowly_or_not_at_all() {
     scene(&dir, "scene.json", "600s");
     for (name, slow) in [("stuck.wav", false), ("slow.wav", true)] {
         let fifo = dir.join(name);
-        let c = std::ffi::CString::new(s(&fifo)).unwrap();
-        // SAFETY: mkfifo on a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        make_fifo(&fifo);
         // Read-write, the FIFO has a reader that never reads: the render's
         // open does not wait, and its writes fill the pipe and wait.
         let keep = std::fs::OpenOptions::new()
@@ -548,19 +560,10 @@ fn a_signal_stops_a_render_into_a_stream_that_is_read_slowly_or_not_at_all() {
                 }
             })
         });
-        let mut c = morphrt_in(&dir);
-        c.args(["render", "scene.json", "-o", name, "--threads", "2"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        // SAFETY: only async-signal-safe calls between fork and exec (see
-        // `sigint_and_sigterm_remove_the_partial_file`).
-        unsafe {
-            c.pre_exec(|| {
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                Ok(())
-            });
-        }
-        let mut child = c.spawn().unwrap();
+        let mut child = spawn_to_signal(
+            &dir,
+            &["render", "scene.json", "-o", name, "--threads", "2"],
+        );
         // Time to fill the pipe and the batches queued behind it.
         std::thread::sleep(Duration::from_millis(1500));
         assert!(
@@ -598,31 +601,21 @@ fn a_signal_stops_a_render_into_a_stream_that_is_read_slowly_or_not_at_all() {
 fn a_signal_after_a_snapshot_says_the_snapshot_is_kept() {
     let dir = temp_dir("safety-signal-snapshot");
     scene(&dir, "scene.json", "20000s");
-    let mut c = morphrt_in(&dir);
-    c.args([
-        "render",
-        "scene.json",
-        "-o",
-        "o.wav",
-        "--format",
-        "i16",
-        "--snapshot-at",
-        "1s",
-        "--snapshot-out",
-        "snap.json",
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
-    file_size_limit(&mut c, 1 << 30);
-    // SAFETY: only async-signal-safe calls between fork and exec (see
-    // `sigint_and_sigterm_remove_the_partial_file`).
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    let mut child = c.spawn().unwrap();
+    let mut child = spawn_to_signal(
+        &dir,
+        &[
+            "render",
+            "scene.json",
+            "-o",
+            "o.wav",
+            "--format",
+            "i16",
+            "--snapshot-at",
+            "1s",
+            "--snapshot-out",
+            "snap.json",
+        ],
+    );
     while !dir.join("snap.json").exists() {
         assert!(
             child.try_wait().unwrap().is_none(),
