@@ -65,11 +65,21 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// Makes a FIFO at `path`.
-fn make_fifo(path: &Path) {
+/// Makes a FIFO at `path` and opens it read-write (the first file) and
+/// read-only (the second). Held open for both, the FIFO never blocks an
+/// open (a render's open for writing does not wait for a reader), and the
+/// read end sees the end of the stream only when the first file closes
+/// too, whatever the render did.
+fn open_fifo(path: &Path) -> (std::fs::File, std::fs::File) {
     let c = std::ffi::CString::new(s(path)).unwrap();
     // SAFETY: mkfifo on a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let keep = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    (keep, std::fs::File::open(path).unwrap())
 }
 
 /// `morphrt ARGS` started in `dir` (see [`morphrt_in`]), to be stopped by
@@ -278,16 +288,7 @@ fn a_fifo_is_streamed_to_without_a_temporary_file() {
     let dir = temp_dir("safety-fifo");
     scene(&dir, "scene.json", "1s");
     let fifo = dir.join("pipe.wav");
-    make_fifo(&fifo);
-    // Opened read-write first, the FIFO has a writer and a reader at once:
-    // neither open blocks, and the reader sees the end of the stream only
-    // when `keep` closes too, whatever the render did.
-    let keep = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&fifo)
-        .unwrap();
-    let mut read_end = std::fs::File::open(&fifo).unwrap();
+    let (keep, mut read_end) = open_fifo(&fifo);
     let reader = std::thread::spawn(move || {
         let mut bytes = Vec::new();
         read_end.read_to_end(&mut bytes).unwrap();
@@ -541,17 +542,10 @@ fn a_signal_stops_a_render_into_a_stream_that_is_read_slowly_or_not_at_all() {
     let dir = temp_dir("safety-signal-stream");
     scene(&dir, "scene.json", "600s");
     for (name, slow) in [("stuck.wav", false), ("slow.wav", true)] {
-        let fifo = dir.join(name);
-        make_fifo(&fifo);
-        // Read-write, the FIFO has a reader that never reads: the render's
-        // open does not wait, and its writes fill the pipe and wait.
-        let keep = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&fifo)
-            .unwrap();
-        // The slow reader takes 4 KiB every 50 ms (80 KiB/s).
-        let mut read_end = std::fs::File::open(&fifo).unwrap();
+        // `keep` is a reader that never reads: the render's writes fill
+        // the pipe and wait. The slow reader takes 4 KiB every 50 ms
+        // (80 KiB/s).
+        let (keep, mut read_end) = open_fifo(&dir.join(name));
         let reading = slow.then(|| {
             std::thread::spawn(move || {
                 let mut buf = [0u8; 4096];
