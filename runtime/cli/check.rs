@@ -93,10 +93,8 @@ fn not_ahead_because(opts: &CheckOptions, plan: &crate::graph::Plan, threads: u1
         "one thread"
     } else if opts.scene.as_os_str() == "-" {
         "the scene is read from standard input here"
-    } else if !crate::host::offline::ahead::may_cut(plan) {
-        "the scene has events, controls or latency, or more than 8192 nodes"
     } else {
-        "no part of the scene is cut off as GUIDE.md (Threads) says, or none pays"
+        crate::host::offline::ahead::not_cut_because(plan)
     }
 }
 

@@ -260,6 +260,16 @@ pub fn may_cut(plan: &Plan) -> bool {
         && plan.nodes.len() <= MAX_NODES
 }
 
+/// Why nothing of `plan` renders ahead when [`cut`] gave nothing (or was
+/// not tried), as `render -v` and `check --threads` say it.
+pub fn not_cut_because(plan: &Plan) -> &'static str {
+    if may_cut(plan) {
+        "no part of the scene is cut off as GUIDE.md (Threads) says, or none pays"
+    } else {
+        "the scene has events, controls or latency, or more than 8192 nodes"
+    }
+}
+
 /// `plan`, compiled from `scene`, cut in two as the module docs say, or
 /// `None` when it cannot be (or is not worth it).
 pub fn cut(plan: &Plan, scene: &Scene) -> Option<(Cut, Split)> {

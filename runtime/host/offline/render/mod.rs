@@ -203,12 +203,13 @@ pub fn render(
     ) {
         Some("the output is not a regular file")
     } else if !ahead::may_cut(&plan) {
-        Some("the scene has events, controls or latency, or more than 8192 nodes")
+        Some(ahead::not_cut_because(&plan))
     } else {
         None
     };
     let mut try_ahead = not_ahead.is_none();
     let settings = try_ahead.then(|| ahead::Settings::of(&plan));
+    let no_cut = ahead::not_cut_because(&plan);
     // The pool's threshold `calibrate` measured for the scene on this
     // machine at this thread count, as `run` plays with it (`check` shows
     // the plan at it).
@@ -261,9 +262,7 @@ pub fn render(
             None => {
                 played_cut = None;
                 if crate::host::term::verbose() {
-                    let why = not_ahead.unwrap_or(
-                        "no part of the scene is cut off as GUIDE.md (Threads) says, or none pays",
-                    );
+                    let why = not_ahead.unwrap_or(no_cut);
                     let who = match threads {
                         1 => "one thread plays".to_string(),
                         n => format!("{n} threads play"),
