@@ -167,11 +167,22 @@ def halves(scene, tmp):
         t["nodes"] = [n for n in s["nodes"] if n["id"] in keep]
         t["edges"] = [e for e in s["edges"]
                       if e["from"].split(":")[0] in keep and e["to"].split(":")[0] in keep]
+        # Events for a node the half does not keep go with it.
+        if "events" in s:
+            t["events"] = [e for e in s["events"] if e.get("node") in keep]
         path = os.path.join(tmp, f"half{k}-{os.path.basename(scene)}")
         with open(path, "w") as f:
             json.dump(t, f)
         paths.append(path)
     return paths
+
+
+def beside(scene):
+    """`--resources` for where `scene` finds its resources, for a half of it
+    written elsewhere (`halves`)."""
+    here = os.path.dirname(os.path.abspath(scene))
+    dirs = [os.path.join(here, "resources"), os.path.join(here, "..", "resources")]
+    return [x for d in dirs if os.path.isdir(d) for x in ("--resources", d)]
 
 
 def clock(counts, tmp):
@@ -317,6 +328,7 @@ def main():
                 free(*(os.path.join(tmp, f"half{k}.wav") for k in range(2)))
                 halved = min(halved, at_once([
                     [c if c != scene else part for c in cmd(1, os.path.join(tmp, f"half{k}.wav"))]
+                    + beside(scene)
                     for k, part in enumerate(parts)]))
         ref = open(outs[counts[0]], "rb").read()
         same = all(open(outs[n], "rb").read() == ref for n in counts)
