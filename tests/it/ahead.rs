@@ -142,7 +142,7 @@ fn a_nan_in_the_part_rendered_ahead_is_reported_as_on_one_thread() {
 }
 
 #[test]
-fn nothing_renders_ahead_where_events_feedback_latency_or_inputs_it_cannot_read_are() {
+fn nothing_renders_ahead_where_events_controls_voices_feedback_latency_or_unreadable_inputs_are() {
     let dir = common::temp_dir("ahead-not");
     let plain = dir.join("plain.json");
     std::fs::write(&plain, chains(16, NOISE, "")).unwrap();
@@ -177,8 +177,32 @@ fn nothing_renders_ahead_where_events_feedback_latency_or_inputs_it_cannot_read_
             r#"{ "from": "src0", "to": "lim" }, { "from": "lim", "to": "bp0" }"#,
             1,
         );
-    for (name, text) in [("feedback", feedback), ("latency", limited)] {
-        let scene = dir.join(format!("{name}.json"));
+    // A control a MIDI controller could move, and a voice module (its
+    // voices sound only when played).
+    let controlled = chains(
+        16,
+        NOISE,
+        r#", "controls": [ { "midi": { "cc": 74 }, "node": "bp0", "param": "cutoff", "min": "100Hz", "max": "8kHz" } ]"#,
+    );
+    let voiced = chains(
+        16,
+        NOISE,
+        r#", "modules": [ { "id": "pad", "voices": 2, "note": { "pitch": "osc.freq", "gate": "env.gate" },
+            "nodes": [ { "id": "osc", "op": "saw", "params": { "freq": "220Hz", "amp": 0.1 } },
+                       { "id": "env", "op": "adsr" }, { "id": "vca", "op": "multiply" } ] } ]"#,
+    )
+    .replacen(
+        r#""edges": ["#,
+        r#""edges": [{ "from": "osc", "to": "vca:a" }, { "from": "env", "to": "vca:b" }, { "from": "pad", "to": "sum" }, "#,
+        1,
+    );
+    for (name, text) in [
+        ("feedback", feedback),
+        ("latency", limited),
+        ("controls", controlled),
+        ("a voice module", voiced),
+    ] {
+        let scene = dir.join(format!("{}.json", name.replace(' ', "-")));
         std::fs::write(&scene, text).unwrap();
         let (one, _, _) = rendered(&dir, &scene, "1", &["-d", "0.2s"]);
         let (two, cut, err) = rendered(&dir, &scene, "2", &["-d", "0.2s"]);
@@ -523,6 +547,12 @@ fn render_uses_every_core_by_default_and_says_what_it_put_ahead() {
         let o = common::render(scene, &out, &args);
         assert!(o.status.success(), "{}", common::stderr(&o));
         let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+        // No pass was given up: the key is there, null.
+        assert_eq!(
+            v.get("ahead_given_up"),
+            Some(&serde_json::Value::Null),
+            "{v}"
+        );
         (v["threads"].as_u64().unwrap() as usize, v["ahead"].clone())
     };
     let half = serde_json::json!({ "sum": "out", "taken": 32, "edges": 64 });
@@ -814,6 +844,11 @@ fn two_nans_in_one_block_of_a_part_render_the_whole_scene_again_with_its_input()
     let sum = v["ahead_given_up"]["sum"]
         .as_str()
         .unwrap_or_else(|| panic!("{v}"));
+    let count = |key: &str| v["ahead_given_up"][key].as_u64().unwrap_or(0);
+    assert!(
+        0 < count("taken") && count("taken") <= count("edges"),
+        "{v}"
+    );
     assert!(
         err.lines()
             .any(|l| l.starts_with("ahead: ") && l.contains(&format!("`{sum}`"))),

@@ -545,6 +545,15 @@ fn calibrate_drone(cache: &Path, args: &[&str]) -> Output {
 #[test]
 fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
     let cache = temp_dir("calibrate-threads");
+    // With no calibration, `run` plays on one thread.
+    let o = run_briefly("scenes/drone.json", &[], &cache);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("playing scenes/drone.json (repro) — "),
+        "{err}"
+    );
+    assert!(!err.contains("(calibrated"), "{err}");
     let o = calibrate_drone(&cache, &["--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let c = json(&o)["calibration"].clone();
@@ -586,6 +595,15 @@ fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
     );
     if cores >= 2 {
         assert!(c["handoff_ns"].as_f64().unwrap() > 0.0, "{c}");
+        // Two threads are measured at 1, 4 and 16 times that hand-off.
+        let h = c["handoff_ns"].as_f64().unwrap();
+        let at_two: Vec<u64> = runs
+            .iter()
+            .filter(|r| r["threads"] == 2)
+            .map(|r| r["min_work_ns"].as_u64().unwrap())
+            .collect();
+        let times = |m: f64| (h * m).round().max(1.0) as u64;
+        assert_eq!(at_two, [times(1.0), times(4.0), times(16.0)], "{c}");
     }
 
     let o = run_briefly("scenes/drone.json", &[], &cache);
@@ -742,6 +760,69 @@ fn calibrate_measures_threads_and_run_plays_with_the_stored_count() {
     assert!(
         err.contains("playing scenes/drone.json (repro) — "),
         "{err}"
+    );
+}
+
+/// A render cut in two plays the rest on a pool of one thread fewer, with
+/// the threshold `calibrate` stored for that count (and none on one
+/// thread); uncut, its pool has every thread and takes that count's. The
+/// bytes are one thread's each time.
+#[test]
+fn a_cut_render_plays_its_rest_with_the_threshold_calibrated_for_one_thread_fewer() {
+    let cache = temp_dir("calibrate-cut");
+    let scene = "scenes/bench/w4.json";
+    let o = morphrt_with_cache(&["calibrate", scene, "-d", "0.1s", "--runs", "1"], &cache);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let store = cache.join("morphrt/calibration.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    let out = cache.join("w4.wav");
+    let mut store_at = |threads: u64| {
+        v["entries"][0]["threads"] = Value::from(threads);
+        v["entries"][0]["min_work_ns"] = Value::from(0);
+        std::fs::write(&store, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    };
+    // (whether it was cut, `thread_min_work_ns`, whether it said it, the bytes)
+    let render = |threads: &str, more: &[&str]| {
+        let mut all = vec![
+            "render",
+            scene,
+            "-d",
+            "0.2s",
+            "--threads",
+            threads,
+            "--json",
+            "-o",
+        ];
+        all.push(out.to_str().unwrap());
+        all.extend_from_slice(more);
+        let o = morphrt_with_cache(&all, &cache);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let j = json(&o);
+        let said =
+            stderr(&o).contains("thread threshold 0.0 µs (calibrated for this scene and machine)");
+        (
+            !j["ahead"].is_null(),
+            j["thread_min_work_ns"].clone(),
+            said,
+            std::fs::read(&out).unwrap(),
+        )
+    };
+    let (_, _, _, one) = render("1", &[]);
+    let check = |got: (bool, Value, bool, Vec<u8>), want: (bool, Value, bool)| {
+        assert_eq!((got.0, got.1, got.2), want);
+        assert!(got.3 == one, "the bytes are one thread's");
+    };
+    let default = Value::from(20_000);
+    store_at(2);
+    check(render("3", &[]), (true, Value::from(0), true));
+    check(render("2", &[]), (true, Value::Null, false));
+    check(render("2", &["--no-ahead"]), (false, Value::from(0), true));
+    store_at(3);
+    check(render("3", &[]), (true, default.clone(), false));
+    check(render("3", &["--no-ahead"]), (false, Value::from(0), true));
+    check(
+        render("3", &["--thread-min-work-ns", "5"]),
+        (true, Value::from(5), false),
     );
 }
 

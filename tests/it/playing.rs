@@ -3,7 +3,9 @@
 //! not applied (and replays bit for bit), an event an edit adds in the past
 //! is said never to fire, a resource edit's latency runs from the edit, a
 //! resumed session's timeline has one timebase, the clock device says
-//! what its xruns are, and a worker late for the callback is named.
+//! what its xruns are, a worker late for the callback is named, and the
+//! workers run under real-time scheduling where the system allows it (and
+//! `run` says so in one line where it does not).
 
 use crate::support as common;
 
@@ -23,7 +25,23 @@ struct Session {
 
 impl Session {
     fn start(scene: &Path, args: &[&str]) -> Session {
-        let mut child = common::bin()
+        Session::start_under(&[], scene, args)
+    }
+
+    /// [`start`](Self::start) under `wrapper` (a program and its arguments
+    /// that runs the command it is given, such as `setpriv …`).
+    fn start_under(wrapper: &[&str], scene: &Path, args: &[&str]) -> Session {
+        let bin = common::bin();
+        let mut command = match wrapper.split_first() {
+            None => bin,
+            Some((program, rest)) => {
+                let mut c = std::process::Command::new(program);
+                c.args(rest).arg(bin.get_program());
+                c.envs(bin.get_envs().filter_map(|(k, v)| Some((k, v?))));
+                c
+            }
+        };
+        let mut child = command
             .arg("run")
             .arg(scene)
             .args(["--device", "clock"])
@@ -382,6 +400,128 @@ fn a_worker_past_the_callback_s_deadline_is_named_with_its_xruns() {
         .nth(1)
         .unwrap_or_else(|| panic!("no worker xruns: {summary}"));
     assert!(late.contains(" on worker 2"), "{summary}");
+}
+
+/// The scheduling policy of each worker thread (`morphrt-worker-N`) of
+/// process `pid`, from `/proc` (0 `SCHED_OTHER`, 1 `SCHED_FIFO`, 2
+/// `SCHED_RR`), once `count` of them run (a generous timeout only keeps a
+/// broken build from hanging).
+fn worker_policies(pid: u32, count: usize) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut found = Vec::new();
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+        {
+            let dir = task.unwrap().path();
+            let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            // The fields after the command's name, from the state (field 3);
+            // the policy is field 41.
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            let policy = after.split_whitespace().nth(41 - 3);
+            if let (true, Some(p)) = (comm.starts_with("morphrt-worker"), policy) {
+                found.push(p.parse().unwrap());
+            }
+        }
+        if found.len() >= count {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{count} workers of {pid}: {found:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `run`'s workers ask for real-time scheduling: where the system allows
+/// it they run under it and nothing is said; where it does not (here, a
+/// run without the capability and with no real-time limit), `run` says so
+/// in one line and they run at normal priority. An offline `render` keeps
+/// its workers at normal priority in either case.
+#[test]
+fn run_s_workers_run_real_time_where_allowed_and_it_says_so_once_where_not() {
+    const NOTE: &str = "note: the 2 worker threads run at normal priority: the system does not allow real-time scheduling";
+    let scene = common::root().join("scenes/drone.json");
+    let args = ["--no-journal", "--no-watch", "--threads", "3"];
+    // (the workers' policies, how many times the note was said)
+    let play = |wrapper: &[&str]| {
+        let s = Session::start_under(wrapper, &scene, &args);
+        let policies = worker_policies(s.child.id(), 2);
+        let all = s.quit();
+        (
+            policies,
+            all.lines()
+                .filter(|l| l.contains("normal priority"))
+                .count(),
+            all,
+        )
+    };
+    let (policies, notes, all) = play(&[]);
+    let realtime = policies.iter().all(|&p| p == 1 || p == 2);
+    if realtime {
+        assert_eq!(notes, 0, "{all}");
+    } else {
+        assert_eq!(policies, [0, 0], "{all}");
+        assert_eq!(all.lines().filter(|l| *l == NOTE).count(), 1, "{all}");
+        assert_eq!(notes, 1, "{all}");
+    }
+    // Without the capability to raise priorities and with no real-time
+    // limit, where this process can drop them.
+    let deny = [
+        "prlimit",
+        "--rtprio=0",
+        "setpriv",
+        "--bounding-set=-sys_nice",
+        "--inh-caps=-sys_nice",
+    ];
+    let can_deny = std::process::Command::new(deny[0])
+        .args(&deny[1..])
+        .arg("true")
+        .status()
+        .is_ok_and(|s| s.success());
+    if can_deny {
+        let (policies, notes, all) = play(&deny);
+        assert_eq!(policies, [0, 0], "{all}");
+        assert_eq!(all.lines().filter(|l| *l == NOTE).count(), 1, "{all}");
+        assert_eq!(notes, 1, "{all}");
+    } else {
+        eprintln!(
+            "skipped the run without real-time scheduling: `{}` fails here",
+            deny.join(" ")
+        );
+    }
+    assert!(realtime || can_deny, "one of the two cases was shown");
+    // A render's workers, worker 1 slowed so that they are there to see.
+    let dir = common::temp_dir("render-priority");
+    let out = dir.join("out.wav");
+    let mut child = common::bin()
+        .args([
+            "render",
+            scene.to_str().unwrap(),
+            "-d",
+            "0.5s",
+            "--threads",
+            "3",
+            "--no-ahead",
+        ])
+        .args([
+            "--thread-min-work-ns",
+            "0",
+            "--thread-test-delay",
+            "1:200000",
+        ])
+        .args(["-o", out.to_str().unwrap(), "-q"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .map(common::KillOnDrop)
+        .expect("run morphrt");
+    assert_eq!(worker_policies(child.id(), 2), [0, 0]);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(child.wait().unwrap().success(), "{err}");
 }
 
 /// A profile switch moves a scene's events to its own grid (to their

@@ -107,7 +107,13 @@ fn render_threads_gives_the_same_hash_for_voices_feedback_input_events_and_sine_
         ("scenes/pan-sweep.json", &["--profile", "strict"][..]),
         ("scenes/dub-chain.json", &["--block-size", "1"][..]),
         ("scenes/input-hall.json", &input_args[..]),
-        // 256 steady live sines into one filter: blocks cut into spans.
+        // 256 steady live sines into one filter: blocks cut into spans
+        // (of the whole sum, and of the rest's half when half of it is
+        // rendered ahead, at three threads and more).
+        (
+            "scenes/bench/w1.json",
+            &["--profile", "live", "--block-size", "1024", "--no-ahead"][..],
+        ),
         (
             "scenes/bench/w1.json",
             &["--profile", "live", "--block-size", "1024"][..],
@@ -251,11 +257,27 @@ fn a_session_at_two_threads_with_an_edit_and_a_switch_replays_at_one_two_and_thr
     common::wait_line(&lines, "edit applied", &mut log);
     let all = common::press_then_quit(&mut child, &lines, log, &[("l", "switched repro → live")]);
     // `replay` renders the journal on every core, on one thread, or on
-    // three, the same bytes each time.
-    common::assert_replays(&journal, &capture, &all);
-    for threads in ["1", "3"] {
-        let args = ["--threads", threads, "--thread-min-work-ns", "0"];
-        common::assert_replays_with(&journal, &capture, &all, &args);
+    // three, the same bytes each time, and says on how many.
+    let said = common::assert_replays_with(&journal, &capture, &all, &[]);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let on = |n: usize| match n {
+        1 => String::new(),
+        n => format!(" on {n} threads"),
+    };
+    let summary = |said: &str| {
+        said.lines()
+            .find(|l| l.starts_with("replayed "))
+            .unwrap_or_else(|| panic!("no summary: {said}"))
+            .to_string()
+    };
+    assert_eq!(summary(&said).contains(" threads"), cores > 1, "{said}");
+    assert!(summary(&said).contains(&on(cores)), "{said}");
+    for threads in [1, 3] {
+        let n = threads.to_string();
+        let args = ["--threads", &n, "--thread-min-work-ns", "0"];
+        let said = common::assert_replays_with(&journal, &capture, &all, &args);
+        assert_eq!(summary(&said).contains(" threads"), threads > 1, "{said}");
+        assert!(summary(&said).contains(&on(threads)), "{said}");
     }
 }
 

@@ -396,8 +396,9 @@ pub fn assert_replays(journal: &Path, capture: &Path, log: &str) {
     assert_replays_with(journal, capture, log, &[]);
 }
 
-/// [`assert_replays`] with more arguments to `replay` (`--threads 1`).
-pub fn assert_replays_with(journal: &Path, capture: &Path, log: &str, more: &[&str]) {
+/// [`assert_replays`] with more arguments to `replay` (`--threads 1`);
+/// returns what `replay` said.
+pub fn assert_replays_with(journal: &Path, capture: &Path, log: &str, more: &[&str]) -> String {
     let replayed = journal.with_extension("replayed.wav");
     let mut args = vec![
         "replay",
@@ -414,6 +415,7 @@ pub fn assert_replays_with(journal: &Path, capture: &Path, log: &str, more: &[&s
         read_f32(&replayed) == played,
         "the session does not replay bit for bit; log:\n{log}"
     );
+    stderr(&o)
 }
 
 /// Waits (20 s at most) for a line starting with `prefix`, keeping every

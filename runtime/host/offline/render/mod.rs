@@ -211,8 +211,8 @@ pub fn render(
     let settings = try_ahead.then(|| ahead::Settings::of(&plan));
     let no_cut = ahead::not_cut_because(&plan);
     // The pool's threshold `calibrate` measured for the scene on this
-    // machine at this thread count, as `run` plays with it (`check` shows
-    // the plan at it).
+    // machine at the pool's thread count, as `run` plays with it (`check`
+    // shows the plan at it).
     let calibrated = calibrated_threshold(opts, threads, (!from_stdin).then_some(&*text), &plan);
     let mut threshold_said = false;
     let mut whole = Some(plan);
@@ -278,7 +278,7 @@ pub fn render(
             threads
         };
         let workers = opts.threads.workers_of(pool, false)?;
-        if let (Some(w), Some(ns)) = (&workers, calibrated) {
+        if let (Some(w), Some(ns)) = (&workers, calibrated(pool)) {
             w.set_min_work_ns(ns);
             if !std::mem::replace(&mut threshold_said, true) {
                 let _ = writeln!(
@@ -474,21 +474,28 @@ fn ahead_parts(
     Some(Ok((ahead, rest, cut)))
 }
 
-/// The pool's threshold `calibrate` stored for the scene of `text`
-/// compiled to `plan` on this machine, when it chose `threads` threads and
-/// no `--thread-min-work-ns` is given (`None`: the pool keeps its own).
+/// For a pool of so many threads, the threshold `calibrate` stored for the
+/// scene of `text` compiled to `plan` on this machine, when it chose that
+/// count and no `--thread-min-work-ns` is given (`None`: the pool keeps its
+/// own). The store is read once, for a render on `threads` threads: its
+/// pool has `threads`, or one fewer when the render is cut.
 fn calibrated_threshold(
     opts: &RenderOptions,
     threads: usize,
     text: Option<&str>,
     plan: &crate::graph::Plan,
-) -> Option<u64> {
-    use crate::host::machine::calibration::{Threshold, ThresholdFrom};
-    if threads < 2 || opts.threads.min_work_ns.is_some() {
-        return None;
+) -> impl Fn(usize) -> Option<u64> {
+    use crate::host::machine::calibration::{stored_for, Threshold, ThresholdFrom};
+    let stored = match text {
+        Some(text) if threads >= 2 && opts.threads.min_work_ns.is_none() => {
+            stored_for(text, plan).ok().flatten()
+        }
+        _ => None,
+    };
+    move |pool| {
+        let t = Threshold::of(None, pool, stored.as_ref());
+        matches!(t.from, ThresholdFrom::Calibrated(_)).then_some(t.ns)
     }
-    let t = Threshold::for_scene(None, threads, text, plan);
-    matches!(t.from, ThresholdFrom::Calibrated(_)).then_some(t.ns)
 }
 
 /// A render stopped by a signal after writing snapshots says they are
