@@ -741,3 +741,30 @@ fn beats_around_the_swap(cap: &std::path::Path, journal: &std::path::Path, s: u6
     assert!(!log.contains("is in the past"), "{log}");
     common::assert_replays(journal, cap, log);
 }
+
+/// A step's length is a note value, beats or a time in s, ms or us
+/// (scenes/README.md); a count of samples is refused, naming the node and
+/// saying what is valid.
+#[test]
+fn a_step_length_in_samples_is_refused_saying_what_is_valid() {
+    let dir = common::temp_dir("step-samples");
+    let path = dir.join("seq.json");
+    let check = |rate: &str| {
+        std::fs::write(&path, scene("120bpm").replace("\"1/16\"", rate)).unwrap();
+        common::morphrt(&["check", path.to_str().unwrap()])
+    };
+    let o = check(r#""1801samples""#);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "`rate`: `1801samples`: give a step length as a note value, beats or a time in s, ms or us"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("at nodes[0].params.rate, node `seq`"), "{err}");
+    for rate in [r#""125ms""#, r#""125000us""#, "0.125", r#""1/4beat""#] {
+        let o = check(rate);
+        assert!(o.status.success(), "{rate}: {}", common::stderr(&o));
+    }
+}

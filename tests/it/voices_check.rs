@@ -83,3 +83,76 @@ fn check_shows_a_voice_module_as_one_block() {
     assert!(!stdout(&o).contains("voices"), "{}", stdout(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `steal_fade` is at most a second at the scene's rate, whether given
+/// as a time or in samples (a count of samples was once read as
+/// milliseconds), and `check --json` gives it in samples.
+#[test]
+fn a_steal_fade_in_samples_is_held_to_a_second_at_the_scene_s_rate() {
+    let dir = temp_dir("voices-steal-fade");
+    let checked = |rate: u32, fade: &str| {
+        let text = SCENE
+            .replace(
+                r#""steal_fade": "10ms""#,
+                &format!(r#""steal_fade": "{fade}""#),
+            )
+            .replace(
+                r#"{ "version": "1.0","#,
+                &format!(r#"{{ "version": "1.0", "sample_rate": {rate},"#),
+            );
+        assert!(text.contains(fade) && text.contains(&rate.to_string()));
+        let path = dir.join("pad.json");
+        std::fs::write(&path, text).unwrap();
+        let o = morphrt(&["check", path.to_str().unwrap(), "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        if o.status.success() {
+            Ok(v["voices"][0]["steal_fade_samples"].as_u64().unwrap())
+        } else {
+            let d = &v["diagnostics"][0];
+            assert_eq!(d["path"], "modules[0].steal_fade", "{v}");
+            assert_eq!(
+                d["message"], "`steal_fade` of voice module `pad` is longer than 1000 ms",
+                "{v}"
+            );
+            Err(())
+        }
+    };
+    assert_eq!(checked(48_000, "1001samples"), Ok(1001));
+    assert_eq!(checked(48_000, "47999samples"), Ok(47_999));
+    assert_eq!(checked(48_000, "48000samples"), Ok(48_000));
+    assert_eq!(checked(48_000, "48001samples"), Err(()));
+    assert_eq!(checked(96_000, "96000samples"), Ok(96_000));
+    assert_eq!(checked(96_000, "96001samples"), Err(()));
+    assert_eq!(checked(96_000, "1s"), Ok(96_000));
+    assert_eq!(checked(44_100, "1.001s"), Err(()));
+}
+
+/// A node's id may hold dots: a note's pitch, gate and velocity name it
+/// with its param after the last dot.
+#[test]
+fn a_note_names_a_node_whose_id_holds_dots() {
+    let dir = temp_dir("voices-dotted");
+    let text = SCENE
+        .replace(r#""osc.freq""#, r#""o.sc.freq""#)
+        .replace(r#""env.gate""#, r#""e.n.v.gate""#)
+        .replace(r#""id": "osc""#, r#""id": "o.sc""#)
+        .replace(r#""id": "env""#, r#""id": "e.n.v""#)
+        .replace(r#""from": "osc""#, r#""from": "o.sc""#)
+        .replace(r#""from": "env""#, r#""from": "e.n.v""#)
+        .replace(r#""release_end": "env""#, r#""release_end": "e.n.v""#);
+    assert!(
+        !text.contains(r#""osc"#) && !text.contains(r#""env"#),
+        "{text}"
+    );
+    let path = dir.join("dotted.json");
+    std::fs::write(&path, &text).unwrap();
+    let plain = dir.join("plain.json");
+    std::fs::write(&plain, SCENE).unwrap();
+    let render = |scene: &std::path::Path| {
+        let out = dir.join("out.wav");
+        let o = common::render(scene, &out, &["-d", "0.2s"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::read(&out).unwrap()
+    };
+    assert!(render(&path) == render(&plain), "the same notes play");
+}

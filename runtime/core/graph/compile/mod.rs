@@ -231,7 +231,8 @@ struct Session {
 /// problem up to the events is collected before anything is built, so one
 /// run reports them all; nodes are built only for a valid graph.
 pub fn compile(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Diagnostic>> {
-    let Some((expanded, layout)) = voices::expand(scene)? else {
+    let sample_rate = opts.sample_rate.unwrap_or(scene.sample_rate);
+    let Some((expanded, layout)) = voices::expand(scene, sample_rate)? else {
         return compile_expanded(scene, opts);
     };
     let mut plan = compile_expanded(&expanded, opts).map_err(voices::fold)?;

@@ -68,7 +68,10 @@ fn right_id(module: &str) -> String {
 /// Pass 0: the scene with every voice module expanded, and what `resolve`
 /// needs; `Ok(None)` for a scene without voice modules (compiled as it is).
 /// Errors name the module and what would be valid.
-pub(super) fn expand(scene: &Scene) -> Result<Option<(Scene, Layout)>, Vec<Diagnostic>> {
+pub(super) fn expand(
+    scene: &Scene,
+    sample_rate: u32,
+) -> Result<Option<(Scene, Layout)>, Vec<Diagnostic>> {
     let voice_modules: Vec<usize> = (0..scene.modules.len())
         .filter(|&m| scene.modules[m].voices.is_some())
         .collect();
@@ -84,7 +87,7 @@ pub(super) fn expand(scene: &Scene) -> Result<Option<(Scene, Layout)>, Vec<Diagn
             Err(errors.list)
         };
     }
-    let templates = Templates::lay_out(scene, &voice_modules, &mut errors);
+    let templates = Templates::lay_out(scene, &voice_modules, sample_rate, &mut errors);
     let mut out = scene.clone();
     out.nodes = templates.copy_nodes();
     let (sums, sum_edges) = templates.voice_sums();
@@ -159,7 +162,12 @@ struct Templates<'s> {
 impl<'s> Templates<'s> {
     /// Lays out each of `voice_modules` (indices into the scene's
     /// modules); one whose template is empty is reported and left out.
-    fn lay_out(scene: &'s Scene, voice_modules: &[usize], errors: &mut Errors<'_>) -> Self {
+    fn lay_out(
+        scene: &'s Scene,
+        voice_modules: &[usize],
+        sample_rate: u32,
+        errors: &mut Errors<'_>,
+    ) -> Self {
         let node_ids: HashMap<&str, usize> = scene
             .nodes
             .iter()
@@ -170,7 +178,7 @@ impl<'s> Templates<'s> {
         let mut pool_of = HashMap::new();
         let mut pools = Vec::new();
         for &mi in voice_modules {
-            let Some(t) = lay_out_module(scene, mi, &node_ids, errors) else {
+            let Some(t) = lay_out_module(scene, mi, &node_ids, sample_rate, errors) else {
                 continue;
             };
             let pool = pools.len();
@@ -424,6 +432,7 @@ fn lay_out_module(
     scene: &Scene,
     mi: usize,
     node_ids: &HashMap<&str, usize>,
+    sample_rate: u32,
     errors: &mut Errors<'_>,
 ) -> Option<Template> {
     let m = &scene.modules[mi];
@@ -461,7 +470,7 @@ fn lay_out_module(
     let pitch = note_target(&template, &ctx, "pitch", &v.pitch, errors);
     let gate = note_target(&template, &ctx, "gate", &v.gate, errors);
     let velocity = note_target(&template, &ctx, "velocity", &v.velocity, errors);
-    let steal_fade = steal_fade(&ctx, &v.steal_fade, errors);
+    let steal_fade = steal_fade(&ctx, &v.steal_fade, sample_rate, errors);
     let outs = out
         .and_then(|k| lookup(&template[k].op))
         .map(|op: &OpSpec| op.outputs);
@@ -578,15 +587,25 @@ fn note_target(
 
 /// A module's `steal_fade`: the one given (an error past
 /// [`MAX_STEAL_FADE_MS`]), else [`DEFAULT_STEAL_FADE_MS`].
-fn steal_fade(ctx: &str, given: &Option<(TimeSpec, Loc)>, errors: &mut Errors<'_>) -> TimeSpec {
+fn steal_fade(
+    ctx: &str,
+    given: &Option<(TimeSpec, Loc)>,
+    sample_rate: u32,
+    errors: &mut Errors<'_>,
+) -> TimeSpec {
     let Some((t, loc)) = given else {
         return TimeSpec::parse(&format!("{DEFAULT_STEAL_FADE_MS}ms")).expect("a time");
     };
-    let ms = t
-        .to_samples(1000)
-        .map(|r| r.to_f64())
-        .unwrap_or(f64::INFINITY);
-    if ms > MAX_STEAL_FADE_MS as f64 {
+    // Longer than the most at the session's rate (a time in samples is
+    // taken as it is): samples · 1000 > ms · rate, exactly.
+    let most = i128::from(MAX_STEAL_FADE_MS) * i128::from(sample_rate);
+    let longer = t.to_samples(sample_rate).is_none_or(|n| {
+        match (n.num.checked_mul(1000), most.checked_mul(n.den)) {
+            (Some(fade), Some(most)) => fade > most,
+            _ => true,
+        }
+    });
+    if longer {
         errors.push(
             loc,
             None,

@@ -181,7 +181,8 @@ impl Loader<'_> {
         let target = |l: &mut Self, key: &str, np: &str, x: &Value| -> Option<NoteTarget> {
             let tp = child_key(np, key);
             let s = l.string(x, &tp, key, None)?;
-            match s.split_once('.') {
+            // A node's id may hold dots; a param's name never does.
+            match s.rsplit_once('.') {
                 Some((n, p)) if valid_id(n) && !p.is_empty() && valid_id(p) => Some(NoteTarget {
                     node: n.to_string(),
                     param: p.to_string(),
