@@ -184,6 +184,15 @@ def test_threads_render_in_parallel_the_same_bytes_as_one_after_another():
     assert len(set(serial)) > 1, "the seed changes the noise"
 
 
+def test_other_python_threads_run_while_a_render_is_in_rust(longest_pause):
+    # The GIL is released while the audio renders: held, this thread would
+    # wait for a step as long as the render.
+    ran, paused = longest_pause(
+        lambda: morphrt.render(ROOT / "scenes/bench/w1.json", duration=2, profile="strict"))
+    assert ran > 0.05, "a render long enough to tell"
+    assert paused < ran / 4, (paused, ran)
+
+
 @pytest.mark.parametrize("scene,seconds,profile", [
     ("scenes/bench/w4.json", 0.5, "live"),
     ("scenes/bench/w4.json", 0.5, "strict"),

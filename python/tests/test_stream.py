@@ -287,6 +287,15 @@ def test_processors_in_threads_give_the_bytes_of_one_after_another():
     assert len(set(serial)) == 4
 
 
+def test_other_python_threads_run_while_a_processor_processes(longest_pause):
+    # The GIL is released in `process`: held, this thread would wait for a
+    # step as long as the call.
+    p = morphrt.Processor(ROOT / "scenes/bench/w1.json", profile="strict")
+    ran, paused = longest_pause(lambda: p.process(96000))
+    assert ran > 0.05, "a call long enough to tell"
+    assert paused < ran / 4, (paused, ran)
+
+
 def test_resources_come_from_a_dict_as_the_command_line_reads_them_from_a_folder(tmp_path):
     import scipy.io.wavfile
     scene = ROOT / "scenes/hall-reverb.json"
