@@ -184,46 +184,46 @@ fn threads_the_system_refuses_are_an_error_that_says_how_many_it_started() {
     use std::os::unix::process::CommandExt;
     let dir = common::temp_dir("refused-threads");
     let out = dir.join("o.wav");
-    let mut c = common::bin();
-    c.args([
-        "render",
-        "--no-ahead",
-        "--threads",
-        "1000",
-        "-d",
-        "0.1s",
-        "-q",
-        "-o",
-    ])
-    .arg(&out)
-    .arg(common::root().join("scenes/drone.json"));
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(|| {
-            // 1000 threads' stacks alone take about 2 GB.
-            let space = libc::rlimit {
-                rlim_cur: 512 << 20,
-                rlim_max: 512 << 20,
-            };
-            libc::setrlimit(libc::RLIMIT_AS, &space);
-            Ok(())
-        });
+    // A pool of every thread, and one of all but the part rendered ahead.
+    for (scene, more, workers) in [
+        ("scenes/drone.json", &["--no-ahead"][..], 999),
+        ("scenes/bench/w4.json", &[][..], 998),
+    ] {
+        let mut c = common::bin();
+        c.args(["render", "--threads", "1000", "-d", "0.1s", "-q", "-o"])
+            .arg(&out)
+            .args(more)
+            .arg(common::root().join(scene));
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                // 1000 threads' stacks alone take about 2 GB.
+                let space = libc::rlimit {
+                    rlim_cur: 512 << 20,
+                    rlim_max: 512 << 20,
+                };
+                libc::setrlimit(libc::RLIMIT_AS, &space);
+                Ok(())
+            });
+        }
+        let o = c.output().expect("run morphrt");
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{scene}: {err}");
+        assert!(
+            err.starts_with("error: cannot start the worker threads: the system started ")
+                && err.contains(&format!(
+                    " of the {workers} worker threads asked for, then refused one: "
+                ))
+                && err.contains("; ask for fewer with `--threads`"),
+            "{scene}: {err}"
+        );
+        assert!(!out.exists());
+        assert!(
+            common::partials(&dir).is_empty(),
+            "{:?}",
+            common::partials(&dir)
+        );
     }
-    let o = c.output().expect("run morphrt");
-    let err = common::stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.starts_with("error: cannot start the worker threads: the system started ")
-            && err.contains(" of the 999 worker threads asked for, then refused one: ")
-            && err.contains("; ask for fewer with `--threads`"),
-        "{err}"
-    );
-    assert!(!out.exists());
-    assert!(
-        common::partials(&dir).is_empty(),
-        "{:?}",
-        common::partials(&dir)
-    );
 }
 
 #[test]
