@@ -571,3 +571,49 @@ fn a_journal_longer_than_the_render_limit_is_refused() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// A session whose scene gives no seed, switched to live and then edited
+/// to draw noise: live picks a seed for the edit, the session's own, and
+/// the journal keeps it, so `replay` plays the same noise every time (it
+/// once picked one from the clock at each replay).
+#[test]
+fn noise_an_edit_adds_under_live_without_a_seed_replays_bit_for_bit() {
+    let dir = common::temp_dir("replay-auto-seed");
+    let path = dir.join("scene.json");
+    let sine = r#"{ "id": "o", "op": "sine", "params": { "freq": "220Hz", "amp": 0.1 } }"#;
+    std::fs::write(
+        &path,
+        format!(r#"{{ "version": "1.0", "nodes": [ {sine} ], "outputs": {{ "main": ["o"] }} }}"#),
+    )
+    .unwrap();
+    let journal = dir.join("j").join("take.jsonl");
+    let capture = dir.join("cap.wav");
+    let (mut child, lines) = common::run_clock(
+        &path,
+        &[
+            "--capture",
+            capture.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    let mut log = Vec::new();
+    common::wait_line(&lines, "playing ", &mut log);
+    use std::io::Write;
+    writeln!(child.stdin.as_mut().unwrap(), "l").unwrap();
+    common::wait_line(&lines, "switched repro → live", &mut log);
+    let noise = r#"{ "id": "n", "op": "noise", "params": { "amp": 0.1 } }"#;
+    common::save_as_editor(
+        &path,
+        &format!(
+            r#"{{ "version": "1.0", "nodes": [ {sine}, {noise} ], "edges": [ {{ "from": "n", "to": "o:freq" }} ], "outputs": {{ "main": ["o"] }} }}"#
+        ),
+        std::time::Duration::from_millis(500),
+    );
+    common::wait_line(&lines, "edit applied", &mut log);
+    let all = common::press_then_quit(&mut child, &lines, log, &[]);
+    assert!(all.contains("live chose seed"), "{all}");
+    for _ in 0..2 {
+        common::assert_replays(&journal, &capture, &all);
+    }
+}

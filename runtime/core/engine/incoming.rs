@@ -53,6 +53,11 @@ pub struct SessionFixed {
     pub sample_rate: u32,
     /// The session seed (a live auto-seed becomes it), if any.
     pub seed: Option<u64>,
+    /// The seed live picks for any of the session's engines that draws
+    /// noise without one (`seed` once the first did): fixed at the start
+    /// so that an edit adding noise plays the same again (a journal keeps
+    /// it); `None`: each compile takes one from the clock.
+    pub auto_seed: Option<u64>,
     /// Where the session's resources come from.
     pub resolver: Option<Arc<dyn Resolver>>,
     /// The pool every engine of the session runs its independent nodes
@@ -61,12 +66,14 @@ pub struct SessionFixed {
 }
 
 impl SessionFixed {
-    /// Takes the session's constants from its first plan.
+    /// Takes the session's constants from its first plan; its auto seed is
+    /// the plan's seed, or one from the clock.
     pub fn from_plan(plan: &Plan, resolver: Option<Arc<dyn Resolver>>) -> SessionFixed {
         SessionFixed {
             block_size: plan.block_size,
             sample_rate: plan.sample_rate,
             seed: plan_seed(plan),
+            auto_seed: Some(plan_seed(plan).unwrap_or_else(crate::graph::auto_seed)),
             resolver,
             workers: None,
         }
@@ -118,6 +125,7 @@ impl SessionFixed {
             seed: self.seed,
             resolver: self.resolver.clone(),
             sample_rate: Some(self.sample_rate),
+            auto_seed: self.auto_seed,
             ..CompileOptions::default()
         }
     }

@@ -16,7 +16,9 @@ mod report;
 pub mod schema;
 mod voice_report;
 
-pub use compile::{compile, midi_note_hz, voice_node_id, CompileOptions, Resolved, Resolver};
+pub use compile::{
+    auto_seed, compile, midi_note_hz, voice_node_id, CompileOptions, Resolved, Resolver,
+};
 pub use controls::{
     ControlMap, ControlSource, ControlTarget, ControlValue, TargetRange, VoiceParam,
     DEFAULT_BEND_SEMITONES,

@@ -608,13 +608,14 @@ pub fn render_midi(scene: &Path, midi: &Path, out: &Path, args: &[&str]) -> Outp
     render(scene, out, &all)
 }
 
-/// The fixed settings of a session at 48 kHz in blocks of 64 with `seed`,
-/// no resource directories.
+/// The fixed settings of a session at 48 kHz in blocks of 64 with `seed`
+/// (live picks one from the clock without), no resource directories.
 pub fn session_fixed(seed: Option<u64>) -> morphrt::engine::incoming::SessionFixed {
     morphrt::engine::incoming::SessionFixed {
         block_size: 64,
         sample_rate: 48_000,
         seed,
+        auto_seed: None,
         resolver: morphrt::host::files::resources::Folders::shared(Vec::new()),
         workers: None,
     }

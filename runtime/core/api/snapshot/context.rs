@@ -401,12 +401,14 @@ impl SnapshotFile {
     }
 
     /// The session constants a resumed session keeps: the snapshot's block
-    /// size, sample rate and seed, resources from `resolver`.
+    /// size, sample rate and seed (its auto seed too, else one from the
+    /// clock), resources from `resolver`.
     pub fn session_fixed(&self, resolver: Option<Arc<dyn Resolver>>) -> SessionFixed {
         SessionFixed {
             block_size: self.block_size,
             sample_rate: self.sample_rate,
             seed: self.seed,
+            auto_seed: Some(self.seed.unwrap_or_else(crate::graph::auto_seed)),
             resolver,
             workers: None,
         }

@@ -36,6 +36,7 @@ mod events;
 mod gates;
 mod nodes;
 mod outputs;
+pub use outputs::auto_seed;
 mod steps;
 mod voices;
 
@@ -73,6 +74,10 @@ pub struct CompileOptions {
     /// Run at this sample rate instead of the scene's (a device that cannot
     /// play the scene's rate). Operators are rate-parametric.
     pub sample_rate: Option<u32>,
+    /// The seed live picks for a scene that draws noise and gives none
+    /// (a live session fixes one for all its engines, and its journal
+    /// keeps it); `None`: one from the clock.
+    pub auto_seed: Option<u64>,
 }
 
 /// Finds and reads the files a scene names as `@resource:NAME`. The host
@@ -261,7 +266,7 @@ fn compile_expanded(scene: &Scene, opts: &CompileOptions) -> Result<Plan, Vec<Di
     } = declare(&mut cx, opts);
     resolve_casts(&mut cx, &mut decls, &edges);
     let main = resolve_outputs(&mut cx, &index, &decls);
-    let seed = choose_seed(&mut cx, &decls, session.seed_given);
+    let seed = choose_seed(&mut cx, &decls, session.seed_given, opts.auto_seed);
     let events = place_events(&mut cx, &index, &decls, &session);
     let controls = resolve_controls(&mut cx, &index, &decls, &session);
     let timing = edit_timing(&mut cx, session.sample_rate);

@@ -90,11 +90,13 @@ pub(super) fn resolve_outputs(
 
 /// Pass 10, the seed (`scenes/README.md`, *Randomness*): the given one;
 /// else, when a node draws noise, strict and repro require one and live
-/// picks one from the clock (reported so the session can be heard again).
+/// picks `auto` (a session's own), or one from the clock (reported so the
+/// session can be heard again).
 pub(super) fn choose_seed(
     cx: &mut Ctx<'_>,
     decls: &[Option<Decl>],
     seed_given: Option<u64>,
+    auto: Option<u64>,
 ) -> SeedSource {
     let scene = cx.scene;
     let mut seed = match seed_given {
@@ -117,13 +119,14 @@ pub(super) fn choose_seed(
                 Some("add \"seed\": 42 at the top of the scene, or pass --seed N".to_string()),
             );
         } else if seed == SeedSource::None {
-            seed = SeedSource::Auto(auto_seed());
+            seed = SeedSource::Auto(auto.unwrap_or_else(auto_seed));
         }
     }
     seed
 }
 
-fn auto_seed() -> u64 {
+/// A seed from the clock, for live to pick (see [`choose_seed`]).
+pub fn auto_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -163,14 +166,33 @@ mod tests {
                  "outputs": { "main": ["n"] } }"#,
         );
         let (mut cx, _, decls, ..) = declared(&s, &with_profile(Profile::Repro));
-        assert_eq!(choose_seed(&mut cx, &decls, None), SeedSource::None);
+        assert_eq!(choose_seed(&mut cx, &decls, None, None), SeedSource::None);
         assert_eq!(cx.errors.len(), 1);
-        assert_eq!(choose_seed(&mut cx, &decls, Some(7)), SeedSource::Given(7));
+        assert_eq!(
+            choose_seed(&mut cx, &decls, Some(7), None),
+            SeedSource::Given(7)
+        );
         let (mut cx, _, decls, ..) = declared(&s, &with_profile(Profile::Live));
         assert!(matches!(
-            choose_seed(&mut cx, &decls, None),
+            choose_seed(&mut cx, &decls, None, None),
             SeedSource::Auto(_)
         ));
         assert!(cx.errors.is_empty());
+        // A session's own auto seed, when it has one; a given seed wins.
+        assert_eq!(
+            choose_seed(&mut cx, &decls, None, Some(99)),
+            SeedSource::Auto(99)
+        );
+        assert_eq!(
+            choose_seed(&mut cx, &decls, Some(7), Some(99)),
+            SeedSource::Given(7)
+        );
+        // Repro still asks for a seed.
+        let (mut cx, _, decls, ..) = declared(&s, &with_profile(Profile::Repro));
+        assert_eq!(
+            choose_seed(&mut cx, &decls, None, Some(99)),
+            SeedSource::None
+        );
+        assert_eq!(cx.errors.len(), 1);
     }
 }

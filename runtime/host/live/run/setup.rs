@@ -668,6 +668,7 @@ pub(super) fn start_journal(
         block_size: fixed.block_size,
         sample_rate: fixed.sample_rate,
         seed: fixed.seed,
+        auto_seed: fixed.auto_seed,
         profile: session.profile(),
         channels,
         period: opts.period,

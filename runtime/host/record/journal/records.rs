@@ -87,6 +87,11 @@ pub enum Record {
         block_size: usize,
         sample_rate: u32,
         seed: Option<u64>,
+        /// The seed live picked for any engine that drew noise without one
+        /// (an edit that adds noise to a scene without a seed); older
+        /// journals have none, and their replay picks one from the clock.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auto_seed: Option<u64>,
         profile: Profile,
         channels: usize,
         period: Option<usize>,
