@@ -348,6 +348,7 @@ impl Stream {
             seed: s.seed,
             resolver: s.resolver.clone(),
             skip_build: true,
+            ..CompileOptions::default()
         };
         let scene =
             morphrt_core::scene::load_str(&s.text, &s.name, None).map_err(|d| d[0].to_string())?;

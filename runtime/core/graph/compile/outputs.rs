@@ -125,7 +125,8 @@ pub(super) fn choose_seed(
     seed
 }
 
-/// A seed from the clock, for live to pick (see [`choose_seed`]).
+/// A seed from the clock, for live to pick for a scene that draws noise
+/// and gives no seed (see `CompileOptions::auto_seed`).
 pub fn auto_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
