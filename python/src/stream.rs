@@ -195,10 +195,13 @@ fn control_error(py: Python<'_>, e: ControlError) -> PyErr {
 }
 
 impl Stream {
-    fn new(py: Python<'_>, settings: Settings, profile: Profile) -> PyResult<Stream> {
+    fn new(py: Python<'_>, mut settings: Settings, profile: Profile) -> PyResult<Stream> {
         let (controller, core) = settings
             .activate(profile)
             .map_err(|e| activate_error(py, e))?;
+        // The seed live picked, if it did, is the processor's from now on:
+        // its snapshots, a reset and a resume play the same noise.
+        settings.seed = settings.seed.or(controller.seed());
         let inputs = core.input_channels();
         Ok(Stream {
             settings,

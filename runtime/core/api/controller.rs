@@ -419,6 +419,13 @@ impl Controller {
         self.profile
     }
 
+    /// The seed the session plays with: the scene's or the activation's,
+    /// or the one live picked for a scene that draws noise and gives none
+    /// (`None`: the first engine drew none).
+    pub fn seed(&self) -> Option<u64> {
+        self.fixed.seed
+    }
+
     /// The params of the scene, as [`Loaded::params`](super::Loaded::params)
     /// lists them: an [`EventKind::Param`](super::EventKind::Param)
     /// addresses one by its index here. The list is fixed at activation:
